@@ -1,0 +1,356 @@
+"""The only place that measures time: first call, warm-up, batch calibration, synchronisation, sampling.
+
+A ``Timer`` owns one operation and its arguments; ``Timer.measure`` returns a ``Measurement`` holding
+the raw per-call samples. Statistics are derived from the samples (``stats``), never kept instead of
+them.
+
+The timed loops are generated as source and compiled, as ``timeit`` does, so that the loop adds no
+more than a tight ``timeit`` loop would: no closure layer, no ``*args`` unpacking, no sync call for
+libraries that compute synchronously.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol, Sequence
+
+from . import stats
+
+Clock = Callable[[], float]
+
+MODES = ("latency", "throughput")
+
+#: See ``Timer.start``: a warm-up call this slow is kept as the first sample.
+SLOW_CALL_S = 0.1
+
+
+class DeviceTimer(Protocol):
+    """Device-side timing (CUDA events): ``begin`` and ``end`` mark the stream, ``elapsed`` waits."""
+
+    def begin(self) -> None: ...
+
+    def end(self) -> None: ...
+
+    def elapsed(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class TimerSettings:
+    """How to sample one cell in one worker process."""
+
+    mode: str = "latency"
+    target_sample_s: float = 0.005  # one sample (a batch of calls) lasts at least this long
+    min_samples: int = 5
+    max_samples: int = 2000
+    budget_s: float = 0.5  # sampling stops when this is spent, once min_samples are taken
+    rel_ci: float = 0.02  # ...or as soon as the median's 95% CI half-width is within this
+    warmup_s: float = 0.05
+    cold: bool = False  # evict caches before every sample (forces one call per sample)
+    max_batch_bytes: float = 2 * 1024**3  # throughput mode keeps a batch's results alive
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"unknown timer mode {self.mode!r}; expected one of {', '.join(MODES)}")
+
+
+@dataclass
+class Measurement:
+    """Raw samples of one operation, in seconds per call, with how they were taken."""
+
+    samples_s: list[float]
+    number: int  # calls per sample
+    first_call_s: float
+    warmup_calls: int
+    stop_reason: str  # "converged" | "budget" | "max_samples"
+    elapsed_s: float
+    device_samples_s: list[float] | None = None
+    first_result: Any = field(default=None, repr=False)
+
+    @property
+    def median_s(self) -> float:
+        return stats.median(self.samples_s)
+
+
+_LOOP_TEMPLATE = """
+def _loop(_it, _op, {params}_sync, _clock, _dt):
+{body}
+"""
+
+
+def _loop_source(arity: int, mode: str, has_sync: bool, has_device_timer: bool) -> str:
+    args = ", ".join(f"_a{i}" for i in range(arity))
+    call = f"_op({args})"
+    params = "".join(f"_a{i}, " for i in range(arity))
+    lines: list[str] = []
+    if mode == "latency":
+        if has_device_timer:
+            # cupyx.profiler.benchmark's convention: events around each call, then wait.
+            lines += [
+                "    _dev = 0.0",
+                "    _t0 = _clock()",
+                "    for _ in _it:",
+                "        _dt.begin()",
+                f"        _r = {call}",
+                "        _dt.end()",
+                "        _sync(_r)",
+                "        _dev += _dt.elapsed()",
+                "    _t1 = _clock()",
+                "    return _t1 - _t0, _dev",
+            ]
+        else:
+            stmt = f"_sync({call})" if has_sync else call
+            lines += [
+                "    _t0 = _clock()",
+                "    for _ in _it:",
+                f"        {stmt}",
+                "    _t1 = _clock()",
+                "    return _t1 - _t0, None",
+            ]
+    else:  # throughput: issue the whole batch, wait once, at the end
+        lines += ["    _keep = []", "    _push = _keep.append"]
+        if has_device_timer:
+            lines.append("    _dt.begin()")
+        lines += [
+            "    _t0 = _clock()",
+            "    for _ in _it:",
+            f"        _push({call})",
+        ]
+        if has_device_timer:
+            lines.append("    _dt.end()")
+        if has_sync:
+            lines.append("    _sync(_keep)")
+        lines.append("    _t1 = _clock()")
+        lines.append("    return _t1 - _t0, " + ("_dt.elapsed()" if has_device_timer else "None"))
+    return _LOOP_TEMPLATE.format(params=params, body="\n".join(lines))
+
+
+def _compile_loop(arity: int, mode: str, has_sync: bool, has_device_timer: bool) -> Callable[..., Any]:
+    namespace: dict[str, Any] = {}
+    source = _loop_source(arity, mode, has_sync, has_device_timer)
+    exec(compile(source, f"<arraybench timer loop {mode}/{arity}>", "exec"), namespace)
+    return namespace["_loop"]
+
+
+def _nbytes(result: Any) -> int:
+    if isinstance(result, (tuple, list)):
+        return sum(_nbytes(r) for r in result)
+    return int(getattr(result, "nbytes", 0) or 0)
+
+
+class Timer:
+    """Times ``op(*args)``, waiting for each result with ``sync`` where the library is asynchronous.
+
+    >>> t = Timer(sum, ([1, 2, 3],))
+    >>> m = t.measure(TimerSettings(budget_s=0.05))
+    >>> m.median_s > 0
+    True
+    """
+
+    def __init__(
+        self,
+        op: Callable[..., Any],
+        args: Sequence[Any] = (),
+        *,
+        sync: Callable[[Any], None] | None = None,
+        device_timer: DeviceTimer | None = None,
+        flush: Callable[[], None] | None = None,
+        clock: Clock = time.perf_counter,
+    ) -> None:
+        if device_timer is not None and sync is None:
+            raise ValueError("a device timer needs a sync function to wait for the device")
+        self.op = op
+        self.args = tuple(args)
+        self.sync = sync
+        self.device_timer = device_timer
+        self.flush = flush
+        self.clock = clock
+        self._loops: dict[str, Callable[..., Any]] = {}
+
+    def _loop(self, mode: str) -> Callable[..., Any]:
+        if mode not in self._loops:
+            self._loops[mode] = _compile_loop(
+                len(self.args), mode, self.sync is not None, self.device_timer is not None
+            )
+        return self._loops[mode]
+
+    def _sync(self, result: Any) -> None:
+        if self.sync is not None:
+            self.sync(result)
+
+    def first_call(self) -> tuple[float, Any]:
+        """Time the very first call (compilation, dispatch caches, lazy initialisation) on its own."""
+        t0 = self.clock()
+        result = self.op(*self.args)
+        self._sync(result)
+        return self.clock() - t0, result
+
+    def timeit(self, number: int, mode: str = "latency") -> tuple[float, float | None]:
+        """Run ``number`` calls in one timed batch; return (wall seconds, device seconds or None)."""
+        loop = self._loop(mode)
+        return loop(range(number), self.op, *self.args, self.sync, self.clock, self.device_timer)
+
+    def start(self, settings: TimerSettings) -> "Sampling":
+        """First call, warm-up and calibration; returns the state to draw samples from."""
+        started = self.clock()
+        first_s, first_result = self.first_call()
+        # Warm-up: excluded from the samples; it also gives a per-call estimate for calibration.
+        warm_calls = 0
+        warm_time = 0.0
+        last = 0.0
+        while warm_calls < 1 or warm_time < settings.warmup_s:
+            last, _ = self.timeit(1, "latency")
+            warm_calls += 1
+            warm_time += last
+            if warm_calls >= 10_000:
+                break
+        per_call = max(warm_time / warm_calls, 1e-9)
+        number = self._calibrate(per_call, settings, first_result)
+        run = Sampling(self, settings, number, first_s, first_result, warm_calls, per_call,
+                       self.clock() - started)
+        if number == 1 and last >= SLOW_CALL_S and settings.mode == "latency" and not settings.cold:
+            # A slow call after the first is a sample in its own right (the first call took the
+            # one-time costs); discarding it would cost as much as a sample and teach nothing.
+            run.samples.append(last)
+        return run
+
+    def measure(self, settings: TimerSettings) -> Measurement:
+        """First call, warm-up, calibration, then samples until the CI target or the budget is met."""
+        run = self.start(settings)
+        with _gc_paused():
+            while not run.done:
+                run.sample()
+        return run.measurement()
+
+    def _calibrate(self, per_call: float, settings: TimerSettings, first_result: Any) -> int:
+        """Calls per sample so that one sample lasts at least ``target_sample_s``.
+
+        Like ``timeit.autorange`` it checks its guess with a real batch and grows it if the batch
+        fell short, since the warm-up estimate of a very fast call is itself noisy.
+        """
+        if settings.cold:
+            return 1  # only the first call after an eviction is cold
+        number = max(1, math.ceil(settings.target_sample_s / per_call))
+        if settings.mode == "throughput":
+            out_bytes = _nbytes(first_result)
+            if out_bytes:
+                number = max(1, min(number, int(settings.max_batch_bytes // out_bytes)))
+        for _ in range(5):
+            if number == 1 and per_call >= settings.target_sample_s:
+                break
+            wall, _ = self.timeit(number, settings.mode)
+            if wall >= settings.target_sample_s * 0.8 or wall <= 0:
+                break
+            number = max(number + 1, math.ceil(number * settings.target_sample_s / wall))
+            if settings.mode == "throughput":
+                out_bytes = _nbytes(first_result)
+                if out_bytes:
+                    number = max(1, min(number, int(settings.max_batch_bytes // out_bytes)))
+        return number
+
+
+class _gc_paused:
+    """Collect garbage before, and never during, the timed loops (as ``timeit`` does)."""
+
+    def __enter__(self) -> None:
+        self._enabled = gc.isenabled()
+        gc.collect()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._enabled:
+            gc.enable()
+
+
+class Sampling:
+    """A calibrated operation being sampled; ``sample()`` draws one, ``done`` says when to stop."""
+
+    def __init__(self, timer: Timer, settings: TimerSettings, number: int, first_call_s: float,
+                 first_result: Any, warmup_calls: int, per_call_s: float, setup_s: float) -> None:
+        self.timer = timer
+        self.settings = settings
+        self.number = number
+        self.first_call_s = first_call_s
+        self.first_result = first_result
+        self.warmup_calls = warmup_calls
+        self.per_call_s = per_call_s
+        self.setup_s = setup_s
+        self.samples: list[float] = []
+        self.device_samples: list[float] = []
+        self.sampling_s = 0.0  # this operation's own time spent sampling, rewarming included
+        self.stop_reason = ""
+        self.error: BaseException | None = None
+
+    @property
+    def done(self) -> bool:
+        return bool(self.stop_reason)
+
+    def sample(self, rewarm: bool = False) -> None:
+        """Draw one sample. ``rewarm``: one untimed call first, because another operation ran since."""
+        t0 = self.timer.clock()
+        s = self.settings
+        if s.cold and self.timer.flush is not None:
+            self.timer.flush()
+        elif rewarm:
+            self.timer.timeit(1, "latency")
+        wall, device = self.timer.timeit(self.number, s.mode)
+        self.samples.append(wall / self.number)
+        if device is not None:
+            self.device_samples.append(device / self.number)
+        self.sampling_s += self.timer.clock() - t0
+        n = len(self.samples)
+        if n >= s.max_samples:
+            self.stop_reason = "max_samples"
+        elif n >= s.min_samples:
+            if stats.relative_ci_halfwidth(self.samples) <= s.rel_ci:
+                self.stop_reason = "converged"
+            elif self.sampling_s >= s.budget_s:
+                self.stop_reason = "budget"
+
+    def measurement(self) -> Measurement:
+        return Measurement(
+            samples_s=self.samples,
+            number=self.number,
+            first_call_s=self.first_call_s,
+            warmup_calls=self.warmup_calls,
+            stop_reason=self.stop_reason or "stopped",
+            elapsed_s=self.setup_s + self.sampling_s,
+            device_samples_s=self.device_samples or None,
+            first_result=self.first_result,
+        )
+
+
+#: Calls shorter than this are re-warmed (one untimed call) before a sample that follows another
+#: operation's; longer calls are their own warm-up, near enough, and re-warming would double them.
+REWARM_BELOW_S = 0.01
+
+
+def interleave(runs: Sequence[Sampling], order_seed: int = 0,
+               before_sample: Callable[[int], None] | None = None) -> None:
+    """Sample several operations round-robin until each is done.
+
+    Spreading each operation's samples over the whole sampling period means that a slow phase of a
+    shared machine (a neighbour's burst, a throttled core) lands on every operation alike, instead
+    of on whichever happened to be timed during it.
+    """
+    import random
+
+    rng = random.Random(order_seed)
+    active = [i for i, r in enumerate(runs) if not r.done]
+    last: int | None = None
+    with _gc_paused():
+        while active:
+            rng.shuffle(active)
+            for i in active:
+                if before_sample is not None:
+                    before_sample(i)
+                run = runs[i]
+                try:
+                    run.sample(rewarm=(last is not None and last != i and run.per_call_s < REWARM_BELOW_S))
+                except Exception as exc:  # one operation failing must not stop the others
+                    run.error = exc
+                    run.stop_reason = "error"
+                last = i
+            active = [i for i in active if not runs[i].done]

@@ -1,0 +1,36 @@
+"""Human-readable units for times, rates and sizes."""
+
+from __future__ import annotations
+
+import math
+
+
+def format_seconds(seconds: float | None, digits: int = 3) -> str:
+    """``0.00123`` -> ``"1.23 ms"``; picks ns, µs, ms or s."""
+    if seconds is None or (isinstance(seconds, float) and not math.isfinite(seconds)):
+        return "—"
+    value, unit = time_unit(abs(seconds))
+    return f"{seconds / value:.{digits}g} {unit}"
+
+
+def time_unit(seconds: float) -> tuple[float, str]:
+    """The unit (its size in seconds, its name) that suits a duration."""
+    for value, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if seconds >= value:
+            return value, unit
+    return 1e-9, "ns"
+
+
+def format_rate(value: float | None, unit: str) -> str:
+    """``3.2e10, "FLOP/s"`` -> ``"32 GFLOP/s"``."""
+    if value is None or not math.isfinite(value):
+        return "—"
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def format_count(n: int) -> str:
+    """``1000000`` -> ``"1,000,000"``."""
+    return f"{n:,}"

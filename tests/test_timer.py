@@ -1,0 +1,172 @@
+"""The timer: calibration on synthetic operations of known duration, and the synchronisation contract.
+
+Durations here are lower bounds the operating system guarantees (a sleep never ends early), so
+these assertions hold on a loaded machine; nothing asserts that something is fast.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import pytest
+
+from arraybench.timer import Timer, TimerSettings, interleave
+
+
+def busy(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def test_a_slow_operation_is_timed_one_call_per_sample():
+    timer = Timer(time.sleep, (0.02,))
+    m = timer.measure(TimerSettings(min_samples=3, budget_s=0.05, target_sample_s=0.005))
+    assert m.number == 1
+    assert len(m.samples_s) >= 3
+    assert min(m.samples_s) >= 0.02
+
+
+def test_a_fast_operation_is_batched_so_a_sample_outlasts_the_target():
+    target = 0.004
+    timer = Timer(busy, (20e-6,))
+    m = timer.measure(TimerSettings(min_samples=5, budget_s=0.1, target_sample_s=target))
+    assert m.number >= 100  # 4 ms / 20 µs = 200, give or take the estimate
+    assert all(s * m.number >= 0.8 * target for s in m.samples_s)
+    assert min(m.samples_s) >= 20e-6
+
+
+def test_first_call_is_recorded_apart_from_the_samples():
+    calls = []
+
+    def op():
+        calls.append(1)
+        busy(0.03 if len(calls) == 1 else 0.0005)  # an expensive first call: a "compilation"
+
+    m = Timer(op).measure(TimerSettings(min_samples=5, budget_s=0.05))
+    assert m.first_call_s >= 0.03
+    assert max(m.samples_s) < 0.03  # the first call is not among the samples
+
+
+def test_sampling_stops_at_the_budget_when_the_ci_target_is_out_of_reach():
+    import random
+
+    rng = random.Random(0)
+    timer = Timer(lambda: busy(rng.choice([0.0002, 0.002])))
+    settings = TimerSettings(min_samples=5, budget_s=0.15, rel_ci=1e-6, target_sample_s=0.001)
+    t0 = time.perf_counter()
+    m = timer.measure(settings)
+    assert m.stop_reason == "budget"
+    assert time.perf_counter() - t0 < 5  # stopped, did not run to max_samples
+
+
+def test_sampling_stops_early_once_the_ci_target_is_met():
+    m = Timer(busy, (0.001,)).measure(TimerSettings(min_samples=5, budget_s=30, rel_ci=0.5))
+    assert m.stop_reason == "converged"
+    assert len(m.samples_s) == 5
+
+
+def _async_sleep(pool: ThreadPoolExecutor, seconds: float) -> Future:
+    return pool.submit(time.sleep, seconds)
+
+
+def test_an_asynchronous_result_is_waited_for():
+    """The contract: a library that returns before its work is done is timed to completion."""
+    with ThreadPoolExecutor(1) as pool:
+        synced = Timer(_async_sleep, (pool, 0.02), sync=lambda f: f.result())
+        m = synced.measure(TimerSettings(min_samples=3, budget_s=0.05))
+        assert min(m.samples_s) >= 0.02
+
+
+def test_without_sync_an_asynchronous_result_would_be_timed_as_its_launch():
+    """What the seed warned about: without the wait, we measure dispatch, not execution."""
+    pool = ThreadPoolExecutor(1)
+    try:
+        m = Timer(_async_sleep, (pool, 0.02)).measure(
+            TimerSettings(min_samples=3, budget_s=0.05, warmup_s=0))
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)  # thousands of sleeps were queued, unwaited
+    assert min(m.samples_s) < 0.02
+
+
+def test_throughput_mode_waits_once_for_the_whole_batch():
+    waited = []
+
+    def sync(results):
+        if isinstance(results, Future):  # the first call and the warm-up wait for one result
+            results.result()
+            return
+        waited.append(len(results))
+        for f in results:
+            f.result()
+
+    with ThreadPoolExecutor(4) as pool:
+        timer = Timer(_async_sleep, (pool, 0.001), sync=sync)
+        m = timer.measure(TimerSettings(mode="throughput", min_samples=3, budget_s=0.05,
+                                        target_sample_s=0.01))
+    assert m.number > 1
+    assert max(waited) == m.number  # one wait per batch, covering every call in it
+    # Four calls run at once, so a call costs about a quarter of its latency in throughput.
+    assert min(m.samples_s) >= 0.001 / 4 * 0.9
+
+
+def test_device_timer_requires_sync():
+    class Events:
+        def begin(self): ...
+
+        def end(self): ...
+
+        def elapsed(self):
+            return 0.0
+
+    with pytest.raises(ValueError):
+        Timer(lambda: None, device_timer=Events())
+
+
+def test_device_timer_is_read_once_per_call_in_latency_mode():
+    class Events:
+        def __init__(self):
+            self.begun = 0
+
+        def begin(self):
+            self.begun += 1
+
+        def end(self): ...
+
+        def elapsed(self):
+            return 0.001
+
+    events = Events()
+    timer = Timer(lambda: None, sync=lambda r: None, device_timer=events)
+    m = timer.measure(TimerSettings(min_samples=3, budget_s=0.02, target_sample_s=0.001))
+    assert m.device_samples_s is not None
+    assert m.device_samples_s[0] == pytest.approx(0.001)  # device seconds per call
+
+
+def test_interleaving_spreads_samples_and_each_operation_keeps_its_own():
+    slow = Timer(busy, (0.002,)).start(TimerSettings(min_samples=4, budget_s=0.02))
+    fast = Timer(busy, (0.0002,)).start(TimerSettings(min_samples=4, budget_s=0.02))
+    order = []
+    interleave([slow, fast], before_sample=order.append)
+    assert slow.done and fast.done
+    assert min(slow.samples) >= 0.002 and min(fast.samples) >= 0.0002
+    assert max(fast.samples) < min(slow.samples) * 5
+    # Round-robin: neither ran all its samples before the other started.
+    first_fast = order.index(1)
+    assert first_fast < len(order) - order[::-1].index(0) - 1
+
+
+def test_an_operation_that_fails_while_sampled_does_not_stop_the_others():
+    count = []
+
+    def flaky():
+        count.append(1)
+        if len(count) > 5:
+            raise RuntimeError("boom")
+
+    bad = Timer(flaky).start(TimerSettings(min_samples=50, budget_s=1, warmup_s=0, target_sample_s=1e-9))
+    good = Timer(busy, (0.0001,)).start(TimerSettings(min_samples=3, budget_s=0.01))
+    interleave([bad, good])
+    assert isinstance(bad.error, RuntimeError)
+    assert good.done and good.error is None and len(good.samples) >= 3
