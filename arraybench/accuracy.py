@@ -1,0 +1,140 @@
+"""Judging a result against the NumPy float64 reference.
+
+A workload declares how its error may grow (``Check``); the tolerance is then a multiple of the
+dtype's machine epsilon: a few ulp for element-wise operations, a normwise bound that grows with the
+reduction length for matmul, FFT and reductions, zero for exact operations such as sorting.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+#: Above this, a finite-difference "gradient" is not a gradient, whatever the rounding model says.
+FINITE_DIFFERENCE_CAP = 1e-2
+
+
+def machine_epsilon(dtype: str) -> float:
+    """Machine epsilon of a real or complex floating dtype."""
+    return float(np.finfo(np.dtype(dtype)).eps)
+
+
+@dataclass(frozen=True)
+class Check:
+    """How to compare a result with its reference.
+
+    - ``elementwise``: max over elements of |out - ref| / |ref|, within ``ulps`` machine epsilons.
+    - ``normwise``: max|out - ref| / max|ref|, within ``ulps * eps * growth(size)``.
+    - ``exact``: the result must equal the reference.
+    """
+
+    kind: str = "elementwise"
+    ulps: float = 8.0
+    growth: Callable[[int], float] | None = None
+
+    @classmethod
+    def elementwise(cls, ulps: float = 8.0) -> "Check":
+        return cls("elementwise", ulps)
+
+    @classmethod
+    def normwise(cls, growth: Callable[[int], float], ulps: float = 8.0) -> "Check":
+        return cls("normwise", ulps, growth)
+
+    @classmethod
+    def exact(cls) -> "Check":
+        return cls("exact", 0.0)
+
+    def tolerance(self, dtype: str, size: int) -> float:
+        """The largest acceptable error for this dtype and size."""
+        if self.kind == "exact":
+            return 0.0
+        growth = self.growth(size) if (self.kind == "normwise" and self.growth) else 1.0
+        return self.ulps * machine_epsilon(dtype) * max(growth, 1.0)
+
+    def error(self, out: np.ndarray, ref: np.ndarray) -> float:
+        """The error measure this check bounds."""
+        diff = np.abs(out.astype(np.result_type(ref, np.float64)) - ref)
+        if self.kind == "elementwise":
+            scale = np.abs(ref)
+            # Where the reference is (nearly) zero, judge against the array's scale instead.
+            floor = np.finfo(np.float64).tiny + 1e-3 * float(np.max(scale, initial=0.0))
+            return float(np.max(diff / np.maximum(scale, floor), initial=0.0))
+        top = float(np.max(np.abs(ref), initial=0.0))
+        worst = float(np.max(diff, initial=0.0))
+        if top == 0.0:
+            return 0.0 if worst == 0.0 else math.inf
+        return worst / top
+
+
+def finite_difference_tolerance(dtype: str, size: int) -> float:
+    """Forward differences: rounding error ~ sqrt(eps) times the loss's scale (~size terms)."""
+    return min(FINITE_DIFFERENCE_CAP, math.sqrt(machine_epsilon(dtype)) * max(size, 1))
+
+
+def expected_dtype(ref: np.ndarray, dtype: str) -> np.dtype:
+    """The dtype a correct result has: the run's dtype, or its complex form for complex results."""
+    if np.issubdtype(ref.dtype, np.complexfloating):
+        return np.result_type(np.dtype(dtype), np.complex64)
+    if np.issubdtype(ref.dtype, np.floating):
+        return np.dtype(dtype)
+    return ref.dtype
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of a comparison: ``ok`` or the reason it is wrong."""
+
+    ok: bool
+    max_rel_error: float | None
+    tolerance: float
+    reason: str = ""
+
+
+def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
+          tolerance: float | None = None, out_dtype: str | None = None) -> Verdict:
+    """Compare a result (already on the host) with the float64 reference.
+
+    Semantics first: shape and dtype must match (a float64 run computed in float32 is wrong whatever
+    its values), and NaN where the reference has none is wrong. Then the error is held against
+    the tolerance.
+    """
+    tol = check.tolerance(dtype, size) if tolerance is None else tolerance
+    if isinstance(ref, (tuple, list)):
+        if not isinstance(out, (tuple, list)) or len(out) != len(ref):
+            return Verdict(False, None, tol, f"expected {len(ref)} outputs, got {_describe(out)}")
+        worst: Verdict | None = None
+        for o, r in zip(out, ref):
+            v = judge(o, r, check, dtype, size, tol)
+            if not v.ok:
+                return v
+            if worst is None or (v.max_rel_error or 0.0) > (worst.max_rel_error or 0.0):
+                worst = v
+        return worst or Verdict(True, 0.0, tol)
+    if isinstance(out, (tuple, list)):
+        return Verdict(False, None, tol,
+                       f"returned {len(out)} outputs where one is expected (e.g. torch.sort's indices)")
+    out_arr = np.asarray(out)
+    ref_arr = np.asarray(ref)
+    if out_arr.shape != ref_arr.shape:
+        return Verdict(False, None, tol, f"shape {out_arr.shape} differs from the reference's {ref_arr.shape}")
+    want = expected_dtype(ref_arr, dtype)
+    got = np.dtype(out_dtype) if out_dtype else out_arr.dtype
+    if got != want:
+        return Verdict(False, None, tol, f"result is {got}, expected {want}")
+    if np.issubdtype(out_arr.dtype, np.inexact):
+        bad = np.isnan(out_arr) & ~np.isnan(ref_arr)
+        if bad.any():
+            return Verdict(False, math.inf, tol, f"{int(bad.sum())} NaN values where the reference has none")
+    err = check.error(out_arr, ref_arr)
+    if err > tol:
+        return Verdict(False, err, tol, f"max relative error {err:.3g} exceeds tolerance {tol:.3g}")
+    return Verdict(True, err, tol)
+
+
+def _describe(x: Any) -> str:
+    if isinstance(x, (tuple, list)):
+        return f"{len(x)} outputs"
+    return "one output"

@@ -1,0 +1,116 @@
+"""The backend registry: what each library is called, which devices it has, and how to load it.
+
+Nothing here imports an array library other than NumPy. ``installed`` asks the import system
+whether a module exists without importing it; ``load`` imports a backend module, and is only ever
+called inside a worker process.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+from dataclasses import dataclass
+
+from .base import Backend, Unavailable
+
+__all__ = ["Backend", "BackendSpec", "SPECS", "DEVICES", "Unavailable", "spec", "load"]
+
+DEVICES = ("cpu", "gpu")
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """A backend as the parent process knows it, without importing its library."""
+
+    name: str
+    label: str
+    module: str  # the library's import name
+    distributions: tuple[str, ...]  # pip names that provide it, to report a version
+    devices: tuple[str, ...]
+    extra: str  # arraybench[extra] installs it
+    backend_class: str
+
+    def missing_reason(self) -> str | None:
+        """Why the library cannot be imported here, or None when it is installed."""
+        try:
+            found = importlib.util.find_spec(self.module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if found:
+            return None
+        return f"{self.label} is not installed (pip install 'arraybench[{self.extra}]')"
+
+    def preflight(self, device: str) -> str | None:
+        """A cheap reason why ``device`` cannot work, found without importing the library.
+
+        Starting a worker only to learn that there is no GPU costs seconds (importing torch alone
+        takes two here); these checks settle the common cases. The worker remains the authority.
+        """
+        missing = self.missing_reason()
+        if missing:
+            return missing
+        if device == "cpu":
+            return None
+        if not any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")):
+            return "no GPU on this machine (no NVIDIA or ROCm device files)"
+        version = self.version() or ""
+        if self.name == "torch" and version.endswith("+cpu"):
+            return f"PyTorch {version} is a CPU-only build (no CUDA)"
+        if self.name == "jax" and not _jax_gpu_plugin():
+            return "JAX is installed without a GPU plugin (pip install 'jax[cuda12]')"
+        return None
+
+    def version(self) -> str | None:
+        """The installed version from package metadata (no import)."""
+        for dist in self.distributions:
+            try:
+                return importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        return None
+
+
+def _jax_gpu_plugin() -> bool:
+    """Whether a JAX GPU plugin (jax-cuda12-plugin, jax-rocm7-plugin, ...) is installed."""
+    try:  # jaxlib releases before the plugins carried CUDA in their own build (0.4.x+cuda12)
+        if any(k in importlib.metadata.version("jaxlib") for k in ("cuda", "rocm")):
+            return True
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    for dist in importlib.metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        if name.startswith(("jax-cuda", "jax-rocm")) and name.endswith("plugin"):
+            return True
+    return False
+
+
+SPECS: dict[str, BackendSpec] = {
+    s.name: s
+    for s in (
+        BackendSpec("numpy", "NumPy", "numpy", ("numpy",), ("cpu",), "cpu", "NumpyBackend"),
+        BackendSpec("torch", "PyTorch", "torch", ("torch",), ("cpu", "gpu"), "torch", "TorchBackend"),
+        BackendSpec("jax", "JAX", "jax", ("jax",), ("cpu", "gpu"), "jax", "JaxBackend"),
+        BackendSpec(
+            "cupy", "CuPy", "cupy",
+            ("cupy", "cupy-cuda12x", "cupy-cuda13x", "cupy-cuda11x", "cupy-rocm-6-0"),
+            ("gpu",), "cupy", "CupyBackend",
+        ),
+    )
+}
+
+
+def spec(name: str) -> BackendSpec:
+    """The spec of a backend by name; ``KeyError`` names the known ones."""
+    try:
+        return SPECS[name]
+    except KeyError:
+        raise KeyError(f"unknown backend {name!r}; known: {', '.join(SPECS)}") from None
+
+
+def load(name: str) -> type[Backend]:
+    """Import a backend's module (and so its library) and return its class. Worker processes only."""
+    s = spec(name)
+    module = importlib.import_module(f"{__name__}.{s.name}")
+    return getattr(module, s.backend_class)

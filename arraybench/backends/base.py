@@ -1,0 +1,102 @@
+"""What every backend provides: one library on one device, behind a small interface.
+
+A backend module imports its library at module level; the registry (``arraybench.backends``) imports
+a backend module only inside a worker process, so the parent never loads torch, jax or cupy.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Callable, ClassVar
+
+import numpy as np
+
+from ..timer import DeviceTimer
+
+
+class Unavailable(Exception):
+    """The library or the device cannot be used here; the message is the one-line reason."""
+
+
+class Backend(abc.ABC):
+    """One array library bound to one device, set up for benchmarking.
+
+    Subclasses set the class attributes, open the device in ``__init__`` (raising ``Unavailable``
+    with a reason when they cannot) and implement the abstract methods.
+    """
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    #: How gradients are computed, as shown in results ("autodiff (jax.grad)").
+    grad_method: ClassVar[str] = "finite differences (forward, one pass per parameter)"
+    #: Why device timing is unavailable, when it is.
+    device_timer_note: ClassVar[str] = "wall clock (computation is synchronous)"
+
+    def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
+        self.device = device
+        self.allow_tf32 = allow_tf32
+
+    # -- arrays ---------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def namespace(self, kind: str = "native") -> Any:
+        """The array namespace: the library's own (``native``) or the Array API one (``array_api``)."""
+
+    @abc.abstractmethod
+    def asarray(self, host: np.ndarray) -> Any:
+        """A copy of a host NumPy array on this backend's device, with the same dtype."""
+
+    def from_numpy(self, host: np.ndarray) -> Any:
+        """Bring a NumPy array in the way a user would (zero-copy where the library allows it)."""
+        return self.asarray(host)
+
+    @abc.abstractmethod
+    def to_numpy(self, x: Any) -> np.ndarray:
+        """Bring an array back to the host as NumPy (waits for it)."""
+
+    def dtype_name(self, x: Any) -> str:
+        """The dtype of a result, spelled as NumPy spells it ("float64", "complex64")."""
+        return str(x.dtype).rsplit(".", 1)[-1]
+
+    # -- timing ---------------------------------------------------------------------------------
+    #: Wait for a result; None where every call returns only once its work is done.
+    sync: Callable[[Any], None] | None = None
+
+    def device_timer(self) -> DeviceTimer | None:
+        """A device-event timer, where the library has one."""
+        return None
+
+    def flush_cache(self) -> Callable[[], None] | None:
+        """A function that evicts the device's caches, for cold-cache measurements."""
+        return None
+
+    # -- transformations ------------------------------------------------------------------------
+    def grad(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """The gradient of scalar ``fn(w, *rest)`` with respect to ``w``.
+
+        The default is forward finite differences: libraries without autodiff get the seed's method.
+        """
+        from ..finite_diff import forward_difference_grad
+
+        return forward_difference_grad(fn)
+
+    def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """A compiled version of ``fn``; raise ``Unavailable`` where the library has no compiler."""
+        raise Unavailable(f"{self.label} has no compiler")
+
+    compile_method: ClassVar[str] = "none"
+
+    # -- housekeeping ---------------------------------------------------------------------------
+    def free(self) -> None:
+        """Release cached device memory between cells."""
+
+    def is_out_of_memory(self, exc: BaseException) -> bool:
+        """Whether an exception is this library's out-of-memory error."""
+        return isinstance(exc, MemoryError)
+
+    def memory_note(self) -> str:
+        """What the device has free, for out-of-memory messages ("" if unknown)."""
+        return ""
+
+    @abc.abstractmethod
+    def info(self) -> dict[str, Any]:
+        """Versions, device, threads and precision settings, for the environment record."""

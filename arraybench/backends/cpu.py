@@ -1,0 +1,68 @@
+"""What the CPU backends share: cache eviction and the view of thread pools from inside a worker."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+import numpy as np
+
+
+def last_level_cache_bytes() -> int:
+    """The largest CPU cache, from sysfs; 32 MiB when the system does not say."""
+    best = 0
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for entry in os.listdir(base):
+            try:
+                with open(os.path.join(base, entry, "size")) as f:
+                    text = f.read().strip()
+            except OSError:
+                continue
+            scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:], 1)
+            digits = text[:-1] if text[-1:] in "KMG" else text
+            if digits.isdigit():
+                best = max(best, int(digits) * scale)
+    except OSError:
+        pass
+    return best or 32 * 1024**2
+
+
+def cpu_flush() -> Callable[[], None]:
+    """A function that writes, then reads, a buffer twice the last-level cache, evicting it."""
+    buf = np.zeros(2 * last_level_cache_bytes() // 8, dtype=np.float64)
+
+    def flush() -> None:
+        buf += 1.0
+        float(buf[:: 4096 // 8].sum())
+
+    return flush
+
+
+def cpu_threads_info() -> dict[str, Any]:
+    """Thread pools as the libraries inside this process report them (threadpoolctl's view)."""
+    info: dict[str, Any] = {}
+    try:
+        info["affinity_cpus"] = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        info["affinity_cpus"] = os.cpu_count()
+    try:
+        from threadpoolctl import threadpool_info
+
+        pools = threadpool_info()
+        info["threadpools"] = [
+            {
+                "user_api": p.get("user_api"),
+                "internal_api": p.get("internal_api"),
+                "num_threads": p.get("num_threads"),
+                "version": p.get("version"),
+                "prefix": p.get("prefix"),
+            }
+            for p in pools
+        ]
+        blas = [p for p in pools if p.get("user_api") == "blas"]
+        if blas:
+            info["blas"] = f"{blas[0].get('internal_api')} {blas[0].get('version') or ''}".strip()
+    except Exception as exc:  # threadpoolctl inspects native libraries; never fail a run over it
+        info["threadpools_error"] = str(exc)
+    return info

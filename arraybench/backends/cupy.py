@@ -1,0 +1,124 @@
+"""CuPy: NumPy's API on an NVIDIA GPU.
+
+CuPy installs anywhere but needs a driver and a device at run time; both are checked when the
+backend opens, and their absence becomes a one-line reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .base import Backend, Unavailable
+
+try:
+    import cupy
+except Exception as exc:  # a broken CUDA install can fail at import, not only later
+    raise Unavailable(f"CuPy cannot be imported ({type(exc).__name__}: {exc})") from None
+
+
+class _CudaEvents:
+    def __init__(self) -> None:
+        self._start = cupy.cuda.Event()
+        self._end = cupy.cuda.Event()
+
+    def begin(self) -> None:
+        self._start.record()
+
+    def end(self) -> None:
+        self._end.record()
+
+    def elapsed(self) -> float:
+        self._end.synchronize()
+        return cupy.cuda.get_elapsed_time(self._start, self._end) / 1e3
+
+
+def _cuda_reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"no usable NVIDIA GPU for CuPy ({text})"
+
+
+class CupyBackend(Backend):
+    name = "cupy"
+    label = "CuPy"
+    compile_method = "cupy.fuse"
+    device_timer_note = "CUDA events"
+
+    def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
+        if device != "gpu":
+            raise Unavailable("CuPy runs only on NVIDIA GPUs")
+        super().__init__(device, allow_tf32=allow_tf32)
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except Exception as exc:
+            raise Unavailable(_cuda_reason(exc)) from None
+        if count < 1:
+            raise Unavailable("no NVIDIA GPU visible to CuPy")
+        try:
+            self.cuda_device = cupy.cuda.Device(0)
+            self.cuda_device.use()
+            cupy.zeros(1).sum().get()  # fail here, not mid-benchmark, if kernels cannot run
+        except Exception as exc:
+            raise Unavailable(_cuda_reason(exc)) from None
+        self.sync = lambda _result: cupy.cuda.get_current_stream().synchronize()
+
+    def namespace(self, kind: str = "native") -> Any:
+        if kind == "array_api":
+            import array_api_compat
+
+            return array_api_compat.array_namespace(cupy.empty(0))
+        return cupy
+
+    def asarray(self, host: np.ndarray) -> Any:
+        x = cupy.asarray(np.ascontiguousarray(host))
+        cupy.cuda.get_current_stream().synchronize()
+        return x
+
+    def from_numpy(self, host: np.ndarray) -> Any:
+        return cupy.asarray(host)
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        return cupy.asnumpy(x)
+
+    def device_timer(self):
+        return _CudaEvents()
+
+    def flush_cache(self) -> Callable[[], None] | None:
+        props = cupy.cuda.runtime.getDeviceProperties(self.cuda_device.id)
+        l2 = int(props.get("l2CacheSize", 0)) or 64 * 1024**2
+        buf = cupy.empty(2 * l2 // 4, dtype=cupy.float32)
+
+        def flush() -> None:
+            buf.fill(0)
+            cupy.cuda.get_current_stream().synchronize()
+
+        return flush
+
+    def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        # cupy.fuse turns element-wise Python into one kernel; other operations raise when the
+        # fused function is first called, which the worker reports as "not applicable".
+        return cupy.fuse(fn)
+
+    def free(self) -> None:
+        cupy.get_default_memory_pool().free_all_blocks()
+
+    def is_out_of_memory(self, exc: BaseException) -> bool:
+        return isinstance(exc, (MemoryError, cupy.cuda.memory.OutOfMemoryError))
+
+    def memory_note(self) -> str:
+        free, total = cupy.cuda.runtime.memGetInfo()
+        return f"{free / 1024**3:.1f} GiB free of {total / 1024**3:.1f} GiB on the GPU"
+
+    def info(self) -> dict[str, Any]:
+        props = cupy.cuda.runtime.getDeviceProperties(self.cuda_device.id)
+        name = props.get("name", b"")
+        return {
+            "library": "cupy",
+            "version": cupy.__version__,
+            "cuda_runtime": cupy.cuda.runtime.runtimeGetVersion(),
+            "device_name": name.decode() if isinstance(name, bytes) else str(name),
+            "device_memory_gib": round(int(props.get("totalGlobalMem", 0)) / 1024**3, 1),
+            "allow_tf32": self.allow_tf32,
+            "timer": self.device_timer_note,
+        }

@@ -1,0 +1,49 @@
+"""NumPy on the CPU: the reference library, and the baseline every speed-up is measured against."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .base import Backend, Unavailable
+from .cpu import cpu_flush, cpu_threads_info
+
+
+class NumpyBackend(Backend):
+    name = "numpy"
+    label = "NumPy"
+
+    def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
+        if device != "cpu":
+            raise Unavailable("NumPy runs only on the CPU")
+        super().__init__(device, allow_tf32=allow_tf32)
+        self.sync = None
+
+    def namespace(self, kind: str = "native") -> Any:
+        if kind == "array_api":
+            import array_api_compat
+
+            return array_api_compat.array_namespace(np.empty(0))
+        return np
+
+    def asarray(self, host: np.ndarray) -> Any:
+        # A fresh, owned copy: the benchmark must not alias the caller's arrays.
+        return np.array(host, copy=True, order="C")
+
+    def from_numpy(self, host: np.ndarray) -> Any:
+        return host
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        return np.asarray(x)
+
+    def flush_cache(self):
+        return cpu_flush()
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "library": "numpy",
+            "version": np.__version__,
+            "device_name": "cpu",
+            **cpu_threads_info(),
+        }

@@ -1,0 +1,152 @@
+"""PyTorch on the CPU or a CUDA GPU."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from .base import Backend, Unavailable
+from .cpu import cpu_flush, cpu_threads_info
+
+
+class _CudaEvents:
+    """CUDA events around the timed calls: the device's own clock."""
+
+    def __init__(self) -> None:
+        self._start = torch.cuda.Event(enable_timing=True)
+        self._end = torch.cuda.Event(enable_timing=True)
+
+    def begin(self) -> None:
+        self._start.record()
+
+    def end(self) -> None:
+        self._end.record()
+
+    def elapsed(self) -> float:
+        self._end.synchronize()
+        return self._start.elapsed_time(self._end) / 1e3
+
+
+class TorchBackend(Backend):
+    name = "torch"
+    label = "PyTorch"
+    grad_method = "autodiff (torch.autograd, fresh leaf per call)"
+    compile_method = "torch.compile"
+
+    def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
+        super().__init__(device, allow_tf32=allow_tf32)
+        if device == "cpu":
+            self.torch_device = torch.device("cpu")
+            self.sync = None
+            self.device_timer_note = "wall clock (CPU kernels are synchronous)"
+        elif device == "gpu":
+            if torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
+                raise Unavailable(f"PyTorch {torch.__version__} is a CPU-only build (no CUDA)")
+            if not torch.cuda.is_available():
+                raise Unavailable("no CUDA device visible to PyTorch (torch.cuda.is_available() is False)")
+            self.torch_device = torch.device("cuda", torch.cuda.current_device())
+            dev = self.torch_device
+            self.sync = lambda _result: torch.cuda.synchronize(dev)
+            self.device_timer_note = "CUDA events"
+        else:
+            raise Unavailable(f"PyTorch has no device {device!r}")
+        # Pin matmul precision: TF32 would make float32 GPU matmuls ~10x faster and ~1000x less
+        # accurate, which is a different benchmark.
+        torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+        torch.backends.cudnn.allow_tf32 = allow_tf32
+        torch.set_float32_matmul_precision("high" if allow_tf32 else "highest")
+
+    def namespace(self, kind: str = "native") -> Any:
+        if kind == "array_api":
+            import array_api_compat
+
+            return array_api_compat.array_namespace(torch.empty(0))
+        return torch
+
+    def asarray(self, host: np.ndarray) -> Any:
+        # clone(): memory owned and aligned by torch, not a view of the caller's NumPy buffer.
+        t = torch.from_numpy(np.ascontiguousarray(host)).clone()
+        return t.to(self.torch_device) if self.device == "gpu" else t
+
+    def from_numpy(self, host: np.ndarray) -> Any:
+        t = torch.from_numpy(host)  # zero-copy on the CPU
+        return t.to(self.torch_device) if self.device == "gpu" else t
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        return x.detach().cpu().numpy()
+
+    def dtype_name(self, x: Any) -> str:
+        return str(x.dtype).removeprefix("torch.")
+
+    def device_timer(self):
+        return _CudaEvents() if self.device == "gpu" else None
+
+    def flush_cache(self) -> Callable[[], None] | None:
+        if self.device == "cpu":
+            return cpu_flush()
+        l2 = torch.cuda.get_device_properties(self.torch_device).L2_cache_size or 64 * 1024**2
+        buf = torch.empty(2 * l2 // 4, dtype=torch.float32, device=self.torch_device)
+
+        def flush() -> None:
+            buf.zero_()
+            torch.cuda.synchronize(self.torch_device)
+
+        return flush
+
+    def grad(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def grad(w: Any, *rest: Any) -> Any:
+            # A fresh leaf each call: no gradient accumulates across calls.
+            leaf = w.detach().requires_grad_(True)
+            fn(leaf, *rest).backward()
+            return leaf.grad
+
+        return grad
+
+    def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        return torch.compile(fn, dynamic=False)
+
+    def free(self) -> None:
+        if self.device == "gpu":
+            torch.cuda.empty_cache()
+
+    def is_out_of_memory(self, exc: BaseException) -> bool:
+        oom = getattr(torch.cuda, "OutOfMemoryError", ())
+        return isinstance(exc, MemoryError) or (bool(oom) and isinstance(exc, oom)) or (
+            isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+        )
+
+    def memory_note(self) -> str:
+        if self.device != "gpu":
+            return ""
+        free, total = torch.cuda.mem_get_info(self.torch_device)
+        return f"{free / 1024**3:.1f} GiB free of {total / 1024**3:.1f} GiB on the GPU"
+
+    def info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "library": "torch",
+            "version": torch.__version__,
+            "cuda": torch.version.cuda,
+            "torch_threads": torch.get_num_threads(),
+            "torch_interop_threads": torch.get_num_interop_threads(),
+            "matmul_precision": torch.get_float32_matmul_precision(),
+            "allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+            "timer": self.device_timer_note,
+        }
+        blas = torch.__config__.show()
+        for line in blas.splitlines():
+            line = line.strip()
+            if line.startswith("- BLAS_INFO="):
+                info["torch_blas"] = line.split("=", 1)[1].strip()
+        if "MKL" in blas and "torch_blas" not in info:
+            info["torch_blas"] = "mkl"
+        if self.device == "gpu":
+            props = torch.cuda.get_device_properties(self.torch_device)
+            info["device_name"] = props.name
+            info["device_memory_gib"] = round(props.total_memory / 1024**3, 1)
+            info["compute_capability"] = f"{props.major}.{props.minor}"
+        else:
+            info["device_name"] = "cpu"
+        info.update(cpu_threads_info())
+        return info

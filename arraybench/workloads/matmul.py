@@ -1,0 +1,25 @@
+"""Dense matrix multiplication: compute-bound, and where BLAS and GPUs differ most."""
+
+from __future__ import annotations
+
+from ..accuracy import Check
+from .api import Work, workload
+
+
+def _inputs(n, rng):
+    return rng.standard_normal((n, n)), rng.standard_normal((n, n))
+
+
+@workload(
+    name="matmul",
+    sizes={"small": 100, "large": 2_000},
+    inputs=_inputs,
+    description="C = A @ B for n x n matrices (compute-bound; 2n^3 flops)",
+    # Each entry is a length-n dot product: its error bound grows with n.
+    check=Check.normwise(growth=lambda n: n, ulps=4),
+    work=lambda n, itemsize: Work(flops=2 * n**3, bytes=3 * n * n * itemsize),
+    namespace="native",
+    iterations={"small": 200, "large": 50},
+)
+def matmul(xp, a, b):
+    return a @ b

@@ -1,0 +1,41 @@
+"""Shared test helpers: real libraries where installed, skips with the reason where not."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arraybench import backends
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def backend_or_skip(name: str, device: str = "cpu"):
+    """An opened backend, or a skip saying why it cannot be opened here."""
+    reason = backends.SPECS[name].preflight(device)
+    if reason:
+        pytest.skip(reason)
+    cls = backends.load(name)
+    try:
+        return cls(device)
+    except backends.Unavailable as exc:
+        pytest.skip(str(exc))
+
+
+INSTALLED_CPU = [n for n, s in backends.SPECS.items() if "cpu" in s.devices]
+
+
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600,
+            env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run the real command line in a fresh interpreter."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "arraybench", *args], capture_output=True,
+                          text=True, cwd=cwd or ROOT, timeout=timeout, env=full_env)
+
+
+#: Options that keep a real run short in tests: one process, a few samples per cell.
+FAST = ("--processes", "1", "--max-time", "0.05", "--min-samples", "3", "-q")
