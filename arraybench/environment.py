@@ -1,0 +1,116 @@
+"""What machine and libraries produced a result, gathered without importing torch, jax or cupy.
+
+Library-internal facts (BLAS, thread pools as each library sees them, GPU names) come from the
+workers, which report them when they start; the runner adds them under ``backends``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from typing import Any
+
+from . import backends
+
+_THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS")
+
+
+def cpu_model() -> str:
+    """The CPU's marketing name, from /proc/cpuinfo where there is one."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def memory_gib() -> float | None:
+    """Total physical memory."""
+    try:
+        pages = os.sysconf("SC_PHYS_PAGES")
+        size = os.sysconf("SC_PAGE_SIZE")
+        return round(pages * size / 1024**3, 1)
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def gpus() -> list[dict[str, str]]:
+    """NVIDIA GPUs as nvidia-smi lists them; empty without a driver."""
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return []
+    try:
+        out = subprocess.run(
+            [exe, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    found = []
+    for line in out.strip().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 3:
+            found.append({"name": parts[0], "driver": parts[1], "memory": parts[2]})
+    return found
+
+
+def library_versions() -> dict[str, str | None]:
+    """Installed versions from package metadata."""
+    versions: dict[str, str | None] = {name: s.version() for name, s in backends.SPECS.items()}
+    for extra in ("jaxlib", "threadpoolctl", "array-api-compat", "matplotlib"):
+        try:
+            versions[extra] = importlib.metadata.version(extra)
+        except importlib.metadata.PackageNotFoundError:
+            versions[extra] = None
+    return versions
+
+
+def arraybench_version() -> str:
+    try:
+        return importlib.metadata.version("arraybench")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def collect(threads: int | None = None) -> dict[str, Any]:
+    """The parent's view of the machine."""
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        affinity = os.cpu_count()
+    found_gpus = gpus()
+    return {
+        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "arraybench": arraybench_version(),
+        "python": sys.version.split()[0],
+        "python_implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "cpus_available": affinity,
+        "memory_gib": memory_gib(),
+        "gpus": found_gpus,
+        "gpu_name": found_gpus[0]["name"] if found_gpus else None,
+        "libraries": library_versions(),
+        "threads_requested": threads,
+        "thread_env": {k: os.environ[k] for k in _THREAD_VARS if k in os.environ},
+        "backends": {},
+    }
+
+
+def merge_worker_info(env: dict[str, Any], backend: str, device: str, info: dict[str, Any]) -> None:
+    """Fold a worker's self-report into the environment (BLAS, GPU name, thread pools)."""
+    env.setdefault("backends", {})[f"{backend}/{device}"] = info
+    if backend == "numpy" and info.get("blas"):
+        env["blas"] = info["blas"]
+    if device == "gpu" and info.get("device_name") and not env.get("gpu_name"):
+        env["gpu_name"] = info["device_name"]

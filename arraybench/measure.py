@@ -1,0 +1,229 @@
+"""Cells in a worker: inputs on the device, the bound operation, the timer, the correctness check.
+
+``prepare`` puts a cell's inputs on the device, makes the first call, warms up, calibrates and checks
+the first result against the float64 reference; ``finish`` turns the samples into a shard, a plain
+dict of what this process measured. In between, the worker samples every prepared cell of a batch
+round-robin (``timer.interleave``). Exceptions from the library or from a user's workload become a
+``failed`` shard carrying the exception's own line, never a dead worker.
+"""
+
+from __future__ import annotations
+
+import gc
+import traceback
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+import numpy as np
+
+from . import accuracy
+from .backends.base import Backend, Unavailable
+from .plan import Cell
+from .timer import Sampling, Timer, TimerSettings
+from .workloads import Workload
+from .workloads.api import Bound
+
+
+class ReferenceCache:
+    """Float64 references, computed once per (workload, size, dtype) in a process."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[str, int, str], Any] = {}
+
+    def get(self, wl: Workload, size: int, dtype: str, inputs: tuple[np.ndarray, ...]) -> Any:
+        key = (wl.name, size, dtype)
+        if key not in self._cache:
+            self._cache.clear()  # large references are big; keep one
+            self._cache[key] = single_threaded(lambda: wl.reference_output(inputs))
+        return self._cache[key]
+
+
+def single_threaded(fn: Callable[[], Any]) -> Any:
+    """Run NumPy work with a one-thread BLAS, so no idle BLAS pool spins beside the library timed.
+
+    Waking OpenBLAS's pool in a torch or JAX worker slows that library's next operations (measured
+    on a 2-core machine: ~1.8x for a torch matmul right after a NumPy one).
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return fn()
+    with threadpool_limits(limits=1, user_api="blas"):
+        return fn()
+
+
+def user_frame(exc: BaseException) -> str:
+    """The innermost traceback line outside arraybench and the libraries: the user's own code."""
+    chosen = None
+    for fr in traceback.extract_tb(exc.__traceback__):
+        path = fr.filename.replace("\\", "/")
+        if "/arraybench/" in path and "/examples/" not in path:
+            continue
+        if "site-packages" in path or "/lib/python" in path or path.startswith("<"):
+            continue
+        chosen = fr
+    if chosen is None:
+        return ""
+    return f"{chosen.filename}:{chosen.lineno}: {(chosen.line or '').strip()}"
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``TypeError: message`` on one line, with the user's frame where there is one."""
+    text = str(exc).strip().splitlines()
+    head = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    where = user_frame(exc)
+    return f"{head} [at {where}]" if where else head
+
+
+def to_host(backend: Backend, x: Any) -> Any:
+    """A result (or tuple of results) as host NumPy arrays."""
+    if isinstance(x, (tuple, list)):
+        return tuple(to_host(backend, v) for v in x)
+    return backend.to_numpy(x)
+
+
+def _dtype_of(backend: Backend, x: Any) -> str | None:
+    if isinstance(x, (tuple, list)):
+        return None
+    try:
+        return backend.dtype_name(x)
+    except Exception:
+        return None
+
+
+@dataclass
+class Prepared:
+    """A cell ready to be sampled (``run``), or already ended (``shard`` has its status)."""
+
+    cell: Cell
+    shard: dict[str, Any]
+    run: Sampling | None = None
+    input_bytes: int = 0
+
+
+def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
+            references: ReferenceCache, *, seed: int = 0,
+            flush: Callable[[], None] | None = None) -> Prepared:
+    """Everything before sampling: inputs, binding, first call, warm-up, calibration, check."""
+    shard: dict[str, Any] = {"status": "ok", "reason": "", "warnings": []}
+    work = wl.work_for(cell.size, np.dtype(cell.dtype).itemsize)
+    if work is not None:
+        shard["flops"], shard["bytes"] = work.flops, work.bytes
+    device_timer = backend.device_timer()
+    shard["timer"] = backend.device_timer_note if device_timer is None \
+        else "wall clock and " + backend.device_timer_note
+    prepared = Prepared(cell, shard)
+    stage = "building inputs"
+    try:
+        host = wl.build_inputs(cell.size, cell.dtype, seed)
+        prepared.input_bytes = sum(h.nbytes for h in host)
+        stage = "moving inputs to the device"
+        if cell.transfer:
+            bound = _with_transfer(backend, wl, cell.mode, host)
+        else:
+            arrays = tuple(backend.asarray(h) for h in host)
+            stage = "binding"
+            bound = wl.bind(backend, cell.mode, arrays)
+        shard["method"] = bound.method + (" +transfer" if cell.transfer else "")
+        settings = replace(base, mode="throughput" if cell.mode == "throughput" else "latency")
+        timer = Timer(bound.op, bound.args, sync=backend.sync, device_timer=device_timer,
+                      flush=flush if settings.cold else None)
+        stage = "the first call" if cell.mode != "compiled" else "compiling (first call)"
+        run = timer.start(settings)
+    except Unavailable as exc:
+        return _ended(backend, prepared, "skipped", str(exc))
+    except Exception as exc:
+        return _ended(backend, prepared, *_classify(backend, cell, stage, exc))
+    try:
+        out_dtype = _dtype_of(backend, run.first_result)
+        out = to_host(backend, run.first_result)
+        run.first_result = None  # the check has what it needs; free device memory now
+        ref = references.get(wl, cell.size, cell.dtype, host)
+        tolerance = None
+        if wl.grad and "finite differences" in shard["method"]:
+            tolerance = max(wl.check.tolerance(cell.dtype, cell.size),
+                            accuracy.finite_difference_tolerance(cell.dtype, cell.size))
+        verdict = accuracy.judge(out, ref, wl.check, cell.dtype, cell.size,
+                                 tolerance=tolerance, out_dtype=out_dtype)
+    except Exception as exc:
+        return _ended(backend, prepared, "failed", f"checking the result failed: {describe_exception(exc)}")
+    shard["max_rel_error"] = verdict.max_rel_error
+    shard["tolerance"] = verdict.tolerance
+    if not verdict.ok:
+        shard["status"] = "wrong"
+        shard["reason"] = verdict.reason
+    prepared.run = run
+    return prepared
+
+
+def finish(backend: Backend, prepared: Prepared) -> dict[str, Any]:
+    """The shard of a prepared cell once sampling is over."""
+    shard = prepared.shard
+    run = prepared.run
+    if run is None:
+        return shard
+    if run.error is not None:
+        status, reason = _classify(backend, prepared.cell, "timing", run.error)
+        shard["status"], shard["reason"] = status, reason
+        prepared.run = None
+        return shard
+    m = run.measurement()
+    shard.update(
+        samples_s=m.samples_s,
+        number=m.number,
+        first_call_s=m.first_call_s,
+        warmup_calls=m.warmup_calls,
+        stop_reason=m.stop_reason,
+        elapsed_s=m.elapsed_s,
+        device_samples_s=m.device_samples_s,
+    )
+    prepared.run = None
+    return shard
+
+
+def _classify(backend: Backend, cell: Cell, stage: str, exc: BaseException) -> tuple[str, str]:
+    """(status, reason) for an exception raised while preparing or timing a cell."""
+    if cell.mode == "compiled" and backend.name == "cupy":
+        return "skipped", f"not applicable: cupy.fuse cannot compile this workload ({describe_exception(exc)})"
+    if backend.is_out_of_memory(exc):
+        note = backend.memory_note()
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return "failed", f"out of memory during {stage} ({detail}" + (f"; {note}" if note else "") + ")"
+    return "failed", f"{describe_exception(exc)} (during {stage})"
+
+
+def _ended(backend: Backend, prepared: Prepared, status: str, reason: str) -> Prepared:
+    prepared.shard["status"] = status
+    prepared.shard["reason"] = reason
+    prepared.run = None
+    gc.collect()
+    try:
+        backend.free()
+    except Exception:
+        pass
+    return prepared
+
+
+def _with_transfer(backend: Backend, wl: Workload, mode: str, host: tuple[np.ndarray, ...]) -> Bound:
+    """A call that starts from host NumPy data and ends with the result back on the host."""
+    probe = wl.bind(backend, mode, tuple(backend.asarray(h) for h in host))
+    prefix = probe.args[: len(probe.args) - len(host)]
+    op = probe.op
+    from_numpy = backend.from_numpy
+
+    def call(*arrays: np.ndarray) -> Any:
+        return to_host(backend, op(*prefix, *(from_numpy(a) for a in arrays)))
+
+    return Bound(call, host, probe.method)
+
+
+def measure_cell(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
+                 references: ReferenceCache, *, seed: int = 0,
+                 flush: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Prepare, sample and finish one cell on its own (no interleaving)."""
+    from .timer import interleave
+
+    prepared = prepare(backend, wl, cell, base, references, seed=seed, flush=flush)
+    if prepared.run is not None:
+        interleave([prepared.run])
+    return finish(backend, prepared)

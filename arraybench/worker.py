@@ -1,0 +1,157 @@
+"""The worker process: one library, one device, a list of cells; records stream back as JSON lines.
+
+Started by the runner as ``python -m arraybench.worker`` with the job on stdin. The protocol runs on
+a private copy of the original stdout; the process's own stdout is pointed at stderr, so a library
+that prints cannot corrupt it. Messages, one JSON object per line:
+
+- ``{"event": "ready", "info": {...}}`` once the library is imported and the device open;
+- ``{"event": "unavailable", "reason": "..."}`` instead, when it cannot be (then the worker exits);
+- ``{"event": "start", "key": ...}`` before each cell, so a crash or hang can be pinned on it;
+- ``{"event": "shard", "key": ..., "shard": {...}}`` after each cell;
+- ``{"event": "done"}`` at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import time
+from typing import Any, TextIO
+
+
+#: Cells are sampled round-robin in batches whose inputs fit in this many bytes.
+INTERLEAVE_BYTES = 1 << 30
+
+
+def _open_channel() -> TextIO:
+    fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return os.fdopen(fd, "w", buffering=1, encoding="utf-8")
+
+
+class Channel:
+    """The worker's side of the protocol."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def send(self, event: str, **payload: Any) -> None:
+        self.stream.write(json.dumps({"event": event, **payload}) + "\n")
+        self.stream.flush()
+
+
+def _apply_threads(threads: int | None, backend_name: str) -> None:
+    """Limit thread pools from inside the process, after the library is loaded."""
+    if threads is None:
+        return
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=threads)
+    except Exception:
+        pass
+    if backend_name == "torch":
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+def run_job(job: dict[str, Any], channel: Channel) -> int:
+    """Open the backend, then measure each cell in a shuffled order."""
+    from . import backends
+    from .backends.base import Unavailable
+
+    started = time.perf_counter()
+    try:
+        cls = backends.load(job["backend"])
+        backend = cls(job["device"], allow_tf32=bool(job.get("allow_tf32")))
+    except Unavailable as exc:
+        channel.send("unavailable", reason=str(exc))
+        return 0
+    except ImportError as exc:
+        channel.send("unavailable", reason=f"cannot import {job['backend']}: {exc}")
+        return 0
+    except Exception as exc:  # a broken install must not look like a crash of the benchmark
+        from .measure import describe_exception
+
+        channel.send("unavailable", reason=f"{job['backend']} failed to start: {describe_exception(exc)}")
+        return 0
+    _apply_threads(job.get("threads"), job["backend"])
+
+    from .heartbeat import Board
+    from .measure import ReferenceCache, describe_exception, finish, prepare
+    from .plan import Cell
+    from .timer import TimerSettings, interleave
+    from .userfile import load_workload_files
+    from .workloads import REGISTRY
+
+    load_errors = load_workload_files(job.get("workload_files", []))
+    info = backend.info()
+    info["startup_s"] = time.perf_counter() - started
+    channel.send("ready", info=info, pid=os.getpid())
+
+    board = Board(job.get("board"))
+    settings = TimerSettings(**job["timer"])
+    flush = backend.flush_cache() if settings.cold else None
+    references = ReferenceCache()
+    cells = [Cell.from_dict(c) for c in job["cells"]]
+    order = list(range(len(cells)))
+    shuffler = random.Random(job.get("shuffle_seed", 0))
+    shuffler.shuffle(order)
+    batch: list = []
+    batch_bytes = 0
+
+    def flush_batch() -> None:
+        nonlocal batch, batch_bytes
+        runs = [p.run for _, p in batch if p.run is not None]
+        indices = [i for i, p in batch if p.run is not None]
+        interleave(runs, order_seed=shuffler.randrange(2**32),
+                   before_sample=lambda k: board.mark(indices[k]))
+        for i, p in batch:
+            board.mark(i)
+            channel.send("shard", key=cells[i].key, shard=finish(backend, p))
+        batch, batch_bytes = [], 0
+        backend.free()
+
+    for i in order:
+        cell = cells[i]
+        board.mark(i)
+        channel.send("start", key=cell.key)
+        wl = REGISTRY.get(cell.workload)
+        if wl is None:
+            reason = next((e for e in load_errors.values()), None) or f"workload {cell.workload!r} is not defined"
+            channel.send("shard", key=cell.key, shard={"status": "failed", "reason": reason})
+            continue
+        try:
+            p = prepare(backend, wl, cell, settings, references,
+                        seed=int(job.get("seed", 0)), flush=flush)
+        except Exception as exc:  # prepare reports its own errors; this is a last resort
+            channel.send("shard", key=cell.key, shard={"status": "failed", "reason": describe_exception(exc)})
+            continue
+        if p.run is None:
+            channel.send("shard", key=cell.key, shard=p.shard)
+            continue
+        batch.append((i, p))
+        batch_bytes += p.input_bytes
+        if batch_bytes >= INTERLEAVE_BYTES or not job.get("interleave", True):
+            flush_batch()
+    if batch:
+        flush_batch()
+    channel.send("done")
+    return 0
+
+
+def main() -> int:
+    channel = Channel(_open_channel())
+    line = sys.stdin.readline()
+    if not line:
+        return 2
+    job = json.loads(line)
+    return run_job(job, channel)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

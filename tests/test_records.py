@@ -1,0 +1,134 @@
+"""The results schema: round trip, validation, and every way a results file can be broken."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from arraybench import records
+from arraybench.errors import ResultsError
+from arraybench.records import Record, Results
+
+CORE_FIELDS = ["workload", "size_label", "size", "backend", "device", "dtype", "mode", "status",
+               "reason", "median_s", "iqr_s", "min_s", "n_samples", "first_call_s", "max_rel_error"]
+
+
+def sample_results() -> Results:
+    ok = Record("matmul", "small", 100, "numpy", "cpu", "float64", "latency", "ok", median_s=1e-4,
+                iqr_s=1e-6, min_s=9e-5, n_samples=30, first_call_s=2e-4, max_rel_error=1e-16,
+                samples_s=[1e-4] * 30, warnings=["a warning"])
+    skipped = Record("matmul", "small", 100, "cupy", "gpu", "float64", "latency", "skipped",
+                     reason="no GPU")
+    wrong = Record("fft", "large", 10**6, "jax", "cpu", "float64", "latency", "wrong",
+                   reason="result is float32, expected float64", max_rel_error=float("inf"))
+    return Results(environment={"python": "3.11"}, settings={"dtype": "float64"},
+                   records=[ok, skipped, wrong])
+
+
+def test_round_trip(tmp_path: Path):
+    path = sample_results().save(tmp_path / "results.json")
+    loaded = records.load(path)
+    assert [r.key for r in loaded.records] == [r.key for r in sample_results().records]
+    assert loaded.records[0].samples_s == [1e-4] * 30
+    assert loaded.records[0].warnings == ["a warning"]
+    assert loaded.records[2].max_rel_error is None  # inf is not JSON: stored as null
+
+
+def test_every_record_carries_the_contract_fields(tmp_path: Path):
+    data = json.loads(sample_results().save(tmp_path / "r.json").read_text())
+    assert data["schema_version"] == records.SCHEMA_VERSION
+    assert {"environment", "records"} <= set(data)
+    for rec in data["records"]:
+        assert set(CORE_FIELDS) <= set(rec)
+
+
+def test_saving_is_atomic(tmp_path: Path):
+    path = tmp_path / "results.json"
+    sample_results().save(path)
+    before = path.read_text()
+
+    class Boom(Exception):
+        pass
+
+    res = sample_results()
+    res.records[0].reason = "x"
+    original = records.json.dumps
+
+    def failing_dumps(*a, **kw):
+        raise Boom()
+
+    records.json.dumps = failing_dumps
+    try:
+        with pytest.raises(Boom):
+            res.save(path)
+    finally:
+        records.json.dumps = original
+    assert path.read_text() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]  # no temporary left behind
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "no such file"),
+    ("", "is empty"),
+    ('{"tool": "arraybench", "schema_version": 1, "records": [', "not valid JSON"),
+    ("[1, 2]", "not an arraybench results file"),
+    ('{"tool": "pyperf", "schema_version": 1, "records": []}', "not an arraybench results file"),
+    ('{"tool": "arraybench", "schema_version": 99, "environment": {}, "records": []}', "schema version 99"),
+    ('{"tool": "arraybench", "schema_version": 1, "environment": {}}', "'records'"),
+    ('{"tool": "arraybench", "schema_version": 1, "environment": {}, "records": [{"workload": 1}]}', "record 0"),
+])
+def test_broken_results_files_give_one_line(tmp_path: Path, content, message):
+    path = tmp_path / "results.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(ResultsError) as info:
+        records.load(path)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_a_truncated_real_file_is_rejected(tmp_path: Path):
+    text = sample_results().save(tmp_path / "full.json").read_text()
+    for cut in (10, len(text) // 3, len(text) // 2, len(text) - 3):
+        broken = tmp_path / f"cut{cut}.json"
+        broken.write_text(text[:cut])
+        with pytest.raises(ResultsError):
+            records.load(broken)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_corrupted_files_never_raise_anything_but_results_error(tmp_path: Path, data):
+    text = json.dumps(sample_results().to_dict())
+    mode = data.draw(st.sampled_from(["flip", "delete", "insert", "replace_value"]))
+    if mode == "flip":
+        i = data.draw(st.integers(0, len(text) - 1))
+        text = text[:i] + data.draw(st.characters()) + text[i + 1:]
+    elif mode == "delete":
+        i = data.draw(st.integers(0, len(text) - 1))
+        j = data.draw(st.integers(i, len(text)))
+        text = text[:i] + text[j:]
+    elif mode == "insert":
+        i = data.draw(st.integers(0, len(text)))
+        text = text[:i] + data.draw(st.text(max_size=20)) + text[i:]
+    else:
+        doc = json.loads(text)
+        field = data.draw(st.sampled_from(CORE_FIELDS + ["samples_s", "warnings"]))
+        doc["records"][0][field] = data.draw(st.one_of(
+            st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(),
+            st.lists(st.integers()), st.dictionaries(st.text(), st.integers())))
+        text = json.dumps(doc)
+    path = tmp_path / "fuzz.json"
+    path.write_bytes(text.encode("utf-8", "surrogatepass"))
+    try:
+        loaded = records.load(path)
+    except ResultsError as exc:
+        assert "\n" not in str(exc)
+    else:
+        for r in loaded.records:  # whatever loads is well-typed
+            assert isinstance(r.workload, str) and isinstance(r.size, int)
+            assert r.median_s is None or isinstance(r.median_s, (int, float))
