@@ -1,0 +1,7 @@
+"""``python -m arraybench``."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,101 @@
+"""What the user sees while a run goes: a progress bar, a line per finished cell, or JSON lines."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from ..plan import Cell
+from ..records import Record, Results
+from ..units import format_seconds
+from .tables import ci_text
+
+
+class ConsoleReporter:
+    """A rich progress bar with ETA and one line per finished cell."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(stderr=True)
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("measurements"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=True,
+            refresh_per_second=2,  # the parent shares the cores with the operation being timed
+        )
+        self.task: Any = None
+
+    def run_started(self, total: int) -> None:
+        self.progress.start()
+        self.task = self.progress.add_task("measuring", total=max(total, 1))
+
+    def worker_started(self, backend: str, device: str, process: int, cells: int) -> None:
+        if self.task is not None:
+            self.progress.update(self.task, description=f"{backend}/{device} process {process + 1}")
+
+    def config_unavailable(self, backend: str, device: str, reason: str) -> None:
+        self.progress.console.print(f"[dim]skip {backend}/{device}: {escape(reason)}[/]")
+
+    def shard_done(self, cell: Cell, process: int, shard: dict[str, Any]) -> None:
+        if self.task is not None:
+            self.progress.advance(self.task)
+
+    def record_done(self, record: Record) -> None:
+        if record.status == "skipped" and record.n_samples == 0 and record.reason and "not measured" not in record.reason:
+            return  # the unavailable line already said it, once per backend
+        self.progress.console.print(live_line(record))
+
+    def run_finished(self, results: Results) -> None:
+        self.progress.stop()
+
+    def stop(self) -> None:
+        self.progress.stop()
+
+
+def live_line(r: Record) -> str:
+    """``matmul large  PyTorch CPU  12.3 ms ±0.8%`` with the status where it is not ok."""
+    head = f"{r.workload} {r.size_label}  {r.config_label}"
+    if r.status == "ok":
+        warn = " [yellow](!)[/]" if r.warnings else ""
+        return f"[green]✓[/] {escape(head)}  {format_seconds(r.median_s)} {ci_text(r)}{warn}"
+    colour = "red" if r.status in ("failed", "wrong") else "dim"
+    return f"[{colour}]✗ {escape(head)}  {r.status}: {escape(r.reason)}[/]"
+
+
+class QuietReporter:
+    """Nothing while running (``-q``)."""
+
+    def run_started(self, total: int) -> None: ...
+
+    def worker_started(self, backend: str, device: str, process: int, cells: int) -> None: ...
+
+    def config_unavailable(self, backend: str, device: str, reason: str) -> None: ...
+
+    def shard_done(self, cell: Cell, process: int, shard: dict[str, Any]) -> None: ...
+
+    def record_done(self, record: Record) -> None: ...
+
+    def run_finished(self, results: Results) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class JsonLinesReporter(QuietReporter):
+    """One JSON record per line on stdout as each cell is final (``--json``), for scripts."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stdout
+
+    def record_done(self, record: Record) -> None:
+        self.stream.write(json.dumps(record.to_dict(), allow_nan=False) + "\n")
+        self.stream.flush()

@@ -1,0 +1,105 @@
+"""The results table in the terminal (rich), coloured by winner, with reasons as numbered notes."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from ..records import Record
+from ..units import format_seconds
+from .common import baseline, grouped, is_valid, size_text, winner
+
+_STATUS_STYLE = {"ok": "green", "wrong": "bold red", "failed": "red", "skipped": "dim"}
+
+
+def ci_text(r: Record) -> str:
+    """The 95% CI of the median as ± percent of the median."""
+    if r.ci_low_s is None or r.ci_high_s is None or not r.median_s:
+        return "—"
+    return f"±{(r.ci_high_s - r.ci_low_s) / (2 * r.median_s):.1%}"
+
+
+def speedup(r: Record, base: Record | None) -> float | None:
+    """How many times faster than NumPy on the CPU (below 1: slower)."""
+    if base is None or not is_valid(r):
+        return None
+    return base.median_s / r.median_s
+
+
+def speedup_text(r: Record, base: Record | None) -> str:
+    ratio = speedup(r, base)
+    if ratio is None:
+        return "—"
+    return f"{ratio:.3g}×" if ratio < 1000 else f"{ratio:,.0f}×"
+
+
+def error_text(r: Record) -> str:
+    return "—" if r.max_rel_error is None else f"{r.max_rel_error:.1e}"
+
+
+class Notes:
+    """Numbered footnotes, each text once."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def ref(self, text: str) -> int:
+        if text not in self.texts:
+            self.texts.append(text)
+        return self.texts.index(text) + 1
+
+
+def results_table(records: Iterable[Record]) -> Group:
+    """One row per record, grouped by workload and size; the winner of each group in bold green."""
+    table = Table(title="arraybench: time per call (median; lower is better)", header_style="bold",
+                  pad_edge=False, title_justify="left")
+    # Numbers never wrap or truncate; names wrap when the terminal is narrow.
+    for name, justify, numeric in (("case", "left", False), ("library / device", "left", False),
+                                   ("median", "right", True), ("95% CI", "right", True),
+                                   ("vs NumPy", "right", True), ("first call", "right", True),
+                                   ("rel. error", "right", True), ("status", "left", False)):
+        if numeric:
+            table.add_column(name, justify=justify, no_wrap=True, min_width=len(name))
+        else:
+            table.add_column(name, justify=justify, overflow="fold")
+    notes = Notes()
+    groups = grouped(records)
+    # The size goes on the row below the workload's name, to keep the first column narrow.
+    for n, ((workload, _label), group) in enumerate(groups.items()):
+        best = winner(group)
+        base = baseline(group)
+        contenders = sum(1 for g in group if is_valid(g))
+        for i, r in enumerate(group):
+            style = "bold green" if (r is best and contenders > 1) else None
+            status = Text(r.status, style=_STATUS_STYLE.get(r.status, ""))
+            if r.status != "ok" and r.reason:
+                status.append(f" [{notes.ref(r.reason)}]")
+            elif r.warnings:
+                status.append(" " + " ".join(f"[{notes.ref(w)}]" for w in r.warnings), style="yellow")
+            case = workload if i == 0 else (r.size_label if i == 1 else "")
+            if i == 2 and r.size_label != str(r.size):
+                case = f"n = {r.size:,}"
+            if len(group) == 1:
+                case = f"{workload} {size_text(r)}"
+            table.add_row(
+                case,
+                r.config_label,
+                format_seconds(r.median_s),
+                ci_text(r),
+                speedup_text(r, base),
+                format_seconds(r.first_call_s),
+                error_text(r),
+                status,
+                style=style,
+                end_section=(i == len(group) - 1 and n < len(groups) - 1),
+            )
+    footer = [Text.from_markup(f"[dim][{i}] {escape(t)}[/]") for i, t in enumerate(notes.texts, 1)]
+    return Group(table, *footer)
+
+
+def print_table(records: Iterable[Record], console: Console | None = None) -> None:
+    (console or Console()).print(results_table(records))

@@ -1,0 +1,93 @@
+"""The default suite end to end, as a new user runs it: real workers, real libraries, real files."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from arraybench import backends, records
+from arraybench.workloads import BUILTIN
+
+from .conftest import ROOT, run_cli
+
+FAST_RUN = ("--processes", "1", "--max-time", "0.05", "--min-samples", "3")
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory) -> tuple[Path, object]:
+    out = tmp_path_factory.mktemp("suite") / "benchmark_plots"
+    # The seed's entry point, at the repository root.
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, str(ROOT / "main.py"), "--output-dir", str(out), *FAST_RUN],
+                            capture_output=True, text=True, timeout=900, cwd=out.parent)
+    return out, result
+
+
+def test_default_run_succeeds_and_prints_a_table(default_run):
+    out, result = default_run
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "time per call" in result.stdout
+    assert "NumPy CPU" in result.stdout
+
+
+def test_results_cover_the_suite_with_cpu_ok_and_gpus_skipped_with_reasons(default_run):
+    out, _ = default_run
+    res = records.load(out / "results.json")
+    assert res.complete
+    got = {(r.workload, r.size_label) for r in res.records}
+    assert got == {(w, s) for w in BUILTIN for s in ("small", "large")}
+    for r in res.records:
+        installed = backends.SPECS[r.backend].preflight(r.device) is None
+        if r.device == "cpu" and installed:
+            assert r.status == "ok", (r.key, r.reason)
+            assert r.max_rel_error is not None and r.max_rel_error <= r.tolerance
+            assert r.median_s > 0 and r.n_samples >= 3
+            assert r.min_s <= r.median_s <= r.ci_high_s
+            assert r.first_call_s > 0
+        elif r.status == "skipped":
+            assert r.reason, r.key  # every skip says why
+    skipped = {r.backend for r in res.records if r.device == "gpu" and r.status == "skipped"}
+    if not any(backends.SPECS[b].preflight("gpu") is None for b in ("torch", "jax", "cupy")):
+        assert skipped == {"torch", "jax", "cupy"}
+
+
+def test_environment_is_recorded(default_run):
+    out, _ = default_run
+    env = records.load(out / "results.json").environment
+    for key in ("python", "cpu_model", "cpu_count", "libraries", "timestamp", "backends"):
+        assert env.get(key), key
+    assert env["blas"]  # numpy's worker reports the BLAS it loaded
+    assert "numpy/cpu" in env["backends"]
+
+
+def test_twelve_plots_open_and_show_the_data(default_run):
+    out, _ = default_run
+    svgs = sorted(p.name for p in out.glob("*.svg"))
+    expected = sorted([f"{w}_{s}.svg" for w in BUILTIN for s in ("small", "large")]
+                      + ["summary_small.svg", "summary_large.svg"])
+    assert svgs == expected
+    res = records.load(out / "results.json")
+    for name in svgs:
+        text = (out / name).read_text()
+        ET.fromstring(text)  # well-formed SVG
+        assert "NumPy CPU" in text
+    matmul = (out / "matmul_large.svg").read_text()
+    assert "time per call" in matmul and "2,000" in matmul
+    ok_labels = {r.config_label for r in res.records if r.workload == "matmul" and r.size_label == "large"
+                 and r.status == "ok"}
+    for label in ok_labels:
+        assert label in matmul
+
+
+def test_journal_holds_every_measurement(default_run):
+    out, _ = default_run
+    lines = [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
+    assert lines[0]["type"] == "header"
+    shards = [e for e in lines if e["type"] == "shard"]
+    res = records.load(out / "results.json")
+    assert {e["key"] for e in shards} == {r.key for r in res.records if r.n_samples}
