@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import random
 import signal
-import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol

@@ -11,7 +11,7 @@ import pytest
 from arraybench import backends, records
 from arraybench.workloads import BUILTIN
 
-from .conftest import ROOT, run_cli
+from .conftest import ROOT
 
 FAST_RUN = ("--processes", "1", "--max-time", "0.05", "--min-samples", "3")
 

@@ -33,7 +33,7 @@ def cpu_flush() -> Callable[[], None]:
     buf = np.zeros(2 * last_level_cache_bytes() // 8, dtype=np.float64)
 
     def flush() -> None:
-        buf += 1.0
+        np.add(buf, 1.0, out=buf)
         float(buf[:: 4096 // 8].sum())
 
     return flush

@@ -1,0 +1,243 @@
+"""``arraybench run``: measure workloads on every selected library and device."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from .. import journal as journal_mod
+from .. import plan as planning
+from ..errors import UsageError
+from ..plan import RunOptions
+from ..records import Results
+from ..runner import Interrupted, Runner
+
+
+def _csv(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def _fraction(text: str) -> float:
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction (0.02) or a percentage (2%)") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (or 0% and 100%)")
+    return value
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``run``."""
+    d = RunOptions()
+    sel = p.add_argument_group("what to run")
+    sel.add_argument("--backends", type=_csv, default=d.backends, metavar="LIST",
+                     help=f"libraries, comma-separated (default: {','.join(d.backends)})")
+    sel.add_argument("--devices", type=_csv, default=d.devices, metavar="LIST",
+                     help="cpu, gpu or both (default: cpu,gpu)")
+    sel.add_argument("--workloads", type=_csv, default=[], metavar="LIST",
+                     help="workloads (default: the built-in suite; see `arraybench list`)")
+    sel.add_argument("--workload-file", action="append", default=[], dest="workload_files",
+                     metavar="FILE", help="a Python file of @arraybench.workload functions (repeatable)")
+    sel.add_argument("--sizes", default="small,large", metavar="LIST",
+                     help="size labels (small,large), element counts (100,1000) or a range LO:HI[:STEPS]")
+    sel.add_argument("--dtype", default=d.dtype, choices=planning.DTYPES,
+                     help="floating dtype for every library (default: float64, as the seed)")
+    sel.add_argument("--mode", type=_csv, default=d.modes, dest="modes", metavar="LIST",
+                     help="latency (sync after every call), throughput (sync once per batch), "
+                          "compiled (jax.jit / torch.compile); default: latency")
+    sel.add_argument("--include-transfer", action="store_true",
+                     help="also time GPU calls from host NumPy data to a host result")
+    how = p.add_argument_group("how to measure")
+    how.add_argument("--processes", type=_positive_int, default=d.processes, metavar="N",
+                     help=f"worker processes per library and device (default: {d.processes})")
+    how.add_argument("--max-time", type=_positive_float, default=d.max_time, metavar="SECONDS",
+                     help=f"sampling budget per cell, all processes together (default: {d.max_time:g})")
+    how.add_argument("--min-samples", type=_positive_int, default=d.min_samples, metavar="N",
+                     help=f"fewest samples per cell (default: {d.min_samples})")
+    how.add_argument("--rel-ci", type=_fraction, default=d.rel_ci, metavar="FRACTION",
+                     help="stop sampling once the median's 95%% CI is within this (default: 0.02 = 2%%)")
+    how.add_argument("--threads", type=_positive_int, default=None, metavar="N",
+                     help="CPU threads for every library (default: all cores)")
+    how.add_argument("--cold", action="store_true", help="evict caches before every sample")
+    how.add_argument("--allow-tf32", action="store_true",
+                     help="let GPUs use TF32 for float32 matmuls (off: full precision, recorded)")
+    how.add_argument("--timeout", type=_positive_float, default=d.timeout, metavar="SECONDS",
+                     help=f"kill a worker silent this long on one cell (default: {d.timeout:g})")
+    how.add_argument("--seed", type=int, default=d.seed, help="seed for inputs and ordering")
+    out = p.add_argument_group("output")
+    out.add_argument("--output-dir", "-o", default="benchmark_plots", metavar="DIR",
+                     help="where results.json, the journal and the plots go (default: benchmark_plots)")
+    out.add_argument("--overwrite", action="store_true",
+                     help="start afresh in a folder that holds an interrupted run")
+    out.add_argument("--resume", metavar="DIR", default=None,
+                     help="continue an interrupted run in DIR with its own settings")
+    out.add_argument("-q", "--quiet", action="store_true", help="print nothing while running")
+    out.add_argument("--json", action="store_true",
+                     help="stream one JSON record per line on stdout as each cell finishes")
+    out.add_argument("--no-plots", action="store_true", help="skip the SVG plots")
+
+
+def options_from_args(args: argparse.Namespace) -> RunOptions:
+    return RunOptions(
+        backends=args.backends, devices=args.devices, workloads=args.workloads,
+        sizes=planning.parse_sizes(args.sizes), dtype=args.dtype, modes=args.modes,
+        include_transfer=args.include_transfer, processes=args.processes,
+        max_time=args.max_time, min_samples=args.min_samples, rel_ci=args.rel_ci,
+        threads=args.threads, cold=args.cold, allow_tf32=args.allow_tf32, timeout=args.timeout,
+        seed=args.seed, workload_files=[str(Path(f).resolve()) for f in args.workload_files],
+    )
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run benchmarks (the default suite without options)",
+                       description="Measure workloads on every selected library and device.")
+    add_run_options(p)
+    p.set_defaults(handler=main)
+
+
+def _workloads(files: list[str]) -> dict:
+    from .. import workloads
+    from ..userfile import import_workload_file
+
+    for f in files:
+        import_workload_file(f)
+    return dict(workloads.REGISTRY)
+
+
+
+def prepare_output_dir(path: str, *, overwrite: bool) -> Path:
+    """Create the output folder and prove it writable before anything is measured."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--output-dir {out}: exists and is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".arraybench-write-test"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(f"--output-dir {out}: cannot write there ({exc.strerror or exc})") from None
+    journal = out / journal_mod.JOURNAL_NAME
+    if journal.exists() and not overwrite:
+        results_file = out / "results.json"
+        complete = False
+        if results_file.exists():
+            try:
+                complete = bool(json.loads(results_file.read_text()).get("complete", False))
+            except (OSError, ValueError, AttributeError):
+                complete = False
+        if not complete:
+            raise UsageError(
+                f"{out} holds an unfinished run; continue it with `arraybench run --resume {out}`, "
+                "or start afresh with --overwrite"
+            )
+    return out
+
+
+
+def _reporter(args: argparse.Namespace):
+    from ..report.progress import ConsoleReporter, JsonLinesReporter, QuietReporter
+
+    if getattr(args, "json", False):
+        return JsonLinesReporter()
+    if getattr(args, "quiet", False):
+        return QuietReporter()
+    return ConsoleReporter()
+
+
+
+def _check_resume_matches(args: argparse.Namespace, saved: RunOptions) -> None:
+    """--resume runs with the saved settings; refuse any option that says otherwise."""
+    given = options_given(args)
+    wanted = saved.to_dict()
+    differs = []
+    for name, value in given.items():
+        if name in wanted and wanted[name] != value:
+            differs.append(f"{name} (saved {wanted[name]!r}, given {value!r})")
+    if differs:
+        raise UsageError("--resume uses the run's own settings; these differ: " + "; ".join(differs))
+
+
+
+def options_given(args: argparse.Namespace) -> dict:
+    """The run options the user typed (those that differ from the defaults)."""
+    defaults = RunOptions().to_dict()
+    now = options_from_args(args).to_dict()
+    return {k: v for k, v in now.items() if v != defaults.get(k)}
+
+
+
+def main(args: argparse.Namespace) -> int:
+
+    if args.resume:
+        out = Path(args.resume)
+        state = journal_mod.read(out)
+        _check_resume_matches(args, state.options)
+        options = state.options
+        _workloads(options.workload_files)
+        cells = state.cells
+        runner = Runner(cells, options, out, _reporter(args), resume=state)
+    else:
+        options = options_from_args(args)
+        known = _workloads(options.workload_files)
+        planning.validate(options, known)
+        cells = planning.build_plan(options, known)
+        out = prepare_output_dir(args.output_dir, overwrite=args.overwrite)
+        runner = Runner(cells, options, out, _reporter(args))
+    try:
+        results = runner.run()
+    except Interrupted as stop:
+        reporter = runner.reporter
+        if hasattr(reporter, "stop"):
+            reporter.stop()
+        _write_reports(stop.results, out, args, console=Console(stderr=True))
+        measured = sum(1 for r in stop.results.records if r.n_samples)
+        print(
+            f"{'arraybench'}: stopped by {stop}; {measured} of {len(stop.results.records)} cells "
+            f"have measurements, saved in {out / 'results.json'}. "
+            f"Continue with: arraybench run --resume {out}",
+            file=sys.stderr,
+        )
+        return 130
+    _write_reports(results, out, args)
+    return 0 if all(r.status in ("ok", "skipped") for r in results.records) else 1
+
+
+
+def _write_reports(results: Results, out: Path, args: argparse.Namespace,
+                   console: Console | None = None) -> None:
+    from ..report.tables import print_table
+
+    if not getattr(args, "no_plots", False):
+        from ..report.plots import write_plots
+
+        write_plots(results.records, out)
+    if not getattr(args, "quiet", False) and not getattr(args, "json", False):
+        print_table(results.records, console or Console())
+        (console or Console()).print(f"results: {out / 'results.json'}")
