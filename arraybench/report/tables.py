@@ -66,7 +66,10 @@ def results_table(records: Iterable[Record]) -> Group:
             table.add_column(name, justify=justify, no_wrap=True, min_width=len(name))
         else:
             table.add_column(name, justify=justify, overflow="fold")
+    records = list(records)
     notes = Notes()
+    unavailable = unavailable_configs(records)
+    records = [r for r in records if (r.backend, r.device) not in unavailable]
     groups = grouped(records)
     # The size goes on the row below the workload's name, to keep the first column narrow.
     for n, ((workload, _label), group) in enumerate(groups.items()):
@@ -98,8 +101,33 @@ def results_table(records: Iterable[Record]) -> Group:
                 end_section=(i == len(group) - 1 and n < len(groups) - 1),
             )
     footer = [Text.from_markup(f"[dim][{i}] {escape(t)}[/]") for i, t in enumerate(notes.texts, 1)]
+    for (backend, device), reason in unavailable.items():
+        footer.append(Text.from_markup(f"[dim]not run: {escape(config_name(backend, device))}: {escape(reason)}[/]"))
     return Group(table, *footer)
 
 
+def config_name(backend: str, device: str) -> str:
+    from ..backends import SPECS
+
+    return f"{SPECS[backend].label if backend in SPECS else backend} {device.upper()}"
+
+
+def unavailable_configs(records: Iterable[Record]) -> dict[tuple[str, str], str]:
+    """Library/device pairs skipped in every cell for one reason: unavailable here, said once."""
+    by_config: dict[tuple[str, str], list[Record]] = {}
+    for r in records:
+        by_config.setdefault((r.backend, r.device), []).append(r)
+    out = {}
+    for config, recs in by_config.items():
+        reasons = {r.reason for r in recs}
+        if all(r.status == "skipped" for r in recs) and len(reasons) == 1:
+            out[config] = reasons.pop()
+    return out
+
+
 def print_table(records: Iterable[Record], console: Console | None = None) -> None:
-    (console or Console()).print(results_table(records))
+    """Print the table; wide enough for its numbers even when stdout is a file or a pipe."""
+    console = console or Console()
+    if not console.is_terminal and console.width < 120:
+        console = Console(width=120, file=console.file, color_system=None)
+    console.print(results_table(records))
