@@ -91,6 +91,8 @@ class Verdict:
     max_rel_error: float | None
     tolerance: float
     reason: str = ""
+    #: For several outputs (mean and std, say), the error of each, in order.
+    output_errors: tuple[float | None, ...] = ()
 
 
 def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
@@ -105,14 +107,15 @@ def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
     if isinstance(ref, (tuple, list)):
         if not isinstance(out, (tuple, list)) or len(out) != len(ref):
             return Verdict(False, None, tol, f"expected {len(ref)} outputs, got {_describe(out)}")
-        worst: Verdict | None = None
-        for o, r in zip(out, ref):
-            v = judge(o, r, check, dtype, size, tol)
-            if not v.ok:
-                return v
-            if worst is None or (v.max_rel_error or 0.0) > (worst.max_rel_error or 0.0):
-                worst = v
-        return worst or Verdict(True, 0.0, tol)
+        verdicts = [judge(o, r, check, dtype, size, tol) for o, r in zip(out, ref)]
+        errors = tuple(v.max_rel_error for v in verdicts)
+        bad = next((v for v in verdicts if not v.ok), None)
+        known = [e for e in errors if e is not None]
+        worst = max(known) if known else None
+        if bad is not None:
+            return Verdict(False, bad.max_rel_error if bad.max_rel_error is not None else worst, tol,
+                           bad.reason, errors)
+        return Verdict(True, worst if worst is not None else 0.0, tol, "", errors)
     if isinstance(out, (tuple, list)):
         return Verdict(False, None, tol,
                        f"returned {len(out)} outputs where one is expected (e.g. torch.sort's indices)")

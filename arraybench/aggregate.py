@@ -42,6 +42,11 @@ def aggregate(cell: Cell, shards: Sequence[dict[str, Any]], processes: int, rel_
             rec.bytes = s.get("bytes")
     errors = [s["max_rel_error"] for s in shards if s.get("max_rel_error") is not None]
     rec.max_rel_error = max(errors) if errors else None
+    per_output = [s["output_errors"] for s in shards if s.get("output_errors")]
+    if per_output:
+        rec.output_names = next((list(s["output_names"]) for s in shards if s.get("output_names")), [])
+        rec.output_errors = [max((e[i] for e in per_output if e[i] is not None), default=None)
+                             for i in range(len(per_output[0]))]
     tolerances = [s["tolerance"] for s in shards if s.get("tolerance") is not None]
     rec.tolerance = tolerances[0] if tolerances else None
     for status in ("failed", "wrong"):
@@ -80,6 +85,8 @@ def _fill_timing(rec: Record, shards: Sequence[dict[str, Any]], processes: int, 
     rec.first_call_s = stats.median(firsts) if firsts else None
     device = [x for s in shards for x in (s.get("device_samples_s") or [])]
     rec.device_median_s = stats.median(device) if device else None
+    if rec.mode == "compiled" and rec.first_call_s is not None:
+        rec.compile_s = max(rec.first_call_s - rec.median_s, 0.0)
     rec.process_medians_s = [stats.median(s["samples_s"]) for s in shards]
     lo, hi = min(rec.process_medians_s), max(rec.process_medians_s)
     rec.process_spread = (hi - lo) / rec.median_s if rec.median_s > 0 else 0.0

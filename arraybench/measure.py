@@ -79,6 +79,8 @@ def to_host(backend: Backend, x: Any) -> Any:
     """A result (or tuple of results) as host NumPy arrays."""
     if isinstance(x, (tuple, list)):
         return tuple(to_host(backend, v) for v in x)
+    if isinstance(x, np.ndarray):
+        return x
     return backend.to_numpy(x)
 
 
@@ -113,17 +115,20 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
     shard["timer"] = backend.device_timer_note if device_timer is None \
         else "wall clock and " + backend.device_timer_note
     prepared = Prepared(cell, shard)
+    not_applicable = wl.not_applicable(backend.name, cell.mode)
+    if not_applicable:
+        return _ended(backend, prepared, "skipped", not_applicable)
     stage = "building inputs"
     try:
         host = wl.build_inputs(cell.size, cell.dtype, seed)
-        prepared.input_bytes = sum(h.nbytes for h in host)
+        prepared.input_bytes = sum(getattr(h, "nbytes", 8 * len(h)) for h in host)
         stage = "moving inputs to the device"
         if cell.transfer:
-            bound = _with_transfer(backend, wl, cell.mode, host)
+            bound = _with_transfer(backend, wl, cell, host)
         else:
-            arrays = tuple(backend.asarray(h) for h in host)
+            arrays = host if wl.placement == "host" else tuple(backend.asarray(h) for h in host)
             stage = "binding"
-            bound = wl.bind(backend, cell.mode, arrays)
+            bound = wl.bind(backend, cell.mode, arrays, cell.dtype)
         shard["method"] = bound.method + (" +transfer" if cell.transfer else "")
         settings = replace(base, mode="throughput" if cell.mode == "throughput" else "latency")
         timer = Timer(bound.op, bound.args, sync=backend.sync, device_timer=device_timer,
@@ -149,6 +154,10 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         return _ended(backend, prepared, "failed", f"checking the result failed: {describe_exception(exc)}")
     shard["max_rel_error"] = verdict.max_rel_error
     shard["tolerance"] = verdict.tolerance
+    if verdict.output_errors:
+        shard["output_errors"] = list(verdict.output_errors)
+        names = wl.outputs or tuple(f"output {i}" for i in range(len(verdict.output_errors)))
+        shard["output_names"] = list(names)
     if not verdict.ok:
         shard["status"] = "wrong"
         shard["reason"] = verdict.reason
@@ -204,9 +213,9 @@ def _ended(backend: Backend, prepared: Prepared, status: str, reason: str) -> Pr
     return prepared
 
 
-def _with_transfer(backend: Backend, wl: Workload, mode: str, host: tuple[np.ndarray, ...]) -> Bound:
+def _with_transfer(backend: Backend, wl: Workload, cell: Cell, host: tuple[np.ndarray, ...]) -> Bound:
     """A call that starts from host NumPy data and ends with the result back on the host."""
-    probe = wl.bind(backend, mode, tuple(backend.asarray(h) for h in host))
+    probe = wl.bind(backend, cell.mode, tuple(backend.asarray(h) for h in host), cell.dtype)
     prefix = probe.args[: len(probe.args) - len(host)]
     op = probe.op
     from_numpy = backend.from_numpy

@@ -166,7 +166,11 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> None:
     options.modes = _check_choices("mode", options.modes, MODES)
     _check_choices("dtype", [options.dtype], DTYPES)
     if options.workloads:
-        options.workloads = _check_choices("workload", options.workloads, known_workloads)
+        from .workloads import GROUPS, expand
+
+        known = list(known_workloads)
+        _check_choices("workload", options.workloads, known + [g for g in GROUPS if g not in known])
+        options.workloads = expand(options.workloads)
     for name, value, lo in (
         ("--processes", options.processes, 1),
         ("--min-samples", options.min_samples, 1),
@@ -191,9 +195,13 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> None:
             _parse_size(s)
 
 
-def build_plan(options: RunOptions, workloads_by_name: dict[str, Any]) -> list[Cell]:
-    """The cells of a run, in a canonical order (the runner shuffles per process)."""
-    selected = options.workloads or list(workloads_by_name)
+def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
+               default: list[str] | None = None) -> list[Cell]:
+    """The cells of a run, in a canonical order (the runner shuffles per process).
+
+    Without ``options.workloads``, the ``default`` list runs (every known workload if None).
+    """
+    selected = options.workloads or default or list(workloads_by_name)
     cells: list[Cell] = []
     for wname in selected:
         wl = workloads_by_name[wname]

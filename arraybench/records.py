@@ -57,6 +57,9 @@ class Record:
     timer: str = ""
     flops: float | None = None
     bytes: float | None = None
+    compile_s: float | None = None  # compiled mode: first call minus a steady call
+    output_errors: list[float | None] = field(default_factory=list)  # per output, when several
+    output_names: list[str] = field(default_factory=list)
     samples_s: list[float] = field(default_factory=list)
 
     @property
@@ -116,6 +119,8 @@ def _check_type(name: str, value: Any) -> None:
         "nums": isinstance(value, list) and all(
             isinstance(v, (int, float)) and not isinstance(v, bool) for v in value),
         "strs": isinstance(value, list) and all(isinstance(v, str) for v in value),
+        "nums?": isinstance(value, list) and all(
+            v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in value),
     }[kind]
     if not ok:
         raise ResultsError(f"field {name!r} has the wrong type ({type(value).__name__})")
@@ -129,6 +134,7 @@ _TYPES = {
     "ci_low_s": "num?", "ci_high_s": "num?", "cv": "num?", "warnings": "strs",
     "n_processes": "int", "process_medians_s": "nums", "process_spread": "num?", "number": "int?",
     "device_median_s": "num?", "timer": "str", "flops": "num?", "bytes": "num?", "samples_s": "nums",
+    "compile_s": "num?", "output_errors": "nums?", "output_names": "strs",
 }
 
 _REQUIRED = {

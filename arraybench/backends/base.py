@@ -49,6 +49,14 @@ class Backend(abc.ABC):
         """Bring a NumPy array in the way a user would (zero-copy where the library allows it)."""
         return self.asarray(host)
 
+    def copy_from_numpy(self, host: np.ndarray) -> Any:
+        """A copy of a NumPy array, with the library's copying constructor (``torch.tensor``...)."""
+        return self.asarray(host)
+
+    def from_list(self, data: list, dtype: str) -> Any:
+        """An array built from a Python list by the library's constructor, on this device."""
+        return self.asarray(np.array(data, dtype=dtype))
+
     @abc.abstractmethod
     def to_numpy(self, x: Any) -> np.ndarray:
         """Bring an array back to the host as NumPy (waits for it)."""

@@ -78,6 +78,12 @@ class CupyBackend(Backend):
     def from_numpy(self, host: np.ndarray) -> Any:
         return cupy.asarray(host)
 
+    def copy_from_numpy(self, host: np.ndarray) -> Any:
+        return cupy.array(host)
+
+    def from_list(self, data: list, dtype: str) -> Any:
+        return cupy.array(data, dtype=dtype)
+
     def to_numpy(self, x: Any) -> np.ndarray:
         return cupy.asnumpy(x)
 

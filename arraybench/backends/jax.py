@@ -63,6 +63,12 @@ class JaxBackend(Backend):
     def from_numpy(self, host: np.ndarray) -> Any:
         return jax.device_put(host, self.jax_device)
 
+    def copy_from_numpy(self, host: np.ndarray) -> Any:
+        return jnp.array(host, copy=True, device=self.jax_device)
+
+    def from_list(self, data: list, dtype: str) -> Any:
+        return jnp.array(data, dtype=dtype, device=self.jax_device)
+
     def to_numpy(self, x: Any) -> np.ndarray:
         return np.asarray(jax.device_get(x))
 

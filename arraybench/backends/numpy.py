@@ -32,7 +32,13 @@ class NumpyBackend(Backend):
         return np.array(host, copy=True, order="C")
 
     def from_numpy(self, host: np.ndarray) -> Any:
-        return host
+        return np.asarray(host)
+
+    def copy_from_numpy(self, host: np.ndarray) -> Any:
+        return np.array(host)
+
+    def from_list(self, data: list, dtype: str) -> Any:
+        return np.array(data, dtype=dtype)
 
     def to_numpy(self, x: Any) -> np.ndarray:
         return np.asarray(x)

@@ -74,6 +74,12 @@ class TorchBackend(Backend):
         t = torch.from_numpy(host)  # zero-copy on the CPU
         return t.to(self.torch_device) if self.device == "gpu" else t
 
+    def copy_from_numpy(self, host: np.ndarray) -> Any:
+        return torch.tensor(host, device=self.torch_device)
+
+    def from_list(self, data: list, dtype: str) -> Any:
+        return torch.tensor(data, dtype=getattr(torch, dtype), device=self.torch_device)
+
     def to_numpy(self, x: Any) -> np.ndarray:
         return x.detach().cpu().numpy()
 

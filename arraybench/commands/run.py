@@ -121,13 +121,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=main)
 
 
-def _workloads(files: list[str]) -> dict:
+def _workloads(files: list[str]) -> tuple[dict, list[str]]:
+    """Every known workload, and what runs by default: the files' own workloads, else the seed's."""
     from .. import workloads
     from ..userfile import import_workload_file
 
+    defined: list[str] = []
     for f in files:
-        import_workload_file(f)
-    return dict(workloads.REGISTRY)
+        defined += import_workload_file(f)
+    return dict(workloads.REGISTRY), (defined or list(workloads.BUILTIN))
 
 
 
@@ -205,9 +207,9 @@ def main(args: argparse.Namespace) -> int:
         runner = Runner(cells, options, out, _reporter(args), resume=state)
     else:
         options = options_from_args(args)
-        known = _workloads(options.workload_files)
+        known, default = _workloads(options.workload_files)
         planning.validate(options, known)
-        cells = planning.build_plan(options, known)
+        cells = planning.build_plan(options, known, default)
         out = prepare_output_dir(args.output_dir, overwrite=args.overwrite)
         runner = Runner(cells, options, out, _reporter(args))
     try:

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 ArrayFn = Callable[..., Any]
 InputsFn = Callable[[int, np.random.Generator], "tuple[np.ndarray, ...] | np.ndarray"]
 
-NAMESPACES = ("array_api", "native")
+NAMESPACES = ("array_api", "native", "backend")
+PLACEMENTS = ("device", "host")
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,19 @@ class Work:
 
     flops: float
     bytes: float
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a ``namespace="backend"`` workload receives instead of ``xp``: the backend itself.
+
+    For operations that are about the library rather than the arithmetic: building arrays from
+    Python lists, moving data between NumPy, host and device.
+    """
+
+    backend: "Backend"
+    dtype: str
+    xp: Any
 
 
 @dataclass(frozen=True)
@@ -71,10 +85,21 @@ class Workload:
     source: str = "builtin"
     overrides: dict[str, ArrayFn] = field(default_factory=dict)
     compile_overrides: dict[str, ArrayFn] = field(default_factory=dict)
+    #: "device": inputs are placed on the device before timing; "host": they stay host NumPy arrays
+    #: (or Python lists), for workloads that time the move itself.
+    placement: str = "device"
+    #: Backends this workload applies to (None: all); others are skipped as not applicable.
+    backends: tuple[str, ...] | None = None
+    #: Modes this workload applies to (None: all).
+    modes: tuple[str, ...] | None = None
+    #: Names of the outputs when the function returns several (for the numerics table).
+    outputs: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.namespace not in NAMESPACES:
             raise ValueError(f"namespace must be one of {NAMESPACES}, not {self.namespace!r}")
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {PLACEMENTS}, not {self.placement!r}")
         for label, size in self.sizes.items():
             if not isinstance(size, int) or size <= 0:
                 raise ValueError(f"{self.name}: size {label!r} must be a positive integer, not {size!r}")
@@ -98,7 +123,16 @@ class Workload:
         rng = np.random.default_rng([seed, zlib.crc32(self.name.encode()), size])
         made = self.inputs(size, rng)
         arrays = made if isinstance(made, tuple) else (made,)
-        return tuple(_cast(np.asarray(a), dtype) for a in arrays)
+        return tuple(_cast_list(a, dtype) if isinstance(a, list) else _cast(np.asarray(a), dtype)
+                     for a in arrays)
+
+    def not_applicable(self, backend: str, mode: str) -> str | None:
+        """Why this workload does not apply to a backend or mode, or None when it does."""
+        if self.backends is not None and backend not in self.backends:
+            return f"not applicable: {self.name} runs on {', '.join(self.backends)}"
+        if self.modes is not None and mode not in self.modes:
+            return f"not applicable: {self.name} has no {mode} mode"
+        return None
 
     def reference_output(self, inputs: tuple[np.ndarray, ...]) -> Any:
         """The NumPy float64 result for inputs already cast to the run's dtype.
@@ -121,10 +155,14 @@ class Workload:
         return self.work(size, itemsize) if self.work else None
 
     # -- binding to a backend -------------------------------------------------------------------
-    def bind(self, backend: "Backend", mode: str, arrays: tuple[Any, ...]) -> Bound:
+    def bind(self, backend: "Backend", mode: str, arrays: tuple[Any, ...],
+             dtype: str = "float64") -> Bound:
         """The callable to time on ``backend`` for ``mode`` ("latency", "throughput", "compiled")."""
         fn = self.overrides.get(backend.name, self.fn)
-        xp = backend.namespace(self.namespace)
+        if self.namespace == "backend":
+            xp: Any = Context(backend, dtype, backend.namespace("native"))
+        else:
+            xp = backend.namespace(self.namespace)
         if mode == "compiled":
             fn = self.compile_overrides.get(backend.name, fn)
             if self.grad:
@@ -154,7 +192,14 @@ def _cast(a: np.ndarray, dtype: str) -> np.ndarray:
     return np.ascontiguousarray(a)
 
 
-def _widen(a: np.ndarray) -> np.ndarray:
+def _cast_list(values: list, dtype: str) -> list:
+    """A Python list whose floats are exactly representable in ``dtype``."""
+    return np.asarray(values, dtype=np.dtype(dtype)).tolist()
+
+
+def _widen(a: Any) -> Any:
+    if isinstance(a, list):
+        return np.asarray(a, dtype=np.float64)
     if np.issubdtype(a.dtype, np.complexfloating):
         return a.astype(np.complex128)
     if np.issubdtype(a.dtype, np.floating):
@@ -191,6 +236,10 @@ def workload(
     grad: bool = False,
     namespace: str = "array_api",
     iterations: Mapping[str, int] | None = None,
+    placement: str = "device",
+    backends: tuple[str, ...] | None = None,
+    modes: tuple[str, ...] | None = None,
+    outputs: tuple[str, ...] | None = None,
 ) -> Callable[[ArrayFn], Workload]:
     """Define a workload from a function of ``(xp, *arrays)``.
 
@@ -201,7 +250,11 @@ def workload(
     - ``work``: ``(size, itemsize) -> Work(flops, bytes)``, for the roofline.
     - ``grad``: time the gradient of the (scalar) function with respect to its first input.
     - ``namespace``: ``"array_api"`` (array-api-compat; portable) or ``"native"`` (the library's own
-      module: ``numpy``, ``torch``, ``jax.numpy``, ``cupy``; no wrapper overhead).
+      module: ``numpy``, ``torch``, ``jax.numpy``, ``cupy``; no wrapper overhead), or ``"backend"``
+      (a ``Context`` with the backend itself, for construction and transfer workloads).
+    - ``placement``: ``"device"`` (inputs moved to the device before timing) or ``"host"``.
+    - ``backends`` / ``modes``: restrict where the workload applies; elsewhere it is skipped.
+    - ``outputs``: names of the outputs when the function returns a tuple.
     """
 
     def decorate(fn: ArrayFn) -> Workload:
@@ -218,6 +271,10 @@ def workload(
             namespace=namespace,
             iterations=dict(iterations or {}),
             source=_source_of(fn),
+            placement=placement,
+            backends=tuple(backends) if backends is not None else None,
+            modes=tuple(modes) if modes is not None else None,
+            outputs=tuple(outputs) if outputs is not None else None,
         )
         REGISTRY[wl.name] = wl
         return wl

@@ -19,6 +19,7 @@ def _inputs(n, rng):
     # Three kernels read 5 vectors and write 3; sin is counted as one operation per element.
     work=lambda n, itemsize: Work(flops=3 * n, bytes=8 * n * itemsize),
     namespace="native",
+    outputs=("a + b", "a * b", "sin(a)"),
     iterations={"small": 500, "large": 100},
 )
 def elementwise(xp, a, b):
