@@ -64,6 +64,7 @@ class RunOptions:
     dtype: str = "float64"
     modes: list[str] = field(default_factory=lambda: ["latency"])
     include_transfer: bool = False
+    roofline: bool = False  # also measure the machine's ceilings (bandwidth, peak matmul)
     processes: int = 3
     max_time: float = 1.0  # seconds of sampling per cell, shared by its processes
     min_samples: int = 10  # per cell, shared by its processes
@@ -226,4 +227,12 @@ def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
                             cells.append(Cell(wname, label, n, bname, dev, options.dtype, mode, True))
     if not cells:
         raise UsageError("the selection gives nothing to run (check --backends against --devices)")
+    if options.roofline:
+        from .workloads.ceilings import CEILING_WORKLOADS
+
+        for backend, device in dict.fromkeys((c.backend, c.device) for c in cells):
+            for wname in CEILING_WORKLOADS:
+                if wname in workloads_by_name and wname not in selected:
+                    n = workloads_by_name[wname].sizes[device]
+                    cells.append(Cell(wname, device, n, backend, device, options.dtype, "latency"))
     return cells

@@ -72,3 +72,43 @@ def test_cold_cache_samples_one_call_each(tmp_path: Path):
     assert r.status == "ok"
     assert r.number == 1  # only the first call after an eviction is cold
     assert records.load(tmp_path / "results.json").settings["cold"] is True
+
+
+def test_sweep_finds_crossovers_from_the_command_line(tmp_path: Path):
+    result = run_cli("sweep", "--workload", "sort", "--backends", "numpy,torch", "--devices", "cpu",
+                     "--sizes", "100:1600", *FAST, "--output-dir", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    res = records.load(tmp_path / "results.json")
+    assert sorted({r.size for r in res.records}) == [100, 200, 400, 800, 1600]
+    assert (tmp_path / "sweep_sort.svg").exists()
+    assert not (tmp_path / "sort_100.svg").exists()  # numbered sizes go in the sweep plot
+    found = (tmp_path / "findings.md").read_text()
+    assert "PyTorch CPU" in found and "NumPy CPU on sort" in found  # a crossover sentence
+
+
+def test_compiled_mode_records_compile_time(tmp_path: Path):
+    if backends.SPECS["jax"].preflight("cpu"):
+        pytest.skip("jax is not installed")
+    result = run_cli("run", "--backends", "jax,numpy", "--devices", "cpu", "--workloads", "elementwise",
+                     "--sizes", "small", "--mode", "latency,compiled", *FAST, "--output-dir", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    res = records.load(tmp_path / "results.json")
+    jit = res.select(backend="jax", mode="compiled")[0]
+    assert jit.status == "ok" and jit.method == "jax.jit"
+    assert jit.compile_s is not None and jit.compile_s > 0
+    assert jit.first_call_s > jit.median_s
+    skipped = res.select(backend="numpy", mode="compiled")[0]
+    assert skipped.status == "skipped" and "no compiler" in skipped.reason
+    assert "jax.jit on JAX CPU" in (tmp_path / "findings.md").read_text()
+
+
+def test_roofline_measures_ceilings_and_shares(tmp_path: Path):
+    result = run_cli("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "elementwise",
+                     "--sizes", "small", "--roofline", "--processes", "1", "--max-time", "0.05",
+                     "--min-samples", "3", "--output-dir", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    res = records.load(tmp_path / "results.json")
+    assert {r.workload for r in res.records} == {"elementwise", "ceiling_bandwidth", "ceiling_matmul"}
+    assert all(r.status == "ok" for r in res.records)
+    assert (tmp_path / "roofline.svg").exists()
+    assert "of peak" in result.stdout

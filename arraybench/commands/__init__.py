@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import catalog, info, numerics, run
+from . import catalog, info, numerics, run, sweep
 
 #: In the order ``--help`` lists them.
-COMMANDS = (run, numerics, catalog, info)
+COMMANDS = (run, sweep, numerics, catalog, info)

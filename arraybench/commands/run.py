@@ -73,6 +73,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                           "compiled (jax.jit / torch.compile); default: latency")
     sel.add_argument("--include-transfer", action="store_true",
                      help="also time GPU calls from host NumPy data to a host result")
+    sel.add_argument("--roofline", action="store_true",
+                     help="also measure the machine's ceilings (memory bandwidth, peak matmul) "
+                          "and report each result's share of them")
     how = p.add_argument_group("how to measure")
     how.add_argument("--processes", type=_positive_int, default=d.processes, metavar="N",
                      help=f"worker processes per library and device (default: {d.processes})")
@@ -107,7 +110,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
     return RunOptions(
         backends=args.backends, devices=args.devices, workloads=args.workloads,
         sizes=planning.parse_sizes(args.sizes), dtype=args.dtype, modes=args.modes,
-        include_transfer=args.include_transfer, processes=args.processes,
+        include_transfer=args.include_transfer, roofline=args.roofline, processes=args.processes,
         max_time=args.max_time, min_samples=args.min_samples, rel_ci=args.rel_ci,
         threads=args.threads, cold=args.cold, allow_tf32=args.allow_tf32, timeout=args.timeout,
         seed=args.seed, workload_files=[str(Path(f).resolve()) for f in args.workload_files],
@@ -234,12 +237,21 @@ def main(args: argparse.Namespace) -> int:
 
 def _write_reports(results: Results, out: Path, args: argparse.Namespace,
                    console: Console | None = None) -> None:
+    from ..records import write_atomic
+    from ..report.findings import findings
     from ..report.tables import print_table
 
     if not getattr(args, "no_plots", False):
         from ..report.plots import write_plots
 
         write_plots(results.records, out)
+    found = findings(results.records)
+    write_atomic(out / "findings.md", "".join(f"- {f}\n" for f in found))
     if not getattr(args, "quiet", False) and not getattr(args, "json", False):
-        print_table(results.records, console or Console())
-        (console or Console()).print(f"results: {out / 'results.json'}")
+        console = console or Console()
+        print_table(results.records, console)
+        if found:
+            console.print("\n[bold]Findings[/]")
+            for f in found:
+                console.print(f"- {f}", markup=False, highlight=False)
+        console.print(f"results: {out / 'results.json'}")

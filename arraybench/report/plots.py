@@ -163,13 +163,26 @@ def summary_plot(records: Sequence[Record], size_label: str, path: Path) -> Path
 
 
 def write_plots(records: Iterable[Record], out_dir: Path) -> list[Path]:
-    """Every case plot and the summaries for the seed's size labels; returns the files written."""
+    """Every case plot, the summaries for the seed's size labels and a sweep plot per workload
+    measured at three sizes or more; returns the files written."""
+    from .sweep import sweep_plot, swept_workloads
+
     records = [r for r in records]
     written: list[Path] = []
+    swept = set(swept_workloads(records))
     for (workload, label), group in grouped(records).items():
-        if not _shown(group):
-            continue
+        if not _shown(group) or (workload in swept and not label.isidentifier()):
+            continue  # a sweep's numbered sizes are drawn together, in its sweep plot
         written.append(case_plot(group, out_dir / f"{_safe(workload)}_{_safe(label)}.svg"))
+    for workload in swept:
+        p = sweep_plot(records, workload, out_dir / f"sweep_{_safe(workload)}.svg")
+        if p is not None:
+            written.append(p)
+    from .roofline import roofline_plot
+
+    p = roofline_plot(records, out_dir / "roofline.svg")
+    if p is not None:
+        written.append(p)
     for label in ("small", "large"):
         measured = [r for r in records if r.size_label == label]
         if measured:

@@ -37,6 +37,10 @@ def speedup_text(r: Record, base: Record | None) -> str:
     return f"{ratio:.3g}×" if ratio < 1000 else f"{ratio:,.0f}×"
 
 
+def _share_text(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
 def error_text(r: Record) -> str:
     return "—" if r.max_rel_error is None else f"{r.max_rel_error:.1e}"
 
@@ -55,18 +59,24 @@ class Notes:
 
 def results_table(records: Iterable[Record]) -> Group:
     """One row per record, grouped by workload and size; the winner of each group in bold green."""
+    from .roofline import ceilings, share
+
+    records = list(records)
+    roof = ceilings(records)
     table = Table(title="arraybench: time per call (median; lower is better)", header_style="bold",
                   pad_edge=False, title_justify="left")
     # Numbers never wrap or truncate; names wrap when the terminal is narrow.
     for name, justify, numeric in (("case", "left", False), ("library / device", "left", False),
                                    ("median", "right", True), ("95% CI", "right", True),
                                    ("vs NumPy", "right", True), ("first call", "right", True),
-                                   ("rel. error", "right", True), ("status", "left", False)):
+                                   ("rel. error", "right", True), ("of peak", "right", True),
+                                   ("status", "left", False)):
+        if name == "of peak" and not roof:
+            continue  # no ceilings measured (--roofline) in this run
         if numeric:
             table.add_column(name, justify=justify, no_wrap=True, min_width=len(name))
         else:
             table.add_column(name, justify=justify, overflow="fold")
-    records = list(records)
     notes = Notes()
     unavailable = unavailable_configs(records)
     records = [r for r in records if (r.backend, r.device) not in unavailable]
@@ -96,6 +106,7 @@ def results_table(records: Iterable[Record]) -> Group:
                 speedup_text(r, base),
                 format_seconds(r.first_call_s),
                 error_text(r),
+                *([_share_text(share(r, roof))] if roof else []),
                 status,
                 style=style,
                 end_section=(i == len(group) - 1 and n < len(groups) - 1),

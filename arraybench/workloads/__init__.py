@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .api import REGISTRY, Bound, Work, Workload, workload
-from . import elementwise, fft, gradient, interop, matmul, reductions, sort  # noqa: F401  (registers the built-ins)
+from . import ceilings, elementwise, fft, gradient, interop, matmul, reductions, sort  # noqa: F401  (registers the built-ins)
 
 __all__ = ["BUILTIN", "GROUPS", "REGISTRY", "Bound", "Work", "Workload", "expand", "get", "workload"]
 

@@ -1,0 +1,153 @@
+"""Crossovers, findings and the roofline, on synthetic records with known answers."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from arraybench.crossover import Point, crossovers, find
+from arraybench.records import Record
+from arraybench.report.findings import (ceiling_shares, compiled_vs_eager, findings, overheads,
+                                        problems, winners)
+from arraybench.report.roofline import ceilings, share
+from arraybench.report.sweep import sweep_plot
+
+
+def rec(workload, size, backend, median, device="cpu", mode="latency", status="ok", ci=0.01,
+        label=None, flops=None, bytes_=None, **kw):
+    r = Record(workload, label or str(size), size, backend, device, "float64", mode, status,
+               median_s=median, min_s=median * 0.95, iqr_s=median * 0.02, n_samples=20,
+               ci_low_s=median * (1 - ci), ci_high_s=median * (1 + ci), first_call_s=median * 2,
+               max_rel_error=0.0, tolerance=1e-15, flops=flops, bytes=bytes_, **kw)
+    return r
+
+
+def series(pairs):
+    return [Point(n, t, t * 0.99, t * 1.01) for n, t in pairs]
+
+
+def test_crossover_is_interpolated_in_log_log_space():
+    # a is 4x slower at n=100 and 4x faster at n=10,000: ratios 4 and 1/4 cross at n=1,000.
+    a = series([(100, 4.0), (10_000, 1.0)])
+    b = series([(100, 1.0), (10_000, 4.0)])
+    c = find("matmul", "GPU", a, "NumPy", b)
+    assert c.kind == "from"
+    assert c.size == pytest.approx(1000.0)
+    assert (c.lower, c.upper) == (100, 10_000)
+    assert "from n ≈ 1,000" in c.sentence()
+
+
+def test_always_never_and_level():
+    fast = series([(10, 1.0), (100, 1.0), (1000, 1.0)])
+    slow = series([(10, 2.0), (100, 2.0), (1000, 2.0)])
+    assert find("w", "a", fast, "b", slow).kind == "always"
+    never = find("w", "a", slow, "b", fast)
+    assert never.kind == "never" and "2× its time" in never.sentence()
+    assert find("w", "a", fast, "b", fast).kind == "level"
+
+
+def test_overlapping_confidence_intervals_are_level_not_a_win():
+    a = [Point(10, 1.00, 0.90, 1.10), Point(100, 1.0, 0.9, 1.1)]
+    b = [Point(10, 1.05, 0.95, 1.15), Point(100, 2.0, 1.9, 2.1)]
+    c = find("w", "a", a, "b", b)
+    assert c.kind == "always"  # level at 10, a win at 100, never a loss
+
+
+def test_a_lead_that_fades_into_a_tie_is_said():
+    a = series([(10, 2.0), (100, 1.0), (1000, 1.0)])
+    b = series([(10, 1.0), (100, 2.0), (1000, 1.0)])
+    c = find("w", "a", a, "b", b)
+    assert c.kind == "from" and c.level_from == 1000
+    assert "level" in c.sentence()
+
+
+def test_a_lead_lost_at_the_largest_size_is_never():
+    a = series([(10, 1.0), (100, 1.0), (1000, 3.0)])
+    b = series([(10, 2.0), (100, 2.0), (1000, 1.0)])
+    assert find("w", "a", a, "b", b).kind == "never"
+
+
+def test_too_few_common_sizes_give_nothing():
+    assert find("w", "a", series([(10, 1.0)]), "b", series([(10, 2.0)])) is None
+
+
+def test_crossovers_pair_gpu_with_numpy_and_with_its_cpu_and_compiled_with_eager():
+    records = []
+    for n, numpy_t, gpu_t, cpu_t, jit_t in [(10, 1e-6, 1e-5, 2e-6, 5e-7), (100, 1e-4, 2e-5, 1e-4, 5e-5),
+                                             (1000, 1e-1, 1e-3, 5e-2, 4e-2)]:
+        records += [rec("matmul", n, "numpy", numpy_t), rec("matmul", n, "torch", gpu_t, device="gpu"),
+                    rec("matmul", n, "torch", cpu_t), rec("matmul", n, "jax", cpu_t),
+                    rec("matmul", n, "jax", jit_t, mode="compiled")]
+    found = {(c.a, c.b): c for c in crossovers(records)}
+    assert found[("PyTorch GPU", "NumPy CPU")].kind == "from"
+    assert 10 < found[("PyTorch GPU", "NumPy CPU")].size < 100
+    assert ("PyTorch GPU", "PyTorch CPU") in found
+    assert found[("JAX CPU (compiled)", "JAX CPU")].kind == "always"
+
+
+def test_findings_name_the_winner_and_the_margin():
+    records = [rec("fft", 1000, "numpy", 4e-3, label="large"), rec("fft", 1000, "torch", 1e-3, label="large"),
+               rec("fft", 1000, "jax", 2e-3, label="large")]
+    (sentence,) = winners(records)
+    assert sentence.startswith("On fft large (n = 1,000), PyTorch CPU is fastest at 1 ms")
+    assert "2× faster than JAX CPU" in sentence and "4× faster than NumPy CPU" in sentence
+    # Change the data, and the sentence follows.
+    records[0].median_s = records[0].min_s = 5e-4
+    records[0].ci_low_s, records[0].ci_high_s = 4.9e-4, 5.1e-4
+    assert winners(records)[0].startswith("On fft large (n = 1,000), NumPy CPU is fastest")
+
+
+def test_findings_say_level_when_the_cis_overlap():
+    records = [rec("sort", 10, "numpy", 1.00e-3, ci=0.05), rec("sort", 10, "torch", 1.02e-3, ci=0.05)]
+    assert "are level" in winners(records)[0]
+
+
+def test_per_call_floor_comes_from_the_fastest_call():
+    records = [rec("a", 10, "numpy", 2e-6), rec("b", 10, "numpy", 1e-6), rec("a", 10, "jax", 3e-5)]
+    (sentence,) = overheads(records)
+    assert "NumPy CPU 1 µs (b 10); JAX CPU 30 µs (a 10)" in sentence
+
+
+def test_compiled_versus_eager():
+    eager = rec("elementwise", 1000, "jax", 8e-5, label="small")
+    jit = rec("elementwise", 1000, "jax", 1e-5, mode="compiled", label="small", method="jax.jit", compile_s=0.05)
+    (sentence,) = compiled_vs_eager([eager, jit])
+    assert sentence.startswith("jax.jit on JAX CPU is 8× faster than eager on elementwise small")
+    assert "compiling took 50 ms" in sentence
+
+
+def test_problems_are_reported():
+    bad = rec("fft", 10, "jax", 1e-3, status="wrong", reason="result is float32, expected float64")
+    assert problems([bad]) == ["JAX CPU gave a wrong result on fft n = 10: result is float32, expected float64."]
+
+
+def test_roofline_share_uses_the_best_ceiling_and_the_right_roof():
+    peak = rec("ceiling_matmul", 2048, "numpy", 0.1, flops=1e10, bytes_=1e8)  # 100 GFLOP/s
+    slower_peak = rec("ceiling_matmul", 2048, "torch", 0.2, flops=1e10, bytes_=1e8)
+    stream = rec("ceiling_bandwidth", 1 << 25, "numpy", 0.1, flops=1e7, bytes_=1e9)  # 10 GB/s
+    compute = rec("matmul", 1000, "torch", 0.04, flops=2e9, bytes_=2.4e7)  # 50 GFLOP/s, AI 83
+    memory = rec("elementwise", 10**6, "torch", 0.004, flops=3e6, bytes_=2e7)  # 5 GB/s, AI 0.15
+    table = ceilings([peak, slower_peak, stream, compute, memory])
+    c = table[("cpu", "float64")]
+    assert c.peak_flops == pytest.approx(1e11) and c.bandwidth == pytest.approx(1e10)
+    assert c.peak_by == "NumPy CPU"
+    assert share(compute, table) == pytest.approx(0.5)
+    assert share(memory, table) == pytest.approx(0.5)  # half of bandwidth x intensity
+    sentences = ceiling_shares([peak, stream, compute, memory])
+    assert any("matmul" in s and "50%" in s and "compute ceiling" in s for s in sentences)
+    assert any("elementwise" in s and "memory ceiling" in s for s in sentences)
+
+
+def test_findings_are_all_computed(tmp_path: Path):
+    records = [rec("matmul", n, b, t) for n, b, t in
+               [(10, "numpy", 1e-6), (10, "torch", 5e-6), (100, "numpy", 1e-4), (100, "torch", 5e-5),
+                (1000, "numpy", 0.1), (1000, "torch", 0.02)]]
+    found = findings(records)
+    assert any("PyTorch CPU beats NumPy CPU on matmul from n ≈" in f for f in found)
+    assert not any("On matmul 100" in f for f in found)  # sweeps are summed up by crossovers
+    path = sweep_plot(records, "matmul", tmp_path / "sweep.svg")
+    svg = path.read_text()
+    ET.fromstring(svg)
+    assert "NumPy CPU" in svg and "PyTorch CPU" in svg and "ahead" in svg
