@@ -169,3 +169,21 @@ def test_jax_jit_mode_compiles_and_matches():
         shard = run(backend, workload, mode="compiled")
         assert shard["status"] == "ok", (workload, shard["reason"])
         assert "jax.jit" in shard["method"]
+
+
+def test_include_transfer_times_the_round_trip_from_host_data():
+    backend = backend_or_skip("torch")
+    wl = REGISTRY["elementwise"]
+    cell = Cell("elementwise", "small", 1000, "torch", "cpu", "float64", "latency", transfer=True)
+    shard = measure_cell(backend, wl, cell, QUICK, ReferenceCache())
+    assert shard["status"] == "ok", shard["reason"]
+    assert shard["method"] == "eager +transfer"
+
+
+def test_torch_compile_once():
+    """torch.compile's first call costs ~15 s here: this is the suite's only one."""
+    backend = backend_or_skip("torch")
+    shard = run(backend, "elementwise", mode="compiled")
+    assert shard["status"] == "ok", shard["reason"]
+    assert shard["method"] == "torch.compile"
+    assert shard["first_call_s"] > max(shard["samples_s"])  # compilation is in the first call only
