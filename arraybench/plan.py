@@ -18,6 +18,15 @@ DTYPES = ("float64", "float32")
 MAX_SIZE = 10**10  # elements; beyond this no machine holds the inputs
 
 
+def cell_key(workload: str, size_label: str, backend: str, device: str, dtype: str, mode: str,
+             transfer: bool = False) -> str:
+    """A cell's identity, the same in the journal, in results and across runs."""
+    parts = [workload, size_label, backend, device, dtype, mode]
+    if transfer:
+        parts.append("transfer")
+    return "|".join(parts)
+
+
 @dataclass(frozen=True, order=True)
 class Cell:
     """One measurement to make."""
@@ -33,11 +42,8 @@ class Cell:
 
     @property
     def key(self) -> str:
-        """A stable identity, the same in the journal, in results and across runs."""
-        parts = [self.workload, self.size_label, self.backend, self.device, self.dtype, self.mode]
-        if self.transfer:
-            parts.append("transfer")
-        return "|".join(parts)
+        return cell_key(self.workload, self.size_label, self.backend, self.device, self.dtype,
+                        self.mode, self.transfer)
 
     @property
     def config(self) -> tuple[str, str]:

@@ -64,10 +64,11 @@ class Record:
 
     @property
     def key(self) -> str:
-        parts = [self.workload, self.size_label, self.backend, self.device, self.dtype, self.mode]
-        if self.transfer:
-            parts.append("transfer")
-        return "|".join(parts)
+        """The key of the cell this record measures (``plan.cell_key``)."""
+        from .plan import cell_key
+
+        return cell_key(self.workload, self.size_label, self.backend, self.device, self.dtype,
+                        self.mode, self.transfer)
 
     @property
     def config_label(self) -> str:

@@ -17,7 +17,7 @@ import random
 import signal
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from . import backends, environment
 from .aggregate import aggregate
@@ -38,36 +38,27 @@ class Interrupted(Exception):
         super().__init__(signal.Signals(signum).name)
 
 
-class Reporter(Protocol):
-    """What the runner tells a user interface as it goes. Every method may be a no-op."""
+class Reporter:
+    """What the runner tells a user interface as it goes; this base says nothing."""
 
-    def run_started(self, total: int) -> None: ...
+    def run_started(self, total: int) -> None:
+        """``total`` measurements (cells times processes) are about to be made."""
 
-    def worker_started(self, backend: str, device: str, process: int, cells: int) -> None: ...
+    def worker_started(self, backend: str, device: str, process: int, cells: int) -> None:
+        """A worker process starts on ``cells`` cells."""
 
-    def config_unavailable(self, backend: str, device: str, reason: str) -> None: ...
+    def config_unavailable(self, backend: str, device: str, reason: str) -> None:
+        """A library or device cannot run here; its cells are skipped."""
 
-    def shard_done(self, cell: Cell, process: int, shard: dict[str, Any]) -> None: ...
+    def shard_done(self, cell: Cell, process: int, shard: dict[str, Any]) -> None:
+        """One process finished one cell."""
 
-    def record_done(self, record: Record) -> None: ...
+    def record_done(self, record: Record) -> None:
+        """A cell's record is final (all its processes are done, or it was skipped)."""
 
-    def run_finished(self, results: Results) -> None: ...
+    def run_finished(self, results: Results) -> None:
+        """The run is over."""
 
-
-class NullReporter:
-    """Says nothing."""
-
-    def run_started(self, total: int) -> None: ...
-
-    def worker_started(self, backend: str, device: str, process: int, cells: int) -> None: ...
-
-    def config_unavailable(self, backend: str, device: str, reason: str) -> None: ...
-
-    def shard_done(self, cell: Cell, process: int, shard: dict[str, Any]) -> None: ...
-
-    def record_done(self, record: Record) -> None: ...
-
-    def run_finished(self, results: Results) -> None: ...
 
 
 def timer_settings(options: RunOptions) -> dict[str, Any]:
@@ -96,7 +87,7 @@ class Runner:
         self.cells = cells
         self.options = options
         self.out_dir = out_dir
-        self.reporter = reporter or NullReporter()
+        self.reporter = reporter or Reporter()
         self.shards: dict[str, dict[int, dict[str, Any]]] = {}
         self.unavailable: dict[tuple[str, str], str] = {}
         self.env: dict[str, Any]

@@ -7,7 +7,6 @@ is kept is each result's error against the NumPy float64 reference.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from rich.console import Console
 

@@ -12,11 +12,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..plan import Cell
 from ..records import Record, Results
+from ..runner import Reporter
 from ..units import format_seconds
 from .tables import ci_text
 
 
-class ConsoleReporter:
+class ConsoleReporter(Reporter):
     """A rich progress bar with ETA and one line per finished cell."""
 
     def __init__(self, console: Console | None = None) -> None:
@@ -72,22 +73,11 @@ def live_line(r: Record) -> str:
     return f"[{colour}]✗ {escape(head)}  {r.status}: {escape(r.reason)}[/]"
 
 
-class QuietReporter:
+class QuietReporter(Reporter):
     """Nothing while running (``-q``)."""
 
-    def run_started(self, total: int) -> None: ...
-
-    def worker_started(self, backend: str, device: str, process: int, cells: int) -> None: ...
-
-    def config_unavailable(self, backend: str, device: str, reason: str) -> None: ...
-
-    def shard_done(self, cell: Cell, process: int, shard: dict[str, Any]) -> None: ...
-
-    def record_done(self, record: Record) -> None: ...
-
-    def run_finished(self, results: Results) -> None: ...
-
-    def stop(self) -> None: ...
+    def stop(self) -> None:
+        """Nothing to tear down."""
 
 
 class JsonLinesReporter(QuietReporter):
