@@ -309,12 +309,13 @@ def definition_line(fn: Any) -> str:
     if code is None:
         return getattr(fn, "__qualname__", repr(fn))
     path, first = code.co_filename, code.co_firstlineno
+    is_lambda = getattr(fn, "__name__", "") == "<lambda>"
     for lineno in range(first, first + 60):
         line = linecache.getline(path, lineno)
         if not line:
             break
         text = line.strip()
-        if text.startswith(("def ", "async def ")) or "lambda" in text:
+        if ("lambda" in text) if is_lambda else text.startswith(("def ", "async def ")):
             return f"{path}:{lineno}: {text}"
     return f"{path}:{first}: {linecache.getline(path, first).strip()}"
 
@@ -460,6 +461,8 @@ def workload(
         if isinstance(f, Workload) or not callable(f):
             raise TypeError(f"@workload decorates a function of (xp, *arrays), not {f!r}")
         wl_name = name or f.__name__
+        if wl_name == "<lambda>":
+            raise ValueError("a workload made from a lambda needs a name: workload(name=...)(lambda xp, x: ...)")
         if not isinstance(wl_name, str) or not _NAME.fullmatch(wl_name):
             raise ValueError(f"workload name {wl_name!r}: use letters, digits, '_', '-' or '.'")
         wl = Workload(
