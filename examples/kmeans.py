@@ -8,6 +8,7 @@ array operations with no Python loop over clusters. The size ``n`` is the number
     arraybench run --workload-file examples/kmeans.py
 """
 
+import array_api_compat
 import numpy as np
 
 import arraybench
@@ -59,7 +60,9 @@ def kmeans_step(xp, points, centroids):
                  - 2.0 * (points @ centroids.T)
                  + xp.sum(centroids * centroids, axis=1)[None, :])
     labels = xp.argmin(distances, axis=1)
-    one_hot = xp.astype(labels[:, None] == xp.arange(K)[None, :], points.dtype)
+    # New arrays go where the data is (a GPU), as the standard's device= says.
+    clusters = xp.arange(K, device=array_api_compat.device(points))
+    one_hot = xp.astype(labels[:, None] == clusters[None, :], points.dtype)
     counts = xp.sum(one_hot, axis=0)
     sums = one_hot.T @ points
     means = sums / xp.maximum(counts, xp.ones_like(counts))[:, None]
