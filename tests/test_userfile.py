@@ -255,6 +255,19 @@ def test_an_error_while_building_inputs_names_the_users_line(broken_run):
     assert at(files["mixed"], "# INPUTS") in rec.reason
 
 
+def test_a_broken_file_costs_only_its_own_workloads(tmp_path: Path):
+    good = write(tmp_path / "good.py", GOOD)
+    bad = write(tmp_path / "bad.py", "import arraybench\n\nraise ImportError('no such helper')  # HERE\n")
+    out = tmp_path / "out"
+    result = run_cli("run", "--workload-file", str(bad), "--workload-file", str(good), "--backends",
+                     "numpy", "--sizes", "tiny", "-o", str(out), "--no-plots", *FAST, cwd=tmp_path)
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert at(bad, "# HERE") in result.stderr and "Traceback" not in result.stderr
+    res = records.load(out / "results.json")
+    assert [e["source"] for e in res.errors] == [str(bad)]
+    assert {r.workload: r.status for r in res.records} == {"softplus": "ok", "tanh_loss": "ok"}
+
+
 def test_when_every_file_is_broken_nothing_runs_and_the_error_is_one_line(tmp_path: Path):
     bench = write(tmp_path / "bad.py", "import arraybench\nx = undefined_name  # HERE\n")
     result = run_cli("run", "--workload-file", str(bench), "-o", str(tmp_path / "out"), cwd=tmp_path)
