@@ -452,6 +452,10 @@ def test_a_function_without_array_parameters_is_refused_at_definition():
         workload(no_arrays)
     with pytest.raises(ValueError, match="name"):
         workload(name="has|bar")(lambda xp, x: x)
+    with pytest.raises(TypeError, match="inputs must be a function"):
+        workload(name="static", inputs=(np.ones(3),))(lambda xp, x: x)
+    with pytest.raises(TypeError, match="Check"):
+        workload(name="tolerant", check=1e-6)(lambda xp, x: x)
 
 
 def test_override_with_the_native_namespace_and_a_work_tuple():

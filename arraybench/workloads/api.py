@@ -465,6 +465,11 @@ def workload(
             raise ValueError("a workload made from a lambda needs a name: workload(name=...)(lambda xp, x: ...)")
         if not isinstance(wl_name, str) or not _NAME.fullmatch(wl_name):
             raise ValueError(f"workload name {wl_name!r}: use letters, digits, '_', '-' or '.'")
+        for what, value in (("inputs", inputs), ("reference", reference), ("work", work)):
+            if value is not None and not callable(value):
+                raise TypeError(f"{wl_name}: {what} must be a function, not {type(value).__name__}")
+        if check is not None and not isinstance(check, Check):
+            raise TypeError(f"{wl_name}: check must be an arraybench.Check, e.g. Check.normwise(...)")
         wl = Workload(
             name=wl_name,
             fn=f,
