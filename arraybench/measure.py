@@ -10,6 +10,8 @@ round-robin (``timer.interleave``). Exceptions from the library or from a user's
 from __future__ import annotations
 
 import gc
+import os
+import sysconfig
 import traceback
 from dataclasses import dataclass, replace
 from typing import Any, Callable
@@ -21,20 +23,25 @@ from .backends.base import Backend, Unavailable
 from .plan import Cell
 from .timer import Sampling, Timer, TimerSettings
 from .workloads import Workload
-from .workloads.api import Bound
+from .workloads.api import Bound, Reference
 
 
 class ReferenceCache:
     """Float64 references, computed once per (workload, size, dtype) in a process."""
 
     def __init__(self) -> None:
-        self._cache: dict[tuple[str, int, str], Any] = {}
+        self._cache: dict[tuple[str, int, str], Reference] = {}
 
     def get(self, wl: Workload, size: int, dtype: str, inputs: tuple[np.ndarray, ...]) -> Any:
+        """The reference value."""
+        return self.reference(wl, size, dtype, inputs).value
+
+    def reference(self, wl: Workload, size: int, dtype: str, inputs: tuple[np.ndarray, ...]) -> Reference:
+        """The reference with its own estimated error (nonzero for finite-difference gradients)."""
         key = (wl.name, size, dtype)
         if key not in self._cache:
             self._cache.clear()  # large references are big; keep one
-            self._cache[key] = single_threaded(lambda: wl.reference_output(inputs))
+            self._cache[key] = single_threaded(lambda: wl.reference_result(inputs))
         return self._cache[key]
 
 
@@ -52,27 +59,53 @@ def single_threaded(fn: Callable[[], Any]) -> Any:
         return fn()
 
 
+def _library_roots() -> tuple[str, ...]:
+    """Folders whose code is not the user's: arraybench itself, the standard library, installed packages."""
+    roots = {os.path.dirname(os.path.abspath(__file__))}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        try:
+            roots.add(os.path.abspath(sysconfig.get_paths()[key]))
+        except KeyError:
+            pass
+    return tuple(r + os.sep for r in roots)
+
+
+_LIBRARY_ROOTS = _library_roots()
+
+
+def is_user_file(path: str) -> bool:
+    """Whether a traceback frame's file is the user's own code (not arraybench, Python or a library)."""
+    if not path or path.startswith("<"):
+        return False
+    full = os.path.abspath(path)
+    if "site-packages" in full or "dist-packages" in full:
+        return False
+    return not full.startswith(_LIBRARY_ROOTS)
+
+
 def user_frame(exc: BaseException) -> str:
     """The innermost traceback line outside arraybench and the libraries: the user's own code."""
     chosen = None
     for fr in traceback.extract_tb(exc.__traceback__):
-        path = fr.filename.replace("\\", "/")
-        if "/arraybench/" in path and "/examples/" not in path:
-            continue
-        if "site-packages" in path or "/lib/python" in path or path.startswith("<"):
-            continue
-        chosen = fr
+        if is_user_file(fr.filename):
+            chosen = fr
     if chosen is None:
         return ""
     return f"{chosen.filename}:{chosen.lineno}: {(chosen.line or '').strip()}"
 
 
-def describe_exception(exc: BaseException) -> str:
-    """``TypeError: message`` on one line, with the user's frame where there is one."""
+def describe_exception(exc: BaseException, fallback: str = "") -> str:
+    """``TypeError: message`` on one line, with the user's frame where there is one.
+
+    ``fallback`` (e.g. where the user's workload is defined) is shown when no frame of the user's
+    own code is on the traceback, as when PyTorch's backward pass raises from C++.
+    """
     text = str(exc).strip().splitlines()
     head = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
     where = user_frame(exc)
-    return f"{head} [at {where}]" if where else head
+    if where:
+        return f"{head} [at {where}]"
+    return f"{head} [in {fallback}]" if fallback else head
 
 
 def to_host(backend: Backend, x: Any) -> Any:
@@ -101,6 +134,8 @@ class Prepared:
     shard: dict[str, Any]
     run: Sampling | None = None
     input_bytes: int = 0
+    #: Where a user's workload function is defined, for errors that carry no line of theirs.
+    origin: str = ""
 
 
 def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
@@ -114,7 +149,8 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
     device_timer = backend.device_timer()
     shard["timer"] = backend.device_timer_note if device_timer is None \
         else "wall clock and " + backend.device_timer_note
-    prepared = Prepared(cell, shard)
+    origin = "" if wl.source == "builtin" else wl.origin(backend.name)
+    prepared = Prepared(cell, shard, origin=origin)
     not_applicable = wl.not_applicable(backend.name, cell.mode)
     if not_applicable:
         return _ended(backend, prepared, "skipped", not_applicable)
@@ -138,20 +174,28 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
     except Unavailable as exc:
         return _ended(backend, prepared, "skipped", str(exc))
     except Exception as exc:
-        return _ended(backend, prepared, *_classify(backend, cell, stage, exc))
+        return _ended(backend, prepared, *_classify(backend, cell, stage, exc, origin))
     try:
         out_dtype = _dtype_of(backend, run.first_result)
         out = to_host(backend, run.first_result)
         run.first_result = None  # the check has what it needs; free device memory now
-        ref = references.get(wl, cell.size, cell.dtype, host)
+        reference = references.reference(wl, cell.size, cell.dtype, host)
         tolerance = None
         if wl.grad and "finite differences" in shard["method"]:
             tolerance = max(wl.check.tolerance(cell.dtype, cell.size),
                             accuracy.finite_difference_tolerance(cell.dtype, cell.size))
-        verdict = accuracy.judge(out, ref, wl.check, cell.dtype, cell.size,
+        if reference.error:
+            # A reference that is itself approximate (finite differences) cannot tell errors below
+            # its own apart: widen the tolerance by it, and say so.
+            base_tolerance = wl.check.tolerance(cell.dtype, cell.size) if tolerance is None else tolerance
+            tolerance = base_tolerance + reference.error
+            shard["warnings"].append(reference.note)
+        verdict = accuracy.judge(out, reference.value, wl.check, cell.dtype, cell.size,
                                  tolerance=tolerance, out_dtype=out_dtype)
     except Exception as exc:
-        return _ended(backend, prepared, "failed", f"checking the result failed: {describe_exception(exc)}")
+        fallback = "" if wl.source == "builtin" else wl.origin("numpy")
+        return _ended(backend, prepared, "failed",
+                      f"checking the result failed: {describe_exception(exc, fallback)}")
     shard["max_rel_error"] = verdict.max_rel_error
     shard["tolerance"] = verdict.tolerance
     if verdict.output_errors:
@@ -160,7 +204,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         shard["output_names"] = list(names)
     if not verdict.ok:
         shard["status"] = "wrong"
-        shard["reason"] = verdict.reason
+        shard["reason"] = verdict.reason + (f" [returned by {origin}]" if origin else "")
     prepared.run = run
     return prepared
 
@@ -172,7 +216,7 @@ def finish(backend: Backend, prepared: Prepared) -> dict[str, Any]:
     if run is None:
         return shard
     if run.error is not None:
-        status, reason = _classify(backend, prepared.cell, "timing", run.error)
+        status, reason = _classify(backend, prepared.cell, "timing", run.error, prepared.origin)
         shard["status"], shard["reason"] = status, reason
         prepared.run = None
         return shard
@@ -190,7 +234,8 @@ def finish(backend: Backend, prepared: Prepared) -> dict[str, Any]:
     return shard
 
 
-def _classify(backend: Backend, cell: Cell, stage: str, exc: BaseException) -> tuple[str, str]:
+def _classify(backend: Backend, cell: Cell, stage: str, exc: BaseException,
+              origin: str = "") -> tuple[str, str]:
     """(status, reason) for an exception raised while preparing or timing a cell."""
     if cell.mode == "compiled" and backend.name == "cupy":
         return "skipped", f"not applicable: cupy.fuse cannot compile this workload ({describe_exception(exc)})"
@@ -198,7 +243,7 @@ def _classify(backend: Backend, cell: Cell, stage: str, exc: BaseException) -> t
         note = backend.memory_note()
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return "failed", f"out of memory during {stage} ({detail}" + (f"; {note}" if note else "") + ")"
-    return "failed", f"{describe_exception(exc)} (during {stage})"
+    return "failed", f"{describe_exception(exc, origin)} (during {stage})"
 
 
 def _ended(backend: Backend, prepared: Prepared, status: str, reason: str) -> Prepared:

@@ -66,7 +66,7 @@ class RunOptions:
     backends: list[str] = field(default_factory=lambda: list(backends.SPECS))
     devices: list[str] = field(default_factory=lambda: list(backends.DEVICES))
     workloads: list[str] = field(default_factory=list)  # empty: the built-in suite
-    sizes: list[str] = field(default_factory=lambda: ["small", "large"])
+    sizes: list[str] = field(default_factory=list)  # empty: each workload's own named sizes
     dtype: str = "float64"
     modes: list[str] = field(default_factory=lambda: ["latency"])
     include_transfer: bool = False
@@ -212,7 +212,7 @@ def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
     cells: list[Cell] = []
     for wname in selected:
         wl = workloads_by_name[wname]
-        for s in options.sizes:
+        for s in options.sizes or list(wl.sizes):
             if s.isidentifier():
                 if s not in wl.sizes:
                     raise UsageError(

@@ -1,8 +1,9 @@
 """The result schema: plain records, saved atomically, loaded with validation.
 
-``results.json`` holds ``schema_version``, ``tool``, ``environment``, ``settings`` and ``records``.
-Each record is a cell plus what was measured, or why it was skipped, failed or wrong. Times are
-seconds per call. Reports read these and never measure.
+``results.json`` holds ``schema_version``, ``tool``, ``environment``, ``settings``, ``records`` and
+``errors``. Each record is a cell plus what was measured, or why it was skipped, failed or wrong.
+Times are seconds per call. ``errors`` lists what failed before any cell existed (a workload file
+that did not load: ``{"kind", "source", "error"}``). Reports read these and never measure.
 """
 
 from __future__ import annotations
@@ -165,6 +166,8 @@ class Results:
     schema_version: int = SCHEMA_VERSION
     tool: str = TOOL
     complete: bool = True
+    #: Failures that belong to no cell, e.g. a workload file that did not load.
+    errors: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -174,6 +177,7 @@ class Results:
             "environment": _finite(self.environment),
             "settings": _finite(self.settings),
             "records": [r.to_dict() for r in self.records],
+            "errors": list(self.errors),
         }
 
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -252,8 +256,12 @@ def from_dict(data: Any, origin: str = "results") -> Results:
             raise ResultsError(f"{origin}: record {i}: {exc}") from None
         except TypeError as exc:
             raise ResultsError(f"{origin}: record {i} is malformed ({exc})") from None
+    errors = data.get("errors", [])  # absent in files written before it existed
+    if not isinstance(errors, list) or not all(
+            isinstance(e, dict) and all(isinstance(v, str) for v in e.values()) for e in errors):
+        raise ResultsError(f"{origin}: 'errors' must be a list of objects of strings")
     return Results(environment=env, settings=settings, records=parsed,
-                   complete=bool(data.get("complete", True)))
+                   complete=bool(data.get("complete", True)), errors=errors)
 
 
 def records_by_key(records: Iterable[Record]) -> dict[str, Record]:

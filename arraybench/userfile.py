@@ -1,7 +1,10 @@
 """Loading users' workload files: each is imported as a module, and its ``@workload`` functions register.
 
-A file that cannot be imported is reported with its own error line; the other files and the
-built-in workloads still run.
+``arraybench run --workload-file my_bench.py`` imports the file in the parent, to plan, and again in
+every worker, to run. A file that is missing is a mistake on the command line (exit 2). A file that
+exists but does not load (a syntax error, an exception at import, no workload in it, a name that is
+already taken) is reported with its own line, and the other files and the built-in workloads still
+run: the error goes into ``results.json`` (``errors``), under the table, and into the exit status.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import sys
-import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UsageError
@@ -17,7 +20,23 @@ from .workloads.api import REGISTRY
 
 
 class WorkloadFileError(UsageError):
-    """A workload file that is missing or does not import."""
+    """A workload file that is missing or does not load; the message is one line with its own line."""
+
+
+@dataclass
+class LoadedFiles:
+    """What a set of workload files gave: the workloads of each, and the files that did not load."""
+
+    workloads: dict[str, list[str]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def names(self) -> list[str]:
+        """Every workload the files defined, in file order."""
+        return [n for names in self.workloads.values() for n in names]
+
+    def error_entries(self) -> list[dict[str, str]]:
+        """The load errors as ``results.json`` records them."""
+        return [{"kind": "workload file", "source": f, "error": e} for f, e in self.errors.items()]
 
 
 def _module_name(path: Path) -> str:
@@ -25,65 +44,89 @@ def _module_name(path: Path) -> str:
     return f"arraybench_user_{path.stem}_{digest}"
 
 
+def resolve(path: str | Path) -> Path:
+    """The absolute path of a workload file; ``WorkloadFileError`` if there is no such file."""
+    p = Path(path).expanduser().resolve()
+    if not p.exists():
+        raise WorkloadFileError(f"workload file {p}: no such file")
+    if not p.is_file():
+        raise WorkloadFileError(f"workload file {p}: is not a file")
+    return p
+
+
 def import_workload_file(path: str | Path) -> list[str]:
     """Import one file; return the names of the workloads it defined.
 
     Raises ``WorkloadFileError`` with the file's own line on a syntax error or an exception at
-    import time.
+    import time, when it defines no workload, or when it reuses a name already taken. The registry
+    is left as it was before the file when it raises.
     """
-    path = Path(path).resolve()
-    if not path.is_file():
-        raise WorkloadFileError(f"workload file {path}: no such file")
+    path = resolve(path)
     name = _module_name(path)
     if name in sys.modules:
         return list(getattr(sys.modules[name], "__arraybench_workloads__", []))
     before = dict(REGISTRY)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise WorkloadFileError(f"workload file {path}: cannot be imported as Python")
+        raise WorkloadFileError(f"workload file {path}: cannot be imported as Python (name it *.py)")
     module = importlib.util.module_from_spec(spec)
+    # Like `python my_bench.py`: helpers next to the file import. Appended, so nothing is shadowed.
+    if str(path.parent) not in sys.path:
+        sys.path.append(str(path.parent))
     sys.modules[name] = module
+
+    def fail(message: str) -> WorkloadFileError:
+        sys.modules.pop(name, None)
+        REGISTRY.clear()
+        REGISTRY.update(before)
+        return WorkloadFileError(f"workload file {path}: {message}")
+
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
-        del sys.modules[name]
-        REGISTRY.clear()
-        REGISTRY.update(before)
-        raise WorkloadFileError(
-            f"workload file {exc.filename}:{exc.lineno}: SyntaxError: {exc.msg}"
-        ) from None
+        where = f"{exc.filename}:{exc.lineno}: {(exc.text or '').strip()}"
+        raise fail(f"SyntaxError: {exc.msg} [at {where}]") from None
     except Exception as exc:
-        del sys.modules[name]
-        REGISTRY.clear()
-        REGISTRY.update(before)
-        where = _file_frame(exc, path)
-        raise WorkloadFileError(
-            f"workload file {where}: {type(exc).__name__}: {exc}"
-        ) from None
+        from .measure import describe_exception
+
+        raise fail(describe_exception(exc)) from None
+    except SystemExit as exc:  # a script's `sys.exit()` or argparse at import
+        raise fail(f"exited at import (SystemExit: {exc.code}); guard script code with "
+                   "`if __name__ == '__main__':`") from None
     added = [n for n, wl in REGISTRY.items() if before.get(n) is not wl]
     for n in added:
-        if n in before and before[n].source == "builtin":
-            REGISTRY[n] = before[n]
-            del sys.modules[name]
-            raise WorkloadFileError(
-                f"workload file {path}: defines {n!r}, which is a built-in workload; rename it"
-            )
+        previous = before.get(n)
+        if previous is None:
+            continue
+        if previous.source == "builtin":
+            raise fail(f"defines {n!r}, which is a built-in workload; rename it (name=...)")
+        if previous.source != REGISTRY[n].source:
+            raise fail(f"defines {n!r}, already defined in {previous.source}; rename one (name=...)")
     if not added:
-        raise WorkloadFileError(f"workload file {path}: defines no @arraybench.workload function")
+        raise fail("defines no workload (decorate a function of (xp, *arrays) with "
+                   "@arraybench.workload)")
     module.__arraybench_workloads__ = added  # type: ignore[attr-defined]
     return added
 
 
-def _file_frame(exc: BaseException, path: Path) -> str:
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
-    if not frames:
-        return str(path)
-    f = frames[-1]
-    return f"{f.filename}:{f.lineno}"
+def load_files(paths: list[str]) -> LoadedFiles:
+    """Import every file, in order, in the parent process.
+
+    A missing file raises ``WorkloadFileError`` (a mistake on the command line, nothing ran); a file
+    that does not load is recorded in ``errors`` and the others still load.
+    """
+    resolved = [resolve(p) for p in paths]
+    loaded = LoadedFiles()
+    for p in resolved:
+        try:
+            loaded.workloads[str(p)] = import_workload_file(p)
+        except WorkloadFileError as exc:
+            loaded.errors[str(p)] = str(exc)
+    return loaded
 
 
 def load_workload_files(paths: list[str]) -> dict[str, str]:
-    """Import files inside a worker; return {file: error} for those that fail (already reported)."""
+    """Import files inside a worker; return {file: error} for those that fail (nothing raises)."""
     errors: dict[str, str] = {}
     for p in paths:
         try:
@@ -91,3 +134,10 @@ def load_workload_files(paths: list[str]) -> dict[str, str]:
         except WorkloadFileError as exc:
             errors[str(p)] = str(exc)
     return errors
+
+
+def missing_workload_reason(name: str, errors: dict[str, str]) -> str:
+    """Why a planned workload is not defined in a worker: the files that did not load there."""
+    if not errors:
+        return f"workload {name!r} is not defined"
+    return f"workload {name!r} is not defined here; " + "; ".join(errors.values())

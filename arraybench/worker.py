@@ -85,7 +85,7 @@ def run_job(job: dict[str, Any], channel: Channel) -> int:
     from .measure import ReferenceCache, describe_exception, finish, prepare
     from .plan import Cell
     from .timer import TimerSettings, interleave
-    from .userfile import load_workload_files
+    from .userfile import load_workload_files, missing_workload_reason
     from .workloads import REGISTRY
 
     load_errors = load_workload_files(job.get("workload_files", []))
@@ -122,7 +122,7 @@ def run_job(job: dict[str, Any], channel: Channel) -> int:
         channel.send("start", key=cell.key)
         wl = REGISTRY.get(cell.workload)
         if wl is None:
-            reason = next((e for e in load_errors.values()), None) or f"workload {cell.workload!r} is not defined"
+            reason = missing_workload_reason(cell.workload, load_errors)
             channel.send("shard", key=cell.key, shard={"status": "failed", "reason": reason})
             continue
         try:

@@ -132,3 +132,16 @@ def test_corrupted_files_never_raise_anything_but_results_error(tmp_path: Path, 
         for r in loaded.records:  # whatever loads is well-typed
             assert isinstance(r.workload, str) and isinstance(r.size, int)
             assert r.median_s is None or isinstance(r.median_s, (int, float))
+
+
+def test_errors_outside_any_cell_round_trip_and_are_optional(tmp_path: Path):
+    res = sample_results()
+    res.errors = [{"kind": "workload file", "source": "/x/bench.py", "error": "SyntaxError [at ...]"}]
+    loaded = records.load(res.save(tmp_path / "results.json"))
+    assert loaded.errors == res.errors
+    data = sample_results().to_dict()
+    del data["errors"]  # written before the field existed
+    assert records.from_dict(data).errors == []
+    data["errors"] = "not a list"
+    with pytest.raises(ResultsError, match="errors"):
+        records.from_dict(data)

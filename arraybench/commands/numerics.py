@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     from ..report.numerics import numerics_markdown, numerics_table
 
-    known, _default = _workloads([])
+    known, _loaded = _workloads([])
     out = prepare_output_dir(args.output_dir, overwrite=args.overwrite)
     records = []
     for dtype in args.dtypes:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from .. import journal as journal_mod
 from .. import plan as planning
@@ -15,6 +16,8 @@ from ..errors import UsageError
 from ..plan import RunOptions
 from ..records import Results
 from ..runner import Interrupted, Runner
+from ..userfile import LoadedFiles
+from ..workloads import BUILTIN
 
 
 def _csv(text: str) -> list[str]:
@@ -61,11 +64,15 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     sel.add_argument("--devices", type=_csv, default=d.devices, metavar="LIST",
                      help="cpu, gpu or both (default: cpu,gpu)")
     sel.add_argument("--workloads", type=_csv, default=[], metavar="LIST",
-                     help="workloads (default: the built-in suite; see `arraybench list`)")
+                     help="workloads (default: the built-in suite, or with --workload-file the "
+                          "files' workloads; see `arraybench list`)")
     sel.add_argument("--workload-file", action="append", default=[], dest="workload_files",
-                     metavar="FILE", help="a Python file of @arraybench.workload functions (repeatable)")
-    sel.add_argument("--sizes", default="small,large", metavar="LIST",
-                     help="size labels (small,large), element counts (100,1000) or a range LO:HI[:STEPS]")
+                     metavar="FILE", help="a Python file of @arraybench.workload functions, your own "
+                                          "workloads (repeatable; see examples/)")
+    sel.add_argument("--sizes", default=None, metavar="LIST",
+                     help="size labels (small,large), element counts (100,1000) or a range "
+                          "LO:HI[:STEPS] (default: each workload's own sizes, small,large for the "
+                          "built-ins)")
     sel.add_argument("--dtype", default=d.dtype, choices=planning.DTYPES,
                      help="floating dtype for every library (default: float64, as the seed)")
     sel.add_argument("--mode", type=_csv, default=d.modes, dest="modes", metavar="LIST",
@@ -109,7 +116,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
 def options_from_args(args: argparse.Namespace) -> RunOptions:
     return RunOptions(
         backends=args.backends, devices=args.devices, workloads=args.workloads,
-        sizes=planning.parse_sizes(args.sizes), dtype=args.dtype, modes=args.modes,
+        sizes=planning.parse_sizes(args.sizes) if args.sizes is not None else [],
+        dtype=args.dtype, modes=args.modes,
         include_transfer=args.include_transfer, roofline=args.roofline, processes=args.processes,
         max_time=args.max_time, min_samples=args.min_samples, rel_ci=args.rel_ci,
         threads=args.threads, cold=args.cold, allow_tf32=args.allow_tf32, timeout=args.timeout,
@@ -124,15 +132,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=main)
 
 
-def _workloads(files: list[str]) -> tuple[dict, list[str]]:
-    """Every known workload, and what runs by default: the files' own workloads, else the seed's."""
+def _workloads(files: list[str]) -> tuple[dict, LoadedFiles]:
+    """Every known workload once the users' files are imported, and what the files gave."""
     from .. import workloads
-    from ..userfile import import_workload_file
+    from ..userfile import load_files
 
-    defined: list[str] = []
-    for f in files:
-        defined += import_workload_file(f)
-    return dict(workloads.REGISTRY), (defined or list(workloads.BUILTIN))
+    loaded = load_files(files)
+    return dict(workloads.REGISTRY), loaded
+
+
+def _select_from_files(options: RunOptions, known: dict, loaded: LoadedFiles) -> None:
+    """With --workload-file and no --workloads, run the files' workloads (not the whole suite).
+
+    A file that did not load costs only its own workloads; when nothing is left to run, or a
+    workload asked for by name is missing, the files' errors are the message.
+    """
+    if not options.workload_files:
+        return
+    errors = "; ".join(loaded.errors.values())
+    if not options.workloads:
+        options.workloads = loaded.names()
+        if not options.workloads:
+            raise UsageError(errors or "the workload files define no workload")
+    unknown = [w for w in options.workloads if w not in known]
+    if unknown and errors:
+        raise UsageError(f"unknown workload {unknown[0]!r} (a workload file did not load: {errors})")
 
 
 
@@ -205,22 +229,26 @@ def main(args: argparse.Namespace) -> int:
         state = journal_mod.read(out)
         _check_resume_matches(args, state.options)
         options = state.options
-        _workloads(options.workload_files)
+        _, loaded = _workloads(options.workload_files)
         cells = state.cells
+        _report_file_errors(loaded)
         runner = Runner(cells, options, out, _reporter(args), resume=state)
     else:
         options = options_from_args(args)
-        known, default = _workloads(options.workload_files)
+        known, loaded = _workloads(options.workload_files)
+        _select_from_files(options, known, loaded)
         planning.validate(options, known)
-        cells = planning.build_plan(options, known, default)
+        cells = planning.build_plan(options, known, list(BUILTIN))
         out = prepare_output_dir(args.output_dir, overwrite=args.overwrite)
+        _report_file_errors(loaded)
         runner = Runner(cells, options, out, _reporter(args))
     try:
-        results = runner.run()
+        results = _with_errors(runner.run(), loaded, out)
     except Interrupted as stop:
         reporter = runner.reporter
         if hasattr(reporter, "stop"):
             reporter.stop()
+        _with_errors(stop.results, loaded, out)
         _write_reports(stop.results, out, args, console=Console(stderr=True))
         measured = sum(1 for r in stop.results.records if r.n_samples)
         print(
@@ -231,7 +259,22 @@ def main(args: argparse.Namespace) -> int:
         )
         return 130
     _write_reports(results, out, args)
-    return 0 if all(r.status in ("ok", "skipped") for r in results.records) else 1
+    clean = all(r.status in ("ok", "skipped") for r in results.records) and not results.errors
+    return 0 if clean else 1
+
+
+def _report_file_errors(loaded: LoadedFiles) -> None:
+    """Say at once, on stderr, which workload files did not load; the rest of the run goes on."""
+    for error in loaded.errors.values():
+        print(f"arraybench: {error}; its workloads are not run", file=sys.stderr)
+
+
+def _with_errors(results: Results, loaded: LoadedFiles, out: Path) -> Results:
+    """Record the files that did not load in results.json: they have no cells to fail."""
+    if loaded.errors:
+        results.errors = loaded.error_entries()
+        results.save(out / "results.json")
+    return results
 
 
 
@@ -250,6 +293,8 @@ def _write_reports(results: Results, out: Path, args: argparse.Namespace,
     if not getattr(args, "quiet", False) and not getattr(args, "json", False):
         console = console or Console()
         print_table(results.records, console)
+        for e in results.errors:
+            console.print(f"[red]not run:[/] {escape(e['error'])}", soft_wrap=True)
         if found:
             console.print("\n[bold]Findings[/]")
             for f in found:

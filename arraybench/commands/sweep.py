@@ -37,11 +37,10 @@ def main(args: argparse.Namespace) -> int:
     if not args.workloads and not args.workload_files:
         raise UsageError("name the workload to sweep, e.g. `arraybench sweep --workload matmul`")
     if args.sizes is None:
-        known, _ = run_cmd._workloads(args.workload_files)
+        known, loaded = run_cmd._workloads(args.workload_files)
         from ..workloads import expand
 
-        names = expand(args.workloads) if args.workloads else [
-            n for n, w in known.items() if w.source != "builtin"]
+        names = expand(args.workloads) if args.workloads else loaded.names()
         missing = [n for n in names if n not in known]
         if missing:
             raise UsageError(f"unknown workload {missing[0]!r}; known: {', '.join(sorted(known))}")

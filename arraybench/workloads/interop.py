@@ -25,7 +25,7 @@ INTEROP_SIZES = {"small": 1_000, "large": 1_000_000}
 @workload(
     name="from_list",
     sizes=INTEROP_SIZES,
-    inputs=lambda n, rng: rng.standard_normal(n).tolist(),
+    inputs=lambda n, rng: (rng.standard_normal(n).tolist(),),  # one argument: the list
     description="array from a Python list of floats: np.array, torch.tensor, jnp.array, cp.array",
     reference=lambda a: a,
     check=Check.exact(),
