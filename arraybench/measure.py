@@ -171,6 +171,8 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
                       flush=flush if settings.cold else None)
         stage = "the first call" if cell.mode != "compiled" else "compiling (first call)"
         run = timer.start(settings)
+        if cell.mode == "compiled":
+            shard["warnings"] += backend.compile_notes()
     except Unavailable as exc:
         return _ended(backend, prepared, "skipped", str(exc))
     except Exception as exc:

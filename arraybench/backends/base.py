@@ -93,6 +93,10 @@ class Backend(abc.ABC):
 
     compile_method: ClassVar[str] = "none"
 
+    def compile_notes(self) -> list[str]:
+        """What the compiler said about the last compiled function (graph breaks...), once it ran."""
+        return []
+
     # -- housekeeping ---------------------------------------------------------------------------
     def free(self) -> None:
         """Release cached device memory between cells."""

@@ -111,7 +111,23 @@ class TorchBackend(Backend):
         return grad
 
     def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        from torch._dynamo.utils import counters
+
+        counters.clear()  # so compile_notes speaks of this function alone
         return torch.compile(fn, dynamic=False)
+
+    def compile_notes(self) -> list[str]:
+        """Graph breaks: where torch.compile fell back to eager Python between compiled graphs."""
+        from torch._dynamo.utils import counters
+
+        breaks = counters.get("graph_break", {})
+        count = sum(breaks.values())
+        if not count:
+            return []
+        graphs = counters.get("stats", {}).get("unique_graphs", 0)
+        reasons = list(dict.fromkeys(str(r).strip().splitlines()[0] for r in breaks))
+        return [f"torch.compile made {graphs} graphs with {count} graph break(s), running eager "
+                f"Python between them ({'; '.join(reasons[:3])})"]
 
     def free(self) -> None:
         if self.device == "gpu":
