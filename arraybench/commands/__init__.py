@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import catalog, info, run
+from . import catalog, compare, info, report, run
 
 #: In the order ``--help`` lists them.
-COMMANDS = (run, catalog, info)
+COMMANDS = (run, report, compare, catalog, info)

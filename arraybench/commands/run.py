@@ -100,7 +100,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     out.add_argument("-q", "--quiet", action="store_true", help="print nothing while running")
     out.add_argument("--json", action="store_true",
                      help="stream one JSON record per line on stdout as each cell finishes")
-    out.add_argument("--no-plots", action="store_true", help="skip the SVG plots")
+    out.add_argument("--no-plots", action="store_true", help="skip the SVG plots (report.html, results.md and results.csv are still written)")
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
@@ -161,14 +161,14 @@ def prepare_output_dir(path: str, *, overwrite: bool) -> Path:
 
 
 
-def _reporter(args: argparse.Namespace):
+def _reporter(args: argparse.Namespace, cells: int | None = None, done: int = 0):
     from ..report.progress import ConsoleReporter, JsonLinesReporter, QuietReporter
 
     if getattr(args, "json", False):
         return JsonLinesReporter()
     if getattr(args, "quiet", False):
         return QuietReporter()
-    return ConsoleReporter()
+    return ConsoleReporter(cells=cells, cells_done=done)
 
 
 
@@ -202,14 +202,15 @@ def main(args: argparse.Namespace) -> int:
         options = state.options
         _workloads(options.workload_files)
         cells = state.cells
-        runner = Runner(cells, options, out, _reporter(args), resume=state)
+        done = sum(1 for c in cells if len(state.shards.get(c.key, {})) >= options.processes)
+        runner = Runner(cells, options, out, _reporter(args, len(cells), done), resume=state)
     else:
         options = options_from_args(args)
         known = _workloads(options.workload_files)
         planning.validate(options, known)
         cells = planning.build_plan(options, known)
         out = prepare_output_dir(args.output_dir, overwrite=args.overwrite)
-        runner = Runner(cells, options, out, _reporter(args))
+        runner = Runner(cells, options, out, _reporter(args, len(cells)))
     try:
         results = runner.run()
     except Interrupted as stop:
@@ -232,12 +233,10 @@ def main(args: argparse.Namespace) -> int:
 
 def _write_reports(results: Results, out: Path, args: argparse.Namespace,
                    console: Console | None = None) -> None:
+    from ..report.outputs import write_reports
     from ..report.tables import print_table
 
-    if not getattr(args, "no_plots", False):
-        from ..report.plots import write_plots
-
-        write_plots(results.records, out)
+    write_reports(results, out, plots=not getattr(args, "no_plots", False))
     if not getattr(args, "quiet", False) and not getattr(args, "json", False):
         print_table(results.records, console or Console())
-        (console or Console()).print(f"results: {out / 'results.json'}")
+        (console or Console()).print(f"results: {out / 'results.json'}; report: {out / 'report.html'}")

@@ -17,15 +17,23 @@ from .tables import ci_text
 
 
 class ConsoleReporter:
-    """A rich progress bar with ETA and one line per finished cell."""
+    """A rich progress bar with ETA and one line per finished cell.
 
-    def __init__(self, console: Console | None = None) -> None:
+    The bar counts measurements (a cell in one process) for a smooth ETA, and shows the cells done
+    out of ``cells`` when the caller knows how many there are.
+    """
+
+    def __init__(self, console: Console | None = None, cells: int | None = None,
+                 cells_done: int = 0) -> None:
         self.console = console or Console(stderr=True)
+        self.cells_total = cells
+        self.cells_done = cells_done  # on --resume, the cells measured before
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("measurements"),
+            TextColumn("{task.fields[cells]}"),
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
@@ -37,7 +45,7 @@ class ConsoleReporter:
 
     def run_started(self, total: int) -> None:
         self.progress.start()
-        self.task = self.progress.add_task("measuring", total=max(total, 1))
+        self.task = self.progress.add_task("measuring", total=max(total, 1), cells=self._cells_text())
 
     def worker_started(self, backend: str, device: str, process: int, cells: int) -> None:
         if self.task is not None:
@@ -50,7 +58,15 @@ class ConsoleReporter:
         if self.task is not None:
             self.progress.advance(self.task)
 
+    def _cells_text(self) -> str:
+        if self.cells_total is None:
+            return ""
+        return f"· {self.cells_done}/{self.cells_total} cells"
+
     def record_done(self, record: Record) -> None:
+        self.cells_done += 1
+        if self.task is not None:
+            self.progress.update(self.task, cells=self._cells_text())
         if record.status == "skipped" and record.n_samples == 0 and record.reason and "not measured" not in record.reason:
             return  # the unavailable line already said it, once per backend
         self.progress.console.print(live_line(record))
