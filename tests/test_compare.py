@@ -94,6 +94,9 @@ def test_whole_runs_match_cells_list_one_sided_ones_and_average_geometrically():
     assert [ch.new.backend for ch in c.slowdowns_above(0.10)] == ["numpy"]
     assert c.slowdowns_above(0.30) == []
     assert ("cpu_model", "Test CPU 9000", "Other CPU") in c.environment_differences
+    assert not any(k.startswith("--") for k, _, _ in c.environment_differences)
+    new.settings["threads"], base.settings["threads"] = 1, None
+    assert ("--threads", "None", "1") in compare(base, new).environment_differences
     summary = c.summary()
     assert "1 faster, 1 slower, 1 no change" in summary and "1 only in base, 1 only in new" in summary
 

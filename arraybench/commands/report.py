@@ -33,6 +33,8 @@ def main(args: argparse.Namespace) -> int:
     written = write_reports(results, out, plots=not args.no_plots)
     if not args.quiet:
         console = Console()
+        if not console.is_terminal and console.width < 120:
+            console = Console(width=120, color_system=None)
         print_table(results.records, console)
         if not results.complete:
             console.print("[yellow]These results are from an interrupted run; some cells were not measured.[/]")

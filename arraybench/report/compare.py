@@ -181,7 +181,8 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
         only_new=[r for r in new.records if r.key not in base_by],
         threshold=threshold,
         alpha=alpha,
-        environment_differences=environment_differences(base.environment, new.environment),
+        environment_differences=(environment_differences(base.environment, new.environment)
+                                 + settings_differences(base.settings, new.settings)),
     )
 
 
@@ -201,3 +202,12 @@ def environment_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> 
             if libs_a.get(name) != libs_b.get(name):
                 out.append((name, str(libs_a.get(name)), str(libs_b.get(name))))
     return out
+
+
+_SETTING_KEYS = ("threads", "processes", "max_time", "min_samples", "rel_ci", "cold", "allow_tf32")
+
+
+def settings_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(setting, in base, in new) for the run settings that change what a time means."""
+    return [(f"--{k.replace('_', '-')}", str(base.get(k)), str(new.get(k)))
+            for k in _SETTING_KEYS if k in base and k in new and base.get(k) != new.get(k)]

@@ -26,8 +26,11 @@ def md(value: Any) -> str:
     return _SPECIAL.sub(r"\\\1", text)
 
 
-def environment_line(environment: Mapping[str, Any], settings: Mapping[str, Any] | None = None) -> str:
-    """One line naming the machine and libraries: ``CPU (2 cores) · Python 3.11 · NumPy 2.4 …``."""
+def environment_line(environment: Mapping[str, Any], settings: Mapping[str, Any] | None = None,
+                     backends: Iterable[str] | None = None) -> str:
+    """One line naming the machine and libraries: ``CPU (2 cores) · Python 3.11 · NumPy 2.4 …``.
+
+    ``backends`` limits the library versions to those the results used."""
     from ..backends import SPECS
 
     env = environment
@@ -40,7 +43,9 @@ def environment_line(environment: Mapping[str, Any], settings: Mapping[str, Any]
     if env.get("python"):
         parts.append(f"Python {env['python']}")
     libs = env.get("libraries") or {}
-    versions = [f"{SPECS[n].label} {libs[n]}" for n in SPECS if isinstance(libs, Mapping) and libs.get(n)]
+    wanted = set(SPECS if backends is None else backends)
+    versions = [f"{SPECS[n].label} {libs[n]}" for n in SPECS
+                if n in wanted and isinstance(libs, Mapping) and libs.get(n)]
     if versions:
         parts.append(", ".join(versions))
     if env.get("blas"):
@@ -59,7 +64,8 @@ def markdown_report(results: Results, findings: Sequence[str] | None = None,
     The fastest correct configuration of each case is in bold; reasons and warnings are numbered
     notes under the table, so the table stays narrow.
     """
-    lines = [f"### {md(title)}", "", md(environment_line(results.environment, results.settings)), ""]
+    used = {r.backend for r in results.records}
+    lines = [f"### {md(title)}", "", md(environment_line(results.environment, results.settings, used)), ""]
     if not results.complete:
         lines += ["**Interrupted run: some cells were not measured.**", ""]
     if findings:
