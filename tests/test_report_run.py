@@ -72,3 +72,23 @@ def test_progress_bar_counts_measurements_and_cells_with_an_eta(tmp_path: Path):
     assert "ETA" in text
     assert reporter.cells_done == 2
     assert text.count("✓") == 2  # one live line per finished cell
+
+
+def test_json_stops_writing_quietly_when_the_reader_leaves():
+    # `arraybench run --json | head -1`: a real pipe whose reading end is closed.
+    import os
+
+    from arraybench.report.progress import JsonLinesReporter
+    from .synthetic import record, spread
+
+    r, w = os.pipe()
+    os.close(r)
+    with open(w, "w") as stream:
+        reporter = JsonLinesReporter(stream)
+        reporter.record_done(record(samples=spread(1e-3)))  # would raise BrokenPipeError
+        assert reporter.reader_left
+        reporter.record_done(record(samples=spread(1e-3)))  # and now is a no-op
+        try:
+            stream.close()
+        except BrokenPipeError:
+            pass  # the buffered line cannot be flushed either; that is the point

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any, TextIO
 
@@ -111,7 +112,19 @@ class JsonLinesReporter(QuietReporter):
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stdout
+        self.reader_left = False
 
     def record_done(self, record: Record) -> None:
-        self.stream.write(json.dumps(record.to_dict(), allow_nan=False) + "\n")
-        self.stream.flush()
+        if self.reader_left:
+            return
+        try:
+            self.stream.write(json.dumps(record.to_dict(), allow_nan=False) + "\n")
+            self.stream.flush()
+        except BrokenPipeError:
+            # `arraybench run --json | head -1`: the reader is gone, but the run is not; keep
+            # measuring and saving, and stop writing (also at exit, where Python flushes stdout).
+            self.reader_left = True
+            if self.stream is sys.stdout:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                os.close(devnull)
