@@ -21,7 +21,11 @@ __all__ = ["Check", "Record", "Results", "Work", "Workload", "load_results", "wo
 
 
 def load_results(path: str) -> Results:
-    """Read a ``results.json`` (validated); see ``Results.records``."""
-    from .records import load
+    """Read a ``results.json``, or the one in a folder (validated).
 
-    return load(path)
+    ``Results.records`` holds the records; ``Results.to_dataframe()`` gives them as a pandas
+    DataFrame where pandas is installed. A missing or damaged file raises ``ResultsError``.
+    """
+    from .records import load, resolve
+
+    return load(resolve(path))

@@ -32,6 +32,30 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def physical_cores() -> int | None:
+    """Physical cores (distinct socket/core pairs in /proc/cpuinfo); None where it does not say."""
+    pairs = set()
+    phys = core = None
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip().lower()
+                if key == "physical id":
+                    phys = value.strip()
+                elif key == "core id":
+                    core = value.strip()
+                elif not line.strip():
+                    if core is not None:
+                        pairs.add((phys, core))
+                    phys = core = None
+    except OSError:
+        return None
+    if core is not None:
+        pairs.add((phys, core))
+    return len(pairs) or None
+
+
 def memory_gib() -> float | None:
     """Total physical memory."""
     try:
@@ -96,6 +120,7 @@ def collect(threads: int | None = None) -> dict[str, Any]:
         "machine": platform.machine(),
         "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),
+        "cpu_physical_cores": physical_cores(),
         "cpus_available": affinity,
         "memory_gib": memory_gib(),
         "gpus": found_gpus,

@@ -92,6 +92,21 @@ class Record:
     def to_dict(self) -> dict[str, Any]:
         return _finite(asdict(self))
 
+    def to_row(self) -> dict[str, Any]:
+        """The record as one flat row (CSV, DataFrame): every scalar field, plus ``key`` and
+        ``config``; ``warnings`` joined by "; ", the process medians by ";", the samples left out."""
+        row: dict[str, Any] = {"key": self.key, "config": self.config_label}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "samples_s":
+                continue
+            if f.name == "warnings":
+                value = "; ".join(value)
+            elif f.name == "process_medians_s":
+                value = ";".join(repr(v) for v in value)
+            row[f.name] = value
+        return _finite(row)
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Record":
         names = {f.name for f in fields(cls)}
@@ -188,6 +203,30 @@ class Results:
         """Records whose attributes equal the given values."""
         return [r for r in self.records if all(getattr(r, k) == v for k, v in match.items())]
 
+    def to_dataframe(self, samples: bool = False) -> Any:
+        """The records as a pandas DataFrame, one row per record (``Record.to_row``).
+
+        With ``samples=True``, one row per timing sample instead, in a ``sample_s`` column next to
+        its record's fields: the long form that seaborn and ``groupby`` want. Needs pandas, which
+        arraybench itself does not depend on::
+
+            df = arraybench.load_results("benchmark_plots/results.json").to_dataframe()
+            df.pivot_table(index="workload", columns="config", values="median_s")
+        """
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError(
+                "Results.to_dataframe() needs pandas, which arraybench does not install: "
+                "pip install pandas"
+            ) from None
+        columns = ["key", "config", *(f.name for f in fields(Record) if f.name != "samples_s")]
+        if not samples:
+            return pd.DataFrame([r.to_row() for r in self.records], columns=columns)
+        rows = [{**r.to_row(), "sample": i, "sample_s": s}
+                for r in self.records for i, s in enumerate(r.samples_s)]
+        return pd.DataFrame(rows, columns=[*columns, "sample", "sample_s"])
+
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
     """Write a text file through a temporary file in the same folder and a rename."""
@@ -205,6 +244,14 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
         except OSError:
             pass
         raise
+    return path
+
+
+def resolve(path: str | os.PathLike[str]) -> Path:
+    """A results file named directly, or the ``results.json`` inside a folder named instead."""
+    path = Path(path)
+    if path.is_dir() and (path / "results.json").is_file():
+        return path / "results.json"
     return path
 
 

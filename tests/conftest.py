@@ -39,3 +39,22 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600,
 
 #: Options that keep a real run short in tests: one process, a few samples per cell.
 FAST = ("--processes", "1", "--max-time", "0.05", "--min-samples", "3", "-q")
+
+
+class RealRun:
+    """A finished real run: its folder, and what the command printed."""
+
+    def __init__(self, out: Path, result: subprocess.CompletedProcess) -> None:
+        self.out = out
+        self.result = result
+
+
+@pytest.fixture(scope="session")
+def real_run(tmp_path_factory) -> RealRun:
+    """One short real run (NumPy and PyTorch, two workloads, --json), shared by the report tests."""
+    out = tmp_path_factory.mktemp("real") / "run"
+    result = run_cli("run", "--backends", "numpy,torch", "--workloads", "matmul,sort",
+                     "--sizes", "small", "--processes", "1", "--max-time", "0.05",
+                     "--min-samples", "3", "--json", "--output-dir", str(out))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return RealRun(out, result)

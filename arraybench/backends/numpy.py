@@ -51,5 +51,24 @@ class NumpyBackend(Backend):
             "library": "numpy",
             "version": np.__version__,
             "device_name": "cpu",
+            **numpy_build_linalg(),
             **cpu_threads_info(),
         }
+
+
+def numpy_build_linalg() -> dict[str, str]:
+    """The BLAS and LAPACK NumPy was built against (``blas_build``, ``lapack``), from its config.
+
+    threadpoolctl sees the BLAS that is loaded; only the build config names the LAPACK.
+    """
+    try:
+        deps = np.show_config(mode="dicts")["Build Dependencies"]  # NumPy >= 1.25
+    except Exception:  # older NumPy prints instead of returning; never fail a worker over it
+        return {}
+    out = {}
+    for key, name in (("blas", "blas_build"), ("lapack", "lapack")):
+        dep = deps.get(key) or {}
+        text = " ".join(str(dep[k]) for k in ("name", "version") if dep.get(k))
+        if text:
+            out[name] = text
+    return out

@@ -156,13 +156,7 @@ class TorchBackend(Backend):
             "allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
             "timer": self.device_timer_note,
         }
-        blas = torch.__config__.show()
-        for line in blas.splitlines():
-            line = line.strip()
-            if line.startswith("- BLAS_INFO="):
-                info["torch_blas"] = line.split("=", 1)[1].strip()
-        if "MKL" in blas and "torch_blas" not in info:
-            info["torch_blas"] = "mkl"
+        info.update(torch_build_linalg(torch.__config__.show()))
         if self.device == "gpu":
             props = torch.cuda.get_device_properties(self.torch_device)
             info["device_name"] = props.name
@@ -172,3 +166,27 @@ class TorchBackend(Backend):
             info["device_name"] = "cpu"
         info.update(cpu_threads_info())
         return info
+
+
+def torch_build_linalg(config: str) -> dict[str, str]:
+    """BLAS and LAPACK from ``torch.__config__.show()``: ``BLAS_INFO=mkl, ..., LAPACK_INFO=mkl``.
+
+    torch links its BLAS statically, so threadpoolctl (which lists loaded libraries) cannot see it;
+    the build configuration is the only witness. The MKL or OpenBLAS release line, when present,
+    goes in ``torch_blas_detail``.
+    """
+    import re
+
+    out: dict[str, str] = {}
+    for key, name in (("BLAS_INFO", "torch_blas"), ("LAPACK_INFO", "torch_lapack")):
+        m = re.search(rf"\b{key}=([^,\s]+)", config)
+        if m:
+            out[name] = m.group(1)
+    for line in config.splitlines():
+        text = line.strip().lstrip("- ").strip()
+        if "Math Kernel Library" in text or text.lower().startswith("openblas"):
+            out["torch_blas_detail"] = text
+            break
+    if "torch_blas" not in out and "Math Kernel Library" in config:
+        out["torch_blas"] = "mkl"
+    return out

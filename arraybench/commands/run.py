@@ -110,7 +110,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     out.add_argument("-q", "--quiet", action="store_true", help="print nothing while running")
     out.add_argument("--json", action="store_true",
                      help="stream one JSON record per line on stdout as each cell finishes")
-    out.add_argument("--no-plots", action="store_true", help="skip the SVG plots")
+    out.add_argument("--no-plots", action="store_true", help="skip the SVG plots (report.html, results.md and results.csv are still written)")
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
@@ -190,14 +190,14 @@ def prepare_output_dir(path: str, *, overwrite: bool) -> Path:
 
 
 
-def _reporter(args: argparse.Namespace):
+def _reporter(args: argparse.Namespace, cells: int | None = None, done: int = 0):
     from ..report.progress import ConsoleReporter, JsonLinesReporter, QuietReporter
 
     if getattr(args, "json", False):
         return JsonLinesReporter()
     if getattr(args, "quiet", False):
         return QuietReporter()
-    return ConsoleReporter()
+    return ConsoleReporter(cells=cells, cells_done=done)
 
 
 
@@ -232,7 +232,8 @@ def main(args: argparse.Namespace) -> int:
         _, loaded = _workloads(options.workload_files)
         cells = state.cells
         _report_file_errors(loaded)
-        runner = Runner(cells, options, out, _reporter(args), resume=state)
+        done = sum(1 for c in cells if len(state.shards.get(c.key, {})) >= options.processes)
+        runner = Runner(cells, options, out, _reporter(args, len(cells), done), resume=state)
     else:
         options = options_from_args(args)
         known, loaded = _workloads(options.workload_files)
@@ -241,7 +242,7 @@ def main(args: argparse.Namespace) -> int:
         cells = planning.build_plan(options, known, list(BUILTIN))
         out = prepare_output_dir(args.output_dir, overwrite=args.overwrite)
         _report_file_errors(loaded)
-        runner = Runner(cells, options, out, _reporter(args))
+        runner = Runner(cells, options, out, _reporter(args, len(cells)))
     try:
         results = _with_errors(runner.run(), loaded, out)
     except Interrupted as stop:
@@ -280,16 +281,12 @@ def _with_errors(results: Results, loaded: LoadedFiles, out: Path) -> Results:
 
 def _write_reports(results: Results, out: Path, args: argparse.Namespace,
                    console: Console | None = None) -> None:
-    from ..records import write_atomic
     from ..report.findings import findings
+    from ..report.outputs import write_reports
     from ..report.tables import print_table
 
-    if not getattr(args, "no_plots", False):
-        from ..report.plots import write_plots
-
-        write_plots(results.records, out)
     found = findings(results.records)
-    write_atomic(out / "findings.md", "".join(f"- {f}\n" for f in found))
+    write_reports(results, out, plots=not getattr(args, "no_plots", False), findings=found)
     if not getattr(args, "quiet", False) and not getattr(args, "json", False):
         console = console or Console()
         print_table(results.records, console)
@@ -299,4 +296,4 @@ def _write_reports(results: Results, out: Path, args: argparse.Namespace,
             console.print("\n[bold]Findings[/]")
             for f in found:
                 console.print(f"- {f}", markup=False, highlight=False)
-        console.print(f"results: {out / 'results.json'}")
+        console.print(f"results: {out / 'results.json'}; report: {out / 'report.html'}")

@@ -55,3 +55,17 @@ def size_text(r: Record) -> str:
     """``large (n = 2,000)`` or ``n = 4,096``."""
     n = f"n = {r.size:,}"
     return n if r.size_label == str(r.size) else f"{r.size_label} ({n})"
+
+
+def plot_file_name(workload: str, size_label: str) -> str:
+    """The SVG file of one workload at one size: ``matmul_large.svg``."""
+    return f"{_safe(workload)}_{_safe(size_label)}.svg"
+
+
+def summary_file_name(size_label: str) -> str:
+    """The summary SVG of one size label: ``summary_large.svg``."""
+    return f"summary_{_safe(size_label)}.svg"
+
+
+def _safe(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)

@@ -17,7 +17,8 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from ..records import Record  # noqa: E402
 from ..units import time_unit  # noqa: E402
-from .common import baseline, config_sort_key, grouped, is_valid, size_text  # noqa: E402
+from .common import (_safe, baseline, config_sort_key, grouped, is_valid,  # noqa: E402,F401
+                     plot_file_name, size_text, summary_file_name)
 
 _PALETTE = {
     "numpy": "#4c72b0",
@@ -101,6 +102,8 @@ def case_plot(records: Sequence[Record], path: Path) -> Path:
     ax.set_xticklabels([r.config_label for r in records], rotation=20, ha="right")
     if log:
         ax.set_yscale("log")
+        # Room above the tallest bar for its two-line label, which would otherwise hit the title.
+        ax.set_ylim(top=top * 4)
     else:
         ax.set_ylim(0, top * 1.3 if top > 0 else 1)
     ax.set_ylabel(f"time per call ({unit}), lower is better")
@@ -173,7 +176,7 @@ def write_plots(records: Iterable[Record], out_dir: Path) -> list[Path]:
     for (workload, label), group in grouped(records).items():
         if not _shown(group) or (workload in swept and not label.isidentifier()):
             continue  # a sweep's numbered sizes are drawn together, in its sweep plot
-        written.append(case_plot(group, out_dir / f"{_safe(workload)}_{_safe(label)}.svg"))
+        written.append(case_plot(group, out_dir / plot_file_name(workload, label)))
     for workload in swept:
         p = sweep_plot(records, workload, out_dir / f"sweep_{_safe(workload)}.svg")
         if p is not None:
@@ -186,12 +189,8 @@ def write_plots(records: Iterable[Record], out_dir: Path) -> list[Path]:
     for label in ("small", "large"):
         measured = [r for r in records if r.size_label == label]
         if measured:
-            p = summary_plot(measured, label, out_dir / f"summary_{label}.svg")
+            p = summary_plot(measured, label, out_dir / summary_file_name(label))
             if p is not None:
                 written.append(p)
     return written
-
-
-def _safe(text: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any, TextIO
 
@@ -18,15 +19,23 @@ from .tables import ci_text
 
 
 class ConsoleReporter(Reporter):
-    """A rich progress bar with ETA and one line per finished cell."""
+    """A rich progress bar with ETA and one line per finished cell.
 
-    def __init__(self, console: Console | None = None) -> None:
+    The bar counts measurements (a cell in one process) for a smooth ETA, and shows the cells done
+    out of ``cells`` when the caller knows how many there are.
+    """
+
+    def __init__(self, console: Console | None = None, cells: int | None = None,
+                 cells_done: int = 0) -> None:
         self.console = console or Console(stderr=True)
+        self.cells_total = cells
+        self.cells_done = cells_done  # on --resume, the cells measured before
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("measurements"),
+            TextColumn("{task.fields[cells]}"),
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
@@ -38,7 +47,7 @@ class ConsoleReporter(Reporter):
 
     def run_started(self, total: int) -> None:
         self.progress.start()
-        self.task = self.progress.add_task("measuring", total=max(total, 1))
+        self.task = self.progress.add_task("measuring", total=max(total, 1), cells=self._cells_text())
 
     def worker_started(self, backend: str, device: str, process: int, cells: int) -> None:
         if self.task is not None:
@@ -51,7 +60,15 @@ class ConsoleReporter(Reporter):
         if self.task is not None:
             self.progress.advance(self.task)
 
+    def _cells_text(self) -> str:
+        if self.cells_total is None:
+            return ""
+        return f"· {self.cells_done}/{self.cells_total} cells"
+
     def record_done(self, record: Record) -> None:
+        self.cells_done += 1
+        if self.task is not None:
+            self.progress.update(self.task, cells=self._cells_text())
         if record.status == "skipped" and record.n_samples == 0 and record.reason and "not measured" not in record.reason:
             return  # the unavailable line already said it, once per backend
         self.progress.console.print(live_line(record))
@@ -85,7 +102,19 @@ class JsonLinesReporter(QuietReporter):
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stdout
+        self.reader_left = False
 
     def record_done(self, record: Record) -> None:
-        self.stream.write(json.dumps(record.to_dict(), allow_nan=False) + "\n")
-        self.stream.flush()
+        if self.reader_left:
+            return
+        try:
+            self.stream.write(json.dumps(record.to_dict(), allow_nan=False) + "\n")
+            self.stream.flush()
+        except BrokenPipeError:
+            # `arraybench run --json | head -1`: the reader is gone, but the run is not; keep
+            # measuring and saving, and stop writing (also at exit, where Python flushes stdout).
+            self.reader_left = True
+            if self.stream is sys.stdout:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                os.close(devnull)

@@ -17,6 +17,7 @@ from typing import Iterable, Sequence
 from ..records import Record
 from ..units import format_rate
 from .common import config_sort_key, is_valid
+from .rates import achieved
 from .plots import _PALETTE, _save, plt
 
 
@@ -59,15 +60,6 @@ def ceilings(records: Iterable[Record]) -> dict[tuple[str, str], Ceiling]:
                      v.get("flops", (None, ""))[1], v.get("bytes", (None, ""))[1])
         for key, v in best.items()
     }
-
-
-def achieved(r: Record) -> tuple[float | None, float | None]:
-    """(FLOP/s, bytes/s) of a valid record with a work model."""
-    if not is_valid(r):
-        return None, None
-    flops = r.flops / r.median_s if r.flops else None
-    moved = r.bytes / r.median_s if r.bytes else None
-    return flops, moved
 
 
 def share(r: Record, table: dict[tuple[str, str], Ceiling]) -> float | None:

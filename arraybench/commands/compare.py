@@ -1,0 +1,138 @@
+"""``arraybench compare BASE NEW``: per cell, faster / slower / no change, and a CI gate."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+
+def _percent(text: str) -> float:
+    """``10%`` or ``0.1`` -> 0.1; any positive amount (``150%`` is allowed)."""
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage (10%) or a fraction (0.1)") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive percentage")
+    return value
+
+
+def _alpha(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1")
+    return value
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from ..report.compare import DEFAULT_ALPHA, DEFAULT_THRESHOLD
+
+    p = sub.add_parser(
+        "compare", help="compare two runs cell by cell: faster, slower or no change",
+        description="Compare two results files cell by cell. A change is called only when it is "
+                    "significant (Mann-Whitney U on the samples and non-overlapping 95%% CIs) and "
+                    "larger than --threshold. Exit status 1 with --fail-above on a larger slowdown.")
+    p.add_argument("base", metavar="BASE.json", help="the reference run's results.json (or its folder)")
+    p.add_argument("new", metavar="NEW.json", help="the run to judge (or its folder)")
+    p.add_argument("--threshold", type=_percent, default=DEFAULT_THRESHOLD, metavar="PERCENT",
+                   help=f"smallest change called faster or slower (default: {DEFAULT_THRESHOLD * 100:g}%%)")
+    p.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA,
+                   help=f"significance level of the U test (default: {DEFAULT_ALPHA})")
+    p.add_argument("--fail-above", type=_percent, default=None, metavar="PERCENT",
+                   help="exit with status 1 if any cell is significantly slower by more than this "
+                        "(e.g. 10%%), to gate a CI job")
+    p.add_argument("--output-dir", "-o", metavar="DIR", default=None,
+                   help="also write compare.svg and compare.md there")
+    p.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from ..records import load, resolve
+    from ..report.compare import compare
+
+    base = load(resolve(args.base))
+    new = load(resolve(args.new))
+    comparison = compare(base, new, threshold=args.threshold, alpha=args.alpha)
+    out = None
+    if args.output_dir:
+        from .run import prepare_output_dir
+
+        out = prepare_output_dir(args.output_dir, overwrite=True)
+    console = Console()
+    if not console.is_terminal and console.width < 120:
+        console = Console(width=120, color_system=None)
+    console.print(comparison_table(comparison))
+    for what, a, b in comparison.environment_differences:
+        console.print(f"[yellow]differs:[/] {escape(what)}: {escape(a)} → {escape(b)}")
+    for side, recs in (("base", comparison.only_base), ("new", comparison.only_new)):
+        for r in recs:
+            console.print(f"[yellow]only in {side}:[/] {escape(r.workload)} {escape(r.size_label)} "
+                          f"{escape(r.config_label)} ({r.status})")
+    for text in skipped_lines(comparison):
+        console.print(f"[dim]{escape(text)}[/]")
+    console.print(escape(comparison.summary()))
+    if out is not None:
+        from ..records import write_atomic
+        from ..report.compare_plot import compare_plot
+        from ..report.markdown import comparison_markdown
+
+        written = [write_atomic(out / "compare.md", comparison_markdown(comparison))]
+        plot = compare_plot(comparison, out / "compare.svg")
+        if plot is not None:
+            written.append(plot)
+        console.print("wrote " + ", ".join(str(p) for p in written))
+    if args.fail_above is not None:
+        bad = comparison.slowdowns_above(args.fail_above)
+        if bad:
+            names = ", ".join(f"{c.new.workload} {c.new.size_label} {c.new.config_label} ({c.ratio:.3f})"
+                              for c in bad)
+            print(f"arraybench: {len(bad)} significant slowdown{'s' if len(bad) != 1 else ''} above "
+                  f"{args.fail_above:.0%}: {names}", file=sys.stderr)
+            return 1
+    return 0
+
+
+def skipped_lines(comparison) -> list[str]:
+    """Cells skipped in both runs, one line per library/device and reason."""
+    groups: dict[tuple[str, str], int] = {}
+    for c in comparison.skipped_in_both:
+        key = (c.new.config_label, c.new.reason or c.base.reason)
+        groups[key] = groups.get(key, 0) + 1
+    return [f"skipped in both runs: {label} ({n} cell{'s' if n != 1 else ''}): {reason}"
+            for (label, reason), n in groups.items()]
+
+
+def comparison_table(comparison) -> Table:
+    """The comparison as a rich table, slower in red and faster in green."""
+    from ..report.compare import FASTER, SLOWER, change_text
+    from ..units import format_seconds
+
+    table = Table(title="arraybench compare: time per call, new vs base", header_style="bold",
+                  title_justify="left", pad_edge=False)
+    for name, numeric in (("case", False), ("library / device", False), ("base", True), ("new", True),
+                          ("new/base", True), ("change", True), ("p", True), ("verdict", False)):
+        if numeric:
+            table.add_column(name, justify="right", no_wrap=True)
+        else:
+            table.add_column(name, overflow="fold")
+    style = {FASTER: "green", SLOWER: "bold red"}
+    for c in comparison.shown:
+        r = c.new
+        verdict = c.verdict + (f" ({c.note})" if c.note else "")
+        table.add_row(
+            f"{r.workload} {r.size_label}", r.config_label,
+            format_seconds(c.base.median_s), format_seconds(r.median_s),
+            "—" if c.ratio is None else f"{c.ratio:.3f}",
+            "—" if c.ratio is None else change_text(c.ratio),
+            "—" if c.p_value is None else f"{c.p_value:.2g}",
+            verdict, style=style.get(c.verdict),
+        )
+    return table

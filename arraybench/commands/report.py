@@ -1,0 +1,43 @@
+"""``arraybench report``: rebuild plots, HTML, Markdown and CSV from saved results, measuring nothing."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "report", help="rebuild plots, report.html, results.md and results.csv from a results.json",
+        description="Rebuild every report file from saved results, without measuring anything.")
+    p.add_argument("results", metavar="RESULTS.json",
+                   help="a results.json written by `arraybench run` (or the folder holding it)")
+    p.add_argument("--output-dir", "-o", metavar="DIR", default=None,
+                   help="where to write (default: the folder of RESULTS.json)")
+    p.add_argument("--no-plots", action="store_true", help="skip the SVG plots")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    p.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from ..records import load, resolve
+    from ..report.outputs import write_reports
+    from ..report.tables import print_table
+    from .run import prepare_output_dir
+
+    source = resolve(args.results)
+    results = load(source)
+    out = prepare_output_dir(args.output_dir or str(source.parent), overwrite=True)
+    written = write_reports(results, out, plots=not args.no_plots)
+    if not args.quiet:
+        console = Console()
+        if not console.is_terminal and console.width < 120:
+            console = Console(width=120, color_system=None)
+        print_table(results.records, console)
+        if not results.complete:
+            console.print("[yellow]These results are from an interrupted run; some cells were not measured.[/]")
+        console.print(f"wrote {len(written)} files to {out}: " + ", ".join(p.name for p in written))
+        console.print(f"open {Path(out) / 'report.html'}")
+    return 0
