@@ -16,6 +16,7 @@ from .errors import UsageError
 MODES = ("latency", "throughput", "compiled")
 DTYPES = ("float64", "float32")
 MAX_SIZE = 10**10  # elements; beyond this no machine holds the inputs
+MAX_STEPS = 1000  # sizes in one LO:HI:STEPS range; more would take days, not a benchmark
 
 
 @dataclass(frozen=True, order=True)
@@ -113,6 +114,8 @@ def geometric_range(spec: str) -> list[int]:
         steps = _parse_int(pieces[2], "STEPS")
         if steps < 2:
             raise UsageError(f"size range {spec!r}: STEPS must be at least 2")
+        if steps > MAX_STEPS:
+            raise UsageError(f"size range {spec!r}: STEPS must be at most {MAX_STEPS}")
         ratio = (hi / lo) ** (1 / (steps - 1))
         sizes = sorted({round(lo * ratio**i) for i in range(steps)})
     else:
