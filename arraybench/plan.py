@@ -221,4 +221,5 @@ def build_plan(options: RunOptions, workloads_by_name: dict[str, Any]) -> list[C
                             cells.append(Cell(wname, label, n, bname, dev, options.dtype, mode, True))
     if not cells:
         raise UsageError("the selection gives nothing to run (check --backends against --devices)")
-    return cells
+    # "small,100" (when small is 100) or "1e2,100" name one cell twice; measure it once.
+    return list({c.key: c for c in cells}.values())
