@@ -168,6 +168,7 @@ def _header(head: dict[str, Any]) -> JournalState:
     _need(isinstance(options, dict), "no options")
     _need(isinstance(cells, list) and len(cells) > 0, "no cells")
     _need(isinstance(env, dict), "environment is not an object")
+    _need(isinstance(env.get("backends", {}), dict), "environment's backends is not an object")
     _check_options(options)
     parsed = [_cell(c) for c in cells]
     _need(len({c.key for c in parsed}) == len(parsed), "a cell appears twice")
@@ -216,7 +217,7 @@ def _apply(e: dict[str, Any], state: JournalState, keys: set[str]) -> None:
     kind = e.get("type")
     if kind == "shard":
         key, process = e.get("key"), e.get("process")
-        _need(key in keys, f"a shard of a cell not in the plan ({key!r})")
+        _need(isinstance(key, str) and key in keys, f"a shard of a cell not in the plan ({key!r})")
         _need(_is_int(process) and 0 <= process < state.options.processes,
               f"a shard of process {process!r}")
         state.shards.setdefault(key, {})[process] = _shard(e.get("shard"))

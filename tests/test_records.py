@@ -132,3 +132,27 @@ def test_corrupted_files_never_raise_anything_but_results_error(tmp_path: Path, 
         for r in loaded.records:  # whatever loads is well-typed
             assert isinstance(r.workload, str) and isinstance(r.size, int)
             assert r.median_s is None or isinstance(r.median_s, (int, float))
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"[" * 100000, "nested too deeply"),  # json raises RecursionError, not a JSONDecodeError
+    (b"\xff\xfe\x00\x01 binary", "cannot be read"),
+    (b'{"tool": "arraybench", "schema_version": 1, "environment": [], "records": []}', "must be objects"),
+    (b'{"tool": "arraybench", "schema_version": "1", "environment": {}, "records": []}', "schema version '1'"),
+    (b'{"tool": "arraybench", "schema_version": 1, "environment": {}, "records": [[]]}', "record 0 is not an object"),
+    (b'NaN', "not an arraybench results file"),
+    (b'"results"', "not an arraybench results file"),
+])
+def test_more_broken_results_files_give_one_line(tmp_path: Path, content: bytes, message: str):
+    path = tmp_path / "results.json"
+    path.write_bytes(content)
+    with pytest.raises(ResultsError) as info:
+        records.load(path)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+    assert path.read_bytes() == content
+
+
+def test_a_folder_is_not_a_results_file(tmp_path: Path):
+    with pytest.raises(ResultsError, match="is a folder"):
+        records.load(tmp_path)
