@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -131,7 +132,9 @@ class Runner:
 
         Raises ``Interrupted`` (with the partial results, saved) after SIGINT or SIGTERM.
         """
-        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        # Only the main thread may set signal handlers; run from another, the caller keeps them.
+        main = threading.current_thread() is threading.main_thread()
+        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
         for s in previous:
             signal.signal(s, self._on_signal)
         try:
@@ -139,7 +142,7 @@ class Runner:
                 self._run_rounds()
             except StopRequested:
                 pass
-            if self._signals:
+            if self._signals and self.missing():
                 raise Interrupted(self.results(complete=False), self._signals[0])
             results = self.results(complete=True)
         finally:

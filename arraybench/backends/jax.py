@@ -99,7 +99,7 @@ class JaxBackend(Backend):
         # XLA's GPU allocator reports its own pool (by default 75% of the GPU, preallocated).
         stats = self.jax_device.memory_stats() or {}
         limit, used = stats.get("bytes_limit"), stats.get("bytes_in_use")
-        if limit is None or used is None:
+        if limit is None or used is None or limit < 0 or used < 0:  # -1: "not available here"
             return None
         return int(limit) - int(used), int(limit)
 
