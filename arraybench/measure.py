@@ -242,10 +242,22 @@ def _classify(backend: Backend, cell: Cell, stage: str, exc: BaseException,
     if cell.mode == "compiled" and backend.name == "cupy":
         return "skipped", f"not applicable: cupy.fuse cannot compile this workload ({describe_exception(exc)})"
     if backend.is_out_of_memory(exc):
-        note = backend.memory_note()
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return "failed", f"out of memory during {stage} ({detail}" + (f"; {note}" if note else "") + ")"
+        return "failed", _out_of_memory(backend, stage, exc)
     return "failed", f"{describe_exception(exc, origin)} (during {stage})"
+
+
+def _out_of_memory(backend: Backend, stage: str, exc: BaseException) -> str:
+    """``out of memory during ... (needed X, available Y of Z ...): the library's words``."""
+    from . import memory
+
+    gc.collect()  # what the failed attempt left behind is not "in use"
+    try:
+        backend.free()
+        available = backend.memory_available()
+    except Exception:  # asked right after a failure: the device may refuse to answer
+        available = None
+    where = "host memory" if backend.device == "cpu" else f"on the {backend.device.upper()}"
+    return memory.describe(str(exc).strip() or type(exc).__name__, stage, available, where)
 
 
 def _ended(backend: Backend, prepared: Prepared, status: str, reason: str) -> Prepared:

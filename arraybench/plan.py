@@ -16,6 +16,7 @@ from .errors import UsageError
 MODES = ("latency", "throughput", "compiled")
 DTYPES = ("float64", "float32")
 MAX_SIZE = 10**10  # elements; beyond this no machine holds the inputs
+MAX_STEPS = 1000  # sizes in one LO:HI:STEPS range; more would take days, not a benchmark
 
 
 def cell_key(workload: str, size_label: str, backend: str, device: str, dtype: str, mode: str,
@@ -120,6 +121,8 @@ def geometric_range(spec: str) -> list[int]:
         steps = _parse_int(pieces[2], "STEPS")
         if steps < 2:
             raise UsageError(f"size range {spec!r}: STEPS must be at least 2")
+        if steps > MAX_STEPS:
+            raise UsageError(f"size range {spec!r}: STEPS must be at most {MAX_STEPS}")
         ratio = (hi / lo) ** (1 / (steps - 1))
         sizes = sorted({round(lo * ratio**i) for i in range(steps)})
     else:
@@ -241,4 +244,5 @@ def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
                 if wname in workloads_by_name and wname not in selected:
                     n = workloads_by_name[wname].sizes[device]
                     cells.append(Cell(wname, device, n, backend, device, options.dtype, "latency"))
-    return cells
+    # "small,100" (when small is 100) or "1e2,100" name one cell twice; measure it once.
+    return list({c.key: c for c in cells}.values())

@@ -272,6 +272,8 @@ def load(path: str | os.PathLike[str]) -> Results:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResultsError(f"{path}: not valid JSON (truncated?): {exc.msg} at line {exc.lineno}") from None
+    except RecursionError:
+        raise ResultsError(f"{path}: not an arraybench results file (nested too deeply to read)") from None
     return from_dict(data, str(path))
 
 

@@ -7,7 +7,11 @@ libraries timed at once would compete for the same cores.
 
 A worker that crashes costs its current cell (``failed``, with the signal); a fresh worker goes on
 with the rest. A worker silent for longer than ``timeout`` is killed the same way. Ctrl-C or
-SIGTERM stop the run cleanly: what was measured is kept and saved.
+SIGTERM stop the run cleanly: the worker under way is asked to send the cells it has finished
+(a second Ctrl-C, or ``STOP_GRACE_S``, cuts that short), and what was measured is kept and saved.
+
+Signals only set a flag, which is read between messages: a handler that raised could land between
+receiving a shard and journalling it, and lose exactly what this module exists to keep.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from __future__ import annotations
 import os
 import random
 import signal
+import threading
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -24,9 +30,13 @@ from .aggregate import aggregate
 from .journal import Journal, JournalState
 from .plan import Cell, RunOptions
 from .records import Record, Results
-from .spawn import WorkerExited, WorkerProcess, WorkerTimeout
+from .spawn import STARTUP_TIMEOUT_S, StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
 from .threads import worker_cpus, worker_env
 from .timer import TimerSettings
+
+
+#: How long a worker asked to stop may take to send the cells it has finished.
+STOP_GRACE_S = 5.0
 
 
 class Interrupted(Exception):
@@ -36,6 +46,11 @@ class Interrupted(Exception):
         self.results = results
         self.signum = signum
         super().__init__(signal.Signals(signum).name)
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal number, as a shell reports a process ended by it (130 for Ctrl-C)."""
+        return 128 + self.signum
 
 
 class Reporter:
@@ -59,6 +74,9 @@ class Reporter:
     def run_finished(self, results: Results) -> None:
         """The run is over."""
 
+    # Optional (looked up with getattr, so older reporters keep working):
+    # def stopping(self, signum: int) -> None: told once, when a stop signal arrives.
+
 
 
 def timer_settings(options: RunOptions) -> dict[str, Any]:
@@ -74,11 +92,6 @@ def timer_settings(options: RunOptions) -> dict[str, Any]:
     ))
 
 
-class _StopSignal(BaseException):
-    def __init__(self, signum: int) -> None:
-        self.signum = signum
-
-
 class Runner:
     """Runs a plan; use ``Runner(...).run()``."""
 
@@ -91,8 +104,8 @@ class Runner:
         self.shards: dict[str, dict[int, dict[str, Any]]] = {}
         self.unavailable: dict[tuple[str, str], str] = {}
         self.env: dict[str, Any]
-        self._current: WorkerProcess | None = None
         self._completed: set[str] = set()
+        self._signals: list[int] = []  # stop signals received, in order
         if resume is not None:
             self.env = resume.environment or environment.collect(options.threads)
             self.shards = {k: dict(v) for k, v in resume.shards.items()}
@@ -106,28 +119,44 @@ class Runner:
 
     # -- public ---------------------------------------------------------------------------------
     def run(self) -> Results:
-        """Measure every cell not yet measured; return (and save) the results."""
-        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        """Measure every cell not yet measured; return (and save) the results.
 
-        def on_signal(signum: int, _frame: Any) -> None:
-            raise _StopSignal(signum)
-
+        Raises ``Interrupted`` (with the partial results, saved) after SIGINT or SIGTERM.
+        """
+        # Only the main thread may set signal handlers; run from another, the caller keeps them.
+        main = threading.current_thread() is threading.main_thread()
+        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
         for s in previous:
-            signal.signal(s, on_signal)
+            signal.signal(s, self._on_signal)
         try:
-            self._run_rounds()
-        except _StopSignal as stop:
-            if self._current is not None:
-                self._current.kill()
-            results = self.results(complete=False)
-            raise Interrupted(results, stop.signum) from None
+            try:
+                self._run_rounds()
+            except StopRequested:
+                pass
+            if self._signals and self.missing():
+                raise Interrupted(self.results(complete=False), self._signals[0])
+            results = self.results(complete=True)
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
             self.journal.close()
-        results = self.results(complete=True)
         self.reporter.run_finished(results)
         return results
+
+    def missing(self) -> int:
+        """How many (cell, process) measurements are still to make (0: the run is complete)."""
+        return sum(len(self._todo(cfg, p)) for p in range(self.options.processes)
+                   for cfg in self._configs() if cfg not in self.unavailable)
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        self._signals.append(signum)
+        if len(self._signals) == 1:
+            stopping = getattr(self.reporter, "stopping", None)
+            if stopping is not None:
+                stopping(signum)
+
+    def _stop_requested(self) -> bool:
+        return bool(self._signals)
 
     def results(self, complete: bool) -> Results:
         """Records from everything measured so far, saved to ``results.json``."""
@@ -151,9 +180,7 @@ class Runner:
                 reason = backends.SPECS[config[0]].preflight(config[1])
                 if reason:
                     self._mark_unavailable(config, reason)
-        remaining = sum(len(self._todo(cfg, p)) for p in range(self.options.processes)
-                        for cfg in self._configs() if cfg not in self.unavailable)
-        self.reporter.run_started(remaining)
+        self.reporter.run_started(self.missing())
         for config in self._configs():
             if config in self.unavailable:
                 self._emit_complete(config)
@@ -166,6 +193,8 @@ class Runner:
                     continue
                 todo = self._todo(config, process)
                 if todo:
+                    if self._stop_requested():
+                        raise StopRequested()
                     self._run_worker(config, process, todo)
 
     def _mark_unavailable(self, config: tuple[str, str], reason: str) -> None:
@@ -175,6 +204,7 @@ class Runner:
         self._emit_complete(config)
 
     def _run_worker(self, config: tuple[str, str], process: int, todo: list[Cell]) -> None:
+        """Measure ``todo`` in fresh workers until every cell has a shard (or the run stops)."""
         backend, device = config
         remaining = {c.key: c for c in todo}
         attempt = 0
@@ -193,39 +223,35 @@ class Runner:
             log = self.out_dir / "logs" / f"{backend}-{device}-p{process}.log"
             self.reporter.worker_started(backend, device, process, len(remaining))
             worker = WorkerProcess(job, env=env, cpus=worker_cpus(self.options.threads), log_path=log)
-            self._current = worker
-            ready = False
+            session = _Session(config, process, remaining)
+            timeout = self.options.timeout
 
             def blamed(index: int) -> Cell | None:
                 cell = job_cells[index] if 0 <= index < len(job_cells) else None
                 return cell if cell is not None and cell.key in remaining else None
 
             try:
-                for msg in worker.messages(timeout=self.options.timeout):
-                    event = msg.get("event")
-                    if event == "ready":
-                        ready = True
-                        self.journal.worker(backend, device, process, msg.get("info", {}))
-                        environment.merge_worker_info(self.env, backend, device, msg.get("info", {}))
-                    elif event == "unavailable":
-                        self._mark_unavailable(config, msg.get("reason", "unavailable"))
+                for msg in worker.messages(timeout, startup_timeout=STARTUP_TIMEOUT_S,
+                                           stop=self._stop_requested):
+                    if self._handle(msg, session):
                         return
-                    elif event == "shard" and msg.get("key") in remaining:
-                        self._store(remaining.pop(msg["key"]), process, msg.get("shard", {}))
+            except StopRequested:
+                self._wind_down(worker, session)
+                raise
             except WorkerTimeout as exc:
                 worker.kill()
-                if not ready:
+                if not session.ready:
                     self._mark_unavailable(
-                        config, f"worker did not start within {self.options.timeout:g} s")
+                        config, f"worker did not start within {max(timeout, STARTUP_TIMEOUT_S):g} s")
                     return
                 cell = blamed(exc.cell)
                 if cell is not None:
                     self._store(remaining.pop(cell.key), process, {
                         "status": "failed",
-                        "reason": f"timed out after {exc.waited:.0f} s (--timeout {self.options.timeout:g})",
+                        "reason": f"timed out after {timeout:g} s without progress (--timeout)",
                     })
             except WorkerExited as exc:
-                if not ready:
+                if not session.ready:
                     self._mark_unavailable(config, f"worker could not start: {exc}")
                     return
                 cell = blamed(worker.current_cell())
@@ -240,8 +266,36 @@ class Runner:
                             "status": "failed", "reason": f"worker crashed: {exc}"})
             finally:
                 worker.close()
-                self._current = None
             attempt += 1
+
+    def _handle(self, msg: dict[str, Any], session: "_Session") -> bool:
+        """Act on one message from a worker; True when the worker's configuration is unavailable."""
+        backend, device = session.config
+        event = msg.get("event")
+        if event == "ready":
+            session.ready = True
+            info = msg.get("info", {})
+            self.journal.worker(backend, device, session.process, info, pid=msg.get("pid"))
+            environment.merge_worker_info(self.env, backend, device, info)
+        elif event == "unavailable":
+            self._mark_unavailable(session.config, msg.get("reason", "unavailable"))
+            return True
+        elif event == "shard" and msg.get("key") in session.remaining:
+            self._store(session.remaining.pop(msg["key"]), session.process, msg.get("shard", {}))
+        return False
+
+    def _wind_down(self, worker: WorkerProcess, session: "_Session") -> None:
+        """Ask a worker to stop, keep the cells it finished, then make sure it is gone."""
+        if session.ready:
+            worker.request_stop()
+            deadline = time.monotonic() + STOP_GRACE_S
+            try:
+                for msg in worker.messages(STOP_GRACE_S, deadline=deadline,
+                                           stop=lambda: len(self._signals) > 1):
+                    self._handle(msg, session)
+            except (StopRequested, WorkerTimeout, WorkerExited):
+                pass  # a second Ctrl-C, the grace period, or the worker died: keep what came
+        worker.kill()
 
     def _store(self, cell: Cell, process: int, shard: dict[str, Any]) -> None:
         self.shards.setdefault(cell.key, {})[process] = shard
@@ -280,6 +334,16 @@ class Runner:
             "torch.set_num_threads"
         )
         return settings
+
+
+class _Session:
+    """What the runner knows about the worker it is listening to."""
+
+    def __init__(self, config: tuple[str, str], process: int, remaining: dict[str, Cell]) -> None:
+        self.config = config
+        self.process = process
+        self.remaining = remaining
+        self.ready = False
 
 
 def run(cells: list[Cell], options: RunOptions, out_dir: Path,

@@ -1,7 +1,9 @@
 """A worker process seen from the parent: start it, read its messages with a deadline, kill it.
 
 Workers start in their own session, so a Ctrl-C in the terminal reaches only the parent, which then
-stops the worker itself and keeps what was measured.
+asks the worker to stop (SIGTERM: finish the current sample, send what is complete) and keeps what
+was measured. On Linux a worker also dies with its parent (``PR_SET_PDEATHSIG``), so a parent killed
+with SIGKILL leaves no orphan measuring on, and competing with, the next run.
 """
 
 from __future__ import annotations
@@ -9,15 +11,20 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from . import heartbeat
+
+#: How long a worker may take to import its library and open its device, however short the
+#: per-cell ``--timeout``: importing torch takes seconds, creating a CUDA context can take more.
+STARTUP_TIMEOUT_S = 120.0
 
 
 class WorkerTimeout(Exception):
@@ -27,6 +34,10 @@ class WorkerTimeout(Exception):
         self.cell = cell
         self.waited = waited
         super().__init__(f"no progress for {waited:.0f} s")
+
+
+class StopRequested(Exception):
+    """The parent was asked to stop (the ``stop`` callable of ``messages`` said so)."""
 
 
 class WorkerExited(Exception):
@@ -47,10 +58,14 @@ def describe_exit(returncode: int | None, last_error: str = "") -> str:
             name = signal.Signals(-returncode).name
         except ValueError:
             name = "unknown signal"
+        if -returncode == signal.SIGKILL:
+            name += "; often the kernel's out-of-memory killer"
         text = f"killed by signal {-returncode} ({name})"
     else:
         text = f"exited with status {returncode}"
-    return f"{text}: {last_error}" if last_error else text
+    if not last_error:
+        return text
+    return f"{text} {last_error}" if last_error.startswith("at ") else f"{text}: {last_error}"
 
 
 class WorkerProcess:
@@ -64,13 +79,8 @@ class WorkerProcess:
         heartbeat.create(self.board_path)
         job = {**job, "board": str(self.board_path)}
         self._log = open(log_path, "ab")
-        preexec = None
-        if cpus is not None and hasattr(os, "sched_setaffinity"):
-            chosen = set(cpus)
-
-            def preexec() -> None:  # runs in the child before exec: affinity is inherited
-                os.sched_setaffinity(0, chosen)
-
+        # Several workers (retries after a crash) share a log: read back only this one's part.
+        self._log_start = self._log.tell()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "arraybench.worker"],
             stdin=subprocess.PIPE,
@@ -78,7 +88,7 @@ class WorkerProcess:
             stderr=self._log,
             env=dict(env),
             start_new_session=True,
-            preexec_fn=preexec,
+            preexec_fn=_child_setup(cpus),
         )
         self._queue: queue.Queue[bytes | None] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -100,26 +110,43 @@ class WorkerProcess:
         """The index (in the job's cells) of the cell the worker last said it was working on."""
         return heartbeat.read(self.board_path)[0]
 
-    def messages(self, timeout: float) -> Iterator[dict[str, Any]]:
+    def messages(self, timeout: float, *, startup_timeout: float | None = None,
+                 deadline: float | None = None,
+                 stop: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
         """Messages as they come, while the worker shows progress at least every ``timeout`` seconds.
 
-        Progress is a message or a change on the heartbeat board. Raises ``WorkerTimeout`` or
-        ``WorkerExited``; returns normally after ``done``.
+        Progress is a message or a change on the heartbeat board. Until the first message (the
+        worker importing its library) the allowance is ``startup_timeout`` instead. ``deadline``
+        (a ``time.monotonic()`` value) ends the wait whatever the progress. ``stop`` is asked about
+        once a second at most, and only between messages, so a message is never half handled.
+        Raises ``WorkerTimeout``, ``WorkerExited`` or ``StopRequested``; returns after ``done``.
         """
         last_beat = heartbeat.read(self.board_path)
         last_progress = time.monotonic()
+        allowance = max(timeout, startup_timeout or 0.0)
         while True:
+            if stop is not None and stop():
+                raise StopRequested()
+            # At most one wake-up a second (the parent shares the cores with what is timed), and
+            # none later than the moment the allowance runs out.
+            now = time.monotonic()
+            wait = max(0.01, min(1.0, last_progress + allowance - now))
+            if deadline is not None:
+                wait = max(0.0, min(wait, deadline - now))
             try:
-                line = self._queue.get(timeout=min(1.0, timeout))
+                line = self._queue.get(timeout=wait)
             except queue.Empty:
                 beat = heartbeat.read(self.board_path)
                 now = time.monotonic()
+                if deadline is not None and now >= deadline:
+                    raise WorkerTimeout(beat[0], now - last_progress) from None
                 if beat != last_beat:
                     last_beat, last_progress = beat, now
-                elif now - last_progress >= timeout:
+                elif now - last_progress >= allowance:
                     raise WorkerTimeout(beat[0], now - last_progress) from None
                 continue
             last_progress = time.monotonic()
+            allowance = timeout
             if line is None:
                 code = self._wait_exit()
                 raise WorkerExited(code, self.last_error_line())
@@ -131,6 +158,14 @@ class WorkerProcess:
             if msg.get("event") == "done":
                 return
 
+    def request_stop(self) -> None:
+        """Ask the worker to stop after its current sample and send what it has completed."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
     def _wait_exit(self) -> int | None:
         try:
             return self.proc.wait(timeout=10)
@@ -139,17 +174,15 @@ class WorkerProcess:
             return self.proc.returncode
 
     def last_error_line(self) -> str:
-        """The last meaningful line the worker wrote to stderr (a Python error, a CUDA message)."""
+        """What this worker last said on stderr: where it crashed, or its last error line."""
         self._log.flush()
         try:
-            data = self.log_path.read_bytes()[-20000:].decode("utf-8", "replace")
+            with open(self.log_path, "rb") as f:
+                f.seek(self._log_start)
+                data = f.read()[-20000:].decode("utf-8", "replace")
         except OSError:
             return ""
-        lines = [ln.strip() for ln in data.splitlines() if ln.strip()]
-        for ln in reversed(lines):
-            if not ln.startswith(("File ", "^", "~", "Traceback")):
-                return ln[:300]
-        return ""
+        return crash_site(data) or last_error(data)
 
     def kill(self) -> None:
         """Stop the worker and anything it started."""
@@ -176,3 +209,68 @@ class WorkerProcess:
             pass
         if self.proc.stdout is not None:
             self.proc.stdout.close()
+
+
+def last_error(text: str) -> str:
+    """The last meaningful line of a worker's stderr (a Python error, a CUDA message)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if not ln.startswith(("File ", "^", "~", "Traceback")):
+            return ln[:300]
+    return ""
+
+
+_FAULT_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
+
+
+def crash_site(text: str) -> str:
+    """``at FILE:LINE in FUNC`` from a faulthandler dump (the worker enables it), or "".
+
+    faulthandler lists the crashing thread's frames innermost first; the first frame outside the
+    standard library, site-packages and arraybench is the user's own line, which is what a user
+    needs to see. Failing that, the innermost frame.
+    """
+    start = text.rfind("Fatal Python error:")
+    if start < 0:
+        return ""
+    frames = []
+    for line in text[start:].splitlines():
+        m = _FAULT_FRAME.match(line)
+        if m:
+            frames.append(m)
+        elif frames:
+            break  # the first thread's frames end here
+    if not frames:
+        return ""
+
+    def library(path: str) -> bool:
+        path = path.replace("\\", "/")
+        return ("/arraybench/" in path or "site-packages" in path or "/lib/python" in path
+                or path.startswith("<"))
+
+    chosen = next((m for m in frames if not library(m["file"])), frames[0])
+    return f"at {chosen['file']}:{chosen['line']} in {chosen['func']}"
+
+
+def _child_setup(cpus: list[int] | None) -> Callable[[], None]:
+    """What the child does between fork and exec: CPU affinity, and dying with its parent."""
+    chosen = set(cpus) if cpus is not None and hasattr(os, "sched_setaffinity") else None
+    parent = os.getpid()
+    prctl = None
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here, not in the child
+        except (OSError, AttributeError):
+            prctl = None
+
+    def setup() -> None:
+        if chosen is not None:
+            os.sched_setaffinity(0, chosen)  # inherited across exec
+        if prctl is not None:
+            prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+            if os.getppid() != parent:  # the parent died before the line above took effect
+                os._exit(1)
+
+    return setup

@@ -8,14 +8,21 @@ that prints cannot corrupt it. Messages, one JSON object per line:
 - ``{"event": "unavailable", "reason": "..."}`` instead, when it cannot be (then the worker exits);
 - ``{"event": "start", "key": ...}`` before each cell, so a crash or hang can be pinned on it;
 - ``{"event": "shard", "key": ..., "shard": {...}}`` after each cell;
-- ``{"event": "done"}`` at the end.
+- ``{"event": "done"}`` at the end (``"stopped": true`` when asked to stop early).
+
+SIGTERM (or SIGINT) asks the worker to stop: it finishes the sample under way, sends the shards of
+the cells whose sampling is complete, drops the ones still sampling (a resumed run measures them
+again, in full) and says ``done``. A crash writes the Python stack to stderr (``faulthandler``), so
+the parent can say on which line of a workload a segfault happened.
 """
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import random
+import signal
 import sys
 import time
 from typing import Any, TextIO
@@ -43,6 +50,29 @@ class Channel:
         self.stream.flush()
 
 
+class _Stop(BaseException):
+    """Raised between samples once the parent asked to stop; a BaseException so that no
+    ``except Exception`` on the way (the timer's own) can swallow it."""
+
+
+class StopFlag:
+    """Set by SIGTERM or SIGINT; checked between samples and between cells, never mid-sample."""
+
+    def __init__(self) -> None:
+        self.set = False
+
+    def install(self) -> None:
+        for s in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(s, self._on_signal)
+
+    def _on_signal(self, _signum: int, _frame: Any) -> None:
+        self.set = True
+
+    def check(self) -> None:
+        if self.set:
+            raise _Stop()
+
+
 def _apply_threads(threads: int | None, backend_name: str) -> None:
     """Limit thread pools from inside the process, after the library is loaded."""
     if threads is None:
@@ -59,8 +89,9 @@ def _apply_threads(threads: int | None, backend_name: str) -> None:
         torch.set_num_threads(threads)
 
 
-def run_job(job: dict[str, Any], channel: Channel) -> int:
+def run_job(job: dict[str, Any], channel: Channel, stop: StopFlag | None = None) -> int:
     """Open the backend, then measure each cell in a shuffled order."""
+    stop = stop or StopFlag()
     from . import backends
     from .backends.base import Unavailable
 
@@ -104,19 +135,31 @@ def run_job(job: dict[str, Any], channel: Channel) -> int:
     batch: list = []
     batch_bytes = 0
 
+    def before_sample(k: int) -> None:
+        stop.check()
+        board.mark(indices[k])
+
+    indices: list[int] = []
+
     def flush_batch() -> None:
-        nonlocal batch, batch_bytes
+        nonlocal batch, batch_bytes, indices
         runs = [p.run for _, p in batch if p.run is not None]
         indices = [i for i, p in batch if p.run is not None]
-        interleave(runs, order_seed=shuffler.randrange(2**32),
-                   before_sample=lambda k: board.mark(indices[k]))
+        try:
+            interleave(runs, order_seed=shuffler.randrange(2**32), before_sample=before_sample)
+        except _Stop:
+            pass
         for i, p in batch:
+            if stop.set and p.run is not None and not p.run.done:
+                continue  # partly sampled: not a measurement with the run's settings
             board.mark(i)
             channel.send("shard", key=cells[i].key, shard=finish(backend, p))
         batch, batch_bytes = [], 0
         backend.free()
 
     for i in order:
+        if stop.set:
+            break
         cell = cells[i]
         board.mark(i)
         channel.send("start", key=cell.key)
@@ -140,17 +183,20 @@ def run_job(job: dict[str, Any], channel: Channel) -> int:
             flush_batch()
     if batch:
         flush_batch()
-    channel.send("done")
+    channel.send("done", stopped=stop.set)
     return 0
 
 
 def main() -> int:
+    stop = StopFlag()
+    stop.install()
+    faulthandler.enable(file=sys.stderr, all_threads=False)
     channel = Channel(_open_channel())
     line = sys.stdin.readline()
     if not line:
         return 2
     job = json.loads(line)
-    return run_job(job, channel)
+    return run_job(job, channel, stop)
 
 
 if __name__ == "__main__":

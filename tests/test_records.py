@@ -145,3 +145,27 @@ def test_errors_outside_any_cell_round_trip_and_are_optional(tmp_path: Path):
     data["errors"] = "not a list"
     with pytest.raises(ResultsError, match="errors"):
         records.from_dict(data)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"[" * 100000, "nested too deeply"),  # json raises RecursionError, not a JSONDecodeError
+    (b"\xff\xfe\x00\x01 binary", "cannot be read"),
+    (b'{"tool": "arraybench", "schema_version": 1, "environment": [], "records": []}', "must be objects"),
+    (b'{"tool": "arraybench", "schema_version": "1", "environment": {}, "records": []}', "schema version '1'"),
+    (b'{"tool": "arraybench", "schema_version": 1, "environment": {}, "records": [[]]}', "record 0 is not an object"),
+    (b'NaN', "not an arraybench results file"),
+    (b'"results"', "not an arraybench results file"),
+])
+def test_more_broken_results_files_give_one_line(tmp_path: Path, content: bytes, message: str):
+    path = tmp_path / "results.json"
+    path.write_bytes(content)
+    with pytest.raises(ResultsError) as info:
+        records.load(path)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+    assert path.read_bytes() == content
+
+
+def test_a_folder_is_not_a_results_file(tmp_path: Path):
+    with pytest.raises(ResultsError, match="is a folder"):
+        records.load(tmp_path)

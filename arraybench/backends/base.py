@@ -105,9 +105,29 @@ class Backend(abc.ABC):
         """Whether an exception is this library's out-of-memory error."""
         return isinstance(exc, MemoryError)
 
+    def memory_available(self) -> tuple[int, int] | None:
+        """(free, total) bytes of the device's memory, for out-of-memory messages; None if unknown.
+
+        The default is the host's memory, for CPU devices.
+        """
+        if self.device != "cpu":
+            return None
+        from ..memory import host_memory
+
+        return host_memory()
+
     def memory_note(self) -> str:
         """What the device has free, for out-of-memory messages ("" if unknown)."""
-        return ""
+        from ..memory import format_bytes
+
+        try:
+            free_total = self.memory_available()
+        except Exception:  # asked right after a failure: the device may refuse to answer
+            return ""
+        if free_total is None:
+            return ""
+        where = "host memory" if self.device == "cpu" else f"on the {self.device.upper()}"
+        return f"{format_bytes(free_total[0])} free of {format_bytes(free_total[1])} {where}"
 
     @abc.abstractmethod
     def info(self) -> dict[str, Any]:

@@ -39,6 +39,20 @@ def _cuda_reason(exc: BaseException) -> str:
     return f"no usable NVIDIA GPU for CuPy ({text})"
 
 
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is CuPy running out of device memory.
+
+    The memory pool raises ``cupy.cuda.memory.OutOfMemoryError`` (a MemoryError); allocations
+    outside the pool fail as ``CUDARuntimeError: cudaErrorMemoryAllocation: out of memory``, and
+    cuBLAS or cuFFT workspaces as ``..._STATUS_ALLOC_FAILED``.
+    """
+    if isinstance(exc, (MemoryError, cupy.cuda.memory.OutOfMemoryError)):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and (
+        "cudaErrorMemoryAllocation" in text or "ALLOC_FAILED" in text or "out of memory" in text.lower())
+
+
 class CupyBackend(Backend):
     name = "cupy"
     label = "CuPy"
@@ -110,11 +124,11 @@ class CupyBackend(Backend):
         cupy.get_default_memory_pool().free_all_blocks()
 
     def is_out_of_memory(self, exc: BaseException) -> bool:
-        return isinstance(exc, (MemoryError, cupy.cuda.memory.OutOfMemoryError))
+        return is_out_of_memory(exc)
 
-    def memory_note(self) -> str:
+    def memory_available(self) -> tuple[int, int] | None:
         free, total = cupy.cuda.runtime.memGetInfo()
-        return f"{free / 1024**3:.1f} GiB free of {total / 1024**3:.1f} GiB on the GPU"
+        return int(free), int(total)
 
     def info(self) -> dict[str, Any]:
         props = cupy.cuda.runtime.getDeviceProperties(self.cuda_device.id)

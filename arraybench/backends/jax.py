@@ -22,6 +22,13 @@ from .base import Backend, Unavailable  # noqa: E402
 from .cpu import cpu_flush, cpu_threads_info  # noqa: E402
 
 
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is JAX running out of memory: XLA says ``RESOURCE_EXHAUSTED: Out of memory
+    allocating N bytes`` (CPU) or ``... while trying to allocate N bytes`` (GPU), raised as
+    ``jax.errors.JaxRuntimeError``."""
+    return isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in str(exc)
+
+
 class JaxBackend(Backend):
     name = "jax"
     label = "JAX"
@@ -90,17 +97,17 @@ class JaxBackend(Backend):
         return jax.jit(fn)
 
     def is_out_of_memory(self, exc: BaseException) -> bool:
-        return isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in str(exc)
+        return is_out_of_memory(exc)
 
-    def memory_note(self) -> str:
-        try:
-            stats = self.jax_device.memory_stats() or {}
-        except Exception:
-            return ""
+    def memory_available(self) -> tuple[int, int] | None:
+        if self.device == "cpu":
+            return super().memory_available()
+        # XLA's GPU allocator reports its own pool (by default 75% of the GPU, preallocated).
+        stats = self.jax_device.memory_stats() or {}
         limit, used = stats.get("bytes_limit"), stats.get("bytes_in_use")
-        if limit is None or used is None:
-            return ""
-        return f"{(limit - used) / 1024**3:.1f} GiB free of {limit / 1024**3:.1f} GiB on the device"
+        if limit is None or used is None or limit < 0 or used < 0:  # -1: "not available here"
+            return None
+        return int(limit) - int(used), int(limit)
 
     def info(self) -> dict[str, Any]:
         import jaxlib

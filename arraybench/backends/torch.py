@@ -29,6 +29,23 @@ class _CudaEvents:
         return self._start.elapsed_time(self._end) / 1e3
 
 
+#: torch.OutOfMemoryError (CUDA caching allocator; torch.cuda.OutOfMemoryError is the same class).
+_OOM_TYPES = tuple(t for t in (getattr(torch, "OutOfMemoryError", None),
+                               getattr(torch.cuda, "OutOfMemoryError", None)) if t is not None)
+#: The CPU allocator raises a plain RuntimeError ("DefaultCPUAllocator: can't allocate memory: you
+#: tried to allocate N bytes"; "not enough memory" before 2.x); CUDA errors outside the caching
+#: allocator (cuBLAS workspaces) say "out of memory".
+_OOM_TEXT = ("out of memory", "can't allocate memory", "not enough memory")
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is PyTorch (or Python) running out of memory, on the CPU or a GPU."""
+    if isinstance(exc, MemoryError) or (_OOM_TYPES and isinstance(exc, _OOM_TYPES)):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and any(t in text for t in _OOM_TEXT)
+
+
 class TorchBackend(Backend):
     name = "torch"
     label = "PyTorch"
@@ -134,16 +151,13 @@ class TorchBackend(Backend):
             torch.cuda.empty_cache()
 
     def is_out_of_memory(self, exc: BaseException) -> bool:
-        oom = getattr(torch.cuda, "OutOfMemoryError", ())
-        return isinstance(exc, MemoryError) or (bool(oom) and isinstance(exc, oom)) or (
-            isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
-        )
+        return is_out_of_memory(exc)
 
-    def memory_note(self) -> str:
+    def memory_available(self) -> tuple[int, int] | None:
         if self.device != "gpu":
-            return ""
+            return super().memory_available()
         free, total = torch.cuda.mem_get_info(self.torch_device)
-        return f"{free / 1024**3:.1f} GiB free of {total / 1024**3:.1f} GiB on the GPU"
+        return int(free), int(total)
 
     def info(self) -> dict[str, Any]:
         info: dict[str, Any] = {

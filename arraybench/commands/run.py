@@ -1,9 +1,14 @@
-"""``arraybench run``: measure workloads on every selected library and device."""
+"""``arraybench run``: measure workloads on every selected library and device.
+
+Exit status: 0 when every cell is ``ok`` or ``skipped``; 1 when some are ``failed`` or ``wrong``
+(the run itself went through, and says which and why); 2 for bad input, before anything is
+measured or overwritten; 128 + the signal number when stopped by one (130 for Ctrl-C, 143 for
+SIGTERM), with what was measured saved and ``--resume`` to go on.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -18,6 +23,9 @@ from ..records import Results
 from ..runner import Interrupted, Runner
 from ..userfile import LoadedFiles
 from ..workloads import BUILTIN
+
+
+DEFAULT_OUTPUT_DIR = "benchmark_plots"
 
 
 def _csv(text: str) -> list[str]:
@@ -41,6 +49,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")  # NumPy's generators refuse it
     return value
 
 
@@ -99,9 +117,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                      help="let GPUs use TF32 for float32 matmuls (off: full precision, recorded)")
     how.add_argument("--timeout", type=_positive_float, default=d.timeout, metavar="SECONDS",
                      help=f"kill a worker silent this long on one cell (default: {d.timeout:g})")
-    how.add_argument("--seed", type=int, default=d.seed, help="seed for inputs and ordering")
+    how.add_argument("--seed", type=_seed, default=d.seed, help="seed for inputs and ordering (0 or more)")
     out = p.add_argument_group("output")
-    out.add_argument("--output-dir", "-o", default="benchmark_plots", metavar="DIR",
+    out.add_argument("--output-dir", "-o", default=DEFAULT_OUTPUT_DIR, metavar="DIR",
                      help="where results.json, the journal and the plots go (default: benchmark_plots)")
     out.add_argument("--overwrite", action="store_true",
                      help="start afresh in a folder that holds an interrupted run")
@@ -162,32 +180,38 @@ def _select_from_files(options: RunOptions, known: dict, loaded: LoadedFiles) ->
 
 def prepare_output_dir(path: str, *, overwrite: bool) -> Path:
     """Create the output folder and prove it writable before anything is measured."""
+    if not str(path).strip():
+        raise UsageError("--output-dir is empty; name a folder (default: benchmark_plots)")
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--output-dir {out}: exists and is not a folder")
+    _check_writable(out, "--output-dir ")
+    journal = out / journal_mod.JOURNAL_NAME
+    if journal.exists() and not overwrite and not _holds_complete_run(out):
+        raise UsageError(
+            f"{out} holds an unfinished run; continue it with `arraybench run --resume {out}`, "
+            "or start afresh with --overwrite"
+        )
+    return out
+
+
+def _check_writable(out: Path, what: str = "") -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / ".arraybench-write-test"
         probe.write_text("ok")
         probe.unlink()
     except OSError as exc:
-        raise UsageError(f"--output-dir {out}: cannot write there ({exc.strerror or exc})") from None
-    journal = out / journal_mod.JOURNAL_NAME
-    if journal.exists() and not overwrite:
-        results_file = out / "results.json"
-        complete = False
-        if results_file.exists():
-            try:
-                complete = bool(json.loads(results_file.read_text()).get("complete", False))
-            except (OSError, ValueError, AttributeError):
-                complete = False
-        if not complete:
-            raise UsageError(
-                f"{out} holds an unfinished run; continue it with `arraybench run --resume {out}`, "
-                "or start afresh with --overwrite"
-            )
-    return out
+        raise UsageError(f"{what}{out}: cannot write there ({exc.strerror or exc})") from None
 
+
+def _holds_complete_run(out: Path) -> bool:
+    from ..records import load
+
+    try:
+        return load(out / "results.json").complete
+    except UsageError:  # missing, truncated, not ours: not a finished run
+        return False
 
 
 def _reporter(args: argparse.Namespace, cells: int | None = None, done: int = 0):
@@ -222,24 +246,51 @@ def options_given(args: argparse.Namespace) -> dict:
 
 
 
-def main(args: argparse.Namespace) -> int:
+def plan_from_args(args: argparse.Namespace) -> tuple[RunOptions, list, LoadedFiles]:
+    """Options and cells from parsed arguments, checked; ``UsageError`` says what is wrong.
 
+    Nothing is measured, written or started here (user workload files are imported).
+    """
+    options = options_from_args(args)
+    known, loaded = _workloads(options.workload_files)
+    _select_from_files(options, known, loaded)
+    planning.validate(options, known)
+    return options, planning.build_plan(options, known, list(BUILTIN)), loaded
+
+
+def resume_state(args: argparse.Namespace) -> journal_mod.JournalState:
+    """The run saved in ``--resume DIR``, checked against what else the command line says."""
+    out = Path(args.resume)
+    state = journal_mod.read(out)
+    _check_resume_matches(args, state.options)
+    if args.overwrite:
+        raise UsageError("--resume continues a run and --overwrite starts afresh; give one of them")
+    if args.output_dir not in (DEFAULT_OUTPUT_DIR, args.resume) and Path(args.output_dir) != out:
+        raise UsageError(f"--resume writes into {out}; leave out --output-dir {args.output_dir}")
+    known, _ = _workloads(state.options.workload_files)
+    try:
+        planning.validate(state.options, known)
+    except UsageError as exc:
+        raise UsageError(f"{out / journal_mod.JOURNAL_NAME}: its saved settings are not valid here ({exc})") from None
+    _check_writable(out)
+    return state
+
+
+def main(args: argparse.Namespace) -> int:
     if args.resume:
+        state = resume_state(args)
         out = Path(args.resume)
-        state = journal_mod.read(out)
-        _check_resume_matches(args, state.options)
         options = state.options
         _, loaded = _workloads(options.workload_files)
         cells = state.cells
         _report_file_errors(loaded)
         done = sum(1 for c in cells if len(state.shards.get(c.key, {})) >= options.processes)
         runner = Runner(cells, options, out, _reporter(args, len(cells), done), resume=state)
+        if runner.missing() == 0:
+            print(f"arraybench: {out}: every cell is already measured; nothing to resume. "
+                  "results.json and the plots are rewritten from the journal.", file=sys.stderr)
     else:
-        options = options_from_args(args)
-        known, loaded = _workloads(options.workload_files)
-        _select_from_files(options, known, loaded)
-        planning.validate(options, known)
-        cells = planning.build_plan(options, known, list(BUILTIN))
+        options, cells, loaded = plan_from_args(args)
         out = prepare_output_dir(args.output_dir, overwrite=args.overwrite)
         _report_file_errors(loaded)
         runner = Runner(cells, options, out, _reporter(args, len(cells)))
@@ -251,14 +302,14 @@ def main(args: argparse.Namespace) -> int:
             reporter.stop()
         _with_errors(stop.results, loaded, out)
         _write_reports(stop.results, out, args, console=Console(stderr=True))
-        measured = sum(1 for r in stop.results.records if r.n_samples)
+        measured = sum(1 for r in stop.results.records if r.n_samples or r.status in ("failed", "wrong"))
         print(
-            f"{'arraybench'}: stopped by {stop}; {measured} of {len(stop.results.records)} cells "
-            f"have measurements, saved in {out / 'results.json'}. "
+            f"arraybench: stopped by {stop}; {measured} of {len(stop.results.records)} cells "
+            f"have results, saved in {out / 'results.json'} and {out / journal_mod.JOURNAL_NAME}. "
             f"Continue with: arraybench run --resume {out}",
             file=sys.stderr,
         )
-        return 130
+        return stop.exit_code
     _write_reports(results, out, args)
     clean = all(r.status in ("ok", "skipped") for r in results.records) and not results.errors
     return 0 if clean else 1
@@ -276,7 +327,6 @@ def _with_errors(results: Results, loaded: LoadedFiles, out: Path) -> Results:
         results.errors = loaded.error_entries()
         results.save(out / "results.json")
     return results
-
 
 
 def _write_reports(results: Results, out: Path, args: argparse.Namespace,

@@ -6,6 +6,7 @@ empty slot labelled with their status, never a bar that could be read as a time.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -15,7 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from ..records import Record  # noqa: E402
+from ..records import Record, write_atomic  # noqa: E402
 from ..units import time_unit  # noqa: E402
 from .common import (_safe, baseline, config_sort_key, grouped, is_valid,  # noqa: E402,F401
                      plot_file_name, size_text, summary_file_name)
@@ -49,9 +50,13 @@ def _hatch(r: Record) -> str | None:
 
 
 def _save(fig: Figure, path: Path) -> Path:
-    fig.savefig(path, format="svg", bbox_inches="tight", metadata={"Date": None})
-    plt.close(fig)
-    return path
+    """Write atomically (as results.json is): a reader never sees half a plot."""
+    buffer = io.StringIO()
+    try:
+        fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    finally:
+        plt.close(fig)
+    return write_atomic(path, buffer.getvalue())
 
 
 def _shown(records: Sequence[Record]) -> list[Record]:

@@ -76,6 +76,12 @@ class ConsoleReporter(Reporter):
     def run_finished(self, results: Results) -> None:
         self.progress.stop()
 
+    def stopping(self, signum: int) -> None:
+        """A stop signal arrived (runs inside the signal handler: print, nothing more)."""
+        self.progress.console.print(
+            "[yellow]stopping: keeping the measurements already made "
+            "(press Ctrl-C again to stop at once)[/]")
+
     def stop(self) -> None:
         self.progress.stop()
 

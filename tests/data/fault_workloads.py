@@ -1,0 +1,138 @@
+"""Workloads that fail for real, for the fault tests: a user workload file (``--workload-file``).
+
+Each misbehaves only under NumPy (``xp is np``; ``namespace="native"`` hands the library's own
+module), so that other libraries in the same run measure it normally. The ``*_sampling`` variants
+misbehave only once the timer is sampling (``timer.interleave`` is on the stack), that is after
+the first call, the warm-up, the calibration and the correctness check have all passed.
+
+The reference of every workload is ``x * 2.0``; the well-behaved ones compute just that.
+The test copies this file into a temporary folder; files it writes go next to the copy.
+"""
+
+import ctypes
+import os
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+import arraybench
+
+HERE = Path(__file__).resolve().parent
+SIZES = {"small": 64}
+
+
+def _inputs(n, rng):
+    return rng.standard_normal(n)
+
+
+def _sampling() -> bool:
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "interleave":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _define(fn):
+    # An explicit reference: the default would run the workload itself under NumPy, in every
+    # library's worker, and so misbehave there too.
+    return arraybench.workload(sizes=SIZES, inputs=_inputs, namespace="native",
+                               reference=lambda x: x * 2.0)(fn)
+
+
+# -- crashes ---------------------------------------------------------------------------------------
+@_define
+def segv_first(xp, x):
+    if xp is np:
+        ctypes.string_at(0)  # reads address 0: SIGSEGV in the first call
+    return x * 2.0
+
+
+@_define
+def segv_sampling(xp, x):
+    if xp is np and _sampling():
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return x * 2.0
+
+
+@_define
+def exit3(xp, x):
+    if xp is np:
+        os._exit(3)
+    return x * 2.0
+
+
+@_define
+def sigkill(xp, x):
+    if xp is np:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return x * 2.0
+
+
+# -- hangs -----------------------------------------------------------------------------------------
+def _hang(tag: str) -> None:
+    (HERE / f"hang_{tag}.txt").write_text("".join(traceback.format_stack()))
+    while True:
+        time.sleep(3600)
+
+
+@_define
+def hang_first(xp, x):
+    if xp is np:
+        _hang("first")
+    return x * 2.0
+
+
+@_define
+def hang_sampling(xp, x):
+    if xp is np and _sampling():
+        _hang("sampling")
+    return x * 2.0
+
+
+# -- out of memory ---------------------------------------------------------------------------------
+@_define
+def oom(xp, x):
+    """Asks every library for 10**15 elements (8 PB in float64)."""
+    return xp.empty(10**15)
+
+
+@_define
+def oom_sampling(xp, x):
+    if xp is np and _sampling():
+        return np.empty(10**15)
+    return x * 2.0
+
+
+# -- well-behaved ----------------------------------------------------------------------------------
+@_define
+def ok_a(xp, x):
+    return x * 2.0
+
+
+@_define
+def ok_b(xp, x):
+    return x + x  # == x * 2.0, exactly
+
+
+_calls = {"bimodal": 0, "sampled": 0}
+
+
+@_define
+def bimodal(xp, x):
+    """Calls take 1 ms and 40 ms in turn: the CI of the median always spans both, so sampling
+    never converges and lasts the whole budget. Writes ``bimodal_calls.txt`` after 40 calls while
+    sampling. Touch ``calm`` next to this file to make it a steady 1 ms."""
+    _calls["bimodal"] += 1
+    if _sampling():
+        _calls["sampled"] += 1
+        if _calls["sampled"] == 40:
+            (HERE / "bimodal_calls.txt").write_text("40")
+    calm = (HERE / "calm").exists()
+    time.sleep(0.001 if calm or _calls["bimodal"] % 2 else 0.04)
+    return x * 2.0
