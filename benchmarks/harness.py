@@ -15,7 +15,6 @@ only). Needs ``pip install -e '.[cpu,bench]'`` for the pyperf column.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -73,7 +72,7 @@ def _python(code: str) -> float:
 def timeit_median(setup: str, stmt: str, processes: int = 3, repeats: int = 60) -> float:
     """Median over fresh processes of the per-call median of a tight timeit loop."""
     values = sorted(_python(TIMEIT_CHILD.format(setup=setup, stmt=stmt, repeats=repeats))
-                    for _ in range(processes))
+                    for _ in range(processes))  # one fresh process each, like a worker
     return values[len(values) // 2]
 
 
@@ -117,26 +116,44 @@ def _ratio(a: float | None, b: float | None) -> str:
     return "—" if a is None or b is None else f"{a / b:.3f}"
 
 
-def accuracy(tmp: Path) -> None:
-    print("1. arraybench's median next to reference harnesses (ratio = arraybench / reference)")
-    wl = str(HERE / "harness_workloads.py")
-    res_add, _ = arraybench_run(tmp / "add", "--workload-file", wl, "--workloads", "add",
-                                "--backends", "numpy,torch", "--devices", "cpu", "--sizes", "1000")
-    res_mm, _ = arraybench_run(tmp / "mm", "--workloads", "matmul", "--backends", "numpy",
-                               "--devices", "cpu", "--sizes", "100,1000")
-    ours = {(r.workload, str(r.size), r.backend): r for r in res_add.records + res_mm.records}
-    header = f"{'operation':<22}{'arraybench':>12}{'timeit':>11}{'ratio':>8}{'pyperf':>11}{'ratio':>8}{'torch.ub':>11}{'ratio':>8}  verdict"
+def _arraybench_median(tmp: Path, label: str, key: tuple[str, str, str], round_: int) -> float:
+    workload, size, backend = key
+    extra = ["--workload-file", str(HERE / "harness_workloads.py")] if workload == "add" else []
+    res, _ = arraybench_run(tmp / f"{label}-{round_}".replace(" ", "_").replace(",", ""), *extra,
+                            "--workloads", workload, "--backends", backend, "--devices", "cpu",
+                            "--sizes", size, "--seed", str(round_))
+    (rec,) = res.records
+    return rec.median_s
+
+
+def accuracy(tmp: Path, rounds: int) -> None:
+    """Each op timed by arraybench and by a tight timeit loop, alternately, ``rounds`` times.
+
+    The machine's speed drifts over minutes (a shared VM), so the two are measured side by side,
+    round after round, and compared round by round; the verdict uses the median of the ratios.
+    """
+    print(f"1. arraybench's median next to reference harnesses, {rounds} alternating rounds "
+          "(ratio = arraybench / reference)")
+    header = (f"{'operation':<22}{'arraybench':>12}{'timeit':>11}{'ratio':>8}{'ratios by round':>24}"
+              f"{'pyperf':>11}{'ratio':>8}{'torch.ub':>11}{'ratio':>8}  verdict")
     print(header)
     print("-" * len(header))
     for label, key, setup, stmt in OPS:
-        r = ours[key]
-        t_ref = timeit_median(setup, stmt)
+        ours, refs = [], []
+        for k in range(rounds):
+            ours.append(_arraybench_median(tmp, label, key, k))
+            refs.append(timeit_median(setup, stmt, processes=1))
+        ratios = sorted(a / b for a, b in zip(ours, refs))
+        ratio = ratios[len(ratios) // 2]
+        mine = sorted(ours)[len(ours) // 2]
+        t_ref = sorted(refs)[len(refs) // 2]
         p_ref = pyperf_median(setup, stmt)
         u_ref = torch_benchmark_median(setup, stmt)
         band = 0.05 if t_ref >= 5e-6 else 0.10
-        ok = abs(r.median_s / t_ref - 1) <= band
-        print(f"{label:<22}{_fmt(r.median_s):>12}{_fmt(t_ref):>11}{_ratio(r.median_s, t_ref):>8}"
-              f"{_fmt(p_ref):>11}{_ratio(r.median_s, p_ref):>8}{_fmt(u_ref):>11}{_ratio(r.median_s, u_ref):>8}"
+        ok = abs(ratio - 1) <= band
+        by_round = " ".join(f"{r:.2f}" for r in ratios)
+        print(f"{label:<22}{_fmt(mine):>12}{_fmt(t_ref):>11}{ratio:>8.3f}{by_round:>24}"
+              f"{_fmt(p_ref):>11}{_ratio(mine, p_ref):>8}{_fmt(u_ref):>11}{_ratio(mine, u_ref):>8}"
               f"  {'within' if ok else 'OUTSIDE'} ±{band:.0%} of timeit")
 
 
@@ -179,12 +196,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--skip-stability", action="store_true")
     parser.add_argument("--skip-accuracy", action="store_true")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per op (default 3)")
     parser.add_argument("run_args", nargs="*", help="extra options for the stability runs (after --)")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} cores; python {sys.version.split()[0]}")
     with tempfile.TemporaryDirectory() as tmp:
         if not args.skip_accuracy:
-            accuracy(Path(tmp))
+            accuracy(Path(tmp), args.rounds)
         if not args.skip_stability:
             stability(Path(tmp), args.run_args)
 

@@ -9,27 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-
-def _percent(text: str) -> float:
-    """``10%`` or ``0.1`` -> 0.1; any positive amount (``150%`` is allowed)."""
-    raw = text.strip()
-    try:
-        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage (10%) or a fraction (0.1)") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive percentage")
-    return value
-
-
-def _alpha(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1")
-    return value
+from .argtypes import fraction, percent
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,11 +22,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "larger than --threshold. Exit status 1 with --fail-above on a larger slowdown.")
     p.add_argument("base", metavar="BASE.json", help="the reference run's results.json (or its folder)")
     p.add_argument("new", metavar="NEW.json", help="the run to judge (or its folder)")
-    p.add_argument("--threshold", type=_percent, default=DEFAULT_THRESHOLD, metavar="PERCENT",
+    p.add_argument("--threshold", type=percent, default=DEFAULT_THRESHOLD, metavar="PERCENT",
                    help=f"smallest change called faster or slower (default: {DEFAULT_THRESHOLD * 100:g}%%)")
-    p.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA,
+    p.add_argument("--alpha", type=fraction, default=DEFAULT_ALPHA,
                    help=f"significance level of the U test (default: {DEFAULT_ALPHA})")
-    p.add_argument("--fail-above", type=_percent, default=None, metavar="PERCENT",
+    p.add_argument("--fail-above", type=percent, default=None, metavar="PERCENT",
                    help="exit with status 1 if any cell is significantly slower by more than this "
                         "(e.g. 10%%), to gate a CI job")
     p.add_argument("--output-dir", "-o", metavar="DIR", default=None,

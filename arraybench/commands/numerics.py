@@ -15,7 +15,8 @@ from ..errors import UsageError
 from ..plan import RunOptions
 from ..records import write_atomic
 from ..runner import Interrupted, Runner
-from .run import _csv, _reporter, _workloads, prepare_output_dir
+from .argtypes import csv_list
+from .run import _reporter, _workloads, prepare_output_dir
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,12 +24,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Run the workloads briefly in each dtype and tabulate each library's "
                                    "error against the NumPy float64 reference.")
     d = RunOptions()
-    p.add_argument("--backends", type=_csv, default=d.backends, metavar="LIST")
-    p.add_argument("--devices", type=_csv, default=d.devices, metavar="LIST")
-    p.add_argument("--workloads", type=_csv, default=["numerics"], metavar="LIST",
+    p.add_argument("--backends", type=csv_list, default=d.backends, metavar="LIST")
+    p.add_argument("--devices", type=csv_list, default=d.devices, metavar="LIST")
+    p.add_argument("--workloads", type=csv_list, default=["numerics"], metavar="LIST",
                    help="workloads or groups (default: numerics = the seed's five and stats)")
     p.add_argument("--sizes", default="small,large", metavar="LIST")
-    p.add_argument("--dtypes", type=_csv, default=["float64", "float32"], metavar="LIST",
+    p.add_argument("--dtypes", type=csv_list, default=["float64", "float32"], metavar="LIST",
                    help="dtypes to compare (default: float64,float32)")
     p.add_argument("--output-dir", "-o", default="numerics", metavar="DIR")
     p.add_argument("--overwrite", action="store_true")

@@ -23,65 +23,21 @@ from ..records import Results
 from ..runner import Interrupted, Runner
 from ..userfile import LoadedFiles
 from ..workloads import BUILTIN
+from .argtypes import csv_list, fraction, positive_float, positive_int, seed
 
 
 DEFAULT_OUTPUT_DIR = "benchmark_plots"
-
-
-def _csv(text: str) -> list[str]:
-    return [p.strip() for p in text.split(",") if p.strip()]
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")  # NumPy's generators refuse it
-    return value
-
-
-def _fraction(text: str) -> float:
-    raw = text.strip()
-    try:
-        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction (0.02) or a percentage (2%)") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (or 0% and 100%)")
-    return value
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
     """The options of ``run``."""
     d = RunOptions()
     sel = p.add_argument_group("what to run")
-    sel.add_argument("--backends", type=_csv, default=d.backends, metavar="LIST",
+    sel.add_argument("--backends", type=csv_list, default=d.backends, metavar="LIST",
                      help=f"libraries, comma-separated (default: {','.join(d.backends)})")
-    sel.add_argument("--devices", type=_csv, default=d.devices, metavar="LIST",
+    sel.add_argument("--devices", type=csv_list, default=d.devices, metavar="LIST",
                      help="cpu, gpu or both (default: cpu,gpu)")
-    sel.add_argument("--workloads", type=_csv, default=[], metavar="LIST",
+    sel.add_argument("--workloads", type=csv_list, default=[], metavar="LIST",
                      help="workloads (default: the built-in suite, or with --workload-file the "
                           "files' workloads; see `arraybench list`)")
     sel.add_argument("--workload-file", action="append", default=[], dest="workload_files",
@@ -93,7 +49,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                           "built-ins)")
     sel.add_argument("--dtype", default=d.dtype, choices=planning.DTYPES,
                      help="floating dtype for every library (default: float64, as the seed)")
-    sel.add_argument("--mode", type=_csv, default=d.modes, dest="modes", metavar="LIST",
+    sel.add_argument("--mode", type=csv_list, default=d.modes, dest="modes", metavar="LIST",
                      help="latency (sync after every call), throughput (sync once per batch), "
                           "compiled (jax.jit / torch.compile); default: latency")
     sel.add_argument("--include-transfer", action="store_true",
@@ -102,22 +58,22 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                      help="also measure the machine's ceilings (memory bandwidth, peak matmul) "
                           "and report each result's share of them")
     how = p.add_argument_group("how to measure")
-    how.add_argument("--processes", type=_positive_int, default=d.processes, metavar="N",
+    how.add_argument("--processes", type=positive_int, default=d.processes, metavar="N",
                      help=f"worker processes per library and device (default: {d.processes})")
-    how.add_argument("--max-time", type=_positive_float, default=d.max_time, metavar="SECONDS",
+    how.add_argument("--max-time", type=positive_float, default=d.max_time, metavar="SECONDS",
                      help=f"sampling budget per cell, all processes together (default: {d.max_time:g})")
-    how.add_argument("--min-samples", type=_positive_int, default=d.min_samples, metavar="N",
+    how.add_argument("--min-samples", type=positive_int, default=d.min_samples, metavar="N",
                      help=f"fewest samples per cell (default: {d.min_samples})")
-    how.add_argument("--rel-ci", type=_fraction, default=d.rel_ci, metavar="FRACTION",
+    how.add_argument("--rel-ci", type=fraction, default=d.rel_ci, metavar="FRACTION",
                      help="stop sampling once the median's 95%% CI is within this (default: 0.02 = 2%%)")
-    how.add_argument("--threads", type=_positive_int, default=None, metavar="N",
+    how.add_argument("--threads", type=positive_int, default=None, metavar="N",
                      help="CPU threads for every library (default: all cores)")
     how.add_argument("--cold", action="store_true", help="evict caches before every sample")
     how.add_argument("--allow-tf32", action="store_true",
                      help="let GPUs use TF32 for float32 matmuls (off: full precision, recorded)")
-    how.add_argument("--timeout", type=_positive_float, default=d.timeout, metavar="SECONDS",
+    how.add_argument("--timeout", type=positive_float, default=d.timeout, metavar="SECONDS",
                      help=f"kill a worker silent this long on one cell (default: {d.timeout:g})")
-    how.add_argument("--seed", type=_seed, default=d.seed, help="seed for inputs and ordering (0 or more)")
+    how.add_argument("--seed", type=seed, default=d.seed, help="seed for inputs and ordering (0 or more)")
     out = p.add_argument_group("output")
     out.add_argument("--output-dir", "-o", default=DEFAULT_OUTPUT_DIR, metavar="DIR",
                      help="where results.json, the journal and the plots go (default: benchmark_plots)")

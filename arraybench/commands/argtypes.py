@@ -1,0 +1,63 @@
+"""Option value types shared by the commands: each turns text into a value or one clear error."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+
+def csv_list(text: str) -> list[str]:
+    """``"a, b,c"`` -> ``["a", "b", "c"]``."""
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def _number(text: str, kind: type, hint: str) -> float:
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {hint}") from None
+
+
+def positive_float(text: str) -> float:
+    """A finite number above zero (seconds, mostly)."""
+    value = _number(text, float, "a number")
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """A whole number of at least 1."""
+    value = _number(text, int, "a whole number")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def seed(text: str) -> int:
+    """A whole number of at least 0 (NumPy's generators refuse negative seeds)."""
+    value = _number(text, int, "a whole number")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
+    return value
+
+
+def _share(text: str, hint: str) -> float:
+    raw = text.strip()
+    return _number(raw[:-1], float, hint) / 100 if raw.endswith("%") else _number(raw, float, hint)
+
+
+def fraction(text: str) -> float:
+    """``0.02`` or ``2%``: strictly between 0 and 1."""
+    value = _share(text, "a fraction (0.02) or a percentage (2%)")
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (or 0% and 100%)")
+    return value
+
+
+def percent(text: str) -> float:
+    """``10%`` or ``0.1`` -> 0.1; any positive amount (``150%`` is allowed)."""
+    value = _share(text, "a percentage (10%) or a fraction (0.1)")
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive percentage")
+    return value
