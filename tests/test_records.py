@@ -169,3 +169,13 @@ def test_more_broken_results_files_give_one_line(tmp_path: Path, content: bytes,
 def test_a_folder_is_not_a_results_file(tmp_path: Path):
     with pytest.raises(ResultsError, match="is a folder"):
         records.load(tmp_path)
+
+
+def test_saved_files_are_readable_like_any_file(tmp_path: Path):
+    import os
+    import stat
+
+    path = sample_results().save(tmp_path / "results.json")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask  # not mkstemp's private 0600
