@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from ..records import Record, write_atomic  # noqa: E402
-from ..units import time_unit  # noqa: E402
+from ..units import format_seconds, time_unit  # noqa: E402
 from .common import (_safe, baseline, config_sort_key, grouped, is_valid,  # noqa: E402,F401
                      plot_file_name, size_text, summary_file_name)
 
@@ -69,6 +69,10 @@ def _note(ax: plt.Axes, text: str) -> None:
     ax.set_xlabel(text, fontsize=7, color="#555555", labelpad=8)
 
 
+def _is_baseline(r: Record) -> bool:
+    return r.backend == "numpy" and r.device == "cpu" and r.mode == "latency" and not r.transfer
+
+
 def _ratio_text(ratio: float) -> str:
     return f"{ratio:.2g}×" if ratio < 10 else f"{ratio:,.0f}×"
 
@@ -93,7 +97,7 @@ def case_plot(records: Sequence[Record], path: Path) -> Path:
             ax.bar(x, height, color=_colour(r), hatch=_hatch(r), edgecolor="white", linewidth=0.5)
             ax.errorbar(x, height, yerr=[[max(height - ci_lo, 0)], [max(ci_hi - height, 0)]],
                         color="#333333", capsize=3, lw=1)
-            text = f"{height:.3g} {unit}"
+            text = format_seconds(r.median_s)  # each bar in its own unit: log axes span decades
             if base is not None and r is not base:
                 text += f"\n{_ratio_text(base.median_s / r.median_s)} NumPy"
             ax.annotate(text, (x, max(height, ci_hi)), xytext=(0, 3), textcoords="offset points",
@@ -154,7 +158,8 @@ def summary_plot(records: Sequence[Record], size_label: str, path: Path) -> Path
         # Relative bars grow from 1 (as fast as NumPy): up when faster, down when slower.
         bottom = 1.0 if relative else 0.0
         ax.bar(xs, [y - bottom for y in ys], bottom=bottom, width=width * 0.95, color=_colour(cfg),
-               hatch=_hatch(cfg), edgecolor="white", linewidth=0.5, label=cfg.config_label)
+               hatch=_hatch(cfg), edgecolor="white", linewidth=0.5,
+               label=cfg.config_label + (" (the baseline, 1×)" if relative and _is_baseline(cfg) else ""))
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels([w for (w, _) in groups])
     ax.set_yscale("log")
