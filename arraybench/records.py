@@ -14,7 +14,7 @@ import os
 import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .errors import ResultsError
 
@@ -319,8 +319,3 @@ def from_dict(data: Any, origin: str = "results") -> Results:
         raise ResultsError(f"{origin}: 'errors' must be a list of objects of strings")
     return Results(environment=env, settings=settings, records=parsed,
                    complete=bool(data.get("complete", True)), errors=errors)
-
-
-def records_by_key(records: Iterable[Record]) -> dict[str, Record]:
-    """Index records by their cell key."""
-    return {r.key: r for r in records}

@@ -29,8 +29,3 @@ def format_rate(value: float | None, unit: str) -> str:
         if abs(value) >= scale:
             return f"{value / scale:.3g} {prefix}{unit}"
     return f"{value:.3g} {unit}"
-
-
-def format_count(n: int) -> str:
-    """``1000000`` -> ``"1,000,000"``."""
-    return f"{n:,}"

@@ -14,6 +14,29 @@ import numpy as np
 from ..timer import DeviceTimer
 
 
+class CudaEvents:
+    """A pair of CUDA events around the timed calls: the device's own clock (torch and CuPy alike).
+
+    ``make_event()`` returns an event with ``record()`` and ``synchronize()``;
+    ``elapsed_ms(start, end)`` reads the time between two recorded events.
+    """
+
+    def __init__(self, make_event: Callable[[], Any], elapsed_ms: Callable[[Any, Any], float]) -> None:
+        self._start = make_event()
+        self._end = make_event()
+        self._elapsed_ms = elapsed_ms
+
+    def begin(self) -> None:
+        self._start.record()
+
+    def end(self) -> None:
+        self._end.record()
+
+    def elapsed(self) -> float:
+        self._end.synchronize()
+        return self._elapsed_ms(self._start, self._end) / 1e3
+
+
 class Unavailable(Exception):
     """The library or the device cannot be used here; the message is the one-line reason."""
 
@@ -115,19 +138,6 @@ class Backend(abc.ABC):
         from ..memory import host_memory
 
         return host_memory()
-
-    def memory_note(self) -> str:
-        """What the device has free, for out-of-memory messages ("" if unknown)."""
-        from ..memory import format_bytes
-
-        try:
-            free_total = self.memory_available()
-        except Exception:  # asked right after a failure: the device may refuse to answer
-            return ""
-        if free_total is None:
-            return ""
-        where = "host memory" if self.device == "cpu" else f"on the {self.device.upper()}"
-        return f"{format_bytes(free_total[0])} free of {format_bytes(free_total[1])} {where}"
 
     @abc.abstractmethod
     def info(self) -> dict[str, Any]:

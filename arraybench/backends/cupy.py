@@ -10,28 +10,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import Backend, Unavailable
+from .base import Backend, CudaEvents, Unavailable
 
 try:
     import cupy
 except Exception as exc:  # a broken CUDA install can fail at import, not only later
     raise Unavailable(f"CuPy cannot be imported ({type(exc).__name__}: {exc})") from None
-
-
-class _CudaEvents:
-    def __init__(self) -> None:
-        self._start = cupy.cuda.Event()
-        self._end = cupy.cuda.Event()
-
-    def begin(self) -> None:
-        self._start.record()
-
-    def end(self) -> None:
-        self._end.record()
-
-    def elapsed(self) -> float:
-        self._end.synchronize()
-        return cupy.cuda.get_elapsed_time(self._start, self._end) / 1e3
 
 
 def _cuda_reason(exc: BaseException) -> str:
@@ -102,7 +86,7 @@ class CupyBackend(Backend):
         return cupy.asnumpy(x)
 
     def device_timer(self):
-        return _CudaEvents()
+        return CudaEvents(cupy.cuda.Event, cupy.cuda.get_elapsed_time)
 
     def flush_cache(self) -> Callable[[], None] | None:
         props = cupy.cuda.runtime.getDeviceProperties(self.cuda_device.id)

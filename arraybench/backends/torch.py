@@ -7,26 +7,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from .base import Backend, Unavailable
+from .base import Backend, CudaEvents, Unavailable
 from .cpu import cpu_flush, cpu_threads_info
-
-
-class _CudaEvents:
-    """CUDA events around the timed calls: the device's own clock."""
-
-    def __init__(self) -> None:
-        self._start = torch.cuda.Event(enable_timing=True)
-        self._end = torch.cuda.Event(enable_timing=True)
-
-    def begin(self) -> None:
-        self._start.record()
-
-    def end(self) -> None:
-        self._end.record()
-
-    def elapsed(self) -> float:
-        self._end.synchronize()
-        return self._start.elapsed_time(self._end) / 1e3
 
 
 #: torch.OutOfMemoryError (CUDA caching allocator; torch.cuda.OutOfMemoryError is the same class).
@@ -104,7 +86,9 @@ class TorchBackend(Backend):
         return str(x.dtype).removeprefix("torch.")
 
     def device_timer(self):
-        return _CudaEvents() if self.device == "gpu" else None
+        if self.device != "gpu":
+            return None
+        return CudaEvents(lambda: torch.cuda.Event(enable_timing=True), lambda a, b: a.elapsed_time(b))
 
     def flush_cache(self) -> Callable[[], None] | None:
         if self.device == "cpu":

@@ -1,16 +1,14 @@
 """``arraybench sweep``: one or more workloads across many sizes; where does each library pay off?
 
 The same options as ``run``; ``--sizes`` defaults to a geometric range around each workload's own
-sizes. Prints the crossovers found and draws ``sweep_<workload>.svg``.
+sizes. The crossovers are among the run's findings, and ``sweep_<workload>.svg`` draws them.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from rich.console import Console
 
-from ..crossover import crossovers
 from ..errors import UsageError
 from . import run as run_cmd
 
@@ -50,14 +48,5 @@ def main(args: argparse.Namespace) -> int:
         args.sizes = ranges.pop()
     if args.output_dir == "benchmark_plots":
         args.output_dir = "sweep_" + "_".join(args.workloads or ["user"])
-    status = run_cmd.main(args)
-    from ..records import load
-
-    results = load(f"{args.output_dir if not args.resume else args.resume}/results.json")
-    found = crossovers(results.records)
-    if found and not args.quiet and not args.json:
-        console = Console()
-        console.print("[bold]Crossovers[/]")
-        for c in found:
-            console.print(f"  {c.sentence()}")
-    return status
+    # The run's findings state the crossovers (and the plot marks them): nothing to add here.
+    return run_cmd.main(args)

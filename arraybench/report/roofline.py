@@ -78,16 +78,6 @@ def share(r: Record, table: dict[tuple[str, str], Ceiling]) -> float | None:
     return None
 
 
-def rate_text(r: Record) -> str:
-    """``12.3 GFLOP/s`` for compute, ``4.5 GB/s`` for data movement."""
-    flops, moved = achieved(r)
-    if flops:
-        return format_rate(flops, "FLOP/s")
-    if moved:
-        return format_rate(moved, "B/s")
-    return "—"
-
-
 def roofline_plot(records: Sequence[Record], path: Path) -> Path | None:
     """Records against the ceilings, one panel per device and dtype that has them."""
     table = ceilings(records)
