@@ -40,33 +40,6 @@ def forward_difference_grad(fn: Callable[..., Any]) -> Callable[..., Any]:
     return grad
 
 
-def central_difference_grad(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """The gradient by central differences: twice the passes, error O(eps^(2/3)) instead of O(sqrt(eps)).
-
-    Used for float64 references of user gradients that come without an analytic reference.
-    """
-
-    def grad(w: Any, *rest: Any) -> Any:
-        eps = float(np.finfo(np.dtype(str(w.dtype))).eps)
-        root = eps ** (1.0 / 3.0)
-        flat = w.reshape(-1)
-        out = w.copy()
-        flat_out = out.reshape(-1)
-        for i in range(flat.shape[0]):
-            wi = float(flat[i])
-            flat[i] = wi + root * max(1.0, abs(wi))
-            hi = float(flat[i])
-            f_hi = scalar_loss(fn(w, *rest))
-            flat[i] = wi - root * max(1.0, abs(wi))
-            lo = float(flat[i])
-            f_lo = scalar_loss(fn(w, *rest))
-            flat[i] = wi
-            flat_out[i] = (f_hi - f_lo) / (hi - lo)
-        return out
-
-    return grad
-
-
 def central_difference_grad_with_error(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Central differences of a NumPy ``fn(w, *rest)`` with an estimate of their own error.
 

@@ -1,31 +1,33 @@
 """The journal: every measurement appended to disk the moment it exists, so none is ever lost.
 
-``DIR/journal.jsonl`` starts with a header (the options and the plan) and then holds one line per
-event: a shard (one process's measurement of one cell), a worker's self-report, an unavailable
-backend. ``results.json`` is derived from it; ``--resume`` reads it back to run only what is missing.
+``DIR/journal.jsonl`` starts with a header (the options, the plan and the environment) and then
+holds one line per event: a replicate (one process's measurement of one cell), a worker's
+self-report, an unavailable backend. ``results.json`` is derived from it; ``--resume`` reads it back
+to run only what is missing.
 
 Each line is written whole, flushed and fsynced, so a kill (even SIGKILL, even a power cut after the
 fsync) can leave at most a torn last line without its newline: the reader ignores it and ``reopen``
 cuts it off. Anything else that does not read back as a journal entry is damage, and the reader
-refuses it with the line number rather than resume from a guess.
+refuses it with the line number rather than resume from a guess. Every entry is checked against
+the same types the worker and the aggregation use (``schema``).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import backends
 from .errors import UsageError
-from .plan import DTYPES, MODES, Cell, RunOptions
-from .records import STATUSES
+from .measurement import Replicate
+from .options import RunOptions
+from .plan import Cell
+from .schema import SchemaError
 
 JOURNAL_NAME = "journal.jsonl"
-JOURNAL_VERSION = 1
+JOURNAL_VERSION = 2
 
 
 @dataclass
@@ -34,7 +36,8 @@ class JournalState:
 
     options: RunOptions
     cells: list[Cell]
-    shards: dict[str, dict[int, dict[str, Any]]] = field(default_factory=dict)
+    #: cell key -> replicate index -> what that replicate measured.
+    replicates: dict[str, dict[int, Replicate]] = field(default_factory=dict)
     unavailable: dict[tuple[str, str], str] = field(default_factory=dict)
     worker_info: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
@@ -50,6 +53,7 @@ class Journal:
     @classmethod
     def create(cls, out_dir: Path, options: RunOptions, cells: list[Cell],
                environment: dict[str, Any]) -> "Journal":
+        """Start a new journal in ``out_dir`` (replacing one there) with its header."""
         path = out_dir / JOURNAL_NAME
         stream = open(path, "w", encoding="utf-8")
         j = cls(path, stream)
@@ -62,6 +66,7 @@ class Journal:
 
     @classmethod
     def reopen(cls, out_dir: Path) -> "Journal":
+        """Append to the journal in ``out_dir``, after cutting off a torn last line."""
         path = out_dir / JOURNAL_NAME
         with open(path, "rb+") as f:  # drop a torn last line left by a kill mid-write
             data = f.read()
@@ -70,19 +75,20 @@ class Journal:
         return cls(path, open(path, "a", encoding="utf-8"))
 
     def _write(self, entry: dict[str, Any]) -> None:
-        self._stream.write(json.dumps(entry) + "\n")
+        self._stream.write(json.dumps(entry, allow_nan=False) + "\n")
         self._stream.flush()
         os.fsync(self._stream.fileno())
 
-    def shard(self, key: str, process: int, shard: dict[str, Any]) -> None:
-        self._write({"type": "shard", "key": key, "process": process, "shard": shard})
+    def replicate(self, key: str, index: int, replicate: Replicate) -> None:
+        self._write({"type": "replicate", "key": key, "index": index,
+                     "replicate": replicate.to_dict()})
 
     def unavailable(self, backend: str, device: str, reason: str) -> None:
         self._write({"type": "unavailable", "backend": backend, "device": device, "reason": reason})
 
-    def worker(self, backend: str, device: str, process: int, info: dict[str, Any],
+    def worker(self, backend: str, device: str, index: int, info: dict[str, Any],
                pid: int | None = None) -> None:
-        entry = {"type": "worker", "backend": backend, "device": device, "process": process,
+        entry = {"type": "worker", "backend": backend, "device": device, "index": index,
                  "info": info}
         if pid is not None:
             entry["pid"] = pid
@@ -128,16 +134,17 @@ def read(out_dir: Path) -> JournalState:
     if not entries or entries[0].get("type") != "header" or entries[0].get("tool") != "arraybench":
         raise JournalError(f"{path}: not an arraybench journal")
     if entries[0].get("version") != JOURNAL_VERSION:
-        raise JournalError(f"{path}: journal version {entries[0].get('version')!r}, expected {JOURNAL_VERSION}")
+        raise JournalError(f"{path}: journal version {entries[0].get('version')!r}, expected "
+                           f"{JOURNAL_VERSION} (written by another arraybench; start afresh with --overwrite)")
     try:
         state = _header(entries[0])
-    except _Damage as exc:
+    except (_Damage, SchemaError) as exc:
         raise JournalError(f"{path}: line 1 (the header) is damaged: {exc}; {fresh}") from None
     keys = {c.key for c in state.cells}
     for i, e in enumerate(entries[1:], start=2):
         try:
             _apply(e, state, keys)
-        except _Damage as exc:
+        except (_Damage, SchemaError) as exc:
             raise JournalError(f"{path}: line {i} is damaged: {exc}; {fresh}") from None
     return state
 
@@ -151,76 +158,29 @@ def _need(ok: bool, what: str) -> None:
         raise _Damage(what)
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _is_str_list(v: Any) -> bool:
-    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+def _is_index(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
 def _header(head: dict[str, Any]) -> JournalState:
     options, cells, env = head.get("options"), head.get("cells"), head.get("environment", {})
-    _need(isinstance(options, dict), "no options")
     _need(isinstance(cells, list) and len(cells) > 0, "no cells")
     _need(isinstance(env, dict), "environment is not an object")
     _need(isinstance(env.get("backends", {}), dict), "environment's backends is not an object")
-    _check_options(options)
-    parsed = [_cell(c) for c in cells]
+    parsed_options = RunOptions.from_dict(options)
+    _need(parsed_options.replicates >= 1, "option 'replicates' is below 1")
+    parsed = [Cell.from_dict(c, where=f"cell {i}") for i, c in enumerate(cells)]
     _need(len({c.key for c in parsed}) == len(parsed), "a cell appears twice")
-    return JournalState(options=RunOptions.from_dict(options), cells=parsed, environment=env)
-
-
-def _check_options(options: dict[str, Any]) -> None:
-    """Each saved option has the type of its default (options added later keep their defaults)."""
-    defaults = RunOptions()
-    for f in fields(RunOptions):
-        if f.name not in options:
-            continue
-        value, default = options[f.name], getattr(defaults, f.name)
-        if isinstance(default, bool):
-            ok = isinstance(value, bool)
-        elif isinstance(default, int):
-            ok = _is_int(value)
-        elif isinstance(default, float):
-            ok = _is_num(value) and math.isfinite(value)
-        elif isinstance(default, str):
-            ok = isinstance(value, str)
-        elif isinstance(default, list):
-            ok = _is_str_list(value)
-        else:  # None by default (threads): absent, or a whole number
-            ok = value is None or _is_int(value)
-        _need(ok, f"option {f.name!r} is {value!r}")
-    _need(options.get("processes", 1) >= 1, "option 'processes' is below 1")
-
-
-def _cell(data: Any) -> Cell:
-    _need(isinstance(data, dict), "a cell is not an object")
-    names = {f.name for f in fields(Cell)}
-    _need(all(k in data for k in names - {"transfer"}), "a cell lacks a field")
-    for k in ("workload", "size_label", "backend", "device", "dtype", "mode"):
-        _need(isinstance(data[k], str), f"a cell's {k} is not text")
-    _need(_is_int(data["size"]) and data["size"] > 0, "a cell's size is not a positive whole number")
-    _need(isinstance(data.get("transfer", False), bool), "a cell's transfer is not true/false")
-    _need(data["backend"] in backends.SPECS, f"unknown backend {data['backend']!r}")
-    _need(data["device"] in backends.DEVICES, f"unknown device {data['device']!r}")
-    _need(data["dtype"] in DTYPES, f"unknown dtype {data['dtype']!r}")
-    _need(data["mode"] in MODES, f"unknown mode {data['mode']!r}")
-    return Cell.from_dict(data)
+    return JournalState(options=parsed_options, cells=parsed, environment=env)
 
 
 def _apply(e: dict[str, Any], state: JournalState, keys: set[str]) -> None:
     kind = e.get("type")
-    if kind == "shard":
-        key, process = e.get("key"), e.get("process")
-        _need(isinstance(key, str) and key in keys, f"a shard of a cell not in the plan ({key!r})")
-        _need(_is_int(process) and 0 <= process < state.options.processes,
-              f"a shard of process {process!r}")
-        state.shards.setdefault(key, {})[process] = _shard(e.get("shard"))
+    if kind == "replicate":
+        key, index = e.get("key"), e.get("index")
+        _need(isinstance(key, str) and key in keys, f"a replicate of a cell not in the plan ({key!r})")
+        _need(_is_index(index), f"a replicate numbered {index!r}")
+        state.replicates.setdefault(key, {})[index] = Replicate.from_dict(e.get("replicate"))
     elif kind == "unavailable":
         b, d, reason = e.get("backend"), e.get("device"), e.get("reason")
         _need(isinstance(b, str) and isinstance(d, str) and isinstance(reason, str),
@@ -233,32 +193,3 @@ def _apply(e: dict[str, Any], state: JournalState, keys: set[str]) -> None:
         state.worker_info[(b, d)] = info
     else:
         _need(False, f"unknown entry type {kind!r}")
-
-
-#: What each field of a shard may hold; the aggregate and results.json rely on it.
-_SHARD_FIELDS = {
-    "reason": "str", "method": "str", "timer": "str", "stop_reason": "str", "warnings": "strs",
-    "samples_s": "times", "device_samples_s": "times?", "first_call_s": "num?",
-    "max_rel_error": "num?", "tolerance": "num?", "flops": "num?", "bytes": "num?",
-    "elapsed_s": "num?", "number": "int?", "warmup_calls": "int?",
-}
-
-
-def _shard(shard: Any) -> dict[str, Any]:
-    _need(isinstance(shard, dict), "a shard is not an object")
-    _need(shard.get("status") in STATUSES, f"a shard has status {shard.get('status')!r}")
-    for name, kind in _SHARD_FIELDS.items():
-        if name not in shard:
-            continue
-        v = shard[name]
-        ok = {
-            "str": isinstance(v, str),
-            "strs": _is_str_list(v),
-            "num?": v is None or _is_num(v),
-            "int?": v is None or (_is_int(v) and v >= 0),
-            "times": isinstance(v, list) and all(_is_num(x) and math.isfinite(x) and x >= 0 for x in v),
-            "times?": v is None or (isinstance(v, list) and all(
-                _is_num(x) and math.isfinite(x) and x >= 0 for x in v)),
-        }[kind]
-        _need(ok, f"a shard's {name} is {type(v).__name__}")
-    return shard

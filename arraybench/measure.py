@@ -1,18 +1,15 @@
 """Cells in a worker: inputs on the device, the bound operation, the timer, the correctness check.
 
 ``prepare`` puts a cell's inputs on the device, makes the first call, warms up, calibrates and checks
-the first result against the float64 reference; ``finish`` turns the samples into a shard, a plain
-dict of what this process measured. In between, the worker samples every prepared cell of a batch
-round-robin (``timer.interleave``). Exceptions from the library or from a user's workload become a
-``failed`` shard carrying the exception's own line, never a dead worker.
+the first result against the float64 reference; ``finish`` turns the samples into the cell's
+``Replicate``, what this process measured. In between, the worker samples every prepared cell of a
+batch round-robin (``timer.interleave``). Exceptions from the library or from a user's workload
+become a ``failed`` replicate carrying the exception's own line, never a dead worker.
 """
 
 from __future__ import annotations
 
 import gc
-import os
-import sysconfig
-import traceback
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
@@ -20,10 +17,14 @@ import numpy as np
 
 from . import accuracy
 from .backends.base import Backend, Unavailable
+from .measurement import Replicate, Status
 from .plan import Cell
 from .timer import Sampling, Timer, TimerSettings
-from .workloads import Workload
-from .workloads.api import Bound, Reference
+from .tracebacks import describe_exception
+from .workloads.binding import Bound, bind
+from .workloads.definition import Workload
+from .workloads.inputs import build_inputs, input_bytes
+from .workloads.reference import Reference, reference_result
 
 
 class ReferenceCache:
@@ -32,16 +33,12 @@ class ReferenceCache:
     def __init__(self) -> None:
         self._cache: dict[tuple[str, int, str], Reference] = {}
 
-    def get(self, wl: Workload, size: int, dtype: str, inputs: tuple[np.ndarray, ...]) -> Any:
-        """The reference value."""
-        return self.reference(wl, size, dtype, inputs).value
-
     def reference(self, wl: Workload, size: int, dtype: str, inputs: tuple[np.ndarray, ...]) -> Reference:
         """The reference with its own estimated error (nonzero for finite-difference gradients)."""
         key = (wl.name, size, dtype)
         if key not in self._cache:
             self._cache.clear()  # large references are big; keep one
-            self._cache[key] = single_threaded(lambda: wl.reference_result(inputs))
+            self._cache[key] = single_threaded(lambda: reference_result(wl, inputs))
         return self._cache[key]
 
 
@@ -57,55 +54,6 @@ def single_threaded(fn: Callable[[], Any]) -> Any:
         return fn()
     with threadpool_limits(limits=1, user_api="blas"):
         return fn()
-
-
-def _library_roots() -> tuple[str, ...]:
-    """Folders whose code is not the user's: arraybench itself, the standard library, installed packages."""
-    roots = {os.path.dirname(os.path.abspath(__file__))}
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        try:
-            roots.add(os.path.abspath(sysconfig.get_paths()[key]))
-        except KeyError:
-            pass
-    return tuple(r + os.sep for r in roots)
-
-
-_LIBRARY_ROOTS = _library_roots()
-
-
-def is_user_file(path: str) -> bool:
-    """Whether a traceback frame's file is the user's own code (not arraybench, Python or a library)."""
-    if not path or path.startswith("<"):
-        return False
-    full = os.path.abspath(path)
-    if "site-packages" in full or "dist-packages" in full:
-        return False
-    return not full.startswith(_LIBRARY_ROOTS)
-
-
-def user_frame(exc: BaseException) -> str:
-    """The innermost traceback line outside arraybench and the libraries: the user's own code."""
-    chosen = None
-    for fr in traceback.extract_tb(exc.__traceback__):
-        if is_user_file(fr.filename):
-            chosen = fr
-    if chosen is None:
-        return ""
-    return f"{chosen.filename}:{chosen.lineno}: {(chosen.line or '').strip()}"
-
-
-def describe_exception(exc: BaseException, fallback: str = "") -> str:
-    """``TypeError: message`` on one line, with the user's frame where there is one.
-
-    ``fallback`` (e.g. where the user's workload is defined) is shown when no frame of the user's
-    own code is on the traceback, as when PyTorch's backward pass raises from C++.
-    """
-    text = str(exc).strip().splitlines()
-    head = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-    where = user_frame(exc)
-    if where:
-        return f"{head} [at {where}]"
-    return f"{head} [in {fallback}]" if fallback else head
 
 
 def to_host(backend: Backend, x: Any) -> Any:
@@ -128,10 +76,10 @@ def _dtype_of(backend: Backend, x: Any) -> str | None:
 
 @dataclass
 class Prepared:
-    """A cell ready to be sampled (``run``), or already ended (``shard`` has its status)."""
+    """A cell ready to be sampled (``run``), or already ended (``replicate`` has its status)."""
 
     cell: Cell
-    shard: dict[str, Any]
+    replicate: Replicate
     run: Sampling | None = None
     input_bytes: int = 0
     #: Where a user's workload function is defined, for errors that carry no line of theirs.
@@ -142,37 +90,38 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
             references: ReferenceCache, *, seed: int = 0,
             flush: Callable[[], None] | None = None) -> Prepared:
     """Everything before sampling: inputs, binding, first call, warm-up, calibration, check."""
-    shard: dict[str, Any] = {"status": "ok", "reason": "", "warnings": []}
+    rep = Replicate()
     work = wl.work_for(cell.size, np.dtype(cell.dtype).itemsize)
     if work is not None:
-        shard["flops"], shard["bytes"] = work.flops, work.bytes
+        rep.flops, rep.bytes = work.flops, work.bytes
     device_timer = backend.device_timer()
-    shard["timer"] = backend.device_timer_note if device_timer is None \
+    rep.timer = backend.device_timer_note if device_timer is None \
         else "wall clock and " + backend.device_timer_note
     origin = "" if wl.source == "builtin" else wl.origin(backend.name)
-    prepared = Prepared(cell, shard, origin=origin)
+    prepared = Prepared(cell, rep, origin=origin)
     not_applicable = wl.not_applicable(backend.name, cell.mode)
     if not_applicable:
         return _ended(backend, prepared, "skipped", not_applicable)
     stage = "building inputs"
     try:
-        host = wl.build_inputs(cell.size, cell.dtype, seed)
-        prepared.input_bytes = sum(getattr(h, "nbytes", 8 * len(h)) for h in host)
+        host = build_inputs(wl, cell.size, cell.dtype, seed)
+        prepared.input_bytes = input_bytes(host)
         stage = "moving inputs to the device"
         if cell.transfer:
             bound = _with_transfer(backend, wl, cell, host)
         else:
             arrays = host if wl.placement == "host" else tuple(backend.asarray(h) for h in host)
             stage = "binding"
-            bound = wl.bind(backend, cell.mode, arrays, cell.dtype)
-        shard["method"] = bound.method + (" +transfer" if cell.transfer else "")
+            bound = bind(wl, backend, cell.mode, arrays, cell.dtype)
+        rep.method = bound.method + (" +transfer" if cell.transfer else "")
+        rep.gradient = bound.gradient
         settings = replace(base, mode="throughput" if cell.mode == "throughput" else "latency")
         timer = Timer(bound.op, bound.args, sync=backend.sync, device_timer=device_timer,
                       flush=flush if settings.cold else None)
         stage = "the first call" if cell.mode != "compiled" else "compiling (first call)"
         run = timer.start(settings)
         if cell.mode == "compiled":
-            shard["warnings"] += backend.compile_notes()
+            rep.warnings += backend.compile_notes()
     except Unavailable as exc:
         return _ended(backend, prepared, "skipped", str(exc))
     except Exception as exc:
@@ -183,7 +132,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         run.first_result = None  # the check has what it needs; free device memory now
         reference = references.reference(wl, cell.size, cell.dtype, host)
         tolerance = None
-        if wl.grad and "finite differences" in shard["method"]:
+        if rep.gradient == "finite_differences":
             tolerance = max(wl.check.tolerance(cell.dtype, cell.size),
                             accuracy.finite_difference_tolerance(cell.dtype, cell.size))
         if reference.error:
@@ -191,53 +140,49 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
             # its own apart: widen the tolerance by it, and say so.
             base_tolerance = wl.check.tolerance(cell.dtype, cell.size) if tolerance is None else tolerance
             tolerance = base_tolerance + reference.error
-            shard["warnings"].append(reference.note)
+            rep.warnings.append(reference.note)
         verdict = accuracy.judge(out, reference.value, wl.check, cell.dtype, cell.size,
                                  tolerance=tolerance, out_dtype=out_dtype)
     except Exception as exc:
         fallback = "" if wl.source == "builtin" else wl.origin("numpy")
         return _ended(backend, prepared, "failed",
                       f"checking the result failed: {describe_exception(exc, fallback)}")
-    shard["max_rel_error"] = verdict.max_rel_error
-    shard["tolerance"] = verdict.tolerance
+    rep.max_rel_error = verdict.max_rel_error
+    rep.tolerance = verdict.tolerance
     if verdict.output_errors:
-        shard["output_errors"] = list(verdict.output_errors)
+        rep.output_errors = list(verdict.output_errors)
         names = wl.outputs or tuple(f"output {i}" for i in range(len(verdict.output_errors)))
-        shard["output_names"] = list(names)
+        rep.output_names = list(names)
     if not verdict.ok:
-        shard["status"] = "wrong"
-        shard["reason"] = verdict.reason + (f" [returned by {origin}]" if origin else "")
+        rep.status = "wrong"
+        rep.reason = verdict.reason + (f" [returned by {origin}]" if origin else "")
     prepared.run = run
     return prepared
 
 
-def finish(backend: Backend, prepared: Prepared) -> dict[str, Any]:
-    """The shard of a prepared cell once sampling is over."""
-    shard = prepared.shard
+def finish(backend: Backend, prepared: Prepared) -> Replicate:
+    """The replicate of a prepared cell once sampling is over."""
+    rep = prepared.replicate
     run = prepared.run
     if run is None:
-        return shard
-    if run.error is not None:
-        status, reason = _classify(backend, prepared.cell, "timing", run.error, prepared.origin)
-        shard["status"], shard["reason"] = status, reason
-        prepared.run = None
-        return shard
-    m = run.measurement()
-    shard.update(
-        samples_s=m.samples_s,
-        number=m.number,
-        first_call_s=m.first_call_s,
-        warmup_calls=m.warmup_calls,
-        stop_reason=m.stop_reason,
-        elapsed_s=m.elapsed_s,
-        device_samples_s=m.device_samples_s,
-    )
+        return rep
     prepared.run = None
-    return shard
+    if run.error is not None:
+        rep.status, rep.reason = _classify(backend, prepared.cell, "timing", run.error, prepared.origin)
+        return rep
+    m = run.measurement()
+    rep.samples_s = m.samples_s
+    rep.number = m.number
+    rep.first_call_s = m.first_call_s
+    rep.warmup_calls = m.warmup_calls
+    rep.stop_reason = m.stop_reason
+    rep.elapsed_s = m.elapsed_s
+    rep.device_samples_s = m.device_samples_s
+    return rep
 
 
 def _classify(backend: Backend, cell: Cell, stage: str, exc: BaseException,
-              origin: str = "") -> tuple[str, str]:
+              origin: str = "") -> tuple[Status, str]:
     """(status, reason) for an exception raised while preparing or timing a cell."""
     if cell.mode == "compiled" and backend.name == "cupy":
         return "skipped", f"not applicable: cupy.fuse cannot compile this workload ({describe_exception(exc)})"
@@ -260,9 +205,9 @@ def _out_of_memory(backend: Backend, stage: str, exc: BaseException) -> str:
     return memory.describe(str(exc).strip() or type(exc).__name__, stage, available, where)
 
 
-def _ended(backend: Backend, prepared: Prepared, status: str, reason: str) -> Prepared:
-    prepared.shard["status"] = status
-    prepared.shard["reason"] = reason
+def _ended(backend: Backend, prepared: Prepared, status: Status, reason: str) -> Prepared:
+    prepared.replicate.status = status
+    prepared.replicate.reason = reason
     prepared.run = None
     gc.collect()
     try:
@@ -274,7 +219,7 @@ def _ended(backend: Backend, prepared: Prepared, status: str, reason: str) -> Pr
 
 def _with_transfer(backend: Backend, wl: Workload, cell: Cell, host: tuple[np.ndarray, ...]) -> Bound:
     """A call that starts from host NumPy data and ends with the result back on the host."""
-    probe = wl.bind(backend, cell.mode, tuple(backend.asarray(h) for h in host), cell.dtype)
+    probe = bind(wl, backend, cell.mode, tuple(backend.asarray(h) for h in host), cell.dtype)
     prefix = probe.args[: len(probe.args) - len(host)]
     op = probe.op
     from_numpy = backend.from_numpy
@@ -282,12 +227,12 @@ def _with_transfer(backend: Backend, wl: Workload, cell: Cell, host: tuple[np.nd
     def call(*arrays: np.ndarray) -> Any:
         return to_host(backend, op(*prefix, *(from_numpy(a) for a in arrays)))
 
-    return Bound(call, host, probe.method)
+    return Bound(call, host, probe.method, probe.gradient)
 
 
 def measure_cell(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
                  references: ReferenceCache, *, seed: int = 0,
-                 flush: Callable[[], None] | None = None) -> dict[str, Any]:
+                 flush: Callable[[], None] | None = None) -> Replicate:
     """Prepare, sample and finish one cell on its own (no interleaving)."""
     from .timer import interleave
 

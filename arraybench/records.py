@@ -1,26 +1,22 @@
-"""The result schema: plain records, saved atomically, loaded with validation.
+"""A record: one cell, the replicates that measured it, and the statistics derived from them.
 
-``results.json`` holds ``schema_version``, ``tool``, ``environment``, ``settings``, ``records`` and
-``errors``. Each record is a cell plus what was measured, or why it was skipped, failed or wrong.
-Times are seconds per call. ``errors`` lists what failed before any cell existed (a workload file
-that did not load: ``{"kind", "source", "error"}``). Reports read these and never measure.
+``analysis.aggregate`` is the only place that derives a record's statistics from its replicates;
+everything downstream (tables, plots, comparisons, findings) reads the record. Times are seconds
+per call. The fields up to ``max_rel_error`` are the results contract every file carries.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import os
-import tempfile
-from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from . import schema
 from .errors import ResultsError
+from .measurement import Gradient, Replicate, Status
+from .options import Dtype, Mode
+from .plan import Cell, cell_key
 
-SCHEMA_VERSION = 1
-TOOL = "arraybench"
-STATUSES = ("ok", "skipped", "failed", "wrong")
+_NON_NEGATIVE = {"min": 0}
 
 
 @dataclass
@@ -29,47 +25,65 @@ class Record:
 
     workload: str
     size_label: str
-    size: int
+    size: int = field(metadata={"min": 1})
     backend: str
     device: str
-    dtype: str
-    mode: str
-    status: str
+    dtype: Dtype
+    mode: Mode
+    status: Status
     reason: str = ""
-    median_s: float | None = None
-    iqr_s: float | None = None
-    min_s: float | None = None
-    n_samples: int = 0
-    first_call_s: float | None = None
-    max_rel_error: float | None = None
+    median_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    iqr_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    min_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    n_samples: int = field(default=0, metadata=_NON_NEGATIVE)
+    first_call_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    max_rel_error: float | None = field(default=None, metadata=_NON_NEGATIVE)
     # -- beyond the core contract --
     transfer: bool = False
-    tolerance: float | None = None
-    method: str = ""  # how the library computed it: eager, jax.jit, finite differences...
-    ci_low_s: float | None = None
-    ci_high_s: float | None = None
-    cv: float | None = None
+    tolerance: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    method: str = ""  # how the library computed it, in words: eager, jax.jit, autodiff (jax.grad)...
+    gradient: Gradient | None = None
+    ci_low_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    ci_high_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    cv: float | None = field(default=None, metadata=_NON_NEGATIVE)
     warnings: list[str] = field(default_factory=list)
-    n_processes: int = 0
-    process_medians_s: list[float] = field(default_factory=list)
-    process_spread: float | None = None  # (max - min) of the process medians over the median
-    number: int | None = None  # calls per sample (calibrated batch)
-    device_median_s: float | None = None  # device-event time per call, where there is one
+    n_replicates: int = field(default=0, metadata=_NON_NEGATIVE)
+    replicate_medians_s: list[float] = field(default_factory=list, metadata=_NON_NEGATIVE)
+    #: (max - min) of the replicates' medians over the median.
+    replicate_spread: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    number: int | None = field(default=None, metadata={"min": 1})  # calls per sample
+    device_median_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
     timer: str = ""
-    flops: float | None = None
-    bytes: float | None = None
-    compile_s: float | None = None  # compiled mode: first call minus a steady call
-    output_errors: list[float | None] = field(default_factory=list)  # per output, when several
+    flops: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    bytes: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    compile_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    output_errors: list[float | None] = field(default_factory=list, metadata=_NON_NEGATIVE)
     output_names: list[str] = field(default_factory=list)
-    samples_s: list[float] = field(default_factory=list)
+    #: What each worker process measured; the statistics above are derived from these.
+    replicates: list[Replicate] = field(default_factory=list)
+
+    @classmethod
+    def for_cell(cls, cell: Cell, status: Status = "skipped", reason: str = "") -> "Record":
+        """An empty record of a cell (nothing measured yet)."""
+        return cls(workload=cell.workload, size_label=cell.size_label, size=cell.size,
+                   backend=cell.backend, device=cell.device, dtype=cell.dtype, mode=cell.mode,
+                   status=status, reason=reason, transfer=cell.transfer)
+
+    @property
+    def cell(self) -> Cell:
+        return Cell(self.workload, self.size_label, self.size, self.backend, self.device, self.dtype,
+                    self.mode, self.transfer)
 
     @property
     def key(self) -> str:
         """The key of the cell this record measures (``plan.cell_key``)."""
-        from .plan import cell_key
-
         return cell_key(self.workload, self.size_label, self.backend, self.device, self.dtype,
                         self.mode, self.transfer)
+
+    @property
+    def samples_s(self) -> list[float]:
+        """Every sample of every replicate, in replicate order (per-call seconds)."""
+        return [x for rep in self.replicates for x in rep.samples_s]
 
     @property
     def config_label(self) -> str:
@@ -80,242 +94,51 @@ class Record:
         text = f"{label} {self.device.upper()}"
         extras = []
         if self.mode != "latency":
-            extras.append({"compiled": "compiled", "throughput": "throughput"}.get(self.mode, self.mode))
+            extras.append(self.mode)
         if self.transfer:
             extras.append("+transfer")
-        if "finite differences" in self.method:
+        if self.gradient == "finite_differences":
             extras.append("finite diff.")
         if extras:
             text += f" ({', '.join(extras)})"
         return text
 
     def to_dict(self) -> dict[str, Any]:
-        return _finite(asdict(self))
+        return schema.to_json(self)
 
     def to_row(self) -> dict[str, Any]:
         """The record as one flat row (CSV, DataFrame): every scalar field, plus ``key`` and
-        ``config``; ``warnings`` joined by "; ", the process medians by ";", the samples left out."""
+        ``config``; ``warnings`` joined by "; ", the replicate medians by ";", the replicates'
+        samples left out (``Results.to_dataframe(samples=True)`` has them)."""
         row: dict[str, Any] = {"key": self.key, "config": self.config_label}
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "samples_s":
+            if f.name == "replicates":
                 continue
             if f.name == "warnings":
                 value = "; ".join(value)
-            elif f.name == "process_medians_s":
+            elif f.name == "replicate_medians_s":
                 value = ";".join(repr(v) for v in value)
+            elif f.name in ("output_errors", "output_names"):
+                value = ";".join("" if v is None else str(v) for v in value)
             row[f.name] = value
-        return _finite(row)
+        return schema.to_json(row)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Record":
-        names = {f.name for f in fields(cls)}
-        missing = [f.name for f in fields(cls) if f.name in _REQUIRED and f.name not in data]
-        if missing:
-            raise ResultsError(f"a record lacks {', '.join(missing)}")
-        values = {k: v for k, v in data.items() if k in names}
-        for k, v in values.items():
-            _check_type(k, v)
-        rec = cls(**values)
-        if rec.status not in STATUSES:
-            raise ResultsError(f"a record has status {rec.status!r}; valid: {', '.join(STATUSES)}")
-        return rec
-
-
-def _check_type(name: str, value: Any) -> None:
-    kind = _TYPES.get(name)
-    if kind is None:
-        return
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    ok = {
-        "str": isinstance(value, str),
-        "int": isinstance(value, int) and not isinstance(value, bool),
-        "bool": isinstance(value, bool),
-        "num?": value is None or number,
-        "int?": value is None or (isinstance(value, int) and not isinstance(value, bool)),
-        "nums": isinstance(value, list) and all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value),
-        "strs": isinstance(value, list) and all(isinstance(v, str) for v in value),
-        "nums?": isinstance(value, list) and all(
-            v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in value),
-    }[kind]
-    if not ok:
-        raise ResultsError(f"field {name!r} has the wrong type ({type(value).__name__})")
-
-
-_TYPES = {
-    "workload": "str", "size_label": "str", "size": "int", "backend": "str", "device": "str",
-    "dtype": "str", "mode": "str", "status": "str", "reason": "str", "median_s": "num?",
-    "iqr_s": "num?", "min_s": "num?", "n_samples": "int", "first_call_s": "num?",
-    "max_rel_error": "num?", "transfer": "bool", "tolerance": "num?", "method": "str",
-    "ci_low_s": "num?", "ci_high_s": "num?", "cv": "num?", "warnings": "strs",
-    "n_processes": "int", "process_medians_s": "nums", "process_spread": "num?", "number": "int?",
-    "device_median_s": "num?", "timer": "str", "flops": "num?", "bytes": "num?", "samples_s": "nums",
-    "compile_s": "num?", "output_errors": "nums?", "output_names": "strs",
-}
-
-_REQUIRED = {
-    "workload", "size_label", "size", "backend", "device", "dtype", "mode", "status", "reason",
-    "median_s", "iqr_s", "min_s", "n_samples", "first_call_s", "max_rel_error",
-}
-
-
-def _finite(value: Any) -> Any:
-    """JSON has no inf or NaN: store them as null (a record's reason says what happened)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
-
-
-@dataclass
-class Results:
-    """A run: where, how, and every record."""
-
-    environment: dict[str, Any]
-    settings: dict[str, Any]
-    records: list[Record]
-    schema_version: int = SCHEMA_VERSION
-    tool: str = TOOL
-    complete: bool = True
-    #: Failures that belong to no cell, e.g. a workload file that did not load.
-    errors: list[dict[str, str]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema_version": self.schema_version,
-            "tool": self.tool,
-            "complete": self.complete,
-            "environment": _finite(self.environment),
-            "settings": _finite(self.settings),
-            "records": [r.to_dict() for r in self.records],
-            "errors": list(self.errors),
-        }
-
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write atomically: a reader sees the old file or the new one, never half of one."""
-        return write_atomic(path, json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n")
-
-    def select(self, **match: Any) -> list[Record]:
-        """Records whose attributes equal the given values."""
-        return [r for r in self.records if all(getattr(r, k) == v for k, v in match.items())]
-
-    def to_dataframe(self, samples: bool = False) -> Any:
-        """The records as a pandas DataFrame, one row per record (``Record.to_row``).
-
-        With ``samples=True``, one row per timing sample instead, in a ``sample_s`` column next to
-        its record's fields: the long form that seaborn and ``groupby`` want. Needs pandas, which
-        arraybench itself does not depend on::
-
-            df = arraybench.load_results("benchmark_plots/results.json").to_dataframe()
-            df.pivot_table(index="workload", columns="config", values="median_s")
-        """
+    def from_dict(cls, data: Any, where: str = "record") -> "Record":
+        """A record read back from JSON, every field checked; ``ResultsError`` says what is wrong."""
+        if isinstance(data, dict):
+            missing = [name for name in CONTRACT if name not in data]
+            if missing:
+                raise ResultsError(f"{where} lacks {', '.join(missing)}")
         try:
-            import pandas as pd
-        except ImportError:
-            raise ImportError(
-                "Results.to_dataframe() needs pandas, which arraybench does not install: "
-                "pip install pandas"
-            ) from None
-        columns = ["key", "config", *(f.name for f in fields(Record) if f.name != "samples_s")]
-        if not samples:
-            return pd.DataFrame([r.to_row() for r in self.records], columns=columns)
-        rows = [{**r.to_row(), "sample": i, "sample_s": s}
-                for r in self.records for i, s in enumerate(r.samples_s)]
-        return pd.DataFrame(rows, columns=[*columns, "sample", "sample_s"])
+            return schema.from_json(cls, data, where=where)
+        except schema.SchemaError as exc:
+            raise ResultsError(str(exc)) from None
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+#: The fields every record in a results file carries, whatever else it has.
+CONTRACT = ("workload", "size_label", "size", "backend", "device", "dtype", "mode", "status",
+            "reason", "median_s", "iqr_s", "min_s", "n_samples", "first_call_s", "max_rel_error")
 
-
-def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """Write a text file through a temporary file in the same folder and a rename."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        # mkstemp makes the file private (0600); a report is meant to be read like any file.
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
-
-
-def resolve(path: str | os.PathLike[str]) -> Path:
-    """A results file named directly, or the ``results.json`` inside a folder named instead."""
-    path = Path(path)
-    if path.is_dir() and (path / "results.json").is_file():
-        return path / "results.json"
-    return path
-
-
-def load(path: str | os.PathLike[str]) -> Results:
-    """Read and validate a results file; ``ResultsError`` says in one line what is wrong with it."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ResultsError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ResultsError(f"{path}: is a folder; give its results.json") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResultsError(f"{path}: cannot be read ({exc.__class__.__name__}: {exc})") from None
-    if not text.strip():
-        raise ResultsError(f"{path}: is empty")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ResultsError(f"{path}: not valid JSON (truncated?): {exc.msg} at line {exc.lineno}") from None
-    except RecursionError:
-        raise ResultsError(f"{path}: not an arraybench results file (nested too deeply to read)") from None
-    return from_dict(data, str(path))
-
-
-def from_dict(data: Any, origin: str = "results") -> Results:
-    """Validate parsed JSON as arraybench results."""
-    if not isinstance(data, dict):
-        raise ResultsError(f"{origin}: not an arraybench results file (top level is not an object)")
-    if data.get("tool") != TOOL:
-        raise ResultsError(f"{origin}: not an arraybench results file (tool is {data.get('tool')!r})")
-    version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise ResultsError(
-            f"{origin}: schema version {version!r}; this arraybench reads version {SCHEMA_VERSION}"
-        )
-    records = data.get("records")
-    if not isinstance(records, list):
-        raise ResultsError(f"{origin}: 'records' is missing or not a list")
-    env = data.get("environment")
-    settings = data.get("settings", {})
-    if not isinstance(env, dict) or not isinstance(settings, dict):
-        raise ResultsError(f"{origin}: 'environment' and 'settings' must be objects")
-    parsed: list[Record] = []
-    for i, r in enumerate(records):
-        if not isinstance(r, dict):
-            raise ResultsError(f"{origin}: record {i} is not an object")
-        try:
-            parsed.append(Record.from_dict(r))
-        except ResultsError as exc:
-            raise ResultsError(f"{origin}: record {i}: {exc}") from None
-        except TypeError as exc:
-            raise ResultsError(f"{origin}: record {i} is malformed ({exc})") from None
-    errors = data.get("errors", [])  # absent in files written before it existed
-    if not isinstance(errors, list) or not all(
-            isinstance(e, dict) and all(isinstance(v, str) for v in e.values()) for e in errors):
-        raise ResultsError(f"{origin}: 'errors' must be a list of objects of strings")
-    return Results(environment=env, settings=settings, records=parsed,
-                   complete=bool(data.get("complete", True)), errors=errors)
+COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Record) if f.name != "replicates")

@@ -7,11 +7,11 @@ that prints cannot corrupt it. Messages, one JSON object per line:
 - ``{"event": "ready", "info": {...}}`` once the library is imported and the device open;
 - ``{"event": "unavailable", "reason": "..."}`` instead, when it cannot be (then the worker exits);
 - ``{"event": "start", "key": ...}`` before each cell, so a crash or hang can be pinned on it;
-- ``{"event": "shard", "key": ..., "shard": {...}}`` after each cell;
+- ``{"event": "replicate", "key": ..., "replicate": {...}}`` after each cell (a ``Replicate``);
 - ``{"event": "done"}`` at the end (``"stopped": true`` when asked to stop early).
 
-SIGTERM (or SIGINT) asks the worker to stop: it finishes the sample under way, sends the shards of
-the cells whose sampling is complete, drops the ones still sampling (a resumed run measures them
+SIGTERM (or SIGINT) asks the worker to stop: it finishes the sample under way, sends the replicates
+of the cells whose sampling is complete, drops the ones still sampling (a resumed run measures them
 again, in full) and says ``done``. A crash writes the Python stack to stderr (``faulthandler``), so
 the parent can say on which line of a workload a segfault happened.
 """
@@ -73,22 +73,6 @@ class StopFlag:
             raise _Stop()
 
 
-def _apply_threads(threads: int | None, backend_name: str) -> None:
-    """Limit thread pools from inside the process, after the library is loaded."""
-    if threads is None:
-        return
-    try:
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(limits=threads)
-    except Exception:
-        pass
-    if backend_name == "torch":
-        import torch
-
-        torch.set_num_threads(threads)
-
-
 def run_job(job: dict[str, Any], channel: Channel, stop: StopFlag | None = None) -> int:
     """Open the backend, then measure each cell in a shuffled order."""
     stop = stop or StopFlag()
@@ -106,20 +90,29 @@ def run_job(job: dict[str, Any], channel: Channel, stop: StopFlag | None = None)
         channel.send("unavailable", reason=f"cannot import {job['backend']}: {exc}")
         return 0
     except Exception as exc:  # a broken install must not look like a crash of the benchmark
-        from .measure import describe_exception
+        from .tracebacks import describe_exception
 
         channel.send("unavailable", reason=f"{job['backend']} failed to start: {describe_exception(exc)}")
         return 0
-    _apply_threads(job.get("threads"), job["backend"])
+    if job.get("threads") is not None:
+        backend.limit_threads(int(job["threads"]))
 
     from .heartbeat import Board
-    from .measure import ReferenceCache, describe_exception, finish, prepare
+    from .measure import ReferenceCache, finish, prepare
+    from .measurement import Replicate
     from .plan import Cell
     from .timer import TimerSettings, interleave
-    from .userfile import load_workload_files, missing_workload_reason
+    from .tracebacks import describe_exception
     from .workloads import REGISTRY
+    from .workloads.shipping import ShippingError, receive
+    from .workloads.userfile import load_workload_files, missing_workload_reason
 
     load_errors = load_workload_files(job.get("workload_files", []))
+    if job.get("shipped"):
+        try:
+            receive(job["shipped"])
+        except ShippingError as exc:
+            load_errors[job["shipped"]] = str(exc)
     info = backend.info()
     info["startup_s"] = time.perf_counter() - started
     channel.send("ready", info=info, pid=os.getpid())
@@ -153,7 +146,7 @@ def run_job(job: dict[str, Any], channel: Channel, stop: StopFlag | None = None)
             if stop.set and p.run is not None and not p.run.done:
                 continue  # partly sampled: not a measurement with the run's settings
             board.mark(i)
-            channel.send("shard", key=cells[i].key, shard=finish(backend, p))
+            channel.send("replicate", key=cells[i].key, replicate=finish(backend, p).to_dict())
         batch, batch_bytes = [], 0
         backend.free()
 
@@ -166,16 +159,17 @@ def run_job(job: dict[str, Any], channel: Channel, stop: StopFlag | None = None)
         wl = REGISTRY.get(cell.workload)
         if wl is None:
             reason = missing_workload_reason(cell.workload, load_errors)
-            channel.send("shard", key=cell.key, shard={"status": "failed", "reason": reason})
+            channel.send("replicate", key=cell.key, replicate=Replicate.ended("failed", reason).to_dict())
             continue
         try:
             p = prepare(backend, wl, cell, settings, references,
                         seed=int(job.get("seed", 0)), flush=flush)
         except Exception as exc:  # prepare reports its own errors; this is a last resort
-            channel.send("shard", key=cell.key, shard={"status": "failed", "reason": describe_exception(exc)})
+            channel.send("replicate", key=cell.key,
+                         replicate=Replicate.ended("failed", describe_exception(exc)).to_dict())
             continue
         if p.run is None:
-            channel.send("shard", key=cell.key, shard=p.shard)
+            channel.send("replicate", key=cell.key, replicate=p.replicate.to_dict())
             continue
         batch.append((i, p))
         batch_bytes += p.input_bytes

@@ -4,27 +4,36 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from arraybench import stats
-from arraybench.records import Record, Results
+from arraybench.analysis.aggregate import aggregate
+from arraybench.measurement import Replicate
+from arraybench.plan import Cell
+from arraybench.records import Record
+from arraybench.results import Results
 
 
 def record(workload: str = "matmul", backend: str = "numpy", device: str = "cpu",
            samples: Sequence[float] | None = None, size_label: str = "small", size: int = 100,
-           status: str = "ok", **fields: Any) -> Record:
-    """A record whose statistics are computed from ``samples`` exactly as a run computes them."""
-    r = Record(workload=workload, size_label=size_label, size=size, backend=backend, device=device,
-               dtype="float64", mode="latency", status=status, **fields)
-    if samples:
-        r.samples_s = list(samples)
-        r.n_samples = len(samples)
-        r.n_processes = 1
-        r.median_s = stats.median(samples)
-        r.iqr_s = stats.iqr(samples)
-        r.min_s = min(samples)
-        r.ci_low_s, r.ci_high_s = stats.median_ci(samples)
-        r.first_call_s = max(samples) * 3
-        r.max_rel_error = 1e-16 if r.max_rel_error is None else r.max_rel_error
-        r.tolerance = 1e-14 if r.tolerance is None else r.tolerance
+           status: str = "ok", replicates: int = 1, **fields: Any) -> Record:
+    """A record whose statistics are derived from ``samples`` exactly as a run derives them.
+
+    The samples are dealt into ``replicates`` replicates in turn (one by default), as a run with
+    that many worker processes would have measured them.
+    """
+    cell = Cell(workload, size_label, size, backend, device, "float64", "latency")
+    if not samples:
+        r = Record.for_cell(cell, status)
+        for k, v in fields.items():
+            setattr(r, k, v)
+        return r
+    error, tolerance = fields.pop("max_rel_error", 1e-16), fields.pop("tolerance", 1e-14)
+    reps = [Replicate(status="ok", samples_s=list(samples[i::replicates]), number=1,
+                      first_call_s=max(samples) * 3, max_rel_error=error, tolerance=tolerance)
+            for i in range(replicates)]
+    r = aggregate(cell, reps, replicates, rel_ci=1.0)
+    r.warnings = []
+    r.status = status
+    for k, v in fields.items():
+        setattr(r, k, v)
     return r
 
 

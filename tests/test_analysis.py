@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from arraybench.crossover import Point, crossovers, find
+from arraybench.analysis.crossover import Point, crossovers, find
 from arraybench.records import Record
-from arraybench.report.findings import (ceiling_shares, compiled_vs_eager, findings, overheads,
+from arraybench.analysis.findings import (ceiling_shares, compiled_vs_eager, findings, overheads,
                                         problems, winners)
-from arraybench.report.roofline import ceilings, share
-from arraybench.report.sweep import sweep_plot
+from arraybench.analysis.roofline import ceilings, share
+from arraybench.render.mpl import save
+from arraybench.render.sweep_plot import sweep_figure
 
 
 def rec(workload, size, backend, median, device="cpu", mode="latency", status="ok", ci=0.01,
@@ -147,7 +148,7 @@ def test_findings_are_all_computed(tmp_path: Path):
     found = findings(records)
     assert any("PyTorch CPU beats NumPy CPU on matmul from n ≈" in f for f in found)
     assert not any("On matmul 100" in f for f in found)  # sweeps are summed up by crossovers
-    path = sweep_plot(records, "matmul", tmp_path / "sweep.svg")
+    path = save(sweep_figure(records, "matmul"), tmp_path / "sweep.svg")
     svg = path.read_text()
     ET.fromstring(svg)
     assert "NumPy CPU" in svg and "PyTorch CPU" in svg and "ahead" in svg

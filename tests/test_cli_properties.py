@@ -13,8 +13,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arraybench import backends, plan
-from arraybench.cli import build_parser
+from arraybench import backends, options as plan
+from arraybench.plan import build_plan
+from arraybench.cli import parse
 from arraybench.commands.run import plan_from_args, resume_state
 from arraybench.errors import UsageError
 from arraybench.journal import JournalState
@@ -88,7 +89,7 @@ def front_end(argv: list[str], tmp: Path):
     """What ``arraybench run`` does before it starts anything: parse, check, plan."""
     argv = [str(tmp / "journal") if a == "JOURNAL" else str(tmp) if a == "NOJOURNAL" else a
             for a in argv]
-    args = build_parser().parse_args(["run", *argv])
+    args = parse(["run", *argv])
     if args.resume:
         return resume_state(args)
     return plan_from_args(args)
@@ -109,9 +110,9 @@ def test_any_arguments_give_a_valid_plan_or_one_line(tmp_path_factory, argv):
     finally:
         assert REGISTRY == registry_before  # a failed workload file leaves nothing behind
     if isinstance(outcome, JournalState):  # --resume of the journal, with agreeing options
-        assert outcome.cells and outcome.options.processes >= 1
+        assert outcome.cells and outcome.options.replicates >= 1
         return
-    options, cells, _loaded = outcome
+    options, cells = outcome.options, outcome.cells
     assert cells
     assert len({c.key for c in cells}) == len(cells)
     for c in cells:
@@ -119,7 +120,7 @@ def test_any_arguments_give_a_valid_plan_or_one_line(tmp_path_factory, argv):
         assert c.workload in REGISTRY
         assert c.device in backends.SPECS[c.backend].devices
         assert c.dtype in plan.DTYPES and c.mode in plan.MODES
-    assert options.processes >= 1 and options.min_samples >= 1 and options.seed >= 0
+    assert options.replicates >= 1 and options.min_samples >= 1 and options.seed >= 0
     for value in (options.max_time, options.timeout):
         assert math.isfinite(value) and value > 0
     assert 0 < options.rel_ci < 1
@@ -132,8 +133,8 @@ def test_any_sizes_give_cells_in_range_or_one_line(text):
     options = plan.RunOptions(backends=["numpy"], devices=["cpu"], workloads=["matmul", "sort"])
     try:
         options.sizes = plan.parse_sizes(text)
-        plan.validate(options, REGISTRY)
-        cells = plan.build_plan(options, REGISTRY)
+        options = plan.validate(options, REGISTRY)
+        cells = build_plan(options, REGISTRY)
     except UsageError as exc:
         assert str(exc) and len(str(exc).splitlines()) == 1
         return

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from arraybench import records
+from arraybench import load_results
 from arraybench.measure import ReferenceCache, measure_cell
 from arraybench.plan import Cell
 from arraybench.timer import TimerSettings
-from arraybench.userfile import import_workload_file
+from arraybench.workloads.userfile import import_workload_file
 from arraybench.workloads import REGISTRY
 
 from .conftest import FAST, ROOT, backend_or_skip, run_cli
@@ -46,14 +46,14 @@ def test_example_matches_its_reference(workload, backend_name, dtype):
     n = wl.sizes["small"]
     shard = measure_cell(backend, wl, Cell(workload, "small", n, backend_name, "cpu", dtype, "latency"),
                          QUICK, ReferenceCache())
-    assert shard["status"] == "ok", shard["reason"]
-    assert shard["max_rel_error"] <= shard["tolerance"]
-    assert shard["samples_s"] and shard["flops"] > 0 and shard["bytes"] > 0
+    assert shard.status == "ok", shard.reason
+    assert shard.max_rel_error <= shard.tolerance
+    assert shard.samples_s and shard.flops > 0 and shard.bytes > 0
     if wl.grad:
         expected = "finite differences" if backend_name == "numpy" else "autodiff"
         if backend_name == "jax":
             expected = "jax.grad"
-        assert expected in shard["method"]
+        assert expected in shard.method
 
 
 def test_every_example_has_sizes_a_reference_and_a_work_model():
@@ -73,7 +73,7 @@ def test_the_examples_run_from_the_command_line(tmp_path: Path):
     result = run_cli("run", *args, "--backends", "numpy", "--sizes", "small", "--no-plots",
                      "-o", str(out), *FAST, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    res = records.load(out / "results.json")
+    res = load_results(out / "results.json")
     assert sorted(r.workload for r in res.records) == sorted(WORKLOADS)
     for r in res.records:
         assert r.status == "ok", (r.key, r.reason)

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from arraybench import backends, records
+from arraybench import load_results
+from arraybench import backends
 
 from .conftest import run_cli
 
@@ -36,7 +37,7 @@ def run_faults(workload_file: Path, out: Path, workloads: str, *extra: str,
                      "--backends", backends_, "--devices", "cpu", "-o", str(out), *QUICK, *extra,
                      cwd=out.parent, timeout=300)
     assert "Traceback" not in result.stderr, result.stderr
-    res = records.load(out / "results.json")
+    res = load_results(out / "results.json")
     return result, {(r.workload, r.backend): r for r in res.records}, res
 
 
@@ -88,7 +89,7 @@ def test_crashes_fail_their_cell_and_a_fresh_worker_goes_on(workload_file: Path,
     workers = [e for e in journal(out) if e["type"] == "worker" and e["backend"] == "numpy"]
     assert len(workers) == 5
     assert len({e["pid"] for e in workers}) == 5
-    shards = [e for e in journal(out) if e["type"] == "shard" and "|numpy|" in e["key"]]
+    shards = [e for e in journal(out) if e["type"] == "replicate" and "|numpy|" in e["key"]]
     assert sorted(e["key"].split("|")[0] for e in shards) == sorted(CRASHES)
     if torch:
         assert all(recs[(name, "torch")].status == "ok" for name in CRASHES)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from arraybench.records import Record
-from arraybench.report.numerics import numerics_markdown, numerics_table
+from arraybench.render.numerics import numerics_markdown, numerics_table
 from arraybench.workloads import GROUPS, REGISTRY, expand
 
 from .conftest import backend_or_skip
@@ -19,9 +19,9 @@ from .test_workloads import run
 def test_interop_workloads_give_the_exact_values_in_the_run_dtype(backend_name, workload, dtype):
     backend = backend_or_skip(backend_name)
     shard = run(backend, workload, dtype)
-    assert shard["status"] == "ok", shard["reason"]
-    assert shard["max_rel_error"] == 0.0
-    assert shard["bytes"] > 0 and shard["flops"] == 0  # read as GB/s
+    assert shard.status == "ok", shard.reason
+    assert shard.max_rel_error == 0.0
+    assert shard.bytes > 0 and shard.flops == 0  # read as GB/s
 
 
 def test_torch_from_numpy_shares_memory_on_the_cpu_and_copy_does_not():
@@ -45,9 +45,9 @@ def test_from_list_builds_the_requested_dtype():
 def test_stats_matches_numpy_semantics(backend_name):
     backend = backend_or_skip(backend_name)
     shard = run(backend, "stats", "float64")
-    assert shard["status"] == "ok", shard["reason"]
-    assert shard["output_names"] == ["mean", "std"]
-    assert all(e < 1e-12 for e in shard["output_errors"])
+    assert shard.status == "ok", shard.reason
+    assert shard.output_names == ["mean", "std"]
+    assert all(e < 1e-12 for e in shard.output_errors)
 
 
 def test_torch_std_default_would_be_caught():
@@ -64,8 +64,8 @@ def test_torch_std_default_would_be_caught():
     cell = Cell("naive_stats", "small", 100, "torch", "cpu", "float64", "latency")
     shard = measure_cell(backend, naive, cell, QUICK, ReferenceCache())
     # torch.std's default is ddof=1: std is off by a factor sqrt(n/(n-1)), a relative 0.5%.
-    assert shard["status"] == "wrong"
-    assert shard["output_errors"][1] == pytest.approx(np.sqrt(100 / 99) - 1, rel=1e-3)
+    assert shard.status == "wrong"
+    assert shard.output_errors[1] == pytest.approx(np.sqrt(100 / 99) - 1, rel=1e-3)
 
 
 def test_groups_expand_in_order_without_repeats():

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from arraybench import records
+from arraybench import load_results
 
 from .conftest import run_cli
 
 DATA = Path(__file__).resolve().parent / "data"
-# Two processes: process 0 finishes (its shards are journalled), then the signal lands in process 1.
+# Two processes: process 0 finishes (its replicates are journalled), then the signal lands in process 1.
 # ``bimodal`` samples for its whole budget (0.5 s per process), so each process lasts about a second.
 RUN = ("--workloads", "bimodal,ok_a,ok_b", "--sizes", "small", "--backends", "numpy",
        "--devices", "cpu", "--processes", "2", "--max-time", "1", "--min-samples", "6",
@@ -49,8 +49,8 @@ def entries(out: Path) -> list[dict]:
     return [json.loads(line) for line in lines if line.endswith("}")]
 
 
-def shard_pairs(out: Path) -> Counter:
-    return Counter((e["key"], e["process"]) for e in entries(out) if e["type"] == "shard")
+def replicate_pairs(out: Path) -> Counter:
+    return Counter((e["key"], e["index"]) for e in entries(out) if e["type"] == "replicate")
 
 
 def wait_for(condition, proc: subprocess.Popen, timeout: float = 60) -> None:
@@ -62,12 +62,12 @@ def wait_for(condition, proc: subprocess.Popen, timeout: float = 60) -> None:
 
 
 def process_done(out: Path, process: int, cells: int) -> bool:
-    return sum(1 for (_, p) in shard_pairs(out) if p == process) >= cells
+    return sum(1 for (_, p) in replicate_pairs(out) if p == process) >= cells
 
 
 def samples_by_pair(out: Path) -> dict:
-    return {(e["key"], e["process"]): e["shard"].get("samples_s") for e in entries(out)
-            if e["type"] == "shard"}
+    return {(e["key"], e["index"]): e["replicate"].get("samples_s") for e in entries(out)
+            if e["type"] == "replicate"}
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
@@ -86,13 +86,13 @@ def test_a_signal_keeps_what_was_measured_and_resume_finishes_the_run(
     assert f"stopped by {name}" in stderr
     assert f"Continue with: arraybench run --resume {out}" in stderr
     assert "stopping: keeping the measurements already made" in stderr  # said at once
-    partial = records.load(out / "results.json")
+    partial = load_results(out / "results.json")
     assert partial.complete is False
     # Everything journalled before the signal is still there, unchanged.
     after_stop = samples_by_pair(out)
     assert {k: after_stop[k] for k in before} == before
     for r in partial.records:
-        if r.n_processes == 0:
+        if r.n_replicates == 0:
             assert r.reason == "not measured (run interrupted; continue with --resume)"
         else:
             assert r.status == "ok" and r.samples_s
@@ -104,13 +104,13 @@ def test_a_signal_keeps_what_was_measured_and_resume_finishes_the_run(
         _refuses_other_settings(out, tmp_path)
     resumed = run_cli("run", "--resume", str(out), "-q", "--no-plots", cwd=tmp_path, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
-    final = records.load(out / "results.json")
+    final = load_results(out / "results.json")
     assert final.complete
-    assert all(r.status == "ok" and r.n_processes == 2 for r in final.records)
-    pairs = shard_pairs(out)
+    assert all(r.status == "ok" and r.n_replicates == 2 for r in final.records)
+    pairs = replicate_pairs(out)
     assert set(pairs.values()) == {1}  # every (cell, process) measured exactly once
     assert len(pairs) == 3 * 2
-    # The final records pool the earlier shards with the new ones: process 0's samples come first.
+    # The final records pool the earlier replicates with the new ones: process 0's samples come first.
     everything = samples_by_pair(out)
     assert {k: everything[k] for k in after_stop} == after_stop
     for r in final.records:
@@ -120,7 +120,7 @@ def test_a_signal_keeps_what_was_measured_and_resume_finishes_the_run(
         again = run_cli("run", "--resume", str(out), "-q", "--no-plots", cwd=tmp_path)
         assert again.returncode == 0
         assert "every cell is already measured" in again.stderr
-        assert shard_pairs(out) == pairs
+        assert replicate_pairs(out) == pairs
 
 
 def _refuses_other_settings(out: Path, cwd: Path) -> None:
@@ -139,18 +139,18 @@ def _refuses_other_settings(out: Path, cwd: Path) -> None:
 def test_the_worker_hands_over_finished_cells_when_asked_to_stop(workload_file: Path,
                                                                 tmp_path: Path):
     """SIGTERM mid-worker: ok_a finished sampling long ago, bimodal never finishes; the worker
-    sends ok_a's shard before it goes (the shards of a batch otherwise come at its end)."""
+    sends ok_a's replicate before it goes (the replicates of a batch otherwise come at its end)."""
     out = tmp_path / "out"
     proc = start("--workload-file", str(workload_file), "--workloads", "bimodal,ok_a",
                  "--sizes", "small", "--backends", "numpy", "--devices", "cpu",
                  "--processes", "1", "--max-time", "60", "--min-samples", "10", "--rel-ci", "0.3",
                  "-q", "--no-plots", "-o", str(out), cwd=tmp_path)
     wait_for(lambda: (tmp_path / "bimodal_calls.txt").exists(), proc)
-    assert shard_pairs(out) == Counter()  # nothing sent yet: both cells are in one batch
+    assert replicate_pairs(out) == Counter()  # nothing sent yet: both cells are in one batch
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 143, stderr
-    partial = {r.workload: r for r in records.load(out / "results.json").records}
+    partial = {r.workload: r for r in load_results(out / "results.json").records}
     assert partial["ok_a"].status == "ok" and partial["ok_a"].n_samples >= 10
     assert partial["bimodal"].n_samples == 0  # partly sampled: dropped, to be measured in full
     assert "continue with --resume" in partial["bimodal"].reason
@@ -160,10 +160,10 @@ def test_the_worker_hands_over_finished_cells_when_asked_to_stop(workload_file: 
     (tmp_path / "calm").write_text("")  # bimodal now converges at once
     resumed = run_cli("run", "--resume", str(out), "-q", "--no-plots", cwd=tmp_path, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
-    final = {r.workload: r for r in records.load(out / "results.json").records}
+    final = {r.workload: r for r in load_results(out / "results.json").records}
     assert final["bimodal"].status == "ok"
     assert final["ok_a"].samples_s == kept[("ok_a|small|numpy|cpu|float64|latency", 0)]
-    assert set(shard_pairs(out).values()) == {1}
+    assert set(replicate_pairs(out).values()) == {1}
 
 
 def _gone(pid: int) -> bool:
@@ -180,8 +180,8 @@ def test_sigkill_of_the_parent_leaves_a_journal_to_resume_from(workload_file: Pa
     out = tmp_path / "out"
     proc = start("--workload-file", str(workload_file), *RUN, "-q", "--no-plots", "-o", str(out), cwd=tmp_path)
     wait_for(lambda: process_done(out, 0, 3) and any(
-        e["type"] == "worker" and e["process"] == 1 for e in entries(out)), proc)
-    worker = next(e["pid"] for e in entries(out) if e["type"] == "worker" and e["process"] == 1)
+        e["type"] == "worker" and e["index"] == 1 for e in entries(out)), proc)
+    worker = next(e["pid"] for e in entries(out) if e["type"] == "worker" and e["index"] == 1)
     before = samples_by_pair(out)
     proc.kill()  # SIGKILL: no handler runs, nothing is saved on the way out
     proc.communicate(timeout=30)
@@ -193,14 +193,14 @@ def test_sigkill_of_the_parent_leaves_a_journal_to_resume_from(workload_file: Pa
     # A kill in the middle of a write leaves a torn last line (simulated: SIGKILL cannot be
     # timed to land inside one write); it is ignored, then cut off.
     with open(out / "journal.jsonl", "a") as f:
-        f.write('{"type": "shard", "key": "ok_a|small|numpy|cpu|float64|latency", "process": 1, "sha')
+        f.write('{"type": "replicate", "key": "ok_a|small|numpy|cpu|float64|latency", "index": 1, "repl')
 
     resumed = run_cli("run", "--resume", str(out), "-q", "--no-plots", cwd=tmp_path, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
-    final = records.load(out / "results.json")
+    final = load_results(out / "results.json")
     assert final.complete and all(r.status == "ok" for r in final.records)
     text = (out / "journal.jsonl").read_text()
     assert '"sha\n' not in text and text.endswith("}\n")
     everything = samples_by_pair(out)
     assert {k: everything[k] for k in before} == before
-    assert set(shard_pairs(out).values()) == {1} and len(shard_pairs(out)) == 6
+    assert set(replicate_pairs(out).values()) == {1} and len(replicate_pairs(out)) == 6

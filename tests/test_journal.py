@@ -14,17 +14,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arraybench import journal, plan, records
+from arraybench import load_results
+from arraybench import journal, plan
 from arraybench.errors import UsageError
 from arraybench.journal import Journal, JournalError
-from arraybench.plan import RunOptions
-from arraybench.runner import Runner
+from arraybench.options import RunOptions
+from arraybench.measurement import Replicate
+from arraybench.session import Session
 from arraybench.workloads import REGISTRY
 
 OPTIONS = RunOptions(backends=["numpy"], devices=["cpu"], workloads=["elementwise", "sort"],
-                     sizes=["small"], processes=2)
+                     sizes=["small"], replicates=2)
 ENV = {"python": "3.11", "backends": {}}
-SHARD = {"status": "ok", "reason": "", "warnings": ["w"], "method": "eager", "timer": "wall clock",
+REPLICATE = {"status": "ok", "reason": "", "warnings": ["w"], "method": "eager", "timer": "wall clock",
          "samples_s": [1.0e-6, 1.1e-6, 0.9e-6], "number": 1000, "first_call_s": 2e-5,
          "warmup_calls": 10, "stop_reason": "converged", "elapsed_s": 0.01,
          "device_samples_s": None, "max_rel_error": 0.0, "tolerance": 1e-15,
@@ -32,14 +34,14 @@ SHARD = {"status": "ok", "reason": "", "warnings": ["w"], "method": "eager", "ti
 
 
 def make_journal(out: Path) -> list:
-    """A real journal, written by Journal: header, a worker, shards of process 0, one failure."""
+    """A real journal, written by Journal: header, a worker, replicates of index 0, one failure."""
     out.mkdir(parents=True, exist_ok=True)
     options = RunOptions(**OPTIONS.to_dict())
     cells = plan.build_plan(options, REGISTRY)
     j = Journal.create(out, options, cells, ENV)
     j.worker("numpy", "cpu", 0, {"library": "numpy", "blas": "openblas"}, pid=1234)
-    j.shard(cells[0].key, 0, SHARD)
-    j.shard(cells[1].key, 0, {"status": "failed", "reason": "worker crashed: killed by signal 11"})
+    j.replicate(cells[0].key, 0, Replicate.from_dict(REPLICATE))
+    j.replicate(cells[1].key, 0, Replicate.ended("failed", "worker crashed: killed by signal 11"))
     j.unavailable("torch", "gpu", "no GPU on this machine")
     j.close()
     return cells
@@ -50,18 +52,18 @@ def test_a_journal_reads_back_what_was_written(tmp_path: Path):
     state = journal.read(tmp_path)
     assert state.cells == cells
     assert state.options == OPTIONS
-    assert state.shards == {cells[0].key: {0: SHARD},
-                            cells[1].key: {0: {"status": "failed",
-                                               "reason": "worker crashed: killed by signal 11"}}}
+    assert state.replicates == {
+        cells[0].key: {0: Replicate.from_dict(REPLICATE)},
+        cells[1].key: {0: Replicate.ended("failed", "worker crashed: killed by signal 11")}}
     assert state.unavailable == {("torch", "gpu"): "no GPU on this machine"}
     assert state.worker_info[("numpy", "cpu")]["blas"] == "openblas"
 
 
 @pytest.mark.parametrize("tail", [
-    '{"type": "shard", "key": "elementwise|sm',  # cut mid-key
-    '{"type": "shard", "key": "x", "process": 0, "shard": {}}',  # whole entry, newline missing
+    '{"type": "replicate", "key": "elementwise|sm',  # cut mid-key
+    '{"type": "replicate", "key": "x", "index": 0, "replicate": {}}',  # whole entry, newline missing
     '1',  # a prefix that happens to be valid JSON
-    '{"type": "shard", "reason": "caf\u00e9',  # cut ...
+    '{"type": "replicate", "reason": "caf\u00e9',  # cut ...
 ])
 def test_a_torn_last_line_is_ignored_then_cut_off(tmp_path: Path, tail: str):
     make_journal(tmp_path)
@@ -72,7 +74,7 @@ def test_a_torn_last_line_is_ignored_then_cut_off(tmp_path: Path, tail: str):
         data = data[:-1]  # ... in the middle of a two-byte UTF-8 character
     path.write_bytes(data)
     state = journal.read(tmp_path)
-    assert len(state.shards) == 2
+    assert len(state.replicates) == 2
     assert path.read_bytes() == data  # reading changes nothing
     Journal.reopen(tmp_path).close()
     assert path.read_bytes() == whole
@@ -83,14 +85,16 @@ def test_a_torn_last_line_is_ignored_then_cut_off(tmp_path: Path, tail: str):
     (lambda lines: lines[:2] + ["[1, 2]"] + lines[2:], "line 3 is not a journal entry"),
     (lambda lines: lines[1:], "not an arraybench journal"),
     (lambda lines: ['{"type": "header", "tool": "pyperf"}'] + lines[1:], "not an arraybench journal"),
-    (lambda lines: [lines[0].replace('"version": 1', '"version": 7')] + lines[1:], "journal version 7"),
-    (lambda lines: [lines[0].replace('"processes": 2', '"processes": "2"')] + lines[1:],
-     "option 'processes'"),
+    (lambda lines: [lines[0].replace('"version": 2', '"version": 7')] + lines[1:], "journal version 7"),
+    (lambda lines: [lines[0].replace('"replicates": 2', '"replicates": "2"')] + lines[1:],
+     "options.replicates"),
     (lambda lines: [lines[0].replace('"backend": "numpy"', '"backend": "numpi"', 1)] + lines[1:],
      "unknown backend 'numpi'"),
-    (lambda lines: lines + [lines[2].replace('"process": 0', '"process": 5')], "a shard of process 5"),
-    (lambda lines: lines + [lines[2].replace('"status": "ok"', '"status": "great"')], "status 'great'"),
+    (lambda lines: lines + [lines[2].replace('"index": 0', '"index": -1')], "a replicate numbered -1"),
+    (lambda lines: lines + [lines[2].replace('"status": "ok"', '"status": "great"')], "status: 'great' is not one of"),
     (lambda lines: lines + [lines[2].replace('"samples_s": [', '"samples_s": ["x", ')], "samples_s"),
+    (lambda lines: lines + [lines[2].replace('"first_call_s": 2e-05', '"first_call_s": -1')],
+     "first_call_s: -1 is below 0"),
     (lambda lines: lines + ['{"type": "gossip"}'], "unknown entry type 'gossip'"),
     (lambda lines: ["[" * 100000], "not an arraybench journal"),
 ])
@@ -176,12 +180,12 @@ def test_corrupted_journals_give_one_line_or_a_state_that_resumes(tmp_path_facto
     except UsageError as exc:
         assert str(exc) and len(str(exc).splitlines()) == 1
         return
-    # Whatever reads back resumes: the runner builds records from it and results.json validates.
-    runner = Runner(state.cells, state.options, out, resume=state)
+    # Whatever reads back resumes: the session builds records from it and results.json validates.
+    session = Session.resume(state, out)
     try:
-        assert runner.missing() >= 0
-        runner.results(complete=False)
+        assert session.missing() >= 0
+        session.save(session.results(complete=False))
     finally:
-        runner.journal.close()
-    loaded = records.load(out / "results.json")
+        session.journal.close()
+    loaded = load_results(out / "results.json")
     assert [r.key for r in loaded.records] == [c.key for c in state.cells]

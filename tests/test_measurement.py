@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from arraybench import backends, records
+from arraybench import Results, load_results
+from arraybench import backends
 
 from .conftest import FAST, run_cli
 
@@ -17,13 +18,13 @@ def _cpu_backends() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def one_thread_run(tmp_path_factory) -> records.Results:
+def one_thread_run(tmp_path_factory) -> Results:
     out = tmp_path_factory.mktemp("threads")
     result = run_cli("run", "--backends", ",".join(_cpu_backends()), "--devices", "cpu",
                      "--workloads", "matmul", "--sizes", "small", "--threads", "1",
                      *FAST, "--output-dir", str(out))
     assert result.returncode == 0, result.stderr
-    return records.load(out / "results.json")
+    return load_results(out / "results.json")
 
 
 @pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
@@ -44,7 +45,7 @@ def test_default_threads_use_every_core(tmp_path: Path):
     result = run_cli("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "sort",
                      "--sizes", "small", *FAST, "--output-dir", str(tmp_path))
     assert result.returncode == 0, result.stderr
-    info = records.load(tmp_path / "results.json").environment["backends"]["numpy/cpu"]
+    info = load_results(tmp_path / "results.json").environment["backends"]["numpy/cpu"]
     assert info["affinity_cpus"] == len(os.sched_getaffinity(0))
 
 
@@ -53,12 +54,12 @@ def test_latency_throughput_and_several_processes(tmp_path: Path):
                      "--sizes", "small", "--mode", "latency,throughput", "--processes", "2",
                      "--max-time", "0.1", "--min-samples", "4", "-q", "--output-dir", str(tmp_path))
     assert result.returncode == 0, result.stderr
-    res = records.load(tmp_path / "results.json")
+    res = load_results(tmp_path / "results.json")
     modes = {r.mode: r for r in res.records}
     assert set(modes) == {"latency", "throughput"}
     for r in modes.values():
         assert r.status == "ok"
-        assert r.n_processes == 2 and len(r.process_medians_s) == 2
+        assert r.n_replicates == 2 and len(r.replicate_medians_s) == 2
         assert r.ci_low_s <= r.median_s <= r.ci_high_s
         assert r.cv is not None and r.number >= 1
     assert "throughput" in modes["throughput"].config_label
@@ -68,17 +69,17 @@ def test_cold_cache_samples_one_call_each(tmp_path: Path):
     result = run_cli("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "elementwise",
                      "--sizes", "small", "--cold", *FAST, "--output-dir", str(tmp_path))
     assert result.returncode == 0, result.stderr
-    (r,) = records.load(tmp_path / "results.json").records
+    (r,) = load_results(tmp_path / "results.json").records
     assert r.status == "ok"
     assert r.number == 1  # only the first call after an eviction is cold
-    assert records.load(tmp_path / "results.json").settings["cold"] is True
+    assert load_results(tmp_path / "results.json").settings["cold"] is True
 
 
 def test_sweep_finds_crossovers_from_the_command_line(tmp_path: Path):
     result = run_cli("sweep", "--workload", "sort", "--backends", "numpy,torch", "--devices", "cpu",
                      "--sizes", "100:1600", *FAST, "--output-dir", str(tmp_path))
     assert result.returncode == 0, result.stderr
-    res = records.load(tmp_path / "results.json")
+    res = load_results(tmp_path / "results.json")
     assert sorted({r.size for r in res.records}) == [100, 200, 400, 800, 1600]
     assert (tmp_path / "sweep_sort.svg").exists()
     assert not (tmp_path / "sort_100.svg").exists()  # numbered sizes go in the sweep plot
@@ -92,7 +93,7 @@ def test_compiled_mode_records_compile_time(tmp_path: Path):
     result = run_cli("run", "--backends", "jax,numpy", "--devices", "cpu", "--workloads", "elementwise",
                      "--sizes", "small", "--mode", "latency,compiled", *FAST, "--output-dir", str(tmp_path))
     assert result.returncode == 0, result.stderr
-    res = records.load(tmp_path / "results.json")
+    res = load_results(tmp_path / "results.json")
     jit = res.select(backend="jax", mode="compiled")[0]
     assert jit.status == "ok" and jit.method == "jax.jit"
     assert jit.compile_s is not None and jit.compile_s > 0
@@ -107,7 +108,7 @@ def test_roofline_measures_ceilings_and_shares(tmp_path: Path):
                      "--sizes", "small", "--roofline", "--processes", "1", "--max-time", "0.05",
                      "--min-samples", "3", "--output-dir", str(tmp_path))
     assert result.returncode == 0, result.stderr
-    res = records.load(tmp_path / "results.json")
+    res = load_results(tmp_path / "results.json")
     assert {r.workload for r in res.records} == {"elementwise", "ceiling_bandwidth", "ceiling_matmul"}
     assert all(r.status == "ok" for r in res.records)
     assert (tmp_path / "roofline.svg").exists()

@@ -9,9 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arraybench import records
+from arraybench import load_results
+from arraybench import results as results_mod
 from arraybench.errors import ResultsError
-from arraybench.records import Record, Results
+from arraybench.measurement import Replicate
+from arraybench.records import Record
+from arraybench.results import Results
 
 CORE_FIELDS = ["workload", "size_label", "size", "backend", "device", "dtype", "mode", "status",
                "reason", "median_s", "iqr_s", "min_s", "n_samples", "first_call_s", "max_rel_error"]
@@ -20,7 +23,7 @@ CORE_FIELDS = ["workload", "size_label", "size", "backend", "device", "dtype", "
 def sample_results() -> Results:
     ok = Record("matmul", "small", 100, "numpy", "cpu", "float64", "latency", "ok", median_s=1e-4,
                 iqr_s=1e-6, min_s=9e-5, n_samples=30, first_call_s=2e-4, max_rel_error=1e-16,
-                samples_s=[1e-4] * 30, warnings=["a warning"])
+                replicates=[Replicate(samples_s=[1e-4] * 30)], warnings=["a warning"])
     skipped = Record("matmul", "small", 100, "cupy", "gpu", "float64", "latency", "skipped",
                      reason="no GPU")
     wrong = Record("fft", "large", 10**6, "jax", "cpu", "float64", "latency", "wrong",
@@ -31,7 +34,7 @@ def sample_results() -> Results:
 
 def test_round_trip(tmp_path: Path):
     path = sample_results().save(tmp_path / "results.json")
-    loaded = records.load(path)
+    loaded = load_results(path)
     assert [r.key for r in loaded.records] == [r.key for r in sample_results().records]
     assert loaded.records[0].samples_s == [1e-4] * 30
     assert loaded.records[0].warnings == ["a warning"]
@@ -40,7 +43,7 @@ def test_round_trip(tmp_path: Path):
 
 def test_every_record_carries_the_contract_fields(tmp_path: Path):
     data = json.loads(sample_results().save(tmp_path / "r.json").read_text())
-    assert data["schema_version"] == records.SCHEMA_VERSION
+    assert data["schema_version"] == results_mod.SCHEMA_VERSION
     assert {"environment", "records"} <= set(data)
     for rec in data["records"]:
         assert set(CORE_FIELDS) <= set(rec)
@@ -56,17 +59,17 @@ def test_saving_is_atomic(tmp_path: Path):
 
     res = sample_results()
     res.records[0].reason = "x"
-    original = records.json.dumps
+    original = results_mod.json.dumps
 
     def failing_dumps(*a, **kw):
         raise Boom()
 
-    records.json.dumps = failing_dumps
+    results_mod.json.dumps = failing_dumps
     try:
         with pytest.raises(Boom):
             res.save(path)
     finally:
-        records.json.dumps = original
+        results_mod.json.dumps = original
     assert path.read_text() == before
     assert [p.name for p in tmp_path.iterdir()] == ["results.json"]  # no temporary left behind
 
@@ -86,7 +89,7 @@ def test_broken_results_files_give_one_line(tmp_path: Path, content, message):
     if content is not None:
         path.write_text(content)
     with pytest.raises(ResultsError) as info:
-        records.load(path)
+        load_results(path)
     assert message in str(info.value)
     assert "\n" not in str(info.value)
 
@@ -97,7 +100,7 @@ def test_a_truncated_real_file_is_rejected(tmp_path: Path):
         broken = tmp_path / f"cut{cut}.json"
         broken.write_text(text[:cut])
         with pytest.raises(ResultsError):
-            records.load(broken)
+            load_results(broken)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -117,7 +120,7 @@ def test_corrupted_files_never_raise_anything_but_results_error(tmp_path: Path, 
         text = text[:i] + data.draw(st.text(max_size=20)) + text[i:]
     else:
         doc = json.loads(text)
-        field = data.draw(st.sampled_from(CORE_FIELDS + ["samples_s", "warnings"]))
+        field = data.draw(st.sampled_from(CORE_FIELDS + ["replicates", "warnings"]))
         doc["records"][0][field] = data.draw(st.one_of(
             st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(),
             st.lists(st.integers()), st.dictionaries(st.text(), st.integers())))
@@ -125,7 +128,7 @@ def test_corrupted_files_never_raise_anything_but_results_error(tmp_path: Path, 
     path = tmp_path / "fuzz.json"
     path.write_bytes(text.encode("utf-8", "surrogatepass"))
     try:
-        loaded = records.load(path)
+        loaded = load_results(path)
     except ResultsError as exc:
         assert "\n" not in str(exc)
     else:
@@ -137,14 +140,14 @@ def test_corrupted_files_never_raise_anything_but_results_error(tmp_path: Path, 
 def test_errors_outside_any_cell_round_trip_and_are_optional(tmp_path: Path):
     res = sample_results()
     res.errors = [{"kind": "workload file", "source": "/x/bench.py", "error": "SyntaxError [at ...]"}]
-    loaded = records.load(res.save(tmp_path / "results.json"))
+    loaded = load_results(res.save(tmp_path / "results.json"))
     assert loaded.errors == res.errors
     data = sample_results().to_dict()
     del data["errors"]  # written before the field existed
-    assert records.from_dict(data).errors == []
+    assert results_mod.from_dict(data).errors == []
     data["errors"] = "not a list"
     with pytest.raises(ResultsError, match="errors"):
-        records.from_dict(data)
+        results_mod.from_dict(data)
 
 
 @pytest.mark.parametrize("content, message", [
@@ -160,7 +163,7 @@ def test_more_broken_results_files_give_one_line(tmp_path: Path, content: bytes,
     path = tmp_path / "results.json"
     path.write_bytes(content)
     with pytest.raises(ResultsError) as info:
-        records.load(path)
+        load_results(path)
     assert message in str(info.value)
     assert "\n" not in str(info.value)
     assert path.read_bytes() == content
@@ -168,7 +171,7 @@ def test_more_broken_results_files_give_one_line(tmp_path: Path, content: bytes,
 
 def test_a_folder_is_not_a_results_file(tmp_path: Path):
     with pytest.raises(ResultsError, match="is a folder"):
-        records.load(tmp_path)
+        load_results(tmp_path)
 
 
 def test_saved_files_are_readable_like_any_file(tmp_path: Path):

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from arraybench import records
-from arraybench.report.html import render_html, write_html
-from arraybench.report.plots import write_plots
-from arraybench.report.tables import unavailable_configs
+from arraybench import load_results
+from arraybench.render.html import render_html, write_html
+from arraybench.render.plots import write_plots
+from arraybench.render.tables import unavailable_configs
 
 from .chromium import Chromium, find_chromium
 from .synthetic import record, results, spread
@@ -61,7 +61,7 @@ def test_the_report_of_a_real_run_loads_cleanly_and_every_plot_renders(real_run,
         assert p["width"] > 300 and p["height"] > 150, p
         assert p["innerWidth"] > 100 and p["innerHeight"] > 100, p
         assert p["texts"] > 5 and p["bars"] > 5, p
-    res = records.load(real_run.out / "results.json")
+    res = load_results(real_run.out / "results.json")
     unavailable = unavailable_configs(res.records)
     expected_rows = sum(1 for r in res.records if (r.backend, r.device) not in unavailable)
     assert page.evaluate("document.querySelectorAll('table.records tr[data-key]').length") == expected_rows

@@ -14,8 +14,8 @@ import pytest
 
 import arraybench
 from arraybench.records import Record
-from arraybench.report.csvout import csv_columns, csv_text
-from arraybench.report.markdown import markdown_report, md
+from arraybench.render.csvout import csv_columns, csv_text
+from arraybench.render.markdown import markdown_report, md
 
 from .conftest import run_cli
 from .synthetic import record, results, spread

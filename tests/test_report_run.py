@@ -8,10 +8,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from arraybench import plan, records, workloads
-from arraybench.plan import RunOptions
-from arraybench.report.progress import ConsoleReporter
-from arraybench.runner import Runner
+import arraybench
+from arraybench import load_results, records
+from arraybench.render.progress import ConsoleReporter
 
 from .conftest import run_cli
 
@@ -42,7 +41,7 @@ def test_live_lines_name_every_finished_cell(tmp_path: Path):
     assert result.returncode == 0, result.stderr
     live = [line for line in result.stderr.splitlines() if line.startswith("✓")]
     assert len(live) == 1 and "sort small  NumPy CPU" in live[0]
-    median = records.load(tmp_path / "out" / "results.json").records[0].median_s
+    median = load_results(tmp_path / "out" / "results.json").records[0].median_s
     from arraybench.units import format_seconds
 
     assert format_seconds(median) in live[0]
@@ -58,15 +57,14 @@ def test_quiet_prints_nothing_and_still_writes_everything(tmp_path: Path):
 
 
 def test_progress_bar_counts_measurements_and_cells_with_an_eta(tmp_path: Path):
-    options = RunOptions(backends=["numpy"], devices=["cpu"], workloads=["sort", "elementwise"],
-                         sizes=["small"], processes=2, max_time=0.05, min_samples=3)
-    cells = plan.build_plan(options, dict(workloads.REGISTRY))
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=True, width=160, color_system=None)
-    reporter = ConsoleReporter(console=console, cells=len(cells))
-    Runner(cells, options, tmp_path, reporter).run()
+    reporter = ConsoleReporter(console=console, cells=2)
+    results = arraybench.run(["sort", "elementwise"], backends=["numpy"], devices=["cpu"],
+                             sizes=["small"], replicates=2, max_time=0.05, min_samples=3,
+                             output_dir=tmp_path, reporter=reporter)
     text = buffer.getvalue()
-    assert len(cells) == 2
+    assert len(results.records) == 2
     assert "4/4 measurements" in text  # 2 cells x 2 processes, the bar's last frame
     assert "2/2 cells" in text
     assert "ETA" in text
@@ -78,7 +76,7 @@ def test_json_stops_writing_quietly_when_the_reader_leaves():
     # `arraybench run --json | head -1`: a real pipe whose reading end is closed.
     import os
 
-    from arraybench.report.progress import JsonLinesReporter
+    from arraybench.render.progress import JsonLinesReporter
     from .synthetic import record, spread
 
     r, w = os.pipe()

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from arraybench import backends, records
+from arraybench import load_results
+from arraybench import backends
 from arraybench.workloads import BUILTIN
 
 from .conftest import ROOT
@@ -37,7 +38,7 @@ def test_default_run_succeeds_and_prints_a_table(default_run):
 
 def test_results_cover_the_suite_with_cpu_ok_and_gpus_skipped_with_reasons(default_run):
     out, _ = default_run
-    res = records.load(out / "results.json")
+    res = load_results(out / "results.json")
     assert res.complete
     got = {(r.workload, r.size_label) for r in res.records}
     assert got == {(w, s) for w in BUILTIN for s in ("small", "large")}
@@ -58,7 +59,7 @@ def test_results_cover_the_suite_with_cpu_ok_and_gpus_skipped_with_reasons(defau
 
 def test_environment_is_recorded(default_run):
     out, _ = default_run
-    env = records.load(out / "results.json").environment
+    env = load_results(out / "results.json").environment
     for key in ("python", "cpu_model", "cpu_count", "libraries", "timestamp", "backends"):
         assert env.get(key), key
     assert env["blas"]  # numpy's worker reports the BLAS it loaded
@@ -71,7 +72,7 @@ def test_twelve_plots_open_and_show_the_data(default_run):
     expected = sorted([f"{w}_{s}.svg" for w in BUILTIN for s in ("small", "large")]
                       + ["summary_small.svg", "summary_large.svg"])
     assert svgs == expected
-    res = records.load(out / "results.json")
+    res = load_results(out / "results.json")
     for name in svgs:
         text = (out / name).read_text()
         ET.fromstring(text)  # well-formed SVG
@@ -88,6 +89,6 @@ def test_journal_holds_every_measurement(default_run):
     out, _ = default_run
     lines = [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
     assert lines[0]["type"] == "header"
-    shards = [e for e in lines if e["type"] == "shard"]
-    res = records.load(out / "results.json")
+    shards = [e for e in lines if e["type"] == "replicate"]
+    res = load_results(out / "results.json")
     assert {e["key"] for e in shards} == {r.key for r in res.records if r.n_samples}

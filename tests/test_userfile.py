@@ -14,12 +14,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from arraybench import load_results
 from arraybench import Check, Work, records, workload
-from arraybench.measure import ReferenceCache, is_user_file, measure_cell
+from arraybench.measure import ReferenceCache, measure_cell
+from arraybench.tracebacks import is_user_file
 from arraybench.plan import Cell
 from arraybench.timer import TimerSettings
-from arraybench.userfile import WorkloadFileError, import_workload_file, load_files
+from arraybench.workloads.userfile import WorkloadFileError, import_workload_file, load_files
 from arraybench.workloads import REGISTRY
+from arraybench.workloads.inputs import build_inputs
+from arraybench.workloads.binding import bind
 
 from .conftest import FAST, backend_or_skip, run_cli
 
@@ -80,7 +84,7 @@ def test_a_user_file_from_a_temporary_folder_runs_on_every_library(tmp_path: Pat
     result = run_cli("run", "--workload-file", str(bench), "--backends", "numpy,torch,jax",
                      "--devices", "cpu", "-o", str(out), *FAST, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    res = records.load(out / "results.json")
+    res = load_results(out / "results.json")
     assert res.errors == []
     # Only the file's workloads, at their own sizes (no --sizes given), not the built-in suite.
     assert {(r.workload, r.size_label) for r in res.records} == {
@@ -184,7 +188,7 @@ def broken_run(tmp_path_factory):
     result = run_cli("run", *args, "--workloads", "fine,mutates,bad_reshape,shape,bad_inputs,sort",
                      "--sizes", "small", "--backends", "numpy,torch,jax", "--devices", "cpu",
                      "--no-plots", "-o", str(out), *FAST, cwd=folder)
-    res = records.load(out / "results.json") if (out / "results.json").exists() else None
+    res = load_results(out / "results.json") if (out / "results.json").exists() else None
     return files, result, res
 
 
@@ -263,7 +267,7 @@ def test_a_broken_file_costs_only_its_own_workloads(tmp_path: Path):
                      "numpy", "--sizes", "tiny", "-o", str(out), "--no-plots", *FAST, cwd=tmp_path)
     assert result.returncode == 1, result.stderr[-3000:]
     assert at(bad, "# HERE") in result.stderr and "Traceback" not in result.stderr
-    res = records.load(out / "results.json")
+    res = load_results(out / "results.json")
     assert [e["source"] for e in res.errors] == [str(bad)]
     assert {r.workload: r.status for r in res.records} == {"softplus": "ok", "tanh_loss": "ok"}
 
@@ -302,8 +306,8 @@ def test_an_error_in_a_users_folder_named_arraybench_still_shows_their_line(tmp_
     backend = backend_or_skip("numpy")
     shard = measure_cell(backend, REGISTRY["breaks"], Cell("breaks", "small", 8, "numpy", "cpu", "float64",
                                                            "latency"), QUICK, ReferenceCache())
-    assert shard["status"] == "failed"
-    assert at(bench, "# HERE") in shard["reason"]
+    assert shard.status == "failed"
+    assert at(bench, "# HERE") in shard.reason
 
 
 def test_library_frames_are_not_the_users():
@@ -381,7 +385,7 @@ def test_a_bare_decorator_takes_the_defaults():
         return xp.log1p(xp.exp(x)) + y
 
     assert softplus.sizes == {"small": 1_000, "large": 1_000_000}
-    x, y = softplus.build_inputs(1_000, "float32")
+    x, y = build_inputs(softplus, 1_000, "float32")
     assert x.shape == y.shape == (1_000,) and x.dtype == np.float32
     assert not np.array_equal(x, y)
     assert softplus.description == "docstring line"
@@ -412,7 +416,7 @@ def test_inputs_may_be_a_dict_by_name_a_list_or_take_only_n():
     def by_name(xp, x, y):
         return x + y
 
-    x, y = by_name.build_inputs(4, "float64")
+    x, y = build_inputs(by_name, 4, "float64")
     np.testing.assert_array_equal(x, np.arange(4))  # ordered by parameter, ints kept as ints
     assert x.dtype == np.int64 and y.dtype == np.float64
 
@@ -420,7 +424,7 @@ def test_inputs_may_be_a_dict_by_name_a_list_or_take_only_n():
     def listed(xp, a, b):
         return a * b
 
-    a, b = listed.build_inputs(3, "float32")
+    a, b = build_inputs(listed, 3, "float32")
     assert a.dtype == np.float32 and float(b[0]) == 3.0
 
 
@@ -430,7 +434,7 @@ def test_inputs_that_do_not_match_the_function_name_its_line():
         return a + b
 
     with pytest.raises(TypeError) as info:
-        two_args.build_inputs(4, "float64")
+        build_inputs(two_args, 4, "float64")
     message = str(info.value)
     assert "3 array(s)" in message and "takes 2" in message
     here = Path(__file__)
@@ -441,7 +445,7 @@ def test_inputs_that_do_not_match_the_function_name_its_line():
         return a + b
 
     with pytest.raises(TypeError, match="unknown: \\['z'\\]"):
-        named.build_inputs(4, "float64")
+        build_inputs(named, 4, "float64")
 
 
 def test_a_function_without_array_parameters_is_refused_at_definition():
@@ -474,7 +478,7 @@ def test_override_with_the_native_namespace_and_a_work_tuple():
     torch_backend = backend_or_skip("torch")
     shard = measure_cell(torch_backend, plus_one, Cell("plus_one", "small", 8, "torch", "cpu", "float64",
                                                        "latency"), QUICK, ReferenceCache())
-    assert shard["status"] == "ok", shard["reason"]
+    assert shard.status == "ok", shard.reason
 
 
 # -- gradients ----------------------------------------------------------------------------------
@@ -509,10 +513,10 @@ def test_a_grad_workload_without_reference_is_judged_soundly_in_float64(backend_
     shard = measure_cell(backend, wl, cell, QUICK, ReferenceCache())
     # Autodiff is exact to rounding; a finite-difference reference is ~1e-9 off. The verdict must
     # not blame the library for the reference's error.
-    assert shard["status"] == "ok", shard["reason"]
-    assert "autodiff" in shard["method"] or "jax.grad" in shard["method"]
-    assert shard["tolerance"] > wl.check.tolerance("float64", 1_000)
-    assert any("central differences" in w for w in shard["warnings"])
+    assert shard.status == "ok", shard.reason
+    assert "autodiff" in shard.method or "jax.grad" in shard.method
+    assert shard.tolerance > wl.check.tolerance("float64", 1_000)
+    assert any("central differences" in w for w in shard.warnings)
     # ... and a gradient that is off by more than the reference's error is still caught.
     off = workload(name="loss_off", sizes={"small": 1_000}, grad=True)(_loss)
 
@@ -522,7 +526,7 @@ def test_a_grad_workload_without_reference_is_judged_soundly_in_float64(backend_
 
     shard = measure_cell(backend, off, Cell(off.name, "small", 1_000, backend_name, "cpu", "float64",
                                             "latency"), QUICK, ReferenceCache())
-    assert shard["status"] == "wrong"
+    assert shard.status == "wrong"
 
 
 def test_grad_through_the_array_api_namespace_uses_autograd_with_a_fresh_leaf():
@@ -530,14 +534,14 @@ def test_grad_through_the_array_api_namespace_uses_autograd_with_a_fresh_leaf():
     wl = workload(name="api_grad", sizes={"small": 50}, grad=True,
                   reference=_analytic, check=Check.normwise(lambda n: n))(_loss)
     assert wl.namespace == "array_api"
-    w, x = (backend.asarray(a) for a in wl.build_inputs(50, "float64"))
-    bound = wl.bind(backend, "latency", (w, x))
+    w, x = (backend.asarray(a) for a in build_inputs(wl, 50, "float64"))
+    bound = bind(wl, backend, "latency", (w, x))
     assert "autograd" in bound.method
     first = backend.to_numpy(bound.op(*bound.args)).copy()
     again = backend.to_numpy(bound.op(*bound.args))
     np.testing.assert_array_equal(first, again)  # nothing accumulates across calls
     assert w.grad is None
-    np.testing.assert_allclose(first, _analytic(*wl.build_inputs(50, "float64")), rtol=1e-12)
+    np.testing.assert_allclose(first, _analytic(*build_inputs(wl, 50, "float64")), rtol=1e-12)
 
 
 def test_a_non_scalar_loss_is_named_as_such():
@@ -545,5 +549,5 @@ def test_a_non_scalar_loss_is_named_as_such():
     wl = workload(name="vector_loss", sizes={"small": 8}, grad=True)(lambda xp, w: w * 2.0)
     shard = measure_cell(backend, wl, Cell(wl.name, "small", 8, "numpy", "cpu", "float64", "latency"),
                          QUICK, ReferenceCache())
-    assert shard["status"] == "failed"
-    assert "scalar loss" in shard["reason"] and "(8,)" in shard["reason"]
+    assert shard.status == "failed"
+    assert "scalar loss" in shard.reason and "(8,)" in shard.reason

@@ -11,6 +11,7 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
+from ..measurement import Gradient
 from ..timer import DeviceTimer
 
 
@@ -52,6 +53,7 @@ class Backend(abc.ABC):
     label: ClassVar[str]
     #: How gradients are computed, as shown in results ("autodiff (jax.grad)").
     grad_method: ClassVar[str] = "finite differences (forward, one pass per parameter)"
+    gradient: ClassVar[Gradient] = "finite_differences"
     #: Why device timing is unavailable, when it is.
     device_timer_note: ClassVar[str] = "wall clock (computation is synchronous)"
 
@@ -121,6 +123,19 @@ class Backend(abc.ABC):
         return []
 
     # -- housekeeping ---------------------------------------------------------------------------
+    def limit_threads(self, threads: int) -> None:
+        """Limit the library's thread pools from inside the worker, once it is loaded.
+
+        The parent already set the environment variables and the CPU affinity before the worker
+        started; this applies the limit again to the pools threadpoolctl can reach.
+        """
+        try:
+            from threadpoolctl import threadpool_limits
+
+            threadpool_limits(limits=threads)
+        except Exception:  # a pool that refuses leaves the environment's limit in force
+            pass
+
     def free(self) -> None:
         """Release cached device memory between cells."""
 

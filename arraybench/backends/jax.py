@@ -33,6 +33,7 @@ class JaxBackend(Backend):
     name = "jax"
     label = "JAX"
     grad_method = "autodiff (jax.grad)"
+    gradient = "autodiff"
     compile_method = "jax.jit"
     device_timer_note = "wall clock + block_until_ready (JAX has no device-event API)"
 

@@ -32,6 +32,7 @@ class TorchBackend(Backend):
     name = "torch"
     label = "PyTorch"
     grad_method = "autodiff (torch.autograd, fresh leaf per call)"
+    gradient = "autodiff"
     compile_method = "torch.compile"
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
@@ -142,6 +143,10 @@ class TorchBackend(Backend):
             return super().memory_available()
         free, total = torch.cuda.mem_get_info(self.torch_device)
         return int(free), int(total)
+
+    def limit_threads(self, threads: int) -> None:
+        super().limit_threads(threads)
+        torch.set_num_threads(threads)  # torch's own pool, which threadpoolctl cannot see
 
     def info(self) -> dict[str, Any]:
         info: dict[str, Any] = {

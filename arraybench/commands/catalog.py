@@ -22,7 +22,7 @@ def catalog(workload_files: list[str] = ()) -> tuple[list[dict[str, Any]], list[
     """Every known workload (name, sizes, what it measures, how it is checked, its work per call),
     and the errors of the files that did not load."""
     from .. import workloads
-    from ..userfile import load_files
+    from ..workloads.userfile import load_files
 
     loaded = load_files(list(workload_files))
     out = []

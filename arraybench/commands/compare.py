@@ -13,7 +13,7 @@ from .argtypes import fraction, percent
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..report.compare import DEFAULT_ALPHA, DEFAULT_THRESHOLD
+    from ..analysis.compare import DEFAULT_ALPHA, DEFAULT_THRESHOLD
 
     p = sub.add_parser(
         "compare", help="compare two runs cell by cell: faster, slower or no change",
@@ -35,17 +35,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..records import load, resolve
-    from ..report.compare import compare
+    from .. import api
 
-    base = load(resolve(args.base))
-    new = load(resolve(args.new))
-    comparison = compare(base, new, threshold=args.threshold, alpha=args.alpha)
+    comparison = api.compare(args.base, args.new, threshold=args.threshold, alpha=args.alpha)
     out = None
     if args.output_dir:
-        from .run import prepare_output_dir
+        from ..outdir import prepare
 
-        out = prepare_output_dir(args.output_dir, overwrite=True)
+        out = prepare(args.output_dir, overwrite=True)
     console = Console()
     if not console.is_terminal and console.width < 120:
         console = Console(width=120, color_system=None)
@@ -60,9 +57,9 @@ def main(args: argparse.Namespace) -> int:
         console.print(f"[dim]{escape(text)}[/]")
     console.print(escape(comparison.summary()))
     if out is not None:
-        from ..records import write_atomic
-        from ..report.compare_plot import compare_plot
-        from ..report.markdown import comparison_markdown
+        from ..files import write_atomic
+        from ..render.compare_plot import compare_plot
+        from ..render.markdown import comparison_markdown
 
         written = [write_atomic(out / "compare.md", comparison_markdown(comparison))]
         plot = compare_plot(comparison, out / "compare.svg")
@@ -92,7 +89,7 @@ def skipped_lines(comparison) -> list[str]:
 
 def comparison_table(comparison) -> Table:
     """The comparison as a rich table, slower in red and faster in green."""
-    from ..report.compare import FASTER, SLOWER, change_text
+    from ..analysis.compare import FASTER, SLOWER, change_text
     from ..units import format_seconds
 
     table = Table(title="arraybench compare: time per call, new vs base", header_style="bold",

@@ -27,8 +27,12 @@ def main(args: argparse.Namespace) -> int:
 
     env = environment.collect()
     backends_state = probe_backends()
+    project = getattr(args, "project", None)
+    defaults = {"file": str(project.source) if project and project.source else None,
+                "options": dict(project.spelled) if project else {}}
     if args.json:
-        print(json.dumps({"environment": env, "backends": backends_state}, indent=1))
+        print(json.dumps({"environment": env, "backends": backends_state,
+                          "project_defaults": defaults}, indent=1, default=str))
         return 0
     console = Console()
     if not console.is_terminal and console.width < 120:
@@ -36,7 +40,18 @@ def main(args: argparse.Namespace) -> int:
     console.print(machine_table(env, backends_state))
     console.print(backends_table(backends_state))
     console.print(details_table(backends_state))
+    console.print(defaults_text(defaults), soft_wrap=True, markup=False, highlight=False)
     return 0
+
+
+def defaults_text(defaults: Mapping[str, Any]) -> str:
+    """Each option default [tool.arraybench] changes, and the file, or that there are none."""
+    if not defaults["options"]:
+        where = f" in {defaults['file']}" if defaults["file"] else ""
+        return f"project defaults: none ([tool.arraybench]{where} sets no option)"
+    lines = [f"project defaults from {defaults['file']} [tool.arraybench] (the command line wins):"]
+    lines += [f"  {k} = {v!r}" for k, v in defaults["options"].items()]
+    return "\n".join(lines)
 
 
 def machine_table(env: Mapping[str, Any], state: Mapping[str, Any]) -> Table:

@@ -22,15 +22,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..records import load, resolve
-    from ..report.outputs import write_reports
-    from ..report.tables import print_table
-    from .run import prepare_output_dir
+    from .. import load_results
+    from ..outdir import prepare
+    from ..render.tables import print_table
 
-    source = resolve(args.results)
-    results = load(source)
-    out = prepare_output_dir(args.output_dir or str(source.parent), overwrite=True)
-    written = write_reports(results, out, plots=not args.no_plots)
+    results = load_results(args.results)
+    source_dir = results.output_dir or Path(".")
+    out = prepare(args.output_dir or str(source_dir), overwrite=True)
+    written = results.write_report(out, plots=not args.no_plots)
     if not args.quiet:
         console = Console()
         if not console.is_terminal and console.width < 120:

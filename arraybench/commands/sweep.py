@@ -1,15 +1,17 @@
 """``arraybench sweep``: one or more workloads across many sizes; where does each library pay off?
 
 The same options as ``run``; ``--sizes`` defaults to a geometric range around each workload's own
-sizes. The crossovers are among the run's findings, and ``sweep_<workload>.svg`` draws them.
+sizes (``arraybench.sweep``). The crossovers are among the run's findings, and
+``sweep_<workload>.svg`` draws them.
 """
 
 from __future__ import annotations
 
 import argparse
 
-
+from .. import api
 from ..errors import UsageError
+from ..options import parse_sizes
 from . import run as run_cmd
 
 
@@ -23,30 +25,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=main, sizes=None)
 
 
-def default_sizes(workload) -> str:
-    """Eight geometric steps from a tenth of the workload's smallest size to its largest."""
-    sizes = sorted(workload.sizes.values())
-    lo = max(2, sizes[0] // 10)
-    return f"{lo}:{sizes[-1]}:8"
-
-
 def main(args: argparse.Namespace) -> int:
     args.workloads = list(dict.fromkeys(args.workloads + args.sweep_workloads))
     if not args.workloads and not args.workload_files:
         raise UsageError("name the workload to sweep, e.g. `arraybench sweep --workload matmul`")
-    if args.sizes is None:
-        known, loaded = run_cmd._workloads(args.workload_files)
-        from ..workloads import expand
-
-        names = expand(args.workloads) if args.workloads else loaded.names()
-        missing = [n for n in names if n not in known]
-        if missing:
-            raise UsageError(f"unknown workload {missing[0]!r}; known: {', '.join(sorted(known))}")
-        ranges = {default_sizes(known[n]) for n in names}
-        if len(ranges) > 1:
-            raise UsageError("these workloads have different natural sizes; give --sizes, e.g. 16:4096")
-        args.sizes = ranges.pop()
-    if args.output_dir == "benchmark_plots":
+    if args.sizes is None and not args.resume:
+        options = run_cmd.options_from_args(args)
+        names = options.workloads or api.load_files(options.workload_files).names()
+        args.sizes = ",".join(parse_sizes(api.sweep_sizes(names)))
+    if args.output_dir == run_cmd.DEFAULT_OUTPUT_DIR:
         args.output_dir = "sweep_" + "_".join(args.workloads or ["user"])
-    # The run's findings state the crossovers (and the plot marks them): nothing to add here.
     return run_cmd.main(args)

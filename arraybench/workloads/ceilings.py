@@ -7,7 +7,7 @@ ceiling each record is set against (``report/roofline.py``).
 from __future__ import annotations
 
 from ..accuracy import Check
-from .api import Work, workload
+from .definition import Work, workload
 
 #: Sizes per device: the stream must dwarf the caches, the matmul must be large enough to saturate.
 CEILING_WORKLOADS = ("ceiling_bandwidth", "ceiling_matmul")

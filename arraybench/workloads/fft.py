@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ..accuracy import Check
-from .api import Work, workload
+from .definition import Work, workload
 
 
 def _inputs(n, rng):
@@ -22,7 +22,6 @@ def _inputs(n, rng):
     # The conventional 5 n log2 n flop count of a complex FFT; read n reals, write n complexes.
     work=lambda n, itemsize: Work(flops=5 * n * math.log2(max(n, 2)), bytes=3 * n * itemsize),
     namespace="native",
-    iterations={"small": 500, "large": 50},
 )
 def fft(xp, a):
     return xp.fft.fft(a)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..accuracy import Check
-from .api import Work, workload
+from .definition import Work, workload
 
 
 def _inputs(n, rng):
@@ -28,7 +28,6 @@ def _analytic(w, x):
     work=lambda n, itemsize: Work(flops=6 * n, bytes=3 * n * itemsize),
     grad=True,
     namespace="native",
-    iterations={"small": 100, "large": 20},
 )
 def gradient(xp, w, x):
     return xp.sum((w * x) ** 2)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..accuracy import Check
-from .api import Work, workload
+from .definition import Work, workload
 
 
 def _inputs(n, rng):
@@ -21,7 +21,6 @@ def _inputs(n, rng):
     check=Check.normwise(growth=lambda n: n ** 0.5, ulps=16),
     work=lambda n, itemsize: Work(flops=2 * n**3, bytes=3 * n * n * itemsize),
     namespace="native",
-    iterations={"small": 200, "large": 50},
 )
 def matmul(xp, a, b):
     return a @ b

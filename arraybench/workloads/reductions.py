@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ..accuracy import Check
-from .api import Work, workload
+from .definition import Work, workload
 
 
 def _inputs(n, rng):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ..accuracy import Check
-from .api import Work, workload
+from .definition import Work, workload
 
 
 def _inputs(n, rng):
@@ -20,7 +20,6 @@ def _inputs(n, rng):
     check=Check.exact(),
     work=lambda n, itemsize: Work(flops=n * math.log2(max(n, 2)), bytes=2 * n * itemsize),
     namespace="native",
-    iterations={"small": 200, "large": 50},
 )
 def sort(xp, a):
     return xp.sort(a)

@@ -1,0 +1,216 @@
+"""Two runs side by side: per cell, the ratio of medians and whether the change is real.
+
+A change is called only when it is both significant and large enough to matter:
+
+- significant: the two-sided Mann-Whitney U test on the samples gives p < ``alpha`` *and* the two
+  95% confidence intervals of the median do not overlap. Samples pooled from one process are not
+  fully independent, so the U test alone would call too much; the CI condition keeps the verdict
+  conservative, which is what a CI gate needs. Records without samples are judged on their CIs.
+- large enough: the ratio new/base is above ``1 + threshold`` (slower) or below
+  ``1 / (1 + threshold)`` (faster).
+
+Cells present in one run only are listed, never dropped; cells that are not valid on both sides
+(skipped, failed, wrong) are listed as not comparable, with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping
+
+from .. import stats
+from ..records import Record
+from .grouping import config_sort_key, is_valid, size_sort_key
+
+if TYPE_CHECKING:
+    from ..results import Results
+
+FASTER, SLOWER, SAME, NOT_COMPARABLE = "faster", "slower", "no change", "not comparable"
+
+#: Ratios within 2% of 1 are "no change", however significant.
+DEFAULT_THRESHOLD = 0.02
+DEFAULT_ALPHA = 0.05
+
+
+@dataclass
+class CellChange:
+    """One cell in both runs."""
+
+    key: str
+    base: Record
+    new: Record
+    verdict: str
+    ratio: float | None = None  # new median / base median: below 1 is faster
+    p_value: float | None = None  # Mann-Whitney U, where both records keep samples
+    ci_overlap: bool | None = None
+    significant: bool = False
+    note: str = ""
+
+    @property
+    def ratio_low(self) -> float | None:
+        """A conservative low end of the ratio: new CI low over base CI high."""
+        if self.ratio is None or self.new.ci_low_s is None or not self.base.ci_high_s:
+            return None
+        return self.new.ci_low_s / self.base.ci_high_s
+
+    @property
+    def ratio_high(self) -> float | None:
+        """A conservative high end of the ratio: new CI high over base CI low."""
+        if self.ratio is None or self.new.ci_high_s is None or not self.base.ci_low_s:
+            return None
+        return self.new.ci_high_s / self.base.ci_low_s
+
+
+@dataclass
+class Comparison:
+    """Every cell of two runs, matched by ``Record.key``."""
+
+    changes: list[CellChange]
+    only_base: list[Record]
+    only_new: list[Record]
+    threshold: float
+    alpha: float
+    environment_differences: list[tuple[str, str, str]] = field(default_factory=list)
+
+    @property
+    def comparable(self) -> list[CellChange]:
+        return [c for c in self.changes if c.ratio is not None]
+
+    @property
+    def geometric_mean(self) -> float | None:
+        """The geometric mean of new/base over comparable cells: below 1, the new run is faster."""
+        ratios = [c.ratio for c in self.comparable if c.ratio and c.ratio > 0]
+        return stats.geometric_mean(ratios) if ratios else None
+
+    @property
+    def skipped_in_both(self) -> list[CellChange]:
+        """Cells neither run measured (a GPU absent from both machines, say): listed apart."""
+        return [c for c in self.changes if c.base.status == "skipped" and c.new.status == "skipped"]
+
+    @property
+    def shown(self) -> list[CellChange]:
+        """The cells worth a row: all but those skipped in both runs."""
+        skipped = {id(c) for c in self.skipped_in_both}
+        return [c for c in self.changes if id(c) not in skipped]
+
+    def counts(self) -> dict[str, int]:
+        out = {FASTER: 0, SLOWER: 0, SAME: 0, NOT_COMPARABLE: 0}
+        for c in self.changes:
+            out[c.verdict] += 1
+        return out
+
+    def slowdowns_above(self, limit: float) -> list[CellChange]:
+        """Significant slowdowns whose ratio exceeds ``1 + limit``."""
+        return [c for c in self.changes
+                if c.verdict == SLOWER and c.ratio is not None and c.ratio > 1 + limit]
+
+    def summary(self) -> str:
+        """One sentence: the geometric mean and the counts."""
+        counts = self.counts()
+        n = len(self.comparable)
+        parts = [f"{counts[FASTER]} faster, {counts[SLOWER]} slower, {counts[SAME]} no change"]
+        skipped = len(self.skipped_in_both)
+        if counts[NOT_COMPARABLE] - skipped:
+            parts.append(f"{counts[NOT_COMPARABLE] - skipped} not comparable")
+        if skipped:
+            parts.append(f"{skipped} skipped in both")
+        if self.only_base or self.only_new:
+            parts.append(f"{len(self.only_base)} only in base, {len(self.only_new)} only in new")
+        g = self.geometric_mean
+        if g is None:
+            return "no cell could be compared; " + ", ".join(parts)
+        return (f"geometric mean of new/base over {n} cell{'s' if n != 1 else ''}: {g:.3f} "
+                f"({change_text(g)}); " + ", ".join(parts))
+
+
+def change_text(ratio: float) -> str:
+    """new/base as words: ``1.05`` -> ``"5.0% slower"``, ``0.5`` -> ``"2.00× faster"``.
+
+    Changes under 10% are the share of time gained or lost; larger ones are a factor.
+    """
+    if ratio <= 0 or not math.isfinite(ratio):
+        return "—"
+    if abs(ratio - 1) < 5e-4:
+        return "same"
+    if 0.9 < ratio < 1.1:
+        return f"{ratio - 1:.1%} slower" if ratio > 1 else f"{1 - ratio:.1%} faster"
+    return f"{ratio:.2f}× slower" if ratio > 1 else f"{1 / ratio:.2f}× faster"
+
+
+def compare_records(base: Record, new: Record, threshold: float = DEFAULT_THRESHOLD,
+                    alpha: float = DEFAULT_ALPHA) -> CellChange:
+    """The verdict for one cell measured in both runs."""
+    change = CellChange(key=new.key, base=base, new=new, verdict=NOT_COMPARABLE)
+    if base.size != new.size:
+        change.note = f"sizes differ: n = {base.size:,} in base, {new.size:,} in new"
+        return change
+    for side, r in (("base", base), ("new", new)):
+        if not is_valid(r):
+            change.note = f"{side} is {r.status}" + (f": {r.reason}" if r.reason else "")
+            return change
+    change.ratio = new.median_s / base.median_s
+    if None not in (base.ci_low_s, base.ci_high_s, new.ci_low_s, new.ci_high_s):
+        change.ci_overlap = not (new.ci_low_s > base.ci_high_s or new.ci_high_s < base.ci_low_s)
+    if base.samples_s and new.samples_s:
+        change.p_value = stats.mann_whitney_u(base.samples_s, new.samples_s).p_value
+    if change.p_value is not None:
+        change.significant = change.p_value < alpha and change.ci_overlap is not True
+    elif change.ci_overlap is not None:
+        change.significant = not change.ci_overlap
+        change.note = "no samples saved: judged on the confidence intervals"
+    else:
+        change.note = "no samples or confidence intervals: cannot judge significance"
+    if change.significant and change.ratio > 1 + threshold:
+        change.verdict = SLOWER
+    elif change.significant and change.ratio < 1 / (1 + threshold):
+        change.verdict = FASTER
+    else:
+        change.verdict = SAME
+    return change
+
+
+def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
+            alpha: float = DEFAULT_ALPHA) -> Comparison:
+    """Match the records of two runs by cell and judge each change."""
+    base_by = {r.key: r for r in base.records}
+    new_by = {r.key: r for r in new.records}
+    order = sorted((r for r in new.records if r.key in base_by),
+                   key=lambda r: (r.workload, size_sort_key(r), config_sort_key(r)))
+    changes = [compare_records(base_by[r.key], r, threshold, alpha) for r in order]
+    return Comparison(
+        changes=changes,
+        only_base=[r for r in base.records if r.key not in new_by],
+        only_new=[r for r in new.records if r.key not in base_by],
+        threshold=threshold,
+        alpha=alpha,
+        environment_differences=(environment_differences(base.environment, new.environment)
+                                 + settings_differences(base.settings, new.settings)),
+    )
+
+
+_ENV_KEYS = ("cpu_model", "cpu_count", "cpus_available", "gpu_name", "python", "platform", "blas")
+
+
+def environment_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(what, in base, in new) for the machine facts and library versions that differ."""
+    out = []
+    for k in _ENV_KEYS:
+        if base.get(k) != new.get(k):
+            out.append((k, str(base.get(k)), str(new.get(k))))
+    libs_a = base.get("libraries") or {}
+    libs_b = new.get("libraries") or {}
+    if isinstance(libs_a, Mapping) and isinstance(libs_b, Mapping):
+        for name in dict.fromkeys([*libs_a, *libs_b]):
+            if libs_a.get(name) != libs_b.get(name):
+                out.append((name, str(libs_a.get(name)), str(libs_b.get(name))))
+    return out
+
+
+_SETTING_KEYS = ("threads", "replicates", "max_time", "min_samples", "rel_ci", "cold", "allow_tf32")
+
+
+def settings_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(setting, in base, in new) for the run settings that change what a time means."""
+    return [(f"--{k.replace('_', '-')}", str(base.get(k)), str(new.get(k)))
+            for k in _SETTING_KEYS if k in base and k in new and base.get(k) != new.get(k)]

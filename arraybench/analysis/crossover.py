@@ -1,0 +1,156 @@
+"""Crossovers: from which size one configuration beats another, found in measured records alone.
+
+"At what size does the GPU start to pay off?" answered with a number. At each size the two
+configurations are compared by their medians' 95% confidence intervals: a *win* when a's interval
+lies wholly below b's, a *loss* when wholly above, *level* when they overlap. The crossover is
+where a's last loss gives way to a lasting lead, interpolated in log-log space between the two
+measured sizes that bracket it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from ..records import Record
+
+
+@dataclass(frozen=True)
+class Point:
+    """One configuration at one size: its median and the median's 95% CI, in seconds."""
+
+    size: int
+    median: float
+    low: float | None = None
+    high: float | None = None
+
+    @property
+    def lo(self) -> float:
+        return self.low if self.low is not None else self.median
+
+    @property
+    def hi(self) -> float:
+        return self.high if self.high is not None else self.median
+
+
+def outcome(a: Point, b: Point) -> str:
+    """'win', 'loss' or 'level' for a against b at one size."""
+    if a.hi < b.lo:
+        return "win"
+    if a.lo > b.hi:
+        return "loss"
+    return "level"
+
+
+@dataclass(frozen=True)
+class Crossover:
+    """How configuration ``a`` compares with ``b`` on one workload across sizes."""
+
+    workload: str
+    a: str  # label of the configuration that may win
+    b: str  # label of the one it is compared with
+    kind: str  # "from" | "always" | "never" | "level"
+    size: float | None = None  # interpolated crossover size (kind "from")
+    lower: int | None = None  # the measured sizes that bracket it
+    upper: int | None = None
+    sizes: tuple[int, int] = (0, 0)  # smallest and largest size compared
+    ratio_at_largest: float | None = None  # a's time / b's time at the largest size
+    level_from: int | None = None  # from this size on, the two are within each other's CIs
+
+    def sentence(self) -> str:
+        """The crossover as a plain sentence."""
+        lo, hi = self.sizes
+        tail = ""
+        if self.level_from is not None and self.kind in ("from", "always"):
+            tail = f" From n = {self.level_from:,} on they are level (within the 95% CIs)."
+        if self.kind == "always":
+            return (f"{self.a} beats {self.b} on {self.workload} at every size measured "
+                    f"(n = {lo:,} to {hi:,}).{tail}")
+        if self.kind == "never":
+            ratio = self.ratio_at_largest or 1.0
+            where = (f"{ratio:.2g}× its time at n = {hi:,}" if ratio > 1
+                     else f"level at n = {hi:,}")
+            return f"{self.a} never beats {self.b} on {self.workload} up to n = {hi:,} ({where})."
+        if self.kind == "from":
+            return (f"{self.a} beats {self.b} on {self.workload} from n ≈ {_round(self.size):,} "
+                    f"(between the measured {self.lower:,} and {self.upper:,}).{tail}")
+        return f"{self.a} and {self.b} are level on {self.workload} at every size measured (n = {lo:,} to {hi:,})."
+
+
+def _round(x: float | None) -> int:
+    """Two significant figures: an interpolated size is no more precise than that."""
+    if x is None:
+        return 0
+    digits = max(0, int(math.floor(math.log10(max(x, 1)))) - 1)
+    return int(round(x, -digits))
+
+
+def find(workload: str, a_label: str, a: Sequence[Point], b_label: str, b: Sequence[Point]) -> Crossover | None:
+    """Compare two series at their common sizes (at least two); None when they share fewer."""
+    a_map = {p.size: p for p in a}
+    b_map = {p.size: p for p in b}
+    sizes = sorted(set(a_map) & set(b_map))
+    if len(sizes) < 2:
+        return None
+    results = [outcome(a_map[s], b_map[s]) for s in sizes]
+    ratios = [a_map[s].median / b_map[s].median for s in sizes]
+    level_from = None
+    if results[-1] == "level":
+        k = len(results) - 1
+        while k > 0 and results[k - 1] == "level":
+            k -= 1
+        level_from = sizes[k]
+    base = dict(workload=workload, a=a_label, b=b_label, sizes=(sizes[0], sizes[-1]),
+                ratio_at_largest=ratios[-1])
+    if "win" not in results:
+        return Crossover(kind="never" if "loss" in results else "level", **base)
+    if "loss" not in results:
+        return Crossover(kind="always", level_from=level_from if level_from != sizes[0] else None, **base)
+    last_loss = max(k for k, r in enumerate(results) if r == "loss")
+    if "win" not in results[last_loss + 1:]:
+        return Crossover(kind="never", **base)  # its wins came before a later, lasting deficit
+    s0, s1 = sizes[last_loss], sizes[last_loss + 1]
+    r0, r1 = math.log(ratios[last_loss]), math.log(ratios[last_loss + 1])
+    t = r0 / (r0 - r1) if r0 > 0 > r1 else 0.5
+    size = math.exp(math.log(s0) + t * (math.log(s1) - math.log(s0)))
+    return Crossover(kind="from", size=size, lower=s0, upper=s1, level_from=level_from, **base)
+
+
+def _series(records: Iterable[Record]) -> dict[tuple, tuple[str, list[Point]]]:
+    out: dict[tuple, tuple[str, list[Point]]] = {}
+    for r in records:
+        if r.status != "ok" or not r.median_s:
+            continue
+        key = (r.backend, r.device, r.mode, r.transfer)
+        out.setdefault(key, (r.config_label, []))[1].append(Point(r.size, r.median_s, r.ci_low_s, r.ci_high_s))
+    return out
+
+
+def crossovers(records: Iterable[Record]) -> list[Crossover]:
+    """The comparisons people ask about, for every workload measured at several sizes.
+
+    Each configuration against NumPy on the CPU; a library's GPU against its CPU; compiled against
+    eager on the same library and device.
+    """
+    records = list(records)
+    found: list[Crossover] = []
+    for workload in dict.fromkeys(r.workload for r in records):
+        series = _series(r for r in records if r.workload == workload)
+        numpy_cpu = ("numpy", "cpu", "latency", False)
+        pairs: list[tuple[tuple, tuple]] = []
+        for key in series:
+            backend, device, mode, transfer = key
+            if key != numpy_cpu and numpy_cpu in series:
+                pairs.append((key, numpy_cpu))
+            cpu_twin = (backend, "cpu", mode, False)
+            if device != "cpu" and cpu_twin in series and backend != "numpy":
+                pairs.append((key, cpu_twin))
+            eager_twin = (backend, device, "latency", transfer)
+            if mode == "compiled" and eager_twin in series:
+                pairs.append((key, eager_twin))
+        for a, b in pairs:
+            c = find(workload, series[a][0], series[a][1], series[b][0], series[b][1])
+            if c is not None:
+                found.append(c)
+    return found

@@ -1,0 +1,149 @@
+"""Findings: short plain sentences computed from the measured records alone.
+
+Who wins each case and by how much, where crossovers fall, each library's per-call floor (its
+dispatch overhead, from the fastest call measured), where compiling beats eager execution, what
+share of the machine's ceiling each result reaches, and which results are wrong or failed. Nothing
+here is written in advance: change the records and the sentences change.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from .crossover import crossovers
+from ..records import Record
+from ..units import format_seconds
+from .grouping import baseline, grouped, is_valid, size_text
+from .roofline import ceilings, share
+
+
+def _ratio(x: float) -> str:
+    return f"{x:.2g}×" if x < 100 else f"{x:,.0f}×"
+
+
+def _significantly_faster(a: Record, b: Record) -> bool:
+    """a's median CI lies wholly below b's."""
+    return (a.ci_high_s or a.median_s) < (b.ci_low_s or b.median_s)
+
+
+def winners(records: Iterable[Record]) -> list[str]:
+    """For each workload and size: the fastest configuration and its margin over the runner-up."""
+    records = list(records)
+    out = []
+    for (workload, label), group in grouped(records).items():
+        if workload.startswith("ceiling_") or (not label.isidentifier() and _swept(records, workload)):
+            continue  # a sweep is summed up by its crossovers, not size by size
+        valid = sorted((r for r in group if is_valid(r)), key=lambda r: r.median_s)
+        if len(valid) < 2:
+            continue
+        best, second = valid[0], valid[1]
+        where = f"{workload} {size_text(best)}"
+        if not _significantly_faster(best, second):
+            out.append(f"On {where}, {best.config_label} and {second.config_label} are level "
+                       f"({format_seconds(best.median_s)} and {format_seconds(second.median_s)}; "
+                       f"the 95% CIs overlap).")
+            continue
+        text = (f"On {where}, {best.config_label} is fastest at {format_seconds(best.median_s)}, "
+                f"{_ratio(second.median_s / best.median_s)} faster than {second.config_label}")
+        base = baseline(group)
+        if base is not None and base is not best and base is not second:
+            text += f" and {_ratio(base.median_s / best.median_s)} faster than {base.config_label}"
+        out.append(text + ".")
+    return out
+
+
+def _swept(records: list[Record], workload: str) -> bool:
+    return len({r.size for r in records if r.workload == workload}) >= 3
+
+
+def overheads(records: Iterable[Record]) -> list[str]:
+    """Each configuration's fastest call: an upper bound on its fixed per-call cost."""
+    best: dict[str, Record] = {}
+    for r in records:
+        if not is_valid(r) or r.workload.startswith("ceiling_"):
+            continue
+        label = r.config_label.replace(" (finite diff.)", "")
+        if label not in best or r.median_s < best[label].median_s:
+            best[label] = r
+    if len(best) < 2:
+        return []
+    parts = [f"{label} {format_seconds(r.median_s)} ({r.workload} {r.size_label})"
+             for label, r in sorted(best.items(), key=lambda kv: kv[1].median_s)]
+    return ["Per-call floor (the fastest call measured, which bounds dispatch overhead): "
+            + "; ".join(parts) + "."]
+
+
+def compiled_vs_eager(records: Iterable[Record]) -> list[str]:
+    """Where jax.jit / torch.compile beat eager execution, and what compiling cost."""
+    records = list(records)
+    eager = {(r.workload, r.size, r.backend, r.device, r.dtype, r.transfer): r
+             for r in records if r.mode == "latency" and is_valid(r)}
+    out = []
+    for r in records:
+        if r.mode != "compiled" or not is_valid(r):
+            continue
+        e = eager.get((r.workload, r.size, r.backend, r.device, r.dtype, r.transfer))
+        if e is None:
+            continue
+        where = f"{r.workload} {size_text(r)}"
+        compile_note = f"; compiling took {format_seconds(r.compile_s)}" if r.compile_s else ""
+        name = f"{r.method} on {e.config_label}"
+        if _significantly_faster(r, e):
+            out.append(f"{name} is {_ratio(e.median_s / r.median_s)} faster than eager on {where} "
+                       f"({format_seconds(r.median_s)} vs {format_seconds(e.median_s)}{compile_note}).")
+        elif _significantly_faster(e, r):
+            out.append(f"{name} is slower than eager on {where} ({format_seconds(r.median_s)} vs "
+                       f"{format_seconds(e.median_s)}{compile_note}).")
+        else:
+            out.append(f"{name} and eager are level on {where}{compile_note}.")
+    return out
+
+
+def ceiling_shares(records: Iterable[Record]) -> list[str]:
+    """The best share of the measured ceiling reached on each workload and size."""
+    records = list(records)
+    table = ceilings(records)
+    if not table:
+        return []
+    out = []
+    for (workload, _label), group in grouped(records).items():
+        if workload.startswith("ceiling_"):
+            continue
+        shares = [(share(r, table), r) for r in group if is_valid(r)]
+        shares = [(s, r) for s, r in shares if s is not None]
+        if not shares:
+            continue
+        s, r = max(shares, key=lambda sr: sr[0])
+        bound = "compute" if (r.flops and r.bytes and table[(r.device, r.dtype)].ridge
+                              and r.flops / r.bytes >= table[(r.device, r.dtype)].ridge) else "memory"
+        note = ""
+        if s > 1.05:
+            note = (" (above 100%: its data fits in cache, faster than the memory the ceiling was measured from)"
+                    if bound == "memory" else
+                    " (above 100%: it beat the ceiling's own measurement, which has noise of its own)")
+        out.append(f"On {workload} {size_text(r)}, {r.config_label} reaches {s:.0%} of the "
+                   f"{r.device.upper()}'s measured {bound} ceiling{note}.")
+    return out
+
+
+def problems(records: Iterable[Record]) -> list[str]:
+    """Wrong and failed results, said plainly."""
+    out = []
+    for r in records:
+        if r.status in ("wrong", "failed"):
+            verb = "gave a wrong result" if r.status == "wrong" else "failed"
+            out.append(f"{r.config_label} {verb} on {r.workload} {size_text(r)}: {r.reason}.")
+    return out
+
+
+def findings(records: Iterable[Record]) -> list[str]:
+    """Every finding, in reading order."""
+    records = list(records)
+    return (
+        winners(records)
+        + [c.sentence() for c in crossovers(records) if _swept(records, c.workload)]
+        + overheads(records)
+        + compiled_vs_eager(records)
+        + ceiling_shares(records)
+        + problems(records)
+    )

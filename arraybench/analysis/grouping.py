@@ -1,0 +1,67 @@
+"""Grouping and ordering of records, shared by the analysis and every rendering."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..backends import SPECS
+from ..records import Record
+
+_BACKEND_ORDER = {name: i for i, name in enumerate(SPECS)}
+_MODE_ORDER = {"latency": 0, "throughput": 1, "compiled": 2}
+
+
+def config_sort_key(r: Record) -> tuple:
+    """NumPy first, then PyTorch, JAX, CuPy; CPU before GPU; latency, throughput, compiled."""
+    return (_BACKEND_ORDER.get(r.backend, 99), r.device, r.transfer, _MODE_ORDER.get(r.mode, 9), r.mode)
+
+
+def size_sort_key(r: Record) -> tuple:
+    return (r.size, r.size_label)
+
+
+def grouped(records: Iterable[Record]) -> dict[tuple[str, str], list[Record]]:
+    """Records by (workload, size label), workloads in first-seen order and sizes ascending."""
+    records = list(records)
+    order = list(dict.fromkeys(r.workload for r in records))
+    out: dict[tuple[str, str], list[Record]] = {}
+    for w in order:
+        in_w = [r for r in records if r.workload == w]
+        for label in dict.fromkeys(r.size_label for r in sorted(in_w, key=size_sort_key)):
+            out[(w, label)] = sorted((r for r in in_w if r.size_label == label), key=config_sort_key)
+    return out
+
+
+def is_valid(r: Record) -> bool:
+    """A time that may be shown as a result: measured and correct."""
+    return r.status == "ok" and r.median_s is not None and r.median_s > 0
+
+
+def baseline(group: Iterable[Record]) -> Record | None:
+    """NumPy on the CPU, eager, no transfer: the reference every speed-up is relative to."""
+    for r in group:
+        if r.backend == "numpy" and r.device == "cpu" and r.mode == "latency" and not r.transfer and is_valid(r):
+            return r
+    return None
+
+
+def winner(group: Iterable[Record]) -> Record | None:
+    """The fastest valid record of a group."""
+    valid = [r for r in group if is_valid(r)]
+    return min(valid, key=lambda r: r.median_s) if valid else None
+
+
+def size_text(r: Record) -> str:
+    """``large (n = 2,000)`` or ``n = 4,096``."""
+    n = f"n = {r.size:,}"
+    return n if r.size_label == str(r.size) else f"{r.size_label} ({n})"
+
+
+def swept_workloads(records: Iterable[Record]) -> list[str]:
+    """Workloads validly measured at three or more sizes: a sweep, summed up by its crossovers."""
+    records = list(records)
+    out = []
+    for w in dict.fromkeys(r.workload for r in records):
+        if len({r.size for r in records if r.workload == w and is_valid(r)}) >= 3:
+            out.append(w)
+    return out

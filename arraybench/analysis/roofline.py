@@ -1,0 +1,75 @@
+"""The roofline: every result set against the machine's own measured ceilings.
+
+A workload declares its work (FLOPs and bytes moved); a record's achieved rate is that work over its
+median time. The ceilings come from the run's own ``ceiling_*`` records (``--roofline``): the best
+memory bandwidth and the best matmul rate any library reached on that device and dtype. A result's
+attainable rate is min(peak, intensity x bandwidth); its share of the ceiling is achieved over
+attainable. This is what explains four libraries landing within 15% of each other on a large
+matmul: they all call a BLAS that runs at the ceiling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from ..records import Record
+from .grouping import is_valid
+from .rates import achieved
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """What one device reaches in one dtype: FLOP/s and bytes/s, with who reached them."""
+
+    device: str
+    dtype: str
+    peak_flops: float | None
+    bandwidth: float | None
+    peak_by: str = ""
+    bandwidth_by: str = ""
+
+    @property
+    def ridge(self) -> float | None:
+        """The arithmetic intensity (FLOP per byte) where memory stops being the limit."""
+        if self.peak_flops and self.bandwidth:
+            return self.peak_flops / self.bandwidth
+        return None
+
+
+def ceilings(records: Iterable[Record]) -> dict[tuple[str, str], Ceiling]:
+    """Ceilings per (device, dtype) from the ``ceiling_*`` records of a run."""
+    best: dict[tuple[str, str], dict[str, tuple[float, str]]] = {}
+    for r in records:
+        if not is_valid(r) or not r.workload.startswith("ceiling_"):
+            continue
+        slot = best.setdefault((r.device, r.dtype), {})
+        if r.workload == "ceiling_matmul" and r.flops:
+            rate = r.flops / r.median_s
+            if rate > slot.get("flops", (0.0, ""))[0]:
+                slot["flops"] = (rate, r.config_label)
+        if r.workload == "ceiling_bandwidth" and r.bytes:
+            rate = r.bytes / r.median_s
+            if rate > slot.get("bytes", (0.0, ""))[0]:
+                slot["bytes"] = (rate, r.config_label)
+    return {
+        key: Ceiling(key[0], key[1], v.get("flops", (None, ""))[0], v.get("bytes", (None, ""))[0],
+                     v.get("flops", (None, ""))[1], v.get("bytes", (None, ""))[1])
+        for key, v in best.items()
+    }
+
+
+def share(r: Record, table: dict[tuple[str, str], Ceiling]) -> float | None:
+    """Achieved over attainable: how close a result comes to what the machine allows."""
+    ceiling = table.get((r.device, r.dtype))
+    flops, moved = achieved(r)
+    if ceiling is None or (flops is None and moved is None):
+        return None
+    if flops and r.bytes and ceiling.peak_flops and ceiling.bandwidth:
+        attainable = min(ceiling.peak_flops, (r.flops / r.bytes) * ceiling.bandwidth)
+        return flops / attainable
+    if moved and ceiling.bandwidth and not r.flops:
+        return moved / ceiling.bandwidth
+    if flops and ceiling.peak_flops:
+        return flops / ceiling.peak_flops
+    return None

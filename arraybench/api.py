@@ -1,0 +1,277 @@
+"""The Python API: the one way a run happens, from a notebook, a script or the command line.
+
+>>> import arraybench
+>>> r = arraybench.run(workloads=["matmul"], backends=["numpy", "torch"], sizes=["small"])  # doctest: +SKIP
+>>> print(r)                                                                                 # doctest: +SKIP
+
+``run`` measures and returns ``Results``; ``resume`` finishes an interrupted run; ``sweep`` runs
+workloads across sizes; ``numerics`` compares each library's error in several dtypes; ``compare``
+judges two runs cell by cell. Every ``arraybench`` command is a thin adapter over these.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from .errors import UsageError
+from .options import DTYPES, OPTION_NAMES, RunOptions, parse_sizes, validate
+from .plan import Cell, build_plan
+from .reporter import Reporter
+from .results import Results, load, resolve
+from .session import Interrupted, Session
+from .workloads.definition import Workload
+from .workloads.registry import BUILTIN, REGISTRY, register
+from .workloads.shipping import ShippingError, needs_shipping, receive, ship
+from .workloads.userfile import LoadedFiles, load_files
+
+if TYPE_CHECKING:
+    from .analysis.compare import Comparison
+
+__all__ = ["Interrupted", "Plan", "compare", "load_files", "numerics", "plan", "resume", "run",
+           "sweep", "sweep_sizes"]
+
+
+@dataclass
+class Plan:
+    """A checked run, before anything is measured or written: its options and cells, and the
+    workload files as they loaded (a file that did not load costs only its own workloads)."""
+
+    options: RunOptions
+    cells: list[Cell]
+    files: LoadedFiles
+    #: Workloads defined in Python (a notebook) that the workers receive by value.
+    shipped: list[Workload]
+
+
+def options_from(workloads: Any = None, *, options: RunOptions | None = None,
+                 **settings: Any) -> RunOptions:
+    """``RunOptions`` from the keywords of ``run`` (names, lists, ``Workload`` objects, sizes as
+    text or numbers); ``TypeError`` names an unknown keyword. Workload objects are registered."""
+    base = options or RunOptions()
+    unknown = [k for k in settings if k not in OPTION_NAMES]
+    if unknown:
+        raise TypeError(f"unknown option {unknown[0]!r}; valid: {', '.join(OPTION_NAMES)}")
+    changes = {k: v for k, v in settings.items() if v is not None}
+    if workloads is not None:
+        changes["workloads"] = _workload_names(workloads)
+    for name in ("backends", "devices", "modes", "workload_files"):
+        if isinstance(changes.get(name), str):
+            changes[name] = [p.strip() for p in changes[name].split(",") if p.strip()]
+        elif name in changes:
+            changes[name] = list(changes[name])
+    if "sizes" in changes:
+        changes["sizes"] = _sizes(changes["sizes"])
+    if "workload_files" in changes:
+        changes["workload_files"] = [str(Path(f).expanduser().resolve()) for f in changes["workload_files"]]
+    return replace(base, **changes)
+
+
+def _workload_names(workloads: Any) -> list[str]:
+    if isinstance(workloads, (str, Workload)):
+        workloads = [workloads]
+    names = []
+    for w in workloads:
+        if isinstance(w, Workload):
+            if REGISTRY.get(w.name) is not w:
+                register(w)
+            names.append(w.name)
+        elif isinstance(w, str):
+            names.append(w)
+        else:
+            raise TypeError(f"workloads: expected names or @arraybench.workload functions, not {w!r}")
+    return names
+
+
+def _sizes(sizes: Any) -> list[str]:
+    if isinstance(sizes, str):
+        return parse_sizes(sizes)
+    if isinstance(sizes, int):
+        sizes = [sizes]
+    return parse_sizes(",".join(str(s) for s in sizes))
+
+
+def plan(options: RunOptions) -> Plan:
+    """Check options and build the cells; imports workload files, writes nothing.
+
+    ``UsageError`` says in one line what is wrong. With workload files and no workloads named,
+    the files' workloads run (not the built-in suite).
+    """
+    loaded = load_files(options.workload_files)
+    known = dict(REGISTRY)
+    if options.workload_files:
+        errors = "; ".join(loaded.errors.values())
+        if not options.workloads:
+            options = replace(options, workloads=loaded.names())
+            if not options.workloads:
+                raise UsageError(errors or "the workload files define no workload")
+        unknown = [w for w in options.workloads if w not in known]
+        if unknown and errors:
+            raise UsageError(f"unknown workload {unknown[0]!r} (a workload file did not load: {errors})")
+    options = validate(options, known)
+    cells = build_plan(options, known, list(BUILTIN))
+    names = list(dict.fromkeys(c.workload for c in cells))
+    shipped = [known[n] for n in names if needs_shipping(known[n], options.workload_files)]
+    options = replace(options, shipped_workloads=[w.name for w in shipped])
+    return Plan(options, cells, loaded, shipped)
+
+
+def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,
+        devices: Sequence[str] | str | None = None, sizes: Any = None, dtype: str | None = None,
+        modes: Sequence[str] | str | None = None, output_dir: str | os.PathLike[str] | None = None,
+        overwrite: bool = False, reporter: Reporter | None = None, plots: bool = True,
+        options: RunOptions | None = None, **settings: Any) -> Results:
+    """Measure workloads on libraries and devices; return the results.
+
+    - ``workloads``: names (``"matmul"``, groups such as ``"interop"``) or ``@arraybench.workload``
+      functions, defined anywhere (a notebook cell too); default: the seed's five.
+    - ``backends``, ``devices``, ``modes``: lists or comma-separated text; ``sizes``: labels
+      (``"small"``), element counts, or a range ``"16:4096:8"``; ``dtype``: ``"float64"`` or
+      ``"float32"``.
+    - ``output_dir``: where ``results.json``, the journal and the report go; ``None`` keeps the
+      results in memory (a temporary folder holds the journal while the run lasts).
+    - ``reporter``: progress events (``arraybench.Reporter``); default: silent.
+    - any other ``RunOptions`` field by name: ``replicates=5``, ``max_time=2.0``, ``threads=1``...
+
+    Raises ``UsageError`` for bad options before anything is measured, and ``Interrupted`` (holding
+    the partial results, saved) when a signal stops the run.
+    """
+    opts = options_from(workloads, options=options, backends=backends, devices=devices, sizes=sizes,
+                        dtype=dtype, modes=modes, **settings)
+    checked = plan(opts)
+    return execute(checked, output_dir, overwrite=overwrite, reporter=reporter, plots=plots)
+
+
+def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwrite: bool = False,
+            reporter: Reporter | None = None, plots: bool = True) -> Results:
+    """Run a checked plan into ``output_dir`` (see ``run``)."""
+    from .outdir import prepare
+
+    temporary = output_dir is None
+    out = Path(tempfile.mkdtemp(prefix="arraybench-")) if temporary else prepare(output_dir, overwrite=overwrite)
+    if checked.shipped:
+        ship(checked.shipped, out)
+    session = Session.start(checked.cells, checked.options, out, reporter)
+    try:
+        results = session.measure()
+    except Interrupted as stop:
+        _finish(stop.results, checked.files, out, report=not temporary, plots=plots)
+        raise
+    _finish(results, checked.files, out, report=not temporary, plots=plots)
+    if temporary:
+        shutil.rmtree(out, ignore_errors=True)
+        results.output_dir = None
+    return results
+
+
+def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = None,
+           plots: bool = True) -> Results:
+    """Finish the interrupted run in ``output_dir`` with its own settings (measures only what is
+    missing; a complete run is measured no further and its files are rewritten)."""
+    from . import journal
+    from .outdir import check_writable
+
+    out = Path(output_dir)
+    state = journal.read(out)
+    loaded = load_files(state.options.workload_files)
+    if state.options.shipped_workloads:
+        try:
+            receive(out / "workloads.pickle")
+        except ShippingError as exc:
+            raise UsageError(str(exc)) from None
+    try:
+        validate(state.options, REGISTRY)
+    except UsageError as exc:
+        raise UsageError(f"{out / journal.JOURNAL_NAME}: its saved settings are not valid here ({exc})") from None
+    check_writable(out)
+    session = Session.resume(state, out, reporter)
+    try:
+        results = session.measure()
+    except Interrupted as stop:
+        _finish(stop.results, loaded, out, report=True, plots=plots)
+        raise
+    _finish(results, loaded, out, report=True, plots=plots)
+    return results
+
+
+def _finish(results: Results, files: LoadedFiles, out: Path, *, report: bool, plots: bool) -> None:
+    """Record the files that did not load, then write the report files next to results.json."""
+    if files.errors:
+        results.errors = files.error_entries()
+        results.save(out / "results.json")
+    if report:
+        results.write_report(out, plots=plots)
+
+
+def sweep(workloads: Any, *, sizes: Any = None, output_dir: str | os.PathLike[str] | None = None,
+          **kwargs: Any) -> Results:
+    """``run`` across many sizes; ``sizes`` defaults to ``sweep_sizes``. The results' findings
+    state the crossovers (from which size one library beats another)."""
+    if sizes is None:
+        opts = options_from(workloads, workload_files=kwargs.get("workload_files"))
+        sizes = sweep_sizes(opts.workloads or load_files(opts.workload_files).names())
+    return run(workloads, sizes=sizes, output_dir=output_dir, **kwargs)
+
+
+def sweep_sizes(names: Sequence[str]) -> str:
+    """Eight geometric steps from a tenth of the workloads' smallest size to their largest
+    (``UsageError`` when the workloads disagree on their natural sizes)."""
+    from .workloads.registry import expand
+
+    if not names:
+        raise UsageError("name the workload to sweep, e.g. `arraybench sweep --workload matmul`")
+    missing = [n for n in expand(list(names)) if n not in REGISTRY]
+    if missing:
+        raise UsageError(f"unknown workload {missing[0]!r}; known: {', '.join(sorted(REGISTRY))}")
+    ranges = set()
+    for n in expand(list(names)):
+        known = sorted(REGISTRY[n].sizes.values())
+        ranges.add(f"{max(2, known[0] // 10)}:{known[-1]}:8")
+    if len(ranges) > 1:
+        raise UsageError("these workloads have different natural sizes; give --sizes, e.g. 16:4096")
+    return ranges.pop()
+
+
+def numerics(workloads: Any = ("numerics",), *, dtypes: Iterable[str] = DTYPES,
+             sizes: Any = "small,large", output_dir: str | os.PathLike[str] | None = None,
+             overwrite: bool = False, reporter: Reporter | None = None, **kwargs: Any) -> Results:
+    """Each library's error against float64, per workload and dtype: a brief run per dtype (one
+    replicate, a few samples: the time is not the point). With ``output_dir``, each dtype's run
+    goes into its own subfolder. Returns the records of every dtype together."""
+    from .outdir import prepare
+
+    dtypes = list(dtypes)
+    for dtype in dtypes:
+        if dtype not in DTYPES:  # checked here too: before the first dtype's run starts
+            raise UsageError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}")
+    checked = [plan(options_from(workloads, sizes=sizes, dtype=dtype, replicates=1, max_time=0.05,
+                                 min_samples=3, **kwargs)) for dtype in dtypes]
+    out = None if output_dir is None else prepare(output_dir, overwrite=overwrite)
+    records = []
+    results: Results | None = None
+    for dtype, p in zip(dtypes, checked):
+        sub = None if out is None else out / dtype
+        try:
+            results = execute(p, sub, overwrite=overwrite, reporter=reporter, plots=False)
+        except Interrupted as stop:
+            stop.results.records = records + stop.results.records
+            stop.results.output_dir = out
+            raise
+        records += results.records
+    assert results is not None
+    combined = replace(results, records=records, settings={**results.settings, "dtypes": dtypes})
+    combined.output_dir = out
+    return combined
+
+
+def compare(base: Results | str | os.PathLike[str], new: Results | str | os.PathLike[str], *,
+            threshold: float | None = None, alpha: float | None = None) -> "Comparison":
+    """Two runs cell by cell (results, files or folders): faster, slower or no change."""
+    a = base if isinstance(base, Results) else load(resolve(base))
+    b = new if isinstance(new, Results) else load(resolve(new))
+    return a.compare(b, threshold=threshold, alpha=alpha)
+

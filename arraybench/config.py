@@ -1,0 +1,127 @@
+"""Project defaults: ``[tool.arraybench]`` in the nearest ``pyproject.toml``.
+
+Any option of ``arraybench run`` may be set there, spelled as on the command line or with
+underscores; the command line wins. Values are checked by the same rules as typed options, so a
+bad one is refused the same way::
+
+    [tool.arraybench]
+    backends = ["numpy", "torch"]
+    devices = "cpu"
+    processes = 5
+    max-time = 2.0
+    output-dir = "bench"
+
+The file is the nearest ``pyproject.toml`` from the current folder upwards (``ARRAYBENCH_CONFIG``
+names another file; set it to an empty string to use none).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import UsageError
+
+TABLE = "[tool.arraybench]"
+
+
+@dataclass
+class ProjectDefaults:
+    """Option defaults a project file sets: ``values`` by argparse destination, as the file spells
+    them in ``spelled``, and the file they came from."""
+
+    source: Path | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+    spelled: dict[str, Any] = field(default_factory=dict)
+
+
+def find(start: Path | None = None) -> Path | None:
+    """The project file: ``ARRAYBENCH_CONFIG``, or the nearest pyproject.toml upwards."""
+    named = os.environ.get("ARRAYBENCH_CONFIG")
+    if named is not None:
+        return Path(named) if named else None
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load(parser: argparse.ArgumentParser, path: Path | None) -> ProjectDefaults:
+    """The defaults ``[tool.arraybench]`` of ``path`` sets for ``parser``'s options (``run``'s).
+
+    ``UsageError`` (exit 2) for a file that is not TOML, a table that is not one, an unknown key
+    or a value the option would refuse on the command line.
+    """
+    if path is None:
+        return ProjectDefaults()
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file (ARRAYBENCH_CONFIG)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot be read ({exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: not valid TOML ({exc})") from None
+    table = data.get("tool", {}).get("arraybench") if isinstance(data.get("tool"), dict) else None
+    if table is None:
+        return ProjectDefaults(source=path)
+    if not isinstance(table, dict):
+        raise UsageError(f"{path}: {TABLE} must be a table of options, not {type(table).__name__}")
+    actions = _options(parser)
+    result = ProjectDefaults(source=path)
+    for key, value in table.items():
+        action = actions.get(key.replace("_", "-"))
+        if action is None:
+            raise UsageError(f"{path}: unknown key {key!r} in {TABLE}; valid: "
+                             + ", ".join(sorted(actions)))
+        result.values[action.dest] = _convert(action, value, f"{path}: {TABLE} {key}")
+        result.spelled[key] = value
+    return result
+
+
+def _options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    """``parser``'s options by long name without dashes (``max-time``), but --resume and help."""
+    out = {}
+    for action in parser._actions:
+        longs = [s for s in action.option_strings if s.startswith("--")]
+        if not longs or action.dest in ("help", "resume"):
+            continue
+        out[longs[0][2:]] = action
+    return out
+
+
+def _convert(action: argparse.Action, value: Any, where: str) -> Any:
+    """``value`` as the option's own parser would give it, or ``UsageError``."""
+    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+        if not isinstance(value, bool):
+            raise UsageError(f"{where} must be true or false, not {value!r}")
+        return value if isinstance(action, argparse._StoreTrueAction) else not value
+    if isinstance(action, argparse._AppendAction):
+        items = value if isinstance(value, list) else [value]
+        if not all(isinstance(v, str) for v in items):
+            raise UsageError(f"{where} must be a file name or a list of them")
+        return [_one(action, v, where) for v in items]
+    if isinstance(value, list):
+        if not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
+            raise UsageError(f"{where} must be a list of names or numbers")
+        value = ",".join(str(v) for v in value)
+    elif isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise UsageError(f"{where} must be text or a number, not {value!r}")
+    return _one(action, str(value), where)
+
+
+def _one(action: argparse.Action, text: str, where: str) -> Any:
+    try:
+        converted = action.type(text) if action.type is not None else text
+    except (argparse.ArgumentTypeError, ValueError, TypeError) as exc:
+        raise UsageError(f"{where}: {exc}") from None
+    if action.choices is not None and converted not in action.choices:
+        raise UsageError(f"{where}: {converted!r} is not one of {', '.join(map(str, action.choices))}")
+    return converted

@@ -1,0 +1,192 @@
+"""Worker processes on this machine: one per (backend, device) and replicate, in rounds.
+
+Each (backend, device) is measured by fresh workers, one per replicate index; the order of the
+configurations is shuffled in every round, and each worker shuffles its cells, so slow drifts of
+the machine spread over every library instead of landing on one. Workers run one at a time: two
+libraries timed at once would compete for the same cores.
+
+A worker that crashes costs its current cell (``failed``, with the signal); a fresh worker goes on
+with the rest. A worker silent for longer than ``timeout`` is killed the same way. When the session
+is asked to stop, the worker under way is asked to send the cells it has finished (a second stop,
+or ``STOP_GRACE_S``, cuts that short).
+
+This module only moves measurements: it never measures and never writes results; every replicate
+goes straight to the session, which journals it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import backends
+from ..measurement import Replicate
+from ..options import RunOptions
+from ..plan import Cell
+from ..schema import SchemaError
+from ..spawn import STARTUP_TIMEOUT_S, StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
+from ..threads import worker_cpus, worker_env
+from ..timer import TimerSettings
+from ..workloads.shipping import SHIPPED_NAME
+
+if TYPE_CHECKING:
+    from ..session import Config, Session
+
+__all__ = ["LocalExecutor", "StopRequested", "timer_settings"]
+
+#: How long a worker asked to stop may take to send the cells it has finished.
+STOP_GRACE_S = 5.0
+
+
+def timer_settings(options: RunOptions) -> dict[str, Any]:
+    """Per-replicate timer settings: a cell's budget and sample floor are shared by its replicates."""
+    p = options.replicates
+    return asdict(TimerSettings(
+        target_sample_s=options.target_sample,
+        min_samples=max(3, -(-options.min_samples // p)),
+        budget_s=options.max_time / p,
+        rel_ci=options.rel_ci,
+        warmup_s=options.warmup,
+        cold=options.cold,
+    ))
+
+
+class LocalExecutor:
+    """Runs a session's missing replicates in worker processes on this machine."""
+
+    def run(self, session: "Session") -> None:
+        """Measure until nothing is missing; ``StopRequested`` when the session is told to stop."""
+        for config in session.configs():
+            if config not in session.unavailable:
+                reason = backends.SPECS[config[0]].preflight(config[1])
+                if reason:
+                    session.mark_unavailable(config, reason)
+        session.reporter.run_started(session.missing())
+        for config in session.configs():
+            if config in session.unavailable:
+                session.complete_config(config)
+        rng = random.Random(session.options.seed)
+        index = 0
+        # The session may want more replicates of a cell as they come in: ask again every round.
+        while index < max(session.wanted(c) for c in session.cells):
+            order = [cfg for cfg in session.configs() if session.todo(cfg, index)]
+            rng.shuffle(order)
+            for config in order:
+                todo = session.todo(config, index)
+                if todo:
+                    if session.stop_requested():
+                        raise StopRequested()
+                    self._run_worker(session, config, index, todo)
+            index += 1
+
+    def _run_worker(self, session: "Session", config: "Config", index: int, todo: list[Cell]) -> None:
+        """Measure ``todo`` in fresh workers until every cell has a replicate (or the run stops)."""
+        options = session.options
+        backend, device = config
+        remaining = {c.key: c for c in todo}
+        attempt = 0
+        shipped = session.out_dir / SHIPPED_NAME
+        while remaining:
+            job_cells = list(remaining.values())
+            job = {
+                "backend": backend, "device": device, "replicate": index,
+                "cells": [c.to_dict() for c in job_cells],
+                "timer": timer_settings(options), "seed": options.seed,
+                "shuffle_seed": hash((options.seed, index, attempt)) & 0xFFFFFFFF,
+                "threads": options.threads, "allow_tf32": options.allow_tf32,
+                "workload_files": [str(Path(p).resolve()) for p in options.workload_files],
+                "shipped": str(shipped.resolve()) if options.shipped_workloads else None,
+            }
+            env = worker_env(os.environ, threads=options.threads, backend=backend,
+                             device=device, allow_tf32=options.allow_tf32)
+            log = session.out_dir / "logs" / f"{backend}-{device}-p{index}.log"
+            session.reporter.worker_started(backend, device, index, len(remaining))
+            worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads), log_path=log)
+            listener = _Listener(session, config, index, remaining)
+            timeout = options.timeout
+
+            def blamed(position: int) -> Cell | None:
+                cell = job_cells[position] if 0 <= position < len(job_cells) else None
+                return cell if cell is not None and cell.key in remaining else None
+
+            try:
+                for msg in worker.messages(timeout, startup_timeout=STARTUP_TIMEOUT_S,
+                                           stop=session.stop_requested):
+                    if listener.handle(msg):
+                        return
+            except StopRequested:
+                self._wind_down(session, worker, listener)
+                raise
+            except WorkerTimeout as exc:
+                worker.kill()
+                if not listener.ready:
+                    session.mark_unavailable(
+                        config, f"worker did not start within {max(timeout, STARTUP_TIMEOUT_S):g} s")
+                    return
+                cell = blamed(exc.cell)
+                if cell is not None:
+                    session.store(remaining.pop(cell.key), index, Replicate.ended(
+                        "failed", f"timed out after {timeout:g} s without progress (--timeout)"))
+            except WorkerExited as exc:
+                if not listener.ready:
+                    session.mark_unavailable(config, f"worker could not start: {exc}")
+                    return
+                cell = blamed(worker.current_cell())
+                if cell is not None:
+                    session.store(remaining.pop(cell.key), index,
+                                  Replicate.ended("failed", f"worker crashed: {exc}"))
+                elif remaining and attempt >= 1:
+                    # Died outside any cell, twice: do not loop forever on a worker that cannot go on.
+                    for c in list(remaining.values()):
+                        session.store(remaining.pop(c.key), index,
+                                      Replicate.ended("failed", f"worker crashed: {exc}"))
+            finally:
+                worker.close()
+            attempt += 1
+
+    def _wind_down(self, session: "Session", worker: WorkerProcess, listener: "_Listener") -> None:
+        """Ask a worker to stop, keep the cells it finished, then make sure it is gone."""
+        if listener.ready:
+            worker.request_stop()
+            deadline = time.monotonic() + STOP_GRACE_S
+            try:
+                for msg in worker.messages(STOP_GRACE_S, deadline=deadline, stop=session.stop_now):
+                    listener.handle(msg)
+            except (StopRequested, WorkerTimeout, WorkerExited):
+                pass  # a second Ctrl-C, the grace period, or the worker died: keep what came
+        worker.kill()
+
+
+class _Listener:
+    """Acts on the messages of one worker."""
+
+    def __init__(self, session: "Session", config: "Config", index: int,
+                 remaining: dict[str, Cell]) -> None:
+        self.session = session
+        self.config = config
+        self.index = index
+        self.remaining = remaining
+        self.ready = False
+
+    def handle(self, msg: dict[str, Any]) -> bool:
+        """Act on one message; True when the worker's configuration turned out unavailable."""
+        event = msg.get("event")
+        if event == "ready":
+            self.ready = True
+            info = msg.get("info")
+            self.session.worker_ready(self.config, self.index, info if isinstance(info, dict) else {},
+                                      msg.get("pid"))
+        elif event == "unavailable":
+            self.session.mark_unavailable(self.config, str(msg.get("reason", "unavailable")))
+            return True
+        elif event == "replicate" and msg.get("key") in self.remaining:
+            try:
+                replicate = Replicate.from_dict(msg.get("replicate"))
+            except SchemaError as exc:  # a worker of another version, or a bug: never a crash here
+                replicate = Replicate.ended("failed", f"the worker sent a malformed measurement ({exc})")
+            self.session.store(self.remaining.pop(msg["key"]), self.index, replicate)
+        return False

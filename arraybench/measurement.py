@@ -1,0 +1,75 @@
+"""One worker process's measurement of one cell: the ``Replicate``, the unit that repeats.
+
+A worker sends a ``Replicate`` per cell, the journal stores it as it arrives, and the aggregation
+reads it: one shape from the timer to results.json, validated in one place (``schema``). Every
+interval and significance test treats the replicate, not the sample, as the independent unit,
+because a process can run slow for its whole life.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from . import schema
+
+Status = Literal["ok", "skipped", "failed", "wrong"]
+STATUSES: tuple[Status, ...] = ("ok", "skipped", "failed", "wrong")
+#: How a gradient was computed, where the workload is one (``grad=True``).
+Gradient = Literal["autodiff", "finite_differences"]
+
+_NON_NEGATIVE = {"min": 0}
+
+
+@dataclass
+class Replicate:
+    """What one process measured of one cell, or why it could not (``status`` and ``reason``)."""
+
+    status: Status = "ok"
+    reason: str = ""
+    #: How the library computed it: "eager", "jax.jit", "finite differences (...)".
+    method: str = ""
+    gradient: Gradient | None = None
+    #: Which clocks timed it: "wall clock (computation is synchronous)", "wall clock and CUDA events".
+    timer: str = ""
+    warnings: list[str] = field(default_factory=list)
+    #: Seconds per call, one per sample (a calibrated batch of ``number`` calls).
+    samples_s: list[float] = field(default_factory=list, metadata=_NON_NEGATIVE)
+    #: Device-event seconds per call, where the library has device events.
+    device_samples_s: list[float] | None = field(default=None, metadata=_NON_NEGATIVE)
+    number: int | None = field(default=None, metadata={"min": 1})
+    first_call_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    warmup_calls: int | None = field(default=None, metadata=_NON_NEGATIVE)
+    #: Why sampling ended: "converged", "budget", "max_samples", "stopped", "error".
+    stop_reason: str = ""
+    elapsed_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    max_rel_error: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    tolerance: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    #: The work of one call, from the workload's model (for rates and the roofline).
+    flops: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    bytes: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    #: Per output, when the workload returns several.
+    output_errors: list[float | None] = field(default_factory=list, metadata=_NON_NEGATIVE)
+    output_names: list[str] = field(default_factory=list)
+
+    @classmethod
+    def ended(cls, status: Status, reason: str) -> "Replicate":
+        """A replicate that measured nothing: skipped or failed, and why."""
+        return cls(status=status, reason=reason)
+
+    @property
+    def timed(self) -> bool:
+        """Whether it holds samples."""
+        return bool(self.samples_s)
+
+    def to_dict(self) -> dict[str, Any]:
+        return schema.to_json(self)
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "replicate") -> "Replicate":
+        """Validated against the annotations above; ``schema.SchemaError`` names a bad field."""
+        rep = schema.from_json(cls, data, where=where)
+        if rep.output_names and rep.output_errors and len(rep.output_names) != len(rep.output_errors):
+            raise schema.SchemaError(f"{where}: {len(rep.output_names)} output names for "
+                                     f"{len(rep.output_errors)} output errors")
+        return rep

@@ -1,0 +1,189 @@
+"""Run options: everything that decides what a run measures and how, checked before anything starts.
+
+One type for every entry point: ``arraybench.run(...)`` builds it from keywords, the commands from
+their options (``[tool.arraybench]`` in pyproject.toml supplies defaults), ``--resume`` from the
+journal, where it is saved. ``validate`` returns a checked, normalised copy and never changes its
+argument.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Iterable, Literal
+
+from . import backends, schema
+from .errors import UsageError
+
+Mode = Literal["latency", "throughput", "compiled"]
+Dtype = Literal["float64", "float32"]
+MODES: tuple[str, ...] = ("latency", "throughput", "compiled")
+DTYPES: tuple[str, ...] = ("float64", "float32")
+
+MAX_SIZE = 10**10  # elements; beyond this no machine holds the inputs
+MAX_STEPS = 1000  # sizes in one LO:HI:STEPS range; more would take days, not a benchmark
+
+
+@dataclass
+class RunOptions:
+    """What a run measures and how; saved in the journal and in results.json's ``settings``."""
+
+    backends: list[str] = field(default_factory=lambda: list(backends.SPECS))
+    devices: list[str] = field(default_factory=lambda: list(backends.DEVICES))
+    workloads: list[str] = field(default_factory=list)  # empty: the built-in suite
+    sizes: list[str] = field(default_factory=list)  # empty: each workload's own named sizes
+    dtype: str = "float64"
+    modes: list[str] = field(default_factory=lambda: ["latency"])
+    include_transfer: bool = False
+    roofline: bool = False  # also measure the machine's ceilings (bandwidth, peak matmul)
+    #: Worker processes per cell: each is one replicate, the unit every interval counts.
+    replicates: int = 3
+    max_time: float = 1.0  # seconds of sampling per cell, shared by its replicates
+    min_samples: int = 10  # per cell, shared by its replicates
+    rel_ci: float = 0.02
+    target_sample: float = 0.005
+    warmup: float = 0.05
+    threads: int | None = None
+    cold: bool = False
+    allow_tf32: bool = False
+    timeout: float = 300.0
+    seed: int = 0
+    #: Python files of @workload functions, imported by path in every worker.
+    workload_files: list[str] = field(default_factory=list)
+    #: Workloads defined in a notebook or script, sent to the workers by value (``workloads.shipping``).
+    shipped_workloads: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "RunOptions":
+        """Options read back from a journal or results file, each checked against its type."""
+        return schema.from_json(cls, data, where="options")
+
+    def differences(self, other: "RunOptions") -> dict[str, tuple[Any, Any]]:
+        """{option: (self's value, other's value)} where the two differ."""
+        mine, theirs = self.to_dict(), other.to_dict()
+        return {k: (mine[k], theirs[k]) for k in mine if mine[k] != theirs[k]}
+
+
+OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(RunOptions))
+
+
+def parse_sizes(text: str) -> list[str]:
+    """``small,large``, explicit sizes ``100,1000``, or a geometric range ``16:4096[:steps]``."""
+    out: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        if ":" in part:
+            out.extend(str(n) for n in geometric_range(part))
+        else:
+            out.append(part)
+    if not out:
+        raise UsageError(f"--sizes {text!r} names no size; use e.g. small,large or 100,1000 or 16:4096")
+    return out
+
+
+def geometric_range(spec: str) -> list[int]:
+    """``lo:hi`` doubles from lo to hi; ``lo:hi:k`` takes k geometrically spaced sizes."""
+    pieces = spec.split(":")
+    if len(pieces) not in (2, 3):
+        raise UsageError(f"size range {spec!r} must be LO:HI or LO:HI:STEPS")
+    lo, hi = (parse_size(p) for p in pieces[:2])
+    if hi < lo:
+        raise UsageError(f"size range {spec!r} goes down; write it as {hi}:{lo}")
+    if len(pieces) == 3:
+        steps = _parse_int(pieces[2], "STEPS")
+        if steps < 2:
+            raise UsageError(f"size range {spec!r}: STEPS must be at least 2")
+        if steps > MAX_STEPS:
+            raise UsageError(f"size range {spec!r}: STEPS must be at most {MAX_STEPS}")
+        ratio = (hi / lo) ** (1 / (steps - 1))
+        return sorted({round(lo * ratio**i) for i in range(steps)})
+    sizes = []
+    n = lo
+    while n < hi:
+        sizes.append(n)
+        n *= 2
+    sizes.append(hi)
+    return sizes
+
+
+def _parse_int(text: str, what: str) -> int:
+    try:
+        return int(text.replace("_", ""))
+    except ValueError:
+        raise UsageError(f"{what} {text!r} is not a whole number") from None
+
+
+def parse_size(text: str) -> int:
+    """An element count such as ``4096``, ``1e6`` or ``1_000``; ``UsageError`` when it is not one."""
+    text = text.strip().replace("_", "")
+    try:
+        value = float(text) if ("e" in text.lower() or "." in text) else int(text)
+    except ValueError:
+        raise UsageError(f"size {text!r} is not a number (use a label such as small or a count)") from None
+    if isinstance(value, float) and (not math.isfinite(value) or value != int(value)):
+        raise UsageError(f"size {text!r} is not a whole number")
+    n = int(value)
+    if n <= 0:
+        raise UsageError(f"size {n} must be positive")
+    if n > MAX_SIZE:
+        raise UsageError(f"size {n} is absurdly large (the limit is {MAX_SIZE:.0e} elements)")
+    return n
+
+
+def _check_choices(kind: str, given: Iterable[str], valid: Iterable[str]) -> list[str]:
+    valid = list(valid)
+    given = list(dict.fromkeys(given))  # de-duplicate, keep order
+    for g in given:
+        if g not in valid:
+            raise UsageError(f"unknown {kind} {g!r}; valid: {', '.join(valid)}")
+    if not given:
+        raise UsageError(f"no {kind} selected; valid: {', '.join(valid)}")
+    return given
+
+
+def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
+    """A checked copy of ``options`` (choices de-duplicated, workload groups expanded).
+
+    ``UsageError`` says in one line what is wrong and what would be valid.
+    """
+    changes: dict[str, Any] = {
+        "backends": _check_choices("backend", options.backends, backends.SPECS),
+        "devices": _check_choices("device", options.devices, backends.DEVICES),
+        "modes": _check_choices("mode", options.modes, MODES),
+    }
+    _check_choices("dtype", [options.dtype], DTYPES)
+    if options.workloads:
+        from .workloads.registry import GROUPS, expand
+
+        known = list(known_workloads)
+        _check_choices("workload", options.workloads, known + [g for g in GROUPS if g not in known])
+        changes["workloads"] = expand(options.workloads)
+    for name, value, lo in (
+        ("--processes", options.replicates, 1),
+        ("--min-samples", options.min_samples, 1),
+    ):
+        if not isinstance(value, int) or isinstance(value, bool) or value < lo:
+            raise UsageError(f"{name} must be a whole number >= {lo}, not {value!r}")
+    for name, value in (
+        ("--max-time", options.max_time),
+        ("--timeout", options.timeout),
+        ("--target-sample", options.target_sample),
+    ):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise UsageError(f"{name} must be a positive number of seconds, not {value!r}")
+    if not (isinstance(options.rel_ci, (int, float)) and 0 < options.rel_ci < 1):
+        raise UsageError(f"--rel-ci must be a fraction between 0 and 1 (0.02 is 2%), not {options.rel_ci!r}")
+    if not (isinstance(options.warmup, (int, float)) and options.warmup >= 0):
+        raise UsageError(f"--warmup must be >= 0 seconds, not {options.warmup!r}")
+    if options.threads is not None and (not isinstance(options.threads, int) or options.threads < 1):
+        raise UsageError(f"--threads must be >= 1, not {options.threads}")
+    if not isinstance(options.seed, int) or options.seed < 0:
+        raise UsageError(f"--seed must be a whole number >= 0, not {options.seed!r}")
+    for s in options.sizes:
+        if not s.isidentifier():
+            parse_size(s)
+    return replace(options, **changes)

@@ -1,0 +1,39 @@
+"""The records as CSV, one row per record, for spreadsheets and scripts (no pandas needed)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..files import write_atomic
+from ..records import COLUMNS
+
+if TYPE_CHECKING:
+    from ..results import Results
+
+CSV_NAME = "results.csv"
+
+
+def csv_columns() -> list[str]:
+    """The columns, in order: ``key``, ``config``, then every field of a record but its replicates."""
+    return ["key", "config", *COLUMNS]
+
+
+def csv_text(results: Results) -> str:
+    """The CSV document: a header row, then ``Record.to_row()`` of every record.
+
+    Missing values are empty cells; times are seconds per call, as in ``results.json``.
+    """
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=csv_columns(), lineterminator="\n")
+    writer.writeheader()
+    for r in results.records:
+        writer.writerow({k: ("" if v is None else v) for k, v in r.to_row().items()})
+    return buffer.getvalue()
+
+
+def write_csv(results: Results, out_dir: Path) -> Path:
+    """Write ``out_dir/results.csv``."""
+    return write_atomic(Path(out_dir) / CSV_NAME, csv_text(results))

@@ -1,0 +1,147 @@
+"""The results as a Markdown table, ready to paste into a GitHub issue or pull request."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
+from ..analysis.grouping import baseline, grouped, is_valid, size_text, winner
+from ..files import write_atomic
+from ..records import Record
+from ..units import format_seconds
+from .tables import Notes, ci_text, config_name, error_text, speedup_text, unavailable_configs
+
+if TYPE_CHECKING:
+    from ..analysis.compare import Comparison
+    from ..results import Results
+
+MARKDOWN_NAME = "results.md"
+
+# Characters that Markdown (or the HTML GitHub allows in it) would read as markup.
+_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
+
+
+def md(value: Any) -> str:
+    """Escape text for a Markdown table cell: markup characters and pipes, newlines as spaces."""
+    text = " ".join(str(value).split())
+    return _SPECIAL.sub(r"\\\1", text)
+
+
+def environment_line(environment: Mapping[str, Any], settings: Mapping[str, Any] | None = None,
+                     backends: Iterable[str] | None = None) -> str:
+    """One line naming the machine and libraries: ``CPU (2 cores) · Python 3.11 · NumPy 2.4 …``.
+
+    ``backends`` limits the library versions to those the results used."""
+    from ..backends import SPECS
+
+    env = environment
+    parts = []
+    if env.get("cpu_model"):
+        parts.append(f"{env['cpu_model']} ({env.get('cpu_count', '?')} cores)")
+    gpus = [g.get("name") for g in env.get("gpus") or [] if isinstance(g, Mapping) and g.get("name")]
+    if gpus:
+        parts.append(", ".join(gpus))
+    if env.get("python"):
+        parts.append(f"Python {env['python']}")
+    libs = env.get("libraries") or {}
+    wanted = set(SPECS if backends is None else backends)
+    versions = [f"{SPECS[n].label} {libs[n]}" for n in SPECS
+                if n in wanted and isinstance(libs, Mapping) and libs.get(n)]
+    if versions:
+        parts.append(", ".join(versions))
+    if env.get("blas"):
+        parts.append(f"BLAS {env['blas']}")
+    if settings and settings.get("dtype"):
+        parts.append(str(settings["dtype"]))
+    if env.get("timestamp"):
+        parts.append(str(env["timestamp"])[:10])
+    return " · ".join(parts)
+
+
+def markdown_report(results: Results, findings: Sequence[str] | None = None,
+                    title: str = "arraybench results") -> str:
+    """A heading, the environment line, findings, the table and its notes, as GitHub Markdown.
+
+    The fastest correct configuration of each case is in bold; reasons and warnings are numbered
+    notes under the table, so the table stays narrow.
+    """
+    used = {r.backend for r in results.records}
+    lines = [f"### {md(title)}", "", md(environment_line(results.environment, results.settings, used)), ""]
+    if not results.complete:
+        lines += ["**Interrupted run: some cells were not measured.**", ""]
+    if findings:
+        lines += [f"- {md(f)}" for f in findings] + [""]
+    lines += markdown_table(results.records)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def markdown_table(records: Iterable[Record]) -> list[str]:
+    """The table and its notes as lines of Markdown."""
+    records = list(records)
+    unavailable = unavailable_configs(records)
+    shown = [r for r in records if (r.backend, r.device) not in unavailable]
+    notes = Notes()
+    lines = ["| case | library / device | median | 95% CI | vs NumPy | rel. error | status |",
+             "|:-----|:-----------------|-------:|-------:|---------:|-----------:|:-------|"]
+    for (workload, _label), group in grouped(shown).items():
+        best = winner(group)
+        base = baseline(group)
+        contenders = sum(1 for r in group if is_valid(r))
+        for i, r in enumerate(group):
+            case = f"{workload} {size_text(r)}" if i == 0 else ""
+            label = md(r.config_label)
+            median = format_seconds(r.median_s) if is_valid(r) else "—"
+            if r is best and contenders > 1:
+                label, median = f"**{label}**", f"**{median}**"
+            status = r.status
+            refs = ([notes.ref(r.reason)] if r.status != "ok" and r.reason
+                    else [notes.ref(w) for w in r.warnings])
+            if refs:
+                status += " " + " ".join(f"\\[{n}\\]" for n in refs)
+            lines.append(f"| {md(case)} | {label} | {median} | {md(ci_text(r) if is_valid(r) else '—')} "
+                         f"| {md(speedup_text(r, base))} | {md(error_text(r))} | {status} |")
+    lines.append("")
+    for i, text in enumerate(notes.texts, 1):
+        lines.append(f"{i}. {md(text)}")
+    for (backend, device), reason in unavailable.items():
+        lines.append(f"- not run: {md(config_name(backend, device))}: {md(reason)}")
+    return lines
+
+
+def write_markdown(results: Results, out_dir: Path, findings: Sequence[str] | None = None) -> Path:
+    """Write ``out_dir/results.md``."""
+    return write_atomic(Path(out_dir) / MARKDOWN_NAME, markdown_report(results, findings))
+
+
+def comparison_markdown(comparison: "Comparison") -> str:
+    """A comparison of two runs as Markdown: the summary, the table, one-sided cells."""
+    from ..analysis.compare import change_text
+
+    lines = ["### arraybench compare: new vs base", "", md(comparison.summary()), ""]
+    if comparison.environment_differences:
+        lines += ["Differences between the runs: " + "; ".join(
+            f"{md(k)}: {md(a)} → {md(b)}" for k, a, b in comparison.environment_differences), ""]
+    lines += ["| case | library / device | base | new | new / base | change | p | verdict |",
+              "|:-----|:-----------------|-----:|----:|-----------:|-------:|--:|:--------|"]
+    for c in comparison.shown:
+        r = c.new
+        ratio = "—" if c.ratio is None else f"{c.ratio:.3f}"
+        change = "—" if c.ratio is None else change_text(c.ratio)
+        p = "—" if c.p_value is None else f"{c.p_value:.2g}"
+        verdict = f"**{c.verdict}**" if c.verdict in ("faster", "slower") else c.verdict
+        if c.note:
+            verdict += f" ({md(c.note)})"
+        lines.append(f"| {md(r.workload + ' ' + size_text(r))} | {md(r.config_label)} "
+                     f"| {md(format_seconds(c.base.median_s))} | {md(format_seconds(r.median_s))} "
+                     f"| {ratio} | {md(change)} | {p} | {verdict} |")
+    skipped = comparison.skipped_in_both
+    if skipped:
+        labels = ", ".join(dict.fromkeys(c.new.config_label for c in skipped))
+        lines += ["", f"Skipped in both runs: {md(labels)} ({len(skipped)} cells)."]
+    for side, recs in (("base", comparison.only_base), ("new", comparison.only_new)):
+        if recs:
+            lines += ["", f"Only in {side}:", ""]
+            lines += [f"- {md(r.workload + ' ' + size_text(r))} · {md(r.config_label)} ({md(r.status)})"
+                      for r in recs]
+    return "\n".join(lines).rstrip() + "\n"

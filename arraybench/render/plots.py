@@ -1,0 +1,214 @@
+"""SVG plots: one per workload and size, and a summary per size label, as in the seed article.
+
+Valid times are bars with their 95% confidence interval; wrong, failed and skipped cells get an
+empty slot labelled with their status, never a bar that could be read as a time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from ..analysis.grouping import (baseline, config_sort_key, grouped, is_valid, size_text,
+                                 swept_workloads)
+from ..records import Record
+from ..units import format_seconds, time_unit
+from .mpl import PALETTE, Axes, Figure, new_figure, save, show_in_notebooks, styled
+from .naming import plot_file_name, safe, summary_file_name
+from .roofline_plot import roofline_figure
+from .sweep_plot import sweep_figure
+
+_STATUS_MARK = {"wrong": "wrong result", "failed": "failed", "skipped": "skipped"}
+
+
+def _colour(r: Record) -> str:
+    return PALETTE.get(r.backend, "#8172b2")
+
+
+def _hatch(r: Record) -> str | None:
+    return "//" if r.device == "gpu" else None
+
+
+def _shown(records: Sequence[Record]) -> list[Record]:
+    """What a plot shows: everything measured, and what failed or was wrong; not what was skipped
+    (the table and the report list those, with their reasons)."""
+    return [r for r in records if r.status != "skipped"]
+
+
+def _note(ax: Axes, text: str) -> None:
+    ax.set_xlabel(text, fontsize=7, color="#555555", labelpad=8)
+
+
+def _is_baseline(r: Record) -> bool:
+    return r.backend == "numpy" and r.device == "cpu" and r.mode == "latency" and not r.transfer
+
+
+def _ratio_text(ratio: float) -> str:
+    return f"{ratio:.2g}×" if ratio < 10 else f"{ratio:,.0f}×"
+
+
+@styled
+def case_figure(records: Sequence[Record]) -> Figure:
+    """Bars of time per call for one workload at one size, one bar per configuration."""
+    records = sorted(_shown(records), key=config_sort_key)
+    first = records[0]
+    valid = [r for r in records if is_valid(r)]
+    scale, unit = time_unit(min((r.median_s for r in valid), default=1.0))
+    fig = new_figure((max(5.5, 1.2 * len(records) + 2.5), 4.2))
+    ax = fig.subplots()
+    xs = list(range(len(records)))
+    base = baseline(records)
+    top = max(((r.ci_high_s or r.median_s) for r in valid), default=scale) / scale
+    log = bool(valid) and (max(r.median_s for r in valid) / min(r.median_s for r in valid) > 30)
+    floor = min((r.median_s for r in valid), default=scale) / scale
+    for x, r in zip(xs, records):
+        if is_valid(r):
+            height = r.median_s / scale
+            ci_lo = (r.ci_low_s or r.median_s) / scale
+            ci_hi = (r.ci_high_s or r.median_s) / scale
+            ax.bar(x, height, color=_colour(r), hatch=_hatch(r), edgecolor="white", linewidth=0.5)
+            ax.errorbar(x, height, yerr=[[max(height - ci_lo, 0)], [max(ci_hi - height, 0)]],
+                        color="#333333", capsize=3, lw=1)
+            text = format_seconds(r.median_s)  # each bar in its own unit: log axes span decades
+            if base is not None and r is not base:
+                text += f"\n{_ratio_text(base.median_s / r.median_s)} NumPy"
+            ax.annotate(text, (x, max(height, ci_hi)), xytext=(0, 3), textcoords="offset points",
+                        ha="center", va="bottom", fontsize=8)
+        else:
+            mark = _STATUS_MARK.get(r.status, r.status)
+            y = floor if log else top * 0.04
+            ax.annotate(mark, (x, y), ha="center", va="bottom", fontsize=8, color="#b22222",
+                        rotation=90)
+    ax.set_xticks(xs)
+    ax.set_xticklabels([r.config_label for r in records], rotation=20, ha="right")
+    if log:
+        ax.set_yscale("log")
+        # Room above the tallest bar for its two-line label, which would otherwise hit the title.
+        ax.set_ylim(top=top * 4)
+    else:
+        ax.set_ylim(0, top * 1.3 if top > 0 else 1)
+    ax.set_ylabel(f"time per call ({unit}), lower is better")
+    ax.set_title(f"{first.workload} — {size_text(first)}, {first.dtype}")
+    _note(ax, "bar: median · whisker: 95% CI of the median · hatched: GPU")
+    return fig
+
+
+@styled
+def summary_figure(records: Sequence[Record], size_label: str) -> Figure | None:
+    """Speed relative to NumPy for every workload at one size label (log scale, higher is faster)."""
+    groups = {k: _shown(v) for k, v in grouped(records).items() if k[1] == size_label}
+    groups = {k: v for k, v in groups.items() if v}
+    if not groups:
+        return None
+    configs: dict[tuple, Record] = {}
+    for group in groups.values():
+        for r in group:
+            configs.setdefault(config_sort_key(r), r)
+    ordered = sorted(configs.values(), key=config_sort_key)
+    relative = all(baseline(g) is not None for g in groups.values())
+    fig = new_figure((max(7.0, 1.7 * len(groups) + 3), 4.6))
+    ax = fig.subplots()
+    width = 0.8 / max(len(ordered), 1)
+    for i, cfg in enumerate(ordered):
+        key = config_sort_key(cfg)
+        xs, ys = [], []
+        for gx, group in enumerate(groups.values()):
+            match = next((r for r in group if config_sort_key(r) == key), None)
+            x = gx - 0.4 + width * (i + 0.5)
+            if match is None:
+                continue
+            if not is_valid(match):
+                ax.annotate("×", (x, 1.0 if relative else 1e-6), ha="center", va="center",
+                            color="#b22222", fontsize=10)
+                continue
+            base = baseline(group)
+            y = base.median_s / match.median_s if relative and base else match.median_s
+            xs.append(x)
+            ys.append(y)
+            if relative and match is not base:
+                ax.annotate(_ratio_text(y), (x, y), xytext=(0, 2 if y >= 1 else -2),
+                            textcoords="offset points", ha="center",
+                            va="bottom" if y >= 1 else "top", fontsize=7)
+        # Relative bars grow from 1 (as fast as NumPy): up when faster, down when slower.
+        bottom = 1.0 if relative else 0.0
+        ax.bar(xs, [y - bottom for y in ys], bottom=bottom, width=width * 0.95, color=_colour(cfg),
+               hatch=_hatch(cfg), edgecolor="white", linewidth=0.5,
+               label=cfg.config_label + (" (the baseline, 1×)" if relative and _is_baseline(cfg) else ""))
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([w for (w, _) in groups])
+    ax.set_yscale("log")
+    if relative:
+        ax.axhline(1.0, color="#333333", lw=0.8)
+        ax.set_ylabel("speed vs NumPy CPU (×, log), higher is faster")
+    else:
+        ax.set_ylabel("time per call (s, log), lower is better")
+    dtype = next(iter(groups.values()))[0].dtype
+    ax.set_title(f"Summary — {size_label} sizes, {dtype}")
+    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    _note(ax, "× : failed or wrong result (see the table) · hatched: GPU")
+    return fig
+
+
+def write_plots(records: Iterable[Record], out_dir: Path) -> list[Path]:
+    """Every case plot, the summaries for the seed's size labels, a sweep plot per workload
+    measured at three sizes or more, and the roofline; returns the files written."""
+    records = list(records)
+    written: list[Path] = []
+    swept = set(swept_workloads(records))
+    for (workload, label), group in grouped(records).items():
+        if not _shown(group) or (workload in swept and not label.isidentifier()):
+            continue  # a sweep's numbered sizes are drawn together, in its sweep plot
+        written.append(save(case_figure(group), out_dir / plot_file_name(workload, label)))
+    figures: list[tuple[Figure | None, str]] = [
+        (sweep_figure(records, workload), f"sweep_{safe(workload)}.svg") for workload in swept]
+    figures.append((roofline_figure(records), "roofline.svg"))
+    for label in ("small", "large"):
+        measured = [r for r in records if r.size_label == label]
+        if measured:
+            figures.append((summary_figure(measured, label), summary_file_name(label)))
+    for fig, name in figures:
+        if fig is not None:
+            written.append(save(fig, out_dir / name))
+    return written
+
+
+KINDS = ("summary", "case", "sweep", "roofline")
+
+
+def figure(records: Sequence[Record], kind: str = "summary", *, workload: str | None = None,
+           size: str | None = None) -> Figure:
+    """One plot as a matplotlib figure, for notebooks (``Results.plot``).
+
+    ``summary`` needs ``size`` (a size label; default: the first measured), ``case`` needs
+    ``workload`` and ``size``, ``sweep`` needs ``workload``; ``ValueError`` says what is missing.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown plot {kind!r}; choose one of {', '.join(KINDS)}")
+    records = list(records)
+    workloads = list(dict.fromkeys(r.workload for r in records))
+    if kind in ("case", "sweep"):
+        workload = workload or (workloads[0] if len(workloads) == 1 else None)
+        if workload not in workloads:
+            raise ValueError(f"plot({kind!r}) needs workload=, one of: {', '.join(workloads)}")
+    fig: Figure | None
+    if kind == "summary":
+        labels = list(dict.fromkeys(r.size_label for r in records))
+        size = size or (labels[0] if labels else None)
+        fig = summary_figure([r for r in records if r.size_label == size], size or "")
+    elif kind == "case":
+        labels = list(dict.fromkeys(r.size_label for r in records if r.workload == workload))
+        size = size or (labels[0] if len(labels) == 1 else None)
+        if size not in labels:
+            raise ValueError(f"plot('case') needs size=, one of: {', '.join(labels)}")
+        fig = case_figure([r for r in records if r.workload == workload and r.size_label == size])
+    elif kind == "sweep":
+        fig = sweep_figure(records, workload or "")
+    else:
+        fig = roofline_figure(records)
+    show_in_notebooks()
+    if fig is None:
+        raise ValueError(f"nothing to draw for plot({kind!r}): "
+                         + {"summary": "no valid result at that size",
+                            "sweep": "fewer than three sizes measured",
+                            "roofline": "no ceilings measured (run with roofline=True)"}.get(kind, ""))
+    return fig

@@ -1,0 +1,125 @@
+"""What the user sees while a run goes: a progress bar, a line per finished cell, or JSON lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import TYPE_CHECKING, Any, TextIO
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from ..measurement import Replicate
+from ..plan import Cell
+from ..records import Record
+from ..reporter import Reporter
+from ..units import format_seconds
+from .tables import ci_text
+
+if TYPE_CHECKING:
+    from ..results import Results
+
+
+class ConsoleReporter(Reporter):
+    """A rich progress bar with ETA and one line per finished cell.
+
+    The bar counts measurements (a cell in one replicate) for a smooth ETA, and shows the cells done
+    out of ``cells`` when the caller knows how many there are.
+    """
+
+    def __init__(self, console: Console | None = None, cells: int | None = None,
+                 cells_done: int = 0) -> None:
+        self.console = console or Console(stderr=True)
+        self.cells_total = cells
+        self.cells_done = cells_done  # on --resume, the cells measured before
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("measurements"),
+            TextColumn("{task.fields[cells]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=True,
+            refresh_per_second=2,  # the parent shares the cores with the operation being timed
+        )
+        self.task: Any = None
+
+    def run_started(self, total: int) -> None:
+        self.progress.start()
+        self.task = self.progress.add_task("measuring", total=max(total, 1), cells=self._cells_text())
+
+    def worker_started(self, backend: str, device: str, replicate: int, cells: int) -> None:
+        if self.task is not None:
+            self.progress.update(self.task, description=f"{backend}/{device} process {replicate + 1}")
+
+    def config_unavailable(self, backend: str, device: str, reason: str) -> None:
+        self.progress.console.print(f"[dim]skip {backend}/{device}: {escape(reason)}[/]")
+
+    def replicate_done(self, cell: Cell, index: int, replicate: Replicate) -> None:
+        if self.task is not None:
+            self.progress.advance(self.task)
+
+    def _cells_text(self) -> str:
+        if self.cells_total is None:
+            return ""
+        return f"· {self.cells_done}/{self.cells_total} cells"
+
+    def record_done(self, record: Record) -> None:
+        self.cells_done += 1
+        if self.task is not None:
+            self.progress.update(self.task, cells=self._cells_text())
+        if record.status == "skipped" and record.n_samples == 0 and record.reason and "not measured" not in record.reason:
+            return  # the unavailable line already said it, once per backend
+        self.progress.console.print(live_line(record))
+
+    def run_finished(self, results: Results) -> None:
+        self.progress.stop()
+
+    def stopping(self, signum: int) -> None:
+        """A stop signal arrived (runs inside the signal handler: print, nothing more)."""
+        self.progress.console.print(
+            "[yellow]stopping: keeping the measurements already made "
+            "(press Ctrl-C again to stop at once)[/]")
+
+
+
+def live_line(r: Record) -> str:
+    """``matmul large  PyTorch CPU  12.3 ms ±0.8%`` with the status where it is not ok."""
+    head = f"{r.workload} {r.size_label}  {r.config_label}"
+    if r.status == "ok":
+        warn = " [yellow](!)[/]" if r.warnings else ""
+        return f"[green]✓[/] {escape(head)}  {format_seconds(r.median_s)} {ci_text(r)}{warn}"
+    colour = "red" if r.status in ("failed", "wrong") else "dim"
+    return f"[{colour}]✗ {escape(head)}  {r.status}: {escape(r.reason)}[/]"
+
+
+class QuietReporter(Reporter):
+    """Nothing while running (``-q``)."""
+
+
+class JsonLinesReporter(QuietReporter):
+    """One JSON record per line on stdout as each cell is final (``--json``), for scripts."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stdout
+        self.reader_left = False
+
+    def record_done(self, record: Record) -> None:
+        if self.reader_left:
+            return
+        try:
+            self.stream.write(json.dumps(record.to_dict(), allow_nan=False) + "\n")
+            self.stream.flush()
+        except BrokenPipeError:
+            # `arraybench run --json | head -1`: the reader is gone, but the run is not; keep
+            # measuring and saving, and stop writing (also at exit, where Python flushes stdout).
+            self.reader_left = True
+            if self.stream is sys.stdout:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                os.close(devnull)

@@ -1,1 +1,0 @@
-"""Reports: everything a person reads, drawn from saved records only (reports never measure)."""

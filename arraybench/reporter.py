@@ -1,0 +1,41 @@
+"""What a run tells a user interface as it goes. This base says nothing: subclass what you need.
+
+``arraybench.run(reporter=...)`` takes any ``Reporter``; the command line's progress bar, its
+``--json`` lines and ``-q`` are three (``render.progress``). Methods are called from the thread
+that runs the measurement, between measurements, never while one is being timed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .measurement import Replicate
+    from .plan import Cell
+    from .records import Record
+    from .results import Results
+
+
+class Reporter:
+    """Progress events of a run; every method is optional."""
+
+    def run_started(self, total: int) -> None:
+        """``total`` measurements (cells times replicates) are about to be made."""
+
+    def worker_started(self, backend: str, device: str, replicate: int, cells: int) -> None:
+        """A worker process starts on ``cells`` cells, as their ``replicate``-th measurement."""
+
+    def config_unavailable(self, backend: str, device: str, reason: str) -> None:
+        """A library or device cannot run here; its cells are skipped."""
+
+    def replicate_done(self, cell: "Cell", index: int, replicate: "Replicate") -> None:
+        """One process finished one cell."""
+
+    def record_done(self, record: "Record") -> None:
+        """A cell's record is final (all its replicates are done, or it was skipped)."""
+
+    def run_finished(self, results: "Results") -> None:
+        """The run is over."""
+
+    def stopping(self, signum: int) -> None:
+        """A stop signal arrived; called inside the signal handler, so do nothing slow."""

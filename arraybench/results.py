@@ -1,0 +1,230 @@
+"""A run's results: where, how, and every record; saved as ``results.json`` and read back validated.
+
+``results.json`` holds ``schema_version``, ``tool``, ``complete``, ``environment``, ``settings``,
+``records`` (each with its ``replicates``) and ``errors`` (what failed before any cell existed, such
+as a workload file that did not load: ``{"kind", "source", "error"}``). Reports read it and never
+measure.
+
+In Python, ``Results`` is what ``arraybench.run`` returns and ``arraybench.load_results`` reads: it
+prints as the results table, renders as one in Jupyter, and offers ``compare``, ``findings``,
+``to_dataframe`` and ``plot``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import ResultsError
+from .files import write_atomic
+from .records import COLUMNS, Record
+from .schema import to_json
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from .analysis.compare import Comparison
+
+SCHEMA_VERSION = 2
+TOOL = "arraybench"
+RESULTS_NAME = "results.json"
+
+
+@dataclass
+class Results:
+    """A run: where, how, and every record."""
+
+    environment: dict[str, Any]
+    settings: dict[str, Any]
+    records: list[Record]
+    schema_version: int = SCHEMA_VERSION
+    tool: str = TOOL
+    complete: bool = True
+    #: Failures that belong to no cell, e.g. a workload file that did not load.
+    errors: list[dict[str, str]] = field(default_factory=list)
+    #: The folder the run wrote to, where there is one (not saved).
+    output_dir: Path | None = field(default=None, repr=False, compare=False)
+
+    # -- data -----------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "tool": self.tool,
+            "complete": self.complete,
+            "environment": to_json(self.environment),
+            "settings": to_json(self.settings),
+            "records": [r.to_dict() for r in self.records],
+            "errors": list(self.errors),
+        }
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write atomically: a reader sees the old file or the new one, never half of one."""
+        return write_atomic(path, json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n")
+
+    def select(self, **match: Any) -> list[Record]:
+        """Records whose attributes equal the given values: ``results.select(backend="torch")``."""
+        return [r for r in self.records if all(getattr(r, k) == v for k, v in match.items())]
+
+    @property
+    def clean(self) -> bool:
+        """Every cell ``ok`` or ``skipped``, and nothing failed before the cells (exit status 0)."""
+        return all(r.status in ("ok", "skipped") for r in self.records) and not self.errors
+
+    def write_report(self, out_dir: str | os.PathLike[str], *, plots: bool = True) -> list[Path]:
+        """Write report.html, results.md, results.csv, findings.md and (unless ``plots`` is
+        False) the SVG plots into ``out_dir``; return the files written. Measures nothing."""
+        from .render.outputs import write_reports
+
+        return write_reports(self, Path(out_dir), plots=plots)
+
+    # -- for people -----------------------------------------------------------------------------
+    def table(self, width: int = 120) -> str:
+        """The results table as plain text, as ``arraybench run`` prints it."""
+        from .render.tables import table_text
+
+        return table_text(self.records, width=width)
+
+    def __repr__(self) -> str:
+        ok = sum(1 for r in self.records if r.status == "ok")
+        head = (f"<arraybench Results: {len(self.records)} cells, {ok} ok"
+                + ("" if self.complete else ", interrupted") + ">")
+        return head + "\n" + self.table()
+
+    def _repr_html_(self) -> str:
+        from .render.html import results_table_html
+
+        return results_table_html(self)
+
+    def findings(self) -> list[str]:
+        """Plain sentences computed from the records: who wins, by how much, and why."""
+        from .analysis.findings import findings
+
+        return findings(self.records)
+
+    def compare(self, other: "Results", *, threshold: float | None = None,
+                alpha: float | None = None) -> "Comparison":
+        """This run as the base, ``other`` as the new run: per cell, faster, slower or no change."""
+        from .analysis.compare import compare
+
+        return compare(self, other, **{k: v for k, v in (("threshold", threshold), ("alpha", alpha))
+                                       if v is not None})
+
+    def plot(self, kind: str = "summary", *, workload: str | None = None,
+             size: str | None = None) -> "Figure":
+        """A matplotlib figure: ``"summary"`` (speed against NumPy per size label), ``"case"``
+        (one workload at one size), ``"sweep"`` (one workload across sizes) or ``"roofline"``."""
+        from .render.plots import figure
+
+        return figure(self.records, kind, workload=workload, size=size)
+
+    def to_dataframe(self, samples: bool = False) -> Any:
+        """The records as a pandas DataFrame, one row per record (``Record.to_row``).
+
+        With ``samples=True``, one row per timing sample instead, with its ``replicate`` index and
+        ``sample_s`` next to its record's fields: the long form that seaborn and ``groupby`` want.
+        Needs pandas, which arraybench itself does not depend on::
+
+            df = arraybench.load_results("benchmark_plots").to_dataframe()
+            df.pivot_table(index="workload", columns="config", values="median_s")
+        """
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError(
+                "Results.to_dataframe() needs pandas, which arraybench does not install: "
+                "pip install pandas"
+            ) from None
+        columns = ["key", "config", *COLUMNS]
+        if not samples:
+            return pd.DataFrame([r.to_row() for r in self.records], columns=columns)
+        rows = [{**r.to_row(), "replicate": i, "sample": j, "sample_s": s}
+                for r in self.records for i, rep in enumerate(r.replicates)
+                for j, s in enumerate(rep.samples_s)]
+        return pd.DataFrame(rows, columns=[*columns, "replicate", "sample", "sample_s"])
+
+
+def resolve(path: str | os.PathLike[str]) -> Path:
+    """A results file named directly, or the ``results.json`` inside a folder named instead."""
+    path = Path(path)
+    if path.is_dir() and (path / RESULTS_NAME).is_file():
+        return path / RESULTS_NAME
+    return path
+
+
+def load(path: str | os.PathLike[str]) -> Results:
+    """Read and validate a results file; ``ResultsError`` says in one line what is wrong with it."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ResultsError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ResultsError(f"{path}: is a folder; give its results.json") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{path}: cannot be read ({exc.__class__.__name__}: {exc})") from None
+    if not text.strip():
+        raise ResultsError(f"{path}: is empty")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultsError(f"{path}: not valid JSON (truncated?): {exc.msg} at line {exc.lineno}") from None
+    except RecursionError:
+        raise ResultsError(f"{path}: not an arraybench results file (nested too deeply to read)") from None
+    results = from_dict(data, str(path))
+    results.output_dir = path.parent
+    return results
+
+
+def from_dict(data: Any, origin: str = "results") -> Results:
+    """Validate parsed JSON as arraybench results (this version's, or version 1's)."""
+    if not isinstance(data, dict):
+        raise ResultsError(f"{origin}: not an arraybench results file (top level is not an object)")
+    if data.get("tool") != TOOL:
+        raise ResultsError(f"{origin}: not an arraybench results file (tool is {data.get('tool')!r})")
+    version = data.get("schema_version")
+    if version not in (1, SCHEMA_VERSION):
+        raise ResultsError(
+            f"{origin}: schema version {version!r}; this arraybench reads versions 1 and {SCHEMA_VERSION}"
+        )
+    records = data.get("records")
+    if not isinstance(records, list):
+        raise ResultsError(f"{origin}: 'records' is missing or not a list")
+    env = data.get("environment")
+    settings = data.get("settings", {})
+    if not isinstance(env, dict) or not isinstance(settings, dict):
+        raise ResultsError(f"{origin}: 'environment' and 'settings' must be objects")
+    parsed: list[Record] = []
+    for i, r in enumerate(records):
+        if not isinstance(r, dict):
+            raise ResultsError(f"{origin}: record {i} is not an object")
+        if version == 1:
+            r = _from_version_1(r)
+        try:
+            parsed.append(Record.from_dict(r, where=f"record {i}"))
+        except ResultsError as exc:
+            raise ResultsError(f"{origin}: {exc}") from None
+    errors = data.get("errors", [])  # absent in files written before it existed
+    if not isinstance(errors, list) or not all(
+            isinstance(e, dict) and all(isinstance(v, str) for v in e.values()) for e in errors):
+        raise ResultsError(f"{origin}: 'errors' must be a list of objects of strings")
+    complete = data.get("complete", True)
+    if not isinstance(complete, bool):
+        raise ResultsError(f"{origin}: 'complete' must be true or false")
+    return Results(environment=env, settings=settings, records=parsed, complete=complete,
+                   errors=errors)
+
+
+_RENAMED_IN_2 = {"n_processes": "n_replicates", "process_medians_s": "replicate_medians_s",
+                 "process_spread": "replicate_spread"}
+
+
+def _from_version_1(r: dict[str, Any]) -> dict[str, Any]:
+    """A version 1 record in version 2's names. Its pooled samples cannot be told apart by process,
+    so they are dropped: comparisons with it are judged on the confidence intervals."""
+    out = {_RENAMED_IN_2.get(k, k): v for k, v in r.items() if k != "samples_s"}
+    if isinstance(out.get("method"), str) and "finite differences" in out["method"]:
+        out["gradient"] = "finite_differences"
+    return out

@@ -1,0 +1,160 @@
+"""Typed JSON: dataclasses checked against their own annotations when read back.
+
+Everything arraybench reads from disk or from a worker (options, cells, replicates, records) is a
+dataclass. ``from_json`` builds one from parsed JSON and refuses, with the field's name, any value
+whose type does not match the annotation, so one definition of a shape is also its only validator.
+A field's ``metadata={"min": 0}`` bounds a number (or every number of a list) from below.
+
+>>> from dataclasses import dataclass, field
+>>> @dataclass
+... class Point:
+...     x: float
+...     tags: list[str] = field(default_factory=list)
+>>> from_json(Point, {"x": 1, "tags": ["a"]})
+Point(x=1, tags=['a'])
+>>> from_json(Point, {"x": "1"})
+Traceback (most recent call last):
+...
+arraybench.schema.SchemaError: x: expected a number, got str
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from functools import lru_cache
+from typing import Any, Literal, TypeVar, Union
+
+T = TypeVar("T")
+
+
+class SchemaError(ValueError):
+    """A value that does not have the shape its dataclass declares; the message names the field."""
+
+
+@lru_cache(maxsize=None)
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def from_json(cls: type[T], data: Any, *, where: str = "") -> T:
+    """An instance of dataclass ``cls`` from parsed JSON, every field checked against its annotation.
+
+    Unknown keys are ignored (files written by later versions stay readable); missing fields take
+    their defaults, and a missing field without one is an error.
+    """
+    if not isinstance(data, dict):
+        raise SchemaError(f"{where or cls.__name__}: expected an object, got {_kind(data)}")
+    hints = _hints(cls)
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        name = f"{where}.{f.name}" if where else f.name
+        if f.name not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise SchemaError(f"{name}: missing")
+            continue
+        value = _check(hints[f.name], data[f.name], name)
+        bound = f.metadata.get("min")
+        if bound is not None:
+            _check_min(value, bound, name)
+        values[f.name] = value
+    return cls(**values)
+
+
+def to_json(obj: Any) -> Any:
+    """A dataclass (or list, dict, value) as JSON-ready data; inf and NaN become null."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: to_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_json(v) for v in obj]
+    return obj
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_min(value: Any, bound: float, name: str) -> None:
+    items = value if isinstance(value, list) else [value]
+    for v in items:
+        if _is_number(v) and v < bound:
+            raise SchemaError(f"{name}: {v!r} is below {bound}")
+
+
+def _check(tp: Any, value: Any, name: str) -> Any:
+    """``value`` if it fits type ``tp`` (converted only where JSON loses the type: tuples, dataclasses)."""
+    if tp is Any:
+        return value
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        options = typing.get_args(tp)
+        if value is None and type(None) in options:
+            return None
+        errors = []
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return _check(option, value, name)
+            except SchemaError as exc:
+                errors.append(str(exc))
+        raise SchemaError(errors[0] if len(errors) == 1 else f"{name}: unexpected {_kind(value)}")
+    if origin is Literal:
+        allowed = typing.get_args(tp)
+        if value not in allowed or isinstance(value, bool) != any(isinstance(a, bool) for a in allowed):
+            raise SchemaError(f"{name}: {value!r} is not one of {', '.join(map(repr, allowed))}")
+        return value
+    if origin in (list, tuple):
+        if not isinstance(value, list):
+            raise SchemaError(f"{name}: expected a list, got {_kind(value)}")
+        args = typing.get_args(tp)
+        item = args[0] if args else Any
+        checked = [_check(item, v, f"{name}[{i}]") for i, v in enumerate(value)]
+        return tuple(checked) if origin is tuple else checked
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise SchemaError(f"{name}: expected an object, got {_kind(value)}")
+        args = typing.get_args(tp)
+        item = args[1] if len(args) == 2 else Any
+        return {str(k): _check(item, v, f"{name}.{k}") for k, v in value.items()}
+    if dataclasses.is_dataclass(tp):
+        return from_json(tp, value, where=name)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise SchemaError(f"{name}: expected true or false, got {_kind(value)}")
+        return value
+    if tp is int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise SchemaError(f"{name}: expected a whole number, got {_kind(value)}")
+        return value
+    if tp is float:
+        if not _is_number(value):
+            raise SchemaError(f"{name}: expected a number, got {_kind(value)}")
+        try:
+            finite = math.isfinite(value)
+        except OverflowError:  # an integer beyond any float, such as 10**400
+            finite = False
+        if not finite:
+            raise SchemaError(f"{name}: {str(value)[:20]} is not a finite number")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            raise SchemaError(f"{name}: expected text, got {_kind(value)}")
+        return value
+    if tp is type(None):
+        if value is not None:
+            raise SchemaError(f"{name}: expected null, got {_kind(value)}")
+        return None
+    raise TypeError(f"schema: no rule for {tp!r} ({name})")

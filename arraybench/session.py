@@ -1,0 +1,205 @@
+"""One run in progress: its plan, its journal, the replicates measured so far, and what is left.
+
+An executor (``executors.local``: worker processes on this machine) makes the measurements and hands
+each replicate to the session, which journals it at once and tells the reporter; the records and
+``results.json`` are derived from the journalled replicates alone. Ctrl-C or SIGTERM only set a
+flag here, read by the executor between messages: a handler that raised could land between
+receiving a replicate and journalling it, and lose exactly what this module exists to keep.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+from . import environment
+from .analysis.aggregate import aggregate
+from .journal import Journal, JournalState
+from .measurement import Replicate
+from .options import RunOptions
+from .plan import Cell
+from .records import Record
+from .reporter import Reporter
+from .results import Results
+
+
+class Interrupted(Exception):
+    """The run was stopped by a signal; ``results`` holds what was measured before it (saved)."""
+
+    def __init__(self, results: Results, signum: int) -> None:
+        self.results = results
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal number, as a shell reports a process ended by it (130 for Ctrl-C)."""
+        return 128 + self.signum
+
+
+Config = tuple[str, str]
+
+
+class Session:
+    """A run's state; create it with ``Session.start`` or ``Session.resume``, then ``measure()``."""
+
+    def __init__(self, cells: list[Cell], options: RunOptions, out_dir: Path, journal: Journal,
+                 env: dict[str, Any], reporter: Reporter | None = None) -> None:
+        self.cells = cells
+        self.options = options
+        self.out_dir = out_dir
+        self.journal = journal
+        self.env = env
+        self.reporter = reporter or Reporter()
+        self.replicates: dict[str, dict[int, Replicate]] = {}
+        self.unavailable: dict[Config, str] = {}
+        self._completed: set[str] = set()
+        self._signals: list[int] = []  # stop signals received, in order
+
+    @classmethod
+    def start(cls, cells: list[Cell], options: RunOptions, out_dir: Path,
+              reporter: Reporter | None = None) -> "Session":
+        """A new run: writes the journal's header (the plan and this machine) into ``out_dir``."""
+        env = environment.collect(options.threads)
+        return cls(cells, options, out_dir, Journal.create(out_dir, options, cells, env), env, reporter)
+
+    @classmethod
+    def resume(cls, state: JournalState, out_dir: Path, reporter: Reporter | None = None) -> "Session":
+        """Go on with the run journalled in ``out_dir``: appends to its journal."""
+        env = state.environment or environment.collect(state.options.threads)
+        for (b, d), info in state.worker_info.items():
+            environment.merge_worker_info(env, b, d, info)
+        session = cls(state.cells, state.options, out_dir, Journal.reopen(out_dir), env, reporter)
+        session.replicates = {k: dict(v) for k, v in state.replicates.items()}
+        session.unavailable = dict(state.unavailable)
+        return session
+
+    # -- the run --------------------------------------------------------------------------------
+    def measure(self) -> Results:
+        """Measure every cell not yet measured; return the results (``results.json`` saved).
+
+        Raises ``Interrupted`` (with the partial results, saved) after SIGINT or SIGTERM.
+        """
+        from .executors.local import LocalExecutor, StopRequested
+
+        # Only the main thread may set signal handlers; run from another, the caller keeps them.
+        main = threading.current_thread() is threading.main_thread()
+        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
+        for s in previous:
+            signal.signal(s, self._on_signal)
+        try:
+            try:
+                LocalExecutor().run(self)
+            except StopRequested:
+                pass
+            if self._signals and self.missing():
+                results = self.results(complete=False)
+                self.save(results)
+                self.reporter.run_finished(results)
+                raise Interrupted(results, self._signals[0])
+            results = self.results(complete=True)
+            self.save(results)
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+            self.journal.close()
+        self.reporter.run_finished(results)
+        return results
+
+    def save(self, results: Results) -> Path:
+        """Write ``results.json`` into the output folder."""
+        return results.save(self.out_dir / "results.json")
+
+    def results(self, complete: bool) -> Results:
+        """Records from everything measured so far."""
+        return Results(environment=self.env, settings=self._settings(),
+                       records=[self.record(c) for c in self.cells], complete=complete,
+                       output_dir=self.out_dir)
+
+    def record(self, cell: Cell) -> Record:
+        """A cell's record from the replicates journalled so far."""
+        reps = [r for _, r in sorted(self.replicates.get(cell.key, {}).items())]
+        rec = aggregate(cell, reps, self.wanted(cell), self.options.rel_ci)
+        if not reps:
+            rec.reason = self.unavailable.get(cell.config) or \
+                "not measured (run interrupted; continue with --resume)"
+        return rec
+
+    # -- what executors ask and tell ------------------------------------------------------------
+    def configs(self) -> list[Config]:
+        """The (backend, device) pairs of the plan, in plan order."""
+        return list(dict.fromkeys(c.config for c in self.cells))
+
+    def wanted(self, cell: Cell) -> int:
+        """How many replicates the cell should have."""
+        return self.options.replicates
+
+    def todo(self, config: Config, index: int) -> list[Cell]:
+        """The cells of ``config`` still lacking their ``index``-th replicate."""
+        if config in self.unavailable:
+            return []
+        return [c for c in self.cells if c.config == config and index < self.wanted(c)
+                and index not in self.replicates.get(c.key, {})]
+
+    def missing(self) -> int:
+        """How many (cell, replicate) measurements are still to make (0: the run is complete)."""
+        return sum(len(self.todo(cfg, i)) for cfg in self.configs()
+                   for i in range(max((self.wanted(c) for c in self.cells), default=0)))
+
+    def mark_unavailable(self, config: Config, reason: str) -> None:
+        """A library or device cannot run here: journal it, and its cells are final (skipped)."""
+        self.unavailable[config] = reason
+        self.journal.unavailable(config[0], config[1], reason)
+        self.reporter.config_unavailable(config[0], config[1], reason)
+        self.complete_config(config)
+
+    def worker_ready(self, config: Config, index: int, info: dict[str, Any], pid: int | None) -> None:
+        """A worker imported its library and reported what it sees (BLAS, threads, device)."""
+        self.journal.worker(config[0], config[1], index, info, pid=pid)
+        environment.merge_worker_info(self.env, config[0], config[1], info)
+
+    def store(self, cell: Cell, index: int, replicate: Replicate) -> None:
+        """Journal one replicate the moment it arrives."""
+        self.replicates.setdefault(cell.key, {})[index] = replicate
+        self.journal.replicate(cell.key, index, replicate)
+        self.reporter.replicate_done(cell, index, replicate)
+        if len(self.replicates[cell.key]) >= self.wanted(cell):
+            self._complete(cell)
+
+    def complete_config(self, config: Config) -> None:
+        for c in self.cells:
+            if c.config == config:
+                self._complete(c)
+
+    def stop_requested(self) -> bool:
+        """A stop signal arrived: finish the measurement under way and go no further."""
+        return bool(self._signals)
+
+    def stop_now(self) -> bool:
+        """A second stop signal arrived: do not wait even for the measurement under way."""
+        return len(self._signals) > 1
+
+    # -- internals ------------------------------------------------------------------------------
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        self._signals.append(signum)
+        if len(self._signals) == 1:
+            self.reporter.stopping(signum)
+
+    def _complete(self, cell: Cell) -> None:
+        if cell.key not in self._completed:
+            self._completed.add(cell.key)
+            self.reporter.record_done(self.record(cell))
+
+    def _settings(self) -> dict[str, Any]:
+        from .executors.local import timer_settings
+
+        settings = self.options.to_dict()
+        settings["timer"] = timer_settings(self.options)
+        settings["threads_applied"] = (
+            "all cores (no limit)" if self.options.threads is None else
+            f"{self.options.threads}: CPU affinity, OMP/MKL/OpenBLAS variables, threadpoolctl, "
+            "torch.set_num_threads"
+        )
+        return settings

@@ -1,0 +1,61 @@
+"""Binding a workload to one library in a worker: the callable the timer calls, and how it computes.
+
+Only worker processes bind: this is where a workload meets ``jax.jit``, ``torch.compile``, autograd
+or finite differences.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..measurement import Gradient
+from .definition import Workload
+
+if TYPE_CHECKING:
+    from ..backends.base import Backend
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a ``namespace="backend"`` workload receives instead of ``xp``: the backend itself.
+
+    For operations that are about the library rather than the arithmetic: building arrays from
+    Python lists, moving data between NumPy, host and device.
+    """
+
+    backend: "Backend"
+    dtype: str
+    xp: Any
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A workload bound to one backend and mode: call ``op(*args)``; ``method`` says how."""
+
+    op: Callable[..., Any]
+    args: tuple[Any, ...]
+    method: str
+    #: How the gradient is computed, for ``grad=True`` workloads.
+    gradient: Gradient | None = None
+
+
+def bind(wl: Workload, backend: "Backend", mode: str, arrays: tuple[Any, ...],
+         dtype: str = "float64") -> Bound:
+    """The callable to time for ``wl`` on ``backend`` in ``mode`` ("latency", "throughput", "compiled")."""
+    fn = wl.function_for(backend.name)
+    if wl.namespace == "backend":
+        xp: Any = Context(backend, dtype, backend.namespace("native"))
+    else:
+        xp = backend.namespace(wl.namespace_for(backend.name))
+    gradient = backend.gradient if wl.grad else None
+    if mode == "compiled":
+        if wl.grad:
+            inner = backend.grad(lambda *a: fn(xp, *a))
+            return Bound(backend.compile(inner), arrays,
+                         f"{backend.compile_method} of {backend.grad_method}", gradient)
+        return Bound(backend.compile(lambda *a: fn(xp, *a)), arrays, backend.compile_method)
+    if wl.grad:
+        return Bound(backend.grad(lambda *a: fn(xp, *a)), arrays, backend.grad_method, gradient)
+    # xp travels as the first argument so the timed call has no wrapper layer around fn.
+    return Bound(fn, (xp, *arrays), "eager")

@@ -1,0 +1,309 @@
+"""Defining a workload: one function of ``(xp, *arrays)``, run on every library.
+
+``@arraybench.workload`` turns a function into a ``Workload``: its sizes, how to build its inputs,
+its reference, how its result is checked, its work model, and per-library overrides. The user guide
+is ``docs/workloads.md``; the smallest workload is::
+
+    @arraybench.workload
+    def softplus(xp, x):
+        return xp.log1p(xp.exp(x))
+
+Building inputs (``inputs``), the float64 reference (``reference``) and binding to a library in a
+worker (``binding``) live in their own modules; this one only holds what a workload *is*.
+"""
+
+from __future__ import annotations
+
+import inspect
+import linecache
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Mapping, Sequence
+
+import numpy as np
+
+from ..accuracy import Check
+from .registry import register
+
+ArrayFn = Callable[..., Any]
+#: ``(n, rng) -> arrays`` or ``(n) -> arrays``: one array, a tuple or list, or a dict by parameter name.
+InputsFn = Callable[..., Any]
+
+Namespace = Literal["array_api", "native", "backend"]
+Placement = Literal["device", "host"]
+NAMESPACES: tuple[str, ...] = ("array_api", "native", "backend")
+PLACEMENTS: tuple[str, ...] = ("device", "host")
+
+#: The sizes of a workload that names none: the seed article's small and large vectors.
+DEFAULT_SIZES: dict[str, int] = {"small": 1_000, "large": 1_000_000}
+
+#: Names end up in cell keys ("a|small|numpy|..."), on the command line and in plot file names.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
+
+
+@dataclass(frozen=True)
+class Work:
+    """The work one call does: floating-point operations and bytes moved to and from memory."""
+
+    flops: float
+    bytes: float
+
+
+@dataclass
+class Workload:
+    """An operation defined once for every library. Create with ``@workload(...)``."""
+
+    name: str
+    fn: ArrayFn
+    inputs: InputsFn
+    sizes: dict[str, int]
+    description: str = ""
+    reference: ArrayFn | None = None
+    check: Check = field(default_factory=Check.elementwise)
+    work: Callable[[int, int], Any] | None = None
+    grad: bool = False
+    namespace: Namespace = "array_api"
+    #: "builtin", or the file the workload was defined in.
+    source: str = "builtin"
+    overrides: dict[str, ArrayFn] = field(default_factory=dict)
+    #: "device": inputs are placed on the device before timing; "host": they stay host NumPy arrays
+    #: (or Python lists), for workloads that time the move itself.
+    placement: Placement = "device"
+    #: Backends this workload applies to (None: all); others are skipped as not applicable.
+    backends: tuple[str, ...] | None = None
+    #: Modes this workload applies to (None: all).
+    modes: tuple[str, ...] | None = None
+    #: Names of the outputs when the function returns several (for the numerics table).
+    outputs: tuple[str, ...] | None = None
+    #: The namespace an override asked for, by backend (default: the workload's ``namespace``).
+    override_namespaces: dict[str, Namespace] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.namespace not in NAMESPACES:
+            raise ValueError(f"namespace must be one of {NAMESPACES}, not {self.namespace!r}")
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {PLACEMENTS}, not {self.placement!r}")
+        for label, size in self.sizes.items():
+            if not isinstance(size, int) or size <= 0:
+                raise ValueError(f"{self.name}: size {label!r} must be a positive integer, not {size!r}")
+
+    def __call__(self, xp: Any, *arrays: Any) -> Any:
+        return self.fn(xp, *arrays)
+
+    def override(self, *backends: str, namespace: Namespace | None = None) -> Callable[[ArrayFn], ArrayFn]:
+        """Register a backend-specific spelling: ``@wl.override("torch")`` on ``fn(xp, *arrays)``.
+
+        ``namespace="native"`` hands the override the library's own module instead of the
+        workload's namespace (``torch`` rather than array-api-compat's wrapper of it).
+        """
+        from ..backends import SPECS
+
+        unknown = [b for b in backends if b not in SPECS]
+        if unknown or not backends:
+            raise ValueError(f"override() needs backend names out of {', '.join(SPECS)}; got {backends!r}")
+        if namespace is not None and namespace not in NAMESPACES:
+            raise ValueError(f"namespace must be one of {NAMESPACES}, not {namespace!r}")
+
+        def register_override(fn: ArrayFn) -> ArrayFn:
+            for b in backends:
+                self.overrides[b] = fn
+                if namespace is None:
+                    self.override_namespaces.pop(b, None)
+                else:
+                    self.override_namespaces[b] = namespace
+            return fn
+
+        return register_override
+
+    def function_for(self, backend: str) -> ArrayFn:
+        """The function a backend runs: its override, or the one definition."""
+        return self.overrides.get(backend, self.fn)
+
+    def namespace_for(self, backend: str) -> Namespace:
+        """The kind of namespace (``array_api`` or ``native``) a backend's function receives."""
+        return self.override_namespaces.get(backend, self.namespace)
+
+    def origin(self, backend: str | None = None) -> str:
+        """Where the function a backend runs is defined: ``path:line: def name(xp, ...):``."""
+        return definition_line(self.function_for(backend) if backend else self.fn)
+
+    def not_applicable(self, backend: str, mode: str) -> str | None:
+        """Why this workload does not apply to a backend or mode, or None when it does."""
+        if self.backends is not None and backend not in self.backends:
+            return f"not applicable: {self.name} runs on {', '.join(self.backends)}"
+        if self.modes is not None and mode not in self.modes:
+            return f"not applicable: {self.name} has no {mode} mode"
+        return None
+
+    def work_for(self, size: int, itemsize: int) -> Work | None:
+        """The work model at a size, if the workload declares one."""
+        if not self.work:
+            return None
+        w = self.work(size, itemsize)
+        if isinstance(w, Work):
+            return w
+        flops, moved = w  # a (flops, bytes) pair
+        return Work(flops=float(flops), bytes=float(moved))
+
+    def functions(self) -> list[Callable[..., Any]]:
+        """Every user function this workload holds (for shipping it to workers by value)."""
+        found = [self.fn, self.inputs, self.reference, self.work, *self.overrides.values()]
+        return [f for f in found if f is not None]
+
+
+def _source_of(fn: ArrayFn) -> str:
+    module = getattr(fn, "__module__", "") or ""
+    if module.startswith("arraybench."):
+        return "builtin"
+    code = getattr(fn, "__code__", None)
+    return code.co_filename if code is not None else module
+
+
+def definition_line(fn: Any) -> str:
+    """``path:line: def name(...):`` for a function (its ``def`` line, not its decorators)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return getattr(fn, "__qualname__", repr(fn))
+    path, first = code.co_filename, code.co_firstlineno
+    is_lambda = getattr(fn, "__name__", "") == "<lambda>"
+    for lineno in range(first, first + 60):
+        line = linecache.getline(path, lineno)
+        if not line:
+            break
+        text = line.strip()
+        if ("lambda" in text) if is_lambda else text.startswith(("def ", "async def ")):
+            return f"{path}:{lineno}: {text}"
+    return f"{path}:{first}: {linecache.getline(path, first).strip()}"
+
+
+def array_parameters(fn: Any) -> list[inspect.Parameter] | None:
+    """The positional parameters after ``xp``; None where the function takes ``*args``."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return None
+    return [p for p in params if p.kind in positional][1:]
+
+
+def default_inputs(fn: ArrayFn) -> InputsFn:
+    """One standard-normal float64 vector of length ``n`` per required parameter after ``xp``."""
+    params = array_parameters(fn)
+    name = getattr(fn, "__name__", "the function")
+    if params is None:
+        raise TypeError(f"{name} takes *args, so arraybench cannot tell how many arrays it needs: "
+                        "give inputs=lambda n, rng: (...)")
+    count = sum(1 for p in params if p.default is p.empty)
+    if count == 0:
+        raise TypeError(f"{name} takes no array after xp (a workload is a function of "
+                        "(xp, *arrays), xp first): add its parameters, or give inputs=...")
+
+    def standard_normal_vectors(n: int, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+        return tuple(rng.standard_normal(n) for _ in range(count))
+
+    return standard_normal_vectors
+
+
+def _sizes(sizes: Mapping[str, int] | Sequence[int] | int | None) -> dict[str, int]:
+    """Named sizes from a mapping, a list of numbers (named by themselves) or one number."""
+    if sizes is None:
+        return dict(DEFAULT_SIZES)
+    if isinstance(sizes, Mapping):
+        out = {k: int(v) if isinstance(v, np.integer) else v for k, v in sizes.items()}
+    elif isinstance(sizes, (int, np.integer)) and not isinstance(sizes, bool):
+        out = {str(int(sizes)): int(sizes)}
+    elif isinstance(sizes, (list, tuple)):
+        out = {}
+        for n in sizes:
+            if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+                raise TypeError(f"sizes must be whole numbers, not {n!r}")
+            out[str(int(n))] = int(n)
+    else:
+        raise TypeError(f"sizes must be a dict such as {{'small': 1000}}, a list of numbers or a "
+                        f"number, not {type(sizes).__name__}")
+    if not out:
+        raise ValueError("sizes is empty; leave it out for the default small and large sizes")
+    for label, n in out.items():
+        if not isinstance(label, str) or not (label.isidentifier() or label == str(n)):
+            raise ValueError(f"size label {label!r}: use a name such as 'small' (letters, digits, _) "
+                             "so that --sizes can select it")
+    return out
+
+
+def workload(
+    fn: ArrayFn | None = None,
+    /,
+    *,
+    sizes: Mapping[str, int] | Sequence[int] | int | None = None,
+    inputs: InputsFn | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    reference: ArrayFn | None = None,
+    check: Check | None = None,
+    work: Callable[[int, int], Any] | None = None,
+    grad: bool = False,
+    namespace: Namespace = "array_api",
+    placement: Placement = "device",
+    backends: tuple[str, ...] | None = None,
+    modes: tuple[str, ...] | None = None,
+    outputs: tuple[str, ...] | None = None,
+) -> Any:
+    """Define a workload from a function of ``(xp, *arrays)``; ``@workload`` alone takes every default.
+
+    - ``sizes``: named sizes, e.g. ``{"small": 1_000, "large": 1_000_000}`` (the default), a list of
+      numbers ``[1_000, 10**6]`` (each named by itself) or one number.
+    - ``inputs``: ``(n, rng) -> array, tuple/list of arrays, or dict by parameter name`` (host NumPy,
+      float64); ``(n) -> ...`` for deterministic inputs. Default: one standard-normal vector of
+      length ``n`` per parameter after ``xp``.
+    - ``reference``: NumPy float64 function of the inputs; default: the function itself under NumPy
+      (for ``grad=True``: its gradient by central differences, see docs/workloads.md).
+    - ``check``: how the result is judged (``Check.elementwise()``, ``Check.normwise(growth)``...).
+    - ``work``: ``(n, itemsize) -> Work(flops, bytes)`` or ``(flops, bytes)``, for the roofline.
+    - ``grad``: time the gradient of the (scalar) function with respect to its first input.
+    - ``namespace``: ``"array_api"`` (array-api-compat; portable) or ``"native"`` (the library's own
+      module: ``numpy``, ``torch``, ``jax.numpy``, ``cupy``; no wrapper overhead), or ``"backend"``
+      (a ``Context`` with the backend itself, for construction and transfer workloads).
+    - ``name``, ``description``: default to the function's name and the first line of its docstring.
+    - ``placement``: ``"device"`` (inputs moved to the device before timing) or ``"host"``.
+    - ``backends`` / ``modes``: restrict where the workload applies; elsewhere it is skipped.
+    - ``outputs``: names of the outputs when the function returns a tuple.
+    """
+
+    def decorate(f: ArrayFn) -> Workload:
+        if isinstance(f, Workload) or not callable(f):
+            raise TypeError(f"@workload decorates a function of (xp, *arrays), not {f!r}")
+        wl_name = name or f.__name__
+        if wl_name == "<lambda>":
+            raise ValueError("a workload made from a lambda needs a name: workload(name=...)(lambda xp, x: ...)")
+        if not isinstance(wl_name, str) or not _NAME.fullmatch(wl_name):
+            raise ValueError(f"workload name {wl_name!r}: use letters, digits, '_', '-' or '.'")
+        for what, value in (("inputs", inputs), ("reference", reference), ("work", work)):
+            if value is not None and not callable(value):
+                raise TypeError(f"{wl_name}: {what} must be a function, not {type(value).__name__}")
+        if check is not None and not isinstance(check, Check):
+            raise TypeError(f"{wl_name}: check must be an arraybench.Check, e.g. Check.normwise(...)")
+        wl = Workload(
+            name=wl_name,
+            fn=f,
+            inputs=inputs if inputs is not None else default_inputs(f),
+            sizes=_sizes(sizes),
+            description=description or (f.__doc__ or "").strip().split("\n")[0],
+            reference=reference,
+            check=check or (Check.normwise(lambda n: n) if grad else Check.elementwise()),
+            work=work,
+            grad=grad,
+            namespace=namespace,
+            source=_source_of(f),
+            placement=placement,
+            backends=tuple(backends) if backends is not None else None,
+            modes=tuple(modes) if modes is not None else None,
+            outputs=tuple(outputs) if outputs is not None else None,
+        )
+        register(wl)
+        return wl
+
+    if fn is not None:
+        return decorate(fn)
+    return decorate

@@ -1,0 +1,115 @@
+"""Sending workloads defined in a notebook or a script to the worker processes, by value.
+
+A workload from a file is imported again, by path, in every worker (``--workload-file``). One
+defined in a notebook cell or an interactive session has no file to import, so it travels by
+value: ``cloudpickle`` serialises its functions themselves (code, closures, defaults), which works
+for anything defined interactively, where sending source would fail on closures and on names
+defined in other cells. The pickle is written into the run's output folder, so ``--resume`` can
+send it again after the notebook's kernel is gone.
+
+Error messages name the user's own line (``file:line: code``). A notebook's cells are not files a
+worker can read, so the source lines of every function shipped go along too, and the worker puts
+them in ``linecache``, where tracebacks look.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import pickle
+import sys
+import types
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..files import write_bytes_atomic
+from .definition import Workload
+from .registry import register
+
+SHIPPED_NAME = "workloads.pickle"
+
+
+def needs_shipping(wl: Workload, files: Iterable[str]) -> bool:
+    """Whether a worker can get ``wl`` only by value: not built in, not from a workload file."""
+    return wl.source != "builtin" and wl.source not in {str(Path(f).resolve()) for f in files}
+
+
+def ship(workloads: list[Workload], out_dir: Path) -> Path:
+    """Write the workloads, by value, with their source lines, to ``out_dir``; return the path."""
+    import cloudpickle
+
+    for wl in workloads:
+        for fn in wl.functions():
+            _by_value(fn)
+    payload = {"workloads": workloads, "sources": _sources(workloads)}
+    return write_bytes_atomic(out_dir / SHIPPED_NAME, cloudpickle.dumps(payload))
+
+
+def receive(path: str | os.PathLike[str]) -> list[str]:
+    """Load shipped workloads into this process's registry; return their names.
+
+    Raises ``ShippingError`` with one line when the file cannot be read or unpickled here (a
+    function that needs a module this environment lacks, say).
+    """
+    try:
+        with open(path, "rb") as f:
+            payload = pickle.load(f)
+    except FileNotFoundError:
+        raise ShippingError(f"{path}: the workloads defined in Python are missing") from None
+    except Exception as exc:  # unpickling runs arbitrary reconstruction code: anything can fail
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise ShippingError(f"{path}: the workloads defined in Python cannot be loaded here "
+                            f"({type(exc).__name__}: {first})") from None
+    for filename, lines in payload.get("sources", {}).items():
+        # mtime None: linecache.checkcache leaves the entry alone (there is no file to compare).
+        linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
+    names = []
+    for wl in payload.get("workloads", []):
+        register(wl)
+        names.append(wl.name)
+    return names
+
+
+class ShippingError(Exception):
+    """Shipped workloads that cannot be loaded; the message is one line."""
+
+
+def _by_value(fn: Any) -> None:
+    """Make cloudpickle copy the code of ``fn``'s module rather than name it, when the module is
+    the user's own (a script's helper module a worker could not import)."""
+    import cloudpickle
+
+    module = sys.modules.get(getattr(fn, "__module__", "") or "")
+    if module is None or module.__name__ == "__main__" or module.__name__.startswith("arraybench"):
+        return
+    path = getattr(module, "__file__", None) or ""
+    if "site-packages" in path or "dist-packages" in path or not path:
+        return
+    try:
+        cloudpickle.register_pickle_by_value(module)
+    except ValueError:
+        pass  # a module cloudpickle refuses (a package's submodule): it is pickled by reference
+
+
+def _sources(workloads: list[Workload]) -> dict[str, list[str]]:
+    """Source lines of every file the workloads' code comes from, as ``linecache`` holds them."""
+    out: dict[str, list[str]] = {}
+    for wl in workloads:
+        for fn in wl.functions():
+            for code in _codes(getattr(fn, "__code__", None)):
+                name = code.co_filename
+                if name not in out:
+                    lines = linecache.getlines(name)
+                    if lines:
+                        out[name] = lines
+    return out
+
+
+def _codes(code: types.CodeType | None) -> list[types.CodeType]:
+    if code is None:
+        return []
+    found = [code]
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found += _codes(const)
+    return found

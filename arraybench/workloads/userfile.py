@@ -1,0 +1,142 @@
+"""Loading users' workload files: each is imported as a module, and its ``@workload`` functions register.
+
+``arraybench run --workload-file my_bench.py`` imports the file in the parent, to plan, and again in
+every worker, to run. A file that is missing is a mistake on the command line (exit 2). A file that
+exists but does not load (a syntax error, an exception at import, no workload in it, a name that is
+already taken) is reported with its own line, and the other files and the built-in workloads still
+run: the error goes into ``results.json`` (``errors``), under the table, and into the exit status.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import UsageError
+from ..tracebacks import describe_exception
+from .registry import REGISTRY
+
+
+class WorkloadFileError(UsageError):
+    """A workload file that is missing or does not load; the message is one line with its own line."""
+
+
+@dataclass
+class LoadedFiles:
+    """What a set of workload files gave: the workloads of each, and the files that did not load."""
+
+    workloads: dict[str, list[str]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def names(self) -> list[str]:
+        """Every workload the files defined, in file order."""
+        return [n for names in self.workloads.values() for n in names]
+
+    def error_entries(self) -> list[dict[str, str]]:
+        """The load errors as ``results.json`` records them."""
+        return [{"kind": "workload file", "source": f, "error": e} for f, e in self.errors.items()]
+
+
+def _module_name(path: Path) -> str:
+    digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
+    return f"arraybench_user_{path.stem}_{digest}"
+
+
+def resolve(path: str | Path) -> Path:
+    """The absolute path of a workload file; ``WorkloadFileError`` if there is no such file."""
+    p = Path(path).expanduser().resolve()
+    if not p.exists():
+        raise WorkloadFileError(f"workload file {p}: no such file")
+    if not p.is_file():
+        raise WorkloadFileError(f"workload file {p}: is not a file")
+    return p
+
+
+def import_workload_file(path: str | Path) -> list[str]:
+    """Import one file; return the names of the workloads it defined.
+
+    Raises ``WorkloadFileError`` with the file's own line on a syntax error or an exception at
+    import time, when it defines no workload, or when it reuses a name already taken. The registry
+    is left as it was before the file when it raises.
+    """
+    path = resolve(path)
+    name = _module_name(path)
+    if name in sys.modules:
+        return list(getattr(sys.modules[name], "__arraybench_workloads__", []))
+    before = dict(REGISTRY)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise WorkloadFileError(f"workload file {path}: cannot be imported as Python (name it *.py)")
+    module = importlib.util.module_from_spec(spec)
+    # Like `python my_bench.py`: helpers next to the file import. Appended, so nothing is shadowed.
+    if str(path.parent) not in sys.path:
+        sys.path.append(str(path.parent))
+    sys.modules[name] = module
+
+    def fail(message: str) -> WorkloadFileError:
+        sys.modules.pop(name, None)
+        REGISTRY.clear()
+        REGISTRY.update(before)
+        return WorkloadFileError(f"workload file {path}: {message}")
+
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        where = f"{exc.filename}:{exc.lineno}: {(exc.text or '').strip()}"
+        raise fail(f"SyntaxError: {exc.msg} [at {where}]") from None
+    except Exception as exc:
+        raise fail(describe_exception(exc)) from None
+    except SystemExit as exc:  # a script's `sys.exit()` or argparse at import
+        raise fail(f"exited at import (SystemExit: {exc.code}); guard script code with "
+                   "`if __name__ == '__main__':`") from None
+    added = [n for n, wl in REGISTRY.items() if before.get(n) is not wl]
+    for n in added:
+        previous = before.get(n)
+        if previous is None:
+            continue
+        if previous.source == "builtin":
+            raise fail(f"defines {n!r}, which is a built-in workload; rename it (name=...)")
+        if previous.source != REGISTRY[n].source:
+            raise fail(f"defines {n!r}, already defined in {previous.source}; rename one (name=...)")
+    if not added:
+        raise fail("defines no workload (decorate a function of (xp, *arrays) with "
+                   "@arraybench.workload)")
+    module.__arraybench_workloads__ = added  # type: ignore[attr-defined]
+    return added
+
+
+def load_files(paths: list[str]) -> LoadedFiles:
+    """Import every file, in order, in the parent process.
+
+    A missing file raises ``WorkloadFileError`` (a mistake on the command line, nothing ran); a file
+    that does not load is recorded in ``errors`` and the others still load.
+    """
+    resolved = [resolve(p) for p in paths]
+    loaded = LoadedFiles()
+    for p in resolved:
+        try:
+            loaded.workloads[str(p)] = import_workload_file(p)
+        except WorkloadFileError as exc:
+            loaded.errors[str(p)] = str(exc)
+    return loaded
+
+
+def load_workload_files(paths: list[str]) -> dict[str, str]:
+    """Import files inside a worker; return {file: error} for those that fail (nothing raises)."""
+    errors: dict[str, str] = {}
+    for p in paths:
+        try:
+            import_workload_file(p)
+        except WorkloadFileError as exc:
+            errors[str(p)] = str(exc)
+    return errors
+
+
+def missing_workload_reason(name: str, errors: dict[str, str]) -> str:
+    """Why a planned workload is not defined in a worker: the files that did not load there."""
+    if not errors:
+        return f"workload {name!r} is not defined"
+    return f"workload {name!r} is not defined here; " + "; ".join(errors.values())

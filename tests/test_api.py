@@ -1,0 +1,124 @@
+"""The Python API: ``arraybench.run`` and friends, as a script or a notebook uses them."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import arraybench
+from arraybench import Reporter, Results, UsageError
+
+QUICK = dict(devices=["cpu"], replicates=1, max_time=0.05, min_samples=3)
+
+
+@arraybench.workload(sizes={"tiny": 64})
+def api_double(xp, x):
+    """2x: a workload defined in this test module, which the workers get by value."""
+    return 2.0 * x
+
+
+@arraybench.workload(sizes={"tiny": 8})
+def api_broken(xp, x):
+    return xp.no_such_function(x)  # THE USER'S LINE
+
+
+class Collecting(Reporter):
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+
+    def run_started(self, total):
+        self.events.append(("started", total))
+
+    def replicate_done(self, cell, index, replicate):
+        self.events.append(("replicate", cell.key, index, replicate.status))
+
+    def record_done(self, record):
+        self.events.append(("record", record.key, record.status))
+
+    def run_finished(self, results):
+        self.events.append(("finished", len(results.records)))
+
+
+@pytest.fixture(scope="module")
+def in_memory() -> tuple[Results, Collecting, set[str]]:
+    before = set(Path(tempfile.gettempdir()).glob("arraybench-*"))
+    reporter = Collecting()
+    results = arraybench.run([api_double, "sort", api_broken], backends=["numpy", "torch"],
+                             sizes=None, reporter=reporter, **QUICK)
+    leftover = set(Path(tempfile.gettempdir()).glob("arraybench-*")) - before
+    return results, reporter, {str(p) for p in leftover}
+
+
+def test_run_in_memory_returns_results_and_leaves_no_folder(in_memory):
+    results, _, leftover = in_memory
+    assert leftover == set()
+    assert results.output_dir is None
+    by = {(r.workload, r.backend): r for r in results.records}
+    assert by[("api_double", "numpy")].status == "ok" and by[("api_double", "torch")].status == "ok"
+    assert by[("sort", "torch")].status == "ok"
+    assert by[("api_double", "numpy")].replicates[0].samples_s
+
+
+def test_errors_in_a_workload_shipped_by_value_name_the_users_line(in_memory):
+    results, _, _ = in_memory
+    broken = [r for r in results.records if r.workload == "api_broken"]
+    assert broken and all(r.status == "failed" for r in broken)
+    assert all(f"{__file__}:" in r.reason and "# THE USER'S LINE" in r.reason for r in broken)
+
+
+def test_the_reporter_hears_every_replicate_and_record(in_memory):
+    results, reporter, _ = in_memory
+    kinds = [e[0] for e in reporter.events]
+    assert kinds[0] == "started" and kinds[-1] == "finished"
+    measured = [r for r in results.records if r.replicates]
+    assert kinds.count("replicate") == sum(len(r.replicates) for r in measured)
+    assert {e[1] for e in reporter.events if e[0] == "record"} == {r.key for r in results.records}
+
+
+def test_results_print_as_a_table_without_samples(in_memory):
+    results, _, _ = in_memory
+    text = repr(results)
+    assert "api_double" in text and "NumPy CPU" in text and "PyTorch CPU" in text
+    sample = repr(results.records[0].replicates[0].samples_s[0]) if results.records[0].replicates else "@"
+    assert sample not in text and len(text.splitlines()) < 60
+    html = results._repr_html_()
+    assert html.startswith("<div class='arraybench'>") and "<table" in html and "api_double" in html
+
+
+def test_results_offer_findings_compare_dataframe_and_plots(in_memory):
+    results, _, _ = in_memory
+    assert any("api_double" in f or "sort" in f for f in results.findings())
+    comparison = results.compare(results)
+    assert comparison.counts()["slower"] == 0 and comparison.counts()["faster"] == 0
+    df = results.to_dataframe()
+    assert set(df["workload"]) == {"api_double", "sort", "api_broken"}
+    fig = results.plot("case", workload="sort", size="small")
+    assert type(fig).__name__ == "Figure" and fig.axes
+    with pytest.raises(ValueError, match="needs workload="):
+        results.plot("case")
+
+
+def test_bad_options_fail_before_anything_runs():
+    with pytest.raises(UsageError, match="unknown backend 'numpi'"):
+        arraybench.run(["sort"], backends=["numpi"])
+    with pytest.raises(TypeError, match="unknown option 'procesess'"):
+        arraybench.run(["sort"], procesess=2)
+    with pytest.raises(UsageError, match="no size"):
+        arraybench.run(["sort"], sizes=["medium"], backends="numpy")
+
+
+def test_run_into_a_folder_writes_every_file_and_resume_finishes_nothing_twice(tmp_path: Path):
+    out = tmp_path / "run"
+    first = arraybench.run(["sort"], backends="numpy", sizes="small", output_dir=out, **QUICK)
+    assert first.output_dir == out and (out / "report.html").is_file()
+    assert arraybench.load_results(out).records[0].median_s == first.records[0].median_s
+    again = arraybench.resume(out)  # complete: nothing measured, files rewritten from the journal
+    assert [r.median_s for r in again.records] == [r.median_s for r in first.records]
+
+
+def test_compare_takes_results_or_folders(tmp_path: Path):
+    out = tmp_path / "run"
+    res = arraybench.run(["sort"], backends="numpy", sizes="small", output_dir=out, **QUICK)
+    assert arraybench.compare(out, res).counts()["no change"] == 1

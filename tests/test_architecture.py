@@ -1,0 +1,165 @@
+"""The architecture, checked: no import cycle, analysis apart from rendering, libraries in workers only.
+
+The import graph is read from the source (every ``import`` of an arraybench module, at module level
+or inside a function; only ``if TYPE_CHECKING:`` blocks are left out), so a cycle hidden behind a
+function-level import fails here too.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import arraybench
+
+PACKAGE = Path(arraybench.__file__).parent
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(n) for n in ast.walk(node))
+    return skip
+
+
+def imports(path: Path, name: str, modules: dict[str, Path]) -> set[str]:
+    """The arraybench modules (and the outside top-level packages) ``name`` imports."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = _type_checking_nodes(tree)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for a in node.names:
+                sub = f"{target}.{a.name}"
+                found.add(sub if sub in modules else target)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: {m for m in imports(path, name, modules) if m in modules and m != name}
+            for name, path in modules.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_module_imports_another_that_imports_it_back():
+    assert cycles(import_graph()) == []
+
+
+def test_analysis_never_imports_rendering_plotting_or_an_array_library():
+    modules = _modules()
+    for name, path in modules.items():
+        if not name.startswith("arraybench.analysis"):
+            continue
+        bad = {m for m in imports(path, name, modules)
+               if m.split(".")[0] in ("matplotlib", "rich", "torch", "jax", "cupy")
+               or m.startswith("arraybench.render")}
+        assert not bad, f"{name} imports {sorted(bad)}"
+
+
+def test_only_backends_import_torch_jax_or_cupy():
+    modules = _modules()
+    for name, path in modules.items():
+        if name.startswith("arraybench.backends"):
+            continue
+        bad = {m for m in imports(path, name, modules) if m.split(".")[0] in ("torch", "jax", "cupy")}
+        assert not bad, f"{name} imports {sorted(bad)}"
+
+
+_NO_MATPLOTLIB = """
+import sys, tempfile
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from synthetic import record, results, spread
+from arraybench.render.html import write_html
+from arraybench.render.markdown import write_markdown
+from arraybench.render.csvout import write_csv
+res = results([record(samples=spread(1e-3)), record(backend="torch", samples=spread(2e-3))])
+out = Path(tempfile.mkdtemp())
+text = res.table()
+assert "NumPy CPU" in text and "PyTorch CPU" in text, text
+write_html(res, out); write_markdown(res, out); write_csv(res, out)
+res._repr_html_(); repr(res); res.findings()
+assert (out / "report.html").stat().st_size > 1000
+loaded = [m for m in ("matplotlib", "torch", "jax", "cupy") if m in sys.modules]
+print("loaded:", loaded)
+"""
+
+
+def test_a_table_and_the_html_report_never_import_matplotlib():
+    code = _NO_MATPLOTLIB.format(tests=str(Path(__file__).parent))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "loaded: []"
+
+
+def test_planning_a_run_from_the_command_line_imports_no_array_library_but_numpy():
+    code = ("import sys; from arraybench.cli import build_parser; "
+            "from arraybench.commands.run import plan_from_args; "
+            "p = plan_from_args(build_parser().parse_args(['run'])); "
+            "print(len(p.cells), [m for m in ('torch', 'jax', 'cupy', 'matplotlib') if m in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    cells, loaded = done.stdout.split(" ", 1)
+    assert int(cells) >= 10 and loaded.strip() == "[]"

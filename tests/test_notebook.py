@@ -1,0 +1,68 @@
+"""arraybench in a real Jupyter notebook: a workload defined in a cell, run, displayed, plotted.
+
+The notebook runs in a real IPython kernel (nbclient), as a user's would: the workload exists only
+in the kernel's memory, so it reaches the worker processes by value, and an error in it is reported
+at the cell's own line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat", reason="the notebook test needs nbformat (the test extra)")
+nbclient = pytest.importorskip("nbclient", reason="the notebook test needs nbclient (the test extra)")
+pytest.importorskip("ipykernel", reason="the notebook test needs ipykernel (the test extra)")
+
+CELLS = [
+    "import arraybench",
+    # The workload exists only in this cell: no file a worker could import.
+    '''@arraybench.workload(sizes={"small": 2_000})
+def cell_softplus(xp, x):
+    return xp.log1p(xp.exp(x))
+
+@arraybench.workload(sizes={"small": 16})
+def cell_broken(xp, x):
+    return xp.not_a_function(x)  # the user's own line''',
+    '''results = arraybench.run(workloads=[cell_softplus, cell_broken], backends=["numpy", "torch"],
+                         devices=["cpu"], replicates=1, max_time=0.05, min_samples=3)
+results''',
+    "print([(r.workload, r.backend, r.status) for r in results.records])",
+    "print([r.reason for r in results.records if r.status != 'ok'][0])",
+    'fig = results.plot("case", workload="cell_softplus", size="small")\nfig',
+]
+
+
+def _text(output) -> str:
+    if output.output_type == "stream":
+        return output.text
+    return output.get("data", {}).get("text/plain", "")
+
+
+def test_a_workload_defined_in_a_notebook_cell_runs_and_displays(tmp_path: Path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in CELLS]
+    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
+    outputs = [cell.outputs for cell in nb.cells]
+    assert all(o.output_type != "error" for cell in outputs for o in cell), outputs
+
+    shown = outputs[2][0]  # `results` as the last line of a cell: the HTML table
+    html = shown["data"]["text/html"]
+    assert "<table" in html and "cell_softplus" in html and "PyTorch CPU" in html
+    assert "cell_softplus" in shown["data"]["text/plain"]  # and text where HTML cannot show
+
+    statuses = _text(outputs[3][0])
+    assert "('cell_softplus', 'numpy', 'ok')" in statuses
+    assert "('cell_softplus', 'torch', 'ok')" in statuses
+    assert "('cell_broken', 'numpy', 'failed')" in statuses
+
+    reason = _text(outputs[4][0])
+    # The error names the cell's own line, as it does for a workload in a file.
+    assert "xp.not_a_function(x)  # the user's own line" in reason
+    assert "AttributeError" in reason
+
+    figure = outputs[5][-1]
+    assert "image/png" in figure["data"] or "image/svg+xml" in figure["data"], figure["data"].keys()
