@@ -7,10 +7,13 @@ workers, which report them when they start; the runner adds them under ``backend
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import importlib.metadata
+import json
 import os
 import platform
 import shutil
+import socket
 import subprocess
 import sys
 from typing import Any
@@ -104,6 +107,48 @@ def arraybench_version() -> str:
         return "unknown"
 
 
+#: The instruction-set extensions that decide which kernels BLAS, FFT and XLA pick.
+ISA_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+             "avx512_bf16", "amx_tile", "asimd", "sve", "sve2")
+
+
+def cpu_flags() -> list[str]:
+    """The CPU's feature flags as the kernel lists them (``flags`` on x86, ``Features`` on Arm)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip().lower() in ("flags", "features"):
+                    return value.split()
+    except OSError:
+        pass
+    return []
+
+
+def fingerprint(found_gpus: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    """What makes this machine this machine, without personal data: the CPU and its features, cores,
+    memory, GPUs and their driver, the OS, and a hash of the host name (not the name itself)."""
+    flags = cpu_flags()
+    host = socket.gethostname()
+    return {
+        "cpu_model": cpu_model(),
+        "cpu_isa": [f for f in ISA_FLAGS if f in flags],
+        "cpu_flags_sha": hashlib.sha256(" ".join(sorted(flags)).encode()).hexdigest()[:12],
+        "cpu_count": os.cpu_count(),
+        "cpu_physical_cores": physical_cores(),
+        "memory_gib": memory_gib(),
+        "gpus": [{"name": g.get("name"), "driver": g.get("driver")} for g in (found_gpus or [])],
+        "os": f"{platform.system()} {platform.release()}",
+        "arch": platform.machine(),
+        "host_sha": hashlib.sha256(host.encode()).hexdigest()[:12],
+    }
+
+
+def machine_id(fp: dict[str, Any]) -> str:
+    """A short stable name for a machine: a hash of its fingerprint."""
+    return hashlib.sha256(json.dumps(fp, sort_keys=True).encode()).hexdigest()[:12]
+
+
 def collect(threads: int | None = None) -> dict[str, Any]:
     """The parent's view of the machine."""
     try:
@@ -111,6 +156,7 @@ def collect(threads: int | None = None) -> dict[str, Any]:
     except (AttributeError, OSError):
         affinity = os.cpu_count()
     found_gpus = gpus()
+    fp = fingerprint(found_gpus)
     return {
         "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "arraybench": arraybench_version(),
@@ -128,6 +174,8 @@ def collect(threads: int | None = None) -> dict[str, Any]:
         "libraries": library_versions(),
         "threads_requested": threads,
         "thread_env": {k: os.environ[k] for k in _THREAD_VARS if k in os.environ},
+        "fingerprint": fp,
+        "machine_id": machine_id(fp),
         "backends": {},
     }
 

@@ -59,6 +59,9 @@ class Record:
     compile_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
     output_errors: list[float | None] = field(default_factory=list, metadata=_NON_NEGATIVE)
     output_names: list[str] = field(default_factory=list)
+    #: Which machine measured it, where results hold several (``merge``, a cluster run); "" for
+    #: the run's own machine. ``Results.environment["machines"][label]`` describes each.
+    machine: str = ""
     #: What each worker process measured; the statistics above are derived from these.
     replicates: list[Replicate] = field(default_factory=list)
 
@@ -101,6 +104,8 @@ class Record:
             extras.append("finite diff.")
         if extras:
             text += f" ({', '.join(extras)})"
+        if self.machine:
+            text += f" @ {self.machine}"
         return text
 
     def to_dict(self) -> dict[str, Any]:

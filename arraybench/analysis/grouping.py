@@ -13,7 +13,8 @@ _MODE_ORDER = {"latency": 0, "throughput": 1, "compiled": 2}
 
 def config_sort_key(r: Record) -> tuple:
     """NumPy first, then PyTorch, JAX, CuPy; CPU before GPU; latency, throughput, compiled."""
-    return (_BACKEND_ORDER.get(r.backend, 99), r.device, r.transfer, _MODE_ORDER.get(r.mode, 9), r.mode)
+    return (r.machine, _BACKEND_ORDER.get(r.backend, 99), r.device, r.transfer,
+            _MODE_ORDER.get(r.mode, 9), r.mode)
 
 
 def size_sort_key(r: Record) -> tuple:
