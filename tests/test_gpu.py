@@ -52,3 +52,28 @@ def test_jax_to_numpy_on_the_cpu_stays_the_plain_conversion(monkeypatch):
     monkeypatch.setattr(jax_backend.jax, "device_get", lambda a: seen.append(a) or np.asarray(a))
     backend.to_numpy(x)
     assert seen == [x]
+
+
+# -- finding 6: torch's Array API namespace creates on the workload's device ---------------------
+
+def test_torch_array_api_creation_follows_the_device():
+    """array_api_compat/torch/_aliases.py: ``zeros(shape, dtype=None, device=None)`` passes
+    ``device=None`` to torch, which means the CPU. The meta device stands for CUDA: a real
+    non-CPU torch device that exists without a GPU."""
+    import array_api_compat
+    import torch
+
+    from arraybench.backends.torch import TorchBackend
+
+    backend_or_skip("torch")
+    backend = TorchBackend("cpu")
+    assert backend.namespace("array_api") is array_api_compat.torch  # the CPU: unchanged
+    backend.device, backend.torch_device = "gpu", torch.device("meta")
+    xp = backend.namespace("array_api")
+    assert xp is backend.namespace("array_api")  # built once
+    for made in (xp.zeros(3), xp.ones((2, 2)), xp.empty(4), xp.full(3, 1.0), xp.arange(5),
+                 xp.linspace(0, 1, 5), xp.eye(3), xp.asarray([1.0, 2.0])):
+        assert made.device.type == "meta"
+    assert xp.zeros(3, device="cpu").device.type == "cpu"  # an explicit device= still wins
+    assert xp.sin is array_api_compat.torch.sin and xp.linalg is array_api_compat.torch.linalg
+    assert array_api_compat.is_torch_namespace(xp)

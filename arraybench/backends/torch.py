@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import types
 from typing import Any, Callable
 
 import numpy as np
@@ -28,6 +30,27 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and any(t in text for t in _OOM_TEXT)
 
 
+#: The Array API's creation functions that make an array from no array, and so need ``device=``.
+ARRAY_API_CREATION = ("arange", "asarray", "empty", "eye", "full", "linspace", "ones", "zeros")
+
+
+def device_namespace(xp: Any, device: Any) -> types.ModuleType:
+    """``xp`` (array_api_compat's torch namespace) whose creation functions default to ``device``.
+
+    array_api_compat passes ``device=None`` on to torch, which then creates on the CPU, so a
+    workload's ``xp.zeros(n)`` would meet CUDA inputs on the wrong device; CuPy and JAX create on
+    their device already. ``torch.set_default_device`` would fix it at a cost on every torch call
+    (a ``TorchFunctionMode`` intercepts them all); here only the eight creation functions change,
+    each a ``functools.partial``, and a ``device=`` the workload passes still wins. Every other name
+    is the namespace's own object, looked up in a module dict as fast as the original's.
+    """
+    ns = types.ModuleType(xp.__name__, xp.__doc__)
+    ns.__dict__.update({k: v for k, v in vars(xp).items() if k not in ("__name__", "__doc__")})
+    for name in ARRAY_API_CREATION:
+        setattr(ns, name, functools.partial(getattr(xp, name), device=device))
+    return ns
+
+
 class TorchBackend(Backend):
     name = "torch"
     label = "PyTorch"
@@ -36,6 +59,7 @@ class TorchBackend(Backend):
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
         super().__init__(device, allow_tf32=allow_tf32)
+        self._device_xp: Any = None
         if device == "cpu":
             self.torch_device = torch.device("cpu")
             self.sync = None
@@ -61,7 +85,12 @@ class TorchBackend(Backend):
         if kind == "array_api":
             import array_api_compat
 
-            return array_api_compat.array_namespace(torch.empty(0))
+            xp = array_api_compat.array_namespace(torch.empty(0))
+            if self.device == "gpu":
+                if self._device_xp is None:
+                    self._device_xp = device_namespace(xp, self.torch_device)
+                return self._device_xp
+            return xp
         return torch
 
     def asarray(self, host: np.ndarray) -> Any:
