@@ -36,6 +36,7 @@ def aggregate(cell: Cell, shards: Sequence[dict[str, Any]], processes: int, rel_
     for s in shards:
         rec.method = rec.method or s.get("method", "")
         rec.timer = rec.timer or s.get("timer", "")
+        rec.reduced_precision = rec.reduced_precision or s.get("reduced_precision", "")
         if rec.flops is None:
             rec.flops = s.get("flops")
         if rec.bytes is None:

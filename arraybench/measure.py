@@ -183,8 +183,14 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         run.first_result = None  # the check has what it needs; free device memory now
         reference = references.reference(wl, cell.size, cell.dtype, host)
         tolerance = None
+        precision = backend.reduced_precision(cell.dtype) if wl.check.matmul else None
+        if precision:
+            # --allow-tf32 on a GPU that uses it: the float32 bound would call every matmul wrong.
+            tolerance = wl.check.tolerance(cell.dtype, cell.size, precision)
+            shard["reduced_precision"] = precision
+            shard["warnings"].append(accuracy.reduced_precision_note(precision, cell.dtype))
         if wl.grad and "finite differences" in shard["method"]:
-            tolerance = max(wl.check.tolerance(cell.dtype, cell.size),
+            tolerance = max(wl.check.tolerance(cell.dtype, cell.size, precision),
                             accuracy.finite_difference_tolerance(cell.dtype, cell.size))
         if reference.error:
             # A reference that is itself approximate (finite differences) cannot tell errors below

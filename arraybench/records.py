@@ -61,6 +61,9 @@ class Record:
     compile_s: float | None = None  # compiled mode: first call minus a steady call
     output_errors: list[float | None] = field(default_factory=list)  # per output, when several
     output_names: list[str] = field(default_factory=list)
+    #: The reduced precision float32 matmuls ran in ("tf32", with --allow-tf32 on a GPU that has
+    #: it), which the check's tolerance then used; "" for the dtype's own precision.
+    reduced_precision: str = ""
     samples_s: list[float] = field(default_factory=list)
 
     @property
@@ -152,6 +155,7 @@ _TYPES = {
     "n_processes": "int", "process_medians_s": "nums", "process_spread": "num?", "number": "int?",
     "device_median_s": "num?", "timer": "str", "flops": "num?", "bytes": "num?", "samples_s": "nums",
     "compile_s": "num?", "output_errors": "nums?", "output_names": "strs",
+    "reduced_precision": "str",
 }
 
 _REQUIRED = {

@@ -7,10 +7,27 @@ and its docstring says which real behaviour (and which source line) it stands fo
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 
+from arraybench import accuracy
+from arraybench.backends.base import tf32_in_effect
+from arraybench.backends.numpy import NumpyBackend
+from arraybench.measure import ReferenceCache, prepare
+from arraybench.plan import Cell
+from arraybench.timer import TimerSettings
+from arraybench.workloads import REGISTRY
+
 from .conftest import backend_or_skip
+
+QUICK = TimerSettings(min_samples=2, max_samples=3, budget_s=0.01, warmup_s=0, target_sample_s=1e-4)
+
+
+def cell(workload: str, size: int, dtype: str = "float64", backend: str = "numpy",
+         device: str = "cpu", mode: str = "latency", transfer: bool = False) -> Cell:
+    return Cell(workload, str(size), size, backend, device, dtype, mode, transfer)
 
 
 # -- finding 1: JAX's to_numpy must copy on every call ------------------------------------------
@@ -52,6 +69,130 @@ def test_jax_to_numpy_on_the_cpu_stays_the_plain_conversion(monkeypatch):
     monkeypatch.setattr(jax_backend.jax, "device_get", lambda a: seen.append(a) or np.asarray(a))
     backend.to_numpy(x)
     assert seen == [x]
+
+
+# -- finding 2: --allow-tf32 must not make every float32 matmul wrong ---------------------------
+
+def round_to_tf32(a: np.ndarray) -> np.ndarray:
+    """float32 values rounded to TF32's 10-bit mantissa, to nearest even (what tensor cores read)."""
+    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    rounded = (bits + np.uint32(0x0FFF) + ((bits >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
+    return rounded.view(np.float32)
+
+
+class Tf32Numpy(NumpyBackend):
+    """Stands for a GPU backend running float32 matmuls in TF32 (``--allow-tf32`` on Ampere+).
+
+    Inputs are rounded to TF32 as tensor cores read them; products of two 11-bit mantissas are
+    exact in float32 and the sums accumulate in float32, as cuBLAS's TF32 GEMM does.
+    ``reports`` is what ``reduced_precision`` says, as the real backends read it from the library.
+    """
+
+    def __init__(self, reports: str | None) -> None:
+        super().__init__("cpu")
+        self.reports = reports
+
+    def asarray(self, host):
+        return round_to_tf32(host) if host.dtype == np.float32 else super().asarray(host)
+
+    def reduced_precision(self, dtype):
+        return self.reports if dtype == "float32" else None
+
+
+def test_tf32_emulation_has_the_error_the_issue_measured():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((300, 300)), rng.standard_normal((300, 300))
+    out = round_to_tf32(a.astype(np.float32)) @ round_to_tf32(b.astype(np.float32))
+    error = accuracy.Check.normwise(lambda n: n ** 0.5).error(out, a.astype(np.float32).astype(float)
+                                                             @ b.astype(np.float32).astype(float))
+    assert 5e-5 < error < 2e-3  # ~3e-4: TF32, a thousand times float32's
+
+
+@pytest.mark.parametrize("reports, status", [(None, "wrong"), ("tf32", "ok")])
+def test_a_tf32_matmul_is_checked_against_tf32_and_the_record_says_so(reports, status):
+    """Without the reduced precision known, TF32's error fails the float32 bound: the bug."""
+    p = prepare(Tf32Numpy(reports), REGISTRY["matmul"], cell("matmul", 200, "float32"), QUICK,
+                ReferenceCache())
+    assert p.shard["status"] == status, p.shard
+    if reports:
+        assert p.shard["reduced_precision"] == "tf32"
+        assert any("TF32" in w for w in p.shard["warnings"])
+        assert p.shard["tolerance"] == pytest.approx(16 * 2**-10 * 200 ** 0.5)
+    else:
+        assert "reduced_precision" not in p.shard
+
+
+def test_reduced_precision_leaves_float64_and_non_matmul_checks_alone():
+    check = accuracy.Check.normwise(lambda n: n, ulps=8)
+    assert check.tolerance("float32", 100, "tf32") == check.tolerance("float32", 100)
+    matmul = REGISTRY["matmul"].check
+    assert matmul.matmul and REGISTRY["ceiling_matmul"].check.matmul
+    p = prepare(Tf32Numpy("tf32"), REGISTRY["matmul"], cell("matmul", 50, "float64"), QUICK, ReferenceCache())
+    assert p.shard["status"] == "ok" and "reduced_precision" not in p.shard
+
+
+def test_aggregate_carries_the_reduced_precision_into_the_record():
+    from arraybench.aggregate import aggregate
+
+    c = cell("matmul", 200, "float32")
+    shard = {"status": "ok", "samples_s": [1e-3, 1.1e-3], "number": 1, "reduced_precision": "tf32",
+             "warnings": []}
+    assert aggregate(c, [shard], 1, 0.02).reduced_precision == "tf32"
+
+
+@pytest.mark.parametrize("allowed, dtype, cc, override, expected", [
+    (True, "float32", (8, 0), None, True),
+    (True, "float32", (7, 0), None, False),  # V100: no TF32 units
+    (True, "float64", (9, 0), None, False),
+    (False, "float32", (9, 0), None, False),
+    (True, "float32", (9, 0), "0", False),  # NVIDIA_TF32_OVERRIDE=0 turns it off in cuBLAS
+    (True, "complex64", (8, 6), "1", True),
+])
+def test_tf32_is_in_effect_only_where_allowed_possible_and_not_overridden(
+        monkeypatch, allowed, dtype, cc, override, expected):
+    if override is None:
+        monkeypatch.delenv("NVIDIA_TF32_OVERRIDE", raising=False)
+    else:
+        monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", override)
+    assert tf32_in_effect(allowed, dtype, cc) is expected
+
+
+def test_jax_reads_its_own_matmul_precision_setting(monkeypatch):
+    """``jax.lax.Precision``: DEFAULT and HIGH use TF32 on a GPU that has it, HIGHEST float32
+    (jax/_src/lax/lax.py, class Precision); the fake device stands for an A100's."""
+    from arraybench.backends.jax import JaxBackend
+
+    backend_or_skip("jax")
+    monkeypatch.delenv("NVIDIA_TF32_OVERRIDE", raising=False)
+    assert JaxBackend("cpu").reduced_precision("float32") is None  # "no impact on CPU backends"
+    for allow, expected in ((False, None), (True, "tf32")):
+        backend = JaxBackend("cpu", allow_tf32=allow)
+        monkeypatch.setattr(backend, "device", "gpu")
+        monkeypatch.setattr(backend, "jax_device", types.SimpleNamespace(compute_capability="8.0"))
+        assert backend.reduced_precision("float32") == expected
+        assert backend.reduced_precision("float64") is None
+    JaxBackend("cpu")  # leave the process's precision at "highest" for other tests
+
+
+def test_torch_reads_its_own_tf32_flag(monkeypatch):
+    """``torch.backends.cuda.matmul.allow_tf32`` as the backend set it; the fake properties stand
+    for ``torch.cuda.get_device_properties`` of an H100 (compute capability 9.0)."""
+    import torch
+
+    from arraybench.backends.torch import TorchBackend
+
+    backend_or_skip("torch")
+    monkeypatch.delenv("NVIDIA_TF32_OVERRIDE", raising=False)
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda _device: types.SimpleNamespace(major=9, minor=0))
+    try:
+        for allow, expected in ((False, None), (True, "tf32")):
+            backend = TorchBackend("cpu", allow_tf32=allow)
+            assert backend.reduced_precision("float32") is None  # the CPU: never
+            monkeypatch.setattr(backend, "device", "gpu")
+            assert backend.reduced_precision("float32") == expected
+    finally:
+        TorchBackend("cpu")  # full precision again for the rest of the session
 
 
 # -- finding 6: torch's Array API namespace creates on the workload's device ---------------------

@@ -7,6 +7,7 @@ a backend module only inside a worker process, so the parent never loads torch, 
 from __future__ import annotations
 
 import abc
+import os
 from typing import Any, Callable, ClassVar
 
 import numpy as np
@@ -35,6 +36,19 @@ class CudaEvents:
     def elapsed(self) -> float:
         self._end.synchronize()
         return self._elapsed_ms(self._start, self._end) / 1e3
+
+
+def tf32_in_effect(allowed: bool, dtype: str, compute_capability: tuple[int, int] | None) -> bool:
+    """Whether a library that allows TF32 really runs float32 matmuls in it on this GPU.
+
+    TF32 exists from compute capability 8.0 (Ampere) on, for float32 and complex64 only, and
+    ``NVIDIA_TF32_OVERRIDE=0`` turns it off in cuBLAS and cuDNN whatever a library asks for.
+    """
+    if not allowed or dtype not in ("float32", "complex64") or compute_capability is None:
+        return False
+    if os.environ.get("NVIDIA_TF32_OVERRIDE", "").strip() == "0":
+        return False
+    return compute_capability >= (8, 0)
 
 
 class Unavailable(Exception):
@@ -87,6 +101,14 @@ class Backend(abc.ABC):
     def dtype_name(self, x: Any) -> str:
         """The dtype of a result, spelled as NumPy spells it ("float64", "complex64")."""
         return str(x.dtype).rsplit(".", 1)[-1]
+
+    # -- precision ------------------------------------------------------------------------------
+    def reduced_precision(self, dtype: str) -> str | None:
+        """The reduced precision matmuls in ``dtype`` run in here (``"tf32"``), or None for full.
+
+        Read from the library's own state after the backend set it, not from the flag asked for.
+        """
+        return None
 
     # -- timing ---------------------------------------------------------------------------------
     #: Wait for a result; None where every call returns only once its work is done.

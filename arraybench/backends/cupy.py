@@ -6,11 +6,12 @@ backend opens, and their absence becomes a one-line reason.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 import numpy as np
 
-from .base import Backend, CudaEvents, Unavailable
+from .base import Backend, CudaEvents, Unavailable, tf32_in_effect
 
 try:
     import cupy
@@ -84,6 +85,20 @@ class CupyBackend(Backend):
 
     def to_numpy(self, x: Any) -> np.ndarray:
         return cupy.asnumpy(x)
+
+    def reduced_precision(self, dtype: str) -> str | None:
+        if dtype not in ("float32", "complex64"):
+            return None
+        try:
+            # The compute type CuPy's matmuls will use: CUPY_TF32, read once, on a GPU of compute
+            # capability 8.0 or more (cupy/_core/_routines_linalg.pyx, get_compute_type).
+            from cupy._core import _routines_linalg as linalg
+
+            allowed = linalg.get_compute_type(np.dtype(dtype)) == linalg.COMPUTE_TYPE_TF32
+        except (ImportError, AttributeError):
+            allowed = int(os.environ.get("CUPY_TF32", "0") or 0) > 0
+        cc = str(self.cuda_device.compute_capability)
+        return "tf32" if tf32_in_effect(allowed, dtype, (int(cc[:-1] or 0), int(cc[-1:] or 0))) else None
 
     def device_timer(self):
         return CudaEvents(cupy.cuda.Event, cupy.cuda.get_elapsed_time)

@@ -18,7 +18,7 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 
-from .base import Backend, Unavailable  # noqa: E402
+from .base import Backend, Unavailable, tf32_in_effect  # noqa: E402
 from .cpu import cpu_flush, cpu_threads_info  # noqa: E402
 
 
@@ -45,6 +45,11 @@ def fresh_view(x: Any) -> Any:
         return jax.make_array_from_single_device_arrays(x.shape, x.sharding, [x])
 
 
+#: Matmul precision settings that keep float32 arithmetic (6 or 9 bfloat16 passes come close enough).
+_FULL_FLOAT32 = ("highest", "float32", "F32_F32_F32", "F64_F64_F64", "TF32_TF32_F32_X3",
+                 "BF16_BF16_F32_X6", "BF16_BF16_F32_X9")
+
+
 class JaxBackend(Backend):
     name = "jax"
     label = "JAX"
@@ -67,8 +72,9 @@ class JaxBackend(Backend):
         if not devices:
             raise Unavailable(f"JAX found no {platform} device")
         self.jax_device = devices[0]
-        # "highest": full float32 on GPUs (no TF32 or bf16 passes) unless asked for.
-        jax.config.update("jax_default_matmul_precision", "default" if allow_tf32 else "highest")
+        # "highest": full float32 on GPUs. Unset (or "default") would mean TF32 on Ampere and later
+        # (jax.lax.Precision), so it is always set; "tensorfloat32" says what --allow-tf32 asks.
+        jax.config.update("jax_default_matmul_precision", "tensorfloat32" if allow_tf32 else "highest")
         self.sync = jax.block_until_ready
 
     def namespace(self, kind: str = "native") -> Any:
@@ -99,6 +105,26 @@ class JaxBackend(Backend):
             # the same device buffer in a new, never-read array, so every call crosses the bus.
             x = fresh_view(x)
         return np.asarray(jax.device_get(x))
+
+    def reduced_precision(self, dtype: str) -> str | None:
+        if self.device == "cpu":
+            return None  # jax.lax.Precision: "Has no impact on CPU backends"
+        setting = str(jax.config.jax_default_matmul_precision or "default")
+        if setting in _FULL_FLOAT32:
+            return None
+        if setting.startswith("BF16_BF16") and not setting.endswith(("_X6", "_X9")):
+            return "bf16" if dtype in ("float32", "complex64") else None
+        # default, fastest, high, bfloat16, tensorfloat32, TF32_TF32_F32: TF32 where the GPU has it.
+        return "tf32" if tf32_in_effect(True, dtype, self.compute_capability()) else None
+
+    def compute_capability(self) -> tuple[int, int] | None:
+        """The CUDA compute capability (8, 0), or None where the device does not say (ROCm)."""
+        text = str(getattr(self.jax_device, "compute_capability", "") or "")
+        try:
+            major, minor = (int(p) for p in text.split(".")[:2])
+        except ValueError:
+            return None
+        return major, minor
 
     def flush_cache(self) -> Callable[[], None] | None:
         if self.device == "cpu":

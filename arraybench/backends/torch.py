@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import functools
+import os
 import types
 from typing import Any, Callable
 
 import numpy as np
 import torch
 
-from .base import Backend, CudaEvents, Unavailable
+from .base import Backend, CudaEvents, Unavailable, tf32_in_effect
 from .cpu import cpu_flush, cpu_threads_info
 
 
@@ -110,6 +111,15 @@ class TorchBackend(Backend):
 
     def to_numpy(self, x: Any) -> np.ndarray:
         return x.detach().cpu().numpy()
+
+    def reduced_precision(self, dtype: str) -> str | None:
+        if self.device != "gpu":
+            return None  # the precision setting affects CUDA only (torch.set_float32_matmul_precision)
+        allowed = bool(torch.backends.cuda.matmul.allow_tf32)
+        if getattr(torch.version, "hip", None):  # ROCm's hipBLASLt asks for its own opt-in
+            allowed = allowed and os.environ.get("HIPBLASLT_ALLOW_TF32") == "1"
+        props = torch.cuda.get_device_properties(self.torch_device)
+        return "tf32" if tf32_in_effect(allowed, dtype, (props.major, props.minor)) else None
 
     def dtype_name(self, x: Any) -> str:
         return str(x.dtype).removeprefix("torch.")
