@@ -218,3 +218,24 @@ def test_torch_array_api_creation_follows_the_device():
     assert xp.zeros(3, device="cpu").device.type == "cpu"  # an explicit device= still wins
     assert xp.sin is array_api_compat.torch.sin and xp.linalg is array_api_compat.torch.linalg
     assert array_api_compat.is_torch_namespace(xp)
+
+
+# -- finding 3: device time in the terminal table (the HTML: test_report_html) -------------------
+
+def test_the_terminal_table_shows_device_time_only_where_there_is_some():
+    from rich.console import Console
+
+    from arraybench.report.tables import results_table
+
+    from .synthetic import record, spread
+
+    def render(records):
+        console = Console(width=200, record=True, color_system=None)
+        console.print(results_table(records))
+        return console.export_text()
+
+    cpu = [record("matmul", "numpy", samples=spread(1e-3))]
+    assert "┃ device ┃" not in render(cpu)
+    gpu = cpu + [record("matmul", "torch", "gpu", samples=spread(2e-4), device_median_s=1.5e-4)]
+    text = render(gpu)
+    assert "┃ device ┃" in text and "150 µs" in text
