@@ -154,6 +154,12 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
     not_applicable = wl.not_applicable(backend.name, cell.mode)
     if not_applicable:
         return _ended(backend, prepared, "skipped", not_applicable)
+    if cell.transfer and wl.placement == "host":
+        # Its inputs stay host data and it times the move itself; the transfer wrapper would hand
+        # them to from_numpy a second time (a list to torch.from_numpy raises).
+        return _ended(backend, prepared, "skipped",
+                      f"not applicable: {wl.name}'s inputs stay on the host, so it times the "
+                      "transfer already; --include-transfer adds nothing")
     stage = "building inputs"
     try:
         host = wl.build_inputs(cell.size, cell.dtype, seed)

@@ -239,3 +239,25 @@ def test_the_terminal_table_shows_device_time_only_where_there_is_some():
     gpu = cpu + [record("matmul", "torch", "gpu", samples=spread(2e-4), device_median_s=1.5e-4)]
     text = render(gpu)
     assert "┃ device ┃" in text and "150 µs" in text
+
+
+# -- finding 4: --include-transfer and the host-placed interop workloads --------------------------
+
+@pytest.mark.parametrize("name", ["from_list", "from_numpy", "copy_from_numpy"])
+def test_transfer_variants_of_host_placed_workloads_are_skipped_with_the_reason(name):
+    """Their inputs stay on the host: the transfer wrapper fed them to ``from_numpy`` again
+    (``torch.from_numpy(list)`` raises; ``jax.device_put(list)`` makes one scalar per element)."""
+    backend = backend_or_skip("torch")
+    p = prepare(backend, REGISTRY[name], cell(name, 100, backend="torch", transfer=True), QUICK,
+                ReferenceCache())
+    assert p.shard["status"] == "skipped", p.shard
+    assert "inputs stay on the host" in p.shard["reason"]
+    assert p.run is None
+
+
+def test_transfer_variants_of_device_workloads_still_run():
+    backend = backend_or_skip("torch")
+    p = prepare(backend, REGISTRY["elementwise"], cell("elementwise", 100, backend="torch", transfer=True),
+                QUICK, ReferenceCache())
+    assert p.shard["status"] == "ok", p.shard
+    assert p.shard["method"].endswith("+transfer")
