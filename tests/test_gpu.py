@@ -261,3 +261,11 @@ def test_transfer_variants_of_device_workloads_still_run():
                 QUICK, ReferenceCache())
     assert p.shard["status"] == "ok", p.shard
     assert p.shard["method"].endswith("+transfer")
+
+
+# -- finding 5: copy_from_numpy moves n bytes, as from_numpy does ---------------------------------
+
+def test_copy_from_numpy_counts_the_bytes_that_cross_the_bus_once():
+    n, itemsize = 1_000_000, 8
+    copied = REGISTRY["copy_from_numpy"].work_for(n, itemsize)
+    assert copied.bytes == REGISTRY["from_numpy"].work_for(n, itemsize).bytes == n * itemsize
