@@ -250,11 +250,16 @@ def finish(backend: Backend, prepared: Prepared) -> dict[str, Any]:
 
 def _classify(backend: Backend, cell: Cell, stage: str, exc: BaseException,
               origin: str = "") -> tuple[str, str]:
-    """(status, reason) for an exception raised while preparing or timing a cell."""
-    if cell.mode == "compiled" and backend.name == "cupy":
-        return "skipped", f"not applicable: cupy.fuse cannot compile this workload ({describe_exception(exc)})"
+    """(status, reason) for an exception raised while preparing or timing a cell.
+
+    Out of memory first, then the compiler's own refusals; everything else (CUDA errors included)
+    is a failure.
+    """
     if backend.is_out_of_memory(exc):
         return "failed", _out_of_memory(backend, stage, exc)
+    if cell.mode == "compiled" and backend.compile_unsupported(exc):
+        return "skipped", (f"not applicable: {backend.compile_method} cannot compile this workload "
+                           f"({describe_exception(exc)})")
     return "failed", f"{describe_exception(exc, origin)} (during {stage})"
 
 

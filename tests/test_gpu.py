@@ -269,3 +269,41 @@ def test_copy_from_numpy_counts_the_bytes_that_cross_the_bus_once():
     n, itemsize = 1_000_000, 8
     copied = REGISTRY["copy_from_numpy"].work_for(n, itemsize)
     assert copied.bytes == REGISTRY["from_numpy"].work_for(n, itemsize).bytes == n * itemsize
+
+
+# -- finding 7: CuPy compiled mode: out of memory and CUDA errors are failures -------------------
+
+def _cupy_backend():
+    """A CupyBackend without a GPU: only its exception handling is used, which needs none."""
+    try:
+        from arraybench.backends.cupy import CupyBackend
+    except Exception as exc:  # noqa: BLE001 - Unavailable or a broken install
+        pytest.skip(f"CuPy cannot be imported: {exc}")
+    backend = CupyBackend.__new__(CupyBackend)
+    backend.device, backend.allow_tf32 = "gpu", False
+    return backend
+
+
+def _cublas_error():
+    """Stands for cupy_backends.cuda.libs.cublas.CUBLASError, whose module needs libcublas to load
+    (cublas.pyx: ``class CUBLASError(RuntimeError)``, message the status name)."""
+    cls = type("CUBLASError", (RuntimeError,), {"__module__": "cupy_backends.cuda.libs.cublas"})
+    return cls("CUBLAS_STATUS_EXECUTION_FAILED")
+
+
+def test_cupy_compiled_mode_tells_a_refusal_from_a_device_failure():
+    from cupy.cuda.memory import OutOfMemoryError
+    from cupy_backends.cuda.api.runtime import CUDARuntimeError
+
+    from arraybench.measure import _classify
+
+    backend = _cupy_backend()
+    compiled = cell("elementwise", 100, backend="cupy", device="gpu", mode="compiled")
+    refused = TypeError("Concrete ndarray is not supported in fusion.")  # _fusion_trace.pyx
+    assert _classify(backend, compiled, "compiling", refused)[0] == "skipped"
+    oom = _classify(backend, compiled, "compiling", OutOfMemoryError(1 << 30, 1 << 20))
+    assert oom[0] == "failed" and "out of memory" in oom[1]
+    for exc in (CUDARuntimeError(700), _cublas_error()):  # 700: cudaErrorIllegalAddress
+        status, reason = _classify(backend, compiled, "timing", exc)
+        assert status == "failed", reason
+        assert type(exc).__name__ in reason

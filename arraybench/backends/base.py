@@ -138,6 +138,11 @@ class Backend(abc.ABC):
 
     compile_method: ClassVar[str] = "none"
 
+    def compile_unsupported(self, exc: BaseException) -> bool:
+        """Whether an exception from a compiled call means "this compiler cannot compile that"
+        (the cell is then not applicable) rather than a failure. Asked after out-of-memory."""
+        return False
+
     def compile_notes(self) -> list[str]:
         """What the compiler said about the last compiled function (graph breaks...), once it ran."""
         return []

@@ -38,6 +38,24 @@ def is_out_of_memory(exc: BaseException) -> bool:
         "cudaErrorMemoryAllocation" in text or "ALLOC_FAILED" in text or "out of memory" in text.lower())
 
 
+#: Where CuPy's CUDA errors are defined: CUDARuntimeError, CUDADriverError (cupy_backends.cuda.api),
+#: CUBLASError, CURANDError, CUSOLVERError, NVRTCError (cupy_backends.cuda.libs), CuFFTError
+#: (cupy.cuda.cufft). The library bindings load lazily, so they are matched by module, not imported.
+_CUDA_ERROR_MODULES = ("cupy_backends.cuda.", "cupy.cuda.")
+
+
+def is_device_error(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from CUDA or a CUDA library, not from cupy.fuse tracing a function.
+
+    ``CompileException`` (the fused kernel's generated source did not compile) is the fuser's
+    limit, not the device's.
+    """
+    for cls in type(exc).__mro__:
+        if (cls.__module__ or "").startswith(_CUDA_ERROR_MODULES) and cls.__name__ != "CompileException":
+            return True
+    return False
+
+
 class CupyBackend(Backend):
     name = "cupy"
     label = "CuPy"
@@ -116,8 +134,13 @@ class CupyBackend(Backend):
 
     def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         # cupy.fuse turns element-wise Python into one kernel; other operations raise when the
-        # fused function is first called, which the worker reports as "not applicable".
+        # fused function is first called (TypeError, ValueError, NotImplementedError...), which
+        # the worker reports as "not applicable".
         return cupy.fuse(fn)
+
+    def compile_unsupported(self, exc: BaseException) -> bool:
+        # Out of memory is asked first; a CUDA error is a failure of the device, never "cannot fuse".
+        return not is_device_error(exc)
 
     def free(self) -> None:
         cupy.get_default_memory_pool().free_all_blocks()
