@@ -19,8 +19,11 @@ _OOM_TYPES = tuple(t for t in (getattr(torch, "OutOfMemoryError", None),
                                getattr(torch.cuda, "OutOfMemoryError", None)) if t is not None)
 #: The CPU allocator raises a plain RuntimeError ("DefaultCPUAllocator: can't allocate memory: you
 #: tried to allocate N bytes"; "not enough memory" before 2.x); CUDA errors outside the caching
-#: allocator (cuBLAS workspaces) say "out of memory".
-_OOM_TEXT = ("out of memory", "can't allocate memory", "not enough memory")
+#: allocator say "out of memory", and CUDA libraries that cannot allocate their workspace name
+#: their own status: "CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"
+#: (ATen/cuda/Exceptions.h, TORCH_CUDABLAS_CHECK), "cuFFT error: CUFFT_ALLOC_FAILED"
+#: (ATen/native/cuda/CuFFTUtils.h), and likewise cuSOLVER and cuSPARSE.
+_OOM_TEXT = ("out of memory", "can't allocate memory", "not enough memory", "alloc_failed")
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
