@@ -307,3 +307,74 @@ def test_cupy_compiled_mode_tells_a_refusal_from_a_device_failure():
         status, reason = _classify(backend, compiled, "timing", exc)
         assert status == "failed", reason
         assert type(exc).__name__ in reason
+
+
+# -- finding 8: the JAX cache flush is sized from the GPU's L2 ------------------------------------
+
+class _FakeLibcuda:
+    """Stands for libcuda.so.1: ``cuInit``, ``cuDeviceGet``, ``cuDeviceGetAttribute`` (attribute 38,
+    CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE) and ``cuDeviceGetPCIBusId``, each returning CUDA_SUCCESS (0)
+    and writing through the pointer it is given, as the C functions do."""
+
+    def __init__(self, l2: int, bus_id: str = "0000:3B:00.0", fail: int = 0) -> None:
+        self.l2, self.bus_id, self.fail = l2, bus_id, fail
+
+    def cuInit(self, flags):
+        return self.fail
+
+    def cuDeviceGet(self, device, ordinal):
+        device._obj.value = ordinal
+        return 0
+
+    def cuDeviceGetAttribute(self, value, attribute, device):
+        value._obj.value = {38: self.l2, 75: 9, 76: 0}[attribute]
+        return 0
+
+    def cuDeviceGetPCIBusId(self, buf, length, device):
+        buf.value = self.bus_id.encode()
+        return 0
+
+
+def test_the_cuda_driver_answers_for_l2_size_and_pci_bus_id():
+    from arraybench.backends import cuda_driver
+
+    driver = cuda_driver.Driver(_FakeLibcuda(50 * 2**20))
+    assert cuda_driver.l2_cache_bytes(0, driver) == 50 * 2**20
+    assert cuda_driver.pci_bus_id(0, driver) == "0000:3B:00.0"
+    assert driver.attribute(0, cuda_driver.COMPUTE_CAPABILITY_MAJOR) == 9
+    with pytest.raises(cuda_driver.DriverError):
+        cuda_driver.Driver(_FakeLibcuda(0, fail=100))  # CUDA_ERROR_NO_DEVICE
+
+
+def test_without_a_driver_the_cuda_facts_are_none():
+    from arraybench.backends import cuda_driver
+
+    if any(_loads(name) for name in cuda_driver._LIBRARIES):
+        pytest.skip("this machine has an NVIDIA driver")
+    assert cuda_driver.l2_cache_bytes(0) is None and cuda_driver.pci_bus_id(0) is None
+
+
+def _loads(name: str) -> bool:
+    import ctypes
+
+    try:
+        ctypes.CDLL(name)
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("l2, expected", [(40 * 2**20, 80 * 2**20), (None, 256 * 2**20)])
+def test_the_jax_gpu_flush_buffer_is_twice_the_l2(monkeypatch, l2, expected):
+    """Real JAX arrays on the CPU device; the driver's answer (or its absence) is faked."""
+    from arraybench.backends import jax as jax_backend
+
+    backend = backend_or_skip("jax")
+    monkeypatch.setattr(jax_backend.cuda_driver, "l2_cache_bytes", lambda ordinal: l2)
+    made = []
+    real_put = jax_backend.jax.device_put
+    monkeypatch.setattr(jax_backend.jax, "device_put", lambda a, d: made.append(a.nbytes) or real_put(a, d))
+    monkeypatch.setattr(backend, "device", "gpu")
+    flush = backend.flush_cache()
+    flush()
+    assert made == [expected]

@@ -18,6 +18,7 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 
+from . import cuda_driver  # noqa: E402
 from .base import Backend, Unavailable, tf32_in_effect  # noqa: E402
 from .cpu import cpu_flush, cpu_threads_info  # noqa: E402
 
@@ -44,6 +45,10 @@ def fresh_view(x: Any) -> Any:
     except (ImportError, TypeError, AttributeError):
         return jax.make_array_from_single_device_arrays(x.shape, x.sharding, [x])
 
+
+#: The L2 size assumed where the driver cannot say (ROCm, no libcuda): larger than any current
+#: GPU's, so that the flush buffer (twice the L2) still evicts it.
+FALLBACK_L2_BYTES = 128 * 1024**2
 
 #: Matmul precision settings that keep float32 arithmetic (6 or 9 bfloat16 passes come close enough).
 _FULL_FLOAT32 = ("highest", "float32", "F32_F32_F32", "F64_F64_F64", "TF32_TF32_F32_X3",
@@ -129,7 +134,9 @@ class JaxBackend(Backend):
     def flush_cache(self) -> Callable[[], None] | None:
         if self.device == "cpu":
             return cpu_flush()
-        buf = jax.device_put(np.zeros(64 * 1024**2 // 4, dtype=np.float32), self.jax_device)
+        # JAX has no API for the L2 size; the CUDA driver has (torch and CuPy read theirs).
+        l2 = cuda_driver.l2_cache_bytes(self.jax_device.local_hardware_id) or FALLBACK_L2_BYTES
+        buf = jax.device_put(np.zeros(2 * l2 // 4, dtype=np.float32), self.jax_device)
         touch = jax.jit(lambda b: b + 1.0)
 
         def flush() -> None:
