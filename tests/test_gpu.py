@@ -378,3 +378,33 @@ def test_the_jax_gpu_flush_buffer_is_twice_the_l2(monkeypatch, l2, expected):
     flush = backend.flush_cache()
     flush()
     assert made == [expected]
+
+
+# -- finding 8: what decides GPU precision and memory is recorded --------------------------------
+
+@pytest.mark.parametrize("environ, expected", [
+    ({}, {"allocator": "default", "preallocate": True, "fraction": 0.75}),
+    ({"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}, {"allocator": "default", "preallocate": False, "fraction": 0.75}),
+    ({"XLA_PYTHON_CLIENT_MEM_FRACTION": ".5"}, {"allocator": "default", "preallocate": True, "fraction": 0.5}),
+    ({"XLA_CLIENT_MEM_FRACTION": "0.9"}, {"allocator": "default", "preallocate": True, "fraction": 0.9}),
+    ({"XLA_PYTHON_CLIENT_ALLOCATOR": "platform"}, {"allocator": "platform", "preallocate": False, "fraction": 0.75}),
+])
+def test_jax_memory_settings_read_the_variables_xla_reads(environ, expected):
+    """jaxlib/xla_client.py, generate_pjrt_gpu_plugin_options: the same variables and spellings."""
+    pytest.importorskip("jax")
+    from arraybench.backends.jax import memory_settings
+
+    assert memory_settings(environ) == expected
+
+
+def test_worker_info_and_environment_record_the_gpu_variables(monkeypatch):
+    from arraybench import environment
+
+    monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "0")
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    assert environment.collect()["gpu_env"] == {"NVIDIA_TF32_OVERRIDE": "0",
+                                                "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    jax_info = backend_or_skip("jax").info()
+    assert jax_info["gpu_env"]["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+    assert jax_info["gpu_env"]["NVIDIA_TF32_OVERRIDE"] == "0"
+    assert backend_or_skip("torch").info()["gpu_env"] == {"NVIDIA_TF32_OVERRIDE": "0"}

@@ -51,6 +51,16 @@ def tf32_in_effect(allowed: bool, dtype: str, compute_capability: tuple[int, int
     return compute_capability >= (8, 0)
 
 
+#: Environment variables that change how GPU libraries compute or allocate; recorded by each
+#: backend's ``info()`` so that a result says what was in effect.
+GPU_ENV_VARS = ("NVIDIA_TF32_OVERRIDE", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
+
+
+def gpu_env(*extra: str) -> dict[str, str]:
+    """Those of ``GPU_ENV_VARS`` and ``extra`` that are set."""
+    return {k: os.environ[k] for k in (*GPU_ENV_VARS, *extra) if k in os.environ}
+
+
 class Unavailable(Exception):
     """The library or the device cannot be used here; the message is the one-line reason."""
 

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import Backend, CudaEvents, Unavailable, tf32_in_effect
+from .base import Backend, CudaEvents, Unavailable, gpu_env, tf32_in_effect
 
 try:
     import cupy
@@ -162,5 +162,7 @@ class CupyBackend(Backend):
             "device_name": name.decode() if isinstance(name, bytes) else str(name),
             "device_memory_gib": round(int(props.get("totalGlobalMem", 0)) / 1024**3, 1),
             "allow_tf32": self.allow_tf32,
+            "reduced_precision_float32": self.reduced_precision("float32"),
             "timer": self.device_timer_note,
+            "gpu_env": gpu_env("CUPY_TF32", "CUPY_GPU_MEMORY_LIMIT", "CUPY_ACCELERATORS"),
         }

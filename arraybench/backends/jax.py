@@ -7,7 +7,7 @@ once, at start-up.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import jax
 import numpy as np
@@ -19,7 +19,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 
 from . import cuda_driver  # noqa: E402
-from .base import Backend, Unavailable, tf32_in_effect  # noqa: E402
+from .base import Backend, Unavailable, gpu_env, tf32_in_effect  # noqa: E402
 from .cpu import cpu_flush, cpu_threads_info  # noqa: E402
 
 
@@ -44,6 +44,29 @@ def fresh_view(x: Any) -> Any:
         return ArrayImpl(x.aval, x.sharding, [x], committed=True, _skip_checks=True)
     except (ImportError, TypeError, AttributeError):
         return jax.make_array_from_single_device_arrays(x.shape, x.sharding, [x])
+
+
+#: The environment variables that decide how XLA's GPU client allocates (jaxlib/xla_client.py,
+#: generate_pjrt_gpu_plugin_options; XLA_PYTHON_CLIENT_MEM_FRACTION is the deprecated spelling).
+MEMORY_VARS = ("XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_CLIENT_MEM_FRACTION",
+               "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_ALLOCATOR")
+
+
+def memory_settings(environ: Mapping[str, str]) -> dict[str, Any]:
+    """How JAX will take GPU memory: allocator, whether it preallocates, and which fraction.
+
+    By default XLA preallocates 75% of the GPU at start, so memory other libraries (or
+    nvidia-smi) see as used is not a leak; ``platform`` allocates and frees on demand.
+    """
+    allocator = environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "default").lower() or "default"
+    text = environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "")
+    preallocate = allocator != "platform" and text not in ("false", "False", "0")
+    fraction_text = environ.get("XLA_CLIENT_MEM_FRACTION") or environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION")
+    try:
+        fraction = float(fraction_text) if fraction_text else 0.75
+    except ValueError:
+        fraction = None  # XLA itself will refuse it when the client starts
+    return {"allocator": allocator, "preallocate": preallocate, "fraction": fraction}
 
 
 #: The L2 size assumed where the driver cannot say (ROCm, no libcuda): larger than any current
@@ -176,6 +199,13 @@ class JaxBackend(Backend):
             "matmul_precision": str(jax.config.jax_default_matmul_precision),
             "xla_flags": os.environ.get("XLA_FLAGS", ""),
             "timer": self.device_timer_note,
+            "gpu_env": gpu_env(*MEMORY_VARS),
         }
+        if self.device != "cpu":
+            info["memory"] = memory_settings(os.environ)
+            stats = self.jax_device.memory_stats() or {}
+            if stats.get("bytes_limit"):
+                info["memory"]["bytes_limit"] = int(stats["bytes_limit"])
+            info["reduced_precision_float32"] = self.reduced_precision("float32")
         info.update(cpu_threads_info())
         return info

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from .base import Backend, CudaEvents, Unavailable, tf32_in_effect
+from .base import Backend, CudaEvents, Unavailable, gpu_env, tf32_in_effect
 from .cpu import cpu_flush, cpu_threads_info
 
 
@@ -195,6 +195,10 @@ class TorchBackend(Backend):
             "matmul_precision": torch.get_float32_matmul_precision(),
             "allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
             "timer": self.device_timer_note,
+            # TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 starts torch at "high" (ATen/Context.h); the
+            # backend sets the precision itself, but the record says what was asked.
+            "gpu_env": gpu_env("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "PYTORCH_CUDA_ALLOC_CONF",
+                               "PYTORCH_ALLOC_CONF", "HIPBLASLT_ALLOW_TF32"),
         }
         info.update(torch_build_linalg(torch.__config__.show()))
         if self.device == "gpu":
@@ -202,6 +206,7 @@ class TorchBackend(Backend):
             info["device_name"] = props.name
             info["device_memory_gib"] = round(props.total_memory / 1024**3, 1)
             info["compute_capability"] = f"{props.major}.{props.minor}"
+            info["reduced_precision_float32"] = self.reduced_precision("float32")
         else:
             info["device_name"] = "cpu"
         info.update(cpu_threads_info())
