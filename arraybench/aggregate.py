@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from . import stats
+from . import gpu_health, stats
 from .plan import Cell
 from .records import Record
 
@@ -68,6 +68,10 @@ def aggregate(cell: Cell, shards: Sequence[dict[str, Any]], processes: int, rel_
     if rec.status == "skipped":
         rec.status = "ok"
     _fill_timing(rec, timed, processes, rel_ci)
+    rec.gpu_health = gpu_health.summarize([s["gpu_health"] for s in timed if s.get("gpu_health")])
+    throttled = gpu_health.throttle_warning(rec.gpu_health)
+    if throttled:
+        rec.warnings.append(throttled)
     return rec
 
 

@@ -149,6 +149,10 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
     device_timer = backend.device_timer()
     shard["timer"] = backend.device_timer_note if device_timer is None \
         else "wall clock and " + backend.device_timer_note
+    if backend.device != "cpu":
+        # nvbench's practice: the GPU's state before the cell (after it: ``finish``).
+        shard["gpu_health"] = ({"before": backend.health.snapshot()} if backend.health is not None
+                               else {"unavailable": backend.health_note or "no GPU monitor"})
     origin = "" if wl.source == "builtin" else wl.origin(backend.name)
     prepared = Prepared(cell, shard, origin=origin)
     not_applicable = wl.not_applicable(backend.name, cell.mode)
@@ -174,7 +178,8 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         shard["method"] = bound.method + (" +transfer" if cell.transfer else "")
         settings = replace(base, mode="throughput" if cell.mode == "throughput" else "latency")
         timer = Timer(bound.op, bound.args, sync=backend.sync, device_timer=device_timer,
-                      flush=flush if settings.cold else None)
+                      flush=flush if settings.cold else None,
+                      monitor=backend.health.throttling if backend.health is not None else None)
         stage = "the first call" if cell.mode != "compiled" else "compiling (first call)"
         run = timer.start(settings)
         if cell.mode == "compiled":
@@ -244,6 +249,10 @@ def finish(backend: Backend, prepared: Prepared) -> dict[str, Any]:
         elapsed_s=m.elapsed_s,
         device_samples_s=m.device_samples_s,
     )
+    health = shard.get("gpu_health")
+    if health and "before" in health and backend.health is not None:
+        health.update(after=backend.health.snapshot(), samples=len(m.samples_s),
+                      throttled_samples=len(m.throttled), reasons=m.throttle_reasons)
     prepared.run = None
     return shard
 

@@ -64,6 +64,9 @@ class Record:
     #: The reduced precision float32 matmuls ran in ("tf32", with --allow-tf32 on a GPU that has
     #: it), which the check's tolerance then used; "" for the dtype's own precision.
     reduced_precision: str = ""
+    #: GPU clocks, temperature, power and throttling around the cell (``gpu_health.summarize``),
+    #: or ``{"unavailable": why}``; empty on the CPU.
+    gpu_health: dict[str, Any] = field(default_factory=dict)
     samples_s: list[float] = field(default_factory=list)
 
     @property
@@ -107,6 +110,8 @@ class Record:
                 value = "; ".join(value)
             elif f.name == "process_medians_s":
                 value = ";".join(repr(v) for v in value)
+            elif isinstance(value, dict):
+                value = json.dumps(_finite(value), sort_keys=True) if value else ""
             row[f.name] = value
         return _finite(row)
 
@@ -141,6 +146,7 @@ def _check_type(name: str, value: Any) -> None:
         "strs": isinstance(value, list) and all(isinstance(v, str) for v in value),
         "nums?": isinstance(value, list) and all(
             v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in value),
+        "dict": isinstance(value, dict),
     }[kind]
     if not ok:
         raise ResultsError(f"field {name!r} has the wrong type ({type(value).__name__})")
@@ -155,7 +161,7 @@ _TYPES = {
     "n_processes": "int", "process_medians_s": "nums", "process_spread": "num?", "number": "int?",
     "device_median_s": "num?", "timer": "str", "flops": "num?", "bytes": "num?", "samples_s": "nums",
     "compile_s": "num?", "output_errors": "nums?", "output_names": "strs",
-    "reduced_precision": "str",
+    "reduced_precision": "str", "gpu_health": "dict",
 }
 
 _REQUIRED = {

@@ -408,3 +408,118 @@ def test_worker_info_and_environment_record_the_gpu_variables(monkeypatch):
     assert jax_info["gpu_env"]["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
     assert jax_info["gpu_env"]["NVIDIA_TF32_OVERRIDE"] == "0"
     assert backend_or_skip("torch").info()["gpu_env"] == {"NVIDIA_TF32_OVERRIDE": "0"}
+
+
+# -- finding 9: GPU health in the record -----------------------------------------------------------
+
+class FakeNvml:
+    """Stands for the ``pynvml`` module of nvidia-ml-py on one GPU: the functions and constants
+    gpu_health uses, with pynvml's units (MHz, °C, milliwatts, a clocks-event-reason bit mask).
+    ``reasons`` is what nvmlDeviceGetCurrentClocksEventReasons answers next."""
+
+    NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 1, 2, 0
+
+    def __init__(self, start_error: str | None = None) -> None:
+        self.start_error = start_error
+        self.reasons = 0x0
+        self.asked_for = None
+
+    def nvmlInit(self):
+        if self.start_error:
+            raise RuntimeError(self.start_error)
+
+    def nvmlDeviceGetHandleByPciBusId(self, bus_id: bytes):
+        self.asked_for = bus_id
+        return "handle"
+
+    def nvmlDeviceGetClockInfo(self, handle, kind):
+        return {1: 1410, 2: 1593}[kind]
+
+    def nvmlDeviceGetMaxClockInfo(self, handle, kind):
+        return 1980
+
+    def nvmlDeviceGetTemperature(self, handle, sensor):
+        return 61
+
+    def nvmlDeviceGetPowerUsage(self, handle):
+        return 312_456
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle):
+        raise RuntimeError("Not Supported")  # NVMLError_NotSupported on some boards
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle):
+        return self.reasons
+
+
+def test_a_snapshot_reads_clocks_temperature_power_and_throttle_reasons():
+    from arraybench import gpu_health
+
+    nvml = FakeNvml()
+    monitor, reason = gpu_health.open_monitor("0000:3B:00.0", nvml)
+    assert reason == "" and nvml.asked_for == b"0000:3B:00.0"
+    nvml.reasons = 0x1 | 0x4 | 0x40  # idle (not a slowdown), SW power cap, HW thermal slowdown
+    snap = monitor.snapshot()
+    assert snap == {"sm_clock_mhz": 1410, "max_sm_clock_mhz": 1980, "mem_clock_mhz": 1593,
+                    "temperature_c": 61, "power_w": 312.5, "power_limit_w": None,
+                    "throttle": ["SW power cap", "HW thermal slowdown"]}
+    nvml.reasons = 0x1 | 0x2 | 0x10  # idle, application clocks, sync boost: not throttling
+    assert monitor.throttling() == []
+
+
+def test_without_nvml_or_its_library_the_reason_is_kept():
+    from arraybench import gpu_health
+
+    assert gpu_health.open_monitor(None)[1].startswith("the CUDA driver gave no PCI bus id")
+    monitor, reason = gpu_health.open_monitor("0000:3B:00.0", FakeNvml("NVML Shared Library Not Found"))
+    assert monitor is None and reason == "NVML cannot start (NVML Shared Library Not Found)"
+    # The real module here: not installed, or installed with no driver to talk to.
+    monitor, reason = gpu_health.open_monitor("0000:3B:00.0")
+    if monitor is None:
+        assert reason.startswith(("nvidia-ml-py is not installed", "NVML cannot start"))
+
+
+class WatchedNumpy(NumpyBackend):
+    """Stands for a GPU backend whose GPU NVML watches (``Backend.open_health`` succeeded)."""
+
+    def __init__(self, nvml) -> None:
+        from arraybench import gpu_health
+
+        super().__init__("cpu")
+        self.device = "gpu"
+        self.health, self.health_note = gpu_health.open_monitor("0000:3B:00.0", nvml)
+
+
+def test_each_cell_records_gpu_health_before_and_after_and_counts_throttled_samples():
+    from arraybench.aggregate import aggregate
+    from arraybench.measure import finish
+
+    nvml = FakeNvml()
+    backend = WatchedNumpy(nvml)
+    c = cell("elementwise", 1000, device="gpu")
+    p = prepare(backend, REGISTRY["elementwise"], c, TimerSettings(min_samples=4, max_samples=4, warmup_s=0),
+                ReferenceCache())
+    assert p.shard["gpu_health"]["before"]["throttle"] == []
+    p.run.sample()
+    nvml.reasons = 0x4  # the power cap kicks in for the rest of the cell
+    while not p.run.done:
+        p.run.sample()
+    shard = finish(backend, p)
+    health = shard["gpu_health"]
+    assert health["after"]["throttle"] == ["SW power cap"]
+    assert (health["samples"], health["throttled_samples"], health["reasons"]) == (4, 3, ["SW power cap"])
+    rec = aggregate(c, [shard, shard], 2, 0.5)
+    assert rec.gpu_health["throttled_samples"] == 6 and rec.gpu_health["samples"] == 8
+    assert "6 of 8 samples taken while the GPU was throttled (SW power cap)" in " ".join(rec.warnings)
+    assert rec.to_row()["gpu_health"].startswith("{")
+
+
+def test_a_gpu_without_a_monitor_says_why_in_the_record():
+    from arraybench.aggregate import aggregate
+    from arraybench.measure import measure_cell
+
+    backend = NumpyBackend("cpu")
+    backend.device, backend.health_note = "gpu", "nvidia-ml-py is not installed"
+    c = cell("elementwise", 1000, device="gpu")
+    shard = measure_cell(backend, REGISTRY["elementwise"], c, QUICK, ReferenceCache())
+    assert shard["gpu_health"] == {"unavailable": "nvidia-ml-py is not installed"}
+    assert aggregate(c, [shard], 1, 0.5).gpu_health == {"unavailable": "nvidia-ml-py is not installed"}

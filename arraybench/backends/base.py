@@ -12,6 +12,7 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
+from ..gpu_health import GpuMonitor, open_monitor
 from ..timer import DeviceTimer
 
 
@@ -82,6 +83,17 @@ class Backend(abc.ABC):
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
         self.device = device
         self.allow_tf32 = allow_tf32
+        #: The GPU's clocks, temperature, power and throttling (NVML), where they can be read;
+        #: ``health_note`` says why not on a GPU where they cannot.
+        self.health: GpuMonitor | None = None
+        self.health_note = ""
+
+    def open_health(self, ordinal: int, pci_bus_id: str | None = None) -> None:
+        """Watch CUDA device ``ordinal`` through NVML, found by its PCI bus id (asked of the
+        driver when the library does not say)."""
+        from . import cuda_driver
+
+        self.health, self.health_note = open_monitor(pci_bus_id or cuda_driver.pci_bus_id(ordinal))
 
     # -- arrays ---------------------------------------------------------------------------------
     @abc.abstractmethod

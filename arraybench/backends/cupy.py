@@ -79,6 +79,7 @@ class CupyBackend(Backend):
         except Exception as exc:
             raise Unavailable(_cuda_reason(exc)) from None
         self.sync = lambda _result: cupy.cuda.get_current_stream().synchronize()
+        self.open_health(self.cuda_device.id, self.cuda_device.pci_bus_id)
 
     def namespace(self, kind: str = "native") -> Any:
         if kind == "array_api":
@@ -163,6 +164,7 @@ class CupyBackend(Backend):
             "device_memory_gib": round(int(props.get("totalGlobalMem", 0)) / 1024**3, 1),
             "allow_tf32": self.allow_tf32,
             "reduced_precision_float32": self.reduced_precision("float32"),
+            "gpu_monitor": "NVML" if self.health else self.health_note,
             "timer": self.device_timer_note,
             "gpu_env": gpu_env("CUPY_TF32", "CUPY_GPU_MEMORY_LIMIT", "CUPY_ACCELERATORS"),
         }

@@ -100,6 +100,8 @@ class JaxBackend(Backend):
         if not devices:
             raise Unavailable(f"JAX found no {platform} device")
         self.jax_device = devices[0]
+        if device == "gpu":
+            self.open_health(int(self.jax_device.local_hardware_id or 0))
         # "highest": full float32 on GPUs. Unset (or "default") would mean TF32 on Ampere and later
         # (jax.lax.Precision), so it is always set; "tensorfloat32" says what --allow-tf32 asks.
         jax.config.update("jax_default_matmul_precision", "tensorfloat32" if allow_tf32 else "highest")
@@ -207,5 +209,6 @@ class JaxBackend(Backend):
             if stats.get("bytes_limit"):
                 info["memory"]["bytes_limit"] = int(stats["bytes_limit"])
             info["reduced_precision_float32"] = self.reduced_precision("float32")
+            info["gpu_monitor"] = "NVML" if self.health else self.health_note
         info.update(cpu_threads_info())
         return info

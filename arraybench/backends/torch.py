@@ -77,6 +77,7 @@ class TorchBackend(Backend):
             dev = self.torch_device
             self.sync = lambda _result: torch.cuda.synchronize(dev)
             self.device_timer_note = "CUDA events"
+            self.open_health(dev.index)
         else:
             raise Unavailable(f"PyTorch has no device {device!r}")
         # Pin matmul precision: TF32 would make float32 GPU matmuls ~10x faster and ~1000x less
@@ -207,6 +208,7 @@ class TorchBackend(Backend):
             info["device_memory_gib"] = round(props.total_memory / 1024**3, 1)
             info["compute_capability"] = f"{props.major}.{props.minor}"
             info["reduced_precision_float32"] = self.reduced_precision("float32")
+            info["gpu_monitor"] = "NVML" if self.health else self.health_note
         else:
             info["device_name"] = "cpu"
         info.update(cpu_threads_info())
