@@ -87,12 +87,15 @@ class Backend(abc.ABC):
         #: ``health_note`` says why not on a GPU where they cannot.
         self.health: GpuMonitor | None = None
         self.health_note = ""
+        #: The CUDA device number (after CUDA_VISIBLE_DEVICES), on a GPU.
+        self.cuda_ordinal: int | None = None
 
     def open_health(self, ordinal: int, pci_bus_id: str | None = None) -> None:
         """Watch CUDA device ``ordinal`` through NVML, found by its PCI bus id (asked of the
         driver when the library does not say)."""
         from . import cuda_driver
 
+        self.cuda_ordinal = ordinal
         self.health, self.health_note = open_monitor(pci_bus_id or cuda_driver.pci_bus_id(ordinal))
 
     # -- arrays ---------------------------------------------------------------------------------

@@ -46,6 +46,13 @@ class Driver:
                                                   self._device(ordinal)), "cuDeviceGetAttribute")
         return int(value.value)
 
+    def total_memory(self, ordinal: int) -> int:
+        """The device's memory in bytes (``cuDeviceTotalMem_v2``)."""
+        size = ctypes.c_size_t()
+        self._check(self.lib.cuDeviceTotalMem_v2(ctypes.byref(size), self._device(ordinal)),
+                    "cuDeviceTotalMem_v2")
+        return int(size.value)
+
     def pci_bus_id(self, ordinal: int) -> str:
         """``0000:3B:00.0``: how NVML finds the same device whatever order it counts in."""
         buf = ctypes.create_string_buffer(32)
@@ -76,5 +83,13 @@ def pci_bus_id(ordinal: int, driver: Driver | None = None) -> str | None:
     """The device's PCI bus id, or None where the driver cannot say."""
     try:
         return (driver or Driver()).pci_bus_id(ordinal)
+    except DriverError:
+        return None
+
+
+def total_memory(ordinal: int, driver: Driver | None = None) -> int | None:
+    """The device's memory in bytes, or None where the driver cannot say."""
+    try:
+        return (driver or Driver()).total_memory(ordinal)
     except DriverError:
         return None
