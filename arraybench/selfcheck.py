@@ -211,7 +211,7 @@ def check_clocks(backend: Backend, n: int | None = None) -> Outcome:
     mm = Matmul(backend, n or _size(backend), "float32")
     settings = TimerSettings(min_samples=20, max_samples=10_000, budget_s=1.0, rel_ci=1e-9, warmup_s=0.1)
     m = Timer(mm, sync=backend.sync, monitor=backend.health.throttling).measure(settings)
-    snap = backend.health.snapshot()
+    snap = {k: "?" if v is None else v for k, v in backend.health.snapshot().items()}
     detail = (f"SM {snap['sm_clock_mhz']} of {snap['max_sm_clock_mhz']} MHz, {snap['temperature_c']} °C, "
               f"{snap['power_w']} of {snap['power_limit_w']} W after {len(m.samples_s)} samples of matmuls")
     if m.throttled:
@@ -270,6 +270,12 @@ def main() -> int:
         backend = backends.load(job["backend"])(job["device"], allow_tf32=bool(job.get("allow_tf32")))
     except (Unavailable, ImportError) as exc:
         channel.write(json.dumps({"unavailable": str(exc)}) + "\n")
+        return 0
+    except Exception as exc:  # a broken install: the doctor's finding, not a traceback
+        from .measure import describe_exception
+
+        channel.write(json.dumps({"failed": f"{job['backend']} failed to start: {describe_exception(exc)}"})
+                      + "\n")
         return 0
     for outcome in run_checks(backend, tuple(job.get("only") or CHECKS)):
         channel.write(json.dumps(asdict(outcome)) + "\n")

@@ -42,6 +42,13 @@ def test_doctor_runs_the_cpu_checks_and_says_why_the_gpu_ones_are_skipped():
         assert gpu.startswith("skipped") and "not run: sync, unsynced, events" in gpu
 
 
+def test_a_library_that_does_not_finish_is_a_failed_line_and_status_1():
+    result = run_cli("doctor", "--backends", "jax", "--devices", "cpu", "--timeout", "0.01")
+    assert result.returncode == 1
+    (line,) = [x for x in result.stdout.splitlines() if x.startswith("failed")]
+    assert "jax cpu" in line and "did not finish within 0.01 s; not run: sync, unsynced" in line
+
+
 @pytest.mark.parametrize("args, message", [
     (["--backends", "numpy,tpu"], "unknown backend 'tpu'"),
     (["--devices", "tpu"], "unknown device 'tpu'"),
