@@ -17,6 +17,14 @@ import numpy as np
 FINITE_DIFFERENCE_CAP = 1e-2
 
 
+#: Machine epsilon of the reduced precisions a GPU may run float32 matmuls in when allowed
+#: (``--allow-tf32``): TF32 keeps 10 explicit mantissa bits (float32: 23), bfloat16 keeps 7.
+REDUCED_PRECISION_EPS: dict[str, float] = {"tf32": 2.0**-10, "bf16": 2.0**-7}
+
+#: How reduced precisions are named in reports.
+PRECISION_LABELS: dict[str, str] = {"tf32": "TF32", "bf16": "bfloat16"}
+
+
 def machine_epsilon(dtype: str) -> float:
     """Machine epsilon of a real or complex floating dtype."""
     return float(np.finfo(np.dtype(dtype)).eps)
@@ -29,30 +37,41 @@ class Check:
     - ``elementwise``: max over elements of |out - ref| / |ref|, within ``ulps`` machine epsilons.
     - ``normwise``: max|out - ref| / max|ref|, within ``ulps * eps * growth(size)``.
     - ``exact``: the result must equal the reference.
+
+    ``matmul=True`` says the operation runs on the GPU's matrix units, where ``--allow-tf32`` lets
+    float32 run in a reduced precision: the tolerance then uses that precision's epsilon.
     """
 
     kind: str = "elementwise"
     ulps: float = 8.0
     growth: Callable[[int], float] | None = None
+    matmul: bool = False
 
     @classmethod
     def elementwise(cls, ulps: float = 8.0) -> "Check":
         return cls("elementwise", ulps)
 
     @classmethod
-    def normwise(cls, growth: Callable[[int], float], ulps: float = 8.0) -> "Check":
-        return cls("normwise", ulps, growth)
+    def normwise(cls, growth: Callable[[int], float], ulps: float = 8.0, matmul: bool = False) -> "Check":
+        return cls("normwise", ulps, growth, matmul)
 
     @classmethod
     def exact(cls) -> "Check":
         return cls("exact", 0.0)
 
-    def tolerance(self, dtype: str, size: int) -> float:
-        """The largest acceptable error for this dtype and size."""
+    def tolerance(self, dtype: str, size: int, precision: str | None = None) -> float:
+        """The largest acceptable error for this dtype and size.
+
+        ``precision`` (``"tf32"``...) is the reduced precision the library ran matmuls in; it
+        replaces the dtype's epsilon for a ``matmul`` check, and changes nothing for the others.
+        """
         if self.kind == "exact":
             return 0.0
         growth = self.growth(size) if (self.kind == "normwise" and self.growth) else 1.0
-        return self.ulps * machine_epsilon(dtype) * max(growth, 1.0)
+        eps = machine_epsilon(dtype)
+        if precision and self.matmul:
+            eps = max(eps, REDUCED_PRECISION_EPS[precision])
+        return self.ulps * eps * max(growth, 1.0)
 
     def error(self, out: np.ndarray, ref: np.ndarray) -> float:
         """The error measure this check bounds."""
@@ -67,6 +86,13 @@ class Check:
         if top == 0.0:
             return 0.0 if worst == 0.0 else math.inf
         return worst / top
+
+
+def reduced_precision_note(precision: str, dtype: str) -> str:
+    """What a record says when its matmuls ran in a reduced precision."""
+    label = PRECISION_LABELS.get(precision, precision)
+    return (f"{dtype} matmuls ran in {label} (--allow-tf32): checked against {label}'s epsilon "
+            f"{REDUCED_PRECISION_EPS[precision]:.1e}, not {dtype}'s")
 
 
 def finite_difference_tolerance(dtype: str, size: int) -> float:

@@ -97,11 +97,21 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
     device_timer = backend.device_timer()
     rep.timer = backend.device_timer_note if device_timer is None \
         else "wall clock and " + backend.device_timer_note
+    if backend.device != "cpu":
+        # nvbench's practice: the GPU's state before the cell (after it: ``finish``).
+        rep.gpu_health = ({"before": backend.health.snapshot()} if backend.health is not None
+                          else {"unavailable": backend.health_note or "no GPU monitor"})
     origin = "" if wl.source == "builtin" else wl.origin(backend.name)
     prepared = Prepared(cell, rep, origin=origin)
     not_applicable = wl.not_applicable(backend.name, cell.mode)
     if not_applicable:
         return _ended(backend, prepared, "skipped", not_applicable)
+    if cell.transfer and wl.placement == "host":
+        # Its inputs stay host data and it times the move itself; the transfer wrapper would hand
+        # them to from_numpy a second time (a list to torch.from_numpy raises).
+        return _ended(backend, prepared, "skipped",
+                      f"not applicable: {wl.name}'s inputs stay on the host, so it times the "
+                      "transfer already; --include-transfer adds nothing")
     stage = "building inputs"
     try:
         host = build_inputs(wl, cell.size, cell.dtype, seed)
@@ -117,7 +127,8 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         rep.gradient = bound.gradient
         settings = replace(base, mode="throughput" if cell.mode == "throughput" else "latency")
         timer = Timer(bound.op, bound.args, sync=backend.sync, device_timer=device_timer,
-                      flush=flush if settings.cold else None)
+                      flush=flush if settings.cold else None,
+                      monitor=backend.health.throttling if backend.health is not None else None)
         stage = "the first call" if cell.mode != "compiled" else "compiling (first call)"
         run = timer.start(settings)
         if cell.mode == "compiled":
@@ -132,8 +143,14 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         run.first_result = None  # the check has what it needs; free device memory now
         reference = references.reference(wl, cell.size, cell.dtype, host)
         tolerance = None
+        precision = backend.reduced_precision(cell.dtype) if wl.check.matmul else None
+        if precision:
+            # --allow-tf32 on a GPU that uses it: the float32 bound would call every matmul wrong.
+            tolerance = wl.check.tolerance(cell.dtype, cell.size, precision)
+            rep.reduced_precision = precision
+            rep.warnings.append(accuracy.reduced_precision_note(precision, cell.dtype))
         if rep.gradient == "finite_differences":
-            tolerance = max(wl.check.tolerance(cell.dtype, cell.size),
+            tolerance = max(wl.check.tolerance(cell.dtype, cell.size, precision),
                             accuracy.finite_difference_tolerance(cell.dtype, cell.size))
         if reference.error:
             # A reference that is itself approximate (finite differences) cannot tell errors below
@@ -178,16 +195,25 @@ def finish(backend: Backend, prepared: Prepared) -> Replicate:
     rep.stop_reason = m.stop_reason
     rep.elapsed_s = m.elapsed_s
     rep.device_samples_s = m.device_samples_s
+    health = rep.gpu_health
+    if health and "before" in health and backend.health is not None:
+        health.update(after=backend.health.snapshot(), samples=len(m.samples_s),
+                      throttled_samples=len(m.throttled), reasons=m.throttle_reasons)
     return rep
 
 
 def _classify(backend: Backend, cell: Cell, stage: str, exc: BaseException,
               origin: str = "") -> tuple[Status, str]:
-    """(status, reason) for an exception raised while preparing or timing a cell."""
-    if cell.mode == "compiled" and backend.name == "cupy":
-        return "skipped", f"not applicable: cupy.fuse cannot compile this workload ({describe_exception(exc)})"
+    """(status, reason) for an exception raised while preparing or timing a cell.
+
+    Out of memory first, then the compiler's own refusals; everything else (CUDA errors included)
+    is a failure.
+    """
     if backend.is_out_of_memory(exc):
         return "failed", _out_of_memory(backend, stage, exc)
+    if cell.mode == "compiled" and backend.compile_unsupported(exc):
+        return "skipped", (f"not applicable: {backend.compile_method} cannot compile this workload "
+                           f"({describe_exception(exc)})")
     return "failed", f"{describe_exception(exc, origin)} (during {stage})"
 
 

@@ -51,6 +51,12 @@ class Replicate:
     #: Per output, when the workload returns several.
     output_errors: list[float | None] = field(default_factory=list, metadata=_NON_NEGATIVE)
     output_names: list[str] = field(default_factory=list)
+    # -- GPU (issue 15) --
+    #: The reduced precision float32 matmuls ran in ("tf32"); "" for the dtype's own.
+    reduced_precision: str = ""
+    #: The GPU's clocks, temperature, power and throttling before and after the cell
+    #: (``gpu_health``), or ``{"unavailable": why}``; None on the CPU.
+    gpu_health: dict[str, Any] | None = None
 
     @classmethod
     def ended(cls, status: Status, reason: str) -> "Replicate":

@@ -7,6 +7,7 @@ per call. The fields up to ``max_rel_error`` are the results contract every file
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -59,6 +60,13 @@ class Record:
     compile_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
     output_errors: list[float | None] = field(default_factory=list, metadata=_NON_NEGATIVE)
     output_names: list[str] = field(default_factory=list)
+    # -- GPU (issue 15) --
+    #: The reduced precision float32 matmuls ran in ("tf32", with --allow-tf32 on a GPU that has
+    #: it), which the check's tolerance then used; "" for the dtype's own precision.
+    reduced_precision: str = ""
+    #: GPU clocks, temperature, power and throttling around the cell (``gpu_health.summarize``),
+    #: or ``{"unavailable": why}``; empty on the CPU.
+    gpu_health: dict[str, Any] = field(default_factory=dict)
     #: Which machine measured it, where results hold several (``merge``, a cluster run); "" for
     #: the run's own machine. ``Results.environment["machines"][label]`` describes each.
     machine: str = ""
@@ -126,6 +134,8 @@ class Record:
                 value = ";".join(repr(v) for v in value)
             elif f.name in ("output_errors", "output_names"):
                 value = ";".join("" if v is None else str(v) for v in value)
+            elif isinstance(value, dict):
+                value = json.dumps(schema.to_json(value), sort_keys=True) if value else ""
             row[f.name] = value
         return schema.to_json(row)
 

@@ -68,6 +68,9 @@ class Measurement:
     elapsed_s: float
     device_samples_s: list[float] | None = None
     first_result: Any = field(default=None, repr=False)
+    #: Indices of the samples after which the monitor reported throttling, and its reasons.
+    throttled: list[int] = field(default_factory=list)
+    throttle_reasons: list[str] = field(default_factory=list)
 
     @property
     def median_s(self) -> float:
@@ -85,31 +88,33 @@ def _loop_source(arity: int, mode: str, has_sync: bool, has_device_timer: bool) 
     call = f"_op({args})"
     params = "".join(f"_a{i}, " for i in range(arity))
     lines: list[str] = []
-    if mode == "latency":
-        if has_device_timer:
-            # cupyx.profiler.benchmark's convention: events around each call, then wait.
-            lines += [
-                "    _dev = 0.0",
-                "    _t0 = _clock()",
-                "    for _ in _it:",
-                "        _dt.begin()",
-                f"        _r = {call}",
-                "        _dt.end()",
-                "        _sync(_r)",
-                "        _dev += _dt.elapsed()",
-                "    _t1 = _clock()",
-                "    return _t1 - _t0, _dev",
-            ]
-        else:
-            stmt = f"_sync({call})" if has_sync else call
-            lines += [
-                "    _t0 = _clock()",
-                "    for _ in _it:",
-                f"        {stmt}",
-                "    _t1 = _clock()",
-                "    return _t1 - _t0, None",
-            ]
+    if mode == "device":
+        # The device pass of latency mode (cupyx.profiler.benchmark's convention: events around
+        # each call, then wait). It reads no clock: recording, waiting for and reading two events
+        # costs microseconds per call that a wall-clock sample must not carry, or torch and CuPy
+        # would pay them and JAX, which has no events, would not.
+        lines += [
+            "    _dev = 0.0",
+            "    for _ in _it:",
+            "        _dt.begin()",
+            f"        _r = {call}",
+            "        _dt.end()",
+            "        _sync(_r)",
+            "        _dev += _dt.elapsed()",
+            "    return None, _dev",
+        ]
+    elif mode == "latency":
+        stmt = f"_sync({call})" if has_sync else call
+        lines += [
+            "    _t0 = _clock()",
+            "    for _ in _it:",
+            f"        {stmt}",
+            "    _t1 = _clock()",
+            "    return _t1 - _t0, None",
+        ]
     else:  # throughput: issue the whole batch, wait once, at the end
+        # One event pair per batch: the end event's record is the one event call inside the
+        # wall-clock span, once per batch, not once per call.
         lines += ["    _keep = []", "    _push = _keep.append"]
         if has_device_timer:
             lines.append("    _dt.begin()")
@@ -157,6 +162,7 @@ class Timer:
         sync: Callable[[Any], None] | None = None,
         device_timer: DeviceTimer | None = None,
         flush: Callable[[], None] | None = None,
+        monitor: Callable[[], Sequence[str]] | None = None,
         clock: Clock = time.perf_counter,
     ) -> None:
         if device_timer is not None and sync is None:
@@ -166,6 +172,9 @@ class Timer:
         self.sync = sync
         self.device_timer = device_timer
         self.flush = flush
+        #: Asked after every sample, outside the timed loop: the reasons the device is throttling
+        #: now (empty when it is not), so that samples taken while it was can be counted.
+        self.monitor = monitor
         self.clock = clock
         self._loops: dict[str, Callable[..., Any]] = {}
 
@@ -188,9 +197,23 @@ class Timer:
         return self.clock() - t0, result
 
     def timeit(self, number: int, mode: str = "latency") -> tuple[float, float | None]:
-        """Run ``number`` calls in one timed batch; return (wall seconds, device seconds or None)."""
+        """Run ``number`` calls in one timed batch; return (wall seconds, device seconds or None).
+
+        Latency mode returns no device time: ``device_time`` takes it in a pass of its own.
+        """
         loop = self._loop(mode)
         return loop(range(number), self.op, *self.args, self.sync, self.clock, self.device_timer)
+
+    def device_time(self, number: int) -> float | None:
+        """Device seconds of ``number`` calls, one event pair around each and a wait after it.
+
+        A separate pass from the wall-clock one, so that neither carries the other's costs.
+        """
+        if self.device_timer is None:
+            return None
+        _, device = self._loop("device")(range(number), self.op, *self.args, self.sync, self.clock,
+                                         self.device_timer)
+        return device
 
     def start(self, settings: TimerSettings) -> "Sampling":
         """First call, warm-up and calibration; returns the state to draw samples from."""
@@ -279,6 +302,8 @@ class Sampling:
         self.setup_s = setup_s
         self.samples: list[float] = []
         self.device_samples: list[float] = []
+        self.throttled: list[int] = []
+        self.throttle_reasons: list[str] = []
         self.sampling_s = 0.0  # this operation's own time spent sampling, rewarming included
         self.stop_reason = ""
         self.error: BaseException | None = None
@@ -296,9 +321,18 @@ class Sampling:
         elif rewarm:
             self.timer.timeit(1, "latency")
         wall, device = self.timer.timeit(self.number, s.mode)
+        if device is None and s.mode == "latency" and self.timer.device_timer is not None:
+            if s.cold and self.timer.flush is not None:
+                self.timer.flush()  # the device pass is cold too
+            device = self.timer.device_time(self.number)
         self.samples.append(wall / self.number)
         if device is not None:
             self.device_samples.append(device / self.number)
+        if self.timer.monitor is not None:
+            reasons = self.timer.monitor()
+            if reasons:
+                self.throttled.append(len(self.samples) - 1)
+                self.throttle_reasons += [r for r in reasons if r not in self.throttle_reasons]
         self.sampling_s += self.timer.clock() - t0
         n = len(self.samples)
         if n >= s.max_samples:
@@ -319,6 +353,8 @@ class Sampling:
             elapsed_s=self.setup_s + self.sampling_s,
             device_samples_s=self.device_samples or None,
             first_result=self.first_result,
+            throttled=list(self.throttled),
+            throttle_reasons=list(self.throttle_reasons),
         )
 
 

@@ -42,13 +42,16 @@ class Collecting(Reporter):
 
 
 @pytest.fixture(scope="module")
-def in_memory() -> tuple[Results, Collecting, set[str]]:
-    before = set(Path(tempfile.gettempdir()).glob("arraybench-*"))
-    reporter = Collecting()
-    results = arraybench.run([api_double, "sort", api_broken], backends=["numpy", "torch"],
-                             sizes=None, reporter=reporter, **QUICK)
-    leftover = set(Path(tempfile.gettempdir()).glob("arraybench-*")) - before
-    return results, reporter, {str(p) for p in leftover}
+def in_memory(tmp_path_factory) -> tuple[Results, Collecting, set[str]]:
+    private = tmp_path_factory.mktemp("tempdir")  # where the run's temporary folder goes
+    saved, tempfile.tempdir = tempfile.tempdir, str(private)
+    try:
+        reporter = Collecting()
+        results = arraybench.run([api_double, "sort", api_broken], backends=["numpy", "torch"],
+                                 sizes=None, reporter=reporter, **QUICK)
+    finally:
+        tempfile.tempdir = saved
+    return results, reporter, {str(p) for p in private.iterdir()}
 
 
 def test_run_in_memory_returns_results_and_leaves_no_folder(in_memory):

@@ -69,6 +69,21 @@ def test_torch_cuda_messages():
     assert not backend.is_out_of_memory(RuntimeError("shape mismatch"))
 
 
+@pytest.mark.parametrize("message", [
+    # ATen/cuda/Exceptions.h, TORCH_CUDABLAS_CHECK: "CUDA error: " + status name + the call
+    "CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+    # ATen/native/cuda/CuFFTUtils.h, CUFFT_CHECK: "cuFFT error: " + status name
+    "cuFFT error: CUFFT_ALLOC_FAILED",
+    "CUDA error: CUSOLVER_STATUS_ALLOC_FAILED when calling `cusolverDnCreate(handle)`",
+])
+def test_torch_cuda_library_allocation_failures_are_out_of_memory(message):
+    """Issue 15, finding 8: these say no "out of memory", yet are one."""
+    backend = backend_or_skip("torch")
+    assert backend.is_out_of_memory(RuntimeError(message))
+    assert not backend.is_out_of_memory(RuntimeError("CUDA error: CUBLAS_STATUS_EXECUTION_FAILED "
+                                                     "when calling `cublasSgemm(...)`"))
+
+
 def test_cupy_out_of_memory_classes():
     pytest.importorskip("cupy")
     try:

@@ -84,6 +84,18 @@ def test_achieved_rates_are_shown_and_the_share_only_with_ceilings():
     assert ">25%<" in numpy_row
 
 
+def test_device_time_has_a_column_only_where_a_record_has_one():
+    """Issue 15, finding 3: CUDA event times are shown next to the wall-clock median."""
+    assert "device time" not in render_html(sample_results())
+    res = sample_results()
+    res.records.append(record("matmul", "torch", "gpu", samples=spread(2e-4), device_median_s=1.5e-4,
+                              size_label="large", size=2000))
+    page = render_html(res)
+    assert ">device time<" in page
+    gpu_row = re.search(r"data-key='matmul\|large\|torch\|gpu[^>]*>(.*?)</tr>", page).group(1)
+    assert ">150 µs<" in gpu_row
+
+
 def test_every_string_from_data_is_escaped(tmp_path: Path):
     res = results([
         record(HOSTILE, "numpy", samples=spread(1e-3), warnings=[HOSTILE]),

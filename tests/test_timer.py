@@ -6,6 +6,7 @@ these assertions hold on a loaded machine; nothing asserts that something is fas
 
 from __future__ import annotations
 
+import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -170,3 +171,87 @@ def test_an_operation_that_fails_while_sampled_does_not_stop_the_others():
     interleave([bad, good])
     assert isinstance(bad.error, RuntimeError)
     assert good.done and good.error is None and len(good.samples) >= 3
+
+
+class _SpanClock:
+    """A clock that knows whether a timed loop is between its two readings.
+
+    A wall-clock loop (the generated ``_loop``) reads the clock once before its calls and once
+    after; whatever runs in between is inside the wall-clock time. Readings from elsewhere (the
+    sampler's own bookkeeping) do not count. Time advances by a microsecond per reading.
+    """
+
+    def __init__(self):
+        self.ticks = 0
+        self.inside = False
+
+    def __call__(self):
+        self.ticks += 1
+        if sys._getframe(1).f_code.co_name == "_loop":
+            self.inside = not self.inside
+        return self.ticks * 1e-6
+
+
+class _Events:
+    """Stands for ``backends.base.CudaEvents``: record start, record end, wait and read (ms -> s).
+
+    Each call notes whether it ran inside a wall-clock span: on a GPU each is a CUDA API call of a
+    few microseconds (``cudaEventRecord``, ``cudaEventSynchronize``, ``cudaEventElapsedTime``).
+    """
+
+    def __init__(self, clock):
+        self.clock = clock
+        self.calls_inside = 0
+        self.calls = 0
+
+    def _note(self):
+        self.calls += 1
+        self.calls_inside += self.clock.inside
+
+    def begin(self):
+        self._note()
+
+    def end(self):
+        self._note()
+
+    def elapsed(self):
+        self._note()
+        return 0.002
+
+
+def test_device_events_stay_out_of_the_wall_clock_time_in_latency_mode():
+    """Issue 15, finding 3: events inside the timed span biased torch and CuPy against JAX."""
+    clock = _SpanClock()
+    events = _Events(clock)
+    timer = Timer(lambda: None, sync=lambda r: None, device_timer=events, clock=clock)
+    run = timer.start(TimerSettings(min_samples=3, max_samples=3, warmup_s=0, target_sample_s=0))
+    while not run.done:
+        run.sample()
+    m = run.measurement()
+    assert events.calls >= 3 * 3 * m.number  # a device pass per sample: begin, end, elapsed per call
+    assert events.calls_inside == 0
+    assert m.device_samples_s == [pytest.approx(0.002)] * 3  # seconds per call, one per sample
+
+
+def test_throughput_mode_records_one_event_pair_per_batch():
+    clock = _SpanClock()
+    events = _Events(clock)
+    timer = Timer(lambda: None, sync=lambda r: None, device_timer=events, clock=clock)
+    wall, device = timer.timeit(50, "throughput")
+    assert device == pytest.approx(0.002)
+    assert events.calls == 3  # begin, end, elapsed: not per call
+
+
+def test_samples_taken_while_the_device_throttles_are_flagged():
+    state = {"reasons": []}
+    timer = Timer(lambda: None, monitor=lambda: state["reasons"])
+    run = timer.start(TimerSettings(min_samples=4, max_samples=4, warmup_s=0))
+    run.sample()
+    state["reasons"] = ["SW power cap"]
+    run.sample()
+    run.sample()
+    state["reasons"] = []
+    run.sample()
+    m = run.measurement()
+    assert m.throttled == [1, 2]
+    assert m.throttle_reasons == ["SW power cap"]

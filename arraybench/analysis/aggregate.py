@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .. import stats
+from .. import gpu_health, stats
 from ..measurement import Replicate
 from ..plan import Cell
 from ..records import Record
@@ -36,6 +36,7 @@ def aggregate(cell: Cell, replicates: Sequence[Replicate], wanted: int, rel_ci: 
         rec.method = rec.method or rep.method
         rec.gradient = rec.gradient or rep.gradient
         rec.timer = rec.timer or rep.timer
+        rec.reduced_precision = rec.reduced_precision or rep.reduced_precision
         if rec.flops is None:
             rec.flops = rep.flops
         if rec.bytes is None:
@@ -67,6 +68,10 @@ def aggregate(cell: Cell, replicates: Sequence[Replicate], wanted: int, rel_ci: 
     if rec.status == "skipped":
         rec.status = "ok"
     _fill_timing(rec, timed, wanted, rel_ci)
+    rec.gpu_health = gpu_health.summarize([rep.gpu_health for rep in timed if rep.gpu_health])
+    throttled = gpu_health.throttle_warning(rec.gpu_health)
+    if throttled:
+        rec.warnings.append(throttled)
     return rec
 
 

@@ -7,11 +7,13 @@ a backend module only inside a worker process, so the parent never loads torch, 
 from __future__ import annotations
 
 import abc
+import os
 from typing import Any, Callable, ClassVar
 
 import numpy as np
 
 from ..measurement import Gradient
+from ..gpu_health import GpuMonitor, open_monitor
 from ..timer import DeviceTimer
 
 
@@ -38,6 +40,29 @@ class CudaEvents:
         return self._elapsed_ms(self._start, self._end) / 1e3
 
 
+def tf32_in_effect(allowed: bool, dtype: str, compute_capability: tuple[int, int] | None) -> bool:
+    """Whether a library that allows TF32 really runs float32 matmuls in it on this GPU.
+
+    TF32 exists from compute capability 8.0 (Ampere) on, for float32 and complex64 only, and
+    ``NVIDIA_TF32_OVERRIDE=0`` turns it off in cuBLAS and cuDNN whatever a library asks for.
+    """
+    if not allowed or dtype not in ("float32", "complex64") or compute_capability is None:
+        return False
+    if os.environ.get("NVIDIA_TF32_OVERRIDE", "").strip() == "0":
+        return False
+    return compute_capability >= (8, 0)
+
+
+#: Environment variables that change how GPU libraries compute or allocate; recorded by each
+#: backend's ``info()`` so that a result says what was in effect.
+GPU_ENV_VARS = ("NVIDIA_TF32_OVERRIDE", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
+
+
+def gpu_env(*extra: str) -> dict[str, str]:
+    """Those of ``GPU_ENV_VARS`` and ``extra`` that are set."""
+    return {k: os.environ[k] for k in (*GPU_ENV_VARS, *extra) if k in os.environ}
+
+
 class Unavailable(Exception):
     """The library or the device cannot be used here; the message is the one-line reason."""
 
@@ -60,6 +85,20 @@ class Backend(abc.ABC):
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
         self.device = device
         self.allow_tf32 = allow_tf32
+        #: The GPU's clocks, temperature, power and throttling (NVML), where they can be read;
+        #: ``health_note`` says why not on a GPU where they cannot.
+        self.health: GpuMonitor | None = None
+        self.health_note = ""
+        #: The CUDA device number (after CUDA_VISIBLE_DEVICES), on a GPU.
+        self.cuda_ordinal: int | None = None
+
+    def open_health(self, ordinal: int, pci_bus_id: str | None = None) -> None:
+        """Watch CUDA device ``ordinal`` through NVML, found by its PCI bus id (asked of the
+        driver when the library does not say)."""
+        from . import cuda_driver
+
+        self.cuda_ordinal = ordinal
+        self.health, self.health_note = open_monitor(pci_bus_id or cuda_driver.pci_bus_id(ordinal))
 
     # -- arrays ---------------------------------------------------------------------------------
     @abc.abstractmethod
@@ -90,6 +129,14 @@ class Backend(abc.ABC):
         """The dtype of a result, spelled as NumPy spells it ("float64", "complex64")."""
         return str(x.dtype).rsplit(".", 1)[-1]
 
+    # -- precision ------------------------------------------------------------------------------
+    def reduced_precision(self, dtype: str) -> str | None:
+        """The reduced precision matmuls in ``dtype`` run in here (``"tf32"``), or None for full.
+
+        Read from the library's own state after the backend set it, not from the flag asked for.
+        """
+        return None
+
     # -- timing ---------------------------------------------------------------------------------
     #: Wait for a result; None where every call returns only once its work is done.
     sync: Callable[[Any], None] | None = None
@@ -117,6 +164,11 @@ class Backend(abc.ABC):
         raise Unavailable(f"{self.label} has no compiler")
 
     compile_method: ClassVar[str] = "none"
+
+    def compile_unsupported(self, exc: BaseException) -> bool:
+        """Whether an exception from a compiled call means "this compiler cannot compile that"
+        (the cell is then not applicable) rather than a failure. Asked after out-of-memory."""
+        return False
 
     def compile_notes(self) -> list[str]:
         """What the compiler said about the last compiled function (graph breaks...), once it ran."""

@@ -6,11 +6,12 @@ backend opens, and their absence becomes a one-line reason.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 import numpy as np
 
-from .base import Backend, CudaEvents, Unavailable
+from .base import Backend, CudaEvents, Unavailable, gpu_env, tf32_in_effect
 
 try:
     import cupy
@@ -37,6 +38,24 @@ def is_out_of_memory(exc: BaseException) -> bool:
         "cudaErrorMemoryAllocation" in text or "ALLOC_FAILED" in text or "out of memory" in text.lower())
 
 
+#: Where CuPy's CUDA errors are defined: CUDARuntimeError, CUDADriverError (cupy_backends.cuda.api),
+#: CUBLASError, CURANDError, CUSOLVERError, NVRTCError (cupy_backends.cuda.libs), CuFFTError
+#: (cupy.cuda.cufft). The library bindings load lazily, so they are matched by module, not imported.
+_CUDA_ERROR_MODULES = ("cupy_backends.cuda.", "cupy.cuda.")
+
+
+def is_device_error(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from CUDA or a CUDA library, not from cupy.fuse tracing a function.
+
+    ``CompileException`` (the fused kernel's generated source did not compile) is the fuser's
+    limit, not the device's.
+    """
+    for cls in type(exc).__mro__:
+        if (cls.__module__ or "").startswith(_CUDA_ERROR_MODULES) and cls.__name__ != "CompileException":
+            return True
+    return False
+
+
 class CupyBackend(Backend):
     name = "cupy"
     label = "CuPy"
@@ -60,6 +79,7 @@ class CupyBackend(Backend):
         except Exception as exc:
             raise Unavailable(_cuda_reason(exc)) from None
         self.sync = lambda _result: cupy.cuda.get_current_stream().synchronize()
+        self.open_health(self.cuda_device.id, self.cuda_device.pci_bus_id)
 
     def namespace(self, kind: str = "native") -> Any:
         if kind == "array_api":
@@ -85,6 +105,20 @@ class CupyBackend(Backend):
     def to_numpy(self, x: Any) -> np.ndarray:
         return cupy.asnumpy(x)
 
+    def reduced_precision(self, dtype: str) -> str | None:
+        if dtype not in ("float32", "complex64"):
+            return None
+        try:
+            # The compute type CuPy's matmuls will use: CUPY_TF32, read once, on a GPU of compute
+            # capability 8.0 or more (cupy/_core/_routines_linalg.pyx, get_compute_type).
+            from cupy._core import _routines_linalg as linalg
+
+            allowed = linalg.get_compute_type(np.dtype(dtype)) == linalg.COMPUTE_TYPE_TF32
+        except (ImportError, AttributeError):
+            allowed = int(os.environ.get("CUPY_TF32", "0") or 0) > 0
+        cc = str(self.cuda_device.compute_capability)
+        return "tf32" if tf32_in_effect(allowed, dtype, (int(cc[:-1] or 0), int(cc[-1:] or 0))) else None
+
     def device_timer(self):
         return CudaEvents(cupy.cuda.Event, cupy.cuda.get_elapsed_time)
 
@@ -101,8 +135,13 @@ class CupyBackend(Backend):
 
     def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         # cupy.fuse turns element-wise Python into one kernel; other operations raise when the
-        # fused function is first called, which the worker reports as "not applicable".
+        # fused function is first called (TypeError, ValueError, NotImplementedError...), which
+        # the worker reports as "not applicable".
         return cupy.fuse(fn)
+
+    def compile_unsupported(self, exc: BaseException) -> bool:
+        # Out of memory is asked first; a CUDA error is a failure of the device, never "cannot fuse".
+        return not is_device_error(exc)
 
     def free(self) -> None:
         cupy.get_default_memory_pool().free_all_blocks()
@@ -124,5 +163,8 @@ class CupyBackend(Backend):
             "device_name": name.decode() if isinstance(name, bytes) else str(name),
             "device_memory_gib": round(int(props.get("totalGlobalMem", 0)) / 1024**3, 1),
             "allow_tf32": self.allow_tf32,
+            "reduced_precision_float32": self.reduced_precision("float32"),
+            "gpu_monitor": "NVML" if self.health else self.health_note,
             "timer": self.device_timer_note,
+            "gpu_env": gpu_env("CUPY_TF32", "CUPY_GPU_MEMORY_LIMIT", "CUPY_ACCELERATORS"),
         }

@@ -7,7 +7,7 @@ once, at start-up.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import jax
 import numpy as np
@@ -18,7 +18,8 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 
-from .base import Backend, Unavailable  # noqa: E402
+from . import cuda_driver  # noqa: E402
+from .base import Backend, Unavailable, gpu_env, tf32_in_effect  # noqa: E402
 from .cpu import cpu_flush, cpu_threads_info  # noqa: E402
 
 
@@ -27,6 +28,54 @@ def is_out_of_memory(exc: BaseException) -> bool:
     allocating N bytes`` (CPU) or ``... while trying to allocate N bytes`` (GPU), raised as
     ``jax.errors.JaxRuntimeError``."""
     return isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in str(exc)
+
+
+def fresh_view(x: Any) -> Any:
+    """A new ``jax.Array`` over ``x``'s device buffers, with no host copy cached (zero-copy).
+
+    ``ArrayImpl(aval, sharding, arrays, committed)`` is how ``jax.make_array_from_single_device_arrays``
+    builds its result; skipping that function's checks keeps the wrapper near 3 µs, not 12 (on a
+    slow 2-core VM), inside a timed transfer. Falls back to the public function if the private
+    class moves.
+    """
+    try:
+        from jax._src.array import ArrayImpl
+
+        return ArrayImpl(x.aval, x.sharding, [x], committed=True, _skip_checks=True)
+    except (ImportError, TypeError, AttributeError):
+        return jax.make_array_from_single_device_arrays(x.shape, x.sharding, [x])
+
+
+#: The environment variables that decide how XLA's GPU client allocates (jaxlib/xla_client.py,
+#: generate_pjrt_gpu_plugin_options; XLA_PYTHON_CLIENT_MEM_FRACTION is the deprecated spelling).
+MEMORY_VARS = ("XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_CLIENT_MEM_FRACTION",
+               "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_ALLOCATOR")
+
+
+def memory_settings(environ: Mapping[str, str]) -> dict[str, Any]:
+    """How JAX will take GPU memory: allocator, whether it preallocates, and which fraction.
+
+    By default XLA preallocates 75% of the GPU at start, so memory other libraries (or
+    nvidia-smi) see as used is not a leak; ``platform`` allocates and frees on demand.
+    """
+    allocator = environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "default").lower() or "default"
+    text = environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "")
+    preallocate = allocator != "platform" and text not in ("false", "False", "0")
+    fraction_text = environ.get("XLA_CLIENT_MEM_FRACTION") or environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION")
+    try:
+        fraction = float(fraction_text) if fraction_text else 0.75
+    except ValueError:
+        fraction = None  # XLA itself will refuse it when the client starts
+    return {"allocator": allocator, "preallocate": preallocate, "fraction": fraction}
+
+
+#: The L2 size assumed where the driver cannot say (ROCm, no libcuda): larger than any current
+#: GPU's, so that the flush buffer (twice the L2) still evicts it.
+FALLBACK_L2_BYTES = 128 * 1024**2
+
+#: Matmul precision settings that keep float32 arithmetic (6 or 9 bfloat16 passes come close enough).
+_FULL_FLOAT32 = ("highest", "float32", "F32_F32_F32", "F64_F64_F64", "TF32_TF32_F32_X3",
+                 "BF16_BF16_F32_X6", "BF16_BF16_F32_X9")
 
 
 class JaxBackend(Backend):
@@ -52,8 +101,11 @@ class JaxBackend(Backend):
         if not devices:
             raise Unavailable(f"JAX found no {platform} device")
         self.jax_device = devices[0]
-        # "highest": full float32 on GPUs (no TF32 or bf16 passes) unless asked for.
-        jax.config.update("jax_default_matmul_precision", "default" if allow_tf32 else "highest")
+        if device == "gpu":
+            self.open_health(int(self.jax_device.local_hardware_id or 0))
+        # "highest": full float32 on GPUs. Unset (or "default") would mean TF32 on Ampere and later
+        # (jax.lax.Precision), so it is always set; "tensorfloat32" says what --allow-tf32 asks.
+        jax.config.update("jax_default_matmul_precision", "tensorfloat32" if allow_tf32 else "highest")
         self.sync = jax.block_until_ready
 
     def namespace(self, kind: str = "native") -> Any:
@@ -78,12 +130,39 @@ class JaxBackend(Backend):
         return jnp.array(data, dtype=dtype, device=self.jax_device)
 
     def to_numpy(self, x: Any) -> np.ndarray:
+        if self.device != "cpu":
+            # A jax.Array keeps its host copy after the first transfer (ArrayImpl._npy_value and
+            # the C++ PyHostValue), so asking the same array again is a lookup, not a copy: wrap
+            # the same device buffer in a new, never-read array, so every call crosses the bus.
+            x = fresh_view(x)
         return np.asarray(jax.device_get(x))
+
+    def reduced_precision(self, dtype: str) -> str | None:
+        if self.device == "cpu":
+            return None  # jax.lax.Precision: "Has no impact on CPU backends"
+        setting = str(jax.config.jax_default_matmul_precision or "default")
+        if setting in _FULL_FLOAT32:
+            return None
+        if setting.startswith("BF16_BF16") and not setting.endswith(("_X6", "_X9")):
+            return "bf16" if dtype in ("float32", "complex64") else None
+        # default, fastest, high, bfloat16, tensorfloat32, TF32_TF32_F32: TF32 where the GPU has it.
+        return "tf32" if tf32_in_effect(True, dtype, self.compute_capability()) else None
+
+    def compute_capability(self) -> tuple[int, int] | None:
+        """The CUDA compute capability (8, 0), or None where the device does not say (ROCm)."""
+        text = str(getattr(self.jax_device, "compute_capability", "") or "")
+        try:
+            major, minor = (int(p) for p in text.split(".")[:2])
+        except ValueError:
+            return None
+        return major, minor
 
     def flush_cache(self) -> Callable[[], None] | None:
         if self.device == "cpu":
             return cpu_flush()
-        buf = jax.device_put(np.zeros(64 * 1024**2 // 4, dtype=np.float32), self.jax_device)
+        # JAX has no API for the L2 size; the CUDA driver has (torch and CuPy read theirs).
+        l2 = cuda_driver.l2_cache_bytes(self.jax_device.local_hardware_id) or FALLBACK_L2_BYTES
+        buf = jax.device_put(np.zeros(2 * l2 // 4, dtype=np.float32), self.jax_device)
         touch = jax.jit(lambda b: b + 1.0)
 
         def flush() -> None:
@@ -123,6 +202,14 @@ class JaxBackend(Backend):
             "matmul_precision": str(jax.config.jax_default_matmul_precision),
             "xla_flags": os.environ.get("XLA_FLAGS", ""),
             "timer": self.device_timer_note,
+            "gpu_env": gpu_env(*MEMORY_VARS),
         }
+        if self.device != "cpu":
+            info["memory"] = memory_settings(os.environ)
+            stats = self.jax_device.memory_stats() or {}
+            if stats.get("bytes_limit"):
+                info["memory"]["bytes_limit"] = int(stats["bytes_limit"])
+            info["reduced_precision_float32"] = self.reduced_precision("float32")
+            info["gpu_monitor"] = "NVML" if self.health else self.health_note
         info.update(cpu_threads_info())
         return info

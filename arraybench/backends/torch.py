@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+import os
+import types
 from typing import Any, Callable
 
 import numpy as np
 import torch
 
-from .base import Backend, CudaEvents, Unavailable
+from .base import Backend, CudaEvents, Unavailable, gpu_env, tf32_in_effect
 from .cpu import cpu_flush, cpu_threads_info
 
 
@@ -16,8 +19,11 @@ _OOM_TYPES = tuple(t for t in (getattr(torch, "OutOfMemoryError", None),
                                getattr(torch.cuda, "OutOfMemoryError", None)) if t is not None)
 #: The CPU allocator raises a plain RuntimeError ("DefaultCPUAllocator: can't allocate memory: you
 #: tried to allocate N bytes"; "not enough memory" before 2.x); CUDA errors outside the caching
-#: allocator (cuBLAS workspaces) say "out of memory".
-_OOM_TEXT = ("out of memory", "can't allocate memory", "not enough memory")
+#: allocator say "out of memory", and CUDA libraries that cannot allocate their workspace name
+#: their own status: "CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"
+#: (ATen/cuda/Exceptions.h, TORCH_CUDABLAS_CHECK), "cuFFT error: CUFFT_ALLOC_FAILED"
+#: (ATen/native/cuda/CuFFTUtils.h), and likewise cuSOLVER and cuSPARSE.
+_OOM_TEXT = ("out of memory", "can't allocate memory", "not enough memory", "alloc_failed")
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
@@ -26,6 +32,27 @@ def is_out_of_memory(exc: BaseException) -> bool:
         return True
     text = str(exc).lower()
     return isinstance(exc, RuntimeError) and any(t in text for t in _OOM_TEXT)
+
+
+#: The Array API's creation functions that make an array from no array, and so need ``device=``.
+ARRAY_API_CREATION = ("arange", "asarray", "empty", "eye", "full", "linspace", "ones", "zeros")
+
+
+def device_namespace(xp: Any, device: Any) -> types.ModuleType:
+    """``xp`` (array_api_compat's torch namespace) whose creation functions default to ``device``.
+
+    array_api_compat passes ``device=None`` on to torch, which then creates on the CPU, so a
+    workload's ``xp.zeros(n)`` would meet CUDA inputs on the wrong device; CuPy and JAX create on
+    their device already. ``torch.set_default_device`` would fix it at a cost on every torch call
+    (a ``TorchFunctionMode`` intercepts them all); here only the eight creation functions change,
+    each a ``functools.partial``, and a ``device=`` the workload passes still wins. Every other name
+    is the namespace's own object, looked up in a module dict as fast as the original's.
+    """
+    ns = types.ModuleType(xp.__name__, xp.__doc__)
+    ns.__dict__.update({k: v for k, v in vars(xp).items() if k not in ("__name__", "__doc__")})
+    for name in ARRAY_API_CREATION:
+        setattr(ns, name, functools.partial(getattr(xp, name), device=device))
+    return ns
 
 
 class TorchBackend(Backend):
@@ -37,6 +64,7 @@ class TorchBackend(Backend):
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
         super().__init__(device, allow_tf32=allow_tf32)
+        self._device_xp: Any = None
         if device == "cpu":
             self.torch_device = torch.device("cpu")
             self.sync = None
@@ -50,6 +78,7 @@ class TorchBackend(Backend):
             dev = self.torch_device
             self.sync = lambda _result: torch.cuda.synchronize(dev)
             self.device_timer_note = "CUDA events"
+            self.open_health(dev.index)
         else:
             raise Unavailable(f"PyTorch has no device {device!r}")
         # Pin matmul precision: TF32 would make float32 GPU matmuls ~10x faster and ~1000x less
@@ -62,7 +91,12 @@ class TorchBackend(Backend):
         if kind == "array_api":
             import array_api_compat
 
-            return array_api_compat.array_namespace(torch.empty(0))
+            xp = array_api_compat.array_namespace(torch.empty(0))
+            if self.device == "gpu":
+                if self._device_xp is None:
+                    self._device_xp = device_namespace(xp, self.torch_device)
+                return self._device_xp
+            return xp
         return torch
 
     def asarray(self, host: np.ndarray) -> Any:
@@ -82,6 +116,15 @@ class TorchBackend(Backend):
 
     def to_numpy(self, x: Any) -> np.ndarray:
         return x.detach().cpu().numpy()
+
+    def reduced_precision(self, dtype: str) -> str | None:
+        if self.device != "gpu":
+            return None  # the precision setting affects CUDA only (torch.set_float32_matmul_precision)
+        allowed = bool(torch.backends.cuda.matmul.allow_tf32)
+        if getattr(torch.version, "hip", None):  # ROCm's hipBLASLt asks for its own opt-in
+            allowed = allowed and os.environ.get("HIPBLASLT_ALLOW_TF32") == "1"
+        props = torch.cuda.get_device_properties(self.torch_device)
+        return "tf32" if tf32_in_effect(allowed, dtype, (props.major, props.minor)) else None
 
     def dtype_name(self, x: Any) -> str:
         return str(x.dtype).removeprefix("torch.")
@@ -158,6 +201,10 @@ class TorchBackend(Backend):
             "matmul_precision": torch.get_float32_matmul_precision(),
             "allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
             "timer": self.device_timer_note,
+            # TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 starts torch at "high" (ATen/Context.h); the
+            # backend sets the precision itself, but the record says what was asked.
+            "gpu_env": gpu_env("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "PYTORCH_CUDA_ALLOC_CONF",
+                               "PYTORCH_ALLOC_CONF", "HIPBLASLT_ALLOW_TF32"),
         }
         info.update(torch_build_linalg(torch.__config__.show()))
         if self.device == "gpu":
@@ -165,6 +212,8 @@ class TorchBackend(Backend):
             info["device_name"] = props.name
             info["device_memory_gib"] = round(props.total_memory / 1024**3, 1)
             info["compute_capability"] = f"{props.major}.{props.minor}"
+            info["reduced_precision_float32"] = self.reduced_precision("float32")
+            info["gpu_monitor"] = "NVML" if self.health else self.health_note
         else:
             info["device_name"] = "cpu"
         info.update(cpu_threads_info())

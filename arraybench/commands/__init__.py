@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import catalog, compare, info, numerics, report, run, sweep
+from . import catalog, compare, doctor, info, numerics, report, run, sweep
 
 #: In the order ``--help`` lists them.
-COMMANDS = (run, sweep, report, compare, numerics, catalog, info)
+COMMANDS = (run, sweep, report, compare, numerics, catalog, info, doctor)

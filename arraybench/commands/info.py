@@ -182,7 +182,8 @@ def details_table(state: Mapping[str, Any]) -> Table:
         rows = [("BLAS/LAPACK", linalg_text(info)), ("threads", pools_text(info))]
         if info.get("device_name") and info.get("device_name") != "cpu":
             rows.append(("device", str(info["device_name"])))
-        for key in ("platform", "x64", "matmul_precision", "allow_tf32", "cuda"):
+        for key in ("platform", "x64", "matmul_precision", "allow_tf32", "reduced_precision_float32",
+                    "cuda", "gpu_monitor"):
             if info.get(key) not in (None, ""):
                 rows.append((key, str(info[key])))
         first = True

@@ -200,7 +200,9 @@ def _figures(items: Iterable[tuple[str, str]], wide: bool = False) -> str:
 
 def _workload_table(anchor: str, sizes: list[tuple[str, list[Record]]],
                     ceilings: Mapping[tuple[str, str], Ceiling], columns: _Columns) -> str:
-    head = ["size", "library / device", "median", "95% CI", "vs NumPy"]
+    device_time = any(r.device_median_s is not None for _, group in sizes for r in group)
+    head = ["size", "library / device", "median", *(["device time"] if device_time else []),
+            "95% CI", "vs NumPy"]
     if columns.achieved:
         head.append("achieved")
     if columns.share:
@@ -226,6 +228,8 @@ def _workload_table(anchor: str, sizes: list[tuple[str, list[Record]]],
             method = f"<div class='sub2'>{e(r.method)}</div>" if r.method and r.method != "eager" else ""
             cells.append(f"<td>{e(r.config_label)}{method}</td>")
             cells.append(_num(format_seconds(r.median_s) if is_valid(r) else "—"))
+            if device_time:  # CUDA events: the GPU's own time per call, without the host's
+                cells.append(_num(format_seconds(r.device_median_s) if is_valid(r) else "—"))
             cells.append(_ci_cell(r))
             cells.append(_num(speedup_text(r, base)))
             if columns.achieved:

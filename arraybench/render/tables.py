@@ -74,16 +74,20 @@ def results_table(records: Iterable[Record]) -> Group:
     """One row per record, grouped by workload and size; the winner of each group in bold green."""
     records = list(records)
     roof = ceilings(records)
+    device_time = any(r.device_median_s is not None for r in records)
     table = Table(title="arraybench: time per call (median; lower is better)", header_style="bold",
                   pad_edge=False, title_justify="left")
     # Numbers never wrap or truncate; names wrap when the terminal is narrow.
     for name, justify, numeric in (("case", "left", False), ("library / device", "left", False),
-                                   ("median", "right", True), ("95% CI", "right", True),
+                                   ("median", "right", True), ("device", "right", True),
+                                   ("95% CI", "right", True),
                                    ("vs NumPy", "right", True), ("first call", "right", True),
                                    ("rel. error", "right", True), ("of peak", "right", True),
                                    ("status", "left", False)):
         if name == "of peak" and not roof:
             continue  # no ceilings measured (--roofline) in this run
+        if name == "device" and not device_time:
+            continue  # no device-event timer (CUDA events) in this run
         if numeric:
             table.add_column(name, justify=justify, no_wrap=True, min_width=len(name))
         else:
@@ -113,6 +117,7 @@ def results_table(records: Iterable[Record]) -> Group:
                 case,
                 r.config_label,
                 format_seconds(r.median_s),
+                *([format_seconds(r.device_median_s)] if device_time else []),
                 ci_text(r),
                 speedup_text(r, base),
                 format_seconds(r.first_call_s),

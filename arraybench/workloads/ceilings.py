@@ -32,7 +32,7 @@ def ceiling_bandwidth(xp, a):
     sizes={"cpu": 2048, "gpu": 8192},
     inputs=lambda n, rng: (rng.standard_normal((n, n)), rng.standard_normal((n, n))),
     description="peak floating-point rate: a large square matmul",
-    check=Check.normwise(growth=lambda n: n ** 0.5, ulps=16),
+    check=Check.normwise(growth=lambda n: n ** 0.5, ulps=16, matmul=True),
     work=lambda n, itemsize: Work(flops=2 * n**3, bytes=3 * n * n * itemsize),
     namespace="native",
     modes=("latency",),

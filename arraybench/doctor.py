@@ -1,0 +1,133 @@
+"""``arraybench doctor``: prove that a run's assumptions hold on this machine, one line per check.
+
+The parent imports no array library: each library and device gets a process of its own
+(``python -m arraybench.selfcheck``), started with the environment a benchmark worker gets. A GPU
+library is asked twice, the second time with ``--allow-tf32``, to see that the precision the run
+records follows the flag. Libraries or devices that are not there get one line saying why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from . import backends
+from .selfcheck import CHECKS, GPU_ONLY
+from .threads import worker_env
+
+#: One library's checks may take this long, its start included (a CUDA context can take seconds).
+TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class Line:
+    """One check's outcome for one library on one device."""
+
+    backend: str
+    device: str
+    check: str
+    status: str  # passed | failed | skipped
+    detail: str
+
+    @property
+    def text(self) -> str:
+        config = f"{self.backend} {self.device}"
+        return f"{self.status:<7}  {config:<10} {self.check:<12} {self.detail}"
+
+
+def configs(names: Sequence[str], devices: Sequence[str]) -> list[tuple[str, str]]:
+    """(backend, device) pairs to check, in the registry's order."""
+    return [(b, d) for b in names for d in devices if d in backends.SPECS[b].devices]
+
+
+def check_config(backend: str, device: str, *, allow_tf32: bool = False,
+                 only: Sequence[str] = CHECKS, timeout: float = TIMEOUT_S) -> list[Line]:
+    """Run the checks of one library on one device in a process of its own."""
+    suffix = " (--allow-tf32)" if allow_tf32 else ""
+
+    def line(check: str, status: str, detail: str) -> Line:
+        return Line(backend, device, check + suffix, status, detail)
+
+    applicable = [c for c in only if device != "cpu" or c not in GPU_ONLY]
+
+    def not_run(status: str, why: str) -> list[Line]:
+        return [line("all" if len(applicable) > 1 else applicable[0], status,
+                     f"{why}; not run: {', '.join(applicable)}" if len(applicable) > 1 else why)]
+
+    reason = backends.SPECS[backend].preflight(device)
+    if reason:
+        return not_run("skipped", reason)
+    job = {"backend": backend, "device": device, "allow_tf32": allow_tf32, "only": list(only)}
+    env = worker_env(os.environ, threads=None, backend=backend, device=device, allow_tf32=allow_tf32)
+    try:
+        done = subprocess.run([sys.executable, "-m", "arraybench.selfcheck"], input=json.dumps(job) + "\n",
+                              capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return not_run("failed", f"did not finish within {timeout:g} s")
+    out: list[Line] = []
+    for text in done.stdout.splitlines():
+        try:
+            msg = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        if "unavailable" in msg:
+            return not_run("skipped", str(msg["unavailable"]))
+        if "failed" in msg:
+            return not_run("failed", str(msg["failed"]))
+        out.append(line(msg["check"], msg["status"], msg["detail"]))
+    if done.returncode != 0 or not out:
+        last = next((t for t in reversed(done.stderr.strip().splitlines()) if t.strip()), "")
+        out.append(line("worker", "failed", f"the check process exited with status {done.returncode}"
+                        + (f": {last.strip()}" if last else "")))
+    return out
+
+
+def run_doctor(names: Iterable[str], devices: Iterable[str], timeout: float = TIMEOUT_S) -> list[Line]:
+    """Every check for every (library, device) asked for."""
+    lines: list[Line] = []
+    for backend, device in configs(list(names), list(devices)):
+        found = check_config(backend, device, timeout=timeout)
+        lines += found
+        opened = not (len(found) == 1 and found[0].status == "skipped")
+        if device != "cpu" and opened:  # does the recorded precision follow the flag?
+            lines += check_config(backend, device, allow_tf32=True, only=("precision",), timeout=timeout)
+    return lines
+
+
+def header() -> str:
+    """The machine and library versions, so that pasted output says where it came from."""
+    from . import environment
+
+    env = environment.collect()
+    libs = ", ".join(f"{k} {v}" for k, v in env["libraries"].items()
+                     if v and k in (*backends.SPECS, "jaxlib"))
+    gpus = "; ".join(g["name"] for g in env["gpus"]) or "none found"
+    settings = ", ".join(f"{k}={v}" for k, v in env.get("gpu_env", {}).items())
+    return (f"arraybench doctor {env['arraybench']}: Python {env['python']} on {env['cpu_model']}; "
+            f"GPUs: {gpus}; {libs}" + (f"; {settings}" if settings else ""))
+
+
+def summary(lines: Sequence[Line], seconds: float) -> str:
+    """``10 passed, 0 failed, 5 skipped in 4 s``."""
+    counts = ", ".join(f"{sum(1 for x in lines if x.status == s)} {s}" for s in ("passed", "failed", "skipped"))
+    return f"{counts} in {seconds:.0f} s"
+
+
+def main(names: Sequence[str], devices: Sequence[str], timeout: float = TIMEOUT_S,
+         write=print) -> int:
+    """Print the header, one line per check as it finishes, and a summary; 1 if any failed."""
+    started = time.perf_counter()
+    write(header())
+    lines: list[Line] = []
+    for backend, device in configs(names, devices):
+        found = run_doctor([backend], [device], timeout)
+        for x in found:
+            write(x.text)
+        lines += found
+    write(summary(lines, time.perf_counter() - started))
+    return 1 if any(x.status == "failed" for x in lines) else 0

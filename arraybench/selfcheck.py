@@ -1,0 +1,286 @@
+"""The checks behind ``arraybench doctor``, run in a process of their own with one library.
+
+Each check measures with arraybench's own ``Timer`` and judges with its own ``accuracy`` module,
+then states what it found in numbers, so a failure says which assumption of a run does not hold
+here: that waiting for the device covers its work, that a missing wait would show, that device
+events and the wall clock agree, that results are judged against float64, that the matmul
+precision is the one the run records, how the library holds memory, that clocks hold, that
+transfers move data. Checks that need a GPU say why they are skipped on the CPU.
+
+Run as ``python -m arraybench.selfcheck`` with a JSON job on stdin (``backend``, ``device``,
+``allow_tf32``, optionally ``only``); it prints one JSON object per check.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .accuracy import REDUCED_PRECISION_EPS, Check, judge
+from .backends.base import Backend
+from .timer import Timer, TimerSettings
+from .units import format_seconds
+
+CHECKS = ("sync", "unsynced", "events", "float64", "precision", "memory", "clocks", "transfers")
+GPU_ONLY = ("events", "memory", "clocks", "transfers")
+
+#: A synced time below this share of the time to a value on the host did not wait for the work.
+#: Asynchronous dispatch is 30x to 1000x faster than the work it launches; noise on a shared
+#: machine moves a synchronous library's two times by far less than 2x.
+COVERS = 0.5
+#: Faster than this is no transfer between host and device that exists today (NVLink-C2C: ~0.9 TB/s).
+MAX_LINK_BYTES_S = 2e12
+
+_MATMUL = Check.normwise(growth=lambda n: n ** 0.5, ulps=16, matmul=True)  # the matmul workload's
+_QUICK = TimerSettings(min_samples=5, max_samples=50, budget_s=0.3, warmup_s=0.02)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one check found: ``passed``, ``failed`` or ``skipped``, and the numbers."""
+
+    check: str
+    status: str
+    detail: str
+
+
+class Matmul:
+    """A square matmul on the backend's device: the work every timing check leans on."""
+
+    def __init__(self, backend: Backend, n: int, dtype: str, seed: int = 0) -> None:
+        rng = np.random.default_rng(seed)
+        self.backend = backend
+        self.n = n
+        self.host = tuple(rng.standard_normal((n, n)).astype(dtype) for _ in range(2))
+        self.a, self.b = (backend.asarray(h) for h in self.host)
+
+    def __call__(self) -> Any:
+        return self.a @ self.b
+
+    def wait(self, result: Any) -> None:
+        if self.backend.sync is not None:
+            self.backend.sync(result)
+
+    def launch_and_complete_s(self, repeats: int = 9) -> tuple[float, float]:
+        """Median seconds of (a call not waited for, after the device went idle: the dispatch
+        alone; a call and one of its values read on the host: the work done, whatever the
+        library). Taken in turns, so that a noisy neighbour slows both alike."""
+        read = self.backend.to_numpy
+        launches, completes = [], []
+        for _ in range(repeats):
+            t, result = Timer(self).first_call()
+            self.wait(result)
+            launches.append(t)
+            completes.append(Timer(lambda: read(self()[0:1, 0:1])).first_call()[0])
+        return float(np.median(launches)), float(np.median(completes))
+
+    def reference(self) -> np.ndarray:
+        return self.host[0].astype(np.float64) @ self.host[1].astype(np.float64)
+
+
+def _size(backend: Backend) -> int:
+    return 4096 if backend.device != "cpu" else 384
+
+
+def check_sync(backend: Backend) -> Outcome:
+    """Waiting for the device covers its work (or the library is synchronous, as recorded)."""
+    mm = Matmul(backend, _size(backend), "float32" if backend.device != "cpu" else "float64")
+    launch, complete = mm.launch_and_complete_s()
+    if backend.sync is None:
+        ok = launch >= COVERS * complete
+        detail = (f"synchronous: a {mm.n}² matmul call returns in {format_seconds(launch)}, its value "
+                  f"is on the host in {format_seconds(complete)}")
+        if not ok:
+            detail += "; the call returns before its work is done, and arraybench does not wait for it"
+        return Outcome("sync", "passed" if ok else "failed", detail)
+    timed = Timer(mm, sync=backend.sync).measure(_QUICK).median_s
+    ok = timed >= COVERS * complete
+    return Outcome("sync", "passed" if ok else "failed",
+                   f"{mm.n}² matmul timed with the wait: {format_seconds(timed)} per call; its value on the "
+                   f"host: {format_seconds(complete)}; the call alone returns in {format_seconds(launch)}")
+
+
+def check_unsynced(backend: Backend) -> Outcome:
+    """A timing without the wait would have been caught: the launch alone is far below the work."""
+    if backend.sync is None:
+        return Outcome("unsynced", "skipped", "synchronous library: no wait to leave out")
+    mm = Matmul(backend, _size(backend), "float32" if backend.device != "cpu" else "float64")
+    launch, complete = mm.launch_and_complete_s()
+    caught = launch < COVERS * complete
+    return Outcome("unsynced", "passed" if caught else "failed",
+                   f"without the wait a {mm.n}² matmul would time {format_seconds(launch)}, "
+                   f"{complete / launch:.0f}x below its {format_seconds(complete)}: "
+                   + ("the sync check flags it" if caught else "too close to tell a missing wait"))
+
+
+def check_events(backend: Backend) -> Outcome:
+    """Device events and the wall clock agree on a call long enough to dwarf the launch."""
+    events = backend.device_timer()
+    if events is None:
+        return Outcome("events", "skipped", f"no device events: {backend.device_timer_note}")
+    mm = Matmul(backend, _size(backend), "float32")
+    m = Timer(mm, sync=backend.sync, device_timer=events).measure(_QUICK)
+    if not m.device_samples_s:
+        return Outcome("events", "failed", "the device timer gave no samples")
+    device = float(np.median(m.device_samples_s))
+    ratio = device / m.median_s
+    ok = 0.7 <= ratio <= 1.05
+    return Outcome("events", "passed" if ok else "failed",
+                   f"{mm.n}² matmul: events {format_seconds(device)}, wall clock "
+                   f"{format_seconds(m.median_s)} per call ({ratio:.0%})")
+
+
+def check_float64(backend: Backend) -> Outcome:
+    """Results are judged against float64: a right one passes, a slightly wrong one does not."""
+    n = 128
+    lines, ok = [], True
+    for dtype in ("float64", "float32"):
+        mm = Matmul(backend, n, dtype)
+        result = mm()
+        out = backend.to_numpy(result)
+        v = judge(out, mm.reference(), _MATMUL, dtype, n, out_dtype=backend.dtype_name(result),
+                  tolerance=_MATMUL.tolerance(dtype, n, backend.reduced_precision(dtype)))
+        ok &= v.ok
+        lines.append(f"{dtype} error {v.max_rel_error:.1e} (tolerance {v.tolerance:.1e})")
+        if dtype == "float64":
+            nudged = np.array(out, copy=True)
+            nudged[0, 0] += 1e-6 * float(np.abs(out).max())
+            missed_error = judge(nudged, mm.reference(), _MATMUL, dtype, n).ok
+            missed_dtype = judge(out.astype(np.float32), mm.reference(), _MATMUL, dtype, n).ok
+            ok &= not (missed_error or missed_dtype)
+    caught = "an error of 1e-6 and a float32 result in a float64 run are caught" if ok else \
+        "a wrong result was not caught"
+    return Outcome("float64", "passed" if ok else "failed", f"{n}² matmul, {'; '.join(lines)}; {caught}")
+
+
+def check_precision(backend: Backend) -> Outcome:
+    """The precision float32 matmuls really run in is the one the run records."""
+    n = 1024 if backend.device != "cpu" else 256
+    mm = Matmul(backend, n, "float32", seed=1)
+    error = _MATMUL.error(backend.to_numpy(mm()), mm.reference())
+    full = _MATMUL.tolerance("float32", n)
+    reduced = {p: 16 * eps * math.sqrt(n) for p, eps in REDUCED_PRECISION_EPS.items()}
+    found = "float32" if error <= full else next((p for p, b in reduced.items() if error <= b), "worse")
+    recorded = backend.reduced_precision("float32") or "float32"
+    info = backend.info()
+    setting = ", ".join(f"{k} {info[k]}" for k in ("matmul_precision", "allow_tf32") if k in info)
+    ok = found == recorded
+    return Outcome("precision", "passed" if ok else "failed",
+                   f"{n}² float32 matmul error {error:.1e}: {found}, the run records {recorded}"
+                   + (f" ({setting})" if setting else "")
+                   + f"; float32 would stay within {full:.1e}")
+
+
+def check_memory(backend: Backend) -> Outcome:
+    """How the library holds device memory, and that arraybench's release between cells works."""
+    from .backends import cuda_driver
+
+    before = backend.memory_available()
+    if before is None:
+        return Outcome("memory", "skipped", f"{backend.label} does not report its memory here")
+    size = 256 * 1024**2
+    x = backend.asarray(np.zeros(size // 8))
+    held = backend.memory_available() or before
+    del x
+    backend.free()
+    after = backend.memory_available() or before
+    gib = 1024**3
+    ok = held[0] <= before[0] - 0.8 * size and after[0] >= before[0] - 0.25 * size
+    detail = (f"free {before[0] / gib:.2f} GiB, {held[0] / gib:.2f} with 256 MiB held, "
+              f"{after[0] / gib:.2f} after release (of {before[1] / gib:.1f} GiB)")
+    settings = backend.info().get("memory") or {}
+    physical = cuda_driver.total_memory(backend.cuda_ordinal) if backend.cuda_ordinal is not None else None
+    if settings.get("preallocate") and settings.get("fraction") and physical:
+        share = before[1] / physical
+        ok &= abs(share - settings["fraction"]) <= 0.05
+        detail = (f"preallocated pool {before[1] / gib:.1f} GiB = {share:.0%} of {physical / gib:.1f} GiB, "
+                  f"recorded {settings['fraction']:.0%}; " + detail)
+    return Outcome("memory", "passed" if ok else "failed", detail)
+
+
+def check_clocks(backend: Backend, n: int | None = None) -> Outcome:
+    """The GPU holds its clocks through a second of large matmuls (no power or thermal throttling)."""
+    if backend.health is None:
+        return Outcome("clocks", "skipped", backend.health_note or "no GPU monitor")
+    mm = Matmul(backend, n or _size(backend), "float32")
+    settings = TimerSettings(min_samples=20, max_samples=10_000, budget_s=1.0, rel_ci=1e-9, warmup_s=0.1)
+    m = Timer(mm, sync=backend.sync, monitor=backend.health.throttling).measure(settings)
+    snap = {k: "?" if v is None else v for k, v in backend.health.snapshot().items()}
+    detail = (f"SM {snap['sm_clock_mhz']} of {snap['max_sm_clock_mhz']} MHz, {snap['temperature_c']} °C, "
+              f"{snap['power_w']} of {snap['power_limit_w']} W after {len(m.samples_s)} samples of matmuls")
+    if m.throttled:
+        return Outcome("clocks", "failed", f"throttled ({', '.join(m.throttle_reasons)}) in "
+                       f"{len(m.throttled)} of {len(m.samples_s)} samples; {detail}")
+    return Outcome("clocks", "passed", f"no throttling; {detail}")
+
+
+def check_transfers(backend: Backend) -> Outcome:
+    """Both directions move the data, every call: fresh buffers, right values, possible rates."""
+    host = np.random.default_rng(2).standard_normal(16 * 1024**2).astype(np.float32)  # 64 MiB
+    up = Timer(backend.from_numpy, (host,), sync=backend.sync).measure(_QUICK).median_s
+    x = backend.asarray(host)
+    down = Timer(backend.to_numpy, (x,)).measure(_QUICK).median_s
+    first, second = backend.to_numpy(x), backend.to_numpy(x)
+    fresh = not np.shares_memory(first, second)
+    right = np.array_equal(first, host) and np.array_equal(second, host)
+    rates = host.nbytes / up, host.nbytes / down
+    possible = max(rates) <= MAX_LINK_BYTES_S
+    detail = (f"64 MiB host→device {rates[0] / 1e9:.1f} GB/s, device→host {rates[1] / 1e9:.1f} GB/s; "
+              f"read-backs {'each a new buffer' if fresh else 'share one buffer (a cached copy)'}"
+              f"{'' if right else '; values differ from what was sent'}")
+    return Outcome("transfers", "passed" if fresh and right and possible else "failed", detail)
+
+
+_RUN: dict[str, Callable[[Backend], Outcome]] = {
+    "sync": check_sync, "unsynced": check_unsynced, "events": check_events, "float64": check_float64,
+    "precision": check_precision, "memory": check_memory, "clocks": check_clocks,
+    "transfers": check_transfers,
+}
+
+
+def run_checks(backend: Backend, only: tuple[str, ...] = CHECKS) -> list[Outcome]:
+    """Every check that applies to the backend's device; one that raises has failed, saying how."""
+    from .tracebacks import describe_exception
+
+    out = []
+    for name in only:
+        if backend.device == "cpu" and name in GPU_ONLY:
+            continue
+        try:
+            out.append(_RUN[name](backend))
+        except Exception as exc:  # a check that cannot run is a finding, not a crash
+            out.append(Outcome(name, "failed", describe_exception(exc)))
+    return out
+
+
+def main() -> int:
+    channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)  # a library that prints must not corrupt the protocol
+    job = json.loads(sys.stdin.readline() or "{}")
+    from . import backends
+    from .backends.base import Unavailable
+
+    try:
+        backend = backends.load(job["backend"])(job["device"], allow_tf32=bool(job.get("allow_tf32")))
+    except (Unavailable, ImportError) as exc:
+        channel.write(json.dumps({"unavailable": str(exc)}) + "\n")
+        return 0
+    except Exception as exc:  # a broken install: the doctor's finding, not a traceback
+        from .tracebacks import describe_exception
+
+        channel.write(json.dumps({"failed": f"{job['backend']} failed to start: {describe_exception(exc)}"})
+                      + "\n")
+        return 0
+    for outcome in run_checks(backend, tuple(job.get("only") or CHECKS)):
+        channel.write(json.dumps(asdict(outcome)) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
