@@ -92,7 +92,7 @@ def _forward_flops(n):
     inputs=make_batch,
     reference=reference_loss,
     # A mean over the batch of sums over the hidden layer: rounding can grow with both lengths.
-    check=arraybench.Check.normwise(growth=lambda n: n + N_HIDDEN),
+    check=arraybench.Check.normwise(growth=lambda n: n + N_HIDDEN, matmul=True),
     work=lambda n, itemsize: arraybench.Work(
         flops=_forward_flops(n),
         bytes=(N_PARAMS + n * N_IN + 1) * itemsize + 8 * n,
@@ -112,7 +112,7 @@ def mlp_forward(xp, params, x, labels):
     # This bounds autodiff. NumPy's forward differences are judged by arraybench's own
     # finite-difference bound instead (at most 1%): in float32 they come out ~0.4-0.8% off here,
     # the float32 rounding of a loss of ~1.4 divided by a step of sqrt(eps) ~ 3e-4.
-    check=arraybench.Check.normwise(growth=lambda n: n + N_HIDDEN),
+    check=arraybench.Check.normwise(growth=lambda n: n + N_HIDDEN, matmul=True),
     # Backpropagation costs about twice the forward pass (two products per layer instead of one).
     # Reads the weights, the batch and the labels, writes one gradient per weight.
     work=lambda n, itemsize: arraybench.Work(
