@@ -60,9 +60,12 @@ class Session:
 
     @classmethod
     def start(cls, cells: list[Cell], options: RunOptions, out_dir: Path,
-              reporter: Reporter | None = None) -> "Session":
-        """A new run: writes the journal's header (the plan and this machine) into ``out_dir``."""
+              reporter: Reporter | None = None, context: dict[str, str] | None = None) -> "Session":
+        """A new run: writes the journal's header (the plan and this machine) into ``out_dir``.
+        ``context`` (free labels, issue 16) is saved in the environment, not in the options."""
         env = environment.collect(options.threads)
+        if context:
+            env["context"] = dict(context)
         return cls(cells, options, out_dir, Journal.create(out_dir, options, cells, env), env, reporter)
 
     @classmethod

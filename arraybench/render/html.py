@@ -26,6 +26,7 @@ from .tables import (Notes, achieved_text, ci_text, config_name, error_text, spe
                      unavailable_configs)
 
 if TYPE_CHECKING:
+    from ..analysis.history import History
     from ..results import Results
 
 REPORT_NAME = "report.html"
@@ -39,13 +40,14 @@ def e(value: Any) -> str:
 
 
 def write_html(results: Results, out_dir: Path, *, plots: Sequence[Path] = (),
-               findings: Sequence[str] | None = None) -> Path:
+               findings: Sequence[str] | None = None, history: "History | None" = None) -> Path:
     """Write ``out_dir/report.html`` and return its path (see ``render_html``)."""
-    return write_atomic(Path(out_dir) / REPORT_NAME, render_html(results, plots=plots, findings=findings))
+    return write_atomic(Path(out_dir) / REPORT_NAME,
+                        render_html(results, plots=plots, findings=findings, history=history))
 
 
 def render_html(results: Results, *, plots: Sequence[Path] = (),
-                findings: Sequence[str] | None = None) -> str:
+                findings: Sequence[str] | None = None, history: "History | None" = None) -> str:
     """The report as one HTML document.
 
     ``plots`` are SVG files to inline (those of ``write_plots``; each case plot goes with its
@@ -90,6 +92,13 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
                 figs.append((name, svgs[name]))
         content = _workload_table(anchor, sizes, ceilings, columns) + _figures(figs)
         sections.append(_section(anchor, workload, content))
+    if history is not None:
+        from .history import history_section_html
+        from .naming import history_file_name
+
+        used.update(history_file_name(w) for w in {s.workload for s in history.series})
+        toc.append(("history", "History"))
+        sections.append(_section("history", "History", history_section_html(history, svgs)))
     others = [(n, t) for n, t in svgs.items() if n not in used]
     if others:
         toc.append(("more-plots", "More plots"))
@@ -416,6 +425,8 @@ tbody + tbody { border-top:2px solid var(--line); }
 tr.best td { font-weight:700; color:var(--ok); }
 td.bad { color:var(--bad); font-weight:700; }
 .sub2 { font-size:12px; font-weight:400; }
+ul.steps li.slower { color:var(--bad); } ul.steps li.faster { color:var(--ok); }
+tr.step td { font-weight:700; }
 ol.notes { font-size:12px; color:var(--muted); margin:0 0 12px; padding-left:24px; max-width:1000px; }
 a.ref { color:#0969da; text-decoration:none; font-size:12px; }
 td.status { white-space:nowrap; }
