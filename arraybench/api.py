@@ -348,3 +348,33 @@ def compare(base: Results | str | os.PathLike[str], new: Results | str | os.Path
     b = new if isinstance(new, Results) else load(resolve(new))
     return a.compare(b, threshold=threshold, alpha=alpha, cross_machine=cross_machine)
 
+
+
+def merge(runs: Sequence[Results | str | os.PathLike[str]], *, labels: Sequence[str | None] | None = None,
+          output_dir: str | os.PathLike[str] | None = None, plots: bool = True) -> Results:
+    """Several runs (results, files or folders; usually one per machine) as one ``Results`` with
+    the machine as a dimension: each record labelled with its run's machine label
+    (``labels``, default: each folder's name), each machine's environment under
+    ``environment["machines"]``. With ``output_dir``, writes results.json and the whole report
+    there."""
+    from .merge import default_label, merge as merge_runs
+    from .outdir import prepare
+
+    loaded: list[Results] = []
+    names: list[str] = []
+    for i, run in enumerate(runs):
+        res = run if isinstance(run, Results) else load(resolve(run))
+        loaded.append(res)
+        given = labels[i] if labels and i < len(labels) else None
+        names.append(given or default_label(res, i, names))
+    merged = merge_runs(loaded, names)
+    if output_dir is not None:
+        out = Path(output_dir)
+        inputs = {r.output_dir.resolve() for r in loaded if r.output_dir is not None}
+        if out.resolve() in inputs:
+            raise UsageError(f"--output-dir {out} holds one of the runs being merged; name another folder")
+        out = prepare(out, overwrite=True)
+        merged.save(out / "results.json")
+        merged.output_dir = out
+        merged.write_report(out, plots=plots)
+    return merged

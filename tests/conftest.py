@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,16 @@ import pytest
 from arraybench import backends
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Every run stores itself in the user's results store (issue 16): tests never write to the real one.
+# A session-wide folder first (for session fixtures), then one per test (``_own_store``).
+os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="arraybench-tests-data-")
+
+
+@pytest.fixture(autouse=True)
+def _own_store(monkeypatch, tmp_path_factory):
+    """Each test's runs go to a results store of its own, in a fresh XDG data folder."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data")))
 
 
 def backend_or_skip(name: str, device: str = "cpu"):

@@ -40,6 +40,11 @@ def winners(records: Iterable[Record]) -> list[str]:
     return out
 
 
+def _library(r: Record) -> str:
+    """The configuration's name, without the machine where the sentence names it already."""
+    return r.config_label.removesuffix(f" @ {r.machine}") if r.machine else r.config_label
+
+
 def _winner(workload: str, group: list[Record], on: str) -> list[str]:
     """The winner sentence of one case on one machine (``on``: " on LABEL" or "")."""
     valid = sorted((r for r in group if is_valid(r)), key=lambda r: r.median_s)
@@ -48,14 +53,14 @@ def _winner(workload: str, group: list[Record], on: str) -> list[str]:
     best, second = valid[0], valid[1]
     where = f"{workload} {size_text(best)}{on}"
     if not _significantly_faster(best, second):
-        return [f"On {where}, {best.config_label} and {second.config_label} are level "
+        return [f"On {where}, {_library(best)} and {_library(second)} are level "
                 f"({format_seconds(best.median_s)} and {format_seconds(second.median_s)}; "
                 f"the 95% CIs overlap)."]
-    text = (f"On {where}, {best.config_label} is fastest at {format_seconds(best.median_s)}, "
-            f"{_ratio(second.median_s / best.median_s)} faster than {second.config_label}")
+    text = (f"On {where}, {_library(best)} is fastest at {format_seconds(best.median_s)}, "
+            f"{_ratio(second.median_s / best.median_s)} faster than {_library(second)}")
     base = baseline(group)
     if base is not None and base is not best and base is not second:
-        text += f" and {_ratio(base.median_s / best.median_s)} faster than {base.config_label}"
+        text += f" and {_ratio(base.median_s / best.median_s)} faster than {_library(base)}"
     return [text + "."]
 
 

@@ -35,6 +35,7 @@ def _rows(history: "History", s: "Series", last: int) -> list[tuple[str, ...]]:
     versions = {(c.machine_id, c.run.run_id): c for c in history.version_changes}
     rows = []
     previous = None
+    context: dict = {}
     for p in s.points:
         when = p.run.started_at[:16].replace("T", " ")
         if not p.valid:
@@ -49,11 +50,18 @@ def _rows(history: "History", s: "Series", last: int) -> list[tuple[str, ...]]:
         change = versions.get((s.machine_id, p.run.run_id))
         if change is not None and step is None:
             notes.append(change.text)
-        if p.run.context:
+        if p.run.context and p.run.context != context and step is None:
             notes.append(", ".join(f"{k}={v}" for k, v in p.run.context.items()))
+        context = p.run.context
         rows.append((when, format_seconds(p.median_s), _ci(p), vs, " · ".join(notes)))
         previous = p
     return rows[-last:]
+
+
+def shown_series(history: "History") -> list["Series"]:
+    """The series worth rows: those with a measured time in at least one run (a library that was
+    never available on a machine is left out)."""
+    return [s for s in history.series if any(p.valid for p in s.points)]
 
 
 def history_table(history: "History", last: int = DEFAULT_LAST) -> Table:
@@ -67,22 +75,23 @@ def history_table(history: "History", last: int = DEFAULT_LAST) -> Table:
             table.add_column(name, justify="right", no_wrap=True)
         else:
             table.add_column(name, overflow="fold", no_wrap=name == "run")
-    for n, s in enumerate(history.series):
+    shown = shown_series(history)
+    for n, s in enumerate(shown):
         rows = _rows(history, s, last)
         for i, (when, median, ci, vs, note) in enumerate(rows):
             style = None
             if note.startswith("STEP"):
                 style = "bold red" if "slower" in note[:12] else "bold green"
-            table.add_row(f"{s.workload} {s.case}" if i == 0 else "", s.label if i == 0 else "",
+            table.add_row(f"{s.workload} {s.size_label}" if i == 0 else "", s.label if i == 0 else "",
                           s.machine_id if i == 0 else "", when, median, ci, vs, note, style=style,
-                          end_section=(i == len(rows) - 1 and n < len(history.series) - 1))
+                          end_section=(i == len(rows) - 1 and n < len(shown) - 1))
     return table
 
 
 def summary(history: "History") -> str:
     """One line: how many series and runs, how many pairs tested, how many steps called."""
     n_steps = len(history.steps)
-    return (f"{len(history.series)} series over {len(history.runs)} runs; {history.tested} consecutive "
+    return (f"{len(shown_series(history))} series over {len(history.runs)} runs; {history.tested} consecutive "
             f"pairs tested, {n_steps} step{'s' if n_steps != 1 else ''} called (intervals apart, "
             f"false discovery rate {history.fdr:.0%} across all series, changes over "
             f"{history.threshold:.0%})")
@@ -112,7 +121,7 @@ def history_section_html(history: "History", svgs: Mapping[str, str], last: int 
     if figs:
         parts.append("<div class='plots'>" + "".join(figs) + "</div>")
     rows = []
-    for s in history.series:
+    for s in shown_series(history):
         for i, (when, median, ci, vs, note) in enumerate(_rows(history, s, last)):
             cls = " class='step'" if note.startswith("STEP") else ""
             rows.append(f"<tr{cls}><td>{_e(f'{s.workload} {s.case}') if i == 0 else ''}</td>"

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from ..analysis.grouping import baseline, grouped, is_valid, size_text, winner
+from ..analysis.grouping import baselines, grouped, is_valid, size_text, winner
 from ..analysis.rates import achieved
 from ..analysis.roofline import Ceiling
 from ..analysis.roofline import ceilings as ceilings_of_run
@@ -22,8 +22,8 @@ from ..files import write_atomic
 from ..records import Record
 from ..units import format_seconds
 from .naming import plot_file_name, summary_file_name
-from .tables import (Notes, achieved_text, ci_text, config_name, error_text, speedup_text,
-                     unavailable_configs)
+from .tables import (Notes, achieved_text, ci_text, config_name, error_text, library_text,
+                     speedup_text, unavailable_configs)
 
 if TYPE_CHECKING:
     from ..analysis.history import History
@@ -63,6 +63,7 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
     columns = _Columns(
         achieved=any(achieved(r) != (None, None) for r in shown),
         share=any(share_of_ceiling(r, ceilings) is not None for r in shown),
+        machine=any(r.machine for r in shown),
     )
     by_workload: dict[str, list[tuple[str, list[Record]]]] = {}
     for (workload, label), group in grouped(shown).items():
@@ -167,9 +168,10 @@ _FRAGMENT_STYLE = """
 class _Columns:
     """Which optional columns the tables have: only those the data can fill."""
 
-    def __init__(self, achieved: bool, share: bool) -> None:
+    def __init__(self, achieved: bool, share: bool, machine: bool = False) -> None:
         self.achieved = achieved
         self.share = share
+        self.machine = machine  # results of several machines (merge, a cluster run)
 
 
 def _section(anchor: str, title: str, content: str) -> str:
@@ -209,13 +211,14 @@ def _figures(items: Iterable[tuple[str, str]], wide: bool = False) -> str:
 
 def _workload_table(anchor: str, sizes: list[tuple[str, list[Record]]],
                     ceilings: Mapping[tuple[str, str], Ceiling], columns: _Columns) -> str:
-    head = ["size", "library / device", "median", "95% CI", "vs NumPy"]
+    head = ["size", "library / device"] + (["machine"] if columns.machine else []) + [
+        "median", "95% CI", "vs NumPy"]
     if columns.achieved:
         head.append("achieved")
     if columns.share:
         head.append("share of ceiling")
     head += ["first call", "error / tolerance", "samples", "status"]
-    text_columns = {"size", "library / device", "status"}
+    text_columns = {"size", "library / device", "machine", "status"}
     notes = Notes()
     rows = ["<table class='records'><thead><tr>"
             + "".join(f"<th class='{'' if h in text_columns else 'num'}' scope='col'>{e(h)}</th>"
@@ -223,7 +226,7 @@ def _workload_table(anchor: str, sizes: list[tuple[str, list[Record]]],
             + "</tr></thead>"]
     for label, group in sizes:
         best = winner(group)
-        base = baseline(group)
+        bases = baselines(group)
         contenders = sum(1 for r in group if is_valid(r))
         rows.append("<tbody>")
         for i, r in enumerate(group):
@@ -233,10 +236,13 @@ def _workload_table(anchor: str, sizes: list[tuple[str, list[Record]]],
                 cells.append(f"<th scope='rowgroup' rowspan='{len(group)}' class='size'>"
                              f"{e(size_text(r))}</th>")
             method = f"<div class='sub2'>{e(r.method)}</div>" if r.method and r.method != "eager" else ""
-            cells.append(f"<td>{e(r.config_label)}{method}</td>")
+            if columns.machine:
+                cells.append(f"<td>{e(library_text(r))}{method}</td><td class='machine'>{e(r.machine)}</td>")
+            else:
+                cells.append(f"<td>{e(r.config_label)}{method}</td>")
             cells.append(_num(format_seconds(r.median_s) if is_valid(r) else "—"))
             cells.append(_ci_cell(r))
-            cells.append(_num(speedup_text(r, base)))
+            cells.append(_num(speedup_text(r, bases.get(r.machine))))
             if columns.achieved:
                 cells.append("<td class='num'>" + "<br>".join(e(t) for t in achieved_text(r).split(" · "))
                              + "</td>")
@@ -303,7 +309,23 @@ def _not_measured(records: Sequence[Record], unavailable: Mapping[tuple[str, str
 
 
 def _environment(results: Results) -> str:
-    env, settings = results.environment, results.settings
+    machines = results.environment.get("machines")
+    if isinstance(machines, Mapping) and machines:
+        from ..machines import describe
+
+        rows = [("merged from", ", ".join(results.settings.get("merged_from") or []) or None)]
+        parts = [_kv_table([(k, v) for k, v in rows if v])]
+        per_run = results.settings.get("machines") or {}
+        for label, env in machines.items():
+            if isinstance(env, Mapping):
+                own = per_run.get(label.split("/")[0]) or {}
+                parts.append(f"<h3>{e(label)}: {e(describe(env))}</h3>" + _machine_environment(env, own))
+        return "\n".join(parts)
+    return _machine_environment(results.environment, results.settings)
+
+
+def _machine_environment(env: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
+    """One machine's environment and the run's settings, as a table."""
     gpus = env.get("gpus") or []
     gpu_text = "; ".join(
         ", ".join(str(g.get(k)) for k in ("name", "driver", "memory") if g.get(k))
@@ -321,6 +343,8 @@ def _environment(results: Results) -> str:
         threads.append(", ".join(f"{k}={v}" for k, v in env["thread_env"].items()))
     rows = [
         ("when", env.get("timestamp")),
+        ("machine id", env.get("machine_id")),
+        ("context", env.get("context") or None),
         ("arraybench", env.get("arraybench")),
         ("Python", f"{env.get('python', '')} ({env.get('python_implementation', '')})"),
         ("platform", env.get("platform")),
