@@ -69,3 +69,19 @@ def real_run(tmp_path_factory) -> RealRun:
                      "--min-samples", "3", "--json", "--output-dir", str(out))
     assert result.returncode == 0, result.stderr[-3000:]
     return RealRun(out, result)
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A throwaway PostgreSQL server on 127.0.0.1 for this test session (see tests/postgres.py)."""
+    from .postgres import new_root, start
+
+    yield from start(new_root())
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_location(request, tmp_path):
+    """A fresh, empty store: an SQLite file, or a new database on the session's PostgreSQL server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "store.sqlite")
+    return request.getfixturevalue("postgres").new_database()
