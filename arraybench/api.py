@@ -268,13 +268,8 @@ def _history_of_run(opened: Any, results: Results) -> "History | None":
     entries, runs = opened.entries(workloads=sorted({r.workload for r in results.records}),
                                    machine=(machine_id_of(results.environment) or None) if single else None)
     cells = {r.key for r in results.records}
-    found = history([e for e in entries if e.cell in cells], runs)
-    found.series = [s for s in found.series if sum(p.valid for p in s.points) >= 2]
-    if not found.series:
-        return None
-    keep = {id(s) for s in found.series}
-    found.steps = [s for s in found.steps if id(s.series) in keep]
-    return found
+    found = history([e for e in entries if e.cell in cells], runs).restricted(cells)
+    return found if found.series else None
 
 
 def sweep(workloads: Any, *, sizes: Any = None, output_dir: str | os.PathLike[str] | None = None,

@@ -19,6 +19,15 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="arraybench-tests-data-")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _module_store(tmp_path_factory):
+    """A module's shared fixtures (real runs made once per module) store into a store of their own:
+    a run's report shows history when its store holds earlier runs of its cells."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("module-data")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _own_store(monkeypatch, tmp_path_factory):
     """Each test's runs go to a results store of its own, in a fresh XDG data folder."""
@@ -66,7 +75,8 @@ def real_run(tmp_path_factory) -> RealRun:
     out = tmp_path_factory.mktemp("real") / "run"
     result = run_cli("run", "--backends", "numpy,torch", "--workloads", "matmul,sort",
                      "--sizes", "small", "--processes", "1", "--max-time", "0.05",
-                     "--min-samples", "3", "--json", "--output-dir", str(out))
+                     "--min-samples", "3", "--json", "--output-dir", str(out),
+                     "--store", str(out.parent / "store.sqlite"))  # a store of its own: no history
     assert result.returncode == 0, result.stderr[-3000:]
     return RealRun(out, result)
 

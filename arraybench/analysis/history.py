@@ -185,6 +185,14 @@ class History:
         return [s for s in self.steps if s.slower and s.ratio > 1 + limit
                 and s.after is s.series.points[-1]]
 
+    def restricted(self, cells: set[str], min_points: int = 2) -> "History":
+        """Only the series of ``cells`` with at least ``min_points`` valid points, and their steps
+        (a run's report shows its own cells' history, where there is some)."""
+        series = [s for s in self.series if s.cell in cells and sum(p.valid for p in s.points) >= min_points]
+        keep = {id(s) for s in series}
+        return History(series, [st for st in self.steps if id(st.series) in keep], self.runs,
+                       self.version_changes, self.threshold, self.fdr, self.tested)
+
     def for_workload(self, workload: str) -> list[Series]:
         return [s for s in self.series if s.workload == workload]
 
