@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -17,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Every run stores itself in the user's results store (issue 16): tests never write to the real one.
 # A session-wide folder first (for session fixtures), then one per test (``_own_store``).
 os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="arraybench-tests-data-")
+atexit.register(shutil.rmtree, os.environ["XDG_DATA_HOME"], ignore_errors=True)
 
 
 @pytest.fixture(scope="module", autouse=True)
