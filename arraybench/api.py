@@ -259,6 +259,23 @@ def store_run(results: Results, store: StoreChoice = True, *, source: str = "",
         return None
 
 
+def history_of_run(results: Results, store: StoreChoice = True) -> "History | None":
+    """The history of ``results``' cells on its machine, from a store (as a run's report shows
+    it); None where the store holds no earlier run of them. A store that cannot be read is a
+    ``StoreWarning`` and None."""
+    if store is False or store is None:
+        return None
+    from .store import StoreWarning, open_store
+
+    try:
+        with open_store(None if store is True else store) as opened:
+            return _history_of_run(opened, results)
+    except Exception as exc:  # a report is still written without it
+        text = str(exc) if isinstance(exc, UsageError) else f"{exc.__class__.__name__}: {exc}"
+        warnings.warn(StoreWarning(f"no history in the report: {text}"), stacklevel=2)
+        return None
+
+
 def _history_of_run(opened: Any, results: Results) -> "History | None":
     """The history of the run's own cells, from the store; None where no cell has two runs."""
     from .analysis.history import history

@@ -148,3 +148,20 @@ def test_a_run_report_shows_its_history_when_the_store_has_earlier_runs(tmp_path
     page = (tmp_path / "two" / "report.html").read_text()
     assert "id='history'" in page and "data-plot='history_matmul.svg'" in page
     assert "2 runs" in page and (tmp_path / "two" / "history_matmul.svg").is_file()
+
+
+def test_history_of_this_machine_and_a_rebuilt_report_keep_the_history(tmp_path: Path):
+    store = str(tmp_path / "s.sqlite")
+    args = ("run", "--backends", "numpy", "--workloads", "sort", "--sizes", "small", *FAST, "--store", store)
+    for name in ("one", "two"):
+        assert run_cli(*args, "-o", str(tmp_path / name)).returncode == 0
+    mine = run_cli("history", "--store", store, "--machine", "this", "--no-plots")
+    assert mine.returncode == 0 and "sort small" in mine.stdout and "over 2 runs" in mine.stdout
+    other = run_cli("history", "--store", store, "--machine", "ffffff", "--no-plots")
+    assert other.returncode == 0 and "no stored run matches" in other.stdout
+    (tmp_path / "two" / "report.html").unlink()
+    rebuilt = run_cli("report", str(tmp_path / "two"), "--store", store, "-q")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert "id='history'" in (tmp_path / "two" / "report.html").read_text()
+    bare = run_cli("report", str(tmp_path / "two"), "--no-store", "-q")
+    assert bare.returncode == 0 and "id='history'" not in (tmp_path / "two" / "report.html").read_text()

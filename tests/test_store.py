@@ -148,8 +148,8 @@ def test_a_writer_killed_mid_write_leaves_the_store_consistent(store_location, t
     assert _counts(store_location) == (2, 4)
 
 
-def test_a_real_run_is_stored_and_import_of_its_folder_adds_nothing(tmp_path: Path):
-    store = tmp_path / "team.sqlite"
+def test_a_real_run_is_stored_and_import_of_its_folder_adds_nothing(store_location, tmp_path: Path):
+    store = store_location
     out = tmp_path / "run"
     done = run_cli("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
                    "-o", str(out), "--store", str(store), "--context", "commit=abc123",
@@ -163,6 +163,17 @@ def test_a_real_run_is_stored_and_import_of_its_folder_adds_nothing(tmp_path: Pa
     listed = run_cli("store", "list", "--store", str(store))
     assert "commit=abc123" in listed.stdout and ": 1 run" in listed.stdout
     assert _counts(str(store)) == (1, 1)
+
+
+def test_two_real_runs_appending_at_once_lose_nothing(store_location, tmp_path: Path):
+    procs = [subprocess.Popen(
+        [sys.executable, "-m", "arraybench", "run", "--backends", "numpy", "--workloads", "matmul,sort",
+         "--sizes", "small", *FAST, "--no-plots", "-o", str(tmp_path / f"run{i}"), "--store", store_location],
+        cwd=ROOT, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    for p in procs:
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0 and "warning" not in err, err[-2000:]
+    assert _counts(store_location) == (2, 4)
 
 
 def test_every_run_goes_to_the_default_store_in_the_user_data_folder(tmp_path: Path, monkeypatch):

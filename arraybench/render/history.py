@@ -103,8 +103,8 @@ def _e(value: object) -> str:
 
 def history_section_html(history: "History", svgs: Mapping[str, str], last: int = DEFAULT_LAST) -> str:
     """The report's History section: the steps, the plots, and the table in a <details>."""
-    parts = [f"<p class='how'>{_e(summary(history))}. Only this machine's earlier runs of this run's "
-             "cells, from the results store.</p>"]
+    parts = [f"<p class='how'>{_e(summary(history))}. The stored runs of these cells on the same "
+             "machine, from the results store (<code>arraybench history</code> shows them all).</p>"]
     if history.steps:
         parts.append("<ul class='findings steps'>" + "".join(
             f"<li class='{'slower' if st.slower else 'faster'}'>{_e(st.sentence())}</li>"

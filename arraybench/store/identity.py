@@ -1,9 +1,10 @@
 """A run's identity in the store, from its results alone, so that storing after the run and
 ``store import`` of its folder later agree.
 
-``run_id`` hashes what a run is from its first moment: when it started, on which machine, with
-which settings, measuring which cells. It stays the same through ``--resume``, so the finished run
-replaces the interrupted one. ``content_sha`` hashes everything, so importing the same file twice
+``run_id`` is the id a run is given when it starts (``environment["run_id"]``, kept through
+``--resume``, so the finished run replaces the interrupted one). Results without one (written
+before it existed, or merged) are identified by a hash of what they are from their first moment:
+when they started, on which machine, with which settings, measuring which cells. ``content_sha`` hashes everything, so importing the same file twice
 adds nothing.
 """
 
@@ -26,6 +27,9 @@ def _sha(data: Any) -> str:
 def run_id(results: "Results") -> str:
     """The run's stable identity: 16 hex digits."""
     env = results.environment
+    given = env.get("run_id")
+    if isinstance(given, str) and given:
+        return given
     data = results.to_dict()
     header = {
         "started": env.get("timestamp"),
