@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, Union
 
 from .context import parse_context
-from .errors import UsageError
+from .errors import UsageError, one_line
 from .options import DTYPES, OPTION_NAMES, RunOptions, parse_sizes, validate
 from .plan import Cell, build_plan
 from .reporter import Reporter
@@ -254,7 +254,7 @@ def store_run(results: Results, store: StoreChoice = True, *, source: str = "",
             return _history_of_run(opened, results) if history else None
     except Exception as exc:  # the run is measured and saved: the store must not undo that
         where = f" (`arraybench store import {source}` adds it later)" if source else ""
-        text = str(exc) if isinstance(exc, UsageError) else f"{exc.__class__.__name__}: {exc}"
+        text = str(exc) if isinstance(exc, UsageError) else one_line(f"{exc.__class__.__name__}: {exc}")
         warnings.warn(StoreWarning(f"the run was not stored: {text}{where}"), stacklevel=2)
         return None
 
@@ -271,7 +271,7 @@ def history_of_run(results: Results, store: StoreChoice = True) -> "History | No
         with open_store(None if store is True else store) as opened:
             return _history_of_run(opened, results)
     except Exception as exc:  # a report is still written without it
-        text = str(exc) if isinstance(exc, UsageError) else f"{exc.__class__.__name__}: {exc}"
+        text = str(exc) if isinstance(exc, UsageError) else one_line(f"{exc.__class__.__name__}: {exc}")
         warnings.warn(StoreWarning(f"no history in the report: {text}"), stacklevel=2)
         return None
 
