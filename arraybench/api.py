@@ -14,11 +14,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, Union
 
-from .errors import UsageError
+from .context import parse_context
+from .errors import UsageError, one_line
 from .options import DTYPES, OPTION_NAMES, RunOptions, parse_sizes, validate
 from .plan import Cell, build_plan
 from .reporter import Reporter
@@ -31,6 +33,13 @@ from .workloads.userfile import LoadedFiles, load_files
 
 if TYPE_CHECKING:
     from .analysis.compare import Comparison
+    from .analysis.history import History
+
+#: Where a run is stored: ``True`` the default store (the user's data folder), ``False`` none, or
+#: a file path (SQLite) or ``postgresql://`` URL.
+StoreChoice = Union[bool, str, "os.PathLike[str]"]
+#: A run's free labels: ``{"commit": "abc"}`` or ``["commit=abc"]``.
+ContextLabels = Union[Mapping[str, str], Sequence[str], None]
 
 __all__ = ["Interrupted", "Plan", "compare", "load_files", "numerics", "plan", "resume", "run",
            "sweep", "sweep_sizes"]
@@ -124,7 +133,8 @@ def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,
         devices: Sequence[str] | str | None = None, sizes: Any = None, dtype: str | None = None,
         modes: Sequence[str] | str | None = None, output_dir: str | os.PathLike[str] | None = None,
         overwrite: bool = False, reporter: Reporter | None = None, plots: bool = True,
-        options: RunOptions | None = None, **settings: Any) -> Results:
+        options: RunOptions | None = None, store: StoreChoice = True,
+        context: ContextLabels = None, **settings: Any) -> Results:
     """Measure workloads on libraries and devices; return the results.
 
     - ``workloads``: names (``"matmul"``, groups such as ``"interop"``) or ``@arraybench.workload``
@@ -135,6 +145,11 @@ def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,
     - ``output_dir``: where ``results.json``, the journal and the report go; ``None`` keeps the
       results in memory (a temporary folder holds the journal while the run lasts).
     - ``reporter``: progress events (``arraybench.Reporter``); default: silent.
+    - ``store``: where the finished run is appended (``True``: the default store in the user's
+      data folder; a path or ``postgresql://`` URL; ``False``: nowhere). A store that cannot be
+      written is a ``StoreWarning``, never an error: the run is kept all the same.
+    - ``context``: free labels saved with the run (``{"commit": "abc123"}``), which history
+      attributes changes to.
     - any other ``RunOptions`` field by name: ``replicates=5``, ``max_time=2.0``, ``threads=1``...
 
     Raises ``UsageError`` for bad options before anything is measured, and ``Interrupted`` (holding
@@ -142,26 +157,32 @@ def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,
     """
     opts = options_from(workloads, options=options, backends=backends, devices=devices, sizes=sizes,
                         dtype=dtype, modes=modes, **settings)
+    labels = parse_context(context)
     checked = plan(opts)
-    return execute(checked, output_dir, overwrite=overwrite, reporter=reporter, plots=plots)
+    return execute(checked, output_dir, overwrite=overwrite, reporter=reporter, plots=plots,
+                   store=store, context=labels)
 
 
 def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwrite: bool = False,
-            reporter: Reporter | None = None, plots: bool = True) -> Results:
+            reporter: Reporter | None = None, plots: bool = True, store: StoreChoice = True,
+            context: ContextLabels = None) -> Results:
     """Run a checked plan into ``output_dir`` (see ``run``)."""
     from .outdir import prepare
 
+    labels = parse_context(context)
     temporary = output_dir is None
     out = Path(tempfile.mkdtemp(prefix="arraybench-")) if temporary else prepare(output_dir, overwrite=overwrite)
     if checked.shipped:
         ship(checked.shipped, out)
-    session = Session.start(checked.cells, checked.options, out, reporter)
+    session = Session.start(checked.cells, checked.options, out, reporter, context=labels)
     try:
         results = session.measure()
     except Interrupted as stop:
-        _finish(stop.results, checked.files, out, report=not temporary, plots=plots)
+        _finish(stop.results, checked.files, out, report=not temporary, plots=plots, store=store,
+                source="" if temporary else str(out.resolve()))
         raise
-    _finish(results, checked.files, out, report=not temporary, plots=plots)
+    _finish(results, checked.files, out, report=not temporary, plots=plots, store=store,
+            source="" if temporary else str(out.resolve()))
     if temporary:
         shutil.rmtree(out, ignore_errors=True)
         results.output_dir = None
@@ -169,9 +190,10 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
 
 
 def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = None,
-           plots: bool = True) -> Results:
+           plots: bool = True, store: StoreChoice = True, context: ContextLabels = None) -> Results:
     """Finish the interrupted run in ``output_dir`` with its own settings (measures only what is
-    missing; a complete run is measured no further and its files are rewritten)."""
+    missing; a complete run is measured no further and its files are rewritten). ``store`` as in
+    ``run``; ``context`` labels are added to the run's own."""
     from . import journal
     from .outdir import check_writable
 
@@ -188,23 +210,83 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
     except UsageError as exc:
         raise UsageError(f"{out / journal.JOURNAL_NAME}: its saved settings are not valid here ({exc})") from None
     check_writable(out)
+    labels = parse_context(context)
     session = Session.resume(state, out, reporter)
+    if labels:
+        session.env["context"] = {**(session.env.get("context") or {}), **labels}
+    source = str(out.resolve())
     try:
         results = session.measure()
     except Interrupted as stop:
-        _finish(stop.results, loaded, out, report=True, plots=plots)
+        _finish(stop.results, loaded, out, report=True, plots=plots, store=store, source=source)
         raise
-    _finish(results, loaded, out, report=True, plots=plots)
+    _finish(results, loaded, out, report=True, plots=plots, store=store, source=source)
     return results
 
 
-def _finish(results: Results, files: LoadedFiles, out: Path, *, report: bool, plots: bool) -> None:
-    """Record the files that did not load, then write the report files next to results.json."""
+def _finish(results: Results, files: LoadedFiles, out: Path, *, report: bool, plots: bool,
+            store: StoreChoice = False, source: str = "") -> None:
+    """Record the files that did not load, store the run, then write the report files next to
+    results.json (with the run's history, where the store has some)."""
     if files.errors:
         results.errors = files.error_entries()
         results.save(out / "results.json")
+    found = store_run(results, store, source=source, history=report)
     if report:
-        results.write_report(out, plots=plots)
+        results.write_report(out, plots=plots, history=found)
+
+
+def store_run(results: Results, store: StoreChoice = True, *, source: str = "",
+              history: bool = False) -> "History | None":
+    """Append ``results`` to a store (see ``run``); with ``history``, return the history of the
+    run's cells on its machine when the store holds earlier runs of them.
+
+    Never raises for the store's sake: a store that cannot be opened or written is one
+    ``StoreWarning``, and results.json keeps the run (``arraybench store import`` adds it later).
+    """
+    if store is False or store is None:
+        return None
+    from .store import StoreWarning, open_store
+
+    try:
+        with open_store(None if store is True else store) as opened:
+            opened.add(results, source=source)
+            return _history_of_run(opened, results) if history else None
+    except Exception as exc:  # the run is measured and saved: the store must not undo that
+        where = f" (`arraybench store import {source}` adds it later)" if source else ""
+        text = str(exc) if isinstance(exc, UsageError) else one_line(f"{exc.__class__.__name__}: {exc}")
+        warnings.warn(StoreWarning(f"the run was not stored: {text}{where}"), stacklevel=2)
+        return None
+
+
+def history_of_run(results: Results, store: StoreChoice = True) -> "History | None":
+    """The history of ``results``' cells on its machine, from a store (as a run's report shows
+    it); None where the store holds no earlier run of them. A store that cannot be read is a
+    ``StoreWarning`` and None."""
+    if store is False or store is None:
+        return None
+    from .store import StoreWarning, open_store
+
+    try:
+        with open_store(None if store is True else store) as opened:
+            return _history_of_run(opened, results)
+    except Exception as exc:  # a report is still written without it
+        text = str(exc) if isinstance(exc, UsageError) else one_line(f"{exc.__class__.__name__}: {exc}")
+        warnings.warn(StoreWarning(f"no history in the report: {text}"), stacklevel=2)
+        return None
+
+
+def _history_of_run(opened: Any, results: Results) -> "History | None":
+    """The history of the run's own cells, from the store; None where no cell has two runs."""
+    from .analysis.history import history
+    from .machines import machine_id_of
+
+    single = "machines" not in results.environment
+    entries, runs = opened.entries(workloads=sorted({r.workload for r in results.records}),
+                                   machine=(machine_id_of(results.environment) or None) if single else None)
+    cells = {r.key for r in results.records}
+    found = history([e for e in entries if e.cell in cells], runs).restricted(cells)
+    return found if found.series else None
 
 
 def sweep(workloads: Any, *, sizes: Any = None, output_dir: str | os.PathLike[str] | None = None,
@@ -256,7 +338,8 @@ def numerics(workloads: Any = ("numerics",), *, dtypes: Iterable[str] = DTYPES,
     for dtype, p in zip(dtypes, checked):
         sub = None if out is None else out / dtype
         try:
-            results = execute(p, sub, overwrite=overwrite, reporter=reporter, plots=False)
+            results = execute(p, sub, overwrite=overwrite, reporter=reporter, plots=False,
+                              store=False)  # a check of errors, not of time
         except Interrupted as stop:
             stop.results.records = records + stop.results.records
             stop.results.output_dir = out
@@ -269,9 +352,41 @@ def numerics(workloads: Any = ("numerics",), *, dtypes: Iterable[str] = DTYPES,
 
 
 def compare(base: Results | str | os.PathLike[str], new: Results | str | os.PathLike[str], *,
-            threshold: float | None = None, alpha: float | None = None) -> "Comparison":
-    """Two runs cell by cell (results, files or folders): faster, slower or no change."""
+            threshold: float | None = None, alpha: float | None = None,
+            cross_machine: bool = False) -> "Comparison":
+    """Two runs cell by cell (results, files or folders): faster, slower or no change. Runs from
+    different machines raise ``machines.CrossMachineError`` unless ``cross_machine``."""
     a = base if isinstance(base, Results) else load(resolve(base))
     b = new if isinstance(new, Results) else load(resolve(new))
-    return a.compare(b, threshold=threshold, alpha=alpha)
+    return a.compare(b, threshold=threshold, alpha=alpha, cross_machine=cross_machine)
 
+
+
+def merge(runs: Sequence[Results | str | os.PathLike[str]], *, labels: Sequence[str | None] | None = None,
+          output_dir: str | os.PathLike[str] | None = None, plots: bool = True) -> Results:
+    """Several runs (results, files or folders; usually one per machine) as one ``Results`` with
+    the machine as a dimension: each record labelled with its run's machine label
+    (``labels``, default: each folder's name), each machine's environment under
+    ``environment["machines"]``. With ``output_dir``, writes results.json and the whole report
+    there."""
+    from .merge import default_label, merge as merge_runs
+    from .outdir import prepare
+
+    loaded: list[Results] = []
+    names: list[str] = []
+    for i, run in enumerate(runs):
+        res = run if isinstance(run, Results) else load(resolve(run))
+        loaded.append(res)
+        given = labels[i] if labels and i < len(labels) else None
+        names.append(given or default_label(res, i, names))
+    merged = merge_runs(loaded, names)
+    if output_dir is not None:
+        out = Path(output_dir)
+        inputs = {r.output_dir.resolve() for r in loaded if r.output_dir is not None}
+        if out.resolve() in inputs:
+            raise UsageError(f"--output-dir {out} holds one of the runs being merged; name another folder")
+        out = prepare(out, overwrite=True)
+        merged.save(out / "results.json")
+        merged.output_dir = out
+        merged.write_report(out, plots=plots)
+    return merged

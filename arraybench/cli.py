@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Sequence
+import warnings
+from typing import Any, Sequence
 
 from . import config
 from .commands import COMMANDS
@@ -73,6 +74,24 @@ def parse(argv: Sequence[str], defaults: config.ProjectDefaults | None = None) -
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``arraybench`` and ``python -m arraybench``."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    with warnings.catch_warnings():
+        default = warnings.showwarning
+
+        def show(message: Any, category: type[Warning], filename: str, lineno: int,
+                 file: Any = None, line: str | None = None) -> None:
+            """arraybench's own warnings (a run that could not be stored) as one line."""
+            from .store.errors import StoreWarning
+
+            if issubclass(category, StoreWarning):
+                print(f"{PROG}: warning: {message}", file=sys.stderr)
+            else:
+                default(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        return _main(argv)
+
+
+def _main(argv: list[str]) -> int:
     try:
         if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
             argv = ["run", *argv]  # `arraybench --output-dir X` runs the default suite

@@ -149,9 +149,24 @@ def fingerprint(found_gpus: list[dict[str, str]] | None = None) -> dict[str, Any
     }
 
 
+#: The fingerprint's facts that make a machine another machine: its host, CPU model, architecture,
+#: logical cores and GPU models. The rest (kernel, GPU driver, memory, CPU flags, which microcode and
+#: hypervisors change) can change under the same machine: history attributes a change to them
+#: instead of starting a new machine (``machines.fingerprint_changes``).
+IDENTITY = ("host_sha", "cpu_model", "arch", "cpu_count", "gpu_models")
+
+
+def identity(fp: dict[str, Any]) -> dict[str, Any]:
+    """The identity facts of a fingerprint (``IDENTITY``)."""
+    gpus = fp.get("gpus") or []
+    models = sorted(str(g.get("name")) for g in gpus if isinstance(g, dict))
+    return {k: (models if k == "gpu_models" else fp.get(k)) for k in IDENTITY}
+
+
 def machine_id(fp: dict[str, Any]) -> str:
-    """A short stable name for a machine: a hash of its fingerprint."""
-    return hashlib.sha256(json.dumps(fp, sort_keys=True).encode()).hexdigest()[:12]
+    """A short stable name for a machine: a hash of its fingerprint's identity facts, so that a
+    kernel or driver update leaves it the same machine."""
+    return hashlib.sha256(json.dumps(identity(fp), sort_keys=True).encode()).hexdigest()[:12]
 
 
 def collect(threads: int | None = None) -> dict[str, Any]:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from .analysis.compare import Comparison
+    from .analysis.history import History
 
 SCHEMA_VERSION = 2
 TOOL = "arraybench"
@@ -73,12 +74,14 @@ class Results:
         """Every cell ``ok`` or ``skipped``, and nothing failed before the cells (exit status 0)."""
         return all(r.status in ("ok", "skipped") for r in self.records) and not self.errors
 
-    def write_report(self, out_dir: str | os.PathLike[str], *, plots: bool = True) -> list[Path]:
+    def write_report(self, out_dir: str | os.PathLike[str], *, plots: bool = True,
+                     history: "History | None" = None) -> list[Path]:
         """Write report.html, results.md, results.csv, findings.md and (unless ``plots`` is
-        False) the SVG plots into ``out_dir``; return the files written. Measures nothing."""
+        False) the SVG plots into ``out_dir``; return the files written. Measures nothing.
+        ``history`` (from the store) adds its plots and a section to the report."""
         from .render.outputs import write_reports
 
-        return write_reports(self, Path(out_dir), plots=plots)
+        return write_reports(self, Path(out_dir), plots=plots, history=history)
 
     # -- for people -----------------------------------------------------------------------------
     def table(self, width: int = 120) -> str:
@@ -105,10 +108,13 @@ class Results:
         return findings(self.records)
 
     def compare(self, other: "Results", *, threshold: float | None = None,
-                alpha: float | None = None) -> "Comparison":
-        """This run as the base, ``other`` as the new run: per cell, faster, slower or no change."""
+                alpha: float | None = None, cross_machine: bool = False) -> "Comparison":
+        """This run as the base, ``other`` as the new run: per cell, faster, slower or no change.
+        Runs from different machines raise ``CrossMachineError`` unless ``cross_machine``."""
         from .analysis.compare import compare
+        from .machines import check_same_machine
 
+        check_same_machine(self, other, cross_machine)
         return compare(self, other, **{k: v for k, v in (("threshold", threshold), ("alpha", alpha))
                                        if v is not None})
 

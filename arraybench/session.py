@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +61,15 @@ class Session:
 
     @classmethod
     def start(cls, cells: list[Cell], options: RunOptions, out_dir: Path,
-              reporter: Reporter | None = None) -> "Session":
-        """A new run: writes the journal's header (the plan and this machine) into ``out_dir``."""
+              reporter: Reporter | None = None, context: dict[str, str] | None = None) -> "Session":
+        """A new run: writes the journal's header (the plan and this machine) into ``out_dir``.
+        ``context`` (free labels, issue 16) is saved in the environment, not in the options."""
         env = environment.collect(options.threads)
+        # The run's identity in the results store (issue 16): two runs started in the same second
+        # with the same plan are two runs; --resume keeps it (the journal's environment).
+        env["run_id"] = uuid.uuid4().hex[:16]
+        if context:
+            env["context"] = dict(context)
         return cls(cells, options, out_dir, Journal.create(out_dir, options, cells, env), env, reporter)
 
     @classmethod

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,26 @@ import pytest
 from arraybench import backends
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Every run stores itself in the user's results store (issue 16): tests never write to the real one.
+# A session-wide folder first (for session fixtures), then one per test (``_own_store``).
+os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="arraybench-tests-data-")
+atexit.register(shutil.rmtree, os.environ["XDG_DATA_HOME"], ignore_errors=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_store(tmp_path_factory):
+    """A module's shared fixtures (real runs made once per module) store into a store of their own:
+    a run's report shows history when its store holds earlier runs of its cells."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("module-data")))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _own_store(monkeypatch, tmp_path_factory):
+    """Each test's runs go to a results store of its own, in a fresh XDG data folder."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data")))
 
 
 def backend_or_skip(name: str, device: str = "cpu"):
@@ -55,6 +78,23 @@ def real_run(tmp_path_factory) -> RealRun:
     out = tmp_path_factory.mktemp("real") / "run"
     result = run_cli("run", "--backends", "numpy,torch", "--workloads", "matmul,sort",
                      "--sizes", "small", "--processes", "1", "--max-time", "0.05",
-                     "--min-samples", "3", "--json", "--output-dir", str(out))
+                     "--min-samples", "3", "--json", "--output-dir", str(out),
+                     "--store", str(out.parent / "store.sqlite"))  # a store of its own: no history
     assert result.returncode == 0, result.stderr[-3000:]
     return RealRun(out, result)
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A throwaway PostgreSQL server on 127.0.0.1 for this test session (see tests/postgres.py)."""
+    from .postgres import new_root, start
+
+    yield from start(new_root())
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_location(request, tmp_path):
+    """A fresh, empty store: an SQLite file, or a new database on the session's PostgreSQL server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "store.sqlite")
+    return request.getfixturevalue("postgres").new_database()

@@ -131,7 +131,7 @@ def test_roofline_share_uses_the_best_ceiling_and_the_right_roof():
     compute = rec("matmul", 1000, "torch", 0.04, flops=2e9, bytes_=2.4e7)  # 50 GFLOP/s, AI 83
     memory = rec("elementwise", 10**6, "torch", 0.004, flops=3e6, bytes_=2e7)  # 5 GB/s, AI 0.15
     table = ceilings([peak, slower_peak, stream, compute, memory])
-    c = table[("cpu", "float64")]
+    c = table[("", "cpu", "float64")]  # (machine, device, dtype): "" is the run's own machine
     assert c.peak_flops == pytest.approx(1e11) and c.bandwidth == pytest.approx(1e10)
     assert c.peak_by == "NumPy CPU"
     assert share(compute, table) == pytest.approx(0.5)

@@ -6,6 +6,7 @@ $ARRAYBENCH_CHROMIUM. Set $ARRAYBENCH_SCREENSHOT_DIR to keep the screenshots.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -100,3 +101,34 @@ def test_a_load_the_policy_blocks_is_reported_as_an_error(browser, tmp_path):
     page = browser.open(path)
     errors = page.errors()
     assert errors and any("Content Security Policy" in e or "127.0.0.1" in e for e in errors), errors
+
+
+def test_a_report_with_history_and_machines_loads_cleanly_with_every_plot(browser, tmp_path):
+    """A merged report (two machines) with a History section: no errors, every plot drawn."""
+    import copy
+
+    from arraybench.analysis.history import history
+    from arraybench.merge import merge
+    from arraybench.render.outputs import write_reports
+    from arraybench.store import open_store
+
+    from .synthetic import timed_run
+
+    with open_store(tmp_path / "s.sqlite") as store:
+        for day, torch_s in ((1, 2e-3), (2, 2.01e-3), (3, 2.5e-3)):
+            store.add(timed_run(day, torch_s=torch_s, torch="2.5.0" if day < 3 else "2.6.0"))
+        entries, runs = store.entries()
+    found = history(entries, runs)
+    assert len(found.steps) == 1
+    merged = merge([timed_run(3), copy.deepcopy(timed_run(3, host="host-b", numpy_s=5e-4))], ["a", "b"])
+    out = tmp_path / "report"
+    written = write_reports(merged, out, history=found)
+    page = browser.open(out / "report.html")
+    assert page.errors() == []
+    plots = json.loads(page.evaluate(PLOTS_JS))
+    names = sorted(p["name"] for p in plots)
+    assert "history_matmul.svg" in names and names == sorted(p.name for p in written if p.suffix == ".svg")
+    assert all(p["width"] > 300 and p["innerHeight"] > 100 for p in plots), plots
+    text = page.evaluate("document.body.innerText")
+    assert "History" in text and "torch 2.5.0 → 2.6.0" in text and "machine" in text
+    keep(page.screenshot(tmp_path / "history-report.png"))

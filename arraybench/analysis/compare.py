@@ -173,15 +173,18 @@ def compare_records(base: Record, new: Record, threshold: float = DEFAULT_THRESH
 def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
             alpha: float = DEFAULT_ALPHA) -> Comparison:
     """Match the records of two runs by cell and judge each change."""
-    base_by = {r.key: r for r in base.records}
-    new_by = {r.key: r for r in new.records}
-    order = sorted((r for r in new.records if r.key in base_by),
+    def match(r: Record) -> tuple[str, str]:
+        return (r.machine, r.key)  # results of several machines hold each cell once per machine
+
+    base_by = {match(r): r for r in base.records}
+    new_by = {match(r): r for r in new.records}
+    order = sorted((r for r in new.records if match(r) in base_by),
                    key=lambda r: (r.workload, size_sort_key(r), config_sort_key(r)))
-    changes = [compare_records(base_by[r.key], r, threshold, alpha) for r in order]
+    changes = [compare_records(base_by[match(r)], r, threshold, alpha) for r in order]
     return Comparison(
         changes=changes,
-        only_base=[r for r in base.records if r.key not in new_by],
-        only_new=[r for r in new.records if r.key not in base_by],
+        only_base=[r for r in base.records if match(r) not in new_by],
+        only_new=[r for r in new.records if match(r) not in base_by],
         threshold=threshold,
         alpha=alpha,
         environment_differences=(environment_differences(base.environment, new.environment)

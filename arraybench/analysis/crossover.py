@@ -122,7 +122,7 @@ def _series(records: Iterable[Record]) -> dict[tuple, tuple[str, list[Point]]]:
     for r in records:
         if r.status != "ok" or not r.median_s:
             continue
-        key = (r.backend, r.device, r.mode, r.transfer)
+        key = (r.machine, r.backend, r.device, r.mode, r.transfer)  # one machine's series each
         out.setdefault(key, (r.config_label, []))[1].append(Point(r.size, r.median_s, r.ci_low_s, r.ci_high_s))
     return out
 
@@ -137,16 +137,16 @@ def crossovers(records: Iterable[Record]) -> list[Crossover]:
     found: list[Crossover] = []
     for workload in dict.fromkeys(r.workload for r in records):
         series = _series(r for r in records if r.workload == workload)
-        numpy_cpu = ("numpy", "cpu", "latency", False)
         pairs: list[tuple[tuple, tuple]] = []
         for key in series:
-            backend, device, mode, transfer = key
+            machine, backend, device, mode, transfer = key  # pairs within one machine
+            numpy_cpu = (machine, "numpy", "cpu", "latency", False)
             if key != numpy_cpu and numpy_cpu in series:
                 pairs.append((key, numpy_cpu))
-            cpu_twin = (backend, "cpu", mode, False)
+            cpu_twin = (machine, backend, "cpu", mode, False)
             if device != "cpu" and cpu_twin in series and backend != "numpy":
                 pairs.append((key, cpu_twin))
-            eager_twin = (backend, device, "latency", transfer)
+            eager_twin = (machine, backend, device, "latency", transfer)
             if mode == "compiled" and eager_twin in series:
                 pairs.append((key, eager_twin))
         for a, b in pairs:

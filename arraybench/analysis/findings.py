@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from .across_machines import machine_findings
 from .crossover import crossovers
 from ..records import Record
 from ..units import format_seconds
 from .grouping import baseline, grouped, is_valid, size_text
-from .roofline import ceilings, share
+from .roofline import ceiling_key, ceilings, share
 
 
 def _ratio(x: float) -> str:
@@ -30,26 +31,37 @@ def winners(records: Iterable[Record]) -> list[str]:
     """For each workload and size: the fastest configuration and its margin over the runner-up."""
     records = list(records)
     out = []
-    for (workload, label), group in grouped(records).items():
+    for (workload, label), whole in grouped(records).items():
         if workload.startswith("ceiling_") or (not label.isidentifier() and _swept(records, workload)):
             continue  # a sweep is summed up by its crossovers, not size by size
-        valid = sorted((r for r in group if is_valid(r)), key=lambda r: r.median_s)
-        if len(valid) < 2:
-            continue
-        best, second = valid[0], valid[1]
-        where = f"{workload} {size_text(best)}"
-        if not _significantly_faster(best, second):
-            out.append(f"On {where}, {best.config_label} and {second.config_label} are level "
-                       f"({format_seconds(best.median_s)} and {format_seconds(second.median_s)}; "
-                       f"the 95% CIs overlap).")
-            continue
-        text = (f"On {where}, {best.config_label} is fastest at {format_seconds(best.median_s)}, "
-                f"{_ratio(second.median_s / best.median_s)} faster than {second.config_label}")
-        base = baseline(group)
-        if base is not None and base is not best and base is not second:
-            text += f" and {_ratio(base.median_s / best.median_s)} faster than {base.config_label}"
-        out.append(text + ".")
+        for machine in dict.fromkeys(r.machine for r in whole):  # libraries meet on one machine
+            group = [r for r in whole if r.machine == machine]
+            out += _winner(workload, group, f" on {machine}" if machine else "")
     return out
+
+
+def _library(r: Record) -> str:
+    """The configuration's name, without the machine where the sentence names it already."""
+    return r.config_label.removesuffix(f" @ {r.machine}") if r.machine else r.config_label
+
+
+def _winner(workload: str, group: list[Record], on: str) -> list[str]:
+    """The winner sentence of one case on one machine (``on``: " on LABEL" or "")."""
+    valid = sorted((r for r in group if is_valid(r)), key=lambda r: r.median_s)
+    if len(valid) < 2:
+        return []
+    best, second = valid[0], valid[1]
+    where = f"{workload} {size_text(best)}{on}"
+    if not _significantly_faster(best, second):
+        return [f"On {where}, {_library(best)} and {_library(second)} are level "
+                f"({format_seconds(best.median_s)} and {format_seconds(second.median_s)}; "
+                f"the 95% CIs overlap)."]
+    text = (f"On {where}, {_library(best)} is fastest at {format_seconds(best.median_s)}, "
+            f"{_ratio(second.median_s / best.median_s)} faster than {_library(second)}")
+    base = baseline(group)
+    if base is not None and base is not best and base is not second:
+        text += f" and {_ratio(base.median_s / best.median_s)} faster than {_library(base)}"
+    return [text + "."]
 
 
 def _swept(records: list[Record], workload: str) -> bool:
@@ -76,13 +88,13 @@ def overheads(records: Iterable[Record]) -> list[str]:
 def compiled_vs_eager(records: Iterable[Record]) -> list[str]:
     """Where jax.jit / torch.compile beat eager execution, and what compiling cost."""
     records = list(records)
-    eager = {(r.workload, r.size, r.backend, r.device, r.dtype, r.transfer): r
+    eager = {(r.machine, r.workload, r.size, r.backend, r.device, r.dtype, r.transfer): r
              for r in records if r.mode == "latency" and is_valid(r)}
     out = []
     for r in records:
         if r.mode != "compiled" or not is_valid(r):
             continue
-        e = eager.get((r.workload, r.size, r.backend, r.device, r.dtype, r.transfer))
+        e = eager.get((r.machine, r.workload, r.size, r.backend, r.device, r.dtype, r.transfer))
         if e is None:
             continue
         where = f"{r.workload} {size_text(r)}"
@@ -114,15 +126,16 @@ def ceiling_shares(records: Iterable[Record]) -> list[str]:
         if not shares:
             continue
         s, r = max(shares, key=lambda sr: sr[0])
-        bound = "compute" if (r.flops and r.bytes and table[(r.device, r.dtype)].ridge
-                              and r.flops / r.bytes >= table[(r.device, r.dtype)].ridge) else "memory"
+        ridge = table[ceiling_key(r)].ridge
+        bound = "compute" if (r.flops and r.bytes and ridge and r.flops / r.bytes >= ridge) else "memory"
         note = ""
         if s > 1.05:
             note = (" (above 100%: its data fits in cache, faster than the memory the ceiling was measured from)"
                     if bound == "memory" else
                     " (above 100%: it beat the ceiling's own measurement, which has noise of its own)")
+        owner = f"{r.device.upper()}'s" + (f" (on {r.machine})" if r.machine else "")
         out.append(f"On {workload} {size_text(r)}, {r.config_label} reaches {s:.0%} of the "
-                   f"{r.device.upper()}'s measured {bound} ceiling{note}.")
+                   f"{owner} measured {bound} ceiling{note}.")
     return out
 
 
@@ -141,6 +154,7 @@ def findings(records: Iterable[Record]) -> list[str]:
     records = list(records)
     return (
         winners(records)
+        + machine_findings(records)
         + [c.sentence() for c in crossovers(records) if _swept(records, c.workload)]
         + overheads(records)
         + compiled_vs_eager(records)

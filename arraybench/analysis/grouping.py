@@ -46,6 +46,14 @@ def baseline(group: Iterable[Record]) -> Record | None:
     return None
 
 
+def baselines(group: Iterable[Record]) -> dict[str, Record | None]:
+    """Each machine's baseline in a group, by machine label: a speed-up between libraries is
+    always measured on one machine (results of several machines set machines apart in their own
+    findings)."""
+    group = list(group)
+    return {m: baseline(r for r in group if r.machine == m) for m in dict.fromkeys(r.machine for r in group)}
+
+
 def winner(group: Iterable[Record]) -> Record | None:
     """The fastest valid record of a group."""
     valid = [r for r in group if is_valid(r)]

@@ -2,7 +2,8 @@
 
 A workload declares its work (FLOPs and bytes moved); a record's achieved rate is that work over its
 median time. The ceilings come from the run's own ``ceiling_*`` records (``--roofline``): the best
-memory bandwidth and the best matmul rate any library reached on that device and dtype. A result's
+memory bandwidth and the best matmul rate any library reached on that machine, device and dtype
+(results of several machines keep each machine's ceilings with its own records). A result's
 attainable rate is min(peak, intensity x bandwidth); its share of the ceiling is achieved over
 attainable. This is what explains four libraries landing within 15% of each other on a large
 matmul: they all call a BLAS that runs at the ceiling.
@@ -20,7 +21,8 @@ from .rates import achieved
 
 @dataclass(frozen=True)
 class Ceiling:
-    """What one device reaches in one dtype: FLOP/s and bytes/s, with who reached them."""
+    """What one device of one machine reaches in one dtype: FLOP/s and bytes/s, with who reached
+    them. ``machine`` is the records' label ("" for a run's own machine)."""
 
     device: str
     dtype: str
@@ -28,6 +30,7 @@ class Ceiling:
     bandwidth: float | None
     peak_by: str = ""
     bandwidth_by: str = ""
+    machine: str = ""
 
     @property
     def ridge(self) -> float | None:
@@ -37,13 +40,21 @@ class Ceiling:
         return None
 
 
-def ceilings(records: Iterable[Record]) -> dict[tuple[str, str], Ceiling]:
-    """Ceilings per (device, dtype) from the ``ceiling_*`` records of a run."""
-    best: dict[tuple[str, str], dict[str, tuple[float, str]]] = {}
+CeilingKey = tuple[str, str, str]
+
+
+def ceiling_key(r: Record) -> CeilingKey:
+    """(machine, device, dtype): the ceiling a record is set against."""
+    return (r.machine, r.device, r.dtype)
+
+
+def ceilings(records: Iterable[Record]) -> dict[CeilingKey, Ceiling]:
+    """Ceilings per (machine, device, dtype) from the ``ceiling_*`` records of a run."""
+    best: dict[CeilingKey, dict[str, tuple[float, str]]] = {}
     for r in records:
         if not is_valid(r) or not r.workload.startswith("ceiling_"):
             continue
-        slot = best.setdefault((r.device, r.dtype), {})
+        slot = best.setdefault(ceiling_key(r), {})
         if r.workload == "ceiling_matmul" and r.flops:
             rate = r.flops / r.median_s
             if rate > slot.get("flops", (0.0, ""))[0]:
@@ -53,15 +64,15 @@ def ceilings(records: Iterable[Record]) -> dict[tuple[str, str], Ceiling]:
             if rate > slot.get("bytes", (0.0, ""))[0]:
                 slot["bytes"] = (rate, r.config_label)
     return {
-        key: Ceiling(key[0], key[1], v.get("flops", (None, ""))[0], v.get("bytes", (None, ""))[0],
-                     v.get("flops", (None, ""))[1], v.get("bytes", (None, ""))[1])
+        key: Ceiling(key[1], key[2], v.get("flops", (None, ""))[0], v.get("bytes", (None, ""))[0],
+                     v.get("flops", (None, ""))[1], v.get("bytes", (None, ""))[1], machine=key[0])
         for key, v in best.items()
     }
 
 
-def share(r: Record, table: dict[tuple[str, str], Ceiling]) -> float | None:
-    """Achieved over attainable: how close a result comes to what the machine allows."""
-    ceiling = table.get((r.device, r.dtype))
+def share(r: Record, table: dict[CeilingKey, Ceiling]) -> float | None:
+    """Achieved over attainable: how close a result comes to what its own machine allows."""
+    ceiling = table.get(ceiling_key(r))
     flops, moved = achieved(r)
     if ceiling is None or (flops is None and moved is None):
         return None

@@ -31,13 +31,21 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(e.g. 10%%), to gate a CI job")
     p.add_argument("--output-dir", "-o", metavar="DIR", default=None,
                    help="also write compare.svg and compare.md there")
+    p.add_argument("--cross-machine", action="store_true",
+                   help="compare runs from different machines (refused without it: a difference "
+                        "would be the machines' as much as the code's)")
     p.set_defaults(handler=main)
 
 
 def main(args: argparse.Namespace) -> int:
     from .. import api
+    from ..machines import cross_machine_pairs
+    from ..results import load, resolve
 
-    comparison = api.compare(args.base, args.new, threshold=args.threshold, alpha=args.alpha)
+    base, new = load(resolve(args.base)), load(resolve(args.new))
+    comparison = api.compare(base, new, threshold=args.threshold, alpha=args.alpha,
+                             cross_machine=args.cross_machine)
+    across = cross_machine_pairs(base, new)
     out = None
     if args.output_dir:
         from ..outdir import prepare
@@ -46,6 +54,9 @@ def main(args: argparse.Namespace) -> int:
     console = Console()
     if not console.is_terminal and console.width < 120:
         console = Console(width=120, color_system=None)
+    for a, b in across:
+        console.print(f"[bold yellow]across machines (--cross-machine):[/] base on {escape(a)}, "
+                      f"new on {escape(b)}: differences are the machines' as much as the code's")
     console.print(comparison_table(comparison))
     for what, a, b in comparison.environment_differences:
         console.print(f"[yellow]differs:[/] {escape(what)}: {escape(a)} → {escape(b)}")

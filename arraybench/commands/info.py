@@ -70,6 +70,8 @@ def machine_table(env: Mapping[str, Any], state: Mapping[str, Any]) -> Table:
     if env.get("memory_gib"):
         t.add_row("memory", f"{env['memory_gib']} GiB")
     t.add_row("GPUs", gpu_text(env, state))
+    if env.get("machine_id"):
+        t.add_row("machine id", f"{env['machine_id']} (history and compare tell machines apart by it)")
     t.add_row("threads", threads_text(env))
     libs = env.get("libraries") or {}
     t.add_row("libraries", ", ".join(f"{k} {v}" for k, v in libs.items() if v) or "none")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from .storeargs import add_store_option, store_location
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -17,19 +19,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output-dir", "-o", metavar="DIR", default=None,
                    help="where to write (default: the folder of RESULTS.json)")
     p.add_argument("--no-plots", action="store_true", help="skip the SVG plots")
+    add_store_option(p, "whose history of these cells the report shows")
+    p.add_argument("--no-store", action="store_true", help="leave the store alone: no History section")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     p.set_defaults(handler=main)
 
 
 def main(args: argparse.Namespace) -> int:
-    from .. import load_results
+    from .. import api, load_results
     from ..outdir import prepare
     from ..render.tables import print_table
 
     results = load_results(args.results)
     source_dir = results.output_dir or Path(".")
     out = prepare(args.output_dir or str(source_dir), overwrite=True)
-    written = results.write_report(out, plots=not args.no_plots)
+    history = None if args.no_store else api.history_of_run(results, store_location(args) or True)
+    written = results.write_report(out, plots=not args.no_plots, history=history)
     if not args.quiet:
         console = Console()
         if not console.is_terminal and console.width < 120:

@@ -24,7 +24,9 @@ from ..reporter import Reporter
 from ..results import Results
 from ..session import Interrupted
 from ..workloads.userfile import LoadedFiles
+from ..context import parse_context
 from .argtypes import csv_list, fraction, positive_float, positive_int, seed
+from .storeargs import add_store_option, run_store_choice
 
 
 DEFAULT_OUTPUT_DIR = "benchmark_plots"
@@ -87,6 +89,13 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     out.add_argument("--json", action="store_true",
                      help="stream one JSON record per line on stdout as each cell finishes")
     out.add_argument("--no-plots", action="store_true", help="skip the SVG plots (report.html, results.md and results.csv are still written)")
+    # -- issue 16: the results store and the run's context --
+    add_store_option(out, "the finished run is appended to")
+    out.add_argument("--no-store", action="store_true",
+                     help="do not append the run to the results store (results.json is written as always)")
+    out.add_argument("--context", action="append", default=[], metavar="KEY=VALUE",
+                     help="a label saved with the run, e.g. --context commit=abc123 (repeatable); "
+                          "history attributes changes to it")
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
@@ -171,6 +180,8 @@ def _missing(state: JournalState) -> tuple[int, int]:
 
 def main(args: argparse.Namespace) -> int:
     plots = not getattr(args, "no_plots", False)
+    store = run_store_choice(args)
+    context = parse_context(args.context)
     try:
         if args.resume:
             state = resume_state(args)
@@ -179,12 +190,14 @@ def main(args: argparse.Namespace) -> int:
             if not missing:
                 print(f"arraybench: {out}: every cell is already measured; nothing to resume. "
                       "results.json and the plots are rewritten from the journal.", file=sys.stderr)
-            results = api.resume(out, reporter=reporter_for(args, len(state.cells), done), plots=plots)
+            results = api.resume(out, reporter=reporter_for(args, len(state.cells), done), plots=plots,
+                                 store=store, context=context)
         else:
             checked = plan_from_args(args)
             report_file_errors(checked.files)
             results = api.execute(checked, args.output_dir, overwrite=args.overwrite,
-                                  reporter=reporter_for(args, len(checked.cells)), plots=plots)
+                                  reporter=reporter_for(args, len(checked.cells)), plots=plots,
+                                  store=store, context=context)
     except Interrupted as stop:
         if not args.quiet and not args.json:
             print_outcome(stop.results, Console(stderr=True))

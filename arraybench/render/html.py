@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from ..analysis.grouping import baseline, grouped, is_valid, size_text, winner
+from ..analysis.grouping import baselines, grouped, is_valid, size_text, winner
 from ..analysis.rates import achieved
 from ..analysis.roofline import Ceiling
 from ..analysis.roofline import ceilings as ceilings_of_run
@@ -22,10 +22,11 @@ from ..files import write_atomic
 from ..records import Record
 from ..units import format_seconds
 from .naming import plot_file_name, summary_file_name
-from .tables import (Notes, achieved_text, ci_text, config_name, error_text, speedup_text,
-                     unavailable_configs)
+from .tables import (Notes, achieved_text, ci_text, config_name, error_text, library_text,
+                     speedup_text, unavailable_configs)
 
 if TYPE_CHECKING:
+    from ..analysis.history import History
     from ..results import Results
 
 REPORT_NAME = "report.html"
@@ -39,13 +40,14 @@ def e(value: Any) -> str:
 
 
 def write_html(results: Results, out_dir: Path, *, plots: Sequence[Path] = (),
-               findings: Sequence[str] | None = None) -> Path:
+               findings: Sequence[str] | None = None, history: "History | None" = None) -> Path:
     """Write ``out_dir/report.html`` and return its path (see ``render_html``)."""
-    return write_atomic(Path(out_dir) / REPORT_NAME, render_html(results, plots=plots, findings=findings))
+    return write_atomic(Path(out_dir) / REPORT_NAME,
+                        render_html(results, plots=plots, findings=findings, history=history))
 
 
 def render_html(results: Results, *, plots: Sequence[Path] = (),
-                findings: Sequence[str] | None = None) -> str:
+                findings: Sequence[str] | None = None, history: "History | None" = None) -> str:
     """The report as one HTML document.
 
     ``plots`` are SVG files to inline (those of ``write_plots``; each case plot goes with its
@@ -61,6 +63,7 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
     columns = _Columns(
         achieved=any(achieved(r) != (None, None) for r in shown),
         share=any(share_of_ceiling(r, ceilings) is not None for r in shown),
+        machine=any(r.machine for r in shown),
     )
     by_workload: dict[str, list[tuple[str, list[Record]]]] = {}
     for (workload, label), group in grouped(shown).items():
@@ -90,6 +93,13 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
                 figs.append((name, svgs[name]))
         content = _workload_table(anchor, sizes, ceilings, columns) + _figures(figs)
         sections.append(_section(anchor, workload, content))
+    if history is not None:
+        from .history import history_section_html
+        from .naming import history_file_name
+
+        used.update(history_file_name(w) for w in {s.workload for s in history.series})
+        toc.append(("history", "History"))
+        sections.append(_section("history", "History", history_section_html(history, svgs)))
     others = [(n, t) for n, t in svgs.items() if n not in used]
     if others:
         toc.append(("more-plots", "More plots"))
@@ -158,9 +168,10 @@ _FRAGMENT_STYLE = """
 class _Columns:
     """Which optional columns the tables have: only those the data can fill."""
 
-    def __init__(self, achieved: bool, share: bool) -> None:
+    def __init__(self, achieved: bool, share: bool, machine: bool = False) -> None:
         self.achieved = achieved
         self.share = share
+        self.machine = machine  # results of several machines (merge, a cluster run)
 
 
 def _section(anchor: str, title: str, content: str) -> str:
@@ -201,14 +212,14 @@ def _figures(items: Iterable[tuple[str, str]], wide: bool = False) -> str:
 def _workload_table(anchor: str, sizes: list[tuple[str, list[Record]]],
                     ceilings: Mapping[tuple[str, str], Ceiling], columns: _Columns) -> str:
     device_time = any(r.device_median_s is not None for _, group in sizes for r in group)
-    head = ["size", "library / device", "median", *(["device time"] if device_time else []),
-            "95% CI", "vs NumPy"]
+    head = ["size", "library / device"] + (["machine"] if columns.machine else []) + [
+        "median", *(["device time"] if device_time else []), "95% CI", "vs NumPy"]
     if columns.achieved:
         head.append("achieved")
     if columns.share:
         head.append("share of ceiling")
     head += ["first call", "error / tolerance", "samples", "status"]
-    text_columns = {"size", "library / device", "status"}
+    text_columns = {"size", "library / device", "machine", "status"}
     notes = Notes()
     rows = ["<table class='records'><thead><tr>"
             + "".join(f"<th class='{'' if h in text_columns else 'num'}' scope='col'>{e(h)}</th>"
@@ -216,7 +227,7 @@ def _workload_table(anchor: str, sizes: list[tuple[str, list[Record]]],
             + "</tr></thead>"]
     for label, group in sizes:
         best = winner(group)
-        base = baseline(group)
+        bases = baselines(group)
         contenders = sum(1 for r in group if is_valid(r))
         rows.append("<tbody>")
         for i, r in enumerate(group):
@@ -226,12 +237,15 @@ def _workload_table(anchor: str, sizes: list[tuple[str, list[Record]]],
                 cells.append(f"<th scope='rowgroup' rowspan='{len(group)}' class='size'>"
                              f"{e(size_text(r))}</th>")
             method = f"<div class='sub2'>{e(r.method)}</div>" if r.method and r.method != "eager" else ""
-            cells.append(f"<td>{e(r.config_label)}{method}</td>")
+            if columns.machine:
+                cells.append(f"<td>{e(library_text(r))}{method}</td><td class='machine'>{e(r.machine)}</td>")
+            else:
+                cells.append(f"<td>{e(r.config_label)}{method}</td>")
             cells.append(_num(format_seconds(r.median_s) if is_valid(r) else "—"))
             if device_time:  # CUDA events: the GPU's own time per call, without the host's
                 cells.append(_num(format_seconds(r.device_median_s) if is_valid(r) else "—"))
             cells.append(_ci_cell(r))
-            cells.append(_num(speedup_text(r, base)))
+            cells.append(_num(speedup_text(r, bases.get(r.machine))))
             if columns.achieved:
                 cells.append("<td class='num'>" + "<br>".join(e(t) for t in achieved_text(r).split(" · "))
                              + "</td>")
@@ -298,7 +312,23 @@ def _not_measured(records: Sequence[Record], unavailable: Mapping[tuple[str, str
 
 
 def _environment(results: Results) -> str:
-    env, settings = results.environment, results.settings
+    machines = results.environment.get("machines")
+    if isinstance(machines, Mapping) and machines:
+        from ..machines import describe
+
+        rows = [("merged from", ", ".join(results.settings.get("merged_from") or []) or None)]
+        parts = [_kv_table([(k, v) for k, v in rows if v])]
+        per_run = results.settings.get("machines") or {}
+        for label, env in machines.items():
+            if isinstance(env, Mapping):
+                own = per_run.get(label.split("/")[0]) or {}
+                parts.append(f"<h3>{e(label)}: {e(describe(env))}</h3>" + _machine_environment(env, own))
+        return "\n".join(parts)
+    return _machine_environment(results.environment, results.settings)
+
+
+def _machine_environment(env: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
+    """One machine's environment and the run's settings, as a table."""
     gpus = env.get("gpus") or []
     gpu_text = "; ".join(
         ", ".join(str(g.get(k)) for k in ("name", "driver", "memory") if g.get(k))
@@ -316,6 +346,8 @@ def _environment(results: Results) -> str:
         threads.append(", ".join(f"{k}={v}" for k, v in env["thread_env"].items()))
     rows = [
         ("when", env.get("timestamp")),
+        ("machine id", env.get("machine_id")),
+        ("context", env.get("context") or None),
         ("arraybench", env.get("arraybench")),
         ("Python", f"{env.get('python', '')} ({env.get('python_implementation', '')})"),
         ("platform", env.get("platform")),
@@ -420,6 +452,8 @@ tbody + tbody { border-top:2px solid var(--line); }
 tr.best td { font-weight:700; color:var(--ok); }
 td.bad { color:var(--bad); font-weight:700; }
 .sub2 { font-size:12px; font-weight:400; }
+ul.steps li.slower { color:var(--bad); } ul.steps li.faster { color:var(--ok); }
+tr.step td { font-weight:700; }
 ol.notes { font-size:12px; color:var(--muted); margin:0 0 12px; padding-left:24px; max-width:1000px; }
 a.ref { color:#0969da; text-decoration:none; font-size:12px; }
 td.status { white-space:nowrap; }

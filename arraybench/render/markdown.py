@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from ..analysis.grouping import baseline, grouped, is_valid, size_text, winner
+from ..analysis.grouping import baselines, grouped, is_valid, size_text, winner
 from ..files import write_atomic
 from ..records import Record
 from ..units import format_seconds
@@ -86,7 +86,7 @@ def markdown_table(records: Iterable[Record]) -> list[str]:
              "|:-----|:-----------------|-------:|-------:|---------:|-----------:|:-------|"]
     for (workload, _label), group in grouped(shown).items():
         best = winner(group)
-        base = baseline(group)
+        bases = baselines(group)
         contenders = sum(1 for r in group if is_valid(r))
         for i, r in enumerate(group):
             case = f"{workload} {size_text(r)}" if i == 0 else ""
@@ -100,7 +100,7 @@ def markdown_table(records: Iterable[Record]) -> list[str]:
             if refs:
                 status += " " + " ".join(f"\\[{n}\\]" for n in refs)
             lines.append(f"| {md(case)} | {label} | {median} | {md(ci_text(r) if is_valid(r) else '—')} "
-                         f"| {md(speedup_text(r, base))} | {md(error_text(r))} | {status} |")
+                         f"| {md(speedup_text(r, bases.get(r.machine)))} | {md(error_text(r))} | {status} |")
     lines.append("")
     for i, text in enumerate(notes.texts, 1):
         lines.append(f"{i}. {md(text)}")

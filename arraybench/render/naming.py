@@ -19,3 +19,8 @@ def summary_file_name(size_label: str) -> str:
 def safe(text: str) -> str:
     """``text`` as a file-name part: letters, digits, ``-_.`` kept, anything else ``_``."""
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:MAX_STEM]
+
+
+def history_file_name(workload: str) -> str:
+    """The history SVG of one workload: ``history_matmul.svg``."""
+    return f"history_{safe(workload)}.svg"

@@ -17,14 +17,16 @@ from .html import write_html
 from .markdown import write_markdown
 
 if TYPE_CHECKING:
+    from ..analysis.history import History
     from ..results import Results
 
 
 def write_reports(results: Results, out_dir: Path, *, plots: bool = True,
-                  findings: Sequence[str] | None = None) -> list[Path]:
+                  findings: Sequence[str] | None = None, history: "History | None" = None) -> list[Path]:
     """Write the plots (unless ``plots`` is False), the HTML report, Markdown, CSV and the findings
     into ``out_dir``; return the files written. ``findings`` default to those computed from the
-    records."""
+    records. ``history`` (the store's, for this run's cells) adds ``history_<workload>.svg`` and
+    a section of the report."""
     if findings is None:
         findings = compute_findings(results.records)
     out_dir = Path(out_dir)
@@ -34,7 +36,11 @@ def write_reports(results: Results, out_dir: Path, *, plots: bool = True,
         from .plots import write_plots
 
         written += write_plots(results.records, out_dir)
-    written.append(write_html(results, out_dir, plots=list(written), findings=findings))
+        if history is not None:
+            from .history_plot import write_history_plots
+
+            written += write_history_plots(history, out_dir)
+    written.append(write_html(results, out_dir, plots=list(written), findings=findings, history=history))
     written.append(write_markdown(results, out_dir, findings=findings))
     written.append(write_csv(results, out_dir))
     written.append(write_atomic(out_dir / "findings.md", "".join(f"- {f}\n" for f in findings)))

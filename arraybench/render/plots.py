@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..analysis.grouping import (baseline, config_sort_key, grouped, is_valid, size_text,
+from ..analysis.grouping import (baselines, config_sort_key, grouped, is_valid, size_text,
                                  swept_workloads)
 from ..records import Record
 from ..units import format_seconds, time_unit
@@ -57,7 +57,7 @@ def case_figure(records: Sequence[Record]) -> Figure:
     fig = new_figure((max(5.5, 1.2 * len(records) + 2.5), 4.2))
     ax = fig.subplots()
     xs = list(range(len(records)))
-    base = baseline(records)
+    bases = baselines(records)  # each machine's bars against its own NumPy
     top = max(((r.ci_high_s or r.median_s) for r in valid), default=scale) / scale
     log = bool(valid) and (max(r.median_s for r in valid) / min(r.median_s for r in valid) > 30)
     floor = min((r.median_s for r in valid), default=scale) / scale
@@ -70,6 +70,7 @@ def case_figure(records: Sequence[Record]) -> Figure:
             ax.errorbar(x, height, yerr=[[max(height - ci_lo, 0)], [max(ci_hi - height, 0)]],
                         color="#333333", capsize=3, lw=1)
             text = format_seconds(r.median_s)  # each bar in its own unit: log axes span decades
+            base = bases.get(r.machine)
             if base is not None and r is not base:
                 text += f"\n{_ratio_text(base.median_s / r.median_s)} NumPy"
             ax.annotate(text, (x, max(height, ci_hi)), xytext=(0, 3), textcoords="offset points",
@@ -105,7 +106,7 @@ def summary_figure(records: Sequence[Record], size_label: str) -> Figure | None:
         for r in group:
             configs.setdefault(config_sort_key(r), r)
     ordered = sorted(configs.values(), key=config_sort_key)
-    relative = all(baseline(g) is not None for g in groups.values())
+    relative = all(b is not None for g in groups.values() for b in baselines(g).values())
     fig = new_figure((max(7.0, 1.7 * len(groups) + 3), 4.6))
     ax = fig.subplots()
     width = 0.8 / max(len(ordered), 1)
@@ -121,7 +122,7 @@ def summary_figure(records: Sequence[Record], size_label: str) -> Figure | None:
                 ax.annotate("×", (x, 1.0 if relative else 1e-6), ha="center", va="center",
                             color="#b22222", fontsize=10)
                 continue
-            base = baseline(group)
+            base = baselines(group).get(match.machine)
             y = base.median_s / match.median_s if relative and base else match.median_s
             xs.append(x)
             ys.append(y)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..analysis.grouping import config_sort_key, is_valid
-from ..analysis.roofline import ceilings
+from ..analysis.roofline import ceiling_key, ceilings
 from ..records import Record
 from ..units import format_rate
 from .mpl import PALETTE, Figure, new_figure, styled
@@ -22,7 +22,7 @@ def roofline_figure(records: Sequence[Record]) -> Figure | None:
     axes = fig.subplots(1, len(panels), squeeze=False)
     for ax, key in zip(axes[0], panels):
         c = table[key]
-        points = [r for r in records if is_valid(r) and r.device == key[0] and r.dtype == key[1]
+        points = [r for r in records if is_valid(r) and ceiling_key(r) == key
                   and r.flops and r.bytes and not r.workload.startswith("ceiling_")]
         intensities = [r.flops / r.bytes for r in points] + [c.ridge]
         lo, hi = min(intensities) / 4, max(intensities) * 4
@@ -44,7 +44,7 @@ def roofline_figure(records: Sequence[Record]) -> Figure | None:
         ax.set_yscale("log")
         ax.set_xlabel("arithmetic intensity (FLOP per byte moved, log)")
         ax.set_ylabel("achieved GFLOP/s (log)")
-        ax.set_title(f"Roofline — {key[0].upper()}, {key[1]}")
+        ax.set_title(f"Roofline — {key[1].upper()}, {key[2]}" + (f" @ {key[0]}" if key[0] else ""))
         ax.legend(fontsize=8, frameon=False, loc="lower right")
         ax.grid(True, which="major", alpha=0.25)
     return fig

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.grouping import baseline, grouped, is_valid, size_text, winner
+from ..analysis.grouping import baselines, grouped, is_valid, size_text, winner
 from ..analysis.rates import achieved
 from ..analysis.roofline import ceilings, share
 from ..records import Record
@@ -54,6 +54,11 @@ def achieved_text(r: Record) -> str:
     return " · ".join(parts) or "—"
 
 
+def library_text(r: Record) -> str:
+    """The configuration without its machine (``"PyTorch CPU"``), for tables with a machine column."""
+    return r.config_label.removesuffix(f" @ {r.machine}") if r.machine else r.config_label
+
+
 def error_text(r: Record) -> str:
     return "—" if r.max_rel_error is None else f"{r.max_rel_error:.1e}"
 
@@ -75,17 +80,19 @@ def results_table(records: Iterable[Record]) -> Group:
     records = list(records)
     roof = ceilings(records)
     device_time = any(r.device_median_s is not None for r in records)
+    several = any(r.machine for r in records)  # results of several machines: a machine column
     table = Table(title="arraybench: time per call (median; lower is better)", header_style="bold",
                   pad_edge=False, title_justify="left")
     # Numbers never wrap or truncate; names wrap when the terminal is narrow.
     for name, justify, numeric in (("case", "left", False), ("library / device", "left", False),
+                                   ("machine", "left", False),
                                    ("median", "right", True), ("device", "right", True),
                                    ("95% CI", "right", True),
                                    ("vs NumPy", "right", True), ("first call", "right", True),
                                    ("rel. error", "right", True), ("of peak", "right", True),
                                    ("status", "left", False)):
-        if name == "of peak" and not roof:
-            continue  # no ceilings measured (--roofline) in this run
+        if (name == "of peak" and not roof) or (name == "machine" and not several):
+            continue  # no ceilings measured (--roofline) in this run; one machine
         if name == "device" and not device_time:
             continue  # no device-event timer (CUDA events) in this run
         if numeric:
@@ -99,7 +106,7 @@ def results_table(records: Iterable[Record]) -> Group:
     # The size goes on the row below the workload's name, to keep the first column narrow.
     for n, ((workload, _label), group) in enumerate(groups.items()):
         best = winner(group)
-        base = baseline(group)
+        bases = baselines(group)
         contenders = sum(1 for g in group if is_valid(g))
         for i, r in enumerate(group):
             style = "bold green" if (r is best and contenders > 1) else None
@@ -115,11 +122,11 @@ def results_table(records: Iterable[Record]) -> Group:
                 case = f"{workload} {size_text(r)}"
             table.add_row(
                 case,
-                r.config_label,
+                *([library_text(r), r.machine] if several else [r.config_label]),
                 format_seconds(r.median_s),
                 *([format_seconds(r.device_median_s)] if device_time else []),
                 ci_text(r),
-                speedup_text(r, base),
+                speedup_text(r, bases.get(r.machine)),
                 format_seconds(r.first_call_s),
                 error_text(r),
                 *([_share_text(share(r, roof))] if roof else []),

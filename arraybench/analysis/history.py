@@ -1,0 +1,307 @@
+"""History: each cell's results over the runs of one machine, the steps in them, and their causes.
+
+A **series** is one cell (``Record.key``) on one machine (``machine_id``) across the stored runs,
+oldest first. Between each two consecutive valid points a **step** is called only when all of
+these hold:
+
+- the two 95% confidence intervals of the median separate (no overlap);
+- the change survives the false-discovery-rate control across *every* pair tested in *every*
+  series (Benjamini–Hochberg at ``q``). Each pair's p-value comes from the two intervals: a
+  z-test on the log medians with standard errors read off the intervals' widths, so records of
+  any age (with samples or not) are judged alike;
+- the ratio is larger than ``threshold`` (as in ``compare``: a real 1% change is "no change").
+
+Each step is attributed to what differs between its two runs: library versions, Python,
+arraybench, BLAS, facts of the machine that may change under it (kernel, GPU driver, memory,
+microcode: ``machines.fingerprint_changes``), the runs' ``--context`` labels and their settings.
+Pure Python over plain data: ``store.Store.entries`` supplies it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from .. import stats
+from ..machines import describe, fingerprint_changes
+from ..plan import Cell
+from ..records import Record
+from .compare import DEFAULT_THRESHOLD, change_text, settings_differences
+from .fdr import benjamini_hochberg
+
+#: The false discovery rate allowed across all the steps of one history.
+DEFAULT_FDR = 0.05
+_Z95 = 1.959963984540054
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One stored run, as history needs it."""
+
+    run_id: str
+    started_at: str
+    complete: bool
+    environment: dict[str, Any]
+    settings: dict[str, Any]
+    context: dict[str, Any]
+
+    def machine_environment(self, label: str) -> Mapping[str, Any]:
+        """The environment of the machine labelled ``label`` in this run ("" : the run's own)."""
+        several = self.environment.get("machines")
+        if label and isinstance(several, Mapping) and isinstance(several.get(label), Mapping):
+            return several[label]
+        return self.environment
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One stored record: a cell of one run on one machine, with its median and interval."""
+
+    run_id: str
+    machine: str
+    machine_id: str
+    cell: str
+    workload: str
+    size_label: str
+    size: int
+    backend: str
+    device: str
+    dtype: str
+    mode: str
+    transfer: bool
+    status: str
+    median_s: float | None
+    ci_low_s: float | None
+    ci_high_s: float | None
+    n_replicates: int
+
+
+@dataclass(frozen=True)
+class Point:
+    """A series' value in one run."""
+
+    run: RunInfo
+    entry: Entry
+
+    @property
+    def valid(self) -> bool:
+        return self.entry.status == "ok" and bool(self.entry.median_s) and self.entry.median_s > 0
+
+    @property
+    def median_s(self) -> float:
+        return self.entry.median_s or 0.0
+
+    @property
+    def low(self) -> float:
+        return self.entry.ci_low_s if self.entry.ci_low_s is not None else self.median_s
+
+    @property
+    def high(self) -> float:
+        return self.entry.ci_high_s if self.entry.ci_high_s is not None else self.median_s
+
+    @property
+    def log_se(self) -> float | None:
+        """The standard error of the log median, read off the 95% interval; None without one."""
+        lo, hi = self.entry.ci_low_s, self.entry.ci_high_s
+        if lo is None or hi is None or lo <= 0 or hi <= 0:
+            return None
+        return (math.log(hi) - math.log(lo)) / (2 * _Z95)
+
+
+@dataclass
+class Series:
+    """One cell on one machine across runs, oldest first."""
+
+    machine_id: str
+    cell: str
+    label: str  # "PyTorch CPU", as tables name the configuration
+    workload: str
+    size_label: str
+    size: int
+    machine: str  # the machine in words
+    points: list[Point] = field(default_factory=list)
+
+    @property
+    def case(self) -> str:
+        n = f"n = {self.size:,}"
+        return n if self.size_label == str(self.size) else f"{self.size_label} ({n})"
+
+
+@dataclass
+class Step:
+    """A change called between two consecutive runs of a series."""
+
+    series: Series
+    before: Point
+    after: Point
+    ratio: float  # after / before: above 1 is slower
+    p_value: float
+    causes: list[str]
+
+    @property
+    def slower(self) -> bool:
+        return self.ratio > 1
+
+    def sentence(self) -> str:
+        from ..units import format_seconds
+
+        s = self.series
+        causes = "; ".join(self.causes) if self.causes else "nothing recorded changed"
+        return (f"{s.workload} {s.case}, {s.label} on {s.machine}: {change_text(self.ratio)} "
+                f"({format_seconds(self.before.median_s)} → {format_seconds(self.after.median_s)}) "
+                f"in the run of {self.after.run.started_at[:16].replace('T', ' ')}; changed: {causes}.")
+
+
+@dataclass(frozen=True)
+class VersionChange:
+    """Library versions that changed on a machine between two consecutive runs: a mark on the
+    time axis of the history plots."""
+
+    machine_id: str
+    run: RunInfo
+    changes: tuple[tuple[str, str, str], ...]
+
+    @property
+    def text(self) -> str:
+        return ", ".join(f"{name} {a} → {b}" for name, a, b in self.changes)
+
+
+@dataclass
+class History:
+    """Series, the steps called in them, the runs in time order and the version changes."""
+
+    series: list[Series]
+    steps: list[Step]
+    runs: list[RunInfo]
+    version_changes: list[VersionChange]
+    threshold: float
+    fdr: float
+    tested: int  # pairs of consecutive points tested, across all series
+
+    def regressions(self, limit: float) -> list[Step]:
+        """Slowdowns above ``1 + limit`` that arrived with the latest run of their series: what a
+        CI pipeline fails on (an old regression that stayed does not fail every later run)."""
+        return [s for s in self.steps if s.slower and s.ratio > 1 + limit
+                and s.after is s.series.points[-1]]
+
+    def restricted(self, cells: set[str], min_points: int = 2) -> "History":
+        """Only the series of ``cells`` with at least ``min_points`` valid points, and their steps
+        (a run's report shows its own cells' history, where there is some)."""
+        series = [s for s in self.series if s.cell in cells and sum(p.valid for p in s.points) >= min_points]
+        keep = {id(s) for s in series}
+        return History(series, [st for st in self.steps if id(st.series) in keep], self.runs,
+                       self.version_changes, self.threshold, self.fdr, self.tested)
+
+    def for_workload(self, workload: str) -> list[Series]:
+        return [s for s in self.series if s.workload == workload]
+
+
+def _order(run: RunInfo) -> tuple[str, str]:
+    return (run.started_at, run.run_id)
+
+
+def build_series(entries: Iterable[Entry], runs: Mapping[str, RunInfo]) -> list[Series]:
+    """Entries grouped into series (one per machine and cell), points in time order."""
+    by_key: dict[tuple[str, str], Series] = {}
+    for e in entries:
+        run = runs.get(e.run_id)
+        if run is None:
+            continue
+        key = (e.machine_id, e.cell)
+        if key not in by_key:
+            cell = Cell(e.workload, e.size_label, e.size, e.backend, e.device, e.dtype, e.mode, e.transfer)
+            by_key[key] = Series(e.machine_id, e.cell, Record.for_cell(cell).config_label, e.workload,
+                                 e.size_label, e.size, describe(run.machine_environment(e.machine)))
+        by_key[key].points.append(Point(run, e))
+    for s in by_key.values():
+        s.points.sort(key=lambda p: _order(p.run))
+    return sorted(by_key.values(), key=lambda s: (s.workload, s.size, s.size_label, s.machine_id, s.label))
+
+
+def step_p_value(a: Point, b: Point) -> float | None:
+    """Two-sided p-value of a change in the log median between two points; None without intervals."""
+    se_a, se_b = a.log_se, b.log_se
+    if se_a is None or se_b is None:
+        return None
+    diff = math.log(b.median_s) - math.log(a.median_s)
+    se = math.hypot(se_a, se_b)
+    if se == 0:
+        return 0.0 if diff else 1.0
+    return min(1.0, 2 * stats.normal_sf(abs(diff) / se))
+
+
+def separated(a: Point, b: Point) -> bool:
+    """The two 95% intervals do not overlap."""
+    return b.low > a.high or b.high < a.low
+
+
+def causes(before: Point, after: Point) -> list[str]:
+    """What differs between the two runs of a step, in words."""
+    env_a = before.run.machine_environment(before.entry.machine)
+    env_b = after.run.machine_environment(after.entry.machine)
+    out = [f"{name} {a} → {b}" for name, a, b in library_changes(env_a, env_b)]
+    if env_a.get("blas") != env_b.get("blas") and env_a.get("blas") and env_b.get("blas"):
+        out.append(f"BLAS {env_a.get('blas')} → {env_b.get('blas')}")
+    fp_a, fp_b = env_a.get("fingerprint"), env_b.get("fingerprint")
+    if isinstance(fp_a, Mapping) and isinstance(fp_b, Mapping):
+        out += [f"machine: {what} {a} → {b}" for what, a, b in fingerprint_changes(fp_a, fp_b)]
+    ctx_a, ctx_b = before.run.context or {}, after.run.context or {}
+    for k in dict.fromkeys([*ctx_a, *ctx_b]):
+        if ctx_a.get(k) != ctx_b.get(k):
+            out.append(f"context {k}: {ctx_a.get(k, '—')} → {ctx_b.get(k, '—')}")
+    out += [f"setting {name}: {a} → {b}"
+            for name, a, b in settings_differences(before.run.settings, after.run.settings)]
+    return out
+
+
+def library_changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(name, before, after) for the libraries, Python and arraybench whose versions differ."""
+    out = []
+    libs_a = a.get("libraries") if isinstance(a.get("libraries"), Mapping) else {}
+    libs_b = b.get("libraries") if isinstance(b.get("libraries"), Mapping) else {}
+    for name in dict.fromkeys([*libs_a, *libs_b]):
+        if libs_a.get(name) != libs_b.get(name):
+            out.append((name, str(libs_a.get(name) or "none"), str(libs_b.get(name) or "none")))
+    for name in ("python", "arraybench"):
+        if a.get(name) and b.get(name) and a.get(name) != b.get(name):
+            out.append((name if name != "python" else "Python", str(a[name]), str(b[name])))
+    return out
+
+
+def version_changes(series: Sequence[Series]) -> list[VersionChange]:
+    """For each machine, the runs where library versions changed from the machine's run before."""
+    by_machine: dict[str, dict[str, tuple[RunInfo, str]]] = {}
+    for s in series:
+        for p in s.points:
+            by_machine.setdefault(s.machine_id, {})[p.run.run_id] = (p.run, p.entry.machine)
+    out = []
+    for machine_id, runs in by_machine.items():
+        ordered = sorted(runs.values(), key=lambda rl: _order(rl[0]))
+        for (prev, prev_label), (run, label) in zip(ordered, ordered[1:]):
+            changed = library_changes(prev.machine_environment(prev_label), run.machine_environment(label))
+            if changed:
+                out.append(VersionChange(machine_id, run, tuple(changed)))
+    return out
+
+
+def history(entries: Iterable[Entry], runs: Mapping[str, RunInfo], *,
+            threshold: float = DEFAULT_THRESHOLD, fdr: float = DEFAULT_FDR) -> History:
+    """Series from stored entries, with the steps called in them (see the module's docstring)."""
+    series = build_series(entries, runs)
+    candidates: list[tuple[Series, Point, Point, float]] = []
+    for s in series:
+        valid = [p for p in s.points if p.valid]
+        for a, b in zip(valid, valid[1:]):
+            p = step_p_value(a, b)
+            if p is not None:
+                candidates.append((s, a, b, p))
+    reject = benjamini_hochberg([c[3] for c in candidates], fdr)
+    steps = []
+    for (s, a, b, p), significant in zip(candidates, reject):
+        ratio = b.median_s / a.median_s
+        large = ratio > 1 + threshold or ratio < 1 / (1 + threshold)
+        if significant and large and separated(a, b):
+            steps.append(Step(s, a, b, ratio, p, causes(a, b)))
+    ordered_runs = sorted({p.run.run_id: p.run for s in series for p in s.points}.values(), key=_order)
+    return History(series, steps, ordered_runs, version_changes(series), threshold, fdr, len(candidates))

@@ -1,0 +1,43 @@
+"""``arraybench export RESULTS --format github|bencher``: results for other tools' dashboards.
+
+``github``: github-action-benchmark's ``customSmallerIsBetter`` JSON; ``bencher``: Bencher Metric
+Format. Written to stdout, or to ``-o FILE``. The field mapping is in docs/history.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from ..render.exports import FORMATS
+
+    p = sub.add_parser("export", help="results as JSON for github-action-benchmark or Bencher",
+                       description="Write a run's results in a format other tools read: "
+                                   "github-action-benchmark (customSmallerIsBetter) or Bencher "
+                                   "Metric Format. Times are nanoseconds per call.")
+    p.add_argument("results", metavar="RESULTS.json", help="a results.json (or the folder holding it)")
+    p.add_argument("--format", required=True, choices=FORMATS,
+                   help="github: github-action-benchmark customSmallerIsBetter; bencher: Bencher Metric Format")
+    p.add_argument("--output", "-o", default=None, metavar="FILE", help="write here (default: stdout)")
+    p.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    import sys
+
+    from .. import load_results
+    from ..errors import UsageError
+    from ..files import write_atomic
+    from ..render.exports import export_text
+
+    text = export_text(load_results(args.results), args.format)
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        write_atomic(args.output, text)
+    except OSError as exc:
+        raise UsageError(f"{args.output}: cannot write there ({exc.strerror or exc})") from None
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0

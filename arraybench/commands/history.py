@@ -1,0 +1,124 @@
+"""``arraybench history``: each cell's results over the stored runs, the steps, and their causes.
+
+Prints the table (each series' latest runs), the steps called and what changed with each, and
+writes ``history_<workload>.svg``. ``--fail-on-regression 10%`` exits with status 1 when a series'
+latest run is a step more than 10% slower: a CI gate over the store's history.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import re
+import sys
+
+from ..errors import UsageError
+from .argtypes import csv_list, fraction, percent, positive_int
+from .storeargs import add_store_option, store_location
+
+DEFAULT_OUTPUT_DIR = "benchmark_history"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from ..analysis.compare import DEFAULT_THRESHOLD
+    from ..analysis.history import DEFAULT_FDR
+    from ..render.history import DEFAULT_LAST
+
+    p = sub.add_parser("history", help="each cell's results over the stored runs, with the steps in them",
+                       description="Show each cell's median and 95%% CI over the runs in the results "
+                                   "store, detect steps (intervals apart, false discovery rate "
+                                   "controlled across all series) and say what changed with each.")
+    p.add_argument("--workload", "--workloads", dest="filter_workloads", type=csv_list, action="append",
+                   default=[], metavar="LIST", help="only these workloads (repeatable)")
+    p.add_argument("--backend", "--backends", dest="filter_backends", type=csv_list, action="append",
+                   default=[], metavar="LIST", help="only these libraries (repeatable)")
+    p.add_argument("--machine", default=None, metavar="ID",
+                   help="only this machine: a machine id (or its first characters), or `this`")
+    p.add_argument("--since", default=None, metavar="WHEN",
+                   help="only runs since a date (2026-01-31) or for a while (30d, 12h, 2w)")
+    add_store_option(p, "to read")
+    p.add_argument("--threshold", type=percent, default=DEFAULT_THRESHOLD, metavar="PERCENT",
+                   help=f"smallest change called a step (default: {DEFAULT_THRESHOLD * 100:g}%%)")
+    p.add_argument("--fdr", type=fraction, default=DEFAULT_FDR, metavar="FRACTION",
+                   help=f"false discovery rate across all series (default: {DEFAULT_FDR:g})")
+    p.add_argument("--fail-on-regression", type=percent, default=None, metavar="PERCENT",
+                   help="exit with status 1 if a series' latest run is a step slower by more than "
+                        "this (e.g. 10%%)")
+    p.add_argument("--last", type=positive_int, default=DEFAULT_LAST, metavar="N",
+                   help=f"runs shown per series in the table (default: {DEFAULT_LAST}; the plots show all)")
+    p.add_argument("--output-dir", "-o", default=DEFAULT_OUTPUT_DIR, metavar="DIR",
+                   help=f"where history_<workload>.svg go (default: {DEFAULT_OUTPUT_DIR})")
+    p.add_argument("--no-plots", action="store_true", help="skip the SVG plots")
+    p.set_defaults(handler=main)
+
+
+def parse_since(text: str | None, now: _dt.datetime | None = None) -> str | None:
+    """``2026-01-31`` (or any ISO time) as given; ``30d``, ``12h``, ``2w`` back from ``now``; as an
+    ISO time in UTC that compares with the stored runs' start times."""
+    if text is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+)\s*([hdw])\s*", text)
+    if m:
+        hours = int(m.group(1)) * {"h": 1, "d": 24, "w": 24 * 7}[m.group(2)]
+        start = (now or _dt.datetime.now(_dt.timezone.utc)) - _dt.timedelta(hours=hours)
+        return start.astimezone(_dt.timezone.utc).isoformat(timespec="seconds")
+    try:
+        when = _dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise UsageError(f"--since {text!r}: give a date (2026-01-31), a time, or 30d / 12h / 2w") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=_dt.timezone.utc)
+    return when.astimezone(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def this_machine() -> str:
+    from .. import environment
+
+    return environment.machine_id(environment.fingerprint(environment.gpus()))
+
+
+def main(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from ..analysis.history import history
+    from ..render.history import history_table, summary
+    from ..store import open_store
+
+    machine = this_machine() if args.machine == "this" else args.machine
+    since = parse_since(args.since)
+    workloads = [w for group in args.filter_workloads for w in group]
+    backends = [b for group in args.filter_backends for b in group]
+    with open_store(store_location(args)) as store:
+        entries, runs = store.entries(workloads=workloads, backends=backends, machine=machine, since=since)
+        where = store.describe()
+    console = Console()
+    if not console.is_terminal and console.width < 120:
+        console = Console(width=120, color_system=None)
+    if not entries:
+        console.print(f"arraybench history: no stored run matches in {where}; runs are stored as they "
+                      "finish, and `arraybench store import DIR` adds earlier ones.")
+        return 0
+    found = history(entries, runs, threshold=args.threshold, fdr=args.fdr)
+    console.print(history_table(found, last=args.last))
+    console.print(summary(found) + f"; store {where}", markup=False, highlight=False)
+    for step in found.steps:
+        style = "bold red" if step.slower else "bold green"
+        console.print(f"[{style}]step:[/] ", end="")
+        console.print(step.sentence(), markup=False, highlight=False)
+    if not args.no_plots:
+        from ..outdir import prepare
+        from ..render.history_plot import write_history_plots
+
+        out = prepare(args.output_dir, overwrite=True)
+        written = write_history_plots(found, out)
+        if written:
+            console.print("wrote " + ", ".join(str(p) for p in written), markup=False, highlight=False)
+    if args.fail_on_regression is not None:
+        bad = found.regressions(args.fail_on_regression)
+        if bad:
+            print(f"arraybench: {len(bad)} regression{'s' if len(bad) != 1 else ''} above "
+                  f"{args.fail_on_regression:.0%} in the latest runs: "
+                  + "; ".join(f"{s.series.workload} {s.series.size_label} {s.series.label} "
+                              f"({s.ratio:.3f}×)" for s in bad), file=sys.stderr)
+            return 1
+    return 0

@@ -1,0 +1,65 @@
+"""``arraybench merge RUN... -o DIR``: several runs (machines) as one report, the machine a dimension.
+
+Each run is labelled by its folder's name, or by ``LABEL=DIR``. The merged folder gets a
+``results.json``, the table with a machine column, ``report.html``, the plots and findings across
+machines; each machine's ceilings, versions and settings stay with its own records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("merge", help="one report for several runs (machines), the machine a dimension",
+                       description="Merge runs from several machines into one results.json and report, "
+                                   "with the machine as a dimension and findings across machines.")
+    p.add_argument("runs", nargs="+", metavar="[LABEL=]DIR",
+                   help="a run's output folder (or results.json); LABEL names its machine (default: "
+                        "the folder's name)")
+    p.add_argument("--output-dir", "-o", default="merged", metavar="DIR",
+                   help="where the merged results and report go (default: merged)")
+    p.add_argument("--no-plots", action="store_true", help="skip the SVG plots")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    p.set_defaults(handler=main)
+
+
+def split_label(text: str) -> tuple[str | None, str]:
+    """``laptop=runs/a`` -> ("laptop", "runs/a"); a plain path has no label."""
+    label, sep, path = text.partition("=")
+    if sep and label and "/" not in label and not Path(text).exists():
+        return label, path
+    return None, text
+
+
+def main(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from .. import api
+    from ..merge import same_machine_notes
+    from ..render.tables import print_table
+    from ..results import load, resolve
+
+    pairs = [split_label(t) for t in args.runs]
+    runs = [load(resolve(path)) for _, path in pairs]
+    merged = api.merge(runs, labels=[label for label, _ in pairs], output_dir=args.output_dir,
+                       plots=not args.no_plots)
+    labels = list(merged.settings["machines"])  # one per run, in order
+    for note in same_machine_notes(runs, labels):
+        print(f"arraybench: note: {note}", file=sys.stderr)
+    if not args.quiet:
+        console = Console()
+        if not console.is_terminal and console.width < 120:
+            console = Console(width=120, color_system=None)
+        print_table(merged.records, console)
+        found = merged.findings()
+        if found:
+            console.print("\n[bold]Findings[/]")
+            for f in found:
+                console.print(f"- {f}", markup=False, highlight=False)
+        out = merged.output_dir
+        console.print(f"merged {len(runs)} runs ({', '.join(labels)}) into {out / 'results.json'}; "
+                      f"report: {out / 'report.html'}")
+    return 0

@@ -1,0 +1,84 @@
+"""``arraybench store``: the results store. ``import`` adds earlier runs' folders; ``list`` shows
+what it holds.
+
+Importing is idempotent (a run already stored is not added again) and each run goes in whole or
+not at all; a folder that cannot be read is one line, and the others are imported all the same
+(exit status 2 at the end if any could not be).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .storeargs import add_store_option, store_location
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("store", help="the results store: import earlier runs, list what it holds",
+                       description="The results store every run is appended to (SQLite in your data "
+                                   "folder by default, or a postgresql:// URL).")
+    actions = p.add_subparsers(dest="store_action", metavar="ACTION", parser_class=type(p))
+    actions.required = True
+    imp = actions.add_parser("import", help="add runs' folders (or results.json files) to the store",
+                             description="Add earlier runs to the store. Idempotent: a run already "
+                                         "stored is left as it is.")
+    imp.add_argument("runs", nargs="+", metavar="DIR", help="a run's output folder or its results.json")
+    add_store_option(imp, "to add to")
+    imp.set_defaults(handler=import_main)
+    lst = actions.add_parser("list", help="the runs in the store, oldest first",
+                             description="List the runs in the store, oldest first.")
+    add_store_option(lst, "to read")
+    lst.add_argument("--machine", default=None, metavar="ID", help="only this machine (an id prefix)")
+    lst.set_defaults(handler=list_main)
+
+
+def import_main(args: argparse.Namespace) -> int:
+    from ..errors import UsageError
+    from ..results import load, resolve
+    from ..store import open_store
+
+    failed = 0
+    counts: dict[str, int] = {}
+    with open_store(store_location(args)) as store:
+        for given in args.runs:
+            path = resolve(given)
+            try:
+                results = load(path)
+            except UsageError as exc:
+                print(f"arraybench: error: {exc}", file=sys.stderr)
+                failed += 1
+                continue
+            added = store.add(results, source=str(path.parent.resolve()))
+            counts[added.outcome] = counts.get(added.outcome, 0) + 1
+            detail = f", {added.records} records" if added.records else ""
+            note = {"not a run": "; a merge of runs: import the runs themselves",
+                    "kept": "; the store holds it complete, this copy is not"}.get(added.outcome, "")
+            print(f"{given}: {added.outcome} (run {added.run_id}{detail}{note})")
+        total = ", ".join(f"{n} {what}" for what, n in counts.items()) or "nothing imported"
+        print(f"store {store.describe()}: {total}" + (f"; {failed} could not be read" if failed else ""))
+    return 2 if failed else 0
+
+
+def list_main(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..store import open_store
+
+    with open_store(store_location(args)) as store:
+        runs = store.runs(machine=args.machine)
+        where = store.describe()
+    console = Console()
+    if not console.is_terminal and console.width < 120:
+        console = Console(width=120, color_system=None)
+    table = Table(title=f"arraybench store {where}: {len(runs)} run{'s' if len(runs) != 1 else ''}",
+                  title_justify="left", header_style="bold", pad_edge=False)
+    for name in ("run", "started", "machine", "records", "complete", "context", "from"):
+        table.add_column(name, overflow="fold", no_wrap=name in ("run", "started"))
+    for r in runs:
+        table.add_row(r.run_id, r.started_at[:19].replace("T", " "), r.machine_id, str(r.records),
+                      "yes" if r.complete else "no", ", ".join(f"{k}={v}" for k, v in r.context.items()),
+                      r.source or "(in memory)")
+    console.print(table)
+    return 0

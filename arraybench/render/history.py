@@ -1,0 +1,137 @@
+"""History as people read it: a table in the terminal and a section of the HTML report.
+
+Each series (one cell on one machine) lists its latest runs: when, the median and its 95% CI, the
+change from the run before, and a note where a step was called (with its cause) or library
+versions changed.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING, Mapping
+
+from rich.table import Table
+
+from ..analysis.compare import change_text
+from ..units import format_seconds
+from .naming import history_file_name
+
+if TYPE_CHECKING:
+    from ..analysis.history import History, Point, Series
+
+#: Runs shown per series unless told otherwise; the plots show all of them.
+DEFAULT_LAST = 10
+
+
+def _ci(p: "Point") -> str:
+    if p.entry.ci_low_s is None or p.entry.ci_high_s is None or not p.median_s:
+        return "—"
+    return f"±{(p.high - p.low) / (2 * p.median_s):.1%}"
+
+
+def _rows(history: "History", s: "Series", last: int) -> list[tuple[str, ...]]:
+    """(when, median, CI, vs previous, note) for the latest ``last`` runs of a series."""
+    steps = {st.after.run.run_id: st for st in history.steps if st.series is s}
+    versions = {(c.machine_id, c.run.run_id): c for c in history.version_changes}
+    rows = []
+    previous = None
+    context: dict = {}
+    for p in s.points:
+        when = p.run.started_at[:16].replace("T", " ")
+        if not p.valid:
+            rows.append((when, "—", "—", "—", p.entry.status))
+            continue
+        vs = "—" if previous is None else change_text(p.median_s / previous.median_s)
+        notes = []
+        step = steps.get(p.run.run_id)
+        if step is not None:
+            notes.append(f"STEP {'slower' if step.slower else 'faster'}: "
+                         + ("; ".join(step.causes) or "nothing recorded changed"))
+        change = versions.get((s.machine_id, p.run.run_id))
+        if change is not None and step is None:
+            notes.append(change.text)
+        if p.run.context and p.run.context != context and step is None:
+            notes.append(", ".join(f"{k}={v}" for k, v in p.run.context.items()))
+        context = p.run.context
+        rows.append((when, format_seconds(p.median_s), _ci(p), vs, " · ".join(notes)))
+        previous = p
+    return rows[-last:]
+
+
+def shown_series(history: "History") -> list["Series"]:
+    """The series worth rows: those with a measured time in at least one run (a library that was
+    never available on a machine is left out)."""
+    return [s for s in history.series if any(p.valid for p in s.points)]
+
+
+def history_table(history: "History", last: int = DEFAULT_LAST) -> Table:
+    """Every series and its latest runs, steps in bold red (slower) or green (faster)."""
+    table = Table(title="arraybench history: time per call (median) over the stored runs",
+                  header_style="bold", title_justify="left", pad_edge=False)
+    for name, numeric in (("case", False), ("library / device", False), ("machine", False),
+                          ("run", False), ("median", True), ("95% CI", True),
+                          ("vs previous", True), ("note", False)):
+        if numeric:
+            table.add_column(name, justify="right", no_wrap=True)
+        else:
+            table.add_column(name, overflow="fold", no_wrap=name == "run")
+    shown = shown_series(history)
+    for n, s in enumerate(shown):
+        rows = _rows(history, s, last)
+        for i, (when, median, ci, vs, note) in enumerate(rows):
+            style = None
+            if note.startswith("STEP"):
+                style = "bold red" if "slower" in note[:12] else "bold green"
+            table.add_row(f"{s.workload} {s.size_label}" if i == 0 else "", s.label if i == 0 else "",
+                          s.machine_id if i == 0 else "", when, median, ci, vs, note, style=style,
+                          end_section=(i == len(rows) - 1 and n < len(shown) - 1))
+    return table
+
+
+def summary(history: "History") -> str:
+    """One line: how many series and runs, how many pairs tested, how many steps called."""
+    n_steps = len(history.steps)
+    return (f"{len(shown_series(history))} series over {len(history.runs)} runs; {history.tested} consecutive "
+            f"pairs tested, {n_steps} step{'s' if n_steps != 1 else ''} called (intervals apart, "
+            f"false discovery rate {history.fdr:.0%} across all series, changes over "
+            f"{history.threshold:.0%})")
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def history_section_html(history: "History", svgs: Mapping[str, str], last: int = DEFAULT_LAST) -> str:
+    """The report's History section: the steps, the plots, and the table in a <details>."""
+    parts = [f"<p class='how'>{_e(summary(history))}. The stored runs of these cells on the same "
+             "machine, from the results store (<code>arraybench history</code> shows them all).</p>"]
+    if history.steps:
+        parts.append("<ul class='findings steps'>" + "".join(
+            f"<li class='{'slower' if st.slower else 'faster'}'>{_e(st.sentence())}</li>"
+            for st in history.steps) + "</ul>")
+    else:
+        parts.append("<p>No step: every change between consecutive runs is within the intervals "
+                     "or too small to call.</p>")
+    figs = []
+    for workload in dict.fromkeys(s.workload for s in history.series):
+        name = history_file_name(workload)
+        if name in svgs:
+            figs.append(f"<figure class='plot wide' data-plot='{_e(name)}'>{svgs[name]}"
+                        f"<figcaption>{_e(name)}</figcaption></figure>")
+    if figs:
+        parts.append("<div class='plots'>" + "".join(figs) + "</div>")
+    rows = []
+    for s in shown_series(history):
+        for i, (when, median, ci, vs, note) in enumerate(_rows(history, s, last)):
+            cls = " class='step'" if note.startswith("STEP") else ""
+            rows.append(f"<tr{cls}><td>{_e(f'{s.workload} {s.case}') if i == 0 else ''}</td>"
+                        f"<td>{_e(s.label) if i == 0 else ''}</td><td>{_e(when)}</td>"
+                        f"<td class='num'>{_e(median)}</td><td class='num'>{_e(ci)}</td>"
+                        f"<td class='num'>{_e(vs)}</td><td>{_e(note)}</td></tr>")
+    parts.append("<details><summary>every series, run by run</summary><div class='scroll'>"
+                 "<table class='records history'><thead><tr><th scope='col'>case</th>"
+                 "<th scope='col'>library / device</th><th scope='col'>run</th>"
+                 "<th scope='col' class='num'>median</th><th scope='col' class='num'>95% CI</th>"
+                 "<th scope='col' class='num'>vs previous</th><th scope='col'>note</th></tr></thead>"
+                 f"<tbody>{''.join(rows)}</tbody></table></div></details>")
+    return "\n".join(parts)

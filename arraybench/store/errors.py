@@ -1,0 +1,13 @@
+"""What goes wrong with a store, as one line."""
+
+from __future__ import annotations
+
+from ..errors import UsageError
+
+
+class StoreError(UsageError):
+    """A store that cannot be opened, read or written: one line, saying which and why."""
+
+
+class StoreWarning(UserWarning):
+    """A run that could not be stored: it is kept all the same (results.json)."""
