@@ -51,6 +51,9 @@ class Replicate:
     #: Per output, when the workload returns several.
     output_errors: list[float | None] = field(default_factory=list, metadata=_NON_NEGATIVE)
     output_names: list[str] = field(default_factory=list)
+    # -- issue 17: cluster runs --
+    #: The node that measured it, in a cluster run (``environment["machines"]`` describes it).
+    machine: str = ""
 
     @classmethod
     def ended(cls, status: Status, reason: str) -> "Replicate":
