@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from .cluster import check_options as check_cluster_options
 from .errors import UsageError
 from .options import DTYPES, OPTION_NAMES, RunOptions, parse_sizes, validate
 from .plan import Cell, build_plan
@@ -113,6 +114,7 @@ def plan(options: RunOptions) -> Plan:
         if unknown and errors:
             raise UsageError(f"unknown workload {unknown[0]!r} (a workload file did not load: {errors})")
     options = validate(options, known)
+    check_cluster_options(options)
     cells = build_plan(options, known, list(BUILTIN))
     names = list(dict.fromkeys(c.workload for c in cells))
     shipped = [known[n] for n in names if needs_shipping(known[n], options.workload_files)]
@@ -151,16 +153,27 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
     """Run a checked plan into ``output_dir`` (see ``run``)."""
     from .outdir import prepare
 
-    temporary = output_dir is None
-    out = Path(tempfile.mkdtemp(prefix="arraybench-")) if temporary else prepare(output_dir, overwrite=overwrite)
-    if checked.shipped:
-        ship(checked.shipped, out)
-    session = Session.start(checked.cells, checked.options, out, reporter)
+    executor = None
+    if checked.options.cluster is not None:
+        from .executors import cluster_executor
+
+        # Connected and checked before the output folder is touched: a bad cluster costs nothing.
+        executor = cluster_executor(checked.options)
+        checked = replace(checked, cells=executor.plan(checked.cells))
     try:
-        results = session.measure()
-    except Interrupted as stop:
-        _finish(stop.results, checked.files, out, report=not temporary, plots=plots)
-        raise
+        temporary = output_dir is None
+        out = Path(tempfile.mkdtemp(prefix="arraybench-")) if temporary else prepare(output_dir, overwrite=overwrite)
+        if checked.shipped:
+            ship(checked.shipped, out)
+        session = Session.start(checked.cells, checked.options, out, reporter)
+        try:
+            results = session.measure(executor)
+        except Interrupted as stop:
+            _finish(stop.results, checked.files, out, report=not temporary, plots=plots)
+            raise
+    finally:
+        if executor is not None:
+            executor.close()
     _finish(results, checked.files, out, report=not temporary, plots=plots)
     if temporary:
         shutil.rmtree(out, ignore_errors=True)
@@ -169,9 +182,11 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
 
 
 def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = None,
-           plots: bool = True) -> Results:
+           plots: bool = True, node_wait: float | None = None) -> Results:
     """Finish the interrupted run in ``output_dir`` with its own settings (measures only what is
-    missing; a complete run is measured no further and its files are rewritten)."""
+    missing; a complete run is measured no further and its files are rewritten). A cluster run
+    goes on on its cluster; ``node_wait``: seconds an every-node run waits for a node it needs
+    (default 60), before it says the node is missing."""
     from . import journal
     from .outdir import check_writable
 
@@ -188,14 +203,32 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
     except UsageError as exc:
         raise UsageError(f"{out / journal.JOURNAL_NAME}: its saved settings are not valid here ({exc})") from None
     check_writable(out)
+    executor = None
+    if state.options.cluster is not None and _missing_any(state):
+        from .executors import cluster_executor
+
+        executor = cluster_executor(state.options, node_wait=node_wait)
     session = Session.resume(state, out, reporter)
+    if state.options.cluster is not None and executor is None:
+        from . import shardlog
+
+        shardlog.restore(session.env, shardlog.read(out), state.options.on)
     try:
-        results = session.measure()
+        results = session.measure(executor)
     except Interrupted as stop:
         _finish(stop.results, loaded, out, report=True, plots=plots)
         raise
+    finally:
+        if executor is not None:
+            executor.close()
     _finish(results, loaded, out, report=True, plots=plots)
     return results
+
+
+def _missing_any(state: Any) -> bool:
+    """Whether a journalled run still lacks a measurement (a complete cluster run needs no cluster)."""
+    return any(c.config not in state.unavailable and len(state.replicates.get(c.key, {})) < state.options.replicates
+               for c in state.cells)
 
 
 def _finish(results: Results, files: LoadedFiles, out: Path, *, report: bool, plots: bool) -> None:
