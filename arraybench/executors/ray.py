@@ -62,6 +62,9 @@ def connect(address: str) -> None:
     try:
         ray.init(address=address, namespace="arraybench", log_to_driver=False,
                  logging_level=logging.ERROR, ignore_reinit_error=True)
+    except ImportError as exc:  # ray:// needs Ray Client's extra packages
+        raise UsageError(f"--cluster {address}: {exc.name or exc} is missing; a ray:// address needs "
+                         "pip install 'ray[client]'") from None
     except (ConnectionError, RuntimeError, ValueError, OSError, RayError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UsageError(f"--cluster {address}: cannot connect to a Ray cluster there ({first})") from None
