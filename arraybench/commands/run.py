@@ -198,7 +198,9 @@ def main(args: argparse.Namespace) -> int:
             checked = plan_from_args(args)
             report_file_errors(checked.files)
             results = api.execute(checked, args.output_dir, overwrite=args.overwrite,
-                                  reporter=reporter_for(args, len(checked.cells)), plots=plots)
+                                  # every-node multiplies the cells by the nodes, known only later
+                                  reporter=reporter_for(args, None if checked.options.cluster else len(checked.cells)),
+                                  plots=plots)
     except Interrupted as stop:
         if not args.quiet and not args.json:
             print_outcome(stop.results, Console(stderr=True))

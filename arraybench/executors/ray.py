@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -149,8 +149,6 @@ class _Flight:
     started: float | None = None
     ended: bool = False
     outcome: str = ""
-    stop_sent: bool = False
-    keys: set[str] = field(default_factory=set)
 
 
 class RayExecutor:
