@@ -182,12 +182,39 @@ def test_info_lists_the_nodes_their_machines_and_which_are_free(ray_cluster):
     assert text.returncode == 0 and "n1" in text.stdout and "n2" in text.stdout and "busy" not in text.stdout
 
 
+_GATED = """
+import os, time
+import arraybench
+
+@arraybench.workload(sizes={{"small": 16}}, inputs=lambda n, rng: rng.standard_normal(n),
+                     reference=lambda x: 2 * x)
+def gated(xp, x):
+    deadline = time.monotonic() + 120  # never forever, whatever the test does
+    while os.path.exists({gate!r}) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return 2 * x
+"""
+
+
 def test_every_node_and_any_node_runs_side_by_side_never_share_a_node(ray_cluster, tmp_path):
+    # Run A's first shard on each node waits at a gate; run B is started meanwhile and must wait
+    # for the nodes' slots: the two runs are under way together whatever the machine's load.
+    gate = tmp_path / "gate"
+    gate.touch()
+    gated = tmp_path / "gated.py"
+    gated.write_text(_GATED.format(gate=str(gate)))
     every, anyn = tmp_path / "every", tmp_path / "any"
     a = ray_cluster.start("run", "--cluster", ray_cluster.address, "--on", "every-node", *TINY,
-                          "--workloads", "elementwise,sort,fft", "--processes", "2", "-o", str(every))
+                          "--workload-file", str(gated), "--workloads", "gated,elementwise,sort",
+                          "--processes", "2", "-o", str(every))
+    _wait_for(lambda: len([e for e in shardlog.read(every) if e.get("type") == "shard_started"]) == 2,
+              "run A's first shard on both nodes", a)
     b = ray_cluster.start("run", "--cluster", ray_cluster.address, "--on", "any-node", *TINY,
                           "--workloads", "elementwise,sort,fft,matmul", "--processes", "1", "-o", str(anyn))
+    _wait_for(lambda: any(e.get("type") == "nodes" for e in shardlog.read(anyn)), "run B's dispatch", b)
+    b_dispatch = next(e["time"] for e in shardlog.read(anyn) if e.get("type") == "nodes")
+    time.sleep(1.0)  # B's shards are asked for; the nodes' slots are A's
+    gate.unlink()
     (_, a_err), (_, b_err) = a.communicate(timeout=300), b.communicate(timeout=300)
     assert a.returncode == 0, a_err[-3000:]
     assert b.returncode == 0, b_err[-3000:]
@@ -200,13 +227,13 @@ def test_every_node_and_any_node_runs_side_by_side_never_share_a_node(ray_cluste
         assert r["status"] == "ok" and len(r["replicates"]) == 2
         assert {rep["machine"] for rep in r["replicates"]} == {r["machine"]}
         by_machine.setdefault(r["machine"], set()).add(r["workload"])
-    assert by_machine == {"n1": {"elementwise", "sort", "fft"}, "n2": {"elementwise", "sort", "fft"}}
+    assert by_machine == {"n1": {"gated", "elementwise", "sort"}, "n2": {"gated", "elementwise", "sort"}}
     machines = res["environment"]["machines"]
     assert {"n1", "n2"} <= set(machines)
     assert machines["n1"]["fingerprint"]["cpu_model"] and machines["n1"]["backends"]["numpy/cpu"]
     assert "OMP_NUM_THREADS" not in machines["n1"]["thread_env"]  # Ray's own setting kept out
     assert sorted((e["shard"], e["outcome"]) for e in _ended(every)) == sorted(
-        (f"{w}|small@{n}", "done") for w in ("elementwise", "sort", "fft") for n in ("n1", "n2"))
+        (f"{w}|small@{n}", "done") for w in ("gated", "elementwise", "sort") for n in ("n1", "n2"))
 
     # any-node: every shard ran exactly once, on one node, and the records are one machine's.
     res = _results(anyn)
@@ -219,12 +246,12 @@ def test_every_node_and_any_node_runs_side_by_side_never_share_a_node(ray_cluste
     for r in res["records"]:
         assert {rep["machine"] for rep in r["replicates"]} == {node_of[f"{r['workload']}|small"]}
 
-    # No two shards, of either run, overlapped on one node; and the runs did overlap in time,
-    # so it was the node's slot that kept them apart.
-    both = _ended(every) + _ended(anyn)
-    assert shardlog.overlaps(both) == []
-    spans = [(min(e["started"] for e in x), max(e["ended"] for e in x)) for x in (_ended(every), ended)]
-    assert spans[0][0] < spans[1][1] and spans[1][0] < spans[0][1], spans
+    # No two shards, of either run, overlapped on one node, though B was dispatching while A's
+    # gated shards held both nodes: the nodes' slots kept them apart.
+    assert shardlog.overlaps(_ended(every) + _ended(anyn)) == []
+    gated_ends = [e["ended"] for e in _ended(every) if e["shard"].startswith("gated|")]
+    assert b_dispatch < min(gated_ends)
+    assert min(e["started"] for e in ended) > min(gated_ends)
 
 
 def test_gpu_type_runs_only_on_matching_nodes(ray_cluster, tmp_path):
