@@ -136,7 +136,8 @@ def ray_cluster(tmp_path_factory):
     log = open(tmp_path_factory.mktemp("cluster") / "holder.log", "w")
     holder = subprocess.Popen(
         ["unshare", "-n", "sh", "-c", f'ip link set lo up && exec "{sys.executable}" tests/cluster_holder.py "{temp}"'],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, cwd=ROOT)
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, cwd=ROOT,
+        start_new_session=True)  # Ray's reaper signals its whole process group: never pytest's
     first: list[str] = []
     reader = threading.Thread(target=lambda: first.append(holder.stdout.readline()), daemon=True)
     reader.start()
