@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, Union
 
+from .cluster import check_options as check_cluster_options
 from .context import parse_context
 from .errors import UsageError, one_line
 from .options import DTYPES, OPTION_NAMES, RunOptions, parse_sizes, validate
@@ -122,6 +123,7 @@ def plan(options: RunOptions) -> Plan:
         if unknown and errors:
             raise UsageError(f"unknown workload {unknown[0]!r} (a workload file did not load: {errors})")
     options = validate(options, known)
+    check_cluster_options(options)
     cells = build_plan(options, known, list(BUILTIN))
     names = list(dict.fromkeys(c.workload for c in cells))
     shipped = [known[n] for n in names if needs_shipping(known[n], options.workload_files)]
@@ -170,19 +172,31 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
     from .outdir import prepare
 
     labels = parse_context(context)
-    temporary = output_dir is None
-    out = Path(tempfile.mkdtemp(prefix="arraybench-")) if temporary else prepare(output_dir, overwrite=overwrite)
-    if checked.shipped:
-        ship(checked.shipped, out)
-    session = Session.start(checked.cells, checked.options, out, reporter, context=labels)
+    executor = None
+    if checked.options.cluster is not None:
+        from .executors import cluster_executor
+
+        # Connected and checked before the output folder is touched: a bad cluster costs nothing.
+        executor = cluster_executor(checked.options)
+        checked = replace(checked, cells=executor.plan(checked.cells))
     try:
-        results = session.measure()
-    except Interrupted as stop:
-        _finish(stop.results, checked.files, out, report=not temporary, plots=plots, store=store,
-                source="" if temporary else str(out.resolve()))
-        raise
+        temporary = output_dir is None
+        out = Path(tempfile.mkdtemp(prefix="arraybench-")) if temporary else prepare(output_dir, overwrite=overwrite)
+        if checked.shipped:
+            ship(checked.shipped, out)
+        session = Session.start(checked.cells, checked.options, out, reporter, context=labels)
+        source = "" if temporary else str(out.resolve())
+        try:
+            results = session.measure(executor)
+        except Interrupted as stop:
+            _finish(stop.results, checked.files, out, report=not temporary, plots=plots,
+                    store=store, source=source)
+            raise
+    finally:
+        if executor is not None:
+            executor.close()
     _finish(results, checked.files, out, report=not temporary, plots=plots, store=store,
-            source="" if temporary else str(out.resolve()))
+            source=source)
     if temporary:
         shutil.rmtree(out, ignore_errors=True)
         results.output_dir = None
@@ -190,10 +204,13 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
 
 
 def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = None,
-           plots: bool = True, store: StoreChoice = True, context: ContextLabels = None) -> Results:
+           plots: bool = True, store: StoreChoice = True, context: ContextLabels = None,
+           node_wait: float | None = None) -> Results:
     """Finish the interrupted run in ``output_dir`` with its own settings (measures only what is
     missing; a complete run is measured no further and its files are rewritten). ``store`` as in
-    ``run``; ``context`` labels are added to the run's own."""
+    ``run``; ``context`` labels are added to the run's own. A cluster run goes on on its cluster;
+    ``node_wait``: seconds an every-node run waits for a node it needs (default 60), before it
+    says the node is missing."""
     from . import journal
     from .outdir import check_writable
 
@@ -211,17 +228,35 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
         raise UsageError(f"{out / journal.JOURNAL_NAME}: its saved settings are not valid here ({exc})") from None
     check_writable(out)
     labels = parse_context(context)
+    executor = None
+    if state.options.cluster is not None and _missing_any(state):
+        from .executors import cluster_executor
+
+        executor = cluster_executor(state.options, node_wait=node_wait)
     session = Session.resume(state, out, reporter)
+    if state.options.cluster is not None and executor is None:
+        from . import shardlog
+
+        shardlog.restore(session.env, shardlog.read(out), state.options.on)
     if labels:
         session.env["context"] = {**(session.env.get("context") or {}), **labels}
     source = str(out.resolve())
     try:
-        results = session.measure()
+        results = session.measure(executor)
     except Interrupted as stop:
         _finish(stop.results, loaded, out, report=True, plots=plots, store=store, source=source)
         raise
+    finally:
+        if executor is not None:
+            executor.close()
     _finish(results, loaded, out, report=True, plots=plots, store=store, source=source)
     return results
+
+
+def _missing_any(state: Any) -> bool:
+    """Whether a journalled run still lacks a measurement (a complete cluster run needs no cluster)."""
+    return any(c.config not in state.unavailable and len(state.replicates.get(c.key, {})) < state.options.replicates
+               for c in state.cells)
 
 
 def _finish(results: Results, files: LoadedFiles, out: Path, *, report: bool, plots: bool,

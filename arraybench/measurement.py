@@ -57,6 +57,9 @@ class Replicate:
     #: The GPU's clocks, temperature, power and throttling before and after the cell
     #: (``gpu_health``), or ``{"unavailable": why}``; None on the CPU.
     gpu_health: dict[str, Any] | None = None
+    # -- issue 17: cluster runs --
+    #: The node that measured it, in a cluster run (``environment["machines"]`` describes it).
+    machine: str = ""
 
     @classmethod
     def ended(cls, status: Status, reason: str) -> "Replicate":

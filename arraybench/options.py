@@ -52,6 +52,13 @@ class RunOptions:
     workload_files: list[str] = field(default_factory=list)
     #: Workloads defined in a notebook or script, sent to the workers by value (``workloads.shipping``).
     shipped_workloads: list[str] = field(default_factory=list)
+    # -- issue 17: a run across a Ray cluster (``cluster.py``, ``executors/ray.py``) --
+    #: A Ray address ("auto", "ray://head:10001", "head:6379"); None: this machine only.
+    cluster: str | None = None
+    #: "every-node" (the whole plan on each node) or "any-node" (the plan split across nodes).
+    on: str = "every-node"
+    #: Only nodes whose Ray accelerator type is this ("H100").
+    gpu_type: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -15,12 +15,13 @@ from .options import Dtype, Mode, RunOptions, parse_size
 
 
 def cell_key(workload: str, size_label: str, backend: str, device: str, dtype: str, mode: str,
-             transfer: bool = False) -> str:
+             transfer: bool = False, machine: str = "") -> str:
     """A cell's identity, the same in the journal, in results and across runs."""
     parts = [workload, size_label, backend, device, dtype, mode]
     if transfer:
         parts.append("transfer")
-    return "|".join(parts)
+    # Issue 17: a cell of an every-node cluster run is measured once per node.
+    return "|".join(parts) + (f"@{machine}" if machine else "")
 
 
 @dataclass(frozen=True, order=True)
@@ -35,11 +36,14 @@ class Cell:
     dtype: Dtype
     mode: Mode
     transfer: bool = False
+    # -- issue 17: cluster runs --
+    #: The node that must measure it (an every-node cluster run); "" for any machine.
+    machine: str = ""
 
     @property
     def key(self) -> str:
         return cell_key(self.workload, self.size_label, self.backend, self.device, self.dtype,
-                        self.mode, self.transfer)
+                        self.mode, self.transfer, self.machine)
 
     @property
     def config(self) -> tuple[str, str]:

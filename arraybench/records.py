@@ -78,18 +78,18 @@ class Record:
         """An empty record of a cell (nothing measured yet)."""
         return cls(workload=cell.workload, size_label=cell.size_label, size=cell.size,
                    backend=cell.backend, device=cell.device, dtype=cell.dtype, mode=cell.mode,
-                   status=status, reason=reason, transfer=cell.transfer)
+                   status=status, reason=reason, transfer=cell.transfer, machine=cell.machine)
 
     @property
     def cell(self) -> Cell:
         return Cell(self.workload, self.size_label, self.size, self.backend, self.device, self.dtype,
-                    self.mode, self.transfer)
+                    self.mode, self.transfer, self.machine)
 
     @property
     def key(self) -> str:
         """The key of the cell this record measures (``plan.cell_key``)."""
         return cell_key(self.workload, self.size_label, self.backend, self.device, self.dtype,
-                        self.mode, self.transfer)
+                        self.mode, self.transfer, self.machine)
 
     @property
     def samples_s(self) -> list[float]:

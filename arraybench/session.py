@@ -58,6 +58,8 @@ class Session:
         self.unavailable: dict[Config, str] = {}
         self._completed: set[str] = set()
         self._signals: list[int] = []  # stop signals received, in order
+        #: Issue 17: why a cell is still missing where it is not an interruption (a lost node).
+        self.missing_reasons: dict[str, str] = {}
 
     @classmethod
     def start(cls, cells: list[Cell], options: RunOptions, out_dir: Path,
@@ -84,10 +86,13 @@ class Session:
         return session
 
     # -- the run --------------------------------------------------------------------------------
-    def measure(self) -> Results:
+    def measure(self, executor: Any = None) -> Results:
         """Measure every cell not yet measured; return the results (``results.json`` saved).
 
-        Raises ``Interrupted`` (with the partial results, saved) after SIGINT or SIGTERM.
+        ``executor`` moves the measurements home (default: ``LocalExecutor``, this machine).
+        Raises ``Interrupted`` (with the partial results, saved) after SIGINT or SIGTERM. Where
+        the executor could not measure everything (a cluster node lost), the results say
+        ``complete=False``.
         """
         from .executors.local import LocalExecutor, StopRequested
 
@@ -98,7 +103,7 @@ class Session:
             signal.signal(s, self._on_signal)
         try:
             try:
-                LocalExecutor().run(self)
+                (executor or LocalExecutor()).run(self)
             except StopRequested:
                 pass
             if self._signals and self.missing():
@@ -106,7 +111,7 @@ class Session:
                 self.save(results)
                 self.reporter.run_finished(results)
                 raise Interrupted(results, self._signals[0])
-            results = self.results(complete=True)
+            results = self.results(complete=not self.missing())
             self.save(results)
         finally:
             for s, handler in previous.items():
@@ -130,7 +135,7 @@ class Session:
         reps = [r for _, r in sorted(self.replicates.get(cell.key, {}).items())]
         rec = aggregate(cell, reps, self.wanted(cell), self.options.rel_ci)
         if not reps:
-            rec.reason = self.unavailable.get(cell.config) or \
+            rec.reason = self.unavailable.get(cell.config) or self.missing_reasons.get(cell.key) or \
                 "not measured (run interrupted; continue with --resume)"
         return rec
 
@@ -183,6 +188,10 @@ class Session:
     def stop_requested(self) -> bool:
         """A stop signal arrived: finish the measurement under way and go no further."""
         return bool(self._signals)
+
+    def request_stop(self, signum: int = signal.SIGINT) -> None:
+        """Stop as a signal would (a cluster node is told to stop by the head, not by a signal)."""
+        self._on_signal(signum, None)
 
     def stop_now(self) -> bool:
         """A second stop signal arrived: do not wait even for the measurement under way."""

@@ -127,6 +127,28 @@ def test_only_backends_import_torch_jax_or_cupy():
         assert not bad, f"{name} imports {sorted(bad)}"
 
 
+#: Ray is an optional extra: only the cluster executor and its node agent may import it.
+RAY_MODULES = {"arraybench.executors.ray", "arraybench.executors.ray_agent"}
+
+
+def test_only_the_cluster_executor_and_its_node_agent_import_ray():
+    modules = _modules()
+    assert RAY_MODULES <= set(modules)
+    for name, path in modules.items():
+        uses = any(m.split(".")[0] == "ray" for m in imports(path, name, modules))
+        assert uses == (name in RAY_MODULES), f"{name} {'imports' if uses else 'does not import'} ray"
+
+
+def test_a_plain_run_never_imports_ray():
+    code = ("import sys; from arraybench.cli import build_parser; "
+            "from arraybench.commands.run import plan_from_args; "
+            "import arraybench.api, arraybench.executors, arraybench.cluster; "
+            "plan_from_args(build_parser().parse_args(['run'])); print('ray' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
 _NO_MATPLOTLIB = """
 import sys, tempfile
 from pathlib import Path

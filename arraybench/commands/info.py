@@ -18,10 +18,28 @@ from rich.table import Table
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("info", help="Python, libraries, BLAS, threads, CPU, GPUs, and which backends work")
     p.add_argument("--json", action="store_true", help="print as JSON")
+    p.add_argument("--cluster", default=None, metavar="ADDRESS",
+                   help="list the nodes of the Ray cluster at ADDRESS instead: their machines "
+                        "(fingerprints) and which are free (docs/cluster.md)")
     p.set_defaults(handler=main)
 
 
+def cluster_main(args: argparse.Namespace) -> int:
+    """``info --cluster``: each node, asked on the node itself."""
+    from ..executors import cluster_nodes
+    from ..render.cluster import nodes_json, nodes_table
+
+    nodes = cluster_nodes(args.cluster)
+    if args.json:
+        print(json.dumps({"cluster": args.cluster, "nodes": nodes_json(nodes)}, indent=1, default=str))
+    else:
+        Console(width=max(Console().width, 120)).print(nodes_table(nodes, args.cluster))
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
+    if getattr(args, "cluster", None):
+        return cluster_main(args)
     from .. import environment
     from ..probe import probe_backends
 

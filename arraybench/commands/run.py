@@ -78,6 +78,18 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     how.add_argument("--timeout", type=positive_float, default=d.timeout, metavar="SECONDS",
                      help=f"kill a worker silent this long on one cell (default: {d.timeout:g})")
     how.add_argument("--seed", type=seed, default=d.seed, help="seed for inputs and ordering (0 or more)")
+    where = p.add_argument_group("where to run (a Ray cluster: docs/cluster.md)")
+    where.add_argument("--cluster", default=None, metavar="ADDRESS",
+                       help="run on the Ray cluster at ADDRESS (auto, HOST:PORT, ray://HOST:10001), "
+                            "one shard (workload and size) per node at a time; needs arraybench[ray]")
+    where.add_argument("--on", default=d.on, choices=("every-node", "any-node"),
+                       help="every-node: the whole plan on each node (machines compared); any-node: "
+                            "the plan split across identical nodes (default: every-node)")
+    where.add_argument("--gpu-type", default=None, metavar="TYPE",
+                       help="only nodes with this Ray accelerator type, e.g. H100")
+    where.add_argument("--node-wait", type=positive_float, default=60.0, metavar="SECONDS",
+                       help="with --resume: how long an every-node run waits for a node it needs "
+                            "(default: 60)")
     out = p.add_argument_group("output")
     out.add_argument("--output-dir", "-o", default=DEFAULT_OUTPUT_DIR, metavar="DIR",
                      help="where results.json, the journal and the plots go (default: benchmark_plots)")
@@ -108,6 +120,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         max_time=args.max_time, min_samples=args.min_samples, rel_ci=args.rel_ci,
         threads=args.threads, cold=args.cold, allow_tf32=args.allow_tf32, timeout=args.timeout,
         seed=args.seed, workload_files=[str(Path(f).resolve()) for f in args.workload_files],
+        cluster=args.cluster, on=args.on, gpu_type=args.gpu_type,
     )
 
 
@@ -191,13 +204,14 @@ def main(args: argparse.Namespace) -> int:
                 print(f"arraybench: {out}: every cell is already measured; nothing to resume. "
                       "results.json and the plots are rewritten from the journal.", file=sys.stderr)
             results = api.resume(out, reporter=reporter_for(args, len(state.cells), done), plots=plots,
-                                 store=store, context=context)
+                                 store=store, context=context, node_wait=args.node_wait)
         else:
             checked = plan_from_args(args)
             report_file_errors(checked.files)
             results = api.execute(checked, args.output_dir, overwrite=args.overwrite,
-                                  reporter=reporter_for(args, len(checked.cells)), plots=plots,
-                                  store=store, context=context)
+                                  # every-node multiplies the cells by the nodes, known only later
+                                  reporter=reporter_for(args, None if checked.options.cluster else len(checked.cells)),
+                                  plots=plots, store=store, context=context)
     except Interrupted as stop:
         if not args.quiet and not args.json:
             print_outcome(stop.results, Console(stderr=True))
@@ -212,6 +226,14 @@ def main(args: argparse.Namespace) -> int:
         return stop.exit_code
     if not args.quiet and not args.json:
         print_outcome(results, Console())
+    if not results.complete:  # a cluster run whose node was lost: say what is missing, and how on
+        wanted = int(results.settings.get("replicates", 1))
+        missing = [r for r in results.records if len(r.replicates) < wanted]
+        reasons = "; ".join(dict.fromkeys(r.reason for r in missing if not r.replicates and r.reason))
+        print(f"arraybench: {len(missing)} of {len(results.records)} cells are not fully measured"
+              f"{': ' + reasons if reasons else ''}. "
+              f"Continue with: arraybench run --resume {results.output_dir}", file=sys.stderr)
+        return 1
     return 0 if results.clean else 1
 
 

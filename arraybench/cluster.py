@@ -1,0 +1,168 @@
+"""A run across a cluster, without Ray itself: nodes, shards, and where a shard may run.
+
+A **shard** is one (workload, size) with all its libraries and devices, measured by arraybench's
+own worker processes on one node, so that every speed ratio between libraries comes from one
+machine. A node offers one ``arraybench_slot`` (a Ray custom resource), and a shard holds it while
+it runs: at most one shard per node at a time, whichever runs dispatch them.
+
+``every-node`` measures the whole plan on each node (its cells carry the node's label, so the
+records say which machine measured them); ``any-node`` splits the plan across nodes, which must
+be the same machine in every respect that decides a result (``identity``), or the run stops before
+measuring and says which differ. ``executors/ray.py`` talks to Ray; this module only decides.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable
+
+from .errors import UsageError
+from .options import RunOptions
+from .plan import Cell
+
+#: The Ray custom resource a node offers once: a shard holds it while it runs.
+SLOT = "arraybench_slot"
+#: The Ray node label that names a node in results (``ray start --labels arraybench/node=NAME``).
+NAME_LABEL = "arraybench/node"
+PLACEMENTS = ("every-node", "any-node")
+#: Ray's resource for a node's accelerator type (``accelerator_type:H100``).
+ACCELERATOR_PREFIX = "accelerator_type:"
+
+
+@dataclass
+class Node:
+    """One node of a Ray cluster, as arraybench sees it."""
+
+    label: str
+    node_id: str
+    address: str
+    resources: dict[str, float] = field(default_factory=dict)
+    #: ``environment.collect()`` as run on the node (empty until asked).
+    environment: dict[str, Any] = field(default_factory=dict)
+    #: Whether its slot is free now; None where Ray does not say.
+    free: bool | None = None
+
+    @property
+    def has_slot(self) -> bool:
+        return self.resources.get(SLOT, 0) >= 1
+
+    @property
+    def gpu_types(self) -> list[str]:
+        """Ray's accelerator types of the node ("H100"), from its resources."""
+        return sorted(k[len(ACCELERATOR_PREFIX):] for k in self.resources if k.startswith(ACCELERATOR_PREFIX))
+
+    @property
+    def cpus(self) -> float:
+        return float(self.resources.get("CPU", 0))
+
+    @property
+    def gpus(self) -> float:
+        return float(self.resources.get("GPU", 0))
+
+
+def labels(names: list[str], node_ids: list[str]) -> list[str]:
+    """A label per node: its name, made unique with the start of its Ray node id where two nodes
+    share one (two nodes on one host without ``arraybench/node`` labels), and safe in file names."""
+    safe = [re.sub(r"[^A-Za-z0-9._-]+", "-", n).strip("-.") or "node" for n in names]
+    out = []
+    for name, node_id in zip(safe, node_ids):
+        out.append(f"{name}-{node_id[:6]}" if safe.count(name) > 1 else name)
+    return out
+
+
+def check_options(options: RunOptions) -> None:
+    """``UsageError`` for cluster options that make no sense (``--on`` without ``--cluster``...)."""
+    if options.on not in PLACEMENTS:
+        raise UsageError(f"unknown --on {options.on!r}; valid: {', '.join(PLACEMENTS)}")
+    if options.cluster is None:
+        if options.on != PLACEMENTS[0] or options.gpu_type:
+            raise UsageError("--on and --gpu-type choose nodes of a cluster: give --cluster ADDRESS too")
+        return
+    if not isinstance(options.cluster, str) or not options.cluster.strip():
+        raise UsageError("--cluster needs an address: auto, HOST:PORT or ray://HOST:10001")
+
+
+def select(nodes: Iterable[Node], gpu_type: str | None) -> list[Node]:
+    """The nodes a run may use: those with a slot and, with ``gpu_type``, that accelerator;
+    ``UsageError`` when none is left, saying what the cluster has instead."""
+    nodes = list(nodes)
+    with_slot = [n for n in nodes if n.has_slot]
+    if not with_slot:
+        raise UsageError(f"no node of the cluster offers an {SLOT}: start each measuring node with "
+                         f"`ray start --address HEAD --resources '{{\"{SLOT}\": 1}}'` (docs/cluster.md)")
+    if gpu_type is None:
+        return with_slot
+    chosen = [n for n in with_slot if gpu_type in n.gpu_types]
+    if not chosen:
+        have = sorted({t for n in with_slot for t in n.gpu_types})
+        raise UsageError(f"--gpu-type {gpu_type}: no node with an {SLOT} has that accelerator type "
+                         f"(the nodes have: {', '.join(have) or 'no accelerator'})")
+    return chosen
+
+
+#: Besides the fingerprint, what must match for results from two nodes to be one run's.
+IDENTITY_KEYS = ("python", "arraybench", "libraries")
+
+
+def identity(env: dict[str, Any]) -> dict[str, Any]:
+    """What makes a node's results comparable to another's: its fingerprint without the host
+    hash, its Python, arraybench and library versions."""
+    fp = {k: v for k, v in (env.get("fingerprint") or {}).items() if k != "host_sha"}
+    return {**fp, **{k: env.get(k) for k in IDENTITY_KEYS}}
+
+
+def differences(nodes: list[Node]) -> str | None:
+    """None where every node has one identity; else which nodes differ from the first, and in what."""
+    if not nodes:
+        return None
+    first = nodes[0]
+    base = identity(first.environment)
+    parts = []
+    for n in nodes[1:]:
+        other = identity(n.environment)
+        diff = [f"{k} {_short(other.get(k))} (vs {_short(base.get(k))})"
+                for k in sorted(set(base) | set(other)) if base.get(k) != other.get(k)]
+        if diff:
+            parts.append(f"{n.label}: {', '.join(diff)}")
+    if not parts:
+        return None
+    return (f"--on any-node needs identical nodes, and these differ from {first.label}: "
+            + "; ".join(parts) + ". Compare them with --on every-node, or choose nodes with --gpu-type")
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} {v}" for k, v in value.items() if v) + "}"
+    text = str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def every_node_cells(cells: list[Cell], node_labels: list[str]) -> list[Cell]:
+    """The plan of an every-node run: each cell once per node, labelled with it."""
+    return [replace(c, machine=label) for label in node_labels for c in cells]
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One (workload, size) of the plan, on one machine for an every-node run ("" for any-node)."""
+
+    workload: str
+    size_label: str
+    machine: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.workload}|{self.size_label}" + (f"@{self.machine}" if self.machine else "")
+
+
+def shard_of(cell: Cell) -> Shard:
+    return Shard(cell.workload, cell.size_label, cell.machine)
+
+
+def shards(cells: Iterable[Cell]) -> dict[Shard, list[Cell]]:
+    """The cells grouped into shards, in plan order."""
+    out: dict[Shard, list[Cell]] = {}
+    for c in cells:
+        out.setdefault(shard_of(c), []).append(c)
+    return out

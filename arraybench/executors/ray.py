@@ -1,0 +1,443 @@
+"""Shards on a Ray cluster: one shard per node at a time, every replicate journalled as it arrives.
+
+The head (this process) connects to a running cluster, asks each node for its environment, and
+hands out shards (``cluster.py``): one ``ShardRunner`` actor per shard, placed on its node, holding
+the node's ``arraybench_slot`` and reserving all of its CPUs and GPUs, so that neither another
+shard (of this run or of anyone's) nor other Ray work runs there meanwhile. Each actor measures
+with the local executor's worker processes; the head long-polls it and hands every replicate to
+the session, which journals it at once.
+
+A node lost mid-shard loses what it had not sent. With ``any-node`` the rest of that shard goes to
+another node at once (a shard lost twice is left for ``--resume``); with ``every-node`` the node's
+cells wait: the run ends incomplete and ``--resume`` finishes it once the node is back (it waits
+``node_wait`` seconds for it, then says it is missing).
+
+This module and ``ray_agent`` are the only ones that import Ray.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import ray
+from ray.exceptions import GetTimeoutError, RayError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from .. import cluster, environment, shardlog
+from ..cluster import SLOT, Node, Shard
+from ..errors import UsageError, one_line
+from ..measurement import Replicate
+from ..options import RunOptions
+from ..plan import Cell
+from ..schema import SchemaError
+from ..workloads.shipping import SHIPPED_NAME
+from .local import STOP_GRACE_S, StopRequested
+from .ray_agent import ShardRunner, node_environment
+
+if TYPE_CHECKING:
+    from ..session import Session
+
+__all__ = ["RayExecutor", "connect", "discover"]
+
+#: How long a node's agent holds a poll open waiting for an event.
+POLL_S = 2.0
+#: How long to wait for every node's environment.
+ENVIRONMENT_TIMEOUT_S = 120.0
+#: A shard lost on this many nodes is left for --resume (it may be what kills them).
+MAX_ATTEMPTS = 2
+
+
+def connect(address: str) -> None:
+    """Join the Ray cluster at ``address`` as a driver; ``UsageError`` when it cannot be reached.
+    Never starts a Ray instance of its own."""
+    if ray.is_initialized():
+        return
+    if not address.startswith("ray://"):
+        _reachable(address)
+    try:
+        ray.init(address=address, namespace="arraybench", log_to_driver=False,
+                 logging_level=logging.ERROR, ignore_reinit_error=True)
+    except ImportError as exc:  # ray:// needs Ray Client's extra packages
+        raise UsageError(f"--cluster {address}: {exc.name or exc} is missing; a ray:// address needs "
+                         "pip install 'ray[client]'") from None
+    except (ConnectionError, RuntimeError, ValueError, OSError, RayError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UsageError(f"--cluster {address}: cannot connect to a Ray cluster there ({first})") from None
+
+
+#: How long the head's address may take to accept a connection.
+CONNECT_TIMEOUT_S = 10.0
+
+
+def _reachable(address: str) -> None:
+    """``UsageError`` unless something listens at the cluster's address: Ray itself would retry
+    an unreachable one for minutes, deaf to Ctrl-C."""
+    import socket
+
+    try:
+        from ray._private.services import canonicalize_bootstrap_address_or_die  # no public one
+
+        resolved = canonicalize_bootstrap_address_or_die(address)
+    except Exception as exc:
+        raise UsageError(f"--cluster {address}: no Ray cluster found there ({_first_line(exc)})") from None
+    host, _, port = resolved.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--cluster {address}: nothing answers at {resolved} "
+                         f"({getattr(exc, 'strerror', None) or exc})") from None
+
+
+def discover(threads: int | None = None, *, environments: bool = True) -> list[Node]:
+    """The live nodes of the cluster, labelled, with their environment (each asked on the node)
+    and whether their slot is free now."""
+    raw = sorted((n for n in ray.nodes() if n.get("Alive")),
+                 key=lambda n: ((n.get("Labels") or {}).get(cluster.NAME_LABEL) or "", n["NodeID"]))
+    names = [(n.get("Labels") or {}).get(cluster.NAME_LABEL) or n.get("NodeManagerHostname") or "node"
+             for n in raw]
+    labels = cluster.labels(names, [n["NodeID"] for n in raw])
+    try:
+        from ray._private.state import available_resources_per_node  # Ray has no public one
+
+        available = available_resources_per_node()
+    except Exception:
+        available = None
+    nodes = []
+    for label, n in zip(labels, raw):
+        free = None if available is None else available.get(n["NodeID"], {}).get(SLOT, 0) >= 1
+        nodes.append(Node(label=label, node_id=n["NodeID"], address=n.get("NodeManagerAddress", ""),
+                          resources=dict(n.get("Resources") or {}), free=free))
+    if environments:
+        ask = [n for n in nodes if n.has_slot]
+        refs = [node_environment.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(n.node_id, soft=False)).remote(threads)
+            for n in ask]
+        for n, ref in zip(ask, refs):
+            try:
+                n.environment = ray.get(ref, timeout=ENVIRONMENT_TIMEOUT_S)
+            except GetTimeoutError:
+                raise UsageError(f"node {n.label} ({n.address}) did not report its environment "
+                                 f"within {ENVIRONMENT_TIMEOUT_S:g} s") from None
+            except RayError as exc:
+                raise UsageError(f"node {n.label} ({n.address}) cannot run arraybench: "
+                                 f"{_first_line(exc)} (install the same arraybench there)") from None
+    return nodes
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "Error" in ln.split(":")[0]]
+    return one_line((errors[-1] if errors else lines[0] if lines else type(exc).__name__)[:300])
+
+
+@dataclass
+class _Flight:
+    """A shard under way on one node."""
+
+    shard: Shard
+    node: Node
+    cells: dict[str, Cell]
+    actor: Any
+    poll: Any
+    attempt: int
+    started: float | None = None
+    ended: bool = False
+    outcome: str = ""
+
+
+class RayExecutor:
+    """Runs a session's missing replicates as shards on a Ray cluster (see the module's note)."""
+
+    def __init__(self, options: RunOptions, nodes: list[Node], *, node_wait: float = 60.0) -> None:
+        self.options = options
+        self.nodes = nodes
+        self.node_wait = node_wait
+        self._driver = environment.collect(options.threads)
+
+    @classmethod
+    def connect(cls, options: RunOptions, *, node_wait: float | None = None) -> "RayExecutor":
+        """Connect to ``options.cluster`` and check its nodes: ``UsageError`` (before anything is
+        measured or written) when none can run shards, none has ``--gpu-type``, one runs another
+        arraybench, or, for ``any-node``, the nodes are not the same machine."""
+        assert options.cluster is not None
+        connect(options.cluster)
+        try:
+            nodes = cluster.select(discover(options.threads), options.gpu_type)
+            mine = environment.arraybench_version()
+            other = [f"{n.label} has {n.environment.get('arraybench')}" for n in nodes
+                     if n.environment.get("arraybench") != mine]
+            if other:
+                raise UsageError(f"every node must run this arraybench ({mine}); "
+                                 + "; ".join(other))
+            if options.on == "any-node":
+                differ = cluster.differences(nodes)
+                if differ:
+                    raise UsageError(differ)
+        except BaseException:
+            ray.shutdown()
+            raise
+        return cls(options, nodes, node_wait=60.0 if node_wait is None else node_wait)
+
+    def plan(self, cells: list[Cell]) -> list[Cell]:
+        """The cells of the run: for ``every-node``, each cell once per node."""
+        if self.options.on == "every-node":
+            return cluster.every_node_cells(cells, [n.label for n in self.nodes])
+        return cells
+
+    def close(self) -> None:
+        ray.shutdown()
+
+    # -- the run --------------------------------------------------------------------------------
+    def run(self, session: "Session") -> None:
+        """Measure until nothing is missing or no node can measure what is; ``StopRequested``
+        when the session is told to stop (the shards under way send what they finished)."""
+        out = session.out_dir
+        before = shardlog.read(out)
+        log = shardlog.ShardLog.open(out)
+        try:
+            self._check_resumed(before)
+            self._wait_for_nodes(session)
+            self._describe(session, before, log)
+            session.reporter.run_started(session.missing())
+            self._dispatch(session, log)
+        finally:
+            log.close()
+
+    def _check_resumed(self, before: list[dict[str, Any]]) -> None:
+        """An any-node run resumed on nodes unlike those it started on stops here."""
+        if self.options.on != "any-node":
+            return
+        first = next((e for e in before if e.get("type") == "nodes" and e.get("identity")), None)
+        if first is None:
+            return
+        for n in self.nodes:
+            if cluster.identity(n.environment) != first["identity"]:
+                raise UsageError(f"node {n.label} is not the machine this any-node run started on "
+                                 "(see its cluster.jsonl); results from it would not be comparable")
+
+    def _wait_for_nodes(self, session: "Session") -> None:
+        """Every-node: wait up to ``node_wait`` for the nodes the missing cells need; the cells
+        of nodes still absent get a reason and stay missing."""
+        if self.options.on != "every-node":
+            return
+        needed = {c.machine for c in session.cells if _missing(session, c)}
+        deadline = time.monotonic() + self.node_wait
+        while needed - {n.label for n in self.nodes} and time.monotonic() < deadline:
+            time.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
+            try:
+                found = cluster.select(discover(self.options.threads, environments=False),
+                                       self.options.gpu_type)
+            except UsageError:
+                continue
+            fresh = [n for n in found if n.label in needed and n.label not in {m.label for m in self.nodes}]
+            if fresh:
+                ready = {n.label: n for n in discover(self.options.threads)}
+                self.nodes += [ready[n.label] for n in fresh if n.label in ready]
+        absent = needed - {n.label for n in self.nodes}
+        for c in session.cells:
+            if c.machine in absent:
+                session.missing_reasons[c.key] = (
+                    f"node {c.machine} is not in the cluster (waited {self.node_wait:g} s); "
+                    "continue with --resume once it is back")
+
+    def _describe(self, session: "Session", before: list[dict[str, Any]], log: shardlog.ShardLog) -> None:
+        """Each node's environment into the results (``environment["machines"]``), with what the
+        shard log says of earlier attempts; the nodes as found now into the shard log."""
+        found = {n.label: {**n.environment, "ray": {"node_id": n.node_id, "address": n.address,
+                                                    "resources": n.resources}} for n in self.nodes}
+        identity = cluster.identity(self.nodes[0].environment) if self.nodes else {}
+        entry = {"type": "nodes", "time": time.time(), "nodes": found,
+                 "identity": identity if self.options.on == "any-node" else None}
+        log.write(entry)
+        shardlog.restore(session.env, before + [entry], self.options.on)
+        session.env["cluster"].update({"address": self.options.cluster, "on": self.options.on,
+                                       "gpu_type": self.options.gpu_type,
+                                       "driver": self._driver.get("machine_id")})
+
+    def _dispatch(self, session: "Session", log: shardlog.ShardLog) -> None:
+        every = self.options.on == "every-node"
+        pending = [s for s, cells in cluster.shards(session.cells).items()
+                   if any(_missing(session, c) for c in cells)]
+        queues: dict[str, deque[Shard]] = {}
+        for s in pending:
+            queues.setdefault(s.machine if every else "", deque()).append(s)
+        attempts: dict[Shard, int] = {}
+        usable = [n for n in self.nodes]
+        flights: dict[str, _Flight] = {}
+        stopping_since: float | None = None
+        while True:
+            if stopping_since is None and session.stop_requested():
+                stopping_since = time.monotonic()
+                for f in flights.values():
+                    f.actor.stop.remote(False)
+            if stopping_since is None:
+                for node in usable:
+                    q = queues.get(node.label if every else "")
+                    if node.label not in flights and q:
+                        shard = q.popleft()
+                        attempts[shard] = attempts.get(shard, 0) + 1
+                        flights[node.label] = self._launch(session, shard, node, attempts[shard])
+            if not flights:
+                break
+            if stopping_since is not None and (session.stop_now() or
+                                               time.monotonic() - stopping_since > 2 * STOP_GRACE_S):
+                for f in flights.values():
+                    self._lost(session, f, "stopped at once", log)
+                    ray.kill(f.actor, no_restart=True)
+                break
+            by_ref = {f.poll: f for f in flights.values()}
+            ready, _ = ray.wait(list(by_ref), num_returns=1, timeout=0.5)
+            for ref in ready:
+                f = by_ref[ref]
+                try:
+                    events = ray.get(ref)
+                except RayError as exc:
+                    del flights[f.node.label]
+                    usable = [n for n in usable if n.label != f.node.label]
+                    self._lost(session, f, f"node {f.node.label} was lost mid-shard ({_first_line(exc)})", log)
+                    if every:
+                        self._orphan(session, queues.pop(f.node.label, deque()), f)
+                    elif attempts[f.shard] < MAX_ATTEMPTS and stopping_since is None:
+                        queues.setdefault("", deque()).appendleft(f.shard)
+                    continue
+                for e in events:
+                    self._handle(session, f, e, log)
+                if f.ended:
+                    del flights[f.node.label]
+                    ray.kill(f.actor, no_restart=True)  # gives the node's slot back
+                else:
+                    f.poll = f.actor.poll.remote(POLL_S)
+            if not usable and any(queues.values()):
+                for q in queues.values():
+                    for shard in q:
+                        for c in cluster.shards(session.cells).get(shard, []):
+                            session.missing_reasons.setdefault(
+                                c.key, "no node of the cluster is left to measure it; "
+                                       "continue with --resume")
+                break
+        if stopping_since is not None:
+            raise StopRequested()
+
+    def _launch(self, session: "Session", shard: Shard, node: Node, attempt: int) -> _Flight:
+        cells = [c for c in cluster.shards(session.cells)[shard] if _missing(session, c)]
+        actor = ShardRunner.options(
+            resources={SLOT: 1}, num_cpus=node.cpus, num_gpus=node.gpus,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
+            max_restarts=0,
+        ).remote()
+        actor.start.remote(self._job(session, cells))
+        return _Flight(shard=shard, node=node, cells={c.key: c for c in cells}, actor=actor,
+                       poll=actor.poll.remote(POLL_S), attempt=attempt)
+
+    def _job(self, session: "Session", cells: list[Cell]) -> dict[str, Any]:
+        """What a node needs to measure ``cells``: the options, the workload files' text (the
+        node has its own disk), the shipped workloads, and the replicates already journalled."""
+        files = [(Path(p).name, Path(p).read_text(encoding="utf-8")) for p in self.options.workload_files]
+        shipped = session.out_dir / SHIPPED_NAME
+        return {
+            "options": self.options.to_dict(),
+            "cells": [c.to_dict() for c in cells],
+            "files": files,
+            "shipped": shipped.read_bytes() if self.options.shipped_workloads else None,
+            "done": {c.key: {str(i): r.to_dict() for i, r in session.replicates.get(c.key, {}).items()}
+                     for c in cells},
+        }
+
+    def _handle(self, session: "Session", f: _Flight, e: dict[str, Any], log: shardlog.ShardLog) -> None:
+        """One event from a node's agent."""
+        label = f.node.label
+        kind = e.get("event")
+        if kind == "started":
+            f.started = float(e["time"])
+            log.write({"type": "shard_started", "shard": f.shard.key, "node": label,
+                       "attempt": f.attempt, "time": f.started})
+        elif kind == "worker":
+            info = e.get("info") if isinstance(e.get("info"), dict) else {}
+            machines = session.env.setdefault("machines", {})
+            environment.merge_worker_info(machines.setdefault(label, {}), e["backend"], e["device"], info)
+            if self.options.on == "any-node":
+                environment.merge_worker_info(session.env, e["backend"], e["device"], info)
+            log.write({"type": "worker", "node": label, "backend": e["backend"], "device": e["device"],
+                       "index": e.get("index"), "info": info})
+        elif kind == "replicate":
+            cell = f.cells.get(str(e.get("key")))
+            index = e.get("index")
+            if cell is None or not isinstance(index, int) or index in session.replicates.get(cell.key, {}):
+                return
+            try:
+                rep = Replicate.from_dict(e.get("replicate"))
+            except SchemaError as exc:
+                rep = Replicate.ended("failed", f"node {label} sent a malformed measurement ({exc})")
+            rep.machine = label
+            session.store(cell, index, rep)
+        elif kind == "unavailable":
+            reason = str(e.get("reason", "unavailable"))
+            if self.options.on == "any-node":
+                reason += f" (on {label})"
+            for cell in f.cells.values():
+                if cell.config == (e.get("backend"), e.get("device")):
+                    for i in _missing_indices(session, cell):
+                        rep = Replicate.ended("skipped", reason)
+                        rep.machine = label
+                        session.store(cell, i, rep)
+        elif kind == "ended":
+            f.ended = True
+            f.outcome = str(e.get("outcome"))
+            self._save_logs(session.out_dir, label, e.get("logs") or {})
+            reason = str(e.get("reason") or "")
+            log.write({"type": "shard_ended", "shard": f.shard.key, "node": label, "attempt": f.attempt,
+                       "started": f.started, "ended": float(e["time"]), "outcome": f.outcome,
+                       "reason": reason})
+            session.env.setdefault("cluster", {}).setdefault("shards", []).append(
+                {"shard": f.shard.key, "node": label, "started": f.started, "ended": float(e["time"]),
+                 "outcome": f.outcome})
+            if f.outcome == "error":
+                for cell in f.cells.values():
+                    for i in _missing_indices(session, cell):
+                        rep = Replicate.ended("failed", f"the node agent on {label} failed: {reason}")
+                        rep.machine = label
+                        session.store(cell, i, rep)
+
+    def _lost(self, session: "Session", f: _Flight, reason: str, log: shardlog.ShardLog) -> None:
+        log.write({"type": "shard_ended", "shard": f.shard.key, "node": f.node.label, "attempt": f.attempt,
+                   "started": f.started, "ended": time.time(), "outcome": "lost", "reason": reason})
+        session.env.setdefault("cluster", {}).setdefault("shards", []).append(
+            {"shard": f.shard.key, "node": f.node.label, "started": f.started, "ended": time.time(),
+             "outcome": "lost"})
+        for cell in f.cells.values():
+            session.missing_reasons[cell.key] = f"{reason}; continue with --resume"
+
+    def _orphan(self, session: "Session", shards: deque[Shard], f: _Flight) -> None:
+        """Every-node: the shards a lost node will not run in this run."""
+        for shard in shards:
+            for c in cluster.shards(session.cells).get(shard, []):
+                session.missing_reasons[c.key] = (f"node {f.node.label} was lost before measuring it; "
+                                                  "continue with --resume once it is back")
+
+    @staticmethod
+    def _save_logs(out: Path, label: str, logs: dict[str, str]) -> None:
+        """A node's worker logs, under ``logs/<node>/`` as a local run keeps its own."""
+        if not logs:
+            return
+        folder = out / "logs" / label
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            for name, text in logs.items():
+                (folder / Path(name).name).write_text(text, encoding="utf-8")
+        except OSError:
+            pass  # logs help; they never cost a measurement
+
+
+def _missing_indices(session: "Session", cell: Cell) -> list[int]:
+    have = session.replicates.get(cell.key, {})
+    return [i for i in range(session.wanted(cell)) if i not in have]
+
+
+def _missing(session: "Session", cell: Cell) -> bool:
+    return cell.config not in session.unavailable and bool(_missing_indices(session, cell))

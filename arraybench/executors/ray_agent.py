@@ -1,0 +1,199 @@
+"""The node agent: what runs on a cluster node during a cluster run (a Ray actor and a Ray task).
+
+``ShardRunner`` measures one shard on its node exactly as a local run would: a ``Session`` over the
+shard's cells and the ``LocalExecutor``'s worker processes, in rounds. Only the journal differs:
+each replicate, worker report and unavailable library goes into a queue instead of a file, and the
+head drains it with ``poll`` (a long poll: it returns as soon as something is there), journals it,
+and asks again. A node lost mid-shard therefore loses only what it had not yet sent.
+
+Ray changes the environment of the processes it starts: it sets ``OMP_NUM_THREADS`` to the CPUs a
+task reserved, and the visible devices to the GPUs it reserved. A benchmark's workers must see the
+node as it is, so ``restore_node_environ`` puts back the values the process was started with.
+
+This module runs on the nodes; with ``executors/ray.py`` it is the only one that imports Ray.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import ray
+
+from .. import environment
+from ..journal import Journal
+from ..measurement import Replicate
+from ..options import RunOptions
+from ..plan import Cell
+from ..reporter import Reporter
+from ..session import Session
+from ..workloads.shipping import SHIPPED_NAME
+from .local import LocalExecutor, StopRequested
+
+#: Variables Ray sets in the processes it starts; a benchmark's workers get the node's own.
+RAY_SET = ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+#: The tail of each worker log sent home with a shard's end.
+LOG_TAIL_BYTES = 64 * 1024
+
+
+def _initial_environ() -> dict[str, str] | None:
+    """The environment this process was started with (before Ray's changes), where Linux says."""
+    try:
+        raw = Path("/proc/self/environ").read_bytes()
+    except OSError:
+        return None
+    out = {}
+    for item in raw.split(b"\0"):
+        key, sep, value = item.partition(b"=")
+        if sep:
+            out[key.decode(errors="replace")] = value.decode(errors="replace")
+    return out
+
+
+def restore_node_environ() -> None:
+    """Undo Ray's thread and device variables in ``os.environ`` (see the module's note)."""
+    initial = _initial_environ()
+    if initial is None:
+        return
+    for var in RAY_SET:
+        if var in initial:
+            os.environ[var] = initial[var]
+        else:
+            os.environ.pop(var, None)
+
+
+@ray.remote(num_cpus=0)
+def node_environment(threads: int | None) -> dict[str, Any]:
+    """``environment.collect()`` on the node this task is placed on."""
+    restore_node_environ()
+    return environment.collect(threads)
+
+
+class _Forward(Journal):
+    """A journal that hands each entry to the head instead of writing it."""
+
+    def __init__(self, events: "queue.Queue[dict[str, Any]]") -> None:  # no file: see Journal
+        self.path = Path(os.devnull)
+        self._events = events
+
+    def replicate(self, key: str, index: int, replicate: Replicate) -> None:
+        self._events.put({"event": "replicate", "key": key, "index": index,
+                          "replicate": replicate.to_dict()})
+
+    def unavailable(self, backend: str, device: str, reason: str) -> None:
+        self._events.put({"event": "unavailable", "backend": backend, "device": device,
+                          "reason": reason})
+
+    def worker(self, backend: str, device: str, index: int, info: dict[str, Any],
+               pid: int | None = None) -> None:
+        self._events.put({"event": "worker", "backend": backend, "device": device, "index": index,
+                          "info": info, "pid": pid})
+
+    def close(self) -> None:
+        pass
+
+
+@ray.remote(max_concurrency=4)
+class ShardRunner:
+    """Measures one shard on its node; the head calls ``start`` once, then ``poll`` until it sees
+    the ``ended`` event, and ``stop`` to wind it down early."""
+
+    def __init__(self) -> None:
+        restore_node_environ()
+        self._events: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._session: Session | None = None
+        self._stops = 0
+        self._lock = threading.Lock()
+
+    def start(self, job: dict[str, Any]) -> None:
+        """Begin measuring ``job`` (see ``executors.ray``) in a thread; events follow."""
+        self._events.put({"event": "started", "time": time.time(), "pid": os.getpid()})
+        threading.Thread(target=self._run, args=(job,), daemon=True).start()
+
+    def poll(self, timeout: float) -> list[dict[str, Any]]:
+        """The events since the last poll, waiting up to ``timeout`` seconds for the first."""
+        try:
+            events = [self._events.get(timeout=timeout)]
+        except queue.Empty:
+            return []
+        while True:
+            try:
+                events.append(self._events.get_nowait())
+            except queue.Empty:
+                return events
+
+    def stop(self, now: bool = False) -> None:
+        """Finish the measurement under way and go no further (``now``: not even that)."""
+        with self._lock:
+            self._stops = max(self._stops, 2 if now else 1)
+            if self._session is not None:
+                self._apply_stops(self._session)
+
+    def _apply_stops(self, session: Session) -> None:
+        if self._stops >= 1 and not session.stop_requested():
+            session.request_stop()
+        if self._stops >= 2 and not session.stop_now():
+            session.request_stop()
+
+    def _run(self, job: dict[str, Any]) -> None:
+        folder = Path(tempfile.mkdtemp(prefix="arraybench-shard-"))
+        outcome, reason = "done", ""
+        try:
+            session = self._session_for(job, folder)
+            with self._lock:
+                self._session = session
+                self._apply_stops(session)
+            try:
+                LocalExecutor().run(session)
+            except StopRequested:
+                pass
+            if session.stop_requested() and session.missing():
+                outcome = "stopped"
+        except Exception as exc:  # a bug or a broken node: said, never a silent loss
+            from ..tracebacks import describe_exception
+
+            outcome, reason = "error", describe_exception(exc)
+        finally:
+            logs = _log_tails(folder / "logs")
+            shutil.rmtree(folder, ignore_errors=True)
+            self._events.put({"event": "ended", "time": time.time(), "outcome": outcome,
+                              "reason": reason, "logs": logs})
+
+    def _session_for(self, job: dict[str, Any], folder: Path) -> Session:
+        """A session over the shard's cells, its workload files and shipped workloads on disk
+        here, and the replicates the head already has (only the missing ones are measured)."""
+        options = RunOptions.from_dict(job["options"])
+        files = []
+        for i, (name, text) in enumerate(job.get("files", [])):
+            path = folder / "workloads" / f"{i}-{name}"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            files.append(str(path))
+        options = replace(options, workload_files=files)
+        if job.get("shipped") is not None:
+            (folder / SHIPPED_NAME).write_bytes(job["shipped"])
+        cells = [Cell.from_dict(c) for c in job["cells"]]
+        session = Session(cells, options, folder, _Forward(self._events), {}, Reporter())
+        session.replicates = {key: {int(i): Replicate.from_dict(r) for i, r in done.items()}
+                              for key, done in job.get("done", {}).items()}
+        return session
+
+
+def _log_tails(folder: Path) -> dict[str, str]:
+    """The end of each worker log, by file name."""
+    out = {}
+    for path in sorted(folder.glob("*.log")) if folder.is_dir() else []:
+        try:
+            with open(path, "rb") as f:
+                f.seek(max(0, path.stat().st_size - LOG_TAIL_BYTES))
+                out[path.name] = f.read().decode("utf-8", errors="replace")
+        except OSError:
+            continue
+    return out

@@ -1,0 +1,57 @@
+"""A real two-node Ray cluster on this machine, for the cluster tests; run inside its own network
+namespace (only ``lo``), so that Ray binds 127.0.0.1 and no test traffic leaves loopback.
+
+    unshare -n sh -c 'ip link set lo up && exec python tests/cluster_holder.py TEMP_DIR'
+
+Prints one JSON line ({"address", "pid"}) once the cluster is up, then obeys one command per line
+on stdin, answering each with one line: ``remove NAME`` kills that node's processes (a node lost
+mid-shard), ``add NAME`` starts a node of that name again, ``quit`` (or end of input) stops all.
+The head takes no shards (no CPUs, no slot, no dashboard), as docs/cluster.md advises.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from ray.cluster_utils import Cluster
+
+from arraybench.cluster import NAME_LABEL, SLOT
+
+STORE = 80 * 1024 * 1024  # the smallest object store Ray accepts comfortably; shards send little
+#: Extra Ray resources per node: n1 claims an accelerator type, so --gpu-type has one node to pick.
+EXTRA = {"n1": {"accelerator_type:T4": 1}, "n2": {}}
+
+
+def main() -> int:
+    temp_dir = sys.argv[1]
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 0, "include_dashboard": False, "object_store_memory": STORE,
+        "temp_dir": temp_dir})
+    nodes = {}
+
+    def add(name: str) -> None:
+        nodes[name] = cluster.add_node(num_cpus=1, resources={SLOT: 1, **EXTRA.get(name, {})},
+                                       labels={NAME_LABEL: name}, object_store_memory=STORE)
+
+    for name in ("n1", "n2"):
+        add(name)
+    cluster.wait_for_nodes()
+    print(json.dumps({"address": cluster.address, "pid": os.getpid()}), flush=True)
+    for line in sys.stdin:
+        command, _, name = line.strip().partition(" ")
+        if command == "remove" and name in nodes:
+            cluster.remove_node(nodes.pop(name), allow_graceful=False)
+        elif command == "add" and name not in nodes:
+            add(name)
+            cluster.wait_for_nodes()
+        elif command == "quit":
+            break
+        print("ok", flush=True)
+    cluster.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
