@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import schema
+from .usage import Usage
 
 Status = Literal["ok", "skipped", "failed", "wrong"]
 STATUSES: tuple[Status, ...] = ("ok", "skipped", "failed", "wrong")
@@ -51,6 +52,8 @@ class Replicate:
     #: Per output, when the workload returns several.
     output_errors: list[float | None] = field(default_factory=list, metadata=_NON_NEGATIVE)
     output_names: list[str] = field(default_factory=list)
+    # -- issue 11: what the process used around its samples, and the machine's load meanwhile --
+    usage: Usage | None = None
 
     @classmethod
     def ended(cls, status: Status, reason: str) -> "Replicate":
