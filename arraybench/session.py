@@ -16,6 +16,7 @@ from typing import Any
 
 from . import environment
 from .analysis.aggregate import aggregate
+from .analysis.replication import Decision, decide, policy_for
 from .journal import Journal, JournalState
 from .measurement import Replicate
 from .options import RunOptions
@@ -57,6 +58,8 @@ class Session:
         self.unavailable: dict[Config, str] = {}
         self._completed: set[str] = set()
         self._signals: list[int] = []  # stop signals received, in order
+        self._policy = policy_for(options)
+        self._decisions: dict[str, tuple[int, Decision]] = {}  # by cell: (replicates seen, decision)
 
     @classmethod
     def start(cls, cells: list[Cell], options: RunOptions, out_dir: Path,
@@ -121,7 +124,8 @@ class Session:
     def record(self, cell: Cell) -> Record:
         """A cell's record from the replicates journalled so far."""
         reps = [r for _, r in sorted(self.replicates.get(cell.key, {}).items())]
-        rec = aggregate(cell, reps, self.wanted(cell), self.options.rel_ci)
+        decision = self.decision(cell)
+        rec = aggregate(cell, reps, decision.wanted, self.options.rel_ci, stop=decision.stop)
         if not reps:
             rec.reason = self.unavailable.get(cell.config) or \
                 "not measured (run interrupted; continue with --resume)"
@@ -133,8 +137,17 @@ class Session:
         return list(dict.fromkeys(c.config for c in self.cells))
 
     def wanted(self, cell: Cell) -> int:
-        """How many replicates the cell should have."""
-        return self.options.replicates
+        """How many replicates the cell should have, given those it has (``analysis.replication``)."""
+        return self.decision(cell).wanted
+
+    def decision(self, cell: Cell) -> Decision:
+        """How many replicates the cell wants now, and why it stopped, if it did."""
+        have = self.replicates.get(cell.key, {})
+        cached = self._decisions.get(cell.key)
+        if cached is None or cached[0] != len(have):
+            cached = (len(have), decide([r for _, r in sorted(have.items())], self._policy))
+            self._decisions[cell.key] = cached
+        return cached[1]
 
     def todo(self, config: Config, index: int) -> list[Cell]:
         """The cells of ``config`` still lacking their ``index``-th replicate."""
