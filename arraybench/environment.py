@@ -18,7 +18,7 @@ import subprocess
 import sys
 from typing import Any
 
-from . import backends
+from . import backends, knobs
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS")
 
@@ -174,6 +174,8 @@ def collect(threads: int | None = None) -> dict[str, Any]:
         "libraries": library_versions(),
         "threads_requested": threads,
         "thread_env": {k: os.environ[k] for k in _THREAD_VARS if k in os.environ},
+        # issue 11: every variable that changes kernels, threads or precision (``knobs``)
+        "kernel_env": knobs.recorded(os.environ),
         "fingerprint": fp,
         "machine_id": machine_id(fp),
         "backends": {},

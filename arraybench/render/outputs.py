@@ -26,7 +26,7 @@ def write_reports(results: Results, out_dir: Path, *, plots: bool = True,
     into ``out_dir``; return the files written. ``findings`` default to those computed from the
     records."""
     if findings is None:
-        findings = compute_findings(results.records)
+        findings = compute_findings(results.records, results.environment)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
