@@ -175,9 +175,12 @@ class Session:
 
     def store(self, cell: Cell, index: int, replicate: Replicate) -> None:
         """Journal one replicate the moment it arrives."""
+        before = self.wanted(cell)
         self.replicates.setdefault(cell.key, {})[index] = replicate
         self.journal.replicate(cell.key, index, replicate)
         self.reporter.replicate_done(cell, index, replicate)
+        if self.wanted(cell) > before:
+            self.reporter.more_wanted(cell, self.wanted(cell) - before)
         if len(self.replicates[cell.key]) >= self.wanted(cell):
             self._complete(cell)
 

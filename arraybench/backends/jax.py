@@ -141,7 +141,7 @@ def xla_cpu_target() -> dict[str, Any]:
     out: dict[str, Any] = {}
     cap = re.search(r"--xla_cpu_max_isa=(\S+)", os.environ.get("XLA_FLAGS", ""))
     out["xla_cpu_max_isa"] = cap.group(1) if cap else "none (the host CPU's features)"
-    folder = tempfile.mkdtemp(prefix="arraybench-xla-")
+    folder = tempfile.mkdtemp(prefix="xla-dump-for-arraybench-")
     try:
         x = jnp.ones(64, dtype=jnp.float32)
         jax.jit(lambda v: v * 2.0 + 1.0).lower(x).compile(compiler_options={"xla_dump_to": folder})

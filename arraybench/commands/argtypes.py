@@ -82,7 +82,7 @@ def processes(text: str) -> tuple[int, int | None]:
         if hi < lo:
             raise argparse.ArgumentTypeError(f"{text!r}: MAX must be at least MIN")
         return lo, hi
-    value = _number(raw, int, "auto, a whole number or MIN:MAX")
+    value = _number(raw, int, "a whole number (give auto, N or MIN:MAX)")
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
     return value, None

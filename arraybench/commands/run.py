@@ -146,13 +146,18 @@ def resume_state(args: argparse.Namespace) -> JournalState:
     state = read_journal(out)
     given = options_given(args)
     wanted = state.options.to_dict()
-    differs = [f"{_OPTION_NAMES.get(name, name)} (saved {wanted[name]!r}, given {value!r})"
-               for name, value in given.items() if name in wanted and wanted[name] != value
-               and name not in _PROCESSES]
-    if any(name in given and given[name] != wanted.get(name) for name in _PROCESSES):
-        saved, typed = (RunOptions(replicates=o["replicates"], max_replicates=o["max_replicates"])
-                        for o in (wanted, {**wanted, **given}))
-        differs.insert(0, f"processes (saved {saved.processes_text}, given {typed.processes_text})")
+    differs = []
+    for name, value in given.items():
+        if name not in wanted or wanted[name] == value and name not in _PROCESSES:
+            continue
+        if name in _PROCESSES:  # --processes sets both: one entry, spelled as it is typed
+            saved, typed = (RunOptions(replicates=o["replicates"], max_replicates=o["max_replicates"])
+                            for o in (wanted, {**wanted, **given}))
+            entry = f"processes (saved {saved.processes_text}, given {typed.processes_text})"
+            if saved.processes_text != typed.processes_text and entry not in differs:
+                differs.append(entry)
+            continue
+        differs.append(f"{_OPTION_NAMES.get(name, name)} (saved {wanted[name]!r}, given {value!r})")
     if differs:
         raise UsageError("--resume uses the run's own settings; these differ: " + "; ".join(differs))
     if args.overwrite:
