@@ -57,7 +57,7 @@ class RunOptions:
     #: The most worker processes a cell may get: from ``replicates`` up to this many, a cell gets
     #: another while its interval is wider than ``rel_ci`` and its budget allows. None: exactly
     #: ``replicates`` (``--processes N``).
-    max_replicates: int | None = 10
+    max_replicates: int | None = 6
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -76,7 +76,7 @@ class RunOptions:
 
     @property
     def processes_text(self) -> str:
-        """The processes setting as ``--processes`` spells it: ``3`` or ``3:10``."""
+        """The processes setting as ``--processes`` spells it: ``3`` or ``3:6``."""
         return f"{self.replicates}:{self.max_replicates}" if self.adaptive else str(self.replicates)
 
     def differences(self, other: "RunOptions") -> dict[str, tuple[Any, Any]]:

@@ -53,6 +53,20 @@ def test_the_budget_stops_a_slow_cell_before_the_most():
     assert (d.wanted, d.stop) == (3, BUDGET)
 
 
+def test_an_added_process_pays_its_whole_cost_from_the_budget():
+    # A jitted gradient: 20 samples of 5 ms each (0.1 s), after a 1.3 s compilation.
+    def compiled(median: float) -> Replicate:
+        rep = _rep(median, n=20)
+        rep.elapsed_s = 1.4
+        return rep
+
+    cheap = [_rep(5e-3), _rep(6e-3), _rep(4.5e-3)]
+    for r in cheap:
+        r.elapsed_s = 0.15
+    assert decide(cheap, ADAPTIVE).wanted == 4  # 0.3 s sampled + 0.15 s for the next: fits
+    assert decide([compiled(5e-3), compiled(6e-3), compiled(4.5e-3)], ADAPTIVE).stop == BUDGET
+
+
 def test_a_fixed_count_and_a_failed_process_add_nothing():
     fixed = Policy(least=3, most=3, rel_ci=0.02, budget_s=1.0)
     assert decide([_rep(1e-3), _rep(2e-3), _rep(3e-3)], fixed).stop == FIXED
@@ -62,9 +76,9 @@ def test_a_fixed_count_and_a_failed_process_add_nothing():
 
 def test_options_give_the_policy_and_each_process_its_share():
     default = RunOptions()
-    assert default.adaptive and default.processes_text == "3:10"
-    assert policy_for(default) == Policy(3, 10, 0.02, 1.0)
-    assert per_process(default) == (0.1, 3)  # the budget over the most processes
+    assert default.adaptive and default.processes_text == "3:6"
+    assert policy_for(default) == Policy(3, 6, 0.02, 1.0)
+    assert per_process(default) == (1.0 / 6, 3)  # the budget over the most processes
     fixed = RunOptions(replicates=3, max_replicates=None)
     assert not fixed.adaptive and fixed.processes_text == "3"
     assert per_process(fixed) == (1.0 / 3, 4)  # as before adaptive replication
@@ -78,7 +92,7 @@ def test_the_api_treats_replicates_alone_as_a_fixed_count():
 
     assert options_from(replicates=1).max_replicates is None
     assert options_from(replicates=4, max_replicates=8).processes_text == "4:8"
-    assert options_from().processes_text == "3:10"
+    assert options_from().processes_text == "3:6"
 
 
 @pytest.mark.parametrize("value, message", [
@@ -101,7 +115,7 @@ def adaptive_run(tmp_path_factory) -> Path:
     out = folder / "run"
     result = run_cli("run", "--workload-file", str(folder / "usage_workloads.py"),
                      "--workloads", "process_effect,sleeps", "--backends", "numpy",
-                     "--processes", "3:6", "--rel-ci", "0.25", "--max-time", "5", "--min-samples", "3",
+                     "--processes", "3:6", "--rel-ci", "0.5", "--max-time", "5", "--min-samples", "3",
                      "--no-plots", "-q", "-o", str(out))
     assert result.returncode == 0, result.stderr[-2000:]
     return out
@@ -111,14 +125,15 @@ def test_a_cell_whose_processes_disagree_gets_more_and_a_steady_one_stops(adapti
     results = arraybench.load_results(adaptive_run)
     by = {r.workload: r for r in results.records}
     wide, steady = by["process_effect"], by["sleeps"]
-    # 4 ms and 10 ms in turns: the interval over processes never reaches +-25%.
+    # 4 ms and 20 ms in turns: the interval over processes never reaches +-50%; sleeping 4 ms is
+    # steady enough for +-50% with three processes, even on a busy machine.
     assert wide.n_replicates == 6 and wide.replication_stop == MOST
-    assert (wide.ci_high_s - wide.ci_low_s) / (2 * wide.median_s) > 0.25
+    assert (wide.ci_high_s - wide.ci_low_s) / (2 * wide.median_s) > 0.5
     assert any("no more processes because it reached the most processes allowed" in w for w in wide.warnings)
     assert steady.n_replicates == 3 and steady.replication_stop == CONVERGED
     assert results.settings["max_replicates"] == 6 and results.settings["replicates"] == 3
     # The headline is a per-call time between the two modes.
-    assert 4e-3 < wide.median_s < 10e-3
+    assert 4e-3 < wide.median_s < 20e-3
 
 
 def test_resume_measures_the_processes_beyond_the_initial_count(adaptive_run, tmp_path: Path):

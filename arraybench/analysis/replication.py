@@ -1,12 +1,15 @@
 """How many worker processes a cell gets: a fixed count, or more until its interval is tight enough.
 
 With ``--processes N`` every cell gets N processes. By default (``--processes auto``, or
-``MIN:MAX``) a cell gets MIN, then one more per round while the interval between its processes
+``MIN:MAX``; auto is 3:6) a cell gets MIN, then one more per round while the interval between its processes
 (``intervals.replicate_interval``) is wider than ``--rel-ci``, fewer than MAX processes have
-measured it, and the next process's sampling still fits the cell's budget (``--max-time``, all
-its processes together). Each process samples briefly (the budget over MAX): between-process
-variation, not the samples within one process, is what limits a cell's interval, so more short
-processes buy more precision than a few long ones.
+measured it, and the next process still fits the cell's budget (``--max-time``): the sampling of
+the first MIN processes, plus the whole cost of each added one (its first call, a compilation,
+warm-up and calibration included, which for a jitted gradient dwarfs the sampling), must stay
+within it. So a cell costs about what it cost with a fixed MIN processes sharing the budget, and
+a cell whose processes are expensive to start stops at MIN. Each process samples briefly (the
+budget over MAX): between-process variation, not the samples within one process, is what limits
+a cell's interval, so more short processes buy more precision than a few long ones.
 
 The decision is a pure function of the replicates measured so far, so a resumed run decides as
 the interrupted one would have.
@@ -66,6 +69,17 @@ def sampling_s(rep: Replicate) -> float:
     return sum(rep.samples_s) * (rep.number or 1)
 
 
+def cost_s(rep: Replicate) -> float:
+    """The whole time a replicate took: first call, warm-up, calibration and sampling."""
+    return max(rep.elapsed_s or 0.0, sampling_s(rep))
+
+
+def spent_s(replicates: Sequence[Replicate], least: int) -> float:
+    """What a cell's budget has paid: the first ``least`` replicates' sampling, the others whole."""
+    return (sum(sampling_s(r) for r in replicates[:least])
+            + sum(cost_s(r) for r in replicates[least:]))
+
+
 def decide(replicates: Sequence[Replicate], policy: Policy) -> Decision:
     """The number of processes the cell wants, given the replicates it has."""
     n = len(replicates)
@@ -81,8 +95,8 @@ def decide(replicates: Sequence[Replicate], policy: Policy) -> Decision:
         return Decision(n, CONVERGED)
     if n >= policy.most:
         return Decision(n, MOST)
-    spent = sum(sampling_s(r) for r in timed)
-    if spent + spent / n > policy.budget_s:
+    next_cost = sum(cost_s(r) for r in timed) / len(timed)
+    if spent_s(timed, policy.least) + next_cost > policy.budget_s:
         return Decision(n, BUDGET)
     return Decision(n + 1)
 

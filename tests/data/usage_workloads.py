@@ -6,7 +6,7 @@ workload file, ``--workload-file``). Each computes ``x * 2.0``, its reference.
 - ``two_threads``: two threads hash 4 MiB twice each, at once; hashlib releases the GIL on large
   inputs, so the two really run in parallel; ``one_thread`` does one thread's half of that.
 - ``sleeps``: sleeps 4 ms per call: one voluntary context switch per call at least.
-- ``process_effect``: sleeps 4 ms, or 10 ms in every other process that imports this file (a
+- ``process_effect``: sleeps 4 ms, or 20 ms in every other process that imports this file (a
   count kept next to it): the processes disagree for their whole life, so the interval between
   them stays wide however many there are.
 """
@@ -89,5 +89,5 @@ def sleeps(xp, x):
 
 @_define
 def process_effect(xp, x):
-    time.sleep(0.010 if _SLOW else 0.004)
+    time.sleep(0.020 if _SLOW else 0.004)
     return x * 2.0
