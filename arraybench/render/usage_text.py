@@ -60,18 +60,27 @@ def kernel_rows(env: Mapping[str, Any]) -> list[tuple[str, str]]:
     workers = env.get("backends") or {}
     if isinstance(workers, Mapping):
         for config, info in workers.items():
-            if not isinstance(info, Mapping):
-                continue
-            bits = []
-            if config.startswith("numpy") and info.get("blas_architecture"):
-                bits.append(f"OpenBLAS {info['blas_architecture']} kernels")
-            for key, words in (("cpu_capability", "ATen"), ("mkl_isa", "MKL"), ("onednn_isa", "oneDNN"),
-                               ("xla_cpu_target", "XLA target"), ("xla_cpu_max_isa", "XLA ISA cap")):
-                if info.get(key):
-                    bits.append(f"{words} {info[key]}")
-            if bits:
-                rows.append((f"kernels ({config})", "; ".join(bits)))
-    knobs = env.get("kernel_env")
-    rows.append(("kernel variables", ", ".join(f"{k}={v}" for k, v in knobs.items())
-                 if isinstance(knobs, Mapping) and knobs else "none set"))
+            text = library_kernels(info) if isinstance(info, Mapping) else ""
+            if text:
+                rows.append((f"kernels ({config})", text))
+    rows.append(("kernel variables", knobs_text(env.get("kernel_env"))))
     return rows
+
+
+def library_kernels(info: Mapping[str, Any]) -> str:
+    """The kernels one worker's library reported running ("" where it reported none)."""
+    bits = []
+    if info.get("library") in ("numpy", None) and info.get("blas_architecture"):
+        bits.append(f"OpenBLAS {info['blas_architecture']} kernels")
+    for key, words in (("cpu_capability", "ATen"), ("mkl_isa", "MKL"), ("onednn_isa", "oneDNN"),
+                       ("xla_cpu_target", "XLA target"), ("xla_cpu_max_isa", "XLA ISA cap")):
+        if info.get(key):
+            bits.append(f"{words} {info[key]}")
+    return "; ".join(bits)
+
+
+def knobs_text(knobs: Any) -> str:
+    """The variables that change kernels, threads or precision, as ``NAME=value`` text."""
+    if isinstance(knobs, Mapping) and knobs:
+        return ", ".join(f"{k}={v}" for k, v in knobs.items())
+    return "none set"
