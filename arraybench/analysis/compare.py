@@ -252,7 +252,11 @@ _SETTING_KEYS = ("threads", "replicates", "max_replicates", "max_time", "min_sam
                  "allow_tf32")
 
 
+#: Settings whose command-line name is not their own.
+_SETTING_NAMES = {"replicates": "--processes (least)", "max_replicates": "--processes (most)"}
+
+
 def settings_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """(setting, in base, in new) for the run settings that change what a time means."""
-    return [(f"--{k.replace('_', '-')}", str(base.get(k)), str(new.get(k)))
+    return [(_SETTING_NAMES.get(k, f"--{k.replace('_', '-')}"), str(base.get(k)), str(new.get(k)))
             for k in _SETTING_KEYS if k in base and k in new and base.get(k) != new.get(k)]

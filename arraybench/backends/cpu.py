@@ -91,6 +91,9 @@ def captured_stdout(fn: Callable[[], Any]) -> str:
             finally:
                 try:
                     sys.stdout.flush()
+                    import ctypes
+
+                    ctypes.CDLL(None).fflush(None)  # C stdio buffers what printf wrote to a file
                 except Exception:
                     pass
                 os.dup2(saved, 1)
