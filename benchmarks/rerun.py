@@ -36,6 +36,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 import arraybench  # noqa: E402
+from arraybench import stats  # noqa: E402
 from arraybench.analysis.compare import SAME  # noqa: E402
 from arraybench.results import Results  # noqa: E402
 
@@ -73,13 +74,24 @@ def pair_figures(a: Results, b: Results) -> dict[str, float]:
         widths += [(r.ci_high_s - r.ci_low_s) / (2 * r.median_s) for r in (r1, r2)]
     widths.sort()
     n = len(common)
+    # The test compare used before issue 11, on the same data: Mann-Whitney U on the pooled samples
+    # at p < 0.05 with non-overlapping intervals, no correction for the number of cells.
+    old_calls = 0
+    for k in common:
+        s1, s2 = x[k].samples_s, y[k].samples_s
+        if s1 and s2:
+            ratio = stats.median(s2) / stats.median(s1)
+            (lo1, hi1), (lo2, hi2) = stats.median_ci(s1), stats.median_ci(s2)
+            apart = lo2 > hi1 or hi2 < lo1
+            old_calls += (stats.mann_whitney_u(s1, s2).p_value < 0.05 and apart
+                          and (ratio > 1.02 or ratio < 1 / 1.02))
     comparison = arraybench.compare(a, b)
     compared = comparison.comparable
     return {"cells": n, "agree": agree / n, "calibrated": calibrated / n,
             "half_width": widths[len(widths) // 2] if widths else float("nan"),
             "no_change": sum(c.verdict == SAME for c in compared) / max(len(compared), 1),
             "no_change_n": sum(c.verdict == SAME for c in compared), "compared": len(compared),
-            "method": comparison.method}
+            "method": comparison.method, "old_calls": old_calls}
 
 
 def _mark(ok: bool) -> str:
@@ -98,15 +110,19 @@ def print_pair(name: str, f: dict[str, float]) -> None:
     print(f"  compare run 1 -> run 2:      no change on {int(f['no_change_n'])}/{int(f['compared'])}  "
           f"({_mark(f['no_change'] >= TARGETS['no_change'])} >= 29 of 30)")
     print(f"  ({f['method']})")
+    print(f"  the test compare used before (Mann-Whitney U on pooled samples, no correction) would "
+          f"call {int(f['old_calls'])} of these cells changed")
 
 
 def baseline_root(commit: str | None, tmp: Path) -> Path:
-    """The code the baseline runs: this checkout, or ``commit`` checked out into ``tmp``."""
+    """The code the baseline runs: this checkout, or ``commit``'s files exported into ``tmp``
+    (``git archive``: the repository itself is not touched)."""
     if commit is None:
         return ROOT
     folder = tmp / "baseline-code"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(folder), commit],
-                   check=True, capture_output=True)
+    folder.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], check=True, capture_output=True)
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
     return folder
 
 
@@ -128,20 +144,15 @@ def main() -> None:
         root = baseline_root(args.baseline_commit, tmp)
         base_args = [] if args.baseline_commit else args.baseline_args.split()
         label = f"commit {args.baseline_commit}" if args.baseline_commit else " ".join(base_args)
-        try:
-            walls: dict[str, float] = {}
-            results: dict[str, Results] = {}
-            order = [("baseline 1", root, base_args), ("new 1", ROOT, []), ("new 2", ROOT, [])]
-            if not args.one_baseline:
-                order.append(("baseline 2", root, base_args))
-            for name, code, extra in order:
-                results[name], walls[name] = run(tmp / name.replace(" ", "-"), [*extra, *args.run_args], code)
-                print(f"{name:<11} ({'default' if not extra and code == ROOT else label}): "
-                      f"wall {walls[name]:.1f} s, load average {os.getloadavg()[0]:.1f} after")
-        finally:
-            if args.baseline_commit:
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(root)],
-                               capture_output=True)
+        walls: dict[str, float] = {}
+        results: dict[str, Results] = {}
+        order = [("baseline 1", root, base_args), ("new 1", ROOT, []), ("new 2", ROOT, [])]
+        if not args.one_baseline:
+            order.append(("baseline 2", root, base_args))
+        for name, code, extra in order:
+            results[name], walls[name] = run(tmp / name.replace(" ", "-"), [*extra, *args.run_args], code)
+            print(f"{name:<11} ({'default' if not extra and code == ROOT else label}): "
+                  f"wall {walls[name]:.1f} s, load average {os.getloadavg()[0]:.1f} after")
         base_walls = [walls[k] for k in walls if k.startswith("baseline")]
         new_walls = [walls["new 1"], walls["new 2"]]
         ratio = (sum(new_walls) / 2) / (sum(base_walls) / len(base_walls))
