@@ -67,6 +67,8 @@ def options_from(workloads: Any = None, *, options: RunOptions | None = None,
     if unknown:
         raise TypeError(f"unknown option {unknown[0]!r}; valid: {', '.join(OPTION_NAMES)}")
     changes = {k: v for k, v in settings.items() if v is not None}
+    if "replicates" in changes and "max_replicates" not in settings:
+        changes["max_replicates"] = None  # replicates=N alone is a fixed count, as --processes N
     if workloads is not None:
         changes["workloads"] = _workload_names(workloads)
     for name in ("backends", "devices", "modes", "workload_files"):
@@ -152,7 +154,9 @@ def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,
       written is a ``StoreWarning``, never an error: the run is kept all the same.
     - ``context``: free labels saved with the run (``{"commit": "abc123"}``), which history
       attributes changes to.
-    - any other ``RunOptions`` field by name: ``replicates=5``, ``max_time=2.0``, ``threads=1``...
+    - any other ``RunOptions`` field by name: ``replicates=5`` (exactly five processes per cell;
+      with ``max_replicates=10``, from five up to ten while the interval is wide), ``max_time=2.0``,
+      ``threads=1``...
 
     Raises ``UsageError`` for bad options before anything is measured, and ``Interrupted`` (holding
     the partial results, saved) when a signal stops the run.

@@ -18,14 +18,9 @@ import subprocess
 import sys
 from typing import Any
 
-from . import backends
+from . import backends, knobs
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS")
-#: Variables that change GPU arithmetic or memory: TF32 off for every CUDA library, JAX's
-#: preallocation, device selection. Workers report the ones their library reads, as it sees them.
-_GPU_VARS = ("NVIDIA_TF32_OVERRIDE", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
-             "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION",
-             "XLA_PYTHON_CLIENT_ALLOCATOR", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "CUPY_TF32")
 
 
 def cpu_model() -> str:
@@ -194,9 +189,11 @@ def collect(threads: int | None = None) -> dict[str, Any]:
         "libraries": library_versions(),
         "threads_requested": threads,
         "thread_env": {k: os.environ[k] for k in _THREAD_VARS if k in os.environ},
+        # issue 11: every variable that changes kernels, threads or precision (``knobs``)
+        "kernel_env": knobs.recorded(os.environ),
         "fingerprint": fp,
         "machine_id": machine_id(fp),
-        "gpu_env": {k: os.environ[k] for k in _GPU_VARS if k in os.environ},
+        "gpu_env": knobs.gpu(os.environ),
         "backends": {},
     }
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import schema
+from .usage import Usage
 
 Status = Literal["ok", "skipped", "failed", "wrong"]
 STATUSES: tuple[Status, ...] = ("ok", "skipped", "failed", "wrong")
@@ -60,6 +61,8 @@ class Replicate:
     # -- issue 17: cluster runs --
     #: The node that measured it, in a cluster run (``environment["machines"]`` describes it).
     machine: str = ""
+    # -- issue 11: what the process used around its samples, and the machine's load meanwhile --
+    usage: Usage | None = None
 
     @classmethod
     def ended(cls, status: Status, reason: str) -> "Replicate":

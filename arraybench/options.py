@@ -22,6 +22,7 @@ DTYPES: tuple[str, ...] = ("float64", "float32")
 
 MAX_SIZE = 10**10  # elements; beyond this no machine holds the inputs
 MAX_STEPS = 1000  # sizes in one LO:HI:STEPS range; more would take days, not a benchmark
+MAX_PROCESSES = 100  # per cell; each is a fresh worker process
 
 
 @dataclass
@@ -59,6 +60,11 @@ class RunOptions:
     on: str = "every-node"
     #: Only nodes whose Ray accelerator type is this ("H100").
     gpu_type: str | None = None
+    # -- issue 11: adaptive replication (``analysis.replication``) --
+    #: The most worker processes a cell may get: from ``replicates`` up to this many, a cell gets
+    #: another while its interval is wider than ``rel_ci`` and its budget allows. None: exactly
+    #: ``replicates`` (``--processes N``).
+    max_replicates: int | None = 6
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -66,7 +72,19 @@ class RunOptions:
     @classmethod
     def from_dict(cls, data: Any) -> "RunOptions":
         """Options read back from a journal or results file, each checked against its type."""
+        if isinstance(data, dict) and "max_replicates" not in data:
+            data = {**data, "max_replicates": None}  # written before adaptive replication: fixed
         return schema.from_json(cls, data, where="options")
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether cells get more processes until their interval is tight enough."""
+        return self.max_replicates is not None and self.max_replicates > self.replicates
+
+    @property
+    def processes_text(self) -> str:
+        """The processes setting as ``--processes`` spells it: ``3`` or ``3:6``."""
+        return f"{self.replicates}:{self.max_replicates}" if self.adaptive else str(self.replicates)
 
     def differences(self, other: "RunOptions") -> dict[str, tuple[Any, Any]]:
         """{option: (self's value, other's value)} where the two differ."""
@@ -175,6 +193,15 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
     ):
         if not isinstance(value, int) or isinstance(value, bool) or value < lo:
             raise UsageError(f"{name} must be a whole number >= {lo}, not {value!r}")
+    if options.max_replicates is not None:
+        most = options.max_replicates
+        if not isinstance(most, int) or isinstance(most, bool) or most < options.replicates:
+            raise UsageError(f"--processes MIN:MAX needs MAX >= MIN, not {options.replicates}:{most!r}")
+        if most > MAX_PROCESSES:
+            raise UsageError(f"--processes allows at most {MAX_PROCESSES} processes per cell, not {most}")
+        if most > options.replicates and options.replicates < 2:
+            raise UsageError("--processes MIN:MAX needs MIN >= 2: one process cannot show the "
+                             "variation between processes")
     for name, value in (
         ("--max-time", options.max_time),
         ("--timeout", options.timeout),

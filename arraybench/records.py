@@ -16,6 +16,8 @@ from .errors import ResultsError
 from .measurement import Gradient, Replicate, Status
 from .options import Dtype, Mode
 from .plan import Cell, cell_key
+from .usage import SCALARS as USAGE_SCALARS
+from .usage import Usage
 
 _NON_NEGATIVE = {"min": 0}
 
@@ -72,6 +74,16 @@ class Record:
     machine: str = ""
     #: What each worker process measured; the statistics above are derived from these.
     replicates: list[Replicate] = field(default_factory=list)
+    # -- issue 11: the interval's unit, why replication stopped, what the processes used --
+    #: How the interval was computed ("t over 6 processes' medians (log scale)").
+    ci_method: str = ""
+    #: Why the cell got no more processes (``analysis.replication``): "converged", "budget",
+    #: "max_processes", "fixed", "not timed"; "" while it might have got more.
+    replication_stop: str = ""
+    #: The counters of its processes together (``usage.combine``): cores, faults, switches, load.
+    usage: Usage | None = None
+    #: Whether other processes loaded the machine during its samples (None: not measured).
+    busy: bool | None = None
 
     @classmethod
     def for_cell(cls, cell: Cell, status: Status = "skipped", reason: str = "") -> "Record":
@@ -121,12 +133,17 @@ class Record:
 
     def to_row(self) -> dict[str, Any]:
         """The record as one flat row (CSV, DataFrame): every scalar field, plus ``key`` and
-        ``config``; ``warnings`` joined by "; ", the replicate medians by ";", the replicates'
-        samples left out (``Results.to_dataframe(samples=True)`` has them)."""
+        ``config``; ``warnings`` joined by "; ", the replicate medians by ";", the usage as
+        ``usage.<name>`` columns, the replicates' samples left out
+        (``Results.to_dataframe(samples=True)`` has them)."""
         row: dict[str, Any] = {"key": self.key, "config": self.config_label}
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name == "replicates":
+                continue
+            if f.name == "usage":
+                for name in USAGE_SCALARS:
+                    row[f"usage.{name}"] = None if value is None else getattr(value, name)
                 continue
             if f.name == "warnings":
                 value = "; ".join(value)
@@ -156,4 +173,6 @@ class Record:
 CONTRACT = ("workload", "size_label", "size", "backend", "device", "dtype", "mode", "status",
             "reason", "median_s", "iqr_s", "min_s", "n_samples", "first_call_s", "max_rel_error")
 
-COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Record) if f.name != "replicates")
+COLUMNS: tuple[str, ...] = tuple(
+    name for f in fields(Record) if f.name != "replicates"
+    for name in ([f"usage.{u}" for u in USAGE_SCALARS] if f.name == "usage" else [f.name]))

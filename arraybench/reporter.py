@@ -31,6 +31,9 @@ class Reporter:
     def replicate_done(self, cell: "Cell", index: int, replicate: "Replicate") -> None:
         """One process finished one cell."""
 
+    def more_wanted(self, cell: "Cell", extra: int) -> None:
+        """A cell wants ``extra`` more processes than counted so far (its interval is still wide)."""
+
     def record_done(self, record: "Record") -> None:
         """A cell's record is final (all its replicates are done, or it was skipped)."""
 

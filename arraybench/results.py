@@ -105,7 +105,7 @@ class Results:
         """Plain sentences computed from the records: who wins, by how much, and why."""
         from .analysis.findings import findings
 
-        return findings(self.records)
+        return findings(self.records, self.environment)
 
     def compare(self, other: "Results", *, threshold: float | None = None,
                 alpha: float | None = None, cross_machine: bool = False) -> "Comparison":

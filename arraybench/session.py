@@ -17,6 +17,7 @@ from typing import Any
 
 from . import environment
 from .analysis.aggregate import aggregate
+from .analysis.replication import Decision, decide, policy_for
 from .journal import Journal, JournalState
 from .measurement import Replicate
 from .options import RunOptions
@@ -60,6 +61,8 @@ class Session:
         self._signals: list[int] = []  # stop signals received, in order
         #: Issue 17: why a cell is still missing where it is not an interruption (a lost node).
         self.missing_reasons: dict[str, str] = {}
+        self._policy = policy_for(options)
+        self._decisions: dict[str, tuple[int, Decision]] = {}  # by cell: (replicates seen, decision)
 
     @classmethod
     def start(cls, cells: list[Cell], options: RunOptions, out_dir: Path,
@@ -133,7 +136,8 @@ class Session:
     def record(self, cell: Cell) -> Record:
         """A cell's record from the replicates journalled so far."""
         reps = [r for _, r in sorted(self.replicates.get(cell.key, {}).items())]
-        rec = aggregate(cell, reps, self.wanted(cell), self.options.rel_ci)
+        decision = self.decision(cell)
+        rec = aggregate(cell, reps, decision.wanted, self.options.rel_ci, stop=decision.stop)
         if not reps:
             rec.reason = self.unavailable.get(cell.config) or self.missing_reasons.get(cell.key) or \
                 "not measured (run interrupted; continue with --resume)"
@@ -145,8 +149,17 @@ class Session:
         return list(dict.fromkeys(c.config for c in self.cells))
 
     def wanted(self, cell: Cell) -> int:
-        """How many replicates the cell should have."""
-        return self.options.replicates
+        """How many replicates the cell should have, given those it has (``analysis.replication``)."""
+        return self.decision(cell).wanted
+
+    def decision(self, cell: Cell) -> Decision:
+        """How many replicates the cell wants now, and why it stopped, if it did."""
+        have = self.replicates.get(cell.key, {})
+        cached = self._decisions.get(cell.key)
+        if cached is None or cached[0] != len(have):
+            cached = (len(have), decide([r for _, r in sorted(have.items())], self._policy))
+            self._decisions[cell.key] = cached
+        return cached[1]
 
     def todo(self, config: Config, index: int) -> list[Cell]:
         """The cells of ``config`` still lacking their ``index``-th replicate."""
@@ -174,9 +187,12 @@ class Session:
 
     def store(self, cell: Cell, index: int, replicate: Replicate) -> None:
         """Journal one replicate the moment it arrives."""
+        before = self.wanted(cell)
         self.replicates.setdefault(cell.key, {})[index] = replicate
         self.journal.replicate(cell.key, index, replicate)
         self.reporter.replicate_done(cell, index, replicate)
+        if self.wanted(cell) > before:
+            self.reporter.more_wanted(cell, self.wanted(cell) - before)
         if len(self.replicates[cell.key]) >= self.wanted(cell):
             self._complete(cell)
 

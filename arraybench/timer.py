@@ -305,6 +305,7 @@ class Sampling:
         self.throttled: list[int] = []
         self.throttle_reasons: list[str] = []
         self.sampling_s = 0.0  # this operation's own time spent sampling, rewarming included
+        self.calls_last = 0  # calls made by the last sample, a re-warming call included
         self.stop_reason = ""
         self.error: BaseException | None = None
 
@@ -316,10 +317,12 @@ class Sampling:
         """Draw one sample. ``rewarm``: one untimed call first, because another operation ran since."""
         t0 = self.timer.clock()
         s = self.settings
+        self.calls_last = self.number
         if s.cold and self.timer.flush is not None:
             self.timer.flush()
         elif rewarm:
             self.timer.timeit(1, "latency")
+            self.calls_last += 1
         wall, device = self.timer.timeit(self.number, s.mode)
         if device is None and s.mode == "latency" and self.timer.device_timer is not None:
             if s.cold and self.timer.flush is not None:
@@ -364,12 +367,15 @@ REWARM_BELOW_S = 0.01
 
 
 def interleave(runs: Sequence[Sampling], order_seed: int = 0,
-               before_sample: Callable[[int], None] | None = None) -> None:
+               before_sample: Callable[[int], None] | None = None,
+               after_sample: Callable[[int], None] | None = None) -> None:
     """Sample several operations round-robin until each is done.
 
     Spreading each operation's samples over the whole sampling period means that a slow phase of a
     shared machine (a neighbour's burst, a throttled core) lands on every operation alike, instead
-    of on whichever happened to be timed during it.
+    of on whichever happened to be timed during it. ``before_sample(i)`` and ``after_sample(i)``
+    run around each sample of ``runs[i]``, outside its timed loop (the worker reads its counters
+    there; ``runs[i].calls_last`` says how many calls the sample made).
     """
     import random
 
@@ -388,5 +394,8 @@ def interleave(runs: Sequence[Sampling], order_seed: int = 0,
                 except Exception as exc:  # one operation failing must not stop the others
                     run.error = exc
                     run.stop_reason = "error"
+                    run.calls_last = 0
+                if after_sample is not None:
+                    after_sample(i)
                 last = i
             active = [i for i in active if not runs[i].done]

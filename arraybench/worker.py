@@ -97,6 +97,7 @@ def run_job(job: dict[str, Any], channel: Channel, stop: StopFlag | None = None)
     if job.get("threads") is not None:
         backend.limit_threads(int(job["threads"]))
 
+    from .counters import SampleCounters
     from .heartbeat import Board
     from .measure import ReferenceCache, finish, prepare
     from .measurement import Replicate
@@ -115,6 +116,9 @@ def run_job(job: dict[str, Any], channel: Channel, stop: StopFlag | None = None)
             load_errors[job["shipped"]] = str(exc)
     info = backend.info()
     info["startup_s"] = time.perf_counter() - started
+    from .knobs import recorded
+
+    info["kernel_env"] = recorded(os.environ)  # as this worker ran (--threads adds limits)
     channel.send("ready", info=info, pid=os.getpid())
 
     board = Board(job.get("board"))
@@ -127,26 +131,36 @@ def run_job(job: dict[str, Any], channel: Channel, stop: StopFlag | None = None)
     shuffler.shuffle(order)
     batch: list = []
     batch_bytes = 0
+    # Counted around each sample, attributed to the cell sampled (issue 11: the reason behind a time).
+    counters = SampleCounters(len(cells))
+    runs: list = []
 
     def before_sample(k: int) -> None:
         stop.check()
         board.mark(indices[k])
+        counters.begin(indices[k])
+
+    def after_sample(k: int) -> None:
+        counters.end(indices[k], runs[k].calls_last)
 
     indices: list[int] = []
 
     def flush_batch() -> None:
-        nonlocal batch, batch_bytes, indices
+        nonlocal batch, batch_bytes, indices, runs
         runs = [p.run for _, p in batch if p.run is not None]
         indices = [i for i, p in batch if p.run is not None]
         try:
-            interleave(runs, order_seed=shuffler.randrange(2**32), before_sample=before_sample)
+            interleave(runs, order_seed=shuffler.randrange(2**32), before_sample=before_sample,
+                       after_sample=after_sample)
         except _Stop:
             pass
         for i, p in batch:
             if stop.set and p.run is not None and not p.run.done:
                 continue  # partly sampled: not a measurement with the run's settings
             board.mark(i)
-            channel.send("replicate", key=cells[i].key, replicate=finish(backend, p).to_dict())
+            replicate = finish(backend, p)
+            replicate.usage = counters.usage(i)
+            channel.send("replicate", key=cells[i].key, replicate=replicate.to_dict())
         batch, batch_bytes = [], 0
         backend.free()
 
@@ -177,6 +191,7 @@ def run_job(job: dict[str, Any], channel: Channel, stop: StopFlag | None = None)
             flush_batch()
     if batch:
         flush_batch()
+    counters.close()
     channel.send("done", stopped=stop.set)
     return 0
 

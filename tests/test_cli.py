@@ -164,7 +164,7 @@ def test_an_empty_output_dir_name_is_refused(tmp_path: Path, capsys):
 @pytest.mark.parametrize("extra, message", [
     (["--dtype", "float32"], "these differ: dtype (saved 'float64', given 'float32')"),
     (["--backends", "numpy,torch", "--processes", "5"],
-     "these differ: backends (saved ['numpy'], given ['numpy', 'torch']); processes (saved 2, given 5)"),
+     "these differ: backends (saved ['numpy'], given ['numpy', 'torch']); processes (saved 2:6, given 5)"),
     (["--overwrite"], "--resume continues a run and --overwrite starts afresh"),
     (["--output-dir", "elsewhere"], "leave out --output-dir elsewhere"),
 ])

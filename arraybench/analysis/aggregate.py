@@ -1,9 +1,13 @@
 """From the replicates of a cell (one per worker process) to its record, with honest warnings.
 
-Every cell is measured in several worker processes. Their samples are pooled for the headline
-statistics; the spread between the replicates' medians is reported on its own, because a process
-can run slow for its whole life (memory placement, thread placement), and that is invisible inside
-it.
+Every cell is measured in several worker processes, and the process is the unit that repeats: the
+headline time and its 95% interval come from the processes' medians (``intervals``), because a
+process can run slow for its whole life (memory placement, thread placement, fresh pages from the
+kernel), and that is invisible inside it. The quartiles, the minimum and the coefficient of
+variation describe the pooled samples. The counters read around the samples are summed over the
+processes (``usage.combine``); where the times fall into two modes, the warning names the measured
+quantity that differs between them (``modes``), and a cell measured while other processes loaded
+the machine says so.
 """
 
 from __future__ import annotations
@@ -14,9 +18,17 @@ from .. import gpu_health, stats
 from ..measurement import Replicate
 from ..plan import Cell
 from ..records import Record
+from ..usage import combine
+from . import modes
+from .intervals import replicate_interval
+from .replication import EXPLAINED
 
 #: Processes whose medians differ by more than this are reported.
 PROCESS_SPREAD_WARN = 0.10
+#: A cell is "measured while busy" when other processes used this share of the machine's CPUs
+#: during its samples, or the hypervisor stole this share of its CPU time.
+BUSY_OTHERS_SHARE = 0.10
+BUSY_STEAL_SHARE = 0.05
 
 
 def _fmt(seconds: float) -> str:
@@ -25,9 +37,12 @@ def _fmt(seconds: float) -> str:
     return format_seconds(seconds)
 
 
-def aggregate(cell: Cell, replicates: Sequence[Replicate], wanted: int, rel_ci: float) -> Record:
-    """The record of a cell from the replicates measured so far (possibly fewer than ``wanted``)."""
+def aggregate(cell: Cell, replicates: Sequence[Replicate], wanted: int, rel_ci: float,
+              stop: str = "") -> Record:
+    """The record of a cell from the replicates measured so far (possibly fewer than ``wanted``);
+    ``stop`` says why it got no more processes (``replication``), "" while it may get more."""
     rec = Record.for_cell(cell)
+    rec.replication_stop = stop
     rec.replicates = list(replicates)
     if not replicates:
         rec.reason = "not measured"
@@ -79,11 +94,14 @@ def _fill_timing(rec: Record, timed: Sequence[Replicate], wanted: int, rel_ci: f
     pooled = [x for rep in timed for x in rep.samples_s]
     rec.n_samples = len(pooled)
     rec.n_replicates = len(timed)
-    rec.median_s = stats.median(pooled)
+    interval = replicate_interval([rep.samples_s for rep in timed])
+    rec.median_s = interval.center
+    rec.ci_low_s, rec.ci_high_s = interval.low, interval.high
+    rec.ci_method = interval.method
     rec.iqr_s = stats.iqr(pooled)
     rec.min_s = min(pooled)
-    rec.ci_low_s, rec.ci_high_s = stats.median_ci(pooled)
     rec.cv = stats.coefficient_of_variation(pooled)
+    rec.usage = combine(rep.usage for rep in timed)
     rec.number = max(rep.number or 1 for rep in timed)
     firsts = [rep.first_call_s for rep in timed if rep.first_call_s is not None]
     rec.first_call_s = stats.median(firsts) if firsts else None
@@ -102,44 +120,63 @@ def _fill_timing(rec: Record, timed: Sequence[Replicate], wanted: int, rel_ci: f
                 warnings.append(w)
     if len(timed) < wanted:
         warnings.append(f"measured in {len(timed)} of {wanted} processes")
-    clusters = _bimodal(rec.replicate_medians_s, pooled)
+    clusters = modes.find_modes(rec.replicate_medians_s, pooled)
     if clusters is not None:
+        contrast = modes.explain(timed, clusters)
         warnings.append(
             f"bimodal: samples cluster at {_fmt(clusters[0])} and {_fmt(clusters[1])}"
-            + (" (some processes run slower for their whole life)"
+            + (f" ({contrast.sentence()})" if contrast is not None else
+               " (some processes run slower for their whole life)"
                if rec.replicate_spread > PROCESS_SPREAD_WARN else "")
         )
     elif rec.replicate_spread > PROCESS_SPREAD_WARN and len(timed) > 1:
+        contrast = modes.between_processes(timed, stats.median(rec.replicate_medians_s))
         warnings.append(
             f"processes disagree: their medians span {rec.replicate_spread:.0%} "
-            f"({_fmt(lo)} to {_fmt(hi)})"
+            f"({_fmt(lo)} to {_fmt(hi)})" + (f"; {contrast.sentence()}" if contrast is not None else "")
         )
+    busy = busy_reason(rec)
+    rec.busy = None if rec.usage is None or rec.usage.others_cores is None else busy is not None
+    if busy is not None:
+        warnings.append(f"measured while the machine was busy: {busy}")
     half = (rec.ci_high_s - rec.ci_low_s) / (2 * rec.median_s) if rec.median_s > 0 else 0.0
     if half > rel_ci:
-        why = _why_wide(rec, timed, clusters is not None)
+        why = _why_wide(rec, timed, clusters is not None, busy is not None)
         warnings.append(f"95% CI of the median is ±{half:.1%}, above the ±{rel_ci:.0%} target: {why}")
+    if len(timed) == 1 and wanted <= 1:
+        warnings.append("one process: the interval cannot include the variation between processes")
     rec.warnings = warnings
 
 
-def _bimodal(process_medians: Sequence[float], pooled: Sequence[float]) -> tuple[float, float] | None:
-    """Two clusters among the samples, or among the processes' medians."""
-    found = stats.two_clusters(pooled)
-    if found is not None:
-        return found
-    if len(process_medians) >= 3:
-        ordered = sorted(process_medians)
-        gaps = [b / a for a, b in zip(ordered, ordered[1:]) if a > 0]
-        if gaps and max(gaps) > 1.25:
-            i = gaps.index(max(gaps))
-            return stats.median(ordered[: i + 1]), stats.median(ordered[i + 1:])
-    return None
+def busy_reason(rec: Record) -> str | None:
+    """Why the machine counts as busy during the record's samples, or None when it was quiet."""
+    u = rec.usage
+    if u is None or u.others_cores is None:
+        return None
+    cpus = u.machine_cpus or 1
+    parts = []
+    if u.others_cores >= BUSY_OTHERS_SHARE * cpus:
+        parts.append(f"other processes used {u.others_cores:.1f} of {cpus} cores")
+    if u.steal_share is not None and u.steal_share >= BUSY_STEAL_SHARE:
+        parts.append(f"the hypervisor stole {u.steal_share:.0%} of the CPU time")
+    if not parts:
+        return None
+    if u.load_average is not None:
+        parts.append(f"load average {u.load_average:.1f}")
+    return ", ".join(parts)
 
 
-def _why_wide(rec: Record, timed: Sequence[Replicate], bimodal: bool) -> str:
+def _why_wide(rec: Record, timed: Sequence[Replicate], bimodal: bool, busy: bool) -> str:
+    stopped = (f"; no more processes because {EXPLAINED[rec.replication_stop]}"
+               if rec.replication_stop in EXPLAINED and rec.replication_stop != "converged" else "")
     if bimodal:
-        return "bimodal timings"
+        return "bimodal timings" + stopped
+    if len(timed) > 1 and rec.replicate_spread and rec.replicate_spread > PROCESS_SPREAD_WARN:
+        return f"the processes' medians span {rec.replicate_spread:.0%} in {len(timed)} processes" + stopped
     budget_hit = any(rep.stop_reason == "budget" for rep in timed)
     if rec.n_samples < 20 and budget_hit:
         return (f"too few samples ({rec.n_samples}) in the time budget, each call takes "
                 f"{_fmt(rec.median_s)}; raise --max-time for a tighter interval")
-    return f"noisy machine (coefficient of variation {rec.cv:.0%})"
+    if busy:
+        return "a busy machine" + stopped
+    return f"{len(timed)} process{'es' if len(timed) != 1 else ''} on a noisy machine" + stopped

@@ -2,10 +2,12 @@
 
 A change is called only when it is both significant and large enough to matter:
 
-- significant: the two-sided Mann-Whitney U test on the samples gives p < ``alpha`` *and* the two
-  95% confidence intervals of the median do not overlap. Samples pooled from one process are not
-  fully independent, so the U test alone would call too much; the CI condition keeps the verdict
-  conservative, which is what a CI gate needs. Records without samples are judged on their CIs.
+- significant: Welch's t-test on the processes' log medians (the process is the unit that
+  repeats; ``significance``), with the p-values of all the cells compared adjusted by
+  Benjamini–Hochberg, so that at most ``alpha`` of the cells called changed are expected to be
+  false discoveries. A cell measured in a single process on either side (or a version 1 file
+  without processes' medians) cannot show the variation between processes: it is judged on its
+  95% confidence intervals, which must not overlap, and says so.
 - large enough: the ratio new/base is above ``1 + threshold`` (slower) or below
   ``1 / (1 + threshold)`` (faster).
 
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from .. import stats
 from ..records import Record
+from . import fdr, significance
 from .grouping import config_sort_key, is_valid, size_sort_key
 
 if TYPE_CHECKING:
@@ -42,10 +45,12 @@ class CellChange:
     new: Record
     verdict: str
     ratio: float | None = None  # new median / base median: below 1 is faster
-    p_value: float | None = None  # Mann-Whitney U, where both records keep samples
+    p_value: float | None = None  # Welch's t on the processes' log medians, where both have two or more
     ci_overlap: bool | None = None
     significant: bool = False
     note: str = ""
+    #: The p-value adjusted for every cell of the comparison (Benjamini–Hochberg).
+    q_value: float | None = None
 
     @property
     def ratio_low(self) -> float | None:
@@ -72,6 +77,21 @@ class Comparison:
     threshold: float
     alpha: float
     environment_differences: list[tuple[str, str, str]] = field(default_factory=list)
+    #: The test and the correction for many cells, in words.
+    test: str = significance.TEST
+    correction: str = significance.CORRECTION
+
+    @property
+    def method(self) -> str:
+        """How significance was judged, in one line for the summary and compare.md."""
+        tested = [c for c in self.changes if c.p_value is not None]
+        by_ci = [c for c in self.changes if c.ratio is not None and c.p_value is None]
+        text = (f"significance: {self.test}, {self.correction} over {len(tested)} "
+                f"cell{'s' if len(tested) != 1 else ''} (false discovery rate {self.alpha:g})")
+        if by_ci:
+            text += (f"; {len(by_ci)} cell{'s' if len(by_ci) != 1 else ''} with a single process "
+                     "on a side judged on non-overlapping 95% intervals")
+        return text + f"; changes under {self.threshold:.0%} are no change"
 
     @property
     def comparable(self) -> list[CellChange]:
@@ -121,7 +141,7 @@ class Comparison:
         if g is None:
             return "no cell could be compared; " + ", ".join(parts)
         return (f"geometric mean of new/base over {n} cell{'s' if n != 1 else ''}: {g:.3f} "
-                f"({change_text(g)}); " + ", ".join(parts))
+                f"({change_text(g)}); " + ", ".join(parts) + f". {self.method[0].upper()}{self.method[1:]}.")
 
 
 def change_text(ratio: float) -> str:
@@ -152,22 +172,39 @@ def compare_records(base: Record, new: Record, threshold: float = DEFAULT_THRESH
     change.ratio = new.median_s / base.median_s
     if None not in (base.ci_low_s, base.ci_high_s, new.ci_low_s, new.ci_high_s):
         change.ci_overlap = not (new.ci_low_s > base.ci_high_s or new.ci_high_s < base.ci_low_s)
-    if base.samples_s and new.samples_s:
-        change.p_value = stats.mann_whitney_u(base.samples_s, new.samples_s).p_value
-    if change.p_value is not None:
-        change.significant = change.p_value < alpha and change.ci_overlap is not True
+    test = significance.welch(_process_medians(base), _process_medians(new))
+    if test is not None:
+        change.p_value = change.q_value = test.p_value
+    _judge(change, alpha, threshold)
+    return change
+
+
+def _process_medians(r: Record) -> list[float]:
+    """Each process's median: from the replicates, or as saved (version 1 files keep them)."""
+    timed = [rep for rep in r.replicates if rep.timed]
+    if timed:
+        return [stats.median(rep.samples_s) for rep in timed]
+    return list(r.replicate_medians_s)
+
+
+def _judge(change: CellChange, alpha: float, threshold: float) -> None:
+    """The verdict from the (adjusted) p-value, or from the intervals where there is none."""
+    if change.q_value is not None:
+        change.significant = change.q_value < alpha
+        change.note = ""
     elif change.ci_overlap is not None:
         change.significant = not change.ci_overlap
-        change.note = "no samples saved: judged on the confidence intervals"
+        single = _process_medians(change.base) and _process_medians(change.new)
+        change.note = ("a single process on a side: judged on the confidence intervals" if single else
+                       "no processes' medians saved: judged on the confidence intervals")
     else:
-        change.note = "no samples or confidence intervals: cannot judge significance"
+        change.note = "no processes' medians or confidence intervals: cannot judge significance"
     if change.significant and change.ratio > 1 + threshold:
         change.verdict = SLOWER
     elif change.significant and change.ratio < 1 / (1 + threshold):
         change.verdict = FASTER
     else:
         change.verdict = SAME
-    return change
 
 
 def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
@@ -181,6 +218,10 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
     order = sorted((r for r in new.records if match(r) in base_by),
                    key=lambda r: (r.workload, size_sort_key(r), config_sort_key(r)))
     changes = [compare_records(base_by[match(r)], r, threshold, alpha) for r in order]
+    tested = [c for c in changes if c.p_value is not None]
+    for c, q in zip(tested, fdr.q_values([c.p_value for c in tested])):
+        c.q_value = q
+        _judge(c, alpha, threshold)
     return Comparison(
         changes=changes,
         only_base=[r for r in base.records if match(r) not in new_by],
@@ -210,10 +251,15 @@ def environment_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> 
     return out
 
 
-_SETTING_KEYS = ("threads", "replicates", "max_time", "min_samples", "rel_ci", "cold", "allow_tf32")
+_SETTING_KEYS = ("threads", "replicates", "max_replicates", "max_time", "min_samples", "rel_ci", "cold",
+                 "allow_tf32")
+
+
+#: Settings whose command-line name is not their own.
+_SETTING_NAMES = {"replicates": "--processes (least)", "max_replicates": "--processes (most)"}
 
 
 def settings_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """(setting, in base, in new) for the run settings that change what a time means."""
-    return [(f"--{k.replace('_', '-')}", str(base.get(k)), str(new.get(k)))
+    return [(_SETTING_NAMES.get(k, f"--{k.replace('_', '-')}"), str(base.get(k)), str(new.get(k)))
             for k in _SETTING_KEYS if k in base and k in new and base.get(k) != new.get(k)]

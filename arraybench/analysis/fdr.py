@@ -1,31 +1,41 @@
 """False discovery rate control across many tests: Benjamini–Hochberg, in pure Python.
 
-Testing hundreds of (series, step) pairs at p < 0.05 each would call a few changes by chance
-alone. Benjamini–Hochberg keeps the expected share of false calls among all calls at ``q``.
-(Issue 11 adds the same correction to ``compare``; the two belong together in one place.)
+Testing 30 cells of a comparison, or hundreds of (series, step) pairs of a history, at p < 0.05
+each would call a few changes by chance alone. Benjamini–Hochberg keeps the expected share of false
+calls among all calls at ``q`` instead. ``compare`` and ``history`` both use it, from here.
+
+>>> [round(v, 4) for v in q_values([0.01, 0.04, 0.03, 0.5])]
+[0.04, 0.0533, 0.0533, 0.5]
+>>> benjamini_hochberg([0.001, 0.04, 0.03, 0.5], q=0.05)
+[True, False, False, False]
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
+#: How the corrections are named in what arraybench prints.
+CORRECTION = "Benjamini–Hochberg"
+
+
+def q_values(p_values: Sequence[float]) -> list[float]:
+    """Adjusted p-values (q-values), in the order given: a test is a discovery at false discovery
+    rate ``q`` when its q-value is at most ``q``."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 1.0
+    for rank in range(m, 0, -1):  # from the largest p-value down, keeping the minimum so far
+        i = order[rank - 1]
+        running = min(running, p_values[i] * m / rank)
+        adjusted[i] = running
+    return adjusted
+
 
 def benjamini_hochberg(p_values: Sequence[float], q: float = 0.05) -> list[bool]:
-    """Which hypotheses to reject, in the order given: the largest k with p_(k) <= k/m * q, and
-    every p-value ranked at or below it.
+    """Which hypotheses to reject at false discovery rate ``q``, in the order given.
 
-    >>> benjamini_hochberg([0.001, 0.04, 0.03, 0.5], q=0.05)
-    [True, False, False, False]
     >>> benjamini_hochberg([0.01, 0.02, 0.03, 0.04], q=0.05)
     [True, True, True, True]
     """
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    cutoff = 0
-    for rank, i in enumerate(order, start=1):
-        if p_values[i] <= rank / m * q:
-            cutoff = rank
-    reject = [False] * m
-    for i in order[:cutoff]:
-        reject[i] = True
-    return reject
+    return [v <= q for v in q_values(p_values)]

@@ -8,10 +8,11 @@ here is written in advance: change the records and the sentences change.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Iterable, Mapping
 
 from .across_machines import machine_findings
 from .crossover import crossovers
+from .explanations import explanations
 from ..records import Record
 from ..units import format_seconds
 from .grouping import baseline, grouped, is_valid, size_text
@@ -149,8 +150,9 @@ def problems(records: Iterable[Record]) -> list[str]:
     return out
 
 
-def findings(records: Iterable[Record]) -> list[str]:
-    """Every finding, in reading order."""
+def findings(records: Iterable[Record], environment: Mapping[str, Any] | None = None) -> list[str]:
+    """Every finding, in reading order; with the run's ``environment``, also the kernels each
+    library runs (``explanations``)."""
     records = list(records)
     return (
         winners(records)
@@ -159,5 +161,6 @@ def findings(records: Iterable[Record]) -> list[str]:
         + overheads(records)
         + compiled_vs_eager(records)
         + ceiling_shares(records)
+        + explanations(records, environment)
         + problems(records)
     )

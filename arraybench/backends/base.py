@@ -53,13 +53,13 @@ def tf32_in_effect(allowed: bool, dtype: str, compute_capability: tuple[int, int
     return compute_capability >= (8, 0)
 
 
-#: Environment variables that change how GPU libraries compute or allocate; recorded by each
-#: backend's ``info()`` so that a result says what was in effect.
+#: The GPU variables every CUDA library reads (the whole list is ``knobs.GPU``).
 GPU_ENV_VARS = ("NVIDIA_TF32_OVERRIDE", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
 
 
 def gpu_env(*extra: str) -> dict[str, str]:
-    """Those of ``GPU_ENV_VARS`` and ``extra`` that are set."""
+    """Those of ``GPU_ENV_VARS`` and the library's own ``extra`` (all in ``knobs.GPU``) that are set,
+    as this worker sees them; recorded by each backend's ``info()``."""
     return {k: os.environ[k] for k in (*GPU_ENV_VARS, *extra) if k in os.environ}
 
 

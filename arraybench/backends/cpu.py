@@ -57,12 +57,47 @@ def cpu_threads_info() -> dict[str, Any]:
                 "num_threads": p.get("num_threads"),
                 "version": p.get("version"),
                 "prefix": p.get("prefix"),
+                # The kernel family OpenBLAS (or BLIS) chose, or was forced to (OPENBLAS_CORETYPE).
+                "architecture": p.get("architecture"),
             }
             for p in pools
         ]
         blas = [p for p in pools if p.get("user_api") == "blas"]
         if blas:
             info["blas"] = f"{blas[0].get('internal_api')} {blas[0].get('version') or ''}".strip()
+            if blas[0].get("architecture"):
+                info["blas_architecture"] = blas[0]["architecture"]
     except Exception as exc:  # threadpoolctl inspects native libraries; never fail a run over it
         info["threadpools_error"] = str(exc)
     return info
+
+
+def captured_stdout(fn: Callable[[], Any]) -> str:
+    """What ``fn`` writes to file descriptor 1 (C libraries' verbose modes print there), as text.
+
+    The worker's descriptor 1 already points at its log (the protocol has a private copy), so it
+    is borrowed for the call and given back.
+    """
+    import sys
+    import tempfile
+
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with tempfile.TemporaryFile() as tmp:
+            os.dup2(tmp.fileno(), 1)
+            try:
+                fn()
+            finally:
+                try:
+                    sys.stdout.flush()
+                    import ctypes
+
+                    ctypes.CDLL(None).fflush(None)  # C stdio buffers what printf wrote to a file
+                except Exception:
+                    pass
+                os.dup2(saved, 1)
+            tmp.seek(0)
+            return tmp.read().decode("utf-8", "replace")
+    finally:
+        os.close(saved)

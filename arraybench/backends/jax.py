@@ -211,5 +211,43 @@ class JaxBackend(Backend):
                 info["memory"]["bytes_limit"] = int(stats["bytes_limit"])
             info["reduced_precision_float32"] = self.reduced_precision("float32")
             info["gpu_monitor"] = "NVML" if self.health else self.health_note
+        else:
+            info.update(xla_cpu_target())
         info.update(cpu_threads_info())
         return info
+
+
+def xla_cpu_target() -> dict[str, Any]:
+    """What XLA compiles CPU code for: the host CPU's features as LLVM detects them, unless
+    ``--xla_cpu_max_isa`` in XLA_FLAGS caps them (``xla_cpu_max_isa``); the target triple and the
+    vector width from the LLVM IR of one tiny compiled function (``xla_cpu_target``)."""
+    import re
+    import shutil
+    import tempfile
+
+    out: dict[str, Any] = {}
+    cap = re.search(r"--xla_cpu_max_isa=(\S+)", os.environ.get("XLA_FLAGS", ""))
+    out["xla_cpu_max_isa"] = cap.group(1) if cap else "none (the host CPU's features)"
+    folder = tempfile.mkdtemp(prefix="xla-dump-for-arraybench-")
+    try:
+        x = jnp.ones(64, dtype=jnp.float32)
+        jax.jit(lambda v: v * 2.0 + 1.0).lower(x).compile(compiler_options={"xla_dump_to": folder})
+        text = ""
+        for name in sorted(os.listdir(folder)):
+            if name.endswith("ir-with-opt.ll"):
+                with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
+                    text = f.read()
+                break
+        triple = re.search(r'target triple = "([^"]+)"', text)
+        width = re.search(r'"prefer-vector-width"="(\d+)"', text)
+        cpu = re.search(r'"target-cpu"="([^"]+)"', text)
+        parts = [triple.group(1) if triple else None,
+                 f"target-cpu {cpu.group(1)}" if cpu else None,
+                 f"{width.group(1)}-bit vectors" if width else None]
+        if any(parts):
+            out["xla_cpu_target"] = ", ".join(p for p in parts if p)
+    except Exception:
+        pass
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return out

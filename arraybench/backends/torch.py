@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from .base import Backend, CudaEvents, Unavailable, gpu_env, tf32_in_effect
-from .cpu import cpu_flush, cpu_threads_info
+from .cpu import captured_stdout, cpu_flush, cpu_threads_info
 
 
 #: torch.OutOfMemoryError (CUDA caching allocator; torch.cuda.OutOfMemoryError is the same class).
@@ -216,8 +216,62 @@ class TorchBackend(Backend):
             info["gpu_monitor"] = "NVML" if self.health else self.health_note
         else:
             info["device_name"] = "cpu"
+            info.update(torch_cpu_kernels())
         info.update(cpu_threads_info())
         return info
+
+
+def _isa_named(text: str) -> str:
+    """The ISA a library's own words name: "AVX-512", "AVX2", "AVX", "SSE4.2" or "generic"."""
+    t = text.upper().replace("-", "").replace("_", "")
+    for key, name in (("AVX512", "AVX-512"), ("AVX2", "AVX2"), ("AVX", "AVX"), ("SSE4", "SSE4.2")):
+        if key in t:
+            return name
+    return "generic"
+
+
+def torch_cpu_kernels() -> dict[str, Any]:
+    """The CPU code paths PyTorch really runs, as each library says: ATen's vector ISA
+    (``cpu_capability``), MKL's (``mkl_isa``) and oneDNN's (``onednn_isa``), the last two from
+    their verbose modes around one tiny call each. Never fails: what cannot be learnt is left out.
+    """
+    import re
+
+    out: dict[str, Any] = {}
+    try:
+        out["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+    except Exception:
+        pass
+    try:
+        if torch.backends.mkl.is_available():
+            a = torch.ones(64, 64, dtype=torch.float64)
+
+            def gemm() -> None:
+                with torch.backends.mkl.verbose(torch.backends.mkl.VERBOSE_ON):
+                    torch.mm(a, a)
+
+            m = re.search(r"MKL_VERBOSE (.+?) Product build.*? architecture (.+?), Lnx", captured_stdout(gemm))
+            if m:
+                path = m.group(2).replace("(R)", "").strip()
+                out["mkl_code_path"] = path  # "Intel Architecture processors": the generic path
+                out["mkl_isa"] = _isa_named(path)
+                out["mkl_version"] = m.group(1).strip()
+    except Exception:
+        pass
+    try:
+        if torch.backends.mkldnn.is_available():
+            x = torch.ones(8)
+
+            def reorder() -> None:
+                with torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
+                    x.to_mkldnn()
+
+            m = re.search(r"info,cpu,isa:([^\n]+)", captured_stdout(reorder))
+            if m:
+                out["onednn_isa"] = m.group(1).strip()
+    except Exception:
+        pass
+    return out
 
 
 def torch_build_linalg(config: str) -> dict[str, str]:

@@ -61,3 +61,28 @@ def percent(text: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"{text!r} must be a positive percentage")
     return value
+
+
+def processes(text: str) -> tuple[int, int | None]:
+    """``--processes``: ``auto`` (the default range), ``N`` (exactly N) or ``MIN:MAX`` (adaptive)
+    -> ``(least, most)``; ``most`` is None for a fixed count."""
+    from ..options import RunOptions
+
+    raw = text.strip().lower()
+    if raw == "auto":
+        d = RunOptions()
+        return d.replicates, d.max_replicates
+    if ":" in raw:
+        lo_text, _, hi_text = raw.partition(":")
+        lo = _number(lo_text, int, "a whole number")
+        hi = _number(hi_text, int, "a whole number")
+        if lo < 2:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: MIN must be at least 2 (one process cannot show the variation between processes)")
+        if hi < lo:
+            raise argparse.ArgumentTypeError(f"{text!r}: MAX must be at least MIN")
+        return lo, hi
+    value = _number(raw, int, "a whole number (give auto, N or MIN:MAX)")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value, None

@@ -18,14 +18,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "compare", help="compare two runs cell by cell: faster, slower or no change",
         description="Compare two results files cell by cell. A change is called only when it is "
-                    "significant (Mann-Whitney U on the samples and non-overlapping 95%% CIs) and "
+                    "significant (Welch's t-test on the processes' log medians, the p-values of all "
+                    "cells adjusted by Benjamini-Hochberg to a false discovery rate of --alpha) and "
                     "larger than --threshold. Exit status 1 with --fail-above on a larger slowdown.")
     p.add_argument("base", metavar="BASE.json", help="the reference run's results.json (or its folder)")
     p.add_argument("new", metavar="NEW.json", help="the run to judge (or its folder)")
     p.add_argument("--threshold", type=percent, default=DEFAULT_THRESHOLD, metavar="PERCENT",
                    help=f"smallest change called faster or slower (default: {DEFAULT_THRESHOLD * 100:g}%%)")
     p.add_argument("--alpha", type=fraction, default=DEFAULT_ALPHA,
-                   help=f"significance level of the U test (default: {DEFAULT_ALPHA})")
+                   help=f"false discovery rate over all cells (default: {DEFAULT_ALPHA})")
     p.add_argument("--fail-above", type=percent, default=None, metavar="PERCENT",
                    help="exit with status 1 if any cell is significantly slower by more than this "
                         "(e.g. 10%%), to gate a CI job")
@@ -106,7 +107,8 @@ def comparison_table(comparison) -> Table:
     table = Table(title="arraybench compare: time per call, new vs base", header_style="bold",
                   title_justify="left", pad_edge=False)
     for name, numeric in (("case", False), ("library / device", False), ("base", True), ("new", True),
-                          ("new/base", True), ("change", True), ("p", True), ("verdict", False)):
+                          ("new/base", True), ("change", True), ("p", True), ("q (BH)", True),
+                          ("verdict", False)):
         if numeric:
             table.add_column(name, justify="right", no_wrap=True)
         else:
@@ -121,6 +123,7 @@ def comparison_table(comparison) -> Table:
             "—" if c.ratio is None else f"{c.ratio:.3f}",
             "—" if c.ratio is None else change_text(c.ratio),
             "—" if c.p_value is None else f"{c.p_value:.2g}",
+            "—" if c.q_value is None else f"{c.q_value:.2g}",
             verdict, style=style.get(c.verdict),
         )
     return table

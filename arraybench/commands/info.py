@@ -91,6 +91,12 @@ def machine_table(env: Mapping[str, Any], state: Mapping[str, Any]) -> Table:
     if env.get("machine_id"):
         t.add_row("machine id", f"{env['machine_id']} (history and compare tell machines apart by it)")
     t.add_row("threads", threads_text(env))
+    from ..render.usage_text import knobs_text
+
+    t.add_row("kernel variables", knobs_text(env.get("kernel_env")))
+    fp = env.get("fingerprint") or {}
+    if fp.get("cpu_isa"):
+        t.add_row("CPU features", " ".join(fp["cpu_isa"]))
     libs = env.get("libraries") or {}
     t.add_row("libraries", ", ".join(f"{k} {v}" for k, v in libs.items() if v) or "none")
     missing = [k for k, v in libs.items() if not v]
@@ -199,7 +205,10 @@ def details_table(state: Mapping[str, Any]) -> Table:
         if not info:
             continue
         label = SPECS[name].label if name in SPECS else name
-        rows = [("BLAS/LAPACK", linalg_text(info)), ("threads", pools_text(info))]
+        from ..render.usage_text import library_kernels
+
+        rows = [("BLAS/LAPACK", linalg_text(info)), ("kernels", library_kernels(info)),
+                ("threads", pools_text(info))]
         if info.get("device_name") and info.get("device_name") != "cpu":
             rows.append(("device", str(info["device_name"])))
         for key in ("platform", "x64", "matmul_precision", "allow_tf32", "reduced_precision_float32",

@@ -25,7 +25,7 @@ from ..results import Results
 from ..session import Interrupted
 from ..workloads.userfile import LoadedFiles
 from ..context import parse_context
-from .argtypes import csv_list, fraction, positive_float, positive_int, seed
+from .argtypes import csv_list, fraction, positive_float, positive_int, processes, seed
 from .storeargs import add_store_option, run_store_choice
 
 
@@ -61,9 +61,11 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                      help="also measure the machine's ceilings (memory bandwidth, peak matmul) "
                           "and report each result's share of them")
     how = p.add_argument_group("how to measure")
-    how.add_argument("--processes", type=positive_int, default=d.replicates, dest="replicates",
-                     metavar="N", help="worker processes per cell, each one replicate "
-                                       f"(default: {d.replicates})")
+    how.add_argument("--processes", type=processes, default=(d.replicates, d.max_replicates),
+                     dest="replicates", metavar="auto|N|MIN:MAX",
+                     help="worker processes per cell, each one replicate: N exactly, or from MIN up "
+                          "to MAX, adding processes while the cell's interval is wider than --rel-ci "
+                          f"(default: auto = {d.replicates}:{d.max_replicates})")
     how.add_argument("--max-time", type=positive_float, default=d.max_time, metavar="SECONDS",
                      help=f"sampling budget per cell, all processes together (default: {d.max_time:g})")
     how.add_argument("--min-samples", type=positive_int, default=d.min_samples, metavar="N",
@@ -116,7 +118,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         backends=args.backends, devices=args.devices, workloads=args.workloads,
         sizes=parse_sizes(args.sizes) if args.sizes is not None else [],
         dtype=args.dtype, modes=args.modes,
-        include_transfer=args.include_transfer, roofline=args.roofline, replicates=args.replicates,
+        include_transfer=args.include_transfer, roofline=args.roofline,
+        replicates=args.replicates[0], max_replicates=args.replicates[1],
         max_time=args.max_time, min_samples=args.min_samples, rel_ci=args.rel_ci,
         threads=args.threads, cold=args.cold, allow_tf32=args.allow_tf32, timeout=args.timeout,
         seed=args.seed, workload_files=[str(Path(f).resolve()) for f in args.workload_files],
@@ -145,7 +148,9 @@ def reporter_for(args: argparse.Namespace, cells: int | None = None, done: int =
 def options_given(args: argparse.Namespace) -> dict:
     """The run options typed on the command line (``cli.parse`` records which), with their values;
     an option typed with its default value counts too."""
-    typed = getattr(args, "typed", set())
+    typed = set(getattr(args, "typed", set()))
+    if "replicates" in typed:
+        typed.add("max_replicates")  # --processes sets both
     return {k: v for k, v in options_from_args(args).to_dict().items() if k in typed}
 
 
@@ -163,8 +168,18 @@ def resume_state(args: argparse.Namespace) -> JournalState:
     state = read_journal(out)
     given = options_given(args)
     wanted = state.options.to_dict()
-    differs = [f"{_OPTION_NAMES.get(name, name)} (saved {wanted[name]!r}, given {value!r})"
-               for name, value in given.items() if name in wanted and wanted[name] != value]
+    differs = []
+    for name, value in given.items():
+        if name not in wanted or wanted[name] == value and name not in _PROCESSES:
+            continue
+        if name in _PROCESSES:  # --processes sets both: one entry, spelled as it is typed
+            saved, typed = (RunOptions(replicates=o["replicates"], max_replicates=o["max_replicates"])
+                            for o in (wanted, {**wanted, **given}))
+            entry = f"processes (saved {saved.processes_text}, given {typed.processes_text})"
+            if saved.processes_text != typed.processes_text and entry not in differs:
+                differs.append(entry)
+            continue
+        differs.append(f"{_OPTION_NAMES.get(name, name)} (saved {wanted[name]!r}, given {value!r})")
     if differs:
         raise UsageError("--resume uses the run's own settings; these differ: " + "; ".join(differs))
     if args.overwrite:
@@ -176,18 +191,24 @@ def resume_state(args: argparse.Namespace) -> JournalState:
 
 #: Run options whose command-line name differs from their name in ``RunOptions``.
 _OPTION_NAMES = {"replicates": "processes"}
+#: The run options ``--processes`` sets together.
+_PROCESSES = ("replicates", "max_replicates")
 
 
 def _missing(state: JournalState) -> tuple[int, int]:
-    """(cells complete, measurements missing) in a journalled run."""
-    want = state.options.replicates
+    """(cells complete, measurements missing) in a journalled run; an adaptive cell counts the
+    processes it wants now, not those it may come to want."""
+    from ..analysis.replication import decide, policy_for
+
+    policy = policy_for(state.options)
     done = missing = 0
     for c in state.cells:
-        have = len(state.replicates.get(c.key, {}))
-        if c.config in state.unavailable or have >= want:
+        have = state.replicates.get(c.key, {})
+        want = decide([r for _, r in sorted(have.items())], policy).wanted
+        if c.config in state.unavailable or len(have) >= want:
             done += 1
         else:
-            missing += want - have
+            missing += want - len(have)
     return done, missing
 
 

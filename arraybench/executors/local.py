@@ -44,11 +44,13 @@ STOP_GRACE_S = 5.0
 
 def timer_settings(options: RunOptions) -> dict[str, Any]:
     """Per-replicate timer settings: a cell's budget and sample floor are shared by its replicates."""
-    p = options.replicates
+    from ..analysis.replication import per_process
+
+    budget, least = per_process(options)
     return asdict(TimerSettings(
         target_sample_s=options.target_sample,
-        min_samples=max(3, -(-options.min_samples // p)),
-        budget_s=options.max_time / p,
+        min_samples=least,
+        budget_s=budget,
         rel_ci=options.rel_ci,
         warmup_s=options.warmup,
         cold=options.cold,

@@ -20,6 +20,7 @@ from ..analysis.roofline import ceilings as ceilings_of_run
 from ..analysis.roofline import share as share_of_ceiling
 from ..files import write_atomic
 from ..records import Record
+from .usage_text import kernel_rows, usage_lines, usage_title
 from ..units import format_seconds
 from .naming import plot_file_name, summary_file_name
 from .tables import (Notes, achieved_text, ci_text, config_name, error_text, library_text,
@@ -218,7 +219,7 @@ def _workload_table(anchor: str, sizes: list[tuple[str, list[Record]]],
         head.append("achieved")
     if columns.share:
         head.append("share of ceiling")
-    head += ["first call", "error / tolerance", "samples", "status"]
+    head += ["first call", "error / tolerance", "samples", "used", "status"]
     text_columns = {"size", "library / device", "machine", "status"}
     notes = Notes()
     rows = ["<table class='records'><thead><tr>"
@@ -257,6 +258,9 @@ def _workload_table(anchor: str, sizes: list[tuple[str, list[Record]]],
             samples = (f"{r.n_samples} ({r.n_replicates} process{'es' if r.n_replicates != 1 else ''})"
                        if r.n_samples else "—")
             cells.append(_num(samples))
+            used = usage_lines(r)  # issue 11: what the processes used, and whether the machine was busy
+            cells.append(f"<td class='num' title='{e(usage_title(r.usage))}'>"
+                         + ("<br>".join(e(t) for t in used) or "—") + "</td>")
             texts = [r.reason] if r.status != "ok" and r.reason else list(r.warnings)
             refs = "".join(f" <a class='ref' href='#{e(anchor)}-note-{notes.ref(t)}'>[{notes.ref(t)}]</a>"
                            for t in texts)
@@ -358,8 +362,9 @@ def _machine_environment(env: Mapping[str, Any], settings: Mapping[str, Any]) ->
         ("libraries", lib_text),
         ("BLAS", "; ".join(blas) or None),
         ("threads", "; ".join(threads)),
+        *kernel_rows(env),
     ]
-    measure = [(k, settings.get(k)) for k in ("dtype", "modes", "replicates", "max_time",
+    measure = [(k, settings.get(k)) for k in ("dtype", "modes", "replicates", "max_replicates", "max_time",
                                              "min_samples", "rel_ci", "cold", "allow_tf32", "seed")
                if k in settings]
     table = _kv_table([(k, v) for k, v in rows if v not in (None, "")] + [(f"setting: {k}", v) for k, v in measure])

@@ -122,19 +122,20 @@ def comparison_markdown(comparison: "Comparison") -> str:
     if comparison.environment_differences:
         lines += ["Differences between the runs: " + "; ".join(
             f"{md(k)}: {md(a)} → {md(b)}" for k, a, b in comparison.environment_differences), ""]
-    lines += ["| case | library / device | base | new | new / base | change | p | verdict |",
-              "|:-----|:-----------------|-----:|----:|-----------:|-------:|--:|:--------|"]
+    lines += ["| case | library / device | base | new | new / base | change | p | q (BH) | verdict |",
+              "|:-----|:-----------------|-----:|----:|-----------:|-------:|--:|-------:|:--------|"]
     for c in comparison.shown:
         r = c.new
         ratio = "—" if c.ratio is None else f"{c.ratio:.3f}"
         change = "—" if c.ratio is None else change_text(c.ratio)
         p = "—" if c.p_value is None else f"{c.p_value:.2g}"
+        q = "—" if c.q_value is None else f"{c.q_value:.2g}"
         verdict = f"**{c.verdict}**" if c.verdict in ("faster", "slower") else c.verdict
         if c.note:
             verdict += f" ({md(c.note)})"
         lines.append(f"| {md(r.workload + ' ' + size_text(r))} | {md(r.config_label)} "
                      f"| {md(format_seconds(c.base.median_s))} | {md(format_seconds(r.median_s))} "
-                     f"| {ratio} | {md(change)} | {p} | {verdict} |")
+                     f"| {ratio} | {md(change)} | {p} | {q} | {verdict} |")
     skipped = comparison.skipped_in_both
     if skipped:
         labels = ", ".join(dict.fromkeys(c.new.config_label for c in skipped))

@@ -28,7 +28,7 @@ def write_reports(results: Results, out_dir: Path, *, plots: bool = True,
     records. ``history`` (the store's, for this run's cells) adds ``history_<workload>.svg`` and
     a section of the report."""
     if findings is None:
-        findings = compute_findings(results.records)
+        findings = compute_findings(results.records, results.environment)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []

@@ -64,6 +64,11 @@ class ConsoleReporter(Reporter):
         if self.task is not None:
             self.progress.advance(self.task)
 
+    def more_wanted(self, cell: Cell, extra: int) -> None:
+        if self.task is not None:  # adaptive replication: the total grows as cells ask for more
+            total = self.progress.tasks[0].total if self.progress.tasks else None
+            self.progress.update(self.task, total=(total or 0) + extra)
+
     def _cells_text(self) -> str:
         if self.cells_total is None:
             return ""

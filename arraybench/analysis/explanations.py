@@ -1,0 +1,199 @@
+"""Findings that explain: the measured reason behind a number, in a sentence.
+
+Computed from the counters read around the samples (``usage``), the kernels each library reported
+when its worker started (``environment["backends"]``) and the CPU's own features
+(``environment["fingerprint"]["cpu_isa"]``): page faults behind a slow mode, the cores each
+library used, BLAS kernels forced below what the CPU supports, the quantity that differs between
+the modes of a bimodal cell, and cells measured while the machine was busy. Like every finding,
+nothing is written in advance: change the measurements and the sentences change.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from .. import stats
+from ..records import Record
+from ..units import format_seconds
+from . import modes
+from .grouping import is_valid, size_text
+
+#: Page faults per call from which a cell's memory traffic with the kernel is worth a sentence,
+#: when it also costs: this share of the CPU time in the kernel, or processes that did not fault
+#: running this much faster.
+FAULTS_WORTH_SAYING = 100.0
+KERNEL_SHARE_WORTH_SAYING = 0.15
+REUSE_SPEEDUP_WORTH_SAYING = 1.1
+PAGE = 4096
+
+#: The ISA level of OpenBLAS's kernel families (``threadpoolctl``'s ``architecture``) and of the
+#: CPU flags that enable them: 1 SSE, 2 AVX, 3 AVX2, 4 AVX-512.
+OPENBLAS_LEVEL = {
+    "prescott": 1, "core2": 1, "penryn": 1, "dunnington": 1, "nehalem": 1, "atom": 1, "opteron": 1,
+    "barcelona": 1, "bobcat": 1, "nano": 1, "sandybridge": 2, "bulldozer": 2, "piledriver": 2,
+    "steamroller": 2, "excavator": 2, "haswell": 3, "zen": 3, "skylakex": 4, "cooperlake": 4,
+    "sapphirerapids": 4,
+}
+ISA_WORDS = {1: "SSE", 2: "AVX", 3: "AVX2", 4: "AVX-512"}
+
+
+def _label(r: Record) -> str:
+    return r.config_label.replace(" (finite diff.)", "")
+
+
+def _where(r: Record) -> str:
+    return f"{r.workload} {size_text(r)}"
+
+
+def _replicate_medians(r: Record) -> list[float]:
+    return [stats.median(rep.samples_s) for rep in r.replicates if rep.timed]
+
+
+def page_faults(records: Iterable[Record]) -> list[str]:
+    """Cells whose calls fault in fresh memory, and how much faster the processes that did not ran."""
+    out = []
+    for r in records:
+        u = r.usage
+        if not is_valid(r) or u is None or (u.minor_faults_per_call or 0) < FAULTS_WORTH_SAYING:
+            continue
+        megabytes = u.minor_faults_per_call * PAGE / 1024**2
+        text = (f"{_label(r)} on {_where(r)} takes ~{u.minor_faults_per_call:,.0f} page faults per "
+                f"call: ~{megabytes:,.0f} MB of fresh memory from the kernel, zeroed page by page, "
+                "every call")
+        costly = u.kernel_share is not None and u.kernel_share >= KERNEL_SHARE_WORTH_SAYING
+        if costly:
+            text += f"; {u.kernel_share:.0%} of its CPU time is spent in the kernel"
+        timed = [rep for rep in r.replicates if rep.timed and rep.usage is not None]
+        faulting = [rep for rep in timed if (rep.usage.minor_faults_per_call or 0) >= FAULTS_WORTH_SAYING / 2]
+        reusing = [rep for rep in timed if (rep.usage.minor_faults_per_call or 0) < FAULTS_WORTH_SAYING / 10]
+        if faulting and reusing:
+            slow = stats.median([stats.median(rep.samples_s) for rep in faulting])
+            fast = stats.median([stats.median(rep.samples_s) for rep in reusing])
+            if fast > 0 and slow / fast >= REUSE_SPEEDUP_WORTH_SAYING:
+                costly = True
+                text += (f"; the {len(reusing)} of {len(timed)} processes that reused memory instead "
+                         f"ran {slow / fast:.1f}× faster ({format_seconds(fast)} against "
+                         f"{format_seconds(slow)})")
+        if costly:
+            out.append(text + ".")
+    return out
+
+
+def cores_used(records: Iterable[Record]) -> list[str]:
+    """How many cores each library kept busy while it was timed (CPU time over wall time)."""
+    by_label: dict[str, list[tuple[float, Record]]] = {}
+    for r in records:
+        if is_valid(r) and r.device == "cpu" and r.usage is not None and r.usage.cores is not None:
+            by_label.setdefault(_label(r), []).append((r.usage.cores, r))
+    if len(by_label) < 1 or not any(len(v) for v in by_label.values()):
+        return []
+    parts = []
+    for label, items in sorted(by_label.items(), key=lambda kv: -stats.median([c for c, _ in kv[1]])):
+        typical = stats.median([c for c, _ in items])
+        most, rec = max(items, key=lambda cr: cr[0])
+        part = f"{label} {typical:.1f}"
+        if most - typical >= 0.3:
+            part += f" (up to {most:.1f} on {_where(rec)})"
+        parts.append(part)
+    return ["Cores used while timed (CPU time ÷ wall time, the median over each library's cells): "
+            + "; ".join(parts) + "."]
+
+
+def _cpu_level(environment: Mapping[str, Any]) -> int | None:
+    fp = environment.get("fingerprint") or {}
+    isa = fp.get("cpu_isa") if isinstance(fp, Mapping) else None
+    if not isinstance(isa, list):
+        return None
+    if "avx512f" in isa:
+        return 4
+    if "avx2" in isa:
+        return 3
+    if "avx" in isa:
+        return 2
+    return 1 if isa else None
+
+
+def forced_kernels(environment: Mapping[str, Any] | None) -> list[str]:
+    """BLAS kernels below the CPU's ISA (and why), and the kernels every library reported."""
+    if not environment:
+        return []
+    workers = environment.get("backends") or {}
+    cpu_level = _cpu_level(environment)
+    out = []
+    numpy = workers.get("numpy/cpu") if isinstance(workers, Mapping) else None
+    if isinstance(numpy, Mapping) and numpy.get("blas_architecture"):
+        arch = str(numpy["blas_architecture"])
+        level = OPENBLAS_LEVEL.get(arch.lower())
+        env = numpy.get("kernel_env") or environment.get("kernel_env") or {}
+        forced = env.get("OPENBLAS_CORETYPE") if isinstance(env, Mapping) else None
+        cpu_words = ISA_WORDS.get(cpu_level or 0)
+        if level is not None and cpu_level is not None and level < cpu_level:
+            why = (f"because OPENBLAS_CORETYPE={forced} is set" if forced else
+                   "(OpenBLAS did not pick the CPU's best kernels; an OpenBLAS too old for this CPU?)")
+            out.append(f"NumPy's OpenBLAS runs {arch} kernels ({ISA_WORDS[level]}) {why}; this CPU "
+                       f"supports {cpu_words}: NumPy's BLAS results (matmul above all) are slower "
+                       "than this machine can do.")
+        elif forced:
+            out.append(f"OPENBLAS_CORETYPE={forced} is set, so NumPy's OpenBLAS runs {arch} kernels"
+                       + (f", which match this CPU's best ISA ({cpu_words})." if level == cpu_level
+                          and cpu_words else "."))
+    torch = workers.get("torch/cpu") if isinstance(workers, Mapping) else None
+    if isinstance(torch, Mapping) and (torch.get("mkl_isa") or torch.get("cpu_capability")):
+        bits = []
+        if torch.get("cpu_capability"):
+            bits.append(f"ATen's {torch['cpu_capability']} kernels")
+        if torch.get("mkl_code_path"):
+            bits.append(f"MKL's code path for {torch['mkl_code_path']}"
+                        + (" (generic, not its AVX2 or AVX-512 path)" if torch.get("mkl_isa") == "generic" else ""))
+        if torch.get("onednn_isa"):
+            bits.append(f"oneDNN's {torch['onednn_isa']} kernels")
+        cpu = environment.get("cpu_model") or ""
+        vendor = " on an AMD CPU" if "AMD" in str(cpu).upper() and torch.get("torch_blas") == "mkl" else ""
+        out.append(f"PyTorch runs {', '.join(bits)}{vendor}.")
+    return out
+
+
+def bimodal_causes(records: Iterable[Record]) -> list[str]:
+    """For each cell whose times form two modes, the measured quantity that differs between them
+    (page faults are said by ``page_faults``)."""
+    out = []
+    for r in records:
+        if not is_valid(r) or len(r.replicates) < 2:
+            continue
+        timed = [rep for rep in r.replicates if rep.timed]
+        clusters = modes.find_modes(_replicate_medians(r), [x for rep in timed for x in rep.samples_s])
+        if clusters is None:
+            continue
+        contrast = modes.explain(timed, clusters)
+        if contrast is None or (contrast.quantity.name == "minor_faults_per_call"
+                                and bool(page_faults([r]))):
+            continue  # said by page_faults
+        out.append(f"{_label(r)} on {_where(r)} runs in two modes, {format_seconds(clusters[0])} "
+                   f"and {format_seconds(clusters[1])}: {contrast.sentence()}.")
+    return out
+
+
+def busy_machine(records: Iterable[Record]) -> list[str]:
+    """How many cells were measured while other processes loaded the machine."""
+    measured = [r for r in records if is_valid(r) and r.busy is not None]
+    busy = [r for r in measured if r.busy]
+    if not busy:
+        return []
+    worst = max(busy, key=lambda r: (r.usage.others_cores or 0) if r.usage else 0)
+    u = worst.usage
+    cpus = (u.machine_cpus if u else None) or 1
+    steal = max((r.usage.steal_share or 0) for r in busy if r.usage)
+    text = (f"{len(busy)} of {len(measured)} cells were measured while other processes loaded the "
+            f"machine (up to {u.others_cores:.1f} of {cpus} cores, on {_label(worst)} {_where(worst)}"
+            if u and u.others_cores is not None else f"{len(busy)} of {len(measured)} cells were "
+            "measured on a busy machine (")
+    if steal >= 0.01:
+        text += f"; up to {steal:.0%} of the CPU time stolen by the hypervisor"
+    return [text + "): their times are slower and less repeatable than on a quiet machine; each says so."]
+
+
+def explanations(records: Iterable[Record], environment: Mapping[str, Any] | None = None) -> list[str]:
+    """Every explaining finding, in reading order."""
+    records = list(records)
+    return (forced_kernels(environment) + page_faults(records) + bimodal_causes(records)
+            + cores_used(records) + busy_machine(records))

@@ -1,0 +1,158 @@
+"""What differs between the modes of a bimodal cell: the measured quantity that tells them apart.
+
+When a cell's times fall into two clusters (``stats.two_clusters``), the counters read around its
+samples (``usage.Usage``) say which quantity moved with the time: page faults (fresh memory from
+the kernel), cores used (a thread pool that did or did not help), the kernel's share, context
+switches, other processes' load. Between processes the replicates are compared; within processes,
+the samples (each sample's counters are kept). A quantity is named only when the two groups
+differ by more than its own noise and by an amount that matters (``QUANTITIES``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from ..measurement import Replicate
+from .. import stats
+
+
+def _count(v: float) -> str:
+    return f"{v:,.0f}" if v >= 10 else f"{v:.2g}"
+
+
+def _bytes(v: float) -> str:
+    return f"{v / 1024**2:,.1f} MB"
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A counter worth naming: its words, its format, and the smallest difference that matters."""
+
+    name: str
+    words: str
+    fmt: Callable[[float], str]
+    min_difference: float
+    min_ratio: float = 1.0  # and the larger must be this many times the smaller
+
+
+QUANTITIES: tuple[Quantity, ...] = (
+    Quantity("minor_faults_per_call", "minor page faults per call", _count, 10.0, 2.0),
+    Quantity("major_faults_per_call", "major page faults per call", _count, 1.0, 2.0),
+    Quantity("kernel_share", "share of CPU time in the kernel", lambda v: f"{v:.0%}", 0.10),
+    Quantity("cores", "cores used", lambda v: f"{v:.1f}", 0.25),
+    Quantity("others_cores", "cores used by other processes", lambda v: f"{v:.1f}", 0.25),
+    Quantity("steal_share", "CPU time stolen by the hypervisor", lambda v: f"{v:.0%}", 0.05),
+    Quantity("involuntary_switches_per_call", "involuntary context switches per call", _count, 1.0, 2.0),
+    Quantity("voluntary_switches_per_call", "voluntary context switches per call", _count, 1.0, 2.0),
+    Quantity("peak_growth_bytes", "peak memory growth", _bytes, 1024.0**2, 2.0),
+    Quantity("ipc", "instructions per cycle", lambda v: f"{v:.2f}", 0.2),
+    Quantity("cache_misses_per_call", "cache misses per call", _count, 1000.0, 2.0),
+)
+#: The per-sample series kept for each window, by the quantity they measure.
+SAMPLE_SERIES = {"minor_faults_per_call": "sample_minor_faults", "cores": "sample_cores",
+                 "kernel_share": "sample_kernel_share", "others_cores": "sample_others_cores"}
+
+#: How far apart (in pooled standard deviations) two groups must lie to be called different.
+SEPARATION = 3.0
+#: Separations beyond this are "clear" alike: among clear ones, the first in ``QUANTITIES`` (the
+#: likelier cause) is named, not whichever happened to have no spread at all.
+CLEAR = 10.0
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """One quantity, in the slow mode and in the fast one."""
+
+    quantity: Quantity
+    slow: float
+    fast: float
+    unit: str  # "processes" or "samples"
+
+    def sentence(self) -> str:
+        """``minor page faults per call: 7,780 in the slow processes, 0 in the fast ones``."""
+        q = self.quantity
+        return f"{q.words}: {q.fmt(self.slow)} in the slow {self.unit}, {q.fmt(self.fast)} in the fast ones"
+
+
+def _differs(q: Quantity, slow: Sequence[float], fast: Sequence[float]) -> float | None:
+    """How clearly ``slow`` and ``fast`` differ (separation in pooled sds), or None if they do not."""
+    if not slow or not fast:
+        return None
+    a, b = sum(slow) / len(slow), sum(fast) / len(fast)
+    if abs(a - b) < q.min_difference:
+        return None
+    lo, hi = sorted((abs(a), abs(b)))
+    if q.min_ratio > 1 and hi < q.min_ratio * lo:
+        return None
+    spread = [(v - a) ** 2 for v in slow] + [(v - b) ** 2 for v in fast]
+    sd = math.sqrt(sum(spread) / max(len(spread) - 2, 1))
+    separation = abs(a - b) / sd if sd > 0 else math.inf
+    return separation if separation >= SEPARATION else None
+
+
+def _best(candidates: list[tuple[float, Contrast]]) -> Contrast | None:
+    if not candidates:
+        return None
+    order = {q.name: i for i, q in enumerate(QUANTITIES)}
+    return max(candidates, key=lambda sc: (min(sc[0], CLEAR), -order[sc[1].quantity.name]))[1]
+
+
+def between_processes(timed: Sequence[Replicate], threshold: float) -> Contrast | None:
+    """The quantity that tells processes slower than ``threshold`` (their median) from the rest."""
+    slow = [r for r in timed if r.usage is not None and stats.median(r.samples_s) > threshold]
+    fast = [r for r in timed if r.usage is not None and stats.median(r.samples_s) <= threshold]
+    found = []
+    for q in QUANTITIES:
+        a = [getattr(r.usage, q.name) for r in slow]
+        b = [getattr(r.usage, q.name) for r in fast]
+        if any(v is None for v in a + b):
+            continue
+        score = _differs(q, a, b)
+        if score is not None:
+            found.append((score, Contrast(q, sum(a) / len(a), sum(b) / len(b), "processes")))
+    return _best(found)
+
+
+def within_processes(timed: Sequence[Replicate], threshold: float) -> Contrast | None:
+    """The quantity that tells samples slower than ``threshold`` from the rest, sample by sample."""
+    found = []
+    by_name = {q.name: q for q in QUANTITIES}
+    for name, series in SAMPLE_SERIES.items():
+        slow: list[float] = []
+        fast: list[float] = []
+        for r in timed:
+            values = getattr(r.usage, series) if r.usage is not None else []
+            if not values:
+                continue
+            times = r.samples_s[-len(values):]  # the windows cover the last samples
+            for t, v in zip(times, values):
+                (slow if t > threshold else fast).append(v)
+        q = by_name[name]
+        score = _differs(q, slow, fast)
+        if score is not None:
+            found.append((score, Contrast(q, sum(slow) / len(slow), sum(fast) / len(fast), "samples")))
+    return _best(found)
+
+
+def find_modes(process_medians: Sequence[float], pooled: Sequence[float]) -> tuple[float, float] | None:
+    """Two clusters among the samples, or among the processes' medians (a gap of 25% or more
+    between them, with three processes or more): the centers of the two modes, or None."""
+    found = stats.two_clusters(pooled)
+    if found is not None:
+        return found
+    if len(process_medians) >= 3:
+        ordered = sorted(process_medians)
+        gaps = [b / a for a, b in zip(ordered, ordered[1:]) if a > 0]
+        if gaps and max(gaps) > 1.25:
+            i = gaps.index(max(gaps))
+            return stats.median(ordered[: i + 1]), stats.median(ordered[i + 1:])
+    return None
+
+
+def explain(timed: Sequence[Replicate], modes: tuple[float, float]) -> Contrast | None:
+    """What differs between the two modes (their centers ``modes``): between processes first,
+    where a process keeps its mode for life, then between samples."""
+    threshold = math.sqrt(modes[0] * modes[1])  # the geometric midpoint
+    return between_processes(timed, threshold) or within_processes(timed, threshold)

@@ -1,0 +1,120 @@
+"""How many worker processes a cell gets: a fixed count, or more until its interval is tight enough.
+
+With ``--processes N`` every cell gets N processes. By default (``--processes auto``, or
+``MIN:MAX``; auto is 3:6) a cell gets MIN, then one more per round while the interval between its processes
+(``intervals.replicate_interval``) is wider than ``--rel-ci``, fewer than MAX processes have
+measured it, and the next process still fits the cell's budget (``--max-time``): the sampling of
+the first MIN processes, plus the whole cost of each added one (its first call, a compilation,
+warm-up and calibration included, which for a jitted gradient dwarfs the sampling), must stay
+within it. So a cell costs about what it cost with a fixed MIN processes sharing the budget, and
+a cell whose processes are expensive to start stops at MIN. Each process samples briefly (the
+budget over MAX): between-process variation, not the samples within one process, is what limits
+a cell's interval, so more short processes buy more precision than a few long ones.
+
+The decision is a pure function of the replicates measured so far, so a resumed run decides as
+the interrupted one would have.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+from ..measurement import Replicate
+from .intervals import replicate_interval
+
+if TYPE_CHECKING:
+    from ..options import RunOptions
+
+#: Why a cell got no more processes (``Record.replication_stop``).
+CONVERGED = "converged"  # its interval is within the target
+BUDGET = "budget"  # another process's sampling would exceed the cell's budget
+MOST = "max_processes"  # the most processes allowed have measured it
+FIXED = "fixed"  # --processes N: the count was given
+ENDED = "not timed"  # a process failed, or the cell was skipped: more would not help
+
+EXPLAINED = {
+    CONVERGED: "its interval reached the target",
+    BUDGET: "its time budget (--max-time) was spent",
+    MOST: "it reached the most processes allowed",
+    FIXED: "the number of processes was fixed (--processes N)",
+    ENDED: "it was not timed in every process (skipped or failed)",
+}
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How many processes a cell may get; ``least == most`` is a fixed count."""
+
+    least: int
+    most: int
+    rel_ci: float
+    budget_s: float
+
+    @property
+    def fixed(self) -> bool:
+        return self.most <= self.least
+
+
+@dataclass(frozen=True)
+class Decision:
+    """How many processes a cell wants now, and why it stopped ("" while it may want more)."""
+
+    wanted: int
+    stop: str = ""
+
+
+def sampling_s(rep: Replicate) -> float:
+    """The time a replicate spent in its timed batches."""
+    return sum(rep.samples_s) * (rep.number or 1)
+
+
+def cost_s(rep: Replicate) -> float:
+    """The whole time a replicate took: first call, warm-up, calibration and sampling."""
+    return max(rep.elapsed_s or 0.0, sampling_s(rep))
+
+
+def spent_s(replicates: Sequence[Replicate], least: int) -> float:
+    """What a cell's budget has paid: the first ``least`` replicates' sampling, the others whole."""
+    return (sum(sampling_s(r) for r in replicates[:least])
+            + sum(cost_s(r) for r in replicates[least:]))
+
+
+def decide(replicates: Sequence[Replicate], policy: Policy) -> Decision:
+    """The number of processes the cell wants, given the replicates it has."""
+    n = len(replicates)
+    if n < policy.least:
+        return Decision(policy.least)
+    if policy.fixed:
+        return Decision(policy.least, FIXED)
+    timed = [r for r in replicates if r.timed]
+    if len(timed) < n or any(r.status in ("failed", "wrong") for r in replicates):
+        return Decision(n, ENDED)
+    interval = replicate_interval([r.samples_s for r in timed])
+    if interval.half_width <= policy.rel_ci:
+        return Decision(n, CONVERGED)
+    if n >= policy.most:
+        return Decision(n, MOST)
+    next_cost = sum(cost_s(r) for r in timed) / len(timed)
+    if spent_s(timed, policy.least) + next_cost > policy.budget_s:
+        return Decision(n, BUDGET)
+    return Decision(n + 1)
+
+
+def policy_for(options: "RunOptions") -> Policy:
+    """The policy a run's options ask for."""
+    most = options.max_replicates if options.adaptive else options.replicates
+    return Policy(least=options.replicates, most=most or options.replicates, rel_ci=options.rel_ci,
+                  budget_s=options.max_time)
+
+
+def per_process(options: "RunOptions") -> tuple[float, int]:
+    """(sampling budget in seconds, fewest samples) of one process's measurement of a cell.
+
+    A fixed count shares the cell's budget and sample floor among its processes, as always; an
+    adaptive one gives each process the share of the most it may take, so that the budget can
+    pay for every one of them.
+    """
+    count = options.max_replicates if options.adaptive else options.replicates
+    count = count or options.replicates
+    return options.max_time / count, max(3, -(-options.min_samples // count))
