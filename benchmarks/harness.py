@@ -26,8 +26,16 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from arraybench import records  # noqa: E402
-from arraybench.workloads import REGISTRY  # noqa: E402
+from arraybench import Results, load_results  # noqa: E402
+
+#: The seed article's fixed iteration counts per workload and size: what its script would spend.
+SEED_ITERATIONS = {
+    "elementwise": {"small": 500, "large": 100},
+    "matmul": {"small": 200, "large": 50},
+    "gradient": {"small": 100, "large": 20},
+    "fft": {"small": 500, "large": 50},
+    "sort": {"small": 200, "large": 50},
+}
 
 OPS = [
     # label, arraybench workload/size/backend, setup code for the references, statement
@@ -96,11 +104,11 @@ def torch_benchmark_median(setup: str, stmt: str) -> float | None:
     return _python(TORCH_CHILD.format(setup=setup, stmt=stmt, seconds=1.0))
 
 
-def arraybench_run(out: Path, *args: str) -> tuple[records.Results, float]:
+def arraybench_run(out: Path, *args: str) -> tuple[Results, float]:
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "arraybench", "run", "-q", "--output-dir", str(out), *args],
                    check=True, cwd=ROOT)
-    return records.load(out / "results.json"), time.perf_counter() - t0
+    return load_results(out / "results.json"), time.perf_counter() - t0
 
 
 def _fmt(seconds: float | None) -> str:
@@ -157,13 +165,13 @@ def accuracy(tmp: Path, rounds: int) -> None:
               f"  {'within' if ok else 'OUTSIDE'} ±{band:.0%} of timeit")
 
 
-def seed_estimate(res: records.Results) -> float:
+def seed_estimate(res: Results) -> float:
     """What the seed's fixed iteration counts would cost, from this run's own medians."""
     total = 0.0
     for r in res.records:
         if r.status != "ok" or r.median_s is None:
             continue
-        iters = REGISTRY[r.workload].iterations.get(r.size_label, 0)
+        iters = SEED_ITERATIONS.get(r.workload, {}).get(r.size_label, 0)
         total += iters * r.median_s + (r.first_call_s or 0.0)
     starts = {k.split("/")[0]: v.get("startup_s", 0.0) for k, v in res.environment.get("backends", {}).items()}
     return total + sum(starts.values())

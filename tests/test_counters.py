@@ -205,7 +205,7 @@ def test_a_real_run_stores_each_processes_usage_and_the_records_totals(usage_run
     for rep in faults.replicates:
         # Every timed call is counted, whatever the machine's load allowed in the budget.
         assert rep.usage.minor_faults_per_call >= 2000
-        assert rep.usage.calls == len(rep.samples_s) * rep.number >= 3
+        assert rep.usage.calls >= len(rep.samples_s) * rep.number >= 3  # and any re-warming call
     assert faults.usage.minor_faults_per_call >= 2000
     assert faults.usage.calls == sum(rep.usage.calls for rep in faults.replicates)
     # Two threads doing one thread's work each: twice its CPU time per call, counted from the
