@@ -14,11 +14,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
-from .errors import UsageError
+from .errors import SaveError, UsageError
 from .options import DTYPES, OPTION_NAMES, RunOptions, parse_sizes, validate
 from .plan import Cell, build_plan
 from .reporter import Reporter
@@ -149,19 +150,24 @@ def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,
 def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwrite: bool = False,
             reporter: Reporter | None = None, plots: bool = True) -> Results:
     """Run a checked plan into ``output_dir`` (see ``run``)."""
-    from .outdir import prepare
+    from .outdir import FolderLock, claim
 
     temporary = output_dir is None
-    out = Path(tempfile.mkdtemp(prefix="arraybench-")) if temporary else prepare(output_dir, overwrite=overwrite)
-    if checked.shipped:
-        ship(checked.shipped, out)
-    session = Session.start(checked.cells, checked.options, out, reporter)
-    try:
-        results = session.measure()
-    except Interrupted as stop:
-        _finish(stop.results, checked.files, out, report=not temporary, plots=plots)
-        raise
-    _finish(results, checked.files, out, report=not temporary, plots=plots)
+    if temporary:
+        lock = FolderLock.acquire(Path(tempfile.mkdtemp(prefix="arraybench-")))
+    else:
+        lock = claim(output_dir, overwrite=overwrite)
+    out = lock.folder
+    with lock, _saving(out):
+        if checked.shipped:
+            ship(checked.shipped, out)
+        session = Session.start(checked.cells, checked.options, out, reporter)
+        try:
+            results = session.measure()
+        except Interrupted as stop:
+            _finish(stop.results, checked.files, out, report=not temporary, plots=plots)
+            raise
+        _finish(results, checked.files, out, report=not temporary, plots=plots)
     if temporary:
         shutil.rmtree(out, ignore_errors=True)
         results.output_dir = None
@@ -173,35 +179,58 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
     """Finish the interrupted run in ``output_dir`` with its own settings (measures only what is
     missing; a complete run is measured no further and its files are rewritten)."""
     from . import journal
-    from .outdir import check_writable
+    from .outdir import claim
 
     out = Path(output_dir)
-    state = journal.read(out)
-    loaded = load_files(state.options.workload_files)
-    if state.options.shipped_workloads:
+    journal.read(out)  # before anything is created or locked: is there a run to resume at all?
+    with claim(out, resume=True), _saving(out):
+        state = journal.read(out)  # again, now that no other run can be appending to it
+        loaded = load_files(state.options.workload_files)
+        if state.options.shipped_workloads:
+            try:
+                receive(out / "workloads.pickle")
+            except ShippingError as exc:
+                raise UsageError(str(exc)) from None
         try:
-            receive(out / "workloads.pickle")
-        except ShippingError as exc:
-            raise UsageError(str(exc)) from None
-    try:
-        validate(state.options, REGISTRY)
-    except UsageError as exc:
-        raise UsageError(f"{out / journal.JOURNAL_NAME}: its saved settings are not valid here ({exc})") from None
-    check_writable(out)
-    session = Session.resume(state, out, reporter)
-    try:
-        results = session.measure()
-    except Interrupted as stop:
-        _finish(stop.results, loaded, out, report=True, plots=plots)
-        raise
-    _finish(results, loaded, out, report=True, plots=plots)
+            validate(state.options, REGISTRY)
+        except UsageError as exc:
+            raise UsageError(f"{out / journal.JOURNAL_NAME}: its saved settings are not valid here ({exc})") from None
+        session = Session.resume(state, out, reporter)
+        try:
+            results = session.measure()
+        except Interrupted as stop:
+            _finish(stop.results, loaded, out, report=True, plots=plots)
+            raise
+        _finish(results, loaded, out, report=True, plots=plots)
     return results
+
+
+@contextmanager
+def _saving(out: Path) -> Iterator[None]:
+    """Turn a file that could not be written into one ``SaveError`` that says how to go on.
+
+    Whatever reached the journal before the failure is kept there (it is fsynced line by line),
+    and ``--resume`` rewrites results.json and the report from it once the cause is gone.
+    """
+    try:
+        yield
+    except SaveError as exc:
+        raise SaveError(_resume_hint(str(exc), out), exc.path) from None
+    except OSError as exc:
+        raise SaveError(_resume_hint(str(SaveError.from_os(exc)), out), exc.filename) from None
+
+
+def _resume_hint(what: str, out: Path) -> str:
+    from .journal import JOURNAL_NAME
+
+    return (f"{what}; every measurement made before it is kept in {out / JOURNAL_NAME}; once the "
+            f"cause is fixed, continue with: arraybench run --resume {out}")
 
 
 def _finish(results: Results, files: LoadedFiles, out: Path, *, report: bool, plots: bool) -> None:
     """Record the files that did not load, then write the report files next to results.json."""
     if files.errors:
-        results.errors = files.error_entries()
+        results.errors = [*results.errors, *files.error_entries()]
         results.save(out / "results.json")
     if report:
         results.write_report(out, plots=plots)
