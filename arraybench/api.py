@@ -183,7 +183,7 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
 
     out = Path(output_dir)
     journal.read(out)  # before anything is created or locked: is there a run to resume at all?
-    with claim(out, resume=True), _saving(out):
+    with claim(out, resume=True, what="--resume"), _saving(out):
         state = journal.read(out)  # again, now that no other run can be appending to it
         loaded = load_files(state.options.workload_files)
         if state.options.shipped_workloads:

@@ -89,9 +89,13 @@ class WorkerProcess:
         self.board_path = log_path.with_suffix(".board")
         heartbeat.create(self.board_path)
         job = {**job, "board": str(self.board_path)}
-        # Never through a link planted in logs/: a log is written only inside the output folder.
-        self._log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW
-                                      | os.O_CLOEXEC, 0o666), "ab")
+        try:
+            # Never through a link planted in logs/: a log is written only inside the folder.
+            self._log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND
+                                          | _NOFOLLOW | os.O_CLOEXEC, 0o666), "ab")
+        except OSError:
+            self.board_path.unlink(missing_ok=True)
+            raise
         # Several workers (retries after a crash) share a log: read back only this one's part.
         self._log_start = self._log.seek(0, os.SEEK_END)
         self.proc = subprocess.Popen(

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..errors import one_line
+from ..errors import SaveError, one_line
 from .argtypes import fraction, percent
 
 
@@ -63,8 +63,11 @@ def main(args: argparse.Namespace) -> int:
         from ..render.compare_plot import compare_plot
         from ..render.markdown import comparison_markdown
 
-        written = [write_atomic(out / "compare.md", comparison_markdown(comparison))]
-        plot = compare_plot(comparison, out / "compare.svg")
+        try:
+            written = [write_atomic(out / "compare.md", comparison_markdown(comparison))]
+            plot = compare_plot(comparison, out / "compare.svg")
+        except OSError as exc:
+            raise SaveError.from_os(exc) from None
         if plot is not None:
             written.append(plot)
         console.print("wrote " + ", ".join(str(p) for p in written))

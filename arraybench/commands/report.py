@@ -23,13 +23,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from .. import load_results
+    from ..errors import SaveError
     from ..outdir import prepare
     from ..render.tables import print_table
 
     results = load_results(args.results)
     source_dir = results.output_dir or Path(".")
     out = prepare(args.output_dir or str(source_dir), overwrite=True)
-    written = results.write_report(out, plots=not args.no_plots)
+    try:
+        written = results.write_report(out, plots=not args.no_plots)
+    except OSError as exc:  # a full disk, a folder where a report file goes: one line
+        raise SaveError.from_os(exc) from None
     if not args.quiet:
         console = Console()
         if not console.is_terminal and console.width < 120:

@@ -137,21 +137,30 @@ def forks(xp, x):
 
 
 def _fill(folder: str) -> None:
-    with open(os.path.join(folder, "filler"), "ab") as f:
-        block = b"\0" * 4096
+    if os.environ.get("FAULT_FILL_KIND") == "inodes":  # every inode: no new file, but appends go on
+        i = 0
         try:
             while True:
-                f.write(block)
-                f.flush()
+                open(os.path.join(folder, f"filler-{i}"), "x").close()
+                i += 1
         except OSError:
-            pass
+            return
+    fd = os.open(os.path.join(folder, "filler"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError:
+        pass  # full
+    finally:
+        os.close(fd)
 
 
 @_define
 def fill_disk(xp, x):
     """Under NumPy, in the second worker process to call it, fills the file system of the folder
     named by ``$FAULT_FILL`` (a small tmpfs) with ``filler``, once: what that worker measured can
-    then not be journalled."""
+    then not be journalled. With ``$FAULT_FILL_KIND=inodes`` it takes every inode instead: the
+    journal still grows, but no new file (results.json, the report) can be made."""
     target = os.environ.get("FAULT_FILL")
     if xp is np and target and not (HERE / "filled").exists():
         mine = HERE / f"fill_seen_{os.getpid()}"
