@@ -90,8 +90,9 @@ def gate(comparison, limit: float) -> int:
     if broken:
         names = ", ".join(f"{c.new.workload} {c.new.size_label} {c.new.config_label} ({c.new.status})"
                           for c in broken)
-        print(f"arraybench: {len(broken)} cell{'s' if len(broken) != 1 else ''} ok in the base run "
-              f"{'are' if len(broken) != 1 else 'is'} not in the new run: {one_line(names)}", file=sys.stderr)
+        many = len(broken) != 1
+        print(f"arraybench: {len(broken)} cell{'s that were' if many else ' that was'} ok in the base "
+              f"run broke in the new run: {one_line(names)}", file=sys.stderr)
         failed = True
     if not comparison.comparable:
         print("arraybench: no cell could be compared (none was valid in both runs); "
