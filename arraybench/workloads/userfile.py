@@ -123,9 +123,13 @@ class _ExitAtImport(BaseException):
 def _exits_raise() -> Iterator[None]:
     """While a workload file is imported, ``os._exit`` and ``os.abort`` raise instead of ending the
     process: they pass every handler, so a file calling one at import would end the run (or the
-    worker) without a word. A child the file forks still exits for real."""
+    worker) without a word. A child the file forks still exits for real. No bytecode is cached
+    beside the file either."""
     importer = os.getpid()
     real_exit, real_abort = os._exit, os.abort
+    # And no __pycache__ beside the user's file: a run writes only into its output folder.
+    writes_bytecode = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
 
     def _exit(status: int) -> Any:
         if os.getpid() != importer:
@@ -142,6 +146,7 @@ def _exits_raise() -> Iterator[None]:
         yield
     finally:
         os._exit, os.abort = real_exit, real_abort  # type: ignore[assignment]
+        sys.dont_write_bytecode = writes_bytecode
 
 
 def load_files(paths: list[str]) -> LoadedFiles:
