@@ -216,8 +216,9 @@ def _saving(out: Path) -> Iterator[None]:
         yield
     except SaveError as exc:
         raise SaveError(_resume_hint(str(exc), out), exc.path) from None
-    except OSError as exc:
-        raise SaveError(_resume_hint(str(SaveError.from_os(exc)), out), exc.filename) from None
+    except OSError as exc:  # a file named in the error could not be written; else, say what failed
+        what = str(SaveError.from_os(exc)) if exc.filename else f"the run stopped ({exc.strerror or exc})"
+        raise SaveError(_resume_hint(what, out), exc.filename) from None
 
 
 def _resume_hint(what: str, out: Path) -> str:

@@ -189,9 +189,10 @@ class Session:
         environment.merge_worker_info(self.env, config[0], config[1], info)
 
     def store(self, cell: Cell, index: int, replicate: Replicate) -> None:
-        """Journal one replicate the moment it arrives."""
-        self.replicates.setdefault(cell.key, {})[index] = replicate
+        """Journal one replicate the moment it arrives (a ``SaveError`` if it cannot be: then it is
+        not counted either, so the records never hold what the journal lacks)."""
         self.journal.replicate(cell.key, index, replicate)
+        self.replicates.setdefault(cell.key, {})[index] = replicate
         self.reporter.replicate_done(cell, index, replicate)
         if len(self.replicates[cell.key]) >= self.wanted(cell):
             self._complete(cell)

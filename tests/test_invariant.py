@@ -117,7 +117,9 @@ class Faults(RuleBasedStateMachine):
 
     def _finish(self, proc: subprocess.Popen, what: str) -> int:
         _, stderr = proc.communicate(timeout=300)
-        assert "Traceback" not in stderr, (what, stderr)
+        # A Ctrl-C in Python's own first milliseconds (site, before any arraybench code runs)
+        # prints Python's traceback; no program can stop that. Any arraybench frame is a bug.
+        assert "arraybench/" not in stderr.partition("Traceback")[2], (what, stderr)
         self.steps.append(f"{what}: {proc.returncode}")
         return proc.returncode
 
