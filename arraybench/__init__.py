@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .accuracy import Check
     from .api import compare, numerics, resume, run, sweep
-    from .errors import ResultsError, UsageError
+    from .errors import ResultsError, SaveError, UsageError
     from .measurement import Replicate
     from .options import RunOptions
     from .records import Record
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Check", "Interrupted", "Record", "Replicate", "Reporter", "Results", "ResultsError",
-    "RunOptions", "UsageError", "Work", "Workload", "compare", "load_results", "numerics",
-    "resume", "run", "sweep", "workload",
+    "RunOptions", "SaveError", "UsageError", "Work", "Workload", "compare", "load_results",
+    "numerics", "resume", "run", "sweep", "workload",
 ]
 
 #: Where each public name lives. They are imported on first use (PEP 562), not with the package:
@@ -47,7 +47,7 @@ __all__ = [
 #: (and every worker slower to start).
 _HOMES = {
     "Check": "accuracy", "compare": "api", "numerics": "api", "resume": "api", "run": "api",
-    "sweep": "api", "ResultsError": "errors", "UsageError": "errors", "Replicate": "measurement",
+    "sweep": "api", "ResultsError": "errors", "SaveError": "errors", "UsageError": "errors", "Replicate": "measurement",
     "RunOptions": "options", "Record": "records", "Reporter": "reporter", "Results": "results",
     "Interrupted": "session", "Work": "workloads.definition", "Workload": "workloads.definition",
     "workload": "workloads.definition",

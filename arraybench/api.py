@@ -138,8 +138,10 @@ def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,
     - ``reporter``: progress events (``arraybench.Reporter``); default: silent.
     - any other ``RunOptions`` field by name: ``replicates=5``, ``max_time=2.0``, ``threads=1``...
 
-    Raises ``UsageError`` for bad options before anything is measured, and ``Interrupted`` (holding
-    the partial results, saved) when a signal stops the run.
+    Raises ``UsageError`` for bad options (or a folder another run holds) before anything is
+    measured, ``Interrupted`` (holding the partial results, saved) when a signal stops the run, and
+    ``SaveError`` when a file cannot be written once measuring has begun (what was journalled is
+    kept; ``resume`` goes on).
     """
     opts = options_from(workloads, options=options, backends=backends, devices=devices, sizes=sizes,
                         dtype=dtype, modes=modes, **settings)

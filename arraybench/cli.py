@@ -162,6 +162,9 @@ def _tolerant_terminal() -> None:
     # whose table nobody reads any more has still measured and saved everything: it goes on,
     # silently, and ends with its own exit status.
     Console.on_broken_pipe = _reader_left  # type: ignore[method-assign]
+    global _python_showwarning
+    if warnings.showwarning is not _show_warning:
+        _python_showwarning = warnings.showwarning
     warnings.showwarning = _show_warning
 
 
@@ -170,9 +173,17 @@ def _reader_left(console: Any) -> None:
     _discard(console.file)
 
 
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_python_showwarning = warnings.showwarning
+
+
 def _show_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
                   line: Any = None) -> None:
-    """Warnings as one line each (``arraybench: warning: ...``), without Python's file and line."""
+    """arraybench's own warnings as one line each (``arraybench: warning: ...``); a library's
+    warnings as Python shows them, with their file and line."""
+    if not os.path.abspath(filename).startswith(_PACKAGE + os.sep):
+        _python_showwarning(message, category, filename, lineno, file, line)
+        return
     try:
         print(f"{PROG}: warning: {one_line(message)}", file=sys.stderr)
     except OSError:

@@ -31,6 +31,8 @@ try:
     import fcntl
 except ImportError:  # not on Windows: runs there are not locked
     fcntl = None  # type: ignore[assignment]
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 class FolderLock:
@@ -47,7 +49,7 @@ class FolderLock:
         try:
             # O_NOFOLLOW: a link planted under the lock's name must not make us create a file
             # elsewhere.
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o666)
         except OSError as exc:
             raise UsageError(f"{path}: cannot be opened to lock the folder ({_why(exc)})") from None
         lock = cls._locked(folder, path, fd)
@@ -59,7 +61,7 @@ class FolderLock:
         """``UsageError`` if another run holds ``folder``; creates nothing."""
         path = folder / LOCK_NAME
         try:
-            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = os.open(path, os.O_RDWR | _NOFOLLOW | _CLOEXEC)
         except OSError:
             return  # no lock file yet (or not one we can open): acquire() says what is wrong
         with warnings.catch_warnings():  # an unlockable file system is said once, by acquire()

@@ -92,7 +92,7 @@ class WorkerProcess:
         try:
             # Never through a link planted in logs/: a log is written only inside the folder.
             self._log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND
-                                          | _NOFOLLOW | os.O_CLOEXEC, 0o666), "ab")
+                                          | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o666), "ab")
         except OSError:
             self.board_path.unlink(missing_ok=True)
             raise

@@ -36,7 +36,7 @@ def read_regular(path: str | os.PathLike[str], *, follow_links: bool = True) -> 
     Raises ``FileNotFoundError``, ``IsADirectoryError``, ``NotRegularFile``, or ``OSError``
     (``ELOOP`` for a link when ``follow_links`` is False, ``EFBIG`` beyond ``MAX_BYTES``).
     """
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     if not follow_links:
         flags |= getattr(os, "O_NOFOLLOW", 0)
     # O_NONBLOCK: opening a named pipe must not wait for a writer; the file type is checked next.
