@@ -21,9 +21,13 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import TYPE_CHECKING, Any
 
+# Not `from typing import ...`: importing typing takes milliseconds, and a Ctrl-C landing in them
+# would be a traceback from inside arraybench (type checkers read the name TYPE_CHECKING as True).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .accuracy import Check
     from .api import compare, numerics, resume, run, sweep
     from .errors import ResultsError, SaveError, UsageError

@@ -98,15 +98,20 @@ class WorkerProcess:
             raise
         # Several workers (retries after a crash) share a log: read back only this one's part.
         self._log_start = self._log.seek(0, os.SEEK_END)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "arraybench.worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            env=dict(env),
-            start_new_session=True,
-            preexec_fn=_child_setup(cpus),
-        )
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "arraybench.worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._log,
+                env=dict(env),
+                start_new_session=True,
+                preexec_fn=_child_setup(cpus),
+            )
+        except BaseException:  # no process (out of memory, or of processes): nothing left behind
+            self._log.close()
+            self.board_path.unlink(missing_ok=True)
+            raise
         self._queue: queue.Queue[bytes | None] = queue.Queue()
         # The reader sleeps in select() until the worker writes, or until close() wakes it.
         self._wake_r, self._wake_w = os.pipe()
