@@ -178,3 +178,44 @@ def write_plots(records: Iterable[Record], out_dir: Path) -> list[Path]:
             written.append(write_atomic(out_dir / name, svg))
     return written
 
+
+KINDS = ("summary", "case", "sweep", "roofline")
+
+
+def figure(records: Sequence[Record], kind: str = "summary", *, workload: str | None = None,
+           size: str | None = None) -> Figure:
+    """One plot as a matplotlib figure, for notebooks (``Results.plot``).
+
+    ``summary`` needs ``size`` (a size label; default: the first measured), ``case`` needs
+    ``workload`` and ``size``, ``sweep`` needs ``workload``; ``ValueError`` says what is missing.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown plot {kind!r}; choose one of {', '.join(KINDS)}")
+    records = list(records)
+    workloads = list(dict.fromkeys(r.workload for r in records))
+    if kind in ("case", "sweep"):
+        workload = workload or (workloads[0] if len(workloads) == 1 else None)
+        if workload not in workloads:
+            raise ValueError(f"plot({kind!r}) needs workload=, one of: {', '.join(workloads)}")
+    fig: Figure | None
+    if kind == "summary":
+        labels = list(dict.fromkeys(r.size_label for r in records))
+        size = size or (labels[0] if labels else None)
+        fig = summary_figure([r for r in records if r.size_label == size], size or "")
+    elif kind == "case":
+        labels = list(dict.fromkeys(r.size_label for r in records if r.workload == workload))
+        size = size or (labels[0] if len(labels) == 1 else None)
+        if size not in labels:
+            raise ValueError(f"plot('case') needs size=, one of: {', '.join(labels)}")
+        fig = case_figure([r for r in records if r.workload == workload and r.size_label == size])
+    elif kind == "sweep":
+        fig = sweep_figure(records, workload or "")
+    else:
+        fig = roofline_figure(records)
+    show_in_notebooks()
+    if fig is None:
+        raise ValueError(f"nothing to draw for plot({kind!r}): "
+                         + {"summary": "no valid result at that size",
+                            "sweep": "fewer than three sizes measured",
+                            "roofline": "no ceilings measured (run with roofline=True)"}.get(kind, ""))
+    return fig
