@@ -10,9 +10,10 @@ fsync) can leave at most a torn last line without its newline: the reader ignore
 cuts it off. A write that fails (a full disk) is cut off at once and raises ``SaveError``: the
 lines before it stay whole, and ``--resume`` goes on from them once the disk has room. The journal
 is never opened through a symbolic link: a link planted under its name cannot make a run write,
-or truncate, a file outside its folder. Anything else that does not read back as a journal entry is damage, and the reader
-refuses it with the line number rather than resume from a guess. Every entry is checked against
-the same types the worker and the aggregation use (``schema``).
+or truncate, a file outside its folder. Anything else that does not read back as a journal entry
+is damage, and the reader refuses it with the line number rather than resume from a guess. Every
+entry is checked against the same types the worker and the aggregation use (``schema``), and the
+file itself is read as untrusted input (``untrusted``).
 """
 
 from __future__ import annotations
