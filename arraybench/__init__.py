@@ -19,24 +19,61 @@ judges two runs cell by cell.
 
 from __future__ import annotations
 
+import importlib
 import os
 
-from .accuracy import Check
-from .api import compare, numerics, resume, run, sweep
-from .errors import ResultsError, UsageError
-from .measurement import Replicate
-from .options import RunOptions
-from .records import Record
-from .reporter import Reporter
-from .results import Results
-from .session import Interrupted
-from .workloads.definition import Work, Workload, workload
+# Not `from typing import ...`: importing typing takes milliseconds, and a Ctrl-C landing in them
+# would be a traceback from inside arraybench (type checkers read the name TYPE_CHECKING as True).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .accuracy import Check
+    from .api import compare, merge, numerics, resume, run, sweep
+    from .errors import ResultsError, SaveError, UsageError
+    from .measurement import Replicate
+    from .options import RunOptions
+    from .records import Record
+    from .reporter import Reporter
+    from .results import Results
+    from .session import Interrupted
+    from .workloads.definition import Work, Workload, workload
 
 __all__ = [
     "Check", "Interrupted", "Record", "Replicate", "Reporter", "Results", "ResultsError",
-    "RunOptions", "UsageError", "Work", "Workload", "compare", "load_results", "numerics",
-    "resume", "run", "sweep", "workload",
+    "RunOptions", "SaveError", "UsageError", "Work", "Workload", "compare", "load_results",
+    "merge", "numerics", "resume", "run", "sweep", "workload",
 ]
+
+#: Where each public name lives. They are imported on first use (PEP 562), not with the package:
+#: ``arraybench`` on the command line and every worker import the package first, and importing
+#: NumPy and the rest here would leave a Ctrl-C during that second with nothing but a traceback
+#: (and every worker slower to start).
+_HOMES = {
+    "Check": "accuracy", "compare": "api", "merge": "api", "numerics": "api", "resume": "api", "run": "api",
+    "sweep": "api", "ResultsError": "errors", "SaveError": "errors", "UsageError": "errors", "Replicate": "measurement",
+    "RunOptions": "options", "Record": "records", "Reporter": "reporter", "Results": "results",
+    "Interrupted": "session", "Work": "workloads.definition", "Workload": "workloads.definition",
+    "workload": "workloads.definition",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        try:  # a submodule not imported yet: ``arraybench.backends``
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 def load_results(path: str | os.PathLike[str]) -> Results:

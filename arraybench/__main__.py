@@ -2,6 +2,10 @@
 
 import sys
 
-from .cli import main
+try:
+    from .cli import main
+except KeyboardInterrupt:  # Ctrl-C while the command line itself loads: as quiet as later on
+    sys.stderr.write("arraybench: interrupted\n")
+    sys.exit(130)
 
 sys.exit(main())

@@ -15,13 +15,14 @@ import os
 import shutil
 import tempfile
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence, Union
 
 from .cluster import check_options as check_cluster_options
 from .context import parse_context
-from .errors import UsageError, one_line
+from .errors import SaveError, UsageError, one_line
 from .options import DTYPES, OPTION_NAMES, RunOptions, parse_sizes, validate
 from .plan import Cell, build_plan
 from .reporter import Reporter
@@ -158,8 +159,10 @@ def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,
       with ``max_replicates=10``, from five up to ten while the interval is wide), ``max_time=2.0``,
       ``threads=1``...
 
-    Raises ``UsageError`` for bad options before anything is measured, and ``Interrupted`` (holding
-    the partial results, saved) when a signal stops the run.
+    Raises ``UsageError`` for bad options (or a folder another run holds) before anything is
+    measured, ``Interrupted`` (holding the partial results, saved) when a signal stops the run, and
+    ``SaveError`` when a file cannot be written once measuring has begun (what was journalled is
+    kept; ``resume`` goes on).
     """
     opts = options_from(workloads, options=options, backends=backends, devices=devices, sizes=sizes,
                         dtype=dtype, modes=modes, **settings)
@@ -173,7 +176,7 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
             reporter: Reporter | None = None, plots: bool = True, store: StoreChoice = True,
             context: ContextLabels = None) -> Results:
     """Run a checked plan into ``output_dir`` (see ``run``)."""
-    from .outdir import prepare
+    from .outdir import FolderLock, claim
 
     labels = parse_context(context)
     executor = None
@@ -185,22 +188,27 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
         checked = replace(checked, cells=executor.plan(checked.cells))
     try:
         temporary = output_dir is None
-        out = Path(tempfile.mkdtemp(prefix="arraybench-")) if temporary else prepare(output_dir, overwrite=overwrite)
-        if checked.shipped:
-            ship(checked.shipped, out)
-        session = Session.start(checked.cells, checked.options, out, reporter, context=labels)
+        if temporary:
+            lock = FolderLock.acquire(Path(tempfile.mkdtemp(prefix="arraybench-")))
+        else:
+            lock = claim(output_dir, overwrite=overwrite)
+        out = lock.folder
         source = "" if temporary else str(out.resolve())
-        try:
-            results = session.measure(executor)
-        except Interrupted as stop:
-            _finish(stop.results, checked.files, out, report=not temporary, plots=plots,
-                    store=store, source=source)
-            raise
+        with lock, _saving(out):
+            if checked.shipped:
+                ship(checked.shipped, out)
+            session = Session.start(checked.cells, checked.options, out, reporter, context=labels)
+            try:
+                results = session.measure(executor)
+            except Interrupted as stop:
+                _finish(stop.results, checked.files, out, report=not temporary, plots=plots,
+                        store=store, source=source)
+                raise
+            _finish(results, checked.files, out, report=not temporary, plots=plots, store=store,
+                    source=source)
     finally:
         if executor is not None:
             executor.close()
-    _finish(results, checked.files, out, report=not temporary, plots=plots, store=store,
-            source=source)
     if temporary:
         shutil.rmtree(out, ignore_errors=True)
         results.output_dir = None
@@ -216,44 +224,47 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
     ``node_wait``: seconds an every-node run waits for a node it needs (default 60), before it
     says the node is missing."""
     from . import journal
-    from .outdir import check_writable
+    from .outdir import claim
 
     out = Path(output_dir)
-    state = journal.read(out)
-    loaded = load_files(state.options.workload_files)
-    if state.options.shipped_workloads:
+    journal.read(out)  # before anything is created or locked: is there a run to resume at all?
+    with claim(out, resume=True, what="--resume"), _saving(out):
+        state = journal.read(out)  # again, now that no other run can be appending to it
+        loaded = load_files(state.options.workload_files)
+        if state.options.shipped_workloads:
+            try:
+                receive(out / "workloads.pickle")
+            except ShippingError as exc:
+                raise UsageError(str(exc)) from None
         try:
-            receive(out / "workloads.pickle")
-        except ShippingError as exc:
-            raise UsageError(str(exc)) from None
-    try:
-        validate(state.options, REGISTRY)
-    except UsageError as exc:
-        raise UsageError(f"{out / journal.JOURNAL_NAME}: its saved settings are not valid here ({exc})") from None
-    check_writable(out)
-    labels = parse_context(context)
-    executor = None
-    if state.options.cluster is not None and _missing_any(state):
-        from .executors import cluster_executor
+            validate(state.options, REGISTRY)
+        except UsageError as exc:
+            raise UsageError(f"{out / journal.JOURNAL_NAME}: its saved settings are not valid here ({exc})") from None
+        labels = parse_context(context)
+        executor = None
+        if state.options.cluster is not None and _missing_any(state):
+            from .executors import cluster_executor
 
-        executor = cluster_executor(state.options, node_wait=node_wait)
-    session = Session.resume(state, out, reporter)
-    if state.options.cluster is not None and executor is None:
-        from . import shardlog
+            executor = cluster_executor(state.options, node_wait=node_wait)
+        try:
+            session = Session.resume(state, out, reporter)
+            if state.options.cluster is not None and executor is None:
+                from . import shardlog
 
-        shardlog.restore(session.env, shardlog.read(out), state.options.on)
-    if labels:
-        session.env["context"] = {**(session.env.get("context") or {}), **labels}
-    source = str(out.resolve())
-    try:
-        results = session.measure(executor)
-    except Interrupted as stop:
-        _finish(stop.results, loaded, out, report=True, plots=plots, store=store, source=source)
-        raise
-    finally:
-        if executor is not None:
-            executor.close()
-    _finish(results, loaded, out, report=True, plots=plots, store=store, source=source)
+                shardlog.restore(session.env, shardlog.read(out), state.options.on)
+            if labels:
+                session.env["context"] = {**(session.env.get("context") or {}), **labels}
+            source = str(out.resolve())
+            try:
+                results = session.measure(executor)
+            except Interrupted as stop:
+                _finish(stop.results, loaded, out, report=True, plots=plots, store=store,
+                        source=source)
+                raise
+            _finish(results, loaded, out, report=True, plots=plots, store=store, source=source)
+        finally:
+            if executor is not None:
+                executor.close()
     return results
 
 
@@ -263,12 +274,35 @@ def _missing_any(state: Any) -> bool:
                for c in state.cells)
 
 
+@contextmanager
+def _saving(out: Path) -> Iterator[None]:
+    """Turn a file that could not be written into one ``SaveError`` that says how to go on.
+
+    Whatever reached the journal before the failure is kept there (it is fsynced line by line),
+    and ``--resume`` rewrites results.json and the report from it once the cause is gone.
+    """
+    try:
+        yield
+    except SaveError as exc:
+        raise SaveError(_resume_hint(str(exc), out), exc.path) from None
+    except OSError as exc:  # a file named in the error could not be written; else, say what failed
+        what = str(SaveError.from_os(exc)) if exc.filename else f"the run stopped ({exc.strerror or exc})"
+        raise SaveError(_resume_hint(what, out), exc.filename) from None
+
+
+def _resume_hint(what: str, out: Path) -> str:
+    from .journal import JOURNAL_NAME
+
+    return (f"{what}; every measurement made before it is kept in {out / JOURNAL_NAME}; once the "
+            f"cause is fixed, continue with: arraybench run --resume {out}")
+
+
 def _finish(results: Results, files: LoadedFiles, out: Path, *, report: bool, plots: bool,
             store: StoreChoice = False, source: str = "") -> None:
     """Record the files that did not load, store the run, then write the report files next to
     results.json (with the run's history, where the store has some)."""
     if files.errors:
-        results.errors = files.error_entries()
+        results.errors = [*results.errors, *files.error_entries()]
         results.save(out / "results.json")
     found = store_run(results, store, source=source, history=report)
     if report:

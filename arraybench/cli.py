@@ -3,6 +3,12 @@
 Every error a user can cause ends in one line on stderr and exit status 2; Ctrl-C ends in status
 130 with what was measured saved. ``[tool.arraybench]`` in the project's pyproject.toml sets
 defaults for the options of ``run`` and ``sweep`` (``config``); what is typed wins.
+
+The terminal is the user's, whatever it is: a reader that leaves (``| head``) stops the output
+but not the command, which ends with its own status; text the encoding cannot show is replaced,
+not fatal; a standard output that cannot be written (``> /dev/full``) is said in one line. This
+module imports only the standard library at first, and the commands inside ``main``, so that a
+Ctrl-C while Python loads NumPy and the rest ends as quietly as one later on.
 """
 
 from __future__ import annotations
@@ -11,11 +17,12 @@ import argparse
 import os
 import sys
 import warnings
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from . import config
-from .commands import COMMANDS
-from .errors import UsageError
+from .errors import SaveError, UsageError, one_line
+
+if TYPE_CHECKING:
+    from . import config
 
 PROG = "arraybench"
 
@@ -32,6 +39,8 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser(defaults: config.ProjectDefaults | None = None) -> argparse.ArgumentParser:
     """The parser of every command, with a project's defaults applied to ``run`` and ``sweep``."""
+    from .commands import COMMANDS
+
     parser = _Parser(
         prog=PROG,
         description="Which array library is fastest on your machine, for your workload, and why.",
@@ -65,6 +74,8 @@ def typed_options(argv: Sequence[str]) -> set[str]:
 
 def parse(argv: Sequence[str], defaults: config.ProjectDefaults | None = None) -> argparse.Namespace:
     """Parse a command line: the options, plus ``typed`` (what the user gave) and ``project``."""
+    from . import config
+
     args = build_parser(defaults).parse_args(list(argv))
     args.typed = typed_options(argv)
     args.project = defaults or config.ProjectDefaults()
@@ -93,6 +104,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     try:
+        _tolerant_terminal()
+        from . import config
+
         if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
             argv = ["run", *argv]  # `arraybench --output-dir X` runs the default suite
         run_parser = next(a for a in build_parser()._actions
@@ -101,9 +115,9 @@ def _main(argv: list[str]) -> int:
         args = parse(argv, defaults)
         if args.command is None:
             build_parser(defaults).print_help()
-            return 0
-        return args.handler(args)
-    except UsageError as exc:
+            return _flushed(0)
+        return _flushed(args.handler(args))
+    except (UsageError, SaveError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
@@ -111,11 +125,87 @@ def _main(argv: list[str]) -> int:
         return 130
     except BrokenPipeError:
         # `arraybench list | head`: the reader left; nothing to report.
-        try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
-            pass
+        _discard(sys.stdout)
         return 0
+    except OSError as exc:
+        # Files arraybench writes are named in their errors; an error without a file name that
+        # reaches this far comes from the standard output: `arraybench list > /dev/full`.
+        if exc.filename is None or _stdout_broken():
+            _discard(sys.stdout)
+            print(f"{PROG}: error: cannot write to standard output ({exc.strerror or exc})",
+                  file=sys.stderr)
+        else:
+            print(f"{PROG}: error: {one_line(exc)}", file=sys.stderr)
+        return 1
+
+
+def _flushed(status: int) -> int:
+    """``status``, once what was printed has really been written (a full disk says so here)."""
+    sys.stdout.flush()
+    return status
+
+
+def _stdout_broken() -> bool:
+    try:
+        sys.stdout.flush()
+    except OSError:
+        return True
+    return False
+
+
+def _discard(stream: Any) -> None:
+    """Point ``stream``'s file descriptor at /dev/null: what is left in its buffer, and Python's
+    flush at exit, then go nowhere instead of failing again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _tolerant_terminal() -> None:
+    """Set up this process's output for whatever terminal, pipe or file it goes to."""
+    for stream in (sys.stdout, sys.stderr):
+        try:  # PYTHONIOENCODING=ascii: "µs" becomes "?s" instead of a UnicodeEncodeError
+            stream.reconfigure(errors="replace")
+        except (AttributeError, ValueError):
+            pass
+    try:
+        from rich.console import Console
+    except ImportError:
+        return
+    # rich ends the process with SystemExit(1) when the reader of its output leaves (its
+    # Console.on_broken_pipe, which rich documents as the place to change that). A command
+    # whose table nobody reads any more has still measured and saved everything: it goes on,
+    # silently, and ends with its own exit status.
+    Console.on_broken_pipe = _reader_left  # type: ignore[method-assign]
+    global _python_showwarning
+    if warnings.showwarning is not _show_warning:
+        _python_showwarning = warnings.showwarning
+    warnings.showwarning = _show_warning
+
+
+def _reader_left(console: Any) -> None:
+    console.quiet = True
+    _discard(console.file)
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_python_showwarning = warnings.showwarning
+
+
+def _show_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
+                  line: Any = None) -> None:
+    """arraybench's own warnings as one line each (``arraybench: warning: ...``); a library's
+    warnings as Python shows them, with their file and line."""
+    if not os.path.abspath(filename).startswith(_PACKAGE + os.sep):
+        _python_showwarning(message, category, filename, lineno, file, line)
+        return
+    try:
+        print(f"{PROG}: warning: {one_line(message)}", file=sys.stderr)
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":

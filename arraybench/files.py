@@ -19,9 +19,15 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
 
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write a file through a temporary file in the same folder and a rename."""
+    """Write a file through a temporary file in the same folder and a rename.
+
+    An ``OSError`` names ``path`` (not the temporary file), whatever step failed.
+    """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise _naming(exc, path) from None
     try:
         # mkstemp makes the file private (0600); a report is meant to be read like any file.
         os.fchmod(fd, 0o666 & ~_umask())
@@ -30,10 +36,17 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise _naming(exc, path) from None
         raise
     return path
+
+
+def _naming(exc: OSError, path: Path) -> OSError:
+    """``exc`` about ``path``: the file meant, not the temporary file it went through."""
+    return OSError(exc.errno, exc.strerror, str(path)) if exc.errno else exc

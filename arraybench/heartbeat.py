@@ -18,8 +18,15 @@ SIZE = struct.calcsize(_FORMAT)
 
 
 def create(path: Path) -> None:
-    """Make an empty board at ``path`` (the parent, before starting the worker)."""
-    path.write_bytes(struct.pack(_FORMAT, -1, 0))
+    """Make an empty board at ``path`` (the parent, before starting the worker); never through a
+    symbolic link, which could point out of the output folder."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    try:
+        data = struct.pack(_FORMAT, -1, 0)
+        if os.write(fd, data) != len(data):
+            raise OSError(f"{path}: short write")
+    finally:
+        os.close(fd)
 
 
 def read(path: Path) -> tuple[int, int]:

@@ -7,9 +7,13 @@ to run only what is missing.
 
 Each line is written whole, flushed and fsynced, so a kill (even SIGKILL, even a power cut after the
 fsync) can leave at most a torn last line without its newline: the reader ignores it and ``reopen``
-cuts it off. Anything else that does not read back as a journal entry is damage, and the reader
-refuses it with the line number rather than resume from a guess. Every entry is checked against
-the same types the worker and the aggregation use (``schema``).
+cuts it off. A write that fails (a full disk) is cut off at once and raises ``SaveError``: the
+lines before it stay whole, and ``--resume`` goes on from them once the disk has room. The journal
+is never opened through a symbolic link: a link planted under its name cannot make a run write,
+or truncate, a file outside its folder. Anything else that does not read back as a journal entry
+is damage, and the reader refuses it with the line number rather than resume from a guess. Every
+entry is checked against the same types the worker and the aggregation use (``schema``), and the
+file itself is read as untrusted input (``untrusted``).
 """
 
 from __future__ import annotations
@@ -18,13 +22,14 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-from .errors import UsageError
+from .errors import SaveError, UsageError
 from .measurement import Replicate
 from .options import RunOptions
 from .plan import Cell
 from .schema import SchemaError
+from .untrusted import NotPlainJson, NotRegularFile, check_environment, loads, read_regular
 
 JOURNAL_NAME = "journal.jsonl"
 JOURNAL_VERSION = 2
@@ -42,21 +47,37 @@ class JournalState:
     worker_info: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
 
+    def missing(self) -> int:
+        """How many (cell, replicate) measurements the run still lacks (0: it finished)."""
+        want = self.options.replicates
+        return sum(max(0, want - len(self.replicates.get(c.key, {}))) for c in self.cells
+                   if c.config not in self.unavailable)
+
+
+#: Never through a link; appended at the end whatever the offset; not inherited by workers.
+_FLAGS = os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _open(path: Path, flags: int) -> int:
+    try:
+        return os.open(path, _FLAGS | flags, 0o666)
+    except OSError as exc:
+        raise SaveError.from_os(exc, path) from None
+
 
 class Journal:
-    """Append-only, line-buffered, flushed and fsynced per line."""
+    """Append-only, unbuffered, fsynced per line."""
 
-    def __init__(self, path: Path, stream: TextIO) -> None:
+    def __init__(self, path: Path, fd: int) -> None:
         self.path = path
-        self._stream = stream
+        self._fd: int | None = fd
 
     @classmethod
     def create(cls, out_dir: Path, options: RunOptions, cells: list[Cell],
                environment: dict[str, Any]) -> "Journal":
         """Start a new journal in ``out_dir`` (replacing one there) with its header."""
         path = out_dir / JOURNAL_NAME
-        stream = open(path, "w", encoding="utf-8")
-        j = cls(path, stream)
+        j = cls(path, _open(path, os.O_CREAT | os.O_TRUNC | os.O_APPEND))
         j._write({
             "type": "header", "tool": "arraybench", "version": JOURNAL_VERSION,
             "options": options.to_dict(), "cells": [c.to_dict() for c in cells],
@@ -68,16 +89,34 @@ class Journal:
     def reopen(cls, out_dir: Path) -> "Journal":
         """Append to the journal in ``out_dir``, after cutting off a torn last line."""
         path = out_dir / JOURNAL_NAME
-        with open(path, "rb+") as f:  # drop a torn last line left by a kill mid-write
-            data = f.read()
+        fd = _open(path, os.O_APPEND)
+        try:  # drop a torn last line left by a kill mid-write
+            data = read_regular(path, follow_links=False)
             if data and not data.endswith(b"\n"):
-                f.truncate(data.rfind(b"\n") + 1)
-        return cls(path, open(path, "a", encoding="utf-8"))
+                os.ftruncate(fd, data.rfind(b"\n") + 1)
+        except OSError as exc:
+            os.close(fd)
+            raise SaveError.from_os(exc, path) from None
+        return cls(path, fd)
 
     def _write(self, entry: dict[str, Any]) -> None:
-        self._stream.write(json.dumps(entry, allow_nan=False) + "\n")
-        self._stream.flush()
-        os.fsync(self._stream.fileno())
+        if self._fd is None:
+            raise SaveError(f"{self.path}: the journal is closed", self.path)
+        data = (json.dumps(entry, allow_nan=False) + "\n").encode("utf-8")
+        start = os.lseek(self._fd, 0, os.SEEK_END)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view):]
+            os.fsync(self._fd)
+        except OSError as exc:
+            # Cut off what part of the line got written: the journal stays a journal, and the
+            # lines before this one are what --resume goes on from.
+            try:
+                os.ftruncate(self._fd, start)
+            except OSError:
+                pass
+            raise SaveError.from_os(exc, self.path) from None
 
     def replicate(self, key: str, index: int, replicate: Replicate) -> None:
         self._write({"type": "replicate", "key": key, "index": index,
@@ -95,7 +134,9 @@ class Journal:
         self._write(entry)
 
     def close(self) -> None:
-        self._stream.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 class JournalError(UsageError):
@@ -107,12 +148,17 @@ def read(out_dir: Path) -> JournalState:
     path = out_dir / JOURNAL_NAME
     fresh = "start afresh with --overwrite (the file stays until then)"
     try:
-        data = path.read_bytes()
+        data = read_regular(path, follow_links=False)
     except FileNotFoundError:
         raise JournalError(f"{out_dir}: no {JOURNAL_NAME} to resume from (was it an arraybench output folder?)") from None
     except IsADirectoryError:
         raise JournalError(f"{path}: is a folder, not a journal") from None
+    except NotRegularFile:
+        raise JournalError(f"{path}: is not a regular file (a named pipe or a device), not a journal") from None
     except OSError as exc:
+        if path.is_symlink():
+            raise JournalError(f"{path}: is a symbolic link; arraybench reads and appends to a "
+                               "journal only inside its output folder") from None
         raise JournalError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     if not data.endswith(b"\n"):
         data = data[: data.rfind(b"\n") + 1]  # a torn last line from a kill mid-write
@@ -123,8 +169,12 @@ def read(out_dir: Path) -> JournalState:
     entries: list[dict[str, Any]] = []
     for i, line in enumerate(lines):
         try:
-            entry = json.loads(line)
-        except (ValueError, RecursionError):
+            entry = loads(line)
+        except NotPlainJson as exc:
+            if i == 0:
+                raise JournalError(f"{path}: not an arraybench journal (its first line {exc})") from None
+            raise JournalError(f"{path}: line {i + 1} {exc}; the journal is damaged; {fresh}") from None
+        except ValueError:
             entry = None
         if not isinstance(entry, dict):
             if i == 0:
@@ -166,7 +216,7 @@ def _header(head: dict[str, Any]) -> JournalState:
     options, cells, env = head.get("options"), head.get("cells"), head.get("environment", {})
     _need(isinstance(cells, list) and len(cells) > 0, "no cells")
     _need(isinstance(env, dict), "environment is not an object")
-    _need(isinstance(env.get("backends", {}), dict), "environment's backends is not an object")
+    check_environment(env)
     parsed_options = RunOptions.from_dict(options)
     _need(parsed_options.replicates >= 1, "option 'replicates' is below 1")
     parsed = [Cell.from_dict(c, where=f"cell {i}") for i, c in enumerate(cells)]

@@ -24,7 +24,8 @@ _UNITS = {
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50, "eib": 2**60,
     "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15,
 }
-_SIZE = r"(\d[\d,]*(?:\.\d+)?)\s*(bytes|byte|[KMGTPE]i?B|B)?\b"
+# NumPy prints sizes with "%.3g" and a trailing point: "Unable to allocate 149. GiB".
+_SIZE = r"(\d[\d,]*(?:\.\d*)?)\s*(bytes|byte|[KMGTPE]i?B|B)?\b"
 _NEEDED = re.compile(r"(?:tried to allocate|trying to allocate|unable to allocate|allocating)\s+" + _SIZE,
                      re.IGNORECASE)
 _FREE = (

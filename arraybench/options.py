@@ -22,7 +22,9 @@ DTYPES: tuple[str, ...] = ("float64", "float32")
 
 MAX_SIZE = 10**10  # elements; beyond this no machine holds the inputs
 MAX_STEPS = 1000  # sizes in one LO:HI:STEPS range; more would take days, not a benchmark
-MAX_PROCESSES = 100  # per cell; each is a fresh worker process
+#: Worker processes per cell, the most: each costs a library import (seconds); beyond this a run
+#: would never end, and the plan alone would fill the memory.
+MAX_REPLICATES = 1000
 
 
 @dataclass
@@ -170,6 +172,12 @@ def _check_choices(kind: str, given: Iterable[str], valid: Iterable[str]) -> lis
     return given
 
 
+def _short(value: Any) -> str:
+    """A value for a message, cut short: ``--processes 10**100`` must not print 100 digits."""
+    text = repr(value)
+    return text if len(text) <= 24 else text[:20] + "…"
+
+
 def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
     """A checked copy of ``options`` (choices de-duplicated, workload groups expanded).
 
@@ -192,13 +200,15 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
         ("--min-samples", options.min_samples, 1),
     ):
         if not isinstance(value, int) or isinstance(value, bool) or value < lo:
-            raise UsageError(f"{name} must be a whole number >= {lo}, not {value!r}")
+            raise UsageError(f"{name} must be a whole number >= {lo}, not {_short(value)}")
+    if options.replicates > MAX_REPLICATES:
+        raise UsageError(f"--processes must be at most {MAX_REPLICATES}, not {_short(options.replicates)}")
     if options.max_replicates is not None:
         most = options.max_replicates
         if not isinstance(most, int) or isinstance(most, bool) or most < options.replicates:
             raise UsageError(f"--processes MIN:MAX needs MAX >= MIN, not {options.replicates}:{most!r}")
-        if most > MAX_PROCESSES:
-            raise UsageError(f"--processes allows at most {MAX_PROCESSES} processes per cell, not {most}")
+        if most > MAX_REPLICATES:
+            raise UsageError(f"--processes must be at most {MAX_REPLICATES}, not {_short(most)}")
         if most > options.replicates and options.replicates < 2:
             raise UsageError("--processes MIN:MAX needs MIN >= 2: one process cannot show the "
                              "variation between processes")
@@ -214,7 +224,14 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
     if not (isinstance(options.warmup, (int, float)) and options.warmup >= 0):
         raise UsageError(f"--warmup must be >= 0 seconds, not {options.warmup!r}")
     if options.threads is not None and (not isinstance(options.threads, int) or options.threads < 1):
-        raise UsageError(f"--threads must be >= 1, not {options.threads}")
+        raise UsageError(f"--threads must be >= 1, not {_short(options.threads)}")
+    if options.threads is not None:
+        from .threads import available_cpus
+
+        cpus = len(available_cpus())
+        if options.threads > cpus:  # more threads than CPUs only measures contention (and can crash torch)
+            raise UsageError(f"--threads must be at most {cpus} (the CPUs this process may use), "
+                             f"not {_short(options.threads)}")
     if not isinstance(options.seed, int) or options.seed < 0:
         raise UsageError(f"--seed must be a whole number >= 0, not {options.seed!r}")
     for s in options.sizes:

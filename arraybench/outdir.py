@@ -1,48 +1,258 @@
-"""The output folder of a run: created, proven writable, and never clobbering an unfinished run.
+"""The output folder of a run: created, proven writable, locked for the run, and never clobbering
+an unfinished run.
 
-Everything here happens before anything is measured, so a mistake costs nothing.
+Everything here happens before anything is measured, so a mistake costs nothing. A run holds an
+exclusive ``flock`` on ``DIR/.arraybench.lock`` from before it reads or writes the journal until its
+report is written: a second run into the same folder is refused at once (two writers would
+interleave their journal lines), and the kernel drops the lock when the process dies, however it
+dies, so a killed run never leaves a stale lock behind. The lock file itself stays (removing it
+would let two runs lock two different files of the same name).
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
+import tempfile
+import warnings
 from pathlib import Path
+from types import TracebackType
 
-from .errors import UsageError
+from .errors import UsageError, one_line
 from .journal import JOURNAL_NAME
+
+LOCK_NAME = ".arraybench.lock"
+LOGS_NAME = "logs"
+#: Files a run replaces by a rename (never written through): each must not be a folder.
+REPLACED = ("results.json", "report.html", "results.md", "results.csv", "findings.md")
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: runs there are not locked
+    fcntl = None  # type: ignore[assignment]
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+class FolderLock:
+    """This process's claim on an output folder; ``release`` it, or let the process end."""
+
+    def __init__(self, folder: Path, fd: int | None) -> None:
+        self.folder = folder
+        self._fd = fd
+
+    @classmethod
+    def acquire(cls, folder: Path) -> "FolderLock":
+        """Lock ``folder`` or raise ``UsageError`` naming the run that holds it."""
+        path = folder / LOCK_NAME
+        try:
+            # O_NOFOLLOW: a link planted under the lock's name must not make us create a file
+            # elsewhere.
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o666)
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot be opened to lock the folder ({_why(exc)})") from None
+        lock = cls._locked(folder, path, fd)
+        _write_pid(fd)  # only said to a second run, in its message
+        return lock
+
+    @classmethod
+    def check_free(cls, folder: Path) -> None:
+        """``UsageError`` if another run holds ``folder``; creates nothing."""
+        path = folder / LOCK_NAME
+        try:
+            fd = os.open(path, os.O_RDWR | _NOFOLLOW | _CLOEXEC)
+        except OSError:
+            return  # no lock file yet (or not one we can open): acquire() says what is wrong
+        with warnings.catch_warnings():  # an unlockable file system is said once, by acquire()
+            warnings.simplefilter("ignore")
+            cls._locked(folder, path, fd).release()
+
+    @classmethod
+    def _locked(cls, folder: Path, path: Path, fd: int) -> "FolderLock":
+        """``fd`` (open on the lock file) locked, or ``UsageError`` (``fd`` closed)."""
+        if fcntl is None:
+            return cls(folder, fd)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read_pid(fd)
+            os.close(fd)
+            who = f" (process {holder})" if holder else ""
+            raise UsageError(f"{folder}: another arraybench run is writing there{who}; wait for it "
+                             "to end, or choose another --output-dir") from None
+        except OSError as exc:
+            if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+                os.close(fd)
+                raise UsageError(f"{path}: cannot lock the folder ({_why(exc)})") from None
+            # A file system without locks (some network and FUSE mounts): run unlocked rather
+            # than not at all.
+            warnings.warn(f"{folder}: this file system cannot lock the folder ({_why(exc)}); "
+                          "make sure no other run writes there at the same time", stacklevel=3)
+        return cls(folder, fd)
+
+    def release(self) -> None:
+        """Give the folder back (closing the file drops the lock)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> "FolderLock":
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()
+
+
+def _write_pid(fd: int) -> None:
+    try:  # only said to a second run; a full disk must not stop this one
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except OSError:
+        pass
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def claim(path: str | Path, *, overwrite: bool = False, resume: bool = False,
+          what: str = "--output-dir") -> FolderLock:
+    """Create the output folder, prove it writable and lock it for this run.
+
+    Refuses (``UsageError``, nothing changed) a folder that another run holds, a folder whose
+    journal is an unfinished run (unless ``overwrite``, or ``resume`` to continue it), and
+    ``journal.jsonl`` or ``logs`` that are links or the wrong kind of file.
+    """
+    out = _folder(path, what)
+    # Checked first without the lock too, so that a refused run leaves no trace in the folder.
+    FolderLock.check_free(out)
+    _refuse(out, overwrite or resume)
+    check_writable(out, f"{what} ")
+    lock = FolderLock.acquire(out)
+    try:
+        _refuse(out, overwrite or resume)  # again: another run may have been writing till now
+        check_writable(out / LOGS_NAME, f"{what} ")
+    except BaseException:
+        lock.release()
+        raise
+    return lock
+
+
+def _refuse(out: Path, keep_journal: bool) -> None:
+    _check_own_files(out)
+    if not keep_journal:
+        why = unfinished(out)
+        if why:
+            raise UsageError(why)
 
 
 def prepare(path: str | Path, *, overwrite: bool, what: str = "--output-dir") -> Path:
-    """Create the output folder and prove it writable; refuse to replace an unfinished run."""
+    """Create a folder for report files and prove it writable (no lock: nothing is measured);
+    refuse to replace an unfinished run unless ``overwrite``."""
+    out = _folder(path, what)
+    check_writable(out, f"{what} ")
+    if not overwrite:
+        why = unfinished(out)
+        if why:
+            raise UsageError(why)
+    return out
+
+
+def _folder(path: str | Path, what: str) -> Path:
     if not str(path).strip():
         raise UsageError(f"{what} is empty; name a folder (default: benchmark_plots)")
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{what} {out}: exists and is not a folder")
-    check_writable(out, f"{what} ")
-    if (out / JOURNAL_NAME).exists() and not overwrite and not holds_complete_run(out):
-        raise UsageError(
-            f"{out} holds an unfinished run; continue it with `arraybench run --resume {out}`, "
-            "or start afresh with --overwrite"
-        )
     return out
 
 
 def check_writable(out: Path, what: str = "") -> None:
-    """Create ``out`` if needed and write a file in it; ``UsageError`` if that cannot be done."""
+    """Create ``out`` if needed and write a file in it; ``UsageError`` if that cannot be done.
+
+    The probe has a name of its own (``mkstemp``), so runs that start together never share it.
+    """
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".arraybench-write-test"
-        probe.write_text("ok")
-        probe.unlink()
+        fd, probe = tempfile.mkstemp(prefix=".arraybench-write-test-", dir=out)
+        try:
+            os.write(fd, b"ok")
+        finally:
+            os.close(fd)
+            os.unlink(probe)
     except OSError as exc:
-        raise UsageError(f"{what}{out}: cannot write there ({exc.strerror or exc})") from None
+        raise UsageError(f"{what}{out}: cannot write there ({_why(exc)})") from None
 
 
-def holds_complete_run(out: Path) -> bool:
-    """Whether ``out`` holds the results of a run that finished."""
-    from .results import load
+def _check_own_files(out: Path) -> None:
+    """The names a run writes must be what it expects: never followed out of the folder."""
+    journal = out / JOURNAL_NAME
+    if journal.is_symlink() or (journal.exists() and not journal.is_file()):
+        raise UsageError(f"{journal}: is {_kind(journal)}, not a journal; arraybench writes only "
+                         "files of its own in its output folder (remove it, or choose another folder)")
+    for name in REPLACED:
+        if (out / name).is_dir() and not (out / name).is_symlink():
+            raise UsageError(f"{out / name}: is a folder; arraybench writes a file there "
+                             "(remove or rename it, or choose another folder)")
+    logs = out / LOGS_NAME
+    if logs.is_symlink() or (logs.exists() and not logs.is_dir()):
+        raise UsageError(f"{logs}: is {_kind(logs)}; arraybench keeps the workers' logs in a "
+                         "folder of its own there (remove it, or choose another folder)")
 
+
+def _kind(path: Path) -> str:
+    if path.is_symlink():
+        return f"a symbolic link (to {one_line(os.readlink(path))})"
+    mode = path.lstat().st_mode
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISREG(mode):
+        return "a file"
+    return "a device or socket"
+
+
+def unfinished(out: Path) -> str | None:
+    """Why ``out`` holds a run that a fresh start would destroy, or None.
+
+    Judged from the journal alone, the one record of what was measured: a results.json beside
+    it may be from an older, finished run.
+    """
+    from .journal import JournalError, read
+
+    path = out / JOURNAL_NAME
+    if not (path.exists() or path.is_symlink()):
+        return None
     try:
-        return load(out / "results.json").complete
-    except UsageError:  # missing, truncated, not ours: not a finished run
+        state = read(out)
+    except JournalError as exc:
+        if _nothing_journalled(path):
+            return None
+        return (f"{out} holds a journal that --resume cannot continue ({exc}); "
+                "start afresh with --overwrite")
+    if state.missing():
+        return (f"{out} holds an unfinished run; continue it with `arraybench run --resume {out}`, "
+                "or start afresh with --overwrite")
+    return None
+
+
+def _nothing_journalled(path: Path) -> bool:
+    """A journal cut short before its header was whole: it holds no measurement to protect."""
+    try:
+        if not stat.S_ISREG(path.lstat().st_mode):
+            return False
+        with open(path, "rb") as f:
+            return b"\n" not in f.read(1 << 20)
+    except OSError:
         return False

@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 from .errors import ResultsError
 from .files import write_atomic
 from .records import COLUMNS, Record
-from .schema import to_json
+from .schema import SchemaError, to_json
+from .untrusted import (MAX_DEPTH, NotPlainJson, NotRegularFile, check_environment, loads,
+                        read_regular, too_deep)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -164,21 +166,26 @@ def load(path: str | os.PathLike[str]) -> Results:
     """Read and validate a results file; ``ResultsError`` says in one line what is wrong with it."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")
     except FileNotFoundError:
         raise ResultsError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise ResultsError(f"{path}: is a folder; give its results.json") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResultsError(f"{path}: cannot be read ({exc.__class__.__name__}: {exc})") from None
+    except NotRegularFile:
+        raise ResultsError(f"{path}: is not a regular file (a named pipe or a device); give a "
+                           "results.json") from None
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise ResultsError(f"{path}: cannot be read (not UTF-8 text; not an arraybench results file)") from None
     if not text.strip():
         raise ResultsError(f"{path}: is empty")
     try:
-        data = json.loads(text)
+        data = loads(text)
     except json.JSONDecodeError as exc:
         raise ResultsError(f"{path}: not valid JSON (truncated?): {exc.msg} at line {exc.lineno}") from None
-    except RecursionError:
-        raise ResultsError(f"{path}: not an arraybench results file (nested too deeply to read)") from None
+    except NotPlainJson as exc:
+        raise ResultsError(f"{path}: not an arraybench results file (it {exc})") from None
     results = from_dict(data, str(path))
     results.output_dir = path.parent
     return results
@@ -202,6 +209,13 @@ def from_dict(data: Any, origin: str = "results") -> Results:
     settings = data.get("settings", {})
     if not isinstance(env, dict) or not isinstance(settings, dict):
         raise ResultsError(f"{origin}: 'environment' and 'settings' must be objects")
+    if too_deep(data):
+        raise ResultsError(f"{origin}: not an arraybench results file (nested too deeply: more than "
+                           f"{MAX_DEPTH} levels)")
+    try:
+        check_environment(env)
+    except SchemaError as exc:
+        raise ResultsError(f"{origin}: {exc}") from None
     parsed: list[Record] = []
     for i, r in enumerate(records):
         if not isinstance(r, dict):

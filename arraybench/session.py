@@ -18,6 +18,7 @@ from typing import Any
 from . import environment
 from .analysis.aggregate import aggregate
 from .analysis.replication import Decision, decide, policy_for
+from .errors import SaveError
 from .journal import Journal, JournalState
 from .measurement import Replicate
 from .options import RunOptions
@@ -63,6 +64,8 @@ class Session:
         self.missing_reasons: dict[str, str] = {}
         self._policy = policy_for(options)
         self._decisions: dict[str, tuple[int, Decision]] = {}  # by cell: (replicates seen, decision)
+        # Issue 13: workers that died before they were ready (not journalled, so --resume retries).
+        self.start_failures: dict[Config, str] = {}
 
     @classmethod
     def start(cls, cells: list[Cell], options: RunOptions, out_dir: Path,
@@ -109,6 +112,9 @@ class Session:
                 (executor or LocalExecutor()).run(self)
             except StopRequested:
                 pass
+            except SaveError:
+                self._save_what_is_journalled()
+                raise
             if self._signals and self.missing():
                 results = self.results(complete=False)
                 self.save(results)
@@ -123,15 +129,25 @@ class Session:
         self.reporter.run_finished(results)
         return results
 
+    def _save_what_is_journalled(self) -> None:
+        """After a write failed: a results.json of what the journal holds, if the disk allows, so
+        that no older results.json beside the journal passes for this run's."""
+        try:
+            self.save(self.results(complete=False))
+        except (OSError, SaveError):
+            pass  # the journal has it all; --resume writes results.json from it
+
     def save(self, results: Results) -> Path:
         """Write ``results.json`` into the output folder."""
         return results.save(self.out_dir / "results.json")
 
     def results(self, complete: bool) -> Results:
         """Records from everything measured so far."""
+        errors = [{"kind": "worker", "source": f"{b}/{d}", "error": reason}
+                   for (b, d), reason in self.start_failures.items()]
         return Results(environment=self.env, settings=self._settings(),
                        records=[self.record(c) for c in self.cells], complete=complete,
-                       output_dir=self.out_dir)
+                       errors=errors, output_dir=self.out_dir)
 
     def record(self, cell: Cell) -> Record:
         """A cell's record from the replicates journalled so far."""
@@ -141,6 +157,9 @@ class Session:
         if not reps:
             rec.reason = self.unavailable.get(cell.config) or self.missing_reasons.get(cell.key) or \
                 "not measured (run interrupted; continue with --resume)"
+            if cell.config in self.start_failures and cell.config not in self.unavailable:
+                rec.status = "failed"
+                rec.reason = f"{self.start_failures[cell.config]}; not measured (continue with --resume)"
         return rec
 
     # -- what executors ask and tell ------------------------------------------------------------
@@ -163,15 +182,17 @@ class Session:
 
     def todo(self, config: Config, index: int) -> list[Cell]:
         """The cells of ``config`` still lacking their ``index``-th replicate."""
-        if config in self.unavailable:
+        if config in self.unavailable or config in self.start_failures:
             return []
         return [c for c in self.cells if c.config == config and index < self.wanted(c)
                 and index not in self.replicates.get(c.key, {})]
 
     def missing(self) -> int:
         """How many (cell, replicate) measurements are still to make (0: the run is complete)."""
-        return sum(len(self.todo(cfg, i)) for cfg in self.configs()
-                   for i in range(max((self.wanted(c) for c in self.cells), default=0)))
+        # Counted from the replicates, not from todo(): a worker that failed to start leaves its
+        # cells missing (a failure of this run, resumable), though no more are tried now.
+        return sum(1 for c in self.cells if c.config not in self.unavailable
+                   for i in range(self.wanted(c)) if i not in self.replicates.get(c.key, {}))
 
     def mark_unavailable(self, config: Config, reason: str) -> None:
         """A library or device cannot run here: journal it, and its cells are final (skipped)."""
@@ -180,16 +201,24 @@ class Session:
         self.reporter.config_unavailable(config[0], config[1], reason)
         self.complete_config(config)
 
+    def start_failed(self, config: Config, reason: str) -> None:
+        """A worker died before it was ready (killed, or its library crashed on import): a failure
+        of this run, not of the library's availability. Nothing is journalled, so ``--resume``
+        tries again; the configuration is not tried again in this run."""
+        self.start_failures[config] = reason
+        self.complete_config(config)
+
     def worker_ready(self, config: Config, index: int, info: dict[str, Any], pid: int | None) -> None:
         """A worker imported its library and reported what it sees (BLAS, threads, device)."""
         self.journal.worker(config[0], config[1], index, info, pid=pid)
         environment.merge_worker_info(self.env, config[0], config[1], info)
 
     def store(self, cell: Cell, index: int, replicate: Replicate) -> None:
-        """Journal one replicate the moment it arrives."""
+        """Journal one replicate the moment it arrives (a ``SaveError`` if it cannot be: then it is
+        not counted either, so the records never hold what the journal lacks)."""
         before = self.wanted(cell)
-        self.replicates.setdefault(cell.key, {})[index] = replicate
         self.journal.replicate(cell.key, index, replicate)
+        self.replicates.setdefault(cell.key, {})[index] = replicate
         self.reporter.replicate_done(cell, index, replicate)
         if self.wanted(cell) > before:
             self.reporter.more_wanted(cell, self.wanted(cell) - before)

@@ -4,6 +4,14 @@ Workers start in their own session, so a Ctrl-C in the terminal reaches only the
 asks the worker to stop (SIGTERM: finish the current sample, send what is complete) and keeps what
 was measured. On Linux a worker also dies with its parent (``PR_SET_PDEATHSIG``), so a parent killed
 with SIGKILL leaves no orphan measuring on, and competing with, the next run.
+
+A workload may fork or start helpers (``subprocess``, ``multiprocessing``). They share the worker's
+process group, and when the worker ends, however it ends, the whole group is killed with it: the
+group is killed while the worker is still a zombie, so its id cannot have been reused. Such a child
+also holds the worker's end of the pipe, so the end of the worker's output is not waited for: once
+the worker itself has exited, its group is killed and the output is read to its end or given up
+after ``PIPE_GRACE_S``. (A child that leaves the group with ``setsid`` escapes this; nothing short of
+a cgroup catches it.)
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ import json
 import os
 import queue
 import re
+import selectors
 import signal
 import subprocess
 import sys
@@ -25,6 +34,8 @@ from . import heartbeat
 #: How long a worker may take to import its library and open its device, however short the
 #: per-cell ``--timeout``: importing torch takes seconds, creating a CUDA context can take more.
 STARTUP_TIMEOUT_S = 120.0
+#: How long the output of a worker that has exited is read on, for a child that still holds it.
+PIPE_GRACE_S = 1.0
 
 
 class WorkerTimeout(Exception):
@@ -78,21 +89,35 @@ class WorkerProcess:
         self.board_path = log_path.with_suffix(".board")
         heartbeat.create(self.board_path)
         job = {**job, "board": str(self.board_path)}
-        self._log = open(log_path, "ab")
+        try:
+            # Never through a link planted in logs/: a log is written only inside the folder.
+            self._log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND
+                                          | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o666), "ab")
+        except OSError:
+            self.board_path.unlink(missing_ok=True)
+            raise
         # Several workers (retries after a crash) share a log: read back only this one's part.
-        self._log_start = self._log.tell()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "arraybench.worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            env=dict(env),
-            start_new_session=True,
-            preexec_fn=_child_setup(cpus),
-        )
+        self._log_start = self._log.seek(0, os.SEEK_END)
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "arraybench.worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._log,
+                env=dict(env),
+                start_new_session=True,
+                preexec_fn=_child_setup(cpus),
+            )
+        except BaseException:  # no process (out of memory, or of processes): nothing left behind
+            self._log.close()
+            self.board_path.unlink(missing_ok=True)
+            raise
         self._queue: queue.Queue[bytes | None] = queue.Queue()
+        # The reader sleeps in select() until the worker writes, or until close() wakes it.
+        self._wake_r, self._wake_w = os.pipe()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        self._exited_at: float | None = None
         assert self.proc.stdin is not None
         try:
             self.proc.stdin.write((json.dumps(job) + "\n").encode())
@@ -101,10 +126,41 @@ class WorkerProcess:
             pass
 
     def _read(self) -> None:
+        """Lines from the worker into the queue, then None at the end of its output (or at close)."""
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self._queue.put(line)
+        fd = self.proc.stdout.fileno()
+        pending = b""
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            selector.register(self._wake_r, selectors.EVENT_READ)
+            while True:
+                ready = {key.fd for key, _ in selector.select()}
+                if self._wake_r in ready:
+                    break
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                *lines, pending = (pending + chunk).split(b"\n")
+                for line in lines:
+                    self._queue.put(line + b"\n")
+        if pending:
+            self._queue.put(pending)
         self._queue.put(None)
+
+    def _exited(self) -> bool:
+        """Whether the worker itself has exited; it is left a zombie (not reaped), so that its
+        process group id stays its own until ``kill`` has killed the group."""
+        if self.proc.returncode is not None:
+            return True
+        if _waitid is None:
+            return self.proc.poll() is not None
+        try:
+            return _waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:
+            return True
 
     def current_cell(self) -> int:
         """The index (in the job's cells) of the cell the worker last said it was working on."""
@@ -131,11 +187,22 @@ class WorkerProcess:
             # none later than the moment the allowance runs out.
             now = time.monotonic()
             wait = max(0.01, min(1.0, last_progress + allowance - now))
+            if self._exited_at is not None:
+                wait = min(wait, 0.1)
             if deadline is not None:
                 wait = max(0.0, min(wait, deadline - now))
             try:
                 line = self._queue.get(timeout=wait)
             except queue.Empty:
+                if self._exited():
+                    # The worker is gone but its output has not ended: a child it started holds
+                    # the pipe. End the group; read what is left, then stop waiting for the end.
+                    if self._exited_at is None:
+                        self._exited_at = time.monotonic()
+                        self.kill()
+                    elif time.monotonic() - self._exited_at >= PIPE_GRACE_S:
+                        raise WorkerExited(self.proc.returncode, self.last_error_line())
+                    continue
                 beat = heartbeat.read(self.board_path)
                 now = time.monotonic()
                 if deadline is not None and now >= deadline:
@@ -160,18 +227,18 @@ class WorkerProcess:
 
     def request_stop(self) -> None:
         """Ask the worker to stop after its current sample and send what it has completed."""
-        if self.proc.poll() is None:
+        if not self._exited():
             try:
-                self.proc.send_signal(signal.SIGTERM)
+                os.kill(self.proc.pid, signal.SIGTERM)  # not Popen.send_signal: it would reap
             except ProcessLookupError:
                 pass
 
     def _wait_exit(self) -> int | None:
-        try:
-            return self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            return self.proc.returncode
+        deadline = time.monotonic() + 10
+        while not self._exited() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.kill()  # whatever it left behind goes with it
+        return self.proc.returncode
 
     def last_error_line(self) -> str:
         """What this worker last said on stderr: where it crashed, or its last error line."""
@@ -185,30 +252,38 @@ class WorkerProcess:
         return crash_site(data) or last_error(data)
 
     def kill(self) -> None:
-        """Stop the worker and anything it started."""
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                self.proc.kill()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
+        """Stop the worker and everything in its process group (what its workloads started)."""
+        if self.proc.returncode is not None:
+            return  # reaped: its group was killed before that, here
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            self.proc.kill()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
 
     def close(self) -> None:
-        """Wait for a normal exit (killing it if it lingers) and release resources."""
+        """Wait for a normal exit (killing it if it lingers), end its group, release resources."""
         deadline = time.monotonic() + 10
-        while self.proc.poll() is None and time.monotonic() < deadline:
+        while not self._exited() and time.monotonic() < deadline:
             time.sleep(0.01)
         self.kill()
+        os.write(self._wake_w, b"x")  # the reader stops even if a stray child holds the pipe
+        self._reader.join(timeout=5)
+        os.close(self._wake_w)
+        if not self._reader.is_alive():
+            os.close(self._wake_r)
+            if self.proc.stdout is not None:
+                self.proc.stdout.close()
         self._log.close()
         try:
             self.board_path.unlink()
         except OSError:
             pass
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
 
 
 def last_error(text: str) -> str:
@@ -250,6 +325,10 @@ def crash_site(text: str) -> str:
 
     chosen = next((m for m in frames if not library(m["file"])), frames[0])
     return f"at {chosen['file']}:{chosen['line']} in {chosen['func']}"
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_waitid = getattr(os, "waitid", None)
 
 
 def _child_setup(cpus: list[int] | None) -> Callable[[], None]:

@@ -100,7 +100,7 @@ def test_the_api_treats_replicates_alone_as_a_fixed_count():
     ("5:3", "MAX must be at least MIN"),
     ("0", "must be at least 1"),
     ("lots", "not a whole number"),
-    ("3:200", "at most 100 processes"),
+    ("3:2000", "--processes must be at most 1000, not 2000"),
 ])
 def test_bad_processes_get_one_line_and_status_2(value, message, tmp_path: Path):
     result = run_cli("run", "--processes", value, "--backends", "numpy", "-o", str(tmp_path / "o"))

@@ -125,6 +125,11 @@ class Comparison:
         return [c for c in self.changes
                 if c.verdict == SLOWER and c.ratio is not None and c.ratio > 1 + limit]
 
+    def broken(self) -> list[CellChange]:
+        """Cells valid in the base run that the new run got wrong or could not run (ok → wrong,
+        ok → failed): worse than any slowdown, and what a CI gate must never pass."""
+        return [c for c in self.changes if is_valid(c.base) and c.new.status in ("failed", "wrong")]
+
     def summary(self) -> str:
         """One sentence: the geometric mean and the counts."""
         counts = self.counts()

@@ -9,6 +9,8 @@ from typing import Any
 
 from rich.console import Console
 
+from ..errors import printable
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("list", help="list workloads, their sizes and what each measures")
@@ -55,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
 
     entries, errors = catalog(args.workload_files)
     for error in errors:
-        print(f"arraybench: {error}", file=sys.stderr)
+        print(f"arraybench: {printable(error)}", file=sys.stderr)
     if args.json:
         print(json.dumps(entries, indent=1))
         return 1 if errors else 0
@@ -74,8 +76,10 @@ def main(args: argparse.Namespace) -> int:
             f"{k}: {format_rate(w['flops'], 'FLOP')}, {format_rate(w['bytes'], 'B')}"
             for k, w in e["work_float64"].items()) or "—"
         check = e["check"] + (" (gradient)" if e["gradient"] else "")
-        description = escape(e["description"]) + ("" if e["source"] == "builtin" else f"\n[dim]{escape(e['source'])}[/]")
-        table.add_row(e["name"], description, sizes, work, check)
+        # A workload file is anyone's text: its escape sequences must not reach the terminal.
+        description = escape(printable(e["description"])) + (
+            "" if e["source"] == "builtin" else f"\n[dim]{escape(printable(e['source']))}[/]")
+        table.add_row(escape(printable(e["name"])), description, sizes, work, check)
     console.print(table)
     groups = "; ".join(f"{g} = {', '.join(ws)}" for g, ws in GROUPS.items())
     console.print(f"[dim]Groups for --workloads: {groups}[/]")

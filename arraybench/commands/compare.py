@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..errors import SaveError, one_line
 from .argtypes import fraction, percent
 
 
@@ -29,7 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"false discovery rate over all cells (default: {DEFAULT_ALPHA})")
     p.add_argument("--fail-above", type=percent, default=None, metavar="PERCENT",
                    help="exit with status 1 if any cell is significantly slower by more than this "
-                        "(e.g. 10%%), to gate a CI job")
+                        "(e.g. 10%%), went from ok to failed or wrong, or if no cell could be "
+                        "compared at all: a gate for a CI job")
     p.add_argument("--output-dir", "-o", metavar="DIR", default=None,
                    help="also write compare.svg and compare.md there")
     p.add_argument("--cross-machine", action="store_true",
@@ -73,20 +75,42 @@ def main(args: argparse.Namespace) -> int:
         from ..render.compare_plot import compare_plot
         from ..render.markdown import comparison_markdown
 
-        written = [write_atomic(out / "compare.md", comparison_markdown(comparison))]
-        plot = compare_plot(comparison, out / "compare.svg")
+        try:
+            written = [write_atomic(out / "compare.md", comparison_markdown(comparison))]
+            plot = compare_plot(comparison, out / "compare.svg")
+        except OSError as exc:
+            raise SaveError.from_os(exc) from None
         if plot is not None:
             written.append(plot)
         console.print("wrote " + ", ".join(str(p) for p in written))
     if args.fail_above is not None:
-        bad = comparison.slowdowns_above(args.fail_above)
-        if bad:
-            names = ", ".join(f"{c.new.workload} {c.new.size_label} {c.new.config_label} ({c.ratio:.3f})"
-                              for c in bad)
-            print(f"arraybench: {len(bad)} significant slowdown{'s' if len(bad) != 1 else ''} above "
-                  f"{args.fail_above:.0%}: {names}", file=sys.stderr)
-            return 1
+        return gate(comparison, args.fail_above)
     return 0
+
+
+def gate(comparison, limit: float) -> int:
+    """``--fail-above``: 1 (with a line on stderr per reason) when the new run must not pass."""
+    failed = False
+    bad = comparison.slowdowns_above(limit)
+    if bad:
+        names = ", ".join(f"{c.new.workload} {c.new.size_label} {c.new.config_label} ({c.ratio:.3f})"
+                          for c in bad)
+        print(f"arraybench: {len(bad)} significant slowdown{'s' if len(bad) != 1 else ''} above "
+              f"{limit:.0%}: {one_line(names)}", file=sys.stderr)
+        failed = True
+    broken = comparison.broken()
+    if broken:
+        names = ", ".join(f"{c.new.workload} {c.new.size_label} {c.new.config_label} ({c.new.status})"
+                          for c in broken)
+        many = len(broken) != 1
+        print(f"arraybench: {len(broken)} cell{'s that were' if many else ' that was'} ok in the base "
+              f"run broke in the new run: {one_line(names)}", file=sys.stderr)
+        failed = True
+    if not comparison.comparable:
+        print("arraybench: no cell could be compared (none was valid in both runs); "
+              "--fail-above passes nothing unseen", file=sys.stderr)
+        failed = True
+    return 1 if failed else 0
 
 
 def skipped_lines(comparison) -> list[str]:

@@ -27,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from .. import api, load_results
+    from ..errors import SaveError
     from ..outdir import prepare
     from ..render.tables import print_table
 
@@ -34,7 +35,10 @@ def main(args: argparse.Namespace) -> int:
     source_dir = results.output_dir or Path(".")
     out = prepare(args.output_dir or str(source_dir), overwrite=True)
     history = None if args.no_store else api.history_of_run(results, store_location(args) or True)
-    written = results.write_report(out, plots=not args.no_plots, history=history)
+    try:
+        written = results.write_report(out, plots=not args.no_plots, history=history)
+    except OSError as exc:  # a full disk, a folder where a report file goes: one line
+        raise SaveError.from_os(exc) from None
     if not args.quiet:
         console = Console()
         if not console.is_terminal and console.width < 120:

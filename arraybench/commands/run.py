@@ -1,7 +1,8 @@
 """``arraybench run``: measure workloads on every selected library and device.
 
 Exit status: 0 when every cell is ``ok`` or ``skipped``; 1 when some are ``failed`` or ``wrong``
-(the run itself went through, and says which and why); 2 for bad input, before anything is
+(the run itself went through, and says which and why), a worker died as it started, or a file
+could not be written (one line says which, and how to go on); 2 for bad input, before anything is
 measured or overwritten; 128 + the signal number when stopped by one (130 for Ctrl-C, 143 for
 SIGTERM), with what was measured saved and ``--resume`` to go on.
 """

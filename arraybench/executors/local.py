@@ -126,7 +126,7 @@ class LocalExecutor:
             except WorkerTimeout as exc:
                 worker.kill()
                 if not listener.ready:
-                    session.mark_unavailable(
+                    session.start_failed(
                         config, f"worker did not start within {max(timeout, STARTUP_TIMEOUT_S):g} s")
                     return
                 cell = blamed(exc.cell)
@@ -135,7 +135,9 @@ class LocalExecutor:
                         "failed", f"timed out after {timeout:g} s without progress (--timeout)"))
             except WorkerExited as exc:
                 if not listener.ready:
-                    session.mark_unavailable(config, f"worker could not start: {exc}")
+                    # Dead before it was ready: killed, or its library crashed on import. A library
+                    # that is merely absent says "unavailable" itself (handled by the listener).
+                    session.start_failed(config, f"worker could not start: {exc}")
                     return
                 cell = blamed(worker.current_cell())
                 if cell is not None:
@@ -146,6 +148,9 @@ class LocalExecutor:
                     for c in list(remaining.values()):
                         session.store(remaining.pop(c.key), index,
                                       Replicate.ended("failed", f"worker crashed: {exc}"))
+            except BaseException:
+                worker.kill()  # a journal that cannot be written, say: no worker outlives the run
+                raise
             finally:
                 worker.close()
             attempt += 1

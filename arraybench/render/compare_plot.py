@@ -6,16 +6,18 @@ from pathlib import Path
 
 from ..analysis.compare import FASTER, SLOWER, Comparison
 from ..analysis.grouping import size_text
-from .mpl import Figure, new_figure, save, styled
+from ..files import write_atomic
+from .mpl import Figure, drawn, new_figure, plain, styled
 
 _COLOURS = {FASTER: "#2e7d32", SLOWER: "#c62828"}
 _SAME = "#9e9e9e"
 
 
 def compare_plot(comparison: Comparison, path: Path) -> Path | None:
-    """Write ``compare_figure`` as an SVG; None when no cell could be compared."""
-    fig = compare_figure(comparison)
-    return None if fig is None else save(fig, path)
+    """Write ``compare_figure`` as an SVG; None when no cell could be compared (or the plot could
+    not be drawn: a ``PlotWarning`` says why)."""
+    svg = drawn(lambda: compare_figure(comparison), path.name)
+    return None if svg is None else write_atomic(path, svg)
 
 
 @styled
@@ -45,7 +47,7 @@ def compare_figure(comparison: Comparison) -> Figure | None:
         ax.text(1.01, y, f"{c.ratio:.3f}  {c.verdict}", transform=ax.get_yaxis_transform(),
                 va="center", fontsize=7, color=colour if c.verdict in _COLOURS else "#555555")
     ax.set_yticks(ys)
-    ax.set_yticklabels([f"{c.new.workload} {size_text(c.new)} · {c.new.config_label}" for c in cells],
+    ax.set_yticklabels([plain(f"{c.new.workload} {size_text(c.new)} · {c.new.config_label}") for c in cells],
                        fontsize=8)
     ax.set_xscale("log")
     lows = [c.ratio_low or c.ratio for c in cells] + [1 / (1 + t)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import io
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -19,7 +20,8 @@ from matplotlib.figure import Figure
 
 from ..files import write_atomic
 
-__all__ = ["Axes", "Figure", "PALETTE", "new_figure", "save", "styled"]
+__all__ = ["Axes", "Figure", "PALETTE", "PlotWarning", "drawn", "new_figure", "plain", "render_svg",
+           "save", "styled"]
 
 PALETTE = {
     "numpy": "#4c72b0",
@@ -55,12 +57,47 @@ def new_figure(figsize: tuple[float, float]) -> Figure:
     return Figure(figsize=figsize)
 
 
-def save(fig: Figure, path: Path) -> Path:
-    """Write an SVG atomically (as results.json is): a reader never sees half a plot."""
+def plain(text: object) -> str:
+    """Text from data (a workload's name, a machine's label) as matplotlib must show it: as is.
+
+    matplotlib reads text between two ``$`` as mathtext; a name holding ``$`` would be typeset,
+    or fail to parse and lose the plot. An escaped ``\\$`` is drawn as a plain ``$``.
+    """
+    return str(text).replace("$", r"\$")
+
+
+def render_svg(fig: Figure) -> str:
+    """The figure as SVG markup; drawing happens here, so a figure that cannot be drawn raises
+    here and not half way through writing a file."""
     buffer = io.StringIO()
     with matplotlib.rc_context(STYLE):
         fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
-    return write_atomic(path, buffer.getvalue())
+    return buffer.getvalue()
+
+
+class PlotWarning(UserWarning):
+    """A plot could not be drawn and was left out; every other file of the report was written."""
+
+
+def drawn(draw: Callable[[], Figure | None], name: str) -> str | None:
+    """The SVG of one plot; None when there is nothing to draw, or when drawing fails.
+
+    Records come from files anyone can edit, and matplotlib has more ways to refuse data than can
+    be checked beforehand (a log axis with nothing positive on it, a label it cannot typeset): one
+    plot that cannot be drawn costs only itself, with a ``PlotWarning`` naming it and why.
+    """
+    try:
+        fig = draw()
+        return None if fig is None else render_svg(fig)
+    except Exception as exc:  # see above: the report, the Markdown and the CSV must still be written
+        warnings.warn(PlotWarning(f"{name} could not be drawn ({type(exc).__name__}: "
+                                  f"{' '.join(str(exc).split())[:200]}); it is left out"), stacklevel=2)
+        return None
+
+
+def save(fig: Figure, path: Path) -> Path:
+    """Write an SVG atomically (as results.json is): a reader never sees half a plot."""
+    return write_atomic(path, render_svg(fig))
 
 
 def show_in_notebooks() -> None:

@@ -1,20 +1,23 @@
 """SVG plots: one per workload and size, and a summary per size label, as in the seed article.
 
 Valid times are bars with their 95% confidence interval; wrong, failed and skipped cells get an
-empty slot labelled with their status, never a bar that could be read as a time.
+empty slot labelled with their status, never a bar that could be read as a time. A plot that cannot
+be drawn all the same is left out with a ``PlotWarning``: the report, the Markdown and the CSV never
+depend on a plot.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ..analysis.grouping import (baselines, config_sort_key, grouped, is_valid, size_text,
                                  swept_workloads)
 from ..records import Record
 from ..units import format_seconds, time_unit
-from .mpl import PALETTE, Axes, Figure, new_figure, save, show_in_notebooks, styled
-from .naming import plot_file_name, safe, summary_file_name
+from ..files import write_atomic
+from .mpl import PALETTE, Axes, Figure, drawn, new_figure, plain, show_in_notebooks, styled
+from .naming import plot_file_name, summary_file_name, sweep_file_name
 from .roofline_plot import roofline_figure
 from .sweep_plot import sweep_figure
 
@@ -81,7 +84,7 @@ def case_figure(records: Sequence[Record]) -> Figure:
             ax.annotate(mark, (x, y), ha="center", va="bottom", fontsize=8, color="#b22222",
                         rotation=90)
     ax.set_xticks(xs)
-    ax.set_xticklabels([r.config_label for r in records], rotation=20, ha="right")
+    ax.set_xticklabels([plain(r.config_label) for r in records], rotation=20, ha="right")
     if log:
         ax.set_yscale("log")
         # Room above the tallest bar for its two-line label, which would otherwise hit the title.
@@ -89,7 +92,7 @@ def case_figure(records: Sequence[Record]) -> Figure:
     else:
         ax.set_ylim(0, top * 1.3 if top > 0 else 1)
     ax.set_ylabel(f"time per call ({unit}), lower is better")
-    ax.set_title(f"{first.workload} — {size_text(first)}, {first.dtype}")
+    ax.set_title(plain(f"{first.workload} — {size_text(first)}, {first.dtype}"))
     _note(ax, "bar: median · whisker: 95% CI of the median · hatched: GPU")
     return fig
 
@@ -106,6 +109,8 @@ def summary_figure(records: Sequence[Record], size_label: str) -> Figure | None:
         for r in group:
             configs.setdefault(config_sort_key(r), r)
     ordered = sorted(configs.values(), key=config_sort_key)
+    if not any(is_valid(r) for g in groups.values() for r in g):
+        return None  # nothing at this size has a time: a log axis would have nothing to show
     relative = all(b is not None for g in groups.values() for b in baselines(g).values())
     fig = new_figure((max(7.0, 1.7 * len(groups) + 3), 4.6))
     ax = fig.subplots()
@@ -134,9 +139,9 @@ def summary_figure(records: Sequence[Record], size_label: str) -> Figure | None:
         bottom = 1.0 if relative else 0.0
         ax.bar(xs, [y - bottom for y in ys], bottom=bottom, width=width * 0.95, color=_colour(cfg),
                hatch=_hatch(cfg), edgecolor="white", linewidth=0.5,
-               label=cfg.config_label + (" (the baseline, 1×)" if relative and _is_baseline(cfg) else ""))
+               label=plain(cfg.config_label) + (" (the baseline, 1×)" if relative and _is_baseline(cfg) else ""))
     ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels([w for (w, _) in groups])
+    ax.set_xticklabels([plain(w) for (w, _) in groups])
     ax.set_yscale("log")
     if relative:
         ax.axhline(1.0, color="#333333", lw=0.8)
@@ -144,7 +149,7 @@ def summary_figure(records: Sequence[Record], size_label: str) -> Figure | None:
     else:
         ax.set_ylabel("time per call (s, log), lower is better")
     dtype = next(iter(groups.values()))[0].dtype
-    ax.set_title(f"Summary — {size_label} sizes, {dtype}")
+    ax.set_title(plain(f"Summary — {size_label} sizes, {dtype}"))
     ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     _note(ax, "× : failed or wrong result (see the table) · hatched: GPU")
     return fig
@@ -154,22 +159,24 @@ def write_plots(records: Iterable[Record], out_dir: Path) -> list[Path]:
     """Every case plot, the summaries for the seed's size labels, a sweep plot per workload
     measured at three sizes or more, and the roofline; returns the files written."""
     records = list(records)
-    written: list[Path] = []
     swept = set(swept_workloads(records))
+    plots: list[tuple[Callable[[], Figure | None], str]] = []
     for (workload, label), group in grouped(records).items():
         if not _shown(group) or (workload in swept and not label.isidentifier()):
             continue  # a sweep's numbered sizes are drawn together, in its sweep plot
-        written.append(save(case_figure(group), out_dir / plot_file_name(workload, label)))
-    figures: list[tuple[Figure | None, str]] = [
-        (sweep_figure(records, workload), f"sweep_{safe(workload)}.svg") for workload in swept]
-    figures.append((roofline_figure(records), "roofline.svg"))
+        plots.append((lambda group=group: case_figure(group), plot_file_name(workload, label)))
+    plots += [(lambda w=workload: sweep_figure(records, w), sweep_file_name(workload))
+              for workload in swept]
+    plots.append((lambda: roofline_figure(records), "roofline.svg"))
     for label in ("small", "large"):
         measured = [r for r in records if r.size_label == label]
         if measured:
-            figures.append((summary_figure(measured, label), summary_file_name(label)))
-    for fig, name in figures:
-        if fig is not None:
-            written.append(save(fig, out_dir / name))
+            plots.append((lambda m=measured, s=label: summary_figure(m, s), summary_file_name(label)))
+    written: list[Path] = []
+    for draw, name in plots:
+        svg = drawn(draw, name)
+        if svg is not None:  # a file that cannot be written is not a drawing problem: it raises
+            written.append(write_atomic(out_dir / name, svg))
     return written
 
 

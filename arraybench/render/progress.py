@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from ..errors import printable
 from ..measurement import Replicate
 from ..plan import Cell
 from ..records import Record
@@ -100,7 +101,7 @@ def live_line(r: Record) -> str:
         warn = " [yellow](!)[/]" if r.warnings else ""
         return f"[green]✓[/] {escape(head)}  {format_seconds(r.median_s)} {ci_text(r)}{warn}"
     colour = "red" if r.status in ("failed", "wrong") else "dim"
-    return f"[{colour}]✗ {escape(head)}  {r.status}: {escape(r.reason)}[/]"
+    return f"[{colour}]✗ {escape(printable(head))}  {r.status}: {escape(printable(r.reason))}[/]"
 
 
 class QuietReporter(Reporter):

@@ -8,7 +8,7 @@ from ..analysis.grouping import config_sort_key, is_valid
 from ..analysis.roofline import ceiling_key, ceilings
 from ..records import Record
 from ..units import format_rate
-from .mpl import PALETTE, Figure, new_figure, styled
+from .mpl import PALETTE, Figure, new_figure, plain, styled
 
 
 @styled
@@ -28,17 +28,17 @@ def roofline_figure(records: Sequence[Record]) -> Figure | None:
         lo, hi = min(intensities) / 4, max(intensities) * 4
         xs = [lo * (hi / lo) ** (i / 100) for i in range(101)]
         ax.plot(xs, [min(c.peak_flops, x * c.bandwidth) / 1e9 for x in xs], color="#333333", lw=1.5)
-        ax.annotate(f"peak {format_rate(c.peak_flops, 'FLOP/s')} ({c.peak_by})", (c.ridge, c.peak_flops / 1e9),
+        ax.annotate(plain(f"peak {format_rate(c.peak_flops, 'FLOP/s')} ({c.peak_by})"), (c.ridge, c.peak_flops / 1e9),
                     xytext=(-4, 6), textcoords="offset points", ha="right", va="bottom", fontsize=8)
-        ax.annotate(f"bandwidth {format_rate(c.bandwidth, 'B/s')} ({c.bandwidth_by})",
+        ax.annotate(plain(f"bandwidth {format_rate(c.bandwidth, 'B/s')} ({c.bandwidth_by})"),
                     (lo * 1.2, lo * 1.2 * c.bandwidth / 1e9), rotation=0, fontsize=8, va="bottom")
         seen: set[str] = set()
         for r in sorted(points, key=config_sort_key):
-            label = r.config_label if r.config_label not in seen else None
+            label = plain(r.config_label) if r.config_label not in seen else None
             seen.add(r.config_label)
             ax.scatter(r.flops / r.bytes, r.flops / r.median_s / 1e9, color=PALETTE.get(r.backend, "#8172b2"),
                        marker="s" if r.device == "gpu" else "o", s=22, label=label, zorder=3)
-            ax.annotate(f"{r.workload} {r.size_label}", (r.flops / r.bytes, r.flops / r.median_s / 1e9),
+            ax.annotate(plain(f"{r.workload} {r.size_label}"), (r.flops / r.bytes, r.flops / r.median_s / 1e9),
                         xytext=(3, 2), textcoords="offset points", fontsize=6, color="#555555")
         ax.set_xscale("log")
         ax.set_yscale("log")

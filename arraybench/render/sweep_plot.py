@@ -11,7 +11,7 @@ from typing import Sequence
 from ..analysis.crossover import crossovers
 from ..analysis.grouping import config_sort_key, is_valid
 from ..records import Record
-from .mpl import PALETTE, Figure, new_figure, styled
+from .mpl import PALETTE, Figure, new_figure, plain, styled
 
 
 def _is_transfer(records: Sequence[Record]) -> bool:
@@ -44,7 +44,7 @@ def sweep_figure(records: Sequence[Record], workload: str) -> Figure | None:
             hi = [r.ci_high_s or r.median_s for r in rs]
         colour = PALETTE.get(rs[0].backend, "#8172b2")
         style = "--" if rs[0].device == "gpu" else (":" if rs[0].mode != "latency" else "-")
-        ax.plot(xs, ys, style, marker=markers[i % len(markers)], ms=4, color=colour, label=rs[0].config_label)
+        ax.plot(xs, ys, style, marker=markers[i % len(markers)], ms=4, color=colour, label=plain(rs[0].config_label))
         ax.fill_between(xs, lo, hi, color=colour, alpha=0.15, linewidth=0)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -54,11 +54,11 @@ def sweep_figure(records: Sequence[Record], workload: str) -> Figure | None:
     else:
         ax.set_ylabel("time per call (s, log), lower is better")
     dtype = mine[0].dtype
-    ax.set_title(f"{workload} across sizes, {dtype}")
+    ax.set_title(plain(f"{workload} across sizes, {dtype}"))
     for c in crossovers(mine):
         if c.kind == "from" and c.b.startswith("NumPy CPU") and c.size:
             ax.axvline(c.size, color="#777777", lw=0.8, ls=":")
-            ax.annotate(f"{c.a} ahead\nfrom n≈{c.size:,.0f}", (c.size, ax.get_ylim()[1]), xytext=(3, -3),
+            ax.annotate(plain(f"{c.a} ahead\nfrom n≈{c.size:,.0f}"), (c.size, ax.get_ylim()[1]), xytext=(3, -3),
                         textcoords="offset points", fontsize=7, va="top", color="#444444")
     ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(True, which="major", alpha=0.25)

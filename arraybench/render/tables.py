@@ -12,6 +12,7 @@ from rich.text import Text
 from ..analysis.grouping import baselines, grouped, is_valid, size_text, winner
 from ..analysis.rates import achieved
 from ..analysis.roofline import ceilings, share
+from ..errors import printable
 from ..records import Record
 from ..units import format_rate, format_seconds
 
@@ -134,7 +135,7 @@ def results_table(records: Iterable[Record]) -> Group:
                 style=style,
                 end_section=(i == len(group) - 1 and n < len(groups) - 1),
             )
-    footer = [Text.from_markup(f"[dim][{i}] {escape(t)}[/]") for i, t in enumerate(notes.texts, 1)]
+    footer = [Text.from_markup(f"[dim][{i}] {escape(printable(t))}[/]") for i, t in enumerate(notes.texts, 1)]
     for (backend, device), reason in unavailable.items():
         footer.append(Text.from_markup(f"[dim]not run: {escape(config_name(backend, device))}: {escape(reason)}[/]"))
     return Group(table, *footer)

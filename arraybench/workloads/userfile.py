@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Iterator
 
 from ..errors import UsageError
 from ..tracebacks import describe_exception
@@ -83,7 +86,11 @@ def import_workload_file(path: str | Path) -> list[str]:
         return WorkloadFileError(f"workload file {path}: {message}")
 
     try:
-        spec.loader.exec_module(module)
+        with _exits_raise():
+            spec.loader.exec_module(module)
+    except _ExitAtImport as exc:
+        raise fail(f"called {exc} at import, which would end arraybench itself; guard script "
+                   "code with `if __name__ == '__main__':`") from None
     except SyntaxError as exc:
         where = f"{exc.filename}:{exc.lineno}: {(exc.text or '').strip()}"
         raise fail(f"SyntaxError: {exc.msg} [at {where}]") from None
@@ -106,6 +113,40 @@ def import_workload_file(path: str | Path) -> list[str]:
                    "@arraybench.workload)")
     module.__arraybench_workloads__ = added  # type: ignore[attr-defined]
     return added
+
+
+class _ExitAtImport(BaseException):
+    """``os._exit`` or ``os.abort`` called by a workload file as it was imported."""
+
+
+@contextmanager
+def _exits_raise() -> Iterator[None]:
+    """While a workload file is imported, ``os._exit`` and ``os.abort`` raise instead of ending the
+    process: they pass every handler, so a file calling one at import would end the run (or the
+    worker) without a word. A child the file forks still exits for real. No bytecode is cached
+    beside the file either."""
+    importer = os.getpid()
+    real_exit, real_abort = os._exit, os.abort
+    # And no __pycache__ beside the user's file: a run writes only into its output folder.
+    writes_bytecode = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
+
+    def _exit(status: int) -> Any:
+        if os.getpid() != importer:
+            real_exit(status)
+        raise _ExitAtImport(f"os._exit({status!r})")
+
+    def _abort() -> Any:
+        if os.getpid() != importer:
+            real_abort()
+        raise _ExitAtImport("os.abort()")
+
+    os._exit, os.abort = _exit, _abort  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        os._exit, os.abort = real_exit, real_abort  # type: ignore[assignment]
+        sys.dont_write_bytecode = writes_bytecode
 
 
 def load_files(paths: list[str]) -> LoadedFiles:

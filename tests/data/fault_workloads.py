@@ -7,6 +7,9 @@ the first call, the warm-up, the calibration and the correctness check have all 
 
 The reference of every workload is ``x * 2.0``; the well-behaved ones compute just that.
 The test copies this file into a temporary folder; files it writes go next to the copy.
+
+A worker (not the parent, which imports this file to plan) kills itself with SIGKILL while it
+starts, as it imports this file, when ``kill_worker_at_start`` exists next to the copy.
 """
 
 import ctypes
@@ -23,6 +26,10 @@ import arraybench
 
 HERE = Path(__file__).resolve().parent
 SIZES = {"small": 64}
+
+if (HERE / "kill_worker_at_start").exists() and sys.modules["__main__"].__spec__ is not None \
+        and sys.modules["__main__"].__spec__.name == "arraybench.worker":
+    os.kill(os.getpid(), signal.SIGKILL)  # dies before it has said it is ready
 
 
 def _inputs(n, rng):
@@ -107,6 +114,68 @@ def oom_sampling(xp, x):
     if xp is np and _sampling():
         return np.empty(10**15)
     return x * 2.0
+
+
+# -- stray processes, full disks, errors ---------------------------------------------------------
+@_define
+def forks(xp, x):
+    """Under NumPy, once per worker: forks a child that keeps the worker's pipe open, and starts
+    a helper with subprocess; both sleep for ten minutes. Their pids go to ``stray_pids.txt``."""
+    mark = HERE / f"forked_{os.getpid()}"
+    if xp is np and not mark.exists():
+        mark.write_text("")
+        child = os.fork()
+        if child == 0:
+            time.sleep(600)
+            os._exit(0)
+        import subprocess
+
+        helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        with open(HERE / "stray_pids.txt", "a") as f:
+            f.write(f"{child}\n{helper.pid}\n")
+    return x * 2.0
+
+
+def _fill(folder: str) -> None:
+    if os.environ.get("FAULT_FILL_KIND") == "inodes":  # every inode: no new file, but appends go on
+        i = 0
+        try:
+            while True:
+                open(os.path.join(folder, f"filler-{i}"), "x").close()
+                i += 1
+        except OSError:
+            return
+    fd = os.open(os.path.join(folder, "filler"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError:
+        pass  # full
+    finally:
+        os.close(fd)
+
+
+@_define
+def fill_disk(xp, x):
+    """Under NumPy, in the second worker process to call it, fills the file system of the folder
+    named by ``$FAULT_FILL`` (a small tmpfs) with ``filler``, once: what that worker measured can
+    then not be journalled. With ``$FAULT_FILL_KIND=inodes`` it takes every inode instead: the
+    journal still grows, but no new file (results.json, the report) can be made."""
+    target = os.environ.get("FAULT_FILL")
+    if xp is np and target and not (HERE / "filled").exists():
+        mine = HERE / f"fill_seen_{os.getpid()}"
+        if not mine.exists():
+            mine.write_text("")
+        if any(p != mine for p in HERE.glob("fill_seen_*")):
+            _fill(target)
+            (HERE / "filled").write_text("")
+    return x * 2.0
+
+
+@_define
+def always_raises(xp, x):
+    """Fails in every library: no result at this size is valid."""
+    raise RuntimeError("this workload always fails")
 
 
 # -- well-behaved ----------------------------------------------------------------------------------

@@ -1,0 +1,140 @@
+"""Files read back from disk, taken as untrusted input: ``results.json``, the journal.
+
+Anyone can hand ``arraybench report`` a file, and a results file travels (mailed, committed,
+downloaded from CI). So a path must be a regular file (a named pipe would block the read forever,
+``/dev/zero`` would fill the memory), the JSON must be plain (nested no deeper than arraybench
+ever writes, whole numbers that fit in 64 bits, no NaN or Infinity), and the environment must have
+the shape the reports read. Each check fails with one line; none needs the file to be trusted.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import math
+import os
+import stat
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import schema
+
+#: arraybench nests its files about six deep; anything far deeper is not one of them.
+MAX_DEPTH = 64
+#: A results file or journal beyond this is not one of ours (the largest real ones are MBs).
+MAX_BYTES = 1 << 30
+_INT_LIMIT = 2**63
+
+
+class NotRegularFile(OSError):
+    """A path that is a named pipe, a device or a socket: reading it could block or never end."""
+
+
+def read_regular(path: str | os.PathLike[str], *, follow_links: bool = True) -> bytes:
+    """The bytes of a regular file.
+
+    Raises ``FileNotFoundError``, ``IsADirectoryError``, ``NotRegularFile``, or ``OSError``
+    (``ELOOP`` for a link when ``follow_links`` is False, ``EFBIG`` beyond ``MAX_BYTES``).
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow_links:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    # O_NONBLOCK: opening a named pipe must not wait for a writer; the file type is checked next.
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "is a folder", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(errno.EINVAL, "is not a regular file (a named pipe, a device or "
+                                 "a socket)", str(path))
+        if os.fstat(fd).st_size > MAX_BYTES:
+            raise OSError(errno.EFBIG, f"is larger than {MAX_BYTES >> 20} MiB", str(path))
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+class NotPlainJson(ValueError):
+    """JSON that parsed but is not as arraybench writes it; the message says why."""
+
+
+def _no_constant(name: str) -> Any:
+    raise NotPlainJson(f"holds {name}, which JSON does not allow")
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > 19 or abs(int(text)) >= _INT_LIMIT:
+        raise NotPlainJson(f"holds the number {text[:20]}{'…' if len(text) > 20 else ''}, "
+                           "too large to be a measurement")
+    return int(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise NotPlainJson(f"holds the number {text[:20]}, beyond any float")
+    return value
+
+
+def loads(text: str) -> Any:
+    """``json.loads``, refusing NaN, Infinity, whole numbers beyond 64 bits and deep nesting.
+
+    Raises ``NotPlainJson`` for those, ``json.JSONDecodeError`` for text that is not JSON.
+    """
+    try:
+        data = json.loads(text, parse_constant=_no_constant, parse_int=_bounded_int,
+                          parse_float=_finite_float)
+    except RecursionError:
+        raise NotPlainJson(f"is nested too deeply (more than {MAX_DEPTH} levels)") from None
+    if too_deep(data):
+        raise NotPlainJson(f"is nested too deeply (more than {MAX_DEPTH} levels)")
+    return data
+
+
+def too_deep(data: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether lists and objects in ``data`` nest deeper than ``limit`` (checked without recursion)."""
+    stack = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth >= limit:
+                return True
+            items = value.values() if isinstance(value, dict) else value
+            stack.extend((v, depth + 1) for v in items if isinstance(v, (dict, list)))
+    return False
+
+
+@dataclass
+class EnvironmentShape:
+    """The containers of a run's environment that the reports iterate over; scalars are shown as
+    text whatever they are, so only these must have the right shape. Other keys are free."""
+
+    gpus: list[dict[str, Any]] = field(default_factory=list)
+    libraries: dict[str, Any] = field(default_factory=dict)
+    thread_env: dict[str, Any] = field(default_factory=dict)
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    backends: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Multi-machine results: each machine's own environment.
+    machines: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def check_environment(env: Any, where: str = "environment") -> None:
+    """``schema.SchemaError`` naming the entry when ``env`` is not an object of the right shape.
+
+    ``None`` is allowed wherever the reports already treat a missing entry as empty.
+    """
+    if not isinstance(env, dict):
+        raise schema.SchemaError(f"{where}: expected an object, got {type(env).__name__}")
+    present = {k: v for k, v in env.items() if v is not None}
+    schema.from_json(EnvironmentShape, present, where=where)
+    for label, machine in (present.get("machines") or {}).items():
+        check_environment({k: v for k, v in machine.items() if k != "machines"},
+                          f"{where}.machines.{label}")
+
