@@ -31,10 +31,11 @@ from .reporter import Reporter
 from .results import Results
 from .session import Interrupted
 from .workloads.definition import Work, Workload, workload
+from .workloads.inputs import fixed
 
 __all__ = [
     "Check", "Interrupted", "Record", "Replicate", "Reporter", "Results", "ResultsError",
-    "RunOptions", "UsageError", "Work", "Workload", "compare", "load_results", "numerics",
+    "RunOptions", "UsageError", "Work", "Workload", "compare", "fixed", "load_results", "numerics",
     "resume", "run", "sweep", "workload",
 ]
 

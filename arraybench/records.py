@@ -15,6 +15,7 @@ from .errors import ResultsError
 from .measurement import Gradient, Replicate, Status
 from .options import Dtype, Mode
 from .plan import Cell, cell_key
+from .workloads.params import ParamValue, text as params_text
 
 _NON_NEGATIVE = {"min": 0}
 
@@ -64,24 +65,27 @@ class Record:
     machine: str = ""
     #: What each worker process measured; the statistics above are derived from these.
     replicates: list[Replicate] = field(default_factory=list)
+    # -- issue 14 --
+    #: The workload's settings (time steps, a mode's name): part of the cell, like the size.
+    params: dict[str, ParamValue] = field(default_factory=dict)
 
     @classmethod
     def for_cell(cls, cell: Cell, status: Status = "skipped", reason: str = "") -> "Record":
         """An empty record of a cell (nothing measured yet)."""
         return cls(workload=cell.workload, size_label=cell.size_label, size=cell.size,
                    backend=cell.backend, device=cell.device, dtype=cell.dtype, mode=cell.mode,
-                   status=status, reason=reason, transfer=cell.transfer)
+                   status=status, reason=reason, transfer=cell.transfer, params=dict(cell.params))
 
     @property
     def cell(self) -> Cell:
         return Cell(self.workload, self.size_label, self.size, self.backend, self.device, self.dtype,
-                    self.mode, self.transfer)
+                    self.mode, self.transfer, dict(self.params))
 
     @property
     def key(self) -> str:
         """The key of the cell this record measures (``plan.cell_key``)."""
         return cell_key(self.workload, self.size_label, self.backend, self.device, self.dtype,
-                        self.mode, self.transfer)
+                        self.mode, self.transfer, self.params)
 
     @property
     def samples_s(self) -> list[float]:
@@ -126,6 +130,8 @@ class Record:
                 value = ";".join(repr(v) for v in value)
             elif f.name in ("output_errors", "output_names"):
                 value = ";".join("" if v is None else str(v) for v in value)
+            elif f.name == "params":
+                value = params_text(value)
             row[f.name] = value
         return schema.to_json(row)
 
