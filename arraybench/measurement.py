@@ -51,6 +51,11 @@ class Replicate:
     #: Per output, when the workload returns several.
     output_errors: list[float | None] = field(default_factory=list, metadata=_NON_NEGATIVE)
     output_names: list[str] = field(default_factory=list)
+    # -- issue 14: inputs the workload changes in place --
+    #: Inputs restored before every timed call, outside the timer (``mutates=``, or found changed).
+    restored: list[str] = field(default_factory=list)
+    #: Restoring before every call: the clock reads per call the timer subtracted, in seconds.
+    restore_overhead_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
 
     @classmethod
     def ended(cls, status: Status, reason: str) -> "Replicate":

@@ -85,6 +85,21 @@ class CupyBackend(Backend):
     def to_numpy(self, x: Any) -> np.ndarray:
         return cupy.asnumpy(x)
 
+    def clone(self, x: Any) -> Any:
+        return x.copy() if isinstance(x, cupy.ndarray) else super().clone(x)
+
+    def copy_into(self, dst: Any, src: Any) -> None:
+        if isinstance(dst, cupy.ndarray):
+            cupy.copyto(dst, src)
+        else:
+            super().copy_into(dst, src)
+
+    def memory_range(self, x: Any) -> tuple[int, int] | None:
+        if not isinstance(x, cupy.ndarray):
+            return super().memory_range(x)
+        mem = x.data.mem  # the allocation: views of one array share it
+        return (mem.ptr, mem.ptr + mem.size) if mem is not None else None
+
     def device_timer(self):
         return CudaEvents(cupy.cuda.Event, cupy.cuda.get_elapsed_time)
 
