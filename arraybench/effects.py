@@ -63,9 +63,15 @@ def look(backend: "Backend", wl: Workload, arrays: Sequence[Any], pristine: Sequ
     ``pristine``: host copies of the inputs as they were before the call (never passed to it).
     ``watch``: compare the undeclared inputs with them (off where inputs cannot change).
     """
-    produced = wl.result_of(result, list(arrays))
     names = input_names(wl, len(arrays))
     declared = set(wl.mutated_positions(len(arrays)))
+    changed: tuple[int, ...] = ()
+    if watch:
+        changed = tuple(i for i, (a, p) in enumerate(zip(arrays, pristine))
+                        if i not in declared and _changed(backend, a, p))
+    produced = wl.result_of(result, list(arrays))
+    if produced is None and changed:  # in-place code that forgot mutates=: what it changed
+        produced = arrays[changed[0]] if len(changed) == 1 else tuple(arrays[i] for i in changed)
     outputs = list(produced) if isinstance(produced, (tuple, list)) else [produced]
     aliased = sorted({i for out in outputs for i, a in enumerate(arrays)
                       if _is_array(out) and _is_array(a) and _shares(backend, out, a)})
@@ -74,22 +80,19 @@ def look(backend: "Backend", wl: Workload, arrays: Sequence[Any], pristine: Sequ
         # A later call (or the restoring of a changed input) would change what is judged.
         host = _copied(host)
     notes = []
-    views = [i for i in aliased if i not in declared]
-    if views and wl.namespace != "backend":  # interop workloads share memory by design
-        which = ", ".join(repr(names[i]) for i in views)
-        notes.append(f"the result shares memory with input {which} (a view of it, or the input "
-                     "itself): it was copied before it was checked, and its time is that of "
-                     "making the view, not of computing new values")
-    changed: tuple[int, ...] = ()
-    if watch:
-        changed = tuple(i for i, (a, p) in enumerate(zip(arrays, pristine))
-                        if i not in declared and _changed(backend, a, p))
     if changed:
         which = ", ".join(repr(names[i]) for i in changed)
         declare = ", ".join(repr(names[i]) for i in sorted(declared | set(changed)))
         notes.append(f"the call changes its input {which} in place, which mutates= does not "
                      f"declare: it was restored before every timed call; declare it in "
                      f"@workload(mutates=({declare},))")
+    # Returning the input it updates is what in-place code does; a view of any other input is news.
+    views = [i for i in aliased if i not in declared and i not in changed]
+    if views and wl.namespace != "backend":  # interop workloads share memory by design
+        which = ", ".join(repr(names[i]) for i in views)
+        notes.append(f"the result shares memory with input {which} (a view of it, or the input "
+                     "itself): it was copied before it was checked, and its time is that of "
+                     "making the view, not of computing new values")
     return FirstCall(host, dtype_of(backend, produced), changed, notes)
 
 
