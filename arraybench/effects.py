@@ -57,18 +57,15 @@ class FirstCall:
 
 
 def look(backend: "Backend", wl: Workload, arrays: Sequence[Any], pristine: Sequence[Any],
-         result: Any, *, watch: bool = True) -> FirstCall:
+         result: Any) -> FirstCall:
     """Inspect the first call: its result (``result``) and its inputs (``arrays``) after it ran.
 
     ``pristine``: host copies of the inputs as they were before the call (never passed to it).
-    ``watch``: compare the undeclared inputs with them (off where inputs cannot change).
     """
     names = input_names(wl, len(arrays))
     declared = set(wl.mutated_positions(len(arrays)))
-    changed: tuple[int, ...] = ()
-    if watch:
-        changed = tuple(i for i, (a, p) in enumerate(zip(arrays, pristine))
-                        if i not in declared and _changed(backend, a, p))
+    changed = tuple(i for i, (a, p) in enumerate(zip(arrays, pristine))
+                    if i not in declared and _changed(backend, a, p))
     produced = wl.result_of(result, list(arrays))
     if produced is None and changed:  # in-place code that forgot mutates=: what it changed
         produced = arrays[changed[0]] if len(changed) == 1 else tuple(arrays[i] for i in changed)

@@ -274,15 +274,13 @@ def _look_at_first_call(backend: Backend, wl: Workload, timer: Timer, bound: Bou
 
 
 def _restore(backend: Backend, timer: Timer, bound: Bound, arrays: tuple[Any, ...],
-             host: tuple[Any, ...], positions: Sequence[int], settings: TimerSettings) -> FreshInputs | None:
+             host: tuple[Any, ...], positions: Sequence[int], settings: TimerSettings) -> None:
     """Give the timer fresh copies of the inputs at ``positions`` that can change (not JAX's)."""
     mutable = [i for i in positions
                if isinstance(arrays[i], (np.ndarray, list)) or backend.mutable_arrays]
-    if not mutable:
-        return None
-    timer.fresh = fresh_inputs(backend, bound.args, bound.prefix, arrays, host, mutable,
-                               settings.restore, settings.pool_bytes)
-    return timer.fresh
+    if mutable:
+        timer.fresh = fresh_inputs(backend, bound.args, bound.prefix, arrays, host, mutable,
+                                   settings.restore, settings.pool_bytes)
 
 
 def measure_cell(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,

@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -111,6 +112,20 @@ def arraybench_run(tmp: Path, n: int, seed: int) -> float:
     return rec["median_s"]
 
 
+#: ``--max-load``: before each round, wait (up to ``MAX_WAIT_S``) for the load average to fall below it.
+MAX_LOAD: float | None = None
+MAX_WAIT_S = 600.0
+
+
+def _wait_for_calm() -> float:
+    """The 1-minute load average once it is below ``MAX_LOAD`` (or the wait is over)."""
+    waited = 0.0
+    while MAX_LOAD is not None and os.getloadavg()[0] >= MAX_LOAD and waited < MAX_WAIT_S:
+        time.sleep(5)
+        waited += 5
+    return os.getloadavg()[0]
+
+
 def _fmt(seconds: float) -> str:
     for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
         if seconds >= scale:
@@ -124,7 +139,9 @@ def measure(tmp: Path, n: int, rounds: int) -> None:
     overheads: list[float] = []
     numbers: dict[str, list[int]] = {"pool": [], "per_call": []}
     order = random.Random(n)
+    loads: list[float] = []
     for k in range(rounds):
+        loads.append(_wait_for_calm())
         # Within a round, the four run in a random order: no one of them always follows another.
         for what in order.sample(["timeit", "run", "pool", "per_call"], 4):
             if what == "timeit":
@@ -147,6 +164,7 @@ def measure(tmp: Path, n: int, rounds: int) -> None:
         verdict = "within ±3%" if abs(ratio - 1) <= 0.03 else "OUTSIDE ±3%"
         print(f"{label:<20}{_fmt(statistics.median(values)):>10}{ratio:>8.3f}   "
               f"{' '.join(f'{r:.3f}' for r in ratios):<22} {verdict}")
+    print(f"1-minute load average at the start of each round: {' '.join(f'{x:.1f}' for x in loads)}")
     print(f"calls per sample: pool {sorted(numbers['pool'])}, per_call {sorted(numbers['per_call'])}; "
           f"clock reads subtracted per call (per_call): "
           f"{_fmt(statistics.median(overheads)) if overheads else '-'}")
@@ -160,9 +178,14 @@ def main() -> None:
                         help="threads (and cores) for every side; 0: the libraries' defaults (default 1: "
                              "on a shared 2-core VM a 2-thread BLAS is bimodal, its times set by the "
                              "neighbours' load)")
+    parser.add_argument("--max-load", type=float, default=None,
+                        help="before each round, wait (up to 10 min) until the 1-minute load average "
+                             "is below this: a batch of calls and a single call suffer a busy "
+                             "machine differently, so rounds on a busy one compare badly")
     args = parser.parse_args()
-    global THREADS
+    global THREADS, MAX_LOAD
     THREADS = args.threads or None
+    MAX_LOAD = args.max_load
     print(f"machine: {os.cpu_count()} cores; python {sys.version.split()[0]}; "
           f"threads: {THREADS or 'library defaults'}")
     with tempfile.TemporaryDirectory() as tmp:

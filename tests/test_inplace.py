@@ -277,6 +277,17 @@ def test_settings_that_are_not_python_scalars_are_refused_at_definition():
     assert wl.params_for(10) == {"k": 3} and type(wl.params_for(10)["k"]) is int
 
 
+def test_overrides_must_take_the_settings_and_a_failing_params_is_one_line():
+    wl = workload(name="with_setting", params={"k": 2})(lambda xp, x, *, k: x * k)
+    with pytest.raises(TypeError, match="takes no keyword 'k'"):
+        wl.override("torch")(lambda torch, x: x)
+    broken = workload(name="broken_params", sizes={"small": 4}, params=lambda n: {"k": 1 / 0})(
+        lambda xp, x, *, k=1: x)
+    with pytest.raises(arraybench.UsageError, match="params= failed at n = 4: ZeroDivisionError"):
+        build_plan(validate(RunOptions(workloads=["broken_params"], backends=["numpy"], devices=["cpu"]),
+                            ["broken_params"]), {"broken_params": broken})
+
+
 def test_a_zero_d_input_stays_zero_d():
     @workload(name="scaled", sizes={"small": 8},
               inputs=lambda n, rng: (rng.standard_normal(n), np.float64(2.5), np.array(7)))
