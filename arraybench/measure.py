@@ -124,6 +124,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         seen = _look_at_first_call(backend, wl, timer, bound, arrays, host, first[1], settings, rep)
         stage = "warming up" if cell.mode != "compiled" else "warming up (compiled)"
         run = timer.start(settings, first=first)
+        _say_how_restored(timer, rep)
         if cell.mode == "compiled":
             rep.warnings += backend.compile_notes()
     except Unavailable as exc:
@@ -262,15 +263,19 @@ def _look_at_first_call(backend: Backend, wl: Workload, timer: Timer, bound: Bou
     if seen.changed:
         changed = sorted({*wl.mutated_positions(len(arrays)), *seen.changed})
         _restore(backend, timer, bound, arrays, host, changed, settings)
+    if isinstance(timer.fresh, FreshInputs):
+        names = input_names(wl, len(host))
+        rep.restored = [names[i - bound.prefix] for i in timer.fresh.positions]
+    return seen
+
+
+def _say_how_restored(timer: Timer, rep: Replicate) -> None:
+    """Once the timer chose how to restore (``fresh.py``): say so, with what it subtracts."""
     fresh = timer.fresh
     if isinstance(fresh, FreshInputs):
-        names = input_names(wl, len(host))
-        rep.restored = [names[i - bound.prefix] for i in fresh.positions]
-        per_call = fresh.capacity == 1
-        if per_call:
+        if fresh.per_call:
             rep.restore_overhead_s = timer.span_overhead_s()
-        rep.warnings.append(fresh.describe(rep.restored, per_call))
-    return seen
+        rep.warnings.append(fresh.describe(rep.restored))
 
 
 def _restore(backend: Backend, timer: Timer, bound: Bound, arrays: tuple[Any, ...],

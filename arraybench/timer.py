@@ -51,7 +51,7 @@ class TimerSettings:
     cold: bool = False  # evict caches before every sample (forces one call per sample)
     max_batch_bytes: float = 2 * 1024**3  # throughput mode keeps a batch's results alive
     # -- issue 14: inputs a call changes (``mutates=``), fresh for every call (``fresh.py``) --
-    restore: str = "pool"  # "pool": copies refilled per batch; "per_call": restored before each call
+    restore: str = "auto"  # "pool": copies refilled per batch; "per_call": before each call; "auto": by speed
     pool_bytes: float = 256 * 1024**2  # the most a pool of copies may take
 
     def __post_init__(self) -> None:
@@ -150,6 +150,10 @@ class Fresh(Protocol):
 
     def pool(self, calls: int) -> Sequence[tuple[Any, ...]]:
         """Up to ``calls`` argument tuples whose changed inputs are restored, ready on the device."""
+        ...
+
+    def calibrated(self, per_call_s: float) -> None:
+        """The time of one call, once warmed up (how to restore may depend on it)."""
         ...
 
 
@@ -275,6 +279,8 @@ class Timer:
             if warm_calls >= 10_000:
                 break
         per_call = max(warm_time / warm_calls, 1e-9)
+        if self.fresh is not None:
+            self.fresh.calibrated(per_call)
         number = self._calibrate(per_call, settings, first_result)
         run = Sampling(self, settings, number, first_s, first_result, warm_calls, per_call,
                        self.clock() - started)

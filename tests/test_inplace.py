@@ -43,16 +43,17 @@ def measure(backend, wl, dtype="float64", mode="latency", n=None, params=None, s
 # -- the timer: restoring happens outside the timed span ------------------------------------------
 
 class VirtualTime:
-    """A clock that moves only when told: a call costs 1 ms, restoring an input 1 s."""
+    """A clock that moves only when told: a call costs ``call_s`` (1 ms), restoring an input 1 s."""
 
-    def __init__(self) -> None:
+    def __init__(self, call_s: float = 1e-3) -> None:
         self.now = 0.0
+        self.call_s = call_s
 
     def clock(self) -> float:
         return self.now
 
     def call(self, x: np.ndarray) -> None:
-        self.now += 1e-3
+        self.now += self.call_s
         x += 1.0
 
     def copy_into(self, dst: np.ndarray, src: np.ndarray) -> None:
@@ -87,10 +88,24 @@ def test_every_timed_call_finds_its_input_as_built(capacity):
     assert len(seen) > 10 and set(seen) == {0.0}  # without fresh inputs: 0, 1, 2, ...
 
 
+@pytest.mark.parametrize("call_s, per_call", [(1e-3, True), (1e-6, False)])
+def test_auto_restores_before_each_slow_call_and_pools_fast_ones(call_s, per_call):
+    vt = VirtualTime(call_s)
+    x = np.zeros(4)
+    fresh = FreshInputs((x,), [0], [np.zeros(4)], clone=np.copy, copy_into=vt.copy_into, capacity=50,
+                        restore="auto")
+    timer = Timer(vt.call, (x,), clock=vt.clock, fresh=fresh)
+    run = timer.start(TimerSettings(warmup_s=0.0, target_sample_s=1e-4))
+    assert fresh.per_call is per_call
+    run.sample()
+    assert run.samples[-1] == pytest.approx(call_s, rel=1e-9)  # restoring (1 s) is never in it
+
+
 def test_a_pool_is_bounded_by_its_memory_budget():
     assert pool_capacity("pool", slot_bytes=1_000, budget_bytes=10_000) == 10
     assert pool_capacity("pool", slot_bytes=10**9, budget_bytes=10_000) == 1  # then per call
     assert pool_capacity("per_call", slot_bytes=8, budget_bytes=10**9) == 1
+    assert pool_capacity("auto", slot_bytes=1_000, budget_bytes=10_000) == 10
     with pytest.raises(ValueError, match="restore"):
         pool_capacity("sometimes", 8, 8)
 
