@@ -38,11 +38,12 @@ if TYPE_CHECKING:
     from .results import Results
     from .session import Interrupted
     from .workloads.definition import Work, Workload, workload
+    from .workloads.inputs import fixed
 
 __all__ = [
     "Check", "Interrupted", "Record", "Replicate", "Reporter", "Results", "ResultsError",
-    "RunOptions", "SaveError", "UsageError", "Work", "Workload", "compare", "load_results",
-    "merge", "numerics", "resume", "run", "sweep", "workload",
+    "RunOptions", "SaveError", "UsageError", "Work", "Workload", "compare", "fixed",
+    "load_results", "merge", "numerics", "resume", "run", "sweep", "workload",
 ]
 
 #: Where each public name lives. They are imported on first use (PEP 562), not with the package:
@@ -54,7 +55,7 @@ _HOMES = {
     "sweep": "api", "ResultsError": "errors", "SaveError": "errors", "UsageError": "errors", "Replicate": "measurement",
     "RunOptions": "options", "Record": "records", "Reporter": "reporter", "Results": "results",
     "Interrupted": "session", "Work": "workloads.definition", "Workload": "workloads.definition",
-    "workload": "workloads.definition",
+    "workload": "workloads.definition", "fixed": "workloads.inputs",
 }
 
 

@@ -119,29 +119,36 @@ class Verdict:
     reason: str = ""
     #: For several outputs (mean and std, say), the error of each, in order.
     output_errors: tuple[float | None, ...] = ()
+    #: A result in a dtype of the workload's own making (not the run's), said rather than wrong.
+    note: str = ""
 
 
 def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
-          tolerance: float | None = None, out_dtype: str | None = None) -> Verdict:
+          tolerance: float | None = None, out_dtype: str | None = None,
+          fixed: dict[str, str] | None = None) -> Verdict:
     """Compare a result (already on the host) with the float64 reference.
 
     Semantics first: shape and dtype must match (a float64 run computed in float32 is wrong whatever
     its values), and NaN where the reference has none is wrong. Then the error is held against
-    the tolerance.
+    the tolerance. A dtype the workload itself chose is not the library's fault: a result wider
+    than the run's dtype, or following an input the workload fixed (``fixed``: name -> dtype), is
+    judged in its own dtype and said in ``note``.
     """
     tol = check.tolerance(dtype, size) if tolerance is None else tolerance
     if isinstance(ref, (tuple, list)):
         if not isinstance(out, (tuple, list)) or len(out) != len(ref):
             return Verdict(False, None, tol, f"expected {len(ref)} outputs, got {_describe(out)}")
-        verdicts = [judge(o, r, check, dtype, size, tol) for o, r in zip(out, ref)]
+        verdicts = [judge(o, r, check, dtype, size, tolerance, fixed=fixed) for o, r in zip(out, ref)]
         errors = tuple(v.max_rel_error for v in verdicts)
         bad = next((v for v in verdicts if not v.ok), None)
         known = [e for e in errors if e is not None]
         worst = max(known) if known else None
+        note = "; ".join(dict.fromkeys(v.note for v in verdicts if v.note))
+        tol = max(v.tolerance for v in verdicts) if verdicts else tol
         if bad is not None:
             return Verdict(False, bad.max_rel_error if bad.max_rel_error is not None else worst, tol,
-                           bad.reason, errors)
-        return Verdict(True, worst if worst is not None else 0.0, tol, "", errors)
+                           bad.reason, errors, note)
+        return Verdict(True, worst if worst is not None else 0.0, tol, "", errors, note)
     if isinstance(out, (tuple, list)):
         return Verdict(False, None, tol,
                        f"returned {len(out)} outputs where one is expected (e.g. torch.sort's indices)")
@@ -151,16 +158,46 @@ def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
         return Verdict(False, None, tol, f"shape {out_arr.shape} differs from the reference's {ref_arr.shape}")
     want = expected_dtype(ref_arr, dtype)
     got = np.dtype(out_dtype) if out_dtype else out_arr.dtype
+    note = ""
     if got != want:
-        return Verdict(False, None, tol, f"result is {got}, expected {want}")
+        note = own_dtype(got, want, fixed or {})
+        if not note:
+            return Verdict(False, None, tol, f"result is {got}, expected {want}")
+        if tolerance is None and np.finfo(got).eps > np.finfo(want).eps:
+            tol = check.tolerance(str(np.finfo(got).dtype), size)  # judged in its own precision
     if np.issubdtype(out_arr.dtype, np.inexact):
         bad = np.isnan(out_arr) & ~np.isnan(ref_arr)
         if bad.any():
             return Verdict(False, math.inf, tol, f"{int(bad.sum())} NaN values where the reference has none")
     err = check.error(out_arr, ref_arr)
     if err > tol:
-        return Verdict(False, err, tol, f"max relative error {err:.3g} exceeds tolerance {tol:.3g}")
-    return Verdict(True, err, tol)
+        return Verdict(False, err, tol, f"max relative error {err:.3g} exceeds tolerance {tol:.3g}",
+                       note=note)
+    return Verdict(True, err, tol, note=note)
+
+
+def own_dtype(got: np.dtype, want: np.dtype, fixed: dict[str, str]) -> str:
+    """Why a result in ``got`` rather than the run's ``want`` is the workload's doing, or "".
+
+    Inputs not fixed are cast to the run's dtype, so a floating result *wider* than it comes from
+    the workload's own code (``np.zeros(n)``, a float64 constant); one that matches the promotion
+    of an input the workload fixed follows that input. A narrower result with no fixed input to
+    explain it is the library's doing (JAX without x64), and wrong.
+    """
+    if not (np.issubdtype(got, np.inexact) and np.issubdtype(want, np.inexact)):
+        return ""
+    if np.issubdtype(got, np.complexfloating) != np.issubdtype(want, np.complexfloating):
+        return ""
+    followed = [name for name, dt in fixed.items()
+                if np.issubdtype(np.dtype(dt), np.inexact)
+                and got in (np.dtype(dt), np.result_type(np.dtype(dt), want))]
+    if followed:
+        return (f"result is {got}, not the run's {want}: it follows the {got} the workload fixed for "
+                f"input {', '.join(map(repr, followed))}")
+    if np.finfo(got).eps < np.finfo(want).eps:
+        return (f"result is {got}, not the run's {want}: the workload's own code computes in {got} "
+                f"(a constant or an array it creates), so its time is that of {got} arithmetic")
+    return ""
 
 
 def _describe(x: Any) -> str:

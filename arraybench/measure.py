@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gc
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -23,8 +23,11 @@ from .timer import Sampling, Timer, TimerSettings
 from .tracebacks import describe_exception
 from .workloads.binding import Bound, bind
 from .workloads.definition import Workload
-from .workloads.inputs import build_inputs, input_bytes
+from .workloads.inputs import input_bytes, make_inputs
+from .workloads.params import text as params_text
 from .workloads.reference import Reference, reference_result
+from .effects import FirstCall, dtype_of, input_names, look, to_host
+from .fresh import FreshInputs, fresh_inputs
 
 
 class ReferenceCache:
@@ -33,12 +36,13 @@ class ReferenceCache:
     def __init__(self) -> None:
         self._cache: dict[tuple[str, int, str], Reference] = {}
 
-    def reference(self, wl: Workload, size: int, dtype: str, inputs: tuple[np.ndarray, ...]) -> Reference:
+    def reference(self, wl: Workload, size: int, dtype: str, inputs: tuple[np.ndarray, ...],
+                  params: dict[str, Any] | None = None) -> Reference:
         """The reference with its own estimated error (nonzero for finite-difference gradients)."""
-        key = (wl.name, size, dtype)
+        key = (wl.name, size, dtype, params_text(params or {}))
         if key not in self._cache:
             self._cache.clear()  # large references are big; keep one
-            self._cache[key] = single_threaded(lambda: reference_result(wl, inputs))
+            self._cache[key] = single_threaded(lambda: reference_result(wl, inputs, params))
         return self._cache[key]
 
 
@@ -54,24 +58,6 @@ def single_threaded(fn: Callable[[], Any]) -> Any:
         return fn()
     with threadpool_limits(limits=1, user_api="blas"):
         return fn()
-
-
-def to_host(backend: Backend, x: Any) -> Any:
-    """A result (or tuple of results) as host NumPy arrays."""
-    if isinstance(x, (tuple, list)):
-        return tuple(to_host(backend, v) for v in x)
-    if isinstance(x, np.ndarray):
-        return x
-    return backend.to_numpy(x)
-
-
-def _dtype_of(backend: Backend, x: Any) -> str | None:
-    if isinstance(x, (tuple, list)):
-        return None
-    try:
-        return backend.dtype_name(x)
-    except Exception:
-        return None
 
 
 @dataclass
@@ -91,7 +77,14 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
             flush: Callable[[], None] | None = None) -> Prepared:
     """Everything before sampling: inputs, binding, first call, warm-up, calibration, check."""
     rep = Replicate()
-    work = wl.work_for(cell.size, np.dtype(cell.dtype).itemsize)
+    try:
+        # The plan gives every cell its settings; a cell made by hand may leave them out.
+        params = {**wl.params_for(cell.size), **cell.params}
+        work = wl.work_for(cell.size, np.dtype(cell.dtype).itemsize, params)
+    except Exception as exc:
+        origin = "" if wl.source == "builtin" else wl.origin(backend.name)
+        return Prepared(cell, Replicate.ended("failed", f"{describe_exception(exc, origin)} "
+                                                        "(during reading the settings and work model)"))
     if work is not None:
         rep.flops, rep.bytes = work.flops, work.bytes
     device_timer = backend.device_timer()
@@ -114,23 +107,35 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
                       "transfer already; --include-transfer adds nothing")
     stage = "building inputs"
     try:
-        host = build_inputs(wl, cell.size, cell.dtype, seed)
+        built = make_inputs(wl, cell.size, cell.dtype, seed, params)
+        host = built.arrays
         prepared.input_bytes = input_bytes(host)
         stage = "moving inputs to the device"
+        arrays: tuple[Any, ...] | None = None  # with transfer, each call moves fresh inputs itself
         if cell.transfer:
-            bound = _with_transfer(backend, wl, cell, host)
+            bound = _with_transfer(backend, wl, cell, host, params)
         else:
-            arrays = host if wl.placement == "host" else tuple(backend.asarray(h) for h in host)
+            # Host-placed inputs are copies too: ``host`` stays as built, for the reference and
+            # to see what a call changed.
+            arrays = tuple(_host_copy(h) for h in host) if wl.placement == "host" \
+                else tuple(backend.asarray(h) for h in host)
             stage = "binding"
-            bound = bind(wl, backend, cell.mode, arrays, cell.dtype)
+            bound = bind(wl, backend, cell.mode, arrays, cell.dtype, params)
         rep.method = bound.method + (" +transfer" if cell.transfer else "")
         rep.gradient = bound.gradient
         settings = replace(base, mode="throughput" if cell.mode == "throughput" else "latency")
         timer = Timer(bound.op, bound.args, sync=backend.sync, device_timer=device_timer,
-                      flush=flush if settings.cold else None,
+                      flush=flush if settings.cold else None, kwargs=bound.kwargs,
                       monitor=backend.health.throttling if backend.health is not None else None)
+        if arrays is not None:
+            _restore(backend, timer, bound, arrays, host, wl.mutated_positions(len(arrays)), settings)
         stage = "the first call" if cell.mode != "compiled" else "compiling (first call)"
-        run = timer.start(settings)
+        first = timer.first_call()
+        stage = "looking at what the first call did"
+        seen = _look_at_first_call(backend, wl, timer, bound, arrays, host, first[1], settings, rep)
+        stage = "warming up" if cell.mode != "compiled" else "warming up (compiled)"
+        run = timer.start(settings, first=first)
+        _say_how_restored(timer, rep)
         if cell.mode == "compiled":
             rep.warnings += backend.compile_notes()
     except Unavailable as exc:
@@ -138,10 +143,10 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
     except Exception as exc:
         return _ended(backend, prepared, *_classify(backend, cell, stage, exc, origin))
     try:
-        out_dtype = _dtype_of(backend, run.first_result)
-        out = to_host(backend, run.first_result)
+        out_dtype = seen.dtype
+        out = seen.result
         run.first_result = None  # the check has what it needs; free device memory now
-        reference = references.reference(wl, cell.size, cell.dtype, host)
+        reference = references.reference(wl, cell.size, cell.dtype, host, params)
         tolerance = None
         precision = backend.reduced_precision(cell.dtype) if wl.check.matmul else None
         if precision:
@@ -159,7 +164,10 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
             tolerance = base_tolerance + reference.error
             rep.warnings.append(reference.note)
         verdict = accuracy.judge(out, reference.value, wl.check, cell.dtype, cell.size,
-                                 tolerance=tolerance, out_dtype=out_dtype)
+                                 tolerance=tolerance, out_dtype=out_dtype,
+                                 fixed=built.fixed_dtypes(input_names(wl, len(host))))
+        if verdict.note:
+            rep.warnings.append(verdict.note)
     except Exception as exc:
         fallback = "" if wl.source == "builtin" else wl.origin("numpy")
         return _ended(backend, prepared, "failed",
@@ -243,17 +251,67 @@ def _ended(backend: Backend, prepared: Prepared, status: Status, reason: str) ->
     return prepared
 
 
-def _with_transfer(backend: Backend, wl: Workload, cell: Cell, host: tuple[np.ndarray, ...]) -> Bound:
-    """A call that starts from host NumPy data and ends with the result back on the host."""
-    probe = bind(wl, backend, cell.mode, tuple(backend.asarray(h) for h in host), cell.dtype)
+def _with_transfer(backend: Backend, wl: Workload, cell: Cell, host: tuple[np.ndarray, ...],
+                   params: dict[str, Any]) -> Bound:
+    """A call that starts from host NumPy data and ends with the result back on the host.
+
+    Every call moves the host inputs anew, so inputs a call changes are fresh by construction.
+    """
+    probe = bind(wl, backend, cell.mode, tuple(backend.asarray(h) for h in host), cell.dtype, params)
     prefix = probe.args[: len(probe.args) - len(host)]
     op = probe.op
+    settings = probe.kwargs
     from_numpy = backend.from_numpy
 
     def call(*arrays: np.ndarray) -> Any:
-        return to_host(backend, op(*prefix, *(from_numpy(a) for a in arrays)))
+        moved = tuple(from_numpy(a) for a in arrays)
+        return to_host(backend, wl.result_of(op(*prefix, *moved, **settings), moved))
 
     return Bound(call, host, probe.method, probe.gradient)
+
+
+def _host_copy(h: Any) -> Any:
+    return list(h) if isinstance(h, list) else np.array(h, copy=True)
+
+
+def _look_at_first_call(backend: Backend, wl: Workload, timer: Timer, bound: Bound,
+                        arrays: tuple[Any, ...] | None, host: tuple[Any, ...], result: Any,
+                        settings: TimerSettings, rep: Replicate) -> FirstCall:
+    """The first result on the host, before any other call; inputs it changed get restored.
+
+    What the call did to its inputs (``effects.look``) goes into the replicate's warnings, and
+    how the timer keeps them fresh into ``restored`` and ``restore_overhead_s``.
+    """
+    if arrays is None:  # with transfer: inputs move anew with every call, and the result is a copy
+        return FirstCall(to_host(backend, result), dtype_of(backend, result))
+    seen = look(backend, wl, arrays, host, result)
+    rep.warnings += seen.notes
+    if seen.changed:
+        changed = sorted({*wl.mutated_positions(len(arrays)), *seen.changed})
+        _restore(backend, timer, bound, arrays, host, changed, settings)
+    if isinstance(timer.fresh, FreshInputs):
+        names = input_names(wl, len(host))
+        rep.restored = [names[i - bound.prefix] for i in timer.fresh.positions]
+    return seen
+
+
+def _say_how_restored(timer: Timer, rep: Replicate) -> None:
+    """Once the timer chose how to restore (``fresh.py``): say so, with what it subtracts."""
+    fresh = timer.fresh
+    if isinstance(fresh, FreshInputs):
+        if fresh.per_call:
+            rep.restore_overhead_s = timer.span_overhead_s()
+        rep.warnings.append(fresh.describe(rep.restored))
+
+
+def _restore(backend: Backend, timer: Timer, bound: Bound, arrays: tuple[Any, ...],
+             host: tuple[Any, ...], positions: Sequence[int], settings: TimerSettings) -> None:
+    """Give the timer fresh copies of the inputs at ``positions`` that can change (not JAX's)."""
+    mutable = [i for i in positions
+               if isinstance(arrays[i], (np.ndarray, list)) or backend.mutable_arrays]
+    if mutable:
+        timer.fresh = fresh_inputs(backend, bound.args, bound.prefix, arrays, host, mutable,
+                                   settings.restore, settings.pool_bytes)
 
 
 def measure_cell(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,

@@ -63,6 +63,11 @@ class Replicate:
     machine: str = ""
     # -- issue 11: what the process used around its samples, and the machine's load meanwhile --
     usage: Usage | None = None
+    # -- issue 14: inputs the workload changes in place --
+    #: Inputs restored before every timed call, outside the timer (``mutates=``, or found changed).
+    restored: list[str] = field(default_factory=list)
+    #: Restoring before every call: the clock reads per call the timer subtracted, in seconds.
+    restore_overhead_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
 
     @classmethod
     def ended(cls, status: Status, reason: str) -> "Replicate":

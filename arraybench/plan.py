@@ -6,21 +6,29 @@ cells. Nothing is measured or imported here, so a plan can be checked before any
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping
 
 from . import backends, schema
 from .errors import UsageError
 from .options import Dtype, Mode, RunOptions, parse_size
+from .workloads.params import ParamValue, text as params_text
 
 
 def cell_key(workload: str, size_label: str, backend: str, device: str, dtype: str, mode: str,
-             transfer: bool = False, machine: str = "") -> str:
-    """A cell's identity, the same in the journal, in results and across runs."""
+             transfer: bool = False, machine: str = "",
+             params: Mapping[str, Any] | None = None) -> str:
+    """A cell's identity, the same in the journal, in results and across runs.
+
+    Settings (``params``) end the key only when there are some, and the machine only for a cell of
+    an every-node cluster run (measured once per node), so keys of other cells are what they always
+    were.
+    """
     parts = [workload, size_label, backend, device, dtype, mode]
     if transfer:
         parts.append("transfer")
-    # Issue 17: a cell of an every-node cluster run is measured once per node.
+    if params:
+        parts.append(params_text(params))
     return "|".join(parts) + (f"@{machine}" if machine else "")
 
 
@@ -39,11 +47,15 @@ class Cell:
     # -- issue 17: cluster runs --
     #: The node that must measure it (an every-node cluster run); "" for any machine.
     machine: str = ""
+    # -- issue 14 --
+    #: The workload's settings at this size (``workloads/params.py``); part of the cell's identity.
+    #: Not hashed (a dict); cells are told apart by ``key``.
+    params: dict[str, ParamValue] = field(default_factory=dict, hash=False)
 
     @property
     def key(self) -> str:
         return cell_key(self.workload, self.size_label, self.backend, self.device, self.dtype,
-                        self.mode, self.transfer, self.machine)
+                        self.mode, self.transfer, machine=self.machine, params=self.params)
 
     @property
     def config(self) -> tuple[str, str]:
@@ -64,6 +76,17 @@ class Cell:
         if cell.device not in backends.DEVICES:
             raise schema.SchemaError(f"{where}.device: unknown device {cell.device!r}")
         return cell
+
+
+def _settings(wl: Any, size: int) -> dict[str, ParamValue]:
+    """A workload's settings at a size; a ``params=`` that fails is a usage error, said in one line."""
+    try:
+        return wl.params_for(size)
+    except Exception as exc:
+        from .tracebacks import describe_exception
+
+        raise UsageError(f"workload {wl.name!r}: its params= failed at n = {size:,}: "
+                         f"{describe_exception(exc)}") from None
 
 
 def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
@@ -88,14 +111,16 @@ def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
             else:
                 n = parse_size(s)
                 label = next((k for k, v in wl.sizes.items() if v == n), str(n))
+            params = _settings(wl, n)
             for bname in options.backends:
                 for dev in options.devices:
                     if dev not in backends.SPECS[bname].devices:
                         continue
                     for mode in options.modes:
-                        cells.append(Cell(wname, label, n, bname, dev, options.dtype, mode))
+                        cells.append(Cell(wname, label, n, bname, dev, options.dtype, mode, params=params))
                         if options.include_transfer and dev != "cpu":
-                            cells.append(Cell(wname, label, n, bname, dev, options.dtype, mode, True))
+                            cells.append(Cell(wname, label, n, bname, dev, options.dtype, mode, True,
+                                              params=params))
     if not cells:
         raise UsageError("the selection gives nothing to run (check --backends against --devices)")
     if options.roofline:

@@ -18,6 +18,7 @@ from .options import Dtype, Mode
 from .plan import Cell, cell_key
 from .usage import SCALARS as USAGE_SCALARS
 from .usage import Usage
+from .workloads.params import ParamValue, text as params_text
 
 _NON_NEGATIVE = {"min": 0}
 
@@ -84,24 +85,28 @@ class Record:
     usage: Usage | None = None
     #: Whether other processes loaded the machine during its samples (None: not measured).
     busy: bool | None = None
+    # -- issue 14 --
+    #: The workload's settings (time steps, a mode's name): part of the cell, like the size.
+    params: dict[str, ParamValue] = field(default_factory=dict)
 
     @classmethod
     def for_cell(cls, cell: Cell, status: Status = "skipped", reason: str = "") -> "Record":
         """An empty record of a cell (nothing measured yet)."""
         return cls(workload=cell.workload, size_label=cell.size_label, size=cell.size,
                    backend=cell.backend, device=cell.device, dtype=cell.dtype, mode=cell.mode,
-                   status=status, reason=reason, transfer=cell.transfer, machine=cell.machine)
+                   status=status, reason=reason, transfer=cell.transfer, machine=cell.machine,
+                   params=dict(cell.params))
 
     @property
     def cell(self) -> Cell:
         return Cell(self.workload, self.size_label, self.size, self.backend, self.device, self.dtype,
-                    self.mode, self.transfer, self.machine)
+                    self.mode, self.transfer, machine=self.machine, params=dict(self.params))
 
     @property
     def key(self) -> str:
         """The key of the cell this record measures (``plan.cell_key``)."""
         return cell_key(self.workload, self.size_label, self.backend, self.device, self.dtype,
-                        self.mode, self.transfer, self.machine)
+                        self.mode, self.transfer, machine=self.machine, params=self.params)
 
     @property
     def samples_s(self) -> list[float]:
@@ -151,6 +156,8 @@ class Record:
                 value = ";".join(repr(v) for v in value)
             elif f.name in ("output_errors", "output_names"):
                 value = ";".join("" if v is None else str(v) for v in value)
+            elif f.name == "params":
+                value = params_text(value)
             elif isinstance(value, dict):
                 value = json.dumps(schema.to_json(value), sort_keys=True) if value else ""
             row[f.name] = value

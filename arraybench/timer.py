@@ -50,6 +50,9 @@ class TimerSettings:
     warmup_s: float = 0.05
     cold: bool = False  # evict caches before every sample (forces one call per sample)
     max_batch_bytes: float = 2 * 1024**3  # throughput mode keeps a batch's results alive
+    # -- issue 14: inputs a call changes (``mutates=``), fresh for every call (``fresh.py``) --
+    restore: str = "auto"  # "pool": copies refilled per batch; "per_call": before each call; "auto": by speed
+    pool_bytes: float = 256 * 1024**2  # the most a pool of copies may take
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -83,10 +86,17 @@ def _loop(_it, _op, {params}_sync, _clock, _dt):
 """
 
 
-def _loop_source(arity: int, mode: str, has_sync: bool, has_device_timer: bool) -> str:
-    args = ", ".join(f"_a{i}" for i in range(arity))
+def _loop_source(arity: int, mode: str, has_sync: bool, has_device_timer: bool,
+                 keywords: Sequence[str] = (), pooled: bool = False) -> str:
+    """The timed loop. ``keywords``: settings passed by name (``_op(_a0, tsteps=_k0)``).
+    ``pooled``: ``_it`` is a pool of argument tuples, one per call (inputs a call changes, fresh
+    for each), instead of a range over the same arguments."""
+    args = ", ".join([f"_a{i}" for i in range(arity)] + [f"{k}=_k{j}" for j, k in enumerate(keywords)])
     call = f"_op({args})"
-    params = "".join(f"_a{i}, " for i in range(arity))
+    settings = "".join(f"_k{j}, " for j in range(len(keywords)))
+    params = settings if pooled else "".join(f"_a{i}, " for i in range(arity)) + settings
+    # A pool's tuples unpack in the for statement itself, as cheap as timeit's own loop variable.
+    each = ("(" + "".join(f"_a{i}, " for i in range(arity)) + ")") if pooled else "_"
     lines: list[str] = []
     if mode == "device":
         # The device pass of latency mode (cupyx.profiler.benchmark's convention: events around
@@ -95,7 +105,7 @@ def _loop_source(arity: int, mode: str, has_sync: bool, has_device_timer: bool) 
         # would pay them and JAX, which has no events, would not.
         lines += [
             "    _dev = 0.0",
-            "    for _ in _it:",
+            f"    for {each} in _it:",
             "        _dt.begin()",
             f"        _r = {call}",
             "        _dt.end()",
@@ -107,7 +117,7 @@ def _loop_source(arity: int, mode: str, has_sync: bool, has_device_timer: bool) 
         stmt = f"_sync({call})" if has_sync else call
         lines += [
             "    _t0 = _clock()",
-            "    for _ in _it:",
+            f"    for {each} in _it:",
             f"        {stmt}",
             "    _t1 = _clock()",
             "    return _t1 - _t0, None",
@@ -120,7 +130,7 @@ def _loop_source(arity: int, mode: str, has_sync: bool, has_device_timer: bool) 
             lines.append("    _dt.begin()")
         lines += [
             "    _t0 = _clock()",
-            "    for _ in _it:",
+            f"    for {each} in _it:",
             f"        _push({call})",
         ]
         if has_device_timer:
@@ -132,11 +142,24 @@ def _loop_source(arity: int, mode: str, has_sync: bool, has_device_timer: bool) 
     return _LOOP_TEMPLATE.format(params=params, body="\n".join(lines))
 
 
-def _compile_loop(arity: int, mode: str, has_sync: bool, has_device_timer: bool) -> Callable[..., Any]:
+def _compile_loop(arity: int, mode: str, has_sync: bool, has_device_timer: bool,
+                  keywords: Sequence[str] = (), pooled: bool = False) -> Callable[..., Any]:
     namespace: dict[str, Any] = {}
-    source = _loop_source(arity, mode, has_sync, has_device_timer)
+    source = _loop_source(arity, mode, has_sync, has_device_timer, keywords, pooled)
     exec(compile(source, f"<arraybench timer loop {mode}/{arity}>", "exec"), namespace)
     return namespace["_loop"]
+
+
+class Fresh(Protocol):
+    """Inputs that a call changes, given fresh to every timed call (``fresh.FreshInputs``)."""
+
+    def pool(self, calls: int) -> Sequence[tuple[Any, ...]]:
+        """Up to ``calls`` argument tuples whose changed inputs are restored, ready on the device."""
+        ...
+
+    def calibrated(self, per_call_s: float) -> None:
+        """The time of one call, once warmed up (how to restore may depend on it)."""
+        ...
 
 
 def _nbytes(result: Any) -> int:
@@ -164,6 +187,8 @@ class Timer:
         flush: Callable[[], None] | None = None,
         monitor: Callable[[], Sequence[str]] | None = None,
         clock: Clock = time.perf_counter,
+        kwargs: dict[str, Any] | None = None,
+        fresh: Fresh | None = None,
     ) -> None:
         if device_timer is not None and sync is None:
             raise ValueError("a device timer needs a sync function to wait for the device")
@@ -176,14 +201,20 @@ class Timer:
         #: now (empty when it is not), so that samples taken while it was can be counted.
         self.monitor = monitor
         self.clock = clock
-        self._loops: dict[str, Callable[..., Any]] = {}
+        #: Settings passed by keyword to every call.
+        self.kwargs = dict(kwargs or {})
+        #: Inputs a call changes, restored outside the timed span before each call (None: none).
+        self.fresh = fresh
+        self._loops: dict[tuple[str, bool], Callable[..., Any]] = {}
+        self._span_overhead_s: float | None = None
 
-    def _loop(self, mode: str) -> Callable[..., Any]:
-        if mode not in self._loops:
-            self._loops[mode] = _compile_loop(
-                len(self.args), mode, self.sync is not None, self.device_timer is not None
+    def _loop(self, mode: str, pooled: bool = False) -> Callable[..., Any]:
+        if (mode, pooled) not in self._loops:
+            self._loops[mode, pooled] = _compile_loop(
+                len(self.args), mode, self.sync is not None, self.device_timer is not None,
+                tuple(self.kwargs), pooled,
             )
-        return self._loops[mode]
+        return self._loops[mode, pooled]
 
     def _sync(self, result: Any) -> None:
         if self.sync is not None:
@@ -192,7 +223,7 @@ class Timer:
     def first_call(self) -> tuple[float, Any]:
         """Time the very first call (compilation, dispatch caches, lazy initialisation) on its own."""
         t0 = self.clock()
-        result = self.op(*self.args)
+        result = self.op(*self.args, **self.kwargs)
         self._sync(result)
         return self.clock() - t0, result
 
@@ -201,8 +232,11 @@ class Timer:
 
         Latency mode returns no device time: ``device_time`` takes it in a pass of its own.
         """
+        if self.fresh is not None:
+            return self._timeit_fresh(number, mode)
         loop = self._loop(mode)
-        return loop(range(number), self.op, *self.args, self.sync, self.clock, self.device_timer)
+        return loop(range(number), self.op, *self.args, *self.kwargs.values(), self.sync, self.clock,
+                    self.device_timer)
 
     def device_time(self, number: int) -> float | None:
         """Device seconds of ``number`` calls, one event pair around each and a wait after it.
@@ -211,14 +245,63 @@ class Timer:
         """
         if self.device_timer is None:
             return None
-        _, device = self._loop("device")(range(number), self.op, *self.args, self.sync, self.clock,
-                                         self.device_timer)
-        return device
+        settings = tuple(self.kwargs.values())
+        if self.fresh is None:
+            _, device = self._loop("device")(range(number), self.op, *self.args, *settings,
+                                             self.sync, self.clock, self.device_timer)
+            return device
+        loop, total, left = self._loop("device", pooled=True), 0.0, number
+        while left > 0:  # fresh inputs for every call here too, restored outside the events
+            pool = self.fresh.pool(left)
+            if self.flush is not None:
+                self.flush()
+            total += loop(pool, self.op, *settings, self.sync, self.clock, self.device_timer)[1]
+            left -= len(pool)
+        return total
 
-    def start(self, settings: TimerSettings) -> "Sampling":
-        """First call, warm-up and calibration; returns the state to draw samples from."""
-        started = self.clock()
-        first_s, first_result = self.first_call()
+    def _timeit_fresh(self, number: int, mode: str) -> tuple[float, float | None]:
+        """``number`` calls, each on fresh inputs: the pool is refilled outside the timed spans.
+
+        A pool smaller than the batch (memory) means several spans; the clock reads each extra
+        span adds are subtracted (``span_overhead_s``), so a sample reads as one span of
+        ``number`` calls, as without fresh inputs. A pool of one is per-call restoring.
+        """
+        assert self.fresh is not None
+        loop = self._loop(mode, pooled=True)
+        settings = tuple(self.kwargs.values())
+        wall, device, spans, left = 0.0, None, 0, number
+        while left > 0:
+            pool = self.fresh.pool(left)
+            if self.flush is not None:
+                self.flush()  # cold caches: evict after restoring, which warmed them
+            w, d = loop(pool, self.op, *settings, self.sync, self.clock, self.device_timer)
+            wall += w
+            if d is not None:  # throughput's one event pair per span
+                device = (device or 0.0) + d
+            left -= len(pool)
+            spans += 1
+        if spans > 1:
+            wall = max(wall - (spans - 1) * self.span_overhead_s(), 0.0)
+        return wall, device
+
+    def span_overhead_s(self) -> float:
+        """What one timed span costs beyond its calls (two clock reads, the loop's set-up): the
+        median of 201 empty spans, measured once."""
+        if self._span_overhead_s is None:
+            loop = self._loop("latency", pooled=True)
+            settings = tuple(self.kwargs.values())
+            spans = sorted(loop((), self.op, *settings, self.sync, self.clock, None)[0] for _ in range(201))
+            self._span_overhead_s = spans[len(spans) // 2]
+        return self._span_overhead_s
+
+    def start(self, settings: TimerSettings, first: tuple[float, Any] | None = None) -> "Sampling":
+        """First call, warm-up and calibration; returns the state to draw samples from.
+
+        ``first``: the first call's (seconds, result), where the caller made it (to look at what
+        the call did to its inputs before any other call runs).
+        """
+        started = self.clock() - (first[0] if first is not None else 0.0)
+        first_s, first_result = first if first is not None else self.first_call()
         # Warm-up: excluded from the samples; it also gives a per-call estimate for calibration.
         warm_calls = 0
         warm_time = 0.0
@@ -230,6 +313,8 @@ class Timer:
             if warm_calls >= 10_000:
                 break
         per_call = max(warm_time / warm_calls, 1e-9)
+        if self.fresh is not None:
+            self.fresh.calibrated(per_call)
         number = self._calibrate(per_call, settings, first_result)
         run = Sampling(self, settings, number, first_s, first_result, warm_calls, per_call,
                        self.clock() - started)
@@ -318,14 +403,14 @@ class Sampling:
         t0 = self.timer.clock()
         s = self.settings
         self.calls_last = self.number
-        if s.cold and self.timer.flush is not None:
-            self.timer.flush()
+        if s.cold and self.timer.flush is not None and self.timer.fresh is None:
+            self.timer.flush()  # (with fresh inputs, the timer flushes after restoring them)
         elif rewarm:
             self.timer.timeit(1, "latency")
             self.calls_last += 1
         wall, device = self.timer.timeit(self.number, s.mode)
         if device is None and s.mode == "latency" and self.timer.device_timer is not None:
-            if s.cold and self.timer.flush is not None:
+            if s.cold and self.timer.flush is not None and self.timer.fresh is None:
                 self.timer.flush()  # the device pass is cold too
             device = self.timer.device_time(self.number)
         self.samples.append(wall / self.number)

@@ -98,7 +98,7 @@ def test_the_cpu_time_of_every_thread_is_counted():
     assert usage.user_s + usage.system_s >= 0.9 * threads_cpu
     assert usage.cores == pytest.approx((usage.user_s + usage.system_s) / usage.wall_s)
     if usage.others_cores is not None and usage.others_cores < 0.2 and (os.cpu_count() or 1) >= 2:
-        assert usage.cores > 1.5  # a quiet machine with two cores ran both at once
+        assert usage.cores > 1.2  # a quiet machine with two cores ran both at once (one core: <= 1)
 
 
 def test_sleeping_is_a_voluntary_context_switch_per_call():

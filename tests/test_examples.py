@@ -23,7 +23,11 @@ FILES = {
     "softmax_cross_entropy.py": ["softmax_cross_entropy"],
     "kmeans.py": ["kmeans_step"],
     "mlp.py": ["mlp_forward", "mlp_forward_backward"],
+    "jacobi_2d.py": ["jacobi_2d"],
+    "gemm_inplace.py": ["gemm_inplace"],
 }
+#: Written the way NumPy users write them: inputs updated in place, settings (issue 14).
+IN_PLACE = ["jacobi_2d", "gemm_inplace"]
 WORKLOADS = [w for names in FILES.values() for w in names]
 
 
@@ -56,6 +60,35 @@ def test_example_matches_its_reference(workload, backend_name, dtype):
         assert expected in shard.method
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("backend_name", ["torch", "jax"])
+@pytest.mark.parametrize("workload", IN_PLACE)
+def test_in_place_examples_compile_and_match_their_reference(workload, backend_name, dtype):
+    backend = backend_or_skip(backend_name)
+    wl = REGISTRY[workload]
+    n = wl.sizes["small"]
+    cell = Cell(workload, "small", n, backend_name, "cpu", dtype, "compiled", params=wl.params_for(n))
+    shard = measure_cell(backend, wl, cell, QUICK, ReferenceCache())
+    assert shard.status == "ok", shard.reason
+    assert shard.max_rel_error <= shard.tolerance
+    assert shard.method == ("torch.compile" if backend_name == "torch" else "jax.jit")
+    # PyTorch updates the inputs in place, restored before every call; JAX arrays cannot change.
+    assert shard.restored == (list(wl.mutates) if backend_name == "torch" else [])
+
+
+def test_in_place_examples_declare_what_they_change_and_take_settings():
+    for workload in IN_PLACE:
+        wl = REGISTRY[workload]
+        n = wl.sizes["small"]
+        shard = measure_cell(backend_or_skip("numpy"), wl,
+                             Cell(workload, "small", n, "numpy", "cpu", "float64", "latency",
+                                  params=wl.params_for(n)), QUICK, ReferenceCache())
+        assert shard.restored == list(wl.mutates)
+        assert not any("mutates=" in w or "shares memory" in w for w in shard.warnings), shard.warnings
+    assert REGISTRY["jacobi_2d"].params_for(250) == {"tsteps": 20}
+    assert REGISTRY["gemm_inplace"].params_for(256) == {"alpha": 1.5, "beta": 1.2}
+
+
 def test_every_example_has_sizes_a_reference_and_a_work_model():
     for workload in WORKLOADS:
         wl = REGISTRY[workload]
@@ -78,3 +111,5 @@ def test_the_examples_run_from_the_command_line(tmp_path: Path):
     for r in res.records:
         assert r.status == "ok", (r.key, r.reason)
         assert r.max_rel_error <= r.tolerance
+    jacobi = next(r for r in res.records if r.workload == "jacobi_2d")
+    assert jacobi.params == {"tsteps": 20} and jacobi.key.endswith("|tsteps=20")

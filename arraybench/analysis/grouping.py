@@ -6,6 +6,7 @@ from typing import Iterable
 
 from ..backends import SPECS
 from ..records import Record
+from ..workloads.params import describe as describe_params
 
 _BACKEND_ORDER = {name: i for i, name in enumerate(SPECS)}
 _MODE_ORDER = {"latency": 0, "throughput": 1, "compiled": 2}
@@ -61,9 +62,17 @@ def winner(group: Iterable[Record]) -> Record | None:
 
 
 def size_text(r: Record) -> str:
-    """``large (n = 2,000)`` or ``n = 4,096``."""
-    n = f"n = {r.size:,}"
+    """``large (n = 2,000)`` or ``n = 4,096``; settings follow the size (``n = 200, tsteps = 20``)."""
+    n = f"n = {r.size:,}" + (f", {describe_params(r.params)}" if r.params else "")
     return n if r.size_label == str(r.size) else f"{r.size_label} ({n})"
+
+
+def size_detail(r: Record) -> str:
+    """What a table shows under a size's label: ``n = 2,000``, with the settings; "" if nothing."""
+    parts = [f"n = {r.size:,}"] if r.size_label != str(r.size) else []
+    if r.params:
+        parts.append(describe_params(r.params))
+    return ", ".join(parts)
 
 
 def swept_workloads(records: Iterable[Record]) -> list[str]:

@@ -137,6 +137,40 @@ class Backend(abc.ABC):
         """
         return None
 
+    # -- in-place code (issue 14) ---------------------------------------------------------------
+    #: Whether a call can change its input arrays in place (JAX arrays are immutable).
+    mutable_arrays: ClassVar[bool] = True
+
+    def clone(self, x: Any) -> Any:
+        """A new array with ``x``'s values, where ``x`` is (a pool copy of an input a call changes)."""
+        return list(x) if isinstance(x, list) else np.array(x, copy=True)
+
+    def copy_into(self, dst: Any, src: Any) -> None:
+        """Overwrite ``dst``'s values with ``src``'s, in place, where they are (restoring an input)."""
+        if isinstance(dst, list):
+            dst[:] = src
+        else:
+            np.copyto(dst, src)
+
+    def memory_range(self, x: Any) -> tuple[int, int] | None:
+        """The [start, end) addresses of the memory ``x`` lives in; None where unknown."""
+        if isinstance(x, np.ndarray):
+            low, high = _byte_bounds(x)
+            return low, high
+        return None
+
+    def shares_memory(self, a: Any, b: Any) -> bool:
+        """Whether two arrays overlap in memory: a view of the other, or the same array."""
+        if a is b:
+            return True
+        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+            try:
+                return bool(np.shares_memory(a, b, max_work=100_000))
+            except Exception:  # too hard to solve exactly: overlapping bounds say "maybe"
+                return bool(np.may_share_memory(a, b))
+        ra, rb = self.memory_range(a), self.memory_range(b)
+        return ra is not None and rb is not None and ra[0] < rb[1] and rb[0] < ra[1]
+
     # -- timing ---------------------------------------------------------------------------------
     #: Wait for a result; None where every call returns only once its work is done.
     sync: Callable[[Any], None] | None = None
@@ -209,3 +243,11 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def info(self) -> dict[str, Any]:
         """Versions, device, threads and precision settings, for the environment record."""
+
+
+def _byte_bounds(a: np.ndarray) -> tuple[int, int]:
+    try:
+        from numpy.lib.array_utils import byte_bounds  # NumPy >= 2.0
+    except ImportError:  # pragma: no cover - NumPy 1.x
+        byte_bounds = np.byte_bounds
+    return byte_bounds(a)

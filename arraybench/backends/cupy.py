@@ -119,6 +119,21 @@ class CupyBackend(Backend):
         cc = str(self.cuda_device.compute_capability)
         return "tf32" if tf32_in_effect(allowed, dtype, (int(cc[:-1] or 0), int(cc[-1:] or 0))) else None
 
+    def clone(self, x: Any) -> Any:
+        return x.copy() if isinstance(x, cupy.ndarray) else super().clone(x)
+
+    def copy_into(self, dst: Any, src: Any) -> None:
+        if isinstance(dst, cupy.ndarray):
+            cupy.copyto(dst, src)
+        else:
+            super().copy_into(dst, src)
+
+    def memory_range(self, x: Any) -> tuple[int, int] | None:
+        if not isinstance(x, cupy.ndarray):
+            return super().memory_range(x)
+        mem = x.data.mem  # the allocation: views of one array share it
+        return (mem.ptr, mem.ptr + mem.size) if mem is not None else None
+
     def device_timer(self):
         return CudaEvents(cupy.cuda.Event, cupy.cuda.get_elapsed_time)
 

@@ -157,6 +157,18 @@ class JaxBackend(Backend):
             return None
         return major, minor
 
+    #: A JAX array never changes: in-place code returns new arrays (``x.at[i].set(v)``).
+    mutable_arrays = False
+
+    def memory_range(self, x: Any) -> tuple[int, int] | None:
+        if isinstance(x, np.ndarray):
+            return super().memory_range(x)
+        try:
+            start = x.unsafe_buffer_pointer()
+        except Exception:  # sharded or deleted arrays have no single buffer
+            return None
+        return start, start + max(int(x.nbytes), 1)
+
     def flush_cache(self) -> Callable[[], None] | None:
         if self.device == "cpu":
             return cpu_flush()

@@ -129,6 +129,24 @@ class TorchBackend(Backend):
     def dtype_name(self, x: Any) -> str:
         return str(x.dtype).removeprefix("torch.")
 
+    def clone(self, x: Any) -> Any:
+        return x.clone() if isinstance(x, torch.Tensor) else super().clone(x)
+
+    def copy_into(self, dst: Any, src: Any) -> None:
+        if isinstance(dst, torch.Tensor):
+            dst.copy_(src)
+        else:
+            super().copy_into(dst, src)
+
+    def memory_range(self, x: Any) -> tuple[int, int] | None:
+        if not isinstance(x, torch.Tensor):
+            return super().memory_range(x)
+        try:  # the whole storage: views of one tensor share it
+            storage = x.untyped_storage()
+            return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+        except Exception:  # sparse or other layouts without one storage
+            return None
+
     def device_timer(self):
         if self.device != "gpu":
             return None

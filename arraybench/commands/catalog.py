@@ -29,9 +29,13 @@ def catalog(workload_files: list[str] = ()) -> tuple[list[dict[str, Any]], list[
     loaded = load_files(list(workload_files))
     out = []
     for name, wl in workloads.REGISTRY.items():
-        work = {}
+        work, settings = {}, {}
         for label, n in wl.sizes.items():
-            w = wl.work_for(n, 8)  # float64, the default dtype
+            try:  # the user's params= and work= run here; one that raises is left out of the list
+                settings[label] = wl.params_for(n)
+                w = wl.work_for(n, 8, settings[label])  # float64, the default dtype
+            except Exception:
+                continue
             if w is not None:
                 work[label] = {"flops": w.flops, "bytes": w.bytes}
         out.append({
@@ -42,6 +46,8 @@ def catalog(workload_files: list[str] = ()) -> tuple[list[dict[str, Any]], list[
             "gradient": wl.grad,
             "namespace": wl.namespace,
             "work_float64": work,
+            "params": {k: v for k, v in settings.items() if v},
+            "mutates": list(wl.mutates),
             "source": wl.source if wl.source == "builtin" else wl.origin(),
         })
     return out, list(loaded.errors.values())
@@ -54,6 +60,7 @@ def main(args: argparse.Namespace) -> int:
     from ..units import format_rate
 
     from ..workloads import GROUPS
+    from ..workloads.params import describe as describe_params
 
     entries, errors = catalog(args.workload_files)
     for error in errors:
@@ -71,11 +78,14 @@ def main(args: argparse.Namespace) -> int:
     table.add_column("work per call (float64)", overflow="fold")
     table.add_column("checked as", overflow="fold")
     for e in entries:
-        sizes = "\n".join(f"{k} {v:,}" for k, v in e["sizes"].items())
+        sizes = "\n".join(f"{k} {v:,}" + (f" ({describe_params(e['params'][k])})" if k in e["params"] else "")
+                          for k, v in e["sizes"].items())
         work = "\n".join(
             f"{k}: {format_rate(w['flops'], 'FLOP')}, {format_rate(w['bytes'], 'B')}"
             for k, w in e["work_float64"].items()) or "—"
         check = e["check"] + (" (gradient)" if e["gradient"] else "")
+        if e["mutates"]:
+            check += f"\nin place: {', '.join(printable(m) for m in e['mutates'])}"
         # A workload file is anyone's text: its escape sequences must not reach the terminal.
         description = escape(printable(e["description"])) + (
             "" if e["source"] == "builtin" else f"\n[dim]{escape(printable(e['source']))}[/]")

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.grouping import baselines, grouped, is_valid, size_text, winner
+from ..analysis.grouping import baselines, grouped, is_valid, size_detail, size_text, winner
 from ..analysis.rates import achieved
 from ..analysis.roofline import ceilings, share
 from ..errors import printable
@@ -117,8 +117,8 @@ def results_table(records: Iterable[Record]) -> Group:
             elif r.warnings:
                 status.append(" " + " ".join(f"[{notes.ref(w)}]" for w in r.warnings), style="yellow")
             case = workload if i == 0 else (r.size_label if i == 1 else "")
-            if i == 2 and r.size_label != str(r.size):
-                case = f"n = {r.size:,}"
+            if i == 2 and size_detail(r):
+                case = size_detail(r)
             if len(group) == 1:
                 case = f"{workload} {size_text(r)}"
             table.add_row(

@@ -6,8 +6,8 @@ or finite differences.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..measurement import Gradient
 from .definition import Workload
@@ -38,24 +38,39 @@ class Bound:
     method: str
     #: How the gradient is computed, for ``grad=True`` workloads.
     gradient: Gradient | None = None
+    #: Settings passed by keyword to every call (eager mode; compiled functions hold them).
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    #: How many of ``args`` come before the workload's arrays (``xp`` in eager mode).
+    prefix: int = 0
 
 
 def bind(wl: Workload, backend: "Backend", mode: str, arrays: tuple[Any, ...],
-         dtype: str = "float64") -> Bound:
-    """The callable to time for ``wl`` on ``backend`` in ``mode`` ("latency", "throughput", "compiled")."""
+         dtype: str = "float64", params: Mapping[str, Any] | None = None) -> Bound:
+    """The callable to time for ``wl`` on ``backend`` in ``mode`` ("latency", "throughput", "compiled").
+
+    ``params`` (the cell's settings) reach the function by keyword, as the Python values
+    themselves: under ``jax.jit`` and ``torch.compile`` they are constants of the function
+    compiled (static), never traced arguments.
+    """
     fn = wl.function_for(backend.name)
     if wl.namespace == "backend":
         xp: Any = Context(backend, dtype, backend.namespace("native"))
     else:
         xp = backend.namespace(wl.namespace_for(backend.name))
+    settings = dict(params or {})
     gradient = backend.gradient if wl.grad else None
+
+    def call(*a: Any) -> Any:
+        return fn(xp, *a, **settings)
+
     if mode == "compiled":
         if wl.grad:
-            inner = backend.grad(lambda *a: fn(xp, *a))
+            inner = backend.grad(call)
             return Bound(backend.compile(inner), arrays,
                          f"{backend.compile_method} of {backend.grad_method}", gradient)
-        return Bound(backend.compile(lambda *a: fn(xp, *a)), arrays, backend.compile_method)
+        return Bound(backend.compile(call), arrays, backend.compile_method)
     if wl.grad:
-        return Bound(backend.grad(lambda *a: fn(xp, *a)), arrays, backend.grad_method, gradient)
-    # xp travels as the first argument so the timed call has no wrapper layer around fn.
-    return Bound(fn, (xp, *arrays), "eager")
+        return Bound(backend.grad(call), arrays, backend.grad_method, gradient)
+    # xp travels as the first argument, and the settings as keywords of the timed call itself, so
+    # the timed call has no wrapper layer around fn.
+    return Bound(fn, (xp, *arrays), "eager", kwargs=settings, prefix=1)

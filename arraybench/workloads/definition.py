@@ -23,6 +23,8 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 import numpy as np
 
 from ..accuracy import Check
+from .params import (Params, ParamsSpec, accepted, check_settings, default_settings, is_setting_parameter,
+                     refused, resolve)
 from .registry import register
 
 ArrayFn = Callable[..., Any]
@@ -77,6 +79,13 @@ class Workload:
     outputs: tuple[str, ...] | None = None
     #: The namespace an override asked for, by backend (default: the workload's ``namespace``).
     override_namespaces: dict[str, Namespace] = field(default_factory=dict)
+    # -- issue 14: in-place code and settings --
+    #: Inputs the function changes in place (by parameter name; "*" for all): restored before
+    #: every call, outside the timed span.
+    mutates: tuple[str, ...] = ()
+    #: Settings (Python scalars and strings) passed by keyword: a dict or ``n -> dict``, over the
+    #: function's own keyword defaults (``workloads/params.py``).
+    params: ParamsSpec = None
 
     def __post_init__(self) -> None:
         if self.namespace not in NAMESPACES:
@@ -105,6 +114,14 @@ class Workload:
             raise ValueError(f"namespace must be one of {NAMESPACES}, not {namespace!r}")
 
         def register_override(fn: ArrayFn) -> ArrayFn:
+            settings = dict(default_settings(self.fn))
+            if self.params is not None and not callable(self.params):
+                settings.update(check_settings(self.name, self.params))
+            bad = refused(fn, settings)
+            if bad:
+                raise TypeError(f"{self.name}: override {getattr(fn, '__name__', fn)} takes no keyword "
+                                f"{', '.join(map(repr, bad))}, a setting of the workload "
+                                f"({definition_line(fn)})")
             for b in backends:
                 self.overrides[b] = fn
                 if namespace is None:
@@ -135,11 +152,12 @@ class Workload:
             return f"not applicable: {self.name} has no {mode} mode"
         return None
 
-    def work_for(self, size: int, itemsize: int) -> Work | None:
-        """The work model at a size, if the workload declares one."""
+    def work_for(self, size: int, itemsize: int, params: Mapping[str, Any] | None = None) -> Work | None:
+        """The work model at a size (and settings, which ``work`` gets by name), if declared."""
         if not self.work:
             return None
-        w = self.work(size, itemsize)
+        settings = self.params_for(size) if params is None else params
+        w = self.work(size, itemsize, **accepted(self.work, settings))
         if isinstance(w, Work):
             return w
         flops, moved = w  # a (flops, bytes) pair
@@ -148,7 +166,28 @@ class Workload:
     def functions(self) -> list[Callable[..., Any]]:
         """Every user function this workload holds (for shipping it to workers by value)."""
         found = [self.fn, self.inputs, self.reference, self.work, *self.overrides.values()]
+        if callable(self.params):
+            found.append(self.params)
         return [f for f in found if f is not None]
+
+    def params_for(self, size: int) -> Params:
+        """The settings at a size: the function's keyword defaults, updated by ``params=``."""
+        return resolve(self.name, self.fn, self.params, size)
+
+    def result_of(self, result: Any, arrays: Sequence[Any]) -> Any:
+        """What a call produced: its return value, or, where an in-place function returns None,
+        the inputs it changed (one array, or a tuple in ``mutates`` order)."""
+        if result is not None or not self.mutates:
+            return result
+        changed = [arrays[i] for i in self.mutated_positions(len(arrays))]
+        return changed[0] if len(changed) == 1 else tuple(changed)
+
+    def mutated_positions(self, count: int) -> tuple[int, ...]:
+        """Which of ``count`` positional arrays the function changes in place (``mutates=``)."""
+        if "*" in self.mutates:
+            return tuple(range(count))
+        names = [p.name for p in array_parameters(self.fn) or []]
+        return tuple(i for i, name in enumerate(names[:count]) if name in self.mutates)
 
 
 def _source_of(fn: ArrayFn) -> str:
@@ -185,7 +224,8 @@ def array_parameters(fn: Any) -> list[inspect.Parameter] | None:
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
         return None
-    return [p for p in params if p.kind in positional][1:]
+    # Settings (``tsteps=20``) are passed by keyword, never filled by ``inputs``.
+    return [p for p in [p for p in params if p.kind in positional][1:] if not is_setting_parameter(p)]
 
 
 def default_inputs(fn: ArrayFn) -> InputsFn:
@@ -204,6 +244,36 @@ def default_inputs(fn: ArrayFn) -> InputsFn:
         return tuple(rng.standard_normal(n) for _ in range(count))
 
     return standard_normal_vectors
+
+
+def _mutates(name: str, fn: ArrayFn, mutates: Sequence[str] | str | bool) -> tuple[str, ...]:
+    """``mutates=`` as parameter names ("*" for every array), each checked against the function."""
+    if mutates is True:
+        return ("*",)
+    if mutates is False or mutates is None:
+        return ()
+    names = (mutates,) if isinstance(mutates, str) else tuple(mutates)
+    params = array_parameters(fn)
+    if params is None:
+        raise TypeError(f"{name}: the function takes *args, so mutates= cannot name its inputs; "
+                        "give mutates=True (every input is restored before each call)")
+    known = [p.name for p in params]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise TypeError(f"{name}: mutates={names!r} names {', '.join(map(repr, unknown))}, not an "
+                        f"input of {getattr(fn, '__name__', 'the function')} ({', '.join(known) or 'none'})")
+    return names
+
+
+def _check_params(name: str, fn: ArrayFn, params: ParamsSpec) -> None:
+    """A ``params=`` dict must hold settings the function takes (checked again per size if n -> dict)."""
+    if params is None or callable(params):
+        return
+    given = check_settings(name, params)
+    bad = refused(fn, given)
+    if bad:
+        raise TypeError(f"{name}: params={given!r}: {getattr(fn, '__name__', 'the function')} takes no "
+                        f"keyword {', '.join(map(repr, bad))} ({definition_line(fn)})")
 
 
 def _sizes(sizes: Mapping[str, int] | Sequence[int] | int | None) -> dict[str, int]:
@@ -249,6 +319,8 @@ def workload(
     backends: tuple[str, ...] | None = None,
     modes: tuple[str, ...] | None = None,
     outputs: tuple[str, ...] | None = None,
+    mutates: Sequence[str] | str | bool = (),
+    params: ParamsSpec = None,
 ) -> Any:
     """Define a workload from a function of ``(xp, *arrays)``; ``@workload`` alone takes every default.
 
@@ -269,6 +341,12 @@ def workload(
     - ``placement``: ``"device"`` (inputs moved to the device before timing) or ``"host"``.
     - ``backends`` / ``modes``: restrict where the workload applies; elsewhere it is skipped.
     - ``outputs``: names of the outputs when the function returns a tuple.
+    - ``mutates``: the inputs the function changes in place, by name (``("C",)``), or True for all:
+      each call gets them fresh, restored outside the timed span. A function that returns None
+      returns what it changed.
+    - ``params``: settings passed by keyword, Python scalars or strings (``{"tsteps": 20}`` or
+      ``n -> dict``); the function's own scalar keyword defaults are settings too. They are part
+      of the cell, recorded, and static under ``jax.jit`` and ``torch.compile``.
     """
 
     def decorate(f: ArrayFn) -> Workload:
@@ -284,6 +362,8 @@ def workload(
                 raise TypeError(f"{wl_name}: {what} must be a function, not {type(value).__name__}")
         if check is not None and not isinstance(check, Check):
             raise TypeError(f"{wl_name}: check must be an arraybench.Check, e.g. Check.normwise(...)")
+        changed = _mutates(wl_name, f, mutates)
+        _check_params(wl_name, f, params)
         wl = Workload(
             name=wl_name,
             fn=f,
@@ -300,6 +380,8 @@ def workload(
             backends=tuple(backends) if backends is not None else None,
             modes=tuple(modes) if modes is not None else None,
             outputs=tuple(outputs) if outputs is not None else None,
+            mutates=changed,
+            params=params,
         )
         register(wl)
         return wl

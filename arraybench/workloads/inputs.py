@@ -1,27 +1,70 @@
 """Building a workload's inputs: host NumPy arrays, the same for every library and every process.
 
 ``inputs(n, rng)`` draws from a generator seeded by (run seed, workload name, size), so every
-library and every replicate sees identical values. Floating arrays are cast to the run's dtype;
-integer and boolean arrays are kept.
+library and every replicate sees identical values. Floating and complex arrays are cast to the
+run's dtype, unless the workload fixed theirs (``arraybench.fixed(a)``); integer and boolean arrays
+are kept; a 0-d array stays 0-d.
 """
 
 from __future__ import annotations
 
 import inspect
 import zlib
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from .definition import InputsFn, Workload, array_parameters, definition_line
+from .params import Params, accepted, is_setting_parameter
 
 
-def build_inputs(wl: Workload, size: int, dtype: str, seed: int = 0) -> tuple[Any, ...]:
+@dataclass(frozen=True)
+class Fixed:
+    """An input whose dtype the workload fixes: ``--dtype`` does not cast it. Made by ``fixed``."""
+
+    array: np.ndarray
+
+
+def fixed(array: Any, dtype: Any = None) -> Fixed:
+    """Mark an input in ``inputs`` as keeping its own dtype whatever the run's ``--dtype``.
+
+    ``fixed(rng.standard_normal(n), "float32")`` is float32 in every run; ``fixed(z)`` keeps a
+    complex128 ``z`` complex128. Integer and boolean arrays are never cast and need no mark.
+    """
+    a = np.asarray(array)
+    return Fixed(a.astype(np.dtype(dtype)) if dtype is not None else a)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """A cell's host inputs, and which of them keep the dtype the workload fixed."""
+
+    arrays: tuple[Any, ...]
+    fixed: tuple[bool, ...]
+
+    def fixed_dtypes(self, names: Sequence[str]) -> dict[str, str]:
+        """The dtype of each input the workload fixed, by name."""
+        return {name: str(a.dtype) for name, a, f in zip(names, self.arrays, self.fixed) if f}
+
+
+def build_inputs(wl: Workload, size: int, dtype: str, seed: int = 0,
+                 params: Params | None = None) -> tuple[Any, ...]:
     """The host inputs of ``wl`` at a size, cast to ``dtype``; identical for every backend and process."""
+    return make_inputs(wl, size, dtype, seed, params).arrays
+
+
+def make_inputs(wl: Workload, size: int, dtype: str, seed: int = 0,
+                params: Params | None = None) -> Inputs:
+    """``build_inputs``, saying which inputs kept a dtype the workload fixed (``fixed(...)``)."""
     rng = np.random.default_rng([seed, zlib.crc32(wl.name.encode()), size])
-    arrays = arrange(wl, _call_inputs(wl.inputs, size, rng))
-    return tuple(_cast_list(a, dtype) if isinstance(a, list) else _cast(np.asarray(a), dtype)
-                 for a in arrays)
+    settings = params if params is not None else wl.params_for(size)
+    made = arrange(wl, _call_inputs(wl.inputs, size, rng, settings))
+    arrays = tuple(_cast_list(a, dtype) if isinstance(a, list)
+                   else np.array(a.array, order="C") if isinstance(a, Fixed)
+                   else _cast(np.asarray(a), dtype)
+                   for a in made)
+    return Inputs(arrays, tuple(isinstance(a, Fixed) for a in made))
 
 
 def arrange(wl: Workload, made: Any) -> tuple[Any, ...]:
@@ -59,20 +102,27 @@ def _positional_arity(fn: Any) -> int:
     if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
         return 2
     return sum(1 for p in params if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
-                                               inspect.Parameter.POSITIONAL_OR_KEYWORD))
+                                               inspect.Parameter.POSITIONAL_OR_KEYWORD)
+               and not is_setting_parameter(p))
 
 
-def _call_inputs(inputs: InputsFn, size: int, rng: np.random.Generator) -> Any:
+def _call_inputs(inputs: InputsFn, size: int, rng: np.random.Generator, params: Params) -> Any:
     # ``inputs(n)`` suits deterministic inputs; anything random must use the seeded generator.
-    return inputs(size, rng) if _positional_arity(inputs) >= 2 else inputs(size)
+    # Settings go to an ``inputs`` that takes them by name (``def inputs(n, rng, *, tsteps)``).
+    settings = accepted(inputs, params)
+    if _positional_arity(inputs) >= 2:
+        return inputs(size, rng, **settings)
+    return inputs(size, **settings)
 
 
 def _cast(a: np.ndarray, dtype: str) -> np.ndarray:
+    # order="C" copies into a C-contiguous array of the same shape: a 0-d array stays 0-d, where
+    # np.ascontiguousarray would make it shape (1,).
     if np.issubdtype(a.dtype, np.complexfloating):
-        return np.ascontiguousarray(a.astype(np.result_type(np.dtype(dtype), np.complex64)))
+        return a.astype(np.result_type(np.dtype(dtype), np.complex64), order="C")
     if np.issubdtype(a.dtype, np.floating):
-        return np.ascontiguousarray(a.astype(np.dtype(dtype)))
-    return np.ascontiguousarray(a)
+        return a.astype(np.dtype(dtype), order="C")
+    return np.array(a, order="C")
 
 
 def _cast_list(values: list, dtype: str) -> list:

@@ -7,6 +7,7 @@ through NumPy; for a gradient, by central differences, whose own error is estima
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from ..finite_diff import central_difference_grad_with_error
 from .definition import Workload
+from .params import Params, accepted
 
 _CENTRAL_NOTE = ("reference gradient by central differences (no reference= given): "
                  "the tolerance includes its estimated error")
@@ -33,12 +35,19 @@ class Reference:
     note: str = ""
 
 
-def reference_result(wl: Workload, inputs: tuple[Any, ...]) -> Reference:
-    """The float64 reference of ``wl`` for inputs already cast to the run's dtype."""
+def reference_result(wl: Workload, inputs: tuple[Any, ...], params: Params | None = None) -> Reference:
+    """The float64 reference of ``wl`` for inputs already cast to the run's dtype.
+
+    ``params`` are the cell's settings; a ``reference=`` function gets those it takes by name.
+    An in-place function that returns None is judged by the inputs it changed.
+    """
     wide = tuple(_widen(a) for a in inputs)
+    settings = params if params is not None else {}
     if wl.reference is not None:
-        return Reference(_as_host(wl.reference(*wide)))
+        return Reference(_as_host(wl.result_of(wl.reference(*wide, **accepted(wl.reference, settings)),
+                                               wide)))
     fn = wl.function_for("numpy")
+    fn = functools.partial(fn, **settings) if settings else fn
     xp = numpy_namespace(wl.namespace_for("numpy"))
     if wl.grad:
         if not wide or not np.issubdtype(wide[0].dtype, np.floating):
@@ -48,7 +57,7 @@ def reference_result(wl: Workload, inputs: tuple[Any, ...]) -> Reference:
         value, abs_error = central_difference_grad_with_error(lambda *a: fn(xp, *a))(*wide)
         error = wl.check.error(value + abs_error, value) if np.any(abs_error) else 0.0
         return Reference(value, float(error), _CENTRAL_NOTE if error else "")
-    return Reference(_as_host(fn(xp, *wide)))
+    return Reference(_as_host(wl.result_of(fn(xp, *wide), wide)))
 
 
 def _widen(a: Any) -> Any:

@@ -1,0 +1,133 @@
+"""What a workload's first call did besides computing: inputs it changed, results that alias inputs.
+
+Users' NumPy code updates its arguments (``C[:] = ...``) and returns views (``x.T``, ``C``
+itself). Both are legitimate, and both silently spoil a benchmark: a call that changes an input
+feeds its output to the next call, and a result that is a view of an input changes when a later
+call does. So the first call is looked at before any other runs:
+
+- every input the workload does not declare in ``mutates=`` is compared with its pristine host
+  copy; one that changed is named, with the fix, and restored before every later call;
+- the result is compared, by address, with every input (``np.shares_memory``, torch's storage,
+  JAX's buffer pointer, CuPy's allocation: ``Backend.shares_memory``); one that aliases an input is
+  copied to the host before it is checked, and said;
+- the result the check judges is this host copy, taken before any other call could change it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from .workloads.definition import Workload, array_parameters
+
+if TYPE_CHECKING:
+    from .backends.base import Backend
+
+
+def to_host(backend: "Backend", x: Any) -> Any:
+    """A result (or tuple of results) as host NumPy arrays."""
+    if isinstance(x, (tuple, list)):
+        return tuple(to_host(backend, v) for v in x)
+    if isinstance(x, np.ndarray):
+        return x
+    return backend.to_numpy(x)
+
+
+def input_names(wl: Workload, count: int) -> list[str]:
+    """The names of a workload's ``count`` array inputs (``input 2`` where it takes ``*args``)."""
+    params = array_parameters(wl.fn) or []
+    names = [p.name for p in params]
+    return [names[i] if i < len(names) else f"input {i}" for i in range(count)]
+
+
+@dataclass
+class FirstCall:
+    """What the first call gave and did, seen before any other call."""
+
+    #: The result on the host, copied where it shares memory with an input.
+    result: Any
+    #: The result's dtype as the library names it (None for several outputs).
+    dtype: str | None
+    #: Inputs (positions among the workload's arrays) the call changed without declaring them.
+    changed: tuple[int, ...] = ()
+    #: What the record should say about it (stable text: the same in every process).
+    notes: list[str] = field(default_factory=list)
+
+
+def look(backend: "Backend", wl: Workload, arrays: Sequence[Any], pristine: Sequence[Any],
+         result: Any) -> FirstCall:
+    """Inspect the first call: its result (``result``) and its inputs (``arrays``) after it ran.
+
+    ``pristine``: host copies of the inputs as they were before the call (never passed to it).
+    """
+    names = input_names(wl, len(arrays))
+    declared = set(wl.mutated_positions(len(arrays)))
+    changed = tuple(i for i, (a, p) in enumerate(zip(arrays, pristine))
+                    if i not in declared and _changed(backend, a, p))
+    produced = wl.result_of(result, list(arrays))
+    if produced is None and changed:  # in-place code that forgot mutates=: what it changed
+        produced = arrays[changed[0]] if len(changed) == 1 else tuple(arrays[i] for i in changed)
+    outputs = list(produced) if isinstance(produced, (tuple, list)) else [produced]
+    aliased = sorted({i for out in outputs for i, a in enumerate(arrays)
+                      if _is_array(out) and _is_array(a) and _shares(backend, out, a)})
+    host = to_host(backend, produced)
+    if aliased:
+        # A later call (or the restoring of a changed input) would change what is judged.
+        host = _copied(host)
+    notes = []
+    if changed:
+        which = ", ".join(repr(names[i]) for i in changed)
+        declare = ", ".join(repr(names[i]) for i in sorted(declared | set(changed)))
+        notes.append(f"the call changes its input {which} in place, which mutates= does not "
+                     f"declare: it was restored before every timed call; declare it in "
+                     f"@workload(mutates=({declare},))")
+    # Returning the input it updates is what in-place code does; a view of any other input is news.
+    views = [i for i in aliased if i not in declared and i not in changed]
+    if views and wl.namespace != "backend":  # interop workloads share memory by design
+        which = ", ".join(repr(names[i]) for i in views)
+        notes.append(f"the result shares memory with input {which} (a view of it, or the input "
+                     "itself): it was copied before it was checked, and its time is that of "
+                     "making the view, not of computing new values")
+    return FirstCall(host, dtype_of(backend, produced), changed, notes)
+
+
+def _is_array(x: Any) -> bool:
+    return hasattr(x, "shape") and hasattr(x, "dtype")
+
+
+def _shares(backend: "Backend", a: Any, b: Any) -> bool:
+    try:
+        return backend.shares_memory(a, b)
+    except Exception:  # an exotic array type: no claim either way
+        return False
+
+
+def _copied(host: Any) -> Any:
+    if isinstance(host, tuple):
+        return tuple(_copied(h) for h in host)
+    return np.array(host, copy=True)
+
+
+def _changed(backend: "Backend", arg: Any, before: Any) -> bool:
+    """Whether an input no longer holds the values it held before the call."""
+    if isinstance(before, list):
+        return arg != before
+    if not _is_array(arg):
+        return False
+    if not isinstance(arg, np.ndarray) and not backend.mutable_arrays:
+        return False  # a JAX array cannot change
+    after = np.asarray(to_host(backend, arg))
+    if after.shape != before.shape or after.dtype != before.dtype:
+        return True
+    return not np.array_equal(after, before, equal_nan=np.issubdtype(before.dtype, np.inexact))
+
+
+def dtype_of(backend: "Backend", x: Any) -> str | None:
+    if isinstance(x, (tuple, list)):
+        return None
+    try:
+        return backend.dtype_name(x)
+    except Exception:
+        return None

@@ -1,0 +1,126 @@
+"""Settings: the Python scalars and strings a workload takes besides its arrays (a time-step count,
+a norm's name, a relaxation factor).
+
+A setting is part of the cell, like the size: it is recorded with every result, it names the cell
+(``jacobi_2d|small|numpy|cpu|float64|latency|tsteps=20``), and it reaches every library as the very
+Python value, never as an array. Under ``jax.jit`` and ``torch.compile`` it is a constant of the
+compiled function (static), so ``range(tsteps)`` and ``if mode == "ortho":`` work as written.
+
+A workload's settings are its function's keyword defaults that are Python scalars (``tsteps=20``,
+or any keyword-only ``*, mode="ortho"``), updated by ``params=`` (a dict, or ``n -> dict`` where a
+setting grows with the size).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Mapping, Union
+
+#: What a setting may be: JSON's scalars, so that it survives results.json unchanged.
+ParamValue = Union[bool, int, float, str, None]
+Params = dict[str, ParamValue]
+#: ``params=`` as given: a dict, or a function of the size that returns one.
+ParamsSpec = Union[Mapping[str, ParamValue], Callable[[int], Mapping[str, ParamValue]], None]
+
+_SCALARS = (bool, int, float, str)
+
+
+def is_setting(value: Any) -> bool:
+    """Whether a value is a setting (a Python scalar or string) rather than an array."""
+    return value is None or (isinstance(value, _SCALARS) and type(value).__module__ == "builtins")
+
+
+def _signature(fn: Any) -> inspect.Signature | None:
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+
+
+def is_setting_parameter(p: inspect.Parameter) -> bool:
+    """A parameter that takes a setting: keyword-only, or positional with a scalar default.
+
+    A positional parameter whose default is None stays an optional array, as before settings
+    existed; ``tsteps=20`` or ``mode="ortho"`` is a setting.
+    """
+    if p.kind is inspect.Parameter.KEYWORD_ONLY:
+        return True
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return p.kind in positional and p.default is not p.empty and p.default is not None \
+        and is_setting(p.default)
+
+
+def default_settings(fn: Any) -> Params:
+    """The settings a function declares by its keyword defaults: ``def f(xp, a, *, tsteps=20)``."""
+    sig = _signature(fn)
+    if sig is None:
+        return {}
+    return {p.name: p.default for p in list(sig.parameters.values())[1:]
+            if is_setting_parameter(p) and p.default is not p.empty and is_setting(p.default)}
+
+
+def accepted(fn: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings ``fn`` can take by keyword (all of them if it has ``**kwargs``)."""
+    sig = _signature(fn)
+    if sig is None:
+        return {}
+    ps = sig.parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in ps):
+        return dict(params)
+    names = {p.name for p in ps if p.kind in (inspect.Parameter.KEYWORD_ONLY,
+                                               inspect.Parameter.POSITIONAL_OR_KEYWORD)}
+    return {k: v for k, v in params.items() if k in names}
+
+
+def refused(fn: Any, names: Any) -> list[str]:
+    """The setting names ``fn`` cannot take by keyword."""
+    return [n for n in names if n not in accepted(fn, {n: None})]
+
+
+def check_settings(owner: str, params: Mapping[str, Any]) -> Params:
+    """``params`` as a plain dict, every value a setting; ``TypeError`` names a bad one."""
+    if not isinstance(params, Mapping):
+        raise TypeError(f"{owner}: params must be a dict such as {{'tsteps': 20}} (or n -> dict), "
+                        f"not {type(params).__name__}")
+    out: Params = {}
+    for name, value in params.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise TypeError(f"{owner}: params key {name!r} is not a parameter name")
+        if isinstance(value, bool) or value is None or isinstance(value, str):
+            out[name] = value
+        elif isinstance(value, int) and not isinstance(value, bool):
+            out[name] = int(value)  # a NumPy integer too: the record holds plain JSON
+        elif isinstance(value, float):
+            out[name] = float(value)
+        elif hasattr(value, "item") and getattr(value, "ndim", None) == 0 and is_setting(value.item()):
+            out[name] = value.item()  # np.int64(20), np.float64(0.5)
+        else:
+            raise TypeError(f"{owner}: setting {name}={value!r} must be a Python bool, int, float, "
+                            "str or None (arrays go in inputs=)")
+    return out
+
+
+def resolve(owner: str, fn: Any, spec: ParamsSpec, size: int) -> Params:
+    """A workload's settings at a size: its keyword defaults, updated by ``params``."""
+    given: Mapping[str, Any] = {}
+    if callable(spec):
+        given = spec(size)
+    elif spec is not None:
+        given = spec
+    out = dict(default_settings(fn))
+    out.update(check_settings(owner, given))
+    return out
+
+
+def text(params: Mapping[str, Any]) -> str:
+    """``tsteps=20,mode=ortho``: settings as they appear in a cell's key, in their own order."""
+    return ",".join(f"{k}={_value_text(v)}" for k, v in params.items())
+
+
+def describe(params: Mapping[str, Any]) -> str:
+    """``tsteps = 20, mode = 'ortho'``: settings as tables show them."""
+    return ", ".join(f"{k} = {v!r}" for k, v in params.items())
+
+
+def _value_text(v: Any) -> str:
+    return repr(v) if isinstance(v, float) else str(v)
