@@ -242,7 +242,7 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
             raise UsageError(f"{out / journal.JOURNAL_NAME}: its saved settings are not valid here ({exc})") from None
         labels = parse_context(context)
         executor = None
-        if state.options.cluster is not None and _missing_any(state):
+        if state.options.cluster is not None and state.missing():
             from .executors import cluster_executor
 
             executor = cluster_executor(state.options, node_wait=node_wait)
@@ -266,12 +266,6 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
             if executor is not None:
                 executor.close()
     return results
-
-
-def _missing_any(state: Any) -> bool:
-    """Whether a journalled run still lacks a measurement (a complete cluster run needs no cluster)."""
-    return any(c.config not in state.unavailable and len(state.replicates.get(c.key, {})) < state.options.replicates
-               for c in state.cells)
 
 
 @contextmanager

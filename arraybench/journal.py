@@ -47,11 +47,23 @@ class JournalState:
     worker_info: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
 
+    def wanted(self, cell: Cell) -> int:
+        """How many replicates a cell wants now, given those journalled (the run's replication
+        policy: an adaptive cell counts the processes it wants now, not those it may come to)."""
+        from .analysis.replication import decide, policy_for
+
+        have = self.replicates.get(cell.key, {})
+        return decide([r for _, r in sorted(have.items())], policy_for(self.options)).wanted
+
     def missing(self) -> int:
         """How many (cell, replicate) measurements the run still lacks (0: it finished)."""
-        want = self.options.replicates
-        return sum(max(0, want - len(self.replicates.get(c.key, {}))) for c in self.cells
+        return sum(max(0, self.wanted(c) - len(self.replicates.get(c.key, {}))) for c in self.cells
                    if c.config not in self.unavailable)
+
+    def cells_done(self) -> int:
+        """How many cells have all the replicates they want (or cannot run here)."""
+        return sum(1 for c in self.cells if c.config in self.unavailable
+                   or len(self.replicates.get(c.key, {})) >= self.wanted(c))
 
 
 #: Never through a link; appended at the end whatever the offset; not inherited by workers.

@@ -58,8 +58,8 @@ def page_faults(records: Iterable[Record]) -> list[str]:
             continue
         megabytes = u.minor_faults_per_call * PAGE / 1024**2
         text = (f"{_label(r)} on {_where(r)} takes ~{u.minor_faults_per_call:,.0f} page faults per "
-                f"call: ~{megabytes:,.0f} MB of fresh memory from the kernel, zeroed page by page, "
-                "every call")
+                f"call: ~{megabytes:,.{0 if megabytes >= 10 else 1}f} MB of fresh memory from the "
+                "kernel, zeroed page by page, every call")
         costly = u.kernel_share is not None and u.kernel_share >= KERNEL_SHARE_WORTH_SAYING
         if costly:
             text += f"; {u.kernel_share:.0%} of its CPU time is spent in the kernel"

@@ -196,23 +196,6 @@ _OPTION_NAMES = {"replicates": "processes"}
 _PROCESSES = ("replicates", "max_replicates")
 
 
-def _missing(state: JournalState) -> tuple[int, int]:
-    """(cells complete, measurements missing) in a journalled run; an adaptive cell counts the
-    processes it wants now, not those it may come to want."""
-    from ..analysis.replication import decide, policy_for
-
-    policy = policy_for(state.options)
-    done = missing = 0
-    for c in state.cells:
-        have = state.replicates.get(c.key, {})
-        want = decide([r for _, r in sorted(have.items())], policy).wanted
-        if c.config in state.unavailable or len(have) >= want:
-            done += 1
-        else:
-            missing += want - len(have)
-    return done, missing
-
-
 def main(args: argparse.Namespace) -> int:
     plots = not getattr(args, "no_plots", False)
     store = run_store_choice(args)
@@ -221,7 +204,7 @@ def main(args: argparse.Namespace) -> int:
         if args.resume:
             state = resume_state(args)
             out = Path(args.resume)
-            done, missing = _missing(state)
+            done, missing = state.cells_done(), state.missing()
             if not missing:
                 print(f"arraybench: {out}: every cell is already measured; nothing to resume. "
                       "results.json and the plots are rewritten from the journal.", file=sys.stderr)
