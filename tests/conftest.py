@@ -15,6 +15,7 @@ import pytest
 from arraybench import backends
 
 ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data"
 
 # Every run stores itself in the user's results store (issue 16): tests never write to the real one.
 # A session-wide folder first (for session fixtures), then one per test (``_own_store``).
@@ -98,3 +99,12 @@ def store_location(request, tmp_path):
     if request.param == "sqlite":
         return str(tmp_path / "store.sqlite")
     return request.getfixturevalue("postgres").new_database()
+
+
+@pytest.fixture()
+def workload_file(tmp_path: Path) -> Path:
+    """A copy of tests/data/fault_workloads.py (workloads that crash, hang, fault or behave) in a
+    folder of the test's own, where it leaves its marker files."""
+    target = tmp_path / "fault_workloads.py"
+    shutil.copy(DATA / "fault_workloads.py", target)
+    return target

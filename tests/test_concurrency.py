@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -30,13 +29,6 @@ SLOW = ("--workloads", "bimodal,ok_a", "--sizes", "small", "--backends", "numpy"
         "-q", "--no-plots")
 QUICK = ("--workloads", "ok_a,ok_b", "--sizes", "small", "--backends", "numpy", "--devices", "cpu",
          "--processes", "1", "--max-time", "0.05", "--min-samples", "3", "-q", "--no-plots")
-
-
-@pytest.fixture()
-def workload_file(tmp_path: Path) -> Path:
-    target = tmp_path / "fault_workloads.py"
-    shutil.copy(DATA / "fault_workloads.py", target)
-    return target
 
 
 def start(*args: str, cwd: Path) -> subprocess.Popen:

@@ -8,7 +8,6 @@ temporary folder); each misbehaves only under NumPy.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
 
@@ -22,13 +21,6 @@ from .conftest import run_cli
 DATA = Path(__file__).resolve().parent / "data"
 QUICK = ("--processes", "1", "--max-time", "0.05", "--min-samples", "3", "-q", "--no-plots",
          "--sizes", "small")
-
-
-@pytest.fixture()
-def workload_file(tmp_path: Path) -> Path:
-    target = tmp_path / "fault_workloads.py"
-    shutil.copy(DATA / "fault_workloads.py", target)
-    return target
 
 
 def run_faults(workload_file: Path, out: Path, workloads: str, *extra: str,

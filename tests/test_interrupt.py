@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -26,13 +25,6 @@ DATA = Path(__file__).resolve().parent / "data"
 RUN = ("--workloads", "bimodal,ok_a,ok_b", "--sizes", "small", "--backends", "numpy",
        "--devices", "cpu", "--processes", "2", "--max-time", "1", "--min-samples", "6",
        "--rel-ci", "0.3")
-
-
-@pytest.fixture()
-def workload_file(tmp_path: Path) -> Path:
-    target = tmp_path / "fault_workloads.py"
-    shutil.copy(DATA / "fault_workloads.py", target)
-    return target
 
 
 def start(*args: str, cwd: Path) -> subprocess.Popen:

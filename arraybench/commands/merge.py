@@ -39,7 +39,7 @@ def main(args: argparse.Namespace) -> int:
 
     from .. import api
     from ..merge import same_machine_notes
-    from ..render.tables import print_table
+    from ..render.tables import print_findings, print_table
     from ..results import load, resolve
 
     pairs = [split_label(t) for t in args.runs]
@@ -54,11 +54,7 @@ def main(args: argparse.Namespace) -> int:
         if not console.is_terminal and console.width < 120:
             console = Console(width=120, color_system=None)
         print_table(merged.records, console)
-        found = merged.findings()
-        if found:
-            console.print("\n[bold]Findings[/]")
-            for f in found:
-                console.print(f"- {f}", markup=False, highlight=False)
+        print_findings(merged.findings(), console)
         out = merged.output_dir
         console.print(f"merged {len(runs)} runs ({', '.join(labels)}) into {out / 'results.json'}; "
                       f"report: {out / 'report.html'}")

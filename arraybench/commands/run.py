@@ -250,16 +250,12 @@ def report_file_errors(loaded: LoadedFiles) -> None:
 
 def print_outcome(results: Results, console: Console) -> None:
     """The table, what did not run, the findings, and where the files are."""
-    from ..render.tables import print_table
+    from ..render.tables import print_findings, print_table
 
     print_table(results.records, console)
     for e in results.errors:
         console.print(f"[red]not run:[/] {escape(e['error'])}", soft_wrap=True)
-    found = results.findings()
-    if found:
-        console.print("\n[bold]Findings[/]")
-        for f in found:
-            console.print(f"- {f}", markup=False, highlight=False)
+    print_findings(results.findings(), console)
     out = results.output_dir
     if out is not None:
         console.print(f"results: {out / 'results.json'}; report: {out / 'report.html'}")

@@ -168,6 +168,15 @@ def print_table(records: Iterable[Record], console: Console | None = None) -> No
     console.print(results_table(records))
 
 
+def print_findings(findings: Iterable[str], console: Console) -> None:
+    """The findings under the table, one plain sentence a line (no markup read from them)."""
+    found = list(findings)
+    if found:
+        console.print("\n[bold]Findings[/]")
+        for f in found:
+            console.print(f"- {f}", markup=False, highlight=False)
+
+
 def table_text(records: Iterable[Record], width: int = 120) -> str:
     """The table as plain text (no colour), ``width`` characters wide."""
     console = Console(width=width, color_system=None, record=True, file=_Discard(), force_jupyter=False)
