@@ -3,7 +3,7 @@
 ``prepare`` puts a cell's inputs on the device, makes the first call, warms up, calibrates and checks
 the first result against the float64 reference; ``finish`` turns the samples into the cell's
 ``Replicate``, what this process measured. In between, the worker samples every prepared cell of a
-batch round-robin (``timer.interleave``). Exceptions from the library or from a user's workload
+batch round-robin (``sampling.interleave``). Exceptions from the library or from a user's workload
 become a ``failed`` replicate carrying the exception's own line, never a dead worker.
 """
 
@@ -19,7 +19,8 @@ from . import accuracy
 from .backends.base import Backend, Unavailable
 from .measurement import Replicate, Status
 from .plan import Cell
-from .timer import Sampling, Timer, TimerSettings
+from .sampling import Sampling, TimerSettings
+from .timer import Timer
 from .tracebacks import describe_exception
 from .workloads.binding import Bound, bind
 from .workloads.definition import Workload
@@ -318,7 +319,7 @@ def measure_cell(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings
                  references: ReferenceCache, *, seed: int = 0,
                  flush: Callable[[], None] | None = None) -> Replicate:
     """Prepare, sample and finish one cell on its own (no interleaving)."""
-    from .timer import interleave
+    from .sampling import interleave
 
     prepared = prepare(backend, wl, cell, base, references, seed=seed, flush=flush)
     if prepared.run is not None:

@@ -24,7 +24,8 @@ import numpy as np
 
 from .accuracy import REDUCED_PRECISION_EPS, Check, judge
 from .backends.base import Backend
-from .timer import Timer, TimerSettings
+from .sampling import TimerSettings
+from .timer import Timer
 from .units import format_seconds
 
 CHECKS = ("sync", "unsynced", "events", "float64", "precision", "memory", "clocks", "transfers")

@@ -1,27 +1,21 @@
-"""The only place that measures time: first call, warm-up, batch calibration, synchronisation, sampling.
+"""The only place that measures time: first call, warm-up, batch calibration, synchronisation.
 
-A ``Timer`` owns one operation and its arguments; ``Timer.measure`` returns a ``Measurement`` holding
-the raw per-call samples. Statistics are derived from the samples (``stats``), never kept instead of
-them.
-
-The timed loops are generated as source and compiled, as ``timeit`` does, so that the loop adds no
-more than a tight ``timeit`` loop would: no closure layer, no ``*args`` unpacking, no sync call for
-libraries that compute synchronously.
+A ``Timer`` owns one operation and its arguments; ``Timer.start`` calibrates it and returns a
+``sampling.Sampling`` to draw samples from, and ``Timer.measure`` a ``Measurement`` holding the raw
+per-call samples. Statistics are derived from the samples (``stats``), never kept instead of them.
+The timed loops themselves are generated in ``timed_loops``.
 """
 
 from __future__ import annotations
 
-import gc
 import math
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
-from . import stats
+from .sampling import Measurement, Sampling, TimerSettings, gc_paused
+from .timed_loops import compile_loop
 
 Clock = Callable[[], float]
-
-MODES = ("latency", "throughput")
 
 #: See ``Timer.start``: a warm-up call this slow is kept as the first sample.
 SLOW_CALL_S = 0.1
@@ -35,119 +29,6 @@ class DeviceTimer(Protocol):
     def end(self) -> None: ...
 
     def elapsed(self) -> float: ...
-
-
-@dataclass(frozen=True)
-class TimerSettings:
-    """How to sample one cell in one worker process."""
-
-    mode: str = "latency"
-    target_sample_s: float = 0.005  # one sample (a batch of calls) lasts at least this long
-    min_samples: int = 5
-    max_samples: int = 2000
-    budget_s: float = 0.5  # sampling stops when this is spent, once min_samples are taken
-    rel_ci: float = 0.02  # ...or as soon as the median's 95% CI half-width is within this
-    warmup_s: float = 0.05
-    cold: bool = False  # evict caches before every sample (forces one call per sample)
-    max_batch_bytes: float = 2 * 1024**3  # throughput mode keeps a batch's results alive
-    # -- issue 14: inputs a call changes (``mutates=``), fresh for every call (``fresh.py``) --
-    restore: str = "auto"  # "pool": copies refilled per batch; "per_call": before each call; "auto": by speed
-    pool_bytes: float = 256 * 1024**2  # the most a pool of copies may take
-
-    def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"unknown timer mode {self.mode!r}; expected one of {', '.join(MODES)}")
-
-
-@dataclass
-class Measurement:
-    """Raw samples of one operation, in seconds per call, with how they were taken."""
-
-    samples_s: list[float]
-    number: int  # calls per sample
-    first_call_s: float
-    warmup_calls: int
-    stop_reason: str  # "converged" | "budget" | "max_samples"
-    elapsed_s: float
-    device_samples_s: list[float] | None = None
-    first_result: Any = field(default=None, repr=False)
-    #: Indices of the samples after which the monitor reported throttling, and its reasons.
-    throttled: list[int] = field(default_factory=list)
-    throttle_reasons: list[str] = field(default_factory=list)
-
-    @property
-    def median_s(self) -> float:
-        return stats.median(self.samples_s)
-
-
-_LOOP_TEMPLATE = """
-def _loop(_it, _op, {params}_sync, _clock, _dt):
-{body}
-"""
-
-
-def _loop_source(arity: int, mode: str, has_sync: bool, has_device_timer: bool,
-                 keywords: Sequence[str] = (), pooled: bool = False) -> str:
-    """The timed loop. ``keywords``: settings passed by name (``_op(_a0, tsteps=_k0)``).
-    ``pooled``: ``_it`` is a pool of argument tuples, one per call (inputs a call changes, fresh
-    for each), instead of a range over the same arguments."""
-    args = ", ".join([f"_a{i}" for i in range(arity)] + [f"{k}=_k{j}" for j, k in enumerate(keywords)])
-    call = f"_op({args})"
-    settings = "".join(f"_k{j}, " for j in range(len(keywords)))
-    params = settings if pooled else "".join(f"_a{i}, " for i in range(arity)) + settings
-    # A pool's tuples unpack in the for statement itself, as cheap as timeit's own loop variable.
-    each = ("(" + "".join(f"_a{i}, " for i in range(arity)) + ")") if pooled else "_"
-    lines: list[str] = []
-    if mode == "device":
-        # The device pass of latency mode (cupyx.profiler.benchmark's convention: events around
-        # each call, then wait). It reads no clock: recording, waiting for and reading two events
-        # costs microseconds per call that a wall-clock sample must not carry, or torch and CuPy
-        # would pay them and JAX, which has no events, would not.
-        lines += [
-            "    _dev = 0.0",
-            f"    for {each} in _it:",
-            "        _dt.begin()",
-            f"        _r = {call}",
-            "        _dt.end()",
-            "        _sync(_r)",
-            "        _dev += _dt.elapsed()",
-            "    return None, _dev",
-        ]
-    elif mode == "latency":
-        stmt = f"_sync({call})" if has_sync else call
-        lines += [
-            "    _t0 = _clock()",
-            f"    for {each} in _it:",
-            f"        {stmt}",
-            "    _t1 = _clock()",
-            "    return _t1 - _t0, None",
-        ]
-    else:  # throughput: issue the whole batch, wait once, at the end
-        # One event pair per batch: the end event's record is the one event call inside the
-        # wall-clock span, once per batch, not once per call.
-        lines += ["    _keep = []", "    _push = _keep.append"]
-        if has_device_timer:
-            lines.append("    _dt.begin()")
-        lines += [
-            "    _t0 = _clock()",
-            f"    for {each} in _it:",
-            f"        _push({call})",
-        ]
-        if has_device_timer:
-            lines.append("    _dt.end()")
-        if has_sync:
-            lines.append("    _sync(_keep)")
-        lines.append("    _t1 = _clock()")
-        lines.append("    return _t1 - _t0, " + ("_dt.elapsed()" if has_device_timer else "None"))
-    return _LOOP_TEMPLATE.format(params=params, body="\n".join(lines))
-
-
-def _compile_loop(arity: int, mode: str, has_sync: bool, has_device_timer: bool,
-                  keywords: Sequence[str] = (), pooled: bool = False) -> Callable[..., Any]:
-    namespace: dict[str, Any] = {}
-    source = _loop_source(arity, mode, has_sync, has_device_timer, keywords, pooled)
-    exec(compile(source, f"<arraybench timer loop {mode}/{arity}>", "exec"), namespace)
-    return namespace["_loop"]
 
 
 class Fresh(Protocol):
@@ -210,7 +91,7 @@ class Timer:
 
     def _loop(self, mode: str, pooled: bool = False) -> Callable[..., Any]:
         if (mode, pooled) not in self._loops:
-            self._loops[mode, pooled] = _compile_loop(
+            self._loops[mode, pooled] = compile_loop(
                 len(self.args), mode, self.sync is not None, self.device_timer is not None,
                 tuple(self.kwargs), pooled,
             )
@@ -327,7 +208,7 @@ class Timer:
     def measure(self, settings: TimerSettings) -> Measurement:
         """First call, warm-up, calibration, then samples until the CI target or the budget is met."""
         run = self.start(settings)
-        with _gc_paused():
+        with gc_paused():
             while not run.done:
                 run.sample()
         return run.measurement()
@@ -357,130 +238,3 @@ class Timer:
                 if out_bytes:
                     number = max(1, min(number, int(settings.max_batch_bytes // out_bytes)))
         return number
-
-
-class _gc_paused:
-    """Collect garbage before, and never during, the timed loops (as ``timeit`` does)."""
-
-    def __enter__(self) -> None:
-        self._enabled = gc.isenabled()
-        gc.collect()
-        gc.disable()
-
-    def __exit__(self, *exc: object) -> None:
-        if self._enabled:
-            gc.enable()
-
-
-class Sampling:
-    """A calibrated operation being sampled; ``sample()`` draws one, ``done`` says when to stop."""
-
-    def __init__(self, timer: Timer, settings: TimerSettings, number: int, first_call_s: float,
-                 first_result: Any, warmup_calls: int, per_call_s: float, setup_s: float) -> None:
-        self.timer = timer
-        self.settings = settings
-        self.number = number
-        self.first_call_s = first_call_s
-        self.first_result = first_result
-        self.warmup_calls = warmup_calls
-        self.per_call_s = per_call_s
-        self.setup_s = setup_s
-        self.samples: list[float] = []
-        self.device_samples: list[float] = []
-        self.throttled: list[int] = []
-        self.throttle_reasons: list[str] = []
-        self.sampling_s = 0.0  # this operation's own time spent sampling, rewarming included
-        self.calls_last = 0  # calls made by the last sample, a re-warming call included
-        self.stop_reason = ""
-        self.error: BaseException | None = None
-
-    @property
-    def done(self) -> bool:
-        return bool(self.stop_reason)
-
-    def sample(self, rewarm: bool = False) -> None:
-        """Draw one sample. ``rewarm``: one untimed call first, because another operation ran since."""
-        t0 = self.timer.clock()
-        s = self.settings
-        self.calls_last = self.number
-        if s.cold and self.timer.flush is not None and self.timer.fresh is None:
-            self.timer.flush()  # (with fresh inputs, the timer flushes after restoring them)
-        elif rewarm:
-            self.timer.timeit(1, "latency")
-            self.calls_last += 1
-        wall, device = self.timer.timeit(self.number, s.mode)
-        if device is None and s.mode == "latency" and self.timer.device_timer is not None:
-            if s.cold and self.timer.flush is not None and self.timer.fresh is None:
-                self.timer.flush()  # the device pass is cold too
-            device = self.timer.device_time(self.number)
-        self.samples.append(wall / self.number)
-        if device is not None:
-            self.device_samples.append(device / self.number)
-        if self.timer.monitor is not None:
-            reasons = self.timer.monitor()
-            if reasons:
-                self.throttled.append(len(self.samples) - 1)
-                self.throttle_reasons += [r for r in reasons if r not in self.throttle_reasons]
-        self.sampling_s += self.timer.clock() - t0
-        n = len(self.samples)
-        if n >= s.max_samples:
-            self.stop_reason = "max_samples"
-        elif n >= s.min_samples:
-            if stats.relative_ci_halfwidth(self.samples) <= s.rel_ci:
-                self.stop_reason = "converged"
-            elif self.sampling_s >= s.budget_s:
-                self.stop_reason = "budget"
-
-    def measurement(self) -> Measurement:
-        return Measurement(
-            samples_s=self.samples,
-            number=self.number,
-            first_call_s=self.first_call_s,
-            warmup_calls=self.warmup_calls,
-            stop_reason=self.stop_reason or "stopped",
-            elapsed_s=self.setup_s + self.sampling_s,
-            device_samples_s=self.device_samples or None,
-            first_result=self.first_result,
-            throttled=list(self.throttled),
-            throttle_reasons=list(self.throttle_reasons),
-        )
-
-
-#: Calls shorter than this are re-warmed (one untimed call) before a sample that follows another
-#: operation's; longer calls are their own warm-up, near enough, and re-warming would double them.
-REWARM_BELOW_S = 0.01
-
-
-def interleave(runs: Sequence[Sampling], order_seed: int = 0,
-               before_sample: Callable[[int], None] | None = None,
-               after_sample: Callable[[int], None] | None = None) -> None:
-    """Sample several operations round-robin until each is done.
-
-    Spreading each operation's samples over the whole sampling period means that a slow phase of a
-    shared machine (a neighbour's burst, a throttled core) lands on every operation alike, instead
-    of on whichever happened to be timed during it. ``before_sample(i)`` and ``after_sample(i)``
-    run around each sample of ``runs[i]``, outside its timed loop (the worker reads its counters
-    there; ``runs[i].calls_last`` says how many calls the sample made).
-    """
-    import random
-
-    rng = random.Random(order_seed)
-    active = [i for i, r in enumerate(runs) if not r.done]
-    last: int | None = None
-    with _gc_paused():
-        while active:
-            rng.shuffle(active)
-            for i in active:
-                if before_sample is not None:
-                    before_sample(i)
-                run = runs[i]
-                try:
-                    run.sample(rewarm=(last is not None and last != i and run.per_call_s < REWARM_BELOW_S))
-                except Exception as exc:  # one operation failing must not stop the others
-                    run.error = exc
-                    run.stop_reason = "error"
-                    run.calls_last = 0
-                if after_sample is not None:
-                    after_sample(i)
-                last = i
-            active = [i for i in active if not runs[i].done]

@@ -102,7 +102,7 @@ def run_job(job: dict[str, Any], channel: Channel, stop: StopFlag | None = None)
     from .measure import ReferenceCache, finish, prepare
     from .measurement import Replicate
     from .plan import Cell
-    from .timer import TimerSettings, interleave
+    from .sampling import TimerSettings, interleave
     from .tracebacks import describe_exception
     from .workloads import REGISTRY
     from .workloads.shipping import ShippingError, receive

@@ -75,7 +75,7 @@ from arraybench.executors.local import timer_settings
 from arraybench.measure import ReferenceCache, measure_cell
 from arraybench.options import RunOptions
 from arraybench.plan import Cell
-from arraybench.timer import TimerSettings
+from arraybench.sampling import TimerSettings
 settings = dataclasses.replace(TimerSettings(**timer_settings(RunOptions())), restore={restore!r})
 backend = backends.load("numpy")("cpu")
 rep = measure_cell(backend, wl, Cell("gemm_inplace", str({n}), {n}, "numpy", "cpu", "float64", "latency",

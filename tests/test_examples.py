@@ -11,7 +11,7 @@ import pytest
 from arraybench import load_results
 from arraybench.measure import ReferenceCache, measure_cell
 from arraybench.plan import Cell
-from arraybench.timer import TimerSettings
+from arraybench.sampling import TimerSettings
 from arraybench.workloads.userfile import import_workload_file
 from arraybench.workloads import REGISTRY
 

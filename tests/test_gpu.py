@@ -18,7 +18,7 @@ from arraybench.backends.numpy import NumpyBackend
 from arraybench.measure import ReferenceCache, prepare
 from arraybench.measurement import Replicate
 from arraybench.plan import Cell
-from arraybench.timer import TimerSettings
+from arraybench.sampling import TimerSettings
 from arraybench.workloads import REGISTRY
 
 from .conftest import backend_or_skip

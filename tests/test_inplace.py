@@ -15,7 +15,8 @@ from arraybench.measure import ReferenceCache, measure_cell
 from arraybench.options import RunOptions, validate
 from arraybench.plan import Cell, build_plan
 from arraybench.records import Record
-from arraybench.timer import Timer, TimerSettings
+from arraybench.sampling import TimerSettings
+from arraybench.timer import Timer
 from arraybench.workloads import REGISTRY
 from arraybench.workloads.inputs import build_inputs, make_inputs
 

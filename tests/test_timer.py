@@ -12,7 +12,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
-from arraybench.timer import Timer, TimerSettings, interleave
+from arraybench.sampling import TimerSettings, interleave
+from arraybench.timer import Timer
 
 
 def busy(seconds: float) -> None:

@@ -19,7 +19,7 @@ from arraybench import Check, Work, records, workload
 from arraybench.measure import ReferenceCache, measure_cell
 from arraybench.tracebacks import is_user_file
 from arraybench.plan import Cell
-from arraybench.timer import TimerSettings
+from arraybench.sampling import TimerSettings
 from arraybench.workloads.userfile import WorkloadFileError, import_workload_file, load_files
 from arraybench.workloads import REGISTRY
 from arraybench.workloads.inputs import build_inputs

@@ -12,7 +12,7 @@ import pytest
 from arraybench import accuracy
 from arraybench.measure import ReferenceCache, measure_cell
 from arraybench.plan import Cell
-from arraybench.timer import TimerSettings
+from arraybench.sampling import TimerSettings
 from arraybench.workloads import BUILTIN, REGISTRY, Workload
 from arraybench.workloads.inputs import build_inputs
 from arraybench.workloads.binding import bind

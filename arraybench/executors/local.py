@@ -30,7 +30,7 @@ from ..plan import Cell
 from ..schema import SchemaError
 from ..spawn import STARTUP_TIMEOUT_S, StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
 from ..threads import worker_cpus, worker_env
-from ..timer import TimerSettings
+from ..sampling import TimerSettings
 from ..workloads.shipping import SHIPPED_NAME
 
 if TYPE_CHECKING:

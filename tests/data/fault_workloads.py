@@ -2,7 +2,7 @@
 
 Each misbehaves only under NumPy (``xp is np``; ``namespace="native"`` hands the library's own
 module), so that other libraries in the same run measure it normally. The ``*_sampling`` variants
-misbehave only once the timer is sampling (``timer.interleave`` is on the stack), that is after
+misbehave only once the timer is sampling (``sampling.interleave`` is on the stack), that is after
 the first call, the warm-up, the calibration and the correctness check have all passed.
 
 The reference of every workload is ``x * 2.0``; the well-behaved ones compute just that.

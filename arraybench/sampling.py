@@ -1,0 +1,189 @@
+"""Drawing samples: one calibrated operation at a time (``Sampling``), several round-robin
+(``interleave``), with the garbage collector paused as ``timeit`` pauses it.
+
+``timer.Timer.start`` returns a ``Sampling``; its ``sample()`` times one batch of calls through the
+timer (the only place that reads the clock around calls) and decides when to stop.
+"""
+
+from __future__ import annotations
+
+import gc
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from . import stats
+
+if TYPE_CHECKING:
+    from .timer import Timer
+
+#: The timer's modes: each call waited for, or a batch issued and waited for once.
+MODES = ("latency", "throughput")
+
+
+@dataclass(frozen=True)
+class TimerSettings:
+    """How to sample one cell in one worker process."""
+
+    mode: str = "latency"
+    target_sample_s: float = 0.005  # one sample (a batch of calls) lasts at least this long
+    min_samples: int = 5
+    max_samples: int = 2000
+    budget_s: float = 0.5  # sampling stops when this is spent, once min_samples are taken
+    rel_ci: float = 0.02  # ...or as soon as the median's 95% CI half-width is within this
+    warmup_s: float = 0.05
+    cold: bool = False  # evict caches before every sample (forces one call per sample)
+    max_batch_bytes: float = 2 * 1024**3  # throughput mode keeps a batch's results alive
+    # -- issue 14: inputs a call changes (``mutates=``), fresh for every call (``fresh.py``) --
+    restore: str = "auto"  # "pool": copies refilled per batch; "per_call": before each call; "auto": by speed
+    pool_bytes: float = 256 * 1024**2  # the most a pool of copies may take
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"unknown timer mode {self.mode!r}; expected one of {', '.join(MODES)}")
+
+
+@dataclass
+class Measurement:
+    """Raw samples of one operation, in seconds per call, with how they were taken."""
+
+    samples_s: list[float]
+    number: int  # calls per sample
+    first_call_s: float
+    warmup_calls: int
+    stop_reason: str  # "converged" | "budget" | "max_samples"
+    elapsed_s: float
+    device_samples_s: list[float] | None = None
+    first_result: Any = field(default=None, repr=False)
+    #: Indices of the samples after which the monitor reported throttling, and its reasons.
+    throttled: list[int] = field(default_factory=list)
+    throttle_reasons: list[str] = field(default_factory=list)
+
+    @property
+    def median_s(self) -> float:
+        return stats.median(self.samples_s)
+
+
+class gc_paused:
+    """Collect garbage before, and never during, the timed loops (as ``timeit`` does)."""
+
+    def __enter__(self) -> None:
+        self._enabled = gc.isenabled()
+        gc.collect()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._enabled:
+            gc.enable()
+
+
+class Sampling:
+    """A calibrated operation being sampled; ``sample()`` draws one, ``done`` says when to stop."""
+
+    def __init__(self, timer: Timer, settings: TimerSettings, number: int, first_call_s: float,
+                 first_result: Any, warmup_calls: int, per_call_s: float, setup_s: float) -> None:
+        self.timer = timer
+        self.settings = settings
+        self.number = number
+        self.first_call_s = first_call_s
+        self.first_result = first_result
+        self.warmup_calls = warmup_calls
+        self.per_call_s = per_call_s
+        self.setup_s = setup_s
+        self.samples: list[float] = []
+        self.device_samples: list[float] = []
+        self.throttled: list[int] = []
+        self.throttle_reasons: list[str] = []
+        self.sampling_s = 0.0  # this operation's own time spent sampling, rewarming included
+        self.calls_last = 0  # calls made by the last sample, a re-warming call included
+        self.stop_reason = ""
+        self.error: BaseException | None = None
+
+    @property
+    def done(self) -> bool:
+        return bool(self.stop_reason)
+
+    def sample(self, rewarm: bool = False) -> None:
+        """Draw one sample. ``rewarm``: one untimed call first, because another operation ran since."""
+        t0 = self.timer.clock()
+        s = self.settings
+        self.calls_last = self.number
+        if s.cold and self.timer.flush is not None and self.timer.fresh is None:
+            self.timer.flush()  # (with fresh inputs, the timer flushes after restoring them)
+        elif rewarm:
+            self.timer.timeit(1, "latency")
+            self.calls_last += 1
+        wall, device = self.timer.timeit(self.number, s.mode)
+        if device is None and s.mode == "latency" and self.timer.device_timer is not None:
+            if s.cold and self.timer.flush is not None and self.timer.fresh is None:
+                self.timer.flush()  # the device pass is cold too
+            device = self.timer.device_time(self.number)
+        self.samples.append(wall / self.number)
+        if device is not None:
+            self.device_samples.append(device / self.number)
+        if self.timer.monitor is not None:
+            reasons = self.timer.monitor()
+            if reasons:
+                self.throttled.append(len(self.samples) - 1)
+                self.throttle_reasons += [r for r in reasons if r not in self.throttle_reasons]
+        self.sampling_s += self.timer.clock() - t0
+        n = len(self.samples)
+        if n >= s.max_samples:
+            self.stop_reason = "max_samples"
+        elif n >= s.min_samples:
+            if stats.relative_ci_halfwidth(self.samples) <= s.rel_ci:
+                self.stop_reason = "converged"
+            elif self.sampling_s >= s.budget_s:
+                self.stop_reason = "budget"
+
+    def measurement(self) -> Measurement:
+        return Measurement(
+            samples_s=self.samples,
+            number=self.number,
+            first_call_s=self.first_call_s,
+            warmup_calls=self.warmup_calls,
+            stop_reason=self.stop_reason or "stopped",
+            elapsed_s=self.setup_s + self.sampling_s,
+            device_samples_s=self.device_samples or None,
+            first_result=self.first_result,
+            throttled=list(self.throttled),
+            throttle_reasons=list(self.throttle_reasons),
+        )
+
+
+#: Calls shorter than this are re-warmed (one untimed call) before a sample that follows another
+#: operation's; longer calls are their own warm-up, near enough, and re-warming would double them.
+REWARM_BELOW_S = 0.01
+
+
+def interleave(runs: Sequence[Sampling], order_seed: int = 0,
+               before_sample: Callable[[int], None] | None = None,
+               after_sample: Callable[[int], None] | None = None) -> None:
+    """Sample several operations round-robin until each is done.
+
+    Spreading each operation's samples over the whole sampling period means that a slow phase of a
+    shared machine (a neighbour's burst, a throttled core) lands on every operation alike, instead
+    of on whichever happened to be timed during it. ``before_sample(i)`` and ``after_sample(i)``
+    run around each sample of ``runs[i]``, outside its timed loop (the worker reads its counters
+    there; ``runs[i].calls_last`` says how many calls the sample made).
+    """
+    rng = random.Random(order_seed)
+    active = [i for i, r in enumerate(runs) if not r.done]
+    last: int | None = None
+    with gc_paused():
+        while active:
+            rng.shuffle(active)
+            for i in active:
+                if before_sample is not None:
+                    before_sample(i)
+                run = runs[i]
+                try:
+                    run.sample(rewarm=(last is not None and last != i and run.per_call_s < REWARM_BELOW_S))
+                except Exception as exc:  # one operation failing must not stop the others
+                    run.error = exc
+                    run.stop_reason = "error"
+                    run.calls_last = 0
+                if after_sample is not None:
+                    after_sample(i)
+                last = i
+            active = [i for i in active if not runs[i].done]
