@@ -26,15 +26,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from .. import api, load_results
+    from .. import load_results
     from ..errors import SaveError
     from ..outdir import prepare
     from ..render.tables import print_table
+    from ..store.keeping import history_of_run
 
     results = load_results(args.results)
     source_dir = results.output_dir or Path(".")
     out = prepare(args.output_dir or str(source_dir), overwrite=True)
-    history = None if args.no_store else api.history_of_run(results, store_location(args) or True)
+    history = None if args.no_store else history_of_run(results, store_location(args) or True)
     try:
         written = results.write_report(out, plots=not args.no_plots, history=history)
     except OSError as exc:  # a full disk, a folder where a report file goes: one line
