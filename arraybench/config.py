@@ -106,7 +106,7 @@ def _convert(action: argparse.Action, value: Any, where: str) -> Any:
     if isinstance(action, argparse._AppendAction):
         items = value if isinstance(value, list) else [value]
         if not all(isinstance(v, str) for v in items):
-            raise UsageError(f"{where} must be a file name or a list of them")
+            raise UsageError(f"{where} must be text or a list of texts")
         return [_one(action, v, where) for v in items]
     if isinstance(value, list):
         if not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):

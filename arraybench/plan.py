@@ -12,7 +12,7 @@ from typing import Any, Mapping
 from . import backends, schema
 from .errors import UsageError
 from .options import Dtype, Mode, RunOptions, parse_size
-from .workloads.params import ParamValue, text as params_text
+from .workloads.params import ParamValue, coerce, text as params_text
 
 
 def cell_key(workload: str, size_label: str, backend: str, device: str, dtype: str, mode: str,
@@ -78,15 +78,32 @@ class Cell:
         return cell
 
 
-def _settings(wl: Any, size: int) -> dict[str, ParamValue]:
-    """A workload's settings at a size; a ``params=`` that fails is a usage error, said in one line."""
+def _settings(wl: Any, size: int, given: dict[str, ParamValue]) -> dict[str, ParamValue]:
+    """A workload's settings at a size, the run's ``--param`` values over its own; a ``params=``
+    that fails, or a value of the wrong type, is a usage error, said in one line."""
     try:
-        return wl.params_for(size)
+        settings = wl.params_for(size)
     except Exception as exc:
         from .tracebacks import describe_exception
 
         raise UsageError(f"workload {wl.name!r}: its params= failed at n = {size:,}: "
                          f"{describe_exception(exc)}") from None
+    for name, value in given.items():
+        if name in settings:
+            try:
+                settings[name] = coerce(name, value, settings[name])
+            except ValueError as exc:
+                raise UsageError(f"--param {name}={value}: {exc} (workload {wl.name!r})") from None
+    return settings
+
+
+def _check_params_used(given: dict[str, ParamValue], settings_of: dict[str, set[str]]) -> None:
+    """A ``--param`` that no selected workload takes is a typo until shown otherwise."""
+    unused = [name for name in given if not any(name in names for names in settings_of.values())]
+    if unused:
+        have = [f"{w}: {', '.join(sorted(names))}" for w, names in settings_of.items() if names]
+        raise UsageError(f"--param {unused[0]}: no selected workload has a setting of that name; "
+                         + ("their settings: " + "; ".join(have) if have else "they have none"))
 
 
 def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
@@ -98,6 +115,7 @@ def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
     """
     selected = options.workloads or default or list(workloads_by_name)
     cells: list[Cell] = []
+    settings_of: dict[str, set[str]] = {}
     for wname in selected:
         wl = workloads_by_name[wname]
         for s in options.sizes or list(wl.sizes):
@@ -111,7 +129,8 @@ def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
             else:
                 n = parse_size(s)
                 label = next((k for k, v in wl.sizes.items() if v == n), str(n))
-            params = _settings(wl, n)
+            params = _settings(wl, n, options.params)
+            settings_of.setdefault(wname, set()).update(params)
             for bname in options.backends:
                 for dev in options.devices:
                     if dev not in backends.SPECS[bname].devices:
@@ -121,6 +140,7 @@ def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
                         if options.include_transfer and dev != "cpu":
                             cells.append(Cell(wname, label, n, bname, dev, options.dtype, mode, True,
                                               params=params))
+    _check_params_used(options.params, settings_of)
     if not cells:
         raise UsageError("the selection gives nothing to run (check --backends against --devices)")
     if options.roofline:

@@ -304,6 +304,66 @@ def test_overrides_must_take_the_settings_and_a_failing_params_is_one_line():
                             ["broken_params"]), {"broken_params": broken})
 
 
+def test_param_sets_a_setting_for_the_run_in_the_workloads_own_type():
+    wl = _stepper()
+
+    def cells(**params):
+        opts = validate(RunOptions(workloads=["stepper"], backends=["numpy"], devices=["cpu"], params=params),
+                        ["stepper"])
+        return build_plan(opts, {"stepper": wl})
+
+    # Text from the command line becomes the default's type: range(steps) gets the int 5.
+    (cell,) = cells(steps="5", mode="half")
+    assert cell.params == {"steps": 5, "mode": "half"} and type(cell.params["steps"]) is int
+    assert cell.key.endswith("|steps=5,mode=half")
+    with pytest.raises(arraybench.UsageError, match=r"--param steps=2\.5: setting steps is a whole number"):
+        cells(steps="2.5")
+    with pytest.raises(arraybench.UsageError, match="--param stepz: no selected workload has a setting of that "
+                                                    "name; their settings: stepper: mode, steps"):
+        cells(stepz="5")
+    with pytest.raises(arraybench.UsageError, match="must be a Python bool, int, float, str or None"):
+        cells(steps=[1, 2])
+
+
+@pytest.mark.parametrize(("value", "default", "expected"), [
+    ("50", 20, 50), (50.0, 20, 50), ("0.25", 1.0, 0.25), (2, 1.0, 2.0), ("off", True, False),
+    ("Yes", False, True), ("ortho", "backward", "ortho"), ("x", None, "x"), (True, False, True),
+])
+def test_a_setting_given_as_text_or_another_number_takes_the_defaults_type(value, default, expected):
+    from arraybench.workloads.params import coerce
+
+    out = coerce("s", value, default)
+    assert out == expected and type(out) is type(expected)
+
+
+@pytest.mark.parametrize(("value", "default"), [
+    ("abc", 20), (2.5, 20), (True, 20), ("nan", 1.0), ("maybe", True), (3, "ortho"),
+])
+def test_a_setting_of_the_wrong_type_is_refused_with_what_was_expected(value, default):
+    from arraybench.workloads.params import coerce
+
+    with pytest.raises(ValueError, match=f"setting s is .*its default is {default!r}"):
+        coerce("s", value, default)
+
+
+def test_param_on_the_command_line_reaches_the_workload_and_a_resume_keeps_it(tmp_path):
+    from .conftest import ROOT, run_cli
+
+    out = tmp_path / "run"
+    common = ("--workload-file", str(ROOT / "examples" / "jacobi_2d.py"), "--backends", "numpy",
+              "--devices", "cpu", "--sizes", "small", "--processes", "2", "--max-time", "0.2", "--no-store",
+              "--no-plots", "-q")
+    done = run_cli("run", *common, "--param", "tsteps=3", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    (record,) = arraybench.load_results(out).records
+    assert record.status == "ok" and record.params == {"tsteps": 3}
+    bad = run_cli("run", *common, "--param", "tsteps=many", "-o", str(tmp_path / "bad"))
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert "--param tsteps=many: setting tsteps is a whole number (its default is 20)" in bad.stderr
+    again = run_cli("run", "--resume", str(out), "--param", "tsteps=4")
+    assert again.returncode == 2 and "params" in again.stderr, again.stderr
+
+
 def test_a_zero_d_input_stays_zero_d():
     @workload(name="scaled", sizes={"small": 8},
               inputs=lambda n, rng: (rng.standard_normal(n), np.float64(2.5), np.array(7)))

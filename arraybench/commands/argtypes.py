@@ -86,3 +86,13 @@ def processes(text: str) -> tuple[int, int | None]:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
     return value, None
+
+
+def assignment(text: str) -> tuple[str, str]:
+    """``NAME=VALUE`` -> ``(NAME, VALUE)``; the value stays text until the workload's own type
+    is known (``--param tsteps=50``)."""
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not sep or not name.isidentifier():
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE (e.g. tsteps=50)")
+    return name, value.strip()

@@ -26,7 +26,7 @@ from ..results import Results
 from ..session import Interrupted
 from ..workloads.userfile import LoadedFiles
 from ..context import parse_context
-from .argtypes import csv_list, fraction, positive_float, positive_int, processes, seed
+from .argtypes import assignment, csv_list, fraction, positive_float, positive_int, processes, seed
 from .storeargs import add_store_option, run_store_choice
 
 
@@ -56,6 +56,10 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     sel.add_argument("--mode", type=csv_list, default=d.modes, dest="modes", metavar="LIST",
                      help="latency (sync after every call), throughput (sync once per batch), "
                           "compiled (jax.jit / torch.compile); default: latency")
+    sel.add_argument("--param", action="append", type=assignment, default=[], dest="params",
+                     metavar="NAME=VALUE",
+                     help="a setting for every selected workload that has one of that name, in "
+                          "its own type, e.g. --param tsteps=50 (repeatable; see docs/workloads.md)")
     sel.add_argument("--include-transfer", action="store_true",
                      help="also time GPU calls from host NumPy data to a host result")
     sel.add_argument("--roofline", action="store_true",
@@ -124,7 +128,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         max_time=args.max_time, min_samples=args.min_samples, rel_ci=args.rel_ci,
         threads=args.threads, cold=args.cold, allow_tf32=args.allow_tf32, timeout=args.timeout,
         seed=args.seed, workload_files=[str(Path(f).resolve()) for f in args.workload_files],
-        cluster=args.cluster, on=args.on, gpu_type=args.gpu_type,
+        cluster=args.cluster, on=args.on, gpu_type=args.gpu_type, params=dict(args.params),
     )
 
 

@@ -14,6 +14,7 @@ setting grows with the size).
 from __future__ import annotations
 
 import inspect
+import math
 from typing import Any, Callable, Mapping, Union
 
 #: What a setting may be: JSON's scalars, so that it survives results.json unchanged.
@@ -110,6 +111,46 @@ def resolve(owner: str, fn: Any, spec: ParamsSpec, size: int) -> Params:
     out = dict(default_settings(fn))
     out.update(check_settings(owner, given))
     return out
+
+
+_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+
+
+def coerce(name: str, value: ParamValue, default: ParamValue) -> ParamValue:
+    """``value`` (given on the command line as text, or through the API) as a setting of the same
+    type as the workload's own ``default``; ``ValueError`` says what was expected.
+
+    A setting keeps its declared type, so that ``--param tsteps=50`` reaches ``range(tsteps)`` as
+    the int 50 and the cell's key reads as the workload's own default would.
+    """
+    kind = type(default)
+    if default is None or isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+        return value
+    text_value = value.strip() if isinstance(value, str) else None
+    if kind is bool:
+        if text_value is not None and text_value.lower() in _TRUE + _FALSE:
+            return text_value.lower() in _TRUE
+        raise ValueError(f"setting {name} is true or false (its default is {default!r}), not {value!r}")
+    if kind is int:
+        try:
+            if text_value is not None:
+                return int(text_value)
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+        except ValueError:
+            pass
+        raise ValueError(f"setting {name} is a whole number (its default is {default!r}), not {value!r}")
+    if kind is float:
+        try:
+            out = float(text_value) if text_value is not None else float(value)  # an int is a float
+        except (TypeError, ValueError):
+            out = None
+        if isinstance(value, bool) or out is None or not math.isfinite(out):
+            raise ValueError(f"setting {name} is a finite number (its default is {default!r}), not {value!r}")
+        return out
+    if isinstance(value, str):
+        return value
+    raise ValueError(f"setting {name} is text (its default is {default!r}), not {value!r}")
 
 
 def text(params: Mapping[str, Any]) -> str:
