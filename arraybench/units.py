@@ -21,6 +21,22 @@ def time_unit(seconds: float) -> tuple[float, str]:
     return 1e-9, "ns"
 
 
+#: From this factor on, an interval reads as ``×/÷2.6`` rather than ``±164%``: intervals are
+#: computed on log times, so a wide one is a factor either way and its low end never below zero,
+#: where a percentage over 100% reads as a negative time.
+WIDE_FACTOR = 1.5
+
+
+def format_interval(low: float | None, median: float | None, high: float | None) -> str:
+    """A 95% interval around a median: ``±1.2%``, or ``×/÷2.6`` when it spans a factor of 1.5 or
+    more either way (the geometric half-width, sqrt(high / low))."""
+    if low is None or high is None or not median or median <= 0:
+        return "—"
+    if low > 0 and math.isfinite(high) and high / low >= WIDE_FACTOR ** 2:
+        return f"×/÷{math.sqrt(high / low):.2g}"
+    return f"±{(high - low) / (2 * median):.1%}"
+
+
 def format_rate(value: float | None, unit: str) -> str:
     """``3.2e10, "FLOP/s"`` -> ``"32 GFLOP/s"``."""
     if value is None or not math.isfinite(value):

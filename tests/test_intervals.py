@@ -109,3 +109,16 @@ def test_t_tails_are_symmetric_and_approach_the_normal():
     assert student_t.sf(-1.3, 5) == pytest.approx(1 - student_t.sf(1.3, 5))
     assert student_t.two_sided_p(1.959964, 1e7) == pytest.approx(0.05, abs=1e-5)
     assert student_t.incomplete_beta(2.0, 3.0, 0.4) == pytest.approx(0.5248, abs=1e-4)
+
+
+def test_a_wide_interval_reads_as_a_factor_never_as_a_negative_time():
+    from arraybench.units import format_interval
+
+    # Two processes on a busy machine: t(1) = 12.7 makes the log interval a factor of ~2.6 either
+    # way; "±164%" would put its low end below zero.
+    iv = replicate_interval([[0.0076] * 10, [0.0093] * 10])
+    low, high, center = iv.low, iv.high, iv.center
+    text = format_interval(low, center, high)
+    assert text.startswith("×/÷") and float(text[3:]) == pytest.approx(math.sqrt(high / low), rel=0.05)
+    assert format_interval(center / 1.2, center, center * 1.2) == "±18.3%"  # narrow ones stay ±%
+    assert format_interval(None, center, high) == "—" and format_interval(low, 0.0, high) == "—"

@@ -18,6 +18,7 @@ from .. import gpu_health, stats
 from ..measurement import Replicate
 from ..plan import Cell
 from ..records import Record
+from ..units import format_interval
 from ..usage import combine
 from . import modes
 from .intervals import replicate_interval
@@ -142,7 +143,8 @@ def _fill_timing(rec: Record, timed: Sequence[Replicate], wanted: int, rel_ci: f
     half = (rec.ci_high_s - rec.ci_low_s) / (2 * rec.median_s) if rec.median_s > 0 else 0.0
     if half > rel_ci:
         why = _why_wide(rec, timed, clusters is not None, busy is not None)
-        warnings.append(f"95% CI of the median is ±{half:.1%}, above the ±{rel_ci:.0%} target: {why}")
+        spread = format_interval(rec.ci_low_s, rec.median_s, rec.ci_high_s)
+        warnings.append(f"95% CI of the median is {spread}, above the ±{rel_ci:.0%} target: {why}")
     if len(timed) == 1 and wanted <= 1:
         warnings.append("one process: the interval cannot include the variation between processes")
     rec.warnings = warnings

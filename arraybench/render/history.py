@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Mapping
 from rich.table import Table
 
 from ..analysis.compare import change_text
-from ..units import format_seconds
+from ..units import format_interval, format_seconds
 from .naming import history_file_name
 
 if TYPE_CHECKING:
@@ -24,9 +24,9 @@ DEFAULT_LAST = 10
 
 
 def _ci(p: "Point") -> str:
-    if p.entry.ci_low_s is None or p.entry.ci_high_s is None or not p.median_s:
+    if p.entry.ci_low_s is None or p.entry.ci_high_s is None:
         return "—"
-    return f"±{(p.high - p.low) / (2 * p.median_s):.1%}"
+    return format_interval(p.low, p.median_s, p.high)
 
 
 def _rows(history: "History", s: "Series", last: int) -> list[tuple[str, ...]]:

@@ -14,16 +14,14 @@ from ..analysis.rates import achieved
 from ..analysis.roofline import ceilings, share
 from ..errors import printable
 from ..records import Record
-from ..units import format_rate, format_seconds
+from ..units import format_interval, format_rate, format_seconds
 
 _STATUS_STYLE = {"ok": "green", "wrong": "bold red", "failed": "red", "skipped": "dim"}
 
 
 def ci_text(r: Record) -> str:
-    """The 95% CI of the median as ± percent of the median."""
-    if r.ci_low_s is None or r.ci_high_s is None or not r.median_s:
-        return "—"
-    return f"±{(r.ci_high_s - r.ci_low_s) / (2 * r.median_s):.1%}"
+    """The 95% CI of the median as ± percent of the median (×/÷ a factor where it is wide)."""
+    return format_interval(r.ci_low_s, r.median_s, r.ci_high_s)
 
 
 def speedup(r: Record, base: Record | None) -> float | None:
