@@ -108,3 +108,14 @@ def workload_file(tmp_path: Path) -> Path:
     target = tmp_path / "fault_workloads.py"
     shutil.copy(DATA / "fault_workloads.py", target)
     return target
+
+
+@pytest.fixture
+def registry_restored():
+    """Workloads a test defines stay in that test: the registry is put back as it was."""
+    from arraybench.workloads import REGISTRY
+
+    before = dict(REGISTRY)
+    yield
+    REGISTRY.clear()
+    REGISTRY.update(before)

@@ -139,13 +139,19 @@ def test_only_the_cluster_executor_and_its_node_agent_import_ray():
         assert uses == (name in RAY_MODULES), f"{name} {'imports' if uses else 'does not import'} ray"
 
 
+def _python(code: str) -> subprocess.CompletedProcess:
+    """``code`` run in a fresh interpreter, which must succeed: its imports are its own."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
 def test_a_plain_run_never_imports_ray():
     code = ("import sys; from arraybench.cli import build_parser; "
             "from arraybench.commands.run import plan_from_args; "
             "import arraybench.api, arraybench.executors, arraybench.cluster; "
             "plan_from_args(build_parser().parse_args(['run'])); print('ray' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    done = _python(code)
     assert done.stdout.strip() == "False"
 
 
@@ -171,8 +177,7 @@ print("loaded:", loaded)
 
 def test_a_table_and_the_html_report_never_import_matplotlib():
     code = _NO_MATPLOTLIB.format(tests=str(Path(__file__).parent))
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    done = _python(code)
     assert done.stdout.strip() == "loaded: []"
 
 
@@ -181,7 +186,6 @@ def test_planning_a_run_from_the_command_line_imports_no_array_library_but_numpy
             "from arraybench.commands.run import plan_from_args; "
             "p = plan_from_args(build_parser().parse_args(['run'])); "
             "print(len(p.cells), [m for m in ('torch', 'jax', 'cupy', 'matplotlib') if m in sys.modules])")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    done = _python(code)
     cells, loaded = done.stdout.split(" ", 1)
     assert int(cells) >= 10 and loaded.strip() == "[]"

@@ -17,7 +17,6 @@ from arraybench.plan import Cell, build_plan
 from arraybench.records import Record
 from arraybench.sampling import TimerSettings
 from arraybench.timer import Timer
-from arraybench.workloads import REGISTRY
 from arraybench.workloads.inputs import build_inputs, make_inputs
 
 from .conftest import backend_or_skip
@@ -26,12 +25,7 @@ QUICK = TimerSettings(min_samples=3, max_samples=3, budget_s=0.0, warmup_s=0.0, 
 MUTABLE = ["numpy", "torch"]
 
 
-@pytest.fixture(autouse=True)
-def registry_restored():
-    before = dict(REGISTRY)
-    yield
-    REGISTRY.clear()
-    REGISTRY.update(before)
+pytestmark = pytest.mark.usefixtures("registry_restored")  # conftest.py
 
 
 def measure(backend, wl, dtype="float64", mode="latency", n=None, params=None, settings=QUICK):

@@ -30,13 +30,7 @@ from .conftest import FAST, backend_or_skip, run_cli
 QUICK = TimerSettings(min_samples=1, max_samples=1, budget_s=0.0, warmup_s=0.0, target_sample_s=1e-6)
 
 
-@pytest.fixture(autouse=True)
-def clean_registry():
-    """Workloads defined by a test stay in that test."""
-    before = dict(REGISTRY)
-    yield
-    REGISTRY.clear()
-    REGISTRY.update(before)
+pytestmark = pytest.mark.usefixtures("registry_restored")  # conftest.py
 
 
 def write(path: Path, text: str) -> Path:
