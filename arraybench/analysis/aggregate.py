@@ -18,7 +18,7 @@ from .. import gpu_health, stats
 from ..measurement import Replicate
 from ..plan import Cell
 from ..records import Record
-from ..units import format_interval
+from ..units import format_interval, format_seconds
 from ..usage import combine
 from . import modes
 from .intervals import replicate_interval
@@ -30,12 +30,6 @@ PROCESS_SPREAD_WARN = 0.10
 #: during its samples, or the hypervisor stole this share of its CPU time.
 BUSY_OTHERS_SHARE = 0.10
 BUSY_STEAL_SHARE = 0.05
-
-
-def _fmt(seconds: float) -> str:
-    from ..units import format_seconds
-
-    return format_seconds(seconds)
 
 
 def aggregate(cell: Cell, replicates: Sequence[Replicate], wanted: int, rel_ci: float,
@@ -125,7 +119,7 @@ def _fill_timing(rec: Record, timed: Sequence[Replicate], wanted: int, rel_ci: f
     if clusters is not None:
         contrast = modes.explain(timed, clusters)
         warnings.append(
-            f"bimodal: samples cluster at {_fmt(clusters[0])} and {_fmt(clusters[1])}"
+            f"bimodal: samples cluster at {format_seconds(clusters[0])} and {format_seconds(clusters[1])}"
             + (f" ({contrast.sentence()})" if contrast is not None else
                " (some processes run slower for their whole life)"
                if rec.replicate_spread > PROCESS_SPREAD_WARN else "")
@@ -134,7 +128,7 @@ def _fill_timing(rec: Record, timed: Sequence[Replicate], wanted: int, rel_ci: f
         contrast = modes.between_processes(timed, stats.median(rec.replicate_medians_s))
         warnings.append(
             f"processes disagree: their medians span {rec.replicate_spread:.0%} "
-            f"({_fmt(lo)} to {_fmt(hi)})" + (f"; {contrast.sentence()}" if contrast is not None else "")
+            f"({format_seconds(lo)} to {format_seconds(hi)})" + (f"; {contrast.sentence()}" if contrast is not None else "")
         )
     busy = busy_reason(rec)
     rec.busy = None if rec.usage is None or rec.usage.others_cores is None else busy is not None
@@ -178,7 +172,7 @@ def _why_wide(rec: Record, timed: Sequence[Replicate], bimodal: bool, busy: bool
     budget_hit = any(rep.stop_reason == "budget" for rep in timed)
     if rec.n_samples < 20 and budget_hit:
         return (f"too few samples ({rec.n_samples}) in the time budget, each call takes "
-                f"{_fmt(rec.median_s)}; raise --max-time for a tighter interval")
+                f"{format_seconds(rec.median_s)}; raise --max-time for a tighter interval")
     if busy:
         return "a busy machine" + stopped
     return f"{len(timed)} process{'es' if len(timed) != 1 else ''} on a noisy machine" + stopped
