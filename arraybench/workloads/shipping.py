@@ -41,7 +41,8 @@ def ship(workloads: list[Workload], out_dir: Path) -> Path:
     for wl in workloads:
         for fn in wl.functions():
             _by_value(fn)
-    payload = {"workloads": workloads, "sources": _sources(workloads)}
+    payload = {"workloads": workloads, "sources": _sources(workloads),
+               "filenames": [[_filename(fn) for fn in wl.functions()] for wl in workloads]}
     return write_bytes_atomic(out_dir / SHIPPED_NAME, cloudpickle.dumps(payload))
 
 
@@ -64,7 +65,10 @@ def receive(path: str | os.PathLike[str]) -> list[str]:
         # mtime None: linecache.checkcache leaves the entry alone (there is no file to compare).
         linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
     names = []
-    for wl in payload.get("workloads", []):
+    shipped = payload.get("workloads", [])
+    for wl, filenames in zip(shipped, payload.get("filenames") or [[]] * len(shipped)):
+        for fn, filename in zip(wl.functions(), filenames):
+            _refile(fn, filename)
         register(wl)
         names.append(wl.name)
     return names
@@ -89,6 +93,24 @@ def _by_value(fn: Any) -> None:
         cloudpickle.register_pickle_by_value(module)
     except ValueError:
         pass  # a module cloudpickle refuses (a package's submodule): it is pickled by reference
+
+
+def _filename(fn: Any) -> str | None:
+    code = getattr(fn, "__code__", None)
+    return code.co_filename if isinstance(code, types.CodeType) else None
+
+
+def _refile(fn: Any, filename: str | None) -> None:
+    """Give ``fn``'s code back the file it was defined in: cloudpickle (>= 3.1.3) ships code as
+    ``<dynamic-code>``, and a traceback must name the user's own file and line."""
+    if isinstance(fn, types.FunctionType) and filename:
+        fn.__code__ = _with_filename(fn.__code__, filename)
+
+
+def _with_filename(code: types.CodeType, filename: str) -> types.CodeType:
+    consts = tuple(_with_filename(c, filename) if isinstance(c, types.CodeType) else c
+                   for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
 
 
 def _sources(workloads: list[Workload]) -> dict[str, list[str]]:
