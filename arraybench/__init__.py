@@ -28,14 +28,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from .accuracy import Check
+    from .worker.accuracy import Check
     from .api import compare, merge, numerics, resume, run, sweep
     from .errors import ResultsError, SaveError, UsageError
-    from .measurement import Replicate
+    from .model.replicate import Replicate
     from .options import RunOptions
-    from .records import Record
+    from .model.record import Record
     from .reporter import Reporter
-    from .results import Results
+    from .model.results import Results
     from .session import Interrupted
     from .workloads.definition import Work, Workload, workload
     from .workloads.inputs import fixed
@@ -51,10 +51,11 @@ __all__ = [
 #: NumPy and the rest here would leave a Ctrl-C during that second with nothing but a traceback
 #: (and every worker slower to start).
 _HOMES = {
-    "Check": "accuracy", "compare": "api", "merge": "api", "numerics": "api", "resume": "api", "run": "api",
-    "sweep": "api", "ResultsError": "errors", "SaveError": "errors", "UsageError": "errors", "Replicate": "measurement",
-    "RunOptions": "options", "Record": "records", "Reporter": "reporter", "Results": "results",
-    "Interrupted": "session", "Work": "workloads.definition", "Workload": "workloads.definition",
+    "Check": "worker.accuracy", "compare": "api", "merge": "api", "numerics": "api", "resume": "api",
+    "run": "api", "sweep": "api", "ResultsError": "errors", "SaveError": "errors", "UsageError": "errors",
+    "Replicate": "model.replicate", "RunOptions": "options", "Record": "model.record",
+    "Reporter": "reporter", "Results": "model.results", "Interrupted": "session",
+    "Work": "workloads.definition", "Workload": "workloads.definition",
     "workload": "workloads.definition", "fixed": "workloads.inputs",
 }
 
@@ -83,6 +84,6 @@ def load_results(path: str | os.PathLike[str]) -> Results:
     ``Results.records`` holds the records; ``Results.to_dataframe()`` gives them as a pandas
     DataFrame where pandas is installed. A missing or damaged file raises ``ResultsError``.
     """
-    from .results import load, resolve
+    from .model.results import load, resolve
 
     return load(resolve(path))

@@ -19,13 +19,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence, Union
 
-from .cluster import check_options as check_cluster_options
-from .context import parse_context
+from .executors.cluster import check_options as check_cluster_options
+from .model.context import parse_context
 from .errors import SaveError, UsageError
 from .options import DTYPES, OPTION_NAMES, RunOptions, parse_sizes, validate
 from .plan import Cell, build_plan
 from .reporter import Reporter
-from .results import Results, load, resolve
+from .model.results import Results, load, resolve
 from .session import Interrupted, Session
 from .store.keeping import StoreChoice, history_of_run, store_run
 from .workloads.definition import Workload
@@ -219,7 +219,7 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
     ``run``; ``context`` labels are added to the run's own. A cluster run goes on on its cluster;
     ``node_wait``: seconds an every-node run waits for a node it needs (default 60), before it
     says the node is missing."""
-    from . import journal
+    from .model import journal
     from .outdir import claim
 
     out = Path(output_dir)
@@ -245,7 +245,7 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
         try:
             session = Session.resume(state, out, reporter)
             if state.options.cluster is not None and executor is None:
-                from . import shardlog
+                from .executors import shardlog
 
                 shardlog.restore(session.env, shardlog.read(out), state.options.on)
             if labels:
@@ -281,7 +281,7 @@ def _saving(out: Path) -> Iterator[None]:
 
 
 def _resume_hint(what: str, out: Path) -> str:
-    from .journal import JOURNAL_NAME
+    from .model.journal import JOURNAL_NAME
 
     return (f"{what}; every measurement made before it is kept in {out / JOURNAL_NAME}; once the "
             f"cause is fixed, continue with: arraybench run --resume {out}")
@@ -379,7 +379,7 @@ def merge(runs: Sequence[Results | str | os.PathLike[str]], *, labels: Sequence[
     (``labels``, default: each folder's name), each machine's environment under
     ``environment["machines"]``. With ``output_dir``, writes results.json and the whole report
     there."""
-    from .merge import default_label, merge as merge_runs
+    from .model.merge import default_label, merge as merge_runs
     from .outdir import prepare
 
     loaded: list[Results] = []

@@ -12,7 +12,8 @@ import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Iterable, Literal
 
-from . import backends, schema
+from . import backends
+from .model import schema
 from .errors import UsageError
 from .workloads.params import ParamValue, check_settings
 
@@ -230,7 +231,7 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
     if options.threads is not None and (not isinstance(options.threads, int) or options.threads < 1):
         raise UsageError(f"--threads must be >= 1, not {_short(options.threads)}")
     if options.threads is not None:
-        from .threads import available_cpus
+        from .host.threads import available_cpus
 
         cpus = len(available_cpus())
         if options.threads > cpus:  # more threads than CPUs only measures contention (and can crash torch)

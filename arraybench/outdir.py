@@ -20,7 +20,7 @@ from pathlib import Path
 from types import TracebackType
 
 from .errors import UsageError, one_line
-from .journal import JOURNAL_NAME
+from .model.journal import JOURNAL_NAME
 
 LOCK_NAME = ".arraybench.lock"
 LOGS_NAME = "logs"
@@ -229,7 +229,7 @@ def unfinished(out: Path) -> str | None:
     Judged from the journal alone, the one record of what was measured: a results.json beside
     it may be from an older, finished run.
     """
-    from .journal import JournalError, read
+    from .model.journal import JournalError, read
 
     path = out / JOURNAL_NAME
     if not (path.exists() or path.is_symlink()):

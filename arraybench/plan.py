@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
-from . import backends, schema
+from . import backends
+from .model import schema
 from .errors import UsageError
 from .options import Dtype, Mode, RunOptions, parse_size
 from .workloads.params import ParamValue, coerce, text as params_text
@@ -84,7 +85,7 @@ def _settings(wl: Any, size: int, given: dict[str, ParamValue]) -> dict[str, Par
     try:
         settings = wl.params_for(size)
     except Exception as exc:
-        from .tracebacks import describe_exception
+        from .worker.tracebacks import describe_exception
 
         raise UsageError(f"workload {wl.name!r}: its params= failed at n = {size:,}: "
                          f"{describe_exception(exc)}") from None

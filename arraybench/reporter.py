@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .measurement import Replicate
+    from .model.replicate import Replicate
     from .plan import Cell
-    from .records import Record
-    from .results import Results
+    from .model.record import Record
+    from .model.results import Results
 
 
 class Reporter:

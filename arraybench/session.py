@@ -15,17 +15,17 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from . import environment
+from .host import environment
 from .analysis.aggregate import aggregate
 from .analysis.replication import Decision, decide, policy_for
 from .errors import SaveError
-from .journal import Journal, JournalState
-from .measurement import Replicate
+from .model.journal import Journal, JournalState
+from .model.replicate import Replicate
 from .options import RunOptions
 from .plan import Cell
-from .records import Record
+from .model.record import Record
 from .reporter import Reporter
-from .results import Results
+from .model.results import Results
 
 
 class Interrupted(Exception):

@@ -38,7 +38,7 @@ def main() -> int:
 
     from ray.cluster_utils import Cluster
 
-    from arraybench.cluster import NAME_LABEL, SLOT
+    from arraybench.executors.cluster import NAME_LABEL, SLOT
 
     temp = tempfile.mkdtemp(prefix="abbench")
     cluster = Cluster(initialize_head=True, head_node_args={

@@ -36,7 +36,7 @@ ROOT = HERE.parent
 EXAMPLE = ROOT / "examples" / "gemm_inplace.py"
 sys.path.insert(0, str(ROOT))
 
-from arraybench.threads import worker_cpus, worker_env  # noqa: E402
+from arraybench.host.threads import worker_cpus, worker_env
 
 #: Every child builds the example's own inputs (same seed, same values) through arraybench.
 _INPUTS = f"""

@@ -36,9 +36,9 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 import arraybench  # noqa: E402
-from arraybench import stats  # noqa: E402
+from arraybench.analysis import stats
 from arraybench.analysis.compare import SAME  # noqa: E402
-from arraybench.results import Results  # noqa: E402
+from arraybench.model.results import Results
 
 TARGETS = {"agree": 0.90, "calibrated": 0.90, "half_width": 0.03, "wall_ratio": 1.5, "no_change": 29 / 30}
 

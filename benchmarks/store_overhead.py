@@ -25,7 +25,7 @@ def main() -> None:
 
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 100
     if len(sys.argv) > 1:
-        from arraybench.results import load, resolve
+        from arraybench.model.results import load, resolve
 
         template = load(resolve(sys.argv[1]))
     else:

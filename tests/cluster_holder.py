@@ -17,7 +17,7 @@ import sys
 
 from ray.cluster_utils import Cluster
 
-from arraybench.cluster import NAME_LABEL, SLOT
+from arraybench.executors.cluster import NAME_LABEL, SLOT
 
 STORE = 80 * 1024 * 1024  # the smallest object store Ray accepts comfortably; shards send little
 #: Extra Ray resources per node: n1 claims an accelerator type, so --gpu-type has one node to pick.

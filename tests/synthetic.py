@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from arraybench.analysis.aggregate import aggregate
-from arraybench.measurement import Replicate
+from arraybench.model.replicate import Replicate
 from arraybench.plan import Cell
-from arraybench.records import Record
-from arraybench.results import Results
+from arraybench.model.record import Record
+from arraybench.model.results import Results
 
 
 def record(workload: str = "matmul", backend: str = "numpy", device: str = "cpu",
@@ -63,7 +63,7 @@ def timed_run(day: int, *, torch: str = "2.5.0", numpy_s: float = 1e-3, torch_s:
               context: dict | None = None, complete: bool = True) -> Results:
     """A run of matmul small on NumPy and PyTorch, started on ``day`` of January 2026, on the machine
     ``host``: what the store and history are fed in tests."""
-    from arraybench import environment
+    from arraybench.host import environment
 
     fp = fingerprint(host=host, os_release=os_release)
     env = {"timestamp": f"2026-01-{day:02d}T00:00:00+00:00", "fingerprint": fp,

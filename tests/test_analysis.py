@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from arraybench.analysis.crossover import Point, crossovers, find
-from arraybench.records import Record
+from arraybench.model.record import Record
 from arraybench.analysis.findings import (ceiling_shares, compiled_vs_eager, findings, overheads,
                                         problems, winners)
 from arraybench.analysis.roofline import ceilings, share

@@ -149,7 +149,7 @@ def _python(code: str) -> subprocess.CompletedProcess:
 def test_a_plain_run_never_imports_ray():
     code = ("import sys; from arraybench.cli import build_parser; "
             "from arraybench.commands.run import plan_from_args; "
-            "import arraybench.api, arraybench.executors, arraybench.cluster; "
+            "import arraybench.api, arraybench.executors, arraybench.executors.cluster; "
             "plan_from_args(build_parser().parse_args(['run'])); print('ray' in sys.modules)")
     done = _python(code)
     assert done.stdout.strip() == "False"

@@ -18,7 +18,7 @@ from arraybench.plan import build_plan
 from arraybench.cli import parse
 from arraybench.commands.run import plan_from_args, resume_state
 from arraybench.errors import UsageError
-from arraybench.journal import JournalState
+from arraybench.model.journal import JournalState
 from arraybench.workloads import BUILTIN, REGISTRY
 
 from .test_journal import make_journal

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from arraybench import shardlog
-from arraybench.cluster import Node, differences, labels
+from arraybench.executors import shardlog
+from arraybench.executors.cluster import Node, differences, labels
 
 from .conftest import ROOT
 
@@ -61,7 +61,7 @@ def test_cluster_options_without_a_cluster_are_refused(tmp_path):
 
 
 def _node(label: str, **fingerprint) -> Node:
-    from arraybench import environment
+    from arraybench.host import environment
 
     env = environment.collect()
     env["fingerprint"] = {**env["fingerprint"], **fingerprint}

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from arraybench import stats
+from arraybench.analysis import stats
 from arraybench.analysis.compare import (FASTER, NOT_COMPARABLE, SAME, SLOWER, change_text, compare,
                                        compare_records)
 from arraybench.analysis.fdr import q_values as benjamini_hochberg
 from arraybench.analysis.significance import welch
-from arraybench.measurement import Replicate
+from arraybench.model.replicate import Replicate
 from arraybench.plan import Cell
 
 from .conftest import run_cli

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from arraybench import journal, load_results
+from arraybench.model import journal
+from arraybench import load_results
 
 from .conftest import run_cli
 

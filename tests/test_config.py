@@ -78,7 +78,8 @@ def test_resume_refuses_an_option_typed_even_when_it_equals_the_default(tmp_path
     from arraybench.cli import main
 
     folder = project(tmp_path, "[tool.arraybench]\ndtype = 'float32'\n")
-    from arraybench import journal, options, plan
+    from arraybench.model import journal
+    from arraybench import options, plan
     from arraybench.workloads import REGISTRY
 
     opts = options.validate(options.RunOptions(backends=["numpy"], devices=["cpu"], workloads=["sort"],

@@ -20,17 +20,17 @@ from pathlib import Path
 import pytest
 
 import arraybench
-from arraybench import perf_events
+from arraybench.worker import perf_events
 from arraybench.analysis.aggregate import aggregate
-from arraybench.counters import SampleCounters
-from arraybench.measurement import Replicate
+from arraybench.worker.counters import SampleCounters
+from arraybench.model.replicate import Replicate
 from arraybench.plan import Cell
 
 MIB = 1 << 20
 DATA = Path(__file__).resolve().parent / "data"
 
 
-def _windows(fn, calls: int = 5) -> "arraybench.usage.Usage":
+def _windows(fn, calls: int = 5) -> "arraybench.model.usage.Usage":
     """``fn`` called ``calls`` times, each in a counted window, as the worker counts samples."""
     counters = SampleCounters(1)
     try:

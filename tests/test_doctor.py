@@ -10,7 +10,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from arraybench import selfcheck
+from arraybench.worker import selfcheck
 from arraybench.backends.numpy import NumpyBackend
 
 from .conftest import run_cli

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from arraybench import load_results
-from arraybench.measure import ReferenceCache, measure_cell
+from arraybench.worker.prepare import ReferenceCache, measure_cell
 from arraybench.plan import Cell
-from arraybench.sampling import TimerSettings
+from arraybench.worker.sampling import TimerSettings
 from arraybench.workloads.userfile import import_workload_file
 from arraybench.workloads import REGISTRY
 

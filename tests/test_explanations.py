@@ -8,9 +8,9 @@ from arraybench.analysis.aggregate import aggregate
 from arraybench.analysis.explanations import (bimodal_causes, busy_machine, cores_used,
                                               explanations, forced_kernels, page_faults)
 from arraybench.analysis.findings import findings
-from arraybench.measurement import Replicate
+from arraybench.model.replicate import Replicate
 from arraybench.plan import Cell
-from arraybench.usage import Usage
+from arraybench.model.usage import Usage
 
 from .synthetic import spread
 

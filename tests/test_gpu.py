@@ -12,13 +12,13 @@ import types
 import numpy as np
 import pytest
 
-from arraybench import accuracy
+from arraybench.worker import accuracy
 from arraybench.backends.base import tf32_in_effect
 from arraybench.backends.numpy import NumpyBackend
-from arraybench.measure import ReferenceCache, prepare
-from arraybench.measurement import Replicate
+from arraybench.worker.prepare import ReferenceCache, prepare
+from arraybench.model.replicate import Replicate
 from arraybench.plan import Cell
-from arraybench.sampling import TimerSettings
+from arraybench.worker.sampling import TimerSettings
 from arraybench.workloads import REGISTRY
 
 from .conftest import backend_or_skip
@@ -295,7 +295,7 @@ def test_cupy_compiled_mode_tells_a_refusal_from_a_device_failure():
     from cupy.cuda.memory import OutOfMemoryError
     from cupy_backends.cuda.api.runtime import CUDARuntimeError
 
-    from arraybench.measure import _classify
+    from arraybench.worker.prepare import _classify
 
     backend = _cupy_backend()
     compiled = cell("elementwise", 100, backend="cupy", device="gpu", mode="compiled")
@@ -399,7 +399,7 @@ def test_jax_memory_settings_read_the_variables_xla_reads(environ, allocator, pr
 
 
 def test_worker_info_and_environment_record_the_gpu_variables(monkeypatch):
-    from arraybench import environment
+    from arraybench.host import environment
 
     monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "0")
     monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -453,7 +453,7 @@ class FakeNvml:
 
 
 def test_a_snapshot_reads_clocks_temperature_power_and_throttle_reasons():
-    from arraybench import gpu_health
+    from arraybench.worker import gpu_health
 
     nvml = FakeNvml()
     monitor, reason = gpu_health.open_monitor("0000:3B:00.0", nvml)
@@ -468,7 +468,7 @@ def test_a_snapshot_reads_clocks_temperature_power_and_throttle_reasons():
 
 
 def test_without_nvml_or_its_library_the_reason_is_kept():
-    from arraybench import gpu_health
+    from arraybench.worker import gpu_health
 
     assert gpu_health.open_monitor(None)[1].startswith("the CUDA driver gave no PCI bus id")
     monitor, reason = gpu_health.open_monitor("0000:3B:00.0", FakeNvml("NVML Shared Library Not Found"))
@@ -483,7 +483,7 @@ class WatchedNumpy(NumpyBackend):
     """Stands for a GPU backend whose GPU NVML watches (``Backend.open_health`` succeeded)."""
 
     def __init__(self, nvml) -> None:
-        from arraybench import gpu_health
+        from arraybench.worker import gpu_health
 
         super().__init__("cpu")
         self.device = "gpu"
@@ -492,7 +492,7 @@ class WatchedNumpy(NumpyBackend):
 
 def test_each_cell_records_gpu_health_before_and_after_and_counts_throttled_samples():
     from arraybench.analysis.aggregate import aggregate
-    from arraybench.measure import finish
+    from arraybench.worker.prepare import finish
 
     nvml = FakeNvml()
     backend = WatchedNumpy(nvml)
@@ -516,7 +516,7 @@ def test_each_cell_records_gpu_health_before_and_after_and_counts_throttled_samp
 
 def test_a_gpu_without_a_monitor_says_why_in_the_record():
     from arraybench.analysis.aggregate import aggregate
-    from arraybench.measure import measure_cell
+    from arraybench.worker.prepare import measure_cell
 
     backend = NumpyBackend("cpu")
     backend.device, backend.health_note = "gpu", "nvidia-ml-py is not installed"

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from arraybench import backends, environment, workloads
+from arraybench import backends, workloads
+from arraybench.host import environment
 from arraybench.workloads import BUILTIN
 
 from .conftest import run_cli

@@ -9,14 +9,14 @@ import pytest
 
 import arraybench
 from arraybench import Check, workload
-from arraybench.effects import look
-from arraybench.fresh import FreshInputs, pool_capacity
-from arraybench.measure import ReferenceCache, measure_cell
+from arraybench.worker.effects import look
+from arraybench.worker.fresh import FreshInputs, pool_capacity
+from arraybench.worker.prepare import ReferenceCache, measure_cell
 from arraybench.options import RunOptions, validate
 from arraybench.plan import Cell, build_plan
-from arraybench.records import Record
-from arraybench.sampling import TimerSettings
-from arraybench.timer import Timer
+from arraybench.model.record import Record
+from arraybench.worker.sampling import TimerSettings
+from arraybench.worker.timer import Timer
 from arraybench.workloads.inputs import build_inputs, make_inputs
 
 from .conftest import backend_or_skip

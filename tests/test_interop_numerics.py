@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arraybench.records import Record
+from arraybench.model.record import Record
 from arraybench.render.numerics import numerics_markdown, numerics_table
 from arraybench.workloads import GROUPS, REGISTRY, expand
 
@@ -52,7 +52,7 @@ def test_stats_matches_numpy_semantics(backend_name):
 
 def test_torch_std_default_would_be_caught():
     backend = backend_or_skip("torch")
-    from arraybench.measure import ReferenceCache, measure_cell
+    from arraybench.worker.prepare import ReferenceCache, measure_cell
     from arraybench.plan import Cell
     from arraybench.workloads import Workload
 

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from arraybench import student_t
+from arraybench.analysis import student_t
 from arraybench.analysis.intervals import pooled_interval, replicate_interval
 
 

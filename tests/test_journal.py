@@ -15,11 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arraybench import load_results
-from arraybench import journal, plan
+from arraybench.model import journal
+from arraybench import plan
 from arraybench.errors import UsageError
-from arraybench.journal import Journal, JournalError
+from arraybench.model.journal import Journal, JournalError
 from arraybench.options import RunOptions
-from arraybench.measurement import Replicate
+from arraybench.model.replicate import Replicate
 from arraybench.session import Session
 from arraybench.workloads import REGISTRY
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 import arraybench
-from arraybench import environment
+from arraybench.host import environment
 from arraybench.analysis.across_machines import machine_findings
 from arraybench.analysis.roofline import ceilings, share
-from arraybench.machines import CrossMachineError, fingerprint_changes
-from arraybench.merge import merge
+from arraybench.model.machines import CrossMachineError, fingerprint_changes
+from arraybench.model.merge import merge
 from arraybench.render.exports import bencher_metric_format, github_action_benchmark
-from arraybench.results import load
+from arraybench.model.results import load
 
 from .conftest import run_cli
 from .synthetic import fingerprint, record, results, spread, timed_run

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arraybench import memory
+from arraybench.worker import memory
 
 from .conftest import backend_or_skip
 

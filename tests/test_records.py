@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arraybench import load_results
-from arraybench import results as results_mod
+from arraybench.model import results as results_mod
 from arraybench.errors import ResultsError
-from arraybench.measurement import Replicate
-from arraybench.records import Record
-from arraybench.results import Results
+from arraybench.model.replicate import Replicate
+from arraybench.model.record import Record
+from arraybench.model.results import Results
 
 CORE_FIELDS = ["workload", "size_label", "size", "backend", "device", "dtype", "mode", "status",
                "reason", "median_s", "iqr_s", "min_s", "n_samples", "first_call_s", "max_rel_error"]

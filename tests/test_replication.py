@@ -13,7 +13,7 @@ import pytest
 import arraybench
 from arraybench.analysis.replication import (BUDGET, CONVERGED, ENDED, FIXED, MOST, Policy, decide,
                                              per_process, policy_for)
-from arraybench.measurement import Replicate
+from arraybench.model.replicate import Replicate
 from arraybench.options import RunOptions
 
 from .conftest import run_cli

@@ -108,7 +108,7 @@ def test_a_report_with_history_and_machines_loads_cleanly_with_every_plot(browse
     import copy
 
     from arraybench.analysis.history import history
-    from arraybench.merge import merge
+    from arraybench.model.merge import merge
     from arraybench.render.outputs import write_reports
     from arraybench.store import open_store
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import arraybench
-from arraybench.records import Record
+from arraybench.model.record import Record
 from arraybench.render.csvout import csv_columns, csv_text
 from arraybench.render.markdown import markdown_report, md
 

@@ -9,7 +9,8 @@ from pathlib import Path
 from rich.console import Console
 
 import arraybench
-from arraybench import load_results, records
+from arraybench import load_results
+from arraybench.model import record as records
 from arraybench.render.progress import ConsoleReporter
 
 from .conftest import run_cli

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import arraybench
-from arraybench.memory import describe
-from arraybench.threads import available_cpus
+from arraybench.worker.memory import describe
+from arraybench.host.threads import available_cpus
 
 from .conftest import run_cli
 from .synthetic import record, results, spread

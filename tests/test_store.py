@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from arraybench.records import Record
+from arraybench.model.record import Record
 from arraybench.store import StoreError, open_store
 from arraybench.store.identity import run_id
 from arraybench.store.migrations import SCHEMA_VERSION

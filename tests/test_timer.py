@@ -12,8 +12,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
-from arraybench.sampling import TimerSettings, interleave
-from arraybench.timer import Timer
+from arraybench.worker.sampling import TimerSettings, interleave
+from arraybench.worker.timer import Timer
 
 
 def busy(seconds: float) -> None:

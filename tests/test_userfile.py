@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 
 from arraybench import load_results
-from arraybench import Check, Work, records, workload
-from arraybench.measure import ReferenceCache, measure_cell
-from arraybench.tracebacks import is_user_file
+from arraybench import Check, Work, workload
+from arraybench.model import record as records
+from arraybench.worker.prepare import ReferenceCache, measure_cell
+from arraybench.worker.tracebacks import is_user_file
 from arraybench.plan import Cell
-from arraybench.sampling import TimerSettings
+from arraybench.worker.sampling import TimerSettings
 from arraybench.workloads.userfile import WorkloadFileError, import_workload_file, load_files
 from arraybench.workloads import REGISTRY
 from arraybench.workloads.inputs import build_inputs
@@ -487,7 +488,7 @@ def _analytic(w, x):
 
 
 def test_the_central_difference_reference_bounds_its_own_error():
-    from arraybench.finite_diff import central_difference_grad_with_error
+    from arraybench.worker.finite_diff import central_difference_grad_with_error
     import array_api_compat
 
     xp = array_api_compat.array_namespace(np.empty(0))

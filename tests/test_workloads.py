@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arraybench import accuracy
-from arraybench.measure import ReferenceCache, measure_cell
+from arraybench.worker import accuracy
+from arraybench.worker.prepare import ReferenceCache, measure_cell
 from arraybench.plan import Cell
-from arraybench.sampling import TimerSettings
+from arraybench.worker.sampling import TimerSettings
 from arraybench.workloads import BUILTIN, REGISTRY, Workload
 from arraybench.workloads.inputs import build_inputs
 from arraybench.workloads.binding import bind

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
-from ..records import Record
+from ..model.record import Record
 from ..units import format_seconds
 from .crossover import Point, find
 from .grouping import grouped, is_valid, size_text

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .. import gpu_health, stats
-from ..measurement import Replicate
+from ..worker import gpu_health
+from . import stats
+from ..model.replicate import Replicate
 from ..plan import Cell
-from ..records import Record
+from ..model.record import Record
 from ..units import format_interval, format_seconds
-from ..usage import combine
+from ..model.usage import combine
 from . import modes
 from .intervals import replicate_interval
 from .replication import EXPLAINED

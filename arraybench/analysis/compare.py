@@ -21,13 +21,13 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
-from .. import stats
-from ..records import Record
+from . import stats
+from ..model.record import Record
 from . import fdr, significance
 from .grouping import config_sort_key, is_valid, size_sort_key
 
 if TYPE_CHECKING:
-    from ..results import Results
+    from ..model.results import Results
 
 FASTER, SLOWER, SAME, NOT_COMPARABLE = "faster", "slower", "no change", "not comparable"
 

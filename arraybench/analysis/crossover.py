@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from ..records import Record
+from ..model.record import Record
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from .. import stats
-from ..records import Record
+from . import stats
+from ..model.record import Record
 from ..units import format_seconds
 from . import modes
 from .grouping import is_valid, size_text

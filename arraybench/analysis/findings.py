@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping
 from .across_machines import machine_findings
 from .crossover import crossovers
 from .explanations import explanations
-from ..records import Record
+from ..model.record import Record
 from ..units import format_seconds
 from .grouping import baseline, grouped, is_valid, size_text
 from .roofline import ceiling_key, ceilings, share

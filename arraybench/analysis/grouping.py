@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..backends import SPECS
-from ..records import Record
+from ..model.record import Record
 from ..workloads.params import describe as describe_params
 
 _BACKEND_ORDER = {name: i for i, name in enumerate(SPECS)}

@@ -23,10 +23,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from .. import stats
-from ..machines import describe, fingerprint_changes
+from . import stats
+from ..model.machines import describe, fingerprint_changes
 from ..plan import Cell
-from ..records import Record
+from ..model.record import Record
 from .compare import DEFAULT_THRESHOLD, change_text, settings_differences
 from .fdr import benjamini_hochberg
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from .. import stats, student_t
+from . import stats, student_t
 
 CONFIDENCE = 0.95
 

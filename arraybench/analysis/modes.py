@@ -14,8 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ..measurement import Replicate
-from .. import stats
+from ..model.replicate import Replicate
+from . import stats
 
 
 def _count(v: float) -> str:

@@ -6,7 +6,7 @@ the machine's ceilings are ``analysis/roofline.py``'s.
 
 from __future__ import annotations
 
-from ..records import Record
+from ..model.record import Record
 from .grouping import is_valid
 
 

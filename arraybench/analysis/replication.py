@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
-from ..measurement import Replicate
+from ..model.replicate import Replicate
 from .intervals import replicate_interval
 
 if TYPE_CHECKING:

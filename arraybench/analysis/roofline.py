@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from ..records import Record
+from ..model.record import Record
 from .grouping import is_valid
 from .rates import achieved
 

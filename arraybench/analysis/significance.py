@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from .. import student_t
+from . import student_t
 from . import fdr
 
 TEST = "Welch's t-test on the processes' log medians"

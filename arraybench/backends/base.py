@@ -12,9 +12,9 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
-from ..measurement import Gradient
-from ..gpu_health import GpuMonitor, open_monitor
-from ..timer import DeviceTimer
+from ..model.replicate import Gradient
+from ..worker.gpu_health import GpuMonitor, open_monitor
+from ..worker.timer import DeviceTimer
 
 
 class CudaEvents:
@@ -189,7 +189,7 @@ class Backend(abc.ABC):
 
         The default is forward finite differences: libraries without autodiff get the seed's method.
         """
-        from ..finite_diff import forward_difference_grad
+        from ..worker.finite_diff import forward_difference_grad
 
         return forward_difference_grad(fn)
 
@@ -236,7 +236,7 @@ class Backend(abc.ABC):
         """
         if self.device != "cpu":
             return None
-        from ..memory import host_memory
+        from ..worker.memory import host_memory
 
         return host_memory()
 

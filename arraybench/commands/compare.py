@@ -42,8 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from .. import api
-    from ..machines import cross_machine_pairs
-    from ..results import load, resolve
+    from ..model.machines import cross_machine_pairs
+    from ..model.results import load, resolve
 
     base, new = load(resolve(args.base)), load(resolve(args.new))
     comparison = api.compare(base, new, threshold=args.threshold, alpha=args.alpha,

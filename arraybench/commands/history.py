@@ -72,7 +72,7 @@ def parse_since(text: str | None, now: _dt.datetime | None = None) -> str | None
 
 
 def this_machine() -> str:
-    from .. import environment
+    from ..host import environment
 
     return environment.machine_id(environment.fingerprint(environment.gpus()))
 

@@ -40,8 +40,8 @@ def cluster_main(args: argparse.Namespace) -> int:
 def main(args: argparse.Namespace) -> int:
     if getattr(args, "cluster", None):
         return cluster_main(args)
-    from .. import environment
-    from ..probe import probe_backends
+    from ..host import environment
+    from ..host.probe import probe_backends
 
     env = environment.collect()
     backends_state = probe_backends()

@@ -38,9 +38,9 @@ def main(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from .. import api
-    from ..merge import same_machine_notes
+    from ..model.merge import same_machine_notes
     from ..render.tables import print_findings, print_table
-    from ..results import load, resolve
+    from ..model.results import load, resolve
 
     pairs = [split_label(t) for t in args.runs]
     runs = [load(resolve(path)) for _, path in pairs]

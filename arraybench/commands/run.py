@@ -18,14 +18,14 @@ from rich.markup import escape
 
 from .. import api
 from ..errors import UsageError
-from ..journal import JOURNAL_NAME, JournalState
-from ..journal import read as read_journal
+from ..model.journal import JOURNAL_NAME, JournalState
+from ..model.journal import read as read_journal
 from ..options import DTYPES, RunOptions, parse_sizes
 from ..reporter import Reporter
-from ..results import Results
+from ..model.results import Results
 from ..session import Interrupted
 from ..workloads.userfile import LoadedFiles
-from ..context import parse_context
+from ..model.context import parse_context
 from .argtypes import assignment, csv_list, fraction, positive_float, positive_int, processes, seed
 from .storeargs import add_store_option, run_store_choice
 

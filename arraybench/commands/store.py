@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def import_main(args: argparse.Namespace) -> int:
     from ..errors import UsageError
-    from ..results import load, resolve
+    from ..model.results import load, resolve
     from ..store import open_store
 
     failed = 0

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ..errors import UsageError
 
 if TYPE_CHECKING:
-    from ..cluster import Node
+    from .cluster import Node
     from ..options import RunOptions
     from .ray import RayExecutor
 

@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import backends
-from ..measurement import Replicate
+from ..model.replicate import Replicate
 from ..options import RunOptions
 from ..plan import Cell
-from ..schema import SchemaError
-from ..spawn import STARTUP_TIMEOUT_S, StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
-from ..threads import worker_cpus, worker_env
-from ..sampling import TimerSettings
+from ..model.schema import SchemaError
+from .worker_process import STARTUP_TIMEOUT_S, StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
+from ..host.threads import worker_cpus, worker_env
+from ..worker.sampling import TimerSettings
 from ..workloads.shipping import SHIPPED_NAME
 
 if TYPE_CHECKING:

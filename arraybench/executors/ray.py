@@ -28,13 +28,14 @@ import ray
 from ray.exceptions import GetTimeoutError, RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from .. import cluster, environment, shardlog
-from ..cluster import SLOT, Node, Shard
+from . import cluster, shardlog
+from ..host import environment
+from .cluster import SLOT, Node, Shard
 from ..errors import UsageError, one_line
-from ..measurement import Replicate
+from ..model.replicate import Replicate
 from ..options import RunOptions
 from ..plan import Cell
-from ..schema import SchemaError
+from ..model.schema import SchemaError
 from ..workloads.shipping import SHIPPED_NAME
 from .local import STOP_GRACE_S, StopRequested
 from .ray_agent import ShardRunner, node_environment

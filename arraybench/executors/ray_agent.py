@@ -27,9 +27,9 @@ from typing import Any
 
 import ray
 
-from .. import environment
-from ..journal import Journal
-from ..measurement import Replicate
+from ..host import environment
+from ..model.journal import Journal
+from ..model.replicate import Replicate
 from ..options import RunOptions
 from ..plan import Cell
 from ..reporter import Reporter
@@ -157,7 +157,7 @@ class ShardRunner:
             if session.stop_requested() and session.missing():
                 outcome = "stopped"
         except Exception as exc:  # a bug or a broken node: said, never a silent loss
-            from ..tracebacks import describe_exception
+            from ..worker.tracebacks import describe_exception
 
             outcome, reason = "error", describe_exception(exc)
         finally:

@@ -7,7 +7,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from ..cluster import SLOT, Node, identity
+from ..executors.cluster import SLOT, Node, identity
 
 
 def nodes_table(nodes: list[Node], address: str) -> Table:

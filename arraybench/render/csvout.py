@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..files import write_atomic
-from ..records import COLUMNS
+from ..model.record import COLUMNS
 
 if TYPE_CHECKING:
-    from ..results import Results
+    from ..model.results import Results
 
 CSV_NAME = "results.csv"
 

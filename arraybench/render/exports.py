@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from ..analysis.grouping import is_valid
 
 if TYPE_CHECKING:
-    from ..records import Record
-    from ..results import Results
+    from ..model.record import Record
+    from ..model.results import Results
 
 FORMATS = ("github", "bencher")
 _NS = 1e9

@@ -19,7 +19,7 @@ from ..analysis.roofline import Ceiling
 from ..analysis.roofline import ceilings as ceilings_of_run
 from ..analysis.roofline import share as share_of_ceiling
 from ..files import write_atomic
-from ..records import Record
+from ..model.record import Record
 from .usage_text import kernel_rows, usage_lines, usage_title
 from ..units import format_seconds
 from .naming import plot_file_name, summary_file_name
@@ -28,7 +28,7 @@ from .tables import (Notes, achieved_text, ci_text, config_name, error_text, lib
 
 if TYPE_CHECKING:
     from ..analysis.history import History
-    from ..results import Results
+    from ..model.results import Results
 
 REPORT_NAME = "report.html"
 
@@ -318,7 +318,7 @@ def _not_measured(records: Sequence[Record], unavailable: Mapping[tuple[str, str
 def _environment(results: Results) -> str:
     machines = results.environment.get("machines")
     if isinstance(machines, Mapping) and machines:
-        from ..machines import describe
+        from ..model.machines import describe
 
         rows = [("merged from", ", ".join(results.settings.get("merged_from") or []) or None)]
         parts = [_kv_table([(k, v) for k, v in rows if v])]

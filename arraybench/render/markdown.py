@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ..analysis.grouping import baselines, grouped, is_valid, size_text, winner
 from ..files import write_atomic
-from ..records import Record
+from ..model.record import Record
 from ..units import format_seconds
 from .tables import Notes, ci_text, config_name, error_text, speedup_text, unavailable_configs
 
 if TYPE_CHECKING:
     from ..analysis.compare import Comparison
-    from ..results import Results
+    from ..model.results import Results
 
 MARKDOWN_NAME = "results.md"
 

@@ -12,7 +12,7 @@ from typing import Iterable
 from rich.table import Table
 from rich.text import Text
 
-from ..records import Record
+from ..model.record import Record
 from ..analysis.grouping import config_sort_key
 
 

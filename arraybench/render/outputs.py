@@ -18,7 +18,7 @@ from .markdown import write_markdown
 
 if TYPE_CHECKING:
     from ..analysis.history import History
-    from ..results import Results
+    from ..model.results import Results
 
 
 def write_reports(results: Results, out_dir: Path, *, plots: bool = True,

@@ -13,7 +13,7 @@ from typing import Callable, Iterable, Sequence
 
 from ..analysis.grouping import (baselines, config_sort_key, grouped, is_valid, size_text,
                                  swept_workloads)
-from ..records import Record
+from ..model.record import Record
 from ..units import format_seconds, time_unit
 from ..files import write_atomic
 from .mpl import PALETTE, Axes, Figure, drawn, new_figure, plain, show_in_notebooks, styled

@@ -12,15 +12,15 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..errors import printable
-from ..measurement import Replicate
+from ..model.replicate import Replicate
 from ..plan import Cell
-from ..records import Record
+from ..model.record import Record
 from ..reporter import Reporter
 from ..units import format_seconds
 from .tables import ci_text
 
 if TYPE_CHECKING:
-    from ..results import Results
+    from ..model.results import Results
 
 
 class ConsoleReporter(Reporter):

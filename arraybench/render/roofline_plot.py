@@ -6,7 +6,7 @@ from typing import Sequence
 
 from ..analysis.grouping import config_sort_key, is_valid
 from ..analysis.roofline import ceiling_key, ceilings
-from ..records import Record
+from ..model.record import Record
 from ..units import format_rate
 from .mpl import PALETTE, Figure, new_figure, plain, styled
 

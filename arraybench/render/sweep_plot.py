@@ -10,7 +10,7 @@ from typing import Sequence
 
 from ..analysis.crossover import crossovers
 from ..analysis.grouping import config_sort_key, is_valid
-from ..records import Record
+from ..model.record import Record
 from .mpl import PALETTE, Figure, new_figure, plain, styled
 
 

@@ -13,7 +13,7 @@ from ..analysis.grouping import baselines, grouped, is_valid, size_detail, size_
 from ..analysis.rates import achieved
 from ..analysis.roofline import ceilings, share
 from ..errors import printable
-from ..records import Record
+from ..model.record import Record
 from ..units import format_interval, format_rate, format_seconds
 
 _STATUS_STYLE = {"ok": "green", "wrong": "bold red", "failed": "red", "skipped": "dim"}

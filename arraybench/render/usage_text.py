@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..records import Record
-from ..usage import Usage
+from ..model.record import Record
+from ..model.usage import Usage
 
 
 def _count(v: float) -> str:
@@ -42,7 +42,7 @@ def usage_title(u: Usage | None) -> str:
     """Every rate, for a tooltip."""
     if u is None:
         return ""
-    from ..usage import RATES
+    from ..model.usage import RATES
 
     parts = [f"{name} {getattr(u, name):.4g}" for name in RATES if getattr(u, name) is not None]
     if u.hardware_absent:

@@ -17,7 +17,7 @@ from .store import open_store
 
 if TYPE_CHECKING:
     from ..analysis.history import History
-    from ..results import Results
+    from ..model.results import Results
 
 #: Where a run is stored: ``True`` the default store (the user's data folder), ``False`` none, or
 #: a file path (SQLite) or ``postgresql://`` URL.
@@ -63,7 +63,7 @@ def history_of_run(results: Results, store: StoreChoice = True) -> "History | No
 def _history_of_run(opened: Any, results: Results) -> "History | None":
     """The history of the run's own cells, from the store; None where no cell has two runs."""
     from ..analysis.history import history
-    from ..machines import machine_id_of
+    from ..model.machines import machine_id_of
 
     single = "machines" not in results.environment
     entries, runs = opened.entries(workloads=sorted({r.workload for r in results.records}),

@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..analysis.history import Entry, RunInfo
-from ..machines import environment_of, machine_id_of
+from ..model.machines import environment_of, machine_id_of
 from .database import Database, StoreError, connect
 from .identity import content_sha, run_id
 from .location import describe_location, resolve_location
 from .migrations import migrate
 
 if TYPE_CHECKING:
-    from ..results import Results
+    from ..model.results import Results
 
 ADDED, SAME, UPDATED, KEPT, NOT_A_RUN = ("added", "already stored", "updated", "kept",
                                          "not a run")
@@ -150,7 +150,7 @@ class Store:
 
     def results(self, run: str) -> "Results":
         """A stored run back whole, by its id (or a unique prefix of it)."""
-        from ..results import from_dict
+        from ..model.results import from_dict
 
         rows = self.db.execute("SELECT run_id, results FROM runs WHERE run_id LIKE ?", (run + "%",))
         if len(rows) != 1:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ..measurement import Gradient
+from ..model.replicate import Gradient
 from .definition import Workload
 
 if TYPE_CHECKING:

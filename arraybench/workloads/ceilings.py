@@ -6,7 +6,7 @@ ceiling each record is set against (``report/roofline.py``).
 
 from __future__ import annotations
 
-from ..accuracy import Check
+from ..worker.accuracy import Check
 from .definition import Work, workload
 
 #: Sizes per device: the stream must dwarf the caches, the matmul must be large enough to saturate.

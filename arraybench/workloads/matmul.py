@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..accuracy import Check
+from ..worker.accuracy import Check
 from .definition import Work, workload
 
 

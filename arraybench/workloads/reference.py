@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..finite_diff import central_difference_grad_with_error
+from ..worker.finite_diff import central_difference_grad_with_error
 from .definition import Workload
 from .params import Params, accepted
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..accuracy import Check
+from ..worker.accuracy import Check
 from .definition import Work, workload
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import UsageError
-from ..tracebacks import describe_exception
+from ..worker.tracebacks import describe_exception
 from .registry import REGISTRY
 
 

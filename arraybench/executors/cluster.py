@@ -17,9 +17,9 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
-from .errors import UsageError
-from .options import RunOptions
-from .plan import Cell
+from ..errors import UsageError
+from ..options import RunOptions
+from ..plan import Cell
 
 #: The Ray custom resource a node offers once: a shard holds it while it runs.
 SLOT = "arraybench_slot"

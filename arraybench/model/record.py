@@ -12,13 +12,13 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from . import schema
-from .errors import ResultsError
-from .measurement import Gradient, Replicate, Status
-from .options import Dtype, Mode
-from .plan import Cell, cell_key
+from ..errors import ResultsError
+from .replicate import Gradient, Replicate, Status
+from ..options import Dtype, Mode
+from ..plan import Cell, cell_key
 from .usage import SCALARS as USAGE_SCALARS
 from .usage import Usage
-from .workloads.params import ParamValue, text as params_text
+from ..workloads.params import ParamValue, text as params_text
 
 _NON_NEGATIVE = {"min": 0}
 
@@ -116,7 +116,7 @@ class Record:
     @property
     def config_label(self) -> str:
         """How the record is named in plots and tables: "PyTorch GPU", "JAX CPU (jit)"."""
-        from .backends import SPECS
+        from ..backends import SPECS
 
         label = SPECS[self.backend].label if self.backend in SPECS else self.backend
         text = f"{label} {self.device.upper()}"

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from .workloads.definition import Workload, array_parameters
+from ..workloads.definition import Workload, array_parameters
 
 if TYPE_CHECKING:
-    from .backends.base import Backend
+    from ..backends.base import Backend
 
 
 def to_host(backend: "Backend", x: Any) -> Any:

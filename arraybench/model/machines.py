@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from . import environment
-from .errors import UsageError
+from ..host import environment
+from ..errors import UsageError
 
 if TYPE_CHECKING:
-    from .records import Record
+    from .record import Record
     from .results import Results
 
 

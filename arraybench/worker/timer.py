@@ -13,7 +13,7 @@ import time
 from typing import Any, Callable, Protocol, Sequence
 
 from .sampling import Measurement, Sampling, TimerSettings, gc_paused
-from .timed_loops import compile_loop
+from .loops import compile_loop
 
 Clock = Callable[[], float]
 

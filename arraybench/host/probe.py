@@ -7,8 +7,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from . import backends
-from .spawn import WorkerExited, WorkerProcess, WorkerTimeout
+from .. import backends
+from ..executors.worker_process import WorkerExited, WorkerProcess, WorkerTimeout
 from .threads import worker_env
 
 

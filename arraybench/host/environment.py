@@ -18,7 +18,8 @@ import subprocess
 import sys
 from typing import Any
 
-from . import backends, knobs
+from .. import backends
+from . import knobs
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS")
 

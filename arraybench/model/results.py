@@ -18,18 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import ResultsError
-from .files import write_atomic
-from .records import COLUMNS, Record
+from ..errors import ResultsError
+from ..files import write_atomic
+from .record import COLUMNS, Record
 from .schema import SchemaError, to_json
-from .untrusted import (MAX_DEPTH, NotPlainJson, NotRegularFile, check_environment, loads,
-                        read_regular, too_deep)
+from .untrusted import MAX_DEPTH, NotPlainJson, NotRegularFile, check_environment, loads, read_regular, too_deep
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from .analysis.compare import Comparison
-    from .analysis.history import History
+    from ..analysis.compare import Comparison
+    from ..analysis.history import History
 
 SCHEMA_VERSION = 2
 TOOL = "arraybench"
@@ -81,14 +80,14 @@ class Results:
         """Write report.html, results.md, results.csv, findings.md and (unless ``plots`` is
         False) the SVG plots into ``out_dir``; return the files written. Measures nothing.
         ``history`` (from the store) adds its plots and a section to the report."""
-        from .render.outputs import write_reports
+        from ..render.outputs import write_reports
 
         return write_reports(self, Path(out_dir), plots=plots, history=history)
 
     # -- for people -----------------------------------------------------------------------------
     def table(self, width: int = 120) -> str:
         """The results table as plain text, as ``arraybench run`` prints it."""
-        from .render.tables import table_text
+        from ..render.tables import table_text
 
         return table_text(self.records, width=width)
 
@@ -99,13 +98,13 @@ class Results:
         return head + "\n" + self.table()
 
     def _repr_html_(self) -> str:
-        from .render.html import results_table_html
+        from ..render.html import results_table_html
 
         return results_table_html(self)
 
     def findings(self) -> list[str]:
         """Plain sentences computed from the records: who wins, by how much, and why."""
-        from .analysis.findings import findings
+        from ..analysis.findings import findings
 
         return findings(self.records, self.environment)
 
@@ -113,7 +112,7 @@ class Results:
                 alpha: float | None = None, cross_machine: bool = False) -> "Comparison":
         """This run as the base, ``other`` as the new run: per cell, faster, slower or no change.
         Runs from different machines raise ``CrossMachineError`` unless ``cross_machine``."""
-        from .analysis.compare import compare
+        from ..analysis.compare import compare
         from .machines import check_same_machine
 
         check_same_machine(self, other, cross_machine)
@@ -124,7 +123,7 @@ class Results:
              size: str | None = None) -> "Figure":
         """A matplotlib figure: ``"summary"`` (speed against NumPy per size label), ``"case"``
         (one workload at one size), ``"sweep"`` (one workload across sizes) or ``"roofline"``."""
-        from .render.plots import figure
+        from ..render.plots import figure
 
         return figure(self.records, kind, workload=workload, size=size)
 

@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from . import stats
+from ..analysis import stats
 
 if TYPE_CHECKING:
     from .timer import Timer

@@ -16,17 +16,17 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import accuracy
-from .backends.base import Backend, Unavailable
-from .measurement import Replicate, Status
-from .plan import Cell
+from ..backends.base import Backend, Unavailable
+from ..model.replicate import Replicate, Status
+from ..plan import Cell
 from .sampling import Sampling, TimerSettings
 from .timer import Timer
 from .tracebacks import describe_exception
-from .workloads.binding import Bound, bind
-from .workloads.definition import Workload
-from .workloads.inputs import input_bytes, make_inputs
-from .workloads.params import text as params_text
-from .workloads.reference import Reference, reference_result
+from ..workloads.binding import Bound, bind
+from ..workloads.definition import Workload
+from ..workloads.inputs import input_bytes, make_inputs
+from ..workloads.params import text as params_text
+from ..workloads.reference import Reference, reference_result
 from .effects import FirstCall, dtype_of, input_names, look, to_host
 from .fresh import FreshInputs, fresh_inputs
 

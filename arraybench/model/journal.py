@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import SaveError, UsageError
-from .measurement import Replicate
-from .options import RunOptions
-from .plan import Cell
+from ..errors import SaveError, UsageError
+from .replicate import Replicate
+from ..options import RunOptions
+from ..plan import Cell
 from .schema import SchemaError
 from .untrusted import NotPlainJson, NotRegularFile, check_environment, loads, read_regular
 
@@ -50,7 +50,7 @@ class JournalState:
     def wanted(self, cell: Cell) -> int:
         """How many replicates a cell wants now, given those journalled (the run's replication
         policy: an adaptive cell counts the processes it wants now, not those it may come to)."""
-        from .analysis.replication import decide, policy_for
+        from ..analysis.replication import decide, policy_for
 
         have = self.replicates.get(cell.key, {})
         return decide([r for _, r in sorted(have.items())], policy_for(self.options)).wanted

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .perf_events import Counters as HardwareCounters
 from .perf_events import open_counters
-from .usage import Usage
+from ..model.usage import Usage
 
 _TICK = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
 

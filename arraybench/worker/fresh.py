@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 if TYPE_CHECKING:
-    from .backends.base import Backend
+    from ..backends.base import Backend
 
 #: How inputs are restored: a pool of copies per batch, one copy restored before every call, or
 #: (``auto``) the pool for fast calls and per call for slow ones.

@@ -1,7 +1,7 @@
 """``arraybench doctor``: prove that a run's assumptions hold on this machine, one line per check.
 
 The parent imports no array library: each library and device gets a process of its own
-(``python -m arraybench.selfcheck``), started with the environment a benchmark worker gets. A GPU
+(``python -m arraybench.worker.selfcheck``), started with the environment a benchmark worker gets. A GPU
 library is asked twice, the second time with ``--allow-tf32``, to see that the precision the run
 records follows the flag. Libraries or devices that are not there get one line saying why.
 """
@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from . import backends
-from .selfcheck import CHECKS, GPU_ONLY
+from .. import backends
+from ..worker.selfcheck import CHECKS, GPU_ONLY
 from .threads import worker_env
 
 #: One library's checks may take this long, its start included (a CUDA context can take seconds).
@@ -65,7 +65,7 @@ def check_config(backend: str, device: str, *, allow_tf32: bool = False,
     job = {"backend": backend, "device": device, "allow_tf32": allow_tf32, "only": list(only)}
     env = worker_env(os.environ, threads=None, backend=backend, device=device, allow_tf32=allow_tf32)
     try:
-        done = subprocess.run([sys.executable, "-m", "arraybench.selfcheck"], input=json.dumps(job) + "\n",
+        done = subprocess.run([sys.executable, "-m", "arraybench.worker.selfcheck"], input=json.dumps(job) + "\n",
                               capture_output=True, text=True, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
         return not_run("failed", f"did not finish within {timeout:g} s")

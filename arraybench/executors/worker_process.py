@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from . import heartbeat
+from ..worker import heartbeat
 
 #: How long a worker may take to import its library and open its device, however short the
 #: per-cell ``--timeout``: importing torch takes seconds, creating a CUDA context can take more.

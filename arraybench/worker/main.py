@@ -76,8 +76,8 @@ class StopFlag:
 def run_job(job: dict[str, Any], channel: Channel, stop: StopFlag | None = None) -> int:
     """Open the backend, then measure each cell in a shuffled order."""
     stop = stop or StopFlag()
-    from . import backends
-    from .backends.base import Unavailable
+    from .. import backends
+    from ..backends.base import Unavailable
 
     started = time.perf_counter()
     try:
@@ -99,14 +99,14 @@ def run_job(job: dict[str, Any], channel: Channel, stop: StopFlag | None = None)
 
     from .counters import SampleCounters
     from .heartbeat import Board
-    from .measure import ReferenceCache, finish, prepare
-    from .measurement import Replicate
-    from .plan import Cell
+    from .prepare import ReferenceCache, finish, prepare
+    from ..model.replicate import Replicate
+    from ..plan import Cell
     from .sampling import TimerSettings, interleave
     from .tracebacks import describe_exception
-    from .workloads import REGISTRY
-    from .workloads.shipping import ShippingError, receive
-    from .workloads.userfile import load_workload_files, missing_workload_reason
+    from ..workloads import REGISTRY
+    from ..workloads.shipping import ShippingError, receive
+    from ..workloads.userfile import load_workload_files, missing_workload_reason
 
     load_errors = load_workload_files(job.get("workload_files", []))
     if job.get("shipped"):
@@ -116,7 +116,7 @@ def run_job(job: dict[str, Any], channel: Channel, stop: StopFlag | None = None)
             load_errors[job["shipped"]] = str(exc)
     info = backend.info()
     info["startup_s"] = time.perf_counter() - started
-    from .knobs import recorded
+    from ..host.knobs import recorded
 
     info["kernel_env"] = recorded(os.environ)  # as this worker ran (--threads adds limits)
     channel.send("ready", info=info, pid=os.getpid())

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping
 
-from .errors import UsageError
+from ..errors import UsageError
 
 _KEY = re.compile(r"[A-Za-z0-9_.\-/]{1,64}")
 MAX_VALUE = 500

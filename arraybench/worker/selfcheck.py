@@ -7,7 +7,7 @@ events and the wall clock agree, that results are judged against float64, that t
 precision is the one the run records, how the library holds memory, that clocks hold, that
 transfers move data. Checks that need a GPU say why they are skipped on the CPU.
 
-Run as ``python -m arraybench.selfcheck`` with a JSON job on stdin (``backend``, ``device``,
+Run as ``python -m arraybench.worker.selfcheck`` with a JSON job on stdin (``backend``, ``device``,
 ``allow_tf32``, optionally ``only``); it prints one JSON object per check.
 """
 
@@ -23,10 +23,10 @@ from typing import Any, Callable
 import numpy as np
 
 from .accuracy import REDUCED_PRECISION_EPS, Check, judge
-from .backends.base import Backend
+from ..backends.base import Backend
 from .sampling import TimerSettings
 from .timer import Timer
-from .units import format_seconds
+from ..units import format_seconds
 
 CHECKS = ("sync", "unsynced", "events", "float64", "precision", "memory", "clocks", "transfers")
 GPU_ONLY = ("events", "memory", "clocks", "transfers")
@@ -183,7 +183,7 @@ def check_precision(backend: Backend) -> Outcome:
 
 def check_memory(backend: Backend) -> Outcome:
     """How the library holds device memory, and that arraybench's release between cells works."""
-    from .backends import cuda_driver
+    from ..backends import cuda_driver
 
     before = backend.memory_available()
     if before is None:
@@ -267,8 +267,8 @@ def main() -> int:
     channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)  # a library that prints must not corrupt the protocol
     job = json.loads(sys.stdin.readline() or "{}")
-    from . import backends
-    from .backends.base import Unavailable
+    from .. import backends
+    from ..backends.base import Unavailable
 
     try:
         backend = backends.load(job["backend"])(job["device"], allow_tf32=bool(job.get("allow_tf32")))

@@ -13,8 +13,8 @@ import re
 from dataclasses import replace
 from typing import Sequence
 
-from .environment import arraybench_version
-from .errors import UsageError
+from ..host.environment import arraybench_version
+from ..errors import UsageError
 from .machines import describe, machine_id_of, machines_of
 from .results import Results
 
@@ -45,7 +45,7 @@ def merge(runs: Sequence[Results], labels: Sequence[str]) -> Results:
 
     A run that holds several machines already keeps them, as ``LABEL/ITS_LABEL``.
     """
-    from .store.identity import run_id
+    from ..store.identity import run_id
 
     if len(runs) < 2:
         raise UsageError("merge needs at least two runs")
