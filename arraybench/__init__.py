@@ -20,26 +20,10 @@ judges two runs cell by cell.
 from __future__ import annotations
 
 import importlib
-import os
 
-# Not `from typing import ...`: importing typing takes milliseconds, and a Ctrl-C landing in them
-# would be a traceback from inside arraybench (type checkers read the name TYPE_CHECKING as True).
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
-    from .worker.accuracy import Check
-    from .api import compare, merge, numerics, resume, run, sweep
-    from .errors import ResultsError, SaveError, UsageError
-    from .model.replicate import Replicate
-    from .options import RunOptions
-    from .model.record import Record
-    from .reporter import Reporter
-    from .model.results import Results
-    from .session import Interrupted
-    from .workloads.definition import Work, Workload, workload
-    from .workloads.inputs import fixed
-
+# Type checkers read the public names from __init__.pyi. This file imports nothing of arraybench
+# up front (not even typing: a Ctrl-C landing in those milliseconds would be a traceback from inside
+# arraybench), so that the package stays a leaf of the import graph.
 __all__ = [
     "Check", "Interrupted", "Record", "Replicate", "Reporter", "Results", "ResultsError",
     "RunOptions", "SaveError", "UsageError", "Work", "Workload", "compare", "fixed",
@@ -56,11 +40,11 @@ _HOMES = {
     "Replicate": "model.replicate", "RunOptions": "options", "Record": "model.record",
     "Reporter": "reporter", "Results": "model.results", "Interrupted": "session",
     "Work": "workloads.definition", "Workload": "workloads.definition",
-    "workload": "workloads.definition", "fixed": "workloads.inputs",
+    "workload": "workloads.registry", "fixed": "workloads.inputs", "load_results": "api",
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     home = _HOMES.get(name)
     if home is None:
         try:  # a submodule not imported yet: ``arraybench.backends``
@@ -76,14 +60,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
-
-
-def load_results(path: str | os.PathLike[str]) -> Results:
-    """Read a ``results.json``, or the one in a folder (validated).
-
-    ``Results.records`` holds the records; ``Results.to_dataframe()`` gives them as a pandas
-    DataFrame where pandas is installed. A missing or damaged file raises ``ResultsError``.
-    """
-    from .model.results import load, resolve
-
-    return load(resolve(path))

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 #: A run's free labels: ``{"commit": "abc"}`` or ``["commit=abc"]``.
 ContextLabels = Union[Mapping[str, str], Sequence[str], None]
 
-__all__ = ["Interrupted", "Plan", "compare", "load_files", "numerics", "plan", "resume", "run",
-           "sweep", "sweep_sizes"]
+__all__ = ["Interrupted", "Plan", "compare", "load_files", "load_results", "numerics", "plan", "resume",
+           "run", "sweep", "sweep_sizes"]
 
 
 @dataclass
@@ -53,6 +53,15 @@ class Plan:
     files: LoadedFiles
     #: Workloads defined in Python (a notebook) that the workers receive by value.
     shipped: list[Workload]
+
+
+def load_results(path: str | os.PathLike[str]) -> Results:
+    """Read a ``results.json``, or the one in a folder (validated).
+
+    ``Results.records`` holds the records; ``Results.to_dataframe()`` gives them as a pandas
+    DataFrame where pandas is installed. A missing or damaged file raises ``ResultsError``.
+    """
+    return load(resolve(path))
 
 
 def options_from(workloads: Any = None, *, options: RunOptions | None = None,

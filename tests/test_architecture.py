@@ -1,8 +1,8 @@
 """The architecture, checked: no import cycle, analysis apart from rendering, libraries in workers only.
 
-The import graph is read from the source (every ``import`` of an arraybench module, at module level
-or inside a function; only ``if TYPE_CHECKING:`` blocks are left out), so a cycle hidden behind a
-function-level import fails here too.
+The import graph is read from the source: every ``import`` of an arraybench module, at module level,
+inside a function or under ``if TYPE_CHECKING:``; ``from package import name`` counts as importing
+the package too (its ``__init__`` runs first). A cycle hidden behind any of them fails here.
 """
 
 from __future__ import annotations
@@ -26,23 +26,12 @@ def _modules() -> dict[str, Path]:
     return out
 
 
-def _type_checking_nodes(tree: ast.AST) -> set[int]:
-    skip: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skip.update(id(n) for n in ast.walk(node))
-    return skip
-
-
 def imports(path: Path, name: str, modules: dict[str, Path]) -> set[str]:
     """The arraybench modules (and the outside top-level packages) ``name`` imports."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    skip = _type_checking_nodes(tree)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -51,9 +40,11 @@ def imports(path: Path, name: str, modules: dict[str, Path]) -> set[str]:
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
+            found.add(target)
             for a in node.names:
                 sub = f"{target}.{a.name}"
-                found.add(sub if sub in modules else target)
+                if sub in modules:
+                    found.add(sub)
     return found
 
 
@@ -105,6 +96,37 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_no_module_imports_another_that_imports_it_back():
     assert cycles(import_graph()) == []
+
+
+def test_a_type_checking_import_counts():
+    modules = {"arraybench.a": Path("a.py"), "arraybench.b": Path("b.py")}
+    tree = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from arraybench.b import B\n"
+    path = Path(__file__).parent / "_typing_probe.py"
+    path.write_text(tree, encoding="utf-8")
+    try:
+        assert "arraybench.b" in imports(path, "arraybench.a", modules)
+    finally:
+        path.unlink()
+
+
+#: The package's top holds the public surface and little else: every other module lives in the
+#: folder of the process (worker/, executors/) or the concept (model/, analysis/, render/...) it
+#: belongs to.
+MAX_TOP_LEVEL_MODULES = 15
+
+
+def test_few_modules_lie_loose_at_the_top_of_the_package():
+    loose = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(loose) <= MAX_TOP_LEVEL_MODULES, loose
+
+
+def test_the_model_never_imports_analysis_or_rendering():
+    modules = _modules()
+    for name, path in modules.items():
+        if name.startswith("arraybench.model"):
+            bad = {m for m in imports(path, name, modules)
+                   if m.startswith(("arraybench.analysis", "arraybench.render"))}
+            assert not bad, f"{name} imports {sorted(bad)}"
 
 
 def test_analysis_never_imports_rendering_plotting_or_an_array_library():

@@ -95,10 +95,10 @@ class Backend(abc.ABC):
     def open_health(self, ordinal: int, pci_bus_id: str | None = None) -> None:
         """Watch CUDA device ``ordinal`` through NVML, found by its PCI bus id (asked of the
         driver when the library does not say)."""
-        from . import cuda_driver
+        from .cuda_driver import pci_bus_id as driver_pci_bus_id
 
         self.cuda_ordinal = ordinal
-        self.health, self.health_note = open_monitor(pci_bus_id or cuda_driver.pci_bus_id(ordinal))
+        self.health, self.health_note = open_monitor(pci_bus_id or driver_pci_bus_id(ordinal))
 
     # -- arrays ---------------------------------------------------------------------------------
     @abc.abstractmethod

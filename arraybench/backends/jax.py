@@ -18,7 +18,7 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 
-from . import cuda_driver  # noqa: E402
+from .cuda_driver import l2_cache_bytes  # noqa: E402
 from .base import Backend, Unavailable, gpu_env, tf32_in_effect  # noqa: E402
 from .cpu import cpu_flush, cpu_threads_info  # noqa: E402
 
@@ -173,7 +173,7 @@ class JaxBackend(Backend):
         if self.device == "cpu":
             return cpu_flush()
         # JAX has no API for the L2 size; the CUDA driver has (torch and CuPy read theirs).
-        l2 = cuda_driver.l2_cache_bytes(self.jax_device.local_hardware_id) or FALLBACK_L2_BYTES
+        l2 = l2_cache_bytes(self.jax_device.local_hardware_id) or FALLBACK_L2_BYTES
         buf = jax.device_put(np.zeros(2 * l2 // 4, dtype=np.float32), self.jax_device)
         touch = jax.jit(lambda b: b + 1.0)
 

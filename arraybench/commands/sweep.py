@@ -12,14 +12,14 @@ import argparse
 from .. import api
 from ..errors import UsageError
 from ..options import parse_sizes
-from . import run as run_cmd
+from .run import DEFAULT_OUTPUT_DIR, add_run_options, main as run_main, options_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sweep", help="run workloads across sizes and find the crossovers",
                        description="Measure workloads across a range of sizes, plot time against size "
                                    "and report from which size one library beats another.")
-    run_cmd.add_run_options(p)
+    add_run_options(p)
     p.add_argument("--workload", dest="sweep_workloads", action="append", default=[], metavar="NAME",
                    help="the workload to sweep (repeatable; same as --workloads)")
     p.set_defaults(handler=main, sizes=None)
@@ -30,9 +30,9 @@ def main(args: argparse.Namespace) -> int:
     if not args.workloads and not args.workload_files:
         raise UsageError("name the workload to sweep, e.g. `arraybench sweep --workload matmul`")
     if args.sizes is None and not args.resume:
-        options = run_cmd.options_from_args(args)
+        options = options_from_args(args)
         names = options.workloads or api.load_files(options.workload_files).names()
         args.sizes = ",".join(parse_sizes(api.sweep_sizes(names)))
-    if args.output_dir == run_cmd.DEFAULT_OUTPUT_DIR:
+    if args.output_dir == DEFAULT_OUTPUT_DIR:
         args.output_dir = "sweep_" + "_".join(args.workloads or ["user"])
-    return run_cmd.main(args)
+    return run_main(args)

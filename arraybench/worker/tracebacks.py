@@ -13,7 +13,7 @@ import traceback
 
 def _library_roots() -> tuple[str, ...]:
     """Folders whose code is not the user's: arraybench itself, the standard library, installed packages."""
-    roots = {os.path.dirname(os.path.abspath(__file__))}
+    roots = {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}  # the arraybench package
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         try:
             roots.add(os.path.abspath(sysconfig.get_paths()[key]))

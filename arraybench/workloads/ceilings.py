@@ -7,7 +7,8 @@ ceiling each record is set against (``report/roofline.py``).
 from __future__ import annotations
 
 from ..worker.accuracy import Check
-from .definition import Work, workload
+from .definition import Work
+from .registry import workload
 
 #: Sizes per device: the stream must dwarf the caches, the matmul must be large enough to saturate.
 CEILING_WORKLOADS = ("ceiling_bandwidth", "ceiling_matmul")

@@ -25,7 +25,6 @@ import numpy as np
 from ..worker.accuracy import Check
 from .params import (Params, ParamsSpec, accepted, check_settings, default_settings, is_setting_parameter,
                      refused, resolve)
-from .registry import register
 
 ArrayFn = Callable[..., Any]
 #: ``(n, rng) -> arrays`` or ``(n) -> arrays``: one array, a tuple or list, or a dict by parameter name.
@@ -302,7 +301,7 @@ def _sizes(sizes: Mapping[str, int] | Sequence[int] | int | None) -> dict[str, i
     return out
 
 
-def workload(
+def define(
     fn: ArrayFn | None = None,
     /,
     *,
@@ -383,7 +382,6 @@ def workload(
             mutates=changed,
             params=params,
         )
-        register(wl)
         return wl
 
     if fn is not None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..worker.accuracy import Check
-from .definition import Work, workload
+from .definition import Work
+from .registry import workload
 
 
 def _inputs(n, rng):

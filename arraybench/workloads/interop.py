@@ -9,7 +9,8 @@ free (``torch.from_numpy`` shares NumPy's memory) and which copy.
 from __future__ import annotations
 
 from ..worker.accuracy import Check
-from .definition import Work, workload
+from .definition import Work
+from .registry import workload
 
 
 def _vector(n, rng):

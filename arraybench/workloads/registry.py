@@ -6,10 +6,10 @@ their file is imported or their ``@workload`` runs (in a notebook, say).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import functools
+from typing import Any
 
-if TYPE_CHECKING:
-    from .definition import Workload
+from .definition import Workload, define
 
 REGISTRY: dict[str, "Workload"] = {}
 
@@ -38,3 +38,17 @@ def expand(names: list[str]) -> list[str]:
             if w not in out:
                 out.append(w)
     return out
+
+
+@functools.wraps(define)
+def workload(fn: Any = None, /, **options: Any) -> Any:
+    def decorate(f: Any) -> Workload:
+        wl = define(**options)(f)
+        register(wl)
+        return wl
+
+    return decorate(fn) if fn is not None else decorate
+
+
+workload.__name__ = workload.__qualname__ = "workload"
+workload.__doc__ = (define.__doc__ or "").replace("Define a workload", "Define a workload and make it known by name", 1)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 
 from ..worker.accuracy import Check
-from .definition import Work, workload
+from .definition import Work
+from .registry import workload
 
 
 def _inputs(n, rng):
