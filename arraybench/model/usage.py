@@ -127,12 +127,6 @@ def combine(usages: Iterable[Usage | None]) -> Usage | None:
     return out.derive()
 
 
-def without_samples(usage: Usage) -> Usage:
-    """A copy without the per-sample lists (what a record keeps)."""
-    return replace(usage, sample_minor_faults=[], sample_cores=[], sample_kernel_share=[],
-                   sample_others_cores=[])
-
-
 #: The derived rates, in the order reports show them.
 RATES: tuple[str, ...] = ("cores", "kernel_share", "minor_faults_per_call", "major_faults_per_call",
                           "voluntary_switches_per_call", "involuntary_switches_per_call",

@@ -1,17 +1,18 @@
 """Where the store is: the user's data folder by default, a file path, or a PostgreSQL URL.
 
-The default follows the platform's rules for per-user application data (as ``platformdirs``
-does, without depending on it): ``$XDG_DATA_HOME/arraybench`` or ``~/.local/share/arraybench`` on
-Linux and other Unixes, ``~/Library/Application Support/arraybench`` on macOS,
-``%LOCALAPPDATA%\\arraybench`` on Windows; the file is ``results.sqlite`` in it.
+The default is the platform's folder for per-user application data, as ``platformdirs`` knows it:
+``$XDG_DATA_HOME/arraybench`` or ``~/.local/share/arraybench`` on Linux and other Unixes,
+``~/Library/Application Support/arraybench`` on macOS, ``%LOCALAPPDATA%\\arraybench`` on Windows;
+the file is ``results.sqlite`` in it.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import sys
 from pathlib import Path
+
+import platformdirs
 
 from .errors import StoreError
 
@@ -21,15 +22,7 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 def data_folder() -> Path:
     """arraybench's folder for per-user data on this platform."""
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        return Path(base) / "arraybench"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Application Support" / "arraybench"
-    xdg = os.environ.get("XDG_DATA_HOME", "")
-    # The XDG rules: a relative XDG_DATA_HOME is invalid and ignored.
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "share"
-    return base / "arraybench"
+    return Path(platformdirs.user_data_dir("arraybench", appauthor=False))
 
 
 def default_location() -> str:
