@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from arraybench.analysis.history import Entry, RunInfo, history
+from arraybench.analysis.history import Entry, Point, RunInfo, history, step_p_value
+from arraybench.analysis.intervals import replicate_interval
+from arraybench.analysis.significance import welch
 from arraybench.commands.history import parse_since
 from arraybench.store import open_store
 
@@ -97,6 +99,20 @@ def test_a_separated_change_under_the_threshold_is_not_a_step():
     found = history([e for e, _ in tiny], {i.run_id: i for _, i in tiny})
     assert found.tested == 1 and found.steps == []
     assert len(history([e for e, _ in tiny], {i.run_id: i for _, i in tiny}, threshold=0.005).steps) == 1
+
+
+def test_history_judges_a_change_by_compares_test():
+    # The store keeps a median and its interval over k processes; read back, they give the p-value
+    # that compare's Welch test gives on the processes' medians themselves.
+    base, new = [1.00e-3, 1.04e-3, 0.97e-3, 1.01e-3], [1.08e-3, 1.15e-3, 1.02e-3]
+    points = []
+    for day, medians in enumerate((base, new), start=1):
+        iv = replicate_interval([[m] * 20 for m in medians])
+        info = RunInfo(f"r{day}", f"2026-01-{day:02d}T00:00:00+00:00", True, {"libraries": {}}, {}, {})
+        points.append(Point(info, Entry(f"r{day}", "", "m", "cell", "matmul", "small", 100, "numpy", "cpu",
+                                        "float64", "latency", False, "ok", iv.center, iv.low, iv.high,
+                                        len(medians))))
+    assert step_p_value(*points) == pytest.approx(welch(base, new).p_value, rel=1e-9)
 
 
 def test_a_kernel_update_keeps_the_machine_and_is_named_as_a_cause(store_location):

@@ -9,10 +9,11 @@ from __future__ import annotations
 import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
-from arraybench.worker.sampling import TimerSettings, interleave
+from arraybench.worker.sampling import Draw, Sampling, TimerSettings, interleave
 from arraybench.worker.timer import Timer
 
 
@@ -228,7 +229,7 @@ def test_device_events_stay_out_of_the_wall_clock_time_in_latency_mode():
     run = timer.start(TimerSettings(min_samples=3, max_samples=3, warmup_s=0, target_sample_s=0))
     while not run.done:
         run.sample()
-    m = run.measurement()
+    m = run.sample_set()
     assert events.calls >= 3 * 3 * m.number  # a device pass per sample: begin, end, elapsed per call
     assert events.calls_inside == 0
     assert m.device_samples_s == [pytest.approx(0.002)] * 3  # seconds per call, one per sample
@@ -253,6 +254,52 @@ def test_samples_taken_while_the_device_throttles_are_flagged():
     run.sample()
     state["reasons"] = []
     run.sample()
-    m = run.measurement()
+    m = run.sample_set()
     assert m.throttled == [1, 2]
     assert m.throttle_reasons == ["SW power cap"]
+
+
+def _sampling(draws, **settings) -> Sampling:
+    """A ``Sampling`` fed by a plain function instead of a timer: each draw takes the next batch
+    time from ``draws`` (10 calls a batch, 1 ms of the budget each)."""
+    it = iter(draws)
+
+    def draw(number: int, rewarm: bool) -> Draw:
+        return Draw(next(it), None, number + rewarm, (), 0.001)
+
+    return Sampling(draw, TimerSettings(**settings), 10, 0.0, None, 1, 1e-4, 0.0)
+
+
+def test_sampling_decides_when_to_stop_without_a_timer():
+    # Identical samples: the median's interval has no width once there are enough to have one.
+    steady = _sampling([1e-3] * 100, min_samples=6, rel_ci=0.02)
+    while not steady.done:
+        steady.sample()
+    assert steady.stop_reason == "converged" and len(steady.samples) == 6
+    assert steady.samples[0] == pytest.approx(1e-4)  # seconds per call: the batch over its 10 calls
+    # Samples spread wider than the target: the budget (5 draws of 1 ms) ends it.
+    noisy = _sampling([1e-3, 2e-3, 4e-3] * 40, min_samples=3, rel_ci=0.01, budget_s=0.005)
+    while not noisy.done:
+        noisy.sample(rewarm=True)
+    assert noisy.stop_reason == "budget" and len(noisy.samples) == 5 and noisy.calls_last == 11
+    capped = _sampling([1e-3, 2e-3] * 10, min_samples=2, max_samples=4, rel_ci=0.0, budget_s=10)
+    while not capped.done:
+        capped.sample()
+    assert capped.stop_reason == "max_samples" and capped.sample_set().samples_s == capped.samples
+
+
+def test_the_timer_and_its_sampling_do_not_import_each_other_and_a_worker_never_imports_analysis():
+    import ast
+    import subprocess
+
+    import arraybench.worker.sampling as sampling_module
+
+    tree = ast.parse(Path(sampling_module.__file__).read_text(encoding="utf-8"))
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "timer" not in imported and not any("analysis" in (m or "") for m in imported)
+    # A worker's own imports, as it starts and prepares cells: no analysis, and no scipy (seconds).
+    code = ("import sys, arraybench.worker.main, arraybench.worker.prepare, arraybench.worker.selfcheck; "
+            "print(sorted(m for m in sys.modules if m.startswith(('arraybench.analysis', 'scipy'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -6,9 +6,10 @@ these hold:
 
 - the two 95% confidence intervals of the median separate (no overlap);
 - the change survives the false-discovery-rate control across *every* pair tested in *every*
-  series (Benjamini–Hochberg at ``q``). Each pair's p-value comes from the two intervals: a
-  z-test on the log medians with standard errors read off the intervals' widths, so records of
-  any age (with samples or not) are judged alike;
+  series (Benjamini–Hochberg at ``q``). Each pair's p-value is ``compare``'s test (Welch's t on
+  the log medians, ``significance``), with each point's standard error and degrees of freedom read
+  off its interval and its number of processes, so records of any age (with samples or not) are
+  judged alike;
 - the ratio is larger than ``threshold`` (as in ``compare``: a real 1% change is "no change").
 
 Each step is attributed to what differs between its two runs: library versions, Python,
@@ -19,20 +20,18 @@ Pure Python over plain data: ``store.Store.entries`` supplies it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from . import stats
 from ..model.machines import describe, fingerprint_changes
 from ..plan import Cell
 from ..model.record import Record
 from .compare import DEFAULT_THRESHOLD, change_text, settings_differences
 from .fdr import benjamini_hochberg
+from .significance import LogEstimate, welch_test
 
 #: The false discovery rate allowed across all the steps of one history.
 DEFAULT_FDR = 0.05
-_Z95 = 1.959963984540054
 
 
 @dataclass(frozen=True)
@@ -101,12 +100,12 @@ class Point:
         return self.entry.ci_high_s if self.entry.ci_high_s is not None else self.median_s
 
     @property
-    def log_se(self) -> float | None:
-        """The standard error of the log median, read off the 95% interval; None without one."""
+    def log_estimate(self) -> LogEstimate | None:
+        """The log median with its standard error, read off the 95% interval; None without one."""
         lo, hi = self.entry.ci_low_s, self.entry.ci_high_s
-        if lo is None or hi is None or lo <= 0 or hi <= 0:
+        if lo is None or hi is None:
             return None
-        return (math.log(hi) - math.log(lo)) / (2 * _Z95)
+        return LogEstimate.from_interval(self.median_s, lo, hi, self.entry.n_replicates)
 
 
 @dataclass
@@ -221,14 +220,10 @@ def build_series(entries: Iterable[Entry], runs: Mapping[str, RunInfo]) -> list[
 
 def step_p_value(a: Point, b: Point) -> float | None:
     """Two-sided p-value of a change in the log median between two points; None without intervals."""
-    se_a, se_b = a.log_se, b.log_se
-    if se_a is None or se_b is None:
+    before, after = a.log_estimate, b.log_estimate
+    if before is None or after is None:
         return None
-    diff = math.log(b.median_s) - math.log(a.median_s)
-    se = math.hypot(se_a, se_b)
-    if se == 0:
-        return 0.0 if diff else 1.0
-    return min(1.0, 2 * stats.normal_sf(abs(diff) / se))
+    return welch_test(before, after).p_value
 
 
 def separated(a: Point, b: Point) -> bool:

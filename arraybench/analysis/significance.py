@@ -1,10 +1,13 @@
-"""Whether a change between two runs is real: a test on the processes, corrected for many cells.
+"""Whether a change between two runs is real: one test, used by ``compare`` and by ``history``.
 
-The test is Welch's t-test on the processes' log medians: the process is the unit that repeats
+The test is Welch's t-test on the log of a cell's time: the process is the unit that repeats
 (``intervals`` explains why), the log makes a change a ratio, and Welch's form lets the two runs
-differ in spread and in number of processes. A comparison tests every cell at once, and 30 cells
-tested at p < 0.05 would flag about 1.5 unchanged cells by chance alone; Benjamini–Hochberg keeps
-the expected share of false discoveries among the cells called changed at ``alpha`` instead.
+differ in spread and in number of processes. ``compare`` has each process's median and tests them
+(``welch``); ``history`` has what the store keeps, a median and its interval over k processes, and
+reads the same estimate back off the interval (``LogEstimate.from_interval``) before the same test
+(``welch_test``). Many cells are tested at once, and 30 cells tested at p < 0.05 would flag about
+1.5 unchanged cells by chance alone; Benjamini–Hochberg (``fdr``) keeps the expected share of false
+discoveries among the cells called changed at ``alpha`` instead.
 
 >>> round(welch([1.0, 1.02, 0.98], [1.5, 1.53, 1.47]).p_value, 6) < 0.001
 True
@@ -16,8 +19,8 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from . import student_t
 from . import fdr
+from .intervals import CONFIDENCE, spread_factor
 
 TEST = "Welch's t-test on the processes' log medians"
 CORRECTION = fdr.CORRECTION
@@ -32,20 +35,61 @@ class TTest:
     p_value: float
 
 
+@dataclass(frozen=True)
+class LogEstimate:
+    """A cell's log time in one run: its estimate, standard error, and that error's degrees of
+    freedom (``math.inf`` where the error is known, not estimated from a few processes)."""
+
+    mean: float
+    se: float
+    df: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> LogEstimate | None:
+        """The mean of the logs of positive values (each process's median) and its standard error;
+        None for fewer than two, which cannot show the variation between processes."""
+        if len(values) < 2 or min(values) <= 0:
+            return None
+        logs = [math.log(v) for v in values]
+        k = len(logs)
+        mean = sum(logs) / k
+        variance = sum((v - mean) ** 2 for v in logs) / (k - 1)
+        return cls(mean, math.sqrt(variance / k), k - 1)
+
+    @classmethod
+    def from_interval(cls, center: float, low: float, high: float, processes: int,
+                      confidence: float = CONFIDENCE) -> LogEstimate | None:
+        """The estimate an interval over ``processes`` processes was built from
+        (``intervals.replicate_interval``), read back off its width; None for a degenerate one."""
+        if center <= 0 or low <= 0 or high <= 0:
+            return None
+        half = (math.log(high) - math.log(low)) / 2
+        df = processes - 1 if processes >= 2 else math.inf
+        return cls(math.log(center), half / spread_factor(processes, confidence), df)
+
+
+def welch_test(base: LogEstimate, new: LogEstimate) -> TTest:
+    """Welch's two-sided t-test of a change from ``base`` to ``new`` (Welch–Satterthwaite df)."""
+    va, vb = base.se**2, new.se**2
+    se = math.sqrt(va + vb)
+    if se == 0:
+        same = math.isclose(base.mean, new.mean, rel_tol=0, abs_tol=1e-12)
+        return TTest(0.0 if same else math.copysign(math.inf, new.mean - base.mean), math.inf,
+                     1.0 if same else 0.0)
+    t = (new.mean - base.mean) / se
+    # Welch–Satterthwaite; an error known exactly (df = inf) adds nothing, and two such are a z-test.
+    spread = sum(v**2 / d for v, d in ((va, base.df), (vb, new.df)) if v)
+    df = (va + vb) ** 2 / spread if spread else math.inf
+    # Imported here: scipy.stats takes seconds to import, which only a comparison should pay.
+    from scipy.stats import t as student_t
+
+    return TTest(t, df, min(1.0, float(2 * student_t.sf(abs(t), df))))
+
+
 def welch(base: Sequence[float], new: Sequence[float]) -> TTest | None:
     """Welch's t-test of the log of two sets of positive values (each process's median); None
     when either side has fewer than two, which cannot show the variation between processes."""
-    if len(base) < 2 or len(new) < 2 or min(base) <= 0 or min(new) <= 0:
+    a, b = LogEstimate.of(base), LogEstimate.of(new)
+    if a is None or b is None:
         return None
-    a = [math.log(v) for v in base]
-    b = [math.log(v) for v in new]
-    ma, mb = sum(a) / len(a), sum(b) / len(b)
-    va = sum((v - ma) ** 2 for v in a) / (len(a) - 1) / len(a)
-    vb = sum((v - mb) ** 2 for v in b) / (len(b) - 1) / len(b)
-    se = math.sqrt(va + vb)
-    if se == 0:
-        same = math.isclose(ma, mb, rel_tol=0, abs_tol=1e-12)
-        return TTest(0.0 if same else math.copysign(math.inf, mb - ma), math.inf, 1.0 if same else 0.0)
-    t = (mb - ma) / se
-    df = (va + vb) ** 2 / ((va**2 / (len(a) - 1) if va else 0.0) + (vb**2 / (len(b) - 1) if vb else 0.0))
-    return TTest(t, df, student_t.two_sided_p(t, df))
+    return welch_test(a, b)

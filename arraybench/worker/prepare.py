@@ -196,7 +196,7 @@ def finish(backend: Backend, prepared: Prepared) -> Replicate:
     if run.error is not None:
         rep.status, rep.reason = _classify(backend, prepared.cell, "timing", run.error, prepared.origin)
         return rep
-    m = run.measurement()
+    m = run.sample_set()
     rep.samples_s = m.samples_s
     rep.number = m.number
     rep.first_call_s = m.first_call_s

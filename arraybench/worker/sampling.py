@@ -1,8 +1,10 @@
-"""Drawing samples: one calibrated operation at a time (``Sampling``), several round-robin
-(``interleave``), with the garbage collector paused as ``timeit`` pauses it.
+"""Drawing samples and deciding when there are enough: one calibrated operation at a time
+(``Sampling``), several round-robin (``interleave``), with the garbage collector paused as
+``timeit`` pauses it.
 
-``timer.Timer.start`` returns a ``Sampling``; its ``sample()`` times one batch of calls through the
-timer (the only place that reads the clock around calls) and decides when to stop.
+``Sampling`` never reads the clock around calls: it is handed a ``draw`` function (``timer.Timer``
+binds its own, the only place that times calls) that takes one sample, and it keeps the samples and
+applies the stopping rule (``stopping``). It knows nothing of the timer, which imports it.
 """
 
 from __future__ import annotations
@@ -10,12 +12,9 @@ from __future__ import annotations
 import gc
 import random
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
-from ..analysis import stats
-
-if TYPE_CHECKING:
-    from .timer import Timer
+from . import stopping
 
 #: The timer's modes: each call waited for, or a batch issued and waited for once.
 MODES = ("latency", "throughput")
@@ -44,7 +43,7 @@ class TimerSettings:
 
 
 @dataclass
-class Measurement:
+class SampleSet:
     """Raw samples of one operation, in seconds per call, with how they were taken."""
 
     samples_s: list[float]
@@ -61,7 +60,22 @@ class Measurement:
 
     @property
     def median_s(self) -> float:
-        return stats.median(self.samples_s)
+        return stopping.median(self.samples_s)
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One sample as the timer took it: a batch's seconds, not yet divided by its calls."""
+
+    wall_s: float
+    device_s: float | None
+    calls: int  # calls made, an untimed re-warming call included
+    throttling: Sequence[str]  # the monitor's reasons after the sample (empty: not throttling)
+    spent_s: float  # the whole draw: flushing, re-warming, the device pass and the monitor too
+
+
+#: ``draw(number, rewarm)``: one sample of ``number`` calls; ``rewarm``: one untimed call first.
+DrawSample = Callable[[int, bool], Draw]
 
 
 class gc_paused:
@@ -80,9 +94,9 @@ class gc_paused:
 class Sampling:
     """A calibrated operation being sampled; ``sample()`` draws one, ``done`` says when to stop."""
 
-    def __init__(self, timer: Timer, settings: TimerSettings, number: int, first_call_s: float,
+    def __init__(self, draw: DrawSample, settings: TimerSettings, number: int, first_call_s: float,
                  first_result: Any, warmup_calls: int, per_call_s: float, setup_s: float) -> None:
-        self.timer = timer
+        self.draw = draw
         self.settings = settings
         self.number = number
         self.first_call_s = first_call_s
@@ -105,39 +119,36 @@ class Sampling:
 
     def sample(self, rewarm: bool = False) -> None:
         """Draw one sample. ``rewarm``: one untimed call first, because another operation ran since."""
-        t0 = self.timer.clock()
+        drawn = self.draw(self.number, rewarm)
+        self.calls_last = drawn.calls
+        self.samples.append(drawn.wall_s / self.number)
+        if drawn.device_s is not None:
+            self.device_samples.append(drawn.device_s / self.number)
+        if drawn.throttling:
+            self.throttled.append(len(self.samples) - 1)
+            self.throttle_reasons += [r for r in drawn.throttling if r not in self.throttle_reasons]
+        self.sampling_s += drawn.spent_s
+        reason = self._stop_reason()
+        if reason:  # (a caller may sample past the stop; the first reason stands)
+            self.stop_reason = reason
+
+    def _stop_reason(self) -> str:
+        """Why to stop now ("" : draw another): the most samples, a tight enough interval, or the
+        budget spent, once the fewest samples are taken."""
         s = self.settings
-        self.calls_last = self.number
-        if s.cold and self.timer.flush is not None and self.timer.fresh is None:
-            self.timer.flush()  # (with fresh inputs, the timer flushes after restoring them)
-        elif rewarm:
-            self.timer.timeit(1, "latency")
-            self.calls_last += 1
-        wall, device = self.timer.timeit(self.number, s.mode)
-        if device is None and s.mode == "latency" and self.timer.device_timer is not None:
-            if s.cold and self.timer.flush is not None and self.timer.fresh is None:
-                self.timer.flush()  # the device pass is cold too
-            device = self.timer.device_time(self.number)
-        self.samples.append(wall / self.number)
-        if device is not None:
-            self.device_samples.append(device / self.number)
-        if self.timer.monitor is not None:
-            reasons = self.timer.monitor()
-            if reasons:
-                self.throttled.append(len(self.samples) - 1)
-                self.throttle_reasons += [r for r in reasons if r not in self.throttle_reasons]
-        self.sampling_s += self.timer.clock() - t0
         n = len(self.samples)
         if n >= s.max_samples:
-            self.stop_reason = "max_samples"
-        elif n >= s.min_samples:
-            if stats.relative_ci_halfwidth(self.samples) <= s.rel_ci:
-                self.stop_reason = "converged"
-            elif self.sampling_s >= s.budget_s:
-                self.stop_reason = "budget"
+            return "max_samples"
+        if n >= s.min_samples:
+            if stopping.relative_ci_halfwidth(self.samples) <= s.rel_ci:
+                return "converged"
+            if self.sampling_s >= s.budget_s:
+                return "budget"
+        return ""
 
-    def measurement(self) -> Measurement:
-        return Measurement(
+    def sample_set(self) -> SampleSet:
+        """The samples taken so far, with how they were taken."""
+        return SampleSet(
             samples_s=self.samples,
             number=self.number,
             first_call_s=self.first_call_s,

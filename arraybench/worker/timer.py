@@ -1,19 +1,20 @@
 """The only place that measures time: first call, warm-up, batch calibration, synchronisation.
 
 A ``Timer`` owns one operation and its arguments; ``Timer.start`` calibrates it and returns a
-``sampling.Sampling`` to draw samples from, and ``Timer.measure`` a ``Measurement`` holding the raw
-per-call samples. Statistics are derived from the samples (``stats``), never kept instead of them.
-The timed loops themselves are generated in ``timed_loops``.
+``sampling.Sampling`` that draws samples through ``Timer.draw`` and decides when to stop, and
+``Timer.measure`` a ``sampling.SampleSet`` holding the raw per-call samples. Statistics are derived
+from the samples, never kept instead of them. The timed loops themselves are generated in ``loops``.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from functools import partial
 from typing import Any, Callable, Protocol, Sequence
 
-from .sampling import Measurement, Sampling, TimerSettings, gc_paused
 from .loops import compile_loop
+from .sampling import Draw, SampleSet, Sampling, TimerSettings, gc_paused
 
 Clock = Callable[[], float]
 
@@ -175,7 +176,27 @@ class Timer:
             self._span_overhead_s = spans[len(spans) // 2]
         return self._span_overhead_s
 
-    def start(self, settings: TimerSettings, first: tuple[float, Any] | None = None) -> "Sampling":
+    def draw(self, settings: TimerSettings, number: int, rewarm: bool = False) -> Draw:
+        """One sample of ``number`` calls, as ``settings`` ask (cold caches, a device pass), and the
+        monitor's word after it. ``rewarm``: one untimed call first, because another operation ran."""
+        t0 = self.clock()
+        calls = number
+        # With fresh inputs the flush comes after restoring them, inside ``timeit``.
+        flush = self.flush if settings.cold and self.fresh is None else None
+        if flush is not None:
+            flush()
+        elif rewarm:
+            self.timeit(1, "latency")
+            calls += 1
+        wall, device = self.timeit(number, settings.mode)
+        if device is None and settings.mode == "latency" and self.device_timer is not None:
+            if flush is not None:
+                flush()  # the device pass is cold too
+            device = self.device_time(number)
+        throttling = self.monitor() if self.monitor is not None else ()
+        return Draw(wall, device, calls, tuple(throttling or ()), self.clock() - t0)
+
+    def start(self, settings: TimerSettings, first: tuple[float, Any] | None = None) -> Sampling:
         """First call, warm-up and calibration; returns the state to draw samples from.
 
         ``first``: the first call's (seconds, result), where the caller made it (to look at what
@@ -197,21 +218,21 @@ class Timer:
         if self.fresh is not None:
             self.fresh.calibrated(per_call)
         number = self._calibrate(per_call, settings, first_result)
-        run = Sampling(self, settings, number, first_s, first_result, warm_calls, per_call,
-                       self.clock() - started)
+        run = Sampling(partial(self.draw, settings), settings, number, first_s, first_result,
+                       warm_calls, per_call, self.clock() - started)
         if number == 1 and last >= SLOW_CALL_S and settings.mode == "latency" and not settings.cold:
             # A slow call after the first is a sample in its own right (the first call took the
             # one-time costs); discarding it would cost as much as a sample and teach nothing.
             run.samples.append(last)
         return run
 
-    def measure(self, settings: TimerSettings) -> Measurement:
+    def measure(self, settings: TimerSettings) -> SampleSet:
         """First call, warm-up, calibration, then samples until the CI target or the budget is met."""
         run = self.start(settings)
         with gc_paused():
             while not run.done:
                 run.sample()
-        return run.measurement()
+        return run.sample_set()
 
     def _calibrate(self, per_call: float, settings: TimerSettings, first_result: Any) -> int:
         """Calls per sample so that one sample lasts at least ``target_sample_s``.
