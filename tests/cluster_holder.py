@@ -26,6 +26,10 @@ EXTRA = {"n1": {"accelerator_type:T4": 1}, "n2": {}}
 
 def main() -> int:
     temp_dir = sys.argv[1]
+    # Ray writes the cluster's address under its default temp folder (/tmp/ray), which other
+    # clusters on this machine share and may delete: keep everything of this one in temp_dir.
+    os.environ["RAY_TMPDIR"] = temp_dir
+    os.makedirs(os.path.join(temp_dir, "ray"), exist_ok=True)
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 0, "include_dashboard": False, "object_store_memory": STORE,
         "temp_dir": temp_dir})
