@@ -218,9 +218,11 @@ def _ended(out: Path) -> list[dict]:
 
 
 def test_info_lists_the_nodes_their_machines_and_which_are_free(ray_cluster):
-    done = ray_cluster.cli("info", "--cluster", ray_cluster.address, "--json")
-    assert done.returncode == 0, done.stderr
-    nodes = {n["label"]: n for n in json.loads(done.stdout)["nodes"]}
+    as_json = ray_cluster.start("info", "--cluster", ray_cluster.address, "--json")
+    as_text = ray_cluster.start("info", "--cluster", ray_cluster.address)  # at once: the suite waits less
+    (stdout, stderr), (text, _) = as_json.communicate(timeout=300), as_text.communicate(timeout=300)
+    assert as_json.returncode == 0, stderr
+    nodes = {n["label"]: n for n in json.loads(stdout)["nodes"]}
     workers = {k: v for k, v in nodes.items() if v["slot"]}
     assert sorted(workers) == ["n1", "n2"]
     assert not [r for n in nodes.values() for r in n["resources"] if r.startswith("arraybench")]  # plain Ray
@@ -229,8 +231,7 @@ def test_info_lists_the_nodes_their_machines_and_which_are_free(ray_cluster):
     assert workers["n1"]["gpu_types"] == ["T4"] and workers["n2"]["gpu_types"] == []
     head = [n for n in nodes.values() if not n["slot"]]
     assert len(head) == 1 and head[0]["machine_id"] is None  # the head takes no shards
-    text = ray_cluster.cli("info", "--cluster", ray_cluster.address)
-    assert text.returncode == 0 and "n1" in text.stdout and "n2" in text.stdout and "busy" not in text.stdout
+    assert as_text.returncode == 0 and "n1" in text and "n2" in text and "busy" not in text
 
 
 _GATED = """
@@ -265,7 +266,11 @@ def test_every_node_and_any_node_runs_side_by_side_never_share_a_node(ray_cluste
                           "--workloads", "elementwise,sort,fft,matmul", "--processes", "1", "-o", str(anyn))
     _wait_for(lambda: any(e.get("type") == "nodes" for e in shardlog.read(anyn)), "run B's dispatch", b)
     b_dispatch = next(e["time"] for e in shardlog.read(anyn) if e.get("type") == "nodes")
-    time.sleep(1.0)  # B's shards are asked for; the nodes' CPUs are A's
+    # Meanwhile B's shards are asked for; the nodes' CPUs are A's, and info says so.
+    busy = ray_cluster.cli("info", "--cluster", ray_cluster.address, "--json")
+    assert busy.returncode == 0, busy.stderr
+    assert {n["label"]: n["free"] for n in json.loads(busy.stdout)["nodes"] if n["slot"]} == {
+        "n1": False, "n2": False}
     gate.unlink()
     (_, a_err), (_, b_err) = a.communicate(timeout=300), b.communicate(timeout=300)
     assert a.returncode == 0, a_err[-3000:]
@@ -308,14 +313,15 @@ def test_every_node_and_any_node_runs_side_by_side_never_share_a_node(ray_cluste
 
 def test_gpu_type_runs_only_on_matching_nodes(ray_cluster, tmp_path):
     out = tmp_path / "t4"
-    done = ray_cluster.cli("run", "--cluster", ray_cluster.address, "--gpu-type", "T4", *TINY,
+    t4 = ray_cluster.start("run", "--cluster", ray_cluster.address, "--gpu-type", "T4", *TINY,
                            "--workloads", "sort", "--processes", "1", "-o", str(out))
-    assert done.returncode == 0, done.stderr[-3000:]
+    h100 = ray_cluster.start("run", "--cluster", ray_cluster.address, "--gpu-type", "H100", *TINY,
+                             "--workloads", "sort", "-o", str(tmp_path / "h100"))  # at once: less to wait
+    (_, t4_err), (_, h100_err) = t4.communicate(timeout=300), h100.communicate(timeout=300)
+    assert t4.returncode == 0, t4_err[-3000:]
     assert {r["machine"] for r in _results(out)["records"]} == {"n1"}
-    missing = ray_cluster.cli("run", "--cluster", ray_cluster.address, "--gpu-type", "H100", *TINY,
-                              "--workloads", "sort", "-o", str(tmp_path / "h100"))
-    assert missing.returncode == 2
-    assert "--gpu-type H100: no node" in missing.stderr and "T4" in missing.stderr
+    assert h100.returncode == 2
+    assert "--gpu-type H100: no node" in h100_err and "T4" in h100_err
     assert not (tmp_path / "h100").exists()
 
 
