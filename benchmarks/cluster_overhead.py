@@ -38,12 +38,12 @@ def main() -> int:
 
     from ray.cluster_utils import Cluster
 
-    from arraybench.executors.cluster import NAME_LABEL, SLOT
+    from arraybench.executors.cluster import NAME_LABEL
 
     temp = tempfile.mkdtemp(prefix="abbench")
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 0, "include_dashboard": False, "object_store_memory": 80 << 20, "temp_dir": temp})
-    cluster.add_node(num_cpus=os.cpu_count(), resources={SLOT: 1}, labels={NAME_LABEL: "node"},
+    cluster.add_node(num_cpus=os.cpu_count(), labels={NAME_LABEL: "node"},
                      object_store_memory=80 << 20)
     cluster.wait_for_nodes()
     walls: dict[str, list[float]] = {"local": [], "cluster": []}

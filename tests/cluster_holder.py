@@ -6,7 +6,8 @@ namespace (only ``lo``), so that Ray binds 127.0.0.1 and no test traffic leaves 
 Prints one JSON line ({"address", "pid"}) once the cluster is up, then obeys one command per line
 on stdin, answering each with one line: ``remove NAME`` kills that node's processes (a node lost
 mid-shard), ``add NAME`` starts a node of that name again, ``quit`` (or end of input) stops all.
-The head takes no shards (no CPUs, no slot, no dashboard), as docs/cluster.md advises.
+The cluster is started as plain ``ray start`` starts one: no custom resource on any node. The head
+takes no shards (no CPUs, no dashboard), as docs/cluster.md advises.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sys
 
 from ray.cluster_utils import Cluster
 
-from arraybench.executors.cluster import NAME_LABEL, SLOT
+from arraybench.executors.cluster import NAME_LABEL
 
 STORE = 80 * 1024 * 1024  # the smallest object store Ray accepts comfortably; shards send little
 #: Extra Ray resources per node: n1 claims an accelerator type, so --gpu-type has one node to pick.
@@ -26,13 +27,17 @@ EXTRA = {"n1": {"accelerator_type:T4": 1}, "n2": {}}
 
 def main() -> int:
     temp_dir = sys.argv[1]
+    # Ray writes the cluster's address under its default temp folder (/tmp/ray), which other
+    # clusters on this machine share and may delete: keep everything of this one in temp_dir.
+    os.environ["RAY_TMPDIR"] = temp_dir
+    os.makedirs(os.path.join(temp_dir, "ray"), exist_ok=True)
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 0, "include_dashboard": False, "object_store_memory": STORE,
         "temp_dir": temp_dir})
     nodes = {}
 
     def add(name: str) -> None:
-        nodes[name] = cluster.add_node(num_cpus=1, resources={SLOT: 1, **EXTRA.get(name, {})},
+        nodes[name] = cluster.add_node(num_cpus=1, resources=EXTRA.get(name, {}),
                                        labels={NAME_LABEL: name}, object_store_memory=STORE)
 
     for name in ("n1", "n2"):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -22,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from arraybench.errors import UsageError
 from arraybench.executors import shardlog
-from arraybench.executors.cluster import Node, differences, labels
+from arraybench.executors.cluster import Node, differences, is_free, labels, select
 
 from .conftest import ROOT
 
@@ -81,6 +81,55 @@ def test_node_labels_are_unique_and_safe_in_file_names():
     assert labels(["gpu-1", "gpu-2"], ["aaaaaaaa", "bbbbbbbb"]) == ["gpu-1", "gpu-2"]
     assert labels(["vm", "vm"], ["1234567890", "abcdef1234"]) == ["vm-123456", "vm-abcdef"]
     assert labels(["../x y"], ["1"]) == ["x-y"]
+
+
+def test_a_node_takes_shards_by_its_cpus_alone_without_a_custom_resource():
+    head = Node("head", "h" * 8, "10.0.0.1", resources={"CPU": 0.0, "memory": 1e9})  # --num-cpus 0
+    gpu = Node("ws2", "g" * 8, "10.0.0.2", resources={"CPU": 8.0, "GPU": 1.0, "accelerator_type:H100": 1.0})
+    cpu = Node("ws3", "c" * 8, "10.0.0.3", resources={"CPU": 4.0})
+    assert [n.takes_shards for n in (head, gpu, cpu)] == [False, True, True]
+    assert select([head, gpu, cpu], None) == [gpu, cpu]
+    assert select([head, gpu, cpu], "H100") == [gpu]
+    with pytest.raises(UsageError, match="--gpu-type T4: no node that takes shards .*H100"):
+        select([head, gpu, cpu], "T4")
+    with pytest.raises(UsageError, match="no node of the cluster offers Ray a CPU .*ray start --address HEAD"):
+        select([head], None)
+
+
+def test_a_node_is_free_only_while_none_of_its_cpus_and_gpus_is_reserved():
+    total = {"CPU": 8.0, "GPU": 2.0, "memory": 1e10, "accelerator_type:H100": 1.0}
+    assert is_free(total, dict(total))
+    assert is_free(total, {"CPU": 8.0, "GPU": 2.0})  # memory and the like reserve nothing of ours
+    assert not is_free(total, {"memory": 1e10})  # a shard holds every CPU and GPU (Ray omits zeros)
+    assert not is_free(total, {"CPU": 7.0, "GPU": 2.0})  # other Ray work holds one CPU
+    assert not is_free(total, {"CPU": 8.0, "GPU": 1.5})  # ... or part of a GPU
+    assert is_free({"CPU": 4.0}, {"CPU": 4.0})
+
+
+def _overlaps(entries: list[dict]) -> list[tuple[str, str, str]]:
+    """(node, shard, shard) for every two shards whose time on one node overlapped (ended shards,
+    in the node's clock); [] when the one-shard-per-node rule held."""
+    by_node: dict[str, list[tuple[float, float, str]]] = {}
+    for e in entries:
+        if e.get("type") == "shard_ended" and e.get("started") is not None:
+            by_node.setdefault(str(e["node"]), []).append((float(e["started"]), float(e["ended"]),
+                                                           str(e["shard"])))
+    found = []
+    for node, spans in by_node.items():
+        spans.sort()
+        for (s1, e1, a), (s2, _e2, b) in zip(spans, spans[1:]):
+            if s2 < e1:
+                found.append((node, a, b))
+    return found
+
+
+def test_overlapping_shards_on_one_node_are_found():
+    def ended(shard, node, started, end):
+        return {"type": "shard_ended", "shard": shard, "node": node, "started": started, "ended": end}
+
+    apart = [ended("a", "n1", 0.0, 1.0), ended("b", "n1", 1.0, 2.0), ended("c", "n2", 0.5, 1.5)]
+    assert _overlaps(apart) == []
+    assert _overlaps(apart + [ended("d", "n1", 1.5, 3.0)]) == [("n1", "b", "d")]
 
 
 # -- a real cluster ------------------------------------------------------------------------------
@@ -169,18 +218,20 @@ def _ended(out: Path) -> list[dict]:
 
 
 def test_info_lists_the_nodes_their_machines_and_which_are_free(ray_cluster):
-    done = ray_cluster.cli("info", "--cluster", ray_cluster.address, "--json")
-    assert done.returncode == 0, done.stderr
-    nodes = {n["label"]: n for n in json.loads(done.stdout)["nodes"]}
+    as_json = ray_cluster.start("info", "--cluster", ray_cluster.address, "--json")
+    as_text = ray_cluster.start("info", "--cluster", ray_cluster.address)  # at once: the suite waits less
+    (stdout, stderr), (text, _) = as_json.communicate(timeout=300), as_text.communicate(timeout=300)
+    assert as_json.returncode == 0, stderr
+    nodes = {n["label"]: n for n in json.loads(stdout)["nodes"]}
     workers = {k: v for k, v in nodes.items() if v["slot"]}
     assert sorted(workers) == ["n1", "n2"]
+    assert not [r for n in nodes.values() for r in n["resources"] if r.startswith("arraybench")]  # plain Ray
     assert all(n["free"] is True for n in workers.values())
     assert len({n["machine_id"] for n in workers.values()}) == 1  # one host, one machine
     assert workers["n1"]["gpu_types"] == ["T4"] and workers["n2"]["gpu_types"] == []
     head = [n for n in nodes.values() if not n["slot"]]
     assert len(head) == 1 and head[0]["machine_id"] is None  # the head takes no shards
-    text = ray_cluster.cli("info", "--cluster", ray_cluster.address)
-    assert text.returncode == 0 and "n1" in text.stdout and "n2" in text.stdout and "busy" not in text.stdout
+    assert as_text.returncode == 0 and "n1" in text and "n2" in text and "busy" not in text
 
 
 _GATED = """
@@ -199,7 +250,8 @@ def gated(xp, x):
 
 def test_every_node_and_any_node_runs_side_by_side_never_share_a_node(ray_cluster, tmp_path):
     # Run A's first shard on each node waits at a gate; run B is started meanwhile and must wait
-    # for the nodes' slots: the two runs are under way together whatever the machine's load.
+    # for the nodes' CPUs, which A's shards reserve: the two runs are under way together whatever
+    # the machine's load.
     gate = tmp_path / "gate"
     gate.touch()
     gated = tmp_path / "gated.py"
@@ -214,7 +266,11 @@ def test_every_node_and_any_node_runs_side_by_side_never_share_a_node(ray_cluste
                           "--workloads", "elementwise,sort,fft,matmul", "--processes", "1", "-o", str(anyn))
     _wait_for(lambda: any(e.get("type") == "nodes" for e in shardlog.read(anyn)), "run B's dispatch", b)
     b_dispatch = next(e["time"] for e in shardlog.read(anyn) if e.get("type") == "nodes")
-    time.sleep(1.0)  # B's shards are asked for; the nodes' slots are A's
+    # Meanwhile B's shards are asked for; the nodes' CPUs are A's, and info says so.
+    busy = ray_cluster.cli("info", "--cluster", ray_cluster.address, "--json")
+    assert busy.returncode == 0, busy.stderr
+    assert {n["label"]: n["free"] for n in json.loads(busy.stdout)["nodes"] if n["slot"]} == {
+        "n1": False, "n2": False}
     gate.unlink()
     (_, a_err), (_, b_err) = a.communicate(timeout=300), b.communicate(timeout=300)
     assert a.returncode == 0, a_err[-3000:]
@@ -248,8 +304,8 @@ def test_every_node_and_any_node_runs_side_by_side_never_share_a_node(ray_cluste
         assert {rep["machine"] for rep in r["replicates"]} == {node_of[f"{r['workload']}|small"]}
 
     # No two shards, of either run, overlapped on one node, though B was dispatching while A's
-    # gated shards held both nodes: the nodes' slots kept them apart.
-    assert shardlog.overlaps(_ended(every) + _ended(anyn)) == []
+    # gated shards held both nodes: reserving each node's CPUs kept them apart.
+    assert _overlaps(_ended(every) + _ended(anyn)) == []
     gated_ends = [e["ended"] for e in _ended(every) if e["shard"].startswith("gated|")]
     assert b_dispatch < min(gated_ends)
     assert min(e["started"] for e in ended) > min(gated_ends)
@@ -257,14 +313,15 @@ def test_every_node_and_any_node_runs_side_by_side_never_share_a_node(ray_cluste
 
 def test_gpu_type_runs_only_on_matching_nodes(ray_cluster, tmp_path):
     out = tmp_path / "t4"
-    done = ray_cluster.cli("run", "--cluster", ray_cluster.address, "--gpu-type", "T4", *TINY,
+    t4 = ray_cluster.start("run", "--cluster", ray_cluster.address, "--gpu-type", "T4", *TINY,
                            "--workloads", "sort", "--processes", "1", "-o", str(out))
-    assert done.returncode == 0, done.stderr[-3000:]
+    h100 = ray_cluster.start("run", "--cluster", ray_cluster.address, "--gpu-type", "H100", *TINY,
+                             "--workloads", "sort", "-o", str(tmp_path / "h100"))  # at once: less to wait
+    (_, t4_err), (_, h100_err) = t4.communicate(timeout=300), h100.communicate(timeout=300)
+    assert t4.returncode == 0, t4_err[-3000:]
     assert {r["machine"] for r in _results(out)["records"]} == {"n1"}
-    missing = ray_cluster.cli("run", "--cluster", ray_cluster.address, "--gpu-type", "H100", *TINY,
-                              "--workloads", "sort", "-o", str(tmp_path / "h100"))
-    assert missing.returncode == 2
-    assert "--gpu-type H100: no node" in missing.stderr and "T4" in missing.stderr
+    assert h100.returncode == 2
+    assert "--gpu-type H100: no node" in h100_err and "T4" in h100_err
     assert not (tmp_path / "h100").exists()
 
 
@@ -317,7 +374,7 @@ def test_every_node_a_node_lost_mid_shard_loses_only_that_shard_and_resume_compl
     assert all(r["status"] == "ok" and len(r["replicates"]) == 2 for r in res["records"])
     again = {(r["workload"], r["machine"]): r for r in res["records"]}
     assert again[("slow", "n2")]["replicates"][0]["samples_s"] == kept[0]["samples_s"]  # not re-measured
-    assert shardlog.overlaps(_ended(out)) == []
+    assert _overlaps(_ended(out)) == []
 
 
 def test_any_node_a_lost_shard_finishes_on_the_other_node(ray_cluster, tmp_path):

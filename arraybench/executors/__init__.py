@@ -38,7 +38,7 @@ def cluster_executor(options: "RunOptions", *, node_wait: float | None = None) -
 
 
 def cluster_nodes(address: str) -> "list[Node]":
-    """The nodes of the cluster at ``address``, with their environments and free slots."""
+    """The nodes of the cluster at ``address``, with their environments and which are free."""
     module = _ray_module()
     module.connect(address)
     try:

@@ -2,8 +2,10 @@
 
 A **shard** is one (workload, size) with all its libraries and devices, measured by arraybench's
 own worker processes on one node, so that every speed ratio between libraries comes from one
-machine. A node offers one ``arraybench_slot`` (a Ray custom resource), and a shard holds it while
-it runs: at most one shard per node at a time, whichever runs dispatch them.
+machine. A shard reserves every CPU and GPU its node offers Ray while it runs, so at most one shard
+runs on a node at a time, whichever runs dispatch them, and no other Ray work is placed beside it.
+This needs nothing of the cluster but what plain ``ray start`` gives; a node that offers Ray no CPU
+(a head started with ``--num-cpus 0``) takes no shards.
 
 ``every-node`` measures the whole plan on each node (its cells carry the node's label, so the
 records say which machine measured them); ``any-node`` splits the plan across nodes, which must
@@ -21,8 +23,6 @@ from ..errors import UsageError
 from ..options import RunOptions
 from ..plan import Cell
 
-#: The Ray custom resource a node offers once: a shard holds it while it runs.
-SLOT = "arraybench_slot"
 #: The Ray node label that names a node in results (``ray start --labels arraybench/node=NAME``).
 NAME_LABEL = "arraybench/node"
 PLACEMENTS = ("every-node", "any-node")
@@ -40,12 +40,14 @@ class Node:
     resources: dict[str, float] = field(default_factory=dict)
     #: ``environment.collect()`` as run on the node (empty until asked).
     environment: dict[str, Any] = field(default_factory=dict)
-    #: Whether its slot is free now; None where Ray does not say.
+    #: Whether none of its CPUs and GPUs is reserved now (no shard, no other Ray work holds
+    #: them); None where Ray does not say.
     free: bool | None = None
 
     @property
-    def has_slot(self) -> bool:
-        return self.resources.get(SLOT, 0) >= 1
+    def takes_shards(self) -> bool:
+        """Whether a shard can reserve the node: it offers Ray at least one CPU."""
+        return self.cpus > 0
 
     @property
     def gpu_types(self) -> list[str]:
@@ -84,21 +86,27 @@ def check_options(options: RunOptions) -> None:
 
 
 def select(nodes: Iterable[Node], gpu_type: str | None) -> list[Node]:
-    """The nodes a run may use: those with a slot and, with ``gpu_type``, that accelerator;
-    ``UsageError`` when none is left, saying what the cluster has instead."""
-    nodes = list(nodes)
-    with_slot = [n for n in nodes if n.has_slot]
-    if not with_slot:
-        raise UsageError(f"no node of the cluster offers an {SLOT}: start each measuring node with "
-                         f"`ray start --address HEAD --resources '{{\"{SLOT}\": 1}}'` (docs/cluster.md)")
+    """The nodes a run may use: those that take shards and, with ``gpu_type``, have that
+    accelerator; ``UsageError`` when none is left, saying what the cluster has instead."""
+    measuring = [n for n in nodes if n.takes_shards]
+    if not measuring:
+        raise UsageError("no node of the cluster offers Ray a CPU to measure on (a head started with "
+                         "--num-cpus 0 takes no shards): add a node with `ray start --address HEAD` "
+                         "(docs/cluster.md)")
     if gpu_type is None:
-        return with_slot
-    chosen = [n for n in with_slot if gpu_type in n.gpu_types]
+        return measuring
+    chosen = [n for n in measuring if gpu_type in n.gpu_types]
     if not chosen:
-        have = sorted({t for n in with_slot for t in n.gpu_types})
-        raise UsageError(f"--gpu-type {gpu_type}: no node with an {SLOT} has that accelerator type "
+        have = sorted({t for n in measuring for t in n.gpu_types})
+        raise UsageError(f"--gpu-type {gpu_type}: no node that takes shards has that accelerator type "
                          f"(the nodes have: {', '.join(have) or 'no accelerator'})")
     return chosen
+
+
+def is_free(total: dict[str, float], available: dict[str, float]) -> bool:
+    """Whether a node whose Ray resources are ``total`` has all of its CPUs and GPUs
+    ``available``: no shard, and no other Ray work, holds any of them."""
+    return all(available.get(r, 0) >= total.get(r, 0) for r in ("CPU", "GPU"))
 
 
 #: Besides the fingerprint, what must match for results from two nodes to be one run's.

@@ -1,11 +1,13 @@
 """Shards on a Ray cluster: one shard per node at a time, every replicate journalled as it arrives.
 
 The head (this process) connects to a running cluster, asks each node for its environment, and
-hands out shards (``cluster.py``): one ``ShardRunner`` actor per shard, placed on its node, holding
-the node's ``arraybench_slot`` and reserving all of its CPUs and GPUs, so that neither another
-shard (of this run or of anyone's) nor other Ray work runs there meanwhile. Each actor measures
-with the local executor's worker processes; the head long-polls it and hands every replicate to
-the session, which journals it at once.
+hands out shards (``cluster.py``): one ``ShardRunner`` actor per shard, pinned to its node
+(hard node affinity) and reserving all of the node's CPUs and GPUs, so that neither another shard
+(of this run or of anyone's) nor other Ray work runs there meanwhile; an actor asked for a busy
+node waits, pending in Ray, until what holds the node lets go. No custom resource is needed: a
+cluster started with plain ``ray start`` serves. Each actor measures with the local executor's
+worker processes; the head long-polls it and hands every replicate to the session, which journals
+it at once.
 
 A node lost mid-shard loses what it had not sent. With ``any-node`` the rest of that shard goes to
 another node at once (a shard lost twice is left for ``--resume``); with ``every-node`` the node's
@@ -28,9 +30,9 @@ import ray
 from ray.exceptions import GetTimeoutError, RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from . import cluster, shardlog
 from ..host import environment
-from .cluster import SLOT, Node, Shard
+from .cluster import (NAME_LABEL, Node, Shard, differences, every_node_cells, identity, is_free,
+                      labels, select, shards)
 from ..errors import UsageError, one_line
 from ..model.replicate import Replicate
 from ..options import RunOptions
@@ -39,6 +41,7 @@ from ..model.schema import SchemaError
 from ..workloads.shipping import SHIPPED_NAME
 from .local import STOP_GRACE_S, StopRequested
 from .ray_agent import ShardRunner, node_environment
+from .shardlog import ShardLog, read as read_shard_log, restore as restore_shard_log
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -97,12 +100,11 @@ def _reachable(address: str) -> None:
 
 def discover(threads: int | None = None, *, environments: bool = True) -> list[Node]:
     """The live nodes of the cluster, labelled, with their environment (each asked on the node)
-    and whether their slot is free now."""
+    and whether they are free now (none of their CPUs and GPUs reserved)."""
     raw = sorted((n for n in ray.nodes() if n.get("Alive")),
-                 key=lambda n: ((n.get("Labels") or {}).get(cluster.NAME_LABEL) or "", n["NodeID"]))
-    names = [(n.get("Labels") or {}).get(cluster.NAME_LABEL) or n.get("NodeManagerHostname") or "node"
+                 key=lambda n: ((n.get("Labels") or {}).get(NAME_LABEL) or "", n["NodeID"]))
+    names = [(n.get("Labels") or {}).get(NAME_LABEL) or n.get("NodeManagerHostname") or "node"
              for n in raw]
-    labels = cluster.labels(names, [n["NodeID"] for n in raw])
     try:
         from ray._private.state import available_resources_per_node  # Ray has no public one
 
@@ -110,12 +112,13 @@ def discover(threads: int | None = None, *, environments: bool = True) -> list[N
     except Exception:
         available = None
     nodes = []
-    for label, n in zip(labels, raw):
-        free = None if available is None else available.get(n["NodeID"], {}).get(SLOT, 0) >= 1
+    for label, n in zip(labels(names, [n["NodeID"] for n in raw]), raw):
+        resources = dict(n.get("Resources") or {})
+        free = None if available is None else is_free(resources, available.get(n["NodeID"], {}))
         nodes.append(Node(label=label, node_id=n["NodeID"], address=n.get("NodeManagerAddress", ""),
-                          resources=dict(n.get("Resources") or {}), free=free))
+                          resources=resources, free=free))
     if environments:
-        ask = [n for n in nodes if n.has_slot]
+        ask = [n for n in nodes if n.takes_shards]
         refs = [node_environment.options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(n.node_id, soft=False)).remote(threads)
             for n in ask]
@@ -169,7 +172,7 @@ class RayExecutor:
         assert options.cluster is not None
         connect(options.cluster)
         try:
-            nodes = cluster.select(discover(options.threads), options.gpu_type)
+            nodes = select(discover(options.threads), options.gpu_type)
             mine = environment.arraybench_version()
             other = [f"{n.label} has {n.environment.get('arraybench')}" for n in nodes
                      if n.environment.get("arraybench") != mine]
@@ -177,7 +180,7 @@ class RayExecutor:
                 raise UsageError(f"every node must run this arraybench ({mine}); "
                                  + "; ".join(other))
             if options.on == "any-node":
-                differ = cluster.differences(nodes)
+                differ = differences(nodes)
                 if differ:
                     raise UsageError(differ)
         except BaseException:
@@ -188,7 +191,7 @@ class RayExecutor:
     def plan(self, cells: list[Cell]) -> list[Cell]:
         """The cells of the run: for ``every-node``, each cell once per node."""
         if self.options.on == "every-node":
-            return cluster.every_node_cells(cells, [n.label for n in self.nodes])
+            return every_node_cells(cells, [n.label for n in self.nodes])
         return cells
 
     def close(self) -> None:
@@ -199,8 +202,8 @@ class RayExecutor:
         """Measure until nothing is missing or no node can measure what is; ``StopRequested``
         when the session is told to stop (the shards under way send what they finished)."""
         out = session.out_dir
-        before = shardlog.read(out)
-        log = shardlog.ShardLog.open(out)
+        before = read_shard_log(out)
+        log = ShardLog.open(out)
         try:
             self._check_resumed(before)
             self._wait_for_nodes(session)
@@ -218,7 +221,7 @@ class RayExecutor:
         if first is None:
             return
         for n in self.nodes:
-            if cluster.identity(n.environment) != first["identity"]:
+            if identity(n.environment) != first["identity"]:
                 raise UsageError(f"node {n.label} is not the machine this any-node run started on "
                                  "(see its cluster.jsonl); results from it would not be comparable")
 
@@ -232,8 +235,7 @@ class RayExecutor:
         while needed - {n.label for n in self.nodes} and time.monotonic() < deadline:
             time.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
             try:
-                found = cluster.select(discover(self.options.threads, environments=False),
-                                       self.options.gpu_type)
+                found = select(discover(self.options.threads, environments=False), self.options.gpu_type)
             except UsageError:
                 continue
             fresh = [n for n in found if n.label in needed and n.label not in {m.label for m in self.nodes}]
@@ -247,23 +249,23 @@ class RayExecutor:
                     f"node {c.machine} is not in the cluster (waited {self.node_wait:g} s); "
                     "continue with --resume once it is back")
 
-    def _describe(self, session: "Session", before: list[dict[str, Any]], log: shardlog.ShardLog) -> None:
+    def _describe(self, session: "Session", before: list[dict[str, Any]], log: ShardLog) -> None:
         """Each node's environment into the results (``environment["machines"]``), with what the
         shard log says of earlier attempts; the nodes as found now into the shard log."""
         found = {n.label: {**n.environment, "ray": {"node_id": n.node_id, "address": n.address,
                                                     "resources": n.resources}} for n in self.nodes}
-        identity = cluster.identity(self.nodes[0].environment) if self.nodes else {}
+        first = identity(self.nodes[0].environment) if self.nodes else {}
         entry = {"type": "nodes", "time": time.time(), "nodes": found,
-                 "identity": identity if self.options.on == "any-node" else None}
+                 "identity": first if self.options.on == "any-node" else None}
         log.write(entry)
-        shardlog.restore(session.env, before + [entry], self.options.on)
+        restore_shard_log(session.env, before + [entry], self.options.on)
         session.env["cluster"].update({"address": self.options.cluster, "on": self.options.on,
                                        "gpu_type": self.options.gpu_type,
                                        "driver": self._driver.get("machine_id")})
 
-    def _dispatch(self, session: "Session", log: shardlog.ShardLog) -> None:
+    def _dispatch(self, session: "Session", log: ShardLog) -> None:
         every = self.options.on == "every-node"
-        pending = [s for s, cells in cluster.shards(session.cells).items()
+        pending = [s for s, cells in shards(session.cells).items()
                    if any(_missing(session, c) for c in cells)]
         queues: dict[str, deque[Shard]] = {}
         for s in pending:
@@ -311,13 +313,13 @@ class RayExecutor:
                     self._handle(session, f, e, log)
                 if f.ended:
                     del flights[f.node.label]
-                    ray.kill(f.actor, no_restart=True)  # gives the node's slot back
+                    ray.kill(f.actor, no_restart=True)  # gives the node's CPUs and GPUs back
                 else:
                     f.poll = f.actor.poll.remote(POLL_S)
             if not usable and any(queues.values()):
                 for q in queues.values():
                     for shard in q:
-                        for c in cluster.shards(session.cells).get(shard, []):
+                        for c in shards(session.cells).get(shard, []):
                             session.missing_reasons.setdefault(
                                 c.key, "no node of the cluster is left to measure it; "
                                        "continue with --resume")
@@ -326,9 +328,11 @@ class RayExecutor:
             raise StopRequested()
 
     def _launch(self, session: "Session", shard: Shard, node: Node, attempt: int) -> _Flight:
-        cells = [c for c in cluster.shards(session.cells)[shard] if _missing(session, c)]
+        cells = [c for c in shards(session.cells)[shard] if _missing(session, c)]
+        # All of the node's CPUs and GPUs, on that node and no other: Ray starts the actor once
+        # nothing else holds any of them, and places nothing beside it until it is killed.
         actor = ShardRunner.options(
-            resources={SLOT: 1}, num_cpus=node.cpus, num_gpus=node.gpus,
+            num_cpus=node.cpus, num_gpus=node.gpus,
             scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
             max_restarts=0,
         ).remote()
@@ -350,7 +354,7 @@ class RayExecutor:
                      for c in cells},
         }
 
-    def _handle(self, session: "Session", f: _Flight, e: dict[str, Any], log: shardlog.ShardLog) -> None:
+    def _handle(self, session: "Session", f: _Flight, e: dict[str, Any], log: ShardLog) -> None:
         """One event from a node's agent."""
         label = f.node.label
         kind = e.get("event")
@@ -405,7 +409,7 @@ class RayExecutor:
                         rep.machine = label
                         session.store(cell, i, rep)
 
-    def _lost(self, session: "Session", f: _Flight, reason: str, log: shardlog.ShardLog) -> None:
+    def _lost(self, session: "Session", f: _Flight, reason: str, log: ShardLog) -> None:
         log.write({"type": "shard_ended", "shard": f.shard.key, "node": f.node.label, "attempt": f.attempt,
                    "started": f.started, "ended": time.time(), "outcome": "lost", "reason": reason})
         session.env.setdefault("cluster", {}).setdefault("shards", []).append(
@@ -414,10 +418,10 @@ class RayExecutor:
         for cell in f.cells.values():
             session.missing_reasons[cell.key] = f"{reason}; continue with --resume"
 
-    def _orphan(self, session: "Session", shards: deque[Shard], f: _Flight) -> None:
+    def _orphan(self, session: "Session", queued: deque[Shard], f: _Flight) -> None:
         """Every-node: the shards a lost node will not run in this run."""
-        for shard in shards:
-            for c in cluster.shards(session.cells).get(shard, []):
+        for shard in queued:
+            for c in shards(session.cells).get(shard, []):
                 session.missing_reasons[c.key] = (f"node {f.node.label} was lost before measuring it; "
                                                   "continue with --resume once it is back")
 

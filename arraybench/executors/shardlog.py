@@ -84,19 +84,3 @@ def restore(env: dict[str, Any], entries: list[dict[str, Any]], on: str) -> None
         top = next(iter(machines.values()))
         env.update({k: v for k, v in top.items() if k not in ("timestamp", "backends", "ray")})
 
-
-def overlaps(entries: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
-    """(node, shard, shard) for every two shards whose time on one node overlapped (ended shards,
-    in the node's clock); [] when the one-shard-per-node rule held."""
-    by_node: dict[str, list[tuple[float, float, str]]] = {}
-    for e in entries:
-        if e.get("type") == "shard_ended" and e.get("started") is not None:
-            by_node.setdefault(str(e["node"]), []).append((float(e["started"]), float(e["ended"]),
-                                                           str(e["shard"])))
-    found = []
-    for node, spans in by_node.items():
-        spans.sort()
-        for (s1, e1, a), (s2, _e2, b) in zip(spans, spans[1:]):
-            if s2 < e1:
-                found.append((node, a, b))
-    return found
