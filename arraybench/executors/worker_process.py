@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
 from ..worker import heartbeat
-from ..worker.protocol import Done, Job, Message, parse
+from ..worker.protocol import Done, Job, Message, Unavailable, parse
 
 #: How long a worker may take to import its library and open its device, however short the
 #: per-cell ``--timeout``: importing torch takes seconds, creating a CUDA context can take more.
@@ -179,7 +179,8 @@ class WorkerProcess:
         worker importing its library) the allowance is ``startup_timeout`` instead. ``deadline``
         (a ``time.monotonic()`` value) ends the wait whatever the progress. ``stop`` is asked about
         once a second at most, and only between messages, so a message is never half handled.
-        Raises ``WorkerTimeout``, ``WorkerExited`` or ``StopRequested``; returns after ``Done``.
+        Raises ``WorkerTimeout``, ``WorkerExited`` or ``StopRequested``; returns after ``Done``, or
+        after ``Unavailable`` (the worker's last word).
         """
         last_beat = heartbeat.read(self.board_path)
         last_progress = time.monotonic()
@@ -225,7 +226,7 @@ class WorkerProcess:
             if msg is None:
                 continue  # not ours: the protocol channel is private, but be tolerant
             yield msg
-            if isinstance(msg, Done):
+            if isinstance(msg, (Done, Unavailable)):
                 return
 
     def request_stop(self) -> None:
