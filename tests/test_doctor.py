@@ -86,7 +86,7 @@ def _done(value) -> Future:
 #: Kernels a fake device holds launched but not finished. A CUDA stream's launch queue is bounded
 #: too (a launch blocks while it is full); unbounded, a wait that does not wait lets the timer
 #: queue thousands of 20 ms kernels, and reading a value on the host waits minutes behind them.
-QUEUE_DEPTH = 8
+QUEUE_DEPTH = 4
 
 
 class _Device:

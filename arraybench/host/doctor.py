@@ -67,10 +67,11 @@ def check_config(backend: str, device: str, *, allow_tf32: bool = False,
               only=tuple(only))
     env = worker_env(os.environ, threads=None, backend=backend, device=device, allow_tf32=allow_tf32)
     out: list[Line] = []
+    deadline = time.monotonic() + timeout  # the process's start included
     with tempfile.TemporaryDirectory() as tmp:
         worker = WorkerProcess(job, env=env, cpus=None, log_path=Path(tmp) / "selfcheck.log")
         try:
-            for msg in worker.messages(timeout, deadline=time.monotonic() + timeout):
+            for msg in worker.messages(timeout, deadline=deadline):
                 if isinstance(msg, Unavailable):
                     return not_run("failed" if msg.broken else "skipped", msg.reason)
                 if isinstance(msg, CheckDone):
