@@ -4,6 +4,7 @@ the assumption it guards (fakes standing for GPU libraries, each saying which be
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -82,18 +83,37 @@ def _done(value) -> Future:
     return f
 
 
-class _Device:
-    """Stands for a device array: ``@`` launches a kernel of at least 20 ms and returns at once."""
+#: Kernels a fake device holds launched but not finished. A CUDA stream's launch queue is bounded
+#: too (a launch blocks while it is full); unbounded, a wait that does not wait lets the timer
+#: queue thousands of 20 ms kernels, and reading a value on the host waits minutes behind them.
+QUEUE_DEPTH = 4
 
-    def __init__(self, pool: ThreadPoolExecutor, value: np.ndarray) -> None:
-        self.pool, self.value = pool, value
+
+class _Device:
+    """Stands for a device array: ``@`` launches a kernel of at least 20 ms and returns at once
+    (unless ``QUEUE_DEPTH`` kernels are already pending: then it waits for a place, as CUDA does)."""
+
+    def __init__(self, pool: ThreadPoolExecutor, queue: threading.Semaphore, value: np.ndarray) -> None:
+        self.pool, self.queue, self.value = pool, queue, value
+        self.products: dict[_Device, np.ndarray] = {}
 
     def __matmul__(self, other: "_Device") -> _Pending:
         def kernel():
-            time.sleep(0.02)
-            return self.value @ other.value
+            try:
+                time.sleep(0.02)
+                return self.product(other)
+            finally:
+                self.queue.release()
 
+        self.queue.acquire()
         return _Pending(self.pool.submit(kernel))
+
+    def product(self, other: "_Device") -> np.ndarray:
+        # Once: a device's kernel does not take the host's cores, and on a shared machine a real
+        # product per call would make its time the host's, not the 20 ms the fake stands for.
+        if other not in self.products:
+            self.products[other] = self.value @ other.value
+        return self.products[other]
 
 
 class AsyncNumpy(NumpyBackend):
@@ -104,10 +124,11 @@ class AsyncNumpy(NumpyBackend):
     def __init__(self, pool: ThreadPoolExecutor, waits: bool) -> None:
         super().__init__("cpu")
         self.pool = pool
+        self.queue = threading.BoundedSemaphore(QUEUE_DEPTH)
         self.sync = (lambda r: r.future.result()) if waits else (lambda r: None)
 
     def asarray(self, host):
-        return _Device(self.pool, np.asarray(host))
+        return _Device(self.pool, self.queue, np.asarray(host))
 
     def to_numpy(self, x):
         return x.future.result()
@@ -205,6 +226,6 @@ def test_a_check_that_raises_is_a_failure_with_its_reason():
         def asarray(self, host):
             raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
-    outcomes = selfcheck.run_checks(Broken("cpu"), ("sync", "events"))
+    outcomes = list(selfcheck.run_checks(Broken("cpu"), ("sync", "events")))
     assert [o.check for o in outcomes] == ["sync"]  # events is a GPU check: not run on the CPU
     assert outcomes[0].status == "failed" and "illegal memory access" in outcomes[0].detail

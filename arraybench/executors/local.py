@@ -27,9 +27,9 @@ from .. import backends
 from ..model.replicate import Replicate
 from ..options import RunOptions
 from ..plan import Cell
-from ..model.schema import SchemaError
 from .worker_process import STARTUP_TIMEOUT_S, StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
 from ..host.threads import worker_cpus, worker_env
+from ..worker.protocol import Job, Message, Ready, ReplicateDone, Unavailable
 from ..worker.sampling import TimerSettings
 from ..workloads.shipping import SHIPPED_NAME
 
@@ -94,15 +94,14 @@ class LocalExecutor:
         shipped = session.out_dir / SHIPPED_NAME
         while remaining:
             job_cells = list(remaining.values())
-            job = {
-                "backend": backend, "device": device, "replicate": index,
-                "cells": [c.to_dict() for c in job_cells],
-                "timer": timer_settings(options), "seed": options.seed,
-                "shuffle_seed": hash((options.seed, index, attempt)) & 0xFFFFFFFF,
-                "threads": options.threads, "allow_tf32": options.allow_tf32,
-                "workload_files": [str(Path(p).resolve()) for p in options.workload_files],
-                "shipped": str(shipped.resolve()) if options.shipped_workloads else None,
-            }
+            job = Job(
+                backend=backend, device=device, replicate=index, cells=tuple(job_cells),
+                timer=TimerSettings(**timer_settings(options)), seed=options.seed,
+                shuffle_seed=hash((options.seed, index, attempt)) & 0xFFFFFFFF,
+                threads=options.threads, allow_tf32=options.allow_tf32,
+                workload_files=tuple(str(Path(p).resolve()) for p in options.workload_files),
+                shipped=str(shipped.resolve()) if options.shipped_workloads else None,
+            )
             env = worker_env(os.environ, threads=options.threads, backend=backend,
                              device=device, allow_tf32=options.allow_tf32)
             log = session.out_dir / "logs" / f"{backend}-{device}-p{index}.log"
@@ -179,21 +178,14 @@ class _Listener:
         self.remaining = remaining
         self.ready = False
 
-    def handle(self, msg: dict[str, Any]) -> bool:
+    def handle(self, msg: Message) -> bool:
         """Act on one message; True when the worker's configuration turned out unavailable."""
-        event = msg.get("event")
-        if event == "ready":
+        if isinstance(msg, Ready):
             self.ready = True
-            info = msg.get("info")
-            self.session.worker_ready(self.config, self.index, info if isinstance(info, dict) else {},
-                                      msg.get("pid"))
-        elif event == "unavailable":
-            self.session.mark_unavailable(self.config, str(msg.get("reason", "unavailable")))
+            self.session.worker_ready(self.config, self.index, msg.info, msg.pid)
+        elif isinstance(msg, Unavailable):
+            self.session.mark_unavailable(self.config, msg.reason)
             return True
-        elif event == "replicate" and msg.get("key") in self.remaining:
-            try:
-                replicate = Replicate.from_dict(msg.get("replicate"))
-            except SchemaError as exc:  # a worker of another version, or a bug: never a crash here
-                replicate = Replicate.ended("failed", f"the worker sent a malformed measurement ({exc})")
-            self.session.store(self.remaining.pop(msg["key"]), self.index, replicate)
+        elif isinstance(msg, ReplicateDone) and msg.key in self.remaining:
+            self.session.store(self.remaining.pop(msg.key), self.index, msg.replicate)
         return False

@@ -1,5 +1,8 @@
 """A worker process seen from the parent: start it, read its messages with a deadline, kill it.
 
+Every child arraybench starts is one of these: the measuring workers, the probe of ``info`` and
+the doctor's self-checks all give a ``worker.protocol.Job`` and read typed messages back.
+
 Workers start in their own session, so a Ctrl-C in the terminal reaches only the parent, which then
 asks the worker to stop (SIGTERM: finish the current sample, send what is complete) and keeps what
 was measured. On Linux a worker also dies with its parent (``PR_SET_PDEATHSIG``), so a parent killed
@@ -16,7 +19,6 @@ a cgroup catches it.)
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import re
@@ -26,10 +28,12 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 
 from ..worker import heartbeat
+from ..worker.protocol import Done, Job, Message, Unavailable, parse
 
 #: How long a worker may take to import its library and open its device, however short the
 #: per-cell ``--timeout``: importing torch takes seconds, creating a CUDA context can take more.
@@ -82,13 +86,13 @@ def describe_exit(returncode: int | None, last_error: str = "") -> str:
 class WorkerProcess:
     """One running worker."""
 
-    def __init__(self, job: dict[str, Any], *, env: Mapping[str, str], cpus: list[int] | None,
+    def __init__(self, job: Job, *, env: Mapping[str, str], cpus: list[int] | None,
                  log_path: Path) -> None:
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self.board_path = log_path.with_suffix(".board")
         heartbeat.create(self.board_path)
-        job = {**job, "board": str(self.board_path)}
+        job = replace(job, board=str(self.board_path))
         try:
             # Never through a link planted in logs/: a log is written only inside the folder.
             self._log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND
@@ -120,7 +124,7 @@ class WorkerProcess:
         self._exited_at: float | None = None
         assert self.proc.stdin is not None
         try:
-            self.proc.stdin.write((json.dumps(job) + "\n").encode())
+            self.proc.stdin.write((job.to_json() + "\n").encode())
             self.proc.stdin.close()
         except BrokenPipeError:
             pass
@@ -168,14 +172,15 @@ class WorkerProcess:
 
     def messages(self, timeout: float, *, startup_timeout: float | None = None,
                  deadline: float | None = None,
-                 stop: Callable[[], bool] | None = None) -> Iterator[dict[str, Any]]:
+                 stop: Callable[[], bool] | None = None) -> Iterator[Message]:
         """Messages as they come, while the worker shows progress at least every ``timeout`` seconds.
 
         Progress is a message or a change on the heartbeat board. Until the first message (the
         worker importing its library) the allowance is ``startup_timeout`` instead. ``deadline``
         (a ``time.monotonic()`` value) ends the wait whatever the progress. ``stop`` is asked about
         once a second at most, and only between messages, so a message is never half handled.
-        Raises ``WorkerTimeout``, ``WorkerExited`` or ``StopRequested``; returns after ``done``.
+        Raises ``WorkerTimeout``, ``WorkerExited`` or ``StopRequested``; returns after ``Done``, or
+        after ``Unavailable`` (the worker's last word).
         """
         last_beat = heartbeat.read(self.board_path)
         last_progress = time.monotonic()
@@ -217,12 +222,11 @@ class WorkerProcess:
             if line is None:
                 code = self._wait_exit()
                 raise WorkerExited(code, self.last_error_line())
-            try:
-                msg = json.loads(line)
-            except json.JSONDecodeError:
+            msg = parse(line)
+            if msg is None:
                 continue  # not ours: the protocol channel is private, but be tolerant
             yield msg
-            if msg.get("event") == "done":
+            if isinstance(msg, (Done, Unavailable)):
                 return
 
     def request_stop(self) -> None:

@@ -1,23 +1,24 @@
 """``arraybench doctor``: prove that a run's assumptions hold on this machine, one line per check.
 
-The parent imports no array library: each library and device gets a process of its own
-(``python -m arraybench.worker.selfcheck``), started with the environment a benchmark worker gets. A GPU
+The parent imports no array library: each library and device gets a worker process of its own (a
+``selfcheck`` job, its outcomes streamed back as they come), started with the environment a
+benchmark worker gets. A GPU
 library is asked twice, the second time with ``--allow-tf32``, to see that the precision the run
 records follows the flag. Libraries or devices that are not there get one line saying why.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable, Sequence
 
 from .. import backends
-from ..worker.selfcheck import CHECKS, GPU_ONLY
+from ..executors.worker_process import WorkerExited, WorkerProcess, WorkerTimeout
+from ..worker.protocol import CHECKS, GPU_ONLY, CheckDone, Job, Unavailable
 from .threads import worker_env
 
 #: One library's checks may take this long, its start included (a CUDA context can take seconds).
@@ -62,28 +63,28 @@ def check_config(backend: str, device: str, *, allow_tf32: bool = False,
     reason = backends.SPECS[backend].preflight(device)
     if reason:
         return not_run("skipped", reason)
-    job = {"backend": backend, "device": device, "allow_tf32": allow_tf32, "only": list(only)}
+    job = Job(backend=backend, device=device, task="selfcheck", allow_tf32=allow_tf32,
+              only=tuple(only))
     env = worker_env(os.environ, threads=None, backend=backend, device=device, allow_tf32=allow_tf32)
-    try:
-        done = subprocess.run([sys.executable, "-m", "arraybench.worker.selfcheck"], input=json.dumps(job) + "\n",
-                              capture_output=True, text=True, env=env, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return not_run("failed", f"did not finish within {timeout:g} s")
     out: list[Line] = []
-    for text in done.stdout.splitlines():
+    deadline = time.monotonic() + timeout  # the process's start included
+    with tempfile.TemporaryDirectory() as tmp:
+        worker = WorkerProcess(job, env=env, cpus=None, log_path=Path(tmp) / "selfcheck.log")
         try:
-            msg = json.loads(text)
-        except json.JSONDecodeError:
-            continue
-        if "unavailable" in msg:
-            return not_run("skipped", str(msg["unavailable"]))
-        if "failed" in msg:
-            return not_run("failed", str(msg["failed"]))
-        out.append(line(msg["check"], msg["status"], msg["detail"]))
-    if done.returncode != 0 or not out:
-        last = next((t for t in reversed(done.stderr.strip().splitlines()) if t.strip()), "")
-        out.append(line("worker", "failed", f"the check process exited with status {done.returncode}"
-                        + (f": {last.strip()}" if last else "")))
+            for msg in worker.messages(timeout, deadline=deadline):
+                if isinstance(msg, Unavailable):
+                    return not_run("failed" if msg.broken else "skipped", msg.reason)
+                if isinstance(msg, CheckDone):
+                    out.append(line(msg.check, msg.status, msg.detail))
+        except WorkerTimeout:
+            return not_run("failed", f"did not finish within {timeout:g} s")
+        except WorkerExited as exc:
+            out.append(line("worker", "failed", f"the check process ended before it was done: {exc}"))
+        finally:
+            worker.kill()
+            worker.close()
+    if not out:
+        out.append(line("worker", "failed", "the check process reported no check"))
     return out
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import backends
 from ..executors.worker_process import WorkerExited, WorkerProcess, WorkerTimeout
+from ..worker.protocol import Job, Ready, Unavailable
 from .threads import worker_env
 
 
@@ -17,17 +18,16 @@ def probe(backend: str, device: str, timeout: float = 120.0) -> tuple[str | None
     reason = backends.SPECS[backend].preflight(device)
     if reason:
         return reason, {}
-    job = {"backend": backend, "device": device, "process": 0, "cells": [],
-           "timer": {}, "seed": 0, "threads": None, "allow_tf32": False, "workload_files": []}
+    job = Job(backend=backend, device=device, task="probe")
     env = worker_env(os.environ, threads=None, backend=backend, device=device, allow_tf32=False)
     with tempfile.TemporaryDirectory() as tmp:
         worker = WorkerProcess(job, env=env, cpus=None, log_path=Path(tmp) / "probe.log")
         try:
             for msg in worker.messages(timeout=timeout):
-                if msg.get("event") == "ready":
-                    return None, msg.get("info", {})
-                if msg.get("event") == "unavailable":
-                    return msg.get("reason", "unavailable"), {}
+                if isinstance(msg, Ready):
+                    return None, msg.info
+                if isinstance(msg, Unavailable):
+                    return msg.reason, {}
         except WorkerTimeout:
             return f"did not start within {timeout:g} s", {}
         except WorkerExited as exc:

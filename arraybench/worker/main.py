@@ -1,32 +1,32 @@
-"""The worker process: one library, one device, a list of cells; records stream back as JSON lines.
+"""The worker process: one library on one device, doing one ``protocol.Job``.
 
-Started by the runner as ``python -m arraybench.worker`` with the job on stdin. The protocol runs on
-a private copy of the original stdout; the process's own stdout is pointed at stderr, so a library
-that prints cannot corrupt it. Messages, one JSON object per line:
-
-- ``{"event": "ready", "info": {...}}`` once the library is imported and the device open;
-- ``{"event": "unavailable", "reason": "..."}`` instead, when it cannot be (then the worker exits);
-- ``{"event": "start", "key": ...}`` before each cell, so a crash or hang can be pinned on it;
-- ``{"event": "replicate", "key": ..., "replicate": {...}}`` after each cell (a ``Replicate``);
-- ``{"event": "done"}`` at the end (``"stopped": true`` when asked to stop early).
+Started as ``python -m arraybench.worker`` (by ``executors.worker_process.WorkerProcess``) with the
+job on stdin; it answers in ``protocol`` messages. The messages go to a private copy of the original
+stdout; the process's own stdout is pointed at stderr, so a library that prints cannot corrupt them.
+A ``measure`` job times its cells in a shuffled order, a ``probe`` only opens the library, a
+``selfcheck`` runs the doctor's checks.
 
 SIGTERM (or SIGINT) asks the worker to stop: it finishes the sample under way, sends the replicates
 of the cells whose sampling is complete, drops the ones still sampling (a resumed run measures them
-again, in full) and says ``done``. A crash writes the Python stack to stderr (``faulthandler``), so
+again, in full) and says ``Done``. A crash writes the Python stack to stderr (``faulthandler``), so
 the parent can say on which line of a workload a segfault happened.
 """
 
 from __future__ import annotations
 
 import faulthandler
-import json
 import os
 import random
 import signal
 import sys
 import time
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
+from ..model.schema import SchemaError
+from .protocol import CheckDone, Done, Job, Message, Ready, ReplicateDone, Start, Unavailable, encode
+
+if TYPE_CHECKING:
+    from ..backends.base import Backend
 
 #: Cells are sampled round-robin in batches whose inputs fit in this many bytes.
 INTERLEAVE_BYTES = 1 << 30
@@ -45,8 +45,8 @@ class Channel:
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
 
-    def send(self, event: str, **payload: Any) -> None:
-        self.stream.write(json.dumps({"event": event, **payload}) + "\n")
+    def send(self, message: Message) -> None:
+        self.stream.write(encode(message) + "\n")
         self.stream.flush()
 
 
@@ -73,61 +73,82 @@ class StopFlag:
             raise _Stop()
 
 
-def run_job(job: dict[str, Any], channel: Channel, stop: StopFlag | None = None) -> int:
-    """Open the backend, then measure each cell in a shuffled order."""
-    stop = stop or StopFlag()
-    from .. import backends
-    from ..backends.base import Unavailable
-
+def run_job(job: Job, channel: Channel, stop: StopFlag | None = None) -> int:
+    """Open the job's library on its device, then do its task; the exit status."""
     started = time.perf_counter()
+    backend = _open_backend(job, channel)
+    if backend is None:
+        return 0
+    if job.threads is not None:
+        backend.limit_threads(job.threads)
+    if job.task == "measure":
+        _measure(job, backend, channel, stop or StopFlag(), started)
+        return 0
+    channel.send(Ready(info=_info(backend, started), pid=os.getpid()))
+    if job.task == "selfcheck":
+        from .selfcheck import run_checks
+
+        for outcome in run_checks(backend, job.only):
+            channel.send(CheckDone(outcome.check, outcome.status, outcome.detail))
+    channel.send(Done())
+    return 0
+
+
+def _open_backend(job: Job, channel: Channel) -> "Backend | None":
+    """The job's backend on its device, or None once ``Unavailable`` is sent."""
+    from .. import backends
+    from ..backends.base import Unavailable as NotHere
+
     try:
-        cls = backends.load(job["backend"])
-        backend = cls(job["device"], allow_tf32=bool(job.get("allow_tf32")))
-    except Unavailable as exc:
-        channel.send("unavailable", reason=str(exc))
-        return 0
+        return backends.load(job.backend)(job.device, allow_tf32=job.allow_tf32)
+    except NotHere as exc:
+        channel.send(Unavailable(str(exc)))
     except ImportError as exc:
-        channel.send("unavailable", reason=f"cannot import {job['backend']}: {exc}")
-        return 0
+        channel.send(Unavailable(f"cannot import {job.backend}: {exc}"))
     except Exception as exc:  # a broken install must not look like a crash of the benchmark
         from .tracebacks import describe_exception
 
-        channel.send("unavailable", reason=f"{job['backend']} failed to start: {describe_exception(exc)}")
-        return 0
-    if job.get("threads") is not None:
-        backend.limit_threads(int(job["threads"]))
+        channel.send(Unavailable(f"{job.backend} failed to start: {describe_exception(exc)}", broken=True))
+    return None
 
+
+def _info(backend: "Backend", started: float) -> dict[str, Any]:
+    """What ``Ready`` reports: the backend's own info, how long it took to start, its settings."""
+    from ..host.knobs import recorded
+
+    info = backend.info()
+    info["startup_s"] = time.perf_counter() - started
+    info["kernel_env"] = recorded(os.environ)  # as this worker ran (--threads adds limits)
+    return info
+
+
+def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, started: float) -> None:
+    """Measure each of the job's cells, in a shuffled order and interleaved batches."""
     from .counters import SampleCounters
     from .heartbeat import Board
     from .prepare import ReferenceCache, finish, prepare
     from ..model.replicate import Replicate
-    from ..plan import Cell
-    from .sampling import TimerSettings, interleave
+    from .sampling import interleave
     from .tracebacks import describe_exception
     from ..workloads import REGISTRY
     from ..workloads.shipping import ShippingError, receive
     from ..workloads.userfile import load_workload_files, missing_workload_reason
 
-    load_errors = load_workload_files(job.get("workload_files", []))
-    if job.get("shipped"):
+    load_errors = load_workload_files(list(job.workload_files))
+    if job.shipped:
         try:
-            receive(job["shipped"])
+            receive(job.shipped)
         except ShippingError as exc:
-            load_errors[job["shipped"]] = str(exc)
-    info = backend.info()
-    info["startup_s"] = time.perf_counter() - started
-    from ..host.knobs import recorded
+            load_errors[job.shipped] = str(exc)
+    channel.send(Ready(info=_info(backend, started), pid=os.getpid()))
 
-    info["kernel_env"] = recorded(os.environ)  # as this worker ran (--threads adds limits)
-    channel.send("ready", info=info, pid=os.getpid())
-
-    board = Board(job.get("board"))
-    settings = TimerSettings(**job["timer"])
+    board = Board(job.board)
+    settings = job.timer
     flush = backend.flush_cache() if settings.cold else None
     references = ReferenceCache()
-    cells = [Cell.from_dict(c) for c in job["cells"]]
+    cells = job.cells
     order = list(range(len(cells)))
-    shuffler = random.Random(job.get("shuffle_seed", 0))
+    shuffler = random.Random(job.shuffle_seed)
     shuffler.shuffle(order)
     batch: list = []
     batch_bytes = 0
@@ -160,7 +181,7 @@ def run_job(job: dict[str, Any], channel: Channel, stop: StopFlag | None = None)
             board.mark(i)
             replicate = finish(backend, p)
             replicate.usage = counters.usage(i)
-            channel.send("replicate", key=cells[i].key, replicate=replicate.to_dict())
+            channel.send(ReplicateDone(cells[i].key, replicate))
         batch, batch_bytes = [], 0
         backend.free()
 
@@ -169,34 +190,32 @@ def run_job(job: dict[str, Any], channel: Channel, stop: StopFlag | None = None)
             break
         cell = cells[i]
         board.mark(i)
-        channel.send("start", key=cell.key)
+        channel.send(Start(cell.key))
         wl = REGISTRY.get(cell.workload)
         if wl is None:
             reason = missing_workload_reason(cell.workload, load_errors)
-            channel.send("replicate", key=cell.key, replicate=Replicate.ended("failed", reason).to_dict())
+            channel.send(ReplicateDone(cell.key, Replicate.ended("failed", reason)))
             continue
         try:
-            p = prepare(backend, wl, cell, settings, references,
-                        seed=int(job.get("seed", 0)), flush=flush)
+            p = prepare(backend, wl, cell, settings, references, seed=job.seed, flush=flush)
         except Exception as exc:  # prepare reports its own errors; this is a last resort
-            channel.send("replicate", key=cell.key,
-                         replicate=Replicate.ended("failed", describe_exception(exc)).to_dict())
+            channel.send(ReplicateDone(cell.key, Replicate.ended("failed", describe_exception(exc))))
             continue
         if p.run is None:
-            channel.send("replicate", key=cell.key, replicate=p.replicate.to_dict())
+            channel.send(ReplicateDone(cell.key, p.replicate))
             continue
         batch.append((i, p))
         batch_bytes += p.input_bytes
-        if batch_bytes >= INTERLEAVE_BYTES or not job.get("interleave", True):
+        if batch_bytes >= INTERLEAVE_BYTES:
             flush_batch()
     if batch:
         flush_batch()
     counters.close()
-    channel.send("done", stopped=stop.set)
-    return 0
+    channel.send(Done(stopped=stop.set))
 
 
 def main() -> int:
+    """Read the job from stdin, do it, answer on the protocol channel; the exit status."""
     stop = StopFlag()
     stop.install()
     faulthandler.enable(file=sys.stderr, all_threads=False)
@@ -204,7 +223,11 @@ def main() -> int:
     line = sys.stdin.readline()
     if not line:
         return 2
-    job = json.loads(line)
+    try:
+        job = Job.from_json(line)
+    except SchemaError as exc:  # a parent of another version, or a bug: one line on stderr
+        print(f"arraybench worker: the job does not fit the protocol: {exc}", file=sys.stderr)
+        return 2
     return run_job(job, channel, stop)
 
 

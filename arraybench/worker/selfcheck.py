@@ -7,29 +7,24 @@ events and the wall clock agree, that results are judged against float64, that t
 precision is the one the run records, how the library holds memory, that clocks hold, that
 transfers move data. Checks that need a GPU say why they are skipped on the CPU.
 
-Run as ``python -m arraybench.worker.selfcheck`` with a JSON job on stdin (``backend``, ``device``,
-``allow_tf32``, optionally ``only``); it prints one JSON object per check.
+They run in a worker process (``python -m arraybench.worker``) given a job whose task is
+``selfcheck``; the worker sends each outcome back as a ``protocol.CheckDone``.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import sys
-from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from .accuracy import REDUCED_PRECISION_EPS, Check, judge
 from ..backends.base import Backend
+from .protocol import CHECKS, GPU_ONLY
 from .sampling import TimerSettings
 from .timer import Timer
 from ..units import format_seconds
-
-CHECKS = ("sync", "unsynced", "events", "float64", "precision", "memory", "clocks", "transfers")
-GPU_ONLY = ("events", "memory", "clocks", "transfers")
 
 #: A synced time below this share of the time to a value on the host did not wait for the work.
 #: Asynchronous dispatch is 30x to 1000x faster than the work it launches; noise on a shared
@@ -248,43 +243,15 @@ _RUN: dict[str, Callable[[Backend], Outcome]] = {
 }
 
 
-def run_checks(backend: Backend, only: tuple[str, ...] = CHECKS) -> list[Outcome]:
-    """Every check that applies to the backend's device; one that raises has failed, saying how."""
+def run_checks(backend: Backend, only: tuple[str, ...] = CHECKS) -> Iterator[Outcome]:
+    """Every check in ``only`` that applies to the backend's device, each as soon as it is done;
+    one that raises has failed, saying how."""
     from .tracebacks import describe_exception
 
-    out = []
     for name in only:
         if backend.device == "cpu" and name in GPU_ONLY:
             continue
         try:
-            out.append(_RUN[name](backend))
+            yield _RUN[name](backend)
         except Exception as exc:  # a check that cannot run is a finding, not a crash
-            out.append(Outcome(name, "failed", describe_exception(exc)))
-    return out
-
-
-def main() -> int:
-    channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
-    os.dup2(2, 1)  # a library that prints must not corrupt the protocol
-    job = json.loads(sys.stdin.readline() or "{}")
-    from .. import backends
-    from ..backends.base import Unavailable
-
-    try:
-        backend = backends.load(job["backend"])(job["device"], allow_tf32=bool(job.get("allow_tf32")))
-    except (Unavailable, ImportError) as exc:
-        channel.write(json.dumps({"unavailable": str(exc)}) + "\n")
-        return 0
-    except Exception as exc:  # a broken install: the doctor's finding, not a traceback
-        from .tracebacks import describe_exception
-
-        channel.write(json.dumps({"failed": f"{job['backend']} failed to start: {describe_exception(exc)}"})
-                      + "\n")
-        return 0
-    for outcome in run_checks(backend, tuple(job.get("only") or CHECKS)):
-        channel.write(json.dumps(asdict(outcome)) + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+            yield Outcome(name, "failed", describe_exception(exc))

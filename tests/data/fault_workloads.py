@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 SIZES = {"small": 64}
 
 if (HERE / "kill_worker_at_start").exists() and sys.modules["__main__"].__spec__ is not None \
-        and sys.modules["__main__"].__spec__.name == "arraybench.worker":
+        and sys.modules["__main__"].__spec__.name == "arraybench.worker.__main__":
     os.kill(os.getpid(), signal.SIGKILL)  # dies before it has said it is ready
 
 

@@ -1,0 +1,180 @@
+"""What a worker process is asked and what it answers: one typed job in, typed messages out.
+
+Every child arraybench starts is ``python -m arraybench.worker`` (started by
+``executors.worker_process.WorkerProcess``) and speaks this protocol. The parent writes one ``Job``
+as a JSON line on the worker's stdin; the worker answers on a private copy of its stdout, one JSON
+object per line, each a message below with an ``event`` naming its type:
+
+- ``Ready`` once the library is imported and the device open, or ``Unavailable`` instead (then the
+  worker exits);
+- for a ``measure`` job, ``Start`` before each cell (so a crash or hang can be pinned on it) and
+  ``ReplicateDone`` after it; for a ``selfcheck`` job (``arraybench doctor``), one ``CheckDone`` per
+  check; a ``probe`` job asks for nothing more;
+- ``Done`` at the end.
+
+Both sides validate what they read (``model.schema``): a job that does not have its shape stops the
+worker with a one-line error, and a message that does not is not acted on.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, Literal, Union
+
+from ..model import schema
+from ..model.replicate import Replicate
+from ..plan import Cell
+from .sampling import TimerSettings
+
+Task = Literal["measure", "probe", "selfcheck"]
+CheckName = Literal["sync", "unsynced", "events", "float64", "precision", "memory", "clocks", "transfers"]
+#: The doctor's checks, in the order they run.
+CHECKS: tuple[str, ...] = typing.get_args(CheckName)
+#: Checks that need a GPU: on the CPU they are not run.
+GPU_ONLY = ("events", "memory", "clocks", "transfers")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One worker's work: a library on a device and what to do with it (``task``).
+
+    ``measure`` times ``cells`` as replicate ``replicate``; ``probe`` only opens the library;
+    ``selfcheck`` runs the doctor's checks named in ``only``.
+    """
+
+    backend: str
+    device: str
+    task: Task = "measure"
+    replicate: int = field(default=0, metadata={"min": 0})
+    cells: tuple[Cell, ...] = ()
+    timer: TimerSettings = field(default_factory=TimerSettings)
+    seed: int = 0
+    #: The order the worker samples its cells in; a retry after a crash gets another.
+    shuffle_seed: int = 0
+    threads: int | None = field(default=None, metadata={"min": 1})
+    allow_tf32: bool = False
+    #: ``--workload-file`` paths, and the file of workloads shipped from the API (or None).
+    workload_files: tuple[str, ...] = ()
+    shipped: str | None = None
+    #: The heartbeat board the worker marks its progress on (set by ``WorkerProcess``).
+    board: str | None = None
+    only: tuple[CheckName, ...] = CHECKS  # type: ignore[assignment]
+
+    def to_json(self) -> str:
+        """One JSON line (without its newline)."""
+        return json.dumps(schema.to_json(self))
+
+    @classmethod
+    def from_json(cls, line: str) -> "Job":
+        """The job in ``line``; ``schema.SchemaError`` names a field that does not fit."""
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise schema.SchemaError(f"job: not JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise schema.SchemaError(f"job: expected an object, got {type(data).__name__}")
+        cells = data.get("cells", [])
+        if not isinstance(cells, list):
+            raise schema.SchemaError(f"job.cells: expected a list, got {type(cells).__name__}")
+        # Cells through their own reader, which also checks what annotations cannot say.
+        job = schema.from_json(cls, {k: v for k, v in data.items() if k != "cells"}, where="job")
+        return replace(job, cells=tuple(Cell.from_dict(c, f"job.cells[{i}]") for i, c in enumerate(cells)))
+
+
+@dataclass(frozen=True)
+class Ready:
+    """The library is imported and the device open; ``info`` is what the backend reports."""
+
+    EVENT: ClassVar[str] = "ready"
+    info: dict[str, Any]
+    pid: int
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """The library cannot run here (the worker exits after this). ``broken``: it is installed but
+    failed to start, which the doctor reports as a failure rather than a skip."""
+
+    EVENT: ClassVar[str] = "unavailable"
+    reason: str
+    broken: bool = False
+
+
+@dataclass(frozen=True)
+class Start:
+    """The worker begins the cell ``key``."""
+
+    EVENT: ClassVar[str] = "start"
+    key: str
+
+
+@dataclass(frozen=True)
+class ReplicateDone:
+    """The cell ``key`` is measured (or failed, or was skipped): its replicate."""
+
+    EVENT: ClassVar[str] = "replicate"
+    key: str
+    replicate: Replicate
+
+
+@dataclass(frozen=True)
+class CheckDone:
+    """One of the doctor's checks has an outcome."""
+
+    EVENT: ClassVar[str] = "check"
+    check: str
+    status: Literal["passed", "failed", "skipped"]
+    detail: str
+
+
+@dataclass(frozen=True)
+class Done:
+    """The job is over; ``stopped`` when the worker was asked to stop before its end."""
+
+    EVENT: ClassVar[str] = "done"
+    stopped: bool = False
+
+
+Message = Union[Ready, Unavailable, Start, ReplicateDone, CheckDone, Done]
+_TYPES: dict[str, type] = {t.EVENT: t for t in (Ready, Unavailable, Start, ReplicateDone, CheckDone, Done)}
+
+
+def encode(message: Message) -> str:
+    """One message as a JSON line (without its newline)."""
+    if isinstance(message, ReplicateDone):  # the replicate's own format (its inf and NaN as null)
+        data: dict[str, Any] = {"key": message.key, "replicate": message.replicate.to_dict()}
+    else:
+        data = schema.to_json(message)
+    return json.dumps({"event": message.EVENT, **data})
+
+
+def parse(line: str | bytes) -> Message | None:
+    """The message in one line from a worker, or None for a line that is not one.
+
+    A replicate that does not have its shape (a worker of another version, or a bug) becomes a
+    failed one for its cell: the cell is answered, and the run goes on.
+    """
+    try:
+        data = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    cls = _TYPES.get(data.get("event"))  # type: ignore[arg-type]
+    if cls is None:
+        return None
+    if cls is ReplicateDone:
+        key = data.get("key")
+        if not isinstance(key, str):
+            return None
+        try:
+            replicate = Replicate.from_dict(data.get("replicate"))
+        except schema.SchemaError as exc:
+            replicate = Replicate.ended("failed", f"the worker sent a malformed measurement ({exc})")
+        return ReplicateDone(key, replicate)
+    try:
+        return schema.from_json(cls, data)
+    except schema.SchemaError:
+        return None
