@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ..analysis.grouping import baselines, grouped, is_valid, size_text, winner
 from ..files import write_atomic
-from ..model.record import Record
+from ..model.record import Record, config_label
 from ..units import format_seconds
-from .tables import Notes, ci_text, config_name, error_text, speedup_text, unavailable_configs
+from .tables import Notes, ci_text, error_text, speedup_text, unavailable_configs
 
 if TYPE_CHECKING:
     from ..analysis.compare import Comparison
@@ -105,7 +105,7 @@ def markdown_table(records: Iterable[Record]) -> list[str]:
     for i, text in enumerate(notes.texts, 1):
         lines.append(f"{i}. {md(text)}")
     for (backend, device), reason in unavailable.items():
-        lines.append(f"- not run: {md(config_name(backend, device))}: {md(reason)}")
+        lines.append(f"- not run: {md(config_label(backend, device))}: {md(reason)}")
     return lines
 
 
