@@ -39,7 +39,7 @@ def main(args: argparse.Namespace) -> int:
 
     from .. import api
     from ..model.merge import same_machine_notes
-    from ..render.tables import print_findings, print_table
+    from ..render import report
     from ..model.results import load, resolve
 
     pairs = [split_label(t) for t in args.runs]
@@ -53,8 +53,7 @@ def main(args: argparse.Namespace) -> int:
         console = Console()
         if not console.is_terminal and console.width < 120:
             console = Console(width=120, color_system=None)
-        print_table(merged.records, console)
-        print_findings(merged.findings(), console)
+        report.show(merged, console)
         out = merged.output_dir
         console.print(f"merged {len(runs)} runs ({', '.join(labels)}) into {out / 'results.json'}; "
                       f"report: {out / 'report.html'}")
