@@ -17,6 +17,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ResultsError
@@ -26,8 +27,6 @@ from .schema import SchemaError, to_json
 from .untrusted import MAX_DEPTH, NotPlainJson, NotRegularFile, check_environment, loads, read_regular, too_deep
 
 if TYPE_CHECKING:
-    from types import ModuleType
-
     from matplotlib.figure import Figure
 
 SCHEMA_VERSION = 2
@@ -42,7 +41,7 @@ RESULTS_NAME = "results.json"
 RENDERING = "arraybench.render.report"
 
 
-def _rendering() -> "ModuleType":
+def _rendering() -> ModuleType:
     return importlib.import_module(RENDERING)
 
 
