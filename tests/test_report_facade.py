@@ -3,6 +3,7 @@ per run, and a configuration is labelled by one function everywhere it is shown.
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -54,11 +55,11 @@ def test_findings_are_computed_once_per_run_and_again_when_the_records_change(mo
     monkeypatch.setattr(report, "compute_findings", counted)
     res = results([record(samples=spread(1e-3)), record(backend="torch", samples=spread(0.5e-3))])
     written = res.write_report(tmp_path, plots=False)
-    console = Console(file=open(tmp_path / "out.txt", "w"), width=120)  # noqa: SIM115
-    report.show(res, console)
+    shown = io.StringIO()
+    report.show(res, Console(file=shown, width=120))
     found = res.findings()
     assert calls == [2]  # the report files, the terminal and findings() share one computation
-    assert found and found[0] in (tmp_path / "findings.md").read_text()
+    assert found and found[0] in (tmp_path / "findings.md").read_text() and found[0] in shown.getvalue()
     assert found[0] in (tmp_path / "report.html").read_text() and found[0] in (tmp_path / "results.md").read_text()
     assert {p.name for p in written} == {"report.html", "results.md", "results.csv", "findings.md"}
     found.append("changed by the caller")
