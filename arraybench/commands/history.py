@@ -81,7 +81,7 @@ def main(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from ..analysis.history import history
-    from ..render.history import history_table, summary
+    from ..render.history import print_history
     from ..store import open_store
 
     machine = this_machine() if args.machine == "this" else args.machine
@@ -99,12 +99,7 @@ def main(args: argparse.Namespace) -> int:
                       "finish, and `arraybench store import DIR` adds earlier ones.")
         return 0
     found = history(entries, runs, threshold=args.threshold, fdr=args.fdr)
-    console.print(history_table(found, last=args.last))
-    console.print(summary(found) + f"; store {where}", markup=False, highlight=False)
-    for step in found.steps:
-        style = "bold red" if step.slower else "bold green"
-        console.print(f"[{style}]step:[/] ", end="")
-        console.print(step.sentence(), markup=False, highlight=False)
+    print_history(found, console, where, last=args.last)
     if not args.no_plots:
         from ..outdir import prepare
         from ..render.history_plot import write_history_plots

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
+from rich.console import Console
 from rich.table import Table
 
 from ..analysis.compare import change_text
@@ -60,6 +61,17 @@ def shown_series(history: "History") -> list["Series"]:
     """The series worth rows: those with a measured time in at least one run (a library that was
     never available on a machine is left out)."""
     return [s for s in history.series if any(p.valid for p in s.points)]
+
+
+def print_history(history: "History", console: Console, where: str, last: int = DEFAULT_LAST) -> None:
+    """What ``arraybench history`` prints: the table, a summary naming the store (``where``), and
+    each step called, slower in red and faster in green."""
+    console.print(history_table(history, last=last))
+    console.print(summary(history) + f"; store {where}", markup=False, highlight=False)
+    for step in history.steps:
+        style = "bold red" if step.slower else "bold green"
+        console.print(f"[{style}]step:[/] ", end="")
+        console.print(step.sentence(), markup=False, highlight=False)
 
 
 def history_table(history: "History", last: int = DEFAULT_LAST) -> Table:
