@@ -7,9 +7,8 @@ import json
 import sys
 from typing import Any
 
-from rich.console import Console
-
 from ..errors import printable
+from ..render.terminal import stdout_console
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -62,8 +61,6 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(entries, indent=1))
         return 1 if errors else 0
-    console = Console()
-    if not console.is_terminal and console.width < 120:
-        console = Console(width=120, color_system=None)
+    console = stdout_console()
     print_catalog(entries, console)
     return 1 if errors else 0

@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rich.console import Console
-
 from ..errors import SaveError, one_line
+from ..render.terminal import stdout_console
 from .argtypes import fraction, percent
 
 
@@ -53,9 +52,7 @@ def main(args: argparse.Namespace) -> int:
         from ..outdir import prepare
 
         out = prepare(args.output_dir, overwrite=True)
-    console = Console()
-    if not console.is_terminal and console.width < 120:
-        console = Console(width=120, color_system=None)
+    console = stdout_console()
     print_comparison(comparison, console, across)
     if out is not None:
         from ..files import write_atomic

@@ -78,10 +78,9 @@ def this_machine() -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from ..analysis.history import history
     from ..render.history import print_history
+    from ..render.terminal import stdout_console
     from ..store import open_store
 
     machine = this_machine() if args.machine == "this" else args.machine
@@ -91,9 +90,7 @@ def main(args: argparse.Namespace) -> int:
     with open_store(store_location(args)) as store:
         entries, runs = store.entries(workloads=workloads, backends=backends, machine=machine, since=since)
         where = store.describe()
-    console = Console()
-    if not console.is_terminal and console.width < 120:
-        console = Console(width=120, color_system=None)
+    console = stdout_console()
     if not entries:
         console.print(f"arraybench history: no stored run matches in {where}; runs are stored as they "
                       "finish, and `arraybench store import DIR` adds earlier ones.")

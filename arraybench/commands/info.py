@@ -40,6 +40,7 @@ def main(args: argparse.Namespace) -> int:
     from ..host import environment
     from ..host.probe import probe_backends
     from ..render.machine_info import print_info
+    from ..render.terminal import stdout_console
 
     env = environment.collect()
     backends_state = probe_backends()
@@ -50,8 +51,6 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps({"environment": env, "backends": backends_state,
                           "project_defaults": defaults}, indent=1, default=str))
         return 0
-    console = Console()
-    if not console.is_terminal and console.width < 120:
-        console = Console(width=120, color_system=None)
+    console = stdout_console()
     print_info(env, backends_state, defaults, console)
     return 0

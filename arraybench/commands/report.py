@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.console import Console
-
+from ..render.terminal import stdout_console
 from .storeargs import add_store_option, store_location
 
 
@@ -41,9 +40,7 @@ def main(args: argparse.Namespace) -> int:
     except OSError as exc:  # a full disk, a folder where a report file goes: one line
         raise SaveError.from_os(exc) from None
     if not args.quiet:
-        console = Console()
-        if not console.is_terminal and console.width < 120:
-            console = Console(width=120, color_system=None)
+        console = stdout_console()
         report.show(results, console, with_findings=False)
         if not results.complete:
             console.print("[yellow]These results are from an interrupted run; some cells were not measured.[/]")

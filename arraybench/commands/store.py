@@ -61,16 +61,13 @@ def import_main(args: argparse.Namespace) -> int:
 
 
 def list_main(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from ..render.stored import runs_table
+    from ..render.terminal import stdout_console
     from ..store import open_store
 
     with open_store(store_location(args)) as store:
         runs = store.runs(machine=args.machine)
         where = store.describe()
-    console = Console()
-    if not console.is_terminal and console.width < 120:
-        console = Console(width=120, color_system=None)
+    console = stdout_console()
     console.print(runs_table(runs, where))
     return 0
