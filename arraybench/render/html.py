@@ -23,13 +23,13 @@ from ..analysis.roofline import Ceiling
 from ..analysis.roofline import ceilings as ceilings_of_run
 from ..analysis.roofline import share as share_of_ceiling
 from ..files import write_atomic
-from ..model.machines import describe
 from ..model.record import Record, config_label
 from ..units import format_seconds
+from .environment_text import environment_section
 from .history import history_section
 from .naming import history_file_name, plot_file_name, summary_file_name
 from .tables import Notes, achieved_text, ci_text, error_text, speedup_text, unavailable_configs
-from .usage_text import kernel_rows, usage_lines, usage_title
+from .usage_text import usage_lines, usage_title
 
 if TYPE_CHECKING:
     from ..analysis.history import History
@@ -100,7 +100,7 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
         bad=[{"key": r.key, "case": f"{r.workload} {size_text(r)}", "library": r.config_label,
               "status": r.status, "reason": r.reason} for r in bad]))
     sections.append(_section("environment", "Environment and settings", "environment",
-                             toc="Environment", **_environment(results)))
+                             toc="Environment", **environment_section(results)))
     return _TEMPLATES.get_template("report.html").render(
         title=f"arraybench — {results.environment.get('cpu_model', '')}",
         subtitle=_subtitle(results), complete=results.complete, sections=sections,
@@ -214,73 +214,6 @@ def _row(r: Record, *, is_best: bool, base: Record | None, ceilings: Mapping[tup
         "used": usage_lines(r), "used_title": usage_title(r.usage),
         "refs": [notes.ref(t) for t in texts],
     }
-
-
-def _environment(results: Results) -> dict[str, Any]:
-    """Each machine's environment and settings as rows; for merged results, a heading per machine."""
-    machines = results.environment.get("machines")
-    if isinstance(machines, Mapping) and machines:
-        per_run = results.settings.get("machines") or {}
-        return {"merged_from": ", ".join(results.settings.get("merged_from") or []),
-                "machines": [{"heading": f"{label}: {describe(env)}",
-                              **_machine_environment(env, per_run.get(label.split("/")[0]) or {})}
-                             for label, env in machines.items() if isinstance(env, Mapping)]}
-    return {"merged_from": "",
-            "machines": [{"heading": "", **_machine_environment(results.environment, results.settings)}]}
-
-
-def _machine_environment(env: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
-    """One machine's environment and the run's settings as (name, text) rows, and what each
-    worker reported."""
-    gpus = env.get("gpus") or []
-    gpu_text = "; ".join(
-        ", ".join(str(g.get(k)) for k in ("name", "driver", "memory") if g.get(k))
-        for g in gpus if isinstance(g, Mapping)) or "none found"
-    libraries = env.get("libraries") or {}
-    lib_text = ", ".join(f"{k} {v}" for k, v in libraries.items() if v) if isinstance(libraries, Mapping) else ""
-    workers = env.get("backends") or {}
-    blas = [f"NumPy: {env['blas']}"] if env.get("blas") else []
-    if isinstance(workers, Mapping):
-        for config, info in workers.items():
-            if isinstance(info, Mapping) and info.get("torch_blas"):
-                blas.append(f"PyTorch ({config}): {info['torch_blas']}")
-    threads = [str(settings.get("threads_applied") or settings.get("threads") or "all cores")]
-    if env.get("thread_env"):
-        threads.append(", ".join(f"{k}={v}" for k, v in env["thread_env"].items()))
-    rows = [
-        ("when", env.get("timestamp")),
-        ("machine id", env.get("machine_id")),
-        ("context", env.get("context") or None),
-        ("arraybench", env.get("arraybench")),
-        ("Python", f"{env.get('python', '')} ({env.get('python_implementation', '')})"),
-        ("platform", env.get("platform")),
-        ("CPU", f"{env.get('cpu_model', '')}: {env.get('cpu_count', '?')} logical cores, "
-                f"{env.get('cpus_available', '?')} available"),
-        ("memory", f"{env.get('memory_gib')} GiB" if env.get("memory_gib") else None),
-        ("GPUs", gpu_text),
-        ("libraries", lib_text),
-        ("BLAS", "; ".join(blas) or None),
-        ("threads", "; ".join(threads)),
-        *kernel_rows(env),
-    ]
-    measure = [(k, settings.get(k)) for k in ("dtype", "modes", "replicates", "max_replicates", "max_time",
-                                             "min_samples", "rel_ci", "cold", "allow_tf32", "seed")
-               if k in settings]
-    pairs = [(k, v) for k, v in rows if v not in (None, "")] + [(f"setting: {k}", v) for k, v in measure]
-    reported = [(str(config), [(str(k), _plain(v)) for k, v in info.items()])
-                for config, info in workers.items() if isinstance(info, Mapping)] if isinstance(workers, Mapping) else []
-    return {"rows": [(str(k), _plain(v)) for k, v in pairs], "workers": reported}
-
-
-def _plain(value: Any) -> str:
-    """Nested JSON values as one line of text."""
-    if isinstance(value, Mapping):
-        return ", ".join(f"{k}={_plain(v)}" for k, v in value.items() if v not in (None, ""))
-    if isinstance(value, (list, tuple)):
-        return "; ".join(_plain(v) for v in value) if value else "—"
-    if value is None:
-        return "—"
-    return str(value)
 
 
 # -- plots -------------------------------------------------------------------------------------
