@@ -109,7 +109,7 @@ def test_a_report_with_history_and_machines_loads_cleanly_with_every_plot(browse
 
     from arraybench.analysis.history import history
     from arraybench.model.merge import merge
-    from arraybench.render.outputs import write_reports
+    from arraybench.render.report import write_report
     from arraybench.store import open_store
 
     from .synthetic import timed_run
@@ -122,7 +122,7 @@ def test_a_report_with_history_and_machines_loads_cleanly_with_every_plot(browse
     assert len(found.steps) == 1
     merged = merge([timed_run(3), copy.deepcopy(timed_run(3, host="host-b", numpy_s=5e-4))], ["a", "b"])
     out = tmp_path / "report"
-    written = write_reports(merged, out, history=found)
+    written = write_report(merged, out, history=found)
     page = browser.open(out / "report.html")
     assert page.errors() == []
     plots = json.loads(page.evaluate(PLOTS_JS))

@@ -16,7 +16,7 @@ from typing import Iterable
 from ..model.record import Record
 from ..units import format_seconds
 from .crossover import Point, find
-from .grouping import grouped, is_valid, size_text
+from .grouping import grouped, is_valid, library_label, size_text
 
 
 def _ratio(x: float) -> str:
@@ -35,10 +35,6 @@ def _best_by_machine(group: Iterable[Record]) -> dict[str, Record]:
         if is_valid(r) and (r.machine not in best or r.median_s < best[r.machine].median_s):
             best[r.machine] = r
     return best
-
-
-def _library(r: Record) -> str:
-    return r.config_label.removesuffix(f" @ {r.machine}") if r.machine else r.config_label
 
 
 def _name(machine: str) -> str:
@@ -74,8 +70,8 @@ def machine_findings(records: Iterable[Record]) -> list[str]:
         top = ranked[0]
         for other in ranked[1:]:
             where = f"{workload} {size_text(top)}"
-            pair = (f"{_library(top)} {format_seconds(top.median_s)} against "
-                    f"{_library(other)} {format_seconds(other.median_s)}, each machine's fastest")
+            pair = (f"{library_label(top)} {format_seconds(top.median_s)} against "
+                    f"{library_label(other)} {format_seconds(other.median_s)}, each machine's fastest")
             if (top.ci_high_s or top.median_s) >= (other.ci_low_s or other.median_s):
                 out.append(f"On {where}, {_name(top.machine)} and {_name(other.machine)} are level "
                            f"({pair}; the 95% CIs overlap).")

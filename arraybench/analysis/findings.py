@@ -13,9 +13,9 @@ from typing import Any, Iterable, Mapping
 from .across_machines import machine_findings
 from .crossover import crossovers
 from .explanations import explanations
-from ..model.record import Record
+from ..model.record import Record, config_label
 from ..units import format_seconds
-from .grouping import baseline, grouped, is_valid, size_text
+from .grouping import baseline, grouped, is_valid, library_label, size_text
 from .roofline import ceiling_key, ceilings, share
 
 
@@ -41,11 +41,6 @@ def winners(records: Iterable[Record]) -> list[str]:
     return out
 
 
-def _library(r: Record) -> str:
-    """The configuration's name, without the machine where the sentence names it already."""
-    return r.config_label.removesuffix(f" @ {r.machine}") if r.machine else r.config_label
-
-
 def _winner(workload: str, group: list[Record], on: str) -> list[str]:
     """The winner sentence of one case on one machine (``on``: " on LABEL" or "")."""
     valid = sorted((r for r in group if is_valid(r)), key=lambda r: r.median_s)
@@ -54,14 +49,14 @@ def _winner(workload: str, group: list[Record], on: str) -> list[str]:
     best, second = valid[0], valid[1]
     where = f"{workload} {size_text(best)}{on}"
     if not _significantly_faster(best, second):
-        return [f"On {where}, {_library(best)} and {_library(second)} are level "
+        return [f"On {where}, {library_label(best)} and {library_label(second)} are level "
                 f"({format_seconds(best.median_s)} and {format_seconds(second.median_s)}; "
                 f"the 95% CIs overlap)."]
-    text = (f"On {where}, {_library(best)} is fastest at {format_seconds(best.median_s)}, "
-            f"{_ratio(second.median_s / best.median_s)} faster than {_library(second)}")
+    text = (f"On {where}, {library_label(best)} is fastest at {format_seconds(best.median_s)}, "
+            f"{_ratio(second.median_s / best.median_s)} faster than {library_label(second)}")
     base = baseline(group)
     if base is not None and base is not best and base is not second:
-        text += f" and {_ratio(base.median_s / best.median_s)} faster than {_library(base)}"
+        text += f" and {_ratio(base.median_s / best.median_s)} faster than {library_label(base)}"
     return [text + "."]
 
 
@@ -75,7 +70,8 @@ def overheads(records: Iterable[Record]) -> list[str]:
     for r in records:
         if not is_valid(r) or r.workload.startswith("ceiling_"):
             continue
-        label = r.config_label.replace(" (finite diff.)", "")
+        # Finite differences call the same library: its floor is the library's.
+        label = config_label(r.backend, r.device, r.mode, transfer=r.transfer, machine=r.machine)
         if label not in best or r.median_s < best[label].median_s:
             best[label] = r
     if len(best) < 2:

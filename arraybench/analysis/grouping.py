@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..backends import SPECS
-from ..model.record import Record
+from ..model.record import Record, config_label
 from ..workloads.params import describe as describe_params
 
 _BACKEND_ORDER = {name: i for i, name in enumerate(SPECS)}
@@ -16,6 +16,12 @@ def config_sort_key(r: Record) -> tuple:
     """NumPy first, then PyTorch, JAX, CuPy; CPU before GPU; latency, throughput, compiled."""
     return (r.machine, _BACKEND_ORDER.get(r.backend, 99), r.device, r.transfer,
             _MODE_ORDER.get(r.mode, 9), r.mode)
+
+
+def library_label(r: Record) -> str:
+    """The configuration's name without its machine ("PyTorch CPU"), for a table with a machine
+    column or a sentence that names the machine already."""
+    return config_label(r.backend, r.device, r.mode, transfer=r.transfer, gradient=r.gradient)
 
 
 def size_sort_key(r: Record) -> tuple:

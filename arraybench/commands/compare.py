@@ -5,11 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
 from ..errors import SaveError, one_line
+from ..render.terminal import stdout_console
 from .argtypes import fraction, percent
 
 
@@ -44,6 +41,7 @@ def main(args: argparse.Namespace) -> int:
     from .. import api
     from ..model.machines import cross_machine_pairs
     from ..model.results import load, resolve
+    from ..render.comparison import print_comparison
 
     base, new = load(resolve(args.base)), load(resolve(args.new))
     comparison = api.compare(base, new, threshold=args.threshold, alpha=args.alpha,
@@ -54,22 +52,8 @@ def main(args: argparse.Namespace) -> int:
         from ..outdir import prepare
 
         out = prepare(args.output_dir, overwrite=True)
-    console = Console()
-    if not console.is_terminal and console.width < 120:
-        console = Console(width=120, color_system=None)
-    for a, b in across:
-        console.print(f"[bold yellow]across machines (--cross-machine):[/] base on {escape(a)}, "
-                      f"new on {escape(b)}: differences are the machines' as much as the code's")
-    console.print(comparison_table(comparison))
-    for what, a, b in comparison.environment_differences:
-        console.print(f"[yellow]differs:[/] {escape(what)}: {escape(a)} → {escape(b)}")
-    for side, recs in (("base", comparison.only_base), ("new", comparison.only_new)):
-        for r in recs:
-            console.print(f"[yellow]only in {side}:[/] {escape(r.workload)} {escape(r.size_label)} "
-                          f"{escape(r.config_label)} ({r.status})")
-    for text in skipped_lines(comparison):
-        console.print(f"[dim]{escape(text)}[/]")
-    console.print(escape(comparison.summary()))
+    console = stdout_console()
+    print_comparison(comparison, console, across)
     if out is not None:
         from ..files import write_atomic
         from ..render.compare_plot import compare_plot
@@ -111,43 +95,3 @@ def gate(comparison, limit: float) -> int:
               "--fail-above passes nothing unseen", file=sys.stderr)
         failed = True
     return 1 if failed else 0
-
-
-def skipped_lines(comparison) -> list[str]:
-    """Cells skipped in both runs, one line per library/device and reason."""
-    groups: dict[tuple[str, str], int] = {}
-    for c in comparison.skipped_in_both:
-        key = (c.new.config_label, c.new.reason or c.base.reason)
-        groups[key] = groups.get(key, 0) + 1
-    return [f"skipped in both runs: {label} ({n} cell{'s' if n != 1 else ''}): {reason}"
-            for (label, reason), n in groups.items()]
-
-
-def comparison_table(comparison) -> Table:
-    """The comparison as a rich table, slower in red and faster in green."""
-    from ..analysis.compare import FASTER, SLOWER, change_text
-    from ..units import format_seconds
-
-    table = Table(title="arraybench compare: time per call, new vs base", header_style="bold",
-                  title_justify="left", pad_edge=False)
-    for name, numeric in (("case", False), ("library / device", False), ("base", True), ("new", True),
-                          ("new/base", True), ("change", True), ("p", True), ("q (BH)", True),
-                          ("verdict", False)):
-        if numeric:
-            table.add_column(name, justify="right", no_wrap=True)
-        else:
-            table.add_column(name, overflow="fold")
-    style = {FASTER: "green", SLOWER: "bold red"}
-    for c in comparison.shown:
-        r = c.new
-        verdict = c.verdict + (f" ({c.note})" if c.note else "")
-        table.add_row(
-            f"{r.workload} {r.size_label}", r.config_label,
-            format_seconds(c.base.median_s), format_seconds(r.median_s),
-            "—" if c.ratio is None else f"{c.ratio:.3f}",
-            "—" if c.ratio is None else change_text(c.ratio),
-            "—" if c.p_value is None else f"{c.p_value:.2g}",
-            "—" if c.q_value is None else f"{c.q_value:.2g}",
-            verdict, style=style.get(c.verdict),
-        )
-    return table

@@ -78,10 +78,9 @@ def this_machine() -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from ..analysis.history import history
-    from ..render.history import history_table, summary
+    from ..render.history import print_history
+    from ..render.terminal import stdout_console
     from ..store import open_store
 
     machine = this_machine() if args.machine == "this" else args.machine
@@ -91,20 +90,13 @@ def main(args: argparse.Namespace) -> int:
     with open_store(store_location(args)) as store:
         entries, runs = store.entries(workloads=workloads, backends=backends, machine=machine, since=since)
         where = store.describe()
-    console = Console()
-    if not console.is_terminal and console.width < 120:
-        console = Console(width=120, color_system=None)
+    console = stdout_console()
     if not entries:
         console.print(f"arraybench history: no stored run matches in {where}; runs are stored as they "
                       "finish, and `arraybench store import DIR` adds earlier ones.")
         return 0
     found = history(entries, runs, threshold=args.threshold, fdr=args.fdr)
-    console.print(history_table(found, last=args.last))
-    console.print(summary(found) + f"; store {where}", markup=False, highlight=False)
-    for step in found.steps:
-        style = "bold red" if step.slower else "bold green"
-        console.print(f"[{style}]step:[/] ", end="")
-        console.print(step.sentence(), markup=False, highlight=False)
+    print_history(found, console, where, last=args.last)
     if not args.no_plots:
         from ..outdir import prepare
         from ..render.history_plot import write_history_plots

@@ -35,12 +35,11 @@ def split_label(text: str) -> tuple[str | None, str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from .. import api
     from ..model.merge import same_machine_notes
-    from ..render.tables import print_findings, print_table
     from ..model.results import load, resolve
+    from ..render import report
+    from ..render.terminal import stdout_console
 
     pairs = [split_label(t) for t in args.runs]
     runs = [load(resolve(path)) for _, path in pairs]
@@ -50,11 +49,8 @@ def main(args: argparse.Namespace) -> int:
     for note in same_machine_notes(runs, labels):
         print(f"arraybench: note: {note}", file=sys.stderr)
     if not args.quiet:
-        console = Console()
-        if not console.is_terminal and console.width < 120:
-            console = Console(width=120, color_system=None)
-        print_table(merged.records, console)
-        print_findings(merged.findings(), console)
+        console = stdout_console()
+        report.show(merged, console)
         out = merged.output_dir
         console.print(f"merged {len(runs)} runs ({', '.join(labels)}) into {out / 'results.json'}; "
                       f"report: {out / 'report.html'}")

@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..render.numerics import FOOTNOTE, numerics_markdown, numerics_table
+    from ..render.numerics import numerics_markdown, print_numerics
 
     workloads = args.workloads
     if args.workload_files and workloads == ["numerics"]:
@@ -61,8 +61,7 @@ def main(args: argparse.Namespace) -> int:
         console = Console()
         if not console.is_terminal:
             console = Console(width=160, color_system=None)
-        console.print(numerics_table(results.records))
-        console.print(f"[dim]{FOOTNOTE}[/]")
+        print_numerics(results.records, console)
         if out is not None:
             console.print(f"numerics: {out / 'numerics.md'}; results per dtype in {out}/<dtype>/results.json")
     return code

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.console import Console
-
+from ..render.terminal import stdout_console
 from .storeargs import add_store_option, store_location
 
 
@@ -29,7 +28,7 @@ def main(args: argparse.Namespace) -> int:
     from .. import load_results
     from ..errors import SaveError
     from ..outdir import prepare
-    from ..render.tables import print_table
+    from ..render import report
     from ..store.keeping import history_of_run
 
     results = load_results(args.results)
@@ -37,14 +36,12 @@ def main(args: argparse.Namespace) -> int:
     out = prepare(args.output_dir or str(source_dir), overwrite=True)
     history = None if args.no_store else history_of_run(results, store_location(args) or True)
     try:
-        written = results.write_report(out, plots=not args.no_plots, history=history)
+        written = report.write_report(results, out, plots=not args.no_plots, history=history)
     except OSError as exc:  # a full disk, a folder where a report file goes: one line
         raise SaveError.from_os(exc) from None
     if not args.quiet:
-        console = Console()
-        if not console.is_terminal and console.width < 120:
-            console = Console(width=120, color_system=None)
-        print_table(results.records, console)
+        console = stdout_console()
+        report.show(results, console, with_findings=False)
         if not results.complete:
             console.print("[yellow]These results are from an interrupted run; some cells were not measured.[/]")
         console.print(f"wrote {len(written)} files to {out}: " + ", ".join(p.name for p in written))

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 
 from .. import api
 from ..errors import UsageError
@@ -254,12 +253,9 @@ def report_file_errors(loaded: LoadedFiles) -> None:
 
 def print_outcome(results: Results, console: Console) -> None:
     """The table, what did not run, the findings, and where the files are."""
-    from ..render.tables import print_findings, print_table
+    from ..render import report
 
-    print_table(results.records, console)
-    for e in results.errors:
-        console.print(f"[red]not run:[/] {escape(e['error'])}", soft_wrap=True)
-    print_findings(results.findings(), console)
+    report.show(results, console, errors=True)
     out = results.output_dir
     if out is not None:
         console.print(f"results: {out / 'results.json'}; report: {out / 'report.html'}")

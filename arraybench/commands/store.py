@@ -61,24 +61,13 @@ def import_main(args: argparse.Namespace) -> int:
 
 
 def list_main(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.table import Table
-
+    from ..render.stored import runs_table
+    from ..render.terminal import stdout_console
     from ..store import open_store
 
     with open_store(store_location(args)) as store:
         runs = store.runs(machine=args.machine)
         where = store.describe()
-    console = Console()
-    if not console.is_terminal and console.width < 120:
-        console = Console(width=120, color_system=None)
-    table = Table(title=f"arraybench store {where}: {len(runs)} run{'s' if len(runs) != 1 else ''}",
-                  title_justify="left", header_style="bold", pad_edge=False)
-    for name in ("run", "started", "machine", "records", "complete", "context", "from"):
-        table.add_column(name, overflow="fold", no_wrap=name in ("run", "started"))
-    for r in runs:
-        table.add_row(r.run_id, r.started_at[:19].replace("T", " "), r.machine_id, str(r.records),
-                      "yes" if r.complete else "no", ", ".join(f"{k}={v}" for k, v in r.context.items()),
-                      r.source or "(in memory)")
-    console.print(table)
+    console = stdout_console()
+    console.print(runs_table(runs, where))
     return 0

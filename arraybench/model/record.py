@@ -116,22 +116,8 @@ class Record:
     @property
     def config_label(self) -> str:
         """How the record is named in plots and tables: "PyTorch GPU", "JAX CPU (jit)"."""
-        from ..backends import SPECS
-
-        label = SPECS[self.backend].label if self.backend in SPECS else self.backend
-        text = f"{label} {self.device.upper()}"
-        extras = []
-        if self.mode != "latency":
-            extras.append(self.mode)
-        if self.transfer:
-            extras.append("+transfer")
-        if self.gradient == "finite_differences":
-            extras.append("finite diff.")
-        if extras:
-            text += f" ({', '.join(extras)})"
-        if self.machine:
-            text += f" @ {self.machine}"
-        return text
+        return config_label(self.backend, self.device, self.mode, transfer=self.transfer,
+                            gradient=self.gradient, machine=self.machine)
 
     def to_dict(self) -> dict[str, Any]:
         return schema.to_json(self)
@@ -183,3 +169,23 @@ CONTRACT = ("workload", "size_label", "size", "backend", "device", "dtype", "mod
 COLUMNS: tuple[str, ...] = tuple(
     name for f in fields(Record) if f.name != "replicates"
     for name in ([f"usage.{u}" for u in USAGE_SCALARS] if f.name == "usage" else [f.name]))
+
+
+def config_label(backend: str, device: str, mode: str = "latency", *, transfer: bool = False,
+                 gradient: str | None = None, machine: str = "") -> str:
+    """A configuration's name, the one every table, plot, finding and export uses: "PyTorch GPU",
+    "JAX CPU (jit)", "NumPy CPU @ laptop" in results of several machines."""
+    from ..backends import SPECS
+
+    label = SPECS[backend].label if backend in SPECS else backend
+    text = f"{label} {device.upper()}"
+    extras = []
+    if mode != "latency":
+        extras.append(mode)
+    if transfer:
+        extras.append("+transfer")
+    if gradient == "finite_differences":
+        extras.append("finite diff.")
+    if extras:
+        text += f" ({', '.join(extras)})"
+    return f"{text} @ {machine}" if machine else text

@@ -12,10 +12,12 @@ prints as the results table, renders as one in Jupyter, and offers ``compare``, 
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ResultsError
@@ -27,12 +29,20 @@ from .untrusted import MAX_DEPTH, NotPlainJson, NotRegularFile, check_environmen
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from ..analysis.compare import Comparison
-    from ..analysis.history import History
-
 SCHEMA_VERSION = 2
 TOOL = "arraybench"
 RESULTS_NAME = "results.json"
+
+#: The rendering facade, named and never imported here. The model is plain data that analysis and
+#: rendering read; were it to import them (even lazily or for type checking) each would import the
+#: other, and loading a results file would pull in tables, templates and statistics. Naming the
+#: facade keeps the convenience methods the README promises (``results.table()``, ``findings()``,
+#: ``plot()``, ``compare()``, the notebook table) while the dependency runs one way, at call time.
+RENDERING = "arraybench.render.report"
+
+
+def _rendering() -> ModuleType:
+    return importlib.import_module(RENDERING)
 
 
 @dataclass
@@ -76,20 +86,17 @@ class Results:
         return all(r.status in ("ok", "skipped") for r in self.records) and not self.errors
 
     def write_report(self, out_dir: str | os.PathLike[str], *, plots: bool = True,
-                     history: "History | None" = None) -> list[Path]:
+                     history: Any = None) -> list[Path]:
         """Write report.html, results.md, results.csv, findings.md and (unless ``plots`` is
         False) the SVG plots into ``out_dir``; return the files written. Measures nothing.
-        ``history`` (from the store) adds its plots and a section to the report."""
-        from ..render.outputs import write_reports
-
-        return write_reports(self, Path(out_dir), plots=plots, history=history)
+        ``history`` (an ``analysis.history.History`` from the store) adds its plots and a section
+        to the report."""
+        return _rendering().write_report(self, Path(out_dir), plots=plots, history=history)
 
     # -- for people -----------------------------------------------------------------------------
     def table(self, width: int = 120) -> str:
         """The results table as plain text, as ``arraybench run`` prints it."""
-        from ..render.tables import table_text
-
-        return table_text(self.records, width=width)
+        return _rendering().table(self, width=width)
 
     def __repr__(self) -> str:
         ok = sum(1 for r in self.records if r.status == "ok")
@@ -98,34 +105,25 @@ class Results:
         return head + "\n" + self.table()
 
     def _repr_html_(self) -> str:
-        from ..render.html import results_table_html
-
-        return results_table_html(self)
+        return _rendering().table_html(self)
 
     def findings(self) -> list[str]:
         """Plain sentences computed from the records: who wins, by how much, and why."""
-        from ..analysis.findings import findings
-
-        return findings(self.records, self.environment)
+        return _rendering().findings(self)
 
     def compare(self, other: "Results", *, threshold: float | None = None,
-                alpha: float | None = None, cross_machine: bool = False) -> "Comparison":
-        """This run as the base, ``other`` as the new run: per cell, faster, slower or no change.
+                alpha: float | None = None, cross_machine: bool = False) -> Any:
+        """This run as the base, ``other`` as the new run: per cell, faster, slower or no change
+        (an ``analysis.compare.Comparison``).
         Runs from different machines raise ``CrossMachineError`` unless ``cross_machine``."""
-        from ..analysis.compare import compare
-        from .machines import check_same_machine
-
-        check_same_machine(self, other, cross_machine)
-        return compare(self, other, **{k: v for k, v in (("threshold", threshold), ("alpha", alpha))
-                                       if v is not None})
+        return _rendering().compare(self, other, threshold=threshold, alpha=alpha,
+                                    cross_machine=cross_machine)
 
     def plot(self, kind: str = "summary", *, workload: str | None = None,
              size: str | None = None) -> "Figure":
         """A matplotlib figure: ``"summary"`` (speed against NumPy per size label), ``"case"``
         (one workload at one size), ``"sweep"`` (one workload across sizes) or ``"roofline"``."""
-        from ..render.plots import figure
-
-        return figure(self.records, kind, workload=workload, size=size)
+        return _rendering().plot(self, kind, workload=workload, size=size)
 
     def to_dataframe(self, samples: bool = False) -> Any:
         """The records as a pandas DataFrame, one row per record (``Record.to_row``).

@@ -1,5 +1,7 @@
 """Rendering: tables, plots, HTML, Markdown and CSV drawn from records; it only formats.
 
-Nothing here measures or computes a statistic (that is ``analysis``); only the plot modules import
-matplotlib, and nothing imports them to write a table or the HTML report.
+``report`` is the facade a run is shown through (``Results`` methods, the commands and the API all
+use it): it computes a run's findings once and hands them to every format. Nothing here measures or
+computes a statistic (that is ``analysis``); the HTML report's markup is in ``templates/``; only the
+plot modules import matplotlib, and nothing imports them to write a table or the HTML report.
 """

@@ -7,14 +7,13 @@ versions changed.
 
 from __future__ import annotations
 
-import html
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Any, Sequence
 
+from rich.console import Console
 from rich.table import Table
 
 from ..analysis.compare import change_text
 from ..units import format_interval, format_seconds
-from .naming import history_file_name
 
 if TYPE_CHECKING:
     from ..analysis.history import History, Point, Series
@@ -64,6 +63,17 @@ def shown_series(history: "History") -> list["Series"]:
     return [s for s in history.series if any(p.valid for p in s.points)]
 
 
+def print_history(history: "History", console: Console, where: str, last: int = DEFAULT_LAST) -> None:
+    """What ``arraybench history`` prints: the table, a summary naming the store (``where``), and
+    each step called, slower in red and faster in green."""
+    console.print(history_table(history, last=last))
+    console.print(summary(history) + f"; store {where}", markup=False, highlight=False)
+    for step in history.steps:
+        style = "bold red" if step.slower else "bold green"
+        console.print(f"[{style}]step:[/] ", end="")
+        console.print(step.sentence(), markup=False, highlight=False)
+
+
 def history_table(history: "History", last: int = DEFAULT_LAST) -> Table:
     """Every series and its latest runs, steps in bold red (slower) or green (faster)."""
     table = Table(title="arraybench history: time per call (median) over the stored runs",
@@ -97,41 +107,15 @@ def summary(history: "History") -> str:
             f"{history.threshold:.0%})")
 
 
-def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def history_section_html(history: "History", svgs: Mapping[str, str], last: int = DEFAULT_LAST) -> str:
-    """The report's History section: the steps, the plots, and the table in a <details>."""
-    parts = [f"<p class='how'>{_e(summary(history))}. The stored runs of these cells on the same "
-             "machine, from the results store (<code>arraybench history</code> shows them all).</p>"]
-    if history.steps:
-        parts.append("<ul class='findings steps'>" + "".join(
-            f"<li class='{'slower' if st.slower else 'faster'}'>{_e(st.sentence())}</li>"
-            for st in history.steps) + "</ul>")
-    else:
-        parts.append("<p>No step: every change between consecutive runs is within the intervals "
-                     "or too small to call.</p>")
-    figs = []
-    for workload in dict.fromkeys(s.workload for s in history.series):
-        name = history_file_name(workload)
-        if name in svgs:
-            figs.append(f"<figure class='plot wide' data-plot='{_e(name)}'>{svgs[name]}"
-                        f"<figcaption>{_e(name)}</figcaption></figure>")
-    if figs:
-        parts.append("<div class='plots'>" + "".join(figs) + "</div>")
+def history_section(history: "History", figures: Sequence[tuple[str, str]],
+                    last: int = DEFAULT_LAST) -> dict[str, Any]:
+    """The report's History section as plain values for its template (``templates/history.html``):
+    the summary, the steps, the plots, and the latest runs of every series."""
     rows = []
     for s in shown_series(history):
         for i, (when, median, ci, vs, note) in enumerate(_rows(history, s, last)):
-            cls = " class='step'" if note.startswith("STEP") else ""
-            rows.append(f"<tr{cls}><td>{_e(f'{s.workload} {s.case}') if i == 0 else ''}</td>"
-                        f"<td>{_e(s.label) if i == 0 else ''}</td><td>{_e(when)}</td>"
-                        f"<td class='num'>{_e(median)}</td><td class='num'>{_e(ci)}</td>"
-                        f"<td class='num'>{_e(vs)}</td><td>{_e(note)}</td></tr>")
-    parts.append("<details><summary>every series, run by run</summary><div class='scroll'>"
-                 "<table class='records history'><thead><tr><th scope='col'>case</th>"
-                 "<th scope='col'>library / device</th><th scope='col'>run</th>"
-                 "<th scope='col' class='num'>median</th><th scope='col' class='num'>95% CI</th>"
-                 "<th scope='col' class='num'>vs previous</th><th scope='col'>note</th></tr></thead>"
-                 f"<tbody>{''.join(rows)}</tbody></table></div></details>")
-    return "\n".join(parts)
+            rows.append({"case": f"{s.workload} {s.case}" if i == 0 else "", "library": s.label if i == 0 else "",
+                         "when": when, "median": median, "ci": ci, "vs": vs, "note": note,
+                         "step": note.startswith("STEP")})
+    return {"summary": summary(history), "steps": [(st.slower, st.sentence()) for st in history.steps],
+            "figures": list(figures), "rows": rows}

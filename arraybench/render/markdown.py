@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..analysis.grouping import baselines, grouped, is_valid, size_text, winner
 from ..files import write_atomic
-from ..model.record import Record
+from ..model.record import Record, config_label
 from ..units import format_seconds
-from .tables import Notes, ci_text, config_name, error_text, speedup_text, unavailable_configs
+from .environment_text import environment_line
+from .tables import Notes, ci_text, error_text, speedup_text, unavailable_configs
 
 if TYPE_CHECKING:
     from ..analysis.compare import Comparison
@@ -26,37 +27,6 @@ def md(value: Any) -> str:
     """Escape text for a Markdown table cell: markup characters and pipes, newlines as spaces."""
     text = " ".join(str(value).split())
     return _SPECIAL.sub(r"\\\1", text)
-
-
-def environment_line(environment: Mapping[str, Any], settings: Mapping[str, Any] | None = None,
-                     backends: Iterable[str] | None = None) -> str:
-    """One line naming the machine and libraries: ``CPU (2 cores) · Python 3.11 · NumPy 2.4 …``.
-
-    ``backends`` limits the library versions to those the results used."""
-    from ..backends import SPECS
-
-    env = environment
-    parts = []
-    if env.get("cpu_model"):
-        parts.append(f"{env['cpu_model']} ({env.get('cpu_count', '?')} cores)")
-    gpus = [g.get("name") for g in env.get("gpus") or [] if isinstance(g, Mapping) and g.get("name")]
-    if gpus:
-        parts.append(", ".join(gpus))
-    if env.get("python"):
-        parts.append(f"Python {env['python']}")
-    libs = env.get("libraries") or {}
-    wanted = set(SPECS if backends is None else backends)
-    versions = [f"{SPECS[n].label} {libs[n]}" for n in SPECS
-                if n in wanted and isinstance(libs, Mapping) and libs.get(n)]
-    if versions:
-        parts.append(", ".join(versions))
-    if env.get("blas"):
-        parts.append(f"BLAS {env['blas']}")
-    if settings and settings.get("dtype"):
-        parts.append(str(settings["dtype"]))
-    if env.get("timestamp"):
-        parts.append(str(env["timestamp"])[:10])
-    return " · ".join(parts)
 
 
 def markdown_report(results: Results, findings: Sequence[str] | None = None,
@@ -105,7 +75,7 @@ def markdown_table(records: Iterable[Record]) -> list[str]:
     for i, text in enumerate(notes.texts, 1):
         lines.append(f"{i}. {md(text)}")
     for (backend, device), reason in unavailable.items():
-        lines.append(f"- not run: {md(config_name(backend, device))}: {md(reason)}")
+        lines.append(f"- not run: {md(config_label(backend, device))}: {md(reason)}")
     return lines
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..model.record import Record
+from ..model.record import Record, config_label
 from ..analysis.grouping import config_sort_key
 
 
@@ -42,7 +43,8 @@ def _column(r: Record) -> str:
 
 
 def _header(r: Record) -> str:
-    return r.config_label.replace(" (finite diff.)", "").replace(", finite diff.", "")
+    # NumPy's finite-difference gradient shares its library's column: named without the method.
+    return config_label(r.backend, r.device, r.mode, transfer=r.transfer, machine=r.machine)
 
 
 FOOTNOTE = ("† judged against its own, looser tolerance: finite differences lose about sqrt(eps) "
@@ -67,6 +69,12 @@ def output_error(r: Record, output: str) -> float | None:
         if i < len(r.output_errors):
             return r.output_errors[i]
     return r.max_rel_error
+
+
+def print_numerics(records: Iterable[Record], console: Console) -> None:
+    """The table ``arraybench numerics`` prints, and the footnote that reads its marks."""
+    console.print(numerics_table(records))
+    console.print(f"[dim]{FOOTNOTE}[/]")
 
 
 def numerics_table(records: Iterable[Record]) -> Table:

@@ -9,11 +9,11 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.grouping import baselines, grouped, is_valid, size_detail, size_text, winner
+from ..analysis.grouping import baselines, grouped, is_valid, library_label, size_detail, size_text, winner
 from ..analysis.rates import achieved
 from ..analysis.roofline import ceilings, share
 from ..errors import printable
-from ..model.record import Record
+from ..model.record import Record, config_label
 from ..units import format_interval, format_rate, format_seconds
 
 _STATUS_STYLE = {"ok": "green", "wrong": "bold red", "failed": "red", "skipped": "dim"}
@@ -51,11 +51,6 @@ def achieved_text(r: Record) -> str:
     if moved is not None:
         parts.append(format_rate(moved, "B/s"))
     return " · ".join(parts) or "—"
-
-
-def library_text(r: Record) -> str:
-    """The configuration without its machine (``"PyTorch CPU"``), for tables with a machine column."""
-    return r.config_label.removesuffix(f" @ {r.machine}") if r.machine else r.config_label
 
 
 def error_text(r: Record) -> str:
@@ -121,7 +116,7 @@ def results_table(records: Iterable[Record]) -> Group:
                 case = f"{workload} {size_text(r)}"
             table.add_row(
                 case,
-                *([library_text(r), r.machine] if several else [r.config_label]),
+                *([library_label(r), r.machine] if several else [r.config_label]),
                 format_seconds(r.median_s),
                 *([format_seconds(r.device_median_s)] if device_time else []),
                 ci_text(r),
@@ -135,14 +130,8 @@ def results_table(records: Iterable[Record]) -> Group:
             )
     footer = [Text.from_markup(f"[dim][{i}] {escape(printable(t))}[/]") for i, t in enumerate(notes.texts, 1)]
     for (backend, device), reason in unavailable.items():
-        footer.append(Text.from_markup(f"[dim]not run: {escape(config_name(backend, device))}: {escape(reason)}[/]"))
+        footer.append(Text.from_markup(f"[dim]not run: {escape(config_label(backend, device))}: {escape(reason)}[/]"))
     return Group(table, *footer)
-
-
-def config_name(backend: str, device: str) -> str:
-    from ..backends import SPECS
-
-    return f"{SPECS[backend].label if backend in SPECS else backend} {device.upper()}"
 
 
 def unavailable_configs(records: Iterable[Record]) -> dict[tuple[str, str], str]:
