@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from arraybench import load_results
-from arraybench.worker.prepare import ReferenceCache, measure_cell
+from arraybench.worker.prepare import ReferenceCache
+from .measuring import measure_cell
 from arraybench.plan import Cell
 from arraybench.worker.sampling import TimerSettings
 from arraybench.workloads.userfile import import_workload_file

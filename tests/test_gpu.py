@@ -516,7 +516,7 @@ def test_each_cell_records_gpu_health_before_and_after_and_counts_throttled_samp
 
 def test_a_gpu_without_a_monitor_says_why_in_the_record():
     from arraybench.analysis.aggregate import aggregate
-    from arraybench.worker.prepare import measure_cell
+    from .measuring import measure_cell
 
     backend = NumpyBackend("cpu")
     backend.device, backend.health_note = "gpu", "nvidia-ml-py is not installed"

@@ -11,7 +11,8 @@ import arraybench
 from arraybench import Check, workload
 from arraybench.worker.effects import look
 from arraybench.worker.fresh import FreshInputs, pool_capacity
-from arraybench.worker.prepare import ReferenceCache, measure_cell
+from arraybench.worker.prepare import ReferenceCache
+from .measuring import measure_cell
 from arraybench.options import RunOptions, validate
 from arraybench.plan import Cell, build_plan
 from arraybench.model.record import Record

@@ -52,7 +52,8 @@ def test_stats_matches_numpy_semantics(backend_name):
 
 def test_torch_std_default_would_be_caught():
     backend = backend_or_skip("torch")
-    from arraybench.worker.prepare import ReferenceCache, measure_cell
+    from arraybench.worker.prepare import ReferenceCache
+    from .measuring import measure_cell
     from arraybench.plan import Cell
     from arraybench.workloads import Workload
 

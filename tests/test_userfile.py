@@ -17,7 +17,8 @@ import pytest
 from arraybench import load_results
 from arraybench import Check, Work, workload
 from arraybench.model import record as records
-from arraybench.worker.prepare import ReferenceCache, measure_cell
+from arraybench.worker.prepare import ReferenceCache
+from .measuring import measure_cell
 from arraybench.worker.tracebacks import is_user_file
 from arraybench.plan import Cell
 from arraybench.worker.sampling import TimerSettings

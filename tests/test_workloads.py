@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from arraybench.worker import accuracy
-from arraybench.worker.prepare import ReferenceCache, measure_cell
+from arraybench.worker.prepare import ReferenceCache
+from .measuring import measure_cell
 from arraybench.plan import Cell
 from arraybench.worker.sampling import TimerSettings
 from arraybench.workloads import BUILTIN, REGISTRY, Workload

@@ -313,15 +313,3 @@ def _restore(backend: Backend, timer: Timer, bound: Bound, arrays: tuple[Any, ..
     if mutable:
         timer.fresh = fresh_inputs(backend, bound.args, bound.prefix, arrays, host, mutable,
                                    settings.restore, settings.pool_bytes)
-
-
-def measure_cell(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
-                 references: ReferenceCache, *, seed: int = 0,
-                 flush: Callable[[], None] | None = None) -> Replicate:
-    """Prepare, sample and finish one cell on its own (no interleaving)."""
-    from .sampling import interleave
-
-    prepared = prepare(backend, wl, cell, base, references, seed=seed, flush=flush)
-    if prepared.run is not None:
-        interleave([prepared.run])
-    return finish(backend, prepared)

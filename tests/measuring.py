@@ -1,0 +1,25 @@
+"""One cell measured in the test's own process: what a worker does for a cell, without the worker.
+
+The worker prepares its cells, samples them round-robin and finishes them (``worker/main.py``);
+a test of a workload or a library wants one cell's replicate, in this process, fast.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from arraybench.model.replicate import Replicate
+from arraybench.plan import Cell
+from arraybench.worker.prepare import ReferenceCache, finish, prepare
+from arraybench.worker.sampling import TimerSettings, interleave
+from arraybench.workloads.definition import Workload
+
+
+def measure_cell(backend: Any, wl: Workload, cell: Cell, base: TimerSettings,
+                 references: ReferenceCache, *, seed: int = 0,
+                 flush: Callable[[], None] | None = None) -> Replicate:
+    """Prepare, sample and finish one cell on its own (no interleaving)."""
+    prepared = prepare(backend, wl, cell, base, references, seed=seed, flush=flush)
+    if prepared.run is not None:
+        interleave([prepared.run])
+    return finish(backend, prepared)
