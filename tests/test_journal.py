@@ -187,6 +187,6 @@ def test_corrupted_journals_give_one_line_or_a_state_that_resumes(tmp_path_facto
         assert session.missing() >= 0
         session.save(session.results(complete=False))
     finally:
-        session.journal.close()
+        session.sink.close()
     loaded = load_results(out / "results.json")
     assert [r.key for r in loaded.records] == [c.key for c in state.cells]
