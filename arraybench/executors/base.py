@@ -24,7 +24,7 @@ class RunHandle(Protocol):
     """A run in progress, as an executor sees it (``session.Session`` implements it)."""
 
     @property
-    def cells(self) -> "list[Cell]":
+    def cells(self) -> list[Cell]:
         """The plan's cells, in plan order."""
 
     @property
@@ -38,20 +38,17 @@ class RunHandle(Protocol):
     def is_unavailable(self, config: Config) -> bool:
         """The library or device cannot run here (journalled: its cells are final)."""
 
-    def wanted(self, cell: "Cell") -> int:
+    def wanted(self, cell: Cell) -> int:
         """How many replicates the cell wants, given those it has."""
 
-    def todo(self, config: Config, index: int) -> "list[Cell]":
+    def todo(self, config: Config, index: int) -> list[Cell]:
         """The cells of ``config`` still lacking their ``index``-th replicate, to try now."""
 
-    def missing_indices(self, cell: "Cell") -> list[int]:
+    def missing_indices(self, cell: Cell) -> list[int]:
         """The replicate indices the cell still lacks."""
 
-    def replicates_of(self, cell: "Cell") -> "dict[int, Replicate]":
+    def replicates_of(self, cell: Cell) -> dict[int, Replicate]:
         """The cell's replicates so far, by index."""
-
-    def missing(self) -> int:
-        """How many (cell, replicate) measurements are still to make."""
 
     # -- what came home -----------------------------------------------------------------------
     def begin(self) -> None:
@@ -63,7 +60,7 @@ class RunHandle(Protocol):
     def worker_ready(self, config: Config, index: int, info: dict[str, Any], pid: int | None) -> None:
         """A worker imported its library and said what it sees (journalled)."""
 
-    def store(self, cell: "Cell", index: int, replicate: "Replicate") -> None:
+    def store(self, cell: Cell, index: int, replicate: Replicate) -> None:
         """One replicate came home: journalled at once (``SaveError`` if it cannot be)."""
 
     def mark_unavailable(self, config: Config, reason: str) -> None:
@@ -72,7 +69,7 @@ class RunHandle(Protocol):
     def start_failed(self, config: Config, reason: str) -> None:
         """A worker died before it was ready: ``config`` is not tried again in this run."""
 
-    def why_missing(self, cell: "Cell", reason: str, *, overwrite: bool = True) -> None:
+    def why_missing(self, cell: Cell, reason: str, *, overwrite: bool = True) -> None:
         """Why the cell stays missing, where it is not an interruption (a lost node)."""
 
     # -- whether to stop ----------------------------------------------------------------------
@@ -86,10 +83,10 @@ class RunHandle(Protocol):
 class Executor(Protocol):
     """Decides where a run's replicates are measured and brings them home."""
 
-    def plan(self, cells: "list[Cell]") -> "list[Cell]":
+    def plan(self, cells: list[Cell]) -> list[Cell]:
         """The run's cells as this executor measures them (a cluster may multiply them)."""
 
-    def run(self, run: RunHandle, options: "RunOptions", out_dir: Path) -> None:
+    def run(self, run: RunHandle, options: RunOptions, out_dir: Path) -> None:
         """Measure what ``run`` still lacks; return when nothing is left, nothing more can be
         measured, or the run was asked to stop."""
 

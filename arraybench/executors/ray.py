@@ -152,14 +152,18 @@ class _Flight:
 
 
 class RayExecutor:
-    """Runs a session's missing replicates as shards on a Ray cluster (see the module's note)."""
+    """Runs a run's missing replicates as shards on a Ray cluster (see the module's note); an
+    ``Executor``."""
+
+    #: The output folder of the run under way (shipped workloads, the nodes' logs), set by ``run``
+    #: before anything reads it.
+    _out_dir: Path
 
     def __init__(self, options: RunOptions, nodes: list[Node], *, node_wait: float = 60.0) -> None:
         self.options = options
         self.nodes = nodes
         self.node_wait = node_wait
         self._driver = environment.collect(options.threads)
-        self._out_dir = Path()  # the run's output folder, once ``run`` is called
 
     @classmethod
     def connect(cls, options: RunOptions, *, node_wait: float | None = None) -> "RayExecutor":
@@ -260,8 +264,8 @@ class RayExecutor:
         log.write(entry)
         shardlog.restore(session.environment, before + [entry], self.options.on)
         session.environment["cluster"].update({"address": self.options.cluster, "on": self.options.on,
-                                       "gpu_type": self.options.gpu_type,
-                                       "driver": self._driver.get("machine_id")})
+                                               "gpu_type": self.options.gpu_type,
+                                               "driver": self._driver.get("machine_id")})
 
     def _dispatch(self, session: RunHandle, log: shardlog.ShardLog) -> None:
         every = self.options.on == "every-node"
