@@ -27,7 +27,7 @@ from .plan import Cell, build_plan
 from .reporter import Reporter
 from .model.results import Results, load, resolve
 from .session import Interrupted, RunState, Session
-from .store.keeping import StoreChoice, history_of_run, store_run
+from .store.keeping import StoreChoice, store_run
 from .workloads.definition import Workload
 from .workloads.registry import BUILTIN, REGISTRY, register
 from .workloads.shipping import ShippingError, needs_shipping, receive, ship

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .analysis.aggregate import aggregate
 from .analysis.replication import Decision, decide, policy_for, timer_settings
 from .errors import SaveError
+from .executors.base import Config
 from .host import environment
 from .model.journal import Journal, JournalSink, JournalState
 from .model.record import Record
@@ -33,9 +34,6 @@ from .reporter import Reporter
 
 if TYPE_CHECKING:
     from .executors.base import Executor
-
-#: A (backend, device) pair: what one worker process runs.
-Config = tuple[str, str]
 
 
 class Interrupted(Exception):
