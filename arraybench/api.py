@@ -26,8 +26,8 @@ from .options import DTYPES, OPTION_NAMES, RunOptions, parse_sizes, validate
 from .plan import Cell, build_plan
 from .reporter import Reporter
 from .model.results import Results, load, resolve
-from .session import Interrupted, Session
-from .store.keeping import StoreChoice, history_of_run, store_run
+from .session import Interrupted, RunState, Session
+from .store.keeping import StoreChoice, store_run
 from .workloads.definition import Workload
 from .workloads.registry import BUILTIN, REGISTRY, register
 from .workloads.shipping import ShippingError, needs_shipping, receive, ship
@@ -35,6 +35,7 @@ from .workloads.userfile import LoadedFiles, load_files
 
 if TYPE_CHECKING:
     from .analysis.compare import Comparison
+    from .executors.base import Executor
 
 #: A run's free labels: ``{"commit": "abc"}`` or ``["commit=abc"]``.
 ContextLabels = Union[Mapping[str, str], Sequence[str], None]
@@ -184,13 +185,9 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
     from .outdir import FolderLock, claim
 
     labels = parse_context(context)
-    executor = None
-    if checked.options.cluster is not None:
-        from .executors import cluster_executor
-
-        # Connected and checked before the output folder is touched: a bad cluster costs nothing.
-        executor = cluster_executor(checked.options)
-        checked = replace(checked, cells=executor.plan(checked.cells))
+    # Connected and checked before the output folder is touched: a bad cluster costs nothing.
+    executor = _executor(checked.options, measure=True)
+    checked = replace(checked, cells=executor.plan(checked.cells))
     try:
         temporary = output_dir is None
         if temporary:
@@ -204,7 +201,7 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
                 ship(checked.shipped, out)
             session = Session.start(checked.cells, checked.options, out, reporter, context=labels)
             try:
-                results = session.measure(executor)
+                results = session.run(executor)
             except Interrupted as stop:
                 _finish(stop.results, checked.files, out, report=not temporary, plots=plots,
                         store=store, source=source)
@@ -212,8 +209,7 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
             _finish(results, checked.files, out, report=not temporary, plots=plots, store=store,
                     source=source)
     finally:
-        if executor is not None:
-            executor.close()
+        executor.close()
     if temporary:
         shutil.rmtree(out, ignore_errors=True)
         results.output_dir = None
@@ -232,9 +228,9 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
     from .outdir import claim
 
     out = Path(output_dir)
-    journal.read(out)  # before anything is created or locked: is there a run to resume at all?
+    journal.check_present(out)  # before anything is created or locked: is there a run at all?
     with claim(out, resume=True, what="--resume"), _saving(out):
-        state = journal.read(out)  # again, now that no other run can be appending to it
+        state = journal.read(out)  # once, now that no other run can be appending to it
         loaded = load_files(state.options.workload_files)
         if state.options.shipped_workloads:
             try:
@@ -246,31 +242,41 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
         except UsageError as exc:
             raise UsageError(f"{out / journal.JOURNAL_NAME}: its saved settings are not valid here ({exc})") from None
         labels = parse_context(context)
-        executor = None
-        if state.options.cluster is not None and state.missing():
-            from .executors import cluster_executor
-
-            executor = cluster_executor(state.options, node_wait=node_wait)
+        # A cluster run with nothing left is finished here, without connecting to its cluster.
+        left = RunState.of(state).missing()
+        executor = _executor(state.options, measure=left > 0, node_wait=node_wait)
         try:
             session = Session.resume(state, out, reporter)
-            if state.options.cluster is not None and executor is None:
+            if state.options.cluster is not None and not left:
                 from .executors import shardlog
 
-                shardlog.restore(session.env, shardlog.read(out), state.options.on)
+                shardlog.restore(session.environment, shardlog.read(out), state.options.on)
             if labels:
-                session.env["context"] = {**(session.env.get("context") or {}), **labels}
+                session.environment["context"] = {**(session.environment.get("context") or {}), **labels}
             source = str(out.resolve())
             try:
-                results = session.measure(executor)
+                results = session.run(executor)
             except Interrupted as stop:
                 _finish(stop.results, loaded, out, report=True, plots=plots, store=store,
                         source=source)
                 raise
             _finish(results, loaded, out, report=True, plots=plots, store=store, source=source)
         finally:
-            if executor is not None:
-                executor.close()
+            executor.close()
     return results
+
+
+def _executor(options: RunOptions, *, measure: bool, node_wait: float | None = None) -> Executor:
+    """Where the run's replicates are measured: its cluster's nodes (connected and checked now,
+    a ``UsageError`` if they cannot serve it), or worker processes on this machine, which also
+    finish a run with nothing left to measure."""
+    if options.cluster is not None and measure:
+        from .executors import cluster_executor
+
+        return cluster_executor(options, node_wait=node_wait)
+    from .executors.local import LocalExecutor
+
+    return LocalExecutor()
 
 
 @contextmanager

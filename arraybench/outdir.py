@@ -230,6 +230,7 @@ def unfinished(out: Path) -> str | None:
     it may be from an older, finished run.
     """
     from .model.journal import JournalError, read
+    from .session import RunState
 
     path = out / JOURNAL_NAME
     if not (path.exists() or path.is_symlink()):
@@ -241,7 +242,7 @@ def unfinished(out: Path) -> str | None:
             return None
         return (f"{out} holds a journal that --resume cannot continue ({exc}); "
                 "start afresh with --overwrite")
-    if state.missing():
+    if RunState.of(state).missing():
         return (f"{out} holds an unfinished run; continue it with `arraybench run --resume {out}`, "
                 "or start afresh with --overwrite")
     return None

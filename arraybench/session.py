@@ -1,10 +1,14 @@
 """One run in progress: its plan, its journal, the replicates measured so far, and what is left.
 
-An executor (``executors.local``: worker processes on this machine) makes the measurements and hands
-each replicate to the session, which journals it at once and tells the reporter; the records and
+The API picks an executor (worker processes here, or shards on a cluster) and hands it to
+``Session.run``; the executor sees the session only as an ``executors.base.RunHandle``. Each
+replicate it brings home is journalled at once and told to the reporter; the records and
 ``results.json`` are derived from the journalled replicates alone. Ctrl-C or SIGTERM only set a
 flag here, read by the executor between messages: a handler that raised could land between
 receiving a replicate and journalling it, and lose exactly what this module exists to keep.
+
+``RunState`` is the one answer to "what is missing", for the live run and for a journal read back
+(``--resume``, and the check that a folder holds an unfinished run).
 """
 
 from __future__ import annotations
@@ -13,19 +17,23 @@ import signal
 import threading
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .host import environment
 from .analysis.aggregate import aggregate
-from .analysis.replication import Decision, decide, policy_for
+from .analysis.replication import Decision, decide, policy_for, timer_settings
 from .errors import SaveError
-from .model.journal import Journal, JournalState
+from .executors.base import Config
+from .host import environment
+from .model.journal import Journal, JournalSink, JournalState
+from .model.record import Record
 from .model.replicate import Replicate
+from .model.results import Results
 from .options import RunOptions
 from .plan import Cell
-from .model.record import Record
 from .reporter import Reporter
-from .model.results import Results
+
+if TYPE_CHECKING:
+    from .executors.base import Executor
 
 
 class Interrupted(Exception):
@@ -42,30 +50,92 @@ class Interrupted(Exception):
         return 128 + self.signum
 
 
-Config = tuple[str, str]
+class RunState:
+    """What a run has measured and what it still lacks, under its replication policy."""
+
+    def __init__(self, cells: list[Cell], options: RunOptions,
+                 replicates: dict[str, dict[int, Replicate]] | None = None,
+                 unavailable: dict[Config, str] | None = None) -> None:
+        self.cells = cells
+        self.options = options
+        #: cell key -> replicate index -> what that replicate measured.
+        self.replicates = {k: dict(v) for k, v in (replicates or {}).items()}
+        self.unavailable = dict(unavailable or {})
+        # Issue 13: workers that died before they were ready (not journalled, so --resume retries).
+        self.start_failures: dict[Config, str] = {}
+        self._policy = policy_for(options)
+        self._decisions: dict[str, tuple[int, Decision]] = {}  # by cell: (replicates seen, decision)
+
+    @classmethod
+    def of(cls, journalled: JournalState) -> "RunState":
+        """The state of the run a journal holds."""
+        return cls(journalled.cells, journalled.options, journalled.replicates, journalled.unavailable)
+
+    def configs(self) -> list[Config]:
+        """The (backend, device) pairs of the plan, in plan order."""
+        return list(dict.fromkeys(c.config for c in self.cells))
+
+    def decision(self, cell: Cell) -> Decision:
+        """How many replicates the cell wants now, and why it stopped, if it did
+        (``analysis.replication``: adaptive cells count what they want now, not what they may)."""
+        have = self.replicates.get(cell.key, {})
+        cached = self._decisions.get(cell.key)
+        if cached is None or cached[0] != len(have):
+            cached = (len(have), decide([r for _, r in sorted(have.items())], self._policy))
+            self._decisions[cell.key] = cached
+        return cached[1]
+
+    def wanted(self, cell: Cell) -> int:
+        """How many replicates the cell should have, given those it has."""
+        return self.decision(cell).wanted
+
+    def replicates_of(self, cell: Cell) -> dict[int, Replicate]:
+        """The cell's replicates so far, by index."""
+        return self.replicates.get(cell.key, {})
+
+    def missing_indices(self, cell: Cell) -> list[int]:
+        """The replicate indices the cell still lacks (its configuration's availability aside)."""
+        have = self.replicates_of(cell)
+        return [i for i in range(self.wanted(cell)) if i not in have]
+
+    def todo(self, config: Config, index: int) -> list[Cell]:
+        """The cells of ``config`` still lacking their ``index``-th replicate, to try now."""
+        if config in self.unavailable or config in self.start_failures:
+            return []
+        return [c for c in self.cells if c.config == config and index < self.wanted(c)
+                and index not in self.replicates_of(c)]
+
+    def missing(self) -> int:
+        """How many (cell, replicate) measurements are still to make (0: the run is complete)."""
+        # Counted from the replicates, not from todo(): a worker that failed to start leaves its
+        # cells missing (a failure of this run, resumable), though no more are tried now.
+        return sum(len(self.missing_indices(c)) for c in self.cells if c.config not in self.unavailable)
+
+    def cells_done(self) -> int:
+        """How many cells have every replicate they want (or cannot run here)."""
+        return sum(1 for c in self.cells
+                   if c.config in self.unavailable or not self.missing_indices(c))
+
+    def add(self, cell: Cell, index: int, replicate: Replicate) -> None:
+        """Count a replicate (once it is journalled)."""
+        self.replicates.setdefault(cell.key, {})[index] = replicate
 
 
 class Session:
-    """A run's state; create it with ``Session.start`` or ``Session.resume``, then ``measure()``."""
+    """A run's state, journal and progress; create it with ``Session.start`` or
+    ``Session.resume``, then ``run(executor)``. Implements ``executors.base.RunHandle``."""
 
-    def __init__(self, cells: list[Cell], options: RunOptions, out_dir: Path, journal: Journal,
-                 env: dict[str, Any], reporter: Reporter | None = None) -> None:
-        self.cells = cells
-        self.options = options
+    def __init__(self, state: RunState, out_dir: Path, sink: JournalSink, env: dict[str, Any],
+                 reporter: Reporter | None = None) -> None:
+        self.state = state
         self.out_dir = out_dir
-        self.journal = journal
-        self.env = env
+        self.sink = sink
+        self.environment = env
         self.reporter = reporter or Reporter()
-        self.replicates: dict[str, dict[int, Replicate]] = {}
-        self.unavailable: dict[Config, str] = {}
-        self._completed: set[str] = set()
-        self._signals: list[int] = []  # stop signals received, in order
         #: Issue 17: why a cell is still missing where it is not an interruption (a lost node).
         self.missing_reasons: dict[str, str] = {}
-        self._policy = policy_for(options)
-        self._decisions: dict[str, tuple[int, Decision]] = {}  # by cell: (replicates seen, decision)
-        # Issue 13: workers that died before they were ready (not journalled, so --resume retries).
-        self.start_failures: dict[Config, str] = {}
+        self._completed: set[str] = set()
+        self._signals: list[int] = []  # stop signals received, in order
 
     @classmethod
     def start(cls, cells: list[Cell], options: RunOptions, out_dir: Path,
@@ -78,30 +148,38 @@ class Session:
         env["run_id"] = uuid.uuid4().hex[:16]
         if context:
             env["context"] = dict(context)
-        return cls(cells, options, out_dir, Journal.create(out_dir, options, cells, env), env, reporter)
+        sink = Journal.create(out_dir, options, cells, env)
+        return cls(RunState(cells, options), out_dir, sink, env, reporter)
 
     @classmethod
-    def resume(cls, state: JournalState, out_dir: Path, reporter: Reporter | None = None) -> "Session":
-        """Go on with the run journalled in ``out_dir``: appends to its journal."""
-        env = state.environment or environment.collect(state.options.threads)
-        for (b, d), info in state.worker_info.items():
+    def resume(cls, journalled: JournalState, out_dir: Path,
+               reporter: Reporter | None = None) -> "Session":
+        """Go on with the run journalled in ``out_dir`` (as read under its lock): appends to its
+        journal."""
+        env = journalled.environment or environment.collect(journalled.options.threads)
+        for (b, d), info in journalled.worker_info.items():
             environment.merge_worker_info(env, b, d, info)
-        session = cls(state.cells, state.options, out_dir, Journal.reopen(out_dir), env, reporter)
-        session.replicates = {k: dict(v) for k, v in state.replicates.items()}
-        session.unavailable = dict(state.unavailable)
-        return session
+        return cls(RunState.of(journalled), out_dir, Journal.reopen(out_dir), env, reporter)
+
+    @property
+    def cells(self) -> list[Cell]:
+        """The plan's cells, in plan order."""
+        return self.state.cells
+
+    @property
+    def options(self) -> RunOptions:
+        """The run's options."""
+        return self.state.options
 
     # -- the run --------------------------------------------------------------------------------
-    def measure(self, executor: Any = None) -> Results:
-        """Measure every cell not yet measured; return the results (``results.json`` saved).
+    def run(self, executor: "Executor") -> Results:
+        """Measure every cell not yet measured with ``executor``; return the results
+        (``results.json`` saved).
 
-        ``executor`` moves the measurements home (default: ``LocalExecutor``, this machine).
         Raises ``Interrupted`` (with the partial results, saved) after SIGINT or SIGTERM. Where
         the executor could not measure everything (a cluster node lost), the results say
         ``complete=False``.
         """
-        from .executors.local import LocalExecutor, StopRequested
-
         # Only the main thread may set signal handlers; run from another, the caller keeps them.
         main = threading.current_thread() is threading.main_thread()
         previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
@@ -109,9 +187,7 @@ class Session:
             signal.signal(s, self._on_signal)
         try:
             try:
-                (executor or LocalExecutor()).run(self)
-            except StopRequested:
-                pass
+                executor.run(self, self.options, self.out_dir)
             except SaveError:
                 self._save_what_is_journalled()
                 raise
@@ -125,7 +201,7 @@ class Session:
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
-            self.journal.close()
+            self.sink.close()
         self.reporter.run_finished(results)
         return results
 
@@ -144,103 +220,115 @@ class Session:
     def results(self, complete: bool) -> Results:
         """Records from everything measured so far."""
         errors = [{"kind": "worker", "source": f"{b}/{d}", "error": reason}
-                   for (b, d), reason in self.start_failures.items()]
-        return Results(environment=self.env, settings=self._settings(),
+                  for (b, d), reason in self.state.start_failures.items()]
+        return Results(environment=self.environment, settings=self._settings(),
                        records=[self.record(c) for c in self.cells], complete=complete,
                        errors=errors, output_dir=self.out_dir)
 
     def record(self, cell: Cell) -> Record:
         """A cell's record from the replicates journalled so far."""
-        reps = [r for _, r in sorted(self.replicates.get(cell.key, {}).items())]
-        decision = self.decision(cell)
+        state = self.state
+        reps = [r for _, r in sorted(state.replicates_of(cell).items())]
+        decision = state.decision(cell)
         rec = aggregate(cell, reps, decision.wanted, self.options.rel_ci, stop=decision.stop)
         if not reps:
-            rec.reason = self.unavailable.get(cell.config) or self.missing_reasons.get(cell.key) or \
+            rec.reason = state.unavailable.get(cell.config) or self.missing_reasons.get(cell.key) or \
                 "not measured (run interrupted; continue with --resume)"
-            if cell.config in self.start_failures and cell.config not in self.unavailable:
+            if cell.config in state.start_failures and cell.config not in state.unavailable:
                 rec.status = "failed"
-                rec.reason = f"{self.start_failures[cell.config]}; not measured (continue with --resume)"
+                rec.reason = f"{state.start_failures[cell.config]}; not measured (continue with --resume)"
         return rec
 
-    # -- what executors ask and tell ------------------------------------------------------------
+    # -- what executors ask (executors.base.RunHandle) -----------------------------------------
     def configs(self) -> list[Config]:
         """The (backend, device) pairs of the plan, in plan order."""
-        return list(dict.fromkeys(c.config for c in self.cells))
+        return self.state.configs()
+
+    def is_unavailable(self, config: Config) -> bool:
+        """The library or device cannot run here (journalled: its cells are final)."""
+        return config in self.state.unavailable
 
     def wanted(self, cell: Cell) -> int:
         """How many replicates the cell should have, given those it has (``analysis.replication``)."""
-        return self.decision(cell).wanted
-
-    def decision(self, cell: Cell) -> Decision:
-        """How many replicates the cell wants now, and why it stopped, if it did."""
-        have = self.replicates.get(cell.key, {})
-        cached = self._decisions.get(cell.key)
-        if cached is None or cached[0] != len(have):
-            cached = (len(have), decide([r for _, r in sorted(have.items())], self._policy))
-            self._decisions[cell.key] = cached
-        return cached[1]
+        return self.state.wanted(cell)
 
     def todo(self, config: Config, index: int) -> list[Cell]:
-        """The cells of ``config`` still lacking their ``index``-th replicate."""
-        if config in self.unavailable or config in self.start_failures:
-            return []
-        return [c for c in self.cells if c.config == config and index < self.wanted(c)
-                and index not in self.replicates.get(c.key, {})]
+        """The cells of ``config`` still lacking their ``index``-th replicate, to try now."""
+        return self.state.todo(config, index)
+
+    def missing_indices(self, cell: Cell) -> list[int]:
+        """The replicate indices the cell still lacks."""
+        return self.state.missing_indices(cell)
+
+    def replicates_of(self, cell: Cell) -> dict[int, Replicate]:
+        """The cell's replicates so far, by index."""
+        return self.state.replicates_of(cell)
 
     def missing(self) -> int:
         """How many (cell, replicate) measurements are still to make (0: the run is complete)."""
-        # Counted from the replicates, not from todo(): a worker that failed to start leaves its
-        # cells missing (a failure of this run, resumable), though no more are tried now.
-        return sum(1 for c in self.cells if c.config not in self.unavailable
-                   for i in range(self.wanted(c)) if i not in self.replicates.get(c.key, {}))
-
-    def mark_unavailable(self, config: Config, reason: str) -> None:
-        """A library or device cannot run here: journal it, and its cells are final (skipped)."""
-        self.unavailable[config] = reason
-        self.journal.unavailable(config[0], config[1], reason)
-        self.reporter.config_unavailable(config[0], config[1], reason)
-        self.complete_config(config)
-
-    def start_failed(self, config: Config, reason: str) -> None:
-        """A worker died before it was ready (killed, or its library crashed on import): a failure
-        of this run, not of the library's availability. Nothing is journalled, so ``--resume``
-        tries again; the configuration is not tried again in this run."""
-        self.start_failures[config] = reason
-        self.complete_config(config)
-
-    def worker_ready(self, config: Config, index: int, info: dict[str, Any], pid: int | None) -> None:
-        """A worker imported its library and reported what it sees (BLAS, threads, device)."""
-        self.journal.worker(config[0], config[1], index, info, pid=pid)
-        environment.merge_worker_info(self.env, config[0], config[1], info)
-
-    def store(self, cell: Cell, index: int, replicate: Replicate) -> None:
-        """Journal one replicate the moment it arrives (a ``SaveError`` if it cannot be: then it is
-        not counted either, so the records never hold what the journal lacks)."""
-        before = self.wanted(cell)
-        self.journal.replicate(cell.key, index, replicate)
-        self.replicates.setdefault(cell.key, {})[index] = replicate
-        self.reporter.replicate_done(cell, index, replicate)
-        if self.wanted(cell) > before:
-            self.reporter.more_wanted(cell, self.wanted(cell) - before)
-        if len(self.replicates[cell.key]) >= self.wanted(cell):
-            self._complete(cell)
-
-    def complete_config(self, config: Config) -> None:
-        for c in self.cells:
-            if c.config == config:
-                self._complete(c)
+        return self.state.missing()
 
     def stop_requested(self) -> bool:
         """A stop signal arrived: finish the measurement under way and go no further."""
         return bool(self._signals)
 
-    def request_stop(self, signum: int = signal.SIGINT) -> None:
-        """Stop as a signal would (a cluster node is told to stop by the head, not by a signal)."""
-        self._on_signal(signum, None)
-
     def stop_now(self) -> bool:
         """A second stop signal arrived: do not wait even for the measurement under way."""
         return len(self._signals) > 1
+
+    # -- what executors tell --------------------------------------------------------------------
+    def begin(self) -> None:
+        """Measuring starts: the reporter learns the total, and the cells of configurations
+        known to be unavailable are final."""
+        self.reporter.run_started(self.missing())
+        for config in self.configs():
+            if config in self.state.unavailable:
+                self._complete_config(config)
+
+    def worker_started(self, config: Config, index: int, cells: int) -> None:
+        """A worker starts on ``cells`` cells of ``config`` as their ``index``-th replicate."""
+        self.reporter.worker_started(config[0], config[1], index, cells)
+
+    def worker_ready(self, config: Config, index: int, info: dict[str, Any], pid: int | None) -> None:
+        """A worker imported its library and reported what it sees (BLAS, threads, device)."""
+        self.sink.worker(config[0], config[1], index, info, pid=pid)
+        environment.merge_worker_info(self.environment, config[0], config[1], info)
+
+    def store(self, cell: Cell, index: int, replicate: Replicate) -> None:
+        """Journal one replicate the moment it arrives (a ``SaveError`` if it cannot be: then it is
+        not counted either, so the records never hold what the journal lacks)."""
+        before = self.wanted(cell)
+        self.sink.replicate(cell.key, index, replicate)
+        self.state.add(cell, index, replicate)
+        self.reporter.replicate_done(cell, index, replicate)
+        if self.wanted(cell) > before:
+            self.reporter.more_wanted(cell, self.wanted(cell) - before)
+        if len(self.replicates_of(cell)) >= self.wanted(cell):
+            self._complete(cell)
+
+    def mark_unavailable(self, config: Config, reason: str) -> None:
+        """A library or device cannot run here: journal it, and its cells are final (skipped)."""
+        self.state.unavailable[config] = reason
+        self.sink.unavailable(config[0], config[1], reason)
+        self.reporter.config_unavailable(config[0], config[1], reason)
+        self._complete_config(config)
+
+    def start_failed(self, config: Config, reason: str) -> None:
+        """A worker died before it was ready (killed, or its library crashed on import): a failure
+        of this run, not of the library's availability. Nothing is journalled, so ``--resume``
+        tries again; the configuration is not tried again in this run."""
+        self.state.start_failures[config] = reason
+        self._complete_config(config)
+
+    def why_missing(self, cell: Cell, reason: str, *, overwrite: bool = True) -> None:
+        """Why the cell stays missing, where it is not an interruption (a lost node); with
+        ``overwrite=False`` an earlier reason stands."""
+        if overwrite or cell.key not in self.missing_reasons:
+            self.missing_reasons[cell.key] = reason
+
+    def request_stop(self, signum: int = signal.SIGINT) -> None:
+        """Stop as a signal would (a cluster node is told to stop by the head, not by a signal)."""
+        self._on_signal(signum, None)
 
     # -- internals ------------------------------------------------------------------------------
     def _on_signal(self, signum: int, _frame: Any) -> None:
@@ -248,14 +336,17 @@ class Session:
         if len(self._signals) == 1:
             self.reporter.stopping(signum)
 
+    def _complete_config(self, config: Config) -> None:
+        for c in self.cells:
+            if c.config == config:
+                self._complete(c)
+
     def _complete(self, cell: Cell) -> None:
         if cell.key not in self._completed:
             self._completed.add(cell.key)
             self.reporter.record_done(self.record(cell))
 
     def _settings(self) -> dict[str, Any]:
-        from .executors.local import timer_settings
-
         settings = self.options.to_dict()
         settings["timer"] = timer_settings(self.options)
         settings["threads_applied"] = (

@@ -125,3 +125,35 @@ def test_compare_takes_results_or_folders(tmp_path: Path):
     out = tmp_path / "run"
     res = arraybench.run(["sort"], backends="numpy", sizes="small", output_dir=out, **QUICK)
     assert arraybench.compare(out, res).counts()["no change"] == 1
+
+
+def test_the_session_offers_an_executor_what_it_may_ask_and_imports_no_executor(tmp_path: Path):
+    """The API picks the executor; the session knows it only as ``executors.base.Executor``."""
+    import ast
+    import inspect
+
+    from arraybench import session
+    from arraybench.executors import base
+    from arraybench.executors.local import LocalExecutor
+    from arraybench.model.journal import Journal
+    from arraybench.options import RunOptions
+
+    options = RunOptions()
+    live = session.Session(session.RunState([], options), tmp_path,
+                           Journal.create(tmp_path, options, [], {}), {})
+    live.sink.close()
+    asked = [n for n in vars(base.RunHandle) if not n.startswith("_")]
+    assert {"todo", "store", "mark_unavailable", "stop_requested", "cells"} <= set(asked)
+    for name in asked:
+        theirs, ours = getattr(base.RunHandle, name), getattr(live, name)
+        if callable(theirs):
+            assert inspect.signature(ours) == inspect.signature(theirs.__get__(live)), name
+        else:  # a property of the protocol: there on the session
+            assert not callable(ours), name
+    for name in ("plan", "run", "close"):
+        assert inspect.signature(getattr(LocalExecutor, name)) == inspect.signature(
+            getattr(base.Executor, name)), name
+    tree = ast.parse(Path(session.__file__).read_text(encoding="utf-8"))
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert imported & {"executors", "executors.local", "executors.ray"} == set()
+    assert "executors.base" in imported  # for the annotation only

@@ -187,6 +187,99 @@ def test_corrupted_journals_give_one_line_or_a_state_that_resumes(tmp_path_facto
         assert session.missing() >= 0
         session.save(session.results(complete=False))
     finally:
-        session.journal.close()
+        session.sink.close()
     loaded = load_results(out / "results.json")
     assert [r.key for r in loaded.records] == [c.key for c in state.cells]
+
+
+class _Gapped:
+    """An executor (``executors.base.Executor``) that brings home replicates 0, 1 and 3 of the
+    first cell and nothing else: a gap no worker process leaves, which every reader must count."""
+
+    def plan(self, cells):
+        return cells
+
+    def run(self, run, options, out_dir):
+        run.begin()
+        first = run.cells[0]
+        for index in (0, 1, 3):
+            run.store(first, index, Replicate.from_dict(REPLICATE))
+
+    def close(self):
+        pass
+
+
+def test_the_live_run_and_its_journal_read_back_agree_on_what_is_missing(tmp_path: Path):
+    from arraybench.outdir import unfinished
+    from arraybench.session import RunState
+
+    options = RunOptions(**{**OPTIONS.to_dict(), "replicates": 3, "max_replicates": None})
+    cells = plan.build_plan(options, REGISTRY)
+    session = Session.start(cells, options, tmp_path)
+    results = session.run(_Gapped())
+    # Fixed at three: the first cell lacks its index 2 although it holds three replicates.
+    assert session.missing_indices(cells[0]) == [2]
+    assert session.missing() == 1 + 3 * (len(cells) - 1)
+    assert results.complete is False
+    read_back = RunState.of(journal.read(tmp_path))
+    assert read_back.missing_indices(cells[0]) == [2]
+    assert read_back.missing() == session.missing()
+    assert read_back.cells_done() == 0
+    assert "holds an unfinished run" in (unfinished(tmp_path) or "")
+
+
+def test_resume_reads_the_journal_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import arraybench
+
+    options = RunOptions(**{**OPTIONS.to_dict(), "replicates": 1, "max_replicates": None})
+    cells = plan.build_plan(options, REGISTRY)
+    j = Journal.create(tmp_path, options, cells, ENV)
+    for c in cells:
+        j.replicate(c.key, 0, Replicate.from_dict(REPLICATE))
+    j.close()
+    reads = []
+    real = journal.read
+    monkeypatch.setattr(journal, "read", lambda out: reads.append(out) or real(out))
+    results = arraybench.resume(tmp_path, plots=False, store=False)
+    assert results.complete and len(results.records) == len(cells)
+    assert reads == [tmp_path]
+
+
+@pytest.mark.parametrize("make", ["nothing", "folder", "link"])
+def test_resume_without_a_journal_says_so_and_leaves_the_folder_as_it_was(tmp_path: Path, make: str):
+    import arraybench
+
+    out = tmp_path / "out"
+    out.mkdir()
+    if make == "folder":
+        (out / "journal.jsonl").mkdir()
+    elif make == "link":
+        (tmp_path / "elsewhere.jsonl").write_text("")
+        (out / "journal.jsonl").symlink_to(tmp_path / "elsewhere.jsonl")
+    before = sorted(p.name for p in out.iterdir())
+    with pytest.raises(JournalError) as cheap:
+        arraybench.resume(out, plots=False, store=False)
+    with pytest.raises(JournalError) as full:
+        journal.read(out)
+    assert str(cheap.value) == str(full.value)  # the check before the lock says what read says
+    assert sorted(p.name for p in out.iterdir()) == before  # no lock file, no logs folder
+
+
+def test_a_node_journals_into_a_queue_and_writes_no_journal(tmp_path: Path):
+    import queue
+
+    pytest.importorskip("ray")
+    from arraybench.executors.ray_agent import _QueueSink
+    from arraybench.reporter import Reporter
+    from arraybench.session import RunState
+
+    options = RunOptions(**{**OPTIONS.to_dict(), "replicates": 3, "max_replicates": None})
+    cells = plan.build_plan(options, REGISTRY)
+    events: queue.Queue = queue.Queue()
+    session = Session(RunState(cells, options), tmp_path, _QueueSink(events), {}, Reporter())
+    session.run(_Gapped())
+    sent = [events.get_nowait() for _ in range(events.qsize())]
+    assert [(e["event"], e["key"], e["index"]) for e in sent] == [
+        ("replicate", cells[0].key, i) for i in (0, 1, 3)]
+    assert Replicate.from_dict(sent[0]["replicate"]) == Replicate.from_dict(REPLICATE)
+    assert not (tmp_path / "journal.jsonl").exists()

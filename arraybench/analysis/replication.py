@@ -17,10 +17,11 @@ the interrupted one would have.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..model.replicate import Replicate
+from ..worker.sampling import TimerSettings
 from .intervals import replicate_interval
 
 if TYPE_CHECKING:
@@ -118,3 +119,17 @@ def per_process(options: "RunOptions") -> tuple[float, int]:
     count = options.max_replicates if options.adaptive else options.replicates
     count = count or options.replicates
     return options.max_time / count, max(3, -(-options.min_samples // count))
+
+
+def timer_settings(options: "RunOptions") -> dict[str, Any]:
+    """Each process's timer settings for the run: a cell's budget and sample floor are shared by
+    its processes (``per_process``). The one source for the workers' jobs and ``results.json``."""
+    budget, least = per_process(options)
+    return asdict(TimerSettings(
+        target_sample_s=options.target_sample,
+        min_samples=least,
+        budget_s=budget,
+        rel_ci=options.rel_ci,
+        warmup_s=options.warmup,
+        cold=options.cold,
+    ))

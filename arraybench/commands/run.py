@@ -22,7 +22,7 @@ from ..model.journal import read as read_journal
 from ..options import DTYPES, RunOptions, parse_sizes
 from ..reporter import Reporter
 from ..model.results import Results
-from ..session import Interrupted
+from ..session import Interrupted, RunState
 from ..workloads.userfile import LoadedFiles
 from ..model.context import parse_context
 from .argtypes import assignment, csv_list, fraction, positive_float, positive_int, processes, seed
@@ -207,7 +207,8 @@ def main(args: argparse.Namespace) -> int:
         if args.resume:
             state = resume_state(args)
             out = Path(args.resume)
-            done, missing = state.cells_done(), state.missing()
+            progress = RunState.of(state)
+            done, missing = progress.cells_done(), progress.missing()
             if not missing:
                 print(f"arraybench: {out}: every cell is already measured; nothing to resume. "
                       "results.json and the plots are rewritten from the journal.", file=sys.stderr)

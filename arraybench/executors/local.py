@@ -6,12 +6,12 @@ the machine spread over every library instead of landing on one. Workers run one
 libraries timed at once would compete for the same cores.
 
 A worker that crashes costs its current cell (``failed``, with the signal); a fresh worker goes on
-with the rest. A worker silent for longer than ``timeout`` is killed the same way. When the session
-is asked to stop, the worker under way is asked to send the cells it has finished (a second stop,
-or ``STOP_GRACE_S``, cuts that short).
+with the rest. A worker silent for longer than ``timeout`` is killed the same way. When the run is
+asked to stop, the worker under way is asked to send the cells it has finished (a second stop, or
+``STOP_GRACE_S``, cuts that short).
 
-This module only moves measurements: it never measures and never writes results; every replicate
-goes straight to the session, which journals it.
+This module only moves measurements: it never measures and never writes results; it sees the run
+only as a ``base.RunHandle``, and every replicate goes straight to it, which journals it.
 """
 
 from __future__ import annotations
@@ -19,79 +19,72 @@ from __future__ import annotations
 import os
 import random
 import time
-from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import backends
+from ..analysis.replication import timer_settings
+from ..host.threads import worker_cpus, worker_env
 from ..model.replicate import Replicate
 from ..options import RunOptions
 from ..plan import Cell
-from .worker_process import STARTUP_TIMEOUT_S, StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
-from ..host.threads import worker_cpus, worker_env
 from ..worker.protocol import Job, Message, Ready, ReplicateDone, Unavailable
 from ..worker.sampling import TimerSettings
 from ..workloads.shipping import SHIPPED_NAME
+from .base import Config, RunHandle
+from .worker_process import STARTUP_TIMEOUT_S, StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
 
-if TYPE_CHECKING:
-    from ..session import Config, Session
-
-__all__ = ["LocalExecutor", "StopRequested", "timer_settings"]
+__all__ = ["LocalExecutor"]
 
 #: How long a worker asked to stop may take to send the cells it has finished.
 STOP_GRACE_S = 5.0
 
 
-def timer_settings(options: RunOptions) -> dict[str, Any]:
-    """Per-replicate timer settings: a cell's budget and sample floor are shared by its replicates."""
-    from ..analysis.replication import per_process
-
-    budget, least = per_process(options)
-    return asdict(TimerSettings(
-        target_sample_s=options.target_sample,
-        min_samples=least,
-        budget_s=budget,
-        rel_ci=options.rel_ci,
-        warmup_s=options.warmup,
-        cold=options.cold,
-    ))
-
-
 class LocalExecutor:
-    """Runs a session's missing replicates in worker processes on this machine."""
+    """Runs a run's missing replicates in worker processes on this machine (an ``Executor``)."""
 
-    def run(self, session: "Session") -> None:
-        """Measure until nothing is missing; ``StopRequested`` when the session is told to stop."""
-        for config in session.configs():
-            if config not in session.unavailable:
+    def plan(self, cells: list[Cell]) -> list[Cell]:
+        """The cells as given: this machine measures each once per replicate."""
+        return cells
+
+    def run(self, run: RunHandle, options: RunOptions, out_dir: Path) -> None:
+        """Measure until nothing is missing, or until the run is told to stop."""
+        for config in run.configs():
+            if not run.is_unavailable(config):
                 reason = backends.SPECS[config[0]].preflight(config[1])
                 if reason:
-                    session.mark_unavailable(config, reason)
-        session.reporter.run_started(session.missing())
-        for config in session.configs():
-            if config in session.unavailable:
-                session.complete_config(config)
-        rng = random.Random(session.options.seed)
+                    run.mark_unavailable(config, reason)
+        run.begin()
+        try:
+            self._rounds(run, options, out_dir)
+        except StopRequested:
+            pass  # the run says it stopped; what came home before is journalled
+
+    def close(self) -> None:
+        """Nothing is held between runs: each worker ends with its replicate."""
+
+    def _rounds(self, run: RunHandle, options: RunOptions, out_dir: Path) -> None:
+        rng = random.Random(options.seed)
         index = 0
-        # The session may want more replicates of a cell as they come in: ask again every round.
-        while index < max(session.wanted(c) for c in session.cells):
-            order = [cfg for cfg in session.configs() if session.todo(cfg, index)]
+        # The run may want more replicates of a cell as they come in: ask again every round.
+        while index < max(run.wanted(c) for c in run.cells):
+            order = [cfg for cfg in run.configs() if run.todo(cfg, index)]
             rng.shuffle(order)
             for config in order:
-                todo = session.todo(config, index)
+                todo = run.todo(config, index)
                 if todo:
-                    if session.stop_requested():
+                    if run.stop_requested():
                         raise StopRequested()
-                    self._run_worker(session, config, index, todo)
+                    self._run_worker(run, options, out_dir, config, index, todo)
             index += 1
 
-    def _run_worker(self, session: "Session", config: "Config", index: int, todo: list[Cell]) -> None:
+    def _run_worker(self, session: RunHandle, options: RunOptions, out_dir: Path, config: Config,
+                    index: int, todo: list[Cell]) -> None:
         """Measure ``todo`` in fresh workers until every cell has a replicate (or the run stops)."""
-        options = session.options
         backend, device = config
         remaining = {c.key: c for c in todo}
         attempt = 0
-        shipped = session.out_dir / SHIPPED_NAME
+        shipped = out_dir / SHIPPED_NAME
         while remaining:
             job_cells = list(remaining.values())
             job = Job(
@@ -104,8 +97,8 @@ class LocalExecutor:
             )
             env = worker_env(os.environ, threads=options.threads, backend=backend,
                              device=device, allow_tf32=options.allow_tf32)
-            log = session.out_dir / "logs" / f"{backend}-{device}-p{index}.log"
-            session.reporter.worker_started(backend, device, index, len(remaining))
+            log = out_dir / "logs" / f"{backend}-{device}-p{index}.log"
+            session.worker_started(config, index, len(remaining))
             worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads), log_path=log)
             listener = _Listener(session, config, index, remaining)
             timeout = options.timeout
@@ -154,7 +147,7 @@ class LocalExecutor:
                 worker.close()
             attempt += 1
 
-    def _wind_down(self, session: "Session", worker: WorkerProcess, listener: "_Listener") -> None:
+    def _wind_down(self, session: RunHandle, worker: WorkerProcess, listener: "_Listener") -> None:
         """Ask a worker to stop, keep the cells it finished, then make sure it is gone."""
         if listener.ready:
             worker.request_stop()
@@ -170,7 +163,7 @@ class LocalExecutor:
 class _Listener:
     """Acts on the messages of one worker."""
 
-    def __init__(self, session: "Session", config: "Config", index: int,
+    def __init__(self, session: RunHandle, config: Config, index: int,
                  remaining: dict[str, Cell]) -> None:
         self.session = session
         self.config = config

@@ -24,7 +24,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import ray
 from ray.exceptions import GetTimeoutError, RayError
@@ -39,12 +39,11 @@ from ..options import RunOptions
 from ..plan import Cell
 from ..model.schema import SchemaError
 from ..workloads.shipping import SHIPPED_NAME
-from .local import STOP_GRACE_S, StopRequested
+from .base import RunHandle
+from .local import STOP_GRACE_S
 from .ray_agent import ShardRunner, node_environment
 from .shardlog import ShardLog, read as read_shard_log, restore as restore_shard_log
-
-if TYPE_CHECKING:
-    from ..session import Session
+from .worker_process import StopRequested
 
 __all__ = ["RayExecutor", "connect", "discover"]
 
@@ -156,7 +155,12 @@ class _Flight:
 
 
 class RayExecutor:
-    """Runs a session's missing replicates as shards on a Ray cluster (see the module's note)."""
+    """Runs a run's missing replicates as shards on a Ray cluster (see the module's note); an
+    ``Executor``."""
+
+    #: The output folder of the run under way (shipped workloads, the nodes' logs), set by ``run``
+    #: before anything reads it.
+    _out_dir: Path
 
     def __init__(self, options: RunOptions, nodes: list[Node], *, node_wait: float = 60.0) -> None:
         self.options = options
@@ -198,18 +202,21 @@ class RayExecutor:
         ray.shutdown()
 
     # -- the run --------------------------------------------------------------------------------
-    def run(self, session: "Session") -> None:
-        """Measure until nothing is missing or no node can measure what is; ``StopRequested``
-        when the session is told to stop (the shards under way send what they finished)."""
-        out = session.out_dir
-        before = read_shard_log(out)
-        log = ShardLog.open(out)
+    def run(self, run: RunHandle, options: RunOptions, out_dir: Path) -> None:
+        """Measure until nothing is missing, no node can measure what is, or the run is told to
+        stop (the shards under way send what they finished). ``options`` are those this executor
+        was connected with."""
+        self._out_dir = out_dir
+        before = read_shard_log(out_dir)
+        log = ShardLog.open(out_dir)
         try:
             self._check_resumed(before)
-            self._wait_for_nodes(session)
-            self._describe(session, before, log)
-            session.reporter.run_started(session.missing())
-            self._dispatch(session, log)
+            self._wait_for_nodes(run)
+            self._describe(run, before, log)
+            run.begin()
+            self._dispatch(run, log)
+        except StopRequested:
+            pass  # the run says it stopped; what came home before is journalled
         finally:
             log.close()
 
@@ -225,7 +232,7 @@ class RayExecutor:
                 raise UsageError(f"node {n.label} is not the machine this any-node run started on "
                                  "(see its cluster.jsonl); results from it would not be comparable")
 
-    def _wait_for_nodes(self, session: "Session") -> None:
+    def _wait_for_nodes(self, session: RunHandle) -> None:
         """Every-node: wait up to ``node_wait`` for the nodes the missing cells need; the cells
         of nodes still absent get a reason and stay missing."""
         if self.options.on != "every-node":
@@ -245,11 +252,10 @@ class RayExecutor:
         absent = needed - {n.label for n in self.nodes}
         for c in session.cells:
             if c.machine in absent:
-                session.missing_reasons[c.key] = (
-                    f"node {c.machine} is not in the cluster (waited {self.node_wait:g} s); "
-                    "continue with --resume once it is back")
+                session.why_missing(c, f"node {c.machine} is not in the cluster (waited "
+                                       f"{self.node_wait:g} s); continue with --resume once it is back")
 
-    def _describe(self, session: "Session", before: list[dict[str, Any]], log: ShardLog) -> None:
+    def _describe(self, session: RunHandle, before: list[dict[str, Any]], log: ShardLog) -> None:
         """Each node's environment into the results (``environment["machines"]``), with what the
         shard log says of earlier attempts; the nodes as found now into the shard log."""
         found = {n.label: {**n.environment, "ray": {"node_id": n.node_id, "address": n.address,
@@ -258,12 +264,12 @@ class RayExecutor:
         entry = {"type": "nodes", "time": time.time(), "nodes": found,
                  "identity": first if self.options.on == "any-node" else None}
         log.write(entry)
-        restore_shard_log(session.env, before + [entry], self.options.on)
-        session.env["cluster"].update({"address": self.options.cluster, "on": self.options.on,
-                                       "gpu_type": self.options.gpu_type,
-                                       "driver": self._driver.get("machine_id")})
+        restore_shard_log(session.environment, before + [entry], self.options.on)
+        session.environment["cluster"].update({"address": self.options.cluster, "on": self.options.on,
+                                               "gpu_type": self.options.gpu_type,
+                                               "driver": self._driver.get("machine_id")})
 
-    def _dispatch(self, session: "Session", log: ShardLog) -> None:
+    def _dispatch(self, session: RunHandle, log: ShardLog) -> None:
         every = self.options.on == "every-node"
         pending = [s for s, cells in shards(session.cells).items()
                    if any(_missing(session, c) for c in cells)]
@@ -320,14 +326,13 @@ class RayExecutor:
                 for q in queues.values():
                     for shard in q:
                         for c in shards(session.cells).get(shard, []):
-                            session.missing_reasons.setdefault(
-                                c.key, "no node of the cluster is left to measure it; "
-                                       "continue with --resume")
+                            session.why_missing(c, "no node of the cluster is left to measure it; "
+                                                   "continue with --resume", overwrite=False)
                 break
         if stopping_since is not None:
             raise StopRequested()
 
-    def _launch(self, session: "Session", shard: Shard, node: Node, attempt: int) -> _Flight:
+    def _launch(self, session: RunHandle, shard: Shard, node: Node, attempt: int) -> _Flight:
         cells = [c for c in shards(session.cells)[shard] if _missing(session, c)]
         # All of the node's CPUs and GPUs, on that node and no other: Ray starts the actor once
         # nothing else holds any of them, and places nothing beside it until it is killed.
@@ -340,21 +345,21 @@ class RayExecutor:
         return _Flight(shard=shard, node=node, cells={c.key: c for c in cells}, actor=actor,
                        poll=actor.poll.remote(POLL_S), attempt=attempt)
 
-    def _job(self, session: "Session", cells: list[Cell]) -> dict[str, Any]:
+    def _job(self, session: RunHandle, cells: list[Cell]) -> dict[str, Any]:
         """What a node needs to measure ``cells``: the options, the workload files' text (the
         node has its own disk), the shipped workloads, and the replicates already journalled."""
         files = [(Path(p).name, Path(p).read_text(encoding="utf-8")) for p in self.options.workload_files]
-        shipped = session.out_dir / SHIPPED_NAME
+        shipped = self._out_dir / SHIPPED_NAME
         return {
             "options": self.options.to_dict(),
             "cells": [c.to_dict() for c in cells],
             "files": files,
             "shipped": shipped.read_bytes() if self.options.shipped_workloads else None,
-            "done": {c.key: {str(i): r.to_dict() for i, r in session.replicates.get(c.key, {}).items()}
+            "done": {c.key: {str(i): r.to_dict() for i, r in session.replicates_of(c).items()}
                      for c in cells},
         }
 
-    def _handle(self, session: "Session", f: _Flight, e: dict[str, Any], log: ShardLog) -> None:
+    def _handle(self, session: RunHandle, f: _Flight, e: dict[str, Any], log: ShardLog) -> None:
         """One event from a node's agent."""
         label = f.node.label
         kind = e.get("event")
@@ -364,16 +369,16 @@ class RayExecutor:
                        "attempt": f.attempt, "time": f.started})
         elif kind == "worker":
             info = e.get("info") if isinstance(e.get("info"), dict) else {}
-            machines = session.env.setdefault("machines", {})
+            machines = session.environment.setdefault("machines", {})
             environment.merge_worker_info(machines.setdefault(label, {}), e["backend"], e["device"], info)
             if self.options.on == "any-node":
-                environment.merge_worker_info(session.env, e["backend"], e["device"], info)
+                environment.merge_worker_info(session.environment, e["backend"], e["device"], info)
             log.write({"type": "worker", "node": label, "backend": e["backend"], "device": e["device"],
                        "index": e.get("index"), "info": info})
         elif kind == "replicate":
             cell = f.cells.get(str(e.get("key")))
             index = e.get("index")
-            if cell is None or not isinstance(index, int) or index in session.replicates.get(cell.key, {}):
+            if cell is None or not isinstance(index, int) or index in session.replicates_of(cell):
                 return
             try:
                 rep = Replicate.from_dict(e.get("replicate"))
@@ -387,43 +392,43 @@ class RayExecutor:
                 reason += f" (on {label})"
             for cell in f.cells.values():
                 if cell.config == (e.get("backend"), e.get("device")):
-                    for i in _missing_indices(session, cell):
+                    for i in session.missing_indices(cell):
                         rep = Replicate.ended("skipped", reason)
                         rep.machine = label
                         session.store(cell, i, rep)
         elif kind == "ended":
             f.ended = True
             f.outcome = str(e.get("outcome"))
-            self._save_logs(session.out_dir, label, e.get("logs") or {})
+            self._save_logs(self._out_dir, label, e.get("logs") or {})
             reason = str(e.get("reason") or "")
             log.write({"type": "shard_ended", "shard": f.shard.key, "node": label, "attempt": f.attempt,
                        "started": f.started, "ended": float(e["time"]), "outcome": f.outcome,
                        "reason": reason})
-            session.env.setdefault("cluster", {}).setdefault("shards", []).append(
+            session.environment.setdefault("cluster", {}).setdefault("shards", []).append(
                 {"shard": f.shard.key, "node": label, "started": f.started, "ended": float(e["time"]),
                  "outcome": f.outcome})
             if f.outcome == "error":
                 for cell in f.cells.values():
-                    for i in _missing_indices(session, cell):
+                    for i in session.missing_indices(cell):
                         rep = Replicate.ended("failed", f"the node agent on {label} failed: {reason}")
                         rep.machine = label
                         session.store(cell, i, rep)
 
-    def _lost(self, session: "Session", f: _Flight, reason: str, log: ShardLog) -> None:
+    def _lost(self, session: RunHandle, f: _Flight, reason: str, log: ShardLog) -> None:
         log.write({"type": "shard_ended", "shard": f.shard.key, "node": f.node.label, "attempt": f.attempt,
                    "started": f.started, "ended": time.time(), "outcome": "lost", "reason": reason})
-        session.env.setdefault("cluster", {}).setdefault("shards", []).append(
+        session.environment.setdefault("cluster", {}).setdefault("shards", []).append(
             {"shard": f.shard.key, "node": f.node.label, "started": f.started, "ended": time.time(),
              "outcome": "lost"})
         for cell in f.cells.values():
-            session.missing_reasons[cell.key] = f"{reason}; continue with --resume"
+            session.why_missing(cell, f"{reason}; continue with --resume")
 
-    def _orphan(self, session: "Session", queued: deque[Shard], f: _Flight) -> None:
+    def _orphan(self, session: RunHandle, queued: deque[Shard], f: _Flight) -> None:
         """Every-node: the shards a lost node will not run in this run."""
         for shard in queued:
             for c in shards(session.cells).get(shard, []):
-                session.missing_reasons[c.key] = (f"node {f.node.label} was lost before measuring it; "
-                                                  "continue with --resume once it is back")
+                session.why_missing(c, f"node {f.node.label} was lost before measuring it; "
+                                       "continue with --resume once it is back")
 
     @staticmethod
     def _save_logs(out: Path, label: str, logs: dict[str, str]) -> None:
@@ -439,10 +444,5 @@ class RayExecutor:
             pass  # logs help; they never cost a measurement
 
 
-def _missing_indices(session: "Session", cell: Cell) -> list[int]:
-    have = session.replicates.get(cell.key, {})
-    return [i for i in range(session.wanted(cell)) if i not in have]
-
-
-def _missing(session: "Session", cell: Cell) -> bool:
-    return cell.config not in session.unavailable and bool(_missing_indices(session, cell))
+def _missing(session: RunHandle, cell: Cell) -> bool:
+    return not session.is_unavailable(cell.config) and bool(session.missing_indices(cell))

@@ -2,9 +2,10 @@
 
 ``ShardRunner`` measures one shard on its node exactly as a local run would: a ``Session`` over the
 shard's cells and the ``LocalExecutor``'s worker processes, in rounds. Only the journal differs:
-each replicate, worker report and unavailable library goes into a queue instead of a file, and the
-head drains it with ``poll`` (a long poll: it returns as soon as something is there), journals it,
-and asks again. A node lost mid-shard therefore loses only what it had not yet sent.
+the session journals to a ``_QueueSink`` instead of a file, so each replicate, worker report and
+unavailable library goes into a queue, and the head drains it with ``poll`` (a long poll: it
+returns as soon as something is there), journals it, and asks again. A node lost mid-shard
+therefore loses only what it had not yet sent.
 
 Ray changes the environment of the processes it starts: it sets ``OMP_NUM_THREADS`` to the CPUs a
 task reserved, and the visible devices to the GPUs it reserved. A benchmark's workers must see the
@@ -28,14 +29,13 @@ from typing import Any
 import ray
 
 from ..host import environment
-from ..model.journal import Journal
 from ..model.replicate import Replicate
 from ..options import RunOptions
 from ..plan import Cell
 from ..reporter import Reporter
-from ..session import Session
+from ..session import RunState, Session
 from ..workloads.shipping import SHIPPED_NAME
-from .local import LocalExecutor, StopRequested
+from .local import LocalExecutor
 
 #: Variables Ray sets in the processes it starts; a benchmark's workers get the node's own.
 RAY_SET = ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
@@ -76,11 +76,11 @@ def node_environment(threads: int | None) -> dict[str, Any]:
     return environment.collect(threads)
 
 
-class _Forward(Journal):
-    """A journal that hands each entry to the head instead of writing it."""
+class _QueueSink:
+    """Where a shard's session journals (a ``model.journal.JournalSink``): each entry goes into the
+    queue the head drains, which journals it on the head's disk."""
 
-    def __init__(self, events: "queue.Queue[dict[str, Any]]") -> None:  # no file: see Journal
-        self.path = Path(os.devnull)
+    def __init__(self, events: "queue.Queue[dict[str, Any]]") -> None:
         self._events = events
 
     def replicate(self, key: str, index: int, replicate: Replicate) -> None:
@@ -97,7 +97,7 @@ class _Forward(Journal):
                           "info": info, "pid": pid})
 
     def close(self) -> None:
-        pass
+        """The queue stays open: the shard's ``ended`` event follows."""
 
 
 @ray.remote(max_concurrency=4)
@@ -150,10 +150,7 @@ class ShardRunner:
             with self._lock:
                 self._session = session
                 self._apply_stops(session)
-            try:
-                LocalExecutor().run(session)
-            except StopRequested:
-                pass
+            LocalExecutor().run(session, session.options, folder)
             if session.stop_requested() and session.missing():
                 outcome = "stopped"
         except Exception as exc:  # a bug or a broken node: said, never a silent loss
@@ -180,10 +177,9 @@ class ShardRunner:
         if job.get("shipped") is not None:
             (folder / SHIPPED_NAME).write_bytes(job["shipped"])
         cells = [Cell.from_dict(c) for c in job["cells"]]
-        session = Session(cells, options, folder, _Forward(self._events), {}, Reporter())
-        session.replicates = {key: {int(i): Replicate.from_dict(r) for i, r in done.items()}
-                              for key, done in job.get("done", {}).items()}
-        return session
+        done = {key: {int(i): Replicate.from_dict(r) for i, r in have.items()}
+                for key, have in job.get("done", {}).items()}
+        return Session(RunState(cells, options, done), folder, _QueueSink(self._events), {}, Reporter())
 
 
 def _log_tails(folder: Path) -> dict[str, str]:

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import SaveError, UsageError
 from .replicate import Replicate
@@ -37,7 +38,7 @@ JOURNAL_VERSION = 2
 
 @dataclass
 class JournalState:
-    """What a journal holds, read back."""
+    """What a journal holds, read back (what is still missing is ``session.RunState``'s to say)."""
 
     options: RunOptions
     cells: list[Cell]
@@ -46,24 +47,6 @@ class JournalState:
     unavailable: dict[tuple[str, str], str] = field(default_factory=dict)
     worker_info: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
-
-    def wanted(self, cell: Cell) -> int:
-        """How many replicates a cell wants now, given those journalled (the run's replication
-        policy: an adaptive cell counts the processes it wants now, not those it may come to)."""
-        from ..analysis.replication import decide, policy_for
-
-        have = self.replicates.get(cell.key, {})
-        return decide([r for _, r in sorted(have.items())], policy_for(self.options)).wanted
-
-    def missing(self) -> int:
-        """How many (cell, replicate) measurements the run still lacks (0: it finished)."""
-        return sum(max(0, self.wanted(c) - len(self.replicates.get(c.key, {}))) for c in self.cells
-                   if c.config not in self.unavailable)
-
-    def cells_done(self) -> int:
-        """How many cells have all the replicates they want (or cannot run here)."""
-        return sum(1 for c in self.cells if c.config in self.unavailable
-                   or len(self.replicates.get(c.key, {})) >= self.wanted(c))
 
 
 #: Never through a link; appended at the end whatever the offset; not inherited by workers.
@@ -77,8 +60,26 @@ def _open(path: Path, flags: int) -> int:
         raise SaveError.from_os(exc, path) from None
 
 
+class JournalSink(Protocol):
+    """Where a session journals what happens: the ``Journal`` file here, or a queue the head drains
+    on a cluster node (``executors.ray_agent``)."""
+
+    def replicate(self, key: str, index: int, replicate: Replicate) -> None:
+        """One replicate of the cell ``key``, as its ``index``-th."""
+
+    def unavailable(self, backend: str, device: str, reason: str) -> None:
+        """A library or device that cannot run here."""
+
+    def worker(self, backend: str, device: str, index: int, info: dict[str, Any],
+               pid: int | None = None) -> None:
+        """A worker's report of what it sees (BLAS, threads, device)."""
+
+    def close(self) -> None:
+        """No more entries."""
+
+
 class Journal:
-    """Append-only, unbuffered, fsynced per line."""
+    """Append-only, unbuffered, fsynced per line (a ``JournalSink``)."""
 
     def __init__(self, path: Path, fd: int) -> None:
         self.path = path
@@ -155,6 +156,33 @@ class JournalError(UsageError):
     """A journal that cannot be resumed from: missing, not a journal, or damaged."""
 
 
+def _absent(out_dir: Path) -> JournalError:
+    return JournalError(f"{out_dir}: no {JOURNAL_NAME} to resume from (was it an arraybench output folder?)")
+
+
+def _not_a_file(path: Path, mode: int) -> JournalError:
+    if stat.S_ISLNK(mode):
+        return JournalError(f"{path}: is a symbolic link; arraybench reads and appends to a "
+                            "journal only inside its output folder")
+    if stat.S_ISDIR(mode):
+        return JournalError(f"{path}: is a folder, not a journal")
+    return JournalError(f"{path}: is not a regular file (a named pipe or a device), not a journal")
+
+
+def check_present(out_dir: Path) -> None:
+    """``JournalError`` unless ``out_dir`` holds a journal file, its content unread: the cheap
+    check before a folder is locked for ``--resume`` (which then reads it once, under the lock)."""
+    path = out_dir / JOURNAL_NAME
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        raise _absent(out_dir) from None
+    except OSError as exc:
+        raise JournalError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(mode):
+        raise _not_a_file(path, mode)
+
+
 def read(out_dir: Path) -> JournalState:
     """Read a journal back; ``JournalError`` (a ``UsageError``) if there is none or it is not one."""
     path = out_dir / JOURNAL_NAME
@@ -162,15 +190,14 @@ def read(out_dir: Path) -> JournalState:
     try:
         data = read_regular(path, follow_links=False)
     except FileNotFoundError:
-        raise JournalError(f"{out_dir}: no {JOURNAL_NAME} to resume from (was it an arraybench output folder?)") from None
+        raise _absent(out_dir) from None
     except IsADirectoryError:
-        raise JournalError(f"{path}: is a folder, not a journal") from None
+        raise _not_a_file(path, stat.S_IFDIR) from None
     except NotRegularFile:
-        raise JournalError(f"{path}: is not a regular file (a named pipe or a device), not a journal") from None
+        raise _not_a_file(path, stat.S_IFIFO) from None
     except OSError as exc:
         if path.is_symlink():
-            raise JournalError(f"{path}: is a symbolic link; arraybench reads and appends to a "
-                               "journal only inside its output folder") from None
+            raise _not_a_file(path, stat.S_IFLNK) from None
         raise JournalError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     if not data.endswith(b"\n"):
         data = data[: data.rfind(b"\n") + 1]  # a torn last line from a kill mid-write
