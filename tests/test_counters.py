@@ -24,6 +24,7 @@ from arraybench.worker import perf_events
 from arraybench.analysis.aggregate import aggregate
 from arraybench.worker.counters import SampleCounters
 from arraybench.model.replicate import Replicate
+from arraybench.model.usage import Usage
 from arraybench.plan import Cell
 
 MIB = 1 << 20
@@ -131,7 +132,7 @@ def test_other_processes_loading_the_machine_are_counted_and_the_cell_says_so():
 
 
 def test_a_quiet_machine_is_not_called_busy():
-    usage = arraybench.usage.Usage(calls=10, wall_s=1.0, user_s=1.0, machine_busy_s=1.05,
+    usage = Usage(calls=10, wall_s=1.0, user_s=1.0, machine_busy_s=1.05,
                                    machine_total_s=2.0, machine_cpus=2).derive()
     rep = Replicate(samples_s=[0.1] * 10, number=1, max_rel_error=0.0, tolerance=1e-14, usage=usage)
     rec = aggregate(Cell("w", "small", 64, "numpy", "cpu", "float64", "latency"), [rep] * 3, 3, rel_ci=1.0)

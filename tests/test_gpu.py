@@ -370,7 +370,7 @@ def test_the_jax_gpu_flush_buffer_is_twice_the_l2(monkeypatch, l2, expected):
     from arraybench.backends import jax as jax_backend
 
     backend = backend_or_skip("jax")
-    monkeypatch.setattr(jax_backend.cuda_driver, "l2_cache_bytes", lambda ordinal: l2)
+    monkeypatch.setattr(jax_backend, "l2_cache_bytes", lambda ordinal: l2)
     made = []
     real_put = jax_backend.jax.device_put
     monkeypatch.setattr(jax_backend.jax, "device_put", lambda a, d: made.append(a.nbytes) or real_put(a, d))
