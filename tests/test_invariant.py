@@ -72,7 +72,7 @@ class Journal:
         header = json.loads(self.lines[0]) if self.lines else None
         self.planned = set()
         if header is not None and header.get("type") == "header":
-            replicates = header["options"]["replicates"]
+            replicates = header["options"]["processes"]
             keys = ["|".join(str(c[k]) for k in ("workload", "size_label", "backend", "device",
                                                  "dtype", "mode")) for c in header["cells"]]
             self.planned = {(k, i) for k in keys for i in range(replicates)}

@@ -104,8 +104,8 @@ def decide(replicates: Sequence[Replicate], policy: Policy) -> Decision:
 
 def policy_for(options: "RunOptions") -> Policy:
     """The policy a run's options ask for."""
-    most = options.max_replicates if options.adaptive else options.replicates
-    return Policy(least=options.replicates, most=most or options.replicates, rel_ci=options.rel_ci,
+    most = options.max_processes if options.adaptive else options.processes
+    return Policy(least=options.processes, most=most or options.processes, rel_ci=options.rel_ci,
                   budget_s=options.max_time)
 
 
@@ -116,8 +116,8 @@ def per_process(options: "RunOptions") -> tuple[float, int]:
     adaptive one gives each process the share of the most it may take, so that the budget can
     pay for every one of them.
     """
-    count = options.max_replicates if options.adaptive else options.replicates
-    count = count or options.replicates
+    count = options.max_processes if options.adaptive else options.processes
+    count = count or options.processes
     return options.max_time / count, max(3, -(-options.min_samples // count))
 
 
