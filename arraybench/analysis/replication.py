@@ -17,8 +17,8 @@ the interrupted one would have.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
 
 from ..model.replicate import Replicate
 from ..worker.sampling import TimerSettings
@@ -121,15 +121,15 @@ def per_process(options: "RunOptions") -> tuple[float, int]:
     return options.max_time / count, max(3, -(-options.min_samples // count))
 
 
-def timer_settings(options: "RunOptions") -> dict[str, Any]:
+def timer_settings(options: "RunOptions") -> TimerSettings:
     """Each process's timer settings for the run: a cell's budget and sample floor are shared by
     its processes (``per_process``). The one source for the workers' jobs and ``results.json``."""
     budget, least = per_process(options)
-    return asdict(TimerSettings(
+    return TimerSettings(
         target_sample_s=options.target_sample,
         min_samples=least,
         budget_s=budget,
         rel_ci=options.rel_ci,
         warmup_s=options.warmup,
         cold=options.cold,
-    ))
+    )
