@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence, Un
 from .executors.cluster import check_options as check_cluster_options
 from .model.context import parse_context
 from .errors import SaveError, UsageError
-from .options import DTYPES, OPTION_NAMES, RunOptions, parse_sizes, validate
+from .options import DTYPES, LEGACY_NAMES, OPTION_NAMES, RunOptions, legacy_names, parse_sizes, validate
 from .plan import Cell, build_plan
 from .reporter import Reporter
 from .model.results import Results, load, resolve
@@ -70,12 +71,17 @@ def options_from(workloads: Any = None, *, options: RunOptions | None = None,
     """``RunOptions`` from the keywords of ``run`` (names, lists, ``Workload`` objects, sizes as
     text or numbers); ``TypeError`` names an unknown keyword. Workload objects are registered."""
     base = options or RunOptions()
+    for old, new in LEGACY_NAMES.items():
+        if old in settings:
+            warnings.warn(f"{old}= is now called {new}= (as --processes on the command line)",
+                          DeprecationWarning, stacklevel=3)
+    settings = legacy_names(settings)
     unknown = [k for k in settings if k not in OPTION_NAMES]
     if unknown:
         raise TypeError(f"unknown option {unknown[0]!r}; valid: {', '.join(OPTION_NAMES)}")
     changes = {k: v for k, v in settings.items() if v is not None}
-    if "replicates" in changes and "max_replicates" not in settings:
-        changes["max_replicates"] = None  # replicates=N alone is a fixed count, as --processes N
+    if "processes" in changes and "max_processes" not in settings:
+        changes["max_processes"] = None  # processes=N alone is a fixed count, as --processes N
     if workloads is not None:
         changes["workloads"] = _workload_names(workloads)
     for name in ("backends", "devices", "modes", "workload_files"):
@@ -161,8 +167,8 @@ def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,
       written is a ``StoreWarning``, never an error: the run is kept all the same.
     - ``context``: free labels saved with the run (``{"commit": "abc123"}``), which history
       attributes changes to.
-    - any other ``RunOptions`` field by name: ``replicates=5`` (exactly five processes per cell;
-      with ``max_replicates=10``, from five up to ten while the interval is wide), ``max_time=2.0``,
+    - any other ``RunOptions`` field by name: ``processes=5`` (exactly five worker processes per
+      cell; with ``max_processes=10``, from five up to ten while the interval is wide), ``max_time=2.0``,
       ``threads=1``...
 
     Raises ``UsageError`` for bad options (or a folder another run holds) before anything is
@@ -355,7 +361,7 @@ def numerics(workloads: Any = ("numerics",), *, dtypes: Iterable[str] = DTYPES,
     for dtype in dtypes:
         if dtype not in DTYPES:  # checked here too: before the first dtype's run starts
             raise UsageError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}")
-    checked = [plan(options_from(workloads, sizes=sizes, dtype=dtype, replicates=1, max_time=0.05,
+    checked = [plan(options_from(workloads, sizes=sizes, dtype=dtype, processes=1, max_time=0.05,
                                  min_samples=3, **kwargs)) for dtype in dtypes]
     out = None if output_dir is None else prepare(output_dir, overwrite=overwrite)
     records = []

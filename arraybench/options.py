@@ -26,7 +26,7 @@ MAX_SIZE = 10**10  # elements; beyond this no machine holds the inputs
 MAX_STEPS = 1000  # sizes in one LO:HI:STEPS range; more would take days, not a benchmark
 #: Worker processes per cell, the most: each costs a library import (seconds); beyond this a run
 #: would never end, and the plan alone would fill the memory.
-MAX_REPLICATES = 1000
+MAX_PROCESSES = 1000
 
 
 @dataclass
@@ -41,8 +41,9 @@ class RunOptions:
     modes: list[str] = field(default_factory=lambda: ["latency"])
     include_transfer: bool = False
     roofline: bool = False  # also measure the machine's ceilings (bandwidth, peak matmul)
-    #: Worker processes per cell: each is one replicate, the unit every interval counts.
-    replicates: int = 3
+    #: Worker processes per cell (``--processes``): each measures one replicate, the unit every
+    #: interval counts.
+    processes: int = 3
     max_time: float = 1.0  # seconds of sampling per cell, shared by its replicates
     min_samples: int = 10  # per cell, shared by its replicates
     rel_ci: float = 0.02
@@ -68,10 +69,10 @@ class RunOptions:
     #: Only nodes whose Ray accelerator type is this ("H100").
     gpu_type: str | None = None
     # -- issue 11: adaptive replication (``analysis.replication``) --
-    #: The most worker processes a cell may get: from ``replicates`` up to this many, a cell gets
+    #: The most worker processes a cell may get: from ``processes`` up to this many, a cell gets
     #: another while its interval is wider than ``rel_ci`` and its budget allows. None: exactly
-    #: ``replicates`` (``--processes N``).
-    max_replicates: int | None = 6
+    #: ``processes`` (``--processes N``).
+    max_processes: int | None = 6
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -79,19 +80,21 @@ class RunOptions:
     @classmethod
     def from_dict(cls, data: Any) -> "RunOptions":
         """Options read back from a journal or results file, each checked against its type."""
-        if isinstance(data, dict) and "max_replicates" not in data:
-            data = {**data, "max_replicates": None}  # written before adaptive replication: fixed
+        if isinstance(data, dict):
+            data = legacy_names(data)
+            if "max_processes" not in data:
+                data = {**data, "max_processes": None}  # written before adaptive replication: fixed
         return schema.from_json(cls, data, where="options")
 
     @property
     def adaptive(self) -> bool:
         """Whether cells get more processes until their interval is tight enough."""
-        return self.max_replicates is not None and self.max_replicates > self.replicates
+        return self.max_processes is not None and self.max_processes > self.processes
 
     @property
     def processes_text(self) -> str:
         """The processes setting as ``--processes`` spells it: ``3`` or ``3:6``."""
-        return f"{self.replicates}:{self.max_replicates}" if self.adaptive else str(self.replicates)
+        return f"{self.processes}:{self.max_processes}" if self.adaptive else str(self.processes)
 
     def differences(self, other: "RunOptions") -> dict[str, tuple[Any, Any]]:
         """{option: (self's value, other's value)} where the two differ."""
@@ -100,6 +103,20 @@ class RunOptions:
 
 
 OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(RunOptions))
+
+#: Names the options had before they were called what the user types (``--processes``): runs
+#: saved then still read back, and the API still takes them (with a ``DeprecationWarning``).
+LEGACY_NAMES: dict[str, str] = {"replicates": "processes", "max_replicates": "max_processes"}
+
+
+def legacy_names(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with the options' old names (a journal or results.json written before) renamed."""
+    out = dict(data)
+    for old, new in LEGACY_NAMES.items():
+        if old in out:
+            value = out.pop(old)
+            out.setdefault(new, value)
+    return out
 
 
 def parse_sizes(text: str) -> list[str]:
@@ -201,20 +218,20 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
         _check_choices("workload", options.workloads, known + [g for g in GROUPS if g not in known])
         changes["workloads"] = expand(options.workloads)
     for name, value, lo in (
-        ("--processes", options.replicates, 1),
+        ("--processes", options.processes, 1),
         ("--min-samples", options.min_samples, 1),
     ):
         if not isinstance(value, int) or isinstance(value, bool) or value < lo:
             raise UsageError(f"{name} must be a whole number >= {lo}, not {_short(value)}")
-    if options.replicates > MAX_REPLICATES:
-        raise UsageError(f"--processes must be at most {MAX_REPLICATES}, not {_short(options.replicates)}")
-    if options.max_replicates is not None:
-        most = options.max_replicates
-        if not isinstance(most, int) or isinstance(most, bool) or most < options.replicates:
-            raise UsageError(f"--processes MIN:MAX needs MAX >= MIN, not {options.replicates}:{most!r}")
-        if most > MAX_REPLICATES:
-            raise UsageError(f"--processes must be at most {MAX_REPLICATES}, not {_short(most)}")
-        if most > options.replicates and options.replicates < 2:
+    if options.processes > MAX_PROCESSES:
+        raise UsageError(f"--processes must be at most {MAX_PROCESSES}, not {_short(options.processes)}")
+    if options.max_processes is not None:
+        most = options.max_processes
+        if not isinstance(most, int) or isinstance(most, bool) or most < options.processes:
+            raise UsageError(f"--processes MIN:MAX needs MAX >= MIN, not {options.processes}:{most!r}")
+        if most > MAX_PROCESSES:
+            raise UsageError(f"--processes must be at most {MAX_PROCESSES}, not {_short(most)}")
+        if most > options.processes and options.processes < 2:
             raise UsageError("--processes MIN:MAX needs MIN >= 2: one process cannot show the "
                              "variation between processes")
     for name, value in (

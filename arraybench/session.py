@@ -16,6 +16,7 @@ from __future__ import annotations
 import signal
 import threading
 import uuid
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -348,7 +349,7 @@ class Session:
 
     def _settings(self) -> dict[str, Any]:
         settings = self.options.to_dict()
-        settings["timer"] = timer_settings(self.options)
+        settings["timer"] = asdict(timer_settings(self.options))
         settings["threads_applied"] = (
             "all cores (no limit)" if self.options.threads is None else
             f"{self.options.threads}: CPU affinity, OMP/MKL/OpenBLAS variables, threadpoolctl, "

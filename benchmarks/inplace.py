@@ -71,15 +71,17 @@ print(json.dumps(statistics.median(t.repeat(repeat=repeat, number=1))))
 WORKER_CHILD = _INPUTS + """
 import json, dataclasses
 from arraybench import backends
-from arraybench.executors.local import timer_settings
-from arraybench.measure import ReferenceCache, measure_cell
+from arraybench.analysis.replication import timer_settings
 from arraybench.options import RunOptions
 from arraybench.plan import Cell
-from arraybench.sampling import TimerSettings
-settings = dataclasses.replace(TimerSettings(**timer_settings(RunOptions())), restore={restore!r})
+from arraybench.worker.prepare import ReferenceCache, finish, prepare
+from arraybench.worker.sampling import interleave
+settings = dataclasses.replace(timer_settings(RunOptions()), restore={restore!r})
 backend = backends.load("numpy")("cpu")
-rep = measure_cell(backend, wl, Cell("gemm_inplace", str({n}), {n}, "numpy", "cpu", "float64", "latency",
-                                     params=params), settings, ReferenceCache(), seed={seed})
+prepared = prepare(backend, wl, Cell("gemm_inplace", str({n}), {n}, "numpy", "cpu", "float64", "latency",
+                                    params=params), settings, ReferenceCache(), seed={seed})
+interleave([prepared.run])
+rep = finish(backend, prepared)
 assert rep.status == "ok", rep.reason
 samples = sorted(rep.samples_s)
 print(json.dumps([samples[len(samples) // 2], rep.number, rep.restore_overhead_s]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -38,6 +39,18 @@ def _own_store(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data")))
 
 
+#: The signals a test may send to a command it starts.
+_SENT = (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE)
+
+
+def default_signals() -> None:
+    """``preexec_fn`` of every command a test starts: the signals it may be sent act as they do
+    in a terminal, whatever pytest inherited (under ``nohup`` SIGHUP is ignored, in a shell's
+    background job SIGINT is, and an ignored signal is inherited across exec)."""
+    for s in _SENT:
+        signal.signal(s, signal.SIG_DFL)
+
+
 def backend_or_skip(name: str, device: str = "cpu"):
     """An opened backend, or a skip saying why it cannot be opened here."""
     reason = backends.SPECS[name].preflight(device)
@@ -58,7 +71,8 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600,
     """Run the real command line in a fresh interpreter."""
     full_env = {k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None}  # None: unset
     return subprocess.run([sys.executable, "-m", "arraybench", *args], capture_output=True,
-                          text=True, cwd=cwd or ROOT, timeout=timeout, env=full_env)
+                          text=True, cwd=cwd or ROOT, timeout=timeout, env=full_env,
+                          preexec_fn=default_signals)
 
 
 #: Options that keep a real run short in tests: one process, a few samples per cell.

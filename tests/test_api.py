@@ -10,7 +10,7 @@ import pytest
 import arraybench
 from arraybench import Reporter, Results, UsageError
 
-QUICK = dict(devices=["cpu"], replicates=1, max_time=0.05, min_samples=3)
+QUICK = dict(devices=["cpu"], processes=1, max_time=0.05, min_samples=3)
 
 
 @arraybench.workload(sizes={"tiny": 64})

@@ -110,7 +110,7 @@ def test_any_arguments_give_a_valid_plan_or_one_line(tmp_path_factory, argv):
     finally:
         assert REGISTRY == registry_before  # a failed workload file leaves nothing behind
     if isinstance(outcome, JournalState):  # --resume of the journal, with agreeing options
-        assert outcome.cells and outcome.options.replicates >= 1
+        assert outcome.cells and outcome.options.processes >= 1
         return
     options, cells = outcome.options, outcome.cells
     assert cells
@@ -120,7 +120,7 @@ def test_any_arguments_give_a_valid_plan_or_one_line(tmp_path_factory, argv):
         assert c.workload in REGISTRY
         assert c.device in backends.SPECS[c.backend].devices
         assert c.dtype in plan.DTYPES and c.mode in plan.MODES
-    assert options.replicates >= 1 and options.min_samples >= 1 and options.seed >= 0
+    assert options.processes >= 1 and options.min_samples >= 1 and options.seed >= 0
     for value in (options.max_time, options.timeout):
         assert math.isfinite(value) and value > 0
     assert 0 < options.rel_ci < 1

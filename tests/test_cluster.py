@@ -25,7 +25,7 @@ from arraybench.errors import UsageError
 from arraybench.executors import shardlog
 from arraybench.executors.cluster import Node, differences, is_free, labels, select
 
-from .conftest import ROOT
+from .conftest import ROOT, default_signals
 
 DATA = Path(__file__).parent / "data"
 TINY = ("--backends", "numpy", "--devices", "cpu", "--sizes", "small", "--max-time", "0.05",
@@ -151,7 +151,7 @@ class LocalCluster:
 
     def start(self, *args: str) -> subprocess.Popen:
         return subprocess.Popen(self.argv(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, cwd=ROOT)
+                                text=True, cwd=ROOT, preexec_fn=default_signals)
 
     def command(self, line: str) -> None:
         assert self.holder.stdin is not None and self.holder.stdout is not None

@@ -21,7 +21,7 @@ import pytest
 from arraybench.model import journal
 from arraybench import load_results
 
-from .conftest import run_cli
+from .conftest import default_signals, run_cli
 
 DATA = Path(__file__).resolve().parent / "data"
 # ``bimodal`` samples for its whole budget: with --max-time 2 a run lasts a couple of seconds.
@@ -34,7 +34,8 @@ QUICK = ("--workloads", "ok_a,ok_b", "--sizes", "small", "--backends", "numpy", 
 
 def start(*args: str, cwd: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "arraybench", "run", *args], cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
 
 
 def replicates(out: Path) -> list[dict]:
@@ -134,3 +135,18 @@ def test_a_killed_run_leaves_no_lock_and_is_not_wiped_by_a_plain_rerun(
     assert (out / "journal.jsonl").read_bytes().startswith(kept)
     res = load_results(out / "results.json")
     assert res.complete and sorted(r.workload for r in res.records) == ["bimodal", "ok_a"]
+
+
+def test_a_command_a_test_starts_acts_on_sighup_even_under_nohup():
+    """nohup leaves SIGHUP ignored, and an ignored signal survives exec: the SIGHUP test above
+    would see its run ignore the hangup. The tests' children get the default disposition."""
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as under nohup
+    try:
+        proc = subprocess.Popen([sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGHUP))"],
+                                stdout=subprocess.PIPE, text=True, preexec_fn=default_signals)
+        inherited = subprocess.run([sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGHUP))"],
+                                   capture_output=True, text=True)
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+    assert proc.communicate(timeout=60)[0].strip() == "Handlers.SIG_DFL"
+    assert inherited.stdout.strip() == "Handlers.SIG_IGN"  # what a plain Popen would have given

@@ -38,7 +38,7 @@ def test_the_project_file_sets_defaults_and_the_command_line_wins(tmp_path: Path
     assert done.stdout == ""  # quiet = true
     res = load_results(folder / "a")
     assert [(r.workload, r.backend, r.size_label) for r in res.records] == [("sort", "numpy", "small")]
-    assert res.settings["replicates"] == 1 and res.settings["max_time"] == 0.05
+    assert res.settings["processes"] == 1 and res.settings["max_time"] == 0.05
 
     done = run_cli("run", "-o", "b", "--backends", "numpy,torch", "--sizes", "100", cwd=folder,
                    env={"ARRAYBENCH_CONFIG": str(folder / "pyproject.toml")})

@@ -193,7 +193,7 @@ def usage_run(tmp_path_factory) -> Path:
     shutil.copy(DATA / "usage_workloads.py", folder / "usage_workloads.py")
     out = folder / "run"
     arraybench.run(["fault_pages", "two_threads", "one_thread", "sleeps"], backends=["numpy"], devices=["cpu"],
-                   workload_files=[str(folder / "usage_workloads.py")], output_dir=out, replicates=2,
+                   workload_files=[str(folder / "usage_workloads.py")], output_dir=out, processes=2,
                    max_time=0.3, min_samples=5, plots=False)
     return out
 

@@ -17,7 +17,7 @@ import pytest
 
 from arraybench import load_results
 
-from .conftest import run_cli
+from .conftest import default_signals, run_cli
 
 DATA = Path(__file__).resolve().parent / "data"
 # Two processes: process 0 finishes (its replicates are journalled), then the signal lands in process 1.
@@ -30,7 +30,7 @@ RUN = ("--workloads", "bimodal,ok_a,ok_b", "--sizes", "small", "--backends", "nu
 def start(*args: str, cwd: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "arraybench", "run", *args], cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "COLUMNS": "200"})
+                            env={**os.environ, "COLUMNS": "200"}, preexec_fn=default_signals)
 
 
 def entries(out: Path) -> list[dict]:

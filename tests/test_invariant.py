@@ -32,6 +32,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from arraybench import load_results
 
+from .conftest import default_signals
+
 EXAMPLES = int(os.environ.get("ARRAYBENCH_FAULT_EXAMPLES", "4"))
 WORKLOADS = '''
 import time
@@ -72,7 +74,7 @@ class Journal:
         header = json.loads(self.lines[0]) if self.lines else None
         self.planned = set()
         if header is not None and header.get("type") == "header":
-            replicates = header["options"]["replicates"]
+            replicates = header["options"]["processes"]
             keys = ["|".join(str(c[k]) for k in ("workload", "size_label", "backend", "device",
                                                  "dtype", "mode")) for c in header["cells"]]
             self.planned = {(k, i) for k in keys for i in range(replicates)}
@@ -99,7 +101,8 @@ class Faults(RuleBasedStateMachine):
     # -- doing ------------------------------------------------------------------------------------
     def _start(self, *args: str) -> subprocess.Popen:
         return subprocess.Popen([sys.executable, "-m", "arraybench", *args], cwd=self.root,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=default_signals)
 
     @staticmethod
     def _stop(proc: subprocess.Popen, stop: str | None, delay: float) -> None:

@@ -25,7 +25,7 @@ from arraybench.session import Session
 from arraybench.workloads import REGISTRY
 
 OPTIONS = RunOptions(backends=["numpy"], devices=["cpu"], workloads=["elementwise", "sort"],
-                     sizes=["small"], replicates=2)
+                     sizes=["small"], processes=2)
 ENV = {"python": "3.11", "backends": {}}
 REPLICATE = {"status": "ok", "reason": "", "warnings": ["w"], "method": "eager", "timer": "wall clock",
          "samples_s": [1.0e-6, 1.1e-6, 0.9e-6], "number": 1000, "first_call_s": 2e-5,
@@ -87,8 +87,8 @@ def test_a_torn_last_line_is_ignored_then_cut_off(tmp_path: Path, tail: str):
     (lambda lines: lines[1:], "not an arraybench journal"),
     (lambda lines: ['{"type": "header", "tool": "pyperf"}'] + lines[1:], "not an arraybench journal"),
     (lambda lines: [lines[0].replace('"version": 2', '"version": 7')] + lines[1:], "journal version 7"),
-    (lambda lines: [lines[0].replace('"replicates": 2', '"replicates": "2"')] + lines[1:],
-     "options.replicates"),
+    (lambda lines: [lines[0].replace('"processes": 2', '"processes": "2"')] + lines[1:],
+     "options.processes"),
     (lambda lines: [lines[0].replace('"backend": "numpy"', '"backend": "numpi"', 1)] + lines[1:],
      "unknown backend 'numpi'"),
     (lambda lines: lines + [lines[2].replace('"index": 0', '"index": -1')], "a replicate numbered -1"),
@@ -213,7 +213,7 @@ def test_the_live_run_and_its_journal_read_back_agree_on_what_is_missing(tmp_pat
     from arraybench.outdir import unfinished
     from arraybench.session import RunState
 
-    options = RunOptions(**{**OPTIONS.to_dict(), "replicates": 3, "max_replicates": None})
+    options = RunOptions(**{**OPTIONS.to_dict(), "processes": 3, "max_processes": None})
     cells = plan.build_plan(options, REGISTRY)
     session = Session.start(cells, options, tmp_path)
     results = session.run(_Gapped())
@@ -231,7 +231,7 @@ def test_the_live_run_and_its_journal_read_back_agree_on_what_is_missing(tmp_pat
 def test_resume_reads_the_journal_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     import arraybench
 
-    options = RunOptions(**{**OPTIONS.to_dict(), "replicates": 1, "max_replicates": None})
+    options = RunOptions(**{**OPTIONS.to_dict(), "processes": 1, "max_processes": None})
     cells = plan.build_plan(options, REGISTRY)
     j = Journal.create(tmp_path, options, cells, ENV)
     for c in cells:
@@ -273,7 +273,7 @@ def test_a_node_journals_into_a_queue_and_writes_no_journal(tmp_path: Path):
     from arraybench.reporter import Reporter
     from arraybench.session import RunState
 
-    options = RunOptions(**{**OPTIONS.to_dict(), "replicates": 3, "max_replicates": None})
+    options = RunOptions(**{**OPTIONS.to_dict(), "processes": 3, "max_processes": None})
     cells = plan.build_plan(options, REGISTRY)
     events: queue.Queue = queue.Queue()
     session = Session(RunState(cells, options), tmp_path, _QueueSink(events), {}, Reporter())

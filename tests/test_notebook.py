@@ -26,7 +26,7 @@ def cell_softplus(xp, x):
 def cell_broken(xp, x):
     return xp.not_a_function(x)  # the user's own line''',
     '''results = arraybench.run(workloads=[cell_softplus, cell_broken], backends=["numpy", "torch"],
-                         devices=["cpu"], replicates=1, max_time=0.05, min_samples=3)
+                         devices=["cpu"], processes=1, max_time=0.05, min_samples=3)
 results''',
     "print([(r.workload, r.backend, r.status) for r in results.records])",
     "print([r.reason for r in results.records if r.status != 'ok'][0])",

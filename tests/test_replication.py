@@ -16,7 +16,7 @@ from arraybench.analysis.replication import (BUDGET, CONVERGED, ENDED, FIXED, MO
 from arraybench.model.replicate import Replicate
 from arraybench.options import RunOptions
 
-from .conftest import run_cli
+from .conftest import ROOT, run_cli
 from .synthetic import spread
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -79,20 +79,34 @@ def test_options_give_the_policy_and_each_process_its_share():
     assert default.adaptive and default.processes_text == "3:6"
     assert policy_for(default) == Policy(3, 6, 0.02, 1.0)
     assert per_process(default) == (1.0 / 6, 3)  # the budget over the most processes
-    fixed = RunOptions(replicates=3, max_replicates=None)
+    fixed = RunOptions(processes=3, max_processes=None)
     assert not fixed.adaptive and fixed.processes_text == "3"
     assert per_process(fixed) == (1.0 / 3, 4)  # as before adaptive replication
-    # A journal written before adaptive replication resumes with its fixed count.
-    old = {k: v for k, v in RunOptions(replicates=5).to_dict().items() if k != "max_replicates"}
+    # A journal written before adaptive replication resumes with its fixed count; one written
+    # before the options were named as --processes is, reads back under the new names.
+    old = {k: v for k, v in RunOptions(processes=5).to_dict().items() if k != "max_processes"}
     assert not RunOptions.from_dict(old).adaptive
+    renamed = {("replicates" if k == "processes" else k): v for k, v in old.items()}
+    assert RunOptions.from_dict(renamed).processes == 5 and not RunOptions.from_dict(renamed).adaptive
+    legacy = {**renamed, "max_replicates": 8}
+    assert RunOptions.from_dict(legacy).processes_text == "5:8"
 
 
-def test_the_api_treats_replicates_alone_as_a_fixed_count():
+def test_the_api_treats_processes_alone_as_a_fixed_count():
     from arraybench.api import options_from
 
-    assert options_from(replicates=1).max_replicates is None
-    assert options_from(replicates=4, max_replicates=8).processes_text == "4:8"
+    assert options_from(processes=1).max_processes is None
+    assert options_from(processes=4, max_processes=8).processes_text == "4:8"
     assert options_from().processes_text == "3:6"
+
+
+def test_the_api_still_takes_the_old_name_replicates_with_a_deprecation_warning():
+    from arraybench.api import options_from
+
+    with pytest.warns(DeprecationWarning, match="replicates= is now called processes="):
+        assert options_from(replicates=1).processes == 1
+    with pytest.warns(DeprecationWarning, match="max_replicates= is now called max_processes="):
+        assert options_from(replicates=4, max_replicates=8).processes_text == "4:8"
 
 
 @pytest.mark.parametrize("value, message", [
@@ -131,7 +145,7 @@ def test_a_cell_whose_processes_disagree_gets_more_and_a_steady_one_stops(adapti
     assert (wide.ci_high_s - wide.ci_low_s) / (2 * wide.median_s) > 0.5
     assert any("no more processes because it reached the most processes allowed" in w for w in wide.warnings)
     assert steady.n_replicates == 3 and steady.replication_stop == CONVERGED
-    assert results.settings["max_replicates"] == 6 and results.settings["replicates"] == 3
+    assert results.settings["max_processes"] == 6 and results.settings["processes"] == 3
     # The headline is a per-call time between the two modes.
     assert 4e-3 < wide.median_s < 20e-3
 
@@ -156,3 +170,13 @@ def test_resume_measures_the_processes_beyond_the_initial_count(adaptive_run, tm
     # And a complete adaptive run has nothing left to resume.
     again = run_cli("run", "--resume", str(copy), "-q", "--no-plots")
     assert again.returncode == 0 and "nothing to resume" in again.stderr
+
+
+def test_a_results_file_saved_under_the_old_option_names_reads_back_under_the_new():
+    from arraybench import load_results
+
+    saved = ROOT / "docs" / "example-cpu" / "results.json"
+    assert '"replicates": 3' in saved.read_text()  # written before the options were renamed
+    settings = load_results(saved).settings
+    assert settings["processes"] == 3 and settings["max_processes"] == 6
+    assert "replicates" not in settings and "max_replicates" not in settings

@@ -62,7 +62,7 @@ def test_progress_bar_counts_measurements_and_cells_with_an_eta(tmp_path: Path):
     console = Console(file=buffer, force_terminal=True, width=160, color_system=None)
     reporter = ConsoleReporter(console=console, cells=2)
     results = arraybench.run(["sort", "elementwise"], backends=["numpy"], devices=["cpu"],
-                             sizes=["small"], replicates=2, max_time=0.05, min_samples=3,
+                             sizes=["small"], processes=2, max_time=0.05, min_samples=3,
                              output_dir=tmp_path, reporter=reporter)
     text = buffer.getvalue()
     assert len(results.records) == 2

@@ -86,7 +86,7 @@ def test_absurd_processes_and_threads_are_one_line_before_anything_starts(option
 def test_the_bounds_hold_for_the_python_api_and_the_project_file(tmp_path: Path):
     # In a process of its own: without the bound, planning 10**11 replicates never ends.
     code = ("import arraybench\n"
-            "for kw in ({'replicates': 10**11}, {'threads': %d}):\n"
+            "for kw in ({'processes': 10**11}, {'threads': %d}):\n"
             "    try:\n"
             "        arraybench.run(['sort'], backends='numpy', **kw)\n"
             "    except arraybench.UsageError as exc:\n"

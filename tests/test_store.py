@@ -181,15 +181,15 @@ def test_every_run_goes_to_the_default_store_in_the_user_data_folder(tmp_path: P
     import arraybench
 
     arraybench.run(workloads="matmul", backends="numpy", devices="cpu", sizes="small",
-                   replicates=1, max_time=0.05, min_samples=3)
+                   processes=1, max_time=0.05, min_samples=3)
     default = tmp_path / "xdg" / "arraybench" / "results.sqlite"
     assert _counts(str(default)) == (1, 1)
     arraybench.run(workloads="matmul", backends="numpy", devices="cpu", sizes="small",
-                   replicates=1, max_time=0.05, min_samples=3, store=False)
+                   processes=1, max_time=0.05, min_samples=3, store=False)
     assert _counts(str(default)) == (1, 1)  # store=False: nowhere
     other = tmp_path / "elsewhere.sqlite"
     arraybench.run(workloads="matmul", backends="numpy", devices="cpu", sizes="small",
-                   replicates=1, max_time=0.05, min_samples=3, store=other)
+                   processes=1, max_time=0.05, min_samples=3, store=other)
     assert _counts(str(other)) == (1, 1)
 
 

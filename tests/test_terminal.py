@@ -17,7 +17,7 @@ import pytest
 
 from arraybench import load_results
 
-from .conftest import ROOT, run_cli
+from .conftest import ROOT, default_signals, run_cli
 
 QUICK = ("--workloads", "sort,matmul", "--sizes", "small", "--backends", "numpy", "--devices",
          "cpu", "--processes", "1", "--max-time", "0.05", "--min-samples", "3", "--no-plots")
@@ -82,7 +82,7 @@ def test_ctrl_c_while_arraybench_starts_is_one_line(tmp_path: Path):
     the fix, a KeyboardInterrupt traceback from inside ``import arraybench``."""
     proc = subprocess.Popen([sys.executable, "-m", "arraybench", "run", *QUICK, "-o",
                              str(tmp_path / "out")], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
     maps = Path(f"/proc/{proc.pid}/maps")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:

@@ -256,12 +256,12 @@ def environment_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> 
     return out
 
 
-_SETTING_KEYS = ("threads", "replicates", "max_replicates", "max_time", "min_samples", "rel_ci", "cold",
+_SETTING_KEYS = ("threads", "processes", "max_processes", "max_time", "min_samples", "rel_ci", "cold",
                  "allow_tf32")
 
 
 #: Settings whose command-line name is not their own.
-_SETTING_NAMES = {"replicates": "--processes (least)", "max_replicates": "--processes (most)"}
+_SETTING_NAMES = {"processes": "--processes (least)", "max_processes": "--processes (most)"}
 
 
 def settings_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, str, str]]:

@@ -17,8 +17,8 @@ the interrupted one would have.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
 
 from ..model.replicate import Replicate
 from ..worker.sampling import TimerSettings
@@ -104,8 +104,8 @@ def decide(replicates: Sequence[Replicate], policy: Policy) -> Decision:
 
 def policy_for(options: "RunOptions") -> Policy:
     """The policy a run's options ask for."""
-    most = options.max_replicates if options.adaptive else options.replicates
-    return Policy(least=options.replicates, most=most or options.replicates, rel_ci=options.rel_ci,
+    most = options.max_processes if options.adaptive else options.processes
+    return Policy(least=options.processes, most=most or options.processes, rel_ci=options.rel_ci,
                   budget_s=options.max_time)
 
 
@@ -116,20 +116,20 @@ def per_process(options: "RunOptions") -> tuple[float, int]:
     adaptive one gives each process the share of the most it may take, so that the budget can
     pay for every one of them.
     """
-    count = options.max_replicates if options.adaptive else options.replicates
-    count = count or options.replicates
+    count = options.max_processes if options.adaptive else options.processes
+    count = count or options.processes
     return options.max_time / count, max(3, -(-options.min_samples // count))
 
 
-def timer_settings(options: "RunOptions") -> dict[str, Any]:
+def timer_settings(options: "RunOptions") -> TimerSettings:
     """Each process's timer settings for the run: a cell's budget and sample floor are shared by
     its processes (``per_process``). The one source for the workers' jobs and ``results.json``."""
     budget, least = per_process(options)
-    return asdict(TimerSettings(
+    return TimerSettings(
         target_sample_s=options.target_sample,
         min_samples=least,
         budget_s=budget,
         rel_ci=options.rel_ci,
         warmup_s=options.warmup,
         cold=options.cold,
-    ))
+    )

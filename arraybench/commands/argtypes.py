@@ -71,7 +71,7 @@ def processes(text: str) -> tuple[int, int | None]:
     raw = text.strip().lower()
     if raw == "auto":
         d = RunOptions()
-        return d.replicates, d.max_replicates
+        return d.processes, d.max_processes
     if ":" in raw:
         lo_text, _, hi_text = raw.partition(":")
         lo = _number(lo_text, int, "a whole number")

@@ -65,11 +65,11 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                      help="also measure the machine's ceilings (memory bandwidth, peak matmul) "
                           "and report each result's share of them")
     how = p.add_argument_group("how to measure")
-    how.add_argument("--processes", type=processes, default=(d.replicates, d.max_replicates),
-                     dest="replicates", metavar="auto|N|MIN:MAX",
+    how.add_argument("--processes", type=processes, default=(d.processes, d.max_processes),
+                     dest="processes", metavar="auto|N|MIN:MAX",
                      help="worker processes per cell, each one replicate: N exactly, or from MIN up "
                           "to MAX, adding processes while the cell's interval is wider than --rel-ci "
-                          f"(default: auto = {d.replicates}:{d.max_replicates})")
+                          f"(default: auto = {d.processes}:{d.max_processes})")
     how.add_argument("--max-time", type=positive_float, default=d.max_time, metavar="SECONDS",
                      help=f"sampling budget per cell, all processes together (default: {d.max_time:g})")
     how.add_argument("--min-samples", type=positive_int, default=d.min_samples, metavar="N",
@@ -123,7 +123,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         sizes=parse_sizes(args.sizes) if args.sizes is not None else [],
         dtype=args.dtype, modes=args.modes,
         include_transfer=args.include_transfer, roofline=args.roofline,
-        replicates=args.replicates[0], max_replicates=args.replicates[1],
+        processes=args.processes[0], max_processes=args.processes[1],
         max_time=args.max_time, min_samples=args.min_samples, rel_ci=args.rel_ci,
         threads=args.threads, cold=args.cold, allow_tf32=args.allow_tf32, timeout=args.timeout,
         seed=args.seed, workload_files=[str(Path(f).resolve()) for f in args.workload_files],
@@ -153,8 +153,8 @@ def options_given(args: argparse.Namespace) -> dict:
     """The run options typed on the command line (``cli.parse`` records which), with their values;
     an option typed with its default value counts too."""
     typed = set(getattr(args, "typed", set()))
-    if "replicates" in typed:
-        typed.add("max_replicates")  # --processes sets both
+    if "processes" in typed:
+        typed.add("max_processes")  # --processes sets both
     return {k: v for k, v in options_from_args(args).to_dict().items() if k in typed}
 
 
@@ -177,13 +177,13 @@ def resume_state(args: argparse.Namespace) -> JournalState:
         if name not in wanted or wanted[name] == value and name not in _PROCESSES:
             continue
         if name in _PROCESSES:  # --processes sets both: one entry, spelled as it is typed
-            saved, typed = (RunOptions(replicates=o["replicates"], max_replicates=o["max_replicates"])
+            saved, typed = (RunOptions(processes=o["processes"], max_processes=o["max_processes"])
                             for o in (wanted, {**wanted, **given}))
             entry = f"processes (saved {saved.processes_text}, given {typed.processes_text})"
             if saved.processes_text != typed.processes_text and entry not in differs:
                 differs.append(entry)
             continue
-        differs.append(f"{_OPTION_NAMES.get(name, name)} (saved {wanted[name]!r}, given {value!r})")
+        differs.append(f"{name} (saved {wanted[name]!r}, given {value!r})")
     if differs:
         raise UsageError("--resume uses the run's own settings; these differ: " + "; ".join(differs))
     if args.overwrite:
@@ -193,10 +193,8 @@ def resume_state(args: argparse.Namespace) -> JournalState:
     return state
 
 
-#: Run options whose command-line name differs from their name in ``RunOptions``.
-_OPTION_NAMES = {"replicates": "processes"}
 #: The run options ``--processes`` sets together.
-_PROCESSES = ("replicates", "max_replicates")
+_PROCESSES = ("processes", "max_processes")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -236,7 +234,7 @@ def main(args: argparse.Namespace) -> int:
     if not args.quiet and not args.json:
         print_outcome(results, Console())
     if not results.complete:  # a cluster run whose node was lost: say what is missing, and how on
-        wanted = int(results.settings.get("replicates", 1))
+        wanted = int(results.settings.get("processes", 1))
         missing = [r for r in results.records if len(r.replicates) < wanted]
         reasons = "; ".join(dict.fromkeys(r.reason for r in missing if not r.replicates and r.reason))
         print(f"arraybench: {len(missing)} of {len(results.records)} cells are not fully measured"

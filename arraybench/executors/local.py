@@ -29,7 +29,6 @@ from ..model.replicate import Replicate
 from ..options import RunOptions
 from ..plan import Cell
 from ..worker.protocol import Job, Message, Ready, ReplicateDone, Unavailable
-from ..worker.sampling import TimerSettings
 from ..workloads.shipping import SHIPPED_NAME
 from .base import Config, RunHandle
 from .worker_process import STARTUP_TIMEOUT_S, StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
@@ -89,7 +88,7 @@ class LocalExecutor:
             job_cells = list(remaining.values())
             job = Job(
                 backend=backend, device=device, replicate=index, cells=tuple(job_cells),
-                timer=TimerSettings(**timer_settings(options)), seed=options.seed,
+                timer=timer_settings(options), seed=options.seed,
                 shuffle_seed=hash((options.seed, index, attempt)) & 0xFFFFFFFF,
                 threads=options.threads, allow_tf32=options.allow_tf32,
                 workload_files=tuple(str(Path(p).resolve()) for p in options.workload_files),

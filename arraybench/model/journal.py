@@ -257,7 +257,7 @@ def _header(head: dict[str, Any]) -> JournalState:
     _need(isinstance(env, dict), "environment is not an object")
     check_environment(env)
     parsed_options = RunOptions.from_dict(options)
-    _need(parsed_options.replicates >= 1, "option 'replicates' is below 1")
+    _need(parsed_options.processes >= 1, "option 'processes' is below 1")
     parsed = [Cell.from_dict(c, where=f"cell {i}") for i, c in enumerate(cells)]
     _need(len({c.key for c in parsed}) == len(parsed), "a cell appears twice")
     return JournalState(options=parsed_options, cells=parsed, environment=env)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ResultsError
 from ..files import write_atomic
+from ..options import legacy_names
 from .record import COLUMNS, Record
 from .schema import SchemaError, to_json
 from .untrusted import MAX_DEPTH, NotPlainJson, NotRegularFile, check_environment, loads, read_regular, too_deep
@@ -230,7 +231,7 @@ def from_dict(data: Any, origin: str = "results") -> Results:
     complete = data.get("complete", True)
     if not isinstance(complete, bool):
         raise ResultsError(f"{origin}: 'complete' must be true or false")
-    return Results(environment=env, settings=settings, records=parsed, complete=complete,
+    return Results(environment=env, settings=legacy_names(settings), records=parsed, complete=complete,
                    errors=errors)
 
 

@@ -90,7 +90,7 @@ def _machine_environment(env: Mapping[str, Any], settings: Mapping[str, Any]) ->
         ("threads", "; ".join(threads)),
         *kernel_rows(env),
     ]
-    measure = [(k, settings.get(k)) for k in ("dtype", "modes", "replicates", "max_replicates", "max_time",
+    measure = [(k, settings.get(k)) for k in ("dtype", "modes", "processes", "max_processes", "max_time",
                                              "min_samples", "rel_ci", "cold", "allow_tf32", "seed")
                if k in settings]
     pairs = [(k, v) for k, v in rows if v not in (None, "")] + [(f"setting: {k}", v) for k, v in measure]
