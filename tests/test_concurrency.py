@@ -140,13 +140,13 @@ def test_a_killed_run_leaves_no_lock_and_is_not_wiped_by_a_plain_rerun(
 def test_a_command_a_test_starts_acts_on_sighup_even_under_nohup():
     """nohup leaves SIGHUP ignored, and an ignored signal survives exec: the SIGHUP test above
     would see its run ignore the hangup. The tests' children get the default disposition."""
+    show = "import signal; print(signal.getsignal(signal.SIGHUP).name)"
     previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as under nohup
     try:
-        proc = subprocess.Popen([sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGHUP))"],
-                                stdout=subprocess.PIPE, text=True, preexec_fn=default_signals)
-        inherited = subprocess.run([sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGHUP))"],
-                                   capture_output=True, text=True)
+        proc = subprocess.Popen([sys.executable, "-c", show], stdout=subprocess.PIPE, text=True,
+                                preexec_fn=default_signals)
+        inherited = subprocess.run([sys.executable, "-c", show], capture_output=True, text=True)
     finally:
         signal.signal(signal.SIGHUP, previous)
-    assert proc.communicate(timeout=60)[0].strip() == "Handlers.SIG_DFL"
-    assert inherited.stdout.strip() == "Handlers.SIG_IGN"  # what a plain Popen would have given
+    assert proc.communicate(timeout=60)[0].strip() == "SIG_DFL"
+    assert inherited.stdout.strip() == "SIG_IGN"  # what a plain Popen would have given
