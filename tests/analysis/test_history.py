@@ -1,0 +1,183 @@
+"""History: a known step is called with its cause, noise within the intervals never is, false
+discoveries are controlled across series, and --fail-on-regression gates a pipeline."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from arraybench.analysis.history import Entry, Point, RunInfo, history, step_p_value
+from arraybench.analysis.intervals import replicate_interval
+from arraybench.analysis.significance import welch
+from arraybench.commands.history import parse_since
+from arraybench.store import open_store
+
+from ..conftest import FAST, run_cli
+from ..synthetic import timed_run
+
+# PyTorch's matmul: ~2 ms on torch 2.4, 20% slower from the version change on; NumPy's: noise
+# that stays inside the intervals (each run's medians within ±0.4%, each CI about ±1%).
+NUMPY_NOISE = (1.000e-3, 1.004e-3, 0.997e-3, 1.002e-3, 0.998e-3, 1.003e-3)
+TORCH = (2.000e-3, 2.004e-3, 1.998e-3, 2.400e-3, 2.404e-3, 2.398e-3)
+VERSIONS = ("2.4.0", "2.4.0", "2.4.0", "2.5.0", "2.5.0", "2.5.0")
+
+
+def _feed(location: str) -> None:
+    with open_store(location) as s:
+        for day, (n, t, v) in enumerate(zip(NUMPY_NOISE, TORCH, VERSIONS), start=1):
+            s.add(timed_run(day, torch=v, numpy_s=n, torch_s=t, context={"commit": f"c{day}"}))
+
+
+def _history(location: str, **kw):
+    with open_store(location) as s:
+        entries, runs = s.entries(**kw)
+    return history(entries, runs)
+
+
+def test_the_step_and_only_the_step_is_called_with_its_cause(store_location):
+    _feed(store_location)
+    found = _history(store_location)
+    assert [s.label for s in found.series] == ["NumPy CPU", "PyTorch CPU"]
+    assert all(len(s.points) == 6 for s in found.series)
+    assert found.tested == 10  # five consecutive pairs in each of the two series
+    (step,) = found.steps
+    assert step.series.label == "PyTorch CPU" and step.slower
+    assert step.ratio == pytest.approx(1.2, rel=0.01)
+    assert step.before.run.started_at.startswith("2026-01-03") and step.after.run.started_at.startswith("2026-01-04")
+    assert step.causes == ["torch 2.4.0 → 2.5.0", "context commit: c3 → c4"]
+    assert "20.0% slower" not in step.sentence() and "1.20× slower" in step.sentence()
+    (change,) = found.version_changes  # the mark on the time axis
+    assert change.text == "torch 2.4.0 → 2.5.0" and change.run.started_at.startswith("2026-01-04")
+    # The NumPy series moved too, every time, but always within its intervals: no step.
+    numpy = found.series[0]
+    assert max(p.median_s for p in numpy.points) / min(p.median_s for p in numpy.points) > 1.005
+
+
+def test_filters_narrow_the_history(store_location):
+    _feed(store_location)
+    assert [s.label for s in _history(store_location, backends=["numpy"]).series] == ["NumPy CPU"]
+    assert _history(store_location, workloads=["fft"]).series == []
+    assert all(len(s.points) == 3 for s in _history(store_location, since="2026-01-04").series)
+    machine = timed_run(1).environment["machine_id"]
+    assert len(_history(store_location, machine=machine[:5]).series) == 2
+    assert _history(store_location, machine="ffffffff").series == []
+
+
+def _point(run: str, day: int, median: float, half: float, machine: str = "m") -> tuple[Entry, RunInfo]:
+    """A point whose 95% interval is median × exp(±half) (half: in log units)."""
+    info = RunInfo(run, f"2026-01-{day:02d}T00:00:00+00:00", True, {"libraries": {}}, {}, {})
+    entry = Entry(run, "", machine, f"cell-{machine}", "matmul", "small", 100, "numpy", "cpu", "float64",
+                  "latency", False, "ok", median, median * math.exp(-half), median * math.exp(half), 3)
+    return entry, info
+
+
+def _series_pair(machine: str, ratio: float, se: float) -> list[tuple[Entry, RunInfo]]:
+    half = 1.959963984540054 * se
+    return [_point(f"{machine}-1", 1, 1e-3, half, machine), _point(f"{machine}-2", 2, 1e-3 * ratio, half, machine)]
+
+
+def test_false_discoveries_are_controlled_across_all_series():
+    # A 10% change whose intervals are just apart (p ≈ 0.003): called when it is the only pair...
+    marginal = _series_pair("marginal", 1.10, 0.023)
+    alone = history([e for e, _ in marginal], {i.run_id: i for _, i in marginal})
+    assert len(alone.steps) == 1 and alone.steps[0].p_value == pytest.approx(0.0034, abs=0.0005)
+    # ...but not among 49 other series that did not change: 0.003 is no longer surprising.
+    crowd = marginal + [p for k in range(49) for p in _series_pair(f"quiet{k:02d}", 1.0, 0.02)]
+    many = history([e for e, _ in crowd], {i.run_id: i for _, i in crowd})
+    assert many.tested == 50 and many.steps == []
+    # A large change stays called in the same crowd.
+    big = crowd + _series_pair("big", 1.5, 0.02)
+    assert [s.series.machine_id for s in history([e for e, _ in big], {i.run_id: i for _, i in big}).steps] == ["big"]
+
+
+def test_a_separated_change_under_the_threshold_is_not_a_step():
+    tiny = _series_pair("tiny", 1.01, 0.001)  # 1%: intervals far apart, p tiny, but 1% < 2%
+    found = history([e for e, _ in tiny], {i.run_id: i for _, i in tiny})
+    assert found.tested == 1 and found.steps == []
+    assert len(history([e for e, _ in tiny], {i.run_id: i for _, i in tiny}, threshold=0.005).steps) == 1
+
+
+def test_history_judges_a_change_by_compares_test():
+    # The store keeps a median and its interval over k processes; read back, they give the p-value
+    # that compare's Welch test gives on the processes' medians themselves.
+    base, new = [1.00e-3, 1.04e-3, 0.97e-3, 1.01e-3], [1.08e-3, 1.15e-3, 1.02e-3]
+    points = []
+    for day, medians in enumerate((base, new), start=1):
+        iv = replicate_interval([[m] * 20 for m in medians])
+        info = RunInfo(f"r{day}", f"2026-01-{day:02d}T00:00:00+00:00", True, {"libraries": {}}, {}, {})
+        points.append(Point(info, Entry(f"r{day}", "", "m", "cell", "matmul", "small", 100, "numpy", "cpu",
+                                        "float64", "latency", False, "ok", iv.center, iv.low, iv.high,
+                                        len(medians))))
+    assert step_p_value(*points) == pytest.approx(welch(base, new).p_value, rel=1e-9)
+
+
+def test_a_kernel_update_keeps_the_machine_and_is_named_as_a_cause(store_location):
+    with open_store(store_location) as s:
+        s.add(timed_run(1, os_release="Linux 6.1.0"))
+        s.add(timed_run(2, os_release="Linux 6.5.0", torch_s=3e-3))
+        s.add(timed_run(3, host="host-b"))  # another machine: a series of its own
+    found = _history(store_location)
+    assert len({s.machine_id for s in found.series}) == 2
+    (step,) = found.steps
+    assert step.causes == ["machine: kernel Linux 6.1.0 → Linux 6.5.0"]
+
+
+def test_history_command_table_plots_and_regression_gate(tmp_path: Path):
+    store = str(tmp_path / "s.sqlite")
+    _feed(store)
+    out = tmp_path / "plots"
+    done = run_cli("history", "--store", store, "-o", str(out), "--fail-on-regression", "10%")
+    assert done.returncode == 0, done.stderr  # the step is not in the latest run any more
+    assert "1 step called" in done.stdout and "torch 2.4.0 → 2.5.0" in done.stdout
+    root = ET.parse(out / "history_matmul.svg").getroot()
+    assert root.tag.endswith("svg") and "torch 2.4.0 → 2.5.0" in (out / "history_matmul.svg").read_text()
+    with open_store(store) as s:  # a new run, 25% slower again: the latest run is a regression
+        s.add(timed_run(7, torch="2.6.0", torch_s=3.0e-3))
+    gate = run_cli("history", "--store", store, "--no-plots", "--fail-on-regression", "10%")
+    assert gate.returncode == 1
+    assert gate.stderr.startswith("arraybench: 1 regression above 10% in the latest runs: matmul small PyTorch CPU")
+    lenient = run_cli("history", "--store", store, "--no-plots", "--fail-on-regression", "30%")
+    assert lenient.returncode == 0
+    assert run_cli("history", "--store", store, "--since", "yesterday-ish").returncode == 2
+
+
+def test_parse_since():
+    now = _dt.datetime(2026, 2, 1, 12, 0, tzinfo=_dt.timezone.utc)
+    assert parse_since("30d", now) == "2026-01-02T12:00:00+00:00"
+    assert parse_since("12h", now) == "2026-02-01T00:00:00+00:00"
+    assert parse_since("2026-01-31") == "2026-01-31T00:00:00+00:00"
+    assert parse_since(None) is None
+
+
+def test_a_run_report_shows_its_history_when_the_store_has_earlier_runs(tmp_path: Path):
+    store = str(tmp_path / "s.sqlite")
+    args = ("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST, "--store", store)
+    first = run_cli(*args, "-o", str(tmp_path / "one"))
+    assert first.returncode == 0, first.stderr
+    assert "id='history'" not in (tmp_path / "one" / "report.html").read_text()
+    second = run_cli(*args, "-o", str(tmp_path / "two"), "--context", "commit=new")
+    assert second.returncode == 0, second.stderr
+    page = (tmp_path / "two" / "report.html").read_text()
+    assert "id='history'" in page and "data-plot='history_matmul.svg'" in page
+    assert "2 runs" in page and (tmp_path / "two" / "history_matmul.svg").is_file()
+
+
+def test_history_of_this_machine_and_a_rebuilt_report_keep_the_history(tmp_path: Path):
+    store = str(tmp_path / "s.sqlite")
+    args = ("run", "--backends", "numpy", "--workloads", "sort", "--sizes", "small", *FAST, "--store", store)
+    for name in ("one", "two"):
+        assert run_cli(*args, "-o", str(tmp_path / name)).returncode == 0
+    mine = run_cli("history", "--store", store, "--machine", "this", "--no-plots")
+    assert mine.returncode == 0 and "sort small" in mine.stdout and "over 2 runs" in mine.stdout
+    other = run_cli("history", "--store", store, "--machine", "ffffff", "--no-plots")
+    assert other.returncode == 0 and "no stored run matches" in other.stdout
+    (tmp_path / "two" / "report.html").unlink()
+    rebuilt = run_cli("report", str(tmp_path / "two"), "--store", store, "-q")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert "id='history'" in (tmp_path / "two" / "report.html").read_text()
+    bare = run_cli("report", str(tmp_path / "two"), "--no-store", "-q")
+    assert bare.returncode == 0 and "id='history'" not in (tmp_path / "two" / "report.html").read_text()

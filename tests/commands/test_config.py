@@ -1,0 +1,91 @@
+"""[tool.arraybench] in pyproject.toml: project defaults, the command line winning, bad files refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from arraybench import load_results
+
+from ..conftest import run_cli
+
+PROJECT = """
+[project]
+name = "someone-elses"
+
+[tool.arraybench]
+backends = ["numpy"]
+devices = "cpu"
+workloads = "sort"
+sizes = ["small"]
+processes = 1
+max-time = 0.05
+min_samples = 3
+quiet = true
+"""
+
+
+def project(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "pyproject.toml").write_text(text)
+    return tmp_path
+
+
+def test_the_project_file_sets_defaults_and_the_command_line_wins(tmp_path: Path):
+    folder = project(tmp_path, PROJECT)
+    done = run_cli("run", "-o", "a", cwd=folder, env={"ARRAYBENCH_CONFIG": str(folder / "pyproject.toml")})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""  # quiet = true
+    res = load_results(folder / "a")
+    assert [(r.workload, r.backend, r.size_label) for r in res.records] == [("sort", "numpy", "small")]
+    assert res.settings["processes"] == 1 and res.settings["max_time"] == 0.05
+
+    done = run_cli("run", "-o", "b", "--backends", "numpy,torch", "--sizes", "100", cwd=folder,
+                   env={"ARRAYBENCH_CONFIG": str(folder / "pyproject.toml")})
+    assert done.returncode == 0, done.stderr
+    res = load_results(folder / "b")
+    assert {(r.backend, r.size) for r in res.records} == {("numpy", 100), ("torch", 100)}
+
+
+def test_the_nearest_pyproject_is_found_from_a_subfolder(tmp_path: Path):
+    folder = project(tmp_path, PROJECT)
+    deep = folder / "src" / "deeper"
+    deep.mkdir(parents=True)
+    done = run_cli("info", cwd=deep, env={"ARRAYBENCH_CONFIG": None})
+    assert done.returncode == 0, done.stderr
+    assert f"project defaults from {folder / 'pyproject.toml'}" in done.stdout
+    assert "max-time = 0.05" in done.stdout and "backends = ['numpy']" in done.stdout
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[tool.arraybench\nbackends = 1", "not valid TOML"),
+    ("[tool]\narraybench = 5", "[tool.arraybench] must be a table"),
+    ("[tool.arraybench]\nbackend = ['numpy']", "unknown key 'backend' in [tool.arraybench]"),
+    ("[tool.arraybench]\nprocesses = 0", "processes: '0' must be at least 1"),
+    ("[tool.arraybench]\ndtype = 'float16'", "'float16' is not one of float64, float32"),
+    ("[tool.arraybench]\ncold = 'yes'", "cold must be true or false"),
+    ("[tool.arraybench]\nmax-time = [true]", "max-time must be a list of names or numbers"),
+])
+def test_a_bad_project_file_is_one_line_and_exit_2(tmp_path: Path, text: str, message: str):
+    folder = project(tmp_path, text)
+    done = run_cli("run", "-o", "x", cwd=folder, env={"ARRAYBENCH_CONFIG": str(folder / "pyproject.toml")})
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and message in done.stderr, done.stderr
+    assert not (folder / "x").exists()
+
+
+def test_resume_refuses_an_option_typed_even_when_it_equals_the_default(tmp_path: Path, capsys):
+    from arraybench.cli import main
+
+    folder = project(tmp_path, "[tool.arraybench]\ndtype = 'float32'\n")
+    from arraybench.model import journal
+    from arraybench import options, plan
+    from arraybench.workloads import REGISTRY
+
+    opts = options.validate(options.RunOptions(backends=["numpy"], devices=["cpu"], workloads=["sort"],
+                                               sizes=["small"], dtype="float32"), REGISTRY)
+    out = folder / "run"
+    out.mkdir()
+    journal.Journal.create(out, opts, plan.build_plan(opts, REGISTRY), {"backends": {}}).close()
+    assert main(["run", "--resume", str(out), "--dtype", "float64"]) == 2
+    assert "dtype (saved 'float32', given 'float64')" in capsys.readouterr().err
