@@ -257,4 +257,5 @@ def print_outcome(results: Results, console: Console) -> None:
     report.show(results, console, errors=True)
     out = results.output_dir
     if out is not None:
-        console.print(f"results: {out / 'results.json'}; report: {out / 'report.html'}")
+        # soft_wrap: a path broken over two lines cannot be copied or clicked
+        console.print(f"results: {out / 'results.json'}; report: {out / 'report.html'}", soft_wrap=True)

@@ -177,6 +177,8 @@ def check_present(out_dir: Path) -> None:
         mode = path.lstat().st_mode
     except FileNotFoundError:
         raise _absent(out_dir) from None
+    except ValueError:  # a NUL byte: no file system has such a name
+        raise _absent(out_dir) from None
     except OSError as exc:
         raise JournalError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     if not stat.S_ISREG(mode):
@@ -189,7 +191,7 @@ def read(out_dir: Path) -> JournalState:
     fresh = "start afresh with --overwrite (the file stays until then)"
     try:
         data = read_regular(path, follow_links=False)
-    except FileNotFoundError:
+    except (FileNotFoundError, ValueError):  # ValueError: a NUL byte, a name no file can have
         raise _absent(out_dir) from None
     except IsADirectoryError:
         raise _not_a_file(path, stat.S_IFDIR) from None
