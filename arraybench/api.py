@@ -27,7 +27,8 @@ from .options import DTYPES, LEGACY_NAMES, OPTION_NAMES, RunOptions, legacy_name
 from .plan import Cell, build_plan
 from .reporter import Reporter
 from .model.results import Results, load, resolve
-from .session import Interrupted, RunState, Session
+from .run_state import RunState
+from .session import Interrupted, Session
 from .store.keeping import StoreChoice, store_run
 from .workloads.definition import Workload
 from .workloads.registry import BUILTIN, REGISTRY, register

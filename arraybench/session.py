@@ -6,9 +6,6 @@ replicate it brings home is journalled at once and told to the reporter; the rec
 ``results.json`` are derived from the journalled replicates alone. Ctrl-C or SIGTERM only set a
 flag here, read by the executor between messages: a handler that raised could land between
 receiving a replicate and journalling it, and lose exactly what this module exists to keep.
-
-``RunState`` is the one answer to "what is missing", for the live run and for a journal read back
-(``--resume``, and the check that a folder holds an unfinished run).
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .analysis.aggregate import aggregate
-from .analysis.replication import Decision, decide, policy_for, timer_settings
+from .analysis.replication import timer_settings
 from .errors import SaveError
 from .executors.base import Config
 from .host import environment
@@ -32,6 +29,7 @@ from .model.results import Results
 from .options import RunOptions
 from .plan import Cell
 from .reporter import Reporter
+from .run_state import RunState
 
 if TYPE_CHECKING:
     from .executors.base import Executor
@@ -49,77 +47,6 @@ class Interrupted(Exception):
     def exit_code(self) -> int:
         """128 + the signal number, as a shell reports a process ended by it (130 for Ctrl-C)."""
         return 128 + self.signum
-
-
-class RunState:
-    """What a run has measured and what it still lacks, under its replication policy."""
-
-    def __init__(self, cells: list[Cell], options: RunOptions,
-                 replicates: dict[str, dict[int, Replicate]] | None = None,
-                 unavailable: dict[Config, str] | None = None) -> None:
-        self.cells = cells
-        self.options = options
-        #: cell key -> replicate index -> what that replicate measured.
-        self.replicates = {k: dict(v) for k, v in (replicates or {}).items()}
-        self.unavailable = dict(unavailable or {})
-        # Issue 13: workers that died before they were ready (not journalled, so --resume retries).
-        self.start_failures: dict[Config, str] = {}
-        self._policy = policy_for(options)
-        self._decisions: dict[str, tuple[int, Decision]] = {}  # by cell: (replicates seen, decision)
-
-    @classmethod
-    def of(cls, journalled: JournalState) -> "RunState":
-        """The state of the run a journal holds."""
-        return cls(journalled.cells, journalled.options, journalled.replicates, journalled.unavailable)
-
-    def configs(self) -> list[Config]:
-        """The (backend, device) pairs of the plan, in plan order."""
-        return list(dict.fromkeys(c.config for c in self.cells))
-
-    def decision(self, cell: Cell) -> Decision:
-        """How many replicates the cell wants now, and why it stopped, if it did
-        (``analysis.replication``: adaptive cells count what they want now, not what they may)."""
-        have = self.replicates.get(cell.key, {})
-        cached = self._decisions.get(cell.key)
-        if cached is None or cached[0] != len(have):
-            cached = (len(have), decide([r for _, r in sorted(have.items())], self._policy))
-            self._decisions[cell.key] = cached
-        return cached[1]
-
-    def wanted(self, cell: Cell) -> int:
-        """How many replicates the cell should have, given those it has."""
-        return self.decision(cell).wanted
-
-    def replicates_of(self, cell: Cell) -> dict[int, Replicate]:
-        """The cell's replicates so far, by index."""
-        return self.replicates.get(cell.key, {})
-
-    def missing_indices(self, cell: Cell) -> list[int]:
-        """The replicate indices the cell still lacks (its configuration's availability aside)."""
-        have = self.replicates_of(cell)
-        return [i for i in range(self.wanted(cell)) if i not in have]
-
-    def todo(self, config: Config, index: int) -> list[Cell]:
-        """The cells of ``config`` still lacking their ``index``-th replicate, to try now."""
-        if config in self.unavailable or config in self.start_failures:
-            return []
-        return [c for c in self.cells if c.config == config and index < self.wanted(c)
-                and index not in self.replicates_of(c)]
-
-    def missing(self) -> int:
-        """How many (cell, replicate) measurements are still to make (0: the run is complete)."""
-        # Counted from the replicates, not from todo(): a worker that failed to start leaves its
-        # cells missing (a failure of this run, resumable), though no more are tried now.
-        return sum(len(self.missing_indices(c)) for c in self.cells if c.config not in self.unavailable)
-
-    def cells_done(self) -> int:
-        """How many cells have every replicate they want (or cannot run here)."""
-        return sum(1 for c in self.cells
-                   if c.config in self.unavailable or not self.missing_indices(c))
-
-    def add(self, cell: Cell, index: int, replicate: Replicate) -> None:
-        """Count a replicate (once it is journalled)."""
-        self.replicates.setdefault(cell.key, {})[index] = replicate
 
 
 class Session:

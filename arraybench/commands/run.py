@@ -22,7 +22,8 @@ from ..model.journal import read as read_journal
 from ..options import DTYPES, RunOptions, parse_sizes
 from ..reporter import Reporter
 from ..model.results import Results
-from ..session import Interrupted, RunState
+from ..run_state import RunState
+from ..session import Interrupted
 from ..workloads.userfile import LoadedFiles
 from ..model.context import parse_context
 from .argtypes import assignment, csv_list, fraction, positive_float, positive_int, processes, seed

@@ -33,7 +33,8 @@ from ..model.replicate import Replicate
 from ..options import RunOptions
 from ..plan import Cell
 from ..reporter import Reporter
-from ..session import RunState, Session
+from ..run_state import RunState
+from ..session import Session
 from ..workloads.shipping import SHIPPED_NAME
 from .local import LocalExecutor
 
