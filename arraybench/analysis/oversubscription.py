@@ -164,7 +164,7 @@ def _contention(r: Record, records: list[Record], environment: Mapping[str, Any]
         return None
     free = [rep for rep in timed if all(rep is not c for c in contended)]
     between = split = None
-    if free:
+    if free and _median_time(free) > 0:
         between = (len(contended), len(timed), _median_time(contended), _median_time(free))
     else:
         medians = [stats.median(rep.samples_s) for rep in timed]
