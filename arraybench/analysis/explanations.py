@@ -4,19 +4,21 @@ Computed from the counters read around the samples (``usage``), the kernels each
 when its worker started (``environment["backends"]``) and the CPU's own features
 (``environment["fingerprint"]["cpu_isa"]``): page faults behind a slow mode, the cores each
 library used, BLAS kernels forced below what the CPU supports, the quantity that differs between
-the modes of a bimodal cell, and cells measured while the machine was busy. Like every finding,
+the modes of a bimodal cell, thread pools that outnumbered the cores other processes left them
+(``oversubscription``), and cells measured while the machine was busy. Like every finding,
 nothing is written in advance: change the measurements and the sentences change.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Collection, Iterable, Mapping
 
 from . import stats
 from ..model.record import Record
 from ..units import format_seconds
 from . import modes
 from .grouping import is_valid, size_text
+from .oversubscription import CONTENTION_QUANTITIES, Contention, oversubscribed
 
 #: Page faults per call from which a cell's memory traffic with the kernel is worth a sentence,
 #: when it also costs: this share of the CPU time in the kernel, or processes that did not fault
@@ -35,6 +37,13 @@ OPENBLAS_LEVEL = {
     "sapphirerapids": 4,
 }
 ISA_WORDS = {1: "SSE", 2: "AVX", 3: "AVX2", 4: "AVX-512"}
+#: How to give a library fewer threads in a user's own program, by backend (``{n}``: how many).
+THREAD_LIMITS = {
+    "torch": "torch.set_num_threads({n})",
+    "numpy": "threadpoolctl.threadpool_limits({n}), or OMP_NUM_THREADS={n} before NumPy loads",
+    # XLA reads no thread variable: it sizes its pool by the CPUs the process may run on.
+    "jax": "os.sched_setaffinity(0, range({n})) (or taskset) before JAX starts",
+}
 
 
 def _label(r: Record) -> str:
@@ -153,9 +162,10 @@ def forced_kernels(environment: Mapping[str, Any] | None) -> list[str]:
     return out
 
 
-def bimodal_causes(records: Iterable[Record]) -> list[str]:
+def bimodal_causes(records: Iterable[Record], oversubscribed: Collection[str] = ()) -> list[str]:
     """For each cell whose times form two modes, the measured quantity that differs between them
-    (page faults are said by ``page_faults``)."""
+    (page faults are said by ``page_faults``; a pool competing for cores, on the cells whose keys
+    are in ``oversubscribed``, by ``oversubscription``)."""
     out = []
     for r in records:
         if not is_valid(r) or len(r.replicates) < 2:
@@ -168,8 +178,54 @@ def bimodal_causes(records: Iterable[Record]) -> list[str]:
         if contrast is None or (contrast.quantity.name == "minor_faults_per_call"
                                 and bool(page_faults([r]))):
             continue  # said by page_faults
+        if r.key in oversubscribed and contrast.quantity.name in CONTENTION_QUANTITIES:
+            continue  # said by oversubscription, with its cause and its fix
         out.append(f"{_label(r)} on {_where(r)} runs in two modes, {format_seconds(clusters[0])} "
                    f"and {format_seconds(clusters[1])}: {contrast.sentence()}.")
+    return out
+
+
+def _costs(c: Contention) -> list[str]:
+    """Each cost of competing for cores that the results measured, in words."""
+    out = []
+    if c.between is not None:
+        competed, timed, slow, fast = c.between
+        out.append(f"the {competed} of {timed} processes that competed took {format_seconds(slow)} a "
+                   f"call against {format_seconds(fast)} in those that had the cores ({slow / fast:.1f}× slower)")
+    if c.split is not None:
+        fast, slow, contrast = c.split
+        out.append(f"its samples fall in two modes, {format_seconds(fast)} and {format_seconds(slow)} "
+                   f"({slow / fast:.1f}× slower; {contrast.sentence()})")
+    if c.fewer is not None:
+        other, threads = c.fewer
+        out.append(f"with {threads} thread{'s' if threads != 1 else ''} ({other.machine}) the same cell "
+                   f"took {format_seconds(other.median_s)} ({c.record.median_s / other.median_s:.1f}× faster)")
+    return out
+
+
+def oversubscription(found: Iterable[Contention]) -> list[str]:
+    """For each library whose thread pool outnumbered the cores it got: its costliest cell (what
+    it cost where measured, and the fix), then the other cells it happened on."""
+    by_label: dict[str, list[Contention]] = {}
+    for c in found:
+        by_label.setdefault(_label(c.record), []).append(c)
+    out = []
+    for label, items in by_label.items():
+        items.sort(key=lambda c: -max(c.slowdowns, default=0.0))
+        c, r, n = items[0], items[0].record, items[0].threads_to_use
+        cores = (f"{c.cpus} CPUs" if c.threads > c.cpus else
+                 f"the {c.left:.1f} of {c.cpus} cores other processes left it")
+        text = f"The thread pool of {label} competed for cores on {_where(r)}: {c.threads} threads on {cores}"
+        if c.switches is not None and c.switches >= 1:
+            text += f", preempted {c.switches:,.{0 if c.switches >= 10 else 1}f} times a call"
+        text += (" (oversubscription: a call waits for its slowest thread, and a thread without a core "
+                 "waits its turn while the others spin); ")
+        text += "; ".join(_costs(c)) or "its cost was not measured here (no process had its cores)"
+        if len(items) > 1:
+            names = [_where(o.record) for o in items[1:4]]
+            text += f"; the same on {', '.join(names)}" + (f" and {len(items) - 4} more" if len(items) > 4 else "")
+        own = THREAD_LIMITS.get(r.backend, "OMP_NUM_THREADS={n}").format(n=n)
+        out.append(text + f". Give it the cores it gets: --threads {n} here, {own} in your own program.")
     return out
 
 
@@ -195,5 +251,7 @@ def busy_machine(records: Iterable[Record]) -> list[str]:
 def explanations(records: Iterable[Record], environment: Mapping[str, Any] | None = None) -> list[str]:
     """Every explaining finding, in reading order."""
     records = list(records)
-    return (forced_kernels(environment) + page_faults(records) + bimodal_causes(records)
-            + cores_used(records) + busy_machine(records))
+    contended = oversubscribed(records, environment)
+    return (forced_kernels(environment) + page_faults(records)
+            + bimodal_causes(records, {c.record.key for c in contended})
+            + oversubscription(contended) + cores_used(records) + busy_machine(records))

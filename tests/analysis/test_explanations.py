@@ -1,12 +1,14 @@
 """Findings that explain, on synthetic records with known counters: page faults behind a slow mode,
 cores used, BLAS kernels forced below the CPU, the quantity that differs between a bimodal cell's
-modes, and a busy machine."""
+modes, thread pools competing for cores, and a busy machine."""
 
 from __future__ import annotations
 
 from arraybench.analysis.aggregate import aggregate
 from arraybench.analysis.explanations import (bimodal_causes, busy_machine, cores_used,
-                                              explanations, forced_kernels, page_faults)
+                                              explanations, forced_kernels, oversubscription,
+                                              page_faults)
+from arraybench.analysis.oversubscription import oversubscribed
 from arraybench.analysis.findings import findings
 from arraybench.model.replicate import Replicate
 from arraybench.plan import Cell
@@ -152,3 +154,115 @@ def test_findings_include_the_explanations_with_the_environment():
     assert found[:2] == explanations([rec], env)[:2]
     assert any("OPENBLAS_CORETYPE=Haswell is set" in f for f in found)
     assert not any("OPENBLAS" in f for f in findings([rec]))  # no environment: no kernel finding
+
+
+# -- thread pools competing for cores (oversubscription) -----------------------------------------
+def _pools(backend: str = "torch", threads: int = 2, affinity: int = 2, machine_id: str = "m1") -> dict:
+    """An environment whose worker of ``backend`` reported a pool of ``threads`` threads."""
+    info = {"affinity_cpus": affinity, "threadpools": [{"user_api": "openmp", "num_threads": threads}]}
+    if backend == "torch":
+        info["torch_threads"] = threads
+    return {"machine_id": machine_id, "backends": {f"{backend}/cpu": info}}
+
+
+def _contended_matmul(busy: int = 3, quiet: int = 3, slow: float = 10e-3, fast: float = 46e-6):
+    # Like PyTorch's 100 x 100 matmul on 2 cores: 46 µs alone, 10 ms while another process spun
+    # on a core and its two threads took turns (each preempted ~35 times a call).
+    return _record("matmul", "torch",
+                   [(slow, _usage(others=1.0, cores=0.9, switches=35)) for _ in range(busy)]
+                   + [(fast, _usage(others=0.0, cores=1.9, switches=0)) for _ in range(quiet)],
+                   "small", 100)
+
+
+def test_a_pool_that_outnumbers_the_cores_left_it_is_named_with_its_cost_and_the_fix():
+    rec = _contended_matmul()
+    (text,) = oversubscription(oversubscribed([rec], _pools()))
+    assert text == (
+        "The thread pool of PyTorch CPU competed for cores on matmul small (n = 100): 2 threads on the "
+        "1.0 of 2 cores other processes left it, preempted 35 times a call (oversubscription: a call "
+        "waits for its slowest thread, and a thread without a core waits its turn while the others "
+        "spin); the 3 of 6 processes that competed took 10 ms a call against 46 µs in those that had "
+        "the cores (217.4× slower). Give it the cores it gets: --threads 1 here, "
+        "torch.set_num_threads(1) in your own program.")
+    # In the run's findings, once: the bimodal note leaves the cause to this sentence.
+    found = findings([rec], _pools())
+    assert sum("competed for cores" in f for f in found) == 1
+    assert bimodal_causes([rec]) and not bimodal_causes([rec], {rec.key})
+    assert not any("runs in two modes" in f for f in found)
+
+
+def test_a_quiet_machine_never_has_an_oversubscribed_pool():
+    # Two modes, but no other process: the pool had its cores (the slow mode is something else).
+    rec = _record("matmul", "torch", [(10e-3, _usage(others=0.05, switches=35)) for _ in range(3)]
+                  + [(46e-6, _usage(others=0.0)) for _ in range(3)], "small", 100)
+    assert rec.busy is False
+    assert oversubscribed([rec], _pools()) == []
+    assert not any("competed for cores" in f or "--threads" in f for f in findings([rec], _pools()))
+
+
+def test_a_busy_machine_is_not_oversubscription_when_the_threads_fit_or_there_is_one():
+    # 4 threads of 8 CPUs while others use 1.5: they fit. One thread cannot compete with itself.
+    fits = _record("matmul", "torch", [(10e-3, _usage(others=1.5, cpus=8)) for _ in range(3)], "small", 100)
+    assert fits.busy is True
+    assert oversubscribed([fits], _pools(threads=4, affinity=8)) == []
+    one = _record("matmul", "torch", [(10e-3, _usage(others=1.8)) for _ in range(3)], "small", 100)
+    assert oversubscribed([one], _pools(threads=1)) == []
+    # Without the worker's thread counts nothing is claimed.
+    assert oversubscribed([_contended_matmul()], None) == []
+
+
+def test_competing_that_was_measured_to_cost_nothing_is_not_a_finding():
+    rec = _contended_matmul(slow=1e-3, fast=1e-3)
+    assert oversubscribed([rec], _pools()) == []
+
+
+def test_every_process_competing_gives_the_modes_of_its_samples_or_says_the_cost_is_unmeasured():
+    cell = Cell("matmul", "small", 100, "torch", "cpu", "float64", "latency")
+    reps = []
+    for _ in range(3):
+        samples = [46e-6, 10e-3] * 10  # within each process, the samples that lost a core are slow
+        u = _usage(others=1.0, switches=20)
+        u.sample_others_cores = [1.6 if s > 1e-3 else 0.2 for s in samples]
+        u.sample_cores = [1.0] * len(samples)
+        reps.append(Replicate(samples_s=samples, number=1, max_rel_error=0.0, tolerance=1e-14, usage=u))
+    rec = aggregate(cell, reps, 3, rel_ci=0.02)
+    (text,) = oversubscription(oversubscribed([rec], _pools()))
+    assert ("its samples fall in two modes, 46 µs and 10 ms (217.4× slower; cores used by other "
+            "processes: 1.6 in the slow samples, 0.2 in the fast ones)") in text
+    steady = _record("matmul", "torch", [(10e-3, _usage(others=1.7, switches=4)) for _ in range(3)], "small", 100)
+    (text,) = oversubscription(oversubscribed([steady], _pools()))
+    assert "on the 0.3 of 2 cores other processes left it, preempted 4.0 times a call" in text
+    assert "its cost was not measured here (no process had its cores)" in text
+    assert text.endswith("--threads 1 here, torch.set_num_threads(1) in your own program.")
+
+
+def test_the_same_cell_run_with_one_thread_gives_the_cost():
+    # The issue's mask-gather: 8.19 ms with all threads on a busy machine, 55.7 µs with --threads 1,
+    # two runs of one machine merged (each record labelled with its run).
+    every = _record("mask_gather", "torch", [(8.19e-3, _usage(others=1.2, switches=12)) for _ in range(3)])
+    one = _record("mask_gather", "torch", [(55.7e-6, _usage(others=1.2, cores=1.0)) for _ in range(3)])
+    every.machine, one.machine = "all-threads", "threads-1"
+    env = {"machines": {"all-threads": _pools(threads=2), "threads-1": _pools(threads=1, affinity=1)}}
+    found = oversubscribed([every, one], env)
+    assert [c.record for c in found] == [every]
+    (text,) = oversubscription(found)
+    assert text.startswith("The thread pool of PyTorch CPU @ all-threads competed for cores on mask_gather large")
+    assert "with 1 thread (threads-1) the same cell took 55.7 µs (147.0× faster)" in text
+    # Another machine's single-thread run says nothing about this one.
+    env["machines"]["threads-1"] = _pools(threads=1, affinity=1, machine_id="m2")
+    (c,) = oversubscribed([every, one], env)
+    assert c.fewer is None
+
+
+def test_more_threads_than_cpus_and_each_librarys_own_fix():
+    # OMP_NUM_THREADS=8 on 2 CPUs: oversubscribed however quiet the machine.
+    numpy = _record("matmul", "numpy", [(1e-3, _usage(others=0.0, switches=3)) for _ in range(3)], "small", 100)
+    (text,) = oversubscription(oversubscribed([numpy], _pools("numpy", threads=8)))
+    assert "The thread pool of NumPy CPU competed for cores on matmul small (n = 100): 8 threads on 2 CPUs" in text
+    # Its 2 CPUs were free: 2 threads fit them.
+    assert text.endswith("--threads 2 here, threadpoolctl.threadpool_limits(2), or OMP_NUM_THREADS=2 "
+                         "before NumPy loads in your own program.")
+    jax = _record("sort", "jax", [(1e-3, _usage(others=1.5, cpus=4)) for _ in range(3)], "small", 100)
+    (text,) = oversubscription(oversubscribed([jax], _pools("jax", threads=1, affinity=4)))
+    assert "The thread pool of JAX CPU competed for cores on sort small (n = 100): 4 threads on the 2.5 of 4" in text
+    assert "--threads 2 here, os.sched_setaffinity(0, range(2)) (or taskset) before JAX starts" in text
