@@ -9,7 +9,6 @@ these hold:
   process holds its own samples' noise only: two runs of the same code differ by more than that,
   and a test on it would call their processes' luck a step. Such a pair is not tested; it is
   counted (``History.one_process``) so that history says why it called nothing;
-
 - the two 95% confidence intervals of the median separate (no overlap);
 - the change survives the false-discovery-rate control across *every* pair tested in *every*
   series (Benjamini–Hochberg at ``q``). Each pair's p-value is ``compare``'s test (Welch's t on
@@ -181,7 +180,7 @@ class VersionChange:
         return ", ".join(f"{name} {a} → {b}" for name, a, b in self.changes)
 
 
-@dataclass(frozen=True)
+@dataclass
 class Untested:
     """Two consecutive valid points of a series that no test can judge: a side was measured in a
     single process."""

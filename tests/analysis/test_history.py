@@ -180,6 +180,9 @@ def test_a_run_report_shows_its_history_when_the_store_has_earlier_runs(tmp_path
     page = (tmp_path / "two" / "report.html").read_text()
     assert "id='history'" in page and "data-plot='history_matmul.svg'" in page
     assert "2 runs" in page and (tmp_path / "two" / "history_matmul.svg").is_file()
+    # One process each: the report calls no step (nor blames the new label) and says why.
+    assert "1 cell measured with one process: no step can be called; use --processes 2 or more" in page
+    assert "STEP" not in page and "commit: —" not in page
 
 
 def test_history_of_this_machine_and_a_rebuilt_report_keep_the_history(tmp_path: Path):
