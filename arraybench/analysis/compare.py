@@ -5,11 +5,15 @@ A change is called only when it is both significant and large enough to matter:
 - significant: Welch's t-test on the processes' log medians (the process is the unit that
   repeats; ``significance``), with the p-values of all the cells compared adjusted by
   Benjamini–Hochberg, so that at most ``alpha`` of the cells called changed are expected to be
-  false discoveries. A cell measured in a single process on either side (or a version 1 file
-  without processes' medians) cannot show the variation between processes: it is judged on its
-  95% confidence intervals, which must not overlap, and says so.
+  false discoveries. A version 1 file without processes' medians is judged on its 95% confidence
+  intervals over its processes, which must not overlap, and says so.
 - large enough: the ratio new/base is above ``1 + threshold`` (slower) or below
   ``1 / (1 + threshold)`` (faster).
+
+A cell measured in a single process on either side cannot show the variation between processes
+(a process can run slow for its whole life, and its interval holds only its own samples' noise),
+so no test can call its change: a ratio beyond the threshold is "cannot tell", never faster or
+slower; one within it is "no change", as for every cell.
 
 Cells present in one run only are listed, never dropped; cells that are not valid on both sides
 (skipped, failed, wrong) are listed as not comparable, with the reason.
@@ -30,6 +34,11 @@ if TYPE_CHECKING:
     from ..model.results import Results
 
 FASTER, SLOWER, SAME, NOT_COMPARABLE = "faster", "slower", "no change", "not comparable"
+#: A change beyond the threshold that no test can judge: a side was measured in a single process.
+CANNOT_TELL = "cannot tell"
+
+#: The note of a cell that one process measured on a side (the summary says what to do).
+ONE_PROCESS_NOTE = "a single process on a side"
 
 #: Ratios within 2% of 1 are "no change", however significant.
 DEFAULT_THRESHOLD = 0.02
@@ -51,6 +60,8 @@ class CellChange:
     note: str = ""
     #: The p-value adjusted for every cell of the comparison (Benjamini–Hochberg).
     q_value: float | None = None
+    #: A side was measured in a single process: no test can call a change.
+    one_process: bool = False
 
     @property
     def ratio_low(self) -> float | None:
@@ -85,13 +96,19 @@ class Comparison:
     def method(self) -> str:
         """How significance was judged, in one line for the summary and compare.md."""
         tested = [c for c in self.changes if c.p_value is not None]
-        by_ci = [c for c in self.changes if c.ratio is not None and c.p_value is None]
+        by_ci = [c for c in self.changes if c.ratio is not None and c.p_value is None
+                 and not c.one_process]
         text = (f"significance: {self.test}, {self.correction} over {len(tested)} "
                 f"cell{'s' if len(tested) != 1 else ''} (false discovery rate {self.alpha:g})")
         if by_ci:
-            text += (f"; {len(by_ci)} cell{'s' if len(by_ci) != 1 else ''} with a single process "
-                     "on a side judged on non-overlapping 95% intervals")
+            text += (f"; {len(by_ci)} cell{'s' if len(by_ci) != 1 else ''} without processes' "
+                     "medians judged on non-overlapping 95% intervals")
         return text + f"; changes under {self.threshold:.0%} are no change"
+
+    @property
+    def one_process(self) -> list[CellChange]:
+        """Comparable cells that a single process measured on a side."""
+        return [c for c in self.changes if c.ratio is not None and c.one_process]
 
     @property
     def comparable(self) -> list[CellChange]:
@@ -115,7 +132,7 @@ class Comparison:
         return [c for c in self.changes if id(c) not in skipped]
 
     def counts(self) -> dict[str, int]:
-        out = {FASTER: 0, SLOWER: 0, SAME: 0, NOT_COMPARABLE: 0}
+        out = {FASTER: 0, SLOWER: 0, SAME: 0, CANNOT_TELL: 0, NOT_COMPARABLE: 0}
         for c in self.changes:
             out[c.verdict] += 1
         return out
@@ -135,6 +152,8 @@ class Comparison:
         counts = self.counts()
         n = len(self.comparable)
         parts = [f"{counts[FASTER]} faster, {counts[SLOWER]} slower, {counts[SAME]} no change"]
+        if counts[CANNOT_TELL]:
+            parts.append(f"{counts[CANNOT_TELL]} cannot tell")
         skipped = len(self.skipped_in_both)
         if counts[NOT_COMPARABLE] - skipped:
             parts.append(f"{counts[NOT_COMPARABLE] - skipped} not comparable")
@@ -146,7 +165,14 @@ class Comparison:
         if g is None:
             return "no cell could be compared; " + ", ".join(parts)
         return (f"geometric mean of new/base over {n} cell{'s' if n != 1 else ''}: {g:.3f} "
-                f"({change_text(g)}); " + ", ".join(parts) + f". {self.method[0].upper()}{self.method[1:]}.")
+                f"({change_text(g)}); " + ", ".join(parts) + f". {self.method[0].upper()}{self.method[1:]}."
+                + (f" {self.one_process_line()}." if self.one_process else ""))
+
+    def one_process_line(self) -> str:
+        """What the cells measured with one process on a side allow, in one line."""
+        n = len(self.one_process)
+        return (f"{n} cell{'s' if n != 1 else ''} measured with one process on a side: no change "
+                f"over {self.threshold:.0%} can be called; use --processes 2 or more")
 
 
 def change_text(ratio: float) -> str:
@@ -175,6 +201,7 @@ def compare_records(base: Record, new: Record, threshold: float = DEFAULT_THRESH
             change.note = f"{side} is {r.status}" + (f": {r.reason}" if r.reason else "")
             return change
     change.ratio = new.median_s / base.median_s
+    change.one_process = min(_processes(base), _processes(new)) < 2
     if None not in (base.ci_low_s, base.ci_high_s, new.ci_low_s, new.ci_high_s):
         change.ci_overlap = not (new.ci_low_s > base.ci_high_s or new.ci_high_s < base.ci_low_s)
     test = significance.welch(_process_medians(base), _process_medians(new))
@@ -182,6 +209,11 @@ def compare_records(base: Record, new: Record, threshold: float = DEFAULT_THRESH
         change.p_value = change.q_value = test.p_value
     _judge(change, alpha, threshold)
     return change
+
+
+def _processes(r: Record) -> int:
+    """The processes that measured a record (version 1 files keep the count as well)."""
+    return r.n_replicates or len(_process_medians(r))
 
 
 def _process_medians(r: Record) -> list[float]:
@@ -194,14 +226,18 @@ def _process_medians(r: Record) -> list[float]:
 
 def _judge(change: CellChange, alpha: float, threshold: float) -> None:
     """The verdict from the (adjusted) p-value, or from the intervals where there is none."""
+    if change.one_process:
+        change.significant = False
+        change.note = ONE_PROCESS_NOTE
+        large = change.ratio > 1 + threshold or change.ratio < 1 / (1 + threshold)
+        change.verdict = CANNOT_TELL if large else SAME
+        return
     if change.q_value is not None:
         change.significant = change.q_value < alpha
         change.note = ""
     elif change.ci_overlap is not None:
         change.significant = not change.ci_overlap
-        single = _process_medians(change.base) and _process_medians(change.new)
-        change.note = ("a single process on a side: judged on the confidence intervals" if single else
-                       "no processes' medians saved: judged on the confidence intervals")
+        change.note = "no processes' medians saved: judged on the confidence intervals"
     else:
         change.note = "no processes' medians or confidence intervals: cannot judge significance"
     if change.significant and change.ratio > 1 + threshold:

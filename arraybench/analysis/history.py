@@ -4,6 +4,11 @@ A **series** is one cell (``Record.key``) on one machine (``machine_id``) across
 oldest first. Between each two consecutive valid points a **step** is called only when all of
 these hold:
 
+- both runs measured the cell in two or more processes (``Entry.n_replicates``, which the store
+  keeps per record). A process can run slow for its whole life, so the interval of a single
+  process holds its own samples' noise only: two runs of the same code differ by more than that,
+  and a test on it would call their processes' luck a step. Such a pair is not tested; it is
+  counted (``History.one_process``) so that history says why it called nothing;
 - the two 95% confidence intervals of the median separate (no overlap);
 - the change survives the false-discovery-rate control across *every* pair tested in *every*
   series (Benjamini–Hochberg at ``q``). Each pair's p-value is ``compare``'s test (Welch's t on
@@ -15,7 +20,9 @@ these hold:
 Each step is attributed to what differs between its two runs: library versions, Python,
 arraybench, BLAS, facts of the machine that may change under it (kernel, GPU driver, memory,
 microcode: ``machines.fingerprint_changes``), the runs' ``--context`` labels and their settings.
-Pure Python over plain data: ``store.Store.entries`` supplies it.
+Only what both runs recorded and recorded differently is named: a label the earlier run did not
+have (``commit: — → a1``) says nothing about what changed, and neither does a library an older
+arraybench did not list. Pure Python over plain data: ``store.Store.entries`` supplies it.
 """
 
 from __future__ import annotations
@@ -100,8 +107,15 @@ class Point:
         return self.entry.ci_high_s if self.entry.ci_high_s is not None else self.median_s
 
     @property
+    def processes(self) -> int:
+        """The processes that measured this point: below two, its interval cannot show the
+        variation between processes."""
+        return self.entry.n_replicates
+
+    @property
     def log_estimate(self) -> LogEstimate | None:
-        """The log median with its standard error, read off the 95% interval; None without one."""
+        """The log median with its standard error, read off the 95% interval; None without one or
+        with a single process."""
         lo, hi = self.entry.ci_low_s, self.entry.ci_high_s
         if lo is None or hi is None:
             return None
@@ -167,6 +181,16 @@ class VersionChange:
 
 
 @dataclass
+class Untested:
+    """Two consecutive valid points of a series that no test can judge: a side was measured in a
+    single process."""
+
+    series: Series
+    before: Point
+    after: Point
+
+
+@dataclass
 class History:
     """Series, the steps called in them, the runs in time order and the version changes."""
 
@@ -177,6 +201,13 @@ class History:
     threshold: float
     fdr: float
     tested: int  # pairs of consecutive points tested, across all series
+    #: Consecutive pairs not tested because a side had one process: no step can be called there.
+    one_process: list[Untested] = field(default_factory=list)
+
+    @property
+    def one_process_series(self) -> list[Series]:
+        """The series with a pair that a single process left untested, in order."""
+        return list({id(u.series): u.series for u in self.one_process}.values())
 
     def regressions(self, limit: float) -> list[Step]:
         """Slowdowns above ``1 + limit`` that arrived with the latest run of their series: what a
@@ -190,7 +221,8 @@ class History:
         series = [s for s in self.series if s.cell in cells and sum(p.valid for p in s.points) >= min_points]
         keep = {id(s) for s in series}
         return History(series, [st for st in self.steps if id(st.series) in keep], self.runs,
-                       self.version_changes, self.threshold, self.fdr, self.tested)
+                       self.version_changes, self.threshold, self.fdr, self.tested,
+                       [u for u in self.one_process if id(u.series) in keep])
 
     def for_workload(self, workload: str) -> list[Series]:
         return [s for s in self.series if s.workload == workload]
@@ -219,7 +251,8 @@ def build_series(entries: Iterable[Entry], runs: Mapping[str, RunInfo]) -> list[
 
 
 def step_p_value(a: Point, b: Point) -> float | None:
-    """Two-sided p-value of a change in the log median between two points; None without intervals."""
+    """Two-sided p-value of a change in the log median between two points; None without intervals
+    or where a side had a single process."""
     before, after = a.log_estimate, b.log_estimate
     if before is None or after is None:
         return None
@@ -232,7 +265,7 @@ def separated(a: Point, b: Point) -> bool:
 
 
 def causes(before: Point, after: Point) -> list[str]:
-    """What differs between the two runs of a step, in words."""
+    """What both runs of a step recorded and recorded differently, in words."""
     env_a = before.run.machine_environment(before.entry.machine)
     env_b = after.run.machine_environment(after.entry.machine)
     out = [f"{name} {a} → {b}" for name, a, b in library_changes(env_a, env_b)]
@@ -242,22 +275,22 @@ def causes(before: Point, after: Point) -> list[str]:
     if isinstance(fp_a, Mapping) and isinstance(fp_b, Mapping):
         out += [f"machine: {what} {a} → {b}" for what, a, b in fingerprint_changes(fp_a, fp_b)]
     ctx_a, ctx_b = before.run.context or {}, after.run.context or {}
-    for k in dict.fromkeys([*ctx_a, *ctx_b]):
-        if ctx_a.get(k) != ctx_b.get(k):
-            out.append(f"context {k}: {ctx_a.get(k, '—')} → {ctx_b.get(k, '—')}")
+    out += [f"context {k}: {ctx_a[k]} → {ctx_b[k]}" for k in ctx_b if k in ctx_a and ctx_a[k] != ctx_b[k]]
     out += [f"setting {name}: {a} → {b}"
             for name, a, b in settings_differences(before.run.settings, after.run.settings)]
     return out
 
 
 def library_changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    """(name, before, after) for the libraries, Python and arraybench whose versions differ."""
+    """(name, before, after) for the libraries, Python and arraybench whose versions differ. A
+    library both runs list is compared (``None``: not installed, so an install is a change); one
+    only a run lists is not (an older arraybench did not look for it)."""
     out = []
     libs_a = a.get("libraries") if isinstance(a.get("libraries"), Mapping) else {}
     libs_b = b.get("libraries") if isinstance(b.get("libraries"), Mapping) else {}
-    for name in dict.fromkeys([*libs_a, *libs_b]):
-        if libs_a.get(name) != libs_b.get(name):
-            out.append((name, str(libs_a.get(name) or "none"), str(libs_b.get(name) or "none")))
+    for name in libs_b:
+        if name in libs_a and libs_a[name] != libs_b[name]:
+            out.append((name, str(libs_a[name] or "none"), str(libs_b[name] or "none")))
     for name in ("python", "arraybench"):
         if a.get(name) and b.get(name) and a.get(name) != b.get(name):
             out.append((name if name != "python" else "Python", str(a[name]), str(b[name])))
@@ -285,9 +318,13 @@ def history(entries: Iterable[Entry], runs: Mapping[str, RunInfo], *,
     """Series from stored entries, with the steps called in them (see the module's docstring)."""
     series = build_series(entries, runs)
     candidates: list[tuple[Series, Point, Point, float]] = []
+    one_process: list[Untested] = []
     for s in series:
         valid = [p for p in s.points if p.valid]
         for a, b in zip(valid, valid[1:]):
+            if a.processes < 2 or b.processes < 2:
+                one_process.append(Untested(s, a, b))
+                continue
             p = step_p_value(a, b)
             if p is not None:
                 candidates.append((s, a, b, p))
@@ -299,4 +336,5 @@ def history(entries: Iterable[Entry], runs: Mapping[str, RunInfo], *,
         if significant and large and separated(a, b):
             steps.append(Step(s, a, b, ratio, p, causes(a, b)))
     ordered_runs = sorted({p.run.run_id: p.run for s in series for p in s.points}.values(), key=_order)
-    return History(series, steps, ordered_runs, version_changes(series), threshold, fdr, len(candidates))
+    return History(series, steps, ordered_runs, version_changes(series), threshold, fdr, len(candidates),
+                   one_process)

@@ -60,12 +60,12 @@ class LogEstimate:
     def from_interval(cls, center: float, low: float, high: float, processes: int,
                       confidence: float = CONFIDENCE) -> LogEstimate | None:
         """The estimate an interval over ``processes`` processes was built from
-        (``intervals.replicate_interval``), read back off its width; None for a degenerate one."""
-        if center <= 0 or low <= 0 or high <= 0:
+        (``intervals.replicate_interval``), read back off its width; None for a degenerate one, and
+        for one process, whose interval holds its own samples' noise only (as in ``of``)."""
+        if processes < 2 or center <= 0 or low <= 0 or high <= 0:
             return None
         half = (math.log(high) - math.log(low)) / 2
-        df = processes - 1 if processes >= 2 else math.inf
-        return cls(math.log(center), half / spread_factor(processes, confidence), df)
+        return cls(math.log(center), half / spread_factor(processes, confidence), processes - 1)
 
 
 def welch_test(base: LogEstimate, new: LogEstimate) -> TTest:

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..analysis.compare import FASTER, SLOWER, Comparison, change_text
+from ..analysis.compare import CANNOT_TELL, FASTER, SLOWER, Comparison, change_text
 from ..units import format_seconds
 
 
@@ -53,7 +53,7 @@ def comparison_table(comparison: Comparison) -> Table:
             table.add_column(name, justify="right", no_wrap=True)
         else:
             table.add_column(name, overflow="fold")
-    style = {FASTER: "green", SLOWER: "bold red"}
+    style = {FASTER: "green", SLOWER: "bold red", CANNOT_TELL: "yellow"}
     for c in comparison.shown:
         r = c.new
         verdict = c.verdict + (f" ({c.note})" if c.note else "")

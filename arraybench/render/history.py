@@ -1,12 +1,14 @@
 """History as people read it: a table in the terminal and a section of the HTML report.
 
 Each series (one cell on one machine) lists its latest runs: when, the median and its 95% CI, the
-change from the run before, and a note where a step was called (with its cause) or library
-versions changed.
+change from the run before, and a note where a step was called (with its cause), library
+versions changed, or a change over the threshold could not be judged because a side was measured
+with one process (one line under the table counts those cells).
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Sequence
 
 from rich.console import Console
@@ -31,6 +33,7 @@ def _ci(p: "Point") -> str:
 def _rows(history: "History", s: "Series", last: int) -> list[tuple[str, ...]]:
     """(when, median, CI, vs previous, note) for the latest ``last`` runs of a series."""
     steps = {st.after.run.run_id: st for st in history.steps if st.series is s}
+    untested = {u.after.run.run_id for u in history.one_process if u.series is s}
     versions = {(c.machine_id, c.run.run_id): c for c in history.version_changes}
     rows = []
     previous = None
@@ -46,6 +49,9 @@ def _rows(history: "History", s: "Series", last: int) -> list[tuple[str, ...]]:
         if step is not None:
             notes.append(f"STEP {'slower' if step.slower else 'faster'}: "
                          + ("; ".join(step.causes) or "nothing recorded changed"))
+        if (p.run.run_id in untested and previous is not None
+                and abs(math.log(p.median_s / previous.median_s)) > math.log1p(history.threshold)):
+            notes.append("one process: cannot tell")
         change = versions.get((s.machine_id, p.run.run_id))
         if change is not None and step is None:
             notes.append(change.text)
@@ -68,6 +74,8 @@ def print_history(history: "History", console: Console, where: str, last: int = 
     each step called, slower in red and faster in green."""
     console.print(history_table(history, last=last))
     console.print(summary(history) + f"; store {where}", markup=False, highlight=False)
+    if history.one_process:
+        console.print(f"[yellow]{one_process_line(history)}[/]", highlight=False)
     for step in history.steps:
         style = "bold red" if step.slower else "bold green"
         console.print(f"[{style}]step:[/] ", end="")
@@ -107,6 +115,15 @@ def summary(history: "History") -> str:
             f"{history.threshold:.0%})")
 
 
+def one_process_line(history: "History") -> str:
+    """The series a single process left untested, in one line ("" when there are none)."""
+    n = len(history.one_process_series)
+    if not n:
+        return ""
+    return (f"{n} cell{'s' if n != 1 else ''} measured with one process: no step can be called; "
+            "use --processes 2 or more")
+
+
 def history_section(history: "History", figures: Sequence[tuple[str, str]],
                     last: int = DEFAULT_LAST) -> dict[str, Any]:
     """The report's History section as plain values for its template (``templates/history.html``):
@@ -117,5 +134,6 @@ def history_section(history: "History", figures: Sequence[tuple[str, str]],
             rows.append({"case": f"{s.workload} {s.case}" if i == 0 else "", "library": s.label if i == 0 else "",
                          "when": when, "median": median, "ci": ci, "vs": vs, "note": note,
                          "step": note.startswith("STEP")})
-    return {"summary": summary(history), "steps": [(st.slower, st.sentence()) for st in history.steps],
+    summary_line = ". ".join(filter(None, (summary(history), one_process_line(history))))
+    return {"summary": summary_line, "steps": [(st.slower, st.sentence()) for st in history.steps],
             "figures": list(figures), "rows": rows}

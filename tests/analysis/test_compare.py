@@ -1,5 +1,6 @@
-"""compare: verdicts from known samples, the geometric mean, one-sided cells, the CI gate, and the
-test and correction (Welch on the processes' log medians, Benjamini–Hochberg) on synthetic runs."""
+"""compare: verdicts from known samples, the geometric mean, one-sided cells, the CI gate, the
+test and correction (Welch on the processes' log medians, Benjamini–Hochberg) on synthetic runs,
+and "cannot tell", never faster or slower, where a single process measured a side."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from arraybench.analysis.compare import (FASTER, NOT_COMPARABLE, SAME, SLOWER, change_text, compare,
-                                       compare_records)
+from arraybench.analysis.compare import (CANNOT_TELL, FASTER, NOT_COMPARABLE, SAME, SLOWER, change_text,
+                                       compare, compare_records)
 from arraybench.analysis.fdr import q_values as benjamini_hochberg
 from arraybench.analysis.significance import welch
 from arraybench.model.replicate import Replicate
@@ -74,13 +75,45 @@ def test_a_large_change_between_disagreeing_processes_is_not_called():
     assert change.p_value > 0.3 and not change.significant and change.verdict == SAME
 
 
-def test_a_single_process_on_a_side_is_judged_on_the_intervals_and_says_so():
+def test_a_single_process_on_a_side_cannot_tell_and_says_so():
     base = record(samples=[1e-3, 3e-3, 0.5e-3, 2e-3, 1.5e-3])
     new = record(samples=[1.3e-3, 3.5e-3, 0.6e-3, 2.5e-3, 1.95e-3])
     change = compare_records(base, new)
     assert change.ratio > 1.2 and change.p_value is None
-    assert change.ci_overlap is True and not change.significant and change.verdict == SAME
+    assert change.ci_overlap is True and not change.significant and change.verdict == CANNOT_TELL
     assert "single process" in change.note
+
+
+def test_a_single_process_is_never_faster_or_slower_even_with_its_intervals_apart():
+    # One process each, tight samples: the intervals are far apart, and compare once called this
+    # slower. They hold each process's own samples only; a second process may sit 2x away.
+    base, new = record(samples=spread(1e-3)), record(samples=spread(2e-3))
+    assert base.n_replicates == new.n_replicates == 1 and new.ci_low_s > 1.5 * base.ci_high_s
+    change = compare_records(base, new)
+    assert change.ci_overlap is False and not change.significant
+    assert change.verdict == CANNOT_TELL and change.one_process
+    # One process on one side is enough to leave the change unjudged.
+    mixed = compare_records(record(samples=spread(1e-3), replicates=4), new)
+    assert mixed.verdict == CANNOT_TELL and mixed.p_value is None
+    # Within the threshold it is "no change", as for every cell, whatever the processes.
+    assert compare_records(base, record(samples=spread(1.01e-3))).verdict == SAME
+    comparison = compare(results([base]), results([new]))
+    assert comparison.counts()[CANNOT_TELL] == 1 and comparison.slowdowns_above(0.1) == []
+    text = comparison.summary()
+    assert "0 faster, 0 slower, 0 no change, 1 cannot tell" in text
+    assert text.endswith("1 cell measured with one process on a side: no change over 2% can be called; "
+                         "use --processes 2 or more.")
+
+
+def test_single_process_noise_is_never_called_faster_or_slower():
+    # 30 unchanged cells, each process off by ~5% for its whole life, 20 pairs of runs with one
+    # process each: every ratio beyond 2% is "cannot tell", none faster or slower.
+    rng = random.Random(3)
+    cells = {f"cell{i}": 1.0 for i in range(30)}
+    verdicts = [c.verdict for _ in range(20)
+                for c in compare(_synthetic_run(rng, cells, processes=1),
+                                 _synthetic_run(rng, cells, processes=1)).changes]
+    assert set(verdicts) == {SAME, CANNOT_TELL} and verdicts.count(CANNOT_TELL) > 400
 
 
 def test_welch_matches_a_hand_computation():
@@ -162,9 +195,10 @@ def test_two_runs_of_the_same_code_are_no_change_on_every_cell_most_of_the_time(
 
 
 def test_records_without_samples_are_judged_on_their_intervals():
-    base = record(samples=spread(1e-3))
-    new = record(samples=spread(1.5e-3))
-    base.replicates, new.replicates = [], []  # as a version 1 file reads back
+    base = record(samples=spread(1e-3), replicates=4)
+    new = record(samples=spread(1.5e-3), replicates=4)
+    for r in (base, new):  # as a version 1 file without processes' medians reads back
+        r.replicates, r.replicate_medians_s = [], []
     change = compare_records(base, new)
     assert change.p_value is None and change.verdict == SLOWER
     assert "confidence intervals" in change.note
@@ -181,16 +215,16 @@ def test_invalid_and_resized_cells_are_not_comparable_with_the_reason():
 
 def test_whole_runs_match_cells_list_one_sided_ones_and_average_geometrically():
     base = results([
-        record("matmul", "numpy", samples=spread(1e-3)),
-        record("matmul", "torch", samples=spread(2e-3)),
-        record("sort", "numpy", samples=spread(4e-3)),
+        record("matmul", "numpy", samples=spread(1e-3), replicates=4),
+        record("matmul", "torch", samples=spread(2e-3), replicates=4),
+        record("sort", "numpy", samples=spread(4e-3), replicates=4),
         record("fft", "numpy", samples=spread(1e-3)),  # only in base
         record("sort", "torch", "gpu", status="skipped", reason="no GPU"),
     ])
     new = results([
-        record("matmul", "numpy", samples=spread(1.25e-3)),  # 1.25x slower
-        record("matmul", "torch", samples=spread(1.6e-3)),  # 0.8: faster
-        record("sort", "numpy", samples=spread(4e-3)),  # same
+        record("matmul", "numpy", samples=spread(1.25e-3), replicates=4),  # 1.25x slower
+        record("matmul", "torch", samples=spread(1.6e-3), replicates=4),  # 0.8: faster
+        record("sort", "numpy", samples=spread(4e-3), replicates=4),  # same
         record("gradient", "jax", samples=spread(1e-3)),  # only in new
         record("sort", "torch", "gpu", status="skipped", reason="no GPU"),
     ], cpu_model="Other CPU")
@@ -203,7 +237,7 @@ def test_whole_runs_match_cells_list_one_sided_ones_and_average_geometrically():
     assert [ch.new.backend for ch in c.skipped_in_both] == ["torch"]
     assert len(c.shown) == 3
     assert c.geometric_mean == pytest.approx(math.exp((math.log(1.25) + math.log(0.8) + 0) / 3))
-    assert c.counts() == {FASTER: 1, SLOWER: 1, SAME: 1, NOT_COMPARABLE: 1}
+    assert c.counts() == {FASTER: 1, SLOWER: 1, SAME: 1, CANNOT_TELL: 0, NOT_COMPARABLE: 1}
     assert [ch.new.backend for ch in c.slowdowns_above(0.10)] == ["numpy"]
     assert c.slowdowns_above(0.30) == []
     assert ("cpu_model", "Test CPU 9000", "Other CPU") in c.environment_differences

@@ -1,23 +1,32 @@
 """History: a known step is called with its cause, noise within the intervals never is, false
-discoveries are controlled across series, and --fail-on-regression gates a pipeline."""
+discoveries are controlled across series, runs measured with one process never make a step (and
+history says why), only what both runs recorded differently is named, and --fail-on-regression
+gates a pipeline."""
 
 from __future__ import annotations
 
 import datetime as _dt
+import io
 import math
+import random
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+import arraybench
+from arraybench.analysis.compare import CANNOT_TELL, SAME, compare
 from arraybench.analysis.history import Entry, Point, RunInfo, history, step_p_value
 from arraybench.analysis.intervals import replicate_interval
 from arraybench.analysis.significance import welch
 from arraybench.commands.history import parse_since
+from arraybench.host import environment
+from arraybench.render.history import history_section, print_history
 from arraybench.store import open_store
 
 from ..conftest import FAST, run_cli
-from ..synthetic import timed_run
+from ..synthetic import fingerprint, record, results, timed_run
 
 # PyTorch's matmul: ~2 ms on torch 2.4, 20% slower from the version change on; NumPy's: noise
 # that stays inside the intervals (each run's medians within ±0.4%, each CI about ±1%).
@@ -67,12 +76,19 @@ def test_filters_narrow_the_history(store_location):
     assert _history(store_location, machine="ffffffff").series == []
 
 
-def _point(run: str, day: int, median: float, half: float, machine: str = "m") -> tuple[Entry, RunInfo]:
+def _point(run: str, day: int, median: float, half: float, machine: str = "m", processes: int = 3,
+           context: dict | None = None, libraries: dict | None = None) -> tuple[Entry, RunInfo]:
     """A point whose 95% interval is median × exp(±half) (half: in log units)."""
-    info = RunInfo(run, f"2026-01-{day:02d}T00:00:00+00:00", True, {"libraries": {}}, {}, {})
+    info = RunInfo(run, f"2026-01-{day:02d}T00:00:00+00:00", True, {"libraries": libraries or {}}, {},
+                   context or {})
     entry = Entry(run, "", machine, f"cell-{machine}", "matmul", "small", 100, "numpy", "cpu", "float64",
-                  "latency", False, "ok", median, median * math.exp(-half), median * math.exp(half), 3)
+                  "latency", False, "ok", median, median * math.exp(-half), median * math.exp(half),
+                  processes)
     return entry, info
+
+
+def _history_of(points: list[tuple[Entry, RunInfo]]):
+    return history([e for e, _ in points], {i.run_id: i for _, i in points})
 
 
 def _series_pair(machine: str, ratio: float, se: float) -> list[tuple[Entry, RunInfo]]:
@@ -164,6 +180,9 @@ def test_a_run_report_shows_its_history_when_the_store_has_earlier_runs(tmp_path
     page = (tmp_path / "two" / "report.html").read_text()
     assert "id='history'" in page and "data-plot='history_matmul.svg'" in page
     assert "2 runs" in page and (tmp_path / "two" / "history_matmul.svg").is_file()
+    # One process each: the report calls no step (nor blames the new label) and says why.
+    assert "1 cell measured with one process: no step can be called; use --processes 2 or more" in page
+    assert "STEP" not in page and "commit: —" not in page
 
 
 def test_history_of_this_machine_and_a_rebuilt_report_keep_the_history(tmp_path: Path):
@@ -181,3 +200,107 @@ def test_history_of_this_machine_and_a_rebuilt_report_keep_the_history(tmp_path:
     assert "id='history'" in (tmp_path / "two" / "report.html").read_text()
     bare = run_cli("report", str(tmp_path / "two"), "--no-store", "-q")
     assert bare.returncode == 0 and "id='history'" not in (tmp_path / "two" / "report.html").read_text()
+
+
+# -- one process cannot show the variation between processes (issue 23, item 2) ----------------
+def _noisy_single_process_runs(rng: random.Random, series: int, runs: int, processes: int = 1):
+    """``runs`` runs of the same code: each cell's one process lands ~5% off for its whole life
+    while its own samples give an interval of ±1%; each run has a new commit label, the first
+    none."""
+    points = []
+    for r in range(runs):
+        for k in range(series):
+            median = 1e-3 * math.exp(rng.gauss(0, 0.05))
+            points.append(_point(f"run{r}", r + 1, median, 0.01, machine=f"m{k:02d}", processes=processes,
+                                 context={"commit": f"c{r}"} if r else {}))
+    return points
+
+
+def test_single_process_noise_never_makes_a_step():
+    rng = random.Random(23)
+    noise = _noisy_single_process_runs(rng, series=40, runs=10)
+    found = _history_of(noise)
+    assert found.steps == [] and found.tested == 0
+    assert len(found.one_process) == 40 * 9 and len(found.one_process_series) == 40
+    # The same numbers claimed over three processes fool the test: the data are noise the
+    # intervals do not hold, which is why one process must not be tested.
+    trusted = _history_of([(Entry(**{**vars(e), "n_replicates": 3}), i) for e, i in noise])
+    assert len(trusted.steps) > 100
+    # One process on either side of a pair is enough to leave it untested.
+    mixed = _history_of([_point("a", 1, 1e-3, 0.01, processes=3), _point("b", 2, 3e-3, 0.01, processes=1),
+                         _point("c", 3, 1e-3, 0.01, processes=3)])
+    assert mixed.steps == [] and mixed.tested == 0 and len(mixed.one_process) == 2
+
+
+def _console() -> Console:
+    return Console(file=io.StringIO(), width=200, color_system=None)
+
+
+def test_identical_single_process_runs_give_no_step_and_say_why(tmp_path: Path):
+    # The issue's case, for real: the same code run twice with one process, the second labelled.
+    store = str(tmp_path / "s.sqlite")
+    quick = dict(backends="numpy", devices="cpu", sizes="small", processes=1, max_time=0.05,
+                 min_samples=3, store=store)
+    first = arraybench.run(["sort", "matmul"], **quick)
+    second = arraybench.run(["sort", "matmul"], context={"commit": "a1"}, **quick)
+    with open_store(store) as s:
+        entries, runs = s.entries()
+    assert sorted(e.n_replicates for e in entries) == [1, 1, 1, 1]  # the store keeps the count
+    found = history(entries, runs)
+    assert found.steps == [] and found.tested == 0 and len(found.one_process_series) == 2
+    console = _console()
+    print_history(found, console, "here")
+    text = console.file.getvalue()
+    assert "2 cells measured with one process: no step can be called; use --processes 2 or more" in text
+    assert "step:" not in text and "STEP" not in text and "commit: — → a1" not in text
+    assert "use --processes 2 or more" in history_section(found, [])["summary"]
+    # compare's verdicts on the same two runs: never faster or slower.
+    verdicts = {c.verdict for c in compare(first, second).changes}
+    assert verdicts <= {SAME, CANNOT_TELL}
+
+
+def _two_process_run(day: int, numpy_s: float, torch_s: float, torch: str = "2.4.0",
+                     context: dict | None = None):
+    """matmul small on NumPy and PyTorch measured in two processes that sit 1% apart."""
+    fp = fingerprint()
+    env = {"timestamp": f"2026-01-{day:02d}T00:00:00+00:00", "fingerprint": fp,
+           "machine_id": environment.machine_id(fp), "python": "3.11.7",
+           "libraries": {"numpy": "2.0.0", "torch": torch}, "context": dict(context or {})}
+
+    def two(t: float) -> list[float]:
+        a, b = [t * 1.01 * (1 + 0.002 * i) for i in range(20)], [t * 0.99 * (1 + 0.002 * i) for i in range(20)]
+        return [x for pair in zip(a, b) for x in pair]  # dealt back to the two processes by record()
+
+    return results([record("matmul", "numpy", samples=two(numpy_s), replicates=2),
+                    record("matmul", "torch", samples=two(torch_s), replicates=2)], **env)
+
+
+def test_a_2x_slowdown_between_two_process_runs_is_a_step_named_only_by_what_changed(tmp_path: Path):
+    store = str(tmp_path / "s.sqlite")
+    with open_store(store) as s:
+        s.add(_two_process_run(1, 1e-3, 2e-3))  # no label
+        s.add(_two_process_run(2, 2e-3, 2e-3, context={"commit": "c1"}))  # NumPy 2x slower
+        s.add(_two_process_run(3, 2e-3, 4e-3, torch="2.5.0", context={"commit": "c2"}))  # PyTorch 2x
+    found = _history(store)
+    assert all(p.processes == 2 for se in found.series for p in se.points)
+    assert found.tested == 4 and found.one_process == []
+    numpy_step, torch_step = sorted(found.steps, key=lambda st: st.series.label)
+    assert numpy_step.series.label == "NumPy CPU" and numpy_step.ratio == pytest.approx(2.0, rel=0.01)
+    assert torch_step.series.label == "PyTorch CPU" and torch_step.ratio == pytest.approx(2.0, rel=0.01)
+    # The earlier run had no label: a label appearing is not a change of the code.
+    assert numpy_step.causes == [] and "changed: nothing recorded changed" in numpy_step.sentence()
+    assert torch_step.causes == ["torch 2.4.0 → 2.5.0", "context commit: c1 → c2"]
+
+
+def test_causes_name_only_what_both_runs_recorded_differently():
+    def pair(before: dict, after: dict, ctx_before: dict, ctx_after: dict) -> list[str]:
+        (step,) = _history_of([_point("a", 1, 1e-3, 0.01, libraries=before, context=ctx_before),
+                               _point("b", 2, 2e-3, 0.01, libraries=after, context=ctx_after)]).steps
+        return step.causes
+
+    # A library an older arraybench did not list, a label one run lacks: nothing named.
+    assert pair({"numpy": "2.0"}, {"numpy": "2.0", "jax": "0.4.30"}, {}, {"commit": "a1"}) == []
+    assert pair({"numpy": "2.0"}, {"numpy": "2.0"}, {"commit": "a1", "branch": "x"}, {"commit": "a1"}) == []
+    # Listed by both, not installed before: an install is a change; so is a label that moved.
+    assert pair({"numpy": "2.0", "jax": None}, {"numpy": "2.0", "jax": "0.4.30"},
+                {"commit": "a1"}, {"commit": "b2"}) == ["jax none → 0.4.30", "context commit: a1 → b2"]
