@@ -142,6 +142,12 @@ class Comparison:
         return [c for c in self.changes
                 if c.verdict == SLOWER and c.ratio is not None and c.ratio > 1 + limit]
 
+    def unjudged_above(self, limit: float) -> list[CellChange]:
+        """Cells slower by more than ``1 + limit`` that no test could judge (one process on a
+        side): a gate cannot pass them as fine, nor fail them as slower."""
+        return [c for c in self.changes
+                if c.verdict == CANNOT_TELL and c.ratio is not None and c.ratio > 1 + limit]
+
     def broken(self) -> list[CellChange]:
         """Cells valid in the base run that the new run got wrong or could not run (ok → wrong,
         ok → failed): worse than any slowdown, and what a CI gate must never pass."""

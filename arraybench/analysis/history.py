@@ -215,6 +215,13 @@ class History:
         return [s for s in self.steps if s.slower and s.ratio > 1 + limit
                 and s.after is s.series.points[-1]]
 
+    def unjudged_above(self, limit: float) -> list[Untested]:
+        """Slowdowns above ``1 + limit`` with the latest run of their series that no test could
+        judge (one process on a side): what a CI gate must not pass unseen."""
+        return [u for u in self.one_process
+                if u.after is u.series.points[-1] and u.before.median_s > 0
+                and u.after.median_s / u.before.median_s > 1 + limit]
+
     def restricted(self, cells: set[str], min_points: int = 2) -> "History":
         """Only the series of ``cells`` with at least ``min_points`` valid points, and their steps
         (a run's report shows its own cells' history, where there is some)."""

@@ -90,6 +90,14 @@ def gate(comparison, limit: float) -> int:
         print(f"arraybench: {len(broken)} cell{'s that were' if many else ' that was'} ok in the base "
               f"run broke in the new run: {one_line(names)}", file=sys.stderr)
         failed = True
+    unjudged = comparison.unjudged_above(limit)
+    if unjudged:
+        names = ", ".join(f"{c.new.workload} {c.new.size_label} {c.new.config_label} ({c.ratio:.3f})"
+                          for c in unjudged)
+        print(f"arraybench: {len(unjudged)} cell{'s' if len(unjudged) != 1 else ''} slower than "
+              f"{limit:.0%} could not be judged (one process on a side; measure with --processes 2 "
+              f"or more): {one_line(names)}; --fail-above passes nothing unseen", file=sys.stderr)
+        failed = True
     if not comparison.comparable:
         print("arraybench: no cell could be compared (none was valid in both runs); "
               "--fail-above passes nothing unseen", file=sys.stderr)

@@ -106,11 +106,22 @@ def main(args: argparse.Namespace) -> int:
         if written:
             console.print("wrote " + ", ".join(str(p) for p in written), markup=False, highlight=False)
     if args.fail_on_regression is not None:
+        failed = False
         bad = found.regressions(args.fail_on_regression)
         if bad:
             print(f"arraybench: {len(bad)} regression{'s' if len(bad) != 1 else ''} above "
                   f"{args.fail_on_regression:.0%} in the latest runs: "
                   + "; ".join(f"{s.series.workload} {s.series.size_label} {s.series.label} "
                               f"({s.ratio:.3f}×)" for s in bad), file=sys.stderr)
-            return 1
+            failed = True
+        unjudged = found.unjudged_above(args.fail_on_regression)
+        if unjudged:
+            print(f"arraybench: {len(unjudged)} slowdown{'s' if len(unjudged) != 1 else ''} above "
+                  f"{args.fail_on_regression:.0%} in the latest runs could not be judged (one "
+                  "process on a side; measure with --processes 2 or more): "
+                  + "; ".join(f"{u.series.workload} {u.series.size_label} {u.series.label} "
+                              f"({u.after.median_s / u.before.median_s:.3f}×)" for u in unjudged),
+                  file=sys.stderr)
+            failed = True
+        return 1 if failed else 0
     return 0

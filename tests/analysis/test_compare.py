@@ -105,6 +105,19 @@ def test_a_single_process_is_never_faster_or_slower_even_with_its_intervals_apar
                          "use --processes 2 or more.")
 
 
+def test_a_ci_gate_does_not_pass_a_slowdown_it_could_not_judge(capsys):
+    from arraybench.commands.compare import gate
+
+    base, new = record(samples=spread(1e-3)), record(samples=spread(2e-3))  # one process each, 2x
+    assert gate(compare(results([base]), results([new])), 0.1) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "1 cell slower than 10% could not be judged" in err[0]
+    assert "--processes 2 or more" in err[0] and "(2.000)" in err[0]
+    # Below the limit, or faster, it is nothing to gate on.
+    assert gate(compare(results([base]), results([new])), 1.5) == 0
+    assert gate(compare(results([new]), results([base])), 0.1) == 0
+
+
 def test_single_process_noise_is_never_called_faster_or_slower():
     # 30 unchanged cells, each process off by ~5% for its whole life, 20 pairs of runs with one
     # process each: every ratio beyond 2% is "cannot tell", none faster or slower.

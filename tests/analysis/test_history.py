@@ -232,6 +232,17 @@ def test_single_process_noise_never_makes_a_step():
     assert mixed.steps == [] and mixed.tested == 0 and len(mixed.one_process) == 2
 
 
+def test_a_regression_gate_does_not_pass_a_slowdown_it_could_not_judge():
+    # The latest run is 3x slower, measured by one process: no step, and not a pass either.
+    latest = _history_of([_point("a", 1, 1e-3, 0.01, processes=3), _point("b", 2, 3e-3, 0.01, processes=1)])
+    assert latest.regressions(0.1) == [] and len(latest.unjudged_above(0.1)) == 1
+    assert latest.unjudged_above(2.5) == []  # 3x is not above +250%
+    # Only what arrived with the latest run: an old unjudged slowdown that stayed does not gate.
+    older = _history_of([_point("a", 1, 1e-3, 0.01, processes=1), _point("b", 2, 3e-3, 0.01, processes=1),
+                         _point("c", 3, 3e-3, 0.01, processes=1)])
+    assert older.unjudged_above(0.1) == []
+
+
 def _console() -> Console:
     return Console(file=io.StringIO(), width=200, color_system=None)
 
