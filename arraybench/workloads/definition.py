@@ -24,7 +24,7 @@ import numpy as np
 
 from ..worker.accuracy import Check
 from .params import (Params, ParamsSpec, accepted, check_settings, default_settings, is_setting_parameter,
-                     refused, resolve)
+                     refused, resolve, typed)
 
 ArrayFn = Callable[..., Any]
 #: ``(n, rng) -> arrays`` or ``(n) -> arrays``: one array, a tuple or list, or a dict by parameter name.
@@ -173,13 +173,27 @@ class Workload:
         """The settings at a size: the function's keyword defaults, updated by ``params=``."""
         return resolve(self.name, self.fn, self.params, size)
 
+    def call_settings(self, size: int, given: Mapping[str, Any]) -> dict[str, Any]:
+        """The settings a call gets: its own at a size, ``given`` (the cell's) over them, each in
+        the type the function declared (a NumPy scalar default stays that NumPy type)."""
+        return typed(self.fn, {**self.params_for(size), **given})
+
     def result_of(self, result: Any, arrays: Sequence[Any]) -> Any:
         """What a call produced: its return value, or, where an in-place function returns None,
         the inputs it changed (one array, or a tuple in ``mutates`` order)."""
         if result is not None or not self.mutates:
             return result
-        changed = [arrays[i] for i in self.mutated_positions(len(arrays))]
+        changed = [arrays[i] for i in self.result_positions(len(arrays))]
         return changed[0] if len(changed) == 1 else tuple(changed)
+
+    def result_positions(self, count: int) -> tuple[int, ...]:
+        """The positions of the inputs an in-place function returns, in ``mutates=`` order (in
+        parameter order for ``mutates=True``): ``mutates=("B", "A")`` returns ``(B, A)``, as a
+        functional override for JAX would."""
+        if "*" in self.mutates:
+            return tuple(range(count))
+        names = [p.name for p in array_parameters(self.fn) or []][:count]
+        return tuple(names.index(name) for name in self.mutates if name in names)
 
     def mutated_positions(self, count: int) -> tuple[int, ...]:
         """Which of ``count`` positional arrays the function changes in place (``mutates=``)."""
