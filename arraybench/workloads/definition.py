@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 import linecache
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 import numpy as np
@@ -85,6 +85,12 @@ class Workload:
     #: Settings (Python scalars and strings) passed by keyword: a dict or ``n -> dict``, over the
     #: function's own keyword defaults (``workloads/params.py``).
     params: ParamsSpec = None
+    # -- issue 23: gradients on equal terms --
+    #: For ``grad=True``: the workload's own gradient by backend (``@wl.gradient("numpy")``),
+    #: timed as written instead of differentiating the loss.
+    gradients: dict[str, ArrayFn] = field(default_factory=dict)
+    #: The namespace a gradient asked for, by backend (default: the workload's ``namespace``).
+    gradient_namespaces: dict[str, Namespace] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.namespace not in NAMESPACES:
@@ -104,32 +110,58 @@ class Workload:
         ``namespace="native"`` hands the override the library's own module instead of the
         workload's namespace (``torch`` rather than array-api-compat's wrapper of it).
         """
+        return self._register("override", self.overrides, self.override_namespaces, backends, namespace)
+
+    def gradient(self, *backends: str, namespace: Namespace | None = None) -> Callable[[ArrayFn], ArrayFn]:
+        """Give a ``grad=True`` workload its own gradient on some libraries: ``@wl.gradient("numpy",
+        "cupy")`` on ``fn(xp, *arrays)`` returning the gradient of the loss in the first input.
+
+        Those libraries time it as written, recorded as "analytic gradient", instead of finite
+        differences (one extra pass per parameter); the check still compares it with the
+        reference gradient. Libraries with autodiff keep it unless named here.
+        """
+        if not self.grad:
+            raise TypeError(f"{self.name}: gradient() gives the gradient of a grad=True workload; "
+                            "this one is not (use override() for another spelling of the function)")
+        return self._register("gradient", self.gradients, self.gradient_namespaces, backends, namespace)
+
+    def _register(self, what: str, functions: dict[str, ArrayFn], namespaces: dict[str, Namespace],
+                  backends: tuple[str, ...], namespace: Namespace | None) -> Callable[[ArrayFn], ArrayFn]:
         from ..backends import SPECS
 
         unknown = [b for b in backends if b not in SPECS]
         if unknown or not backends:
-            raise ValueError(f"override() needs backend names out of {', '.join(SPECS)}; got {backends!r}")
+            raise ValueError(f"{what}() needs backend names out of {', '.join(SPECS)}; got {backends!r}")
         if namespace is not None and namespace not in NAMESPACES:
             raise ValueError(f"namespace must be one of {NAMESPACES}, not {namespace!r}")
 
-        def register_override(fn: ArrayFn) -> ArrayFn:
+        def register(fn: ArrayFn) -> ArrayFn:
             settings = dict(default_settings(self.fn))
             if self.params is not None and not callable(self.params):
                 settings.update(check_settings(self.name, self.params))
             bad = refused(fn, settings)
             if bad:
-                raise TypeError(f"{self.name}: override {getattr(fn, '__name__', fn)} takes no keyword "
+                raise TypeError(f"{self.name}: {what} {getattr(fn, '__name__', fn)} takes no keyword "
                                 f"{', '.join(map(repr, bad))}, a setting of the workload "
                                 f"({definition_line(fn)})")
             for b in backends:
-                self.overrides[b] = fn
+                functions[b] = fn
                 if namespace is None:
-                    self.override_namespaces.pop(b, None)
+                    namespaces.pop(b, None)
                 else:
-                    self.override_namespaces[b] = namespace
+                    namespaces[b] = namespace
             return fn
 
-        return register_override
+        return register
+
+    def analytic_gradient(self, backend: str) -> "Workload | None":
+        """Where the workload gives ``backend`` its own gradient: this workload with that gradient
+        as the function ``backend`` runs, and nothing left to differentiate; else None."""
+        own = self.gradients.get(backend) if self.grad else None
+        if own is None:
+            return None
+        namespaces = {backend: self.gradient_namespaces[backend]} if backend in self.gradient_namespaces else {}
+        return replace(self, grad=False, overrides={backend: own}, override_namespaces=namespaces)
 
     def function_for(self, backend: str) -> ArrayFn:
         """The function a backend runs: its override, or the one definition."""
@@ -164,7 +196,8 @@ class Workload:
 
     def functions(self) -> list[Callable[..., Any]]:
         """Every user function this workload holds (for shipping it to workers by value)."""
-        found = [self.fn, self.inputs, self.reference, self.work, *self.overrides.values()]
+        found = [self.fn, self.inputs, self.reference, self.work, *self.overrides.values(),
+                 *self.gradients.values()]
         if callable(self.params):
             found.append(self.params)
         return [f for f in found if f is not None]
@@ -346,7 +379,9 @@ def define(
       (for ``grad=True``: its gradient by central differences, see docs/workloads.md).
     - ``check``: how the result is judged (``Check.elementwise()``, ``Check.normwise(growth)``...).
     - ``work``: ``(n, itemsize) -> Work(flops, bytes)`` or ``(flops, bytes)``, for the roofline.
-    - ``grad``: time the gradient of the (scalar) function with respect to its first input.
+    - ``grad``: time the gradient of the (scalar) function with respect to its first input:
+      autodiff where the library has it, else finite differences, unless the workload gives a
+      library its own gradient with ``@wl.gradient("numpy")``.
     - ``namespace``: ``"array_api"`` (array-api-compat; portable) or ``"native"`` (the library's own
       module: ``numpy``, ``torch``, ``jax.numpy``, ``cupy``; no wrapper overhead), or ``"backend"``
       (a ``Context`` with the backend itself, for construction and transfer workloads).
