@@ -391,9 +391,10 @@ def define(
     - ``outputs``: names of the outputs when the function returns a tuple.
     - ``mutates``: the inputs the function changes in place, by name (``("C",)``), or True for all:
       each call gets them fresh, restored outside the timed span. A function that returns None
-      returns what it changed.
+      returns what it changed, in ``mutates`` order.
     - ``params``: settings passed by keyword, Python scalars or strings (``{"tsteps": 20}`` or
-      ``n -> dict``); the function's own scalar keyword defaults are settings too. They are part
+      ``n -> dict``); the function's own scalar keyword defaults, NumPy scalars included, are
+      settings too. They are part
       of the cell, recorded, and static under ``jax.jit`` and ``torch.compile``.
     """
 

@@ -101,3 +101,25 @@ def test_a_finding_that_sets_autodiff_against_finite_differences_says_so():
     (sentence,) = winners([torch_, numpy_own])
     assert "finite differences" not in sentence and "autodiff" not in sentence
     assert "PyTorch CPU is fastest" in sentence and "faster than NumPy CPU." in sentence
+
+
+@workload(name="scaled_loss", sizes={"small": 16}, grad=True,
+          inputs=lambda n, rng: (rng.standard_normal(n), rng.standard_normal(n)))
+def scaled_loss(xp, w, x, *, scale=1.0):
+    return scale * xp.sum((w * x) ** 2)
+
+
+@scaled_loss.gradient("numpy")
+def _scaled_loss_grad(xp, w, x, *, scale=1.0):
+    return 2.0 * scale * w * x * x
+
+
+def test_a_gradient_defined_in_a_script_reaches_the_workers_with_its_settings(tmp_path):
+    """Shipped by value to a real worker process, with a setting aimed at this workload."""
+    import arraybench
+
+    results = arraybench.run([scaled_loss], backends=["numpy"], devices=["cpu"],
+                             params={"scaled_loss.scale": 3}, processes=1, max_time=0.05, min_samples=3)
+    (record,) = results.records
+    assert record.status == "ok", record.reason
+    assert record.method == "analytic gradient" and record.params == {"scale": 3.0}
