@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Mapping
 
 from .across_machines import machine_findings
-from .crossover import crossovers
+from .crossover import Crossover, crossovers
 from .explanations import explanations
 from ..model.record import Record, config_label
 from ..units import format_seconds
@@ -84,6 +84,14 @@ def _unequal_gradients(records: list[Record], workload: str) -> str:
     return (f": autodiff against finite differences, which take one pass of the loss per "
             f"parameter; give the libraries without autodiff a gradient of their own "
             f"(@{workload}.gradient(\"numpy\")) to compare them on equal terms")
+
+
+def _crossover(c: Crossover, records: list[Record]) -> str:
+    """A crossover's sentence, saying so where one side is autodiff and the other finite
+    differences (its labels name only the finite differences)."""
+    named = [r for r in records if r.workload == c.workload and r.config_label in (c.a, c.b)]
+    clause = _unequal_gradients(named, c.workload)
+    return c.sentence() + (f" That is{clause[1:]}." if clause else "")
 
 
 def _swept(records: list[Record], workload: str) -> bool:
@@ -179,7 +187,7 @@ def findings(records: Iterable[Record], environment: Mapping[str, Any] | None = 
     return (
         winners(records)
         + machine_findings(records)
-        + [c.sentence() for c in crossovers(records) if _swept(records, c.workload)]
+        + [_crossover(c, records) for c in crossovers(records) if _swept(records, c.workload)]
         + overheads(records)
         + compiled_vs_eager(records)
         + ceiling_shares(records)

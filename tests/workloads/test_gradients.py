@@ -123,3 +123,20 @@ def test_a_gradient_defined_in_a_script_reaches_the_workers_with_its_settings(tm
     (record,) = results.records
     assert record.status == "ok", record.reason
     assert record.method == "analytic gradient" and record.params == {"scale": 3.0}
+
+
+def test_a_crossover_between_autodiff_and_finite_differences_says_so():
+    from arraybench.analysis.findings import findings
+    from ..synthetic import record, spread
+
+    records = []
+    for n, numpy_s in ((10, 5e-6), (100, 50e-6), (1000, 5e-3)):
+        records.append(record("gradient", "torch", samples=spread(40e-6), size_label=str(n), size=n,
+                              gradient="autodiff"))
+        records.append(record("gradient", "numpy", samples=spread(numpy_s), size_label=str(n), size=n,
+                              gradient="finite_differences"))
+    (sentence,) = [f for f in findings(records) if "beats" in f]
+    assert "PyTorch CPU beats NumPy CPU (finite diff.) on gradient from n ≈" in sentence
+    assert sentence.endswith('That is autodiff against finite differences, which take one pass of the loss '
+                             'per parameter; give the libraries without autodiff a gradient of their own '
+                             '(@gradient.gradient("numpy")) to compare them on equal terms.')
