@@ -58,8 +58,9 @@ class RunOptions:
     workload_files: list[str] = field(default_factory=list)
     #: Workloads defined in a notebook or script, sent to the workers by value (``workloads.shipping``).
     shipped_workloads: list[str] = field(default_factory=list)
-    #: Settings for every selected workload that has one of that name (``--param tsteps=50``):
-    #: each becomes its workload's own type when the plan is built (``workloads.params.coerce``).
+    #: Settings for every selected workload that has one of that name (``--param tsteps=50``), or
+    #: for one workload (``--param jacobi_2d.tsteps=50``, which wins over the bare name): each
+    #: becomes its workload's own type when the plan is built (``workloads.params.coerce``).
     params: dict[str, ParamValue] = field(default_factory=dict)
     # -- issue 17: a run across a Ray cluster (``cluster.py``, ``executors/ray.py``) --
     #: A Ray address ("auto", "ray://head:10001", "head:6379"); None: this machine only.
@@ -262,7 +263,7 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
     if not isinstance(options.params, dict):
         raise UsageError(f"params must be a dict of settings such as {{'tsteps': 50}}, not {_short(options.params)}")
     try:
-        changes["params"] = check_settings("--param", options.params)
+        changes["params"] = check_settings("--param", options.params, aimable=True)
     except TypeError as exc:
         raise UsageError(str(exc)) from None
     return replace(options, **changes)

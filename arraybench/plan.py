@@ -13,7 +13,7 @@ from . import backends
 from .model import schema
 from .errors import UsageError
 from .options import Dtype, Mode, RunOptions, parse_size
-from .workloads.params import ParamValue, coerce, text as params_text
+from .workloads.params import ParamValue, aimed, coerce, text as params_text
 
 
 def cell_key(workload: str, size_label: str, backend: str, device: str, dtype: str, mode: str,
@@ -80,8 +80,9 @@ class Cell:
 
 
 def _settings(wl: Any, size: int, given: dict[str, ParamValue]) -> dict[str, ParamValue]:
-    """A workload's settings at a size, the run's ``--param`` values over its own; a ``params=``
-    that fails, or a value of the wrong type, is a usage error, said in one line."""
+    """A workload's settings at a size, the run's ``--param`` values over its own (one aimed at
+    this workload, ``WL.NAME``, over one for every workload); a ``params=`` that fails, or a
+    value of the wrong type, is a usage error, said in one line."""
     try:
         settings = wl.params_for(size)
     except Exception as exc:
@@ -89,22 +90,32 @@ def _settings(wl: Any, size: int, given: dict[str, ParamValue]) -> dict[str, Par
 
         raise UsageError(f"workload {wl.name!r}: its params= failed at n = {size:,}: "
                          f"{describe_exception(exc)}") from None
-    for name, value in given.items():
-        if name in settings:
+    keys = sorted(given, key=lambda k: aimed(k)[0] is not None)  # the aimed ones last: they win
+    for key in keys:
+        target, name = aimed(key)
+        if target in (None, wl.name) and name in settings:
             try:
-                settings[name] = coerce(name, value, settings[name])
+                settings[name] = coerce(name, given[key], settings[name])
             except ValueError as exc:
-                raise UsageError(f"--param {name}={value}: {exc} (workload {wl.name!r})") from None
+                raise UsageError(f"--param {key}={given[key]}: {exc} (workload {wl.name!r})") from None
     return settings
 
 
 def _check_params_used(given: dict[str, ParamValue], settings_of: dict[str, set[str]]) -> None:
     """A ``--param`` that no selected workload takes is a typo until shown otherwise."""
-    unused = [name for name in given if not any(name in names for names in settings_of.values())]
-    if unused:
-        have = [f"{w}: {', '.join(sorted(names))}" for w, names in settings_of.items() if names]
-        raise UsageError(f"--param {unused[0]}: no selected workload has a setting of that name; "
-                         + ("their settings: " + "; ".join(have) if have else "they have none"))
+    have = [f"{w}: {', '.join(sorted(names))}" for w, names in settings_of.items() if names]
+    for key in given:
+        target, name = aimed(key)
+        if target is None and not any(name in names for names in settings_of.values()):
+            raise UsageError(f"--param {key}: no selected workload has a setting of that name; "
+                             + ("their settings: " + "; ".join(have) if have else "they have none"))
+        if target is not None and target not in settings_of:
+            raise UsageError(f"--param {key}: no selected workload is named {target!r} "
+                             f"(selected: {', '.join(settings_of)})")
+        if target is not None and name not in settings_of[target]:
+            own = ", ".join(sorted(settings_of[target])) or "none"
+            raise UsageError(f"--param {key}: workload {target!r} has no setting {name!r} "
+                             f"(its settings: {own})")
 
 
 def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],

@@ -8,10 +8,10 @@ here is written in advance: change the records and the sentences change.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from .across_machines import machine_findings
-from .crossover import crossovers
+from .crossover import Crossover, crossovers
 from .explanations import explanations
 from ..model.record import Record, config_label
 from ..units import format_seconds
@@ -48,16 +48,50 @@ def _winner(workload: str, group: list[Record], on: str) -> list[str]:
         return []
     best, second = valid[0], valid[1]
     where = f"{workload} {size_text(best)}{on}"
-    if not _significantly_faster(best, second):
-        return [f"On {where}, {library_label(best)} and {library_label(second)} are level "
-                f"({format_seconds(best.median_s)} and {format_seconds(second.median_s)}; "
-                f"the 95% CIs overlap)."]
-    text = (f"On {where}, {library_label(best)} is fastest at {format_seconds(best.median_s)}, "
-            f"{_ratio(second.median_s / best.median_s)} faster than {library_label(second)}")
     base = baseline(group)
-    if base is not None and base is not best and base is not second:
-        text += f" and {_ratio(base.median_s / best.median_s)} faster than {library_label(base)}"
-    return [text + "."]
+    named = [best, second] + ([base] if base is not None and base is not best and base is not second else [])
+    label = _gradient_labels(named)
+    if not _significantly_faster(best, second):
+        return [f"On {where}, {label(best)} and {label(second)} are level "
+                f"({format_seconds(best.median_s)} and {format_seconds(second.median_s)}; "
+                f"the 95% CIs overlap){_unequal_gradients(named[:2], workload)}."]
+    text = (f"On {where}, {label(best)} is fastest at {format_seconds(best.median_s)}, "
+            f"{_ratio(second.median_s / best.median_s)} faster than {label(second)}")
+    if len(named) == 3:
+        text += f" and {_ratio(base.median_s / best.median_s)} faster than {label(base)}"
+    return [text + _unequal_gradients(named, workload) + "."]
+
+
+def _gradient_labels(records: list[Record]) -> Callable[[Record], str]:
+    """Configuration names that say how each computed its gradient, where the sentence sets
+    autodiff against finite differences (the ratio is then mostly the method's)."""
+    if not _unequal_gradients(records, ""):
+        return library_label
+
+    def label(r: Record) -> str:
+        text = config_label(r.backend, r.device, r.mode, transfer=r.transfer)
+        method = {"autodiff": "autodiff", "finite_differences": "finite differences",
+                  "analytic": "analytic gradient"}.get(r.gradient or "")
+        return f"{text} ({method})" if method else text
+
+    return label
+
+
+def _unequal_gradients(records: list[Record], workload: str) -> str:
+    """The clause a comparison of autodiff with finite differences ends with, or ""."""
+    if not {"autodiff", "finite_differences"} <= {r.gradient for r in records}:
+        return ""
+    return (f": autodiff against finite differences, which take one pass of the loss per "
+            f"parameter; give the libraries without autodiff a gradient of their own "
+            f"(@{workload}.gradient(\"numpy\")) to compare them on equal terms")
+
+
+def _crossover(c: Crossover, records: list[Record]) -> str:
+    """A crossover's sentence, saying so where one side is autodiff and the other finite
+    differences (its labels name only the finite differences)."""
+    named = [r for r in records if r.workload == c.workload and r.config_label in (c.a, c.b)]
+    clause = _unequal_gradients(named, c.workload)
+    return c.sentence() + (f" That is{clause[1:]}." if clause else "")
 
 
 def _swept(records: list[Record], workload: str) -> bool:
@@ -153,7 +187,7 @@ def findings(records: Iterable[Record], environment: Mapping[str, Any] | None = 
     return (
         winners(records)
         + machine_findings(records)
-        + [c.sentence() for c in crossovers(records) if _swept(records, c.workload)]
+        + [_crossover(c, records) for c in crossovers(records) if _swept(records, c.workload)]
         + overheads(records)
         + compiled_vs_eager(records)
         + ceiling_shares(records)

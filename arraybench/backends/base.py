@@ -63,6 +63,12 @@ def gpu_env(*extra: str) -> dict[str, str]:
     return {k: os.environ[k] for k in (*GPU_ENV_VARS, *extra) if k in os.environ}
 
 
+def analytic_method(method: str) -> str:
+    """How a workload's own gradient (``@wl.gradient``) is computed, given how its function is
+    called ("eager", "jax.jit"): "analytic gradient", or "jax.jit of analytic gradient"."""
+    return "analytic gradient" if method == "eager" else f"{method} of analytic gradient"
+
+
 class Unavailable(Exception):
     """The library or the device cannot be used here; the message is the one-line reason."""
 
@@ -76,7 +82,8 @@ class Backend(abc.ABC):
 
     name: ClassVar[str]
     label: ClassVar[str]
-    #: How gradients are computed, as shown in results ("autodiff (jax.grad)").
+    #: How gradients are computed where the workload gives none of its own (``@wl.gradient``),
+    #: as shown in results ("autodiff (jax.grad)").
     grad_method: ClassVar[str] = "finite differences (forward, one pass per parameter)"
     gradient: ClassVar[Gradient] = "finite_differences"
     #: Why device timing is unavailable, when it is.
@@ -187,7 +194,8 @@ class Backend(abc.ABC):
     def grad(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """The gradient of scalar ``fn(w, *rest)`` with respect to ``w``.
 
-        The default is forward finite differences: libraries without autodiff get the seed's method.
+        The default is forward finite differences: libraries without autodiff get the seed's method,
+        unless the workload gives its own gradient (``@wl.gradient``, bound in ``workloads/binding``).
         """
         from ..worker.finite_diff import forward_difference_grad
 

@@ -90,9 +90,9 @@ def processes(text: str) -> tuple[int, int | None]:
 
 def assignment(text: str) -> tuple[str, str]:
     """``NAME=VALUE`` -> ``(NAME, VALUE)``; the value stays text until the workload's own type
-    is known (``--param tsteps=50``)."""
+    is known (``--param tsteps=50``). NAME may be aimed at one workload: ``jacobi_2d.tsteps``."""
     name, sep, value = text.partition("=")
     name = name.strip()
-    if not sep or not name.isidentifier():
-        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE (e.g. tsteps=50)")
+    if not sep or not name.rpartition(".")[2].isidentifier() or name.startswith("."):
+        raise argparse.ArgumentTypeError(f"{text!r} is not [WORKLOAD.]NAME=VALUE (e.g. tsteps=50)")
     return name, value.strip()

@@ -57,9 +57,10 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                      help="latency (sync after every call), throughput (sync once per batch), "
                           "compiled (jax.jit / torch.compile); default: latency")
     sel.add_argument("--param", action="append", type=assignment, default=[], dest="params",
-                     metavar="NAME=VALUE",
+                     metavar="[WORKLOAD.]NAME=VALUE",
                      help="a setting for every selected workload that has one of that name, in "
-                          "its own type, e.g. --param tsteps=50 (repeatable; see docs/workloads.md)")
+                          "its own type, e.g. --param tsteps=50, or for one workload: "
+                          "--param jacobi_2d.tsteps=50 (repeatable; see docs/workloads.md)")
     sel.add_argument("--include-transfer", action="store_true",
                      help="also time GPU calls from host NumPy data to a host result")
     sel.add_argument("--roofline", action="store_true",

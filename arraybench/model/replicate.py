@@ -17,7 +17,7 @@ from .usage import Usage
 Status = Literal["ok", "skipped", "failed", "wrong"]
 STATUSES: tuple[Status, ...] = ("ok", "skipped", "failed", "wrong")
 #: How a gradient was computed, where the workload is one (``grad=True``).
-Gradient = Literal["autodiff", "finite_differences"]
+Gradient = Literal["autodiff", "finite_differences", "analytic"]
 
 _NON_NEGATIVE = {"min": 0}
 

@@ -67,7 +67,9 @@ def look(backend: "Backend", wl: Workload, arrays: Sequence[Any], pristine: Sequ
     changed = tuple(i for i, (a, p) in enumerate(zip(arrays, pristine))
                     if i not in declared and _changed(backend, a, p))
     produced = wl.result_of(result, list(arrays))
-    if produced is None and changed:  # in-place code that forgot mutates=: what it changed
+    if produced is None:
+        _returned_none(backend, wl, [names[i] for i in changed])
+        # in-place code that forgot mutates=, judged against a reference= of its own: what it changed
         produced = arrays[changed[0]] if len(changed) == 1 else tuple(arrays[i] for i in changed)
     outputs = list(produced) if isinstance(produced, (tuple, list)) else [produced]
     aliased = sorted({i for out in outputs for i, a in enumerate(arrays)
@@ -91,6 +93,26 @@ def look(backend: "Backend", wl: Workload, arrays: Sequence[Any], pristine: Sequ
                      "itself): it was copied before it was checked, and its time is that of "
                      "making the view, not of computing new values")
     return FirstCall(host, dtype_of(backend, produced), changed, notes)
+
+
+def _returned_none(backend: "Backend", wl: Workload, changed: list[str]) -> None:
+    """A call that returned None without ``mutates=`` has no result to judge, unless it changed
+    inputs and the workload gives its own ``reference=``; otherwise the reference (the same code
+    under NumPy) is None too, and every library would be called wrong for a shape it never had.
+    ``TypeError`` says what happened and the fix."""
+    if changed and wl.reference is not None:
+        return
+    fn = getattr(wl.function_for(backend.name), "__name__", "the function")
+    if changed:
+        which = ", ".join(map(repr, changed))
+        raise TypeError(f"{fn} returned None and changed its input {which} in place: declare "
+                        f"@workload(mutates=({which},)) to make what it changed its result "
+                        "(restored before every call)")
+    hint = "" if backend.mutable_arrays else \
+        f"; {backend.label} arrays never change in place, so its override returns the new values"
+    raise TypeError(f"{fn} returned None and changed none of its inputs: a workload returns its "
+                    "result, or declares the inputs it changes in place with "
+                    f"@workload(mutates=(...)){hint}")
 
 
 def _is_array(x: Any) -> bool:

@@ -88,5 +88,8 @@ def scalar_loss(value: Any) -> float:
     """A loss as a Python float; a clear error when the function returned more than one number."""
     shape = tuple(getattr(value, "shape", ()) or ())
     if shape and int(np.prod(shape)) != 1:
-        raise ValueError(f"a gradient needs a scalar loss, but the function returned an array of shape {shape}")
+        raise ValueError(f"a gradient needs a scalar loss, but the function returned an array of shape "
+                         f"{shape}: with grad=True the function (and any override) returns the loss; a "
+                         "function that returns the gradient itself is given with "
+                         "@<workload>.gradient(\"numpy\"), not override()")
     return float(value.reshape(()) if shape else value)

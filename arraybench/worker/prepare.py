@@ -80,7 +80,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
     rep = Replicate()
     try:
         # The plan gives every cell its settings; a cell made by hand may leave them out.
-        params = {**wl.params_for(cell.size), **cell.params}
+        params = wl.call_settings(cell.size, cell.params)
         work = wl.work_for(cell.size, np.dtype(cell.dtype).itemsize, params)
     except Exception as exc:
         origin = "" if wl.source == "builtin" else wl.origin(backend.name)

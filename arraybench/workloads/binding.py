@@ -6,9 +6,10 @@ or finite differences.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from ..backends.base import analytic_method
 from ..model.replicate import Gradient
 from .definition import Workload
 
@@ -52,6 +53,10 @@ def bind(wl: Workload, backend: "Backend", mode: str, arrays: tuple[Any, ...],
     themselves: under ``jax.jit`` and ``torch.compile`` they are constants of the function
     compiled (static), never traced arguments.
     """
+    own = wl.analytic_gradient(backend.name)
+    if own is not None:  # the workload's own gradient: a plain function, timed as written
+        bound = bind(own, backend, mode, arrays, dtype, params)
+        return replace(bound, method=analytic_method(bound.method), gradient="analytic")
     fn = wl.function_for(backend.name)
     if wl.namespace == "backend":
         xp: Any = Context(backend, dtype, backend.namespace("native"))

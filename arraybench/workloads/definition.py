@@ -17,14 +17,14 @@ from __future__ import annotations
 import inspect
 import linecache
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 import numpy as np
 
 from ..worker.accuracy import Check
 from .params import (Params, ParamsSpec, accepted, check_settings, default_settings, is_setting_parameter,
-                     refused, resolve)
+                     refused, resolve, typed)
 
 ArrayFn = Callable[..., Any]
 #: ``(n, rng) -> arrays`` or ``(n) -> arrays``: one array, a tuple or list, or a dict by parameter name.
@@ -85,6 +85,12 @@ class Workload:
     #: Settings (Python scalars and strings) passed by keyword: a dict or ``n -> dict``, over the
     #: function's own keyword defaults (``workloads/params.py``).
     params: ParamsSpec = None
+    # -- issue 23: gradients on equal terms --
+    #: For ``grad=True``: the workload's own gradient by backend (``@wl.gradient("numpy")``),
+    #: timed as written instead of differentiating the loss.
+    gradients: dict[str, ArrayFn] = field(default_factory=dict)
+    #: The namespace a gradient asked for, by backend (default: the workload's ``namespace``).
+    gradient_namespaces: dict[str, Namespace] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.namespace not in NAMESPACES:
@@ -104,32 +110,58 @@ class Workload:
         ``namespace="native"`` hands the override the library's own module instead of the
         workload's namespace (``torch`` rather than array-api-compat's wrapper of it).
         """
+        return self._register("override", self.overrides, self.override_namespaces, backends, namespace)
+
+    def gradient(self, *backends: str, namespace: Namespace | None = None) -> Callable[[ArrayFn], ArrayFn]:
+        """Give a ``grad=True`` workload its own gradient on some libraries: ``@wl.gradient("numpy",
+        "cupy")`` on ``fn(xp, *arrays)`` returning the gradient of the loss in the first input.
+
+        Those libraries time it as written, recorded as "analytic gradient", instead of finite
+        differences (one extra pass per parameter); the check still compares it with the
+        reference gradient. Libraries with autodiff keep it unless named here.
+        """
+        if not self.grad:
+            raise TypeError(f"{self.name}: gradient() gives the gradient of a grad=True workload; "
+                            "this one is not (use override() for another spelling of the function)")
+        return self._register("gradient", self.gradients, self.gradient_namespaces, backends, namespace)
+
+    def _register(self, what: str, functions: dict[str, ArrayFn], namespaces: dict[str, Namespace],
+                  backends: tuple[str, ...], namespace: Namespace | None) -> Callable[[ArrayFn], ArrayFn]:
         from ..backends import SPECS
 
         unknown = [b for b in backends if b not in SPECS]
         if unknown or not backends:
-            raise ValueError(f"override() needs backend names out of {', '.join(SPECS)}; got {backends!r}")
+            raise ValueError(f"{what}() needs backend names out of {', '.join(SPECS)}; got {backends!r}")
         if namespace is not None and namespace not in NAMESPACES:
             raise ValueError(f"namespace must be one of {NAMESPACES}, not {namespace!r}")
 
-        def register_override(fn: ArrayFn) -> ArrayFn:
+        def register(fn: ArrayFn) -> ArrayFn:
             settings = dict(default_settings(self.fn))
             if self.params is not None and not callable(self.params):
                 settings.update(check_settings(self.name, self.params))
             bad = refused(fn, settings)
             if bad:
-                raise TypeError(f"{self.name}: override {getattr(fn, '__name__', fn)} takes no keyword "
+                raise TypeError(f"{self.name}: {what} {getattr(fn, '__name__', fn)} takes no keyword "
                                 f"{', '.join(map(repr, bad))}, a setting of the workload "
                                 f"({definition_line(fn)})")
             for b in backends:
-                self.overrides[b] = fn
+                functions[b] = fn
                 if namespace is None:
-                    self.override_namespaces.pop(b, None)
+                    namespaces.pop(b, None)
                 else:
-                    self.override_namespaces[b] = namespace
+                    namespaces[b] = namespace
             return fn
 
-        return register_override
+        return register
+
+    def analytic_gradient(self, backend: str) -> "Workload | None":
+        """Where the workload gives ``backend`` its own gradient: this workload with that gradient
+        as the function ``backend`` runs, and nothing left to differentiate; else None."""
+        own = self.gradients.get(backend) if self.grad else None
+        if own is None:
+            return None
+        namespaces = {backend: self.gradient_namespaces[backend]} if backend in self.gradient_namespaces else {}
+        return replace(self, grad=False, overrides={backend: own}, override_namespaces=namespaces)
 
     def function_for(self, backend: str) -> ArrayFn:
         """The function a backend runs: its override, or the one definition."""
@@ -164,7 +196,8 @@ class Workload:
 
     def functions(self) -> list[Callable[..., Any]]:
         """Every user function this workload holds (for shipping it to workers by value)."""
-        found = [self.fn, self.inputs, self.reference, self.work, *self.overrides.values()]
+        found = [self.fn, self.inputs, self.reference, self.work, *self.overrides.values(),
+                 *self.gradients.values()]
         if callable(self.params):
             found.append(self.params)
         return [f for f in found if f is not None]
@@ -173,13 +206,27 @@ class Workload:
         """The settings at a size: the function's keyword defaults, updated by ``params=``."""
         return resolve(self.name, self.fn, self.params, size)
 
+    def call_settings(self, size: int, given: Mapping[str, Any]) -> dict[str, Any]:
+        """The settings a call gets: its own at a size, ``given`` (the cell's) over them, each in
+        the type the function declared (a NumPy scalar default stays that NumPy type)."""
+        return typed(self.fn, {**self.params_for(size), **given})
+
     def result_of(self, result: Any, arrays: Sequence[Any]) -> Any:
         """What a call produced: its return value, or, where an in-place function returns None,
         the inputs it changed (one array, or a tuple in ``mutates`` order)."""
         if result is not None or not self.mutates:
             return result
-        changed = [arrays[i] for i in self.mutated_positions(len(arrays))]
+        changed = [arrays[i] for i in self.result_positions(len(arrays))]
         return changed[0] if len(changed) == 1 else tuple(changed)
+
+    def result_positions(self, count: int) -> tuple[int, ...]:
+        """The positions of the inputs an in-place function returns, in ``mutates=`` order (in
+        parameter order for ``mutates=True``): ``mutates=("B", "A")`` returns ``(B, A)``, as a
+        functional override for JAX would."""
+        if "*" in self.mutates:
+            return tuple(range(count))
+        names = [p.name for p in array_parameters(self.fn) or []][:count]
+        return tuple(names.index(name) for name in self.mutates if name in names)
 
     def mutated_positions(self, count: int) -> tuple[int, ...]:
         """Which of ``count`` positional arrays the function changes in place (``mutates=``)."""
@@ -332,7 +379,9 @@ def define(
       (for ``grad=True``: its gradient by central differences, see docs/workloads.md).
     - ``check``: how the result is judged (``Check.elementwise()``, ``Check.normwise(growth)``...).
     - ``work``: ``(n, itemsize) -> Work(flops, bytes)`` or ``(flops, bytes)``, for the roofline.
-    - ``grad``: time the gradient of the (scalar) function with respect to its first input.
+    - ``grad``: time the gradient of the (scalar) function with respect to its first input:
+      autodiff where the library has it, else finite differences, unless the workload gives a
+      library its own gradient with ``@wl.gradient("numpy")``.
     - ``namespace``: ``"array_api"`` (array-api-compat; portable) or ``"native"`` (the library's own
       module: ``numpy``, ``torch``, ``jax.numpy``, ``cupy``; no wrapper overhead), or ``"backend"``
       (a ``Context`` with the backend itself, for construction and transfer workloads).
@@ -342,9 +391,10 @@ def define(
     - ``outputs``: names of the outputs when the function returns a tuple.
     - ``mutates``: the inputs the function changes in place, by name (``("C",)``), or True for all:
       each call gets them fresh, restored outside the timed span. A function that returns None
-      returns what it changed.
+      returns what it changed, in ``mutates`` order.
     - ``params``: settings passed by keyword, Python scalars or strings (``{"tsteps": 20}`` or
-      ``n -> dict``); the function's own scalar keyword defaults are settings too. They are part
+      ``n -> dict``); the function's own scalar keyword defaults, NumPy scalars included, are
+      settings too. They are part
       of the cell, recorded, and static under ``jax.jit`` and ``torch.compile``.
     """
 

@@ -6,9 +6,13 @@ A setting is part of the cell, like the size: it is recorded with every result, 
 Python value, never as an array. Under ``jax.jit`` and ``torch.compile`` it is a constant of the
 compiled function (static), so ``range(tsteps)`` and ``if mode == "ortho":`` work as written.
 
-A workload's settings are its function's keyword defaults that are Python scalars (``tsteps=20``,
-or any keyword-only ``*, mode="ortho"``), updated by ``params=`` (a dict, or ``n -> dict`` where a
-setting grows with the size).
+A workload's settings are its function's keyword defaults that are Python or NumPy scalars
+(``tsteps=20``, ``alpha=np.float64(1.5)``, or any keyword-only ``*, mode="ortho"``), updated by
+``params=`` (a dict, or ``n -> dict`` where a setting grows with the size). A NumPy default is
+recorded as the plain Python value and reaches the function in its own NumPy type (``typed``), since
+NumPy's promotion rules treat ``np.float64(2.0)`` and ``2.0`` differently.
+
+A run aims a setting at every workload that has it (``tsteps``) or at one (``jacobi_2d.tsteps``).
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 import inspect
 import math
 from typing import Any, Callable, Mapping, Union
+
+import numpy as np
 
 #: What a setting may be: JSON's scalars, so that it survives results.json unchanged.
 ParamValue = Union[bool, int, float, str, None]
@@ -29,6 +35,15 @@ _SCALARS = (bool, int, float, str)
 def is_setting(value: Any) -> bool:
     """Whether a value is a setting (a Python scalar or string) rather than an array."""
     return value is None or (isinstance(value, _SCALARS) and type(value).__module__ == "builtins")
+
+
+def is_numpy_setting(value: Any) -> bool:
+    """A NumPy scalar that stands for a setting (``np.float64(1.5)``, ``np.int64(3)``, ``np.bool_``)."""
+    return isinstance(value, np.generic) and is_setting(value.item()) and value.item() is not None
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if is_numpy_setting(value) else value
 
 
 def _signature(fn: Any) -> inspect.Signature | None:
@@ -48,16 +63,29 @@ def is_setting_parameter(p: inspect.Parameter) -> bool:
         return True
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return p.kind in positional and p.default is not p.empty and p.default is not None \
-        and is_setting(p.default)
+        and (is_setting(p.default) or is_numpy_setting(p.default))
 
 
 def default_settings(fn: Any) -> Params:
-    """The settings a function declares by its keyword defaults: ``def f(xp, a, *, tsteps=20)``."""
+    """The settings a function declares by its keyword defaults: ``def f(xp, a, *, tsteps=20)``.
+
+    A NumPy scalar default is given as its Python value (the record holds plain JSON).
+    """
     sig = _signature(fn)
     if sig is None:
         return {}
-    return {p.name: p.default for p in list(sig.parameters.values())[1:]
-            if is_setting_parameter(p) and p.default is not p.empty and is_setting(p.default)}
+    return {p.name: _plain(p.default) for p in list(sig.parameters.values())[1:]
+            if is_setting_parameter(p) and p.default is not p.empty
+            and (is_setting(p.default) or is_numpy_setting(p.default))}
+
+
+def typed(fn: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` as ``fn`` is called with them: a setting whose default is a NumPy scalar in that
+    NumPy type (``np.float64(2.0)`` for ``--param alpha=2.0`` over ``alpha=np.float64(1.5)``)."""
+    sig = _signature(fn)
+    defaults = {} if sig is None else {p.name: p.default for p in sig.parameters.values()
+                                       if is_numpy_setting(p.default)}
+    return {k: type(defaults[k])(v) if k in defaults and v is not None else v for k, v in params.items()}
 
 
 def accepted(fn: Any, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -78,15 +106,28 @@ def refused(fn: Any, names: Any) -> list[str]:
     return [n for n in names if n not in accepted(fn, {n: None})]
 
 
-def check_settings(owner: str, params: Mapping[str, Any]) -> Params:
-    """``params`` as a plain dict, every value a setting; ``TypeError`` names a bad one."""
+def aimed(key: str) -> tuple[str | None, str]:
+    """A run's setting key as (workload, name): ``jacobi_2d.tsteps`` is aimed at one workload,
+    ``tsteps`` (workload None) at every workload that has it. Workload names may hold dots;
+    setting names cannot, so the last dot splits."""
+    workload, dot, name = key.rpartition(".")
+    return (workload if dot else None), name
+
+
+def check_settings(owner: str, params: Mapping[str, Any], *, aimable: bool = False) -> Params:
+    """``params`` as a plain dict, every value a setting; ``TypeError`` names a bad one.
+
+    ``aimable``: keys may also be ``WORKLOAD.NAME`` (a run's settings, see ``aimed``).
+    """
     if not isinstance(params, Mapping):
         raise TypeError(f"{owner}: params must be a dict such as {{'tsteps': 20}} (or n -> dict), "
                         f"not {type(params).__name__}")
     out: Params = {}
     for name, value in params.items():
-        if not isinstance(name, str) or not name.isidentifier():
-            raise TypeError(f"{owner}: params key {name!r} is not a parameter name")
+        target, bare = aimed(name) if aimable and isinstance(name, str) else (None, name)
+        if not isinstance(bare, str) or not bare.isidentifier() or target == "":
+            raise TypeError(f"{owner}: params key {name!r} is not a parameter name"
+                            + (" (NAME, or WORKLOAD.NAME for one workload's)" if aimable else ""))
         if isinstance(value, bool) or value is None or isinstance(value, str):
             out[name] = value
         elif isinstance(value, int) and not isinstance(value, bool):
@@ -164,4 +205,5 @@ def describe(params: Mapping[str, Any]) -> str:
 
 
 def _value_text(v: Any) -> str:
+    v = _plain(v)
     return repr(v) if isinstance(v, float) else str(v)

@@ -224,6 +224,58 @@ def test_jax_arrays_cannot_change_so_nothing_is_restored():
     assert rep.restored == [] and not rep.warnings
 
 
+@pytest.mark.parametrize("backend_name", ["numpy", "torch", "jax"])
+def test_in_place_results_come_back_in_mutates_order(backend_name):
+    """Issue 23 (6a): with mutates=("B", "A") the result is (B, A), as docs/workloads.md says, so a
+    functional JAX override returning (B, A) is right; it was judged in parameter order (A, B)."""
+    backend = backend_or_skip(backend_name)
+
+    @workload(name="swaps_roles", sizes={"small": 16}, mutates=("B", "A"),
+              inputs=lambda n, rng: (rng.standard_normal(n), rng.standard_normal(n)))
+    def swaps_roles(xp, A, B):
+        B += 2 * A
+        A *= 3
+
+    @swaps_roles.override("jax")
+    def _swaps_roles_jax(xp, A, B):
+        return B + 2 * A, 3 * A
+
+    assert swaps_roles.result_of(None, ["a", "b"]) == ("b", "a")
+    rep = measure(backend, swaps_roles)
+    assert rep.status == "ok", rep.reason
+    assert rep.max_rel_error == 0.0
+
+
+@pytest.mark.parametrize("backend_name", ["numpy", "torch"])
+def test_returning_none_without_mutates_is_told_with_the_fix_never_wrong(backend_name):
+    """Issue 23 (6b): ``x += 1`` without mutates= made every library wrong with "shape (64,)
+    differs from the reference's ()"; the cell now fails with what happened and the fix."""
+    backend = backend_or_skip(backend_name)
+
+    @workload(name="inc", sizes={"small": 64})
+    def inc(xp, x):
+        x += 1
+
+    rep = measure(backend, inc)
+    assert rep.status == "failed"
+    assert "inc returned None and changed its input 'x' in place" in rep.reason
+    assert "declare @workload(mutates=('x',))" in rep.reason and "\n" not in rep.reason
+    assert "shape" not in rep.reason
+
+
+def test_returning_none_and_changing_nothing_is_told_too():
+    backend = backend_or_skip("jax")
+
+    @workload(name="inc_jax", sizes={"small": 8})
+    def inc_jax(xp, x):
+        x += 1  # a JAX array never changes: this rebinds the local name
+
+    rep = measure(backend, inc_jax)
+    assert rep.status == "failed"
+    assert "inc_jax returned None and changed none of its inputs" in rep.reason
+    assert "JAX arrays never change in place" in rep.reason
+
+
 def test_mutates_must_name_inputs():
     with pytest.raises(TypeError, match="'y'"):
         workload(name="bad_mutates", mutates=("y",))(lambda xp, x: x)
