@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import types
 from typing import Any, Callable
@@ -53,6 +54,43 @@ def device_namespace(xp: Any, device: Any) -> types.ModuleType:
     for name in ARRAY_API_CREATION:
         setattr(ns, name, functools.partial(getattr(xp, name), device=device))
     return ns
+
+
+#: ``torch.compile(isolate_recompiles=True)``: its own recompile region per call (torch >= 2.13).
+_HAS_ISOLATE_RECOMPILES = "isolate_recompiles" in inspect.signature(torch.compile).parameters
+
+
+def own_code(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A copy of the function ``fn`` with a new code object (same globals, defaults, closure)."""
+    if not isinstance(fn, types.FunctionType):
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return fn(*args, **kwargs)
+
+        fn = call
+    copy = types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__,
+                              fn.__closure__)
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    copy.__qualname__ = fn.__qualname__
+    return copy
+
+
+class CompiledNothing(Exception):
+    """torch.compile ran a cell without compiling any graph of it: a compiled record would be eager."""
+
+
+def _fail_on_recompile_limit() -> None:
+    """Make Dynamo's recompile limit an error (a failed cell) instead of a silent fall back to eager.
+
+    ``suppress_errors`` (``TORCHDYNAMO_SUPPRESS_ERRORS``) would turn every compile error into eager
+    code too, and torch refuses it beside ``fail_on_recompile_limit_hit``.
+    """
+    from torch._dynamo import config
+
+    for name in ("fail_on_recompile_limit_hit", "fail_on_cache_limit_hit"):  # 2.13's name, then older
+        if hasattr(config, name):
+            config.suppress_errors = False
+            setattr(config, name, True)
+            return
 
 
 class TorchBackend(Backend):
@@ -174,21 +212,42 @@ class TorchBackend(Backend):
         return grad
 
     def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``torch.compile`` of a copy of ``fn`` with a code object of its own: one cell's cache.
+
+        Dynamo keeps compiled code, and counts recompiles, per code object; every cell binds a
+        closure of the same code, so after ``recompile_limit`` (8) cells a worker's later cells ran
+        eager under the name "compiled". ``torch._dynamo.reset()`` between cells is no cure: a
+        worker samples the cells of a batch round-robin, and a reset would recompile the earlier
+        ones inside their timed loops. ``isolate_recompiles`` (torch >= 2.13) gives the frames
+        ``fn`` calls (graph-break resumes in a workload's own function) a region per cell too.
+        """
         from torch._dynamo.utils import counters
 
+        _fail_on_recompile_limit()
         counters.clear()  # so compile_notes speaks of this function alone
-        return torch.compile(fn, dynamic=False)
+        options = {"isolate_recompiles": True} if _HAS_ISOLATE_RECOMPILES else {}
+        return torch.compile(own_code(fn), dynamic=False, **options)
+
+    def compile_unsupported(self, exc: BaseException) -> bool:
+        return isinstance(exc, CompiledNothing)
 
     def compile_notes(self) -> list[str]:
-        """Graph breaks: where torch.compile fell back to eager Python between compiled graphs."""
+        """Graph breaks: where torch.compile fell back to eager Python between compiled graphs.
+
+        Raises ``CompiledNothing`` where the cell's calls made no graph at all (Dynamo skipped the
+        function, or every operation was a graph break): its times would be eager times.
+        """
         from torch._dynamo.utils import counters
 
         breaks = counters.get("graph_break", {})
         count = sum(breaks.values())
-        if not count:
-            return []
         graphs = counters.get("stats", {}).get("unique_graphs", 0)
         reasons = list(dict.fromkeys(str(r).strip().splitlines()[0] for r in breaks))
+        if not graphs:
+            because = f" ({count} graph break(s): {'; '.join(reasons[:3])})" if count else ""
+            raise CompiledNothing(f"torch.compile made no graph of it{because}, so every call ran eager")
+        if not count:
+            return []
         return [f"torch.compile made {graphs} graphs with {count} graph break(s), running eager "
                 f"Python between them ({'; '.join(reasons[:3])})"]
 

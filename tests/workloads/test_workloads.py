@@ -201,3 +201,15 @@ def test_torch_compile_once():
     assert shard.method == "torch.compile"
     assert shard.first_call_s > max(shard.samples_s)  # compilation is in the first call only
     assert any("graph break" in w for w in shard.warnings), shard.warnings
+
+
+def test_torch_compile_that_made_no_graph_is_not_a_compiled_time():
+    """Dynamo compiles nothing of a function without tensor operations: every call runs eager, and
+    a "compiled" time would be an eager one. (No graph reaches Inductor: this costs no compile.)"""
+    backend = backend_or_skip("torch")
+    wl = _workload(lambda xp, a: a)
+    cell = Cell("probe", "small", 64, "torch", "cpu", "float64", "compiled")
+    shard = measure_cell(backend, wl, cell, QUICK, ReferenceCache())
+    assert shard.status == "skipped", (shard.status, shard.reason)
+    assert "torch.compile made no graph of it, so every call ran eager" in shard.reason
+    assert not shard.samples_s
