@@ -212,6 +212,11 @@ class Backend(abc.ABC):
         (the cell is then not applicable) rather than a failure. Asked after out-of-memory."""
         return False
 
+    def recompile_limit_hit(self, exc: BaseException) -> bool:
+        """Whether an exception from a compiled call means the compiler reached its recompile limit
+        (past it, a library would run the calls eager: the cell fails rather than time those)."""
+        return False
+
     def compile_notes(self) -> list[str]:
         """What the compiler said about the last compiled function (graph breaks...), once it ran."""
         return []

@@ -231,6 +231,10 @@ class TorchBackend(Backend):
     def compile_unsupported(self, exc: BaseException) -> bool:
         return isinstance(exc, CompiledNothing)
 
+    def recompile_limit_hit(self, exc: BaseException) -> bool:
+        # By name: torch 2.13 raises FailOnRecompileLimitHit, older releases FailOnCacheLimitHit.
+        return type(exc).__name__ in ("FailOnRecompileLimitHit", "FailOnCacheLimitHit")
+
     def compile_notes(self) -> list[str]:
         """Graph breaks: where torch.compile fell back to eager Python between compiled graphs.
 

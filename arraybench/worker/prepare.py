@@ -220,6 +220,9 @@ def _classify(backend: Backend, cell: Cell, stage: str, exc: BaseException,
     """
     if backend.is_out_of_memory(exc):
         return "failed", _out_of_memory(backend, stage, exc)
+    if cell.mode == "compiled" and backend.recompile_limit_hit(exc):
+        return "failed", (f"{backend.compile_method} reached its recompile limit during {stage}: "
+                          "past it the calls would run eager, so this cell is not timed as compiled")
     if cell.mode == "compiled" and backend.compile_unsupported(exc):
         return "skipped", (f"not applicable: {backend.compile_method} cannot compile this workload "
                            f"({describe_exception(exc)})")

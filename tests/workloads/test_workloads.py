@@ -6,6 +6,8 @@ is checked here is the result, its dtype and its error.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -213,3 +215,24 @@ def test_torch_compile_that_made_no_graph_is_not_a_compiled_time():
     assert shard.status == "skipped", (shard.status, shard.reason)
     assert "torch.compile made no graph of it, so every call ran eager" in shard.reason
     assert not shard.samples_s
+
+
+_CALLS = [0]
+
+
+def test_torch_compile_that_reaches_its_recompile_limit_fails_the_cell_loudly():
+    """A function that needs a new graph on every call: past Dynamo's recompile limit the calls
+    would run eager, so the cell fails and says why instead of timing them as compiled."""
+    backend = backend_or_skip("torch")
+
+    def drifting(xp, a):
+        _CALLS[0] += 1  # a global Dynamo guards on: every call is a recompile
+        return a * _CALLS[0]
+
+    wl = _workload(drifting, reference=lambda a: a)
+    cell = Cell("probe", "small", 8, "torch", "cpu", "float64", "compiled")
+    twelve_calls = replace(QUICK, min_samples=12, max_samples=12, budget_s=10.0)  # past the limit of 8
+    shard = measure_cell(backend, wl, cell, twelve_calls, ReferenceCache())
+    assert shard.status == "failed", (shard.status, shard.reason)
+    assert "torch.compile reached its recompile limit" in shard.reason
+    assert "not timed as compiled" in shard.reason and not shard.samples_s
