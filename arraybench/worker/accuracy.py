@@ -41,20 +41,25 @@ STABLE_ELEMENTWISE_ULPS = 64.0
 
 @dataclass(frozen=True)
 class Noise:
-    """How far the float64 reference of one output moves on its own, in float64 ulps.
+    """How far the float64 reference of one output moves on its own, in ulps.
 
-    ``elementwise`` and ``normwise`` are in the two measures of ``Check.error`` divided by float64's
-    epsilon; ``sources`` says what was rerun to see it.
+    ``elementwise`` and ``normwise`` are in the two measures of ``Check.error``, each rerun's move
+    divided by the epsilon of the type it ran in; ``sources`` says what was rerun to see it.
     """
 
     elementwise: float
     normwise: float
     sources: str = ""
 
-    def value(self, kind: str) -> float:
-        """The noise as a relative error in float64, in the measure of a check of ``kind``."""
-        ulps = self.elementwise if kind == "elementwise" else self.normwise
-        return ulps * machine_epsilon("float64")
+    def ulps(self, kind: str) -> float:
+        """The noise in ulps, in the measure of a check of ``kind``."""
+        return self.elementwise if kind == "elementwise" else self.normwise
+
+    def describe(self, kind: str, dtype: str) -> str:
+        """``moves by 3.1e-14 (14 ulp of float64: how it was seen)``."""
+        ulps = self.ulps(kind)
+        return (f"moves by {ulps * machine_epsilon(dtype):.2g} ({ulps:.3g} ulp of "
+                f"{np.dtype(dtype).name}: {self.sources})")
 
 
 @dataclass(frozen=True)
@@ -69,8 +74,9 @@ class Check:
     - ``normwise``: max|out - ref| / max|ref|, within ``ulps * eps * growth(size)``.
     - ``exact``: the result must equal the reference.
 
-    ``rtol`` replaces the ulps rule: one number for every dtype, or a dict by dtype name; a dtype
-    the dict leaves out gets the entry of the nearest precision scaled by the ratio of epsilons.
+    ``rtol`` replaces the ulps rule: one number for every dtype, or a dict by dtype name; a run in
+    a dtype the dict leaves out gets the derived tolerance (a bound written for float64 says
+    nothing about float32).
     ``growth`` may take ``(n)`` or ``(n, dtype)``. ``matmul=True`` says the operation runs on the
     GPU's matrix units, where ``--allow-tf32`` lets float32 run in a reduced precision: the
     tolerance then uses that precision's epsilon.
@@ -111,15 +117,29 @@ class Check:
         """The result must equal the reference (sorting, integer work)."""
         return cls("exact", 0.0)
 
-    def settle(self, noise: "Noise | None") -> "Check":
-        """The concrete check a ``derived`` one becomes for an output with this noise (others: self)."""
+    def settle(self, noise: "Noise | None", dtype: str | None = None) -> "Check":
+        """The concrete check for an output with this noise in a ``dtype`` run.
+
+        A ``derived`` check becomes element-wise or normwise with its tolerance; so does one whose
+        ``rtol`` dict names other dtypes than the run's (a bound written for float64 says nothing
+        about float32). Any other check is itself.
+        """
         if self.kind != "derived":
-            return self
+            return Check.derived().settle(noise) if self.leaves_out(dtype) else self
         if noise is None:
             return Check("normwise", self.ulps)
         if noise.elementwise <= STABLE_ELEMENTWISE_ULPS:
             return Check("elementwise", max(self.ulps, self.factor * noise.elementwise))
         return Check("normwise", max(self.ulps, self.factor * noise.normwise))
+
+    def needs_noise(self, dtype: str) -> bool:
+        """Whether this check's tolerance in a ``dtype`` run comes from the reference's noise."""
+        return self.kind == "derived" or self.leaves_out(dtype)
+
+    def leaves_out(self, dtype: str | None) -> bool:
+        """Whether ``rtol`` is given per dtype, and not for ``dtype``."""
+        return (dtype is not None and isinstance(self.rtol, tuple)
+                and np.dtype(dtype).name not in dict(self.rtol))
 
     def tolerance(self, dtype: str, size: int, precision: str | None = None) -> float:
         """The largest acceptable error for this dtype and size.
@@ -139,7 +159,8 @@ class Check:
         return self.ulps * eps * widen * max(growth, 1.0)
 
     def rtol_for(self, dtype: str) -> float:
-        """``rtol`` for ``dtype``: as given, or the nearest precision's scaled by the epsilons."""
+        """``rtol`` for ``dtype``: one number for all, or the dict's entry (a dtype it leaves out
+        gets a derived tolerance, ``settle``; asked here, the nearest precision's, by epsilons)."""
         if not isinstance(self.rtol, tuple):
             return float(self.rtol or 0.0)
         given = dict(self.rtol)
@@ -264,7 +285,7 @@ def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
     """
     if isinstance(ref, (tuple, list)):
         noises = noise if isinstance(noise, tuple) else (noise,) * len(ref)
-        tol = check.settle(None).tolerance(dtype, size) if tolerance is None else tolerance
+        tol = check.settle(None, dtype).tolerance(dtype, size) if tolerance is None else tolerance
         if not isinstance(out, (tuple, list)) or len(out) != len(ref):
             return Verdict(False, None, tol, f"expected {len(ref)} outputs, got {_describe(out)}")
         verdicts = [judge(o, r, check, dtype, size, tolerance, fixed=fixed, noise=n)
@@ -280,7 +301,7 @@ def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
                            bad.reason, errors, note)
         return Verdict(True, worst if worst is not None else 0.0, tol, "", errors, note)
     single = noise if isinstance(noise, Noise) else None
-    settled = check.settle(single)
+    settled = check.settle(single, dtype)
     tol = settled.tolerance(dtype, size) if tolerance is None else tolerance
     if isinstance(out, (tuple, list)):
         return Verdict(False, None, tol,
@@ -305,10 +326,12 @@ def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
         bad = np.isnan(out_arr) & ~np.isnan(ref_arr)
         if bad.any():
             return Verdict(False, math.inf, tol, f"{int(bad.sum())} NaN values where the reference has none")
-    if check.kind == "derived" and single is not None and tol > math.sqrt(machine_epsilon(judged_in)):
-        notes.append(f"the float64 reference itself moves by {single.value(settled.kind):.2g} "
-                     f"({single.sources}): its derived tolerance {tol:.2g} is loose; give check= "
-                     "to bound the error yourself")
+    if check.leaves_out(dtype):
+        notes.append(f"check= gives rtol for {', '.join(dict(check.rtol or ()))} only: this "
+                     f"{np.dtype(dtype).name} run is checked by a tolerance derived from the computation")
+    if check.needs_noise(dtype) and single is not None and tol > math.sqrt(machine_epsilon(judged_in)):
+        notes.append(f"the reference itself {single.describe(settled.kind, judged_in)}: its "
+                     f"derived tolerance {tol:.2g} is loose; give check= to bound the error yourself")
     note = "; ".join(notes)
     err = settled.error(out_arr, ref_arr)
     if err > tol:
@@ -321,8 +344,7 @@ def _wrong_reason(check: Check, err: float, tol: float, dtype: str, noise: Noise
     measure = "max relative error" if check.kind == "elementwise" else "normwise relative error"
     reason = f"{measure} {err:.3g} exceeds tolerance {tol:.3g}"
     if noise is not None:
-        reason += (f"; the float64 reference itself moves by {noise.value(check.kind):.2g} "
-                   f"({noise.sources})")
+        reason += f"; the reference itself {noise.describe(check.kind, dtype)}"
     if math.isfinite(err):
         reason += f"; check={check.accepting(err, dtype)} would accept it"
     return reason

@@ -54,7 +54,8 @@ class ReferenceCache:
         if key not in self._noise:
             value = self.reference(wl, size, dtype, inputs, params).value
             self._noise.clear()
-            self._noise[key] = single_threaded(lambda: reference_noise(wl, inputs, value, params))
+            self._noise[key] = single_threaded(
+                lambda: reference_noise(wl, inputs, value, params, dtype))
         return self._noise[key]
 
 
@@ -172,13 +173,13 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         if reference.error:
             # A reference that is itself approximate (finite differences) cannot tell errors below
             # its own apart: widen the tolerance by it, and say so.
-            base_tolerance = wl.check.settle(None).tolerance(cell.dtype, cell.size) \
+            base_tolerance = wl.check.settle(None, cell.dtype).tolerance(cell.dtype, cell.size) \
                 if tolerance is None else tolerance
             tolerance = base_tolerance + reference.error
             rep.warnings.append(reference.note)
         fixed = built.fixed_dtypes(input_names(wl, len(host)))
         noise = references.noise(wl, cell.size, cell.dtype, host, params) \
-            if wl.check.kind == "derived" else None
+            if wl.check.needs_noise(cell.dtype) else None
         verdict = accuracy.judge(out, reference.value, wl.check, cell.dtype, cell.size,
                                  tolerance=tolerance, out_dtype=out_dtype, fixed=fixed, noise=noise)
         if not verdict.ok and noise is None and verdict.max_rel_error is not None:

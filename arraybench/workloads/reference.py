@@ -74,14 +74,16 @@ def reference_result(wl: Workload, inputs: tuple[Any, ...], params: Params | Non
 
 
 def reference_noise(wl: Workload, inputs: tuple[Any, ...], value: Any,
-                    params: Params | None = None) -> Noise | tuple[Noise, ...] | None:
-    """How far the float64 reference ``value`` moves on its own, per output, in float64 ulps.
+                    params: Params | None = None, dtype: str = "float64") -> Noise | tuple[Noise, ...] | None:
+    """How far the float64 reference ``value`` moves on its own, per output, in ulps.
 
     The reference reruns on its inputs perturbed by ``PERTURB_ULPS`` (its conditioning: what any
     backward-stable library's own rounding moves it by, up to a factor) and, where NumPy has a
     wider long double and the call is cheap, in long double (the reference's own rounding, which
-    perturbing inputs does not show for long sums). None for a gradient by finite differences,
-    whose error is estimated by ``reference_result`` instead.
+    perturbing inputs does not show for long sums); for a run in a narrower ``dtype``, also by
+    NumPy in that dtype (inputs rounded to float32 make float64 sums exact: only arithmetic in
+    float32 shows what float32 rounding does). Each move counts in ulps of the type it ran in.
+    None for a gradient by finite differences, whose error ``reference_result`` estimates instead.
     """
     if wl.grad and wl.reference is None:
         return None
@@ -98,7 +100,8 @@ def reference_noise(wl: Workload, inputs: tuple[Any, ...], value: Any,
         def call(*args: Any) -> Any:
             return _as_host(wl.result_of(fn(xp, *args), args))
     rng = np.random.default_rng(20231)
-    variants: list[Any] = []
+    eps = machine_epsilon("float64")
+    variants: list[tuple[Any, float]] = []
     sources = [f"inputs perturbed by {PERTURB_ULPS:g} ulp"]
     took = 0.0
     for _ in range(PERTURBED_RUNS):
@@ -106,27 +109,32 @@ def reference_noise(wl: Workload, inputs: tuple[Any, ...], value: Any,
         got = _quietly(call, tuple(_perturbed(a, rng) for a in wide))
         took = max(took, time.perf_counter() - start)
         if got is not None:
-            variants.append(got)
-    if np.finfo(np.longdouble).eps < machine_epsilon("float64") and took < LONG_DOUBLE_BUDGET_S:
+            variants.append((got, eps))
+    if np.finfo(np.longdouble).eps < eps and took < LONG_DOUBLE_BUDGET_S:
         got = _quietly(call, tuple(_long(a) for a in wide))
         if got is not None:
-            variants.append(got)
+            variants.append((got, eps))
             sources.append("in long double")
+    narrow = machine_epsilon(dtype)
+    if narrow > eps:
+        got = _quietly(call, tuple(a.copy() if isinstance(a, np.ndarray) else a for a in inputs))
+        if got is not None:
+            variants.append((got, narrow))
+            sources.append(f"by NumPy in {np.dtype(dtype).name}")
     how = ", ".join(sources)
     if isinstance(value, tuple):
-        return tuple(_noise(v, [g[i] if isinstance(g, tuple) and len(g) == len(value) else None
-                                for g in variants], how) for i, v in enumerate(value))
-    return _noise(value, [None if isinstance(g, tuple) else g for g in variants], how)
+        return tuple(_noise(v, [(g[i] if isinstance(g, tuple) and len(g) == len(value) else None, e)
+                                for g, e in variants], how) for i, v in enumerate(value))
+    return _noise(value, [(None if isinstance(g, tuple) else g, e) for g, e in variants], how)
 
 
-def _noise(ref: Any, variants: list[Any], sources: str) -> Noise:
-    """The largest move of one output over the reruns, in both measures, in float64 ulps."""
+def _noise(ref: Any, variants: list[tuple[Any, float]], sources: str) -> Noise:
+    """The largest move of one output over the reruns, in both measures, in ulps of each rerun's type."""
     ref = np.asarray(ref)
-    eps = machine_epsilon("float64")
     moves = {"elementwise": 0.0, "normwise": 0.0}
     if not np.issubdtype(ref.dtype, np.inexact):
         return Noise(0.0, 0.0, sources)
-    for got in variants:
+    for got, eps in variants:
         if got is None or np.shape(got) != ref.shape:
             continue
         got = np.asarray(got)
