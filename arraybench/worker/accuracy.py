@@ -88,7 +88,7 @@ class Check:
     matmul: bool = False
     rtol: float | tuple[tuple[str, float], ...] | None = None
     #: For ``derived``: how many times the reference's own noise a result may be off.
-    factor: float = 16.0
+    factor: float = 32.0
 
     def __post_init__(self) -> None:
         if isinstance(self.rtol, dict):
@@ -97,7 +97,7 @@ class Check:
             object.__setattr__(self, "rtol", _positive("rtol", self.rtol))
 
     @classmethod
-    def derived(cls, factor: float = 16.0, floor_ulps: float = 16.0) -> "Check":
+    def derived(cls, factor: float = 32.0, floor_ulps: float = 16.0) -> "Check":
         """Tolerance from the reference's own noise: ``factor`` x noise, at least ``floor_ulps``."""
         return cls("derived", _positive("floor_ulps", floor_ulps), factor=_positive("factor", factor))
 
