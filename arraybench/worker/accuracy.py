@@ -50,6 +50,8 @@ class Noise:
     elementwise: float
     normwise: float
     sources: str = ""
+    #: Elements in the inputs: a reduction of them may round log2 of that many times.
+    elements: int = 0
 
     def ulps(self, kind: str) -> float:
         """The noise in ulps, in the measure of a check of ``kind``."""
@@ -68,7 +70,8 @@ class Check:
 
     - ``derived`` (the default for a workload of your own): the tolerance comes from how far the
       float64 reference itself moves when rerun on inputs perturbed by a few ulp and in long
-      double (``Noise``): ``factor`` times that, in ulps of the run's dtype, never below ``ulps``.
+      double (``Noise``): ``factor`` times that, in ulps of the run's dtype, never below ``ulps``
+      nor 2 log2(N) ulps for N input elements.
       Element-wise where the reference shows every element stable, normwise otherwise.
     - ``elementwise``: max over elements of |out - ref| / |ref|, within ``ulps`` machine epsilons.
     - ``normwise``: max|out - ref| / max|ref|, within ``ulps * eps * growth(size)``.
@@ -128,9 +131,12 @@ class Check:
             return Check.derived().settle(noise) if self.leaves_out(dtype) else self
         if noise is None:
             return Check("normwise", self.ulps)
+        # A pairwise reduction over N elements rounds log2(N) times, and another library's order
+        # of summation need not move the reference at all: the floor grows with it.
+        floor = max(self.ulps, 2.0 * math.log2(max(noise.elements, 1)))
         if noise.elementwise <= STABLE_ELEMENTWISE_ULPS:
-            return Check("elementwise", max(self.ulps, self.factor * noise.elementwise))
-        return Check("normwise", max(self.ulps, self.factor * noise.normwise))
+            return Check("elementwise", max(floor, self.factor * noise.elementwise))
+        return Check("normwise", max(floor, self.factor * noise.normwise))
 
     def needs_noise(self, dtype: str) -> bool:
         """Whether this check's tolerance in a ``dtype`` run comes from the reference's noise."""

@@ -122,18 +122,19 @@ def reference_noise(wl: Workload, inputs: tuple[Any, ...], value: Any,
             variants.append((got, narrow))
             sources.append(f"by NumPy in {np.dtype(dtype).name}")
     how = ", ".join(sources)
+    elements = sum(int(np.size(a)) for a in wide)
     if isinstance(value, tuple):
         return tuple(_noise(v, [(g[i] if isinstance(g, tuple) and len(g) == len(value) else None, e)
-                                for g, e in variants], how) for i, v in enumerate(value))
-    return _noise(value, [(None if isinstance(g, tuple) else g, e) for g, e in variants], how)
+                                for g, e in variants], how, elements) for i, v in enumerate(value))
+    return _noise(value, [(None if isinstance(g, tuple) else g, e) for g, e in variants], how, elements)
 
 
-def _noise(ref: Any, variants: list[tuple[Any, float]], sources: str) -> Noise:
+def _noise(ref: Any, variants: list[tuple[Any, float]], sources: str, elements: int) -> Noise:
     """The largest move of one output over the reruns, in both measures, in ulps of each rerun's type."""
     ref = np.asarray(ref)
     moves = {"elementwise": 0.0, "normwise": 0.0}
     if not np.issubdtype(ref.dtype, np.inexact):
-        return Noise(0.0, 0.0, sources)
+        return Noise(0.0, 0.0, sources, elements)
     for got, eps in variants:
         if got is None or np.shape(got) != ref.shape:
             continue
@@ -146,7 +147,7 @@ def _noise(ref: Any, variants: list[tuple[Any, float]], sources: str) -> Noise:
                 move = Check(kind).error(got, ref) / eps
             if math.isfinite(move):
                 moves[kind] = max(moves[kind], move)
-    return Noise(moves["elementwise"], moves["normwise"], sources)
+    return Noise(moves["elementwise"], moves["normwise"], sources, elements)
 
 
 def _quietly(call: Callable[..., Any], args: tuple[Any, ...]) -> Any:
