@@ -256,3 +256,15 @@ def test_a_bad_check_is_one_clear_line(make, words):
     with pytest.raises(ValueError, match=words) as info:
         make()
     assert "\n" not in str(info.value)
+
+
+def test_a_bad_check_in_a_workload_file_is_reported_on_one_line(tmp_path):
+    from arraybench.workloads.userfile import load_files
+
+    path = tmp_path / "bad_check.py"
+    path.write_text("import arraybench\n"
+                    "@arraybench.workload(sizes=[100], check=arraybench.Check.normwise(rtol={'float46': 1e-9}))\n"
+                    "def shifted(xp, x):\n    return x + 1\n")
+    error = load_files([str(path)]).errors[str(path)]
+    assert "rtol is keyed by dtype names" in error and "bad_check.py:2" in error
+    assert "\n" not in error and "Traceback" not in error
