@@ -2,11 +2,15 @@
 
 A workload declares how its error may grow (``Check``); the tolerance is then a multiple of the
 dtype's machine epsilon: a few ulp for element-wise operations, a normwise bound that grows with the
-reduction length for matmul, FFT and reductions, zero for exact operations such as sorting.
+reduction length for matmul, FFT and reductions, zero for exact operations such as sorting. A
+workload that says nothing gets a tolerance derived from how far its own float64 reference moves
+(``Noise``, measured by ``workloads/reference.reference_noise``): ordinary float64 code differs
+from NumPy's by more than 8 ulp wherever it reduces, and a fixed bound would call it wrong.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -30,34 +34,118 @@ def machine_epsilon(dtype: str) -> float:
     return float(np.finfo(np.dtype(dtype)).eps)
 
 
+#: A derived check calls an output element-wise stable when 4-ulp input perturbations move none of
+#: its elements by more than this many ulps of its own value; otherwise it is judged normwise.
+STABLE_ELEMENTWISE_ULPS = 64.0
+
+
+@dataclass(frozen=True)
+class Noise:
+    """How far the float64 reference of one output moves on its own, in ulps.
+
+    ``elementwise`` and ``normwise`` are in the two measures of ``Check.error``, each rerun's move
+    divided by the epsilon of the type it ran in; ``sources`` says what was rerun to see it.
+    """
+
+    elementwise: float
+    normwise: float
+    sources: str = ""
+    #: Elements in the inputs: a reduction of them may round log2 of that many times.
+    elements: int = 0
+
+    def ulps(self, kind: str) -> float:
+        """The noise in ulps, in the measure of a check of ``kind``."""
+        return self.elementwise if kind == "elementwise" else self.normwise
+
+    def describe(self, kind: str, dtype: str) -> str:
+        """``moves by 3.1e-14 (14 ulp of float64: how it was seen)``."""
+        ulps = self.ulps(kind)
+        return (f"moves by {ulps * machine_epsilon(dtype):.2g} ({ulps:.3g} ulp of "
+                f"{np.dtype(dtype).name}: {self.sources})")
+
+
 @dataclass(frozen=True)
 class Check:
     """How to compare a result with its reference.
 
+    - ``derived`` (the default for a workload of your own): the tolerance comes from how far the
+      float64 reference itself moves when rerun on inputs perturbed by a few ulp and in long
+      double (``Noise``): ``factor`` times that, in ulps of the run's dtype, never below ``ulps``
+      nor 2 log2(N) ulps for N input elements.
+      Element-wise where the reference shows every element stable, normwise otherwise.
     - ``elementwise``: max over elements of |out - ref| / |ref|, within ``ulps`` machine epsilons.
     - ``normwise``: max|out - ref| / max|ref|, within ``ulps * eps * growth(size)``.
     - ``exact``: the result must equal the reference.
 
-    ``matmul=True`` says the operation runs on the GPU's matrix units, where ``--allow-tf32`` lets
-    float32 run in a reduced precision: the tolerance then uses that precision's epsilon.
+    ``rtol`` replaces the ulps rule: one number for every dtype, or a dict by dtype name; a run in
+    a dtype the dict leaves out gets the derived tolerance (a bound written for float64 says
+    nothing about float32).
+    ``growth`` may take ``(n)`` or ``(n, dtype)``. ``matmul=True`` says the operation runs on the
+    GPU's matrix units, where ``--allow-tf32`` lets float32 run in a reduced precision: the
+    tolerance then uses that precision's epsilon.
     """
 
     kind: str = "elementwise"
     ulps: float = 8.0
-    growth: Callable[[int], float] | None = None
+    growth: Callable[..., float] | None = None
     matmul: bool = False
+    rtol: float | tuple[tuple[str, float], ...] | None = None
+    #: For ``derived``: how many times the reference's own noise a result may be off.
+    factor: float = 32.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.rtol, dict):
+            object.__setattr__(self, "rtol", _rtol_pairs(self.rtol))
+        elif self.rtol is not None and not isinstance(self.rtol, tuple):
+            object.__setattr__(self, "rtol", _positive("rtol", self.rtol))
 
     @classmethod
-    def elementwise(cls, ulps: float = 8.0) -> "Check":
-        return cls("elementwise", ulps)
+    def derived(cls, factor: float = 32.0, floor_ulps: float = 16.0) -> "Check":
+        """Tolerance from the reference's own noise: ``factor`` x noise, at least ``floor_ulps``."""
+        return cls("derived", _positive("floor_ulps", floor_ulps), factor=_positive("factor", factor))
 
     @classmethod
-    def normwise(cls, growth: Callable[[int], float], ulps: float = 8.0, matmul: bool = False) -> "Check":
-        return cls("normwise", ulps, growth, matmul)
+    def elementwise(cls, ulps: float = 8.0, rtol: float | dict[str, float] | None = None) -> "Check":
+        """Each element within ``ulps`` epsilons (or ``rtol``) of its own reference value."""
+        return cls("elementwise", ulps, rtol=rtol)
+
+    @classmethod
+    def normwise(cls, growth: Callable[..., float] | None = None, ulps: float = 8.0,
+                 matmul: bool = False, rtol: float | dict[str, float] | None = None) -> "Check":
+        """The largest difference within ``ulps * eps * growth(n[, dtype])`` (or ``rtol``) of max|ref|."""
+        return cls("normwise", ulps, growth, matmul, rtol)
 
     @classmethod
     def exact(cls) -> "Check":
+        """The result must equal the reference (sorting, integer work)."""
         return cls("exact", 0.0)
+
+    def settle(self, noise: "Noise | None", dtype: str | None = None) -> "Check":
+        """The concrete check for an output with this noise in a ``dtype`` run.
+
+        A ``derived`` check becomes element-wise or normwise with its tolerance; so does one whose
+        ``rtol`` dict names other dtypes than the run's (a bound written for float64 says nothing
+        about float32). Any other check is itself.
+        """
+        if self.kind != "derived":
+            return Check.derived().settle(noise) if self.leaves_out(dtype) else self
+        if noise is None:
+            return Check("normwise", self.ulps)
+        # A pairwise reduction over N elements rounds log2(N) times, and another library's order
+        # of summation need not move the reference at all: the floor grows with it.
+        floor = max(self.ulps, 2.0 * math.log2(max(noise.elements, 1)))
+        if noise.elementwise <= STABLE_ELEMENTWISE_ULPS:
+            return Check("elementwise", max(floor, self.factor * noise.elementwise))
+        return Check("normwise", max(floor, self.factor * noise.normwise))
+
+    def needs_noise(self, dtype: str) -> bool:
+        """Whether this check's tolerance in a ``dtype`` run comes from the reference's noise."""
+        return self.kind == "derived" or self.leaves_out(dtype)
+
+    def leaves_out(self, dtype: str | None) -> bool:
+        """Whether ``rtol`` is given per dtype, and not for ``dtype``."""
+        return (dtype is not None and isinstance(self.rtol, tuple)
+                and np.dtype(dtype).name not in dict(self.rtol))
 
     def tolerance(self, dtype: str, size: int, precision: str | None = None) -> float:
         """The largest acceptable error for this dtype and size.
@@ -67,11 +155,32 @@ class Check:
         """
         if self.kind == "exact":
             return 0.0
-        growth = self.growth(size) if (self.kind == "normwise" and self.growth) else 1.0
         eps = machine_epsilon(dtype)
+        widen = 1.0
         if precision and self.matmul:
-            eps = max(eps, REDUCED_PRECISION_EPS[precision])
-        return self.ulps * eps * max(growth, 1.0)
+            widen = max(eps, REDUCED_PRECISION_EPS[precision]) / eps
+        if self.rtol is not None:
+            return self.rtol_for(dtype) * widen
+        growth = self._growth(size, dtype) if (self.kind == "normwise" and self.growth) else 1.0
+        return self.ulps * eps * widen * max(growth, 1.0)
+
+    def rtol_for(self, dtype: str) -> float:
+        """``rtol`` for ``dtype``: one number for all, or the dict's entry (a dtype it leaves out
+        gets a derived tolerance, ``settle``; asked here, the nearest precision's, by epsilons)."""
+        if not isinstance(self.rtol, tuple):
+            return float(self.rtol or 0.0)
+        given = dict(self.rtol)
+        name = np.dtype(dtype).name
+        if name in given:
+            return given[name]
+        eps = machine_epsilon(dtype)
+        nearest = min(given, key=lambda d: abs(math.log(machine_epsilon(d) / eps)))
+        return given[nearest] * eps / machine_epsilon(nearest)
+
+    def _growth(self, size: int, dtype: str) -> float:
+        fn = self.growth
+        assert fn is not None
+        return float(fn(size, np.dtype(dtype).name) if _takes_two(fn) else fn(size))
 
     def error(self, out: np.ndarray, ref: np.ndarray) -> float:
         """The error measure this check bounds."""
@@ -86,6 +195,50 @@ class Check:
         if top == 0.0:
             return 0.0 if worst == 0.0 else math.inf
         return worst / top
+
+    def accepting(self, error: float, dtype: str) -> str:
+        """The check, written as in a workload file, that would accept ``error`` for ``dtype``."""
+        kind = "elementwise" if self.kind == "elementwise" else "normwise"
+        return f"Check.{kind}(rtol={{{np.dtype(dtype).name!r}: {_round_up(error * 1.25)}}})"
+
+
+def _takes_two(fn: Callable[..., float]) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
+def _positive(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
+            or not value > 0 or not math.isfinite(value):
+        raise ValueError(f"Check: {name} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def _rtol_pairs(rtol: dict[Any, Any]) -> tuple[tuple[str, float], ...]:
+    pairs = []
+    for name, value in rtol.items():
+        try:
+            dt = np.dtype(name)
+        except TypeError:
+            raise ValueError(f"Check: rtol is keyed by dtype names such as 'float64', got {name!r}") from None
+        if not np.issubdtype(dt, np.inexact):
+            raise ValueError(f"Check: rtol is for floating dtypes, got {name!r}")
+        pairs.append((dt.name, _positive(f"rtol[{name!r}]", value)))
+    if not pairs:
+        raise ValueError("Check: rtol={} gives no tolerance; name a dtype, e.g. {'float64': 1e-12}")
+    return tuple(sorted(pairs))
+
+
+def _round_up(x: float) -> str:
+    """``x`` rounded up to two significant digits, as a short literal."""
+    if not math.isfinite(x) or x <= 0:
+        return repr(x)
+    digits = 1 - math.floor(math.log10(x))
+    return f"{math.ceil(x * 10 ** digits) / 10 ** digits:.2g}"
 
 
 def reduced_precision_note(precision: str, dtype: str) -> str:
@@ -125,20 +278,24 @@ class Verdict:
 
 def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
           tolerance: float | None = None, out_dtype: str | None = None,
-          fixed: dict[str, str] | None = None) -> Verdict:
+          fixed: dict[str, str] | None = None,
+          noise: "Noise | tuple[Noise | None, ...] | None" = None) -> Verdict:
     """Compare a result (already on the host) with the float64 reference.
 
     Semantics first: shape and dtype must match (a float64 run computed in float32 is wrong whatever
     its values), and NaN where the reference has none is wrong. Then the error is held against
     the tolerance. A dtype the workload itself chose is not the library's fault: a result wider
     than the run's dtype, or following an input the workload fixed (``fixed``: name -> dtype), is
-    judged in its own dtype and said in ``note``.
+    judged in its own dtype and said in ``note``. ``noise`` is the reference's own (one per output
+    for several): it sets a ``derived`` check's tolerance, and every ``wrong`` reason quotes it.
     """
-    tol = check.tolerance(dtype, size) if tolerance is None else tolerance
     if isinstance(ref, (tuple, list)):
+        noises = noise if isinstance(noise, tuple) else (noise,) * len(ref)
+        tol = check.settle(None, dtype).tolerance(dtype, size) if tolerance is None else tolerance
         if not isinstance(out, (tuple, list)) or len(out) != len(ref):
             return Verdict(False, None, tol, f"expected {len(ref)} outputs, got {_describe(out)}")
-        verdicts = [judge(o, r, check, dtype, size, tolerance, fixed=fixed) for o, r in zip(out, ref)]
+        verdicts = [judge(o, r, check, dtype, size, tolerance, fixed=fixed, noise=n)
+                    for o, r, n in zip(out, ref, noises)]
         errors = tuple(v.max_rel_error for v in verdicts)
         bad = next((v for v in verdicts if not v.ok), None)
         known = [e for e in errors if e is not None]
@@ -149,6 +306,9 @@ def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
             return Verdict(False, bad.max_rel_error if bad.max_rel_error is not None else worst, tol,
                            bad.reason, errors, note)
         return Verdict(True, worst if worst is not None else 0.0, tol, "", errors, note)
+    single = noise if isinstance(noise, Noise) else None
+    settled = check.settle(single, dtype)
+    tol = settled.tolerance(dtype, size) if tolerance is None else tolerance
     if isinstance(out, (tuple, list)):
         return Verdict(False, None, tol,
                        f"returned {len(out)} outputs where one is expected (e.g. torch.sort's indices)")
@@ -158,22 +318,42 @@ def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
         return Verdict(False, None, tol, f"shape {out_arr.shape} differs from the reference's {ref_arr.shape}")
     want = expected_dtype(ref_arr, dtype)
     got = np.dtype(out_dtype) if out_dtype else out_arr.dtype
-    note = ""
+    notes = []
+    judged_in = dtype
     if got != want:
-        note = own_dtype(got, want, fixed or {})
-        if not note:
+        own = own_dtype(got, want, fixed or {})
+        if not own:
             return Verdict(False, None, tol, f"result is {got}, expected {want}")
+        notes.append(own)
         if tolerance is None and np.finfo(got).eps > np.finfo(want).eps:
-            tol = check.tolerance(str(np.finfo(got).dtype), size)  # judged in its own precision
+            judged_in = str(np.finfo(got).dtype)
+            tol = settled.tolerance(judged_in, size)  # judged in its own precision
     if np.issubdtype(out_arr.dtype, np.inexact):
         bad = np.isnan(out_arr) & ~np.isnan(ref_arr)
         if bad.any():
             return Verdict(False, math.inf, tol, f"{int(bad.sum())} NaN values where the reference has none")
-    err = check.error(out_arr, ref_arr)
+    if check.leaves_out(dtype):
+        notes.append(f"check= gives rtol for {', '.join(dict(check.rtol or ()))} only: this "
+                     f"{np.dtype(dtype).name} run is checked by a tolerance derived from the computation")
+    if check.needs_noise(dtype) and single is not None and tol > math.sqrt(machine_epsilon(judged_in)):
+        notes.append(f"the reference itself {single.describe(settled.kind, judged_in)}: its "
+                     f"derived tolerance {tol:.2g} is loose; give check= to bound the error yourself")
+    note = "; ".join(notes)
+    err = settled.error(out_arr, ref_arr)
     if err > tol:
-        return Verdict(False, err, tol, f"max relative error {err:.3g} exceeds tolerance {tol:.3g}",
-                       note=note)
+        return Verdict(False, err, tol, _wrong_reason(settled, err, tol, judged_in, single), note=note)
     return Verdict(True, err, tol, note=note)
+
+
+def _wrong_reason(check: Check, err: float, tol: float, dtype: str, noise: Noise | None) -> str:
+    """One line: the error, the reference's own noise where known, and the check that accepts it."""
+    measure = "max relative error" if check.kind == "elementwise" else "normwise relative error"
+    reason = f"{measure} {err:.3g} exceeds tolerance {tol:.3g}"
+    if noise is not None:
+        reason += f"; the reference itself {noise.describe(check.kind, dtype)}"
+    if math.isfinite(err):
+        reason += f"; check={check.accepting(err, dtype)} would accept it"
+    return reason
 
 
 def own_dtype(got: np.dtype, want: np.dtype, fixed: dict[str, str]) -> str:

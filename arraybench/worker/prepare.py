@@ -26,16 +26,17 @@ from ..workloads.binding import Bound, bind
 from ..workloads.definition import Workload
 from ..workloads.inputs import input_bytes, make_inputs
 from ..workloads.params import text as params_text
-from ..workloads.reference import Reference, reference_result
+from ..workloads.reference import Reference, reference_noise, reference_result
 from .effects import FirstCall, dtype_of, input_names, look, to_host
 from .fresh import FreshInputs, fresh_inputs
 
 
 class ReferenceCache:
-    """Float64 references, computed once per (workload, size, dtype) in a process."""
+    """Float64 references and their own noise, computed once per (workload, size, dtype) in a process."""
 
     def __init__(self) -> None:
         self._cache: dict[tuple[str, int, str], Reference] = {}
+        self._noise: dict[tuple[str, int, str], Any] = {}
 
     def reference(self, wl: Workload, size: int, dtype: str, inputs: tuple[np.ndarray, ...],
                   params: dict[str, Any] | None = None) -> Reference:
@@ -45,6 +46,17 @@ class ReferenceCache:
             self._cache.clear()  # large references are big; keep one
             self._cache[key] = single_threaded(lambda: reference_result(wl, inputs, params))
         return self._cache[key]
+
+    def noise(self, wl: Workload, size: int, dtype: str, inputs: tuple[np.ndarray, ...],
+              params: dict[str, Any] | None = None) -> "accuracy.Noise | tuple[accuracy.Noise, ...] | None":
+        """How far that reference moves on its own (a few reference calls, never timed)."""
+        key = (wl.name, size, dtype, params_text(params or {}))
+        if key not in self._noise:
+            value = self.reference(wl, size, dtype, inputs, params).value
+            self._noise.clear()
+            self._noise[key] = single_threaded(
+                lambda: reference_noise(wl, inputs, value, params, dtype))
+        return self._noise[key]
 
 
 def single_threaded(fn: Callable[[], Any]) -> Any:
@@ -161,12 +173,20 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         if reference.error:
             # A reference that is itself approximate (finite differences) cannot tell errors below
             # its own apart: widen the tolerance by it, and say so.
-            base_tolerance = wl.check.tolerance(cell.dtype, cell.size) if tolerance is None else tolerance
+            base_tolerance = wl.check.settle(None, cell.dtype).tolerance(cell.dtype, cell.size) \
+                if tolerance is None else tolerance
             tolerance = base_tolerance + reference.error
             rep.warnings.append(reference.note)
+        fixed = built.fixed_dtypes(input_names(wl, len(host)))
+        noise = references.noise(wl, cell.size, cell.dtype, host, params) \
+            if wl.check.needs_noise(cell.dtype) else None
         verdict = accuracy.judge(out, reference.value, wl.check, cell.dtype, cell.size,
-                                 tolerance=tolerance, out_dtype=out_dtype,
-                                 fixed=built.fixed_dtypes(input_names(wl, len(host))))
+                                 tolerance=tolerance, out_dtype=out_dtype, fixed=fixed, noise=noise)
+        if not verdict.ok and noise is None and verdict.max_rel_error is not None:
+            # Only to say, in the reason, how far the reference itself moves.
+            noise = references.noise(wl, cell.size, cell.dtype, host, params)
+            verdict = accuracy.judge(out, reference.value, wl.check, cell.dtype, cell.size,
+                                     tolerance=tolerance, out_dtype=out_dtype, fixed=fixed, noise=noise)
         if verdict.note:
             rep.warnings.append(verdict.note)
     except Exception as exc:

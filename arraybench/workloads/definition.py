@@ -60,7 +60,7 @@ class Workload:
     sizes: dict[str, int]
     description: str = ""
     reference: ArrayFn | None = None
-    check: Check = field(default_factory=Check.elementwise)
+    check: Check = field(default_factory=Check.derived)
     work: Callable[[int, int], Any] | None = None
     grad: bool = False
     namespace: Namespace = "array_api"
@@ -420,7 +420,7 @@ def define(
             sizes=_sizes(sizes),
             description=description or (f.__doc__ or "").strip().split("\n")[0],
             reference=reference,
-            check=check or (Check.normwise(lambda n: n) if grad else Check.elementwise()),
+            check=check or (Check.normwise(lambda n: n) if grad else Check.derived()),
             work=work,
             grad=grad,
             namespace=namespace,

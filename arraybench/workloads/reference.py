@@ -3,19 +3,32 @@
 The reference sees exactly the values the libraries see, promoted to float64, so the error measured
 is the library's own and not the cast's. Without ``reference=``, the workload's own function runs
 through NumPy; for a gradient, by central differences, whose own error is estimated and returned.
+How far that reference moves on its own (``reference_noise``: reruns on inputs perturbed by a few
+ulp, and in long double) is what a ``derived`` check's tolerance is made of.
 """
 
 from __future__ import annotations
 
 import functools
+import math
+import time
+import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
+from ..worker.accuracy import Check, Noise, machine_epsilon
 from ..worker.finite_diff import central_difference_grad_with_error
 from .definition import Workload
 from .params import Params, accepted
+
+#: Inputs of the noise reruns are each multiplied by 1 + u * eps, u uniform in [-PERTURB_ULPS, PERTURB_ULPS].
+PERTURB_ULPS = 4.0
+#: Perturbed reruns: two draws see the conditioning; more only add calls.
+PERTURBED_RUNS = 2
+#: No long-double rerun after a float64 one that took longer: without BLAS it runs 10-100x slower.
+LONG_DOUBLE_BUDGET_S = 0.05
 
 _CENTRAL_NOTE = ("reference gradient by central differences (no reference= given): "
                  "the tolerance includes its estimated error")
@@ -58,6 +71,106 @@ def reference_result(wl: Workload, inputs: tuple[Any, ...], params: Params | Non
         error = wl.check.error(value + abs_error, value) if np.any(abs_error) else 0.0
         return Reference(value, float(error), _CENTRAL_NOTE if error else "")
     return Reference(_as_host(wl.result_of(fn(xp, *wide), wide)))
+
+
+def reference_noise(wl: Workload, inputs: tuple[Any, ...], value: Any,
+                    params: Params | None = None, dtype: str = "float64") -> Noise | tuple[Noise, ...] | None:
+    """How far the float64 reference ``value`` moves on its own, per output, in ulps.
+
+    The reference reruns on its inputs perturbed by ``PERTURB_ULPS`` (its conditioning: what any
+    backward-stable library's own rounding moves it by, up to a factor) and, where NumPy has a
+    wider long double and the call is cheap, in long double (the reference's own rounding, which
+    perturbing inputs does not show for long sums); for a run in a narrower ``dtype``, also by
+    NumPy in that dtype (inputs rounded to float32 make float64 sums exact: only arithmetic in
+    float32 shows what float32 rounding does). Each move counts in ulps of the type it ran in.
+    None for a gradient by finite differences, whose error ``reference_result`` estimates instead.
+    """
+    if wl.grad and wl.reference is None:
+        return None
+    settings = params if params is not None else {}
+    wide = tuple(_widen(a) for a in inputs)
+    if wl.reference is not None:
+        ref_fn = wl.reference
+        def call(*args: Any) -> Any:
+            return _as_host(wl.result_of(ref_fn(*args, **accepted(ref_fn, settings)), args))
+    else:
+        fn = wl.function_for("numpy")
+        fn = functools.partial(fn, **settings) if settings else fn
+        xp = numpy_namespace(wl.namespace_for("numpy"))
+        def call(*args: Any) -> Any:
+            return _as_host(wl.result_of(fn(xp, *args), args))
+    rng = np.random.default_rng(20231)
+    eps = machine_epsilon("float64")
+    variants: list[tuple[Any, float]] = []
+    sources = [f"inputs perturbed by {PERTURB_ULPS:g} ulp"]
+    took = 0.0
+    for _ in range(PERTURBED_RUNS):
+        start = time.perf_counter()
+        got = _quietly(call, tuple(_perturbed(a, rng) for a in wide))
+        took = max(took, time.perf_counter() - start)
+        if got is not None:
+            variants.append((got, eps))
+    if np.finfo(np.longdouble).eps < eps and took < LONG_DOUBLE_BUDGET_S:
+        got = _quietly(call, tuple(_long(a) for a in wide))
+        if got is not None:
+            variants.append((got, eps))
+            sources.append("in long double")
+    narrow = machine_epsilon(dtype)
+    if narrow > eps:
+        got = _quietly(call, tuple(a.copy() if isinstance(a, np.ndarray) else a for a in inputs))
+        if got is not None:
+            variants.append((got, narrow))
+            sources.append(f"by NumPy in {np.dtype(dtype).name}")
+    how = ", ".join(sources)
+    elements = sum(int(np.size(a)) for a in wide)
+    if isinstance(value, tuple):
+        return tuple(_noise(v, [(g[i] if isinstance(g, tuple) and len(g) == len(value) else None, e)
+                                for g, e in variants], how, elements) for i, v in enumerate(value))
+    return _noise(value, [(None if isinstance(g, tuple) else g, e) for g, e in variants], how, elements)
+
+
+def _noise(ref: Any, variants: list[tuple[Any, float]], sources: str, elements: int) -> Noise:
+    """The largest move of one output over the reruns, in both measures, in ulps of each rerun's type."""
+    ref = np.asarray(ref)
+    moves = {"elementwise": 0.0, "normwise": 0.0}
+    if not np.issubdtype(ref.dtype, np.inexact):
+        return Noise(0.0, 0.0, sources, elements)
+    for got, eps in variants:
+        if got is None or np.shape(got) != ref.shape:
+            continue
+        got = np.asarray(got)
+        if np.issubdtype(got.dtype, np.complexfloating) and not np.issubdtype(ref.dtype, np.complexfloating):
+            continue
+        got = got.astype(np.result_type(ref.dtype, np.float64))
+        for kind in moves:
+            with np.errstate(all="ignore"):
+                move = Check(kind).error(got, ref) / eps
+            if math.isfinite(move):
+                moves[kind] = max(moves[kind], move)
+    return Noise(moves["elementwise"], moves["normwise"], sources, elements)
+
+
+def _quietly(call: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    """``call(*args)``, or None where NumPy refuses these inputs (long double in ``linalg``)."""
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            return call(*args)
+    except Exception:
+        return None
+
+
+def _perturbed(a: Any, rng: np.random.Generator) -> Any:
+    if not isinstance(a, np.ndarray) or not np.issubdtype(a.dtype, np.inexact):
+        return a.copy() if isinstance(a, np.ndarray) else a
+    eps = np.finfo(np.float64).eps
+    return a * (1.0 + eps * rng.uniform(-PERTURB_ULPS, PERTURB_ULPS, a.shape))
+
+
+def _long(a: Any) -> Any:
+    if not isinstance(a, np.ndarray) or not np.issubdtype(a.dtype, np.inexact):
+        return a.copy() if isinstance(a, np.ndarray) else a
+    return a.astype(np.clongdouble if np.issubdtype(a.dtype, np.complexfloating) else np.longdouble)
 
 
 def _widen(a: Any) -> Any:
