@@ -133,3 +133,18 @@ def registry_restored():
     yield
     REGISTRY.clear()
     REGISTRY.update(before)
+
+
+#: The files that take longest (a real Ray cluster, the default suite, the roofline): started
+#: first, so that under two test processes (pyproject's ``-n 2 --dist loadfile``) neither is left
+#: alone on a long file at the end while the other has nothing to do.
+LONG_FILES = ("executors/test_cluster.py", "test_run.py", "worker/test_measurement.py",
+              "executors/test_faults.py", "executors/test_concurrency.py", "test_disk.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        path = Path(str(item.fspath)).relative_to(Path(__file__).parent).as_posix()
+        return LONG_FILES.index(path) if path in LONG_FILES else len(LONG_FILES)
+
+    items.sort(key=rank)  # stable: within a file, and among the rest, the order is unchanged
