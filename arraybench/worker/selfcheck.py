@@ -109,9 +109,15 @@ def check_unsynced(backend: Backend) -> Outcome:
     """A timing without the wait would have been caught: the launch alone is far below the work."""
     if backend.sync is None:
         return Outcome("unsynced", "skipped", "synchronous library: no wait to leave out")
-    mm = Matmul(backend, _size(backend), "float32" if backend.device != "cpu" else "float64")
-    launch, complete = mm.launch_and_complete_s()
-    caught = launch < COVERS * complete
+    dtype = "float32" if backend.device != "cpu" else "float64"
+    # The launch costs about the same at any size while the work grows as n³: where a busy machine
+    # slows the launch to near the work, twice the size (8x the work) tells the two apart.
+    for n in (_size(backend), 2 * _size(backend)):
+        mm = Matmul(backend, n, dtype)
+        launch, complete = mm.launch_and_complete_s()
+        caught = launch < COVERS * complete
+        if caught:
+            break
     return Outcome("unsynced", "passed" if caught else "failed",
                    f"without the wait a {mm.n}² matmul would time {format_seconds(launch)}, "
                    f"{complete / launch:.0f}x below its {format_seconds(complete)}: "
