@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,15 @@ def default_signals() -> None:
     background job SIGINT is, and an ignored signal is inherited across exec)."""
     for s in _SENT:
         signal.signal(s, signal.SIG_DFL)
+
+
+def wait_for(condition, proc: subprocess.Popen, timeout: float = 120) -> None:
+    """Poll ``condition`` until it holds; fail if ``proc`` (a run started by the test) ends first."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert proc.poll() is None, f"the run ended first: {proc.communicate()}"
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
 
 
 def backend_or_skip(name: str, device: str = "cpu"):

@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ import pytest
 from arraybench.model import journal
 from arraybench import load_results
 
-from ..conftest import default_signals, run_cli
+from ..conftest import default_signals, run_cli, wait_for
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 # ``bimodal`` samples for its whole budget: with --max-time 2 a run lasts a couple of seconds.
@@ -42,14 +41,6 @@ def replicates(out: Path) -> list[dict]:
     text = (out / "journal.jsonl").read_text() if (out / "journal.jsonl").exists() else ""
     return [json.loads(line) for line in text.splitlines()
             if line.endswith("}") and '"type": "replicate"' in line]
-
-
-def wait_for(condition, proc: subprocess.Popen, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert proc.poll() is None, f"the run ended first: {proc.communicate()}"
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.02)
 
 
 def holds_lock(out: Path, proc: subprocess.Popen) -> bool:

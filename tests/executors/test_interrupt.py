@@ -17,7 +17,7 @@ import pytest
 
 from arraybench import load_results
 
-from ..conftest import default_signals, run_cli
+from ..conftest import default_signals, run_cli, wait_for
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 # Two processes: process 0 finishes (its replicates are journalled), then the signal lands in process 1.
@@ -43,14 +43,6 @@ def entries(out: Path) -> list[dict]:
 
 def replicate_pairs(out: Path) -> Counter:
     return Counter((e["key"], e["index"]) for e in entries(out) if e["type"] == "replicate")
-
-
-def wait_for(condition, proc: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert proc.poll() is None, f"the run ended first: {proc.communicate()}"
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.02)
 
 
 def process_done(out: Path, process: int, cells: int) -> bool:
