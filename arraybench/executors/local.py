@@ -20,7 +20,6 @@ import os
 import random
 import time
 from pathlib import Path
-from typing import Any
 
 from .. import backends
 from ..analysis.replication import timer_settings

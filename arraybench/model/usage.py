@@ -14,7 +14,7 @@ the analysis say which quantity differs between the modes of a bimodal cell.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import Iterable
 
 _NON_NEGATIVE = {"min": 0}

@@ -11,7 +11,6 @@ import json
 import time
 from pathlib import Path
 
-import pytest
 
 from arraybench import load_results
 from arraybench import backends

@@ -4,7 +4,6 @@ autodiff against finite differences say so."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from arraybench import workload

@@ -9,7 +9,7 @@ import pytest
 import arraybench
 from arraybench import workload
 from arraybench.options import RunOptions, validate
-from arraybench.plan import Cell, build_plan
+from arraybench.plan import build_plan
 from arraybench.worker.prepare import ReferenceCache
 from arraybench.worker.sampling import TimerSettings
 
