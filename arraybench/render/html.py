@@ -31,8 +31,8 @@ from .environment_text import environment_section
 from .history import history_section
 from .naming import history_file_name, plot_file_name, summary_file_name
 from .notes import note_texts
-from .tables import (CI_LEGEND, achieved_text, ci_text, error_text, notebook, speedup, speedup_text,
-                     unavailable_configs)
+from .tables import (CI_LEGEND, achieved_text, ci_text, error_text, everywhere_mark, notebook, speedup,
+                     speedup_text, unavailable_configs)
 from .usage_text import usage_lines, usage_title
 
 if TYPE_CHECKING:
@@ -194,7 +194,7 @@ def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]],
     return {"anchor": anchor, "head": head, "text_columns": ("size", "library / device", "machine", "status"),
             "machine": columns["machine"], "achieved": columns["achieved"], "share": columns["share"],
             "device_time": device_time, "groups": groups, "notes": note_texts(book, every),
-            "legend": CI_LEGEND}
+            "legend": CI_LEGEND, "everywhere": everywhere_mark(book).capitalize()}
 
 
 def _row(r: Record, *, is_best: bool, base: Record | None, ceilings: Mapping[tuple[str, str], Ceiling],

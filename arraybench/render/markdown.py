@@ -12,7 +12,8 @@ from ..model.record import Record
 from ..units import format_seconds
 from .environment_text import environment_line
 from .notes import note_texts
-from .tables import CI_LEGEND, ci_text, error_text, not_run, notebook, speedup_text, unavailable_configs
+from .tables import (CI_LEGEND, ci_text, error_text, everywhere_mark, not_run, notebook, speedup_text,
+                     unavailable_configs)
 
 if TYPE_CHECKING:
     from ..analysis.compare import Comparison
@@ -74,7 +75,7 @@ def markdown_table(records: Iterable[Record]) -> list[str]:
                          f"| {md(speedup_text(r, bases.get(r.machine)))} | {md(error_text(r))} | {status} |")
     lines += ["", md(CI_LEGEND) + ".", ""]
     for note in note_texts(book, every):
-        head = "All rows:" if note.number is None else f"{note.number}."
+        head = everywhere_mark(book).capitalize() if note.number is None else f"{note.number}."
         lines.append(f"{head} {md(note.text)}" if note.number is not None else f"- {head} {md(note.text)}")
         lines += [f"   - {md(sub)}" for sub in note.subs]
     for reason, labels in not_run(unavailable).items():

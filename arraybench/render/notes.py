@@ -62,13 +62,18 @@ class NoteBook:
     """The notes of one table. ``add`` every row's texts first, then read ``refs`` and ``notes``."""
 
     _rows: list[Row] = field(default_factory=list)
+    _measured: list[Row] = field(default_factory=list)
     _by_kind: dict[str, dict[str, list[tuple[str, Row]]]] = field(default_factory=dict)
     _of_row: dict[Hashable, list[str]] = field(default_factory=dict)
     _built: list[Note] | None = None
 
-    def add(self, key: Hashable, row: Row, texts: Iterable[str]) -> None:
-        """The notes of one row (``key`` identifies it for ``refs``)."""
+    def add(self, key: Hashable, row: Row, texts: Iterable[str], *, measured: bool = True) -> None:
+        """The notes of one row (``key`` identifies it for ``refs``). A row not ``measured``
+        (failed, skipped) has a reason rather than warnings: a condition of the measurement (a
+        busy machine, one process) covers every row when it covers every measured one."""
         self._rows.append(row)
+        if measured:
+            self._measured.append(row)
         kinds = self._of_row.setdefault(key, [])
         for text in texts:
             text = " ".join(str(text).split())
@@ -84,7 +89,7 @@ class NoteBook:
         """Every note: those that cover every row first (unnumbered: no row carries them), then the
         others numbered from 1 in the order their first row came."""
         if self._built is None:
-            everyone = set(self._rows)
+            everyone = set(self._measured)
             built = []
             for kind, templates in self._by_kind.items():
                 items = [Item(merge_numbers([t for t, _ in members]),
@@ -93,7 +98,7 @@ class NoteBook:
                 texts = [t for members in templates.values() for t, _ in members]
                 heading = merge_numbers([heading_of(t) for t in texts])
                 covered = {row for item in items for row in item.rows}
-                built.append(Note(0, kind, heading, items, everywhere=len(everyone) > 1 and covered == everyone))
+                built.append(Note(0, kind, heading, items, everywhere=len(everyone) > 1 and covered >= everyone))
             built.sort(key=lambda n: not n.everywhere)  # stable: first-seen order otherwise
             numbered = [n for n in built if not n.everywhere]
             for i, note in enumerate(numbered, 1):
@@ -110,6 +115,16 @@ class NoteBook:
             if note is not None and not note.everywhere:
                 out.append(note.number)
         return sorted(set(out))
+
+    @property
+    def measured(self) -> list[Row]:
+        """The rows that were measured (those whose notes are warnings, not a reason)."""
+        return list(self._measured)
+
+    @property
+    def all_measured(self) -> bool:
+        """Whether every row was measured (then "all rows" says it; else "all measured rows")."""
+        return len(self._measured) == len(self._rows)
 
     def __len__(self) -> int:
         return len(self.notes())
@@ -154,7 +169,11 @@ def merge_numbers(texts: Sequence[str]) -> str:
 
 def rows_text(rows: Sequence[Row], every: Sequence[Row] = ()) -> str:
     """``matmul large: NumPy CPU, JAX CPU; sort small (all)``: rows by case, a case whose every
-    row is covered said as one."""
+    row is covered said as one; ``all but sort large: JAX CPU`` when that is shorter."""
+    covered = set(rows)
+    rest = [row for row in every if row not in covered]
+    if rest and 2 * len(rest) < len(covered):
+        return "all but " + rows_text(rest, every)
     by_case: dict[str, list[str]] = {}
     for row in rows:
         by_case.setdefault(row.case, []).append(row.library)
@@ -186,9 +205,13 @@ def note_texts(book: NoteBook, every: Sequence[Row]) -> list[NoteText]:
     out = []
     for note in book.notes():
         number = None if note.everywhere else note.number
+        measured = set(book.measured)
 
         def covered(item: Item) -> str:
-            return "" if note.everywhere else f" ({rows_text(item.rows, every)})"
+            # Under a note said for every row, an item still names its rows unless it has them all.
+            if note.everywhere and set(item.rows) >= measured:
+                return ""
+            return f" ({rows_text(item.rows, book.measured if note.everywhere else every)})"
 
         if len(note.items) == 1:
             out.append(NoteText(number, note.items[0].text + covered(note.items[0])))

@@ -107,7 +107,7 @@ def notebook(groups: dict[tuple[str, str], list[Record]]) -> tuple[NoteBook, lis
         for r in group:
             row = Row(f"{workload} {label}", r.config_label)
             rows.append(row)
-            book.add(r.key, row, row_notes(r))
+            book.add(r.key, row, row_notes(r), measured=r.status == "ok")
     return book, rows
 
 
@@ -231,16 +231,32 @@ def _least_width(table: Table) -> int:
     return _measure(table).minimum
 
 
-def notes_grid(book: NoteBook, every: list[Row]) -> Table:
-    """The notes under the table, each wrapped under its own mark (``[2]``, ``all rows:``)."""
-    grid = Table.grid(padding=(0, 1))
-    grid.add_column(no_wrap=True, style="dim")
-    grid.add_column(style="dim", overflow="fold")
-    for note in note_texts(book, every):
-        grid.add_row("all rows:" if note.number is None else f"[{note.number}]", Text(printable(note.text)))
-        for sub in note.subs:
-            grid.add_row("", Text("· " + printable(sub)))
-    return grid
+def everywhere_mark(book: NoteBook) -> str:
+    """How a note that covers every row starts: ``all rows:`` (``all measured rows:`` when some
+    rows failed or were skipped)."""
+    return "all rows:" if book.all_measured else "all measured rows:"
+
+
+def notes_grid(book: NoteBook, every: list[Row]) -> Group:
+    """The notes under the table: those of every row first, under one line that says so, then the
+    numbered ones; each wrapped under its own mark."""
+    texts = note_texts(book, every)
+    parts: list[RenderableType] = []
+    for everywhere in (True, False):
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True, style="dim")
+        grid.add_column(style="dim", overflow="fold")
+        for note in texts:
+            if (note.number is None) != everywhere:
+                continue
+            grid.add_row("•" if everywhere else f"[{note.number}]", Text(printable(note.text)))
+            for sub in note.subs:
+                grid.add_row("", Text("· " + printable(sub)))
+        if grid.row_count:
+            if everywhere:
+                parts.append(Text(everywhere_mark(book).capitalize(), style="dim"))
+            parts.append(grid)
+    return Group(*parts)
 
 
 def unavailable_configs(records: Iterable[Record]) -> dict[tuple[str, str], str]:
