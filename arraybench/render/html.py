@@ -30,7 +30,7 @@ from ..units import format_seconds
 from .environment_text import environment_section
 from .history import history_section
 from .naming import history_file_name, plot_file_name, summary_file_name
-from .notes import note_texts
+from .notes import RANGES_LEGEND, note_texts
 from .tables import (CI_LEGEND, achieved_text, ci_text, error_text, everywhere_mark, notebook, speedup,
                      speedup_text, unavailable_configs)
 from .usage_text import usage_lines, usage_title
@@ -194,7 +194,7 @@ def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]],
     return {"anchor": anchor, "head": head, "text_columns": ("size", "library / device", "machine", "status"),
             "machine": columns["machine"], "achieved": columns["achieved"], "share": columns["share"],
             "device_time": device_time, "groups": groups, "notes": note_texts(book, every),
-            "legend": CI_LEGEND, "everywhere": everywhere_mark(book).capitalize()}
+            "legend": CI_LEGEND + (f". {RANGES_LEGEND}" if book.ranged else ""), "everywhere": everywhere_mark(book).capitalize()}
 
 
 def _row(r: Record, *, is_best: bool, base: Record | None, ceilings: Mapping[tuple[str, str], Ceiling],

@@ -11,7 +11,7 @@ from ..files import write_atomic
 from ..model.record import Record
 from ..units import format_seconds
 from .environment_text import environment_line
-from .notes import note_texts
+from .notes import RANGES_LEGEND, note_texts
 from .tables import (CI_LEGEND, ci_text, error_text, everywhere_mark, not_run, notebook, speedup_text,
                      unavailable_configs)
 
@@ -73,8 +73,9 @@ def markdown_table(records: Iterable[Record]) -> list[str]:
                 status += f" \\[{','.join(map(str, refs))}\\]"
             lines.append(f"| {md(case)} | {label} | {median} | {md(ci_text(r) if is_valid(r) else '—')} "
                          f"| {md(speedup_text(r, bases.get(r.machine)))} | {md(error_text(r))} | {status} |")
-    lines += ["", md(CI_LEGEND) + ".", ""]
-    for note in note_texts(book, every):
+    texts = note_texts(book, every)
+    lines += ["", md(CI_LEGEND) + "." + (f" {md(RANGES_LEGEND)}." if book.ranged else ""), ""]
+    for note in texts:
         head = everywhere_mark(book).capitalize() if note.number is None else f"{note.number}."
         lines.append(f"{head} {md(note.text)}" if note.number is not None else f"- {head} {md(note.text)}")
         lines += [f"   - {md(sub)}" for sub in note.subs]

@@ -66,6 +66,8 @@ class NoteBook:
     _by_kind: dict[str, dict[str, list[tuple[str, Row]]]] = field(default_factory=dict)
     _of_row: dict[Hashable, list[str]] = field(default_factory=dict)
     _built: list[Note] | None = None
+    #: Whether a note gives a number as its range over the rows it covers (``0.3–0.6 of 2 cores``).
+    ranged: bool = False
 
     def add(self, key: Hashable, row: Row, texts: Iterable[str], *, measured: bool = True) -> None:
         """The notes of one row (``key`` identifies it for ``refs``). A row not ``measured``
@@ -89,12 +91,15 @@ class NoteBook:
         """Every note: those that cover every row first (unnumbered: no row carries them), then the
         others numbered from 1 in the order their first row came."""
         if self._built is None:
+            self.ranged = False
             everyone = set(self._measured)
             built = []
             for kind, templates in self._by_kind.items():
                 items = [Item(merge_numbers([t for t, _ in members]),
                               list(dict.fromkeys(row for _, row in members)))
                          for members in templates.values()]
+                self.ranged = self.ranged or any(
+                    item.text not in {t for t, _ in members} for item, members in zip(items, templates.values()))
                 texts = [t for members in templates.values() for t, _ in members]
                 heading = merge_numbers([heading_of(t) for t in texts])
                 covered = {row for item in items for row in item.rows}
@@ -128,6 +133,10 @@ class NoteBook:
 
     def __len__(self) -> int:
         return len(self.notes())
+
+
+#: Said under a table whose notes give ranges.
+RANGES_LEGEND = "In a note for several rows, a–b is the range of a number over those rows"
 
 
 def heading_of(text: str) -> str:

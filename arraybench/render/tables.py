@@ -22,7 +22,7 @@ from ..analysis.roofline import ceilings, share
 from ..errors import printable
 from ..model.record import Record, config_label
 from ..units import format_interval, format_rate, format_seconds
-from .notes import NoteBook, Row, note_texts
+from .notes import RANGES_LEGEND, NoteBook, Row, note_texts
 
 _STATUS_STYLE = {"ok": "green", "wrong": "bold red", "failed": "red", "skipped": "dim"}
 
@@ -201,7 +201,10 @@ def results_table(records: Iterable[Record], width: int | None = None) -> Group:
     if any(c.name == "95% CI" for c in columns):
         footer.append(Text(CI_LEGEND + ".", style="dim"))
     if len(book):
-        footer.append(notes_grid(book, every))
+        notes = notes_grid(book, every)
+        if book.ranged:
+            footer.append(Text(RANGES_LEGEND + ".", style="dim"))
+        footer.append(notes)
     for reason, labels in not_run(unavailable).items():
         footer.append(Text(f"not run: {', '.join(labels)}: {printable(reason)}", style="dim"))
     return Group(table, *footer)
