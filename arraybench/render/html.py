@@ -1,11 +1,13 @@
-"""The HTML report: one self-contained page (plots inlined, no scripts, no network) per run.
+"""The HTML report: one self-contained page (plots inlined, no network) per run.
 
 ``report.html`` opens from disk in any browser and can be mailed or attached as one file. It holds
 the findings, a table per workload with every record, every plot, the cells that were not measured
 and why, and the environment. The markup lives in Jinja2 templates (``templates/``); this module
 only turns results into plain values for them. Autoescape is on, so every string that comes from
 data is escaped; a Content-Security-Policy forbids the page from loading anything, so it cannot
-reach the network even by accident.
+reach the network even by accident, and runs one script only, its own (``templates/sort.js``,
+sorting a table by a column), allowed by its SHA-256 hash: nothing from the data can run, and
+without scripts the page reads the same.
 """
 
 from __future__ import annotations
