@@ -276,11 +276,11 @@ def unavailable_configs(records: Iterable[Record]) -> dict[tuple[str, str], str]
 
 
 def print_table(records: Iterable[Record], console: Console | None = None) -> None:
-    """Print the table, fitted to the console's width (``stdout_console``'s by default)."""
-    if console is None:
-        from .terminal import stdout_console
+    """Print the table, fitted to the console's width (120 columns for a file or a pipe, unless
+    $COLUMNS says otherwise: ``terminal.widened``)."""
+    from .terminal import widened
 
-        console = stdout_console()
+    console = widened(console or Console())
     console.print(results_table(records, width=console.width))
 
 

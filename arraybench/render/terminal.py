@@ -11,9 +11,14 @@ TABLE_WIDTH = 120
 
 
 def stdout_console(width: int = TABLE_WIDTH) -> Console:
-    """A console on stdout. A terminal's own width; a file or a pipe gets ``width`` columns (and
-    no colour), where rich would otherwise assume 80, unless $COLUMNS says how wide to be."""
-    console = Console()
-    if not console.is_terminal and console.width < width and not os.environ.get("COLUMNS", "").strip().isdigit():
-        console = Console(width=width, color_system=None)
-    return console
+    """A console on stdout (see ``widened``)."""
+    return widened(Console(), width)
+
+
+def widened(console: Console, width: int = TABLE_WIDTH) -> Console:
+    """``console``, or one on its file ``width`` columns wide (and without colour) when it writes
+    to a file or a pipe, where rich would otherwise assume 80, unless $COLUMNS says how wide to
+    be. A terminal keeps its own width: the tables fit it."""
+    if console.is_terminal or console.width >= width or os.environ.get("COLUMNS", "").strip().isdigit():
+        return console
+    return Console(width=width, file=console.file, color_system=None)
