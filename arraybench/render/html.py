@@ -32,8 +32,8 @@ from ..units import format_seconds
 from .environment_text import environment_section
 from .history import history_section
 from .naming import history_file_name, plot_file_name, summary_file_name
-from .notes import RANGES_LEGEND, note_texts
-from .tables import (CI_LEGEND, achieved_text, ci_text, error_text, everywhere_mark, notebook, speedup,
+from .notes import RANGES_LEGEND, everywhere_mark, note_texts
+from .tables import (CI_LEGEND, achieved_text, ci_text, error_text, notebook, speedup,
                      speedup_text, unavailable_configs)
 from .usage_text import usage_lines, usage_title
 

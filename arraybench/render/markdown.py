@@ -11,8 +11,8 @@ from ..files import write_atomic
 from ..model.record import Record
 from ..units import format_seconds
 from .environment_text import environment_line
-from .notes import RANGES_LEGEND, note_texts
-from .tables import (CI_LEGEND, ci_text, error_text, everywhere_mark, not_run, notebook, speedup_text,
+from .notes import RANGES_LEGEND, everywhere_mark, note_texts
+from .tables import (CI_LEGEND, ci_text, error_text, not_run, notebook, speedup_text,
                      unavailable_configs)
 
 if TYPE_CHECKING:

@@ -139,6 +139,12 @@ class NoteBook:
 RANGES_LEGEND = "In a note for several rows, a–b is the range of a number over those rows"
 
 
+def everywhere_mark(book: NoteBook) -> str:
+    """How the notes that cover every row are introduced: ``all rows:`` (``all measured rows:``
+    when some rows failed or were skipped)."""
+    return "all rows:" if book.all_measured else "all measured rows:"
+
+
 def heading_of(text: str) -> str:
     """What a note is about: its text before the first ``": "`` (all of it if none)."""
     return text.split(": ", 1)[0]

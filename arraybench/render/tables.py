@@ -1,8 +1,9 @@
 """The results table in the terminal (rich), coloured by winner, with its notes said once.
 
 The table fits the terminal: numbers never wrap, names wrap between words (never inside one), and
-when the columns still do not fit, the least needed ones go, in ``DROP_ORDER``, with a line under
-the table that says which and how wide a terminal shows them all.
+when the columns still do not fit, the least needed ones go (``_COLUMNS``' ``drop`` order: of peak,
+first call, rel. error, device time, 95% CI, vs NumPy), with a line under the table that says which
+and how wide a terminal shows them all. The notes are built in ``notes`` for every format.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ..analysis.roofline import ceilings, share
 from ..errors import printable
 from ..model.record import Record, config_label
 from ..units import format_interval, format_rate, format_seconds
-from .notes import RANGES_LEGEND, NoteBook, Row, note_texts
+from .notes import RANGES_LEGEND, NoteBook, Row, everywhere_mark, note_texts
 
 _STATUS_STYLE = {"ok": "green", "wrong": "bold red", "failed": "red", "skipped": "dim"}
 
@@ -232,12 +233,6 @@ def _natural_width(table: Table) -> int:
 def _least_width(table: Table) -> int:
     """The narrowest the table goes with its names wrapped between words (never inside one)."""
     return _measure(table).minimum
-
-
-def everywhere_mark(book: NoteBook) -> str:
-    """How a note that covers every row starts: ``all rows:`` (``all measured rows:`` when some
-    rows failed or were skipped)."""
-    return "all rows:" if book.all_measured else "all measured rows:"
 
 
 def notes_grid(book: NoteBook, every: list[Row]) -> Group:
