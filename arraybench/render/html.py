@@ -184,7 +184,7 @@ def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]],
     if columns["share"]:
         head.append("share of ceiling")
     head += ["first call", "error / tolerance", "samples", "used", "status"]
-    book, every = notebook({(g[0].workload, label): g for label, g in sizes})
+    book, every = notebook({(g[0].workload, label): g for label, g in sizes}, workload=False)
     groups = []
     for _label, group in sizes:
         best = winner(group)

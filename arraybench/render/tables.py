@@ -100,13 +100,15 @@ def case_lines(workload: str, group: list[Record]) -> list[str]:
     return out + [""] * (len(group) - len(out))
 
 
-def notebook(groups: dict[tuple[str, str], list[Record]]) -> tuple[NoteBook, list[Row]]:
-    """The notes of a table's rows (each row keyed by its record's key), and every row."""
+def notebook(groups: dict[tuple[str, str], list[Record]], *,
+             workload: bool = True) -> tuple[NoteBook, list[Row]]:
+    """The notes of a table's rows (each row keyed by its record's key), and every row. A table
+    of one workload names its cases by size alone (``workload=False``)."""
     book = NoteBook()
     rows = []
-    for (workload, label), group in groups.items():
+    for (name, label), group in groups.items():
         for r in group:
-            row = Row(f"{workload} {label}", r.config_label)
+            row = Row(f"{name} {label}" if workload else label, r.config_label)
             rows.append(row)
             book.add(r.key, row, row_notes(r), measured=r.status == "ok")
     return book, rows
