@@ -230,3 +230,35 @@ def test_list_with_a_workload_of_many_settings_keeps_every_column_readable(many_
         assert "The work per call (FLOP and bytes) shows at 100 columns" in " ".join(text.split())
     matmul = next(ln for ln in lines if ln.startswith("│matmul"))
     assert "C = A @ B" in matmul
+
+
+def test_the_html_tables_say_the_same_notes_once():
+    from arraybench.render.html import render_html
+
+    page = render_html(_busy_run())
+    # Each workload's table: the conditions of every measured row in one paragraph, unnumbered.
+    assert page.count("<p class='notes all'>All measured rows: measured while the machine was busy") == 1
+    assert page.count("<p class='notes all'>All rows: measured while the machine was busy") == 4
+    first = page[page.index("id='workload-0'"):page.index("id='workload-1'")]
+    refs = re.findall(r"href='#workload-0-note-(\d+)'", first)
+    notes = re.findall(r"<li value='(\d+)' id='workload-0-note-\1'", first)
+    assert refs and set(refs) == set(notes) and len(notes) <= 3
+    assert "(large (all))" in first  # the rows a note covers, by size within the workload's table
+
+
+def test_numbers_that_differ_become_ranges_and_other_texts_stay_apart():
+    from arraybench.render.notes import NoteBook, Row, merge_numbers, note_texts
+
+    assert merge_numbers(["used 0.9 of 2 cores", "used 1.9 of 2 cores", "used 1.2 of 2 cores"]) \
+        == "used 0.9–1.9 of 2 cores"
+    assert merge_numbers(["1,365 faults", "124 faults"]) == "124–1,365 faults"
+    book = NoteBook()
+    rows = [Row("sort small", lib) for lib in ("NumPy CPU", "PyTorch CPU", "JAX CPU")]
+    book.add(1, rows[0], ["bimodal: samples cluster at 1 ms and 2 ms", "compiled on first call"])
+    book.add(2, rows[1], ["bimodal: samples cluster at 3 ms and 5 ms"])
+    book.add(3, rows[2], [])
+    texts = note_texts(book, rows)
+    assert [(t.number, t.text) for t in texts] == [
+        (1, "bimodal: samples cluster at 1–3 ms and 2–5 ms (sort small: NumPy CPU, PyTorch CPU)"),
+        (2, "compiled on first call (sort small: NumPy CPU)")]
+    assert book.refs(1) == [1, 2] and book.refs(2) == [1] and book.refs(3) == [] and book.ranged
