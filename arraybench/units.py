@@ -21,19 +21,12 @@ def time_unit(seconds: float) -> tuple[float, str]:
     return 1e-9, "ns"
 
 
-#: From this factor on, an interval reads as ``×/÷2.6`` rather than ``±164%``: intervals are
-#: computed on log times, so a wide one is a factor either way and its low end never below zero,
-#: where a percentage over 100% reads as a negative time.
-WIDE_FACTOR = 1.5
-
-
 def format_interval(low: float | None, median: float | None, high: float | None) -> str:
-    """A 95% interval around a median: ``±1.2%``, or ``×/÷2.6`` when it spans a factor of 1.5 or
-    more either way (the geometric half-width, sqrt(high / low))."""
+    """A 95% interval around a median, in one form: ``±1.2%``, half the interval's width as a share
+    of the median (the measure the ±2% target is set in). Intervals are built on log times, so a
+    wide one is lopsided (``±78%`` may run from -40% to +115%): the HTML report gives both ends."""
     if low is None or high is None or not median or median <= 0:
         return "—"
-    if low > 0 and math.isfinite(high) and high / low >= WIDE_FACTOR ** 2:
-        return f"×/÷{math.sqrt(high / low):.2g}"
     return f"±{(high - low) / (2 * median):.1%}"
 
 

@@ -79,7 +79,9 @@ INSTALLED_CPU = [n for n, s in backends.SPECS.items() if "cpu" in s.devices]
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600,
             env: dict | None = None) -> subprocess.CompletedProcess:
     """Run the real command line in a fresh interpreter."""
-    full_env = {k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None}  # None: unset
+    # The caller's terminal width stays out ($COLUMNS sets the tables' width): a test says its own.
+    inherited = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    full_env = {k: v for k, v in {**inherited, **(env or {})}.items() if v is not None}  # None: unset
     return subprocess.run([sys.executable, "-m", "arraybench", *args], capture_output=True,
                           text=True, cwd=cwd or ROOT, timeout=timeout, env=full_env,
                           preexec_fn=default_signals)

@@ -1,15 +1,19 @@
-"""The HTML report: one self-contained page (plots inlined, no scripts, no network) per run.
+"""The HTML report: one self-contained page (plots inlined, no network) per run.
 
 ``report.html`` opens from disk in any browser and can be mailed or attached as one file. It holds
 the findings, a table per workload with every record, every plot, the cells that were not measured
 and why, and the environment. The markup lives in Jinja2 templates (``templates/``); this module
 only turns results into plain values for them. Autoescape is on, so every string that comes from
 data is escaped; a Content-Security-Policy forbids the page from loading anything, so it cannot
-reach the network even by accident.
+reach the network even by accident, and runs one script only, its own (``templates/sort.js``,
+sorting a table by a column), allowed by its SHA-256 hash: nothing from the data can run, and
+without scripts the page reads the same.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
@@ -28,7 +32,9 @@ from ..units import format_seconds
 from .environment_text import environment_section
 from .history import history_section
 from .naming import history_file_name, plot_file_name, summary_file_name
-from .tables import Notes, achieved_text, ci_text, error_text, speedup_text, unavailable_configs
+from .notes import RANGES_LEGEND, everywhere_mark, note_texts
+from .tables import (CI_LEGEND, achieved_text, ci_text, error_text, notebook, speedup,
+                     speedup_text, unavailable_configs)
 from .usage_text import usage_lines, usage_title
 
 if TYPE_CHECKING:
@@ -42,6 +48,11 @@ REPORT_NAME = "report.html"
 _TEMPLATES = Environment(loader=PackageLoader("arraybench.render", "templates"), autoescape=True,
                          trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined,
                          keep_trailing_newline=True)
+
+# The page's one script (sorting a table by a column), allowed by its hash in the page's
+# Content-Security-Policy: no other script can run, whatever the data holds.
+_SORT_SCRIPT = _TEMPLATES.loader.get_source(_TEMPLATES, "sort.js")[0]
+_SORT_HASH = "sha256-" + base64.b64encode(hashlib.sha256(_SORT_SCRIPT.encode("utf-8")).digest()).decode("ascii")
 
 
 def write_html(results: Results, out_dir: Path, *, plots: Sequence[Path] = (),
@@ -102,6 +113,7 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
     sections.append(_section("environment", "Environment and settings", "environment",
                              toc="Environment", **environment_section(results)))
     return _TEMPLATES.get_template("report.html").render(
+        script=Markup(_SORT_SCRIPT), script_hash=_SORT_HASH,
         title=f"arraybench — {results.environment.get('cpu_model', '')}",
         subtitle=_subtitle(results), complete=results.complete, sections=sections,
         version=results.environment.get("arraybench", ""))
@@ -172,26 +184,26 @@ def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]],
     if columns["share"]:
         head.append("share of ceiling")
     head += ["first call", "error / tolerance", "samples", "used", "status"]
-    notes = Notes()
+    book, every = notebook({(g[0].workload, label): g for label, g in sizes}, workload=False)
     groups = []
     for _label, group in sizes:
         best = winner(group)
         bases = baselines(group)
         contenders = sum(1 for r in group if is_valid(r))
         rows = [_row(r, is_best=r is best and contenders > 1, base=bases.get(r.machine),
-                     ceilings=ceilings, machine=columns["machine"], notes=notes) for r in group]
+                     ceilings=ceilings, machine=columns["machine"], refs=book.refs(r.key)) for r in group]
         groups.append({"size": size_text(group[0]), "rows": rows})
     return {"anchor": anchor, "head": head, "text_columns": ("size", "library / device", "machine", "status"),
             "machine": columns["machine"], "achieved": columns["achieved"], "share": columns["share"],
-            "device_time": device_time, "groups": groups, "notes": notes.texts}
+            "device_time": device_time, "groups": groups, "notes": note_texts(book, every),
+            "legend": CI_LEGEND + (f". {RANGES_LEGEND}" if book.ranged else ""), "everywhere": everywhere_mark(book).capitalize()}
 
 
 def _row(r: Record, *, is_best: bool, base: Record | None, ceilings: Mapping[tuple[str, str], Ceiling],
-         machine: bool, notes: Notes) -> dict[str, Any]:
+         machine: bool, refs: list[int]) -> dict[str, Any]:
     valid = is_valid(r)
     share = share_of_ceiling(r, ceilings)
-    tolerance = f" / {r.tolerance:.1e}" if r.tolerance is not None else ""
-    texts = [r.reason] if r.status != "ok" and r.reason else list(r.warnings)
+    ratio = speedup(r, base)
     return {
         "key": r.key, "best": is_best, "status": r.status,
         "library": library_label(r) if machine else r.config_label, "machine": r.machine,
@@ -206,14 +218,27 @@ def _row(r: Record, *, is_best: bool, base: Record | None, ceilings: Mapping[tup
         "share": "—" if share is None else f"{share:.0%}",
         "first_call": format_seconds(r.first_call_s),
         "error": (None if r.max_rel_error is None else
-                  {"text": error_text(r) + tolerance,
+                  {"text": error_text(r), "tolerance": f"{r.tolerance:.1e}" if r.tolerance is not None else "",
                    "bad": r.tolerance is not None and r.max_rel_error > r.tolerance}),
-        "samples": (f"{r.n_samples} ({r.n_replicates} process{'es' if r.n_replicates != 1 else ''})"
-                    if r.n_samples else "—"),
+        "samples": ({"n": r.n_samples,
+                     "processes": f"{r.n_replicates} process{'es' if r.n_replicates != 1 else ''}"}
+                    if r.n_samples else None),
+        # What sorting by a column compares ("" sorts last): seconds, shares, a speed-up.
+        "v": {"median": _v(r.median_s if valid else None), "device": _v(r.device_median_s if valid else None),
+              "ci": _v((r.ci_high_s - r.ci_low_s) / (2 * r.median_s)
+                       if valid and r.ci_low_s is not None and r.ci_high_s is not None else None),
+              # the time against NumPy's: ascending reads fastest first, as the times do
+              "speedup": _v(1 / ratio if ratio else None), "share": _v(share),
+              "first_call": _v(r.first_call_s), "error": _v(r.max_rel_error)},
         # issue 11: what the processes used, and whether the machine was busy
         "used": usage_lines(r), "used_title": usage_title(r.usage),
-        "refs": [notes.ref(t) for t in texts],
+        "refs": refs,
     }
+
+
+def _v(value: float | None) -> str:
+    """A number as sorting reads it, exactly; "" for none."""
+    return "" if value is None else repr(float(value))
 
 
 # -- plots -------------------------------------------------------------------------------------

@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..analysis.grouping import baselines, grouped, is_valid, size_text, winner
 from ..files import write_atomic
-from ..model.record import Record, config_label
+from ..model.record import Record
 from ..units import format_seconds
 from .environment_text import environment_line
-from .tables import Notes, ci_text, error_text, speedup_text, unavailable_configs
+from .notes import RANGES_LEGEND, everywhere_mark, note_texts
+from .tables import (CI_LEGEND, ci_text, error_text, not_run, notebook, speedup_text,
+                     unavailable_configs)
 
 if TYPE_CHECKING:
     from ..analysis.compare import Comparison
@@ -47,14 +49,15 @@ def markdown_report(results: Results, findings: Sequence[str] | None = None,
 
 
 def markdown_table(records: Iterable[Record]) -> list[str]:
-    """The table and its notes as lines of Markdown."""
+    """The table and its notes as lines of Markdown (the notes built as the terminal's are)."""
     records = list(records)
     unavailable = unavailable_configs(records)
     shown = [r for r in records if (r.backend, r.device) not in unavailable]
-    notes = Notes()
+    groups = grouped(shown)
+    book, every = notebook(groups)
     lines = ["| case | library / device | median | 95% CI | vs NumPy | rel. error | status |",
              "|:-----|:-----------------|-------:|-------:|---------:|-----------:|:-------|"]
-    for (workload, _label), group in grouped(shown).items():
+    for (workload, _label), group in groups.items():
         best = winner(group)
         bases = baselines(group)
         contenders = sum(1 for r in group if is_valid(r))
@@ -65,17 +68,19 @@ def markdown_table(records: Iterable[Record]) -> list[str]:
             if r is best and contenders > 1:
                 label, median = f"**{label}**", f"**{median}**"
             status = r.status
-            refs = ([notes.ref(r.reason)] if r.status != "ok" and r.reason
-                    else [notes.ref(w) for w in r.warnings])
+            refs = book.refs(r.key)
             if refs:
-                status += " " + " ".join(f"\\[{n}\\]" for n in refs)
+                status += f" \\[{','.join(map(str, refs))}\\]"
             lines.append(f"| {md(case)} | {label} | {median} | {md(ci_text(r) if is_valid(r) else '—')} "
                          f"| {md(speedup_text(r, bases.get(r.machine)))} | {md(error_text(r))} | {status} |")
-    lines.append("")
-    for i, text in enumerate(notes.texts, 1):
-        lines.append(f"{i}. {md(text)}")
-    for (backend, device), reason in unavailable.items():
-        lines.append(f"- not run: {md(config_label(backend, device))}: {md(reason)}")
+    texts = note_texts(book, every)
+    lines += ["", md(CI_LEGEND) + "." + (f" {md(RANGES_LEGEND)}." if book.ranged else ""), ""]
+    for note in texts:
+        head = everywhere_mark(book).capitalize() if note.number is None else f"{note.number}."
+        lines.append(f"{head} {md(note.text)}" if note.number is not None else f"- {head} {md(note.text)}")
+        lines += [f"   - {md(sub)}" for sub in note.subs]
+    for reason, labels in not_run(unavailable).items():
+        lines.append(f"- not run: {md(', '.join(labels))}: {md(reason)}")
     return lines
 
 

@@ -1,11 +1,19 @@
-"""The results table in the terminal (rich), coloured by winner, with reasons as numbered notes."""
+"""The results table in the terminal (rich), coloured by winner, with its notes said once.
+
+The table fits the terminal: numbers never wrap, names wrap between words (never inside one), and
+when the columns still do not fit, the least needed ones go (``_COLUMNS``' ``drop`` order: of peak,
+first call, rel. error, device time, 95% CI, vs NumPy), with a line under the table that says which
+and how wide a terminal shows them all. The notes are built in ``notes`` for every format.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterable
 
-from rich.console import Console, Group
-from rich.markup import escape
+from rich.cells import cell_len
+from rich.console import Console, Group, RenderableType
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -15,12 +23,17 @@ from ..analysis.roofline import ceilings, share
 from ..errors import printable
 from ..model.record import Record, config_label
 from ..units import format_interval, format_rate, format_seconds
+from .notes import RANGES_LEGEND, NoteBook, Row, everywhere_mark, note_texts
 
 _STATUS_STYLE = {"ok": "green", "wrong": "bold red", "failed": "red", "skipped": "dim"}
 
+#: What the interval column holds, said under every table that has one.
+CI_LEGEND = ("95% CI: ± half the width of the median's 95% confidence interval, as a share of the "
+             "median (the same measure as the ±2% target)")
+
 
 def ci_text(r: Record) -> str:
-    """The 95% CI of the median as ± percent of the median (×/÷ a factor where it is wide)."""
+    """The 95% CI of the median as ± a share of the median (``±1.2%``; see ``CI_LEGEND``)."""
     return format_interval(r.ci_low_s, r.median_s, r.ci_high_s)
 
 
@@ -31,11 +44,25 @@ def speedup(r: Record, base: Record | None) -> float | None:
     return base.median_s / r.median_s
 
 
+def _times(x: float) -> str:
+    # Two significant figures say "how many times" well; below 2 the hundredths still matter.
+    if x < 2:
+        return f"{x:.2f}"
+    if x < 10:
+        return f"{x:.1f}"
+    return f"{x:,.0f}"
+
+
 def speedup_text(r: Record, base: Record | None) -> str:
+    """Against NumPy, with its direction: ``3.8× faster``, ``16× slower``, ``baseline``, ``—``."""
     ratio = speedup(r, base)
     if ratio is None:
         return "—"
-    return f"{ratio:.3g}×" if ratio < 1000 else f"{ratio:,.0f}×"
+    if r is base:
+        return "baseline"
+    if _times(ratio) == "1.00" or _times(1 / ratio) == "1.00":
+        return "1.00× (same)"
+    return f"{_times(ratio)}× faster" if ratio > 1 else f"{_times(1 / ratio)}× slower"
 
 
 def _share_text(value: float | None) -> str:
@@ -57,81 +84,179 @@ def error_text(r: Record) -> str:
     return "—" if r.max_rel_error is None else f"{r.max_rel_error:.1e}"
 
 
-class Notes:
-    """Numbered footnotes, each text once."""
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-
-    def ref(self, text: str) -> int:
-        if text not in self.texts:
-            self.texts.append(text)
-        return self.texts.index(text) + 1
+def row_notes(r: Record) -> list[str]:
+    """What a row's notes say: why it is not ``ok``, or its warnings."""
+    return [r.reason] if r.status != "ok" and r.reason else list(r.warnings)
 
 
-def results_table(records: Iterable[Record]) -> Group:
-    """One row per record, grouped by workload and size; the winner of each group in bold green."""
+def case_lines(workload: str, group: list[Record]) -> list[str]:
+    """The case column of a group of rows, one line per row: the workload, its size label, then
+    ``n = …`` and the settings; a group shorter than that holds the rest in its last row."""
+    first = group[0]
+    lines = [workload, first.size_label, size_detail(first)] if first.size_label != str(first.size) \
+        else [workload, size_text(first)]
+    lines = [line for line in lines if line]
+    out = lines[:len(group) - 1] + ["\n".join(lines[len(group) - 1:])]
+    return out + [""] * (len(group) - len(out))
+
+
+def notebook(groups: dict[tuple[str, str], list[Record]], *,
+             workload: bool = True) -> tuple[NoteBook, list[Row]]:
+    """The notes of a table's rows (each row keyed by its record's key), and every row. A table
+    of one workload names its cases by size alone (``workload=False``)."""
+    book = NoteBook()
+    rows = []
+    for (name, label), group in groups.items():
+        for r in group:
+            row = Row(f"{name} {label}" if workload else label, r.config_label)
+            rows.append(row)
+            book.add(r.key, row, row_notes(r), measured=r.status == "ok")
+    return book, rows
+
+
+@dataclass(frozen=True)
+class _Column:
+    name: str
+    numeric: bool
+    #: Higher goes first when the table does not fit; 0 never goes.
+    drop: int
+
+
+#: A name column keeps this much at the least ("n = 1,000,000", "PyTorch CPU"), so that names wrap
+#: into lines of a few words, not a word a line.
+_TEXT_MIN_WIDTH = 13
+
+_COLUMNS = (_Column("case", False, 0), _Column("library / device", False, 0), _Column("machine", False, 0),
+            _Column("median", True, 0), _Column("device", True, 4), _Column("95% CI", True, 3),
+            _Column("vs NumPy", True, 2), _Column("first call", True, 6), _Column("rel. error", True, 5),
+            _Column("of peak", True, 7), _Column("status", False, 0))
+
+
+def results_table(records: Iterable[Record], width: int | None = None) -> Group:
+    """One row per record, grouped by workload and size; the winner of each group in bold green.
+
+    ``width``: the columns to fit in (the least needed go first, and a line says which); ``None``
+    keeps every column.
+    """
     records = list(records)
     roof = ceilings(records)
-    device_time = any(r.device_median_s is not None for r in records)
-    several = any(r.machine for r in records)  # results of several machines: a machine column
-    table = Table(title="arraybench: time per call (median; lower is better)", header_style="bold",
-                  pad_edge=False, title_justify="left")
-    # Numbers never wrap or truncate; names wrap when the terminal is narrow.
-    for name, justify, numeric in (("case", "left", False), ("library / device", "left", False),
-                                   ("machine", "left", False),
-                                   ("median", "right", True), ("device", "right", True),
-                                   ("95% CI", "right", True),
-                                   ("vs NumPy", "right", True), ("first call", "right", True),
-                                   ("rel. error", "right", True), ("of peak", "right", True),
-                                   ("status", "left", False)):
-        if (name == "of peak" and not roof) or (name == "machine" and not several):
-            continue  # no ceilings measured (--roofline) in this run; one machine
-        if name == "device" and not device_time:
-            continue  # no device-event timer (CUDA events) in this run
-        if numeric:
-            table.add_column(name, justify=justify, no_wrap=True, min_width=len(name))
-        else:
-            table.add_column(name, justify=justify, overflow="fold")
-    notes = Notes()
     unavailable = unavailable_configs(records)
-    records = [r for r in records if (r.backend, r.device) not in unavailable]
-    groups = grouped(records)
-    # The size goes on the row below the workload's name, to keep the first column narrow.
+    shown = [r for r in records if (r.backend, r.device) not in unavailable]
+    groups = grouped(shown)
+    book, every = notebook(groups)
+    present = {"machine": any(r.machine for r in records),  # results of several machines
+               "device": any(r.device_median_s is not None for r in records),  # CUDA events
+               "of peak": bool(roof)}  # ceilings measured (--roofline)
+    columns = [c for c in _COLUMNS if present.get(c.name, True)]
+
+    rows: list[tuple[dict[str, RenderableType], str | None, bool]] = []
     for n, ((workload, _label), group) in enumerate(groups.items()):
         best = winner(group)
         bases = baselines(group)
         contenders = sum(1 for g in group if is_valid(g))
+        cases = case_lines(workload, group)
         for i, r in enumerate(group):
-            style = "bold green" if (r is best and contenders > 1) else None
             status = Text(r.status, style=_STATUS_STYLE.get(r.status, ""))
-            if r.status != "ok" and r.reason:
-                status.append(f" [{notes.ref(r.reason)}]")
-            elif r.warnings:
-                status.append(" " + " ".join(f"[{notes.ref(w)}]" for w in r.warnings), style="yellow")
-            case = workload if i == 0 else (r.size_label if i == 1 else "")
-            if i == 2 and size_detail(r):
-                case = size_detail(r)
-            if len(group) == 1:
-                case = f"{workload} {size_text(r)}"
-            table.add_row(
-                case,
-                *([library_label(r), r.machine] if several else [r.config_label]),
-                format_seconds(r.median_s),
-                *([format_seconds(r.device_median_s)] if device_time else []),
-                ci_text(r),
-                speedup_text(r, bases.get(r.machine)),
-                format_seconds(r.first_call_s),
-                error_text(r),
-                *([_share_text(share(r, roof))] if roof else []),
-                status,
-                style=style,
-                end_section=(i == len(group) - 1 and n < len(groups) - 1),
-            )
-    footer = [Text.from_markup(f"[dim][{i}] {escape(printable(t))}[/]") for i, t in enumerate(notes.texts, 1)]
-    for (backend, device), reason in unavailable.items():
-        footer.append(Text.from_markup(f"[dim]not run: {escape(config_label(backend, device))}: {escape(reason)}[/]"))
+            refs = book.refs(r.key)
+            if refs:
+                status.append(f" [{','.join(map(str, refs))}]", style="" if r.status != "ok" else "yellow")
+            cells = {"case": cases[i], "library / device": library_label(r) if present["machine"] else r.config_label,
+                     "machine": r.machine, "median": format_seconds(r.median_s),
+                     "device": format_seconds(r.device_median_s), "95% CI": ci_text(r),
+                     "vs NumPy": speedup_text(r, bases.get(r.machine)), "first call": format_seconds(r.first_call_s),
+                     "rel. error": error_text(r), "of peak": _share_text(share(r, roof)), "status": status}
+            rows.append((cells, "bold green" if (r is best and contenders > 1) else None,
+                         i == len(group) - 1 and n < len(groups) - 1))
+
+    def build(cols: list[_Column]) -> Table:
+        table = Table(title="arraybench: time per call (median; lower is better)", header_style="bold",
+                      pad_edge=False, title_justify="left")
+        for c in cols:
+            # The widest cell as rich counts it (the header's longest word for a text column).
+            cells = [cells[c.name] for cells, _, _ in rows]
+            widest = max((cell_len(line) for cell in cells for line in str(cell).splitlines()), default=0)
+            if c.numeric:  # numbers never wrap or shorten: the column is as wide as they are
+                table.add_column(c.name, justify="right", no_wrap=True, min_width=max(widest, len(c.name)))
+            else:  # names wrap between words, in a column kept wide enough for a short name on one
+                # line; a word too long for the column ends in "…", never splits
+                longest_word = max((len(w) for w in c.name.split()), default=1)
+                table.add_column(c.name, justify="left", overflow="ellipsis",
+                                 min_width=max(longest_word, min(widest, _TEXT_MIN_WIDTH)))
+        for cells, style, end in rows:
+            table.add_row(*(cells[c.name] for c in cols), style=style, end_section=end)
+        return table
+
+    table = build(columns)
+    full = _natural_width(table)
+    dropped: list[str] = []
+    if width is not None:
+        for c in sorted((c for c in columns if c.drop), key=lambda c: -c.drop):
+            if _least_width(table) <= width:
+                break
+            columns.remove(c)
+            dropped.append(c.name)
+            table = build(columns)
+    footer: list[RenderableType] = []
+    if dropped:
+        footer.append(Text(f"Hidden to fit {width} columns: {', '.join(dropped)}. A terminal {full} columns "
+                           f"wide shows them (or COLUMNS={full}), as do results.md and report.html.",
+                           style="dim"))
+    if any(c.name == "95% CI" for c in columns):
+        footer.append(Text(CI_LEGEND + ".", style="dim"))
+    if len(book):
+        notes = notes_grid(book, every)
+        if book.ranged:
+            footer.append(Text(RANGES_LEGEND + ".", style="dim"))
+        footer.append(notes)
+    for reason, labels in not_run(unavailable).items():
+        footer.append(Text(f"not run: {', '.join(labels)}: {printable(reason)}", style="dim"))
     return Group(table, *footer)
+
+
+def not_run(unavailable: dict[tuple[str, str], str]) -> dict[str, list[str]]:
+    """The configurations unavailable here, by reason: ``no GPU: PyTorch GPU, JAX GPU`` said once."""
+    out: dict[str, list[str]] = {}
+    for (backend, device), reason in unavailable.items():
+        out.setdefault(reason, []).append(config_label(backend, device))
+    return out
+
+
+def _measure(table: Table) -> Measurement:
+    # Measuring needs a console; a wide one, so that the widths found are the table's own.
+    console = Console(width=10_000, color_system=None, file=_Discard())
+    return Measurement.get(console, console.options, table)
+
+
+def _natural_width(table: Table) -> int:
+    """The table's width when nothing wraps."""
+    return _measure(table).maximum
+
+
+def _least_width(table: Table) -> int:
+    """The narrowest the table goes with its names wrapped between words (never inside one)."""
+    return _measure(table).minimum
+
+
+def notes_grid(book: NoteBook, every: list[Row]) -> Group:
+    """The notes under the table: those of every row first, under one line that says so, then the
+    numbered ones; each wrapped under its own mark."""
+    texts = note_texts(book, every)
+    parts: list[RenderableType] = []
+    for everywhere in (True, False):
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True, style="dim")
+        grid.add_column(style="dim", overflow="fold")
+        for note in texts:
+            if (note.number is None) != everywhere:
+                continue
+            grid.add_row("•" if everywhere else f"[{note.number}]", Text(printable(note.text)))
+            for sub in note.subs:
+                grid.add_row("", Text("· " + printable(sub)))
+        if grid.row_count:
+            if everywhere:
+                parts.append(Text(everywhere_mark(book).capitalize(), style="dim"))
+            parts.append(grid)
+    return Group(*parts)
 
 
 def unavailable_configs(records: Iterable[Record]) -> dict[tuple[str, str], str]:
@@ -148,11 +273,12 @@ def unavailable_configs(records: Iterable[Record]) -> dict[tuple[str, str], str]
 
 
 def print_table(records: Iterable[Record], console: Console | None = None) -> None:
-    """Print the table; wide enough for its numbers even when stdout is a file or a pipe."""
-    console = console or Console()
-    if not console.is_terminal and console.width < 120:
-        console = Console(width=120, file=console.file, color_system=None)
-    console.print(results_table(records))
+    """Print the table, fitted to the console's width (120 columns for a file or a pipe, unless
+    $COLUMNS says otherwise: ``terminal.widened``)."""
+    from .terminal import widened
+
+    console = widened(console or Console())
+    console.print(results_table(records, width=console.width))
 
 
 def print_findings(findings: Iterable[str], console: Console) -> None:
@@ -165,9 +291,9 @@ def print_findings(findings: Iterable[str], console: Console) -> None:
 
 
 def table_text(records: Iterable[Record], width: int = 120) -> str:
-    """The table as plain text (no colour), ``width`` characters wide."""
+    """The table as plain text (no colour), fitted to ``width`` characters."""
     console = Console(width=width, color_system=None, record=True, file=_Discard(), force_jupyter=False)
-    console.print(results_table(records))
+    console.print(results_table(records, width=width))
     return console.export_text().rstrip("\n")
 
 

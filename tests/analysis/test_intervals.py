@@ -117,14 +117,16 @@ def test_t_tails_are_symmetric_and_approach_the_normal():
     assert spread_factor(1) == pytest.approx(1.959964, abs=1e-6)  # one process: the normal quantile
 
 
-def test_a_wide_interval_reads_as_a_factor_never_as_a_negative_time():
+def test_every_interval_reads_in_one_form_half_its_width_as_a_share_of_the_median():
     from arraybench.units import format_interval
 
-    # Two processes on a busy machine: t(1) = 12.7 makes the log interval a factor of ~2.6 either
-    # way; "±164%" would put its low end below zero.
+    # Issue 24: the interval column mixed ±21.7% and ×/÷2; one form now, whatever the width.
+    # Two processes on a busy machine: t(1) = 12.7 makes the log interval a factor of ~2.6 either way.
     iv = replicate_interval([[0.0076] * 10, [0.0093] * 10])
     low, high, center = iv.low, iv.high, iv.center
     text = format_interval(low, center, high)
-    assert text.startswith("×/÷") and float(text[3:]) == pytest.approx(math.sqrt(high / low), rel=0.05)
-    assert format_interval(center / 1.2, center, center * 1.2) == "±18.3%"  # narrow ones stay ±%
+    assert text.startswith("±") and text.endswith("%")
+    assert float(text[1:-1]) / 100 == pytest.approx((high - low) / (2 * center), abs=1e-3)
+    assert low > 0  # built on log times: lopsided when wide, never below zero
+    assert format_interval(center / 1.2, center, center * 1.2) == "±18.3%"
     assert format_interval(None, center, high) == "—" and format_interval(low, 0.0, high) == "—"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -88,7 +89,10 @@ def test_hostile_strings_stay_text_in_the_browser(browser, tmp_path):
     path = write_html(res, tmp_path, plots=write_plots(res.records, tmp_path), findings=[evil])
     page = browser.open(path)
     assert page.errors() == []
-    assert page.evaluate("document.scripts.length") == 0
+    # One script: the page's own sorting, allowed by its hash (it ran: the headers are buttons).
+    assert page.evaluate("document.scripts.length") == 1
+    assert "sortBy" in page.evaluate("document.scripts[0].textContent")
+    assert page.evaluate("document.querySelectorAll('th button.sort').length") > 0
     assert page.evaluate("document.images.length") == 0
     assert page.evaluate("document.body.innerText").count(evil) >= 4
 
@@ -132,3 +136,89 @@ def test_a_report_with_history_and_machines_loads_cleanly_with_every_plot(browse
     text = page.evaluate("document.body.innerText")
     assert "History" in text and "torch 2.5.0 → 2.6.0" in text and "machine" in text
     keep(page.screenshot(tmp_path / "history-report.png"))
+
+
+# -- issue 24: tables that fit, a page for phones, dark mode, sorting ---------------------------------
+FIT_JS = """JSON.stringify([...document.querySelectorAll('table.records')].map(t => ({
+  table: t.scrollWidth, box: t.parentElement.clientWidth, boxScroll: t.parentElement.scrollWidth,
+  right: Math.max(...[...t.tHead.rows[0].cells].map(c => c.getBoundingClientRect().right)),
+  columns: t.tHead.rows[0].cells.length})))"""
+
+
+@pytest.fixture(scope="module")
+def example_report(tmp_path_factory):
+    """report.html of a real default run's results (docs/example-cpu: 30 rows, every column)."""
+    from arraybench.render.report import write_report
+
+    from ..conftest import ROOT
+
+    out = tmp_path_factory.mktemp("example")
+    write_report(load_results(ROOT / "docs" / "example-cpu" / "results.json"), out)
+    return out / "report.html"
+
+
+def test_at_1400_px_every_table_fits_its_box(browser, example_report, tmp_path):
+    page = browser.open(example_report, width=1400)
+    assert page.errors() == []
+    tables = json.loads(page.evaluate(FIT_JS))
+    assert len(tables) == 5
+    for t in tables:
+        # Nothing is cut or hidden in a scrolled-away part: every column is in view.
+        assert t["table"] <= t["box"] and t["boxScroll"] <= t["box"], t
+        assert t["right"] <= 1400, t
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1400
+    keep(page.screenshot(tmp_path / "report-1400.png"))
+
+
+def test_on_a_phone_tables_scroll_in_their_own_box_and_the_page_does_not(browser, example_report, tmp_path):
+    page = browser.open(example_report, width=390, height=844)
+    assert page.errors() == []
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    tables = json.loads(page.evaluate(FIT_JS))
+    for t in tables:
+        assert t["box"] <= 390 and t["boxScroll"] > t["box"], t  # wider than a phone: it scrolls inside
+        box = page.evaluate("getComputedStyle(document.querySelector('.scroll')).overflowX")
+        assert box == "auto"
+    keep(page.screenshot(tmp_path / "report-390.png"))
+
+
+def test_dark_mode_follows_the_reader_system(browser, example_report, tmp_path):
+    page = browser.open(example_report, width=1400)
+    light = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    browser.send("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]},
+                 session=page.session)
+    dark = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    text = page.evaluate("getComputedStyle(document.body).color")
+    assert light == "rgb(255, 255, 255)"
+    r, g, b = map(int, re.findall(r"\d+", dark)[:3])
+    tr, tg, tb = map(int, re.findall(r"\d+", text)[:3])
+    assert max(r, g, b) < 40 and min(tr, tg, tb) > 180, (dark, text)
+    # The plots keep the white they were drawn on.
+    assert page.evaluate("getComputedStyle(document.querySelector('figure.plot')).backgroundColor") == light
+    keep(page.screenshot(tmp_path / "report-dark.png"))
+
+
+ORDER_JS = """JSON.stringify([...document.querySelectorAll('#workload-0 tbody')].map(body =>
+  [...body.rows].map(r => [r.dataset.key, r.cells[0].tagName, Number(r.querySelector('td.num').dataset.v)])))"""
+
+
+def test_a_table_sorts_by_a_column_within_each_size_and_back(browser, example_report):
+    page = browser.open(example_report, width=1400)
+    before = json.loads(page.evaluate(ORDER_JS))
+    click = "document.querySelector('#workload-0 thead th:nth-child(3) button.sort').click()"
+    assert page.evaluate("document.querySelector('#workload-0 thead th:nth-child(3)').textContent") == "median"
+    page.evaluate(click)
+    up = json.loads(page.evaluate(ORDER_JS))
+    page.evaluate(click)
+    down = json.loads(page.evaluate(ORDER_JS))
+    assert page.errors() == []
+    for b, u, d in zip(before, up, down):
+        rows = sorted((x[0], x[2]) for x in b)
+        assert rows == sorted((x[0], x[2]) for x in u) == sorted((x[0], x[2]) for x in d)  # rows kept
+        assert [x[2] for x in u] == sorted(x[2] for x in b)
+        assert [x[2] for x in d] == sorted((x[2] for x in b), reverse=True)
+        # The size's header cell moves with the group: always the first row's first cell.
+        assert [x[1] for x in u][0] == "TH" and all(x[1] == "TD" for x in u[1:])
+    assert before != up or before != down
+    assert page.evaluate("document.querySelector('#workload-0 thead th:nth-child(3)').getAttribute('aria-sort')") \
+        == "descending"

@@ -1,0 +1,236 @@
+"""The notes under a results table: each row's warnings and reasons, said once.
+
+A run on a busy machine gives nearly every row a warning of its own ("measured while the machine
+was busy: other processes used 1.2 of 2 cores", "95% CI of the median is ±3.0%, above the ±2%
+target: …"). Numbered one per text, they outnumber the rows. Here the notes of a table are
+grouped instead:
+
+- a note's **kind** is its heading (the text before its first ``": "``) with the numbers masked;
+  one kind is one numbered note, whatever its numbers in each row;
+- within a kind, texts that differ only in their numbers are said once, each number that differs
+  shown as the range it spans (``other processes used 0.9–1.9 of 2 cores``);
+- each note names the rows it covers (``matmul large: NumPy CPU, JAX CPU``), and a note that covers
+  every row is said once above the others without a mark on any row.
+
+The terminal, Markdown and HTML tables all build their notes here, so they read the same.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Hashable, Iterable, Sequence
+
+# A number as the notes write them: 12, 1,365, 12.8 (a sign or unit is the text around it).
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+@dataclass(frozen=True)
+class Row:
+    """A table row, as a note names it: its case (``matmul large``) and its library."""
+
+    case: str
+    library: str
+
+
+@dataclass
+class Item:
+    """One text of a note (its numbers merged across rows) and the rows it covers."""
+
+    text: str
+    rows: list[Row]
+
+
+@dataclass
+class Note:
+    """One numbered note: a heading shared by its items, and the items; ``everywhere`` when it
+    covers every row of the table (then no row carries its number)."""
+
+    number: int
+    kind: str
+    heading: str
+    items: list[Item]
+    everywhere: bool = False
+
+    @property
+    def rows(self) -> list[Row]:
+        return [row for item in self.items for row in item.rows]
+
+
+@dataclass
+class NoteBook:
+    """The notes of one table. ``add`` every row's texts first, then read ``refs`` and ``notes``."""
+
+    _rows: list[Row] = field(default_factory=list)
+    _measured: list[Row] = field(default_factory=list)
+    _by_kind: dict[str, dict[str, list[tuple[str, Row]]]] = field(default_factory=dict)
+    _of_row: dict[Hashable, list[str]] = field(default_factory=dict)
+    _built: list[Note] | None = None
+    #: Whether a note gives a number as its range over the rows it covers (``0.3–0.6 of 2 cores``).
+    ranged: bool = False
+
+    def add(self, key: Hashable, row: Row, texts: Iterable[str], *, measured: bool = True) -> None:
+        """The notes of one row (``key`` identifies it for ``refs``). A row not ``measured``
+        (failed, skipped) has a reason rather than warnings: a condition of the measurement (a
+        busy machine, one process) covers every row when it covers every measured one."""
+        self._rows.append(row)
+        if measured:
+            self._measured.append(row)
+        kinds = self._of_row.setdefault(key, [])
+        for text in texts:
+            text = " ".join(str(text).split())
+            if not text:
+                continue
+            kind = _mask(heading_of(text))
+            self._by_kind.setdefault(kind, {}).setdefault(_mask(text), []).append((text, row))
+            if kind not in kinds:
+                kinds.append(kind)
+        self._built = None
+
+    def notes(self) -> list[Note]:
+        """Every note: those that cover every row first (unnumbered: no row carries them), then the
+        others numbered from 1 in the order their first row came."""
+        if self._built is None:
+            self.ranged = False
+            everyone = set(self._measured)
+            built = []
+            for kind, templates in self._by_kind.items():
+                items = [Item(merge_numbers([t for t, _ in members]),
+                              list(dict.fromkeys(row for _, row in members)))
+                         for members in templates.values()]
+                self.ranged = self.ranged or any(
+                    item.text not in {t for t, _ in members} for item, members in zip(items, templates.values()))
+                texts = [t for members in templates.values() for t, _ in members]
+                heading = merge_numbers([heading_of(t) for t in texts])
+                covered = {row for item in items for row in item.rows}
+                built.append(Note(0, kind, heading, items, everywhere=len(everyone) > 1 and covered >= everyone))
+            built.sort(key=lambda n: not n.everywhere)  # stable: first-seen order otherwise
+            numbered = [n for n in built if not n.everywhere]
+            for i, note in enumerate(numbered, 1):
+                note.number = i
+            self._built = built
+        return self._built
+
+    def refs(self, key: Hashable) -> list[int]:
+        """The numbers of the notes a row carries (not those that cover every row)."""
+        by_kind = {n.kind: n for n in self.notes()}
+        out = []
+        for kind in self._of_row.get(key, []):
+            note = by_kind.get(kind)
+            if note is not None and not note.everywhere:
+                out.append(note.number)
+        return sorted(set(out))
+
+    @property
+    def measured(self) -> list[Row]:
+        """The rows that were measured (those whose notes are warnings, not a reason)."""
+        return list(self._measured)
+
+    @property
+    def all_measured(self) -> bool:
+        """Whether every row was measured (then "all rows" says it; else "all measured rows")."""
+        return len(self._measured) == len(self._rows)
+
+    def __len__(self) -> int:
+        return len(self.notes())
+
+
+#: Said under a table whose notes give ranges.
+RANGES_LEGEND = "In a note for several rows, a–b is the range of a number over those rows"
+
+
+def everywhere_mark(book: NoteBook) -> str:
+    """How the notes that cover every row are introduced: ``all rows:`` (``all measured rows:``
+    when some rows failed or were skipped)."""
+    return "all rows:" if book.all_measured else "all measured rows:"
+
+
+def heading_of(text: str) -> str:
+    """What a note is about: its text before the first ``": "`` (all of it if none)."""
+    return text.split(": ", 1)[0]
+
+
+def detail_of(text: str) -> str:
+    """A note's text after its heading ("" if it has none)."""
+    parts = text.split(": ", 1)
+    return parts[1] if len(parts) == 2 else ""
+
+
+def _mask(text: str) -> str:
+    return _NUMBER.sub("#", text)
+
+
+def merge_numbers(texts: Sequence[str]) -> str:
+    """Texts alike but for their numbers, as one: each number that differs becomes its range
+    (``used 0.9–1.9 of 2 cores``). Texts that differ otherwise: the first one."""
+    texts = list(dict.fromkeys(texts))
+    if len(texts) == 1:
+        return texts[0]
+    words = [_NUMBER.split(t) for t in texts]
+    numbers = [_NUMBER.findall(t) for t in texts]
+    if any(w != words[0] for w in words):
+        return texts[0]
+    out = [words[0][0]]
+    for i, between in enumerate(words[0][1:]):
+        values = list(dict.fromkeys(n[i] for n in numbers))
+        if len(values) == 1:
+            out.append(values[0])
+        else:
+            ordered = sorted(values, key=lambda v: float(v.replace(",", "")))
+            out.append(f"{ordered[0]}–{ordered[-1]}")
+        out.append(between)
+    return "".join(out)
+
+
+def rows_text(rows: Sequence[Row], every: Sequence[Row] = ()) -> str:
+    """``matmul large: NumPy CPU, JAX CPU; sort small (all)``: rows by case, a case whose every
+    row is covered said as one; ``all but sort large: JAX CPU`` when that is shorter."""
+    covered = set(rows)
+    rest = [row for row in every if row not in covered]
+    if rest and 2 * len(rest) < len(covered):
+        return "all but " + rows_text(rest, every)
+    by_case: dict[str, list[str]] = {}
+    for row in rows:
+        by_case.setdefault(row.case, []).append(row.library)
+    in_case: dict[str, int] = {}
+    for row in every:
+        in_case[row.case] = in_case.get(row.case, 0) + 1
+    parts = []
+    for case, libraries in by_case.items():
+        libraries = list(dict.fromkeys(libraries))
+        if in_case.get(case, 0) > 1 and len(libraries) >= in_case[case]:
+            parts.append(f"{case} (all)")
+        else:
+            parts.append(f"{case}: {', '.join(libraries)}")
+    return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class NoteText:
+    """A note as plain text: its number (``None`` for one that covers every row), its text, and
+    the lines under it (one per kind of detail, when its rows differ in more than numbers)."""
+
+    number: int | None
+    text: str
+    subs: tuple[str, ...] = ()
+
+
+def note_texts(book: NoteBook, every: Sequence[Row]) -> list[NoteText]:
+    """Each note of ``book`` as text, naming the rows it covers (of ``every``, the table's rows)."""
+    out = []
+    for note in book.notes():
+        number = None if note.everywhere else note.number
+        measured = set(book.measured)
+
+        def covered(item: Item) -> str:
+            # Under a note said for every row, an item still names its rows unless it has them all.
+            if note.everywhere and set(item.rows) >= measured:
+                return ""
+            return f" ({rows_text(item.rows, book.measured if note.everywhere else every)})"
+
+        if len(note.items) == 1:
+            out.append(NoteText(number, note.items[0].text + covered(note.items[0])))
+        else:
+            out.append(NoteText(number, note.heading,
+                                tuple((detail_of(i.text) or i.text) + covered(i) for i in note.items)))
+    return out
