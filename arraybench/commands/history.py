@@ -93,7 +93,8 @@ def main(args: argparse.Namespace) -> int:
     console = stdout_console()
     if not entries:
         console.print(f"arraybench history: no stored run matches in {where}; runs are stored as they "
-                      "finish, and `arraybench store import DIR` adds earlier ones.")
+                      "finish, and `arraybench store import DIR` adds earlier ones.",
+                      markup=False, highlight=False)
         return 0
     found = history(entries, runs, threshold=args.threshold, fdr=args.fdr)
     print_history(found, console, where, last=args.last)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from rich.console import Console
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,12 +24,13 @@ def cluster_main(args: argparse.Namespace) -> int:
     """``info --cluster``: each node, asked on the node itself."""
     from ..executors import cluster_nodes
     from ..render.cluster import nodes_json, nodes_table
+    from ..render.terminal import console as safe_console
 
     nodes = cluster_nodes(args.cluster)
     if args.json:
         print(json.dumps({"cluster": args.cluster, "nodes": nodes_json(nodes)}, indent=1, default=str))
     else:
-        Console(width=max(Console().width, 120)).print(nodes_table(nodes, args.cluster))
+        safe_console(width=max(safe_console().width, 120)).print(nodes_table(nodes, args.cluster))
     return 0
 
 

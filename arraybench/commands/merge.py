@@ -53,5 +53,5 @@ def main(args: argparse.Namespace) -> int:
         report.show(merged, console)
         out = merged.output_dir
         console.print(f"merged {len(runs)} runs ({', '.join(labels)}) into {out / 'results.json'}; "
-                      f"report: {out / 'report.html'}", soft_wrap=True)
+                      f"report: {out / 'report.html'}", soft_wrap=True, markup=False, highlight=False)
     return 0

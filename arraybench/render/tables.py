@@ -15,6 +15,7 @@ from ..analysis.roofline import ceilings, share
 from ..errors import printable
 from ..model.record import Record, config_label
 from ..units import format_interval, format_rate, format_seconds
+from .terminal import console as safe_console, plain
 
 _STATUS_STYLE = {"ok": "green", "wrong": "bold red", "failed": "red", "skipped": "dim"}
 
@@ -115,8 +116,8 @@ def results_table(records: Iterable[Record]) -> Group:
             if len(group) == 1:
                 case = f"{workload} {size_text(r)}"
             table.add_row(
-                case,
-                *([library_label(r), r.machine] if several else [r.config_label]),
+                plain(case),  # names from a results file: shown, never read as markup
+                *map(plain, [library_label(r), r.machine] if several else [r.config_label]),
                 format_seconds(r.median_s),
                 *([format_seconds(r.device_median_s)] if device_time else []),
                 ci_text(r),
@@ -149,9 +150,9 @@ def unavailable_configs(records: Iterable[Record]) -> dict[tuple[str, str], str]
 
 def print_table(records: Iterable[Record], console: Console | None = None) -> None:
     """Print the table; wide enough for its numbers even when stdout is a file or a pipe."""
-    console = console or Console()
+    console = console or safe_console()
     if not console.is_terminal and console.width < 120:
-        console = Console(width=120, file=console.file, color_system=None)
+        console = safe_console(width=120, file=console.file, color_system=None)
     console.print(results_table(records))
 
 
