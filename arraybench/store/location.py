@@ -47,7 +47,10 @@ def resolve_location(location: str | os.PathLike[str] | None) -> str:
         raise StoreError("--store is empty; give a file path or a postgresql:// URL")
     if is_postgres(str(text)):
         return str(text)
-    return str(Path(text).expanduser().resolve())
+    try:
+        return str(Path(text).expanduser().resolve())
+    except (OSError, RuntimeError) as exc:  # a symlink loop (RuntimeError before Python 3.13)
+        raise StoreError(f"store {text}: cannot be resolved ({getattr(exc, 'strerror', None) or exc})") from None
 
 
 #: A URL's ``user:password@``, a ``password=`` query parameter or connection option.

@@ -192,8 +192,8 @@ class Store:
             value = data[name]
             if isinstance(value, int) and not isinstance(value, bool):
                 data[name] = float(value)
-            if isinstance(data[name], float) and not math.isfinite(data[name]):
-                data[name] = "not finite"
+            if isinstance(data[name], float) and not (math.isfinite(data[name]) and data[name] >= 0):
+                data[name] = "not a finite time"  # refused by the check below, naming the column
         try:
             return schema.from_json(Entry, data)
         except schema.SchemaError as exc:
