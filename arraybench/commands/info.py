@@ -34,6 +34,17 @@ def cluster_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def _redacted(value: object) -> object:
+    """A project option's value as shown: passwords in it (a store URL's) replaced by ``***``."""
+    from ..store.location import redact
+
+    if isinstance(value, str):
+        return redact(value, value)
+    if isinstance(value, list):
+        return [_redacted(v) for v in value]
+    return value
+
+
 def main(args: argparse.Namespace) -> int:
     if getattr(args, "cluster", None):
         return cluster_main(args)
@@ -45,8 +56,9 @@ def main(args: argparse.Namespace) -> int:
     env = environment.collect()
     backends_state = probe_backends()
     project = getattr(args, "project", None)
+    # A store URL in [tool.arraybench] may hold a password: shown redacted, as everywhere else.
     defaults = {"file": str(project.source) if project and project.source else None,
-                "options": dict(project.spelled) if project else {}}
+                "options": {k: _redacted(v) for k, v in project.spelled.items()} if project else {}}
     if args.json:
         print(json.dumps({"environment": env, "backends": backends_state,
                           "project_defaults": defaults}, indent=1, default=str))

@@ -63,7 +63,7 @@ class Database:
 
     def _fail(self, exc: Exception, note: str = "") -> StoreError:
         text = " ".join(str(exc).split()) or exc.__class__.__name__
-        return StoreError(redact(f"store {describe_location(self.location)}: {text}{note}", self.location))
+        return StoreError(f"store {describe_location(self.location)}: {redact(text, self.location)}{note}")
 
 
 class SQLite(Database):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import platformdirs
 
@@ -55,7 +55,9 @@ def resolve_location(location: str | os.PathLike[str] | None) -> str:
 
 #: A URL's ``user:password@``, a ``password=`` query parameter or connection option.
 _USERINFO = re.compile(r"(://[^:/@\s\"']*:)[^@\s\"']*@")
-_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s\"']*)", re.IGNORECASE)
+# The value ends at a separator; a colon just before one is the sentence's ("…password=***: refused").
+_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s\"']*?(?=:?(?:[&\s\"']|$)))",
+                       re.IGNORECASE)
 
 
 def redact(text: object, location: str | None = None) -> str:
@@ -77,6 +79,12 @@ def _secrets(location: str) -> list[str]:
         found.add(m.group(0)[len(m.group(1)):-1])
     for m in _PASSWORD.finditer(location):
         found.add(m.group(2).strip("'"))
+    try:
+        parts = urlsplit(location)
+        found.add(parts.password or "")
+        found |= {v for k, v in parse_qsl(parts.query) if k.lower() == "password"}
+    except ValueError:  # a malformed URL: what the patterns found is all there is
+        pass
     found |= {unquote(s) for s in found}
     return sorted((s for s in found if s and s != "***"), key=len, reverse=True)
 
