@@ -2,7 +2,8 @@
 
 A spreadsheet reads a cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return
 as a formula (CSV injection): such text cells (a workload's name, an error message) get a leading
-``'``, as OWASP advises. Numbers are written as numbers, a negative one included.
+``'``, as OWASP advises. Numbers are written as numbers, a negative one included. A carriage
+return inside a text cell is written as a line break, inside the cell's quotes.
 """
 
 from __future__ import annotations
@@ -48,9 +49,13 @@ def neutral(value: object) -> object:
     prefixed with ``'``, anything else as it is."""
     if value is None:
         return ""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
-    return value
+    if not isinstance(value, str):
+        return value
+    if value.startswith(FORMULA_STARTS):
+        value = "'" + value
+    # The writer quotes a cell holding "\n" (the line terminator) but not a bare "\r", which a
+    # reader would take for the end of the row: as "\n", it stays inside its quoted cell.
+    return value.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def write_csv(results: Results, out_dir: Path) -> Path:

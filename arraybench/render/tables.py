@@ -167,7 +167,7 @@ def print_findings(findings: Iterable[str], console: Console) -> None:
 
 def table_text(records: Iterable[Record], width: int = 120) -> str:
     """The table as plain text (no colour), ``width`` characters wide."""
-    console = Console(width=width, color_system=None, record=True, file=_Discard(), force_jupyter=False)
+    console = safe_console(width=width, color_system=None, record=True, file=_Discard(), force_jupyter=False)
     console.print(results_table(records))
     return console.export_text().rstrip("\n")
 
