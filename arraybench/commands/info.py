@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 
 
@@ -34,6 +35,13 @@ def cluster_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def project_defaults(project: Any) -> dict[str, Any]:
+    """The project file and its options as ``info`` shows them. A store URL in
+    ``[tool.arraybench]`` may hold a password: it is shown redacted, as everywhere else."""
+    return {"file": str(project.source) if project and project.source else None,
+            "options": {k: _redacted(v) for k, v in project.spelled.items()} if project else {}}
+
+
 def _redacted(value: object) -> object:
     """A project option's value as shown: passwords in it (a store URL's) replaced by ``***``."""
     from ..store.location import redact
@@ -55,10 +63,7 @@ def main(args: argparse.Namespace) -> int:
 
     env = environment.collect()
     backends_state = probe_backends()
-    project = getattr(args, "project", None)
-    # A store URL in [tool.arraybench] may hold a password: shown redacted, as everywhere else.
-    defaults = {"file": str(project.source) if project and project.source else None,
-                "options": {k: _redacted(v) for k, v in project.spelled.items()} if project else {}}
+    defaults = project_defaults(getattr(args, "project", None))
     if args.json:
         print(json.dumps({"environment": env, "backends": backends_state,
                           "project_defaults": defaults}, indent=1, default=str))
