@@ -82,7 +82,11 @@ class SQLite(Database):
             raise StoreError(f"store {path}: cannot create it ({exc.strerror or exc})") from None
         except sqlite3.Error as exc:
             raise self._fail(exc) from None
-        self.execute("PRAGMA schema_version")  # "file is not a database" here
+        try:
+            self.execute("PRAGMA schema_version")  # "file is not a database" here
+        except BaseException:
+            self._conn.close()
+            raise
 
     def _patiently(self, call: Callable[[], T]) -> T:
         """``call()``, retried while another process holds the database, up to ``BUSY_TIMEOUT``:
@@ -138,8 +142,12 @@ class PostgreSQL(Database):
         except psycopg.Error as exc:
             raise self._fail(exc) from None
         # A table lock held elsewhere (LOCK TABLE, a stuck migration) must not hang a run for ever.
-        self.execute("SELECT set_config('lock_timeout', ?, false), set_config('statement_timeout', ?, false)",
-                     (f"{int(BUSY_TIMEOUT * 1000)}ms", f"{int(STATEMENT_TIMEOUT * 1000)}ms"))
+        try:
+            self.execute("SELECT set_config('lock_timeout', ?, false), set_config('statement_timeout', ?, false)",
+                         (f"{int(BUSY_TIMEOUT * 1000)}ms", f"{int(STATEMENT_TIMEOUT * 1000)}ms"))
+        except BaseException:
+            self._conn.close()
+            raise
 
     def _fail(self, exc: Exception, note: str = "") -> StoreError:
         if getattr(exc, "sqlstate", None) == "55P03":  # lock_not_available: lock_timeout ran out
