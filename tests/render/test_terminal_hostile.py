@@ -151,3 +151,17 @@ def test_every_console_the_commands_print_to_is_safe():
     plain = [str(p.relative_to(package)) for p in package.rglob("*.py")
              if p.name != "terminal.py" and re.search(r"(?<![\w.])Console\(", p.read_text())]
     assert plain == [], plain
+
+
+def test_merge_shows_escape_sequences_in_error_messages_escaped(tmp_path: Path):
+    for host in ("a", "b"):
+        run = results([record("matmul", "numpy", status="failed", reason=f"boom{CLEAR}{TITLE}"),
+                       record("matmul", "torch", samples=spread(1e-3))], fingerprint={"host_sha": host})
+        run.errors = [{"kind": "worker", "source": "jax/cpu", "error": f"no jax{LINK}"}]
+        (tmp_path / host).mkdir()
+        run.save(tmp_path / host / "results.json")
+    done = run_cli("merge", f"one={tmp_path / 'a'}", f"two={tmp_path / 'b'}", "-o", str(tmp_path / "m"),
+                   "--no-plots", cwd=tmp_path, env={"COLUMNS": "300"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "\x1b" not in done.stdout + done.stderr
+    assert "boom\\x1b[2J\\x1b]0;pwned\\x07" in done.stdout
