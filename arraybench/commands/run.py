@@ -227,7 +227,8 @@ def main(args: argparse.Namespace) -> int:
             print_outcome(stop.results, safe_console(stderr=True))
         measured = sum(1 for r in stop.results.records if r.n_samples or r.status in ("failed", "wrong"))
         folder = stop.results.output_dir
-        storing = " while storing the run (it is not stored; its report is written)" if stop.storing else ""
+        storing = (" while storing the run (its report is written; the store may not hold it: --resume stores "
+                   "it)") if stop.storing else ""
         print(
             f"arraybench: stopped by {stop}{storing}; {measured} of {len(stop.results.records)} cells "
             f"have results, saved in {folder / 'results.json'} and {folder / JOURNAL_NAME}. "
