@@ -179,7 +179,7 @@ class Store:
         return [e for e in entries if e.run_id in runs], runs
 
     def _skip(self, run: Any, problem: str, what: str = "") -> None:
-        note = one_line(f"store {self.describe()}: skipped {what or 'run'} {str(run)[:40]!s}: {problem}")
+        note = one_line(f"store {self.describe()}: skipped {what or 'run'} {str(run)[:120]}: {problem}")
         if note not in self.notes:
             self.notes.append(note)
 
@@ -188,16 +188,18 @@ class Store:
         data = dict(zip(_RECORD_COLUMNS, row))
         if isinstance(data["transfer"], int) and not isinstance(data["transfer"], bool):
             data["transfer"] = bool(data["transfer"])
-        for name in ("median_s", "ci_low_s", "ci_high_s"):  # PostgreSQL's DOUBLE PRECISION is float
+        what = f"{str(data['cell'])[:80]} of run {str(data['run_id'])[:16]}"
+        for name in ("median_s", "ci_low_s", "ci_high_s"):
             value = data[name]
             if isinstance(value, int) and not isinstance(value, bool):
-                data[name] = float(value)
-            if isinstance(data[name], float) and not (math.isfinite(data[name]) and data[name] >= 0):
-                data[name] = "not a finite time"  # refused by the check below, naming the column
+                value = data[name] = float(value)
+            if isinstance(value, float) and not (math.isfinite(value) and value >= 0):
+                self._skip(what, f"{name} is {value!r}, not a time", "record")
+                return None
         try:
             return schema.from_json(Entry, data)
         except schema.SchemaError as exc:
-            self._skip(f"{data.get('cell')} of run {str(data.get('run_id'))[:16]}", str(exc), "record")
+            self._skip(what, str(exc), "record")
             return None
 
     def _run_info(self, row: Sequence[Any]) -> RunInfo | None:
