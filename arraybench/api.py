@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -22,13 +24,14 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence, Un
 
 from .executors.cluster import check_options as check_cluster_options
 from .model.context import parse_context
-from .errors import SaveError, UsageError
+from .errors import SaveError, UsageError, one_line
 from .options import DTYPES, LEGACY_NAMES, OPTION_NAMES, RunOptions, legacy_names, parse_sizes, validate
 from .plan import Cell, build_plan
 from .reporter import Reporter
 from .model.results import Results, load, resolve
 from .run_state import RunState
 from .session import Interrupted, Session
+from .store.errors import StoreWarning
 from .store.keeping import StoreChoice, store_run
 from .workloads.definition import Workload
 from .workloads.registry import BUILTIN, REGISTRY, register
@@ -316,9 +319,57 @@ def _finish(results: Results, files: LoadedFiles, out: Path, *, report: bool, pl
     if files.errors:
         results.errors = [*results.errors, *files.error_entries()]
         results.save(out / "results.json")
-    found = store_run(results, store, source=source, history=report)
+    stopped: _Stopped | None = None
+    with _stopping_on_signals():
+        try:
+            found = store_run(results, store, source=source, history=report)
+        except _Stopped as exc:  # Ctrl-C or SIGTERM while the store was busy: report, then stop
+            stopped, found = exc, None
     if report:
-        results.write_report(out, plots=plots, history=found)
+        try:
+            results.write_report(out, plots=plots, history=found)
+        except (OSError, SaveError):
+            raise
+        except Exception as exc:
+            if found is None:
+                raise
+            # The store's history is the store's: it must not cost the run its report.
+            warnings.warn(StoreWarning(f"the report is written without the store's history ({one_line(exc)})"),
+                          stacklevel=2)
+            results.write_report(out, plots=plots)
+    if stopped is not None:
+        raise Interrupted(results, stopped.signum, storing=True)
+
+
+class _Stopped(KeyboardInterrupt):
+    """SIGINT or SIGTERM while a finished run was being stored. A ``KeyboardInterrupt``, so that
+    psycopg cancels the query it waits on, and no ``except Exception`` swallows it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextmanager
+def _stopping_on_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM raise ``_Stopped`` inside (in the main thread; a signal the process
+    ignores stays ignored): a run waiting on a locked store stops at once, and says so."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise _Stopped(signum)
+
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s, handler in previous.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(s, stop)
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def sweep(workloads: Any, *, sizes: Any = None, output_dir: str | os.PathLike[str] | None = None,

@@ -18,6 +18,7 @@ names another file; set it to an empty string to use none).
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ from typing import Any
 from .errors import UsageError
 
 TABLE = "[tool.arraybench]"
+#: A project file beyond this is not one (pyproject.toml files are KiBs).
+MAX_BYTES = 4 << 20
 
 
 @dataclass
@@ -61,12 +64,11 @@ def load(parser: argparse.ArgumentParser, path: Path | None) -> ProjectDefaults:
     if path is None:
         return ProjectDefaults()
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
+        data = tomllib.loads(_read(path).decode("utf-8"))
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file (ARRAYBENCH_CONFIG)") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot be read ({exc})") from None
+        raise UsageError(f"{path}: cannot be read ({exc.strerror if isinstance(exc, OSError) and exc.strerror else exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML ({exc})") from None
     table = data.get("tool", {}).get("arraybench") if isinstance(data.get("tool"), dict) else None
@@ -84,6 +86,17 @@ def load(parser: argparse.ArgumentParser, path: Path | None) -> ProjectDefaults:
         result.values[action.dest] = _convert(action, value, f"{path}: {TABLE} {key}")
         result.spelled[key] = value
     return result
+
+
+def _read(path: Path) -> bytes:
+    """The project file's bytes: a regular file (a named pipe would block every command, a device
+    like /dev/zero would never end) of at most ``MAX_BYTES``."""
+    from .model.untrusted import read_regular
+
+    size = os.stat(path).st_size  # stat, not open: a named pipe is not opened here
+    if size > MAX_BYTES:
+        raise OSError(errno.EFBIG, f"larger than {MAX_BYTES >> 10} KiB; a project file is a few KiB", str(path))
+    return read_regular(path)
 
 
 def _options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:

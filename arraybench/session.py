@@ -36,11 +36,14 @@ if TYPE_CHECKING:
 
 
 class Interrupted(Exception):
-    """The run was stopped by a signal; ``results`` holds what was measured before it (saved)."""
+    """The run was stopped by a signal; ``results`` holds what was measured before it (saved).
+    ``storing``: the signal came while the finished run was being stored (it is not stored; its
+    files and report are written)."""
 
-    def __init__(self, results: Results, signum: int) -> None:
+    def __init__(self, results: Results, signum: int, *, storing: bool = False) -> None:
         self.results = results
         self.signum = signum
+        self.storing = storing
         super().__init__(signal.Signals(signum).name)
 
     @property

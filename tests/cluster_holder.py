@@ -5,7 +5,9 @@ namespace (only ``lo``), so that Ray binds 127.0.0.1 and no test traffic leaves 
 
 Prints one JSON line ({"address", "pid"}) once the cluster is up, then obeys one command per line
 on stdin, answering each with one line: ``remove NAME`` kills that node's processes (a node lost
-mid-shard), ``add NAME`` starts a node of that name again, ``quit`` (or end of input) stops all.
+mid-shard), ``add NAME`` starts a node of that name again, ``lose-head`` kills the head's
+processes (its GCS: the cluster lost, as ``ray stop --force`` on the head's machine leaves it, but
+without touching any other Ray on this machine), ``quit`` (or end of input) stops all.
 The cluster is started as plain ``ray start`` starts one: no custom resource on any node. The head
 takes no shards (no CPUs, no dashboard), as docs/cluster.md advises.
 """
@@ -50,6 +52,7 @@ def main() -> int:
         add(name)
     cluster.wait_for_nodes()
     print(json.dumps({"address": cluster.address, "pid": os.getpid()}), flush=True)
+    head_lost = False
     for line in sys.stdin:
         command, _, name = line.strip().partition(" ")
         if command == "remove" and name in nodes:
@@ -57,10 +60,17 @@ def main() -> int:
         elif command == "add" and name not in nodes:
             add(name)
             cluster.wait_for_nodes()
+        elif command == "lose-head" and not head_lost:
+            cluster.remove_node(cluster.head_node, allow_graceful=False)
+            head_lost = True
         elif command == "quit":
             break
         print("ok", flush=True)
-    cluster.shutdown()
+    if head_lost:  # nothing answers for the cluster: its nodes' processes are killed one by one
+        for node in list(nodes.values()):
+            cluster.remove_node(node, allow_graceful=False)
+    else:
+        cluster.shutdown()
     return 0
 
 

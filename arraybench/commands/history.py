@@ -59,8 +59,12 @@ def parse_since(text: str | None, now: _dt.datetime | None = None) -> str | None
         return None
     m = re.fullmatch(r"\s*(\d+)\s*([hdw])\s*", text)
     if m:
-        hours = int(m.group(1)) * {"h": 1, "d": 24, "w": 24 * 7}[m.group(2)]
-        start = (now or _dt.datetime.now(_dt.timezone.utc)) - _dt.timedelta(hours=hours)
+        try:
+            hours = int(m.group(1)) * {"h": 1, "d": 24, "w": 24 * 7}[m.group(2)]
+            start = (now or _dt.datetime.now(_dt.timezone.utc)) - _dt.timedelta(hours=hours)
+        except (OverflowError, ValueError):  # before the year 1 (or more digits than Python
+            # reads): every stored run is since then
+            return None
         return start.astimezone(_dt.timezone.utc).isoformat(timespec="seconds")
     try:
         when = _dt.datetime.fromisoformat(text.strip())
@@ -90,10 +94,13 @@ def main(args: argparse.Namespace) -> int:
     with open_store(store_location(args)) as store:
         entries, runs = store.entries(workloads=workloads, backends=backends, machine=machine, since=since)
         where = store.describe()
+        for note in store.notes:  # rows of the wrong shape: skipped, said
+            print(f"arraybench: warning: {note}", file=sys.stderr)
     console = stdout_console()
     if not entries:
         console.print(f"arraybench history: no stored run matches in {where}; runs are stored as they "
-                      "finish, and `arraybench store import DIR` adds earlier ones.")
+                      "finish, and `arraybench store import DIR` adds earlier ones.",
+                      markup=False, highlight=False)
         return 0
     found = history(entries, runs, threshold=args.threshold, fdr=args.fdr)
     print_history(found, console, where, last=args.last)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
-from rich.console import Console
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,13 +25,32 @@ def cluster_main(args: argparse.Namespace) -> int:
     """``info --cluster``: each node, asked on the node itself."""
     from ..executors import cluster_nodes
     from ..render.cluster import nodes_json, nodes_table
+    from ..render.terminal import console as safe_console
 
     nodes = cluster_nodes(args.cluster)
     if args.json:
         print(json.dumps({"cluster": args.cluster, "nodes": nodes_json(nodes)}, indent=1, default=str))
     else:
-        Console(width=max(Console().width, 120)).print(nodes_table(nodes, args.cluster))
+        safe_console(width=max(safe_console().width, 120)).print(nodes_table(nodes, args.cluster))
     return 0
+
+
+def project_defaults(project: Any) -> dict[str, Any]:
+    """The project file and its options as ``info`` shows them. A store URL in
+    ``[tool.arraybench]`` may hold a password: it is shown redacted, as everywhere else."""
+    return {"file": str(project.source) if project and project.source else None,
+            "options": {k: _redacted(v) for k, v in project.spelled.items()} if project else {}}
+
+
+def _redacted(value: object) -> object:
+    """A project option's value as shown: passwords in it (a store URL's) replaced by ``***``."""
+    from ..store.location import redact
+
+    if isinstance(value, str):
+        return redact(value, value)
+    if isinstance(value, list):
+        return [_redacted(v) for v in value]
+    return value
 
 
 def main(args: argparse.Namespace) -> int:
@@ -44,9 +63,7 @@ def main(args: argparse.Namespace) -> int:
 
     env = environment.collect()
     backends_state = probe_backends()
-    project = getattr(args, "project", None)
-    defaults = {"file": str(project.source) if project and project.source else None,
-                "options": dict(project.spelled) if project else {}}
+    defaults = project_defaults(getattr(args, "project", None))
     if args.json:
         print(json.dumps({"environment": env, "backends": backends_state,
                           "project_defaults": defaults}, indent=1, default=str))

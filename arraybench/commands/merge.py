@@ -36,6 +36,7 @@ def split_label(text: str) -> tuple[str | None, str]:
 
 def main(args: argparse.Namespace) -> int:
     from .. import api
+    from ..errors import one_line
     from ..model.merge import same_machine_notes
     from ..model.results import load, resolve
     from ..render import report
@@ -47,11 +48,11 @@ def main(args: argparse.Namespace) -> int:
                        plots=not args.no_plots)
     labels = list(merged.settings["machines"])  # one per run, in order
     for note in same_machine_notes(runs, labels):
-        print(f"arraybench: note: {note}", file=sys.stderr)
+        print(f"arraybench: note: {one_line(note)}", file=sys.stderr)  # labels are the user's, shown escaped
     if not args.quiet:
         console = stdout_console()
         report.show(merged, console)
         out = merged.output_dir
         console.print(f"merged {len(runs)} runs ({', '.join(labels)}) into {out / 'results.json'}; "
-                      f"report: {out / 'report.html'}", soft_wrap=True)
+                      f"report: {out / 'report.html'}", soft_wrap=True, markup=False, highlight=False)
     return 0

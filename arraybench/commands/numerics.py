@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rich.console import Console
 
 from .. import api
+from ..render.terminal import console as safe_console
 from ..files import write_atomic
 from ..options import RunOptions
 from ..session import Interrupted
@@ -58,9 +58,9 @@ def main(args: argparse.Namespace) -> int:
     if out is not None:
         write_atomic(out / "numerics.md", numerics_markdown(results.records))
     if not args.quiet:
-        console = Console()
+        console = safe_console()
         if not console.is_terminal:
-            console = Console(width=160, color_system=None)
+            console = safe_console(width=160, color_system=None)
         print_numerics(results.records, console)
         if out is not None:
             console.print(f"numerics: {out / 'numerics.md'}; results per dtype in {out}/<dtype>/results.json")

@@ -44,6 +44,7 @@ def main(args: argparse.Namespace) -> int:
         report.show(results, console, with_findings=False)
         if not results.complete:
             console.print("[yellow]These results are from an interrupted run; some cells were not measured.[/]")
-        console.print(f"wrote {len(written)} files to {out}: " + ", ".join(p.name for p in written))
-        console.print(f"open {Path(out) / 'report.html'}")
+        console.print(f"wrote {len(written)} files to {out}: " + ", ".join(p.name for p in written),
+                      markup=False, highlight=False)
+        console.print(f"open {Path(out) / 'report.html'}", markup=False, highlight=False)
     return 0

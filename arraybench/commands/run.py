@@ -26,6 +26,7 @@ from ..run_state import RunState
 from ..session import Interrupted
 from ..workloads.userfile import LoadedFiles
 from ..model.context import parse_context
+from ..render.terminal import console as safe_console
 from .argtypes import assignment, csv_list, fraction, positive_float, positive_int, processes, seed
 from .storeargs import add_store_option, run_store_choice
 
@@ -223,18 +224,20 @@ def main(args: argparse.Namespace) -> int:
                                   plots=plots, store=store, context=context)
     except Interrupted as stop:
         if not args.quiet and not args.json:
-            print_outcome(stop.results, Console(stderr=True))
+            print_outcome(stop.results, safe_console(stderr=True))
         measured = sum(1 for r in stop.results.records if r.n_samples or r.status in ("failed", "wrong"))
         folder = stop.results.output_dir
+        storing = (" while storing the run (its report is written; the store may not hold it: --resume stores "
+                   "it)") if stop.storing else ""
         print(
-            f"arraybench: stopped by {stop}; {measured} of {len(stop.results.records)} cells "
+            f"arraybench: stopped by {stop}{storing}; {measured} of {len(stop.results.records)} cells "
             f"have results, saved in {folder / 'results.json'} and {folder / JOURNAL_NAME}. "
             f"Continue with: arraybench run --resume {folder}",
             file=sys.stderr,
         )
         return stop.exit_code
     if not args.quiet and not args.json:
-        print_outcome(results, Console())
+        print_outcome(results, safe_console())
     if not results.complete:  # a cluster run whose node was lost: say what is missing, and how on
         wanted = int(results.settings.get("processes", 1))
         missing = [r for r in results.records if len(r.replicates) < wanted]
@@ -260,4 +263,5 @@ def print_outcome(results: Results, console: Console) -> None:
     out = results.output_dir
     if out is not None:
         # soft_wrap: a path broken over two lines cannot be copied or clicked
-        console.print(f"results: {out / 'results.json'}; report: {out / 'report.html'}", soft_wrap=True)
+        console.print(f"results: {out / 'results.json'}; report: {out / 'report.html'}", soft_wrap=True,
+                      markup=False, highlight=False)

@@ -3,7 +3,8 @@ what it holds.
 
 Importing is idempotent (a run already stored is not added again) and each run goes in whole or
 not at all; a folder that cannot be read is one line, and the others are imported all the same
-(exit status 2 at the end if any could not be).
+(exit status 2 at the end if any could not be). A copy of a stored run that lacks measurements the
+stored one holds (the same run id, edited or older) is refused, never stored over it (status 2).
 """
 
 from __future__ import annotations
@@ -34,11 +35,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def import_main(args: argparse.Namespace) -> int:
-    from ..errors import UsageError
+    from ..errors import UsageError, one_line
     from ..model.results import load, resolve
     from ..store import open_store
 
-    failed = 0
+    failed = refused = 0
     counts: dict[str, int] = {}
     with open_store(store_location(args)) as store:
         for given in args.runs:
@@ -53,11 +54,15 @@ def import_main(args: argparse.Namespace) -> int:
             counts[added.outcome] = counts.get(added.outcome, 0) + 1
             detail = f", {added.records} records" if added.records else ""
             note = {"not a run": "; a merge of runs: import the runs themselves",
-                    "kept": "; the store holds it complete, this copy is not"}.get(added.outcome, "")
-            print(f"{given}: {added.outcome} (run {added.run_id}{detail}{note})")
+                    "kept": "; the store holds it complete, this copy is not",
+                    "refused": "; the store holds another run with this id, with measurements this "
+                               "copy lacks: it is left as it is"}.get(added.outcome, "")
+            refused += added.outcome == "refused"
+            print(one_line(f"{given}: {added.outcome} (run {added.run_id}{detail}{note})"),
+                  file=sys.stderr if added.outcome == "refused" else sys.stdout)
         total = ", ".join(f"{n} {what}" for what, n in counts.items()) or "nothing imported"
         print(f"store {store.describe()}: {total}" + (f"; {failed} could not be read" if failed else ""))
-    return 2 if failed else 0
+    return 2 if failed or refused else 0
 
 
 def list_main(args: argparse.Namespace) -> int:
@@ -68,6 +73,8 @@ def list_main(args: argparse.Namespace) -> int:
     with open_store(store_location(args)) as store:
         runs = store.runs(machine=args.machine)
         where = store.describe()
+        for note in store.notes:  # rows of the wrong shape: skipped, said
+            print(f"arraybench: warning: {note}", file=sys.stderr)
     console = stdout_console()
     console.print(runs_table(runs, where))
     return 0

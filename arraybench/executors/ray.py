@@ -9,6 +9,11 @@ cluster started with plain ``ray start`` serves. Each actor measures with the lo
 worker processes; the head long-polls it and hands every replicate to the session, which journals
 it at once.
 
+A head lost mid-run (``ray stop --force`` on its machine) is noticed within ``HEAD_LOST_S``:
+its address stops answering. Ray itself would end this process 60 s later (its driver cannot live
+without the head's GCS), before results.json and the report; so the run ends at once instead,
+every shard under way lost, with what was journalled saved and ``--resume`` to go on.
+
 A node lost mid-shard loses what it had not sent. With ``any-node`` the rest of that shard goes to
 another node at once (a shard lost twice is left for ``--resume``); with ``every-node`` the node's
 cells wait: the run ends incomplete and ``--resume`` finishes it once the node is back (it waits
@@ -55,13 +60,13 @@ ENVIRONMENT_TIMEOUT_S = 120.0
 MAX_ATTEMPTS = 2
 
 
-def connect(address: str) -> None:
+def connect(address: str) -> str | None:
     """Join the Ray cluster at ``address`` as a driver; ``UsageError`` when it cannot be reached.
-    Never starts a Ray instance of its own."""
+    Never starts a Ray instance of its own. Returns the head's ``host:port`` (None for a ray://
+    address, which Ray Client reaches through a server of its own)."""
+    head = None if address.startswith("ray://") else _reachable(address)
     if ray.is_initialized():
-        return
-    if not address.startswith("ray://"):
-        _reachable(address)
+        return head
     try:
         ray.init(address=address, namespace="arraybench", log_to_driver=False,
                  logging_level=logging.ERROR, ignore_reinit_error=True)
@@ -71,15 +76,16 @@ def connect(address: str) -> None:
     except (ConnectionError, RuntimeError, ValueError, OSError, RayError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UsageError(f"--cluster {address}: cannot connect to a Ray cluster there ({first})") from None
+    return head
 
 
 #: How long the head's address may take to accept a connection.
 CONNECT_TIMEOUT_S = 10.0
 
 
-def _reachable(address: str) -> None:
-    """``UsageError`` unless something listens at the cluster's address: Ray itself would retry
-    an unreachable one for minutes, deaf to Ctrl-C."""
+def _reachable(address: str) -> str:
+    """The head's ``host:port``; ``UsageError`` unless something listens at the cluster's
+    address: Ray itself would retry an unreachable one for minutes, deaf to Ctrl-C."""
     import socket
 
     try:
@@ -95,6 +101,41 @@ def _reachable(address: str) -> None:
     except (OSError, ValueError) as exc:
         raise UsageError(f"--cluster {address}: nothing answers at {resolved} "
                          f"({getattr(exc, 'strerror', None) or exc})") from None
+    return resolved
+
+
+#: The head answering no connection for this long is a cluster lost (seconds).
+HEAD_LOST_S = 5.0
+#: How often the head is asked whether it is there (seconds).
+HEAD_CHECK_S = 1.0
+
+
+class _HeadWatch:
+    """Whether the cluster's head still answers at its address: a plain TCP connection, never a
+    Ray call (each of those waits up to a minute for a head that is gone)."""
+
+    def __init__(self, head: str | None) -> None:
+        self.head = head
+        self._checked = 0.0
+        self._failing_since: float | None = None
+
+    def lost(self) -> bool:
+        """True once the head has answered no connection for ``HEAD_LOST_S``."""
+        import socket
+
+        now = time.monotonic()
+        if self.head is None or now - self._checked < HEAD_CHECK_S:
+            return False
+        self._checked = now
+        host, _, port = self.head.rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=HEAD_CHECK_S):
+                self._failing_since = None
+                return False
+        except (OSError, ValueError):
+            if self._failing_since is None:
+                self._failing_since = now
+            return time.monotonic() - self._failing_since >= HEAD_LOST_S
 
 
 def discover(threads: int | None = None, *, environments: bool = True) -> list[Node]:
@@ -162,11 +203,15 @@ class RayExecutor:
     #: before anything reads it.
     _out_dir: Path
 
-    def __init__(self, options: RunOptions, nodes: list[Node], *, node_wait: float = 60.0) -> None:
+    def __init__(self, options: RunOptions, nodes: list[Node], *, node_wait: float = 60.0,
+                 head: str | None = None) -> None:
         self.options = options
         self.nodes = nodes
         self.node_wait = node_wait
         self._driver = environment.collect(options.threads)
+        self._head = _HeadWatch(head)
+        #: Set when the head was lost: nothing more may be asked of Ray (each call would hang).
+        self.head_lost = False
 
     @classmethod
     def connect(cls, options: RunOptions, *, node_wait: float | None = None) -> "RayExecutor":
@@ -174,7 +219,7 @@ class RayExecutor:
         measured or written) when none can run shards, none has ``--gpu-type``, one runs another
         arraybench, or, for ``any-node``, the nodes are not the same machine."""
         assert options.cluster is not None
-        connect(options.cluster)
+        head = connect(options.cluster)
         try:
             nodes = select(discover(options.threads), options.gpu_type)
             mine = environment.arraybench_version()
@@ -190,7 +235,7 @@ class RayExecutor:
         except BaseException:
             ray.shutdown()
             raise
-        return cls(options, nodes, node_wait=60.0 if node_wait is None else node_wait)
+        return cls(options, nodes, node_wait=60.0 if node_wait is None else node_wait, head=head)
 
     def plan(self, cells: list[Cell]) -> list[Cell]:
         """The cells of the run: for ``every-node``, each cell once per node."""
@@ -199,7 +244,7 @@ class RayExecutor:
         return cells
 
     def close(self) -> None:
-        ray.shutdown()
+        ray.shutdown()  # with the head lost too: it ends the driver's wait for it (no kill at 60 s)
 
     # -- the run --------------------------------------------------------------------------------
     def run(self, run: RunHandle, options: RunOptions, out_dir: Path) -> None:
@@ -299,6 +344,9 @@ class RayExecutor:
                 for f in flights.values():
                     self._lost(session, f, "stopped at once", log)
                     ray.kill(f.actor, no_restart=True)
+                break
+            if self._head.lost():
+                self._head_lost(session, flights, queues, log)
                 break
             by_ref = {f.poll: f for f in flights.values()}
             ready, _ = ray.wait(list(by_ref), num_returns=1, timeout=0.5)
@@ -413,6 +461,21 @@ class RayExecutor:
                         rep = Replicate.ended("failed", f"the node agent on {label} failed: {reason}")
                         rep.machine = label
                         session.store(cell, i, rep)
+
+    def _head_lost(self, session: RunHandle, flights: dict[str, _Flight], queues: dict[str, deque[Shard]],
+                   log: ShardLog) -> None:
+        """The whole cluster is gone: every shard under way is lost, every queued one waits for
+        ``--resume``; Ray is asked nothing more."""
+        self.head_lost = True
+        reason = (f"the cluster's head at {self._head.head} stopped answering (the cluster was lost) "
+                  f"mid-shard")
+        for f in flights.values():
+            self._lost(session, f, reason, log)
+        for q in queues.values():
+            for shard in q:
+                for c in shards(session.cells).get(shard, []):
+                    session.why_missing(c, "the cluster was lost before measuring it; continue with "
+                                           "--resume once it is back", overwrite=False)
 
     def _lost(self, session: RunHandle, f: _Flight, reason: str, log: ShardLog) -> None:
         log.write({"type": "shard_ended", "shard": f.shard.key, "node": f.node.label, "attempt": f.attempt,

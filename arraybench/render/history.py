@@ -16,6 +16,7 @@ from rich.table import Table
 
 from ..analysis.compare import change_text
 from ..units import format_interval, format_seconds
+from .terminal import plain
 
 if TYPE_CHECKING:
     from ..analysis.history import History, Point, Series
@@ -100,8 +101,9 @@ def history_table(history: "History", last: int = DEFAULT_LAST) -> Table:
             style = None
             if note.startswith("STEP"):
                 style = "bold red" if "slower" in note[:12] else "bold green"
-            table.add_row(f"{s.workload} {s.size_label}" if i == 0 else "", s.label if i == 0 else "",
-                          s.machine_id if i == 0 else "", when, median, ci, vs, note, style=style,
+            cells = (f"{s.workload} {s.size_label}" if i == 0 else "", s.label if i == 0 else "",
+                     s.machine_id if i == 0 else "", when, median, ci, vs, note)
+            table.add_row(*map(plain, cells), style=style,
                           end_section=(i == len(rows) - 1 and n < len(shown) - 1))
     return table
 

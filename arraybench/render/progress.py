@@ -18,6 +18,7 @@ from ..model.record import Record
 from ..reporter import Reporter
 from ..units import format_seconds
 from .tables import ci_text
+from .terminal import console as safe_console
 
 if TYPE_CHECKING:
     from ..model.results import Results
@@ -32,7 +33,7 @@ class ConsoleReporter(Reporter):
 
     def __init__(self, console: Console | None = None, cells: int | None = None,
                  cells_done: int = 0) -> None:
-        self.console = console or Console(stderr=True)
+        self.console = console or safe_console(stderr=True)
         self.cells_total = cells
         self.cells_done = cells_done  # on --resume, the cells measured before
         self.progress = Progress(

@@ -24,6 +24,7 @@ from ..errors import printable
 from ..model.record import Record, config_label
 from ..units import format_interval, format_rate, format_seconds
 from .notes import RANGES_LEGEND, NoteBook, Row, everywhere_mark, note_texts
+from .terminal import console as safe_console, plain
 
 _STATUS_STYLE = {"ok": "green", "wrong": "bold red", "failed": "red", "skipped": "dim"}
 
@@ -160,8 +161,9 @@ def results_table(records: Iterable[Record], width: int | None = None) -> Group:
             refs = book.refs(r.key)
             if refs:
                 status.append(f" [{','.join(map(str, refs))}]", style="" if r.status != "ok" else "yellow")
-            cells = {"case": cases[i], "library / device": library_label(r) if present["machine"] else r.config_label,
-                     "machine": r.machine, "median": format_seconds(r.median_s),
+            cells = {"case": plain(cases[i]),  # names from a results file: shown, never read as markup
+                     "library / device": plain(library_label(r) if present["machine"] else r.config_label),
+                     "machine": plain(r.machine), "median": format_seconds(r.median_s),
                      "device": format_seconds(r.device_median_s), "95% CI": ci_text(r),
                      "vs NumPy": speedup_text(r, bases.get(r.machine)), "first call": format_seconds(r.first_call_s),
                      "rel. error": error_text(r), "of peak": _share_text(share(r, roof)), "status": status}
@@ -223,7 +225,7 @@ def not_run(unavailable: dict[tuple[str, str], str]) -> dict[str, list[str]]:
 
 def _measure(table: Table) -> Measurement:
     # Measuring needs a console; a wide one, so that the widths found are the table's own.
-    console = Console(width=10_000, color_system=None, file=_Discard())
+    console = safe_console(width=10_000, color_system=None, file=_Discard())
     return Measurement.get(console, console.options, table)
 
 
@@ -277,7 +279,7 @@ def print_table(records: Iterable[Record], console: Console | None = None) -> No
     $COLUMNS says otherwise: ``terminal.widened``)."""
     from .terminal import widened
 
-    console = widened(console or Console())
+    console = widened(console or safe_console())
     console.print(results_table(records, width=console.width))
 
 
@@ -292,7 +294,7 @@ def print_findings(findings: Iterable[str], console: Console) -> None:
 
 def table_text(records: Iterable[Record], width: int = 120) -> str:
     """The table as plain text (no colour), fitted to ``width`` characters."""
-    console = Console(width=width, color_system=None, record=True, file=_Discard(), force_jupyter=False)
+    console = safe_console(width=width, color_system=None, record=True, file=_Discard(), force_jupyter=False)
     console.print(results_table(records, width=width))
     return console.export_text().rstrip("\n")
 

@@ -5,23 +5,35 @@ INTEGER, DOUBLE PRECISION); PostgreSQL gets ``%s``. Every write happens in one t
 (``write()``): SQLite's ``BEGIN IMMEDIATE`` takes the write lock at once, so two writers queue
 instead of failing half-way, and a writer killed mid-transaction leaves the database as it was
 before it (SQLite's rollback journal, PostgreSQL's own transactions). Driver errors become one
-``StoreError`` line.
+``StoreError`` line, its passwords redacted (``location.redact``).
+
+Nobody waits on a lock for ever: a store locked by another process is given up after
+``BUSY_TIMEOUT`` (SQLite: retried in Python, a short wait at a time, so that Ctrl-C and SIGTERM
+act at once instead of after SQLite's own wait; PostgreSQL: ``lock_timeout``, and a
+``statement_timeout`` for a statement that never ends; psycopg cancels the query on Ctrl-C).
 """
 
 from __future__ import annotations
 
 import contextlib
 import sqlite3
+import time
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from .errors import StoreError, StoreWarning
-from .location import describe_location, is_postgres
+from .location import describe_location, is_postgres, redact
 
 __all__ = ["BUSY_TIMEOUT", "Database", "StoreError", "StoreWarning", "connect"]
 
 #: How long a writer waits for another's transaction before giving up (seconds).
 BUSY_TIMEOUT = 60.0
+#: How long a PostgreSQL statement may run at most, lock waits aside (seconds).
+STATEMENT_TIMEOUT = 600.0
+#: SQLite waits this long inside the library at a time (seconds); Python retries in between.
+_SQLITE_POLL = 0.05
+
+T = TypeVar("T")
 
 
 class Database:
@@ -49,9 +61,9 @@ class Database:
     def close(self) -> None:
         raise NotImplementedError
 
-    def _fail(self, exc: Exception) -> StoreError:
+    def _fail(self, exc: Exception, note: str = "") -> StoreError:
         text = " ".join(str(exc).split()) or exc.__class__.__name__
-        return StoreError(f"store {describe_location(self.location)}: {text}")
+        return StoreError(f"store {describe_location(self.location)}: {redact(text, self.location)}{note}")
 
 
 class SQLite(Database):
@@ -65,24 +77,40 @@ class SQLite(Database):
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             # isolation_level=None: no implicit transactions; ``write`` opens its own.
-            self._conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT, isolation_level=None)
-            self._conn.execute("PRAGMA schema_version").fetchall()  # "file is not a database" here
+            self._conn = sqlite3.connect(str(path), timeout=_SQLITE_POLL, isolation_level=None)
         except OSError as exc:
             raise StoreError(f"store {path}: cannot create it ({exc.strerror or exc})") from None
         except sqlite3.Error as exc:
             raise self._fail(exc) from None
+        try:
+            self.execute("PRAGMA schema_version")  # "file is not a database" here
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _patiently(self, call: Callable[[], T]) -> T:
+        """``call()``, retried while another process holds the database, up to ``BUSY_TIMEOUT``:
+        short waits in Python, so that a signal is handled within one of them."""
+        deadline = time.monotonic() + BUSY_TIMEOUT
+        while True:
+            try:
+                return call()
+            except sqlite3.OperationalError as exc:
+                busy = getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) \
+                    or "database is locked" in str(exc)
+                if not busy:
+                    raise self._fail(exc) from None
+                if time.monotonic() >= deadline:
+                    raise self._fail(exc, f" (another process holds it; gave up after {BUSY_TIMEOUT:g} s)") from None
+            except sqlite3.Error as exc:
+                raise self._fail(exc) from None
+            time.sleep(_SQLITE_POLL)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-        try:
-            return self._conn.execute(sql, tuple(params)).fetchall()
-        except sqlite3.Error as exc:
-            raise self._fail(exc) from None
+        return self._patiently(lambda: self._conn.execute(sql, tuple(params)).fetchall())
 
     def changes(self, sql: str, params: Sequence[Any] = ()) -> int:
-        try:
-            return self._conn.execute(sql, tuple(params)).rowcount
-        except sqlite3.Error as exc:
-            raise self._fail(exc) from None
+        return self._patiently(lambda: self._conn.execute(sql, tuple(params)).rowcount)
 
     @contextlib.contextmanager
     def write(self) -> Iterator[None]:
@@ -113,6 +141,18 @@ class PostgreSQL(Database):
             self._conn = psycopg.connect(location, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
             raise self._fail(exc) from None
+        # A table lock held elsewhere (LOCK TABLE, a stuck migration) must not hang a run for ever.
+        try:
+            self.execute("SELECT set_config('lock_timeout', ?, false), set_config('statement_timeout', ?, false)",
+                         (f"{int(BUSY_TIMEOUT * 1000)}ms", f"{int(STATEMENT_TIMEOUT * 1000)}ms"))
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _fail(self, exc: Exception, note: str = "") -> StoreError:
+        if getattr(exc, "sqlstate", None) == "55P03":  # lock_not_available: lock_timeout ran out
+            note = f" (another session holds a lock on it; gave up after {BUSY_TIMEOUT:g} s)"
+        return super()._fail(exc, note)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         try:

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Union
 
 from ..errors import UsageError, one_line
 from .errors import StoreWarning
-from .store import open_store
+from .location import redact
+from .store import REFUSED, open_store
 
 if TYPE_CHECKING:
     from ..analysis.history import History
@@ -34,15 +35,39 @@ def store_run(results: Results, store: StoreChoice = True, *, source: str = "",
     """
     if store is False or store is None:
         return None
+    location = None if store is True else store
+    where = f" (`arraybench store import {source}` adds it later)" if source else ""
     try:
-        with open_store(None if store is True else store) as opened:
-            opened.add(results, source=source)
-            return _history_of_run(opened, results) if history else None
+        opened = open_store(location)
     except Exception as exc:  # the run is measured and saved: the store must not undo that
-        where = f" (`arraybench store import {source}` adds it later)" if source else ""
-        text = str(exc) if isinstance(exc, UsageError) else one_line(f"{exc.__class__.__name__}: {exc}")
-        warnings.warn(StoreWarning(f"the run was not stored: {text}{where}"), stacklevel=2)
+        _warn(f"the run was not stored: {_text(exc, location)}{where}")
         return None
+    with opened:
+        try:
+            added = opened.add(results, source=source)
+        except Exception as exc:
+            _warn(f"the run was not stored: {_text(exc, location)}{where}")
+            return None
+        if added.outcome == REFUSED:
+            _warn(f"the run was not stored: the store {opened.describe()} holds another run with its id "
+                  f"{added.run_id}, with measurements this one lacks")
+        if not history:
+            return None
+        try:
+            return _history_of_run(opened, results)
+        except Exception as exc:  # the run is stored; its report goes without history
+            _warn(f"the run was stored, but its report has no history: {_text(exc, location)}")
+            return None
+
+
+def _text(exc: Exception, location: Any) -> str:
+    """An exception as one line, its passwords redacted."""
+    text = str(exc) if isinstance(exc, UsageError) else one_line(f"{exc.__class__.__name__}: {exc}")
+    return redact(text, None if location is None else os.fspath(location))
+
+
+def _warn(text: str) -> None:
+    warnings.warn(StoreWarning(text), stacklevel=3)
 
 
 def history_of_run(results: Results, store: StoreChoice = True) -> "History | None":
@@ -55,8 +80,7 @@ def history_of_run(results: Results, store: StoreChoice = True) -> "History | No
         with open_store(None if store is True else store) as opened:
             return _history_of_run(opened, results)
     except Exception as exc:  # a report is still written without it
-        text = str(exc) if isinstance(exc, UsageError) else one_line(f"{exc.__class__.__name__}: {exc}")
-        warnings.warn(StoreWarning(f"no history in the report: {text}"), stacklevel=2)
+        _warn(f"no history in the report: {_text(exc, None if store is True else store)}")
         return None
 
 

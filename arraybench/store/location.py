@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import platformdirs
 
@@ -46,9 +47,48 @@ def resolve_location(location: str | os.PathLike[str] | None) -> str:
         raise StoreError("--store is empty; give a file path or a postgresql:// URL")
     if is_postgres(str(text)):
         return str(text)
-    return str(Path(text).expanduser().resolve())
+    try:
+        return str(Path(text).expanduser().resolve())
+    except (OSError, RuntimeError) as exc:  # a symlink loop (RuntimeError before Python 3.13)
+        raise StoreError(f"store {text}: cannot be resolved ({getattr(exc, 'strerror', None) or exc})") from None
+
+
+#: A URL's ``user:password@``, a ``password=`` query parameter or connection option.
+_USERINFO = re.compile(r"(://[^:/@\s\"']*:)[^@\s\"']*@")
+# The value ends at a separator; a colon just before one is the sentence's ("…password=***: refused").
+_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s\"']*?(?=:?(?:[&\s\"']|$)))",
+                       re.IGNORECASE)
+
+
+def redact(text: object, location: str | None = None) -> str:
+    """``text`` with every password in it replaced by ``***``: a URL's ``user:password@``, a
+    ``password=`` parameter (in a URL's query or a connection string), and, where ``location`` is
+    given, that location's own password wherever the text quotes it (a driver's error message
+    that echoes part of a malformed URL). Every place arraybench shows a store's location, or a
+    message about one, goes through here."""
+    out = _PASSWORD.sub(r"\1***", _USERINFO.sub(r"\1***@", str(text)))
+    for secret in _secrets(location) if location else ():
+        out = out.replace(secret, "***")
+    return out
+
+
+def _secrets(location: str) -> list[str]:
+    """The passwords a location holds, as written and as decoded (longest first)."""
+    found: set[str] = set()
+    for m in _USERINFO.finditer(location):
+        found.add(m.group(0)[len(m.group(1)):-1])
+    for m in _PASSWORD.finditer(location):
+        found.add(m.group(2).strip("'"))
+    try:
+        parts = urlsplit(location)
+        found.add(parts.password or "")
+        found |= {v for k, v in parse_qsl(parts.query) if k.lower() == "password"}
+    except ValueError:  # a malformed URL: what the patterns found is all there is
+        pass
+    found |= {unquote(s) for s in found}
+    return sorted((s for s in found if s and s != "***"), key=len, reverse=True)
 
 
 def describe_location(location: str) -> str:
-    """The location fit to print: a URL's password replaced by ``***``."""
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", location)
+    """The location fit to print: its passwords replaced by ``***`` (``redact``)."""
+    return redact(location, location)

@@ -2,19 +2,29 @@
 
 ``Store.add`` appends a run in one transaction (its row and its records, or nothing), and is
 idempotent: the same results twice add nothing; a run that went on (``--resume``) replaces its
-earlier, interrupted self. Concurrent writers queue on the database's write lock and lose nothing.
-``Store.entries`` reads the records that ``arraybench history`` turns into series.
+earlier, interrupted self. A copy that does not hold every measurement the stored run holds never
+replaces it (``refused``): a results.json is anyone's to edit, and its run id with it.
+Concurrent writers queue on the database's write lock and lose nothing.
+
+``Store.entries`` reads the records that ``arraybench history`` turns into series. A store is
+read as untrusted: a row whose values do not have their types (a median that is text, a context
+that is a list, an environment that is not an object) is skipped, and ``Store.notes`` says which
+and why, one line each.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..analysis.history import Entry, RunInfo
+from ..errors import one_line
+from ..model import schema, untrusted
+from ..model.untrusted import check_environment
 from ..model.machines import environment_of, machine_id_of
 from .database import Database, StoreError, connect
 from .identity import content_sha, run_id
@@ -24,15 +34,17 @@ from .migrations import migrate
 if TYPE_CHECKING:
     from ..model.results import Results
 
-ADDED, SAME, UPDATED, KEPT, NOT_A_RUN = ("added", "already stored", "updated", "kept",
-                                         "not a run")
+ADDED, SAME, UPDATED, KEPT, NOT_A_RUN, REFUSED = ("added", "already stored", "updated", "kept",
+                                                  "not a run", "refused")
 
 
 @dataclass(frozen=True)
 class Added:
     """What ``Store.add`` did with one run: ``outcome`` is one of ``added``, ``already stored``,
-    ``updated`` (the run went on since it was stored), ``kept`` (the store holds it complete and
-    this copy is not), ``not a run`` (a merge of runs: its runs are stored on their own)."""
+    ``updated`` (the run went on since it was stored: this copy holds every measurement the stored
+    one holds, and more), ``kept`` (the store holds it complete and this copy is not), ``refused``
+    (another run with this run's id: this copy lacks measurements the stored one holds, so it
+    would lose them), ``not a run`` (a merge of runs: its runs are stored on their own)."""
 
     run_id: str
     outcome: str
@@ -65,6 +77,8 @@ class Store:
     def __init__(self, db: Database) -> None:
         self.db = db
         self.location = db.location
+        #: What reading skipped, one line each ("run 1a2b…: context is not an object").
+        self.notes: list[str] = []
 
     def __enter__(self) -> "Store":
         return self
@@ -98,11 +112,14 @@ class Store:
                 "machine_id, source, context, settings, environment, results) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING", run_row)
             if not inserted:
-                stored = self.db.execute("SELECT content_sha, complete FROM runs WHERE run_id = ?", (rid,))
+                stored = self.db.execute("SELECT content_sha, complete, results FROM runs WHERE run_id = ?",
+                                         (rid,))
                 if stored and stored[0][0] == sha:
                     return Added(rid, SAME)
                 if stored and stored[0][1] and not results.complete:
                     return Added(rid, KEPT)
+                if stored and not _continues(_loads(stored[0][2]), results):
+                    return Added(rid, REFUSED)
                 self.db.execute("DELETE FROM records WHERE run_id = ?", (rid,))
                 self.db.execute("DELETE FROM runs WHERE run_id = ?", (rid,))
                 self.db.execute(
@@ -123,8 +140,21 @@ class Store:
             "SELECT run_id, started_at, stored_at, complete, arraybench, machine_id, source, context, "
             "(SELECT COUNT(*) FROM records WHERE records.run_id = runs.run_id) "
             f"FROM runs{where} ORDER BY started_at, run_id", params)
-        return [StoredRun(r[0], r[1], r[2], bool(r[3]), r[4], r[5], r[6], _loads(r[7]), int(r[8]))
-                for r in rows]
+        out = []
+        for r in rows:
+            context = _loads(r[7])
+            problem = _not_text(dict(zip(("run_id", "started_at", "stored_at", "arraybench", "machine_id",
+                                          "source"), (r[0], r[1], r[2], r[4], r[5], r[6]))))
+            if problem is None and not isinstance(context, dict):
+                problem = f"context is {_kind(context)}, not an object"
+            if problem is None and not (isinstance(r[3], int) and isinstance(r[8], int)):
+                problem = "complete is not a number"
+            if problem is not None:
+                self._skip(r[0], problem)
+                continue
+            out.append(StoredRun(r[0], r[1], r[2], bool(r[3]), r[4], r[5], r[6],
+                                 {str(k): str(v) for k, v in context.items()}, r[8]))
+        return out
 
     def entries(self, *, workloads: Sequence[str] = (), backends: Sequence[str] = (),
                 machine: str | None = None, since: str | None = None) -> tuple[list[Entry], dict[str, RunInfo]]:
@@ -135,7 +165,7 @@ class Store:
         rows = self.db.execute(
             f"SELECT {cols} FROM records JOIN runs ON runs.run_id = records.run_id{where} "
             "ORDER BY runs.started_at, records.run_id", params)
-        entries = [Entry(**{**dict(zip(_RECORD_COLUMNS, r)), "transfer": bool(r[11])}) for r in rows]
+        entries = [e for e in map(self._entry, rows) if e is not None]
         ids = sorted({e.run_id for e in entries})
         runs: dict[str, RunInfo] = {}
         for chunk in range(0, len(ids), 500):
@@ -143,10 +173,53 @@ class Store:
             for r in self.db.execute(
                     "SELECT run_id, started_at, complete, environment, settings, context FROM runs "
                     f"WHERE run_id IN ({', '.join('?' for _ in part)})", part):
-                runs[r[0]] = RunInfo(run_id=r[0], started_at=r[1], complete=bool(r[2]),
-                                     environment=_loads(r[3]), settings=_loads(r[4]),
-                                     context=_loads(r[5]))
-        return entries, runs
+                info = self._run_info(r)
+                if info is not None:
+                    runs[r[0]] = info
+        return [e for e in entries if e.run_id in runs], runs
+
+    def _skip(self, run: Any, problem: str, what: str = "") -> None:
+        note = one_line(f"store {self.describe()}: skipped {what or 'run'} {str(run)[:120]}: {problem}")
+        if note not in self.notes:
+            self.notes.append(note)
+
+    def _entry(self, row: Sequence[Any]) -> Entry | None:
+        """A record row as an ``Entry``; None (and a note) where a value does not have its type."""
+        data = dict(zip(_RECORD_COLUMNS, row))
+        if isinstance(data["transfer"], int) and not isinstance(data["transfer"], bool):
+            data["transfer"] = bool(data["transfer"])
+        what = f"{str(data['cell'])[:80]} of run {str(data['run_id'])[:16]}"
+        for name in ("median_s", "ci_low_s", "ci_high_s"):
+            value = data[name]
+            if isinstance(value, int) and not isinstance(value, bool):
+                value = data[name] = float(value)
+            if isinstance(value, float) and not (math.isfinite(value) and value >= 0):
+                self._skip(what, f"{name} is {value!r}, not a time", "record")
+                return None
+        try:
+            return schema.from_json(Entry, data)
+        except schema.SchemaError as exc:
+            self._skip(what, str(exc), "record")
+            return None
+
+    def _run_info(self, row: Sequence[Any]) -> RunInfo | None:
+        """A run row as history's ``RunInfo``; None (and a note) where its parts have the wrong shape."""
+        run, started, complete, environment, settings, context = row
+        environment, settings, context = _loads(environment), _loads(settings), _loads(context)
+        problem = _not_text({"run_id": run, "started_at": started})
+        for name, value in (("settings", settings), ("context", context)):
+            if problem is None and not isinstance(value, dict):
+                problem = f"{name} is {_kind(value)}, not an object"
+        if problem is None:
+            try:
+                check_environment(environment)
+            except schema.SchemaError as exc:
+                problem = str(exc)
+        if problem is not None:
+            self._skip(run, problem)
+            return None
+        return RunInfo(run_id=run, started_at=started, complete=bool(complete), environment=environment,
+                       settings=settings, context={str(k): str(v) for k, v in context.items()})
 
     def results(self, run: str) -> "Results":
         """A stored run back whole, by its id (or a unique prefix of it)."""
@@ -197,8 +270,49 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, allow_nan=False)
 
 
-def _loads(text: str) -> Any:
+def _loads(text: Any) -> Any:
+    """A stored JSON column, parsed as untrusted (plain JSON, bounded); None where it is not JSON."""
+    if not isinstance(text, str):
+        return None
     try:
-        return json.loads(text)
-    except (TypeError, ValueError):
-        return {}
+        data = untrusted.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return None if untrusted.too_deep(data) else data
+
+
+def _kind(value: Any) -> str:
+    return "not JSON" if value is None else {dict: "an object", list: "a list", str: "text"}.get(
+        type(value), type(value).__name__)
+
+
+def _not_text(values: dict[str, Any]) -> str | None:
+    """What is wrong with columns that must be text; None where all are."""
+    for name, value in values.items():
+        if not isinstance(value, str):
+            return f"{name} is {_kind(value)}, not text"
+    return None
+
+
+def _replicates(data: Any) -> dict[tuple[str, str], list[str]]:
+    """A results dict's replicates by (machine, cell), each as canonical JSON."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for r in (data.get("records") if isinstance(data, dict) else None) or []:
+        if isinstance(r, dict) and isinstance(r.get("replicates"), list):
+            key = (str(r.get("machine") or ""), _json([r.get(k) for k in (
+                "workload", "size_label", "backend", "device", "dtype", "mode", "transfer", "params")]))
+            out.setdefault(key, []).extend(_json(rep) for rep in r["replicates"])
+    return out
+
+
+def _continues(stored: Any, results: "Results") -> bool:
+    """Whether ``results`` holds every replicate the stored copy of the run holds: the same run
+    gone on (``--resume``), so that replacing the stored copy loses no measurement."""
+    new = _replicates(json.loads(_json(results.to_dict())))
+    for key, replicates in _replicates(stored).items():
+        have = list(new.get(key, ()))
+        for rep in replicates:
+            if rep not in have:
+                return False
+            have.remove(rep)
+    return True

@@ -158,8 +158,9 @@ class LocalCluster:
         self.holder.stdin.write(line + "\n")
         self.holder.stdin.flush()
         assert self.holder.stdout.readline().strip() == "ok"
-        name = line.split()[1]
-        (self.removed.add if line.startswith("remove") else self.removed.discard)(name)
+        if line.startswith(("remove ", "add ")):
+            name = line.split()[1]
+            (self.removed.add if line.startswith("remove") else self.removed.discard)(name)
 
 
 def _namespace_or_skip() -> None:
@@ -397,3 +398,30 @@ def test_any_node_a_lost_shard_finishes_on_the_other_node(ray_cluster, tmp_path)
     outcomes = [(e["shard"], e["node"], e["outcome"]) for e in _ended(out) if e["shard"] == "slow|small"]
     assert outcomes == [("slow|small", first["node"], "lost"), ("slow|small", other, "done")]
     ray_cluster.command(f"add {first['node']}")
+
+
+def test_a_cluster_lost_mid_run_ends_the_run_with_its_results_and_how_to_go_on(ray_cluster, tmp_path):
+    """Last in the module: it loses the cluster for good. About 20 s (the head is noticed gone
+    within HEAD_LOST_S = 5 s of missed connections, then results, report and store). Before,
+    Ray ended the process 60 s after its head was gone, with no results.json and no report."""
+    for name in sorted(ray_cluster.removed):
+        ray_cluster.command(f"add {name}")
+    out = tmp_path / "headless"
+    run = ray_cluster.start("run", "--cluster", ray_cluster.address, "--on", "every-node", *TINY,
+                            "--workload-file", SLOW, "--workloads", "slow,sort", "--processes", "2",
+                            "-o", str(out))
+    _wait_for(lambda: _journalled(out, "slow|") >= 1, "the first replicate of a slow shard", run)
+    lost_at = time.monotonic()
+    ray_cluster.command("lose-head")  # the head's GCS killed, as `ray stop --force` there does
+    _, err = run.communicate(timeout=120)
+    took = time.monotonic() - lost_at
+    assert run.returncode == 1, err[-3000:]
+    assert took < 45, took  # well before Ray's own end of a driver without its head (60 s)
+    assert "Traceback" not in err and "the cluster was lost" in err
+    assert f"Continue with: arraybench run --resume {out}" in err
+    res = _results(out)
+    assert not res["complete"]
+    journalled = _journalled(out, "slow|") + _journalled(out, "sort|")
+    assert journalled >= 1 and sum(len(r["replicates"]) for r in res["records"]) == journalled  # all kept
+    assert (out / "report.html").is_file()
+    assert any(e["outcome"] == "lost" and "stopped answering" in e["reason"] for e in _ended(out))
