@@ -156,6 +156,33 @@ def _refuse(out: Path, keep_journal: bool) -> None:
             raise UsageError(why)
 
 
+def claim_for_report(path: str | Path, what: str = "--output-dir") -> FolderLock:
+    """Lock a folder that report files alone are written into (``merge -o``): refused while a run
+    holds it, and where it holds a run's journal, whose results.json and report the merged ones
+    would replace (running, interrupted or finished: the run's own files stay its own)."""
+    out = _folder(path, what)
+    FolderLock.check_free(out)
+    _refuse_run(out)
+    check_writable(out, f"{what} ")
+    lock = FolderLock.acquire(out)
+    try:
+        _refuse_run(out)  # again, under the lock: a run may have started meanwhile
+    except BaseException:
+        lock.release()
+        raise
+    return lock
+
+
+def _refuse_run(out: Path) -> None:
+    _check_own_files(out)
+    journal = out / JOURNAL_NAME
+    if journal.exists() and not _nothing_journalled(journal):
+        why = unfinished(out)
+        state = "an unfinished run" if why else "a run"
+        raise UsageError(f"{out} holds {state} ({JOURNAL_NAME}); its results.json and report are "
+                         "its own, so write this elsewhere: choose another --output-dir")
+
+
 def prepare(path: str | Path, *, overwrite: bool, what: str = "--output-dir") -> Path:
     """Create a folder for report files and prove it writable (no lock: nothing is measured);
     refuse to replace an unfinished run unless ``overwrite``."""
@@ -204,6 +231,12 @@ def _check_own_files(out: Path) -> None:
         if (out / name).is_dir() and not (out / name).is_symlink():
             raise UsageError(f"{out / name}: is a folder; arraybench writes a file there "
                              "(remove or rename it, or choose another folder)")
+        if (out / name).is_symlink() or (out / name).exists() and not (out / name).is_file():
+            # Replaced by a rename only where it is a regular file (``files``): a link, pipe or
+            # device is never replaced, nor written through out of the folder.
+            raise UsageError(f"{out / name}: is {_kind(out / name)}; arraybench writes its own "
+                             "file there and replaces only regular files (remove it, or choose "
+                             "another folder)")
     logs = out / LOGS_NAME
     if logs.is_symlink() or (logs.exists() and not logs.is_dir()):
         raise UsageError(f"{logs}: is {_kind(logs)}; arraybench keeps the workers' logs in a "
