@@ -26,6 +26,8 @@ from pathlib import Path
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+#: How long a named pipe given as a target is waited on for a reader, before it is refused.
+PIPE_READER_WAIT_S = 2.0
 
 
 class NotReplaceable(OSError):
@@ -130,13 +132,21 @@ def new_beside(path: str | os.PathLike[str], data: bytes, *, durable: bool = Tru
 def _write_through(path: Path, data: bytes, durable: bool) -> Path:
     """Write into what ``path`` names without replacing it: a link's regular target is renamed
     into place where it lies; a pipe, terminal or character device is written to."""
-    try:
-        # O_NONBLOCK: a named pipe nobody reads is refused (ENXIO) instead of waiting for ever.
-        fd = os.open(path, os.O_WRONLY | _NONBLOCK | _CLOEXEC | getattr(os, "O_NOCTTY", 0))
-    except OSError as exc:
-        if exc.errno == errno.ENXIO:
-            raise OSError(errno.ENXIO, "is a named pipe that nobody reads", str(path)) from None
-        raise _naming(exc, path) from None
+    import time
+
+    deadline = time.monotonic() + PIPE_READER_WAIT_S
+    while True:
+        try:
+            # O_NONBLOCK: a named pipe nobody reads is refused (ENXIO) instead of waiting for
+            # ever; a reader starting at the same moment (``export -o p & cat p``) is waited for.
+            fd = os.open(path, os.O_WRONLY | _NONBLOCK | _CLOEXEC | getattr(os, "O_NOCTTY", 0))
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise _naming(exc, path) from None
+            if time.monotonic() > deadline:
+                raise OSError(errno.ENXIO, "is a named pipe that nobody reads", str(path)) from None
+            time.sleep(0.05)
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISREG(mode):  # a link to a regular file: replace that file, keep the link

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import TracebackType
 
 from .errors import UsageError, one_line
+from .files import new_beside
 from .model.journal import JOURNAL_NAME
 
 LOCK_NAME = ".arraybench.lock"
@@ -46,13 +47,35 @@ class FolderLock:
     def acquire(cls, folder: Path) -> "FolderLock":
         """Lock ``folder`` or raise ``UsageError`` naming the run that holds it."""
         path = folder / LOCK_NAME
-        try:
-            # O_NOFOLLOW: a link planted under the lock's name must not make us create a file
-            # elsewhere.
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o666)
-        except OSError as exc:
-            raise UsageError(f"{path}: cannot be opened to lock the folder ({_why(exc)})") from None
-        lock = cls._locked(folder, path, fd)
+        while True:
+            try:
+                # O_NOFOLLOW: a link planted under the lock's name must not make us create a file
+                # elsewhere.
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o666)
+            except OSError as exc:
+                raise UsageError(f"{path}: cannot be opened to lock the folder ({_why(exc)})") from None
+            lock = cls._locked(folder, path, fd)
+            held = os.fstat(fd)
+            if held.st_nlink > 1:
+                # A hard-linked copy's lock (cp -al) is the original folder's too: give this
+                # folder one of its own (renamed into place while we hold the shared one), and
+                # lock that instead. The pid is never written into the original's file.
+                try:
+                    os.close(new_beside(path, b""))
+                except OSError as exc:
+                    lock.release()
+                    raise UsageError(f"{path}: cannot be replaced by a lock of this folder's own "
+                                     f"({_why(exc)})") from None
+                lock.release()
+                continue
+            try:
+                named = os.lstat(path)
+            except OSError:
+                named = None
+            if named is None or (named.st_ino, named.st_dev) != (held.st_ino, held.st_dev):
+                lock.release()  # replaced meanwhile: lock what the name now holds
+                continue
+            break
         _write_pid(fd)  # only said to a second run, in its message
         return lock
 
