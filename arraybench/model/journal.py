@@ -105,6 +105,7 @@ class Journal:
             "options": options.to_dict(), "cells": [c.to_dict() for c in cells],
             "environment": environment,
         }
+        _encode(header, path)  # a header the reader would refuse: nothing is touched
         try:
             if options.shipped_workloads:  # --resume loads the pickle only if it is this one
                 header["shipped_sha256"] = trust.digest(out_dir / trust.SHIPPED_NAME)
