@@ -85,9 +85,8 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *, through: bo
     """
     path = Path(path)
     mode = _mode_of(path)
-    if mode is not None and stat.S_ISDIR(mode):
-        raise IsADirectoryError(errno.EISDIR, "is a folder", str(path))
-    if mode is not None and not stat.S_ISREG(mode):
+    # (A folder in the way is left to the rename, which says "Is a directory".)
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
         if not through:
             raise _refuse(path, mode)
         return _write_through(path, data, durable)
@@ -114,7 +113,7 @@ def new_beside(path: str | os.PathLike[str], data: bytes, *, durable: bool = Tru
         if durable:
             os.fsync(fd)
         mode = _mode_of(path)  # checked again, last: a link planted meanwhile is not replaced
-        if mode is not None and not stat.S_ISREG(mode):
+        if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
             raise _refuse(path, mode)
         os.replace(tmp, path)
     except BaseException as exc:
