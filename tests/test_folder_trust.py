@@ -147,4 +147,6 @@ def test_only_the_named_workload_file_of_a_received_folder_is_imported(tmp_path:
     other.write_text("")
     named = run_cli("run", "--resume", str(out), "--workload-file", str(other), "-q", "--no-store")
     assert named.returncode == 2 and "is not one the run used" in _one_error_line(named.stderr)
+    alone = run_cli("run", "--trust-folder", "-o", str(tmp_path / "new"), "-q", "--no-store")
+    assert alone.returncode == 2 and "goes with --resume" in _one_error_line(alone.stderr)
     assert not marker.exists()

@@ -214,6 +214,8 @@ def main(args: argparse.Namespace) -> int:
     store = run_store_choice(args)
     context = parse_context(args.context)
     try:
+        if getattr(args, "trust_folder", False) and not args.resume:
+            raise UsageError("--trust-folder goes with --resume DIR: it lets that folder's code run")
         if args.resume:
             state = resume_state(args)
             out = Path(args.resume)
