@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import arraybench
+from arraybench.cli import main
 from arraybench.errors import UsageError
 
 from .conftest import run_cli
@@ -76,8 +77,7 @@ def test_a_received_folders_pickle_is_never_unpickled(shipped, tmp_path: Path):
     done = _copy(shipped.out, tmp_path / "done")
     _plant_pickle(done, marker)
     # A finished run needs no code: its files are rewritten from the journal, nothing is loaded.
-    ok = run_cli("run", "--resume", str(done), "-q", "--no-plots", "--no-store")
-    assert ok.returncode == 0, ok.stderr
+    assert arraybench.resume(done, store=False, plots=False).complete
     assert not marker.exists()
     # An unfinished one would need the pickle: refused in one line, unread.
     left = _copy(shipped.out, tmp_path / "left", unfinished=True)
@@ -86,9 +86,8 @@ def test_a_received_folders_pickle_is_never_unpickled(shipped, tmp_path: Path):
     assert refused.returncode == 2
     assert "--trust-folder" in _one_error_line(refused.stderr)
     # Trusting the folder still checks the pickle against the SHA-256 its run recorded.
-    trusted = run_cli("run", "--resume", str(left), "--trust-folder", "-q", "--no-plots", "--no-store")
-    assert trusted.returncode == 2
-    assert "is not the file its run wrote" in _one_error_line(trusted.stderr)
+    with pytest.raises(UsageError, match="is not the file its run wrote"):
+        arraybench.resume(left, store=False, plots=False, trust_folder=True)
     assert not marker.exists()
 
 
@@ -126,7 +125,7 @@ def test_ones_own_interrupted_notebook_run_resumes_from_its_pickle(shipped, tmp_
     assert [r.status for r in results.records] == ["ok"]
 
 
-def test_only_the_named_workload_file_of_a_received_folder_is_imported(tmp_path: Path):
+def test_only_the_named_workload_file_of_a_received_folder_is_imported(tmp_path: Path, capsys):
     """A folder whose header names a workload file that is not the user's: refused until named."""
     marker = tmp_path / "MARKER"
     evil = tmp_path / "evil.py"
@@ -145,8 +144,8 @@ def test_only_the_named_workload_file_of_a_received_folder_is_imported(tmp_path:
     assert f"--workload-file {evil}" in _one_error_line(refused.stderr)
     other = tmp_path / "mine.py"
     other.write_text("")
-    named = run_cli("run", "--resume", str(out), "--workload-file", str(other), "-q", "--no-store")
-    assert named.returncode == 2 and "is not one the run used" in _one_error_line(named.stderr)
-    alone = run_cli("run", "--trust-folder", "-o", str(tmp_path / "new"), "-q", "--no-store")
-    assert alone.returncode == 2 and "goes with --resume" in _one_error_line(alone.stderr)
+    assert main(["run", "--resume", str(out), "--workload-file", str(other), "-q", "--no-store"]) == 2
+    assert "is not one the run used" in _one_error_line(capsys.readouterr().err)
+    assert main(["run", "--trust-folder", "-o", str(tmp_path / "new"), "-q", "--no-store"]) == 2
+    assert "goes with --resume" in _one_error_line(capsys.readouterr().err)
     assert not marker.exists()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from arraybench import api
+from arraybench import api, files
 from arraybench.errors import UsageError
 from arraybench.files import NotReplaceable, write_atomic
 from arraybench.model.results import load, resolve
@@ -55,7 +55,8 @@ def _export(results: Path, target: Path | str, **kwargs) -> subprocess.Completed
     return run_cli("export", str(results), "--format", "github", "-o", str(target), **kwargs)
 
 
-def test_export_writes_through_a_pipe_and_a_link_to_stdout_and_replaces_neither(finished, tmp_path):
+def test_export_writes_through_a_pipe_and_a_link_to_stdout_and_replaces_neither(finished, tmp_path,
+                                                                                monkeypatch):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     got: list[bytes] = []
@@ -64,20 +65,27 @@ def test_export_writes_through_a_pipe_and_a_link_to_stdout_and_replaces_neither(
     done = _export(finished, fifo)
     reader.join(30)
     assert done.returncode == 0, done.stderr
-    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and b'safe_tiny/small' in got[0]
-    # A pipe nobody reads: one line, at once, never a wait for ever.
-    alone = _export(finished, fifo, timeout=30)
-    assert alone.returncode == 2 and "nobody reads" in alone.stderr and stat.S_ISFIFO(os.lstat(fifo).st_mode)
-    # -o DIR/stdout, a link to this process's standard output: the export is printed, the link stays.
-    (tmp_path / "stdout").symlink_to("/proc/self/fd/1")
-    printed = _export(finished, tmp_path / "stdout")
-    assert printed.returncode == 0 and 'safe_tiny/small' in printed.stdout
-    assert (tmp_path / "stdout").is_symlink()
-    # A link to a regular file: that file gets the export, renamed into place; the link stays.
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and b"safe_tiny/small" in got[0]
+    # The same writer, called directly (no interpreter to start each time):
+    # a pipe nobody reads is refused after a short wait, never waited on for ever;
+    monkeypatch.setattr(files, "PIPE_READER_WAIT_S", 0.1)
+    with pytest.raises(OSError, match="nobody reads"):
+        write_atomic(fifo, "x", through=True)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    # -o DIR/stdout, a link to a process's standard output (here a pipe): written through;
+    read_end, write_end = os.pipe()
+    (tmp_path / "stdout").symlink_to(f"/proc/self/fd/{write_end}")
+    try:
+        write_atomic(tmp_path / "stdout", "printed", through=True)
+        assert os.read(read_end, 100) == b"printed" and (tmp_path / "stdout").is_symlink()
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    # a link to a regular file: that file gets the text, renamed into place; the link stays.
     (tmp_path / "real.json").write_text("old")
     (tmp_path / "link.json").symlink_to(tmp_path / "real.json")
-    assert _export(finished, tmp_path / "link.json").returncode == 0
-    assert (tmp_path / "link.json").is_symlink() and 'safe_tiny/small' in (tmp_path / "real.json").read_text()
+    write_atomic(tmp_path / "link.json", "new", through=True)
+    assert (tmp_path / "link.json").is_symlink() and (tmp_path / "real.json").read_text() == "new"
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("mknod"),
