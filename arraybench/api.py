@@ -147,7 +147,29 @@ def plan(options: RunOptions) -> Plan:
     names = list(dict.fromkeys(c.workload for c in cells))
     shipped = [known[n] for n in names if needs_shipping(known[n], options.workload_files)]
     options = replace(options, shipped_workloads=[w.name for w in shipped])
+    _check_saveable(options, cells)
     return Plan(options, cells, loaded, shipped)
+
+
+def _check_saveable(options: RunOptions, cells: list[Cell]) -> None:
+    """``UsageError`` for a setting the journal and results.json could not hold so that the run
+    reads them back (a seed of 2**63, a setting of 10**400 or nan): refused now, before the
+    output folder is touched, rather than measured and then unreadable."""
+    from .model.untrusted import problem
+
+    for name, value in options.to_dict().items():
+        if name == "params":
+            why = next(filter(None, (problem(v, f"--param {k}") for k, v in value.items())), None)
+        else:
+            why = problem(value, f"--{name.replace('_', '-')}")
+        if why:
+            raise UsageError(f"{why}; a run saves only what it can read back")
+    for cell in cells:
+        why = next(filter(None, (problem(v, f"workload {cell.workload}'s setting {k}")
+                                 for k, v in cell.params.items())), None) \
+            or problem(cell.to_dict(), f"cell {cell.key}")
+        if why:
+            raise UsageError(f"{why}; a run saves only what it can read back")
 
 
 def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,
@@ -228,32 +250,49 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
 
 def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = None,
            plots: bool = True, store: StoreChoice = True, context: ContextLabels = None,
-           node_wait: float | None = None) -> Results:
+           node_wait: float | None = None, workload_files: Sequence[str | os.PathLike[str]] = (),
+           trust_folder: bool = False) -> Results:
     """Finish the interrupted run in ``output_dir`` with its own settings (measures only what is
     missing; a complete run is measured no further and its files are rewritten). ``store`` as in
     ``run``; ``context`` labels are added to the run's own. A cluster run goes on on its cluster;
     ``node_wait``: seconds an every-node run waits for a node it needs (default 60), before it
-    says the node is missing."""
+    says the node is missing.
+
+    A folder is data: the workload files its journal names are imported, and its pickled
+    workloads loaded, only where this user's arraybench wrote it, where ``workload_files`` names
+    them, or with ``trust_folder=True`` (``workloads.trust``); else ``UsageError``, nothing run.
+    A complete run needs no code and runs none."""
     from .model import journal
     from .outdir import claim
+    from .workloads import trust
 
     out = Path(output_dir)
     journal.check_present(out)  # before anything is created or locked: is there a run at all?
     with claim(out, resume=True, what="--resume"), _saving(out):
         state = journal.read(out)  # once, now that no other run can be appending to it
-        loaded = load_files(state.options.workload_files)
-        if state.options.shipped_workloads:
-            try:
-                receive(out / "workloads.pickle")
-            except ShippingError as exc:
-                raise UsageError(str(exc)) from None
+        left = RunState.of(state).missing()
+        unrun: list[str] = []
+        if left or state.sealed or trust_folder:
+            trust.check_resume(out, files=state.options.workload_files,
+                               shipped=bool(state.options.shipped_workloads),
+                               shipped_sha256=state.shipped_sha256, sealed=state.sealed,
+                               named=[str(Path(f).expanduser().resolve()) for f in workload_files],
+                               trust_folder=trust_folder)
+            loaded = load_files(state.options.workload_files)
+            if state.options.shipped_workloads:
+                try:
+                    receive(out / trust.SHIPPED_NAME)
+                except ShippingError as exc:
+                    raise UsageError(str(exc)) from None
+        else:  # nothing to measure and no one vouches for the code: its results, unrun
+            loaded = LoadedFiles()
+            unrun = [c.workload for c in state.cells]
         try:
-            validate(state.options, REGISTRY)
+            validate(state.options, [*REGISTRY, *unrun])
         except UsageError as exc:
             raise UsageError(f"{out / journal.JOURNAL_NAME}: its saved settings are not valid here ({exc})") from None
         labels = parse_context(context)
         # A cluster run with nothing left is finished here, without connecting to its cluster.
-        left = RunState.of(state).missing()
         executor = _executor(state.options, measure=left > 0, node_wait=node_wait)
         try:
             session = Session.resume(state, out, reporter)
@@ -453,7 +492,7 @@ def merge(runs: Sequence[Results | str | os.PathLike[str]], *, labels: Sequence[
     ``environment["machines"]``. With ``output_dir``, writes results.json and the whole report
     there."""
     from .model.merge import default_label, merge as merge_runs
-    from .outdir import prepare
+    from .outdir import claim_for_report
 
     loaded: list[Results] = []
     names: list[str] = []
@@ -468,8 +507,10 @@ def merge(runs: Sequence[Results | str | os.PathLike[str]], *, labels: Sequence[
         inputs = {r.output_dir.resolve() for r in loaded if r.output_dir is not None}
         if out.resolve() in inputs:
             raise UsageError(f"--output-dir {out} holds one of the runs being merged; name another folder")
-        out = prepare(out, overwrite=True)
-        merged.save(out / "results.json")
-        merged.output_dir = out
-        merged.write_report(out, plots=plots)
+        # Locked as a run locks its folder: never written while a run writes there, and never
+        # over a run's own results (running, interrupted or finished).
+        with claim_for_report(out) as lock:
+            merged.save(lock.folder / "results.json")
+            merged.output_dir = lock.folder
+            merged.write_report(lock.folder, plots=plots)
     return merged

@@ -1,10 +1,54 @@
-"""Writing files so that no reader ever sees half of one."""
+"""Writing files: the one place arraybench writes an output, so that no reader ever sees half of one
+and nothing but a regular file is ever replaced.
+
+Every output (results.json, the journal, the report, the plots, an export, a worker's log) is
+written here, by one rule:
+
+- a target that is absent or a regular file gets a new file, written whole in the same folder and
+  renamed into place. A file with other hard links (``cp -al src dst``) is replaced, never
+  truncated or appended to in place: the other names keep their content;
+- anything else is never replaced. A file of an output folder (``through=False``) that is a
+  symbolic link, a named pipe, a device or a socket is refused (``NotReplaceable``, an ``OSError``
+  naming it), so a run never writes outside its folder. A target the user named themselves
+  (``export -o /dev/stdout``, ``through=True``) is written through: a link is followed (to a
+  regular file: renamed into place there), a terminal, pipe or character device such as
+  ``/dev/null`` is written to. A block device is refused either way.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+#: How long a named pipe given as a target is waited on for a reader, before it is refused.
+PIPE_READER_WAIT_S = 2.0
+
+
+class NotReplaceable(OSError):
+    """A target that is not a regular file (a link, pipe, device or socket): never replaced."""
+
+
+def kind(mode: int) -> str:
+    """A file type, as a message says it."""
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a file"
 
 
 def _umask() -> int:
@@ -13,16 +57,48 @@ def _umask() -> int:
     return mask
 
 
-def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """Write a text file through a temporary file in the same folder and a rename."""
-    return write_bytes_atomic(path, text.encode("utf-8"))
+def _mode_of(path: Path) -> int | None:
+    try:
+        return os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
 
 
-def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write a file through a temporary file in the same folder and a rename.
+def _refuse(path: Path, mode: int) -> NotReplaceable:
+    return NotReplaceable(errno.EEXIST, f"is {kind(mode)}; arraybench replaces only regular files",
+                          str(path))
+
+
+def write_atomic(path: str | os.PathLike[str], text: str, *, through: bool = False,
+                 durable: bool = True) -> Path:
+    """Write a text file (see ``write_bytes_atomic``)."""
+    return write_bytes_atomic(path, text.encode("utf-8"), through=through, durable=durable)
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *, through: bool = False,
+                       durable: bool = True) -> Path:
+    """Write ``data`` to ``path`` by the module's rule: a new file renamed over an absent or
+    regular target; anything else written through (``through``: a target the user named) or
+    refused (``NotReplaceable``). ``durable``: fsync before the rename.
 
     An ``OSError`` names ``path`` (not the temporary file), whatever step failed.
     """
+    path = Path(path)
+    mode = _mode_of(path)
+    # (A folder in the way is left to the rename, which says "Is a directory".)
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        if not through:
+            raise _refuse(path, mode)
+        return _write_through(path, data, durable)
+    fd = new_beside(path, data, durable=durable)
+    os.close(fd)
+    return path
+
+
+def new_beside(path: str | os.PathLike[str], data: bytes, *, durable: bool = True) -> int:
+    """Write ``data`` to a new file beside ``path`` and rename it over ``path`` (which must be
+    absent or a regular file, else ``NotReplaceable``); return a descriptor open on the new file,
+    for appending (the journal goes on writing to it)."""
     path = Path(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".tmp", dir=path.parent)
@@ -31,20 +107,110 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
     try:
         # mkstemp makes the file private (0600); a report is meant to be read like any file.
         os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if durable:
+            os.fsync(fd)
+        mode = _mode_of(path)  # checked again, last: a link planted meanwhile is not replaced
+        if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            raise _refuse(path, mode)
         os.replace(tmp, path)
     except BaseException as exc:
+        os.close(fd)
         try:
             os.unlink(tmp)
         except OSError:
             pass
-        if isinstance(exc, OSError):
+        if isinstance(exc, OSError) and not isinstance(exc, NotReplaceable):
             raise _naming(exc, path) from None
         raise
+    return fd
+
+
+def _write_through(path: Path, data: bytes, durable: bool) -> Path:
+    """Write into what ``path`` names without replacing it: a link's regular target is renamed
+    into place where it lies; a pipe, terminal or character device is written to."""
+    import time
+
+    deadline = time.monotonic() + PIPE_READER_WAIT_S
+    while True:
+        try:
+            # O_NONBLOCK: a named pipe nobody reads is refused (ENXIO) instead of waiting for
+            # ever; a reader starting at the same moment (``export -o p & cat p``) is waited for.
+            fd = os.open(path, os.O_WRONLY | _NONBLOCK | _CLOEXEC | getattr(os, "O_NOCTTY", 0))
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise _naming(exc, path) from None
+            if time.monotonic() > deadline:
+                raise OSError(errno.ENXIO, "is a named pipe that nobody reads", str(path)) from None
+            time.sleep(0.05)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISREG(mode):  # a link to a regular file: replace that file, keep the link
+            os.close(fd)
+            fd = -1
+            target = Path(os.path.realpath(path))
+            os.close(new_beside(target, data, durable=durable))
+            return path
+        if stat.S_ISBLK(mode) or stat.S_ISDIR(mode):
+            raise _refuse(path, mode)
+        if _NONBLOCK:  # written as any program writes to a pipe: blocking, whole
+            import fcntl
+
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~_NONBLOCK)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except NotReplaceable:
+        raise
+    except OSError as exc:
+        raise _naming(exc, path) from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
     return path
+
+
+def private(path: str | os.PathLike[str]) -> None:
+    """Make ``path`` a file of its own before it is changed in place (appended to, cut): a file
+    with other hard links is replaced by a copy, so the other names keep their content."""
+    path = Path(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+        try:
+            chunks = []
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+        finally:
+            os.close(fd)
+        os.close(new_beside(path, b"".join(chunks)))
+
+
+def open_append(path: str | os.PathLike[str]) -> int:
+    """A descriptor appending to ``path`` (created if absent), a regular file of its own: never
+    through a link, never into a pipe or device (``NotReplaceable``), never into a file other
+    names share (``private``)."""
+    path = Path(path)
+    private(path)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW | _NONBLOCK | _CLOEXEC,
+                     0o666)
+    except OSError as exc:
+        mode = _mode_of(path)
+        if mode is not None and not stat.S_ISREG(mode):
+            raise _refuse(path, mode) from None
+        raise _naming(exc, path) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise _refuse(path, mode)
+    return fd
 
 
 def _naming(exc: OSError, path: Path) -> OSError:

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import TracebackType
 
 from .errors import UsageError, one_line
+from .files import new_beside
 from .model.journal import JOURNAL_NAME
 
 LOCK_NAME = ".arraybench.lock"
@@ -46,13 +47,35 @@ class FolderLock:
     def acquire(cls, folder: Path) -> "FolderLock":
         """Lock ``folder`` or raise ``UsageError`` naming the run that holds it."""
         path = folder / LOCK_NAME
-        try:
-            # O_NOFOLLOW: a link planted under the lock's name must not make us create a file
-            # elsewhere.
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o666)
-        except OSError as exc:
-            raise UsageError(f"{path}: cannot be opened to lock the folder ({_why(exc)})") from None
-        lock = cls._locked(folder, path, fd)
+        while True:
+            try:
+                # O_NOFOLLOW: a link planted under the lock's name must not make us create a file
+                # elsewhere.
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o666)
+            except OSError as exc:
+                raise UsageError(f"{path}: cannot be opened to lock the folder ({_why(exc)})") from None
+            lock = cls._locked(folder, path, fd)
+            held = os.fstat(fd)
+            if held.st_nlink > 1:
+                # A hard-linked copy's lock (cp -al) is the original folder's too: give this
+                # folder one of its own (renamed into place while we hold the shared one), and
+                # lock that instead. The pid is never written into the original's file.
+                try:
+                    os.close(new_beside(path, b""))
+                except OSError as exc:
+                    lock.release()
+                    raise UsageError(f"{path}: cannot be replaced by a lock of this folder's own "
+                                     f"({_why(exc)})") from None
+                lock.release()
+                continue
+            try:
+                named = os.lstat(path)
+            except OSError:
+                named = None
+            if named is None or (named.st_ino, named.st_dev) != (held.st_ino, held.st_dev):
+                lock.release()  # replaced meanwhile: lock what the name now holds
+                continue
+            break
         _write_pid(fd)  # only said to a second run, in its message
         return lock
 
@@ -156,6 +179,33 @@ def _refuse(out: Path, keep_journal: bool) -> None:
             raise UsageError(why)
 
 
+def claim_for_report(path: str | Path, what: str = "--output-dir") -> FolderLock:
+    """Lock a folder that report files alone are written into (``merge -o``): refused while a run
+    holds it, and where it holds a run's journal, whose results.json and report the merged ones
+    would replace (running, interrupted or finished: the run's own files stay its own)."""
+    out = _folder(path, what)
+    FolderLock.check_free(out)
+    _refuse_run(out)
+    check_writable(out, f"{what} ")
+    lock = FolderLock.acquire(out)
+    try:
+        _refuse_run(out)  # again, under the lock: a run may have started meanwhile
+    except BaseException:
+        lock.release()
+        raise
+    return lock
+
+
+def _refuse_run(out: Path) -> None:
+    _check_own_files(out)
+    journal = out / JOURNAL_NAME
+    if journal.exists() and not _nothing_journalled(journal):
+        why = unfinished(out)
+        state = "an unfinished run" if why else "a run"
+        raise UsageError(f"{out} holds {state} ({JOURNAL_NAME}); its results.json and report are "
+                         "its own, so write this elsewhere: choose another --output-dir")
+
+
 def prepare(path: str | Path, *, overwrite: bool, what: str = "--output-dir") -> Path:
     """Create a folder for report files and prove it writable (no lock: nothing is measured);
     refuse to replace an unfinished run unless ``overwrite``."""
@@ -204,6 +254,12 @@ def _check_own_files(out: Path) -> None:
         if (out / name).is_dir() and not (out / name).is_symlink():
             raise UsageError(f"{out / name}: is a folder; arraybench writes a file there "
                              "(remove or rename it, or choose another folder)")
+        if (out / name).is_symlink() or (out / name).exists() and not (out / name).is_file():
+            # Replaced by a rename only where it is a regular file (``files``): a link, pipe or
+            # device is never replaced, nor written through out of the folder.
+            raise UsageError(f"{out / name}: is {_kind(out / name)}; arraybench writes its own "
+                             "file there and replaces only regular files (remove it, or choose "
+                             "another folder)")
     logs = out / LOGS_NAME
     if logs.is_symlink() or (logs.exists() and not logs.is_dir()):
         raise UsageError(f"{logs}: is {_kind(logs)}; arraybench keeps the workers' logs in a "

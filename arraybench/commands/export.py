@@ -36,7 +36,8 @@ def main(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     try:
-        write_atomic(args.output, text)
+        # The user named this file: a device, pipe or link there is written through, not replaced.
+        write_atomic(args.output, text, through=True)
     except OSError as exc:
         raise UsageError(f"{args.output}: cannot write there ({exc.strerror or exc})") from None
     print(f"wrote {args.output}", file=sys.stderr)

@@ -138,6 +138,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run benchmarks (the default suite without options)",
                        description="Measure workloads on every selected library and device.")
     add_run_options(p)
+    p.add_argument("--trust-folder", action="store_true",
+                   help="with --resume: run the code the folder names (its workload files, its "
+                        "pickled workloads) though your arraybench did not write it; only for a "
+                        "folder whose source you trust (docs/faults.md)")
     p.set_defaults(handler=main)
 
 
@@ -177,6 +181,12 @@ def resume_state(args: argparse.Namespace) -> JournalState:
     wanted = state.options.to_dict()
     differs = []
     for name, value in given.items():
+        if name == "workload_files":  # naming the run's files says they may run; nothing else
+            others = [f for f in value if f not in wanted[name]]
+            if others:
+                differs.append(f"workload_files ({others[0]} is not one the run used; saved "
+                               f"{wanted[name]!r})")
+            continue
         if name not in wanted or wanted[name] == value and name not in _PROCESSES:
             continue
         if name in _PROCESSES:  # --processes sets both: one entry, spelled as it is typed
@@ -205,6 +215,8 @@ def main(args: argparse.Namespace) -> int:
     store = run_store_choice(args)
     context = parse_context(args.context)
     try:
+        if getattr(args, "trust_folder", False) and not args.resume:
+            raise UsageError("--trust-folder goes with --resume DIR: it lets that folder's code run")
         if args.resume:
             state = resume_state(args)
             out = Path(args.resume)
@@ -214,7 +226,9 @@ def main(args: argparse.Namespace) -> int:
                 print(f"arraybench: {out}: every cell is already measured; nothing to resume. "
                       "results.json and the plots are rewritten from the journal.", file=sys.stderr)
             results = api.resume(out, reporter=reporter_for(args, len(state.cells), done), plots=plots,
-                                 store=store, context=context, node_wait=args.node_wait)
+                                 store=store, context=context, node_wait=args.node_wait,
+                                 workload_files=args.workload_files,
+                                 trust_folder=getattr(args, "trust_folder", False))
         else:
             checked = plan_from_args(args)
             report_file_errors(checked.files)

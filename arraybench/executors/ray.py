@@ -35,6 +35,7 @@ import ray
 from ray.exceptions import GetTimeoutError, RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from ..files import write_atomic
 from ..host import environment
 from .cluster import (NAME_LABEL, Node, Shard, differences, every_node_cells, identity, is_free,
                       labels, select, shards)
@@ -502,7 +503,7 @@ class RayExecutor:
         try:
             folder.mkdir(parents=True, exist_ok=True)
             for name, text in logs.items():
-                (folder / Path(name).name).write_text(text, encoding="utf-8")
+                write_atomic(folder / Path(name).name, text)
         except OSError:
             pass  # logs help; they never cost a measurement
 

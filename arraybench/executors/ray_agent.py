@@ -28,6 +28,7 @@ from typing import Any
 
 import ray
 
+from ..files import write_atomic, write_bytes_atomic
 from ..host import environment
 from ..model.replicate import Replicate
 from ..options import RunOptions
@@ -172,11 +173,11 @@ class ShardRunner:
         for i, (name, text) in enumerate(job.get("files", [])):
             path = folder / "workloads" / f"{i}-{name}"
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            write_atomic(path, text, durable=False)
             files.append(str(path))
         options = replace(options, workload_files=files)
         if job.get("shipped") is not None:
-            (folder / SHIPPED_NAME).write_bytes(job["shipped"])
+            write_bytes_atomic(folder / SHIPPED_NAME, job["shipped"], durable=False)
         cells = [Cell.from_dict(c) for c in job["cells"]]
         done = {key: {int(i): Replicate.from_dict(r) for i, r in have.items()}
                 for key, have in job.get("done", {}).items()}

@@ -32,6 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
+from ..files import open_append
 from ..worker import heartbeat
 from ..worker.protocol import Done, Job, Message, Unavailable, parse
 
@@ -94,9 +95,8 @@ class WorkerProcess:
         heartbeat.create(self.board_path)
         job = replace(job, board=str(self.board_path))
         try:
-            # Never through a link planted in logs/: a log is written only inside the folder.
-            self._log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND
-                                          | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o666), "ab")
+            # Never through a link planted in logs/, nor into a pipe or a hard-linked copy's log.
+            self._log = os.fdopen(open_append(log_path), "ab")
         except OSError:
             self.board_path.unlink(missing_ok=True)
             raise
@@ -331,7 +331,6 @@ def crash_site(text: str) -> str:
     return f"at {chosen['file']}:{chosen['line']} in {chosen['func']}"
 
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _waitid = getattr(os, "waitid", None)
 
 

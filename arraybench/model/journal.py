@@ -18,7 +18,6 @@ file itself is read as untrusted input (``untrusted``).
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from dataclasses import dataclass, field
@@ -30,7 +29,14 @@ from .replicate import Replicate
 from ..options import RunOptions
 from ..plan import Cell
 from .schema import SchemaError
-from .untrusted import NotPlainJson, NotRegularFile, check_environment, loads, read_regular
+from .untrusted import NotPlainJson, NotRegularFile, check_environment, dumps, loads, read_regular
+from ..files import new_beside, private
+from ..workloads import trust
+
+try:
+    import fcntl
+except ImportError:  # Windows: O_APPEND is set at open there (no such file is made there anyway)
+    fcntl = None  # type: ignore[assignment]
 
 JOURNAL_NAME = "journal.jsonl"
 JOURNAL_VERSION = 2
@@ -47,6 +53,10 @@ class JournalState:
     unavailable: dict[tuple[str, str], str] = field(default_factory=dict)
     worker_info: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
+    #: Whether this user's arraybench wrote the header as it is (``workloads.trust``).
+    sealed: bool = False
+    #: SHA-256 of the run's ``workloads.pickle``, as the run recorded it.
+    shipped_sha256: str | None = None
 
 
 #: Never through a link; appended at the end whatever the offset; not inherited by workers.
@@ -90,18 +100,38 @@ class Journal:
                environment: dict[str, Any]) -> "Journal":
         """Start a new journal in ``out_dir`` (replacing one there) with its header."""
         path = out_dir / JOURNAL_NAME
-        j = cls(path, _open(path, os.O_CREAT | os.O_TRUNC | os.O_APPEND))
-        j._write({
+        header: dict[str, Any] = {
             "type": "header", "tool": "arraybench", "version": JOURNAL_VERSION,
             "options": options.to_dict(), "cells": [c.to_dict() for c in cells],
             "environment": environment,
-        })
-        return j
+        }
+        _encode(header, path)  # a header the reader would refuse: nothing is touched
+        try:
+            if options.shipped_workloads:  # --resume loads the pickle only if it is this one
+                header["shipped_sha256"] = trust.digest(out_dir / trust.SHIPPED_NAME)
+            # Said by this user's arraybench: --resume may run the code this header names.
+            mark = trust.seal(header)
+            if mark is not None:
+                header["seal"] = mark
+            line = _encode(header, path)
+            # A new file renamed into place, never the old one truncated: a header that cannot
+            # be written leaves a finished run's journal whole, and a hard-linked copy's other
+            # name (cp -al) keeps its own. The descriptor goes on appending to the new file.
+            fd = new_beside(path, line)
+            if fcntl is not None:
+                fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
+        except OSError as exc:
+            raise SaveError.from_os(exc, path) from None
+        return cls(path, fd)
 
     @classmethod
     def reopen(cls, out_dir: Path) -> "Journal":
         """Append to the journal in ``out_dir``, after cutting off a torn last line."""
         path = out_dir / JOURNAL_NAME
+        try:
+            private(path)  # appended to and cut here: never another name's file (cp -al)
+        except OSError as exc:
+            raise SaveError.from_os(exc, path) from None
         fd = _open(path, os.O_APPEND)
         try:  # drop a torn last line left by a kill mid-write
             data = read_regular(path, follow_links=False)
@@ -115,7 +145,7 @@ class Journal:
     def _write(self, entry: dict[str, Any]) -> None:
         if self._fd is None:
             raise SaveError(f"{self.path}: the journal is closed", self.path)
-        data = (json.dumps(entry, allow_nan=False) + "\n").encode("utf-8")
+        data = _encode(entry, self.path)
         start = os.lseek(self._fd, 0, os.SEEK_END)
         try:
             view = memoryview(data)
@@ -150,6 +180,15 @@ class Journal:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _encode(entry: dict[str, Any], path: Path) -> bytes:
+    """One journal line, by the reader's own rule (``untrusted.dumps``): a line ``read`` would
+    refuse is never written (``SaveError``)."""
+    try:
+        return (dumps(entry) + "\n").encode("utf-8")
+    except (NotPlainJson, TypeError) as exc:
+        raise SaveError(f"could not write {path} ({exc})", path) from None
 
 
 class JournalError(UsageError):
@@ -262,7 +301,10 @@ def _header(head: dict[str, Any]) -> JournalState:
     _need(parsed_options.processes >= 1, "option 'processes' is below 1")
     parsed = [Cell.from_dict(c, where=f"cell {i}") for i, c in enumerate(cells)]
     _need(len({c.key for c in parsed}) == len(parsed), "a cell appears twice")
-    return JournalState(options=parsed_options, cells=parsed, environment=env)
+    shipped = head.get("shipped_sha256")
+    return JournalState(options=parsed_options, cells=parsed, environment=env,
+                        sealed=trust.sealed(head),
+                        shipped_sha256=shipped if isinstance(shipped, str) else None)
 
 
 def _apply(e: dict[str, Any], state: JournalState, keys: set[str]) -> None:

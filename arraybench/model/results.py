@@ -20,12 +20,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ResultsError
+from ..errors import ResultsError, SaveError
 from ..files import write_atomic
 from ..options import legacy_names
 from .record import COLUMNS, Record
 from .schema import SchemaError, to_json
-from .untrusted import MAX_DEPTH, NotPlainJson, NotRegularFile, check_environment, loads, read_regular, too_deep
+from .untrusted import (MAX_DEPTH, NotPlainJson, NotRegularFile, check_environment, dumps, loads,
+                        read_regular, too_deep)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -75,7 +76,11 @@ class Results:
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write atomically: a reader sees the old file or the new one, never half of one."""
-        return write_atomic(path, json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n")
+        try:  # the reader's own rule: a file this cannot read back is not written at all
+            text = dumps(self.to_dict(), indent=1) + "\n"
+        except NotPlainJson as exc:
+            raise SaveError(f"could not write {path} ({exc})", path) from None
+        return write_atomic(path, text)
 
     def select(self, **match: Any) -> list[Record]:
         """Records whose attributes equal the given values: ``results.select(backend="torch")``."""

@@ -98,6 +98,43 @@ def loads(text: str) -> Any:
     return data
 
 
+def problem(data: Any, where: str = "") -> str | None:
+    """Why ``loads`` would refuse ``data`` once written as JSON, or None: the reader's rule, applied
+    before writing, so that what a run writes it can read back. The answer names the entry
+    (``cells[2].params.alpha is nan, beyond any float``)."""
+    stack: list[tuple[Any, str, int]] = [(data, where, 0)]
+    while stack:
+        value, at, depth = stack.pop()
+        label = at or "the value"
+        if isinstance(value, bool) or value is None or isinstance(value, str):
+            continue
+        if isinstance(value, int):
+            if abs(value) >= _INT_LIMIT:
+                digits = str(value) if value.bit_length() < 200 else f"a number of {len(str(value))} digits"
+                return (f"{label} is {digits[:24]}{'…' if len(digits) > 24 else ''}, beyond the "
+                        "64-bit whole numbers a results file holds")
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                return f"{label} is {value}, beyond any float a results file holds"
+        elif isinstance(value, (dict, list, tuple)):
+            if depth >= MAX_DEPTH:
+                return f"{label} is nested too deeply (more than {MAX_DEPTH} levels)"
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for k, v in items:
+                name = (f"{at}.{k}" if at else str(k)) if isinstance(value, dict) else f"{at}[{k}]"
+                stack.append((v, name, depth + 1))
+    return None
+
+
+def dumps(data: Any, **kwargs: Any) -> str:
+    """``json.dumps`` of what ``loads`` reads back: ``NotPlainJson`` (naming the entry) for a
+    number beyond 64 bits, NaN, Infinity or deep nesting, before anything is written."""
+    why = problem(data)
+    if why:
+        raise NotPlainJson(why)
+    return json.dumps(data, allow_nan=False, **kwargs)
+
+
 def too_deep(data: Any, limit: int = MAX_DEPTH) -> bool:
     """Whether lists and objects in ``data`` nest deeper than ``limit`` (checked without recursion)."""
     stack = [(data, 0)]

@@ -18,15 +18,12 @@ SIZE = struct.calcsize(_FORMAT)
 
 
 def create(path: Path) -> None:
-    """Make an empty board at ``path`` (the parent, before starting the worker); never through a
-    symbolic link, which could point out of the output folder."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o666)
-    try:
-        data = struct.pack(_FORMAT, -1, 0)
-        if os.write(fd, data) != len(data):
-            raise OSError(f"{path}: short write")
-    finally:
-        os.close(fd)
+    """Make an empty board at ``path`` (the parent, before starting the worker): a new file, never
+    written through a link (which could point out of the output folder) nor into a file that
+    another name shares (``files``)."""
+    from ..files import write_bytes_atomic
+
+    write_bytes_atomic(path, struct.pack(_FORMAT, -1, 0), durable=False)
 
 
 def read(path: Path) -> tuple[int, int]:

@@ -5,7 +5,8 @@ defined in a notebook cell or an interactive session has no file to import, so i
 value: ``cloudpickle`` serialises its functions themselves (code, closures, defaults), which works
 for anything defined interactively, where sending source would fail on closures and on names
 defined in other cells. The pickle is written into the run's output folder, so ``--resume`` can
-send it again after the notebook's kernel is gone.
+send it again after the notebook's kernel is gone: only from a folder the user's own arraybench
+wrote (or one they trust), and only if the file is the one its run recorded (``trust``).
 
 Error messages name the user's own line (``file:line: code``). A notebook's cells are not files a
 worker can read, so the source lines of every function shipped go along too, and the worker puts
@@ -25,8 +26,7 @@ from typing import Any, Iterable
 from ..files import write_bytes_atomic
 from .definition import Workload
 from .registry import register
-
-SHIPPED_NAME = "workloads.pickle"
+from .trust import SHIPPED_NAME
 
 
 def needs_shipping(wl: Workload, files: Iterable[str]) -> bool:

@@ -160,7 +160,9 @@ def test_resume_measures_the_processes_beyond_the_initial_count(adaptive_run, tm
            if e.get("type") == "replicate" and e["key"].startswith("process_effect") and e["index"] >= 4]
     assert len(cut) == 2  # indices 4 and 5: beyond the 3 processes every cell starts with
     journal.write_text("".join(line + "\n" for i, line in enumerate(lines) if i not in cut))
-    result = run_cli("run", "--resume", str(copy), "-q", "--no-plots")
+    # Named: the module's run was sealed under another data folder, so it is not this test's own.
+    result = run_cli("run", "--resume", str(copy), "--workload-file",
+                     str(adaptive_run.parent / "usage_workloads.py"), "-q", "--no-plots")
     assert result.returncode == 0, result.stderr[-2000:]
     resumed = {r.workload: r for r in arraybench.load_results(copy).records}
     assert resumed["process_effect"].n_replicates == 6 and resumed["sleeps"].n_replicates == 3
