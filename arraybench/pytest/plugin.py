@@ -94,7 +94,11 @@ class ArraybenchRun:
         try:
             results = self._suite.measure(self._test, workload, {**self._defaults, **options})
         except UsageError as exc:
-            pytest.fail(str(exc), pytrace=False)
+            refused = str(exc)
+        else:
+            refused = ""
+        if refused:  # failed out of the except block: one line, not "during handling of..."
+            pytest.fail(refused, pytrace=False)
         broken = [r for r in results.records if r.status in ("failed", "wrong")]
         if broken:
             pytest.fail("; ".join(f"{r.workload} {r.size_label} {r.config_label}: {r.status}"

@@ -60,7 +60,8 @@ class Settings:
             out["backends"] = self.backends
         if self.processes is not None:
             out["processes"] = self.processes
-            out["max_processes"] = self.max_processes
+            if self.max_processes is not None:  # processes= alone is exactly N, as in the API
+                out["max_processes"] = self.max_processes
         if self.max_time is not None:
             out["max_time"] = self.max_time
         return out

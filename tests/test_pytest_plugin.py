@@ -1,0 +1,177 @@
+"""The pytest plugin (``arraybench.pytest``), run by pytest's own ``pytester``: real sessions,
+measuring real workloads in real worker processes, with a results store in the test's folder."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+
+import pytest
+
+# pytester's sessions run in this process and forget the modules they imported (sys.modules is put
+# back after each), and some of NumPy's extension modules cannot be loaded twice in one process:
+# what a session imports at its end (the comparison's t distribution, the summary) is imported here.
+import arraybench.pytest.summary  # noqa: F401
+import scipy.special  # noqa: F401
+
+pytest_plugins = ["pytester"]
+
+PLUGIN = "arraybench.pytest.plugin"
+
+
+def _installed() -> bool:
+    return any(e.value == PLUGIN for e in importlib.metadata.entry_points(group="pytest11"))
+
+
+def test_pytest_finds_the_plugin_by_its_entry_point():
+    assert _installed(), ("the pytest11 entry point is missing from the installed metadata: "
+                          "reinstall arraybench (pip install -e .) after pulling pyproject.toml")
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """A pytest session in ``pytester``'s folder, in this process (where the entry point is not
+    installed yet, the plugin is named: its own test above says so)."""
+    named = () if _installed() else ("-p", PLUGIN)
+    return pytester.runpytest(*named, "-p", "no:cacheprovider", *args)
+
+
+# -- a bad option value: one line, before anything is measured ------------------------------------
+
+@pytest.mark.parametrize("args, message", [
+    (["--arraybench-fail-above=ten", "--arraybench-compare=last"],
+     "--arraybench-fail-above: 'ten' is not a percentage (10%) or a fraction (0.1)"),
+    (["--arraybench-backends=nmupy"], "--arraybench-backends: unknown backend 'nmupy'"),
+    (["--arraybench-processes=0"], "--arraybench-processes: "),
+    (["--arraybench-fail-above=10%"], "--arraybench-fail-above needs a run to compare with"),
+    (["--arraybench-compare=last;rm"], "--arraybench-compare: 'last;rm' is not last, last~N or a run id"),
+    (["--arraybench-compare=0123abcd"], "--arraybench-compare=0123abcd: no run in store"),
+    (["--arraybench-store="], "--arraybench-store is empty"),
+])
+def test_a_bad_option_value_is_one_line_and_a_usage_error(pytester, tmp_path, args, message):
+    pytester.makepyfile(test_nothing="def test_nothing(arraybench_run):\n    raise AssertionError\n")
+    result = run(pytester, f"--arraybench-store={tmp_path / 'store.sqlite'}", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.errlines if line.strip()]
+    assert len(errors) == 1 and errors[0].startswith(f"ERROR: {message}"), result.errlines
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+# -- measuring, storing, comparing: a chain of real sessions over one store -----------------------
+
+#: A test file whose workload repeats its work ``repeat`` times: 20 is the planted regression.
+BENCH = '''
+import arraybench
+import pytest
+
+@arraybench.workload(sizes=[10_000])
+def softplus(xp, x):
+    for _ in range({repeat}):
+        y = xp.log1p(xp.exp(x))
+    return y
+
+@pytest.mark.arraybench(max_time=0.1, min_samples=5)
+def test_softplus(arraybench_run):
+    results = arraybench_run(softplus)
+    [record] = results.records
+    assert record.status == "ok" and record.n_replicates == {processes}
+'''
+
+
+def _stored_id(result: pytest.RunResult) -> str:
+    found = re.search(r"stored as run ([0-9a-f]{16}) in ", result.stdout.str())
+    assert found, result.stdout.str()
+    return found.group(1)
+
+
+def test_a_session_is_stored_compared_and_fails_on_a_planted_regression(pytester, tmp_path,
+                                                                        registry_restored):
+    from arraybench.store import open_store
+
+    store = tmp_path / "store.sqlite"
+    common = ("--arraybench-backends=numpy", f"--arraybench-store={store}")
+
+    # A first session: measured on three processes, stored, passing (nothing to compare with).
+    pytester.makepyfile(test_bench=BENCH.format(repeat=20, processes=3))
+    slow = run(pytester, *common, "--arraybench-processes=3", "--arraybench-save")
+    slow.assert_outcomes(passed=1)
+    assert slow.ret == pytest.ExitCode.OK
+    slow.stdout.fnmatch_lines(["*- arraybench -*", "*softplus n = 10,000*NumPy CPU*ok*"])
+    first = _stored_id(slow)
+    with open_store(store) as opened:
+        assert [r.run_id for r in opened.runs()] == [first]
+
+    # The code got 20 times faster: against `last`, significantly faster, and the gate passes.
+    pytester.makepyfile(test_bench=BENCH.format(repeat=1, processes=3))
+    fast = run(pytester, *common, "--arraybench-processes=3", "--arraybench-save",
+               "--arraybench-compare=last", "--arraybench-fail-above=10%")
+    fast.assert_outcomes(passed=1)
+    assert fast.ret == pytest.ExitCode.OK, fast.stdout.str()
+    fast.stdout.fnmatch_lines([f"compared with run {first}, started * (last)",
+                               "*softplus 10000*NumPy CPU*faster*"])
+    baseline = _stored_id(fast)
+
+    # The planted regression, against the fast run by its id: the test passes, the session fails.
+    pytester.makepyfile(test_bench=BENCH.format(repeat=20, processes=3))
+    regressed = run(pytester, *common, "--arraybench-processes=3",
+                    f"--arraybench-compare={baseline[:8]}", "--arraybench-fail-above=10%")
+    regressed.assert_outcomes(passed=1)
+    assert regressed.ret == pytest.ExitCode.TESTS_FAILED
+    regressed.stdout.fnmatch_lines([
+        f"compared with run {baseline} (--arraybench-compare={baseline[:8]})",
+        "*softplus 10000*NumPy CPU*slower*",
+        "arraybench: 1 significant slowdown above 10%: softplus 10000 NumPy CPU (*)"])
+    assert "stored as run" not in regressed.stdout.str()  # without --arraybench-save
+
+    # One process cannot show a regression: the gate cannot pass the slowdown, nor call it one.
+    pytester.makepyfile(test_bench=BENCH.format(repeat=20, processes=1))
+    alone = run(pytester, *common, "--arraybench-processes=1", "--arraybench-compare=last",
+                "--arraybench-fail-above=10%")
+    alone.assert_outcomes(passed=1)
+    assert alone.ret == pytest.ExitCode.TESTS_FAILED
+    alone.stdout.fnmatch_lines([f"compared with run {baseline}, started * (last)",
+                                "*cannot tell*",
+                                "arraybench: 1 cell slower than 10% could not be judged (one process "
+                                "on a side; measure with --arraybench-processes 2 or more)*"])
+    with open_store(store) as opened:
+        assert [r.run_id for r in opened.runs()] == [first, baseline]
+
+
+TWO = '''
+def test_broken(arraybench_run):
+    def broken(xp, x):
+        raise ValueError("no such luck")
+    arraybench_run(broken, sizes=[10], max_time=0.02, min_samples=2)
+
+def test_cube(arraybench_run):
+    def cube(xp, x):
+        return x * x * x
+    [record] = arraybench_run(cube, sizes=[10], max_time=0.02, min_samples=2).records
+    assert record.status == "ok"
+'''
+
+
+def test_a_cell_that_fails_fails_its_test_in_one_line_and_stays_in_the_run(pytester, tmp_path,
+                                                                             registry_restored):
+    from arraybench.store import open_store
+
+    pytester.makepyfile(test_two=TWO)
+    store = tmp_path / "store.sqlite"
+    result = run(pytester, "--arraybench-backends=numpy", "--arraybench-processes=1",
+                 f"--arraybench-store={store}", "--arraybench-save")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*broken 10 NumPy CPU: failed: *no such luck*"])
+    assert "Traceback" not in result.stdout.str()
+    # Both tests' records are the session's one run: in the summary and in the store.
+    result.stdout.fnmatch_lines(["*- arraybench -*", "*broken n = 10*NumPy CPU*failed*",
+                                 "*cube n = 10*NumPy CPU*ok*"])
+    with open_store(store) as opened:
+        [stored] = opened.runs()
+        assert stored.run_id == _stored_id(result) and stored.records == 2
+
+
+def test_skip_skips_the_tests_that_measure(pytester, tmp_path):
+    pytester.makepyfile(test_skip="def test_x(arraybench_run):\n    raise AssertionError\n\n"
+                                  "def test_y():\n    pass\n")
+    result = run(pytester, "--arraybench-skip", f"--arraybench-store={tmp_path / 's.sqlite'}")
+    result.assert_outcomes(skipped=1, passed=1)
+    assert "- arraybench -" not in result.stdout.str()
