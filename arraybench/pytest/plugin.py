@@ -90,14 +90,20 @@ class ArraybenchRun:
 
     def __call__(self, workload: Any, **options: Any) -> Any:
         from ..errors import UsageError
+        from ..session import Interrupted
 
+        refused, stopped = "", None
         try:
             results = self._suite.measure(self._test, workload, {**self._defaults, **options})
         except UsageError as exc:
             refused = str(exc)
-        else:
-            refused = ""
-        if refused:  # failed out of the except block: one line, not "during handling of..."
+        except Interrupted as stop:  # a signal during the run: the session ends, as on Ctrl-C
+            stopped = stop
+        # Failed out of the except block: one line, not "during handling of ... another exception".
+        if stopped is not None:
+            pytest.exit(f"arraybench: the run was interrupted ({stopped}); what it measured is in "
+                        "the session's run", returncode=stopped.exit_code)
+        if refused:
             pytest.fail(refused, pytrace=False)
         broken = [r for r in results.records if r.status in ("failed", "wrong")]
         if broken:

@@ -58,6 +58,7 @@ class Suite:
         """One ``arraybench.run`` of ``workload`` for test ``test``; ``options`` are its keywords
         (the marker's and the call's), over the command line's. ``UsageError`` for a bad one."""
         from .. import api
+        from ..session import Interrupted
         from ..workloads.definition import Workload, define
 
         for name, whose in _THE_SESSIONS.items():
@@ -72,6 +73,13 @@ class Suite:
             results = api.run(workload, store=False, plots=False, **kwargs)
         except TypeError as exc:  # an unknown keyword, named by the API
             raise UsageError(f"arraybench_run: {exc}") from None
+        except Interrupted as stop:  # what was measured before the signal is the session's too
+            self._keep(test, stop.results)
+            raise
+        self._keep(test, results)
+        return results
+
+    def _keep(self, test: str, results: "Results") -> None:
         twice = [r.key for r in results.records if r.key in self._measured_by]
         if twice:
             raise UsageError(f"arraybench_run: {twice[0]} was measured already in this session, by "
@@ -81,7 +89,6 @@ class Suite:
             self._measured_by[r.key] = test
         self.runs.append(results)
         self.tests.append(test)
-        return results
 
     def combined(self) -> "Results | None":
         """The session's run: every test's records, with the first run's machine and settings
