@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -175,3 +177,27 @@ def test_skip_skips_the_tests_that_measure(pytester, tmp_path):
     result = run(pytester, "--arraybench-skip", f"--arraybench-store={tmp_path / 's.sqlite'}")
     result.assert_outcomes(skipped=1, passed=1)
     assert "- arraybench -" not in result.stdout.str()
+
+
+def test_a_store_that_cannot_take_the_run_keeps_it_in_a_results_file(pytester, tmp_path,
+                                                                     registry_restored):
+    from arraybench import load_results
+
+    pytester.makepyfile(test_one=TWO.split("def test_cube")[0].replace("broken", "fine").replace(
+        'raise ValueError("no such luck")', "return x + 1"))
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    result = run(pytester, "--arraybench-backends=numpy", "--arraybench-processes=1",
+                 f"--arraybench-store={folder}", "--arraybench-save")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.OK  # the store is a warning, never the tests' failure
+    text = result.stdout.str()
+    found = re.search(r"the run was not stored: store .*: is a folder; .*; the run is kept in "
+                      r"(\S+results\.json) \(`arraybench store import \1` adds it later\)", text)
+    assert found, text
+    kept = Path(found.group(1))
+    try:
+        [record] = load_results(kept).records
+        assert record.workload == "fine" and record.status == "ok"
+    finally:
+        shutil.rmtree(kept.parent)  # a temporary folder of the plugin's, outside tmp_path
