@@ -10,10 +10,16 @@ from pathlib import Path
 
 import pytest
 
-# pytester's sessions run in this process and forget the modules they imported (sys.modules is put
-# back after each), and some of NumPy's extension modules cannot be loaded twice in one process:
-# what a session imports at its end (the comparison's t distribution, the summary) is imported here.
+# pytester's sessions run in this process and forget the modules they imported first (sys.modules
+# is put back after each): a later session would import them again, beside classes its store still
+# holds (a second ``Results``), and NumPy's extension modules cannot be loaded twice in a process.
+# What the plugin imports during a session (the API, the comparison and its t distribution, the
+# gate, the store, the summary) is imported here, once.
+import arraybench.api  # noqa: F401
+import arraybench.commands.compare  # noqa: F401
+import arraybench.pytest.baseline  # noqa: F401
 import arraybench.pytest.summary  # noqa: F401
+import arraybench.store.keeping  # noqa: F401
 import scipy.special  # noqa: F401
 
 pytest_plugins = ["pytester"]
@@ -201,3 +207,18 @@ def test_a_store_that_cannot_take_the_run_keeps_it_in_a_results_file(pytester, t
         assert record.workload == "fine" and record.status == "ok"
     finally:
         shutil.rmtree(kept.parent)  # a temporary folder of the plugin's, outside tmp_path
+
+
+def test_a_session_that_does_not_measure_imports_no_numpy_rich_or_commands(pytester):
+    """pytest loads the plugin in every session of the environment: it must cost nothing there."""
+    pytester.makeconftest("""
+import sys
+def pytest_unconfigure(config):
+    heavy = ("numpy", "rich", "scipy", "arraybench.commands", "arraybench.api")
+    print("LOADED", [m for m in heavy if m in sys.modules])
+""")
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    named = () if _installed() else ("-p", PLUGIN)
+    result = pytester.runpytest_subprocess(*named, "-p", "no:cacheprovider", "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*arraybench-*", "LOADED []"])  # the plugin loaded, and cheaply

@@ -16,8 +16,9 @@ marker, the ``--arraybench-*`` options and the session's summary.
 ``pytest --arraybench-save`` stores the session's run; ``pytest --arraybench-compare=last
 --arraybench-fail-above=10%`` fails the session on a significant slowdown (docs/pytest.md).
 
-pytest loads this module in every session of an environment where arraybench is installed, so it
-imports nothing of arraybench until a session gives an option or a test measures.
+pytest loads this module in every session of an environment where arraybench is installed, so
+until a session gives an option or a test measures, it imports only its own small modules (no
+NumPy, no rich, no array library).
 """
 
 from __future__ import annotations

@@ -75,21 +75,23 @@ class Settings:
 def read(get: Callable[[str], Any]) -> Settings:
     """The checked settings from ``get(dest)`` (``config.getoption``); ``UsageError`` names the
     option and what is wrong with it in one line."""
-    from ..commands.argtypes import csv_list, percent, positive_float, processes
-
-    def parsed(dest: str, parse: Callable[[str], Any]) -> Any:
+    def parsed(dest: str, kind: str) -> Any:
         text = get(dest)
         if text is None:
             return None
+        # The command line's own value types, imported only for an option given: they come with
+        # the commands, and the plugin loads in every pytest session of the environment.
+        from ..commands import argtypes
+
         try:
-            return parse(text)
+            return getattr(argtypes, kind)(text)
         except argparse.ArgumentTypeError as exc:
             raise UsageError(f"--{dest.replace('_', '-')}: {exc}") from None
 
-    backends = parsed("arraybench_backends", csv_list)
+    backends = parsed("arraybench_backends", "csv_list")
     if backends is not None:
         _check_backends(backends)
-    counts = parsed("arraybench_processes", processes)
+    counts = parsed("arraybench_processes", "processes")
     compare = get("arraybench_compare")
     if compare is not None:
         compare = compare.strip()
@@ -100,9 +102,9 @@ def read(get: Callable[[str], Any]) -> Settings:
         backends=backends,
         processes=None if counts is None else counts[0],
         max_processes=None if counts is None else counts[1],
-        max_time=parsed("arraybench_max_time", positive_float),
+        max_time=parsed("arraybench_max_time", "positive_float"),
         compare=compare,
-        fail_above=parsed("arraybench_fail_above", percent),
+        fail_above=parsed("arraybench_fail_above", "percent"),
         store=_store(get("arraybench_store")),
         save=bool(get("arraybench_save")),
         skip=bool(get("arraybench_skip")),
