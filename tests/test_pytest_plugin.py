@@ -222,3 +222,42 @@ def pytest_unconfigure(config):
     result = pytester.runpytest_subprocess(*named, "-p", "no:cacheprovider", "-s")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*arraybench-*", "LOADED []"])  # the plugin loaded, and cheaply
+
+
+# -- the baseline, found in a store of synthetic runs ----------------------------------------------
+
+def test_last_is_the_newest_run_of_these_cells_on_this_machine(tmp_path):
+    from arraybench.errors import UsageError
+    from arraybench.pytest import baseline
+    from arraybench.store import open_store
+    from arraybench.store.identity import run_id
+
+    from .synthetic import timed_run
+
+    older, newer, elsewhere, other_cells = timed_run(1), timed_run(2), timed_run(3, host="host-b"), timed_run(4)
+    for r in other_cells.records:
+        r.workload = "sort"  # newer than both, on this machine, but none of the session's cells
+    with open_store(tmp_path / "store.sqlite") as store:
+        for run in (older, newer, elsewhere, other_cells):
+            store.add(run)
+        session = timed_run(5)
+        found, line = baseline.find(store, "last", session)
+        assert run_id(found) == run_id(newer) and line.startswith(f"compared with run {run_id(newer)}")
+        found, _ = baseline.find(store, "last~1", session)
+        assert run_id(found) == run_id(older)
+        found, line = baseline.find(store, "last~2", session)
+        assert found is None and "holds 2 earlier runs of these cells on this machine, not 3" in line
+        found, line = baseline.find(store, run_id(elsewhere)[:6], session)  # named: any machine's
+        assert run_id(found) == run_id(elsewhere)
+
+        baseline.check_named(store, run_id(older)[:8])
+        with pytest.raises(UsageError, match=r"--arraybench-compare=ffff0000: no run in store"):
+            baseline.check_named(store, "ffff0000")
+
+
+def test_under_xdist_a_test_that_measures_is_skipped_saying_why(pytester, tmp_path):
+    pytester.makepyfile(test_x="def test_x(arraybench_run):\n    raise AssertionError\n")
+    result = run(pytester, "-n", "1", "-rs", f"--arraybench-store={tmp_path / 's.sqlite'}")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*arraybench does not measure under pytest-xdist*run these tests "
+                                 "with -n 0*"])
