@@ -155,10 +155,21 @@ def test_cube(arraybench_run):
         return x * x * x
     [record] = arraybench_run(cube, sizes=[10], max_time=0.02, min_samples=2).records
     assert record.status == "ok"
+
+def test_cube_again(arraybench_run):
+    def cube(xp, x):
+        return x * x * x
+    arraybench_run(cube, sizes=[10])
+
+def test_misspelt(arraybench_run):
+    arraybench_run("matmul", procesess=2)
+
+def test_own_store(arraybench_run):
+    arraybench_run("matmul", store=False)
 '''
 
 
-def test_a_cell_that_fails_fails_its_test_in_one_line_and_stays_in_the_run(pytester, tmp_path,
+def test_a_cell_that_fails_or_a_bad_call_fails_its_test_in_one_line(pytester, tmp_path,
                                                                              registry_restored):
     from arraybench.store import open_store
 
@@ -166,8 +177,14 @@ def test_a_cell_that_fails_fails_its_test_in_one_line_and_stays_in_the_run(pytes
     store = tmp_path / "store.sqlite"
     result = run(pytester, "--arraybench-backends=numpy", "--arraybench-processes=1",
                  f"--arraybench-store={store}", "--arraybench-save")
-    result.assert_outcomes(failed=1, passed=1)
-    result.stdout.fnmatch_lines(["*broken 10 NumPy CPU: failed: *no such luck*"])
+    result.assert_outcomes(failed=4, passed=1)
+    result.stdout.fnmatch_lines([
+        "*broken 10 NumPy CPU: failed: *no such luck*",
+        "*arraybench_run: cube 10 on numpy cpu was measured already in this session, "
+        "by test_two.py::test_cube; *",
+        "*arraybench_run: unknown option 'procesess'; valid: *",
+        "*arraybench_run: store= is set by --arraybench-store and --arraybench-save, not by a test",
+    ])
     assert "Traceback" not in result.stdout.str()
     # Both tests' records are the session's one run: in the summary and in the store.
     result.stdout.fnmatch_lines(["*- arraybench -*", "*broken n = 10*NumPy CPU*failed*",

@@ -50,7 +50,6 @@ class Suite:
     def __init__(self, settings: "Settings") -> None:
         self.settings = settings
         self.runs: list[Results] = []
-        self.tests: list[str] = []
         #: Which test measured each cell: a cell twice in one session cannot be one run.
         self._measured_by: dict[str, str] = {}
 
@@ -69,10 +68,23 @@ class Suite:
             kwargs.pop("max_processes", None)  # processes=N in a test is exactly N, as in the API
         if callable(workload) and not isinstance(workload, Workload):
             workload = define()(workload)  # a plain f(xp, ...): a workload with the defaults
+        context = kwargs.pop("context", None)
+        # arraybench.run's own steps (options, plan, execute), taken one by one so that a cell
+        # another test measured is refused before anything is measured.
         try:
-            results = api.run(workload, store=False, plots=False, **kwargs)
-        except TypeError as exc:  # an unknown keyword, named by the API
+            options_checked = api.options_from(workload, **kwargs)
+        except TypeError as exc:  # the API names the unknown keyword
             raise UsageError(f"arraybench_run: {exc}") from None
+        planned = api.plan(options_checked)
+        twice = [c for c in planned.cells if c.key in self._measured_by]
+        if twice:
+            c = twice[0]
+            raise UsageError(f"arraybench_run: {c.workload} {c.size_label} on {c.backend} {c.device} "
+                             f"was measured already in this session, by {self._measured_by[c.key]}; "
+                             "one session's run holds a cell once (give the workload another name, "
+                             "size or params)")
+        try:
+            results = api.execute(planned, None, context=context, store=False, plots=False)
         except Interrupted as stop:  # what was measured before the signal is the session's too
             self._keep(test, stop.results)
             raise
@@ -80,15 +92,9 @@ class Suite:
         return results
 
     def _keep(self, test: str, results: "Results") -> None:
-        twice = [r.key for r in results.records if r.key in self._measured_by]
-        if twice:
-            raise UsageError(f"arraybench_run: {twice[0]} was measured already in this session, by "
-                             f"{self._measured_by[twice[0]]}; one session's run holds a cell once "
-                             "(give the workload another name, size or params)")
         for r in results.records:
             self._measured_by[r.key] = test
         self.runs.append(results)
-        self.tests.append(test)
 
     def combined(self) -> "Results | None":
         """The session's run: every test's records, with the first run's machine and settings
