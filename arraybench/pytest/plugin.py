@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from .settings import Settings
     from .suite import Outcome, Suite
 
 _SUITE = pytest.StashKey["Suite"]()
@@ -64,7 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_WORKER] = hasattr(config, "workerinput")
 
 
-def _check_baseline(settings: Any) -> None:
+def _check_baseline(settings: "Settings") -> None:
     """A named baseline must exist before minutes of measuring (``last`` is found at the end)."""
     from ..store import open_store
     from .baseline import check_named
