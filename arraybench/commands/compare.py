@@ -74,32 +74,44 @@ def main(args: argparse.Namespace) -> int:
 
 def gate(comparison, limit: float) -> int:
     """``--fail-above``: 1 (with a line on stderr per reason) when the new run must not pass."""
-    failed = False
+    failures = gate_failures(comparison, limit)
+    for line in failures:
+        print(f"arraybench: {line}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def gate_failures(comparison, limit: float, *, fail_option: str = "--fail-above",
+                  processes_option: str = "--processes") -> list[str]:
+    """Why the new run must not pass a gate of ``limit`` (one line per reason; none: it passes).
+
+    The one decision of every gate (``compare --fail-above``, the pytest plugin's
+    ``--arraybench-fail-above``): a significant slowdown above the limit, a cell that broke, a
+    slowdown above it that no test could judge (one process on a side), or no cell compared at all.
+    The option names are the caller's, so that each line says what its user types.
+    """
+    lines = []
     bad = comparison.slowdowns_above(limit)
     if bad:
         names = ", ".join(f"{c.new.workload} {c.new.size_label} {c.new.config_label} ({c.ratio:.3f})"
                           for c in bad)
-        print(f"arraybench: {len(bad)} significant slowdown{'s' if len(bad) != 1 else ''} above "
-              f"{limit:.0%}: {one_line(names)}", file=sys.stderr)
-        failed = True
+        lines.append(f"{len(bad)} significant slowdown{'s' if len(bad) != 1 else ''} above "
+                     f"{limit:.0%}: {one_line(names)}")
     broken = comparison.broken()
     if broken:
         names = ", ".join(f"{c.new.workload} {c.new.size_label} {c.new.config_label} ({c.new.status})"
                           for c in broken)
         many = len(broken) != 1
-        print(f"arraybench: {len(broken)} cell{'s that were' if many else ' that was'} ok in the base "
-              f"run broke in the new run: {one_line(names)}", file=sys.stderr)
-        failed = True
+        lines.append(f"{len(broken)} cell{'s that were' if many else ' that was'} ok in the base "
+                     f"run broke in the new run: {one_line(names)}")
     unjudged = comparison.unjudged_above(limit)
     if unjudged:
         names = ", ".join(f"{c.new.workload} {c.new.size_label} {c.new.config_label} ({c.ratio:.3f})"
                           for c in unjudged)
-        print(f"arraybench: {len(unjudged)} cell{'s' if len(unjudged) != 1 else ''} slower than "
-              f"{limit:.0%} could not be judged (one process on a side; measure with --processes 2 "
-              f"or more): {one_line(names)}; --fail-above passes nothing unseen", file=sys.stderr)
-        failed = True
+        lines.append(f"{len(unjudged)} cell{'s' if len(unjudged) != 1 else ''} slower than "
+                     f"{limit:.0%} could not be judged (one process on a side; measure with "
+                     f"{processes_option} 2 or more): {one_line(names)}; {fail_option} passes "
+                     "nothing unseen")
     if not comparison.comparable:
-        print("arraybench: no cell could be compared (none was valid in both runs); "
-              "--fail-above passes nothing unseen", file=sys.stderr)
-        failed = True
-    return 1 if failed else 0
+        lines.append(f"no cell could be compared (none was valid in both runs); {fail_option} "
+                     "passes nothing unseen")
+    return lines

@@ -1,0 +1,154 @@
+"""The pytest plugin (entry point ``pytest11``): the ``arraybench_run`` fixture, the ``arraybench``
+marker, the ``--arraybench-*`` options and the session's summary.
+
+::
+
+    import arraybench
+
+    @arraybench.workload(sizes=[10_000])
+    def softplus(xp, x):
+        return xp.log1p(xp.exp(x))
+
+    def test_softplus(arraybench_run):
+        results = arraybench_run(softplus)          # arraybench.run, on the session's libraries
+        assert all(r.status == "ok" for r in results.select(backend="numpy"))
+
+``pytest --arraybench-save`` stores the session's run; ``pytest --arraybench-compare=last
+--arraybench-fail-above=10%`` fails the session on a significant slowdown (docs/pytest.md).
+
+pytest loads this module in every session of an environment where arraybench is installed, so
+until a session gives an option or a test measures, it imports only its own small modules (no
+NumPy, no rich, no array library).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from .settings import Settings
+    from .suite import Outcome, Suite
+
+_SUITE = pytest.StashKey["Suite"]()
+_OUTCOME = pytest.StashKey["Outcome"]()
+_WORKER = pytest.StashKey[bool]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    from .settings import OPTIONS
+
+    group = parser.getgroup("arraybench", "arraybench: time array code on several libraries")
+    for name, kwargs in OPTIONS:
+        group.addoption(name, **kwargs)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "arraybench(**options): arraybench.run options for this test's arraybench_run "
+                   "calls (sizes=, backends=, params=, max_time=...)")
+    from ..errors import UsageError
+    from .settings import read
+
+    try:
+        settings = read(config.getoption)
+        if settings.compare is not None:
+            _check_baseline(settings)
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    from .suite import Suite
+
+    config.stash[_SUITE] = Suite(settings)
+    # pytest-xdist's workers run tests side by side on the same cores: timings taken there would
+    # measure the contention. The tests that measure are skipped there, saying so.
+    config.stash[_WORKER] = hasattr(config, "workerinput")
+
+
+def _check_baseline(settings: "Settings") -> None:
+    """A named baseline must exist before minutes of measuring (``last`` is found at the end)."""
+    from ..store import open_store
+    from .baseline import check_named
+
+    with open_store(settings.store) as store:
+        check_named(store, settings.compare)
+
+
+class ArraybenchRun:
+    """The ``arraybench_run`` fixture: ``arraybench_run(workload, **options)`` measures as
+    ``arraybench.run`` does and returns its ``Results``.
+
+    ``workload`` is an ``@arraybench.workload`` function, a plain ``f(xp, ...)`` (a workload with
+    the defaults), a built-in's name or a list of them. ``options`` are ``arraybench.run``'s
+    (``sizes=``, ``params=``, ``max_time=``...), over the ``arraybench`` marker's, over the
+    command line's ``--arraybench-*``. A cell that failed or gave a wrong result fails the test;
+    its record is still part of the session's run.
+    """
+
+    def __init__(self, suite: "Suite", test: str, defaults: dict[str, Any]) -> None:
+        self._suite = suite
+        self._test = test
+        self._defaults = defaults
+
+    def __call__(self, workload: Any, **options: Any) -> Any:
+        from ..errors import UsageError
+        from ..session import Interrupted
+
+        refused, stopped = "", None
+        try:
+            results = self._suite.measure(self._test, workload, {**self._defaults, **options})
+        except UsageError as exc:
+            refused = str(exc)
+        except Interrupted as stop:  # a signal during the run: the session ends, as on Ctrl-C
+            stopped = stop
+        # Failed out of the except block: one line, not "during handling of ... another exception".
+        if stopped is not None:
+            pytest.exit(f"arraybench: the run was interrupted ({stopped}); what it measured is in "
+                        "the session's run", returncode=stopped.exit_code)
+        if refused:
+            pytest.fail(refused, pytrace=False)
+        broken = [r for r in results.records if r.status in ("failed", "wrong")]
+        if broken:
+            pytest.fail("; ".join(f"{r.workload} {r.size_label} {r.config_label}: {r.status}"
+                                  + (f": {r.reason}" if r.reason else "") for r in broken),
+                        pytrace=False)
+        return results
+
+
+@pytest.fixture
+def arraybench_run(request: pytest.FixtureRequest) -> ArraybenchRun:
+    """Measure a workload on the session's libraries (``ArraybenchRun``); the session stores
+    and compares every test's measurements as one run."""
+    config = request.config
+    if config.stash[_WORKER]:
+        pytest.skip("arraybench does not measure under pytest-xdist (tests side by side share the "
+                    "cores): run these tests with -n 0")
+    suite = config.stash[_SUITE]
+    if suite.settings.skip:
+        pytest.skip("--arraybench-skip")
+    marker = request.node.get_closest_marker("arraybench")
+    if marker is not None and marker.args:
+        pytest.fail("@pytest.mark.arraybench takes keywords only (sizes=..., backends=...)",
+                    pytrace=False)
+    return ArraybenchRun(suite, request.node.nodeid, dict(marker.kwargs) if marker else {})
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    suite = session.config.stash.get(_SUITE, None)
+    if suite is None or not suite.runs:
+        return
+    outcome = suite.finish()
+    session.config.stash[_OUTCOME] = outcome
+    if outcome.failures and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    outcome = config.stash.get(_OUTCOME, None)
+    if outcome is None or outcome.results is None:
+        return
+    from .summary import summary_text
+
+    writer = config.get_terminal_writer()
+    terminalreporter.section("arraybench", sep="-")
+    terminalreporter.write(summary_text(outcome, width=writer.fullwidth, colour=writer.hasmarkup))

@@ -1,0 +1,169 @@
+"""A pytest session's measurements: each test's run, the session's run made of them, and its
+verdict against a baseline.
+
+Each call of the ``arraybench_run`` fixture is one ``arraybench.run`` (the API: the same plan,
+worker processes, checks and analysis as the command line), kept in memory. At the end of the
+session its records become one run, the session's, which is compared with the baseline
+(``baseline``), judged by the gate ``arraybench compare --fail-above`` uses, and stored when asked:
+one run per session, as pytest-benchmark saves one file per session.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import uuid
+import warnings
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from ..analysis.compare import Comparison
+    from ..model.results import Results
+    from .settings import Settings
+
+#: Keywords of ``arraybench.run`` that belong to the plugin: where a run goes is the session's.
+_THE_SESSIONS = {"store": "--arraybench-store and --arraybench-save", "output_dir": "the session",
+                 "reporter": "the session", "overwrite": "the session", "plots": "the session"}
+
+
+@dataclass
+class Outcome:
+    """What the end of the session says: the session's run and, where asked, its comparison."""
+
+    results: "Results | None" = None
+    #: Which run it was compared with, or why it was not.
+    compared: str = ""
+    comparison: "Comparison | None" = None
+    #: Why the session fails (the gate's reasons, or a comparison that could not be made with
+    #: --arraybench-fail-above): one line each.
+    failures: list[str] = field(default_factory=list)
+    #: Where the run was stored, or why it was not.
+    stored: str = ""
+
+
+class Suite:
+    """The measurements of one pytest session, under its settings."""
+
+    def __init__(self, settings: "Settings") -> None:
+        self.settings = settings
+        self.runs: list[Results] = []
+        #: Which test measured each cell: a cell twice in one session cannot be one run.
+        self._measured_by: dict[str, str] = {}
+
+    def measure(self, test: str, workload: Any, options: dict[str, Any]) -> "Results":
+        """One ``arraybench.run`` of ``workload`` for test ``test``; ``options`` are its keywords
+        (the marker's and the call's), over the command line's. ``UsageError`` for a bad one."""
+        from .. import api
+        from ..session import Interrupted
+        from ..workloads.definition import Workload, define
+
+        for name, whose in _THE_SESSIONS.items():
+            if name in options:
+                raise UsageError(f"arraybench_run: {name}= is set by {whose}, not by a test")
+        kwargs = {**self.settings.run_options(), **options}
+        if "processes" in options and "max_processes" not in options:
+            kwargs.pop("max_processes", None)  # processes=N in a test is exactly N, as in the API
+        if callable(workload) and not isinstance(workload, Workload):
+            workload = define()(workload)  # a plain f(xp, ...): a workload with the defaults
+        context = kwargs.pop("context", None)
+        # arraybench.run's own steps (options, plan, execute), taken one by one so that a cell
+        # another test measured is refused before anything is measured.
+        try:
+            options_checked = api.options_from(workload, **kwargs)
+        except TypeError as exc:  # the API names the unknown keyword
+            raise UsageError(f"arraybench_run: {exc}") from None
+        planned = api.plan(options_checked)
+        twice = [c for c in planned.cells if c.key in self._measured_by]
+        if twice:
+            c = twice[0]
+            raise UsageError(f"arraybench_run: {c.workload} {c.size_label} on {c.backend} {c.device} "
+                             f"was measured already in this session, by {self._measured_by[c.key]}; "
+                             "one session's run holds a cell once (give the workload another name, "
+                             "size or params)")
+        try:
+            results = api.execute(planned, None, context=context, store=False, plots=False)
+        except Interrupted as stop:  # what was measured before the signal is the session's too
+            self._keep(test, stop.results)
+            raise
+        self._keep(test, results)
+        return results
+
+    def _keep(self, test: str, results: "Results") -> None:
+        for r in results.records:
+            self._measured_by[r.key] = test
+        self.runs.append(results)
+
+    def combined(self) -> "Results | None":
+        """The session's run: every test's records, with the first run's machine and settings
+        and an identity of its own."""
+        if not self.runs:
+            return None
+        if len(self.runs) == 1:
+            return self.runs[0]
+        first = self.runs[0]
+        settings = dict(first.settings)
+        for key in ("workloads", "sizes", "shipped_workloads"):
+            settings[key] = list(dict.fromkeys(v for run in self.runs for v in run.settings.get(key) or []))
+        return replace(first, environment={**first.environment, "run_id": uuid.uuid4().hex[:16]},
+                       settings=settings, records=[r for run in self.runs for r in run.records],
+                       complete=all(run.complete for run in self.runs),
+                       errors=[e for run in self.runs for e in run.errors])
+
+    def finish(self) -> Outcome:
+        """Compare (and gate) the session's run, then store it where asked."""
+        results = self.combined()
+        outcome = Outcome(results)
+        if results is None:
+            return outcome
+        if self.settings.compare is not None:
+            self._compare(results, outcome)
+        if self.settings.save:
+            outcome.stored = self._store(results)
+        return outcome
+
+    def _compare(self, results: "Results", outcome: Outcome) -> None:
+        from .. import api
+        from ..commands.compare import gate_failures
+        from ..store import open_store
+        from . import baseline
+
+        choice, limit = self.settings.compare, self.settings.fail_above
+        try:
+            with open_store(self.settings.store) as store:
+                base, outcome.compared = baseline.find(store, choice, results)
+            if base is None:
+                return  # nothing stored to compare with yet: no regression can be seen
+            outcome.comparison = api.compare(base, results)
+        except UsageError as exc:  # a store that cannot be read, a run from another machine
+            outcome.compared = f"not compared: {exc}"
+            if limit is not None:
+                outcome.failures.append(f"{outcome.compared}; --arraybench-fail-above passes nothing unseen")
+            return
+        if limit is not None:
+            outcome.failures += gate_failures(outcome.comparison, limit,
+                                              fail_option="--arraybench-fail-above",
+                                              processes_option="--arraybench-processes")
+
+    def _store(self, results: "Results") -> str:
+        """Store the run; where the store cannot take it, keep it in a results.json and say so."""
+        from ..store import StoreWarning, describe_location, resolve_location
+        from ..store.identity import run_id
+        from ..store.keeping import store_run
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            store_run(results, self.settings.store_choice)
+        problems = [w for w in caught if issubclass(w.category, StoreWarning)]
+        for w in caught:
+            if w not in problems:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if not problems:
+            where = describe_location(resolve_location(self.settings.store))
+            return f"stored as run {run_id(results)} in {where}"
+        kept = Path(tempfile.mkdtemp(prefix="arraybench-pytest-")) / "results.json"
+        results.save(kept)  # measured is never lost: the store can take it later
+        return (f"{problems[0].message}; the run is kept in {kept} "
+                f"(`arraybench store import {kept}` adds it later)")

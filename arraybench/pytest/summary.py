@@ -1,0 +1,36 @@
+"""The end of a pytest session that measured: the session's table, its comparison, the verdict
+and where the run went, through arraybench's rendering (as ``arraybench run`` and ``compare``
+print them)."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from rich.markup import escape
+
+from ..render import report
+from ..render.comparison import print_comparison
+from ..render.terminal import TABLE_WIDTH
+from .suite import Outcome
+
+
+def summary_text(outcome: Outcome, *, width: int, colour: bool) -> str:
+    """The summary as text for pytest's terminal (ANSI colours with ``colour``)."""
+    buffer = io.StringIO()
+    if not colour:  # a file or a pipe (CI's log): as wide as `arraybench run` prints there
+        width = max(width, TABLE_WIDTH)
+    console = Console(file=buffer, width=width, force_terminal=colour,
+                      color_system="standard" if colour else None, highlight=False,
+                      soft_wrap=False)
+    assert outcome.results is not None
+    report.show(outcome.results, console, errors=True, with_findings=False)
+    if outcome.compared:
+        console.print(escape(outcome.compared), soft_wrap=True)
+    if outcome.comparison is not None:
+        print_comparison(outcome.comparison, console)
+    for line in outcome.failures:
+        console.print(f"[bold red]arraybench:[/] {escape(line)}", soft_wrap=True)
+    if outcome.stored:
+        console.print(escape(outcome.stored), soft_wrap=True)
+    return buffer.getvalue()
