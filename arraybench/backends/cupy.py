@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import Backend, CudaEvents, Unavailable, gpu_env, tf32_in_effect
+from .base import Backend, CudaEvents, SpinKernel, Unavailable, gpu_env, tf32_in_effect
 
 try:
     import cupy
@@ -56,6 +56,16 @@ def is_device_error(exc: BaseException) -> bool:
     return False
 
 
+#: The blocking kernel queued before each timed call of the device pass (``CudaEvents.hold``): one
+#: thread spinning on the SM's cycle counter, as ATen's ``at::cuda::sleep`` does for torch.
+_SPIN_SOURCE = r"""
+extern "C" __global__ void arraybench_spin(long long cycles) {
+    long long start = clock64();
+    while (clock64() - start < cycles) { }
+}
+"""
+
+
 class CupyBackend(Backend):
     name = "cupy"
     label = "CuPy"
@@ -66,6 +76,7 @@ class CupyBackend(Backend):
         if device != "gpu":
             raise Unavailable("CuPy runs only on NVIDIA GPUs")
         super().__init__(device, allow_tf32=allow_tf32)
+        self._spin: SpinKernel | None = None
         try:
             count = cupy.cuda.runtime.getDeviceCount()
         except Exception as exc:
@@ -135,7 +146,14 @@ class CupyBackend(Backend):
         return (mem.ptr, mem.ptr + mem.size) if mem is not None else None
 
     def device_timer(self):
-        return CudaEvents(cupy.cuda.Event, cupy.cuda.get_elapsed_time)
+        if self._spin is None:
+            kernel = cupy.RawKernel(_SPIN_SOURCE, "arraybench_spin")  # compiled at its first launch
+
+            def spin_cycles(cycles: int) -> None:
+                kernel((1,), (1,), (np.int64(cycles),))  # on the current stream, as the timed calls
+
+            self._spin = SpinKernel(spin_cycles, cupy.cuda.Event, cupy.cuda.get_elapsed_time)
+        return CudaEvents(cupy.cuda.Event, cupy.cuda.get_elapsed_time, spin=self._spin)
 
     def flush_cache(self) -> Callable[[], None] | None:
         props = cupy.cuda.runtime.getDeviceProperties(self.cuda_device.id)

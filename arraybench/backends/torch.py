@@ -11,7 +11,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from .base import Backend, CudaEvents, Unavailable, gpu_env, tf32_in_effect
+from .base import Backend, CudaEvents, SpinKernel, Unavailable, gpu_env, tf32_in_effect
 from .cpu import captured_stdout, cpu_flush, cpu_threads_info
 
 
@@ -103,6 +103,7 @@ class TorchBackend(Backend):
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
         super().__init__(device, allow_tf32=allow_tf32)
         self._device_xp: Any = None
+        self._spin: SpinKernel | None = None
         if device == "cpu":
             self.torch_device = torch.device("cpu")
             self.sync = None
@@ -188,7 +189,19 @@ class TorchBackend(Backend):
     def device_timer(self):
         if self.device != "gpu":
             return None
-        return CudaEvents(lambda: torch.cuda.Event(enable_timing=True), lambda a, b: a.elapsed_time(b))
+
+        def make() -> Any:
+            return torch.cuda.Event(enable_timing=True)
+
+        def elapsed(a: Any, b: Any) -> float:
+            return a.elapsed_time(b)
+
+        # torch.cuda._sleep(cycles) queues ATen's spin kernel (at::cuda::sleep: one thread
+        # spinning on clock64) on the current stream: the blocking kernel before each timed call.
+        sleep = getattr(torch.cuda, "_sleep", None)
+        if self._spin is None and sleep is not None:
+            self._spin = SpinKernel(sleep, make, elapsed)
+        return CudaEvents(make, elapsed, spin=self._spin)
 
     def flush_cache(self) -> Callable[[], None] | None:
         if self.device == "cpu":

@@ -23,7 +23,10 @@ SLOW_CALL_S = 0.1
 
 
 class DeviceTimer(Protocol):
-    """Device-side timing (CUDA events): ``begin`` and ``end`` mark the stream, ``elapsed`` waits."""
+    """Device-side timing (CUDA events): ``begin`` and ``end`` mark the stream, ``elapsed`` waits;
+    ``hold``, before ``begin`` in the device pass, keeps the stream busy while a call is issued."""
+
+    def hold(self) -> None: ...
 
     def begin(self) -> None: ...
 

@@ -1,0 +1,131 @@
+"""Ready for the first GPU (issue 26): findings 2-9, tested on the CPU.
+
+As in ``test_gpu.py``, the real code runs wherever the CPU reaches it; where only a GPU would, a
+small fake stands in at the backend's seam, and its docstring says which behaviour it stands for.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+
+import numpy as np
+import pytest
+
+from arraybench.backends.base import MAX_HOLD_S, MIN_HOLD_S, CudaEvents, SpinKernel
+from arraybench.worker.timer import Timer
+
+
+# -- finding 2: the device pass times the kernels, not the host issuing them ---------------------
+
+class FakeStream:
+    """Stands for one CUDA stream and the host issuing work to it, on one simulated clock.
+
+    ``now`` is the host's time; work queued on the stream starts when both the host has issued it
+    and the work before it is done (``cudaLaunchKernel`` returns at once; the GPU runs the queue in
+    order). An event's timestamp is when the stream reaches it (``cudaEventRecord``), so a start
+    event recorded on an idle stream fires at once, before the host has issued the call after it.
+    """
+
+    def __init__(self, cycles_per_second: float = 1.5e9) -> None:
+        self.now = 0.0
+        self.free_at = 0.0
+        self.hz = cycles_per_second
+
+    def clock(self) -> float:
+        return self.now
+
+    def host(self, seconds: float) -> None:
+        self.now += seconds
+
+    def enqueue(self, seconds: float) -> None:
+        self.free_at = max(self.now, self.free_at) + seconds
+
+    def spin_cycles(self, cycles: int) -> None:  # torch.cuda._sleep / CuPy's clock64 kernel
+        self.enqueue(cycles / self.hz)
+
+    def sync(self, _result=None) -> None:
+        self.now = max(self.now, self.free_at)
+
+    def event(self) -> "FakeEvent":
+        return FakeEvent(self)
+
+
+class FakeEvent:
+    def __init__(self, stream: FakeStream) -> None:
+        self.stream = stream
+        self.t: float | None = None
+
+    def record(self) -> None:
+        self.t = max(self.stream.now, self.stream.free_at)
+
+    def synchronize(self) -> None:
+        self.stream.sync()
+
+
+def _elapsed_ms(a: FakeEvent, b: FakeEvent) -> float:
+    return (b.t - a.t) * 1e3
+
+
+def _fast_call(stream: FakeStream, kernels: int = 3, issue_s: float = 10e-6, kernel_s: float = 2e-6):
+    """A call the host needs ``kernels * issue_s`` to issue, whose kernels run ``kernels * kernel_s``:
+    a small elementwise workload in eager torch (10 µs of dispatch per op, a few µs of kernel)."""
+    def call():
+        for _ in range(kernels):
+            stream.host(issue_s)
+            stream.enqueue(kernel_s)
+    return call
+
+
+def _device_time_per_call(events: CudaEvents, stream: FakeStream, calls: int = 200) -> float:
+    op = _fast_call(stream)
+    timer = Timer(op, sync=stream.sync, device_timer=events, clock=stream.clock)
+    timer.device_time(20)  # the hold settles on twice the issuing
+    return timer.device_time(calls) / calls
+
+
+def test_without_a_blocking_kernel_the_events_time_the_host_issuing():
+    """The finding: 30 µs of issuing, 6 µs of kernels; the events said ~26 µs."""
+    stream = FakeStream()
+    events = CudaEvents(stream.event, _elapsed_ms)  # no spin: the old behaviour
+    assert _device_time_per_call(events, stream) > 20e-6
+
+
+def test_with_the_blocking_kernel_the_events_time_the_kernels():
+    stream = FakeStream()
+    spin = SpinKernel(stream.spin_cycles, stream.event, _elapsed_ms)
+    events = CudaEvents(stream.event, _elapsed_ms, spin=spin, clock=stream.clock)
+    assert _device_time_per_call(events, stream) == pytest.approx(6e-6)
+    assert spin.cycles_per_second() == pytest.approx(1.5e9)  # measured with events, once
+    assert events.hold_s == pytest.approx(max(MIN_HOLD_S, 2 * 30e-6))  # twice the issuing
+    assert events.uncovered == 0
+
+
+def test_a_slow_issue_raises_the_hold_at_once_and_fast_ones_lower_it():
+    stream = FakeStream()
+    events = CudaEvents(stream.event, _elapsed_ms, spin=SpinKernel(stream.spin_cycles, stream.event,
+                                                                   _elapsed_ms), clock=stream.clock)
+    slow = _fast_call(stream, issue_s=1e-3)  # 3 ms of issuing: more than the first 1 ms hold
+    timer = Timer(slow, sync=stream.sync, device_timer=events, clock=stream.clock)
+    timer.device_time(1)
+    assert events.uncovered == 1 and events.hold_s == pytest.approx(2 * 3e-3)
+    assert timer.device_time(1) == pytest.approx(6e-6)  # covered now
+    fast = Timer(_fast_call(stream), sync=stream.sync, device_timer=events, clock=stream.clock)
+    fast.device_time(40)
+    assert events.hold_s == pytest.approx(60e-6)
+    huge = Timer(_fast_call(stream, issue_s=0.1), sync=stream.sync, device_timer=events, clock=stream.clock)
+    huge.device_time(2)
+    assert events.hold_s == MAX_HOLD_S  # a call this slow to issue keeps the rest in its events
+
+
+def test_throughput_and_the_wall_clock_pass_queue_no_blocking_kernel():
+    """The hold is the device pass's alone: a wall-clock sample carries no spin kernel."""
+    stream = FakeStream()
+    spins = []
+    events = CudaEvents(stream.event, _elapsed_ms, spin=spins.append, clock=stream.clock)
+    timer = Timer(_fast_call(stream), sync=stream.sync, device_timer=events, clock=stream.clock)
+    timer.timeit(10, "latency")
+    timer.timeit(10, "throughput")
+    assert spins == []
+    timer.device_time(10)
+    assert len(spins) == 10
