@@ -164,22 +164,64 @@ def check_float64(backend: Backend) -> Outcome:
     return Outcome("float64", "passed" if ok else "failed", f"{n}² matmul, {'; '.join(lines)}; {caught}")
 
 
+def round_mantissa(a: np.ndarray, bits: int, nearest: bool = True) -> np.ndarray:
+    """float32 values with only ``bits`` explicit mantissa bits (TF32: 10, bfloat16: 7), rounded to
+    nearest even or truncated: what a GPU's matrix units read from float32 inputs."""
+    drop = 23 - bits
+    raw = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    if nearest:
+        raw = raw + ((1 << (drop - 1)) - 1) + ((raw >> drop) & 1)
+    return (raw & (0xFFFFFFFF ^ ((1 << drop) - 1))).astype(np.uint32).view(np.float32)
+
+
+#: Explicit mantissa bits of the reduced precisions (``accuracy.REDUCED_PRECISION_EPS`` = 2^-bits).
+_MANTISSA_BITS = {p: round(-math.log2(eps)) for p, eps in REDUCED_PRECISION_EPS.items()}
+#: Normwise error of a random float32 matmul in precision p, in p's unit roundoff, below which the
+#: result is put down to p by its size alone: about 0.8 rounding to nearest, 2.5 truncating, and
+#: the next coarser precision (8x the unit) well above.
+_BY_SIZE_UNITS = 4.0
+
+
+def which_precision(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[str, str]:
+    """(the precision a float32 matmul ``out = a @ b`` ran in, how that was told).
+
+    First against emulated references: the inputs rounded as each reduced precision would
+    (nearest or truncated), multiplied in float64; the result that matches one within float32's
+    own accumulation bound ran in it. Otherwise by the error's size (random inputs: the error of a
+    precision is near its unit roundoff whatever n), so bfloat16 is never called TF32.
+    """
+    n = a.shape[1]
+    full = _MATMUL.tolerance("float32", n)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    error = _MATMUL.error(out, exact)
+    if error <= full:
+        return "float32", f"error {error:.1e} within float32's {full:.1e}"
+    for p, bits in sorted(_MANTISSA_BITS.items(), key=lambda kv: -kv[1]):
+        for nearest in (True, False):
+            ref = (round_mantissa(a, bits, nearest).astype(np.float64)
+                   @ round_mantissa(b, bits, nearest).astype(np.float64))
+            if _MATMUL.error(out, ref) <= full:
+                how = "rounded to nearest" if nearest else "truncated"
+                return p, f"error {error:.1e}; matches float32 inputs {how} to {p}"
+    for p, eps in sorted(REDUCED_PRECISION_EPS.items(), key=lambda kv: kv[1]):
+        if error <= _BY_SIZE_UNITS * eps / 2:
+            return p, f"error {error:.1e}, {p}'s size (no emulated reference matches)"
+    return "worse", f"error {error:.1e}, worse than any precision arraybench knows"
+
+
 def check_precision(backend: Backend) -> Outcome:
     """The precision float32 matmuls really run in is the one the run records."""
     n = 1024 if backend.device != "cpu" else 256
     mm = Matmul(backend, n, "float32", seed=1)
-    error = _MATMUL.error(backend.to_numpy(mm()), mm.reference())
-    full = _MATMUL.tolerance("float32", n)
-    reduced = {p: 16 * eps * math.sqrt(n) for p, eps in REDUCED_PRECISION_EPS.items()}
-    found = "float32" if error <= full else next((p for p, b in reduced.items() if error <= b), "worse")
+    found, how = which_precision(backend.to_numpy(mm()), *mm.host)
     recorded = backend.reduced_precision("float32") or "float32"
     info = backend.info()
     setting = ", ".join(f"{k} {info[k]}" for k in ("matmul_precision", "allow_tf32") if k in info)
     ok = found == recorded
     return Outcome("precision", "passed" if ok else "failed",
-                   f"{n}² float32 matmul error {error:.1e}: {found}, the run records {recorded}"
+                   f"{n}² float32 matmul {how}: {found}, the run records {recorded}"
                    + (f" ({setting})" if setting else "")
-                   + f"; float32 would stay within {full:.1e}")
+                   + f"; float32 would stay within {_MATMUL.tolerance('float32', n):.1e}")
 
 
 def check_memory(backend: Backend) -> Outcome:

@@ -129,3 +129,50 @@ def test_throughput_and_the_wall_clock_pass_queue_no_blocking_kernel():
     assert spins == []
     timer.device_time(10)
     assert len(spins) == 10
+
+
+# -- finding 3: with --allow-tf32 the matmul check still catches wrong results -------------------
+
+def test_a_tf32_matmul_bound_scales_with_tf32s_unit_roundoff_and_catches_a_10_percent_error():
+    from arraybench.worker import accuracy
+    from arraybench.workloads import REGISTRY
+
+    check = REGISTRY["matmul"].check
+    for n in (2_000, 8_192):
+        bound = check.tolerance("float32", n, "tf32")
+        assert bound == pytest.approx(2 * 2**-11 * math.sqrt(n))  # 0.044 and 0.088, not 0.70 and 1.41
+        assert bound < 0.1
+    # Never below float32's own bound, nor below 8 units at small n (truncating TF32: ~2.5 u).
+    assert check.tolerance("float32", 4, "tf32") == pytest.approx(8 * 2**-11)
+    assert check.tolerance("float32", 100, "tf32") > check.tolerance("float32", 100)
+    # A correct TF32 result (inputs rounded as tensor cores read them) passes with a wide margin.
+    from arraybench.worker.selfcheck import round_mantissa
+
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal((300, 300)).astype(np.float32) for _ in range(2))
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    for nearest in (True, False):
+        out = round_mantissa(a, 10, nearest) @ round_mantissa(b, 10, nearest)
+        assert accuracy.judge(out, ref, check, "float32", 300, tolerance=check.tolerance(
+            "float32", 300, "tf32")).ok
+        assert accuracy.judge(out * np.float32(1.1), ref, check, "float32", 300,
+                              tolerance=check.tolerance("float32", 300, "tf32")).ok is False
+
+
+def test_the_doctor_tells_tf32_from_bfloat16_and_float32():
+    from arraybench.worker.selfcheck import round_mantissa, which_precision
+
+    rng = np.random.default_rng(4)
+    a, b = (rng.standard_normal((256, 256)).astype(np.float32) for _ in range(2))
+    assert which_precision(a @ b, a, b)[0] == "float32"
+    for bits, name in ((10, "tf32"), (7, "bf16")):
+        for nearest in (True, False):
+            out = round_mantissa(a, bits, nearest) @ round_mantissa(b, bits, nearest)
+            assert which_precision(out, a, b)[0] == name, (bits, nearest)
+    # bfloat16 arithmetic no emulation reproduces (another rounding, another order) is still
+    # bfloat16 by the size of its error: the old bound, 16 eps √n, called it TF32.
+    bf16 = round_mantissa(a, 7) @ round_mantissa(b, 7)
+    noisy = bf16 * (1 + np.float32(2**-9) * rng.choice([-1, 1], bf16.shape).astype(np.float32))
+    found, how = which_precision(noisy, a, b)
+    assert found == "bf16" and "size" in how
+    assert which_precision(a @ b * np.float32(1.1), a, b)[0] == "worse"
