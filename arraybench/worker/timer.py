@@ -42,8 +42,9 @@ class Fresh(Protocol):
         """Up to ``calls`` argument tuples whose changed inputs are restored, ready on the device."""
         ...
 
-    def calibrated(self, per_call_s: float) -> None:
-        """The time of one call, once warmed up (how to restore may depend on it)."""
+    def calibrated(self, per_call_s: float, batched: bool = False) -> None:
+        """The time of one call, once warmed up (how to restore may depend on it); ``batched``:
+        throughput mode on an asynchronous device, whose batches must not be split per call."""
         ...
 
 
@@ -219,7 +220,7 @@ class Timer:
                 break
         per_call = max(warm_time / warm_calls, 1e-9)
         if self.fresh is not None:
-            self.fresh.calibrated(per_call)
+            self.fresh.calibrated(per_call, batched=settings.mode == "throughput" and self.sync is not None)
         number = self._calibrate(per_call, settings, first_result)
         run = Sampling(partial(self.draw, settings), settings, number, first_s, first_result,
                        warm_calls, per_call, self.clock() - started)

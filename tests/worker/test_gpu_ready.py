@@ -176,3 +176,42 @@ def test_the_doctor_tells_tf32_from_bfloat16_and_float32():
     found, how = which_precision(noisy, a, b)
     assert found == "bf16" and "size" in how
     assert which_precision(a @ b * np.float32(1.1), a, b)[0] == "worse"
+
+
+# -- finding 4: in-place workloads in throughput mode stay batched on an asynchronous device ------
+
+@pytest.mark.parametrize("mode, sync, batched", [
+    ("throughput", True, True),     # a GPU: one wait per batch, as without fresh inputs
+    ("latency", True, False),       # latency restores before every slow call, as before
+    ("throughput", False, False),   # a synchronous CPU library: unchanged
+])
+def test_fresh_inputs_keep_the_batch_in_throughput_mode_on_an_asynchronous_device(mode, sync, batched):
+    from arraybench.worker.fresh import FreshInputs
+    from arraybench.worker.sampling import TimerSettings
+
+    x = np.zeros(8)
+    waits = []
+
+    def inplace(a):  # slow enough (≥ 100 µs) that ``auto`` restores before every latency call
+        a += 1.0
+        time_sleep(2e-4)
+        return a
+
+    fresh = FreshInputs((x,), [0], [x.copy()], clone=np.copy, copy_into=np.copyto,
+                        capacity=16, restore="auto")
+    timer = Timer(inplace, (x,), sync=(lambda r: waits.append(r)) if sync else None, fresh=fresh)
+    run = timer.start(TimerSettings(mode=mode, min_samples=2, max_samples=2, warmup_s=0.002,
+                                    target_sample_s=0.004))
+    assert fresh.per_call is not batched
+    assert fresh.capacity == (16 if batched else 1)
+    if batched:
+        waits.clear()
+        wall, _ = timer.timeit(run.number, mode)
+        assert len(waits) == math.ceil(run.number / 16)  # one wait per span of up to 16 calls
+        assert all(np.array_equal(slot[0], np.ones(8)) for slot in fresh._slots[:run.number])
+
+
+def time_sleep(seconds: float) -> None:
+    import time
+
+    time.sleep(seconds)
