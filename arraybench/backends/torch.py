@@ -35,6 +35,23 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and any(t in text for t in _OOM_TEXT)
 
 
+def cuda_init_error() -> str:
+    """Why CUDA cannot start here, in torch.cuda's own words, or "" where it can.
+
+    ``torch.cuda.is_available()`` only counts devices (``cudaGetDeviceCount``, which "never
+    throws"); ``torch.cuda.init()`` runs ``torch._C._cuda_init``, which raises the driver's reason:
+    "The NVIDIA driver on your system is too old (found version ...)", "Found no NVIDIA driver on
+    your system", or on a CPU build "Torch not compiled with CUDA enabled" (torch/cuda/__init__.py,
+    ``_lazy_init``).
+    """
+    try:
+        torch.cuda.init()
+    except Exception as exc:  # noqa: BLE001 - whatever CUDA says is the reason
+        text = str(exc).strip()
+        return text.splitlines()[0] if text else type(exc).__name__
+    return ""
+
+
 #: The Array API's creation functions that make an array from no array, and so need ``device=``.
 ARRAY_API_CREATION = ("arange", "asarray", "empty", "eye", "full", "linspace", "ones", "zeros")
 
@@ -112,7 +129,8 @@ class TorchBackend(Backend):
             if torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
                 raise Unavailable(f"PyTorch {torch.__version__} is a CPU-only build (no CUDA)")
             if not torch.cuda.is_available():
-                raise Unavailable("no CUDA device visible to PyTorch (torch.cuda.is_available() is False)")
+                why = cuda_init_error() or "torch.cuda.is_available() is False"
+                raise Unavailable(f"no CUDA device usable by PyTorch ({why})")
             self.torch_device = torch.device("cuda", torch.cuda.current_device())
             dev = self.torch_device
             self.sync = lambda _result: torch.cuda.synchronize(dev)

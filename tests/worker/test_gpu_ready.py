@@ -215,3 +215,49 @@ def time_sleep(seconds: float) -> None:
     import time
 
     time.sleep(seconds)
+
+
+# -- finding 5: why a CUDA build cannot start is said, in the library's words -------------------
+
+def test_a_jax_gpu_worker_names_its_platform_so_a_broken_plugin_fails_loudly():
+    from arraybench.host.threads import jax_gpu_platform, worker_env
+
+    env = worker_env({}, threads=None, backend="jax", device="gpu", allow_tf32=False)
+    assert env["JAX_PLATFORMS"] in ("cuda,cpu", "rocm,cpu")
+    assert jax_gpu_platform(["xla_cuda12"]) == "cuda" and jax_gpu_platform([]) == "cuda"
+    assert jax_gpu_platform(["xla_rocm7"]) == "rocm"
+    mine = worker_env({"JAX_PLATFORMS": "cuda"}, threads=None, backend="jax", device="gpu", allow_tf32=False)
+    assert mine["JAX_PLATFORMS"] == "cuda"  # the user's own choice stands
+
+
+def test_with_its_platform_named_jax_says_why_its_gpu_plugin_cannot_start(tmp_path):
+    """A plugin that cannot load (PJRT_NAMES_AND_LIBRARY_PATHS registers one by name): the worker's
+    one line keeps the loader's reason. Not shown here: an installed plugin package whose backend
+    fails at start is skipped quietly unless JAX_PLATFORMS names it (xla_bridge.backends,
+    ``fail_quietly``), which the test above makes sure a GPU worker does; that needs a plugin
+    package. (The platform is "rocm": xla_bridge skips "cuda" silently without /dev/nvidia*.)"""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("jax")
+    env = dict(os.environ, JAX_PLATFORMS="rocm,cpu",
+               PJRT_NAMES_AND_LIBRARY_PATHS=f"rocm:{tmp_path / 'libbroken_pjrt.so'}")
+    code = ("from arraybench.backends.base import Unavailable\n"
+            "from arraybench.backends.jax import JaxBackend\n"
+            "try:\n    JaxBackend('gpu')\nexcept Unavailable as exc:\n    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert "has no GPU backend here" in out.stdout, out.stdout + out.stderr
+    assert "libbroken_pjrt.so" in out.stdout  # the loader's own words
+
+
+def test_torch_says_why_cuda_cannot_start_in_its_own_words(monkeypatch):
+    """``torch.cuda.is_available()`` is only False; ``torch.cuda.init()`` raises the reason (a driver
+    too old, none found; on this CPU build "Torch not compiled with CUDA enabled")."""
+    torch_backend = pytest.importorskip("arraybench.backends.torch")
+    from arraybench.backends.base import Unavailable
+
+    assert torch_backend.cuda_init_error() == "Torch not compiled with CUDA enabled"
+    monkeypatch.setattr(torch_backend.torch.version, "cuda", "12.8")  # as a CUDA build would say
+    with pytest.raises(Unavailable, match=r"no CUDA device usable by PyTorch \(Torch not compiled"):
+        torch_backend.TorchBackend("gpu")
