@@ -139,10 +139,14 @@ class TorchBackend(Backend):
         else:
             raise Unavailable(f"PyTorch has no device {device!r}")
         # Pin matmul precision: TF32 would make float32 GPU matmuls ~10x faster and ~1000x less
-        # accurate, which is a different benchmark.
-        torch.backends.cuda.matmul.allow_tf32 = allow_tf32
-        torch.backends.cudnn.allow_tf32 = allow_tf32
-        torch.set_float32_matmul_precision("high" if allow_tf32 else "highest")
+        # accurate, which is a different benchmark. --allow-tf32 is for GPUs: on the CPU "high"
+        # would also set torch.backends.mkldnn.matmul.fp32_precision = "tf32" (torch 2.13,
+        # set_float32_matmul_precision), letting oneDNN run float32 matmuls in reduced precision
+        # on CPUs that have it (AMX), while the record says full float32.
+        tf32 = allow_tf32 and device == "gpu"
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+        torch.set_float32_matmul_precision("high" if tf32 else "highest")
 
     def namespace(self, kind: str = "native") -> Any:
         if kind == "array_api":
@@ -328,6 +332,9 @@ class TorchBackend(Backend):
             info["gpu_monitor"] = "NVML" if self.health else self.health_note
         else:
             info["device_name"] = "cpu"
+            mkldnn = getattr(torch.backends.mkldnn, "matmul", None)  # fp32_precision: torch >= 2.9
+            if mkldnn is not None and hasattr(mkldnn, "fp32_precision"):
+                info["mkldnn_fp32_precision"] = mkldnn.fp32_precision
             info.update(torch_cpu_kernels())
         info.update(cpu_threads_info())
         return info

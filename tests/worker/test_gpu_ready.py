@@ -261,3 +261,18 @@ def test_torch_says_why_cuda_cannot_start_in_its_own_words(monkeypatch):
     monkeypatch.setattr(torch_backend.torch.version, "cuda", "12.8")  # as a CUDA build would say
     with pytest.raises(Unavailable, match=r"no CUDA device usable by PyTorch \(Torch not compiled"):
         torch_backend.TorchBackend("gpu")
+
+
+# -- finding 6: --allow-tf32 leaves CPU torch in full float32 ------------------------------------
+
+def test_allow_tf32_does_not_change_cpu_torch():
+    """torch 2.13's ``set_float32_matmul_precision("high")`` also sets oneDNN's CPU matmuls to TF32
+    (``torch.backends.mkldnn.matmul.fp32_precision``); a CPU worker keeps "highest"/"ieee"."""
+    torch_backend = pytest.importorskip("arraybench.backends.torch")
+    torch = torch_backend.torch
+    backend = torch_backend.TorchBackend("cpu", allow_tf32=True)
+    assert torch.get_float32_matmul_precision() == "highest"
+    assert torch.backends.mkldnn.matmul.fp32_precision == "ieee"
+    assert backend.reduced_precision("float32") is None
+    info = backend.info()
+    assert info["mkldnn_fp32_precision"] == "ieee" and info["allow_tf32"] is False
