@@ -276,3 +276,29 @@ def test_allow_tf32_does_not_change_cpu_torch():
     assert backend.reduced_precision("float32") is None
     info = backend.info()
     assert info["mkldnn_fp32_precision"] == "ieee" and info["allow_tf32"] is False
+
+
+# -- finding 7: array-api-compat's torch namespace on a GPU ---------------------------------------
+
+def test_torch_array_api_namespace_puts_fftfreq_dlpack_and_the_default_device_on_the_gpu():
+    """array_api_compat/torch: ``fft.fftfreq``/``rfftfreq`` are torch.fft's own (device=None: the
+    CPU), ``from_dlpack`` keeps a host array's DLPack on the CPU, ``_info.default_device()`` returns
+    ``torch.device("cpu")``. The meta device stands for CUDA (a non-CPU device that needs no GPU)."""
+    torch_backend = pytest.importorskip("arraybench.backends.torch")
+    import array_api_compat
+
+    torch = torch_backend.torch
+    backend = torch_backend.TorchBackend("cpu")
+    backend.device, backend.torch_device = "gpu", torch.device("meta")
+    xp = backend.namespace("array_api")
+    assert xp.fft.fftfreq(8).device.type == "meta" and xp.fft.rfftfreq(8, d=0.5).device.type == "meta"
+    assert xp.fft.fftfreq(8, device="cpu").device.type == "cpu"  # an explicit device= still wins
+    assert xp.fft.fft is array_api_compat.torch.fft.fft
+    assert xp.__array_namespace_info__().default_device() == torch.device("meta")
+    assert xp.__array_namespace_info__().default_dtypes()["real floating"] == torch.float32
+    # DLPack cannot describe the meta device, so from_dlpack is checked by what it passes on.
+    assert xp.from_dlpack.func is array_api_compat.torch.from_dlpack
+    assert xp.from_dlpack.keywords == {"device": torch.device("meta")}
+    assert xp.from_dlpack(np.arange(3.0), device="cpu").device.type == "cpu"
+    plain = backend.namespace.__func__(types.SimpleNamespace(device="cpu", _device_xp=None), "array_api")
+    assert plain.__array_namespace_info__().default_device() == torch.device("cpu")  # the CPU: unchanged
