@@ -7,6 +7,7 @@ backend opens, and their absence becomes a one-line reason.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Callable
 
 import numpy as np
@@ -64,6 +65,36 @@ extern "C" __global__ void arraybench_spin(long long cycles) {
     while (clock64() - start < cycles) { }
 }
 """
+
+
+#: CuPy's fusion types, as its refusals name them ("object of type '_ArrayProxy' has no len()").
+_FUSION_TYPES = re.compile(r"\b_(?:Fusion\w+|ArrayProxy|ScalarProxy|VariableProxy)\b")
+
+
+def _in_cupy(filename: str) -> bool:
+    parts = os.path.normpath(filename).split(os.sep)
+    return "cupy" in parts or "cupyx" in parts
+
+
+def is_fuse_refusal(exc: BaseException) -> bool:
+    """Whether ``exc`` is CuPy saying it cannot fuse a function, not a bug in the function.
+
+    CuPy's refusals are raised by its own code while it traces the function: its fusion proxies
+    (``cupy/_core/_fusion_interface.py``: "Cannot convert to Python scalar in cupy.fuse", "`shape`
+    is not supported"), the tracer (``_fusion_trace.pyx``: "Concrete ndarray is not supported in
+    fusion."), or any CuPy routine handed a proxy. So: the innermost frame of the traceback is in
+    the cupy package (Cython frames carry their ``.pyx`` path), or the message names fusion or one
+    of its types. A NameError, ZeroDivisionError... raised by the workload's own code is its bug.
+    """
+    if is_device_error(exc):
+        return False
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is not None and _in_cupy(tb.tb_frame.f_code.co_filename):
+        return True
+    text = str(exc)
+    return "fusion" in text.lower() or "cupy.fuse" in text or bool(_FUSION_TYPES.search(text))
 
 
 class CupyBackend(Backend):
@@ -173,8 +204,9 @@ class CupyBackend(Backend):
         return cupy.fuse(fn)
 
     def compile_unsupported(self, exc: BaseException) -> bool:
-        # Out of memory is asked first; a CUDA error is a failure of the device, never "cannot fuse".
-        return not is_device_error(exc)
+        # Out of memory is asked first; a CUDA error is a failure of the device, never "cannot
+        # fuse"; an error of the workload's own code is a failure too, shown rather than hidden.
+        return is_fuse_refusal(exc)
 
     def free(self) -> None:
         cupy.get_default_memory_pool().free_all_blocks()

@@ -302,3 +302,37 @@ def test_torch_array_api_namespace_puts_fftfreq_dlpack_and_the_default_device_on
     assert xp.from_dlpack(np.arange(3.0), device="cpu").device.type == "cpu"
     plain = backend.namespace.__func__(types.SimpleNamespace(device="cpu", _device_xp=None), "array_api")
     assert plain.__array_namespace_info__().default_device() == torch.device("cpu")  # the CPU: unchanged
+
+
+# -- finding 8: CuPy compiled mode: only CuPy's own refusals are "not applicable" ---------------
+
+def test_cupy_fuse_refusals_are_not_applicable_and_a_workload_bug_is_a_failure():
+    """The refusal is raised by CuPy's real fusion proxy (cupy/_core/_fusion_interface.py,
+    ``_VariableProxy.__bool__``), called as ``cupy.fuse`` tracing ``if x:`` would call it; no GPU
+    is needed to raise it. The bug is the workload's own NameError."""
+    cupy_backend = pytest.importorskip("arraybench.backends.cupy")
+    from cupy._core._fusion_interface import _VariableProxy
+
+    from arraybench.plan import Cell
+    from arraybench.worker.prepare import _classify
+
+    backend = cupy_backend.CupyBackend.__new__(cupy_backend.CupyBackend)
+    backend.device, backend.allow_tf32 = "gpu", False
+    compiled = Cell("elementwise", "100", 100, "cupy", "gpu", "float64", "compiled", False)
+
+    def branches(x):
+        return x * 2 if x else x
+
+    def typo(x):
+        return x * undefined_scale  # noqa: F821 - the bug
+
+    outcomes = {}
+    for fn in (branches, typo):
+        try:
+            fn(object.__new__(_VariableProxy))
+        except Exception as exc:  # noqa: BLE001
+            outcomes[fn.__name__] = _classify(backend, compiled, "compiling", exc)
+    assert outcomes["branches"][0] == "skipped" and "Cannot convert to Python scalar" in outcomes["branches"][1]
+    assert outcomes["typo"][0] == "failed" and "NameError" in outcomes["typo"][1]
+    assert cupy_backend.is_fuse_refusal(TypeError("object of type '_ArrayProxy' has no len()"))
+    assert not cupy_backend.is_fuse_refusal(ZeroDivisionError("float division by zero"))
