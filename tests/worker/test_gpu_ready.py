@@ -336,3 +336,41 @@ def test_cupy_fuse_refusals_are_not_applicable_and_a_workload_bug_is_a_failure()
     assert outcomes["typo"][0] == "failed" and "NameError" in outcomes["typo"][1]
     assert cupy_backend.is_fuse_refusal(TypeError("object of type '_ArrayProxy' has no len()"))
     assert not cupy_backend.is_fuse_refusal(ZeroDivisionError("float division by zero"))
+
+
+# -- finding 9: nits -----------------------------------------------------------------------------
+
+def test_a_jax_device_without_local_hardware_id_has_no_monitor_and_the_assumed_l2():
+    """jaxlib's ``local_hardware_id`` is an optional (jax/_src/array.py's ``__dlpack_device__``
+    checks it for None); the old code passed None to ``int()`` (flush) or guessed GPU 0 (NVML)."""
+    from arraybench.backends import cuda_driver
+    from arraybench.backends.jax import FALLBACK_L2_BYTES
+
+    from ..conftest import backend_or_skip
+
+    backend = backend_or_skip("jax")
+    backend.jax_device = types.SimpleNamespace(local_hardware_id=None, platform="gpu")
+    assert backend.hardware_ordinal() is None
+    backend.open_gpu_health()
+    assert backend.health is None and "local_hardware_id" in backend.health_note
+    assert backend.l2_bytes() == FALLBACK_L2_BYTES
+    assert cuda_driver.l2_cache_bytes(None) is None
+
+
+def test_throttle_bits_come_from_the_nvml_bindings_where_they_define_them():
+    """nvidia-ml-py 13.615's pynvml.py: ``nvmlClocksThrottleReasonBoardLimit = 0x200``,
+    ``nvmlClocksThrottleReasonReliability = 0x400`` (the ``ClocksEventReason`` names stop at
+    0x100); the fake module carries those constants with their values there."""
+    from arraybench.worker.gpu_health import THROTTLE_REASONS, GpuMonitor, throttle_reasons
+
+    from .test_gpu import FakeNvml
+
+    nvml = FakeNvml()
+    nvml.nvmlClocksEventReasonSwPowerCap = 0x4
+    nvml.nvmlClocksThrottleReasonBoardLimit = 0x200
+    nvml.nvmlClocksThrottleReasonReliability = 0x400
+    assert throttle_reasons(nvml) == THROTTLE_REASONS
+    nvml.nvmlClocksThrottleReasonReliability = 0x800  # a later release moves a bit: follow it
+    monitor = GpuMonitor(nvml, "handle")
+    nvml.reasons = 0x800 | 0x200 | 0x1  # GpuIdle is no slowdown
+    assert monitor.throttling() == ["board limit", "reliability"]
