@@ -189,6 +189,8 @@ def test_torch_reads_its_own_tf32_flag(monkeypatch):
         for allow, expected in ((False, None), (True, "tf32")):
             backend = TorchBackend("cpu", allow_tf32=allow)
             assert backend.reduced_precision("float32") is None  # the CPU: never
+            # What a GPU backend's __init__ sets (a CPU one keeps full float32: issue 26, finding 6).
+            torch.backends.cuda.matmul.allow_tf32 = allow
             monkeypatch.setattr(backend, "device", "gpu")
             assert backend.reduced_precision("float32") == expected
     finally:
