@@ -254,6 +254,22 @@ class Backend(abc.ABC):
         """A device-event timer, where the library has one."""
         return None
 
+    def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
+        """(seconds per call of ``fn`` in each batch, the tool that timed them) by the library's own
+        benchmarking tool, independent of arraybench's timer: the doctor's ``harness`` check
+        compares the two. Batches of about 1 ms for ``min_time_s`` (long batches average a busy
+        machine's bursts in, where a quantile of short ones leaves them out).
+
+        NumPy's tool is the standard library's ``timeit`` (``Timer.repeat``).
+        """
+        import timeit
+
+        timer = timeit.Timer(fn)
+        one = max(min(timer.repeat(repeat=3, number=1)), 1e-7)
+        number = max(1, int(1e-3 / one))
+        repeat = max(5, min(1000, int(min_time_s / (number * one))))
+        return [t / number for t in timer.repeat(repeat=repeat, number=number)], "timeit"
+
     def flush_cache(self) -> Callable[[], None] | None:
         """A function that evicts the device's caches, for cold-cache measurements."""
         return None

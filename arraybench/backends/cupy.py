@@ -186,6 +186,14 @@ class CupyBackend(Backend):
             self._spin = SpinKernel(spin_cycles, cupy.cuda.Event, cupy.cuda.get_elapsed_time)
         return CudaEvents(cupy.cuda.Event, cupy.cuda.get_elapsed_time, spin=self._spin)
 
+    def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
+        """``cupyx.profiler.benchmark``: its ``gpu_times``, CUDA events around each call, each call
+        waited for. Its ``cpu_times`` stop before the wait (cupyx/profiler/_time.py, ``_repeat``)."""
+        from cupyx.profiler import benchmark
+
+        result = benchmark(fn, n_repeat=100_000, n_warmup=10, max_duration=min_time_s)
+        return [float(t) for t in result.gpu_times[0]], "cupyx.profiler.benchmark (gpu_times)"
+
     def flush_cache(self) -> Callable[[], None] | None:
         props = cupy.cuda.runtime.getDeviceProperties(self.cuda_device.id)
         l2 = int(props.get("l2CacheSize", 0)) or 64 * 1024**2

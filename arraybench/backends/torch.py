@@ -246,6 +246,26 @@ class TorchBackend(Backend):
             self._spin = SpinKernel(sleep, make, elapsed)
         return CudaEvents(make, elapsed, spin=self._spin)
 
+    def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
+        """``torch.utils.benchmark.Timer``, in blocks of about 1 ms (``Timer.timeit``):
+        ``blocked_autorange`` grows its blocks until the timer's overhead is 1e-4 of them, tens of
+        ms for a fast call. On a GPU the statement waits after every call, as arraybench's latency
+        mode does (the Timer itself synchronizes only at its clock reads,
+        torch/utils/benchmark/utils/timer.py)."""
+        import time
+
+        from torch.utils.benchmark import Timer as TorchTimer
+
+        stmt = "fn(); torch.cuda.synchronize()" if self.device == "gpu" else "fn()"
+        # Its num_threads defaults to 1; the worker's own count, so that both time the same thing.
+        timer = TorchTimer(stmt, globals={"fn": fn, "torch": torch}, num_threads=torch.get_num_threads())
+        one = max(timer.timeit(3).median, 1e-7)
+        number = max(1, int(1e-3 / one))
+        blocks, end = [], time.perf_counter() + min_time_s
+        while len(blocks) < 5 or (time.perf_counter() < end and len(blocks) < 1000):
+            blocks.append(float(timer.timeit(number).median))
+        return blocks, "torch.utils.benchmark.Timer" + (" + cuda.synchronize" if self.device == "gpu" else "")
+
     def flush_cache(self) -> Callable[[], None] | None:
         if self.device == "cpu":
             return cpu_flush()
