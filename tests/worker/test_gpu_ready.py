@@ -374,3 +374,38 @@ def test_throttle_bits_come_from_the_nvml_bindings_where_they_define_them():
     monitor = GpuMonitor(nvml, "handle")
     nvml.reasons = 0x800 | 0x200 | 0x1  # GpuIdle is no slowdown
     assert monitor.throttling() == ["board limit", "reliability"]
+
+
+def test_a_record_says_when_the_hold_did_not_cover_the_issuing():
+    """A workload whose calls take the host longer to issue than the longest hold (10 ms): the
+    record's device time includes host time, and a warning says so. NumPy stands for the GPU
+    library; the fake stream's clock makes every issue 20 ms long."""
+    from arraybench.backends.numpy import NumpyBackend
+    from arraybench.plan import Cell
+    from arraybench.worker.prepare import ReferenceCache, finish, prepare
+    from arraybench.worker.sampling import TimerSettings
+    from arraybench.workloads import REGISTRY
+
+    stream = FakeStream()
+
+    def slow_clock():
+        stream.host(20e-3)
+        return stream.now
+
+    class HeldNumpy(NumpyBackend):
+        def __init__(self):
+            super().__init__("cpu")
+            self.device = "gpu"
+            self.sync = lambda _r: None
+
+        def device_timer(self):
+            return CudaEvents(stream.event, _elapsed_ms,
+                              spin=SpinKernel(stream.spin_cycles, stream.event, _elapsed_ms), clock=slow_clock)
+
+    c = Cell("elementwise", "1000", 1000, "numpy", "gpu", "float64", "latency", False)
+    p = prepare(HeldNumpy(), REGISTRY["elementwise"], c,
+                TimerSettings(min_samples=2, max_samples=2, warmup_s=0, target_sample_s=1e-4), ReferenceCache())
+    while not p.run.done:
+        p.run.sample()
+    rep = finish(HeldNumpy(), p)
+    assert rep.device_samples_s and any("includes host time" in w for w in rep.warnings)
