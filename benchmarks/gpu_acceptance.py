@@ -292,7 +292,9 @@ def compare(out: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("gpu_acceptance_out"), help="results folder")
-    parser.add_argument("--wheels", type=Path, help="a folder of wheels for the packages this Python lacks")
+    parser.add_argument("--wheels", type=Path, default=ROOT / ".whl" if (ROOT / ".whl").is_dir() else None,
+                        help="a folder of wheels for the packages this Python lacks (default: .whl/ "
+                             "in the checkout, where there is one)")
     parser.add_argument("--reference", choices=LIBRARIES, help=argparse.SUPPRESS)  # a child's job
     parser.add_argument("--into", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--cpu", action="store_true", help=argparse.SUPPRESS)  # the reference, dry run
@@ -318,6 +320,14 @@ def main(argv: list[str] | None = None) -> int:
               f"without: pip download --no-deps -d wheels {names} elsewhere, then --wheels wheels", file=sys.stderr)
         return 2
     env = child_env(site)
+    # find_spec saw each package; importing them all (and arraybench) also finds what they need.
+    probe = subprocess.run([sys.executable, "-c", "import arraybench.cli, rich.console, jinja2, scipy.stats, "
+                            + ", ".join(DEPENDENCIES)], capture_output=True, text=True, env=env)
+    if probe.returncode != 0:
+        last = (probe.stderr.strip().splitlines() or ["?"])[-1]
+        print(f"gpu_acceptance: arraybench does not import with this Python ({last}); add the missing "
+              "package's wheel to --wheels", file=sys.stderr)
+        return 2
     arraybench = [sys.executable, "-m", "arraybench"]
     status = 0
 

@@ -26,7 +26,8 @@ def _module():
     return module
 
 
-@pytest.mark.parametrize("cmd", [[sys.executable, str(SCRIPT)], ["bash", str(ROOT / "benchmarks" / "gpu_acceptance.sh")]])
+@pytest.mark.parametrize("cmd", [[sys.executable, str(SCRIPT)],
+                                 ["bash", str(ROOT / "benchmarks" / "gpu_acceptance.sh")]])
 def test_without_a_gpu_it_says_so_in_one_line_and_exits_non_zero(cmd, tmp_path):
     env = dict(os.environ, **NO_GPU, PYTHON=sys.executable)
     out = subprocess.run([*cmd, "--out", str(tmp_path / "out")], capture_output=True, text=True, env=env,
@@ -100,7 +101,8 @@ def test_the_comparison_flags_cells_outside_the_range_and_cells_without_a_time(t
     flagged = acceptance.compare(tmp_path)
     text = capsys.readouterr().out
     lines = {line.split()[0]: line for line in text.splitlines() if line.startswith("torch/")}
-    assert "FLAG" not in lines["torch/elementwise/large/float64"] and " 1.10 " in lines["torch/elementwise/large/float64"]
+    elementwise = lines["torch/elementwise/large/float64"]
+    assert "FLAG" not in elementwise and " 1.10 " in elementwise
     assert "FLAG" in lines["torch/matmul/large/float64"] and " 2.00 " in lines["torch/matmul/large/float64"]
     assert "FLAG: no arraybench time (failed: boom)" in lines["torch/fft/large/float64"]
     assert "events ratio 4.17 (outside)" in lines["torch/sort/large/float64"]

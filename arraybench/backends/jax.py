@@ -119,7 +119,8 @@ class JaxBackend(Backend):
         """NVML for this GPU, found through its CUDA ordinal; where JAX gives none, why not."""
         ordinal = self.hardware_ordinal()
         if ordinal is None:  # guessing 0 could watch another GPU than the one measured
-            self.health, self.health_note = None, "JAX gives this device no local_hardware_id, so its GPU is not known to NVML"
+            self.health = None
+            self.health_note = "JAX gives this device no local_hardware_id, so its GPU is not known to NVML"
             return
         self.open_health(ordinal)
 
