@@ -137,14 +137,14 @@ def per_call(call, min_time: float = 0.5) -> float:
     return statistics.median(batches)
 
 
-def reference(lib: str, out: Path, cpu: bool = False) -> None:
+def reference(lib: str, out: Path, cpu: bool = False, quick: bool = False) -> None:
     """Time the seed's workloads with ``lib`` on its GPU, each call waited for (arraybench's latency
     mode), and append one JSON line per cell to ``out``. ``cpu``: a dry run of this code on the
     CPU, small sizes only (the tests' way to run it without a GPU)."""
     import numpy as np
 
     rng = np.random.default_rng(0)
-    device_s = None
+    budget = 0.1 if cpu or quick else 0.5  # seconds of timing per cell
 
     if lib == "torch":
         import torch
@@ -169,7 +169,7 @@ def reference(lib: str, out: Path, cpu: bool = False) -> None:
         def wall(f, args, slow):
             timer = Timer("f(*args)" + wait, globals={"f": f, "args": args, "torch": torch},
                           num_threads=torch.get_num_threads())
-            return timer.blocked_autorange(min_run_time=0.1 if cpu else 0.5).median, None
+            return timer.blocked_autorange(min_run_time=budget).median, None
         tool = "torch.utils.benchmark.Timer + cuda.synchronize"
     elif lib == "jax":
         import jax
@@ -188,7 +188,7 @@ def reference(lib: str, out: Path, cpu: bool = False) -> None:
                "fft": jnp.fft.fft, "sort": jnp.sort}
 
         def wall(f, args, slow):
-            return per_call(lambda: jax.block_until_ready(f(*args)), 0.1 if cpu else 0.5), None
+            return per_call(lambda: jax.block_until_ready(f(*args)), budget), None
         tool = "a jax.block_until_ready loop"
     elif lib == "cupy":
         import cupy as cp
@@ -214,8 +214,9 @@ def reference(lib: str, out: Path, cpu: bool = False) -> None:
 
         def wall(f, args, slow):
             sync = cp.cuda.get_current_stream().synchronize
-            w = per_call(lambda: (f(*args), sync()), min_time=0.1 if slow else 0.5)
-            events = benchmark(f, args, n_repeat=3 if slow else 200, n_warmup=1 if slow else 10)
+            w = per_call(lambda: (f(*args), sync()), min_time=0.1 if slow else budget)
+            events = benchmark(f, args, n_repeat=3 if slow else 200, n_warmup=1 if slow else 10,
+                               max_duration=max(budget, 0.1))
             return w, float(np.median(events.gpu_times[0]))  # CUDA events around each call
         tool = "a loop + stream.synchronize; cupyx.profiler.benchmark's gpu_times"
     else:
@@ -295,12 +296,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wheels", type=Path, default=ROOT / ".whl" if (ROOT / ".whl").is_dir() else None,
                         help="a folder of wheels for the packages this Python lacks (default: .whl/ "
                              "in the checkout, where there is one)")
+    parser.add_argument("--quick", action="store_true",
+                        help="shorter budgets everywhere (2 processes, 0.3 s per cell): a few minutes, noisier")
     parser.add_argument("--reference", choices=LIBRARIES, help=argparse.SUPPRESS)  # a child's job
     parser.add_argument("--into", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--cpu", action="store_true", help=argparse.SUPPRESS)  # the reference, dry run
     args = parser.parse_args(argv)
     if args.reference:
-        reference(args.reference, args.into, cpu=args.cpu)
+        reference(args.reference, args.into, cpu=args.cpu, quick=args.quick)
         return 0
 
     why = nvidia_gpu()
@@ -329,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
               "package's wheel to --wheels", file=sys.stderr)
         return 2
     arraybench = [sys.executable, "-m", "arraybench"]
+    budget = ["--processes", "2", "--max-time", "0.3", "--min-samples", "5"] if args.quick else []
     status = 0
 
     step("1. the machine")
@@ -341,11 +345,11 @@ def main(argv: list[str] | None = None) -> int:
 
     step("3. the default suite on gpu,cpu")
     status |= run_logged([*arraybench, "run", "--devices", "gpu,cpu", "-o", str(out / "suite"), "--overwrite",
-                          "--no-store", "--no-plots"], out / "suite.log", env, 7200) not in (0, 1)
+                          "--no-store", "--no-plots", *budget], out / "suite.log", env, 7200) not in (0, 1)
     step("4. float32 matmul on the GPU libraries")
     status |= run_logged([*arraybench, "run", "--devices", "gpu", "--backends", ",".join(LIBRARIES),
                           "--workloads", "matmul", "--sizes", "large", "--dtype", "float32",
-                          "-o", str(out / "suite_f32"), "--overwrite", "--no-store", "--no-plots"],
+                          "-o", str(out / "suite_f32"), "--overwrite", "--no-store", "--no-plots", *budget],
                          out / "suite_f32.log", env, 1800) not in (0, 1)
 
     step("5. independent reference timings")
@@ -355,8 +359,8 @@ def main(argv: list[str] | None = None) -> int:
         ref_env = dict(env, CUPY_TF32="0", NVIDIA_TF32_OVERRIDE=env.get("NVIDIA_TF32_OVERRIDE", ""))
         if not ref_env["NVIDIA_TF32_OVERRIDE"]:
             del ref_env["NVIDIA_TF32_OVERRIDE"]
-        code = run_logged([sys.executable, str(Path(__file__).resolve()), "--reference", lib, "--into", str(into)],
-                          out / f"reference_{lib}.log", ref_env, 3600)
+        code = run_logged([sys.executable, str(Path(__file__).resolve()), "--reference", lib, "--into", str(into),
+                           *(["--quick"] if args.quick else [])], out / f"reference_{lib}.log", ref_env, 3600)
         if code != 0:
             print(f"reference for {lib} FAILED (exit status {code}; {out / f'reference_{lib}.log'})")
             status = 1
