@@ -70,8 +70,10 @@ def _load() -> Any:
     raise DriverError("no NVIDIA driver (libcuda.so.1 not found)")
 
 
-def l2_cache_bytes(ordinal: int, driver: Driver | None = None) -> int | None:
-    """The device's L2 cache size, or None where the driver cannot say."""
+def l2_cache_bytes(ordinal: int | None, driver: Driver | None = None) -> int | None:
+    """The device's L2 cache size, or None where the driver cannot say (or no ordinal is known)."""
+    if ordinal is None:
+        return None
     try:
         size = (driver or Driver()).attribute(ordinal, L2_CACHE_SIZE)
     except DriverError:

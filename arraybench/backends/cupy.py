@@ -7,11 +7,12 @@ backend opens, and their absence becomes a one-line reason.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Callable
 
 import numpy as np
 
-from .base import Backend, CudaEvents, Unavailable, gpu_env, tf32_in_effect
+from .base import Backend, CudaEvents, SpinKernel, Unavailable, gpu_env, tf32_in_effect
 
 try:
     import cupy
@@ -56,6 +57,46 @@ def is_device_error(exc: BaseException) -> bool:
     return False
 
 
+#: The blocking kernel queued before each timed call of the device pass (``CudaEvents.hold``): one
+#: thread spinning on the SM's cycle counter, as ATen's ``at::cuda::sleep`` does for torch.
+_SPIN_SOURCE = r"""
+extern "C" __global__ void arraybench_spin(long long cycles) {
+    long long start = clock64();
+    while (clock64() - start < cycles) { }
+}
+"""
+
+
+#: CuPy's fusion types, as its refusals name them ("object of type '_ArrayProxy' has no len()").
+_FUSION_TYPES = re.compile(r"\b_(?:Fusion\w+|ArrayProxy|ScalarProxy|VariableProxy)\b")
+
+
+def _in_cupy(filename: str) -> bool:
+    parts = os.path.normpath(filename).split(os.sep)
+    return "cupy" in parts or "cupyx" in parts
+
+
+def is_fuse_refusal(exc: BaseException) -> bool:
+    """Whether ``exc`` is CuPy saying it cannot fuse a function, not a bug in the function.
+
+    CuPy's refusals are raised by its own code while it traces the function: its fusion proxies
+    (``cupy/_core/_fusion_interface.py``: "Cannot convert to Python scalar in cupy.fuse", "`shape`
+    is not supported"), the tracer (``_fusion_trace.pyx``: "Concrete ndarray is not supported in
+    fusion."), or any CuPy routine handed a proxy. So: the innermost frame of the traceback is in
+    the cupy package (Cython frames carry their ``.pyx`` path), or the message names fusion or one
+    of its types. A NameError, ZeroDivisionError... raised by the workload's own code is its bug.
+    """
+    if is_device_error(exc):
+        return False
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is not None and _in_cupy(tb.tb_frame.f_code.co_filename):
+        return True
+    text = str(exc)
+    return "fusion" in text.lower() or "cupy.fuse" in text or bool(_FUSION_TYPES.search(text))
+
+
 class CupyBackend(Backend):
     name = "cupy"
     label = "CuPy"
@@ -66,6 +107,7 @@ class CupyBackend(Backend):
         if device != "gpu":
             raise Unavailable("CuPy runs only on NVIDIA GPUs")
         super().__init__(device, allow_tf32=allow_tf32)
+        self._spin: SpinKernel | None = None
         try:
             count = cupy.cuda.runtime.getDeviceCount()
         except Exception as exc:
@@ -135,7 +177,22 @@ class CupyBackend(Backend):
         return (mem.ptr, mem.ptr + mem.size) if mem is not None else None
 
     def device_timer(self):
-        return CudaEvents(cupy.cuda.Event, cupy.cuda.get_elapsed_time)
+        if self._spin is None:
+            kernel = cupy.RawKernel(_SPIN_SOURCE, "arraybench_spin")  # compiled at its first launch
+
+            def spin_cycles(cycles: int) -> None:
+                kernel((1,), (1,), (np.int64(cycles),))  # on the current stream, as the timed calls
+
+            self._spin = SpinKernel(spin_cycles, cupy.cuda.Event, cupy.cuda.get_elapsed_time)
+        return CudaEvents(cupy.cuda.Event, cupy.cuda.get_elapsed_time, spin=self._spin)
+
+    def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
+        """``cupyx.profiler.benchmark``: its ``gpu_times``, CUDA events around each call, each call
+        waited for. Its ``cpu_times`` stop before the wait (cupyx/profiler/_time.py, ``_repeat``)."""
+        from cupyx.profiler import benchmark
+
+        result = benchmark(fn, n_repeat=100_000, n_warmup=10, max_duration=min_time_s)
+        return [float(t) for t in result.gpu_times[0]], "cupyx.profiler.benchmark (gpu_times)"
 
     def flush_cache(self) -> Callable[[], None] | None:
         props = cupy.cuda.runtime.getDeviceProperties(self.cuda_device.id)
@@ -155,8 +212,9 @@ class CupyBackend(Backend):
         return cupy.fuse(fn)
 
     def compile_unsupported(self, exc: BaseException) -> bool:
-        # Out of memory is asked first; a CUDA error is a failure of the device, never "cannot fuse".
-        return not is_device_error(exc)
+        # Out of memory is asked first; a CUDA error is a failure of the device, never "cannot
+        # fuse"; an error of the workload's own code is a failure too, shown rather than hidden.
+        return is_fuse_refusal(exc)
 
     def free(self) -> None:
         cupy.get_default_memory_pool().free_all_blocks()

@@ -102,11 +102,32 @@ class JaxBackend(Backend):
             raise Unavailable(f"JAX found no {platform} device")
         self.jax_device = devices[0]
         if device == "gpu":
-            self.open_health(int(self.jax_device.local_hardware_id or 0))
+            self.open_gpu_health()
         # "highest": full float32 on GPUs. Unset (or "default") would mean TF32 on Ampere and later
         # (jax.lax.Precision), so it is always set; "tensorfloat32" says what --allow-tf32 asks.
         jax.config.update("jax_default_matmul_precision", "tensorfloat32" if allow_tf32 else "highest")
         self.sync = jax.block_until_ready
+
+    def hardware_ordinal(self) -> int | None:
+        """The device's CUDA ordinal (``local_hardware_id``), or None where JAX gives none: the
+        binding returns an optional, and jax/_src/array.py's ``__dlpack_device__`` checks it for
+        None (a PJRT plugin may not report it)."""
+        ordinal = getattr(self.jax_device, "local_hardware_id", None)
+        return None if ordinal is None else int(ordinal)
+
+    def open_gpu_health(self) -> None:
+        """NVML for this GPU, found through its CUDA ordinal; where JAX gives none, why not."""
+        ordinal = self.hardware_ordinal()
+        if ordinal is None:  # guessing 0 could watch another GPU than the one measured
+            self.health = None
+            self.health_note = "JAX gives this device no local_hardware_id, so its GPU is not known to NVML"
+            return
+        self.open_health(ordinal)
+
+    def l2_bytes(self) -> int:
+        """The GPU's L2 size from the CUDA driver (JAX has no API for it), or FALLBACK_L2_BYTES."""
+        ordinal = self.hardware_ordinal()
+        return (l2_cache_bytes(ordinal) if ordinal is not None else None) or FALLBACK_L2_BYTES
 
     def namespace(self, kind: str = "native") -> Any:
         # jax.numpy implements the Array API standard itself.
@@ -173,7 +194,7 @@ class JaxBackend(Backend):
         if self.device == "cpu":
             return cpu_flush()
         # JAX has no API for the L2 size; the CUDA driver has (torch and CuPy read theirs).
-        l2 = l2_cache_bytes(self.jax_device.local_hardware_id) or FALLBACK_L2_BYTES
+        l2 = self.l2_bytes()
         buf = jax.device_put(np.zeros(2 * l2 // 4, dtype=np.float32), self.jax_device)
         touch = jax.jit(lambda b: b + 1.0)
 
@@ -181,6 +202,26 @@ class JaxBackend(Backend):
             touch(buf).block_until_ready()
 
         return flush
+
+    def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
+        """JAX has no benchmarking tool; its documentation times ``jax.block_until_ready(f(x))`` in
+        a loop (``%timeit f(x).block_until_ready()``): batches of about 1 ms."""
+        import time
+
+        for _ in range(3):
+            jax.block_until_ready(fn())
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        one = max(time.perf_counter() - t0, 1e-7)
+        number = max(1, int(1e-3 / one))
+        batches: list[float] = []
+        end = t0 + min_time_s
+        while len(batches) < 5 or (time.perf_counter() < end and len(batches) < 1000):
+            t0 = time.perf_counter()
+            for _ in range(number):
+                jax.block_until_ready(fn())
+            batches.append((time.perf_counter() - t0) / number)
+        return batches, "a jax.block_until_ready loop"
 
     def grad(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         return jax.grad(fn)

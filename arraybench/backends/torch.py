@@ -11,7 +11,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from .base import Backend, CudaEvents, Unavailable, gpu_env, tf32_in_effect
+from .base import Backend, CudaEvents, SpinKernel, Unavailable, gpu_env, tf32_in_effect
 from .cpu import captured_stdout, cpu_flush, cpu_threads_info
 
 
@@ -35,6 +35,23 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and any(t in text for t in _OOM_TEXT)
 
 
+def cuda_init_error() -> str:
+    """Why CUDA cannot start here, in torch.cuda's own words, or "" where it can.
+
+    ``torch.cuda.is_available()`` only counts devices (``cudaGetDeviceCount``, which "never
+    throws"); ``torch.cuda.init()`` runs ``torch._C._cuda_init``, which raises the driver's reason:
+    "The NVIDIA driver on your system is too old (found version ...)", "Found no NVIDIA driver on
+    your system", or on a CPU build "Torch not compiled with CUDA enabled" (torch/cuda/__init__.py,
+    ``_lazy_init``).
+    """
+    try:
+        torch.cuda.init()
+    except Exception as exc:  # noqa: BLE001 - whatever CUDA says is the reason
+        text = str(exc).strip()
+        return text.splitlines()[0] if text else type(exc).__name__
+    return ""
+
+
 #: The Array API's creation functions that make an array from no array, and so need ``device=``.
 ARRAY_API_CREATION = ("arange", "asarray", "empty", "eye", "full", "linspace", "ones", "zeros")
 
@@ -47,13 +64,34 @@ def device_namespace(xp: Any, device: Any) -> types.ModuleType:
     their device already. ``torch.set_default_device`` would fix it at a cost on every torch call
     (a ``TorchFunctionMode`` intercepts them all); here only the eight creation functions change,
     each a ``functools.partial``, and a ``device=`` the workload passes still wins. Every other name
-    is the namespace's own object, looked up in a module dict as fast as the original's.
+    is the namespace's own object, looked up in a module dict as fast as the original's. Likewise
+    ``from_dlpack`` (whose ``device=None`` means "where the source is": a host array's DLPack stays
+    on the CPU), ``fft.fftfreq``/``rfftfreq`` and ``__array_namespace_info__().default_device()``.
     """
-    ns = types.ModuleType(xp.__name__, xp.__doc__)
-    ns.__dict__.update({k: v for k, v in vars(xp).items() if k not in ("__name__", "__doc__")})
-    for name in ARRAY_API_CREATION:
+    ns = _module_copy(xp)
+    for name in (*ARRAY_API_CREATION, "from_dlpack"):
         setattr(ns, name, functools.partial(getattr(xp, name), device=device))
+    # fft.fftfreq and fft.rfftfreq make arrays from no array too (torch.fft's own, passed through
+    # by array_api_compat/torch/fft.py); every other fft function follows its input.
+    fft = _module_copy(xp.fft)
+    for name in ("fftfreq", "rfftfreq"):
+        setattr(fft, name, functools.partial(getattr(xp.fft, name), device=device))
+    ns.fft = fft
+    ns.__array_namespace_info__ = _info_on(xp.__array_namespace_info__, device)
     return ns
+
+
+def _module_copy(module: types.ModuleType) -> types.ModuleType:
+    copy = types.ModuleType(module.__name__, module.__doc__)
+    copy.__dict__.update({k: v for k, v in vars(module).items() if k not in ("__name__", "__doc__")})
+    return copy
+
+
+def _info_on(info: type, device: Any) -> type:
+    """array_api_compat's ``__array_namespace_info__`` whose ``default_device()`` is ``device``
+    (array_api_compat/torch/_info.py returns ``torch.device("cpu")``, whatever creation does)."""
+    return type(info.__name__, (info,), {"default_device": lambda self: device,
+                                         "__module__": info.__module__, "__doc__": info.__doc__})
 
 
 #: ``torch.compile(isolate_recompiles=True)``: its own recompile region per call (torch >= 2.13).
@@ -103,6 +141,7 @@ class TorchBackend(Backend):
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
         super().__init__(device, allow_tf32=allow_tf32)
         self._device_xp: Any = None
+        self._spin: SpinKernel | None = None
         if device == "cpu":
             self.torch_device = torch.device("cpu")
             self.sync = None
@@ -111,7 +150,8 @@ class TorchBackend(Backend):
             if torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
                 raise Unavailable(f"PyTorch {torch.__version__} is a CPU-only build (no CUDA)")
             if not torch.cuda.is_available():
-                raise Unavailable("no CUDA device visible to PyTorch (torch.cuda.is_available() is False)")
+                why = cuda_init_error() or "torch.cuda.is_available() is False"
+                raise Unavailable(f"no CUDA device usable by PyTorch ({why})")
             self.torch_device = torch.device("cuda", torch.cuda.current_device())
             dev = self.torch_device
             self.sync = lambda _result: torch.cuda.synchronize(dev)
@@ -120,10 +160,14 @@ class TorchBackend(Backend):
         else:
             raise Unavailable(f"PyTorch has no device {device!r}")
         # Pin matmul precision: TF32 would make float32 GPU matmuls ~10x faster and ~1000x less
-        # accurate, which is a different benchmark.
-        torch.backends.cuda.matmul.allow_tf32 = allow_tf32
-        torch.backends.cudnn.allow_tf32 = allow_tf32
-        torch.set_float32_matmul_precision("high" if allow_tf32 else "highest")
+        # accurate, which is a different benchmark. --allow-tf32 is for GPUs: on the CPU "high"
+        # would also set torch.backends.mkldnn.matmul.fp32_precision = "tf32" (torch 2.13,
+        # set_float32_matmul_precision), letting oneDNN run float32 matmuls in reduced precision
+        # on CPUs that have it (AMX), while the record says full float32.
+        tf32 = allow_tf32 and device == "gpu"
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+        torch.set_float32_matmul_precision("high" if tf32 else "highest")
 
     def namespace(self, kind: str = "native") -> Any:
         if kind == "array_api":
@@ -188,7 +232,39 @@ class TorchBackend(Backend):
     def device_timer(self):
         if self.device != "gpu":
             return None
-        return CudaEvents(lambda: torch.cuda.Event(enable_timing=True), lambda a, b: a.elapsed_time(b))
+
+        def make() -> Any:
+            return torch.cuda.Event(enable_timing=True)
+
+        def elapsed(a: Any, b: Any) -> float:
+            return a.elapsed_time(b)
+
+        # torch.cuda._sleep(cycles) queues ATen's spin kernel (at::cuda::sleep: one thread
+        # spinning on clock64) on the current stream: the blocking kernel before each timed call.
+        sleep = getattr(torch.cuda, "_sleep", None)
+        if self._spin is None and sleep is not None:
+            self._spin = SpinKernel(sleep, make, elapsed)
+        return CudaEvents(make, elapsed, spin=self._spin)
+
+    def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
+        """``torch.utils.benchmark.Timer``, in blocks of about 1 ms (``Timer.timeit``):
+        ``blocked_autorange`` grows its blocks until the timer's overhead is 1e-4 of them, tens of
+        ms for a fast call. On a GPU the statement waits after every call, as arraybench's latency
+        mode does (the Timer itself synchronizes only at its clock reads,
+        torch/utils/benchmark/utils/timer.py)."""
+        import time
+
+        from torch.utils.benchmark import Timer as TorchTimer
+
+        stmt = "fn(); torch.cuda.synchronize()" if self.device == "gpu" else "fn()"
+        # Its num_threads defaults to 1; the worker's own count, so that both time the same thing.
+        timer = TorchTimer(stmt, globals={"fn": fn, "torch": torch}, num_threads=torch.get_num_threads())
+        one = max(timer.timeit(3).median, 1e-7)
+        number = max(1, int(1e-3 / one))
+        blocks, end = [], time.perf_counter() + min_time_s
+        while len(blocks) < 5 or (time.perf_counter() < end and len(blocks) < 1000):
+            blocks.append(float(timer.timeit(number).median))
+        return blocks, "torch.utils.benchmark.Timer" + (" + cuda.synchronize" if self.device == "gpu" else "")
 
     def flush_cache(self) -> Callable[[], None] | None:
         if self.device == "cpu":
@@ -297,6 +373,9 @@ class TorchBackend(Backend):
             info["gpu_monitor"] = "NVML" if self.health else self.health_note
         else:
             info["device_name"] = "cpu"
+            mkldnn = getattr(torch.backends.mkldnn, "matmul", None)  # fp32_precision: torch >= 2.9
+            if mkldnn is not None and hasattr(mkldnn, "fp32_precision"):
+                info["mkldnn_fp32_precision"] = mkldnn.fp32_precision
             info.update(torch_cpu_kernels())
         info.update(cpu_threads_info())
         return info

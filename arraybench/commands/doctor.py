@@ -10,8 +10,8 @@ from .argtypes import csv_list, positive_float
 def register(sub: argparse._SubParsersAction) -> None:
     from ..backends import DEVICES, SPECS
 
-    p = sub.add_parser("doctor", help="check that timing, sync, precision, memory, clocks and transfers "
-                                      "behave on this machine (run it first on a GPU)")
+    p = sub.add_parser("doctor", help="check that timing (against each library's own timer), sync, precision, "
+                                      "memory, clocks and transfers behave on this machine (run it first on a GPU)")
     p.add_argument("--backends", type=csv_list, default=list(SPECS), metavar="LIST",
                    help=f"libraries to check (default: all: {','.join(SPECS)})")
     p.add_argument("--devices", type=csv_list, default=list(DEVICES), metavar="LIST",

@@ -28,6 +28,36 @@ def worker_cpus(threads: int | None) -> list[int] | None:
     return cpus[: max(1, min(threads, len(cpus)))]
 
 
+def jax_gpu_platform(plugins: list[str] | None = None) -> str:
+    """The JAX platform a GPU worker asks for: "rocm" where only a ROCm plugin is installed, else
+    "cuda". ``plugins``: the installed plugins' names (found without importing jax: the modules of
+    the ``jax_plugins`` namespace package and the ``jax_plugins`` entry points, where
+    ``xla_bridge.discover_pjrt_plugins`` looks)."""
+    if plugins is None:
+        plugins = _jax_plugins()
+    names = " ".join(plugins).lower()
+    return "rocm" if "rocm" in names and "cuda" not in names else "cuda"
+
+
+def _jax_plugins() -> list[str]:
+    import importlib.metadata
+    import importlib.util
+    import pkgutil
+
+    found: list[str] = []
+    try:
+        spec = importlib.util.find_spec("jax_plugins")
+        if spec is not None and spec.submodule_search_locations:
+            found += [m.name for m in pkgutil.iter_modules(spec.submodule_search_locations)]
+    except (ImportError, ValueError):
+        pass
+    try:
+        found += [ep.name + " " + ep.value for ep in importlib.metadata.entry_points(group="jax_plugins")]
+    except Exception:  # a broken distribution's metadata must not stop a run
+        pass
+    return found
+
+
 def worker_env(base: Mapping[str, str], *, threads: int | None, backend: str, device: str,
                allow_tf32: bool) -> dict[str, str]:
     """The environment of a worker process."""
@@ -49,6 +79,10 @@ def worker_env(base: Mapping[str, str], *, threads: int | None, backend: str, de
     if backend == "jax" and device == "cpu":
         # A CPU worker must not initialise CUDA (slow, and it reserves GPU memory).
         env["JAX_PLATFORMS"] = "cpu"
+    elif backend == "jax" and device == "gpu" and not env.get("JAX_PLATFORMS"):
+        # Named platforms fail loudly: unset, a GPU plugin that cannot start is logged and skipped
+        # (xla_bridge.backends: fail_quietly), and the record would only say "Unknown backend: 'gpu'".
+        env["JAX_PLATFORMS"] = f"{jax_gpu_platform()},cpu"
     if backend == "cupy":
         env["CUPY_TF32"] = "1" if allow_tf32 else "0"
     return env

@@ -81,10 +81,15 @@ class FreshInputs:
         self.restored += k
         return slots
 
-    def calibrated(self, per_call_s: float) -> None:
-        """Told the time of one call once warmed up: ``auto`` chooses the pool or per-call restoring."""
+    def calibrated(self, per_call_s: float, batched: bool = False) -> None:
+        """Told the time of one call once warmed up: ``auto`` chooses the pool or per-call restoring.
+
+        ``batched``: the calls are timed in throughput mode on an asynchronous device, where a
+        batch is issued at once and waited for once; a pool of one would end every call in its own
+        wait and time latency instead, so the pool is kept whatever a call's time.
+        """
         if self.restore == "auto":
-            self.capacity = 1 if per_call_s >= PER_CALL_FROM_S else self.pool_size
+            self.capacity = 1 if per_call_s >= PER_CALL_FROM_S and not batched else self.pool_size
 
     @property
     def per_call(self) -> bool:

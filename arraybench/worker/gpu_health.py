@@ -14,6 +14,10 @@ from typing import Any
 #: NVML clock event reasons that slow a busy GPU down (nvmlClocksEventReason*/ThrottleReason* bits).
 #: Left out on purpose: GpuIdle (0x1), ApplicationsClocksSetting (0x2), SyncBoost (0x10) and
 #: DisplayClockSetting (0x100) say why clocks are where they are, not that work is being slowed.
+#: 0x200 and 0x400 are NVML's: nvidia-ml-py 13.615 (pynvml.py) defines
+#: ``nvmlClocksThrottleReasonBoardLimit = 0x200`` and ``nvmlClocksThrottleReasonReliability = 0x400``
+#: and counts them in ``nvmlClocksThrottleReasonAll``; its ``nvmlClocksEventReason*`` set stops
+#: at 0x100. Where the bindings define a bit, ``throttle_reasons`` takes it from them.
 THROTTLE_REASONS: dict[int, str] = {
     0x4: "SW power cap",
     0x8: "HW slowdown",
@@ -27,9 +31,33 @@ THROTTLE_REASONS: dict[int, str] = {
 INSTALL_HINT = "pip install 'arraybench[nvml]'"
 
 
-def throttle_names(mask: int) -> list[str]:
+#: The bindings' constant names for THROTTLE_REASONS' bits (event names first, then the old ones).
+_CONSTANTS: dict[str, tuple[str, ...]] = {
+    "SW power cap": ("nvmlClocksEventReasonSwPowerCap", "nvmlClocksThrottleReasonSwPowerCap"),
+    "HW slowdown": ("nvmlClocksEventReasonHwSlowdown", "nvmlClocksThrottleReasonHwSlowdown"),
+    "SW thermal slowdown": ("nvmlClocksEventReasonSwThermalSlowdown", "nvmlClocksThrottleReasonSwThermalSlowdown"),
+    "HW thermal slowdown": ("nvmlClocksEventReasonHwThermalSlowdown", "nvmlClocksThrottleReasonHwThermalSlowdown"),
+    "HW power brake": ("nvmlClocksEventReasonHwPowerBrakeSlowdown",
+                       "nvmlClocksThrottleReasonHwPowerBrakeSlowdown"),
+    "board limit": ("nvmlClocksThrottleReasonBoardLimit",),
+    "reliability": ("nvmlClocksThrottleReasonReliability",),
+}
+
+
+def throttle_reasons(nvml: Any = None) -> dict[int, str]:
+    """Bit -> reason: the bindings' own constants where ``nvml`` (pynvml) defines them, else ours."""
+    if nvml is None:
+        return THROTTLE_REASONS
+    table: dict[int, str] = {}
+    for bit, name in THROTTLE_REASONS.items():
+        given = next((getattr(nvml, c) for c in _CONSTANTS[name] if isinstance(getattr(nvml, c, None), int)), bit)
+        table[int(given)] = name
+    return table
+
+
+def throttle_names(mask: int, reasons: dict[int, str] | None = None) -> list[str]:
     """The throttle reasons set in an NVML reasons bit mask."""
-    return [name for bit, name in THROTTLE_REASONS.items() if mask & bit]
+    return [name for bit, name in (reasons or THROTTLE_REASONS).items() if mask & bit]
 
 
 class GpuMonitor:
@@ -38,6 +66,7 @@ class GpuMonitor:
     def __init__(self, nvml: Any, handle: Any) -> None:
         self.nvml = nvml
         self.handle = handle
+        self.reasons = throttle_reasons(nvml)
 
     def _read(self, fn: str, *args: Any) -> Any:
         """One NVML query; None where this GPU does not support it (NVML_ERROR_NOT_SUPPORTED...)."""
@@ -56,7 +85,7 @@ class GpuMonitor:
     def throttling(self) -> list[str]:
         """The throttle reasons in effect now (empty when none): one NVML call, cheap enough per sample."""
         mask = self._reasons_mask()
-        return throttle_names(mask) if mask else []
+        return throttle_names(mask, self.reasons) if mask else []
 
     def snapshot(self) -> dict[str, Any]:
         """Clocks (MHz), temperature (°C), power (W) and throttle reasons, now."""
@@ -71,7 +100,7 @@ class GpuMonitor:
             "temperature_c": self._read("nvmlDeviceGetTemperature", n.NVML_TEMPERATURE_GPU),
             "power_w": None if power_mw is None else round(power_mw / 1000, 1),
             "power_limit_w": None if limit_mw is None else round(limit_mw / 1000, 1),
-            "throttle": throttle_names(mask) if mask else [],
+            "throttle": throttle_names(mask, self.reasons) if mask else [],
         }
 
 

@@ -31,10 +31,13 @@ def _loop_source(arity: int, mode: str, has_sync: bool, has_device_timer: bool,
         # The device pass of latency mode (cupyx.profiler.benchmark's convention: events around
         # each call, then wait). It reads no clock: recording, waiting for and reading two events
         # costs microseconds per call that a wall-clock sample must not carry, or torch and CuPy
-        # would pay them and JAX, which has no events, would not.
+        # would pay them and JAX, which has no events, would not. ``hold`` first queues a kernel
+        # that keeps the stream busy while the call is issued (nvbench's blocking kernel), so the
+        # events time the call's kernels, not the host issuing them.
         lines += [
             "    _dev = 0.0",
             f"    for {each} in _it:",
+            "        _dt.hold()",
             "        _dt.begin()",
             f"        _r = {call}",
             "        _dt.end()",

@@ -83,6 +83,8 @@ class Prepared:
     input_bytes: int = 0
     #: Where a user's workload function is defined, for errors that carry no line of theirs.
     origin: str = ""
+    #: The device-event timer of the device pass, asked at the end how many calls its hold missed.
+    device_timer: Any = None
 
 
 def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
@@ -108,7 +110,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         rep.gpu_health = ({"before": backend.health.snapshot()} if backend.health is not None
                           else {"unavailable": backend.health_note or "no GPU monitor"})
     origin = "" if wl.source == "builtin" else wl.origin(backend.name)
-    prepared = Prepared(cell, rep, origin=origin)
+    prepared = Prepared(cell, rep, origin=origin, device_timer=device_timer)
     not_applicable = wl.not_applicable(backend.name, cell.mode)
     if not_applicable:
         return _ended(backend, prepared, "skipped", not_applicable)
@@ -224,6 +226,11 @@ def finish(backend: Backend, prepared: Prepared) -> Replicate:
     rep.stop_reason = m.stop_reason
     rep.elapsed_s = m.elapsed_s
     rep.device_samples_s = m.device_samples_s
+    uncovered = int(getattr(prepared.device_timer, "uncovered", 0) or 0)
+    if uncovered and m.device_samples_s:
+        # The same words in every process, so that the record says it once.
+        rep.warnings.append("device time: some calls took the host longer to issue than the blocking "
+                            "kernel held the GPU (10 ms at most), so their device time includes host time")
     health = rep.gpu_health
     if health and "before" in health and backend.health is not None:
         health.update(after=backend.health.snapshot(), samples=len(m.samples_s),

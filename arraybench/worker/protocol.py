@@ -29,7 +29,8 @@ from ..plan import Cell
 from .sampling import TimerSettings
 
 Task = Literal["measure", "probe", "selfcheck"]
-CheckName = Literal["sync", "unsynced", "events", "float64", "precision", "memory", "clocks", "transfers"]
+CheckName = Literal["sync", "unsynced", "events", "float64", "precision", "harness", "memory", "clocks",
+                    "transfers"]
 #: The doctor's checks, in the order they run.
 CHECKS: tuple[str, ...] = typing.get_args(CheckName)
 #: Checks that need a GPU: on the CPU they are not run.

@@ -80,6 +80,18 @@ class Matmul:
         return self.host[0].astype(np.float64) @ self.host[1].astype(np.float64)
 
 
+class Sum:
+    """``a.sum()`` on the backend's device: a short operation every library runs on one thread
+    (torch parallelises reductions only past 32,768 elements, ATen's GRAIN_SIZE), making no array
+    whose place in memory could differ between two timers (an elementwise result's did, by 20%)."""
+
+    def __init__(self, backend: Backend, n: int, seed: int = 0) -> None:
+        self.a = backend.asarray(np.random.default_rng(seed).standard_normal(n))
+
+    def __call__(self) -> Any:
+        return self.a.sum()
+
+
 def _size(backend: Backend) -> int:
     return 4096 if backend.device != "cpu" else 384
 
@@ -164,22 +176,118 @@ def check_float64(backend: Backend) -> Outcome:
     return Outcome("float64", "passed" if ok else "failed", f"{n}² matmul, {'; '.join(lines)}; {caught}")
 
 
+def round_mantissa(a: np.ndarray, bits: int, nearest: bool = True) -> np.ndarray:
+    """float32 values with only ``bits`` explicit mantissa bits (TF32: 10, bfloat16: 7), rounded to
+    nearest even or truncated: what a GPU's matrix units read from float32 inputs."""
+    drop = 23 - bits
+    raw = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    if nearest:
+        raw = raw + ((1 << (drop - 1)) - 1) + ((raw >> drop) & 1)
+    return (raw & (0xFFFFFFFF ^ ((1 << drop) - 1))).astype(np.uint32).view(np.float32)
+
+
+#: Explicit mantissa bits of the reduced precisions (``accuracy.REDUCED_PRECISION_EPS`` = 2^-bits).
+_MANTISSA_BITS = {p: round(-math.log2(eps)) for p, eps in REDUCED_PRECISION_EPS.items()}
+#: Normwise error of a random float32 matmul in precision p, in p's unit roundoff, below which the
+#: result is put down to p by its size alone: about 0.8 rounding to nearest, 2.5 truncating, and
+#: the next coarser precision (8x the unit) well above.
+_BY_SIZE_UNITS = 4.0
+
+
+def which_precision(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[str, str]:
+    """(the precision a float32 matmul ``out = a @ b`` ran in, how that was told).
+
+    First against emulated references: the inputs rounded as each reduced precision would
+    (nearest or truncated), multiplied in float64; the result that matches one within float32's
+    own accumulation bound ran in it. Otherwise by the error's size (random inputs: the error of a
+    precision is near its unit roundoff whatever n), so bfloat16 is never called TF32.
+    """
+    n = a.shape[1]
+    full = _MATMUL.tolerance("float32", n)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    error = _MATMUL.error(out, exact)
+    if error <= full:
+        return "float32", f"error {error:.1e} within float32's {full:.1e}"
+    for p, bits in sorted(_MANTISSA_BITS.items(), key=lambda kv: -kv[1]):
+        for nearest in (True, False):
+            ref = (round_mantissa(a, bits, nearest).astype(np.float64)
+                   @ round_mantissa(b, bits, nearest).astype(np.float64))
+            if _MATMUL.error(out, ref) <= full:
+                how = "rounded to nearest" if nearest else "truncated"
+                return p, f"error {error:.1e}; matches float32 inputs {how} to {p}"
+    for p, eps in sorted(REDUCED_PRECISION_EPS.items(), key=lambda kv: kv[1]):
+        if error <= _BY_SIZE_UNITS * eps / 2:
+            return p, f"error {error:.1e}, {p}'s size (no emulated reference matches)"
+    return "worse", f"error {error:.1e}, worse than any precision arraybench knows"
+
+
 def check_precision(backend: Backend) -> Outcome:
     """The precision float32 matmuls really run in is the one the run records."""
     n = 1024 if backend.device != "cpu" else 256
     mm = Matmul(backend, n, "float32", seed=1)
-    error = _MATMUL.error(backend.to_numpy(mm()), mm.reference())
-    full = _MATMUL.tolerance("float32", n)
-    reduced = {p: 16 * eps * math.sqrt(n) for p, eps in REDUCED_PRECISION_EPS.items()}
-    found = "float32" if error <= full else next((p for p, b in reduced.items() if error <= b), "worse")
+    found, how = which_precision(backend.to_numpy(mm()), *mm.host)
     recorded = backend.reduced_precision("float32") or "float32"
     info = backend.info()
     setting = ", ".join(f"{k} {info[k]}" for k in ("matmul_precision", "allow_tf32") if k in info)
     ok = found == recorded
     return Outcome("precision", "passed" if ok else "failed",
-                   f"{n}² float32 matmul error {error:.1e}: {found}, the run records {recorded}"
+                   f"{n}² float32 matmul {how}: {found}, the run records {recorded}"
                    + (f" ({setting})" if setting else "")
-                   + f"; float32 would stay within {full:.1e}")
+                   + f"; float32 would stay within {_MATMUL.tolerance('float32', n):.1e}")
+
+
+#: arraybench's time over the library's own tool's, for one operation: within this, the timer agrees.
+HARNESS_RANGE = (0.8, 1.25)
+#: One round of the harness check: arraybench's samples and the tool's batches last about 1 ms, and
+#: rounds alternate, so that both see the same neighbours.
+_HARNESS = TimerSettings(min_samples=10, max_samples=2000, budget_s=0.05, warmup_s=0.01,
+                         target_sample_s=1e-3, rel_ci=1e-9)
+HARNESS_ROUNDS = 7
+#: The quantile compared: on a busy machine a third of 1 ms batches straddle a neighbour's time
+#: slice, and the lower quartile of both sides leaves those out (timeit's documentation takes the
+#: minimum, which depends on how many batches there are).
+HARNESS_QUANTILE = 0.25
+
+
+def check_harness(backend: Backend) -> Outcome:
+    """arraybench's timer agrees with the library's own benchmarking tool on one operation.
+
+    On a GPU a 4096² float32 matmul, long enough that a wait's microseconds vanish; on the CPU the
+    sum of 32,768 float64 values, which every library runs on one thread (a multi-threaded BLAS
+    on a shared machine would time the neighbours). Timed by ``Timer`` as a
+    latency run does (each call waited for) and by ``backend.library_timing`` (timeit,
+    torch.utils.benchmark, a block_until_ready loop, cupyx.profiler.benchmark), in alternating
+    rounds. A pair can disagree by chance on a busy machine: a second is taken before calling it a
+    failure, as the unsynced check tries twice.
+    """
+    if backend.device != "cpu":
+        op, what = Matmul(backend, 4096, "float32", seed=3), "4096² float32 matmul"
+    else:
+        op, what = Sum(backend, 1 << 15), "sum of 32,768 float64"
+    low, high = HARNESS_RANGE
+    timer = Timer(op, sync=backend.sync)
+    tries = []
+    for _ in range(2):
+        ours_s: list[float] = []
+        theirs_s: list[float] = []
+        ratios = []  # per round: a burst that spoils one round leaves the median of rounds alone
+        for _ in range(HARNESS_ROUNDS):
+            samples = timer.measure(_HARNESS).samples_s
+            batches, tool = backend.library_timing(op, 0.05)
+            ratios.append(np.quantile(samples, HARNESS_QUANTILE) / np.quantile(batches, HARNESS_QUANTILE))
+            ours_s += samples
+            theirs_s += batches
+        ours = float(np.quantile(ours_s, HARNESS_QUANTILE))
+        theirs = float(np.quantile(theirs_s, HARNESS_QUANTILE))
+        tries.append(float(np.median(ratios)))
+        if low <= tries[-1] <= high:
+            break
+    ok = low <= tries[-1] <= high
+    again = f"; first try {tries[0]:.2f}" if len(tries) > 1 else ""
+    return Outcome("harness", "passed" if ok else "failed",
+                   f"{what}: arraybench {format_seconds(ours)}, {tool} {format_seconds(theirs)} per call "
+                   f"(lower quartiles of ~1 ms batches); ratio {tries[-1]:.2f}, the median of "
+                   f"{HARNESS_ROUNDS} alternating rounds{again}: {'within' if ok else 'outside'} [{low}, {high}]")
 
 
 def check_memory(backend: Backend) -> Outcome:
@@ -244,7 +352,7 @@ def check_transfers(backend: Backend) -> Outcome:
 
 _RUN: dict[str, Callable[[Backend], Outcome]] = {
     "sync": check_sync, "unsynced": check_unsynced, "events": check_events, "float64": check_float64,
-    "precision": check_precision, "memory": check_memory, "clocks": check_clocks,
+    "precision": check_precision, "harness": check_harness, "memory": check_memory, "clocks": check_clocks,
     "transfers": check_transfers,
 }
 

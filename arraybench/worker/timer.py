@@ -23,7 +23,10 @@ SLOW_CALL_S = 0.1
 
 
 class DeviceTimer(Protocol):
-    """Device-side timing (CUDA events): ``begin`` and ``end`` mark the stream, ``elapsed`` waits."""
+    """Device-side timing (CUDA events): ``begin`` and ``end`` mark the stream, ``elapsed`` waits;
+    ``hold``, before ``begin`` in the device pass, keeps the stream busy while a call is issued."""
+
+    def hold(self) -> None: ...
 
     def begin(self) -> None: ...
 
@@ -39,8 +42,9 @@ class Fresh(Protocol):
         """Up to ``calls`` argument tuples whose changed inputs are restored, ready on the device."""
         ...
 
-    def calibrated(self, per_call_s: float) -> None:
-        """The time of one call, once warmed up (how to restore may depend on it)."""
+    def calibrated(self, per_call_s: float, batched: bool = False) -> None:
+        """The time of one call, once warmed up (how to restore may depend on it); ``batched``:
+        throughput mode on an asynchronous device, whose batches must not be split per call."""
         ...
 
 
@@ -216,7 +220,7 @@ class Timer:
                 break
         per_call = max(warm_time / warm_calls, 1e-9)
         if self.fresh is not None:
-            self.fresh.calibrated(per_call)
+            self.fresh.calibrated(per_call, batched=settings.mode == "throughput" and self.sync is not None)
         number = self._calibrate(per_call, settings, first_result)
         run = Sampling(partial(self.draw, settings), settings, number, first_s, first_result,
                        warm_calls, per_call, self.clock() - started)

@@ -19,7 +19,8 @@ def _inputs(n, rng):
     # Each entry is a length-n dot product. Its worst-case error grows as n, its typical error as
     # sqrt(n); 16 ulp x sqrt(n) leaves correct BLAS a wide margin yet flags TF32 or bf16 arithmetic
     # (a relative error near 1e-3) in a float32 run. matmul=True: with --allow-tf32 on a GPU that
-    # runs TF32, the same bound uses TF32's epsilon (2^-10) instead, and the record says so.
+    # runs TF32, the bound is 2 x TF32's unit roundoff (2^-11) x sqrt(n) instead
+    # (accuracy.REDUCED_UNITS), and the record says so.
     check=Check.normwise(growth=lambda n: n ** 0.5, ulps=16, matmul=True),
     work=lambda n, itemsize: Work(flops=2 * n**3, bytes=3 * n * n * itemsize),
     namespace="native",

@@ -38,6 +38,8 @@ def test_doctor_runs_the_cpu_checks_and_says_why_the_gpu_ones_are_skipped():
         assert "are caught" in by_check[(backend, "cpu", "float64")]
         assert by_check[(backend, "cpu", "precision")].startswith("passed")
         assert "float32, the run records float32" in by_check[(backend, "cpu", "precision")]
+        # arraybench's timer against the library's own (pass/fail: test_doctor_harness.py)
+        assert "alternating rounds" in by_check[(backend, "cpu", "harness")]
     gpu = by_check.get(("jax", "gpu", "all"))
     if gpu is not None:  # no GPU here: one line, with the reason and the checks not run
         assert gpu.startswith("skipped") and "not run: sync, unsynced, events" in gpu
