@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import io
 
-from rich.console import Console
 from rich.markup import escape
 
 from ..render import report
 from ..render.comparison import print_comparison
-from ..render.terminal import TABLE_WIDTH
+from ..render.terminal import TABLE_WIDTH, console as safe_console
 from .suite import Outcome
 
 
@@ -20,7 +19,7 @@ def summary_text(outcome: Outcome, *, width: int, colour: bool) -> str:
     buffer = io.StringIO()
     if not colour:  # a file or a pipe (CI's log): as wide as `arraybench run` prints there
         width = max(width, TABLE_WIDTH)
-    console = Console(file=buffer, width=width, force_terminal=colour,
+    console = safe_console(file=buffer, width=width, force_terminal=colour,
                       color_system="standard" if colour else None, highlight=False,
                       soft_wrap=False)
     assert outcome.results is not None
