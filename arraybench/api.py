@@ -32,7 +32,7 @@ from .session import Interrupted, Session
 from .store.keeping import StoreChoice, store_run
 from .workloads.definition import Workload
 from .workloads.registry import BUILTIN, REGISTRY, register
-from .workloads.shipping import ShippingError, needs_shipping, receive, ship
+from .workloads.shipping import ShippingError, needs_shipping, pack, receive, ship
 from .workloads.userfile import LoadedFiles, load_files
 
 if TYPE_CHECKING:
@@ -56,6 +56,9 @@ class Plan:
     files: LoadedFiles
     #: Workloads defined in Python (a notebook) that the workers receive by value.
     shipped: list[Workload]
+    #: ``shipped`` as pickled for the workers (checked when planning: one that cannot be pickled
+    #: is refused before the output folder exists); None: packed when the run starts.
+    packed: bytes | None = None
 
 
 def load_results(path: str | os.PathLike[str]) -> Results:
@@ -144,7 +147,7 @@ def plan(options: RunOptions) -> Plan:
     names = list(dict.fromkeys(c.workload for c in cells))
     shipped = [known[n] for n in names if needs_shipping(known[n], options.workload_files)]
     options = replace(options, shipped_workloads=[w.name for w in shipped])
-    return Plan(options, cells, loaded, shipped)
+    return Plan(options, cells, loaded, shipped, pack(shipped) if shipped else None)
 
 
 def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,
@@ -195,17 +198,19 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
     # Connected and checked before the output folder is touched: a bad cluster costs nothing.
     executor = _executor(checked.options, measure=True)
     checked = replace(checked, cells=executor.plan(checked.cells))
+    temporary = output_dir is None
+    scratch: Path | None = None
     try:
-        temporary = output_dir is None
         if temporary:
-            lock = FolderLock.acquire(Path(tempfile.mkdtemp(prefix="arraybench-")))
+            scratch = Path(tempfile.mkdtemp(prefix="arraybench-"))
+            lock = FolderLock.acquire(scratch)
         else:
             lock = claim(output_dir, overwrite=overwrite)
         out = lock.folder
         source = "" if temporary else str(out.resolve())
         with lock, _saving(out):
             if checked.shipped:
-                ship(checked.shipped, out)
+                ship(checked.shipped, out, checked.packed)
             session = Session.start(checked.cells, checked.options, out, reporter, context=labels)
             try:
                 results = session.run(executor)
@@ -215,12 +220,34 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
                 raise
             _finish(results, checked.files, out, report=not temporary, plots=plots, store=store,
                     source=source)
+    except BaseException:
+        if scratch is not None:
+            _leave_scratch(scratch)
+        raise
     finally:
         executor.close()
     if temporary:
         shutil.rmtree(out, ignore_errors=True)
         results.output_dir = None
     return results
+
+
+def _leave_scratch(folder: Path) -> None:
+    """A run into a temporary folder (``output_dir=None``) that did not finish: the folder goes,
+    unless its journal holds a measurement, which is never thrown away: then a warning says where
+    it is and how to go on."""
+    from .model import journal
+
+    try:
+        measured = any(journal.read(folder).replicates.values())
+    except (UsageError, OSError):
+        measured = False
+    if not measured:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    warnings.warn(f"the run did not finish; what it measured is kept in {folder} (continue with "
+                  f"arraybench.resume({str(folder)!r}) or `arraybench run --resume {folder}`; "
+                  "delete the folder when done)", UserWarning, stacklevel=3)
 
 
 def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = None,

@@ -99,7 +99,31 @@ def main(argv: Sequence[str] | None = None) -> int:
                 default(message, category, filename, lineno, file, line)
 
         warnings.showwarning = show
-        return _main(argv)
+        status = _main(argv)
+    _end_despite_threads(status)
+    return status
+
+
+def _end_despite_threads(status: int) -> None:
+    """End the process now when a workload file left a thread running: Python would wait for it
+    at exit, for ever, after everything was measured and written. One line says so."""
+    userfile = sys.modules.get("arraybench.workloads.userfile")
+    left = userfile.threads_left() if userfile is not None else []
+    if not left:
+        return
+    import atexit
+
+    for source, name in left:
+        print(f"{PROG}: warning: {source} started thread {name!r} when imported and it is still "
+              "running; arraybench ends without waiting for it (start it with daemon=True, or "
+              "inside the workload)", file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    atexit._run_exitfuncs()  # what Python would run at exit, after joining threads
+    os._exit(status)
 
 
 def _main(argv: list[str]) -> int:

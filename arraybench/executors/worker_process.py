@@ -19,11 +19,13 @@ a cgroup catches it.)
 
 from __future__ import annotations
 
+import errno
 import os
 import queue
 import re
 import selectors
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -94,9 +96,7 @@ class WorkerProcess:
         heartbeat.create(self.board_path)
         job = replace(job, board=str(self.board_path))
         try:
-            # Never through a link planted in logs/: a log is written only inside the folder.
-            self._log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND
-                                          | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o666), "ab")
+            self._log = os.fdopen(_open_log(log_path), "ab")
         except OSError:
             self.board_path.unlink(missing_ok=True)
             raise
@@ -288,6 +288,24 @@ class WorkerProcess:
             self.board_path.unlink()
         except OSError:
             pass
+
+
+def _open_log(path: Path) -> int:
+    """Open a worker's log to append to: never through a link planted in logs/ (a log is written
+    only inside the folder), and only a regular file. O_NONBLOCK: a named pipe planted under the
+    log's name cannot block the run (for ever, deaf to SIGTERM, which waits in open()); it is
+    refused, as a device is."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | _NOFOLLOW
+                 | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "is not a regular file; arraybench writes a worker's log "
+                          "there (remove it)", str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def last_error(text: str) -> str:
