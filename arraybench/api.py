@@ -31,6 +31,7 @@ from .run_state import RunState
 from .session import Interrupted, Session
 from .store.keeping import StoreChoice, store_run
 from .workloads.definition import Workload
+from .workloads.fingerprint import check_code, code_of
 from .workloads.registry import BUILTIN, REGISTRY, register
 from .workloads.shipping import ShippingError, needs_shipping, pack, receive, ship
 from .workloads.userfile import LoadedFiles, load_files
@@ -211,7 +212,8 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
         with lock, _saving(out):
             if checked.shipped:
                 ship(checked.shipped, out, checked.packed)
-            session = Session.start(checked.cells, checked.options, out, reporter, context=labels)
+            session = Session.start(checked.cells, checked.options, out, reporter, context=labels,
+                                    code=code_of(checked.cells, REGISTRY))
             try:
                 results = session.run(executor)
             except Interrupted as stop:
@@ -277,7 +279,10 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
             raise UsageError(f"{out / journal.JOURNAL_NAME}: its saved settings are not valid here ({exc})") from None
         labels = parse_context(context)
         # A cluster run with nothing left is finished here, without connecting to its cluster.
-        left = RunState.of(state).missing()
+        progress = RunState.of(state)
+        left = progress.missing()
+        check_code(state.code, [c.workload for c in state.cells if progress.missing_indices(c)],
+                   out, REGISTRY)
         executor = _executor(state.options, measure=left > 0, node_wait=node_wait)
         try:
             session = Session.resume(state, out, reporter)

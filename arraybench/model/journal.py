@@ -47,6 +47,9 @@ class JournalState:
     unavailable: dict[tuple[str, str], str] = field(default_factory=dict)
     worker_info: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
+    #: workload name -> the fingerprint of its code when the run began (``workloads/fingerprint``);
+    #: empty in a journal written before fingerprints were kept.
+    code: dict[str, str] = field(default_factory=dict)
 
 
 #: Never through a link; appended at the end whatever the offset; not inherited by workers.
@@ -87,15 +90,19 @@ class Journal:
 
     @classmethod
     def create(cls, out_dir: Path, options: RunOptions, cells: list[Cell],
-               environment: dict[str, Any]) -> "Journal":
-        """Start a new journal in ``out_dir`` (replacing one there) with its header."""
+               environment: dict[str, Any], code: dict[str, str] | None = None) -> "Journal":
+        """Start a new journal in ``out_dir`` (replacing one there) with its header; ``code``:
+        each workload's fingerprint, which ``--resume`` compares."""
         path = out_dir / JOURNAL_NAME
         j = cls(path, _open(path, os.O_CREAT | os.O_TRUNC | os.O_APPEND))
-        j._write({
+        header = {
             "type": "header", "tool": "arraybench", "version": JOURNAL_VERSION,
             "options": options.to_dict(), "cells": [c.to_dict() for c in cells],
             "environment": environment,
-        })
+        }
+        if code:
+            header["code"] = dict(code)
+        j._write(header)
         return j
 
     @classmethod
@@ -262,7 +269,10 @@ def _header(head: dict[str, Any]) -> JournalState:
     _need(parsed_options.processes >= 1, "option 'processes' is below 1")
     parsed = [Cell.from_dict(c, where=f"cell {i}") for i, c in enumerate(cells)]
     _need(len({c.key for c in parsed}) == len(parsed), "a cell appears twice")
-    return JournalState(options=parsed_options, cells=parsed, environment=env)
+    code = head.get("code", {})
+    _need(isinstance(code, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                         for k, v in code.items()), "code is not names to fingerprints")
+    return JournalState(options=parsed_options, cells=parsed, environment=env, code=code)
 
 
 def _apply(e: dict[str, Any], state: JournalState, keys: set[str]) -> None:
