@@ -222,9 +222,9 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
                 raise
             _finish(results, checked.files, out, report=not temporary, plots=plots, store=store,
                     source=source)
-    except BaseException:
-        if scratch is not None:
-            _leave_scratch(scratch)
+    except BaseException as exc:
+        if scratch is not None and not _keep_scratch(scratch) and isinstance(exc, Interrupted):
+            exc.results.output_dir = None  # removed: the results are only in memory
         raise
     finally:
         executor.close()
@@ -234,10 +234,10 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
     return results
 
 
-def _leave_scratch(folder: Path) -> None:
+def _keep_scratch(folder: Path) -> bool:
     """A run into a temporary folder (``output_dir=None``) that did not finish: the folder goes,
     unless its journal holds a measurement, which is never thrown away: then a warning says where
-    it is and how to go on."""
+    it is and how to go on. Returns whether it was kept."""
     from .model import journal
 
     try:
@@ -246,10 +246,11 @@ def _leave_scratch(folder: Path) -> None:
         measured = False
     if not measured:
         shutil.rmtree(folder, ignore_errors=True)
-        return
+        return False
     warnings.warn(f"the run did not finish; what it measured is kept in {folder} (continue with "
                   f"arraybench.resume({str(folder)!r}) or `arraybench run --resume {folder}`; "
                   "delete the folder when done)", UserWarning, stacklevel=3)
+    return True
 
 
 def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = None,
