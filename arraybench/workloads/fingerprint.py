@@ -7,7 +7,9 @@ edited would pool replicates of the old code and the new in one cell (and call t
 The hash covers what decides what a call does: the bytecode of every function the workload holds
 (the function, its inputs, reference, work model, overrides, gradients, ``params``), their
 constants, the names they use, their defaults and closures, the functions of the same module they
-call (by name, recursively), and the workload's settings. It leaves out what does not change a call:
+call (by name, recursively), and the workload's settings. Data the code reads from its module
+(``SCALE = 2``, bytes drawn at import) is not code, and may differ from one import to the next by
+design: it is left out. It leaves out what does not change a call:
 the file's name and line numbers (a comment or a blank line added above the function), and the
 memory addresses a ``repr`` would show. It is computed in the same Python each time; a resume in
 another Python version, whose bytecode differs, is refused too.

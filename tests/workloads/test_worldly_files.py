@@ -320,6 +320,20 @@ def _helper_two(x):
 helper = _helper_one
 
 
+def test_a_workload_sent_by_value_keeps_its_fingerprint():
+    """A notebook's workload is resumed from its pickle: it must still be the same code."""
+    import cloudpickle
+
+    scale = 3
+
+    @arraybench.workload(sizes={"tiny": 8}, work=lambda n, itemsize: (n, n))
+    def shipped(xp, x, *, k=2):
+        return _helper_one(x) * scale * k
+
+    again = cloudpickle.loads(cloudpickle.dumps(shipped))
+    assert again is not shipped and fingerprint(again) == fingerprint(shipped)
+
+
 def test_builtin_fingerprints_are_the_same_in_every_process():
     code = ("import arraybench.api, json; from arraybench.workloads.registry import REGISTRY; "
             "from arraybench.workloads.fingerprint import fingerprint; "
