@@ -15,6 +15,9 @@ also holds the worker's end of the pipe, so the end of the worker's output is no
 the worker itself has exited, its group is killed and the output is read to its end or given up
 after ``PIPE_GRACE_S``. (A child that leaves the group with ``setsid`` escapes this; nothing short of
 a cgroup catches it.)
+
+What a worker and its workloads print (its stderr, and its stdout, which the worker points there)
+reaches its log through a pipe the parent copies, within a size (``worker_log``).
 """
 
 from __future__ import annotations
