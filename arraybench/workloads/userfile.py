@@ -89,7 +89,10 @@ def import_workload_file(path: str | Path) -> list[str]:
     threads_before = set(threading.enumerate())
     try:
         with _exits_raise():
-            spec.loader.exec_module(module)
+            try:
+                spec.loader.exec_module(module)
+            finally:  # a file that fails to load may have started one all the same
+                _STARTED[str(path)] = [t for t in threading.enumerate() if t not in threads_before]
     except _ExitAtImport as exc:
         raise fail(f"called {exc} at import, which would end arraybench itself; guard script "
                    "code with `if __name__ == '__main__':`") from None
@@ -114,7 +117,6 @@ def import_workload_file(path: str | Path) -> list[str]:
         raise fail("defines no workload (decorate a function of (xp, *arrays) with "
                    "@arraybench.workload)")
     module.__arraybench_workloads__ = added  # type: ignore[attr-defined]
-    _STARTED[str(path)] = [t for t in threading.enumerate() if t not in threads_before]
     return added
 
 
