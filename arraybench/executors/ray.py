@@ -43,6 +43,7 @@ from .base import RunHandle
 from .local import STOP_GRACE_S
 from .ray_agent import ShardRunner, node_environment
 from .shardlog import ShardLog, read as read_shard_log, restore as restore_shard_log
+from .worker_log import open_log
 from .worker_process import StopRequested
 
 __all__ = ["RayExecutor", "connect", "discover"]
@@ -438,10 +439,15 @@ class RayExecutor:
         folder = out / "logs" / label
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            for name, text in logs.items():
-                (folder / Path(name).name).write_text(text, encoding="utf-8")
         except OSError:
-            pass  # logs help; they never cost a measurement
+            return  # logs help; they never cost a measurement
+        for name, text in logs.items():
+            try:  # never through a link or into a named pipe planted there (worker_log)
+                with open_log(folder / Path(name).name) as f:
+                    f.truncate(0)
+                    f.write(text.encode("utf-8", "replace"))
+            except OSError:
+                pass
 
 
 def _missing(session: RunHandle, cell: Cell) -> bool:

@@ -174,17 +174,37 @@ def test_a_log_that_is_a_named_pipe_or_a_link_is_refused_at_once(tmp_path: Path)
     assert not (tmp_path / "elsewhere.log").exists()
 
 
-def test_a_named_pipe_planted_in_logs_is_refused_in_one_line(tmp_path: Path):
+@pytest.mark.parametrize("name", ["numpy-cpu-p0.log", "node-a/numpy-cpu-p0.log"],
+                         ids=["local", "a-cluster-nodes"])
+def test_a_named_pipe_planted_in_logs_is_refused_in_one_line(name: str, tmp_path: Path):
     out = tmp_path / "out"
-    (out / "logs").mkdir(parents=True)
-    os.mkfifo(out / "logs" / "numpy-cpu-p0.log")
+    (out / "logs" / name).parent.mkdir(parents=True)
+    os.mkfifo(out / "logs" / name)
     result = run_cli("run", "--workloads", "sort", "--sizes", "small", "--backends", "numpy",
                      *FAST, "--output-dir", str(out), "--no-store", cwd=tmp_path, timeout=120)
     assert result.returncode == 2
     assert result.stderr.strip() == (
-        f"arraybench: error: {out}/logs/numpy-cpu-p0.log: is a named pipe, not a log; arraybench "
+        f"arraybench: error: {out}/logs/{name}: is a named pipe, not a log; arraybench "
         "writes only files of its own in its output folder (remove it, or choose another folder)")
     assert sorted(p.name for p in out.iterdir()) == ["logs"]
+
+
+def test_a_cluster_nodes_logs_are_never_written_into_a_pipe_or_through_a_link(tmp_path: Path):
+    pytest.importorskip("ray")
+    from arraybench.executors.ray import RayExecutor
+
+    folder = tmp_path / "logs" / "node-a"
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "numpy-cpu-p0.log")
+    (folder / "numpy-cpu-p1.log").symlink_to(tmp_path / "outside.log")
+    # Before: blocked for ever on the pipe; wrote through the link.
+    RayExecutor._save_logs(tmp_path, "node-a", {"numpy-cpu-p0.log": "a", "numpy-cpu-p1.log": "b",
+                                                "numpy-cpu-p2.log": "c"})
+    assert not (tmp_path / "outside.log").exists()
+    assert (folder / "numpy-cpu-p0.log").is_fifo() and (folder / "numpy-cpu-p1.log").is_symlink()
+    assert (folder / "numpy-cpu-p2.log").read_text() == "c"  # the others are kept all the same
+    RayExecutor._save_logs(tmp_path, "node-a", {"numpy-cpu-p2.log": "again"})
+    assert (folder / "numpy-cpu-p2.log").read_text() == "again"
 
 
 def test_a_plan_of_too_many_cells_is_refused_before_anything_is_made(tmp_path: Path):
