@@ -5,6 +5,10 @@ every worker, to run. A file that is missing is a mistake on the command line (e
 exists but does not load (a syntax error, an exception at import, no workload in it, a name that is
 already taken) is reported with its own line, and the other files and the built-in workloads still
 run: the error goes into ``results.json`` (``errors``), under the table, and into the exit status.
+
+Importing a file must not change the run around it: the working folder is put back after the
+import (a file that calls ``os.chdir``), and the threads it started are remembered, so that the
+command line can end without waiting for one left running (``cli``).
 """
 
 from __future__ import annotations
