@@ -26,8 +26,10 @@ from typing import Any, Iterable, Mapping
 from ..errors import UsageError
 from .definition import Workload
 
-#: How deep nested values (a dict of tuples of functions...) are followed.
+#: How deep nested values (a dict of tuples of functions...) are followed, and how many items of
+#: a list or tuple.
 _DEPTH = 8
+_ITEMS = 1000
 
 
 def fingerprint(wl: Workload) -> str:
@@ -46,7 +48,10 @@ def _feed(h: Any, value: Any, seen: set[int], depth: int) -> None:
     if depth <= 0:
         h.update(b"<deep>")
         return
-    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+    if isinstance(value, (str, bytes)):  # hashed as they are: a long one costs no repr
+        h.update(f"{type(value).__name__}:{len(value)}:".encode())
+        h.update(value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value)
+    elif value is None or isinstance(value, (bool, int, float, complex)):
         h.update(f"{type(value).__name__}:{value!r};".encode())
     elif isinstance(value, types.CodeType):
         _code(h, value, seen, depth)
@@ -59,8 +64,8 @@ def _feed(h: Any, value: Any, seen: set[int], depth: int) -> None:
         _feed(h, sorted(value.keywords.items()), seen, depth - 1)
         h.update(b")")
     elif isinstance(value, (tuple, list)):
-        h.update(f"{type(value).__name__}[".encode())
-        for v in value:
+        h.update(f"{type(value).__name__}{len(value)}[".encode())
+        for v in value[:_ITEMS]:  # a closure over a long list is data, not code
             _feed(h, v, seen, depth - 1)
         h.update(b"]")
     elif isinstance(value, (set, frozenset)):  # iteration order varies with hash randomisation
