@@ -84,6 +84,7 @@ def parse(argv: Sequence[str], defaults: config.ProjectDefaults | None = None) -
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``arraybench`` and ``python -m arraybench``."""
+    entry = argv is None  # the process's own command, which may end the process
     argv = list(sys.argv[1:] if argv is None else argv)
     with warnings.catch_warnings():
         default = warnings.showwarning
@@ -100,7 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         warnings.showwarning = show
         status = _main(argv)
-    _end_despite_threads(status)
+    if entry:
+        _end_despite_threads(status)
     return status
 
 
