@@ -34,8 +34,9 @@ from .session import Interrupted, Session
 from .store.errors import StoreWarning
 from .store.keeping import StoreChoice, store_run
 from .workloads.definition import Workload
+from .workloads.fingerprint import check_code, code_of
 from .workloads.registry import BUILTIN, REGISTRY, register
-from .workloads.shipping import ShippingError, needs_shipping, receive, ship
+from .workloads.shipping import ShippingError, needs_shipping, pack, receive, ship
 from .workloads.userfile import LoadedFiles, load_files
 
 if TYPE_CHECKING:
@@ -59,6 +60,9 @@ class Plan:
     files: LoadedFiles
     #: Workloads defined in Python (a notebook) that the workers receive by value.
     shipped: list[Workload]
+    #: ``shipped`` as pickled for the workers (checked when planning: one that cannot be pickled
+    #: is refused before the output folder exists); None: packed when the run starts.
+    packed: bytes | None = None
 
 
 def load_results(path: str | os.PathLike[str]) -> Results:
@@ -148,7 +152,7 @@ def plan(options: RunOptions) -> Plan:
     shipped = [known[n] for n in names if needs_shipping(known[n], options.workload_files)]
     options = replace(options, shipped_workloads=[w.name for w in shipped])
     _check_saveable(options, cells)
-    return Plan(options, cells, loaded, shipped)
+    return Plan(options, cells, loaded, shipped, pack(shipped) if shipped else None)
 
 
 def _check_saveable(options: RunOptions, cells: list[Cell]) -> None:
@@ -220,18 +224,21 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
     # Connected and checked before the output folder is touched: a bad cluster costs nothing.
     executor = _executor(checked.options, measure=True)
     checked = replace(checked, cells=executor.plan(checked.cells))
+    temporary = output_dir is None
+    scratch: Path | None = None
     try:
-        temporary = output_dir is None
         if temporary:
-            lock = FolderLock.acquire(Path(tempfile.mkdtemp(prefix="arraybench-")))
+            scratch = Path(tempfile.mkdtemp(prefix="arraybench-"))
+            lock = FolderLock.acquire(scratch)
         else:
             lock = claim(output_dir, overwrite=overwrite)
         out = lock.folder
         source = "" if temporary else str(out.resolve())
         with lock, _saving(out):
             if checked.shipped:
-                ship(checked.shipped, out)
-            session = Session.start(checked.cells, checked.options, out, reporter, context=labels)
+                ship(checked.shipped, out, checked.packed)
+            session = Session.start(checked.cells, checked.options, out, reporter, context=labels,
+                                    code=code_of(checked.cells, REGISTRY))
             try:
                 results = session.run(executor)
             except Interrupted as stop:
@@ -240,12 +247,35 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
                 raise
             _finish(results, checked.files, out, report=not temporary, plots=plots, store=store,
                     source=source)
+    except BaseException as exc:
+        if scratch is not None and not _keep_scratch(scratch) and isinstance(exc, Interrupted):
+            exc.results.output_dir = None  # removed: the results are only in memory
+        raise
     finally:
         executor.close()
     if temporary:
         shutil.rmtree(out, ignore_errors=True)
         results.output_dir = None
     return results
+
+
+def _keep_scratch(folder: Path) -> bool:
+    """A run into a temporary folder (``output_dir=None``) that did not finish: the folder goes,
+    unless its journal holds a measurement, which is never thrown away: then a warning says where
+    it is and how to go on. Returns whether it was kept."""
+    from .model import journal
+
+    try:
+        measured = any(journal.read(folder).replicates.values())
+    except (UsageError, OSError):
+        measured = False
+    if not measured:
+        shutil.rmtree(folder, ignore_errors=True)
+        return False
+    warnings.warn(f"the run did not finish; what it measured is kept in {folder} (continue with "
+                  f"arraybench.resume({str(folder)!r}) or `arraybench run --resume {folder}`; "
+                  "delete the folder when done)", UserWarning, stacklevel=3)
+    return True
 
 
 def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = None,
@@ -270,7 +300,8 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
     journal.check_present(out)  # before anything is created or locked: is there a run at all?
     with claim(out, resume=True, what="--resume"), _saving(out):
         state = journal.read(out)  # once, now that no other run can be appending to it
-        left = RunState.of(state).missing()
+        progress = RunState.of(state)
+        left = progress.missing()
         unrun: list[str] = []
         if left or state.sealed or trust_folder:
             trust.check_resume(out, files=state.options.workload_files,
@@ -293,6 +324,8 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
             raise UsageError(f"{out / journal.JOURNAL_NAME}: its saved settings are not valid here ({exc})") from None
         labels = parse_context(context)
         # A cluster run with nothing left is finished here, without connecting to its cluster.
+        check_code(state.code, [c.workload for c in state.cells if progress.missing_indices(c)],
+                   out, REGISTRY)
         executor = _executor(state.options, measure=left > 0, node_wait=node_wait)
         try:
             session = Session.resume(state, out, reporter)

@@ -84,6 +84,7 @@ def parse(argv: Sequence[str], defaults: config.ProjectDefaults | None = None) -
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``arraybench`` and ``python -m arraybench``."""
+    entry = argv is None  # the process's own command, which may end the process
     argv = list(sys.argv[1:] if argv is None else argv)
     with warnings.catch_warnings():
         default = warnings.showwarning
@@ -99,7 +100,32 @@ def main(argv: Sequence[str] | None = None) -> int:
                 default(message, category, filename, lineno, file, line)
 
         warnings.showwarning = show
-        return _main(argv)
+        status = _main(argv)
+    if entry:
+        _end_despite_threads(status)
+    return status
+
+
+def _end_despite_threads(status: int) -> None:
+    """End the process now when a workload file left a thread running: Python would wait for it
+    at exit, for ever, after everything was measured and written. One line says so."""
+    userfile = sys.modules.get("arraybench.workloads.userfile")
+    left = userfile.threads_left() if userfile is not None else []
+    if not left:
+        return
+    import atexit
+
+    for source, name in left:
+        print(f"{PROG}: warning: {source} started thread {name!r} when imported and it is still "
+              "running; arraybench ends without waiting for it (start it with daemon=True, or "
+              "inside the workload)", file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    atexit._run_exitfuncs()  # what Python would run at exit, after joining threads
+    os._exit(status)
 
 
 def _main(argv: list[str]) -> int:

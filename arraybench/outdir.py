@@ -264,6 +264,28 @@ def _check_own_files(out: Path) -> None:
     if logs.is_symlink() or (logs.exists() and not logs.is_dir()):
         raise UsageError(f"{logs}: is {_kind(logs)}; arraybench keeps the workers' logs in a "
                          "folder of its own there (remove it, or choose another folder)")
+    _check_logs(logs)
+
+
+def _check_logs(logs: Path, depth: int = 2) -> None:
+    """The workers append to files in ``logs/`` (a cluster run's in ``logs/<node>/``): one there
+    that is a named pipe (a run blocked on it for ever, deaf to SIGTERM), a device, a socket or a
+    link is refused before anything runs."""
+    try:
+        entries = list(os.scandir(logs))
+    except OSError:
+        return  # absent, or unreadable: check_writable says so
+    for entry in entries:
+        try:
+            mode = entry.stat(follow_symlinks=False).st_mode
+        except OSError:
+            continue
+        path = logs / entry.name
+        if stat.S_ISDIR(mode) and depth > 1:
+            _check_logs(path, depth - 1)
+        elif not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise UsageError(f"{path}: is {_kind(path)}, not a log; arraybench writes only files of "
+                             "its own in its output folder (remove it, or choose another folder)")
 
 
 def _kind(path: Path) -> str:

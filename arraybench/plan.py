@@ -118,6 +118,20 @@ def _check_params_used(given: dict[str, ParamValue], settings_of: dict[str, set[
                              f"(its settings: {own})")
 
 
+#: The most cells one run may plan. Every cell is journalled, saved, analysed and reported, and a
+#: stop (Ctrl-C, SIGTERM) saves them all before it ends: a plan of tens of thousands of cells took
+#: minutes to stop, and no one reads a table of them.
+MAX_CELLS = 5_000
+
+
+def _planned(options: RunOptions, workloads_by_name: dict[str, Any], selected: list[str]) -> int:
+    """How many cells the options ask for (before equal sizes are merged), counted, not built."""
+    per_size = sum(len(options.modes) * (2 if options.include_transfer and dev != "cpu" else 1)
+                   for b in options.backends for dev in options.devices
+                   if dev in backends.SPECS[b].devices)
+    return sum(len(options.sizes or workloads_by_name[w].sizes) for w in selected) * per_size
+
+
 def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
                default: list[str] | None = None) -> list[Cell]:
     """The cells of a run, in a canonical order (the executor shuffles per replicate).
@@ -127,6 +141,18 @@ def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
     """
     selected = options.workloads or default or list(workloads_by_name)
     cells: list[Cell] = []
+    # Counted as they are made: a plan far too big is refused before it is all built.
+    made: set[str] = set()
+
+    def add(cell: Cell) -> None:
+        cells.append(cell)
+        made.add(cell.key)
+        if len(made) > MAX_CELLS:
+            raise UsageError(
+                f"the run would measure more than {MAX_CELLS:,} cells (it asks for "
+                f"{_planned(options, workloads_by_name, selected):,}: workloads × sizes × backends "
+                "× devices × modes); select fewer sizes or workloads, or split it into several runs")
+
     settings_of: dict[str, set[str]] = {}
     for wname in selected:
         wl = workloads_by_name[wname]
@@ -148,10 +174,10 @@ def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
                     if dev not in backends.SPECS[bname].devices:
                         continue
                     for mode in options.modes:
-                        cells.append(Cell(wname, label, n, bname, dev, options.dtype, mode, params=params))
+                        add(Cell(wname, label, n, bname, dev, options.dtype, mode, params=params))
                         if options.include_transfer and dev != "cpu":
-                            cells.append(Cell(wname, label, n, bname, dev, options.dtype, mode, True,
-                                              params=params))
+                            add(Cell(wname, label, n, bname, dev, options.dtype, mode, True,
+                                     params=params))
     _check_params_used(options.params, settings_of)
     if not cells:
         raise UsageError("the selection gives nothing to run (check --backends against --devices)")

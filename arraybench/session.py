@@ -70,16 +70,18 @@ class Session:
 
     @classmethod
     def start(cls, cells: list[Cell], options: RunOptions, out_dir: Path,
-              reporter: Reporter | None = None, context: dict[str, str] | None = None) -> "Session":
+              reporter: Reporter | None = None, context: dict[str, str] | None = None,
+              code: dict[str, str] | None = None) -> "Session":
         """A new run: writes the journal's header (the plan and this machine) into ``out_dir``.
-        ``context`` (free labels, issue 16) is saved in the environment, not in the options."""
+        ``context`` (free labels, issue 16) is saved in the environment, not in the options;
+        ``code`` (each workload's fingerprint) in the header, for ``--resume`` to compare."""
         env = environment.collect(options.threads)
         # The run's identity in the results store (issue 16): two runs started in the same second
         # with the same plan are two runs; --resume keeps it (the journal's environment).
         env["run_id"] = uuid.uuid4().hex[:16]
         if context:
             env["context"] = dict(context)
-        sink = Journal.create(out_dir, options, cells, env)
+        sink = Journal.create(out_dir, options, cells, env, code)
         return cls(RunState(cells, options), out_dir, sink, env, reporter)
 
     @classmethod

@@ -32,8 +32,9 @@ def winners(records: Iterable[Record]) -> list[str]:
     """For each workload and size: the fastest configuration and its margin over the runner-up."""
     records = list(records)
     out = []
+    swept = {w for w in {r.workload for r in records} if _swept(records, w)}
     for (workload, label), whole in grouped(records).items():
-        if workload.startswith("ceiling_") or (not label.isidentifier() and _swept(records, workload)):
+        if workload.startswith("ceiling_") or (not label.isidentifier() and workload in swept):
             continue  # a sweep is summed up by its crossovers, not size by size
         for machine in dict.fromkeys(r.machine for r in whole):  # libraries meet on one machine
             group = [r for r in whole if r.machine == machine]

@@ -34,9 +34,11 @@ def grouped(records: Iterable[Record]) -> dict[tuple[str, str], list[Record]]:
     order = list(dict.fromkeys(r.workload for r in records))
     out: dict[tuple[str, str], list[Record]] = {}
     for w in order:
-        in_w = [r for r in records if r.workload == w]
-        for label in dict.fromkeys(r.size_label for r in sorted(in_w, key=size_sort_key)):
-            out[(w, label)] = sorted((r for r in in_w if r.size_label == label), key=config_sort_key)
+        by_label: dict[str, list[Record]] = {}  # one pass: a sweep of thousands of sizes is linear
+        for r in sorted((r for r in records if r.workload == w), key=size_sort_key):
+            by_label.setdefault(r.size_label, []).append(r)
+        for label, in_label in by_label.items():
+            out[(w, label)] = sorted(in_label, key=config_sort_key)
     return out
 
 

@@ -503,6 +503,7 @@ class RayExecutor:
         try:
             folder.mkdir(parents=True, exist_ok=True)
             for name, text in logs.items():
+                # A new file renamed into place: never through a link or into a pipe planted there.
                 write_atomic(folder / Path(name).name, text)
         except OSError:
             pass  # logs help; they never cost a measurement

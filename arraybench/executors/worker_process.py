@@ -15,6 +15,9 @@ also holds the worker's end of the pipe, so the end of the worker's output is no
 the worker itself has exited, its group is killed and the output is read to its end or given up
 after ``PIPE_GRACE_S``. (A child that leaves the group with ``setsid`` escapes this; nothing short of
 a cgroup catches it.)
+
+What a worker and its workloads print (its stderr, and its stdout, which the worker points there)
+reaches its log through a pipe the parent copies, within a size (``worker_log``).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Callable, Iterator, Mapping
 
 from ..files import open_append
 from ..worker import heartbeat
+from .worker_log import CappedLog
 from ..worker.protocol import Done, Job, Message, Unavailable, parse
 
 #: How long a worker may take to import its library and open its device, however short the
@@ -101,13 +105,15 @@ class WorkerProcess:
             self.board_path.unlink(missing_ok=True)
             raise
         # Several workers (retries after a crash) share a log: read back only this one's part.
-        self._log_start = self._log.seek(0, os.SEEK_END)
+        self._output = CappedLog(log_path, self._log)
+        self._output_ended = threading.Event()
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "arraybench.worker"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=self._log,
+                # Through the parent, which caps it (worker_log): never straight into the file.
+                stderr=subprocess.PIPE,
                 env=dict(env),
                 start_new_session=True,
                 preexec_fn=_child_setup(cpus),
@@ -130,29 +136,58 @@ class WorkerProcess:
             pass
 
     def _read(self) -> None:
-        """Lines from the worker into the queue, then None at the end of its output (or at close)."""
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
+        """Lines from the worker into the queue, then None at the end of its messages (or at
+        close); what it writes on stderr into its capped log, until that ends too."""
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        fd, err = self.proc.stdout.fileno(), self.proc.stderr.fileno()
         pending = b""
         with selectors.DefaultSelector() as selector:
             selector.register(fd, selectors.EVENT_READ)
+            selector.register(err, selectors.EVENT_READ)
             selector.register(self._wake_r, selectors.EVENT_READ)
-            while True:
+            while len(selector.get_map()) > 1:
                 ready = {key.fd for key, _ in selector.select()}
                 if self._wake_r in ready:
                     break
+                if err in ready and not self._copy_output(err):
+                    selector.unregister(err)
+                    self._end_output()
+                if fd not in ready:
+                    continue
                 try:
                     chunk = os.read(fd, 1 << 16)
                 except OSError:
-                    break
+                    chunk = b""
                 if not chunk:
-                    break
+                    selector.unregister(fd)
+                    if pending:
+                        self._queue.put(pending)
+                        pending = b""
+                    self._queue.put(None)
+                    continue
                 *lines, pending = (pending + chunk).split(b"\n")
                 for line in lines:
                     self._queue.put(line + b"\n")
-        if pending:
-            self._queue.put(pending)
-        self._queue.put(None)
+            if fd in selector.get_map():  # woken by close() before the messages ended
+                if pending:
+                    self._queue.put(pending)
+                self._queue.put(None)
+        self._end_output()
+
+    def _copy_output(self, fd: int) -> bool:
+        """Copy what the worker wrote on stderr into its log; False at the end of it."""
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:
+            return False
+        if chunk:
+            self._output.write(chunk)
+        return bool(chunk)
+
+    def _end_output(self) -> None:
+        if not self._output_ended.is_set():
+            self._output.finish()
+            self._output_ended.set()
 
     def _exited(self) -> bool:
         """Whether the worker itself has exited; it is left a zombie (not reaped), so that its
@@ -246,13 +281,9 @@ class WorkerProcess:
 
     def last_error_line(self) -> str:
         """What this worker last said on stderr: where it crashed, or its last error line."""
-        self._log.flush()
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(self._log_start)
-                data = f.read()[-20000:].decode("utf-8", "replace")
-        except OSError:
-            return ""
+        if self._exited():  # what it wrote as it ended may still be in the pipe
+            self._output_ended.wait(PIPE_GRACE_S)
+        data = self._output.text()
         return crash_site(data) or last_error(data)
 
     def kill(self) -> None:
@@ -276,14 +307,16 @@ class WorkerProcess:
         while not self._exited() and time.monotonic() < deadline:
             time.sleep(0.01)
         self.kill()
+        self._output_ended.wait(PIPE_GRACE_S)  # the last of its output, into the log
         os.write(self._wake_w, b"x")  # the reader stops even if a stray child holds the pipe
         self._reader.join(timeout=5)
         os.close(self._wake_w)
         if not self._reader.is_alive():
             os.close(self._wake_r)
-            if self.proc.stdout is not None:
-                self.proc.stdout.close()
-        self._log.close()
+            for pipe in (self.proc.stdout, self.proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+        self._output.close()
         try:
             self.board_path.unlink()
         except OSError:

@@ -57,6 +57,9 @@ class JournalState:
     sealed: bool = False
     #: SHA-256 of the run's ``workloads.pickle``, as the run recorded it.
     shipped_sha256: str | None = None
+    #: workload name -> the fingerprint of its code when the run began (``workloads/fingerprint``);
+    #: empty in a journal written before fingerprints were kept.
+    code: dict[str, str] = field(default_factory=dict)
 
 
 #: Never through a link; appended at the end whatever the offset; not inherited by workers.
@@ -97,14 +100,17 @@ class Journal:
 
     @classmethod
     def create(cls, out_dir: Path, options: RunOptions, cells: list[Cell],
-               environment: dict[str, Any]) -> "Journal":
-        """Start a new journal in ``out_dir`` (replacing one there) with its header."""
+               environment: dict[str, Any], code: dict[str, str] | None = None) -> "Journal":
+        """Start a new journal in ``out_dir`` (replacing one there) with its header; ``code``:
+        each workload's fingerprint, which ``--resume`` compares."""
         path = out_dir / JOURNAL_NAME
         header: dict[str, Any] = {
             "type": "header", "tool": "arraybench", "version": JOURNAL_VERSION,
             "options": options.to_dict(), "cells": [c.to_dict() for c in cells],
             "environment": environment,
         }
+        if code:
+            header["code"] = dict(code)
         _encode(header, path)  # a header the reader would refuse: nothing is touched
         try:
             if options.shipped_workloads:  # --resume loads the pickle only if it is this one
@@ -302,9 +308,12 @@ def _header(head: dict[str, Any]) -> JournalState:
     parsed = [Cell.from_dict(c, where=f"cell {i}") for i, c in enumerate(cells)]
     _need(len({c.key for c in parsed}) == len(parsed), "a cell appears twice")
     shipped = head.get("shipped_sha256")
+    code = head.get("code", {})
+    _need(isinstance(code, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                         for k, v in code.items()), "code is not names to fingerprints")
     return JournalState(options=parsed_options, cells=parsed, environment=env,
                         sealed=trust.sealed(head),
-                        shipped_sha256=shipped if isinstance(shipped, str) else None)
+                        shipped_sha256=shipped if isinstance(shipped, str) else None, code=code)
 
 
 def _apply(e: dict[str, Any], state: JournalState, keys: set[str]) -> None:

@@ -188,7 +188,7 @@ class Workload:
         if not self.work:
             return None
         settings = self.params_for(size) if params is None else params
-        w = self.work(size, itemsize, **accepted(self.work, settings))
+        w = self.work(size, itemsize, **accepted(self.work, settings, filled=2))
         if isinstance(w, Work):
             return w
         flops, moved = w  # a (flops, bytes) pair

@@ -109,10 +109,9 @@ def _positional_arity(fn: Any) -> int:
 def _call_inputs(inputs: InputsFn, size: int, rng: np.random.Generator, params: Params) -> Any:
     # ``inputs(n)`` suits deterministic inputs; anything random must use the seeded generator.
     # Settings go to an ``inputs`` that takes them by name (``def inputs(n, rng, *, tsteps)``).
-    settings = accepted(inputs, params)
     if _positional_arity(inputs) >= 2:
-        return inputs(size, rng, **settings)
-    return inputs(size, **settings)
+        return inputs(size, rng, **accepted(inputs, params, filled=2))
+    return inputs(size, **accepted(inputs, params, filled=1))
 
 
 def _cast(a: np.ndarray, dtype: str) -> np.ndarray:

@@ -88,17 +88,22 @@ def typed(fn: Any, params: Mapping[str, Any]) -> dict[str, Any]:
     return {k: type(defaults[k])(v) if k in defaults and v is not None else v for k, v in params.items()}
 
 
-def accepted(fn: Any, params: Mapping[str, Any]) -> dict[str, Any]:
-    """The settings ``fn`` can take by keyword (all of them if it has ``**kwargs``)."""
+def accepted(fn: Any, params: Mapping[str, Any], filled: int = 0) -> dict[str, Any]:
+    """The settings ``fn`` can take by keyword (all of them if it has ``**kwargs``), when a call
+    fills its first ``filled`` positional parameters: a setting of the same name as one of those
+    (``n`` for ``inputs(n, rng)``) is not passed again, where it would fail every call."""
     sig = _signature(fn)
     if sig is None:
         return {}
-    ps = sig.parameters.values()
+    ps = list(sig.parameters.values())
+    positional = [p.name for p in ps if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                                   inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    taken = set(positional[:filled])
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in ps):
-        return dict(params)
+        return {k: v for k, v in params.items() if k not in taken}
     names = {p.name for p in ps if p.kind in (inspect.Parameter.KEYWORD_ONLY,
                                                inspect.Parameter.POSITIONAL_OR_KEYWORD)}
-    return {k: v for k, v in params.items() if k in names}
+    return {k: v for k, v in params.items() if k in names and k not in taken}
 
 
 def refused(fn: Any, names: Any) -> list[str]:

@@ -57,7 +57,7 @@ def reference_result(wl: Workload, inputs: tuple[Any, ...], params: Params | Non
     wide = tuple(_widen(a) for a in inputs)
     settings = params if params is not None else {}
     if wl.reference is not None:
-        return Reference(_as_host(wl.result_of(wl.reference(*wide, **accepted(wl.reference, settings)),
+        return Reference(_as_host(wl.result_of(wl.reference(*wide, **accepted(wl.reference, settings, filled=len(wide))),
                                                wide)))
     fn = wl.function_for("numpy")
     fn = functools.partial(fn, **settings) if settings else fn
@@ -92,7 +92,7 @@ def reference_noise(wl: Workload, inputs: tuple[Any, ...], value: Any,
     if wl.reference is not None:
         ref_fn = wl.reference
         def call(*args: Any) -> Any:
-            return _as_host(wl.result_of(ref_fn(*args, **accepted(ref_fn, settings)), args))
+            return _as_host(wl.result_of(ref_fn(*args, **accepted(ref_fn, settings, filled=len(args))), args))
     else:
         fn = wl.function_for("numpy")
         fn = functools.partial(fn, **settings) if settings else fn

@@ -23,6 +23,7 @@ import types
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..errors import UsageError
 from ..files import write_bytes_atomic
 from .definition import Workload
 from .registry import register
@@ -34,16 +35,35 @@ def needs_shipping(wl: Workload, files: Iterable[str]) -> bool:
     return wl.source != "builtin" and wl.source not in {str(Path(f).resolve()) for f in files}
 
 
-def ship(workloads: list[Workload], out_dir: Path) -> Path:
-    """Write the workloads, by value, with their source lines, to ``out_dir``; return the path."""
+def pack(workloads: list[Workload]) -> bytes:
+    """The workloads, by value, with their source lines, as the bytes ``ship`` writes.
+
+    Raises ``ShippingError`` naming the workload and what could not be pickled (a lock, an open
+    file, a connection its function refers to), before anything is written.
+    """
     import cloudpickle
 
     for wl in workloads:
         for fn in wl.functions():
             _by_value(fn)
+        try:
+            cloudpickle.dumps(wl)
+        except Exception as exc:  # pickling calls arbitrary __reduce__ code: anything can fail
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise ShippingError(
+                f"workload {wl.name!r} cannot be sent to the worker processes ({type(exc).__name__}: "
+                f"{first}): what its functions refer to must be picklable; create such an object "
+                "inside the function, or define the workload in a file and pass it with "
+                "--workload-file (workload_files=)") from None
     payload = {"workloads": workloads, "sources": _sources(workloads),
                "filenames": [[_filename(fn) for fn in wl.functions()] for wl in workloads]}
-    return write_bytes_atomic(out_dir / SHIPPED_NAME, cloudpickle.dumps(payload))
+    return cloudpickle.dumps(payload)
+
+
+def ship(workloads: list[Workload], out_dir: Path, payload: bytes | None = None) -> Path:
+    """Write the workloads (``payload``, from ``pack``, or packed now) to ``out_dir``; return
+    the path."""
+    return write_bytes_atomic(out_dir / SHIPPED_NAME, payload if payload is not None else pack(workloads))
 
 
 def receive(path: str | os.PathLike[str]) -> list[str]:
@@ -74,8 +94,8 @@ def receive(path: str | os.PathLike[str]) -> list[str]:
     return names
 
 
-class ShippingError(Exception):
-    """Shipped workloads that cannot be loaded; the message is one line."""
+class ShippingError(UsageError):
+    """Shipped workloads that cannot be pickled or loaded; the message is one line."""
 
 
 def _by_value(fn: Any) -> None:

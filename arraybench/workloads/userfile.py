@@ -5,6 +5,10 @@ every worker, to run. A file that is missing is a mistake on the command line (e
 exists but does not load (a syntax error, an exception at import, no workload in it, a name that is
 already taken) is reported with its own line, and the other files and the built-in workloads still
 run: the error goes into ``results.json`` (``errors``), under the table, and into the exit status.
+
+Importing a file must not change the run around it: the working folder is put back after the
+import (a file that calls ``os.chdir``), and the threads it started are remembered, so that the
+command line can end without waiting for one left running (``cli``).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import hashlib
 import importlib.util
 import os
 import sys
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,9 +90,13 @@ def import_workload_file(path: str | Path) -> list[str]:
         REGISTRY.update(before)
         return WorkloadFileError(f"workload file {path}: {message}")
 
+    threads_before = set(threading.enumerate())
     try:
         with _exits_raise():
-            spec.loader.exec_module(module)
+            try:
+                spec.loader.exec_module(module)
+            finally:  # a file that fails to load may have started one all the same
+                _STARTED[str(path)] = [t for t in threading.enumerate() if t not in threads_before]
     except _ExitAtImport as exc:
         raise fail(f"called {exc} at import, which would end arraybench itself; guard script "
                    "code with `if __name__ == '__main__':`") from None
@@ -115,6 +124,17 @@ def import_workload_file(path: str | Path) -> list[str]:
     return added
 
 
+#: The threads each workload file started as it was imported, by file.
+_STARTED: dict[str, list[threading.Thread]] = {}
+
+
+def threads_left() -> list[tuple[str, str]]:
+    """(file, thread name) for each thread a workload file started at import that is still
+    running and that Python would wait for at exit (not a daemon thread)."""
+    return [(f, t.name) for f, threads in _STARTED.items() for t in threads
+            if t.is_alive() and not t.daemon]
+
+
 class _ExitAtImport(BaseException):
     """``os._exit`` or ``os.abort`` called by a workload file as it was imported."""
 
@@ -124,9 +144,16 @@ def _exits_raise() -> Iterator[None]:
     """While a workload file is imported, ``os._exit`` and ``os.abort`` raise instead of ending the
     process: they pass every handler, so a file calling one at import would end the run (or the
     worker) without a word. A child the file forks still exits for real. No bytecode is cached
-    beside the file either."""
+    beside the file either, and the working folder is the same after the import as before."""
     importer = os.getpid()
     real_exit, real_abort = os._exit, os.abort
+    # A file that changes folder at import (os.chdir) would move the run's relative paths (the
+    # output folder, a store) under the user's feet: the working folder is put back afterwards.
+    try:
+        # O_PATH: a folder the user may enter but not list is returned to all the same.
+        cwd: int | None = os.open(".", getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        cwd = None
     # And no __pycache__ beside the user's file: a run writes only into its output folder.
     writes_bytecode = sys.dont_write_bytecode
     sys.dont_write_bytecode = True
@@ -147,6 +174,12 @@ def _exits_raise() -> Iterator[None]:
     finally:
         os._exit, os.abort = real_exit, real_abort  # type: ignore[assignment]
         sys.dont_write_bytecode = writes_bytecode
+        if cwd is not None:
+            try:
+                os.fchdir(cwd)
+            except OSError:
+                pass
+            os.close(cwd)
 
 
 def load_files(paths: list[str]) -> LoadedFiles:

@@ -1,0 +1,113 @@
+"""A worker's log (``logs/<backend>-<device>-p<i>.log``): what it and its workloads write on
+stdout and stderr, kept within a size.
+
+The worker's output comes through a pipe that the parent copies into the log, so that a workload
+that prints on every call cannot fill the disk (one wrote 150 MB in 2 s): the log keeps the first
+``HEAD_BYTES`` and the last ``TAIL_BYTES`` of each worker's output, with one line between them
+saying how much was dropped. The end is where a crash and the last error are, so it is kept whole.
+
+The log is opened by ``files.open_append``: only as a regular file inside the folder, never through
+a link planted under its name, and never a named pipe, which would block the run (``open`` waits
+for a reader, deaf to SIGTERM) or a device.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+from pathlib import Path
+from typing import BinaryIO
+
+#: What a worker's log keeps of its output: its first and its last bytes.
+HEAD_BYTES = 4 << 20
+TAIL_BYTES = 4 << 20
+
+
+class CappedLog:
+    """One worker's output appended to its log: the first ``head`` bytes as they come, the last
+    ``tail`` bytes held until ``finish`` (or read by ``text``), what lies between dropped.
+
+    Written by the thread that reads the worker's pipe, read by the thread that reports an error.
+    """
+
+    def __init__(self, path: Path, file: BinaryIO, head: int = HEAD_BYTES,
+                 tail: int = TAIL_BYTES) -> None:
+        self._path = path
+        self._file = file
+        self._head_left = head
+        self._head, self._tail_max = head, tail
+        self._tail: collections.deque[bytes] = collections.deque()
+        self._tail_size = 0
+        self._dropped = 0
+        self._lock = threading.Lock()
+        self.start = file.seek(0, os.SEEK_END)  # several workers (retries) share a log
+
+    def write(self, data: bytes) -> None:
+        """Add what the worker wrote."""
+        with self._lock:
+            if self._file.closed:
+                return
+            if self._head_left > 0:
+                part = data[: self._head_left]
+                try:
+                    self._file.write(part)
+                    self._file.flush()
+                except OSError:
+                    pass  # a log helps; it never costs a measurement (a full disk: see the journal)
+                self._head_left -= len(part)
+                data = data[len(part):]
+            if not data:
+                return
+            self._tail.append(data)
+            self._tail_size += len(data)
+            # Whole chunks leave from the front; the one left over is cut in ``_tail_bytes``.
+            while self._tail_size - len(self._tail[0]) >= self._tail_max:
+                self._dropped += len(self._tail[0])
+                self._tail_size -= len(self._tail.popleft())
+
+    def _tail_bytes(self) -> tuple[int, bytes]:
+        data = b"".join(self._tail)
+        cut = max(0, len(data) - self._tail_max)
+        return self._dropped + cut, data[cut:]
+
+    def close(self) -> None:
+        """Close the log; what the worker writes after this is not kept."""
+        with self._lock:
+            self._file.close()
+
+    def finish(self) -> None:
+        """The worker's output has ended: write the kept tail, after a line saying what was
+        dropped, if anything was."""
+        with self._lock:
+            if self._file.closed:
+                return
+            dropped, tail = self._tail_bytes()
+            self._tail.clear()
+            self._tail_size = self._dropped = 0
+            try:
+                if dropped:
+                    self._file.write(self.dropped_line(dropped).encode())
+                self._file.write(tail)
+                self._file.flush()
+            except (OSError, ValueError):
+                pass  # a log helps; it never costs a measurement
+
+    def dropped_line(self, dropped: int) -> str:
+        return (f"\n[arraybench: {dropped:,} bytes of this worker's output dropped here; a log "
+                f"keeps the first {self._head >> 20} MiB and the last {self._tail_max >> 20} MiB]\n")
+
+    def text(self, last: int = 20000) -> str:
+        """The last ``last`` bytes this worker wrote (on disk and still held), as text."""
+        with self._lock:
+            try:
+                if not self._file.closed:
+                    self._file.flush()
+                with open(self._path, "rb") as f:
+                    end = f.seek(0, os.SEEK_END)
+                    f.seek(max(self.start, end - last))
+                    data = f.read()
+            except (OSError, ValueError):
+                data = b""
+            data += self._tail_bytes()[1]
+        return data[-last:].decode("utf-8", "replace")
