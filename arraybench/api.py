@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence, Un
 
 from .executors.cluster import check_options as check_cluster_options
 from .model.context import parse_context
-from .errors import SaveError, UsageError
+from .errors import SaveError, UsageError, unknown_name
 from .options import DTYPES, LEGACY_NAMES, OPTION_NAMES, RunOptions, legacy_names, parse_sizes, validate
 from .plan import Cell, build_plan
 from .reporter import Reporter
@@ -340,7 +340,7 @@ def sweep_sizes(names: Sequence[str]) -> str:
         raise UsageError("name the workload to sweep, e.g. `arraybench sweep --workload matmul`")
     missing = [n for n in expand(list(names)) if n not in REGISTRY]
     if missing:
-        raise UsageError(f"unknown workload {missing[0]!r}; known: {', '.join(sorted(REGISTRY))}")
+        raise UsageError(unknown_name("workload", missing[0], sorted(REGISTRY), more="see `arraybench list`"))
     ranges = set()
     for n in expand(list(names)):
         known = sorted(REGISTRY[n].sizes.values())

@@ -34,7 +34,23 @@ class _Parser(argparse.ArgumentParser):
     """argparse, with its errors as one line instead of a usage dump."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message} (see {self.prog} --help)")
+        raise UsageError(f"{_suggesting(message)} (see {self.prog} --help)")
+
+
+def _suggesting(message: str) -> str:
+    """argparse's ``invalid choice: 'runn' (choose from ...)`` as ``unknown command 'runn'; did
+    you mean 'run'?`` (argparse suggests nothing before Python 3.14)."""
+    import re
+
+    from .errors import unknown_name
+
+    m = re.fullmatch(r"argument (\S+): invalid choice: '(.*)' \(choose from (.*)\)", message)
+    if not m:
+        return message
+    what, given, listed = m.groups()
+    choices = re.findall(r"'([^']*)'", listed)
+    kind = "command" if what == "COMMAND" else f"{what} value"
+    return unknown_name(kind, given, choices)
 
 
 def build_parser(defaults: config.ProjectDefaults | None = None) -> argparse.ArgumentParser:
@@ -99,7 +115,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 default(message, category, filename, lineno, file, line)
 
         warnings.showwarning = show
-        return _main(argv)
+        from .options import command_line
+
+        with command_line():  # messages name options as typed: --processes, not processes=
+            return _main(argv)
 
 
 def _main(argv: list[str]) -> int:

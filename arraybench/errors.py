@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 import unicodedata
+from typing import Sequence
+
+#: Names a message lists when none is close to what was typed; past this, it says where to look.
+MAX_LISTED = 12
 
 
 def one_line(text: str) -> str:
@@ -24,6 +29,29 @@ def printable(text: str) -> str:
         else ch.encode("unicode_escape").decode("ascii")
         for ch in str(text)
     )
+
+
+def unknown_name(kind: str, name: str, valid: Sequence[str], *, listed: Sequence[str] | None = None,
+                 more: str = "") -> str:
+    """``unknown workload 'matmull'; did you mean 'matmul'?``: the names close to ``name``
+    (``difflib``, ignoring case) among ``valid``; where none is close, the names worth listing
+    (``listed``, default ``valid``: internal names left out), at most ``MAX_LISTED``, and then
+    ``more`` (where the rest are, e.g. "see `arraybench list`")."""
+    by_lower: dict[str, str] = {}
+    for v in valid:
+        by_lower.setdefault(v.lower(), v)
+    close = difflib.get_close_matches(str(name).lower(), list(by_lower), n=3, cutoff=0.6)
+    head = f"unknown {kind} {one_line(repr(name))}"
+    if close:
+        names = [repr(by_lower[c]) for c in close]
+        return f"{head}; did you mean {' or '.join(names)}?"
+    shown = list(valid if listed is None else listed)
+    if not shown:
+        return head + (f" ({more})" if more else "")
+    text = ", ".join(shown[:MAX_LISTED])
+    if len(shown) > MAX_LISTED:
+        text += f" and {len(shown) - MAX_LISTED} more"
+    return f"{head}; valid: {text}" + (f" ({more})" if more else "")
 
 
 class UsageError(Exception):

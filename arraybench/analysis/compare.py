@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from . import stats
 from ..model.record import Record
+from ..options import spell
 from . import fdr, significance
 from .grouping import config_sort_key, is_valid, size_sort_key
 
@@ -178,7 +179,7 @@ class Comparison:
         """What the cells measured with one process on a side allow, in one line."""
         n = len(self.one_process)
         return (f"{n} cell{'s' if n != 1 else ''} measured with one process on a side: no change "
-                f"over {self.threshold:.0%} can be called; use --processes 2 or more")
+                f"over {self.threshold:.0%} can be called; measure with {spell('processes', 2)} or more")
 
 
 def change_text(ratio: float) -> str:
