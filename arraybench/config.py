@@ -86,7 +86,7 @@ def load(parser: argparse.ArgumentParser, path: Path | None) -> ProjectDefaults:
             continue
         action = actions.get(key.replace("_", "-"))
         if action is None:
-            raise UsageError(f"{path}: " + unknown_name(f"key in {TABLE}", key, sorted(actions)))
+            raise UsageError(f"{path}: " + unknown_name("key", key, sorted(actions), where=f"in {TABLE}"))
         result.values[action.dest] = _convert(action, value, f"{path}: {TABLE} {key}")
         result.spelled[key] = value
     return result

@@ -32,16 +32,17 @@ def printable(text: str) -> str:
 
 
 def unknown_name(kind: str, name: str, valid: Sequence[str], *, listed: Sequence[str] | None = None,
-                 more: str = "") -> str:
+                 more: str = "", where: str = "") -> str:
     """``unknown workload 'matmull'; did you mean 'matmul'?``: the names close to ``name``
     (``difflib``, ignoring case) among ``valid``; where none is close, the names worth listing
     (``listed``, default ``valid``: internal names left out), at most ``MAX_LISTED``, and then
-    ``more`` (where the rest are, e.g. "see `arraybench list`")."""
+    ``more`` (where the rest are, e.g. "see `arraybench list`"); ``where`` follows the name
+    (``in [tool.arraybench]``)."""
     by_lower: dict[str, str] = {}
     for v in valid:
         by_lower.setdefault(v.lower(), v)
     close = difflib.get_close_matches(str(name).lower(), list(by_lower), n=3, cutoff=0.6)
-    head = f"unknown {kind} {one_line(repr(name))}"
+    head = f"unknown {kind} {one_line(repr(name))}" + (f" {where}" if where else "")
     if close:
         names = [repr(by_lower[c]) for c in close]
         return f"{head}; did you mean {' or '.join(names)}?"
