@@ -385,11 +385,15 @@ def numerics(workloads: Any = ("numerics",), *, dtypes: Iterable[str] = DTYPES,
 
 def compare(base: Results | str | os.PathLike[str], new: Results | str | os.PathLike[str], *,
             threshold: float | None = None, alpha: float | None = None,
-            cross_machine: bool = False) -> "Comparison":
-    """Two runs cell by cell (results, files or folders): faster, slower or no change. Runs from
+            cross_machine: bool = False, store: str | os.PathLike[str] | None = None) -> "Comparison":
+    """Two runs cell by cell: faster, slower or no change. Each run is a ``Results``, a results
+    file or its folder, or a run in the results store (``store``: its location, None for the
+    default) named by its id, ``"last"`` or ``"last~1"``: ``compare("last~1", "last")``. Runs from
     different machines raise ``machines.CrossMachineError`` unless ``cross_machine``."""
-    a = base if isinstance(base, Results) else load(resolve(base))
-    b = new if isinstance(new, Results) else load(resolve(new))
+    from .store.refs import load_run
+
+    a = base if isinstance(base, Results) else load_run(base, store)
+    b = new if isinstance(new, Results) else load_run(new, store)
     return a.compare(b, threshold=threshold, alpha=alpha, cross_machine=cross_machine)
 
 

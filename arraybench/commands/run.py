@@ -104,7 +104,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     out.add_argument("--output-dir", "-o", default=DEFAULT_OUTPUT_DIR, metavar="DIR",
                      help="where results.json, the journal and the plots go (default: benchmark_plots)")
     out.add_argument("--overwrite", action="store_true",
-                     help="start afresh in a folder that holds an interrupted run")
+                     help="replace the run in the output folder (finished or interrupted): what "
+                          "it wrote there is removed first; without it, a folder that holds a run "
+                          "is refused")
     out.add_argument("--resume", metavar="DIR", default=None,
                      help="continue an interrupted run in DIR with its own settings")
     out.add_argument("-q", "--quiet", action="store_true", help="print nothing while running")

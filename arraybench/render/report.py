@@ -18,6 +18,7 @@ from ..analysis.compare import Comparison
 from ..analysis.compare import compare as compare_runs
 from ..analysis.findings import findings as compute_findings
 from ..files import write_atomic
+from ..outdir import remember
 from ..model.machines import check_same_machine
 from .csvout import write_csv
 from .html import results_table_html, write_html
@@ -96,6 +97,8 @@ def write_report(results: Results, out_dir: str | Path, *, plots: bool = True,
     written.append(write_markdown(results, out_dir, findings=found))
     written.append(write_csv(results, out_dir))
     written.append(write_atomic(out_dir / FINDINGS_NAME, "".join(f"- {f}\n" for f in found)))
+    # The plots' names, for --overwrite to remove before another run starts here (outdir).
+    remember(out_dir, written)
     return written
 
 
