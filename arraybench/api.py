@@ -152,7 +152,7 @@ def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,
         modes: Sequence[str] | str | None = None, output_dir: str | os.PathLike[str] | None = None,
         overwrite: bool = False, reporter: Reporter | None = None, plots: bool = True,
         options: RunOptions | None = None, store: StoreChoice = True,
-        context: ContextLabels = None, **settings: Any) -> Results:
+        context: ContextLabels = None, progress: bool | None = None, **settings: Any) -> Results:
     """Measure workloads on libraries and devices; return the results.
 
     - ``workloads``: names (``"matmul"``, groups such as ``"interop"``) or ``@arraybench.workload``
@@ -162,7 +162,9 @@ def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,
       ``"float32"``.
     - ``output_dir``: where ``results.json``, the journal and the report go; ``None`` keeps the
       results in memory (a temporary folder holds the journal while the run lasts).
-    - ``reporter``: progress events (``arraybench.Reporter``); default: silent.
+    - ``reporter``: progress events (``arraybench.Reporter``); default: ``progress``.
+    - ``progress``: show it as it goes: in a Jupyter notebook a line updated in place, elsewhere
+      a bar on stderr; default (None): in a notebook only. ``False`` is silent.
     - ``store``: where the finished run is appended (``True``: the default store in the user's
       data folder; a path or ``postgresql://`` URL; ``False``: nowhere). A store that cannot be
       written is a ``StoreWarning``, never an error: the run is kept all the same.
@@ -181,8 +183,26 @@ def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,
                         dtype=dtype, modes=modes, **settings)
     labels = parse_context(context)
     checked = plan(opts)
-    return execute(checked, output_dir, overwrite=overwrite, reporter=reporter, plots=plots,
+    return execute(checked, output_dir, overwrite=overwrite,
+                   reporter=reporter_for(reporter, progress, len(checked.cells)), plots=plots,
                    store=store, context=labels)
+
+
+def reporter_for(reporter: Reporter | None, progress: bool | None, cells: int | None = None) -> Reporter | None:
+    """The reporter a call asked for: its own, else progress where wanted (``progress``: True,
+    False, or None for "in a Jupyter notebook only"), else none."""
+    if reporter is not None:
+        return reporter
+    from .render.notebook_progress import NotebookProgress, in_notebook
+
+    notebook = in_notebook()
+    if progress is False or (progress is None and not notebook):
+        return None
+    if notebook:
+        return NotebookProgress()
+    from .render.progress import ConsoleReporter
+
+    return ConsoleReporter(cells=cells)
 
 
 def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwrite: bool = False,
@@ -225,12 +245,12 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
 
 def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = None,
            plots: bool = True, store: StoreChoice = True, context: ContextLabels = None,
-           node_wait: float | None = None) -> Results:
+           node_wait: float | None = None, progress: bool | None = None) -> Results:
     """Finish the interrupted run in ``output_dir`` with its own settings (measures only what is
     missing; a complete run is measured no further and its files are rewritten). ``store`` as in
     ``run``; ``context`` labels are added to the run's own. A cluster run goes on on its cluster;
     ``node_wait``: seconds an every-node run waits for a node it needs (default 60), before it
-    says the node is missing."""
+    says the node is missing. ``progress`` as in ``run``."""
     from .model import journal
     from .outdir import claim
 
@@ -253,7 +273,7 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
         left = RunState.of(state).missing()
         executor = _executor(state.options, measure=left > 0, node_wait=node_wait)
         try:
-            session = Session.resume(state, out, reporter)
+            session = Session.resume(state, out, reporter_for(reporter, progress, len(state.cells)))
             if state.options.cluster is not None and not left:
                 from .executors import shardlog
 
@@ -352,7 +372,8 @@ def sweep_sizes(names: Sequence[str]) -> str:
 
 def numerics(workloads: Any = ("numerics",), *, dtypes: Iterable[str] = DTYPES,
              sizes: Any = "small,large", output_dir: str | os.PathLike[str] | None = None,
-             overwrite: bool = False, reporter: Reporter | None = None, **kwargs: Any) -> Results:
+             overwrite: bool = False, reporter: Reporter | None = None, progress: bool | None = None,
+             **kwargs: Any) -> Results:
     """Each library's error against float64, per workload and dtype: a brief run per dtype (one
     replicate, a few samples: the time is not the point). With ``output_dir``, each dtype's run
     goes into its own subfolder. Returns the records of every dtype together."""
@@ -365,6 +386,7 @@ def numerics(workloads: Any = ("numerics",), *, dtypes: Iterable[str] = DTYPES,
     checked = [plan(options_from(workloads, sizes=sizes, dtype=dtype, processes=1, max_time=0.05,
                                  min_samples=3, **kwargs)) for dtype in dtypes]
     out = None if output_dir is None else prepare(output_dir, overwrite=overwrite)
+    reporter = reporter_for(reporter, progress)
     records = []
     results: Results | None = None
     for dtype, p in zip(dtypes, checked):

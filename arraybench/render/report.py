@@ -23,6 +23,7 @@ from ..model.machines import check_same_machine
 from .csvout import write_csv
 from .html import results_table_html, write_html
 from .markdown import write_markdown
+from .sentences import Findings
 from .tables import print_findings, print_table, table_text
 
 if TYPE_CHECKING:
@@ -40,15 +41,16 @@ FINDINGS_NAME = "findings.md"
 _FOUND: dict[int, tuple[tuple[int, ...], list[str]]] = {}
 
 
-def findings(results: Results) -> list[str]:
-    """Plain sentences computed from the records: who wins, by how much, and why (once per run)."""
+def findings(results: Results) -> Findings:
+    """Plain sentences computed from the records: who wins, by how much, and why (once per run);
+    a list that shows as sentences (``Findings``)."""
     key = (id(results.environment), *map(id, results.records))
     kept = _FOUND.get(id(results))
     if kept is None or kept[0] != key:
         if kept is None:
             weakref.finalize(results, _FOUND.pop, id(results), None)
         kept = _FOUND[id(results)] = (key, compute_findings(results.records, results.environment))
-    return list(kept[1])
+    return Findings(kept[1])
 
 
 def table(results: Results, width: int = 120) -> str:
@@ -114,6 +116,8 @@ def compare(base: Results, new: Results, *, threshold: float | None = None, alph
             cross_machine: bool = False) -> Comparison:
     """``base`` against ``new``, per cell: faster, slower or no change. Runs from different
     machines raise ``CrossMachineError`` unless ``cross_machine``."""
+    from .comparison import DisplayedComparison
+
     check_same_machine(base, new, cross_machine)
-    return compare_runs(base, new, **{k: v for k, v in (("threshold", threshold), ("alpha", alpha))
-                                      if v is not None})
+    return DisplayedComparison.of(compare_runs(base, new, **{
+        k: v for k, v in (("threshold", threshold), ("alpha", alpha)) if v is not None}))

@@ -182,7 +182,7 @@ def test_a_pool_that_outnumbers_the_cores_left_it_is_named_with_its_cost_and_the
         "1.0 of 2 cores other processes left it, preempted 35 times a call (oversubscription: a call "
         "waits for its slowest thread, and a thread without a core waits its turn while the others "
         "spin); the 3 of 6 processes that competed took 10 ms a call against 46 µs in those that had "
-        "the cores (217.4× slower). Give it the cores it gets: --threads 1 here, "
+        "the cores (217.4× slower). Give it the cores it gets: threads=1 here, "  # from Python: the API's name
         "torch.set_num_threads(1) in your own program.")
     # In the run's findings, once: the bimodal note leaves the cause to this sentence.
     found = findings([rec], _pools())
@@ -233,7 +233,7 @@ def test_every_process_competing_gives_the_modes_of_its_samples_or_says_the_cost
     (text,) = oversubscription(oversubscribed([steady], _pools()))
     assert "on the 0.3 of 2 cores other processes left it, preempted 4.0 times a call" in text
     assert "its cost was not measured here (no process had its cores)" in text
-    assert text.endswith("--threads 1 here, torch.set_num_threads(1) in your own program.")
+    assert text.endswith("threads=1 here, torch.set_num_threads(1) in your own program.")
 
 
 def test_the_same_cell_run_with_one_thread_gives_the_cost():
