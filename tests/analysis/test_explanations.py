@@ -260,9 +260,9 @@ def test_more_threads_than_cpus_and_each_librarys_own_fix():
     (text,) = oversubscription(oversubscribed([numpy], _pools("numpy", threads=8)))
     assert "The thread pool of NumPy CPU competed for cores on matmul small (n = 100): 8 threads on 2 CPUs" in text
     # Its 2 CPUs were free: 2 threads fit them.
-    assert text.endswith("--threads 2 here, threadpoolctl.threadpool_limits(2), or OMP_NUM_THREADS=2 "
+    assert text.endswith("threads=2 here, threadpoolctl.threadpool_limits(2), or OMP_NUM_THREADS=2 "
                          "before NumPy loads in your own program.")
     jax = _record("sort", "jax", [(1e-3, _usage(others=1.5, cpus=4)) for _ in range(3)], "small", 100)
     (text,) = oversubscription(oversubscribed([jax], _pools("jax", threads=1, affinity=4)))
     assert "The thread pool of JAX CPU competed for cores on sort small (n = 100): 4 threads on the 2.5 of 4" in text
-    assert "--threads 2 here, os.sched_setaffinity(0, range(2)) (or taskset) before JAX starts" in text
+    assert "threads=2 here, os.sched_setaffinity(0, range(2)) (or taskset) before JAX starts" in text
