@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence, Un
 from .executors.cluster import check_options as check_cluster_options
 from .model.context import parse_context
 from .errors import SaveError, UsageError, unknown_name
-from .options import DTYPES, LEGACY_NAMES, OPTION_NAMES, RunOptions, legacy_names, parse_sizes, validate
+from .options import (DTYPES, LEGACY_NAMES, OPTION_NAMES, RunOptions, legacy_names, parse_sizes,
+                      resume_command, validate)
 from .plan import Cell, build_plan
 from .reporter import Reporter
 from .model.results import Results, load, resolve
@@ -326,7 +327,7 @@ def _resume_hint(what: str, out: Path) -> str:
     from .model.journal import JOURNAL_NAME
 
     return (f"{what}; every measurement made before it is kept in {out / JOURNAL_NAME}; once the "
-            f"cause is fixed, continue with: arraybench run --resume {out}")
+            f"cause is fixed, continue with: {resume_command(out)}")
 
 
 def _finish(results: Results, files: LoadedFiles, out: Path, *, report: bool, plots: bool,

@@ -242,6 +242,14 @@ def _short(value: Any) -> str:
     return text if len(text) <= 24 else text[:20] + "…"
 
 
+def resume_command(out: Any) -> str:
+    """How the caller continues the run in ``out``: ``arraybench run --resume OUT`` or
+    ``arraybench.resume('OUT')``."""
+    if _CALLER[-1] == "command line":
+        return f"arraybench run --resume {out}"
+    return f"arraybench.resume({str(out)!r})"
+
+
 def _range_name() -> str:
     return "--processes MIN:MAX" if _CALLER[-1] == "command line" else "processes=MIN, max_processes=MAX"
 

@@ -30,7 +30,7 @@ from types import TracebackType
 
 from .errors import UsageError, one_line
 from .model.journal import JOURNAL_NAME
-from .options import option_name, spell
+from .options import option_name, resume_command, spell
 
 LOCK_NAME = ".arraybench.lock"
 LOGS_NAME = "logs"
@@ -260,10 +260,10 @@ def unfinished(out: Path) -> str | None:
         if _nothing_journalled(path):
             return None
         return (f"{out} holds a journal that --resume cannot continue ({exc}); "
-                "start afresh with --overwrite")
+                f"start afresh with {spell('overwrite')}")
     if RunState.of(state).missing():
-        return (f"{out} holds an unfinished run; continue it with `arraybench run --resume {out}`, "
-                "or start afresh with --overwrite")
+        return (f"{out} holds an unfinished run; continue it with `{resume_command(out)}`, "
+                f"or start afresh with {spell('overwrite')}")
     return None
 
 
