@@ -105,7 +105,8 @@ def main(args: argparse.Namespace) -> int:
     found = history(entries, runs, threshold=args.threshold, fdr=args.fdr)
     print_history(found, console, where, last=args.last)
     if args.output_dir is None:
-        console.print("[dim]add --output-dir DIR to write each workload's plot (history_<workload>.svg)[/]")
+        if not args.no_plots:
+            console.print("[dim]add --output-dir DIR to write each workload's plot (history_<workload>.svg)[/]")
     elif not args.no_plots:
         from ..outdir import prepare
         from ..render.history_plot import write_history_plots
