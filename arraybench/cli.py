@@ -115,27 +115,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 default(message, category, filename, lineno, file, line)
 
         warnings.showwarning = show
-        from .options import command_line
-
-        with command_line():  # messages name options as typed: --processes, not processes=
-            return _main(argv)
+        return _main(argv)
 
 
 def _main(argv: list[str]) -> int:
     try:
         _tolerant_terminal()
-        from . import config
+        from .options import command_line
 
-        if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
-            argv = ["run", *argv]  # `arraybench --output-dir X` runs the default suite
-        run_parser = next(a for a in build_parser()._actions
-                          if isinstance(a, argparse._SubParsersAction)).choices["run"]
-        defaults = config.load(run_parser, config.find())
-        args = parse(argv, defaults)
-        if args.command is None:
-            build_parser(defaults).print_help()
-            return _flushed(0)
-        return _flushed(args.handler(args))
+        with command_line():  # messages name options as typed: --processes, not processes=
+            return _command(argv)
     except (UsageError, SaveError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -156,6 +145,22 @@ def _main(argv: list[str]) -> int:
         else:
             print(f"{PROG}: error: {one_line(exc)}", file=sys.stderr)
         return 1
+
+
+def _command(argv: list[str]) -> int:
+    """Parse ``argv`` and run its command (``_main`` turns what goes wrong into one line)."""
+    from . import config
+
+    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
+        argv = ["run", *argv]  # `arraybench --output-dir X` runs the default suite
+    run_parser = next(a for a in build_parser()._actions
+                      if isinstance(a, argparse._SubParsersAction)).choices["run"]
+    defaults = config.load(run_parser, config.find())
+    args = parse(argv, defaults)
+    if args.command is None:
+        build_parser(defaults).print_help()
+        return _flushed(0)
+    return _flushed(args.handler(args))
 
 
 def _flushed(status: int) -> int:
