@@ -22,9 +22,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence, Un
 
 from .executors.cluster import check_options as check_cluster_options
 from .model.context import parse_context
-from .errors import SaveError, UsageError, unknown_name
-from .options import (DTYPES, LEGACY_NAMES, OPTION_NAMES, RunOptions, legacy_names, parse_sizes,
-                      resume_command, validate)
+from .errors import SaveError, UsageError, resume_command, unknown_name
+from .options import DTYPES, LEGACY_NAMES, OPTION_NAMES, RunOptions, legacy_names, parse_sizes, validate
 from .plan import Cell, build_plan
 from .reporter import Reporter
 from .model.results import Results, load, resolve

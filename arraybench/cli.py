@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: list[str]) -> int:
     try:
         _tolerant_terminal()
-        from .options import command_line
+        from .errors import command_line
 
         with command_line():  # messages name options as typed: --processes, not processes=
             return _command(argv)

@@ -1,10 +1,13 @@
-"""Errors that end a command with one clear line instead of a traceback."""
+"""Errors that end a command with one clear line instead of a traceback, and how such a line
+names an option: as its reader types it (``--max-time 2`` on the command line, ``max_time=2``
+in Python)."""
 
 from __future__ import annotations
 
 import difflib
 import unicodedata
-from typing import Sequence
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
 
 #: Names a message lists when none is close to what was typed; past this, it says where to look.
 MAX_LISTED = 12
@@ -53,6 +56,57 @@ def unknown_name(kind: str, name: str, valid: Sequence[str], *, listed: Sequence
     if len(shown) > MAX_LISTED:
         text += f" and {len(shown) - MAX_LISTED} more"
     return f"{head}; valid: {text}" + (f" ({more})" if more else "")
+
+
+#: Who is asking, so that a message names an option as its reader typed it: ``"python"`` (the
+#: API's keywords, the default) or ``"command line"`` (set by ``cli.main`` for its command). A
+#: process-wide setting, not a context variable: the run's threads must see the command's.
+_CALLER = ["python"]
+
+
+@contextmanager
+def command_line() -> Iterator[None]:
+    """Within this block, messages spell options as the command line does (``--max-time 2``)."""
+    _CALLER.append("command line")
+    try:
+        yield
+    finally:
+        _CALLER.pop()
+
+
+#: Options the command line spells otherwise than ``--`` and the keyword with dashes.
+_COMMAND_LINE_NAMES = {"max_processes": "--processes", "modes": "--mode", "params": "--param",
+                       "workload_files": "--workload-file"}
+
+
+def option_name(name: str) -> str:
+    """An option's name as the caller writes it: ``--max-time`` for a command, ``max_time`` in Python."""
+    if _CALLER[-1] != "command line":
+        return name
+    return _COMMAND_LINE_NAMES.get(name, "--" + name.replace("_", "-"))
+
+
+def from_command_line() -> bool:
+    """Whether the command line is the caller (``command_line`` is in effect)."""
+    return _CALLER[-1] == "command line"
+
+
+def spell(name: str, value: Any = None) -> str:
+    """An option as the caller writes it: ``spell("max_time", 2)`` is ``--max-time 2`` for a
+    command and ``max_time=2`` in Python; a flag (``spell("overwrite")``) is ``--overwrite`` or
+    ``overwrite=True``."""
+    if _CALLER[-1] == "command line":
+        flag = option_name(name)
+        return flag if value is None else f"{flag} {value}"
+    return f"{name}={'True' if value is None else value}"
+
+
+def resume_command(out: Any) -> str:
+    """How the caller continues the run in ``out``: ``arraybench run --resume OUT`` or
+    ``arraybench.resume('OUT')``."""
+    if from_command_line():
+        return f"arraybench run --resume {out}"
+    return f"arraybench.resume({str(out)!r})"
 
 
 class UsageError(Exception):

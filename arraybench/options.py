@@ -9,13 +9,12 @@ argument.
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Iterable, Iterator, Literal
+from typing import Any, Iterable, Literal
 
 from . import backends
 from .model import schema
-from .errors import UsageError, unknown_name
+from .errors import UsageError, from_command_line, option_name, unknown_name
 from .workloads.params import ParamValue, check_settings
 
 Mode = Literal["latency", "throughput", "compiled"]
@@ -121,44 +120,6 @@ def legacy_names(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-#: Who is asking, so that a message names an option as its reader typed it: ``"python"`` (the
-#: API's keywords, the default) or ``"command line"`` (set by ``cli.main`` for its command). A
-#: process-wide setting, not a context variable: the run's threads must see the command's.
-_CALLER = ["python"]
-
-
-@contextmanager
-def command_line() -> Iterator[None]:
-    """Within this block, messages spell options as the command line does (``--max-time 2``)."""
-    _CALLER.append("command line")
-    try:
-        yield
-    finally:
-        _CALLER.pop()
-
-
-#: Options the command line spells otherwise than ``--`` and the keyword with dashes.
-_COMMAND_LINE_NAMES = {"max_processes": "--processes", "modes": "--mode", "params": "--param",
-                       "workload_files": "--workload-file"}
-
-
-def option_name(name: str) -> str:
-    """An option's name as the caller writes it: ``--max-time`` for a command, ``max_time`` in Python."""
-    if _CALLER[-1] != "command line":
-        return name
-    return _COMMAND_LINE_NAMES.get(name, "--" + name.replace("_", "-"))
-
-
-def spell(name: str, value: Any = None) -> str:
-    """An option as the caller writes it: ``spell("max_time", 2)`` is ``--max-time 2`` for a
-    command and ``max_time=2`` in Python; a flag (``spell("overwrite")``) is ``--overwrite`` or
-    ``overwrite=True``."""
-    if _CALLER[-1] == "command line":
-        flag = option_name(name)
-        return flag if value is None else f"{flag} {value}"
-    return f"{name}={'True' if value is None else value}"
-
-
 def parse_sizes(text: str) -> list[str]:
     """``small,large``, explicit sizes ``100,1000``, or a geometric range ``16:4096[:steps]``."""
     out: list[str] = []
@@ -242,16 +203,8 @@ def _short(value: Any) -> str:
     return text if len(text) <= 24 else text[:20] + "…"
 
 
-def resume_command(out: Any) -> str:
-    """How the caller continues the run in ``out``: ``arraybench run --resume OUT`` or
-    ``arraybench.resume('OUT')``."""
-    if _CALLER[-1] == "command line":
-        return f"arraybench run --resume {out}"
-    return f"arraybench.resume({str(out)!r})"
-
-
 def _range_name() -> str:
-    return "--processes MIN:MAX" if _CALLER[-1] == "command line" else "processes=MIN, max_processes=MAX"
+    return "--processes MIN:MAX" if from_command_line() else "processes=MIN, max_processes=MAX"
 
 
 def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:

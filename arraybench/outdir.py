@@ -28,9 +28,8 @@ import warnings
 from pathlib import Path
 from types import TracebackType
 
-from .errors import UsageError, one_line
+from .errors import UsageError, one_line, option_name, resume_command, spell
 from .model.journal import JOURNAL_NAME
-from .options import option_name, resume_command, spell
 
 LOCK_NAME = ".arraybench.lock"
 LOGS_NAME = "logs"

@@ -19,7 +19,7 @@ from . import stats
 from ..model.replicate import Replicate
 from ..plan import Cell
 from ..model.record import Record
-from ..options import option_name
+from ..errors import option_name
 from ..units import format_interval, format_seconds
 from ..model.usage import combine
 from . import modes

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from . import stats
 from ..model.record import Record
-from ..options import spell
+from ..errors import spell
 from . import fdr, significance
 from .grouping import config_sort_key, is_valid, size_sort_key
 

@@ -15,7 +15,7 @@ from typing import Any, Collection, Iterable, Mapping
 
 from . import stats
 from ..model.record import Record
-from ..options import spell
+from ..errors import spell
 from ..units import format_seconds
 from . import modes
 from .grouping import is_valid, size_text

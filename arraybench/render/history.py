@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..analysis.compare import change_text
-from ..options import spell
+from ..errors import spell
 from ..units import format_interval, format_seconds
 
 if TYPE_CHECKING:
