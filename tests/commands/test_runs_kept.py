@@ -206,3 +206,41 @@ def test_the_sweep_axis_says_what_n_counts_for_each_workload(registry_restored):
     assert size_axis_label("cumsum_axis") == "size n: elements of each input"
     assert "matrix" not in size_axis_label("sort")
     assert size_axis_label("not_known_here") == "size n"
+
+
+# -- item 5: the notebook's pieces, without a kernel (tests/test_notebook.py has the real one) -------
+def test_a_comparison_is_one_line_a_table_and_a_row_per_cell():
+    from ..synthetic import record, results, spread
+
+    base = results([record("matmul", "numpy", samples=spread(1e-3), replicates=3),
+                    record("sort", "numpy", samples=spread(1e-4), replicates=3)])
+    new = results([record("matmul", "numpy", samples=spread(2e-3), replicates=3),
+                   record("fft", "numpy", samples=spread(1e-4), replicates=3)])
+    c = base.compare(new)
+    assert repr(c) == ("<arraybench Comparison of 1 cell: 1 slower, 1 only in base, 1 only in new; "
+                       "geometric mean new/base 2.000 (2.00× slower)>")
+    assert "matmul small" in c.table() and str(c) == c.table()
+    page = c._repr_html_()
+    assert page.count("<tr>") == 2 and "only in base: sort small" in page and "2.00× slower" in page
+    rows = c.rows()
+    assert [(r["workload"], r["verdict"]) for r in rows] == [
+        ("matmul", "slower"), ("sort", "only in base"), ("fft", "only in new")]
+    frame = c.to_dataframe()
+    assert list(frame["workload"]) == ["matmul", "sort", "fft"] and frame["ratio"][0] == pytest.approx(2.0)
+
+
+def test_findings_stay_a_list_and_progress_is_on_where_asked():
+    from arraybench.api import reporter_for
+    from arraybench.render.progress import ConsoleReporter
+    from arraybench.render.sentences import Findings
+    from arraybench.reporter import Reporter
+
+    found = Findings(["NumPy wins.", "PyTorch <b>loses</b>."])
+    assert found == ["NumPy wins.", "PyTorch <b>loses</b>."] and found[1].startswith("PyTorch")
+    assert str(found) == repr(found) == "- NumPy wins.\n- PyTorch <b>loses</b>."
+    assert "<li>PyTorch &lt;b&gt;loses&lt;/b&gt;.</li>" in found._repr_html_()
+    # Outside a notebook: silent unless asked; a reporter given is used as it is.
+    assert reporter_for(None, None) is None and reporter_for(None, False) is None
+    assert isinstance(reporter_for(None, True, 3), ConsoleReporter)
+    own = Reporter()
+    assert reporter_for(own, False) is own
