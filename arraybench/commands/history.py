@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from ..render.history import DEFAULT_LAST
 
     p = sub.add_parser("history", help="each cell's results over the stored runs, with the steps in them",
-                       description="Show each cell's median and 95%% CI over the runs in the results "
+                       description="Show each cell's median and 95% CI over the runs in the results "
                                    "store, detect steps (intervals apart, false discovery rate "
                                    "controlled across all series) and say what changed with each.")
     p.add_argument("run", nargs="?", default=None, metavar="RUN",
