@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence, Un
 
 from .executors.cluster import check_options as check_cluster_options
 from .model.context import parse_context
-from .errors import SaveError, UsageError, one_line
+from .errors import SaveError, UsageError, one_line, resume_command, unknown_name
 from .options import DTYPES, LEGACY_NAMES, OPTION_NAMES, RunOptions, legacy_names, parse_sizes, validate
 from .plan import Cell, build_plan
 from .reporter import Reporter
@@ -181,7 +181,7 @@ def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,
         modes: Sequence[str] | str | None = None, output_dir: str | os.PathLike[str] | None = None,
         overwrite: bool = False, reporter: Reporter | None = None, plots: bool = True,
         options: RunOptions | None = None, store: StoreChoice = True,
-        context: ContextLabels = None, **settings: Any) -> Results:
+        context: ContextLabels = None, progress: bool | None = None, **settings: Any) -> Results:
     """Measure workloads on libraries and devices; return the results.
 
     - ``workloads``: names (``"matmul"``, groups such as ``"interop"``) or ``@arraybench.workload``
@@ -191,7 +191,9 @@ def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,
       ``"float32"``.
     - ``output_dir``: where ``results.json``, the journal and the report go; ``None`` keeps the
       results in memory (a temporary folder holds the journal while the run lasts).
-    - ``reporter``: progress events (``arraybench.Reporter``); default: silent.
+    - ``reporter``: progress events (``arraybench.Reporter``); default: ``progress``.
+    - ``progress``: show it as it goes: in a Jupyter notebook a line updated in place, elsewhere
+      a bar on stderr; default (None): in a notebook only. ``False`` is silent.
     - ``store``: where the finished run is appended (``True``: the default store in the user's
       data folder; a path or ``postgresql://`` URL; ``False``: nowhere). A store that cannot be
       written is a ``StoreWarning``, never an error: the run is kept all the same.
@@ -210,8 +212,26 @@ def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,
                         dtype=dtype, modes=modes, **settings)
     labels = parse_context(context)
     checked = plan(opts)
-    return execute(checked, output_dir, overwrite=overwrite, reporter=reporter, plots=plots,
+    return execute(checked, output_dir, overwrite=overwrite,
+                   reporter=reporter_for(reporter, progress, len(checked.cells)), plots=plots,
                    store=store, context=labels)
+
+
+def reporter_for(reporter: Reporter | None, progress: bool | None, cells: int | None = None) -> Reporter | None:
+    """The reporter a call asked for: its own, else progress where wanted (``progress``: True,
+    False, or None for "in a Jupyter notebook only"), else none."""
+    if reporter is not None:
+        return reporter
+    from .render.notebook_progress import NotebookProgress, in_notebook
+
+    notebook = in_notebook()
+    if progress is False or (progress is None and not notebook):
+        return None
+    if notebook:
+        return NotebookProgress()
+    from .render.progress import ConsoleReporter
+
+    return ConsoleReporter(cells=cells)
 
 
 def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwrite: bool = False,
@@ -281,7 +301,7 @@ def _keep_scratch(folder: Path) -> bool:
 def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = None,
            plots: bool = True, store: StoreChoice = True, context: ContextLabels = None,
            node_wait: float | None = None, workload_files: Sequence[str | os.PathLike[str]] = (),
-           trust_folder: bool = False) -> Results:
+           trust_folder: bool = False, progress: bool | None = None) -> Results:
     """Finish the interrupted run in ``output_dir`` with its own settings (measures only what is
     missing; a complete run is measured no further and its files are rewritten). ``store`` as in
     ``run``; ``context`` labels are added to the run's own. A cluster run goes on on its cluster;
@@ -291,7 +311,7 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
     A folder is data: the workload files its journal names are imported, and its pickled
     workloads loaded, only where this user's arraybench wrote it, where ``workload_files`` names
     them, or with ``trust_folder=True`` (``workloads.trust``); else ``UsageError``, nothing run.
-    A complete run needs no code and runs none."""
+    A complete run needs no code and runs none. ``progress`` as in ``run``."""
     from .model import journal
     from .outdir import claim
     from .workloads import trust
@@ -328,7 +348,7 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
                    out, REGISTRY)
         executor = _executor(state.options, measure=left > 0, node_wait=node_wait)
         try:
-            session = Session.resume(state, out, reporter)
+            session = Session.resume(state, out, reporter_for(reporter, progress, len(state.cells)))
             if state.options.cluster is not None and not left:
                 from .executors import shardlog
 
@@ -381,7 +401,7 @@ def _resume_hint(what: str, out: Path) -> str:
     from .model.journal import JOURNAL_NAME
 
     return (f"{what}; every measurement made before it is kept in {out / JOURNAL_NAME}; once the "
-            f"cause is fixed, continue with: arraybench run --resume {out}")
+            f"cause is fixed, continue with: {resume_command(out)}")
 
 
 def _finish(results: Results, files: LoadedFiles, out: Path, *, report: bool, plots: bool,
@@ -463,7 +483,7 @@ def sweep_sizes(names: Sequence[str]) -> str:
         raise UsageError("name the workload to sweep, e.g. `arraybench sweep --workload matmul`")
     missing = [n for n in expand(list(names)) if n not in REGISTRY]
     if missing:
-        raise UsageError(f"unknown workload {missing[0]!r}; known: {', '.join(sorted(REGISTRY))}")
+        raise UsageError(unknown_name("workload", missing[0], sorted(REGISTRY), more="see `arraybench list`"))
     ranges = set()
     for n in expand(list(names)):
         known = sorted(REGISTRY[n].sizes.values())
@@ -475,7 +495,8 @@ def sweep_sizes(names: Sequence[str]) -> str:
 
 def numerics(workloads: Any = ("numerics",), *, dtypes: Iterable[str] = DTYPES,
              sizes: Any = "small,large", output_dir: str | os.PathLike[str] | None = None,
-             overwrite: bool = False, reporter: Reporter | None = None, **kwargs: Any) -> Results:
+             overwrite: bool = False, reporter: Reporter | None = None, progress: bool | None = None,
+             **kwargs: Any) -> Results:
     """Each library's error against float64, per workload and dtype: a brief run per dtype (one
     replicate, a few samples: the time is not the point). With ``output_dir``, each dtype's run
     goes into its own subfolder. Returns the records of every dtype together."""
@@ -488,6 +509,7 @@ def numerics(workloads: Any = ("numerics",), *, dtypes: Iterable[str] = DTYPES,
     checked = [plan(options_from(workloads, sizes=sizes, dtype=dtype, processes=1, max_time=0.05,
                                  min_samples=3, **kwargs)) for dtype in dtypes]
     out = None if output_dir is None else prepare(output_dir, overwrite=overwrite)
+    reporter = reporter_for(reporter, progress)
     records = []
     results: Results | None = None
     for dtype, p in zip(dtypes, checked):
@@ -508,11 +530,15 @@ def numerics(workloads: Any = ("numerics",), *, dtypes: Iterable[str] = DTYPES,
 
 def compare(base: Results | str | os.PathLike[str], new: Results | str | os.PathLike[str], *,
             threshold: float | None = None, alpha: float | None = None,
-            cross_machine: bool = False) -> "Comparison":
-    """Two runs cell by cell (results, files or folders): faster, slower or no change. Runs from
+            cross_machine: bool = False, store: str | os.PathLike[str] | None = None) -> "Comparison":
+    """Two runs cell by cell: faster, slower or no change. Each run is a ``Results``, a results
+    file or its folder, or a run in the results store (``store``: its location, None for the
+    default) named by its id, ``"last"`` or ``"last~1"``: ``compare("last~1", "last")``. Runs from
     different machines raise ``machines.CrossMachineError`` unless ``cross_machine``."""
-    a = base if isinstance(base, Results) else load(resolve(base))
-    b = new if isinstance(new, Results) else load(resolve(new))
+    from .store.refs import load_run
+
+    a = base if isinstance(base, Results) else load_run(base, store)
+    b = new if isinstance(new, Results) else load_run(new, store)
     return a.compare(b, threshold=threshold, alpha=alpha, cross_machine=cross_machine)
 
 

@@ -34,7 +34,23 @@ class _Parser(argparse.ArgumentParser):
     """argparse, with its errors as one line instead of a usage dump."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message} (see {self.prog} --help)")
+        raise UsageError(f"{_suggesting(message)} (see {self.prog} --help)")
+
+
+def _suggesting(message: str) -> str:
+    """argparse's ``invalid choice: 'runn' (choose from ...)`` as ``unknown command 'runn'; did
+    you mean 'run'?`` (argparse suggests nothing before Python 3.14)."""
+    import re
+
+    from .errors import unknown_name
+
+    m = re.fullmatch(r"argument (\S+): invalid choice: '(.*)' \(choose from (.*)\)", message)
+    if not m:
+        return message
+    what, given, listed = m.groups()
+    choices = re.findall(r"'([^']*)'", listed)
+    kind = "command" if what == "COMMAND" else f"{what} value"
+    return unknown_name(kind, given, choices)
 
 
 def build_parser(defaults: config.ProjectDefaults | None = None) -> argparse.ArgumentParser:
@@ -131,18 +147,10 @@ def _end_despite_threads(status: int) -> None:
 def _main(argv: list[str]) -> int:
     try:
         _tolerant_terminal()
-        from . import config
+        from .errors import command_line
 
-        if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
-            argv = ["run", *argv]  # `arraybench --output-dir X` runs the default suite
-        run_parser = next(a for a in build_parser()._actions
-                          if isinstance(a, argparse._SubParsersAction)).choices["run"]
-        defaults = config.load(run_parser, config.find())
-        args = parse(argv, defaults)
-        if args.command is None:
-            build_parser(defaults).print_help()
-            return _flushed(0)
-        return _flushed(args.handler(args))
+        with command_line():  # messages name options as typed: --processes, not processes=
+            return _command(argv)
     except (UsageError, SaveError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -163,6 +171,22 @@ def _main(argv: list[str]) -> int:
         else:
             print(f"{PROG}: error: {one_line(exc)}", file=sys.stderr)
         return 1
+
+
+def _command(argv: list[str]) -> int:
+    """Parse ``argv`` and run its command (``_main`` turns what goes wrong into one line)."""
+    from . import config
+
+    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
+        argv = ["run", *argv]  # `arraybench --output-dir X` runs the default suite
+    run_parser = next(a for a in build_parser()._actions
+                      if isinstance(a, argparse._SubParsersAction)).choices["run"]
+    defaults = config.load(run_parser, config.find())
+    args = parse(argv, defaults)
+    if args.command is None:
+        build_parser(defaults).print_help()
+        return _flushed(0)
+    return _flushed(args.handler(args))
 
 
 def _flushed(status: int) -> int:

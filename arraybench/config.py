@@ -10,6 +10,7 @@ bad one is refused the same way::
     processes = 5
     max-time = 2.0
     output-dir = "bench"
+    store = false          # or a path / postgresql:// URL; false: store no run (as --no-store)
 
 The file is the nearest ``pyproject.toml`` from the current folder upwards (``ARRAYBENCH_CONFIG``
 names another file; set it to an empty string to use none).
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
+from .errors import UsageError, unknown_name
 
 TABLE = "[tool.arraybench]"
 #: A project file beyond this is not one (pyproject.toml files are KiBs).
@@ -79,10 +80,15 @@ def load(parser: argparse.ArgumentParser, path: Path | None) -> ProjectDefaults:
     actions = _options(parser)
     result = ProjectDefaults(source=path)
     for key, value in table.items():
+        if key == "store" and isinstance(value, bool) and "no-store" in actions:
+            # `store = false`: store no run (as --no-store); `store = true`: the default store.
+            if not value:
+                result.values[actions["no-store"].dest] = True
+            result.spelled[key] = value
+            continue
         action = actions.get(key.replace("_", "-"))
         if action is None:
-            raise UsageError(f"{path}: unknown key {key!r} in {TABLE}; valid: "
-                             + ", ".join(sorted(actions)))
+            raise UsageError(f"{path}: " + unknown_name("key", key, sorted(actions), where=f"in {TABLE}"))
         result.values[action.dest] = _convert(action, value, f"{path}: {TABLE} {key}")
         result.spelled[key] = value
     return result

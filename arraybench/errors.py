@@ -1,8 +1,16 @@
-"""Errors that end a command with one clear line instead of a traceback."""
+"""Errors that end a command with one clear line instead of a traceback, and how such a line
+names an option: as its reader types it (``--max-time 2`` on the command line, ``max_time=2``
+in Python)."""
 
 from __future__ import annotations
 
+import difflib
 import unicodedata
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
+
+#: Names a message lists when none is close to what was typed; past this, it says where to look.
+MAX_LISTED = 12
 
 
 def one_line(text: str) -> str:
@@ -24,6 +32,81 @@ def printable(text: str) -> str:
         else ch.encode("unicode_escape").decode("ascii")
         for ch in str(text)
     )
+
+
+def unknown_name(kind: str, name: str, valid: Sequence[str], *, listed: Sequence[str] | None = None,
+                 more: str = "", where: str = "") -> str:
+    """``unknown workload 'matmull'; did you mean 'matmul'?``: the names close to ``name``
+    (``difflib``, ignoring case) among ``valid``; where none is close, the names worth listing
+    (``listed``, default ``valid``: internal names left out), at most ``MAX_LISTED``, and then
+    ``more`` (where the rest are, e.g. "see `arraybench list`"); ``where`` follows the name
+    (``in [tool.arraybench]``)."""
+    by_lower: dict[str, str] = {}
+    for v in valid:
+        by_lower.setdefault(v.lower(), v)
+    close = difflib.get_close_matches(str(name).lower(), list(by_lower), n=3, cutoff=0.6)
+    head = f"unknown {kind} {one_line(repr(name))}" + (f" {where}" if where else "")
+    if close:
+        names = [repr(by_lower[c]) for c in close]
+        return f"{head}; did you mean {' or '.join(names)}?"
+    shown = list(valid if listed is None else listed)
+    if not shown:
+        return head + (f" ({more})" if more else "")
+    text = ", ".join(shown[:MAX_LISTED])
+    if len(shown) > MAX_LISTED:
+        text += f" and {len(shown) - MAX_LISTED} more"
+    return f"{head}; valid: {text}" + (f" ({more})" if more else "")
+
+
+#: Who is asking, so that a message names an option as its reader typed it: ``"python"`` (the
+#: API's keywords, the default) or ``"command line"`` (set by ``cli.main`` for its command). A
+#: process-wide setting, not a context variable: the run's threads must see the command's.
+_CALLER = ["python"]
+
+
+@contextmanager
+def command_line() -> Iterator[None]:
+    """Within this block, messages spell options as the command line does (``--max-time 2``)."""
+    _CALLER.append("command line")
+    try:
+        yield
+    finally:
+        _CALLER.pop()
+
+
+#: Options the command line spells otherwise than ``--`` and the keyword with dashes.
+_COMMAND_LINE_NAMES = {"max_processes": "--processes", "modes": "--mode", "params": "--param",
+                       "workload_files": "--workload-file"}
+
+
+def option_name(name: str) -> str:
+    """An option's name as the caller writes it: ``--max-time`` for a command, ``max_time`` in Python."""
+    if _CALLER[-1] != "command line":
+        return name
+    return _COMMAND_LINE_NAMES.get(name, "--" + name.replace("_", "-"))
+
+
+def from_command_line() -> bool:
+    """Whether the command line is the caller (``command_line`` is in effect)."""
+    return _CALLER[-1] == "command line"
+
+
+def spell(name: str, value: Any = None) -> str:
+    """An option as the caller writes it: ``spell("max_time", 2)`` is ``--max-time 2`` for a
+    command and ``max_time=2`` in Python; a flag (``spell("overwrite")``) is ``--overwrite`` or
+    ``overwrite=True``."""
+    if _CALLER[-1] == "command line":
+        flag = option_name(name)
+        return flag if value is None else f"{flag} {value}"
+    return f"{name}={'True' if value is None else value}"
+
+
+def resume_command(out: Any) -> str:
+    """How the caller continues the run in ``out``: ``arraybench run --resume OUT`` or
+    ``arraybench.resume('OUT')``."""
+    if from_command_line():
+        return f"arraybench run --resume {out}"
+    return f"arraybench.resume({str(out)!r})"
 
 
 class UsageError(Exception):

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Literal
 
 from . import backends
 from .model import schema
-from .errors import UsageError
+from .errors import UsageError, from_command_line, option_name, unknown_name
 from .workloads.params import ParamValue, check_settings
 
 Mode = Literal["latency", "throughput", "compiled"]
@@ -184,12 +184,14 @@ def parse_size(text: str) -> int:
     return n
 
 
-def _check_choices(kind: str, given: Iterable[str], valid: Iterable[str]) -> list[str]:
+def _check_choices(kind: str, given: Iterable[str], valid: Iterable[str], *,
+                   listed: Iterable[str] | None = None, more: str = "") -> list[str]:
     valid = list(valid)
     given = list(dict.fromkeys(given))  # de-duplicate, keep order
     for g in given:
         if g not in valid:
-            raise UsageError(f"unknown {kind} {g!r}; valid: {', '.join(valid)}")
+            raise UsageError(unknown_name(kind, g, valid, more=more,
+                                          listed=None if listed is None else list(listed)))
     if not given:
         raise UsageError(f"no {kind} selected; valid: {', '.join(valid)}")
     return given
@@ -199,6 +201,10 @@ def _short(value: Any) -> str:
     """A value for a message, cut short: ``--processes 10**100`` must not print 100 digits."""
     text = repr(value)
     return text if len(text) <= 24 else text[:20] + "…"
+
+
+def _range_name() -> str:
+    return "--processes MIN:MAX" if from_command_line() else "processes=MIN, max_processes=MAX"
 
 
 def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
@@ -215,48 +221,53 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
     if options.workloads:
         from .workloads.registry import GROUPS, expand
 
+        from .workloads.ceilings import CEILING_WORKLOADS
+
         known = list(known_workloads)
-        _check_choices("workload", options.workloads, known + [g for g in GROUPS if g not in known])
+        names = known + [g for g in GROUPS if g not in known]
+        # The ceilings are internal (--roofline runs them): accepted, never offered.
+        _check_choices("workload", options.workloads, names, more="see `arraybench list`",
+                       listed=[n for n in names if n not in CEILING_WORKLOADS])
         changes["workloads"] = expand(options.workloads)
     for name, value, lo in (
-        ("--processes", options.processes, 1),
-        ("--min-samples", options.min_samples, 1),
+        (option_name("processes"), options.processes, 1),
+        (option_name("min_samples"), options.min_samples, 1),
     ):
         if not isinstance(value, int) or isinstance(value, bool) or value < lo:
             raise UsageError(f"{name} must be a whole number >= {lo}, not {_short(value)}")
     if options.processes > MAX_PROCESSES:
-        raise UsageError(f"--processes must be at most {MAX_PROCESSES}, not {_short(options.processes)}")
+        raise UsageError(f"{option_name('processes')} must be at most {MAX_PROCESSES}, not {_short(options.processes)}")
     if options.max_processes is not None:
         most = options.max_processes
         if not isinstance(most, int) or isinstance(most, bool) or most < options.processes:
-            raise UsageError(f"--processes MIN:MAX needs MAX >= MIN, not {options.processes}:{most!r}")
+            raise UsageError(f"{_range_name()} needs MAX >= MIN, not {options.processes}:{most!r}")
         if most > MAX_PROCESSES:
-            raise UsageError(f"--processes must be at most {MAX_PROCESSES}, not {_short(most)}")
+            raise UsageError(f"{option_name('max_processes')} must be at most {MAX_PROCESSES}, not {_short(most)}")
         if most > options.processes and options.processes < 2:
-            raise UsageError("--processes MIN:MAX needs MIN >= 2: one process cannot show the "
+            raise UsageError(f"{_range_name()} needs MIN >= 2: one process cannot show the "
                              "variation between processes")
     for name, value in (
-        ("--max-time", options.max_time),
-        ("--timeout", options.timeout),
-        ("--target-sample", options.target_sample),
+        (option_name("max_time"), options.max_time),
+        (option_name("timeout"), options.timeout),
+        (option_name("target_sample"), options.target_sample),
     ):
         if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
             raise UsageError(f"{name} must be a positive number of seconds, not {value!r}")
     if not (isinstance(options.rel_ci, (int, float)) and 0 < options.rel_ci < 1):
-        raise UsageError(f"--rel-ci must be a fraction between 0 and 1 (0.02 is 2%), not {options.rel_ci!r}")
+        raise UsageError(f"{option_name('rel_ci')} must be a fraction between 0 and 1 (0.02 is 2%), not {options.rel_ci!r}")
     if not (isinstance(options.warmup, (int, float)) and options.warmup >= 0):
-        raise UsageError(f"--warmup must be >= 0 seconds, not {options.warmup!r}")
+        raise UsageError(f"{option_name('warmup')} must be >= 0 seconds, not {options.warmup!r}")
     if options.threads is not None and (not isinstance(options.threads, int) or options.threads < 1):
-        raise UsageError(f"--threads must be >= 1, not {_short(options.threads)}")
+        raise UsageError(f"{option_name('threads')} must be >= 1, not {_short(options.threads)}")
     if options.threads is not None:
         from .host.threads import available_cpus
 
         cpus = len(available_cpus())
         if options.threads > cpus:  # more threads than CPUs only measures contention (and can crash torch)
-            raise UsageError(f"--threads must be at most {cpus} (the CPUs this process may use), "
+            raise UsageError(f"{option_name('threads')} must be at most {cpus} (the CPUs this process may use), "
                              f"not {_short(options.threads)}")
     if not isinstance(options.seed, int) or options.seed < 0:
-        raise UsageError(f"--seed must be a whole number >= 0, not {options.seed!r}")
+        raise UsageError(f"{option_name('seed')} must be a whole number >= 0, not {options.seed!r}")
     for s in options.sizes:
         if not s.isidentifier():
             parse_size(s)

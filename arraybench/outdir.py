@@ -1,5 +1,14 @@
 """The output folder of a run: created, proven writable, locked for the run, and never clobbering
-an unfinished run.
+a run, finished or not, unless told to (``--overwrite``).
+
+A plain run into a folder that holds a run is refused, as pyperf refuses to write over its output:
+the folder is the run (``results.json``, the journal, the report, the plots side by side), which
+``report``, ``compare`` and ``--resume`` name by its folder, so a run never moves aside into a
+numbered subfolder. Every finished run is also kept in the results store by its id (``arraybench
+compare last~1 last``), which is where numbered runs live. ``--overwrite`` first removes what the
+earlier run wrote there (the report files by their names, the plots the manifest
+``.arraybench-files`` lists, the workers' logs), and only those: nothing stale is mixed in with
+the new run, and nothing of the user's is touched.
 
 Everything here happens before anything is measured, so a mistake costs nothing. A run holds an
 exclusive ``flock`` on ``DIR/.arraybench.lock`` from before it reads or writes the journal until its
@@ -19,7 +28,7 @@ import warnings
 from pathlib import Path
 from types import TracebackType
 
-from .errors import UsageError, one_line
+from .errors import UsageError, one_line, option_name, resume_command, spell
 from .files import new_beside
 from .model.journal import JOURNAL_NAME
 
@@ -27,6 +36,13 @@ LOCK_NAME = ".arraybench.lock"
 LOGS_NAME = "logs"
 #: Files a run replaces by a rename (never written through): each must not be a folder.
 REPLACED = ("results.json", "report.html", "results.md", "results.csv", "findings.md")
+#: What a report wrote into a folder beyond ``REPLACED`` (its plots), one name a line: what
+#: ``--overwrite`` removes, with the names below, before a new run starts there.
+MANIFEST_NAME = ".arraybench-files"
+#: Other files a run writes under fixed names: its shipped workloads and a cluster run's shard log.
+OTHER_OWN = ("workloads.pickle", "cluster.jsonl")
+#: The kinds of file a manifest may name: a manifest edited by hand must not remove anything else.
+LISTED_SUFFIXES = (".svg", ".png")
 
 try:
     import fcntl
@@ -164,6 +180,8 @@ def claim(path: str | Path, *, overwrite: bool = False, resume: bool = False,
     lock = FolderLock.acquire(out)
     try:
         _refuse(out, overwrite or resume)  # again: another run may have been writing till now
+        if overwrite and not resume:
+            clear_previous(out)  # under the lock: never another run's files
         check_writable(out / LOGS_NAME, f"{what} ")
     except BaseException:
         lock.release()
@@ -174,7 +192,7 @@ def claim(path: str | Path, *, overwrite: bool = False, resume: bool = False,
 def _refuse(out: Path, keep_journal: bool) -> None:
     _check_own_files(out)
     if not keep_journal:
-        why = unfinished(out)
+        why = unfinished(out) or finished(out)
         if why:
             raise UsageError(why)
 
@@ -319,11 +337,95 @@ def unfinished(out: Path) -> str | None:
         if _nothing_journalled(path):
             return None
         return (f"{out} holds a journal that --resume cannot continue ({exc}); "
-                "start afresh with --overwrite")
+                f"start afresh with {spell('overwrite')}")
     if RunState.of(state).missing():
-        return (f"{out} holds an unfinished run; continue it with `arraybench run --resume {out}`, "
-                "or start afresh with --overwrite")
+        return (f"{out} holds an unfinished run; continue it with `{resume_command(out)}`, "
+                f"or start afresh with {spell('overwrite')}")
     return None
+
+
+def finished(out: Path) -> str | None:
+    """Why ``out`` holds a finished run that a plain run would replace (call ``unfinished``
+    first), or None: a results.json, or a journal with something in it."""
+    journal = out / JOURNAL_NAME
+    if not ((out / REPLACED[0]).is_file()
+            or (journal.is_file() and not journal.is_symlink() and not _nothing_journalled(journal))):
+        return None
+    return (f"{out} holds a finished run; keep it and give another {option_name('output_dir')}, "
+            f"or replace it with {spell('overwrite')} (the files the run wrote there go first)")
+
+
+def clear_previous(out: Path) -> list[str]:
+    """Remove what an earlier run wrote in ``out``, before ``--overwrite`` starts afresh; return
+    the names removed.
+
+    Only files arraybench names: the report files, the plots its manifest lists, the shipped
+    workloads, the shard log and the workers' logs. Never a folder, never anything else; a link
+    is removed itself, never followed. The journal is left for the new run to start over
+    (``Journal.create``), so a run refused later still leaves one to ``--resume``.
+    """
+    removed = []
+    for name in dict.fromkeys([*REPLACED, *OTHER_OWN, *manifest(out), MANIFEST_NAME]):
+        if _remove_file(out / name):
+            removed.append(name)
+    logs = out / LOGS_NAME
+    if logs.is_dir() and not logs.is_symlink():
+        try:
+            entries = list(os.scandir(logs))
+        except OSError as exc:
+            raise UsageError(f"{logs}: cannot be read to clear the earlier run's logs ({_why(exc)})") from None
+        for entry in entries:
+            if entry.name.endswith(".log") and _remove_file(Path(entry.path)):
+                removed.append(f"{LOGS_NAME}/{entry.name}")
+    return removed
+
+
+def _remove_file(path: Path) -> bool:
+    """Unlink ``path`` if it is a file or a link (never a folder, a pipe or a device)."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot be examined to clear the earlier run ({_why(exc)})") from None
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        return False
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise UsageError(f"{path}: the earlier run's file cannot be removed ({_why(exc)}); remove it, "
+                         "or choose another folder") from None
+    return True
+
+
+def manifest(out: Path) -> list[str]:
+    """The names the manifest in ``out`` lists, each a plot's plain name in ``out`` itself (a
+    name that is not one is ignored: the manifest is the user's file too)."""
+    from .model.untrusted import read_regular
+
+    try:
+        text = read_regular(out / MANIFEST_NAME, follow_links=False).decode("utf-8", "replace")
+    except OSError:  # none yet, or not a file we wrote: it lists nothing
+        return []
+    return [name for name in text.splitlines() if _listable(name)]
+
+
+def _listable(name: str) -> bool:
+    return (bool(name) and name == os.path.basename(name) and "\\" not in name and "\0" not in name
+            and not name.startswith(".") and name.endswith(LISTED_SUFFIXES))
+
+
+def remember(out: Path, written: list[Path]) -> None:
+    """Add the plots just written in ``out`` to its manifest (with those it listed already)."""
+    from .files import write_atomic
+
+    names = [p.name for p in written if p.parent == out and _listable(p.name)]
+    listed = manifest(out)
+    if not names or set(names) <= set(listed):
+        return
+    write_atomic(out / MANIFEST_NAME, "".join(f"{n}\n" for n in dict.fromkeys([*listed, *names])))
 
 
 def _nothing_journalled(path: Path) -> bool:

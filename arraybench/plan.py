@@ -6,6 +6,8 @@ cells. Nothing is measured or imported here, so a plan can be checked before any
 
 from __future__ import annotations
 
+import difflib
+
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
@@ -107,15 +109,22 @@ def _check_params_used(given: dict[str, ParamValue], settings_of: dict[str, set[
     for key in given:
         target, name = aimed(key)
         if target is None and not any(name in names for names in settings_of.values()):
+            every = sorted({n for names in settings_of.values() for n in names})
+            close = difflib.get_close_matches(name, every, n=1, cutoff=0.6)
             raise UsageError(f"--param {key}: no selected workload has a setting of that name; "
+                             + (f"did you mean {close[0]!r}? " if close else "")
                              + ("their settings: " + "; ".join(have) if have else "they have none"))
         if target is not None and target not in settings_of:
-            raise UsageError(f"--param {key}: no selected workload is named {target!r} "
-                             f"(selected: {', '.join(settings_of)})")
+            close = difflib.get_close_matches(target, list(settings_of), n=1, cutoff=0.6)
+            raise UsageError(f"--param {key}: no selected workload is named {target!r}"
+                             + (f"; did you mean {close[0]!r}?" if close else "")
+                             + f" (selected: {', '.join(settings_of)})")
         if target is not None and name not in settings_of[target]:
             own = ", ".join(sorted(settings_of[target])) or "none"
-            raise UsageError(f"--param {key}: workload {target!r} has no setting {name!r} "
-                             f"(its settings: {own})")
+            close = difflib.get_close_matches(name, sorted(settings_of[target]), n=1, cutoff=0.6)
+            raise UsageError(f"--param {key}: workload {target!r} has no setting {name!r}"
+                             + (f"; did you mean {close[0]!r}?" if close else "")
+                             + f" (its settings: {own})")
 
 
 #: The most cells one run may plan. Every cell is journalled, saved, analysed and reported, and a

@@ -5,8 +5,8 @@ Hypothesis plays a user at the command line: runs (plain, or ``--overwrite``, wi
 started into the same folder at the same moment), resumes and reports, each of them killed at a
 random moment or not at all (SIGKILL, SIGTERM, SIGHUP, one or two Ctrl-C). After every step the
 journal must still hold, byte for byte, every replicate line of the run it belongs to; a plain run
-may start a new run only where the last one was finished (or nothing was journalled); only
-``--overwrite`` may discard an unfinished run. At the end the run is resumed to completion and
+may start a new run only where nothing was journalled; only ``--overwrite`` may discard a run,
+finished or not (issue 24). At the end the run is resumed to completion and
 every journalled replicate must be in results.json with its samples.
 
 Real processes, real signals, real files; the budget is a handful of examples in CI (seconds);
@@ -149,11 +149,11 @@ class Faults(RuleBasedStateMachine):
         self._stop(proc, stop, delay)
         code = self._finish(proc, f"run{' --overwrite' if overwrite else ''} ({stop} at {delay})")
         rival_code = self._finish(other, "rival run --overwrite") if other is not None else 2
-        if self._unfinished() and not overwrite and rival_code == 2:
-            # Only --overwrite may discard an unfinished run, whatever this run's exit status.
-            self._continues("a plain run into an unfinished run")
+        if self.kept and not overwrite and rival_code == 2:
+            # Only --overwrite may discard a run, finished or not, whatever this run's exit status.
+            self._continues("a plain run into a folder holding a run")
         else:
-            self._restarts()  # a finished run (or --overwrite) may be replaced by a new one
+            self._restarts()  # --overwrite (or a first run) starts a new one
 
     @rule(stop=STOPS, delay=DELAYS)
     def resume(self, stop: str | None, delay: float) -> None:

@@ -31,6 +31,13 @@ results''',
     "print([(r.workload, r.backend, r.status) for r in results.records])",
     "print([r.reason for r in results.records if r.status != 'ok'][0])",
     'fig = results.plot("case", workload="cell_softplus", size="small")\nfig',
+    # Issue 24: a comparison and the findings display as a table and sentences, not a dump.
+    "results.compare(results)",
+    "results.findings()",
+    # progress=False: nothing but the result (the run above showed its progress by default).
+    'quiet = arraybench.run(workloads=[cell_softplus], backends="numpy", devices="cpu", processes=1,\n'
+    '                       max_time=0.05, min_samples=3, progress=False, store=False)\n'
+    "len(quiet.records)",
 ]
 
 
@@ -49,7 +56,12 @@ def test_a_workload_defined_in_a_notebook_cell_runs_and_displays(tmp_path: Path)
     outputs = [cell.outputs for cell in nb.cells]
     assert all(o.output_type != "error" for cell in outputs for o in cell), outputs
 
-    shown = outputs[2][0]  # `results` as the last line of a cell: the HTML table
+    # The run showed its progress in the cell, one line updated in place, ending "done".
+    progress = [o for o in outputs[2] if o.output_type == "display_data"]
+    assert len(progress) == 1, outputs[2]
+    assert progress[0]["data"]["text/plain"].startswith("arraybench done: ")
+    assert "<progress" in progress[0]["data"]["text/html"]
+    shown = next(o for o in outputs[2] if o.output_type == "execute_result")  # the HTML table
     html = shown["data"]["text/html"]
     assert "<table" in html and "cell_softplus" in html and "PyTorch CPU" in html
     assert "cell_softplus" in shown["data"]["text/plain"]  # and text where HTML cannot show
@@ -66,3 +78,13 @@ def test_a_workload_defined_in_a_notebook_cell_runs_and_displays(tmp_path: Path)
 
     figure = outputs[5][-1]
     assert "image/png" in figure["data"] or "image/svg+xml" in figure["data"], figure["data"].keys()
+
+    (comparison,) = outputs[6]  # a short table, and one line where HTML cannot show
+    assert "<table" in comparison["data"]["text/html"] and "cell_softplus" in comparison["data"]["text/html"]
+    plain = comparison["data"]["text/plain"]
+    assert plain.startswith("<arraybench Comparison of ") and len(plain) < 300, plain
+    (found,) = outputs[7]  # sentences: a bulleted list, and one sentence a line
+    assert found["data"]["text/html"].startswith("<ul")
+    assert found["data"]["text/plain"].startswith("- ")
+    assert [o.output_type for o in outputs[8]] == ["execute_result"]  # progress=False: silent
+    assert outputs[8][0]["data"]["text/plain"] == "1"

@@ -19,6 +19,7 @@ from . import stats
 from ..model.replicate import Replicate
 from ..plan import Cell
 from ..model.record import Record
+from ..errors import option_name
 from ..units import format_interval, format_seconds
 from ..model.usage import combine
 from . import modes
@@ -173,7 +174,7 @@ def _why_wide(rec: Record, timed: Sequence[Replicate], bimodal: bool, busy: bool
     budget_hit = any(rep.stop_reason == "budget" for rep in timed)
     if rec.n_samples < 20 and budget_hit:
         return (f"too few samples ({rec.n_samples}) in the time budget, each call takes "
-                f"{format_seconds(rec.median_s)}; raise --max-time for a tighter interval")
+                f"{format_seconds(rec.median_s)}; raise {option_name('max_time')} for a tighter interval")
     if busy:
         return "a busy machine" + stopped
     return f"{len(timed)} process{'es' if len(timed) != 1 else ''} on a noisy machine" + stopped

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from . import stats
 from ..model.record import Record
+from ..errors import spell
 from . import fdr, significance
 from .grouping import config_sort_key, is_valid, size_sort_key
 
@@ -91,6 +92,41 @@ class Comparison:
     #: The test and the correction for many cells, in words.
     test: str = significance.TEST
     correction: str = significance.CORRECTION
+
+    def __repr__(self) -> str:
+        """One line: how many cells, the verdicts, the geometric mean (the cells are in ``changes``;
+        ``to_dataframe()`` lists them, and in a notebook the comparison shows as a table)."""
+        counts = {k: v for k, v in self.counts().items() if v}
+        g = self.geometric_mean
+        verdicts = ", ".join(f"{v} {k}" for k, v in counts.items()) or "no cell"
+        only = (f", {len(self.only_base)} only in base, {len(self.only_new)} only in new"
+                if self.only_base or self.only_new else "")
+        mean = f"; geometric mean new/base {g:.3f} ({change_text(g)})" if g is not None else ""
+        n = len(self.changes)
+        return f"<arraybench Comparison of {n} cell{'s' if n != 1 else ''}: {verdicts}{only}{mean}>"
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every cell as a plain row (those in both runs, then those in one only): what it is,
+        both medians, new/base, the change in words, the verdict, p, q and the note."""
+        out = []
+        for c in self.changes:
+            out.append(_row(c.new, c.base.median_s, c.new.median_s, c.ratio, c.verdict,
+                            c.p_value, c.q_value, c.note))
+        for side, records in (("base", self.only_base), ("new", self.only_new)):
+            for r in records:
+                out.append(_row(r, r.median_s if side == "base" else None,
+                                r.median_s if side == "new" else None, None, f"only in {side}",
+                                None, None, r.reason or ""))
+        return out
+
+    def to_dataframe(self) -> Any:
+        """``rows()`` as a pandas DataFrame, one row per cell (pandas is not a dependency)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("Comparison.to_dataframe() needs pandas, which arraybench does not "
+                              "install: pip install pandas") from None
+        return pd.DataFrame(self.rows(), columns=list(ROW_COLUMNS))
 
     @property
     def method(self) -> str:
@@ -178,7 +214,22 @@ class Comparison:
         """What the cells measured with one process on a side allow, in one line."""
         n = len(self.one_process)
         return (f"{n} cell{'s' if n != 1 else ''} measured with one process on a side: no change "
-                f"over {self.threshold:.0%} can be called; use --processes 2 or more")
+                f"over {self.threshold:.0%} can be called; measure with {spell('processes', 2)} or more")
+
+
+#: The columns of ``Comparison.rows()``.
+ROW_COLUMNS = ("workload", "size_label", "size", "config", "backend", "device", "dtype", "mode",
+               "machine", "base_median_s", "new_median_s", "ratio", "change", "verdict", "p_value",
+               "q_value", "note")
+
+
+def _row(r: Record, base_s: float | None, new_s: float | None, ratio: float | None, verdict: str,
+         p: float | None, q: float | None, note: str) -> dict[str, Any]:
+    return {"workload": r.workload, "size_label": r.size_label, "size": r.size,
+            "config": r.config_label, "backend": r.backend, "device": r.device, "dtype": r.dtype,
+            "mode": r.mode, "machine": r.machine, "base_median_s": base_s, "new_median_s": new_s,
+            "ratio": ratio, "change": change_text(ratio) if ratio is not None else "",
+            "verdict": verdict, "p_value": p, "q_value": q, "note": note}
 
 
 def change_text(ratio: float) -> str:

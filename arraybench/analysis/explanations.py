@@ -15,6 +15,7 @@ from typing import Any, Collection, Iterable, Mapping
 
 from . import stats
 from ..model.record import Record
+from ..errors import spell
 from ..units import format_seconds
 from . import modes
 from .grouping import is_valid, size_text
@@ -225,7 +226,7 @@ def oversubscription(found: Iterable[Contention]) -> list[str]:
             names = [_where(o.record) for o in items[1:4]]
             text += f"; the same on {', '.join(names)}" + (f" and {len(items) - 4} more" if len(items) > 4 else "")
         own = THREAD_LIMITS.get(r.backend, "OMP_NUM_THREADS={n}").format(n=n)
-        out.append(text + f". Give it the cores it gets: --threads {n} here, {own} in your own program.")
+        out.append(text + f". Give it the cores it gets: {spell('threads', n)} here, {own} in your own program.")
     return out
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import Any
+
+from ..errors import UsageError
 
 
 def csv_list(text: str) -> list[str]:
@@ -96,3 +99,31 @@ def assignment(text: str) -> tuple[str, str]:
     if not sep or not name.rpartition(".")[2].isidentifier() or name.startswith("."):
         raise argparse.ArgumentTypeError(f"{text!r} is not [WORKLOAD.]NAME=VALUE (e.g. tsteps=50)")
     return name, value.strip()
+
+
+class Assignments(argparse._AppendAction):
+    """``--param NAME=VALUE``, repeatable: each NAME once (``--param tsteps=10 --param tsteps=20``
+    is refused, not silently the last), and what is typed replaces a project file's list."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        current = getattr(namespace, self.dest, None)
+        # The default object itself (argparse's, or [tool.arraybench]'s) until the first typed one.
+        items = [] if current is self.default or current is None else list(current)
+        name, value = values
+        for old_name, old_value in items:
+            if old_name == name:
+                raise argparse.ArgumentError(self, f"{name} is given twice ({name}={old_value}, then "
+                                                   f"{name}={value}); give it once")
+        setattr(namespace, self.dest, [*items, values])
+
+
+def unique_assignments(pairs: list[tuple[str, str]], what: str = "--param") -> dict[str, str]:
+    """``[(NAME, VALUE)]`` as a dict, refusing a NAME given twice (a project file's list, say)."""
+    out: dict[str, str] = {}
+    for name, value in pairs:
+        if name in out:
+            raise UsageError(f"{what} {name} is given twice ({name}={out[name]}, then {name}={value}); "
+                             "give it once")
+        out[name] = value
+    return out

@@ -8,6 +8,7 @@ import sys
 from ..errors import SaveError, one_line
 from ..render.terminal import stdout_console
 from .argtypes import fraction, percent
+from .storeargs import add_store_option, store_location
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -15,12 +16,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "compare", help="compare two runs cell by cell: faster, slower or no change",
-        description="Compare two results files cell by cell. A change is called only when it is "
+        description="Compare two runs cell by cell (results files, folders, or runs in the results "
+                    "store: `arraybench compare last~1 last`). A change is called only when it is "
                     "significant (Welch's t-test on the processes' log medians, the p-values of all "
                     "cells adjusted by Benjamini-Hochberg to a false discovery rate of --alpha) and "
                     "larger than --threshold. Exit status 1 with --fail-above on a larger slowdown.")
-    p.add_argument("base", metavar="BASE.json", help="the reference run's results.json (or its folder)")
-    p.add_argument("new", metavar="NEW.json", help="the run to judge (or its folder)")
+    p.add_argument("base", metavar="BASE",
+                   help="the reference run: its results.json or folder, or a stored run's id, last "
+                        "(this machine's latest stored run) or last~N (the N-th before it)")
+    p.add_argument("new", metavar="NEW", help="the run to judge, named the same ways")
     p.add_argument("--threshold", type=percent, default=DEFAULT_THRESHOLD, metavar="PERCENT",
                    help=f"smallest change called faster or slower (default: {DEFAULT_THRESHOLD * 100:g}%%)")
     p.add_argument("--alpha", type=fraction, default=DEFAULT_ALPHA,
@@ -31,6 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "compared at all: a gate for a CI job")
     p.add_argument("--output-dir", "-o", metavar="DIR", default=None,
                    help="also write compare.svg and compare.md there")
+    add_store_option(p, "that run ids, last and last~N are looked up in")
     p.add_argument("--cross-machine", action="store_true",
                    help="compare runs from different machines (refused without it: a difference "
                         "would be the machines' as much as the code's)")
@@ -40,10 +45,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     from .. import api
     from ..model.machines import cross_machine_pairs
-    from ..model.results import load, resolve
     from ..render.comparison import print_comparison
+    from ..store.refs import load_run
 
-    base, new = load(resolve(args.base)), load(resolve(args.new))
+    base, new = (load_run(given, store_location(args)) for given in (args.base, args.new))
     comparison = api.compare(base, new, threshold=args.threshold, alpha=args.alpha,
                              cross_machine=args.cross_machine)
     across = cross_machine_pairs(base, new)

@@ -24,13 +24,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     from ..host import doctor
     from ..backends import DEVICES, SPECS
-    from ..errors import UsageError
+    from ..errors import UsageError, unknown_name
 
     for kind, given, valid in (("backend", args.backends, SPECS), ("device", args.devices, DEVICES)):
         unknown = [g for g in given if g not in valid]
-        if unknown or not given:
-            what = f"unknown {kind} {unknown[0]!r}" if unknown else f"no {kind} selected"
-            raise UsageError(f"{what}; valid: {', '.join(valid)}")
+        if unknown:
+            raise UsageError(unknown_name(kind, unknown[0], list(valid)))
+        if not given:
+            raise UsageError(f"no {kind} selected; valid: {', '.join(valid)}")
     if not doctor.configs(args.backends, args.devices):
         raise UsageError("the selection gives nothing to check (check --backends against --devices)")
     return doctor.main(list(dict.fromkeys(args.backends)), list(dict.fromkeys(args.devices)), args.timeout)

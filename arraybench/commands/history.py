@@ -1,8 +1,11 @@
 """``arraybench history``: each cell's results over the stored runs, the steps, and their causes.
 
-Prints the table (each series' latest runs), the steps called and what changed with each, and
-writes ``history_<workload>.svg``. ``--fail-on-regression 10%`` exits with status 1 when a series'
-latest run is a step more than 10% slower: a CI gate over the store's history.
+Prints the table (each series' latest runs) and the steps called and what changed with each;
+with ``--output-dir DIR``, writes ``history_<workload>.svg`` there (a history command writes no
+file unless asked: its answer is the table). ``arraybench history RUN`` (an id, ``last``,
+``last~N``) keeps to that run's cells on its machine, up to that run. ``--fail-on-regression 10%``
+exits with status 1 when a series' latest run is a step more than 10% slower: a CI gate over the
+store's history.
 """
 
 from __future__ import annotations
@@ -13,11 +16,10 @@ import re
 import sys
 
 from ..errors import UsageError
+from ..model.machines import machine_id_of
+from ..store.refs import load_run, this_machine
 from .argtypes import csv_list, fraction, percent, positive_int
 from .storeargs import add_store_option, store_location
-
-DEFAULT_OUTPUT_DIR = "benchmark_history"
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     from ..analysis.compare import DEFAULT_THRESHOLD
@@ -25,9 +27,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     from ..render.history import DEFAULT_LAST
 
     p = sub.add_parser("history", help="each cell's results over the stored runs, with the steps in them",
-                       description="Show each cell's median and 95%% CI over the runs in the results "
+                       description="Show each cell's median and 95% CI over the runs in the results "
                                    "store, detect steps (intervals apart, false discovery rate "
                                    "controlled across all series) and say what changed with each.")
+    p.add_argument("run", nargs="?", default=None, metavar="RUN",
+                   help="only this run's cells, on its machine, up to it: a stored run's id, last or "
+                        "last~N (or a results.json / its folder)")
     p.add_argument("--workload", "--workloads", dest="filter_workloads", type=csv_list, action="append",
                    default=[], metavar="LIST", help="only these workloads (repeatable)")
     p.add_argument("--backend", "--backends", dest="filter_backends", type=csv_list, action="append",
@@ -46,9 +51,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "this (e.g. 10%%)")
     p.add_argument("--last", type=positive_int, default=DEFAULT_LAST, metavar="N",
                    help=f"runs shown per series in the table (default: {DEFAULT_LAST}; the plots show all)")
-    p.add_argument("--output-dir", "-o", default=DEFAULT_OUTPUT_DIR, metavar="DIR",
-                   help=f"where history_<workload>.svg go (default: {DEFAULT_OUTPUT_DIR})")
-    p.add_argument("--no-plots", action="store_true", help="skip the SVG plots")
+    p.add_argument("--output-dir", "-o", default=None, metavar="DIR",
+                   help="also write each workload's plot there, history_<workload>.svg (default: "
+                        "no file is written)")
+    p.add_argument("--no-plots", action="store_true", help="with --output-dir: skip the SVG plots")
     p.set_defaults(handler=main)
 
 
@@ -75,12 +81,6 @@ def parse_since(text: str | None, now: _dt.datetime | None = None) -> str | None
     return when.astimezone(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def this_machine() -> str:
-    from ..host import environment
-
-    return environment.machine_id(environment.fingerprint(environment.gpus()))
-
-
 def main(args: argparse.Namespace) -> int:
     from ..analysis.history import history
     from ..render.history import print_history
@@ -92,10 +92,17 @@ def main(args: argparse.Namespace) -> int:
     workloads = [w for group in args.filter_workloads for w in group]
     backends = [b for group in args.filter_backends for b in group]
     with open_store(store_location(args)) as store:
+        target = None
+        if args.run is not None:
+            target = load_run(args.run, store_location(args))
+            machine = machine or machine_id_of(target.environment) or None
+            workloads = workloads or sorted({r.workload for r in target.records})
         entries, runs = store.entries(workloads=workloads, backends=backends, machine=machine, since=since)
         where = store.describe()
         for note in store.notes:  # rows of the wrong shape: skipped, said
             print(f"arraybench: warning: {note}", file=sys.stderr)
+    if target is not None:
+        entries = _up_to(target, entries, runs)
     console = stdout_console()
     if not entries:
         console.print(f"arraybench history: no stored run matches in {where}; runs are stored as they "
@@ -104,7 +111,10 @@ def main(args: argparse.Namespace) -> int:
         return 0
     found = history(entries, runs, threshold=args.threshold, fdr=args.fdr)
     print_history(found, console, where, last=args.last)
-    if not args.no_plots:
+    if args.output_dir is None:
+        if not args.no_plots:
+            console.print("[dim]add --output-dir DIR to write each workload's plot (history_<workload>.svg)[/]")
+    elif not args.no_plots:
         from ..outdir import prepare
         from ..render.history_plot import write_history_plots
 
@@ -132,3 +142,14 @@ def main(args: argparse.Namespace) -> int:
             failed = True
         return 1 if failed else 0
     return 0
+
+
+def _up_to(target, entries: list, runs: dict) -> list:
+    """The entries of ``target``'s own cells, from runs that started no later than it."""
+    from ..store.identity import run_id
+
+    cells = {r.key for r in target.records}
+    own = runs.get(run_id(target))
+    until = own.started_at if own is not None else str(target.environment.get("timestamp") or "")
+    return [e for e in entries if e.cell in cells
+            and (not until or e.run_id not in runs or runs[e.run_id].started_at <= until)]

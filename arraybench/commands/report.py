@@ -13,10 +13,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report", help="rebuild plots, report.html, results.md and results.csv from a results.json",
         description="Rebuild every report file from saved results, without measuring anything.")
-    p.add_argument("results", metavar="RESULTS.json",
-                   help="a results.json written by `arraybench run` (or the folder holding it)")
+    p.add_argument("results", metavar="RUN",
+                   help="a results.json written by `arraybench run` (or the folder holding it), or "
+                        "a stored run's id, last or last~N")
     p.add_argument("--output-dir", "-o", metavar="DIR", default=None,
-                   help="where to write (default: the folder of RESULTS.json)")
+                   help="where to write (default: the folder of RESULTS.json; for a stored run, "
+                        "report-ID in the current folder)")
     p.add_argument("--no-plots", action="store_true", help="skip the SVG plots")
     add_store_option(p, "whose history of these cells the report shows")
     p.add_argument("--no-store", action="store_true", help="leave the store alone: no History section")
@@ -25,14 +27,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from .. import load_results
     from ..errors import SaveError
     from ..outdir import prepare
     from ..render import report
+    from ..store.identity import run_id
     from ..store.keeping import history_of_run
+    from ..store.refs import load_run
 
-    results = load_results(args.results)
-    source_dir = results.output_dir or Path(".")
+    results = load_run(args.results, store_location(args))
+    # A stored run has no folder of its own (its old one may hold another run by now).
+    source_dir = results.output_dir or Path(f"report-{run_id(results)}")
     out = prepare(args.output_dir or str(source_dir), overwrite=True)
     history = None if args.no_store else history_of_run(results, store_location(args) or True)
     try:

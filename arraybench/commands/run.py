@@ -27,7 +27,8 @@ from ..session import Interrupted
 from ..workloads.userfile import LoadedFiles
 from ..model.context import parse_context
 from ..render.terminal import console as safe_console
-from .argtypes import assignment, csv_list, fraction, positive_float, positive_int, processes, seed
+from .argtypes import (Assignments, assignment, csv_list, fraction, positive_float, positive_int, processes,
+                       seed, unique_assignments)
 from .storeargs import add_store_option, run_store_choice
 
 
@@ -57,11 +58,12 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     sel.add_argument("--mode", type=csv_list, default=d.modes, dest="modes", metavar="LIST",
                      help="latency (sync after every call), throughput (sync once per batch), "
                           "compiled (jax.jit / torch.compile); default: latency")
-    sel.add_argument("--param", action="append", type=assignment, default=[], dest="params",
+    sel.add_argument("--param", action=Assignments, type=assignment, default=[], dest="params",
                      metavar="[WORKLOAD.]NAME=VALUE",
                      help="a setting for every selected workload that has one of that name, in "
                           "its own type, e.g. --param tsteps=50, or for one workload: "
-                          "--param jacobi_2d.tsteps=50 (repeatable; see docs/workloads.md)")
+                          "--param jacobi_2d.tsteps=50 (repeatable, each name once; see "
+                          "docs/workloads.md)")
     sel.add_argument("--include-transfer", action="store_true",
                      help="also time GPU calls from host NumPy data to a host result")
     sel.add_argument("--roofline", action="store_true",
@@ -103,7 +105,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     out.add_argument("--output-dir", "-o", default=DEFAULT_OUTPUT_DIR, metavar="DIR",
                      help="where results.json, the journal and the plots go (default: benchmark_plots)")
     out.add_argument("--overwrite", action="store_true",
-                     help="start afresh in a folder that holds an interrupted run")
+                     help="replace the run in the output folder (finished or interrupted): what "
+                          "it wrote there is removed first; without it, a folder that holds a run "
+                          "is refused")
     out.add_argument("--resume", metavar="DIR", default=None,
                      help="continue an interrupted run in DIR with its own settings")
     out.add_argument("-q", "--quiet", action="store_true", help="print nothing while running")
@@ -130,7 +134,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         max_time=args.max_time, min_samples=args.min_samples, rel_ci=args.rel_ci,
         threads=args.threads, cold=args.cold, allow_tf32=args.allow_tf32, timeout=args.timeout,
         seed=args.seed, workload_files=[str(Path(f).resolve()) for f in args.workload_files],
-        cluster=args.cluster, on=args.on, gpu_type=args.gpu_type, params=dict(args.params),
+        cluster=args.cluster, on=args.on, gpu_type=args.gpu_type, params=unique_assignments(args.params),
     )
 
 

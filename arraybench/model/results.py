@@ -114,7 +114,8 @@ class Results:
         return _rendering().table_html(self)
 
     def findings(self) -> list[str]:
-        """Plain sentences computed from the records: who wins, by how much, and why."""
+        """Plain sentences computed from the records: who wins, by how much, and why; a list
+        that shows as sentences (in a notebook, a bulleted list)."""
         return _rendering().findings(self)
 
     def compare(self, other: "Results", *, threshold: float | None = None,

@@ -1,16 +1,70 @@
-"""A comparison of two runs in the terminal: the table, then what differs, what only one run has
-and what both skipped, then the summary."""
+"""A comparison of two runs for people: in the terminal the table, then what differs, what only
+one run has and what both skipped, then the summary; in a notebook the same as an HTML table
+(``DisplayedComparison``, what ``Results.compare`` and ``arraybench.compare`` return)."""
 
 from __future__ import annotations
 
+import io
+from dataclasses import dataclass, fields
 from typing import Sequence
 
+from jinja2 import Environment, PackageLoader, StrictUndefined
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from ..analysis.compare import CANNOT_TELL, FASTER, SLOWER, Comparison, change_text
 from ..units import format_seconds
+
+_TEMPLATES = Environment(loader=PackageLoader("arraybench.render", "templates"), autoescape=True,
+                         undefined=StrictUndefined)
+_COLOURS = {FASTER: "#2a7d2a", SLOWER: "#c0392b", CANNOT_TELL: "#a06a00"}
+
+
+@dataclass(repr=False)
+class DisplayedComparison(Comparison):
+    """A ``Comparison`` that shows itself: a table in a notebook (``_repr_html_``), the terminal's
+    table as text (``table()``, ``str()``), one line as its ``repr``, and ``to_dataframe()``.
+
+    >>> c = base.compare(new)        # doctest: +SKIP
+    >>> c                            # doctest: +SKIP   (in Jupyter: the table)
+    """
+
+    @classmethod
+    def of(cls, comparison: Comparison) -> "DisplayedComparison":
+        return cls(**{f.name: getattr(comparison, f.name) for f in fields(Comparison)})
+
+    def table(self, width: int = 120) -> str:
+        """Everything ``arraybench compare`` prints, as plain text ``width`` characters wide."""
+        console = Console(width=width, color_system=None, record=True, file=io.StringIO(),
+                          force_jupyter=False)
+        print_comparison(self, console)
+        return console.export_text().rstrip("\n")
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def _repr_html_(self) -> str:
+        return comparison_html(self)
+
+
+def comparison_html(comparison: Comparison) -> str:
+    """The comparison as an HTML fragment: a row per cell (those skipped in both runs said in one
+    line each), what differs between the runs, and the summary."""
+    rows = [{"case": f"{c.new.workload} {c.new.size_label}", "config": c.new.config_label,
+             "base": format_seconds(c.base.median_s), "new": format_seconds(c.new.median_s),
+             "ratio": "—" if c.ratio is None else f"{c.ratio:.3f}",
+             "change": "—" if c.ratio is None else change_text(c.ratio),
+             "verdict": c.verdict, "note": c.note, "colour": _COLOURS.get(c.verdict, "")}
+            for c in comparison.shown]
+    lines = [f"differs: {what}: {a} → {b}" for what, a, b in comparison.environment_differences]
+    lines += [f"only in {side}: {r.workload} {r.size_label} {r.config_label} ({r.status})"
+              for side, recs in (("base", comparison.only_base), ("new", comparison.only_new))
+              for r in recs]
+    lines += skipped_lines(comparison)
+    return _TEMPLATES.get_template("comparison.html").render(
+        title="arraybench compare: time per call, new vs base", rows=rows, lines=lines,
+        summary=comparison.summary())
 
 
 def print_comparison(comparison: Comparison, console: Console,

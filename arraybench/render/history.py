@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..analysis.compare import change_text
+from ..errors import spell
 from ..units import format_interval, format_seconds
 from .terminal import plain
 
@@ -123,7 +124,7 @@ def one_process_line(history: "History") -> str:
     if not n:
         return ""
     return (f"{n} cell{'s' if n != 1 else ''} measured with one process: no step can be called; "
-            "use --processes 2 or more")
+            f"use {spell('processes', 2)} or more")
 
 
 def history_section(history: "History", figures: Sequence[tuple[str, str]],

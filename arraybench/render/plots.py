@@ -191,7 +191,9 @@ def figure(records: Sequence[Record], kind: str = "summary", *, workload: str | 
     ``workload`` and ``size``, ``sweep`` needs ``workload``; ``ValueError`` says what is missing.
     """
     if kind not in KINDS:
-        raise ValueError(f"unknown plot {kind!r}; choose one of {', '.join(KINDS)}")
+        from ..errors import unknown_name
+
+        raise ValueError(unknown_name("plot", kind, list(KINDS)))
     records = list(records)
     workloads = list(dict.fromkeys(r.workload for r in records))
     if kind in ("case", "sweep"):

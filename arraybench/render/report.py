@@ -18,10 +18,12 @@ from ..analysis.compare import Comparison
 from ..analysis.compare import compare as compare_runs
 from ..analysis.findings import findings as compute_findings
 from ..files import write_atomic
+from ..outdir import remember
 from ..model.machines import check_same_machine
 from .csvout import write_csv
 from .html import results_table_html, write_html
 from .markdown import write_markdown
+from .sentences import Findings
 from .tables import print_findings, print_table, table_text
 
 if TYPE_CHECKING:
@@ -39,15 +41,16 @@ FINDINGS_NAME = "findings.md"
 _FOUND: dict[int, tuple[tuple[int, ...], list[str]]] = {}
 
 
-def findings(results: Results) -> list[str]:
-    """Plain sentences computed from the records: who wins, by how much, and why (once per run)."""
+def findings(results: Results) -> Findings:
+    """Plain sentences computed from the records: who wins, by how much, and why (once per run);
+    a list that shows as sentences (``Findings``)."""
     key = (id(results.environment), *map(id, results.records))
     kept = _FOUND.get(id(results))
     if kept is None or kept[0] != key:
         if kept is None:
             weakref.finalize(results, _FOUND.pop, id(results), None)
         kept = _FOUND[id(results)] = (key, compute_findings(results.records, results.environment))
-    return list(kept[1])
+    return Findings(kept[1])
 
 
 def table(results: Results, width: int = 120) -> str:
@@ -96,6 +99,8 @@ def write_report(results: Results, out_dir: str | Path, *, plots: bool = True,
     written.append(write_markdown(results, out_dir, findings=found))
     written.append(write_csv(results, out_dir))
     written.append(write_atomic(out_dir / FINDINGS_NAME, "".join(f"- {f}\n" for f in found)))
+    # The plots' names, for --overwrite to remove before another run starts here (outdir).
+    remember(out_dir, written)
     return written
 
 
@@ -111,6 +116,8 @@ def compare(base: Results, new: Results, *, threshold: float | None = None, alph
             cross_machine: bool = False) -> Comparison:
     """``base`` against ``new``, per cell: faster, slower or no change. Runs from different
     machines raise ``CrossMachineError`` unless ``cross_machine``."""
+    from .comparison import DisplayedComparison
+
     check_same_machine(base, new, cross_machine)
-    return compare_runs(base, new, **{k: v for k, v in (("threshold", threshold), ("alpha", alpha))
-                                      if v is not None})
+    return DisplayedComparison.of(compare_runs(base, new, **{
+        k: v for k, v in (("threshold", threshold), ("alpha", alpha)) if v is not None}))

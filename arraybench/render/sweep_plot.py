@@ -18,6 +18,17 @@ def _is_transfer(records: Sequence[Record]) -> bool:
     return all((r.flops == 0 and (r.bytes or 0) > 0) for r in records if is_valid(r))
 
 
+def size_axis_label(workload: str) -> str:
+    """The size axis in the workload's own words (``size n: the side of each n x n matrix``);
+    plain ``size n`` for a workload that does not say, or is not known here (a file's, not
+    imported)."""
+    from ..workloads.registry import REGISTRY
+
+    known = REGISTRY.get(workload)
+    means = getattr(known, "size_means", "") if known is not None else ""
+    return f"size n: {means}" if means else "size n"
+
+
 @styled
 def sweep_figure(records: Sequence[Record], workload: str) -> Figure | None:
     """One workload across sizes; returns None if fewer than three sizes were measured."""
@@ -48,7 +59,7 @@ def sweep_figure(records: Sequence[Record], workload: str) -> Figure | None:
         ax.fill_between(xs, lo, hi, color=colour, alpha=0.15, linewidth=0)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("size n (elements per side for matmul, else elements)")
+    ax.set_xlabel(size_axis_label(workload))
     if rate:
         ax.set_ylabel("GB/s moved (log), higher is better")
     else:

@@ -16,6 +16,7 @@ CEILING_WORKLOADS = ("ceiling_bandwidth", "ceiling_matmul")
 
 @workload(
     name="ceiling_bandwidth",
+    size_means="elements of the vector",
     sizes={"cpu": 1 << 25, "gpu": 1 << 27},
     inputs=lambda n, rng: rng.standard_normal(n),
     description="memory bandwidth: b = 2 * a over a vector far larger than the caches (STREAM scale)",
@@ -30,6 +31,7 @@ def ceiling_bandwidth(xp, a):
 
 @workload(
     name="ceiling_matmul",
+    size_means="the side of each n x n matrix",
     sizes={"cpu": 2048, "gpu": 8192},
     inputs=lambda n, rng: (rng.standard_normal((n, n)), rng.standard_normal((n, n))),
     description="peak floating-point rate: a large square matmul",

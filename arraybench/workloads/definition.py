@@ -91,6 +91,9 @@ class Workload:
     gradients: dict[str, ArrayFn] = field(default_factory=dict)
     #: The namespace a gradient asked for, by backend (default: the workload's ``namespace``).
     gradient_namespaces: dict[str, Namespace] = field(default_factory=dict)
+    #: What the size n counts, for axes and tables ("the side of each n x n matrix"); "" where
+    #: the workload does not say (its inputs are its own).
+    size_means: str = ""
 
     def __post_init__(self) -> None:
         if self.namespace not in NAMESPACES:
@@ -367,6 +370,7 @@ def define(
     outputs: tuple[str, ...] | None = None,
     mutates: Sequence[str] | str | bool = (),
     params: ParamsSpec = None,
+    size_means: str | None = None,
 ) -> Any:
     """Define a workload from a function of ``(xp, *arrays)``; ``@workload`` alone takes every default.
 
@@ -396,6 +400,8 @@ def define(
       ``n -> dict``); the function's own scalar keyword defaults, NumPy scalars included, are
       settings too. They are part
       of the cell, recorded, and static under ``jax.jit`` and ``torch.compile``.
+    - ``size_means``: what n counts, as a sweep plot's axis says it (``"rows of the matrix"``);
+      default: ``"elements of each input"`` with the default inputs, else unsaid.
     """
 
     def decorate(f: ArrayFn) -> Workload:
@@ -431,6 +437,8 @@ def define(
             outputs=tuple(outputs) if outputs is not None else None,
             mutates=changed,
             params=params,
+            size_means=size_means if size_means is not None else (
+                "elements of each input" if inputs is None else ""),
         )
         return wl
 

@@ -13,6 +13,7 @@ def _inputs(n, rng):
 
 @workload(
     name="elementwise",
+    size_means="elements of each vector",
     sizes={"small": 1_000, "large": 1_000_000},
     inputs=_inputs,
     description="a + b, a * b and sin(a) on vectors (memory-bound; three new outputs per call)",

@@ -15,6 +15,7 @@ def _inputs(n, rng):
 
 @workload(
     name="fft",
+    size_means="elements of the vector",
     sizes={"small": 1_000, "large": 1_000_000},
     inputs=_inputs,
     description="fft(a) of a real vector, complex output (O(n log n))",

@@ -17,6 +17,7 @@ def _analytic(w, x):
 
 @workload(
     name="gradient",
+    size_means="parameters (elements of w and x)",
     sizes={"small": 100, "large": 10_000},
     inputs=_inputs,
     description=(

@@ -26,6 +26,7 @@ INTEROP_SIZES = {"small": 1_000, "large": 1_000_000}
 
 @workload(
     name="from_list",
+    size_means="elements of the list",
     sizes=INTEROP_SIZES,
     inputs=lambda n, rng: (rng.standard_normal(n).tolist(),),  # one argument: the list
     description="array from a Python list of floats: np.array, torch.tensor, jnp.array, cp.array",
@@ -42,6 +43,7 @@ def from_list(ctx, data):
 
 @workload(
     name="from_numpy",
+    size_means="elements of the array",
     sizes=INTEROP_SIZES,
     inputs=_vector,
     description="NumPy array into the library as users do (torch.from_numpy: zero-copy on the CPU; "
@@ -59,6 +61,7 @@ def from_numpy(ctx, host):
 
 @workload(
     name="copy_from_numpy",
+    size_means="elements of the array",
     sizes=INTEROP_SIZES,
     inputs=_vector,
     description="NumPy array copied by the library's constructor (np.array, torch.tensor, jnp.array, cp.array)",
@@ -77,6 +80,7 @@ def copy_from_numpy(ctx, host):
 
 @workload(
     name="to_numpy",
+    size_means="elements of the array",
     sizes=INTEROP_SIZES,
     inputs=_vector,
     description="an array back to NumPy (.numpy(), np.asarray, .get(); on a GPU: the device-to-host copy)",

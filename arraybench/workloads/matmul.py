@@ -13,6 +13,7 @@ def _inputs(n, rng):
 
 @workload(
     name="matmul",
+    size_means="the side of each n x n matrix",
     sizes={"small": 100, "large": 2_000},
     inputs=_inputs,
     description="C = A @ B for n x n matrices (compute-bound; 2n^3 flops)",

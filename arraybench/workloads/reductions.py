@@ -16,6 +16,7 @@ def _inputs(n, rng):
 
 @workload(
     name="stats",
+    size_means="elements of the vector",
     sizes={"small": 1_000, "large": 1_000_000},
     inputs=_inputs,
     description="(mean(a), std(a)) with NumPy's semantics (ddof=0); torch.std defaults to ddof=1",

@@ -15,6 +15,7 @@ def _inputs(n, rng):
 
 @workload(
     name="sort",
+    size_means="elements of the vector",
     sizes={"small": 1_000, "large": 1_000_000},
     inputs=_inputs,
     description="sort(a) ascending; exact (torch.sort also computes indices, which are discarded)",

@@ -102,7 +102,7 @@ def test_a_single_process_is_never_faster_or_slower_even_with_its_intervals_apar
     text = comparison.summary()
     assert "0 faster, 0 slower, 0 no change, 1 cannot tell" in text
     assert text.endswith("1 cell measured with one process on a side: no change over 2% can be called; "
-                         "use --processes 2 or more.")
+                         "measure with processes=2 or more.")  # in Python, the API's name
 
 
 def test_a_ci_gate_does_not_pass_a_slowdown_it_could_not_judge(capsys):

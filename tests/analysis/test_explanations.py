@@ -182,7 +182,7 @@ def test_a_pool_that_outnumbers_the_cores_left_it_is_named_with_its_cost_and_the
         "1.0 of 2 cores other processes left it, preempted 35 times a call (oversubscription: a call "
         "waits for its slowest thread, and a thread without a core waits its turn while the others "
         "spin); the 3 of 6 processes that competed took 10 ms a call against 46 µs in those that had "
-        "the cores (217.4× slower). Give it the cores it gets: --threads 1 here, "
+        "the cores (217.4× slower). Give it the cores it gets: threads=1 here, "  # from Python: the API's name
         "torch.set_num_threads(1) in your own program.")
     # In the run's findings, once: the bimodal note leaves the cause to this sentence.
     found = findings([rec], _pools())
@@ -233,7 +233,7 @@ def test_every_process_competing_gives_the_modes_of_its_samples_or_says_the_cost
     (text,) = oversubscription(oversubscribed([steady], _pools()))
     assert "on the 0.3 of 2 cores other processes left it, preempted 4.0 times a call" in text
     assert "its cost was not measured here (no process had its cores)" in text
-    assert text.endswith("--threads 1 here, torch.set_num_threads(1) in your own program.")
+    assert text.endswith("threads=1 here, torch.set_num_threads(1) in your own program.")
 
 
 def test_the_same_cell_run_with_one_thread_gives_the_cost():
@@ -260,9 +260,9 @@ def test_more_threads_than_cpus_and_each_librarys_own_fix():
     (text,) = oversubscription(oversubscribed([numpy], _pools("numpy", threads=8)))
     assert "The thread pool of NumPy CPU competed for cores on matmul small (n = 100): 8 threads on 2 CPUs" in text
     # Its 2 CPUs were free: 2 threads fit them.
-    assert text.endswith("--threads 2 here, threadpoolctl.threadpool_limits(2), or OMP_NUM_THREADS=2 "
+    assert text.endswith("threads=2 here, threadpoolctl.threadpool_limits(2), or OMP_NUM_THREADS=2 "
                          "before NumPy loads in your own program.")
     jax = _record("sort", "jax", [(1e-3, _usage(others=1.5, cpus=4)) for _ in range(3)], "small", 100)
     (text,) = oversubscription(oversubscribed([jax], _pools("jax", threads=1, affinity=4)))
     assert "The thread pool of JAX CPU competed for cores on sort small (n = 100): 4 threads on the 2.5 of 4" in text
-    assert "--threads 2 here, os.sched_setaffinity(0, range(2)) (or taskset) before JAX starts" in text
+    assert "threads=2 here, os.sched_setaffinity(0, range(2)) (or taskset) before JAX starts" in text

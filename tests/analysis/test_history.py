@@ -262,9 +262,10 @@ def test_identical_single_process_runs_give_no_step_and_say_why(tmp_path: Path):
     console = _console()
     print_history(found, console, "here")
     text = console.file.getvalue()
-    assert "2 cells measured with one process: no step can be called; use --processes 2 or more" in text
+    # Called from Python: the API's name (the command line says --processes 2).
+    assert "2 cells measured with one process: no step can be called; use processes=2 or more" in text
     assert "step:" not in text and "STEP" not in text and "commit: — → a1" not in text
-    assert "use --processes 2 or more" in history_section(found, [])["summary"]
+    assert "use processes=2 or more" in history_section(found, [])["summary"]
     # compare's verdicts on the same two runs: never faster or slower.
     verdicts = {c.verdict for c in compare(first, second).changes}
     assert verdicts <= {SAME, CANNOT_TELL}

@@ -170,4 +170,4 @@ def test_exports_map_each_valid_record_to_nanoseconds_with_its_interval(tmp_path
     written = run_cli("export", str(tmp_path), "--format", "github", "-o", str(tmp_path / "gab.json"))
     assert written.returncode == 0 and json.loads((tmp_path / "gab.json").read_text()) == github
     bad = run_cli("export", str(tmp_path), "--format", "csv")
-    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+    assert bad.returncode == 2 and "unknown --format value 'csv'" in bad.stderr

@@ -43,4 +43,4 @@ def test_a_thread_pool_on_a_loaded_machine_is_told_it_competed_for_cores_and_how
                            f"{threads} threads on the ")
     n = found.threads_to_use
     assert n < threads
-    assert f"--threads {n} here, torch.set_num_threads({n}) in your own program." in text
+    assert f"threads={n} here, torch.set_num_threads({n}) in your own program." in text  # the API's name

@@ -13,7 +13,7 @@ BAD = [
     (["run", "--backends", "numpi"], "unknown backend 'numpi'"),
     (["run", "--workloads", "matmull"], "unknown workload 'matmull'"),
     (["run", "--devices", "tpu"], "unknown device 'tpu'"),
-    (["run", "--dtype", "float16"], "invalid choice: 'float16'"),
+    (["run", "--dtype", "float16"], "unknown --dtype value 'float16'"),
     (["run", "--mode", "fast"], "unknown mode 'fast'"),
     (["run", "--sizes", "0"], "size 0 must be positive"),
     (["run", "--sizes", "-5"], "size -5 must be positive"),
@@ -28,7 +28,7 @@ BAD = [
     (["run", "--rel-ci", "150%"], "between 0 and 1"),
     (["run", "--threads", "zero"], "not a whole number"),
     (["run", "--bogus"], "unrecognized arguments: --bogus"),
-    (["frobnicate"], "invalid choice: 'frobnicate'"),
+    (["frobnicate"], "unknown command 'frobnicate'"),
     (["run", "--workload-file", "/no/such/file.py"], "no such file"),
     (["run", "--resume", "/no/such/dir"], "no journal.jsonl"),
 ]

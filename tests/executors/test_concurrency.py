@@ -52,8 +52,8 @@ def test_a_second_run_into_a_busy_folder_is_refused_and_the_first_is_unharmed(
         workload_file: Path, tmp_path: Path):
     out = tmp_path / "out"
     first = run_cli("run", "--workload-file", str(workload_file), *QUICK, "-o", str(out), cwd=tmp_path)
-    assert first.returncode == 0, first.stderr  # a finished run: a plain re-run may replace it
-    a = start("--workload-file", str(workload_file), *SLOW, "-o", str(out), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr  # a finished run: --overwrite may replace it
+    a = start("--workload-file", str(workload_file), *SLOW, "-o", str(out), "--overwrite", cwd=tmp_path)
     wait_for(lambda: holds_lock(out, a), a)
     b = run_cli("run", "--workload-file", str(workload_file), *QUICK, "-o", str(out), cwd=tmp_path)
     assert b.returncode == 2
@@ -100,16 +100,16 @@ def test_a_killed_run_leaves_no_lock_and_is_not_wiped_by_a_plain_rerun(
     out = tmp_path / "out"
     first = run_cli("run", "--workload-file", str(workload_file), *QUICK, "-o", str(out), cwd=tmp_path)
     assert first.returncode == 0, first.stderr
-    finished = (out / "results.json").read_bytes()  # an older, finished results.json
-    assert load_results(out / "results.json").complete
+    assert load_results(out / "results.json").complete  # an older, finished run
 
-    a = start("--workload-file", str(workload_file), *SLOW, "-o", str(out), cwd=tmp_path)
+    a = start("--workload-file", str(workload_file), *SLOW, "-o", str(out), "--overwrite", cwd=tmp_path)
     # Process 0 of this run has been journalled (bimodal is not in the older run).
     wait_for(lambda: any(e["key"].startswith("bimodal|") for e in replicates(out)), a)
     os.kill(a.pid, signum)  # no handler runs: nothing is saved on the way out
     a.communicate(timeout=60)
     assert a.returncode == -signum
-    assert (out / "results.json").read_bytes() == finished  # still the older run's
+    # --overwrite removed the older run's files before it began: none is mixed with this run's.
+    assert not (out / "results.json").exists() and not list(out.glob("*.svg"))
     kept = (out / "journal.jsonl").read_bytes()
 
     plain = run_cli("run", "--workload-file", str(workload_file), *QUICK, "-o", str(out), cwd=tmp_path)

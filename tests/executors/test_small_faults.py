@@ -94,9 +94,10 @@ def test_the_bounds_hold_for_the_python_api_and_the_project_file(tmp_path: Path)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=tmp_path, timeout=120)
     assert done.returncode == 0, done.stderr
+    # In Python, the messages name the API's keywords, not the command line's options.
     assert done.stdout.splitlines() == [
-        "--processes must be at most 1000, not 100000000000",
-        f"--threads must be at most {len(available_cpus())} (the CPUs this process may use), "
+        "processes must be at most 1000, not 100000000000",
+        f"threads must be at most {len(available_cpus())} (the CPUs this process may use), "
         f"not {len(available_cpus()) + 1}"]
     (tmp_path / "pyproject.toml").write_text("[tool.arraybench]\nprocesses = 5000\n")
     done = run_cli("run", "-o", "x", cwd=tmp_path,
