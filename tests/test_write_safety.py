@@ -132,7 +132,7 @@ def test_a_run_into_a_hard_linked_copy_leaves_the_original_as_it_was(finished, t
     subprocess.run(["cp", "-al", str(src), str(dst)], check=True)
     wl = finished.parent / "wl.py"
     again = run_cli("run", "--workload-file", str(wl), "--backends", "numpy", "--devices", "cpu",
-                    *FAST, "--no-plots", "--no-store", "-o", str(dst))
+                    *FAST, "--no-plots", "--no-store", "--overwrite", "-o", str(dst))  # replaced on purpose
     assert again.returncode == 0, again.stderr
     assert _snapshot(src) == before_done
     # An unfinished one, continued in the copy: the original's journal is not appended to.

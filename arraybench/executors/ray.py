@@ -502,11 +502,13 @@ class RayExecutor:
         folder = out / "logs" / label
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            for name, text in logs.items():
-                # A new file renamed into place: never through a link or into a pipe planted there.
-                write_atomic(folder / Path(name).name, text)
         except OSError:
-            pass  # logs help; they never cost a measurement
+            return  # logs help; they never cost a measurement
+        for name, text in logs.items():
+            try:  # a new file renamed into place: never through a link or into a pipe planted there
+                write_atomic(folder / Path(name).name, text)
+            except OSError:
+                pass
 
 
 def _missing(session: RunHandle, cell: Cell) -> bool:

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from ..analysis.compare import CANNOT_TELL, FASTER, SLOWER, Comparison, change_text
 from ..units import format_seconds
+from .terminal import console as safe_console
 
 _TEMPLATES = Environment(loader=PackageLoader("arraybench.render", "templates"), autoescape=True,
                          undefined=StrictUndefined)
@@ -36,7 +37,7 @@ class DisplayedComparison(Comparison):
 
     def table(self, width: int = 120) -> str:
         """Everything ``arraybench compare`` prints, as plain text ``width`` characters wide."""
-        console = Console(width=width, color_system=None, record=True, file=io.StringIO(),
+        console = safe_console(width=width, color_system=None, record=True, file=io.StringIO(),
                           force_jupyter=False)
         print_comparison(self, console)
         return console.export_text().rstrip("\n")

@@ -49,6 +49,7 @@ def _cli(argv: list[str], capsys, monkeypatch, cwd: Path) -> tuple[int, str, str
     """The command line in this process (no run is started): status, stdout, stderr."""
     monkeypatch.chdir(cwd)
     monkeypatch.setenv("ARRAYBENCH_CONFIG", "")
+    monkeypatch.setenv("COLUMNS", "200")  # never the caller's terminal: the tables' cells whole
     status = cli.main(argv)
     out, err = capsys.readouterr()
     return status, out, err

@@ -366,7 +366,7 @@ def test_param_sets_a_setting_for_the_run_in_the_workloads_own_type():
     with pytest.raises(arraybench.UsageError, match=r"--param steps=2\.5: setting steps is a whole number"):
         cells(steps="2.5")
     with pytest.raises(arraybench.UsageError, match="--param stepz: no selected workload has a setting of that "
-                                                    "name; their settings: stepper: mode, steps"):
+                                                    "name; did you mean 'steps'\\? their settings: stepper: mode, steps"):
         cells(stepz="5")
     with pytest.raises(arraybench.UsageError, match="must be a Python bool, int, float, str or None"):
         cells(steps=[1, 2])
