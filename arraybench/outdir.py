@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 
 from .errors import UsageError, one_line, option_name, resume_command, spell
-from .files import new_beside
+from .files import kind, new_beside
 from .model.journal import JOURNAL_NAME
 
 LOCK_NAME = ".arraybench.lock"
@@ -309,14 +309,7 @@ def _check_logs(logs: Path, depth: int = 2) -> None:
 def _kind(path: Path) -> str:
     if path.is_symlink():
         return f"a symbolic link (to {one_line(os.readlink(path))})"
-    mode = path.lstat().st_mode
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe"
-    if stat.S_ISREG(mode):
-        return "a file"
-    return "a device or socket"
+    return kind(path.lstat().st_mode)
 
 
 def unfinished(out: Path) -> str | None:
