@@ -131,7 +131,7 @@ class JaxBackend(Backend):
     @property
     def is_metal(self) -> bool:
         """Whether the device is an Apple GPU through jax-metal (platform ``METAL``)."""
-        return str(self.jax_device.platform).lower() == "metal"
+        return str(getattr(self.jax_device, "platform", "")).lower() == "metal"
 
     def unsupported_dtype(self, dtype: str) -> str | None:
         if self.device == "gpu" and self.is_metal and dtype in METAL_UNSUPPORTED:
