@@ -208,3 +208,13 @@ def test_on_a_mac_the_gpu_preflight_leaves_metal_to_the_worker(monkeypatch):
             assert spec.preflight("gpu") is None
     if backends.spec("cupy").missing_reason() is None:
         assert "no Apple GPU support" in backends.spec("cupy").preflight("gpu")
+
+
+def test_without_numba_numpys_compiled_cells_are_skipped_with_the_install_line(monkeypatch):
+    from arraybench.backends.base import Unavailable
+    from arraybench.backends.numpy import NumpyBackend
+
+    # As on a machine without Numba: importing NumPy's compiler module fails.
+    monkeypatch.setitem(sys.modules, "arraybench.backends.numba_jit", None)
+    with pytest.raises(Unavailable, match=r"pip install 'arraybench\[numba\]'"):
+        bind(REGISTRY["sort"], NumpyBackend("cpu"), "compiled", (np.zeros(3),))
