@@ -216,7 +216,8 @@ class MlxBackend(Backend):
         return mx.compile(fn)
 
     def free(self) -> None:
-        mx.clear_cache() if hasattr(mx, "clear_cache") else None
+        if hasattr(mx, "clear_cache"):  # MLX >= 0.26; before, mx.metal.clear_cache on Metal only
+            mx.clear_cache()
 
     def is_out_of_memory(self, exc: BaseException) -> bool:
         # The Metal allocator: "[metal::malloc] Attempting to allocate N bytes which is greater
