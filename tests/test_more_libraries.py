@@ -218,3 +218,12 @@ def test_without_numba_numpys_compiled_cells_are_skipped_with_the_install_line(m
     monkeypatch.setitem(sys.modules, "arraybench.backends.numba_jit", None)
     with pytest.raises(Unavailable, match=r"pip install 'arraybench\[numba\]'"):
         bind(REGISTRY["sort"], NumpyBackend("cpu"), "compiled", (np.zeros(3),))
+
+
+@needs_numba
+def test_numba_does_not_compile_workloads_about_the_library_itself():
+    from arraybench.backends.base import Unavailable
+    from arraybench.backends.numpy import NumpyBackend
+
+    with pytest.raises(Unavailable, match="namespace='backend'"):
+        bind(REGISTRY["from_list"], NumpyBackend("cpu"), "compiled", ([1.0, 2.0],))
