@@ -129,24 +129,37 @@ def test_the_model_never_imports_analysis_or_rendering():
             assert not bad, f"{name} imports {sorted(bad)}"
 
 
+#: The array libraries and compilers only ``arraybench/backends`` may import (Numba and its
+#: llvmlite: NumPy's compiled mode; MLX: Apple's array library).
+ARRAY_LIBRARIES = ("torch", "jax", "cupy", "mlx", "numba", "llvmlite")
+
+
 def test_analysis_never_imports_rendering_plotting_or_an_array_library():
     modules = _modules()
     for name, path in modules.items():
         if not name.startswith("arraybench.analysis"):
             continue
         bad = {m for m in imports(path, name, modules)
-               if m.split(".")[0] in ("matplotlib", "rich", "torch", "jax", "cupy")
+               if m.split(".")[0] in ("matplotlib", "rich", *ARRAY_LIBRARIES)
                or m.startswith("arraybench.render")}
         assert not bad, f"{name} imports {sorted(bad)}"
 
 
-def test_only_backends_import_torch_jax_or_cupy():
+def test_only_backends_import_an_array_library():
     modules = _modules()
     for name, path in modules.items():
         if name.startswith("arraybench.backends"):
             continue
-        bad = {m for m in imports(path, name, modules) if m.split(".")[0] in ("torch", "jax", "cupy")}
+        bad = {m for m in imports(path, name, modules) if m.split(".")[0] in ARRAY_LIBRARIES}
         assert not bad, f"{name} imports {sorted(bad)}"
+
+
+def test_numba_and_mlx_are_imported_by_their_own_backend_modules_alone():
+    modules = _modules()
+    users = {lib: sorted(name for name, path in modules.items()
+                         if any(m.split(".")[0] == lib for m in imports(path, name, modules)))
+             for lib in ("numba", "mlx")}
+    assert users == {"numba": ["arraybench.backends.numba_jit"], "mlx": ["arraybench.backends.mlx"]}
 
 
 #: Ray is an optional extra: only the cluster executor and its node agent may import it.
@@ -192,7 +205,7 @@ assert "NumPy CPU" in text and "PyTorch CPU" in text, text
 write_html(res, out); write_markdown(res, out); write_csv(res, out)
 res._repr_html_(); repr(res); res.findings()
 assert (out / "report.html").stat().st_size > 1000
-loaded = [m for m in ("matplotlib", "torch", "jax", "cupy") if m in sys.modules]
+loaded = [m for m in ("matplotlib", "torch", "jax", "cupy", "mlx", "numba") if m in sys.modules]
 print("loaded:", loaded)
 """
 
@@ -207,7 +220,8 @@ def test_planning_a_run_from_the_command_line_imports_no_array_library_but_numpy
     code = ("import sys; from arraybench.cli import build_parser; "
             "from arraybench.commands.run import plan_from_args; "
             "p = plan_from_args(build_parser().parse_args(['run'])); "
-            "print(len(p.cells), [m for m in ('torch', 'jax', 'cupy', 'matplotlib') if m in sys.modules])")
+            "print(len(p.cells), [m for m in ('torch', 'jax', 'cupy', 'mlx', 'numba', 'matplotlib') "
+            "if m in sys.modules])")
     done = _python(code)
     cells, loaded = done.stdout.split(" ", 1)
     assert int(cells) >= 10 and loaded.strip() == "[]"

@@ -11,6 +11,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import os
+import sys
 from dataclasses import dataclass
 
 from .base import Backend, Unavailable
@@ -53,6 +54,10 @@ class BackendSpec:
             return missing
         if device == "cpu":
             return None
+        if sys.platform == "darwin":
+            # Apple GPUs have no device files: Metal (MLX, PyTorch's mps, jax-metal) is asked in
+            # the worker. CuPy has no Metal.
+            return "CuPy has no Apple GPU support (CUDA and ROCm only)" if self.name == "cupy" else None
         if not any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")):
             return "no GPU on this machine (no NVIDIA or ROCm device files)"
         version = self.version() or ""
@@ -83,6 +88,8 @@ def _jax_gpu_plugin() -> bool:
         name = (dist.metadata["Name"] or "").lower().replace("_", "-")
         if name.startswith(("jax-cuda", "jax-rocm")) and name.endswith("plugin"):
             return True
+        if name == "jax-metal":  # Apple's PJRT plugin (platform METAL)
+            return True
     return False
 
 
@@ -92,6 +99,7 @@ SPECS: dict[str, BackendSpec] = {
         BackendSpec("numpy", "NumPy", "numpy", ("numpy",), ("cpu",), "cpu", "NumpyBackend"),
         BackendSpec("torch", "PyTorch", "torch", ("torch",), ("cpu", "gpu"), "torch", "TorchBackend"),
         BackendSpec("jax", "JAX", "jax", ("jax",), ("cpu", "gpu"), "jax", "JaxBackend"),
+        BackendSpec("mlx", "MLX", "mlx", ("mlx",), ("cpu", "gpu"), "mlx", "MlxBackend"),
         BackendSpec(
             "cupy", "CuPy", "cupy",
             ("cupy", "cupy-cuda12x", "cupy-cuda13x", "cupy-cuda11x", "cupy-rocm-6-0"),

@@ -204,6 +204,15 @@ class Backend(abc.ABC):
         """The dtype of a result, spelled as NumPy spells it ("float64", "complex64")."""
         return str(x.dtype).rsplit(".", 1)[-1]
 
+    def unsupported_dtype(self, dtype: str) -> str | None:
+        """Why this device cannot compute in ``dtype`` (no float64 on Apple GPUs), or None."""
+        return None
+
+    def evaluated(self, op: Callable[..., Any]) -> Callable[..., Any]:
+        """``op`` made to compute everything it returns before it returns: a lazy library (MLX)
+        wraps it in its evaluation, inside the timed call; the others return ``op`` itself."""
+        return op
+
     # -- precision ------------------------------------------------------------------------------
     def reduced_precision(self, dtype: str) -> str | None:
         """The reduced precision matmuls in ``dtype`` run in here (``"tf32"``), or None for full.
@@ -289,12 +298,33 @@ class Backend(abc.ABC):
         """A compiled version of ``fn``; raise ``Unavailable`` where the library has no compiler."""
         raise Unavailable(f"{self.label} has no compiler")
 
+    #: Whether the compiler compiles the workload's own function (Numba), which a workload about
+    #: the library itself (``namespace="backend"``) cannot be, rather than tracing a closure.
+    compiles_functions: ClassVar[bool] = False
+
+    def compile_workload(self, fn: Callable[..., Any], xp: Any, settings: dict[str, Any], *,
+                         grad: bool = False) -> Callable[..., Any]:
+        """The compiled call ``op(*arrays)`` of a workload function ``fn(xp, *arrays, **settings)``
+        (its gradient in the first array where ``grad``). Tracing compilers (jax.jit,
+        torch.compile, mx.compile) compile a closure over ``xp`` and the settings; a compiler of
+        functions (Numba) overrides this."""
+
+        def call(*a: Any) -> Any:
+            return fn(xp, *a, **settings)
+
+        return self.compile(self.grad(call) if grad else call)
+
     compile_method: ClassVar[str] = "none"
 
     def compile_unsupported(self, exc: BaseException) -> bool:
         """Whether an exception from a compiled call means "this compiler cannot compile that"
         (the cell is then not applicable) rather than a failure. Asked after out-of-memory."""
         return False
+
+    def compile_refusal(self, exc: BaseException) -> str | None:
+        """The compiler's own reason for refusing, in one line, where the exception's first line
+        is not it (Numba's is "Failed in nopython mode pipeline"); None to use that line."""
+        return None
 
     def recompile_limit_hit(self, exc: BaseException) -> bool:
         """Whether an exception from a compiled call means the compiler reached its recompile limit

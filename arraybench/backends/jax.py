@@ -78,6 +78,23 @@ _FULL_FLOAT32 = ("highest", "float32", "F32_F32_F32", "F64_F64_F64", "TF32_TF32_
                  "BF16_BF16_F32_X6", "BF16_BF16_F32_X9")
 
 
+#: The dtypes Apple GPUs cannot hold: Metal has no 64-bit floating point.
+METAL_UNSUPPORTED = ("float64", "complex128")
+
+
+def gpu_devices() -> list[Any]:
+    """JAX's GPUs: CUDA or ROCm (the ``gpu`` platform), else Apple's through the jax-metal plugin,
+    which registers its own platform, ``METAL``, that ``gpu`` does not name. The first error is
+    the one raised where neither exists."""
+    try:
+        return jax.devices("gpu")
+    except RuntimeError as first:
+        try:
+            return jax.devices("METAL")
+        except RuntimeError:
+            raise first from None
+
+
 class JaxBackend(Backend):
     name = "jax"
     label = "JAX"
@@ -92,7 +109,7 @@ class JaxBackend(Backend):
         if platform is None:
             raise Unavailable(f"JAX has no device {device!r}")
         try:
-            devices = jax.devices(platform)
+            devices = gpu_devices() if platform == "gpu" else jax.devices(platform)
         except RuntimeError as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             if platform == "gpu":
@@ -101,12 +118,26 @@ class JaxBackend(Backend):
         if not devices:
             raise Unavailable(f"JAX found no {platform} device")
         self.jax_device = devices[0]
-        if device == "gpu":
+        if device == "gpu" and self.is_metal:
+            self.health_note = "Apple GPUs have no NVML"
+            self.device_timer_note = "wall clock + block_until_ready (jax-metal has no device-event API)"
+        elif device == "gpu":
             self.open_gpu_health()
         # "highest": full float32 on GPUs. Unset (or "default") would mean TF32 on Ampere and later
         # (jax.lax.Precision), so it is always set; "tensorfloat32" says what --allow-tf32 asks.
         jax.config.update("jax_default_matmul_precision", "tensorfloat32" if allow_tf32 else "highest")
         self.sync = jax.block_until_ready
+
+    @property
+    def is_metal(self) -> bool:
+        """Whether the device is an Apple GPU through jax-metal (platform ``METAL``)."""
+        return str(getattr(self.jax_device, "platform", "")).lower() == "metal"
+
+    def unsupported_dtype(self, dtype: str) -> str | None:
+        if self.device == "gpu" and self.is_metal and dtype in METAL_UNSUPPORTED:
+            return (f"jax-metal has no {dtype} (Metal has no 64-bit floating point); "
+                    "--dtype float32 runs it")
+        return None
 
     def hardware_ordinal(self) -> int | None:
         """The device's CUDA ordinal (``local_hardware_id``), or None where JAX gives none: the
@@ -159,7 +190,7 @@ class JaxBackend(Backend):
         return np.asarray(jax.device_get(x))
 
     def reduced_precision(self, dtype: str) -> str | None:
-        if self.device == "cpu":
+        if self.device == "cpu" or self.is_metal:
             return None  # jax.lax.Precision: "Has no impact on CPU backends"
         setting = str(jax.config.jax_default_matmul_precision or "default")
         if setting in _FULL_FLOAT32:
@@ -193,6 +224,10 @@ class JaxBackend(Backend):
     def flush_cache(self) -> Callable[[], None] | None:
         if self.device == "cpu":
             return cpu_flush()
+        if self.is_metal:  # no L2 size to ask the CUDA driver for; 256 MiB exceeds Apple GPUs' caches
+            buf = jax.device_put(np.zeros(64 * 1024**2, dtype=np.float32), self.jax_device)
+            touch = jax.jit(lambda b: b + 1.0)
+            return lambda: touch(buf).block_until_ready()
         # JAX has no API for the L2 size; the CUDA driver has (torch and CuPy read theirs).
         l2 = self.l2_bytes()
         buf = jax.device_put(np.zeros(2 * l2 // 4, dtype=np.float32), self.jax_device)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -13,6 +13,9 @@ from .cpu import cpu_flush, cpu_threads_info
 class NumpyBackend(Backend):
     name = "numpy"
     label = "NumPy"
+    #: NumPy's compiled mode is Numba (``backends/numba_jit.py``), where installed.
+    compile_method = "numba.njit"
+    compiles_functions = True
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
         if device != "cpu":
@@ -46,14 +49,54 @@ class NumpyBackend(Backend):
     def flush_cache(self):
         return cpu_flush()
 
+    def compile_workload(self, fn: Callable[..., Any], xp: Any, settings: dict[str, Any], *,
+                         grad: bool = False) -> Callable[..., Any]:
+        """The workload's function under ``numba.njit``, with NumPy's own namespace as ``xp``
+        (Numba types ``np.sin``, not array_api_compat's wrappers)."""
+        try:
+            from . import numba_jit
+        except ImportError as exc:
+            raise Unavailable(f"not applicable: NumPy's compiled mode is Numba, which is not "
+                              f"installed (pip install 'arraybench[numba]'; {exc})") from None
+        return numba_jit.compile_workload(fn, settings, grad)
+
+    def compile_unsupported(self, exc: BaseException) -> bool:
+        from . import numba_jit
+
+        return numba_jit.is_refusal(exc)
+
+    def compile_refusal(self, exc: BaseException) -> str | None:
+        from . import numba_jit
+
+        return numba_jit.refusal(exc)
+
     def info(self) -> dict[str, Any]:
         return {
             "library": "numpy",
             "version": np.__version__,
             "device_name": "cpu",
             **numpy_build_linalg(),
+            **numba_info(),
             **cpu_threads_info(),
         }
+
+
+def numba_info() -> dict[str, Any]:
+    """Numba's version (NumPy's compiler), and its target once it compiled something here.
+
+    Importing Numba costs about a second, so a worker that compiled nothing reads the version
+    from the package metadata instead.
+    """
+    import sys
+
+    if "arraybench.backends.numba_jit" in sys.modules:
+        return sys.modules["arraybench.backends.numba_jit"].info()
+    import importlib.metadata
+
+    try:
+        return {"numba": importlib.metadata.version("numba")}
+    except importlib.metadata.PackageNotFoundError:
+        return {"numba": "not installed"}
 
 
 def numpy_build_linalg() -> dict[str, str]:

@@ -112,6 +112,19 @@ def own_code(fn: Callable[..., Any]) -> Callable[..., Any]:
     return copy
 
 
+def mps_available() -> bool:
+    """Whether PyTorch runs on an Apple GPU here (the ``mps`` device) and has no CUDA device, which
+    comes first where both exist. ``torch.backends.mps.is_available()`` is False off macOS."""
+    mps = getattr(torch.backends, "mps", None)
+    if mps is None or not mps.is_available():
+        return False
+    return torch.version.cuda is None or not torch.cuda.is_available()
+
+
+#: The dtypes Apple GPUs cannot hold: Metal has no 64-bit floating point.
+MPS_UNSUPPORTED = ("float64", "complex128")
+
+
 class CompiledNothing(Exception):
     """torch.compile ran a cell without compiling any graph of it: a compiled record would be eager."""
 
@@ -146,9 +159,16 @@ class TorchBackend(Backend):
             self.torch_device = torch.device("cpu")
             self.sync = None
             self.device_timer_note = "wall clock (CPU kernels are synchronous)"
+        elif device == "gpu" and mps_available():
+            # Apple GPUs (Metal Performance Shaders), where PyTorch has no CUDA: torch.mps
+            # synchronizes the device and times it with its own events.
+            self.torch_device = torch.device("mps")
+            self.sync = lambda _result: torch.mps.synchronize()
+            self.device_timer_note = "MPS events"
+            self.health_note = "Apple GPUs have no NVML"
         elif device == "gpu":
             if torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
-                raise Unavailable(f"PyTorch {torch.__version__} is a CPU-only build (no CUDA)")
+                raise Unavailable(f"PyTorch {torch.__version__} is a CPU-only build (no CUDA, no MPS)")
             if not torch.cuda.is_available():
                 why = cuda_init_error() or "torch.cuda.is_available() is False"
                 raise Unavailable(f"no CUDA device usable by PyTorch ({why})")
@@ -168,6 +188,16 @@ class TorchBackend(Backend):
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32
         torch.set_float32_matmul_precision("high" if tf32 else "highest")
+
+    @property
+    def is_mps(self) -> bool:
+        return self.torch_device.type == "mps"
+
+    def unsupported_dtype(self, dtype: str) -> str | None:
+        if self.is_mps and dtype in MPS_UNSUPPORTED:
+            return (f"PyTorch's MPS device has no {dtype} (Metal has no 64-bit floating point); "
+                    "--dtype float32 runs it")
+        return None
 
     def namespace(self, kind: str = "native") -> Any:
         if kind == "array_api":
@@ -200,7 +230,7 @@ class TorchBackend(Backend):
         return x.detach().cpu().numpy()
 
     def reduced_precision(self, dtype: str) -> str | None:
-        if self.device != "gpu":
+        if self.device != "gpu" or self.is_mps:
             return None  # the precision setting affects CUDA only (torch.set_float32_matmul_precision)
         allowed = bool(torch.backends.cuda.matmul.allow_tf32)
         if getattr(torch.version, "hip", None):  # ROCm's hipBLASLt asks for its own opt-in
@@ -232,6 +262,10 @@ class TorchBackend(Backend):
     def device_timer(self):
         if self.device != "gpu":
             return None
+        if self.is_mps:
+            # torch.mps.Event(enable_timing=True): record(), synchronize(), elapsed_time(end) in
+            # ms, as CUDA's. MPS has no spin kernel to hold the queue with, so no hold.
+            return CudaEvents(lambda: torch.mps.Event(enable_timing=True), lambda a, b: a.elapsed_time(b))
 
         def make() -> Any:
             return torch.cuda.Event(enable_timing=True)
@@ -256,7 +290,8 @@ class TorchBackend(Backend):
 
         from torch.utils.benchmark import Timer as TorchTimer
 
-        stmt = "fn(); torch.cuda.synchronize()" if self.device == "gpu" else "fn()"
+        sync = "torch.mps.synchronize()" if self.device == "gpu" and self.is_mps else "torch.cuda.synchronize()"
+        stmt = f"fn(); {sync}" if self.device == "gpu" else "fn()"
         # Its num_threads defaults to 1; the worker's own count, so that both time the same thing.
         timer = TorchTimer(stmt, globals={"fn": fn, "torch": torch}, num_threads=torch.get_num_threads())
         one = max(timer.timeit(3).median, 1e-7)
@@ -264,11 +299,21 @@ class TorchBackend(Backend):
         blocks, end = [], time.perf_counter() + min_time_s
         while len(blocks) < 5 or (time.perf_counter() < end and len(blocks) < 1000):
             blocks.append(float(timer.timeit(number).median))
-        return blocks, "torch.utils.benchmark.Timer" + (" + cuda.synchronize" if self.device == "gpu" else "")
+        return blocks, "torch.utils.benchmark.Timer" + (f" + {sync.removeprefix('torch.').removesuffix('()')}"
+                                                        if self.device == "gpu" else "")
 
     def flush_cache(self) -> Callable[[], None] | None:
         if self.device == "cpu":
             return cpu_flush()
+        if self.is_mps:
+            # torch.mps has no cache-size query; 256 MiB is larger than any Apple GPU's caches.
+            mps_buf = torch.empty(64 * 1024**2, dtype=torch.float32, device=self.torch_device)
+
+            def flush_mps() -> None:
+                mps_buf.zero_()
+                torch.mps.synchronize()
+
+            return flush_mps
         l2 = torch.cuda.get_device_properties(self.torch_device).L2_cache_size or 64 * 1024**2
         buf = torch.empty(2 * l2 // 4, dtype=torch.float32, device=self.torch_device)
 
@@ -333,7 +378,7 @@ class TorchBackend(Backend):
 
     def free(self) -> None:
         if self.device == "gpu":
-            torch.cuda.empty_cache()
+            torch.mps.empty_cache() if self.is_mps else torch.cuda.empty_cache()
 
     def is_out_of_memory(self, exc: BaseException) -> bool:
         return is_out_of_memory(exc)
@@ -341,6 +386,9 @@ class TorchBackend(Backend):
     def memory_available(self) -> tuple[int, int] | None:
         if self.device != "gpu":
             return super().memory_available()
+        if self.is_mps:
+            total = int(torch.mps.recommended_max_memory())
+            return total - int(torch.mps.driver_allocated_memory()), total
         free, total = torch.cuda.mem_get_info(self.torch_device)
         return int(free), int(total)
 
@@ -364,7 +412,11 @@ class TorchBackend(Backend):
                                "PYTORCH_ALLOC_CONF", "HIPBLASLT_ALLOW_TF32"),
         }
         info.update(torch_build_linalg(torch.__config__.show()))
-        if self.device == "gpu":
+        if self.device == "gpu" and self.is_mps:
+            info["device_name"] = "Apple GPU (mps)"
+            info["mps_dtypes_missing"] = list(MPS_UNSUPPORTED)
+            info["gpu_monitor"] = self.health_note
+        elif self.device == "gpu":
             props = torch.cuda.get_device_properties(self.torch_device)
             info["device_name"] = props.name
             info["device_memory_gib"] = round(props.total_memory / 1024**3, 1)

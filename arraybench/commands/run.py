@@ -57,7 +57,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                      help="floating dtype for every library (default: float64, as the seed)")
     sel.add_argument("--mode", type=csv_list, default=d.modes, dest="modes", metavar="LIST",
                      help="latency (sync after every call), throughput (sync once per batch), "
-                          "compiled (jax.jit / torch.compile); default: latency")
+                          "compiled (jax.jit / torch.compile / mx.compile; NumPy: numba.njit); "
+                          "default: latency")
     sel.add_argument("--param", action=Assignments, type=assignment, default=[], dest="params",
                      metavar="[WORKLOAD.]NAME=VALUE",
                      help="a setting for every selected workload that has one of that name, in "

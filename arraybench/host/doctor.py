@@ -106,7 +106,7 @@ def header() -> str:
 
     env = environment.collect()
     libs = ", ".join(f"{k} {v}" for k, v in env["libraries"].items()
-                     if v and k in (*backends.SPECS, "jaxlib"))
+                     if v and k in (*backends.SPECS, "jaxlib", "numba", "jax-metal"))
     gpus = "; ".join(g["name"] for g in env["gpus"]) or "none found"
     settings = ", ".join(f"{k}={v}" for k, v in env.get("gpu_env", {}).items())
     return (f"arraybench doctor {env['arraybench']}: Python {env['python']} on {env['cpu_model']}; "

@@ -93,7 +93,8 @@ def gpus() -> list[dict[str, str]]:
 def library_versions() -> dict[str, str | None]:
     """Installed versions from package metadata."""
     versions: dict[str, str | None] = {name: s.version() for name, s in backends.SPECS.items()}
-    for extra in ("jaxlib", "threadpoolctl", "array-api-compat", "matplotlib"):
+    # numba and llvmlite: NumPy's compiled mode; jax-metal: JAX on Apple GPUs.
+    for extra in ("jaxlib", "numba", "llvmlite", "jax-metal", "threadpoolctl", "array-api-compat", "matplotlib"):
         try:
             versions[extra] = importlib.metadata.version(extra)
         except importlib.metadata.PackageNotFoundError:

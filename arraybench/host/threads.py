@@ -29,13 +29,16 @@ def worker_cpus(threads: int | None) -> list[int] | None:
 
 
 def jax_gpu_platform(plugins: list[str] | None = None) -> str:
-    """The JAX platform a GPU worker asks for: "rocm" where only a ROCm plugin is installed, else
+    """The JAX platform a GPU worker asks for: "METAL" where only jax-metal is installed, "rocm"
+    where only a ROCm plugin is, else
     "cuda". ``plugins``: the installed plugins' names (found without importing jax: the modules of
     the ``jax_plugins`` namespace package and the ``jax_plugins`` entry points, where
     ``xla_bridge.discover_pjrt_plugins`` looks)."""
     if plugins is None:
         plugins = _jax_plugins()
     names = " ".join(plugins).lower()
+    if "metal" in names and "cuda" not in names and "rocm" not in names:
+        return "METAL"  # jax-metal registers its platform under this name (Apple GPUs)
     return "rocm" if "rocm" in names and "cuda" not in names else "cuda"
 
 
@@ -83,6 +86,9 @@ def worker_env(base: Mapping[str, str], *, threads: int | None, backend: str, de
         # Named platforms fail loudly: unset, a GPU plugin that cannot start is logged and skipped
         # (xla_bridge.backends: fail_quietly), and the record would only say "Unknown backend: 'gpu'".
         env["JAX_PLATFORMS"] = f"{jax_gpu_platform()},cpu"
+    if threads is not None and backend == "numpy":
+        # NumPy's compiled mode is Numba: its own pool (parallel=True code) follows the limit too.
+        env["NUMBA_NUM_THREADS"] = str(threads)
     if backend == "cupy":
         env["CUPY_TF32"] = "1" if allow_tf32 else "0"
     return env

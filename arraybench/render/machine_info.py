@@ -164,7 +164,8 @@ def details_table(state: Mapping[str, Any]) -> Table:
         if info.get("device_name") and info.get("device_name") != "cpu":
             rows.append(("device", str(info["device_name"])))
         for key in ("platform", "x64", "matmul_precision", "allow_tf32", "reduced_precision_float32",
-                    "cuda", "gpu_monitor"):
+                    "cuda", "gpu_monitor", "numba", "metal_available", "gpu_dtypes_missing",
+                    "mps_dtypes_missing"):
             if info.get(key) not in (None, ""):
                 rows.append((key, str(info[key])))
         first = True

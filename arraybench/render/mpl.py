@@ -28,6 +28,7 @@ PALETTE = {
     "torch": "#dd8452",
     "jax": "#55a868",
     "cupy": "#c44e52",
+    "mlx": "#8172b3",
 }
 
 STYLE = {

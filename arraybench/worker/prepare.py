@@ -111,7 +111,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
                           else {"unavailable": backend.health_note or "no GPU monitor"})
     origin = "" if wl.source == "builtin" else wl.origin(backend.name)
     prepared = Prepared(cell, rep, origin=origin, device_timer=device_timer)
-    not_applicable = wl.not_applicable(backend.name, cell.mode)
+    not_applicable = wl.not_applicable(backend.name, cell.mode) or backend.unsupported_dtype(cell.dtype)
     if not_applicable:
         return _ended(backend, prepared, "skipped", not_applicable)
     if cell.transfer and wl.placement == "host":
@@ -252,7 +252,7 @@ def _classify(backend: Backend, cell: Cell, stage: str, exc: BaseException,
                           "past it the calls would run eager, so this cell is not timed as compiled")
     if cell.mode == "compiled" and backend.compile_unsupported(exc):
         return "skipped", (f"not applicable: {backend.compile_method} cannot compile this workload "
-                           f"({describe_exception(exc)})")
+                           f"({backend.compile_refusal(exc) or describe_exception(exc)})")
     return "failed", f"{describe_exception(exc, origin)} (during {stage})"
 
 

@@ -156,6 +156,9 @@ def check_events(backend: Backend) -> Outcome:
 def check_float64(backend: Backend) -> Outcome:
     """Results are judged against float64: a right one passes, a slightly wrong one does not."""
     n = 128
+    missing = backend.unsupported_dtype("float64")
+    if missing:  # Apple GPUs: the run skips float64 cells with this reason, so nothing to check
+        return Outcome("float64", "skipped", missing)
     lines, ok = [], True
     for dtype in ("float64", "float32"):
         mm = Matmul(backend, n, dtype)

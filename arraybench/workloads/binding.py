@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ..backends.base import analytic_method
+from ..backends.base import Unavailable, analytic_method
 from ..model.replicate import Gradient
 from .definition import Workload
 
@@ -55,6 +55,7 @@ def bind(wl: Workload, backend: "Backend", mode: str, arrays: tuple[Any, ...],
     """
     own = wl.analytic_gradient(backend.name)
     if own is not None:  # the workload's own gradient: a plain function, timed as written
+        # (bind of it wraps it in the backend's evaluation, where the library is lazy)
         bound = bind(own, backend, mode, arrays, dtype, params)
         return replace(bound, method=analytic_method(bound.method), gradient="analytic")
     fn = wl.function_for(backend.name)
@@ -65,17 +66,20 @@ def bind(wl: Workload, backend: "Backend", mode: str, arrays: tuple[Any, ...],
     settings = dict(params or {})
     gradient = backend.gradient if wl.grad else None
 
+    if mode == "compiled":
+        if wl.namespace == "backend" and backend.compiles_functions:
+            raise Unavailable(f"not applicable: {backend.compile_method} compiles array code, and "
+                              f"{wl.name} is about the library itself (namespace='backend')")
+        op = backend.evaluated(backend.compile_workload(fn, xp, settings, grad=wl.grad))
+        if wl.grad:
+            return Bound(op, arrays, f"{backend.compile_method} of {backend.grad_method}", gradient)
+        return Bound(op, arrays, backend.compile_method)
+
     def call(*a: Any) -> Any:
         return fn(xp, *a, **settings)
 
-    if mode == "compiled":
-        if wl.grad:
-            inner = backend.grad(call)
-            return Bound(backend.compile(inner), arrays,
-                         f"{backend.compile_method} of {backend.grad_method}", gradient)
-        return Bound(backend.compile(call), arrays, backend.compile_method)
     if wl.grad:
-        return Bound(backend.grad(call), arrays, backend.grad_method, gradient)
+        return Bound(backend.evaluated(backend.grad(call)), arrays, backend.grad_method, gradient)
     # xp travels as the first argument, and the settings as keywords of the timed call itself, so
     # the timed call has no wrapper layer around fn.
-    return Bound(fn, (xp, *arrays), "eager", kwargs=settings, prefix=1)
+    return Bound(backend.evaluated(fn), (xp, *arrays), "eager", kwargs=settings, prefix=1)
