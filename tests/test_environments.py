@@ -17,6 +17,7 @@ import numpy
 import pytest
 
 import arraybench
+from arraybench.cli import main
 from arraybench.errors import UsageError
 from arraybench.host import environments
 from arraybench.model.record import config_label
@@ -174,7 +175,8 @@ def test_threads_need_threadpoolctl_there(old_numpy_python, tmp_path):
     assert f"{old_numpy_python} -m pip install threadpoolctl" in result.stderr
 
 
-def test_bad_environments_are_refused_in_one_line(tmp_path):
+def test_bad_environments_are_refused_in_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ARRAYBENCH_CONFIG", "")  # the command's own defaults, not this project's
     for args, said in [
         (["--python", f"x={tmp_path / 'nope'}"], "no such interpreter"),
         (["--python", "np126"], "LABEL=INTERPRETER"),
@@ -183,10 +185,16 @@ def test_bad_environments_are_refused_in_one_line(tmp_path):
         (["--variant", "t1:1X=1"], "is not the name of an environment variable"),
         (["--python", f"a={sys.executable}", "--cluster", "auto"], "cannot be combined"),
     ]:
-        result = run_cli("run", *args, "--backends", "numpy", "--workloads", "sort", "--sizes", "small",
-                         *FAST, "--output-dir", str(tmp_path / "out"))
-        assert result.returncode == 2, (args, result.stderr)
-        assert said in result.stderr and "Traceback" not in result.stderr, (args, result.stderr)
+        # In-process (the command's real parsing and checks): each is refused before anything runs.
+        try:
+            status = main(["run", *args, "--backends", "numpy", "--workloads", "sort", "--sizes", "small",
+                           *FAST, "--output-dir", str(tmp_path / "out")])
+        except SystemExit as exc:  # argparse's own refusal of a malformed option
+            status = exc.code
+        err = capsys.readouterr().err
+        assert status == 2, (args, err)
+        assert said in err and "Traceback" not in err, (args, err)
+        assert not (tmp_path / "out").exists()
 
 
 def test_pythons_and_variants_combine():
