@@ -150,6 +150,8 @@ def test_a_variant_sets_its_variables_in_its_workers(tmp_path):
     if pools:  # threadpoolctl reports what OpenBLAS really took
         assert pools[0]["num_threads"] == 1
     assert data["environment"]["environments"]["t2"]["variables"] == {"OPENBLAS_NUM_THREADS": "2"}
+    found = " ".join(arraybench.load_results(out).findings())
+    assert "[t1: OPENBLAS_NUM_THREADS=1]" in found and "[t2: OPENBLAS_NUM_THREADS=2]" in found, found
 
 
 def test_an_interpreter_without_numpy_is_one_line_naming_it(tmp_path):
@@ -222,3 +224,17 @@ def test_without_environments_nothing_changes():
         "dtype": "float64", "mode": "latency", "status": "ok", "reason": "", "median_s": 1e-6,
         "iqr_s": 0.0, "min_s": 1e-6, "n_samples": 3, "first_call_s": 1e-6, "max_rel_error": 0.0})
     assert record.environment == "" and record.key == "sort|small|numpy|cpu|float64|latency"
+
+
+def test_a_project_file_sets_environments(tmp_path):
+    from arraybench import config
+    from arraybench.cli import build_parser
+
+    project = tmp_path / "pyproject.toml"
+    project.write_text(f'[tool.arraybench]\npython = ["np2={sys.executable}"]\n'
+                       'variant = ["t1:OPENBLAS_NUM_THREADS=1", "base:"]\n')
+    parser = build_parser()
+    run_parser = parser._subparsers._group_actions[0].choices["run"]
+    defaults = config.load(run_parser, project)
+    assert defaults.values["pythons"] == [("np2", sys.executable)]
+    assert defaults.values["variants"] == [("t1", {"OPENBLAS_NUM_THREADS": "1"}), ("base", {})]

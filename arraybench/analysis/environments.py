@@ -49,7 +49,15 @@ def build_label(r: Record, environment: Mapping[str, Any] | None) -> str:
     build = build_text(info)
     if build:
         text += f" ({build})"
-    return f"{text} [{r.environment}]" if r.environment else text
+    if not r.environment:
+        return text
+    # A variant's variables are what sets it apart (its build may be the same): said with it.
+    described = (environment or {}).get("environments")
+    own = described.get(r.environment) if isinstance(described, Mapping) else None
+    variables = own.get("variables") if isinstance(own, Mapping) else None
+    if isinstance(variables, Mapping) and variables:
+        return f"{text} [{r.environment}: {', '.join(f'{k}={v}' for k, v in variables.items())}]"
+    return f"{text} [{r.environment}]"
 
 
 def environment_findings(records: Iterable[Record],
