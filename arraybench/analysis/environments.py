@@ -72,13 +72,27 @@ def environment_findings(records: Iterable[Record],
     for group in cases.values():
         if len({r.environment for r in group}) < 2:
             continue
-        fast, slow = min(group, key=lambda r: r.median_s), max(group, key=lambda r: r.median_s)
+        ordered = sorted(group, key=lambda r: r.median_s)
+        fast, rest = ordered[0], ordered[1:]
         where = f"{fast.workload} {size_text(fast)}" + (f" on {fast.machine}" if fast.machine else "")
-        a, b = build_label(fast, environment), build_label(slow, environment)
-        times = f"{format_seconds(fast.median_s)} against {format_seconds(slow.median_s)}"
-        if (fast.ci_high_s or fast.median_s) < (slow.ci_low_s or slow.median_s):
-            out.append(f"On {where}, {a} is {_ratio(slow.median_s / fast.median_s)} faster than {b} "
-                       f"({times}).")
-        else:
-            out.append(f"On {where}, {a} and {b} are level ({times}; the 95% CIs overlap).")
+        a = build_label(fast, environment)
+        if len(rest) == 1:
+            slow = rest[0]
+            b = build_label(slow, environment)
+            times = f"{format_seconds(fast.median_s)} against {format_seconds(slow.median_s)}"
+            if _significantly_faster(fast, slow):
+                out.append(f"On {where}, {a} is {_ratio(slow.median_s / fast.median_s)} faster than {b} "
+                           f"({times}).")
+            else:
+                out.append(f"On {where}, {a} and {b} are level ({times}; the 95% CIs overlap).")
+            continue
+        parts = [(f"{_ratio(o.median_s / fast.median_s)} faster than " if _significantly_faster(fast, o)
+                  else "level with ") + f"{build_label(o, environment)} ({format_seconds(o.median_s)})"
+                 for o in rest]
+        out.append(f"On {where}, {a} is fastest at {format_seconds(fast.median_s)}: {'; '.join(parts)}.")
     return out
+
+
+def _significantly_faster(a: Record, b: Record) -> bool:
+    """a's 95% interval lies wholly below b's."""
+    return (a.ci_high_s or a.median_s) < (b.ci_low_s or b.median_s)
