@@ -330,7 +330,8 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
                                shipped=bool(state.options.shipped_workloads),
                                shipped_sha256=state.shipped_sha256, sealed=state.sealed,
                                named=[str(Path(f).expanduser().resolve()) for f in workload_files],
-                               trust_folder=trust_folder)
+                               trust_folder=trust_folder,
+                               environments=bool(state.options.pythons or state.options.variants))
             loaded = load_files(state.options.workload_files)
             if state.options.shipped_workloads:
                 try:

@@ -125,7 +125,13 @@ def test_resume_measures_an_environment_s_missing_replicates(side_by_side, tmp_p
     journal.write_text("".join(kept))
     (copy / "results.json").unlink()
     shutil.rmtree(copy / "logs")
-    result = run_cli("run", "--resume", str(copy), "-q", "--store", str(tmp_path / "store.sqlite"))
+    # This test's data folder is not the run's (its own key): the folder is someone else's, and
+    # the interpreters its journal names are not run unless the user trusts it.
+    refused = run_cli("run", "--resume", str(copy), "-q", "--store", str(tmp_path / "store.sqlite"))
+    assert refused.returncode == 2 and "--trust-folder" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr and not (copy / "logs").exists()
+    result = run_cli("run", "--resume", str(copy), "--trust-folder", "-q",
+                     "--store", str(tmp_path / "store.sqlite"))
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads((copy / "results.json").read_text())
     assert sorted((r["environment"], r["status"]) for r in data["records"]) == [

@@ -82,6 +82,8 @@ def interpreter_problem(environment: Environment, *, threads: bool = False,
     """Why ``environment``'s interpreter cannot run arraybench's worker, naming what to install;
     None when it can. Asked through the probe job (``host/probe.py``), measuring nothing."""
     python = environment.python or sys.executable
+    if not os.access(python, os.X_OK):  # gone since the run began (--resume), or never there
+        return "no such interpreter (or it is not executable)"
     reason, info = probe("numpy", "cpu", timeout=timeout, environment=environment)
     install = f"{python} -m pip install"
     if reason is not None:
