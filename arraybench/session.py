@@ -247,7 +247,9 @@ class Session:
         """A library or device cannot run here: journal it, and its cells are final (skipped)."""
         self.state.unavailable[config] = reason
         self.sink.unavailable(config[0], config[1], reason, environment=config[2])
-        self.reporter.config_unavailable(config[0], config[1], reason)
+        # The reporter's protocol names a (backend, device): an environment's is said in the reason.
+        self.reporter.config_unavailable(config[0], config[1],
+                                         f"{reason} (in environment {config[2]})" if config[2] else reason)
         self._complete_config(config)
 
     def start_failed(self, config: Config, reason: str) -> None:
