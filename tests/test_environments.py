@@ -244,3 +244,16 @@ def test_a_project_file_sets_environments(tmp_path):
     defaults = config.load(run_parser, project)
     assert defaults.values["pythons"] == [("np2", sys.executable)]
     assert defaults.values["variants"] == [("t1", {"OPENBLAS_NUM_THREADS": "1"}), ("base", {})]
+
+
+def test_a_library_that_environment_lacks_is_skipped_there(old_numpy_python, tmp_path):
+    # The venv has NumPy only: PyTorch is "not run" there, with its worker's own reason.
+    out = tmp_path / "run"
+    result = run_cli("run", "--python", f"np126={old_numpy_python}", "--backends", "torch", "--devices", "cpu",
+                     "--workloads", "sort", "--sizes", "small", *[a for a in FAST if a != "-q"],
+                     "--output-dir", str(out), "--store", str(tmp_path / "store.sqlite"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    (record,) = json.loads((out / "results.json").read_text())["records"]
+    assert (record["environment"], record["status"]) == ("np126", "skipped")
+    assert "cannot import torch" in record["reason"]
+    assert "not run: PyTorch CPU [np126]: cannot import torch" in result.stdout
