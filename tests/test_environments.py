@@ -257,3 +257,11 @@ def test_a_library_that_environment_lacks_is_skipped_there(old_numpy_python, tmp
     assert (record["environment"], record["status"]) == ("np126", "skipped")
     assert "cannot import torch" in record["reason"]
     assert "not run: PyTorch CPU [np126]: cannot import torch" in result.stdout
+
+
+def test_history_keeps_each_environment_s_series(side_by_side):
+    out, _ = side_by_side
+    result = run_cli("history", "--store", str(out.parent / "store.sqlite"), env={"COLUMNS": "200"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "NumPy CPU [np126]" in result.stdout and "NumPy CPU [np2]" in result.stdout
+    assert "4 series over 1 runs" in result.stdout

@@ -36,6 +36,16 @@ def worker_key(backend: str, device: str, environment: str = "") -> str:
     return f"{backend}/{device}" + (f"[{environment}]" if environment else "")
 
 
+_IN_KEY = re.compile(r"\[([A-Za-z0-9][A-Za-z0-9_.+/-]*)\](?:@[^@]*)?$")
+
+
+def environment_in_key(key: str) -> str:
+    """The environment label a cell key ends with (``plan.cell_key``: ``...|latency[np126]``);
+    "" for a cell of a run without environments."""
+    found = _IN_KEY.search(key)
+    return found.group(1) if found else ""
+
+
 class Chosen(Protocol):
     """What a run chose of environments (``options.RunOptions`` has it)."""
 
