@@ -265,3 +265,12 @@ def test_history_keeps_each_environment_s_series(side_by_side):
     assert result.returncode == 0, result.stderr[-2000:]
     assert "NumPy CPU [np126]" in result.stdout and "NumPy CPU [np2]" in result.stdout
     assert "4 series over 1 runs" in result.stdout
+
+
+def test_merge_keeps_environments_apart_on_each_machine(side_by_side):
+    out, _ = side_by_side
+    merged = arraybench.merge([out, out], labels=["a", "b"], plots=False)
+    assert {r.config_label for r in merged.records} == {
+        "NumPy CPU [np126] @ a", "NumPy CPU [np2] @ a", "NumPy CPU [np126] @ b", "NumPy CPU [np2] @ b"}
+    # Each machine's workers' versions are found under its own environment.
+    assert any(f"NumPy {OLD_NUMPY}" in f and " on b" in f for f in merged.findings())
