@@ -201,7 +201,9 @@ def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,
       attributes changes to.
     - any other ``RunOptions`` field by name: ``processes=5`` (exactly five worker processes per
       cell; with ``max_processes=10``, from five up to ten while the interval is wide), ``max_time=2.0``,
-      ``threads=1``...
+      ``threads=1``, ``pythons={"np126": ".venv126/bin/python"}`` and
+      ``variants={"t1": {"OPENBLAS_NUM_THREADS": "1"}}`` (each backend under each environment,
+      side by side: docs/environments.md)...
 
     Raises ``UsageError`` for bad options (or a folder another run holds) before anything is
     measured, ``Interrupted`` (holding the partial results, saved) when a signal stops the run, and
@@ -328,7 +330,8 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
                                shipped=bool(state.options.shipped_workloads),
                                shipped_sha256=state.shipped_sha256, sealed=state.sealed,
                                named=[str(Path(f).expanduser().resolve()) for f in workload_files],
-                               trust_folder=trust_folder)
+                               trust_folder=trust_folder,
+                               environments=bool(state.options.pythons or state.options.variants))
             loaded = load_files(state.options.workload_files)
             if state.options.shipped_workloads:
                 try:
@@ -378,6 +381,12 @@ def _executor(options: RunOptions, *, measure: bool, node_wait: float | None = N
         return cluster_executor(options, node_wait=node_wait)
     from .executors.local import LocalExecutor
 
+    if measure and options.pythons:
+        from .host.probe import check_interpreters
+
+        # Each other interpreter asked once, now: one that cannot run the worker is one line
+        # naming what to install, before the output folder is touched.
+        check_interpreters(options)
     return LocalExecutor()
 
 

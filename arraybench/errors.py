@@ -76,7 +76,7 @@ def command_line() -> Iterator[None]:
 
 #: Options the command line spells otherwise than ``--`` and the keyword with dashes.
 _COMMAND_LINE_NAMES = {"max_processes": "--processes", "modes": "--mode", "params": "--param",
-                       "workload_files": "--workload-file"}
+                       "workload_files": "--workload-file", "pythons": "--python", "variants": "--variant"}
 
 
 def option_name(name: str) -> str:

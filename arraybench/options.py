@@ -74,6 +74,13 @@ class RunOptions:
     #: another while its interval is wider than ``rel_ci`` and its budget allows. None: exactly
     #: ``processes`` (``--processes N``).
     max_processes: int | None = 6
+    # -- issue 27: builds side by side (``host/environments.py``) --
+    #: ``--python LABEL=INTERPRETER``: each backend runs once per interpreter, in workers started
+    #: with it. Empty: the workers run with this Python, as always.
+    pythons: dict[str, str] = field(default_factory=dict)
+    #: ``--variant LABEL:VAR=VALUE,...``: each backend runs once per set of environment variables
+    #: (combined with ``pythons``: every interpreter under every variant).
+    variants: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -277,4 +284,12 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
         changes["params"] = check_settings("--param", options.params, aimable=True)
     except TypeError as exc:
         raise UsageError(str(exc)) from None
+    from .host.environments import check_pythons, check_variants
+
+    changes["pythons"] = check_pythons(options.pythons)
+    changes["variants"] = check_variants(options.variants)
+    if (changes["pythons"] or changes["variants"]) and options.cluster is not None:
+        # Each node would need the same interpreters at the same paths; not checked yet, so refused.
+        raise UsageError(f"{option_name('cluster')} cannot be combined with {option_name('pythons')} "
+                         f"or {option_name('variants')} yet: run the environments on one machine")
     return replace(options, **changes)

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
 from . import backends
+from .host import environments
 from .model import schema
 from .errors import UsageError
 from .options import Dtype, Mode, RunOptions, parse_size
@@ -20,11 +21,12 @@ from .workloads.params import ParamValue, aimed, coerce, text as params_text
 
 def cell_key(workload: str, size_label: str, backend: str, device: str, dtype: str, mode: str,
              transfer: bool = False, machine: str = "",
-             params: Mapping[str, Any] | None = None) -> str:
+             params: Mapping[str, Any] | None = None, environment: str = "") -> str:
     """A cell's identity, the same in the journal, in results and across runs.
 
-    Settings (``params``) end the key only when there are some, and the machine only for a cell of
-    an every-node cluster run (measured once per node), so keys of other cells are what they always
+    Settings (``params``) end the key only when there are some, the environment (``--python``,
+    ``--variant``: ``[np126]``) only in a run of several, and the machine only for a cell of an
+    every-node cluster run (measured once per node), so keys of other cells are what they always
     were.
     """
     parts = [workload, size_label, backend, device, dtype, mode]
@@ -32,7 +34,8 @@ def cell_key(workload: str, size_label: str, backend: str, device: str, dtype: s
         parts.append("transfer")
     if params:
         parts.append(params_text(params))
-    return "|".join(parts) + (f"@{machine}" if machine else "")
+    return ("|".join(parts) + (f"[{environment}]" if environment else "")
+            + (f"@{machine}" if machine else ""))
 
 
 @dataclass(frozen=True, order=True)
@@ -54,16 +57,21 @@ class Cell:
     #: The workload's settings at this size (``workloads/params.py``); part of the cell's identity.
     #: Not hashed (a dict); cells are told apart by ``key``.
     params: dict[str, ParamValue] = field(default_factory=dict, hash=False)
+    # -- issue 27 --
+    #: The environment it runs in (``host/environments.py``: an interpreter, variables); "" for
+    #: the run's own (a run without ``--python`` or ``--variant``).
+    environment: str = ""
 
     @property
     def key(self) -> str:
         return cell_key(self.workload, self.size_label, self.backend, self.device, self.dtype,
-                        self.mode, self.transfer, machine=self.machine, params=self.params)
+                        self.mode, self.transfer, machine=self.machine, params=self.params,
+                        environment=self.environment)
 
     @property
-    def config(self) -> tuple[str, str]:
-        """The worker that measures it: one process type per (backend, device)."""
-        return self.backend, self.device
+    def config(self) -> tuple[str, str, str]:
+        """The worker that measures it: one process type per (backend, device, environment)."""
+        return self.backend, self.device, self.environment
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -137,7 +145,7 @@ def _planned(options: RunOptions, workloads_by_name: dict[str, Any], selected: l
     """How many cells the options ask for (before equal sizes are merged), counted, not built."""
     per_size = sum(len(options.modes) * (2 if options.include_transfer and dev != "cpu" else 1)
                    for b in options.backends for dev in options.devices
-                   if dev in backends.SPECS[b].devices)
+                   if dev in backends.SPECS[b].devices) * len(environments.of(options))
     return sum(len(options.sizes or workloads_by_name[w].sizes) for w in selected) * per_size
 
 
@@ -160,9 +168,10 @@ def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
             raise UsageError(
                 f"the run would measure more than {MAX_CELLS:,} cells (it asks for "
                 f"{_planned(options, workloads_by_name, selected):,}: workloads × sizes × backends "
-                "× devices × modes); select fewer sizes or workloads, or split it into several runs")
+                "× devices × modes × environments); select fewer sizes or workloads, or split it into several runs")
 
     settings_of: dict[str, set[str]] = {}
+    labels = [e.label for e in environments.of(options)]
     for wname in selected:
         wl = workloads_by_name[wname]
         for s in options.sizes or list(wl.sizes):
@@ -183,20 +192,23 @@ def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
                     if dev not in backends.SPECS[bname].devices:
                         continue
                     for mode in options.modes:
-                        add(Cell(wname, label, n, bname, dev, options.dtype, mode, params=params))
-                        if options.include_transfer and dev != "cpu":
-                            add(Cell(wname, label, n, bname, dev, options.dtype, mode, True,
-                                     params=params))
+                        for env in labels:
+                            add(Cell(wname, label, n, bname, dev, options.dtype, mode,
+                                     params=params, environment=env))
+                            if options.include_transfer and dev != "cpu":
+                                add(Cell(wname, label, n, bname, dev, options.dtype, mode, True,
+                                         params=params, environment=env))
     _check_params_used(options.params, settings_of)
     if not cells:
         raise UsageError("the selection gives nothing to run (check --backends against --devices)")
     if options.roofline:
         from .workloads.ceilings import CEILING_WORKLOADS
 
-        for backend, device in dict.fromkeys((c.backend, c.device) for c in cells):
+        for backend, device, env in dict.fromkeys(c.config for c in cells):
             for wname in CEILING_WORKLOADS:
                 if wname in workloads_by_name and wname not in selected:
                     n = workloads_by_name[wname].sizes[device]
-                    cells.append(Cell(wname, device, n, backend, device, options.dtype, "latency"))
+                    cells.append(Cell(wname, device, n, backend, device, options.dtype, "latency",
+                                      environment=env))
     # "small,100" (when small is 100) or "1e2,100" name one cell twice; measure it once.
     return list({c.key: c for c in cells}.values())

@@ -36,7 +36,7 @@ class RunState:
         return cls(journalled.cells, journalled.options, journalled.replicates, journalled.unavailable)
 
     def configs(self) -> list[Config]:
-        """The (backend, device) pairs of the plan, in plan order."""
+        """The (backend, device, environment) configurations of the plan, in plan order."""
         return list(dict.fromkeys(c.config for c in self.cells))
 
     def decision(self, cell: Cell) -> Decision:

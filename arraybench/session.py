@@ -21,12 +21,13 @@ from .analysis.aggregate import aggregate
 from .analysis.replication import timer_settings
 from .errors import SaveError
 from .executors.base import Config
-from .host import environment
+from .host import environment, environments
 from .model.journal import Journal, JournalSink, JournalState
 from .model.record import Record
 from .model.replicate import Replicate
 from .model.results import Results
 from .options import RunOptions
+from .host.environments import worker_key
 from .plan import Cell
 from .reporter import Reporter
 from .run_state import RunState
@@ -81,6 +82,9 @@ class Session:
         env["run_id"] = uuid.uuid4().hex[:16]
         if context:
             env["context"] = dict(context)
+        described = environments.describe(options)
+        if described:  # issue 27: each environment's interpreter and variables, by label
+            env["environments"] = described
         sink = Journal.create(out_dir, options, cells, env, code)
         return cls(RunState(cells, options), out_dir, sink, env, reporter)
 
@@ -90,8 +94,8 @@ class Session:
         """Go on with the run journalled in ``out_dir`` (as read under its lock): appends to its
         journal."""
         env = journalled.environment or environment.collect(journalled.options.threads)
-        for (b, d), info in journalled.worker_info.items():
-            environment.merge_worker_info(env, b, d, info)
+        for (b, d, e), info in journalled.worker_info.items():
+            environment.merge_worker_info(env, b, d, info, e)
         return cls(RunState.of(journalled), out_dir, Journal.reopen(out_dir), env, reporter)
 
     @property
@@ -152,8 +156,8 @@ class Session:
 
     def results(self, complete: bool) -> Results:
         """Records from everything measured so far."""
-        errors = [{"kind": "worker", "source": f"{b}/{d}", "error": reason}
-                  for (b, d), reason in self.state.start_failures.items()]
+        errors = [{"kind": "worker", "source": worker_key(b, d, e), "error": reason}
+                  for (b, d, e), reason in self.state.start_failures.items()]
         return Results(environment=self.environment, settings=self._settings(),
                        records=[self.record(c) for c in self.cells], complete=complete,
                        errors=errors, output_dir=self.out_dir)
@@ -174,7 +178,7 @@ class Session:
 
     # -- what executors ask (executors.base.RunHandle) -----------------------------------------
     def configs(self) -> list[Config]:
-        """The (backend, device) pairs of the plan, in plan order."""
+        """The (backend, device, environment) configurations of the plan, in plan order."""
         return self.state.configs()
 
     def is_unavailable(self, config: Config) -> bool:
@@ -224,8 +228,8 @@ class Session:
 
     def worker_ready(self, config: Config, index: int, info: dict[str, Any], pid: int | None) -> None:
         """A worker imported its library and reported what it sees (BLAS, threads, device)."""
-        self.sink.worker(config[0], config[1], index, info, pid=pid)
-        environment.merge_worker_info(self.environment, config[0], config[1], info)
+        self.sink.worker(config[0], config[1], index, info, pid=pid, environment=config[2])
+        environment.merge_worker_info(self.environment, config[0], config[1], info, config[2])
 
     def store(self, cell: Cell, index: int, replicate: Replicate) -> None:
         """Journal one replicate the moment it arrives (a ``SaveError`` if it cannot be: then it is
@@ -242,8 +246,10 @@ class Session:
     def mark_unavailable(self, config: Config, reason: str) -> None:
         """A library or device cannot run here: journal it, and its cells are final (skipped)."""
         self.state.unavailable[config] = reason
-        self.sink.unavailable(config[0], config[1], reason)
-        self.reporter.config_unavailable(config[0], config[1], reason)
+        self.sink.unavailable(config[0], config[1], reason, environment=config[2])
+        # The reporter's protocol names a (backend, device): an environment's is said in the reason.
+        self.reporter.config_unavailable(config[0], config[1],
+                                         f"{reason} (in environment {config[2]})" if config[2] else reason)
         self._complete_config(config)
 
     def start_failed(self, config: Config, reason: str) -> None:

@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from .across_machines import machine_findings
 from .crossover import Crossover, crossovers
+from .environments import environment_findings
 from .explanations import explanations
 from ..model.record import Record, config_label
 from ..units import format_seconds
@@ -47,6 +48,8 @@ def _winner(workload: str, group: list[Record], on: str) -> list[str]:
     valid = sorted((r for r in group if is_valid(r)), key=lambda r: r.median_s)
     if len(valid) < 2:
         return []
+    if len({(r.backend, r.device, r.mode, r.transfer, r.gradient) for r in valid}) == 1:
+        return []  # one library in several environments: environment_findings names their builds
     best, second = valid[0], valid[1]
     where = f"{workload} {size_text(best)}{on}"
     base = baseline(group)
@@ -70,7 +73,7 @@ def _gradient_labels(records: list[Record]) -> Callable[[Record], str]:
         return library_label
 
     def label(r: Record) -> str:
-        text = config_label(r.backend, r.device, r.mode, transfer=r.transfer)
+        text = config_label(r.backend, r.device, r.mode, transfer=r.transfer, environment=r.environment)
         method = {"autodiff": "autodiff", "finite_differences": "finite differences",
                   "analytic": "analytic gradient"}.get(r.gradient or "")
         return f"{text} ({method})" if method else text
@@ -106,7 +109,8 @@ def overheads(records: Iterable[Record]) -> list[str]:
         if not is_valid(r) or r.workload.startswith("ceiling_"):
             continue
         # Finite differences call the same library: its floor is the library's.
-        label = config_label(r.backend, r.device, r.mode, transfer=r.transfer, machine=r.machine)
+        label = config_label(r.backend, r.device, r.mode, transfer=r.transfer, machine=r.machine,
+                             environment=r.environment)
         if label not in best or r.median_s < best[label].median_s:
             best[label] = r
     if len(best) < 2:
@@ -120,13 +124,14 @@ def overheads(records: Iterable[Record]) -> list[str]:
 def compiled_vs_eager(records: Iterable[Record]) -> list[str]:
     """Where jax.jit / torch.compile beat eager execution, and what compiling cost."""
     records = list(records)
-    eager = {(r.machine, r.workload, r.size, r.backend, r.device, r.dtype, r.transfer): r
+    eager = {(r.machine, r.workload, r.size, r.backend, r.device, r.dtype, r.transfer, r.environment): r
              for r in records if r.mode == "latency" and is_valid(r)}
     out = []
     for r in records:
         if r.mode != "compiled" or not is_valid(r):
             continue
-        e = eager.get((r.machine, r.workload, r.size, r.backend, r.device, r.dtype, r.transfer))
+        e = eager.get((r.machine, r.workload, r.size, r.backend, r.device, r.dtype, r.transfer,
+                       r.environment))
         if e is None:
             continue
         where = f"{r.workload} {size_text(r)}"
@@ -188,6 +193,7 @@ def findings(records: Iterable[Record], environment: Mapping[str, Any] | None = 
     return (
         winners(records)
         + machine_findings(records)
+        + environment_findings(records, environment)
         + [_crossover(c, records) for c in crossovers(records) if _swept(records, c.workload)]
         + overheads(records)
         + compiled_vs_eager(records)

@@ -15,13 +15,14 @@ _MODE_ORDER = {"latency": 0, "throughput": 1, "compiled": 2}
 def config_sort_key(r: Record) -> tuple:
     """NumPy first, then PyTorch, JAX, CuPy; CPU before GPU; latency, throughput, compiled."""
     return (r.machine, _BACKEND_ORDER.get(r.backend, 99), r.device, r.transfer,
-            _MODE_ORDER.get(r.mode, 9), r.mode)
+            _MODE_ORDER.get(r.mode, 9), r.mode, r.environment)
 
 
 def library_label(r: Record) -> str:
     """The configuration's name without its machine ("PyTorch CPU"), for a table with a machine
     column or a sentence that names the machine already."""
-    return config_label(r.backend, r.device, r.mode, transfer=r.transfer, gradient=r.gradient)
+    return config_label(r.backend, r.device, r.mode, transfer=r.transfer, gradient=r.gradient,
+                        environment=r.environment)
 
 
 def size_sort_key(r: Record) -> tuple:

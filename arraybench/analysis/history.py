@@ -32,6 +32,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..model.machines import describe, fingerprint_changes
 from ..plan import Cell
+from ..host.environments import environment_in_key
 from ..model.record import Record
 from .compare import DEFAULT_THRESHOLD, change_text, settings_differences
 from .fdr import benjamini_hochberg
@@ -248,7 +249,8 @@ def build_series(entries: Iterable[Entry], runs: Mapping[str, RunInfo]) -> list[
             continue
         key = (e.machine_id, e.cell)
         if key not in by_key:
-            cell = Cell(e.workload, e.size_label, e.size, e.backend, e.device, e.dtype, e.mode, e.transfer)
+            cell = Cell(e.workload, e.size_label, e.size, e.backend, e.device, e.dtype, e.mode, e.transfer,
+                        environment=environment_in_key(e.cell))
             by_key[key] = Series(e.machine_id, e.cell, Record.for_cell(cell).config_label, e.workload,
                                  e.size_label, e.size, describe(run.machine_environment(e.machine)))
         by_key[key].points.append(Point(run, e))

@@ -20,6 +20,7 @@ from . import modes, stats
 from .aggregate import BUSY_OTHERS_SHARE
 from .grouping import is_valid
 from ..model.machines import machine_id_of
+from ..host.environments import worker_key
 from ..model.record import Record
 from ..model.replicate import Replicate
 from ..model.usage import Usage
@@ -42,7 +43,7 @@ def _environment_of(r: Record, environment: Mapping[str, Any]) -> Mapping[str, A
 
 def _worker_info(r: Record, environment: Mapping[str, Any]) -> Mapping[str, Any]:
     workers = _environment_of(r, environment).get("backends")
-    info = workers.get(f"{r.backend}/{r.device}") if isinstance(workers, Mapping) else None
+    info = workers.get(worker_key(r.backend, r.device, r.environment)) if isinstance(workers, Mapping) else None
     return info if isinstance(info, Mapping) else {}
 
 

@@ -101,6 +101,26 @@ def assignment(text: str) -> tuple[str, str]:
     return name, value.strip()
 
 
+def python_assignment(text: str) -> tuple[str, str]:
+    """``--python LABEL=INTERPRETER`` -> ``(LABEL, INTERPRETER)``."""
+    from ..host.environments import parse_python
+
+    try:
+        return parse_python(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--python {text!r}: ")) from None
+
+
+def variant_assignment(text: str) -> tuple[str, dict[str, str]]:
+    """``--variant LABEL:VAR=VALUE[,VAR=VALUE]`` -> ``(LABEL, {VAR: VALUE})``."""
+    from ..host.environments import parse_variant
+
+    try:
+        return parse_variant(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--variant {text!r}: ")) from None
+
+
 class Assignments(argparse._AppendAction):
     """``--param NAME=VALUE``, repeatable: each NAME once (``--param tsteps=10 --param tsteps=20``
     is refused, not silently the last), and what is typed replaces a project file's list."""

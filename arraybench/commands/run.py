@@ -28,7 +28,7 @@ from ..workloads.userfile import LoadedFiles
 from ..model.context import parse_context
 from ..render.terminal import console as safe_console
 from .argtypes import (Assignments, assignment, csv_list, fraction, positive_float, positive_int, processes,
-                       seed, unique_assignments)
+                       python_assignment, seed, unique_assignments, variant_assignment)
 from .storeargs import add_store_option, run_store_choice
 
 
@@ -65,6 +65,16 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                           "its own type, e.g. --param tsteps=50, or for one workload: "
                           "--param jacobi_2d.tsteps=50 (repeatable, each name once; see "
                           "docs/workloads.md)")
+    sel.add_argument("--python", action=Assignments, type=python_assignment, default=[],
+                     dest="pythons", metavar="LABEL=INTERPRETER",
+                     help="run each backend also (or only) under another Python, e.g. "
+                          "--python np126=.venv126/bin/python, side by side with the others "
+                          "(repeatable; docs/environments.md)")
+    sel.add_argument("--variant", action=Assignments, type=variant_assignment, default=[],
+                     dest="variants", metavar="LABEL:VAR=VALUE[,VAR=VALUE]",
+                     help="run each backend once per set of environment variables, e.g. "
+                          "--variant t1:OPENBLAS_NUM_THREADS=1 (repeatable; with --python, every "
+                          "interpreter under every variant; LABEL: alone is the inherited set)")
     sel.add_argument("--include-transfer", action="store_true",
                      help="also time GPU calls from host NumPy data to a host result")
     sel.add_argument("--roofline", action="store_true",
@@ -136,6 +146,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         threads=args.threads, cold=args.cold, allow_tf32=args.allow_tf32, timeout=args.timeout,
         seed=args.seed, workload_files=[str(Path(f).resolve()) for f in args.workload_files],
         cluster=args.cluster, on=args.on, gpu_type=args.gpu_type, params=unique_assignments(args.params),
+        pythons=unique_assignments(args.pythons, "--python"),
+        variants=unique_assignments(args.variants, "--variant"),
     )
 
 

@@ -16,8 +16,9 @@ if TYPE_CHECKING:
     from ..options import RunOptions
     from ..plan import Cell
 
-#: A (backend, device) pair: what one worker process runs.
-Config = tuple[str, str]
+#: A (backend, device, environment): what one worker process runs; the environment ("" in a run
+#: without ``--python`` or ``--variant``) is the interpreter and variables it runs with.
+Config = tuple[str, str, str]
 
 
 class RunHandle(Protocol):
@@ -33,7 +34,7 @@ class RunHandle(Protocol):
 
     # -- what is left -------------------------------------------------------------------------
     def configs(self) -> list[Config]:
-        """The (backend, device) pairs of the plan, in plan order."""
+        """The (backend, device, environment) configurations of the plan, in plan order."""
 
     def is_unavailable(self, config: Config) -> bool:
         """The library or device cannot run here (journalled: its cells are final)."""

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .. import backends
 from ..analysis.replication import timer_settings
+from ..host import environments
 from ..host.threads import worker_cpus, worker_env
 from ..model.replicate import Replicate
 from ..options import RunOptions
@@ -48,7 +49,8 @@ class LocalExecutor:
     def run(self, run: RunHandle, options: RunOptions, out_dir: Path) -> None:
         """Measure until nothing is missing, or until the run is told to stop."""
         for config in run.configs():
-            if not run.is_unavailable(config):
+            # The preflight asks this interpreter's libraries: another's workers say for themselves.
+            if not run.is_unavailable(config) and environments.find(options, config[2]).python is None:
                 reason = backends.SPECS[config[0]].preflight(config[1])
                 if reason:
                     run.mark_unavailable(config, reason)
@@ -79,7 +81,9 @@ class LocalExecutor:
     def _run_worker(self, session: RunHandle, options: RunOptions, out_dir: Path, config: Config,
                     index: int, todo: list[Cell]) -> None:
         """Measure ``todo`` in fresh workers until every cell has a replicate (or the run stops)."""
-        backend, device = config
+        backend, device, label = config
+        # Each environment's workers start with its interpreter and variables (issue 27).
+        environment = environments.find(options, label)
         remaining = {c.key: c for c in todo}
         attempt = 0
         shipped = out_dir / SHIPPED_NAME
@@ -95,9 +99,14 @@ class LocalExecutor:
             )
             env = worker_env(os.environ, threads=options.threads, backend=backend,
                              device=device, allow_tf32=options.allow_tf32)
-            log = out_dir / "logs" / f"{backend}-{device}-p{index}.log"
+            name = f"{backend}-{device}"
+            if not environment.default:
+                env = environments.worker_env(environment, env)
+                name += "-" + label.replace(environments.JOIN, "+")
+            log = out_dir / "logs" / f"{name}-p{index}.log"
             session.worker_started(config, index, len(remaining))
-            worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads), log_path=log)
+            worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads), log_path=log,
+                                   python=environment.python)
             listener = _Listener(session, config, index, remaining)
             timeout = options.timeout
 

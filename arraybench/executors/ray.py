@@ -440,7 +440,7 @@ class RayExecutor:
             if self.options.on == "any-node":
                 reason += f" (on {label})"
             for cell in f.cells.values():
-                if cell.config == (e.get("backend"), e.get("device")):
+                if cell.config == (e.get("backend"), e.get("device"), ""):  # no environments on a cluster
                     for i in session.missing_indices(cell):
                         rep = Replicate.ended("skipped", reason)
                         rep.machine = label

@@ -89,12 +89,12 @@ class _QueueSink:
         self._events.put({"event": "replicate", "key": key, "index": index,
                           "replicate": replicate.to_dict()})
 
-    def unavailable(self, backend: str, device: str, reason: str) -> None:
+    def unavailable(self, backend: str, device: str, reason: str, environment: str = "") -> None:
         self._events.put({"event": "unavailable", "backend": backend, "device": device,
                           "reason": reason})
 
     def worker(self, backend: str, device: str, index: int, info: dict[str, Any],
-               pid: int | None = None) -> None:
+               pid: int | None = None, environment: str = "") -> None:
         self._events.put({"event": "worker", "backend": backend, "device": device, "index": index,
                           "info": info, "pid": pid})
 

@@ -92,7 +92,9 @@ class WorkerProcess:
     """One running worker."""
 
     def __init__(self, job: Job, *, env: Mapping[str, str], cpus: list[int] | None,
-                 log_path: Path) -> None:
+                 log_path: Path, python: str | None = None) -> None:
+        """Start ``python -m arraybench.worker`` (``python``: another interpreter, an environment
+        of ``--python``; None: this one) with ``job`` on its stdin."""
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self.board_path = log_path.with_suffix(".board")
@@ -109,7 +111,7 @@ class WorkerProcess:
         self._output_ended = threading.Event()
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "arraybench.worker"],
+                [python or sys.executable, "-m", "arraybench.worker"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 # Through the parent, which caps it (worker_log): never straight into the file.

@@ -200,9 +200,16 @@ def collect(threads: int | None = None) -> dict[str, Any]:
     }
 
 
-def merge_worker_info(env: dict[str, Any], backend: str, device: str, info: dict[str, Any]) -> None:
-    """Fold a worker's self-report into the environment (BLAS, GPU name, thread pools)."""
-    env.setdefault("backends", {})[f"{backend}/{device}"] = info
+def merge_worker_info(env: dict[str, Any], backend: str, device: str, info: dict[str, Any],
+                      environment: str = "") -> None:
+    """Fold a worker's self-report into the environment (BLAS, GPU name, thread pools); one of
+    an ``environment`` (``--python``, ``--variant``) under ``numpy/cpu[np126]``, the run's BLAS
+    only where it has no other."""
+    from .environments import worker_key
+
+    env.setdefault("backends", {})[worker_key(backend, device, environment)] = info
+    if environment and env.get("blas"):
+        return
     if backend == "numpy" and info.get("blas"):
         env["blas"] = info["blas"]
     if device == "gpu" and info.get("device_name") and not env.get("gpu_name"):

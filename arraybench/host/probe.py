@@ -1,27 +1,43 @@
-"""Which backends work here, and why not: each asked in its own worker process, measuring nothing."""
+"""Which backends work here, and why not, and whether another interpreter (``--python``) can run
+arraybench's worker: each asked in its own worker process (the probe job), measuring nothing."""
 
 from __future__ import annotations
 
 import os
+import re
+import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import backends
 from ..executors.worker_process import WorkerExited, WorkerProcess, WorkerTimeout
 from ..worker.protocol import Job, Ready, Unavailable
 from .threads import worker_env
 
+from ..errors import UsageError, option_name
+from .environments import Environment, of
 
-def probe(backend: str, device: str, timeout: float = 120.0) -> tuple[str | None, dict[str, Any]]:
-    """(None, info) when ``backend`` runs on ``device`` here, else (reason, {})."""
+if TYPE_CHECKING:
+    from ..options import RunOptions
+
+
+def probe(backend: str, device: str, timeout: float = 120.0, *,
+          environment: Environment | None = None) -> tuple[str | None, dict[str, Any]]:
+    """(None, info) when ``backend`` runs on ``device`` here (in ``environment``: another
+    interpreter, other variables), else (reason, {})."""
     reason = backends.SPECS[backend].preflight(device)
     if reason:
         return reason, {}
     job = Job(backend=backend, device=device, task="probe")
     env = worker_env(os.environ, threads=None, backend=backend, device=device, allow_tf32=False)
+    python = None
+    if environment is not None:
+        from .environments import worker_env as in_environment
+
+        env, python = in_environment(environment, env), environment.python
     with tempfile.TemporaryDirectory() as tmp:
-        worker = WorkerProcess(job, env=env, cpus=None, log_path=Path(tmp) / "probe.log")
+        worker = WorkerProcess(job, env=env, cpus=None, log_path=Path(tmp) / "probe.log", python=python)
         try:
             for msg in worker.messages(timeout=timeout):
                 if isinstance(msg, Ready):
@@ -56,3 +72,46 @@ def probe_backends() -> dict[str, dict[str, Any]]:
             "info": info,
         }
     return out
+
+
+_MISSING = re.compile(r"No module named '([A-Za-z0-9_]+)")
+
+
+def interpreter_problem(environment: Environment, *, threads: bool = False,
+                        timeout: float = 120.0) -> str | None:
+    """Why ``environment``'s interpreter cannot run arraybench's worker, naming what to install;
+    None when it can. Asked through the probe job (``host/probe.py``), measuring nothing."""
+    python = environment.python or sys.executable
+    if not os.access(python, os.X_OK):  # gone since the run began (--resume), or never there
+        return "no such interpreter (or it is not executable)"
+    reason, info = probe("numpy", "cpu", timeout=timeout, environment=environment)
+    install = f"{python} -m pip install"
+    if reason is not None:
+        missing = _MISSING.search(reason)
+        if missing:
+            name = missing.group(1).split(".")[0]
+            return f"it lacks {name}, which arraybench's worker needs; install it there: {install} {name}"
+        if "SyntaxError" in reason or "TypeError: unsupported operand" in reason:
+            return f"it cannot run arraybench (Python >= 3.10 needed): {reason}"
+        return f"arraybench's worker cannot start there: {reason}"
+    ours = str(Path(__file__).resolve().parent.parent)
+    theirs = info.get("arraybench_path")
+    if theirs and os.path.realpath(theirs) != ours:
+        return (f"it imports another arraybench ({theirs}), not this one ({ours}); uninstall it "
+                f"there ({python} -m pip uninstall arraybench) or install this one")
+    if threads and info.get("threadpools_error"):
+        return f"it lacks threadpoolctl, which --threads needs; install it there: {install} threadpoolctl"
+    return None
+
+
+def check_interpreters(options: "RunOptions") -> None:
+    """``UsageError`` in one line for the first interpreter of the run that cannot run the worker."""
+    seen: set[str] = set()
+    for environment in of(options):
+        if environment.python is None or environment.python in seen:
+            continue
+        seen.add(environment.python)
+        label = next(k for k, v in options.pythons.items() if v == environment.python)
+        problem = interpreter_problem(environment, threads=options.threads is not None)
+        if problem:
+            raise UsageError(f"{option_name('pythons')} {label}={environment.python}: {problem}")

@@ -50,8 +50,9 @@ class JournalState:
     cells: list[Cell]
     #: cell key -> replicate index -> what that replicate measured.
     replicates: dict[str, dict[int, Replicate]] = field(default_factory=dict)
-    unavailable: dict[tuple[str, str], str] = field(default_factory=dict)
-    worker_info: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    #: By configuration: (backend, device, environment); the environment "" in a run of one.
+    unavailable: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    worker_info: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
     #: Whether this user's arraybench wrote the header as it is (``workloads.trust``).
     sealed: bool = False
@@ -80,11 +81,11 @@ class JournalSink(Protocol):
     def replicate(self, key: str, index: int, replicate: Replicate) -> None:
         """One replicate of the cell ``key``, as its ``index``-th."""
 
-    def unavailable(self, backend: str, device: str, reason: str) -> None:
-        """A library or device that cannot run here."""
+    def unavailable(self, backend: str, device: str, reason: str, environment: str = "") -> None:
+        """A library or device that cannot run here (in ``environment``, issue 27)."""
 
     def worker(self, backend: str, device: str, index: int, info: dict[str, Any],
-               pid: int | None = None) -> None:
+               pid: int | None = None, environment: str = "") -> None:
         """A worker's report of what it sees (BLAS, threads, device)."""
 
     def close(self) -> None:
@@ -171,15 +172,20 @@ class Journal:
         self._write({"type": "replicate", "key": key, "index": index,
                      "replicate": replicate.to_dict()})
 
-    def unavailable(self, backend: str, device: str, reason: str) -> None:
-        self._write({"type": "unavailable", "backend": backend, "device": device, "reason": reason})
+    def unavailable(self, backend: str, device: str, reason: str, environment: str = "") -> None:
+        entry = {"type": "unavailable", "backend": backend, "device": device, "reason": reason}
+        if environment:  # absent in a run of one environment: its journal is what it always was
+            entry["environment"] = environment
+        self._write(entry)
 
     def worker(self, backend: str, device: str, index: int, info: dict[str, Any],
-               pid: int | None = None) -> None:
+               pid: int | None = None, environment: str = "") -> None:
         entry = {"type": "worker", "backend": backend, "device": device, "index": index,
                  "info": info}
         if pid is not None:
             entry["pid"] = pid
+        if environment:
+            entry["environment"] = environment
         self._write(entry)
 
     def close(self) -> None:
@@ -324,14 +330,14 @@ def _apply(e: dict[str, Any], state: JournalState, keys: set[str]) -> None:
         _need(_is_index(index), f"a replicate numbered {index!r}")
         state.replicates.setdefault(key, {})[index] = Replicate.from_dict(e.get("replicate"))
     elif kind == "unavailable":
-        b, d, reason = e.get("backend"), e.get("device"), e.get("reason")
-        _need(isinstance(b, str) and isinstance(d, str) and isinstance(reason, str),
+        b, d, reason, env = e.get("backend"), e.get("device"), e.get("reason"), e.get("environment", "")
+        _need(isinstance(b, str) and isinstance(d, str) and isinstance(reason, str) and isinstance(env, str),
               "an unavailable entry without backend, device and reason")
-        state.unavailable[(b, d)] = reason
+        state.unavailable[(b, d, env)] = reason
     elif kind == "worker":
-        b, d, info = e.get("backend"), e.get("device"), e.get("info")
-        _need(isinstance(b, str) and isinstance(d, str) and isinstance(info, dict),
+        b, d, info, env = e.get("backend"), e.get("device"), e.get("info"), e.get("environment", "")
+        _need(isinstance(b, str) and isinstance(d, str) and isinstance(info, dict) and isinstance(env, str),
               "a worker entry without backend, device and info")
-        state.worker_info[(b, d)] = info
+        state.worker_info[(b, d, env)] = info
     else:
         _need(False, f"unknown entry type {kind!r}")

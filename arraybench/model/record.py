@@ -88,6 +88,11 @@ class Record:
     # -- issue 14 --
     #: The workload's settings (time steps, a mode's name): part of the cell, like the size.
     params: dict[str, ParamValue] = field(default_factory=dict)
+    # -- issue 27 --
+    #: The environment it ran in (``--python``, ``--variant``): part of the cell. "" for the run's
+    #: own; ``Results.environment["environments"][label]`` says its interpreter and variables,
+    #: ``environment["backends"]["numpy/cpu[label]"]`` the versions and BLAS its workers ran.
+    environment: str = ""
 
     @classmethod
     def for_cell(cls, cell: Cell, status: Status = "skipped", reason: str = "") -> "Record":
@@ -95,18 +100,20 @@ class Record:
         return cls(workload=cell.workload, size_label=cell.size_label, size=cell.size,
                    backend=cell.backend, device=cell.device, dtype=cell.dtype, mode=cell.mode,
                    status=status, reason=reason, transfer=cell.transfer, machine=cell.machine,
-                   params=dict(cell.params))
+                   params=dict(cell.params), environment=cell.environment)
 
     @property
     def cell(self) -> Cell:
         return Cell(self.workload, self.size_label, self.size, self.backend, self.device, self.dtype,
-                    self.mode, self.transfer, machine=self.machine, params=dict(self.params))
+                    self.mode, self.transfer, machine=self.machine, params=dict(self.params),
+                    environment=self.environment)
 
     @property
     def key(self) -> str:
         """The key of the cell this record measures (``plan.cell_key``)."""
         return cell_key(self.workload, self.size_label, self.backend, self.device, self.dtype,
-                        self.mode, self.transfer, machine=self.machine, params=self.params)
+                        self.mode, self.transfer, machine=self.machine, params=self.params,
+                        environment=self.environment)
 
     @property
     def samples_s(self) -> list[float]:
@@ -117,7 +124,8 @@ class Record:
     def config_label(self) -> str:
         """How the record is named in plots and tables: "PyTorch GPU", "JAX CPU (jit)"."""
         return config_label(self.backend, self.device, self.mode, transfer=self.transfer,
-                            gradient=self.gradient, machine=self.machine)
+                            gradient=self.gradient, machine=self.machine,
+                            environment=self.environment)
 
     def to_dict(self) -> dict[str, Any]:
         return schema.to_json(self)
@@ -172,9 +180,10 @@ COLUMNS: tuple[str, ...] = tuple(
 
 
 def config_label(backend: str, device: str, mode: str = "latency", *, transfer: bool = False,
-                 gradient: str | None = None, machine: str = "") -> str:
+                 gradient: str | None = None, machine: str = "", environment: str = "") -> str:
     """A configuration's name, the one every table, plot, finding and export uses: "PyTorch GPU",
-    "JAX CPU (jit)", "NumPy CPU @ laptop" in results of several machines."""
+    "JAX CPU (jit)", "NumPy CPU @ laptop" in results of several machines, "NumPy CPU [np126]" in
+    a run of several environments."""
     from ..backends import SPECS
 
     label = SPECS[backend].label if backend in SPECS else backend
@@ -188,4 +197,6 @@ def config_label(backend: str, device: str, mode: str = "latency", *, transfer: 
         extras.append("finite diff.")
     if extras:
         text += f" ({', '.join(extras)})"
+    if environment:
+        text += f" [{environment}]"
     return f"{text} @ {machine}" if machine else text

@@ -74,7 +74,7 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
     used: set[str] = set()
     records = results.records
     unavailable = unavailable_configs(records)
-    shown = [r for r in records if (r.backend, r.device) not in unavailable]
+    shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
     ceilings = ceilings_of_run(records)
     columns = _columns(shown, ceilings)
 
@@ -104,7 +104,7 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
     others = [(n, t) for n, t in svgs.items() if n not in used]
     if others:
         sections.append(_section("more-plots", "More plots", "figures", figures=others, wide=False))
-    bad = [r for r in records if r.status != "ok" and (r.backend, r.device) not in unavailable]
+    bad = [r for r in records if r.status != "ok" and (r.backend, r.device, r.environment) not in unavailable]
     sections.append(_section(
         "not-measured", "Not measured, failed or wrong", "not-measured", toc="Not measured",
         unavailable=_unavailable(unavailable),
@@ -126,7 +126,7 @@ def results_table_html(results: Results) -> str:
     """
     records = results.records
     unavailable = unavailable_configs(records)
-    shown = [r for r in records if (r.backend, r.device) not in unavailable]
+    shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
     ceilings = ceilings_of_run(records)
     columns = _columns(shown, ceilings, machine=False)
     workloads = [{"name": workload, "table": _records_table(f"nb-{id(results)}-{i}", sizes, ceilings, columns)}
@@ -156,8 +156,8 @@ def _by_workload(shown: Sequence[Record]) -> dict[str, list[tuple[str, list[Reco
     return out
 
 
-def _unavailable(unavailable: Mapping[tuple[str, str], str]) -> list[tuple[str, str]]:
-    return [(config_label(b, d), reason) for (b, d), reason in unavailable.items()]
+def _unavailable(unavailable: Mapping[tuple[str, str, str], str]) -> list[tuple[str, str]]:
+    return [(config_label(b, d, environment=e), reason) for (b, d, e), reason in unavailable.items()]
 
 
 def _subtitle(results: Results) -> str:

@@ -52,7 +52,7 @@ def markdown_table(records: Iterable[Record]) -> list[str]:
     """The table and its notes as lines of Markdown (the notes built as the terminal's are)."""
     records = list(records)
     unavailable = unavailable_configs(records)
-    shown = [r for r in records if (r.backend, r.device) not in unavailable]
+    shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
     groups = grouped(shown)
     book, every = notebook(groups)
     lines = ["| case | library / device | median | 95% CI | vs NumPy | rel. error | status |",

@@ -39,12 +39,13 @@ def _rows(records: Iterable[Record]) -> tuple[list[tuple[str, str, str, str]], l
 
 def _column(r: Record) -> str:
     """One column per library, device and mode (NumPy's finite-difference gradient included)."""
-    return "|".join((r.backend, r.device, r.mode, str(r.transfer)))
+    return "|".join((r.backend, r.device, r.mode, str(r.transfer), r.environment))
 
 
 def _header(r: Record) -> str:
     # NumPy's finite-difference gradient shares its library's column: named without the method.
-    return config_label(r.backend, r.device, r.mode, transfer=r.transfer, machine=r.machine)
+    return config_label(r.backend, r.device, r.mode, transfer=r.transfer, machine=r.machine,
+                        environment=r.environment)
 
 
 FOOTNOTE = ("† judged against its own, looser tolerance: finite differences lose about sqrt(eps) "

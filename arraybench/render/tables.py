@@ -142,7 +142,7 @@ def results_table(records: Iterable[Record], width: int | None = None) -> Group:
     records = list(records)
     roof = ceilings(records)
     unavailable = unavailable_configs(records)
-    shown = [r for r in records if (r.backend, r.device) not in unavailable]
+    shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
     groups = grouped(shown)
     book, every = notebook(groups)
     present = {"machine": any(r.machine for r in records),  # results of several machines
@@ -215,11 +215,11 @@ def results_table(records: Iterable[Record], width: int | None = None) -> Group:
     return Group(table, *footer)
 
 
-def not_run(unavailable: dict[tuple[str, str], str]) -> dict[str, list[str]]:
+def not_run(unavailable: dict[tuple[str, str, str], str]) -> dict[str, list[str]]:
     """The configurations unavailable here, by reason: ``no GPU: PyTorch GPU, JAX GPU`` said once."""
     out: dict[str, list[str]] = {}
-    for (backend, device), reason in unavailable.items():
-        out.setdefault(reason, []).append(config_label(backend, device))
+    for (backend, device, environment), reason in unavailable.items():
+        out.setdefault(reason, []).append(config_label(backend, device, environment=environment))
     return out
 
 
@@ -261,11 +261,12 @@ def notes_grid(book: NoteBook, every: list[Row]) -> Group:
     return Group(*parts)
 
 
-def unavailable_configs(records: Iterable[Record]) -> dict[tuple[str, str], str]:
-    """Library/device pairs skipped in every cell for one reason: unavailable here, said once."""
-    by_config: dict[tuple[str, str], list[Record]] = {}
+def unavailable_configs(records: Iterable[Record]) -> dict[tuple[str, str, str], str]:
+    """Library/device/environment configurations skipped in every cell for one reason:
+    unavailable here, said once."""
+    by_config: dict[tuple[str, str, str], list[Record]] = {}
     for r in records:
-        by_config.setdefault((r.backend, r.device), []).append(r)
+        by_config.setdefault((r.backend, r.device, r.environment), []).append(r)
     out = {}
     for config, recs in by_config.items():
         reasons = {r.reason for r in recs}

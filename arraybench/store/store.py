@@ -300,7 +300,8 @@ def _replicates(data: Any) -> dict[tuple[str, str], list[str]]:
     for r in (data.get("records") if isinstance(data, dict) else None) or []:
         if isinstance(r, dict) and isinstance(r.get("replicates"), list):
             key = (str(r.get("machine") or ""), _json([r.get(k) for k in (
-                "workload", "size_label", "backend", "device", "dtype", "mode", "transfer", "params")]))
+                "workload", "size_label", "backend", "device", "dtype", "mode", "transfer", "params",
+                "environment")]))
             out.setdefault(key, []).extend(_json(rep) for rep in r["replicates"])
     return out
 

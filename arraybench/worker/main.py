@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import faulthandler
 import os
+import platform
 import random
 import signal
 import sys
@@ -119,6 +120,10 @@ def _info(backend: "Backend", started: float) -> dict[str, Any]:
     info = backend.info()
     info["startup_s"] = time.perf_counter() - started
     info["kernel_env"] = recorded(os.environ)  # as this worker ran (--threads adds limits)
+    # Which interpreter and arraybench it really ran: environments (--python) differ in these.
+    info["python"] = platform.python_version()
+    info["executable"] = sys.executable
+    info["arraybench_path"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     return info
 
 

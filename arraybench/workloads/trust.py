@@ -123,13 +123,20 @@ def digest(path: str | os.PathLike[str]) -> str:
 
 
 def check_resume(out: Path, *, files: list[str], shipped: bool, shipped_sha256: str | None,
-                 sealed: bool, named: list[str], trust_folder: bool) -> None:
+                 sealed: bool, named: list[str], trust_folder: bool, environments: bool = False) -> None:
     """``UsageError`` (one line, nothing run) unless every piece of code the run in ``out`` needs
     may run: each workload file sealed, named or trusted; the pickle sealed or trusted, and the
     very file its run recorded."""
     from ..errors import UsageError
 
     if not (sealed or trust_folder):
+        if environments:
+            # Interpreters (--python) and variables (--variant: LD_PRELOAD, PYTHONSTARTUP...) run code.
+            raise UsageError(f"{out}: its journal names other interpreters or environment variables "
+                             "(--python, --variant) to run workers with, and this folder was not "
+                             "written by your arraybench (or its journal was changed), so none is "
+                             "run; add --trust-folder (trust_folder=True) only if you trust where "
+                             "the folder came from")
         unnamed = [f for f in files if str(Path(f)) not in {str(Path(n)) for n in named}]
         if unnamed:
             flags = " ".join(f"--workload-file {_quoted(f)}" for f in unnamed)

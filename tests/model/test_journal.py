@@ -56,8 +56,8 @@ def test_a_journal_reads_back_what_was_written(tmp_path: Path):
     assert state.replicates == {
         cells[0].key: {0: Replicate.from_dict(REPLICATE)},
         cells[1].key: {0: Replicate.ended("failed", "worker crashed: killed by signal 11")}}
-    assert state.unavailable == {("torch", "gpu"): "no GPU on this machine"}
-    assert state.worker_info[("numpy", "cpu")]["blas"] == "openblas"
+    assert state.unavailable == {("torch", "gpu", ""): "no GPU on this machine"}
+    assert state.worker_info[("numpy", "cpu", "")]["blas"] == "openblas"
 
 
 @pytest.mark.parametrize("tail", [

@@ -65,7 +65,7 @@ def test_the_report_of_a_real_run_loads_cleanly_and_every_plot_renders(real_run,
         assert p["texts"] > 5 and p["bars"] > 5, p
     res = load_results(real_run.out / "results.json")
     unavailable = unavailable_configs(res.records)
-    expected_rows = sum(1 for r in res.records if (r.backend, r.device) not in unavailable)
+    expected_rows = sum(1 for r in res.records if (r.backend, r.device, r.environment) not in unavailable)
     assert page.evaluate("document.querySelectorAll('table.records tr[data-key]').length") == expected_rows
     assert page.evaluate("document.title").startswith("arraybench")
 

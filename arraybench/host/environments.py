@@ -1,0 +1,194 @@
+"""Environments: the interpreters (``--python``) and variables (``--variant``) a run's backends run
+under, side by side in one run (issue 27).
+
+An environment is one more dimension of a cell, beside the backend and the device: each backend
+runs once per environment, in worker processes started with that interpreter and those variables,
+interleaved with the others' replicates, so a slow phase of the machine hits every environment
+alike. A run without ``--python`` or ``--variant`` has one environment, labelled "", which is this
+interpreter and the inherited variables: exactly what a run always was.
+
+What another interpreter needs: Python >= 3.10 and NumPy (the worker's references and inputs), the
+library of each backend it is to run, and threadpoolctl where ``--threads`` limits the pools. It
+does not need arraybench installed: its workers import *this* arraybench, through a folder on
+``PYTHONPATH`` that holds only a link to this package (never its site-packages, which would bring
+this interpreter's NumPy along). ``probe.check_interpreters`` asks each interpreter up front through the
+probe job (``host/probe.py``) and says in one line what to install.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Protocol
+
+from ..errors import UsageError, option_name
+
+
+def worker_key(backend: str, device: str, environment: str = "") -> str:
+    """How a configuration's workers are named where they report (``numpy/cpu``,
+    ``numpy/cpu[np126]``): the results' ``environment["backends"]``."""
+    return f"{backend}/{device}" + (f"[{environment}]" if environment else "")
+
+
+_IN_KEY = re.compile(r"\[([A-Za-z0-9][A-Za-z0-9_.+/-]*)\](?:@[^@]*)?$")
+
+
+def environment_in_key(key: str) -> str:
+    """The environment label a cell key ends with (``plan.cell_key``: ``...|latency[np126]``);
+    "" for a cell of a run without environments."""
+    found = _IN_KEY.search(key)
+    return found.group(1) if found else ""
+
+
+class Chosen(Protocol):
+    """What a run chose of environments (``options.RunOptions`` has it)."""
+
+    pythons: dict[str, str]
+    variants: dict[str, dict[str, str]]
+
+#: A label as tables show it (``NumPy CPU [np126]``) and file names hold it.
+LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,39}")
+VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: Joins a python's label and a variant's when both are given (``np126/t1``).
+JOIN = "/"
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Where a backend's workers run: ``python`` (None: this interpreter) and ``variables``."""
+
+    label: str
+    python: str | None = None
+    variables: dict[str, str] = field(default_factory=dict, hash=False)
+
+    @property
+    def default(self) -> bool:
+        """The run's own interpreter and variables (a run without environments)."""
+        return self.python is None and not self.variables
+
+
+def _check_label(label: Any, what: str) -> str:
+    if not isinstance(label, str) or not LABEL.fullmatch(label):
+        raise UsageError(f"{option_name(what)}: label {label!r} must be 1 to 40 letters, digits or "
+                         "_.+- (starting with a letter or digit), such as np126")
+    return label
+
+
+def check_pythons(pythons: Any) -> dict[str, str]:
+    """``{label: interpreter}`` checked: each label well formed, each interpreter an executable
+    file (a bare name is looked up on PATH). The path is kept as given, made absolute: a venv's
+    python is a link whose target is another environment's interpreter."""
+    if not isinstance(pythons, Mapping):
+        raise UsageError(f"{option_name('pythons')} must map labels to interpreters, such as "
+                         f"{{'np126': '.venv126/bin/python'}}, not {type(pythons).__name__}")
+    out: dict[str, str] = {}
+    for label, path in pythons.items():
+        _check_label(label, "pythons")
+        if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+            raise UsageError(f"{option_name('pythons')} {label}: give an interpreter's path, not {path!r}")
+        text = os.fspath(path)
+        found = shutil.which(text) if os.sep not in text else text
+        if found is None or not os.path.isfile(found):
+            raise UsageError(f"{option_name('pythons')} {label}={text}: no such interpreter")
+        if not os.access(found, os.X_OK):
+            raise UsageError(f"{option_name('pythons')} {label}={text}: is not executable")
+        out[label] = os.path.abspath(found)
+    return out
+
+
+def check_variants(variants: Any) -> dict[str, dict[str, str]]:
+    """``{label: {VAR: VALUE}}`` checked: labels well formed, names of variables valid, values text."""
+    if not isinstance(variants, Mapping):
+        raise UsageError(f"{option_name('variants')} must map labels to variables, such as "
+                         f"{{'t1': {{'OPENBLAS_NUM_THREADS': '1'}}}}, not {type(variants).__name__}")
+    out: dict[str, dict[str, str]] = {}
+    for label, variables in variants.items():
+        _check_label(label, "variants")
+        if not isinstance(variables, Mapping):
+            raise UsageError(f"{option_name('variants')} {label}: give variables as VAR=VALUE, not {variables!r}")
+        for name, value in variables.items():
+            if not isinstance(name, str) or not VARIABLE.fullmatch(name):
+                raise UsageError(f"{option_name('variants')} {label}: {name!r} is not the name of an "
+                                 "environment variable")
+            if not isinstance(value, (str, int, float)) or isinstance(value, bool) or "\0" in str(value):
+                raise UsageError(f"{option_name('variants')} {label}: {name}={value!r} is not a value")
+        out[label] = {k: str(v) for k, v in variables.items()}
+    return out
+
+
+def parse_variant(text: str) -> tuple[str, dict[str, str]]:
+    """``LABEL:VAR=VALUE[,VAR=VALUE]`` (``LABEL:`` alone: the inherited variables, a baseline)."""
+    label, sep, rest = text.partition(":")
+    if not sep:
+        raise UsageError(f"--variant {text!r}: write LABEL:VAR=VALUE[,VAR=VALUE], such as "
+                         "t1:OPENBLAS_NUM_THREADS=1")
+    variables: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        name, eq, value = part.partition("=")
+        if not eq:
+            raise UsageError(f"--variant {text!r}: {part!r} is not VAR=VALUE")
+        variables[name.strip()] = value
+    return label.strip(), variables
+
+
+def parse_python(text: str) -> tuple[str, str]:
+    """``LABEL=INTERPRETER``."""
+    label, sep, path = text.partition("=")
+    if not sep or not label.strip() or not path.strip():
+        raise UsageError(f"--python {text!r}: write LABEL=INTERPRETER, such as np126=.venv126/bin/python")
+    return label.strip(), path.strip()
+
+
+def of(options: Chosen) -> list[Environment]:
+    """The run's environments, in order: every interpreter under every variant; one, labelled "",
+    without either."""
+    pythons: list[tuple[str, str | None]] = list(options.pythons.items()) or [("", None)]
+    variants: list[tuple[str, dict[str, str]]] = list(options.variants.items()) or [("", {})]
+    return [Environment(JOIN.join(filter(None, (p, v))), python, dict(variables))
+            for p, python in pythons for v, variables in variants]
+
+
+def find(options: Chosen, label: str) -> Environment:
+    """The environment ``label`` of the run (``KeyError`` if it has none of that name)."""
+    for env in of(options):
+        if env.label == label:
+            return env
+    raise KeyError(label)
+
+
+def describe(options: Chosen) -> dict[str, dict[str, Any]]:
+    """What results.json says of each environment (the versions it ran come from its workers)."""
+    return {e.label: {"python": e.python or sys.executable, "variables": dict(e.variables)}
+            for e in of(options) if not e.default}
+
+
+_IMPORT_DIR: str | None = None
+
+
+def import_dir() -> str:
+    """A folder holding only a link to this arraybench package, for another interpreter's
+    ``PYTHONPATH``: its workers run this very arraybench, whatever that interpreter has installed."""
+    global _IMPORT_DIR
+    if _IMPORT_DIR is None or not os.path.isdir(_IMPORT_DIR):
+        folder = tempfile.mkdtemp(prefix="arraybench-import-")
+        os.symlink(Path(__file__).resolve().parent.parent, os.path.join(folder, "arraybench"))
+        atexit.register(shutil.rmtree, folder, True)  # the link only: rmtree never follows it
+        _IMPORT_DIR = folder
+    return _IMPORT_DIR
+
+
+def worker_env(environment: Environment, env: dict[str, str]) -> dict[str, str]:
+    """A worker's variables (``threads.worker_env``'s) in ``environment``: its variables over them
+    (the variant is the knob being measured, so it wins over ``--threads``), and for another
+    interpreter this arraybench first on its path."""
+    out = dict(env)
+    out.update(environment.variables)
+    if environment.python is not None:
+        out["PYTHONPATH"] = os.pathsep.join(filter(None, (import_dir(), env.get("PYTHONPATH", ""))))
+    return out
