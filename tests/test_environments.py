@@ -49,9 +49,12 @@ def _make_venv(folder: Path, *packages: str) -> str | None:
 
 
 @pytest.fixture(scope="session")
-def old_numpy_python(request) -> str:
-    """The interpreter of a real venv with NumPy 1.26 (made once, kept in pytest's cache)."""
-    folder = Path(request.config.cache.mkdir("arraybench-numpy126-venv")) / "venv"
+def old_numpy_python(request, tmp_path_factory) -> str:
+    """The interpreter of a real venv with NumPy 1.26 (made once, kept in pytest's cache; in the
+    session's temporary folder where the cache is switched off, ``-p no:cacheprovider``)."""
+    cache = getattr(request.config, "cache", None)
+    home = cache.mkdir("arraybench-numpy126-venv") if cache is not None else tmp_path_factory.mktemp("np126")
+    folder = Path(home) / "venv"
     python = folder / "bin" / "python"
     probe = [str(python), "-c", f"import numpy; assert numpy.__version__ == {OLD_NUMPY!r}"]
     if not (python.exists() and subprocess.run(probe, capture_output=True).returncode == 0):
