@@ -33,7 +33,7 @@ MAX_PROCESSES = 1000
 class RunOptions:
     """What a run measures and how; saved in the journal and in results.json's ``settings``."""
 
-    backends: list[str] = field(default_factory=lambda: list(backends.SPECS))
+    backends: list[str] = field(default_factory=lambda: list(backends.DEFAULT_BACKENDS))
     devices: list[str] = field(default_factory=lambda: list(backends.DEVICES))
     workloads: list[str] = field(default_factory=list)  # empty: the built-in suite
     sizes: list[str] = field(default_factory=list)  # empty: each workload's own named sizes

@@ -109,6 +109,12 @@ SPECS: dict[str, BackendSpec] = {
 }
 
 
+#: The libraries a run uses unless told (the seed's NumPy, PyTorch and JAX, and CuPy on a GPU).
+#: MLX is named (``--backends ...,mlx``), not assumed: in the default float64 its CPU ``sin`` is
+#: only about float32-accurate (a true ``wrong`` in every default run) and its GPU has no float64.
+DEFAULT_BACKENDS: tuple[str, ...] = ("numpy", "torch", "jax", "cupy")
+
+
 def spec(name: str) -> BackendSpec:
     """The spec of a backend by name; ``KeyError`` names the known ones."""
     try:

@@ -19,6 +19,7 @@ from .. import api
 from ..errors import UsageError
 from ..model.journal import JOURNAL_NAME, JournalState
 from ..model.journal import read as read_journal
+from ..backends import SPECS
 from ..options import DTYPES, RunOptions, parse_sizes
 from ..reporter import Reporter
 from ..model.results import Results
@@ -40,7 +41,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     d = RunOptions()
     sel = p.add_argument_group("what to run")
     sel.add_argument("--backends", type=csv_list, default=d.backends, metavar="LIST",
-                     help=f"libraries, comma-separated (default: {','.join(d.backends)})")
+                     help=f"libraries, comma-separated (default: {','.join(d.backends)}; also: "
+                          f"{','.join(b for b in SPECS if b not in d.backends)})")
     sel.add_argument("--devices", type=csv_list, default=d.devices, metavar="LIST",
                      help="cpu, gpu or both (default: cpu,gpu)")
     sel.add_argument("--workloads", type=csv_list, default=[], metavar="LIST",

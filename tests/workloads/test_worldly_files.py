@@ -214,7 +214,7 @@ def test_a_plan_of_too_many_cells_is_refused_before_anything_is_made(tmp_path: P
     assert result.returncode == 2
     assert result.stderr.strip() == (
         f"arraybench: error: the run would measure more than {MAX_CELLS:,} cells (it asks for "
-        "20,000: workloads × sizes × backends × devices × modes); select fewer sizes or "
+        "20,000: workloads × sizes × backends × devices × modes × environments); select fewer sizes or "
         "workloads, or split it into several runs")
     assert not out.exists()
     assert time.monotonic() - started < 60
