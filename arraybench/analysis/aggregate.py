@@ -26,8 +26,7 @@ from . import modes
 from .intervals import replicate_interval
 from .replication import EXPLAINED
 
-#: Two allocator states whose medians differ by this factor (and whose intervals are apart) are
-#: both shown.
+#: Two allocator states whose medians differ by this factor are both shown.
 ALLOCATOR_DIFFERENCE = 1.05
 #: Processes whose medians differ by more than this are reported.
 PROCESS_SPREAD_WARN = 0.10
@@ -171,16 +170,22 @@ def _fill_allocator(rec: Record, timed: Sequence[Replicate]) -> None:
 
 
 def allocator_states_differ(rec: Record) -> bool:
-    """Whether the record's two allocator states took clearly different times: medians at least
-    ``ALLOCATOR_DIFFERENCE`` apart, and intervals that do not overlap."""
+    """Whether the record's two allocator states' medians are ``ALLOCATOR_DIFFERENCE`` apart:
+    then the other is shown beside the headline (a note, with its own interval)."""
     if not rec.median_s or not rec.other_median_s:
         return False
     ratio = rec.other_median_s / rec.median_s
-    if max(ratio, 1 / ratio) < ALLOCATOR_DIFFERENCE:
+    return max(ratio, 1 / ratio) >= ALLOCATOR_DIFFERENCE
+
+
+def allocator_states_apart(rec: Record) -> bool:
+    """Whether they differ and their 95% intervals do not overlap: a difference to state as one."""
+    if not allocator_states_differ(rec):
         return False
+    assert rec.median_s and rec.other_median_s
     own_low, own_high = rec.ci_low_s or rec.median_s, rec.ci_high_s or rec.median_s
     other_low, other_high = rec.other_ci_low_s or rec.other_median_s, rec.other_ci_high_s or rec.other_median_s
-    return own_high < other_low if ratio > 1 else other_high < own_low
+    return own_high < other_low if rec.other_median_s > rec.median_s else other_high < own_low
 
 
 def allocator_note(rec: Record) -> str:
