@@ -101,14 +101,8 @@ class LocalExecutor:
         """Measure the ``held`` cells in a worker started in the other allocator state and give
         each held replicate those samples; where that fails, a warning says why instead."""
         backend, device = config
-        cells = [cell for cell, _ in held.values()]
-        job = Job(backend=backend, device=device, replicate=index, cells=tuple(cells),
-                  timer=timer_settings(options), seed=options.seed,
-                  shuffle_seed=hash((options.seed, index, "other")) & 0xFFFFFFFF,
-                  threads=options.threads, allow_tf32=options.allow_tf32,
-                  workload_files=tuple(str(Path(p).resolve()) for p in options.workload_files),
-                  shipped=str((out_dir / SHIPPED_NAME).resolve()) if options.shipped_workloads else None,
-                  allocator=OTHER)
+        job = _job(options, out_dir, config, index, [cell for cell, _ in held.values()],
+                   hash((options.seed, index, OTHER)) & 0xFFFFFFFF, OTHER)
         env = with_state(worker_env(os.environ, threads=options.threads, backend=backend, device=device,
                                     allow_tf32=options.allow_tf32), OTHER)
         log = out_dir / "logs" / f"{backend}-{device}-p{index}-{OTHER}.log"
@@ -145,18 +139,10 @@ class LocalExecutor:
         backend, device = config
         remaining = {c.key: c for c in todo}
         attempt = 0
-        shipped = out_dir / SHIPPED_NAME
         while remaining:
             job_cells = list(remaining.values())
-            job = Job(
-                backend=backend, device=device, replicate=index, cells=tuple(job_cells),
-                timer=timer_settings(options), seed=options.seed,
-                shuffle_seed=hash((options.seed, index, attempt)) & 0xFFFFFFFF,
-                threads=options.threads, allow_tf32=options.allow_tf32,
-                workload_files=tuple(str(Path(p).resolve()) for p in options.workload_files),
-                shipped=str(shipped.resolve()) if options.shipped_workloads else None,
-                allocator=state,
-            )
+            job = _job(options, out_dir, config, index, job_cells,
+                       hash((options.seed, index, attempt)) & 0xFFFFFFFF, state)
             env = worker_env(os.environ, threads=options.threads, backend=backend,
                              device=device, allow_tf32=options.allow_tf32)
             if state:
@@ -222,6 +208,19 @@ class LocalExecutor:
             except (StopRequested, WorkerTimeout, WorkerExited):
                 pass  # a second Ctrl-C, the grace period, or the worker died: keep what came
         worker.kill()
+
+
+def _job(options: RunOptions, out_dir: Path, config: Config, index: int, cells: list[Cell],
+         shuffle_seed: int, allocator: str) -> Job:
+    """The job of a worker measuring ``cells`` as replicate ``index``, its allocator started in
+    ``allocator`` ("" : left alone)."""
+    shipped = out_dir / SHIPPED_NAME
+    return Job(backend=config[0], device=config[1], replicate=index, cells=tuple(cells),
+               timer=timer_settings(options), seed=options.seed, shuffle_seed=shuffle_seed,
+               threads=options.threads, allow_tf32=options.allow_tf32,
+               workload_files=tuple(str(Path(p).resolve()) for p in options.workload_files),
+               shipped=str(shipped.resolve()) if options.shipped_workloads else None,
+               allocator=allocator)
 
 
 class _Listener:
