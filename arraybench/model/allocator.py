@@ -5,13 +5,13 @@ when it is freed, unless an earlier free raised its *dynamic* threshold; so the 
 gets **fresh pages** every time (zeroed by the kernel, one page fault per 4 KiB: NumPy's FFT at
 n = 10⁶ took 37.8 ms that way) or **reuses memory** its last call freed (17.8 ms), depending on
 what the process allocated before. Measured by accident, a cell's processes land in either state
-and their mean is a time no program sees. So a worker puts glibc in a known state (``worker/
-allocator``) and measures a large-output cell in both: the headline in ``HEADLINE``, the other
-kept beside it (``StateSamples`` per replicate, ``fresh_*`` fields per record), never averaged.
+and their mean is a time no program sees. So every worker starts in a known state (the parent
+sets glibc's variables, ``host/allocator``): the headline's, ``HEADLINE``; a CPU cell whose
+outputs are large is measured again by workers started in ``OTHER``, kept beside it
+(``StateSamples`` per replicate, ``other_*`` fields per record), never averaged.
 
 ``SETTINGS`` are the values given to glibc, by the names of the environment variables it reads at
-start-up; a worker sets the same parameters with ``mallopt`` (which is what glibc does with the
-variables), so a plain script started with them is in the same state (``benchmarks/allocator.py``
+start-up, so a plain script started with them is in the same state (``benchmarks/allocator.py``
 checks that it times the same).
 """
 
