@@ -186,7 +186,8 @@ def main() -> None:
             order.append(("reference", ROOT, ["--processes", str(args.reference_processes)]))
         for name, code, extra in order:
             results[name], walls[name] = run(tmp / name.replace(" ", "-"), [*extra, *args.run_args], code)
-            print(f"{name:<11} ({'default' if not extra and code == ROOT else label}): "
+            what = "default" if not extra and code == ROOT else (" ".join(extra) if code == ROOT else label)
+            print(f"{name:<11} ({what}): "
                   f"wall {walls[name]:.1f} s, load average {os.getloadavg()[0]:.1f} after")
         base_walls = [walls[k] for k in walls if k.startswith("baseline")]
         new_walls = [walls["new 1"], walls["new 2"]]
@@ -206,6 +207,10 @@ def main() -> None:
             print()
             print_pair(f"baseline ({label}), before vs after the new runs (not back to back)",
                        pair_figures(results["baseline 1"], results["baseline 2"]))
+            if "reference" in results:
+                same, pairs = separated_pairs(results["reference"], [results["baseline 1"], results["baseline 2"]])
+                print(f"  pairs of libraries the {args.reference_processes}-process run separates by >= 5%: "
+                      f"{pairs}; both baseline runs order {same} of them the same way")
 
 
 if __name__ == "__main__":
