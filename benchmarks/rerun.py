@@ -12,10 +12,15 @@ with ``--baseline-commit``) before and after them, then prints:
 - the median CI half-width (target: 3% or less: wider-than-true intervals are no answer);
 - ``arraybench compare`` of the two runs: cells with no significant change (target: 29 of 30).
 
+With ``--reference-processes 12`` (issue 23) a run of this code with 12 processes follows, and
+the script counts the pairs of libraries (one workload and size) it separates by 5% or more, and
+how many of them both default runs (and both baseline runs) order the same way (target: all).
+
 The same figures are printed for the baseline pair, for reference. Run from the repository root::
 
     python benchmarks/rerun.py                          # baseline: --processes 3 (same code)
     python benchmarks/rerun.py --baseline-commit 240fd81 # baseline: that commit's own code
+    python benchmarks/rerun.py --baseline-commit a8d32a3 --reference-processes 12
 
 On a shared machine the figures are noisy: say so next to them. A script that prints figures, not
 a test (tests never time anything).
