@@ -5,6 +5,10 @@ configurations is shuffled in every round, and each worker shuffles its cells, s
 the machine spread over every library instead of landing on one. Workers run one at a time: two
 libraries timed at once would compete for the same cores.
 
+Every worker starts with glibc's malloc in a known state (``host/allocator``: freed memory kept);
+on the CPU, the replicates of cells whose outputs are large wait for one more worker of the same
+index, started with fresh pages, and carry its samples beside their own (issue 23).
+
 A worker that crashes costs its current cell (``failed``, with the signal); a fresh worker goes on
 with the rest. A worker silent for longer than ``timeout`` is killed the same way. When the run is
 asked to stop, the worker under way is asked to send the cells it has finished (a second stop, or
