@@ -12,10 +12,15 @@ with ``--baseline-commit``) before and after them, then prints:
 - the median CI half-width (target: 3% or less: wider-than-true intervals are no answer);
 - ``arraybench compare`` of the two runs: cells with no significant change (target: 29 of 30).
 
+With ``--reference-processes 12`` (issue 23) a run of this code with 12 processes follows, and
+the script counts the pairs of libraries (one workload and size) it separates by 5% or more, and
+how many of them both default runs (and both baseline runs) order the same way (target: all).
+
 The same figures are printed for the baseline pair, for reference. Run from the repository root::
 
     python benchmarks/rerun.py                          # baseline: --processes 3 (same code)
     python benchmarks/rerun.py --baseline-commit 240fd81 # baseline: that commit's own code
+    python benchmarks/rerun.py --baseline-commit a8d32a3 --reference-processes 12
 
 On a shared machine the figures are noisy: say so next to them. A script that prints figures, not
 a test (tests never time anything).
@@ -95,6 +100,32 @@ def pair_figures(a: Results, b: Results) -> dict[str, float]:
             "method": comparison.method, "old_calls": old_calls}
 
 
+def separated_pairs(reference: Results, runs: list[Results], min_ratio: float = 1.05) -> tuple[int, int]:
+    """Of the pairs of libraries (one workload and size) that ``reference`` (a run with many
+    processes) separates by ``min_ratio`` or more, how many every run of ``runs`` orders the same
+    way: (same, pairs)."""
+    def medians(res: Results) -> dict[tuple[str, str], dict[str, float]]:
+        out: dict[tuple[str, str], dict[str, float]] = {}
+        for r in res.records:
+            if r.status == "ok" and r.median_s:
+                out.setdefault((r.workload, r.size_label), {})[r.config_label] = r.median_s
+        return out
+
+    ref, others = medians(reference), [medians(r) for r in runs]
+    same = pairs = 0
+    for case, times in ref.items():
+        labels = sorted(times)
+        for i, a in enumerate(labels):
+            for b in labels[i + 1:]:
+                ratio = times[b] / times[a]
+                if max(ratio, 1 / ratio) < min_ratio:
+                    continue
+                pairs += 1
+                same += all(case in o and a in o[case] and b in o[case]
+                            and (o[case][b] > o[case][a]) == (ratio > 1) for o in others)
+    return same, pairs
+
+
 def _mark(ok: bool) -> str:
     return "meets" if ok else "MISSES"
 
@@ -136,6 +167,10 @@ def main() -> None:
                              "the defaults before adaptive replication)")
     parser.add_argument("--one-baseline", action="store_true",
                         help="one baseline run before the new ones, not one on each side of them")
+    parser.add_argument("--reference-processes", type=int, default=0,
+                        help="also a run with this many processes (e.g. 12), and how many pairs of "
+                             "libraries it separates by >= 5%% both new runs order the same way")
+    parser.add_argument("--no-baseline", action="store_true", help="only the two new runs")
     parser.add_argument("run_args", nargs="*", help="extra options for every run (after --)")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; "
@@ -150,22 +185,37 @@ def main() -> None:
         order = [("baseline 1", root, base_args), ("new 1", ROOT, []), ("new 2", ROOT, [])]
         if not args.one_baseline:
             order.append(("baseline 2", root, base_args))
+        if args.no_baseline:
+            order = [o for o in order if not o[0].startswith("baseline")]
+        if args.reference_processes:
+            order.append(("reference", ROOT, ["--processes", str(args.reference_processes)]))
         for name, code, extra in order:
             results[name], walls[name] = run(tmp / name.replace(" ", "-"), [*extra, *args.run_args], code)
-            print(f"{name:<11} ({'default' if not extra and code == ROOT else label}): "
+            what = "default" if not extra and code == ROOT else (" ".join(extra) if code == ROOT else label)
+            print(f"{name:<11} ({what}): "
                   f"wall {walls[name]:.1f} s, load average {os.getloadavg()[0]:.1f} after")
         base_walls = [walls[k] for k in walls if k.startswith("baseline")]
         new_walls = [walls["new 1"], walls["new 2"]]
-        ratio = (sum(new_walls) / 2) / (sum(base_walls) / len(base_walls))
-        print(f"\nwall time: new default {new_walls[0]:.1f} s and {new_walls[1]:.1f} s; baseline "
-              + " and ".join(f"{w:.1f} s" for w in base_walls)
-              + f": {ratio:.2f}x ({_mark(ratio <= TARGETS['wall_ratio'])} <= 1.5x)")
+        if base_walls:
+            ratio = (sum(new_walls) / 2) / (sum(base_walls) / len(base_walls))
+            print(f"\nwall time: new default {new_walls[0]:.1f} s and {new_walls[1]:.1f} s; baseline "
+                  + " and ".join(f"{w:.1f} s" for w in base_walls)
+                  + f": {ratio:.2f}x ({_mark(ratio <= TARGETS['wall_ratio'])} <= 1.5x)")
         print()
         print_pair("new default, run 1 vs run 2", pair_figures(results["new 1"], results["new 2"]))
+        if "reference" in results:
+            same, pairs = separated_pairs(results["reference"], [results["new 1"], results["new 2"]])
+            print(f"  pairs of libraries the {args.reference_processes}-process run separates by >= 5%: "
+                  f"{pairs}; both new runs order {same} of them the same way "
+                  f"({_mark(same == pairs)} all)")
         if "baseline 2" in results:
             print()
             print_pair(f"baseline ({label}), before vs after the new runs (not back to back)",
                        pair_figures(results["baseline 1"], results["baseline 2"]))
+            if "reference" in results:
+                same, pairs = separated_pairs(results["reference"], [results["baseline 1"], results["baseline 2"]])
+                print(f"  pairs of libraries the {args.reference_processes}-process run separates by >= 5%: "
+                      f"{pairs}; both baseline runs order {same} of them the same way")
 
 
 if __name__ == "__main__":

@@ -14,8 +14,10 @@ from __future__ import annotations
 from typing import Any, Collection, Iterable, Mapping
 
 from . import stats
+from ..model.allocator import WORDS, shell_words
 from ..model.record import Record
 from ..errors import spell
+from .aggregate import allocator_states_apart
 from ..units import format_seconds
 from . import modes
 from .grouping import is_valid, size_text
@@ -87,6 +89,41 @@ def page_faults(records: Iterable[Record]) -> list[str]:
         if costly:
             out.append(text + ".")
     return out
+
+
+#: At most this many cells are named in the allocator finding; the rest are counted.
+ALLOCATOR_CELLS_NAMED = 3
+
+
+def allocator_states(records: Iterable[Record]) -> list[str]:
+    """Where a cell's two allocator states (``model/allocator``) took clearly different times
+    (95% intervals apart): the largest differences, which state the tables show, what decides the state in a user's
+    program, and how to get the faster one."""
+    records = list(records)
+    differ = [r for r in records if is_valid(r) and allocator_states_apart(r)]
+    if not differ:
+        return []
+    differ.sort(key=lambda r: -max(r.other_median_s / r.median_s, r.median_s / r.other_median_s))
+    measured = sum(1 for r in records if is_valid(r) and r.other_median_s is not None)
+    parts = []
+    for r in differ[:ALLOCATOR_CELLS_NAMED]:
+        faults = (f", {r.other_faults_per_call:,.0f} page faults per call"
+                  if r.other_faults_per_call is not None else "")
+        parts.append(f"{_label(r)} on {_where(r)} {format_seconds(r.median_s)} with "
+                     f"{WORDS.get(r.allocator, r.allocator)}, {format_seconds(r.other_median_s)} with "
+                     f"{WORDS.get(r.other_allocator, r.other_allocator)} "
+                     f"({r.other_median_s / r.median_s:.2g}×{faults})")
+    more = len(differ) - ALLOCATOR_CELLS_NAMED
+    headline = WORDS.get(differ[0].allocator, differ[0].allocator)
+    return [
+        f"The C allocator decides the time of {len(differ)} of {measured} cells with large outputs: "
+        + "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+        + f". The tables show {headline} (glibc's malloc told to keep freed memory), each with the "
+        "other state in a note. A program of yours gets fresh pages when glibc hands a freed output "
+        "back to the kernel: it serves 128 KiB and more with mmap until an earlier free raises its "
+        "threshold, so the same call lands in either state depending on what ran before it. For the "
+        f"faster one: start Python with {shell_words('reused')}, write into a buffer you keep (out= "
+        "in NumPy and PyTorch), or preload jemalloc or tcmalloc (LD_PRELOAD)."]
 
 
 def cores_used(records: Iterable[Record]) -> list[str]:
@@ -253,6 +290,6 @@ def explanations(records: Iterable[Record], environment: Mapping[str, Any] | Non
     """Every explaining finding, in reading order."""
     records = list(records)
     contended = oversubscribed(records, environment)
-    return (forced_kernels(environment) + page_faults(records)
+    return (forced_kernels(environment) + allocator_states(records) + page_faults(records)
             + bimodal_causes(records, {c.record.key for c in contended})
             + oversubscription(contended) + cores_used(records) + busy_machine(records))

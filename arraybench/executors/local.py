@@ -5,6 +5,10 @@ configurations is shuffled in every round, and each worker shuffles its cells, s
 the machine spread over every library instead of landing on one. Workers run one at a time: two
 libraries timed at once would compete for the same cores.
 
+Every worker starts with glibc's malloc in a known state (``host/allocator``: freed memory kept);
+on the CPU, the replicates of cells whose outputs are large wait for one more worker of the same
+index, started with fresh pages, and carry its samples beside their own (issue 23).
+
 A worker that crashes costs its current cell (``failed``, with the signal); a fresh worker goes on
 with the rest. A worker silent for longer than ``timeout`` is killed the same way. When the run is
 asked to stop, the worker under way is asked to send the cells it has finished (a second stop, or
@@ -24,7 +28,9 @@ from pathlib import Path
 from .. import backends
 from ..analysis.replication import timer_settings
 from ..host import environments
+from ..host.allocator import uncontrolled_reason, with_state
 from ..host.threads import worker_cpus, worker_env
+from ..model.allocator import HEADLINE, LARGE_OUTPUT_BYTES, OTHER, WORDS, StateSamples
 from ..model.replicate import Replicate
 from ..options import RunOptions
 from ..plan import Cell
@@ -80,34 +86,77 @@ class LocalExecutor:
 
     def _run_worker(self, session: RunHandle, options: RunOptions, out_dir: Path, config: Config,
                     index: int, todo: list[Cell]) -> None:
-        """Measure ``todo`` in fresh workers until every cell has a replicate (or the run stops)."""
-        backend, device, label = config
+        """Measure ``todo`` in fresh workers until every cell has a replicate (or the run stops).
+
+        Workers start with glibc's malloc in the headline's allocator state (``model/allocator``).
+        On the CPU, the replicates of cells whose outputs are large wait for one more worker,
+        started in the other state, whose samples they carry beside their own (issue 23).
+        """
         # Each environment's workers start with its interpreter and variables (issue 27).
-        environment = environments.find(options, label)
+        environment = environments.find(options, config[2])
+        # A variant that sets the allocator's own variables is the user's choice: left alone.
+        state = "" if uncontrolled_reason({**os.environ, **environment.variables}) else HEADLINE
+        held: dict[str, tuple[Cell, Replicate]] | None = {} if state and config[1] == "cpu" else None
+        try:
+            self._measure(session, options, out_dir, config, environment, index, todo, state, held)
+            if held:
+                self._other_state(session, options, out_dir, config, environment, index, held)
+        finally:
+            for cell, replicate in (held or {}).values():
+                session.store(cell, index, replicate)
+
+    def _other_state(self, session: RunHandle, options: RunOptions, out_dir: Path, config: Config,
+                     environment: environments.Environment, index: int,
+                     held: dict[str, tuple[Cell, Replicate]]) -> None:
+        """Measure the ``held`` cells in a worker started in the other allocator state and give
+        each held replicate those samples; where that fails, a warning says why instead."""
+        job = _job(options, out_dir, config, index, [cell for cell, _ in held.values()],
+                   hash((options.seed, index, OTHER)) & 0xFFFFFFFF, OTHER)
+        env, name = _worker_env(options, config, environment, OTHER)
+        log = out_dir / "logs" / f"{name}-p{index}-{OTHER}.log"
+        worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads), log_path=log,
+                               python=environment.python)
+        why = ""
+        try:
+            for msg in worker.messages(options.timeout, startup_timeout=STARTUP_TIMEOUT_S,
+                                       stop=session.stop_requested):
+                if isinstance(msg, Unavailable):
+                    why = msg.reason
+                    break
+                if isinstance(msg, ReplicateDone) and msg.key in held:
+                    attach_other_state(held[msg.key][1], msg.replicate)
+        except StopRequested:
+            worker.kill()
+            raise
+        except (WorkerTimeout, WorkerExited) as exc:
+            worker.kill()
+            why = str(exc)
+        except BaseException:
+            worker.kill()
+            raise
+        finally:
+            worker.close()
+        for _, replicate in held.values():
+            if replicate.other_allocator is None and not any(WORDS[OTHER] in w for w in replicate.warnings):
+                replicate.warnings.append(f"not measured with {WORDS[OTHER]}: {why or 'the worker ended first'}")
+
+    def _measure(self, session: RunHandle, options: RunOptions, out_dir: Path, config: Config,
+                 environment: environments.Environment, index: int, todo: list[Cell], state: str,
+                 held: dict[str, tuple[Cell, Replicate]] | None) -> None:
+        """Measure ``todo`` in fresh workers started in allocator ``state``; replicates of large
+        CPU outputs go to ``held`` (where given) instead of to the run."""
         remaining = {c.key: c for c in todo}
         attempt = 0
-        shipped = out_dir / SHIPPED_NAME
         while remaining:
             job_cells = list(remaining.values())
-            job = Job(
-                backend=backend, device=device, replicate=index, cells=tuple(job_cells),
-                timer=timer_settings(options), seed=options.seed,
-                shuffle_seed=hash((options.seed, index, attempt)) & 0xFFFFFFFF,
-                threads=options.threads, allow_tf32=options.allow_tf32,
-                workload_files=tuple(str(Path(p).resolve()) for p in options.workload_files),
-                shipped=str(shipped.resolve()) if options.shipped_workloads else None,
-            )
-            env = worker_env(os.environ, threads=options.threads, backend=backend,
-                             device=device, allow_tf32=options.allow_tf32)
-            name = f"{backend}-{device}"
-            if not environment.default:
-                env = environments.worker_env(environment, env)
-                name += "-" + label.replace(environments.JOIN, "+")
+            job = _job(options, out_dir, config, index, job_cells,
+                       hash((options.seed, index, attempt)) & 0xFFFFFFFF, state)
+            env, name = _worker_env(options, config, environment, state)
             log = out_dir / "logs" / f"{name}-p{index}.log"
             session.worker_started(config, index, len(remaining))
             worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads), log_path=log,
                                    python=environment.python)
-            listener = _Listener(session, config, index, remaining)
+            listener = _Listener(session, config, index, remaining, held)
             timeout = options.timeout
 
             def blamed(position: int) -> Cell | None:
@@ -167,15 +216,45 @@ class LocalExecutor:
         worker.kill()
 
 
+def _worker_env(options: RunOptions, config: Config, environment: environments.Environment,
+                state: str) -> tuple[dict[str, str], str]:
+    """A worker's variables (its threads, its allocator ``state`` where controlled, then its
+    environment's own, which win) and the name its log goes by."""
+    backend, device, label = config
+    env = worker_env(os.environ, threads=options.threads, backend=backend, device=device,
+                     allow_tf32=options.allow_tf32)
+    if state:
+        env = with_state(env, state)
+    name = f"{backend}-{device}"
+    if not environment.default:
+        env = environments.worker_env(environment, env)
+        name += "-" + label.replace(environments.JOIN, "+")
+    return env, name
+
+
+def _job(options: RunOptions, out_dir: Path, config: Config, index: int, cells: list[Cell],
+         shuffle_seed: int, allocator: str) -> Job:
+    """The job of a worker measuring ``cells`` as replicate ``index``, its allocator started in
+    ``allocator`` ("" : left alone)."""
+    shipped = out_dir / SHIPPED_NAME
+    return Job(backend=config[0], device=config[1], replicate=index, cells=tuple(cells),
+               timer=timer_settings(options), seed=options.seed, shuffle_seed=shuffle_seed,
+               threads=options.threads, allow_tf32=options.allow_tf32,
+               workload_files=tuple(str(Path(p).resolve()) for p in options.workload_files),
+               shipped=str(shipped.resolve()) if options.shipped_workloads else None,
+               allocator=allocator)
+
+
 class _Listener:
     """Acts on the messages of one worker."""
 
     def __init__(self, session: RunHandle, config: Config, index: int,
-                 remaining: dict[str, Cell]) -> None:
+                 remaining: dict[str, Cell], held: dict[str, tuple[Cell, Replicate]] | None = None) -> None:
         self.session = session
         self.config = config
         self.index = index
         self.remaining = remaining
+        self.held = held
         self.ready = False
 
     def handle(self, msg: Message) -> bool:
@@ -187,5 +266,25 @@ class _Listener:
             self.session.mark_unavailable(self.config, msg.reason)
             return True
         elif isinstance(msg, ReplicateDone) and msg.key in self.remaining:
-            self.session.store(self.remaining.pop(msg.key), self.index, msg.replicate)
+            cell = self.remaining.pop(msg.key)
+            if self.held is not None and wants_other_state(msg.replicate):
+                self.held[msg.key] = (cell, msg.replicate)  # stored once the other state is measured
+            else:
+                self.session.store(cell, self.index, msg.replicate)
         return False
+
+
+def wants_other_state(replicate: Replicate) -> bool:
+    """Whether a replicate's outputs are large enough for the allocator's state to matter."""
+    return (replicate.status == "ok" and replicate.timed and bool(replicate.allocator)
+            and (replicate.output_bytes or 0) >= LARGE_OUTPUT_BYTES)
+
+
+def attach_other_state(replicate: Replicate, other: Replicate) -> None:
+    """Give ``replicate`` the samples ``other`` took in the other allocator state (or say why not)."""
+    if other.timed and other.status == "ok" and other.allocator:
+        replicate.other_allocator = StateSamples(other.allocator, other.samples_s,  # type: ignore[arg-type]
+                                                 other.number, other.stop_reason, other.usage)
+    else:
+        replicate.warnings.append(f"not measured with {WORDS.get(other.allocator, 'the other state')}: "
+                                  f"{other.reason or other.status}")

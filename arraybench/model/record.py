@@ -93,6 +93,21 @@ class Record:
     #: own; ``Results.environment["environments"][label]`` says its interpreter and variables,
     #: ``environment["backends"]["numpy/cpu[label]"]`` the versions and BLAS its workers ran.
     environment: str = ""
+    # -- issue 23: the C allocator's state, controlled (``model/allocator``) --
+    #: The state of glibc's malloc the headline was measured in ("reused": freed memory kept for
+    #: the next call); "" where it was not controlled (another allocator, the user's own settings,
+    #: a run from before issue 23): its processes then landed in either state by accident.
+    allocator: str = ""
+    #: The same cell in the other state ("fresh": pages from the kernel every call), measured in
+    #: the same processes where its outputs are large; its median and 95% interval over the
+    #: processes, never averaged with the headline's. "" and None where it was not measured.
+    other_allocator: str = ""
+    other_median_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    other_ci_low_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    other_ci_high_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    other_n_replicates: int = field(default=0, metadata=_NON_NEGATIVE)
+    #: Minor page faults per call in that state (the headline's are ``usage.minor_faults_per_call``).
+    other_faults_per_call: float | None = field(default=None, metadata=_NON_NEGATIVE)
 
     @classmethod
     def for_cell(cls, cell: Cell, status: Status = "skipped", reason: str = "") -> "Record":

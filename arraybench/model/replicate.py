@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import schema
+from .allocator import StateSamples
 from .usage import Usage
 
 Status = Literal["ok", "skipped", "failed", "wrong"]
@@ -68,6 +69,17 @@ class Replicate:
     restored: list[str] = field(default_factory=list)
     #: Restoring before every call: the clock reads per call the timer subtracted, in seconds.
     restore_overhead_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    # -- issue 23: the C allocator's state (``allocator``) --
+    #: The state glibc's malloc was held in while ``samples_s`` were taken: "reused" (freed memory
+    #: kept for the next call), "fresh" (returned to the kernel); "" where it was not controlled
+    #: (not glibc, the user's own allocator settings, or a run from before issue 23).
+    allocator: str = ""
+    #: The same cell in the other state, measured by a process started in it, where its outputs
+    #: are large enough for the state to matter (``allocator.LARGE_OUTPUT_BYTES``); None where it
+    #: was not measured.
+    other_allocator: StateSamples | None = None
+    #: The bytes of one call's result (its outputs, on the host).
+    output_bytes: int | None = field(default=None, metadata=_NON_NEGATIVE)
 
     @classmethod
     def ended(cls, status: Status, reason: str) -> "Replicate":

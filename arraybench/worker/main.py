@@ -186,6 +186,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
             board.mark(i)
             replicate = finish(backend, p)
             replicate.usage = counters.usage(i)
+            replicate.allocator = job.allocator  # set before the worker started (issue 23)
             channel.send(ReplicateDone(cells[i].key, replicate))
         batch, batch_bytes = [], 0
         backend.free()

@@ -27,7 +27,7 @@ from ..workloads.definition import Workload
 from ..workloads.inputs import input_bytes, make_inputs
 from ..workloads.params import text as params_text
 from ..workloads.reference import Reference, reference_noise, reference_result
-from .effects import FirstCall, dtype_of, input_names, look, to_host
+from .effects import FirstCall, dtype_of, input_names, look, output_bytes, to_host
 from .fresh import FreshInputs, fresh_inputs
 
 
@@ -204,6 +204,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
     if not verdict.ok:
         rep.status = "wrong"
         rep.reason = verdict.reason + (f" [returned by {origin}]" if origin else "")
+    rep.output_bytes = output_bytes(out)
     prepared.run = run
     return prepared
 

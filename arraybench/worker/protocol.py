@@ -62,6 +62,9 @@ class Job:
     #: The heartbeat board the worker marks its progress on (set by ``WorkerProcess``).
     board: str | None = None
     only: tuple[CheckName, ...] = CHECKS  # type: ignore[assignment]
+    #: The state glibc's malloc was started in (``model/allocator``; the parent set its variables
+    #: in the worker's environment): recorded with every replicate. "" where it was left alone.
+    allocator: str = ""
 
     def to_json(self) -> str:
         """One JSON line (without its newline)."""

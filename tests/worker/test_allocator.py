@@ -1,0 +1,139 @@
+"""Issue 23: the C allocator's state is controlled, both states of a large-output cell are kept
+apart, and the headline is one of them, never a mix.
+
+One real run (NumPy, two processes) of a cell whose call returns 4 MiB in ~1 ms, next to a small
+one; the rest reads its records, plus the pure parts (when the allocator is left alone, reading a
+results file from before issue 23, the finding's words).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+import arraybench
+from arraybench.analysis.aggregate import allocator_states_differ
+from arraybench.analysis.explanations import allocator_states
+from arraybench.analysis.intervals import replicate_interval
+from arraybench.host.allocator import uncontrolled_reason
+from arraybench.model.allocator import LARGE_OUTPUT_BYTES, environment
+from arraybench.model.record import Record
+from arraybench.units import format_seconds
+
+WORKLOADS = '''
+import arraybench
+
+@arraybench.workload(sizes={"small": 1_000, "big": 1 << 19}, namespace="native",
+                     reference=lambda x: x * 2.0, backends=("numpy",))
+def doubled(xp, x):
+    return x * 2.0
+'''
+PAGE = 4096
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("allocator")
+    (folder / "big_output.py").write_text(WORKLOADS)
+    out = folder / "run"
+    arraybench.run(["doubled"], backends=["numpy"], devices=["cpu"], sizes=["small", "big"],
+                   workload_files=[str(folder / "big_output.py")], output_dir=out, processes=2,
+                   max_time=0.2, min_samples=5, plots=False, store=False)
+    return out
+
+
+def _records(run: Path) -> dict[str, Record]:
+    return {r.size_label: r for r in arraybench.load_results(run).records}
+
+
+def test_a_large_output_cell_records_both_states_from_every_process(run):
+    big = _records(run)["big"]
+    assert big.status == "ok" and big.n_replicates == 2
+    assert (big.allocator, big.other_allocator, big.other_n_replicates) == ("reused", "fresh", 2)
+    for rep in big.replicates:
+        assert rep.allocator == "reused" and rep.output_bytes == 8 << 19
+        assert rep.other_allocator is not None and rep.other_allocator.allocator == "fresh"
+        assert rep.other_allocator.samples_s and rep.other_allocator.usage is not None
+    assert big.other_ci_low_s <= big.other_median_s <= big.other_ci_high_s
+
+
+def test_the_headline_is_the_reused_state_alone(run):
+    big = _records(run)["big"]
+    pages = big.replicates[0].output_bytes / PAGE
+    # Every headline process kept its memory; every fresh-pages process faulted its output in
+    # every call: no process of the headline is in the other state.
+    for rep in big.replicates:
+        assert rep.usage.minor_faults_per_call < 0.05 * pages
+        assert rep.other_allocator.usage.minor_faults_per_call >= 0.5 * pages
+    assert big.other_faults_per_call >= 0.5 * pages
+    # The headline and its interval come from the headline's samples only.
+    headline = replicate_interval([rep.samples_s for rep in big.replicates])
+    assert big.median_s == pytest.approx(headline.center)
+    assert big.n_samples == sum(len(rep.samples_s) for rep in big.replicates)
+    # The note shows the other state exactly where the two differ.
+    noted = [w for w in big.warnings if "with fresh pages" in w]
+    assert bool(noted) == allocator_states_differ(big)
+    if noted:
+        assert format_seconds(big.other_median_s) in noted[0]
+
+
+def test_a_small_output_cell_is_measured_in_the_headline_state_only(run):
+    small = _records(run)["small"]
+    assert small.replicates[0].output_bytes < LARGE_OUTPUT_BYTES
+    assert small.allocator == "reused" and small.other_allocator == "" and small.other_median_s is None
+    assert all(rep.other_allocator is None for rep in small.replicates)
+
+
+def test_the_files_keep_both_states_apart(run):
+    rows = {r["size_label"]: r for r in csv.DictReader((run / "results.csv").open())}
+    assert rows["big"]["allocator"] == "reused" and rows["big"]["other_allocator"] == "fresh"
+    assert float(rows["big"]["other_median_s"]) > 0
+    journal = [json.loads(line) for line in (run / "journal.jsonl").read_text().splitlines()]
+    kept = [e["replicate"]["other_allocator"] for e in journal if e.get("type") == "replicate"]
+    assert sum(1 for k in kept if k and k["allocator"] == "fresh") == 2
+
+
+def test_results_from_before_issue_23_still_load_as_not_controlled(run):
+    data = json.loads((run / "results.json").read_text())
+    for rec in data["records"]:
+        for name in ("allocator", "other_allocator", "other_median_s", "other_ci_low_s", "other_ci_high_s",
+                     "other_n_replicates", "other_faults_per_call"):
+            rec.pop(name)
+        for rep in rec["replicates"]:
+            for name in ("allocator", "other_allocator", "output_bytes"):
+                rep.pop(name)
+    old = run.parent / "old"
+    old.mkdir()
+    (old / "results.json").write_text(json.dumps(data))
+    records = arraybench.load_results(old).records
+    assert records and all(r.allocator == "" and r.other_median_s is None for r in records)
+
+
+@pytest.mark.parametrize("env, reason", [
+    ({}, ""),
+    ({"MALLOC_ARENA_MAX": "2"}, "MALLOC_ARENA_MAX set by the user"),
+    ({"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=0"}, "GLIBC_TUNABLES"),
+    ({"LD_PRELOAD": "/usr/lib/libjemalloc.so.2"}, "another allocator preloaded"),
+])
+def test_the_users_own_allocator_settings_are_left_alone(env, reason):
+    found = uncontrolled_reason(env)
+    assert (reason in found and bool(found)) if reason else found == ""
+
+
+def test_the_finding_says_what_decides_the_state_and_how_to_get_the_faster_one():
+    rec = Record(workload="fft", size_label="large", size=10**6, backend="numpy", device="cpu",
+                 dtype="float64", mode="latency", status="ok", median_s=0.0178, ci_low_s=0.0175,
+                 ci_high_s=0.0181, n_samples=30, n_replicates=3, allocator="reused",
+                 other_allocator="fresh", other_median_s=0.0378, other_ci_low_s=0.0370,
+                 other_ci_high_s=0.0386, other_n_replicates=3, other_faults_per_call=8438)
+    (text,) = allocator_states([rec])
+    assert "17.8 ms with reused memory, 37.8 ms with fresh pages (2.1×, 8,438 page faults per call)" in text
+    for advice in ("MALLOC_MMAP_THRESHOLD_=1073741824", "MALLOC_TRIM_THRESHOLD_=", "out=", "jemalloc", "tcmalloc"):
+        assert advice in text
+    assert environment("reused")["MALLOC_MMAP_THRESHOLD_"] in text
+    # Overlapping intervals: a difference not shown to be one is not stated as one.
+    rec.other_ci_low_s = 0.0170
+    assert allocator_states([rec]) == []
