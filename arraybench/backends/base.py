@@ -378,3 +378,24 @@ def _byte_bounds(a: np.ndarray) -> tuple[int, int]:
     except ImportError:  # pragma: no cover - NumPy 1.x
         byte_bounds = np.byte_bounds
     return byte_bounds(a)
+
+
+def batched_loop(call: Callable[[], Any], min_time_s: float) -> list[float]:
+    """Seconds per call of ``call`` (which waits for its own result) in batches of about 1 ms,
+    after three warm-up calls: at least 5 batches, then until ``min_time_s`` (at most 1,000).
+    The loop a library's documentation times with when it has no benchmarking tool of its own,
+    as the doctor's ``harness`` check compares against."""
+    for _ in range(3):
+        call()
+    t0 = time.perf_counter()
+    call()
+    one = max(time.perf_counter() - t0, 1e-7)
+    number = max(1, int(1e-3 / one))
+    batches: list[float] = []
+    end = t0 + min_time_s
+    while len(batches) < 5 or (time.perf_counter() < end and len(batches) < 1000):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            call()
+        batches.append((time.perf_counter() - t0) / number)
+    return batches

@@ -19,7 +19,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 
 from .cuda_driver import l2_cache_bytes  # noqa: E402
-from .base import Backend, Unavailable, gpu_env, tf32_in_effect  # noqa: E402
+from .base import Backend, Unavailable, batched_loop, gpu_env, tf32_in_effect  # noqa: E402
 from .cpu import cpu_flush, cpu_threads_info  # noqa: E402
 
 
@@ -241,22 +241,7 @@ class JaxBackend(Backend):
     def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
         """JAX has no benchmarking tool; its documentation times ``jax.block_until_ready(f(x))`` in
         a loop (``%timeit f(x).block_until_ready()``): batches of about 1 ms."""
-        import time
-
-        for _ in range(3):
-            jax.block_until_ready(fn())
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        one = max(time.perf_counter() - t0, 1e-7)
-        number = max(1, int(1e-3 / one))
-        batches: list[float] = []
-        end = t0 + min_time_s
-        while len(batches) < 5 or (time.perf_counter() < end and len(batches) < 1000):
-            t0 = time.perf_counter()
-            for _ in range(number):
-                jax.block_until_ready(fn())
-            batches.append((time.perf_counter() - t0) / number)
-        return batches, "a jax.block_until_ready loop"
+        return batched_loop(lambda: jax.block_until_ready(fn()), min_time_s), "a jax.block_until_ready loop"
 
     def grad(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         return jax.grad(fn)

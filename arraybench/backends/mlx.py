@@ -9,14 +9,13 @@ with ``mx.eval`` on everything it returned (``evaluated``), inside the timed cal
 
 from __future__ import annotations
 
-import time
 import types
 from typing import Any, Callable
 
 import mlx.core as mx
 import numpy as np
 
-from .base import Backend, Unavailable
+from .base import Backend, Unavailable, batched_loop
 from .cpu import cpu_flush, cpu_threads_info
 
 #: NumPy's dtype names to MLX's dtypes (MLX has no complex128).
@@ -194,20 +193,7 @@ class MlxBackend(Backend):
 
     def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
         """MLX has no benchmarking tool; its examples time ``mx.eval(f(x))`` in a loop."""
-        for _ in range(3):
-            _eval(fn())
-        t0 = time.perf_counter()
-        _eval(fn())
-        one = max(time.perf_counter() - t0, 1e-7)
-        number = max(1, int(1e-3 / one))
-        batches: list[float] = []
-        end = t0 + min_time_s
-        while len(batches) < 5 or (time.perf_counter() < end and len(batches) < 1000):
-            t0 = time.perf_counter()
-            for _ in range(number):
-                _eval(fn())
-            batches.append((time.perf_counter() - t0) / number)
-        return batches, "an mx.eval loop"
+        return batched_loop(lambda: _eval(fn()), min_time_s), "an mx.eval loop"
 
     def grad(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         return mx.grad(fn)
