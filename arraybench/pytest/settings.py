@@ -17,7 +17,7 @@ from ..errors import UsageError
 #: are parsed in ``read``, so that a bad one is one line, not argparse's usage block.
 OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("--arraybench-backends", dict(metavar="LIST", help="libraries to measure, comma-separated "
-                                   "(default: every one installed, as arraybench run)")),
+                                   "(default: numpy,torch,jax,cupy where installed, as arraybench run)")),
     ("--arraybench-processes", dict(metavar="N|MIN:MAX", help="worker processes per cell, as "
                                     "arraybench run --processes (default: auto); one process "
                                     "cannot show a regression")),
