@@ -15,6 +15,7 @@ call does. So the first call is looked at before any other runs:
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -54,6 +55,10 @@ class FirstCall:
     changed: tuple[int, ...] = ()
     #: What the record should say about it (stable text: the same in every process).
     notes: list[str] = field(default_factory=list)
+    #: A checksum of each host output right after the call (``fingerprint``): a result judged
+    #: wrong later is first compared with it, so that memory written after the call returned is
+    #: not blamed on the library's arithmetic.
+    fingerprint: tuple[int, ...] = ()
 
 
 def look(backend: "Backend", wl: Workload, arrays: Sequence[Any], pristine: Sequence[Any],
@@ -92,7 +97,20 @@ def look(backend: "Backend", wl: Workload, arrays: Sequence[Any], pristine: Sequ
         notes.append(f"the result shares memory with input {which} (a view of it, or the input "
                      "itself): it was copied before it was checked, and its time is that of "
                      "making the view, not of computing new values")
-    return FirstCall(host, dtype_of(backend, produced), changed, notes)
+    return FirstCall(host, dtype_of(backend, produced), changed, notes, fingerprint(host))
+
+
+def fingerprint(host: Any) -> tuple[int, ...]:
+    """CRC-32 of each host output's bytes (0 for what is not a plain array): cheap, and enough
+    to tell whether memory changed since."""
+    outputs = host if isinstance(host, tuple) else (host,)
+    sums = []
+    for out in outputs:
+        if isinstance(out, np.ndarray) and out.dtype != object:
+            sums.append(zlib.crc32(np.ascontiguousarray(out).view(np.uint8).reshape(-1)))
+        else:
+            sums.append(0)
+    return tuple(sums)
 
 
 def _returned_none(backend: "Backend", wl: Workload, changed: list[str]) -> None:

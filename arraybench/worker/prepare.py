@@ -27,7 +27,7 @@ from ..workloads.definition import Workload
 from ..workloads.inputs import input_bytes, make_inputs
 from ..workloads.params import text as params_text
 from ..workloads.reference import Reference, reference_noise, reference_result
-from .effects import FirstCall, dtype_of, input_names, look, output_bytes, to_host
+from .effects import FirstCall, dtype_of, fingerprint, input_names, look, output_bytes, to_host
 from .fresh import FreshInputs, fresh_inputs
 
 
@@ -195,6 +195,19 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         fallback = "" if wl.source == "builtin" else wl.origin("numpy")
         return _ended(backend, prepared, "failed",
                       f"checking the result failed: {describe_exception(exc, fallback)}")
+    if not verdict.ok:
+        changed_since = bool(seen.fingerprint) and fingerprint(out) != seen.fingerprint
+        if changed_since:
+            # Not the library's arithmetic: something in this process wrote into the result after
+            # the call had returned it (a stale pointer of some thread; freed memory reused).
+            return _ended(backend, prepared, "failed",
+                          "the result changed in memory after the call returned it, before it was "
+                          f"checked ({verdict.reason}): a write into memory the result owns, by "
+                          "this process or a library's thread, not the library's arithmetic")
+        again = _second_opinion(backend, wl, bound, seen, arrays, reference.value, tolerance,
+                                out_dtype, fixed, noise, cell, verdict.max_rel_error)
+        if again:
+            verdict = replace(verdict, reason=f"{verdict.reason}; {again}")
     rep.max_rel_error = verdict.max_rel_error
     rep.tolerance = verdict.tolerance
     if verdict.output_errors:
@@ -325,6 +338,35 @@ def _look_at_first_call(backend: Backend, wl: Workload, timer: Timer, bound: Bou
         names = input_names(wl, len(host))
         rep.restored = [names[i - bound.prefix] for i in timer.fresh.positions]
     return seen
+
+
+def _second_opinion(backend: Backend, wl: Workload, bound: Bound, seen: FirstCall,
+                    arrays: tuple[Any, ...] | None, reference: Any, tolerance: float | None,
+                    out_dtype: str | None, fixed: dict[str, str], noise: Any, cell: Cell,
+                    first_error: float | None) -> str:
+    """Whether one more call gives the same wrong result: a deterministic error, or an
+    intermittent one (a race, a library thread, the hardware) that a user may meet only sometimes.
+
+    Only for calls that change none of their inputs (the inputs are then as the first call saw
+    them); "" where it cannot be told.
+    """
+    if arrays is None or seen.changed or wl.mutated_positions(len(arrays)):
+        return ""
+    try:
+        result = bound.op(*bound.args, **bound.kwargs)
+        if backend.sync is not None:
+            backend.sync(result)
+        again = to_host(backend, wl.result_of(result, list(arrays)))
+        verdict = accuracy.judge(again, reference, wl.check, cell.dtype, cell.size,
+                                 tolerance=tolerance, out_dtype=out_dtype, fixed=fixed, noise=noise)
+    except Exception:
+        return ""
+    if verdict.ok:
+        return ("a second call in the same process gave a correct result: the wrong one is "
+                "intermittent (a race or a fault, not the library's arithmetic on these inputs)")
+    if verdict.max_rel_error == first_error:
+        return "a second call gave the same error"
+    return f"a second call was wrong too ({verdict.reason})"
 
 
 def _say_how_restored(timer: Timer, rep: Replicate) -> None:
