@@ -22,12 +22,14 @@ import shutil
 import tempfile
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import ray
 
+from ..errors import command_line
 from ..files import write_atomic, write_bytes_atomic
 from ..host import environment
 from ..model.replicate import Replicate
@@ -91,12 +93,12 @@ class _QueueSink:
 
     def unavailable(self, backend: str, device: str, reason: str, environment: str = "") -> None:
         self._events.put({"event": "unavailable", "backend": backend, "device": device,
-                          "reason": reason})
+                          "environment": environment, "reason": reason})
 
     def worker(self, backend: str, device: str, index: int, info: dict[str, Any],
                pid: int | None = None, environment: str = "") -> None:
-        self._events.put({"event": "worker", "backend": backend, "device": device, "index": index,
-                          "info": info, "pid": pid})
+        self._events.put({"event": "worker", "backend": backend, "device": device,
+                          "environment": environment, "index": index, "info": info, "pid": pid})
 
     def close(self) -> None:
         """The queue stays open: the shard's ``ended`` event follows."""
@@ -152,6 +154,7 @@ class ShardRunner:
             with self._lock:
                 self._session = session
                 self._apply_stops(session)
+            self._check_interpreters(session, job)
             LocalExecutor().run(session, session.options, folder)
             if session.stop_requested() and session.missing():
                 outcome = "stopped"
@@ -164,6 +167,28 @@ class ShardRunner:
             shutil.rmtree(folder, ignore_errors=True)
             self._events.put({"event": "ended", "time": time.time(), "outcome": outcome,
                               "reason": reason, "logs": logs})
+
+    def _check_interpreters(self, session: Session, job: dict[str, Any]) -> None:
+        """Each ``--python`` interpreter asked on this node, as ``probe.check_interpreters`` asks
+        on one machine, before anything is measured: the environments of one that is missing
+        here, or cannot run the worker here, are not run on this node, with the reason naming the
+        node and the interpreter; the others' cells go on. The answers go home (``interpreters``),
+        so that the node's later shards of the run are not asked again (``job["interpreters"]``)."""
+        options = session.options
+        if not options.pythons:
+            return
+        from ..host.environments import find
+        from ..host.probe import interpreter_problems, python_label
+
+        node = str(job.get("node") or "this node")
+        answers = interpreter_problems(options, known=job.get("interpreters") or {})
+        self._events.put({"event": "interpreters", "answers": answers})
+        with command_line() if job.get("command_line") else nullcontext():
+            for config in session.configs():
+                python = find(options, config[2]).python or ""
+                if answers.get(python) and not session.is_unavailable(config):
+                    session.mark_unavailable(config, f"node {node}: {python_label(options, python)}: "
+                                                     f"{answers[python]}")
 
     def _session_for(self, job: dict[str, Any], folder: Path) -> Session:
         """A session over the shard's cells, its workload files and shipped workloads on disk
