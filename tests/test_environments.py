@@ -333,6 +333,9 @@ def test_kernel_explanations_are_per_environment_where_builds_differ():
                     "with OpenBLAS 0.3.23 Haswell; NumPy 2.4.6 [np2] with OpenBLAS 0.3.31 SkylakeX. On "
                     "BLAS-bound cells (matmul above all) a difference between them is the BLAS's as much "
                     "as NumPy's.")
+    # A cluster run's workers report per node: the same sentences, each build said once.
+    on_nodes = {"backends": {}, "machines": {"n1": two_builds, "n2": two_builds}}
+    assert forced_kernels(on_nodes) == [slow, both]
     # A variant that forces a core type is a build apart; the same build twice is said once, unnamed.
     forced = {**avx512, "backends": {
         "numpy/cpu[base]": _numpy_worker("2.4.6", "openblas 0.3.31", "SkylakeX"),

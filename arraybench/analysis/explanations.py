@@ -162,23 +162,35 @@ def _cpu_level(environment: Mapping[str, Any]) -> int | None:
     return 1 if isa else None
 
 
-def _workers(environment: Mapping[str, Any], backend: str) -> list[tuple[str, Mapping[str, Any]]]:
-    """(environment label, self-report) of each ``backend``/cpu worker the run's environments
-    started (``numpy/cpu``, ``numpy/cpu[np126]``...), in the order they reported; "" for a run
-    without environments."""
-    workers = environment.get("backends")
-    if not isinstance(workers, Mapping):
-        return []
+_Report = tuple[str, Mapping[str, Any], Mapping[str, Any]]
+
+
+def _workers(environment: Mapping[str, Any], backend: str) -> list[_Report]:
+    """(environment label, self-report, the machine's environment) of each ``backend``/cpu worker
+    the run's environments started (``numpy/cpu``, ``numpy/cpu[np126]``...), in the order they
+    reported; "" for a run without environments. A cluster run's workers report per node
+    (``environment["machines"]``, with the node's own CPU): each build found there once,
+    ``np126 on n1`` where one label ran different builds on two nodes."""
+    found: list[tuple[str, str, Mapping[str, Any], Mapping[str, Any]]] = []
+    machines = environment.get("machines")
+    sources = [("", environment)] + (sorted(machines.items()) if isinstance(machines, Mapping) else [])
     base = worker_key(backend, "cpu")
-    out = []
-    for key, info in workers.items():
-        if not isinstance(info, Mapping):
-            continue
-        if key == base:
-            out.append(("", info))
-        elif isinstance(key, str) and key.startswith(base + "[") and key.endswith("]"):
-            out.append((key[len(base) + 1:-1], info))
-    return out
+    for machine, env in sources:
+        workers = env.get("backends") if isinstance(env, Mapping) else None
+        for key, info in (workers.items() if isinstance(workers, Mapping) else ()):
+            if not isinstance(info, Mapping) or not isinstance(key, str):
+                continue
+            if key == base:
+                label = ""
+            elif key.startswith(base + "[") and key.endswith("]"):
+                label = key[len(base) + 1:-1]
+            else:
+                continue
+            if not any(lab == label and _build(i) == _build(info) for lab, _, i, _ in found):
+                found.append((label, machine, info, env))
+    labels = [label for label, _, _, _ in found]
+    return [(f"{label} on {machine}" if labels.count(label) > 1 and machine else label, info, env)
+            for label, machine, info, env in found]
 
 
 def _named(name: str, label: str, info: Mapping[str, Any], apart: bool) -> str:
@@ -246,18 +258,17 @@ def forced_kernels(environment: Mapping[str, Any] | None) -> list[str]:
     BLAS each ran side by side."""
     if not environment:
         return []
-    cpu_level = _cpu_level(environment)
     out: list[str] = []
-    for backend, name, say in (("numpy", "NumPy", lambda n, i: _openblas(n, i, environment, cpu_level)),
-                               ("torch", "PyTorch", lambda n, i: _torch(n, i, environment))):
+    for backend, name, say in (("numpy", "NumPy", lambda n, i, on: _openblas(n, i, on, _cpu_level(on))),
+                               ("torch", "PyTorch", _torch)):
         reports = _workers(environment, backend)
-        apart = len({_build(info) for _, info in reports}) > 1
-        for label, info in reports if apart else reports[:1]:
-            out += say(_named(name, label, info, apart), info)
-        builds = {label: build_text(info) for label, info in reports}
+        apart = len({_build(info) for _, info, _ in reports}) > 1
+        for label, info, machine in reports if apart else reports[:1]:
+            out += say(_named(name, label, info, apart), info, machine)
+        builds = {label: build_text(info) for label, info, _ in reports}
         if apart and len(set(builds.values())) > 1:
             each = "; ".join(f"{_named(name, label, info, True)} with {builds[label] or 'an unreported BLAS'}"
-                             for label, info in reports)
+                             for label, info, _ in reports)
             out.append(f"{name} runs different BLAS builds in this run's environments: {each}. On "
                        "BLAS-bound cells (matmul above all) a difference between them is the BLAS's "
                        f"as much as {name}'s.")
