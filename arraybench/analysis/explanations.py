@@ -311,8 +311,11 @@ def _costs(c: Contention) -> list[str]:
                    f"({slow / fast:.1f}× slower; {contrast.sentence()})")
     if c.fewer is not None:
         other, threads = c.fewer
+        ratio = c.record.median_s / other.median_s
+        # Slower with fewer threads (another node's load, say): said so, never "0.3× faster".
         out.append(f"with {threads} thread{'s' if threads != 1 else ''} ({other.machine}) the same cell "
-                   f"took {format_seconds(other.median_s)} ({c.record.median_s / other.median_s:.1f}× faster)")
+                   f"took {format_seconds(other.median_s)} "
+                   + (f"({ratio:.1f}× faster)" if ratio >= 1 else "(no faster)"))
     return out
 
 
