@@ -19,6 +19,12 @@ another node at once (a shard lost twice is left for ``--resume``); with ``every
 cells wait: the run ends incomplete and ``--resume`` finishes it once the node is back (it waits
 ``node_wait`` seconds for it, then says it is missing).
 
+Environments (``--python``, ``--variant``) run on the nodes as they run on one machine: a shard
+holds every environment's cells of its (workload, size), and the node's agent starts each
+environment's workers with its interpreter and variables. The interpreters are the nodes': each
+node asks them up front in its first shard, and an environment it cannot run is skipped on that
+node alone, its reason naming the node and the interpreter (``ray_agent``).
+
 This module and ``ray_agent`` are the only ones that import Ray.
 """
 

@@ -7,6 +7,10 @@ unavailable library goes into a queue, and the head drains it with ``poll`` (a l
 returns as soon as something is there), journals it, and asks again. A node lost mid-shard
 therefore loses only what it had not yet sent.
 
+A run's ``--python`` interpreters are asked on the node before its first shard measures
+(``_check_interpreters``, the probe check a run on one machine makes up front); one missing or
+unusable here makes its environments unavailable on this node only, said as such.
+
 Ray changes the environment of the processes it starts: it sets ``OMP_NUM_THREADS`` to the CPUs a
 task reserved, and the visible devices to the GPUs it reserved. A benchmark's workers must see the
 node as it is, so ``restore_node_environ`` puts back the values the process was started with.
