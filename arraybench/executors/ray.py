@@ -426,6 +426,9 @@ class RayExecutor:
             f.started = float(e["time"])
             log.write({"type": "shard_started", "shard": f.shard.key, "node": label,
                        "attempt": f.attempt, "time": f.started})
+        elif kind == "worker_started" and isinstance(e.get("index"), int) and isinstance(e.get("cells"), int):
+            session.worker_started((str(e.get("backend")), str(e.get("device")), str(e.get("environment") or "")),
+                                   e["index"], e["cells"])
         elif kind == "interpreters":
             answers = e.get("answers")
             if isinstance(answers, dict):  # the node's later shards are not asked again

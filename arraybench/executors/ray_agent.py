@@ -108,6 +108,18 @@ class _QueueSink:
         """The queue stays open: the shard's ``ended`` event follows."""
 
 
+class _QueueReporter(Reporter):
+    """The shard's progress the head shows: each worker started (with its environment)."""
+
+    def __init__(self, events: "queue.Queue[dict[str, Any]]") -> None:
+        self._events = events
+
+    def worker_started(self, backend: str, device: str, replicate: int, cells: int,
+                       environment: str = "") -> None:
+        self._events.put({"event": "worker_started", "backend": backend, "device": device,
+                          "environment": environment, "index": replicate, "cells": cells})
+
+
 @ray.remote(max_concurrency=4)
 class ShardRunner:
     """Measures one shard on its node; the head calls ``start`` once, then ``poll`` until it sees
@@ -210,7 +222,8 @@ class ShardRunner:
         cells = [Cell.from_dict(c) for c in job["cells"]]
         done = {key: {int(i): Replicate.from_dict(r) for i, r in have.items()}
                 for key, have in job.get("done", {}).items()}
-        return Session(RunState(cells, options, done), folder, _QueueSink(self._events), {}, Reporter())
+        return Session(RunState(cells, options, done), folder, _QueueSink(self._events), {},
+                       _QueueReporter(self._events))
 
 
 def _log_tails(folder: Path) -> dict[str, str]:

@@ -326,6 +326,20 @@ def test_gpu_type_runs_only_on_matching_nodes(ray_cluster, tmp_path):
     assert not (tmp_path / "h100").exists()
 
 
+_RESUME_REPORTING = """
+import json, sys
+import arraybench
+
+class Started(arraybench.Reporter):
+    seen = []
+    def worker_started(self, backend, device, replicate, cells, environment=""):
+        self.seen.append([backend, device, replicate, cells, environment])
+
+arraybench.resume(sys.argv[1], reporter=Started(), plots=False, store=False)
+print(json.dumps(Started.seen))
+"""
+
+
 def test_environments_run_on_every_node_and_one_missing_there_is_said_per_node(ray_cluster, tmp_path):
     # This interpreter under two variants, and an interpreter no node has: each node runs the
     # first two and says of the third that it is missing there; --resume goes on with environments.
@@ -357,8 +371,11 @@ def test_environments_run_on_every_node_and_one_missing_there_is_said_per_node(r
     kept = [ln for ln in lines if not ('"type": "replicate"' in ln and "[here/t1]@n2" in ln)]
     assert len(kept) == len(lines) - 1
     journal.write_text("".join(kept))
-    again = ray_cluster.cli("run", "--resume", str(out), "-q")
+    # Through the API, with a reporter: the head hears which environment's worker each node starts.
+    again = subprocess.run(["nsenter", f"--net=/proc/{ray_cluster.pid}/ns/net", "--", sys.executable, "-c",
+                            _RESUME_REPORTING, str(out)], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert again.returncode == 0, again.stderr[-3000:]
+    assert json.loads(again.stdout.splitlines()[-1]) == [["numpy", "cpu", 0, 1, "here/t1"]]
     after = {(r["environment"], r["machine"]): r for r in _results(out)["records"]}
     assert after[("here/t1", "n2")]["status"] == "ok"
     assert [rep["machine"] for rep in after[("here/t1", "n2")]["replicates"]] == ["n2"]
