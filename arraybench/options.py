@@ -286,10 +286,7 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
         raise UsageError(str(exc)) from None
     from .host.environments import check_pythons, check_variants
 
-    changes["pythons"] = check_pythons(options.pythons)
+    # On a cluster the nodes run the interpreters: each node checks its own (executors/ray_agent).
+    changes["pythons"] = check_pythons(options.pythons, here=options.cluster is None)
     changes["variants"] = check_variants(options.variants)
-    if (changes["pythons"] or changes["variants"]) and options.cluster is not None:
-        # Each node would need the same interpreters at the same paths; not checked yet, so refused.
-        raise UsageError(f"{option_name('cluster')} cannot be combined with {option_name('pythons')} "
-                         f"or {option_name('variants')} yet: run the environments on one machine")
     return replace(options, **changes)

@@ -22,8 +22,11 @@ class Reporter:
     def run_started(self, total: int) -> None:
         """``total`` measurements (cells times replicates) are about to be made."""
 
-    def worker_started(self, backend: str, device: str, replicate: int, cells: int) -> None:
-        """A worker process starts on ``cells`` cells, as their ``replicate``-th measurement."""
+    def worker_started(self, backend: str, device: str, replicate: int, cells: int,
+                       environment: str = "") -> None:
+        """A worker process starts on ``cells`` cells, as their ``replicate``-th measurement;
+        ``environment`` (the label of its ``--python``/``--variant``) is passed only in a run that
+        has environments, so a reporter written without it serves every other run."""
 
     def config_unavailable(self, backend: str, device: str, reason: str) -> None:
         """A library or device cannot run here; its cells are skipped."""

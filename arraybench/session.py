@@ -224,7 +224,10 @@ class Session:
 
     def worker_started(self, config: Config, index: int, cells: int) -> None:
         """A worker starts on ``cells`` cells of ``config`` as their ``index``-th replicate."""
-        self.reporter.worker_started(config[0], config[1], index, cells)
+        if config[2]:  # issue 27: the environment it runs in (given only where there is one)
+            self.reporter.worker_started(config[0], config[1], index, cells, environment=config[2])
+        else:
+            self.reporter.worker_started(config[0], config[1], index, cells)
 
     def worker_ready(self, config: Config, index: int, info: dict[str, Any], pid: int | None) -> None:
         """A worker imported its library and reported what it sees (BLAS, threads, device)."""

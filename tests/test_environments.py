@@ -194,7 +194,8 @@ def test_bad_environments_are_refused_in_one_line(tmp_path, capsys, monkeypatch)
         (["--variant", "t1"], "LABEL:VAR=VALUE"),
         (["--variant", "bad label:X=1"], "must be 1 to 40 letters"),
         (["--variant", "t1:1X=1"], "is not the name of an environment variable"),
-        (["--python", f"a={sys.executable}", "--cluster", "auto"], "cannot be combined"),
+        # A cluster's nodes look for the interpreter themselves: a path relative to here means nothing there.
+        (["--python", "a=venv/bin/python", "--cluster", "auto"], "on a cluster give an absolute path"),
     ]:
         # In-process (the command's real parsing and checks): each is refused before anything runs.
         try:
@@ -277,3 +278,71 @@ def test_merge_keeps_environments_apart_on_each_machine(side_by_side):
         "NumPy CPU [np126] @ a", "NumPy CPU [np2] @ a", "NumPy CPU [np126] @ b", "NumPy CPU [np2] @ b"}
     # Each machine's workers' versions are found under its own environment.
     assert any(f"NumPy {OLD_NUMPY}" in f and " on b" in f for f in merged.findings())
+
+
+@arraybench.workload(sizes={"small": 8})
+def env_shipped(xp, a):
+    return a + 1
+
+
+def test_a_workload_sent_by_value_needs_cloudpickle_there(old_numpy_python, tmp_path):
+    # The venv has NumPy only; a workload defined in Python reaches its workers pickled.
+    out = tmp_path / "out"
+    with pytest.raises(UsageError) as refused:
+        arraybench.run(env_shipped, pythons={"np126": old_numpy_python}, backends="numpy", devices="cpu",
+                       sizes="small", processes=1, max_time=0.05, min_samples=3, output_dir=out,
+                       store=False, plots=False)
+    text = str(refused.value)
+    assert "\n" not in text and f"install it there: {old_numpy_python} -m pip install cloudpickle" in text
+    assert not out.exists()  # refused before the output folder is touched
+
+
+def test_the_progress_names_each_worker_s_environment(tmp_path):
+    from arraybench.render.progress import progress_text
+
+    started: list[tuple] = []
+
+    class Recording(arraybench.Reporter):
+        def worker_started(self, backend, device, replicate, cells, environment=""):
+            started.append((backend, device, replicate, environment))
+
+    arraybench.run(["sort"], variants={"t1": {"OPENBLAS_NUM_THREADS": "1"}, "base": {}}, backends="numpy",
+                   devices="cpu", sizes="small", processes=1, max_time=0.02, min_samples=3,
+                   output_dir=tmp_path / "out", store=False, plots=False, reporter=Recording())
+    assert sorted(started) == [("numpy", "cpu", 0, "base"), ("numpy", "cpu", 0, "t1")]
+    assert progress_text("numpy", "cpu", 0, "t1") == "numpy/cpu \\[t1] process 1"  # rich markup, escaped
+    assert progress_text("numpy", "cpu", 1) == "numpy/cpu process 2"  # without environments, as always
+
+
+def _numpy_worker(version: str, blas: str, arch: str, **env: str) -> dict:
+    return {"library": "numpy", "version": version, "blas": blas, "blas_architecture": arch, "kernel_env": env}
+
+
+def test_kernel_explanations_are_per_environment_where_builds_differ():
+    from arraybench.analysis.explanations import forced_kernels
+
+    avx512 = {"cpu_model": "Test CPU", "fingerprint": {"cpu_isa": ["avx", "avx2", "avx512f"]}, "kernel_env": {}}
+    two_builds = {**avx512, "backends": {
+        "numpy/cpu[np126]": _numpy_worker("1.26.4", "openblas 0.3.23", "Haswell"),
+        "numpy/cpu[np2]": _numpy_worker("2.4.6", "openblas 0.3.31", "SkylakeX")}}
+    slow, both = forced_kernels(two_builds)
+    # Only the environment whose OpenBLAS runs below the CPU is blamed, by its version and label.
+    assert slow.startswith("NumPy 1.26.4 [np126]'s OpenBLAS runs Haswell kernels (AVX2)")
+    assert "this CPU supports AVX-512" in slow and "[np2]" not in slow
+    assert both == ("NumPy runs different BLAS builds in this run's environments: NumPy 1.26.4 [np126] "
+                    "with OpenBLAS 0.3.23 Haswell; NumPy 2.4.6 [np2] with OpenBLAS 0.3.31 SkylakeX. On "
+                    "BLAS-bound cells (matmul above all) a difference between them is the BLAS's as much "
+                    "as NumPy's.")
+    # A cluster run's workers report per node: the same sentences, each build said once.
+    on_nodes = {"backends": {}, "machines": {"n1": two_builds, "n2": two_builds}}
+    assert forced_kernels(on_nodes) == [slow, both]
+    # A variant that forces a core type is a build apart; the same build twice is said once, unnamed.
+    forced = {**avx512, "backends": {
+        "numpy/cpu[base]": _numpy_worker("2.4.6", "openblas 0.3.31", "SkylakeX"),
+        "numpy/cpu[hsw]": _numpy_worker("2.4.6", "openblas 0.3.31", "Haswell", OPENBLAS_CORETYPE="Haswell")}}
+    assert forced_kernels(forced)[0].startswith(
+        "NumPy 2.4.6 [hsw]'s OpenBLAS runs Haswell kernels (AVX2) because OPENBLAS_CORETYPE=Haswell is set")
+    same = {**avx512, "backends": {f"numpy/cpu[{k}]": _numpy_worker("2.4.6", "openblas 0.3.31", "Haswell")
+                                   for k in ("a", "b")}}
+    (once,) = forced_kernels(same)
+    assert once.startswith("NumPy's OpenBLAS runs Haswell kernels (AVX2)")

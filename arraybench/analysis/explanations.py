@@ -18,6 +18,8 @@ from ..model.allocator import WORDS, shell_words
 from ..model.record import Record
 from ..errors import spell
 from .aggregate import allocator_states_apart
+from .environments import build_text
+from ..host.environments import worker_key
 from ..units import format_seconds
 from . import modes
 from .grouping import is_valid, size_text
@@ -160,43 +162,116 @@ def _cpu_level(environment: Mapping[str, Any]) -> int | None:
     return 1 if isa else None
 
 
+_Report = tuple[str, Mapping[str, Any], Mapping[str, Any]]
+
+
+def _workers(environment: Mapping[str, Any], backend: str) -> list[_Report]:
+    """(environment label, self-report, the machine's environment) of each ``backend``/cpu worker
+    the run's environments started (``numpy/cpu``, ``numpy/cpu[np126]``...), in the order they
+    reported; "" for a run without environments. A cluster run's workers report per node
+    (``environment["machines"]``, with the node's own CPU): each build found there once,
+    ``np126 on n1`` where one label ran different builds on two nodes."""
+    found: list[tuple[str, str, Mapping[str, Any], Mapping[str, Any]]] = []
+    machines = environment.get("machines")
+    sources = [("", environment)] + (sorted(machines.items()) if isinstance(machines, Mapping) else [])
+    base = worker_key(backend, "cpu")
+    for machine, env in sources:
+        workers = env.get("backends") if isinstance(env, Mapping) else None
+        for key, info in (workers.items() if isinstance(workers, Mapping) else ()):
+            if not isinstance(info, Mapping) or not isinstance(key, str):
+                continue
+            if key == base:
+                label = ""
+            elif key.startswith(base + "[") and key.endswith("]"):
+                label = key[len(base) + 1:-1]
+            else:
+                continue
+            if not any(lab == label and _build(i) == _build(info) for lab, _, i, _ in found):
+                found.append((label, machine, info, env))
+    labels = [label for label, _, _, _ in found]
+    return [(f"{label} on {machine}" if labels.count(label) > 1 and machine else label, info, env)
+            for label, machine, info, env in found]
+
+
+def _named(name: str, label: str, info: Mapping[str, Any], apart: bool) -> str:
+    """``NumPy``, or where the environments' builds differ ``NumPy 1.26.4 [np126]``."""
+    if not apart:
+        return name
+    version = f" {info['version']}" if info.get("version") else ""
+    return f"{name}{version}" + (f" [{label}]" if label else "")
+
+
+def _openblas(name: str, info: Mapping[str, Any], environment: Mapping[str, Any],
+              cpu_level: int | None) -> list[str]:
+    """``name``'s OpenBLAS kernels where they are below the CPU's ISA, or forced (and why)."""
+    if not info.get("blas_architecture"):
+        return []
+    arch = str(info["blas_architecture"])
+    level = OPENBLAS_LEVEL.get(arch.lower())
+    env = info.get("kernel_env") or environment.get("kernel_env") or {}
+    forced = env.get("OPENBLAS_CORETYPE") if isinstance(env, Mapping) else None
+    cpu_words = ISA_WORDS.get(cpu_level or 0)
+    if level is not None and cpu_level is not None and level < cpu_level:
+        why = (f"because OPENBLAS_CORETYPE={forced} is set" if forced else
+               "(OpenBLAS did not pick the CPU's best kernels; an OpenBLAS too old for this CPU?)")
+        return [f"{name}'s OpenBLAS runs {arch} kernels ({ISA_WORDS[level]}) {why}; this CPU "
+                f"supports {cpu_words}: {name}'s BLAS results (matmul above all) are slower "
+                "than this machine can do."]
+    if forced:
+        return [f"OPENBLAS_CORETYPE={forced} is set, so {name}'s OpenBLAS runs {arch} kernels"
+                + (f", which match this CPU's best ISA ({cpu_words})." if level == cpu_level
+                   and cpu_words else ".")]
+    return []
+
+
+def _torch(name: str, info: Mapping[str, Any], environment: Mapping[str, Any]) -> list[str]:
+    """The kernels ``name`` (PyTorch) runs: ATen's, MKL's code path, oneDNN's."""
+    if not (info.get("mkl_isa") or info.get("cpu_capability")):
+        return []
+    bits = []
+    if info.get("cpu_capability"):
+        bits.append(f"ATen's {info['cpu_capability']} kernels")
+    if info.get("mkl_code_path"):
+        bits.append(f"MKL's code path for {info['mkl_code_path']}"
+                    + (" (generic, not its AVX2 or AVX-512 path)" if info.get("mkl_isa") == "generic" else ""))
+    if info.get("onednn_isa"):
+        bits.append(f"oneDNN's {info['onednn_isa']} kernels")
+    cpu = environment.get("cpu_model") or ""
+    vendor = " on an AMD CPU" if "AMD" in str(cpu).upper() and info.get("torch_blas") == "mkl" else ""
+    return [f"{name} runs {', '.join(bits)}{vendor}."]
+
+
+#: What sets one build of a library apart in its self-report (issue 27: environments).
+_BUILD_KEYS = ("version", "blas", "blas_architecture", "torch_blas", "cpu_capability", "mkl_isa",
+               "onednn_isa")
+
+
+def _build(info: Mapping[str, Any]) -> tuple:
+    env = info.get("kernel_env")
+    forced = env.get("OPENBLAS_CORETYPE") if isinstance(env, Mapping) else None
+    return tuple(str(info.get(k)) for k in _BUILD_KEYS) + (forced,)
+
+
 def forced_kernels(environment: Mapping[str, Any] | None) -> list[str]:
-    """BLAS kernels below the CPU's ISA (and why), and the kernels every library reported."""
+    """BLAS kernels below the CPU's ISA (and why), and the kernels every library reported; per
+    environment (``--python``, ``--variant``) where the environments' builds differ, with the
+    BLAS each ran side by side."""
     if not environment:
         return []
-    workers = environment.get("backends") or {}
-    cpu_level = _cpu_level(environment)
-    out = []
-    numpy = workers.get("numpy/cpu") if isinstance(workers, Mapping) else None
-    if isinstance(numpy, Mapping) and numpy.get("blas_architecture"):
-        arch = str(numpy["blas_architecture"])
-        level = OPENBLAS_LEVEL.get(arch.lower())
-        env = numpy.get("kernel_env") or environment.get("kernel_env") or {}
-        forced = env.get("OPENBLAS_CORETYPE") if isinstance(env, Mapping) else None
-        cpu_words = ISA_WORDS.get(cpu_level or 0)
-        if level is not None and cpu_level is not None and level < cpu_level:
-            why = (f"because OPENBLAS_CORETYPE={forced} is set" if forced else
-                   "(OpenBLAS did not pick the CPU's best kernels; an OpenBLAS too old for this CPU?)")
-            out.append(f"NumPy's OpenBLAS runs {arch} kernels ({ISA_WORDS[level]}) {why}; this CPU "
-                       f"supports {cpu_words}: NumPy's BLAS results (matmul above all) are slower "
-                       "than this machine can do.")
-        elif forced:
-            out.append(f"OPENBLAS_CORETYPE={forced} is set, so NumPy's OpenBLAS runs {arch} kernels"
-                       + (f", which match this CPU's best ISA ({cpu_words})." if level == cpu_level
-                          and cpu_words else "."))
-    torch = workers.get("torch/cpu") if isinstance(workers, Mapping) else None
-    if isinstance(torch, Mapping) and (torch.get("mkl_isa") or torch.get("cpu_capability")):
-        bits = []
-        if torch.get("cpu_capability"):
-            bits.append(f"ATen's {torch['cpu_capability']} kernels")
-        if torch.get("mkl_code_path"):
-            bits.append(f"MKL's code path for {torch['mkl_code_path']}"
-                        + (" (generic, not its AVX2 or AVX-512 path)" if torch.get("mkl_isa") == "generic" else ""))
-        if torch.get("onednn_isa"):
-            bits.append(f"oneDNN's {torch['onednn_isa']} kernels")
-        cpu = environment.get("cpu_model") or ""
-        vendor = " on an AMD CPU" if "AMD" in str(cpu).upper() and torch.get("torch_blas") == "mkl" else ""
-        out.append(f"PyTorch runs {', '.join(bits)}{vendor}.")
+    out: list[str] = []
+    for backend, name, say in (("numpy", "NumPy", lambda n, i, on: _openblas(n, i, on, _cpu_level(on))),
+                               ("torch", "PyTorch", _torch)):
+        reports = _workers(environment, backend)
+        apart = len({_build(info) for _, info, _ in reports}) > 1
+        for label, info, machine in reports if apart else reports[:1]:
+            out += say(_named(name, label, info, apart), info, machine)
+        builds = {label: build_text(info) for label, info, _ in reports}
+        if apart and len(set(builds.values())) > 1:
+            each = "; ".join(f"{_named(name, label, info, True)} with {builds[label] or 'an unreported BLAS'}"
+                             for label, info, _ in reports)
+            out.append(f"{name} runs different BLAS builds in this run's environments: {each}. On "
+                       "BLAS-bound cells (matmul above all) a difference between them is the BLAS's "
+                       f"as much as {name}'s.")
     return out
 
 
@@ -236,8 +311,11 @@ def _costs(c: Contention) -> list[str]:
                    f"({slow / fast:.1f}× slower; {contrast.sentence()})")
     if c.fewer is not None:
         other, threads = c.fewer
+        ratio = c.record.median_s / other.median_s
+        # Slower with fewer threads (another node's load, say): said so, never "0.3× faster".
         out.append(f"with {threads} thread{'s' if threads != 1 else ''} ({other.machine}) the same cell "
-                   f"took {format_seconds(other.median_s)} ({c.record.median_s / other.median_s:.1f}× faster)")
+                   f"took {format_seconds(other.median_s)} "
+                   + (f"({ratio:.1f}× faster)" if ratio >= 1 else "(no faster)"))
     return out
 
 

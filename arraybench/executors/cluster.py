@@ -43,6 +43,9 @@ class Node:
     #: Whether none of its CPUs and GPUs is reserved now (no shard, no other Ray work holds
     #: them); None where Ray does not say.
     free: bool | None = None
+    #: What the node's shards found of the run's ``--python`` interpreters there: {interpreter:
+    #: why it cannot run the worker, "" where it can}; each asked once per node and run.
+    interpreters: dict[str, str] = field(default_factory=dict)
 
     @property
     def takes_shards(self) -> bool:

@@ -19,6 +19,12 @@ another node at once (a shard lost twice is left for ``--resume``); with ``every
 cells wait: the run ends incomplete and ``--resume`` finishes it once the node is back (it waits
 ``node_wait`` seconds for it, then says it is missing).
 
+Environments (``--python``, ``--variant``) run on the nodes as they run on one machine: a shard
+holds every environment's cells of its (workload, size), and the node's agent starts each
+environment's workers with its interpreter and variables. The interpreters are the nodes': each
+node asks them up front in its first shard, and an environment it cannot run is skipped on that
+node alone, its reason naming the node and the interpreter (``ray_agent``).
+
 This module and ``ray_agent`` are the only ones that import Ray.
 """
 
@@ -39,7 +45,7 @@ from ..files import write_atomic
 from ..host import environment
 from .cluster import (NAME_LABEL, Node, Shard, differences, every_node_cells, identity, is_free,
                       labels, select, shards)
-from ..errors import UsageError, one_line
+from ..errors import UsageError, from_command_line, one_line
 from ..model.replicate import Replicate
 from ..options import RunOptions
 from ..plan import Cell
@@ -390,13 +396,14 @@ class RayExecutor:
             scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
             max_restarts=0,
         ).remote()
-        actor.start.remote(self._job(session, cells))
+        actor.start.remote(self._job(session, cells, node))
         return _Flight(shard=shard, node=node, cells={c.key: c for c in cells}, actor=actor,
                        poll=actor.poll.remote(POLL_S), attempt=attempt)
 
-    def _job(self, session: RunHandle, cells: list[Cell]) -> dict[str, Any]:
-        """What a node needs to measure ``cells``: the options, the workload files' text (the
-        node has its own disk), the shipped workloads, and the replicates already journalled."""
+    def _job(self, session: RunHandle, cells: list[Cell], node: Node) -> dict[str, Any]:
+        """What ``node`` needs to measure ``cells``: the options, the workload files' text (the
+        node has its own disk), the shipped workloads, the replicates already journalled, and
+        what its earlier shards found of the ``--python`` interpreters there."""
         files = [(Path(p).name, Path(p).read_text(encoding="utf-8")) for p in self.options.workload_files]
         shipped = self._out_dir / SHIPPED_NAME
         return {
@@ -406,6 +413,9 @@ class RayExecutor:
             "shipped": shipped.read_bytes() if self.options.shipped_workloads else None,
             "done": {c.key: {str(i): r.to_dict() for i, r in session.replicates_of(c).items()}
                      for c in cells},
+            "node": node.label,
+            "interpreters": dict(node.interpreters),
+            "command_line": from_command_line(),  # how the node's messages spell an option
         }
 
     def _handle(self, session: RunHandle, f: _Flight, e: dict[str, Any], log: ShardLog) -> None:
@@ -416,14 +426,22 @@ class RayExecutor:
             f.started = float(e["time"])
             log.write({"type": "shard_started", "shard": f.shard.key, "node": label,
                        "attempt": f.attempt, "time": f.started})
+        elif kind == "worker_started" and isinstance(e.get("index"), int) and isinstance(e.get("cells"), int):
+            session.worker_started((str(e.get("backend")), str(e.get("device")), str(e.get("environment") or "")),
+                                   e["index"], e["cells"])
+        elif kind == "interpreters":
+            answers = e.get("answers")
+            if isinstance(answers, dict):  # the node's later shards are not asked again
+                f.node.interpreters.update({str(k): str(v) for k, v in answers.items()})
         elif kind == "worker":
             info = e.get("info") if isinstance(e.get("info"), dict) else {}
+            env = str(e.get("environment") or "")
             machines = session.environment.setdefault("machines", {})
-            environment.merge_worker_info(machines.setdefault(label, {}), e["backend"], e["device"], info)
+            environment.merge_worker_info(machines.setdefault(label, {}), e["backend"], e["device"], info, env)
             if self.options.on == "any-node":
-                environment.merge_worker_info(session.environment, e["backend"], e["device"], info)
+                environment.merge_worker_info(session.environment, e["backend"], e["device"], info, env)
             log.write({"type": "worker", "node": label, "backend": e["backend"], "device": e["device"],
-                       "index": e.get("index"), "info": info})
+                       "environment": env, "index": e.get("index"), "info": info})
         elif kind == "replicate":
             cell = f.cells.get(str(e.get("key")))
             index = e.get("index")
@@ -437,10 +455,11 @@ class RayExecutor:
             session.store(cell, index, rep)
         elif kind == "unavailable":
             reason = str(e.get("reason", "unavailable"))
-            if self.options.on == "any-node":
+            if self.options.on == "any-node" and not reason.startswith(f"node {label}:"):
                 reason += f" (on {label})"
+            config = (e.get("backend"), e.get("device"), str(e.get("environment") or ""))
             for cell in f.cells.values():
-                if cell.config == (e.get("backend"), e.get("device"), ""):  # no environments on a cluster
+                if cell.config == config:  # on this node only: another may have what this one lacks
                     for i in session.missing_indices(cell):
                         rep = Replicate.ended("skipped", reason)
                         rep.machine = label

@@ -7,6 +7,10 @@ unavailable library goes into a queue, and the head drains it with ``poll`` (a l
 returns as soon as something is there), journals it, and asks again. A node lost mid-shard
 therefore loses only what it had not yet sent.
 
+A run's ``--python`` interpreters are asked on the node before its first shard measures
+(``_check_interpreters``, the probe check a run on one machine makes up front); one missing or
+unusable here makes its environments unavailable on this node only, said as such.
+
 Ray changes the environment of the processes it starts: it sets ``OMP_NUM_THREADS`` to the CPUs a
 task reserved, and the visible devices to the GPUs it reserved. A benchmark's workers must see the
 node as it is, so ``restore_node_environ`` puts back the values the process was started with.
@@ -22,12 +26,14 @@ import shutil
 import tempfile
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import ray
 
+from ..errors import command_line
 from ..files import write_atomic, write_bytes_atomic
 from ..host import environment
 from ..model.replicate import Replicate
@@ -91,15 +97,27 @@ class _QueueSink:
 
     def unavailable(self, backend: str, device: str, reason: str, environment: str = "") -> None:
         self._events.put({"event": "unavailable", "backend": backend, "device": device,
-                          "reason": reason})
+                          "environment": environment, "reason": reason})
 
     def worker(self, backend: str, device: str, index: int, info: dict[str, Any],
                pid: int | None = None, environment: str = "") -> None:
-        self._events.put({"event": "worker", "backend": backend, "device": device, "index": index,
-                          "info": info, "pid": pid})
+        self._events.put({"event": "worker", "backend": backend, "device": device,
+                          "environment": environment, "index": index, "info": info, "pid": pid})
 
     def close(self) -> None:
         """The queue stays open: the shard's ``ended`` event follows."""
+
+
+class _QueueReporter(Reporter):
+    """The shard's progress the head shows: each worker started (with its environment)."""
+
+    def __init__(self, events: "queue.Queue[dict[str, Any]]") -> None:
+        self._events = events
+
+    def worker_started(self, backend: str, device: str, replicate: int, cells: int,
+                       environment: str = "") -> None:
+        self._events.put({"event": "worker_started", "backend": backend, "device": device,
+                          "environment": environment, "index": replicate, "cells": cells})
 
 
 @ray.remote(max_concurrency=4)
@@ -152,6 +170,7 @@ class ShardRunner:
             with self._lock:
                 self._session = session
                 self._apply_stops(session)
+            self._check_interpreters(session, job)
             LocalExecutor().run(session, session.options, folder)
             if session.stop_requested() and session.missing():
                 outcome = "stopped"
@@ -164,6 +183,28 @@ class ShardRunner:
             shutil.rmtree(folder, ignore_errors=True)
             self._events.put({"event": "ended", "time": time.time(), "outcome": outcome,
                               "reason": reason, "logs": logs})
+
+    def _check_interpreters(self, session: Session, job: dict[str, Any]) -> None:
+        """Each ``--python`` interpreter asked on this node, as ``probe.check_interpreters`` asks
+        on one machine, before anything is measured: the environments of one that is missing
+        here, or cannot run the worker here, are not run on this node, with the reason naming the
+        node and the interpreter; the others' cells go on. The answers go home (``interpreters``),
+        so that the node's later shards of the run are not asked again (``job["interpreters"]``)."""
+        options = session.options
+        if not options.pythons:
+            return
+        from ..host.environments import find
+        from ..host.probe import interpreter_problems, python_label
+
+        node = str(job.get("node") or "this node")
+        answers = interpreter_problems(options, known=job.get("interpreters") or {})
+        self._events.put({"event": "interpreters", "answers": answers})
+        with command_line() if job.get("command_line") else nullcontext():
+            for config in session.configs():
+                python = find(options, config[2]).python or ""
+                if answers.get(python) and not session.is_unavailable(config):
+                    session.mark_unavailable(config, f"node {node}: {python_label(options, python)}: "
+                                                     f"{answers[python]}")
 
     def _session_for(self, job: dict[str, Any], folder: Path) -> Session:
         """A session over the shard's cells, its workload files and shipped workloads on disk
@@ -181,7 +222,8 @@ class ShardRunner:
         cells = [Cell.from_dict(c) for c in job["cells"]]
         done = {key: {int(i): Replicate.from_dict(r) for i, r in have.items()}
                 for key, have in job.get("done", {}).items()}
-        return Session(RunState(cells, options, done), folder, _QueueSink(self._events), {}, Reporter())
+        return Session(RunState(cells, options, done), folder, _QueueSink(self._events), {},
+                       _QueueReporter(self._events))
 
 
 def _log_tails(folder: Path) -> dict[str, str]:

@@ -8,7 +8,7 @@ and lets anyone check that no two shards ever shared a node.
 
 Entries (``type``): ``nodes`` {nodes: {label: environment}, identity}, ``shard_started`` {shard,
 node, time}, ``shard_ended`` {shard, node, started, ended, outcome, reason}, ``worker`` {node,
-backend, device, info}.
+backend, device, environment, info}.
 """
 
 from __future__ import annotations
@@ -72,10 +72,11 @@ def restore(env: dict[str, Any], entries: list[dict[str, Any]], on: str) -> None
         if kind == "nodes" and isinstance(e.get("nodes"), dict):
             machines.update(e["nodes"])
         elif kind == "worker" and isinstance(e.get("info"), dict):
+            where = str(e.get("environment") or "")  # issue 27: the environment it ran in
             merge_worker_info(machines.setdefault(str(e.get("node")), {}), str(e.get("backend")),
-                              str(e.get("device")), e["info"])
+                              str(e.get("device")), e["info"], where)
             if on == "any-node":
-                merge_worker_info(env, str(e.get("backend")), str(e.get("device")), e["info"])
+                merge_worker_info(env, str(e.get("backend")), str(e.get("device")), e["info"], where)
         elif kind == "shard_ended":
             shards.append({k: e.get(k) for k in ("shard", "node", "started", "ended", "outcome")})
     env.setdefault("cluster", {})["shards"] = shards

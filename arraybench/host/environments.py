@@ -80,10 +80,14 @@ def _check_label(label: Any, what: str) -> str:
     return label
 
 
-def check_pythons(pythons: Any) -> dict[str, str]:
+def check_pythons(pythons: Any, *, here: bool = True) -> dict[str, str]:
     """``{label: interpreter}`` checked: each label well formed, each interpreter an executable
     file (a bare name is looked up on PATH). The path is kept as given, made absolute: a venv's
-    python is a link whose target is another environment's interpreter."""
+    python is a link whose target is another environment's interpreter.
+
+    ``here=False`` (a cluster run: its nodes run the interpreters, and each node checks its own
+    up front): an interpreter this machine lacks is kept as given where a node can find it by the
+    same text, an absolute path or a bare name on the node's PATH."""
     if not isinstance(pythons, Mapping):
         raise UsageError(f"{option_name('pythons')} must map labels to interpreters, such as "
                          f"{{'np126': '.venv126/bin/python'}}, not {type(pythons).__name__}")
@@ -94,6 +98,12 @@ def check_pythons(pythons: Any) -> dict[str, str]:
             raise UsageError(f"{option_name('pythons')} {label}: give an interpreter's path, not {path!r}")
         text = os.fspath(path)
         found = shutil.which(text) if os.sep not in text else text
+        if not here and (found is None or not os.path.isfile(found)):
+            if os.sep in text and not os.path.isabs(text):
+                raise UsageError(f"{option_name('pythons')} {label}={text}: not found here; on a "
+                                 "cluster give an absolute path (or a name on the nodes' PATH)")
+            out[label] = text  # each node looks for it, and says so where it is missing
+            continue
         if found is None or not os.path.isfile(found):
             raise UsageError(f"{option_name('pythons')} {label}={text}: no such interpreter")
         if not os.access(found, os.X_OK):

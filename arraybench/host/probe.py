@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from .. import backends
 from ..executors.worker_process import WorkerExited, WorkerProcess, WorkerTimeout
@@ -77,11 +78,15 @@ def probe_backends() -> dict[str, dict[str, Any]]:
 _MISSING = re.compile(r"No module named '([A-Za-z0-9_]+)")
 
 
-def interpreter_problem(environment: Environment, *, threads: bool = False,
+def interpreter_problem(environment: Environment, *, threads: bool = False, shipped: bool = False,
                         timeout: float = 120.0) -> str | None:
     """Why ``environment``'s interpreter cannot run arraybench's worker, naming what to install;
-    None when it can. Asked through the probe job (``host/probe.py``), measuring nothing."""
+    None when it can. Asked through the probe job (``host/probe.py``), measuring nothing.
+    ``threads``: the run limits thread pools (threadpoolctl needed); ``shipped``: it sends
+    workloads by value (a notebook's: cloudpickle needed)."""
     python = environment.python or sys.executable
+    if os.sep not in python:  # a bare name (a cluster's nodes look it up on their PATH)
+        python = shutil.which(python) or python
     if not os.access(python, os.X_OK):  # gone since the run began (--resume), or never there
         return "no such interpreter (or it is not executable)"
     reason, info = probe("numpy", "cpu", timeout=timeout, environment=environment)
@@ -101,17 +106,41 @@ def interpreter_problem(environment: Environment, *, threads: bool = False,
                 f"there ({python} -m pip uninstall arraybench) or install this one")
     if threads and info.get("threadpools_error"):
         return f"it lacks threadpoolctl, which --threads needs; install it there: {install} threadpoolctl"
+    if shipped and info.get("cloudpickle") is False:
+        return (f"it lacks cloudpickle, which workloads defined in Python (a notebook's) need to "
+                f"reach its workers; install it there: {install} cloudpickle")
     return None
+
+
+def interpreter_problems(options: "RunOptions", *, known: Mapping[str, str] | None = None,
+                         first: bool = False) -> dict[str, str]:
+    """``{interpreter: why it cannot run the worker}`` for the run's ``--python`` interpreters
+    that cannot ("" for one that can); each asked once, with its first environment's variables.
+    ``known``: answers already had (a cluster node's earlier shards), not asked again;
+    ``first``: stop at the first problem."""
+    out: dict[str, str] = {}
+    for environment in of(options):
+        if environment.python is None or environment.python in out:
+            continue
+        python = environment.python
+        if known is not None and python in known:
+            out[python] = known[python]
+        else:
+            out[python] = interpreter_problem(environment, threads=options.threads is not None,
+                                              shipped=bool(options.shipped_workloads)) or ""
+        if first and out[python]:
+            break
+    return out
+
+
+def python_label(options: "RunOptions", python: str) -> str:
+    """``--python np126=/path``: how the user named ``python``, for a message about it."""
+    label = next((k for k, v in options.pythons.items() if v == python), "?")
+    return f"{option_name('pythons')} {label}={python}"
 
 
 def check_interpreters(options: "RunOptions") -> None:
     """``UsageError`` in one line for the first interpreter of the run that cannot run the worker."""
-    seen: set[str] = set()
-    for environment in of(options):
-        if environment.python is None or environment.python in seen:
-            continue
-        seen.add(environment.python)
-        label = next(k for k, v in options.pythons.items() if v == environment.python)
-        problem = interpreter_problem(environment, threads=options.threads is not None)
+    for python, problem in interpreter_problems(options, first=True).items():
         if problem:
-            raise UsageError(f"{option_name('pythons')} {label}={environment.python}: {problem}")
+            raise UsageError(f"{python_label(options, python)}: {problem}")

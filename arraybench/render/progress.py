@@ -55,9 +55,10 @@ class ConsoleReporter(Reporter):
         self.progress.start()
         self.task = self.progress.add_task("measuring", total=max(total, 1), cells=self._cells_text())
 
-    def worker_started(self, backend: str, device: str, replicate: int, cells: int) -> None:
+    def worker_started(self, backend: str, device: str, replicate: int, cells: int,
+                       environment: str = "") -> None:
         if self.task is not None:
-            self.progress.update(self.task, description=f"{backend}/{device} process {replicate + 1}")
+            self.progress.update(self.task, description=progress_text(backend, device, replicate, environment))
 
     def config_unavailable(self, backend: str, device: str, reason: str) -> None:
         self.progress.console.print(f"[dim]skip {backend}/{device}: {escape(reason)}[/]")
@@ -93,6 +94,13 @@ class ConsoleReporter(Reporter):
             "[yellow]stopping: keeping the measurements already made "
             "(press Ctrl-C again to stop at once)[/]")
 
+
+
+def progress_text(backend: str, device: str, replicate: int, environment: str = "") -> str:
+    """What the bar says while a worker measures: ``numpy/cpu [np126] process 2`` (a label is
+    letters, digits and ``_.+-/``: nothing rich would read as markup)."""
+    where = f" [{environment}]" if environment else ""
+    return f"{backend}/{device}{escape(where)} process {replicate + 1}"
 
 
 def live_line(r: Record) -> str:

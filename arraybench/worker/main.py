@@ -85,7 +85,12 @@ def run_job(job: Job, channel: Channel, stop: StopFlag | None = None) -> int:
     if job.task == "measure":
         _measure(job, backend, channel, stop or StopFlag(), started)
         return 0
-    channel.send(Ready(info=_info(backend, started), pid=os.getpid()))
+    info = _info(backend, started)
+    if job.task == "probe":  # whether this interpreter can load workloads sent by value (--python)
+        from importlib.util import find_spec
+
+        info["cloudpickle"] = find_spec("cloudpickle") is not None
+    channel.send(Ready(info=info, pid=os.getpid()))
     if job.task == "selfcheck":
         from .selfcheck import run_checks
 

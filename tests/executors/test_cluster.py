@@ -326,6 +326,64 @@ def test_gpu_type_runs_only_on_matching_nodes(ray_cluster, tmp_path):
     assert not (tmp_path / "h100").exists()
 
 
+_RESUME_REPORTING = """
+import json, sys
+import arraybench
+
+class Started(arraybench.Reporter):
+    seen = []
+    def worker_started(self, backend, device, replicate, cells, environment=""):
+        self.seen.append([backend, device, replicate, cells, environment])
+
+arraybench.resume(sys.argv[1], reporter=Started(), plots=False, store=False)
+print(json.dumps(Started.seen))
+"""
+
+
+def test_environments_run_on_every_node_and_one_missing_there_is_said_per_node(ray_cluster, tmp_path):
+    # This interpreter under two variants, and an interpreter no node has: each node runs the
+    # first two and says of the third that it is missing there; --resume goes on with environments.
+    out, gone = tmp_path / "envs", tmp_path / "nowhere" / "bin" / "python"
+    envs = ("--python", f"here={sys.executable}", "--python", f"gone={gone}",
+            "--variant", "base:", "--variant", "t1:OPENBLAS_NUM_THREADS=1")
+    done = ray_cluster.cli("run", "--cluster", ray_cluster.address, "--on", "every-node", *TINY,
+                           "--workloads", "sort", "--processes", "1", *envs, "-o", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    res = _results(out)
+    recs = {(r["environment"], r["machine"]): r for r in res["records"]}
+    assert res["complete"] and sorted(recs) == sorted(
+        (f"{p}/{v}", n) for p in ("here", "gone") for v in ("base", "t1") for n in ("n1", "n2"))
+    for n in ("n1", "n2"):
+        for v in ("base", "t1"):
+            ran, missing = recs[(f"here/{v}", n)], recs[(f"gone/{v}", n)]
+            assert ran["status"] == "ok" and [rep["machine"] for rep in ran["replicates"]] == [n]
+            assert missing["status"] == "skipped"
+            assert missing["reason"] == f"node {n}: --python gone={gone}: no such interpreter (or it is not executable)"
+        workers = res["environment"]["machines"][n]["backends"]  # each environment's own report, per node
+        assert sorted(workers) == ["numpy/cpu[here/base]", "numpy/cpu[here/t1]"]
+        assert workers["numpy/cpu[here/t1]"]["kernel_env"]["OPENBLAS_NUM_THREADS"] == "1"
+        assert "OPENBLAS_NUM_THREADS" not in workers["numpy/cpu[here/base]"]["kernel_env"]
+
+    # A run cut short before n2's t1 replicate came home: --resume measures that one alone, there.
+    journal = out / "journal.jsonl"
+    lines = journal.read_text().splitlines(keepends=True)
+    kept = [ln for ln in lines if not ('"type": "replicate"' in ln and "[here/t1]@n2" in ln)]
+    assert len(kept) == len(lines) - 1
+    journal.write_text("".join(kept))
+    # Through the API, with a reporter: the head hears which environment's worker each node starts.
+    again = subprocess.run(["nsenter", f"--net=/proc/{ray_cluster.pid}/ns/net", "--", sys.executable, "-c",
+                            _RESUME_REPORTING, str(out)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert json.loads(again.stdout.splitlines()[-1]) == [["numpy", "cpu", 0, 1, "here/t1"]]
+    after = {(r["environment"], r["machine"]): r for r in _results(out)["records"]}
+    assert after[("here/t1", "n2")]["status"] == "ok"
+    assert [rep["machine"] for rep in after[("here/t1", "n2")]["replicates"]] == ["n2"]
+    assert all(after[k]["replicates"] == recs[k]["replicates"] for k in recs if k != ("here/t1", "n2"))
+    assert sorted(e["shard"] for e in shardlog.read(out) if e.get("type") == "shard_started") == [
+        "sort|small@n1", "sort|small@n2", "sort|small@n2"]
+
+
 def _wait_for(predicate, what: str, proc: subprocess.Popen, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
