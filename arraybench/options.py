@@ -50,6 +50,10 @@ class RunOptions:
     target_sample: float = 0.005
     warmup: float = 0.05
     threads: int | None = None
+    #: The C allocator's states timed on the CPU (issue 23, ``model/allocator``): "both" (the
+    #: headline with memory reused, large outputs again with fresh pages), or one of them alone,
+    #: which is then the headline and costs no second worker.
+    allocator: str = "both"
     cold: bool = False
     allow_tf32: bool = False
     timeout: float = 300.0
@@ -111,6 +115,9 @@ class RunOptions:
 
 
 OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(RunOptions))
+
+#: ``--allocator``: both states, or one of ``model/allocator.STATES`` alone.
+ALLOCATOR_CHOICES: tuple[str, ...] = ("both", "reused", "fresh")
 
 #: Names the options had before they were called what the user types (``--processes``): runs
 #: saved then still read back, and the API still takes them (with a ``DeprecationWarning``).
@@ -264,6 +271,9 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
         raise UsageError(f"{option_name('rel_ci')} must be a fraction between 0 and 1 (0.02 is 2%), not {options.rel_ci!r}")
     if not (isinstance(options.warmup, (int, float)) and options.warmup >= 0):
         raise UsageError(f"{option_name('warmup')} must be >= 0 seconds, not {options.warmup!r}")
+    if options.allocator not in ALLOCATOR_CHOICES:
+        raise UsageError(f"{option_name('allocator')} must be one of {', '.join(ALLOCATOR_CHOICES)}, "
+                         f"not {_short(options.allocator)}")
     if options.threads is not None and (not isinstance(options.threads, int) or options.threads < 1):
         raise UsageError(f"{option_name('threads')} must be >= 1, not {_short(options.threads)}")
     if options.threads is not None:

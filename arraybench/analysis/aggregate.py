@@ -18,7 +18,7 @@ from ..worker import gpu_health
 from . import stats
 from ..model.replicate import Replicate
 from ..plan import Cell
-from ..model.allocator import WORDS
+from ..model.allocator import HEADLINE, LARGE_OUTPUT_BYTES, WORDS
 from ..model.record import Record
 from ..errors import option_name
 from ..units import format_interval, format_seconds
@@ -157,6 +157,12 @@ def _fill_allocator(rec: Record, timed: Sequence[Replicate]) -> None:
     rec.allocator = held.pop() if len(held) == 1 else ""  # mixed: a run resumed across versions
     other = [rep.other_allocator for rep in timed
              if rep.other_allocator is not None and rep.other_allocator.samples_s]
+    if rec.allocator and rec.allocator != HEADLINE and not other and any(
+            (rep.output_bytes or 0) >= LARGE_OUTPUT_BYTES for rep in timed):
+        # --allocator fresh: not the usual headline, so said on every large-output row.
+        rec.warnings.append(f"the median is with {WORDS[rec.allocator]} only (--allocator "
+                            f"{rec.allocator}): glibc maps each output of 128 KiB or more anew, "
+                            "and every call faults its pages in")
     if not rec.allocator or not other or len({o.allocator for o in other}) != 1:
         return
     interval = replicate_interval([o.samples_s for o in other])

@@ -95,8 +95,10 @@ class LocalExecutor:
         # Each environment's workers start with its interpreter and variables (issue 27).
         environment = environments.find(options, config[2])
         # A variant that sets the allocator's own variables is the user's choice: left alone.
-        state = "" if uncontrolled_reason({**os.environ, **environment.variables}) else HEADLINE
-        held: dict[str, tuple[Cell, Replicate]] | None = {} if state and config[1] == "cpu" else None
+        state = "" if uncontrolled_reason({**os.environ, **environment.variables}) \
+            else HEADLINE if options.allocator == "both" else options.allocator
+        held: dict[str, tuple[Cell, Replicate]] | None = \
+            {} if state and config[1] == "cpu" and options.allocator == "both" else None
         try:
             self._measure(session, options, out_dir, config, environment, index, todo, state, held)
             if held:

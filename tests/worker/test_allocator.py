@@ -137,3 +137,29 @@ def test_the_finding_says_what_decides_the_state_and_how_to_get_the_faster_one()
     # Overlapping intervals: a difference not shown to be one is not stated as one.
     rec.other_ci_low_s = 0.0170
     assert allocator_states([rec]) == []
+
+
+@pytest.mark.parametrize("state", ["fresh", "reused"])
+def test_one_state_alone_is_the_headline_and_starts_no_second_worker(tmp_path, state):
+    (tmp_path / "big_output.py").write_text(WORKLOADS)
+    out = tmp_path / "run"
+    arraybench.run(["doubled"], backends=["numpy"], devices=["cpu"], sizes=["big"],
+                   workload_files=[str(tmp_path / "big_output.py")], output_dir=out, processes=1,
+                   max_time=0.05, min_samples=3, plots=False, store=False, allocator=state)
+    (big,) = arraybench.load_results(out).records
+    assert big.status == "ok" and big.allocator == state and big.other_allocator in ("", None)
+    (rep,) = big.replicates
+    assert rep.other_allocator is None
+    pages = rep.output_bytes / PAGE
+    if state == "fresh":  # every call faults its output in: the state asked for, not an accident
+        assert rep.usage.minor_faults_per_call >= 0.5 * pages
+        assert any("fresh pages only (--allocator fresh)" in w for w in big.warnings)
+    else:
+        assert rep.usage.minor_faults_per_call < 0.05 * pages
+        assert not any("fresh pages" in w for w in big.warnings)
+    assert [p.name for p in (out / "logs").iterdir()] == ["numpy-cpu-p0.log"]  # no second worker
+
+
+def test_an_unknown_allocator_state_is_one_line():
+    with pytest.raises(arraybench.UsageError, match="allocator must be one of both, reused, fresh"):
+        arraybench.run(["sort"], allocator="jemalloc", store=False, plots=False)
