@@ -335,6 +335,12 @@ class Backend(abc.ABC):
         """What the compiler said about the last compiled function (graph breaks...), once it ran."""
         return []
 
+    def intermittent_cause(self, max_rel_error: float | None) -> str:
+        """A known library bug that would explain a first result wrong by ``max_rel_error`` where
+        a second call is right (said in the verdict, which stays wrong), or "" where none is
+        known for this build."""
+        return ""
+
     # -- housekeeping ---------------------------------------------------------------------------
     def limit_threads(self, threads: int) -> None:
         """Limit the library's thread pools from inside the worker, once it is loaded.

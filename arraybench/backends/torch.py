@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import re
 import types
 from typing import Any, Callable
 
@@ -375,6 +376,22 @@ class TorchBackend(Backend):
             return []
         return [f"torch.compile made {graphs} graphs with {count} graph break(s), running eager "
                 f"Python between them ({'; '.join(reasons[:3])})"]
+
+    def intermittent_cause(self, max_rel_error: float | None) -> str:
+        # The low-accuracy kernel is off by ~1e-8 relative: a larger error is something else.
+        if self.device != "cpu" or torch.get_num_threads() < 2 or not max_rel_error \
+                or max_rel_error > 1e-6:
+            return ""
+        detail = torch_build_linalg(torch.__config__.show()).get("torch_blas_detail", "")
+        m = re.search(r"Math Kernel Library Version (\d{4})\.(\d+)", detail)
+        # oneMKL 2024.2.x only (the torch wheels' pin); it stops reproducing at 2025.0.
+        if not m or (int(m.group(1)), int(m.group(2))) != (2024, 2):
+            return ""
+        return (f"likely a known PyTorch bug with oneMKL {m.group(1)}.{m.group(2)} (pytorch/pytorch#188792): "
+                "MKL's vector math picks its kernel on a function's first call, and concurrent "
+                "first calls from several threads can run the low-accuracy kernel on one thread's "
+                "share, despite the high accuracy asked for; later calls are right. --threads 1 "
+                "avoids it; oneMKL 2025.0 or later fixes it")
 
     def free(self) -> None:
         if self.device == "gpu":

@@ -362,8 +362,10 @@ def _second_opinion(backend: Backend, wl: Workload, bound: Bound, seen: FirstCal
     except Exception:
         return ""
     if verdict.ok:
+        cause = backend.intermittent_cause(first_error)
         return ("a second call in the same process gave a correct result: the wrong one is "
-                "intermittent (a race or a fault, not the library's arithmetic on these inputs)")
+                "intermittent, " + (cause or "a race or a fault, not the library's arithmetic on "
+                                    "these inputs"))
     if verdict.max_rel_error == first_error:
         return "a second call gave the same error"
     return f"a second call was wrong too ({verdict.reason})"

@@ -72,3 +72,40 @@ def test_a_result_written_after_the_call_returned_is_not_blamed_on_the_arithmeti
     assert rep.status == "failed"
     assert "changed in memory after the call returned it" in rep.reason
     assert "max relative error" in rep.reason  # what the check saw is kept in the reason
+
+
+def _mkl_2024_2() -> bool:
+    torch = pytest.importorskip("torch")
+    from arraybench.backends.torch import torch_build_linalg
+
+    return "Version 2024.2" in torch_build_linalg(torch.__config__.show()).get("torch_blas_detail", "")
+
+
+def test_a_first_pytorch_call_off_like_mkls_low_accuracy_kernel_names_the_known_bug():
+    """pytorch/pytorch#188792: with oneMKL 2024.2 and several threads, a float unary op's first
+    call can run MKL's low-accuracy kernel on one thread's share (~1e-8 off); later calls are
+    right. The verdict stays wrong and says so; a larger error, or one thread, is not blamed on it."""
+    import torch
+
+    if not _mkl_2024_2():
+        pytest.skip("this PyTorch build's MKL is not 2024.2, which the bug needs")
+    calls = []
+
+    @workload(sizes={"small": 64}, reference=_same, backends=("torch",))
+    def first_slightly_off(xp, x):
+        calls.append(1)
+        return x * (1.0 + 3e-8) if len(calls) == 1 else x * 1.0
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        backend = backend_or_skip("torch")
+        rep = measure_cell(backend, first_slightly_off, Cell(first_slightly_off.name, "small", 64, "torch",
+                                                            "cpu", "float64", "latency"), QUICK, ReferenceCache())
+        assert rep.status == "wrong" and "pytorch/pytorch#188792" in rep.reason
+        assert "intermittent" in rep.reason and "--threads 1" in rep.reason
+        assert backend.intermittent_cause(1e-3) == ""  # far beyond the low-accuracy kernel's error
+        torch.set_num_threads(1)
+        assert backend.intermittent_cause(3e-8) == ""  # one thread: no concurrent first calls
+    finally:
+        torch.set_num_threads(threads)
