@@ -320,3 +320,18 @@ def test_a_fixed_mlx_is_judged_as_any_library(monkeypatch):
     monkeypatch.setattr(mlx_float64, "float32_accurate", lambda: ())
     rep = _judged_on_mlx(REGISTRY["elementwise"], 1_000)
     assert rep.status == "wrong" and rep.reason.startswith("max relative error")
+
+
+def test_numerics_marks_the_skipped_mlx_error_over_tolerance_output_by_output():
+    """A cell skipped for MLX's float32-accurate sin keeps its error, and ``arraybench numerics``
+    shows it over tolerance on sin(a) alone, as it shows a wrong one."""
+    from arraybench.model.record import Record
+    from arraybench.render.numerics import numerics_markdown
+
+    rec = Record("elementwise", "small", 1000, "mlx", "cpu", "float64", "latency", "skipped",
+                 reason="MLX 0.32.4 computes float64 sin with float32 accuracy on the CPU (ml-explore/mlx#3047)",
+                 max_rel_error=4.5e-7, tolerance=1.8e-15)
+    rec.output_names, rec.output_errors = ["a + b", "a * b", "sin(a)"], [0.0, 0.0, 4.5e-7]
+    rows = {line.split("|")[4].strip(): line.split("|")[6].strip()
+            for line in numerics_markdown([rec]).splitlines()[2:5]}
+    assert rows == {"a + b": "0.0e+00", "a * b": "0.0e+00", "sin(a)": "4.5e-07 ✗"}
