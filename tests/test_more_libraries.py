@@ -231,3 +231,107 @@ def test_numba_does_not_compile_workloads_about_the_library_itself():
 
     with pytest.raises(Unavailable, match="namespace='backend'"):
         bind(REGISTRY["from_list"], NumpyBackend("cpu"), "compiled", ([1.0, 2.0],))
+
+
+# -- MLX's float64 sin/cos/exp/erf on the CPU: float32-accurate (ml-explore/mlx#3047) ---------------
+
+def _judged_on_mlx(wl, n, dtype="float64", mode="latency"):
+    """One cell prepared and judged in this process by the worker's own code, on the real MLX."""
+    from arraybench.plan import Cell
+    from arraybench.worker.prepare import ReferenceCache, prepare
+    from arraybench.worker.sampling import TimerSettings
+
+    quick = TimerSettings(min_samples=1, max_samples=1, budget_s=0.0, warmup_s=0.0, target_sample_s=1e-6)
+    cell = Cell(wl.name, str(n), n, "mlx", "cpu", dtype, mode, params=wl.params_for(n))
+    return prepare(backends.load("mlx")("cpu"), wl, cell, quick, ReferenceCache()).replicate
+
+
+@needs_mlx
+def test_the_probe_finds_mlx_float64_sin_float32_accurate_exactly_when_it_is():
+    import mlx.core as mx
+
+    from arraybench.backends import mlx_float64
+
+    x = np.array([0.1, 0.7, 1.3, 2.9])
+    error = np.max(np.abs(np.array(mx.sin(mx.array(x, dtype=mx.float64))) - np.sin(x)) / np.abs(np.sin(x)))
+    assert ("sin" in mlx_float64.float32_accurate()) == (error > 1e-12)
+
+
+@needs_mlx
+@pytest.mark.parametrize("mode", ["latency", "compiled"])
+def test_mlx_float64_elementwise_is_skipped_with_the_upstream_bug_as_its_reason(mode):
+    from arraybench.backends import mlx_float64
+
+    if "sin" not in mlx_float64.float32_accurate():
+        pytest.skip("this MLX computes float64 sin in float64: the cell is judged, and ok")
+    rep = _judged_on_mlx(REGISTRY["elementwise"], 1_000, mode=mode)
+    assert rep.status == "skipped", rep.reason
+    assert "computes float64 sin with float32 accuracy on the CPU (ml-explore/mlx#3047)" in rep.reason
+    assert "max relative error" in rep.reason and "--dtype float32 runs it" in rep.reason
+    # The error measured stays on record, far beyond float64's bound and near float32's.
+    assert rep.tolerance < 1e-14 and 1e-9 < rep.max_rel_error < 1e-5
+    assert not rep.timed
+
+
+@needs_mlx
+def test_mlx_float32_elementwise_is_ok():
+    rep = _judged_on_mlx(REGISTRY["elementwise"], 1_000, dtype="float32")
+    assert rep.status == "ok", rep.reason
+    assert rep.max_rel_error <= rep.tolerance
+
+
+@needs_mlx
+@pytest.mark.usefixtures("registry_restored")
+def test_a_planted_mlx_bug_stays_wrong_with_or_without_the_float32_accurate_functions():
+    from arraybench import workload
+
+    @workload(sizes={"s": 1_000}, inputs=lambda n, rng: (rng.standard_normal(n), rng.standard_normal(n)))
+    def product(xp, a, b):
+        return a * b
+
+    @product.override("mlx")
+    def _off_by_a_billionth(xp, a, b):  # no sin/cos/exp: the known limitation cannot explain it
+        return a * b * (1 + 1e-9)
+
+    @workload(sizes={"s": 1_000}, inputs=lambda n, rng: rng.standard_normal(n), namespace="native")
+    def sine(xp, a):
+        return xp.sin(a)
+
+    @sine.override("mlx")
+    def _sine_off_by_a_billionth(xp, a):  # calls sin, but is wrong with sin in float64 too
+        return xp.sin(a) * (1 + 1e-9)
+
+    for wl in (product, sine):
+        for mode in ("latency", "compiled"):
+            rep = _judged_on_mlx(wl, 1_000, mode=mode)
+            assert rep.status == "wrong", (wl.name, mode, rep.reason)
+            assert "mlx#3047" not in rep.reason
+    assert _judged_on_mlx(sine, 1_000, dtype="float32").status == "ok"
+
+
+@needs_mlx
+def test_a_fixed_mlx_is_judged_as_any_library(monkeypatch):
+    """Where the probe finds every function float64-accurate (an MLX with the bug fixed; here
+    its answer is put in its place), a wrong verdict is a wrong verdict."""
+    from arraybench.backends import mlx_float64
+
+    if "sin" not in mlx_float64.float32_accurate():
+        pytest.skip("this MLX is fixed already: the elementwise cell is ok")
+    monkeypatch.setattr(mlx_float64, "float32_accurate", lambda: ())
+    rep = _judged_on_mlx(REGISTRY["elementwise"], 1_000)
+    assert rep.status == "wrong" and rep.reason.startswith("max relative error")
+
+
+def test_numerics_marks_the_skipped_mlx_error_over_tolerance_output_by_output():
+    """A cell skipped for MLX's float32-accurate sin keeps its error, and ``arraybench numerics``
+    shows it over tolerance on sin(a) alone, as it shows a wrong one."""
+    from arraybench.model.record import Record
+    from arraybench.render.numerics import numerics_markdown
+
+    rec = Record("elementwise", "small", 1000, "mlx", "cpu", "float64", "latency", "skipped",
+                 reason="MLX 0.32.4 computes float64 sin with float32 accuracy on the CPU (ml-explore/mlx#3047)",
+                 max_rel_error=4.5e-7, tolerance=1.8e-15)
+    rec.output_names, rec.output_errors = ["a + b", "a * b", "sin(a)"], [0.0, 0.0, 4.5e-7]
+    rows = {line.split("|")[4].strip(): line.split("|")[6].strip()
+            for line in numerics_markdown([rec]).splitlines()[2:5]}
+    assert rows == {"a + b": "0.0e+00", "a * b": "0.0e+00", "sin(a)": "4.5e-07 ✗"}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import abc
 import os
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
 import numpy as np
@@ -141,6 +142,25 @@ class Unavailable(Exception):
     """The library or the device cannot be used here; the message is the one-line reason."""
 
 
+@dataclass(frozen=True)
+class WrongResult:
+    """A first result the check called wrong, and the means to look into it, for
+    ``Backend.explain_wrong``. Every call here is eager and untimed."""
+
+    dtype: str
+    #: The namespace the workload is called with (the library's own, or its Array API one).
+    namespace: Any
+    #: The error against the tolerance, as the check said it ("max relative error 0.000114
+    #: exceeds tolerance 1.78e-15").
+    error: str
+    #: The workload called once more with the namespace given, on fresh inputs: its result on the host.
+    rerun: Callable[[Any], Any]
+    #: Whether the check accepts a result (on the host) against the float64 reference.
+    right: Callable[[Any], bool]
+    #: Whether the judged result equals a result (on the host) within the check's tolerance.
+    same: Callable[[Any], bool]
+
+
 class Backend(abc.ABC):
     """One array library bound to one device, set up for benchmarking.
 
@@ -212,6 +232,14 @@ class Backend(abc.ABC):
         """``op`` made to compute everything it returns before it returns: a lazy library (MLX)
         wraps it in its evaluation, inside the timed call; the others return ``op`` itself."""
         return op
+
+    def explain_wrong(self, wrong: WrongResult) -> str | None:
+        """Why a result the check called wrong comes from a known limitation of the library, not
+        from the workload or the run: the reason the cell is ``skipped`` with, or None (it stays
+        ``wrong``; the default). A backend says so only where it can show it, e.g. with the
+        workload called again where the limitation is worked around (``backends/mlx_float64``).
+        """
+        return None
 
     # -- precision ------------------------------------------------------------------------------
     def reduced_precision(self, dtype: str) -> str | None:

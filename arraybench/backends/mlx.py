@@ -15,7 +15,7 @@ from typing import Any, Callable
 import mlx.core as mx
 import numpy as np
 
-from .base import Backend, Unavailable, batched_loop
+from .base import Backend, Unavailable, WrongResult, batched_loop
 from .cpu import cpu_flush, cpu_threads_info
 
 #: NumPy's dtype names to MLX's dtypes (MLX has no complex128).
@@ -137,6 +137,26 @@ class MlxBackend(Backend):
 
     def evaluated(self, op: Callable[..., Any]) -> Callable[..., Any]:
         return evaluated(op)
+
+    def explain_wrong(self, wrong: WrongResult) -> str | None:
+        """A float64 result on the CPU that is wrong only because this MLX computes some float64
+        functions with float32 accuracy (``mlx_float64``): the workload called them, is right
+        with them computed in float64, and its judged result is a plain eager call's."""
+        if self.device != "cpu" or wrong.dtype != "float64":
+            return None
+        from . import mlx_float64
+
+        approximated = mlx_float64.float32_accurate()
+        if not approximated:
+            return None  # a fixed MLX: its verdicts stand as they are
+        called: list[str] = []
+        corrected = wrong.rerun(mlx_float64.in_float64(wrong.namespace, approximated, called))
+        if not called or not wrong.right(corrected) or not wrong.same(wrong.rerun(wrong.namespace)):
+            return None
+        names = "/".join(dict.fromkeys(called))
+        return (f"MLX {mx.__version__} computes float64 {names} with float32 accuracy on the CPU "
+                f"({mlx_float64.ISSUE}): {wrong.error}; with {names} computed in float64 the "
+                "result is within it; --dtype float32 runs it")
 
     def asarray(self, host: np.ndarray) -> Any:
         x = mx.array(np.ascontiguousarray(host), dtype=mlx_dtype(host.dtype.name))

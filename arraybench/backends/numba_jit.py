@@ -94,6 +94,21 @@ def is_refusal(exc: BaseException) -> bool:
                             errors.LoweringError, errors.UnsupportedBytecodeError))
 
 
+def threading() -> tuple[str, int]:
+    """(the threading layer Numba chose here, its thread count), after running a tiny ``prange``
+    loop: Numba picks its layer (tbb, omp or workqueue) only when a parallel function first runs."""
+
+    @numba.njit(parallel=True, cache=False)
+    def total(a: Any) -> Any:
+        s = 0.0
+        for i in numba.prange(a.shape[0]):
+            s += a[i]
+        return s
+
+    total(np.ones(64))
+    return numba.threading_layer(), numba.get_num_threads()
+
+
 def info() -> dict[str, Any]:
     """Numba's and llvmlite's versions and the CPU Numba compiles for."""
     import llvmlite

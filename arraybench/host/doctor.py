@@ -18,7 +18,7 @@ from typing import Iterable, Sequence
 
 from .. import backends
 from ..executors.worker_process import WorkerExited, WorkerProcess, WorkerTimeout
-from ..worker.protocol import CHECKS, GPU_ONLY, CheckDone, Job, Unavailable
+from ..worker.protocol import CHECKS, CheckDone, Job, Unavailable, check_applies
 from .threads import worker_env
 
 #: One library's checks may take this long, its start included (a CUDA context can take seconds).
@@ -54,7 +54,7 @@ def check_config(backend: str, device: str, *, allow_tf32: bool = False,
     def line(check: str, status: str, detail: str) -> Line:
         return Line(backend, device, check + suffix, status, detail)
 
-    applicable = [c for c in only if device != "cpu" or c not in GPU_ONLY]
+    applicable = [c for c in only if check_applies(c, backend, device)]
 
     def not_run(status: str, why: str) -> list[Line]:
         return [line("all" if len(applicable) > 1 else applicable[0], status,

@@ -10,13 +10,14 @@ become a ``failed`` replicate carrying the exception's own line, never a dead wo
 from __future__ import annotations
 
 import gc
+import math
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import accuracy
-from ..backends.base import Backend, Unavailable
+from ..backends.base import Backend, Unavailable, WrongResult
 from ..model.replicate import Replicate, Status
 from ..plan import Cell
 from .sampling import Sampling, TimerSettings
@@ -215,6 +216,14 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         names = wl.outputs or tuple(f"output {i}" for i in range(len(verdict.output_errors)))
         rep.output_names = list(names)
     if not verdict.ok:
+        explained = _known_limitation(
+            backend, wl, cell, host, params, verdict,
+            right=lambda r: accuracy.judge(r, reference.value, wl.check, cell.dtype, cell.size,
+                                           tolerance=tolerance, fixed=fixed, noise=noise).ok,
+            same=lambda r: accuracy.judge(out, r, wl.check, cell.dtype, cell.size, out_dtype=out_dtype,
+                                          fixed=fixed).ok)
+        if explained:
+            return _ended(backend, prepared, "skipped", explained)
         rep.status = "wrong"
         rep.reason = verdict.reason + (f" [returned by {origin}]" if origin else "")
     rep.output_bytes = output_bytes(out)
@@ -250,6 +259,31 @@ def finish(backend: Backend, prepared: Prepared) -> Replicate:
         health.update(after=backend.health.snapshot(), samples=len(m.samples_s),
                       throttled_samples=len(m.throttled), reasons=m.throttle_reasons)
     return rep
+
+
+def _known_limitation(backend: Backend, wl: Workload, cell: Cell, host: tuple[Any, ...],
+                      params: dict[str, Any], verdict: "accuracy.Verdict",
+                      right: Callable[[Any], bool], same: Callable[[Any], bool]) -> str | None:
+    """The backend's reason why a wrong first result is a known limitation of its library
+    (``Backend.explain_wrong``), or None: then it stays wrong. Only an error the check measured
+    is looked into (not a shape, a dtype or NaNs), and not a gradient; whatever the backend's
+    look raises leaves the verdict as it is."""
+    if (wl.grad or wl.namespace == "backend" or verdict.max_rel_error is None
+            or not math.isfinite(verdict.max_rel_error)):
+        return None
+    fn = wl.function_for(backend.name)
+
+    def rerun(xp: Any) -> Any:
+        arrays = tuple(_host_copy(h) for h in host) if wl.placement == "host" \
+            else tuple(backend.asarray(h) for h in host)
+        return to_host(backend, wl.result_of(fn(xp, *arrays, **params), list(arrays)))
+
+    try:
+        namespace = backend.namespace(wl.namespace_for(backend.name))
+        return backend.explain_wrong(WrongResult(cell.dtype, namespace, verdict.reason.split(";")[0],
+                                                 rerun, right, same))
+    except Exception:  # looking into a wrong verdict must never cost it
+        return None
 
 
 def _classify(backend: Backend, cell: Cell, stage: str, exc: BaseException,

@@ -30,11 +30,18 @@ from .sampling import TimerSettings
 
 Task = Literal["measure", "probe", "selfcheck"]
 CheckName = Literal["sync", "unsynced", "events", "float64", "precision", "harness", "memory", "clocks",
-                    "transfers"]
+                    "transfers", "numba"]
 #: The doctor's checks, in the order they run.
 CHECKS: tuple[str, ...] = typing.get_args(CheckName)
 #: Checks that need a GPU: on the CPU they are not run.
 GPU_ONLY = ("events", "memory", "clocks", "transfers")
+#: Checks of one library's own tool, run for that backend alone: Numba is NumPy's compiler.
+BACKEND_ONLY = {"numba": "numpy"}
+
+
+def check_applies(check: str, backend: str, device: str) -> bool:
+    """Whether the doctor runs ``check`` for ``backend`` on ``device``."""
+    return (device != "cpu" or check not in GPU_ONLY) and BACKEND_ONLY.get(check, backend) == backend
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ then states what it found in numbers, so a failure says which assumption of a ru
 here: that waiting for the device covers its work, that a missing wait would show, that device
 events and the wall clock agree, that results are judged against float64, that the matmul
 precision is the one the run records, how the library holds memory, that clocks hold, that
-transfers move data. Checks that need a GPU say why they are skipped on the CPU.
+transfers move data, that Numba (NumPy's compiled mode) compiles NumPy code and agrees with
+NumPy. Checks that need a GPU say why they are skipped on the CPU.
 
 They run in a worker process (``python -m arraybench.worker``) given a job whose task is
 ``selfcheck``; the worker sends each outcome back as a ``protocol.CheckDone``.
@@ -21,7 +22,7 @@ import numpy as np
 
 from .accuracy import REDUCED_PRECISION_EPS, Check, judge
 from ..backends.base import Backend
-from .protocol import CHECKS, GPU_ONLY
+from .protocol import CHECKS, check_applies
 from .sampling import TimerSettings
 from .timer import Timer
 from ..units import format_seconds
@@ -353,10 +354,44 @@ def check_transfers(backend: Backend) -> Outcome:
     return Outcome("transfers", "passed" if fresh and right and possible else "failed", detail)
 
 
+def _numba_sample(xp: Any, a: Any, b: Any) -> Any:
+    """What the numba check compiles: NumPy code as a workload writes it, ``xp`` the module."""
+    return xp.sin(a) * b + a.sum()
+
+
+def check_numba(backend: Backend) -> Outcome:
+    """NumPy's compiled mode works here: ``numba.njit`` compiles a small NumPy function the way
+    a compiled cell does (``xp`` is NumPy's module), and its result agrees with NumPy's; with
+    Numba's version and the threading layer it chose."""
+    try:
+        from ..backends import numba_jit
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("numba", "llvmlite"):
+            raise
+        return Outcome("numba", "skipped", "Numba is not installed, so NumPy's compiled cells are "
+                       "skipped (pip install 'arraybench[numba]')")
+    n = 1000
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal(n), rng.standard_normal(n)
+    compiled = numba_jit.compile_workload(_numba_sample, {}, grad=False)
+    compile_s, out = Timer(compiled, (a, b)).first_call()
+    per_call = Timer(compiled, (a, b)).measure(_QUICK).median_s
+    check = Check.normwise(growth=lambda size: size ** 0.5, ulps=8)
+    v = judge(out, _numba_sample(np, a, b), check, "float64", n)
+    layer, threads = numba_jit.threading()
+    facts = numba_jit.info()
+    return Outcome("numba", "passed" if v.ok else "failed",
+                   f"numba {facts['numba']} (llvmlite {facts['llvmlite']}): numba.njit of sin(a) * b "
+                   f"+ a.sum() on {n:,} float64 compiled in {format_seconds(compile_s)}, "
+                   f"{format_seconds(per_call)} per call; error {v.max_rel_error:.1e} against NumPy "
+                   f"(tolerance {v.tolerance:.1e}){'' if v.ok else ': ' + v.reason}; threading layer "
+                   f"{layer}, {threads} threads")
+
+
 _RUN: dict[str, Callable[[Backend], Outcome]] = {
     "sync": check_sync, "unsynced": check_unsynced, "events": check_events, "float64": check_float64,
     "precision": check_precision, "harness": check_harness, "memory": check_memory, "clocks": check_clocks,
-    "transfers": check_transfers,
+    "transfers": check_transfers, "numba": check_numba,
 }
 
 
@@ -366,7 +401,7 @@ def run_checks(backend: Backend, only: tuple[str, ...] = CHECKS) -> Iterator[Out
     from .tracebacks import describe_exception
 
     for name in only:
-        if backend.device == "cpu" and name in GPU_ONLY:
+        if not check_applies(name, backend.name, backend.device):
             continue
         try:
             yield _RUN[name](backend)

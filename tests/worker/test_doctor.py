@@ -4,6 +4,7 @@ the assumption it guards (fakes standing for GPU libraries, each saying which be
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -40,6 +41,12 @@ def test_doctor_runs_the_cpu_checks_and_says_why_the_gpu_ones_are_skipped():
         assert "float32, the run records float32" in by_check[(backend, "cpu", "precision")]
         # arraybench's timer against the library's own (pass/fail: test_doctor_harness.py)
         assert "alternating rounds" in by_check[(backend, "cpu", "harness")]
+    # NumPy's compiler, checked in NumPy's worker alone (tests/worker/test_doctor_numba.py: without it)
+    assert ("jax", "cpu", "numba") not in by_check
+    if importlib.util.find_spec("numba") is not None:
+        numba = by_check[("numpy", "cpu", "numba")]
+        assert numba.startswith("passed") and "numba.njit of sin(a) * b + a.sum()" in numba
+        assert "against NumPy" in numba and "threading layer" in numba
     gpu = by_check.get(("jax", "gpu", "all"))
     if gpu is not None:  # no GPU here: one line, with the reason and the checks not run
         assert gpu.startswith("skipped") and "not run: sync, unsynced, events" in gpu
