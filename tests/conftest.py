@@ -87,6 +87,24 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600,
                           preexec_fn=default_signals)
 
 
+@pytest.fixture
+def cli_here(capsys, monkeypatch):
+    """The real command line (``cli.main``) in this process, as ``run_cli`` returns it: for a
+    command that refuses or only reads, where starting an interpreter costs more than the test."""
+    from arraybench.cli import main
+
+    def call(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+        monkeypatch.chdir(cwd)  # the project file is looked for from here, as from a shell's cwd
+        for name in ("COLUMNS", "LINES"):  # as run_cli: the caller's terminal width stays out
+            monkeypatch.delenv(name, raising=False)
+        capsys.readouterr()
+        status = main(list(args))
+        printed = capsys.readouterr()
+        return subprocess.CompletedProcess(list(args), status, printed.out, printed.err)
+
+    return call
+
+
 #: Options that keep a real run short in tests: one process, a few samples per cell.
 FAST = ("--processes", "1", "--max-time", "0.05", "--min-samples", "3", "-q")
 

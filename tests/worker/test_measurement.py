@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
-
 import os
 from pathlib import Path
 
@@ -11,6 +11,10 @@ import pytest
 
 from arraybench import Results, load_results
 from arraybench import backends
+from arraybench.cli import main
+from arraybench.options import RunOptions, validate
+from arraybench.plan import build_plan
+from arraybench.workloads import REGISTRY
 
 from ..conftest import FAST, run_cli
 
@@ -43,14 +47,6 @@ def test_thread_setting_is_visible_inside_each_library(one_thread_run, backend):
     assert one_thread_run.environment["threads_requested"] == 1
 
 
-def test_default_threads_use_every_core(tmp_path: Path):
-    result = run_cli("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "sort",
-                     "--sizes", "small", *FAST, "--output-dir", str(tmp_path))
-    assert result.returncode == 0, result.stderr
-    info = load_results(tmp_path / "results.json").environment["backends"]["numpy/cpu"]
-    assert info["affinity_cpus"] == len(os.sched_getaffinity(0))
-
-
 def test_latency_throughput_and_several_processes(tmp_path: Path):
     result = run_cli("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "elementwise",
                      "--sizes", "small", "--mode", "latency,throughput", "--processes", "2",
@@ -67,14 +63,17 @@ def test_latency_throughput_and_several_processes(tmp_path: Path):
     assert "throughput" in modes["throughput"].config_label
 
 
-def test_cold_cache_samples_one_call_each(tmp_path: Path):
+def test_cold_cache_samples_one_call_each_and_default_threads_use_every_core(tmp_path: Path):
     result = run_cli("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "elementwise",
                      "--sizes", "small", "--cold", *FAST, "--output-dir", str(tmp_path))
     assert result.returncode == 0, result.stderr
-    (r,) = load_results(tmp_path / "results.json").records
+    res = load_results(tmp_path / "results.json")
+    (r,) = res.records
     assert r.status == "ok"
     assert r.number == 1  # only the first call after an eviction is cold
-    assert load_results(tmp_path / "results.json").settings["cold"] is True
+    assert res.settings["cold"] is True
+    # No --threads: the worker may use every core this process may.
+    assert res.environment["backends"]["numpy/cpu"]["affinity_cpus"] == len(os.sched_getaffinity(0))
 
 
 def test_sweep_finds_crossovers_from_the_command_line(tmp_path: Path):
@@ -109,13 +108,33 @@ def test_compiled_mode_records_compile_time(tmp_path: Path):
     assert "jax.jit on JAX CPU" in (tmp_path / "findings.md").read_text()
 
 
-def test_roofline_measures_ceilings_and_shares(tmp_path: Path):
-    result = run_cli("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "elementwise",
-                     "--sizes", "small", "--roofline", "--processes", "1", "--max-time", "0.05",
-                     "--min-samples", "3", "--output-dir", str(tmp_path))
-    assert result.returncode == 0, result.stderr
-    res = load_results(tmp_path / "results.json")
-    assert {r.workload for r in res.records} == {"elementwise", "ceiling_bandwidth", "ceiling_matmul"}
+def test_roofline_adds_each_configurations_ceilings_at_their_own_sizes():
+    """--roofline plans the two ceilings once per library and device, at sizes that dwarf the
+    caches and saturate the cores (the sizes the run below shrinks), whatever --sizes says."""
+    options = validate(RunOptions(workloads=["elementwise"], backends=["numpy", "torch"],
+                                  devices=["cpu"], sizes=["small"], roofline=True), REGISTRY)
+    cells = build_plan(options, REGISTRY)
+    ceilings = sorted((c.workload, c.size, c.backend, c.mode) for c in cells if c.workload.startswith("ceiling_"))
+    assert ceilings == sorted((w, n, b, "latency") for w, n in (("ceiling_bandwidth", 1 << 25), ("ceiling_matmul", 2048))
+                              for b in ("numpy", "torch"))
+    assert len(cells) == 2 + len(ceilings)
+
+
+def test_roofline_measures_ceilings_and_shares(tmp_path: Path, monkeypatch, capsys):
+    # The real ceilings (a 256 MB stream, 2048² matmuls) cost ~13 CPU-s a run, in a second worker
+    # for their large outputs: the plan above checks their sizes; here, what a run makes of them.
+    # The workers measure the size the plan gives them, so the built-in ceilings run, only smaller.
+    for name, n in (("ceiling_bandwidth", 1 << 16), ("ceiling_matmul", 64)):
+        monkeypatch.setitem(REGISTRY, name, dataclasses.replace(REGISTRY[name], sizes={"cpu": n}))
+    monkeypatch.chdir(tmp_path)
+    status = main(["run", "--backends", "numpy", "--devices", "cpu", "--workloads", "elementwise",
+                   "--sizes", "small", "--roofline", "--processes", "1", "--max-time", "0.05",
+                   "--min-samples", "3", "--output-dir", str(tmp_path / "out")])
+    printed = capsys.readouterr()
+    assert status == 0, printed.err
+    res = load_results(tmp_path / "out" / "results.json")
+    assert {(r.workload, r.size) for r in res.records} == {
+        ("elementwise", REGISTRY["elementwise"].sizes["small"]), ("ceiling_bandwidth", 1 << 16), ("ceiling_matmul", 64)}
     assert all(r.status == "ok" for r in res.records)
-    assert (tmp_path / "roofline.svg").exists()
-    assert "of peak" in result.stdout
+    assert (tmp_path / "out" / "roofline.svg").exists()
+    assert "of peak" in printed.out
