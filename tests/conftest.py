@@ -98,7 +98,10 @@ def cli_here(capsys, monkeypatch):
         for name in ("COLUMNS", "LINES"):  # as run_cli: the caller's terminal width stays out
             monkeypatch.delenv(name, raising=False)
         capsys.readouterr()
-        status = main(list(args))
+        try:
+            status = main(list(args))
+        except SystemExit as exc:  # what the interpreter would make of it (argparse's --help)
+            status = exc.code if isinstance(exc.code, int) else 1
         printed = capsys.readouterr()
         return subprocess.CompletedProcess(list(args), status, printed.out, printed.err)
 
