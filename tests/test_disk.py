@@ -128,12 +128,13 @@ def test_logs_that_cannot_be_written_are_refused_before_measuring(tmp_path: Path
 
 # -- files and folders in the way ------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["results.json", "report.html", "results.csv"])
-def test_a_folder_where_a_result_file_goes_is_refused_before_measuring(name: str, tmp_path: Path):
+def test_a_folder_where_a_result_file_goes_is_refused_before_measuring(name: str, tmp_path: Path,
+                                                                       cli_here):
     out = tmp_path / "out"
     (out / name).mkdir(parents=True)
     (out / name / "keep").write_text("mine")
-    result = run_cli("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
-                     cwd=tmp_path)
+    result = cli_here("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
+                      cwd=tmp_path)
     assert result.returncode == 2
     assert one_line(result.stderr) == (
         f"arraybench: error: {out / name}: is a folder; arraybench writes a file there (remove or "
@@ -181,7 +182,7 @@ def test_names_too_long_for_a_file_system_are_shortened(tmp_path: Path):
 @pytest.mark.parametrize("target_exists", [False, True], ids=["dangling", "to-a-file"])
 @pytest.mark.parametrize("overwrite", [False, True], ids=["plain", "overwrite"])
 def test_a_linked_journal_is_never_written_through(target_exists: bool, overwrite: bool,
-                                                    tmp_path: Path):
+                                                    tmp_path: Path, cli_here):
     outside = tmp_path / "outside"
     outside.mkdir()
     target = outside / "precious.txt"
@@ -190,8 +191,8 @@ def test_a_linked_journal_is_never_written_through(target_exists: bool, overwrit
     out = tmp_path / "out"
     out.mkdir()
     (out / "journal.jsonl").symlink_to(target)
-    result = run_cli("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
-                     *(["--overwrite"] if overwrite else []), cwd=tmp_path)
+    result = cli_here("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
+                      *(["--overwrite"] if overwrite else []), cwd=tmp_path)
     assert result.returncode == 2
     assert one_line(result.stderr) == (
         f"arraybench: error: {out}/journal.jsonl: is a symbolic link (to {target}), not a journal; "
@@ -200,24 +201,24 @@ def test_a_linked_journal_is_never_written_through(target_exists: bool, overwrit
     assert [p.name for p in outside.iterdir()] == (["precious.txt"] if target_exists else [])
     if target_exists:
         assert target.read_text() == "precious"
-    resumed = run_cli("run", "--resume", str(out), cwd=tmp_path)
+    resumed = cli_here("run", "--resume", str(out), cwd=tmp_path)
     assert resumed.returncode == 2 and "is a symbolic link" in one_line(resumed.stderr)
     assert [p.name for p in outside.iterdir()] == (["precious.txt"] if target_exists else [])
 
 
-def test_linked_logs_are_never_written_through(tmp_path: Path):
+def test_linked_logs_are_never_written_through(tmp_path: Path, cli_here):
     outside = tmp_path / "outside"
     out = tmp_path / "out"
     out.mkdir()
     (out / "logs").symlink_to(outside, target_is_directory=True)  # dangling: not even created
-    result = run_cli("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
-                     cwd=tmp_path)
+    result = cli_here("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
+                      cwd=tmp_path)
     assert result.returncode == 2
     assert one_line(result.stderr).startswith(f"arraybench: error: {out}/logs: is a symbolic link")
     assert not outside.exists()
     outside.mkdir()
-    again = run_cli("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
-                    "--overwrite", cwd=tmp_path)
+    again = cli_here("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
+                     "--overwrite", cwd=tmp_path)
     assert again.returncode == 2
     assert list(outside.iterdir()) == []
 

@@ -148,7 +148,8 @@ def test_a_writer_killed_mid_write_leaves_the_store_consistent(store_location, t
     assert _counts(store_location) == (2, 4)
 
 
-def test_a_real_run_is_stored_and_import_of_its_folder_adds_nothing(store_location, tmp_path: Path):
+def test_a_real_run_is_stored_and_import_of_its_folder_adds_nothing(store_location, tmp_path: Path,
+                                                                   cli_here):
     store = store_location
     out = tmp_path / "run"
     done = run_cli("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
@@ -157,10 +158,10 @@ def test_a_real_run_is_stored_and_import_of_its_folder_adds_nothing(store_locati
     assert done.returncode == 0, done.stderr
     saved = json.loads((out / "results.json").read_text())
     assert saved["environment"]["context"] == {"commit": "abc123", "branch": "main"}
-    again = run_cli("store", "import", str(out), "--store", str(store))
+    again = cli_here("store", "import", str(out), "--store", str(store), cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert "already stored" in again.stdout
-    listed = run_cli("store", "list", "--store", str(store))
+    listed = cli_here("store", "list", "--store", str(store), cwd=tmp_path)
     assert "commit=abc123" in listed.stdout and ": 1 run" in listed.stdout
     assert _counts(str(store)) == (1, 1)
 
@@ -207,7 +208,8 @@ def test_an_unreachable_store_is_one_warning_line_and_the_run_still_succeeds(tmp
     assert (out / "report.html").is_file()
 
 
-def test_store_options_come_from_the_project_file_and_contradictions_are_refused(tmp_path: Path):
+def test_store_options_come_from_the_project_file_and_contradictions_are_refused(tmp_path: Path,
+                                                                                 cli_here, monkeypatch):
     project = tmp_path / "pyproject.toml"
     store = tmp_path / "project.sqlite"
     project.write_text(f'[tool.arraybench]\nstore = "{store}"\ncontext = ["team=ml"]\n')
@@ -216,15 +218,17 @@ def test_store_options_come_from_the_project_file_and_contradictions_are_refused
                    "-o", str(tmp_path / "run"), env=env)
     assert done.returncode == 0, done.stderr
     assert _counts(str(store)) == (1, 1)
-    listed = run_cli("store", "list", env=env)  # reading commands use the project's store too
+    monkeypatch.setenv("ARRAYBENCH_CONFIG", str(project))
+    listed = cli_here("store", "list", cwd=ROOT)  # reading commands use the project's store too
     assert "team=ml" in listed.stdout
-    both = run_cli("run", "--store", str(store), "--no-store", env=env)
+    both = cli_here("run", "--store", str(store), "--no-store", cwd=ROOT)
     assert both.returncode == 2 and both.stderr.count("\n") == 1 and "contradict" in both.stderr
-    bad = run_cli("run", "--context", "no-equals-sign", "-o", str(tmp_path / "x"))
+    monkeypatch.delenv("ARRAYBENCH_CONFIG")
+    bad = cli_here("run", "--context", "no-equals-sign", "-o", str(tmp_path / "x"), cwd=ROOT)
     assert bad.returncode == 2 and "is not key=value" in bad.stderr and not (tmp_path / "x").exists()
 
 
-def test_import_reads_what_it_can_and_says_which_it_could_not(tmp_path: Path):
+def test_import_reads_what_it_can_and_says_which_it_could_not(tmp_path: Path, cli_here):
     good = tmp_path / "good"
     good.mkdir()
     timed_run(3).save(good / "results.json")
@@ -232,7 +236,8 @@ def test_import_reads_what_it_can_and_says_which_it_could_not(tmp_path: Path):
     broken.mkdir()
     (broken / "results.json").write_text('{"tool": "arraybench", "schema_v')
     store = tmp_path / "s.sqlite"
-    done = run_cli("store", "import", str(broken), str(good), str(tmp_path / "missing"), "--store", str(store))
+    done = cli_here("store", "import", str(broken), str(good), str(tmp_path / "missing"), "--store", str(store),
+                    cwd=tmp_path)
     assert done.returncode == 2
     assert "added" in done.stdout and "2 could not be read" in done.stdout
     assert "not valid JSON" in done.stderr and "no such file" in done.stderr
