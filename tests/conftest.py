@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
+import io
 import os
 import shutil
 import signal
@@ -87,25 +89,47 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600,
                           preexec_fn=default_signals)
 
 
-@pytest.fixture
-def cli_here(capsys, monkeypatch):
+def run_here(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     """The real command line (``cli.main``) in this process, as ``run_cli`` returns it: for a
-    command that refuses or only reads, where starting an interpreter costs more than the test."""
+    command that refuses or only reads, or a run whose test looks at its results, where starting
+    an interpreter costs more than the test. What the workload files it loads leave (workloads,
+    modules, ``sys.path``) is forgotten after it, so a file imported again defines them again."""
     from arraybench.cli import main
+    from arraybench.render.terminal import TABLE_WIDTH
+    from arraybench.workloads import REGISTRY
 
-    def call(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-        monkeypatch.chdir(cwd)  # the project file is looked for from here, as from a shell's cwd
-        for name in ("COLUMNS", "LINES"):  # as run_cli: the caller's terminal width stays out
-            monkeypatch.delenv(name, raising=False)
-        capsys.readouterr()
-        try:
-            status = main(list(args))
-        except SystemExit as exc:  # what the interpreter would make of it (argparse's --help)
-            status = exc.code if isinstance(exc.code, int) else 1
-        printed = capsys.readouterr()
-        return subprocess.CompletedProcess(list(args), status, printed.out, printed.err)
+    registry, modules, path, here = dict(REGISTRY), set(sys.modules), list(sys.path), os.getcwd()
+    # As run_cli's pipe: tables as wide as a pipe gets, whatever terminal pytest's own
+    # descriptors reach (rich asks them, under ``-s`` too).
+    environ = {k: os.environ.pop(k, None) for k in ("COLUMNS", "LINES")}
+    os.environ["COLUMNS"] = str(TABLE_WIDTH)
+    out, err = io.StringIO(), io.StringIO()
+    os.chdir(cwd)  # the project file is looked for from here, as from a shell's cwd
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main(list(args))
+            except SystemExit as exc:  # what the interpreter would make of it (argparse's --help)
+                status = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        os.chdir(here)
+        for k, v in environ.items():
+            os.environ.pop(k, None)
+            if v is not None:
+                os.environ[k] = v
+        REGISTRY.clear()
+        REGISTRY.update(registry)
+        for name in set(sys.modules) - modules:
+            if name.startswith("arraybench_user_"):
+                del sys.modules[name]
+        sys.path[:] = path
+    return subprocess.CompletedProcess(list(args), status, out.getvalue(), err.getvalue())
 
-    return call
+
+@pytest.fixture
+def cli_here():
+    """``run_here``, for a test to ask for by name."""
+    return run_here
 
 
 #: Options that keep a real run short in tests: one process, a few samples per cell.

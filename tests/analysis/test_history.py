@@ -169,13 +169,13 @@ def test_parse_since():
     assert parse_since(None) is None
 
 
-def test_a_run_report_shows_its_history_when_the_store_has_earlier_runs(tmp_path: Path):
+def test_a_run_report_shows_its_history_when_the_store_has_earlier_runs(tmp_path: Path, cli_here):
     store = str(tmp_path / "s.sqlite")
     args = ("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST, "--store", store)
-    first = run_cli(*args, "-o", str(tmp_path / "one"))
+    first = cli_here(*args, "-o", str(tmp_path / "one"), cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     assert "id='history'" not in (tmp_path / "one" / "report.html").read_text()
-    second = run_cli(*args, "-o", str(tmp_path / "two"), "--context", "commit=new")
+    second = cli_here(*args, "-o", str(tmp_path / "two"), "--context", "commit=new", cwd=tmp_path)
     assert second.returncode == 0, second.stderr
     page = (tmp_path / "two" / "report.html").read_text()
     assert "id='history'" in page and "data-plot='history_matmul.svg'" in page
@@ -189,7 +189,7 @@ def test_history_of_this_machine_and_a_rebuilt_report_keep_the_history(tmp_path:
     store = str(tmp_path / "s.sqlite")
     args = ("run", "--backends", "numpy", "--workloads", "sort", "--sizes", "small", *FAST, "--store", store)
     for name in ("one", "two"):
-        assert run_cli(*args, "-o", str(tmp_path / name)).returncode == 0
+        assert cli_here(*args, "-o", str(tmp_path / name), cwd=tmp_path).returncode == 0
     mine = cli_here("history", "--store", store, "--machine", "this", "--no-plots", cwd=tmp_path)
     assert mine.returncode == 0 and "sort small" in mine.stdout and "over 2 runs" in mine.stdout
     other = cli_here("history", "--store", store, "--machine", "ffffff", "--no-plots", cwd=tmp_path)

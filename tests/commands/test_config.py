@@ -47,11 +47,12 @@ def test_the_project_file_sets_defaults_and_the_command_line_wins(tmp_path: Path
     assert {(r.backend, r.size) for r in res.records} == {("numpy", 100), ("torch", 100)}
 
 
-def test_the_nearest_pyproject_is_found_from_a_subfolder(tmp_path: Path):
+def test_the_nearest_pyproject_is_found_from_a_subfolder(tmp_path: Path, cli_here, monkeypatch):
     folder = project(tmp_path, PROJECT)
     deep = folder / "src" / "deeper"
     deep.mkdir(parents=True)
-    done = run_cli("info", cwd=deep, env={"ARRAYBENCH_CONFIG": None})
+    monkeypatch.delenv("ARRAYBENCH_CONFIG", raising=False)
+    done = cli_here("info", cwd=deep)
     assert done.returncode == 0, done.stderr
     assert f"project defaults from {folder / 'pyproject.toml'}" in done.stdout
     assert "max-time = 0.05" in done.stdout and "backends = ['numpy']" in done.stdout
@@ -66,9 +67,11 @@ def test_the_nearest_pyproject_is_found_from_a_subfolder(tmp_path: Path):
     ("[tool.arraybench]\ncold = 'yes'", "cold must be true or false"),
     ("[tool.arraybench]\nmax-time = [true]", "max-time must be a list of names or numbers"),
 ])
-def test_a_bad_project_file_is_one_line_and_exit_2(tmp_path: Path, text: str, message: str):
+def test_a_bad_project_file_is_one_line_and_exit_2(tmp_path: Path, text: str, message: str, cli_here,
+                                                   monkeypatch):
     folder = project(tmp_path, text)
-    done = run_cli("run", "-o", "x", cwd=folder, env={"ARRAYBENCH_CONFIG": str(folder / "pyproject.toml")})
+    monkeypatch.setenv("ARRAYBENCH_CONFIG", str(folder / "pyproject.toml"))
+    done = cli_here("run", "-o", "x", cwd=folder)
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1 and message in done.stderr, done.stderr
     assert not (folder / "x").exists()

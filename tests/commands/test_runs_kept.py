@@ -102,10 +102,11 @@ def test_a_manifest_names_only_plots_in_the_folder_itself(tmp_path: Path):
     assert outside.read_text() == "keep" and (out / "keep.md").is_file() and (out / "sub.svg").is_dir()
 
 
-def test_compare_report_and_history_take_a_stored_run(runs: Runs, tmp_path: Path, capsys, monkeypatch):
+def test_compare_report_and_history_take_a_stored_run(runs: Runs, tmp_path: Path, capsys, monkeypatch,
+                                                      cli_here):
     with open_store(runs.store) as store:
         first_id, second_id = (r.run_id for r in store.runs())
-    both = run_cli("compare", "last~1", "last", "--store", runs.store)
+    both = cli_here("compare", "last~1", "last", "--store", runs.store, cwd=tmp_path)
     assert both.returncode == 0, both.stderr
     assert "sort 16" in both.stdout and "geometric mean of new/base over 1 cell" in both.stdout
     status, out, _ = _cli(["compare", first_id[:8], str(runs.second), "--store", runs.store], capsys,

@@ -17,7 +17,7 @@ import pytest
 from arraybench import load_results
 from arraybench.render.mpl import PlotWarning, drawn, new_figure
 
-from ..conftest import run_cli
+from ..conftest import ROOT, run_cli, run_here
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 QUICK = ("--sizes", "small", "--backends", "numpy", "--devices", "cpu", "--processes", "1",
@@ -35,7 +35,7 @@ def assert_report_written(folder: Path) -> None:
 def measured(tmp_path_factory) -> Path:
     """A real run of two workloads: its results.json and journal are what the cases edit."""
     out = tmp_path_factory.mktemp("hostile") / "run"
-    done = run_cli("run", "--workloads", "sort,matmul", "--no-plots", "-o", str(out), *QUICK)
+    done = run_here("run", "--workloads", "sort,matmul", "--no-plots", "-o", str(out), *QUICK, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     return out
 

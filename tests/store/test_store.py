@@ -152,9 +152,9 @@ def test_a_real_run_is_stored_and_import_of_its_folder_adds_nothing(store_locati
                                                                    cli_here):
     store = store_location
     out = tmp_path / "run"
-    done = run_cli("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
-                   "-o", str(out), "--store", str(store), "--context", "commit=abc123",
-                   "--context", "branch=main")
+    done = cli_here("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
+                    "-o", str(out), "--store", str(store), "--context", "commit=abc123",
+                    "--context", "branch=main", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     saved = json.loads((out / "results.json").read_text())
     assert saved["environment"]["context"] == {"commit": "abc123", "branch": "main"}

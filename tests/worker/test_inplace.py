@@ -395,21 +395,21 @@ def test_a_setting_of_the_wrong_type_is_refused_with_what_was_expected(value, de
         coerce("s", value, default)
 
 
-def test_param_on_the_command_line_reaches_the_workload_and_a_resume_keeps_it(tmp_path):
+def test_param_on_the_command_line_reaches_the_workload_and_a_resume_keeps_it(tmp_path, cli_here):
     from ..conftest import ROOT, run_cli
 
     out = tmp_path / "run"
     common = ("--workload-file", str(ROOT / "examples" / "jacobi_2d.py"), "--backends", "numpy",
               "--devices", "cpu", "--sizes", "small", "--processes", "2", "--max-time", "0.2", "--no-store",
               "--no-plots", "-q")
-    done = run_cli("run", *common, "--param", "tsteps=3", "-o", str(out))
+    done = cli_here("run", *common, "--param", "tsteps=3", "-o", str(out), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     (record,) = arraybench.load_results(out).records
     assert record.status == "ok" and record.params == {"tsteps": 3}
-    bad = run_cli("run", *common, "--param", "tsteps=many", "-o", str(tmp_path / "bad"))
+    bad = cli_here("run", *common, "--param", "tsteps=many", "-o", str(tmp_path / "bad"), cwd=ROOT)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
     assert "--param tsteps=many: setting tsteps is a whole number (its default is 20)" in bad.stderr
-    again = run_cli("run", "--resume", str(out), "--param", "tsteps=4")
+    again = cli_here("run", "--resume", str(out), "--param", "tsteps=4", cwd=ROOT)
     assert again.returncode == 2 and "params" in again.stderr, again.stderr
 
 

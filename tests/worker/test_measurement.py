@@ -16,7 +16,7 @@ from arraybench.options import RunOptions, validate
 from arraybench.plan import build_plan
 from arraybench.workloads import REGISTRY
 
-from ..conftest import FAST, run_cli
+from ..conftest import FAST, ROOT, run_cli, run_here
 
 
 def _cpu_backends() -> list[str]:
@@ -26,9 +26,9 @@ def _cpu_backends() -> list[str]:
 @pytest.fixture(scope="module")
 def one_thread_run(tmp_path_factory) -> Results:
     out = tmp_path_factory.mktemp("threads")
-    result = run_cli("run", "--backends", ",".join(_cpu_backends()), "--devices", "cpu",
-                     "--workloads", "matmul", "--sizes", "small", "--threads", "1",
-                     *FAST, "--output-dir", str(out))
+    result = run_here("run", "--backends", ",".join(_cpu_backends()), "--devices", "cpu",
+                      "--workloads", "matmul", "--sizes", "small", "--threads", "1",
+                      *FAST, "--output-dir", str(out), cwd=ROOT)
     assert result.returncode == 0, result.stderr
     return load_results(out / "results.json")
 

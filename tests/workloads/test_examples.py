@@ -104,11 +104,11 @@ def test_every_example_has_sizes_a_reference_and_a_work_model():
         assert wl.source == str(EXAMPLES / next(f for f, names in FILES.items() if workload in names))
 
 
-def test_the_examples_run_from_the_command_line(tmp_path: Path):
+def test_the_examples_run_from_the_command_line(tmp_path: Path, cli_here):
     out = tmp_path / "out"
     args = [a for f in FILES for a in ("--workload-file", str(EXAMPLES / f))]
-    result = run_cli("run", *args, "--backends", "numpy", "--sizes", "small", "--no-plots",
-                     "-o", str(out), *FAST, cwd=tmp_path)
+    result = cli_here("run", *args, "--backends", "numpy", "--sizes", "small", "--no-plots",
+                      "-o", str(out), *FAST, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     res = load_results(out / "results.json")
     assert sorted(r.workload for r in res.records) == sorted(WORKLOADS)

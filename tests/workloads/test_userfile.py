@@ -27,7 +27,7 @@ from arraybench.workloads import REGISTRY
 from arraybench.workloads.inputs import build_inputs
 from arraybench.workloads.binding import bind
 
-from ..conftest import FAST, backend_or_skip, run_cli
+from ..conftest import FAST, backend_or_skip, run_cli, run_here
 
 QUICK = TimerSettings(min_samples=1, max_samples=1, budget_s=0.0, warmup_s=0.0, target_sample_s=1e-6)
 
@@ -107,9 +107,9 @@ def backend_missing(name: str) -> bool:
     return backends.SPECS[name].preflight("cpu") is not None
 
 
-def test_list_shows_a_files_workloads_with_their_definition(tmp_path: Path):
+def test_list_shows_a_files_workloads_with_their_definition(tmp_path: Path, cli_here):
     bench = write(tmp_path / "my_bench.py", GOOD)
-    result = run_cli("list", "--workload-file", str(bench), cwd=tmp_path)
+    result = cli_here("list", "--workload-file", str(bench), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "softplus" in result.stdout and "tanh_loss" in result.stdout
     assert "matmul" in result.stdout
@@ -181,9 +181,9 @@ def broken_run(tmp_path_factory):
     }
     out = folder / "out"
     args = [a for f in files.values() for a in ("--workload-file", str(f))]
-    result = run_cli("run", *args, "--workloads", "fine,mutates,bad_reshape,shape,bad_inputs,sort",
-                     "--sizes", "small", "--backends", "numpy,torch,jax", "--devices", "cpu",
-                     "--no-plots", "-o", str(out), *FAST, cwd=folder)
+    result = run_here("run", *args, "--workloads", "fine,mutates,bad_reshape,shape,bad_inputs,sort",
+                      "--sizes", "small", "--backends", "numpy,torch,jax", "--devices", "cpu",
+                      "--no-plots", "-o", str(out), *FAST, cwd=folder)
     res = load_results(out / "results.json") if (out / "results.json").exists() else None
     return files, result, res
 
