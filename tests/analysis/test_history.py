@@ -169,13 +169,15 @@ def test_parse_since():
     assert parse_since(None) is None
 
 
-def test_a_run_report_shows_its_history_when_the_store_has_earlier_runs(tmp_path: Path, cli_here):
+def test_a_run_report_shows_its_history_when_the_store_has_earlier_runs(tmp_path: Path):
     store = str(tmp_path / "s.sqlite")
     args = ("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST, "--store", store)
-    first = cli_here(*args, "-o", str(tmp_path / "one"), cwd=tmp_path)
+    # A process each, not cli_here: a run's start is stored to the second, and two runs started
+    # within one second are ordered by their ids, not by when they ran.
+    first = run_cli(*args, "-o", str(tmp_path / "one"))
     assert first.returncode == 0, first.stderr
     assert "id='history'" not in (tmp_path / "one" / "report.html").read_text()
-    second = cli_here(*args, "-o", str(tmp_path / "two"), "--context", "commit=new", cwd=tmp_path)
+    second = run_cli(*args, "-o", str(tmp_path / "two"), "--context", "commit=new")
     assert second.returncode == 0, second.stderr
     page = (tmp_path / "two" / "report.html").read_text()
     assert "id='history'" in page and "data-plot='history_matmul.svg'" in page
@@ -189,7 +191,7 @@ def test_history_of_this_machine_and_a_rebuilt_report_keep_the_history(tmp_path:
     store = str(tmp_path / "s.sqlite")
     args = ("run", "--backends", "numpy", "--workloads", "sort", "--sizes", "small", *FAST, "--store", store)
     for name in ("one", "two"):
-        assert cli_here(*args, "-o", str(tmp_path / name), cwd=tmp_path).returncode == 0
+        assert run_cli(*args, "-o", str(tmp_path / name)).returncode == 0  # a process each: see above
     mine = cli_here("history", "--store", store, "--machine", "this", "--no-plots", cwd=tmp_path)
     assert mine.returncode == 0 and "sort small" in mine.stdout and "over 2 runs" in mine.stdout
     other = cli_here("history", "--store", store, "--machine", "ffffff", "--no-plots", cwd=tmp_path)

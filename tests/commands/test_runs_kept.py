@@ -39,6 +39,8 @@ def runs(tmp_path_factory) -> Runs:
     """Two finished runs, one after the other, in a store of their own."""
     r = Runs(tmp_path_factory.mktemp("kept"))
     for out in (r.first, r.second):
+        # A process each, not run_here: a run's start is stored to the second, and two runs
+        # started within one second are ordered by their ids, not by when they ran.
         done = run_cli(*RUN, "-o", str(out), "--store", r.store, cwd=r.root)
         assert done.returncode == 0, done.stderr
     return r
@@ -69,16 +71,16 @@ def test_a_plain_run_into_a_finished_run_is_refused_and_keeps_it(runs: Runs, cap
                        output_dir=runs.first, store=False)
 
 
-def test_overwrite_removes_what_the_earlier_run_wrote_and_only_that(runs: Runs, tmp_path: Path):
+def test_overwrite_removes_what_the_earlier_run_wrote_and_only_that(runs: Runs, tmp_path: Path, cli_here):
     out = tmp_path / "reused"
-    done = run_cli(*RUN, "-o", str(out), "--no-store")
+    done = cli_here(*RUN, "-o", str(out), "--no-store", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert manifest(out) == ["sort_16.svg"]
     # The user's own files beside the run, and a plot of theirs the manifest does not list.
     (out / "notes.txt").write_text("mine")
     (out / "mine.svg").write_text("<svg/>")
-    again = run_cli("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "matmul",
-                    "--sizes", "16", *FAST, "-o", str(out), "--no-store", "--overwrite")
+    again = cli_here("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "matmul",
+                     "--sizes", "16", *FAST, "-o", str(out), "--no-store", "--overwrite", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert not (out / "sort_16.svg").exists()  # no stale plot of the earlier run
     assert (out / "matmul_16.svg").is_file() and manifest(out) == ["matmul_16.svg"]

@@ -16,7 +16,7 @@ from arraybench.options import RunOptions, validate
 from arraybench.plan import build_plan
 from arraybench.workloads import REGISTRY
 
-from ..conftest import FAST, ROOT, run_cli, run_here
+from ..conftest import FAST, ROOT, run_here
 
 
 def _cpu_backends() -> list[str]:
@@ -47,10 +47,11 @@ def test_thread_setting_is_visible_inside_each_library(one_thread_run, backend):
     assert one_thread_run.environment["threads_requested"] == 1
 
 
-def test_latency_throughput_and_several_processes(tmp_path: Path):
-    result = run_cli("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "elementwise",
-                     "--sizes", "small", "--mode", "latency,throughput", "--processes", "2",
-                     "--max-time", "0.1", "--min-samples", "4", "-q", "--output-dir", str(tmp_path))
+def test_latency_throughput_and_several_processes(tmp_path: Path, cli_here):
+    result = cli_here("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "elementwise",
+                      "--sizes", "small", "--mode", "latency,throughput", "--processes", "2",
+                      "--max-time", "0.1", "--min-samples", "4", "-q", "--output-dir", str(tmp_path),
+                      cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     res = load_results(tmp_path / "results.json")
     modes = {r.mode: r for r in res.records}
@@ -63,9 +64,9 @@ def test_latency_throughput_and_several_processes(tmp_path: Path):
     assert "throughput" in modes["throughput"].config_label
 
 
-def test_cold_cache_samples_one_call_each_and_default_threads_use_every_core(tmp_path: Path):
-    result = run_cli("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "elementwise",
-                     "--sizes", "small", "--cold", *FAST, "--output-dir", str(tmp_path))
+def test_cold_cache_samples_one_call_each_and_default_threads_use_every_core(tmp_path: Path, cli_here):
+    result = cli_here("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "elementwise",
+                      "--sizes", "small", "--cold", *FAST, "--output-dir", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     res = load_results(tmp_path / "results.json")
     (r,) = res.records
@@ -76,9 +77,9 @@ def test_cold_cache_samples_one_call_each_and_default_threads_use_every_core(tmp
     assert res.environment["backends"]["numpy/cpu"]["affinity_cpus"] == len(os.sched_getaffinity(0))
 
 
-def test_sweep_finds_crossovers_from_the_command_line(tmp_path: Path):
-    result = run_cli("sweep", "--workload", "sort", "--backends", "numpy,torch", "--devices", "cpu",
-                     "--sizes", "100:1600", *FAST, "--output-dir", str(tmp_path))
+def test_sweep_finds_crossovers_from_the_command_line(tmp_path: Path, cli_here):
+    result = cli_here("sweep", "--workload", "sort", "--backends", "numpy,torch", "--devices", "cpu",
+                      "--sizes", "100:1600", *FAST, "--output-dir", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     res = load_results(tmp_path / "results.json")
     assert sorted({r.size for r in res.records}) == [100, 200, 400, 800, 1600]
@@ -88,11 +89,12 @@ def test_sweep_finds_crossovers_from_the_command_line(tmp_path: Path):
     assert "PyTorch CPU" in found and "NumPy CPU on sort" in found  # a crossover sentence
 
 
-def test_compiled_mode_records_compile_time(tmp_path: Path):
+def test_compiled_mode_records_compile_time(tmp_path: Path, cli_here):
     if backends.SPECS["jax"].preflight("cpu"):
         pytest.skip("jax is not installed")
-    result = run_cli("run", "--backends", "jax,numpy", "--devices", "cpu", "--workloads", "elementwise",
-                     "--sizes", "small", "--mode", "latency,compiled", *FAST, "--output-dir", str(tmp_path))
+    result = cli_here("run", "--backends", "jax,numpy", "--devices", "cpu", "--workloads", "elementwise",
+                      "--sizes", "small", "--mode", "latency,compiled", *FAST, "--output-dir", str(tmp_path),
+                      cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     res = load_results(tmp_path / "results.json")
     jit = res.select(backend="jax", mode="compiled")[0]
