@@ -8,8 +8,6 @@ import pytest
 
 from arraybench import load_results
 
-from ..conftest import run_cli
-
 PROJECT = """
 [project]
 name = "someone-elses"
@@ -31,17 +29,17 @@ def project(tmp_path: Path, text: str) -> Path:
     return tmp_path
 
 
-def test_the_project_file_sets_defaults_and_the_command_line_wins(tmp_path: Path):
+def test_the_project_file_sets_defaults_and_the_command_line_wins(tmp_path: Path, cli_here, monkeypatch):
     folder = project(tmp_path, PROJECT)
-    done = run_cli("run", "-o", "a", cwd=folder, env={"ARRAYBENCH_CONFIG": str(folder / "pyproject.toml")})
+    monkeypatch.setenv("ARRAYBENCH_CONFIG", str(folder / "pyproject.toml"))
+    done = cli_here("run", "-o", "a", cwd=folder)
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""  # quiet = true
     res = load_results(folder / "a")
     assert [(r.workload, r.backend, r.size_label) for r in res.records] == [("sort", "numpy", "small")]
     assert res.settings["processes"] == 1 and res.settings["max_time"] == 0.05
 
-    done = run_cli("run", "-o", "b", "--backends", "numpy,torch", "--sizes", "100", cwd=folder,
-                   env={"ARRAYBENCH_CONFIG": str(folder / "pyproject.toml")})
+    done = cli_here("run", "-o", "b", "--backends", "numpy,torch", "--sizes", "100", cwd=folder)
     assert done.returncode == 0, done.stderr
     res = load_results(folder / "b")
     assert {(r.backend, r.size) for r in res.records} == {("numpy", 100), ("torch", 100)}

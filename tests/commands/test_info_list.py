@@ -10,7 +10,7 @@ from arraybench import backends, workloads
 from arraybench.host import environment
 from arraybench.workloads import BUILTIN
 
-from ..conftest import ROOT, run_cli, run_here
+from ..conftest import ROOT, run_here
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +58,8 @@ def test_info_reports_blas_lapack_and_threads_as_each_library_sees_them(info_jso
     assert torch_info["torch_threads"] >= 1
 
 
-def test_info_text_shows_it_all():
-    result = run_cli("info")
+def test_info_text_shows_it_all(cli_here, tmp_path):
+    result = cli_here("info", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     text = result.stdout
     for needle in ("Python", "CPU", environment.cpu_model(), "GPUs", "threads", "BLAS/LAPACK",

@@ -61,7 +61,7 @@ def test_a_workload_that_forks_neither_hangs_the_run_nor_outlives_it(workload_fi
 
 
 def test_a_worker_killed_while_it_starts_fails_the_run_and_resume_retries(workload_file: Path,
-                                                                         tmp_path: Path):
+                                                                         tmp_path: Path, cli_here):
     out = tmp_path / "out"
     (tmp_path / "kill_worker_at_start").write_text("")
     result = run_cli("run", "--workload-file", str(workload_file), "--workloads", "ok_a,ok_b",
@@ -80,8 +80,8 @@ def test_a_worker_killed_while_it_starts_fails_the_run_and_resume_retries(worklo
     # Nothing in the journal says NumPy is unavailable: --resume tries it again.
     assert [e["type"] for e in entries(out)] == ["header"]
     # And a plain re-run does not wipe it: the journal says the run is unfinished.
-    again = run_cli("run", "--workload-file", str(workload_file), "--workloads", "ok_a,ok_b",
-                    "--backends", "numpy", "--processes", "1", "-o", str(out), *QUICK, cwd=tmp_path)
+    again = cli_here("run", "--workload-file", str(workload_file), "--workloads", "ok_a,ok_b",
+                     "--backends", "numpy", "--processes", "1", "-o", str(out), *QUICK, cwd=tmp_path)
     assert again.returncode == 2 and "holds an unfinished run" in again.stderr
 
     (tmp_path / "kill_worker_at_start").unlink()
