@@ -89,11 +89,13 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600,
                           preexec_fn=default_signals)
 
 
-def run_here(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def run_here(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     """The real command line (``cli.main``) in this process, as ``run_cli`` returns it: for a
     command that refuses or only reads, or a run whose test looks at its results, where starting
     an interpreter costs more than the test. What the workload files it loads leave (workloads,
-    modules, ``sys.path``) is forgotten after it, so a file imported again defines them again."""
+    modules, ``sys.path``) is forgotten after it, so a file imported again defines them again.
+    ``env`` sets variables for the command's time (None: unset), as run_cli's does; not for what
+    a process reads as it starts (PYTHONIOENCODING, PYTHONPATH): that takes run_cli."""
     from arraybench.cli import main
     from arraybench.render.terminal import TABLE_WIDTH
     from arraybench.workloads import REGISTRY
@@ -101,8 +103,9 @@ def run_here(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     registry, modules, path, here = dict(REGISTRY), set(sys.modules), list(sys.path), os.getcwd()
     # As run_cli's pipe: tables as wide as a pipe gets, whatever terminal pytest's own
     # descriptors reach (rich asks them, under ``-s`` too).
-    environ = {k: os.environ.pop(k, None) for k in ("COLUMNS", "LINES")}
-    os.environ["COLUMNS"] = str(TABLE_WIDTH)
+    given = {"COLUMNS": str(TABLE_WIDTH), "LINES": None, **(env or {})}
+    environ = {k: os.environ.pop(k, None) for k in given}
+    os.environ.update({k: v for k, v in given.items() if v is not None})
     out, err = io.StringIO(), io.StringIO()
     os.chdir(cwd)  # the project file is looked for from here, as from a shell's cwd
     try:

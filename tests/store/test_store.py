@@ -209,21 +209,19 @@ def test_an_unreachable_store_is_one_warning_line_and_the_run_still_succeeds(tmp
 
 
 def test_store_options_come_from_the_project_file_and_contradictions_are_refused(tmp_path: Path,
-                                                                                 cli_here, monkeypatch):
+                                                                                 cli_here):
     project = tmp_path / "pyproject.toml"
     store = tmp_path / "project.sqlite"
     project.write_text(f'[tool.arraybench]\nstore = "{store}"\ncontext = ["team=ml"]\n')
     env = {"ARRAYBENCH_CONFIG": str(project)}
-    done = run_cli("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
-                   "-o", str(tmp_path / "run"), env=env)
+    done = cli_here("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
+                    "-o", str(tmp_path / "run"), cwd=ROOT, env=env)
     assert done.returncode == 0, done.stderr
     assert _counts(str(store)) == (1, 1)
-    monkeypatch.setenv("ARRAYBENCH_CONFIG", str(project))
-    listed = cli_here("store", "list", cwd=ROOT)  # reading commands use the project's store too
+    listed = cli_here("store", "list", cwd=ROOT, env=env)  # reading commands use the project's store too
     assert "team=ml" in listed.stdout
-    both = cli_here("run", "--store", str(store), "--no-store", cwd=ROOT)
+    both = cli_here("run", "--store", str(store), "--no-store", cwd=ROOT, env=env)
     assert both.returncode == 2 and both.stderr.count("\n") == 1 and "contradict" in both.stderr
-    monkeypatch.delenv("ARRAYBENCH_CONFIG")
     bad = cli_here("run", "--context", "no-equals-sign", "-o", str(tmp_path / "x"), cwd=ROOT)
     assert bad.returncode == 2 and "is not key=value" in bad.stderr and not (tmp_path / "x").exists()
 
