@@ -20,7 +20,6 @@ from arraybench.analysis.significance import welch
 from arraybench.model.replicate import Replicate
 from arraybench.plan import Cell
 
-from ..conftest import run_cli
 from ..synthetic import record, results, spread
 
 

@@ -19,7 +19,6 @@ from arraybench.model.merge import merge
 from arraybench.render.exports import bencher_metric_format, github_action_benchmark
 from arraybench.model.results import load
 
-from ..conftest import run_cli
 from ..synthetic import fingerprint, record, results, spread, timed_run
 
 

@@ -17,7 +17,6 @@ from arraybench.model.record import Record
 from arraybench.render.csvout import csv_columns, csv_text
 from arraybench.render.markdown import markdown_report, md
 
-from ..conftest import run_cli
 from ..synthetic import record, results, spread
 
 

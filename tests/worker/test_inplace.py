@@ -396,7 +396,7 @@ def test_a_setting_of_the_wrong_type_is_refused_with_what_was_expected(value, de
 
 
 def test_param_on_the_command_line_reaches_the_workload_and_a_resume_keeps_it(tmp_path, cli_here):
-    from ..conftest import ROOT, run_cli
+    from ..conftest import ROOT
 
     out = tmp_path / "run"
     common = ("--workload-file", str(ROOT / "examples" / "jacobi_2d.py"), "--backends", "numpy",

@@ -16,7 +16,7 @@ from arraybench.worker.sampling import TimerSettings
 from arraybench.workloads.userfile import import_workload_file
 from arraybench.workloads import REGISTRY
 
-from ..conftest import FAST, ROOT, backend_or_skip, run_cli
+from ..conftest import FAST, ROOT, backend_or_skip
 
 QUICK = TimerSettings(min_samples=1, max_samples=1, budget_s=0.0, warmup_s=0.0, target_sample_s=1e-6)
 EXAMPLES = ROOT / "examples"

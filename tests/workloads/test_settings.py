@@ -13,7 +13,7 @@ from arraybench.plan import build_plan
 from arraybench.worker.prepare import ReferenceCache
 from arraybench.worker.sampling import TimerSettings
 
-from ..conftest import backend_or_skip, run_cli
+from ..conftest import backend_or_skip
 from ..measuring import measure_cell
 
 QUICK = TimerSettings(min_samples=3, max_samples=3, budget_s=0.0, warmup_s=0.0, target_sample_s=1e-6)
