@@ -143,11 +143,11 @@ def test_a_folder_where_a_result_file_goes_is_refused_before_measuring(name: str
     assert (out / name / "keep").read_text() == "mine"
 
 
-def test_a_plot_that_cannot_be_written_after_measuring_is_one_line_and_resumable(tmp_path: Path):
+def test_a_plot_that_cannot_be_written_after_measuring_is_one_line_and_resumable(tmp_path: Path, cli_here):
     out = tmp_path / "out"
     (out / "sort_small.svg").mkdir(parents=True)  # in the way of the plot, found only at the end
-    result = run_cli("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
-                     cwd=tmp_path)
+    result = cli_here("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
+                      cwd=tmp_path)
     assert result.returncode == 1
     assert one_line(result.stderr) == (
         f"arraybench: error: could not write {out}/sort_small.svg (Is a directory); every "
@@ -157,21 +157,21 @@ def test_a_plot_that_cannot_be_written_after_measuring_is_one_line_and_resumable
     assert measured.complete and measured.records[0].status == "ok"
     journal = (out / "journal.jsonl").read_bytes()
     (out / "sort_small.svg").rmdir()
-    resumed = run_cli("run", "--resume", str(out), "-q", cwd=tmp_path)
+    resumed = cli_here("run", "--resume", str(out), "-q", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert (out / "sort_small.svg").read_text().lstrip().startswith("<?xml")
     assert (out / "journal.jsonl").read_bytes() == journal  # nothing measured again
     assert load_results(out / "results.json").records[0].samples_s == measured.records[0].samples_s
 
 
-def test_names_too_long_for_a_file_system_are_shortened(tmp_path: Path):
+def test_names_too_long_for_a_file_system_are_shortened(tmp_path: Path, cli_here):
     name, label = "w" * 240, "s" * 200
     source = tmp_path / "long.py"
     source.write_text("import arraybench\n"
                       f"@arraybench.workload(sizes={{{label!r}: 64}}, name={name!r})\n"
                       "def f(xp, x):\n    return x * 2.0\n")
     out = tmp_path / "out"
-    result = run_cli("run", "--workload-file", str(source), "-o", str(out), *QUICK, cwd=tmp_path)
+    result = cli_here("run", "--workload-file", str(source), "-o", str(out), *QUICK, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     plots = [p.name for p in out.glob("w*.svg")]
     assert len(plots) == 1 and len(plots[0].encode()) <= 255

@@ -121,7 +121,7 @@ def test_numpys_own_out_of_memory_words_give_the_size_it_said():
                                 "10 GiB of 20 GiB host memory): Unable to allocate 149. GiB")
 
 
-def test_a_workload_called_summary_keeps_its_plot(tmp_path: Path):
+def test_a_workload_called_summary_keeps_its_plot(tmp_path: Path, cli_here):
     source = tmp_path / "named.py"
     source.write_text("import arraybench\n"
                       "@arraybench.workload(sizes={'small': 64})\n"
@@ -129,7 +129,7 @@ def test_a_workload_called_summary_keeps_its_plot(tmp_path: Path):
                       "@arraybench.workload(sizes={'small': 64})\n"
                       "def case_summary(xp, x):\n    return x + x\n")
     out = tmp_path / "out"
-    done = run_cli("run", "--workload-file", str(source), "-o", str(out), *QUICK, cwd=tmp_path)
+    done = cli_here("run", "--workload-file", str(source), "-o", str(out), *QUICK, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     svgs = {p.name: p.read_text() for p in out.glob("*.svg")}
     assert sorted(svgs) == ["case_case_summary_small.svg", "case_summary_small.svg", "summary_small.svg"]
