@@ -89,18 +89,26 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600,
                           preexec_fn=default_signals)
 
 
+#: The names workload files are imported under (``workloads/userfile._module_name``).
+_USER_MODULES = "arraybench_user_"
+
+
 def run_here(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     """The real command line (``cli.main``) in this process, as ``run_cli`` returns it: for a
     command that refuses or only reads, or a run whose test looks at its results, where starting
-    an interpreter costs more than the test. What the workload files it loads leave (workloads,
-    modules, ``sys.path``) is forgotten after it, so a file imported again defines them again.
+    an interpreter costs more than the test. As in a fresh interpreter, no workload file is
+    imported yet when it starts (the test's own imports of them are set aside for its time), and
+    what the files it loads leave (workloads, modules, ``sys.path``) is forgotten after it.
     ``env`` sets variables for the command's time (None: unset), as run_cli's does; not for what
     a process reads as it starts (PYTHONIOENCODING, PYTHONPATH): that takes run_cli."""
     from arraybench.cli import main
     from arraybench.render.terminal import TABLE_WIDTH
     from arraybench.workloads import REGISTRY
 
-    registry, modules, path, here = dict(REGISTRY), set(sys.modules), list(sys.path), os.getcwd()
+    registry, path, here = dict(REGISTRY), list(sys.path), os.getcwd()
+    # A file already imported in this process is not imported again (its workloads would not be
+    # defined again): set the test's own user modules aside.
+    users = {name: sys.modules.pop(name) for name in list(sys.modules) if name.startswith(_USER_MODULES)}
     # As run_cli's pipe: tables as wide as a pipe gets, whatever terminal pytest's own
     # descriptors reach (rich asks them, under ``-s`` too).
     given = {"COLUMNS": str(TABLE_WIDTH), "LINES": None, **(env or {})}
@@ -122,17 +130,11 @@ def run_here(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Compl
                 os.environ[k] = v
         REGISTRY.clear()
         REGISTRY.update(registry)
-        for name in set(sys.modules) - modules:
-            if name.startswith("arraybench_user_"):
-                del sys.modules[name]
+        for name in [n for n in sys.modules if n.startswith(_USER_MODULES)]:
+            del sys.modules[name]
+        sys.modules.update(users)
         sys.path[:] = path
     return subprocess.CompletedProcess(list(args), status, out.getvalue(), err.getvalue())
-
-
-@pytest.fixture
-def cli_here():
-    """``run_here``, for a test to ask for by name."""
-    return run_here
 
 
 #: Options that keep a real run short in tests: one process, a few samples per cell.

@@ -17,7 +17,7 @@ import pytest
 
 from arraybench import load_results
 
-from .conftest import run_cli
+from .conftest import run_cli, run_here
 from .fullfs import scenario
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -128,12 +128,11 @@ def test_logs_that_cannot_be_written_are_refused_before_measuring(tmp_path: Path
 
 # -- files and folders in the way ------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["results.json", "report.html", "results.csv"])
-def test_a_folder_where_a_result_file_goes_is_refused_before_measuring(name: str, tmp_path: Path,
-                                                                       cli_here):
+def test_a_folder_where_a_result_file_goes_is_refused_before_measuring(name: str, tmp_path: Path):
     out = tmp_path / "out"
     (out / name).mkdir(parents=True)
     (out / name / "keep").write_text("mine")
-    result = cli_here("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
+    result = run_here("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
                       cwd=tmp_path)
     assert result.returncode == 2
     assert one_line(result.stderr) == (
@@ -143,10 +142,10 @@ def test_a_folder_where_a_result_file_goes_is_refused_before_measuring(name: str
     assert (out / name / "keep").read_text() == "mine"
 
 
-def test_a_plot_that_cannot_be_written_after_measuring_is_one_line_and_resumable(tmp_path: Path, cli_here):
+def test_a_plot_that_cannot_be_written_after_measuring_is_one_line_and_resumable(tmp_path: Path):
     out = tmp_path / "out"
     (out / "sort_small.svg").mkdir(parents=True)  # in the way of the plot, found only at the end
-    result = cli_here("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
+    result = run_here("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
                       cwd=tmp_path)
     assert result.returncode == 1
     assert one_line(result.stderr) == (
@@ -157,21 +156,21 @@ def test_a_plot_that_cannot_be_written_after_measuring_is_one_line_and_resumable
     assert measured.complete and measured.records[0].status == "ok"
     journal = (out / "journal.jsonl").read_bytes()
     (out / "sort_small.svg").rmdir()
-    resumed = cli_here("run", "--resume", str(out), "-q", cwd=tmp_path)
+    resumed = run_here("run", "--resume", str(out), "-q", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert (out / "sort_small.svg").read_text().lstrip().startswith("<?xml")
     assert (out / "journal.jsonl").read_bytes() == journal  # nothing measured again
     assert load_results(out / "results.json").records[0].samples_s == measured.records[0].samples_s
 
 
-def test_names_too_long_for_a_file_system_are_shortened(tmp_path: Path, cli_here):
+def test_names_too_long_for_a_file_system_are_shortened(tmp_path: Path):
     name, label = "w" * 240, "s" * 200
     source = tmp_path / "long.py"
     source.write_text("import arraybench\n"
                       f"@arraybench.workload(sizes={{{label!r}: 64}}, name={name!r})\n"
                       "def f(xp, x):\n    return x * 2.0\n")
     out = tmp_path / "out"
-    result = cli_here("run", "--workload-file", str(source), "-o", str(out), *QUICK, cwd=tmp_path)
+    result = run_here("run", "--workload-file", str(source), "-o", str(out), *QUICK, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     plots = [p.name for p in out.glob("w*.svg")]
     assert len(plots) == 1 and len(plots[0].encode()) <= 255
@@ -182,7 +181,7 @@ def test_names_too_long_for_a_file_system_are_shortened(tmp_path: Path, cli_here
 @pytest.mark.parametrize("target_exists", [False, True], ids=["dangling", "to-a-file"])
 @pytest.mark.parametrize("overwrite", [False, True], ids=["plain", "overwrite"])
 def test_a_linked_journal_is_never_written_through(target_exists: bool, overwrite: bool,
-                                                    tmp_path: Path, cli_here):
+                                                    tmp_path: Path):
     outside = tmp_path / "outside"
     outside.mkdir()
     target = outside / "precious.txt"
@@ -191,7 +190,7 @@ def test_a_linked_journal_is_never_written_through(target_exists: bool, overwrit
     out = tmp_path / "out"
     out.mkdir()
     (out / "journal.jsonl").symlink_to(target)
-    result = cli_here("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
+    result = run_here("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
                       *(["--overwrite"] if overwrite else []), cwd=tmp_path)
     assert result.returncode == 2
     assert one_line(result.stderr) == (
@@ -201,23 +200,23 @@ def test_a_linked_journal_is_never_written_through(target_exists: bool, overwrit
     assert [p.name for p in outside.iterdir()] == (["precious.txt"] if target_exists else [])
     if target_exists:
         assert target.read_text() == "precious"
-    resumed = cli_here("run", "--resume", str(out), cwd=tmp_path)
+    resumed = run_here("run", "--resume", str(out), cwd=tmp_path)
     assert resumed.returncode == 2 and "is a symbolic link" in one_line(resumed.stderr)
     assert [p.name for p in outside.iterdir()] == (["precious.txt"] if target_exists else [])
 
 
-def test_linked_logs_are_never_written_through(tmp_path: Path, cli_here):
+def test_linked_logs_are_never_written_through(tmp_path: Path):
     outside = tmp_path / "outside"
     out = tmp_path / "out"
     out.mkdir()
     (out / "logs").symlink_to(outside, target_is_directory=True)  # dangling: not even created
-    result = cli_here("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
+    result = run_here("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
                       cwd=tmp_path)
     assert result.returncode == 2
     assert one_line(result.stderr).startswith(f"arraybench: error: {out}/logs: is a symbolic link")
     assert not outside.exists()
     outside.mkdir()
-    again = cli_here("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
+    again = run_here("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
                      "--overwrite", cwd=tmp_path)
     assert again.returncode == 2
     assert list(outside.iterdir()) == []

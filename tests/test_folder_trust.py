@@ -18,7 +18,7 @@ import arraybench
 from arraybench.cli import main
 from arraybench.errors import UsageError
 
-from .conftest import run_cli
+from .conftest import run_cli, run_here
 
 
 @arraybench.workload(sizes={"small": 8})
@@ -71,7 +71,7 @@ def _one_error_line(stderr: str) -> str:
     return lines[0]
 
 
-def test_a_received_folders_pickle_is_never_unpickled(shipped, tmp_path: Path, cli_here):
+def test_a_received_folders_pickle_is_never_unpickled(shipped, tmp_path: Path):
     """Under another data folder (another user's key: a folder received from elsewhere)."""
     marker = tmp_path / "MARKER"
     done = _copy(shipped.out, tmp_path / "done")
@@ -82,7 +82,7 @@ def test_a_received_folders_pickle_is_never_unpickled(shipped, tmp_path: Path, c
     # An unfinished one would need the pickle: refused in one line, unread.
     left = _copy(shipped.out, tmp_path / "left", unfinished=True)
     _plant_pickle(left, marker)
-    refused = cli_here("run", "--resume", str(left), "-q", "--no-plots", "--no-store", cwd=tmp_path)
+    refused = run_here("run", "--resume", str(left), "-q", "--no-plots", "--no-store", cwd=tmp_path)
     assert refused.returncode == 2
     assert "--trust-folder" in _one_error_line(refused.stderr)
     # Trusting the folder still checks the pickle against the SHA-256 its run recorded.
@@ -125,7 +125,7 @@ def test_ones_own_interrupted_notebook_run_resumes_from_its_pickle(shipped, tmp_
     assert [r.status for r in results.records] == ["ok"]
 
 
-def test_only_the_named_workload_file_of_a_received_folder_is_imported(tmp_path: Path, capsys, cli_here):
+def test_only_the_named_workload_file_of_a_received_folder_is_imported(tmp_path: Path, capsys):
     """A folder whose header names a workload file that is not the user's: refused until named."""
     marker = tmp_path / "MARKER"
     evil = tmp_path / "evil.py"
@@ -139,7 +139,7 @@ def test_only_the_named_workload_file_of_a_received_folder_is_imported(tmp_path:
                          "device": "cpu", "dtype": "float64", "mode": "latency"}],
               "environment": {}}
     (out / "journal.jsonl").write_text(json.dumps(header) + "\n")
-    refused = cli_here("run", "--resume", str(out), "-q", "--no-store", cwd=tmp_path)
+    refused = run_here("run", "--resume", str(out), "-q", "--no-store", cwd=tmp_path)
     assert refused.returncode == 2, refused.stderr
     assert f"--workload-file {evil}" in _one_error_line(refused.stderr)
     other = tmp_path / "mine.py"

@@ -61,16 +61,15 @@ def _one_error_line(stderr: str) -> str:
     return lines[0]
 
 
-def test_settings_a_run_could_not_read_back_are_refused_before_the_folder_is_touched(finished, tmp_path,
-                                                                                      cli_here):
+def test_settings_a_run_could_not_read_back_are_refused_before_the_folder_is_touched(finished, tmp_path):
     journal = (finished / JOURNAL_NAME).read_bytes()
-    seed = cli_here("run", "--workloads", "sort", "--backends", "numpy", "--seed", str(2**63),
+    seed = run_here("run", "--workloads", "sort", "--backends", "numpy", "--seed", str(2**63),
                     "-o", str(finished), "--no-store", cwd=tmp_path)
     assert seed.returncode == 2
     assert "--seed is 9223372036854775808, beyond the 64-bit" in _one_error_line(seed.stderr)
     wl = tmp_path / "nan.py"
     wl.write_text(NAN_DEFAULT)
-    nan = cli_here("run", "--workload-file", str(wl), "--backends", "numpy", "-o", str(finished),
+    nan = run_here("run", "--workload-file", str(wl), "--backends", "numpy", "-o", str(finished),
                    "--no-store", cwd=tmp_path)
     assert nan.returncode == 2
     assert "workload readback_nan's setting alpha is nan" in _one_error_line(nan.stderr)

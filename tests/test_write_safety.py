@@ -123,7 +123,7 @@ def test_a_run_folders_own_files_are_replaced_only_where_regular(tmp_path):
     assert outside.read_text() == "mine" and (tmp_path / "link.svg").is_symlink()
 
 
-def test_a_run_into_a_hard_linked_copy_leaves_the_original_as_it_was(finished, tmp_path, cli_here):
+def test_a_run_into_a_hard_linked_copy_leaves_the_original_as_it_was(finished, tmp_path):
     src = tmp_path / "src"
     shutil.copytree(finished, src)
     lines = (src / "journal.jsonl").read_text().splitlines(keepends=True)
@@ -131,7 +131,7 @@ def test_a_run_into_a_hard_linked_copy_leaves_the_original_as_it_was(finished, t
     dst = tmp_path / "dst"
     subprocess.run(["cp", "-al", str(src), str(dst)], check=True)
     wl = finished.parent / "wl.py"
-    again = cli_here("run", "--workload-file", str(wl), "--backends", "numpy", "--devices", "cpu",
+    again = run_here("run", "--workload-file", str(wl), "--backends", "numpy", "--devices", "cpu",
                      *FAST, "--no-plots", "--no-store", "--overwrite", "-o", str(dst),  # replaced on purpose
                      cwd=tmp_path)
     assert again.returncode == 0, again.stderr
@@ -143,7 +143,7 @@ def test_a_run_into_a_hard_linked_copy_leaves_the_original_as_it_was(finished, t
     shutil.rmtree(dst)
     subprocess.run(["cp", "-al", str(src), str(dst)], check=True)
     # The file named: the module's run was sealed under another data folder.
-    resumed = cli_here("run", "--resume", str(dst), "--workload-file", str(wl), "-q", "--no-plots",
+    resumed = run_here("run", "--resume", str(dst), "--workload-file", str(wl), "-q", "--no-plots",
                        "--no-store", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert _snapshot(src) == before

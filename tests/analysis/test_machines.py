@@ -19,6 +19,7 @@ from arraybench.model.merge import merge
 from arraybench.render.exports import bencher_metric_format, github_action_benchmark
 from arraybench.model.results import load
 
+from ..conftest import run_here
 from ..synthetic import fingerprint, record, results, spread, timed_run
 
 
@@ -63,11 +64,10 @@ def _other_machine(run_dir: Path, dest: Path, factor: float) -> Path:
     return dest
 
 
-def test_merge_two_machines_gives_a_machine_column_and_a_finding_across_machines(real_run, tmp_path: Path,
-                                                                                 cli_here):
+def test_merge_two_machines_gives_a_machine_column_and_a_finding_across_machines(real_run, tmp_path: Path):
     box = _other_machine(real_run.out, tmp_path / "box", factor=14.0)
     out = tmp_path / "merged"
-    done = cli_here("merge", f"laptop={real_run.out}", str(box), "-o", str(out), cwd=tmp_path)
+    done = run_here("merge", f"laptop={real_run.out}", str(box), "-o", str(out), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     merged = load(out / "results.json")
     assert set(merged.environment["machines"]) == {"laptop", "box"}
@@ -91,11 +91,11 @@ def test_merge_two_machines_gives_a_machine_column_and_a_finding_across_machines
     assert len(numpy_rows) >= 4 and all("<td class='num' data-v='1.0'>baseline</td>" in row for row in numpy_rows)
 
 
-def test_merging_refuses_one_run_and_writing_over_an_input(real_run, tmp_path: Path, cli_here):
-    one = cli_here("merge", str(real_run.out), "-o", str(tmp_path / "m"), cwd=tmp_path)
+def test_merging_refuses_one_run_and_writing_over_an_input(real_run, tmp_path: Path):
+    one = run_here("merge", str(real_run.out), "-o", str(tmp_path / "m"), cwd=tmp_path)
     assert one.returncode == 2 and "at least two runs" in one.stderr
     box = _other_machine(real_run.out, tmp_path / "box", factor=2.0)
-    over = cli_here("merge", str(real_run.out), str(box), "-o", str(box), cwd=tmp_path)
+    over = run_here("merge", str(real_run.out), str(box), "-o", str(box), cwd=tmp_path)
     assert over.returncode == 2 and "holds one of the runs" in over.stderr
     assert json.loads((box / "results.json").read_text())["records"]  # untouched
 
@@ -123,19 +123,19 @@ def test_level_machines_are_said_level_and_one_machine_has_no_such_finding():
     assert sentence.startswith("On sort small (n = 100), x and y are level")
 
 
-def test_compare_across_machines_is_refused_unless_asked_and_then_said(real_run, tmp_path: Path, cli_here):
+def test_compare_across_machines_is_refused_unless_asked_and_then_said(real_run, tmp_path: Path):
     box = _other_machine(real_run.out, tmp_path / "box", factor=2.0)
-    refused = cli_here("compare", str(real_run.out), str(box), cwd=tmp_path)
+    refused = run_here("compare", str(real_run.out), str(box), cwd=tmp_path)
     assert refused.returncode == 2
     assert refused.stderr.count("\n") == 1 and "different machines" in refused.stderr
     assert "--cross-machine" in refused.stderr
-    allowed = cli_here("compare", str(real_run.out), str(box), "--cross-machine", cwd=tmp_path)
+    allowed = run_here("compare", str(real_run.out), str(box), "--cross-machine", cwd=tmp_path)
     assert allowed.returncode == 0, allowed.stderr
     assert "across machines (--cross-machine): base on" in allowed.stdout
     assert "Big Box 128-core" in allowed.stdout and "faster" in allowed.stdout
     with pytest.raises(CrossMachineError):
         arraybench.compare(real_run.out, box)
-    same = cli_here("compare", str(real_run.out), str(real_run.out), cwd=tmp_path)
+    same = run_here("compare", str(real_run.out), str(real_run.out), cwd=tmp_path)
     assert same.returncode == 0 and "across machines" not in same.stdout
 
 
@@ -149,7 +149,7 @@ def test_merged_results_compare_machine_by_machine():
     assert all(c.ratio == pytest.approx(1.0) for c in comparison.changes)
 
 
-def test_exports_map_each_valid_record_to_nanoseconds_with_its_interval(tmp_path: Path, cli_here):
+def test_exports_map_each_valid_record_to_nanoseconds_with_its_interval(tmp_path: Path):
     run = timed_run(1)
     run.records.append(record("fft", "jax", status="failed", reason="boom"))
     github = github_action_benchmark(run)
@@ -165,10 +165,10 @@ def test_exports_map_each_valid_record_to_nanoseconds_with_its_interval(tmp_path
                        "lower_value": pytest.approx(run.records[1].ci_low_s * 1e9),
                        "upper_value": pytest.approx(run.records[1].ci_high_s * 1e9)}
     run.save(tmp_path / "results.json")
-    done = cli_here("export", str(tmp_path), "--format", "bencher", cwd=tmp_path)
+    done = run_here("export", str(tmp_path), "--format", "bencher", cwd=tmp_path)
     assert done.returncode == 0 and json.loads(done.stdout) == json.loads(json.dumps(bmf))
-    written = cli_here("export", str(tmp_path), "--format", "github", "-o", str(tmp_path / "gab.json"),
+    written = run_here("export", str(tmp_path), "--format", "github", "-o", str(tmp_path / "gab.json"),
                        cwd=tmp_path)
     assert written.returncode == 0 and json.loads((tmp_path / "gab.json").read_text()) == github
-    bad = cli_here("export", str(tmp_path), "--format", "csv", cwd=tmp_path)
+    bad = run_here("export", str(tmp_path), "--format", "csv", cwd=tmp_path)
     assert bad.returncode == 2 and "unknown --format value 'csv'" in bad.stderr

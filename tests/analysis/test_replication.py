@@ -116,8 +116,8 @@ def test_the_api_still_takes_the_old_name_replicates_with_a_deprecation_warning(
     ("lots", "not a whole number"),
     ("3:2000", "--processes must be at most 1000, not 2000"),
 ])
-def test_bad_processes_get_one_line_and_status_2(value, message, tmp_path: Path, cli_here):
-    result = cli_here("run", "--processes", value, "--backends", "numpy", "-o", str(tmp_path / "o"),
+def test_bad_processes_get_one_line_and_status_2(value, message, tmp_path: Path):
+    result = run_here("run", "--processes", value, "--backends", "numpy", "-o", str(tmp_path / "o"),
                       cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
@@ -151,7 +151,7 @@ def test_a_cell_whose_processes_disagree_gets_more_and_a_steady_one_stops(adapti
     assert 4e-3 < wide.median_s < 20e-3
 
 
-def test_resume_measures_the_processes_beyond_the_initial_count(adaptive_run, tmp_path: Path, cli_here):
+def test_resume_measures_the_processes_beyond_the_initial_count(adaptive_run, tmp_path: Path):
     copy = tmp_path / "run"
     shutil.copytree(adaptive_run, copy)
     journal = copy / "journal.jsonl"
@@ -162,7 +162,7 @@ def test_resume_measures_the_processes_beyond_the_initial_count(adaptive_run, tm
     assert len(cut) == 2  # indices 4 and 5: beyond the 3 processes every cell starts with
     journal.write_text("".join(line + "\n" for i, line in enumerate(lines) if i not in cut))
     # Named: the module's run was sealed under another data folder, so it is not this test's own.
-    result = cli_here("run", "--resume", str(copy), "--workload-file",
+    result = run_here("run", "--resume", str(copy), "--workload-file",
                       str(adaptive_run.parent / "usage_workloads.py"), "-q", "--no-plots", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     resumed = {r.workload: r for r in arraybench.load_results(copy).records}
@@ -171,7 +171,7 @@ def test_resume_measures_the_processes_beyond_the_initial_count(adaptive_run, tm
                      if '"replicate"' in line and "process_effect" in line)
     assert indices == [0, 1, 2, 3, 4, 5]
     # And a complete adaptive run has nothing left to resume.
-    again = cli_here("run", "--resume", str(copy), "-q", "--no-plots", cwd=tmp_path)
+    again = run_here("run", "--resume", str(copy), "-q", "--no-plots", cwd=tmp_path)
     assert again.returncode == 0 and "nothing to resume" in again.stderr
 
 

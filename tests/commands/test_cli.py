@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import run_cli
+from ..conftest import run_cli, run_here
 
 BAD = [
     (["run", "--backends", "numpi"], "unknown backend 'numpi'"),
@@ -61,15 +61,15 @@ MORE_BAD = [
 
 #: Bad input given to a fresh interpreter (``python -m arraybench``: the exit status and standard
 #: error a shell sees), one of each way the command line refuses: argparse, an unknown command, the
-#: options' check, a missing file. The rest take the same code path in this process (``cli_here``),
+#: options' check, a missing file. The rest take the same code path in this process (``run_here``),
 #: without paying an interpreter start each.
 IN_A_PROCESS_OF_ITS_OWN = {"run --bogus", "frobnicate", "run --backends numpi",
                            "run --workload-file /no/such/file.py"}
 
 
 @pytest.mark.parametrize("args, message", BAD, ids=[" ".join(a) for a, _ in BAD])
-def test_bad_input_gets_one_line_and_status_2(args, message, tmp_path: Path, cli_here):
-    call = run_cli if " ".join(args) in IN_A_PROCESS_OF_ITS_OWN else cli_here
+def test_bad_input_gets_one_line_and_status_2(args, message, tmp_path: Path):
+    call = run_cli if " ".join(args) in IN_A_PROCESS_OF_ITS_OWN else run_here
     result = call(*args, "--output-dir", str(tmp_path / "out"), cwd=tmp_path) \
         if args[0] == "run" else call(*args, cwd=tmp_path)
     assert result.returncode == 2, result.stderr
@@ -80,36 +80,36 @@ def test_bad_input_gets_one_line_and_status_2(args, message, tmp_path: Path, cli
     assert not (tmp_path / "out" / "results.json").exists()
 
 
-def test_an_unwritable_output_dir_is_refused_before_measuring(tmp_path: Path, cli_here):
+def test_an_unwritable_output_dir_is_refused_before_measuring(tmp_path: Path):
     blocker = tmp_path / "file"
     blocker.write_text("I am a file")
-    result = cli_here("run", "--output-dir", str(blocker / "sub"), cwd=tmp_path)
+    result = run_here("run", "--output-dir", str(blocker / "sub"), cwd=tmp_path)
     assert result.returncode == 2
     assert "cannot write there" in result.stderr
     assert blocker.read_text() == "I am a file"
 
 
-def test_an_output_dir_that_is_a_file_is_refused(tmp_path: Path, cli_here):
+def test_an_output_dir_that_is_a_file_is_refused(tmp_path: Path):
     target = tmp_path / "results"
     target.write_text("keep me")
-    result = cli_here("run", "--output-dir", str(target), cwd=tmp_path)
+    result = run_here("run", "--output-dir", str(target), cwd=tmp_path)
     assert result.returncode == 2 and "not a folder" in result.stderr
     assert target.read_text() == "keep me"
 
 
-def test_an_interrupted_run_is_not_overwritten_by_accident(tmp_path: Path, cli_here):
+def test_an_interrupted_run_is_not_overwritten_by_accident(tmp_path: Path):
     out = tmp_path / "out"
     out.mkdir()
     journal = out / "journal.jsonl"
     journal.write_text(json.dumps({"type": "header", "tool": "arraybench"}) + "\n")
-    result = cli_here("run", "--output-dir", str(out), cwd=tmp_path)
+    result = run_here("run", "--output-dir", str(out), cwd=tmp_path)
     assert result.returncode == 2
     assert "--resume" in result.stderr
     assert journal.read_text().startswith('{"type": "header"')
 
 
-def test_help_documents_every_option(cli_here, tmp_path: Path):
-    result = cli_here("run", "--help", cwd=tmp_path)
+def test_help_documents_every_option(tmp_path: Path):
+    result = run_here("run", "--help", cwd=tmp_path)
     assert result.returncode == 0
     for option in ("--backends", "--devices", "--workloads", "--sizes", "--dtype", "--output-dir",
                    "--mode", "--processes", "--max-time", "--rel-ci", "--threads", "--cold",
@@ -117,8 +117,8 @@ def test_help_documents_every_option(cli_here, tmp_path: Path):
         assert option in result.stdout
 
 
-def test_list_shows_the_builtin_workloads(cli_here, tmp_path: Path):
-    result = cli_here("list", cwd=tmp_path)
+def test_list_shows_the_builtin_workloads(tmp_path: Path):
+    result = run_here("list", cwd=tmp_path)
     assert result.returncode == 0
     for name in ("elementwise", "matmul", "gradient", "fft", "sort"):
         assert name in result.stdout

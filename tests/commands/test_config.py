@@ -8,6 +8,8 @@ import pytest
 
 from arraybench import load_results
 
+from ..conftest import run_here
+
 PROJECT = """
 [project]
 name = "someone-elses"
@@ -29,28 +31,28 @@ def project(tmp_path: Path, text: str) -> Path:
     return tmp_path
 
 
-def test_the_project_file_sets_defaults_and_the_command_line_wins(tmp_path: Path, cli_here, monkeypatch):
+def test_the_project_file_sets_defaults_and_the_command_line_wins(tmp_path: Path, monkeypatch):
     folder = project(tmp_path, PROJECT)
     monkeypatch.setenv("ARRAYBENCH_CONFIG", str(folder / "pyproject.toml"))
-    done = cli_here("run", "-o", "a", cwd=folder)
+    done = run_here("run", "-o", "a", cwd=folder)
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""  # quiet = true
     res = load_results(folder / "a")
     assert [(r.workload, r.backend, r.size_label) for r in res.records] == [("sort", "numpy", "small")]
     assert res.settings["processes"] == 1 and res.settings["max_time"] == 0.05
 
-    done = cli_here("run", "-o", "b", "--backends", "numpy,torch", "--sizes", "100", cwd=folder)
+    done = run_here("run", "-o", "b", "--backends", "numpy,torch", "--sizes", "100", cwd=folder)
     assert done.returncode == 0, done.stderr
     res = load_results(folder / "b")
     assert {(r.backend, r.size) for r in res.records} == {("numpy", 100), ("torch", 100)}
 
 
-def test_the_nearest_pyproject_is_found_from_a_subfolder(tmp_path: Path, cli_here, monkeypatch):
+def test_the_nearest_pyproject_is_found_from_a_subfolder(tmp_path: Path, monkeypatch):
     folder = project(tmp_path, PROJECT)
     deep = folder / "src" / "deeper"
     deep.mkdir(parents=True)
     monkeypatch.delenv("ARRAYBENCH_CONFIG", raising=False)
-    done = cli_here("info", cwd=deep)
+    done = run_here("info", cwd=deep)
     assert done.returncode == 0, done.stderr
     assert f"project defaults from {folder / 'pyproject.toml'}" in done.stdout
     assert "max-time = 0.05" in done.stdout and "backends = ['numpy']" in done.stdout
@@ -65,11 +67,11 @@ def test_the_nearest_pyproject_is_found_from_a_subfolder(tmp_path: Path, cli_her
     ("[tool.arraybench]\ncold = 'yes'", "cold must be true or false"),
     ("[tool.arraybench]\nmax-time = [true]", "max-time must be a list of names or numbers"),
 ])
-def test_a_bad_project_file_is_one_line_and_exit_2(tmp_path: Path, text: str, message: str, cli_here,
+def test_a_bad_project_file_is_one_line_and_exit_2(tmp_path: Path, text: str, message: str,
                                                    monkeypatch):
     folder = project(tmp_path, text)
     monkeypatch.setenv("ARRAYBENCH_CONFIG", str(folder / "pyproject.toml"))
-    done = cli_here("run", "-o", "x", cwd=folder)
+    done = run_here("run", "-o", "x", cwd=folder)
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1 and message in done.stderr, done.stderr
     assert not (folder / "x").exists()

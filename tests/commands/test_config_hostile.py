@@ -15,7 +15,7 @@ from arraybench.cli import build_parser
 from arraybench.commands.history import parse_since
 from arraybench.errors import UsageError
 
-from ..conftest import run_cli
+from ..conftest import run_cli, run_here
 
 
 def _one_error_line(done) -> str:
@@ -47,12 +47,12 @@ def test_a_huge_project_file_is_refused_without_reading_it(tmp_path: Path):
         config.load(run_parser, huge)
 
 
-def test_a_store_that_is_a_symlink_loop_is_one_line(tmp_path: Path, cli_here):
+def test_a_store_that_is_a_symlink_loop_is_one_line(tmp_path: Path):
     (tmp_path / "a.sqlite").symlink_to(tmp_path / "b.sqlite")
     (tmp_path / "b.sqlite").symlink_to(tmp_path / "a.sqlite")
     (tmp_path / "run").mkdir()
     for command in (["history", "--no-plots"], ["store", "list"], ["store", "import", str(tmp_path / "run")]):
-        done = cli_here(*command, "--store", str(tmp_path / "a.sqlite"), cwd=tmp_path)
+        done = run_here(*command, "--store", str(tmp_path / "a.sqlite"), cwd=tmp_path)
         assert "a.sqlite" in _one_error_line(done)
 
 

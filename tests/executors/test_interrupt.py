@@ -56,7 +56,7 @@ def samples_by_pair(out: Path) -> dict:
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_keeps_what_was_measured_and_resume_finishes_the_run(
-        signum, workload_file: Path, tmp_path: Path, cli_here):
+        signum, workload_file: Path, tmp_path: Path):
     out = tmp_path / "out"
     proc = start("--workload-file", str(workload_file), *RUN, "-o", str(out), cwd=tmp_path)
     wait_for(lambda: process_done(out, 0, 3), proc)
@@ -101,7 +101,7 @@ def test_a_signal_keeps_what_was_measured_and_resume_finishes_the_run(
         assert r.samples_s == everything[(r.key, 0)] + everything[(r.key, 1)]
 
     if signum == signal.SIGINT:  # resuming a finished run measures nothing and says so
-        again = cli_here("run", "--resume", str(out), "-q", "--no-plots", cwd=tmp_path)
+        again = run_here("run", "--resume", str(out), "-q", "--no-plots", cwd=tmp_path)
         assert again.returncode == 0
         assert "every cell is already measured" in again.stderr
         assert replicate_pairs(out) == pairs

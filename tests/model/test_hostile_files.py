@@ -90,11 +90,11 @@ DEEP = json.loads("[" * 500 + "]" * 500)
         "machines-entry", "deep", "huge-setting", "huge-env", "nan", "infinity", "negative-first",
         "negative-first-replicate", "output-names", "output-errors", "median-text"])
 def test_a_hostile_results_file_is_refused_in_one_line(edit, message: str, measured: Path,
-                                                       tmp_path: Path, cli_here):
+                                                       tmp_path: Path):
     path = edited(measured, tmp_path / "case", edit)
     before = path.read_bytes()
     for command in (["report", str(path)], ["compare", str(path), str(measured)]):
-        result = cli_here(*command, cwd=tmp_path)
+        result = run_here(*command, cwd=tmp_path)
         assert result.returncode == 2, (command, result.stderr)
         assert message in one_line(result.stderr)
     assert path.read_bytes() == before
@@ -116,7 +116,7 @@ def test_a_hostile_results_file_is_refused_in_one_line(edit, message: str, measu
      "too large to be a measurement"),
 ], ids=["thread-env", "deep", "negative-first", "output-names", "output-errors", "huge"])
 def test_a_hostile_journal_is_refused_and_left_as_it_is(edit, message: str, measured: Path,
-                                                        tmp_path: Path, cli_here):
+                                                        tmp_path: Path):
     out = tmp_path / "run"
     shutil.copytree(measured, out)
     journal = out / "journal.jsonl"
@@ -125,11 +125,11 @@ def test_a_hostile_journal_is_refused_and_left_as_it_is(edit, message: str, meas
     assert changed != lines  # the edit found what it changes
     journal.write_text("\n".join(changed) + "\n")
     before = journal.read_bytes()
-    result = cli_here("run", "--resume", str(out), "-q", cwd=tmp_path)
+    result = run_here("run", "--resume", str(out), "-q", cwd=tmp_path)
     assert result.returncode == 2
     assert message in one_line(result.stderr)
     assert journal.read_bytes() == before
-    plain = cli_here("run", "--workloads", "sort", "-o", str(out), *QUICK, cwd=tmp_path)
+    plain = run_here("run", "--workloads", "sort", "-o", str(out), *QUICK, cwd=tmp_path)
     assert plain.returncode == 2  # a journal --resume cannot continue is not wiped either
     assert "start afresh with --overwrite" in one_line(plain.stderr)
     assert journal.read_bytes() == before
@@ -168,13 +168,12 @@ def test_a_size_with_no_valid_result_still_gets_every_report_file(tmp_path: Path
 
 
 @pytest.mark.parametrize("median", [0.0, None], ids=["zero", "null"])
-def test_report_on_ok_records_without_a_positive_median(median, measured: Path, tmp_path: Path,
-                                                       cli_here):
+def test_report_on_ok_records_without_a_positive_median(median, measured: Path, tmp_path: Path):
     def no_median(data: dict) -> None:
         for r in data["records"]:
             r["median_s"] = median
     path = edited(measured, tmp_path / "case", no_median)
-    result = cli_here("report", str(path), "-q", cwd=tmp_path)
+    result = run_here("report", str(path), "-q", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert_report_written(path.parent)

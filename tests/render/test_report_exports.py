@@ -17,6 +17,7 @@ from arraybench.model.record import Record
 from arraybench.render.csvout import csv_columns, csv_text
 from arraybench.render.markdown import markdown_report, md
 
+from ..conftest import run_here
 from ..synthetic import record, results, spread
 
 
@@ -107,11 +108,11 @@ def test_to_dataframe_without_pandas_says_how_to_get_it(tmp_path: Path):
 
 
 # -- arraybench report --------------------------------------------------------------------------
-def test_report_rebuilds_every_file_from_a_real_run_without_measuring(real_run, tmp_path: Path, cli_here):
+def test_report_rebuilds_every_file_from_a_real_run_without_measuring(real_run, tmp_path: Path):
     src = real_run.out
     before = {name: (src / name).read_bytes() for name in ("results.json", "journal.jsonl")}
     out = tmp_path / "rebuilt"
-    result = cli_here("report", str(src / "results.json"), "--output-dir", str(out), cwd=tmp_path)
+    result = run_here("report", str(src / "results.json"), "--output-dir", str(out), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     names = {p.name for p in out.iterdir()}
     assert {"report.html", "results.md", "results.csv", "matmul_small.svg", "sort_small.svg",
@@ -127,10 +128,10 @@ def test_report_rebuilds_every_file_from_a_real_run_without_measuring(real_run, 
     assert "time per call" in result.stdout and "report.html" in result.stdout
 
 
-def test_report_in_place_overwrites_the_runs_own_files(real_run, cli_here, tmp_path: Path):
+def test_report_in_place_overwrites_the_runs_own_files(real_run, tmp_path: Path):
     html = real_run.out / "report.html"
     html.unlink()
-    result = cli_here("report", str(real_run.out), "-q", cwd=tmp_path)
+    result = run_here("report", str(real_run.out), "-q", cwd=tmp_path)
     assert result.returncode == 0 and result.stdout == ""
     assert html.is_file() and "matmul" in html.read_text()
 
@@ -141,11 +142,11 @@ def test_report_in_place_overwrites_the_runs_own_files(real_run, cli_here, tmp_p
     ("{\"tool\": \"other\"}", "not an arraybench results file"),
     (None, "no such file"),
 ])
-def test_report_on_a_bad_file_gets_one_line_and_status_2(tmp_path: Path, content, message, cli_here):
+def test_report_on_a_bad_file_gets_one_line_and_status_2(tmp_path: Path, content, message):
     path = tmp_path / "results.json"
     if content is not None:
         path.write_text(content)
-    result = cli_here("report", str(path), cwd=tmp_path)
+    result = run_here("report", str(path), cwd=tmp_path)
     assert result.returncode == 2
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "report.html").exists()

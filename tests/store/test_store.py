@@ -20,7 +20,7 @@ from arraybench.store import StoreError, open_store
 from arraybench.store.identity import run_id
 from arraybench.store.migrations import SCHEMA_VERSION
 
-from ..conftest import FAST, ROOT, run_cli
+from ..conftest import FAST, ROOT, run_cli, run_here
 from ..synthetic import timed_run
 
 
@@ -148,20 +148,19 @@ def test_a_writer_killed_mid_write_leaves_the_store_consistent(store_location, t
     assert _counts(store_location) == (2, 4)
 
 
-def test_a_real_run_is_stored_and_import_of_its_folder_adds_nothing(store_location, tmp_path: Path,
-                                                                   cli_here):
+def test_a_real_run_is_stored_and_import_of_its_folder_adds_nothing(store_location, tmp_path: Path):
     store = store_location
     out = tmp_path / "run"
-    done = cli_here("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
+    done = run_here("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
                     "-o", str(out), "--store", str(store), "--context", "commit=abc123",
                     "--context", "branch=main", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     saved = json.loads((out / "results.json").read_text())
     assert saved["environment"]["context"] == {"commit": "abc123", "branch": "main"}
-    again = cli_here("store", "import", str(out), "--store", str(store), cwd=tmp_path)
+    again = run_here("store", "import", str(out), "--store", str(store), cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert "already stored" in again.stdout
-    listed = cli_here("store", "list", "--store", str(store), cwd=tmp_path)
+    listed = run_here("store", "list", "--store", str(store), cwd=tmp_path)
     assert "commit=abc123" in listed.stdout and ": 1 run" in listed.stdout
     assert _counts(str(store)) == (1, 1)
 
@@ -208,25 +207,24 @@ def test_an_unreachable_store_is_one_warning_line_and_the_run_still_succeeds(tmp
     assert (out / "report.html").is_file()
 
 
-def test_store_options_come_from_the_project_file_and_contradictions_are_refused(tmp_path: Path,
-                                                                                 cli_here):
+def test_store_options_come_from_the_project_file_and_contradictions_are_refused(tmp_path: Path):
     project = tmp_path / "pyproject.toml"
     store = tmp_path / "project.sqlite"
     project.write_text(f'[tool.arraybench]\nstore = "{store}"\ncontext = ["team=ml"]\n')
     env = {"ARRAYBENCH_CONFIG": str(project)}
-    done = cli_here("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
+    done = run_here("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
                     "-o", str(tmp_path / "run"), cwd=ROOT, env=env)
     assert done.returncode == 0, done.stderr
     assert _counts(str(store)) == (1, 1)
-    listed = cli_here("store", "list", cwd=ROOT, env=env)  # reading commands use the project's store too
+    listed = run_here("store", "list", cwd=ROOT, env=env)  # reading commands use the project's store too
     assert "team=ml" in listed.stdout
-    both = cli_here("run", "--store", str(store), "--no-store", cwd=ROOT, env=env)
+    both = run_here("run", "--store", str(store), "--no-store", cwd=ROOT, env=env)
     assert both.returncode == 2 and both.stderr.count("\n") == 1 and "contradict" in both.stderr
-    bad = cli_here("run", "--context", "no-equals-sign", "-o", str(tmp_path / "x"), cwd=ROOT)
+    bad = run_here("run", "--context", "no-equals-sign", "-o", str(tmp_path / "x"), cwd=ROOT)
     assert bad.returncode == 2 and "is not key=value" in bad.stderr and not (tmp_path / "x").exists()
 
 
-def test_import_reads_what_it_can_and_says_which_it_could_not(tmp_path: Path, cli_here):
+def test_import_reads_what_it_can_and_says_which_it_could_not(tmp_path: Path):
     good = tmp_path / "good"
     good.mkdir()
     timed_run(3).save(good / "results.json")
@@ -234,8 +232,8 @@ def test_import_reads_what_it_can_and_says_which_it_could_not(tmp_path: Path, cl
     broken.mkdir()
     (broken / "results.json").write_text('{"tool": "arraybench", "schema_v')
     store = tmp_path / "s.sqlite"
-    done = cli_here("store", "import", str(broken), str(good), str(tmp_path / "missing"), "--store", str(store),
-                    cwd=tmp_path)
+    done = run_here("store", "import", str(broken), str(good), str(tmp_path / "missing"),
+                    "--store", str(store), cwd=tmp_path)
     assert done.returncode == 2
     assert "added" in done.stdout and "2 could not be read" in done.stdout
     assert "not valid JSON" in done.stderr and "no such file" in done.stderr

@@ -47,8 +47,8 @@ def test_thread_setting_is_visible_inside_each_library(one_thread_run, backend):
     assert one_thread_run.environment["threads_requested"] == 1
 
 
-def test_latency_throughput_and_several_processes(tmp_path: Path, cli_here):
-    result = cli_here("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "elementwise",
+def test_latency_throughput_and_several_processes(tmp_path: Path):
+    result = run_here("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "elementwise",
                       "--sizes", "small", "--mode", "latency,throughput", "--processes", "2",
                       "--max-time", "0.1", "--min-samples", "4", "-q", "--output-dir", str(tmp_path),
                       cwd=tmp_path)
@@ -64,8 +64,8 @@ def test_latency_throughput_and_several_processes(tmp_path: Path, cli_here):
     assert "throughput" in modes["throughput"].config_label
 
 
-def test_cold_cache_samples_one_call_each_and_default_threads_use_every_core(tmp_path: Path, cli_here):
-    result = cli_here("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "elementwise",
+def test_cold_cache_samples_one_call_each_and_default_threads_use_every_core(tmp_path: Path):
+    result = run_here("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "elementwise",
                       "--sizes", "small", "--cold", *FAST, "--output-dir", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     res = load_results(tmp_path / "results.json")
@@ -77,8 +77,8 @@ def test_cold_cache_samples_one_call_each_and_default_threads_use_every_core(tmp
     assert res.environment["backends"]["numpy/cpu"]["affinity_cpus"] == len(os.sched_getaffinity(0))
 
 
-def test_sweep_finds_crossovers_from_the_command_line(tmp_path: Path, cli_here):
-    result = cli_here("sweep", "--workload", "sort", "--backends", "numpy,torch", "--devices", "cpu",
+def test_sweep_finds_crossovers_from_the_command_line(tmp_path: Path):
+    result = run_here("sweep", "--workload", "sort", "--backends", "numpy,torch", "--devices", "cpu",
                       "--sizes", "100:1600", *FAST, "--output-dir", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     res = load_results(tmp_path / "results.json")
@@ -89,10 +89,10 @@ def test_sweep_finds_crossovers_from_the_command_line(tmp_path: Path, cli_here):
     assert "PyTorch CPU" in found and "NumPy CPU on sort" in found  # a crossover sentence
 
 
-def test_compiled_mode_records_compile_time(tmp_path: Path, cli_here):
+def test_compiled_mode_records_compile_time(tmp_path: Path):
     if backends.SPECS["jax"].preflight("cpu"):
         pytest.skip("jax is not installed")
-    result = cli_here("run", "--backends", "jax,numpy", "--devices", "cpu", "--workloads", "elementwise",
+    result = run_here("run", "--backends", "jax,numpy", "--devices", "cpu", "--workloads", "elementwise",
                       "--sizes", "small", "--mode", "latency,compiled", *FAST, "--output-dir", str(tmp_path),
                       cwd=tmp_path)
     assert result.returncode == 0, result.stderr

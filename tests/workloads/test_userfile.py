@@ -74,10 +74,10 @@ def tanh_loss(xp, w, x):
 '''
 
 
-def test_a_user_file_from_a_temporary_folder_runs_on_every_library(tmp_path: Path, cli_here):
+def test_a_user_file_from_a_temporary_folder_runs_on_every_library(tmp_path: Path):
     bench = write(tmp_path / "my_bench.py", GOOD)
     out = tmp_path / "out"
-    result = cli_here("run", "--workload-file", str(bench), "--backends", "numpy,torch,jax",
+    result = run_here("run", "--workload-file", str(bench), "--backends", "numpy,torch,jax",
                       "--devices", "cpu", "-o", str(out), *FAST, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     res = load_results(out / "results.json")
@@ -107,9 +107,9 @@ def backend_missing(name: str) -> bool:
     return backends.SPECS[name].preflight("cpu") is not None
 
 
-def test_list_shows_a_files_workloads_with_their_definition(tmp_path: Path, cli_here):
+def test_list_shows_a_files_workloads_with_their_definition(tmp_path: Path):
     bench = write(tmp_path / "my_bench.py", GOOD)
-    result = cli_here("list", "--workload-file", str(bench), cwd=tmp_path)
+    result = run_here("list", "--workload-file", str(bench), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "softplus" in result.stdout and "tanh_loss" in result.stdout
     assert "matmul" in result.stdout
@@ -255,11 +255,11 @@ def test_an_error_while_building_inputs_names_the_users_line(broken_run):
     assert at(files["mixed"], "# INPUTS") in rec.reason
 
 
-def test_a_broken_file_costs_only_its_own_workloads(tmp_path: Path, cli_here):
+def test_a_broken_file_costs_only_its_own_workloads(tmp_path: Path):
     good = write(tmp_path / "good.py", GOOD)
     bad = write(tmp_path / "bad.py", "import arraybench\n\nraise ImportError('no such helper')  # HERE\n")
     out = tmp_path / "out"
-    result = cli_here("run", "--workload-file", str(bad), "--workload-file", str(good), "--backends",
+    result = run_here("run", "--workload-file", str(bad), "--workload-file", str(good), "--backends",
                       "numpy", "--sizes", "tiny", "-o", str(out), "--no-plots", *FAST, cwd=tmp_path)
     assert result.returncode == 1, result.stderr[-3000:]
     assert at(bad, "# HERE") in result.stderr and "Traceback" not in result.stderr
@@ -268,9 +268,9 @@ def test_a_broken_file_costs_only_its_own_workloads(tmp_path: Path, cli_here):
     assert {r.workload: r.status for r in res.records} == {"softplus": "ok", "tanh_loss": "ok"}
 
 
-def test_when_every_file_is_broken_nothing_runs_and_the_error_is_one_line(tmp_path: Path, cli_here):
+def test_when_every_file_is_broken_nothing_runs_and_the_error_is_one_line(tmp_path: Path):
     bench = write(tmp_path / "bad.py", "import arraybench\nx = undefined_name  # HERE\n")
-    result = cli_here("run", "--workload-file", str(bench), "-o", str(tmp_path / "out"), cwd=tmp_path)
+    result = run_here("run", "--workload-file", str(bench), "-o", str(tmp_path / "out"), cwd=tmp_path)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert lines[-1].startswith("arraybench: workload file") or "NameError" in lines[-1]
@@ -278,9 +278,9 @@ def test_when_every_file_is_broken_nothing_runs_and_the_error_is_one_line(tmp_pa
     assert not (tmp_path / "out" / "results.json").exists()
 
 
-def test_asking_for_a_workload_of_a_broken_file_says_why_it_is_unknown(tmp_path: Path, cli_here):
+def test_asking_for_a_workload_of_a_broken_file_says_why_it_is_unknown(tmp_path: Path):
     bench = write(tmp_path / "bad.py", "import arraybench\nraise RuntimeError('boom')  # HERE\n")
-    result = cli_here("run", "--workload-file", str(bench), "--workloads", "mine",
+    result = run_here("run", "--workload-file", str(bench), "--workloads", "mine",
                       "-o", str(tmp_path / "out"), cwd=tmp_path)
     assert result.returncode == 2
     last = result.stderr.strip().splitlines()[-1]
