@@ -197,11 +197,12 @@ def registry_restored():
     REGISTRY.update(before)
 
 
-#: The files that take longest (a real Ray cluster, the default suite, the roofline): started
+#: The files that take longest (a real Ray cluster, the default suite, JAX and PyTorch on every
+#: example, the full disk; 20-80 s each on the 2-core machine): started
 #: first, so that under two test processes (pyproject's ``-n 2 --dist loadfile``) neither is left
 #: alone on a long file at the end while the other has nothing to do.
-LONG_FILES = ("executors/test_cluster.py", "test_run.py", "worker/test_measurement.py",
-              "executors/test_faults.py", "executors/test_concurrency.py", "test_disk.py")
+LONG_FILES = ("executors/test_cluster.py", "test_run.py", "workloads/test_examples.py", "test_disk.py",
+              "workloads/test_worldly_files.py", "executors/test_concurrency.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
