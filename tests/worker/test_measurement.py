@@ -11,7 +11,6 @@ import pytest
 
 from arraybench import Results, load_results
 from arraybench import backends
-from arraybench.cli import main
 from arraybench.options import RunOptions, validate
 from arraybench.plan import build_plan
 from arraybench.workloads import REGISTRY
@@ -116,27 +115,27 @@ def test_roofline_adds_each_configurations_ceilings_at_their_own_sizes():
     options = validate(RunOptions(workloads=["elementwise"], backends=["numpy", "torch"],
                                   devices=["cpu"], sizes=["small"], roofline=True), REGISTRY)
     cells = build_plan(options, REGISTRY)
-    ceilings = sorted((c.workload, c.size, c.backend, c.mode) for c in cells if c.workload.startswith("ceiling_"))
-    assert ceilings == sorted((w, n, b, "latency") for w, n in (("ceiling_bandwidth", 1 << 25), ("ceiling_matmul", 2048))
-                              for b in ("numpy", "torch"))
+    ceilings = sorted((c.workload, c.size, c.backend, c.mode) for c in cells
+                      if c.workload.startswith("ceiling_"))
+    real = (("ceiling_bandwidth", 1 << 25), ("ceiling_matmul", 2048))
+    assert ceilings == sorted((w, n, b, "latency") for w, n in real for b in ("numpy", "torch"))
     assert len(cells) == 2 + len(ceilings)
 
 
-def test_roofline_measures_ceilings_and_shares(tmp_path: Path, monkeypatch, capsys):
+def test_roofline_measures_ceilings_and_shares(tmp_path: Path, monkeypatch):
     # The real ceilings (a 256 MB stream, 2048² matmuls) cost ~13 CPU-s a run, in a second worker
     # for their large outputs: the plan above checks their sizes; here, what a run makes of them.
     # The workers measure the size the plan gives them, so the built-in ceilings run, only smaller.
     for name, n in (("ceiling_bandwidth", 1 << 16), ("ceiling_matmul", 64)):
         monkeypatch.setitem(REGISTRY, name, dataclasses.replace(REGISTRY[name], sizes={"cpu": n}))
-    monkeypatch.chdir(tmp_path)
-    status = main(["run", "--backends", "numpy", "--devices", "cpu", "--workloads", "elementwise",
-                   "--sizes", "small", "--roofline", "--processes", "1", "--max-time", "0.05",
-                   "--min-samples", "3", "--output-dir", str(tmp_path / "out")])
-    printed = capsys.readouterr()
-    assert status == 0, printed.err
-    res = load_results(tmp_path / "out" / "results.json")
+    result = run_here("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "elementwise",
+                      "--sizes", "small", "--roofline", "--processes", "1", "--max-time", "0.05",
+                      "--min-samples", "3", "--output-dir", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    res = load_results(tmp_path / "results.json")
+    small = REGISTRY["elementwise"].sizes["small"]
     assert {(r.workload, r.size) for r in res.records} == {
-        ("elementwise", REGISTRY["elementwise"].sizes["small"]), ("ceiling_bandwidth", 1 << 16), ("ceiling_matmul", 64)}
+        ("elementwise", small), ("ceiling_bandwidth", 1 << 16), ("ceiling_matmul", 64)}
     assert all(r.status == "ok" for r in res.records)
-    assert (tmp_path / "out" / "roofline.svg").exists()
-    assert "of peak" in printed.out
+    assert (tmp_path / "roofline.svg").exists()
+    assert "of peak" in result.stdout
