@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
+import io
 import os
 import shutil
 import signal
@@ -87,6 +89,54 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600,
                           preexec_fn=default_signals)
 
 
+#: The names workload files are imported under (``workloads/userfile._module_name``).
+_USER_MODULES = "arraybench_user_"
+
+
+def run_here(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The real command line (``cli.main``) in this process, as ``run_cli`` returns it: for a
+    command that refuses or only reads, or a run whose test looks at its results, where starting
+    an interpreter costs more than the test. As in a fresh interpreter, no workload file is
+    imported yet when it starts (the test's own imports of them are set aside for its time), and
+    what the files it loads leave (workloads, modules, ``sys.path``) is forgotten after it.
+    ``env`` sets variables for the command's time (None: unset), as run_cli's does; not for what
+    a process reads as it starts (PYTHONIOENCODING, PYTHONPATH): that takes run_cli."""
+    from arraybench.cli import main
+    from arraybench.render.terminal import TABLE_WIDTH
+    from arraybench.workloads import REGISTRY
+
+    registry, path, here = dict(REGISTRY), list(sys.path), os.getcwd()
+    # A file already imported in this process is not imported again (its workloads would not be
+    # defined again): set the test's own user modules aside.
+    users = {name: sys.modules.pop(name) for name in list(sys.modules) if name.startswith(_USER_MODULES)}
+    # As run_cli's pipe: tables as wide as a pipe gets, whatever terminal pytest's own
+    # descriptors reach (rich asks them, under ``-s`` too).
+    given = {"COLUMNS": str(TABLE_WIDTH), "LINES": None, **(env or {})}
+    environ = {k: os.environ.pop(k, None) for k in given}
+    os.environ.update({k: v for k, v in given.items() if v is not None})
+    out, err = io.StringIO(), io.StringIO()
+    os.chdir(cwd)  # the project file is looked for from here, as from a shell's cwd
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main(list(args))
+            except SystemExit as exc:  # what the interpreter would make of it (argparse's --help)
+                status = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        os.chdir(here)
+        for k, v in environ.items():
+            os.environ.pop(k, None)
+            if v is not None:
+                os.environ[k] = v
+        REGISTRY.clear()
+        REGISTRY.update(registry)
+        for name in [n for n in sys.modules if n.startswith(_USER_MODULES)]:
+            del sys.modules[name]
+        sys.modules.update(users)
+        sys.path[:] = path
+    return subprocess.CompletedProcess(list(args), status, out.getvalue(), err.getvalue())
+
+
 #: Options that keep a real run short in tests: one process, a few samples per cell.
 FAST = ("--processes", "1", "--max-time", "0.05", "--min-samples", "3", "-q")
 
@@ -147,11 +197,12 @@ def registry_restored():
     REGISTRY.update(before)
 
 
-#: The files that take longest (a real Ray cluster, the default suite, the roofline): started
+#: The files that take longest (a real Ray cluster, the default suite, JAX and PyTorch on every
+#: example, the full disk; 20-80 s each on the 2-core machine): started
 #: first, so that under two test processes (pyproject's ``-n 2 --dist loadfile``) neither is left
 #: alone on a long file at the end while the other has nothing to do.
-LONG_FILES = ("executors/test_cluster.py", "test_run.py", "worker/test_measurement.py",
-              "executors/test_faults.py", "executors/test_concurrency.py", "test_disk.py")
+LONG_FILES = ("executors/test_cluster.py", "test_run.py", "workloads/test_examples.py", "test_disk.py",
+              "workloads/test_worldly_files.py", "executors/test_concurrency.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from arraybench import load_results
 
-from .conftest import run_cli
+from .conftest import run_cli, run_here
 from .fullfs import scenario
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -132,8 +132,8 @@ def test_a_folder_where_a_result_file_goes_is_refused_before_measuring(name: str
     out = tmp_path / "out"
     (out / name).mkdir(parents=True)
     (out / name / "keep").write_text("mine")
-    result = run_cli("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
-                     cwd=tmp_path)
+    result = run_here("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
+                      cwd=tmp_path)
     assert result.returncode == 2
     assert one_line(result.stderr) == (
         f"arraybench: error: {out / name}: is a folder; arraybench writes a file there (remove or "
@@ -145,8 +145,8 @@ def test_a_folder_where_a_result_file_goes_is_refused_before_measuring(name: str
 def test_a_plot_that_cannot_be_written_after_measuring_is_one_line_and_resumable(tmp_path: Path):
     out = tmp_path / "out"
     (out / "sort_small.svg").mkdir(parents=True)  # in the way of the plot, found only at the end
-    result = run_cli("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
-                     cwd=tmp_path)
+    result = run_here("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
+                      cwd=tmp_path)
     assert result.returncode == 1
     assert one_line(result.stderr) == (
         f"arraybench: error: could not write {out}/sort_small.svg (Is a directory); every "
@@ -156,7 +156,7 @@ def test_a_plot_that_cannot_be_written_after_measuring_is_one_line_and_resumable
     assert measured.complete and measured.records[0].status == "ok"
     journal = (out / "journal.jsonl").read_bytes()
     (out / "sort_small.svg").rmdir()
-    resumed = run_cli("run", "--resume", str(out), "-q", cwd=tmp_path)
+    resumed = run_here("run", "--resume", str(out), "-q", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert (out / "sort_small.svg").read_text().lstrip().startswith("<?xml")
     assert (out / "journal.jsonl").read_bytes() == journal  # nothing measured again
@@ -170,7 +170,7 @@ def test_names_too_long_for_a_file_system_are_shortened(tmp_path: Path):
                       f"@arraybench.workload(sizes={{{label!r}: 64}}, name={name!r})\n"
                       "def f(xp, x):\n    return x * 2.0\n")
     out = tmp_path / "out"
-    result = run_cli("run", "--workload-file", str(source), "-o", str(out), *QUICK, cwd=tmp_path)
+    result = run_here("run", "--workload-file", str(source), "-o", str(out), *QUICK, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     plots = [p.name for p in out.glob("w*.svg")]
     assert len(plots) == 1 and len(plots[0].encode()) <= 255
@@ -190,8 +190,8 @@ def test_a_linked_journal_is_never_written_through(target_exists: bool, overwrit
     out = tmp_path / "out"
     out.mkdir()
     (out / "journal.jsonl").symlink_to(target)
-    result = run_cli("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
-                     *(["--overwrite"] if overwrite else []), cwd=tmp_path)
+    result = run_here("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
+                      *(["--overwrite"] if overwrite else []), cwd=tmp_path)
     assert result.returncode == 2
     assert one_line(result.stderr) == (
         f"arraybench: error: {out}/journal.jsonl: is a symbolic link (to {target}), not a journal; "
@@ -200,7 +200,7 @@ def test_a_linked_journal_is_never_written_through(target_exists: bool, overwrit
     assert [p.name for p in outside.iterdir()] == (["precious.txt"] if target_exists else [])
     if target_exists:
         assert target.read_text() == "precious"
-    resumed = run_cli("run", "--resume", str(out), cwd=tmp_path)
+    resumed = run_here("run", "--resume", str(out), cwd=tmp_path)
     assert resumed.returncode == 2 and "is a symbolic link" in one_line(resumed.stderr)
     assert [p.name for p in outside.iterdir()] == (["precious.txt"] if target_exists else [])
 
@@ -210,14 +210,14 @@ def test_linked_logs_are_never_written_through(tmp_path: Path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "logs").symlink_to(outside, target_is_directory=True)  # dangling: not even created
-    result = run_cli("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
-                     cwd=tmp_path)
+    result = run_here("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
+                      cwd=tmp_path)
     assert result.returncode == 2
     assert one_line(result.stderr).startswith(f"arraybench: error: {out}/logs: is a symbolic link")
     assert not outside.exists()
     outside.mkdir()
-    again = run_cli("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
-                    "--overwrite", cwd=tmp_path)
+    again = run_here("run", "--workloads", "sort", "--sizes", "small", "-o", str(out), *QUICK,
+                     "--overwrite", cwd=tmp_path)
     assert again.returncode == 2
     assert list(outside.iterdir()) == []
 

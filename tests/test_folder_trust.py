@@ -18,7 +18,7 @@ import arraybench
 from arraybench.cli import main
 from arraybench.errors import UsageError
 
-from .conftest import run_cli
+from .conftest import run_cli, run_here
 
 
 @arraybench.workload(sizes={"small": 8})
@@ -82,7 +82,7 @@ def test_a_received_folders_pickle_is_never_unpickled(shipped, tmp_path: Path):
     # An unfinished one would need the pickle: refused in one line, unread.
     left = _copy(shipped.out, tmp_path / "left", unfinished=True)
     _plant_pickle(left, marker)
-    refused = run_cli("run", "--resume", str(left), "-q", "--no-plots", "--no-store")
+    refused = run_here("run", "--resume", str(left), "-q", "--no-plots", "--no-store", cwd=tmp_path)
     assert refused.returncode == 2
     assert "--trust-folder" in _one_error_line(refused.stderr)
     # Trusting the folder still checks the pickle against the SHA-256 its run recorded.
@@ -139,7 +139,7 @@ def test_only_the_named_workload_file_of_a_received_folder_is_imported(tmp_path:
                          "device": "cpu", "dtype": "float64", "mode": "latency"}],
               "environment": {}}
     (out / "journal.jsonl").write_text(json.dumps(header) + "\n")
-    refused = run_cli("run", "--resume", str(out), "-q", "--no-store")
+    refused = run_here("run", "--resume", str(out), "-q", "--no-store", cwd=tmp_path)
     assert refused.returncode == 2, refused.stderr
     assert f"--workload-file {evil}" in _one_error_line(refused.stderr)
     other = tmp_path / "mine.py"

@@ -18,7 +18,7 @@ from arraybench.errors import SaveError, UsageError
 from arraybench.model.journal import JOURNAL_NAME, Journal, read
 from arraybench.model.untrusted import NotPlainJson, dumps, loads, problem
 
-from .conftest import FAST, run_cli
+from .conftest import FAST, ROOT, run_here
 
 NAN_DEFAULT = """
 import arraybench
@@ -33,8 +33,8 @@ def readback_nan(xp, a, *, alpha=float("nan")):
 def finished(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("readback")
     out = root / "run"
-    done = run_cli("run", "--workloads", "sort", "--sizes", "16", "--backends", "numpy",
-                   "--devices", "cpu", *FAST, "--no-plots", "--no-store", "-o", str(out))
+    done = run_here("run", "--workloads", "sort", "--sizes", "16", "--backends", "numpy",
+                    "--devices", "cpu", *FAST, "--no-plots", "--no-store", "-o", str(out), cwd=ROOT)
     assert done.returncode == 0, done.stderr
     return out
 
@@ -63,14 +63,14 @@ def _one_error_line(stderr: str) -> str:
 
 def test_settings_a_run_could_not_read_back_are_refused_before_the_folder_is_touched(finished, tmp_path):
     journal = (finished / JOURNAL_NAME).read_bytes()
-    seed = run_cli("run", "--workloads", "sort", "--backends", "numpy", "--seed", str(2**63),
-                   "-o", str(finished), "--no-store")
+    seed = run_here("run", "--workloads", "sort", "--backends", "numpy", "--seed", str(2**63),
+                    "-o", str(finished), "--no-store", cwd=tmp_path)
     assert seed.returncode == 2
     assert "--seed is 9223372036854775808, beyond the 64-bit" in _one_error_line(seed.stderr)
     wl = tmp_path / "nan.py"
     wl.write_text(NAN_DEFAULT)
-    nan = run_cli("run", "--workload-file", str(wl), "--backends", "numpy", "-o", str(finished),
-                  "--no-store")
+    nan = run_here("run", "--workload-file", str(wl), "--backends", "numpy", "-o", str(finished),
+                   "--no-store", cwd=tmp_path)
     assert nan.returncode == 2
     assert "workload readback_nan's setting alpha is nan" in _one_error_line(nan.stderr)
     assert (finished / JOURNAL_NAME).read_bytes() == journal  # the finished run, whole

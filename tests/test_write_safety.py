@@ -23,7 +23,7 @@ from arraybench.files import NotReplaceable, write_atomic
 from arraybench.model.results import load, resolve
 from arraybench.outdir import FolderLock, claim
 
-from .conftest import FAST, ROOT, run_cli
+from .conftest import FAST, ROOT, run_cli, run_here
 
 WORKLOAD = """
 import arraybench
@@ -40,8 +40,8 @@ def finished(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("finished")
     (root / "wl.py").write_text(WORKLOAD)
     out = root / "run"
-    done = run_cli("run", "--workload-file", str(root / "wl.py"), "--backends", "numpy",
-                   "--devices", "cpu", *FAST, "--no-plots", "--no-store", "-o", str(out))
+    done = run_here("run", "--workload-file", str(root / "wl.py"), "--backends", "numpy",
+                    "--devices", "cpu", *FAST, "--no-plots", "--no-store", "-o", str(out), cwd=ROOT)
     assert done.returncode == 0, done.stderr
     return out
 
@@ -131,8 +131,9 @@ def test_a_run_into_a_hard_linked_copy_leaves_the_original_as_it_was(finished, t
     dst = tmp_path / "dst"
     subprocess.run(["cp", "-al", str(src), str(dst)], check=True)
     wl = finished.parent / "wl.py"
-    again = run_cli("run", "--workload-file", str(wl), "--backends", "numpy", "--devices", "cpu",
-                    *FAST, "--no-plots", "--no-store", "--overwrite", "-o", str(dst))  # replaced on purpose
+    again = run_here("run", "--workload-file", str(wl), "--backends", "numpy", "--devices", "cpu",
+                     *FAST, "--no-plots", "--no-store", "--overwrite", "-o", str(dst),  # replaced on purpose
+                     cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert _snapshot(src) == before_done
     # An unfinished one, continued in the copy: the original's journal is not appended to.
@@ -141,8 +142,9 @@ def test_a_run_into_a_hard_linked_copy_leaves_the_original_as_it_was(finished, t
     before = _snapshot(src)
     shutil.rmtree(dst)
     subprocess.run(["cp", "-al", str(src), str(dst)], check=True)
-    resumed = run_cli("run", "--resume", str(dst), "--workload-file", str(wl), "-q", "--no-plots",
-                      "--no-store")  # named: the module's run was sealed under another data folder
+    # The file named: the module's run was sealed under another data folder.
+    resumed = run_here("run", "--resume", str(dst), "--workload-file", str(wl), "-q", "--no-plots",
+                       "--no-store", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert _snapshot(src) == before
     assert len((dst / "journal.jsonl").read_text().splitlines()) > 1

@@ -20,7 +20,7 @@ from arraybench.analysis.significance import welch
 from arraybench.model.replicate import Replicate
 from arraybench.plan import Cell
 
-from ..conftest import run_cli
+from ..conftest import run_here
 from ..synthetic import record, results, spread
 
 
@@ -286,7 +286,7 @@ def two_runs(tmp_path: Path) -> tuple[Path, Path]:
 def test_cli_prints_verdicts_one_sided_cells_and_the_geometric_mean(two_runs, tmp_path: Path):
     base, new = two_runs
     out = tmp_path / "cmp"
-    result = run_cli("compare", str(base), str(new), "--output-dir", str(out))
+    result = run_here("compare", str(base), str(new), "--output-dir", str(out), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     text = result.stdout
     assert "slower" in text and "faster" in text
@@ -304,15 +304,15 @@ def test_cli_prints_verdicts_one_sided_cells_and_the_geometric_mean(two_runs, tm
         assert "Benjamini–Hochberg over 2 cells" in where
 
 
-def test_fail_above_gates_on_a_significant_slowdown(two_runs):
+def test_fail_above_gates_on_a_significant_slowdown(two_runs, tmp_path):
     base, new = two_runs
-    gate = run_cli("compare", str(base), str(new), "--fail-above", "10%")
+    gate = run_here("compare", str(base), str(new), "--fail-above", "10%", cwd=tmp_path)
     assert gate.returncode == 1
     assert "1 significant slowdown above 10%: matmul small NumPy CPU (1.150)" in gate.stderr
-    lenient = run_cli("compare", str(base), str(new), "--fail-above", "20%")
+    lenient = run_here("compare", str(base), str(new), "--fail-above", "20%", cwd=tmp_path)
     assert lenient.returncode == 0, lenient.stderr
     # Folders work as well as files, and a run compared with itself never fails the gate.
-    itself = run_cli("compare", str(new.parent), str(new.parent), "--fail-above", "1%")
+    itself = run_here("compare", str(new.parent), str(new.parent), "--fail-above", "1%", cwd=tmp_path)
     assert itself.returncode == 0 and "0 faster, 0 slower, 3 no change" in itself.stdout
 
 
@@ -321,9 +321,9 @@ def test_fail_above_gates_on_a_significant_slowdown(two_runs):
     (["--fail-above=-5%"], "must be a positive percentage"),
     (["--alpha", "2"], "between 0 and 1"),
 ])
-def test_bad_options_get_one_line(two_runs, args, message):
+def test_bad_options_get_one_line(two_runs, args, message, tmp_path):
     base, new = two_runs
-    result = run_cli("compare", str(base), str(new), *args)
+    result = run_here("compare", str(base), str(new), *args, cwd=tmp_path)
     assert result.returncode == 2
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
@@ -332,7 +332,7 @@ def test_a_damaged_file_gets_one_line_and_status_2(two_runs, tmp_path: Path):
     base, _ = two_runs
     broken = tmp_path / "broken.json"
     broken.write_text(base.read_text()[:200])
-    result = run_cli("compare", str(base), str(broken))
+    result = run_here("compare", str(base), str(broken), cwd=tmp_path)
     assert result.returncode == 2
     assert "not valid JSON" in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

@@ -25,7 +25,7 @@ from arraybench.host import environment
 from arraybench.render.history import history_section, print_history
 from arraybench.store import open_store
 
-from ..conftest import FAST, run_cli
+from ..conftest import FAST, run_cli, run_here
 from ..synthetic import fingerprint, record, results, timed_run
 
 # PyTorch's matmul: ~2 ms on torch 2.4, 20% slower from the version change on; NumPy's: noise
@@ -146,19 +146,19 @@ def test_history_command_table_plots_and_regression_gate(tmp_path: Path):
     store = str(tmp_path / "s.sqlite")
     _feed(store)
     out = tmp_path / "plots"
-    done = run_cli("history", "--store", store, "-o", str(out), "--fail-on-regression", "10%")
+    done = run_here("history", "--store", store, "-o", str(out), "--fail-on-regression", "10%", cwd=tmp_path)
     assert done.returncode == 0, done.stderr  # the step is not in the latest run any more
     assert "1 step called" in done.stdout and "torch 2.4.0 → 2.5.0" in done.stdout
     root = ET.parse(out / "history_matmul.svg").getroot()
     assert root.tag.endswith("svg") and "torch 2.4.0 → 2.5.0" in (out / "history_matmul.svg").read_text()
     with open_store(store) as s:  # a new run, 25% slower again: the latest run is a regression
         s.add(timed_run(7, torch="2.6.0", torch_s=3.0e-3))
-    gate = run_cli("history", "--store", store, "--no-plots", "--fail-on-regression", "10%")
+    gate = run_here("history", "--store", store, "--no-plots", "--fail-on-regression", "10%", cwd=tmp_path)
     assert gate.returncode == 1
     assert gate.stderr.startswith("arraybench: 1 regression above 10% in the latest runs: matmul small PyTorch CPU")
-    lenient = run_cli("history", "--store", store, "--no-plots", "--fail-on-regression", "30%")
+    lenient = run_here("history", "--store", store, "--no-plots", "--fail-on-regression", "30%", cwd=tmp_path)
     assert lenient.returncode == 0
-    assert run_cli("history", "--store", store, "--since", "yesterday-ish").returncode == 2
+    assert run_here("history", "--store", store, "--since", "yesterday-ish", cwd=tmp_path).returncode == 2
 
 
 def test_parse_since():
@@ -172,6 +172,8 @@ def test_parse_since():
 def test_a_run_report_shows_its_history_when_the_store_has_earlier_runs(tmp_path: Path):
     store = str(tmp_path / "s.sqlite")
     args = ("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST, "--store", store)
+    # A process each, not run_here: a run's start is stored to the second, and two runs started
+    # within one second are ordered by their ids, not by when they ran.
     first = run_cli(*args, "-o", str(tmp_path / "one"))
     assert first.returncode == 0, first.stderr
     assert "id='history'" not in (tmp_path / "one" / "report.html").read_text()
@@ -189,16 +191,16 @@ def test_history_of_this_machine_and_a_rebuilt_report_keep_the_history(tmp_path:
     store = str(tmp_path / "s.sqlite")
     args = ("run", "--backends", "numpy", "--workloads", "sort", "--sizes", "small", *FAST, "--store", store)
     for name in ("one", "two"):
-        assert run_cli(*args, "-o", str(tmp_path / name)).returncode == 0
-    mine = run_cli("history", "--store", store, "--machine", "this", "--no-plots")
+        assert run_cli(*args, "-o", str(tmp_path / name)).returncode == 0  # a process each: see above
+    mine = run_here("history", "--store", store, "--machine", "this", "--no-plots", cwd=tmp_path)
     assert mine.returncode == 0 and "sort small" in mine.stdout and "over 2 runs" in mine.stdout
-    other = run_cli("history", "--store", store, "--machine", "ffffff", "--no-plots")
+    other = run_here("history", "--store", store, "--machine", "ffffff", "--no-plots", cwd=tmp_path)
     assert other.returncode == 0 and "no stored run matches" in other.stdout
     (tmp_path / "two" / "report.html").unlink()
-    rebuilt = run_cli("report", str(tmp_path / "two"), "--store", store, "-q")
+    rebuilt = run_here("report", str(tmp_path / "two"), "--store", store, "-q", cwd=tmp_path)
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert "id='history'" in (tmp_path / "two" / "report.html").read_text()
-    bare = run_cli("report", str(tmp_path / "two"), "--no-store", "-q")
+    bare = run_here("report", str(tmp_path / "two"), "--no-store", "-q", cwd=tmp_path)
     assert bare.returncode == 0 and "id='history'" not in (tmp_path / "two" / "report.html").read_text()
 
 

@@ -19,7 +19,7 @@ from arraybench.model.merge import merge
 from arraybench.render.exports import bencher_metric_format, github_action_benchmark
 from arraybench.model.results import load
 
-from ..conftest import run_cli
+from ..conftest import run_here
 from ..synthetic import fingerprint, record, results, spread, timed_run
 
 
@@ -67,7 +67,7 @@ def _other_machine(run_dir: Path, dest: Path, factor: float) -> Path:
 def test_merge_two_machines_gives_a_machine_column_and_a_finding_across_machines(real_run, tmp_path: Path):
     box = _other_machine(real_run.out, tmp_path / "box", factor=14.0)
     out = tmp_path / "merged"
-    done = run_cli("merge", f"laptop={real_run.out}", str(box), "-o", str(out))
+    done = run_here("merge", f"laptop={real_run.out}", str(box), "-o", str(out), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     merged = load(out / "results.json")
     assert set(merged.environment["machines"]) == {"laptop", "box"}
@@ -92,10 +92,10 @@ def test_merge_two_machines_gives_a_machine_column_and_a_finding_across_machines
 
 
 def test_merging_refuses_one_run_and_writing_over_an_input(real_run, tmp_path: Path):
-    one = run_cli("merge", str(real_run.out), "-o", str(tmp_path / "m"))
+    one = run_here("merge", str(real_run.out), "-o", str(tmp_path / "m"), cwd=tmp_path)
     assert one.returncode == 2 and "at least two runs" in one.stderr
     box = _other_machine(real_run.out, tmp_path / "box", factor=2.0)
-    over = run_cli("merge", str(real_run.out), str(box), "-o", str(box))
+    over = run_here("merge", str(real_run.out), str(box), "-o", str(box), cwd=tmp_path)
     assert over.returncode == 2 and "holds one of the runs" in over.stderr
     assert json.loads((box / "results.json").read_text())["records"]  # untouched
 
@@ -125,17 +125,17 @@ def test_level_machines_are_said_level_and_one_machine_has_no_such_finding():
 
 def test_compare_across_machines_is_refused_unless_asked_and_then_said(real_run, tmp_path: Path):
     box = _other_machine(real_run.out, tmp_path / "box", factor=2.0)
-    refused = run_cli("compare", str(real_run.out), str(box))
+    refused = run_here("compare", str(real_run.out), str(box), cwd=tmp_path)
     assert refused.returncode == 2
     assert refused.stderr.count("\n") == 1 and "different machines" in refused.stderr
     assert "--cross-machine" in refused.stderr
-    allowed = run_cli("compare", str(real_run.out), str(box), "--cross-machine")
+    allowed = run_here("compare", str(real_run.out), str(box), "--cross-machine", cwd=tmp_path)
     assert allowed.returncode == 0, allowed.stderr
     assert "across machines (--cross-machine): base on" in allowed.stdout
     assert "Big Box 128-core" in allowed.stdout and "faster" in allowed.stdout
     with pytest.raises(CrossMachineError):
         arraybench.compare(real_run.out, box)
-    same = run_cli("compare", str(real_run.out), str(real_run.out))
+    same = run_here("compare", str(real_run.out), str(real_run.out), cwd=tmp_path)
     assert same.returncode == 0 and "across machines" not in same.stdout
 
 
@@ -165,9 +165,10 @@ def test_exports_map_each_valid_record_to_nanoseconds_with_its_interval(tmp_path
                        "lower_value": pytest.approx(run.records[1].ci_low_s * 1e9),
                        "upper_value": pytest.approx(run.records[1].ci_high_s * 1e9)}
     run.save(tmp_path / "results.json")
-    done = run_cli("export", str(tmp_path), "--format", "bencher")
+    done = run_here("export", str(tmp_path), "--format", "bencher", cwd=tmp_path)
     assert done.returncode == 0 and json.loads(done.stdout) == json.loads(json.dumps(bmf))
-    written = run_cli("export", str(tmp_path), "--format", "github", "-o", str(tmp_path / "gab.json"))
+    written = run_here("export", str(tmp_path), "--format", "github", "-o", str(tmp_path / "gab.json"),
+                       cwd=tmp_path)
     assert written.returncode == 0 and json.loads((tmp_path / "gab.json").read_text()) == github
-    bad = run_cli("export", str(tmp_path), "--format", "csv")
+    bad = run_here("export", str(tmp_path), "--format", "csv", cwd=tmp_path)
     assert bad.returncode == 2 and "unknown --format value 'csv'" in bad.stderr

@@ -16,7 +16,7 @@ from arraybench.analysis.replication import (BUDGET, CONVERGED, ENDED, FIXED, MO
 from arraybench.model.replicate import Replicate
 from arraybench.options import RunOptions
 
-from ..conftest import ROOT, run_cli
+from ..conftest import ROOT, run_here
 from ..synthetic import spread
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -117,7 +117,8 @@ def test_the_api_still_takes_the_old_name_replicates_with_a_deprecation_warning(
     ("3:2000", "--processes must be at most 1000, not 2000"),
 ])
 def test_bad_processes_get_one_line_and_status_2(value, message, tmp_path: Path):
-    result = run_cli("run", "--processes", value, "--backends", "numpy", "-o", str(tmp_path / "o"))
+    result = run_here("run", "--processes", value, "--backends", "numpy", "-o", str(tmp_path / "o"),
+                      cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
@@ -127,10 +128,10 @@ def adaptive_run(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("adaptive")
     shutil.copy(DATA / "usage_workloads.py", folder / "usage_workloads.py")
     out = folder / "run"
-    result = run_cli("run", "--workload-file", str(folder / "usage_workloads.py"),
-                     "--workloads", "process_effect,sleeps", "--backends", "numpy",
-                     "--processes", "3:6", "--rel-ci", "0.5", "--max-time", "5", "--min-samples", "3",
-                     "--no-plots", "-q", "-o", str(out))
+    result = run_here("run", "--workload-file", str(folder / "usage_workloads.py"),
+                      "--workloads", "process_effect,sleeps", "--backends", "numpy",
+                      "--processes", "3:6", "--rel-ci", "0.5", "--max-time", "5", "--min-samples", "3",
+                      "--no-plots", "-q", "-o", str(out), cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
     return out
 
@@ -161,8 +162,8 @@ def test_resume_measures_the_processes_beyond_the_initial_count(adaptive_run, tm
     assert len(cut) == 2  # indices 4 and 5: beyond the 3 processes every cell starts with
     journal.write_text("".join(line + "\n" for i, line in enumerate(lines) if i not in cut))
     # Named: the module's run was sealed under another data folder, so it is not this test's own.
-    result = run_cli("run", "--resume", str(copy), "--workload-file",
-                     str(adaptive_run.parent / "usage_workloads.py"), "-q", "--no-plots")
+    result = run_here("run", "--resume", str(copy), "--workload-file",
+                      str(adaptive_run.parent / "usage_workloads.py"), "-q", "--no-plots", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     resumed = {r.workload: r for r in arraybench.load_results(copy).records}
     assert resumed["process_effect"].n_replicates == 6 and resumed["sleeps"].n_replicates == 3
@@ -170,7 +171,7 @@ def test_resume_measures_the_processes_beyond_the_initial_count(adaptive_run, tm
                      if '"replicate"' in line and "process_effect" in line)
     assert indices == [0, 1, 2, 3, 4, 5]
     # And a complete adaptive run has nothing left to resume.
-    again = run_cli("run", "--resume", str(copy), "-q", "--no-plots")
+    again = run_here("run", "--resume", str(copy), "-q", "--no-plots", cwd=tmp_path)
     assert again.returncode == 0 and "nothing to resume" in again.stderr
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from arraybench import load_results
 
-from ..conftest import run_cli
+from ..conftest import run_here
 
 PROJECT = """
 [project]
@@ -31,27 +31,28 @@ def project(tmp_path: Path, text: str) -> Path:
     return tmp_path
 
 
-def test_the_project_file_sets_defaults_and_the_command_line_wins(tmp_path: Path):
+def test_the_project_file_sets_defaults_and_the_command_line_wins(tmp_path: Path, monkeypatch):
     folder = project(tmp_path, PROJECT)
-    done = run_cli("run", "-o", "a", cwd=folder, env={"ARRAYBENCH_CONFIG": str(folder / "pyproject.toml")})
+    monkeypatch.setenv("ARRAYBENCH_CONFIG", str(folder / "pyproject.toml"))
+    done = run_here("run", "-o", "a", cwd=folder)
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""  # quiet = true
     res = load_results(folder / "a")
     assert [(r.workload, r.backend, r.size_label) for r in res.records] == [("sort", "numpy", "small")]
     assert res.settings["processes"] == 1 and res.settings["max_time"] == 0.05
 
-    done = run_cli("run", "-o", "b", "--backends", "numpy,torch", "--sizes", "100", cwd=folder,
-                   env={"ARRAYBENCH_CONFIG": str(folder / "pyproject.toml")})
+    done = run_here("run", "-o", "b", "--backends", "numpy,torch", "--sizes", "100", cwd=folder)
     assert done.returncode == 0, done.stderr
     res = load_results(folder / "b")
     assert {(r.backend, r.size) for r in res.records} == {("numpy", 100), ("torch", 100)}
 
 
-def test_the_nearest_pyproject_is_found_from_a_subfolder(tmp_path: Path):
+def test_the_nearest_pyproject_is_found_from_a_subfolder(tmp_path: Path, monkeypatch):
     folder = project(tmp_path, PROJECT)
     deep = folder / "src" / "deeper"
     deep.mkdir(parents=True)
-    done = run_cli("info", cwd=deep, env={"ARRAYBENCH_CONFIG": None})
+    monkeypatch.delenv("ARRAYBENCH_CONFIG", raising=False)
+    done = run_here("info", cwd=deep)
     assert done.returncode == 0, done.stderr
     assert f"project defaults from {folder / 'pyproject.toml'}" in done.stdout
     assert "max-time = 0.05" in done.stdout and "backends = ['numpy']" in done.stdout
@@ -66,9 +67,11 @@ def test_the_nearest_pyproject_is_found_from_a_subfolder(tmp_path: Path):
     ("[tool.arraybench]\ncold = 'yes'", "cold must be true or false"),
     ("[tool.arraybench]\nmax-time = [true]", "max-time must be a list of names or numbers"),
 ])
-def test_a_bad_project_file_is_one_line_and_exit_2(tmp_path: Path, text: str, message: str):
+def test_a_bad_project_file_is_one_line_and_exit_2(tmp_path: Path, text: str, message: str,
+                                                   monkeypatch):
     folder = project(tmp_path, text)
-    done = run_cli("run", "-o", "x", cwd=folder, env={"ARRAYBENCH_CONFIG": str(folder / "pyproject.toml")})
+    monkeypatch.setenv("ARRAYBENCH_CONFIG", str(folder / "pyproject.toml"))
+    done = run_here("run", "-o", "x", cwd=folder)
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1 and message in done.stderr, done.stderr
     assert not (folder / "x").exists()

@@ -15,7 +15,7 @@ from arraybench.cli import build_parser
 from arraybench.commands.history import parse_since
 from arraybench.errors import UsageError
 
-from ..conftest import run_cli
+from ..conftest import run_cli, run_here
 
 
 def _one_error_line(done) -> str:
@@ -52,7 +52,7 @@ def test_a_store_that_is_a_symlink_loop_is_one_line(tmp_path: Path):
     (tmp_path / "b.sqlite").symlink_to(tmp_path / "a.sqlite")
     (tmp_path / "run").mkdir()
     for command in (["history", "--no-plots"], ["store", "list"], ["store", "import", str(tmp_path / "run")]):
-        done = run_cli(*command, "--store", str(tmp_path / "a.sqlite"), cwd=tmp_path)
+        done = run_here(*command, "--store", str(tmp_path / "a.sqlite"), cwd=tmp_path)
         assert "a.sqlite" in _one_error_line(done)
 
 

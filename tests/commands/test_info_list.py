@@ -10,12 +10,12 @@ from arraybench import backends, workloads
 from arraybench.host import environment
 from arraybench.workloads import BUILTIN
 
-from ..conftest import run_cli
+from ..conftest import ROOT, run_here
 
 
 @pytest.fixture(scope="module")
 def info_json() -> dict:
-    result = run_cli("info", "--json")
+    result = run_here("info", "--json", cwd=ROOT)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -58,8 +58,8 @@ def test_info_reports_blas_lapack_and_threads_as_each_library_sees_them(info_jso
     assert torch_info["torch_threads"] >= 1
 
 
-def test_info_text_shows_it_all():
-    result = run_cli("info")
+def test_info_text_shows_it_all(tmp_path):
+    result = run_here("info", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     text = result.stdout
     for needle in ("Python", "CPU", environment.cpu_model(), "GPUs", "threads", "BLAS/LAPACK",
@@ -86,8 +86,8 @@ def test_torch_build_linalg_reads_the_build_settings_line():
     assert openblas == {"torch_blas": "open", "torch_lapack": "open"}
 
 
-def test_list_shows_workloads_sizes_what_they_measure_and_their_work():
-    result = run_cli("list", "--json")
+def test_list_shows_workloads_sizes_what_they_measure_and_their_work(tmp_path):
+    result = run_here("list", "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     entries = {e["name"]: e for e in json.loads(result.stdout)}
     assert set(BUILTIN) <= set(entries)
@@ -97,7 +97,7 @@ def test_list_shows_workloads_sizes_what_they_measure_and_their_work():
         assert entries[name]["description"] == wl.description and wl.description
     n = workloads.REGISTRY["matmul"].sizes["small"]
     assert entries["matmul"]["work_float64"]["small"]["flops"] == 2 * n**3
-    text = run_cli("list")
+    text = run_here("list", cwd=tmp_path)
     assert text.returncode == 0
     for name in BUILTIN:
         assert name in text.stdout
@@ -111,6 +111,6 @@ def test_list_includes_a_users_workload_file(tmp_path):
                  "@arraybench.workload(sizes={'tiny': 7}, inputs=lambda n, rng: rng.standard_normal(n))\n"
                  "def softplus(xp, x):\n    \"\"\"log(1 + exp(x)), my activation\"\"\"\n"
                  "    return xp.log1p(xp.exp(x))\n")
-    result = run_cli("list", "--workload-file", str(f))
+    result = run_here("list", "--workload-file", str(f), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "softplus" in result.stdout and "my activation" in result.stdout and "tiny 7" in result.stdout

@@ -20,7 +20,7 @@ from arraybench.outdir import MANIFEST_NAME, clear_previous, manifest
 from arraybench.store import open_store
 from arraybench.store.refs import run_id_of
 
-from ..conftest import FAST, run_cli
+from ..conftest import FAST, run_cli, run_here
 from ..synthetic import timed_run
 
 RUN = ("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "sort", "--sizes", "16", *FAST)
@@ -39,6 +39,8 @@ def runs(tmp_path_factory) -> Runs:
     """Two finished runs, one after the other, in a store of their own."""
     r = Runs(tmp_path_factory.mktemp("kept"))
     for out in (r.first, r.second):
+        # A process each, not run_here: a run's start is stored to the second, and two runs
+        # started within one second are ordered by their ids, not by when they ran.
         done = run_cli(*RUN, "-o", str(out), "--store", r.store, cwd=r.root)
         assert done.returncode == 0, done.stderr
     return r
@@ -71,14 +73,14 @@ def test_a_plain_run_into_a_finished_run_is_refused_and_keeps_it(runs: Runs, cap
 
 def test_overwrite_removes_what_the_earlier_run_wrote_and_only_that(runs: Runs, tmp_path: Path):
     out = tmp_path / "reused"
-    done = run_cli(*RUN, "-o", str(out), "--no-store")
+    done = run_here(*RUN, "-o", str(out), "--no-store", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert manifest(out) == ["sort_16.svg"]
     # The user's own files beside the run, and a plot of theirs the manifest does not list.
     (out / "notes.txt").write_text("mine")
     (out / "mine.svg").write_text("<svg/>")
-    again = run_cli("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "matmul",
-                    "--sizes", "16", *FAST, "-o", str(out), "--no-store", "--overwrite")
+    again = run_here("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "matmul",
+                     "--sizes", "16", *FAST, "-o", str(out), "--no-store", "--overwrite", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert not (out / "sort_16.svg").exists()  # no stale plot of the earlier run
     assert (out / "matmul_16.svg").is_file() and manifest(out) == ["matmul_16.svg"]
@@ -105,7 +107,7 @@ def test_a_manifest_names_only_plots_in_the_folder_itself(tmp_path: Path):
 def test_compare_report_and_history_take_a_stored_run(runs: Runs, tmp_path: Path, capsys, monkeypatch):
     with open_store(runs.store) as store:
         first_id, second_id = (r.run_id for r in store.runs())
-    both = run_cli("compare", "last~1", "last", "--store", runs.store)
+    both = run_here("compare", "last~1", "last", "--store", runs.store, cwd=tmp_path)
     assert both.returncode == 0, both.stderr
     assert "sort 16" in both.stdout and "geometric mean of new/base over 1 cell" in both.stdout
     status, out, _ = _cli(["compare", first_id[:8], str(runs.second), "--store", runs.store], capsys,

@@ -20,7 +20,7 @@ import pytest
 from arraybench.model import journal
 from arraybench import load_results
 
-from ..conftest import default_signals, run_cli, wait_for
+from ..conftest import default_signals, run_cli, run_here, wait_for
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 # ``bimodal`` samples for its whole budget: with --max-time 2 a run lasts a couple of seconds.
@@ -51,16 +51,16 @@ def holds_lock(out: Path, proc: subprocess.Popen) -> bool:
 def test_a_second_run_into_a_busy_folder_is_refused_and_the_first_is_unharmed(
         workload_file: Path, tmp_path: Path):
     out = tmp_path / "out"
-    first = run_cli("run", "--workload-file", str(workload_file), *QUICK, "-o", str(out), cwd=tmp_path)
+    first = run_here("run", "--workload-file", str(workload_file), *QUICK, "-o", str(out), cwd=tmp_path)
     assert first.returncode == 0, first.stderr  # a finished run: --overwrite may replace it
     a = start("--workload-file", str(workload_file), *SLOW, "-o", str(out), "--overwrite", cwd=tmp_path)
     wait_for(lambda: holds_lock(out, a), a)
-    b = run_cli("run", "--workload-file", str(workload_file), *QUICK, "-o", str(out), cwd=tmp_path)
+    b = run_here("run", "--workload-file", str(workload_file), *QUICK, "-o", str(out), cwd=tmp_path)
     assert b.returncode == 2
     assert b.stderr.strip().splitlines() == [
         f"arraybench: error: {out}: another arraybench run is writing there (process {a.pid}); "
         "wait for it to end, or choose another --output-dir"]
-    resumed = run_cli("run", "--resume", str(out), "-q", cwd=tmp_path)  # --resume too
+    resumed = run_here("run", "--resume", str(out), "-q", cwd=tmp_path)  # --resume too
     assert resumed.returncode == 2 and "another arraybench run is writing there" in resumed.stderr
     _, stderr = a.communicate(timeout=180)
     assert a.returncode == 0, stderr
@@ -70,7 +70,7 @@ def test_a_second_run_into_a_busy_folder_is_refused_and_the_first_is_unharmed(
     res = load_results(out / "results.json")
     assert res.complete and sorted(r.workload for r in res.records) == ["bimodal", "ok_a"]
     assert all(r.status == "ok" and r.n_replicates == 2 for r in res.records)
-    again = run_cli("run", "--resume", str(out), "-q", "--no-plots", cwd=tmp_path)
+    again = run_here("run", "--resume", str(out), "-q", "--no-plots", cwd=tmp_path)
     assert again.returncode == 0 and "every cell is already measured" in again.stderr
 
 
@@ -98,7 +98,7 @@ def test_runs_starting_together_in_an_empty_folder_never_collide(workload_file: 
 def test_a_killed_run_leaves_no_lock_and_is_not_wiped_by_a_plain_rerun(
         signum: int, workload_file: Path, tmp_path: Path):
     out = tmp_path / "out"
-    first = run_cli("run", "--workload-file", str(workload_file), *QUICK, "-o", str(out), cwd=tmp_path)
+    first = run_here("run", "--workload-file", str(workload_file), *QUICK, "-o", str(out), cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     assert load_results(out / "results.json").complete  # an older, finished run
 
@@ -112,7 +112,7 @@ def test_a_killed_run_leaves_no_lock_and_is_not_wiped_by_a_plain_rerun(
     assert not (out / "results.json").exists() and not list(out.glob("*.svg"))
     kept = (out / "journal.jsonl").read_bytes()
 
-    plain = run_cli("run", "--workload-file", str(workload_file), *QUICK, "-o", str(out), cwd=tmp_path)
+    plain = run_here("run", "--workload-file", str(workload_file), *QUICK, "-o", str(out), cwd=tmp_path)
     assert plain.returncode == 2
     assert plain.stderr.strip().splitlines() == [
         f"arraybench: error: {out} holds an unfinished run; continue it with `arraybench run "

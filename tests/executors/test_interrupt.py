@@ -17,7 +17,7 @@ import pytest
 
 from arraybench import load_results
 
-from ..conftest import default_signals, run_cli, wait_for
+from ..conftest import default_signals, run_cli, run_here, wait_for
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 # Two processes: process 0 finishes (its replicates are journalled), then the signal lands in process 1.
@@ -101,7 +101,7 @@ def test_a_signal_keeps_what_was_measured_and_resume_finishes_the_run(
         assert r.samples_s == everything[(r.key, 0)] + everything[(r.key, 1)]
 
     if signum == signal.SIGINT:  # resuming a finished run measures nothing and says so
-        again = run_cli("run", "--resume", str(out), "-q", "--no-plots", cwd=tmp_path)
+        again = run_here("run", "--resume", str(out), "-q", "--no-plots", cwd=tmp_path)
         assert again.returncode == 0
         assert "every cell is already measured" in again.stderr
         assert replicate_pairs(out) == pairs
@@ -111,7 +111,7 @@ def _refuses_other_settings(out: Path, cwd: Path) -> None:
     """A resume that asks for other settings is refused, and changes nothing."""
     journal_bytes = (out / "journal.jsonl").read_bytes()
     results_bytes = (out / "results.json").read_bytes()
-    refused = run_cli("run", "--resume", str(out), "--dtype", "float32", cwd=cwd)
+    refused = run_here("run", "--resume", str(out), "--dtype", "float32", cwd=cwd)
     assert refused.returncode == 2
     assert refused.stderr.strip().splitlines() == [
         "arraybench: error: --resume uses the run's own settings; these differ: "

@@ -17,7 +17,7 @@ import pytest
 from arraybench import load_results
 from arraybench.render.mpl import PlotWarning, drawn, new_figure
 
-from ..conftest import run_cli
+from ..conftest import ROOT, run_cli, run_here
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 QUICK = ("--sizes", "small", "--backends", "numpy", "--devices", "cpu", "--processes", "1",
@@ -35,7 +35,7 @@ def assert_report_written(folder: Path) -> None:
 def measured(tmp_path_factory) -> Path:
     """A real run of two workloads: its results.json and journal are what the cases edit."""
     out = tmp_path_factory.mktemp("hostile") / "run"
-    done = run_cli("run", "--workloads", "sort,matmul", "--no-plots", "-o", str(out), *QUICK)
+    done = run_here("run", "--workloads", "sort,matmul", "--no-plots", "-o", str(out), *QUICK, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     return out
 
@@ -94,7 +94,7 @@ def test_a_hostile_results_file_is_refused_in_one_line(edit, message: str, measu
     path = edited(measured, tmp_path / "case", edit)
     before = path.read_bytes()
     for command in (["report", str(path)], ["compare", str(path), str(measured)]):
-        result = run_cli(*command, cwd=tmp_path)
+        result = run_here(*command, cwd=tmp_path)
         assert result.returncode == 2, (command, result.stderr)
         assert message in one_line(result.stderr)
     assert path.read_bytes() == before
@@ -125,11 +125,11 @@ def test_a_hostile_journal_is_refused_and_left_as_it_is(edit, message: str, meas
     assert changed != lines  # the edit found what it changes
     journal.write_text("\n".join(changed) + "\n")
     before = journal.read_bytes()
-    result = run_cli("run", "--resume", str(out), "-q", cwd=tmp_path)
+    result = run_here("run", "--resume", str(out), "-q", cwd=tmp_path)
     assert result.returncode == 2
     assert message in one_line(result.stderr)
     assert journal.read_bytes() == before
-    plain = run_cli("run", "--workloads", "sort", "-o", str(out), *QUICK, cwd=tmp_path)
+    plain = run_here("run", "--workloads", "sort", "-o", str(out), *QUICK, cwd=tmp_path)
     assert plain.returncode == 2  # a journal --resume cannot continue is not wiped either
     assert "start afresh with --overwrite" in one_line(plain.stderr)
     assert journal.read_bytes() == before
@@ -173,7 +173,7 @@ def test_report_on_ok_records_without_a_positive_median(median, measured: Path, 
         for r in data["records"]:
             r["median_s"] = median
     path = edited(measured, tmp_path / "case", no_median)
-    result = run_cli("report", str(path), "-q", cwd=tmp_path)
+    result = run_here("report", str(path), "-q", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert_report_written(path.parent)

@@ -17,7 +17,7 @@ from arraybench.model.record import Record
 from arraybench.render.csvout import csv_columns, csv_text
 from arraybench.render.markdown import markdown_report, md
 
-from ..conftest import run_cli
+from ..conftest import run_here
 from ..synthetic import record, results, spread
 
 
@@ -112,7 +112,7 @@ def test_report_rebuilds_every_file_from_a_real_run_without_measuring(real_run, 
     src = real_run.out
     before = {name: (src / name).read_bytes() for name in ("results.json", "journal.jsonl")}
     out = tmp_path / "rebuilt"
-    result = run_cli("report", str(src / "results.json"), "--output-dir", str(out))
+    result = run_here("report", str(src / "results.json"), "--output-dir", str(out), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     names = {p.name for p in out.iterdir()}
     assert {"report.html", "results.md", "results.csv", "matmul_small.svg", "sort_small.svg",
@@ -128,10 +128,10 @@ def test_report_rebuilds_every_file_from_a_real_run_without_measuring(real_run, 
     assert "time per call" in result.stdout and "report.html" in result.stdout
 
 
-def test_report_in_place_overwrites_the_runs_own_files(real_run):
+def test_report_in_place_overwrites_the_runs_own_files(real_run, tmp_path: Path):
     html = real_run.out / "report.html"
     html.unlink()
-    result = run_cli("report", str(real_run.out), "-q")
+    result = run_here("report", str(real_run.out), "-q", cwd=tmp_path)
     assert result.returncode == 0 and result.stdout == ""
     assert html.is_file() and "matmul" in html.read_text()
 
@@ -146,7 +146,7 @@ def test_report_on_a_bad_file_gets_one_line_and_status_2(tmp_path: Path, content
     path = tmp_path / "results.json"
     if content is not None:
         path.write_text(content)
-    result = run_cli("report", str(path))
+    result = run_here("report", str(path), cwd=tmp_path)
     assert result.returncode == 2
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "report.html").exists()

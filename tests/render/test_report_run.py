@@ -13,7 +13,7 @@ from arraybench import load_results
 from arraybench.model import record as records
 from arraybench.render.progress import ConsoleReporter
 
-from ..conftest import run_cli
+from ..conftest import run_cli, run_here
 
 ONE_CELL = ("--backends", "numpy", "--devices", "cpu", "--workloads", "sort", "--sizes", "small",
             "--processes", "1", "--max-time", "0.05", "--min-samples", "3")
@@ -38,7 +38,7 @@ def test_a_run_leaves_every_report_file(real_run):
 
 
 def test_live_lines_name_every_finished_cell(tmp_path: Path):
-    result = run_cli("run", *ONE_CELL, "--output-dir", str(tmp_path / "out"))
+    result = run_here("run", *ONE_CELL, "--output-dir", str(tmp_path / "out"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     live = [line for line in result.stderr.splitlines() if line.startswith("✓")]
     assert len(live) == 1 and "sort small  NumPy CPU" in live[0]

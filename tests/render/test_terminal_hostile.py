@@ -20,7 +20,7 @@ from arraybench.render import report
 from arraybench.render.csvout import csv_text
 from arraybench.render.terminal import console, stdout_console
 
-from ..conftest import FAST, run_cli
+from ..conftest import FAST, run_cli, run_here
 from ..synthetic import record, results, spread
 
 #: Clear the screen, set the title, open a hyperlink: what a terminal obeys if given raw.
@@ -111,8 +111,8 @@ def hostile_run(tmp_path_factory):
                    "--no-plots", "-o", str(out), "--store", str(store), "--context", "tag=[v1]",
                    "--context", f"esc=x{TITLE}[link=http://evil.example]y[/link]", cwd=root)
     wide = {"COLUMNS": "400"}  # no label folded over lines
-    listed = run_cli("store", "list", "--store", str(store), cwd=root, env=wide)
-    history = run_cli("history", "--store", str(store), "--no-plots", cwd=root, env=wide)
+    listed = run_here("store", "list", "--store", str(store), cwd=root, env=wide)
+    history = run_here("history", "--store", str(store), "--no-plots", cwd=root, env=wide)
     return out, done, listed, history
 
 
@@ -160,8 +160,8 @@ def test_merge_shows_escape_sequences_in_error_messages_escaped(tmp_path: Path):
         run.errors = [{"kind": "worker", "source": "jax/cpu", "error": f"no jax{LINK}"}]
         (tmp_path / host).mkdir()
         run.save(tmp_path / host / "results.json")
-    done = run_cli("merge", f"one={tmp_path / 'a'}", f"two={tmp_path / 'b'}", "-o", str(tmp_path / "m"),
-                   "--no-plots", cwd=tmp_path, env={"COLUMNS": "300"})
+    done = run_here("merge", f"one={tmp_path / 'a'}", f"two={tmp_path / 'b'}", "-o", str(tmp_path / "m"),
+                    "--no-plots", cwd=tmp_path, env={"COLUMNS": "300"})
     assert done.returncode == 0, done.stderr[-2000:]
     assert "\x1b" not in done.stdout + done.stderr
     assert "boom\\x1b[2J\\x1b]0;pwned\\x07" in done.stdout

@@ -20,7 +20,7 @@ from arraybench.store import StoreError, open_store
 from arraybench.store.identity import run_id
 from arraybench.store.migrations import SCHEMA_VERSION
 
-from ..conftest import FAST, ROOT, run_cli
+from ..conftest import FAST, ROOT, run_cli, run_here
 from ..synthetic import timed_run
 
 
@@ -151,16 +151,16 @@ def test_a_writer_killed_mid_write_leaves_the_store_consistent(store_location, t
 def test_a_real_run_is_stored_and_import_of_its_folder_adds_nothing(store_location, tmp_path: Path):
     store = store_location
     out = tmp_path / "run"
-    done = run_cli("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
-                   "-o", str(out), "--store", str(store), "--context", "commit=abc123",
-                   "--context", "branch=main")
+    done = run_here("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
+                    "-o", str(out), "--store", str(store), "--context", "commit=abc123",
+                    "--context", "branch=main", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     saved = json.loads((out / "results.json").read_text())
     assert saved["environment"]["context"] == {"commit": "abc123", "branch": "main"}
-    again = run_cli("store", "import", str(out), "--store", str(store))
+    again = run_here("store", "import", str(out), "--store", str(store), cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert "already stored" in again.stdout
-    listed = run_cli("store", "list", "--store", str(store))
+    listed = run_here("store", "list", "--store", str(store), cwd=tmp_path)
     assert "commit=abc123" in listed.stdout and ": 1 run" in listed.stdout
     assert _counts(str(store)) == (1, 1)
 
@@ -212,15 +212,15 @@ def test_store_options_come_from_the_project_file_and_contradictions_are_refused
     store = tmp_path / "project.sqlite"
     project.write_text(f'[tool.arraybench]\nstore = "{store}"\ncontext = ["team=ml"]\n')
     env = {"ARRAYBENCH_CONFIG": str(project)}
-    done = run_cli("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
-                   "-o", str(tmp_path / "run"), env=env)
+    done = run_here("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
+                    "-o", str(tmp_path / "run"), cwd=ROOT, env=env)
     assert done.returncode == 0, done.stderr
     assert _counts(str(store)) == (1, 1)
-    listed = run_cli("store", "list", env=env)  # reading commands use the project's store too
+    listed = run_here("store", "list", cwd=ROOT, env=env)  # reading commands use the project's store too
     assert "team=ml" in listed.stdout
-    both = run_cli("run", "--store", str(store), "--no-store", env=env)
+    both = run_here("run", "--store", str(store), "--no-store", cwd=ROOT, env=env)
     assert both.returncode == 2 and both.stderr.count("\n") == 1 and "contradict" in both.stderr
-    bad = run_cli("run", "--context", "no-equals-sign", "-o", str(tmp_path / "x"))
+    bad = run_here("run", "--context", "no-equals-sign", "-o", str(tmp_path / "x"), cwd=ROOT)
     assert bad.returncode == 2 and "is not key=value" in bad.stderr and not (tmp_path / "x").exists()
 
 
@@ -232,7 +232,8 @@ def test_import_reads_what_it_can_and_says_which_it_could_not(tmp_path: Path):
     broken.mkdir()
     (broken / "results.json").write_text('{"tool": "arraybench", "schema_v')
     store = tmp_path / "s.sqlite"
-    done = run_cli("store", "import", str(broken), str(good), str(tmp_path / "missing"), "--store", str(store))
+    done = run_here("store", "import", str(broken), str(good), str(tmp_path / "missing"),
+                    "--store", str(store), cwd=tmp_path)
     assert done.returncode == 2
     assert "added" in done.stdout and "2 could not be read" in done.stdout
     assert "not valid JSON" in done.stderr and "no such file" in done.stderr

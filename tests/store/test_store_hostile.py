@@ -29,7 +29,7 @@ from arraybench.store.keeping import store_run
 from arraybench.store.location import describe_location, redact
 from arraybench.store.store import REFUSED
 
-from ..conftest import FAST, ROOT, default_signals, run_cli, wait_for
+from ..conftest import default_signals, FAST, ROOT, run_cli, run_here, wait_for
 from ..synthetic import timed_run
 
 
@@ -59,7 +59,7 @@ def test_store_import_of_an_edited_copy_refuses_it_in_one_line(tmp_path: Path):
         s.add(_run_with_id(1))
     (tmp_path / "edited").mkdir()
     _run_with_id(1, numpy_s=5e-3).save(tmp_path / "edited" / "results.json")
-    done = run_cli("store", "import", str(tmp_path / "edited"), "--store", str(store))
+    done = run_here("store", "import", str(tmp_path / "edited"), "--store", str(store), cwd=tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.count("\n") == 1 and "refused" in done.stderr and "0123456789abcdef" in done.stderr
     with open_store(store) as s:
@@ -224,7 +224,7 @@ def test_no_password_on_the_command_line_or_in_info(tmp_path: Path):
     from arraybench.cli import build_parser
     from arraybench.commands.info import project_defaults
 
-    bad = run_cli("history", "--no-plots", "--store", SECRET_URLS[2], cwd=tmp_path)
+    bad = run_here("history", "--no-plots", "--store", SECRET_URLS[2], cwd=tmp_path)
     assert bad.returncode == 2 and "hunter" not in bad.stderr + bad.stdout and "***" in bad.stderr
     project = tmp_path / "pyproject.toml"
     project.write_text(f'[tool.arraybench]\nstore = "{SECRET_URLS[1]}"\n')

@@ -22,7 +22,7 @@ from arraybench.worker.sampling import TimerSettings
 from arraybench.worker.timer import Timer
 from arraybench.workloads.inputs import build_inputs, make_inputs
 
-from ..conftest import backend_or_skip
+from ..conftest import backend_or_skip, run_here
 
 QUICK = TimerSettings(min_samples=3, max_samples=3, budget_s=0.0, warmup_s=0.0, target_sample_s=1e-6)
 MUTABLE = ["numpy", "torch"]
@@ -396,20 +396,20 @@ def test_a_setting_of_the_wrong_type_is_refused_with_what_was_expected(value, de
 
 
 def test_param_on_the_command_line_reaches_the_workload_and_a_resume_keeps_it(tmp_path):
-    from ..conftest import ROOT, run_cli
+    from ..conftest import ROOT
 
     out = tmp_path / "run"
     common = ("--workload-file", str(ROOT / "examples" / "jacobi_2d.py"), "--backends", "numpy",
               "--devices", "cpu", "--sizes", "small", "--processes", "2", "--max-time", "0.2", "--no-store",
               "--no-plots", "-q")
-    done = run_cli("run", *common, "--param", "tsteps=3", "-o", str(out))
+    done = run_here("run", *common, "--param", "tsteps=3", "-o", str(out), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     (record,) = arraybench.load_results(out).records
     assert record.status == "ok" and record.params == {"tsteps": 3}
-    bad = run_cli("run", *common, "--param", "tsteps=many", "-o", str(tmp_path / "bad"))
+    bad = run_here("run", *common, "--param", "tsteps=many", "-o", str(tmp_path / "bad"), cwd=ROOT)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
     assert "--param tsteps=many: setting tsteps is a whole number (its default is 20)" in bad.stderr
-    again = run_cli("run", "--resume", str(out), "--param", "tsteps=4")
+    again = run_here("run", "--resume", str(out), "--param", "tsteps=4", cwd=ROOT)
     assert again.returncode == 2 and "params" in again.stderr, again.stderr
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
-
 import os
 from pathlib import Path
 
@@ -11,8 +11,11 @@ import pytest
 
 from arraybench import Results, load_results
 from arraybench import backends
+from arraybench.options import RunOptions, validate
+from arraybench.plan import build_plan
+from arraybench.workloads import REGISTRY
 
-from ..conftest import FAST, run_cli
+from ..conftest import FAST, ROOT, run_here
 
 
 def _cpu_backends() -> list[str]:
@@ -22,9 +25,9 @@ def _cpu_backends() -> list[str]:
 @pytest.fixture(scope="module")
 def one_thread_run(tmp_path_factory) -> Results:
     out = tmp_path_factory.mktemp("threads")
-    result = run_cli("run", "--backends", ",".join(_cpu_backends()), "--devices", "cpu",
-                     "--workloads", "matmul", "--sizes", "small", "--threads", "1",
-                     *FAST, "--output-dir", str(out))
+    result = run_here("run", "--backends", ",".join(_cpu_backends()), "--devices", "cpu",
+                      "--workloads", "matmul", "--sizes", "small", "--threads", "1",
+                      *FAST, "--output-dir", str(out), cwd=ROOT)
     assert result.returncode == 0, result.stderr
     return load_results(out / "results.json")
 
@@ -43,18 +46,11 @@ def test_thread_setting_is_visible_inside_each_library(one_thread_run, backend):
     assert one_thread_run.environment["threads_requested"] == 1
 
 
-def test_default_threads_use_every_core(tmp_path: Path):
-    result = run_cli("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "sort",
-                     "--sizes", "small", *FAST, "--output-dir", str(tmp_path))
-    assert result.returncode == 0, result.stderr
-    info = load_results(tmp_path / "results.json").environment["backends"]["numpy/cpu"]
-    assert info["affinity_cpus"] == len(os.sched_getaffinity(0))
-
-
 def test_latency_throughput_and_several_processes(tmp_path: Path):
-    result = run_cli("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "elementwise",
-                     "--sizes", "small", "--mode", "latency,throughput", "--processes", "2",
-                     "--max-time", "0.1", "--min-samples", "4", "-q", "--output-dir", str(tmp_path))
+    result = run_here("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "elementwise",
+                      "--sizes", "small", "--mode", "latency,throughput", "--processes", "2",
+                      "--max-time", "0.1", "--min-samples", "4", "-q", "--output-dir", str(tmp_path),
+                      cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     res = load_results(tmp_path / "results.json")
     modes = {r.mode: r for r in res.records}
@@ -67,19 +63,22 @@ def test_latency_throughput_and_several_processes(tmp_path: Path):
     assert "throughput" in modes["throughput"].config_label
 
 
-def test_cold_cache_samples_one_call_each(tmp_path: Path):
-    result = run_cli("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "elementwise",
-                     "--sizes", "small", "--cold", *FAST, "--output-dir", str(tmp_path))
+def test_cold_cache_samples_one_call_each_and_default_threads_use_every_core(tmp_path: Path):
+    result = run_here("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "elementwise",
+                      "--sizes", "small", "--cold", *FAST, "--output-dir", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    (r,) = load_results(tmp_path / "results.json").records
+    res = load_results(tmp_path / "results.json")
+    (r,) = res.records
     assert r.status == "ok"
     assert r.number == 1  # only the first call after an eviction is cold
-    assert load_results(tmp_path / "results.json").settings["cold"] is True
+    assert res.settings["cold"] is True
+    # No --threads: the worker may use every core this process may.
+    assert res.environment["backends"]["numpy/cpu"]["affinity_cpus"] == len(os.sched_getaffinity(0))
 
 
 def test_sweep_finds_crossovers_from_the_command_line(tmp_path: Path):
-    result = run_cli("sweep", "--workload", "sort", "--backends", "numpy,torch", "--devices", "cpu",
-                     "--sizes", "100:1600", *FAST, "--output-dir", str(tmp_path))
+    result = run_here("sweep", "--workload", "sort", "--backends", "numpy,torch", "--devices", "cpu",
+                      "--sizes", "100:1600", *FAST, "--output-dir", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     res = load_results(tmp_path / "results.json")
     assert sorted({r.size for r in res.records}) == [100, 200, 400, 800, 1600]
@@ -92,8 +91,9 @@ def test_sweep_finds_crossovers_from_the_command_line(tmp_path: Path):
 def test_compiled_mode_records_compile_time(tmp_path: Path):
     if backends.SPECS["jax"].preflight("cpu"):
         pytest.skip("jax is not installed")
-    result = run_cli("run", "--backends", "jax,numpy", "--devices", "cpu", "--workloads", "elementwise",
-                     "--sizes", "small", "--mode", "latency,compiled", *FAST, "--output-dir", str(tmp_path))
+    result = run_here("run", "--backends", "jax,numpy", "--devices", "cpu", "--workloads", "elementwise",
+                      "--sizes", "small", "--mode", "latency,compiled", *FAST, "--output-dir", str(tmp_path),
+                      cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     res = load_results(tmp_path / "results.json")
     jit = res.select(backend="jax", mode="compiled")[0]
@@ -109,13 +109,33 @@ def test_compiled_mode_records_compile_time(tmp_path: Path):
     assert "jax.jit on JAX CPU" in (tmp_path / "findings.md").read_text()
 
 
-def test_roofline_measures_ceilings_and_shares(tmp_path: Path):
-    result = run_cli("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "elementwise",
-                     "--sizes", "small", "--roofline", "--processes", "1", "--max-time", "0.05",
-                     "--min-samples", "3", "--output-dir", str(tmp_path))
+def test_roofline_adds_each_configurations_ceilings_at_their_own_sizes():
+    """--roofline plans the two ceilings once per library and device, at sizes that dwarf the
+    caches and saturate the cores (the sizes the run below shrinks), whatever --sizes says."""
+    options = validate(RunOptions(workloads=["elementwise"], backends=["numpy", "torch"],
+                                  devices=["cpu"], sizes=["small"], roofline=True), REGISTRY)
+    cells = build_plan(options, REGISTRY)
+    ceilings = sorted((c.workload, c.size, c.backend, c.mode) for c in cells
+                      if c.workload.startswith("ceiling_"))
+    real = (("ceiling_bandwidth", 1 << 25), ("ceiling_matmul", 2048))
+    assert ceilings == sorted((w, n, b, "latency") for w, n in real for b in ("numpy", "torch"))
+    assert len(cells) == 2 + len(ceilings)
+
+
+def test_roofline_measures_ceilings_and_shares(tmp_path: Path, monkeypatch):
+    # The real ceilings (a 256 MB stream, 2048² matmuls) cost ~13 CPU-s a run, in a second worker
+    # for their large outputs: the plan above checks their sizes; here, what a run makes of them.
+    # The workers measure the size the plan gives them, so the built-in ceilings run, only smaller.
+    for name, n in (("ceiling_bandwidth", 1 << 16), ("ceiling_matmul", 64)):
+        monkeypatch.setitem(REGISTRY, name, dataclasses.replace(REGISTRY[name], sizes={"cpu": n}))
+    result = run_here("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "elementwise",
+                      "--sizes", "small", "--roofline", "--processes", "1", "--max-time", "0.05",
+                      "--min-samples", "3", "--output-dir", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     res = load_results(tmp_path / "results.json")
-    assert {r.workload for r in res.records} == {"elementwise", "ceiling_bandwidth", "ceiling_matmul"}
+    small = REGISTRY["elementwise"].sizes["small"]
+    assert {(r.workload, r.size) for r in res.records} == {
+        ("elementwise", small), ("ceiling_bandwidth", 1 << 16), ("ceiling_matmul", 64)}
     assert all(r.status == "ok" for r in res.records)
     assert (tmp_path / "roofline.svg").exists()
     assert "of peak" in result.stdout

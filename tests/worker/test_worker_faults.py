@@ -16,7 +16,7 @@ import pytest
 
 from arraybench import backends, load_results
 
-from ..conftest import run_cli
+from ..conftest import run_cli, run_here
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 QUICK = ("--max-time", "0.05", "--min-samples", "3", "-q", "--no-plots", "--sizes", "small",
@@ -80,8 +80,8 @@ def test_a_worker_killed_while_it_starts_fails_the_run_and_resume_retries(worklo
     # Nothing in the journal says NumPy is unavailable: --resume tries it again.
     assert [e["type"] for e in entries(out)] == ["header"]
     # And a plain re-run does not wipe it: the journal says the run is unfinished.
-    again = run_cli("run", "--workload-file", str(workload_file), "--workloads", "ok_a,ok_b",
-                    "--backends", "numpy", "--processes", "1", "-o", str(out), *QUICK, cwd=tmp_path)
+    again = run_here("run", "--workload-file", str(workload_file), "--workloads", "ok_a,ok_b",
+                     "--backends", "numpy", "--processes", "1", "-o", str(out), *QUICK, cwd=tmp_path)
     assert again.returncode == 2 and "holds an unfinished run" in again.stderr
 
     (tmp_path / "kill_worker_at_start").unlink()

@@ -16,7 +16,7 @@ from arraybench.worker.sampling import TimerSettings
 from arraybench.workloads.userfile import import_workload_file
 from arraybench.workloads import REGISTRY
 
-from ..conftest import FAST, ROOT, backend_or_skip, run_cli
+from ..conftest import backend_or_skip, FAST, ROOT, run_here
 
 QUICK = TimerSettings(min_samples=1, max_samples=1, budget_s=0.0, warmup_s=0.0, target_sample_s=1e-6)
 EXAMPLES = ROOT / "examples"
@@ -107,8 +107,8 @@ def test_every_example_has_sizes_a_reference_and_a_work_model():
 def test_the_examples_run_from_the_command_line(tmp_path: Path):
     out = tmp_path / "out"
     args = [a for f in FILES for a in ("--workload-file", str(EXAMPLES / f))]
-    result = run_cli("run", *args, "--backends", "numpy", "--sizes", "small", "--no-plots",
-                     "-o", str(out), *FAST, cwd=tmp_path)
+    result = run_here("run", *args, "--backends", "numpy", "--sizes", "small", "--no-plots",
+                      "-o", str(out), *FAST, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     res = load_results(out / "results.json")
     assert sorted(r.workload for r in res.records) == sorted(WORKLOADS)

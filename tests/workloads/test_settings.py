@@ -13,7 +13,7 @@ from arraybench.plan import build_plan
 from arraybench.worker.prepare import ReferenceCache
 from arraybench.worker.sampling import TimerSettings
 
-from ..conftest import backend_or_skip, run_cli
+from ..conftest import backend_or_skip, run_here
 from ..measuring import measure_cell
 
 QUICK = TimerSettings(min_samples=3, max_samples=3, budget_s=0.0, warmup_s=0.0, target_sample_s=1e-6)
@@ -96,15 +96,15 @@ def test_param_aimed_at_a_workload_on_the_command_line_and_in_the_project_file(t
 
     common = ("--workload-file", str(ROOT / "examples" / "jacobi_2d.py"), "--backends", "numpy",
               "--devices", "cpu", "--sizes", "small", "--no-store", "--no-plots", "-q")
-    done = run_cli("run", *common, "--param", "jacobi_2d.tsteps=3", "--processes", "1",
-                   "--max-time", "0.05", "--min-samples", "3", "-o", str(tmp_path / "run"))
+    done = run_here("run", *common, "--param", "jacobi_2d.tsteps=3", "--processes", "1",
+                    "--max-time", "0.05", "--min-samples", "3", "-o", str(tmp_path / "run"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     (record,) = arraybench.load_results(tmp_path / "run").records
     assert record.status == "ok" and record.params == {"tsteps": 3}
-    bad = run_cli("run", *common, "--param", "jacobi2d.tsteps=3", "-o", str(tmp_path / "bad"))
+    bad = run_here("run", *common, "--param", "jacobi2d.tsteps=3", "-o", str(tmp_path / "bad"), cwd=ROOT)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
     assert "--param jacobi2d.tsteps: no selected workload is named 'jacobi2d'" in bad.stderr
     # [tool.arraybench] param = [...] goes through the same parser as --param.
     (tmp_path / "pyproject.toml").write_text('[tool.arraybench]\nparam = ["jacobi_2d.tstep=3"]\n')
-    project = run_cli("run", *common, "-o", str(tmp_path / "project"), cwd=tmp_path)
+    project = run_here("run", *common, "-o", str(tmp_path / "project"), cwd=tmp_path)
     assert project.returncode == 2 and "workload 'jacobi_2d' has no setting 'tstep'" in project.stderr

@@ -27,7 +27,7 @@ from arraybench.workloads import REGISTRY
 from arraybench.workloads.inputs import build_inputs
 from arraybench.workloads.binding import bind
 
-from ..conftest import FAST, backend_or_skip, run_cli
+from ..conftest import FAST, backend_or_skip, run_here
 
 QUICK = TimerSettings(min_samples=1, max_samples=1, budget_s=0.0, warmup_s=0.0, target_sample_s=1e-6)
 
@@ -77,8 +77,8 @@ def tanh_loss(xp, w, x):
 def test_a_user_file_from_a_temporary_folder_runs_on_every_library(tmp_path: Path):
     bench = write(tmp_path / "my_bench.py", GOOD)
     out = tmp_path / "out"
-    result = run_cli("run", "--workload-file", str(bench), "--backends", "numpy,torch,jax",
-                     "--devices", "cpu", "-o", str(out), *FAST, cwd=tmp_path)
+    result = run_here("run", "--workload-file", str(bench), "--backends", "numpy,torch,jax",
+                      "--devices", "cpu", "-o", str(out), *FAST, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     res = load_results(out / "results.json")
     assert res.errors == []
@@ -109,7 +109,7 @@ def backend_missing(name: str) -> bool:
 
 def test_list_shows_a_files_workloads_with_their_definition(tmp_path: Path):
     bench = write(tmp_path / "my_bench.py", GOOD)
-    result = run_cli("list", "--workload-file", str(bench), cwd=tmp_path)
+    result = run_here("list", "--workload-file", str(bench), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "softplus" in result.stdout and "tanh_loss" in result.stdout
     assert "matmul" in result.stdout
@@ -181,9 +181,9 @@ def broken_run(tmp_path_factory):
     }
     out = folder / "out"
     args = [a for f in files.values() for a in ("--workload-file", str(f))]
-    result = run_cli("run", *args, "--workloads", "fine,mutates,bad_reshape,shape,bad_inputs,sort",
-                     "--sizes", "small", "--backends", "numpy,torch,jax", "--devices", "cpu",
-                     "--no-plots", "-o", str(out), *FAST, cwd=folder)
+    result = run_here("run", *args, "--workloads", "fine,mutates,bad_reshape,shape,bad_inputs,sort",
+                      "--sizes", "small", "--backends", "numpy,torch,jax", "--devices", "cpu",
+                      "--no-plots", "-o", str(out), *FAST, cwd=folder)
     res = load_results(out / "results.json") if (out / "results.json").exists() else None
     return files, result, res
 
@@ -259,8 +259,8 @@ def test_a_broken_file_costs_only_its_own_workloads(tmp_path: Path):
     good = write(tmp_path / "good.py", GOOD)
     bad = write(tmp_path / "bad.py", "import arraybench\n\nraise ImportError('no such helper')  # HERE\n")
     out = tmp_path / "out"
-    result = run_cli("run", "--workload-file", str(bad), "--workload-file", str(good), "--backends",
-                     "numpy", "--sizes", "tiny", "-o", str(out), "--no-plots", *FAST, cwd=tmp_path)
+    result = run_here("run", "--workload-file", str(bad), "--workload-file", str(good), "--backends",
+                      "numpy", "--sizes", "tiny", "-o", str(out), "--no-plots", *FAST, cwd=tmp_path)
     assert result.returncode == 1, result.stderr[-3000:]
     assert at(bad, "# HERE") in result.stderr and "Traceback" not in result.stderr
     res = load_results(out / "results.json")
@@ -270,7 +270,7 @@ def test_a_broken_file_costs_only_its_own_workloads(tmp_path: Path):
 
 def test_when_every_file_is_broken_nothing_runs_and_the_error_is_one_line(tmp_path: Path):
     bench = write(tmp_path / "bad.py", "import arraybench\nx = undefined_name  # HERE\n")
-    result = run_cli("run", "--workload-file", str(bench), "-o", str(tmp_path / "out"), cwd=tmp_path)
+    result = run_here("run", "--workload-file", str(bench), "-o", str(tmp_path / "out"), cwd=tmp_path)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert lines[-1].startswith("arraybench: workload file") or "NameError" in lines[-1]
@@ -280,8 +280,8 @@ def test_when_every_file_is_broken_nothing_runs_and_the_error_is_one_line(tmp_pa
 
 def test_asking_for_a_workload_of_a_broken_file_says_why_it_is_unknown(tmp_path: Path):
     bench = write(tmp_path / "bad.py", "import arraybench\nraise RuntimeError('boom')  # HERE\n")
-    result = run_cli("run", "--workload-file", str(bench), "--workloads", "mine",
-                     "-o", str(tmp_path / "out"), cwd=tmp_path)
+    result = run_here("run", "--workload-file", str(bench), "--workloads", "mine",
+                      "-o", str(tmp_path / "out"), cwd=tmp_path)
     assert result.returncode == 2
     last = result.stderr.strip().splitlines()[-1]
     assert "unknown workload 'mine'" in last and at(bench, "# HERE") in last
