@@ -106,6 +106,10 @@ def run_here(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Compl
     from arraybench.workloads import REGISTRY
 
     registry, path, here = dict(REGISTRY), list(sys.path), os.getcwd()
+    # A fresh interpreter knows the built-in workloads only: what this process's tests defined
+    # (pytester's in-process sessions, fixtures) would clash with a file defining the same name.
+    for name in [n for n, wl in REGISTRY.items() if wl.source != "builtin"]:
+        del REGISTRY[name]
     # A file already imported in this process is not imported again (its workloads would not be
     # defined again): set the test's own user modules aside.
     users = {name: sys.modules.pop(name) for name in list(sys.modules) if name.startswith(_USER_MODULES)}
