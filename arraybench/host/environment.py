@@ -175,7 +175,7 @@ def collect(threads: int | None = None) -> dict[str, Any]:
     found_gpus = gpus()
     fp = fingerprint(found_gpus)
     return {
-        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds"),
         "arraybench": arraybench_version(),
         "python": sys.version.split()[0],
         "python_implementation": platform.python_implementation(),

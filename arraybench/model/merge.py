@@ -68,7 +68,7 @@ def merge(runs: Sequence[Results], labels: Sequence[str]) -> Results:
     dtypes = {run.settings.get("dtype") for run in runs}
     started = sorted(str(run.environment.get("timestamp", "")) for run in runs)
     environment = {
-        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds"),
         "arraybench": arraybench_version(),
         "cpu_model": "; ".join(dict.fromkeys(str(m.get("cpu_model", "?")) for m in machines.values())),
         "machines": machines,
