@@ -161,7 +161,7 @@ def _fill_allocator(rec: Record, timed: Sequence[Replicate]) -> None:
             (rep.output_bytes or 0) >= LARGE_OUTPUT_BYTES for rep in timed):
         # --allocator fresh: not the usual headline, so said on every large-output row.
         rec.warnings.append(f"the median is with {WORDS[rec.allocator]} only (--allocator "
-                            f"{rec.allocator}): glibc maps each output of 128 KiB or more anew, "
+                            f"{rec.allocator}): glibc maps each output of {LARGE_OUTPUT_BYTES // 1024} KiB or more anew, "
                             "and every call faults its pages in")
     if not rec.allocator or not other or len({o.allocator for o in other}) != 1:
         return

@@ -20,7 +20,7 @@ from ..errors import UsageError
 from ..model.journal import JOURNAL_NAME, JournalState
 from ..model.journal import read as read_journal
 from ..backends import SPECS
-from ..options import DTYPES, RunOptions, parse_sizes
+from ..options import ALLOCATOR_CHOICES, DTYPES, RunOptions, parse_sizes
 from ..reporter import Reporter
 from ..model.results import Results
 from ..run_state import RunState
@@ -96,7 +96,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                      help="stop sampling once the median's 95%% CI is within this (default: 0.02 = 2%%)")
     how.add_argument("--threads", type=positive_int, default=None, metavar="N",
                      help="CPU threads for every library (default: all cores)")
-    how.add_argument("--allocator", choices=("both", "reused", "fresh"), default=d.allocator,
+    how.add_argument("--allocator", choices=ALLOCATOR_CHOICES, default=d.allocator,
                      help="the C allocator's state on the CPU: memory reused between calls (the "
                           "headline), fresh pages, or both, large outputs timed in each "
                           f"(default: {d.allocator}; one state needs no second worker)")
@@ -149,7 +149,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         include_transfer=args.include_transfer, roofline=args.roofline,
         processes=args.processes[0], max_processes=args.processes[1],
         max_time=args.max_time, min_samples=args.min_samples, rel_ci=args.rel_ci,
-        threads=args.threads, allocator=args.allocator, cold=args.cold, allow_tf32=args.allow_tf32, timeout=args.timeout,
+        threads=args.threads, allocator=args.allocator, cold=args.cold, allow_tf32=args.allow_tf32,
+        timeout=args.timeout,
         seed=args.seed, workload_files=[str(Path(f).resolve()) for f in args.workload_files],
         cluster=args.cluster, on=args.on, gpu_type=args.gpu_type, params=unique_assignments(args.params),
         pythons=unique_assignments(args.pythons, "--python"),
