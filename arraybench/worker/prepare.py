@@ -205,8 +205,10 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
                           "the result changed in memory after the call returned it, before it was "
                           f"checked ({verdict.reason}): a write into memory the result owns, by "
                           "this process or a library's thread, not the library's arithmetic")
-        again = _second_opinion(backend, wl, bound, seen, arrays, reference.value, tolerance,
-                                out_dtype, fixed, noise, cell, verdict.max_rel_error)
+        again = _second_opinion(backend, wl, bound, seen, arrays, verdict.max_rel_error,
+                                lambda r: accuracy.judge(r, reference.value, wl.check, cell.dtype, cell.size,
+                                                         tolerance=tolerance, out_dtype=out_dtype,
+                                                         fixed=fixed, noise=noise))
         if again:
             verdict = replace(verdict, reason=f"{verdict.reason}; {again}")
     rep.max_rel_error = verdict.max_rel_error
@@ -375,11 +377,11 @@ def _look_at_first_call(backend: Backend, wl: Workload, timer: Timer, bound: Bou
 
 
 def _second_opinion(backend: Backend, wl: Workload, bound: Bound, seen: FirstCall,
-                    arrays: tuple[Any, ...] | None, reference: Any, tolerance: float | None,
-                    out_dtype: str | None, fixed: dict[str, str], noise: Any, cell: Cell,
-                    first_error: float | None) -> str:
-    """Whether one more call gives the same wrong result: a deterministic error, or an
-    intermittent one (a race, a library thread, the hardware) that a user may meet only sometimes.
+                    arrays: tuple[Any, ...] | None, first_error: float | None,
+                    judge: Callable[[Any], "accuracy.Verdict"]) -> str:
+    """Whether one more call gives the same wrong result (``judge``: the first result's check):
+    a deterministic error, or an intermittent one (a race, a library thread, the hardware) that a
+    user may meet only sometimes.
 
     Only for calls that change none of their inputs (the inputs are then as the first call saw
     them); "" where it cannot be told.
@@ -390,9 +392,7 @@ def _second_opinion(backend: Backend, wl: Workload, bound: Bound, seen: FirstCal
         result = bound.op(*bound.args, **bound.kwargs)
         if backend.sync is not None:
             backend.sync(result)
-        again = to_host(backend, wl.result_of(result, list(arrays)))
-        verdict = accuracy.judge(again, reference, wl.check, cell.dtype, cell.size,
-                                 tolerance=tolerance, out_dtype=out_dtype, fixed=fixed, noise=noise)
+        verdict = judge(to_host(backend, wl.result_of(result, list(arrays))))
     except Exception:
         return ""
     if verdict.ok:
