@@ -8,6 +8,7 @@ results file from before issue 23, the finding's words).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 from pathlib import Path
@@ -19,7 +20,7 @@ from arraybench.analysis.aggregate import allocator_states_differ
 from arraybench.analysis.explanations import allocator_states
 from arraybench.analysis.intervals import replicate_interval
 from arraybench.host.allocator import uncontrolled_reason
-from arraybench.model.allocator import LARGE_OUTPUT_BYTES, environment
+from arraybench.model.allocator import LARGE_OUTPUT_BYTES, USER_VARIABLES, environment
 from arraybench.model.record import Record
 from arraybench.units import format_seconds
 
@@ -32,6 +33,16 @@ def doubled(xp, x):
     return x * 2.0
 '''
 PAGE = 4096
+#: What makes arraybench leave the allocator alone (host/allocator): not inherited by these runs.
+CHOSEN_BY_USER = (*USER_VARIABLES, "GLIBC_TUNABLES", "LD_PRELOAD")
+
+
+@contextlib.contextmanager
+def allocator_not_chosen():
+    with pytest.MonkeyPatch.context() as mp:
+        for name in CHOSEN_BY_USER:
+            mp.delenv(name, raising=False)
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -39,9 +50,10 @@ def run(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("allocator")
     (folder / "big_output.py").write_text(WORKLOADS)
     out = folder / "run"
-    arraybench.run(["doubled"], backends=["numpy"], devices=["cpu"], sizes=["small", "big"],
-                   workload_files=[str(folder / "big_output.py")], output_dir=out, processes=2,
-                   max_time=0.2, min_samples=5, plots=False, store=False)
+    with allocator_not_chosen():
+        arraybench.run(["doubled"], backends=["numpy"], devices=["cpu"], sizes=["small", "big"],
+                       workload_files=[str(folder / "big_output.py")], output_dir=out, processes=2,
+                       max_time=0.2, min_samples=5, plots=False, store=False)
     return out
 
 
@@ -143,9 +155,10 @@ def test_the_finding_says_what_decides_the_state_and_how_to_get_the_faster_one()
 def test_one_state_alone_is_the_headline_and_starts_no_second_worker(tmp_path, state):
     (tmp_path / "big_output.py").write_text(WORKLOADS)
     out = tmp_path / "run"
-    arraybench.run(["doubled"], backends=["numpy"], devices=["cpu"], sizes=["big"],
-                   workload_files=[str(tmp_path / "big_output.py")], output_dir=out, processes=1,
-                   max_time=0.05, min_samples=3, plots=False, store=False, allocator=state)
+    with allocator_not_chosen():
+        arraybench.run(["doubled"], backends=["numpy"], devices=["cpu"], sizes=["big"],
+                       workload_files=[str(tmp_path / "big_output.py")], output_dir=out, processes=1,
+                       max_time=0.05, min_samples=3, plots=False, store=False, allocator=state)
     (big,) = arraybench.load_results(out).records
     assert big.status == "ok" and big.allocator == state and big.other_allocator in ("", None)
     (rep,) = big.replicates
