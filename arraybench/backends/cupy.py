@@ -191,7 +191,10 @@ class CupyBackend(Backend):
         waited for. Its ``cpu_times`` stop before the wait (cupyx/profiler/_time.py, ``_repeat``)."""
         from cupyx.profiler import benchmark
 
-        result = benchmark(fn, n_repeat=100_000, n_warmup=10, max_duration=min_time_s)
+        # ``name``: cupyx takes it from ``fn.__name__`` otherwise, which a callable object lacks
+        # (the doctor's Matmul failed so on the first GPU run).
+        result = benchmark(fn, n_repeat=100_000, n_warmup=10, max_duration=min_time_s,
+                           name=getattr(fn, "__name__", type(fn).__name__))
         return [float(t) for t in result.gpu_times[0]], "cupyx.profiler.benchmark (gpu_times)"
 
     def flush_cache(self) -> Callable[[], None] | None:

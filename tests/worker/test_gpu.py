@@ -526,3 +526,16 @@ def test_a_gpu_without_a_monitor_says_why_in_the_record():
     shard = measure_cell(backend, REGISTRY["elementwise"], c, QUICK, ReferenceCache())
     assert shard.gpu_health == {"unavailable": "nvidia-ml-py is not installed"}
     assert aggregate(c, [shard], 1, 0.5).gpu_health == {"unavailable": "nvidia-ml-py is not installed"}
+
+
+def test_cupy_times_a_callable_object_with_its_own_tool():
+    """``cupyx.profiler.benchmark`` names its result ``fn.__name__`` unless given ``name=``; the
+    doctor's ``Matmul`` is an object without one, and the harness check failed so on the first GPU
+    run (an H200, 2026-11-26: ``AttributeError: 'Matmul' object has no attribute '__name__'``)."""
+    from arraybench.worker.selfcheck import Matmul
+
+    backend = backend_or_skip("cupy", "gpu")
+    op = Matmul(backend, 64, "float32")
+    assert not hasattr(op, "__name__")
+    batches, tool = backend.library_timing(op, 0.01)
+    assert batches and all(t > 0 for t in batches) and tool.startswith("cupyx.profiler.benchmark")
