@@ -16,6 +16,8 @@ import shutil
 import socket
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 from typing import Any
 
 from .. import backends
@@ -103,9 +105,16 @@ def library_versions() -> dict[str, str | None]:
 
 
 def arraybench_version() -> str:
+    """The installed version; run from a checkout that was never installed (the GPU acceptance on
+    a machine without network puts it on PYTHONPATH), the checkout's own, marked so."""
     try:
         return importlib.metadata.version("arraybench")
     except importlib.metadata.PackageNotFoundError:
+        pass
+    try:
+        project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
+        return f"{project['version']}+checkout" if project.get("name") == "arraybench" else "unknown"
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
         return "unknown"
 
 

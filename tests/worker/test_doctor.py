@@ -238,3 +238,20 @@ def test_a_check_that_raises_is_a_failure_with_its_reason():
     outcomes = list(selfcheck.run_checks(Broken("cpu"), ("sync", "events")))
     assert [o.check for o in outcomes] == ["sync"]  # events is a GPU check: not run on the CPU
     assert outcomes[0].status == "failed" and "illegal memory access" in outcomes[0].detail
+
+
+def test_a_checkout_run_without_installing_names_its_own_version(monkeypatch):
+    """The GPU acceptance runs the checkout from PYTHONPATH on a machine without network, where no
+    distribution metadata exists; the doctor's first line said "arraybench doctor unknown"."""
+    import importlib.metadata
+    import tomllib
+    from pathlib import Path
+
+    from arraybench.host import environment
+
+    def not_installed(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
+    assert environment.arraybench_version() == f"{project['version']}+checkout"
