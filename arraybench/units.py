@@ -38,3 +38,11 @@ def format_rate(value: float | None, unit: str) -> str:
         if abs(value) >= scale:
             return f"{value / scale:.3g} {prefix}{unit}"
     return f"{value:.3g} {unit}"
+
+
+def format_ratio(x: float) -> str:
+    """How many times faster, in two figures: ``22×``, ``1.5×``, ``1,234×``. Below 1.1 two
+    decimals, so a real 1.4% lead reads ``1.01×`` rather than ``1×``."""
+    if x < 1.1:
+        return f"{x:.2f}×"
+    return f"{x:.2g}×" if x < 100 else f"{x:,.0f}×"

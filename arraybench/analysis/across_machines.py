@@ -14,13 +14,9 @@ import math
 from typing import Iterable
 
 from ..model.record import Record
-from ..units import format_seconds
+from ..units import format_ratio, format_seconds
 from .crossover import Point, find
 from .grouping import grouped, is_valid, library_label, size_text
-
-
-def _ratio(x: float) -> str:
-    return f"{x:.2g}×" if x < 100 else f"{x:,.0f}×"
 
 
 def _two_figures(x: float) -> int:
@@ -76,7 +72,7 @@ def machine_findings(records: Iterable[Record]) -> list[str]:
                 out.append(f"On {where}, {_name(top.machine)} and {_name(other.machine)} are level "
                            f"({pair}; the 95% CIs overlap).")
                 continue
-            text = (f"On {where}, {_name(top.machine)} is {_ratio(other.median_s / top.median_s)} "
+            text = (f"On {where}, {_name(top.machine)} is {format_ratio(other.median_s / top.median_s)} "
                     f"faster than {_name(other.machine)} ({pair})")
             if swept:
                 c = find(workload, top.config_label, _points(records, top), other.config_label,

@@ -13,12 +13,8 @@ from typing import Any, Iterable, Mapping
 
 from ..host.environments import worker_key
 from ..model.record import Record
-from ..units import format_seconds
+from ..units import format_ratio, format_seconds
 from .grouping import is_valid, size_text
-
-
-def _ratio(x: float) -> str:
-    return f"{x:.2g}×" if x < 100 else f"{x:,.0f}×"
 
 
 def build_text(info: Mapping[str, Any]) -> str:
@@ -81,12 +77,12 @@ def environment_findings(records: Iterable[Record],
             b = build_label(slow, environment)
             times = f"{format_seconds(fast.median_s)} against {format_seconds(slow.median_s)}"
             if _significantly_faster(fast, slow):
-                out.append(f"On {where}, {a} is {_ratio(slow.median_s / fast.median_s)} faster than {b} "
+                out.append(f"On {where}, {a} is {format_ratio(slow.median_s / fast.median_s)} faster than {b} "
                            f"({times}).")
             else:
                 out.append(f"On {where}, {a} and {b} are level ({times}; the 95% CIs overlap).")
             continue
-        parts = [(f"{_ratio(o.median_s / fast.median_s)} faster than " if _significantly_faster(fast, o)
+        parts = [(f"{format_ratio(o.median_s / fast.median_s)} faster than " if _significantly_faster(fast, o)
                   else "level with ") + f"{build_label(o, environment)} ({format_seconds(o.median_s)})"
                  for o in rest]
         out.append(f"On {where}, {a} is fastest at {format_seconds(fast.median_s)}: {'; '.join(parts)}.")

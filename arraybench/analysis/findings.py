@@ -15,13 +15,9 @@ from .crossover import Crossover, crossovers
 from .environments import environment_findings
 from .explanations import explanations
 from ..model.record import Record, config_label
-from ..units import format_seconds
+from ..units import format_ratio, format_seconds
 from .grouping import baseline, grouped, is_valid, library_label, size_text
 from .roofline import ceiling_key, ceilings, share
-
-
-def _ratio(x: float) -> str:
-    return f"{x:.2g}×" if x < 100 else f"{x:,.0f}×"
 
 
 def _significantly_faster(a: Record, b: Record) -> bool:
@@ -60,9 +56,9 @@ def _winner(workload: str, group: list[Record], on: str) -> list[str]:
                 f"({format_seconds(best.median_s)} and {format_seconds(second.median_s)}; "
                 f"the 95% CIs overlap){_unequal_gradients(named[:2], workload)}."]
     text = (f"On {where}, {label(best)} is fastest at {format_seconds(best.median_s)}, "
-            f"{_ratio(second.median_s / best.median_s)} faster than {label(second)}")
+            f"{format_ratio(second.median_s / best.median_s)} faster than {label(second)}")
     if len(named) == 3:
-        text += f" and {_ratio(base.median_s / best.median_s)} faster than {label(base)}"
+        text += f" and {format_ratio(base.median_s / best.median_s)} faster than {label(base)}"
     return [text + _unequal_gradients(named, workload) + "."]
 
 
@@ -138,7 +134,7 @@ def compiled_vs_eager(records: Iterable[Record]) -> list[str]:
         compile_note = f"; compiling took {format_seconds(r.compile_s)}" if r.compile_s else ""
         name = f"{r.method} on {e.config_label}"
         if _significantly_faster(r, e):
-            out.append(f"{name} is {_ratio(e.median_s / r.median_s)} faster than eager on {where} "
+            out.append(f"{name} is {format_ratio(e.median_s / r.median_s)} faster than eager on {where} "
                        f"({format_seconds(r.median_s)} vs {format_seconds(e.median_s)}{compile_note}).")
         elif _significantly_faster(e, r):
             out.append(f"{name} is slower than eager on {where} ({format_seconds(r.median_s)} vs "

@@ -88,6 +88,17 @@ def test_crossovers_pair_gpu_with_numpy_and_with_its_cpu_and_compiled_with_eager
     assert found[("JAX CPU (compiled)", "JAX CPU")].kind == "always"
 
 
+def test_a_small_but_real_lead_is_not_written_one_times_faster():
+    """The first GPU run said "PyTorch GPU is fastest at 365 µs, 1× faster than CuPy GPU" (370 µs,
+    intervals apart): two figures of 1.014 round to 1."""
+    records = [rec("matmul", 2000, "torch", 365e-6, device="gpu", ci=0.002, label="large"),
+               rec("matmul", 2000, "cupy", 370e-6, device="gpu", ci=0.002, label="large")]
+    (sentence,) = winners(records)
+    assert "1.01× faster than CuPy GPU" in sentence, sentence
+    records[1].median_s, records[1].ci_low_s, records[1].ci_high_s = 8.03e-3, 8e-3, 8.06e-3
+    assert "22× faster than CuPy GPU" in winners(records)[0]
+
+
 def test_findings_name_the_winner_and_the_margin():
     records = [rec("fft", 1000, "numpy", 4e-3, label="large"), rec("fft", 1000, "torch", 1e-3, label="large"),
                rec("fft", 1000, "jax", 2e-3, label="large")]
