@@ -16,7 +16,7 @@ from typing import Iterable
 from ..model.record import Record
 from ..units import format_ratio, format_seconds
 from .crossover import Point, find
-from .grouping import grouped, is_valid, library_label, size_text
+from .grouping import grouped, is_valid, library_label, significantly_faster, size_text
 
 
 def _two_figures(x: float) -> int:
@@ -68,7 +68,7 @@ def machine_findings(records: Iterable[Record]) -> list[str]:
             where = f"{workload} {size_text(top)}"
             pair = (f"{library_label(top)} {format_seconds(top.median_s)} against "
                     f"{library_label(other)} {format_seconds(other.median_s)}, each machine's fastest")
-            if (top.ci_high_s or top.median_s) >= (other.ci_low_s or other.median_s):
+            if not significantly_faster(top, other):
                 out.append(f"On {where}, {_name(top.machine)} and {_name(other.machine)} are level "
                            f"({pair}; the 95% CIs overlap).")
                 continue

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping
 from ..host.environments import worker_key
 from ..model.record import Record
 from ..units import format_ratio, format_seconds
-from .grouping import is_valid, size_text
+from .grouping import is_valid, significantly_faster, size_text
 
 
 def build_text(info: Mapping[str, Any]) -> str:
@@ -76,19 +76,15 @@ def environment_findings(records: Iterable[Record],
             slow = rest[0]
             b = build_label(slow, environment)
             times = f"{format_seconds(fast.median_s)} against {format_seconds(slow.median_s)}"
-            if _significantly_faster(fast, slow):
+            if significantly_faster(fast, slow):
                 out.append(f"On {where}, {a} is {format_ratio(slow.median_s / fast.median_s)} faster than {b} "
                            f"({times}).")
             else:
                 out.append(f"On {where}, {a} and {b} are level ({times}; the 95% CIs overlap).")
             continue
-        parts = [(f"{format_ratio(o.median_s / fast.median_s)} faster than " if _significantly_faster(fast, o)
+        parts = [(f"{format_ratio(o.median_s / fast.median_s)} faster than " if significantly_faster(fast, o)
                   else "level with ") + f"{build_label(o, environment)} ({format_seconds(o.median_s)})"
                  for o in rest]
         out.append(f"On {where}, {a} is fastest at {format_seconds(fast.median_s)}: {'; '.join(parts)}.")
     return out
 
-
-def _significantly_faster(a: Record, b: Record) -> bool:
-    """a's 95% interval lies wholly below b's."""
-    return (a.ci_high_s or a.median_s) < (b.ci_low_s or b.median_s)

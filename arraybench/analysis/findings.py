@@ -16,13 +16,9 @@ from .environments import environment_findings
 from .explanations import explanations
 from ..model.record import Record, config_label
 from ..units import format_ratio, format_seconds
-from .grouping import baseline, grouped, is_valid, library_label, size_text
+from .grouping import baseline, grouped, is_valid, library_label, significantly_faster, size_text
 from .roofline import ceiling_key, ceilings, share
 
-
-def _significantly_faster(a: Record, b: Record) -> bool:
-    """a's median CI lies wholly below b's."""
-    return (a.ci_high_s or a.median_s) < (b.ci_low_s or b.median_s)
 
 
 def winners(records: Iterable[Record]) -> list[str]:
@@ -51,7 +47,7 @@ def _winner(workload: str, group: list[Record], on: str) -> list[str]:
     base = baseline(group)
     named = [best, second] + ([base] if base is not None and base is not best and base is not second else [])
     label = _gradient_labels(named)
-    if not _significantly_faster(best, second):
+    if not significantly_faster(best, second):
         return [f"On {where}, {label(best)} and {label(second)} are level "
                 f"({format_seconds(best.median_s)} and {format_seconds(second.median_s)}; "
                 f"the 95% CIs overlap){_unequal_gradients(named[:2], workload)}."]
@@ -133,10 +129,10 @@ def compiled_vs_eager(records: Iterable[Record]) -> list[str]:
         where = f"{r.workload} {size_text(r)}"
         compile_note = f"; compiling took {format_seconds(r.compile_s)}" if r.compile_s else ""
         name = f"{r.method} on {e.config_label}"
-        if _significantly_faster(r, e):
+        if significantly_faster(r, e):
             out.append(f"{name} is {format_ratio(e.median_s / r.median_s)} faster than eager on {where} "
                        f"({format_seconds(r.median_s)} vs {format_seconds(e.median_s)}{compile_note}).")
-        elif _significantly_faster(e, r):
+        elif significantly_faster(e, r):
             out.append(f"{name} is slower than eager on {where} ({format_seconds(r.median_s)} vs "
                        f"{format_seconds(e.median_s)}{compile_note}).")
         else:

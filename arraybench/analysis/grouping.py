@@ -70,6 +70,11 @@ def winner(group: Iterable[Record]) -> Record | None:
     return min(valid, key=lambda r: r.median_s) if valid else None
 
 
+def significantly_faster(a: Record, b: Record) -> bool:
+    """a's 95% interval of the median lies wholly below b's."""
+    return (a.ci_high_s or a.median_s) < (b.ci_low_s or b.median_s)
+
+
 def size_text(r: Record) -> str:
     """``large (n = 2,000)`` or ``n = 4,096``; settings follow the size (``n = 200, tsteps = 20``)."""
     n = f"n = {r.size:,}" + (f", {describe_params(r.params)}" if r.params else "")
