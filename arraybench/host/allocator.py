@@ -1,6 +1,6 @@
 """Whether, and how, a worker's C allocator is started in a known state (issue 23).
 
-glibc reads ``MALLOC_MMAP_THRESHOLD_`` and ``MALLOC_TRIM_THRESHOLD_`` once, at start-up, so the
+glibc reads ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_`` and ``MALLOC_ARENA_MAX`` once, at start-up, so the
 state is decided here, in the parent, and handed to the worker in its environment, as the thread
 variables are (``threads``). A state cannot be switched reliably inside a running process: after
 ``mallopt`` and ``malloc_trim``, large free chunks already in the heap still serve a "fresh" call
