@@ -102,6 +102,17 @@ class SampleCounters:
                 self._clear_refs = None
         self._begin = self._snapshot()
 
+    def resident_growth(self) -> int | None:
+        """How much the resident memory grew since ``begin`` (None where it cannot be read)."""
+        now = self._status_kb(b"VmRSS")
+        if now is None or self._begin is None or self._begin.rss is None:
+            return None
+        return now - self._begin.rss
+
+    def cancel(self) -> None:
+        """Forget the window ``begin`` opened: its sample was taken back (a warm-up's)."""
+        self._begin = None
+
     def end(self, cell: int, calls: int) -> None:
         """Just after that sample, which made ``calls`` calls."""
         a = self._begin

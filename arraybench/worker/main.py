@@ -172,7 +172,11 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
         counters.begin(indices[k])
 
     def after_sample(k: int) -> None:
-        counters.end(indices[k], runs[k].calls_last)
+        run = runs[k]
+        if run.settling and run.settle(counters.resident_growth()):
+            counters.cancel()  # a warm-up sample: neither its time nor its usage count
+        else:
+            counters.end(indices[k], run.calls_last)
 
     indices: list[int] = []
 
