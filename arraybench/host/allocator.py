@@ -39,5 +39,6 @@ def uncontrolled_reason(env: Mapping[str, str]) -> str:
 
 
 def with_state(env: Mapping[str, str], state: State) -> dict[str, str]:
-    """``env`` with glibc's variables for ``state``."""
-    return {**env, **environment(state)}
+    """``env`` with the variables for ``state``; a library's own (NumPy's huge-page advice) stays
+    as the user set it, as glibc's would have (then the state is not set at all)."""
+    return {**env, **{k: v for k, v in environment(state).items() if k.startswith("MALLOC_") or k not in env}}
