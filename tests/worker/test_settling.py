@@ -9,7 +9,7 @@ to memory differently; and the rule itself, fed by a plain function.
 
 from __future__ import annotations
 
-from pathlib import Path
+import mmap
 
 import pytest
 
@@ -119,13 +119,14 @@ def test_the_counters_read_how_much_resident_memory_a_sample_kept():
     counters = SampleCounters(1, hardware=False)
     try:
         counters.begin(0)
-        kept = bytearray(8 * MIB)
-        for offset in range(0, len(kept), 4096):
+        # A mapping of its own: malloc might hand back memory an earlier test left resident.
+        kept = mmap.mmap(-1, 8 * MIB)
+        for offset in range(0, 8 * MIB, mmap.PAGESIZE):
             kept[offset] = 1
         grown = counters.resident_growth()
         counters.cancel()
         counters.begin(0)
-        del kept  # handed back: the resident size falls again
+        kept.close()  # handed back: the resident size falls again
         assert counters.resident_growth() < MIB and grown >= 7 * MIB
         counters.end(0, 1)
         assert counters.usage(0).calls == 1  # the cancelled window counted for nothing
