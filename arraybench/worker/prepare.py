@@ -205,7 +205,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
                           "the result changed in memory after the call returned it, before it was "
                           f"checked ({verdict.reason}): a write into memory the result owns, by "
                           "this process or a library's thread, not the library's arithmetic")
-        again = _second_opinion(backend, wl, bound, seen, arrays, verdict.max_rel_error,
+        again = _second_opinion(backend, wl, timer, seen, arrays, verdict.max_rel_error,
                                 lambda r: accuracy.judge(r, reference.value, wl.check, cell.dtype, cell.size,
                                                          tolerance=tolerance, out_dtype=out_dtype,
                                                          fixed=fixed, noise=noise))
@@ -376,7 +376,7 @@ def _look_at_first_call(backend: Backend, wl: Workload, timer: Timer, bound: Bou
     return seen
 
 
-def _second_opinion(backend: Backend, wl: Workload, bound: Bound, seen: FirstCall,
+def _second_opinion(backend: Backend, wl: Workload, timer: Timer, seen: FirstCall,
                     arrays: tuple[Any, ...] | None, first_error: float | None,
                     judge: Callable[[Any], "accuracy.Verdict"]) -> str:
     """Whether one more call gives the same wrong result (``judge``: the first result's check):
@@ -389,9 +389,7 @@ def _second_opinion(backend: Backend, wl: Workload, bound: Bound, seen: FirstCal
     if arrays is None or seen.changed or wl.mutated_positions(len(arrays)):
         return ""
     try:
-        result = bound.op(*bound.args, **bound.kwargs)
-        if backend.sync is not None:
-            backend.sync(result)
+        _, result = timer.first_call()  # one call, waited for, untimed as far as the samples go
         verdict = judge(to_host(backend, wl.result_of(result, list(arrays))))
     except Exception:
         return ""
