@@ -173,7 +173,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
 
     def after_sample(k: int) -> None:
         run = runs[k]
-        if run.settling and run.settle(counters.resident_growth()):
+        if run.warming and run.take_back_warmup(counters.resident_growth()):
             counters.cancel()  # a warm-up sample: neither its time nor its usage count
         else:
             counters.end(indices[k], run.calls_last)

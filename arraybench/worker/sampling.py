@@ -112,18 +112,18 @@ class Sampling:
         self.calls_last = 0  # calls made by the last sample, a re-warming call included
         self.stop_reason = ""
         self.error: BaseException | None = None
-        #: Whether samples that grew resident memory are still taken back (``settle``).
-        self.settling = True
-        self.settling_calls = 0  # calls of the samples taken back
+        #: Whether samples that grew resident memory are still taken back (``take_back_warmup``).
+        self.warming = True
+        self.taken_back_calls = 0  # calls of the samples taken back
 
     @property
     def done(self) -> bool:
         return bool(self.stop_reason)
 
-    def settle(self, growth_bytes: int | None) -> bool:
+    def take_back_warmup(self, growth_bytes: int | None) -> bool:
         """After a sample: take it back, as warm-up, if the process's resident memory grew by more
-        than ``SETTLE_GROWTH_BYTES`` over it (``growth_bytes``; None where it cannot be read), up
-        to ``MAX_SETTLING_SAMPLES``. True when it was taken back.
+        than ``WARMUP_GROWTH_BYTES`` over it (``growth_bytes``; None where it cannot be read), up
+        to ``MAX_WARMUP_SAMPLES``. True when it was taken back.
 
         Such a sample paid for memory touched for the first time, a cost a process pays once. The
         heap reaches its steady layout only once calls alternate with the worker's own work
@@ -133,17 +133,17 @@ class Sampling:
         ``autorange`` and never counts them. Memory returned between calls (fresh pages) leaves
         the resident size where it was, so its faults stay in every sample.
         """
-        if not self.settling:
+        if not self.warming:
             return False
-        if growth_bytes is None or growth_bytes <= SETTLE_GROWTH_BYTES:
+        if growth_bytes is None or growth_bytes <= WARMUP_GROWTH_BYTES:
             return False
         self.samples.pop()
         if self.device_samples:
             self.device_samples.pop()
         if self.throttled and self.throttled[-1] == len(self.samples):
             self.throttled.pop()
-        self.settling_calls += self.calls_last
-        self.settling = self.settling_calls < MAX_SETTLING_SAMPLES * self.number
+        self.taken_back_calls += self.calls_last
+        self.warming = self.taken_back_calls < MAX_WARMUP_SAMPLES * self.number
         self.stop_reason = self._stop_reason()  # its time stays spent
         return True
 
@@ -182,7 +182,7 @@ class Sampling:
             samples_s=self.samples,
             number=self.number,
             first_call_s=self.first_call_s,
-            warmup_calls=self.warmup_calls + self.settling_calls,
+            warmup_calls=self.warmup_calls + self.taken_back_calls,
             stop_reason=self.stop_reason or "stopped",
             elapsed_s=self.setup_s + self.sampling_s,
             device_samples_s=self.device_samples or None,
@@ -192,10 +192,10 @@ class Sampling:
         )
 
 
-#: A sample over which resident memory grew more than this is warm-up (``settle``).
-SETTLE_GROWTH_BYTES = 1 << 20
+#: A sample over which resident memory grew more than this is warm-up (``take_back_warmup``).
+WARMUP_GROWTH_BYTES = 1 << 20
 #: Taken back at most, per operation: memory that keeps growing is the operation's, not a warm-up.
-MAX_SETTLING_SAMPLES = 20
+MAX_WARMUP_SAMPLES = 20
 
 #: Calls shorter than this are re-warmed (one untimed call) before a sample that follows another
 #: operation's; longer calls are their own warm-up, near enough, and re-warming would double them.
@@ -226,7 +226,7 @@ def interleave(runs: Sequence[Sampling], order_seed: int = 0,
                 try:
                     run.sample(rewarm=(last is not None and last != i and run.per_call_s < REWARM_BELOW_S))
                 except Exception as exc:  # one operation failing must not stop the others
-                    run.settling = False  # no sample was added to take back
+                    run.warming = False  # no sample was added to take back
                     run.error = exc
                     run.stop_reason = "error"
                     run.calls_last = 0

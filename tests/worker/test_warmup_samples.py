@@ -15,7 +15,7 @@ import pytest
 
 import arraybench
 from arraybench.worker.counters import SampleCounters
-from arraybench.worker.sampling import MAX_SETTLING_SAMPLES, SETTLE_GROWTH_BYTES, Draw, Sampling, TimerSettings
+from arraybench.worker.sampling import MAX_WARMUP_SAMPLES, WARMUP_GROWTH_BYTES, Draw, Sampling, TimerSettings
 
 MIB = 1 << 20
 PAGES_PER_CALL = 2 * MIB // 4096
@@ -57,7 +57,7 @@ def hoarding(xp, x):
 
 @pytest.fixture(scope="module")
 def records(tmp_path_factory) -> dict[str, arraybench.Record]:
-    folder = tmp_path_factory.mktemp("settling")
+    folder = tmp_path_factory.mktemp("warmup")
     (folder / "memory.py").write_text(WORKLOADS)
     out = folder / "run"
     arraybench.run(["steady", "growing", "hoarding"], backends=["numpy"], devices=["cpu"],
@@ -85,7 +85,7 @@ def test_samples_that_grew_memory_are_warm_up_and_the_rest_are_measured(records)
 def test_memory_that_grows_on_every_call_is_the_workloads_own_and_is_measured(records):
     hoarding = _replicate(records["hoarding"])
     # Taken back up to the cap, then counted: hiding a cost that never ends would flatter it.
-    assert hoarding.warmup_calls >= MAX_SETTLING_SAMPLES
+    assert hoarding.warmup_calls >= MAX_WARMUP_SAMPLES
     assert len(hoarding.samples_s) >= 8
     assert min(hoarding.usage.sample_minor_faults) >= PAGES_PER_CALL * 0.9
 
@@ -100,18 +100,18 @@ def _sampling(growth: list[int | None]) -> tuple[Sampling, list[bool]]:
     taken = []
     for g in growth:
         run.sample()
-        taken.append(run.settle(g))
+        taken.append(run.take_back_warmup(g))
     return run, taken
 
 
 def test_the_rule_takes_back_growth_wherever_it_falls_up_to_the_cap():
-    big = SETTLE_GROWTH_BYTES + 1
-    run, taken = _sampling([0, big, 0, None, big, SETTLE_GROWTH_BYTES, 0])
+    big = WARMUP_GROWTH_BYTES + 1
+    run, taken = _sampling([0, big, 0, None, big, WARMUP_GROWTH_BYTES, 0])
     assert taken == [False, True, False, False, True, False, False]
     assert len(run.samples) == 5 and run.sample_set().warmup_calls == 5 + 2 * 2
-    # A cap: memory that grows in every sample is taken back MAX_SETTLING_SAMPLES times at most.
-    run, taken = _sampling([big] * (MAX_SETTLING_SAMPLES + 5))
-    assert sum(taken) == MAX_SETTLING_SAMPLES and not run.settling
+    # A cap: memory that grows in every sample is taken back MAX_WARMUP_SAMPLES times at most.
+    run, taken = _sampling([big] * (MAX_WARMUP_SAMPLES + 5))
+    assert sum(taken) == MAX_WARMUP_SAMPLES and not run.warming
     assert len(run.samples) == 5
 
 
