@@ -382,7 +382,7 @@ def _executor(options: RunOptions, *, measure: bool, node_wait: float | None = N
     from .executors.local import LocalExecutor
 
     if measure and options.pythons:
-        from .host.probe import check_interpreters
+        from .executors.probe import check_interpreters
 
         # Each other interpreter asked once, now: one that cannot run the worker is one line
         # naming what to install, before the output folder is touched.

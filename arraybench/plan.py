@@ -15,78 +15,9 @@ from . import backends
 from .host import environments
 from .model import schema
 from .errors import UsageError
-from .options import Dtype, Mode, RunOptions, parse_size
+from .model.cell import Cell, cell_key  # noqa: F401  (the plan's cells)
+from .options import RunOptions, parse_size
 from .workloads.params import ParamValue, aimed, coerce, text as params_text
-
-
-def cell_key(workload: str, size_label: str, backend: str, device: str, dtype: str, mode: str,
-             transfer: bool = False, machine: str = "",
-             params: Mapping[str, Any] | None = None, environment: str = "") -> str:
-    """A cell's identity, the same in the journal, in results and across runs.
-
-    Settings (``params``) end the key only when there are some, the environment (``--python``,
-    ``--variant``: ``[np126]``) only in a run of several, and the machine only for a cell of an
-    every-node cluster run (measured once per node), so keys of other cells are what they always
-    were.
-    """
-    parts = [workload, size_label, backend, device, dtype, mode]
-    if transfer:
-        parts.append("transfer")
-    if params:
-        parts.append(params_text(params))
-    return ("|".join(parts) + (f"[{environment}]" if environment else "")
-            + (f"@{machine}" if machine else ""))
-
-
-@dataclass(frozen=True, order=True)
-class Cell:
-    """One measurement to make."""
-
-    workload: str
-    size_label: str
-    size: int
-    backend: str
-    device: str
-    dtype: Dtype
-    mode: Mode
-    transfer: bool = False
-    # -- issue 17: cluster runs --
-    #: The node that must measure it (an every-node cluster run); "" for any machine.
-    machine: str = ""
-    # -- issue 14 --
-    #: The workload's settings at this size (``workloads/params.py``); part of the cell's identity.
-    #: Not hashed (a dict); cells are told apart by ``key``.
-    params: dict[str, ParamValue] = field(default_factory=dict, hash=False)
-    # -- issue 27 --
-    #: The environment it runs in (``host/environments.py``: an interpreter, variables); "" for
-    #: the run's own (a run without ``--python`` or ``--variant``).
-    environment: str = ""
-
-    @property
-    def key(self) -> str:
-        return cell_key(self.workload, self.size_label, self.backend, self.device, self.dtype,
-                        self.mode, self.transfer, machine=self.machine, params=self.params,
-                        environment=self.environment)
-
-    @property
-    def config(self) -> tuple[str, str, str]:
-        """The worker that measures it: one process type per (backend, device, environment)."""
-        return self.backend, self.device, self.environment
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Any, where: str = "cell") -> "Cell":
-        """A cell read back from JSON, each field checked (``schema.SchemaError`` names a bad one)."""
-        cell = schema.from_json(cls, data, where=where)
-        if cell.size < 1:
-            raise schema.SchemaError(f"{where}.size: {cell.size} is not a positive size")
-        if cell.backend not in backends.SPECS:
-            raise schema.SchemaError(f"{where}.backend: unknown backend {cell.backend!r}")
-        if cell.device not in backends.DEVICES:
-            raise schema.SchemaError(f"{where}.device: unknown device {cell.device!r}")
-        return cell
 
 
 def _settings(wl: Any, size: int, given: dict[str, ParamValue]) -> dict[str, ParamValue]:
@@ -96,7 +27,7 @@ def _settings(wl: Any, size: int, given: dict[str, ParamValue]) -> dict[str, Par
     try:
         settings = wl.params_for(size)
     except Exception as exc:
-        from .worker.tracebacks import describe_exception
+        from .workloads.tracebacks import describe_exception
 
         raise UsageError(f"workload {wl.name!r}: its params= failed at n = {size:,}: "
                          f"{describe_exception(exc)}") from None

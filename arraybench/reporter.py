@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .model.replicate import Replicate
-    from .plan import Cell
+    from .model.cell import Cell
     from .model.record import Record
     from .model.results import Results
 

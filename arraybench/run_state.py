@@ -7,11 +7,11 @@ an unfinished run, ``outdir``) ask the same object, under the run's replication 
 from __future__ import annotations
 
 from .analysis.replication import Decision, decide, policy_for
-from .executors.base import Config
+from .model.cell import Config
 from .model.journal import JournalState
 from .model.replicate import Replicate
 from .options import RunOptions
-from .plan import Cell
+from .model.cell import Cell
 
 
 class RunState:

@@ -35,9 +35,9 @@ sys.path.insert(0, str(ROOT))
 
 from arraybench import Check, workload  # noqa: E402
 from arraybench import backends  # noqa: E402
-from arraybench.plan import Cell  # noqa: E402
+from arraybench.model.cell import Cell  # noqa: E402
 from arraybench.worker.prepare import ReferenceCache, prepare  # noqa: E402
-from arraybench.worker.sampling import TimerSettings  # noqa: E402
+from arraybench.model.timer_settings import TimerSettings  # noqa: E402
 from arraybench.workloads.definition import Workload  # noqa: E402
 from arraybench.workloads.registry import REGISTRY  # noqa: E402
 from arraybench.workloads.userfile import import_workload_file  # noqa: E402

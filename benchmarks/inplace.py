@@ -73,7 +73,7 @@ import json, dataclasses
 from arraybench import backends
 from arraybench.analysis.replication import timer_settings
 from arraybench.options import RunOptions
-from arraybench.plan import Cell
+from arraybench.model.cell import Cell
 from arraybench.worker.prepare import ReferenceCache, finish, prepare
 from arraybench.worker.sampling import interleave
 settings = dataclasses.replace(timer_settings(RunOptions()), restore={restore!r})

@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from arraybench.model.replicate import Replicate
-from arraybench.plan import Cell
+from arraybench.model.cell import Cell
 from arraybench.worker.prepare import ReferenceCache, finish, prepare
-from arraybench.worker.sampling import TimerSettings, interleave
+from arraybench.model.timer_settings import TimerSettings
+from arraybench.worker.sampling import interleave
 from arraybench.workloads.definition import Workload
 
 

@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 from arraybench.analysis.aggregate import aggregate
 from arraybench.model.replicate import Replicate
-from arraybench.plan import Cell
+from arraybench.model.cell import Cell
 from arraybench.model.record import Record
 from arraybench.model.results import Results
 

@@ -226,3 +226,30 @@ def test_planning_a_run_from_the_command_line_imports_no_array_library_but_numpy
     done = _python(code)
     cells, loaded = done.stdout.split(" ", 1)
     assert int(cells) >= 10 and loaded.strip() == "[]"
+
+
+#: What the parent may take from ``worker/``: the protocol it speaks to workers in, and the heartbeat
+#: board it watches them on; both are read by ``executors/``, which starts workers.
+WORKER_BOUNDARY = {"arraybench.worker.protocol", "arraybench.worker.heartbeat"}
+
+
+def test_nothing_outside_the_worker_imports_it_but_the_executors_speaking_its_protocol():
+    modules = _modules()
+    for name, path in modules.items():
+        if name.startswith("arraybench.worker") or name == "arraybench.worker":
+            continue
+        used = {m for m in imports(path, name, modules) if m.startswith("arraybench.worker")}
+        if name.startswith("arraybench.executors"):
+            used -= WORKER_BOUNDARY | {"arraybench.worker"}
+        assert not used, f"{name} imports {sorted(used)}"
+
+
+def test_the_numeric_helpers_are_a_leaf_and_backends_never_reach_into_the_worker():
+    modules = _modules()
+    for name, path in modules.items():
+        found = {m for m in imports(path, name, modules) if m.startswith("arraybench")}
+        if name.startswith("arraybench.numeric"):
+            assert found <= {"arraybench.numeric"} | {m for m in modules if m.startswith("arraybench.numeric")}, \
+                f"{name} imports {sorted(found)}"
+        if name.startswith("arraybench.backends"):
+            assert not {m for m in found if m.startswith("arraybench.worker")}, f"{name} imports {sorted(found)}"

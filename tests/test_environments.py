@@ -20,9 +20,9 @@ import arraybench
 from arraybench.cli import main
 from arraybench.errors import UsageError
 from arraybench.host import environments
-from arraybench.model.record import config_label
+from arraybench.model.cell import config_label
 from arraybench.options import RunOptions
-from arraybench.plan import cell_key
+from arraybench.model.cell import cell_key
 
 from .conftest import FAST, run_cli
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..worker import gpu_health
+from . import gpu_health
 from . import stats
 from ..model.replicate import Replicate
-from ..plan import Cell
+from ..model.cell import Cell
 from ..model.allocator import HEADLINE, LARGE_OUTPUT_BYTES, WORDS
 from ..model.record import Record
 from ..errors import option_name

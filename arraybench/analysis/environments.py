@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from ..host.environments import worker_key
+from ..model.cell import worker_key
 from ..model.record import Record
 from ..units import format_ratio, format_seconds
 from .grouping import is_valid, significantly_faster, size_text

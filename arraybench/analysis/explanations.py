@@ -19,7 +19,7 @@ from ..model.record import Record
 from ..errors import spell
 from .aggregate import allocator_states_apart
 from .environments import build_text
-from ..host.environments import worker_key
+from ..model.cell import worker_key
 from ..units import format_seconds
 from . import modes
 from .grouping import is_valid, size_text

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..model.machines import describe, fingerprint_changes
-from ..plan import Cell
-from ..host.environments import environment_in_key
+from ..model.cell import Cell
+from ..model.cell import environment_in_key
 from ..model.record import Record
 from .compare import DEFAULT_THRESHOLD, change_text, settings_differences
 from .fdr import benjamini_hochberg

@@ -20,7 +20,7 @@ from . import modes, stats
 from .aggregate import BUSY_OTHERS_SHARE
 from .grouping import is_valid
 from ..model.machines import machine_id_of
-from ..host.environments import worker_key
+from ..model.cell import worker_key
 from ..model.record import Record
 from ..model.replicate import Replicate
 from ..model.usage import Usage

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from ..model.replicate import Replicate
-from ..worker.sampling import TimerSettings
+from ..model.timer_settings import TimerSettings
 from .intervals import replicate_interval
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """Statistics over timing samples in the parent: location, spread, clusters and the geometric mean.
 
-The median, its distribution-free interval and the quantile are the worker's (``worker.stopping``,
+The median, its distribution-free interval and the quantile are the worker's (``numeric.medians``,
 which decides when a worker has sampled enough) and are re-exported here, so that the parent and
 the worker compute them one way. Pure Python on lists of floats: no array library.
 """
@@ -12,7 +12,7 @@ import statistics
 from statistics import geometric_mean
 from typing import Sequence
 
-from ..worker.stopping import median, median_ci, quantile, relative_ci_halfwidth, two_sided_z
+from ..numeric.medians import median, median_ci, quantile, relative_ci_halfwidth, two_sided_z
 
 __all__ = ["coefficient_of_variation", "geometric_mean", "iqr", "median", "median_ci", "quantile",
            "relative_ci_halfwidth", "two_clusters", "two_sided_z"]

@@ -10,18 +10,30 @@ import abc
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Protocol
 
 import numpy as np
 
 from ..model.replicate import Gradient
-from ..worker.gpu_health import GpuMonitor, open_monitor
-from ..worker.timer import DeviceTimer
+from .gpu_monitor import GpuMonitor, open_monitor
 
 
 #: The shortest hold before a timed call, and the longest (see ``CudaEvents.hold``).
 MIN_HOLD_S = 20e-6
 MAX_HOLD_S = 10e-3
+
+
+class DeviceTimer(Protocol):
+    """Device-side timing (CUDA events): ``begin`` and ``end`` mark the stream, ``elapsed`` waits;
+    ``hold``, before ``begin`` in the device pass, keeps the stream busy while a call is issued."""
+
+    def hold(self) -> None: ...
+
+    def begin(self) -> None: ...
+
+    def end(self) -> None: ...
+
+    def elapsed(self) -> float: ...
 
 
 class CudaEvents:
@@ -318,7 +330,7 @@ class Backend(abc.ABC):
         The default is forward finite differences: libraries without autodiff get the seed's method,
         unless the workload gives its own gradient (``@wl.gradient``, bound in ``workloads/binding``).
         """
-        from ..worker.finite_diff import forward_difference_grad
+        from ..numeric.finite_diff import forward_difference_grad
 
         return forward_difference_grad(fn)
 
@@ -397,7 +409,7 @@ class Backend(abc.ABC):
         """
         if self.device != "cpu":
             return None
-        from ..worker.memory import host_memory
+        from .cpu import host_memory
 
         return host_memory()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -101,3 +102,43 @@ def captured_stdout(fn: Callable[[], Any]) -> str:
             return tmp.read().decode("utf-8", "replace")
     finally:
         os.close(saved)
+
+
+def host_memory() -> tuple[int, int] | None:
+    """(available, total) bytes of host memory for this process, cgroup limits included."""
+    info: dict[str, int] = {}
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            key, _, rest = line.partition(":")
+            parts = rest.split()
+            if parts and parts[0].isdigit():
+                info[key] = int(parts[0]) * 1024
+    except OSError:
+        pass
+    total, available = info.get("MemTotal"), info.get("MemAvailable")
+    if total is None:
+        try:
+            page = os.sysconf("SC_PAGE_SIZE")
+            total = os.sysconf("SC_PHYS_PAGES") * page
+            available = os.sysconf("SC_AVPHYS_PAGES") * page
+        except (ValueError, OSError, AttributeError):
+            return None
+    if available is None:
+        available = total
+    limit = _cgroup_limit()
+    if limit is not None and limit[0] < total:
+        total = limit[0]
+        available = min(available, max(0, limit[0] - limit[1]))
+    return available, total
+
+
+def _cgroup_limit() -> tuple[int, int] | None:
+    """(limit, usage) of a cgroup v2 memory limit, where one is set."""
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        usage = Path("/sys/fs/cgroup/memory.current").read_text().strip()
+    except OSError:
+        return None
+    if not limit.isdigit() or not usage.isdigit():
+        return None  # "max": no limit
+    return int(limit), int(usage)

@@ -49,7 +49,7 @@ def compile_workload(fn: Callable[..., Any], settings: dict[str, Any], grad: boo
 
 def _compiled_forward_difference(loss: Any, settings: dict[str, Any]) -> Callable[..., Any]:
     """The gradient of ``loss(np, w, *rest)`` in ``w`` by forward differences, the seed's method
-    (``worker.finite_diff.forward_difference_grad``), as one compiled loop: the step is
+    (``numeric.finite_diff.forward_difference_grad``), as one compiled loop: the step is
     ``sqrt(eps) * max(1, |w_i|)``, read back after rounding, and ``w`` is restored."""
     if settings:
         raise errors.UnsupportedError("settings of a gradient workload cannot reach a compiled loss")

@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..host import doctor
+    from ..executors import doctor
     from ..backends import DEVICES, SPECS
     from ..errors import UsageError, unknown_name
 

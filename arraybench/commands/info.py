@@ -57,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
     if getattr(args, "cluster", None):
         return cluster_main(args)
     from ..host import environment
-    from ..host.probe import probe_backends
+    from ..executors.probe import probe_backends
     from ..render.machine_info import print_info
     from ..render.terminal import stdout_console
 

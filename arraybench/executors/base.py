@@ -14,11 +14,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from ..model.replicate import Replicate
     from ..options import RunOptions
-    from ..plan import Cell
+    from ..model.cell import Cell
 
-#: A (backend, device, environment): what one worker process runs; the environment ("" in a run
-#: without ``--python`` or ``--variant``) is the interpreter and variables it runs with.
-Config = tuple[str, str, str]
+from ..model.cell import Config
 
 
 class RunHandle(Protocol):

@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 from ..errors import UsageError
 from ..options import RunOptions
-from ..plan import Cell
+from ..model.cell import Cell
 
 #: The Ray node label that names a node in results (``ray start --labels arraybench/node=NAME``).
 NAME_LABEL = "arraybench/node"

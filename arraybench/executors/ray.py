@@ -48,7 +48,7 @@ from .cluster import (NAME_LABEL, Node, Shard, differences, every_node_cells, id
 from ..errors import UsageError, from_command_line, one_line
 from ..model.replicate import Replicate
 from ..options import RunOptions
-from ..plan import Cell
+from ..model.cell import Cell
 from ..model.schema import SchemaError
 from ..workloads.shipping import SHIPPED_NAME
 from .base import RunHandle

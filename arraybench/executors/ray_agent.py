@@ -38,7 +38,7 @@ from ..files import write_atomic, write_bytes_atomic
 from ..host import environment
 from ..model.replicate import Replicate
 from ..options import RunOptions
-from ..plan import Cell
+from ..model.cell import Cell
 from ..reporter import Reporter
 from ..run_state import RunState
 from ..session import Session
@@ -175,7 +175,7 @@ class ShardRunner:
             if session.stop_requested() and session.missing():
                 outcome = "stopped"
         except Exception as exc:  # a bug or a broken node: said, never a silent loss
-            from ..worker.tracebacks import describe_exception
+            from ..workloads.tracebacks import describe_exception
 
             outcome, reason = "error", describe_exception(exc)
         finally:
@@ -194,14 +194,14 @@ class ShardRunner:
         if not options.pythons:
             return
         from ..host.environments import find
-        from ..host.probe import interpreter_problems, python_label
+        from .probe import interpreter_problems, python_label
 
         node = str(job.get("node") or "this node")
         answers = interpreter_problems(options, known=job.get("interpreters") or {})
         self._events.put({"event": "interpreters", "answers": answers})
         with command_line() if job.get("command_line") else nullcontext():
             for config in session.configs():
-                python = find(options, config[2]).python or ""
+                python = find(options, config.environment).python or ""
                 if answers.get(python) and not session.is_unavailable(config):
                     session.mark_unavailable(config, f"node {node}: {python_label(options, python)}: "
                                                      f"{answers[python]}")

@@ -214,7 +214,7 @@ def merge_worker_info(env: dict[str, Any], backend: str, device: str, info: dict
     """Fold a worker's self-report into the environment (BLAS, GPU name, thread pools); one of
     an ``environment`` (``--python``, ``--variant``) under ``numpy/cpu[np126]``, the run's BLAS
     only where it has no other."""
-    from .environments import worker_key
+    from ..model.cell import worker_key
 
     env.setdefault("backends", {})[worker_key(backend, device, environment)] = info
     if environment and env.get("blas"):

@@ -12,7 +12,7 @@ library of each backend it is to run, and threadpoolctl where ``--threads`` limi
 does not need arraybench installed: its workers import *this* arraybench, through a folder on
 ``PYTHONPATH`` that holds only a link to this package (never its site-packages, which would bring
 this interpreter's NumPy along). ``probe.check_interpreters`` asks each interpreter up front through the
-probe job (``host/probe.py``) and says in one line what to install.
+probe job (``executors/probe.py``) and says in one line what to install.
 """
 
 from __future__ import annotations
@@ -28,22 +28,6 @@ from pathlib import Path
 from typing import Any, Mapping, Protocol
 
 from ..errors import UsageError, option_name
-
-
-def worker_key(backend: str, device: str, environment: str = "") -> str:
-    """How a configuration's workers are named where they report (``numpy/cpu``,
-    ``numpy/cpu[np126]``): the results' ``environment["backends"]``."""
-    return f"{backend}/{device}" + (f"[{environment}]" if environment else "")
-
-
-_IN_KEY = re.compile(r"\[([A-Za-z0-9][A-Za-z0-9_.+/-]*)\](?:@[^@]*)?$")
-
-
-def environment_in_key(key: str) -> str:
-    """The environment label a cell key ends with (``plan.cell_key``: ``...|latency[np126]``);
-    "" for a cell of a run without environments."""
-    found = _IN_KEY.search(key)
-    return found.group(1) if found else ""
 
 
 class Chosen(Protocol):

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from ..errors import SaveError, UsageError
 from .replicate import Replicate
 from ..options import RunOptions
-from ..plan import Cell
+from .cell import Cell
 from .schema import SchemaError
 from .untrusted import NotPlainJson, NotRegularFile, check_environment, dumps, loads, read_regular
 from ..files import new_beside, private

@@ -14,8 +14,8 @@ from typing import Any
 from . import schema
 from ..errors import ResultsError
 from .replicate import Gradient, Replicate, Status
-from ..options import Dtype, Mode
-from ..plan import Cell, cell_key
+from .cell import Dtype, Mode
+from .cell import Cell, cell_key, config_label
 from .usage import SCALARS as USAGE_SCALARS
 from .usage import Usage
 from ..workloads.params import ParamValue, text as params_text
@@ -125,7 +125,7 @@ class Record:
 
     @property
     def key(self) -> str:
-        """The key of the cell this record measures (``plan.cell_key``)."""
+        """The key of the cell this record measures (``cell.cell_key``)."""
         return cell_key(self.workload, self.size_label, self.backend, self.device, self.dtype,
                         self.mode, self.transfer, machine=self.machine, params=self.params,
                         environment=self.environment)
@@ -192,26 +192,3 @@ CONTRACT = ("workload", "size_label", "size", "backend", "device", "dtype", "mod
 COLUMNS: tuple[str, ...] = tuple(
     name for f in fields(Record) if f.name != "replicates"
     for name in ([f"usage.{u}" for u in USAGE_SCALARS] if f.name == "usage" else [f.name]))
-
-
-def config_label(backend: str, device: str, mode: str = "latency", *, transfer: bool = False,
-                 gradient: str | None = None, machine: str = "", environment: str = "") -> str:
-    """A configuration's name, the one every table, plot, finding and export uses: "PyTorch GPU",
-    "JAX CPU (jit)", "NumPy CPU @ laptop" in results of several machines, "NumPy CPU [np126]" in
-    a run of several environments."""
-    from ..backends import SPECS
-
-    label = SPECS[backend].label if backend in SPECS else backend
-    text = f"{label} {device.upper()}"
-    extras = []
-    if mode != "latency":
-        extras.append(mode)
-    if transfer:
-        extras.append("+transfer")
-    if gradient == "finite_differences":
-        extras.append("finite diff.")
-    if extras:
-        text += f" ({', '.join(extras)})"
-    if environment:
-        text += f" [{environment}]"
-    return f"{text} @ {machine}" if machine else text

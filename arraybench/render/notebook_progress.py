@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..model.record import Record
     from ..model.replicate import Replicate
     from ..model.results import Results
-    from ..plan import Cell
+    from ..model.cell import Cell
 
 #: Seconds between two updates of the line, at least.
 MIN_INTERVAL = 0.5

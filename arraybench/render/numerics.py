@@ -13,7 +13,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..model.record import Record, config_label
+from ..model.cell import config_label
+
+from ..model.record import Record
 from ..analysis.grouping import config_sort_key
 
 

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..errors import printable
 from ..model.replicate import Replicate
-from ..plan import Cell
+from ..model.cell import Cell
 from ..model.record import Record
 from ..reporter import Reporter
 from ..units import format_seconds

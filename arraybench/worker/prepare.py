@@ -19,10 +19,11 @@ import numpy as np
 from . import accuracy
 from ..backends.base import Backend, Unavailable, WrongResult
 from ..model.replicate import Replicate, Status
-from ..plan import Cell
-from .sampling import Sampling, TimerSettings
+from ..model.cell import Cell
+from ..model.timer_settings import TimerSettings
+from .sampling import Sampling
 from .timer import Timer
-from .tracebacks import describe_exception
+from ..workloads.tracebacks import describe_exception
 from ..workloads.binding import Bound, bind
 from ..workloads.definition import Workload
 from ..workloads.inputs import input_bytes, make_inputs

@@ -23,7 +23,7 @@ import numpy as np
 from .accuracy import REDUCED_PRECISION_EPS, Check, judge
 from ..backends.base import Backend
 from .protocol import CHECKS, check_applies
-from .sampling import TimerSettings
+from ..model.timer_settings import TimerSettings
 from .timer import Timer
 from ..units import format_seconds
 
@@ -412,7 +412,7 @@ _RUN: dict[str, Callable[[Backend], Outcome]] = {
 def run_checks(backend: Backend, only: tuple[str, ...] = CHECKS) -> Iterator[Outcome]:
     """Every check in ``only`` that applies to the backend's device, each as soon as it is done;
     one that raises has failed, saying how."""
-    from .tracebacks import describe_exception
+    from ..workloads.tracebacks import describe_exception
 
     for name in only:
         if not check_applies(name, backend.name, backend.device):

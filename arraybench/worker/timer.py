@@ -13,6 +13,7 @@ import time
 from functools import partial
 from typing import Any, Callable, Protocol, Sequence
 
+from ..backends.base import DeviceTimer
 from .loops import compile_loop
 from .sampling import Draw, SampleSet, Sampling, TimerSettings, gc_paused
 
@@ -20,19 +21,6 @@ Clock = Callable[[], float]
 
 #: See ``Timer.start``: a warm-up call this slow is kept as the first sample.
 SLOW_CALL_S = 0.1
-
-
-class DeviceTimer(Protocol):
-    """Device-side timing (CUDA events): ``begin`` and ``end`` mark the stream, ``elapsed`` waits;
-    ``hold``, before ``begin`` in the device pass, keeps the stream busy while a call is issued."""
-
-    def hold(self) -> None: ...
-
-    def begin(self) -> None: ...
-
-    def end(self) -> None: ...
-
-    def elapsed(self) -> float: ...
 
 
 class Fresh(Protocol):

@@ -6,7 +6,7 @@ ceiling each record is set against (``report/roofline.py``).
 
 from __future__ import annotations
 
-from ..worker.accuracy import Check
+from .check import Check
 from .definition import Work
 from .registry import workload
 

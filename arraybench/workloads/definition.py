@@ -22,7 +22,7 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 
 import numpy as np
 
-from ..worker.accuracy import Check
+from .check import Check
 from .params import (Params, ParamsSpec, accepted, check_settings, default_settings, is_setting_parameter,
                      refused, resolve, typed)
 

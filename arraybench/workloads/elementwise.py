@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..worker.accuracy import Check
+from .check import Check
 from .definition import Work
 from .registry import workload
 

@@ -8,7 +8,7 @@ free (``torch.from_numpy`` shares NumPy's memory) and which copy.
 
 from __future__ import annotations
 
-from ..worker.accuracy import Check
+from .check import Check
 from .definition import Work
 from .registry import workload
 

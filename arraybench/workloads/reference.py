@@ -18,8 +18,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..worker.accuracy import Check, Noise, machine_epsilon
-from ..worker.finite_diff import central_difference_grad_with_error
+from .check import Check, Noise, machine_epsilon
+from ..numeric.finite_diff import central_difference_grad_with_error
 from .definition import Workload
 from .params import Params, accepted
 

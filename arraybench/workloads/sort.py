@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..worker.accuracy import Check
+from .check import Check
 from .definition import Work
 from .registry import workload
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import UsageError
-from ..worker.tracebacks import describe_exception
+from .tracebacks import describe_exception
 from .registry import REGISTRY
 
 

@@ -18,7 +18,7 @@ from arraybench.analysis.compare import (CANNOT_TELL, FASTER, NOT_COMPARABLE, SA
 from arraybench.analysis.fdr import q_values as benjamini_hochberg
 from arraybench.analysis.significance import welch
 from arraybench.model.replicate import Replicate
-from arraybench.plan import Cell
+from arraybench.model.cell import Cell
 
 from ..conftest import run_here
 from ..synthetic import record, results, spread

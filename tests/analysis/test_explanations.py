@@ -11,7 +11,7 @@ from arraybench.analysis.explanations import (bimodal_causes, busy_machine, core
 from arraybench.analysis.oversubscription import oversubscribed
 from arraybench.analysis.findings import findings
 from arraybench.model.replicate import Replicate
-from arraybench.plan import Cell
+from arraybench.model.cell import Cell
 from arraybench.model.usage import Usage
 
 from ..synthetic import spread

@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from arraybench.model.merge import merge
-from arraybench.model.record import config_label
+from arraybench.model.cell import config_label
 from arraybench.render import report
 from arraybench.render.html import render_html, results_table_html
 from arraybench.render.markdown import markdown_report

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from arraybench import Check, workload
-from arraybench.plan import Cell
+from arraybench.model.cell import Cell
 from arraybench.worker import accuracy
 from arraybench.worker.prepare import ReferenceCache, prepare
-from arraybench.worker.sampling import TimerSettings
+from arraybench.model.timer_settings import TimerSettings
 from arraybench.workloads.reference import reference_noise, reference_result
 from arraybench.workloads import REGISTRY  # importing the package registers the built-ins
 

@@ -25,7 +25,7 @@ from arraybench.analysis.aggregate import aggregate
 from arraybench.worker.counters import SampleCounters
 from arraybench.model.replicate import Replicate
 from arraybench.model.usage import Usage
-from arraybench.plan import Cell
+from arraybench.model.cell import Cell
 
 MIB = 1 << 20
 DATA = Path(__file__).resolve().parents[1] / "data"

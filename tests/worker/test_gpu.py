@@ -17,8 +17,8 @@ from arraybench.backends.base import tf32_in_effect
 from arraybench.backends.numpy import NumpyBackend
 from arraybench.worker.prepare import ReferenceCache, prepare
 from arraybench.model.replicate import Replicate
-from arraybench.plan import Cell
-from arraybench.worker.sampling import TimerSettings
+from arraybench.model.cell import Cell
+from arraybench.model.timer_settings import TimerSettings
 from arraybench.workloads import REGISTRY
 
 from ..conftest import backend_or_skip
@@ -455,7 +455,7 @@ class FakeNvml:
 
 
 def test_a_snapshot_reads_clocks_temperature_power_and_throttle_reasons():
-    from arraybench.worker import gpu_health
+    from arraybench.backends import gpu_monitor as gpu_health
 
     nvml = FakeNvml()
     monitor, reason = gpu_health.open_monitor("0000:3B:00.0", nvml)
@@ -470,7 +470,7 @@ def test_a_snapshot_reads_clocks_temperature_power_and_throttle_reasons():
 
 
 def test_without_nvml_or_its_library_the_reason_is_kept():
-    from arraybench.worker import gpu_health
+    from arraybench.backends import gpu_monitor as gpu_health
 
     assert gpu_health.open_monitor(None)[1].startswith("the CUDA driver gave no PCI bus id")
     monitor, reason = gpu_health.open_monitor("0000:3B:00.0", FakeNvml("NVML Shared Library Not Found"))
@@ -485,7 +485,7 @@ class WatchedNumpy(NumpyBackend):
     """Stands for a GPU backend whose GPU NVML watches (``Backend.open_health`` succeeded)."""
 
     def __init__(self, nvml) -> None:
-        from arraybench.worker import gpu_health
+        from arraybench.backends import gpu_monitor as gpu_health
 
         super().__init__("cpu")
         self.device = "gpu"

@@ -187,7 +187,7 @@ def test_the_doctor_tells_tf32_from_bfloat16_and_float32():
 ])
 def test_fresh_inputs_keep_the_batch_in_throughput_mode_on_an_asynchronous_device(mode, sync, batched):
     from arraybench.worker.fresh import FreshInputs
-    from arraybench.worker.sampling import TimerSettings
+    from arraybench.model.timer_settings import TimerSettings
 
     x = np.zeros(8)
     waits = []
@@ -313,7 +313,7 @@ def test_cupy_fuse_refusals_are_not_applicable_and_a_workload_bug_is_a_failure()
     cupy_backend = pytest.importorskip("arraybench.backends.cupy")
     from cupy._core._fusion_interface import _VariableProxy
 
-    from arraybench.plan import Cell
+    from arraybench.model.cell import Cell
     from arraybench.worker.prepare import _classify
 
     backend = cupy_backend.CupyBackend.__new__(cupy_backend.CupyBackend)
@@ -381,9 +381,9 @@ def test_a_record_says_when_the_hold_did_not_cover_the_issuing():
     record's device time includes host time, and a warning says so. NumPy stands for the GPU
     library; the fake stream's clock makes every issue 20 ms long."""
     from arraybench.backends.numpy import NumpyBackend
-    from arraybench.plan import Cell
+    from arraybench.model.cell import Cell
     from arraybench.worker.prepare import ReferenceCache, finish, prepare
-    from arraybench.worker.sampling import TimerSettings
+    from arraybench.model.timer_settings import TimerSettings
     from arraybench.workloads import REGISTRY
 
     stream = FakeStream()

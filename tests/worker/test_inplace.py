@@ -18,7 +18,7 @@ from ..measuring import measure_cell
 from arraybench.options import RunOptions, validate
 from arraybench.plan import Cell, build_plan
 from arraybench.model.record import Record
-from arraybench.worker.sampling import TimerSettings
+from arraybench.model.timer_settings import TimerSettings
 from arraybench.worker.timer import Timer
 from arraybench.workloads.inputs import build_inputs, make_inputs
 

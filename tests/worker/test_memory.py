@@ -118,7 +118,9 @@ def test_jax_resource_exhausted_for_real():
 
 
 def test_host_memory_and_sizes():
-    available, total = memory.host_memory()
+    from arraybench.backends.cpu import host_memory
+
+    available, total = host_memory()
     assert 0 <= available <= total
     assert memory.format_bytes(512) == "512 bytes"
     assert memory.format_bytes(8 * 10**9) == "7.45 GiB"

@@ -11,10 +11,10 @@ import pytest
 from arraybench.executors.worker_process import WorkerExited, WorkerProcess
 from arraybench.model.replicate import Replicate
 from arraybench.model.schema import SchemaError
-from arraybench.plan import Cell
+from arraybench.model.cell import Cell
 from arraybench.worker.protocol import (CheckDone, Done, Job, Ready, ReplicateDone, Start, Unavailable,
                                         encode, parse)
-from arraybench.worker.sampling import TimerSettings
+from arraybench.model.timer_settings import TimerSettings
 
 CELL = Cell(workload="sort", size_label="1k", size=1000, backend="numpy", device="cpu",
             dtype="float32", mode="latency", params={"k": 3})

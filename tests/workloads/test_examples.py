@@ -11,8 +11,8 @@ import pytest
 from arraybench import load_results
 from arraybench.worker.prepare import ReferenceCache
 from ..measuring import measure_cell
-from arraybench.plan import Cell
-from arraybench.worker.sampling import TimerSettings
+from arraybench.model.cell import Cell
+from arraybench.model.timer_settings import TimerSettings
 from arraybench.workloads.userfile import import_workload_file
 from arraybench.workloads import REGISTRY
 

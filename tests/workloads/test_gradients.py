@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from arraybench import workload
-from arraybench.plan import Cell
+from arraybench.model.cell import Cell
 from arraybench.worker.prepare import ReferenceCache
-from arraybench.worker.sampling import TimerSettings
+from arraybench.model.timer_settings import TimerSettings
 
 from ..conftest import backend_or_skip
 from ..measuring import measure_cell

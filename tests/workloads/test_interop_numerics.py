@@ -54,7 +54,7 @@ def test_torch_std_default_would_be_caught():
     backend = backend_or_skip("torch")
     from arraybench.worker.prepare import ReferenceCache
     from ..measuring import measure_cell
-    from arraybench.plan import Cell
+    from arraybench.model.cell import Cell
     from arraybench.workloads import Workload
 
     from .test_workloads import QUICK

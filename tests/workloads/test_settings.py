@@ -11,7 +11,7 @@ from arraybench import workload
 from arraybench.options import RunOptions, validate
 from arraybench.plan import build_plan
 from arraybench.worker.prepare import ReferenceCache
-from arraybench.worker.sampling import TimerSettings
+from arraybench.model.timer_settings import TimerSettings
 
 from ..conftest import backend_or_skip, run_here
 from ..measuring import measure_cell

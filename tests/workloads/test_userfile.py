@@ -19,9 +19,9 @@ from arraybench import Check, Work, workload
 from arraybench.model import record as records
 from arraybench.worker.prepare import ReferenceCache
 from ..measuring import measure_cell
-from arraybench.worker.tracebacks import is_user_file
-from arraybench.plan import Cell
-from arraybench.worker.sampling import TimerSettings
+from arraybench.workloads.tracebacks import is_user_file
+from arraybench.model.cell import Cell
+from arraybench.model.timer_settings import TimerSettings
 from arraybench.workloads.userfile import WorkloadFileError, import_workload_file, load_files
 from arraybench.workloads import REGISTRY
 from arraybench.workloads.inputs import build_inputs
@@ -489,7 +489,7 @@ def _analytic(w, x):
 
 
 def test_the_central_difference_reference_bounds_its_own_error():
-    from arraybench.worker.finite_diff import central_difference_grad_with_error
+    from arraybench.numeric.finite_diff import central_difference_grad_with_error
     import array_api_compat
 
     xp = array_api_compat.array_namespace(np.empty(0))

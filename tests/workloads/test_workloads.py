@@ -14,8 +14,8 @@ import pytest
 from arraybench.worker import accuracy
 from arraybench.worker.prepare import ReferenceCache
 from ..measuring import measure_cell
-from arraybench.plan import Cell
-from arraybench.worker.sampling import TimerSettings
+from arraybench.model.cell import Cell
+from arraybench.model.timer_settings import TimerSettings
 from arraybench.workloads import BUILTIN, REGISTRY, Workload
 from arraybench.workloads.inputs import build_inputs
 from arraybench.workloads.binding import bind

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from .. import backends
-from ..executors.worker_process import WorkerExited, WorkerProcess, WorkerTimeout
+from .worker_process import WorkerExited, WorkerProcess, WorkerTimeout
 from ..worker.protocol import CHECKS, CheckDone, Job, Unavailable, check_applies
-from .threads import worker_env
+from ..host.threads import worker_env
 
 #: One library's checks may take this long, its start included (a CUDA context can take seconds).
 TIMEOUT_S = 120.0
@@ -102,7 +102,7 @@ def run_doctor(names: Iterable[str], devices: Iterable[str], timeout: float = TI
 
 def header() -> str:
     """The machine and library versions, so that pasted output says where it came from."""
-    from . import environment
+    from ..host import environment
 
     env = environment.collect()
     libs = ", ".join(f"{k} {v}" for k, v in env["libraries"].items()

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from .. import backends
-from ..executors.worker_process import WorkerExited, WorkerProcess, WorkerTimeout
+from .worker_process import WorkerExited, WorkerProcess, WorkerTimeout
 from ..worker.protocol import Job, Ready, Unavailable
-from .threads import worker_env
+from ..host.threads import worker_env
 
 from ..errors import UsageError, option_name
-from .environments import Environment, of
+from ..host.environments import Environment, of
 
 if TYPE_CHECKING:
     from ..options import RunOptions
@@ -34,7 +34,7 @@ def probe(backend: str, device: str, timeout: float = 120.0, *,
     env = worker_env(os.environ, threads=None, backend=backend, device=device, allow_tf32=False)
     python = None
     if environment is not None:
-        from .environments import worker_env as in_environment
+        from ..host.environments import worker_env as in_environment
 
         env, python = in_environment(environment, env), environment.python
     with tempfile.TemporaryDirectory() as tmp:
@@ -81,7 +81,7 @@ _MISSING = re.compile(r"No module named '([A-Za-z0-9_]+)")
 def interpreter_problem(environment: Environment, *, threads: bool = False, shipped: bool = False,
                         timeout: float = 120.0) -> str | None:
     """Why ``environment``'s interpreter cannot run arraybench's worker, naming what to install;
-    None when it can. Asked through the probe job (``host/probe.py``), measuring nothing.
+    None when it can. Asked through the probe job (``executors/probe.py``), measuring nothing.
     ``threads``: the run limits thread pools (threadpoolctl needed); ``shipped``: it sends
     workloads by value (a notebook's: cloudpickle needed)."""
     python = environment.python or sys.executable

@@ -1,0 +1,254 @@
+"""What a workload declares about its result's accuracy: a ``Check``, and the ``Noise`` of a reference.
+
+A workload declares how its error may grow (``Check``); the tolerance is then a multiple of the
+dtype's machine epsilon: a few ulp for element-wise operations, a normwise bound that grows with the
+reduction length for matmul, FFT and reductions, zero for exact operations such as sorting. A
+workload that says nothing gets a tolerance derived from how far its own float64 reference moves
+(``Noise``, measured by ``workloads/reference.reference_noise``): ordinary float64 code differs
+from NumPy's by more than 8 ulp wherever it reduces, and a fixed bound would call it wrong.
+The worker judges results with it (``worker/accuracy``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+#: Above this, a finite-difference "gradient" is not a gradient, whatever the rounding model says.
+FINITE_DIFFERENCE_CAP = 1e-2
+
+
+#: Machine epsilon of the reduced precisions a GPU may run float32 matmuls in when allowed
+#: (``--allow-tf32``): TF32 keeps 10 explicit mantissa bits (float32: 23), bfloat16 keeps 7.
+REDUCED_PRECISION_EPS: dict[str, float] = {"tf32": 2.0**-10, "bf16": 2.0**-7}
+
+#: A matmul check in a reduced precision p (``--allow-tf32``) bounds the normwise error by
+#: ``REDUCED_UNITS * u * growth(n)``, never below ``REDUCED_FLOOR_UNITS * u``, where u = eps_p / 2
+#: is p's unit roundoff (TF32: 2⁻¹¹). Inputs rounded to p err by u each, and n products summed
+#: with errors of random sign grow as √n (the probabilistic bound of Higham & Mary, 2019); a random
+#: matmul's normwise error is near u whatever n (about 0.8 u rounding to nearest, 2.5 u
+#: truncating), so a result 10% off fails at n = 2,000 (bound 0.044) and at n = 8,192 (0.088).
+#: The float32 rule, 16 epsilons, would have allowed 0.70 and 1.41 there.
+REDUCED_UNITS = 2.0
+REDUCED_FLOOR_UNITS = 8.0
+
+#: How reduced precisions are named in reports.
+PRECISION_LABELS: dict[str, str] = {"tf32": "TF32", "bf16": "bfloat16"}
+
+
+def machine_epsilon(dtype: str) -> float:
+    """Machine epsilon of a real or complex floating dtype."""
+    return float(np.finfo(np.dtype(dtype)).eps)
+
+
+#: A derived check calls an output element-wise stable when 4-ulp input perturbations move none of
+#: its elements by more than this many ulps of its own value; otherwise it is judged normwise.
+STABLE_ELEMENTWISE_ULPS = 64.0
+
+
+@dataclass(frozen=True)
+class Noise:
+    """How far the float64 reference of one output moves on its own, in ulps.
+
+    ``elementwise`` and ``normwise`` are in the two measures of ``Check.error``, each rerun's move
+    divided by the epsilon of the type it ran in; ``sources`` says what was rerun to see it.
+    """
+
+    elementwise: float
+    normwise: float
+    sources: str = ""
+    #: Elements in the inputs: a reduction of them may round log2 of that many times.
+    elements: int = 0
+
+    def ulps(self, kind: str) -> float:
+        """The noise in ulps, in the measure of a check of ``kind``."""
+        return self.elementwise if kind == "elementwise" else self.normwise
+
+    def describe(self, kind: str, dtype: str) -> str:
+        """``moves by 3.1e-14 (14 ulp of float64: how it was seen)``."""
+        ulps = self.ulps(kind)
+        return (f"moves by {ulps * machine_epsilon(dtype):.2g} ({ulps:.3g} ulp of "
+                f"{np.dtype(dtype).name}: {self.sources})")
+
+
+@dataclass(frozen=True)
+class Check:
+    """How to compare a result with its reference.
+
+    - ``derived`` (the default for a workload of your own): the tolerance comes from how far the
+      float64 reference itself moves when rerun on inputs perturbed by a few ulp and in long
+      double (``Noise``): ``factor`` times that, in ulps of the run's dtype, never below ``ulps``
+      nor 2 log2(N) ulps for N input elements.
+      Element-wise where the reference shows every element stable, normwise otherwise.
+    - ``elementwise``: max over elements of |out - ref| / |ref|, within ``ulps`` machine epsilons.
+    - ``normwise``: max|out - ref| / max|ref|, within ``ulps * eps * growth(size)``.
+    - ``exact``: the result must equal the reference.
+
+    ``rtol`` replaces the ulps rule: one number for every dtype, or a dict by dtype name; a run in
+    a dtype the dict leaves out gets the derived tolerance (a bound written for float64 says
+    nothing about float32).
+    ``growth`` may take ``(n)`` or ``(n, dtype)``. ``matmul=True`` says the operation runs on the
+    GPU's matrix units, where ``--allow-tf32`` lets float32 run in a reduced precision: the
+    tolerance then uses that precision's epsilon.
+    """
+
+    kind: str = "elementwise"
+    ulps: float = 8.0
+    growth: Callable[..., float] | None = None
+    matmul: bool = False
+    rtol: float | tuple[tuple[str, float], ...] | None = None
+    #: For ``derived``: how many times the reference's own noise a result may be off.
+    factor: float = 32.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.rtol, dict):
+            object.__setattr__(self, "rtol", _rtol_pairs(self.rtol))
+        elif self.rtol is not None and not isinstance(self.rtol, tuple):
+            object.__setattr__(self, "rtol", _positive("rtol", self.rtol))
+
+    @classmethod
+    def derived(cls, factor: float = 32.0, floor_ulps: float = 16.0) -> "Check":
+        """Tolerance from the reference's own noise: ``factor`` x noise, at least ``floor_ulps``."""
+        return cls("derived", _positive("floor_ulps", floor_ulps), factor=_positive("factor", factor))
+
+    @classmethod
+    def elementwise(cls, ulps: float = 8.0, rtol: float | dict[str, float] | None = None) -> "Check":
+        """Each element within ``ulps`` epsilons (or ``rtol``) of its own reference value."""
+        return cls("elementwise", ulps, rtol=rtol)
+
+    @classmethod
+    def normwise(cls, growth: Callable[..., float] | None = None, ulps: float = 8.0,
+                 matmul: bool = False, rtol: float | dict[str, float] | None = None) -> "Check":
+        """The largest difference within ``ulps * eps * growth(n[, dtype])`` (or ``rtol``) of max|ref|."""
+        return cls("normwise", ulps, growth, matmul, rtol)
+
+    @classmethod
+    def exact(cls) -> "Check":
+        """The result must equal the reference (sorting, integer work)."""
+        return cls("exact", 0.0)
+
+    def settle(self, noise: "Noise | None", dtype: str | None = None) -> "Check":
+        """The concrete check for an output with this noise in a ``dtype`` run.
+
+        A ``derived`` check becomes element-wise or normwise with its tolerance; so does one whose
+        ``rtol`` dict names other dtypes than the run's (a bound written for float64 says nothing
+        about float32). Any other check is itself.
+        """
+        if self.kind != "derived":
+            return Check.derived().settle(noise) if self.leaves_out(dtype) else self
+        if noise is None:
+            return Check("normwise", self.ulps)
+        # A pairwise reduction over N elements rounds log2(N) times, and another library's order
+        # of summation need not move the reference at all: the floor grows with it.
+        floor = max(self.ulps, 2.0 * math.log2(max(noise.elements, 1)))
+        if noise.elementwise <= STABLE_ELEMENTWISE_ULPS:
+            return Check("elementwise", max(floor, self.factor * noise.elementwise))
+        return Check("normwise", max(floor, self.factor * noise.normwise))
+
+    def needs_noise(self, dtype: str) -> bool:
+        """Whether this check's tolerance in a ``dtype`` run comes from the reference's noise."""
+        return self.kind == "derived" or self.leaves_out(dtype)
+
+    def leaves_out(self, dtype: str | None) -> bool:
+        """Whether ``rtol`` is given per dtype, and not for ``dtype``."""
+        return (dtype is not None and isinstance(self.rtol, tuple)
+                and np.dtype(dtype).name not in dict(self.rtol))
+
+    def tolerance(self, dtype: str, size: int, precision: str | None = None) -> float:
+        """The largest acceptable error for this dtype and size.
+
+        ``precision`` (``"tf32"``...) is the reduced precision the library ran matmuls in; it
+        replaces the dtype's epsilon for a ``matmul`` check, and changes nothing for the others.
+        """
+        if self.kind == "exact":
+            return 0.0
+        eps = machine_epsilon(dtype)
+        reduced = REDUCED_PRECISION_EPS[precision] if precision and self.matmul else 0.0
+        if self.rtol is not None:  # the user's own bound, widened by the precision's epsilon
+            return self.rtol_for(dtype) * max(eps, reduced) / eps
+        growth = max(self._growth(size, dtype) if (self.kind == "normwise" and self.growth) else 1.0, 1.0)
+        full = self.ulps * eps * growth
+        if reduced <= eps:
+            return full
+        unit = reduced / 2  # the reduced precision's unit roundoff (see REDUCED_UNITS)
+        return max(full, unit * max(REDUCED_FLOOR_UNITS, REDUCED_UNITS * growth))
+
+    def rtol_for(self, dtype: str) -> float:
+        """``rtol`` for ``dtype``: one number for all, or the dict's entry (a dtype it leaves out
+        gets a derived tolerance, ``settle``; asked here, the nearest precision's, by epsilons)."""
+        if not isinstance(self.rtol, tuple):
+            return float(self.rtol or 0.0)
+        given = dict(self.rtol)
+        name = np.dtype(dtype).name
+        if name in given:
+            return given[name]
+        eps = machine_epsilon(dtype)
+        nearest = min(given, key=lambda d: abs(math.log(machine_epsilon(d) / eps)))
+        return given[nearest] * eps / machine_epsilon(nearest)
+
+    def _growth(self, size: int, dtype: str) -> float:
+        fn = self.growth
+        assert fn is not None
+        return float(fn(size, np.dtype(dtype).name) if _takes_two(fn) else fn(size))
+
+    def error(self, out: np.ndarray, ref: np.ndarray) -> float:
+        """The error measure this check bounds."""
+        diff = np.abs(out.astype(np.result_type(ref, np.float64)) - ref)
+        if self.kind == "elementwise":
+            scale = np.abs(ref)
+            # Where the reference is (nearly) zero, judge against the array's scale instead.
+            floor = np.finfo(np.float64).tiny + 1e-3 * float(np.max(scale, initial=0.0))
+            return float(np.max(diff / np.maximum(scale, floor), initial=0.0))
+        top = float(np.max(np.abs(ref), initial=0.0))
+        worst = float(np.max(diff, initial=0.0))
+        if top == 0.0:
+            return 0.0 if worst == 0.0 else math.inf
+        return worst / top
+
+    def accepting(self, error: float, dtype: str) -> str:
+        """The check, written as in a workload file, that would accept ``error`` for ``dtype``."""
+        kind = "elementwise" if self.kind == "elementwise" else "normwise"
+        return f"Check.{kind}(rtol={{{np.dtype(dtype).name!r}: {_round_up(error * 1.25)}}})"
+
+
+def _takes_two(fn: Callable[..., float]) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
+def _positive(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
+            or not value > 0 or not math.isfinite(value):
+        raise ValueError(f"Check: {name} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def _rtol_pairs(rtol: dict[Any, Any]) -> tuple[tuple[str, float], ...]:
+    pairs = []
+    for name, value in rtol.items():
+        try:
+            dt = np.dtype(name)
+        except TypeError:
+            raise ValueError(f"Check: rtol is keyed by dtype names such as 'float64', got {name!r}") from None
+        if not np.issubdtype(dt, np.inexact):
+            raise ValueError(f"Check: rtol is for floating dtypes, got {name!r}")
+        pairs.append((dt.name, _positive(f"rtol[{name!r}]", value)))
+    if not pairs:
+        raise ValueError("Check: rtol={} gives no tolerance; name a dtype, e.g. {'float64': 1e-12}")
+    return tuple(sorted(pairs))
+
+
+def _round_up(x: float) -> str:
+    """``x`` rounded up to two significant digits, as a short literal."""
+    if not math.isfinite(x) or x <= 0:
+        return repr(x)
+    digits = 1 - math.floor(math.log10(x))
+    return f"{math.ceil(x * 10 ** digits) / 10 ** digits:.2g}"
