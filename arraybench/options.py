@@ -17,10 +17,7 @@ from .model import schema
 from .errors import UsageError, from_command_line, option_name, unknown_name
 from .workloads.params import ParamValue, check_settings
 
-Mode = Literal["latency", "throughput", "compiled"]
-Dtype = Literal["float64", "float32"]
-MODES: tuple[str, ...] = ("latency", "throughput", "compiled")
-DTYPES: tuple[str, ...] = ("float64", "float32")
+from .model.cell import DTYPES, MODES, Dtype, Mode  # noqa: F401  (the options' choices)
 
 MAX_SIZE = 10**10  # elements; beyond this no machine holds the inputs
 MAX_STEPS = 1000  # sizes in one LO:HI:STEPS range; more would take days, not a benchmark
@@ -54,6 +51,10 @@ class RunOptions:
     #: headline with memory reused, large outputs again with fresh pages), or one of them alone,
     #: which is then the headline and costs no second worker.
     allocator: str = "both"
+    #: The configurations of a replicate index take turns, their workers alive together
+    #: (``executors/turns``), so that a verdict's two sides sample the same seconds of the
+    #: machine; False: one worker after another, each on its own.
+    side_by_side: bool = True
     cold: bool = False
     allow_tf32: bool = False
     timeout: float = 300.0

@@ -20,15 +20,16 @@ from typing import TYPE_CHECKING, Any
 from .analysis.aggregate import aggregate
 from .analysis.replication import timer_settings
 from .errors import SaveError
-from .executors.base import Config
+from .analysis.pairs import pairs_of
+from .model.cell import Config
 from .host import environment, environments
 from .model.journal import Journal, JournalSink, JournalState
 from .model.record import Record
 from .model.replicate import Replicate
 from .model.results import Results
 from .options import RunOptions
-from .host.environments import worker_key
-from .plan import Cell
+from .model.cell import worker_key
+from .model.cell import Cell
 from .reporter import Reporter
 from .run_state import RunState
 
@@ -158,9 +159,9 @@ class Session:
         """Records from everything measured so far."""
         errors = [{"kind": "worker", "source": worker_key(b, d, e), "error": reason}
                   for (b, d, e), reason in self.state.start_failures.items()]
-        return Results(environment=self.environment, settings=self._settings(),
-                       records=[self.record(c) for c in self.cells], complete=complete,
-                       errors=errors, output_dir=self.out_dir)
+        records = [self.record(c) for c in self.cells]
+        return Results(environment=self.environment, settings=self._settings(), records=records,
+                       complete=complete, errors=errors, pairs=pairs_of(records), output_dir=self.out_dir)
 
     def record(self, cell: Cell) -> Record:
         """A cell's record from the replicates journalled so far."""
@@ -224,15 +225,15 @@ class Session:
 
     def worker_started(self, config: Config, index: int, cells: int) -> None:
         """A worker starts on ``cells`` cells of ``config`` as their ``index``-th replicate."""
-        if config[2]:  # issue 27: the environment it runs in (given only where there is one)
-            self.reporter.worker_started(config[0], config[1], index, cells, environment=config[2])
+        if config.environment:  # issue 27: the environment it runs in (given only where there is one)
+            self.reporter.worker_started(config.backend, config.device, index, cells, environment=config.environment)
         else:
-            self.reporter.worker_started(config[0], config[1], index, cells)
+            self.reporter.worker_started(config.backend, config.device, index, cells)
 
     def worker_ready(self, config: Config, index: int, info: dict[str, Any], pid: int | None) -> None:
         """A worker imported its library and reported what it sees (BLAS, threads, device)."""
-        self.sink.worker(config[0], config[1], index, info, pid=pid, environment=config[2])
-        environment.merge_worker_info(self.environment, config[0], config[1], info, config[2])
+        self.sink.worker(config.backend, config.device, index, info, pid=pid, environment=config.environment)
+        environment.merge_worker_info(self.environment, config.backend, config.device, info, config.environment)
 
     def store(self, cell: Cell, index: int, replicate: Replicate) -> None:
         """Journal one replicate the moment it arrives (a ``SaveError`` if it cannot be: then it is
@@ -249,10 +250,10 @@ class Session:
     def mark_unavailable(self, config: Config, reason: str) -> None:
         """A library or device cannot run here: journal it, and its cells are final (skipped)."""
         self.state.unavailable[config] = reason
-        self.sink.unavailable(config[0], config[1], reason, environment=config[2])
+        self.sink.unavailable(config.backend, config.device, reason, environment=config.environment)
         # The reporter's protocol names a (backend, device): an environment's is said in the reason.
-        self.reporter.config_unavailable(config[0], config[1],
-                                         f"{reason} (in environment {config[2]})" if config[2] else reason)
+        self.reporter.config_unavailable(config.backend, config.device,
+                                         f"{reason} (in environment {config.environment})" if config.environment else reason)
         self._complete_config(config)
 
     def start_failed(self, config: Config, reason: str) -> None:

@@ -21,12 +21,24 @@ def time_unit(seconds: float) -> tuple[float, str]:
     return 1e-9, "ns"
 
 
+#: An interval reaching further than this factor either side of its median says nothing worth a
+#: number: it is shown as undecided.
+UNDECIDED_FACTOR = 2.0
+#: An interval whose two sides differ by more than this share of the median is shown as a range.
+LOPSIDED = 0.1
+
+
 def format_interval(low: float | None, median: float | None, high: float | None) -> str:
-    """A 95% interval around a median, in one form: ``±1.2%``, half the interval's width as a share
-    of the median (the measure the ±2% target is set in). Intervals are built on log times, so a
-    wide one is lopsided (``±78%`` may run from -40% to +115%): the HTML report gives both ends."""
+    """A 95% interval around a median: ``±1.2%``, half the interval's width as a share of the
+    median (the measure the ±2% target is set in); a lopsided one as its two ends (``-8%…+31%``);
+    one wider than a factor of 2 either way as ``undecided``."""
     if low is None or high is None or not median or median <= 0:
         return "—"
+    if low <= 0 or high / median > UNDECIDED_FACTOR or median / low > UNDECIDED_FACTOR:
+        return "undecided"
+    below, above = (median - low) / median, (high - median) / median
+    if abs(above - below) > LOPSIDED:
+        return f"-{below:.0%}…+{above:.0%}"
     return f"±{(high - low) / (2 * median):.1%}"
 
 

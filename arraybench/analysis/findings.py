@@ -14,9 +14,10 @@ from .across_machines import machine_findings
 from .crossover import Crossover, crossovers
 from .environments import environment_findings
 from .explanations import explanations
-from ..model.record import Record, config_label
+from ..model.cell import config_label
+from ..model.record import Record
 from ..units import format_ratio, format_seconds
-from .grouping import baseline, grouped, is_valid, library_label, significantly_faster, size_text
+from .grouping import baseline, comparison, grouped, is_valid, library_label, significantly_faster, size_text
 from .roofline import ceiling_key, ceilings, share
 
 
@@ -48,9 +49,12 @@ def _winner(workload: str, group: list[Record], on: str) -> list[str]:
     named = [best, second] + ([base] if base is not None and base is not best and base is not second else [])
     label = _gradient_labels(named)
     if not significantly_faster(best, second):
-        return [f"On {where}, {label(best)} and {label(second)} are level "
+        said, _ = comparison(best, second)
+        word = "level" if said == "level" else "not told apart"
+        why = "within 5% of each other" if said == "level" else "this run cannot say which is faster"
+        return [f"On {where}, {label(best)} and {label(second)} are {word} "
                 f"({format_seconds(best.median_s)} and {format_seconds(second.median_s)}; "
-                f"the 95% CIs overlap){_unequal_gradients(named[:2], workload)}."]
+                f"{why}){_unequal_gradients(named[:2], workload)}."]
     text = (f"On {where}, {label(best)} is fastest at {format_seconds(best.median_s)}, "
             f"{format_ratio(second.median_s / best.median_s)} faster than {label(second)}")
     if len(named) == 3:

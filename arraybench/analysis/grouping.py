@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..backends import SPECS
-from ..model.record import Record, config_label
+from ..model.cell import config_label
+from ..model.record import Record
 from ..workloads.params import describe as describe_params
+from . import pairs
 
 _BACKEND_ORDER = {name: i for i, name in enumerate(SPECS)}
 _MODE_ORDER = {"latency": 0, "throughput": 1, "compiled": 2}
@@ -70,9 +72,37 @@ def winner(group: Iterable[Record]) -> Record | None:
     return min(valid, key=lambda r: r.median_s) if valid else None
 
 
+def decided_winner(group: Iterable[Record]) -> Record | None:
+    """The fastest valid record of a group where it is faster than every other with 95%
+    confidence (``significantly_faster``); None where the run cannot name one."""
+    best = winner(group)
+    if best is None:
+        return None
+    others = [r for r in group if is_valid(r) and r is not best]
+    return best if all(significantly_faster(best, r) for r in others) else None
+
+
 def significantly_faster(a: Record, b: Record) -> bool:
-    """a's 95% interval of the median lies wholly below b's."""
+    """Whether ``a`` is faster than ``b`` with 95% confidence: their pair's verdict where they took
+    turns together (``pairs``), else a's interval of the median wholly below b's."""
+    found = pairs.pair(a, b)
+    if found is not None:
+        return found.verdict == "faster"
     return (a.ci_high_s or a.median_s) < (b.ci_low_s or b.median_s)
+
+
+def comparison(a: Record, b: Record) -> tuple[str, float]:
+    """``a`` against ``b``: the verdict (``faster``, ``slower``, ``level``, ``undecided``) and
+    how many times faster ``a`` is; from their pair where they took turns together, else from
+    the two medians and intervals."""
+    found = pairs.pair(a, b)
+    if found is not None:
+        return found.verdict, found.speedup
+    if significantly_faster(a, b):
+        return "faster", b.median_s / a.median_s
+    if significantly_faster(b, a):
+        return "slower", b.median_s / a.median_s
+    return "undecided", b.median_s / a.median_s
 
 
 def size_text(r: Record) -> str:

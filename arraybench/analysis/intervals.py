@@ -99,6 +99,13 @@ def replicate_interval(per_process: Sequence[Sequence[float]],
         return Interval(mean, max(mean - half, 0.0), mean + half, k, f"t over {k} processes' medians")
     logs = [math.log(m) for m in medians]
     mu = sum(logs) / k
+    if k == 2:
+        # Student's t on one degree of freedom is 12.7 standard errors wide: from two processes it
+        # says nothing (a busy machine made it ±5·10¹²%). The span of the two processes' own
+        # intervals is what two processes can honestly say.
+        ends = [stats.median_ci(g, confidence) for g in groups]
+        return Interval(math.exp(mu), min(lo for lo, _ in ends), max(hi for _, hi in ends), 2,
+                        "span of 2 processes' own intervals (too few processes for a t interval)")
     sd = math.sqrt(sum((v - mu) ** 2 for v in logs) / (k - 1))
     between = spread_factor(k, confidence) * sd / math.sqrt(k)
     # The floor: what the samples alone say about the mean of the log medians.

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import random
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from .. import backends
@@ -33,10 +34,11 @@ from ..host.threads import worker_cpus, worker_env
 from ..model.allocator import HEADLINE, LARGE_OUTPUT_BYTES, OTHER, WORDS, StateSamples
 from ..model.replicate import Replicate
 from ..options import RunOptions
-from ..plan import Cell
+from ..model.cell import Cell, Config
 from ..worker.protocol import Job, Message, Ready, ReplicateDone, Unavailable
 from ..workloads.shipping import SHIPPED_NAME
-from .base import Config, RunHandle
+from .base import RunHandle
+from .turns import take_turns
 from .worker_process import STARTUP_TIMEOUT_S, StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
 
 __all__ = ["LocalExecutor"]
@@ -56,8 +58,8 @@ class LocalExecutor:
         """Measure until nothing is missing, or until the run is told to stop."""
         for config in run.configs():
             # The preflight asks this interpreter's libraries: another's workers say for themselves.
-            if not run.is_unavailable(config) and environments.find(options, config[2]).python is None:
-                reason = backends.SPECS[config[0]].preflight(config[1])
+            if not run.is_unavailable(config) and environments.find(options, config.environment).python is None:
+                reason = backends.SPECS[config.backend].preflight(config.device)
                 if reason:
                     run.mark_unavailable(config, reason)
         run.begin()
@@ -76,6 +78,10 @@ class LocalExecutor:
         while index < max(run.wanted(c) for c in run.cells):
             order = [cfg for cfg in run.configs() if run.todo(cfg, index)]
             rng.shuffle(order)
+            if options.side_by_side and len(order) > 1:
+                if run.stop_requested():
+                    raise StopRequested()
+                order = self._side_by_side(run, options, out_dir, order, index)
             for config in order:
                 todo = run.todo(config, index)
                 if todo:
@@ -83,6 +89,43 @@ class LocalExecutor:
                         raise StopRequested()
                     self._run_worker(run, options, out_dir, config, index, todo)
             index += 1
+
+    def _side_by_side(self, session: RunHandle, options: RunOptions, out_dir: Path, order: list[Config],
+                      index: int) -> list[Config]:
+        """Measure the ``index``-th replicates of ``order``'s configurations with their workers
+        taking turns (``turns``); the configurations left to measure alone (a worker that
+        crashed or hung, a large CPU output's other allocator state is measured after)."""
+        helds: dict[Config, dict[str, tuple[Cell, Replicate]]] = {}
+        environments_of = {config: environments.find(options, config.environment) for config in order}
+        states: dict[Config, str] = {}
+
+        def start(config: Config, cells: list[Cell]) -> tuple[WorkerProcess, _Listener, dict[str, Cell]]:
+            environment = environments_of[config]
+            state = _state(options, environment)
+            states[config] = state
+            held = helds.setdefault(config, {}) if state and config.device == "cpu" \
+                and options.allocator == "both" else None
+            remaining = {c.key: c for c in cells}
+            job = replace(_job(options, out_dir, config, index, cells,
+                               hash((options.seed, index, 0)) & 0xFFFFFFFF, state), turns=True)
+            env, name = _worker_env(options, config, environment, state)
+            session.worker_started(config, index, len(cells))
+            worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads),
+                                   log_path=out_dir / "logs" / f"{name}-p{index}.log", python=environment.python)
+            return worker, _Listener(session, config, index, remaining, held), remaining
+
+        plan = {config: session.todo(config, index) for config in order}
+        try:
+            left = take_turns(session, plan, start, timeout=options.timeout, startup_timeout=STARTUP_TIMEOUT_S,
+                              seed=hash((options.seed, index, "turns")) & 0xFFFFFFFF)
+            for config, held in helds.items():
+                if held:
+                    self._other_state(session, options, out_dir, config, environments_of[config], index, held)
+        finally:
+            for held in helds.values():
+                for cell, replicate in held.values():
+                    session.store(cell, index, replicate)
+        return [config for config in order if config in left]
 
     def _run_worker(self, session: RunHandle, options: RunOptions, out_dir: Path, config: Config,
                     index: int, todo: list[Cell]) -> None:
@@ -93,12 +136,10 @@ class LocalExecutor:
         started in the other state, whose samples they carry beside their own (issue 23).
         """
         # Each environment's workers start with its interpreter and variables (issue 27).
-        environment = environments.find(options, config[2])
-        # A variant that sets the allocator's own variables is the user's choice: left alone.
-        state = "" if uncontrolled_reason({**os.environ, **environment.variables}) \
-            else HEADLINE if options.allocator == "both" else options.allocator
+        environment = environments.find(options, config.environment)
+        state = _state(options, environment)
         held: dict[str, tuple[Cell, Replicate]] | None = \
-            {} if state and config[1] == "cpu" and options.allocator == "both" else None
+            {} if state and config.device == "cpu" and options.allocator == "both" else None
         try:
             self._measure(session, options, out_dir, config, environment, index, todo, state, held)
             if held:
@@ -218,6 +259,14 @@ class LocalExecutor:
         worker.kill()
 
 
+def _state(options: RunOptions, environment: environments.Environment) -> str:
+    """The allocator state a worker starts in; "" where a variant sets the allocator's own
+    variables (the user's choice, left alone)."""
+    if uncontrolled_reason({**os.environ, **environment.variables}):
+        return ""
+    return HEADLINE if options.allocator == "both" else options.allocator
+
+
 def _worker_env(options: RunOptions, config: Config, environment: environments.Environment,
                 state: str) -> tuple[dict[str, str], str]:
     """A worker's variables (its threads, its allocator ``state`` where controlled, then its
@@ -239,7 +288,7 @@ def _job(options: RunOptions, out_dir: Path, config: Config, index: int, cells: 
     """The job of a worker measuring ``cells`` as replicate ``index``, its allocator started in
     ``allocator`` ("" : left alone)."""
     shipped = out_dir / SHIPPED_NAME
-    return Job(backend=config[0], device=config[1], replicate=index, cells=tuple(cells),
+    return Job(backend=config.backend, device=config.device, replicate=index, cells=tuple(cells),
                timer=timer_settings(options), seed=options.seed, shuffle_seed=shuffle_seed,
                threads=options.threads, allow_tf32=options.allow_tf32,
                workload_files=tuple(str(Path(p).resolve()) for p in options.workload_files),
@@ -258,6 +307,11 @@ class _Listener:
         self.remaining = remaining
         self.held = held
         self.ready = False
+
+    def fail(self, cell: Cell, reason: str) -> None:
+        """Answer ``cell`` with a failed replicate saying ``reason``."""
+        self.remaining.pop(cell.key, None)
+        self.session.store(cell, self.index, Replicate.ended("failed", reason))
 
     def handle(self, msg: Message) -> bool:
         """Act on one message; True when the worker's configuration turned out unavailable."""

@@ -130,12 +130,52 @@ class WorkerProcess:
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         self._exited_at: float | None = None
+        #: When the worker was last resumed: time paused is not time without progress.
+        self.resumed_at = 0.0
+        self.paused = False
         assert self.proc.stdin is not None
         try:
             self.proc.stdin.write((job.to_json() + "\n").encode())
-            self.proc.stdin.close()
+            if job.turns:
+                self.proc.stdin.flush()  # kept open: the turns follow (``send``)
+            else:
+                self.proc.stdin.close()
         except BrokenPipeError:
             pass
+
+    def send(self, line: str) -> None:
+        """Write one line to a worker taking turns (``protocol.Turn``); a worker that is gone is
+        found out by reading its messages, not here."""
+        stdin = self.proc.stdin
+        if stdin is None or stdin.closed:
+            return
+        try:
+            stdin.write((line + "\n").encode())
+            stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
+
+    def _signal_group(self, sig: int) -> None:
+        if self._exited():
+            return
+        try:
+            os.killpg(self.proc.pid, sig)  # the workload's own children pause with it
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def pause(self) -> None:
+        """Stop the worker and its group (SIGSTOP) while another has the turn: no thread of it,
+        a BLAS pool spinning after its last call included, runs while another library measures."""
+        if not self.paused:
+            self._signal_group(signal.SIGSTOP)
+            self.paused = True
+
+    def resume(self) -> None:
+        """Let a paused worker run again (SIGCONT)."""
+        if self.paused:
+            self._signal_group(signal.SIGCONT)
+            self.paused = False
+            self.resumed_at = time.monotonic()
 
     def _read(self) -> None:
         """Lines from the worker into the queue, then None at the end of its messages (or at
@@ -247,6 +287,7 @@ class WorkerProcess:
                     continue
                 beat = heartbeat.read(self.board_path)
                 now = time.monotonic()
+                last_progress = max(last_progress, self.resumed_at)  # paused is not stuck
                 if deadline is not None and now >= deadline:
                     raise WorkerTimeout(beat[0], now - last_progress) from None
                 if beat != last_beat:
@@ -273,6 +314,12 @@ class WorkerProcess:
                 os.kill(self.proc.pid, signal.SIGTERM)  # not Popen.send_signal: it would reap
             except ProcessLookupError:
                 pass
+            self.resume()  # a paused worker acts on its signal only once it runs
+            if self.proc.stdin is not None and not self.proc.stdin.closed:
+                try:
+                    self.proc.stdin.close()  # a worker waiting for its next turn stops waiting
+                except OSError:
+                    pass
 
     def _wait_exit(self) -> int | None:
         deadline = time.monotonic() + 10
@@ -292,6 +339,11 @@ class WorkerProcess:
         """Stop the worker and everything in its process group (what its workloads started)."""
         if self.proc.returncode is not None:
             return  # reaped: its group was killed before that, here
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -305,6 +357,12 @@ class WorkerProcess:
 
     def close(self) -> None:
         """Wait for a normal exit (killing it if it lingers), end its group, release resources."""
+        self.resume()
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
         deadline = time.monotonic() + 10
         while not self._exited() and time.monotonic() < deadline:
             time.sleep(0.01)

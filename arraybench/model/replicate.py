@@ -37,6 +37,10 @@ class Replicate:
     warnings: list[str] = field(default_factory=list)
     #: Seconds per call, one per sample (a calibrated batch of ``number`` calls).
     samples_s: list[float] = field(default_factory=list, metadata=_NON_NEGATIVE)
+    #: The turn each sample was taken in, where the run's configurations took turns
+    #: (``executors/turns``): samples of one round of one case were taken side by side in time,
+    #: which is what pairs them (``analysis/pairs``). None where the worker sampled on its own.
+    rounds: list[int] | None = field(default=None, metadata={"min": 0})
     #: Device-event seconds per call, where the library has device events.
     device_samples_s: list[float] | None = field(default=None, metadata=_NON_NEGATIVE)
     number: int | None = field(default=None, metadata={"min": 1})

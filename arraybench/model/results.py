@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ResultsError, SaveError
 from ..files import write_atomic
 from ..options import legacy_names
+from .pair import Pair
 from .record import COLUMNS, Record
 from .schema import SchemaError, to_json
 from .untrusted import (MAX_DEPTH, NotPlainJson, NotRegularFile, check_environment, dumps, loads,
@@ -59,6 +60,9 @@ class Results:
     complete: bool = True
     #: Failures that belong to no cell, e.g. a workload file that did not load.
     errors: list[dict[str, str]] = field(default_factory=list)
+    #: One verdict per pair of configurations of a case that took turns together
+    #: (``analysis/pairs``), computed once when the run's records are made.
+    pairs: list[Pair] = field(default_factory=list)
     #: The folder the run wrote to, where there is one (not saved).
     output_dir: Path | None = field(default=None, repr=False, compare=False)
 
@@ -71,6 +75,7 @@ class Results:
             "environment": to_json(self.environment),
             "settings": to_json(self.settings),
             "records": [r.to_dict() for r in self.records],
+            "pairs": [p.to_dict() for p in self.pairs],
             "errors": list(self.errors),
         }
 
@@ -237,8 +242,15 @@ def from_dict(data: Any, origin: str = "results") -> Results:
     complete = data.get("complete", True)
     if not isinstance(complete, bool):
         raise ResultsError(f"{origin}: 'complete' must be true or false")
+    pairs = data.get("pairs", [])  # absent in files written before runs took turns
+    if not isinstance(pairs, list):
+        raise ResultsError(f"{origin}: 'pairs' must be a list")
+    try:
+        read_pairs = [Pair.from_dict(p, where=f"pairs[{i}]") for i, p in enumerate(pairs)]
+    except SchemaError as exc:
+        raise ResultsError(f"{origin}: {exc}") from None
     return Results(environment=env, settings=legacy_names(settings), records=parsed, complete=complete,
-                   errors=errors)
+                   errors=errors, pairs=read_pairs)
 
 
 _RENAMED_IN_2 = {"n_processes": "n_replicates", "process_medians_s": "replicate_medians_s",

@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from ..analysis.grouping import baselines, grouped, is_valid, library_label, size_text, winner
+from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, library_label, size_text
 from ..analysis.rates import achieved
 from ..analysis.roofline import Ceiling
 from ..analysis.roofline import ceilings as ceilings_of_run
 from ..analysis.roofline import share as share_of_ceiling
 from ..files import write_atomic
-from ..model.record import Record, config_label
+from ..model.cell import config_label
+from ..model.record import Record
 from ..units import format_seconds
 from .environment_text import environment_section
 from .history import history_section
@@ -187,7 +188,7 @@ def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]],
     book, every = notebook({(g[0].workload, label): g for label, g in sizes}, workload=False)
     groups = []
     for _label, group in sizes:
-        best = winner(group)
+        best = decided_winner(group)
         bases = baselines(group)
         contenders = sum(1 for r in group if is_valid(r))
         rows = [_row(r, is_best=r is best and contenders > 1, base=bases.get(r.machine),

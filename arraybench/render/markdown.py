@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from ..analysis.grouping import baselines, grouped, is_valid, size_text, winner
+from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, size_text
 from ..files import write_atomic
 from ..model.record import Record
 from ..units import format_seconds
@@ -58,7 +58,7 @@ def markdown_table(records: Iterable[Record]) -> list[str]:
     lines = ["| case | library / device | median | 95% CI | vs NumPy | rel. error | status |",
              "|:-----|:-----------------|-------:|-------:|---------:|-----------:|:-------|"]
     for (workload, _label), group in groups.items():
-        best = winner(group)
+        best = decided_winner(group)
         bases = baselines(group)
         contenders = sum(1 for r in group if is_valid(r))
         for i, r in enumerate(group):

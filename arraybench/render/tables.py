@@ -17,11 +17,13 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.grouping import baselines, grouped, is_valid, library_label, size_detail, size_text, winner
+from ..analysis.grouping import (baselines, comparison, decided_winner, grouped, is_valid, library_label, size_detail,
+                                 size_text)
 from ..analysis.rates import achieved
 from ..analysis.roofline import ceilings, share
 from ..errors import printable
-from ..model.record import Record, config_label
+from ..model.cell import config_label
+from ..model.record import Record
 from ..units import format_interval, format_rate, format_seconds
 from .notes import RANGES_LEGEND, NoteBook, Row, everywhere_mark, note_texts
 from .terminal import console as safe_console, plain
@@ -55,15 +57,19 @@ def _times(x: float) -> str:
 
 
 def speedup_text(r: Record, base: Record | None) -> str:
-    """Against NumPy, with its direction: ``3.8× faster``, ``16× slower``, ``baseline``, ``—``."""
-    ratio = speedup(r, base)
-    if ratio is None:
+    """Against NumPy, with the verdict of their pair: ``3.8× faster``, ``16× slower``, ``level``,
+    ``undecided``, ``baseline``, ``—``. A ratio is said faster or slower only where the verdict
+    is; otherwise the word says what the run could tell."""
+    if base is None or not is_valid(r) or not is_valid(base):
         return "—"
     if r is base:
         return "baseline"
-    if _times(ratio) == "1.00" or _times(1 / ratio) == "1.00":
-        return "1.00× (same)"
-    return f"{_times(ratio)}× faster" if ratio > 1 else f"{_times(1 / ratio)}× slower"
+    said, ratio = comparison(r, base)
+    if said == "level":
+        return "level (±5%)"
+    if said == "undecided":
+        return "undecided"
+    return f"{_times(ratio)}× faster" if said == "faster" else f"{_times(1 / ratio)}× slower"
 
 
 def _share_text(value: float | None) -> str:
@@ -152,7 +158,7 @@ def results_table(records: Iterable[Record], width: int | None = None) -> Group:
 
     rows: list[tuple[dict[str, RenderableType], str | None, bool]] = []
     for n, ((workload, _label), group) in enumerate(groups.items()):
-        best = winner(group)
+        best = decided_winner(group)
         bases = baselines(group)
         contenders = sum(1 for g in group if is_valid(g))
         cases = case_lines(workload, group)

@@ -21,10 +21,11 @@ import random
 import signal
 import sys
 import time
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from ..model.schema import SchemaError
-from .protocol import CheckDone, Done, Job, Message, Ready, ReplicateDone, Start, Unavailable, encode
+from .protocol import (CheckDone, Done, Job, Message, Prepared, Ready, ReplicateDone, Sampled, Start, Turn,
+                       Unavailable, encode)
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
@@ -112,7 +113,7 @@ def _open_backend(job: Job, channel: Channel) -> "Backend | None":
     except ImportError as exc:
         channel.send(Unavailable(f"cannot import {job.backend}: {exc}"))
     except Exception as exc:  # a broken install must not look like a crash of the benchmark
-        from .tracebacks import describe_exception
+        from ..workloads.tracebacks import describe_exception
 
         channel.send(Unavailable(f"{job.backend} failed to start: {describe_exception(exc)}", broken=True))
     return None
@@ -139,7 +140,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     from .prepare import ReferenceCache, finish, prepare
     from ..model.replicate import Replicate
     from .sampling import interleave
-    from .tracebacks import describe_exception
+    from ..workloads.tracebacks import describe_exception
     from ..workloads import REGISTRY
     from ..workloads.shipping import ShippingError, receive
     from ..workloads.userfile import load_workload_files, missing_workload_reason
@@ -181,7 +182,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     indices: list[int] = []
 
     def flush_batch() -> None:
-        nonlocal batch, batch_bytes, indices, runs
+        nonlocal runs, indices
         runs = [p.run for _, p in batch if p.run is not None]
         indices = [i for i, p in batch if p.run is not None]
         try:
@@ -189,13 +190,19 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
                        after_sample=after_sample)
         except _Stop:
             pass
+        finish_batch()
+
+    def finish_batch(rounds: dict[int, list[int]] | None = None) -> None:
+        nonlocal batch, batch_bytes
         for i, p in batch:
             if stop.set and p.run is not None and not p.run.done:
                 continue  # partly sampled: not a measurement with the run's settings
             board.mark(i)
             replicate = finish(backend, p)
             replicate.usage = counters.usage(i)
-            replicate.allocator = job.allocator  # set before the worker started (issue 23)
+            replicate.allocator = job.allocator  # set before the worker started
+            if rounds is not None and replicate.samples_s:
+                replicate.rounds = rounds.get(i, [])[:len(replicate.samples_s)]
             channel.send(ReplicateDone(cells[i].key, replicate))
         batch, batch_bytes = [], 0
         backend.free()
@@ -221,12 +228,70 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
             continue
         batch.append((i, p))
         batch_bytes += p.input_bytes
-        if batch_bytes >= INTERLEAVE_BYTES:
+        if batch_bytes >= INTERLEAVE_BYTES and not job.turns:
             flush_batch()
-    if batch:
+    if batch and job.turns:
+        runs = [p.run for _, p in batch if p.run is not None]
+        indices = [i for i, p in batch if p.run is not None]
+        _take_turns(job, runs, indices, channel, stop, before_sample, after_sample, finish_batch)
+    elif batch:
         flush_batch()
     counters.close()
     channel.send(Done(stopped=stop.set))
+
+
+def _take_turns(job: Job, runs: list, indices: list[int], channel: Channel, stop: StopFlag,
+                before_sample: Callable[[int], None], after_sample: Callable[[int], None],
+                finish_batch: Callable[..., None]) -> None:
+    """Sample the prepared ``batch`` one sample a turn, as the parent hands turns (``Turn`` lines
+    on stdin), then finish every cell with the round each sample was taken in.
+
+    The parent keeps every other worker paused while this one has the turn, so the sample is
+    this library's alone; which cell samples when is the parent's choice, so the cells a verdict
+    compares sample the same seconds of the machine, each in its own process.
+    """
+    from .sampling import REWARM_BELOW_S, gc_paused
+
+    position = {i: k for k, i in enumerate(indices)}  # a cell's index in the job -> in ``runs``
+    rounds: dict[int, list[int]] = {i: [] for i in indices}
+    channel.send(Prepared())
+    last: int | None = None
+    with gc_paused():
+        for line in sys.stdin:
+            if stop.set:
+                break
+            try:
+                turn = Turn.from_json(line)
+            except SchemaError as exc:
+                print(f"arraybench worker: not a turn: {exc}", file=sys.stderr)
+                continue
+            if turn.cell < 0:
+                break
+            k = position.get(turn.cell, -1)
+            if k < 0:  # not a cell that samples here (it ended while being prepared)
+                channel.send(Sampled(job.cells[turn.cell].key if 0 <= turn.cell < len(job.cells) else "",
+                                     turn.round, True))
+                continue
+            run = runs[k]
+            try:
+                before_sample(k)
+            except _Stop:
+                break
+            before = len(run.samples)
+            if not run.error:
+                try:
+                    run.sample(rewarm=last is not None and last != turn.cell and run.per_call_s < REWARM_BELOW_S)
+                except Exception as exc:  # one operation failing must not stop the others
+                    run.warming = False
+                    run.error = exc
+                    run.stop_reason = "error"
+                    run.calls_last = 0
+            after_sample(k)
+            if len(run.samples) > before:
+                rounds[turn.cell].append(turn.round)
+            last = turn.cell
+            channel.send(Sampled(job.cells[turn.cell].key, turn.round, run.done))
+    finish_batch(rounds)
 
 
 def main() -> int:

@@ -12,6 +12,10 @@ object per line, each a message below with an ``event`` naming its type:
   check; a ``probe`` job asks for nothing more;
 - ``Done`` at the end.
 
+A ``measure`` job with ``turns`` says ``Prepared`` once its cells are prepared, then reads ``Turn``
+lines on stdin: each asks for one sample of one cell and is answered by ``Sampled``; the turn
+``FINISH`` (or the end of stdin) ends the sampling, and the ``ReplicateDone`` messages follow.
+
 Both sides validate what they read (``model.schema``): a job that does not have its shape stops the
 worker with a one-line error, and a message that does not is not acted on.
 """
@@ -25,8 +29,8 @@ from typing import Any, ClassVar, Literal, Union
 
 from ..model import schema
 from ..model.replicate import Replicate
-from ..plan import Cell
-from .sampling import TimerSettings
+from ..model.cell import Cell
+from ..model.timer_settings import TimerSettings
 
 Task = Literal["measure", "probe", "selfcheck"]
 CheckName = Literal["sync", "unsynced", "events", "float64", "precision", "harness", "memory", "clocks",
@@ -72,6 +76,10 @@ class Job:
     #: The state glibc's malloc was started in (``model/allocator``; the parent set its variables
     #: in the worker's environment): recorded with every replicate. "" where it was left alone.
     allocator: str = ""
+    #: Take turns: once every cell is prepared, say ``Prepared`` and sample only when the parent
+    #: hands a turn (a ``Turn`` line on stdin), so that the configurations a verdict compares,
+    #: each in its own worker, sample the same seconds of the machine (``executors/turns``).
+    turns: bool = False
 
     def to_json(self) -> str:
         """One JSON line (without its newline)."""
@@ -131,6 +139,53 @@ class ReplicateDone:
 
 
 @dataclass(frozen=True)
+class Prepared:
+    """Every cell is prepared (first call, check, calibration): the worker waits for turns."""
+
+    EVENT: ClassVar[str] = "prepared"
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """One turn is over: cell ``key`` took a sample in round ``round``; ``done``: its sampling is
+    complete (its stopping rule said so, or it failed) and it wants no more turns."""
+
+    EVENT: ClassVar[str] = "sampled"
+    key: str
+    round: int
+    done: bool
+
+
+@dataclass(frozen=True)
+class Turn:
+    """The parent to a worker taking turns: sample cell ``cell`` (its index in the job) once, as
+    round ``round``. ``cell = -1``: no more turns; finish every cell and send its replicate."""
+
+    EVENT: ClassVar[str] = "turn"
+    cell: int
+    round: int = 0
+
+    def to_json(self) -> str:
+        """One JSON line (without its newline)."""
+        return json.dumps({"event": self.EVENT, **schema.to_json(self)})
+
+    @classmethod
+    def from_json(cls, line: str) -> "Turn":
+        """The turn in ``line``; ``schema.SchemaError`` when it is not one."""
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise schema.SchemaError(f"turn: not JSON ({exc})") from None
+        if not isinstance(data, dict) or data.pop("event", None) != cls.EVENT:
+            raise schema.SchemaError("turn: not a turn")
+        return schema.from_json(cls, data, where="turn")
+
+
+#: The turn that ends the turns: finish every cell.
+FINISH = Turn(-1)
+
+
+@dataclass(frozen=True)
 class CheckDone:
     """One of the doctor's checks has an outcome."""
 
@@ -148,8 +203,9 @@ class Done:
     stopped: bool = False
 
 
-Message = Union[Ready, Unavailable, Start, ReplicateDone, CheckDone, Done]
-_TYPES: dict[str, type] = {t.EVENT: t for t in (Ready, Unavailable, Start, ReplicateDone, CheckDone, Done)}
+Message = Union[Ready, Unavailable, Start, ReplicateDone, Prepared, Sampled, CheckDone, Done]
+_TYPES: dict[str, type] = {t.EVENT: t for t in (Ready, Unavailable, Start, ReplicateDone, Prepared, Sampled,
+                                                CheckDone, Done)}
 
 
 def encode(message: Message) -> str:

@@ -1,0 +1,143 @@
+"""One verdict per pair: two configurations of one case, compared from the turns they took together.
+
+Where a run's configurations took turns (``executors/turns``), the samples of one round of one case
+were taken seconds apart at most, in separate processes, one running at a time. Each round gives a
+paired ratio (A's sample over B's), and a burst of load that slows a round slows both sides of it,
+so the ratio keeps what the machine's drift would blur. The model is the one of
+``intervals.replicate_interval``, on ratios: the worker process is the unit that repeats, and
+within a process the median of its rounds' log ratios is its estimate, with the distribution-free
+interval of that median. Across processes:
+
+- three or more: Student's t over the processes' log ratios, never narrower than their own
+  intervals combined (as for a cell's time);
+- two: no t interval (one degree of freedom makes it 12.7 standard errors wide, or meaningless):
+  the span of the two processes' own intervals;
+- one: that process's own interval, which says nothing of the variation between processes.
+
+The verdict reads the interval and nothing else: ``faster`` or ``slower`` where it excludes 1,
+``level`` where it lies within ``LEVEL_WITHIN`` of 1 either way, ``undecided`` otherwise. Every
+table, finding and report reads these verdicts; none judges "faster" another way.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Iterable, Sequence
+
+from ..model.cell import case_key
+from ..model.pair import Pair
+from ..model.record import Record
+from ..numeric.medians import median_ci
+from .intervals import CONFIDENCE, spread_factor
+
+#: A pair whose interval lies within this share of 1 either way is level: neither is faster by
+#: more than this, with 95% confidence.
+LEVEL_WITHIN = 0.05
+
+#: Fewest rounds a process must share for its ratio to count.
+MIN_ROUNDS = 3
+
+
+@dataclass(frozen=True)
+class _ProcessRatio:
+    log_ratio: float
+    log_low: float
+    log_high: float
+    rounds: int
+
+
+def _process_ratio(a_samples: Sequence[float], a_rounds: Sequence[int], b_samples: Sequence[float],
+                   b_rounds: Sequence[int]) -> _ProcessRatio | None:
+    """One process's paired log ratio from the rounds both sides sampled in."""
+    b_at = {}
+    for s, r in zip(b_samples, b_rounds):
+        b_at.setdefault(r, s)
+    logs = [math.log(a / b_at[r]) for a, r in zip(a_samples, a_rounds)
+            if r in b_at and a > 0 and b_at[r] > 0]
+    if len(logs) < MIN_ROUNDS:
+        return None
+    low, high = median_ci(logs, CONFIDENCE)
+    return _ProcessRatio(statistics.median(logs), low, high, len(logs))
+
+
+def verdict(low: float, high: float) -> str:
+    """``faster``, ``slower``, ``level`` or ``undecided``, for a ratio A/B whose 95% interval is
+    [low, high] (below 1: A takes less time)."""
+    if high < 1.0:
+        return "faster"
+    if low > 1.0:
+        return "slower"
+    if low >= 1.0 / (1.0 + LEVEL_WITHIN) and high <= 1.0 + LEVEL_WITHIN:
+        return "level"
+    return "undecided"
+
+
+def pair(a: Record, b: Record) -> Pair | None:
+    """The verdict of ``a`` against ``b`` (ratio: a's time over b's), from their replicates'
+    shared rounds; None where they took no turns together."""
+    b_by_index = {i: rep for i, rep in enumerate(b.replicates)}
+    per_process: list[_ProcessRatio] = []
+    for i, rep_a in enumerate(a.replicates):
+        rep_b = b_by_index.get(i)
+        if rep_b is None or not rep_a.rounds or not rep_b.rounds or rep_a.status != "ok" or rep_b.status != "ok":
+            continue
+        found = _process_ratio(rep_a.samples_s, rep_a.rounds, rep_b.samples_s, rep_b.rounds)
+        if found is not None:
+            per_process.append(found)
+    if not per_process:
+        return None
+    k = len(per_process)
+    logs = [p.log_ratio for p in per_process]
+    center = statistics.fmean(logs)
+    if k >= 3:
+        half = spread_factor(k) * statistics.stdev(logs) / math.sqrt(k)
+        # Never narrower than the processes' own uncertainty, combined.
+        own = math.sqrt(sum(((p.log_high - p.log_low) / 2) ** 2 for p in per_process)) / k
+        half = max(half, own)
+        low, high = center - half, center + half
+        method = f"t over {k} processes"
+    elif k == 2:
+        low, high = min(p.log_low for p in per_process), max(p.log_high for p in per_process)
+        method = "span of 2 processes' intervals"
+    else:
+        low, high = per_process[0].log_low, per_process[0].log_high
+        method = "1 process: its rounds only"
+    ratio, lo, hi = math.exp(center), math.exp(low), math.exp(high)
+    return Pair(case=case_key(a.cell), a=a.key, b=b.key, a_label=a.config_label, b_label=b.config_label,
+                ratio=ratio, ci_low=lo, ci_high=hi, verdict=verdict(lo, hi), processes=k,
+                rounds=sum(p.rounds for p in per_process), method=method)
+
+
+def pairs_of(records: Iterable[Record]) -> list[Pair]:
+    """Every pair of ``ok`` records of one case that took turns together, in record order."""
+    by_case: dict[str, list[Record]] = {}
+    for r in records:
+        if r.status == "ok" and any(rep.rounds for rep in r.replicates):
+            by_case.setdefault(case_key(r.cell), []).append(r)
+    out = []
+    for group in by_case.values():
+        for a, b in combinations(group, 2):
+            found = pair(a, b)
+            if found is not None:
+                out.append(found)
+    return out
+
+
+class PairIndex:
+    """The pairs of a run, looked up by their two cells' keys (either way round)."""
+
+    def __init__(self, pairs: Iterable[Pair]) -> None:
+        self._by: dict[tuple[str, str], Pair] = {}
+        for p in pairs:
+            self._by[(p.a, p.b)] = p
+            self._by[(p.b, p.a)] = p.reversed()
+
+    def get(self, a: Record, b: Record) -> Pair | None:
+        """``a`` against ``b`` (ratio: a's time over b's), or None where they were not paired."""
+        return self._by.get((a.key, b.key))
+
+    def __len__(self) -> int:
+        return len(self._by) // 2

@@ -1,0 +1,238 @@
+"""Configurations side by side in time: one replicate index's workers alive together, taking turns.
+
+A verdict compares configurations (libraries, devices, environments, modes) that each run in
+worker processes of their own. Measured one after another, a burst of load that lands on NumPy's
+worker and not on PyTorch's becomes a difference between the libraries. Here every configuration's
+worker for a replicate index is started (one at a time, each preparing its cells alone: imports,
+first calls, checks, calibration), then they take turns: for each case, in a shuffled order, every
+cell of the case still sampling takes one sample, the cells' order shuffled every round. The cells
+a verdict compares so sample the same seconds of the machine, and the samples of one round of one
+case are what ``analysis/pairs`` pairs.
+
+One library measures at a time, and nothing else of another runs meanwhile: a worker that does not
+have the turn is stopped (SIGSTOP, with its process group), so a BLAS or OpenMP pool still spinning
+after its last call (``benchmarks/spin_tail.py`` measures how long one spins here) cannot take a
+core from the library being timed; it goes on spinning where it left off when its turn comes back,
+as it would between two calls of a plain process. How a library runs is not changed.
+
+A worker that crashes or hangs during the turns costs the cell whose turn it was (``failed``); its
+other cells are handed back, to be measured by a fresh worker on its own (``local.py``).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Protocol
+
+from ..model.cell import Cell, Config, case_key
+from ..worker.protocol import FINISH, Message, Prepared, Sampled, Turn
+from .base import RunHandle
+from .worker_process import StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
+
+__all__ = ["take_turns"]
+
+#: How long a worker asked to stop may take to send the cells it has finished.
+STOP_GRACE_S = 5.0
+
+
+@dataclass
+class _Side:
+    """One configuration's worker during the turns."""
+
+    config: Config
+    cells: list[Cell]
+    worker: WorkerProcess
+    listener: "Listener"
+    messages: Iterator[Message]
+    remaining: dict[str, Cell]
+    alive: bool = True
+    #: Cells the worker still samples, by their index in its job.
+    sampling: set[int] = field(default_factory=set)
+
+
+class Listener(Protocol):
+    """What acts on one worker's messages (``local._Listener``)."""
+
+    ready: bool
+
+    def handle(self, msg: Message) -> bool:
+        """Act on one message; True when the worker's configuration turned out unavailable."""
+        ...
+
+    def fail(self, cell: Cell, reason: str) -> None:
+        """Answer ``cell`` with a failed replicate saying ``reason``."""
+        ...
+
+
+StartWorker = Callable[[Config, list[Cell]], tuple[WorkerProcess, Listener, dict[str, Cell]]]
+
+
+def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartWorker, *,
+               timeout: float, startup_timeout: float, seed: int) -> dict[Config, list[Cell]]:
+    """Measure ``plan`` (each configuration's cells) with its workers taking turns; the cells
+    that are left to measure on their own (a worker that crashed or hung), by configuration.
+
+    ``start(config, cells)`` starts a worker whose job takes turns and returns it with the
+    listener that acts on its messages and the cells it answers for (by key); each cell is
+    answered through the listener (journalled) as it comes home.
+    """
+    rng = random.Random(seed)
+    sides: list[_Side] = []
+    left: dict[Config, list[Cell]] = {}
+    order = list(plan)
+    rng.shuffle(order)
+    try:
+        for config in order:
+            side = _prepare(session, config, plan[config], start, timeout, startup_timeout, left)
+            if side is not None:
+                sides.append(side)
+        _turns(session, sides, rng, left)
+        for side in sides:
+            _finish(session, side, left)
+    except StopRequested:
+        for side in sides:
+            _wind_down(session, side)
+        raise
+    except BaseException:
+        for side in sides:
+            side.worker.kill()
+        raise
+    finally:
+        for side in sides:
+            side.worker.close()
+    return left
+
+
+def _prepare(session: RunHandle, config: Config, cells: list[Cell], start: StartWorker, timeout: float,
+             startup_timeout: float, left: dict[Config, list[Cell]]) -> _Side | None:
+    """Start ``config``'s worker and let it prepare its cells alone; it is paused once prepared."""
+    worker, listener, remaining = start(config, cells)
+    messages = worker.messages(timeout, startup_timeout=startup_timeout, stop=session.stop_requested)
+    side = _Side(config, cells, worker, listener, messages, remaining)
+    try:
+        for msg in messages:
+            if isinstance(msg, Prepared):
+                side.sampling = {i for i, c in enumerate(cells) if c.key in remaining}
+                worker.pause()
+                return side
+            if listener.handle(msg):
+                worker.close()
+                return None  # unavailable: the listener said so to the run
+        _hand_back(side, left)  # done without preparing: whatever is left is measured alone
+    except (WorkerTimeout, WorkerExited) as exc:
+        _failed(session, side, exc, cell=None, left=left)
+    except BaseException:
+        worker.kill()
+        worker.close()
+        raise
+    worker.close()
+    return None
+
+
+def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dict[Config, list[Cell]]) -> None:
+    """Hand turns until every cell has finished sampling: case by case, every cell of a case one
+    sample a round, in a shuffled order."""
+    current: _Side | None = None
+    round_ = 0
+    while True:
+        cases: dict[str, list[tuple[_Side, int]]] = {}
+        for side in sides:
+            if side.alive:
+                for i in sorted(side.sampling):
+                    cases.setdefault(case_key(side.cells[i]), []).append((side, i))
+        if not cases:
+            break
+        keys = list(cases)
+        rng.shuffle(keys)
+        for key in keys:
+            members = cases[key]
+            rng.shuffle(members)
+            for side, i in members:
+                if not side.alive or i not in side.sampling:
+                    continue
+                if session.stop_requested():
+                    raise StopRequested()
+                if current is not side:
+                    if current is not None and current.alive:
+                        current.worker.pause()
+                    side.worker.resume()
+                    current = side
+                side.worker.send(Turn(i, round_).to_json())
+                try:
+                    msg = _next_sampled(side)
+                except (WorkerTimeout, WorkerExited) as exc:
+                    _failed(session, side, exc, cell=side.cells[i], left=left)
+                    current = None
+                    continue
+                if msg.done:
+                    side.sampling.discard(i)
+            round_ += 1
+    if current is not None and current.alive:
+        current.worker.pause()
+
+
+def _next_sampled(side: _Side) -> Sampled:
+    """The worker's answer to the turn just handed."""
+    for msg in side.messages:
+        if isinstance(msg, Sampled):
+            return msg
+        side.listener.handle(msg)
+    raise WorkerExited(side.worker.proc.returncode, side.worker.last_error_line())
+
+
+def _finish(session: RunHandle, side: _Side, left: dict[Config, list[Cell]]) -> None:
+    """End the turns of one worker: it finishes every cell and sends its replicates."""
+    if not side.alive:
+        return
+    side.worker.resume()
+    side.worker.send(FINISH.to_json())
+    try:
+        for msg in side.messages:
+            side.listener.handle(msg)
+    except (WorkerTimeout, WorkerExited) as exc:
+        _failed(session, side, exc, cell=None, left=left)
+        return
+    side.alive = False
+    _hand_back(side, left)
+
+
+def _failed(session: RunHandle, side: _Side, exc: Exception, cell: Cell | None,
+            left: dict[Config, list[Cell]]) -> None:
+    """A worker crashed or hung: the cell under way fails, the others are handed back."""
+    side.worker.kill()
+    side.alive = False
+    if not side.listener.ready:
+        what = "did not start within the startup timeout" if isinstance(exc, WorkerTimeout) \
+            else f"could not start: {exc}"
+        session.start_failed(side.config, f"worker {what}")
+        side.remaining.clear()
+        return
+    if cell is None and isinstance(exc, WorkerTimeout):
+        position = exc.cell
+        cell = side.cells[position] if 0 <= position < len(side.cells) else None
+    if cell is not None and cell.key in side.remaining:
+        why = ("timed out without progress (--timeout)" if isinstance(exc, WorkerTimeout)
+               else f"worker crashed: {exc}")
+        side.listener.fail(side.remaining.pop(cell.key), why)
+    _hand_back(side, left)
+
+
+def _hand_back(side: _Side, left: dict[Config, list[Cell]]) -> None:
+    if side.remaining:
+        left.setdefault(side.config, []).extend(side.remaining.values())
+        side.remaining.clear()
+
+
+def _wind_down(session: RunHandle, side: _Side) -> None:
+    """Ask a worker to stop, keep the cells it finished, then make sure it is gone."""
+    if side.alive and side.listener.ready:
+        side.worker.request_stop()
+        deadline = time.monotonic() + STOP_GRACE_S
+        try:
+            for msg in side.worker.messages(STOP_GRACE_S, deadline=deadline, stop=session.stop_now):
+                side.listener.handle(msg)
+        except (StopRequested, WorkerTimeout, WorkerExited):
+            pass
+    side.worker.kill()

@@ -1,0 +1,148 @@
+"""The cell: one measurement to make, and its names.
+
+A **cell** is one (workload, size, params, backend, device, dtype, mode[, transfer][, environment]
+[, machine]); its ``key`` is its identity in the journal, in results and across runs. A **configuration**
+(``Config``) is what one worker process measures cells of: a (backend, device, environment).
+``config_label`` names a configuration everywhere it is shown, ``worker_key`` where workers report.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Mapping, NamedTuple
+
+from . import schema
+from ..workloads.params import ParamValue, text as params_text
+
+Mode = Literal["latency", "throughput", "compiled"]
+Dtype = Literal["float64", "float32"]
+MODES: tuple[str, ...] = ("latency", "throughput", "compiled")
+DTYPES: tuple[str, ...] = ("float64", "float32")
+
+
+def case_key(cell: "Cell") -> str:
+    """What the configurations compared in a verdict have in common: the cell without its backend,
+    device, environment and mode (``matmul|large|float64``, with the transfer, params and machine
+    where there are some)."""
+    return cell_key(cell.workload, cell.size_label, "*", "*", cell.dtype, "*", cell.transfer,
+                    machine=cell.machine, params=cell.params)
+
+
+class Config(NamedTuple):
+    """What one worker process measures: a library on a device, in an environment ("": the run's own)."""
+
+    backend: str
+    device: str
+    environment: str = ""
+
+
+def cell_key(workload: str, size_label: str, backend: str, device: str, dtype: str, mode: str,
+             transfer: bool = False, machine: str = "",
+             params: Mapping[str, Any] | None = None, environment: str = "") -> str:
+    """A cell's identity, the same in the journal, in results and across runs.
+
+    Settings (``params``) end the key only when there are some, the environment (``--python``,
+    ``--variant``: ``[np126]``) only in a run of several, and the machine only for a cell of an
+    every-node cluster run (measured once per node), so keys of other cells are what they always
+    were.
+    """
+    parts = [workload, size_label, backend, device, dtype, mode]
+    if transfer:
+        parts.append("transfer")
+    if params:
+        parts.append(params_text(params))
+    return ("|".join(parts) + (f"[{environment}]" if environment else "")
+            + (f"@{machine}" if machine else ""))
+
+
+@dataclass(frozen=True, order=True)
+class Cell:
+    """One measurement to make."""
+
+    workload: str
+    size_label: str
+    size: int
+    backend: str
+    device: str
+    dtype: Dtype
+    mode: Mode
+    transfer: bool = False
+    # -- issue 17: cluster runs --
+    #: The node that must measure it (an every-node cluster run); "" for any machine.
+    machine: str = ""
+    # -- issue 14 --
+    #: The workload's settings at this size (``workloads/params.py``); part of the cell's identity.
+    #: Not hashed (a dict); cells are told apart by ``key``.
+    params: dict[str, ParamValue] = field(default_factory=dict, hash=False)
+    # -- issue 27 --
+    #: The environment it runs in (``host/environments.py``: an interpreter, variables); "" for
+    #: the run's own (a run without ``--python`` or ``--variant``).
+    environment: str = ""
+
+    @property
+    def key(self) -> str:
+        return cell_key(self.workload, self.size_label, self.backend, self.device, self.dtype,
+                        self.mode, self.transfer, machine=self.machine, params=self.params,
+                        environment=self.environment)
+
+    @property
+    def config(self) -> "Config":
+        """The worker that measures it: one process type per (backend, device, environment)."""
+        return Config(self.backend, self.device, self.environment)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "cell") -> "Cell":
+        """A cell read back from JSON, each field checked (``schema.SchemaError`` names a bad one)."""
+        cell = schema.from_json(cls, data, where=where)
+        if cell.size < 1:
+            raise schema.SchemaError(f"{where}.size: {cell.size} is not a positive size")
+        from .. import backends
+
+        if cell.backend not in backends.SPECS:
+            raise schema.SchemaError(f"{where}.backend: unknown backend {cell.backend!r}")
+        if cell.device not in backends.DEVICES:
+            raise schema.SchemaError(f"{where}.device: unknown device {cell.device!r}")
+        return cell
+
+
+def worker_key(backend: str, device: str, environment: str = "") -> str:
+    """How a configuration's workers are named where they report (``numpy/cpu``,
+    ``numpy/cpu[np126]``): the results' ``environment["backends"]``."""
+    return f"{backend}/{device}" + (f"[{environment}]" if environment else "")
+
+
+_IN_KEY = re.compile(r"\[([A-Za-z0-9][A-Za-z0-9_.+/-]*)\](?:@[^@]*)?$")
+
+
+def environment_in_key(key: str) -> str:
+    """The environment label a cell key ends with (``cell_key``: ``...|latency[np126]``);
+    "" for a cell of a run without environments."""
+    found = _IN_KEY.search(key)
+    return found.group(1) if found else ""
+
+
+def config_label(backend: str, device: str, mode: str = "latency", *, transfer: bool = False,
+                 gradient: str | None = None, machine: str = "", environment: str = "") -> str:
+    """A configuration's name, the one every table, plot, finding and export uses: "PyTorch GPU",
+    "JAX CPU (jit)", "NumPy CPU @ laptop" in results of several machines, "NumPy CPU [np126]" in
+    a run of several environments."""
+    from ..backends import SPECS  # the registry only: no library is imported
+
+    label = SPECS[backend].label if backend in SPECS else backend
+    text = f"{label} {device.upper()}"
+    extras = []
+    if mode != "latency":
+        extras.append(mode)
+    if transfer:
+        extras.append("+transfer")
+    if gradient == "finite_differences":
+        extras.append("finite diff.")
+    if extras:
+        text += f" ({', '.join(extras)})"
+    if environment:
+        text += f" [{environment}]"
+    return f"{text} @ {machine}" if machine else text
