@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence, Un
 
 from .executors.cluster import check_options as check_cluster_options
 from .model.context import parse_context
-from .errors import SaveError, UsageError, one_line, resume_command, unknown_name
+from .errors import SaveError, UsageError, one_line, option_name, resume_command, unknown_name
 from .options import DTYPES, LEGACY_NAMES, OPTION_NAMES, RunOptions, legacy_names, parse_sizes, validate
 from .plan import Cell, build_plan
 from .reporter import Reporter
@@ -146,6 +146,8 @@ def plan(options: RunOptions) -> Plan:
         if unknown and errors:
             raise UsageError(f"unknown workload {unknown[0]!r} (a workload file did not load: {errors})")
     options = validate(options, known)
+    if options.against:
+        options = _with_against(options)
     check_cluster_options(options)
     cells = build_plan(options, known, list(BUILTIN))
     names = list(dict.fromkeys(c.workload for c in cells))
@@ -153,6 +155,17 @@ def plan(options: RunOptions) -> Plan:
     options = replace(options, shipped_workloads=[w.name for w in shipped])
     _check_saveable(options, cells)
     return Plan(options, cells, loaded, shipped, pack(shipped) if shipped else None)
+
+
+def _with_against(options: RunOptions) -> RunOptions:
+    """``options`` with the two environments of ``--against REF`` (``host/against``)."""
+    from .host import against
+
+    if options.variants or options.pythons:
+        raise UsageError(f"{option_name('against')} compares two versions of the code in this interpreter; "
+                         f"it cannot be combined with {option_name('variants')} or {option_name('pythons')}")
+    root, tree = against.export(options.against)
+    return replace(options, variants=against.variants(options.against, root, tree, os.environ.get("PYTHONPATH", "")))
 
 
 def _check_saveable(options: RunOptions, cells: list[Cell]) -> None:

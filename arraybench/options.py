@@ -86,6 +86,9 @@ class RunOptions:
     #: ``--variant LABEL:VAR=VALUE,...``: each backend runs once per set of environment variables
     #: (combined with ``pythons``: every interpreter under every variant).
     variants: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: A git ref whose code is measured beside the work tree's, in the same session
+    #: (``host/against``): two environments, every pair one verdict. None: no baseline.
+    against: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -6,8 +6,9 @@ an unfinished run, ``outdir``) ask the same object, under the run's replication 
 
 from __future__ import annotations
 
-from .analysis.replication import Decision, decide, policy_for
-from .model.cell import Config
+from .analysis.pairs import paired_ratio
+from .analysis.replication import ANSWERED_LEVEL, Decision, decide, policy_for
+from .model.cell import Config, case_key
 from .model.journal import JournalState
 from .model.replicate import Replicate
 from .options import RunOptions
@@ -28,7 +29,11 @@ class RunState:
         # Issue 13: workers that died before they were ready (not journalled, so --resume retries).
         self.start_failures: dict[Config, str] = {}
         self._policy = policy_for(options)
-        self._decisions: dict[str, tuple[int, Decision]] = {}  # by cell: (replicates seen, decision)
+        # by cell: (replicates seen of each cell of its case, decision)
+        self._decisions: dict[str, tuple[tuple[int, ...], Decision]] = {}
+        self._cases: dict[str, list[Cell]] = {}
+        for c in cells:
+            self._cases.setdefault(case_key(c), []).append(c)
 
     @classmethod
     def of(cls, journalled: JournalState) -> "RunState":
@@ -42,12 +47,28 @@ class RunState:
     def decision(self, cell: Cell) -> Decision:
         """How many replicates the cell wants now, and why it stopped, if it did
         (``analysis.replication``: adaptive cells count what they want now, not what they may)."""
-        have = self.replicates.get(cell.key, {})
+        case = self._cases.get(case_key(cell), [cell])
+        seen = tuple(len(self.replicates.get(c.key, {})) for c in case)
         cached = self._decisions.get(cell.key)
-        if cached is None or cached[0] != len(have):
-            cached = (len(have), decide([r for _, r in sorted(have.items())], self._policy))
+        if cached is None or cached[0] != seen:
+            have = self.replicates.get(cell.key, {})
+            cached = (seen, decide([r for _, r in sorted(have.items())], self._policy, self._open_pairs(cell, case)))
             self._decisions[cell.key] = cached
         return cached[1]
+
+    def _open_pairs(self, cell: Cell, case: list[Cell]) -> bool | None:
+        """Whether a pair ``cell`` is part of still lacks its answer; None where it has no pair."""
+        mine = self.replicates.get(cell.key, {})
+        answered: list[bool] = []
+        for other in case:
+            if other is cell or other.config in self.unavailable:
+                continue
+            theirs = self.replicates.get(other.key, {})
+            common = sorted(set(mine) & set(theirs))
+            found = paired_ratio([mine[i] for i in common], [theirs[i] for i in common])
+            if found is not None:
+                answered.append(found.verdict in ("faster", "slower") or found.within(ANSWERED_LEVEL))
+        return None if not answered else not all(answered)
 
     def wanted(self, cell: Cell) -> int:
         """How many replicates the cell should have, given those it has."""

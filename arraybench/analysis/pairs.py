@@ -30,6 +30,7 @@ from typing import Iterable, Sequence
 from ..model.cell import case_key
 from ..model.pair import Pair
 from ..model.record import Record
+from ..model.replicate import Replicate
 from ..numeric.medians import median_ci
 from .intervals import CONFIDENCE, spread_factor
 
@@ -75,14 +76,33 @@ def verdict(low: float, high: float) -> str:
     return "undecided"
 
 
-def pair(a: Record, b: Record) -> Pair | None:
-    """The verdict of ``a`` against ``b`` (ratio: a's time over b's), from their replicates'
-    shared rounds; None where they took no turns together."""
-    b_by_index = {i: rep for i, rep in enumerate(b.replicates)}
+@dataclass(frozen=True)
+class Ratio:
+    """A paired ratio (A's time over B's) with its 95% interval and how it was formed."""
+
+    ratio: float
+    low: float
+    high: float
+    processes: int
+    rounds: int
+    method: str
+
+    @property
+    def verdict(self) -> str:
+        return verdict(self.low, self.high)
+
+    def within(self, share: float) -> bool:
+        """Whether the whole interval lies within ``share`` of 1 either way."""
+        return self.low >= 1.0 / (1.0 + share) and self.high <= 1.0 + share
+
+
+def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None:
+    """A's time over B's from their replicates' shared rounds, replicate index by index (the
+    process is the unit); None where they took no turns together."""
     per_process: list[_ProcessRatio] = []
-    for i, rep_a in enumerate(a.replicates):
-        rep_b = b_by_index.get(i)
-        if rep_b is None or not rep_a.rounds or not rep_b.rounds or rep_a.status != "ok" or rep_b.status != "ok":
+    for rep_a, rep_b in zip(a, b):
+        if rep_a is None or rep_b is None or not rep_a.rounds or not rep_b.rounds \
+                or rep_a.status != "ok" or rep_b.status != "ok":
             continue
         found = _process_ratio(rep_a.samples_s, rep_a.rounds, rep_b.samples_s, rep_b.rounds)
         if found is not None:
@@ -105,10 +125,18 @@ def pair(a: Record, b: Record) -> Pair | None:
     else:
         low, high = per_process[0].log_low, per_process[0].log_high
         method = "1 process: its rounds only"
-    ratio, lo, hi = math.exp(center), math.exp(low), math.exp(high)
+    return Ratio(math.exp(center), math.exp(low), math.exp(high), k, sum(p.rounds for p in per_process), method)
+
+
+def pair(a: Record, b: Record) -> Pair | None:
+    """The verdict of ``a`` against ``b`` (ratio: a's time over b's), from their replicates'
+    shared rounds; None where they took no turns together."""
+    found = paired_ratio(a.replicates, b.replicates)
+    if found is None:
+        return None
     return Pair(case=case_key(a.cell), a=a.key, b=b.key, a_label=a.config_label, b_label=b.config_label,
-                ratio=ratio, ci_low=lo, ci_high=hi, verdict=verdict(lo, hi), processes=k,
-                rounds=sum(p.rounds for p in per_process), method=method)
+                ratio=found.ratio, ci_low=found.low, ci_high=found.high, verdict=found.verdict,
+                processes=found.processes, rounds=found.rounds, method=found.method)
 
 
 def pairs_of(records: Iterable[Record]) -> list[Pair]:

@@ -33,6 +33,7 @@ BUDGET = "budget"  # another process's sampling would exceed the cell's budget
 MOST = "max_processes"  # the most processes allowed have measured it
 FIXED = "fixed"  # --processes N: the count was given
 ENDED = "not timed"  # a process failed, or the cell was skipped: more would not help
+DECIDED = "decided"  # every pair it is part of has its verdict
 
 EXPLAINED = {
     CONVERGED: "its interval reached the target",
@@ -40,7 +41,11 @@ EXPLAINED = {
     MOST: "it reached the most processes allowed",
     FIXED: "the number of processes was fixed (--processes N)",
     ENDED: "it was not timed in every process (skipped or failed)",
+    DECIDED: "every comparison it is part of was decided",
 }
+
+#: A pair counts as answered when it is faster or slower, or level within this share either way.
+ANSWERED_LEVEL = 0.02
 
 
 @dataclass(frozen=True)
@@ -81,8 +86,13 @@ def spent_s(replicates: Sequence[Replicate], least: int) -> float:
             + sum(cost_s(r) for r in replicates[least:]))
 
 
-def decide(replicates: Sequence[Replicate], policy: Policy) -> Decision:
-    """The number of processes the cell wants, given the replicates it has."""
+def decide(replicates: Sequence[Replicate], policy: Policy, open_pairs: bool | None = None) -> Decision:
+    """The number of processes the cell wants, given the replicates it has.
+
+    ``open_pairs``: whether a pair the cell is part of still lacks its answer (``pairs``; None
+    where it was paired with nothing). A cell whose pairs are all answered stops, however wide
+    its own interval: processes go where a verdict is still open.
+    """
     n = len(replicates)
     if n < policy.least:
         return Decision(policy.least)
@@ -91,8 +101,10 @@ def decide(replicates: Sequence[Replicate], policy: Policy) -> Decision:
     timed = [r for r in replicates if r.timed]
     if len(timed) < n or any(r.status in ("failed", "wrong") for r in replicates):
         return Decision(n, ENDED)
+    if open_pairs is False:
+        return Decision(n, DECIDED)
     interval = replicate_interval([r.samples_s for r in timed])
-    if interval.half_width <= policy.rel_ci:
+    if open_pairs is None and interval.half_width <= policy.rel_ci:
         return Decision(n, CONVERGED)
     if n >= policy.most:
         return Decision(n, MOST)

@@ -72,6 +72,10 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                      help="run each backend also (or only) under another Python, e.g. "
                           "--python np126=.venv126/bin/python, side by side with the others "
                           "(repeatable; docs/environments.md)")
+    sel.add_argument("--against", metavar="REF", default=None,
+                     help="measure a git ref's code beside the work tree's, side by side in this one run "
+                          "(like asv continuous): the workload files and your package from REF, each "
+                          "pair of the two one verdict")
     sel.add_argument("--variant", action=Assignments, type=variant_assignment, default=[],
                      dest="variants", metavar="LABEL:VAR=VALUE[,VAR=VALUE]",
                      help="run each backend once per set of environment variables, e.g. "
@@ -157,7 +161,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         seed=args.seed, workload_files=[str(Path(f).resolve()) for f in args.workload_files],
         cluster=args.cluster, on=args.on, gpu_type=args.gpu_type, params=unique_assignments(args.params),
         pythons=unique_assignments(args.pythons, "--python"),
-        variants=unique_assignments(args.variants, "--variant"),
+        variants=unique_assignments(args.variants, "--variant"), against=args.against,
     )
 
 

@@ -48,7 +48,7 @@ from .cluster import (NAME_LABEL, Node, Shard, differences, every_node_cells, id
 from ..errors import UsageError, from_command_line, one_line
 from ..model.replicate import Replicate
 from ..options import RunOptions
-from ..model.cell import Cell
+from ..model.cell import Cell, Config
 from ..model.schema import SchemaError
 from ..workloads.shipping import SHIPPED_NAME
 from .base import RunHandle
@@ -427,7 +427,7 @@ class RayExecutor:
             log.write({"type": "shard_started", "shard": f.shard.key, "node": label,
                        "attempt": f.attempt, "time": f.started})
         elif kind == "worker_started" and isinstance(e.get("index"), int) and isinstance(e.get("cells"), int):
-            session.worker_started((str(e.get("backend")), str(e.get("device")), str(e.get("environment") or "")),
+            session.worker_started(Config(str(e.get("backend")), str(e.get("device")), str(e.get("environment") or "")),
                                    e["index"], e["cells"])
         elif kind == "interpreters":
             answers = e.get("answers")
@@ -457,7 +457,7 @@ class RayExecutor:
             reason = str(e.get("reason", "unavailable"))
             if self.options.on == "any-node" and not reason.startswith(f"node {label}:"):
                 reason += f" (on {label})"
-            config = (e.get("backend"), e.get("device"), str(e.get("environment") or ""))
+            config = Config(str(e.get("backend")), str(e.get("device")), str(e.get("environment") or ""))
             for cell in f.cells.values():
                 if cell.config == config:  # on this node only: another may have what this one lacks
                     for i in session.missing_indices(cell):

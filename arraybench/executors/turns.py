@@ -133,24 +133,26 @@ def _prepare(session: RunHandle, config: Config, cells: list[Cell], start: Start
 
 def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dict[Config, list[Cell]]) -> None:
     """Hand turns until every cell has finished sampling: case by case, every cell of a case one
-    sample a round, in a shuffled order."""
+    sample a round, in a shuffled order. A cell whose own sampling is complete goes on taking
+    turns while another cell of its case samples: every round of a case pairs all of its cells."""
     current: _Side | None = None
+    members: dict[str, list[tuple[_Side, int]]] = {}
+    for side in sides:
+        for i in sorted(side.sampling):
+            members.setdefault(case_key(side.cells[i]), []).append((side, i))
+    still = {id(side): set(side.sampling) for side in sides}  # cells whose own sampling goes on
     round_ = 0
     while True:
-        cases: dict[str, list[tuple[_Side, int]]] = {}
-        for side in sides:
-            if side.alive:
-                for i in sorted(side.sampling):
-                    cases.setdefault(case_key(side.cells[i]), []).append((side, i))
-        if not cases:
+        open_cases = [key for key, group in members.items()
+                      if any(side.alive and i in still[id(side)] for side, i in group)]
+        if not open_cases:
             break
-        keys = list(cases)
-        rng.shuffle(keys)
-        for key in keys:
-            members = cases[key]
-            rng.shuffle(members)
-            for side, i in members:
-                if not side.alive or i not in side.sampling:
+        rng.shuffle(open_cases)
+        for key in open_cases:
+            group = [(side, i) for side, i in members[key] if side.alive and i in side.sampling]
+            rng.shuffle(group)
+            for side, i in group:
+                if not side.alive:
                     continue
                 if session.stop_requested():
                     raise StopRequested()
@@ -167,7 +169,9 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
                     current = None
                     continue
                 if msg.done:
-                    side.sampling.discard(i)
+                    still[id(side)].discard(i)
+                    if msg.error:
+                        side.sampling.discard(i)  # a cell that failed takes no more turns
             round_ += 1
     if current is not None and current.alive:
         current.worker.pause()
@@ -209,8 +213,8 @@ def _failed(session: RunHandle, side: _Side, exc: Exception, cell: Cell | None,
         session.start_failed(side.config, f"worker {what}")
         side.remaining.clear()
         return
-    if cell is None and isinstance(exc, WorkerTimeout):
-        position = exc.cell
+    if cell is None:  # while preparing or finishing: the cell its heartbeat board names
+        position = exc.cell if isinstance(exc, WorkerTimeout) else side.worker.current_cell()
         cell = side.cells[position] if 0 <= position < len(side.cells) else None
     if cell is not None and cell.key in side.remaining:
         why = ("timed out without progress (--timeout)" if isinstance(exc, WorkerTimeout)

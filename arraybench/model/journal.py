@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from ..errors import SaveError, UsageError
 from .replicate import Replicate
 from ..options import RunOptions
-from .cell import Cell
+from .cell import Cell, Config
 from .schema import SchemaError
 from .untrusted import NotPlainJson, NotRegularFile, check_environment, dumps, loads, read_regular
 from ..files import new_beside, private
@@ -333,11 +333,11 @@ def _apply(e: dict[str, Any], state: JournalState, keys: set[str]) -> None:
         b, d, reason, env = e.get("backend"), e.get("device"), e.get("reason"), e.get("environment", "")
         _need(isinstance(b, str) and isinstance(d, str) and isinstance(reason, str) and isinstance(env, str),
               "an unavailable entry without backend, device and reason")
-        state.unavailable[(b, d, env)] = reason
+        state.unavailable[Config(b, d, env)] = reason
     elif kind == "worker":
         b, d, info, env = e.get("backend"), e.get("device"), e.get("info"), e.get("environment", "")
         _need(isinstance(b, str) and isinstance(d, str) and isinstance(info, dict) and isinstance(env, str),
               "a worker entry without backend, device and info")
-        state.worker_info[(b, d, env)] = info
+        state.worker_info[Config(b, d, env)] = info
     else:
         _need(False, f"unknown entry type {kind!r}")

@@ -145,7 +145,10 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     from ..workloads.shipping import ShippingError, receive
     from ..workloads.userfile import load_workload_files, missing_workload_reason
 
-    load_errors = load_workload_files(list(job.workload_files))
+    from ..host.against import SOURCE_MAP, mapped
+
+    # In a run --against REF, REF's environment reads the workload files from REF's tree.
+    load_errors = load_workload_files([mapped(f, os.environ.get(SOURCE_MAP)) for f in job.workload_files])
     if job.shipped:
         try:
             receive(job.shipped)
@@ -270,7 +273,7 @@ def _take_turns(job: Job, runs: list, indices: list[int], channel: Channel, stop
             k = position.get(turn.cell, -1)
             if k < 0:  # not a cell that samples here (it ended while being prepared)
                 channel.send(Sampled(job.cells[turn.cell].key if 0 <= turn.cell < len(job.cells) else "",
-                                     turn.round, True))
+                                     turn.round, True, error=True))
                 continue
             run = runs[k]
             try:
@@ -278,7 +281,7 @@ def _take_turns(job: Job, runs: list, indices: list[int], channel: Channel, stop
             except _Stop:
                 break
             before = len(run.samples)
-            if not run.error:
+            if run.error is None:
                 try:
                     run.sample(rewarm=last is not None and last != turn.cell and run.per_call_s < REWARM_BELOW_S)
                 except Exception as exc:  # one operation failing must not stop the others
@@ -290,7 +293,7 @@ def _take_turns(job: Job, runs: list, indices: list[int], channel: Channel, stop
             if len(run.samples) > before:
                 rounds[turn.cell].append(turn.round)
             last = turn.cell
-            channel.send(Sampled(job.cells[turn.cell].key, turn.round, run.done))
+            channel.send(Sampled(job.cells[turn.cell].key, turn.round, run.done, error=run.error is not None))
     finish_batch(rounds)
 
 

@@ -148,12 +148,14 @@ class Prepared:
 @dataclass(frozen=True)
 class Sampled:
     """One turn is over: cell ``key`` took a sample in round ``round``; ``done``: its sampling is
-    complete (its stopping rule said so, or it failed) and it wants no more turns."""
+    complete by its own stopping rule (it may be asked for more, to pair with its case's others)."""
 
     EVENT: ClassVar[str] = "sampled"
     key: str
     round: int
     done: bool
+    #: The sample failed: the cell samples no more (its replicate says why).
+    error: bool = False
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ def _inputs(n, rng):
 def _sampling() -> bool:
     frame = sys._getframe(1)
     while frame is not None:
-        if frame.f_code.co_name == "interleave":
+        if frame.f_code.co_name in ("interleave", "_take_turns"):  # sampling alone, or taking turns
             return True
         frame = frame.f_back
     return False

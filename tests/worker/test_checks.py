@@ -9,6 +9,7 @@ import pytest
 from arraybench import Check, workload
 from arraybench.model.cell import Cell
 from arraybench.worker import accuracy
+from arraybench.workloads import check
 from arraybench.worker.prepare import ReferenceCache, prepare
 from arraybench.model.timer_settings import TimerSettings
 from arraybench.workloads.reference import reference_noise, reference_result
@@ -157,9 +158,9 @@ def test_noise_is_elementwise_for_stable_outputs_and_normwise_after_cancellation
     ref = reference_result(scan_and_exp, x)
     scan, exp = reference_noise(scan_and_exp, x, ref.value)
     assert "perturbed by 4 ulp" in scan.sources
-    assert exp.elementwise <= accuracy.STABLE_ELEMENTWISE_ULPS  # exp is stable element by element
+    assert exp.elementwise <= check.STABLE_ELEMENTWISE_ULPS  # exp is stable element by element
     assert Check.derived().settle(exp).kind == "elementwise"
-    assert scan.elementwise > accuracy.STABLE_ELEMENTWISE_ULPS  # partial sums near zero are not
+    assert scan.elementwise > check.STABLE_ELEMENTWISE_ULPS  # partial sums near zero are not
     assert Check.derived().settle(scan).kind == "normwise"
     assert 0 < scan.normwise < 1e3
     assert scan.elements == 1000

@@ -361,7 +361,7 @@ def test_throttle_bits_come_from_the_nvml_bindings_where_they_define_them():
     """nvidia-ml-py 13.615's pynvml.py: ``nvmlClocksThrottleReasonBoardLimit = 0x200``,
     ``nvmlClocksThrottleReasonReliability = 0x400`` (the ``ClocksEventReason`` names stop at
     0x100); the fake module carries those constants with their values there."""
-    from arraybench.worker.gpu_health import THROTTLE_REASONS, GpuMonitor, throttle_reasons
+    from arraybench.backends.gpu_monitor import THROTTLE_REASONS, GpuMonitor, throttle_reasons
 
     from .test_gpu import FakeNvml
 
