@@ -144,7 +144,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     outcome = suite.finish()
     session.config.stash[_OUTCOME] = outcome
-    if outcome.failures and session.exitstatus == pytest.ExitCode.OK:
+    if outcome.interrupted:
+        session.exitstatus = pytest.ExitCode.INTERRUPTED
+    elif outcome.failures and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
