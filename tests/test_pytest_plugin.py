@@ -167,6 +167,9 @@ def test_misspelt(arraybench_run):
 
 def test_own_store(arraybench_run):
     arraybench_run("matmul", store=False)
+
+def test_lambda(arraybench_run):
+    arraybench_run(lambda xp, x: x + 1)
 '''
 
 
@@ -178,13 +181,14 @@ def test_a_cell_that_fails_or_a_bad_call_fails_its_test_in_one_line(pytester, tm
     store = tmp_path / "store.sqlite"
     result = run(pytester, "--arraybench-backends=numpy", "--arraybench-processes=1",
                  f"--arraybench-store={store}", "--arraybench-save")
-    result.assert_outcomes(failed=4, passed=1)
+    result.assert_outcomes(failed=5, passed=1)
     result.stdout.fnmatch_lines([
         "*broken 10 NumPy CPU: failed: *no such luck*",
         "*arraybench_run: cube 10 on numpy cpu was measured already in this session, "
         "by test_two.py::test_cube; *",
         "*arraybench_run: unknown option 'procesess'; valid: *",
         "*arraybench_run: store= is set by --arraybench-store and --arraybench-save, not by a test",
+        "*arraybench_run: a workload made from a lambda needs a name: workload(name=...)*",
     ])
     assert "Traceback" not in result.stdout.str()
     # The workload's escape sequences are shown, never obeyed (pytest's failure line included).

@@ -70,7 +70,10 @@ class Suite:
         if "processes" in options and "max_processes" not in options:
             kwargs.pop("max_processes", None)  # processes=N in a test is exactly N, as in the API
         if callable(workload) and not isinstance(workload, Workload):
-            workload = define()(workload)  # a plain f(xp, ...): a workload with the defaults
+            try:
+                workload = define()(workload)  # a plain f(xp, ...): a workload with the defaults
+            except ValueError as exc:  # a lambda has no name to measure it under
+                raise UsageError(f"arraybench_run: {exc}") from None
         context = kwargs.pop("context", None)
         # arraybench.run's own steps (options, plan, execute), taken one by one so that a cell
         # another test measured is refused before anything is measured.
