@@ -117,6 +117,10 @@ def _workload_names(workloads: Any) -> list[str]:
             names.append(w)
         else:
             raise TypeError(f"workloads: expected names or @arraybench.workload functions, not {w!r}")
+    if not names:
+        # An empty list is no selection, not "everything": leave workloads out for the suite.
+        raise UsageError("workloads: none given (an empty list); name at least one, or leave "
+                         "workloads out to measure the built-in suite")
     return names
 
 

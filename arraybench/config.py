@@ -14,6 +14,12 @@ bad one is refused the same way::
 
 The file is the nearest ``pyproject.toml`` from the current folder upwards (``ARRAYBENCH_CONFIG``
 names another file; set it to an empty string to use none).
+
+Such a file may sit in a parent folder someone else owns (``/tmp/pyproject.toml``), so, as git's
+``safe.directory``: the options that make arraybench run code (``CODE_KEYS``: a workload file, an
+interpreter, environment variables such as ``PYTHONPATH`` or ``LD_PRELOAD``, a Ray cluster) are
+taken only from a file the user owns and no one else may write; and ``trust_folder`` is never
+taken from a file at all: trusting a received folder is a decision made on the command line.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import stat
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +39,11 @@ from .errors import UsageError, unknown_name
 TABLE = "[tool.arraybench]"
 #: A project file beyond this is not one (pyproject.toml files are KiBs).
 MAX_BYTES = 4 << 20
+#: The keys that make arraybench run code of the file's choosing: refused from a file the user
+#: does not own or that others may write.
+CODE_KEYS = frozenset({"workload-file", "python", "variant", "cluster"})
+#: Keys only the command line may give: a file never grants trust.
+COMMAND_LINE_ONLY = frozenset({"trust-folder"})
 
 
 @dataclass
@@ -65,7 +78,8 @@ def load(parser: argparse.ArgumentParser, path: Path | None) -> ProjectDefaults:
     if path is None:
         return ProjectDefaults()
     try:
-        data = tomllib.loads(_read(path).decode("utf-8"))
+        raw, doubt = _read(path)
+        data = tomllib.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file (ARRAYBENCH_CONFIG)") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -79,7 +93,18 @@ def load(parser: argparse.ArgumentParser, path: Path | None) -> ProjectDefaults:
         raise UsageError(f"{path}: {TABLE} must be a table of options, not {type(table).__name__}")
     actions = _options(parser)
     result = ProjectDefaults(source=path)
+    code = sorted(k for k in table if k.replace("_", "-") in CODE_KEYS)
+    if code and doubt is not None:
+        raise UsageError(f"{path}: {TABLE} sets {', '.join(code)}, which would make arraybench run "
+                         f"code, but the file {doubt}, so it is not used; give these on the command "
+                         "line, or set ARRAYBENCH_CONFIG to a file of your own (an empty "
+                         "ARRAYBENCH_CONFIG uses none)")
     for key, value in table.items():
+        if key.replace("_", "-") in COMMAND_LINE_ONLY:
+            # Skipped, not refused: a file should not stop every plain run either.
+            print(f"arraybench: {path}: {key} is ignored: trusting a folder's code is decided on "
+                  "the command line only (--resume DIR --trust-folder)", file=sys.stderr)
+            continue
         if key == "store" and isinstance(value, bool) and "no-store" in actions:
             # `store = false`: store no run (as --no-store); `store = true`: the default store.
             if not value:
@@ -94,15 +119,30 @@ def load(parser: argparse.ArgumentParser, path: Path | None) -> ProjectDefaults:
     return result
 
 
-def _read(path: Path) -> bytes:
+def _read(path: Path) -> tuple[bytes, str | None]:
     """The project file's bytes: a regular file (a named pipe would block every command, a device
-    like /dev/zero would never end) of at most ``MAX_BYTES``."""
+    like /dev/zero would never end) of at most ``MAX_BYTES``; and why it cannot be trusted with
+    code (``distrust``), or None."""
     from .model.untrusted import read_regular
 
-    size = os.stat(path).st_size  # stat, not open: a named pipe is not opened here
-    if size > MAX_BYTES:
+    st = os.stat(path)  # stat, not open: a named pipe is not opened here
+    if st.st_size > MAX_BYTES:
         raise OSError(errno.EFBIG, f"larger than {MAX_BYTES >> 10} KiB; a project file is a few KiB", str(path))
-    return read_regular(path)
+    data = read_regular(path)
+    after = os.stat(path)
+    if (after.st_dev, after.st_ino) != (st.st_dev, st.st_ino):  # swapped while read: vouch for none
+        return data, "was replaced while it was read"
+    return data, distrust(after)
+
+
+def distrust(st: os.stat_result) -> str | None:
+    """Why a file with status ``st`` may not choose code for this user to run, or None: another
+    user owns it, or others may write it (then anyone could have put the code there)."""
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return f"belongs to another user (uid {st.st_uid})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return "may be written by other users (chmod go-w fixes that)"
+    return None
 
 
 def _options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import tempfile
 import warnings
@@ -41,6 +42,8 @@ REPLACED = ("results.json", "report.html", "results.md", "results.csv", "finding
 MANIFEST_NAME = ".arraybench-files"
 #: Other files a run writes under fixed names: its shipped workloads and a cluster run's shard log.
 OTHER_OWN = ("workloads.pickle", "cluster.jsonl")
+#: The name of a worker's log in ``logs/``: ``BACKEND-DEVICE[-ENVIRONMENT]-pINDEX[-STATE].log``.
+WORKER_LOG = re.compile(r"[^/]+-p[0-9]+(?:-(?:fresh|reused))?\.log")
 #: The kinds of file a manifest may name: a manifest edited by hand must not remove anything else.
 LISTED_SUFFIXES = (".svg", ".png")
 
@@ -352,25 +355,40 @@ def clear_previous(out: Path) -> list[str]:
     """Remove what an earlier run wrote in ``out``, before ``--overwrite`` starts afresh; return
     the names removed.
 
-    Only files arraybench names: the report files, the plots its manifest lists, the shipped
-    workloads, the shard log and the workers' logs. Never a folder, never anything else; a link
+    Only files arraybench names, and only in a folder that held a run (a journal, or a
+    results.json): the report files, the plots its manifest lists, the shipped workloads, the
+    shard log and the workers' logs by their names. Never a folder, never anything else; a link
     is removed itself, never followed. The journal is left for the new run to start over
     (``Journal.create``), so a run refused later still leaves one to ``--resume``.
     """
-    removed = []
-    for name in dict.fromkeys([*REPLACED, *OTHER_OWN, *manifest(out), MANIFEST_NAME]):
+    removed: list[str] = []
+    journal = _regular(out / JOURNAL_NAME)
+    if not (journal or _regular(out / REPLACED[0])):
+        return removed  # no run was ever here: every file in the folder is the user's
+    # A run's own names: the report files; the plots and the shard log and pickle only where a
+    # run's journal says a run was here (merge and report write no journal, pickle or logs).
+    names = [*REPLACED, *manifest(out), MANIFEST_NAME] + ([*OTHER_OWN] if journal else [])
+    for name in dict.fromkeys(names):
         if _remove_file(out / name):
             removed.append(name)
     logs = out / LOGS_NAME
-    if logs.is_dir() and not logs.is_symlink():
+    if journal and logs.is_dir() and not logs.is_symlink():
         try:
             entries = list(os.scandir(logs))
         except OSError as exc:
             raise UsageError(f"{logs}: cannot be read to clear the earlier run's logs ({_why(exc)})") from None
         for entry in entries:
-            if entry.name.endswith(".log") and _remove_file(Path(entry.path)):
+            # Only the names a worker's log has (``numpy-cpu-p0.log``): a user's app.log stays.
+            if WORKER_LOG.fullmatch(entry.name) and _remove_file(Path(entry.path)):
                 removed.append(f"{LOGS_NAME}/{entry.name}")
     return removed
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
 
 
 def _remove_file(path: Path) -> bool:

@@ -157,3 +157,12 @@ def test_the_session_offers_an_executor_what_it_may_ask_and_imports_no_executor(
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert imported & {"executors", "executors.local", "executors.ray"} == set()
     assert "executors.base" in imported  # for the annotation only
+
+
+def test_an_empty_list_of_workloads_is_refused_not_the_whole_suite(tmp_path):
+    """``workloads=[]`` (a filter that matched nothing) must not measure every built-in workload."""
+    from arraybench.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"workloads: none given \(an empty list\)"):
+        arraybench.run(workloads=[], backends="numpy", output_dir=tmp_path / "out", store=False)
+    assert not (tmp_path / "out").exists()

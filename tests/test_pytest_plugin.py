@@ -148,7 +148,7 @@ def test_a_session_is_stored_compared_and_fails_on_a_planted_regression(pytester
 TWO = '''
 def test_broken(arraybench_run):
     def broken(xp, x):
-        raise ValueError("no such luck")
+        raise ValueError("no such luck\\x1b]0;retitled\\x07\\x1b[2J")
     arraybench_run(broken, sizes=[10], max_time=0.02, min_samples=2)
 
 def test_cube(arraybench_run):
@@ -167,6 +167,9 @@ def test_misspelt(arraybench_run):
 
 def test_own_store(arraybench_run):
     arraybench_run("matmul", store=False)
+
+def test_lambda(arraybench_run):
+    arraybench_run(lambda xp, x: x + 1)
 '''
 
 
@@ -178,15 +181,19 @@ def test_a_cell_that_fails_or_a_bad_call_fails_its_test_in_one_line(pytester, tm
     store = tmp_path / "store.sqlite"
     result = run(pytester, "--arraybench-backends=numpy", "--arraybench-processes=1",
                  f"--arraybench-store={store}", "--arraybench-save")
-    result.assert_outcomes(failed=4, passed=1)
+    result.assert_outcomes(failed=5, passed=1)
     result.stdout.fnmatch_lines([
         "*broken 10 NumPy CPU: failed: *no such luck*",
         "*arraybench_run: cube 10 on numpy cpu was measured already in this session, "
         "by test_two.py::test_cube; *",
         "*arraybench_run: unknown option 'procesess'; valid: *",
         "*arraybench_run: store= is set by --arraybench-store and --arraybench-save, not by a test",
+        "*arraybench_run: a workload made from a lambda needs a name: workload(name=...)*",
     ])
     assert "Traceback" not in result.stdout.str()
+    # The workload's escape sequences are shown, never obeyed (pytest's failure line included).
+    assert "\x1b]0;" not in result.stdout.str() and "\x1b[2J" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*no such luck\\x1b]0;retitled\\x07\\x1b[2J*"])
     # Both tests' records are the session's one run: in the summary and in the store.
     result.stdout.fnmatch_lines(["*- arraybench -*", "*broken*NumPy CPU*failed*", "*n = 10*",
                                  "*cube*NumPy CPU*ok*", "*n = 10*"])
@@ -208,7 +215,7 @@ def test_a_store_that_cannot_take_the_run_keeps_it_in_a_results_file(pytester, t
     from arraybench import load_results
 
     pytester.makepyfile(test_one=TWO.split("def test_cube")[0].replace("broken", "fine").replace(
-        'raise ValueError("no such luck")', "return x + 1"))
+        'raise ValueError("no such luck\\x1b]0;retitled\\x07\\x1b[2J")', "return x + 1"))
     folder = tmp_path / "a-folder"
     folder.mkdir()
     result = run(pytester, "--arraybench-backends=numpy", "--arraybench-processes=1",
@@ -279,3 +286,9 @@ def test_under_xdist_a_test_that_measures_is_skipped_saying_why(pytester, tmp_pa
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*arraybench does not measure under pytest-xdist*run these tests "
                                  "with -n 0*"])
+    # Asked to gate, the session cannot pass what it never measured: the test fails, saying so.
+    gated = run(pytester, "-n", "1", f"--arraybench-store={tmp_path / 's.sqlite'}",
+                "--arraybench-compare=last", "--arraybench-fail-above=10%")
+    gated.assert_outcomes(errors=1)
+    assert gated.ret == pytest.ExitCode.TESTS_FAILED
+    gated.stdout.fnmatch_lines(["*run these tests with -n 0; --arraybench-fail-above passes nothing unseen*"])

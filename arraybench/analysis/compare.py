@@ -189,6 +189,11 @@ class Comparison:
         ok → failed): worse than any slowdown, and what a CI gate must never pass."""
         return [c for c in self.changes if is_valid(c.base) and c.new.status in ("failed", "wrong")]
 
+    def unmeasured(self) -> list[CellChange]:
+        """Cells valid in the base run that the new run did not measure (skipped: a library whose
+        import broke, a GPU gone): a gate that passed them would pass what it never saw."""
+        return [c for c in self.changes if is_valid(c.base) and c.new.status == "skipped"]
+
     def summary(self) -> str:
         """One sentence: the geometric mean and the counts."""
         counts = self.counts()

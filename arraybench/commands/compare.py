@@ -91,7 +91,8 @@ def gate_failures(comparison, limit: float, *, fail_option: str = "--fail-above"
 
     The one decision of every gate (``compare --fail-above``, the pytest plugin's
     ``--arraybench-fail-above``): a significant slowdown above the limit, a cell that broke, a
-    slowdown above it that no test could judge (one process on a side), or no cell compared at all.
+    cell the new run did not measure (skipped), a slowdown above it that no test could judge (one
+    process on a side), or no cell compared at all.
     The option names are the caller's, so that each line says what its user types.
     """
     lines = []
@@ -108,6 +109,14 @@ def gate_failures(comparison, limit: float, *, fail_option: str = "--fail-above"
         many = len(broken) != 1
         lines.append(f"{len(broken)} cell{'s that were' if many else ' that was'} ok in the base "
                      f"run broke in the new run: {one_line(names)}")
+    unmeasured = comparison.unmeasured()
+    if unmeasured:
+        names = ", ".join(f"{c.new.workload} {c.new.size_label} {c.new.config_label}"
+                          + (f" ({c.new.reason})" if c.new.reason else "") for c in unmeasured)
+        many = len(unmeasured) != 1
+        lines.append(f"{len(unmeasured)} cell{'s' if many else ''} measured in the base run "
+                     f"{'were' if many else 'was'} not measured in the new run: {one_line(names)}; "
+                     f"{fail_option} passes nothing unseen")
     unjudged = comparison.unjudged_above(limit)
     if unjudged:
         names = ", ".join(f"{c.new.workload} {c.new.size_label} {c.new.config_label} ({c.ratio:.3f})"

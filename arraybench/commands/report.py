@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+from contextlib import nullcontext
 from pathlib import Path
 
 from ..render.terminal import stdout_console
@@ -28,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from ..errors import SaveError
-    from ..outdir import prepare
+    from ..outdir import claim_for_report, prepare
     from ..render import report
     from ..store.identity import run_id
     from ..store.keeping import history_of_run
@@ -37,12 +39,22 @@ def main(args: argparse.Namespace) -> int:
     results = load_run(args.results, store_location(args))
     # A stored run has no folder of its own (its old one may hold another run by now).
     source_dir = results.output_dir or Path(f"report-{run_id(results)}")
-    out = prepare(args.output_dir or str(source_dir), overwrite=True)
+    target = Path(args.output_dir or str(source_dir))
     history = None if args.no_store else history_of_run(results, store_location(args) or True)
-    try:
-        written = report.write_report(results, out, plots=not args.no_plots, history=history)
-    except OSError as exc:  # a full disk, a folder where a report file goes: one line
-        raise SaveError.from_os(exc) from None
+    if _same_folder(target, results.output_dir):
+        # The run's own folder: its report is rewritten in place.
+        out = prepare(target, overwrite=True)
+        lock = nullcontext()
+    else:
+        # Elsewhere, as merge -o: never into another run's folder (finished, interrupted or
+        # running), whose report would then describe this run beside its own results.json.
+        lock = claim_for_report(target)
+        out = lock.folder
+    with lock:
+        try:
+            written = report.write_report(results, out, plots=not args.no_plots, history=history)
+        except OSError as exc:  # a full disk, a folder where a report file goes: one line
+            raise SaveError.from_os(exc) from None
     if not args.quiet:
         console = stdout_console()
         report.show(results, console, with_findings=False)
@@ -52,3 +64,13 @@ def main(args: argparse.Namespace) -> int:
                       markup=False, highlight=False)
         console.print(f"open {Path(out) / 'report.html'}", markup=False, highlight=False)
     return 0
+
+
+def _same_folder(target: Path, own: Path | None) -> bool:
+    """Whether ``target`` is the run's own folder ``own`` (by file identity where both exist)."""
+    if own is None:
+        return False
+    try:
+        return os.path.samefile(target, own)
+    except OSError:
+        return target.resolve() == Path(own).resolve()

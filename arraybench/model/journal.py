@@ -169,8 +169,15 @@ class Journal:
             raise SaveError.from_os(exc, self.path) from None
 
     def replicate(self, key: str, index: int, replicate: Replicate) -> None:
-        self._write({"type": "replicate", "key": key, "index": index,
-                     "replicate": replicate.to_dict()})
+        entry = {"type": "replicate", "key": key, "index": index, "replicate": replicate.to_dict()}
+        try:
+            dumps(entry)
+        except (NotPlainJson, TypeError) as exc:
+            # One value no reader would take must not end the run (nor every --resume of it):
+            # the cell is journalled as failed, saying why, and the other cells go on.
+            entry["replicate"] = Replicate.ended(
+                "failed", f"its measurement holds a value no results file can hold ({exc})").to_dict()
+        self._write(entry)
 
     def unavailable(self, backend: str, device: str, reason: str, environment: str = "") -> None:
         entry = {"type": "unavailable", "backend": backend, "device": device, "reason": reason}

@@ -91,7 +91,7 @@ class ArraybenchRun:
         self._defaults = defaults
 
     def __call__(self, workload: Any, **options: Any) -> Any:
-        from ..errors import UsageError
+        from ..errors import UsageError, printable
         from ..session import Interrupted
 
         refused, stopped = "", None
@@ -106,11 +106,12 @@ class ArraybenchRun:
             pytest.exit(f"arraybench: the run was interrupted ({stopped}); what it measured is in "
                         "the session's run", returncode=stopped.exit_code)
         if refused:
-            pytest.fail(refused, pytrace=False)
+            pytest.fail(printable(refused), pytrace=False)
         broken = [r for r in results.records if r.status in ("failed", "wrong")]
         if broken:
-            pytest.fail("; ".join(f"{r.workload} {r.size_label} {r.config_label}: {r.status}"
-                                  + (f": {r.reason}" if r.reason else "") for r in broken),
+            # printable: a workload's own error text must not drive the terminal pytest prints to.
+            pytest.fail(printable("; ".join(f"{r.workload} {r.size_label} {r.config_label}: {r.status}"
+                                            + (f": {r.reason}" if r.reason else "") for r in broken)),
                         pytrace=False)
         return results
 
@@ -121,8 +122,12 @@ def arraybench_run(request: pytest.FixtureRequest) -> ArraybenchRun:
     and compares every test's measurements as one run."""
     config = request.config
     if config.stash[_WORKER]:
-        pytest.skip("arraybench does not measure under pytest-xdist (tests side by side share the "
-                    "cores): run these tests with -n 0")
+        why = ("arraybench does not measure under pytest-xdist (tests side by side share the "
+               "cores): run these tests with -n 0")
+        if config.stash[_SUITE].settings.fail_above is not None:
+            # Asked to gate: a skip would let the session pass what it never measured.
+            pytest.fail(f"{why}; --arraybench-fail-above passes nothing unseen", pytrace=False)
+        pytest.skip(why)
     suite = config.stash[_SUITE]
     if suite.settings.skip:
         pytest.skip("--arraybench-skip")
@@ -139,7 +144,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     outcome = suite.finish()
     session.config.stash[_OUTCOME] = outcome
-    if outcome.failures and session.exitstatus == pytest.ExitCode.OK:
+    if outcome.interrupted:
+        session.exitstatus = pytest.ExitCode.INTERRUPTED
+    elif outcome.failures and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

@@ -10,6 +10,7 @@ one run per session, as pytest-benchmark saves one file per session.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import uuid
 import warnings
@@ -42,6 +43,8 @@ class Outcome:
     failures: list[str] = field(default_factory=list)
     #: Where the run was stored, or why it was not.
     stored: str = ""
+    #: Ctrl-C came while the run was compared or stored.
+    interrupted: bool = False
 
 
 class Suite:
@@ -67,7 +70,10 @@ class Suite:
         if "processes" in options and "max_processes" not in options:
             kwargs.pop("max_processes", None)  # processes=N in a test is exactly N, as in the API
         if callable(workload) and not isinstance(workload, Workload):
-            workload = define()(workload)  # a plain f(xp, ...): a workload with the defaults
+            try:
+                workload = define()(workload)  # a plain f(xp, ...): a workload with the defaults
+            except ValueError as exc:  # a lambda has no name to measure it under
+                raise UsageError(f"arraybench_run: {exc}") from None
         context = kwargs.pop("context", None)
         # arraybench.run's own steps (options, plan, execute), taken one by one so that a cell
         # another test measured is refused before anything is measured.
@@ -118,10 +124,16 @@ class Suite:
         outcome = Outcome(results)
         if results is None:
             return outcome
-        if self.settings.compare is not None:
-            self._compare(results, outcome)
-        if self.settings.save:
-            outcome.stored = self._store(results)
+        try:
+            if self.settings.compare is not None:
+                self._compare(results, outcome)
+            if self.settings.save:
+                outcome.stored = self._store(results)
+        except KeyboardInterrupt:
+            # Ctrl-C while the store waits on another session's lock: the run is kept, and said.
+            outcome.interrupted = True
+            if self.settings.save and not outcome.stored:
+                outcome.stored = "interrupted before the run was stored; " + _kept(results)
         return outcome
 
     def _compare(self, results: "Results", outcome: Outcome) -> None:
@@ -163,7 +175,24 @@ class Suite:
         if not problems:
             where = describe_location(resolve_location(self.settings.store))
             return f"stored as run {run_id(results)} in {where}"
-        kept = Path(tempfile.mkdtemp(prefix="arraybench-pytest-")) / "results.json"
-        results.save(kept)  # measured is never lost: the store can take it later
-        return (f"{problems[0].message}; the run is kept in {kept} "
-                f"(`arraybench store import {kept}` adds it later)")
+        return f"{problems[0].message}; {_kept(results)}"
+
+
+def _kept(results: "Results") -> str:
+    """Keep a run the store did not take in a results.json of its own (the store can take it
+    later), and say where; or, where no such file can be written either, say why in one line."""
+    from ..errors import SaveError, one_line
+
+    folder = None
+    try:
+        folder = Path(tempfile.mkdtemp(prefix="arraybench-pytest-"))
+        kept = folder / "results.json"
+        results.save(kept)
+    except (OSError, SaveError) as exc:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return (f"nor could it be kept in a results.json under {tempfile.gettempdir()} "
+                f"({one_line(why)}); measure again with --arraybench-store "
+                "naming a store that can take it")
+    return f"the run is kept in {kept} (`arraybench store import {kept}` adds it later)"

@@ -47,7 +47,10 @@ def run_id_of(store: "Store", ref: str, machine: str | None = None) -> str:
         return runs[-1 - back].run_id
     if not _ID.fullmatch(ref):  # never a pattern: `%` and `_` mean something to LIKE
         raise StoreError(f"{ref!r} names no stored run; give {FORMS}")
-    matches = [r.run_id for r in store.runs() if r.run_id.startswith(ref)]
+    ids = [r.run_id for r in store.runs()]
+    if ref in ids:  # a whole id names its run, even where it is another's prefix
+        return ref
+    matches = [i for i in ids if i.startswith(ref)]
     if len(matches) != 1:
         what = "no run" if not matches else f"{len(matches)} runs ({', '.join(matches[:4])}…)"
         raise StoreError(f"{ref}: the store {store.describe()} holds {what} with that id")

@@ -225,7 +225,14 @@ class Store:
         """A stored run back whole, by its id (or a unique prefix of it)."""
         from ..model.results import from_dict
 
-        rows = self.db.execute("SELECT run_id, results FROM runs WHERE run_id LIKE ?", (run + "%",))
+        rows = self.db.execute("SELECT run_id, results FROM runs WHERE run_id = ?", (run,))
+        if not rows:
+            # A prefix, matched with case (SQLite's LIKE ignores it: an imported ``ABCD…`` would
+            # make the real ``abcd…`` unnameable) and literally (LIKE's ``_`` is any character).
+            ids = [i for (i,) in self.db.execute("SELECT run_id FROM runs WHERE run_id LIKE ?", (run + "%",))
+                   if i.startswith(run)]
+            rows = [row for i in ids[:2] for row in
+                    self.db.execute("SELECT run_id, results FROM runs WHERE run_id = ?", (i,))]
         if len(rows) != 1:
             raise StoreError(f"store {self.describe()}: {'no' if not rows else 'more than one'} "
                              f"run {run!r}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import inspect
 import linecache
+import math
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal, Mapping, Sequence
@@ -48,6 +49,18 @@ class Work:
 
     flops: float
     bytes: float
+
+
+def _amount(value: Any, what: str) -> float:
+    """A work model's count as a finite float; ``ValueError`` (the cell fails, saying so) for one
+    beyond any float."""
+    try:
+        amount = float(value)
+    except OverflowError:
+        raise ValueError(f"the work model gives {what} beyond any float") from None
+    if not math.isfinite(amount):
+        raise ValueError(f"the work model gives {what} = {amount}")
+    return amount
 
 
 @dataclass
@@ -192,10 +205,9 @@ class Workload:
             return None
         settings = self.params_for(size) if params is None else params
         w = self.work(size, itemsize, **accepted(self.work, settings, filled=2))
-        if isinstance(w, Work):
-            return w
-        flops, moved = w  # a (flops, bytes) pair
-        return Work(flops=float(flops), bytes=float(moved))
+        flops, moved = (w.flops, w.bytes) if isinstance(w, Work) else w  # or a (flops, bytes) pair
+        # As floats, as declared: an exact n**4 beyond 2**63 is no whole number a file holds.
+        return Work(flops=_amount(flops, "flops"), bytes=_amount(moved, "bytes"))
 
     def functions(self) -> list[Callable[..., Any]]:
         """Every user function this workload holds (for shipping it to workers by value)."""

@@ -79,13 +79,34 @@ def test_overwrite_removes_what_the_earlier_run_wrote_and_only_that(runs: Runs, 
     # The user's own files beside the run, and a plot of theirs the manifest does not list.
     (out / "notes.txt").write_text("mine")
     (out / "mine.svg").write_text("<svg/>")
+    (out / "logs" / "app.log").write_text("my application's log")
+    earlier_logs = sorted(p.name for p in (out / "logs").glob("*-p*.log"))
+    assert earlier_logs == ["numpy-cpu-p0.log"]
+    (out / "logs" / "numpy-cpu-p0.log").write_text("the earlier run's worker")
     again = run_here("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "matmul",
                      "--sizes", "16", *FAST, "-o", str(out), "--no-store", "--overwrite", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert not (out / "sort_16.svg").exists()  # no stale plot of the earlier run
     assert (out / "matmul_16.svg").is_file() and manifest(out) == ["matmul_16.svg"]
     assert (out / "notes.txt").read_text() == "mine" and (out / "mine.svg").is_file()
+    assert (out / "logs" / "app.log").read_text() == "my application's log"
+    assert "earlier" not in (out / "logs" / "numpy-cpu-p0.log").read_text()  # the new run's own
     assert [r.workload for r in arraybench.load_results(out).records] == ["matmul"]
+
+
+def test_overwrite_of_a_folder_that_never_held_a_run_removes_nothing(tmp_path: Path):
+    """The user's files under the names a run uses, with a manifest naming their image: no
+    journal and no results.json, so none of them is the earlier run's."""
+    out = tmp_path / "mine"
+    (out / "logs").mkdir(parents=True)
+    files = {"workloads.pickle": "my pickle", "cluster.jsonl": "{}", "figure.png": "png",
+             MANIFEST_NAME: "figure.png\n", "logs/app.log": "log", "logs/numpy-cpu-p0.log": "log"}
+    for name, text in files.items():
+        (out / name).write_text(text)
+    done = run_here(*RUN, "-o", str(out), "--no-store", "--no-plots", "--overwrite", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert all((out / name).read_text() == text for name, text in files.items() if name != "logs/numpy-cpu-p0.log")
+    assert [r.workload for r in arraybench.load_results(out).records] == ["sort"]
 
 
 def test_a_manifest_names_only_plots_in_the_folder_itself(tmp_path: Path):
@@ -96,6 +117,7 @@ def test_a_manifest_names_only_plots_in_the_folder_itself(tmp_path: Path):
     (out / "keep.md").write_text("keep")
     (out / "a_16.svg").write_text("<svg/>")
     (out / "sub.svg").mkdir()  # a folder is never removed
+    (out / "journal.jsonl").write_text("{}\n")  # a run was here: its manifest is its own
     (out / MANIFEST_NAME).write_text(f"a_16.svg\n../outside.svg\n{outside}\nkeep.md\n.arraybench.lock\n"
                                      "sub.svg\n")
     assert manifest(out) == ["a_16.svg", "sub.svg"]

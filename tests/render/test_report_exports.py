@@ -136,6 +136,35 @@ def test_report_in_place_overwrites_the_runs_own_files(real_run, tmp_path: Path)
     assert html.is_file() and "matmul" in html.read_text()
 
 
+def test_report_never_writes_into_another_runs_folder(real_run, tmp_path: Path):
+    """``report A -o B``: B holding a finished run, or locked by a run under way, is refused
+    in one line with B untouched (merge -o's rule); a folder of no run takes the report."""
+    import shutil
+
+    from arraybench.outdir import FolderLock
+
+    other = tmp_path / "other"
+    shutil.copytree(real_run.out, other)
+    before = {p.name: p.read_bytes() for p in other.iterdir() if p.is_file()}
+    refused = run_here("report", str(real_run.out), "-o", str(other), "--no-store", "-q", cwd=tmp_path)
+    assert refused.returncode == 2
+    (line,) = refused.stderr.strip().splitlines()
+    assert f"{other} holds a run" in line and "choose another --output-dir" in line
+    assert {p.name: p.read_bytes() for p in other.iterdir() if p.is_file()} == before
+    running = tmp_path / "running"
+    running.mkdir()
+    with FolderLock.acquire(running):  # as a run in progress holds its folder
+        refused = run_here("report", str(real_run.out), "-o", str(running), "--no-store", "-q",
+                           cwd=tmp_path)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert not (running / "report.html").exists()
+    fresh = tmp_path / "fresh"
+    done = run_here("report", str(real_run.out), "-o", str(fresh), "--no-store", "--no-plots", "-q",
+                    cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "matmul" in (fresh / "report.html").read_text()
+
+
 @pytest.mark.parametrize("content, message", [
     ("", "is empty"),
     ("{\"tool\": \"arraybench\", \"schema_version\": 1, \"records\": [", "not valid JSON"),

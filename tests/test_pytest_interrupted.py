@@ -1,0 +1,86 @@
+"""The pytest plugin never loses the session's run, nor shows a traceback, at its end: Ctrl-C
+while another session holds the store's lock keeps the run in a results.json and says where; a
+store that fails where no fallback file can be written either is one line, not an INTERNALERROR."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sqlite3
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from .test_pytest_plugin import run
+
+pytest_plugins = ["pytester"]
+
+ONE = '''
+def test_fine(arraybench_run):
+    def fine(xp, x):
+        return x + 1
+    arraybench_run(fine, sizes=[10], max_time=0.02, min_samples=2)
+'''
+
+#: Runs before the plugin's own end of session (tryfirst): the test's damage, at that moment.
+AT_THE_END = '''
+import os, signal, tempfile, threading
+import pytest
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    {action}
+'''
+
+
+def test_ctrl_c_while_another_session_holds_the_store_keeps_the_run(pytester, tmp_path, registry_restored):
+    store = tmp_path / "store.sqlite"
+    from arraybench.store import open_store
+
+    with open_store(store):
+        pass  # the store exists, with its tables, before the other session locks it
+    pytester.makepyfile(test_one=ONE)
+    # Ctrl-C half a second into the end of the session, while the store waits for the lock.
+    pytester.makeconftest(AT_THE_END.format(
+        action="threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()"))
+    holder = sqlite3.connect(store, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # a second session, writing
+    try:
+        result = run(pytester, "--arraybench-backends=numpy", "--arraybench-processes=1",
+                     f"--arraybench-store={store}", "--arraybench-save")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED, text
+    assert "Traceback" not in text and "INTERNALERROR" not in text
+    found = re.search(r"interrupted before the run was stored; the run is kept in (\S+results\.json)", text)
+    assert found, text
+    from arraybench import load_results
+
+    kept = Path(found.group(1))
+    try:
+        [record] = load_results(kept).records
+        assert record.workload == "fine" and record.status == "ok"
+    finally:
+        shutil.rmtree(kept.parent)
+    assert "- arraybench -" in text  # the session's table is still shown
+
+
+def test_a_store_that_fails_with_no_room_for_the_fallback_is_one_line(pytester, tmp_path,
+                                                                     registry_restored, monkeypatch):
+    not_a_folder = tmp_path / "tmp-is-a-file"
+    not_a_folder.write_text("")
+    monkeypatch.setattr(tempfile, "tempdir", tempfile.gettempdir())  # put back after the test
+    pytester.makepyfile(test_one=ONE)
+    pytester.makeconftest(AT_THE_END.format(action=f"tempfile.tempdir = {str(not_a_folder)!r}"))
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    result = run(pytester, "--arraybench-backends=numpy", "--arraybench-processes=1",
+                 f"--arraybench-store={folder}", "--arraybench-save")
+    text = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in text and "Traceback" not in text, text
+    result.assert_outcomes(passed=1)
+    assert re.search(r"the run was not stored: .*; nor could it be kept in a results\.json under "
+                     + re.escape(str(not_a_folder)) + r" \(Not a directory\)", text), text
