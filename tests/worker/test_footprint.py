@@ -113,3 +113,19 @@ def test_replicate_carries_peak_and_energy_through_json():
                     energy_note="RAPL not readable: x")
     back = Replicate.from_dict(rep.to_dict())
     assert (back.peak_bytes, back.energy_j, back.energy_note) == (64_000_000, None, "RAPL not readable: x")
+
+
+def test_record_takes_the_median_peak_and_the_table_shows_it():
+    from arraybench.analysis.aggregate import aggregate
+    from arraybench.render.tables import table_text
+
+    cell = Cell("sum", "small", 8, "numpy", "cpu", "float64", "latency")
+    reps = [Replicate(samples_s=[1e-3, 1.1e-3], number=1, peak_bytes=b, peak_note="host",
+                      energy_note="RAPL not readable: x") for b in (64_000_000, 66_000_000, 90_000_000)]
+    rec = aggregate(cell, reps, 3, 0.05)
+    assert rec.peak_bytes == 66_000_000
+    assert rec.energy_j is None and rec.energy_note == "RAPL not readable: x"
+    wide = table_text([rec], width=200)
+    assert "peak mem" in wide and "66 MB" in wide
+    narrow = table_text([rec], width=60)
+    assert "peak mem" in narrow.split("Hidden to fit")[1]  # the first column to go
