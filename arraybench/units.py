@@ -58,3 +58,15 @@ def format_ratio(x: float) -> str:
     if x < 1.1:
         return f"{x:.2f}×"
     return f"{x:.2g}×" if x < 100 else f"{x:,.0f}×"
+
+
+def format_size(n: float | None) -> str:
+    """Bytes in decimal units, three figures: ``64000000`` -> ``"64 MB"``; ``None`` -> ``"-"``."""
+    if n is None:
+        return "-"
+    value = float(n)
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if abs(value) < 999.5 or unit == "TB":  # 999.6 kB shows as "1 MB", not "1e+03 kB"
+            return f"{int(value)} B" if unit == "B" else f"{value:.3g} {unit}"
+        value /= 1000
+    return f"{n} B"  # unreachable

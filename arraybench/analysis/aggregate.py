@@ -106,6 +106,7 @@ def _fill_timing(rec: Record, timed: Sequence[Replicate], wanted: int, rel_ci: f
     rec.number = max(rep.number or 1 for rep in timed)
     firsts = [rep.first_call_s for rep in timed if rep.first_call_s is not None]
     rec.first_call_s = stats.median(firsts) if firsts else None
+    _fill_footprint(rec, timed)
     device = [x for rep in timed for x in (rep.device_samples_s or [])]
     rec.device_median_s = stats.median(device) if device else None
     if rec.mode == "compiled" and rec.first_call_s is not None:
@@ -148,6 +149,21 @@ def _fill_timing(rec: Record, timed: Sequence[Replicate], wanted: int, rel_ci: f
     if len(timed) == 1 and wanted <= 1:
         warnings.append("one process: the interval cannot include the variation between processes")
     rec.warnings = warnings
+
+
+def _fill_footprint(rec: Record, timed: Sequence[Replicate]) -> None:
+    """Peak memory and energy per call: the median over the processes that measured them, with
+    the first process's words for how (or, where none measured, why not)."""
+    peaks = [rep.peak_bytes for rep in timed if rep.peak_bytes is not None]
+    rec.peak_bytes = int(stats.median(peaks)) if peaks else None
+    rec.peak_note = next((rep.peak_note for rep in timed if (rep.peak_bytes is not None) == bool(peaks)
+                          and rep.peak_note), "")
+    joules = [rep.energy_j for rep in timed if rep.energy_j is not None]
+    rec.energy_j = stats.median(joules) if joules else None
+    rec.energy_note = next((rep.energy_note for rep in timed if (rep.energy_j is not None) == bool(joules)
+                            and rep.energy_note), "")
+    sizes = [rep.output_bytes for rep in timed if rep.output_bytes is not None]
+    rec.output_bytes = sizes[0] if sizes else None
 
 
 def _fill_allocator(rec: Record, timed: Sequence[Replicate]) -> None:

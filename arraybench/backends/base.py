@@ -398,6 +398,18 @@ class Backend(abc.ABC):
     def free(self) -> None:
         """Release cached device memory between cells."""
 
+    def device_peak(self, call: Callable[[], Any]) -> tuple[int | None, str] | None:
+        """(bytes one ``call`` added at its highest by the library's own accounting, how it was
+        counted) on a device, or None where the library keeps no account: the host's resident
+        high-water mark is measured instead (``worker/footprint``)."""
+        return None
+
+    def energy_counter_mj(self) -> Callable[[], float] | str:
+        """A reader of the GPU's total energy in millijoules (NVML), or why there is none."""
+        if self.health is None:
+            return f"GPU energy not readable: {self.health_note or 'no GPU monitor (NVML)'}"
+        return self.health.energy_counter_mj()
+
     def is_out_of_memory(self, exc: BaseException) -> bool:
         """Whether an exception is this library's out-of-memory error."""
         return isinstance(exc, MemoryError)

@@ -222,6 +222,18 @@ class CupyBackend(Backend):
     def free(self) -> None:
         cupy.get_default_memory_pool().free_all_blocks()
 
+    def device_peak(self, call: Callable[[], Any]) -> tuple[int | None, str] | None:
+        # The pool keeps every block it took until freed: emptied first, what it holds after one
+        # call is what that call needed at its highest (in the pool's rounded blocks).
+        pool = cupy.get_default_memory_pool()
+        pool.free_all_blocks()
+        before = pool.used_bytes()
+        result = call()
+        held = pool.total_bytes()
+        del result
+        return max(held - before, 0), ("CuPy's memory pool: total_bytes after one call, emptied "
+                                       "before, less used_bytes before")
+
     def is_out_of_memory(self, exc: BaseException) -> bool:
         return is_out_of_memory(exc)
 

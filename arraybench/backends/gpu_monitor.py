@@ -9,7 +9,7 @@ a GPU there is no monitor, and the reason is kept instead.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 #: NVML clock event reasons that slow a busy GPU down (nvmlClocksEventReason*/ThrottleReason* bits).
 #: Left out on purpose: GpuIdle (0x1), ApplicationsClocksSetting (0x2), SyncBoost (0x10) and
@@ -86,6 +86,18 @@ class GpuMonitor:
         """The throttle reasons in effect now (empty when none): one NVML call, cheap enough per sample."""
         mask = self._reasons_mask()
         return throttle_names(mask, self.reasons) if mask else []
+
+    def energy_counter_mj(self) -> "Callable[[], float] | str":
+        """A reader of the board's energy since the driver loaded, in millijoules
+        (``nvmlDeviceGetTotalEnergyConsumption``, Volta and later), or why it cannot be read."""
+        fn = getattr(self.nvml, "nvmlDeviceGetTotalEnergyConsumption", None)
+        if fn is None:
+            return "GPU energy not readable: these NVML bindings have no nvmlDeviceGetTotalEnergyConsumption"
+        try:
+            fn(self.handle)
+        except Exception as exc:  # NVML_ERROR_NOT_SUPPORTED before Volta, or no permission
+            return f"GPU energy not readable: NVML: {_first_line(exc)}"
+        return lambda: float(fn(self.handle))
 
     def snapshot(self) -> dict[str, Any]:
         """Clocks (MHz), temperature (°C), power (W) and throttle reasons, now."""

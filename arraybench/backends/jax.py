@@ -252,6 +252,20 @@ class JaxBackend(Backend):
     def is_out_of_memory(self, exc: BaseException) -> bool:
         return is_out_of_memory(exc)
 
+    def device_peak(self, call: Callable[[], Any]) -> tuple[int | None, str] | None:
+        stats = self.jax_device.memory_stats()
+        if not stats or "peak_bytes_in_use" not in stats:
+            return None
+        # XLA's peak cannot be reset: a call that stays under an earlier peak leaves it unmoved.
+        before, old_peak = int(stats["bytes_in_use"]), int(stats["peak_bytes_in_use"])
+        result = call()
+        new_peak = int((self.jax_device.memory_stats() or {}).get("peak_bytes_in_use", old_peak))
+        del result
+        if new_peak <= old_peak:
+            return (None, f"XLA's peak_bytes_in_use did not move (its peak cannot be reset): "
+                          f"the call added at most {old_peak - before} bytes")
+        return new_peak - before, "XLA's allocator: peak_bytes_in_use over one call less bytes_in_use before"
+
     def memory_available(self) -> tuple[int, int] | None:
         if self.device == "cpu":
             return super().memory_available()

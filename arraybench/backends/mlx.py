@@ -232,6 +232,16 @@ class MlxBackend(Backend):
         return isinstance(exc, MemoryError) or (
             isinstance(exc, RuntimeError) and ("allocate" in text and ("malloc" in text or "unable" in text)))
 
+    def device_peak(self, call: Callable[[], Any]) -> tuple[int | None, str] | None:
+        if not hasattr(mx, "reset_peak_memory"):  # MLX >= 0.24; before, under mx.metal
+            return None
+        before = int(mx.get_active_memory())
+        mx.reset_peak_memory()
+        result = call()
+        peak = int(mx.get_peak_memory())
+        del result
+        return max(peak - before, 0), "MLX's allocator: get_peak_memory over one call less active memory before"
+
     def memory_available(self) -> tuple[int, int] | None:
         if self.device == "cpu":
             return super().memory_available()

@@ -397,6 +397,19 @@ class TorchBackend(Backend):
         if self.device == "gpu":
             torch.mps.empty_cache() if self.is_mps else torch.cuda.empty_cache()
 
+    def device_peak(self, call: Callable[[], Any]) -> tuple[int | None, str] | None:
+        if self.device != "gpu" or self.is_mps:
+            return None  # MPS keeps no peak; the CPU's is the host's resident mark
+        dev = self.torch_device
+        before = torch.cuda.memory_allocated(dev)
+        torch.cuda.reset_peak_memory_stats(dev)
+        result = call()
+        peak = torch.cuda.max_memory_allocated(dev)
+        del result
+        reserved = torch.cuda.max_memory_reserved(dev)
+        return max(peak - before, 0), ("PyTorch's caching allocator: max_memory_allocated over one "
+                                       f"call less what was allocated before; {reserved} bytes reserved at most")
+
     def is_out_of_memory(self, exc: BaseException) -> bool:
         return is_out_of_memory(exc)
 

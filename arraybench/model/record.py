@@ -108,6 +108,15 @@ class Record:
     other_n_replicates: int = field(default=0, metadata=_NON_NEGATIVE)
     #: Minor page faults per call in that state (the headline's are ``usage.minor_faults_per_call``).
     other_faults_per_call: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    # -- what a call costs besides time, the median over its processes (``worker/footprint``) --
+    #: Bytes one call added at its highest; None where no process could measure it (``peak_note``).
+    peak_bytes: int | None = field(default=None, metadata=_NON_NEGATIVE)
+    peak_note: str = ""
+    #: The bytes of one call's result, for "2.1x the output".
+    output_bytes: int | None = field(default=None, metadata=_NON_NEGATIVE)
+    #: Joules per call; None where no energy counter reads, and ``energy_note`` says why.
+    energy_j: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    energy_note: str = ""
 
     @classmethod
     def for_cell(cls, cell: Cell, status: Status = "skipped", reason: str = "") -> "Record":

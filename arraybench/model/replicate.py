@@ -85,6 +85,15 @@ class Replicate:
     #: The bytes of one call's result (its outputs, on the host).
     output_bytes: int | None = field(default=None, metadata=_NON_NEGATIVE)
 
+    # -- what a call costs besides time (``worker/footprint``), measured after sampling --
+    #: Bytes one call added at its highest (the library's accounting on a device, the resident
+    #: high-water mark on the host); None where not measured, ``peak_note`` says how or why not.
+    peak_bytes: int | None = field(default=None, metadata=_NON_NEGATIVE)
+    peak_note: str = ""
+    #: Joules per call from the hardware's energy counters; None where none reads, and why.
+    energy_j: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    energy_note: str = ""
+
     @classmethod
     def ended(cls, status: Status, reason: str) -> "Replicate":
         """A replicate that measured nothing: skipped or failed, and why."""

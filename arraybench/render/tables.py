@@ -24,7 +24,7 @@ from ..analysis.roofline import ceilings, share
 from ..errors import printable
 from ..model.cell import config_label
 from ..model.record import Record
-from ..units import format_interval, format_rate, format_seconds
+from ..units import format_interval, format_rate, format_seconds, format_size
 from .notes import RANGES_LEGEND, NoteBook, Row, everywhere_mark, note_texts
 from .terminal import console as safe_console, plain
 
@@ -136,7 +136,7 @@ _TEXT_MIN_WIDTH = 13
 _COLUMNS = (_Column("case", False, 0), _Column("library / device", False, 0), _Column("machine", False, 0),
             _Column("median", True, 0), _Column("device", True, 4), _Column("95% CI", True, 3),
             _Column("vs NumPy", True, 2), _Column("first call", True, 6), _Column("rel. error", True, 5),
-            _Column("of peak", True, 7), _Column("status", False, 0))
+            _Column("of peak", True, 7), _Column("peak mem", True, 8), _Column("status", False, 0))
 
 
 def results_table(records: Iterable[Record], width: int | None = None) -> Group:
@@ -153,7 +153,8 @@ def results_table(records: Iterable[Record], width: int | None = None) -> Group:
     book, every = notebook(groups)
     present = {"machine": any(r.machine for r in records),  # results of several machines
                "device": any(r.device_median_s is not None for r in records),  # CUDA events
-               "of peak": bool(roof)}  # ceilings measured (--roofline)
+               "of peak": bool(roof),  # ceilings measured (--roofline)
+               "peak mem": any(r.peak_bytes is not None for r in records)}
     columns = [c for c in _COLUMNS if present.get(c.name, True)]
 
     rows: list[tuple[dict[str, RenderableType], str | None, bool]] = []
@@ -172,7 +173,8 @@ def results_table(records: Iterable[Record], width: int | None = None) -> Group:
                      "machine": plain(r.machine), "median": format_seconds(r.median_s),
                      "device": format_seconds(r.device_median_s), "95% CI": ci_text(r),
                      "vs NumPy": speedup_text(r, bases.get(r.machine)), "first call": format_seconds(r.first_call_s),
-                     "rel. error": error_text(r), "of peak": _share_text(share(r, roof)), "status": status}
+                     "rel. error": error_text(r), "of peak": _share_text(share(r, roof)),
+                     "peak mem": format_size(r.peak_bytes), "status": status}
             rows.append((cells, "bold green" if (r is best and contenders > 1) else None,
                          i == len(group) - 1 and n < len(groups) - 1))
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import accuracy
+from . import accuracy, footprint
 from ..backends.base import Backend, Unavailable, WrongResult
 from ..model.replicate import Replicate, Status
 from ..model.cell import Cell
@@ -87,6 +87,8 @@ class Prepared:
     origin: str = ""
     #: The device-event timer of the device pass, asked at the end how many calls its hold missed.
     device_timer: Any = None
+    #: One untimed call, waited for, for what a call costs besides time (``footprint``).
+    call: Callable[[], Any] | None = None
 
 
 def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
@@ -231,6 +233,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         rep.reason = verdict.reason + (f" [returned by {origin}]" if origin else "")
     rep.output_bytes = output_bytes(out)
     prepared.run = run
+    prepared.call = lambda: timer.first_call()[1]
     return prepared
 
 
@@ -257,11 +260,21 @@ def finish(backend: Backend, prepared: Prepared) -> Replicate:
         # The same words in every process, so that the record says it once.
         rep.warnings.append("device time: some calls took the host longer to issue than the blocking "
                             "kernel held the GPU (10 ms at most), so their device time includes host time")
+    if prepared.call is not None:
+        _footprint(backend, prepared.call, rep)
     health = rep.gpu_health
     if health and "before" in health and backend.health is not None:
         health.update(after=backend.health.snapshot(), samples=len(m.samples_s),
                       throttled_samples=len(m.throttled), reasons=m.throttle_reasons)
     return rep
+
+
+def _footprint(backend: Backend, call: Callable[[], Any], rep: Replicate) -> None:
+    """Peak memory and energy per call, after sampling, around calls of their own."""
+    peak = footprint.peak(backend, call)
+    rep.peak_bytes, rep.peak_note = peak.bytes, peak.note
+    spent = footprint.energy(backend, call)
+    rep.energy_j, rep.energy_note = spent.joules, spent.note
 
 
 def _known_limitation(backend: Backend, wl: Workload, cell: Cell, host: tuple[Any, ...],
