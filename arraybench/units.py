@@ -30,7 +30,7 @@ LOPSIDED = 0.1
 
 def format_interval(low: float | None, median: float | None, high: float | None) -> str:
     """A 95% interval around a median: ``±1.2%``, half the interval's width as a share of the
-    median (the measure the ±2% target is set in); a lopsided one as its two ends (``-8%…+31%``);
+    median (the measure the ±2% target is set in); a lopsided one as its two ends (``-8/+31%``);
     one wider than a factor of 2 either way as ``undecided``."""
     if low is None or high is None or not median or median <= 0:
         return "—"
@@ -38,7 +38,7 @@ def format_interval(low: float | None, median: float | None, high: float | None)
         return "undecided"
     below, above = (median - low) / median, (high - median) / median
     if abs(above - below) > LOPSIDED:
-        return f"-{below:.0%}…+{above:.0%}"
+        return f"-{below * 100:.0f}/+{above:.0%}"
     return f"±{(high - low) / (2 * median):.1%}"
 
 

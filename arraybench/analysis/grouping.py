@@ -98,11 +98,11 @@ def comparison(a: Record, b: Record) -> tuple[str, float]:
     found = pairs.pair(a, b)
     if found is not None:
         return found.verdict, found.speedup
-    if significantly_faster(a, b):
-        return "faster", b.median_s / a.median_s
-    if significantly_faster(b, a):
-        return "slower", b.median_s / a.median_s
-    return "undecided", b.median_s / a.median_s
+    # Unpaired (measured apart): the ratio's interval from the two medians' intervals, read the
+    # same way.
+    a_low, a_high = a.ci_low_s or a.median_s, a.ci_high_s or a.median_s
+    b_low, b_high = b.ci_low_s or b.median_s, b.ci_high_s or b.median_s
+    return pairs.verdict(a_low / b_high, a_high / b_low), b.median_s / a.median_s
 
 
 def size_text(r: Record) -> str:

@@ -82,7 +82,7 @@ def test_more_processes_give_a_narrower_interval():
 def test_the_headline_is_the_geometric_mean_of_the_processes_medians():
     iv = replicate_interval([[2.0] * 9, [8.0] * 9])
     assert iv.center == pytest.approx(4.0) and iv.processes == 2
-    assert "t over 2 processes" in iv.method
+    assert "span of 2 processes" in iv.method  # no t interval from 2 processes
 
 
 def test_identical_medians_by_chance_keep_the_samples_own_uncertainty():

@@ -109,7 +109,9 @@ def test_vs_numpy_says_which_way():
 def test_the_interval_column_has_one_form_and_says_which(example):
     text = table_text(example.records, width=160)
     cis = column(text, "95% CI")
-    assert cis and all(re.fullmatch(r"±\d+\.\d%", c) for c in cis), cis
+    # One form each: ± for a symmetric interval, both ends for a lopsided one, or undecided for
+    # one wider than a factor of 2 either way.
+    assert cis and all(re.fullmatch(r"±\d+\.\d%|-\d+/\+\d+%|undecided", c) for c in cis), cis
     assert "95% CI: ± half the width" in " ".join(text.split())
 
 
