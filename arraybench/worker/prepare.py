@@ -28,7 +28,7 @@ from ..workloads.binding import Bound, bind
 from ..workloads.definition import Workload
 from ..workloads.inputs import input_bytes, make_inputs
 from ..workloads.params import text as params_text
-from ..workloads.reference import Reference, reference_noise, reference_result
+from ..workloads.reference import Reference, extended_allowed, reference_noise, reference_result
 from .effects import FirstCall, dtype_of, fingerprint, input_names, look, output_bytes, to_host
 from .fresh import FreshInputs, fresh_inputs
 
@@ -46,7 +46,8 @@ class ReferenceCache:
         key = (wl.name, size, dtype, params_text(params or {}))
         if key not in self._cache:
             self._cache.clear()  # large references are big; keep one
-            self._cache[key] = single_threaded(lambda: reference_result(wl, inputs, params))
+            extended = extended_allowed(inputs, _declared_flops(wl, size, params))
+            self._cache[key] = single_threaded(lambda: reference_result(wl, inputs, params, extended))
         return self._cache[key]
 
     def noise(self, wl: Workload, size: int, dtype: str, inputs: tuple[np.ndarray, ...],
@@ -54,11 +55,21 @@ class ReferenceCache:
         """How far that reference moves on its own (a few reference calls, never timed)."""
         key = (wl.name, size, dtype, params_text(params or {}))
         if key not in self._noise:
-            value = self.reference(wl, size, dtype, inputs, params).value
+            ref = self.reference(wl, size, dtype, inputs, params)
+            extended = extended_allowed(inputs, _declared_flops(wl, size, params))
             self._noise.clear()
             self._noise[key] = single_threaded(
-                lambda: reference_noise(wl, inputs, value, params, dtype))
+                lambda: reference_noise(wl, inputs, ref.value, params, dtype, ref.plain, extended))
         return self._noise[key]
+
+
+def _declared_flops(wl: Workload, size: int, params: dict[str, Any] | None) -> float | None:
+    """The float64 work the workload declares for one call at ``size``, or None."""
+    try:
+        work = wl.work_for(size, 8, params)
+    except Exception:  # a work model that fails is reported where the cell reads it
+        return None
+    return work.flops if work is not None else None
 
 
 def single_threaded(fn: Callable[[], Any]) -> Any:

@@ -11,6 +11,7 @@ from arraybench.model.cell import Cell
 from arraybench.worker import accuracy
 from arraybench.worker.prepare import ReferenceCache, prepare
 from arraybench.model.timer_settings import TimerSettings
+from arraybench.workloads.check import STABLE_ELEMENTWISE_ULPS
 from arraybench.workloads.reference import reference_noise, reference_result
 from arraybench.workloads import REGISTRY  # importing the package registers the built-ins
 
@@ -157,9 +158,9 @@ def test_noise_is_elementwise_for_stable_outputs_and_normwise_after_cancellation
     ref = reference_result(scan_and_exp, x)
     scan, exp = reference_noise(scan_and_exp, x, ref.value)
     assert "perturbed by 4 ulp" in scan.sources
-    assert exp.elementwise <= accuracy.STABLE_ELEMENTWISE_ULPS  # exp is stable element by element
+    assert exp.elementwise <= STABLE_ELEMENTWISE_ULPS  # exp is stable element by element
     assert Check.derived().settle(exp).kind == "elementwise"
-    assert scan.elementwise > accuracy.STABLE_ELEMENTWISE_ULPS  # partial sums near zero are not
+    assert scan.elementwise > STABLE_ELEMENTWISE_ULPS  # partial sums near zero are not
     assert Check.derived().settle(scan).kind == "normwise"
     assert 0 < scan.normwise < 1e3
     assert scan.elements == 1000
@@ -185,8 +186,50 @@ def test_noise_costs_a_few_reference_calls_once_per_cell():
     references = ReferenceCache()
     for _ in range(2):
         assert judged("numpy", counted, 100, references=references).status == "ok"
-    # The reference, two reruns on perturbed inputs, one in long double; for the two cells.
-    assert calls == [np.float64] * 3 + [np.longdouble]
+    # The reference in float64 and in long double, two reruns on perturbed inputs; for the two cells.
+    assert calls == [np.float64, np.longdouble] + [np.float64] * 2
+
+
+# -- the reference as accurate as the best library, decided alike in every worker ----------------------
+
+def _column_std(n, columns=4):
+    @workload(sizes={"s": n}, inputs=lambda n, rng: rng.normal(1.0, 1.0, (n, columns)), name=f"colstd{n}")
+    def colstd(xp, x):
+        return xp.std(x, axis=0)
+    return colstd
+
+
+def test_the_reference_of_a_long_column_reduction_is_the_exact_answer_not_numpys_rounding():
+    """NumPy reduces a C-ordered matrix over axis 0 row after row (error ~ sqrt(n)); the reference
+    is its long-double run, within a few ulp of math.fsum's exact answer, where NumPy is not."""
+    import math
+
+    n = 200_000
+    wl = _column_std(n)
+    x = (wl.inputs(n, np.random.default_rng(3)),)
+    ref = reference_result(wl, x)
+    exact = np.array([math.sqrt(math.fsum((c - math.fsum(c) / n) ** 2) / n) for c in x[0].T])
+    assert np.max(np.abs(ref.value - exact) / exact) <= 4 * EPS64
+    assert np.max(np.abs(ref.plain - exact) / exact) > 16 * EPS64  # NumPy's own float64 rounding
+    noise = reference_noise(wl, x, ref.value, plain=ref.plain)
+    assert "NumPy's float64 against its long double" in noise.sources
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
+def test_column_std_over_2e5_rows_is_ok_on_every_library(backend):
+    rep = judged(backend, _column_std(200_000), 200_000)
+    assert rep.status == "ok", rep.reason
+
+
+def test_the_long_double_rule_is_on_sizes_and_work_not_time():
+    from arraybench.workloads.reference import LONG_DOUBLE_ELEMENTS, LONG_DOUBLE_FLOPS, extended_allowed
+
+    small = (np.zeros(LONG_DOUBLE_ELEMENTS // 2), np.zeros(LONG_DOUBLE_ELEMENTS // 2))
+    assert extended_allowed(small) and extended_allowed(small, flops=LONG_DOUBLE_FLOPS)
+    assert not extended_allowed(small + (np.zeros(1),))
+    assert not extended_allowed(small, flops=2 * LONG_DOUBLE_FLOPS)  # a declared matmul's work
+    import arraybench.workloads.reference as reference
+    assert not any(name in vars(reference) for name in ("time", "LONG_DOUBLE_BUDGET_S"))
 
 
 # -- checks that know the dtype (6d) ----------------------------------------------------------------
