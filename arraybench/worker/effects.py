@@ -72,6 +72,9 @@ def look(backend: "Backend", wl: Workload, arrays: Sequence[Any], pristine: Sequ
     changed = tuple(i for i, (a, p) in enumerate(zip(arrays, pristine))
                     if i not in declared and _changed(backend, a, p))
     produced = wl.result_of(result, list(arrays))
+    foreign = foreign_result(backend, wl, produced)
+    if foreign:
+        raise ForeignResult(foreign)
     if produced is None:
         _returned_none(backend, wl, [names[i] for i in changed])
         # in-place code that forgot mutates=, judged against a reference= of its own: what it changed
@@ -98,6 +101,40 @@ def look(backend: "Backend", wl: Workload, arrays: Sequence[Any], pristine: Sequ
                      "itself): it was copied before it was checked, and its time is that of "
                      "making the view, not of computing new values")
     return FirstCall(host, dtype_of(backend, produced), changed, notes, fingerprint(host))
+
+
+class ForeignResult(TypeError):
+    """A result that is not the library's own array: the code never ran on that library."""
+
+
+#: How each library's own array type is named to users.
+_OWN_TYPES = {"torch": "torch.Tensor", "jax": "jax.Array", "mlx": "mlx.core.array", "cupy": "cupy.ndarray"}
+
+
+def foreign_result(backend: "Backend", wl: Workload, produced: Any) -> str:
+    """Why ``produced`` is a NumPy value where the library's own array was due, or "".
+
+    A workload that calls ``np.exp`` instead of ``xp.exp`` runs NumPy in the JAX worker, and its
+    time would be reported as JAX's. Backends whose arrays are NumPy's (NumPy, Numba), workloads
+    written against the backend itself (interop: ``to_numpy`` returns NumPy by design) and inputs
+    kept on the host are exempt.
+    """
+    if wl.namespace == "backend" or wl.placement == "host":
+        return ""
+    try:
+        own = backend.asarray(np.zeros(1))
+    except Exception:
+        return ""
+    if isinstance(own, np.ndarray):
+        return ""
+    outputs = produced if isinstance(produced, (tuple, list)) else (produced,)
+    numpy_out = next((o for o in outputs if isinstance(o, (np.ndarray, np.generic))), None)
+    if numpy_out is None:
+        return ""
+    kind = "numpy.ndarray" if isinstance(numpy_out, np.ndarray) else f"numpy.{type(numpy_out).__name__} scalar"
+    own_name = _OWN_TYPES.get(backend.name, f"{type(own).__module__}.{type(own).__qualname__}")
+    return (f"returned a {kind}, not a {own_name}: the workload called np.… instead of xp.…, so NumPy "
+            f"computed it, not {backend.label}; use the xp namespace the workload is given")
 
 
 def fingerprint(host: Any) -> tuple[int, ...]:

@@ -29,7 +29,7 @@ from ..workloads.definition import Workload
 from ..workloads.inputs import input_bytes, make_inputs
 from ..workloads.params import text as params_text
 from ..workloads.reference import Reference, extended_allowed, reference_noise, reference_result
-from .effects import FirstCall, dtype_of, fingerprint, input_names, look, output_bytes, to_host
+from .effects import FirstCall, ForeignResult, dtype_of, fingerprint, input_names, look, output_bytes, to_host
 from .fresh import FreshInputs, fresh_inputs
 
 
@@ -168,6 +168,8 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
             rep.warnings += backend.compile_notes()
     except Unavailable as exc:
         return _ended(backend, prepared, "skipped", str(exc))
+    except ForeignResult as exc:
+        return _ended(backend, prepared, "failed", str(exc) + (f" [returned by {origin}]" if origin else ""))
     except Exception as exc:
         return _ended(backend, prepared, *_classify(backend, cell, stage, exc, origin))
     try:

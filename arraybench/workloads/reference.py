@@ -103,10 +103,9 @@ def reference_result(wl: Workload, inputs: tuple[Any, ...], params: Params | Non
 def _extended(call: Callable[..., Any], wide: tuple[Any, ...], extended: bool) -> Reference:
     """``call``'s float64 result, replaced by its long-double run rounded to float64 where that ran
     and agrees in shape (NumPy refuses long double in ``linalg``: the float64 result stays)."""
+    # Long double first, on copies: an in-place workload's plain run changes ``wide`` itself.
+    long = _quietly(call, tuple(_long(a) for a in wide)) if extended else None
     plain = call(*wide)
-    if not extended:
-        return Reference(plain)
-    long = _quietly(call, tuple(_long(a) for a in wide))
     if long is None:
         return Reference(plain)
     if isinstance(plain, tuple):

@@ -186,8 +186,8 @@ def test_noise_costs_a_few_reference_calls_once_per_cell():
     references = ReferenceCache()
     for _ in range(2):
         assert judged("numpy", counted, 100, references=references).status == "ok"
-    # The reference in float64 and in long double, two reruns on perturbed inputs; for the two cells.
-    assert calls == [np.float64, np.longdouble] + [np.float64] * 2
+    # The reference in long double and in float64, two reruns on perturbed inputs; for the two cells.
+    assert calls == [np.longdouble] + [np.float64] * 3
 
 
 # -- the reference as accurate as the best library, decided alike in every worker ----------------------
@@ -311,3 +311,17 @@ def test_a_bad_check_in_a_workload_file_is_reported_on_one_line(tmp_path):
     error = load_files([str(path)]).errors[str(path)]
     assert "rtol is keyed by dtype names" in error and "bad_check.py:2" in error
     assert "\n" not in error and "Traceback" not in error
+
+
+# -- results judged by what they are -------------------------------------------------------------------
+
+def test_numpy_called_inside_a_jax_cell_is_never_ok_under_jaxs_name():
+    @workload(sizes={"s": 100}, inputs=lambda n, rng: rng.standard_normal(n))
+    def np_inside(xp, x):
+        return np.exp(x) + 1.0  # np. where xp. was meant: NumPy computes it in the JAX worker
+
+    rep = judged("jax", np_inside, 100)
+    assert rep.status == "failed"
+    assert rep.reason.startswith("returned a numpy.ndarray, not a jax.Array: the workload called np.")
+    assert "\n" not in rep.reason and "Traceback" not in rep.reason
+    assert judged("numpy", np_inside, 100).status == "ok"  # NumPy's own backend is exempt
