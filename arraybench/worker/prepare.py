@@ -177,6 +177,12 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         out = seen.result
         run.first_result = None  # the check has what it needs; free device memory now
         reference = references.reference(wl, cell.size, cell.dtype, host, params)
+        if _is_none(reference.value):
+            # Nothing to compare with: the cell is timed, its result left unjudged, and said so.
+            rep.warnings.append(_UNCHECKED)
+            rep.output_bytes = output_bytes(out)
+            prepared.run = run
+            return prepared
         tolerance = None
         precision = backend.reduced_precision(cell.dtype) if wl.check.matmul else None
         if precision:
@@ -245,6 +251,18 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
     rep.output_bytes = output_bytes(out)
     prepared.run = run
     return prepared
+
+
+_UNCHECKED = ("not checked: the reference returned None (a reference= that changes its input in place "
+              "and returns nothing, or forgets to return), so there is nothing to judge the result by; "
+              "return the reference's result")
+
+
+def _is_none(value: Any) -> bool:
+    """Whether a reference (or one of its outputs) is None, as NumPy holds it."""
+    values = value if isinstance(value, tuple) else (value,)
+    return any(v is None or (isinstance(v, np.ndarray) and v.dtype == object and v.shape == ()
+                             and v.item() is None) for v in values)
 
 
 def finish(backend: Backend, prepared: Prepared) -> Replicate:

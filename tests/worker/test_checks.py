@@ -325,3 +325,17 @@ def test_numpy_called_inside_a_jax_cell_is_never_ok_under_jaxs_name():
     assert rep.reason.startswith("returned a numpy.ndarray, not a jax.Array: the workload called np.")
     assert "\n" not in rep.reason and "Traceback" not in rep.reason
     assert judged("numpy", np_inside, 100).status == "ok"  # NumPy's own backend is exempt
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+def test_a_reference_that_returned_none_leaves_the_cell_not_checked_never_wrong(backend):
+    def forgot_to_return(x):
+        np.exp(x)
+
+    @workload(sizes={"s": 50}, inputs=lambda n, rng: rng.standard_normal(n), reference=forgot_to_return)
+    def exp_cell(xp, x):
+        return xp.exp(x)
+
+    rep = judged(backend, exp_cell, 50)
+    assert rep.status == "ok" and rep.max_rel_error is None
+    assert any(w.startswith("not checked: the reference returned None") for w in rep.warnings)
