@@ -204,12 +204,14 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         noise = references.noise(wl, cell.size, cell.dtype, host, params) \
             if wl.check.needs_noise(cell.dtype) else None
         verdict = accuracy.judge(out, reference.value, wl.check, cell.dtype, cell.size,
-                                 tolerance=tolerance, out_dtype=out_dtype, fixed=fixed, noise=noise)
+                                 tolerance=tolerance, out_dtype=out_dtype, fixed=fixed, noise=noise,
+                                 inputs=host)
         if not verdict.ok and noise is None and verdict.max_rel_error is not None:
             # Only to say, in the reason, how far the reference itself moves.
             noise = references.noise(wl, cell.size, cell.dtype, host, params)
             verdict = accuracy.judge(out, reference.value, wl.check, cell.dtype, cell.size,
-                                     tolerance=tolerance, out_dtype=out_dtype, fixed=fixed, noise=noise)
+                                     tolerance=tolerance, out_dtype=out_dtype, fixed=fixed, noise=noise,
+                                 inputs=host)
         if verdict.note:
             rep.warnings.append(verdict.note)
     except Exception as exc:
@@ -228,7 +230,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         again = _second_opinion(backend, wl, timer, seen, arrays, verdict.max_rel_error,
                                 lambda r: accuracy.judge(r, reference.value, wl.check, cell.dtype, cell.size,
                                                          tolerance=tolerance, out_dtype=out_dtype,
-                                                         fixed=fixed, noise=noise))
+                                                         fixed=fixed, noise=noise, inputs=host))
         if again:
             verdict = replace(verdict, reason=f"{verdict.reason}; {again}")
     rep.max_rel_error = verdict.max_rel_error
@@ -241,7 +243,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         explained = _known_limitation(
             backend, wl, cell, host, params, verdict,
             right=lambda r: accuracy.judge(r, reference.value, wl.check, cell.dtype, cell.size,
-                                           tolerance=tolerance, fixed=fixed, noise=noise).ok,
+                                           tolerance=tolerance, fixed=fixed, noise=noise, inputs=host).ok,
             same=lambda r: accuracy.judge(out, r, wl.check, cell.dtype, cell.size, out_dtype=out_dtype,
                                           fixed=fixed).ok)
         if explained:

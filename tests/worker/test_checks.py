@@ -339,3 +339,30 @@ def test_a_reference_that_returned_none_leaves_the_cell_not_checked_never_wrong(
     rep = judged(backend, exp_cell, 50)
     assert rep.status == "ok" and rep.max_rel_error is None
     assert any(w.startswith("not checked: the reference returned None") for w in rep.warnings)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
+def test_argsort_with_ties_is_judged_by_the_order_it_promises(backend):
+    @workload(sizes={"s": 2000}, inputs=lambda n, rng: rng.integers(0, 20, n).astype(np.float64))
+    def ranking(xp, scores):
+        return xp.argsort(scores)
+
+    rep = judged(backend, ranking, 2000)
+    assert rep.status == "ok", rep.reason
+
+    @workload(sizes={"s": 2000}, inputs=lambda n, rng: rng.integers(0, 20, n).astype(np.float64),
+              reference=lambda s: np.argsort(-s, kind="stable"))
+    def ranking_reversed(xp, scores):
+        return xp.argsort(scores)  # ascending where descending is meant: a real bug
+
+    assert judged(backend, ranking_reversed, 2000).status == "wrong"
+
+
+def test_integers_are_judged_by_value_whatever_their_integer_type():
+    ref = np.array([3, 0, 2, 1], dtype=np.int64)
+    v = accuracy.judge(ref.astype(np.uint32), ref, Check.exact(), "float64", 4)
+    assert v.ok and "uint32, not int64" in v.note
+    assert not accuracy.judge(np.array([3, 0, 1, 2], np.uint32), ref, Check.exact(), "float64", 4).ok
+    # a permutation that is not an ordering of any input stays wrong
+    keys = (np.array([4.0, 1.0, 3.0, 2.0]),)
+    assert not accuracy.judge(np.array([0, 1, 2, 3]), ref, Check.exact(), "float64", 4, inputs=keys).ok
