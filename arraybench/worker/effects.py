@@ -82,7 +82,15 @@ def look(backend: "Backend", wl: Workload, arrays: Sequence[Any], pristine: Sequ
     outputs = list(produced) if isinstance(produced, (tuple, list)) else [produced]
     aliased = sorted({i for out in outputs for i, a in enumerate(arrays)
                       if _is_array(out) and _is_array(a) and _shares(backend, out, a)})
-    host = to_host(backend, produced)
+    try:
+        host = to_host(backend, produced)
+    except Exception:
+        scalar = _python_scalar(produced)
+        if scalar is None:
+            raise
+        # arraybench's conversion failed, but the mistake is the workload's: say that one.
+        raise ForeignResult(f"returned a Python {type(scalar).__name__}, not a {own_type_name(backend)}: "
+                            "return the library's array (xp.sum(x), not float(...) or .item())") from None
     if aliased:
         # A later call (or the restoring of a changed input) would change what is judged.
         host = _copied(host)
@@ -132,9 +140,22 @@ def foreign_result(backend: "Backend", wl: Workload, produced: Any) -> str:
     if numpy_out is None:
         return ""
     kind = "numpy.ndarray" if isinstance(numpy_out, np.ndarray) else f"numpy.{type(numpy_out).__name__} scalar"
-    own_name = _OWN_TYPES.get(backend.name, f"{type(own).__module__}.{type(own).__qualname__}")
+    own_name = own_type_name(backend)
     return (f"returned a {kind}, not a {own_name}: the workload called np.… instead of xp.…, so NumPy "
             f"computed it, not {backend.label}; use the xp namespace the workload is given")
+
+
+def own_type_name(backend: "Backend") -> str:
+    """How users name the library's own array type (``torch.Tensor``)."""
+    if backend.name in _OWN_TYPES:
+        return _OWN_TYPES[backend.name]
+    own = type(backend.asarray(np.zeros(1)))
+    return f"{own.__module__}.{own.__qualname__}"
+
+
+def _python_scalar(produced: Any) -> Any:
+    outputs = produced if isinstance(produced, (tuple, list)) else (produced,)
+    return next((o for o in outputs if isinstance(o, (bool, int, float, complex))), None)
 
 
 def fingerprint(host: Any) -> tuple[int, ...]:

@@ -255,9 +255,9 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
     return prepared
 
 
-_UNCHECKED = ("not checked: the reference returned None (a reference= that changes its input in place "
-              "and returns nothing, or forgets to return), so there is nothing to judge the result by; "
-              "return the reference's result")
+_UNCHECKED = ("not checked: the reference (the workload's reference=, or its own function run by NumPy) "
+              "returned None, so there is nothing to judge the result by: return the result, or "
+              "declare @workload(mutates=(...)) for code that changes its inputs in place")
 
 
 def _is_none(value: Any) -> bool:
