@@ -27,63 +27,9 @@ from ..workloads.tracebacks import describe_exception
 from ..workloads.binding import Bound, bind
 from ..workloads.definition import Workload
 from ..workloads.inputs import input_bytes, make_inputs
-from ..workloads.params import text as params_text
-from ..workloads.reference import Reference, extended_allowed, reference_noise, reference_result
+from .references import UNCHECKED, ReferenceCache, is_none, narrower_than_numpys
 from .effects import FirstCall, ForeignResult, dtype_of, fingerprint, input_names, look, output_bytes, to_host
 from .fresh import FreshInputs, fresh_inputs
-
-
-class ReferenceCache:
-    """Float64 references and their own noise, computed once per (workload, size, dtype) in a process."""
-
-    def __init__(self) -> None:
-        self._cache: dict[tuple[str, int, str], Reference] = {}
-        self._noise: dict[tuple[str, int, str], Any] = {}
-
-    def reference(self, wl: Workload, size: int, dtype: str, inputs: tuple[np.ndarray, ...],
-                  params: dict[str, Any] | None = None) -> Reference:
-        """The reference with its own estimated error (nonzero for finite-difference gradients)."""
-        key = (wl.name, size, dtype, params_text(params or {}))
-        if key not in self._cache:
-            self._cache.clear()  # large references are big; keep one
-            extended = extended_allowed(inputs, _declared_flops(wl, size, params))
-            self._cache[key] = single_threaded(lambda: reference_result(wl, inputs, params, extended))
-        return self._cache[key]
-
-    def noise(self, wl: Workload, size: int, dtype: str, inputs: tuple[np.ndarray, ...],
-              params: dict[str, Any] | None = None) -> "accuracy.Noise | tuple[accuracy.Noise, ...] | None":
-        """How far that reference moves on its own (a few reference calls, never timed)."""
-        key = (wl.name, size, dtype, params_text(params or {}))
-        if key not in self._noise:
-            ref = self.reference(wl, size, dtype, inputs, params)
-            extended = extended_allowed(inputs, _declared_flops(wl, size, params))
-            self._noise.clear()
-            self._noise[key] = single_threaded(
-                lambda: reference_noise(wl, inputs, ref.value, params, dtype, ref.plain, extended))
-        return self._noise[key]
-
-
-def _declared_flops(wl: Workload, size: int, params: dict[str, Any] | None) -> float | None:
-    """The float64 work the workload declares for one call at ``size``, or None."""
-    try:
-        work = wl.work_for(size, 8, params)
-    except Exception:  # a work model that fails is reported where the cell reads it
-        return None
-    return work.flops if work is not None else None
-
-
-def single_threaded(fn: Callable[[], Any]) -> Any:
-    """Run NumPy work with a one-thread BLAS, so no idle BLAS pool spins beside the library timed.
-
-    Waking OpenBLAS's pool in a torch or JAX worker slows that library's next operations (measured
-    on a 2-core machine: ~1.8x for a torch matmul right after a NumPy one).
-    """
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return fn()
-    with threadpool_limits(limits=1, user_api="blas"):
-        return fn()
 
 
 @dataclass
@@ -177,9 +123,9 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         out = seen.result
         run.first_result = None  # the check has what it needs; free device memory now
         reference = references.reference(wl, cell.size, cell.dtype, host, params)
-        if _is_none(reference.value):
+        if is_none(reference.value):
             # Nothing to compare with: the cell is timed, its result left unjudged, and said so.
-            rep.warnings.append(_UNCHECKED)
+            rep.warnings.append(UNCHECKED)
             rep.output_bytes = output_bytes(out)
             prepared.run = run
             return prepared
@@ -201,6 +147,10 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
             tolerance = base_tolerance + reference.error
             rep.warnings.append(reference.note)
         fixed = built.fixed_dtypes(input_names(wl, len(host)))
+        if fixed and narrower_than_numpys(wl, host, params, out_dtype, cell.dtype):
+            # NumPy keeps the run's dtype on these very inputs: the narrow result is a cast in the
+            # library's code, not the fixed input's dtype followed (a float32 step stays wrong).
+            fixed = {}
         noise = references.noise(wl, cell.size, cell.dtype, host, params) \
             if wl.check.needs_noise(cell.dtype) else None
         verdict = accuracy.judge(out, reference.value, wl.check, cell.dtype, cell.size,
@@ -253,18 +203,6 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
     rep.output_bytes = output_bytes(out)
     prepared.run = run
     return prepared
-
-
-_UNCHECKED = ("not checked: the reference (the workload's reference=, or its own function run by NumPy) "
-              "returned None, so there is nothing to judge the result by: return the result, or "
-              "declare @workload(mutates=(...)) for code that changes its inputs in place")
-
-
-def _is_none(value: Any) -> bool:
-    """Whether a reference (or one of its outputs) is None, as NumPy holds it."""
-    values = value if isinstance(value, tuple) else (value,)
-    return any(v is None or (isinstance(v, np.ndarray) and v.dtype == object and v.shape == ()
-                             and v.item() is None) for v in values)
 
 
 def finish(backend: Backend, prepared: Prepared) -> Replicate:

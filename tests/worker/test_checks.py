@@ -377,3 +377,24 @@ def test_a_python_float_returned_on_pytorch_is_named_as_the_workloads_mistake():
     assert rep.status == "failed"
     assert rep.reason.startswith("returned a Python float, not a torch.Tensor: return the library's array")
     assert "detach" not in rep.reason
+
+
+def test_a_float32_cast_beside_a_fixed_float32_input_stays_wrong():
+    """Only ``w`` is fixed float32: NumPy gives float64 on these inputs, so a float32 result comes
+    from a cast in the code (``x.float()``), not from following ``w``."""
+    import arraybench
+
+    def inputs(n, rng):
+        return arraybench.fixed(rng.standard_normal(n), "float32"), rng.standard_normal(n)
+
+    @workload(sizes={"s": 10_000}, inputs=inputs)
+    def weighted_scan(xp, w, x):
+        return xp.cumulative_sum(w * x)
+
+    @weighted_scan.override("torch")
+    def _planted(xp, w, x):
+        return xp.cumsum(w * x.float(), 0)  # the planted float32 step
+
+    assert judged("numpy", weighted_scan, 10_000).status == "ok"
+    rep = judged("torch", weighted_scan, 10_000)
+    assert rep.status == "wrong" and "result is float32, expected float64" in rep.reason
