@@ -30,6 +30,10 @@ from ..model.usage import Usage
 OVERSUBSCRIBED_BY = 0.5
 #: A slowdown from competing for cores below this is no cost worth a finding.
 SLOWDOWN_WORTH_SAYING = 1.1
+#: A process (or a sample) that used more cores than this ran several threads at once; code that
+#: never did (0.98-1.00 cores: NumPy's element-wise work, small PyTorch calls) has no pool to
+#: oversubscribe, whatever threads its library started.
+SEVERAL_THREADS_CORES = 1.2
 #: The counters that tell a mode where the pool lost its cores from one where it had them.
 CONTENTION_QUANTITIES = frozenset({"others_cores", "involuntary_switches_per_call", "cores", "steal_share"})
 
@@ -153,8 +157,9 @@ def _with_fewer_threads(r: Record, threads: int, records: list[Record],
 
 
 def _contention(r: Record, records: list[Record], environment: Mapping[str, Any]) -> Contention | None:
-    """How ``r``'s pool competed for cores; None where it did not, or where every cost measured
-    is below ``SLOWDOWN_WORTH_SAYING``."""
+    """How ``r``'s pool competed for cores; None where it did not, where no cost was measured (or
+    only one of code that never ran several threads), or where every cost is below
+    ``SLOWDOWN_WORTH_SAYING``."""
     threads = pool_threads(r, environment)
     if not is_valid(r) or r.device != "cpu" or threads is None or threads < 2:
         return None
@@ -178,8 +183,23 @@ def _contention(r: Record, records: list[Record], environment: Mapping[str, Any]
     found = Contention(r, threads, stats.median([_cores_left(rep.usage, affinity) for rep in contended]),
                        _cpus(contended[0].usage, affinity), stats.median(switches) if switches else None,
                        between, split, _with_fewer_threads(r, threads, records, environment))
+    # Said only where measured: a cost between processes or modes needs a process or sample that
+    # ran several threads; one against the same cell with fewer threads shows that by itself.
+    if found.fewer is None and not ran_several_threads(timed):
+        found = Contention(found.record, found.threads, found.left, found.cpus, found.switches)
     costs = found.slowdowns
-    return found if not costs or max(costs) >= SLOWDOWN_WORTH_SAYING else None
+    return found if costs and max(costs) >= SLOWDOWN_WORTH_SAYING else None
+
+
+def ran_several_threads(reps: list[Replicate]) -> bool:
+    """Whether some process, or some sample of one, used more than ``SEVERAL_THREADS_CORES``."""
+    for rep in reps:
+        u = rep.usage
+        if u is None:
+            continue
+        if (u.cores or 0.0) > SEVERAL_THREADS_CORES or any(c > SEVERAL_THREADS_CORES for c in u.sample_cores):
+            return True
+    return False
 
 
 def oversubscribed(records: Iterable[Record], environment: Mapping[str, Any] | None) -> list[Contention]:

@@ -72,6 +72,9 @@ def look(backend: "Backend", wl: Workload, arrays: Sequence[Any], pristine: Sequ
     changed = tuple(i for i, (a, p) in enumerate(zip(arrays, pristine))
                     if i not in declared and _changed(backend, a, p))
     produced = wl.result_of(result, list(arrays))
+    foreign = foreign_result(backend, wl, produced)
+    if foreign:
+        raise ForeignResult(foreign)
     if produced is None:
         _returned_none(backend, wl, [names[i] for i in changed])
         # in-place code that forgot mutates=, judged against a reference= of its own: what it changed
@@ -79,7 +82,15 @@ def look(backend: "Backend", wl: Workload, arrays: Sequence[Any], pristine: Sequ
     outputs = list(produced) if isinstance(produced, (tuple, list)) else [produced]
     aliased = sorted({i for out in outputs for i, a in enumerate(arrays)
                       if _is_array(out) and _is_array(a) and _shares(backend, out, a)})
-    host = to_host(backend, produced)
+    try:
+        host = to_host(backend, produced)
+    except Exception:
+        scalar = _python_scalar(produced)
+        if scalar is None:
+            raise
+        # arraybench's conversion failed, but the mistake is the workload's: say that one.
+        raise ForeignResult(f"returned a Python {type(scalar).__name__}, not a {own_type_name(backend)}: "
+                            "return the library's array (xp.sum(x), not float(...) or .item())") from None
     if aliased:
         # A later call (or the restoring of a changed input) would change what is judged.
         host = _copied(host)
@@ -98,6 +109,53 @@ def look(backend: "Backend", wl: Workload, arrays: Sequence[Any], pristine: Sequ
                      "itself): it was copied before it was checked, and its time is that of "
                      "making the view, not of computing new values")
     return FirstCall(host, dtype_of(backend, produced), changed, notes, fingerprint(host))
+
+
+class ForeignResult(TypeError):
+    """A result that is not the library's own array: the code never ran on that library."""
+
+
+#: How each library's own array type is named to users.
+_OWN_TYPES = {"torch": "torch.Tensor", "jax": "jax.Array", "mlx": "mlx.core.array", "cupy": "cupy.ndarray"}
+
+
+def foreign_result(backend: "Backend", wl: Workload, produced: Any) -> str:
+    """Why ``produced`` is a NumPy value where the library's own array was due, or "".
+
+    A workload that calls ``np.exp`` instead of ``xp.exp`` runs NumPy in the JAX worker, and its
+    time would be reported as JAX's. Backends whose arrays are NumPy's (NumPy, Numba), workloads
+    written against the backend itself (interop: ``to_numpy`` returns NumPy by design) and inputs
+    kept on the host are exempt.
+    """
+    if wl.namespace == "backend" or wl.placement == "host":
+        return ""
+    try:
+        own = backend.asarray(np.zeros(1))
+    except Exception:
+        return ""
+    if isinstance(own, np.ndarray):
+        return ""
+    outputs = produced if isinstance(produced, (tuple, list)) else (produced,)
+    numpy_out = next((o for o in outputs if isinstance(o, (np.ndarray, np.generic))), None)
+    if numpy_out is None:
+        return ""
+    kind = "numpy.ndarray" if isinstance(numpy_out, np.ndarray) else f"numpy.{type(numpy_out).__name__} scalar"
+    own_name = own_type_name(backend)
+    return (f"returned a {kind}, not a {own_name}: the workload called np.… instead of xp.…, so NumPy "
+            f"computed it, not {backend.label}; use the xp namespace the workload is given")
+
+
+def own_type_name(backend: "Backend") -> str:
+    """How users name the library's own array type (``torch.Tensor``)."""
+    if backend.name in _OWN_TYPES:
+        return _OWN_TYPES[backend.name]
+    own = type(backend.asarray(np.zeros(1)))
+    return f"{own.__module__}.{own.__qualname__}"
+
+
+def _python_scalar(produced: Any) -> Any:
+    outputs = produced if isinstance(produced, (tuple, list)) else (produced,)
+    return next((o for o in outputs if isinstance(o, (bool, int, float, complex))), None)
 
 
 def fingerprint(host: Any) -> tuple[int, ...]:

@@ -27,52 +27,9 @@ from ..workloads.tracebacks import describe_exception
 from ..workloads.binding import Bound, bind
 from ..workloads.definition import Workload
 from ..workloads.inputs import input_bytes, make_inputs
-from ..workloads.params import text as params_text
-from ..workloads.reference import Reference, reference_noise, reference_result
-from .effects import FirstCall, dtype_of, fingerprint, input_names, look, output_bytes, to_host
+from .references import UNCHECKED, ReferenceCache, is_none, narrower_than_numpys
+from .effects import FirstCall, ForeignResult, dtype_of, fingerprint, input_names, look, output_bytes, to_host
 from .fresh import FreshInputs, fresh_inputs
-
-
-class ReferenceCache:
-    """Float64 references and their own noise, computed once per (workload, size, dtype) in a process."""
-
-    def __init__(self) -> None:
-        self._cache: dict[tuple[str, int, str], Reference] = {}
-        self._noise: dict[tuple[str, int, str], Any] = {}
-
-    def reference(self, wl: Workload, size: int, dtype: str, inputs: tuple[np.ndarray, ...],
-                  params: dict[str, Any] | None = None) -> Reference:
-        """The reference with its own estimated error (nonzero for finite-difference gradients)."""
-        key = (wl.name, size, dtype, params_text(params or {}))
-        if key not in self._cache:
-            self._cache.clear()  # large references are big; keep one
-            self._cache[key] = single_threaded(lambda: reference_result(wl, inputs, params))
-        return self._cache[key]
-
-    def noise(self, wl: Workload, size: int, dtype: str, inputs: tuple[np.ndarray, ...],
-              params: dict[str, Any] | None = None) -> "accuracy.Noise | tuple[accuracy.Noise, ...] | None":
-        """How far that reference moves on its own (a few reference calls, never timed)."""
-        key = (wl.name, size, dtype, params_text(params or {}))
-        if key not in self._noise:
-            value = self.reference(wl, size, dtype, inputs, params).value
-            self._noise.clear()
-            self._noise[key] = single_threaded(
-                lambda: reference_noise(wl, inputs, value, params, dtype))
-        return self._noise[key]
-
-
-def single_threaded(fn: Callable[[], Any]) -> Any:
-    """Run NumPy work with a one-thread BLAS, so no idle BLAS pool spins beside the library timed.
-
-    Waking OpenBLAS's pool in a torch or JAX worker slows that library's next operations (measured
-    on a 2-core machine: ~1.8x for a torch matmul right after a NumPy one).
-    """
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return fn()
-    with threadpool_limits(limits=1, user_api="blas"):
-        return fn()
 
 
 @dataclass
@@ -159,6 +116,8 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
             rep.warnings += backend.compile_notes()
     except Unavailable as exc:
         return _ended(backend, prepared, "skipped", str(exc))
+    except ForeignResult as exc:
+        return _ended(backend, prepared, "failed", str(exc) + (f" [returned by {origin}]" if origin else ""))
     except Exception as exc:
         return _ended(backend, prepared, *_classify(backend, cell, stage, exc, origin))
     try:
@@ -166,6 +125,12 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         out = seen.result
         run.first_result = None  # the check has what it needs; free device memory now
         reference = references.reference(wl, cell.size, cell.dtype, host, params)
+        if is_none(reference.value):
+            # Nothing to compare with: the cell is timed, its result left unjudged, and said so.
+            rep.warnings.append(UNCHECKED)
+            rep.output_bytes = output_bytes(out)
+            prepared.run = run
+            return prepared
         tolerance = None
         precision = backend.reduced_precision(cell.dtype) if wl.check.matmul else None
         if precision:
@@ -184,15 +149,21 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
             tolerance = base_tolerance + reference.error
             rep.warnings.append(reference.note)
         fixed = built.fixed_dtypes(input_names(wl, len(host)))
+        if fixed and narrower_than_numpys(wl, host, params, out_dtype, cell.dtype):
+            # NumPy keeps the run's dtype on these very inputs: the narrow result is a cast in the
+            # library's code, not the fixed input's dtype followed (a float32 step stays wrong).
+            fixed = {}
         noise = references.noise(wl, cell.size, cell.dtype, host, params) \
             if wl.check.needs_noise(cell.dtype) else None
         verdict = accuracy.judge(out, reference.value, wl.check, cell.dtype, cell.size,
-                                 tolerance=tolerance, out_dtype=out_dtype, fixed=fixed, noise=noise)
+                                 tolerance=tolerance, out_dtype=out_dtype, fixed=fixed, noise=noise,
+                                 inputs=host)
         if not verdict.ok and noise is None and verdict.max_rel_error is not None:
             # Only to say, in the reason, how far the reference itself moves.
             noise = references.noise(wl, cell.size, cell.dtype, host, params)
             verdict = accuracy.judge(out, reference.value, wl.check, cell.dtype, cell.size,
-                                     tolerance=tolerance, out_dtype=out_dtype, fixed=fixed, noise=noise)
+                                     tolerance=tolerance, out_dtype=out_dtype, fixed=fixed, noise=noise,
+                                 inputs=host)
         if verdict.note:
             rep.warnings.append(verdict.note)
     except Exception as exc:
@@ -211,7 +182,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         again = _second_opinion(backend, wl, timer, seen, arrays, verdict.max_rel_error,
                                 lambda r: accuracy.judge(r, reference.value, wl.check, cell.dtype, cell.size,
                                                          tolerance=tolerance, out_dtype=out_dtype,
-                                                         fixed=fixed, noise=noise))
+                                                         fixed=fixed, noise=noise, inputs=host))
         if again:
             verdict = replace(verdict, reason=f"{verdict.reason}; {again}")
     rep.max_rel_error = verdict.max_rel_error
@@ -224,7 +195,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         explained = _known_limitation(
             backend, wl, cell, host, params, verdict,
             right=lambda r: accuracy.judge(r, reference.value, wl.check, cell.dtype, cell.size,
-                                           tolerance=tolerance, fixed=fixed, noise=noise).ok,
+                                           tolerance=tolerance, fixed=fixed, noise=noise, inputs=host).ok,
             same=lambda r: accuracy.judge(out, r, wl.check, cell.dtype, cell.size, out_dtype=out_dtype,
                                           fixed=fixed).ok)
         if explained:

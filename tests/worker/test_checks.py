@@ -9,9 +9,9 @@ import pytest
 from arraybench import Check, workload
 from arraybench.model.cell import Cell
 from arraybench.worker import accuracy
-from arraybench.workloads import check
 from arraybench.worker.prepare import ReferenceCache, prepare
 from arraybench.model.timer_settings import TimerSettings
+from arraybench.workloads.check import STABLE_ELEMENTWISE_ULPS
 from arraybench.workloads.reference import reference_noise, reference_result
 from arraybench.workloads import REGISTRY  # importing the package registers the built-ins
 
@@ -158,9 +158,9 @@ def test_noise_is_elementwise_for_stable_outputs_and_normwise_after_cancellation
     ref = reference_result(scan_and_exp, x)
     scan, exp = reference_noise(scan_and_exp, x, ref.value)
     assert "perturbed by 4 ulp" in scan.sources
-    assert exp.elementwise <= check.STABLE_ELEMENTWISE_ULPS  # exp is stable element by element
+    assert exp.elementwise <= STABLE_ELEMENTWISE_ULPS  # exp is stable element by element
     assert Check.derived().settle(exp).kind == "elementwise"
-    assert scan.elementwise > check.STABLE_ELEMENTWISE_ULPS  # partial sums near zero are not
+    assert scan.elementwise > STABLE_ELEMENTWISE_ULPS  # partial sums near zero are not
     assert Check.derived().settle(scan).kind == "normwise"
     assert 0 < scan.normwise < 1e3
     assert scan.elements == 1000
@@ -186,8 +186,50 @@ def test_noise_costs_a_few_reference_calls_once_per_cell():
     references = ReferenceCache()
     for _ in range(2):
         assert judged("numpy", counted, 100, references=references).status == "ok"
-    # The reference, two reruns on perturbed inputs, one in long double; for the two cells.
-    assert calls == [np.float64] * 3 + [np.longdouble]
+    # The reference in long double and in float64, two reruns on perturbed inputs; for the two cells.
+    assert calls == [np.longdouble] + [np.float64] * 3
+
+
+# -- the reference as accurate as the best library, decided alike in every worker ----------------------
+
+def _column_std(n, columns=4):
+    @workload(sizes={"s": n}, inputs=lambda n, rng: rng.normal(1.0, 1.0, (n, columns)), name=f"colstd{n}")
+    def colstd(xp, x):
+        return xp.std(x, axis=0)
+    return colstd
+
+
+def test_the_reference_of_a_long_column_reduction_is_the_exact_answer_not_numpys_rounding():
+    """NumPy reduces a C-ordered matrix over axis 0 row after row (error ~ sqrt(n)); the reference
+    is its long-double run, within a few ulp of math.fsum's exact answer, where NumPy is not."""
+    import math
+
+    n = 200_000
+    wl = _column_std(n)
+    x = (wl.inputs(n, np.random.default_rng(3)),)
+    ref = reference_result(wl, x)
+    exact = np.array([math.sqrt(math.fsum((c - math.fsum(c) / n) ** 2) / n) for c in x[0].T])
+    assert np.max(np.abs(ref.value - exact) / exact) <= 4 * EPS64
+    assert np.max(np.abs(ref.plain - exact) / exact) > 16 * EPS64  # NumPy's own float64 rounding
+    noise = reference_noise(wl, x, ref.value, plain=ref.plain)
+    assert "NumPy's float64 against its long double" in noise.sources
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
+def test_column_std_over_2e5_rows_is_ok_on_every_library(backend):
+    rep = judged(backend, _column_std(200_000), 200_000)
+    assert rep.status == "ok", rep.reason
+
+
+def test_the_long_double_rule_is_on_sizes_and_work_not_time():
+    from arraybench.workloads.reference import LONG_DOUBLE_ELEMENTS, LONG_DOUBLE_FLOPS, extended_allowed
+
+    small = (np.zeros(LONG_DOUBLE_ELEMENTS // 2), np.zeros(LONG_DOUBLE_ELEMENTS // 2))
+    assert extended_allowed(small) and extended_allowed(small, flops=LONG_DOUBLE_FLOPS)
+    assert not extended_allowed(small + (np.zeros(1),))
+    assert not extended_allowed(small, flops=2 * LONG_DOUBLE_FLOPS)  # a declared matmul's work
+    import arraybench.workloads.reference as reference
+    assert not any(name in vars(reference) for name in ("time", "LONG_DOUBLE_BUDGET_S"))
 
 
 # -- checks that know the dtype (6d) ----------------------------------------------------------------
@@ -269,3 +311,90 @@ def test_a_bad_check_in_a_workload_file_is_reported_on_one_line(tmp_path):
     error = load_files([str(path)]).errors[str(path)]
     assert "rtol is keyed by dtype names" in error and "bad_check.py:2" in error
     assert "\n" not in error and "Traceback" not in error
+
+
+# -- results judged by what they are -------------------------------------------------------------------
+
+def test_numpy_called_inside_a_jax_cell_is_never_ok_under_jaxs_name():
+    @workload(sizes={"s": 100}, inputs=lambda n, rng: rng.standard_normal(n))
+    def np_inside(xp, x):
+        return np.exp(x) + 1.0  # np. where xp. was meant: NumPy computes it in the JAX worker
+
+    rep = judged("jax", np_inside, 100)
+    assert rep.status == "failed"
+    assert rep.reason.startswith("returned a numpy.ndarray, not a jax.Array: the workload called np.")
+    assert "\n" not in rep.reason and "Traceback" not in rep.reason
+    assert judged("numpy", np_inside, 100).status == "ok"  # NumPy's own backend is exempt
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+def test_a_reference_that_returned_none_leaves_the_cell_not_checked_never_wrong(backend):
+    def forgot_to_return(x):
+        np.exp(x)
+
+    @workload(sizes={"s": 50}, inputs=lambda n, rng: rng.standard_normal(n), reference=forgot_to_return)
+    def exp_cell(xp, x):
+        return xp.exp(x)
+
+    rep = judged(backend, exp_cell, 50)
+    assert rep.status == "ok" and rep.max_rel_error is None
+    assert any(w.startswith("not checked: the reference") and "returned None" in w for w in rep.warnings)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
+def test_argsort_with_ties_is_judged_by_the_order_it_promises(backend):
+    @workload(sizes={"s": 2000}, inputs=lambda n, rng: rng.integers(0, 20, n).astype(np.float64))
+    def ranking(xp, scores):
+        return xp.argsort(scores)
+
+    rep = judged(backend, ranking, 2000)
+    assert rep.status == "ok", rep.reason
+
+    @workload(sizes={"s": 2000}, inputs=lambda n, rng: rng.integers(0, 20, n).astype(np.float64),
+              reference=lambda s: np.argsort(-s, kind="stable"))
+    def ranking_reversed(xp, scores):
+        return xp.argsort(scores)  # ascending where descending is meant: a real bug
+
+    assert judged(backend, ranking_reversed, 2000).status == "wrong"
+
+
+def test_integers_are_judged_by_value_whatever_their_integer_type():
+    ref = np.array([3, 0, 2, 1], dtype=np.int64)
+    v = accuracy.judge(ref.astype(np.uint32), ref, Check.exact(), "float64", 4)
+    assert v.ok and "uint32, not int64" in v.note
+    assert not accuracy.judge(np.array([3, 0, 1, 2], np.uint32), ref, Check.exact(), "float64", 4).ok
+    # a permutation that is not an ordering of any input stays wrong
+    keys = (np.array([4.0, 1.0, 3.0, 2.0]),)
+    assert not accuracy.judge(np.array([0, 1, 2, 3]), ref, Check.exact(), "float64", 4, inputs=keys).ok
+
+
+def test_a_python_float_returned_on_pytorch_is_named_as_the_workloads_mistake():
+    @workload(sizes={"s": 50}, inputs=lambda n, rng: rng.standard_normal(n))
+    def as_float(xp, x):
+        return float(xp.sum(x))
+
+    rep = judged("torch", as_float, 50)
+    assert rep.status == "failed"
+    assert rep.reason.startswith("returned a Python float, not a torch.Tensor: return the library's array")
+    assert "detach" not in rep.reason
+
+
+def test_a_float32_cast_beside_a_fixed_float32_input_stays_wrong():
+    """Only ``w`` is fixed float32: NumPy gives float64 on these inputs, so a float32 result comes
+    from a cast in the code (``x.float()``), not from following ``w``."""
+    import arraybench
+
+    def inputs(n, rng):
+        return arraybench.fixed(rng.standard_normal(n), "float32"), rng.standard_normal(n)
+
+    @workload(sizes={"s": 10_000}, inputs=inputs)
+    def weighted_scan(xp, w, x):
+        return xp.cumulative_sum(w * x)
+
+    @weighted_scan.override("torch")
+    def _planted(xp, w, x):
+        return xp.cumsum(w * x.float(), 0)  # the planted float32 step
+
+    assert judged("numpy", weighted_scan, 10_000).status == "ok"
+    rep = judged("torch", weighted_scan, 10_000)
+    assert rep.status == "wrong" and "result is float32, expected float64" in rep.reason

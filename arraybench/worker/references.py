@@ -1,0 +1,104 @@
+"""The float64 references a worker keeps for its cells, and what NumPy is asked about a result.
+
+``ReferenceCache`` computes each reference and its own noise once per cell in a process
+(``workloads/reference``); ``narrower_than_numpys`` asks whether a narrow result is NumPy's own on
+the same inputs; a reference that returned None leaves a cell not checked (``UNCHECKED``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from . import accuracy
+from ..workloads.definition import Workload
+from ..workloads.params import text as params_text
+from ..workloads.reference import (Reference, extended_allowed, numpy_namespace, reference_noise,
+                                   reference_result)
+
+
+class ReferenceCache:
+    """Float64 references and their own noise, computed once per (workload, size, dtype) in a process."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[str, int, str], Reference] = {}
+        self._noise: dict[tuple[str, int, str], Any] = {}
+
+    def reference(self, wl: Workload, size: int, dtype: str, inputs: tuple[np.ndarray, ...],
+                  params: dict[str, Any] | None = None) -> Reference:
+        """The reference with its own estimated error (nonzero for finite-difference gradients)."""
+        key = (wl.name, size, dtype, params_text(params or {}))
+        if key not in self._cache:
+            self._cache.clear()  # large references are big; keep one
+            extended = extended_allowed(inputs, _declared_flops(wl, size, params))
+            self._cache[key] = single_threaded(lambda: reference_result(wl, inputs, params, extended))
+        return self._cache[key]
+
+    def noise(self, wl: Workload, size: int, dtype: str, inputs: tuple[np.ndarray, ...],
+              params: dict[str, Any] | None = None) -> "accuracy.Noise | tuple[accuracy.Noise, ...] | None":
+        """How far that reference moves on its own (a few reference calls, never timed)."""
+        key = (wl.name, size, dtype, params_text(params or {}))
+        if key not in self._noise:
+            ref = self.reference(wl, size, dtype, inputs, params)
+            extended = extended_allowed(inputs, _declared_flops(wl, size, params))
+            self._noise.clear()
+            self._noise[key] = single_threaded(
+                lambda: reference_noise(wl, inputs, ref.value, params, dtype, ref.plain, extended))
+        return self._noise[key]
+
+
+def _declared_flops(wl: Workload, size: int, params: dict[str, Any] | None) -> float | None:
+    """The float64 work the workload declares for one call at ``size``, or None."""
+    try:
+        work = wl.work_for(size, 8, params)
+    except Exception:  # a work model that fails is reported where the cell reads it
+        return None
+    return work.flops if work is not None else None
+
+
+def single_threaded(fn: Callable[[], Any]) -> Any:
+    """Run NumPy work with a one-thread BLAS, so no idle BLAS pool spins beside the library timed.
+
+    Waking OpenBLAS's pool in a torch or JAX worker slows that library's next operations (measured
+    on a 2-core machine: ~1.8x for a torch matmul right after a NumPy one).
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return fn()
+    with threadpool_limits(limits=1, user_api="blas"):
+        return fn()
+
+
+def narrower_than_numpys(wl: Workload, host: tuple[Any, ...], params: dict[str, Any],
+                          out_dtype: str | None, dtype: str) -> bool:
+    """Whether a floating result narrower than the run's ``dtype`` is one NumPy does not give when
+    it runs the workload's own function on the same inputs, fixed dtypes and all."""
+    if out_dtype is None or wl.grad or wl.namespace == "backend":
+        return False
+    got, want = np.dtype(out_dtype), np.dtype(dtype)
+    if not (np.issubdtype(got, np.floating) and np.issubdtype(want, np.floating)) \
+            or np.finfo(got).eps <= np.finfo(want).eps:
+        return False
+    try:
+        fn = wl.function_for("numpy")
+        copies = tuple((list(h) if isinstance(h, list) else np.array(h, copy=True)) for h in host)
+        produced = single_threaded(lambda: wl.result_of(fn(numpy_namespace(wl.namespace_for("numpy")),
+                                                           *copies, **params), list(copies)))
+    except Exception:  # NumPy cannot run it here: the fixed inputs explain what they can
+        return False
+    theirs = getattr(produced, "dtype", None)
+    return theirs is not None and np.dtype(theirs) == want
+
+
+UNCHECKED = ("not checked: the reference (the workload's reference=, or its own function run by NumPy) "
+              "returned None, so there is nothing to judge the result by: return the result, or "
+              "declare @workload(mutates=(...)) for code that changes its inputs in place")
+
+
+def is_none(value: Any) -> bool:
+    """Whether a reference (or one of its outputs) is None, as NumPy holds it."""
+    values = value if isinstance(value, tuple) else (value,)
+    return any(v is None or (isinstance(v, np.ndarray) and v.dtype == object and v.shape == ()
+                             and v.item() is None) for v in values)
