@@ -73,7 +73,10 @@ def test_merge_two_machines_gives_a_machine_column_and_a_finding_across_machines
     assert set(merged.environment["machines"]) == {"laptop", "box"}
     assert {r.machine for r in merged.records} == {"laptop", "box"}
     assert len(merged.records) == 2 * len(load(real_run.out / "results.json").records)
-    header = next(line for line in done.stdout.splitlines() if "library / device" in line)
+    # (the header may wrap "library / device" over two lines where the table is narrow)
+    lines = done.stdout.splitlines()
+    top = next(i for i, line in enumerate(lines) if line.startswith("┏"))
+    header = " ".join(lines[top + 1:next(i for i, line in enumerate(lines) if line.startswith("┡"))])
     assert "machine" in header
     assert re.search(r"matmul.*PyTorch CPU\s+│\s+laptop", done.stdout.replace("┃", "│"), re.S)
     findings = (out / "findings.md").read_text()
