@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -50,6 +52,8 @@ STOP_GRACE_S = 5.0
 class LocalExecutor:
     """Runs a run's missing replicates in worker processes on this machine (an ``Executor``)."""
 
+    _references: str | None = None
+
     def plan(self, cells: list[Cell]) -> list[Cell]:
         """The cells as given: this machine measures each once per replicate."""
         return cells
@@ -63,10 +67,16 @@ class LocalExecutor:
                 if reason:
                     run.mark_unavailable(config, reason)
         run.begin()
+        # References computed once and read by every worker of the run (a folder of its own,
+        # never the output folder, which a received run could have filled).
+        self._references = tempfile.mkdtemp(prefix="arraybench-references-")
         try:
             self._rounds(run, options, out_dir)
         except StopRequested:
             pass  # the run says it stopped; what came home before is journalled
+        finally:
+            shutil.rmtree(self._references, ignore_errors=True)
+            self._references = None
 
     def close(self) -> None:
         """Nothing is held between runs: each worker ends with its replicate."""
@@ -107,7 +117,8 @@ class LocalExecutor:
                 and options.allocator == "both" else None
             remaining = {c.key: c for c in cells}
             job = replace(_job(options, out_dir, config, index, cells,
-                               hash((options.seed, index, 0)) & 0xFFFFFFFF, state), turns=True)
+                               hash((options.seed, index, 0)) & 0xFFFFFFFF, state), turns=True,
+                          references=self._references)
             env, name = _worker_env(options, config, environment, state)
             session.worker_started(config, index, len(cells))
             worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads),
@@ -153,8 +164,8 @@ class LocalExecutor:
                      held: dict[str, tuple[Cell, Replicate]]) -> None:
         """Measure the ``held`` cells in a worker started in the other allocator state and give
         each held replicate those samples; where that fails, a warning says why instead."""
-        job = _job(options, out_dir, config, index, [cell for cell, _ in held.values()],
-                   hash((options.seed, index, OTHER)) & 0xFFFFFFFF, OTHER)
+        job = replace(_job(options, out_dir, config, index, [cell for cell, _ in held.values()],
+                           hash((options.seed, index, OTHER)) & 0xFFFFFFFF, OTHER), references=self._references)
         env, name = _worker_env(options, config, environment, OTHER)
         log = out_dir / "logs" / f"{name}-p{index}-{OTHER}.log"
         worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads), log_path=log,
@@ -192,8 +203,8 @@ class LocalExecutor:
         attempt = 0
         while remaining:
             job_cells = list(remaining.values())
-            job = _job(options, out_dir, config, index, job_cells,
-                       hash((options.seed, index, attempt)) & 0xFFFFFFFF, state)
+            job = replace(_job(options, out_dir, config, index, job_cells,
+                               hash((options.seed, index, attempt)) & 0xFFFFFFFF, state), references=self._references)
             env, name = _worker_env(options, config, environment, state)
             log = out_dir / "logs" / f"{name}-p{index}.log"
             session.worker_started(config, index, len(remaining))

@@ -23,6 +23,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable, TextIO
 
+from ..model.allocator import OTHER
 from ..model.schema import SchemaError
 from .protocol import (CheckDone, Done, Job, Message, Prepared, Ready, ReplicateDone, Sampled, Start, Turn,
                        Unavailable, encode)
@@ -159,7 +160,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     board = Board(job.board)
     settings = job.timer
     flush = backend.flush_cache() if settings.cold else None
-    references = ReferenceCache()
+    references = ReferenceCache(job.references)
     cells = job.cells
     order = list(range(len(cells)))
     shuffler = random.Random(job.shuffle_seed)
@@ -201,7 +202,9 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
             if stop.set and p.run is not None and not p.run.done:
                 continue  # partly sampled: not a measurement with the run's settings
             board.mark(i)
-            replicate = finish(backend, p)
+            # Peak memory and energy in the first process of the headline's state: a call of
+            # their own in every process would cost each process its largest call again.
+            replicate = finish(backend, p, footprint_too=job.replicate == 0 and job.allocator != OTHER)
             replicate.usage = counters.usage(i)
             replicate.allocator = job.allocator  # set before the worker started
             if rounds is not None and replicate.samples_s:

@@ -208,8 +208,9 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
     return prepared
 
 
-def finish(backend: Backend, prepared: Prepared) -> Replicate:
-    """The replicate of a prepared cell once sampling is over."""
+def finish(backend: Backend, prepared: Prepared, footprint_too: bool = True) -> Replicate:
+    """The replicate of a prepared cell once sampling is over; ``footprint_too``: with its peak
+    memory and energy per call (calls of their own: one process of a cell is enough)."""
     rep = prepared.replicate
     run = prepared.run
     if run is None:
@@ -231,7 +232,7 @@ def finish(backend: Backend, prepared: Prepared) -> Replicate:
         # The same words in every process, so that the record says it once.
         rep.warnings.append("device time: some calls took the host longer to issue than the blocking "
                             "kernel held the GPU (10 ms at most), so their device time includes host time")
-    if prepared.call is not None:
+    if prepared.call is not None and footprint_too:
         _footprint(backend, prepared.call, rep)
     health = rep.gpu_health
     if health and "before" in health and backend.health is not None:

@@ -80,6 +80,9 @@ class Job:
     #: hands a turn (a ``Turn`` line on stdin), so that the configurations a verdict compares,
     #: each in its own worker, sample the same seconds of the machine (``executors/turns``).
     turns: bool = False
+    #: The run's folder of references shared by its workers (``shared_references``); None: each
+    #: worker computes its own.
+    references: str | None = None
 
     def to_json(self) -> str:
         """One JSON line (without its newline)."""

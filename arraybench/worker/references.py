@@ -12,6 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import accuracy
+from .shared_references import SharedReferences, digest
 from ..workloads.definition import Workload
 from ..workloads.params import text as params_text
 from ..workloads.reference import (Reference, extended_allowed, numpy_namespace, reference_noise,
@@ -19,11 +20,20 @@ from ..workloads.reference import (Reference, extended_allowed, numpy_namespace,
 
 
 class ReferenceCache:
-    """Float64 references and their own noise, computed once per (workload, size, dtype) in a process."""
+    """Float64 references and their own noise, computed once per (workload, size, dtype) in a
+    process, and once per run where the run shares them (``shared``: its folder)."""
 
-    def __init__(self) -> None:
+    def __init__(self, shared: str | None = None) -> None:
         self._cache: dict[tuple[str, int, str], Reference] = {}
         self._noise: dict[tuple[str, int, str], Any] = {}
+        self._shared = SharedReferences(shared)
+        self._names: dict[tuple[str, int, str], str] = {}
+
+    def _name(self, key: tuple[Any, ...], inputs: tuple[np.ndarray, ...]) -> str:
+        if key not in self._names:
+            self._names.clear()
+            self._names[key] = digest(key, inputs)
+        return self._names[key]
 
     def reference(self, wl: Workload, size: int, dtype: str, inputs: tuple[np.ndarray, ...],
                   params: dict[str, Any] | None = None) -> Reference:
@@ -31,8 +41,14 @@ class ReferenceCache:
         key = (wl.name, size, dtype, params_text(params or {}))
         if key not in self._cache:
             self._cache.clear()  # large references are big; keep one
-            extended = extended_allowed(inputs, _declared_flops(wl, size, params))
-            self._cache[key] = single_threaded(lambda: reference_result(wl, inputs, params, extended))
+            name = self._name(key, inputs) if self._shared.folder else ""
+            found = self._shared.load(name) if name else None
+            if found is None:
+                extended = extended_allowed(inputs, _declared_flops(wl, size, params))
+                found = single_threaded(lambda: reference_result(wl, inputs, params, extended))
+                if name:
+                    self._shared.store(name, found)
+            self._cache[key] = found
         return self._cache[key]
 
     def noise(self, wl: Workload, size: int, dtype: str, inputs: tuple[np.ndarray, ...],
@@ -41,10 +57,16 @@ class ReferenceCache:
         key = (wl.name, size, dtype, params_text(params or {}))
         if key not in self._noise:
             ref = self.reference(wl, size, dtype, inputs, params)
-            extended = extended_allowed(inputs, _declared_flops(wl, size, params))
+            name = self._name(key, inputs) if self._shared.folder else ""
+            found, noise = self._shared.load_noise(name) if name else (False, None)
+            if not found:
+                extended = extended_allowed(inputs, _declared_flops(wl, size, params))
+                noise = single_threaded(
+                    lambda: reference_noise(wl, inputs, ref.value, params, dtype, ref.plain, extended))
+                if name:
+                    self._shared.store_noise(name, noise)
             self._noise.clear()
-            self._noise[key] = single_threaded(
-                lambda: reference_noise(wl, inputs, ref.value, params, dtype, ref.plain, extended))
+            self._noise[key] = noise
         return self._noise[key]
 
 

@@ -1,0 +1,120 @@
+"""References computed once per run and shared by its workers, through files in a folder the parent
+made for the run alone.
+
+Every worker of a cell needs the same float64 reference and its noise: NumPy on the same inputs,
+a long-double rerun and a few perturbed reruns, which on a default run cost more than a second per
+worker. The first worker to need one writes it here; the others read it. A file is named by what
+decides its content: the workload, size, dtype and params, NumPy's version and a digest of the
+inputs themselves, so workers of another interpreter (``--python``) or other inputs never read
+another's. Only arrays and plain numbers are kept (read back without pickle); a reference of
+another shape is computed in each worker as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..workloads.check import Noise
+from ..workloads.reference import Reference
+
+
+def digest(key: tuple[Any, ...], inputs: tuple[Any, ...]) -> str:
+    """A file name for ``key`` and the inputs it was computed from."""
+    h = hashlib.blake2b(repr((key, np.__version__)).encode(), digest_size=16)
+    for a in inputs:
+        arr = np.ascontiguousarray(a) if isinstance(a, np.ndarray) else np.asarray(a)
+        h.update(str((arr.dtype.str, arr.shape)).encode())
+        if arr.dtype != object:
+            h.update(arr.view(np.uint8).reshape(-1) if arr.size else b"")
+    return h.hexdigest()
+
+
+def _parts(value: Any) -> list[np.ndarray] | None:
+    """The arrays of a reference value (one, or a tuple of them), or None where it is not arrays."""
+    values = value if isinstance(value, tuple) else (value,)
+    out = []
+    for v in values:
+        if isinstance(v, (float, int, np.number)) and not isinstance(v, bool):
+            v = np.asarray(v)
+        if not isinstance(v, np.ndarray) or v.dtype == object:
+            return None
+        out.append(v)
+    return out
+
+
+class SharedReferences:
+    """The run's folder of references (``None``: none, each worker computes its own)."""
+
+    def __init__(self, folder: str | None) -> None:
+        self.folder = Path(folder) if folder else None
+
+    def load(self, name: str) -> Reference | None:
+        """The reference stored under ``name``, or None."""
+        if self.folder is None:
+            return None
+        path = self.folder / f"{name}.npz"
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                meta = json.loads(str(data["meta"]))
+                value = [data[f"v{i}"] for i in range(meta["values"])]
+                plain = [data[f"p{i}"] for i in range(meta["plains"])] if meta["plains"] else None
+        except (OSError, KeyError, ValueError):
+            return None
+        unpack = (lambda parts: tuple(parts) if meta["tuple"] else
+                  (parts[0].item() if meta["scalar"] else parts[0]))
+        return Reference(unpack(value), meta["error"], meta["note"], unpack(plain) if plain is not None else None)
+
+    def store(self, name: str, ref: Reference) -> None:
+        """Keep ``ref`` under ``name`` where it is arrays (quietly nothing otherwise)."""
+        if self.folder is None:
+            return
+        value, plain = _parts(ref.value), _parts(ref.plain) if ref.plain is not None else []
+        if value is None or plain is None:
+            return
+        meta = {"values": len(value), "plains": len(plain), "tuple": isinstance(ref.value, tuple),
+                "scalar": not isinstance(ref.value, (tuple, np.ndarray)), "error": ref.error, "note": ref.note}
+        arrays = {f"v{i}": v for i, v in enumerate(value)} | {f"p{i}": p for i, p in enumerate(plain)}
+        self._write(f"{name}.npz", lambda f: np.savez(f, meta=np.asarray(json.dumps(meta)), **arrays))
+
+    def load_noise(self, name: str) -> tuple[bool, Any]:
+        """(found, the noise stored under ``name``: a Noise, a tuple of them, or None)."""
+        if self.folder is None:
+            return False, None
+        try:
+            data = json.loads((self.folder / f"{name}.noise.json").read_text())
+        except (OSError, ValueError):
+            return False, None
+        if data is None:
+            return True, None
+        noises = tuple(Noise(**n) for n in data["noise"])
+        return True, noises if data["tuple"] else noises[0]
+
+    def store_noise(self, name: str, noise: Any) -> None:
+        """Keep ``noise`` under ``name``."""
+        if self.folder is None:
+            return
+        if noise is None:
+            text = "null"
+        else:
+            many = isinstance(noise, tuple)
+            text = json.dumps({"tuple": many, "noise": [asdict(n) for n in (noise if many else (noise,))]})
+        self._write(f"{name}.noise.json", lambda f: f.write(text.encode()))
+
+    def _write(self, name: str, write: Any) -> None:
+        """Write atomically: a worker reads a whole file or none."""
+        assert self.folder is not None
+        try:
+            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".part-")
+            with os.fdopen(fd, "wb") as f:
+                write(f)
+            os.replace(tmp, self.folder / name)
+        except OSError:
+            pass  # a full disk costs the sharing, never the cell
