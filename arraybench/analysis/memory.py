@@ -87,7 +87,7 @@ class MemoryGap:
             text = (f"{library_label(more)} needs {times(self.ratio)} the memory of "
                     f"{library_label(less)} for {where}: {format_size(more.peak_bytes)} against "
                     f"{format_size(less.peak_bytes)}")
-        said = [f"{library_label(r)}'s is {'; '.join(peak_details(r))}" for r in (more, less) if peak_details(r)]
+        said = [f"{library_label(r)}'s peak is {'; '.join(peak_details(r))}" for r in (more, less) if peak_details(r)]
         return text + (f" ({'; '.join(said)})" if said else "") + "."
 
 

@@ -45,7 +45,7 @@ def test_a_library_needing_twice_the_memory_is_a_finding():
     sentence = next(f for f in findings([torch, jax]) if "memory" in f)
     assert sentence.startswith("JAX CPU needs 2.0× the memory of PyTorch CPU for fft large (n = 4,096): "
                                "48 MB against 24 MB")
-    assert "JAX CPU's is 3.0× the output" in sentence  # where the output's size is known
+    assert "JAX CPU's peak is 3.0× the output" in sentence  # where the output's size is known
 
 
 def test_close_or_small_peaks_are_no_finding():
