@@ -51,6 +51,8 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     (["--arraybench-backends=nmupy"], "--arraybench-backends: unknown backend 'nmupy'"),
     (["--arraybench-processes=0"], "--arraybench-processes: "),
     (["--arraybench-fail-above=10%"], "--arraybench-fail-above needs a run to compare with"),
+    (["--arraybench-memory", "--arraybench-compare=last"],
+     "--arraybench-memory gates peak memory with --arraybench-fail-above's limit"),
     (["--arraybench-compare=last;rm"], "--arraybench-compare: 'last;rm' is not last, last~N or a run id"),
     (["--arraybench-compare=0123abcd"], "--arraybench-compare=0123abcd: no run in store"),
     (["--arraybench-store="], "--arraybench-store is empty"),

@@ -14,6 +14,7 @@ from .across_machines import machine_findings
 from .crossover import Crossover, crossovers
 from .environments import environment_findings
 from .explanations import explanations
+from .memory import memory_findings
 from ..model.cell import config_label
 from ..model.record import Record
 from ..units import format_ratio, format_seconds
@@ -194,6 +195,7 @@ def findings(records: Iterable[Record], environment: Mapping[str, Any] | None = 
         + overheads(records)
         + compiled_vs_eager(records)
         + ceiling_shares(records)
+        + memory_findings(records)
         + explanations(records, environment)
         + problems(records)
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import SaveError, one_line
+from ..errors import SaveError, UsageError, one_line
 from ..render.terminal import stdout_console
 from .argtypes import fraction, percent
 from .storeargs import add_store_option, store_location
@@ -33,6 +33,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="exit with status 1 if any cell is significantly slower by more than this "
                         "(e.g. 10%%), went from ok to failed or wrong, or if no cell could be "
                         "compared at all: a gate for a CI job")
+    p.add_argument("--memory", action="store_true",
+                   help="with --fail-above, also exit with status 1 if any cell's peak memory per call "
+                        "grew by more than that (every process above every base process, and by 1 MB "
+                        "at least)")
     p.add_argument("--output-dir", "-o", metavar="DIR", default=None,
                    help="also write compare.svg and compare.md there")
     add_store_option(p, "that run ids, last and last~N are looked up in")
@@ -48,6 +52,9 @@ def main(args: argparse.Namespace) -> int:
     from ..render.comparison import print_comparison
     from ..store.refs import load_run
 
+    if args.memory and args.fail_above is None:  # before any work: the gate would be silently off
+        raise UsageError("--memory gates peak memory with --fail-above's limit: add --fail-above "
+                         "PERCENT (e.g. --fail-above 10%); without a gate, compare lists memory changes anyway")
     base, new = (load_run(given, store_location(args)) for given in (args.base, args.new))
     comparison = api.compare(base, new, threshold=args.threshold, alpha=args.alpha,
                              cross_machine=args.cross_machine)
@@ -73,26 +80,28 @@ def main(args: argparse.Namespace) -> int:
             written.append(plot)
         console.print("wrote " + ", ".join(str(p) for p in written), markup=False, highlight=False)
     if args.fail_above is not None:
-        return gate(comparison, args.fail_above)
+        return gate(comparison, args.fail_above, memory=args.memory)
     return 0
 
 
-def gate(comparison, limit: float) -> int:
-    """``--fail-above``: 1 (with a line on stderr per reason) when the new run must not pass."""
-    failures = gate_failures(comparison, limit)
+def gate(comparison, limit: float, memory: bool = False) -> int:
+    """``--fail-above``: 1 (with a line on stderr per reason) when the new run must not pass;
+    with ``memory``, a peak memory growth above the limit fails it too."""
+    failures = gate_failures(comparison, limit, memory=memory)
     for line in failures:
         print(f"arraybench: {line}", file=sys.stderr)
     return 1 if failures else 0
 
 
 def gate_failures(comparison, limit: float, *, fail_option: str = "--fail-above",
-                  processes_option: str = "--processes") -> list[str]:
+                  processes_option: str = "--processes", memory: bool = False) -> list[str]:
     """Why the new run must not pass a gate of ``limit`` (one line per reason; none: it passes).
 
     The one decision of every gate (``compare --fail-above``, the pytest plugin's
     ``--arraybench-fail-above``): a significant slowdown above the limit, a cell that broke, a
     cell the new run did not measure (skipped), a slowdown above it that no test could judge (one
-    process on a side), or no cell compared at all.
+    process on a side), or no cell compared at all; with ``memory``, a cell whose peak memory per
+    call grew above the limit (``analysis.memory.memory_growth_above``).
     The option names are the caller's, so that each line says what its user types.
     """
     lines = []
@@ -125,6 +134,13 @@ def gate_failures(comparison, limit: float, *, fail_option: str = "--fail-above"
                      f"{limit:.0%} could not be judged (one process on a side; measure with "
                      f"{processes_option} 2 or more): {one_line(names)}; {fail_option} passes "
                      "nothing unseen")
+    if memory:
+        from ..analysis.memory import memory_growth_above
+
+        grown = memory_growth_above(comparison, limit)
+        if grown:
+            lines.append(f"{len(grown)} peak memory growth{'s' if len(grown) != 1 else ''} above "
+                         f"{limit:.0%}: {one_line(', '.join(m.text() for m in grown))}")
     if not comparison.comparable:
         lines.append(f"no cell could be compared (none was valid in both runs); {fail_option} "
                      "passes nothing unseen")

@@ -29,6 +29,8 @@ OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("--arraybench-fail-above", dict(metavar="PERCENT", help="fail the session on a significant "
                                      "slowdown above this (e.g. 10%%) against --arraybench-compare, "
                                      "or on a cell that broke")),
+    ("--arraybench-memory", dict(action="store_true", help="with --arraybench-fail-above, also fail "
+                                 "on a peak memory per call grown above that limit")),
     ("--arraybench-store", dict(metavar="PATH|URL", help="the results store: an SQLite file or a "
                                 "postgresql:// URL (default: results.sqlite in your data folder)")),
     ("--arraybench-save", dict(action="store_true", help="store this session's run in the "
@@ -49,6 +51,8 @@ class Settings:
     #: ``"last"``, ``"last~N"`` or a run id (a prefix of one).
     compare: str | None = None
     fail_above: float | None = None
+    #: The gate holds peak memory to ``fail_above`` too.
+    memory: bool = False
     store: str | None = None
     save: bool = False
     skip: bool = False
@@ -107,11 +111,15 @@ def read(get: Callable[[str], Any]) -> Settings:
         fail_above=parsed("arraybench_fail_above", "percent"),
         store=_store(get("arraybench_store")),
         save=bool(get("arraybench_save")),
+        memory=bool(get("arraybench_memory")),
         skip=bool(get("arraybench_skip")),
     )
     if settings.fail_above is not None and settings.compare is None:
         raise UsageError("--arraybench-fail-above needs a run to compare with: add "
                          "--arraybench-compare=last (or a run id)")
+    if settings.memory and settings.fail_above is None:
+        raise UsageError("--arraybench-memory gates peak memory with --arraybench-fail-above's limit: "
+                         "add --arraybench-fail-above=PERCENT (e.g. 10%)")
     return settings
 
 

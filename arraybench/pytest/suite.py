@@ -157,7 +157,8 @@ class Suite:
         if limit is not None:
             outcome.failures += gate_failures(outcome.comparison, limit,
                                               fail_option="--arraybench-fail-above",
-                                              processes_option="--arraybench-processes")
+                                              processes_option="--arraybench-processes",
+                                              memory=self.settings.memory)
 
     def _store(self, results: "Results") -> str:
         """Store the run; where the store cannot take it, keep it in a results.json and say so."""

@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..analysis.compare import CANNOT_TELL, FASTER, SLOWER, Comparison, change_text
+from ..analysis.memory import memory_changes
 from ..units import format_seconds
 from .terminal import console as safe_console
 
@@ -84,6 +85,8 @@ def print_comparison(comparison: Comparison, console: Console,
                           f"{escape(r.config_label)} ({r.status})")
     for text in skipped_lines(comparison):
         console.print(f"[dim]{escape(text)}[/]")
+    for m in memory_changes(comparison):
+        console.print(f"[{'bold red' if m.grew else 'green'}]peak memory per call:[/] {escape(m.text())}")
     console.print(escape(comparison.summary()))
 
 

@@ -31,6 +31,7 @@ from ..model.cell import config_label
 from ..model.record import Record
 from ..units import format_seconds
 from .environment_text import environment_section
+from .footprint_text import energy_absent, energy_measured, energy_why, format_energy, peak_sub, peak_text
 from .history import history_section
 from .naming import history_file_name, plot_file_name, summary_file_name
 from .notes import RANGES_LEGEND, everywhere_mark, note_texts
@@ -146,6 +147,9 @@ def _columns(shown: Sequence[Record], ceilings: Mapping[tuple[str, str], Ceiling
     """Which optional columns the tables have: only those the data can fill."""
     return {"achieved": any(achieved(r) != (None, None) for r in shown),
             "share": any(share_of_ceiling(r, ceilings) is not None for r in shown),
+            "peak": any(r.peak_bytes is not None for r in shown),
+            # without one figure, a line under each table says why instead of a column of dashes
+            "energy": energy_measured(shown),
             # results of several machines (merge, a cluster run); the notebook leaves it out
             "machine": any(r.machine for r in shown) if machine is None else machine}
 
@@ -184,7 +188,12 @@ def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]],
         head.append("achieved")
     if columns["share"]:
         head.append("share of ceiling")
-    head += ["first call", "error / tolerance", "samples", "used", "status"]
+    head.append("first call")
+    if columns["peak"]:
+        head.append("peak memory")
+    if columns["energy"]:
+        head.append("energy")
+    head += ["error / tolerance", "samples", "used", "status"]
     book, every = notebook({(g[0].workload, label): g for label, g in sizes}, workload=False)
     groups = []
     for _label, group in sizes:
@@ -197,6 +206,8 @@ def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]],
     return {"anchor": anchor, "head": head, "text_columns": ("size", "library / device", "machine", "status"),
             "machine": columns["machine"], "achieved": columns["achieved"], "share": columns["share"],
             "device_time": device_time, "groups": groups, "notes": note_texts(book, every),
+            "peak": columns["peak"], "energy": columns["energy"],
+            "energy_absent": [] if columns["energy"] else energy_absent(r for _, g in sizes for r in g),
             "legend": CI_LEGEND + (f". {RANGES_LEGEND}" if book.ranged else ""), "everywhere": everywhere_mark(book).capitalize()}
 
 
@@ -218,6 +229,10 @@ def _row(r: Record, *, is_best: bool, base: Record | None, ceilings: Mapping[tup
         "achieved": achieved_text(r).split(" · "),
         "share": "—" if share is None else f"{share:.0%}",
         "first_call": format_seconds(r.first_call_s),
+        # beside the output's own size, a caching allocator's reserve apart; how it was measured on hover
+        "peak": {"text": peak_text(r), "sub": peak_sub(r), "title": r.peak_note},
+        "energy": {"text": format_energy(r.energy_j) if valid else "—",
+                   "sub": energy_why(r) if valid else "", "title": r.energy_note},
         "error": (None if r.max_rel_error is None else
                   {"text": error_text(r), "tolerance": f"{r.tolerance:.1e}" if r.tolerance is not None else "",
                    "bad": r.tolerance is not None and r.max_rel_error > r.tolerance}),
@@ -230,7 +245,8 @@ def _row(r: Record, *, is_best: bool, base: Record | None, ceilings: Mapping[tup
                        if valid and r.ci_low_s is not None and r.ci_high_s is not None else None),
               # the time against NumPy's: ascending reads fastest first, as the times do
               "speedup": _v(1 / ratio if ratio else None), "share": _v(share),
-              "first_call": _v(r.first_call_s), "error": _v(r.max_rel_error)},
+              "first_call": _v(r.first_call_s), "error": _v(r.max_rel_error),
+              "peak": _v(r.peak_bytes if valid else None), "energy": _v(r.energy_j if valid else None)},
         # issue 11: what the processes used, and whether the machine was busy
         "used": usage_lines(r), "used_title": usage_title(r.usage),
         "refs": refs,

@@ -11,6 +11,7 @@ from ..files import write_atomic
 from ..model.record import Record
 from ..units import format_seconds
 from .environment_text import environment_line
+from .footprint_text import energy_absent, energy_measured, energy_why, format_energy, peak_sub, peak_text
 from .notes import RANGES_LEGEND, everywhere_mark, note_texts
 from .tables import (CI_LEGEND, ci_text, error_text, not_run, notebook, speedup_text,
                      unavailable_configs)
@@ -55,8 +56,15 @@ def markdown_table(records: Iterable[Record]) -> list[str]:
     shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
     groups = grouped(shown)
     book, every = notebook(groups)
-    lines = ["| case | library / device | median | 95% CI | vs NumPy | rel. error | status |",
-             "|:-----|:-----------------|-------:|-------:|---------:|-----------:|:-------|"]
+    peak = any(r.peak_bytes is not None for r in shown)
+    energy = energy_measured(shown)  # without a figure anywhere, lines under the table say why
+    head = "| case | library / device | median | 95% CI | vs NumPy |"
+    rule = "|:-----|:-----------------|-------:|-------:|---------:|"
+    if peak:
+        head, rule = head + " peak mem |", rule + "---------:|"
+    if energy:
+        head, rule = head + " energy |", rule + "-------:|"
+    lines = [head + " rel. error | status |", rule + "-----------:|:-------|"]
     for (workload, _label), group in groups.items():
         best = decided_winner(group)
         bases = baselines(group)
@@ -71,14 +79,22 @@ def markdown_table(records: Iterable[Record]) -> list[str]:
             refs = book.refs(r.key)
             if refs:
                 status += f" \\[{','.join(map(str, refs))}\\]"
-            lines.append(f"| {md(case)} | {label} | {median} | {md(ci_text(r) if is_valid(r) else '—')} "
-                         f"| {md(speedup_text(r, bases.get(r.machine)))} | {md(error_text(r))} | {status} |")
+            cells = [md(case), label, median, md(ci_text(r) if is_valid(r) else "—"),
+                     md(speedup_text(r, bases.get(r.machine)))]
+            if peak:  # "24 MB (2.1× the output)", or "—" and why not
+                cells.append(md(" ".join([peak_text(r)] + [f"({x})" for x in peak_sub(r)])))
+            if energy:
+                why = energy_why(r) if is_valid(r) else ""
+                cells.append(md(format_energy(r.energy_j) + (f" ({why})" if why else "")))
+            lines.append("| " + " | ".join(cells + [md(error_text(r)), status]) + " |")
     texts = note_texts(book, every)
     lines += ["", md(CI_LEGEND) + "." + (f" {md(RANGES_LEGEND)}." if book.ranged else ""), ""]
     for note in texts:
         head = everywhere_mark(book).capitalize() if note.number is None else f"{note.number}."
         lines.append(f"{head} {md(note.text)}" if note.number is not None else f"- {head} {md(note.text)}")
         lines += [f"   - {md(sub)}" for sub in note.subs]
+    if not energy:
+        lines += [f"- {md(line)}." for line in energy_absent(shown)]
     for reason, labels in not_run(unavailable).items():
         lines.append(f"- not run: {md(', '.join(labels))}: {md(reason)}")
     return lines
@@ -111,6 +127,11 @@ def comparison_markdown(comparison: "Comparison") -> str:
         lines.append(f"| {md(r.workload + ' ' + size_text(r))} | {md(r.config_label)} "
                      f"| {md(format_seconds(c.base.median_s))} | {md(format_seconds(r.median_s))} "
                      f"| {ratio} | {md(change)} | {p} | {q} | {verdict} |")
+    from ..analysis.memory import memory_changes
+
+    moved = memory_changes(comparison)
+    if moved:
+        lines += ["", "Peak memory per call:", ""] + [f"- {md(m.text())}" for m in moved]
     skipped = comparison.skipped_in_both
     if skipped:
         labels = ", ".join(dict.fromkeys(c.new.config_label for c in skipped))

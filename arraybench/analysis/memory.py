@@ -1,0 +1,177 @@
+"""What a call costs in memory, set side by side: against its own output, between libraries on one
+case, and between two runs of one cell.
+
+A record's ``peak_bytes`` is what one call added at its highest (``worker/footprint``): the host's
+resident high-water mark, or a GPU library's own accounting. Small differences are not told apart:
+the resident size moves by pages and by what the C allocator keeps, so two peaks closer than
+``FLOOR_BYTES`` are the same peak here, whatever their ratio.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable
+
+from ..model.record import Record
+from ..units import format_size
+from .grouping import grouped, is_valid, library_label, size_text
+
+if TYPE_CHECKING:
+    from .compare import Comparison
+
+#: Libraries whose peaks differ by this factor or more on a case get a finding.
+GAP_RATIO = 1.5
+#: Peaks closer than this are not told apart (pages, the C allocator's free lists, a GPU pool's
+#: rounded blocks move a measured peak by up to a few hundred kB).
+FLOOR_BYTES = 1_000_000
+
+# PyTorch's note names the most its caching allocator reserved over the call (``backends/torch``):
+# memory held from the GPU but not in tensors, which the peak leaves out and a reader must see apart.
+_RESERVED = re.compile(r"(\d+) bytes reserved at most")
+
+
+def times(x: float) -> str:
+    """A multiple as the sentences say it: "2.0×", "2.1×" (one decimal: a peak is steadier than a
+    time), "48×" from ten up."""
+    return f"{x:.1f}×" if x < 9.95 else f"{x:,.0f}×"
+
+
+def times_output(r: Record) -> float | None:
+    """The peak as a multiple of the call's own output (2.1 for "2.1× the output"), where both are known."""
+    if r.peak_bytes is None or not r.output_bytes:
+        return None
+    return r.peak_bytes / r.output_bytes
+
+
+def allocator_reserve(r: Record) -> int | None:
+    """Bytes a caching allocator held from the device at most over the call (PyTorch on CUDA),
+    beside the peak it put in tensors; None where the library does not say."""
+    found = _RESERVED.search(r.peak_note or "")
+    return int(found.group(1)) if found else None
+
+
+def peak_details(r: Record) -> list[str]:
+    """What to read beside a peak: "2.1× the output", "64 MB reserved by the caching allocator"."""
+    out = []
+    multiple = times_output(r)
+    if multiple is not None:
+        out.append(f"{times(multiple)} the output")
+    reserve = allocator_reserve(r)
+    if reserve is not None:
+        out.append(f"{format_size(reserve)} reserved by the caching allocator")
+    return out
+
+
+@dataclass(frozen=True)
+class MemoryGap:
+    """Two libraries on one case whose peak memory per call differs by ``GAP_RATIO`` or more."""
+
+    more: Record
+    less: Record
+
+    @property
+    def ratio(self) -> float:
+        """The larger peak over the smaller (infinite where the smaller is none)."""
+        assert self.more.peak_bytes is not None and self.less.peak_bytes is not None
+        return self.more.peak_bytes / self.less.peak_bytes if self.less.peak_bytes else float("inf")
+
+    def sentence(self) -> str:
+        """"JAX CPU needs 2.0× the memory of PyTorch CPU for fft large (n = ...): 48 MB against 24 MB"."""
+        more, less = self.more, self.less
+        where = f"{more.workload} {size_text(more)}" + (f" on {more.machine}" if more.machine else "")
+        if (less.peak_bytes or 0) < FLOOR_BYTES:
+            text = (f"{library_label(more)} needs {format_size(more.peak_bytes)} per call for {where}, "
+                    f"{library_label(less)} under {format_size(FLOOR_BYTES)}")
+        else:
+            text = (f"{library_label(more)} needs {times(self.ratio)} the memory of "
+                    f"{library_label(less)} for {where}: {format_size(more.peak_bytes)} against "
+                    f"{format_size(less.peak_bytes)}")
+        said = [f"{library_label(r)}'s peak is {'; '.join(peak_details(r))}" for r in (more, less) if peak_details(r)]
+        return text + (f" ({'; '.join(said)})" if said else "") + "."
+
+
+def memory_gaps(records: Iterable[Record], ratio: float = GAP_RATIO) -> list[MemoryGap]:
+    """Per case and machine, the libraries with the largest and the smallest peak memory per call,
+    where the first needs ``ratio`` times the second or more (and ``FLOOR_BYTES`` more at least)."""
+    out = []
+    for (workload, _label), whole in grouped(records).items():
+        if workload.startswith("ceiling_"):
+            continue
+        for machine in dict.fromkeys(r.machine for r in whole):
+            measured = sorted((r for r in whole if r.machine == machine and is_valid(r)
+                               and r.peak_bytes is not None), key=lambda r: r.peak_bytes or 0)
+            if len(measured) < 2:
+                continue
+            less, more = measured[0], measured[-1]
+            assert less.peak_bytes is not None and more.peak_bytes is not None
+            if (more.peak_bytes - less.peak_bytes >= FLOOR_BYTES
+                    and more.peak_bytes >= ratio * less.peak_bytes):
+                out.append(MemoryGap(more, less))
+    return out
+
+
+def memory_findings(records: Iterable[Record]) -> list[str]:
+    """The findings' sentences on memory: one per case whose libraries' peaks differ widely."""
+    return [gap.sentence() for gap in memory_gaps(records)]
+
+
+# -- two runs of one cell ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MemoryChange:
+    """A cell whose peak memory per call changed between two runs, beyond the threshold and the floor."""
+
+    base: Record
+    new: Record
+
+    @property
+    def ratio(self) -> float:
+        """new/base peak (infinite where the base call added none)."""
+        assert self.base.peak_bytes is not None and self.new.peak_bytes is not None
+        return self.new.peak_bytes / self.base.peak_bytes if self.base.peak_bytes else float("inf")
+
+    @property
+    def grew(self) -> bool:
+        return (self.new.peak_bytes or 0) > (self.base.peak_bytes or 0)
+
+    def text(self) -> str:
+        """"fft large PyTorch CPU: 24 MB → 48 MB (2.0× more)"."""
+        r = self.new
+        how = (f"{times(self.ratio)} more" if self.grew else
+               f"{times(1 / self.ratio)} less" if self.ratio > 0 else "none now")
+        return (f"{r.workload} {r.size_label} {r.config_label}: {format_size(self.base.peak_bytes)} → "
+                f"{format_size(r.peak_bytes)} ({how})")
+
+
+def _process_peaks(r: Record) -> list[int]:
+    return [rep.peak_bytes for rep in r.replicates if rep.timed and rep.peak_bytes is not None]
+
+
+def _apart(base: Record, new: Record) -> bool:
+    """Whether every process of one run peaked on the other side of every process of the other:
+    a peak is far steadier than a time, but a process that happened to peak high is not a change."""
+    a, b = _process_peaks(base), _process_peaks(new)
+    if not a or not b:
+        return True  # the records' medians only (an older file): judged on them
+    return min(b) > max(a) or max(b) < min(a)
+
+
+def memory_changes(comparison: "Comparison", threshold: float | None = None) -> list[MemoryChange]:
+    """Cells valid in both runs whose peak memory per call moved by more than ``threshold`` (the
+    comparison's own by default) and ``FLOOR_BYTES``, every process on one side of the other's."""
+    limit = comparison.threshold if threshold is None else threshold
+    out = []
+    for c in comparison.changes:
+        base, new = c.base, c.new
+        if c.ratio is None or base.peak_bytes is None or new.peak_bytes is None:  # not both valid
+            continue
+        if abs(new.peak_bytes - base.peak_bytes) < FLOOR_BYTES or not _apart(base, new):
+            continue
+        if new.peak_bytes > (1 + limit) * base.peak_bytes or base.peak_bytes > (1 + limit) * new.peak_bytes:
+            out.append(MemoryChange(base, new))
+    return out
+
+
+def memory_growth_above(comparison: "Comparison", limit: float) -> list[MemoryChange]:
+    """Cells whose peak memory per call grew by more than ``limit``: what a memory gate fails."""
+    return [m for m in memory_changes(comparison, limit) if m.grew]
