@@ -67,10 +67,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _check_baseline(settings: "Settings") -> None:
     """A named baseline must exist before minutes of measuring (``last`` is found at the end)."""
-    from ..store import open_store
+    from ..store import StoreError, open_store
     from .baseline import check_named
 
-    with open_store(settings.store) as store:
+    try:
+        store = open_store(settings.store, create=False)
+    except StoreError as exc:  # a mistyped path: said, never made
+        raise StoreError(f"--arraybench-compare={settings.compare}: {exc}") from None
+    with store:
         check_named(store, settings.compare)
 
 
