@@ -112,3 +112,30 @@ def test_the_import_folder_of_a_killed_run_goes_at_the_next_start(tmp_path: Path
     target = Path(environments.__file__).resolve().parent.parent
     assert environments.remove_stale_import_dirs(str(tmp_path)) == [str(left)]
     assert not left.exists() and mine.is_dir() and target.is_dir()  # the link was not followed
+
+
+def test_a_run_that_could_not_be_sealed_is_given_a_hint_that_resumes_it(tmp_path: Path):
+    (tmp_path / "file").write_text("")
+    unwritable = {"XDG_DATA_HOME": str(tmp_path / "file" / "data")}  # no key can be kept under a file
+    source = tmp_path / "wl.py"
+    source.write_text("import arraybench\n\n@arraybench.workload(sizes={'tiny': 64})\n"
+                      "def h36_double(xp, x):\n    return x * 2\n")
+    out = tmp_path / "run"
+    args = ("run", "--workload-file", str(source), "--workloads", "h36_double", "--backends", "numpy",
+            "--devices", "cpu", *FAST, "--no-store", "-o", str(out))
+    assert run_here(*args, cwd=tmp_path, env=unwritable).returncode == 0
+    journal = out / "journal.jsonl"
+    header = journal.read_text().splitlines()[0]
+    assert '"seal"' not in header
+    journal.write_text(header + "\n")  # what a run stopped before its first cell leaves
+    refused = run_here(*args, cwd=tmp_path, env=unwritable)
+    assert refused.returncode == 2
+    hint = refused.stderr.split("continue it with `")[1].split("`")[0]
+    assert hint == f"arraybench run --resume {out} --trust-folder (the run could not be sealed as yours: " \
+                   f"{tmp_path / 'file' / 'data' / 'arraybench'} cannot keep arraybench's key, so " \
+                   "without it the code the run names is not run)"
+    plain = run_here("run", "--resume", str(out), "--no-store", "-q", cwd=tmp_path, env=unwritable)
+    assert plain.returncode == 2 and "not written by your arraybench" in plain.stderr  # the damage
+    hinted = run_here(*hint.split(" (")[0].split()[1:], "--no-store", "-q", cwd=tmp_path, env=unwritable)
+    assert hinted.returncode == 0, hinted.stderr
+    assert json.loads((out / "results.json").read_text())["records"][0]["n_samples"] >= 3
