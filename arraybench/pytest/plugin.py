@@ -107,8 +107,12 @@ class ArraybenchRun:
             stopped = stop
         # Failed out of the except block: one line, not "during handling of ... another exception".
         if stopped is not None:
+            folder = stopped.results.output_dir  # the test's scratch folder, kept where it measured
+            kept = f", and kept in {folder} (delete it when done)" if folder is not None else ""
+            # pytest's own code for Ctrl-C: pytest shows the terminal summary (the session's
+            # table) only after its own exit codes, never after 130.
             pytest.exit(f"arraybench: the run was interrupted ({stopped}); what it measured is in "
-                        "the session's run", returncode=stopped.exit_code)
+                        f"the session's run{kept}", returncode=pytest.ExitCode.INTERRUPTED)
         if refused:
             pytest.fail(printable(refused), pytrace=False)
         broken = [r for r in results.records if r.status in ("failed", "wrong")]
