@@ -4,6 +4,7 @@ store that fails where no fallback file can be written either is one line, not a
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import sqlite3
@@ -84,3 +85,42 @@ def test_a_store_that_fails_with_no_room_for_the_fallback_is_one_line(pytester, 
     result.assert_outcomes(passed=1)
     assert re.search(r"the run was not stored: .*; nor could it be kept in a results\.json under "
                      + re.escape(str(not_a_folder)) + r" \(Not a directory\)", text), text
+
+
+#: A test whose second worker process sends Ctrl-C to the session (this process) at its first call.
+STOPPED_IN_A_TEST = '''
+import os, pathlib, signal
+
+def test_stopped(arraybench_run):
+    here = pathlib.Path({here!r})
+    SESSION = {session}
+
+    def stopper(xp, x):
+        mine = here / f"pid-{os.getpid()}"
+        if not any(here.glob("pid-*")):
+            mine.touch()
+        elif not mine.exists() and not (here / "sent").exists():
+            (here / "sent").touch()
+            os.kill(SESSION, signal.SIGINT)
+        return x + 1
+    arraybench_run(stopper, sizes=[10], max_time=0.02, min_samples=2, processes=3)
+'''
+
+
+def test_ctrl_c_during_a_test_shows_the_table_and_names_the_kept_folder(pytester, registry_restored):
+    pytester.makepyfile(test_stopped=STOPPED_IN_A_TEST.replace("{here!r}", repr(str(pytester.path))).replace(
+        "{session}", str(os.getpid())))
+    result = run(pytester, "--arraybench-backends=numpy")
+    text = result.stdout.str() + result.stderr.str()
+    assert (pytester.path / "sent").exists(), text  # the damage was done
+    assert result.ret == pytest.ExitCode.INTERRUPTED, text
+    assert "Traceback" not in text and "INTERNALERROR" not in text
+    assert "- arraybench -" in text and "stopper" in text  # the session's table
+    found = re.search(r"the run was interrupted \(SIGINT\); what it measured is in the session's run, "
+                      r"and kept in (\S+) \(delete it when done\)", text)
+    assert found, text
+    kept = Path(found.group(1))
+    try:
+        assert (kept / "journal.jsonl").is_file()
+    finally:
+        shutil.rmtree(kept)

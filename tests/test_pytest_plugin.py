@@ -54,7 +54,7 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     (["--arraybench-memory", "--arraybench-compare=last"],
      "--arraybench-memory gates peak memory with --arraybench-fail-above's limit"),
     (["--arraybench-compare=last;rm"], "--arraybench-compare: 'last;rm' is not last, last~N or a run id"),
-    (["--arraybench-compare=0123abcd"], "--arraybench-compare=0123abcd: no run in store"),
+    (["--arraybench-compare=0123abcd"], "--arraybench-compare=0123abcd: no store at "),
     (["--arraybench-store="], "--arraybench-store is empty"),
 ])
 def test_a_bad_option_value_is_one_line_and_a_usage_error(pytester, tmp_path, args, message):
@@ -64,6 +64,7 @@ def test_a_bad_option_value_is_one_line_and_a_usage_error(pytester, tmp_path, ar
     errors = [line for line in result.errlines if line.strip()]
     assert len(errors) == 1 and errors[0].startswith(f"ERROR: {message}"), result.errlines
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert not (tmp_path / "store.sqlite").exists()  # reading a store never makes one
 
 
 # -- measuring, storing, comparing: a chain of real sessions over one store -----------------------

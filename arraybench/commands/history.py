@@ -91,7 +91,7 @@ def main(args: argparse.Namespace) -> int:
     since = parse_since(args.since)
     workloads = [w for group in args.filter_workloads for w in group]
     backends = [b for group in args.filter_backends for b in group]
-    with open_store(store_location(args)) as store:
+    with open_store(store_location(args), create=False) as store:
         target = None
         if args.run is not None:
             target = load_run(args.run, store_location(args))

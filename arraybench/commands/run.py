@@ -16,7 +16,7 @@ from pathlib import Path
 from rich.console import Console
 
 from .. import api
-from ..errors import UsageError
+from ..errors import UsageError, resume_command
 from ..model.journal import JOURNAL_NAME, JournalState
 from ..model.journal import read as read_journal
 from ..backends import SPECS
@@ -277,7 +277,7 @@ def main(args: argparse.Namespace) -> int:
         print(
             f"arraybench: stopped by {stop}{storing}; {measured} of {len(stop.results.records)} cells "
             f"have results, saved in {folder / 'results.json'} and {folder / JOURNAL_NAME}. "
-            f"Continue with: arraybench run --resume {folder}",
+            f"Continue with: {resume_command(folder)}",
             file=sys.stderr,
         )
         return stop.exit_code
@@ -289,7 +289,7 @@ def main(args: argparse.Namespace) -> int:
         reasons = "; ".join(dict.fromkeys(r.reason for r in missing if not r.replicates and r.reason))
         print(f"arraybench: {len(missing)} of {len(results.records)} cells are not fully measured"
               f"{': ' + reasons if reasons else ''}. "
-              f"Continue with: arraybench run --resume {results.output_dir}", file=sys.stderr)
+              f"Continue with: {resume_command(results.output_dir)}", file=sys.stderr)
         return 1
     return 0 if results.clean else 1
 

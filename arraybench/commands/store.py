@@ -70,7 +70,7 @@ def list_main(args: argparse.Namespace) -> int:
     from ..render.terminal import stdout_console
     from ..store import open_store
 
-    with open_store(store_location(args)) as store:
+    with open_store(store_location(args), create=False) as store:
         runs = store.runs(machine=args.machine)
         where = store.describe()
         for note in store.notes:  # rows of the wrong shape: skipped, said

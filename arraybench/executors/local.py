@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import replace
@@ -31,7 +32,7 @@ from pathlib import Path
 from .. import backends
 from ..analysis.replication import timer_settings
 from ..host import environments
-from ..host.allocator import uncontrolled_reason, with_state
+from ..host.allocator import choice_ignored, uncontrolled_reason, with_state
 from ..host.threads import worker_cpus, worker_env
 from ..model.allocator import HEADLINE, LARGE_OUTPUT_BYTES, OTHER, WORDS, StateSamples
 from ..model.replicate import Replicate
@@ -66,6 +67,10 @@ class LocalExecutor:
                 reason = backends.SPECS[config.backend].preflight(config.device)
                 if reason:
                     run.mark_unavailable(config, reason)
+        for note in dict.fromkeys(_allocator_note(options, environments.find(options, c.environment))
+                                  for c in run.configs()):
+            if note:  # the records say it too; this says it before the run's minutes go by
+                print(f"arraybench: {note}", file=sys.stderr)
         run.begin()
         # References computed once and read by every worker of the run (a folder of its own,
         # never the output folder, which a received run could have filled).
@@ -123,7 +128,8 @@ class LocalExecutor:
             session.worker_started(config, index, len(cells))
             worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads),
                                    log_path=out_dir / "logs" / f"{name}-p{index}.log", python=environment.python)
-            return worker, _Listener(session, config, index, remaining, held), remaining
+            return worker, _Listener(session, config, index, remaining, held,
+                                     _allocator_note(options, environment)), remaining
 
         plan = {config: session.todo(config, index) for config in order}
         try:
@@ -210,7 +216,7 @@ class LocalExecutor:
             session.worker_started(config, index, len(remaining))
             worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads), log_path=log,
                                    python=environment.python)
-            listener = _Listener(session, config, index, remaining, held)
+            listener = _Listener(session, config, index, remaining, held, _allocator_note(options, environment))
             timeout = options.timeout
 
             def blamed(position: int) -> Cell | None:
@@ -278,6 +284,11 @@ def _state(options: RunOptions, environment: environments.Environment) -> str:
     return HEADLINE if options.allocator == "both" else options.allocator
 
 
+def _allocator_note(options: RunOptions, environment: environments.Environment) -> str:
+    """Why the allocator state the user chose is not the one its workers run in ("" where it is)."""
+    return choice_ignored(options.allocator, {**os.environ, **environment.variables})
+
+
 def _worker_env(options: RunOptions, config: Config, environment: environments.Environment,
                 state: str) -> tuple[dict[str, str], str]:
     """A worker's variables (its threads, its allocator ``state`` where controlled, then its
@@ -290,7 +301,9 @@ def _worker_env(options: RunOptions, config: Config, environment: environments.E
     name = f"{backend}-{device}"
     if not environment.default:
         env = environments.worker_env(environment, env)
-        name += "-" + label.replace(environments.JOIN, "+")
+        # A character no label may hold joins the parts, so that ``a/b+c`` and ``a+b/c`` keep
+        # logs of their own (a "+" would name both ``a+b+c``); "@" is safe in a file name.
+        name += "-" + label.replace(environments.JOIN, "@")
     return env, name
 
 
@@ -311,8 +324,10 @@ class _Listener:
     """Acts on the messages of one worker."""
 
     def __init__(self, session: RunHandle, config: Config, index: int,
-                 remaining: dict[str, Cell], held: dict[str, tuple[Cell, Replicate]] | None = None) -> None:
+                 remaining: dict[str, Cell], held: dict[str, tuple[Cell, Replicate]] | None = None,
+                 note: str = "") -> None:
         self.session = session
+        self.note = note  # said in each replicate's warnings (the allocator state not applied)
         self.config = config
         self.index = index
         self.remaining = remaining
@@ -334,6 +349,8 @@ class _Listener:
             return True
         elif isinstance(msg, ReplicateDone) and msg.key in self.remaining:
             cell = self.remaining.pop(msg.key)
+            if self.note and msg.replicate.timed:
+                msg.replicate.warnings.append(self.note)
             if self.held is not None and wants_other_state(msg.replicate):
                 self.held[msg.key] = (cell, msg.replicate)  # stored once the other state is measured
             else:

@@ -387,7 +387,9 @@ def last_error(text: str) -> str:
     """The last meaningful line of a worker's stderr (a Python error, a CUDA message)."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     for ln in reversed(lines):
-        if not ln.startswith(("File ", "^", "~", "Traceback")):
+        # "Python runtime state: preinitialized" follows the fatal error that says what is wrong
+        # (PYTHONHASHSEED=abc: "Fatal Python error: ... PYTHONHASHSEED must be ...").
+        if not ln.startswith(("File ", "^", "~", "Traceback", "Python runtime state:")):
             return ln[:300]
     return ""
 

@@ -42,3 +42,13 @@ def with_state(env: Mapping[str, str], state: State) -> dict[str, str]:
     """``env`` with the variables for ``state``; a library's own (NumPy's huge-page advice) stays
     as the user set it, as glibc's would have (then the state is not set at all)."""
     return {**env, **{k: v for k, v in environment(state).items() if k.startswith("MALLOC_") or k not in env}}
+
+
+def choice_ignored(chosen: str, env: Mapping[str, str]) -> str:
+    """Why a state the user asked for (``--allocator fresh``) is not what workers started with
+    ``env`` get, as one line; "" where it is applied, or where the default ("both") was left."""
+    from ..errors import spell
+
+    reason = uncontrolled_reason(env) if chosen != "both" else ""
+    return (f"{spell('allocator', chosen)} is not applied ({reason}): the allocator runs as that "
+            "sets it") if reason else ""

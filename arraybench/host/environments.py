@@ -21,6 +21,7 @@ import atexit
 import os
 import re
 import shutil
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -41,6 +42,10 @@ LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,39}")
 VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: Joins a python's label and a variant's when both are given (``np126/t1``).
 JOIN = "/"
+#: Linux's MAX_ARG_STRLEN: the longest ``NAME=VALUE`` (with its final NUL) a new process may get.
+MAX_VARIABLE_BYTES = 128 * 1024
+#: A comma inside a ``--variant`` value, written ``\,`` (a plain comma separates variables).
+_UNESCAPED_COMMA = re.compile(r"(?<!\\),")
 
 
 @dataclass(frozen=True)
@@ -112,22 +117,30 @@ def check_variants(variants: Any) -> dict[str, dict[str, str]]:
                                  "environment variable")
             if not isinstance(value, (str, int, float)) or isinstance(value, bool) or "\0" in str(value):
                 raise UsageError(f"{option_name('variants')} {label}: {name}={value!r} is not a value")
+            size = len(f"{name}={value}".encode("utf-8", "surrogateescape"))
+            if size >= MAX_VARIABLE_BYTES:
+                # The kernel refuses to start a process with such a variable (E2BIG), which
+                # would read as "could not write .../python".
+                raise UsageError(f"{option_name('variants')} {label}: {name}= is {size:,} bytes; the "
+                                 f"system starts no process with a variable of {MAX_VARIABLE_BYTES // 1024} "
+                                 "KiB or more (put a long value in a file and name the file)")
         out[label] = {k: str(v) for k, v in variables.items()}
     return out
 
 
 def parse_variant(text: str) -> tuple[str, dict[str, str]]:
-    """``LABEL:VAR=VALUE[,VAR=VALUE]`` (``LABEL:`` alone: the inherited variables, a baseline)."""
+    """``LABEL:VAR=VALUE[,VAR=VALUE]`` (``LABEL:`` alone: the inherited variables, a baseline);
+    ``\\,`` is a comma inside a value (``t:OMP_PLACES={0}\\,{1}``), any other backslash is kept."""
     label, sep, rest = text.partition(":")
     if not sep:
         raise UsageError(f"--variant {text!r}: write LABEL:VAR=VALUE[,VAR=VALUE], such as "
                          "t1:OPENBLAS_NUM_THREADS=1")
     variables: dict[str, str] = {}
-    for part in filter(None, (p.strip() for p in rest.split(","))):
+    for part in filter(None, (p.strip() for p in _UNESCAPED_COMMA.split(rest))):
         name, eq, value = part.partition("=")
         if not eq:
             raise UsageError(f"--variant {text!r}: {part!r} is not VAR=VALUE")
-        variables[name.strip()] = value
+        variables[name.strip()] = value.replace("\\,", ",")
     return label.strip(), variables
 
 
@@ -163,6 +176,41 @@ def describe(options: Chosen) -> dict[str, dict[str, Any]]:
 
 
 _IMPORT_DIR: str | None = None
+IMPORT_PREFIX = "arraybench-import-"
+_IMPORT_NAME = re.compile(re.escape(IMPORT_PREFIX) + r"([0-9]+)-[A-Za-z0-9_]+")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # another user's process, or not a pid we can ask about: leave it
+    return True
+
+
+def remove_stale_import_dirs(tmp: str | None = None) -> list[str]:
+    """Remove this user's import folders (``import_dir``) whose process is gone; the removed."""
+    tmp = tmp or tempfile.gettempdir()
+    removed = []
+    try:
+        names = os.listdir(tmp)
+    except OSError:
+        return removed
+    for name in names:
+        found = _IMPORT_NAME.fullmatch(name)
+        path = os.path.join(tmp, name)
+        if found is None or _alive(int(found.group(1))):
+            continue
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid():
+            shutil.rmtree(path, ignore_errors=True)  # holds a link only: rmtree never follows it
+            removed.append(path)
+    return removed
 
 
 def import_dir() -> str:
@@ -170,7 +218,10 @@ def import_dir() -> str:
     ``PYTHONPATH``: its workers run this very arraybench, whatever that interpreter has installed."""
     global _IMPORT_DIR
     if _IMPORT_DIR is None or not os.path.isdir(_IMPORT_DIR):
-        folder = tempfile.mkdtemp(prefix="arraybench-import-")
+        # Named by this process's id: one killed before its atexit ran (SIGKILL) leaves its
+        # folder behind, and the next run removes those of processes that are gone.
+        remove_stale_import_dirs()
+        folder = tempfile.mkdtemp(prefix=f"{IMPORT_PREFIX}{os.getpid()}-")
         os.symlink(Path(__file__).resolve().parent.parent, os.path.join(folder, "arraybench"))
         atexit.register(shutil.rmtree, folder, True)  # the link only: rmtree never follows it
         _IMPORT_DIR = folder

@@ -67,10 +67,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _check_baseline(settings: "Settings") -> None:
     """A named baseline must exist before minutes of measuring (``last`` is found at the end)."""
-    from ..store import open_store
+    from ..store import StoreError, open_store
     from .baseline import check_named
 
-    with open_store(settings.store) as store:
+    try:
+        store = open_store(settings.store, create=False)
+    except StoreError as exc:  # a mistyped path: said, never made
+        raise StoreError(f"--arraybench-compare={settings.compare}: {exc}") from None
+    with store:
         check_named(store, settings.compare)
 
 
@@ -103,8 +107,12 @@ class ArraybenchRun:
             stopped = stop
         # Failed out of the except block: one line, not "during handling of ... another exception".
         if stopped is not None:
+            folder = stopped.results.output_dir  # the test's scratch folder, kept where it measured
+            kept = f", and kept in {folder} (delete it when done)" if folder is not None else ""
+            # pytest's own code for Ctrl-C: pytest shows the terminal summary (the session's
+            # table) only after its own exit codes, never after 130.
             pytest.exit(f"arraybench: the run was interrupted ({stopped}); what it measured is in "
-                        "the session's run", returncode=stopped.exit_code)
+                        f"the session's run{kept}", returncode=pytest.ExitCode.INTERRUPTED)
         if refused:
             pytest.fail(printable(refused), pytrace=False)
         broken = [r for r in results.records if r.status in ("failed", "wrong")]

@@ -144,7 +144,7 @@ class Suite:
 
         choice, limit = self.settings.compare, self.settings.fail_above
         try:
-            with open_store(self.settings.store) as store:
+            with open_store(self.settings.store, create=False) as store:
                 base, outcome.compared = baseline.find(store, choice, results)
             if base is None:
                 return  # nothing stored to compare with yet: no regression can be seen

@@ -88,5 +88,5 @@ def load_run(given: "str | os.PathLike[str]", location: "str | os.PathLike[str] 
             if path.exists() or path.is_symlink():
                 raise
             raise ResultsError(f"{exc}; nor does it name a stored run ({FORMS})") from None
-    with open_store(location) as store:
+    with open_store(location, create=False) as store:
         return stored_results(store, text, this_machine() if text.startswith("last") else None)

@@ -28,7 +28,7 @@ from ..model.untrusted import check_environment
 from ..model.machines import environment_of, machine_id_of
 from .database import Database, StoreError, connect
 from .identity import content_sha, run_id
-from .location import describe_location, resolve_location
+from .location import default_location, describe_location, is_postgres, redact, resolve_location
 from .migrations import migrate
 
 if TYPE_CHECKING:
@@ -239,10 +239,19 @@ class Store:
         return from_dict(_loads(rows[0][1]), f"stored run {rows[0][0]}")
 
 
-def open_store(location: str | os.PathLike[str] | None = None) -> Store:
+def open_store(location: str | os.PathLike[str] | None = None, *, create: bool = True) -> Store:
     """Open (creating and migrating as needed) the store at ``location``: a file path (SQLite),
-    a ``postgresql://`` URL, or ``None`` for the default in the user's data folder."""
-    db = connect(resolve_location(location))
+    a ``postgresql://`` URL, or ``None`` for the default in the user's data folder.
+
+    ``create=False`` (the commands that only read): a SQLite file that is not there is a
+    ``StoreError`` saying so, never a new store and folders at a mistyped path."""
+    resolved = resolve_location(location)
+    if not create and not is_postgres(resolved) and not os.path.lexists(resolved):
+        default = location is None or resolved == default_location()
+        raise StoreError(f"no store at {redact(resolved)}" + (
+            ": no run has been stored yet" if default else
+            ": nothing was ever stored there (a mistyped path?)"))
+    db = connect(resolved)
     try:
         migrate(db)
     except BaseException:

@@ -171,3 +171,28 @@ def _quoted(text: str) -> str:
     import shlex
 
     return shlex.quote(text)
+
+
+def unsealed_note(out: str | os.PathLike[str]) -> str:
+    """Where the run in ``out`` needs trust to resume (workload files, pickled workloads,
+    interpreters or variables) but was not sealed as this user's (no private data folder to keep
+    the key in), the flag its ``--resume`` needs and why, as said after the command; else ""."""
+    from ..model.journal import JOURNAL_NAME
+    from ..model.untrusted import loads
+
+    try:
+        with open(os.path.join(out, JOURNAL_NAME), "rb") as f:
+            header = loads(f.readline(1 << 22).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return ""
+    if not isinstance(header, dict) or "seal" in header or not isinstance(header.get("options"), dict):
+        return ""
+    options = header["options"]
+    if not any(options.get(k) for k in ("workload_files", "shipped_workloads", "pythons", "variants")):
+        return ""
+    try:
+        where = str(_key_path().parent)
+    except (RuntimeError, OSError):
+        where = "your data folder"
+    return (f" --trust-folder (the run could not be sealed as yours: {where} cannot keep "
+            "arraybench's key, so without it the code the run names is not run)")
