@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol
 
 from ..model.cell import Cell, Config, case_key
-from ..worker.protocol import FINISH, Message, Prepared, Sampled, Turn
+from ..worker.protocol import FINISH, PREPARE, Message, Prepared, Ready, Sampled, Turn
 from .base import RunHandle
 from .worker_process import StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
 
@@ -79,56 +79,66 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
     answered through the listener (journalled) as it comes home.
     """
     rng = random.Random(seed)
-    sides: list[_Side] = []
+    every: list[_Side] = []  # each worker started, closed at the end whatever happened
     left: dict[Config, list[Cell]] = {}
     order = list(plan)
     rng.shuffle(order)
     try:
         for config in order:
-            side = _prepare(session, config, plan[config], start, timeout, startup_timeout, left)
-            if side is not None:
-                sides.append(side)
+            every.append(_start(session, config, plan[config], start, timeout, startup_timeout))
+        sides = list(every)
+        # Every worker imports its library at once (nothing is timed yet), then each prepares
+        # its cells alone, first calls and all, while the others wait.
+        sides = [side for side in sides if _until(session, side, Ready, left)]
+        for side in sides:
+            side.worker.send(PREPARE.to_json())
+            if _until(session, side, Prepared, left):
+                side.sampling = {i for i, c in enumerate(side.cells) if c.key in side.remaining}
+                side.worker.pause()
+        sides = [side for side in sides if side.alive]
         _turns(session, sides, rng, left)
         for side in sides:
             _finish(session, side, left)
     except StopRequested:
-        for side in sides:
+        for side in every:
             _wind_down(session, side)
         raise
     except BaseException:
-        for side in sides:
+        for side in every:
             side.worker.kill()
         raise
     finally:
-        for side in sides:
+        for side in every:
             side.worker.close()
     return left
 
 
-def _prepare(session: RunHandle, config: Config, cells: list[Cell], start: StartWorker, timeout: float,
-             startup_timeout: float, left: dict[Config, list[Cell]]) -> _Side | None:
-    """Start ``config``'s worker and let it prepare its cells alone; it is paused once prepared."""
+def _start(session: RunHandle, config: Config, cells: list[Cell], start: StartWorker, timeout: float,
+           startup_timeout: float) -> _Side:
+    """Start ``config``'s worker; it imports its library, says it is ready and waits."""
     worker, listener, remaining = start(config, cells)
     messages = worker.messages(timeout, startup_timeout=startup_timeout, stop=session.stop_requested)
-    side = _Side(config, cells, worker, listener, messages, remaining)
+    return _Side(config, cells, worker, listener, messages, remaining)
+
+
+def _until(session: RunHandle, side: _Side, kind: type, left: dict[Config, list[Cell]]) -> bool:
+    """Act on a worker's messages until one of ``kind``; False (the worker ended, its cells
+    answered or handed back) where it never came."""
     try:
-        for msg in messages:
-            if isinstance(msg, Prepared):
-                side.sampling = {i for i, c in enumerate(cells) if c.key in remaining}
-                worker.pause()
-                return side
-            if listener.handle(msg):
-                worker.close()
-                return None  # unavailable: the listener said so to the run
+        for msg in side.messages:
+            if isinstance(msg, Ready):
+                side.listener.handle(msg)
+            if isinstance(msg, kind):
+                return True
+            if not isinstance(msg, Ready) and side.listener.handle(msg):
+                side.alive = False
+                side.remaining.clear()  # unavailable: the listener said so to the run
+                return False
         _hand_back(side, left)  # done without preparing: whatever is left is measured alone
     except (WorkerTimeout, WorkerExited) as exc:
         _failed(session, side, exc, cell=None, left=left)
-    except BaseException:
-        worker.kill()
-        worker.close()
-        raise
-    worker.close()
-    return None
+    side.alive = False
+    return False
 
 
 def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dict[Config, list[Cell]]) -> None:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from ..model.allocator import OTHER
 from ..model.schema import SchemaError
-from .protocol import (CheckDone, Done, Job, Message, Prepared, Ready, ReplicateDone, Sampled, Start, Turn,
+from .protocol import (PREPARE, CheckDone, Done, Job, Message, Prepared, Ready, ReplicateDone, Sampled, Start, Turn,
                        Unavailable, encode)
 
 if TYPE_CHECKING:
@@ -156,6 +156,9 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
         except ShippingError as exc:
             load_errors[job.shipped] = str(exc)
     channel.send(Ready(info=_info(backend, started), pid=os.getpid()))
+    if job.turns and not _told_to_prepare():
+        channel.send(Done(stopped=True))
+        return
 
     board = Board(job.board)
     settings = job.timer
@@ -244,6 +247,15 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
         flush_batch()
     counters.close()
     channel.send(Done(stopped=stop.set))
+
+
+def _told_to_prepare() -> bool:
+    """Whether the parent says to prepare (``PREPARE``) rather than closing stdin."""
+    line = sys.stdin.readline()
+    try:
+        return Turn.from_json(line) == PREPARE
+    except SchemaError:
+        return False
 
 
 def _take_turns(job: Job, runs: list, indices: list[int], channel: Channel, stop: StopFlag,

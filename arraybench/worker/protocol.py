@@ -12,7 +12,8 @@ object per line, each a message below with an ``event`` naming its type:
   check; a ``probe`` job asks for nothing more;
 - ``Done`` at the end.
 
-A ``measure`` job with ``turns`` says ``Prepared`` once its cells are prepared, then reads ``Turn``
+A ``measure`` job with ``turns`` waits, once ``Ready``, for the line ``PREPARE``; it says
+``Prepared`` once its cells are prepared, then reads ``Turn``
 lines on stdin: each asks for one sample of one cell and is answered by ``Sampled``; the turn
 ``FINISH`` (or the end of stdin) ends the sampling, and the ``ReplicateDone`` messages follow.
 
@@ -188,6 +189,9 @@ class Turn:
 
 #: The turn that ends the turns: finish every cell.
 FINISH = Turn(-1)
+#: The word a worker taking turns waits for, once ready, before it prepares its cells: the
+#: workers import their libraries at once, then prepare one at a time.
+PREPARE = Turn(-2)
 
 
 @dataclass(frozen=True)
