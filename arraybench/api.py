@@ -489,7 +489,7 @@ def sweep_sizes(names: Sequence[str]) -> str:
     from .workloads.registry import expand
 
     if not names:
-        raise UsageError("name the workload to sweep, e.g. `arraybench sweep --workload matmul`")
+        raise UsageError("name the workload to sweep, e.g. `arraybench sweep --workloads matmul`")
     missing = [n for n in expand(list(names)) if n not in REGISTRY]
     if missing:
         raise UsageError(unknown_name("workload", missing[0], sorted(REGISTRY), more="see `arraybench list`"))
@@ -502,16 +502,23 @@ def sweep_sizes(names: Sequence[str]) -> str:
     return ranges.pop()
 
 
-def numerics(workloads: Any = ("numerics",), *, dtypes: Iterable[str] = DTYPES,
+def numerics(workloads: Any = ("numerics",), *, dtype: Iterable[str] | str | None = None,
+             dtypes: Iterable[str] | None = None,
              sizes: Any = "small,large", output_dir: str | os.PathLike[str] | None = None,
              overwrite: bool = False, reporter: Reporter | None = None, progress: bool | None = None,
              **kwargs: Any) -> Results:
     """Each library's error against float64, per workload and dtype: a brief run per dtype (one
     replicate, a few samples: the time is not the point). With ``output_dir``, each dtype's run
-    goes into its own subfolder. Returns the records of every dtype together."""
+    goes into its own subfolder. Returns the records of every dtype together. ``dtype``: one
+    dtype or several (a list, or comma-separated text; default: float64 and float32), spelled as
+    ``run``'s; ``dtypes`` is its old name."""
     from .outdir import prepare
 
-    dtypes = list(dtypes)
+    if dtypes is not None:
+        warnings.warn("numerics(dtypes=...) is now numerics(dtype=...)", DeprecationWarning, stacklevel=2)
+        dtype = dtypes if dtype is None else dtype
+    chosen = DTYPES if dtype is None else dtype
+    dtypes = [d.strip() for d in chosen.split(",")] if isinstance(chosen, str) else list(chosen)
     for dtype in dtypes:
         if dtype not in DTYPES:  # checked here too: before the first dtype's run starts
             raise UsageError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}")

@@ -28,7 +28,7 @@ from ..session import Interrupted
 from ..workloads.userfile import LoadedFiles
 from ..model.context import parse_context
 from ..render.terminal import console as safe_console
-from .argtypes import (Assignments, assignment, csv_list, fraction, positive_float, positive_int, processes,
+from .argtypes import (Assignments, CsvExtend, assignment, csv_list, fraction, positive_float, positive_int, processes,
                        python_assignment, seed, unique_assignments, variant_assignment)
 from .storeargs import add_store_option, run_store_choice
 
@@ -45,7 +45,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                           f"{','.join(b for b in SPECS if b not in d.backends)})")
     sel.add_argument("--devices", type=csv_list, default=d.devices, metavar="LIST",
                      help="cpu, gpu or both (default: cpu,gpu)")
-    sel.add_argument("--workloads", type=csv_list, default=[], metavar="LIST",
+    sel.add_argument("--workloads", type=csv_list, action=CsvExtend, default=[], metavar="LIST",
                      help="workloads (default: the built-in suite, or with --workload-file the "
                           "files' workloads; see `arraybench list`)")
     sel.add_argument("--workload-file", action="append", default=[], dest="workload_files",
