@@ -256,6 +256,7 @@ def main(args: argparse.Namespace) -> int:
         else:
             checked = plan_from_args(args)
             report_file_errors(checked.files)
+            refuse_nothing_to_run(checked)
             results = api.execute(checked, args.output_dir, overwrite=args.overwrite,
                                   # every-node multiplies the cells by the nodes, known only later
                                   reporter=reporter_for(args, None if checked.options.cluster else len(checked.cells)),
@@ -284,7 +285,30 @@ def main(args: argparse.Namespace) -> int:
               f"{': ' + reasons if reasons else ''}. "
               f"Continue with: arraybench run --resume {results.output_dir}", file=sys.stderr)
         return 1
+    if results.records and not any(r.status != "skipped" for r in results.records):
+        # `--devices gpu` on a machine without one: an empty table is no success, and the store
+        # never takes such a run as `last` or a point of history.
+        reasons = "; ".join(dict.fromkeys(r.reason for r in results.records if r.reason))
+        print(f"arraybench: nothing was measured: every cell was skipped ({reasons or 'no reason given'})",
+              file=sys.stderr)
+        return 1
     return 0 if results.clean else 1
+
+
+def refuse_nothing_to_run(checked: api.Plan) -> None:
+    """``UsageError`` when no cell can run here, by the checks made without starting a worker
+    (``--devices gpu`` on a machine without one): one line instead of an empty table, nothing
+    written or stored. A cluster's nodes and another interpreter judge for themselves."""
+    opts = checked.options
+    if opts.cluster or opts.pythons or not checked.cells:
+        return
+    reasons: dict[str, str] = {}
+    for cell in checked.cells:
+        why = SPECS[cell.backend].preflight(cell.device) if cell.backend in SPECS else None
+        if why is None:
+            return
+        reasons.setdefault(why, cell.device)
+    raise UsageError("nothing to run here: " + "; ".join(f"--devices {d}: {w}" for w, d in reasons.items()))
 
 
 def report_file_errors(loaded: LoadedFiles) -> None:
