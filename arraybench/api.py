@@ -547,7 +547,7 @@ def numerics(workloads: Any = ("numerics",), *, dtype: Iterable[str] | str | Non
 def compare(base: Results | str | os.PathLike[str], new: Results | str | os.PathLike[str], *,
             threshold: float | None = None, alpha: float | None = None,
             cross_machine: bool = False, store: str | os.PathLike[str] | None = None) -> "Comparison":
-    """Two runs cell by cell: faster, slower or no change. Each run is a ``Results``, a results
+    """Two runs cell by cell: faster, slower or not significant. Each run is a ``Results``, a results
     file or its folder, or a run in the results store (``store``: its location, None for the
     default) named by its id, ``"last"`` or ``"last~1"``: ``compare("last~1", "last")``. Runs from
     different machines raise ``machines.CrossMachineError`` unless ``cross_machine``."""
@@ -555,7 +555,7 @@ def compare(base: Results | str | os.PathLike[str], new: Results | str | os.Path
 
     a = base if isinstance(base, Results) else load_run(base, store)
     b = new if isinstance(new, Results) else load_run(new, store)
-    return a.compare(b, threshold=threshold, alpha=alpha, cross_machine=cross_machine)
+    return b.compare(a, threshold=threshold, alpha=alpha, cross_machine=cross_machine)
 
 
 

@@ -1,4 +1,4 @@
-"""``arraybench compare BASE NEW``: per cell, faster / slower / no change, and a CI gate."""
+"""``arraybench compare BASE NEW``: per cell, faster / slower / not significant, and a CI gate."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from ..analysis.compare import DEFAULT_ALPHA, DEFAULT_THRESHOLD
 
     p = sub.add_parser(
-        "compare", help="compare two runs cell by cell: faster, slower or no change",
+        "compare", help="compare two runs cell by cell: faster, slower or not significant",
         description="Compare two runs cell by cell (results files, folders, or runs in the results "
                     "store: `arraybench compare last~1 last`). A change is called only when it is "
                     "significant (Welch's t-test on the processes' log medians, the p-values of all "

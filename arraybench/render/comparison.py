@@ -27,7 +27,7 @@ class DisplayedComparison(Comparison):
     """A ``Comparison`` that shows itself: a table in a notebook (``_repr_html_``), the terminal's
     table as text (``table()``, ``str()``), one line as its ``repr``, and ``to_dataframe()``.
 
-    >>> c = base.compare(new)        # doctest: +SKIP
+    >>> c = new.compare(base)        # doctest: +SKIP
     >>> c                            # doctest: +SKIP   (in Jupyter: the table)
     """
 

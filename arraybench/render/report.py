@@ -114,7 +114,7 @@ def plot(results: Results, kind: str = "summary", *, workload: str | None = None
 
 def compare(base: Results, new: Results, *, threshold: float | None = None, alpha: float | None = None,
             cross_machine: bool = False) -> Comparison:
-    """``base`` against ``new``, per cell: faster, slower or no change. Runs from different
+    """``base`` against ``new``, per cell: faster, slower or not significant. Runs from different
     machines raise ``CrossMachineError`` unless ``cross_machine``."""
     from .comparison import DisplayedComparison
 

@@ -161,10 +161,13 @@ def results_table(records: Iterable[Record], width: int | None = None) -> Group:
             refs = book.refs(r.key)
             if refs:
                 status.append(f" [{','.join(map(str, refs))}]", style="" if r.status != "ok" else "yellow")
+            # A wrong or failed row shows no time, as README promises: it measured nothing worth one.
+            timed = is_valid(r) or r.status == "skipped"
             cells = {"case": plain(cases[i]),  # names from a results file: shown, never read as markup
                      "library / device": plain(library_label(r) if present["machine"] else r.config_label),
-                     "machine": plain(r.machine), "median": format_seconds(r.median_s),
-                     "device": format_seconds(r.device_median_s), "95% CI": ci_text(r),
+                     "machine": plain(r.machine), "median": format_seconds(r.median_s) if timed else "—",
+                     "device": format_seconds(r.device_median_s) if timed else "—",
+                     "95% CI": ci_text(r) if timed else "—",
                      "vs NumPy": speedup_text(r, bases.get(r.machine)), "first call": format_seconds(r.first_call_s),
                      "rel. error": error_text(r), "of peak": _share_text(share(r, roof)), "status": status}
             rows.append((cells, "bold green" if (r is best and contenders > 1) else None,

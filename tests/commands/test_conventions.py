@@ -1,0 +1,114 @@
+"""The conventions users of pytest-benchmark, pyperf, asv and hyperfine rely on: help for a bare
+command, --version, one spelling per option, did-you-mean, reference-first comparisons, `last`
+meaning the latest complete run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from arraybench.cli import main
+
+from ..conftest import run_cli, run_here
+from ..synthetic import record, results, spread, timed_run
+
+
+def test_bare_arraybench_prints_help_and_measures_nothing(tmp_path: Path):
+    done = run_cli(cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: arraybench") and "COMMAND" in done.stdout
+    assert list(tmp_path.iterdir()) == []  # no ./benchmark_plots: nothing ran
+
+
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version(flag: str, tmp_path: Path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main([flag])
+    out = capsys.readouterr().out
+    assert stop.value.code == 0 and out.startswith("arraybench ") and len(out.split()) == 2
+
+
+def test_a_run_option_without_a_command_is_refused_with_the_command_to_type(tmp_path: Path):
+    done = run_here("--output-dir", "x", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "arraybench run --output-dir x" in done.stderr and not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("argv, suggestion", [
+    (["run", "--proceses", "2"], "did you mean --processes?"),
+    (["compare", "a", "b", "--fail-abve", "10%"], "did you mean --fail-above?"),
+    (["history", "--workload-s", "x"], "did you mean --workloads?"),
+])
+def test_a_mistyped_option_gets_a_did_you_mean(argv, suggestion, tmp_path: Path):
+    done = run_here(*argv, cwd=tmp_path)
+    assert done.returncode == 2 and suggestion in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_old_spellings_still_work_with_one_line_saying_the_new_one(tmp_path: Path):
+    store = str(tmp_path / "store.sqlite")
+    done = run_here("history", "--store", store, "--workload", "matmul", "--backend", "numpy",
+                    "--fdr", "0.1", "--fail-on-regression", "10%", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    warned = done.stderr.strip().splitlines()
+    assert warned == [f"arraybench: warning: history {old} is now {new} (the old spelling will go)"
+                      for old, new in (("--workload", "--workloads"), ("--backend", "--backends"),
+                                       ("--fdr", "--alpha"), ("--fail-on-regression", "--fail-above"))]
+
+
+def test_every_command_spells_shared_options_alike():
+    from arraybench.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    spelled = {name: {o for a in p._actions for o in a.option_strings} for name, p in sub.choices.items()}
+    for old in ("--workload", "--backend", "--fail-on-regression", "--fdr", "--dtypes"):
+        assert not [c for c, options in spelled.items() if old in options], old
+    for command in ("run", "sweep", "history", "numerics"):
+        assert {"--workloads", "--backends"} <= spelled[command]
+    assert {"--fail-above", "--alpha"} <= spelled["history"] & spelled["compare"]
+    assert "--dtype" in spelled["numerics"] and "--dtype" in spelled["run"]
+
+
+def test_results_compare_reads_reference_first_as_the_api_does():
+    import arraybench
+
+    slow = results([record("matmul", "numpy", samples=spread(1e-3), replicates=4)])
+    fast = results([record("matmul", "numpy", samples=spread(1e-4), replicates=4)])
+    # README: `results.compare(earlier)`; the same two runs read the same way from the function.
+    method = fast.compare(slow)
+    function = arraybench.compare(slow, fast)
+    assert [c.verdict for c in method.changes] == [c.verdict for c in function.changes] == ["faster"]
+    assert method.changes[0].ratio == pytest.approx(0.1, rel=0.01)
+
+
+def test_a_change_the_test_does_not_call_says_not_significant_beside_its_ratio():
+    from arraybench.analysis.compare import compare
+
+    # Processes that disagree: a large ratio no test can call.
+    base = results([record("sort", "numpy", samples=[1e-3] * 10 + [3e-3] * 10, replicates=4)])
+    new = results([record("sort", "numpy", samples=[3e-3] * 10 + [1e-3] * 10, replicates=4)])
+    c = compare(base, new)
+    assert c.changes[0].verdict == "not significant"
+    assert "not significant" in c.summary() and "no change" not in c.summary()
+
+
+def test_last_is_the_latest_complete_run_that_measured_something(tmp_path: Path):
+    from arraybench.analysis.history import history
+    from arraybench.store import open_store
+    from arraybench.store.identity import run_id
+    from arraybench.store.refs import run_id_of
+
+    first, second = timed_run(1), timed_run(2, torch_s=3e-3)
+    interrupted = timed_run(3, torch_s=9e-3, complete=False)
+    nothing = timed_run(4)
+    for r in nothing.records:
+        r.status, r.replicates = "skipped", []
+    with open_store(tmp_path / "store.sqlite") as store:
+        for run in (first, second, interrupted, nothing):
+            store.add(run)
+        assert run_id_of(store, "last") == run_id(second)
+        assert run_id_of(store, "last~1") == run_id(first)
+        entries, runs = store.entries(workloads=["matmul"])
+    found = history(entries, runs)
+    assert {p.run.run_id for s in found.series for p in s.points if p.valid} == {run_id(first), run_id(second)}
