@@ -239,10 +239,12 @@ def reporter_for(reporter: Reporter | None, progress: bool | None, cells: int | 
 def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwrite: bool = False,
             reporter: Reporter | None = None, plots: bool = True, store: StoreChoice = True,
             context: ContextLabels = None) -> Results:
-    """Run a checked plan into ``output_dir`` (see ``run``)."""
+    """Run a checked plan into ``output_dir`` (see ``run``). In a git work tree the commit, branch
+    and dirty state are recorded with the run's context; labels given win."""
+    from .host import git
     from .outdir import FolderLock, claim
 
-    labels = parse_context(context)
+    labels = {**git.labels(), **parse_context(context)}
     # Connected and checked before the output folder is touched: a bad cluster costs nothing.
     executor = _executor(checked.options, measure=True)
     checked = replace(checked, cells=executor.plan(checked.cells))

@@ -28,9 +28,10 @@ from ..session import Interrupted
 from ..workloads.userfile import LoadedFiles
 from ..model.context import parse_context
 from ..render.terminal import console as safe_console
-from .argtypes import (Assignments, CsvExtend, assignment, csv_list, fraction, positive_float, positive_int, processes,
-                       python_assignment, seed, unique_assignments, variant_assignment)
-from .storeargs import add_store_option, run_store_choice
+from .argtypes import (Assignments, CsvExtend, assignment, csv_list, fraction, percent, positive_float,
+                       positive_int, processes, python_assignment, seed, unique_assignments,
+                       variant_assignment)
+from .storeargs import add_store_option, run_store_choice, store_location
 
 
 DEFAULT_OUTPUT_DIR = "benchmark_plots"
@@ -103,6 +104,11 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     how.add_argument("--cold", action="store_true", help="evict caches before every sample")
     how.add_argument("--allow-tf32", action="store_true",
                      help="let GPUs use TF32 for float32 matmuls (off: full precision, recorded)")
+    preset = how.add_mutually_exclusive_group()
+    preset.add_argument("--fast", dest="preset", action="store_const", const="fast", default=None,
+                        help="a quick look, as pyperf's --fast: " + preset_text("fast"))
+    preset.add_argument("--rigorous", dest="preset", action="store_const", const="rigorous",
+                        help="tighter numbers for longer, as pyperf's --rigorous: " + preset_text("rigorous"))
     how.add_argument("--timeout", type=positive_float, default=d.timeout, metavar="SECONDS",
                      help=f"kill a worker silent this long on one cell (default: {d.timeout:g})")
     how.add_argument("--seed", type=seed, default=d.seed, help="seed for inputs and ordering (0 or more)")
@@ -136,8 +142,45 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     out.add_argument("--no-store", action="store_true",
                      help="do not append the run to the results store (results.json is written as always)")
     out.add_argument("--context", action="append", default=[], metavar="KEY=VALUE",
-                     help="a label saved with the run, e.g. --context commit=abc123 (repeatable); "
-                          "history attributes changes to it")
+                     help="a label saved with the run, e.g. --context machine_room=B (repeatable; "
+                          "in a git work tree the commit, branch and dirty state are recorded "
+                          "without it); history attributes changes to it")
+    gate = p.add_argument_group("gate (a CI job in one command, as asv continuous)")
+    gate.add_argument("--compare", default=None, metavar="REF",
+                      help="compare the finished run with a stored run: last (the latest complete "
+                           "run of these cells on this machine), last~N, or a run id")
+    gate.add_argument("--fail-above", type=percent, default=None, metavar="PERCENT",
+                      help="with --compare: exit with status 1 if a cell is significantly slower "
+                           "by more than this (e.g. 10%%), broke, or nothing could be compared")
+
+
+#: pyperf-style presets: budgets for the options ``how to measure`` already has; an option typed
+#: beside a preset wins over it.
+PRESETS: dict[str, dict[str, object]] = {
+    "fast": {"processes": (2, 2), "max_time": 0.25, "min_samples": 5, "rel_ci": 0.05},
+    "rigorous": {"processes": (5, 20), "max_time": 4.0, "min_samples": 20, "rel_ci": 0.01},
+}
+
+
+def preset_text(name: str) -> str:
+    """A preset as the options it stands for: ``--processes 2 --max-time 0.25 ...``."""
+    def shown(v: object) -> str:
+        return f"{v[0]}:{v[1]}" if isinstance(v, tuple) and v[0] != v[1] else \
+            str(v[0]) if isinstance(v, tuple) else f"{v:g}" if isinstance(v, float) else str(v)
+    return " ".join(f"--{k.replace('_', '-')} {shown(v)}" for k, v in PRESETS[name].items())
+
+
+def apply_preset(args: argparse.Namespace) -> None:
+    """Set the preset's budgets on ``args``, except for the options typed beside it."""
+    name = getattr(args, "preset", None)
+    if name is None:
+        return
+    if getattr(args, "resume", None):
+        raise UsageError(f"--{name} and --resume: a resumed run keeps its own settings; give one of them")
+    typed = getattr(args, "typed", set())
+    for dest, value in PRESETS[name].items():
+        if dest not in typed:
+            setattr(args, dest, value)
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
@@ -238,6 +281,8 @@ def main(args: argparse.Namespace) -> int:
     plots = not getattr(args, "no_plots", False)
     store = run_store_choice(args)
     context = parse_context(args.context)
+    apply_preset(args)
+    reference = gate_reference(args)
     try:
         if getattr(args, "trust_folder", False) and not args.resume:
             raise UsageError("--trust-folder goes with --resume DIR: it lets that folder's code run")
@@ -285,6 +330,10 @@ def main(args: argparse.Namespace) -> int:
               f"{': ' + reasons if reasons else ''}. "
               f"Continue with: arraybench run --resume {results.output_dir}", file=sys.stderr)
         return 1
+    if reference is not None:
+        gated = run_gate(args, results, reference)
+        if gated:
+            return gated
     if results.records and not any(r.status != "skipped" for r in results.records):
         # `--devices gpu` on a machine without one: an empty table is no success, and the store
         # never takes such a run as `last` or a point of history.
@@ -293,6 +342,53 @@ def main(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     return 0 if results.clean else 1
+
+
+def gate_reference(args: argparse.Namespace) -> str | None:
+    """``--compare REF``, checked before anything is measured: a run id must name a stored run."""
+    reference = getattr(args, "compare", None)
+    if getattr(args, "fail_above", None) is not None and reference is None:
+        raise UsageError("--fail-above gates against a stored run: add --compare last (or a run id)")
+    if reference is None:
+        return None
+    from ..pytest.baseline import check_choice, check_named
+    from ..store import open_store
+
+    try:
+        check_choice(reference)
+    except UsageError:
+        raise UsageError(f"--compare {reference!r} is not last, last~N or a run id "
+                         "(arraybench store list shows them)") from None
+    with open_store(store_location(args)) as opened:
+        try:
+            check_named(opened, reference)
+        except UsageError as exc:
+            raise UsageError(str(exc).replace("--arraybench-compare=", "--compare ")) from None
+    return reference
+
+
+def run_gate(args: argparse.Namespace, results: Results, reference: str) -> int:
+    """The finished run against ``reference``: the comparison printed, then ``--fail-above``'s
+    verdict (0: passes or no gate)."""
+    from ..pytest.baseline import find
+    from ..render.comparison import print_comparison
+    from ..store import open_store
+    from .compare import gate
+
+    with open_store(store_location(args)) as opened:
+        base, line = find(opened, reference, results)
+    line = line.replace("--arraybench-compare=", "--compare ").replace(
+        " (--arraybench-save stores this one)", "; the next run compares with this one")
+    quiet = args.quiet or args.json
+    if base is None:
+        print(f"arraybench: {line}", file=sys.stderr)
+        return 1 if args.fail_above is not None else 0
+    comparison = api.compare(base, results)
+    if not quiet:
+        console = safe_console()
+        console.print(line, markup=False, highlight=False)
+        print_comparison(comparison, console, [])
+    return gate(comparison, args.fail_above) if args.fail_above is not None else 0
 
 
 def refuse_nothing_to_run(checked: api.Plan) -> None:
