@@ -112,3 +112,66 @@ def test_last_is_the_latest_complete_run_that_measured_something(tmp_path: Path)
         entries, runs = store.entries(workloads=["matmul"])
     found = history(entries, runs)
     assert {p.run.run_id for s in found.series for p in s.points if p.valid} == {run_id(first), run_id(second)}
+
+
+def test_run_compare_fail_above_gates_in_one_command(tmp_path: Path):
+    run = ("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "sort", "--sizes", "small",
+           "--processes", "2", "--max-time", "0.05", "--min-samples", "3", "-q",
+           "--store", str(tmp_path / "store.sqlite"))
+    first = run_here(*run, "-o", str(tmp_path / "a"), "--compare", "last", "--fail-above", "10%",
+                     cwd=tmp_path)
+    # Nothing to compare with: a gate passes nothing unseen, and the run is kept and stored.
+    assert first.returncode == 1 and "nothing to compare with" in first.stderr
+    assert (tmp_path / "a" / "results.json").is_file()
+    second = run_here(*run, "-o", str(tmp_path / "b"), "--compare", "last", "--fail-above", "1000%",
+                      cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    refused = run_here(*run, "-o", str(tmp_path / "c"), "--fail-above", "10%", cwd=tmp_path)
+    assert refused.returncode == 2 and "add --compare last" in refused.stderr
+    assert not (tmp_path / "c").exists()
+
+
+def test_presets_set_the_budgets_and_typed_options_win():
+    from arraybench.cli import parse
+    from arraybench.commands.run import PRESETS, apply_preset, options_from_args
+
+    fast = parse(["run", "--fast"])
+    apply_preset(fast)
+    opts = options_from_args(fast)
+    assert (opts.processes, opts.max_processes, opts.max_time) == (2, 2, PRESETS["fast"]["max_time"])
+    rigorous = parse(["run", "--rigorous", "--max-time", "9"])
+    apply_preset(rigorous)
+    opts = options_from_args(rigorous)
+    assert opts.max_time == 9 and opts.rel_ci == PRESETS["rigorous"]["rel_ci"]
+    with pytest.raises(Exception, match="not allowed with argument"):
+        parse(["run", "--fast", "--rigorous"])
+
+
+def test_git_state_is_recorded_from_a_work_tree(tmp_path: Path):
+    import subprocess
+
+    from arraybench.host import git
+
+    assert git.labels(tmp_path) == {}
+    quiet = dict(cwd=tmp_path, check=True, capture_output=True)
+    subprocess.run(["git", "init", "-q", "-b", "trunk"], **quiet)
+    (tmp_path / "f.py").write_text("x = 1\n")
+    subprocess.run(["git", "add", "f.py"], **quiet)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one"], **quiet)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], text=True, **quiet).stdout.strip()
+    found = git.labels(tmp_path)
+    assert head.startswith(found["commit"]) and found["branch"] == "trunk" and found["dirty"] == "no"
+    (tmp_path / "f.py").write_text("x = 2\n")
+    assert git.labels(tmp_path)["dirty"] == "yes"
+
+
+def test_a_gpu_run_without_a_gpu_is_one_line_and_writes_nothing(tmp_path: Path):
+    import os
+
+    if any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")):
+        pytest.skip("this machine has a GPU")
+    done = run_here("run", "--devices", "gpu", "--backends", "torch", "--workloads", "sort",
+                    "-o", str(tmp_path / "out"), "--store", str(tmp_path / "s.sqlite"), cwd=tmp_path)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "nothing to run here: --devices gpu: no GPU" in done.stderr
+    assert not (tmp_path / "out").exists() and not (tmp_path / "s.sqlite").exists()
