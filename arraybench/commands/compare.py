@@ -35,6 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "compared at all: a gate for a CI job")
     p.add_argument("--output-dir", "-o", metavar="DIR", default=None,
                    help="also write compare.svg and compare.md there")
+    p.add_argument("--json", action="store_true",
+                   help="print the comparison as one JSON document instead of the table")
     add_store_option(p, "that run ids, last and last~N are looked up in")
     p.add_argument("--cross-machine", action="store_true",
                    help="compare runs from different machines (refused without it: a difference "
@@ -57,6 +59,14 @@ def main(args: argparse.Namespace) -> int:
         from ..outdir import prepare
 
         out = prepare(args.output_dir, overwrite=True)
+    if args.json:
+        from ..render.documents import comparison_json
+
+        failures = None if args.fail_above is None else gate_failures(comparison, args.fail_above)
+        print(comparison_json(comparison, failures=failures))
+        for line in failures or []:
+            print(f"arraybench: {line}", file=sys.stderr)
+        return 1 if failures else 0
     console = stdout_console()
     print_comparison(comparison, console, across)
     if out is not None:

@@ -55,6 +55,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also write each workload's plot there, history_<workload>.svg (default: "
                         "no file is written)")
     p.add_argument("--no-plots", action="store_true", help="with --output-dir: skip the SVG plots")
+    p.add_argument("--json", action="store_true",
+                   help="print the series, their points and the steps as one JSON document")
     p.set_defaults(handler=main)
 
 
@@ -104,6 +106,15 @@ def main(args: argparse.Namespace) -> int:
     if target is not None:
         entries = _up_to(target, entries, runs)
     console = stdout_console()
+    if args.json:
+        from ..render.documents import history_json
+
+        found = history(entries, runs, threshold=args.threshold, fdr=args.alpha)
+        failures = None if args.fail_above is None else regression_lines(found, args.fail_above)
+        print(history_json(found, regressions=failures))
+        for line in failures or []:
+            print(f"arraybench: {line}", file=sys.stderr)
+        return 1 if failures else 0
     if not entries:
         console.print(f"arraybench history: no stored run matches in {where}; runs are stored as they "
                       "finish, and `arraybench store import DIR` adds earlier ones.",
@@ -123,25 +134,29 @@ def main(args: argparse.Namespace) -> int:
         if written:
             console.print("wrote " + ", ".join(str(p) for p in written), markup=False, highlight=False)
     if args.fail_above is not None:
-        failed = False
-        bad = found.regressions(args.fail_above)
-        if bad:
-            print(f"arraybench: {len(bad)} regression{'s' if len(bad) != 1 else ''} above "
-                  f"{args.fail_above:.0%} in the latest runs: "
-                  + "; ".join(f"{s.series.workload} {s.series.size_label} {s.series.label} "
-                              f"({s.ratio:.3f}×)" for s in bad), file=sys.stderr)
-            failed = True
-        unjudged = found.unjudged_above(args.fail_above)
-        if unjudged:
-            print(f"arraybench: {len(unjudged)} slowdown{'s' if len(unjudged) != 1 else ''} above "
-                  f"{args.fail_above:.0%} in the latest runs could not be judged (one "
-                  "process on a side; measure with --processes 2 or more): "
-                  + "; ".join(f"{u.series.workload} {u.series.size_label} {u.series.label} "
-                              f"({u.after.median_s / u.before.median_s:.3f}×)" for u in unjudged),
-                  file=sys.stderr)
-            failed = True
-        return 1 if failed else 0
+        failures = regression_lines(found, args.fail_above)
+        for line in failures:
+            print(f"arraybench: {line}", file=sys.stderr)
+        return 1 if failures else 0
     return 0
+
+
+def regression_lines(found, limit: float) -> list[str]:
+    """Why ``--fail-above`` fails (one line per reason; none: it passes)."""
+    lines = []
+    bad = found.regressions(limit)
+    if bad:
+        lines.append(f"{len(bad)} regression{'s' if len(bad) != 1 else ''} above {limit:.0%} in the "
+                     "latest runs: " + "; ".join(f"{s.series.workload} {s.series.size_label} "
+                                                 f"{s.series.label} ({s.ratio:.3f}×)" for s in bad))
+    unjudged = found.unjudged_above(limit)
+    if unjudged:
+        lines.append(f"{len(unjudged)} slowdown{'s' if len(unjudged) != 1 else ''} above {limit:.0%} in "
+                     "the latest runs could not be judged (one process on a side; measure with "
+                     "--processes 2 or more): "
+                     + "; ".join(f"{u.series.workload} {u.series.size_label} {u.series.label} "
+                                 f"({u.after.median_s / u.before.median_s:.3f}×)" for u in unjudged))
+    return lines
 
 
 def _up_to(target, entries: list, runs: dict) -> list:
