@@ -175,3 +175,29 @@ def test_a_gpu_run_without_a_gpu_is_one_line_and_writes_nothing(tmp_path: Path):
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
     assert "nothing to run here: --devices gpu: no GPU" in done.stderr
     assert not (tmp_path / "out").exists() and not (tmp_path / "s.sqlite").exists()
+
+
+def test_compare_history_and_store_list_speak_json(tmp_path: Path):
+    import json
+
+    base, new = timed_run(1), timed_run(2, torch_s=4e-3)
+    base.save(tmp_path / "base.json")
+    new.save(tmp_path / "new.json")
+    done = run_here("compare", str(tmp_path / "base.json"), str(tmp_path / "new.json"), "--json",
+                    "--fail-above", "10%", cwd=tmp_path)
+    doc = json.loads(done.stdout)
+    verdicts = {c["backend"]: c["verdict"] for c in doc["cells"]}
+    assert verdicts == {"numpy": "not significant", "torch": "slower"}
+    assert done.returncode == 1 and doc["gate"]["passed"] is False and "slowdown" in done.stderr
+    store = str(tmp_path / "s.sqlite")
+    for f in ("base.json", "new.json"):
+        assert run_here("store", "import", str(tmp_path / f), "--store", store, cwd=tmp_path).returncode == 0
+    listed = run_here("store", "list", "--store", store, "--json", cwd=tmp_path)
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert [r["started_at"][:10] for r in rows] == ["2026-01-01", "2026-01-02"]
+    assert all(r["complete"] and r["measured"] == 2 for r in rows)
+    history = run_here("history", "--store", store, "--json", cwd=tmp_path)
+    found = json.loads(history.stdout)
+    assert history.returncode == 0 and len(found["series"]) == 2
+    (step,) = found["steps"]
+    assert step["label"] == "PyTorch CPU" and step["change"] == "2.00× slower"
