@@ -81,7 +81,8 @@ def main(args: argparse.Namespace) -> int:
             raise SaveError.from_os(exc) from None
         if plot is not None:
             written.append(plot)
-        console.print("wrote " + ", ".join(str(p) for p in written), markup=False, highlight=False)
+        console.print("wrote " + ", ".join(str(p) for p in written), markup=False, highlight=False,
+                      soft_wrap=True)
     if args.fail_above is not None:
         return gate(comparison, args.fail_above)
     return 0

@@ -132,7 +132,8 @@ def main(args: argparse.Namespace) -> int:
         out = prepare(args.output_dir, overwrite=True)
         written = write_history_plots(found, out)
         if written:
-            console.print("wrote " + ", ".join(str(p) for p in written), markup=False, highlight=False)
+            console.print("wrote " + ", ".join(str(p) for p in written), markup=False, highlight=False,
+                      soft_wrap=True)
     if args.fail_above is not None:
         failures = regression_lines(found, args.fail_above)
         for line in failures:

@@ -84,5 +84,5 @@ def list_main(args: argparse.Namespace) -> int:
             print(json.dumps(dataclasses.asdict(run)))
         return 0
     console = stdout_console()
-    console.print(runs_table(runs, where))
+    console.print(runs_table(runs, where, console.width))
     return 0
