@@ -25,7 +25,7 @@ from ..units import format_interval, format_seconds
 from ..model.usage import combine
 from . import modes
 from .intervals import replicate_interval
-from .replication import EXPLAINED
+from .replication import EXPLAINED, explained
 
 #: Two allocator states whose medians differ by this factor are both shown.
 ALLOCATOR_DIFFERENCE = 1.05
@@ -229,7 +229,7 @@ def busy_reason(rec: Record) -> str | None:
 
 
 def _why_wide(rec: Record, timed: Sequence[Replicate], bimodal: bool, busy: bool) -> str:
-    stopped = (f"; no more processes because {EXPLAINED[rec.replication_stop]}"
+    stopped = (f"; no more processes because {explained(rec.replication_stop)}"
                if rec.replication_stop in EXPLAINED and rec.replication_stop != "converged" else "")
     if bimodal:
         return "bimodal timings" + stopped
