@@ -201,3 +201,30 @@ def test_compare_history_and_store_list_speak_json(tmp_path: Path):
     assert history.returncode == 0 and len(found["series"]) == 2
     (step,) = found["steps"]
     assert step["label"] == "PyTorch CPU" and step["change"] == "2.00× slower"
+
+
+def test_progress_counts_only_cells_that_run_and_draws_its_eta_from_measurements():
+    import io
+
+    from rich.console import Console
+
+    from arraybench.model.record import Record
+    from arraybench.render.progress import ConsoleReporter, live_line
+
+    shown = Console(file=io.StringIO(), width=120, force_terminal=False)
+    reporter = ConsoleReporter(console=shown, cells=4)
+    reporter.run_started(total=8)  # 4 cells, 2 processes each
+    assert reporter._eta() == "ETA …"  # nothing measured: no guess
+    gpu = Record(workload="matmul", size_label="small", size=100, backend="torch", device="gpu",
+                 dtype="float64", mode="latency", status="skipped", reason="no GPU on this machine")
+    reporter.record_done(gpu)
+    assert reporter._cells_text() == "· 0/3 cells"
+    assert reporter.progress.tasks[0].total == 6
+    done = record("sort", "numpy", samples=spread(1e-3), replicates=2)
+    for i, rep in enumerate(done.replicates):
+        reporter.replicate_done(None, i, rep)
+    reporter.record_done(done)
+    assert reporter._cells_text() == "· 1/3 cells" and reporter._eta().startswith("ETA 0:")
+    reporter.run_finished(None)
+    done.warnings = ["bimodal timings"]
+    assert "(1 note under the table)" in live_line(done)
