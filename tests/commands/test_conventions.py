@@ -228,3 +228,41 @@ def test_progress_counts_only_cells_that_run_and_draws_its_eta_from_measurements
     reporter.run_finished(None)
     done.warnings = ["bimodal timings"]
     assert "(1 note under the table)" in live_line(done)
+
+
+def test_findings_take_a_screenful_and_say_where_the_rest_are():
+    import io
+
+    from rich.console import Console
+
+    from arraybench.render.tables import FINDINGS_LINES, print_findings
+
+    found = [f"On case {i}, NumPy CPU is fastest at {i} µs, {i}.5× faster than PyTorch CPU, "
+             "for reasons this sentence spells out at some length." for i in range(20)]
+    out = io.StringIO()
+    print_findings(found, Console(file=out, width=80, color_system=None))
+    lines = out.getvalue().strip().splitlines()
+    assert lines[0] == "Findings" and len(lines) - 1 <= FINDINGS_LINES
+    assert lines[-1].startswith("… ") and "more in findings.md" in lines[-1]
+    assert all(len(x) <= 80 for x in lines)
+    everything = io.StringIO()
+    print_findings(found, Console(file=everything, width=80, color_system=None), limit=None)
+    assert everything.getvalue().count("\n- ") == 20
+
+
+def test_a_bimodal_note_states_the_pattern_once_with_its_rows():
+    from arraybench.render.notes import NoteBook, Row, note_texts
+
+    book = NoteBook()
+    rows = [Row(f"case{i} large", "NumPy CPU") for i in range(6)]
+    for i, row in enumerate(rows):
+        book.add(i, row, [f"bimodal: samples cluster at {i} ms and {2 * i + 3} ms (cause {'xyz'[i % 3]})"])
+    quiet = [Row(f"other{i} small", "NumPy CPU") for i in range(7)]
+    for row in quiet:
+        book.add(row, row, [])
+    every = [*rows, *quiet]
+    (brief,) = note_texts(book, every, brief=True)
+    assert brief.text.count("bimodal") == 1 and brief.text.count("cluster") == 1 and not brief.subs
+    assert all(r.case in brief.text for r in rows)
+    (full,) = note_texts(book, every)
+    assert len(full.subs) == 3  # the files keep each cause
