@@ -266,3 +266,41 @@ def test_a_bimodal_note_states_the_pattern_once_with_its_rows():
     assert all(r.case in brief.text for r in rows)
     (full,) = note_texts(book, every)
     assert len(full.subs) == 3  # the files keep each cause
+
+
+def _docs_script():
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("regenerate_docs", root / "benchmarks" / "regenerate_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return root, module
+
+
+def test_the_docs_script_replaces_only_its_blocks_and_finds_each_of_them():
+    root, script = _docs_script()
+    text = "before\n<!-- generated: t -->\nold\nlines\n<!-- end: t -->\nafter\n"
+    assert script.replace_block(text, "t", "new") == "before\n<!-- generated: t -->\nnew\n<!-- end: t -->\nafter\n"
+    with pytest.raises(ValueError):
+        script.replace_block(text + text, "t", "new")
+    for path, name in (("README.md", "readme-table"), ("README.md", "readme-findings"),
+                       ("README.md", "readme-duration"), ("docs/example-cpu.md", "example-cpu"),
+                       ("docs/pytest.md", "pytest-session"), ("docs/workloads.md", "workloads-table")):
+        script.replace_block((root / path).read_text(encoding="utf-8"), name, "x")  # there, once
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 250 and "The default suite took" in readme
+
+
+def test_the_docs_script_keeps_readmes_columns_from_a_results_table():
+    _, script = _docs_script()
+    table = ("| case | library / device | median | 95% CI | vs NumPy | rel. error | status |\n"
+             "|:-----|:-----------------|-------:|-------:|---------:|-----------:|:-------|\n"
+             "| fft large (n = 1,000,000) | NumPy CPU | 29.1 ms | ±7.6% | baseline | 0.0e+00 | ok \\[1,2\\] |\n"
+             "|  | **PyTorch CPU** | **9.68 ms** | ±3.5% | 3.0× faster | 6.2e-16 | ok |\n"
+             "| sort small (n = 1,000) | NumPy CPU | 5.9 µs | ±0.9% | baseline | 0.0e+00 | ok |\n")
+    assert script._table_rows(table, ("fft large",)) == [
+        "| case | library / device | median | 95% CI | vs NumPy | status |",
+        "|:-----|:-----------------|-------:|-------:|---------:|:-------|",
+        "| fft large (n = 1,000,000) | NumPy CPU | 29.1 ms | ±7.6% | baseline | ok |",
+        "|  | **PyTorch CPU** | **9.68 ms** | ±3.5% | 3.0× faster | ok |"]
