@@ -21,12 +21,14 @@ TEXT_MIN_WIDTH = 13
 
 @dataclass(frozen=True)
 class Column:
-    """A column: ``numeric`` ones are right-aligned and never wrap; ``drop``: higher goes first
-    when the table does not fit, 0 never goes."""
+    """A column: ``numeric`` ones are right-aligned and never wrap, ``whole`` ones (an id, a time
+    to copy) left-aligned and never wrap or shorten; ``drop``: higher goes first when the table
+    does not fit, 0 never goes."""
 
     name: str
     numeric: bool = False
     drop: int = 0
+    whole: bool = False
 
 
 @dataclass
@@ -67,8 +69,9 @@ def _build(title: RenderableType, columns: Sequence[Column], rows: Sequence[Row]
     for i in kept:
         c = columns[i]
         widest = max((cell_len(line) for r in rows for line in str(r.cells[i]).splitlines()), default=0)
-        if c.numeric:
-            table.add_column(c.name, justify="right", no_wrap=True, min_width=max(widest, len(c.name)))
+        if c.numeric or c.whole:
+            table.add_column(c.name, justify="right" if c.numeric else "left", no_wrap=True,
+                             min_width=max(widest, len(c.name)))
         else:
             longest_word = max((len(w) for w in c.name.split()), default=1)
             table.add_column(c.name, justify="left", overflow="ellipsis",

@@ -88,7 +88,7 @@ def print_history(history: "History", console: Console, where: str, last: int = 
 def history_table(history: "History", last: int = DEFAULT_LAST, width: int | None = None) -> Group:
     """Every series and its latest runs, steps in bold red (slower) or green (faster), fitted to
     ``width`` (``fit``: the run table's rule)."""
-    columns = (Column("case"), Column("library / device"), Column("machine", False, 5), Column("run"),
+    columns = (Column("case"), Column("library / device"), Column("machine", False, 5), Column("run", whole=True),
                Column("median", True), Column("95% CI", True, 2), Column("vs previous", True),
                Column("note", False, 1))
     shown = shown_series(history)

@@ -16,7 +16,8 @@ def runs_table(runs: Sequence[StoredRun], where: str, width: int | None = None) 
     """One row per stored run: its id, when it started, its machine, records, whether it is
     complete (``no`` for an interrupted run, ``empty`` for one that measured nothing: neither is
     ever ``last``), its context and the folder it came from; fitted to ``width``."""
-    columns = (Column("run"), Column("started"), Column("complete"), Column("records", True, 2),
+    columns = (Column("run", whole=True), Column("started", whole=True), Column("complete"),
+               Column("records", True, 2),
                Column("machine", False, 3), Column("context", False, 1), Column("from", False, 4))
     rows = [Row([plain(x) for x in (r.run_id, r.started_at[:19].replace("T", " "),
                                      ("yes" if r.measured else "empty") if r.complete else "no",

@@ -304,3 +304,34 @@ def test_the_docs_script_keeps_readmes_columns_from_a_results_table():
         "|:-----|:-----------------|-------:|-------:|---------:|:-------|",
         "| fft large (n = 1,000,000) | NumPy CPU | 29.1 ms | ±7.6% | baseline | ok |",
         "|  | **PyTorch CPU** | **9.68 ms** | ±3.5% | 3.0× faster | ok |"]
+
+
+def test_compare_history_and_store_list_fit_80_columns_without_a_split_word(tmp_path: Path):
+    import re
+
+    from arraybench.store import open_store
+
+    store = str(tmp_path / "s.sqlite")
+    runs = [timed_run(d, torch="2.4.0" if d < 3 else "2.5.0", torch_s=2e-3 if d < 3 else 3e-3,
+                      context={"commit": f"c{d}"}) for d in (1, 2, 3, 4)]
+    with open_store(store) as s:
+        for run in runs:
+            s.add(run)
+        ids = [r.run_id for r in s.runs()]
+    runs[0].save(tmp_path / "a.json")
+    runs[3].save(tmp_path / "b.json")
+    for argv in (["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")],
+                 ["history", "--store", store], ["store", "list", "--store", store]):
+        narrow = run_here(*argv, cwd=tmp_path, env={"COLUMNS": "80"})
+        wide = run_here(*argv, cwd=tmp_path, env={"COLUMNS": "250"})
+        assert narrow.returncode == wide.returncode == 0, narrow.stderr
+        lines = [ln for ln in narrow.stdout.splitlines() if not ln.startswith("store /")]
+        assert max(len(ln) for ln in lines) <= 80, argv
+        # A word split over two lines leaves pieces the wide output never shows.
+        words = set(re.findall(r"\w+", wide.stdout)) | {"Hidden", "fit", "columns", "wider",
+                                                           "terminal", "or", "COLUMNS", "160",
+                                                           "shows", "them", "json", "gives",
+                                                           "everything", "a", "to", "80"}
+        pieces = set(re.findall(r"\w+", narrow.stdout)) - words
+        assert not pieces, (argv, pieces)
+    assert all(i in narrow.stdout for i in ids)  # store list: every run id whole, to copy
