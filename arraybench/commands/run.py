@@ -31,7 +31,9 @@ from ..render.terminal import console as safe_console
 from .argtypes import (Assignments, CsvExtend, assignment, csv_list, fraction, percent, positive_float,
                        positive_int, processes, python_assignment, seed, unique_assignments,
                        variant_assignment)
-from .storeargs import add_store_option, run_store_choice, store_location
+from .presets import apply_preset, preset_text
+from .rungate import gate_reference, run_gate
+from .storeargs import add_store_option, run_store_choice
 
 
 DEFAULT_OUTPUT_DIR = "benchmark_plots"
@@ -152,35 +154,6 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     gate.add_argument("--fail-above", type=percent, default=None, metavar="PERCENT",
                       help="with --compare: exit with status 1 if a cell is significantly slower "
                            "by more than this (e.g. 10%%), broke, or nothing could be compared")
-
-
-#: pyperf-style presets: budgets for the options ``how to measure`` already has; an option typed
-#: beside a preset wins over it.
-PRESETS: dict[str, dict[str, object]] = {
-    "fast": {"processes": (2, 2), "max_time": 0.25, "min_samples": 5, "rel_ci": 0.05},
-    "rigorous": {"processes": (5, 20), "max_time": 4.0, "min_samples": 20, "rel_ci": 0.01},
-}
-
-
-def preset_text(name: str) -> str:
-    """A preset as the options it stands for: ``--processes 2 --max-time 0.25 ...``."""
-    def shown(v: object) -> str:
-        return f"{v[0]}:{v[1]}" if isinstance(v, tuple) and v[0] != v[1] else \
-            str(v[0]) if isinstance(v, tuple) else f"{v:g}" if isinstance(v, float) else str(v)
-    return " ".join(f"--{k.replace('_', '-')} {shown(v)}" for k, v in PRESETS[name].items())
-
-
-def apply_preset(args: argparse.Namespace) -> None:
-    """Set the preset's budgets on ``args``, except for the options typed beside it."""
-    name = getattr(args, "preset", None)
-    if name is None:
-        return
-    if getattr(args, "resume", None):
-        raise UsageError(f"--{name} and --resume: a resumed run keeps its own settings; give one of them")
-    typed = getattr(args, "typed", set())
-    for dest, value in PRESETS[name].items():
-        if dest not in typed:
-            setattr(args, dest, value)
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
@@ -342,53 +315,6 @@ def main(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     return 0 if results.clean else 1
-
-
-def gate_reference(args: argparse.Namespace) -> str | None:
-    """``--compare REF``, checked before anything is measured: a run id must name a stored run."""
-    reference = getattr(args, "compare", None)
-    if getattr(args, "fail_above", None) is not None and reference is None:
-        raise UsageError("--fail-above gates against a stored run: add --compare last (or a run id)")
-    if reference is None:
-        return None
-    from ..pytest.baseline import check_choice, check_named
-    from ..store import open_store
-
-    try:
-        check_choice(reference)
-    except UsageError:
-        raise UsageError(f"--compare {reference!r} is not last, last~N or a run id "
-                         "(arraybench store list shows them)") from None
-    with open_store(store_location(args)) as opened:
-        try:
-            check_named(opened, reference)
-        except UsageError as exc:
-            raise UsageError(str(exc).replace("--arraybench-compare=", "--compare ")) from None
-    return reference
-
-
-def run_gate(args: argparse.Namespace, results: Results, reference: str) -> int:
-    """The finished run against ``reference``: the comparison printed, then ``--fail-above``'s
-    verdict (0: passes or no gate)."""
-    from ..pytest.baseline import find
-    from ..render.comparison import print_comparison
-    from ..store import open_store
-    from .compare import gate
-
-    with open_store(store_location(args)) as opened:
-        base, line = find(opened, reference, results)
-    line = line.replace("--arraybench-compare=", "--compare ").replace(
-        " (--arraybench-save stores this one)", "; the next run compares with this one")
-    quiet = args.quiet or args.json
-    if base is None:
-        print(f"arraybench: {line}", file=sys.stderr)
-        return 1 if args.fail_above is not None else 0
-    comparison = api.compare(base, results)
-    if not quiet:
-        console = safe_console()
-        console.print(line, markup=False, highlight=False)
-        print_comparison(comparison, console, [])
-    return gate(comparison, args.fail_above) if args.fail_above is not None else 0
 
 
 def refuse_nothing_to_run(checked: api.Plan) -> None:
