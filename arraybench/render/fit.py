@@ -47,7 +47,7 @@ def fitted_table(title: RenderableType, columns: Sequence[Column], rows: Sequenc
     dropped: list[str] = []
     if width is not None:
         for i in sorted((i for i, c in enumerate(columns) if c.drop), key=lambda i: -columns[i].drop):
-            if _measure(table).minimum <= width:
+            if _fits(table, width):
                 break
             kept.remove(i)
             dropped.append(columns[i].name)
@@ -87,6 +87,18 @@ class _Discard:
 
     def flush(self) -> None:
         pass
+
+
+def _fits(table: Table, width: int) -> bool:
+    """Whether ``table`` shows whole at ``width``: rich's measure can be a column short, and a
+    table wider than its console loses its right edge, so the table is drawn and its top border
+    looked at."""
+    if _measure(table).minimum > width:
+        return False
+    console = safe_console(width=width, color_system=None, record=True, file=_Discard())
+    console.print(table)
+    top = next((ln for ln in console.export_text().splitlines() if ln.startswith(("┏", "┌"))), "")
+    return top.rstrip().endswith(("┓", "┐"))
 
 
 def _measure(table: Any) -> Measurement:

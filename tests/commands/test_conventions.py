@@ -336,3 +336,23 @@ def test_compare_history_and_store_list_fit_80_columns_without_a_split_word(tmp_
         pieces = set(re.findall(r"\w+", narrow.stdout)) - words
         assert not pieces, (argv, pieces)
     assert all(i in narrow.stdout for i in ids)  # store list: every run id whole, to copy
+
+
+def test_a_fitted_table_keeps_its_right_edge_where_richs_measure_is_a_column_short():
+    import io
+
+    from rich.console import Console
+
+    from arraybench.render.fit import Column, Row, fitted_table
+
+    columns = (Column("case"), Column("library / device"), Column("base", True), Column("new", True),
+               Column("new/base", True, 4), Column("change", True), Column("p", True, 2),
+               Column("q (BH)", True, 3), Column("verdict"))
+    rows = [Row(["softplus 10000", "NumPy CPU", "36.6 µs", "1.23 ms", "33.511", "33.51× slower",
+                 "0.01", "0.01", "slower"])]
+    table, dropped = fitted_table("t", columns, rows, 80)
+    out = io.StringIO()
+    Console(file=out, width=80, color_system=None).print(table)
+    drawn = [ln.rstrip() for ln in out.getvalue().splitlines()[1:]]
+    assert all(ln.endswith(("┓", "┃", "┩", "│", "┘")) for ln in drawn), drawn
+    assert dropped[:2] == ["new/base", "q (BH)"]
