@@ -230,7 +230,7 @@ def reporter_for(reporter: Reporter | None, progress: bool | None, cells: int | 
     if progress is False or (progress is None and not notebook):
         return None
     if notebook:
-        return NotebookProgress()
+        return NotebookProgress(cells)
     from .render.progress import ConsoleReporter
 
     return ConsoleReporter(cells=cells)

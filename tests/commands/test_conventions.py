@@ -356,3 +356,22 @@ def test_a_fitted_table_keeps_its_right_edge_where_richs_measure_is_a_column_sho
     drawn = [ln.rstrip() for ln in out.getvalue().splitlines()[1:]]
     assert all(ln.endswith(("┓", "┃", "┩", "│", "┘")) for ln in drawn), drawn
     assert dropped[:2] == ["new/base", "q (BH)"]
+
+
+def test_the_notebook_line_counts_only_cells_that_run():
+    pytest.importorskip("IPython")
+    from arraybench.model.record import Record
+    from arraybench.render.notebook_progress import NotebookProgress
+
+    shown = NotebookProgress(cells=4)
+    shown.run_started(8)
+    gpu = Record(workload="matmul", size_label="small", size=100, backend="torch", device="gpu",
+                 dtype="float64", mode="latency", status="skipped", reason="no GPU on this machine")
+    shown.record_done(gpu)
+    assert (shown.cells, shown.total) == (0, 6)
+    done = record("sort", "numpy", samples=spread(1e-3), replicates=2)
+    for i, rep in enumerate(done.replicates):
+        shown.replicate_done(None, i, rep)
+    shown.record_done(done)
+    assert (shown.cells, shown.done, shown.total) == (1, 2, 6)
+    assert "2/6 measurements · 1 cells done" in shown._data("measuring")["text/plain"]
