@@ -116,7 +116,7 @@ def test_last_is_the_latest_complete_run_that_measured_something(tmp_path: Path)
 
 def test_run_compare_fail_above_gates_in_one_command(tmp_path: Path):
     run = ("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "sort", "--sizes", "small",
-           "--processes", "2", "--max-time", "0.05", "--min-samples", "3", "-q",
+           "--processes", "2", "--max-time", "0.02", "--min-samples", "2", "-q", "--no-plots",
            "--store", str(tmp_path / "store.sqlite"))
     first = run_here(*run, "-o", str(tmp_path / "a"), "--compare", "last", "--fail-above", "10%",
                      cwd=tmp_path)
