@@ -247,7 +247,7 @@ def reporter_for(reporter: Reporter | None, progress: bool | None, cells: int | 
     if progress is False or (progress is None and not notebook):
         return None
     if notebook:
-        return NotebookProgress()
+        return NotebookProgress(cells)
     from .render.progress import ConsoleReporter
 
     return ConsoleReporter(cells=cells)
@@ -256,10 +256,12 @@ def reporter_for(reporter: Reporter | None, progress: bool | None, cells: int | 
 def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwrite: bool = False,
             reporter: Reporter | None = None, plots: bool = True, store: StoreChoice = True,
             context: ContextLabels = None) -> Results:
-    """Run a checked plan into ``output_dir`` (see ``run``)."""
+    """Run a checked plan into ``output_dir`` (see ``run``). In a git work tree the commit, branch
+    and dirty state are recorded with the run's context; labels given win."""
+    from .host import git
     from .outdir import FolderLock, claim
 
-    labels = parse_context(context)
+    labels = {**git.labels(), **parse_context(context)}
     # Connected and checked before the output folder is touched: a bad cluster costs nothing.
     executor = _executor(checked.options, measure=True)
     checked = replace(checked, cells=executor.plan(checked.cells))
@@ -506,7 +508,7 @@ def sweep_sizes(names: Sequence[str]) -> str:
     from .workloads.registry import expand
 
     if not names:
-        raise UsageError("name the workload to sweep, e.g. `arraybench sweep --workload matmul`")
+        raise UsageError("name the workload to sweep, e.g. `arraybench sweep --workloads matmul`")
     missing = [n for n in expand(list(names)) if n not in REGISTRY]
     if missing:
         raise UsageError(unknown_name("workload", missing[0], sorted(REGISTRY), more="see `arraybench list`"))
@@ -519,16 +521,23 @@ def sweep_sizes(names: Sequence[str]) -> str:
     return ranges.pop()
 
 
-def numerics(workloads: Any = ("numerics",), *, dtypes: Iterable[str] = DTYPES,
+def numerics(workloads: Any = ("numerics",), *, dtype: Iterable[str] | str | None = None,
+             dtypes: Iterable[str] | None = None,
              sizes: Any = "small,large", output_dir: str | os.PathLike[str] | None = None,
              overwrite: bool = False, reporter: Reporter | None = None, progress: bool | None = None,
              **kwargs: Any) -> Results:
     """Each library's error against float64, per workload and dtype: a brief run per dtype (one
     replicate, a few samples: the time is not the point). With ``output_dir``, each dtype's run
-    goes into its own subfolder. Returns the records of every dtype together."""
+    goes into its own subfolder. Returns the records of every dtype together. ``dtype``: one
+    dtype or several (a list, or comma-separated text; default: float64 and float32), spelled as
+    ``run``'s; ``dtypes`` is its old name."""
     from .outdir import prepare
 
-    dtypes = list(dtypes)
+    if dtypes is not None:
+        warnings.warn("numerics(dtypes=...) is now numerics(dtype=...)", DeprecationWarning, stacklevel=2)
+        dtype = dtypes if dtype is None else dtype
+    chosen = DTYPES if dtype is None else dtype
+    dtypes = [d.strip() for d in chosen.split(",")] if isinstance(chosen, str) else list(chosen)
     for dtype in dtypes:
         if dtype not in DTYPES:  # checked here too: before the first dtype's run starts
             raise UsageError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}")
@@ -557,7 +566,7 @@ def numerics(workloads: Any = ("numerics",), *, dtypes: Iterable[str] = DTYPES,
 def compare(base: Results | str | os.PathLike[str], new: Results | str | os.PathLike[str], *,
             threshold: float | None = None, alpha: float | None = None,
             cross_machine: bool = False, store: str | os.PathLike[str] | None = None) -> "Comparison":
-    """Two runs cell by cell: faster, slower or no change. Each run is a ``Results``, a results
+    """Two runs cell by cell: faster, slower or not significant. Each run is a ``Results``, a results
     file or its folder, or a run in the results store (``store``: its location, None for the
     default) named by its id, ``"last"`` or ``"last~1"``: ``compare("last~1", "last")``. Runs from
     different machines raise ``machines.CrossMachineError`` unless ``cross_machine``."""
@@ -565,7 +574,7 @@ def compare(base: Results | str | os.PathLike[str], new: Results | str | os.Path
 
     a = base if isinstance(base, Results) else load_run(base, store)
     b = new if isinstance(new, Results) else load_run(new, store)
-    return a.compare(b, threshold=threshold, alpha=alpha, cross_machine=cross_machine)
+    return b.compare(a, threshold=threshold, alpha=alpha, cross_machine=cross_machine)
 
 
 

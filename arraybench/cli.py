@@ -30,11 +30,61 @@ PROG = "arraybench"
 CONFIGURED = ("run", "sweep")
 
 
+#: Spellings that older versions took, per command, and the one spelling every command, the API
+#: and [tool.arraybench] now share: still accepted, with one line saying the new name.
+RENAMED = {
+    "history": {"--workload": "--workloads", "--backend": "--backends",
+                "--fail-on-regression": "--fail-above", "--fdr": "--alpha"},
+    "sweep": {"--workload": "--workloads"},
+    "numerics": {"--dtypes": "--dtype"},
+}
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, with its errors as one line instead of a usage dump."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{_suggesting(message)} (see {self.prog} --help)")
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
+        """argparse's, with a did-you-mean for a mistyped option (argparse has none before 3.14)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self.error(_unrecognized(self, parsed, extras))
+        return parsed
+
+
+def _unrecognized(parser: argparse.ArgumentParser, parsed: argparse.Namespace,
+                  extras: list[str]) -> str:
+    """``unrecognized arguments: --proceses 2; did you mean --processes?``"""
+    import difflib
+
+    text = f"unrecognized arguments: {' '.join(extras)}"
+    command = getattr(parsed, "command", None)
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    target = sub.choices.get(command, parser) if sub is not None and command else parser
+    known = [o for a in target._actions for o in a.option_strings if o.startswith("--")]
+    for extra in extras:
+        if extra.startswith("--"):
+            close = difflib.get_close_matches(extra.split("=", 1)[0], known, n=2, cutoff=0.7)
+            if close:
+                return f"{text}; did you mean {' or '.join(close)}?"
+    return text
+
+
+def renamed(argv: list[str]) -> list[str]:
+    """``argv`` with the old spelling of an option replaced by the new one, a line on stderr each."""
+    command = next((a for a in argv if not a.startswith("-")), None)
+    table = RENAMED.get(command or "", {})
+    out = []
+    for arg in argv:
+        name, eq, value = arg.partition("=")
+        if name in table:
+            print(f"{PROG}: warning: {command} {name} is now {table[name]} (the old spelling will "
+                  "go)", file=sys.stderr)
+            arg = table[name] + eq + value
+        out.append(arg)
+    return out
 
 
 def _suggesting(message: str) -> str:
@@ -60,7 +110,9 @@ def build_parser(defaults: config.ProjectDefaults | None = None) -> argparse.Arg
     parser = _Parser(
         prog=PROG,
         description="Which array library is fastest on your machine, for your workload, and why.",
+        epilog="`arraybench run` measures the default suite; `arraybench COMMAND --help` says more.",
     )
+    parser.add_argument("--version", "-V", action="version", version=f"{PROG} {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for command in COMMANDS:
         command.register(sub)
@@ -70,6 +122,17 @@ def build_parser(defaults: config.ProjectDefaults | None = None) -> argparse.Arg
             dests = {a.dest for a in subparser._actions}
             subparser.set_defaults(**{k: v for k, v in defaults.values.items() if k in dests})
     return parser
+
+
+def version() -> str:
+    """arraybench's installed version (``unknown`` from a source tree that was never installed)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed(PROG)
+    except PackageNotFoundError:
+        return "unknown"
 
 
 class _Unset(list):
@@ -177,16 +240,26 @@ def _command(argv: list[str]) -> int:
     """Parse ``argv`` and run its command (``_main`` turns what goes wrong into one line)."""
     from . import config
 
-    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
-        argv = ["run", *argv]  # `arraybench --output-dir X` runs the default suite
-    run_parser = next(a for a in build_parser()._actions
-                      if isinstance(a, argparse._SubParsersAction)).choices["run"]
-    defaults = config.load(run_parser, config.find())
+    if not argv:  # as git, pip and pytest-benchmark's users expect: help, not a long run
+        build_parser().print_help()
+        return _flushed(0)
+    if argv[0].startswith("-") and argv[0] not in ("-h", "--help", "-V", "--version"):
+        option = argv[0].split("=", 1)[0]
+        run_options = {o for a in _run_parser()._actions for o in a.option_strings}
+        if option in run_options:
+            raise UsageError(f"{option} is an option of a command: arraybench run {' '.join(argv)}")
+    argv = renamed(argv)
+    defaults = config.load(_run_parser(), config.find())
     args = parse(argv, defaults)
     if args.command is None:
         build_parser(defaults).print_help()
         return _flushed(0)
     return _flushed(args.handler(args))
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    return next(a for a in build_parser()._actions
+                if isinstance(a, argparse._SubParsersAction)).choices["run"]
 
 
 def _flushed(status: int) -> int:

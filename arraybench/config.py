@@ -162,6 +162,10 @@ def _convert(action: argparse.Action, value: Any, where: str) -> Any:
         if not isinstance(value, bool):
             raise UsageError(f"{where} must be true or false, not {value!r}")
         return value if isinstance(action, argparse._StoreTrueAction) else not value
+    if isinstance(action, argparse._StoreConstAction):  # a preset: `fast = true`
+        if not isinstance(value, bool):
+            raise UsageError(f"{where} must be true or false, not {value!r}")
+        return action.const if value else action.default
     if isinstance(action, argparse._AppendAction):
         items = value if isinstance(value, list) else [value]
         if not all(isinstance(v, str) for v in items):

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 import arraybench  # noqa: E402
 from scipy.stats import mannwhitneyu  # noqa: E402
 from arraybench.analysis import stats
-from arraybench.analysis.compare import SAME  # noqa: E402
+from arraybench.analysis.compare import NOT_SIGNIFICANT, SAME  # noqa: E402
 from arraybench.model.results import Results
 
 TARGETS = {"agree": 0.90, "calibrated": 0.90, "half_width": 0.03, "wall_ratio": 1.5, "no_change": 29 / 30}
@@ -102,8 +102,8 @@ def pair_figures(a: Results, b: Results) -> dict[str, float]:
     compared = comparison.comparable
     return {"cells": n, "agree": agree / n, "calibrated": calibrated / n,
             "half_width": widths[len(widths) // 2] if widths else float("nan"),
-            "no_change": sum(c.verdict == SAME for c in compared) / max(len(compared), 1),
-            "no_change_n": sum(c.verdict == SAME for c in compared), "compared": len(compared),
+            "no_change": sum(c.verdict in (SAME, NOT_SIGNIFICANT) for c in compared) / max(len(compared), 1),
+            "no_change_n": sum(c.verdict in (SAME, NOT_SIGNIFICANT) for c in compared), "compared": len(compared),
             "method": comparison.method, "old_calls": old_calls}
 
 

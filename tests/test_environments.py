@@ -256,7 +256,9 @@ def test_a_library_that_environment_lacks_is_skipped_there(old_numpy_python, tmp
     result = run_cli("run", "--python", f"np126={old_numpy_python}", "--backends", "torch", "--devices", "cpu",
                      "--workloads", "sort", "--sizes", "small", *[a for a in FAST if a != "-q"],
                      "--output-dir", str(out), "--store", str(tmp_path / "store.sqlite"))
-    assert result.returncode == 0, result.stderr[-3000:]
+    # A run that measured nothing is no success: status 1 and one line, its results kept.
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "nothing was measured: every cell was skipped (cannot import torch" in result.stderr
     (record,) = json.loads((out / "results.json").read_text())["records"]
     assert (record["environment"], record["status"]) == ("np126", "skipped")
     assert "cannot import torch" in record["reason"]

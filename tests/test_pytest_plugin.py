@@ -295,3 +295,35 @@ def test_under_xdist_a_test_that_measures_is_skipped_saying_why(pytester, tmp_pa
     gated.assert_outcomes(errors=1)
     assert gated.ret == pytest.ExitCode.TESTS_FAILED
     gated.stdout.fnmatch_lines(["*run these tests with -n 0; --arraybench-fail-above passes nothing unseen*"])
+
+
+def test_disable_checks_each_cell_once_and_json_writes_the_sessions_run(pytester, tmp_path,
+                                                                         registry_restored):
+    from arraybench import load_results
+
+    pytester.makepyfile(test_one=TWO.split("def test_cube")[0].replace("broken", "fine").replace(
+        'raise ValueError("no such luck")', "return x + 1"))
+    written = tmp_path / "session.json"
+    result = run(pytester, "--arraybench-backends=numpy", "--arraybench-disable",
+                 f"--arraybench-json={written}", f"--arraybench-store={tmp_path / 's.sqlite'}")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*1 cells checked, not timed (--arraybench-disable): 1 ok*",
+                                 f"*written to {written}*"])
+    [record] = load_results(written).records
+    assert record.workload == "fine" and record.status == "ok" and len(record.replicates) == 1
+    assert not (tmp_path / "s.sqlite").exists()  # nothing stored or compared
+    refused = run(pytester, "--arraybench-disable", "--arraybench-save")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_the_plugins_notes_name_its_own_options():
+    from arraybench.analysis.replication import FIXED, explained
+    from arraybench.errors import command_line, pytest_session, spell
+
+    with pytest_session():
+        assert "--arraybench-processes=N" in explained(FIXED)
+        assert spell("processes", 2) == "--arraybench-processes=2"
+        assert spell("rel_ci", 0.01) == "rel_ci=0.01"  # no plugin option: the marker's keyword
+    with command_line():
+        assert "--processes N" in explained(FIXED)
+    assert "processes=N" in explained(FIXED)  # the API's, in a notebook

@@ -20,12 +20,12 @@ from ..model.replicate import Replicate
 from ..model.cell import Cell
 from ..model.allocator import HEADLINE, LARGE_OUTPUT_BYTES, WORDS
 from ..model.record import Record
-from ..errors import option_name
+from ..errors import option_name, spell
 from ..units import format_interval, format_seconds
 from ..model.usage import combine
 from . import modes
 from .intervals import replicate_interval
-from .replication import EXPLAINED
+from .replication import EXPLAINED, explained
 
 #: Two allocator states whose medians differ by this factor are both shown.
 ALLOCATOR_DIFFERENCE = 1.05
@@ -176,8 +176,8 @@ def _fill_allocator(rec: Record, timed: Sequence[Replicate]) -> None:
     if rec.allocator and rec.allocator != HEADLINE and not other and any(
             (rep.output_bytes or 0) >= LARGE_OUTPUT_BYTES for rep in timed):
         # --allocator fresh: not the usual headline, so said on every large-output row.
-        rec.warnings.append(f"the median is with {WORDS[rec.allocator]} only (--allocator "
-                            f"{rec.allocator}): glibc maps each output of {LARGE_OUTPUT_BYTES // 1024} KiB or more anew, "
+        rec.warnings.append(f"the median is with {WORDS[rec.allocator]} only ({spell('allocator', rec.allocator)}"
+                            f"): glibc maps each output of {LARGE_OUTPUT_BYTES // 1024} KiB or more anew, "
                             "and every call faults its pages in")
     if not rec.allocator or not other or len({o.allocator for o in other}) != 1:
         return
@@ -245,7 +245,7 @@ def busy_reason(rec: Record) -> str | None:
 
 
 def _why_wide(rec: Record, timed: Sequence[Replicate], bimodal: bool, busy: bool) -> str:
-    stopped = (f"; no more processes because {EXPLAINED[rec.replication_stop]}"
+    stopped = (f"; no more processes because {explained(rec.replication_stop)}"
                if rec.replication_stop in EXPLAINED and rec.replication_stop != "converged" else "")
     if bimodal:
         return "bimodal timings" + stopped

@@ -13,7 +13,8 @@ A change is called only when it is both significant and large enough to matter:
 A cell measured in a single process on either side cannot show the variation between processes
 (a process can run slow for its whole life, and its interval holds only its own samples' noise),
 so no test can call its change: a ratio beyond the threshold is "cannot tell", never faster or
-slower; one within it is "no change", as for every cell.
+slower; one within it is "negligible", as for every cell. A change the test does not call is
+"not significant", whatever its ratio (as pyperf and asv say it).
 
 Cells present in one run only are listed, never dropped; cells that are not valid on both sides
 (skipped, failed, wrong) are listed as not comparable, with the reason.
@@ -34,14 +35,16 @@ from .grouping import config_sort_key, is_valid, size_sort_key
 if TYPE_CHECKING:
     from ..model.results import Results
 
-FASTER, SLOWER, SAME, NOT_COMPARABLE = "faster", "slower", "no change", "not comparable"
+FASTER, SLOWER, SAME, NOT_COMPARABLE = "faster", "slower", "negligible", "not comparable"
+#: A change the test does not call (as pyperf says it): its ratio is shown beside it, whatever it is.
+NOT_SIGNIFICANT = "not significant"
 #: A change beyond the threshold that no test can judge: a side was measured in a single process.
 CANNOT_TELL = "cannot tell"
 
 #: The note of a cell that one process measured on a side (the summary says what to do).
 ONE_PROCESS_NOTE = "a single process on a side"
 
-#: Ratios within 2% of 1 are "no change", however significant.
+#: Ratios within 2% of 1 are "negligible", however significant.
 DEFAULT_THRESHOLD = 0.02
 DEFAULT_ALPHA = 0.05
 
@@ -139,7 +142,7 @@ class Comparison:
         if by_ci:
             text += (f"; {len(by_ci)} cell{'s' if len(by_ci) != 1 else ''} without processes' "
                      "medians judged on non-overlapping 95% intervals")
-        return text + f"; changes under {self.threshold:.0%} are no change"
+        return text + f"; changes under {self.threshold:.0%} are negligible"
 
     @property
     def one_process(self) -> list[CellChange]:
@@ -168,7 +171,7 @@ class Comparison:
         return [c for c in self.changes if id(c) not in skipped]
 
     def counts(self) -> dict[str, int]:
-        out = {FASTER: 0, SLOWER: 0, SAME: 0, CANNOT_TELL: 0, NOT_COMPARABLE: 0}
+        out = {FASTER: 0, SLOWER: 0, NOT_SIGNIFICANT: 0, SAME: 0, CANNOT_TELL: 0, NOT_COMPARABLE: 0}
         for c in self.changes:
             out[c.verdict] += 1
         return out
@@ -198,7 +201,10 @@ class Comparison:
         """One sentence: the geometric mean and the counts."""
         counts = self.counts()
         n = len(self.comparable)
-        parts = [f"{counts[FASTER]} faster, {counts[SLOWER]} slower, {counts[SAME]} no change"]
+        parts = [f"{counts[FASTER]} faster, {counts[SLOWER]} slower, "
+                 f"{counts[NOT_SIGNIFICANT]} not significant"]
+        if counts[SAME]:
+            parts.append(f"{counts[SAME]} negligible (under {self.threshold:.0%})")
         if counts[CANNOT_TELL]:
             parts.append(f"{counts[CANNOT_TELL]} cannot tell")
         skipped = len(self.skipped_in_both)
@@ -306,8 +312,10 @@ def _judge(change: CellChange, alpha: float, threshold: float) -> None:
         change.verdict = SLOWER
     elif change.significant and change.ratio < 1 / (1 + threshold):
         change.verdict = FASTER
-    else:
+    elif change.significant:
         change.verdict = SAME
+    else:
+        change.verdict = NOT_SIGNIFICANT
 
 
 def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,

@@ -245,7 +245,7 @@ def build_series(entries: Iterable[Entry], runs: Mapping[str, RunInfo]) -> list[
     by_key: dict[tuple[str, str], Series] = {}
     for e in entries:
         run = runs.get(e.run_id)
-        if run is None:
+        if run is None or not run.complete:  # an interrupted run is no point of a history
             continue
         key = (e.machine_id, e.cell)
         if key not in by_key:

@@ -37,15 +37,23 @@ DECIDED = "decided"  # every pair it is part of has its verdict
 
 EXPLAINED = {
     CONVERGED: "its interval reached the target",
-    BUDGET: "its time budget (--max-time) was spent",
+    BUDGET: "its time budget ({max_time}) was spent",
     MOST: "it reached the most processes allowed",
-    FIXED: "the number of processes was fixed (--processes N)",
+    FIXED: "the number of processes was fixed ({processes})",
     ENDED: "it was not timed in every process (skipped or failed)",
     DECIDED: "every comparison it is part of was decided",
 }
 
 #: A pair counts as answered when it is faster or slower, or level within this share either way.
 ANSWERED_LEVEL = 0.02
+
+
+def explained(stop: str) -> str:
+    """Why a cell got no more processes, its options named as the caller writes them (the command
+    line's ``--max-time``, the API's ``max_time``, the pytest plugin's ``--arraybench-max-time``)."""
+    from ..errors import option_name, spell
+
+    return EXPLAINED[stop].format(max_time=option_name("max_time"), processes=spell("processes", "N"))
 
 
 @dataclass(frozen=True)

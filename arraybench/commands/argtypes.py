@@ -138,6 +138,17 @@ class Assignments(argparse._AppendAction):
         setattr(namespace, self.dest, [*items, values])
 
 
+class CsvExtend(argparse.Action):
+    """A comma-separated list, repeatable: ``--workloads a --workloads b,c`` is all three, and what
+    is typed replaces a project file's list."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        current = getattr(namespace, self.dest, None)
+        items = [] if current is self.default or current is None else list(current)
+        setattr(namespace, self.dest, [*items, *(v for v in values if v not in items)])
+
+
 def unique_assignments(pairs: list[tuple[str, str]], what: str = "--param") -> dict[str, str]:
     """``[(NAME, VALUE)]`` as a dict, refusing a NAME given twice (a project file's list, say)."""
     out: dict[str, str] = {}

@@ -1,4 +1,4 @@
-"""``arraybench compare BASE NEW``: per cell, faster / slower / no change, and a CI gate."""
+"""``arraybench compare BASE NEW``: per cell, faster / slower / not significant, and a CI gate."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from ..analysis.compare import DEFAULT_ALPHA, DEFAULT_THRESHOLD
 
     p = sub.add_parser(
-        "compare", help="compare two runs cell by cell: faster, slower or no change",
+        "compare", help="compare two runs cell by cell: faster, slower or not significant",
         description="Compare two runs cell by cell (results files, folders, or runs in the results "
                     "store: `arraybench compare last~1 last`). A change is called only when it is "
                     "significant (Welch's t-test on the processes' log medians, the p-values of all "
@@ -39,6 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "at least)")
     p.add_argument("--output-dir", "-o", metavar="DIR", default=None,
                    help="also write compare.svg and compare.md there")
+    p.add_argument("--json", action="store_true",
+                   help="print the comparison as one JSON document instead of the table")
     add_store_option(p, "that run ids, last and last~N are looked up in")
     p.add_argument("--cross-machine", action="store_true",
                    help="compare runs from different machines (refused without it: a difference "
@@ -64,6 +66,14 @@ def main(args: argparse.Namespace) -> int:
         from ..outdir import prepare
 
         out = prepare(args.output_dir, overwrite=True)
+    if args.json:
+        from ..render.documents import comparison_json
+
+        failures = None if args.fail_above is None else gate_failures(comparison, args.fail_above)
+        print(comparison_json(comparison, failures=failures))
+        for line in failures or []:
+            print(f"arraybench: {line}", file=sys.stderr)
+        return 1 if failures else 0
     console = stdout_console()
     print_comparison(comparison, console, across)
     if out is not None:
@@ -78,7 +88,8 @@ def main(args: argparse.Namespace) -> int:
             raise SaveError.from_os(exc) from None
         if plot is not None:
             written.append(plot)
-        console.print("wrote " + ", ".join(str(p) for p in written), markup=False, highlight=False)
+        console.print("wrote " + ", ".join(str(p) for p in written), markup=False, highlight=False,
+                      soft_wrap=True)
     if args.fail_above is not None:
         return gate(comparison, args.fail_above, memory=args.memory)
     return 0

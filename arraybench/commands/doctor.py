@@ -18,6 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"devices to check (default: all: {','.join(DEVICES)})")
     p.add_argument("--timeout", type=positive_float, default=120.0, metavar="SECONDS",
                    help="stop one library's checks after this long, its start included (default: 120)")
+    p.add_argument("--json", action="store_true", help="one JSON object per check, one a line")
     p.set_defaults(handler=main)
 
 
@@ -34,4 +35,5 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError(f"no {kind} selected; valid: {', '.join(valid)}")
     if not doctor.configs(args.backends, args.devices):
         raise UsageError("the selection gives nothing to check (check --backends against --devices)")
-    return doctor.main(list(dict.fromkeys(args.backends)), list(dict.fromkeys(args.devices)), args.timeout)
+    return doctor.main(list(dict.fromkeys(args.backends)), list(dict.fromkeys(args.devices)), args.timeout,
+                       json_lines=args.json)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 
+from .storeargs import add_store_option, store_location
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     from ..render.exports import FORMATS
@@ -16,22 +18,25 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Write a run's results in a format other tools read: "
                                    "github-action-benchmark (customSmallerIsBetter) or Bencher "
                                    "Metric Format. Times are nanoseconds per call.")
-    p.add_argument("results", metavar="RESULTS.json", help="a results.json (or the folder holding it)")
+    p.add_argument("results", metavar="RUN", help="a results.json or the folder holding it, or a stored "
+                                                  "run's id, last or last~N")
     p.add_argument("--format", required=True, choices=FORMATS,
                    help="github: github-action-benchmark customSmallerIsBetter; bencher: Bencher Metric Format")
     p.add_argument("--output", "-o", default=None, metavar="FILE", help="write here (default: stdout)")
+    add_store_option(p, "that run ids, last and last~N are looked up in")
     p.set_defaults(handler=main)
 
 
 def main(args: argparse.Namespace) -> int:
     import sys
 
-    from .. import load_results
     from ..errors import UsageError
     from ..files import write_atomic
     from ..render.exports import export_text
+    from ..store.refs import load_run
 
-    text = export_text(load_results(args.results), args.format)
+    # Named as every other command names a run: a folder, a file, or one in the store.
+    text = export_text(load_run(args.results, store_location(args)), args.format)
     if args.output is None:
         sys.stdout.write(text)
         return 0

@@ -3,7 +3,7 @@
 Prints the table (each series' latest runs) and the steps called and what changed with each;
 with ``--output-dir DIR``, writes ``history_<workload>.svg`` there (a history command writes no
 file unless asked: its answer is the table). ``arraybench history RUN`` (an id, ``last``,
-``last~N``) keeps to that run's cells on its machine, up to that run. ``--fail-on-regression 10%``
+``last~N``) keeps to that run's cells on its machine, up to that run. ``--fail-above 10%``
 exits with status 1 when a series' latest run is a step more than 10% slower: a CI gate over the
 store's history.
 """
@@ -33,9 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("run", nargs="?", default=None, metavar="RUN",
                    help="only this run's cells, on its machine, up to it: a stored run's id, last or "
                         "last~N (or a results.json / its folder)")
-    p.add_argument("--workload", "--workloads", dest="filter_workloads", type=csv_list, action="append",
+    p.add_argument("--workloads", dest="filter_workloads", type=csv_list, action="append",
                    default=[], metavar="LIST", help="only these workloads (repeatable)")
-    p.add_argument("--backend", "--backends", dest="filter_backends", type=csv_list, action="append",
+    p.add_argument("--backends", dest="filter_backends", type=csv_list, action="append",
                    default=[], metavar="LIST", help="only these libraries (repeatable)")
     p.add_argument("--machine", default=None, metavar="ID",
                    help="only this machine: a machine id (or its first characters), or `this`")
@@ -44,9 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_store_option(p, "to read")
     p.add_argument("--threshold", type=percent, default=DEFAULT_THRESHOLD, metavar="PERCENT",
                    help=f"smallest change called a step (default: {DEFAULT_THRESHOLD * 100:g}%%)")
-    p.add_argument("--fdr", type=fraction, default=DEFAULT_FDR, metavar="FRACTION",
+    p.add_argument("--alpha", type=fraction, default=DEFAULT_FDR, metavar="FRACTION",
                    help=f"false discovery rate across all series (default: {DEFAULT_FDR:g})")
-    p.add_argument("--fail-on-regression", type=percent, default=None, metavar="PERCENT",
+    p.add_argument("--fail-above", type=percent, default=None, metavar="PERCENT",
                    help="exit with status 1 if a series' latest run is a step slower by more than "
                         "this (e.g. 10%%)")
     p.add_argument("--last", type=positive_int, default=DEFAULT_LAST, metavar="N",
@@ -55,6 +55,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also write each workload's plot there, history_<workload>.svg (default: "
                         "no file is written)")
     p.add_argument("--no-plots", action="store_true", help="with --output-dir: skip the SVG plots")
+    p.add_argument("--json", action="store_true",
+                   help="print the series, their points and the steps as one JSON document")
     p.set_defaults(handler=main)
 
 
@@ -104,12 +106,21 @@ def main(args: argparse.Namespace) -> int:
     if target is not None:
         entries = _up_to(target, entries, runs)
     console = stdout_console()
+    if args.json:
+        from ..render.documents import history_json
+
+        found = history(entries, runs, threshold=args.threshold, fdr=args.alpha)
+        failures = None if args.fail_above is None else regression_lines(found, args.fail_above)
+        print(history_json(found, regressions=failures))
+        for line in failures or []:
+            print(f"arraybench: {line}", file=sys.stderr)
+        return 1 if failures else 0
     if not entries:
         console.print(f"arraybench history: no stored run matches in {where}; runs are stored as they "
                       "finish, and `arraybench store import DIR` adds earlier ones.",
                       markup=False, highlight=False)
         return 0
-    found = history(entries, runs, threshold=args.threshold, fdr=args.fdr)
+    found = history(entries, runs, threshold=args.threshold, fdr=args.alpha)
     print_history(found, console, where, last=args.last)
     if args.output_dir is None:
         if not args.no_plots:
@@ -121,27 +132,32 @@ def main(args: argparse.Namespace) -> int:
         out = prepare(args.output_dir, overwrite=True)
         written = write_history_plots(found, out)
         if written:
-            console.print("wrote " + ", ".join(str(p) for p in written), markup=False, highlight=False)
-    if args.fail_on_regression is not None:
-        failed = False
-        bad = found.regressions(args.fail_on_regression)
-        if bad:
-            print(f"arraybench: {len(bad)} regression{'s' if len(bad) != 1 else ''} above "
-                  f"{args.fail_on_regression:.0%} in the latest runs: "
-                  + "; ".join(f"{s.series.workload} {s.series.size_label} {s.series.label} "
-                              f"({s.ratio:.3f}×)" for s in bad), file=sys.stderr)
-            failed = True
-        unjudged = found.unjudged_above(args.fail_on_regression)
-        if unjudged:
-            print(f"arraybench: {len(unjudged)} slowdown{'s' if len(unjudged) != 1 else ''} above "
-                  f"{args.fail_on_regression:.0%} in the latest runs could not be judged (one "
-                  "process on a side; measure with --processes 2 or more): "
-                  + "; ".join(f"{u.series.workload} {u.series.size_label} {u.series.label} "
-                              f"({u.after.median_s / u.before.median_s:.3f}×)" for u in unjudged),
-                  file=sys.stderr)
-            failed = True
-        return 1 if failed else 0
+            console.print("wrote " + ", ".join(str(p) for p in written), markup=False, highlight=False,
+                      soft_wrap=True)
+    if args.fail_above is not None:
+        failures = regression_lines(found, args.fail_above)
+        for line in failures:
+            print(f"arraybench: {line}", file=sys.stderr)
+        return 1 if failures else 0
     return 0
+
+
+def regression_lines(found, limit: float) -> list[str]:
+    """Why ``--fail-above`` fails (one line per reason; none: it passes)."""
+    lines = []
+    bad = found.regressions(limit)
+    if bad:
+        lines.append(f"{len(bad)} regression{'s' if len(bad) != 1 else ''} above {limit:.0%} in the "
+                     "latest runs: " + "; ".join(f"{s.series.workload} {s.series.size_label} "
+                                                 f"{s.series.label} ({s.ratio:.3f}×)" for s in bad))
+    unjudged = found.unjudged_above(limit)
+    if unjudged:
+        lines.append(f"{len(unjudged)} slowdown{'s' if len(unjudged) != 1 else ''} above {limit:.0%} in "
+                     "the latest runs could not be judged (one process on a side; measure with "
+                     "--processes 2 or more): "
+                     + "; ".join(f"{u.series.workload} {u.series.size_label} {u.series.label} "
+                                 f"({u.after.median_s / u.before.median_s:.3f}×)" for u in unjudged))
+    return lines
 
 
 def _up_to(target, entries: list, runs: dict) -> list:

@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workload-file", action="append", default=[], dest="workload_files",
                    metavar="FILE", help="a Python file of @arraybench.workload functions (repeatable)")
     p.add_argument("--sizes", default="small,large", metavar="LIST")
-    p.add_argument("--dtypes", type=csv_list, default=["float64", "float32"], metavar="LIST",
+    p.add_argument("--dtype", type=csv_list, dest="dtypes", default=["float64", "float32"], metavar="LIST",
                    help="dtypes to compare (default: float64,float32)")
     p.add_argument("--output-dir", "-o", default="numerics", metavar="DIR")
     p.add_argument("--overwrite", action="store_true")
@@ -47,7 +47,7 @@ def main(args: argparse.Namespace) -> int:
         workloads = None  # the files' own workloads, as `run --workload-file` does
     code = 0
     try:
-        results = api.numerics(workloads, dtypes=args.dtypes, sizes=args.sizes,
+        results = api.numerics(workloads, dtype=args.dtypes, sizes=args.sizes,
                                backends=args.backends, devices=args.devices,
                                workload_files=args.workload_files, output_dir=args.output_dir,
                                overwrite=args.overwrite, reporter=reporter_for(args))

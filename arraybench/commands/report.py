@@ -25,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_store_option(p, "whose history of these cells the report shows")
     p.add_argument("--no-store", action="store_true", help="leave the store alone: no History section")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also print every finding (a run prints the first screenful)")
     p.set_defaults(handler=main)
 
 
@@ -57,12 +59,12 @@ def main(args: argparse.Namespace) -> int:
             raise SaveError.from_os(exc) from None
     if not args.quiet:
         console = stdout_console()
-        report.show(results, console, with_findings=False)
+        report.show(results, console, with_findings=args.verbose, verbose=args.verbose)
         if not results.complete:
             console.print("[yellow]These results are from an interrupted run; some cells were not measured.[/]")
         console.print(f"wrote {len(written)} files to {out}: " + ", ".join(p.name for p in written),
                       markup=False, highlight=False)
-        console.print(f"open {Path(out) / 'report.html'}", markup=False, highlight=False)
+        console.print(f"open {Path(out) / 'report.html'}", markup=False, highlight=False, soft_wrap=True)
     return 0
 
 

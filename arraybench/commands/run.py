@@ -28,8 +28,11 @@ from ..session import Interrupted
 from ..workloads.userfile import LoadedFiles
 from ..model.context import parse_context
 from ..render.terminal import console as safe_console
-from .argtypes import (Assignments, assignment, csv_list, fraction, positive_float, positive_int, processes,
-                       python_assignment, seed, unique_assignments, variant_assignment)
+from .argtypes import (Assignments, CsvExtend, assignment, csv_list, fraction, percent, positive_float,
+                       positive_int, processes, python_assignment, seed, unique_assignments,
+                       variant_assignment)
+from .presets import apply_preset, preset_text
+from .rungate import gate_reference, run_gate
 from .storeargs import add_store_option, run_store_choice
 
 
@@ -45,7 +48,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                           f"{','.join(b for b in SPECS if b not in d.backends)})")
     sel.add_argument("--devices", type=csv_list, default=d.devices, metavar="LIST",
                      help="cpu, gpu or both (default: cpu,gpu)")
-    sel.add_argument("--workloads", type=csv_list, default=[], metavar="LIST",
+    sel.add_argument("--workloads", type=csv_list, action=CsvExtend, default=[], metavar="LIST",
                      help="workloads (default: the built-in suite, or with --workload-file the "
                           "files' workloads; see `arraybench list`)")
     sel.add_argument("--workload-file", action="append", default=[], dest="workload_files",
@@ -110,6 +113,11 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     how.add_argument("--cold", action="store_true", help="evict caches before every sample")
     how.add_argument("--allow-tf32", action="store_true",
                      help="let GPUs use TF32 for float32 matmuls (off: full precision, recorded)")
+    preset = how.add_mutually_exclusive_group()
+    preset.add_argument("--fast", dest="preset", action="store_const", const="fast", default=None,
+                        help="a quick look, as pyperf's --fast: " + preset_text("fast"))
+    preset.add_argument("--rigorous", dest="preset", action="store_const", const="rigorous",
+                        help="tighter numbers for longer, as pyperf's --rigorous: " + preset_text("rigorous"))
     how.add_argument("--timeout", type=positive_float, default=d.timeout, metavar="SECONDS",
                      help=f"kill a worker silent this long on one cell (default: {d.timeout:g})")
     how.add_argument("--seed", type=seed, default=d.seed, help="seed for inputs and ordering (0 or more)")
@@ -143,8 +151,16 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     out.add_argument("--no-store", action="store_true",
                      help="do not append the run to the results store (results.json is written as always)")
     out.add_argument("--context", action="append", default=[], metavar="KEY=VALUE",
-                     help="a label saved with the run, e.g. --context commit=abc123 (repeatable); "
-                          "history attributes changes to it")
+                     help="a label saved with the run, e.g. --context machine_room=B (repeatable; "
+                          "in a git work tree the commit, branch and dirty state are recorded "
+                          "without it); history attributes changes to it")
+    gate = p.add_argument_group("gate (a CI job in one command, as asv continuous)")
+    gate.add_argument("--compare", default=None, metavar="REF",
+                      help="compare the finished run with a stored run: last (the latest complete "
+                           "run of these cells on this machine), last~N, or a run id")
+    gate.add_argument("--fail-above", type=percent, default=None, metavar="PERCENT",
+                      help="with --compare: exit with status 1 if a cell is significantly slower "
+                           "by more than this (e.g. 10%%), broke, or nothing could be compared")
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
@@ -245,6 +261,8 @@ def main(args: argparse.Namespace) -> int:
     plots = not getattr(args, "no_plots", False)
     store = run_store_choice(args)
     context = parse_context(args.context)
+    apply_preset(args)
+    reference = gate_reference(args)
     try:
         if getattr(args, "trust_folder", False) and not args.resume:
             raise UsageError("--trust-folder goes with --resume DIR: it lets that folder's code run")
@@ -263,6 +281,7 @@ def main(args: argparse.Namespace) -> int:
         else:
             checked = plan_from_args(args)
             report_file_errors(checked.files)
+            refuse_nothing_to_run(checked)
             results = api.execute(checked, args.output_dir, overwrite=args.overwrite,
                                   # every-node multiplies the cells by the nodes, known only later
                                   reporter=reporter_for(args, None if checked.options.cluster else len(checked.cells)),
@@ -291,7 +310,34 @@ def main(args: argparse.Namespace) -> int:
               f"{': ' + reasons if reasons else ''}. "
               f"Continue with: {resume_command(results.output_dir)}", file=sys.stderr)
         return 1
+    if reference is not None:
+        gated = run_gate(args, results, reference)
+        if gated:
+            return gated
+    if results.records and not any(r.status != "skipped" for r in results.records):
+        # `--devices gpu` on a machine without one: an empty table is no success, and the store
+        # never takes such a run as `last` or a point of history.
+        reasons = "; ".join(dict.fromkeys(r.reason for r in results.records if r.reason))
+        print(f"arraybench: nothing was measured: every cell was skipped ({reasons or 'no reason given'})",
+              file=sys.stderr)
+        return 1
     return 0 if results.clean else 1
+
+
+def refuse_nothing_to_run(checked: api.Plan) -> None:
+    """``UsageError`` when no cell can run here, by the checks made without starting a worker
+    (``--devices gpu`` on a machine without one): one line instead of an empty table, nothing
+    written or stored. A cluster's nodes and another interpreter judge for themselves."""
+    opts = checked.options
+    if opts.cluster or opts.pythons or not checked.cells:
+        return
+    reasons: dict[str, str] = {}
+    for cell in checked.cells:
+        why = SPECS[cell.backend].preflight(cell.device) if cell.backend in SPECS else None
+        if why is None:
+            return
+        reasons.setdefault(why, cell.device)
+    raise UsageError("nothing to run here: " + "; ".join(f"--devices {d}: {w}" for w, d in reasons.items()))
 
 
 def report_file_errors(loaded: LoadedFiles) -> None:

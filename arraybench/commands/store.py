@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                              description="List the runs in the store, oldest first.")
     add_store_option(lst, "to read")
     lst.add_argument("--machine", default=None, metavar="ID", help="only this machine (an id prefix)")
+    lst.add_argument("--json", action="store_true", help="one JSON object per run, one a line")
     lst.set_defaults(handler=list_main)
 
 
@@ -75,6 +76,13 @@ def list_main(args: argparse.Namespace) -> int:
         where = store.describe()
         for note in store.notes:  # rows of the wrong shape: skipped, said
             print(f"arraybench: warning: {note}", file=sys.stderr)
+    if args.json:
+        import dataclasses
+        import json
+
+        for run in runs:
+            print(json.dumps(dataclasses.asdict(run)))
+        return 0
     console = stdout_console()
-    console.print(runs_table(runs, where))
+    console.print(runs_table(runs, where, console.width))
     return 0

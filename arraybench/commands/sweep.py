@@ -20,15 +20,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Measure workloads across a range of sizes, plot time against size "
                                    "and report from which size one library beats another.")
     add_run_options(p)
-    p.add_argument("--workload", dest="sweep_workloads", action="append", default=[], metavar="NAME",
-                   help="the workload to sweep (repeatable; same as --workloads)")
     p.set_defaults(handler=main, sizes=None)
 
 
 def main(args: argparse.Namespace) -> int:
-    args.workloads = list(dict.fromkeys(args.workloads + args.sweep_workloads))
     if not args.workloads and not args.workload_files:
-        raise UsageError("name the workload to sweep, e.g. `arraybench sweep --workload matmul`")
+        raise UsageError("name the workload to sweep, e.g. `arraybench sweep --workloads matmul`")
     if args.sizes is None and not args.resume:
         options = options_from_args(args)
         names = options.workloads or api.load_files(options.workload_files).names()

@@ -119,16 +119,42 @@ def summary(lines: Sequence[Line], seconds: float) -> str:
     return f"{counts} in {seconds:.0f} s"
 
 
+def wrapped(text: str, width: int, indent: int = 0) -> str:
+    """``text`` in lines of at most ``width`` columns, broken between words (a word longer than a
+    line stays whole), the lines after the first indented by ``indent``."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width=max(width, indent + 20), subsequent_indent=" " * indent,
+                                   break_long_words=False, break_on_hyphens=False)) or text
+
+
 def main(names: Sequence[str], devices: Sequence[str], timeout: float = TIMEOUT_S,
-         write=print) -> int:
-    """Print the header, one line per check as it finishes, and a summary; 1 if any failed."""
+         write=print, *, json_lines: bool = False, width: int | None = None) -> int:
+    """Print the header, one line per check as it finishes, and a summary; 1 if any failed.
+    Each is wrapped to ``width`` (default: the terminal's, 80 for a pipe unless $COLUMNS says),
+    a check's detail under its own column. ``json_lines``: one JSON object per check instead."""
+    import json
+    import shutil
+
+    if width is None:
+        width = shutil.get_terminal_size((80, 24)).columns
     started = time.perf_counter()
-    write(header())
+    if not json_lines:
+        write(wrapped(header(), width, 2))
     lines: list[Line] = []
     for backend, device in configs(names, devices):
         found = run_doctor([backend], [device], timeout)
         for x in found:
-            write(x.text)
+            if json_lines:
+                write(json.dumps({"backend": x.backend, "device": x.device, "check": x.check,
+                                  "status": x.status, "detail": x.detail}))
+            else:
+                write(wrapped(x.text, width, DETAIL_COLUMN))
         lines += found
-    write(summary(lines, time.perf_counter() - started))
+    if not json_lines:
+        write(summary(lines, time.perf_counter() - started))
     return 1 if any(x.status == "failed" for x in lines) else 0
+
+
+#: Where a check's detail starts in ``Line.text`` (status, library and device, check).
+DETAIL_COLUMN = 7 + 2 + 10 + 1 + 12 + 1

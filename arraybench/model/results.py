@@ -123,12 +123,13 @@ class Results:
         that shows as sentences (in a notebook, a bulleted list)."""
         return _rendering().findings(self)
 
-    def compare(self, other: "Results", *, threshold: float | None = None,
+    def compare(self, reference: "Results", *, threshold: float | None = None,
                 alpha: float | None = None, cross_machine: bool = False) -> Any:
-        """This run as the base, ``other`` as the new run: per cell, faster, slower or no change
-        (an ``analysis.compare.Comparison``).
+        """This run judged against ``reference`` (an earlier run, the baseline), as pyperf and
+        asv read: per cell, faster, slower or not significant (an ``analysis.compare.Comparison``
+        whose base is ``reference``). ``new.compare(old)`` is ``arraybench.compare(old, new)``.
         Runs from different machines raise ``CrossMachineError`` unless ``cross_machine``."""
-        return _rendering().compare(self, other, threshold=threshold, alpha=alpha,
+        return _rendering().compare(reference, self, threshold=threshold, alpha=alpha,
                                     cross_machine=cross_machine)
 
     def plot(self, kind: str = "summary", *, workload: str | None = None,

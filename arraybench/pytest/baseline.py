@@ -54,7 +54,8 @@ def find(store: "Store", text: str, new: "Results") -> tuple["Results | None", s
     machine = machine_id_of(new.environment) or None
     entries, runs = store.entries(workloads=sorted({r.workload for r in new.records}), machine=machine)
     own = new.environment.get("run_id")
-    sharing = {e.run_id for e in entries if e.cell in cells and e.run_id != own}
+    sharing = {e.run_id for e in entries if e.cell in cells and e.run_id != own
+               and runs[e.run_id].complete and e.status == "ok"}
     newest_first = sorted(sharing, key=lambda rid: (runs[rid].started_at, rid), reverse=True)
     if back >= len(newest_first):
         held = len(newest_first)

@@ -37,7 +37,15 @@ OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
                                "results store (a baseline for later sessions)")),
     ("--arraybench-skip", dict(action="store_true", help="skip the tests that measure "
                                "(use the arraybench_run fixture)")),
+    ("--arraybench-disable", dict(action="store_true", help="run the tests that measure as "
+                                  "checks only, as pytest-benchmark's --benchmark-disable: each "
+                                  "cell once, its result checked, no timing compared or stored")),
+    ("--arraybench-json", dict(metavar="PATH", help="write the session's run to PATH as a "
+                               "results.json (as pytest-benchmark's --benchmark-json)")),
 )
+
+#: What --arraybench-disable runs a cell with: one process, the fewest samples, a check.
+DISABLED_RUN = {"processes": 1, "max_processes": 1, "max_time": 1e-3, "min_samples": 1}
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,9 @@ class Settings:
     store: str | None = None
     save: bool = False
     skip: bool = False
+    disable: bool = False
+    #: Where the session's run is written as a results.json (``--arraybench-json``).
+    json: str | None = None
 
     def run_options(self) -> dict[str, Any]:
         """Keywords for ``arraybench.run`` from the options given."""
@@ -68,6 +79,8 @@ class Settings:
                 out["max_processes"] = self.max_processes
         if self.max_time is not None:
             out["max_time"] = self.max_time
+        if self.disable:
+            out.update(DISABLED_RUN)
         return out
 
     @property
@@ -113,7 +126,12 @@ def read(get: Callable[[str], Any]) -> Settings:
         save=bool(get("arraybench_save")),
         memory=bool(get("arraybench_memory")),
         skip=bool(get("arraybench_skip")),
+        disable=bool(get("arraybench_disable")),
+        json=_json_path(get("arraybench_json")),
     )
+    if settings.disable and (settings.compare is not None or settings.save):
+        raise UsageError("--arraybench-disable times nothing worth keeping: leave out "
+                         + ("--arraybench-compare" if settings.compare is not None else "--arraybench-save"))
     if settings.fail_above is not None and settings.compare is None:
         raise UsageError("--arraybench-fail-above needs a run to compare with: add "
                          "--arraybench-compare=last (or a run id)")
@@ -143,3 +161,17 @@ def _store(text: str | None) -> str | None:
     from ..store.location import resolve_location
 
     return resolve_location(text)  # a path made absolute, as --store
+
+
+def _json_path(text: str | None) -> str | None:
+    """``--arraybench-json PATH``, absolute (tests may change the folder), its folder existing."""
+    if text is None:
+        return None
+    import os
+
+    if not text.strip():
+        raise UsageError("--arraybench-json is empty; give a file path")
+    path = os.path.abspath(text)
+    if not os.path.isdir(os.path.dirname(path)):
+        raise UsageError(f"--arraybench-json {text}: no folder {os.path.dirname(path)}")
+    return path

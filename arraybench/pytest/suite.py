@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
+from ..errors import UsageError, pytest_session
 
 if TYPE_CHECKING:
     from ..analysis.compare import Comparison
@@ -41,10 +41,12 @@ class Outcome:
     #: Why the session fails (the gate's reasons, or a comparison that could not be made with
     #: --arraybench-fail-above): one line each.
     failures: list[str] = field(default_factory=list)
-    #: Where the run was stored, or why it was not.
+    #: Where the run was stored (or written), or why it was not.
     stored: str = ""
     #: Ctrl-C came while the run was compared or stored.
     interrupted: bool = False
+    #: --arraybench-disable: the cells were checked, not timed.
+    disabled: bool = False
 
 
 class Suite:
@@ -90,7 +92,8 @@ class Suite:
                              "one session's run holds a cell once (give the workload another name, "
                              "size or params)")
         try:
-            results = api.execute(planned, None, context=context, store=False, plots=False)
+            with pytest_session():  # notes name the plugin's options, not the command line's
+                results = api.execute(planned, None, context=context, store=False, plots=False)
         except Interrupted as stop:  # what was measured before the signal is the session's too
             self._keep(test, stop.results)
             raise
@@ -121,7 +124,7 @@ class Suite:
     def finish(self) -> Outcome:
         """Compare (and gate) the session's run, then store it where asked."""
         results = self.combined()
-        outcome = Outcome(results)
+        outcome = Outcome(results, disabled=self.settings.disable)
         if results is None:
             return outcome
         try:
@@ -134,6 +137,12 @@ class Suite:
             outcome.interrupted = True
             if self.settings.save and not outcome.stored:
                 outcome.stored = "interrupted before the run was stored; " + _kept(results)
+        if self.settings.json is not None:
+            try:
+                results.save(self.settings.json)
+                outcome.stored = "; ".join(filter(None, (outcome.stored, f"written to {self.settings.json}")))
+            except Exception as exc:  # the summary says so; the session's tests are not undone
+                outcome.failures.append(f"--arraybench-json: {exc}")
         return outcome
 
     def _compare(self, results: "Results", outcome: Outcome) -> None:

@@ -5,9 +5,11 @@ print them)."""
 from __future__ import annotations
 
 import io
+from typing import Any
 
 from rich.markup import escape
 
+from ..errors import pytest_session
 from ..render import report
 from ..render.comparison import print_comparison
 from ..render.terminal import TABLE_WIDTH, console as safe_console
@@ -23,7 +25,21 @@ def summary_text(outcome: Outcome, *, width: int, colour: bool) -> str:
                       color_system="standard" if colour else None, highlight=False,
                       soft_wrap=False)
     assert outcome.results is not None
-    report.show(outcome.results, console, errors=True, with_findings=False)
+    with pytest_session():  # notes name the plugin's options (--arraybench-processes=2)
+        _show(outcome, console)
+    return buffer.getvalue()
+
+
+def _show(outcome: Outcome, console: Any) -> None:
+    assert outcome.results is not None
+    if outcome.disabled:  # checks only: times taken this way are not worth showing
+        counts: dict[str, int] = {}
+        for r in outcome.results.records:
+            counts[r.status] = counts.get(r.status, 0) + 1
+        console.print(f"{len(outcome.results.records)} cells checked, not timed (--arraybench-disable): "
+                      + ", ".join(f"{n} {status}" for status, n in counts.items()))
+    else:
+        report.show(outcome.results, console, errors=True, with_findings=False)
     if outcome.compared:
         console.print(escape(outcome.compared), soft_wrap=True)
     if outcome.comparison is not None:
@@ -32,4 +48,3 @@ def summary_text(outcome: Outcome, *, width: int, colour: bool) -> str:
         console.print(f"[bold red]arraybench:[/] {escape(line)}", soft_wrap=True)
     if outcome.stored:
         console.print(escape(outcome.stored), soft_wrap=True)
-    return buffer.getvalue()

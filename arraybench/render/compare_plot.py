@@ -24,8 +24,7 @@ def compare_plot(comparison: Comparison, path: Path) -> Path | None:
 def compare_figure(comparison: Comparison) -> Figure | None:
     """Horizontal bars from 1 to new/base, with a conservative interval from the two CIs.
 
-    Left of 1 the new run is faster. The shaded band is the threshold within which no change is
-    called. Returns None when no cell could be compared.
+    Left of 1 the new run is faster. The shaded band is the threshold within which a change is negligible. Returns None when no cell could be compared.
     """
     cells = comparison.comparable
     if not cells:
@@ -34,7 +33,7 @@ def compare_figure(comparison: Comparison) -> Figure | None:
     ax = fig.subplots()
     ys = list(range(len(cells)))[::-1]
     t = comparison.threshold
-    ax.axvspan(1 / (1 + t), 1 + t, color="#eeeeee", zorder=0, label=f"±{t:.0%}: no change")
+    ax.axvspan(1 / (1 + t), 1 + t, color="#eeeeee", zorder=0, label=f"±{t:.0%}: negligible")
     ax.axvline(1.0, color="#333333", lw=0.8, zorder=1)
     for y, c in zip(ys, cells):
         colour = _COLOURS.get(c.verdict, _SAME)

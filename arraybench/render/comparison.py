@@ -9,14 +9,14 @@ from dataclasses import dataclass, fields
 from typing import Sequence
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
-from rich.console import Console
+from rich.console import Console, Group
 from rich.markup import escape
-from rich.table import Table
 
 from ..analysis.compare import CANNOT_TELL, FASTER, SLOWER, Comparison, change_text
 from ..analysis.memory import memory_changes
 from ..units import format_seconds
-from .terminal import console as safe_console
+from .fit import Column, Row, fitted_table, hidden_line
+from .terminal import console as safe_console, plain
 
 _TEMPLATES = Environment(loader=PackageLoader("arraybench.render", "templates"), autoescape=True,
                          undefined=StrictUndefined)
@@ -28,7 +28,7 @@ class DisplayedComparison(Comparison):
     """A ``Comparison`` that shows itself: a table in a notebook (``_repr_html_``), the terminal's
     table as text (``table()``, ``str()``), one line as its ``repr``, and ``to_dataframe()``.
 
-    >>> c = base.compare(new)        # doctest: +SKIP
+    >>> c = new.compare(base)        # doctest: +SKIP
     >>> c                            # doctest: +SKIP   (in Jupyter: the table)
     """
 
@@ -76,7 +76,7 @@ def print_comparison(comparison: Comparison, console: Console,
     for a, b in across:
         console.print(f"[bold yellow]across machines (--cross-machine):[/] base on {escape(a)}, "
                       f"new on {escape(b)}: differences are the machines' as much as the code's")
-    console.print(comparison_table(comparison))
+    console.print(comparison_table(comparison, console.width))
     for what, a, b in comparison.environment_differences:
         console.print(f"[yellow]differs:[/] {escape(what)}: {escape(a)} → {escape(b)}")
     for side, recs in (("base", comparison.only_base), ("new", comparison.only_new)):
@@ -100,28 +100,25 @@ def skipped_lines(comparison: Comparison) -> list[str]:
             for (label, reason), n in groups.items()]
 
 
-def comparison_table(comparison: Comparison) -> Table:
-    """The comparison as a rich table, slower in red and faster in green."""
-    table = Table(title="arraybench compare: time per call, new vs base", header_style="bold",
-                  title_justify="left", pad_edge=False)
-    for name, numeric in (("case", False), ("library / device", False), ("base", True), ("new", True),
-                          ("new/base", True), ("change", True), ("p", True), ("q (BH)", True),
-                          ("verdict", False)):
-        if numeric:
-            table.add_column(name, justify="right", no_wrap=True)
-        else:
-            table.add_column(name, overflow="fold")
+def comparison_table(comparison: Comparison, width: int | None = None) -> Group:
+    """The comparison as a rich table, slower in red and faster in green, fitted to ``width``
+    (``fit``: the run table's rule)."""
+    columns = (Column("case"), Column("library / device"), Column("base", True), Column("new", True),
+               Column("new/base", True, 4), Column("change", True), Column("p", True, 2),
+               Column("q (BH)", True, 3), Column("verdict"))
     style = {FASTER: "green", SLOWER: "bold red", CANNOT_TELL: "yellow"}
+    rows = []
     for c in comparison.shown:
         r = c.new
         verdict = c.verdict + (f" ({c.note})" if c.note else "")
-        table.add_row(
-            f"{r.workload} {r.size_label}", r.config_label,
+        rows.append(Row([
+            plain(f"{r.workload} {r.size_label}"), plain(r.config_label),
             format_seconds(c.base.median_s), format_seconds(r.median_s),
             "—" if c.ratio is None else f"{c.ratio:.3f}",
             "—" if c.ratio is None else change_text(c.ratio),
             "—" if c.p_value is None else f"{c.p_value:.2g}",
             "—" if c.q_value is None else f"{c.q_value:.2g}",
-            verdict, style=style.get(c.verdict),
-        )
-    return table
+            plain(verdict)], style=style.get(c.verdict)))
+    table, dropped = fitted_table("arraybench compare: time per call, new vs base", columns, rows, width)
+    line = hidden_line(dropped, width or 0)
+    return Group(table, *([line] if line is not None else []))

@@ -11,12 +11,13 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Sequence
 
-from rich.console import Console
-from rich.table import Table
+from rich.console import Console, Group
+from rich.text import Text
 
 from ..analysis.compare import change_text
 from ..errors import spell
 from ..units import format_interval, format_seconds
+from .fit import Column, Row, fitted_table, hidden_line
 from .terminal import plain
 
 if TYPE_CHECKING:
@@ -74,28 +75,24 @@ def shown_series(history: "History") -> list["Series"]:
 def print_history(history: "History", console: Console, where: str, last: int = DEFAULT_LAST) -> None:
     """What ``arraybench history`` prints: the table, a summary naming the store (``where``), and
     each step called, slower in red and faster in green."""
-    console.print(history_table(history, last=last))
+    console.print(history_table(history, last=last, width=console.width))
     console.print(summary(history) + f"; store {where}", markup=False, highlight=False)
     if history.one_process:
         console.print(f"[yellow]{one_process_line(history)}[/]", highlight=False)
     for step in history.steps:
         style = "bold red" if step.slower else "bold green"
-        console.print(f"[{style}]step:[/] ", end="")
-        console.print(step.sentence(), markup=False, highlight=False)
+        # One text, so that the line wraps between words at the console's width as a whole.
+        console.print(Text.assemble(("step: ", style), plain(step.sentence())), highlight=False)
 
 
-def history_table(history: "History", last: int = DEFAULT_LAST) -> Table:
-    """Every series and its latest runs, steps in bold red (slower) or green (faster)."""
-    table = Table(title="arraybench history: time per call (median) over the stored runs",
-                  header_style="bold", title_justify="left", pad_edge=False)
-    for name, numeric in (("case", False), ("library / device", False), ("machine", False),
-                          ("run", False), ("median", True), ("95% CI", True),
-                          ("vs previous", True), ("note", False)):
-        if numeric:
-            table.add_column(name, justify="right", no_wrap=True)
-        else:
-            table.add_column(name, overflow="fold", no_wrap=name == "run")
+def history_table(history: "History", last: int = DEFAULT_LAST, width: int | None = None) -> Group:
+    """Every series and its latest runs, steps in bold red (slower) or green (faster), fitted to
+    ``width`` (``fit``: the run table's rule)."""
+    columns = (Column("case"), Column("library / device"), Column("machine", False, 5), Column("run", whole=True),
+               Column("median", True), Column("95% CI", True, 2), Column("vs previous", True),
+               Column("note", False, 1))
     shown = shown_series(history)
+    table_rows = []
     for n, s in enumerate(shown):
         rows = _rows(history, s, last)
         for i, (when, median, ci, vs, note) in enumerate(rows):
@@ -104,9 +101,12 @@ def history_table(history: "History", last: int = DEFAULT_LAST) -> Table:
                 style = "bold red" if "slower" in note[:12] else "bold green"
             cells = (f"{s.workload} {s.size_label}" if i == 0 else "", s.label if i == 0 else "",
                      s.machine_id if i == 0 else "", when, median, ci, vs, note)
-            table.add_row(*map(plain, cells), style=style,
-                          end_section=(i == len(rows) - 1 and n < len(shown) - 1))
-    return table
+            table_rows.append(Row([plain(c) for c in cells], style=style,
+                                  end_section=(i == len(rows) - 1 and n < len(shown) - 1)))
+    table, dropped = fitted_table("arraybench history: time per call (median) over the stored runs",
+                                  columns, table_rows, width)
+    line = hidden_line(dropped, width or 0)
+    return Group(table, *([line] if line is not None else []))
 
 
 def summary(history: "History") -> str:

@@ -43,7 +43,10 @@ class NotebookProgress(Reporter):
     """The measurements made out of those planned, the cells done, the time so far and the last
     cell finished, in one line of the running cell (``arraybench.run(progress=False)`` for none)."""
 
-    def __init__(self) -> None:
+    def __init__(self, cells: int | None = None) -> None:
+        #: The cells planned, when known: a cell that will not run takes its share off the total.
+        self.planned = cells
+        self.per_cell = 0.0
         self.total = 0
         self.done = 0
         self.cells = 0
@@ -57,6 +60,7 @@ class NotebookProgress(Reporter):
         from IPython.display import display
 
         self.total, self.started = max(total, 1), time.monotonic()
+        self.per_cell = total / self.planned if self.planned else 0.0
         self.handle = display(self._data("starting"), raw=True, display_id=True)
         self.shown = self.started
 
@@ -72,7 +76,11 @@ class NotebookProgress(Reporter):
         self.total += extra
 
     def record_done(self, record: "Record") -> None:
-        self.cells += 1
+        if record.status == "skipped" and not record.replicates:
+            # A cell that will not run is no cell done, and no measurement still to come.
+            self.total = max(self.done, round(self.total - self.per_cell), 1)
+        else:
+            self.cells += 1
         time_text = f" {format_seconds(record.median_s)}" if record.status == "ok" else f" {record.status}"
         self.last = printable(f"{record.workload} {record.size_label} {record.config_label}{time_text}")
         self._show()

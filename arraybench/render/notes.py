@@ -215,12 +215,29 @@ class NoteText:
     subs: tuple[str, ...] = ()
 
 
-def note_texts(book: NoteBook, every: Sequence[Row]) -> list[NoteText]:
-    """Each note of ``book`` as text, naming the rows it covers (of ``every``, the table's rows)."""
+#: What a note's rows share, said once where each row's own detail is left to the files
+#: (``note_texts(brief=True)``: the terminal), by the note's kind.
+PATTERNS = {"bimodal": "samples fall into two clusters, a fast and a slow mode (each cell's modes "
+                       "and what tells them apart: results.md and report.html)"}
+
+#: Past this many items, a brief note says its pattern once instead of a line per row (a kind
+#: of ``PATTERNS`` past one item).
+BRIEF_ITEMS = 5
+
+
+def note_texts(book: NoteBook, every: Sequence[Row], *, brief: bool = False) -> list[NoteText]:
+    """Each note of ``book`` as text, naming the rows it covers (of ``every``, the table's rows).
+    ``brief``: a note of many items that differ beyond their numbers says its pattern once, with
+    the rows it covers (the terminal); the files keep every item."""
     out = []
     for note in book.notes():
         number = None if note.everywhere else note.number
         measured = set(book.measured)
+        if brief and len(note.items) > (1 if note.kind in PATTERNS else BRIEF_ITEMS):
+            pattern = PATTERNS.get(note.kind, "each row's detail is in results.md and report.html")
+            rows = list(dict.fromkeys(note.rows))
+            out.append(NoteText(number, f"{note.heading}: {pattern} ({rows_text(rows, every)})"))
+            continue
 
         def covered(item: Item) -> str:
             # Under a note said for every row, an item still names its rows unless it has them all.

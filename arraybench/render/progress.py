@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import printable
 from ..model.replicate import Replicate
@@ -43,17 +43,26 @@ class ConsoleReporter(Reporter):
             TextColumn("measurements"),
             TextColumn("{task.fields[cells]}"),
             TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
+            TextColumn("{task.fields[eta]}"),
             console=self.console,
             transient=True,
             refresh_per_second=2,  # the parent shares the cores with the operation being timed
         )
         self.task: Any = None
+        #: Measurements made, and when the first began: the ETA is drawn from these alone.
+        self.measured = 0
+        self.started: float | None = None
+        self.per_cell = 1.0
 
     def run_started(self, total: int) -> None:
+        import time
+
+        self.started = time.monotonic()
+        if self.cells_total:
+            self.per_cell = total / max(self.cells_total - self.cells_done, 1)
         self.progress.start()
-        self.task = self.progress.add_task("measuring", total=max(total, 1), cells=self._cells_text())
+        self.task = self.progress.add_task("measuring", total=max(total, 1), cells=self._cells_text(),
+                                           eta="ETA …")
 
     def worker_started(self, backend: str, device: str, replicate: int, cells: int,
                        environment: str = "") -> None:
@@ -64,13 +73,33 @@ class ConsoleReporter(Reporter):
         self.progress.console.print(f"[dim]skip {backend}/{device}: {escape(reason)}[/]")
 
     def replicate_done(self, cell: Cell, index: int, replicate: Replicate) -> None:
+        self.measured += 1
         if self.task is not None:
             self.progress.advance(self.task)
+            self.progress.update(self.task, eta=self._eta())
 
     def more_wanted(self, cell: Cell, extra: int) -> None:
         if self.task is not None:  # adaptive replication: the total grows as cells ask for more
-            total = self.progress.tasks[0].total if self.progress.tasks else None
-            self.progress.update(self.task, total=(total or 0) + extra)
+            self._add_to_total(extra)
+
+    def _add_to_total(self, extra: float) -> None:
+        task = self.progress.tasks[0] if self.progress.tasks else None
+        total = task.total if task is not None else None
+        done = task.completed if task is not None else 0
+        self.progress.update(self.task, total=max(round((total or 0) + extra), done, 1), eta=self._eta())
+
+    def _eta(self) -> str:
+        """The time left at the pace of the measurements made so far (never a guess before one);
+        a cell whose interval is still wide may add processes, and the total with them."""
+        import time
+
+        task = self.progress.tasks[0] if self.progress.tasks else None
+        if task is None or self.started is None or not self.measured or task.total is None:
+            return "ETA …"
+        left = max(task.total - task.completed, 0)
+        seconds = (time.monotonic() - self.started) / self.measured * left
+        minutes, secs = divmod(int(round(seconds)), 60)
+        return f"ETA {minutes}:{secs:02d}"
 
     def _cells_text(self) -> str:
         if self.cells_total is None:
@@ -78,7 +107,14 @@ class ConsoleReporter(Reporter):
         return f"· {self.cells_done}/{self.cells_total} cells"
 
     def record_done(self, record: Record) -> None:
-        self.cells_done += 1
+        unmeasured = record.status == "skipped" and not record.replicates
+        if unmeasured and self.cells_total is not None:
+            # A cell that will not run is no cell done: it leaves the count and the bar's total.
+            self.cells_total -= 1
+            if self.task is not None:
+                self._add_to_total(-self.per_cell)
+        else:
+            self.cells_done += 1
         if self.task is not None:
             self.progress.update(self.task, cells=self._cells_text())
         if record.status == "skipped" and record.n_samples == 0 and record.reason and "not measured" not in record.reason:
@@ -107,7 +143,8 @@ def live_line(r: Record) -> str:
     """``matmul large  PyTorch CPU  12.3 ms ±0.8%`` with the status where it is not ok."""
     head = f"{r.workload} {r.size_label}  {r.config_label}"
     if r.status == "ok":
-        warn = " [yellow](!)[/]" if r.warnings else ""
+        n = len(r.warnings)
+        warn = f" [yellow]({n} note{'s' if n != 1 else ''} under the table)[/]" if n else ""
         return f"[green]✓[/] {escape(head)}  {format_seconds(r.median_s)} {ci_text(r)}{warn}"
     colour = "red" if r.status in ("failed", "wrong") else "dim"
     return f"[{colour}]✗ {escape(printable(head))}  {r.status}: {escape(printable(r.reason))}[/]"

@@ -24,7 +24,7 @@ from .csvout import write_csv
 from .html import results_table_html, write_html
 from .markdown import write_markdown
 from .sentences import Findings
-from .tables import print_findings, print_table, table_text
+from .tables import FINDINGS_LINES, print_findings, print_table, table_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -63,15 +63,16 @@ def table_html(results: Results) -> str:
     return results_table_html(results)
 
 
-def show(results: Results, console: Console, *, errors: bool = False, with_findings: bool = True) -> None:
+def show(results: Results, console: Console, *, errors: bool = False, with_findings: bool = True,
+         verbose: bool = False) -> None:
     """Print the table to ``console``; under it what failed before any cell (with ``errors``) and
-    the findings (unless ``with_findings`` is False)."""
+    the findings (unless ``with_findings`` is False): a screenful at most, all with ``verbose``."""
     print_table(results.records, console)
     if errors:
         for e in results.errors:
             console.print(f"[red]not run:[/] {escape(e['error'])}", soft_wrap=True)
     if with_findings:
-        print_findings(findings(results), console)
+        print_findings(findings(results), console, limit=None if verbose else FINDINGS_LINES)
 
 
 def write_report(results: Results, out_dir: str | Path, *, plots: bool = True,
@@ -114,7 +115,7 @@ def plot(results: Results, kind: str = "summary", *, workload: str | None = None
 
 def compare(base: Results, new: Results, *, threshold: float | None = None, alpha: float | None = None,
             cross_machine: bool = False) -> Comparison:
-    """``base`` against ``new``, per cell: faster, slower or no change. Runs from different
+    """``base`` against ``new``, per cell: faster, slower or not significant. Runs from different
     machines raise ``CrossMachineError`` unless ``cross_machine``."""
     from .comparison import DisplayedComparison
 

@@ -168,10 +168,13 @@ def results_table(records: Iterable[Record], width: int | None = None) -> Group:
             refs = book.refs(r.key)
             if refs:
                 status.append(f" [{','.join(map(str, refs))}]", style="" if r.status != "ok" else "yellow")
+            # A wrong or failed row shows no time, as README promises: it measured nothing worth one.
+            timed = is_valid(r) or r.status == "skipped"
             cells = {"case": plain(cases[i]),  # names from a results file: shown, never read as markup
                      "library / device": plain(library_label(r) if present["machine"] else r.config_label),
-                     "machine": plain(r.machine), "median": format_seconds(r.median_s),
-                     "device": format_seconds(r.device_median_s), "95% CI": ci_text(r),
+                     "machine": plain(r.machine), "median": format_seconds(r.median_s) if timed else "—",
+                     "device": format_seconds(r.device_median_s) if timed else "—",
+                     "95% CI": ci_text(r) if timed else "—",
                      "vs NumPy": speedup_text(r, bases.get(r.machine)), "first call": format_seconds(r.first_call_s),
                      "rel. error": error_text(r), "of peak": _share_text(share(r, roof)),
                      "peak mem": format_size(r.peak_bytes), "status": status}
@@ -250,7 +253,7 @@ def _least_width(table: Table) -> int:
 def notes_grid(book: NoteBook, every: list[Row]) -> Group:
     """The notes under the table: those of every row first, under one line that says so, then the
     numbered ones; each wrapped under its own mark."""
-    texts = note_texts(book, every)
+    texts = note_texts(book, every, brief=True)  # the terminal: each pattern once
     parts: list[RenderableType] = []
     for everywhere in (True, False):
         grid = Table.grid(padding=(0, 1))
@@ -292,13 +295,30 @@ def print_table(records: Iterable[Record], console: Console | None = None) -> No
     console.print(results_table(records, width=console.width))
 
 
-def print_findings(findings: Iterable[str], console: Console) -> None:
-    """The findings under the table, one plain sentence a line (no markup read from them)."""
+#: The most lines of findings a terminal gets (as hyperfine's whole answer): the first findings
+#: say who wins and why; the rest are in findings.md and ``arraybench report --verbose``.
+FINDINGS_LINES = 12
+
+
+def print_findings(findings: Iterable[str], console: Console, *, limit: int | None = FINDINGS_LINES) -> None:
+    """The findings under the table, one plain sentence each (no markup read from them), in at
+    most ``limit`` lines at the console's width (None: all of them), then where the rest are."""
+    import textwrap
+
     found = list(findings)
-    if found:
-        console.print("\n[bold]Findings[/]")
-        for f in found:
-            console.print(f"- {f}", markup=False, highlight=False)
+    if not found:
+        return
+    console.print("\n[bold]Findings[/]")
+    used = 0
+    for n, f in enumerate(found):
+        lines = len(textwrap.wrap(f"- {f}", width=max(console.width, 20), break_long_words=False)) or 1
+        if limit is not None and used + lines > limit - (1 if n < len(found) - 1 else 0):
+            rest = len(found) - n
+            console.print(f"… {rest} more in findings.md (all: arraybench report RUN --verbose)",
+                          style="dim", markup=False, highlight=False)
+            return
+        console.print(f"- {f}", markup=False, highlight=False)
+        used += lines
 
 
 def table_text(records: Iterable[Record], width: int = 120) -> str:

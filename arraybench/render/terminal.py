@@ -25,8 +25,8 @@ from rich.text import Text
 
 from ..errors import printable
 
-#: The width a file or a pipe gets: wide enough for the results table's every column.
-TABLE_WIDTH = 120
+#: The width a file or a pipe gets (as in CI): a terminal's usual 80, to which every table fits.
+TABLE_WIDTH = 80
 
 
 class SafeConsole(Console):

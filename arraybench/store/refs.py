@@ -38,10 +38,11 @@ def run_id_of(store: "Store", ref: str, machine: str | None = None) -> str:
     last = _LAST.fullmatch(ref)
     if last:
         back = int(last.group(1) or 0)
-        runs = store.runs(machine=machine)
+        # An interrupted run, or one that measured nothing, is stored but never `last`.
+        runs = [r for r in store.runs(machine=machine) if r.complete and r.measured]
         if back >= len(runs):
             whose = " from this machine" if machine else ""
-            held = f"holds {len(runs)} run{'s' if len(runs) != 1 else ''}{whose}"
+            held = f"holds {len(runs)} complete run{'s' if len(runs) != 1 else ''}{whose}"
             raise StoreError(f"{ref}: the store {store.describe()} {held}"
                              + ("" if runs else "; runs are stored as they finish"))
         return runs[-1 - back].run_id

@@ -64,6 +64,8 @@ class StoredRun:
     source: str
     context: dict[str, str]
     records: int
+    #: Records with a measured time: 0 for a run whose every cell was skipped or failed.
+    measured: int = 0
 
 
 _RECORD_COLUMNS = ("run_id", "machine", "machine_id", "cell", "workload", "size_label", "size",
@@ -138,7 +140,9 @@ class Store:
         where, params = _where(since=since, machine=machine, table="runs")
         rows = self.db.execute(
             "SELECT run_id, started_at, stored_at, complete, arraybench, machine_id, source, context, "
-            "(SELECT COUNT(*) FROM records WHERE records.run_id = runs.run_id) "
+            "(SELECT COUNT(*) FROM records WHERE records.run_id = runs.run_id), "
+            "(SELECT COUNT(*) FROM records WHERE records.run_id = runs.run_id "
+            "AND records.status = 'ok') "
             f"FROM runs{where} ORDER BY started_at, run_id", params)
         out = []
         for r in rows:
@@ -147,13 +151,13 @@ class Store:
                                           "source"), (r[0], r[1], r[2], r[4], r[5], r[6]))))
             if problem is None and not isinstance(context, dict):
                 problem = f"context is {_kind(context)}, not an object"
-            if problem is None and not (isinstance(r[3], int) and isinstance(r[8], int)):
+            if problem is None and not all(isinstance(v, int) for v in (r[3], r[8], r[9])):
                 problem = "complete is not a number"
             if problem is not None:
                 self._skip(r[0], problem)
                 continue
             out.append(StoredRun(r[0], r[1], r[2], bool(r[3]), r[4], r[5], r[6],
-                                 {str(k): str(v) for k, v in context.items()}, r[8]))
+                                 {str(k): str(v) for k, v in context.items()}, r[8], r[9]))
         return out
 
     def entries(self, *, workloads: Sequence[str] = (), backends: Sequence[str] = (),

@@ -147,7 +147,7 @@ def test_merged_results_compare_machine_by_machine():
     b = results([record("sort", "numpy", samples=spread(2e-3))], machine_id="b")
     before = merge([a, b], ["x", "y"])
     after = merge([copy.deepcopy(a), copy.deepcopy(b)], ["x", "y"])
-    comparison = before.compare(after)
+    comparison = after.compare(before)
     assert len(comparison.changes) == 2 and {c.new.machine for c in comparison.changes} == {"x", "y"}
     assert all(c.ratio == pytest.approx(1.0) for c in comparison.changes)
 

@@ -111,6 +111,6 @@ def test_list_includes_a_users_workload_file(tmp_path):
                  "@arraybench.workload(sizes={'tiny': 7}, inputs=lambda n, rng: rng.standard_normal(n))\n"
                  "def softplus(xp, x):\n    \"\"\"log(1 + exp(x)), my activation\"\"\"\n"
                  "    return xp.log1p(xp.exp(x))\n")
-    result = run_here("list", "--workload-file", str(f), cwd=tmp_path)
+    result = run_here("list", "--workload-file", str(f), cwd=tmp_path, env={"COLUMNS": "200"})
     assert result.returncode == 0, result.stderr
     assert "softplus" in result.stdout and "my activation" in result.stdout and "tiny 7" in result.stdout

@@ -136,7 +136,7 @@ def test_compare_report_and_history_take_a_stored_run(runs: Runs, tmp_path: Path
                           monkeypatch, tmp_path)
     assert status == 0 and "sort 16" in out
     status, _, err = _cli(["compare", "last~5", "last", "--store", runs.store], capsys, monkeypatch, tmp_path)
-    assert status == 2 and "holds 2 runs from this machine" in err
+    assert status == 2 and "holds 2 complete runs from this machine" in err
     status, _, err = _cli(["compare", "no-such-thing", "last", "--store", runs.store], capsys,
                           monkeypatch, tmp_path)
     assert status == 2 and "no-such-thing: no such file; nor does it name a stored run" in err
@@ -241,7 +241,7 @@ def test_a_comparison_is_one_line_a_table_and_a_row_per_cell():
                     record("sort", "numpy", samples=spread(1e-4), replicates=3)])
     new = results([record("matmul", "numpy", samples=spread(2e-3), replicates=3),
                    record("fft", "numpy", samples=spread(1e-4), replicates=3)])
-    c = base.compare(new)
+    c = new.compare(base)
     assert repr(c) == ("<arraybench Comparison of 1 cell: 1 slower, 1 only in base, 1 only in new; "
                        "geometric mean new/base 2.000 (2.00× slower)>")
     assert "matmul small" in c.table() and str(c) == c.table()

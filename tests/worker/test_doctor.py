@@ -21,10 +21,24 @@ from .test_gpu import FakeNvml, Tf32Numpy, WatchedNumpy
 # -- the command, for real --------------------------------------------------------------------------
 
 
+def _logical(stdout: str) -> list[str]:
+    """The doctor's lines as it means them: a check's wrapped detail joined back to its line,
+    once every printed line is seen to fit 80 columns (a pipe's width) without a split word."""
+    printed = stdout.strip().splitlines()
+    assert all(len(x) <= 80 or " " not in x.strip() for x in printed), max(printed, key=len)
+    out: list[str] = []
+    for x in printed:
+        if x.startswith(" ") and out:
+            out[-1] += " " + x.strip()
+        else:
+            out.append(x)
+    return out
+
+
 def test_doctor_runs_the_cpu_checks_and_says_why_the_gpu_ones_are_skipped():
     result = run_cli("doctor", "--backends", "numpy,jax", timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
-    lines = result.stdout.strip().splitlines()
+    lines = _logical(result.stdout)
     assert lines[0].startswith("arraybench doctor") and "GPUs:" in lines[0]
     assert lines[-1].endswith(" s") and " 0 failed" in lines[-1]
     by_check = {tuple(line.split()[1:4]): line for line in lines[1:-1]}
@@ -55,7 +69,7 @@ def test_doctor_runs_the_cpu_checks_and_says_why_the_gpu_ones_are_skipped():
 def test_a_library_that_does_not_finish_is_a_failed_line_and_status_1():
     result = run_cli("doctor", "--backends", "jax", "--devices", "cpu", "--timeout", "0.01")
     assert result.returncode == 1
-    (line,) = [x for x in result.stdout.splitlines() if x.startswith("failed")]
+    (line,) = [x for x in _logical(result.stdout) if x.startswith("failed")]
     assert "jax cpu" in line and "did not finish within 0.01 s; not run: sync, unsynced" in line
 
 
