@@ -169,3 +169,22 @@ class PairIndex:
 
     def __len__(self) -> int:
         return len(self._by) // 2
+
+
+def against_regressions(pairs: Iterable[Pair], here: str, limit: float) -> tuple[list[Pair], list[Pair]]:
+    """The gate of a run against a ref (``--against``): (the pairs whose work-tree side, the
+    environment ``here``, is slower than the ref's by more than ``limit`` (0.1: 10%) with 95%
+    confidence; the pairs it could not decide). Only a library against itself counts."""
+    slower, undecided = [], []
+    suffix = f"[{here}]"
+    for p in pairs:
+        if p.a.endswith(suffix) == p.b.endswith(suffix):
+            continue  # both sides in one environment: two libraries, not two versions of the code
+        if p.a.split("[")[0] != p.b.split("[")[0]:
+            continue
+        mine = p if p.a.endswith(suffix) else p.reversed()
+        if mine.verdict == "slower" and mine.ratio > 1 + limit:
+            slower.append(mine)
+        elif mine.verdict == "undecided":
+            undecided.append(mine)
+    return slower, undecided

@@ -32,7 +32,7 @@ from .argtypes import (Assignments, CsvExtend, assignment, csv_list, fraction, p
                        positive_int, processes, python_assignment, seed, unique_assignments,
                        variant_assignment)
 from .presets import apply_preset, preset_text
-from .rungate import gate_reference, run_gate
+from .rungate import against_gate, gate_reference, run_gate
 from .storeargs import add_store_option, run_store_choice
 
 
@@ -314,6 +314,8 @@ def main(args: argparse.Namespace) -> int:
         gated = run_gate(args, results, reference)
         if gated:
             return gated
+    if getattr(args, "against", None) and against_gate(args, results):
+        return 1
     if results.records and not any(r.status != "skipped" for r in results.records):
         # `--devices gpu` on a machine without one: an empty table is no success, and the store
         # never takes such a run as `last` or a point of history.

@@ -16,8 +16,13 @@ from .storeargs import store_location
 def gate_reference(args: argparse.Namespace) -> str | None:
     """``--compare REF``, checked before anything is measured: a run id must name a stored run."""
     reference = getattr(args, "compare", None)
-    if getattr(args, "fail_above", None) is not None and reference is None:
-        raise UsageError("--fail-above gates against a stored run: add --compare last (or a run id)")
+    against = getattr(args, "against", None)
+    if against is not None and reference is not None:
+        raise UsageError("--against REF measures its own baseline beside this code; --compare names a stored "
+                         "one: give one of them")
+    if getattr(args, "fail_above", None) is not None and reference is None and against is None:
+        raise UsageError("--fail-above gates against a baseline: add --against REF (measured beside this code, "
+                         "in this run) or --compare last (a stored run)")
     if reference is None:
         return None
     from ..pytest.baseline import check_choice, check_named
@@ -34,6 +39,28 @@ def gate_reference(args: argparse.Namespace) -> str | None:
         except UsageError as exc:
             raise UsageError(str(exc).replace("--arraybench-compare=", "--compare ")) from None
     return reference
+
+
+def against_gate(args: argparse.Namespace, results: Results) -> int:
+    """``run --against REF --fail-above N``: 1 (with a line per reason) where the work tree's code
+    is slower than REF's by more than N with 95% confidence, from the pairs measured side by side."""
+    from ..analysis.pairs import against_regressions
+    from ..host.against import HERE
+
+    if args.fail_above is None:
+        return 0
+    slower, undecided = against_regressions(results.pairs, HERE, args.fail_above)
+    for p in undecided:
+        print(f"arraybench: {p.a_label} against {p.b_label}: undecided ({p.ratio:.2f}x, 95% interval "
+              f"{p.ci_low:.2f}-{p.ci_high:.2f}); more processes (--processes) would decide it", file=sys.stderr)
+    for p in slower:
+        print(f"arraybench: {p.a_label} is {p.ratio:.2f}x the time of {p.b_label} (95% interval "
+              f"{p.ci_low:.2f}-{p.ci_high:.2f}), above --fail-above {args.fail_above:.0%}", file=sys.stderr)
+    compared = sum(1 for p in results.pairs if p.a.endswith(f"[{HERE}]") != p.b.endswith(f"[{HERE}]"))
+    if not compared:
+        print("arraybench: --fail-above: no cell was measured on both sides of --against", file=sys.stderr)
+        return 1
+    return 1 if slower else 0
 
 
 def run_gate(args: argparse.Namespace, results: Results, reference: str) -> int:

@@ -55,6 +55,15 @@ class LocalExecutor:
 
     _references: str | None = None
 
+    def _references_for(self, config: Config) -> str | None:
+        """The run's shared references for ``config``'s environment: another interpreter, or
+        another version of the code (``--against``), computes its own."""
+        if self._references is None:
+            return None
+        folder = os.path.join(self._references, config.environment.replace("/", "@") or "_")
+        os.makedirs(folder, exist_ok=True)
+        return folder
+
     def plan(self, cells: list[Cell]) -> list[Cell]:
         """The cells as given: this machine measures each once per replicate."""
         return cells
@@ -123,7 +132,7 @@ class LocalExecutor:
             remaining = {c.key: c for c in cells}
             job = replace(_job(options, out_dir, config, index, cells,
                                hash((options.seed, index, 0)) & 0xFFFFFFFF, state), turns=True,
-                          references=self._references)
+                          references=self._references_for(config))
             env, name = _worker_env(options, config, environment, state)
             session.worker_started(config, index, len(cells))
             worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads),
@@ -171,7 +180,7 @@ class LocalExecutor:
         """Measure the ``held`` cells in a worker started in the other allocator state and give
         each held replicate those samples; where that fails, a warning says why instead."""
         job = replace(_job(options, out_dir, config, index, [cell for cell, _ in held.values()],
-                           hash((options.seed, index, OTHER)) & 0xFFFFFFFF, OTHER), references=self._references)
+                           hash((options.seed, index, OTHER)) & 0xFFFFFFFF, OTHER), references=self._references_for(config))
         env, name = _worker_env(options, config, environment, OTHER)
         log = out_dir / "logs" / f"{name}-p{index}-{OTHER}.log"
         worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads), log_path=log,
@@ -210,7 +219,7 @@ class LocalExecutor:
         while remaining:
             job_cells = list(remaining.values())
             job = replace(_job(options, out_dir, config, index, job_cells,
-                               hash((options.seed, index, attempt)) & 0xFFFFFFFF, state), references=self._references)
+                               hash((options.seed, index, attempt)) & 0xFFFFFFFF, state), references=self._references_for(config))
             env, name = _worker_env(options, config, environment, state)
             log = out_dir / "logs" / f"{name}-p{index}.log"
             session.worker_started(config, index, len(remaining))

@@ -44,10 +44,16 @@ def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
         raise UsageError(f"--against: git {args[0]} took over 120 s") from None
 
 
+_EXPORTED: dict[tuple[str, Path], tuple[Path, Path]] = {}
+
+
 def export(ref: str, where: Path | None = None) -> tuple[Path, Path]:
     """(the work tree's root, a temporary folder holding ``ref``'s files); ``UsageError`` in one
-    line where there is no git work tree or no such ref. The folder goes when the process ends."""
+    line where there is no git work tree or no such ref. The folder goes when the process ends;
+    a process exports each ref once (a pytest session's tests share it)."""
     where = (where or Path.cwd()).resolve()
+    if (ref, where) in _EXPORTED and _EXPORTED[(ref, where)][1].is_dir():
+        return _EXPORTED[(ref, where)]
     top = _git(["rev-parse", "--show-toplevel"], where)
     if top.returncode != 0:
         raise UsageError(f"--against {ref}: {where} is not in a git work tree")
@@ -67,6 +73,7 @@ def export(ref: str, where: Path | None = None) -> tuple[Path, Path]:
     with tarfile.open(archive) as tar:
         tar.extractall(tree, filter="data")  # the data filter: no links out, no devices
     archive.unlink()
+    _EXPORTED[(ref, where)] = root, tree
     return root, tree
 
 

@@ -53,7 +53,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
     try:
         settings = read(config.getoption)
-        if settings.compare is not None:
+        if settings.against is not None:
+            from ..host.against import export
+
+            export(settings.against)  # no git work tree, or no such ref: said before any test runs
+        elif settings.compare is not None:
             _check_baseline(settings)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None

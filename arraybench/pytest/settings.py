@@ -23,7 +23,8 @@ OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
                                     "cannot show a regression")),
     ("--arraybench-max-time", dict(metavar="SECONDS", help="seconds of sampling per cell "
                                    "(default: 1, as arraybench run)")),
-    ("--arraybench-compare", dict(metavar="last|last~N|RUN_ID", help="compare this session's run "
+    ("--arraybench-compare", dict(metavar="last|last~N|RUN_ID|git:REF", help="git:REF measures REF's code "
+                                  "beside this code in this session (like asv continuous); otherwise, compare this session's run "
                                   "with a stored run: the last one on this machine that measured "
                                   "any of the same cells, the N-th before it, or a run id")),
     ("--arraybench-fail-above", dict(metavar="PERCENT", help="fail the session on a significant "
@@ -81,12 +82,25 @@ class Settings:
             out["max_time"] = self.max_time
         if self.disable:
             out.update(DISABLED_RUN)
+        if self.against is not None:
+            out["against"] = self.against
         return out
+
+    @property
+    def against(self) -> str | None:
+        """The git ref of ``--arraybench-compare=git:REF``: measured beside this code, each test."""
+        if self.compare is not None and self.compare.startswith(GIT):
+            return self.compare[len(GIT):]
+        return None
 
     @property
     def store_choice(self) -> bool | str:
         """Where the run is stored and the baseline read: a location, or the default store."""
         return self.store if self.store is not None else True
+
+
+#: ``--arraybench-compare=git:REF``: the same session measures REF's code beside this code.
+GIT = "git:"
 
 
 def read(get: Callable[[str], Any]) -> Settings:
@@ -114,7 +128,11 @@ def read(get: Callable[[str], Any]) -> Settings:
         compare = compare.strip()
         from .baseline import check_choice
 
-        check_choice(compare)
+        if compare.startswith(GIT):
+            if not compare[len(GIT):].strip():
+                raise UsageError("--arraybench-compare=git:REF needs a ref, such as git:main or git:HEAD~1")
+        else:
+            check_choice(compare)
     settings = Settings(
         backends=backends,
         processes=None if counts is None else counts[0],

@@ -119,7 +119,8 @@ class Suite:
         return replace(first, environment={**first.environment, "run_id": uuid.uuid4().hex[:16]},
                        settings=settings, records=[r for run in self.runs for r in run.records],
                        complete=all(run.complete for run in self.runs),
-                       errors=[e for run in self.runs for e in run.errors])
+                       errors=[e for run in self.runs for e in run.errors],
+                       pairs=[p for run in self.runs for p in run.pairs])
 
     def finish(self) -> Outcome:
         """Compare (and gate) the session's run, then store it where asked."""
@@ -152,6 +153,9 @@ class Suite:
         from . import baseline
 
         choice, limit = self.settings.compare, self.settings.fail_above
+        if self.settings.against is not None:
+            self._compare_against(results, outcome)
+            return
         try:
             with open_store(self.settings.store, create=False) as store:
                 base, outcome.compared = baseline.find(store, choice, results)
@@ -168,6 +172,25 @@ class Suite:
                                               fail_option="--arraybench-fail-above",
                                               processes_option="--arraybench-processes",
                                               memory=self.settings.memory)
+
+    def _compare_against(self, results: "Results", outcome: Outcome) -> None:
+        """The gate of ``git:REF``: each test's cells were measured on both versions of the code,
+        side by side, and each pair has its verdict (``analysis.pairs``)."""
+        from ..analysis.pairs import against_regressions
+        from ..host.against import HERE
+
+        limit = self.settings.fail_above
+        slower, undecided = against_regressions(results.pairs, HERE, limit if limit is not None else 0.0)
+        outcome.compared = (f"measured beside {self.settings.compare} in this session: "
+                            f"{len(slower)} slower, {len(undecided)} undecided")
+        if limit is None:
+            return
+        for p in slower:
+            outcome.failures.append(f"{p.a_label} is {p.ratio:.2f}x the time of {p.b_label} (95% interval "
+                                    f"{p.ci_low:.2f}-{p.ci_high:.2f}), above --arraybench-fail-above {limit:.0%}")
+        if not any(p.a.endswith(f"[{HERE}]") != p.b.endswith(f"[{HERE}]") for p in results.pairs):
+            outcome.failures.append("no cell was measured on both sides of git:REF; "
+                                    "--arraybench-fail-above passes nothing unseen")
 
     def _store(self, results: "Results") -> str:
         """Store the run; where the store cannot take it, keep it in a results.json and say so."""

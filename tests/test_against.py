@@ -1,0 +1,82 @@
+"""The same-session baseline: ``run --against REF`` measures REF's code beside the work tree's."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from arraybench.errors import UsageError
+from arraybench.host import against
+
+from .conftest import run_cli
+
+WORKLOAD = '''from arraybench import workload
+import helper
+
+
+@workload(sizes={{"small": 100_000}})
+def planted(xp, x):
+    return helper.work(xp, x, {k})
+'''
+
+HELPER = '''def work(xp, x, k):
+    y = x
+    for _ in range(k):
+        y = xp.sqrt(xp.abs(y) + 1.0)
+    return y
+'''
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.email=a@b", "-c", "user.name=a", *args], cwd=repo, check=True,
+                   capture_output=True)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A git work tree whose committed helper does 1 step, and whose work tree's does 4."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "bench.py").write_text(WORKLOAD.format(k=1), encoding="utf-8")
+    (repo / "helper.py").write_text(HELPER, encoding="utf-8")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "base")
+    (repo / "bench.py").write_text(WORKLOAD.format(k=4), encoding="utf-8")
+    return repo
+
+
+def test_a_slowdown_in_the_work_tree_fails_the_gate_against_the_committed_code(repo: Path):
+    done = run_cli("run", "--workload-file", "bench.py", "--against", "HEAD", "--backends", "numpy",
+                   "--processes", "3", "--max-time", "0.3", "--allocator", "reused", "--no-store", "--no-plots",
+                   "--output-dir", str(repo / "out"), "--fail-above", "10%", "-q", cwd=repo)
+    assert done.returncode == 1, done.stderr
+    assert "NumPy CPU [here] is" in done.stderr and "the time of NumPy CPU [HEAD]" in done.stderr
+    data = json.loads((repo / "out" / "results.json").read_text())
+    [pair] = data["pairs"]
+    here_first = pair["a_label"].endswith("[here]")
+    ratio = pair["ratio"] if here_first else 1 / pair["ratio"]
+    # Four steps against one: the committed code ran in REF's workers, the work tree's in the others.
+    assert ratio > 2 and pair["verdict"] == ("slower" if here_first else "faster")
+    assert {r["environment"] for r in data["records"]} == {"HEAD", "here"}
+
+
+def test_against_outside_a_git_work_tree_or_with_no_such_ref_is_one_line(tmp_path: Path, repo: Path):
+    nowhere = tmp_path / "nowhere"
+    nowhere.mkdir()
+    with pytest.raises(UsageError, match="is not in a git work tree"):
+        against.export("HEAD", nowhere)
+    with pytest.raises(UsageError, match="no such commit, branch or tag"):
+        against.export("no-such-branch", repo)
+
+
+def test_a_refs_label_and_its_files_are_found_where_the_work_trees_are():
+    assert against.label_for("HEAD~1") == "HEAD-1" and against.label_for("origin/main") == "origin-main"
+    mapping = f"/work/tree{os.pathsep}/tmp/ref"
+    assert against.mapped("/work/tree/src/bench.py", mapping) == "/tmp/ref/src/bench.py"
+    assert against.mapped("/elsewhere/bench.py", mapping) == "/elsewhere/bench.py"
+    assert against.mapped("/work/treehouse/x.py", mapping) == "/work/treehouse/x.py"

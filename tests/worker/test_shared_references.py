@@ -1,0 +1,54 @@
+"""References computed once per run: what one worker writes, the next reads, and only its own."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from arraybench.model.cell import Cell
+from arraybench.worker.references import ReferenceCache
+from arraybench.worker.shared_references import SharedReferences, digest
+from arraybench.workloads import REGISTRY
+from arraybench.workloads.check import Noise
+from arraybench.workloads.inputs import make_inputs
+from arraybench.workloads.reference import Reference
+
+
+def test_a_reference_and_its_noise_read_back_as_written(tmp_path):
+    shared = SharedReferences(str(tmp_path))
+    one = Reference(np.arange(6.0).reshape(2, 3), 0.0, "", np.arange(6.0).reshape(2, 3) + 1e-16)
+    shared.store("a", one)
+    back = shared.load("a")
+    assert np.array_equal(back.value, one.value) and np.array_equal(back.plain, one.plain)
+    several = Reference((np.ones(3), np.zeros(2)), 1e-9, "finite differences")
+    shared.store("b", several)
+    back = shared.load("b")
+    assert isinstance(back.value, tuple) and len(back.value) == 2 and back.error == 1e-9 and back.plain is None
+    shared.store("c", Reference(2.5))
+    assert shared.load("c").value == 2.5
+    shared.store("d", Reference(["not", "arrays"]))  # kept by no file: each worker computes its own
+    assert shared.load("d") is None and not list(tmp_path.glob("d*"))
+    shared.store_noise("a", (Noise(1.0, 2.0, "inputs", 6), Noise(3.0, 4.0)))
+    assert shared.load_noise("a") == (True, (Noise(1.0, 2.0, "inputs", 6), Noise(3.0, 4.0)))
+    shared.store_noise("n", None)
+    assert shared.load_noise("n") == (True, None) and shared.load_noise("missing") == (False, None)
+
+
+def test_the_name_changes_with_the_inputs_not_only_the_cell():
+    key = ("sum", 10, "float64", "")
+    assert digest(key, (np.ones(10),)) == digest(key, (np.ones(10),))
+    assert digest(key, (np.ones(10),)) != digest(key, (np.ones(10) * 2,))
+    assert digest(key, (np.ones(10),)) != digest(("sum", 11, "float64", ""), (np.ones(10),))
+
+
+def test_a_second_worker_reads_the_reference_the_first_computed(tmp_path):
+    wl = REGISTRY["matmul"]
+    cell = Cell("matmul", "small", 64, "numpy", "cpu", "float64", "latency")
+    inputs = make_inputs(wl, cell.size, cell.dtype, 0, {}).arrays
+    first = ReferenceCache(str(tmp_path)).reference(wl, cell.size, cell.dtype, inputs)
+    assert len(list(tmp_path.glob("*.npz"))) == 1
+    # The file is what the second reads: planted, it is what the second gets.
+    [path] = tmp_path.glob("*.npz")
+    name = path.name[:-len(".npz")]
+    SharedReferences(str(tmp_path)).store(name, Reference(first.value * 0 + 7.0))
+    second = ReferenceCache(str(tmp_path)).reference(wl, cell.size, cell.dtype, inputs)
+    assert np.all(second.value == 7.0)
