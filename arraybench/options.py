@@ -47,7 +47,7 @@ class RunOptions:
     target_sample: float = 0.005
     warmup: float = 0.05
     threads: int | None = None
-    #: The C allocator's states timed on the CPU (issue 23, ``model/allocator``): "both" (the
+    #: The C allocator's states timed on the CPU (``model/allocator``): "both" (the
     #: headline with memory reused, large outputs again with fresh pages), or one of them alone,
     #: which is then the headline and costs no second worker.
     allocator: str = "both"
@@ -67,19 +67,19 @@ class RunOptions:
     #: for one workload (``--param jacobi_2d.tsteps=50``, which wins over the bare name): each
     #: becomes its workload's own type when the plan is built (``workloads.params.coerce``).
     params: dict[str, ParamValue] = field(default_factory=dict)
-    # -- issue 17: a run across a Ray cluster (``cluster.py``, ``executors/ray.py``) --
+    # -- a run across a Ray cluster (``cluster.py``, ``executors/ray.py``) --
     #: A Ray address ("auto", "ray://head:10001", "head:6379"); None: this machine only.
     cluster: str | None = None
     #: "every-node" (the whole plan on each node) or "any-node" (the plan split across nodes).
     on: str = "every-node"
     #: Only nodes whose Ray accelerator type is this ("H100").
     gpu_type: str | None = None
-    # -- issue 11: adaptive replication (``analysis.replication``) --
+    # -- adaptive replication (``analysis.replication``) --
     #: The most worker processes a cell may get: from ``processes`` up to this many, a cell gets
     #: another while its interval is wider than ``rel_ci`` and its budget allows. None: exactly
     #: ``processes`` (``--processes N``).
     max_processes: int | None = 6
-    # -- issue 27: builds side by side (``host/environments.py``) --
+    # -- builds side by side (``host/environments.py``) --
     #: ``--python LABEL=INTERPRETER``: each backend runs once per interpreter, in workers started
     #: with it. Empty: the workers run with this Python, as always.
     pythons: dict[str, str] = field(default_factory=dict)

@@ -75,16 +75,16 @@ class Session:
               reporter: Reporter | None = None, context: dict[str, str] | None = None,
               code: dict[str, str] | None = None) -> "Session":
         """A new run: writes the journal's header (the plan and this machine) into ``out_dir``.
-        ``context`` (free labels, issue 16) is saved in the environment, not in the options;
+        ``context`` (free labels) is saved in the environment, not in the options;
         ``code`` (each workload's fingerprint) in the header, for ``--resume`` to compare."""
         env = environment.collect(options.threads)
-        # The run's identity in the results store (issue 16): two runs started in the same second
+        # The run's identity in the results store: two runs started in the same second
         # with the same plan are two runs; --resume keeps it (the journal's environment).
         env["run_id"] = uuid.uuid4().hex[:16]
         if context:
             env["context"] = dict(context)
         described = environments.describe(options)
-        if described:  # issue 27: each environment's interpreter and variables, by label
+        if described:  # each environment's interpreter and variables, by label
             env["environments"] = described
         sink = Journal.create(out_dir, options, cells, env, code)
         return cls(RunState(cells, options), out_dir, sink, env, reporter)
@@ -225,7 +225,7 @@ class Session:
 
     def worker_started(self, config: Config, index: int, cells: int) -> None:
         """A worker starts on ``cells`` cells of ``config`` as their ``index``-th replicate."""
-        if config.environment:  # issue 27: the environment it runs in (given only where there is one)
+        if config.environment:  # the environment it runs in (given only where there is one)
             self.reporter.worker_started(config.backend, config.device, index, cells, environment=config.environment)
         else:
             self.reporter.worker_started(config.backend, config.device, index, cells)

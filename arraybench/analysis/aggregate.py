@@ -168,7 +168,7 @@ def _fill_footprint(rec: Record, timed: Sequence[Replicate]) -> None:
 
 def _fill_allocator(rec: Record, timed: Sequence[Replicate]) -> None:
     """The allocator state of the headline, and the other state's own median and interval, from
-    the same processes: two numbers side by side, never one mean (issue 23)."""
+    the same processes: two numbers side by side, never one mean."""
     held = {rep.allocator for rep in timed}
     rec.allocator = held.pop() if len(held) == 1 else ""  # mixed: a run resumed across versions
     other = [rep.other_allocator for rep in timed

@@ -2,7 +2,7 @@
 
 A process can run slow for its whole life (where its memory and threads landed, whether glibc
 hands it fresh pages), so samples from one process are not independent draws of the cell's time:
-pooling them, as arraybench once did, gives intervals that are too narrow (the issue 11 runs held
+pooling them, as arraybench once did, gives intervals that are too narrow (the runs that checked it held
 in 21 of 30 cells instead of ~95%). The model here is the two-level one the data have::
 
     log(median of process j) = mu + b_j + e_j

@@ -261,7 +261,7 @@ class Backend(abc.ABC):
         """
         return None
 
-    # -- in-place code (issue 14) ---------------------------------------------------------------
+    # -- in-place code ---------------------------------------------------------------
     #: Whether a call can change its input arrays in place (JAX arrays are immutable).
     mutable_arrays: ClassVar[bool] = True
 

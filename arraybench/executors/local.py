@@ -7,7 +7,7 @@ libraries timed at once would compete for the same cores.
 
 Every worker starts with glibc's malloc in a known state (``host/allocator``: freed memory kept);
 on the CPU, the replicates of cells whose outputs are large wait for one more worker of the same
-index, started with fresh pages, and carry its samples beside their own (issue 23).
+index, started with fresh pages, and carry its samples beside their own.
 
 A worker that crashes costs its current cell (``failed``, with the signal); a fresh worker goes on
 with the rest. A worker silent for longer than ``timeout`` is killed the same way. When the run is
@@ -159,9 +159,9 @@ class LocalExecutor:
 
         Workers start with glibc's malloc in the headline's allocator state (``model/allocator``).
         On the CPU, the replicates of cells whose outputs are large wait for one more worker,
-        started in the other state, whose samples they carry beside their own (issue 23).
+        started in the other state, whose samples they carry beside their own.
         """
-        # Each environment's workers start with its interpreter and variables (issue 27).
+        # Each environment's workers start with its interpreter and variables.
         environment = environments.find(options, config.environment)
         state = _state(options, environment)
         held: dict[str, tuple[Cell, Replicate]] | None = \

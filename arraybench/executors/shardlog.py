@@ -72,7 +72,7 @@ def restore(env: dict[str, Any], entries: list[dict[str, Any]], on: str) -> None
         if kind == "nodes" and isinstance(e.get("nodes"), dict):
             machines.update(e["nodes"])
         elif kind == "worker" and isinstance(e.get("info"), dict):
-            where = str(e.get("environment") or "")  # issue 27: the environment it ran in
+            where = str(e.get("environment") or "")  # the environment it ran in
             merge_worker_info(machines.setdefault(str(e.get("node")), {}), str(e.get("backend")),
                               str(e.get("device")), e["info"], where)
             if on == "any-node":

@@ -1,4 +1,4 @@
-"""Whether, and how, a worker's C allocator is started in a known state (issue 23).
+"""Whether, and how, a worker's C allocator is started in a known state.
 
 glibc reads ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_`` and ``MALLOC_ARENA_MAX`` once, at start-up, so the
 state is decided here, in the parent, and handed to the worker in its environment, as the thread

@@ -200,7 +200,7 @@ def collect(threads: int | None = None) -> dict[str, Any]:
         "libraries": library_versions(),
         "threads_requested": threads,
         "thread_env": {k: os.environ[k] for k in _THREAD_VARS if k in os.environ},
-        # issue 11: every variable that changes kernels, threads or precision (``knobs``)
+        # every variable that changes kernels, threads or precision (``knobs``)
         "kernel_env": knobs.recorded(os.environ),
         "fingerprint": fp,
         "machine_id": machine_id(fp),

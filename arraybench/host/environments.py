@@ -1,5 +1,5 @@
 """Environments: the interpreters (``--python``) and variables (``--variant``) a run's backends run
-under, side by side in one run (issue 27).
+under, side by side in one run.
 
 An environment is one more dimension of a cell, beside the backend and the device: each backend
 runs once per environment, in worker processes started with that interpreter and those variables,

@@ -1,5 +1,5 @@
 """The environment variables that change which kernels a library runs, on how many threads, and in
-what precision: the one list of them (issue 11; GPU variables belong here too).
+what precision: the one list of them (GPU variables belong here too).
 
 ``OPENBLAS_CORETYPE=Haswell`` makes OpenBLAS run its Haswell kernels on a CPU with AVX-512 (a 2.2x
 slower matmul, measured); ``MKL_ENABLE_INSTRUCTIONS`` and ``MKL_CBWR`` cap or pin MKL's code path;

@@ -1,4 +1,4 @@
-"""The C allocator's two states a large-output cell is measured in, as plain data (issue 23).
+"""The C allocator's two states a large-output cell is measured in, as plain data.
 
 glibc's malloc serves a request of 128 KiB or more with ``mmap`` and hands it back to the kernel
 when it is freed, unless an earlier free raised its *dynamic* threshold; so the same call either

@@ -68,14 +68,14 @@ class Cell:
     dtype: Dtype
     mode: Mode
     transfer: bool = False
-    # -- issue 17: cluster runs --
+    # -- cluster runs --
     #: The node that must measure it (an every-node cluster run); "" for any machine.
     machine: str = ""
-    # -- issue 14 --
+    # -- a workload's params --
     #: The workload's settings at this size (``workloads/params.py``); part of the cell's identity.
     #: Not hashed (a dict); cells are told apart by ``key``.
     params: dict[str, ParamValue] = field(default_factory=dict, hash=False)
-    # -- issue 27 --
+    # -- environments (--python, --variant) --
     #: The environment it runs in (``host/environments.py``: an interpreter, variables); "" for
     #: the run's own (a run without ``--python`` or ``--variant``).
     environment: str = ""

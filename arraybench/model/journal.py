@@ -82,7 +82,7 @@ class JournalSink(Protocol):
         """One replicate of the cell ``key``, as its ``index``-th."""
 
     def unavailable(self, backend: str, device: str, reason: str, environment: str = "") -> None:
-        """A library or device that cannot run here (in ``environment``, issue 27)."""
+        """A library or device that cannot run here (in ``environment``)."""
 
     def worker(self, backend: str, device: str, index: int, info: dict[str, Any],
                pid: int | None = None, environment: str = "") -> None:

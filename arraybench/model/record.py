@@ -63,7 +63,7 @@ class Record:
     compile_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
     output_errors: list[float | None] = field(default_factory=list, metadata=_NON_NEGATIVE)
     output_names: list[str] = field(default_factory=list)
-    # -- GPU (issue 15) --
+    # -- GPU --
     #: The reduced precision float32 matmuls ran in ("tf32", with --allow-tf32 on a GPU that has
     #: it), which the check's tolerance then used; "" for the dtype's own precision.
     reduced_precision: str = ""
@@ -75,7 +75,7 @@ class Record:
     machine: str = ""
     #: What each worker process measured; the statistics above are derived from these.
     replicates: list[Replicate] = field(default_factory=list)
-    # -- issue 11: the interval's unit, why replication stopped, what the processes used --
+    # -- the interval's unit, why replication stopped, what the processes used --
     #: How the interval was computed ("t over 6 processes' medians (log scale)").
     ci_method: str = ""
     #: Why the cell got no more processes (``analysis.replication``): "converged", "budget",
@@ -85,18 +85,18 @@ class Record:
     usage: Usage | None = None
     #: Whether other processes loaded the machine during its samples (None: not measured).
     busy: bool | None = None
-    # -- issue 14 --
+    # -- a workload's params --
     #: The workload's settings (time steps, a mode's name): part of the cell, like the size.
     params: dict[str, ParamValue] = field(default_factory=dict)
-    # -- issue 27 --
+    # -- environments (--python, --variant) --
     #: The environment it ran in (``--python``, ``--variant``): part of the cell. "" for the run's
     #: own; ``Results.environment["environments"][label]`` says its interpreter and variables,
     #: ``environment["backends"]["numpy/cpu[label]"]`` the versions and BLAS its workers ran.
     environment: str = ""
-    # -- issue 23: the C allocator's state, controlled (``model/allocator``) --
+    # -- the C allocator's state, controlled (``model/allocator``) --
     #: The state of glibc's malloc the headline was measured in ("reused": freed memory kept for
     #: the next call); "" where it was not controlled (another allocator, the user's own settings,
-    #: a run from before issue 23): its processes then landed in either state by accident.
+    #: a run from before the allocator was controlled): its processes then landed in either state by accident.
     allocator: str = ""
     #: The same cell in the other state ("fresh": pages from the kernel every call), measured in
     #: the same processes where its outputs are large; its median and 95% interval over the

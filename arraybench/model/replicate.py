@@ -57,26 +57,26 @@ class Replicate:
     #: Per output, when the workload returns several.
     output_errors: list[float | None] = field(default_factory=list, metadata=_NON_NEGATIVE)
     output_names: list[str] = field(default_factory=list)
-    # -- GPU (issue 15) --
+    # -- GPU --
     #: The reduced precision float32 matmuls ran in ("tf32"); "" for the dtype's own.
     reduced_precision: str = ""
     #: The GPU's clocks, temperature, power and throttling before and after the cell
     #: (``gpu_health``), or ``{"unavailable": why}``; None on the CPU.
     gpu_health: dict[str, Any] | None = None
-    # -- issue 17: cluster runs --
+    # -- cluster runs --
     #: The node that measured it, in a cluster run (``environment["machines"]`` describes it).
     machine: str = ""
-    # -- issue 11: what the process used around its samples, and the machine's load meanwhile --
+    # -- what the process used around its samples, and the machine's load meanwhile --
     usage: Usage | None = None
-    # -- issue 14: inputs the workload changes in place --
+    # -- inputs the workload changes in place --
     #: Inputs restored before every timed call, outside the timer (``mutates=``, or found changed).
     restored: list[str] = field(default_factory=list)
     #: Restoring before every call: the clock reads per call the timer subtracted, in seconds.
     restore_overhead_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    # -- issue 23: the C allocator's state (``allocator``) --
+    # -- the C allocator's state (``allocator``) --
     #: The state glibc's malloc was held in while ``samples_s`` were taken: "reused" (freed memory
     #: kept for the next call), "fresh" (returned to the kernel); "" where it was not controlled
-    #: (not glibc, the user's own allocator settings, or a run from before issue 23).
+    #: (not glibc, the user's own allocator settings, or an older run).
     allocator: str = ""
     #: The same cell in the other state, measured by a process started in it, where its outputs
     #: are large enough for the state to matter (``allocator.LARGE_OUTPUT_BYTES``); None where it

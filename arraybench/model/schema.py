@@ -15,7 +15,7 @@ Point(x=1, tags=['a'])
 >>> from_json(Point, {"x": "1"})
 Traceback (most recent call last):
 ...
-arraybench.schema.SchemaError: x: expected a number, got str
+arraybench.model.schema.SchemaError: x: expected a number, got str
 """
 
 from __future__ import annotations

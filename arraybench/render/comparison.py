@@ -29,7 +29,7 @@ class DisplayedComparison(Comparison):
     table as text (``table()``, ``str()``), one line as its ``repr``, and ``to_dataframe()``.
 
     >>> c = new.compare(base)        # doctest: +SKIP
-    >>> c                            # doctest: +SKIP   (in Jupyter: the table)
+    >>> c                            # doctest: +SKIP
     """
 
     @classmethod

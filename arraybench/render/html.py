@@ -247,7 +247,7 @@ def _row(r: Record, *, is_best: bool, base: Record | None, ceilings: Mapping[tup
               "speedup": _v(1 / ratio if ratio else None), "share": _v(share),
               "first_call": _v(r.first_call_s), "error": _v(r.max_rel_error),
               "peak": _v(r.peak_bytes if valid else None), "energy": _v(r.energy_j if valid else None)},
-        # issue 11: what the processes used, and whether the machine was busy
+        # what the processes used, and whether the machine was busy
         "used": usage_lines(r), "used_title": usage_title(r.usage),
         "refs": refs,
     }

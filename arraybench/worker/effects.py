@@ -233,7 +233,7 @@ def dtype_of(backend: "Backend", x: Any) -> str | None:
 
 def output_bytes(result: Any) -> int:
     """The bytes of a call's result (an array, or tuples and lists of them): what each call asks
-    the allocator for at least (issue 23: large outputs make its state matter)."""
+    the allocator for at least (large outputs make its state matter)."""
     if isinstance(result, (tuple, list)):
         return sum(output_bytes(r) for r in result)
     return int(getattr(result, "nbytes", 0) or 0)

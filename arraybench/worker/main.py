@@ -170,7 +170,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     shuffler.shuffle(order)
     batch: list = []
     batch_bytes = 0
-    # Counted around each sample, attributed to the cell sampled (issue 11: the reason behind a time).
+    # Counted around each sample, attributed to the cell sampled (the reason behind a time).
     counters = SampleCounters(len(cells))
     runs: list = []
 

@@ -91,14 +91,14 @@ class Workload:
     outputs: tuple[str, ...] | None = None
     #: The namespace an override asked for, by backend (default: the workload's ``namespace``).
     override_namespaces: dict[str, Namespace] = field(default_factory=dict)
-    # -- issue 14: in-place code and settings --
+    # -- in-place code and settings --
     #: Inputs the function changes in place (by parameter name; "*" for all): restored before
     #: every call, outside the timed span.
     mutates: tuple[str, ...] = ()
     #: Settings (Python scalars and strings) passed by keyword: a dict or ``n -> dict``, over the
     #: function's own keyword defaults (``workloads/params.py``).
     params: ParamsSpec = None
-    # -- issue 23: gradients on equal terms --
+    # -- gradients on equal terms --
     #: For ``grad=True``: the workload's own gradient by backend (``@wl.gradient("numpy")``),
     #: timed as written instead of differentiating the loss.
     gradients: dict[str, ArrayFn] = field(default_factory=dict)
