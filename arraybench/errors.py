@@ -120,19 +120,6 @@ def spell(name: str, value: Any = None) -> str:
     return f"{name}={'True' if value is None else value}"
 
 
-def resume_command(out: Any) -> str:
-    """How the caller continues the run in ``out``: ``arraybench run --resume OUT`` or
-    ``arraybench.resume('OUT')``; with the trust it needs where the run could not be sealed
-    (an unwritable data folder), which a plain ``--resume`` would refuse."""
-    from .workloads.trust import unsealed_note
-
-    note = unsealed_note(out)
-    if from_command_line():
-        return f"arraybench run --resume {out}{note}"
-    return (f"arraybench.resume({str(out)!r}" + (", trust_folder=True)" + note.replace(" --trust-folder", "", 1)
-                                                  if note else ")"))
-
-
 class UsageError(Exception):
     """Bad input from the user: an option, a size, a file. Exit status 2; the message is one line."""
 

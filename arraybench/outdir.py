@@ -29,7 +29,7 @@ import warnings
 from pathlib import Path
 from types import TracebackType
 
-from .errors import UsageError, one_line, option_name, resume_command, spell
+from .errors import UsageError, one_line, option_name, spell, from_command_line
 from .files import kind, new_beside
 from .model.journal import JOURNAL_NAME
 
@@ -448,3 +448,39 @@ def _nothing_journalled(path: Path) -> bool:
             return b"\n" not in f.read(1 << 20)
     except OSError:
         return False
+
+
+def unsealed_note(out: str | os.PathLike[str]) -> str:
+    """Where the run in ``out`` needs trust to resume (workload files, pickled workloads,
+    interpreters or variables) but was not sealed as this user's (no private data folder to keep
+    the key in), the flag its ``--resume`` needs and why, as said after the command; else ""."""
+    from .model.untrusted import loads
+    from .workloads.trust import key_path
+
+    try:
+        with open(os.path.join(out, JOURNAL_NAME), "rb") as f:
+            header = loads(f.readline(1 << 22).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return ""
+    if not isinstance(header, dict) or "seal" in header or not isinstance(header.get("options"), dict):
+        return ""
+    options = header["options"]
+    if not any(options.get(k) for k in ("workload_files", "shipped_workloads", "pythons", "variants")):
+        return ""
+    try:
+        where = str(key_path().parent)
+    except (RuntimeError, OSError):
+        where = "your data folder"
+    return (f" --trust-folder (the run could not be sealed as yours: {where} cannot keep "
+            "arraybench's key, so without it the code the run names is not run)")
+
+
+def resume_command(out: "str | os.PathLike[str]") -> str:
+    """How the caller continues the run in ``out``: ``arraybench run --resume OUT`` or
+    ``arraybench.resume('OUT')``; with the trust it needs where the run could not be sealed
+    (an unwritable data folder), which a plain ``--resume`` would refuse."""
+    note = unsealed_note(out)
+    if from_command_line():
+        return f"arraybench run --resume {out}{note}"
+    return (f"arraybench.resume({str(out)!r}" + (", trust_folder=True)" + note.replace(" --trust-folder", "", 1)
+                                                  if note else ")"))

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import difflib
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from . import backends
 from .host import environments
-from .model import schema
 from .errors import UsageError
-from .model.cell import Cell, cell_key  # noqa: F401  (the plan's cells)
+from .model.cell import Cell
 from .options import RunOptions, parse_size
-from .workloads.params import ParamValue, aimed, coerce, text as params_text
+from .workloads.definition import Workload
+from .workloads.userfile import LoadedFiles
+from .workloads.params import ParamValue, aimed, coerce
 
 
 def _settings(wl: Any, size: int, given: dict[str, ParamValue]) -> dict[str, ParamValue]:
@@ -143,3 +144,18 @@ def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
                                       environment=env))
     # "small,100" (when small is 100) or "1e2,100" name one cell twice; measure it once.
     return list({c.key: c for c in cells}.values())
+
+
+@dataclass
+class Plan:
+    """A checked run, before anything is measured or written: its options and cells, and the
+    workload files as they loaded (a file that did not load costs only its own workloads)."""
+
+    options: RunOptions
+    cells: list[Cell]
+    files: LoadedFiles
+    #: Workloads defined in Python (a notebook) that the workers receive by value.
+    shipped: list[Workload]
+    #: ``shipped`` as pickled for the workers (checked when planning: one that cannot be pickled
+    #: is refused before the output folder exists); None: packed when the run starts.
+    packed: bytes | None = None

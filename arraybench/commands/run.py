@@ -16,7 +16,8 @@ from pathlib import Path
 from rich.console import Console
 
 from .. import api
-from ..errors import UsageError, resume_command
+from ..errors import UsageError
+from ..outdir import resume_command
 from ..model.journal import JOURNAL_NAME, JournalState
 from ..model.journal import read as read_journal
 from ..backends import SPECS

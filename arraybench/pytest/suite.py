@@ -148,7 +148,7 @@ class Suite:
 
     def _compare(self, results: "Results", outcome: Outcome) -> None:
         from .. import api
-        from ..commands.compare import gate_failures
+        from ..analysis.gate import gate_failures
         from ..store import open_store
         from . import baseline
 

@@ -33,7 +33,7 @@ KEY_NAME = "folder.key"
 _KEY_BYTES = 32
 
 
-def _key_path() -> Path:
+def key_path() -> Path:
     import platformdirs  # the store's data folder (``store.location``), named without importing it
 
     return Path(platformdirs.user_data_dir("arraybench", appauthor=False)) / KEY_NAME
@@ -61,7 +61,7 @@ def _key(create: bool) -> bytes | None:
     """This user's sealing key; made on first use when ``create``. None where there is no private
     data folder to keep it in (then nothing is sealed, and resuming asks to name the files)."""
     try:
-        path = _key_path()
+        path = key_path()
     except (RuntimeError, OSError):  # no home folder
         return None
     key = _read_key(path)
@@ -171,28 +171,3 @@ def _quoted(text: str) -> str:
     import shlex
 
     return shlex.quote(text)
-
-
-def unsealed_note(out: str | os.PathLike[str]) -> str:
-    """Where the run in ``out`` needs trust to resume (workload files, pickled workloads,
-    interpreters or variables) but was not sealed as this user's (no private data folder to keep
-    the key in), the flag its ``--resume`` needs and why, as said after the command; else ""."""
-    from ..model.journal import JOURNAL_NAME
-    from ..model.untrusted import loads
-
-    try:
-        with open(os.path.join(out, JOURNAL_NAME), "rb") as f:
-            header = loads(f.readline(1 << 22).decode("utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return ""
-    if not isinstance(header, dict) or "seal" in header or not isinstance(header.get("options"), dict):
-        return ""
-    options = header["options"]
-    if not any(options.get(k) for k in ("workload_files", "shipped_workloads", "pythons", "variants")):
-        return ""
-    try:
-        where = str(_key_path().parent)
-    except (RuntimeError, OSError):
-        where = "your data folder"
-    return (f" --trust-folder (the run could not be sealed as yours: {where} cannot keep "
-            "arraybench's key, so without it the code the run names is not run)")
