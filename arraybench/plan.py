@@ -21,7 +21,7 @@ from .workloads.userfile import LoadedFiles
 from .workloads.params import ParamValue, aimed, coerce
 
 
-def _settings(wl: Any, size: int, given: dict[str, ParamValue]) -> dict[str, ParamValue]:
+def _params(wl: Any, size: int, given: dict[str, ParamValue]) -> dict[str, ParamValue]:
     """A workload's settings at a size, the run's ``--param`` values over its own (one aimed at
     this workload, ``WL.NAME``, over one for every workload); a ``params=`` that fails, or a
     value of the wrong type, is a usage error, said in one line."""
@@ -117,7 +117,7 @@ def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
             else:
                 n = parse_size(s)
                 label = next((k for k, v in wl.sizes.items() if v == n), str(n))
-            params = _settings(wl, n, options.params)
+            params = _params(wl, n, options.params)
             settings_of.setdefault(wname, set()).update(params)
             for bname in options.backends:
                 for dev in options.devices:

@@ -22,7 +22,7 @@ from .analysis.replication import timer_settings
 from .errors import SaveError
 from .analysis.pairs import pairs_of
 from .model.cell import Config
-from .host import environment, environments
+from .host import machine, environments
 from .model.journal import Journal, JournalSink, JournalState
 from .model.record import Record
 from .model.replicate import Replicate
@@ -77,7 +77,7 @@ class Session:
         """A new run: writes the journal's header (the plan and this machine) into ``out_dir``.
         ``context`` (free labels) is saved in the environment, not in the options;
         ``code`` (each workload's fingerprint) in the header, for ``--resume`` to compare."""
-        env = environment.collect(options.threads)
+        env = machine.collect(options.threads)
         # The run's identity in the results store: two runs started in the same second
         # with the same plan are two runs; --resume keeps it (the journal's environment).
         env["run_id"] = uuid.uuid4().hex[:16]
@@ -94,9 +94,9 @@ class Session:
                reporter: Reporter | None = None) -> "Session":
         """Go on with the run journalled in ``out_dir`` (as read under its lock): appends to its
         journal."""
-        env = journalled.environment or environment.collect(journalled.options.threads)
+        env = journalled.environment or machine.collect(journalled.options.threads)
         for (b, d, e), info in journalled.worker_info.items():
-            environment.merge_worker_info(env, b, d, info, e)
+            machine.merge_worker_info(env, b, d, info, e)
         return cls(RunState.of(journalled), out_dir, Journal.reopen(out_dir), env, reporter)
 
     @property
@@ -233,9 +233,9 @@ class Session:
     def worker_ready(self, config: Config, index: int, info: dict[str, Any], pid: int | None) -> None:
         """A worker imported its library and reported what it sees (BLAS, threads, device)."""
         self.sink.worker(config.backend, config.device, index, info, pid=pid, environment=config.environment)
-        environment.merge_worker_info(self.environment, config.backend, config.device, info, config.environment)
+        machine.merge_worker_info(self.environment, config.backend, config.device, info, config.environment)
 
-    def store(self, cell: Cell, index: int, replicate: Replicate) -> None:
+    def keep(self, cell: Cell, index: int, replicate: Replicate) -> None:
         """Journal one replicate the moment it arrives (a ``SaveError`` if it cannot be: then it is
         not counted either, so the records never hold what the journal lacks)."""
         before = self.wanted(cell)

@@ -51,7 +51,7 @@ def results(records: Sequence[Record], **environment: Any) -> Results:
 
 def fingerprint(host: str = "host-a", cpu: str = "Test CPU 9000", os_release: str = "Linux 6.1",
                 driver: str | None = None) -> dict[str, Any]:
-    """A machine's fingerprint as ``environment.fingerprint`` gives it (the host already hashed)."""
+    """A machine's fingerprint as ``machine.fingerprint`` gives it (the host already hashed)."""
     return {"cpu_model": cpu, "cpu_isa": ["avx2"], "cpu_flags_sha": "f00", "cpu_count": 4,
             "cpu_physical_cores": 2, "memory_gib": 16.0,
             "gpus": [] if driver is None else [{"name": "Test GPU", "driver": driver}],
@@ -63,11 +63,11 @@ def timed_run(day: int, *, torch: str = "2.5.0", numpy_s: float = 1e-3, torch_s:
               context: dict | None = None, complete: bool = True) -> Results:
     """A run of matmul small on NumPy and PyTorch, started on ``day`` of January 2026, on the machine
     ``host``: what the store and history are fed in tests."""
-    from arraybench.host import environment
+    from arraybench.host import machine
 
     fp = fingerprint(host=host, os_release=os_release)
     env = {"timestamp": f"2026-01-{day:02d}T00:00:00+00:00", "fingerprint": fp,
-           "machine_id": environment.machine_id(fp), "python": "3.11.7",
+           "machine_id": machine.machine_id(fp), "python": "3.11.7",
            "libraries": {"numpy": "2.0.0", "torch": torch}, "context": dict(context or {})}
     res = results([record("matmul", "numpy", samples=spread(numpy_s, width=width), replicates=3),
                    record("matmul", "torch", samples=spread(torch_s, width=width), replicates=3)], **env)

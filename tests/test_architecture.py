@@ -253,3 +253,16 @@ def test_the_numeric_helpers_are_a_leaf_and_backends_never_reach_into_the_worker
                 f"{name} imports {sorted(found)}"
         if name.startswith("arraybench.backends"):
             assert not {m for m in found if m.startswith("arraybench.worker")}, f"{name} imports {sorted(found)}"
+
+
+def test_one_word_per_idea():
+    """The words of docs/architecture.md keep one meaning each: ``machine`` for this host's facts
+    (``environment`` is a --python/--variant build), ``store`` for the results store alone."""
+    modules = _modules()
+    assert "arraybench.host.machine" in modules and "arraybench.host.environment" not in modules
+    for name, path in modules.items():
+        if name.startswith("arraybench.store"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        defined = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        assert "store" not in defined, f"{name} defines store(): the word is the results store's"

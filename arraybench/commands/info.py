@@ -56,12 +56,12 @@ def _redacted(value: object) -> object:
 def main(args: argparse.Namespace) -> int:
     if getattr(args, "cluster", None):
         return cluster_main(args)
-    from ..host import environment
+    from ..host import machine
     from ..executors.probe import probe_backends
     from ..render.machine_info import print_info
     from ..render.terminal import stdout_console
 
-    env = environment.collect()
+    env = machine.collect()
     backends_state = probe_backends()
     defaults = project_defaults(getattr(args, "project", None))
     if args.json:

@@ -59,7 +59,7 @@ class RunHandle(Protocol):
     def worker_ready(self, config: Config, index: int, info: dict[str, Any], pid: int | None) -> None:
         """A worker imported its library and said what it sees (journalled)."""
 
-    def store(self, cell: Cell, index: int, replicate: Replicate) -> None:
+    def keep(self, cell: Cell, index: int, replicate: Replicate) -> None:
         """One replicate came home: journalled at once (``SaveError`` if it cannot be)."""
 
     def mark_unavailable(self, config: Config, reason: str) -> None:

@@ -102,9 +102,9 @@ def run_doctor(names: Iterable[str], devices: Iterable[str], timeout: float = TI
 
 def header() -> str:
     """The machine and library versions, so that pasted output says where it came from."""
-    from ..host import environment
+    from ..host import machine
 
-    env = environment.collect()
+    env = machine.collect()
     libs = ", ".join(f"{k} {v}" for k, v in env["libraries"].items()
                      if v and k in (*backends.SPECS, "jaxlib", "numba", "jax-metal"))
     gpus = "; ".join(g["name"] for g in env["gpus"]) or "none found"

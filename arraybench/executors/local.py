@@ -150,7 +150,7 @@ class LocalExecutor:
         finally:
             for held in helds.values():
                 for cell, replicate in held.values():
-                    session.store(cell, index, replicate)
+                    session.keep(cell, index, replicate)
         return [config for config in order if config in left]
 
     def _run_worker(self, session: RunHandle, options: RunOptions, out_dir: Path, config: Config,
@@ -172,7 +172,7 @@ class LocalExecutor:
                 self._other_state(session, options, out_dir, config, environment, index, held)
         finally:
             for cell, replicate in (held or {}).values():
-                session.store(cell, index, replicate)
+                session.keep(cell, index, replicate)
 
     def _other_state(self, session: RunHandle, options: RunOptions, out_dir: Path, config: Config,
                      environment: environments.Environment, index: int,
@@ -248,7 +248,7 @@ class LocalExecutor:
                     return
                 cell = blamed(exc.cell)
                 if cell is not None:
-                    session.store(remaining.pop(cell.key), index, Replicate.ended(
+                    session.keep(remaining.pop(cell.key), index, Replicate.ended(
                         "failed", f"timed out after {timeout:g} s without progress (--timeout)"))
             except WorkerExited as exc:
                 if not listener.ready:
@@ -258,12 +258,12 @@ class LocalExecutor:
                     return
                 cell = blamed(worker.current_cell())
                 if cell is not None:
-                    session.store(remaining.pop(cell.key), index,
+                    session.keep(remaining.pop(cell.key), index,
                                   Replicate.ended("failed", f"worker crashed: {exc}"))
                 elif remaining and attempt >= 1:
                     # Died outside any cell, twice: do not loop forever on a worker that cannot go on.
                     for c in list(remaining.values()):
-                        session.store(remaining.pop(c.key), index,
+                        session.keep(remaining.pop(c.key), index,
                                       Replicate.ended("failed", f"worker crashed: {exc}"))
             except BaseException:
                 worker.kill()  # a journal that cannot be written, say: no worker outlives the run
@@ -346,7 +346,7 @@ class _Listener:
     def fail(self, cell: Cell, reason: str) -> None:
         """Answer ``cell`` with a failed replicate saying ``reason``."""
         self.remaining.pop(cell.key, None)
-        self.session.store(cell, self.index, Replicate.ended("failed", reason))
+        self.session.keep(cell, self.index, Replicate.ended("failed", reason))
 
     def handle(self, msg: Message) -> bool:
         """Act on one message; True when the worker's configuration turned out unavailable."""
@@ -363,7 +363,7 @@ class _Listener:
             if self.held is not None and wants_other_state(msg.replicate):
                 self.held[msg.key] = (cell, msg.replicate)  # stored once the other state is measured
             else:
-                self.session.store(cell, self.index, msg.replicate)
+                self.session.keep(cell, self.index, msg.replicate)
         return False
 
 

@@ -42,7 +42,7 @@ from ray.exceptions import GetTimeoutError, RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..files import write_atomic
-from ..host import environment
+from ..host import machine
 from .cluster import (NAME_LABEL, Node, Shard, differences, every_node_cells, identity, is_free,
                       labels, select, shards)
 from ..errors import UsageError, from_command_line, one_line
@@ -215,7 +215,7 @@ class RayExecutor:
         self.options = options
         self.nodes = nodes
         self.node_wait = node_wait
-        self._driver = environment.collect(options.threads)
+        self._driver = machine.collect(options.threads)
         self._head = _HeadWatch(head)
         #: Set when the head was lost: nothing more may be asked of Ray (each call would hang).
         self.head_lost = False
@@ -229,7 +229,7 @@ class RayExecutor:
         head = connect(options.cluster)
         try:
             nodes = select(discover(options.threads), options.gpu_type)
-            mine = environment.arraybench_version()
+            mine = machine.arraybench_version()
             other = [f"{n.label} has {n.environment.get('arraybench')}" for n in nodes
                      if n.environment.get("arraybench") != mine]
             if other:
@@ -437,9 +437,9 @@ class RayExecutor:
             info = e.get("info") if isinstance(e.get("info"), dict) else {}
             env = str(e.get("environment") or "")
             machines = session.environment.setdefault("machines", {})
-            environment.merge_worker_info(machines.setdefault(label, {}), e["backend"], e["device"], info, env)
+            machine.merge_worker_info(machines.setdefault(label, {}), e["backend"], e["device"], info, env)
             if self.options.on == "any-node":
-                environment.merge_worker_info(session.environment, e["backend"], e["device"], info, env)
+                machine.merge_worker_info(session.environment, e["backend"], e["device"], info, env)
             log.write({"type": "worker", "node": label, "backend": e["backend"], "device": e["device"],
                        "environment": env, "index": e.get("index"), "info": info})
         elif kind == "replicate":
@@ -452,7 +452,7 @@ class RayExecutor:
             except SchemaError as exc:
                 rep = Replicate.ended("failed", f"node {label} sent a malformed measurement ({exc})")
             rep.machine = label
-            session.store(cell, index, rep)
+            session.keep(cell, index, rep)
         elif kind == "unavailable":
             reason = str(e.get("reason", "unavailable"))
             if self.options.on == "any-node" and not reason.startswith(f"node {label}:"):
@@ -463,7 +463,7 @@ class RayExecutor:
                     for i in session.missing_indices(cell):
                         rep = Replicate.ended("skipped", reason)
                         rep.machine = label
-                        session.store(cell, i, rep)
+                        session.keep(cell, i, rep)
         elif kind == "ended":
             f.ended = True
             f.outcome = str(e.get("outcome"))
@@ -480,7 +480,7 @@ class RayExecutor:
                     for i in session.missing_indices(cell):
                         rep = Replicate.ended("failed", f"the node agent on {label} failed: {reason}")
                         rep.machine = label
-                        session.store(cell, i, rep)
+                        session.keep(cell, i, rep)
 
     def _head_lost(self, session: RunHandle, flights: dict[str, _Flight], queues: dict[str, deque[Shard]],
                    log: ShardLog) -> None:

@@ -35,7 +35,7 @@ import ray
 
 from ..errors import command_line
 from ..files import write_atomic, write_bytes_atomic
-from ..host import environment
+from ..host import machine
 from ..model.replicate import Replicate
 from ..options import RunOptions
 from ..model.cell import Cell
@@ -79,9 +79,9 @@ def restore_node_environ() -> None:
 
 @ray.remote(num_cpus=0)
 def node_environment(threads: int | None) -> dict[str, Any]:
-    """``environment.collect()`` on the node this task is placed on."""
+    """``machine.collect()`` on the node this task is placed on."""
     restore_node_environ()
-    return environment.collect(threads)
+    return machine.collect(threads)
 
 
 class _QueueSink:

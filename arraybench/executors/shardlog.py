@@ -63,7 +63,7 @@ def restore(env: dict[str, Any], entries: list[dict[str, Any]], on: str) -> None
     """Fold a shard log into a run's environment: each node's environment and its workers'
     reports under ``machines``, the shards under ``cluster["shards"]``; for an any-node run (its
     nodes are one machine) the nodes' environment at the top, in place of the driver's."""
-    from ..host.environment import merge_worker_info
+    from ..host.machine import merge_worker_info
 
     machines = env.setdefault("machines", {})
     shards = []

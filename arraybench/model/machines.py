@@ -1,6 +1,6 @@
 """Which machine measured what: a run's machines, their identities, and what changed on one of them.
 
-Every run's environment holds ``fingerprint`` and ``machine_id`` (``environment.collect``). A run's
+Every run's environment holds ``fingerprint`` and ``machine_id`` (``machine.collect``). A run's
 own records have ``Record.machine == ""``; results that hold several machines (``merge``, a cluster
 run) label each record with its machine, and ``environment["machines"][label]`` is that machine's
 whole environment. Records of different machines are never compared silently: ``check_same_machine``
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..host import environment
+from ..host import machine
 from ..errors import UsageError
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def machine_id_of(env: Mapping[str, Any]) -> str:
     if isinstance(saved, str) and saved:
         return saved
     fp = env.get("fingerprint")
-    return environment.machine_id(fp) if isinstance(fp, dict) else ""
+    return machine.machine_id(fp) if isinstance(fp, dict) else ""
 
 
 def machines_of(results: "Results") -> dict[str, Mapping[str, Any]]:

@@ -13,7 +13,7 @@ import re
 from dataclasses import replace
 from typing import Sequence
 
-from ..host.environment import arraybench_version
+from ..host.machine import arraybench_version
 from ..errors import UsageError
 from .machines import describe, machine_id_of, machines_of
 from .results import Results

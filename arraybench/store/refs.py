@@ -65,9 +65,9 @@ def stored_results(store: "Store", ref: str, machine: str | None = None) -> "Res
 
 def this_machine() -> str:
     """This machine's id, as its runs are stored under."""
-    from ..host import environment
+    from ..host import machine
 
-    return environment.machine_id(environment.fingerprint(environment.gpus()))
+    return machine.machine_id(machine.fingerprint(machine.gpus()))
 
 
 def load_run(given: "str | os.PathLike[str]", location: "str | os.PathLike[str] | None" = None) -> "Results":

@@ -47,7 +47,7 @@ class ReferenceCache:
                 extended = extended_allowed(inputs, _declared_flops(wl, size, params))
                 found = single_threaded(lambda: reference_result(wl, inputs, params, extended))
                 if name:
-                    self._shared.store(name, found)
+                    self._shared.put(name, found)
             self._cache[key] = found
         return self._cache[key]
 
@@ -64,7 +64,7 @@ class ReferenceCache:
                 noise = single_threaded(
                     lambda: reference_noise(wl, inputs, ref.value, params, dtype, ref.plain, extended))
                 if name:
-                    self._shared.store_noise(name, noise)
+                    self._shared.put_noise(name, noise)
             self._noise.clear()
             self._noise[key] = noise
         return self._noise[key]

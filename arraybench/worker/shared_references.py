@@ -72,7 +72,7 @@ class SharedReferences:
                   (parts[0].item() if meta["scalar"] else parts[0]))
         return Reference(unpack(value), meta["error"], meta["note"], unpack(plain) if plain is not None else None)
 
-    def store(self, name: str, ref: Reference) -> None:
+    def put(self, name: str, ref: Reference) -> None:
         """Keep ``ref`` under ``name`` where it is arrays (quietly nothing otherwise)."""
         if self.folder is None:
             return
@@ -97,7 +97,7 @@ class SharedReferences:
         noises = tuple(Noise(**n) for n in data["noise"])
         return True, noises if data["tuple"] else noises[0]
 
-    def store_noise(self, name: str, noise: Any) -> None:
+    def put_noise(self, name: str, noise: Any) -> None:
         """Keep ``noise`` under ``name``."""
         if self.folder is None:
             return

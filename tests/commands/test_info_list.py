@@ -7,7 +7,7 @@ import json
 import pytest
 
 from arraybench import backends, workloads
-from arraybench.host import environment
+from arraybench.host import machine
 from arraybench.workloads import BUILTIN
 
 from ..conftest import ROOT, run_here
@@ -22,7 +22,7 @@ def info_json() -> dict:
 
 def test_info_names_the_machine_python_and_libraries(info_json):
     env = info_json["environment"]
-    assert env["cpu_model"] == environment.cpu_model()
+    assert env["cpu_model"] == machine.cpu_model()
     assert env["cpu_count"] >= env["cpus_available"] >= 1
     assert env["cpu_physical_cores"] is None or 1 <= env["cpu_physical_cores"] <= env["cpu_count"]
     assert env["python"].count(".") == 2
@@ -62,7 +62,7 @@ def test_info_text_shows_it_all(tmp_path):
     result = run_here("info", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     text = result.stdout
-    for needle in ("Python", "CPU", environment.cpu_model(), "GPUs", "threads", "BLAS/LAPACK",
+    for needle in ("Python", "CPU", machine.cpu_model(), "GPUs", "threads", "BLAS/LAPACK",
                    "NumPy", "usable"):
         assert needle in text, needle
     for name, spec in backends.SPECS.items():

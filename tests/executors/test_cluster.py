@@ -61,9 +61,9 @@ def test_cluster_options_without_a_cluster_are_refused(tmp_path):
 
 
 def _node(label: str, **fingerprint) -> Node:
-    from arraybench.host import environment
+    from arraybench.host import machine
 
-    env = environment.collect()
+    env = machine.collect()
     env["fingerprint"] = {**env["fingerprint"], **fingerprint}
     return Node(label=label, node_id=label * 8, address="10.0.0.1", environment=env)
 

@@ -203,7 +203,7 @@ class _Gapped:
         run.begin()
         first = run.cells[0]
         for index in (0, 1, 3):
-            run.store(first, index, Replicate.from_dict(REPLICATE))
+            run.keep(first, index, Replicate.from_dict(REPLICATE))
 
     def close(self):
         pass

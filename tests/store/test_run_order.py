@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from arraybench.host import environment
+from arraybench.host import machine
 from arraybench.store.identity import run_id
 from arraybench.store.refs import run_id_of
 from arraybench.store.store import open_store
@@ -23,5 +23,5 @@ def test_two_runs_in_one_second_are_ordered_by_when_they_started(tmp_path):
 
 
 def test_a_run_records_when_it_started_to_the_microsecond():
-    stamp = environment.collect(None)["timestamp"]
+    stamp = machine.collect(None)["timestamp"]
     assert len(stamp.split("T")[1].split("+")[0].split(".")[1]) == 6, stamp

@@ -261,11 +261,11 @@ def test_a_checkout_run_without_installing_names_its_own_version(monkeypatch):
     import tomllib
     from pathlib import Path
 
-    from arraybench.host import environment
+    from arraybench.host import machine
 
     def not_installed(name: str) -> str:
         raise importlib.metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(importlib.metadata, "version", not_installed)
     project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
-    assert environment.arraybench_version() == f"{project['version']}+checkout"
+    assert machine.arraybench_version() == f"{project['version']}+checkout"

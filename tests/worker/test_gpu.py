@@ -401,11 +401,11 @@ def test_jax_memory_settings_read_the_variables_xla_reads(environ, allocator, pr
 
 
 def test_worker_info_and_environment_record_the_gpu_variables(monkeypatch):
-    from arraybench.host import environment
+    from arraybench.host import machine
 
     monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "0")
     monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    assert environment.collect()["gpu_env"] == {"NVIDIA_TF32_OVERRIDE": "0",
+    assert machine.collect()["gpu_env"] == {"NVIDIA_TF32_OVERRIDE": "0",
                                                 "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
     jax_info = backend_or_skip("jax").info()
     assert jax_info["gpu_env"]["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"

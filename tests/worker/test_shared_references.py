@@ -16,20 +16,20 @@ from arraybench.workloads.reference import Reference
 def test_a_reference_and_its_noise_read_back_as_written(tmp_path):
     shared = SharedReferences(str(tmp_path))
     one = Reference(np.arange(6.0).reshape(2, 3), 0.0, "", np.arange(6.0).reshape(2, 3) + 1e-16)
-    shared.store("a", one)
+    shared.put("a", one)
     back = shared.load("a")
     assert np.array_equal(back.value, one.value) and np.array_equal(back.plain, one.plain)
     several = Reference((np.ones(3), np.zeros(2)), 1e-9, "finite differences")
-    shared.store("b", several)
+    shared.put("b", several)
     back = shared.load("b")
     assert isinstance(back.value, tuple) and len(back.value) == 2 and back.error == 1e-9 and back.plain is None
-    shared.store("c", Reference(2.5))
+    shared.put("c", Reference(2.5))
     assert shared.load("c").value == 2.5
-    shared.store("d", Reference(["not", "arrays"]))  # kept by no file: each worker computes its own
+    shared.put("d", Reference(["not", "arrays"]))  # kept by no file: each worker computes its own
     assert shared.load("d") is None and not list(tmp_path.glob("d*"))
-    shared.store_noise("a", (Noise(1.0, 2.0, "inputs", 6), Noise(3.0, 4.0)))
+    shared.put_noise("a", (Noise(1.0, 2.0, "inputs", 6), Noise(3.0, 4.0)))
     assert shared.load_noise("a") == (True, (Noise(1.0, 2.0, "inputs", 6), Noise(3.0, 4.0)))
-    shared.store_noise("n", None)
+    shared.put_noise("n", None)
     assert shared.load_noise("n") == (True, None) and shared.load_noise("missing") == (False, None)
 
 
@@ -49,6 +49,6 @@ def test_a_second_worker_reads_the_reference_the_first_computed(tmp_path):
     # The file is what the second reads: planted, it is what the second gets.
     [path] = tmp_path.glob("*.npz")
     name = path.name[:-len(".npz")]
-    SharedReferences(str(tmp_path)).store(name, Reference(first.value * 0 + 7.0))
+    SharedReferences(str(tmp_path)).put(name, Reference(first.value * 0 + 7.0))
     second = ReferenceCache(str(tmp_path)).reference(wl, cell.size, cell.dtype, inputs)
     assert np.all(second.value == 7.0)
