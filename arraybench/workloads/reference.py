@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .check import Check, Noise, machine_epsilon
+from .check import DERIVED_NEAR_ZERO, Check, Noise, machine_epsilon
 from ..numeric.finite_diff import central_difference_grad_with_error
 from .definition import Workload
 from .params import Params, accepted
@@ -210,7 +210,7 @@ def _noise(ref: Any, variants: list[tuple[Any, float]], sources: str, elements: 
         got = got.astype(np.result_type(ref.dtype, np.float64))
         for kind in moves:
             with np.errstate(all="ignore"):
-                move = Check(kind).error(got, ref) / eps
+                move = Check(kind, near_zero=DERIVED_NEAR_ZERO).error(got, ref) / eps
             if math.isfinite(move):
                 moves[kind] = max(moves[kind], move)
     return Noise(moves["elementwise"], moves["normwise"], sources, elements)
