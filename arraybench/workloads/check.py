@@ -141,12 +141,13 @@ class Check:
         """The result must equal the reference (sorting, integer work)."""
         return cls("exact", 0.0)
 
-    def settle(self, noise: "Noise | None", dtype: str | None = None) -> "Check":
+    def settle(self, noise: "Noise | None", dtype: str | None = None, outputs: int = 0) -> "Check":
         """The concrete check for an output with this noise in a ``dtype`` run.
 
         A ``derived`` check becomes element-wise or normwise with its tolerance; so does one whose
         ``rtol`` dict names other dtypes than the run's (a bound written for float64 says nothing
-        about float32). Any other check is itself.
+        about float32). Any other check is itself. ``outputs``: the output's elements, where known
+        (the inputs' elements per output element bound the length of a reduction).
         """
         if self.kind != "derived":
             return Check.derived().settle(noise) if self.leaves_out(dtype) else self
@@ -155,6 +156,12 @@ class Check:
         # A pairwise reduction over N elements rounds log2(N) times, and another library's order
         # of summation need not move the reference at all: the floor grows with it.
         floor = max(self.ulps, 2.0 * math.log2(max(noise.elements, 1)))
+        if outputs:
+            # A reduction of L = N / outputs terms summed in another order (sequentially, in blocks,
+            # Welford's updates: PyTorch's var at 10^6 is 83 ulp off where NumPy's pairwise sum is
+            # exact) errs by up to ~√L ulps with errors of random sign (Higham & Mary, 2019), which
+            # the reference, exact or pairwise, cannot show. A bug is millions of ulps off.
+            floor = max(floor, math.sqrt(max(noise.elements, 1) / outputs))
         # Rounding alone moves a sequential scan's elements by up to ~√N ulps (a float32 cumsum of
         # 3·10⁵ positive values: ~80); instability (cancellation) moves them by orders more. Within
         # √N the output stays judged element by element, where an off-by-one cannot hide.
