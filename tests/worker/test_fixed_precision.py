@@ -55,3 +55,26 @@ def test_a_wrong_result_beside_a_fixed_float32_input_stays_wrong():
 
     rep = judged("numpy", shifted_scan, n)
     assert rep.status == "wrong", rep.reason
+
+
+def test_a_float32_cast_written_into_the_function_is_wrong_against_a_float64_reference():
+    """The cast is in the code every library runs (NumPy's own run of it is float32 too), but the
+    workload's reference= gives float64 on these inputs: the float32 result is the code's cast,
+    not the fixed ``w`` followed."""
+    n = 10_000
+
+    def inputs(n, rng):
+        return arraybench.fixed(rng.uniform(0.5, 1.5, n), "float32"), rng.standard_normal(n)
+
+    @workload(sizes={"s": n}, inputs=inputs, reference=lambda w, x: np.cumsum(w * x))
+    def mixed_cast(xp, w, x):
+        return xp.cumulative_sum(w * xp.astype(x, xp.float32))
+
+    @workload(sizes={"s": n}, inputs=inputs, reference=lambda w, x: np.cumsum(w * x))
+    def mixed_right(xp, w, x):
+        return xp.cumulative_sum(w * x)
+
+    for backend in ("numpy", "torch"):
+        rep = judged(backend, mixed_cast, n)
+        assert rep.status == "wrong" and "result is float32, expected float64" in rep.reason
+        assert judged(backend, mixed_right, n).status == "ok"
