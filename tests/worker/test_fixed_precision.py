@@ -78,3 +78,20 @@ def test_a_float32_cast_written_into_the_function_is_wrong_against_a_float64_ref
         rep = judged(backend, mixed_cast, n)
         assert rep.status == "wrong" and "result is float32, expected float64" in rep.reason
         assert judged(backend, mixed_right, n).status == "ok"
+
+
+def test_a_long_float32_sum_of_fixed_inputs_is_held_to_the_textbook_summation_bound():
+    """(L - 1) u for L terms: a library whose float32 sum of 10^6 squares is 4.4e-4 off (MLX's)
+    is within it; a wrong axis is not."""
+    from arraybench.worker.accuracy import judge
+    from arraybench.workloads.check import Check, Noise
+
+    ref = np.array(1.0)
+    quiet = Noise(0.0, 0.0, elements=1_000_000)
+    lossy = np.array(1.0 + 4.4e-4, dtype=np.float32)
+    verdict = judge(lossy, ref, Check.derived(), "float64", 1_000_000, fixed={"x": "float32"}, noise=quiet)
+    assert verdict.ok and verdict.tolerance == pytest.approx(999_999 * EPS32 / 2)
+    assert not judge(np.array(1.2, dtype=np.float32), ref, Check.derived(), "float64", 1_000_000,
+                     fixed={"x": "float32"}, noise=quiet).ok
+    # The same result in the run's own float64 gets no such allowance.
+    assert not judge(np.array(1.0 + 4.4e-4), ref, Check.derived(), "float64", 1_000_000, noise=quiet).ok
