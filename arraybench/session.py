@@ -83,6 +83,10 @@ class Session:
         env["run_id"] = uuid.uuid4().hex[:16]
         if context:
             env["context"] = dict(context)
+        if code:
+            # Each workload's code fingerprint, in results.json and the store too: history names a
+            # step whose workload's code changed instead of "nothing recorded changed".
+            env["workload_code"] = dict(code)
         described = environments.describe(options)
         if described:  # each environment's interpreter and variables, by label
             env["environments"] = described

@@ -166,3 +166,12 @@ def test_an_empty_list_of_workloads_is_refused_not_the_whole_suite(tmp_path):
     with pytest.raises(UsageError, match=r"workloads: none given \(an empty list\)"):
         arraybench.run(workloads=[], backends="numpy", output_dir=tmp_path / "out", store=False)
     assert not (tmp_path / "out").exists()
+
+
+def test_results_carry_each_workloads_code_fingerprint(in_memory):
+    from arraybench.workloads.fingerprint import fingerprint
+
+    results, _, _ = in_memory
+    code = results.environment["workload_code"]
+    assert set(code) == {"api_double", "sort", "api_broken"}
+    assert code["api_double"] == fingerprint(api_double) and code["sort"] != code["api_double"]

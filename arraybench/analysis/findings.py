@@ -79,8 +79,12 @@ def _gradient_labels(records: list[Record]) -> Callable[[Record], str]:
 
 
 def _unequal_gradients(records: list[Record], workload: str) -> str:
-    """The clause a comparison of autodiff with finite differences ends with, or ""."""
-    if not {"autodiff", "finite_differences"} <= {r.gradient for r in records}:
+    """The clause a comparison of gradients computed in different ways ends with, or ""."""
+    kinds = {r.gradient for r in records}
+    if {"autodiff", "analytic"} <= kinds and "finite_differences" not in kinds:
+        return (f": the workload's own hand-written gradient (@{workload}.gradient) against "
+                f"autodiff of the loss, so the ratio is between two codes, not only two libraries")
+    if not {"autodiff", "finite_differences"} <= kinds:
         return ""
     return (f": autodiff against finite differences, which take one pass of the loss per "
             f"parameter; give the libraries without autodiff a gradient of their own "
@@ -132,7 +136,7 @@ def compiled_vs_eager(records: Iterable[Record]) -> list[str]:
         if e is None:
             continue
         where = f"{r.workload} {size_text(r)}"
-        compile_note = f"; compiling took {format_seconds(r.compile_s)}" if r.compile_s else ""
+        compile_note = f"; compiling took {format_seconds(r.compile_s)}{_cached(r)}" if r.compile_s else ""
         name = f"{r.method} on {e.config_label}"
         if significantly_faster(r, e):
             out.append(f"{name} is {format_ratio(e.median_s / r.median_s)} faster than eager on {where} "
@@ -143,6 +147,16 @@ def compiled_vs_eager(records: Iterable[Record]) -> list[str]:
         else:
             out.append(f"{name} and eager are level on {where}{compile_note}.")
     return out
+
+
+def _cached(r: Record) -> str:
+    """Where the worker saw the compile served (or possibly served) from a disk cache: said, since
+    a cache load (70 ms) is no compile time (1.6 s the first time)."""
+    if any("served from a disk cache" in w and "may be" not in w for w in r.warnings):
+        return ", served from a disk cache (a cold compile takes longer)"
+    if any("from a disk cache" in w for w in r.warnings):
+        return ", which may have been served from a disk cache"
+    return ""
 
 
 def ceiling_shares(records: Iterable[Record]) -> list[str]:

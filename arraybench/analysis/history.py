@@ -277,7 +277,8 @@ def causes(before: Point, after: Point) -> list[str]:
     """What both runs of a step recorded and recorded differently, in words."""
     env_a = before.run.machine_environment(before.entry.machine)
     env_b = after.run.machine_environment(after.entry.machine)
-    out = [f"{name} {a} → {b}" for name, a, b in library_changes(env_a, env_b)]
+    out = code_change(before, after)
+    out += [f"{name} {a} → {b}" for name, a, b in library_changes(env_a, env_b)]
     if env_a.get("blas") != env_b.get("blas") and env_a.get("blas") and env_b.get("blas"):
         out.append(f"BLAS {env_a.get('blas')} → {env_b.get('blas')}")
     fp_a, fp_b = env_a.get("fingerprint"), env_b.get("fingerprint")
@@ -288,6 +289,21 @@ def causes(before: Point, after: Point) -> list[str]:
     out += [f"setting {name}: {a} → {b}"
             for name, a, b in settings_differences(before.run.settings, after.run.settings)]
     return out
+
+
+def code_change(before: Point, after: Point) -> list[str]:
+    """The workload's code, where both runs recorded its fingerprint and they differ."""
+    def code(point: Point) -> Any:
+        for env in (point.run.machine_environment(point.entry.machine), point.run.environment):
+            table = env.get("workload_code")
+            if isinstance(table, Mapping) and point.entry.workload in table:
+                return table[point.entry.workload]
+        return None
+
+    a, b = code(before), code(after)
+    if a is None or b is None or a == b:
+        return []
+    return [f"the workload's code ({str(a)[:8]} → {str(b)[:8]})"]
 
 
 def library_changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[str, str, str]]:

@@ -249,6 +249,15 @@ class JaxBackend(Backend):
     def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         return jax.jit(fn)
 
+    def compile_notes(self) -> list[str]:
+        """JAX's persistent compilation cache, where one is configured: a first call may load
+        compiled code from it instead of compiling (JAX keeps no count of hits to say which)."""
+        where = jax.config.jax_compilation_cache_dir
+        if not where:
+            return []
+        return [f"JAX's persistent compilation cache is on ({where}): the first call may be served "
+                f"from a disk cache, so its compile time may be a cache load, not a compile"]
+
     def is_out_of_memory(self, exc: BaseException) -> bool:
         return is_out_of_memory(exc)
 

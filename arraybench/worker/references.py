@@ -14,7 +14,7 @@ import numpy as np
 from . import accuracy
 from .shared_references import SharedReferences, digest
 from ..workloads.definition import Workload
-from ..workloads.params import text as params_text
+from ..workloads.params import accepted, text as params_text
 from ..workloads.reference import (Reference, extended_allowed, numpy_namespace, reference_noise,
                                    reference_result)
 
@@ -96,7 +96,9 @@ def single_threaded(fn: Callable[[], Any]) -> Any:
 def narrower_than_numpys(wl: Workload, host: tuple[Any, ...], params: dict[str, Any],
                           out_dtype: str | None, dtype: str) -> bool:
     """Whether a floating result narrower than the run's ``dtype`` is one NumPy does not give when
-    it runs the workload's own function on the same inputs, fixed dtypes and all."""
+    it runs the workload's ``reference=`` (the user's word on what the answer is), or else its own
+    function, on the same inputs, fixed dtypes and all: ``xp.astype(x, xp.float32)`` written into
+    the function beside a fixed float32 ``w`` is then a cast the reference does not make."""
     if out_dtype is None or wl.grad or wl.namespace == "backend":
         return False
     got, want = np.dtype(out_dtype), np.dtype(dtype)
@@ -104,10 +106,15 @@ def narrower_than_numpys(wl: Workload, host: tuple[Any, ...], params: dict[str, 
             or np.finfo(got).eps <= np.finfo(want).eps:
         return False
     try:
-        fn = wl.function_for("numpy")
         copies = tuple((list(h) if isinstance(h, list) else np.array(h, copy=True)) for h in host)
-        produced = single_threaded(lambda: wl.result_of(fn(numpy_namespace(wl.namespace_for("numpy")),
-                                                           *copies, **params), list(copies)))
+        ref = wl.reference
+        if ref is not None:
+            produced = single_threaded(lambda: wl.result_of(
+                ref(*copies, **accepted(ref, params, filled=len(copies))), list(copies)))
+        else:
+            fn = wl.function_for("numpy")
+            produced = single_threaded(lambda: wl.result_of(
+                fn(numpy_namespace(wl.namespace_for("numpy")), *copies, **params), list(copies)))
     except Exception:  # NumPy cannot run it here: the fixed inputs explain what they can
         return False
     theirs = getattr(produced, "dtype", None)

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .check import Check, Noise, machine_epsilon
+from .check import DERIVED_NEAR_ZERO, Check, Noise, machine_epsilon
 from ..numeric.finite_diff import central_difference_grad_with_error
 from .definition import Workload
 from .params import Params, accepted
@@ -174,12 +174,19 @@ def reference_noise(wl: Workload, inputs: tuple[Any, ...], value: Any,
         if got is not None:
             variants.append((got, eps))
             sources.append("in long double")
-    narrow = machine_epsilon(dtype)
+    narrow = max([machine_epsilon(dtype)] + [machine_epsilon(a.dtype) for a in inputs
+                                             if isinstance(a, np.ndarray) and np.issubdtype(a.dtype, np.inexact)])
     if narrow > eps:
+        # The run's dtype, or an input the workload fixed narrower (float32 in a float64 run): NumPy
+        # on the inputs as given shows that dtype's rounding over the operation's own length (a
+        # float32 scan of 10^6 elements errs by hundreds of float32 ulps), counted in ulps of the
+        # type its result came out in (a float64 result from float32 inputs moves by float64's).
         got = _quietly(call, tuple(a.copy() if isinstance(a, np.ndarray) else a for a in inputs))
         if got is not None:
-            variants.append((got, narrow))
-            sources.append(f"by NumPy in {np.dtype(dtype).name}")
+            run_narrow = machine_epsilon(dtype) > eps
+            variants.append((got, machine_epsilon(dtype) if run_narrow else max(eps, _result_eps(got))))
+            sources.append(f"by NumPy in {np.dtype(dtype).name}" if run_narrow
+                           else "by NumPy on the inputs as given (fixed narrower)")
     how = ", ".join(sources)
     elements = sum(int(np.size(a)) for a in wide)
     if isinstance(value, tuple):
@@ -203,10 +210,17 @@ def _noise(ref: Any, variants: list[tuple[Any, float]], sources: str, elements: 
         got = got.astype(np.result_type(ref.dtype, np.float64))
         for kind in moves:
             with np.errstate(all="ignore"):
-                move = Check(kind).error(got, ref) / eps
+                move = Check(kind, near_zero=DERIVED_NEAR_ZERO).error(got, ref) / eps
             if math.isfinite(move):
                 moves[kind] = max(moves[kind], move)
     return Noise(moves["elementwise"], moves["normwise"], sources, elements)
+
+
+def _result_eps(got: Any) -> float:
+    """The epsilon of the narrowest floating output of a rerun (0 where none is floating)."""
+    outs = got if isinstance(got, tuple) else (got,)
+    return max([machine_epsilon(o.dtype) for o in map(np.asarray, outs) if np.issubdtype(o.dtype, np.inexact)],
+               default=0.0)
 
 
 def _quietly(call: Callable[..., Any], args: tuple[Any, ...]) -> Any:

@@ -77,10 +77,11 @@ def test_filters_narrow_the_history(store_location):
 
 
 def _point(run: str, day: int, median: float, half: float, machine: str = "m", processes: int = 3,
-           context: dict | None = None, libraries: dict | None = None) -> tuple[Entry, RunInfo]:
+           context: dict | None = None, libraries: dict | None = None,
+           code: dict | None = None) -> tuple[Entry, RunInfo]:
     """A point whose 95% interval is median × exp(±half) (half: in log units)."""
-    info = RunInfo(run, f"2026-01-{day:02d}T00:00:00+00:00", True, {"libraries": libraries or {}}, {},
-                   context or {})
+    env = {"libraries": libraries or {}} | ({"workload_code": code} if code is not None else {})
+    info = RunInfo(run, f"2026-01-{day:02d}T00:00:00+00:00", True, env, {}, context or {})
     entry = Entry(run, "", machine, f"cell-{machine}", "matmul", "small", 100, "numpy", "cpu", "float64",
                   "latency", False, "ok", median, median * math.exp(-half), median * math.exp(half),
                   processes)
@@ -319,3 +320,15 @@ def test_causes_name_only_what_both_runs_recorded_differently():
     # Listed by both, not installed before: an install is a change; so is a label that moved.
     assert pair({"numpy": "2.0", "jax": None}, {"numpy": "2.0", "jax": "0.4.30"},
                 {"commit": "a1"}, {"commit": "b2"}) == ["jax none → 0.4.30", "context commit: a1 → b2"]
+
+
+def test_a_step_whose_workload_code_changed_says_so():
+    def step_of(before: dict | None, after: dict | None):
+        return _history_of([_point("a", 1, 1e-3, 0.01, code=before), _point("b", 2, 2e-3, 0.01, code=after)]).steps[0]
+
+    changed = step_of({"matmul": "aaaa1111ffff", "other": "1"}, {"matmul": "bbbb2222ffff", "other": "2"})
+    assert changed.causes == ["the workload's code (aaaa1111 → bbbb2222)"]
+    assert "changed: the workload's code (aaaa1111 → bbbb2222)" in changed.sentence()
+    # Another workload's code, the same code, or a run that did not record it: not named.
+    assert step_of({"matmul": "x", "other": "1"}, {"matmul": "x", "other": "2"}).causes == []
+    assert step_of(None, {"matmul": "bbbb2222"}).causes == []

@@ -31,3 +31,24 @@ def test_every_cell_of_one_torch_worker_is_compiled():
         assert r.method == "torch.compile"
         assert r.compile_s is not None and r.compile_s > 5e-3, (r.size, r.compile_s, r.first_call_s)
 
+
+
+def test_inductor_cache_hits_are_named_in_the_compile_notes():
+    """Torch's own counters, as a compile served by Inductor's FX graph cache leaves them (a real
+    cold-then-cached compile takes 10-20 s on this machine: too slow for the suite)."""
+    if backends.SPECS["torch"].preflight("cpu"):
+        pytest.skip("torch is not installed")
+    from torch._dynamo.utils import counters
+
+    backend = backends.load("torch")("cpu")
+    counters.clear()
+    counters["stats"]["unique_graphs"] += 1
+    assert backend.compile_notes() == []  # compiled, no cache: nothing to say
+    counters["inductor"]["fxgraph_cache_hit"] += 1
+    counters["aot_autograd"]["autograd_cache_hit"] += 1
+    (note,) = backend.compile_notes()
+    assert "first call was served from a disk cache (2 hit(s)" in note
+    counters["inductor"]["fxgraph_cache_miss"] += 1
+    (note,) = backend.compile_notes()
+    assert "partly served from a disk cache" in note and "1 graph(s) compiled" in note
+    counters.clear()
