@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Iterable, Literal
+from typing import Any, Iterable
 
 from . import backends
 from .model import schema
 from .errors import UsageError, from_command_line, option_name, unknown_name
 from .workloads.params import ParamValue, check_settings
 
-from .model.cell import DTYPES, MODES, Dtype, Mode  # noqa: F401  (the options' choices)
+from .model.cell import DTYPES, MODES  # noqa: F401  (the options' choices)
 
 MAX_SIZE = 10**10  # elements; beyond this no machine holds the inputs
 MAX_STEPS = 1000  # sizes in one LO:HI:STEPS range; more would take days, not a benchmark

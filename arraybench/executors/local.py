@@ -46,6 +46,9 @@ from .worker_process import STARTUP_TIMEOUT_S, StopRequested, WorkerExited, Work
 
 __all__ = ["LocalExecutor"]
 
+#: The shared references' folder of a run: this, the parent's process id, "-" and a random part.
+REFERENCES_PREFIX = "arraybench-references-"
+
 #: How long a worker asked to stop may take to send the cells it has finished.
 STOP_GRACE_S = 5.0
 
@@ -83,7 +86,10 @@ class LocalExecutor:
         run.begin()
         # References computed once and read by every worker of the run (a folder of its own,
         # never the output folder, which a received run could have filled).
-        self._references = tempfile.mkdtemp(prefix="arraybench-references-")
+        # Named by this process's id: one killed before it could clean up (SIGKILL) leaves its
+        # folder behind, and the next run removes those of processes that are gone.
+        environments.remove_stale_import_dirs(prefix=REFERENCES_PREFIX)
+        self._references = tempfile.mkdtemp(prefix=f"{REFERENCES_PREFIX}{os.getpid()}-")
         try:
             self._rounds(run, options, out_dir)
         except StopRequested:

@@ -190,16 +190,18 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_import_dirs(tmp: str | None = None) -> list[str]:
-    """Remove this user's import folders (``import_dir``) whose process is gone; the removed."""
+def remove_stale_import_dirs(tmp: str | None = None, prefix: str = "") -> list[str]:
+    """Remove this user's import folders (``import_dir``), or other per-process folders named
+    ``PREFIX<pid>-...``, whose process is gone; the removed."""
     tmp = tmp or tempfile.gettempdir()
+    pattern = re.compile(re.escape(prefix) + r"([0-9]+)-[A-Za-z0-9_]+") if prefix else _IMPORT_NAME
     removed = []
     try:
         names = os.listdir(tmp)
     except OSError:
         return removed
     for name in names:
-        found = _IMPORT_NAME.fullmatch(name)
+        found = pattern.fullmatch(name)
         path = os.path.join(tmp, name)
         if found is None or _alive(int(found.group(1))):
             continue

@@ -15,9 +15,7 @@ their sources and, where there is no GPU, against the exceptions they raise on t
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 _UNITS = {
     "": 1, "b": 1, "byte": 1, "bytes": 1,

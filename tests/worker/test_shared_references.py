@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from arraybench.model.cell import Cell
@@ -52,3 +54,20 @@ def test_a_second_worker_reads_the_reference_the_first_computed(tmp_path):
     SharedReferences(str(tmp_path)).put(name, Reference(first.value * 0 + 7.0))
     second = ReferenceCache(str(tmp_path)).reference(wl, cell.size, cell.dtype, inputs)
     assert np.all(second.value == 7.0)
+
+
+def test_a_killed_runs_references_go_at_the_next_start(tmp_path):
+    import subprocess
+    import sys
+
+    from arraybench.executors.local import REFERENCES_PREFIX
+    from arraybench.host.environments import remove_stale_import_dirs
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = tmp_path / f"{REFERENCES_PREFIX}{gone.stdout.strip()}-abc123"
+    alive = tmp_path / f"{REFERENCES_PREFIX}{os.getpid()}-def456"
+    for folder in (dead, alive):
+        folder.mkdir()
+        (folder / "x.npz").write_bytes(b"")
+    assert remove_stale_import_dirs(str(tmp_path), prefix=REFERENCES_PREFIX) == [str(dead)]
+    assert alive.is_dir() and not dead.exists()
