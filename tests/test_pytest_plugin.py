@@ -302,7 +302,7 @@ def test_disable_checks_each_cell_once_and_json_writes_the_sessions_run(pytester
     from arraybench import load_results
 
     pytester.makepyfile(test_one=TWO.split("def test_cube")[0].replace("broken", "fine").replace(
-        'raise ValueError("no such luck")', "return x + 1"))
+        'raise ValueError("no such luck\\x1b]0;retitled\\x07\\x1b[2J")', "return x + 1"))
     written = tmp_path / "session.json"
     result = run(pytester, "--arraybench-backends=numpy", "--arraybench-disable",
                  f"--arraybench-json={written}", f"--arraybench-store={tmp_path / 's.sqlite'}")

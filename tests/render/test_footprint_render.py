@@ -12,20 +12,16 @@ import re
 import pandas as pd
 import pytest
 
-from arraybench import workload
 from arraybench.analysis.aggregate import aggregate
 from arraybench.analysis.findings import findings
 from arraybench.model.cell import Cell
-from arraybench.model.timer_settings import TimerSettings
 from arraybench.render.csvout import csv_text
 from arraybench.render.html import render_html
 from arraybench.render.markdown import markdown_report
 from arraybench.worker import footprint
-from arraybench.worker.prepare import ReferenceCache
 
 from ..analysis.test_memory import MB, peaked
 from ..conftest import backend_or_skip
-from ..measuring import measure_cell
 from ..synthetic import results
 
 RESERVE_NOTE = ("PyTorch's caching allocator: max_memory_allocated over one call less what was "
@@ -80,17 +76,43 @@ def test_markdown_has_a_peak_memory_column_and_says_why_energy_is_missing():
     assert "- Energy per call not measured for PyTorch CPU, JAX CPU: RAPL not readable: no intel-rapl zone." in text
 
 
+_MEASURE_IN_A_FRESH_PROCESS = """
+import json, sys
+sys.path.insert(0, {tests!r})
+from arraybench import workload
+from arraybench.backends import load
+from arraybench.model.cell import Cell
+from arraybench.model.timer_settings import TimerSettings
+from arraybench.worker.prepare import ReferenceCache
+from measuring import measure_cell
+wl = workload(name="peak_export_16mb", sizes={{"small": 8}})(
+    lambda xp, x: x + xp.ones(2 * 10**6)[: x.shape[0]] - 1)
+cell = Cell(wl.name, "small", 8, "numpy", "cpu", "float64", "latency")
+settings = TimerSettings(min_samples=1, max_samples=2, budget_s=0.0, warmup_s=0.0, target_sample_s=1e-6)
+print(json.dumps(measure_cell(load("numpy")("cpu"), wl, cell, settings, ReferenceCache()).to_dict()))
+"""
+
+
 def test_csv_and_dataframe_carry_a_real_peak():
-    """A real NumPy call holding a 16 MB temporary: its record's peak reaches the CSV and the DataFrame."""
+    """A real NumPy call holding a 16 MB temporary: its record's peak reaches the CSV and the DataFrame.
+    Measured in a fresh process, as a worker measures it: a test process's heap holds whatever
+    earlier tests left free in it, which a call may reuse without touching a new page."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from arraybench.model.replicate import Replicate
+
     if footprint.host_peak(lambda: None).bytes is None:
         pytest.skip("the host's resident high-water mark cannot be reset here")
-    backend = backend_or_skip("numpy")
-    wl = workload(name="peak_export_16mb", sizes={"small": 8})(
-        lambda xp, x: x + xp.ones(2 * 10**6)[: x.shape[0]] - 1)
-    cell = Cell(wl.name, "small", 8, "numpy", "cpu", "float64", "latency")
-    settings = TimerSettings(min_samples=1, max_samples=2, budget_s=0.0, warmup_s=0.0, target_sample_s=1e-6)
-    rep = measure_cell(backend, wl, cell, settings, ReferenceCache())
+    backend_or_skip("numpy")
+    code = _MEASURE_IN_A_FRESH_PROCESS.format(tests=str(Path(__file__).parent.parent))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rep = Replicate.from_dict(json.loads(done.stdout.strip().splitlines()[-1]))
     assert rep.status == "ok", rep.reason
+    cell = Cell("peak_export_16mb", "small", 8, "numpy", "cpu", "float64", "latency")
     rec = aggregate(cell, [rep], 1, rel_ci=1.0)
     assert rec.peak_bytes is not None and rec.peak_bytes >= 16 * MB - 2**20, rec.peak_note
     res = results([rec])
