@@ -133,8 +133,7 @@ class LocalExecutor:
             environment = environments_of[config]
             state = _state(options, environment)
             states[config] = state
-            held = helds.setdefault(config, {}) if state and config.device == "cpu" \
-                and options.allocator == "both" else None
+            held = helds.setdefault(config, {}) if _other_state_wanted(options, config, state, index) else None
             remaining = {c.key: c for c in cells}
             job = replace(_job(options, out_dir, config, index, cells,
                                hash((options.seed, index, 0)) & 0xFFFFFFFF, state), turns=True,
@@ -146,12 +145,32 @@ class LocalExecutor:
             return worker, _Listener(session, config, index, remaining, held,
                                      _allocator_note(options, environment)), remaining
 
+        others: dict[Config, _OtherState] = {}
+
+        def start_other(config: Config, cells: list[Cell]) -> tuple[WorkerProcess, "_OtherState", dict[str, Cell]]:
+            environment = environments_of[config]
+            job = replace(_job(options, out_dir, config, index, cells,
+                               hash((options.seed, index, OTHER)) & 0xFFFFFFFF, OTHER), turns=True,
+                          references=self._references_for(config))
+            env, name = _worker_env(options, config, environment, OTHER)
+            worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads),
+                                   log_path=out_dir / "logs" / f"{name}-p{index}-{OTHER}.log", python=environment.python)
+            others[config] = _OtherState()
+            return worker, others[config], {c.key: c for c in cells}
+
         plan = {config: session.todo(config, index) for config in order}
+        # The other allocator state of large CPU outputs takes turns beside them, in a worker of
+        # its own, where the first process said which outputs are large.
+        extra = {config: [c for c in plan[config] if _large(session.replicates_of(c).get(0))]
+                 for config in order if _other_state_beside(options, config, index)}
         try:
             left = take_turns(session, plan, start, timeout=options.timeout, startup_timeout=STARTUP_TIMEOUT_S,
-                              seed=hash((options.seed, index, "turns")) & 0xFFFFFFFF)
+                              seed=hash((options.seed, index, "turns")) & 0xFFFFFFFF, extra=extra,
+                              start_extra=start_other)
             for config, held in helds.items():
-                if held:
+                if held and config in others:
+                    others[config].attach(held)
+                elif held:
                     self._other_state(session, options, out_dir, config, environments_of[config], index, held)
         finally:
             for held in helds.values():
@@ -171,7 +190,7 @@ class LocalExecutor:
         environment = environments.find(options, config.environment)
         state = _state(options, environment)
         held: dict[str, tuple[Cell, Replicate]] | None = \
-            {} if state and config.device == "cpu" and options.allocator == "both" else None
+            {} if _other_state_wanted(options, config, state, index) else None
         try:
             self._measure(session, options, out_dir, config, environment, index, todo, state, held)
             if held:
@@ -291,6 +310,28 @@ class LocalExecutor:
         worker.kill()
 
 
+def _other_state_index(options: RunOptions) -> int:
+    """The replicate index whose large CPU outputs are measured in the other allocator state
+    too: one process says what that state costs (its note gives its own interval), where a
+    second worker in every process doubled a default run's workers for a sentence. The second
+    process's, so that it takes turns beside the first state (which outputs are large is known
+    from the first); the first where the run has one process."""
+    return 1 if options.processes >= 2 else 0
+
+
+def _other_state_wanted(options: RunOptions, config: Config, state: str, index: int) -> bool:
+    """Whether ``config``'s ``index``-th replicates of large outputs wait for the other state."""
+    return bool(state) and config.device == "cpu" and options.allocator == "both" \
+        and index == _other_state_index(options)
+
+
+def _other_state_beside(options: RunOptions, config: Config, index: int) -> bool:
+    """Whether the other state takes turns beside ``config``'s own at ``index`` (rather than
+    in a worker after them): where the first process told which outputs are large."""
+    state = _state(options, environments.find(options, config.environment))
+    return _other_state_wanted(options, config, state, index) and index >= 1
+
+
 def _state(options: RunOptions, environment: environments.Environment) -> str:
     """The allocator state a worker starts in; "" where a variant sets the allocator's own
     variables (the user's choice, left alone)."""
@@ -335,6 +376,39 @@ def _job(options: RunOptions, out_dir: Path, config: Config, index: int, cells: 
                allocator=allocator)
 
 
+class _OtherState:
+    """The messages of a worker measuring large outputs in the other allocator state, beside
+    their own (a ``turns.Listener``): its replicates go to the held ones, never to the run."""
+
+    def __init__(self) -> None:
+        self.ready = False
+        self.got: dict[str, Replicate] = {}
+        self.why = ""
+
+    def handle(self, msg: Message) -> bool:
+        """Keep a replicate; True where the worker could not run."""
+        if isinstance(msg, Ready):
+            self.ready = True
+        elif isinstance(msg, Unavailable):
+            self.why = msg.reason
+            return True
+        elif isinstance(msg, ReplicateDone):
+            self.got[msg.key] = msg.replicate
+        return False
+
+    def fail(self, cell: Cell, reason: str) -> None:
+        """The worker failed: the reason every held replicate it did not reach will give."""
+        self.why = self.why or reason
+
+    def attach(self, held: dict[str, tuple[Cell, Replicate]]) -> None:
+        """Give each held replicate the samples taken in the other state, or say why not."""
+        for key, (_, replicate) in held.items():
+            if key in self.got:
+                attach_other_state(replicate, self.got[key])
+            else:
+                replicate.warnings.append(f"not measured with {WORDS[OTHER]}: {self.why or 'the worker ended first'}")
+
+
 class _Listener:
     """Acts on the messages of one worker."""
 
@@ -371,6 +445,10 @@ class _Listener:
             else:
                 self.session.keep(cell, self.index, msg.replicate)
         return False
+
+
+def _large(replicate: Replicate | None) -> bool:
+    return replicate is not None and wants_other_state(replicate)
 
 
 def wants_other_state(replicate: Replicate) -> bool:

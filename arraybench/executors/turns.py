@@ -50,6 +50,9 @@ class _Side:
     alive: bool = True
     #: Cells the worker still samples, by their index in its job.
     sampling: set[int] = field(default_factory=set)
+    #: A side that accompanies its configuration's own (its large outputs in the other allocator
+    #: state): its failures are its listener's to say, never the configuration's.
+    extra: bool = False
 
 
 class Listener(Protocol):
@@ -70,13 +73,17 @@ StartWorker = Callable[[Config, list[Cell]], tuple[WorkerProcess, Listener, dict
 
 
 def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartWorker, *,
-               timeout: float, startup_timeout: float, seed: int) -> dict[Config, list[Cell]]:
+               timeout: float, startup_timeout: float, seed: int,
+               extra: dict[Config, list[Cell]] | None = None,
+               start_extra: StartWorker | None = None) -> dict[Config, list[Cell]]:
     """Measure ``plan`` (each configuration's cells) with its workers taking turns; the cells
     that are left to measure on their own (a worker that crashed or hung), by configuration.
 
     ``start(config, cells)`` starts a worker whose job takes turns and returns it with the
     listener that acts on its messages and the cells it answers for (by key); each cell is
-    answered through the listener (journalled) as it comes home.
+    answered through the listener (journalled) as it comes home. ``extra`` sides, started by
+    ``start_extra``, take turns beside them (the same cells in the other allocator state) and
+    answer only their own listener.
     """
     rng = random.Random(seed)
     every: list[_Side] = []  # each worker started, closed at the end whatever happened
@@ -86,6 +93,9 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
     try:
         for config in order:
             every.append(_start(session, config, plan[config], start, timeout, startup_timeout))
+        for config, cells in (extra or {}).items():
+            if cells and start_extra is not None:
+                every.append(_start(session, config, cells, start_extra, timeout, startup_timeout, extra=True))
         sides = list(every)
         # Every worker imports its library at once (nothing is timed yet), then each prepares
         # its cells alone, first calls and all, while the others wait.
@@ -114,11 +124,11 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
 
 
 def _start(session: RunHandle, config: Config, cells: list[Cell], start: StartWorker, timeout: float,
-           startup_timeout: float) -> _Side:
+           startup_timeout: float, extra: bool = False) -> _Side:
     """Start ``config``'s worker; it imports its library, says it is ready and waits."""
     worker, listener, remaining = start(config, cells)
     messages = worker.messages(timeout, startup_timeout=startup_timeout, stop=session.stop_requested)
-    return _Side(config, cells, worker, listener, messages, remaining)
+    return _Side(config, cells, worker, listener, messages, remaining, extra=extra)
 
 
 def _until(session: RunHandle, side: _Side, kind: type, left: dict[Config, list[Cell]]) -> bool:
@@ -151,6 +161,8 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
         for i in sorted(side.sampling):
             members.setdefault(case_key(side.cells[i]), []).append((side, i))
     still = {id(side): set(side.sampling) for side in sides}  # cells whose own sampling goes on
+    taken: dict[tuple[int, int], int] = {}  # turns each cell took, by (side, cell)
+    done_at: dict[tuple[int, int], int] = {}  # the turns it had taken when its own sampling ended
     round_ = 0
     while True:
         open_cases = [key for key, group in members.items()
@@ -159,7 +171,11 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
             break
         rng.shuffle(open_cases)
         for key in open_cases:
-            group = [(side, i) for side, i in members[key] if side.alive and i in side.sampling]
+            # A cell done by its own rule pairs on with its case's others for as many turns again
+            # as it took, at most: a slow cell does not sample on for as long as a fast one's
+            # interval stays open (a NumPy gradient of 110 ms beside a 2 ms one).
+            group = [(side, i) for side, i in members[key] if side.alive and i in side.sampling
+                     and ((id(side), i) not in done_at or taken[(id(side), i)] < 2 * done_at[(id(side), i)])]
             rng.shuffle(group)
             for side, i in group:
                 if not side.alive:
@@ -178,8 +194,10 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
                     _failed(session, side, exc, cell=side.cells[i], left=left)
                     current = None
                     continue
+                taken[(id(side), i)] = taken.get((id(side), i), 0) + 1
                 if msg.done:
                     still[id(side)].discard(i)
+                    done_at.setdefault((id(side), i), taken[(id(side), i)])
                     if msg.error:
                         side.sampling.discard(i)  # a cell that failed takes no more turns
             round_ += 1
@@ -217,6 +235,10 @@ def _failed(session: RunHandle, side: _Side, exc: Exception, cell: Cell | None,
     """A worker crashed or hung: the cell under way fails, the others are handed back."""
     side.worker.kill()
     side.alive = False
+    if side.extra:  # its listener says why for every cell it had; its configuration is unharmed
+        side.listener.fail(cell or side.cells[0], str(exc))
+        side.remaining.clear()
+        return
     if not side.listener.ready:
         what = "did not start within the startup timeout" if isinstance(exc, WorkerTimeout) \
             else f"could not start: {exc}"
@@ -234,7 +256,7 @@ def _failed(session: RunHandle, side: _Side, exc: Exception, cell: Cell | None,
 
 
 def _hand_back(side: _Side, left: dict[Config, list[Cell]]) -> None:
-    if side.remaining:
+    if side.remaining and not side.extra:
         left.setdefault(side.config, []).extend(side.remaining.values())
         side.remaining.clear()
 

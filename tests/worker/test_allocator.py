@@ -61,14 +61,17 @@ def _records(run: Path) -> dict[str, Record]:
     return {r.size_label: r for r in arraybench.load_results(run).records}
 
 
-def test_a_large_output_cell_records_both_states_from_every_process(run):
+def test_a_large_output_cell_records_both_states_the_other_from_one_process(run):
     big = _records(run)["big"]
     assert big.status == "ok" and big.n_replicates == 2
-    assert (big.allocator, big.other_allocator, big.other_n_replicates) == ("reused", "fresh", 2)
+    assert (big.allocator, big.other_allocator, big.other_n_replicates) == ("reused", "fresh", 1)
     for rep in big.replicates:
         assert rep.allocator == "reused" and rep.output_bytes == 8 << 19
-        assert rep.other_allocator is not None and rep.other_allocator.allocator == "fresh"
-        assert rep.other_allocator.samples_s and rep.other_allocator.usage is not None
+    # The second process measures the other state too (the first said which outputs are large).
+    first, second = big.replicates
+    assert first.other_allocator is None
+    assert second.other_allocator is not None and second.other_allocator.allocator == "fresh"
+    assert second.other_allocator.samples_s and second.other_allocator.usage is not None
     assert big.other_ci_low_s <= big.other_median_s <= big.other_ci_high_s
 
 
@@ -87,10 +90,11 @@ def test_the_headline_is_the_reused_state_alone(run):
     # every call: no process of the headline is in the other state.
     for rep in big.replicates:
         assert rep.usage.minor_faults_per_call < 0.05 * pages
-        assert rep.other_allocator.usage.minor_faults_per_call >= 0.5 * pages
+    others = [rep.other_allocator for rep in big.replicates if rep.other_allocator is not None]
+    assert others and all(o.usage.minor_faults_per_call >= 0.5 * pages for o in others)
     assert big.other_faults_per_call >= 0.5 * pages
     if _thp_mode() != "always":  # NumPy's advice is off: no part of it is a 2 MiB page
-        assert min(rep.other_allocator.usage.minor_faults_per_call for rep in big.replicates) >= 0.95 * pages
+        assert min(o.usage.minor_faults_per_call for o in others) >= 0.95 * pages
     # The headline and its interval come from the headline's samples only.
     headline = replicate_interval([rep.samples_s for rep in big.replicates])
     assert big.median_s == pytest.approx(headline.center)
@@ -115,7 +119,7 @@ def test_the_files_keep_both_states_apart(run):
     assert float(rows["big"]["other_median_s"]) > 0
     journal = [json.loads(line) for line in (run / "journal.jsonl").read_text().splitlines()]
     kept = [e["replicate"]["other_allocator"] for e in journal if e.get("type") == "replicate"]
-    assert sum(1 for k in kept if k and k["allocator"] == "fresh") == 2
+    assert sum(1 for k in kept if k and k["allocator"] == "fresh") == 1  # the big cell's second process
 
 
 def test_results_from_before_issue_23_still_load_as_not_controlled(run):
