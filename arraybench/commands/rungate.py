@@ -25,7 +25,7 @@ def gate_reference(args: argparse.Namespace) -> str | None:
                          "in this run) or --compare last (a stored run)")
     if reference is None:
         return None
-    from ..pytest.baseline import check_choice, check_named
+    from ..store.baseline import check_choice, check_named
     from ..store import open_store
 
     try:
@@ -66,7 +66,7 @@ def against_gate(args: argparse.Namespace, results: Results) -> int:
 def run_gate(args: argparse.Namespace, results: Results, reference: str) -> int:
     """The finished run against ``reference``: the comparison printed, then ``--fail-above``'s
     verdict (0: passes or no gate)."""
-    from ..pytest.baseline import find
+    from ..store.baseline import find
     from ..render.comparison import print_comparison
     from ..store import open_store
     from .compare import gate

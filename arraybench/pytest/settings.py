@@ -126,7 +126,7 @@ def read(get: Callable[[str], Any]) -> Settings:
     compare = get("arraybench_compare")
     if compare is not None:
         compare = compare.strip()
-        from .baseline import check_choice
+        from ..store.baseline import check_choice
 
         if compare.startswith(GIT):
             if not compare[len(GIT):].strip():

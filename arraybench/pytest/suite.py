@@ -150,7 +150,7 @@ class Suite:
         from .. import api
         from ..analysis.gate import gate_failures
         from ..store import open_store
-        from . import baseline
+        from ..store import baseline
 
         choice, limit = self.settings.compare, self.settings.fail_above
         if self.settings.against is not None:

@@ -16,7 +16,7 @@ from ..errors import UsageError
 
 if TYPE_CHECKING:
     from ..model.results import Results
-    from ..store import Store
+    from . import Store
 
 _LAST = re.compile(r"last(?:~(\d+))?")
 _RUN_ID = re.compile(r"[0-9A-Za-z_-]+")
@@ -67,6 +67,6 @@ def find(store: "Store", text: str, new: "Results") -> tuple["Results | None", s
 
 
 def _id(results: "Results") -> str:
-    from ..store.identity import run_id
+    from .identity import run_id
 
     return run_id(results)
