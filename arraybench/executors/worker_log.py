@@ -9,12 +9,17 @@ saying how much was dropped. The end is where a crash and the last error are, so
 The log is opened by ``files.open_append``: only as a regular file inside the folder, never through
 a link planted under its name, and never a named pipe, which would block the run (``open`` waits
 for a reader, deaf to SIGTERM) or a device.
+
+What the log's end says of how a worker ended (its exit, the last error, the user's line a crash
+happened on) is read here too (``describe_exit``, ``last_error``, ``crash_site``).
 """
 
 from __future__ import annotations
 
 import collections
 import os
+import re
+import signal
 import threading
 from pathlib import Path
 from typing import BinaryIO
@@ -111,3 +116,66 @@ class CappedLog:
                 data = b""
             data += self._tail_bytes()[1]
         return data[-last:].decode("utf-8", "replace")
+
+
+# -- what a worker's log says of how it ended --------------------------------------------------
+def describe_exit(returncode: int | None, last_error: str = "") -> str:
+    """``killed by signal 11 (SIGSEGV)`` or ``exited with status 3``, plus the last error line."""
+    if returncode is None:
+        text = "stopped without an exit status"
+    elif returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = "unknown signal"
+        if -returncode == signal.SIGKILL:
+            name += "; often the kernel's out-of-memory killer"
+        text = f"killed by signal {-returncode} ({name})"
+    else:
+        text = f"exited with status {returncode}"
+    if not last_error:
+        return text
+    return f"{text} {last_error}" if last_error.startswith("at ") else f"{text}: {last_error}"
+
+
+def last_error(text: str) -> str:
+    """The last meaningful line of a worker's stderr (a Python error, a CUDA message)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        # "Python runtime state: preinitialized" follows the fatal error that says what is wrong
+        # (PYTHONHASHSEED=abc: "Fatal Python error: ... PYTHONHASHSEED must be ...").
+        if not ln.startswith(("File ", "^", "~", "Traceback", "Python runtime state:")):
+            return ln[:300]
+    return ""
+
+
+_FAULT_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
+
+
+def crash_site(text: str) -> str:
+    """``at FILE:LINE in FUNC`` from a faulthandler dump (the worker enables it), or "".
+
+    faulthandler lists the crashing thread's frames innermost first; the first frame outside the
+    standard library, site-packages and arraybench is the user's own line, which is what a user
+    needs to see. Failing that, the innermost frame.
+    """
+    start = text.rfind("Fatal Python error:")
+    if start < 0:
+        return ""
+    frames = []
+    for line in text[start:].splitlines():
+        m = _FAULT_FRAME.match(line)
+        if m:
+            frames.append(m)
+        elif frames:
+            break  # the first thread's frames end here
+    if not frames:
+        return ""
+
+    def library(path: str) -> bool:
+        path = path.replace("\\", "/")
+        return ("/arraybench/" in path or "site-packages" in path or "/lib/python" in path
+                or path.startswith("<"))
+
+    chosen = next((m for m in frames if not library(m["file"])), frames[0])
+    return f"at {chosen['file']}:{chosen['line']} in {chosen['func']}"

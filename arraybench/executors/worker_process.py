@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import queue
-import re
 import selectors
 import signal
 import subprocess
@@ -37,7 +36,7 @@ from typing import Callable, Iterator, Mapping
 
 from ..files import open_append
 from ..worker import heartbeat
-from .worker_log import CappedLog
+from .worker_log import CappedLog, crash_site, describe_exit, last_error
 from ..worker.protocol import Done, Job, Message, Unavailable, parse
 
 #: How long a worker may take to import its library and open its device, however short the
@@ -67,25 +66,6 @@ class WorkerExited(Exception):
         self.returncode = returncode
         self.last_error = last_error
         super().__init__(describe_exit(returncode, last_error))
-
-
-def describe_exit(returncode: int | None, last_error: str = "") -> str:
-    """``killed by signal 11 (SIGSEGV)`` or ``exited with status 3``, plus the last error line."""
-    if returncode is None:
-        text = "stopped without an exit status"
-    elif returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = "unknown signal"
-        if -returncode == signal.SIGKILL:
-            name += "; often the kernel's out-of-memory killer"
-        text = f"killed by signal {-returncode} ({name})"
-    else:
-        text = f"exited with status {returncode}"
-    if not last_error:
-        return text
-    return f"{text} {last_error}" if last_error.startswith("at ") else f"{text}: {last_error}"
 
 
 class WorkerProcess:
@@ -383,52 +363,6 @@ class WorkerProcess:
             pass
 
 
-def last_error(text: str) -> str:
-    """The last meaningful line of a worker's stderr (a Python error, a CUDA message)."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for ln in reversed(lines):
-        # "Python runtime state: preinitialized" follows the fatal error that says what is wrong
-        # (PYTHONHASHSEED=abc: "Fatal Python error: ... PYTHONHASHSEED must be ...").
-        if not ln.startswith(("File ", "^", "~", "Traceback", "Python runtime state:")):
-            return ln[:300]
-    return ""
-
-
-_FAULT_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
-
-
-def crash_site(text: str) -> str:
-    """``at FILE:LINE in FUNC`` from a faulthandler dump (the worker enables it), or "".
-
-    faulthandler lists the crashing thread's frames innermost first; the first frame outside the
-    standard library, site-packages and arraybench is the user's own line, which is what a user
-    needs to see. Failing that, the innermost frame.
-    """
-    start = text.rfind("Fatal Python error:")
-    if start < 0:
-        return ""
-    frames = []
-    for line in text[start:].splitlines():
-        m = _FAULT_FRAME.match(line)
-        if m:
-            frames.append(m)
-        elif frames:
-            break  # the first thread's frames end here
-    if not frames:
-        return ""
-
-    def library(path: str) -> bool:
-        path = path.replace("\\", "/")
-        return ("/arraybench/" in path or "site-packages" in path or "/lib/python" in path
-                or path.startswith("<"))
-
-    chosen = next((m for m in frames if not library(m["file"])), frames[0])
-    return f"at {chosen['file']}:{chosen['line']} in {chosen['func']}"
-
-
-_waitid = getattr(os, "waitid", None)
-
-
 def _child_setup(cpus: list[int] | None) -> Callable[[], None]:
     """What the child does between fork and exec: CPU affinity, and dying with its parent."""
     chosen = set(cpus) if cpus is not None and hasattr(os, "sched_setaffinity") else None
@@ -451,3 +385,6 @@ def _child_setup(cpus: list[int] | None) -> Callable[[], None]:
                 os._exit(1)
 
     return setup
+
+
+_waitid = getattr(os, "waitid", None)

@@ -16,7 +16,7 @@ import pytest
 
 from arraybench.errors import UsageError
 from arraybench.executors import local
-from arraybench.executors.worker_process import last_error
+from arraybench.executors.worker_log import last_error
 from arraybench.host import environments
 from arraybench.host.allocator import choice_ignored
 from arraybench.model.cell import Config
