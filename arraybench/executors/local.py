@@ -1,13 +1,15 @@
-"""Worker processes on this machine: one per (backend, device) and replicate, in rounds.
+"""Worker processes on this machine: one per configuration and replicate index.
 
-Each (backend, device) is measured by fresh workers, one per replicate index; the order of the
-configurations is shuffled in every round, and each worker shuffles its cells, so slow drifts of
-the machine spread over every library instead of landing on one. Workers run one at a time: two
-libraries timed at once would compete for the same cores.
+Each configuration (backend, device, environment) is measured by fresh workers, one per replicate
+index. The configurations of an index take turns, their workers alive together and one sampling
+at a time (``turns``), so that every verdict's two sides sample the same seconds of the machine;
+a run of one configuration (or ``side_by_side=False``) runs its workers one after another, each
+shuffling its own cells. Two libraries never measure at once: they would compete for the cores.
 
 Every worker starts with glibc's malloc in a known state (``host/allocator``: freed memory kept);
-on the CPU, the replicates of cells whose outputs are large wait for one more worker of the same
-index, started with fresh pages, and carry its samples beside their own.
+on the CPU, one replicate index's large outputs are measured in the other state too (fresh
+pages), by a worker that takes turns beside them, and carry its samples beside their own. The
+float64 references are computed once per run and shared through a folder of its own.
 
 A worker that crashes costs its current cell (``failed``, with the signal); a fresh worker goes on
 with the rest. A worker silent for longer than ``timeout`` is killed the same way. When the run is
@@ -34,13 +36,14 @@ from ..analysis.replication import timer_settings
 from ..host import environments
 from ..host.allocator import choice_ignored, uncontrolled_reason, with_state
 from ..host.threads import worker_cpus, worker_env
-from ..model.allocator import HEADLINE, LARGE_OUTPUT_BYTES, OTHER, WORDS, StateSamples
+from ..model.allocator import HEADLINE, OTHER, WORDS
 from ..model.replicate import Replicate
 from ..options import RunOptions
 from ..model.cell import Cell, Config
-from ..worker.protocol import Job, Message, Ready, ReplicateDone, Unavailable
+from ..worker.protocol import Job, ReplicateDone, Unavailable
 from ..workloads.shipping import SHIPPED_NAME
 from .base import RunHandle
+from .listeners import Listener, OtherState, attach_other_state, large
 from .turns import take_turns
 from .worker_process import STARTUP_TIMEOUT_S, StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
 
@@ -129,7 +132,7 @@ class LocalExecutor:
         environments_of = {config: environments.find(options, config.environment) for config in order}
         states: dict[Config, str] = {}
 
-        def start(config: Config, cells: list[Cell]) -> tuple[WorkerProcess, _Listener, dict[str, Cell]]:
+        def start(config: Config, cells: list[Cell]) -> tuple[WorkerProcess, Listener, dict[str, Cell]]:
             environment = environments_of[config]
             state = _state(options, environment)
             states[config] = state
@@ -142,12 +145,12 @@ class LocalExecutor:
             session.worker_started(config, index, len(cells))
             worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads),
                                    log_path=out_dir / "logs" / f"{name}-p{index}.log", python=environment.python)
-            return worker, _Listener(session, config, index, remaining, held,
+            return worker, Listener(session, config, index, remaining, held,
                                      _allocator_note(options, environment)), remaining
 
-        others: dict[Config, _OtherState] = {}
+        others: dict[Config, OtherState] = {}
 
-        def start_other(config: Config, cells: list[Cell]) -> tuple[WorkerProcess, "_OtherState", dict[str, Cell]]:
+        def start_other(config: Config, cells: list[Cell]) -> tuple[WorkerProcess, "OtherState", dict[str, Cell]]:
             environment = environments_of[config]
             job = replace(_job(options, out_dir, config, index, cells,
                                hash((options.seed, index, OTHER)) & 0xFFFFFFFF, OTHER), turns=True,
@@ -155,13 +158,13 @@ class LocalExecutor:
             env, name = _worker_env(options, config, environment, OTHER)
             worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads),
                                    log_path=out_dir / "logs" / f"{name}-p{index}-{OTHER}.log", python=environment.python)
-            others[config] = _OtherState()
+            others[config] = OtherState()
             return worker, others[config], {c.key: c for c in cells}
 
         plan = {config: session.todo(config, index) for config in order}
         # The other allocator state of large CPU outputs takes turns beside them, in a worker of
         # its own, where the first process said which outputs are large.
-        extra = {config: [c for c in plan[config] if _large(session.replicates_of(c).get(0))]
+        extra = {config: [c for c in plan[config] if large(session.replicates_of(c).get(0))]
                  for config in order if _other_state_beside(options, config, index)}
         try:
             left = take_turns(session, plan, start, timeout=options.timeout, startup_timeout=STARTUP_TIMEOUT_S,
@@ -250,7 +253,7 @@ class LocalExecutor:
             session.worker_started(config, index, len(remaining))
             worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads), log_path=log,
                                    python=environment.python)
-            listener = _Listener(session, config, index, remaining, held, _allocator_note(options, environment))
+            listener = Listener(session, config, index, remaining, held, _allocator_note(options, environment))
             timeout = options.timeout
 
             def blamed(position: int) -> Cell | None:
@@ -297,7 +300,7 @@ class LocalExecutor:
                 worker.close()
             attempt += 1
 
-    def _wind_down(self, session: RunHandle, worker: WorkerProcess, listener: "_Listener") -> None:
+    def _wind_down(self, session: RunHandle, worker: WorkerProcess, listener: "Listener") -> None:
         """Ask a worker to stop, keep the cells it finished, then make sure it is gone."""
         if listener.ready:
             worker.request_stop()
@@ -374,94 +377,3 @@ def _job(options: RunOptions, out_dir: Path, config: Config, index: int, cells: 
                workload_files=tuple(str(Path(p).resolve()) for p in options.workload_files),
                shipped=str(shipped.resolve()) if options.shipped_workloads else None,
                allocator=allocator)
-
-
-class _OtherState:
-    """The messages of a worker measuring large outputs in the other allocator state, beside
-    their own (a ``turns.Listener``): its replicates go to the held ones, never to the run."""
-
-    def __init__(self) -> None:
-        self.ready = False
-        self.got: dict[str, Replicate] = {}
-        self.why = ""
-
-    def handle(self, msg: Message) -> bool:
-        """Keep a replicate; True where the worker could not run."""
-        if isinstance(msg, Ready):
-            self.ready = True
-        elif isinstance(msg, Unavailable):
-            self.why = msg.reason
-            return True
-        elif isinstance(msg, ReplicateDone):
-            self.got[msg.key] = msg.replicate
-        return False
-
-    def fail(self, cell: Cell, reason: str) -> None:
-        """The worker failed: the reason every held replicate it did not reach will give."""
-        self.why = self.why or reason
-
-    def attach(self, held: dict[str, tuple[Cell, Replicate]]) -> None:
-        """Give each held replicate the samples taken in the other state, or say why not."""
-        for key, (_, replicate) in held.items():
-            if key in self.got:
-                attach_other_state(replicate, self.got[key])
-            else:
-                replicate.warnings.append(f"not measured with {WORDS[OTHER]}: {self.why or 'the worker ended first'}")
-
-
-class _Listener:
-    """Acts on the messages of one worker."""
-
-    def __init__(self, session: RunHandle, config: Config, index: int,
-                 remaining: dict[str, Cell], held: dict[str, tuple[Cell, Replicate]] | None = None,
-                 note: str = "") -> None:
-        self.session = session
-        self.note = note  # said in each replicate's warnings (the allocator state not applied)
-        self.config = config
-        self.index = index
-        self.remaining = remaining
-        self.held = held
-        self.ready = False
-
-    def fail(self, cell: Cell, reason: str) -> None:
-        """Answer ``cell`` with a failed replicate saying ``reason``."""
-        self.remaining.pop(cell.key, None)
-        self.session.keep(cell, self.index, Replicate.ended("failed", reason))
-
-    def handle(self, msg: Message) -> bool:
-        """Act on one message; True when the worker's configuration turned out unavailable."""
-        if isinstance(msg, Ready):
-            self.ready = True
-            self.session.worker_ready(self.config, self.index, msg.info, msg.pid)
-        elif isinstance(msg, Unavailable):
-            self.session.mark_unavailable(self.config, msg.reason)
-            return True
-        elif isinstance(msg, ReplicateDone) and msg.key in self.remaining:
-            cell = self.remaining.pop(msg.key)
-            if self.note and msg.replicate.timed:
-                msg.replicate.warnings.append(self.note)
-            if self.held is not None and wants_other_state(msg.replicate):
-                self.held[msg.key] = (cell, msg.replicate)  # stored once the other state is measured
-            else:
-                self.session.keep(cell, self.index, msg.replicate)
-        return False
-
-
-def _large(replicate: Replicate | None) -> bool:
-    return replicate is not None and wants_other_state(replicate)
-
-
-def wants_other_state(replicate: Replicate) -> bool:
-    """Whether a replicate's outputs are large enough for the allocator's state to matter."""
-    return (replicate.status == "ok" and replicate.timed and bool(replicate.allocator)
-            and (replicate.output_bytes or 0) >= LARGE_OUTPUT_BYTES)
-
-
-def attach_other_state(replicate: Replicate, other: Replicate) -> None:
-    """Give ``replicate`` the samples ``other`` took in the other allocator state (or say why not)."""
-    if other.timed and other.status == "ok" and other.allocator:
-        replicate.other_allocator = StateSamples(other.allocator, other.samples_s,  # type: ignore[arg-type]
-                                                 other.number, other.stop_reason, other.usage)
-    else:
-        replicate.warnings.append(f"not measured with {WORDS.get(other.allocator, 'the other state')}: "
-                                  f"{other.reason or other.status}")

@@ -56,7 +56,7 @@ class _Side:
 
 
 class Listener(Protocol):
-    """What acts on one worker's messages (``local._Listener``)."""
+    """What acts on one worker's messages (``listeners.Listener``)."""
 
     ready: bool
 
