@@ -39,7 +39,7 @@ from .intervals import CONFIDENCE, spread_factor
 LEVEL_WITHIN = 0.05
 
 #: Fewest rounds a process must share for its ratio to count.
-MIN_ROUNDS = 3
+MIN_ROUNDS = 2
 
 
 @dataclass(frozen=True)
