@@ -60,6 +60,18 @@ def format_ratio(x: float) -> str:
     return f"{x:.2g}×" if x < 100 else f"{x:,.0f}×"
 
 
+#: A peak below one page is below what the resident high-water mark can tell apart from none.
+PAGE_BYTES = 4096
+
+
+def format_peak(n: float | None) -> str:
+    """A peak memory per call: ``format_size``, but ``< 4.1 kB`` below one page, where the
+    kernel's resident high-water mark cannot tell a small peak from none."""
+    if n is not None and n < PAGE_BYTES:
+        return f"< {format_size(PAGE_BYTES)}"
+    return format_size(n)
+
+
 def format_size(n: float | None) -> str:
     """Bytes in decimal units, three figures: ``64000000`` -> ``"64 MB"``; ``None`` -> ``"-"``."""
     if n is None:

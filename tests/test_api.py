@@ -143,7 +143,7 @@ def test_the_session_offers_an_executor_what_it_may_ask_and_imports_no_executor(
                            Journal.create(tmp_path, options, [], {}), {})
     live.sink.close()
     asked = [n for n in vars(base.RunHandle) if not n.startswith("_")]
-    assert {"todo", "store", "mark_unavailable", "stop_requested", "cells"} <= set(asked)
+    assert {"todo", "keep", "mark_unavailable", "stop_requested", "cells"} <= set(asked)
     for name in asked:
         theirs, ours = getattr(base.RunHandle, name), getattr(live, name)
         if callable(theirs):

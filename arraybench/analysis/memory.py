@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
 from ..model.record import Record
-from ..units import format_size
+from ..units import PAGE_BYTES, format_size
 from .grouping import grouped, is_valid, library_label, size_text
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def peak_details(r: Record) -> list[str]:
     """What to read beside a peak: "2.1× the output", "64 MB reserved by the caching allocator"."""
     out = []
     multiple = times_output(r)
-    if multiple is not None:
+    if multiple is not None and (r.peak_bytes or 0) >= PAGE_BYTES:
         out.append(f"{times(multiple)} the output")
     reserve = allocator_reserve(r)
     if reserve is not None:

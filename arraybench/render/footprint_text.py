@@ -11,7 +11,7 @@ from typing import Iterable
 from ..analysis.grouping import is_valid
 from ..analysis.memory import peak_details
 from ..model.record import Record
-from ..units import format_size
+from ..units import format_peak
 
 #: A record written before energy was measured keeps no reason of its own.
 _NO_ENERGY_NOTE = "energy not measured (results written before arraybench measured it)"
@@ -20,7 +20,7 @@ _NO_PEAK_NOTE = "peak memory not measured (results written before arraybench mea
 
 def peak_text(r: Record) -> str:
     """The peak memory per call ("24 MB"), or "—" where there is none."""
-    return format_size(r.peak_bytes) if is_valid(r) and r.peak_bytes is not None else "—"
+    return format_peak(r.peak_bytes) if is_valid(r) and r.peak_bytes is not None else "—"
 
 
 def peak_sub(r: Record) -> list[str]:

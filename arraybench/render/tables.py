@@ -24,7 +24,7 @@ from ..analysis.roofline import ceilings, share
 from ..errors import printable
 from ..model.cell import config_label
 from ..model.record import Record
-from ..units import format_interval, format_rate, format_seconds, format_size
+from ..units import format_interval, format_peak, format_rate, format_seconds
 from .notes import RANGES_LEGEND, NoteBook, Row, everywhere_mark, note_texts
 from .terminal import console as safe_console, plain
 
@@ -177,7 +177,7 @@ def results_table(records: Iterable[Record], width: int | None = None) -> Group:
                      "95% CI": ci_text(r) if timed else "—",
                      "vs NumPy": speedup_text(r, bases.get(r.machine)), "first call": format_seconds(r.first_call_s),
                      "rel. error": error_text(r), "of peak": _share_text(share(r, roof)),
-                     "peak mem": format_size(r.peak_bytes), "status": status}
+                     "peak mem": format_peak(r.peak_bytes), "status": status}
             rows.append((cells, "bold green" if (r is best and contenders > 1) else None,
                          i == len(group) - 1 and n < len(groups) - 1))
 

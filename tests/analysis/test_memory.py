@@ -67,6 +67,16 @@ def test_peak_beside_output_and_the_caching_allocators_reserve():
     assert allocator_reserve(peaked("numpy", [MB] * 2)) is None
 
 
+def test_a_peak_below_a_page_is_not_a_figure_of_the_output():
+    from arraybench.analysis.memory import peak_details
+    from arraybench.render.footprint_text import peak_text
+
+    tiny = peaked("numpy", [0, 0], output=800)
+    # The resident high-water mark counts pages: below one it cannot tell a small peak from none.
+    assert peak_text(tiny) == "< 4.1 kB" and peak_details(tiny) == []
+    assert peak_text(peaked("numpy", [8192, 8192], output=800)) == "8.19 kB"
+
+
 def _runs(base_peaks: Sequence[int], new_peaks: Sequence[int]) -> tuple[Results, Results]:
     return results([peaked("torch", base_peaks)]), results([peaked("torch", new_peaks)])
 
