@@ -14,7 +14,7 @@ from arraybench.workloads import BUILTIN
 
 from .conftest import ROOT
 
-FAST_RUN = ("--processes", "1", "--max-time", "0.05", "--min-samples", "3")
+FAST_RUN = ("--processes", "1", "--max-time", "0.05", "--min-samples", "3", "--allocator", "reused")
 
 #: A known PyTorch bug, not a tolerance: pytorch/pytorch#188792 (open, "module: correctness
 #: (silent)"): with oneMKL 2024.2 (the torch 2.13 wheels' pin) and several threads, a float unary
