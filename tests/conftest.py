@@ -205,7 +205,8 @@ def registry_restored():
 #: example, the full disk; 20-80 s each on the 2-core machine): started
 #: first, so that under two test processes (pyproject's ``-n 2 --dist loadfile``) neither is left
 #: alone on a long file at the end while the other has nothing to do.
-LONG_FILES = ("executors/test_cluster.py", "test_run.py", "workloads/test_examples.py", "test_disk.py",
+LONG_FILES = ("executors/test_cluster.py", "workloads/test_examples.py", "workloads/test_workloads.py", "test_run.py",
+              "test_disk.py", "worker/test_inplace.py", "test_environments.py",
               "workloads/test_worldly_files.py", "executors/test_concurrency.py")
 
 

@@ -29,7 +29,7 @@ import pytest
 
 if TYPE_CHECKING:
     from .settings import Settings
-    from .suite import Outcome, Suite
+    from .suite import Suite
 
 _SUITE = pytest.StashKey["Suite"]()
 _OUTCOME = pytest.StashKey["Outcome"]()
