@@ -24,3 +24,19 @@ def measure_cell(backend: Any, wl: Workload, cell: Cell, base: TimerSettings,
     if prepared.run is not None:
         interleave([prepared.run])
     return finish(backend, prepared)
+
+
+_SHARED: list[str] = []
+
+
+def shared_references() -> ReferenceCache:
+    """A reference cache whose files every test of this process shares, as a run's workers share
+    theirs: for built-in and example workloads, whose names always mean the same code."""
+    if not _SHARED:
+        import atexit
+        import shutil
+        import tempfile
+
+        _SHARED.append(tempfile.mkdtemp(prefix="arraybench-test-references-"))
+        atexit.register(shutil.rmtree, _SHARED[0], True)
+    return ReferenceCache(_SHARED[0])

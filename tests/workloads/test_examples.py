@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from arraybench import load_results
-from arraybench.worker.prepare import ReferenceCache
-from ..measuring import measure_cell
+from ..measuring import measure_cell, shared_references
 from arraybench.model.cell import Cell
 from arraybench.model.timer_settings import TimerSettings
 from arraybench.workloads.userfile import import_workload_file
@@ -50,7 +49,7 @@ def test_example_matches_its_reference(workload, backend_name, dtype):
     wl = REGISTRY[workload]
     n = wl.sizes["small"]
     shard = measure_cell(backend, wl, Cell(workload, "small", n, backend_name, "cpu", dtype, "latency"),
-                         QUICK, ReferenceCache())
+                         QUICK, shared_references())
     assert shard.status == "ok", shard.reason
     assert shard.max_rel_error <= shard.tolerance
     assert shard.samples_s and shard.flops > 0 and shard.bytes > 0
@@ -72,7 +71,7 @@ def test_in_place_examples_compile_and_match_their_reference(workload, backend_n
     # compiling to show nothing that two do not (the settings still reach the compiled code).
     params = {**wl.params_for(n), **({"tsteps": 2} if workload == "jacobi_2d" else {})}
     cell = Cell(workload, "small", n, backend_name, "cpu", dtype, "compiled", params=params)
-    shard = measure_cell(backend, wl, cell, QUICK, ReferenceCache())
+    shard = measure_cell(backend, wl, cell, QUICK, shared_references())
     assert shard.status == "ok", shard.reason
     assert shard.max_rel_error <= shard.tolerance
     assert shard.method == ("torch.compile" if backend_name == "torch" else "jax.jit")
@@ -86,7 +85,7 @@ def test_in_place_examples_declare_what_they_change_and_take_settings():
         n = wl.sizes["small"]
         shard = measure_cell(backend_or_skip("numpy"), wl,
                              Cell(workload, "small", n, "numpy", "cpu", "float64", "latency",
-                                  params=wl.params_for(n)), QUICK, ReferenceCache())
+                                  params=wl.params_for(n)), QUICK, shared_references())
         assert shard.restored == list(wl.mutates)
         assert not any("mutates=" in w or "shares memory" in w for w in shard.warnings), shard.warnings
     assert REGISTRY["jacobi_2d"].params_for(250) == {"tsteps": 20}
