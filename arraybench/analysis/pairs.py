@@ -154,22 +154,6 @@ def pairs_of(records: Iterable[Record]) -> list[Pair]:
     return out
 
 
-class PairIndex:
-    """The pairs of a run, looked up by their two cells' keys (either way round)."""
-
-    def __init__(self, pairs: Iterable[Pair]) -> None:
-        self._by: dict[tuple[str, str], Pair] = {}
-        for p in pairs:
-            self._by[(p.a, p.b)] = p
-            self._by[(p.b, p.a)] = p.reversed()
-
-    def get(self, a: Record, b: Record) -> Pair | None:
-        """``a`` against ``b`` (ratio: a's time over b's), or None where they were not paired."""
-        return self._by.get((a.key, b.key))
-
-    def __len__(self) -> int:
-        return len(self._by) // 2
-
 
 def against_regressions(pairs: Iterable[Pair], here: str, limit: float) -> tuple[list[Pair], list[Pair]]:
     """The gate of a run against a ref (``--against``): (the pairs whose work-tree side, the

@@ -91,7 +91,7 @@ class LocalExecutor:
         # never the output folder, which a received run could have filled).
         # Named by this process's id: one killed before it could clean up (SIGKILL) leaves its
         # folder behind, and the next run removes those of processes that are gone.
-        environments.remove_stale_import_dirs(prefix=REFERENCES_PREFIX)
+        environments.remove_stale_folders(prefix=REFERENCES_PREFIX)
         self._references = tempfile.mkdtemp(prefix=f"{REFERENCES_PREFIX}{os.getpid()}-")
         try:
             self._rounds(run, options, out_dir)

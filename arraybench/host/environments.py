@@ -190,7 +190,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_import_dirs(tmp: str | None = None, prefix: str = "") -> list[str]:
+def remove_stale_folders(tmp: str | None = None, prefix: str = "") -> list[str]:
     """Remove this user's import folders (``import_dir``), or other per-process folders named
     ``PREFIX<pid>-...``, whose process is gone; the removed."""
     tmp = tmp or tempfile.gettempdir()
@@ -222,7 +222,7 @@ def import_dir() -> str:
     if _IMPORT_DIR is None or not os.path.isdir(_IMPORT_DIR):
         # Named by this process's id: one killed before its atexit ran (SIGKILL) leaves its
         # folder behind, and the next run removes those of processes that are gone.
-        remove_stale_import_dirs()
+        remove_stale_folders()
         folder = tempfile.mkdtemp(prefix=f"{IMPORT_PREFIX}{os.getpid()}-")
         os.symlink(Path(__file__).resolve().parent.parent, os.path.join(folder, "arraybench"))
         atexit.register(shutil.rmtree, folder, True)  # the link only: rmtree never follows it

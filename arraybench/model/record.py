@@ -15,7 +15,7 @@ from . import schema
 from ..errors import ResultsError
 from .replicate import Gradient, Replicate, Status
 from .cell import Dtype, Mode
-from .cell import Cell, cell_key, config_label
+from .cell import Cell, config_label
 from .usage import SCALARS as USAGE_SCALARS
 from .usage import Usage
 from ..workloads.params import ParamValue, text as params_text
@@ -135,9 +135,7 @@ class Record:
     @property
     def key(self) -> str:
         """The key of the cell this record measures (``cell.cell_key``)."""
-        return cell_key(self.workload, self.size_label, self.backend, self.device, self.dtype,
-                        self.mode, self.transfer, machine=self.machine, params=self.params,
-                        environment=self.environment)
+        return self.cell.key
 
     @property
     def samples_s(self) -> list[float]:

@@ -110,7 +110,7 @@ def test_the_import_folder_of_a_killed_run_goes_at_the_next_start(tmp_path: Path
     mine = tmp_path / f"{environments.IMPORT_PREFIX}{os.getpid()}-live"
     mine.mkdir()  # a live process's folder stays
     target = Path(environments.__file__).resolve().parent.parent
-    assert environments.remove_stale_import_dirs(str(tmp_path)) == [str(left)]
+    assert environments.remove_stale_folders(str(tmp_path)) == [str(left)]
     assert not left.exists() and mine.is_dir() and target.is_dir()  # the link was not followed
 
 

@@ -61,7 +61,7 @@ def test_a_killed_runs_references_go_at_the_next_start(tmp_path):
     import sys
 
     from arraybench.executors.local import REFERENCES_PREFIX
-    from arraybench.host.environments import remove_stale_import_dirs
+    from arraybench.host.environments import remove_stale_folders
 
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead = tmp_path / f"{REFERENCES_PREFIX}{gone.stdout.strip()}-abc123"
@@ -69,5 +69,5 @@ def test_a_killed_runs_references_go_at_the_next_start(tmp_path):
     for folder in (dead, alive):
         folder.mkdir()
         (folder / "x.npz").write_bytes(b"")
-    assert remove_stale_import_dirs(str(tmp_path), prefix=REFERENCES_PREFIX) == [str(dead)]
+    assert remove_stale_folders(str(tmp_path), prefix=REFERENCES_PREFIX) == [str(dead)]
     assert alive.is_dir() and not dead.exists()
