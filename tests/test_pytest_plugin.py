@@ -327,3 +327,48 @@ def test_the_plugins_notes_name_its_own_options():
     with command_line():
         assert "--processes N" in explained(FIXED)
     assert "processes=N" in explained(FIXED)  # the API's, in a notebook
+
+
+
+_REUSED = """
+import os
+import arraybench
+import pytest
+
+def _note(which, x):
+    with open({pids!r}, "a") as f:
+        f.write(f"{{which}} {{os.getpid()}}\\n")
+    return x
+
+@arraybench.workload(sizes=[1000])
+def first(xp, x):
+    return _note("first", x + 1)
+
+@arraybench.workload(sizes=[1000])
+def second(xp, x):
+    return _note("second", x * 2)
+
+@pytest.mark.arraybench(max_time=0.05, min_samples=3)
+def test_first(arraybench_run):
+    arraybench_run(first)
+
+@pytest.mark.arraybench(max_time=0.05, min_samples=3)
+def test_second(arraybench_run):
+    arraybench_run(second)
+"""
+
+
+def test_a_sessions_tests_share_their_workers_one_process_per_replicate_index(pytester, tmp_path,
+                                                                            registry_restored):
+    # Each test's run has 2 processes; the second test's are the first's, given a new job: the
+    # library is imported once per replicate index for the session, not once per test.
+    pids = tmp_path / "pids.txt"
+    pytester.makepyfile(test_two=_REUSED.format(pids=str(pids)))
+    result = run(pytester, "--arraybench-backends=numpy", "--arraybench-processes=2")
+    result.assert_outcomes(passed=2)
+    seen: dict[str, set[str]] = {}
+    for line in pids.read_text().splitlines():
+        which, pid = line.split()
+        seen.setdefault(which, set()).add(pid)
+    assert len(seen["first"]) == 2  # two processes, independent samples of the machine
+    assert seen["second"] == seen["first"]

@@ -43,6 +43,7 @@ from ..model.cell import Cell, Config
 from ..worker.protocol import Job, ReplicateDone, Unavailable
 from ..workloads.shipping import SHIPPED_NAME
 from .base import RunHandle
+from .pool import PER_TEST, current as shared_pool
 from .listeners import Listener, OtherState, attach_other_state, large
 from .turns import take_turns
 from .worker_process import STARTUP_TIMEOUT_S, StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
@@ -60,6 +61,11 @@ class LocalExecutor:
     """Runs a run's missing replicates in worker processes on this machine (an ``Executor``)."""
 
     _references: str | None = None
+
+    def __init__(self) -> None:
+        #: Workers started ahead of their replicate index, by (configuration, index), with the
+        #: keys of the cells their job measures (``_start_early``).
+        self._early: dict[tuple[Config, int], tuple[WorkerProcess, list[str]]] = {}
 
     def _references_for(self, config: Config) -> str | None:
         """The run's shared references for ``config``'s environment: another interpreter, or
@@ -98,6 +104,7 @@ class LocalExecutor:
         except StopRequested:
             pass  # the run says it stopped; what came home before is journalled
         finally:
+            self._close_early()  # those a stop, or a crash, left unused
             shutil.rmtree(self._references, ignore_errors=True)
             self._references = None
 
@@ -111,7 +118,9 @@ class LocalExecutor:
         while index < max(run.wanted(c) for c in run.cells):
             order = [cfg for cfg in run.configs() if run.todo(cfg, index)]
             rng.shuffle(order)
-            if options.side_by_side and len(order) > 1:
+            # In a session that keeps its workers, one configuration takes turns alone: a worker
+            # taking turns is one that can do another job.
+            if options.side_by_side and (len(order) > 1 or (order and shared_pool() is not None)):
                 if run.stop_requested():
                     raise StopRequested()
                 order = self._side_by_side(run, options, out_dir, order, index)
@@ -138,13 +147,15 @@ class LocalExecutor:
             states[config] = state
             held = helds.setdefault(config, {}) if _other_state_wanted(options, config, state, index) else None
             remaining = {c.key: c for c in cells}
-            job = replace(_job(options, out_dir, config, index, cells,
-                               hash((options.seed, index, 0)) & 0xFFFFFFFF, state), turns=True,
-                          references=self._references_for(config))
-            env, name = _worker_env(options, config, environment, state)
             session.worker_started(config, index, len(cells))
-            worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads),
-                                   log_path=out_dir / "logs" / f"{name}-p{index}.log", python=environment.python)
+            early = self._early.pop((config, index), None)
+            if early is not None and early[1] == list(remaining):
+                worker = early[0]
+                worker.resume()
+            else:
+                if early is not None:  # its cells are no longer this index's (one ended early)
+                    early[0].close()
+                worker = self._turns_worker(options, out_dir, config, index, cells, environment)
             return worker, Listener(session, config, index, remaining, held,
                                      _allocator_note(options, environment)), remaining
 
@@ -167,9 +178,11 @@ class LocalExecutor:
         extra = {config: [c for c in plan[config] if large(session.replicates_of(c).get(0))]
                  for config in order if _other_state_beside(options, config, index)}
         try:
+            if index == 0:
+                self._start_early(session, options, out_dir, order, environments_of)
             left = take_turns(session, plan, start, timeout=options.timeout, startup_timeout=STARTUP_TIMEOUT_S,
                               seed=hash((options.seed, index, "turns")) & 0xFFFFFFFF, extra=extra,
-                              start_extra=start_other)
+                              start_extra=start_other, before_prepare=self._hold_early, keep=self._keep)
             for config, held in helds.items():
                 if held and config in others:
                     others[config].attach(held)
@@ -180,6 +193,68 @@ class LocalExecutor:
                 for cell, replicate in held.values():
                     session.keep(cell, index, replicate)
         return [config for config in order if config in left]
+
+    def _turns_worker(self, options: RunOptions, out_dir: Path, config: Config, index: int, cells: list[Cell],
+                      environment: environments.Environment) -> WorkerProcess:
+        """A worker for ``config``'s ``index``-th replicates of ``cells`` whose job takes turns."""
+        state = _state(options, environment)
+        job = replace(_job(options, out_dir, config, index, cells,
+                           hash((options.seed, index, 0)) & 0xFFFFFFFF, state), turns=True,
+                      references=self._references_for(config))
+        env, name = _worker_env(options, config, environment, state)
+        cpus = worker_cpus(options.threads)
+        log_path = out_dir / "logs" / f"{name}-p{index}.log"
+        shared = shared_pool()
+        if shared is None:
+            return WorkerProcess(job, env=env, cpus=cpus, log_path=log_path, python=environment.python)
+        # What made the worker: a kept one made otherwise cannot take this job.
+        key = (config, index, state, environment.python,
+               tuple(sorted((k, v) for k, v in env.items() if k not in PER_TEST)), tuple(cpus or ()))
+        worker = shared.take(key)
+        if worker is not None:
+            worker.assign(replace(job, reuse=True))
+        else:  # its log lives as long as the worker, longer than this run's folder
+            worker = WorkerProcess(replace(job, reuse=True), env=env, cpus=cpus,
+                                   log_path=shared.folder / log_path.name, python=environment.python)
+        worker.pool_key = key
+        return worker
+
+    def _keep(self, worker: WorkerProcess) -> bool:
+        """Keep a worker that finished cleanly in the session's pool, where there is one."""
+        shared, key = shared_pool(), worker.pool_key
+        if shared is None or key is None:
+            return False
+        shared.keep(key, worker)
+        return True
+
+    def _start_early(self, session: RunHandle, options: RunOptions, out_dir: Path, order: list[Config],
+                     environments_of: dict[Config, environments.Environment]) -> None:
+        """Start the workers of the run's other first replicate indices now, beside the first
+        index's: starting a worker (an interpreter, a library's import) is not timed, so they
+        all import at once and use every core, where one index after another waited for its
+        slowest import each time. They wait, paused, for their index's turns (``_hold_early``)."""
+        for index in range(1, options.processes):
+            for config in order:
+                cells = session.todo(config, index)
+                if cells and (config, index) not in self._early:
+                    worker = self._turns_worker(options, out_dir, config, index, cells, environments_of[config])
+                    self._early[(config, index)] = (worker, [c.key for c in cells])
+
+    def _hold_early(self) -> None:
+        """Before anything is timed: the early workers finish starting, then wait paused, so
+        that nothing of theirs runs while another worker measures."""
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        for worker, _ in self._early.values():
+            if not worker.paused:
+                worker.wait_started(deadline - time.monotonic())
+                worker.pause()
+
+    def _close_early(self) -> None:
+        for worker, _ in self._early.values():
+            worker.let_go()
+        for worker, _ in self._early.values():
+            worker.close()
+        self._early.clear()
 
     def _run_worker(self, session: RunHandle, options: RunOptions, out_dir: Path, config: Config,
                     index: int, todo: list[Cell]) -> None:

@@ -53,6 +53,8 @@ class _Side:
     #: A side that accompanies its configuration's own (its large outputs in the other allocator
     #: state): its failures are its listener's to say, never the configuration's.
     extra: bool = False
+    #: The worker said ``Done`` after its turns, every cell answered: it may do another job.
+    finished: bool = False
 
 
 class Listener(Protocol):
@@ -75,7 +77,9 @@ StartWorker = Callable[[Config, list[Cell]], tuple[WorkerProcess, Listener, dict
 def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartWorker, *,
                timeout: float, startup_timeout: float, seed: int,
                extra: dict[Config, list[Cell]] | None = None,
-               start_extra: StartWorker | None = None) -> dict[Config, list[Cell]]:
+               start_extra: StartWorker | None = None,
+               before_prepare: Callable[[], None] | None = None,
+               keep: Callable[[WorkerProcess], bool] | None = None) -> dict[Config, list[Cell]]:
     """Measure ``plan`` (each configuration's cells) with its workers taking turns; the cells
     that are left to measure on their own (a worker that crashed or hung), by configuration.
 
@@ -83,7 +87,9 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
     listener that acts on its messages and the cells it answers for (by key); each cell is
     answered through the listener (journalled) as it comes home. ``extra`` sides, started by
     ``start_extra``, take turns beside them (the same cells in the other allocator state) and
-    answer only their own listener.
+    answer only their own listener. ``before_prepare`` is called once every worker is ready,
+    before the first one prepares: from then on the cells are timed. ``keep(worker)`` may keep a
+    worker that finished cleanly for another run (``pool``): True where it did.
     """
     rng = random.Random(seed)
     every: list[_Side] = []  # each worker started, closed at the end whatever happened
@@ -100,6 +106,8 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
         # Every worker imports its library at once (nothing is timed yet), then each prepares
         # its cells alone, first calls and all, while the others wait.
         sides = [side for side in sides if _until(session, side, Ready, left)]
+        if before_prepare is not None:
+            before_prepare()
         for side in sides:
             side.worker.send(PREPARE.to_json())
             if _until(session, side, Prepared, left):
@@ -118,7 +126,11 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
             side.worker.kill()
         raise
     finally:
-        for side in every:
+        ending = [side for side in every
+                  if not (side.finished and not side.extra and keep is not None and keep(side.worker))]
+        for side in ending:
+            side.worker.let_go()  # every worker ends at once: their teardowns overlap
+        for side in ending:
             side.worker.close()
     return left
 
@@ -227,6 +239,7 @@ def _finish(session: RunHandle, side: _Side, left: dict[Config, list[Cell]]) -> 
         _failed(session, side, exc, cell=None, left=left)
         return
     side.alive = False
+    side.finished = not side.remaining
     _hand_back(side, left)
 
 

@@ -32,7 +32,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Hashable, Iterator, Mapping
 
 from ..files import open_append
 from ..worker import heartbeat
@@ -105,6 +105,8 @@ class WorkerProcess:
             self.board_path.unlink(missing_ok=True)
             raise
         self._queue: queue.Queue[bytes | None] = queue.Queue()
+        #: A line taken from the queue ahead of ``messages`` (``wait_started``), read first there.
+        self._early: list[bytes | None] = []
         # The reader sleeps in select() until the worker writes, or until close() wakes it.
         self._wake_r, self._wake_w = os.pipe()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -113,6 +115,8 @@ class WorkerProcess:
         #: When the worker was last resumed: time paused is not time without progress.
         self.resumed_at = 0.0
         self.paused = False
+        #: What made the worker, where a session's pool may keep it for another job (``pool``).
+        self.pool_key: Hashable | None = None
         assert self.proc.stdin is not None
         try:
             self.proc.stdin.write((job.to_json() + "\n").encode())
@@ -254,7 +258,7 @@ class WorkerProcess:
             if deadline is not None:
                 wait = max(0.0, min(wait, deadline - now))
             try:
-                line = self._queue.get(timeout=wait)
+                line = self._early.pop() if self._early else self._queue.get(timeout=wait)
             except queue.Empty:
                 if self._exited():
                     # The worker is gone but its output has not ended: a child it started holds
@@ -286,6 +290,28 @@ class WorkerProcess:
             yield msg
             if isinstance(msg, (Done, Unavailable)):
                 return
+
+    def assign(self, job: Job) -> None:
+        """Give a worker that finished its last job (``Job.reuse``) its next one; it says
+        ``Ready`` again and goes on as a fresh one would."""
+        heartbeat.create(self.board_path)  # the last job's progress is not this one's
+        self.resume()
+        self.send(replace(job, board=str(self.board_path)).to_json())
+
+    def alive(self) -> bool:
+        """Whether the worker is still running (its output not ended)."""
+        return not self._exited()
+
+    def wait_started(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the worker's first word (``Ready``, or why it cannot
+        start), leaving it for ``messages`` to read; whether it came (or the output ended)."""
+        if self._early:
+            return True
+        try:
+            self._early.append(self._queue.get(timeout=max(timeout, 0.0)))
+        except queue.Empty:
+            return False
+        return True
 
     def request_stop(self) -> None:
         """Ask the worker to stop after its current sample and send what it has completed."""
@@ -335,14 +361,20 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             pass
 
-    def close(self) -> None:
-        """Wait for a normal exit (killing it if it lingers), end its group, release resources."""
+    def let_go(self) -> None:
+        """Let the worker run to its end (its stdin closed, resumed) without waiting for it: the
+        exits of several workers (seconds of a library's teardown each) then overlap, and
+        ``close`` waits for each."""
         self.resume()
         if self.proc.stdin is not None and not self.proc.stdin.closed:
             try:
                 self.proc.stdin.close()
             except OSError:
                 pass
+
+    def close(self) -> None:
+        """Wait for a normal exit (killing it if it lingers), end its group, release resources."""
+        self.let_go()
         deadline = time.monotonic() + 10
         while not self._exited() and time.monotonic() < deadline:
             time.sleep(0.01)

@@ -165,6 +165,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    suite = config.stash.get(_SUITE, None)
+    if suite is not None:
+        suite.close()  # a session that ended before its finish (an error, Ctrl-C) too
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     outcome = config.stash.get(_OUTCOME, None)
     if outcome is None or outcome.results is None:

@@ -22,6 +22,7 @@ from ..errors import UsageError, pytest_session
 
 if TYPE_CHECKING:
     from ..analysis.compare import Comparison
+    from ..executors.pool import WorkerPool
     from ..model.results import Results
     from .settings import Settings
 
@@ -57,6 +58,8 @@ class Suite:
         self.runs: list[Results] = []
         #: Which test measured each cell: a cell twice in one session cannot be one run.
         self._measured_by: dict[str, str] = {}
+        #: The session's workers, kept from one test's run to the next (``executors.pool``).
+        self._workers: "WorkerPool | None" = None
 
     def measure(self, test: str, workload: Any, options: dict[str, Any]) -> "Results":
         """One ``arraybench.run`` of ``workload`` for test ``test``; ``options`` are its keywords
@@ -91,8 +94,14 @@ class Suite:
                              f"was measured already in this session, by {self._measured_by[c.key]}; "
                              "one session's run holds a cell once (give the workload another name, "
                              "size or params)")
+        from ..executors.pool import WorkerPool, sharing
+
+        if self._workers is None:
+            self._workers = WorkerPool()
         try:
-            with pytest_session():  # notes name the plugin's options, not the command line's
+            # Notes name the plugin's options, not the command line's; each library is imported
+            # once per replicate index for the whole session.
+            with pytest_session(), sharing(self._workers):
                 results = api.execute(planned, None, context=context, store=False, plots=False)
         except Interrupted as stop:  # what was measured before the signal is the session's too
             self._keep(test, stop.results)
@@ -104,6 +113,12 @@ class Suite:
         for r in results.records:
             self._measured_by[r.key] = test
         self.runs.append(results)
+
+    def close(self) -> None:
+        """End the workers the session kept."""
+        if self._workers is not None:
+            self._workers.close()
+            self._workers = None
 
     def combined(self) -> "Results | None":
         """The session's run: every test's records, with the first run's machine and settings
@@ -124,6 +139,7 @@ class Suite:
 
     def finish(self) -> Outcome:
         """Compare (and gate) the session's run, then store it where asked."""
+        self.close()  # nothing is measured after the last test: free their cores and memory
         results = self.combined()
         outcome = Outcome(results, disabled=self.settings.disable)
         if results is None:

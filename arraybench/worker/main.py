@@ -78,15 +78,58 @@ class StopFlag:
 
 def run_job(job: Job, channel: Channel, stop: StopFlag | None = None) -> int:
     """Open the job's library on its device, then do its task; the exit status."""
-    started = time.perf_counter()
+    backend = _open(job, channel)
+    if backend is not None:
+        _do(job, backend, channel, stop or StopFlag())
+    return 0
+
+
+def _open(job: Job, channel: Channel) -> "Backend | None":
+    """The job's library on its device, its threads limited as asked; None once ``Unavailable``
+    is sent."""
+    global _STARTED
+    _STARTED = time.perf_counter()
     backend = _open_backend(job, channel)
+    if backend is not None and job.threads is not None:
+        backend.limit_threads(job.threads)
+    return backend
+
+
+def _serve(job: Job, channel: Channel, stop: StopFlag) -> int:
+    """Do ``job``, then, where it says so (``Job.reuse``), the jobs that follow on stdin with the
+    library already open: a pytest session's tests share their workers. Any other line, or a job
+    for another library or device, ends the worker."""
+    backend = _open(job, channel)
     if backend is None:
         return 0
-    if job.threads is not None:
-        backend.limit_threads(job.threads)
+    opened = (job.backend, job.device, job.allow_tf32, job.threads)
+    while True:
+        _do(job, backend, channel, stop)
+        if not job.reuse or stop.set:
+            return 0
+        line = sys.stdin.readline()
+        if not line.strip():
+            return 0
+        try:
+            job = Job.from_json(line)
+        except SchemaError as exc:
+            print(f"arraybench worker: the next job does not fit the protocol: {exc}", file=sys.stderr)
+            return 2
+        if (job.backend, job.device, job.allow_tf32, job.threads) != opened:
+            print("arraybench worker: a job for another library, device or settings", file=sys.stderr)
+            return 2
+
+
+#: When this worker started opening its library (``Ready`` says how long that took).
+_STARTED = 0.0
+
+
+def _do(job: Job, backend: "Backend", channel: Channel, stop: StopFlag) -> None:
+    """Do the job's task with its library open."""
+    started = _STARTED
     if job.task == "measure":
-        _measure(job, backend, channel, stop or StopFlag(), started)
-        return 0
+        _measure(job, backend, channel, stop, started)
+        return
     info = _info(backend, started)
     if job.task == "probe":  # whether this interpreter can load workloads sent by value (--python)
         from importlib.util import find_spec
@@ -99,7 +142,6 @@ def run_job(job: Job, channel: Channel, stop: StopFlag | None = None) -> int:
         for outcome in run_checks(backend, job.only):
             channel.send(CheckDone(outcome.check, outcome.status, outcome.detail))
     channel.send(Done())
-    return 0
 
 
 def _open_backend(job: Job, channel: Channel) -> "Backend | None":
@@ -124,6 +166,9 @@ def _info(backend: "Backend", started: float) -> dict[str, Any]:
     """What ``Ready`` reports: the backend's own info, how long it took to start, its settings."""
     from ..host.knobs import recorded
 
+    cached = getattr(backend, "ready_info", None)  # a reused worker's library is the same
+    if cached is not None:
+        return dict(cached)
     info = backend.info()
     info["startup_s"] = time.perf_counter() - started
     info["kernel_env"] = recorded(os.environ)  # as this worker ran (--threads adds limits)
@@ -131,6 +176,7 @@ def _info(backend: "Backend", started: float) -> dict[str, Any]:
     info["python"] = platform.python_version()
     info["executable"] = sys.executable
     info["arraybench_path"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    backend.ready_info = dict(info)  # type: ignore[attr-defined]
     return info
 
 
@@ -326,7 +372,7 @@ def main() -> int:
     except SchemaError as exc:  # a parent of another version, or a bug: one line on stderr
         print(f"arraybench worker: the job does not fit the protocol: {exc}", file=sys.stderr)
         return 2
-    return run_job(job, channel, stop)
+    return _serve(job, channel, stop)
 
 
 if __name__ == "__main__":

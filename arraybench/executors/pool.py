@@ -1,0 +1,98 @@
+"""Workers kept between the runs of one session, so that a pytest session imports each library
+once per replicate index rather than once per test.
+
+A run measures each configuration's replicate index in a worker of its own; a pytest session makes
+one run per test, and each of those started every worker again: two small tests took seconds of
+imports each. Inside ``sharing(pool)``, a worker that finished its run cleanly is kept, paused,
+under what made it (its library and device, replicate index, allocator state, environment and
+variables), and the next run's worker of that description is that process, given its new job
+(``WorkerProcess.assign``). Two replicate indices never share a process, so the processes of one
+run stay independent samples of the machine; what one process carries from an earlier test (its
+library already initialised: a later test's first call does not include that) is the price, and
+pytest-benchmark's, whose tests all run in one process.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Hashable, Iterator
+
+from .worker_process import WorkerProcess
+
+__all__ = ["WorkerPool", "current", "sharing"]
+
+#: The folder a pool keeps its workers' logs and heartbeat boards in: this, the parent's
+#: process id, "-" and a random part (a run's own output folder ends with the run).
+POOL_PREFIX = "arraybench-workers-"
+
+
+class WorkerPool:
+    """Idle workers, paused, by what made them; ``close`` ends them all."""
+
+    def __init__(self) -> None:
+        self._idle: dict[Hashable, WorkerProcess] = {}
+        self._folder: Path | None = None
+
+    @property
+    def folder(self) -> Path:
+        """Where the pool's workers write their logs (made when first asked)."""
+        if self._folder is None:
+            from ..host.environments import remove_stale_folders
+
+            remove_stale_folders(prefix=POOL_PREFIX)
+            self._folder = Path(tempfile.mkdtemp(prefix=f"{POOL_PREFIX}{os.getpid()}-"))
+        return self._folder
+
+    def take(self, key: Hashable) -> WorkerProcess | None:
+        """The idle worker made as ``key`` says, no longer idle; None where there is none alive."""
+        worker = self._idle.pop(key, None)
+        if worker is not None and not worker.alive():
+            worker.close()
+            return None
+        return worker
+
+    def keep(self, key: Hashable, worker: WorkerProcess) -> None:
+        """Keep ``worker`` (done with its job, waiting for the next) until a run asks for ``key``."""
+        worker.pause()  # a thread pool still spinning must not run beside the next measurement
+        old = self._idle.pop(key, None)
+        if old is not None:
+            old.close()
+        self._idle[key] = worker
+
+    def close(self) -> None:
+        """End every idle worker (at once: their teardowns overlap) and remove the folder."""
+        idle, self._idle = list(self._idle.values()), {}
+        for worker in idle:
+            worker.let_go()
+        for worker in idle:
+            worker.close()
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+
+
+#: Variables that differ from one test to the next and say nothing to a library: a worker
+#: started under one test's value does the next test's job.
+PER_TEST = frozenset({"PYTEST_CURRENT_TEST"})
+
+_current: WorkerPool | None = None
+
+
+def current() -> WorkerPool | None:
+    """The pool the runs of this process share now, or None (each run starts its own workers)."""
+    return _current
+
+
+@contextmanager
+def sharing(pool: WorkerPool) -> Iterator[WorkerPool]:
+    """Runs inside take their workers from ``pool`` and leave them there."""
+    global _current
+    before, _current = _current, pool
+    try:
+        yield pool
+    finally:
+        _current = before
