@@ -34,7 +34,8 @@ from ..model.machines import describe, fingerprint_changes
 from ..model.cell import Cell
 from ..model.cell import environment_in_key
 from ..model.record import Record
-from .compare import DEFAULT_THRESHOLD, change_text, settings_differences
+from ..units import format_change, format_seconds
+from .compare import DEFAULT_THRESHOLD, settings_differences
 from .fdr import benjamini_hochberg
 from .significance import LogEstimate, welch_test
 
@@ -158,11 +159,9 @@ class Step:
         return self.ratio > 1
 
     def sentence(self) -> str:
-        from ..units import format_seconds
-
         s = self.series
         causes = "; ".join(self.causes) if self.causes else "nothing recorded changed"
-        return (f"{s.workload} {s.case}, {s.label} on {s.machine}: {change_text(self.ratio)} "
+        return (f"{s.workload} {s.case}, {s.label} on {s.machine}: {format_change(self.ratio)} "
                 f"({format_seconds(self.before.median_s)} → {format_seconds(self.after.median_s)}) "
                 f"in the run of {self.after.run.started_at[:16].replace('T', ' ')}; changed: {causes}.")
 
