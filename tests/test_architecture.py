@@ -164,7 +164,7 @@ def test_numba_and_mlx_are_imported_by_their_own_backend_modules_alone():
 
 
 #: Ray is an optional extra: only the cluster executor and its node agent may import it.
-RAY_MODULES = {"arraybench.executors.ray", "arraybench.executors.ray_agent"}
+RAY_MODULES = {"arraybench.executors.ray", "arraybench.executors.ray_nodes", "arraybench.executors.ray_agent"}
 
 
 def test_only_the_cluster_executor_and_its_node_agent_import_ray():
