@@ -20,7 +20,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from .. import backends
+from ..backends import SPECS
 from . import knobs
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS")
@@ -94,7 +94,7 @@ def gpus() -> list[dict[str, str]]:
 
 def library_versions() -> dict[str, str | None]:
     """Installed versions from package metadata."""
-    versions: dict[str, str | None] = {name: s.version() for name, s in backends.SPECS.items()}
+    versions: dict[str, str | None] = {name: s.version() for name, s in SPECS.items()}
     # numba and llvmlite: NumPy's compiled mode; jax-metal: JAX on Apple GPUs.
     for extra in ("jaxlib", "numba", "llvmlite", "jax-metal", "threadpoolctl", "array-api-compat", "matplotlib"):
         try:

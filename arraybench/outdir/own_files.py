@@ -12,22 +12,18 @@ import tempfile
 from pathlib import Path
 
 from ..errors import UsageError, one_line
-from ..files import kind, write_atomic
+from ..files import kind
 from ..model.journal import JOURNAL_NAME
+from ..render.manifest import MANIFEST_NAME, manifest
 from .lock import reason
 
 LOGS_NAME = "logs"
 #: Files a run replaces by a rename (never written through): each must not be a folder.
 REPLACED = ("results.json", "report.html", "results.md", "results.csv", "findings.md")
-#: What a report wrote into a folder beyond ``REPLACED`` (its plots), one name a line: what
-#: ``--overwrite`` removes, with the names below, before a new run starts there.
-MANIFEST_NAME = ".arraybench-files"
 #: Other files a run writes under fixed names: its shipped workloads and a cluster run's shard log.
 OTHER_OWN = ("workloads.pickle", "cluster.jsonl")
 #: The name of a worker's log in ``logs/``: ``BACKEND-DEVICE[-ENVIRONMENT]-pINDEX[-STATE].log``.
 WORKER_LOG = re.compile(r"[^/]+-p[0-9]+(?:-(?:fresh|reused))?\.log")
-#: The kinds of file a manifest may name: a manifest edited by hand must not remove anything else.
-LISTED_SUFFIXES = (".svg", ".png")
 
 
 def check_writable(out: Path, what: str = "") -> None:
@@ -155,29 +151,3 @@ def _remove_file(path: Path) -> bool:
         raise UsageError(f"{path}: the earlier run's file cannot be removed ({reason(exc)}); remove it, "
                          "or choose another folder") from None
     return True
-
-
-def manifest(out: Path) -> list[str]:
-    """The names the manifest in ``out`` lists, each a plot's plain name in ``out`` itself (a
-    name that is not one is ignored: the manifest is the user's file too)."""
-    from ..model.untrusted import read_regular
-
-    try:
-        text = read_regular(out / MANIFEST_NAME, follow_links=False).decode("utf-8", "replace")
-    except OSError:  # none yet, or not a file we wrote: it lists nothing
-        return []
-    return [name for name in text.splitlines() if _listable(name)]
-
-
-def _listable(name: str) -> bool:
-    return (bool(name) and name == os.path.basename(name) and "\\" not in name and "\0" not in name
-            and not name.startswith(".") and name.endswith(LISTED_SUFFIXES))
-
-
-def remember(out: Path, written: list[Path]) -> None:
-    """Add the plots just written in ``out`` to its manifest (with those it listed already)."""
-    names = [p.name for p in written if p.parent == out and _listable(p.name)]
-    listed = manifest(out)
-    if not names or set(names) <= set(listed):
-        return
-    write_atomic(out / MANIFEST_NAME, "".join(f"{n}\n" for n in dict.fromkeys([*listed, *names])))

@@ -16,7 +16,8 @@ import arraybench
 from arraybench import cli, config
 from arraybench.commands.storeargs import run_store_choice
 from arraybench.errors import UsageError, unknown_name
-from arraybench.outdir.own_files import MANIFEST_NAME, clear_previous, manifest
+from arraybench.outdir.own_files import clear_previous
+from arraybench.render.manifest import MANIFEST_NAME, manifest
 from arraybench.store import open_store
 from arraybench.store.refs import run_id_of
 
