@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import importlib.metadata
-import json
 import os
 import platform
 import shutil
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import SPECS
+from ..model.machines import machine_id
 from . import knobs
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS")
@@ -153,26 +153,6 @@ def fingerprint(found_gpus: list[dict[str, str]] | None = None) -> dict[str, Any
         "arch": platform.machine(),
         "host_sha": hashlib.sha256(host.encode()).hexdigest()[:12],
     }
-
-
-#: The fingerprint's facts that make a machine another machine: its host, CPU model, architecture,
-#: logical cores and GPU models. The rest (kernel, GPU driver, memory, CPU flags, which microcode and
-#: hypervisors change) can change under the same machine: history attributes a change to them
-#: instead of starting a new machine (``machines.fingerprint_changes``).
-IDENTITY = ("host_sha", "cpu_model", "arch", "cpu_count", "gpu_models")
-
-
-def identity(fp: dict[str, Any]) -> dict[str, Any]:
-    """The identity facts of a fingerprint (``IDENTITY``)."""
-    gpus = fp.get("gpus") or []
-    models = sorted(str(g.get("name")) for g in gpus if isinstance(g, dict))
-    return {k: (models if k == "gpu_models" else fp.get(k)) for k in IDENTITY}
-
-
-def machine_id(fp: dict[str, Any]) -> str:
-    """A short stable name for a machine: a hash of its fingerprint's identity facts, so that a
-    kernel or driver update leaves it the same machine."""
-    return hashlib.sha256(json.dumps(identity(fp), sort_keys=True).encode()).hexdigest()[:12]
 
 
 def collect(threads: int | None = None) -> dict[str, Any]:
