@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ResultsError, SaveError
 from ..files import write_atomic
-from ..options import legacy_names
 from .pair import Pair
 from .record import COLUMNS, Record
 from .schema import SchemaError, to_json
@@ -42,6 +41,21 @@ RESULTS_NAME = "results.json"
 #: facade keeps the convenience methods the README promises (``results.table()``, ``findings()``,
 #: ``plot()``, ``compare()``, the notebook table) while the dependency runs one way, at call time.
 RENDERING = "arraybench.render.report"
+
+
+#: Names the options had before they were called what the user types (``--processes``): runs
+#: saved then still read back, and the API still takes them (with a ``DeprecationWarning``).
+LEGACY_NAMES: dict[str, str] = {"replicates": "processes", "max_replicates": "max_processes"}
+
+
+def legacy_names(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with the options' old names (a journal or results.json written before) renamed."""
+    out = dict(data)
+    for old, new in LEGACY_NAMES.items():
+        if old in out:
+            value = out.pop(old)
+            out.setdefault(new, value)
+    return out
 
 
 def _rendering() -> ModuleType:
