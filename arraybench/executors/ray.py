@@ -46,6 +46,7 @@ from ..host import machine
 from .cluster import Node, Shard, differences, every_node_cells, identity, select, shards
 from ..errors import UsageError, from_command_line
 from ..model.replicate import Replicate
+from ..model.results import arraybench_version
 from ..options import RunOptions
 from ..model.cell import Cell
 from ..workloads.shipping import SHIPPED_NAME
@@ -108,7 +109,7 @@ class RayExecutor:
         head = connect(options.cluster)
         try:
             nodes = select(discover(options.threads), options.gpu_type)
-            mine = machine.arraybench_version()
+            mine = arraybench_version()
             other = [f"{n.label} has {n.environment.get('arraybench')}" for n in nodes
                      if n.environment.get("arraybench") != mine]
             if other:

@@ -15,12 +15,11 @@ import shutil
 import socket
 import subprocess
 import sys
-import tomllib
-from pathlib import Path
 from typing import Any
 
 from ..backends import SPECS
 from ..model.machines import machine_id
+from ..model.results import arraybench_version
 from . import knobs
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS")
@@ -102,20 +101,6 @@ def library_versions() -> dict[str, str | None]:
         except importlib.metadata.PackageNotFoundError:
             versions[extra] = None
     return versions
-
-
-def arraybench_version() -> str:
-    """The installed version; run from a checkout that was never installed (the GPU acceptance on
-    a machine without network puts it on PYTHONPATH), the checkout's own, marked so."""
-    try:
-        return importlib.metadata.version("arraybench")
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    try:
-        project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
-        return f"{project['version']}+checkout" if project.get("name") == "arraybench" else "unknown"
-    except (OSError, KeyError, tomllib.TOMLDecodeError):
-        return "unknown"
 
 
 #: The instruction-set extensions that decide which kernels BLAS, FFT and XLA pick.

@@ -13,8 +13,10 @@ prints as the results table, renders as one in Jupyter, and offers ``compare``, 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import json
 import os
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -34,6 +36,21 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 2
 TOOL = "arraybench"
 RESULTS_NAME = "results.json"
+
+
+def arraybench_version() -> str:
+    """The installed version; run from a checkout that was never installed (the GPU acceptance on
+    a machine without network puts it on PYTHONPATH), the checkout's own, marked so."""
+    try:
+        return importlib.metadata.version("arraybench")
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    try:
+        project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
+        return f"{project['version']}+checkout" if project.get("name") == "arraybench" else "unknown"
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return "unknown"
+
 
 #: The rendering facade, named and never imported here. The model is plain data that analysis and
 #: rendering read; were it to import them (even lazily or for type checking) each would import the
