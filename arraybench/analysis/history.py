@@ -34,6 +34,7 @@ from ..model.machines import describe, fingerprint_changes
 from ..model.cell import Cell
 from ..model.cell import environment_in_key
 from ..model.record import Record
+from ..model.stored import Entry, RunInfo
 from ..units import format_change, format_seconds
 from .compare import DEFAULT_THRESHOLD, settings_differences
 from .fdr import benjamini_hochberg
@@ -41,48 +42,6 @@ from .significance import LogEstimate, welch_test
 
 #: The false discovery rate allowed across all the steps of one history.
 DEFAULT_FDR = 0.05
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """One stored run, as history needs it."""
-
-    run_id: str
-    started_at: str
-    complete: bool
-    environment: dict[str, Any]
-    settings: dict[str, Any]
-    context: dict[str, Any]
-
-    def machine_environment(self, label: str) -> Mapping[str, Any]:
-        """The environment of the machine labelled ``label`` in this run ("" : the run's own)."""
-        several = self.environment.get("machines")
-        if label and isinstance(several, Mapping) and isinstance(several.get(label), Mapping):
-            return several[label]
-        return self.environment
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One stored record: a cell of one run on one machine, with its median and interval."""
-
-    run_id: str
-    machine: str
-    machine_id: str
-    cell: str
-    workload: str
-    size_label: str
-    size: int
-    backend: str
-    device: str
-    dtype: str
-    mode: str
-    transfer: bool
-    status: str
-    median_s: float | None
-    ci_low_s: float | None
-    ci_high_s: float | None
-    n_replicates: int
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ from rich.console import Console
 
 import arraybench
 from arraybench.analysis.compare import CANNOT_TELL, SAME, compare
-from arraybench.analysis.history import Entry, Point, RunInfo, history, step_p_value
+from arraybench.analysis.history import Point, history, step_p_value
+from arraybench.model.stored import Entry, RunInfo
 from arraybench.analysis.intervals import replicate_interval
 from arraybench.analysis.significance import welch
 from arraybench.commands.history import parse_since
