@@ -35,7 +35,7 @@ __all__ = [
 #: NumPy and the rest here would leave a Ctrl-C during that second with nothing but a traceback
 #: (and every worker slower to start).
 _HOMES = {
-    "Check": "worker.accuracy", "compare": "api", "merge": "api", "numerics": "api", "resume": "api",
+    "Check": "workloads.check", "compare": "api", "merge": "api", "numerics": "api", "resume": "api",
     "run": "api", "sweep": "api", "ResultsError": "errors", "SaveError": "errors", "UsageError": "errors",
     "Replicate": "model.replicate", "RunOptions": "options", "Record": "model.record",
     "Reporter": "reporter", "Results": "model.results", "Interrupted": "session",

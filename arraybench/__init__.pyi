@@ -11,7 +11,7 @@ from .model.results import Results as Results
 from .options import RunOptions as RunOptions
 from .reporter import Reporter as Reporter
 from .session import Interrupted as Interrupted
-from .worker.accuracy import Check as Check
+from .workloads.check import Check as Check
 from .workloads.definition import Work as Work, Workload as Workload
 from .workloads.inputs import fixed as fixed
 from .workloads.registry import workload as workload

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from .executors.cluster import check_options as check_cluster_options
 from .model.context import parse_context
 from .errors import UsageError, option_name, unknown_name
-from .options import DTYPES, LEGACY_NAMES, OPTION_NAMES, RunOptions, legacy_names, parse_sizes, validate
+from .model.results import LEGACY_NAMES, legacy_names
+from .options import DTYPES, OPTION_NAMES, RunOptions, parse_sizes, validate
 from .lifecycle import ContextLabels, execute, reporter_for, resume
 from .plan import Cell, Plan, build_plan
 from .reporter import Reporter

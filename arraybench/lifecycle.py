@@ -62,7 +62,8 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
     """Run a checked plan into ``output_dir`` (see ``run``). In a git work tree the commit, branch
     and dirty state are recorded with the run's context; labels given win."""
     from .host import git
-    from .outdir import FolderLock, claim
+    from .outdir import claim
+    from .outdir.lock import FolderLock
 
     labels = {**git.labels(), **parse_context(context)}
     # Connected and checked before the output folder is touched: a bad cluster costs nothing.

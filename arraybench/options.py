@@ -18,6 +18,7 @@ from .errors import UsageError, from_command_line, option_name, unknown_name
 from .workloads.params import ParamValue, check_settings
 
 from .model.cell import DTYPES, MODES  # noqa: F401  (the options' choices)
+from .model.results import legacy_names
 
 MAX_SIZE = 10**10  # elements; beyond this no machine holds the inputs
 MAX_STEPS = 1000  # sizes in one LO:HI:STEPS range; more would take days, not a benchmark
@@ -122,21 +123,6 @@ OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(RunOptions))
 
 #: ``--allocator``: both states, or one of ``model/allocator.STATES`` alone.
 ALLOCATOR_CHOICES: tuple[str, ...] = ("both", "reused", "fresh")
-
-#: Names the options had before they were called what the user types (``--processes``): runs
-#: saved then still read back, and the API still takes them (with a ``DeprecationWarning``).
-LEGACY_NAMES: dict[str, str] = {"replicates": "processes", "max_replicates": "max_processes"}
-
-
-def legacy_names(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` with the options' old names (a journal or results.json written before) renamed."""
-    out = dict(data)
-    for old, new in LEGACY_NAMES.items():
-        if old in out:
-            value = out.pop(old)
-            out.setdefault(new, value)
-    return out
-
 
 def parse_sizes(text: str) -> list[str]:
     """``small,large``, explicit sizes ``100,1000``, or a geometric range ``16:4096[:steps]``."""

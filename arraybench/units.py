@@ -1,4 +1,6 @@
-"""Human-readable units for times, rates and sizes."""
+"""Numbers as text, in one place: times, rates, sizes, intervals, shares and ratios with their
+direction. Every table, sentence and plot words a number through here, so one 1.5 reads the same
+in all of them."""
 
 from __future__ import annotations
 
@@ -53,11 +55,39 @@ def format_rate(value: float | None, unit: str) -> str:
 
 
 def format_ratio(x: float) -> str:
-    """How many times faster, in two figures: ``22×``, ``1.5×``, ``1,234×``. Below 1.1 two
-    decimals, so a real 1.4% lead reads ``1.01×`` rather than ``1×``."""
-    if x < 1.1:
+    """How many times, as every sentence, table and plot says it: ``1.50×``, ``3.8×``, ``16×``,
+    ``1,258×``. Two decimals below 2 (a real 1.4% lead reads ``1.01×``, not ``1×``), one below
+    10, none from there."""
+    if x < 2:
         return f"{x:.2f}×"
-    return f"{x:.2g}×" if x < 100 else f"{x:,.0f}×"
+    if x < 9.95:  # 9.96 rounds to "10.0" with one decimal: shown as "10×" like its neighbours
+        return f"{x:.1f}×"
+    return f"{x:,.0f}×"
+
+
+def format_speedup(factor: float) -> str:
+    """How many times faster ``factor`` says, with its direction: ``1.50× faster``, and below 1
+    ``139× slower`` (a bare ``0.0072×`` says neither)."""
+    if factor <= 0 or not math.isfinite(factor):
+        return "—"
+    return f"{format_ratio(factor)} faster" if factor >= 1 else f"{format_ratio(1 / factor)} slower"
+
+
+def format_change(ratio: float) -> str:
+    """A new time over a base time in words: ``1.05`` -> ``"5.0% slower"``, ``0.5`` ->
+    ``"2.0× faster"``. Changes under 10% are the share of time gained or lost; larger ones a factor."""
+    if ratio <= 0 or not math.isfinite(ratio):
+        return "—"
+    if abs(ratio - 1) < 5e-4:
+        return "same"
+    if 0.9 < ratio < 1.1:
+        return f"{ratio - 1:.1%} slower" if ratio > 1 else f"{1 - ratio:.1%} faster"
+    return format_speedup(1 / ratio)
+
+
+def format_share(share: float | None) -> str:
+    """A share as a whole percentage: ``0.42`` -> ``"42%"``; ``None`` -> ``"—"``."""
+    return "—" if share is None else f"{share:.0%}"
 
 
 #: A peak below one page is below what the resident high-water mark can tell apart from none.

@@ -63,11 +63,11 @@ def timed_run(day: int, *, torch: str = "2.5.0", numpy_s: float = 1e-3, torch_s:
               context: dict | None = None, complete: bool = True) -> Results:
     """A run of matmul small on NumPy and PyTorch, started on ``day`` of January 2026, on the machine
     ``host``: what the store and history are fed in tests."""
-    from arraybench.host import machine
+    from arraybench.model.machines import machine_id
 
     fp = fingerprint(host=host, os_release=os_release)
     env = {"timestamp": f"2026-01-{day:02d}T00:00:00+00:00", "fingerprint": fp,
-           "machine_id": machine.machine_id(fp), "python": "3.11.7",
+           "machine_id": machine_id(fp), "python": "3.11.7",
            "libraries": {"numpy": "2.0.0", "torch": torch}, "context": dict(context or {})}
     res = results([record("matmul", "numpy", samples=spread(numpy_s, width=width), replicates=3),
                    record("matmul", "torch", samples=spread(torch_s, width=width), replicates=3)], **env)

@@ -164,7 +164,7 @@ def test_numba_and_mlx_are_imported_by_their_own_backend_modules_alone():
 
 
 #: Ray is an optional extra: only the cluster executor and its node agent may import it.
-RAY_MODULES = {"arraybench.executors.ray", "arraybench.executors.ray_agent"}
+RAY_MODULES = {"arraybench.executors.ray", "arraybench.executors.ray_nodes", "arraybench.executors.ray_agent"}
 
 
 def test_only_the_cluster_executor_and_its_node_agent_import_ray():
@@ -266,3 +266,32 @@ def test_one_word_per_idea():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         defined = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         assert "store" not in defined, f"{name} defines store(): the word is the results store's"
+
+
+def _worded_numbers(tree: ast.AST) -> list[str]:
+    """The f-string pieces that word a formatted number as a ratio: ``{x:.2f}×``, ``{r:.1%} faster``."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.JoinedStr):
+            continue
+        for before, after in zip(node.values, node.values[1:]):
+            if (isinstance(before, ast.FormattedValue) and before.format_spec is not None
+                    and isinstance(after, ast.Constant) and isinstance(after.value, str)
+                    and after.value.lstrip().startswith(("×", "faster", "slower"))):
+                found.append(ast.unparse(node))
+    return found
+
+
+def test_the_finder_of_worded_numbers_finds_one():
+    assert _worded_numbers(ast.parse('f"{ratio:.2f}× faster"'))
+    assert _worded_numbers(ast.parse('f"{ratio - 1:.1%} slower"'))
+    assert not _worded_numbers(ast.parse('f"{format_speedup(ratio)} than NumPy"'))
+
+
+def test_one_module_turns_ratios_into_text():
+    """A ratio reads the same in a table, a finding, a comparison and a plot: each words it
+    through ``units`` rather than its own format."""
+    for name, path in _modules().items():
+        if name != "arraybench.units":
+            found = _worded_numbers(ast.parse(path.read_text(encoding="utf-8")))
+            assert not found, f"{name} words a ratio itself: {found}"

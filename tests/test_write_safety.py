@@ -21,7 +21,8 @@ from arraybench import api, files
 from arraybench.errors import UsageError
 from arraybench.files import NotReplaceable, write_atomic
 from arraybench.model.results import load, resolve
-from arraybench.outdir import FolderLock, claim
+from arraybench.outdir import claim
+from arraybench.outdir.lock import FolderLock
 
 from .conftest import FAST, ROOT, run_cli, run_here
 

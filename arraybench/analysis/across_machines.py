@@ -14,7 +14,7 @@ import math
 from typing import Iterable
 
 from ..model.record import Record
-from ..units import format_ratio, format_seconds
+from ..units import format_seconds, format_speedup
 from .crossover import Point, find
 from .grouping import grouped, is_valid, library_label, significantly_faster, size_text
 
@@ -72,8 +72,8 @@ def machine_findings(records: Iterable[Record]) -> list[str]:
                 out.append(f"On {where}, {_name(top.machine)} and {_name(other.machine)} are level "
                            f"({pair}; the 95% CIs overlap).")
                 continue
-            text = (f"On {where}, {_name(top.machine)} is {format_ratio(other.median_s / top.median_s)} "
-                    f"faster than {_name(other.machine)} ({pair})")
+            text = (f"On {where}, {_name(top.machine)} is {format_speedup(other.median_s / top.median_s)} "
+                    f"than {_name(other.machine)} ({pair})")
             if swept:
                 c = find(workload, top.config_label, _points(records, top), other.config_label,
                          _points(records, other))

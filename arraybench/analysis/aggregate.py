@@ -21,7 +21,7 @@ from ..model.cell import Cell
 from ..model.allocator import HEADLINE, LARGE_OUTPUT_BYTES, WORDS
 from ..model.record import Record
 from ..errors import option_name, spell
-from ..units import format_interval, format_seconds
+from ..units import format_interval, format_ratio, format_seconds
 from ..model.usage import combine
 from . import modes
 from .intervals import replicate_interval
@@ -218,7 +218,7 @@ def allocator_note(rec: Record) -> str:
     text = (f"the median is with {WORDS.get(rec.allocator, rec.allocator)} (glibc's malloc held so); "
             f"with {WORDS.get(rec.other_allocator, rec.other_allocator)}: {format_seconds(rec.other_median_s)} "
             f"{format_interval(rec.other_ci_low_s, rec.other_median_s, rec.other_ci_high_s)}, "
-            f"{rec.other_median_s / rec.median_s:.2g}× the time")
+            f"{format_ratio(rec.other_median_s / rec.median_s)} the time")
     own = rec.usage.minor_faults_per_call if rec.usage is not None else None
     if rec.other_faults_per_call is not None:
         text += f" ({rec.other_faults_per_call:,.0f} page faults per call"

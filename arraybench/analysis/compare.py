@@ -22,13 +22,13 @@ Cells present in one run only are listed, never dropped; cells that are not vali
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
 from . import stats
 from ..model.record import Record
 from ..errors import spell
+from ..units import format_change
 from . import fdr, significance
 from .grouping import config_sort_key, is_valid, size_sort_key
 
@@ -104,7 +104,7 @@ class Comparison:
         verdicts = ", ".join(f"{v} {k}" for k, v in counts.items()) or "no cell"
         only = (f", {len(self.only_base)} only in base, {len(self.only_new)} only in new"
                 if self.only_base or self.only_new else "")
-        mean = f"; geometric mean new/base {g:.3f} ({change_text(g)})" if g is not None else ""
+        mean = f"; geometric mean new/base {g:.3f} ({format_change(g)})" if g is not None else ""
         n = len(self.changes)
         return f"<arraybench Comparison of {n} cell{'s' if n != 1 else ''}: {verdicts}{only}{mean}>"
 
@@ -218,7 +218,7 @@ class Comparison:
         if g is None:
             return "no cell could be compared; " + ", ".join(parts)
         return (f"geometric mean of new/base over {n} cell{'s' if n != 1 else ''}: {g:.3f} "
-                f"({change_text(g)}); " + ", ".join(parts) + f". {self.method[0].upper()}{self.method[1:]}."
+                f"({format_change(g)}); " + ", ".join(parts) + f". {self.method[0].upper()}{self.method[1:]}."
                 + (f" {self.one_process_line()}." if self.one_process else ""))
 
     def one_process_line(self) -> str:
@@ -239,22 +239,8 @@ def _row(r: Record, base_s: float | None, new_s: float | None, ratio: float | No
     return {"workload": r.workload, "size_label": r.size_label, "size": r.size,
             "config": r.config_label, "backend": r.backend, "device": r.device, "dtype": r.dtype,
             "mode": r.mode, "machine": r.machine, "base_median_s": base_s, "new_median_s": new_s,
-            "ratio": ratio, "change": change_text(ratio) if ratio is not None else "",
+            "ratio": ratio, "change": format_change(ratio) if ratio is not None else "",
             "verdict": verdict, "p_value": p, "q_value": q, "note": note}
-
-
-def change_text(ratio: float) -> str:
-    """new/base as words: ``1.05`` -> ``"5.0% slower"``, ``0.5`` -> ``"2.00× faster"``.
-
-    Changes under 10% are the share of time gained or lost; larger ones are a factor.
-    """
-    if ratio <= 0 or not math.isfinite(ratio):
-        return "—"
-    if abs(ratio - 1) < 5e-4:
-        return "same"
-    if 0.9 < ratio < 1.1:
-        return f"{ratio - 1:.1%} slower" if ratio > 1 else f"{1 - ratio:.1%} faster"
-    return f"{ratio:.2f}× slower" if ratio > 1 else f"{1 / ratio:.2f}× faster"
 
 
 def compare_records(base: Record, new: Record, threshold: float = DEFAULT_THRESHOLD,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from ..model.record import Record
+from ..units import format_ratio
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class Crossover:
                     f"(n = {lo:,} to {hi:,}).{tail}")
         if self.kind == "never":
             ratio = self.ratio_at_largest or 1.0
-            where = (f"{ratio:.2g}× its time at n = {hi:,}" if ratio > 1
+            where = (f"{format_ratio(ratio)} its time at n = {hi:,}" if ratio > 1
                      else f"level at n = {hi:,}")
             return f"{self.a} never beats {self.b} on {self.workload} up to n = {hi:,} ({where})."
         if self.kind == "from":

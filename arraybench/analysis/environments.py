@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping
 
 from ..model.cell import worker_key
 from ..model.record import Record
-from ..units import format_ratio, format_seconds
+from ..units import format_seconds, format_speedup
 from .grouping import is_valid, significantly_faster, size_text
 
 
@@ -77,12 +77,12 @@ def environment_findings(records: Iterable[Record],
             b = build_label(slow, environment)
             times = f"{format_seconds(fast.median_s)} against {format_seconds(slow.median_s)}"
             if significantly_faster(fast, slow):
-                out.append(f"On {where}, {a} is {format_ratio(slow.median_s / fast.median_s)} faster than {b} "
+                out.append(f"On {where}, {a} is {format_speedup(slow.median_s / fast.median_s)} than {b} "
                            f"({times}).")
             else:
                 out.append(f"On {where}, {a} and {b} are level ({times}; the 95% CIs overlap).")
             continue
-        parts = [(f"{format_ratio(o.median_s / fast.median_s)} faster than " if significantly_faster(fast, o)
+        parts = [(f"{format_speedup(o.median_s / fast.median_s)} than " if significantly_faster(fast, o)
                   else "level with ") + f"{build_label(o, environment)} ({format_seconds(o.median_s)})"
                  for o in rest]
         out.append(f"On {where}, {a} is fastest at {format_seconds(fast.median_s)}: {'; '.join(parts)}.")

@@ -20,7 +20,7 @@ from ..errors import spell
 from .aggregate import allocator_states_apart
 from .environments import build_text
 from ..model.cell import worker_key
-from ..units import format_seconds
+from ..units import format_ratio, format_seconds, format_speedup
 from . import modes
 from .grouping import is_valid, size_text
 from .oversubscription import CONTENTION_QUANTITIES, Contention, oversubscribed
@@ -86,7 +86,7 @@ def page_faults(records: Iterable[Record]) -> list[str]:
             if fast > 0 and slow / fast >= REUSE_SPEEDUP_WORTH_SAYING:
                 costly = True
                 text += (f"; the {len(reusing)} of {len(timed)} processes that reused memory instead "
-                         f"ran {slow / fast:.1f}× faster ({format_seconds(fast)} against "
+                         f"ran {format_speedup(slow / fast)} ({format_seconds(fast)} against "
                          f"{format_seconds(slow)})")
         if costly:
             out.append(text + ".")
@@ -114,7 +114,7 @@ def allocator_states(records: Iterable[Record]) -> list[str]:
         parts.append(f"{_label(r)} on {_where(r)} {format_seconds(r.median_s)} with "
                      f"{WORDS.get(r.allocator, r.allocator)}, {format_seconds(r.other_median_s)} with "
                      f"{WORDS.get(r.other_allocator, r.other_allocator)} "
-                     f"({r.other_median_s / r.median_s:.2g}×{faults})")
+                     f"({format_ratio(r.other_median_s / r.median_s)}{faults})")
     more = len(differ) - ALLOCATOR_CELLS_NAMED
     headline = WORDS.get(differ[0].allocator, differ[0].allocator)
     return [
@@ -304,18 +304,18 @@ def _costs(c: Contention) -> list[str]:
     if c.between is not None:
         competed, timed, slow, fast = c.between
         out.append(f"the {competed} of {timed} processes that competed took {format_seconds(slow)} a "
-                   f"call against {format_seconds(fast)} in those that had the cores ({slow / fast:.1f}× slower)")
+                   f"call against {format_seconds(fast)} in those that had the cores ({format_speedup(fast / slow)})")
     if c.split is not None:
         fast, slow, contrast = c.split
         out.append(f"its samples fall in two modes, {format_seconds(fast)} and {format_seconds(slow)} "
-                   f"({slow / fast:.1f}× slower; {contrast.sentence()})")
+                   f"({format_speedup(fast / slow)}; {contrast.sentence()})")
     if c.fewer is not None:
         other, threads = c.fewer
         ratio = c.record.median_s / other.median_s
         # Slower with fewer threads (another node's load, say): said so, never "0.3× faster".
         out.append(f"with {threads} thread{'s' if threads != 1 else ''} ({other.machine}) the same cell "
                    f"took {format_seconds(other.median_s)} "
-                   + (f"({ratio:.1f}× faster)" if ratio >= 1 else "(no faster)"))
+                   + (f"({format_speedup(ratio)})" if ratio >= 1 else "(no faster)"))
     return out
 
 

@@ -17,7 +17,7 @@ from .explanations import explanations
 from .memory import memory_findings
 from ..model.cell import config_label
 from ..model.record import Record
-from ..units import format_ratio, format_seconds
+from ..units import format_seconds, format_speedup
 from .grouping import baseline, comparison, grouped, is_valid, library_label, significantly_faster, size_text
 from .roofline import ceiling_key, ceilings, share
 
@@ -57,9 +57,9 @@ def _winner(workload: str, group: list[Record], on: str) -> list[str]:
                 f"({format_seconds(best.median_s)} and {format_seconds(second.median_s)}; "
                 f"{why}){_unequal_gradients(named[:2], workload)}."]
     text = (f"On {where}, {label(best)} is fastest at {format_seconds(best.median_s)}, "
-            f"{format_ratio(second.median_s / best.median_s)} faster than {label(second)}")
+            f"{format_speedup(second.median_s / best.median_s)} than {label(second)}")
     if len(named) == 3:
-        text += f" and {format_ratio(base.median_s / best.median_s)} faster than {label(base)}"
+        text += f" and {format_speedup(base.median_s / best.median_s)} than {label(base)}"
     return [text + _unequal_gradients(named, workload) + "."]
 
 
@@ -139,7 +139,7 @@ def compiled_vs_eager(records: Iterable[Record]) -> list[str]:
         compile_note = f"; compiling took {format_seconds(r.compile_s)}{_cached(r)}" if r.compile_s else ""
         name = f"{r.method} on {e.config_label}"
         if significantly_faster(r, e):
-            out.append(f"{name} is {format_ratio(e.median_s / r.median_s)} faster than eager on {where} "
+            out.append(f"{name} is {format_speedup(e.median_s / r.median_s)} than eager on {where} "
                        f"({format_seconds(r.median_s)} vs {format_seconds(e.median_s)}{compile_note}).")
         elif significantly_faster(e, r):
             out.append(f"{name} is slower than eager on {where} ({format_seconds(r.median_s)} vs "

@@ -34,54 +34,14 @@ from ..model.machines import describe, fingerprint_changes
 from ..model.cell import Cell
 from ..model.cell import environment_in_key
 from ..model.record import Record
-from .compare import DEFAULT_THRESHOLD, change_text, settings_differences
+from ..model.stored import Entry, RunInfo
+from ..units import format_change, format_seconds
+from .compare import DEFAULT_THRESHOLD, settings_differences
 from .fdr import benjamini_hochberg
 from .significance import LogEstimate, welch_test
 
 #: The false discovery rate allowed across all the steps of one history.
 DEFAULT_FDR = 0.05
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """One stored run, as history needs it."""
-
-    run_id: str
-    started_at: str
-    complete: bool
-    environment: dict[str, Any]
-    settings: dict[str, Any]
-    context: dict[str, Any]
-
-    def machine_environment(self, label: str) -> Mapping[str, Any]:
-        """The environment of the machine labelled ``label`` in this run ("" : the run's own)."""
-        several = self.environment.get("machines")
-        if label and isinstance(several, Mapping) and isinstance(several.get(label), Mapping):
-            return several[label]
-        return self.environment
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One stored record: a cell of one run on one machine, with its median and interval."""
-
-    run_id: str
-    machine: str
-    machine_id: str
-    cell: str
-    workload: str
-    size_label: str
-    size: int
-    backend: str
-    device: str
-    dtype: str
-    mode: str
-    transfer: bool
-    status: str
-    median_s: float | None
-    ci_low_s: float | None
-    ci_high_s: float | None
-    n_replicates: int
 
 
 @dataclass(frozen=True)
@@ -158,11 +118,9 @@ class Step:
         return self.ratio > 1
 
     def sentence(self) -> str:
-        from ..units import format_seconds
-
         s = self.series
         causes = "; ".join(self.causes) if self.causes else "nothing recorded changed"
-        return (f"{s.workload} {s.case}, {s.label} on {s.machine}: {change_text(self.ratio)} "
+        return (f"{s.workload} {s.case}, {s.label} on {s.machine}: {format_change(self.ratio)} "
                 f"({format_seconds(self.before.median_s)} → {format_seconds(self.after.median_s)}) "
                 f"in the run of {self.after.run.started_at[:16].replace('T', ' ')}; changed: {causes}.")
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
 from ..model.record import Record
-from ..units import PAGE_BYTES, format_size
+from ..units import PAGE_BYTES, format_ratio, format_size
 from .grouping import grouped, is_valid, library_label, size_text
 
 if TYPE_CHECKING:
@@ -29,12 +29,6 @@ FLOOR_BYTES = 1_000_000
 # PyTorch's note names the most its caching allocator reserved over the call (``backends/torch``):
 # memory held from the GPU but not in tensors, which the peak leaves out and a reader must see apart.
 _RESERVED = re.compile(r"(\d+) bytes reserved at most")
-
-
-def times(x: float) -> str:
-    """A multiple as the sentences say it: "2.0×", "2.1×" (one decimal: a peak is steadier than a
-    time), "48×" from ten up."""
-    return f"{x:.1f}×" if x < 9.95 else f"{x:,.0f}×"
 
 
 def times_output(r: Record) -> float | None:
@@ -56,7 +50,7 @@ def peak_details(r: Record) -> list[str]:
     out = []
     multiple = times_output(r)
     if multiple is not None and (r.peak_bytes or 0) >= PAGE_BYTES:
-        out.append(f"{times(multiple)} the output")
+        out.append(f"{format_ratio(multiple)} the output")
     reserve = allocator_reserve(r)
     if reserve is not None:
         out.append(f"{format_size(reserve)} reserved by the caching allocator")
@@ -84,7 +78,7 @@ class MemoryGap:
             text = (f"{library_label(more)} needs {format_size(more.peak_bytes)} per call for {where}, "
                     f"{library_label(less)} under {format_size(FLOOR_BYTES)}")
         else:
-            text = (f"{library_label(more)} needs {times(self.ratio)} the memory of "
+            text = (f"{library_label(more)} needs {format_ratio(self.ratio)} the memory of "
                     f"{library_label(less)} for {where}: {format_size(more.peak_bytes)} against "
                     f"{format_size(less.peak_bytes)}")
         said = [f"{library_label(r)}'s peak is {'; '.join(peak_details(r))}" for r in (more, less) if peak_details(r)]
@@ -137,8 +131,8 @@ class MemoryChange:
     def text(self) -> str:
         """"fft large PyTorch CPU: 24 MB → 48 MB (2.0× more)"."""
         r = self.new
-        how = (f"{times(self.ratio)} more" if self.grew else
-               f"{times(1 / self.ratio)} less" if self.ratio > 0 else "none now")
+        how = (f"{format_ratio(self.ratio)} more" if self.grew else
+               f"{format_ratio(1 / self.ratio)} less" if self.ratio > 0 else "none now")
         return (f"{r.workload} {r.size_label} {r.config_label}: {format_size(self.base.peak_bytes)} → "
                 f"{format_size(r.peak_bytes)} ({how})")
 

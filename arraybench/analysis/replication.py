@@ -18,14 +18,36 @@ the interrupted one would have.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import Protocol, Sequence
 
 from ..model.replicate import Replicate
 from ..model.timer_settings import TimerSettings
 from .intervals import replicate_interval
 
-if TYPE_CHECKING:
-    from ..options import RunOptions
+
+class Asked(Protocol):
+    """What a run's options ask of replication (``RunOptions`` answers it): how many processes,
+    how long and how tight each cell's measurement, and how each process samples."""
+
+    @property
+    def processes(self) -> int: ...
+    @property
+    def max_processes(self) -> int | None: ...
+    @property
+    def adaptive(self) -> bool: ...
+    @property
+    def max_time(self) -> float: ...
+    @property
+    def min_samples(self) -> int: ...
+    @property
+    def rel_ci(self) -> float: ...
+    @property
+    def target_sample(self) -> float: ...
+    @property
+    def warmup(self) -> float: ...
+    @property
+    def cold(self) -> bool: ...
+
 
 #: Why a cell got no more processes (``Record.replication_stop``).
 CONVERGED = "converged"  # its interval is within the target
@@ -125,14 +147,14 @@ def decide(replicates: Sequence[Replicate], policy: Policy, open_pairs: bool | N
     return Decision(n + 1)
 
 
-def policy_for(options: "RunOptions") -> Policy:
+def policy_for(options: Asked) -> Policy:
     """The policy a run's options ask for."""
     most = options.max_processes if options.adaptive else options.processes
     return Policy(least=options.processes, most=most or options.processes, rel_ci=options.rel_ci,
                   budget_s=options.max_time)
 
 
-def per_process(options: "RunOptions") -> tuple[float, int]:
+def per_process(options: Asked) -> tuple[float, int]:
     """(sampling budget in seconds, fewest samples) of one process's measurement of a cell.
 
     A fixed count shares the cell's budget and sample floor among its processes, as always; an
@@ -144,7 +166,7 @@ def per_process(options: "RunOptions") -> tuple[float, int]:
     return options.max_time / count, max(3, -(-options.min_samples // count))
 
 
-def timer_settings(options: "RunOptions") -> TimerSettings:
+def timer_settings(options: Asked) -> TimerSettings:
     """Each process's timer settings for the run: a cell's budget and sample floor are shared by
     its processes (``per_process``). The one source for the workers' jobs and ``results.json``."""
     budget, least = per_process(options)

@@ -18,6 +18,7 @@ import sys
 from ..errors import UsageError
 from ..model.machines import machine_id_of
 from ..store.refs import load_run, this_machine
+from ..units import format_change
 from .argtypes import csv_list, fraction, percent, positive_int
 from .storeargs import add_store_option, store_location
 
@@ -149,14 +150,14 @@ def regression_lines(found, limit: float) -> list[str]:
     if bad:
         lines.append(f"{len(bad)} regression{'s' if len(bad) != 1 else ''} above {limit:.0%} in the "
                      "latest runs: " + "; ".join(f"{s.series.workload} {s.series.size_label} "
-                                                 f"{s.series.label} ({s.ratio:.3f}×)" for s in bad))
+                                                 f"{s.series.label} ({format_change(s.ratio)})" for s in bad))
     unjudged = found.unjudged_above(limit)
     if unjudged:
         lines.append(f"{len(unjudged)} slowdown{'s' if len(unjudged) != 1 else ''} above {limit:.0%} in "
                      "the latest runs could not be judged (one process on a side; measure with "
                      "--processes 2 or more): "
                      + "; ".join(f"{u.series.workload} {u.series.size_label} {u.series.label} "
-                                 f"({u.after.median_s / u.before.median_s:.3f}×)" for u in unjudged))
+                                 f"({format_change(u.after.median_s / u.before.median_s)})" for u in unjudged))
     return lines
 
 

@@ -21,25 +21,25 @@ NO_RAY = ("--cluster needs Ray, which is not installed here: pip install 'arrayb
           "(the same on every node; docs/cluster.md)")
 
 
-def _ray_module():  # -> the executors.ray module
+def _ray_modules():  # -> the executors.ray and executors.ray_nodes modules
     try:
-        from . import ray as ray_executor
+        from . import ray as ray_executor, ray_nodes
     except ImportError as exc:
         if (exc.name or "").split(".")[0] == "ray":
             raise UsageError(NO_RAY) from None
         raise
-    return ray_executor
+    return ray_executor, ray_nodes
 
 
 def cluster_executor(options: "RunOptions", *, node_wait: float | None = None) -> "RayExecutor":
     """Connected to ``options.cluster``, its nodes checked; ``UsageError`` in one line when Ray
     is not installed, the cluster cannot be reached, or its nodes cannot serve this run."""
-    return _ray_module().RayExecutor.connect(options, node_wait=node_wait)
+    return _ray_modules()[0].RayExecutor.connect(options, node_wait=node_wait)
 
 
 def cluster_nodes(address: str) -> "list[Node]":
     """The nodes of the cluster at ``address``, with their environments and which are free."""
-    module = _ray_module()
+    module = _ray_modules()[1]
     module.connect(address)
     try:
         return module.discover()

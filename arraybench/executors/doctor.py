@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from .. import backends
+from ..backends import SPECS
 from .worker_process import WorkerExited, WorkerProcess, WorkerTimeout
 from ..worker.protocol import CHECKS, CheckDone, Job, Unavailable, check_applies
 from ..host.threads import worker_env
@@ -43,7 +43,7 @@ class Line:
 
 def configs(names: Sequence[str], devices: Sequence[str]) -> list[tuple[str, str]]:
     """(backend, device) pairs to check, in the registry's order."""
-    return [(b, d) for b in names for d in devices if d in backends.SPECS[b].devices]
+    return [(b, d) for b in names for d in devices if d in SPECS[b].devices]
 
 
 def check_config(backend: str, device: str, *, allow_tf32: bool = False,
@@ -60,7 +60,7 @@ def check_config(backend: str, device: str, *, allow_tf32: bool = False,
         return [line("all" if len(applicable) > 1 else applicable[0], status,
                      f"{why}; not run: {', '.join(applicable)}" if len(applicable) > 1 else why)]
 
-    reason = backends.SPECS[backend].preflight(device)
+    reason = SPECS[backend].preflight(device)
     if reason:
         return not_run("skipped", reason)
     job = Job(backend=backend, device=device, task="selfcheck", allow_tf32=allow_tf32,
@@ -106,7 +106,7 @@ def header() -> str:
 
     env = machine.collect()
     libs = ", ".join(f"{k} {v}" for k, v in env["libraries"].items()
-                     if v and k in (*backends.SPECS, "jaxlib", "numba", "jax-metal"))
+                     if v and k in (*SPECS, "jaxlib", "numba", "jax-metal"))
     gpus = "; ".join(g["name"] for g in env["gpus"]) or "none found"
     settings = ", ".join(f"{k}={v}" for k, v in env.get("gpu_env", {}).items())
     return (f"arraybench doctor {env['arraybench']}: Python {env['python']} on {env['cpu_model']}; "

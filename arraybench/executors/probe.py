@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from .. import backends
+from ..backends import SPECS
 from .worker_process import WorkerExited, WorkerProcess, WorkerTimeout
 from ..worker.protocol import Job, Ready, Unavailable
 from ..host.threads import worker_env
@@ -27,7 +27,7 @@ def probe(backend: str, device: str, timeout: float = 120.0, *,
           environment: Environment | None = None) -> tuple[str | None, dict[str, Any]]:
     """(None, info) when ``backend`` runs on ``device`` here (in ``environment``: another
     interpreter, other variables), else (reason, {})."""
-    reason = backends.SPECS[backend].preflight(device)
+    reason = SPECS[backend].preflight(device)
     if reason:
         return reason, {}
     job = Job(backend=backend, device=device, task="probe")
@@ -58,7 +58,7 @@ def probe(backend: str, device: str, timeout: float = 120.0, *,
 def probe_backends() -> dict[str, dict[str, Any]]:
     """For every known backend: version, usable devices with reasons, and what its worker reports."""
     out: dict[str, dict[str, Any]] = {}
-    for name, spec in backends.SPECS.items():
+    for name, spec in SPECS.items():
         devices: dict[str, str | None] = {}
         info: dict[str, Any] = {}
         for dev in spec.devices:

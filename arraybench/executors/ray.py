@@ -25,166 +25,46 @@ environment's workers with its interpreter and variables. The interpreters are t
 node asks them up front in its first shard, and an environment it cannot run is skipped on that
 node alone, its reason naming the node and the interpreter (``ray_agent``).
 
-This module and ``ray_agent`` are the only ones that import Ray.
+The head joins the cluster and finds its nodes through ``ray_nodes``; it and the node's agent
+(``ray_agent``) speak ``shard_protocol``. These three modules are the only ones that import Ray.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import ray
-from ray.exceptions import GetTimeoutError, RayError
+from ray.exceptions import RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..files import write_atomic
 from ..host import machine
-from .cluster import (NAME_LABEL, Node, Shard, differences, every_node_cells, identity, is_free,
-                      labels, select, shards)
-from ..errors import UsageError, from_command_line, one_line
+from .cluster import Node, Shard, differences, every_node_cells, identity, select, shards
+from ..errors import UsageError, from_command_line
 from ..model.replicate import Replicate
+from ..model.results import arraybench_version
 from ..options import RunOptions
-from ..model.cell import Cell, Config
-from ..model.schema import SchemaError
+from ..model.cell import Cell
 from ..workloads.shipping import SHIPPED_NAME
 from .base import RunHandle
 from .local import STOP_GRACE_S
-from .ray_agent import ShardRunner, node_environment
+from .ray_agent import ShardRunner
+from .ray_nodes import HeadWatch, connect, discover, first_line
+from .shard_protocol import (Ended, Interpreters, Message, ReplicateSent, ShardJob, Started, Unavailable,
+                             WorkerInfo, WorkerStarted, parse)
 from .shardlog import ShardLog, read as read_shard_log, restore as restore_shard_log
 from .worker_process import StopRequested
 
-__all__ = ["RayExecutor", "connect", "discover"]
+__all__ = ["RayExecutor"]
 
 #: How long a node's agent holds a poll open waiting for an event.
 POLL_S = 2.0
-#: How long to wait for every node's environment.
-ENVIRONMENT_TIMEOUT_S = 120.0
 #: A shard lost on this many nodes is left for --resume (it may be what kills them).
 MAX_ATTEMPTS = 2
-
-
-def connect(address: str) -> str | None:
-    """Join the Ray cluster at ``address`` as a driver; ``UsageError`` when it cannot be reached.
-    Never starts a Ray instance of its own. Returns the head's ``host:port`` (None for a ray://
-    address, which Ray Client reaches through a server of its own)."""
-    head = None if address.startswith("ray://") else _reachable(address)
-    if ray.is_initialized():
-        return head
-    try:
-        ray.init(address=address, namespace="arraybench", log_to_driver=False,
-                 logging_level=logging.ERROR, ignore_reinit_error=True)
-    except ImportError as exc:  # ray:// needs Ray Client's extra packages
-        raise UsageError(f"--cluster {address}: {exc.name or exc} is missing; a ray:// address needs "
-                         "pip install 'ray[client]'") from None
-    except (ConnectionError, RuntimeError, ValueError, OSError, RayError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UsageError(f"--cluster {address}: cannot connect to a Ray cluster there ({first})") from None
-    return head
-
-
-#: How long the head's address may take to accept a connection.
-CONNECT_TIMEOUT_S = 10.0
-
-
-def _reachable(address: str) -> str:
-    """The head's ``host:port``; ``UsageError`` unless something listens at the cluster's
-    address: Ray itself would retry an unreachable one for minutes, deaf to Ctrl-C."""
-    import socket
-
-    try:
-        from ray._private.services import canonicalize_bootstrap_address_or_die  # no public one
-
-        resolved = canonicalize_bootstrap_address_or_die(address)
-    except Exception as exc:
-        raise UsageError(f"--cluster {address}: no Ray cluster found there ({_first_line(exc)})") from None
-    host, _, port = resolved.rpartition(":")
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
-            pass
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--cluster {address}: nothing answers at {resolved} "
-                         f"({getattr(exc, 'strerror', None) or exc})") from None
-    return resolved
-
-
-#: The head answering no connection for this long is a cluster lost (seconds).
-HEAD_LOST_S = 5.0
-#: How often the head is asked whether it is there (seconds).
-HEAD_CHECK_S = 1.0
-
-
-class _HeadWatch:
-    """Whether the cluster's head still answers at its address: a plain TCP connection, never a
-    Ray call (each of those waits up to a minute for a head that is gone)."""
-
-    def __init__(self, head: str | None) -> None:
-        self.head = head
-        self._checked = 0.0
-        self._failing_since: float | None = None
-
-    def lost(self) -> bool:
-        """True once the head has answered no connection for ``HEAD_LOST_S``."""
-        import socket
-
-        now = time.monotonic()
-        if self.head is None or now - self._checked < HEAD_CHECK_S:
-            return False
-        self._checked = now
-        host, _, port = self.head.rpartition(":")
-        try:
-            with socket.create_connection((host.strip("[]"), int(port)), timeout=HEAD_CHECK_S):
-                self._failing_since = None
-                return False
-        except (OSError, ValueError):
-            if self._failing_since is None:
-                self._failing_since = now
-            return time.monotonic() - self._failing_since >= HEAD_LOST_S
-
-
-def discover(threads: int | None = None, *, environments: bool = True) -> list[Node]:
-    """The live nodes of the cluster, labelled, with their environment (each asked on the node)
-    and whether they are free now (none of their CPUs and GPUs reserved)."""
-    raw = sorted((n for n in ray.nodes() if n.get("Alive")),
-                 key=lambda n: ((n.get("Labels") or {}).get(NAME_LABEL) or "", n["NodeID"]))
-    names = [(n.get("Labels") or {}).get(NAME_LABEL) or n.get("NodeManagerHostname") or "node"
-             for n in raw]
-    try:
-        from ray._private.state import available_resources_per_node  # Ray has no public one
-
-        available = available_resources_per_node()
-    except Exception:
-        available = None
-    nodes = []
-    for label, n in zip(labels(names, [n["NodeID"] for n in raw]), raw):
-        resources = dict(n.get("Resources") or {})
-        free = None if available is None else is_free(resources, available.get(n["NodeID"], {}))
-        nodes.append(Node(label=label, node_id=n["NodeID"], address=n.get("NodeManagerAddress", ""),
-                          resources=resources, free=free))
-    if environments:
-        ask = [n for n in nodes if n.takes_shards]
-        refs = [node_environment.options(
-            scheduling_strategy=NodeAffinitySchedulingStrategy(n.node_id, soft=False)).remote(threads)
-            for n in ask]
-        for n, ref in zip(ask, refs):
-            try:
-                n.environment = ray.get(ref, timeout=ENVIRONMENT_TIMEOUT_S)
-            except GetTimeoutError:
-                raise UsageError(f"node {n.label} ({n.address}) did not report its environment "
-                                 f"within {ENVIRONMENT_TIMEOUT_S:g} s") from None
-            except RayError as exc:
-                raise UsageError(f"node {n.label} ({n.address}) cannot run arraybench: "
-                                 f"{_first_line(exc)} (install the same arraybench there)") from None
-    return nodes
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-    errors = [ln for ln in lines if "Error" in ln.split(":")[0]]
-    return one_line((errors[-1] if errors else lines[0] if lines else type(exc).__name__)[:300])
 
 
 @dataclass
@@ -216,7 +96,7 @@ class RayExecutor:
         self.nodes = nodes
         self.node_wait = node_wait
         self._driver = machine.collect(options.threads)
-        self._head = _HeadWatch(head)
+        self._head = HeadWatch(head)
         #: Set when the head was lost: nothing more may be asked of Ray (each call would hang).
         self.head_lost = False
 
@@ -229,7 +109,7 @@ class RayExecutor:
         head = connect(options.cluster)
         try:
             nodes = select(discover(options.threads), options.gpu_type)
-            mine = machine.arraybench_version()
+            mine = arraybench_version()
             other = [f"{n.label} has {n.environment.get('arraybench')}" for n in nodes
                      if n.environment.get("arraybench") != mine]
             if other:
@@ -364,14 +244,16 @@ class RayExecutor:
                 except RayError as exc:
                     del flights[f.node.label]
                     usable = [n for n in usable if n.label != f.node.label]
-                    self._lost(session, f, f"node {f.node.label} was lost mid-shard ({_first_line(exc)})", log)
+                    self._lost(session, f, f"node {f.node.label} was lost mid-shard ({first_line(exc)})", log)
                     if every:
                         self._orphan(session, queues.pop(f.node.label, deque()), f)
                     elif attempts[f.shard] < MAX_ATTEMPTS and stopping_since is None:
                         queues.setdefault("", deque()).appendleft(f.shard)
                     continue
                 for e in events:
-                    self._handle(session, f, e, log)
+                    message = parse(e, f"node {f.node.label}")
+                    if message is not None:  # one without its shape is not acted on
+                        self._handle(session, f, message, log)
                 if f.ended:
                     del flights[f.node.label]
                     ray.kill(f.actor, no_restart=True)  # gives the node's CPUs and GPUs back
@@ -396,91 +278,75 @@ class RayExecutor:
             scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
             max_restarts=0,
         ).remote()
-        actor.start.remote(self._job(session, cells, node))
+        actor.start.remote(self._job(session, cells, node).to_dict())
         return _Flight(shard=shard, node=node, cells={c.key: c for c in cells}, actor=actor,
                        poll=actor.poll.remote(POLL_S), attempt=attempt)
 
-    def _job(self, session: RunHandle, cells: list[Cell], node: Node) -> dict[str, Any]:
-        """What ``node`` needs to measure ``cells``: the options, the workload files' text (the
-        node has its own disk), the shipped workloads, the replicates already journalled, and
-        what its earlier shards found of the ``--python`` interpreters there."""
-        files = [(Path(p).name, Path(p).read_text(encoding="utf-8")) for p in self.options.workload_files]
+    def _job(self, session: RunHandle, cells: list[Cell], node: Node) -> ShardJob:
+        """What ``node`` needs to measure ``cells`` (see ``ShardJob``)."""
+        files = tuple((Path(p).name, Path(p).read_text(encoding="utf-8")) for p in self.options.workload_files)
         shipped = self._out_dir / SHIPPED_NAME
-        return {
-            "options": self.options.to_dict(),
-            "cells": [c.to_dict() for c in cells],
-            "files": files,
-            "shipped": shipped.read_bytes() if self.options.shipped_workloads else None,
-            "done": {c.key: {str(i): r.to_dict() for i, r in session.replicates_of(c).items()}
-                     for c in cells},
-            "node": node.label,
-            "interpreters": dict(node.interpreters),
-            "command_line": from_command_line(),  # how the node's messages spell an option
-        }
+        return ShardJob(
+            options=self.options.to_dict(), cells=tuple(cells), files=files,
+            shipped=shipped.read_bytes() if self.options.shipped_workloads else None,
+            done={c.key: session.replicates_of(c) for c in cells}, node=node.label,
+            interpreters=dict(node.interpreters),
+            command_line=from_command_line())  # how the node's messages spell an option
 
-    def _handle(self, session: RunHandle, f: _Flight, e: dict[str, Any], log: ShardLog) -> None:
-        """One event from a node's agent."""
+    def _handle(self, session: RunHandle, f: _Flight, m: Message, log: ShardLog) -> None:
+        """One message from a node's agent."""
         label = f.node.label
-        kind = e.get("event")
-        if kind == "started":
-            f.started = float(e["time"])
+        if isinstance(m, Started):
+            f.started = m.time
             log.write({"type": "shard_started", "shard": f.shard.key, "node": label,
                        "attempt": f.attempt, "time": f.started})
-        elif kind == "worker_started" and isinstance(e.get("index"), int) and isinstance(e.get("cells"), int):
-            session.worker_started(Config(str(e.get("backend")), str(e.get("device")), str(e.get("environment") or "")),
-                                   e["index"], e["cells"])
-        elif kind == "interpreters":
-            answers = e.get("answers")
-            if isinstance(answers, dict):  # the node's later shards are not asked again
-                f.node.interpreters.update({str(k): str(v) for k, v in answers.items()})
-        elif kind == "worker":
-            info = e.get("info") if isinstance(e.get("info"), dict) else {}
-            env = str(e.get("environment") or "")
+        elif isinstance(m, WorkerStarted):
+            session.worker_started(m.config, m.index, m.cells)
+        elif isinstance(m, Interpreters):  # the node's later shards are not asked again
+            f.node.interpreters.update(m.answers)
+        elif isinstance(m, WorkerInfo):
             machines = session.environment.setdefault("machines", {})
-            machine.merge_worker_info(machines.setdefault(label, {}), e["backend"], e["device"], info, env)
+            machine.merge_worker_info(machines.setdefault(label, {}), m.backend, m.device, m.info, m.environment)
             if self.options.on == "any-node":
-                machine.merge_worker_info(session.environment, e["backend"], e["device"], info, env)
-            log.write({"type": "worker", "node": label, "backend": e["backend"], "device": e["device"],
-                       "environment": env, "index": e.get("index"), "info": info})
-        elif kind == "replicate":
-            cell = f.cells.get(str(e.get("key")))
-            index = e.get("index")
-            if cell is None or not isinstance(index, int) or index in session.replicates_of(cell):
+                machine.merge_worker_info(session.environment, m.backend, m.device, m.info, m.environment)
+            log.write({"type": "worker", "node": label, "backend": m.backend, "device": m.device,
+                       "environment": m.environment, "index": m.index, "info": m.info})
+        elif isinstance(m, ReplicateSent):
+            cell = f.cells.get(m.key)
+            if cell is None or m.index in session.replicates_of(cell):
                 return
-            try:
-                rep = Replicate.from_dict(e.get("replicate"))
-            except SchemaError as exc:
-                rep = Replicate.ended("failed", f"node {label} sent a malformed measurement ({exc})")
-            rep.machine = label
-            session.keep(cell, index, rep)
-        elif kind == "unavailable":
-            reason = str(e.get("reason", "unavailable"))
+            m.replicate.machine = label
+            session.keep(cell, m.index, m.replicate)
+        elif isinstance(m, Unavailable):
+            reason = m.reason
             if self.options.on == "any-node" and not reason.startswith(f"node {label}:"):
                 reason += f" (on {label})"
-            config = Config(str(e.get("backend")), str(e.get("device")), str(e.get("environment") or ""))
             for cell in f.cells.values():
-                if cell.config == config:  # on this node only: another may have what this one lacks
-                    for i in session.missing_indices(cell):
-                        rep = Replicate.ended("skipped", reason)
-                        rep.machine = label
-                        session.keep(cell, i, rep)
-        elif kind == "ended":
+                if cell.config == m.config:  # on this node only: another may have what this one lacks
+                    self._end_missing(session, cell, "skipped", reason, label)
+        elif isinstance(m, Ended):
             f.ended = True
-            f.outcome = str(e.get("outcome"))
-            self._save_logs(self._out_dir, label, e.get("logs") or {})
-            reason = str(e.get("reason") or "")
+            f.outcome = m.outcome
+            self._save_logs(self._out_dir, label, m.logs)
             log.write({"type": "shard_ended", "shard": f.shard.key, "node": label, "attempt": f.attempt,
-                       "started": f.started, "ended": float(e["time"]), "outcome": f.outcome,
-                       "reason": reason})
+                       "started": f.started, "ended": m.time, "outcome": f.outcome,
+                       "reason": m.reason})
             session.environment.setdefault("cluster", {}).setdefault("shards", []).append(
-                {"shard": f.shard.key, "node": label, "started": f.started, "ended": float(e["time"]),
+                {"shard": f.shard.key, "node": label, "started": f.started, "ended": m.time,
                  "outcome": f.outcome})
             if f.outcome == "error":
                 for cell in f.cells.values():
-                    for i in session.missing_indices(cell):
-                        rep = Replicate.ended("failed", f"the node agent on {label} failed: {reason}")
-                        rep.machine = label
-                        session.keep(cell, i, rep)
+                    self._end_missing(session, cell, "failed", f"the node agent on {label} failed: {m.reason}",
+                                      label)
+
+    @staticmethod
+    def _end_missing(session: RunHandle, cell: Cell, status: Literal["skipped", "failed"], reason: str,
+                     label: str) -> None:
+        """Each replicate ``cell`` still misses, ended with ``status`` and ``reason`` on node ``label``."""
+        for i in session.missing_indices(cell):
+            rep = Replicate.ended(status, reason)
+            rep.machine = label
+            session.keep(cell, i, rep)
 
     def _head_lost(self, session: RunHandle, flights: dict[str, _Flight], queues: dict[str, deque[Shard]],
                    log: ShardLog) -> None:

@@ -3,7 +3,7 @@
 ``ShardRunner`` measures one shard on its node exactly as a local run would: a ``Session`` over the
 shard's cells and the ``LocalExecutor``'s worker processes, in rounds. Only the journal differs:
 the session journals to a ``_QueueSink`` instead of a file, so each replicate, worker report and
-unavailable library goes into a queue, and the head drains it with ``poll`` (a long poll: it
+unavailable library goes into a queue as a typed message (``shard_protocol``), and the head drains it with ``poll`` (a long poll: it
 returns as soon as something is there), journals it, and asks again. A node lost mid-shard
 therefore loses only what it had not yet sent.
 
@@ -29,7 +29,7 @@ import time
 from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import ray
 
@@ -38,12 +38,13 @@ from ..files import write_atomic, write_bytes_atomic
 from ..host import machine
 from ..model.replicate import Replicate
 from ..options import RunOptions
-from ..model.cell import Cell
 from ..reporter import Reporter
 from ..run_state import RunState
 from ..session import Session
 from ..workloads.shipping import SHIPPED_NAME
 from .local import LocalExecutor
+from .shard_protocol import (Ended, Interpreters, ReplicateSent, ShardJob, Started, Unavailable, WorkerInfo,
+                             WorkerStarted, encode)
 
 #: Variables Ray sets in the processes it starts; a benchmark's workers get the node's own.
 RAY_SET = ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
@@ -92,17 +93,14 @@ class _QueueSink:
         self._events = events
 
     def replicate(self, key: str, index: int, replicate: Replicate) -> None:
-        self._events.put({"event": "replicate", "key": key, "index": index,
-                          "replicate": replicate.to_dict()})
+        self._events.put(encode(ReplicateSent(key, index, replicate)))
 
     def unavailable(self, backend: str, device: str, reason: str, environment: str = "") -> None:
-        self._events.put({"event": "unavailable", "backend": backend, "device": device,
-                          "environment": environment, "reason": reason})
+        self._events.put(encode(Unavailable(backend, device, environment, reason)))
 
     def worker(self, backend: str, device: str, index: int, info: dict[str, Any],
                pid: int | None = None, environment: str = "") -> None:
-        self._events.put({"event": "worker", "backend": backend, "device": device,
-                          "environment": environment, "index": index, "info": info, "pid": pid})
+        self._events.put(encode(WorkerInfo(backend, device, environment, index, info, pid)))
 
     def close(self) -> None:
         """The queue stays open: the shard's ``ended`` event follows."""
@@ -116,8 +114,7 @@ class _QueueReporter(Reporter):
 
     def worker_started(self, backend: str, device: str, replicate: int, cells: int,
                        environment: str = "") -> None:
-        self._events.put({"event": "worker_started", "backend": backend, "device": device,
-                          "environment": environment, "index": replicate, "cells": cells})
+        self._events.put(encode(WorkerStarted(backend, device, environment, replicate, cells)))
 
 
 @ray.remote(max_concurrency=4)
@@ -133,8 +130,8 @@ class ShardRunner:
         self._lock = threading.Lock()
 
     def start(self, job: dict[str, Any]) -> None:
-        """Begin measuring ``job`` (see ``executors.ray``) in a thread; events follow."""
-        self._events.put({"event": "started", "time": time.time(), "pid": os.getpid()})
+        """Begin measuring ``job`` (a ``ShardJob`` as a dict) in a thread; messages follow."""
+        self._events.put(encode(Started(time.time(), os.getpid())))
         threading.Thread(target=self._run, args=(job,), daemon=True).start()
 
     def poll(self, timeout: float) -> list[dict[str, Any]]:
@@ -162,10 +159,12 @@ class ShardRunner:
         if self._stops >= 2 and not session.stop_now():
             session.request_stop()
 
-    def _run(self, job: dict[str, Any]) -> None:
+    def _run(self, data: dict[str, Any]) -> None:
         folder = Path(tempfile.mkdtemp(prefix="arraybench-shard-"))
-        outcome, reason = "done", ""
+        outcome: Literal["done", "stopped", "error"] = "done"
+        reason = ""
         try:
+            job = ShardJob.from_dict(data)
             session = self._session_for(job, folder)
             with self._lock:
                 self._session = session
@@ -181,48 +180,44 @@ class ShardRunner:
         finally:
             logs = _log_tails(folder / "logs")
             shutil.rmtree(folder, ignore_errors=True)
-            self._events.put({"event": "ended", "time": time.time(), "outcome": outcome,
-                              "reason": reason, "logs": logs})
+            self._events.put(encode(Ended(time.time(), outcome, reason, logs)))
 
-    def _check_interpreters(self, session: Session, job: dict[str, Any]) -> None:
+    def _check_interpreters(self, session: Session, job: ShardJob) -> None:
         """Each ``--python`` interpreter asked on this node, as ``probe.check_interpreters`` asks
         on one machine, before anything is measured: the environments of one that is missing
         here, or cannot run the worker here, are not run on this node, with the reason naming the
         node and the interpreter; the others' cells go on. The answers go home (``interpreters``),
-        so that the node's later shards of the run are not asked again (``job["interpreters"]``)."""
+        so that the node's later shards of the run are not asked again (``job.interpreters``)."""
         options = session.options
         if not options.pythons:
             return
         from ..host.environments import find
         from .probe import interpreter_problems, python_label
 
-        node = str(job.get("node") or "this node")
-        answers = interpreter_problems(options, known=job.get("interpreters") or {})
-        self._events.put({"event": "interpreters", "answers": answers})
-        with command_line() if job.get("command_line") else nullcontext():
+        node = job.node or "this node"
+        answers = interpreter_problems(options, known=job.interpreters)
+        self._events.put(encode(Interpreters(answers)))
+        with command_line() if job.command_line else nullcontext():
             for config in session.configs():
                 python = find(options, config.environment).python or ""
                 if answers.get(python) and not session.is_unavailable(config):
                     session.mark_unavailable(config, f"node {node}: {python_label(options, python)}: "
                                                      f"{answers[python]}")
 
-    def _session_for(self, job: dict[str, Any], folder: Path) -> Session:
+    def _session_for(self, job: ShardJob, folder: Path) -> Session:
         """A session over the shard's cells, its workload files and shipped workloads on disk
         here, and the replicates the head already has (only the missing ones are measured)."""
-        options = RunOptions.from_dict(job["options"])
+        options = RunOptions.from_dict(job.options)
         files = []
-        for i, (name, text) in enumerate(job.get("files", [])):
+        for i, (name, text) in enumerate(job.files):
             path = folder / "workloads" / f"{i}-{name}"
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, text, durable=False)
             files.append(str(path))
         options = replace(options, workload_files=files)
-        if job.get("shipped") is not None:
-            write_bytes_atomic(folder / SHIPPED_NAME, job["shipped"], durable=False)
-        cells = [Cell.from_dict(c) for c in job["cells"]]
-        done = {key: {int(i): Replicate.from_dict(r) for i, r in have.items()}
-                for key, have in job.get("done", {}).items()}
-        return Session(RunState(cells, options, done), folder, _QueueSink(self._events), {},
+        if job.shipped is not None:
+            write_bytes_atomic(folder / SHIPPED_NAME, job.shipped, durable=False)
+        return Session(RunState(list(job.cells), options, job.done), folder, _QueueSink(self._events), {},
                        _QueueReporter(self._events))
 
 

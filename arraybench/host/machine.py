@@ -9,18 +9,17 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import importlib.metadata
-import json
 import os
 import platform
 import shutil
 import socket
 import subprocess
 import sys
-import tomllib
-from pathlib import Path
 from typing import Any
 
-from .. import backends
+from ..backends import SPECS
+from ..model.machines import machine_id
+from ..model.results import arraybench_version
 from . import knobs
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS")
@@ -94,7 +93,7 @@ def gpus() -> list[dict[str, str]]:
 
 def library_versions() -> dict[str, str | None]:
     """Installed versions from package metadata."""
-    versions: dict[str, str | None] = {name: s.version() for name, s in backends.SPECS.items()}
+    versions: dict[str, str | None] = {name: s.version() for name, s in SPECS.items()}
     # numba and llvmlite: NumPy's compiled mode; jax-metal: JAX on Apple GPUs.
     for extra in ("jaxlib", "numba", "llvmlite", "jax-metal", "threadpoolctl", "array-api-compat", "matplotlib"):
         try:
@@ -102,20 +101,6 @@ def library_versions() -> dict[str, str | None]:
         except importlib.metadata.PackageNotFoundError:
             versions[extra] = None
     return versions
-
-
-def arraybench_version() -> str:
-    """The installed version; run from a checkout that was never installed (the GPU acceptance on
-    a machine without network puts it on PYTHONPATH), the checkout's own, marked so."""
-    try:
-        return importlib.metadata.version("arraybench")
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    try:
-        project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
-        return f"{project['version']}+checkout" if project.get("name") == "arraybench" else "unknown"
-    except (OSError, KeyError, tomllib.TOMLDecodeError):
-        return "unknown"
 
 
 #: The instruction-set extensions that decide which kernels BLAS, FFT and XLA pick.
@@ -153,26 +138,6 @@ def fingerprint(found_gpus: list[dict[str, str]] | None = None) -> dict[str, Any
         "arch": platform.machine(),
         "host_sha": hashlib.sha256(host.encode()).hexdigest()[:12],
     }
-
-
-#: The fingerprint's facts that make a machine another machine: its host, CPU model, architecture,
-#: logical cores and GPU models. The rest (kernel, GPU driver, memory, CPU flags, which microcode and
-#: hypervisors change) can change under the same machine: history attributes a change to them
-#: instead of starting a new machine (``machines.fingerprint_changes``).
-IDENTITY = ("host_sha", "cpu_model", "arch", "cpu_count", "gpu_models")
-
-
-def identity(fp: dict[str, Any]) -> dict[str, Any]:
-    """The identity facts of a fingerprint (``IDENTITY``)."""
-    gpus = fp.get("gpus") or []
-    models = sorted(str(g.get("name")) for g in gpus if isinstance(g, dict))
-    return {k: (models if k == "gpu_models" else fp.get(k)) for k in IDENTITY}
-
-
-def machine_id(fp: dict[str, Any]) -> str:
-    """A short stable name for a machine: a hash of its fingerprint's identity facts, so that a
-    kernel or driver update leaves it the same machine."""
-    return hashlib.sha256(json.dumps(identity(fp), sort_keys=True).encode()).hexdigest()[:12]
 
 
 def collect(threads: int | None = None) -> dict[str, Any]:

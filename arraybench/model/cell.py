@@ -100,11 +100,11 @@ class Cell:
         cell = schema.from_json(cls, data, where=where)
         if cell.size < 1:
             raise schema.SchemaError(f"{where}.size: {cell.size} is not a positive size")
-        from .. import backends
+        from ..backends import DEVICES, SPECS
 
-        if cell.backend not in backends.SPECS:
+        if cell.backend not in SPECS:
             raise schema.SchemaError(f"{where}.backend: unknown backend {cell.backend!r}")
-        if cell.device not in backends.DEVICES:
+        if cell.device not in DEVICES:
             raise schema.SchemaError(f"{where}.device: unknown device {cell.device!r}")
         return cell
 

@@ -9,9 +9,10 @@ refuses, and ``compare --cross-machine`` says so when told to go on.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..host import machine
 from ..errors import UsageError
 
 if TYPE_CHECKING:
@@ -23,6 +24,26 @@ class CrossMachineError(UsageError):
     """Two runs from different machines, compared without ``cross_machine=True``."""
 
 
+#: The fingerprint's facts that make a machine another machine: its host, CPU model, architecture,
+#: logical cores and GPU models. The rest (kernel, GPU driver, memory, CPU flags, which microcode and
+#: hypervisors change) can change under the same machine: history attributes a change to them
+#: instead of starting a new machine (``machines.fingerprint_changes``).
+IDENTITY = ("host_sha", "cpu_model", "arch", "cpu_count", "gpu_models")
+
+
+def identity(fp: dict[str, Any]) -> dict[str, Any]:
+    """The identity facts of a fingerprint (``IDENTITY``)."""
+    gpus = fp.get("gpus") or []
+    models = sorted(str(g.get("name")) for g in gpus if isinstance(g, dict))
+    return {k: (models if k == "gpu_models" else fp.get(k)) for k in IDENTITY}
+
+
+def machine_id(fp: dict[str, Any]) -> str:
+    """A short stable name for a machine: a hash of its fingerprint's identity facts, so that a
+    kernel or driver update leaves it the same machine."""
+    return hashlib.sha256(json.dumps(identity(fp), sort_keys=True).encode()).hexdigest()[:12]
+
+
 def machine_id_of(env: Mapping[str, Any]) -> str:
     """The machine id of an environment: saved, or computed from its fingerprint; "" when a file
     from before fingerprints cannot say."""
@@ -30,7 +51,7 @@ def machine_id_of(env: Mapping[str, Any]) -> str:
     if isinstance(saved, str) and saved:
         return saved
     fp = env.get("fingerprint")
-    return machine.machine_id(fp) if isinstance(fp, dict) else ""
+    return machine_id(fp) if isinstance(fp, dict) else ""
 
 
 def machines_of(results: "Results") -> dict[str, Mapping[str, Any]]:

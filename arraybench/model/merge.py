@@ -13,10 +13,9 @@ import re
 from dataclasses import replace
 from typing import Sequence
 
-from ..host.machine import arraybench_version
 from ..errors import UsageError
 from .machines import describe, machine_id_of, machines_of
-from .results import Results
+from .results import Results, arraybench_version
 
 _LABEL = re.compile(r"[A-Za-z0-9_.\-]{1,40}")
 

@@ -13,8 +13,10 @@ prints as the results table, renders as one in Jupyter, and offers ``compare``, 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import json
 import os
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -22,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ResultsError, SaveError
 from ..files import write_atomic
-from ..options import legacy_names
 from .pair import Pair
 from .record import COLUMNS, Record
 from .schema import SchemaError, to_json
@@ -36,12 +37,42 @@ SCHEMA_VERSION = 2
 TOOL = "arraybench"
 RESULTS_NAME = "results.json"
 
+
+def arraybench_version() -> str:
+    """The installed version; run from a checkout that was never installed (the GPU acceptance on
+    a machine without network puts it on PYTHONPATH), the checkout's own, marked so."""
+    try:
+        return importlib.metadata.version("arraybench")
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    try:
+        project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
+        return f"{project['version']}+checkout" if project.get("name") == "arraybench" else "unknown"
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return "unknown"
+
+
 #: The rendering facade, named and never imported here. The model is plain data that analysis and
 #: rendering read; were it to import them (even lazily or for type checking) each would import the
 #: other, and loading a results file would pull in tables, templates and statistics. Naming the
 #: facade keeps the convenience methods the README promises (``results.table()``, ``findings()``,
 #: ``plot()``, ``compare()``, the notebook table) while the dependency runs one way, at call time.
 RENDERING = "arraybench.render.report"
+
+
+#: Names the options had before they were called what the user types (``--processes``): runs
+#: saved then still read back, and the API still takes them (with a ``DeprecationWarning``).
+LEGACY_NAMES: dict[str, str] = {"replicates": "processes", "max_replicates": "max_processes"}
+
+
+def legacy_names(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with the options' old names (a journal or results.json written before) renamed."""
+    out = dict(data)
+    for old, new in LEGACY_NAMES.items():
+        if old in out:
+            value = out.pop(old)
+            out.setdefault(new, value)
+    return out
 
 
 def _rendering() -> ModuleType:

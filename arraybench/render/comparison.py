@@ -12,9 +12,9 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from rich.console import Console, Group
 from rich.markup import escape
 
-from ..analysis.compare import CANNOT_TELL, FASTER, SLOWER, Comparison, change_text
+from ..analysis.compare import CANNOT_TELL, FASTER, SLOWER, Comparison
 from ..analysis.memory import memory_changes
-from ..units import format_seconds
+from ..units import format_change, format_seconds
 from .fit import Column, Row, fitted_table, hidden_line
 from .terminal import console as safe_console, plain
 
@@ -56,7 +56,7 @@ def comparison_html(comparison: Comparison) -> str:
     rows = [{"case": f"{c.new.workload} {c.new.size_label}", "config": c.new.config_label,
              "base": format_seconds(c.base.median_s), "new": format_seconds(c.new.median_s),
              "ratio": "—" if c.ratio is None else f"{c.ratio:.3f}",
-             "change": "—" if c.ratio is None else change_text(c.ratio),
+             "change": "—" if c.ratio is None else format_change(c.ratio),
              "verdict": c.verdict, "note": c.note, "colour": _COLOURS.get(c.verdict, "")}
             for c in comparison.shown]
     lines = [f"differs: {what}: {a} → {b}" for what, a, b in comparison.environment_differences]
@@ -115,7 +115,7 @@ def comparison_table(comparison: Comparison, width: int | None = None) -> Group:
             plain(f"{r.workload} {r.size_label}"), plain(r.config_label),
             format_seconds(c.base.median_s), format_seconds(r.median_s),
             "—" if c.ratio is None else f"{c.ratio:.3f}",
-            "—" if c.ratio is None else change_text(c.ratio),
+            "—" if c.ratio is None else format_change(c.ratio),
             "—" if c.p_value is None else f"{c.p_value:.2g}",
             "—" if c.q_value is None else f"{c.q_value:.2g}",
             plain(verdict)], style=style.get(c.verdict)))

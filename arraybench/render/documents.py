@@ -7,7 +7,8 @@ import json
 import math
 from typing import Any
 
-from ..analysis.compare import Comparison, change_text
+from ..analysis.compare import Comparison
+from ..units import format_change
 from ..analysis.history import History
 
 
@@ -22,7 +23,7 @@ def comparison_json(comparison: Comparison, *, failures: list[str] | None = None
     """The comparison: its counts, geometric mean, every cell's row and (with a gate) why it fails."""
     g = comparison.geometric_mean
     doc = {"summary": comparison.summary(), "counts": comparison.counts(),
-           "geometric_mean": _plain(g), "change": change_text(g) if g is not None else None,
+           "geometric_mean": _plain(g), "change": format_change(g) if g is not None else None,
            "threshold": comparison.threshold, "alpha": comparison.alpha,
            "cells": [{k: _plain(v) for k, v in row.items()} for row in comparison.rows()]}
     if failures is not None:
@@ -41,7 +42,7 @@ def history_json(found: History, *, regressions: list[str] | None = None) -> str
               for s in found.series]
     steps = [{"cell": st.series.cell, "machine_id": st.series.machine_id, "label": st.series.label,
               "before_run": st.before.run.run_id, "after_run": st.after.run.run_id,
-              "ratio": _plain(st.ratio), "change": change_text(st.ratio), "p_value": _plain(st.p_value),
+              "ratio": _plain(st.ratio), "change": format_change(st.ratio), "p_value": _plain(st.p_value),
               "causes": list(st.causes)} for st in found.steps]
     doc: dict[str, Any] = {"threshold": found.threshold, "alpha": found.fdr, "series": series, "steps": steps}
     if regressions is not None:

@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 from rich.console import Console, Group
 from rich.text import Text
 
-from ..analysis.compare import change_text
 from ..errors import spell
-from ..units import format_interval, format_seconds
+from ..units import format_change, format_interval, format_seconds
 from .fit import Column, Row, fitted_table, hidden_line
 from .terminal import plain
 
@@ -46,7 +45,7 @@ def _rows(history: "History", s: "Series", last: int) -> list[tuple[str, ...]]:
         if not p.valid:
             rows.append((when, "—", "—", "—", p.entry.status))
             continue
-        vs = "—" if previous is None else change_text(p.median_s / previous.median_s)
+        vs = "—" if previous is None else format_change(p.median_s / previous.median_s)
         notes = []
         step = steps.get(p.run.run_id)
         if step is not None:

@@ -29,7 +29,7 @@ from ..analysis.roofline import share as share_of_ceiling
 from ..files import write_atomic
 from ..model.cell import config_label
 from ..model.record import Record
-from ..units import format_seconds
+from ..units import format_seconds, format_share
 from .environment_text import environment_section
 from .footprint_text import energy_absent, energy_measured, energy_why, format_energy, peak_sub, peak_text
 from .history import history_section
@@ -227,7 +227,7 @@ def _row(r: Record, *, is_best: bool, base: Record | None, ceilings: Mapping[tup
                if valid and r.ci_low_s is not None and r.ci_high_s is not None else None),
         "speedup": speedup_text(r, base),
         "achieved": achieved_text(r).split(" · "),
-        "share": "—" if share is None else f"{share:.0%}",
+        "share": format_share(share),
         "first_call": format_seconds(r.first_call_s),
         # beside the output's own size, a caching allocator's reserve apart; how it was measured on hover
         "peak": {"text": peak_text(r), "sub": peak_sub(r), "title": r.peak_note},

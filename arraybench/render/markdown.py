@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, size_text
 from ..files import write_atomic
 from ..model.record import Record
-from ..units import format_seconds
+from ..units import format_change, format_seconds
 from .environment_text import environment_line
 from .footprint_text import energy_absent, energy_measured, energy_why, format_energy, peak_sub, peak_text
 from .notes import RANGES_LEGEND, everywhere_mark, note_texts
@@ -107,7 +107,6 @@ def write_markdown(results: Results, out_dir: Path, findings: Sequence[str] | No
 
 def comparison_markdown(comparison: "Comparison") -> str:
     """A comparison of two runs as Markdown: the summary, the table, one-sided cells."""
-    from ..analysis.compare import change_text
 
     lines = ["### arraybench compare: new vs base", "", md(comparison.summary()), ""]
     if comparison.environment_differences:
@@ -118,7 +117,7 @@ def comparison_markdown(comparison: "Comparison") -> str:
     for c in comparison.shown:
         r = c.new
         ratio = "—" if c.ratio is None else f"{c.ratio:.3f}"
-        change = "—" if c.ratio is None else change_text(c.ratio)
+        change = "—" if c.ratio is None else format_change(c.ratio)
         p = "—" if c.p_value is None else f"{c.p_value:.2g}"
         q = "—" if c.q_value is None else f"{c.q_value:.2g}"
         verdict = f"**{c.verdict}**" if c.verdict in ("faster", "slower") else c.verdict

@@ -14,7 +14,7 @@ from typing import Callable, Iterable, Sequence
 from ..analysis.grouping import (baselines, config_sort_key, grouped, is_valid, size_text,
                                  swept_workloads)
 from ..model.record import Record
-from ..units import format_seconds, time_unit
+from ..units import format_seconds, format_speedup, time_unit
 from ..files import write_atomic
 from .mpl import PALETTE, Axes, Figure, drawn, new_figure, plain, show_in_notebooks, styled
 from .naming import plot_file_name, summary_file_name, sweep_file_name
@@ -46,14 +46,6 @@ def _is_baseline(r: Record) -> bool:
     return r.backend == "numpy" and r.device == "cpu" and r.mode == "latency" and not r.transfer
 
 
-def _ratio_text(speedup: float) -> str:
-    """A speed-up against the reference in words, as the table says it: ``1.5× faster``,
-    ``139× slower`` (a bare ``0.0072×`` says neither)."""
-    factor, word = (speedup, "faster") if speedup >= 1 else (1 / speedup, "slower")
-    number = f"{factor:.2g}" if factor < 10 else f"{factor:,.0f}"
-    return f"{number}× {word}"
-
-
 @styled
 def case_figure(records: Sequence[Record]) -> Figure:
     """Bars of time per call for one workload at one size, one bar per configuration."""
@@ -79,7 +71,7 @@ def case_figure(records: Sequence[Record]) -> Figure:
             text = format_seconds(r.median_s)  # each bar in its own unit: log axes span decades
             base = bases.get(r.machine)
             if base is not None and r is not base:
-                text += f"\n{_ratio_text(base.median_s / r.median_s)} than NumPy"
+                text += f"\n{format_speedup(base.median_s / r.median_s)} than NumPy"
             ax.annotate(text, (x, max(height, ci_hi)), xytext=(0, 3), textcoords="offset points",
                         ha="center", va="bottom", fontsize=8)
         else:
@@ -136,7 +128,7 @@ def summary_figure(records: Sequence[Record], size_label: str) -> Figure | None:
             xs.append(x)
             ys.append(y)
             if relative and match is not base:
-                ax.annotate(_ratio_text(y), (x, y), xytext=(0, 2 if y >= 1 else -2),
+                ax.annotate(format_speedup(y), (x, y), xytext=(0, 2 if y >= 1 else -2),
                             textcoords="offset points", ha="center",
                             va="bottom" if y >= 1 else "top", fontsize=7)
         # Relative bars grow from 1 (as fast as NumPy): up when faster, down when slower.

@@ -18,7 +18,7 @@ from ..analysis.compare import Comparison
 from ..analysis.compare import compare as compare_runs
 from ..analysis.findings import findings as compute_findings
 from ..files import write_atomic
-from ..outdir import remember
+from .manifest import remember
 from ..model.machines import check_same_machine
 from .csvout import write_csv
 from .html import results_table_html, write_html

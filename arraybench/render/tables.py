@@ -24,7 +24,7 @@ from ..analysis.roofline import ceilings, share
 from ..errors import printable
 from ..model.cell import config_label
 from ..model.record import Record
-from ..units import format_interval, format_peak, format_rate, format_seconds
+from ..units import format_interval, format_peak, format_rate, format_seconds, format_share, format_speedup
 from .notes import RANGES_LEGEND, NoteBook, Row, everywhere_mark, note_texts
 from .terminal import console as safe_console, plain
 
@@ -47,15 +47,6 @@ def speedup(r: Record, base: Record | None) -> float | None:
     return base.median_s / r.median_s
 
 
-def _times(x: float) -> str:
-    # Two significant figures say "how many times" well; below 2 the hundredths still matter.
-    if x < 2:
-        return f"{x:.2f}"
-    if x < 10:
-        return f"{x:.1f}"
-    return f"{x:,.0f}"
-
-
 def speedup_text(r: Record, base: Record | None) -> str:
     """Against NumPy, with the verdict of their pair: ``3.8× faster``, ``16× slower``, ``level``,
     ``undecided``, ``baseline``, ``—``. A ratio is said faster or slower only where the verdict
@@ -69,11 +60,7 @@ def speedup_text(r: Record, base: Record | None) -> str:
         return "level (±5%)"
     if said == "undecided":
         return "undecided"
-    return f"{_times(ratio)}× faster" if said == "faster" else f"{_times(1 / ratio)}× slower"
-
-
-def _share_text(value: float | None) -> str:
-    return "—" if value is None else f"{value:.0%}"
+    return format_speedup(ratio)  # the verdict is "faster" or "slower": the ratio says which
 
 
 def achieved_text(r: Record) -> str:
@@ -176,7 +163,7 @@ def results_table(records: Iterable[Record], width: int | None = None) -> Group:
                      "device": format_seconds(r.device_median_s) if timed else "—",
                      "95% CI": ci_text(r) if timed else "—",
                      "vs NumPy": speedup_text(r, bases.get(r.machine)), "first call": format_seconds(r.first_call_s),
-                     "rel. error": error_text(r), "of peak": _share_text(share(r, roof)),
+                     "rel. error": error_text(r), "of peak": format_share(share(r, roof)),
                      "peak mem": format_peak(r.peak_bytes), "status": status}
             rows.append((cells, "bold green" if (r is best and contenders > 1) else None,
                          i == len(group) - 1 and n < len(groups) - 1))

@@ -66,8 +66,9 @@ def stored_results(store: "Store", ref: str, machine: str | None = None) -> "Res
 def this_machine() -> str:
     """This machine's id, as its runs are stored under."""
     from ..host import machine
+    from ..model.machines import machine_id
 
-    return machine.machine_id(machine.fingerprint(machine.gpus()))
+    return machine_id(machine.fingerprint(machine.gpus()))
 
 
 def load_run(given: "str | os.PathLike[str]", location: "str | os.PathLike[str] | None" = None) -> "Results":

@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from ..analysis.history import Entry, RunInfo
+from ..model.stored import Entry, RunInfo
 from ..errors import one_line
 from ..model import schema, untrusted
 from ..model.untrusted import check_environment

@@ -15,7 +15,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .definition import InputsFn, Workload, array_parameters, definition_line
+from .definition import Workload
+from .signature import InputsFn, array_parameters, definition_line
 from .params import Params, accepted, is_setting_parameter
 
 

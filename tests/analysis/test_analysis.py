@@ -45,7 +45,7 @@ def test_always_never_and_level():
     slow = series([(10, 2.0), (100, 2.0), (1000, 2.0)])
     assert find("w", "a", fast, "b", slow).kind == "always"
     never = find("w", "a", slow, "b", fast)
-    assert never.kind == "never" and "2× its time" in never.sentence()
+    assert never.kind == "never" and "2.0× its time" in never.sentence()
     assert find("w", "a", fast, "b", fast).kind == "level"
 
 
@@ -104,7 +104,7 @@ def test_findings_name_the_winner_and_the_margin():
                rec("fft", 1000, "jax", 2e-3, label="large")]
     (sentence,) = winners(records)
     assert sentence.startswith("On fft large (n = 1,000), PyTorch CPU is fastest at 1 ms")
-    assert "2× faster than JAX CPU" in sentence and "4× faster than NumPy CPU" in sentence
+    assert "2.0× faster than JAX CPU" in sentence and "4.0× faster than NumPy CPU" in sentence
     # Change the data, and the sentence follows.
     records[0].median_s = records[0].min_s = 5e-4
     records[0].ci_low_s, records[0].ci_high_s = 4.9e-4, 5.1e-4
@@ -130,7 +130,7 @@ def test_compiled_versus_eager():
     eager = rec("elementwise", 1000, "jax", 8e-5, label="small")
     jit = rec("elementwise", 1000, "jax", 1e-5, mode="compiled", label="small", method="jax.jit", compile_s=0.05)
     (sentence,) = compiled_vs_eager([eager, jit])
-    assert sentence.startswith("jax.jit on JAX CPU is 8× faster than eager on elementwise small")
+    assert sentence.startswith("jax.jit on JAX CPU is 8.0× faster than eager on elementwise small")
     assert "compiling took 50 ms" in sentence
     assert "disk cache" not in sentence
 

@@ -14,7 +14,7 @@ import pytest
 import scipy.stats
 
 from arraybench.analysis.compare import (CANNOT_TELL, FASTER, NOT_COMPARABLE, NOT_SIGNIFICANT, SAME, SLOWER,
-                                       change_text, compare, compare_records)
+                                       compare, compare_records)
 from arraybench.analysis.fdr import q_values as benjamini_hochberg
 from arraybench.analysis.significance import welch
 from arraybench.model.replicate import Replicate
@@ -259,14 +259,6 @@ def test_whole_runs_match_cells_list_one_sided_ones_and_average_geometrically():
     assert ("--threads", "None", "1") in compare(base, new).environment_differences
     summary = c.summary()
     assert "1 faster, 1 slower, 1 not significant" in summary and "1 only in base, 1 only in new" in summary
-
-
-def test_change_text_reads_both_ways():
-    assert change_text(1.05) == "5.0% slower"
-    assert change_text(0.95) == "5.0% faster"
-    assert change_text(0.5) == "2.00× faster"
-    assert change_text(3.0) == "3.00× slower"
-    assert change_text(1.0) == "same"
 
 
 # -- the command line ---------------------------------------------------------------------------

@@ -182,7 +182,7 @@ def test_a_pool_that_outnumbers_the_cores_left_it_is_named_with_its_cost_and_the
         "1.0 of 2 cores other processes left it, preempted 35 times a call (oversubscription: a call "
         "waits for its slowest thread, and a thread without a core waits its turn while the others "
         "spin); the 3 of 6 processes that competed took 10 ms a call against 46 µs in those that had "
-        "the cores (217.4× slower). Give it the cores it gets: threads=1 here, "  # from Python: the API's name
+        "the cores (217× slower). Give it the cores it gets: threads=1 here, "  # from Python: the API's name
         "torch.set_num_threads(1) in your own program.")
     # In the run's findings, once: the bimodal note leaves the cause to this sentence.
     found = findings([rec], _pools())
@@ -228,7 +228,7 @@ def test_every_process_competing_gives_the_modes_of_its_samples_or_says_nothing_
     rec = aggregate(cell, reps, 3, rel_ci=0.02)
     (text,) = oversubscription(oversubscribed([rec], _pools()))
     # The modes differ in the cores the pool got (its own, or those others left it): both say it.
-    assert "its samples fall in two modes, 46 µs and 10 ms (217.4× slower; cores used" in text
+    assert "its samples fall in two modes, 46 µs and 10 ms (217× slower; cores used" in text
     assert "in the slow samples" in text
     # Every process competed the whole time: the cost was not measured, so nothing is claimed.
     steady = _record("matmul", "torch", [(10e-3, _usage(others=1.7, switches=4)) for _ in range(3)], "small", 100)
@@ -246,7 +246,7 @@ def test_the_same_cell_run_with_one_thread_gives_the_cost():
     assert [c.record for c in found] == [every]
     (text,) = oversubscription(found)
     assert text.startswith("The thread pool of PyTorch CPU @ all-threads competed for cores on mask_gather large")
-    assert "with 1 thread (threads-1) the same cell took 55.7 µs (147.0× faster)" in text
+    assert "with 1 thread (threads-1) the same cell took 55.7 µs (147× faster)" in text
     # Another machine's single-thread run says nothing about this one: no cost measured, no note.
     env["machines"]["threads-1"] = _pools(threads=1, affinity=1, machine_id="m2")
     assert oversubscribed([every, one], env) == []

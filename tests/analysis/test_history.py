@@ -17,11 +17,12 @@ from rich.console import Console
 
 import arraybench
 from arraybench.analysis.compare import CANNOT_TELL, SAME, compare
-from arraybench.analysis.history import Entry, Point, RunInfo, history, step_p_value
+from arraybench.analysis.history import Point, history, step_p_value
+from arraybench.model.stored import Entry, RunInfo
 from arraybench.analysis.intervals import replicate_interval
 from arraybench.analysis.significance import welch
 from arraybench.commands.history import parse_since
-from arraybench.host import machine
+from arraybench.model.machines import machine_id
 from arraybench.render.history import history_section, print_history
 from arraybench.store import open_store
 
@@ -280,7 +281,7 @@ def _two_process_run(day: int, numpy_s: float, torch_s: float, torch: str = "2.4
     """matmul small on NumPy and PyTorch measured in two processes that sit 1% apart."""
     fp = fingerprint()
     env = {"timestamp": f"2026-01-{day:02d}T00:00:00+00:00", "fingerprint": fp,
-           "machine_id": machine.machine_id(fp), "python": "3.11.7",
+           "machine_id": machine_id(fp), "python": "3.11.7",
            "libraries": {"numpy": "2.0.0", "torch": torch}, "context": dict(context or {})}
 
     def two(t: float) -> list[float]:

@@ -14,7 +14,7 @@ import arraybench
 from arraybench.host import machine
 from arraybench.analysis.across_machines import machine_findings
 from arraybench.analysis.roofline import ceilings, share
-from arraybench.model.machines import CrossMachineError, fingerprint_changes
+from arraybench.model.machines import IDENTITY, CrossMachineError, fingerprint_changes, machine_id
 from arraybench.model.merge import merge
 from arraybench.render.exports import bencher_metric_format, github_action_benchmark
 from arraybench.model.results import load
@@ -27,9 +27,9 @@ def test_a_driver_or_kernel_update_is_the_same_machine_and_a_new_host_is_not():
     base = fingerprint(driver="535.1")
     updated = fingerprint(driver="550.4", os_release="Linux 6.9")
     updated["memory_gib"] = 32.0
-    assert machine.machine_id(base) == machine.machine_id(updated)
-    assert machine.machine_id(base) != machine.machine_id(fingerprint(host="host-b"))
-    assert machine.machine_id(base) != machine.machine_id(fingerprint(cpu="Other CPU"))
+    assert machine_id(base) == machine_id(updated)
+    assert machine_id(base) != machine_id(fingerprint(host="host-b"))
+    assert machine_id(base) != machine_id(fingerprint(cpu="Other CPU"))
     assert fingerprint_changes(base, updated) == [("kernel", "Linux 6.1", "Linux 6.9"),
                                                   ("memory (GiB)", "16.0", "32.0"),
                                                   ("GPU driver", "535.1", "550.4")]
@@ -40,9 +40,9 @@ def test_this_machines_fingerprint_hashes_the_host_name_and_keeps_no_personal_da
 
     env = machine.collect()
     fp = env["fingerprint"]
-    assert env["machine_id"] == machine.machine_id(fp) and re.fullmatch(r"[0-9a-f]{12}", env["machine_id"])
+    assert env["machine_id"] == machine_id(fp) and re.fullmatch(r"[0-9a-f]{12}", env["machine_id"])
     assert socket.gethostname() not in json.dumps(env["fingerprint"])
-    assert set(machine.IDENTITY) - {"gpu_models"} <= set(fp)
+    assert set(IDENTITY) - {"gpu_models"} <= set(fp)
 
 
 def _other_machine(run_dir: Path, dest: Path, factor: float) -> Path:
@@ -51,7 +51,7 @@ def _other_machine(run_dir: Path, dest: Path, factor: float) -> Path:
     env = data["environment"]
     env["fingerprint"]["host_sha"] = "b0b0b0b0b0b0"
     env["fingerprint"]["cpu_model"] = env["cpu_model"] = "Big Box 128-core"
-    env["machine_id"] = machine.machine_id(env["fingerprint"])
+    env["machine_id"] = machine_id(env["fingerprint"])
     for r in data["records"]:
         for k in ("median_s", "ci_low_s", "ci_high_s", "min_s", "iqr_s"):
             if r.get(k):

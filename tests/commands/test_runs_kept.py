@@ -16,7 +16,8 @@ import arraybench
 from arraybench import cli, config
 from arraybench.commands.storeargs import run_store_choice
 from arraybench.errors import UsageError, unknown_name
-from arraybench.outdir import MANIFEST_NAME, clear_previous, manifest
+from arraybench.outdir.own_files import clear_previous
+from arraybench.render.manifest import MANIFEST_NAME, manifest
 from arraybench.store import open_store
 from arraybench.store.refs import run_id_of
 
@@ -243,10 +244,10 @@ def test_a_comparison_is_one_line_a_table_and_a_row_per_cell():
                    record("fft", "numpy", samples=spread(1e-4), replicates=3)])
     c = new.compare(base)
     assert repr(c) == ("<arraybench Comparison of 1 cell: 1 slower, 1 only in base, 1 only in new; "
-                       "geometric mean new/base 2.000 (2.00× slower)>")
+                       "geometric mean new/base 2.000 (2.0× slower)>")
     assert "matmul small" in c.table() and str(c) == c.table()
     page = c._repr_html_()
-    assert page.count("<tr>") == 2 and "only in base: sort small" in page and "2.00× slower" in page
+    assert page.count("<tr>") == 2 and "only in base: sort small" in page and "2.0× slower" in page
     rows = c.rows()
     assert [(r["workload"], r["verdict"]) for r in rows] == [
         ("matmul", "slower"), ("sort", "only in base"), ("fft", "only in new")]

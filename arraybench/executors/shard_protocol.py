@@ -1,0 +1,209 @@
+"""What the head asks a cluster node's agent and what the agent answers: one typed job in, typed
+messages out (the cluster's counterpart of ``worker/protocol.py``).
+
+The head (``executors/ray.py``) hands a node's ``ShardRunner`` (``executors/ray_agent.py``) one
+``ShardJob``; the agent answers with the messages below, drained by the head's long polls:
+``Started`` once, then as the shard's session goes ``WorkerStarted``, ``WorkerInfo``,
+``Interpreters``, ``ReplicateSent`` and ``Unavailable``, and ``Ended`` last. Ray carries them as
+plain dicts (``encode``); each side reads what it gets through ``ShardJob.from_dict`` or ``parse``,
+which check it against these declarations (``model.schema``): a job without its shape fails the
+shard with the field named, and a message without its shape is not acted on. A replicate that
+does not have its shape becomes a failed one for its cell, as a worker's would.
+
+Nothing here imports Ray: the round trip is tested without a cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Union
+
+from ..model import schema
+from ..model.cell import Cell, Config
+from ..model.replicate import Replicate
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    """What a node needs to measure a shard's cells: the run's options (as ``RunOptions.to_dict``
+    gives them), the workload files' text (the node has its own disk), the shipped workloads,
+    the replicates already journalled (by cell key, then index), the node's label, what its
+    earlier shards found of the ``--python`` interpreters there, and whether messages spell an
+    option as the command line does."""
+
+    options: dict[str, Any]
+    cells: tuple[Cell, ...]
+    files: tuple[tuple[str, str], ...] = ()
+    shipped: bytes | None = None
+    done: dict[str, dict[int, Replicate]] = field(default_factory=dict)
+    node: str = ""
+    interpreters: dict[str, str] = field(default_factory=dict)
+    command_line: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The job as Ray carries it: plain data (the shipped workloads as bytes)."""
+        return {"options": self.options, "cells": [c.to_dict() for c in self.cells],
+                "files": [list(f) for f in self.files], "shipped": self.shipped,
+                "done": {key: {str(i): r.to_dict() for i, r in have.items()} for key, have in self.done.items()},
+                "node": self.node, "interpreters": dict(self.interpreters), "command_line": self.command_line}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "ShardJob":
+        """The job in ``data``; ``schema.SchemaError`` names a field that does not fit."""
+        if not isinstance(data, dict):
+            raise schema.SchemaError(f"shard job: expected an object, got {type(data).__name__}")
+        shipped = data.get("shipped")
+        if shipped is not None and not isinstance(shipped, bytes):
+            raise schema.SchemaError(f"shard job.shipped: expected bytes, got {type(shipped).__name__}")
+        plain = schema.from_json(_PlainJob, data, where="shard job")
+        cells = data.get("cells")
+        if not isinstance(cells, list):
+            raise schema.SchemaError(f"shard job.cells: expected a list, got {type(cells).__name__}")
+        done_in = data.get("done", {})
+        if not isinstance(done_in, dict) or not all(isinstance(have, dict) for have in done_in.values()):
+            raise schema.SchemaError("shard job.done: expected an object of objects")
+        done = {}
+        for key, have in done_in.items():
+            try:
+                done[str(key)] = {int(i): Replicate.from_dict(r, f"shard job.done.{key}.{i}")
+                                  for i, r in have.items()}
+            except ValueError as exc:  # SchemaError is one; so is an index that is not a number
+                raise schema.SchemaError(str(exc) if isinstance(exc, schema.SchemaError)
+                                         else f"shard job.done.{key}: {exc}") from None
+        return cls(options=plain.options,
+                   cells=tuple(Cell.from_dict(c, f"shard job.cells[{i}]") for i, c in enumerate(cells)),
+                   files=plain.files, shipped=shipped, done=done, node=plain.node,
+                   interpreters=plain.interpreters, command_line=plain.command_line)
+
+
+@dataclass(frozen=True)
+class _PlainJob:
+    """The job's fields that ``schema`` checks as they are (cells, replicates and bytes have
+    readers of their own)."""
+
+    options: dict[str, Any]
+    files: tuple[tuple[str, str], ...] = ()
+    node: str = ""
+    interpreters: dict[str, str] = field(default_factory=dict)
+    command_line: bool = False
+
+
+@dataclass(frozen=True)
+class Started:
+    """The agent took the job (its process id, and when, by its clock)."""
+
+    EVENT: ClassVar[str] = "started"
+    time: float
+    pid: int
+
+
+@dataclass(frozen=True)
+class WorkerStarted:
+    """The shard's session started a worker for ``config``, replicate ``index``, for ``cells`` cells."""
+
+    EVENT: ClassVar[str] = "worker_started"
+    backend: str
+    device: str
+    environment: str
+    index: int
+    cells: int
+
+    @property
+    def config(self) -> Config:
+        return Config(self.backend, self.device, self.environment)
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """What a worker reported of its library and device (``info``), for the run's environment."""
+
+    EVENT: ClassVar[str] = "worker"
+    backend: str
+    device: str
+    environment: str
+    index: int
+    info: dict[str, Any]
+    pid: int | None = None
+
+
+@dataclass(frozen=True)
+class Interpreters:
+    """The node's answers on the ``--python`` interpreters: ``{interpreter: problem, "" if none}``."""
+
+    EVENT: ClassVar[str] = "interpreters"
+    answers: dict[str, str]
+
+
+@dataclass(frozen=True)
+class ReplicateSent:
+    """Replicate ``index`` of the cell ``key`` is measured (or failed, or was skipped)."""
+
+    EVENT: ClassVar[str] = "replicate"
+    key: str
+    index: int
+    replicate: Replicate
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """A library cannot run on this node (``reason``); its cells of the shard are skipped here."""
+
+    EVENT: ClassVar[str] = "unavailable"
+    backend: str
+    device: str
+    environment: str
+    reason: str
+
+    @property
+    def config(self) -> Config:
+        return Config(self.backend, self.device, self.environment)
+
+
+@dataclass(frozen=True)
+class Ended:
+    """The shard is over: ``done``, ``stopped`` early, or ``error`` (``reason`` says which); the
+    tail of each worker log, by file name."""
+
+    EVENT: ClassVar[str] = "ended"
+    time: float
+    outcome: Literal["done", "stopped", "error"]
+    reason: str = ""
+    logs: dict[str, str] = field(default_factory=dict)
+
+
+Message = Union[Started, WorkerStarted, WorkerInfo, Interpreters, ReplicateSent, Unavailable, Ended]
+_TYPES: dict[str, type] = {t.EVENT: t for t in (Started, WorkerStarted, WorkerInfo, Interpreters,
+                                                ReplicateSent, Unavailable, Ended)}
+
+
+def encode(message: Message) -> dict[str, Any]:
+    """One message as the plain dict Ray carries, its type named by ``event``."""
+    if isinstance(message, ReplicateSent):  # the replicate's own format (its inf and NaN as null)
+        data: dict[str, Any] = {"key": message.key, "index": message.index,
+                                "replicate": message.replicate.to_dict()}
+    else:
+        data = schema.to_json(message)
+    return {"event": message.EVENT, **data}
+
+
+def parse(data: Any, sender: str = "the node") -> Message | None:
+    """The message in ``data`` from a node's agent (``sender``: how a malformed replicate names
+    it), or None for one that is not a message."""
+    if not isinstance(data, dict):
+        return None
+    cls = _TYPES.get(data.get("event"))  # type: ignore[arg-type]
+    if cls is None:
+        return None
+    if cls is ReplicateSent:
+        key, index = data.get("key"), data.get("index")
+        if not isinstance(key, str) or not isinstance(index, int) or isinstance(index, bool):
+            return None
+        try:
+            replicate = Replicate.from_dict(data.get("replicate"))
+        except schema.SchemaError as exc:
+            replicate = Replicate.ended("failed", f"{sender} sent a malformed measurement ({exc})")
+        return ReplicateSent(key, index, replicate)
+    try:
+        return schema.from_json(cls, data)
+    except schema.SchemaError:
+        return None

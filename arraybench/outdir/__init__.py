@@ -1,0 +1,194 @@
+"""The output folder of a run: created, proven writable, locked for the run, and never clobbering
+a run, finished or not, unless told to (``--overwrite``).
+
+A plain run into a folder that holds a run is refused, as pyperf refuses to write over its output:
+the folder is the run (``results.json``, the journal, the report, the plots side by side), which
+``report``, ``compare`` and ``--resume`` name by its folder, so a run never moves aside into a
+numbered subfolder. Every finished run is also kept in the results store by its id (``arraybench
+compare last~1 last``), which is where numbered runs live. ``--overwrite`` first removes what the
+earlier run wrote there (the report files by their names, the plots the manifest
+``.arraybench-files`` lists, the workers' logs), and only those: nothing stale is mixed in with
+the new run, and nothing of the user's is touched.
+
+Everything here happens before anything is measured, so a mistake costs nothing. A run holds
+its folder's lock (``outdir/lock.py``) from before it reads or writes the journal until its report
+is written: two writers would interleave their journal lines. Which files are a run's own, and how
+``--overwrite`` clears them, is ``outdir/own_files.py``; what is left here is whether a folder may
+be claimed, and how a run in it is resumed.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from ..errors import UsageError, option_name, spell, from_command_line
+from ..model.journal import JOURNAL_NAME
+from .lock import FolderLock
+from .own_files import LOGS_NAME, REPLACED, check_own_files, check_writable, clear_previous
+
+
+def claim(path: str | Path, *, overwrite: bool = False, resume: bool = False,
+          what: str = "--output-dir") -> FolderLock:
+    """Create the output folder, prove it writable and lock it for this run.
+
+    Refuses (``UsageError``, nothing changed) a folder that another run holds, a folder whose
+    journal is an unfinished run (unless ``overwrite``, or ``resume`` to continue it), and
+    ``journal.jsonl`` or ``logs`` that are links or the wrong kind of file.
+    """
+    out = _folder(path, what)
+    # Checked first without the lock too, so that a refused run leaves no trace in the folder.
+    FolderLock.check_free(out)
+    _refuse(out, overwrite or resume)
+    check_writable(out, f"{what} ")
+    lock = FolderLock.acquire(out)
+    try:
+        _refuse(out, overwrite or resume)  # again: another run may have been writing till now
+        if overwrite and not resume:
+            clear_previous(out)  # under the lock: never another run's files
+        check_writable(out / LOGS_NAME, f"{what} ")
+    except BaseException:
+        lock.release()
+        raise
+    return lock
+
+
+
+def _refuse(out: Path, keep_journal: bool) -> None:
+    check_own_files(out)
+    if not keep_journal:
+        why = unfinished(out) or finished(out)
+        if why:
+            raise UsageError(why)
+
+
+def claim_for_report(path: str | Path, what: str = "--output-dir") -> FolderLock:
+    """Lock a folder that report files alone are written into (``merge -o``): refused while a run
+    holds it, and where it holds a run's journal, whose results.json and report the merged ones
+    would replace (running, interrupted or finished: the run's own files stay its own)."""
+    out = _folder(path, what)
+    FolderLock.check_free(out)
+    _refuse_run(out)
+    check_writable(out, f"{what} ")
+    lock = FolderLock.acquire(out)
+    try:
+        _refuse_run(out)  # again, under the lock: a run may have started meanwhile
+    except BaseException:
+        lock.release()
+        raise
+    return lock
+
+
+def _refuse_run(out: Path) -> None:
+    check_own_files(out)
+    journal = out / JOURNAL_NAME
+    if journal.exists() and not _nothing_journalled(journal):
+        why = unfinished(out)
+        state = "an unfinished run" if why else "a run"
+        raise UsageError(f"{out} holds {state} ({JOURNAL_NAME}); its results.json and report are "
+                         "its own, so write this elsewhere: choose another --output-dir")
+
+
+def prepare(path: str | Path, *, overwrite: bool, what: str = "--output-dir") -> Path:
+    """Create a folder for report files and prove it writable (no lock: nothing is measured);
+    refuse to replace an unfinished run unless ``overwrite``."""
+    out = _folder(path, what)
+    check_writable(out, f"{what} ")
+    if not overwrite:
+        why = unfinished(out)
+        if why:
+            raise UsageError(why)
+    return out
+
+
+def _folder(path: str | Path, what: str) -> Path:
+    if not str(path).strip():
+        raise UsageError(f"{what} is empty; name a folder (default: benchmark_plots)")
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{what} {out}: exists and is not a folder")
+    return out
+
+
+def unfinished(out: Path) -> str | None:
+    """Why ``out`` holds a run that a fresh start would destroy, or None.
+
+    Judged from the journal alone, the one record of what was measured: a results.json beside
+    it may be from an older, finished run.
+    """
+    from ..model.journal import JournalError, read
+    from ..run_state import RunState
+
+    path = out / JOURNAL_NAME
+    if not (path.exists() or path.is_symlink()):
+        return None
+    try:
+        state = read(out)
+    except JournalError as exc:
+        if _nothing_journalled(path):
+            return None
+        return (f"{out} holds a journal that --resume cannot continue ({exc}); "
+                f"start afresh with {spell('overwrite')}")
+    if RunState.of(state).missing():
+        return (f"{out} holds an unfinished run; continue it with `{resume_command(out)}`, "
+                f"or start afresh with {spell('overwrite')}")
+    return None
+
+
+def finished(out: Path) -> str | None:
+    """Why ``out`` holds a finished run that a plain run would replace (call ``unfinished``
+    first), or None: a results.json, or a journal with something in it."""
+    journal = out / JOURNAL_NAME
+    if not ((out / REPLACED[0]).is_file()
+            or (journal.is_file() and not journal.is_symlink() and not _nothing_journalled(journal))):
+        return None
+    return (f"{out} holds a finished run; keep it and give another {option_name('output_dir')}, "
+            f"or replace it with {spell('overwrite')} (the files the run wrote there go first)")
+
+
+def _nothing_journalled(path: Path) -> bool:
+    """A journal cut short before its header was whole: it holds no measurement to protect."""
+    try:
+        if not stat.S_ISREG(path.lstat().st_mode):
+            return False
+        with open(path, "rb") as f:
+            return b"\n" not in f.read(1 << 20)
+    except OSError:
+        return False
+
+
+def unsealed_note(out: str | os.PathLike[str]) -> str:
+    """Where the run in ``out`` needs trust to resume (workload files, pickled workloads,
+    interpreters or variables) but was not sealed as this user's (no private data folder to keep
+    the key in), the flag its ``--resume`` needs and why, as said after the command; else ""."""
+    from ..model.untrusted import loads
+    from ..workloads.trust import key_path
+
+    try:
+        with open(os.path.join(out, JOURNAL_NAME), "rb") as f:
+            header = loads(f.readline(1 << 22).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return ""
+    if not isinstance(header, dict) or "seal" in header or not isinstance(header.get("options"), dict):
+        return ""
+    options = header["options"]
+    if not any(options.get(k) for k in ("workload_files", "shipped_workloads", "pythons", "variants")):
+        return ""
+    try:
+        where = str(key_path().parent)
+    except (RuntimeError, OSError):
+        where = "your data folder"
+    return (f" --trust-folder (the run could not be sealed as yours: {where} cannot keep "
+            "arraybench's key, so without it the code the run names is not run)")
+
+
+def resume_command(out: "str | os.PathLike[str]") -> str:
+    """How the caller continues the run in ``out``: ``arraybench run --resume OUT`` or
+    ``arraybench.resume('OUT')``; with the trust it needs where the run could not be sealed
+    (an unwritable data folder), which a plain ``--resume`` would refuse."""
+    note = unsealed_note(out)
+    if from_command_line():
+        return f"arraybench run --resume {out}{note}"
+    return (f"arraybench.resume({str(out)!r}" + (", trust_folder=True)" + note.replace(" --trust-folder", "", 1)
+                                                  if note else ")"))
