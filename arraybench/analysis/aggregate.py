@@ -145,7 +145,11 @@ def _fill_timing(rec: Record, timed: Sequence[Replicate], wanted: int, rel_ci: f
     if half > rel_ci:
         why = _why_wide(rec, timed, clusters is not None, busy is not None)
         spread = format_interval(rec.ci_low_s, rec.median_s, rec.ci_high_s)
-        warnings.append(f"95% CI of the median is {spread}, above the ±{rel_ci:.0%} target: {why}")
+        if spread == "undecided":  # wider than a factor of 2 either way: no ± says that
+            warnings.append(f"95% CI of the median spans {format_seconds(rec.ci_low_s)} to "
+                            f"{format_seconds(rec.ci_high_s)}, too wide to decide: {why}")
+        else:
+            warnings.append(f"95% CI of the median is {spread}, above the ±{rel_ci:.0%} target: {why}")
     if len(timed) == 1 and wanted <= 1:
         warnings.append("one process: the interval cannot include the variation between processes")
     rec.warnings = warnings

@@ -10,6 +10,7 @@ from .. import api
 from ..errors import UsageError
 from ..model.results import Results
 from ..render.terminal import console as safe_console
+from ..units import format_ratio
 from .storeargs import store_location
 
 
@@ -54,7 +55,7 @@ def against_gate(args: argparse.Namespace, results: Results) -> int:
         print(f"arraybench: {p.a_label} against {p.b_label}: undecided ({p.ratio:.2f}x, 95% interval "
               f"{p.ci_low:.2f}-{p.ci_high:.2f}); more processes (--processes) would decide it", file=sys.stderr)
     for p in slower:
-        print(f"arraybench: {p.a_label} is {p.ratio:.2f}x the time of {p.b_label} (95% interval "
+        print(f"arraybench: {p.a_label} is {format_ratio(p.ratio)} the time of {p.b_label} (95% interval "
               f"{p.ci_low:.2f}-{p.ci_high:.2f}), above --fail-above {args.fail_above:.0%}", file=sys.stderr)
     compared = sum(1 for p in results.pairs if p.a.endswith(f"[{HERE}]") != p.b.endswith(f"[{HERE}]"))
     if not compared:

@@ -194,6 +194,7 @@ class Suite:
         side by side, and each pair has its verdict (``analysis.pairs``)."""
         from ..analysis.pairs import against_regressions
         from ..host.against import HERE
+        from ..units import format_ratio
 
         limit = self.settings.fail_above
         slower, undecided = against_regressions(results.pairs, HERE, limit if limit is not None else 0.0)
@@ -202,7 +203,7 @@ class Suite:
         if limit is None:
             return
         for p in slower:
-            outcome.failures.append(f"{p.a_label} is {p.ratio:.2f}x the time of {p.b_label} (95% interval "
+            outcome.failures.append(f"{p.a_label} is {format_ratio(p.ratio)} the time of {p.b_label} (95% interval "
                                     f"{p.ci_low:.2f}-{p.ci_high:.2f}), above --arraybench-fail-above {limit:.0%}")
         if not any(p.a.endswith(f"[{HERE}]") != p.b.endswith(f"[{HERE}]") for p in results.pairs):
             outcome.failures.append("no cell was measured on both sides of git:REF; "
