@@ -178,8 +178,7 @@ class LocalExecutor:
         extra = {config: [c for c in plan[config] if large(session.replicates_of(c).get(0))]
                  for config in order if _other_state_beside(options, config, index)}
         try:
-            if index == 0:
-                self._start_early(session, options, out_dir, order, environments_of)
+            self._start_early(session, options, out_dir, order, environments_of, index)
             left = take_turns(session, plan, start, timeout=options.timeout, startup_timeout=STARTUP_TIMEOUT_S,
                               seed=hash((options.seed, index, "turns")) & 0xFFFFFFFF, extra=extra,
                               start_extra=start_other, before_prepare=self._hold_early, keep=self._keep)
@@ -228,17 +227,19 @@ class LocalExecutor:
         return True
 
     def _start_early(self, session: RunHandle, options: RunOptions, out_dir: Path, order: list[Config],
-                     environments_of: dict[Config, environments.Environment]) -> None:
-        """Start the workers of the run's other first replicate indices now, beside the first
-        index's: starting a worker (an interpreter, a library's import) is not timed, so they
-        all import at once and use every core, where one index after another waited for its
-        slowest import each time. They wait, paused, for their index's turns (``_hold_early``)."""
-        for index in range(1, options.processes):
+                     environments_of: dict[Config, environments.Environment], index: int) -> None:
+        """Start the workers of the replicate indices after ``index`` that the run wants so far
+        now, beside ``index``'s: starting a worker (an interpreter, a library's import) is not
+        timed, so they all import at once and use every core, where one index after another
+        waited for its slowest import each time. They wait, paused, for their index's turns
+        (``_hold_early``); one whose cells change by then (a cell that ended) is replaced."""
+        wanted = max((session.wanted(c) for c in session.cells), default=0)
+        for later in range(index + 1, wanted):
             for config in order:
-                cells = session.todo(config, index)
-                if cells and (config, index) not in self._early:
-                    worker = self._turns_worker(options, out_dir, config, index, cells, environments_of[config])
-                    self._early[(config, index)] = (worker, [c.key for c in cells])
+                cells = session.todo(config, later)
+                if cells and (config, later) not in self._early:
+                    worker = self._turns_worker(options, out_dir, config, later, cells, environments_of[config])
+                    self._early[(config, later)] = (worker, [c.key for c in cells])
 
     def _hold_early(self) -> None:
         """Before anything is timed: the early workers finish starting, then wait paused, so
