@@ -200,13 +200,16 @@ class Timer:
         warm_calls = 0
         warm_time = 0.0
         last = 0.0
-        while warm_calls < 1 or warm_time < settings.warmup_s:
+        # Two calls at least, unless the first is slow: a one-time cost left after the first
+        # call (a thread pool's start, a lazy initialisation) made a 35 µs matmul's only warm-up
+        # call last 5 ms, and calibration then sampled it one call at a time.
+        while warm_calls < 1 or warm_time < settings.warmup_s or (warm_calls < 2 and last < SLOW_CALL_S):
             last, _ = self.timeit(1, "latency")
             warm_calls += 1
             warm_time += last
             if warm_calls >= 10_000:
                 break
-        per_call = max(warm_time / warm_calls, 1e-9)
+        per_call = max(min(warm_time / warm_calls, last), 1e-9)
         if self.fresh is not None:
             self.fresh.calibrated(per_call, batched=settings.mode == "throughput" and self.sync is not None)
         number = self._calibrate(per_call, settings, first_result)
