@@ -6,7 +6,8 @@
 The command runs in this process, with every worker's messages time-stamped as the parent reads
 them. Per worker it takes: start -> Ready (interpreter, imports, device), the preparation it was
 asked for (PREPARE -> Prepared: first calls, checks, calibration), its time in the turns, and the
-end (FINISH -> Done). It prints the sum of each over the workers, and what of the wall time no
+end (FINISH -> Done), and its exit (Done -> closed; a pytest session's kept workers close at its
+end). It prints the sum of each over the workers, and what of the wall time no
 worker phase covers (the parent: plan, references, analysis, reports). Phases of workers alive
 together overlap, so the sums are work, not wall time; "busy" is the wall time during which at
 least one worker was in that phase.
@@ -91,8 +92,10 @@ def _phases(backend: str | None = None) -> dict[str, list[tuple[float, float]]]:
                 out["measure (alone)"].append((ready, end))
         if "Turn" in first and "FINISH" in first:
             out["turns"].append((first["Turn"], first["FINISH"]))
-        if "FINISH" in first and "closed" in last:
-            out["finish (to exit)"].append((first["FINISH"], last["closed"]))
+        if "FINISH" in first and "Done" in first:
+            out["finish (to Done)"].append((first["FINISH"], first["Done"]))
+        if "Done" in first and "closed" in last:
+            out["exit (Done to closed)"].append((first["Done"], last["closed"]))
     return out
 
 
