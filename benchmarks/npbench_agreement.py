@@ -87,16 +87,16 @@ def workload_source(kernels: list[str], preset: str) -> str:
         bench, data = loader.info(name), loader.data(name, preset)
         arrays = bench["array_args"]
         settings = ", ".join(f"{s}={_literal(data[s])}" for s in loader.scalar_args(name))
-        params = ", ".join(arrays) + (f", *, {settings}" if settings else "")
+        params = ", ".join(["xp", *arrays] + ([f"*, {settings}"] if settings else []))
         call = ", ".join(bench["input_args"])
         mutated = RESULT_ORDER.get(name) or tuple(a for a in bench.get("output_args", []) if a in arrays)
         fn = "npb_" + name
         lines += [f"@arraybench.workload(name={fn!r}, sizes={{{preset!r}: 1}}, "
                   f"inputs=lambda n: _arrays({name!r}, {preset!r}), mutates={mutated!r} or None)",
-                  f"def {fn}(xp, {params}):",
+                  f"def {fn}({params}):",
                   f"    return loader.implementation({name!r}, 'numpy')({call})", "",
                   f"@{fn}.override('jax', namespace='native')",
-                  f"def _{fn}_jax(jnp, {params}):",
+                  f"def _{fn}_jax({params.replace('xp', 'jnp', 1)}):",
                   f"    return loader.implementation({name!r}, 'jax')({call})", ""]
     return "\n".join(lines)
 

@@ -8,6 +8,7 @@ the plain-process runner (``plain.py``) and arraybench's workers load the kernel
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 from pathlib import Path
@@ -25,6 +26,7 @@ def names() -> list[str]:
     return sorted(p.parent.name for p in KERNELS.glob("*/bench_info.json"))
 
 
+@functools.cache
 def info(name: str) -> dict[str, Any]:
     """The benchmark's ``bench_info`` (its ``"benchmark"`` object)."""
     return json.loads((KERNELS / name / "bench_info.json").read_text())["benchmark"]
@@ -43,8 +45,10 @@ def _module(name: str, suffix: str) -> ModuleType:
     return _MODULES[key]
 
 
+@functools.cache
 def implementation(name: str, library: str) -> Callable[..., Any]:
-    """The kernel of ``name`` for ``library`` ("numpy" or "jax")."""
+    """The kernel of ``name`` for ``library`` ("numpy" or "jax"); cached, since arraybench's
+    workloads look it up inside every timed call."""
     return getattr(_module(name, f"_{library}"), info(name)["func_name"])
 
 
