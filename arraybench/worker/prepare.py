@@ -30,6 +30,7 @@ from .references import UNCHECKED, ReferenceCache, is_none, narrower_than_numpys
 from .effects import FirstCall, ForeignResult, dtype_of, fingerprint, input_names, look, output_bytes, to_host
 from .fresh import FreshInputs, fresh_inputs
 from .second_look import host_copy, known_limitation, second_opinion
+from .numpy_calls import Watch
 
 
 @dataclass
@@ -82,6 +83,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
                       f"not applicable: {wl.name}'s inputs stay on the host, so it times the "
                       "transfer already; --include-transfer adds nothing")
     stage = "building inputs"
+    numpy_watch = Watch(backend.name, backend.label, wl, cell.mode)
     try:
         built = make_inputs(wl, cell.size, cell.dtype, seed, params)
         host = built.arrays
@@ -106,9 +108,12 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         if arrays is not None:
             _restore(backend, timer, bound, arrays, host, wl.mutated_positions(len(arrays)), settings)
         stage = "the first call" if cell.mode != "compiled" else "compiling (first call)"
-        first = timer.first_call()
+        with numpy_watch:
+            first = timer.first_call()
         stage = "looking at what the first call did"
         seen = _look_at_first_call(backend, wl, timer, bound, arrays, host, first[1], settings, rep)
+        if numpy_watch.reason():  # the result is the library's type, but NumPy did (some of) the work
+            raise ForeignResult(numpy_watch.reason())
         stage = "warming up" if cell.mode != "compiled" else "warming up (compiled)"
         run = timer.start(settings, first=first)
         _say_how_restored(timer, rep)
@@ -119,7 +124,8 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
     except ForeignResult as exc:
         return _ended(backend, prepared, "failed", str(exc) + (f" [returned by {origin}]" if origin else ""))
     except Exception as exc:
-        return _ended(backend, prepared, *_classify(backend, cell, stage, exc, origin))
+        status, reason = _classify(backend, cell, stage, exc, origin)
+        return _ended(backend, prepared, status, reason + numpy_watch.hint())
     try:
         out_dtype = seen.dtype
         out = seen.result
