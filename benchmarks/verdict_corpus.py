@@ -12,8 +12,12 @@ planner, workers, references and checks a user gets. It prints the false-wrong r
 cells, the catch rate over the planted ones, and every miss. ``np.`` for ``xp.`` is a bug on the other
 libraries only (NumPy's own run of it is right).
 
-Run from the repository root: ``python benchmarks/verdict_corpus.py`` (``--backends numpy,torch``).
-It takes a few minutes on two cores.
+Then each explanation a note gives is checked against a measurement of its own and printed as
+held or not (``explanation_checks.py``: ``--threads N`` rerun where oversubscription is said, each
+allocator state alone against the stated cost, a torch.compile served from a fresh disk cache).
+
+Run from the repository root: ``python benchmarks/verdict_corpus.py`` (``--backends numpy,torch``;
+``--no-explanations`` for the verdicts alone). It takes a few minutes on two cores.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any, Callable
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import arraybench  # noqa: E402
 from arraybench import fixed  # noqa: E402
@@ -302,6 +307,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--backends", default="numpy,torch,jax,mlx")
     parser.add_argument("--max-time", type=float, default=0.02, help="seconds of timing per cell")
+    parser.add_argument("--no-explanations", action="store_true",
+                        help="skip checking each explanation against a measurement of its own")
     args = parser.parse_args()
     started = time.perf_counter()
     # The checks are what is measured here, not times: one process, few samples, one allocator
@@ -347,7 +354,29 @@ def main() -> None:
     print("\nevery miss (workload, library, status, error / tolerance, why):" if misses else "no misses")
     for m in misses:
         print("  " + m)
+    if not args.no_explanations:
+        check_explanations(results, args)
     print(f"({time.perf_counter() - started:.0f} s)")
+
+
+def check_explanations(results: Any, args: argparse.Namespace) -> None:
+    """Each explanation the notes give, held or not against a measurement (explanation_checks)."""
+    import explanation_checks as ec
+
+    by_name = {wl.name: wl for wl in CORRECT}
+    print("\nexplanations checked against measurements of their own:")
+    print(" oversubscription (--threads N would help):")
+    for line in ec.oversubscription(results, by_name, max(args.max_time, 0.2)):
+        print(line)
+    large = [by_name[n] for n in ("vc_cumsum", "vc_sort", "vc_softplus")]
+    backends = ",".join(b for b in ("numpy", "torch") if b in args.backends.split(","))
+    print(" allocator cost (reused memory against fresh pages):")
+    for line in ec.allocator_cost(large, backends, max(args.max_time, 0.2)):
+        print(line)
+    if "torch" in args.backends.split(","):
+        print(" compile time served from a disk cache:")
+        for line in ec.compile_cache(max(args.max_time, 0.2)):
+            print(line)
 
 
 if __name__ == "__main__":

@@ -322,6 +322,37 @@ def test_a_fixed_mlx_is_judged_as_any_library(monkeypatch):
     assert rep.status == "wrong" and rep.reason.startswith("max relative error")
 
 
+
+@needs_mlx
+@pytest.mark.usefixtures("registry_restored")
+def test_mlx_float64_fft_is_skipped_for_its_missing_complex128_and_other_narrow_results_stay_wrong():
+    """MLX has no complex128: a correct float64 FFT convolution comes back float32 on it, which is
+    the library's limit, not the code's (skipped, saying so); a float32 step with no FFT in it
+    stays wrong, and the FFT runs, and is judged, in float32."""
+    import mlx.core as mx
+
+    from arraybench import workload
+
+    if hasattr(mx, "complex128"):
+        pytest.skip("this MLX has complex128: its float64 FFT is judged as any library's")
+
+    @workload(sizes={"s": 4_096}, inputs=lambda n, rng: (rng.standard_normal(n), rng.standard_normal(65)))
+    def fft_convolution(xp, a, b):
+        n = a.shape[0] + b.shape[0] - 1
+        return xp.fft.irfft(xp.fft.rfft(a, n=n) * xp.fft.rfft(b, n=n), n=n)
+
+    @workload(sizes={"s": 4_096}, inputs=lambda n, rng: rng.standard_normal(n))
+    def float32_step(xp, a):
+        return xp.astype(a, xp.float32) * 2.0
+
+    rep = _judged_on_mlx(fft_convolution, 4_096)
+    assert rep.status == "skipped", rep.reason
+    assert "has no complex128: its fft.rfft of a float64 array computes in complex64" in rep.reason
+    assert "result is float32, expected float64" in rep.reason and "--dtype float32 runs it" in rep.reason
+    narrow = _judged_on_mlx(float32_step, 4_096)
+    assert narrow.status == "wrong" and narrow.reason.startswith("result is float32, expected float64")
+    assert _judged_on_mlx(fft_convolution, 4_096, dtype="float32").status == "ok"
+
 def test_numerics_marks_the_skipped_mlx_error_over_tolerance_output_by_output():
     """A cell skipped for MLX's float32-accurate sin keeps its error, and ``arraybench numerics``
     shows it over tolerance on sin(a) alone, as it shows a wrong one."""

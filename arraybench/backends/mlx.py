@@ -139,13 +139,21 @@ class MlxBackend(Backend):
         return evaluated(op)
 
     def explain_wrong(self, wrong: WrongResult) -> str | None:
-        """A float64 result on the CPU that is wrong only because this MLX computes some float64
-        functions with float32 accuracy (``mlx_float64``): the workload called them, is right
-        with them computed in float64, and its judged result is a plain eager call's."""
+        """A float64 result on the CPU that is wrong only because this MLX lacks float64 for what
+        the workload called (``mlx_float64``): its FFTs, as it has no complex128, whose float32
+        result cannot be float64's; or float64 functions it computes with float32 accuracy, where
+        the workload is right with them computed in float64 and its judged result is a plain
+        eager call's."""
         if self.device != "cpu" or wrong.dtype != "float64":
             return None
         from . import mlx_float64
 
+        ffts = mlx_float64.fft_without_complex128(wrong.rerun, wrong.namespace)
+        if ffts:
+            names = "/".join(f"fft.{name}" for name in ffts)
+            return (f"MLX {mx.__version__} has no complex128: its {names} of a float64 array "
+                    f"computes in complex64, so the result cannot be float64 ({wrong.error}); "
+                    "--dtype float32 runs it")
         approximated = mlx_float64.float32_accurate()
         if not approximated:
             return None  # a fixed MLX: its verdicts stand as they are

@@ -12,7 +12,13 @@ that calls none of them, or has an error of its own besides, stays ``wrong``.
 
 Which functions are float32-accurate is found by asking this MLX (``float32_accurate``), not by
 its version number: no release has fixed it yet, and a fixed MLX is judged normally the day it
-ships. Imported only inside a worker, by ``backends.mlx``, on a wrong verdict.
+ships.
+
+MLX has no complex128 either, so its FFTs compute a float64 array in complex64 and a float64
+workload that calls one gets a float32 (or complex64) result, which no tolerance can make float64
+(``fft_without_complex128``): skipped too, with that reason, where the workload, called again,
+passed a float64 array to an FFT and got the narrower result. Imported only inside a worker, by
+``backends.mlx``, on a wrong verdict.
 """
 
 from __future__ import annotations
@@ -104,3 +110,41 @@ def in_float64(namespace: Any, names: tuple[str, ...], called: list[str]) -> typ
         if own is not None:
             setattr(ns, name, accurate(name, own))
     return ns
+
+
+def recording_fft(namespace: Any, called: list[str]) -> types.ModuleType:
+    """``namespace`` whose ``fft`` functions append their name to ``called`` where they get a
+    float64 array: MLX has no complex128, so each of those computes in complex64."""
+    ns = types.ModuleType(getattr(namespace, "__name__", "mlx.core") + "_fft_seen",
+                          "an MLX namespace that records its FFTs of float64 arrays")
+    ns.__dict__.update({k: v for k, v in vars(namespace).items() if not k.startswith("__")})
+    own = namespace.fft
+    fft = types.ModuleType("fft")
+    fft.__dict__.update({k: v for k, v in vars(own).items() if not k.startswith("__")})
+
+    def seen(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if any(_is_float64(a) for a in args):
+                called.append(name)
+            return fn(*args, **kwargs)
+
+        return call
+
+    for name, fn in vars(own).items():
+        if callable(fn) and not name.startswith("_") and "freq" not in name and "shift" not in name:
+            setattr(fft, name, seen(name, fn))
+    ns.fft = fft
+    return ns
+
+
+def fft_without_complex128(rerun: Callable[[Any], Any], namespace: Any) -> tuple[str, ...]:
+    """The FFTs of float64 arrays a workload called, where that explains its narrower result:
+    MLX has no complex128, the workload (called again) got a float64 array into an FFT, and its
+    result came out float32 or complex64. Empty where any of that does not hold."""
+    if hasattr(mx, "complex128") or not hasattr(namespace, "fft"):
+        return ()
+    called: list[str] = []
+    out = rerun(recording_fft(namespace, called))
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    narrow = any(np.asarray(o).dtype in (np.float32, np.complex64) for o in outs)
+    return tuple(dict.fromkeys(called)) if called and narrow else ()

@@ -33,17 +33,19 @@ OTHER: State = "fresh"
 LARGE_OUTPUT_BYTES = 128 * 1024
 
 #: The variables that put glibc in each state, by the names it reads from the environment at
-#: start-up (``mallopt``'s M_MMAP_THRESHOLD, M_TRIM_THRESHOLD and M_ARENA_MAX; setting either
-#: threshold also turns off the dynamic threshold that makes the state an accident). ``reused``:
-#: nothing up to 1 GiB is mmapped and nothing is trimmed, so a freed output is there for the next
-#: call. One arena, because a library that allocates on its own threads (JAX, PyTorch's FFT)
-#: would otherwise get per-thread arenas, whose heaps glibc unmaps whenever one empties, whatever
-#: the trim threshold: plain processes of JAX's elementwise landed in either state, 3 of 12 with
-#: 4,800-6,600 faults per call, and none of 16 with one arena. ``fresh``: glibc's default
-#: threshold, fixed, so every output of 128 KiB or more is mapped and unmapped.
+#: start-up (``mallopt``'s M_MMAP_THRESHOLD and M_TRIM_THRESHOLD; setting either threshold also
+#: turns off the dynamic threshold that makes the state an accident). ``reused``: nothing up to
+#: 1 GiB is mmapped and nothing is trimmed, so a freed output is there for the next call. glibc's
+#: own number of arenas: one arena for every thread (MALLOC_ARENA_MAX=1, once set here against
+#: JAX's per-thread arenas) made JAX's own threads and the caller's take one lock for every
+#: allocation, which no user's program does: NPBench's cholesky and ludcmp took 5.8 and 2.7 ms of
+#: CPU a call in arraybench's JAX worker against 2.8 and 1.5 ms with glibc's arenas (2.5 and 1.3
+#: ms in NPBench's own plain process), while plain JAX processes with the two thresholds alone no
+#: longer land in two states (elementwise at n = 10⁶: 0-391 faults a call in 16 of 16, 98-488
+#: with one arena; a fresh output would take ~5,900). ``fresh``: glibc's default threshold,
+#: fixed, so every output of 128 KiB or more is mapped and unmapped.
 SETTINGS: dict[State, dict[str, int]] = {
-    "reused": {"MALLOC_MMAP_THRESHOLD_": 1 << 30, "MALLOC_TRIM_THRESHOLD_": (1 << 31) - 1,
-               "MALLOC_ARENA_MAX": 1},
+    "reused": {"MALLOC_MMAP_THRESHOLD_": 1 << 30, "MALLOC_TRIM_THRESHOLD_": (1 << 31) - 1},
     # NumPy asks for transparent huge pages on large arrays, and a mapping gets them only where
     # the kernel placed it on a 2 MiB boundary, which it does for lengths that are multiples of
     # 2 MiB alone and otherwise as the process's earlier mappings fall: NumPy's sort at n = 10⁶

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,7 +110,7 @@ def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
     elif got != want:
         own = own_dtype(got, want, fixed or {})
         if not own:
-            return Verdict(False, None, tol, f"result is {got}, expected {want}")
+            return Verdict(False, None, tol, _DTYPE_REASON.format(got=got, want=want))
         notes.append(own)
         if tolerance is None and np.finfo(got).eps > np.finfo(want).eps:
             judged_in = str(np.finfo(got).dtype)
@@ -135,6 +136,15 @@ def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
     if err > tol:
         return Verdict(False, err, tol, _wrong_reason(settled, err, tol, judged_in, single), note=note)
     return Verdict(True, err, tol, note=note)
+
+
+#: A result whose dtype is not the one expected, as its verdict says it.
+_DTYPE_REASON = "result is {got}, expected {want}"
+
+
+def is_dtype_reason(reason: str) -> bool:
+    """Whether a wrong verdict's reason is a dtype mismatch (``result is float32, expected float64``)."""
+    return re.fullmatch(_DTYPE_REASON.format(got=r"\w+", want=r"\w+"), reason.split(";")[0]) is not None
 
 
 def _wrong_reason(check: Check, err: float, tol: float, dtype: str, noise: Noise | None) -> str:

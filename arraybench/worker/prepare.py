@@ -10,14 +10,13 @@ become a ``failed`` replicate carrying the exception's own line, never a dead wo
 from __future__ import annotations
 
 import gc
-import math
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import accuracy, footprint
-from ..backends.base import Backend, Unavailable, WrongResult
+from ..backends.base import Backend, Unavailable
 from ..model.replicate import Replicate, Status
 from ..model.cell import Cell
 from ..model.timer_settings import TimerSettings
@@ -30,6 +29,8 @@ from ..workloads.inputs import input_bytes, make_inputs
 from .references import UNCHECKED, ReferenceCache, is_none, narrower_than_numpys
 from .effects import FirstCall, ForeignResult, dtype_of, fingerprint, input_names, look, output_bytes, to_host
 from .fresh import FreshInputs, fresh_inputs
+from .second_look import host_copy, known_limitation, second_opinion
+from .numpy_calls import Watch
 
 
 @dataclass
@@ -82,6 +83,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
                       f"not applicable: {wl.name}'s inputs stay on the host, so it times the "
                       "transfer already; --include-transfer adds nothing")
     stage = "building inputs"
+    numpy_watch = Watch(backend.name, backend.label, wl, cell.mode)
     try:
         built = make_inputs(wl, cell.size, cell.dtype, seed, params)
         host = built.arrays
@@ -93,7 +95,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         else:
             # Host-placed inputs are copies too: ``host`` stays as built, for the reference and
             # to see what a call changed.
-            arrays = tuple(_host_copy(h) for h in host) if wl.placement == "host" \
+            arrays = tuple(host_copy(h) for h in host) if wl.placement == "host" \
                 else tuple(backend.asarray(h) for h in host)
             stage = "binding"
             bound = bind(wl, backend, cell.mode, arrays, cell.dtype, params)
@@ -106,9 +108,12 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         if arrays is not None:
             _restore(backend, timer, bound, arrays, host, wl.mutated_positions(len(arrays)), settings)
         stage = "the first call" if cell.mode != "compiled" else "compiling (first call)"
-        first = timer.first_call()
+        with numpy_watch:
+            first = timer.first_call()
         stage = "looking at what the first call did"
         seen = _look_at_first_call(backend, wl, timer, bound, arrays, host, first[1], settings, rep)
+        if numpy_watch.reason():  # the result is the library's type, but NumPy did (some of) the work
+            raise ForeignResult(numpy_watch.reason())
         stage = "warming up" if cell.mode != "compiled" else "warming up (compiled)"
         run = timer.start(settings, first=first)
         _say_how_restored(timer, rep)
@@ -119,7 +124,8 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
     except ForeignResult as exc:
         return _ended(backend, prepared, "failed", str(exc) + (f" [returned by {origin}]" if origin else ""))
     except Exception as exc:
-        return _ended(backend, prepared, *_classify(backend, cell, stage, exc, origin))
+        status, reason = _classify(backend, cell, stage, exc, origin)
+        return _ended(backend, prepared, status, reason + numpy_watch.hint())
     try:
         out_dtype = seen.dtype
         out = seen.result
@@ -179,7 +185,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
                           "the result changed in memory after the call returned it, before it was "
                           f"checked ({verdict.reason}): a write into memory the result owns, by "
                           "this process or a library's thread, not the library's arithmetic")
-        again = _second_opinion(backend, wl, timer, seen, arrays, verdict.max_rel_error,
+        again = second_opinion(backend, wl, timer, seen, arrays, verdict.max_rel_error,
                                 lambda r: accuracy.judge(r, reference.value, wl.check, cell.dtype, cell.size,
                                                          tolerance=tolerance, out_dtype=out_dtype,
                                                          fixed=fixed, noise=noise, inputs=host))
@@ -192,7 +198,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         names = wl.outputs or tuple(f"output {i}" for i in range(len(verdict.output_errors)))
         rep.output_names = list(names)
     if not verdict.ok:
-        explained = _known_limitation(
+        explained = known_limitation(
             backend, wl, cell, host, params, verdict,
             right=lambda r: accuracy.judge(r, reference.value, wl.check, cell.dtype, cell.size,
                                            tolerance=tolerance, fixed=fixed, noise=noise, inputs=host).ok,
@@ -247,31 +253,6 @@ def _footprint(backend: Backend, call: Callable[[], Any], rep: Replicate) -> Non
     rep.peak_bytes, rep.peak_note = peak.bytes, peak.note
     spent = footprint.energy(backend, call)
     rep.energy_j, rep.energy_note = spent.joules, spent.note
-
-
-def _known_limitation(backend: Backend, wl: Workload, cell: Cell, host: tuple[Any, ...],
-                      params: dict[str, Any], verdict: "accuracy.Verdict",
-                      right: Callable[[Any], bool], same: Callable[[Any], bool]) -> str | None:
-    """The backend's reason why a wrong first result is a known limitation of its library
-    (``Backend.explain_wrong``), or None: then it stays wrong. Only an error the check measured
-    is looked into (not a shape, a dtype or NaNs), and not a gradient; whatever the backend's
-    look raises leaves the verdict as it is."""
-    if (wl.grad or wl.namespace == "backend" or verdict.max_rel_error is None
-            or not math.isfinite(verdict.max_rel_error)):
-        return None
-    fn = wl.function_for(backend.name)
-
-    def rerun(xp: Any) -> Any:
-        arrays = tuple(_host_copy(h) for h in host) if wl.placement == "host" \
-            else tuple(backend.asarray(h) for h in host)
-        return to_host(backend, wl.result_of(fn(xp, *arrays, **params), list(arrays)))
-
-    try:
-        namespace = backend.namespace(wl.namespace_for(backend.name))
-        return backend.explain_wrong(WrongResult(cell.dtype, namespace, verdict.reason.split(";")[0],
-                                                 rerun, right, same))
-    except Exception:  # looking into a wrong verdict must never cost it
-        return None
 
 
 def _classify(backend: Backend, cell: Cell, stage: str, exc: BaseException,
@@ -337,10 +318,6 @@ def _with_transfer(backend: Backend, wl: Workload, cell: Cell, host: tuple[np.nd
     return Bound(call, host, probe.method, probe.gradient)
 
 
-def _host_copy(h: Any) -> Any:
-    return list(h) if isinstance(h, list) else np.array(h, copy=True)
-
-
 def _look_at_first_call(backend: Backend, wl: Workload, timer: Timer, bound: Bound,
                         arrays: tuple[Any, ...] | None, host: tuple[Any, ...], result: Any,
                         settings: TimerSettings, rep: Replicate) -> FirstCall:
@@ -360,33 +337,6 @@ def _look_at_first_call(backend: Backend, wl: Workload, timer: Timer, bound: Bou
         names = input_names(wl, len(host))
         rep.restored = [names[i - bound.prefix] for i in timer.fresh.positions]
     return seen
-
-
-def _second_opinion(backend: Backend, wl: Workload, timer: Timer, seen: FirstCall,
-                    arrays: tuple[Any, ...] | None, first_error: float | None,
-                    judge: Callable[[Any], "accuracy.Verdict"]) -> str:
-    """Whether one more call gives the same wrong result (``judge``: the first result's check):
-    a deterministic error, or an intermittent one (a race, a library thread, the hardware) that a
-    user may meet only sometimes.
-
-    Only for calls that change none of their inputs (the inputs are then as the first call saw
-    them); "" where it cannot be told.
-    """
-    if arrays is None or seen.changed or wl.mutated_positions(len(arrays)):
-        return ""
-    try:
-        _, result = timer.first_call()  # one call, waited for, untimed as far as the samples go
-        verdict = judge(to_host(backend, wl.result_of(result, list(arrays))))
-    except Exception:
-        return ""
-    if verdict.ok:
-        cause = backend.intermittent_cause(first_error)
-        return ("a second call in the same process gave a correct result: the wrong one is "
-                "intermittent, " + (cause or "a race or a fault, not the library's arithmetic on "
-                                    "these inputs"))
-    if verdict.max_rel_error == first_error:
-        return "a second call gave the same error"
-    return f"a second call was wrong too ({verdict.reason})"
 
 
 def _say_how_restored(timer: Timer, rep: Replicate) -> None:

@@ -1,0 +1,7 @@
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def kernel(A, B, C, D):
+
+    return A @ B @ C @ D

@@ -1,0 +1,7 @@
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def kernel(A: jax.Array, p: jax.Array, r: jax.Array):
+
+    return r @ A, A @ p

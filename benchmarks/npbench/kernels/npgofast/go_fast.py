@@ -1,0 +1,10 @@
+# Copyright 2021 ETH Zurich and the NPBench authors. All rights reserved.
+
+import numpy as np
+
+
+def initialize(N):
+    from numpy.random import default_rng
+    rng = default_rng(42)
+    x = rng.random((N, N), dtype=np.float64)
+    return x
