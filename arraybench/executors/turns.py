@@ -55,6 +55,8 @@ class _Side:
     extra: bool = False
     #: The worker said ``Done`` after its turns, every cell answered: it may do another job.
     finished: bool = False
+    #: Its end measures energy (counters of the whole package or board): it ends alone.
+    ends_alone: bool = True
 
 
 class Listener(Protocol):
@@ -115,8 +117,17 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
                 side.worker.pause()
         sides = [side for side in sides if side.alive]
         _turns(session, sides, rng, left)
+        # Ends that measure nothing of the machine's (a peak of the worker's own memory, or
+        # nothing) overlap; one that reads an energy counter runs alone.
+        together = [side for side in sides if side.alive and not side.ends_alone]
+        for side in together:
+            side.worker.resume()
+            side.worker.send(FINISH.to_json())
+        for side in together:
+            _finish(session, side, left, sent=True)
         for side in sides:
-            _finish(session, side, left)
+            if side not in together:
+                _finish(session, side, left)
     except StopRequested:
         for side in every:
             _wind_down(session, side)
@@ -149,6 +160,7 @@ def _until(session: RunHandle, side: _Side, kind: type, left: dict[Config, list[
     try:
         for msg in side.messages:
             if isinstance(msg, Ready):
+                side.ends_alone = msg.ends_alone
                 side.listener.handle(msg)
             if isinstance(msg, kind):
                 return True
@@ -226,12 +238,14 @@ def _next_sampled(side: _Side) -> Sampled:
     raise WorkerExited(side.worker.proc.returncode, side.worker.last_error_line())
 
 
-def _finish(session: RunHandle, side: _Side, left: dict[Config, list[Cell]]) -> None:
-    """End the turns of one worker: it finishes every cell and sends its replicates."""
+def _finish(session: RunHandle, side: _Side, left: dict[Config, list[Cell]], sent: bool = False) -> None:
+    """End the turns of one worker: it finishes every cell and sends its replicates (``sent``:
+    it was told to already)."""
     if not side.alive:
         return
-    side.worker.resume()
-    side.worker.send(FINISH.to_json())
+    if not sent:
+        side.worker.resume()
+        side.worker.send(FINISH.to_json())
     try:
         for msg in side.messages:
             side.listener.handle(msg)

@@ -158,6 +158,14 @@ def _repeat(call: Callable[[], Any], span_s: float) -> int:
             return calls
 
 
+def energy_metered(backend: Any) -> bool:
+    """Whether ``energy`` would read a counter for ``backend`` (one that counts the whole package
+    or board, so its burst of calls must run alone)."""
+    if backend.device != "cpu":
+        return not isinstance(backend.energy_counter_mj(), str)
+    return bool(Rapl().zones)
+
+
 def energy(backend: Any, call: Callable[[], Any], span_s: float = ENERGY_SPAN_S,
            rapl: Rapl | None = None) -> Energy:
     """Joules per call from the counters read around a burst of calls: NVML's on an NVIDIA GPU

@@ -183,6 +183,7 @@ def _info(backend: "Backend", started: float) -> dict[str, Any]:
 def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, started: float) -> None:
     """Measure each of the job's cells, in a shuffled order and interleaved batches."""
     from .counters import SampleCounters
+    from .footprint import energy_metered
     from .heartbeat import Board
     from .prepare import ReferenceCache, finish, prepare
     from ..model.replicate import Replicate
@@ -201,7 +202,9 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
             receive(job.shipped)
         except ShippingError as exc:
             load_errors[job.shipped] = str(exc)
-    channel.send(Ready(info=_info(backend, started), pid=os.getpid()))
+    footprint_too = job.replicate == 0 and job.allocator != OTHER
+    channel.send(Ready(info=_info(backend, started), pid=os.getpid(),
+                       ends_alone=footprint_too and energy_metered(backend)))
     if job.turns and not _told_to_prepare():
         channel.send(Done(stopped=True))
         return
@@ -253,7 +256,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
             board.mark(i)
             # Peak memory and energy in the first process of the headline's state: a call of
             # their own in every process would cost each process its largest call again.
-            replicate = finish(backend, p, footprint_too=job.replicate == 0 and job.allocator != OTHER)
+            replicate = finish(backend, p, footprint_too=footprint_too)
             replicate.usage = counters.usage(i)
             replicate.allocator = job.allocator  # set before the worker started
             if rounds is not None and replicate.samples_s:

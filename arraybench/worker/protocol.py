@@ -116,6 +116,9 @@ class Ready:
     EVENT: ClassVar[str] = "ready"
     info: dict[str, Any]
     pid: int
+    #: Its job's end reads an energy counter of the whole package or board (``footprint``): the
+    #: parent ends it alone, where the ends of others may overlap.
+    ends_alone: bool = True
 
 
 @dataclass(frozen=True)
