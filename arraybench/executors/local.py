@@ -32,21 +32,20 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import backends
-from ..analysis.replication import timer_settings
 from ..host import environments
-from ..host.allocator import choice_ignored, uncontrolled_reason, with_state
-from ..host.threads import worker_cpus, worker_env
-from ..model.allocator import HEADLINE, OTHER, WORDS
+from ..host.threads import worker_cpus
+from ..model.allocator import OTHER, WORDS
 from ..model.replicate import Replicate
 from ..options import RunOptions
 from ..model.cell import Cell, Config
-from ..worker.protocol import Job, ReplicateDone, Unavailable
-from ..workloads.shipping import SHIPPED_NAME
+from ..worker.protocol import ReplicateDone, Unavailable
 from .base import RunHandle
 from .pool import PER_TEST, current as shared_pool
 from .listeners import Listener, OtherState, attach_other_state, large
 from .turns import take_turns
 from .worker_process import STARTUP_TIMEOUT_S, StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
+from .worker_setup import (allocator_note, allocator_state, job_for, other_state_beside, other_state_wanted,
+                           worker_variables)
 
 __all__ = ["LocalExecutor"]
 
@@ -88,7 +87,7 @@ class LocalExecutor:
                 reason = backends.SPECS[config.backend].preflight(config.device)
                 if reason:
                     run.mark_unavailable(config, reason)
-        for note in dict.fromkeys(_allocator_note(options, environments.find(options, c.environment))
+        for note in dict.fromkeys(allocator_note(options, environments.find(options, c.environment))
                                   for c in run.configs()):
             if note:  # the records say it too; this says it before the run's minutes go by
                 print(f"arraybench: {note}", file=sys.stderr)
@@ -143,9 +142,9 @@ class LocalExecutor:
 
         def start(config: Config, cells: list[Cell]) -> tuple[WorkerProcess, Listener, dict[str, Cell]]:
             environment = environments_of[config]
-            state = _state(options, environment)
+            state = allocator_state(options, environment)
             states[config] = state
-            held = helds.setdefault(config, {}) if _other_state_wanted(options, config, state, index) else None
+            held = helds.setdefault(config, {}) if other_state_wanted(options, config, state, index) else None
             remaining = {c.key: c for c in cells}
             session.worker_started(config, index, len(cells))
             early = self._early.pop((config, index), None)
@@ -157,16 +156,16 @@ class LocalExecutor:
                     early[0].close()
                 worker = self._turns_worker(options, out_dir, config, index, cells, environment)
             return worker, Listener(session, config, index, remaining, held,
-                                     _allocator_note(options, environment)), remaining
+                                     allocator_note(options, environment)), remaining
 
         others: dict[Config, OtherState] = {}
 
         def start_other(config: Config, cells: list[Cell]) -> tuple[WorkerProcess, "OtherState", dict[str, Cell]]:
             environment = environments_of[config]
-            job = replace(_job(options, out_dir, config, index, cells,
+            job = replace(job_for(options, out_dir, config, index, cells,
                                hash((options.seed, index, OTHER)) & 0xFFFFFFFF, OTHER), turns=True,
                           references=self._references_for(config))
-            env, name = _worker_env(options, config, environment, OTHER)
+            env, name = worker_variables(options, config, environment, OTHER)
             worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads),
                                    log_path=out_dir / "logs" / f"{name}-p{index}-{OTHER}.log", python=environment.python)
             others[config] = OtherState()
@@ -176,7 +175,7 @@ class LocalExecutor:
         # The other allocator state of large CPU outputs takes turns beside them, in a worker of
         # its own, where the first process said which outputs are large.
         extra = {config: [c for c in plan[config] if large(session.replicates_of(c).get(0))]
-                 for config in order if _other_state_beside(options, config, index)}
+                 for config in order if other_state_beside(options, config, index)}
         try:
             self._start_early(session, options, out_dir, order, environments_of, index)
             left = take_turns(session, plan, start, timeout=options.timeout, startup_timeout=STARTUP_TIMEOUT_S,
@@ -196,11 +195,11 @@ class LocalExecutor:
     def _turns_worker(self, options: RunOptions, out_dir: Path, config: Config, index: int, cells: list[Cell],
                       environment: environments.Environment) -> WorkerProcess:
         """A worker for ``config``'s ``index``-th replicates of ``cells`` whose job takes turns."""
-        state = _state(options, environment)
-        job = replace(_job(options, out_dir, config, index, cells,
+        state = allocator_state(options, environment)
+        job = replace(job_for(options, out_dir, config, index, cells,
                            hash((options.seed, index, 0)) & 0xFFFFFFFF, state), turns=True,
                       references=self._references_for(config))
-        env, name = _worker_env(options, config, environment, state)
+        env, name = worker_variables(options, config, environment, state)
         cpus = worker_cpus(options.threads)
         log_path = out_dir / "logs" / f"{name}-p{index}.log"
         shared = shared_pool()
@@ -267,9 +266,9 @@ class LocalExecutor:
         """
         # Each environment's workers start with its interpreter and variables.
         environment = environments.find(options, config.environment)
-        state = _state(options, environment)
+        state = allocator_state(options, environment)
         held: dict[str, tuple[Cell, Replicate]] | None = \
-            {} if _other_state_wanted(options, config, state, index) else None
+            {} if other_state_wanted(options, config, state, index) else None
         try:
             self._measure(session, options, out_dir, config, environment, index, todo, state, held)
             if held:
@@ -283,9 +282,9 @@ class LocalExecutor:
                      held: dict[str, tuple[Cell, Replicate]]) -> None:
         """Measure the ``held`` cells in a worker started in the other allocator state and give
         each held replicate those samples; where that fails, a warning says why instead."""
-        job = replace(_job(options, out_dir, config, index, [cell for cell, _ in held.values()],
+        job = replace(job_for(options, out_dir, config, index, [cell for cell, _ in held.values()],
                            hash((options.seed, index, OTHER)) & 0xFFFFFFFF, OTHER), references=self._references_for(config))
-        env, name = _worker_env(options, config, environment, OTHER)
+        env, name = worker_variables(options, config, environment, OTHER)
         log = out_dir / "logs" / f"{name}-p{index}-{OTHER}.log"
         worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads), log_path=log,
                                python=environment.python)
@@ -322,14 +321,14 @@ class LocalExecutor:
         attempt = 0
         while remaining:
             job_cells = list(remaining.values())
-            job = replace(_job(options, out_dir, config, index, job_cells,
+            job = replace(job_for(options, out_dir, config, index, job_cells,
                                hash((options.seed, index, attempt)) & 0xFFFFFFFF, state), references=self._references_for(config))
-            env, name = _worker_env(options, config, environment, state)
+            env, name = worker_variables(options, config, environment, state)
             log = out_dir / "logs" / f"{name}-p{index}.log"
             session.worker_started(config, index, len(remaining))
             worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads), log_path=log,
                                    python=environment.python)
-            listener = Listener(session, config, index, remaining, held, _allocator_note(options, environment))
+            listener = Listener(session, config, index, remaining, held, allocator_note(options, environment))
             timeout = options.timeout
 
             def blamed(position: int) -> Cell | None:
@@ -388,68 +387,3 @@ class LocalExecutor:
                 pass  # a second Ctrl-C, the grace period, or the worker died: keep what came
         worker.kill()
 
-
-def _other_state_index(options: RunOptions) -> int:
-    """The replicate index whose large CPU outputs are measured in the other allocator state
-    too: one process says what that state costs (its note gives its own interval), where a
-    second worker in every process doubled a default run's workers for a sentence. The second
-    process's, so that it takes turns beside the first state (which outputs are large is known
-    from the first); the first where the run has one process."""
-    return 1 if options.processes >= 2 else 0
-
-
-def _other_state_wanted(options: RunOptions, config: Config, state: str, index: int) -> bool:
-    """Whether ``config``'s ``index``-th replicates of large outputs wait for the other state."""
-    return bool(state) and config.device == "cpu" and options.allocator == "both" \
-        and index == _other_state_index(options)
-
-
-def _other_state_beside(options: RunOptions, config: Config, index: int) -> bool:
-    """Whether the other state takes turns beside ``config``'s own at ``index`` (rather than
-    in a worker after them): where the first process told which outputs are large."""
-    state = _state(options, environments.find(options, config.environment))
-    return _other_state_wanted(options, config, state, index) and index >= 1
-
-
-def _state(options: RunOptions, environment: environments.Environment) -> str:
-    """The allocator state a worker starts in; "" where a variant sets the allocator's own
-    variables (the user's choice, left alone)."""
-    if uncontrolled_reason({**os.environ, **environment.variables}):
-        return ""
-    return HEADLINE if options.allocator == "both" else options.allocator
-
-
-def _allocator_note(options: RunOptions, environment: environments.Environment) -> str:
-    """Why the allocator state the user chose is not the one its workers run in ("" where it is)."""
-    return choice_ignored(options.allocator, {**os.environ, **environment.variables})
-
-
-def _worker_env(options: RunOptions, config: Config, environment: environments.Environment,
-                state: str) -> tuple[dict[str, str], str]:
-    """A worker's variables (its threads, its allocator ``state`` where controlled, then its
-    environment's own, which win) and the name its log goes by."""
-    backend, device, label = config
-    env = worker_env(os.environ, threads=options.threads, backend=backend, device=device,
-                     allow_tf32=options.allow_tf32)
-    if state:
-        env = with_state(env, state)
-    name = f"{backend}-{device}"
-    if not environment.default:
-        env = environments.worker_env(environment, env)
-        # A character no label may hold joins the parts, so that ``a/b+c`` and ``a+b/c`` keep
-        # logs of their own (a "+" would name both ``a+b+c``); "@" is safe in a file name.
-        name += "-" + label.replace(environments.JOIN, "@")
-    return env, name
-
-
-def _job(options: RunOptions, out_dir: Path, config: Config, index: int, cells: list[Cell],
-         shuffle_seed: int, allocator: str) -> Job:
-    """The job of a worker measuring ``cells`` as replicate ``index``, its allocator started in
-    ``allocator`` ("" : left alone)."""
-    shipped = out_dir / SHIPPED_NAME
-    return Job(backend=config.backend, device=config.device, replicate=index, cells=tuple(cells),
-               timer=timer_settings(options), seed=options.seed, shuffle_seed=shuffle_seed,
-               threads=options.threads, allow_tf32=options.allow_tf32,
-               workload_files=tuple(str(Path(p).resolve()) for p in options.workload_files),
-               shipped=str(shipped.resolve()) if options.shipped_workloads else None,
-               allocator=allocator)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Callable, Hashable, Iterator, Mapping
 
 from ..files import open_append
+from ..host.threads import child_setup
 from ..worker import heartbeat
 from .worker_log import CappedLog, crash_site, describe_exit, last_error
 from ..worker.protocol import Done, Job, Message, Unavailable, parse
@@ -98,7 +99,7 @@ class WorkerProcess:
                 stderr=subprocess.PIPE,
                 env=dict(env),
                 start_new_session=True,
-                preexec_fn=_child_setup(cpus),
+                preexec_fn=child_setup(cpus),
             )
         except BaseException:  # no process (out of memory, or of processes): nothing left behind
             self._log.close()
@@ -393,30 +394,6 @@ class WorkerProcess:
             self.board_path.unlink()
         except OSError:
             pass
-
-
-def _child_setup(cpus: list[int] | None) -> Callable[[], None]:
-    """What the child does between fork and exec: CPU affinity, and dying with its parent."""
-    chosen = set(cpus) if cpus is not None and hasattr(os, "sched_setaffinity") else None
-    parent = os.getpid()
-    prctl = None
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here, not in the child
-        except (OSError, AttributeError):
-            prctl = None
-
-    def setup() -> None:
-        if chosen is not None:
-            os.sched_setaffinity(0, chosen)  # inherited across exec
-        if prctl is not None:
-            prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-            if os.getppid() != parent:  # the parent died before the line above took effect
-                os._exit(1)
-
-    return setup
 
 
 _waitid = getattr(os, "waitid", None)

@@ -4,12 +4,16 @@ Environment variables must be set before a library loads its thread pools, and t
 the one limit XLA reliably respects, so both are decided here, in the parent, and handed to the
 worker process at its start. Inside the worker, threadpoolctl and ``torch.set_num_threads`` apply
 the limit again and the library's own view is recorded (see ``backends.cpu.cpu_threads_info``).
+``child_setup`` is what every child does between fork and exec: its CPU affinity, and dying with
+its parent.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Mapping
+import signal
+import sys
+from typing import Callable, Mapping
 
 
 def available_cpus() -> list[int]:
@@ -92,3 +96,28 @@ def worker_env(base: Mapping[str, str], *, threads: int | None, backend: str, de
     if backend == "cupy":
         env["CUPY_TF32"] = "1" if allow_tf32 else "0"
     return env
+
+
+def child_setup(cpus: list[int] | None) -> Callable[[], None]:
+    """What the child does between fork and exec: CPU affinity, and dying with its parent."""
+    chosen = set(cpus) if cpus is not None and hasattr(os, "sched_setaffinity") else None
+    parent = os.getpid()
+    prctl = None
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here, not in the child
+        except (OSError, AttributeError):
+            prctl = None
+
+    def setup() -> None:
+        if chosen is not None:
+            os.sched_setaffinity(0, chosen)  # inherited across exec
+        if prctl is not None:
+            prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+            if os.getppid() != parent:  # the parent died before the line above took effect
+                os._exit(1)
+
+    return setup
+
