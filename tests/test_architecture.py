@@ -295,3 +295,13 @@ def test_one_module_turns_ratios_into_text():
         if name != "arraybench.units":
             found = _worded_numbers(ast.parse(path.read_text(encoding="utf-8")))
             assert not found, f"{name} words a ratio itself: {found}"
+
+
+#: A module a reader takes in at one sitting: past this, it holds more than one concept.
+MAX_MODULE_LINES = 400
+
+
+def test_no_module_is_longer_than_a_reader_takes_in_at_one_sitting():
+    long = {name: n for name, path in _modules().items()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}, f"split these along a seam (one concept per module): {long}"

@@ -12,7 +12,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .base import Backend, CudaEvents, SpinKernel, Unavailable, gpu_env, tf32_in_effect
+from .base import Backend, Unavailable, gpu_env, tf32_in_effect
+from .device_timer import CudaEvents, SpinKernel
 
 try:
     import cupy

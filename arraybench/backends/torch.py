@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import functools
-import inspect
 import os
 import re
-import types
 from typing import Any, Callable
 
 import numpy as np
 import torch
 
-from .base import Backend, CudaEvents, SpinKernel, Unavailable, gpu_env, tf32_in_effect
-from .cpu import captured_stdout, cpu_flush, cpu_threads_info
+from .base import Backend, Unavailable, gpu_env, tf32_in_effect
+from .device_timer import CudaEvents, SpinKernel
+from .cpu import cpu_flush, cpu_threads_info
+from .torch_build import torch_build_linalg, torch_cpu_kernels
+from .torch_compile import HAS_ISOLATE_RECOMPILES, CompiledNothing, cache_notes, fail_on_recompile_limit, own_code
+from .torch_namespace import device_namespace
 
 
 #: torch.OutOfMemoryError (CUDA caching allocator; torch.cuda.OutOfMemoryError is the same class).
@@ -53,66 +54,6 @@ def cuda_init_error() -> str:
     return ""
 
 
-#: The Array API's creation functions that make an array from no array, and so need ``device=``.
-ARRAY_API_CREATION = ("arange", "asarray", "empty", "eye", "full", "linspace", "ones", "zeros")
-
-
-def device_namespace(xp: Any, device: Any) -> types.ModuleType:
-    """``xp`` (array_api_compat's torch namespace) whose creation functions default to ``device``.
-
-    array_api_compat passes ``device=None`` on to torch, which then creates on the CPU, so a
-    workload's ``xp.zeros(n)`` would meet CUDA inputs on the wrong device; CuPy and JAX create on
-    their device already. ``torch.set_default_device`` would fix it at a cost on every torch call
-    (a ``TorchFunctionMode`` intercepts them all); here only the eight creation functions change,
-    each a ``functools.partial``, and a ``device=`` the workload passes still wins. Every other name
-    is the namespace's own object, looked up in a module dict as fast as the original's. Likewise
-    ``from_dlpack`` (whose ``device=None`` means "where the source is": a host array's DLPack stays
-    on the CPU), ``fft.fftfreq``/``rfftfreq`` and ``__array_namespace_info__().default_device()``.
-    """
-    ns = _module_copy(xp)
-    for name in (*ARRAY_API_CREATION, "from_dlpack"):
-        setattr(ns, name, functools.partial(getattr(xp, name), device=device))
-    # fft.fftfreq and fft.rfftfreq make arrays from no array too (torch.fft's own, passed through
-    # by array_api_compat/torch/fft.py); every other fft function follows its input.
-    fft = _module_copy(xp.fft)
-    for name in ("fftfreq", "rfftfreq"):
-        setattr(fft, name, functools.partial(getattr(xp.fft, name), device=device))
-    ns.fft = fft
-    ns.__array_namespace_info__ = _info_on(xp.__array_namespace_info__, device)
-    return ns
-
-
-def _module_copy(module: types.ModuleType) -> types.ModuleType:
-    copy = types.ModuleType(module.__name__, module.__doc__)
-    copy.__dict__.update({k: v for k, v in vars(module).items() if k not in ("__name__", "__doc__")})
-    return copy
-
-
-def _info_on(info: type, device: Any) -> type:
-    """array_api_compat's ``__array_namespace_info__`` whose ``default_device()`` is ``device``
-    (array_api_compat/torch/_info.py returns ``torch.device("cpu")``, whatever creation does)."""
-    return type(info.__name__, (info,), {"default_device": lambda self: device,
-                                         "__module__": info.__module__, "__doc__": info.__doc__})
-
-
-#: ``torch.compile(isolate_recompiles=True)``: its own recompile region per call (torch >= 2.13).
-_HAS_ISOLATE_RECOMPILES = "isolate_recompiles" in inspect.signature(torch.compile).parameters
-
-
-def own_code(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """A copy of the function ``fn`` with a new code object (same globals, defaults, closure)."""
-    if not isinstance(fn, types.FunctionType):
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return fn(*args, **kwargs)
-
-        fn = call
-    copy = types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__,
-                              fn.__closure__)
-    copy.__kwdefaults__ = fn.__kwdefaults__
-    copy.__qualname__ = fn.__qualname__
-    return copy
-
-
 def mps_available() -> bool:
     """Whether PyTorch runs on an Apple GPU here (the ``mps`` device) and has no CUDA device, which
     comes first where both exist. ``torch.backends.mps.is_available()`` is False off macOS."""
@@ -124,39 +65,6 @@ def mps_available() -> bool:
 
 #: The dtypes Apple GPUs cannot hold: Metal has no 64-bit floating point.
 MPS_UNSUPPORTED = ("float64", "complex128")
-
-
-class CompiledNothing(Exception):
-    """torch.compile ran a cell without compiling any graph of it: a compiled record would be eager."""
-
-
-def _fail_on_recompile_limit() -> None:
-    """Make Dynamo's recompile limit an error (a failed cell) instead of a silent fall back to eager.
-
-    ``suppress_errors`` (``TORCHDYNAMO_SUPPRESS_ERRORS``) would turn every compile error into eager
-    code too, and torch refuses it beside ``fail_on_recompile_limit_hit``.
-    """
-    from torch._dynamo import config
-
-    for name in ("fail_on_recompile_limit_hit", "fail_on_cache_limit_hit"):  # 2.13's name, then older
-        if hasattr(config, name):
-            config.suppress_errors = False
-            setattr(config, name, True)
-            return
-
-
-def _cache_notes(counters: Any) -> list[str]:
-    """Whether Inductor's FX graph cache (or AOTAutograd's) served this function's compile: the
-    first call then loads compiled code (70 ms) instead of compiling it (1.6 s the first time)."""
-    inductor, aot = counters.get("inductor", {}), counters.get("aot_autograd", {})
-    hits = inductor.get("fxgraph_cache_hit", 0) + aot.get("autograd_cache_hit", 0)
-    misses = inductor.get("fxgraph_cache_miss", 0)
-    if not hits:
-        return []
-    part = "partly " if misses else ""
-    return [f"torch.compile's first call was {part}served from a disk cache ({hits} hit(s) in "
-            f"Inductor's and AOTAutograd's caches, {misses} graph(s) compiled): its compile time is "
-            f"mostly a cache load; a cold compile (TORCHINDUCTOR_FORCE_DISABLE_CACHES=1) takes longer"]
 
 
 class TorchBackend(Backend):
@@ -359,9 +267,9 @@ class TorchBackend(Backend):
         """
         from torch._dynamo.utils import counters
 
-        _fail_on_recompile_limit()
+        fail_on_recompile_limit()
         counters.clear()  # so compile_notes speaks of this function alone
-        options = {"isolate_recompiles": True} if _HAS_ISOLATE_RECOMPILES else {}
+        options = {"isolate_recompiles": True} if HAS_ISOLATE_RECOMPILES else {}
         return torch.compile(own_code(fn), dynamic=False, **options)
 
     def compile_unsupported(self, exc: BaseException) -> bool:
@@ -388,7 +296,7 @@ class TorchBackend(Backend):
             raise CompiledNothing(f"torch.compile made no graph of it{because}, so every call ran eager")
         notes = [f"torch.compile made {graphs} graphs with {count} graph break(s), running eager "
                  f"Python between them ({'; '.join(reasons[:3])})"] if count else []
-        return notes + _cache_notes(counters)
+        return notes + cache_notes(counters)
 
     def intermittent_cause(self, max_rel_error: float | None) -> str:
         # The low-accuracy kernel is off by ~1e-8 relative: a larger error is something else.
@@ -475,79 +383,3 @@ class TorchBackend(Backend):
         info.update(cpu_threads_info())
         return info
 
-
-def _isa_named(text: str) -> str:
-    """The ISA a library's own words name: "AVX-512", "AVX2", "AVX", "SSE4.2" or "generic"."""
-    t = text.upper().replace("-", "").replace("_", "")
-    for key, name in (("AVX512", "AVX-512"), ("AVX2", "AVX2"), ("AVX", "AVX"), ("SSE4", "SSE4.2")):
-        if key in t:
-            return name
-    return "generic"
-
-
-def torch_cpu_kernels() -> dict[str, Any]:
-    """The CPU code paths PyTorch really runs, as each library says: ATen's vector ISA
-    (``cpu_capability``), MKL's (``mkl_isa``) and oneDNN's (``onednn_isa``), the last two from
-    their verbose modes around one tiny call each. Never fails: what cannot be learnt is left out.
-    """
-    import re
-
-    out: dict[str, Any] = {}
-    try:
-        out["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
-    except Exception:
-        pass
-    try:
-        if torch.backends.mkl.is_available():
-            a = torch.ones(64, 64, dtype=torch.float64)
-
-            def gemm() -> None:
-                with torch.backends.mkl.verbose(torch.backends.mkl.VERBOSE_ON):
-                    torch.mm(a, a)
-
-            m = re.search(r"MKL_VERBOSE (.+?) Product build.*? architecture (.+?), Lnx", captured_stdout(gemm))
-            if m:
-                path = m.group(2).replace("(R)", "").strip()
-                out["mkl_code_path"] = path  # "Intel Architecture processors": the generic path
-                out["mkl_isa"] = _isa_named(path)
-                out["mkl_version"] = m.group(1).strip()
-    except Exception:
-        pass
-    try:
-        if torch.backends.mkldnn.is_available():
-            x = torch.ones(8)
-
-            def reorder() -> None:
-                with torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
-                    x.to_mkldnn()
-
-            m = re.search(r"info,cpu,isa:([^\n]+)", captured_stdout(reorder))
-            if m:
-                out["onednn_isa"] = m.group(1).strip()
-    except Exception:
-        pass
-    return out
-
-
-def torch_build_linalg(config: str) -> dict[str, str]:
-    """BLAS and LAPACK from ``torch.__config__.show()``: ``BLAS_INFO=mkl, ..., LAPACK_INFO=mkl``.
-
-    torch links its BLAS statically, so threadpoolctl (which lists loaded libraries) cannot see it;
-    the build configuration is the only witness. The MKL or OpenBLAS release line, when present,
-    goes in ``torch_blas_detail``.
-    """
-    import re
-
-    out: dict[str, str] = {}
-    for key, name in (("BLAS_INFO", "torch_blas"), ("LAPACK_INFO", "torch_lapack")):
-        m = re.search(rf"\b{key}=([^,\s]+)", config)
-        if m:
-            out[name] = m.group(1)
-    for line in config.splitlines():
-        text = line.strip().lstrip("- ").strip()
-        if "Math Kernel Library" in text or text.lower().startswith("openblas"):
-            out["torch_blas_detail"] = text
-            break
-    if "torch_blas" not in out and "Math Kernel Library" in config:
-        out["torch_blas"] = "mkl"
-    return out

@@ -14,16 +14,16 @@ They run in a worker process (``python -m arraybench.worker``) given a job whose
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from .accuracy import REDUCED_PRECISION_EPS, Check, judge
+from .accuracy import Check, judge
 from ..backends.base import Backend
 from .protocol import CHECKS, check_applies
 from ..model.timer_settings import TimerSettings
+from .matmul_precision import MATMUL_CHECK, which_precision
 from .timer import Timer
 from ..units import format_seconds
 
@@ -34,7 +34,6 @@ COVERS = 0.5
 #: Faster than this is no transfer between host and device that exists today (NVLink-C2C: ~0.9 TB/s).
 MAX_LINK_BYTES_S = 2e12
 
-_MATMUL = Check.normwise(growth=lambda n: n ** 0.5, ulps=16, matmul=True)  # the matmul workload's
 _QUICK = TimerSettings(min_samples=5, max_samples=50, budget_s=0.3, warmup_s=0.02)
 
 
@@ -179,64 +178,19 @@ def check_float64(backend: Backend) -> Outcome:
         mm = Matmul(backend, n, dtype)
         result = mm()
         out = backend.to_numpy(result)
-        v = judge(out, mm.reference(), _MATMUL, dtype, n, out_dtype=backend.dtype_name(result),
-                  tolerance=_MATMUL.tolerance(dtype, n, backend.reduced_precision(dtype)))
+        v = judge(out, mm.reference(), MATMUL_CHECK, dtype, n, out_dtype=backend.dtype_name(result),
+                  tolerance=MATMUL_CHECK.tolerance(dtype, n, backend.reduced_precision(dtype)))
         ok &= v.ok
         lines.append(f"{dtype} error {v.max_rel_error:.1e} (tolerance {v.tolerance:.1e})")
         if dtype == "float64":
             nudged = np.array(out, copy=True)
             nudged[0, 0] += 1e-6 * float(np.abs(out).max())
-            missed_error = judge(nudged, mm.reference(), _MATMUL, dtype, n).ok
-            missed_dtype = judge(out.astype(np.float32), mm.reference(), _MATMUL, dtype, n).ok
+            missed_error = judge(nudged, mm.reference(), MATMUL_CHECK, dtype, n).ok
+            missed_dtype = judge(out.astype(np.float32), mm.reference(), MATMUL_CHECK, dtype, n).ok
             ok &= not (missed_error or missed_dtype)
     caught = "an error of 1e-6 and a float32 result in a float64 run are caught" if ok else \
         "a wrong result was not caught"
     return Outcome("float64", "passed" if ok else "failed", f"{n}² matmul, {'; '.join(lines)}; {caught}")
-
-
-def round_mantissa(a: np.ndarray, bits: int, nearest: bool = True) -> np.ndarray:
-    """float32 values with only ``bits`` explicit mantissa bits (TF32: 10, bfloat16: 7), rounded to
-    nearest even or truncated: what a GPU's matrix units read from float32 inputs."""
-    drop = 23 - bits
-    raw = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    if nearest:
-        raw = raw + ((1 << (drop - 1)) - 1) + ((raw >> drop) & 1)
-    return (raw & (0xFFFFFFFF ^ ((1 << drop) - 1))).astype(np.uint32).view(np.float32)
-
-
-#: Explicit mantissa bits of the reduced precisions (``accuracy.REDUCED_PRECISION_EPS`` = 2^-bits).
-_MANTISSA_BITS = {p: round(-math.log2(eps)) for p, eps in REDUCED_PRECISION_EPS.items()}
-#: Normwise error of a random float32 matmul in precision p, in p's unit roundoff, below which the
-#: result is put down to p by its size alone: about 0.8 rounding to nearest, 2.5 truncating, and
-#: the next coarser precision (8x the unit) well above.
-_BY_SIZE_UNITS = 4.0
-
-
-def which_precision(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[str, str]:
-    """(the precision a float32 matmul ``out = a @ b`` ran in, how that was told).
-
-    First against emulated references: the inputs rounded as each reduced precision would
-    (nearest or truncated), multiplied in float64; the result that matches one within float32's
-    own accumulation bound ran in it. Otherwise by the error's size (random inputs: the error of a
-    precision is near its unit roundoff whatever n), so bfloat16 is never called TF32.
-    """
-    n = a.shape[1]
-    full = _MATMUL.tolerance("float32", n)
-    exact = a.astype(np.float64) @ b.astype(np.float64)
-    error = _MATMUL.error(out, exact)
-    if error <= full:
-        return "float32", f"error {error:.1e} within float32's {full:.1e}"
-    for p, bits in sorted(_MANTISSA_BITS.items(), key=lambda kv: -kv[1]):
-        for nearest in (True, False):
-            ref = (round_mantissa(a, bits, nearest).astype(np.float64)
-                   @ round_mantissa(b, bits, nearest).astype(np.float64))
-            if _MATMUL.error(out, ref) <= full:
-                how = "rounded to nearest" if nearest else "truncated"
-                return p, f"error {error:.1e}; matches float32 inputs {how} to {p}"
-    for p, eps in sorted(REDUCED_PRECISION_EPS.items(), key=lambda kv: kv[1]):
-        if error <= _BY_SIZE_UNITS * eps / 2:
-            return p, f"error {error:.1e}, {p}'s size (no emulated reference matches)"
-    return "worse", f"error {error:.1e}, worse than any precision arraybench knows"
 
 
 def check_precision(backend: Backend) -> Outcome:
@@ -251,7 +205,7 @@ def check_precision(backend: Backend) -> Outcome:
     return Outcome("precision", "passed" if ok else "failed",
                    f"{n}² float32 matmul {how}: {found}, the run records {recorded}"
                    + (f" ({setting})" if setting else "")
-                   + f"; float32 would stay within {_MATMUL.tolerance('float32', n):.1e}")
+                   + f"; float32 would stay within {MATMUL_CHECK.tolerance('float32', n):.1e}")
 
 
 #: arraybench's time over the library's own tool's, for one operation: within this, the timer agrees.

@@ -13,7 +13,7 @@ import time
 from functools import partial
 from typing import Any, Callable, Protocol, Sequence
 
-from ..backends.base import DeviceTimer
+from ..backends.device_timer import DeviceTimer
 from .loops import compile_loop
 from .sampling import Draw, SampleSet, Sampling, TimerSettings, gc_paused
 
