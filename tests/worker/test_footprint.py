@@ -129,3 +129,30 @@ def test_record_takes_the_median_peak_and_the_table_shows_it():
     assert "peak mem" in wide and "66 MB" in wide
     narrow = table_text([rec], width=60)
     assert "peak mem" in narrow.split("Hidden to fit")[1]  # the first column to go
+
+
+_THREAD_ARENA = """
+import numpy as np
+from concurrent.futures import ThreadPoolExecutor
+from arraybench.worker.footprint import host_peak
+pool = ThreadPoolExecutor(1)
+make = lambda: np.ones(4_000_000)
+for _ in range(3):
+    pool.submit(make).result()  # the thread's own arena keeps the freed 32 MB resident
+print(host_peak(lambda: pool.submit(make).result()).bytes)
+"""
+
+
+def test_an_output_made_by_another_thread_in_memory_its_arena_kept_still_counts():
+    # The reused state's variables, as a worker starts with them: glibc trims only the main
+    # arena's top, so the thread's 32 MB come back without raising the resident size (XLA's
+    # threads make JAX's outputs so: a 32 MB matmul output read 512 kB).
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str((1 << 31) - 1)}
+    done = subprocess.run([sys.executable, "-c", _THREAD_ARENA], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout.split()[-1]) >= 32_000_000
