@@ -203,7 +203,7 @@ class LocalExecutor:
         cpus = worker_cpus(options.threads)
         log_path = out_dir / "logs" / f"{name}-p{index}.log"
         shared = shared_pool()
-        if shared is None:
+        if shared is None or config.device != "cpu":  # a GPU's memory is not shared (``_start_early``)
             return WorkerProcess(job, env=env, cpus=cpus, log_path=log_path, python=environment.python)
         # What made the worker: a kept one made otherwise cannot take this job.
         key = (config, index, state, environment.python,
@@ -236,7 +236,10 @@ class LocalExecutor:
         for later in range(index + 1, wanted):
             for config in order:
                 cells = session.todo(config, later)
-                if cells and (config, later) not in self._early:
+                # On the CPU only: a GPU worker takes its device's memory when it starts (JAX
+                # preallocates 75% of it), so two of one library alive at once would starve the
+                # second; GPU workers start at their own index.
+                if cells and config.device == "cpu" and (config, later) not in self._early:
                     worker = self._turns_worker(options, out_dir, config, later, cells, environments_of[config])
                     self._early[(config, later)] = (worker, [c.key for c in cells])
 

@@ -3,13 +3,14 @@ once per replicate index rather than once per test.
 
 A run measures each configuration's replicate index in a worker of its own; a pytest session makes
 one run per test, and each of those started every worker again: two small tests took seconds of
-imports each. Inside ``sharing(pool)``, a worker that finished its run cleanly is kept, paused,
+imports each. Inside ``sharing(pool)``, a CPU worker that finished its run cleanly is kept, paused,
 under what made it (its library and device, replicate index, allocator state, environment and
 variables), and the next run's worker of that description is that process, given its new job
 (``WorkerProcess.assign``). Two replicate indices never share a process, so the processes of one
 run stay independent samples of the machine; what one process carries from an earlier test (its
 library already initialised: a later test's first call does not include that) is the price, and
-pytest-benchmark's, whose tests all run in one process.
+pytest-benchmark's, whose tests all run in one process. GPU workers are not kept: each holds its
+device's memory (JAX preallocates 75% of it), which the next index's worker of that library needs.
 """
 
 from __future__ import annotations
