@@ -42,7 +42,7 @@ from ..worker.protocol import ReplicateDone, Unavailable
 from .base import RunHandle
 from .pool import PER_TEST, current as shared_pool
 from .listeners import Listener, OtherState, attach_other_state, large
-from .turns import take_turns
+from .turns import end_together, take_turns
 from .worker_process import STARTUP_TIMEOUT_S, StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
 from .worker_setup import (allocator_note, allocator_state, job_for, other_state_beside, other_state_wanted,
                            worker_variables)
@@ -163,8 +163,7 @@ class LocalExecutor:
         def start_other(config: Config, cells: list[Cell]) -> tuple[WorkerProcess, "OtherState", dict[str, Cell]]:
             environment = environments_of[config]
             job = replace(job_for(options, out_dir, config, index, cells,
-                               hash((options.seed, index, OTHER)) & 0xFFFFFFFF, OTHER), turns=True,
-                          references=self._references_for(config))
+                                  hash((options.seed, index, OTHER)) & 0xFFFFFFFF, OTHER, self._references_for(config)), turns=True)
             env, name = worker_variables(options, config, environment, OTHER)
             worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads),
                                    log_path=out_dir / "logs" / f"{name}-p{index}-{OTHER}.log", python=environment.python)
@@ -197,8 +196,7 @@ class LocalExecutor:
         """A worker for ``config``'s ``index``-th replicates of ``cells`` whose job takes turns."""
         state = allocator_state(options, environment)
         job = replace(job_for(options, out_dir, config, index, cells,
-                           hash((options.seed, index, 0)) & 0xFFFFFFFF, state), turns=True,
-                      references=self._references_for(config))
+                              hash((options.seed, index, 0)) & 0xFFFFFFFF, state, self._references_for(config)), turns=True)
         env, name = worker_variables(options, config, environment, state)
         cpus = worker_cpus(options.threads)
         log_path = out_dir / "logs" / f"{name}-p{index}.log"
@@ -253,10 +251,7 @@ class LocalExecutor:
                 worker.pause()
 
     def _close_early(self) -> None:
-        for worker, _ in self._early.values():
-            worker.let_go()
-        for worker, _ in self._early.values():
-            worker.close()
+        end_together([worker for worker, _ in self._early.values()])
         self._early.clear()
 
     def _run_worker(self, session: RunHandle, options: RunOptions, out_dir: Path, config: Config,
@@ -285,8 +280,8 @@ class LocalExecutor:
                      held: dict[str, tuple[Cell, Replicate]]) -> None:
         """Measure the ``held`` cells in a worker started in the other allocator state and give
         each held replicate those samples; where that fails, a warning says why instead."""
-        job = replace(job_for(options, out_dir, config, index, [cell for cell, _ in held.values()],
-                           hash((options.seed, index, OTHER)) & 0xFFFFFFFF, OTHER), references=self._references_for(config))
+        job = job_for(options, out_dir, config, index, [cell for cell, _ in held.values()],
+                      hash((options.seed, index, OTHER)) & 0xFFFFFFFF, OTHER, self._references_for(config))
         env, name = worker_variables(options, config, environment, OTHER)
         log = out_dir / "logs" / f"{name}-p{index}-{OTHER}.log"
         worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads), log_path=log,
@@ -324,8 +319,8 @@ class LocalExecutor:
         attempt = 0
         while remaining:
             job_cells = list(remaining.values())
-            job = replace(job_for(options, out_dir, config, index, job_cells,
-                               hash((options.seed, index, attempt)) & 0xFFFFFFFF, state), references=self._references_for(config))
+            job = job_for(options, out_dir, config, index, job_cells,
+                          hash((options.seed, index, attempt)) & 0xFFFFFFFF, state, self._references_for(config))
             env, name = worker_variables(options, config, environment, state)
             log = out_dir / "logs" / f"{name}-p{index}.log"
             session.worker_started(config, index, len(remaining))

@@ -31,7 +31,7 @@ from ..worker.protocol import FINISH, PREPARE, Message, Prepared, Ready, Sampled
 from .base import RunHandle
 from .worker_process import StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
 
-__all__ = ["take_turns"]
+__all__ = ["end_together", "take_turns"]
 
 #: How long a worker asked to stop may take to send the cells it has finished.
 STOP_GRACE_S = 5.0
@@ -126,7 +126,7 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
         for side in together:
             _finish(session, side, left, sent=True)
         for side in sides:
-            if side not in together:
+            if side.ends_alone:
                 _finish(session, side, left)
     except StopRequested:
         for side in every:
@@ -139,10 +139,7 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
     finally:
         ending = [side for side in every
                   if not (side.finished and not side.extra and keep is not None and keep(side.worker))]
-        for side in ending:
-            side.worker.let_go()  # every worker ends at once: their teardowns overlap
-        for side in ending:
-            side.worker.close()
+        end_together([side.worker for side in ending])
     return left
 
 
@@ -299,3 +296,12 @@ def _wind_down(session: RunHandle, side: _Side) -> None:
         except (StopRequested, WorkerTimeout, WorkerExited):
             pass
     side.worker.kill()
+
+
+def end_together(workers: list[WorkerProcess]) -> None:
+    """End ``workers`` (their stdin closed), all at once so that their exits, seconds of a
+    library's teardown each, overlap; return once every one is closed."""
+    for worker in workers:
+        worker.let_go()
+    for worker in workers:
+        worker.close()

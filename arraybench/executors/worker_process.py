@@ -300,7 +300,7 @@ class WorkerProcess:
         self.send(replace(job, board=str(self.board_path)).to_json())
 
     def alive(self) -> bool:
-        """Whether the worker is still running (its output not ended)."""
+        """Whether the worker process is still running."""
         return not self._exited()
 
     def wait_started(self, timeout: float) -> bool:

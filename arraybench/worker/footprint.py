@@ -17,7 +17,7 @@ keeps why, never a figure.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+import functools
 import gc
 import time
 from dataclasses import dataclass
@@ -58,6 +58,12 @@ def _status_kib(*names: str) -> dict[str, int]:
     return found
 
 
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    """The C library, as this process already has it loaded (no search of the system's)."""
+    return ctypes.CDLL(None)
+
+
 class _MallInfo2(ctypes.Structure):
     _fields_ = [(name, ctypes.c_size_t) for name in (
         "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
@@ -68,9 +74,8 @@ def _allocated() -> int | None:
     """Bytes the C allocator holds allocated, over every arena and mmap (glibc's ``mallinfo2``);
     None elsewhere."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c"))
-        mallinfo2 = libc.mallinfo2
-    except (OSError, AttributeError, TypeError):
+        mallinfo2 = _libc().mallinfo2
+    except (OSError, AttributeError):
         return None
     mallinfo2.restype = _MallInfo2
     info = mallinfo2()
@@ -80,11 +85,9 @@ def _allocated() -> int | None:
 def _trim() -> None:
     """Give the C allocator's free memory back to the kernel, so that a call's own allocations
     raise the resident size (glibc only; elsewhere nothing to do)."""
-    name = ctypes.util.find_library("c")
     try:
-        libc = ctypes.CDLL(name)
-        libc.malloc_trim(0)
-    except (OSError, AttributeError, TypeError):
+        _libc().malloc_trim(0)
+    except (OSError, AttributeError):
         pass
 
 

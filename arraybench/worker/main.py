@@ -76,35 +76,21 @@ class StopFlag:
             raise _Stop()
 
 
-def run_job(job: Job, channel: Channel, stop: StopFlag | None = None) -> int:
-    """Open the job's library on its device, then do its task; the exit status."""
-    backend = _open(job, channel)
-    if backend is not None:
-        _do(job, backend, channel, stop or StopFlag())
-    return 0
-
-
-def _open(job: Job, channel: Channel) -> "Backend | None":
-    """The job's library on its device, its threads limited as asked; None once ``Unavailable``
-    is sent."""
-    global _STARTED
-    _STARTED = time.perf_counter()
+def serve(job: Job, channel: Channel, stop: StopFlag | None = None) -> int:
+    """Open the job's library on its device and do the job; then, where it says so
+    (``Job.reuse``), the jobs that follow on stdin with the library still open (a pytest
+    session's tests share their workers). Any other line, or a job for another library, device or
+    settings, ends the worker. The exit status."""
+    stop = stop or StopFlag()
+    started = time.perf_counter()
     backend = _open_backend(job, channel)
-    if backend is not None and job.threads is not None:
-        backend.limit_threads(job.threads)
-    return backend
-
-
-def _serve(job: Job, channel: Channel, stop: StopFlag) -> int:
-    """Do ``job``, then, where it says so (``Job.reuse``), the jobs that follow on stdin with the
-    library already open: a pytest session's tests share their workers. Any other line, or a job
-    for another library or device, ends the worker."""
-    backend = _open(job, channel)
     if backend is None:
         return 0
+    if job.threads is not None:
+        backend.limit_threads(job.threads)
     opened = (job.backend, job.device, job.allow_tf32, job.threads)
     while True:
-        _do(job, backend, channel, stop)
+        _do(job, backend, channel, stop, started)
         if not job.reuse or stop.set:
             return 0
         line = sys.stdin.readline()
@@ -120,13 +106,8 @@ def _serve(job: Job, channel: Channel, stop: StopFlag) -> int:
             return 2
 
 
-#: When this worker started opening its library (``Ready`` says how long that took).
-_STARTED = 0.0
-
-
-def _do(job: Job, backend: "Backend", channel: Channel, stop: StopFlag) -> None:
-    """Do the job's task with its library open."""
-    started = _STARTED
+def _do(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, started: float) -> None:
+    """Do the job's task with its library open (since ``started``, by ``perf_counter``)."""
     if job.task == "measure":
         _measure(job, backend, channel, stop, started)
         return
@@ -375,7 +356,7 @@ def main() -> int:
     except SchemaError as exc:  # a parent of another version, or a bug: one line on stderr
         print(f"arraybench worker: the job does not fit the protocol: {exc}", file=sys.stderr)
         return 2
-    return _serve(job, channel, stop)
+    return serve(job, channel, stop)
 
 
 if __name__ == "__main__":
