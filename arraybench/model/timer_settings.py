@@ -19,7 +19,7 @@ class TimerSettings:
     max_samples: int = 2000
     budget_s: float = 0.5  # sampling stops when this is spent, once min_samples are taken
     rel_ci: float = 0.02  # ...or as soon as the median's 95% CI half-width is within this
-    warmup_s: float = 0.05
+    warmup_s: float = 0.02
     cold: bool = False  # evict caches before every sample (forces one call per sample)
     max_batch_bytes: float = 2 * 1024**3  # throughput mode keeps a batch's results alive
     # -- inputs a call changes (``mutates=``), fresh for every call (``fresh.py``) --

@@ -258,7 +258,8 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
             channel.send(ReplicateDone(cell.key, Replicate.ended("failed", reason)))
             continue
         try:
-            p = prepare(backend, wl, cell, settings, references, seed=job.seed, flush=flush)
+            p = prepare(backend, wl, cell, settings, references, seed=job.seed, flush=flush,
+                        check=job.allocator != OTHER)
         except Exception as exc:  # prepare reports its own errors; this is a last resort
             channel.send(ReplicateDone(cell.key, Replicate.ended("failed", describe_exception(exc))))
             continue

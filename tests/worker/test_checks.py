@@ -398,3 +398,18 @@ def test_a_float32_cast_beside_a_fixed_float32_input_stays_wrong():
     assert judged("numpy", weighted_scan, 10_000).status == "ok"
     rep = judged("torch", weighted_scan, 10_000)
     assert rep.status == "wrong" and "result is float32, expected float64" in rep.reason
+
+
+def test_the_other_allocator_states_process_times_without_judging_again():
+    """The same cell in the other allocator state is the same arithmetic on the same inputs, judged
+    by its headline process: its worker neither computes the reference nor judges (prepare's
+    ``check=False``), so a planted bug shows in the headline's status only."""
+    wl, _ = _bugs()[0]
+    backend = backend_or_skip("numpy")
+    cell = Cell(wl.name, "s", 1000, "numpy", "cpu", "float64", "latency", params=wl.params_for(1000))
+    judged_here = prepare(backend, wl, cell, QUICK, ReferenceCache())
+    timed_only = prepare(backend, wl, cell, QUICK, ReferenceCache(), check=False)
+    assert judged_here.replicate.status == "wrong"
+    assert timed_only.replicate.status == "ok" and timed_only.run is not None
+    assert timed_only.replicate.max_rel_error is None and timed_only.replicate.tolerance is None
+    assert timed_only.replicate.output_bytes == judged_here.replicate.output_bytes
