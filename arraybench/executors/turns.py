@@ -31,7 +31,7 @@ from ..worker.protocol import FINISH, PREPARE, Message, Prepared, Ready, Sampled
 from .base import RunHandle
 from .worker_process import StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
 
-__all__ = ["end_together", "take_turns"]
+__all__ = ["end_together", "take_turns", "takes_turn"]
 
 #: How long a worker asked to stop may take to send the cells it has finished.
 STOP_GRACE_S = 5.0
@@ -192,11 +192,8 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
             break
         rng.shuffle(open_cases)
         for key in open_cases:
-            # A cell done by its own rule pairs on with its case's others for as many turns again
-            # as it took, at most: a slow cell does not sample on for as long as a fast one's
-            # interval stays open (a NumPy gradient of 110 ms beside a 2 ms one).
             group = [(side, i) for side, i in members[key] if side.alive and i in side.sampling
-                     and ((id(side), i) not in done_at or taken[(id(side), i)] < 2 * done_at[(id(side), i)])]
+                     and takes_turn(side.extra, taken.get((id(side), i), 0), done_at.get((id(side), i)))]
             rng.shuffle(group)
             for side, i in group:
                 if not side.alive:
@@ -224,6 +221,20 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
             round_ += 1
     if current is not None and current.alive:
         current.worker.pause()
+
+
+def takes_turn(extra: bool, taken: int, done_at: int | None) -> bool:
+    """Whether a cell that took ``taken`` turns, its own sampling done after ``done_at`` of them
+    (None: not done), takes the next round's turn.
+
+    A cell done by its own rule pairs on with its case's others for as many turns again as it
+    took, at most: a slow cell does not sample on for as long as a fast one's interval stays open
+    (a NumPy gradient of 110 ms beside a 2 ms one). A cell in the other allocator state
+    (``extra``) is paired with nothing: it stops when it is done.
+    """
+    if done_at is None:
+        return True
+    return not extra and taken < 2 * done_at
 
 
 def _next_sampled(side: _Side) -> Sampled:

@@ -21,6 +21,7 @@ from arraybench.analysis.explanations import allocator_states
 from arraybench.analysis.intervals import replicate_interval
 from arraybench.host.allocator import uncontrolled_reason, with_state
 from arraybench.model.allocator import LARGE_OUTPUT_BYTES, USER_VARIABLES, environment
+from arraybench.executors.turns import takes_turn
 from arraybench.model.record import Record
 from arraybench.units import format_seconds
 
@@ -73,6 +74,14 @@ def test_a_large_output_cell_records_both_states_the_other_from_one_process(run)
     assert second.other_allocator is not None and second.other_allocator.allocator == "fresh"
     assert second.other_allocator.samples_s and second.other_allocator.usage is not None
     assert big.other_ci_low_s <= big.other_median_s <= big.other_ci_high_s
+
+
+def test_the_other_state_takes_no_turn_once_its_own_rule_stops_it():
+    """A headline cell pairs on with its case's others, up to as many turns again as it took; the
+    other allocator state's samples are paired with nothing, so it stops when it is done."""
+    assert takes_turn(extra=False, taken=7, done_at=None) and takes_turn(extra=True, taken=7, done_at=None)
+    assert takes_turn(extra=False, taken=10, done_at=8) and not takes_turn(extra=False, taken=16, done_at=8)
+    assert not takes_turn(extra=True, taken=8, done_at=8)
 
 
 def _thp_mode() -> str:
