@@ -99,6 +99,10 @@ def _judge(reference: dict, run: dict, separated: float) -> tuple[int, int, list
     for key, p in wanted.items():
         got = run.get(key)
         if got is None or got["verdict"] not in ("faster", "slower"):
+            if separated == 1.1:
+                print(f"    not decided: {key}: reference {p['ratio']:.3g}, run "
+                      + (f"{got['verdict']} {got['ratio']:.3g} [{got['ci_low']:.3g}, {got['ci_high']:.3g}]"
+                         if got else "no pair"))
             continue
         if got["verdict"] == p["verdict"]:
             right += 1

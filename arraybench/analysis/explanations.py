@@ -241,7 +241,7 @@ def _torch(name: str, info: Mapping[str, Any], environment: Mapping[str, Any]) -
     return [f"{name} runs {', '.join(bits)}{vendor}."]
 
 
-#: What sets one build of a library apart in its self-report (issue 27: environments).
+#: What sets one build of a library apart in its self-report (environments side by side).
 _BUILD_KEYS = ("version", "blas", "blas_architecture", "torch_blas", "cpu_capability", "mkl_isa",
                "onednn_isa")
 

@@ -194,14 +194,16 @@ _calls = {"bimodal": 0, "sampled": 0}
 
 @_define
 def bimodal(xp, x):
-    """Calls take 1 ms and 40 ms in turn: the CI of the median always spans both, so sampling
-    never converges and lasts the whole budget. Writes ``bimodal_calls.txt`` after 40 calls while
+    """Calls take 11 ms and 40 ms in turn: one call a sample (the warm-up ends on a fast call,
+    longer than a sample's 5 ms and than the 10 ms under which a call is re-warmed, which would
+    make every sample the same kind), so the CI of the median always spans both, sampling never
+    converges and lasts the whole budget. Writes ``bimodal_calls.txt`` after 60 calls while
     sampling. Touch ``calm`` next to this file to make it a steady 1 ms."""
     _calls["bimodal"] += 1
     if _sampling():
         _calls["sampled"] += 1
-        if _calls["sampled"] == 40:
-            (HERE / "bimodal_calls.txt").write_text("40")
+        if _calls["sampled"] == 60:
+            (HERE / "bimodal_calls.txt").write_text("60")
     calm = (HERE / "calm").exists()
-    time.sleep(0.001 if calm or _calls["bimodal"] % 2 else 0.04)
+    time.sleep(0.001 if calm else 0.011 if _calls["bimodal"] % 2 else 0.04)
     return x * 2.0

@@ -43,6 +43,7 @@ def write(path: Path, text: str) -> Path:
 #    prints 4 MiB on every call ---------------------------------------------------------------
 
 WORLDLY = '''
+import atexit
 import os
 import sys
 import threading
@@ -52,6 +53,16 @@ import arraybench
 
 # Not a daemon: Python waits for it at exit, for an hour.
 threading.Thread(target=time.sleep, args=(3600,), name="left-running").start()
+MARKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "marks")
+
+
+@atexit.register
+def _mark() -> None:
+    """Say which kind of process ran its atexit handlers."""
+    role = "worker" if sys.argv[0].endswith(os.path.join("worker", "__main__.py")) else "other"
+    open(os.path.join(MARKS, f"{role}-{os.getpid()}"), "w").close()
+
+
 os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "elsewhere"))
 
 
@@ -76,6 +87,7 @@ def chatty(xp, x):
 def worldly_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("worldly")
     (root / "elsewhere").mkdir()
+    (root / "marks").mkdir()
     write(root / "bench.py", WORLDLY)
     started = time.monotonic()
     # Before the fix the command never ended (the thread), so run_cli's timeout fails the test.
@@ -92,6 +104,14 @@ def test_a_thread_a_file_leaves_running_does_not_keep_the_command_alive(worldly_
                         "when imported and it is still running; arraybench ends without waiting "
                         "for it (start it with daemon=True, or inside the workload)"]
     assert (root / "relout" / "results.json").is_file()
+
+
+def test_a_workers_end_still_runs_what_a_file_registered_with_atexit(worldly_run):
+    """A worker ends without the interpreter's teardown, but not without the atexit handlers a
+    library or a workload file registered."""
+    root, result, _ = worldly_run
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert any(mark.name.startswith("worker-") for mark in (root / "marks").iterdir())
 
 
 def test_a_file_that_changes_folder_at_import_does_not_move_the_run(worldly_run):
