@@ -33,8 +33,30 @@ def digest(key: tuple[Any, ...], inputs: tuple[Any, ...]) -> str:
         arr = np.ascontiguousarray(a) if isinstance(a, np.ndarray) else np.asarray(a)
         h.update(str((arr.dtype.str, arr.shape)).encode())
         if arr.dtype != object:
-            h.update(arr.view(np.uint8).reshape(-1) if arr.size else b"")
+            data = arr.view(np.uint8).reshape(-1) if arr.size else np.empty(0, np.uint8)
+            h.update(_folded(data) if data.size >= _FOLD_ABOVE else data)
     return h.hexdigest()
+
+
+#: Inputs of more bytes are folded before hashing (``_folded``): blake2b over a 2000 x 2000 matmul's
+#: two float64 inputs took 73 ms in every worker of the cell, the fold 4 ms.
+_FOLD_ABOVE = 1 << 20
+_BLOCK = 4096
+#: Odd weights, so that a change to any one word changes its block's sum.
+_WEIGHTS = np.random.default_rng(0x5EED).integers(0, 2**63, _BLOCK, dtype=np.uint64) * 2 + 1
+
+
+def _folded(data: np.ndarray) -> bytes:
+    """Each block of 4,096 words as a weighted sum (mod 2**64), the blocks in order, and the
+    bytes past the last whole word: inputs that differ anywhere fold differently, but for odds of
+    2**-64 a block (this names a file of a reference, and guards against nothing malicious)."""
+    words = data[: data.size // 8 * 8].view(np.uint64)
+    whole = words.size // _BLOCK * _BLOCK
+    # An integer matmul: no temporary the size of the inputs, whose first touch alone would cost
+    # more than hashing them.
+    sums = words[:whole].reshape(-1, _BLOCK) @ _WEIGHTS
+    rest = words[whole:] @ _WEIGHTS[: words.size - whole]
+    return sums.tobytes() + rest.tobytes() + data[words.size * 8:].tobytes()
 
 
 def _parts(value: Any) -> list[np.ndarray] | None:

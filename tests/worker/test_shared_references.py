@@ -71,3 +71,20 @@ def test_a_killed_runs_references_go_at_the_next_start(tmp_path):
         (folder / "x.npz").write_bytes(b"")
     assert remove_stale_folders(str(tmp_path), prefix=REFERENCES_PREFIX) == [str(dead)]
     assert alive.is_dir() and not dead.exists()
+
+
+def test_large_inputs_that_differ_anywhere_name_another_file():
+    """Inputs of a megabyte or more are folded before hashing (much faster than hashing every
+    byte); one word changed, two blocks swapped or a byte past the last whole word still tell."""
+    key = ("matmul", 512, "float64", "")
+    a = np.random.default_rng(1).standard_normal((512, 512))  # 2 MiB: 64 blocks of 4,096 words
+    same = digest(key, (a, a.copy()))
+    assert digest(key, (a.copy(), a.copy())) == same
+    one_ulp = a.copy()
+    one_ulp[-1, -1] = np.nextafter(one_ulp[-1, -1], 0)
+    swapped = np.concatenate([a.reshape(-1)[4096:8192], a.reshape(-1)[:4096], a.reshape(-1)[8192:]]).reshape(a.shape)
+    assert len({same, digest(key, (a, one_ulp)), digest(key, (a, swapped))}) == 3
+    tail = np.zeros((1 << 20) + 3, dtype=np.uint8)
+    changed = tail.copy()
+    changed[-1] = 1
+    assert digest(key, (tail,)) != digest(key, (changed,))
