@@ -32,10 +32,12 @@ _ORIGINAL_WAIT = worker_process.WorkerProcess.wait_started
 
 
 _BACKEND: dict[int, str] = {}
+_STATE: dict[int, str] = {}  # the allocator state a worker started in
 
 
 def _init(self: Any, job: Any, *args: Any, **kwargs: Any) -> None:
     _BACKEND[id(self)] = job.backend
+    _STATE[id(self)] = job.allocator or "left alone"
     _EVENTS.append((time.monotonic(), id(self), "start"))
     _ORIGINAL_INIT(self, job, *args, **kwargs)
 
@@ -144,7 +146,33 @@ def main(argv: list[str]) -> int:
         print(f"{backend:<10}" + "".join(
             f"{sum(b - a for a, b in mine[n]) / len(mine[n]):>10.2f}" if mine.get(n) else f"{'-':>10}"
             for n in names))
+    print("\nby allocator state: workers, turns taken, seconds in them, seconds preparing")
+    for state in dict.fromkeys(_STATE.values()):
+        mine = {w for w, s in _STATE.items() if s == state}
+        turns, in_turns, preparing = _turn_and_prepare_time(mine)
+        print(f"{state:<12}{len(mine):>4}{turns:>8}{in_turns:>9.1f}{preparing:>9.1f}")
     return code
+
+
+def _turn_and_prepare_time(workers: set[int]) -> tuple[int, float, float]:
+    """(turns taken, seconds from each Turn to its Sampled, seconds from PREPARE to Prepared) of
+    ``workers``."""
+    turns, in_turns, preparing = 0, 0.0, 0.0
+    handed: dict[int, float] = {}
+    asked: dict[int, float] = {}
+    for t, w, what in _EVENTS:
+        if w not in workers:
+            continue
+        if what == "Turn":
+            handed[w] = t
+        elif what == "Sampled" and w in handed:
+            turns += 1
+            in_turns += t - handed.pop(w)
+        elif what == "PREPARE":
+            asked[w] = t
+        elif what == "Prepared" and w in asked:
+            preparing += t - asked.pop(w)
+    return turns, in_turns, preparing
 
 
 if __name__ == "__main__":
