@@ -167,6 +167,26 @@ class Sampling:
         )
 
 
+#: A warm-up call this slow ends the warm-up alone, and is kept as the first sample.
+SLOW_CALL_S = 0.1
+#: The most warm-up calls, however short each is.
+MAX_WARMUP_CALLS = 10_000
+
+
+def warmed_up(calls: int, spent_s: float, last_s: float, settings: TimerSettings) -> bool:
+    """Whether the warm-up, ``calls`` untimed calls that took ``spent_s`` (the last ``last_s``),
+    is over: ``settings.warmup_s`` spent, in two calls at least unless the one is slow.
+
+    A one-time cost left after the first call (a thread pool's start, a lazy initialisation)
+    made a 35 µs matmul's only warm-up call last 5 ms, and calibration then sampled it one call
+    at a time. The other half of the warm-up rule is ``Sampling.take_back_warmup``: samples that
+    grew the process's memory are warm-up too.
+    """
+    if calls >= MAX_WARMUP_CALLS:
+        return True
+    return calls >= 1 and spent_s >= settings.warmup_s and (calls >= 2 or last_s >= SLOW_CALL_S)
+
+
 #: A sample over which resident memory grew more than this is warm-up (``take_back_warmup``).
 WARMUP_GROWTH_BYTES = 1 << 20
 #: Taken back at most, per operation: memory that keeps growing is the operation's, not a warm-up.

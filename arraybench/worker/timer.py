@@ -15,12 +15,9 @@ from typing import Any, Callable, Protocol, Sequence
 
 from ..backends.device_timer import DeviceTimer
 from .loops import compile_loop
-from .sampling import Draw, SampleSet, Sampling, TimerSettings, gc_paused
+from .sampling import SLOW_CALL_S, Draw, SampleSet, Sampling, TimerSettings, gc_paused, warmed_up
 
 Clock = Callable[[], float]
-
-#: See ``Timer.start``: a warm-up call this slow is kept as the first sample.
-SLOW_CALL_S = 0.1
 
 
 class Fresh(Protocol):
@@ -196,19 +193,15 @@ class Timer:
         """
         started = self.clock() - (first[0] if first is not None else 0.0)
         first_s, first_result = first if first is not None else self.first_call()
-        # Warm-up: excluded from the samples; it also gives a per-call estimate for calibration.
+        # Warm-up (``sampling.warmed_up``): excluded from the samples; it also gives a per-call
+        # estimate for calibration, the last call's where the mean carries a one-time cost.
         warm_calls = 0
         warm_time = 0.0
         last = 0.0
-        # Two calls at least, unless the first is slow: a one-time cost left after the first
-        # call (a thread pool's start, a lazy initialisation) made a 35 µs matmul's only warm-up
-        # call last 5 ms, and calibration then sampled it one call at a time.
-        while warm_calls < 1 or warm_time < settings.warmup_s or (warm_calls < 2 and last < SLOW_CALL_S):
+        while not warmed_up(warm_calls, warm_time, last, settings):
             last, _ = self.timeit(1, "latency")
             warm_calls += 1
             warm_time += last
-            if warm_calls >= 10_000:
-                break
         per_call = max(min(warm_time / warm_calls, last), 1e-9)
         if self.fresh is not None:
             self.fresh.calibrated(per_call, batched=settings.mode == "throughput" and self.sync is not None)

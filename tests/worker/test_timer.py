@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from arraybench.worker.sampling import Draw, Sampling, TimerSettings, interleave
+from arraybench.worker.sampling import MAX_WARMUP_CALLS, Draw, Sampling, TimerSettings, interleave, warmed_up
 from arraybench.worker.timer import Timer
 
 
@@ -326,3 +326,12 @@ def test_the_timer_and_its_sampling_do_not_import_each_other_and_a_worker_never_
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_warm_up_rule_wants_its_time_in_two_calls_unless_the_one_is_slow():
+    s = TimerSettings(warmup_s=0.02)
+    assert not warmed_up(0, 0.0, 0.0, s)
+    assert not warmed_up(1, 0.05, 0.05, s)  # one call of 50 ms: time enough, but one call
+    assert warmed_up(1, 0.15, 0.15, s)  # one slow call is its own warm-up
+    assert not warmed_up(2, 0.015, 0.005, s) and warmed_up(2, 0.025, 0.005, s)
+    assert warmed_up(MAX_WARMUP_CALLS, 1e-4, 1e-8, s)
