@@ -22,12 +22,12 @@ from .executors.cluster import check_options as check_cluster_options
 from .model.context import parse_context
 from .errors import UsageError, option_name, unknown_name
 from .model.results import LEGACY_NAMES, legacy_names
-from .options import DTYPES, OPTION_NAMES, RunOptions, parse_sizes, validate
+from .model.options import DTYPES, OPTION_NAMES, RunOptions, parse_sizes
 from .lifecycle import ContextLabels, execute, reporter_for, resume
-from .plan import Cell, Plan, build_plan
-from .reporter import Reporter
+from .plan import Cell, Plan, build_plan, validate
+from .model.reporter import Reporter
 from .model.results import Results, load, resolve
-from .session import Interrupted
+from .executors.session import Interrupted
 from .store.keeping import StoreChoice
 from .workloads.definition import Workload
 from .workloads.registry import BUILTIN, REGISTRY, register

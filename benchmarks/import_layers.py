@@ -7,9 +7,12 @@ each other both ways, modules and lines, modules over 400 lines (the figures of 
 import ast, sys
 from pathlib import Path
 root = Path(sys.argv[1]) / "arraybench"
-# Lower layers first: a module may import its own layer or lower ones.
-LAYERS = ["numeric", "errors", "units", "files", "model", "workloads", "backends", "host", "worker",
-          "executors", "store", "analysis", "render", "TOP", "commands", "pytest"]
+# Lower layers first: a module may import its own layer or lower ones. The order is the code's
+# own direction: backends never import workloads (workloads take their library's Backend), the
+# model is made of workloads' params and backends' names, and analysis reads only the model, so
+# the executors and the store, which run and keep a run, sit above it.
+LAYERS = ["numeric", "errors", "units", "files", "backends", "workloads", "model", "host", "analysis",
+          "worker", "executors", "store", "render", "TOP", "commands", "pytest"]
 def folder(mod):
     parts = mod.split(".")
     if len(parts) > 2 and (root / parts[1]).is_dir(): return parts[1]

@@ -21,7 +21,7 @@ from arraybench.cli import main
 from arraybench.errors import UsageError
 from arraybench.host import environments
 from arraybench.model.cell import config_label
-from arraybench.options import RunOptions
+from arraybench.model.options import RunOptions
 from arraybench.model.cell import cell_key
 
 from .conftest import FAST, run_cli

@@ -69,7 +69,7 @@ def percent(text: str) -> float:
 def processes(text: str) -> tuple[int, int | None]:
     """``--processes``: ``auto`` (the default range), ``N`` (exactly N) or ``MIN:MAX`` (adaptive)
     -> ``(least, most)``; ``most`` is None for a fixed count."""
-    from ..options import RunOptions
+    from ..model.options import RunOptions
 
     raw = text.strip().lower()
     if raw == "auto":

@@ -13,8 +13,8 @@ import sys
 from .. import api
 from ..render.terminal import console as safe_console
 from ..files import write_atomic
-from ..options import RunOptions
-from ..session import Interrupted
+from ..model.options import RunOptions
+from ..executors.session import Interrupted
 from .argtypes import csv_list
 from .run import reporter_for
 

@@ -34,7 +34,7 @@ def main(args: argparse.Namespace) -> int:
     from ..errors import SaveError
     from ..outdir import claim_for_report, prepare
     from ..render import report
-    from ..store.identity import run_id
+    from ..model.identity import run_id
     from ..store.keeping import history_of_run
     from ..store.refs import load_run
 

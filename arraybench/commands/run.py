@@ -21,11 +21,11 @@ from ..outdir import resume_command
 from ..model.journal import JOURNAL_NAME, JournalState
 from ..model.journal import read as read_journal
 from ..backends import SPECS
-from ..options import ALLOCATOR_CHOICES, DTYPES, RunOptions, parse_sizes
-from ..reporter import Reporter
+from ..model.options import ALLOCATOR_CHOICES, DTYPES, RunOptions, parse_sizes
+from ..model.reporter import Reporter
 from ..model.results import Results
-from ..run_state import RunState
-from ..session import Interrupted
+from ..analysis.run_state import RunState
+from ..executors.session import Interrupted
 from ..workloads.userfile import LoadedFiles
 from ..model.context import parse_context
 from ..render.terminal import console as safe_console

@@ -103,7 +103,7 @@ class ArraybenchRun:
 
     def __call__(self, workload: Any, **options: Any) -> Any:
         from ..errors import UsageError, printable
-        from ..session import Interrupted
+        from ..executors.session import Interrupted
 
         refused, stopped = "", None
         try:

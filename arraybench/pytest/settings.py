@@ -161,7 +161,8 @@ def read(get: Callable[[str], Any]) -> Settings:
 
 def _check_backends(names: list[str]) -> None:
     """The library names as ``arraybench run --backends`` checks them (without importing one)."""
-    from ..options import RunOptions, validate
+    from ..model.options import RunOptions
+    from ..plan import validate
 
     if not names:
         raise UsageError("--arraybench-backends names no library; e.g. --arraybench-backends=numpy,torch")

@@ -65,7 +65,7 @@ class Suite:
         """One ``arraybench.run`` of ``workload`` for test ``test``; ``options`` are its keywords
         (the marker's and the call's), over the command line's. ``UsageError`` for a bad one."""
         from .. import api
-        from ..session import Interrupted
+        from ..executors.session import Interrupted
         from ..workloads.definition import Workload, define
 
         for name, whose in _THE_SESSIONS.items():
@@ -212,7 +212,7 @@ class Suite:
     def _store(self, results: "Results") -> str:
         """Store the run; where the store cannot take it, keep it in a results.json and say so."""
         from ..store import StoreWarning, describe_location, resolve_location
-        from ..store.identity import run_id
+        from ..model.identity import run_id
         from ..store.keeping import store_run
 
         with warnings.catch_warnings(record=True) as caught:
