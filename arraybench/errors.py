@@ -59,7 +59,7 @@ def unknown_name(kind: str, name: str, valid: Sequence[str], *, listed: Sequence
 
 
 #: Who is asking, so that a message names an option as its reader typed it: ``"python"`` (the
-#: API's keywords, the default) or ``"command line"`` (set by ``cli.main`` for its command). A
+#: API's keywords, the default) or ``"command line"`` (set by ``commands/main.main`` for its command). A
 #: process-wide setting, not a context variable: the run's threads must see the command's.
 _CALLER = ["python"]
 

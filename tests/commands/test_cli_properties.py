@@ -17,7 +17,7 @@ from arraybench import backends
 from arraybench.model import options as plan
 from arraybench.plan import validate
 from arraybench.plan import build_plan
-from arraybench.cli import parse
+from arraybench.commands.main import parse
 from arraybench.commands.run import plan_from_args, resume_state
 from arraybench.errors import UsageError
 from arraybench.model.journal import JournalState

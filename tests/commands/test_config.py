@@ -78,7 +78,7 @@ def test_a_bad_project_file_is_one_line_and_exit_2(tmp_path: Path, text: str, me
 
 
 def test_resume_refuses_an_option_typed_even_when_it_equals_the_default(tmp_path: Path, capsys):
-    from arraybench.cli import main
+    from arraybench.commands.main import main
 
     folder = project(tmp_path, "[tool.arraybench]\ndtype = 'float32'\n")
     from arraybench.model import journal

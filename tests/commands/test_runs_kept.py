@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 import arraybench
-from arraybench import cli, config
+from arraybench import config
+from arraybench.commands import main as cli
 from arraybench.commands.storeargs import run_store_choice
 from arraybench.errors import UsageError, unknown_name
 from arraybench.outdir.own_files import clear_previous

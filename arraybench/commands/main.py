@@ -19,10 +19,10 @@ import sys
 import warnings
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .errors import SaveError, UsageError, one_line
+from ..errors import SaveError, UsageError, one_line
 
 if TYPE_CHECKING:
-    from . import config
+    from .. import config
 
 PROG = "arraybench"
 
@@ -92,7 +92,7 @@ def _suggesting(message: str) -> str:
     you mean 'run'?`` (argparse suggests nothing before Python 3.14)."""
     import re
 
-    from .errors import unknown_name
+    from ..errors import unknown_name
 
     m = re.fullmatch(r"argument (\S+): invalid choice: '(.*)' \(choose from (.*)\)", message)
     if not m:
@@ -103,10 +103,17 @@ def _suggesting(message: str) -> str:
     return unknown_name(kind, given, choices)
 
 
+def commands() -> tuple[Any, ...]:
+    """The command modules, in the order ``--help`` lists them; imported here, not with the
+    package, so that loading the command line stays light until ``main`` runs."""
+    from . import (catalog, compare, doctor, export, history, info, merge, numerics, report, run, store,
+                   sweep)
+
+    return (run, sweep, report, compare, numerics, history, merge, store, export, catalog, info, doctor)
+
+
 def build_parser(defaults: config.ProjectDefaults | None = None) -> argparse.ArgumentParser:
     """The parser of every command, with a project's defaults applied to ``run`` and ``sweep``."""
-    from .commands import COMMANDS
-
     parser = _Parser(
         prog=PROG,
         description="Which array library is fastest on your machine, for your workload, and why.",
@@ -114,7 +121,7 @@ def build_parser(defaults: config.ProjectDefaults | None = None) -> argparse.Arg
     )
     parser.add_argument("--version", "-V", action="version", version=f"{PROG} {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for command in COMMANDS:
+    for command in commands():
         command.register(sub)
     if defaults is not None and defaults.values:
         for name in CONFIGURED:
@@ -153,7 +160,7 @@ def typed_options(argv: Sequence[str]) -> set[str]:
 
 def parse(argv: Sequence[str], defaults: config.ProjectDefaults | None = None) -> argparse.Namespace:
     """Parse a command line: the options, plus ``typed`` (what the user gave) and ``project``."""
-    from . import config
+    from .. import config
 
     args = build_parser(defaults).parse_args(list(argv))
     args.typed = typed_options(argv)
@@ -171,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         def show(message: Any, category: type[Warning], filename: str, lineno: int,
                  file: Any = None, line: str | None = None) -> None:
             """arraybench's own warnings (a run that could not be stored) as one line."""
-            from .store.errors import StoreWarning
+            from ..store.errors import StoreWarning
 
             if issubclass(category, StoreWarning):
                 print(f"{PROG}: warning: {message}", file=sys.stderr)
@@ -210,7 +217,7 @@ def _end_despite_threads(status: int) -> None:
 def _main(argv: list[str]) -> int:
     try:
         _tolerant_terminal()
-        from .errors import command_line
+        from ..errors import command_line
 
         with command_line():  # messages name options as typed: --processes, not processes=
             return _command(argv)
@@ -238,7 +245,7 @@ def _main(argv: list[str]) -> int:
 
 def _command(argv: list[str]) -> int:
     """Parse ``argv`` and run its command (``_main`` turns what goes wrong into one line)."""
-    from . import config
+    from .. import config
 
     if not argv:  # as git, pip and pytest-benchmark's users expect: help, not a long run
         build_parser().print_help()
