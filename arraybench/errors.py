@@ -151,3 +151,8 @@ class SaveError(Exception):
         """``could not write PATH (No space left on device)`` from an ``OSError``."""
         path = what if what is not None else (exc.filename or "a file")
         return cls(f"could not write {path} ({exc.strerror or exc})", path)
+
+
+class StoreWarning(UserWarning):
+    """A run that could not be stored: it is kept all the same (results.json). Here, not in
+    ``store/``, because the command line shows it as one line without importing the store."""

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ..errors import SaveError, UsageError, one_line
 
 if TYPE_CHECKING:
-    from .. import config
+    from ..api import ProjectDefaults
 
 PROG = "arraybench"
 
@@ -112,7 +112,7 @@ def commands() -> tuple[Any, ...]:
     return (run, sweep, report, compare, numerics, history, merge, store, export, catalog, info, doctor)
 
 
-def build_parser(defaults: config.ProjectDefaults | None = None) -> argparse.ArgumentParser:
+def build_parser(defaults: ProjectDefaults | None = None) -> argparse.ArgumentParser:
     """The parser of every command, with a project's defaults applied to ``run`` and ``sweep``."""
     parser = _Parser(
         prog=PROG,
@@ -158,13 +158,13 @@ def typed_options(argv: Sequence[str]) -> set[str]:
     return {k for k, v in vars(args).items() if not (type(v) is _Unset and not v)}
 
 
-def parse(argv: Sequence[str], defaults: config.ProjectDefaults | None = None) -> argparse.Namespace:
+def parse(argv: Sequence[str], defaults: ProjectDefaults | None = None) -> argparse.Namespace:
     """Parse a command line: the options, plus ``typed`` (what the user gave) and ``project``."""
-    from .. import config
+    from ..api import ProjectDefaults
 
     args = build_parser(defaults).parse_args(list(argv))
     args.typed = typed_options(argv)
-    args.project = defaults or config.ProjectDefaults()
+    args.project = defaults or ProjectDefaults()
     return args
 
 
@@ -178,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         def show(message: Any, category: type[Warning], filename: str, lineno: int,
                  file: Any = None, line: str | None = None) -> None:
             """arraybench's own warnings (a run that could not be stored) as one line."""
-            from ..store.errors import StoreWarning
+            from ..errors import StoreWarning
 
             if issubclass(category, StoreWarning):
                 print(f"{PROG}: warning: {message}", file=sys.stderr)
@@ -245,7 +245,7 @@ def _main(argv: list[str]) -> int:
 
 def _command(argv: list[str]) -> int:
     """Parse ``argv`` and run its command (``_main`` turns what goes wrong into one line)."""
-    from .. import config
+    from ..api import find_project, project_defaults
 
     if not argv:  # as git, pip and pytest-benchmark's users expect: help, not a long run
         build_parser().print_help()
@@ -256,7 +256,7 @@ def _command(argv: list[str]) -> int:
         if option in run_options:
             raise UsageError(f"{option} is an option of a command: arraybench run {' '.join(argv)}")
     argv = renamed(argv)
-    defaults = config.load(_run_parser(), config.find())
+    defaults = project_defaults(_run_parser(), find_project())
     args = parse(argv, defaults)
     if args.command is None:
         build_parser(defaults).print_help()
