@@ -16,7 +16,7 @@ import os
 import warnings
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from .executors.cluster import check_options as check_cluster_options
 from .model.context import parse_context
@@ -321,8 +321,6 @@ def compare(base: Results | str | os.PathLike[str], new: Results | str | os.Path
     file or its folder, or a run in the results store (``store``: its location, None for the
     default) named by its id, ``"last"`` or ``"last~1"``: ``compare("last~1", "last")``. Runs from
     different machines raise ``machines.CrossMachineError`` unless ``cross_machine``."""
-    from .store.refs import load_run
-
     a = base if isinstance(base, Results) else load_run(base, store)
     b = new if isinstance(new, Results) else load_run(new, store)
     return b.compare(a, threshold=threshold, alpha=alpha, cross_machine=cross_machine)
@@ -337,7 +335,6 @@ def merge(runs: Sequence[Results | str | os.PathLike[str]], *, labels: Sequence[
     ``environment["machines"]``. With ``output_dir``, writes results.json and the whole report
     there."""
     from .model.merge import default_label, merge as merge_runs
-    from .outdir import claim_for_report
 
     loaded: list[Results] = []
     names: list[str] = []
