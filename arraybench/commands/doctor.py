@@ -35,4 +35,4 @@ def main(args: argparse.Namespace) -> int:
     if not doctor_configs(args.backends, args.devices):
         raise UsageError("the selection gives nothing to check (check --backends against --devices)")
     return doctor(list(dict.fromkeys(args.backends)), list(dict.fromkeys(args.devices)), args.timeout,
-                       json_lines=args.json)
+                  json_lines=args.json)
