@@ -5,7 +5,7 @@ Every option of ``arraybench run`` works here too.
 
 import sys
 
-from arraybench.cli import main
+from arraybench.commands.main import main
 
 if __name__ == "__main__":
     sys.exit(main(["run", *sys.argv[1:]]))

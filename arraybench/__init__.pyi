@@ -8,9 +8,9 @@ from .errors import ResultsError as ResultsError, SaveError as SaveError, UsageE
 from .model.record import Record as Record
 from .model.replicate import Replicate as Replicate
 from .model.results import Results as Results
-from .options import RunOptions as RunOptions
-from .reporter import Reporter as Reporter
-from .session import Interrupted as Interrupted
+from .model.options import RunOptions as RunOptions
+from .model.reporter import Reporter as Reporter
+from .executors.session import Interrupted as Interrupted
 from .workloads.check import Check as Check
 from .workloads.definition import Work as Work, Workload as Workload
 from .workloads.inputs import fixed as fixed

@@ -16,26 +16,56 @@ import os
 import warnings
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from .executors.cluster import check_options as check_cluster_options
 from .model.context import parse_context
-from .errors import UsageError, option_name, unknown_name
+from .errors import StoreWarning, UsageError, option_name, unknown_name
 from .model.results import LEGACY_NAMES, legacy_names
-from .options import DTYPES, OPTION_NAMES, RunOptions, parse_sizes, validate
+from .model.options import DTYPES, OPTION_NAMES, RunOptions, parse_sizes
 from .lifecycle import ContextLabels, execute, reporter_for, resume
-from .plan import Cell, Plan, build_plan
-from .reporter import Reporter
+from .plan import Cell, Plan, build_plan, validate
+from .model.reporter import Reporter
 from .model.results import Results, load, resolve
-from .session import Interrupted
+from .executors.session import Interrupted
 from .store.keeping import StoreChoice
 from .workloads.definition import Workload
 from .workloads.registry import BUILTIN, REGISTRY, register
 from .workloads.shipping import needs_shipping, pack
 from .workloads.userfile import load_files
 
-if TYPE_CHECKING:
-    from .analysis.compare import Comparison
+# What the commands and the pytest plugin use beside the functions below: they import nothing of
+# arraybench but this module, rendering and errors (tests/test_architecture.py), so that they stay
+# adapters and a notebook reaches every behaviour they do. Each name keeps its own home's meaning.
+from .analysis.compare import DEFAULT_ALPHA, DEFAULT_THRESHOLD, Comparison
+from .analysis.gate import gate_failures
+from .analysis.history import DEFAULT_FDR, history
+from .analysis.pairs import against_regressions
+from .analysis.run_state import RunState
+from .backends import DEVICES, SPECS
+from .config import ProjectDefaults, find as find_project, load as project_defaults
+from .executors import cluster_nodes
+from .executors.doctor import configs as doctor_configs, main as doctor
+from .executors.pool import WorkerPool, sharing
+from .executors.probe import probe_backends
+from .files import write_atomic
+from .host.against import HERE, export as export_ref
+from .host.environments import parse_python, parse_variant
+from .host.machine import collect as collect_machine
+from .model.identity import run_id
+from .model.journal import JOURNAL_NAME, JournalState, read as read_journal
+from .model.machines import cross_machine_pairs, machine_id_of
+from .model.merge import same_machine_notes
+from .model.options import ALLOCATOR_CHOICES
+from .outdir import claim_for_report, prepare as prepare_folder, resume_command
+from .store import StoreError, describe_location, open_store, resolve_location
+from .store.baseline import check_choice, check_named, find as find_baseline
+from .store.keeping import history_of_run, store_run
+from .store.location import redact
+from .store.refs import load_run, this_machine
+from .units import format_change, format_ratio
+from .workloads.definition import define
+from .workloads.userfile import LoadedFiles
 
 
 __all__ = ["Interrupted", "Plan", "compare", "load_files", "load_results", "numerics", "plan", "resume",
@@ -291,8 +321,6 @@ def compare(base: Results | str | os.PathLike[str], new: Results | str | os.Path
     file or its folder, or a run in the results store (``store``: its location, None for the
     default) named by its id, ``"last"`` or ``"last~1"``: ``compare("last~1", "last")``. Runs from
     different machines raise ``machines.CrossMachineError`` unless ``cross_machine``."""
-    from .store.refs import load_run
-
     a = base if isinstance(base, Results) else load_run(base, store)
     b = new if isinstance(new, Results) else load_run(new, store)
     return b.compare(a, threshold=threshold, alpha=alpha, cross_machine=cross_machine)
@@ -307,7 +335,6 @@ def merge(runs: Sequence[Results | str | os.PathLike[str]], *, labels: Sequence[
     ``environment["machines"]``. With ``output_dir``, writes results.json and the whole report
     there."""
     from .model.merge import default_label, merge as merge_runs
-    from .outdir import claim_for_report
 
     loaded: list[Results] = []
     names: list[str] = []

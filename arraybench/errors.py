@@ -59,7 +59,7 @@ def unknown_name(kind: str, name: str, valid: Sequence[str], *, listed: Sequence
 
 
 #: Who is asking, so that a message names an option as its reader typed it: ``"python"`` (the
-#: API's keywords, the default) or ``"command line"`` (set by ``cli.main`` for its command). A
+#: API's keywords, the default) or ``"command line"`` (set by ``commands/main.main`` for its command). A
 #: process-wide setting, not a context variable: the run's threads must see the command's.
 _CALLER = ["python"]
 
@@ -151,3 +151,8 @@ class SaveError(Exception):
         """``could not write PATH (No space left on device)`` from an ``OSError``."""
         path = what if what is not None else (exc.filename or "a file")
         return cls(f"could not write {path} ({exc.strerror or exc})", path)
+
+
+class StoreWarning(UserWarning):
+    """A run that could not be stored: it is kept all the same (results.json). Here, not in
+    ``store/``, because the command line shows it as one line without importing the store."""

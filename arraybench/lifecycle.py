@@ -17,15 +17,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence, Union
 
 from .model.context import parse_context
-from .errors import SaveError, UsageError, one_line
+from .errors import SaveError, StoreWarning, UsageError, one_line
 from .outdir import resume_command
-from .options import RunOptions, validate
-from .plan import Plan
-from .reporter import Reporter
+from .model.options import RunOptions
+from .plan import Plan, validate
+from .model.reporter import Reporter
 from .model.results import Results
-from .run_state import RunState
-from .session import Interrupted, Session
-from .store.errors import StoreWarning
+from .analysis.run_state import RunState
+from .executors.session import Interrupted, Session
 from .store.keeping import StoreChoice, store_run
 from .workloads.fingerprint import check_code, code_of
 from .workloads.registry import REGISTRY

@@ -324,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     env = child_env(site)
     # find_spec saw each package; importing them all (and arraybench) also finds what they need.
-    probe = subprocess.run([sys.executable, "-c", "import arraybench.cli, rich.console, jinja2, scipy.stats, "
+    probe = subprocess.run([sys.executable, "-c", "import arraybench.commands.main, rich.console, jinja2, scipy.stats, "
                             + ", ".join(DEPENDENCIES)], capture_output=True, text=True, env=env)
     if probe.returncode != 0:
         last = (probe.stderr.strip().splitlines() or ["?"])[-1]

@@ -7,10 +7,16 @@ each other both ways, modules and lines, modules over 400 lines (the figures of 
 import ast, sys
 from pathlib import Path
 root = Path(sys.argv[1]) / "arraybench"
-# Lower layers first: a module may import its own layer or lower ones.
-LAYERS = ["numeric", "errors", "units", "files", "model", "workloads", "backends", "host", "worker",
-          "executors", "store", "analysis", "render", "TOP", "commands", "pytest"]
+# Lower layers first: a module may import its own layer or lower ones. The order is the code's
+# own direction: backends never import workloads (workloads take their library's Backend), the
+# model is made of workloads' params and backends' names, and analysis reads only the model, so
+# the executors and the store, which run and keep a run, sit above it.
+LAYERS = ["numeric", "errors", "units", "files", "backends", "workloads", "model", "host", "analysis",
+          "worker", "executors", "store", "render", "TOP", "commands", "pytest"]
 def folder(mod):
+    # ``python -m arraybench`` is the command line: __main__ must lie at the top, but it is
+    # the commands' entry point (commands/main), not a module of the run.
+    if mod == "arraybench.__main__": return "commands"
     parts = mod.split(".")
     if len(parts) > 2 and (root / parts[1]).is_dir(): return parts[1]
     if len(parts) == 2 and (root / parts[1]).is_dir(): return parts[1]
@@ -30,7 +36,10 @@ for name, p in M.items():
                 base = pkg.split(".")[: len(pkg.split(".")) - (n.level - 1)]
                 t = ".".join(base + ([n.module] if n.module else []))
             else: t = n.module or ""
-            targets = [t] + [f"{t}.{a.name}" for a in n.names if f"{t}.{a.name}" in M]
+            subs = [f"{t}.{a.name}" for a in n.names if f"{t}.{a.name}" in M]
+            # ``from .. import backends`` imports the backends package; the root package it is
+            # named through imports nothing (its public names load lazily), so it is no upward edge.
+            targets = subs if subs and t == root.name else [t] + subs
         elif isinstance(n, ast.Import): targets = [a.name for a in n.names]
         else: continue
         for t in targets:

@@ -72,7 +72,7 @@ WORKER_CHILD = _INPUTS + """
 import json, dataclasses
 from arraybench import backends
 from arraybench.analysis.replication import timer_settings
-from arraybench.options import RunOptions
+from arraybench.model.options import RunOptions
 from arraybench.model.cell import Cell
 from arraybench.worker.prepare import ReferenceCache, finish, prepare
 from arraybench.worker.sampling import interleave

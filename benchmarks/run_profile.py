@@ -122,7 +122,7 @@ def main(argv: list[str]) -> int:
     worker_process.WorkerProcess.wait_started = _wait_started  # type: ignore[method-assign]
     started = time.monotonic()
     if argv[0] == "run":
-        from arraybench.cli import main as arraybench_main
+        from arraybench.commands.main import main as arraybench_main
 
         code = arraybench_main(argv)
     else:

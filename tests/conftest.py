@@ -94,14 +94,14 @@ _USER_MODULES = "arraybench_user_"
 
 
 def run_here(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    """The real command line (``cli.main``) in this process, as ``run_cli`` returns it: for a
+    """The real command line (``commands.main.main``) in this process, as ``run_cli`` returns it: for a
     command that refuses or only reads, or a run whose test looks at its results, where starting
     an interpreter costs more than the test. As in a fresh interpreter, no workload file is
     imported yet when it starts (the test's own imports of them are set aside for its time), and
     what the files it loads leave (workloads, modules, ``sys.path``) is forgotten after it.
     ``env`` sets variables for the command's time (None: unset), as run_cli's does; not for what
     a process reads as it starts (PYTHONIOENCODING, PYTHONPATH): that takes run_cli."""
-    from arraybench.cli import main
+    from arraybench.commands.main import main
     from arraybench.render.terminal import TABLE_WIDTH
     from arraybench.workloads import REGISTRY
 

@@ -183,7 +183,7 @@ def _python(code: str) -> subprocess.CompletedProcess:
 
 
 def test_a_plain_run_never_imports_ray():
-    code = ("import sys; from arraybench.cli import build_parser; "
+    code = ("import sys; from arraybench.commands.main import build_parser; "
             "from arraybench.commands.run import plan_from_args; "
             "import arraybench.api, arraybench.executors, arraybench.executors.cluster; "
             "plan_from_args(build_parser().parse_args(['run'])); print('ray' in sys.modules)")
@@ -218,7 +218,7 @@ def test_a_table_and_the_html_report_never_import_matplotlib():
 
 
 def test_planning_a_run_from_the_command_line_imports_no_array_library_but_numpy():
-    code = ("import sys; from arraybench.cli import build_parser; "
+    code = ("import sys; from arraybench.commands.main import build_parser; "
             "from arraybench.commands.run import plan_from_args; "
             "p = plan_from_args(build_parser().parse_args(['run'])); "
             "print(len(p.cells), [m for m in ('torch', 'jax', 'cupy', 'mlx', 'numba', 'matplotlib') "
@@ -305,3 +305,35 @@ def test_no_module_is_longer_than_a_reader_takes_in_at_one_sitting():
     long = {name: n for name, path in _modules().items()
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
     assert long == {}, f"split these along a seam (one concept per module): {long}"
+
+
+#: What the commands and the pytest plugin may import of arraybench: the public API (``api``, and
+#: the package's public names), rendering, errors, and their own modules. Everything else they
+#: need, the API offers, so that a notebook, a command and a pytest session get one behaviour.
+API_BOUNDARY = ("arraybench.api", "arraybench.render", "arraybench.errors")
+
+
+def _beyond_the_api(name: str, found: set[str]) -> set[str]:
+    # The plugin reads its options with the command line's value types (``commands/argtypes``),
+    # named through the commands' package, which imports none of them.
+    own = ("arraybench.commands",) if name.startswith("arraybench.commands") else (
+        "arraybench.pytest", "arraybench.commands.argtypes")
+    bare = {"arraybench", "arraybench.commands"}
+    return {m for m in found if m.startswith("arraybench.") and m not in bare
+            and not any(m == p or m.startswith(p + ".") for p in (*API_BOUNDARY, *own))}
+
+
+def test_the_boundary_finder_finds_an_internal_import():
+    assert _beyond_the_api("arraybench.commands.run", {"arraybench.model.journal"}) == {"arraybench.model.journal"}
+    assert _beyond_the_api("arraybench.pytest.suite", {"arraybench.commands.run"}) == {"arraybench.commands.run"}
+    assert _beyond_the_api("arraybench.commands.run", {"arraybench", "arraybench.api", "arraybench.render.report",
+                                                       "arraybench.errors", "arraybench.commands.argtypes",
+                                                       "arraybench.apiary"}) == {"arraybench.apiary"}
+
+
+def test_the_commands_and_the_pytest_plugin_import_only_the_api():
+    modules = _modules()
+    beyond = {name: sorted(_beyond_the_api(name, imports(path, name, modules)))
+              for name, path in modules.items()
+              if name.startswith(("arraybench.commands", "arraybench.pytest"))}
+    assert {name: found for name, found in beyond.items() if found} == {}

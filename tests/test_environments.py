@@ -17,11 +17,11 @@ import numpy
 import pytest
 
 import arraybench
-from arraybench.cli import main
+from arraybench.commands.main import main
 from arraybench.errors import UsageError
 from arraybench.host import environments
 from arraybench.model.cell import config_label
-from arraybench.options import RunOptions
+from arraybench.model.options import RunOptions
 from arraybench.model.cell import cell_key
 
 from .conftest import FAST, run_cli
@@ -238,7 +238,7 @@ def test_without_environments_nothing_changes():
 
 def test_a_project_file_sets_environments(tmp_path):
     from arraybench import config
-    from arraybench.cli import build_parser
+    from arraybench.commands.main import build_parser
 
     project = tmp_path / "pyproject.toml"
     project.write_text(f'[tool.arraybench]\npython = ["np2={sys.executable}"]\n'

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import arraybench
-from arraybench.cli import main
+from arraybench.commands.main import main
 from arraybench.errors import UsageError
 
 from .conftest import run_cli, run_here

@@ -10,13 +10,16 @@ import abc
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Literal
 
 import numpy as np
 
-from ..model.replicate import Gradient
 from .device_timer import DeviceTimer
 from .gpu_monitor import GpuMonitor, open_monitor
+
+#: How a gradient was computed, where the workload is one (``grad=True``): a backend's own way
+#: (``Backend.gradient``), and a replicate's record of it (``model/replicate``).
+Gradient = Literal["autodiff", "finite_differences", "analytic"]
 
 
 def tf32_in_effect(allowed: bool, dtype: str, compute_capability: tuple[int, int] | None) -> bool:

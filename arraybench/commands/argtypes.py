@@ -69,7 +69,7 @@ def percent(text: str) -> float:
 def processes(text: str) -> tuple[int, int | None]:
     """``--processes``: ``auto`` (the default range), ``N`` (exactly N) or ``MIN:MAX`` (adaptive)
     -> ``(least, most)``; ``most`` is None for a fixed count."""
-    from ..options import RunOptions
+    from ..api import RunOptions
 
     raw = text.strip().lower()
     if raw == "auto":
@@ -103,7 +103,7 @@ def assignment(text: str) -> tuple[str, str]:
 
 def python_assignment(text: str) -> tuple[str, str]:
     """``--python LABEL=INTERPRETER`` -> ``(LABEL, INTERPRETER)``."""
-    from ..host.environments import parse_python
+    from ..api import parse_python
 
     try:
         return parse_python(text)
@@ -113,7 +113,7 @@ def python_assignment(text: str) -> tuple[str, str]:
 
 def variant_assignment(text: str) -> tuple[str, dict[str, str]]:
     """``--variant LABEL:VAR=VALUE[,VAR=VALUE]`` -> ``(LABEL, {VAR: VALUE})``."""
-    from ..host.environments import parse_variant
+    from ..api import parse_variant
 
     try:
         return parse_variant(text)

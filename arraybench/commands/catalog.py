@@ -22,12 +22,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def catalog(workload_files: list[str] = ()) -> tuple[list[dict[str, Any]], list[str]]:
     """Every known workload (name, sizes, what it measures, how it is checked, its work per call),
     and the errors of the files that did not load."""
-    from .. import workloads
-    from ..workloads.userfile import load_files
+    from ..api import REGISTRY, load_files
 
     loaded = load_files(list(workload_files))
     out = []
-    for name, wl in workloads.REGISTRY.items():
+    for name, wl in REGISTRY.items():
         work, settings = {}, {}
         for label, n in wl.sizes.items():
             try:  # the user's params= and work= run here; one that raises is left out of the list

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..analysis.gate import gate_failures
+from ..api import gate_failures
 from ..errors import SaveError, UsageError
 from ..render.terminal import stdout_console
 from .argtypes import fraction, percent
@@ -13,7 +13,7 @@ from .storeargs import add_store_option, store_location
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..analysis.compare import DEFAULT_ALPHA, DEFAULT_THRESHOLD
+    from ..api import DEFAULT_ALPHA, DEFAULT_THRESHOLD
 
     p = sub.add_parser(
         "compare", help="compare two runs cell by cell: faster, slower or not significant",
@@ -51,9 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from .. import api
-    from ..model.machines import cross_machine_pairs
+    from ..api import cross_machine_pairs, load_run
     from ..render.comparison import print_comparison
-    from ..store.refs import load_run
 
     if args.memory and args.fail_above is None:  # before any work: the gate would be silently off
         raise UsageError("--memory gates peak memory with --fail-above's limit: add --fail-above "
@@ -64,7 +63,7 @@ def main(args: argparse.Namespace) -> int:
     across = cross_machine_pairs(base, new)
     out = None
     if args.output_dir:
-        from ..outdir import prepare
+        from ..api import prepare_folder as prepare
 
         out = prepare(args.output_dir, overwrite=True)
     if args.json:
@@ -78,7 +77,7 @@ def main(args: argparse.Namespace) -> int:
     console = stdout_console()
     print_comparison(comparison, console, across)
     if out is not None:
-        from ..files import write_atomic
+        from ..api import write_atomic
         from ..render.compare_plot import compare_plot
         from ..render.markdown import comparison_markdown
 

@@ -8,7 +8,7 @@ from .argtypes import csv_list, positive_float
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..backends import DEVICES, SPECS
+    from ..api import DEVICES, SPECS
 
     p = sub.add_parser("doctor", help="check that timing (against each library's own timer), sync, precision, "
                                       "memory, clocks and transfers behave on this machine (run it first on a GPU)")
@@ -23,8 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..executors import doctor
-    from ..backends import DEVICES, SPECS
+    from ..api import DEVICES, SPECS, doctor, doctor_configs
     from ..errors import UsageError, unknown_name
 
     for kind, given, valid in (("backend", args.backends, SPECS), ("device", args.devices, DEVICES)):
@@ -33,7 +32,7 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError(unknown_name(kind, unknown[0], list(valid)))
         if not given:
             raise UsageError(f"no {kind} selected; valid: {', '.join(valid)}")
-    if not doctor.configs(args.backends, args.devices):
+    if not doctor_configs(args.backends, args.devices):
         raise UsageError("the selection gives nothing to check (check --backends against --devices)")
-    return doctor.main(list(dict.fromkeys(args.backends)), list(dict.fromkeys(args.devices)), args.timeout,
-                       json_lines=args.json)
+    return doctor(list(dict.fromkeys(args.backends)), list(dict.fromkeys(args.devices)), args.timeout,
+                  json_lines=args.json)

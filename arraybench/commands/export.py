@@ -31,9 +31,8 @@ def main(args: argparse.Namespace) -> int:
     import sys
 
     from ..errors import UsageError
-    from ..files import write_atomic
+    from ..api import load_run, write_atomic
     from ..render.exports import export_text
-    from ..store.refs import load_run
 
     # Named as every other command names a run: a folder, a file, or one in the store.
     text = export_text(load_run(args.results, store_location(args)), args.format)

@@ -16,15 +16,12 @@ import re
 import sys
 
 from ..errors import UsageError
-from ..model.machines import machine_id_of
-from ..store.refs import load_run, this_machine
-from ..units import format_change
+from ..api import format_change, load_run, machine_id_of, this_machine
 from .argtypes import csv_list, fraction, percent, positive_int
 from .storeargs import add_store_option, store_location
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..analysis.compare import DEFAULT_THRESHOLD
-    from ..analysis.history import DEFAULT_FDR
+    from ..api import DEFAULT_FDR, DEFAULT_THRESHOLD
     from ..render.history import DEFAULT_LAST
 
     p = sub.add_parser("history", help="each cell's results over the stored runs, with the steps in them",
@@ -85,10 +82,9 @@ def parse_since(text: str | None, now: _dt.datetime | None = None) -> str | None
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..analysis.history import history
+    from ..api import history, open_store
     from ..render.history import print_history
     from ..render.terminal import stdout_console
-    from ..store import open_store
 
     machine = this_machine() if args.machine == "this" else args.machine
     since = parse_since(args.since)
@@ -127,7 +123,7 @@ def main(args: argparse.Namespace) -> int:
         if not args.no_plots:
             console.print("[dim]add --output-dir DIR to write each workload's plot (history_<workload>.svg)[/]")
     elif not args.no_plots:
-        from ..outdir import prepare
+        from ..api import prepare_folder as prepare
         from ..render.history_plot import write_history_plots
 
         out = prepare(args.output_dir, overwrite=True)
@@ -163,7 +159,7 @@ def regression_lines(found, limit: float) -> list[str]:
 
 def _up_to(target, entries: list, runs: dict) -> list:
     """The entries of ``target``'s own cells, from runs that started no later than it."""
-    from ..store.identity import run_id
+    from ..api import run_id
 
     cells = {r.key for r in target.records}
     own = runs.get(run_id(target))

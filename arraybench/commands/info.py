@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cluster_main(args: argparse.Namespace) -> int:
     """``info --cluster``: each node, asked on the node itself."""
-    from ..executors import cluster_nodes
+    from ..api import cluster_nodes
     from ..render.cluster import nodes_json, nodes_table
     from ..render.terminal import console as safe_console
 
@@ -44,7 +44,7 @@ def project_defaults(project: Any) -> dict[str, Any]:
 
 def _redacted(value: object) -> object:
     """A project option's value as shown: passwords in it (a store URL's) replaced by ``***``."""
-    from ..store.location import redact
+    from ..api import redact
 
     if isinstance(value, str):
         return redact(value, value)
@@ -56,12 +56,11 @@ def _redacted(value: object) -> object:
 def main(args: argparse.Namespace) -> int:
     if getattr(args, "cluster", None):
         return cluster_main(args)
-    from ..host import machine
-    from ..executors.probe import probe_backends
+    from ..api import collect_machine, probe_backends
     from ..render.machine_info import print_info
     from ..render.terminal import stdout_console
 
-    env = machine.collect()
+    env = collect_machine()
     backends_state = probe_backends()
     defaults = project_defaults(getattr(args, "project", None))
     if args.json:

@@ -12,9 +12,7 @@ import sys
 
 from .. import api
 from ..render.terminal import console as safe_console
-from ..files import write_atomic
-from ..options import RunOptions
-from ..session import Interrupted
+from ..api import Interrupted, RunOptions, write_atomic
 from .argtypes import csv_list
 from .run import reporter_for
 

@@ -32,11 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from ..errors import SaveError
-    from ..outdir import claim_for_report, prepare
+    from ..api import claim_for_report, history_of_run, load_run, prepare_folder as prepare, run_id
     from ..render import report
-    from ..store.identity import run_id
-    from ..store.keeping import history_of_run
-    from ..store.refs import load_run
 
     results = load_run(args.results, store_location(args))
     # A stored run has no folder of its own (its old one may hold another run by now).

@@ -17,17 +17,9 @@ from rich.console import Console
 
 from .. import api
 from ..errors import UsageError
-from ..outdir import resume_command
-from ..model.journal import JOURNAL_NAME, JournalState
-from ..model.journal import read as read_journal
-from ..backends import SPECS
-from ..options import ALLOCATOR_CHOICES, DTYPES, RunOptions, parse_sizes
-from ..reporter import Reporter
-from ..model.results import Results
-from ..run_state import RunState
-from ..session import Interrupted
-from ..workloads.userfile import LoadedFiles
-from ..model.context import parse_context
+from ..api import (ALLOCATOR_CHOICES, DTYPES, JOURNAL_NAME, SPECS, Interrupted, JournalState, LoadedFiles,
+                   Reporter, Results, RunOptions, RunState, parse_context, parse_sizes, read_journal,
+                   resume_command)
 from ..render.terminal import console as safe_console
 from .argtypes import (Assignments, CsvExtend, assignment, csv_list, fraction, percent, positive_float,
                        positive_int, processes, python_assignment, seed, unique_assignments,

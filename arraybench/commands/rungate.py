@@ -7,10 +7,9 @@ import argparse
 import sys
 
 from .. import api
+from ..api import Results, format_ratio
 from ..errors import UsageError
-from ..model.results import Results
 from ..render.terminal import console as safe_console
-from ..units import format_ratio
 from .storeargs import store_location
 
 
@@ -26,8 +25,7 @@ def gate_reference(args: argparse.Namespace) -> str | None:
                          "in this run) or --compare last (a stored run)")
     if reference is None:
         return None
-    from ..store.baseline import check_choice, check_named
-    from ..store import open_store
+    from ..api import check_choice, check_named, open_store
 
     try:
         check_choice(reference)
@@ -45,8 +43,7 @@ def gate_reference(args: argparse.Namespace) -> str | None:
 def against_gate(args: argparse.Namespace, results: Results) -> int:
     """``run --against REF --fail-above N``: 1 (with a line per reason) where the work tree's code
     is slower than REF's by more than N with 95% confidence, from the pairs measured side by side."""
-    from ..analysis.pairs import against_regressions
-    from ..host.against import HERE
+    from ..api import HERE, against_regressions
 
     if args.fail_above is None:
         return 0
@@ -67,9 +64,8 @@ def against_gate(args: argparse.Namespace, results: Results) -> int:
 def run_gate(args: argparse.Namespace, results: Results, reference: str) -> int:
     """The finished run against ``reference``: the comparison printed, then ``--fail-above``'s
     verdict (0: passes or no gate)."""
-    from ..store.baseline import find
+    from ..api import find_baseline as find, open_store
     from ..render.comparison import print_comparison
-    from ..store import open_store
     from .compare import gate
 
     with open_store(store_location(args)) as opened:

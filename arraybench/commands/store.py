@@ -37,8 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def import_main(args: argparse.Namespace) -> int:
     from ..errors import UsageError, one_line
-    from ..model.results import load, resolve
-    from ..store import open_store
+    from ..api import load, open_store, resolve
 
     failed = refused = 0
     counts: dict[str, int] = {}
@@ -68,8 +67,8 @@ def import_main(args: argparse.Namespace) -> int:
 
 def list_main(args: argparse.Namespace) -> int:
     from ..render.stored import runs_table
+    from ..api import open_store
     from ..render.terminal import stdout_console
-    from ..store import open_store
 
     with open_store(store_location(args), create=False) as store:
         runs = store.runs(machine=args.machine)

@@ -11,7 +11,7 @@ import argparse
 
 from .. import api
 from ..errors import UsageError
-from ..options import parse_sizes
+from ..api import parse_sizes
 from .run import DEFAULT_OUTPUT_DIR, add_run_options, main as run_main, options_from_args
 
 

@@ -13,7 +13,7 @@ from ..errors import UsageError
 
 if TYPE_CHECKING:
     from .cluster import Node
-    from ..options import RunOptions
+    from ..model.options import RunOptions
     from .ray import RayExecutor
 
 #: What a user without Ray is told, in one line.

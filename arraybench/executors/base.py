@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..model.replicate import Replicate
-    from ..options import RunOptions
+    from ..model.options import RunOptions
     from ..model.cell import Cell
 
 from ..model.cell import Config

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from ..errors import UsageError
-from ..options import RunOptions
+from ..model.options import RunOptions
 from ..model.cell import Cell
 
 #: The Ray node label that names a node in results (``ray start --labels arraybench/node=NAME``).

@@ -36,7 +36,7 @@ from ..host import environments
 from ..host.threads import worker_cpus
 from ..model.allocator import OTHER, WORDS
 from ..model.replicate import Replicate
-from ..options import RunOptions
+from ..model.options import RunOptions
 from ..model.cell import Cell, Config
 from ..worker.protocol import ReplicateDone, Unavailable
 from .base import RunHandle

@@ -20,7 +20,7 @@ from ..errors import UsageError, option_name
 from ..host.environments import Environment, of
 
 if TYPE_CHECKING:
-    from ..options import RunOptions
+    from ..model.options import RunOptions
 
 
 def probe(backend: str, device: str, timeout: float = 120.0, *,

@@ -47,7 +47,7 @@ from .cluster import Node, Shard, differences, every_node_cells, identity, selec
 from ..errors import UsageError, from_command_line
 from ..model.replicate import Replicate
 from ..model.results import arraybench_version
-from ..options import RunOptions
+from ..model.options import RunOptions
 from ..model.cell import Cell
 from ..workloads.shipping import SHIPPED_NAME
 from .base import RunHandle

@@ -37,10 +37,10 @@ from ..errors import command_line
 from ..files import write_atomic, write_bytes_atomic
 from ..host import machine
 from ..model.replicate import Replicate
-from ..options import RunOptions
-from ..reporter import Reporter
-from ..run_state import RunState
-from ..session import Session
+from ..model.options import RunOptions
+from ..model.reporter import Reporter
+from ..analysis.run_state import RunState
+from .session import Session
 from ..workloads.shipping import SHIPPED_NAME
 from .local import LocalExecutor
 from .shard_protocol import (Ended, Interpreters, ReplicateSent, ShardJob, Started, Unavailable, WorkerInfo,

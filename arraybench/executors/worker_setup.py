@@ -13,7 +13,7 @@ from ..host.allocator import choice_ignored, uncontrolled_reason, with_state
 from ..host.threads import worker_env
 from ..model.allocator import HEADLINE
 from ..model.cell import Cell, Config
-from ..options import RunOptions
+from ..model.options import RunOptions
 from ..worker.protocol import Job
 from ..workloads.shipping import SHIPPED_NAME
 

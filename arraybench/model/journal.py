@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from ..errors import SaveError, UsageError
 from .replicate import Replicate
-from ..options import RunOptions
+from .options import RunOptions
 from .cell import Cell, Config
 from .schema import SchemaError
 from .untrusted import NotPlainJson, NotRegularFile, check_environment, dumps, loads, read_regular

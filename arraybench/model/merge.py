@@ -44,7 +44,7 @@ def merge(runs: Sequence[Results], labels: Sequence[str]) -> Results:
 
     A run that holds several machines already keeps them, as ``LABEL/ITS_LABEL``.
     """
-    from ..store.identity import run_id
+    from .identity import run_id
 
     if len(runs) < 2:
         raise UsageError("merge needs at least two runs")

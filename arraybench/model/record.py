@@ -13,7 +13,8 @@ from typing import Any
 
 from . import schema
 from ..errors import ResultsError
-from .replicate import Gradient, Replicate, Status
+from ..backends.base import Gradient
+from .replicate import Replicate, Status
 from .cell import Dtype, Mode
 from .cell import Cell, config_label
 from .usage import SCALARS as USAGE_SCALARS

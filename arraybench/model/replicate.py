@@ -11,14 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..backends.base import Gradient
 from . import schema
 from .allocator import StateSamples
 from .usage import Usage
 
 Status = Literal["ok", "skipped", "failed", "wrong"]
 STATUSES: tuple[Status, ...] = ("ok", "skipped", "failed", "wrong")
-#: How a gradient was computed, where the workload is one (``grad=True``).
-Gradient = Literal["autodiff", "finite_differences", "analytic"]
 
 _NON_NEGATIVE = {"min": 0}
 

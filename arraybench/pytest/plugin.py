@@ -54,7 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         settings = read(config.getoption)
         if settings.against is not None:
-            from ..host.against import export
+            from ..api import export_ref as export
 
             export(settings.against)  # no git work tree, or no such ref: said before any test runs
         elif settings.compare is not None:
@@ -72,8 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _check_baseline(settings: "Settings") -> None:
     """A named baseline must exist before minutes of measuring (``last`` is found at the end:
     a store not made yet holds none, which the end of the session says)."""
-    from ..store import StoreError, open_store
-    from ..store.baseline import check_named
+    from ..api import StoreError, check_named, open_store
 
     if settings.compare is not None and settings.compare.startswith("last"):
         return
@@ -103,7 +102,7 @@ class ArraybenchRun:
 
     def __call__(self, workload: Any, **options: Any) -> Any:
         from ..errors import UsageError, printable
-        from ..session import Interrupted
+        from ..api import Interrupted
 
         refused, stopped = "", None
         try:

@@ -126,7 +126,7 @@ def read(get: Callable[[str], Any]) -> Settings:
     compare = get("arraybench_compare")
     if compare is not None:
         compare = compare.strip()
-        from ..store.baseline import check_choice
+        from ..api import check_choice
 
         if compare.startswith(GIT):
             if not compare[len(GIT):].strip():
@@ -161,7 +161,7 @@ def read(get: Callable[[str], Any]) -> Settings:
 
 def _check_backends(names: list[str]) -> None:
     """The library names as ``arraybench run --backends`` checks them (without importing one)."""
-    from ..options import RunOptions, validate
+    from ..api import RunOptions, validate
 
     if not names:
         raise UsageError("--arraybench-backends names no library; e.g. --arraybench-backends=numpy,torch")
@@ -176,7 +176,7 @@ def _store(text: str | None) -> str | None:
         return None
     if not text.strip():
         raise UsageError("--arraybench-store is empty; give a file path or a postgresql:// URL")
-    from ..store.location import resolve_location
+    from ..api import resolve_location
 
     return resolve_location(text)  # a path made absolute, as --store
 

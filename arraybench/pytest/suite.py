@@ -21,9 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UsageError, pytest_session
 
 if TYPE_CHECKING:
-    from ..analysis.compare import Comparison
-    from ..executors.pool import WorkerPool
-    from ..model.results import Results
+    from ..api import Comparison, Results, WorkerPool
     from .settings import Settings
 
 #: Keywords of ``arraybench.run`` that belong to the plugin: where a run goes is the session's.
@@ -65,8 +63,7 @@ class Suite:
         """One ``arraybench.run`` of ``workload`` for test ``test``; ``options`` are its keywords
         (the marker's and the call's), over the command line's. ``UsageError`` for a bad one."""
         from .. import api
-        from ..session import Interrupted
-        from ..workloads.definition import Workload, define
+        from ..api import Interrupted, Workload, define
 
         for name, whose in _THE_SESSIONS.items():
             if name in options:
@@ -94,7 +91,7 @@ class Suite:
                              f"was measured already in this session, by {self._measured_by[c.key]}; "
                              "one session's run holds a cell once (give the workload another name, "
                              "size or params)")
-        from ..executors.pool import WorkerPool, sharing
+        from ..api import WorkerPool, sharing
 
         if self._workers is None:
             self._workers = WorkerPool()
@@ -164,9 +161,7 @@ class Suite:
 
     def _compare(self, results: "Results", outcome: Outcome) -> None:
         from .. import api
-        from ..analysis.gate import gate_failures
-        from ..store import open_store
-        from ..store import baseline
+        from ..api import find_baseline, gate_failures, open_store
 
         choice, limit = self.settings.compare, self.settings.fail_above
         if self.settings.against is not None:
@@ -174,7 +169,7 @@ class Suite:
             return
         try:
             with open_store(self.settings.store, create=False) as store:
-                base, outcome.compared = baseline.find(store, choice, results)
+                base, outcome.compared = find_baseline(store, choice, results)
             if base is None:
                 return  # nothing stored to compare with yet: no regression can be seen
             outcome.comparison = api.compare(base, results)
@@ -192,9 +187,7 @@ class Suite:
     def _compare_against(self, results: "Results", outcome: Outcome) -> None:
         """The gate of ``git:REF``: each test's cells were measured on both versions of the code,
         side by side, and each pair has its verdict (``analysis.pairs``)."""
-        from ..analysis.pairs import against_regressions
-        from ..host.against import HERE
-        from ..units import format_ratio
+        from ..api import HERE, against_regressions, format_ratio
 
         limit = self.settings.fail_above
         slower, undecided = against_regressions(results.pairs, HERE, limit if limit is not None else 0.0)
@@ -211,9 +204,7 @@ class Suite:
 
     def _store(self, results: "Results") -> str:
         """Store the run; where the store cannot take it, keep it in a results.json and say so."""
-        from ..store import StoreWarning, describe_location, resolve_location
-        from ..store.identity import run_id
-        from ..store.keeping import store_run
+        from ..api import StoreWarning, describe_location, resolve_location, run_id, store_run
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..errors import printable
-from ..reporter import Reporter
+from ..model.reporter import Reporter
 from ..units import format_seconds
 
 if TYPE_CHECKING:

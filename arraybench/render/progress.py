@@ -15,7 +15,7 @@ from ..errors import printable
 from ..model.replicate import Replicate
 from ..model.cell import Cell
 from ..model.record import Record
-from ..reporter import Reporter
+from ..model.reporter import Reporter
 from ..units import format_seconds
 from .tables import ci_text
 from .terminal import console as safe_console

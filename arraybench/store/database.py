@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
-from .errors import StoreError, StoreWarning
+from ..errors import StoreWarning
+from .errors import StoreError
 from .location import describe_location, is_postgres, redact
 
 __all__ = ["BUSY_TIMEOUT", "Database", "StoreError", "StoreWarning", "connect"]

@@ -7,7 +7,3 @@ from ..errors import UsageError
 
 class StoreError(UsageError):
     """A store that cannot be opened, read or written: one line, saying which and why."""
-
-
-class StoreWarning(UserWarning):
-    """A run that could not be stored: it is kept all the same (results.json)."""

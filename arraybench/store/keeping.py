@@ -12,7 +12,7 @@ import warnings
 from typing import TYPE_CHECKING, Any, Union
 
 from ..errors import UsageError, one_line
-from .errors import StoreWarning
+from ..errors import StoreWarning
 from .location import redact
 from .store import REFUSED, open_store
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ..backends.base import Unavailable, analytic_method
-from ..model.replicate import Gradient
+from ..backends.base import Gradient, Unavailable, analytic_method
 from .definition import Workload
 
 if TYPE_CHECKING:

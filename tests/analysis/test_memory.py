@@ -11,7 +11,7 @@ from arraybench.analysis.compare import compare
 from arraybench.analysis.findings import findings
 from arraybench.analysis.memory import (allocator_reserve, memory_changes, memory_gaps,
                                         memory_growth_above, times_output)
-from arraybench.cli import main
+from arraybench.commands.main import main
 from arraybench.analysis.gate import gate_failures
 from arraybench.model.cell import Cell
 from arraybench.model.record import Record

@@ -14,7 +14,7 @@ import arraybench
 from arraybench.analysis.replication import (BUDGET, CONVERGED, ENDED, FIXED, MOST, Policy, decide,
                                              per_process, policy_for)
 from arraybench.model.replicate import Replicate
-from arraybench.options import RunOptions
+from arraybench.model.options import RunOptions
 
 from ..conftest import ROOT, run_here
 from ..synthetic import spread

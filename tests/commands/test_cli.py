@@ -141,7 +141,7 @@ RUN_BAD = [b for b in BAD + MORE_BAD if b[0][0] == "run"]
 
 @pytest.mark.parametrize("args, message", RUN_BAD, ids=[" ".join(a) for a, _ in RUN_BAD])
 def test_bad_input_leaves_a_previous_run_untouched(args, message, tmp_path: Path, capsys):
-    from arraybench.cli import main
+    from arraybench.commands.main import main
 
     out = tmp_path / "out"
     before = _previous_run(out)
@@ -152,7 +152,7 @@ def test_bad_input_leaves_a_previous_run_untouched(args, message, tmp_path: Path
 
 
 def test_an_unfinished_run_with_a_garbled_results_file_is_still_protected(tmp_path: Path, capsys):
-    from arraybench.cli import main
+    from arraybench.commands.main import main
 
     out = tmp_path / "out"
     before = _previous_run(out)
@@ -164,7 +164,7 @@ def test_an_unfinished_run_with_a_garbled_results_file_is_still_protected(tmp_pa
 
 
 def test_an_empty_output_dir_name_is_refused(tmp_path: Path, capsys):
-    from arraybench.cli import main
+    from arraybench.commands.main import main
 
     assert main(["run", "--backends", "numpy", "--output-dir", ""]) == 2
     assert "--output-dir is empty" in capsys.readouterr().err
@@ -179,7 +179,7 @@ def test_an_empty_output_dir_name_is_refused(tmp_path: Path, capsys):
 ])
 def test_resume_refuses_conflicting_options_and_changes_nothing(extra, message, tmp_path: Path,
                                                                 capsys):
-    from arraybench.cli import main
+    from arraybench.commands.main import main
 
     from ..model.test_journal import make_journal
 
@@ -194,7 +194,7 @@ def test_resume_refuses_conflicting_options_and_changes_nothing(extra, message, 
 
 
 def test_resume_refuses_a_damaged_journal_with_its_line(tmp_path: Path, capsys):
-    from arraybench.cli import main
+    from arraybench.commands.main import main
 
     from ..model.test_journal import make_journal
 

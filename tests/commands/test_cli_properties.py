@@ -13,9 +13,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arraybench import backends, options as plan
+from arraybench import backends
+from arraybench.model import options as plan
+from arraybench.plan import validate
 from arraybench.plan import build_plan
-from arraybench.cli import parse
+from arraybench.commands.main import parse
 from arraybench.commands.run import plan_from_args, resume_state
 from arraybench.errors import UsageError
 from arraybench.model.journal import JournalState
@@ -133,7 +135,7 @@ def test_any_sizes_give_cells_in_range_or_one_line(text):
     options = plan.RunOptions(backends=["numpy"], devices=["cpu"], workloads=["matmul", "sort"])
     try:
         options.sizes = plan.parse_sizes(text)
-        options = plan.validate(options, REGISTRY)
+        options = validate(options, REGISTRY)
         cells = build_plan(options, REGISTRY)
     except UsageError as exc:
         assert str(exc) and len(str(exc).splitlines()) == 1

@@ -78,15 +78,16 @@ def test_a_bad_project_file_is_one_line_and_exit_2(tmp_path: Path, text: str, me
 
 
 def test_resume_refuses_an_option_typed_even_when_it_equals_the_default(tmp_path: Path, capsys):
-    from arraybench.cli import main
+    from arraybench.commands.main import main
 
     folder = project(tmp_path, "[tool.arraybench]\ndtype = 'float32'\n")
     from arraybench.model import journal
-    from arraybench import options, plan
+    from arraybench import plan
+    from arraybench.model import options
     from arraybench.workloads import REGISTRY
 
-    opts = options.validate(options.RunOptions(backends=["numpy"], devices=["cpu"], workloads=["sort"],
-                                               sizes=["small"], dtype="float32"), REGISTRY)
+    opts = plan.validate(options.RunOptions(backends=["numpy"], devices=["cpu"], workloads=["sort"],
+                                            sizes=["small"], dtype="float32"), REGISTRY)
     out = folder / "run"
     out.mkdir()
     journal.Journal.create(out, opts, plan.build_plan(opts, REGISTRY), {"backends": {}}).close()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from arraybench import config
-from arraybench.cli import build_parser
+from arraybench.commands.main import build_parser
 from arraybench.commands.history import parse_since
 from arraybench.errors import UsageError
 

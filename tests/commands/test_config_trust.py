@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from arraybench import config
-from arraybench.cli import build_parser, parse
+from arraybench.commands.main import build_parser, parse
 
 from ..conftest import run_here
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from arraybench.cli import main
+from arraybench.commands.main import main
 
 from ..conftest import run_cli, run_here
 from ..synthetic import record, results, spread, timed_run
@@ -61,7 +61,7 @@ def test_old_spellings_still_work_with_one_line_saying_the_new_one(tmp_path: Pat
 
 
 def test_every_command_spells_shared_options_alike():
-    from arraybench.cli import build_parser
+    from arraybench.commands.main import build_parser
 
     sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
     spelled = {name: {o for a in p._actions for o in a.option_strings} for name, p in sub.choices.items()}
@@ -99,7 +99,7 @@ def test_a_change_the_test_does_not_call_says_not_significant_beside_its_ratio()
 def test_last_is_the_latest_complete_run_that_measured_something(tmp_path: Path):
     from arraybench.analysis.history import history
     from arraybench.store import open_store
-    from arraybench.store.identity import run_id
+    from arraybench.model.identity import run_id
     from arraybench.store.refs import run_id_of
 
     first, second = timed_run(1), timed_run(2, torch_s=3e-3)
@@ -135,7 +135,7 @@ def test_run_compare_fail_above_gates_in_one_command(tmp_path: Path):
 
 
 def test_presets_set_the_budgets_and_typed_options_win():
-    from arraybench.cli import parse
+    from arraybench.commands.main import parse
     from arraybench.commands.presets import PRESETS, apply_preset
     from arraybench.commands.run import options_from_args
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 import arraybench
-from arraybench import cli, config
+from arraybench import config
+from arraybench.commands import main as cli
 from arraybench.commands.storeargs import run_store_choice
 from arraybench.errors import UsageError, unknown_name
 from arraybench.outdir.own_files import clear_previous
@@ -259,7 +260,7 @@ def test_findings_stay_a_list_and_progress_is_on_where_asked():
     from arraybench.api import reporter_for
     from arraybench.render.progress import ConsoleReporter
     from arraybench.render.sentences import Findings
-    from arraybench.reporter import Reporter
+    from arraybench.model.reporter import Reporter
 
     found = Findings(["NumPy wins.", "PyTorch <b>loses</b>."])
     assert found == ["NumPy wins.", "PyTorch <b>loses</b>."] and found[1].startswith("PyTorch")

@@ -35,7 +35,7 @@ SLOW = str(DATA / "cluster_workloads.py")
 
 # -- without a cluster ---------------------------------------------------------------------------
 _WITHOUT_RAY = ("import sys; sys.modules['ray'] = None  # what `import ray` meets where it is absent\n"
-                "from arraybench.cli import main; sys.exit(main(sys.argv[1:]))")
+                "from arraybench.commands.main import main; sys.exit(main(sys.argv[1:]))")
 
 
 @pytest.mark.parametrize("command", [["run", "--cluster", "auto", "--backends", "numpy"],

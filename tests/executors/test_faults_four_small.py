@@ -20,7 +20,7 @@ from arraybench.executors.worker_log import last_error
 from arraybench.host import environments
 from arraybench.host.allocator import choice_ignored
 from arraybench.model.cell import Config
-from arraybench.options import RunOptions
+from arraybench.model.options import RunOptions
 from arraybench.outdir.own_files import WORKER_LOG
 
 from ..conftest import FAST, run_here

@@ -12,7 +12,7 @@ from arraybench import plan
 from arraybench.model import journal
 from arraybench.model.journal import Journal
 from arraybench.model.replicate import Replicate
-from arraybench.options import RunOptions
+from arraybench.model.options import RunOptions
 from arraybench.workloads import REGISTRY, Work
 
 HUGE = 10**5  # n**4 = 1e20 > 2**63

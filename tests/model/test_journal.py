@@ -19,9 +19,9 @@ from arraybench.model import journal
 from arraybench import plan
 from arraybench.errors import UsageError
 from arraybench.model.journal import Journal, JournalError
-from arraybench.options import RunOptions
+from arraybench.model.options import RunOptions
 from arraybench.model.replicate import Replicate
-from arraybench.session import Session
+from arraybench.executors.session import Session
 from arraybench.workloads import REGISTRY
 
 OPTIONS = RunOptions(backends=["numpy"], devices=["cpu"], workloads=["elementwise", "sort"],
@@ -211,7 +211,7 @@ class _Gapped:
 
 def test_the_live_run_and_its_journal_read_back_agree_on_what_is_missing(tmp_path: Path):
     from arraybench.outdir import unfinished
-    from arraybench.run_state import RunState
+    from arraybench.analysis.run_state import RunState
 
     options = RunOptions(**{**OPTIONS.to_dict(), "processes": 3, "max_processes": None})
     cells = plan.build_plan(options, REGISTRY)
@@ -270,8 +270,8 @@ def test_a_node_journals_into_a_queue_and_writes_no_journal(tmp_path: Path):
 
     pytest.importorskip("ray")
     from arraybench.executors.ray_agent import _QueueSink
-    from arraybench.reporter import Reporter
-    from arraybench.run_state import RunState
+    from arraybench.model.reporter import Reporter
+    from arraybench.analysis.run_state import RunState
 
     options = RunOptions(**{**OPTIONS.to_dict(), "processes": 3, "max_processes": None})
     cells = plan.build_plan(options, REGISTRY)

@@ -120,7 +120,7 @@ def test_escape_sequences_in_a_workload_file_never_reach_the_terminal(tmp_path: 
 def test_the_command_line_module_imports_nothing_heavy_before_main():
     """What keeps an early Ctrl-C quiet: the package and the CLI load NumPy, rich and the
     commands only inside main's try."""
-    code = ("import sys; import arraybench, arraybench.cli; "
+    code = ("import sys; import arraybench, arraybench.commands.main; "
             "print(sorted(m for m in ('numpy', 'rich', 'matplotlib', 'arraybench.api') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                           timeout=120)

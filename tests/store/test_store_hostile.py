@@ -221,7 +221,7 @@ def test_no_password_in_what_a_store_says(url):
 
 def test_no_password_on_the_command_line_or_in_info(tmp_path: Path):
     from arraybench import config
-    from arraybench.cli import build_parser
+    from arraybench.commands.main import build_parser
     from arraybench.commands.info import project_defaults
 
     bad = run_here("history", "--no-plots", "--store", SECRET_URLS[2], cwd=tmp_path)

@@ -15,7 +15,8 @@ from arraybench.worker.effects import look
 from arraybench.worker.fresh import FreshInputs, pool_capacity
 from arraybench.worker.prepare import ReferenceCache
 from ..measuring import measure_cell
-from arraybench.options import RunOptions, validate
+from arraybench.model.options import RunOptions
+from arraybench.plan import validate
 from arraybench.plan import Cell, build_plan
 from arraybench.model.record import Record
 from arraybench.model.timer_settings import TimerSettings

@@ -11,7 +11,8 @@ import pytest
 
 from arraybench import Results, load_results
 from arraybench import backends
-from arraybench.options import RunOptions, validate
+from arraybench.model.options import RunOptions
+from arraybench.plan import validate
 from arraybench.plan import build_plan
 from arraybench.workloads import REGISTRY
 

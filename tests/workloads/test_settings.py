@@ -8,7 +8,8 @@ import pytest
 
 import arraybench
 from arraybench import workload
-from arraybench.options import RunOptions, validate
+from arraybench.model.options import RunOptions
+from arraybench.plan import validate
 from arraybench.plan import build_plan
 from arraybench.worker.prepare import ReferenceCache
 from arraybench.model.timer_settings import TimerSettings

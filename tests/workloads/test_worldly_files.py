@@ -286,8 +286,8 @@ def _unfinished_run(bench: Path, out: Path) -> None:
     """A run that was stopped before its first replicate: the header of its journal, written by
     the session as a real run writes it."""
     from arraybench.api import plan
-    from arraybench.options import RunOptions
-    from arraybench.session import Session
+    from arraybench.model.options import RunOptions
+    from arraybench.executors.session import Session
     from arraybench.workloads.fingerprint import code_of
     from arraybench.workloads.registry import REGISTRY
 

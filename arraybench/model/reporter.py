@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .model.replicate import Replicate
-    from .model.cell import Cell
-    from .model.record import Record
-    from .model.results import Results
+    from .replicate import Replicate
+    from .cell import Cell
+    from .record import Record
+    from .results import Results
 
 
 class Reporter:

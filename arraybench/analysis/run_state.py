@@ -6,13 +6,13 @@ an unfinished run, ``outdir``) ask the same object, under the run's replication 
 
 from __future__ import annotations
 
-from .analysis.pairs import paired_ratio
-from .analysis.replication import ANSWERED_LEVEL, Decision, decide, policy_for
-from .model.cell import Config, case_key
-from .model.journal import JournalState
-from .model.replicate import Replicate
-from .options import RunOptions
-from .model.cell import Cell
+from .pairs import paired_ratio
+from .replication import ANSWERED_LEVEL, Decision, decide, policy_for
+from ..model.cell import Config, case_key
+from ..model.journal import JournalState
+from ..model.replicate import Replicate
+from ..model.options import RunOptions
+from ..model.cell import Cell
 
 
 class RunState:

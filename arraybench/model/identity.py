@@ -14,10 +14,10 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..model.machines import machine_id_of
+from .machines import machine_id_of
 
 if TYPE_CHECKING:
-    from ..model.results import Results
+    from .results import Results
 
 
 def _sha(data: Any) -> str:

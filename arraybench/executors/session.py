@@ -17,24 +17,24 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .analysis.aggregate import aggregate
-from .analysis.replication import timer_settings
-from .errors import SaveError
-from .analysis.pairs import pairs_of
-from .model.cell import Config
-from .host import machine, environments
-from .model.journal import Journal, JournalSink, JournalState
-from .model.record import Record
-from .model.replicate import Replicate
-from .model.results import Results
-from .options import RunOptions
-from .model.cell import worker_key
-from .model.cell import Cell
-from .reporter import Reporter
-from .run_state import RunState
+from ..analysis.aggregate import aggregate
+from ..analysis.replication import timer_settings
+from ..errors import SaveError
+from ..analysis.pairs import pairs_of
+from ..model.cell import Config
+from ..host import machine, environments
+from ..model.journal import Journal, JournalSink, JournalState
+from ..model.record import Record
+from ..model.replicate import Replicate
+from ..model.results import Results
+from ..model.options import RunOptions
+from ..model.cell import worker_key
+from ..model.cell import Cell
+from ..model.reporter import Reporter
+from ..analysis.run_state import RunState
 
 if TYPE_CHECKING:
-    from .executors.base import Executor
+    from .base import Executor
 
 
 class Interrupted(Exception):

@@ -2,23 +2,23 @@
 
 One type for every entry point: ``arraybench.run(...)`` builds it from keywords, the commands from
 their options (``[tool.arraybench]`` in pyproject.toml supplies defaults), ``--resume`` from the
-journal, where it is saved. ``validate`` returns a checked, normalised copy and never changes its
-argument.
+journal, where it is saved. ``plan.validate`` returns a checked, normalised copy and never changes
+its argument.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Iterable
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
 
-from . import backends
-from .model import schema
-from .errors import UsageError, from_command_line, option_name, unknown_name
-from .workloads.params import ParamValue, check_settings
+from ..backends import DEFAULT_BACKENDS, DEVICES
+from . import schema
+from ..errors import UsageError
+from ..workloads.params import ParamValue
 
-from .model.cell import DTYPES, MODES  # noqa: F401  (the options' choices)
-from .model.results import legacy_names
+from .cell import DTYPES, MODES  # noqa: F401  (the options' choices)
+from .results import legacy_names
 
 MAX_SIZE = 10**10  # elements; beyond this no machine holds the inputs
 MAX_STEPS = 1000  # sizes in one LO:HI:STEPS range; more would take days, not a benchmark
@@ -31,8 +31,8 @@ MAX_PROCESSES = 1000
 class RunOptions:
     """What a run measures and how; saved in the journal and in results.json's ``settings``."""
 
-    backends: list[str] = field(default_factory=lambda: list(backends.DEFAULT_BACKENDS))
-    devices: list[str] = field(default_factory=lambda: list(backends.DEVICES))
+    backends: list[str] = field(default_factory=lambda: list(DEFAULT_BACKENDS))
+    devices: list[str] = field(default_factory=lambda: list(DEVICES))
     workloads: list[str] = field(default_factory=list)  # empty: the built-in suite
     sizes: list[str] = field(default_factory=list)  # empty: each workload's own named sizes
     dtype: str = "float64"
@@ -188,107 +188,3 @@ def parse_size(text: str) -> int:
     if n > MAX_SIZE:
         raise UsageError(f"size {n} is absurdly large (the limit is {MAX_SIZE:.0e} elements)")
     return n
-
-
-def _check_choices(kind: str, given: Iterable[str], valid: Iterable[str], *,
-                   listed: Iterable[str] | None = None, more: str = "") -> list[str]:
-    valid = list(valid)
-    given = list(dict.fromkeys(given))  # de-duplicate, keep order
-    for g in given:
-        if g not in valid:
-            raise UsageError(unknown_name(kind, g, valid, more=more,
-                                          listed=None if listed is None else list(listed)))
-    if not given:
-        raise UsageError(f"no {kind} selected; valid: {', '.join(valid)}")
-    return given
-
-
-def _short(value: Any) -> str:
-    """A value for a message, cut short: ``--processes 10**100`` must not print 100 digits."""
-    text = repr(value)
-    return text if len(text) <= 24 else text[:20] + "…"
-
-
-def _range_name() -> str:
-    return "--processes MIN:MAX" if from_command_line() else "processes=MIN, max_processes=MAX"
-
-
-def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
-    """A checked copy of ``options`` (choices de-duplicated, workload groups expanded).
-
-    ``UsageError`` says in one line what is wrong and what would be valid.
-    """
-    changes: dict[str, Any] = {
-        "backends": _check_choices("backend", options.backends, backends.SPECS),
-        "devices": _check_choices("device", options.devices, backends.DEVICES),
-        "modes": _check_choices("mode", options.modes, MODES),
-    }
-    _check_choices("dtype", [options.dtype], DTYPES)
-    if options.workloads:
-        from .workloads.registry import GROUPS, expand
-
-        from .workloads.ceilings import CEILING_WORKLOADS
-
-        known = list(known_workloads)
-        names = known + [g for g in GROUPS if g not in known]
-        # The ceilings are internal (--roofline runs them): accepted, never offered.
-        _check_choices("workload", options.workloads, names, more="see `arraybench list`",
-                       listed=[n for n in names if n not in CEILING_WORKLOADS])
-        changes["workloads"] = expand(options.workloads)
-    for name, value, lo in (
-        (option_name("processes"), options.processes, 1),
-        (option_name("min_samples"), options.min_samples, 1),
-    ):
-        if not isinstance(value, int) or isinstance(value, bool) or value < lo:
-            raise UsageError(f"{name} must be a whole number >= {lo}, not {_short(value)}")
-    if options.processes > MAX_PROCESSES:
-        raise UsageError(f"{option_name('processes')} must be at most {MAX_PROCESSES}, not {_short(options.processes)}")
-    if options.max_processes is not None:
-        most = options.max_processes
-        if not isinstance(most, int) or isinstance(most, bool) or most < options.processes:
-            raise UsageError(f"{_range_name()} needs MAX >= MIN, not {options.processes}:{most!r}")
-        if most > MAX_PROCESSES:
-            raise UsageError(f"{option_name('max_processes')} must be at most {MAX_PROCESSES}, not {_short(most)}")
-        if most > options.processes and options.processes < 2:
-            raise UsageError(f"{_range_name()} needs MIN >= 2: one process cannot show the "
-                             "variation between processes")
-    for name, value in (
-        (option_name("max_time"), options.max_time),
-        (option_name("timeout"), options.timeout),
-        (option_name("target_sample"), options.target_sample),
-    ):
-        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-            raise UsageError(f"{name} must be a positive number of seconds, not {value!r}")
-    if not (isinstance(options.rel_ci, (int, float)) and 0 < options.rel_ci < 1):
-        raise UsageError(f"{option_name('rel_ci')} must be a fraction between 0 and 1 (0.02 is 2%), not {options.rel_ci!r}")
-    if not (isinstance(options.warmup, (int, float)) and options.warmup >= 0):
-        raise UsageError(f"{option_name('warmup')} must be >= 0 seconds, not {options.warmup!r}")
-    if options.allocator not in ALLOCATOR_CHOICES:
-        raise UsageError(f"{option_name('allocator')} must be one of {', '.join(ALLOCATOR_CHOICES)}, "
-                         f"not {_short(options.allocator)}")
-    if options.threads is not None and (not isinstance(options.threads, int) or options.threads < 1):
-        raise UsageError(f"{option_name('threads')} must be >= 1, not {_short(options.threads)}")
-    if options.threads is not None:
-        from .host.threads import available_cpus
-
-        cpus = len(available_cpus())
-        if options.threads > cpus:  # more threads than CPUs only measures contention (and can crash torch)
-            raise UsageError(f"{option_name('threads')} must be at most {cpus} (the CPUs this process may use), "
-                             f"not {_short(options.threads)}")
-    if not isinstance(options.seed, int) or options.seed < 0:
-        raise UsageError(f"{option_name('seed')} must be a whole number >= 0, not {options.seed!r}")
-    for s in options.sizes:
-        if not s.isidentifier():
-            parse_size(s)
-    if not isinstance(options.params, dict):
-        raise UsageError(f"params must be a dict of settings such as {{'tsteps': 50}}, not {_short(options.params)}")
-    try:
-        changes["params"] = check_settings("--param", options.params, aimable=True)
-    except TypeError as exc:
-        raise UsageError(str(exc)) from None
-    from .host.environments import check_pythons, check_variants
-
-    # On a cluster the nodes run the interpreters: each node checks its own (executors/ray_agent).
-    changes["pythons"] = check_pythons(options.pythons, here=options.cluster is None)
-    changes["variants"] = check_variants(options.variants)
-    return replace(options, **changes)

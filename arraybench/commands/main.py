@@ -19,10 +19,10 @@ import sys
 import warnings
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .errors import SaveError, UsageError, one_line
+from ..errors import SaveError, UsageError, one_line
 
 if TYPE_CHECKING:
-    from . import config
+    from ..api import ProjectDefaults
 
 PROG = "arraybench"
 
@@ -92,7 +92,7 @@ def _suggesting(message: str) -> str:
     you mean 'run'?`` (argparse suggests nothing before Python 3.14)."""
     import re
 
-    from .errors import unknown_name
+    from ..errors import unknown_name
 
     m = re.fullmatch(r"argument (\S+): invalid choice: '(.*)' \(choose from (.*)\)", message)
     if not m:
@@ -103,10 +103,17 @@ def _suggesting(message: str) -> str:
     return unknown_name(kind, given, choices)
 
 
-def build_parser(defaults: config.ProjectDefaults | None = None) -> argparse.ArgumentParser:
-    """The parser of every command, with a project's defaults applied to ``run`` and ``sweep``."""
-    from .commands import COMMANDS
+def commands() -> tuple[Any, ...]:
+    """The command modules, in the order ``--help`` lists them; imported here, not with the
+    package, so that loading the command line stays light until ``main`` runs."""
+    from . import (catalog, compare, doctor, export, history, info, merge, numerics, report, run, store,
+                   sweep)
 
+    return (run, sweep, report, compare, numerics, history, merge, store, export, catalog, info, doctor)
+
+
+def build_parser(defaults: ProjectDefaults | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, with a project's defaults applied to ``run`` and ``sweep``."""
     parser = _Parser(
         prog=PROG,
         description="Which array library is fastest on your machine, for your workload, and why.",
@@ -114,7 +121,7 @@ def build_parser(defaults: config.ProjectDefaults | None = None) -> argparse.Arg
     )
     parser.add_argument("--version", "-V", action="version", version=f"{PROG} {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for command in COMMANDS:
+    for command in commands():
         command.register(sub)
     if defaults is not None and defaults.values:
         for name in CONFIGURED:
@@ -151,13 +158,13 @@ def typed_options(argv: Sequence[str]) -> set[str]:
     return {k for k, v in vars(args).items() if not (type(v) is _Unset and not v)}
 
 
-def parse(argv: Sequence[str], defaults: config.ProjectDefaults | None = None) -> argparse.Namespace:
+def parse(argv: Sequence[str], defaults: ProjectDefaults | None = None) -> argparse.Namespace:
     """Parse a command line: the options, plus ``typed`` (what the user gave) and ``project``."""
-    from . import config
+    from ..api import ProjectDefaults
 
     args = build_parser(defaults).parse_args(list(argv))
     args.typed = typed_options(argv)
-    args.project = defaults or config.ProjectDefaults()
+    args.project = defaults or ProjectDefaults()
     return args
 
 
@@ -171,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         def show(message: Any, category: type[Warning], filename: str, lineno: int,
                  file: Any = None, line: str | None = None) -> None:
             """arraybench's own warnings (a run that could not be stored) as one line."""
-            from .store.errors import StoreWarning
+            from ..errors import StoreWarning
 
             if issubclass(category, StoreWarning):
                 print(f"{PROG}: warning: {message}", file=sys.stderr)
@@ -210,7 +217,7 @@ def _end_despite_threads(status: int) -> None:
 def _main(argv: list[str]) -> int:
     try:
         _tolerant_terminal()
-        from .errors import command_line
+        from ..errors import command_line
 
         with command_line():  # messages name options as typed: --processes, not processes=
             return _command(argv)
@@ -238,7 +245,7 @@ def _main(argv: list[str]) -> int:
 
 def _command(argv: list[str]) -> int:
     """Parse ``argv`` and run its command (``_main`` turns what goes wrong into one line)."""
-    from . import config
+    from ..api import find_project, project_defaults
 
     if not argv:  # as git, pip and pytest-benchmark's users expect: help, not a long run
         build_parser().print_help()
@@ -249,7 +256,7 @@ def _command(argv: list[str]) -> int:
         if option in run_options:
             raise UsageError(f"{option} is an option of a command: arraybench run {' '.join(argv)}")
     argv = renamed(argv)
-    defaults = config.load(_run_parser(), config.find())
+    defaults = project_defaults(_run_parser(), find_project())
     args = parse(argv, defaults)
     if args.command is None:
         build_parser(defaults).print_help()
