@@ -26,7 +26,7 @@ class RunState:
         #: cell key -> replicate index -> what that replicate measured.
         self.replicates = {k: dict(v) for k, v in (replicates or {}).items()}
         self.unavailable = dict(unavailable or {})
-        # Issue 13: workers that died before they were ready (not journalled, so --resume retries).
+        # Workers that died before they were ready (not journalled, so --resume retries them).
         self.start_failures: dict[Config, str] = {}
         self._policy = policy_for(options)
         # by cell: (replicates seen of each cell of its case, decision)

@@ -65,7 +65,7 @@ class Session:
         self.sink = sink
         self.environment = env
         self.reporter = reporter or Reporter()
-        #: Issue 17: why a cell is still missing where it is not an interruption (a lost node).
+        #: Why a cell is still missing where it is not an interruption (a lost node).
         self.missing_reasons: dict[str, str] = {}
         self._completed: set[str] = set()
         self._signals: list[int] = []  # stop signals received, in order
