@@ -23,7 +23,7 @@ from .model.context import parse_context
 from .errors import StoreWarning, UsageError, option_name, unknown_name
 from .model.results import LEGACY_NAMES, legacy_names
 from .model.options import DTYPES, OPTION_NAMES, RunOptions, parse_sizes
-from .lifecycle import ContextLabels, execute, reporter_for, resume
+from .lifecycle import ContextLabels, execute, refuse_other_settings, reporter_for, resume
 from .plan import Cell, Plan, build_plan, validate
 from .model.reporter import Reporter
 from .model.results import Results, load, resolve

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence, Union
 
 from .model.context import parse_context
-from .errors import SaveError, StoreWarning, UsageError, one_line
+from .errors import SaveError, StoreWarning, UsageError, from_command_line, one_line
 from .outdir import resume_command
-from .model.options import RunOptions
+from .model.options import RunOptions, settings_differ
 from .plan import Plan, validate
 from .model.reporter import Reporter
 from .model.results import Results
@@ -122,10 +122,20 @@ def _keep_scratch(folder: Path) -> bool:
     return True
 
 
+def refuse_other_settings(saved: RunOptions, given: Mapping[str, Any]) -> None:
+    """``UsageError`` naming every run option in ``given`` that differs from a saved run's own:
+    a resumed run measures with its own settings, or its processes would not be alike."""
+    differs = settings_differ(saved, given)
+    if differs:
+        what = "--resume" if from_command_line() else "resume()"
+        raise UsageError(f"{what} uses the run's own settings; these differ: " + "; ".join(differs))
+
+
 def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = None,
            plots: bool = True, store: StoreChoice = True, context: ContextLabels = None,
            node_wait: float | None = None, workload_files: Sequence[str | os.PathLike[str]] = (),
-           trust_folder: bool = False, progress: bool | None = None) -> Results:
+           trust_folder: bool = False, progress: bool | None = None,
+           options: Mapping[str, Any] | None = None) -> Results:
     """Finish the interrupted run in ``output_dir`` with its own settings (measures only what is
     missing; a complete run is measured no further and its files are rewritten). ``store`` as in
     ``run``; ``context`` labels are added to the run's own. A cluster run goes on on its cluster;
@@ -135,13 +145,17 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
     A folder is data: the workload files its journal names are imported, and its pickled
     workloads loaded, only where this user's arraybench wrote it, where ``workload_files`` names
     them, or with ``trust_folder=True`` (``workloads.trust``); else ``UsageError``, nothing run.
-    A complete run needs no code and runs none. ``progress`` as in ``run``."""
+    A complete run needs no code and runs none. ``progress`` as in ``run``. ``options``: run
+    options the caller gives by name (``{"dtype": "float32"}``); one that differs from the run's
+    own is refused (``refuse_other_settings``), before anything is claimed or run."""
     from .model import journal
     from .outdir import claim
     from .workloads import trust
 
     out = Path(output_dir)
     journal.check_present(out)  # before anything is created or locked: is there a run at all?
+    if options:
+        refuse_other_settings(journal.read(out).options, options)
     with claim(out, resume=True, what="--resume"), _saving(out):
         state = journal.read(out)  # once, now that no other run can be appending to it
         progress = RunState.of(state)

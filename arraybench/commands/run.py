@@ -217,37 +217,12 @@ def resume_state(args: argparse.Namespace) -> JournalState:
     """The run saved in ``--resume DIR``, checked against what else the command line says."""
     out = Path(args.resume)
     state = read_journal(out)
-    given = options_given(args)
-    wanted = state.options.to_dict()
-    differs = []
-    for name, value in given.items():
-        if name == "workload_files":  # naming the run's files says they may run; nothing else
-            others = [f for f in value if f not in wanted[name]]
-            if others:
-                differs.append(f"workload_files ({others[0]} is not one the run used; saved "
-                               f"{wanted[name]!r})")
-            continue
-        if name not in wanted or wanted[name] == value and name not in _PROCESSES:
-            continue
-        if name in _PROCESSES:  # --processes sets both: one entry, spelled as it is typed
-            saved, typed = (RunOptions(processes=o["processes"], max_processes=o["max_processes"])
-                            for o in (wanted, {**wanted, **given}))
-            entry = f"processes (saved {saved.processes_text}, given {typed.processes_text})"
-            if saved.processes_text != typed.processes_text and entry not in differs:
-                differs.append(entry)
-            continue
-        differs.append(f"{name} (saved {wanted[name]!r}, given {value!r})")
-    if differs:
-        raise UsageError("--resume uses the run's own settings; these differ: " + "; ".join(differs))
+    api.refuse_other_settings(state.options, options_given(args))
     if args.overwrite:
         raise UsageError("--resume continues a run and --overwrite starts afresh; give one of them")
     if args.output_dir not in (DEFAULT_OUTPUT_DIR, args.resume) and Path(args.output_dir) != out:
         raise UsageError(f"--resume writes into {out}; leave out --output-dir {args.output_dir}")
     return state
-
-
-#: The run options ``--processes`` sets together.
-_PROCESSES = ("processes", "max_processes")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, Mapping
 
 from ..backends import DEFAULT_BACKENDS, DEVICES
 from . import schema
@@ -188,3 +188,32 @@ def parse_size(text: str) -> int:
     if n > MAX_SIZE:
         raise UsageError(f"size {n} is absurdly large (the limit is {MAX_SIZE:.0e} elements)")
     return n
+
+
+#: The run options ``--processes`` (and ``processes=``) sets together.
+_PROCESSES = ("processes", "max_processes")
+
+
+def settings_differ(saved: RunOptions, given: Mapping[str, Any]) -> list[str]:
+    """What of ``given`` (run options by name) differs from a saved run's own ``saved``, each as
+    ``name (saved X, given Y)``; naming workload files the run used is no difference."""
+    wanted = saved.to_dict()
+    differs: list[str] = []
+    for name, value in given.items():
+        if name == "workload_files":  # naming the run's files says they may run; nothing else
+            others = [f for f in value if f not in wanted[name]]
+            if others:
+                differs.append(f"workload_files ({others[0]} is not one the run used; saved "
+                               f"{wanted[name]!r})")
+            continue
+        if name not in wanted or wanted[name] == value and name not in _PROCESSES:
+            continue
+        if name in _PROCESSES:  # set together: one entry, spelled as it is typed
+            typed = RunOptions(processes=given.get("processes", wanted["processes"]),
+                               max_processes=given.get("max_processes", wanted["max_processes"]))
+            entry = f"processes (saved {saved.processes_text}, given {typed.processes_text})"
+            if saved.processes_text != typed.processes_text and entry not in differs:
+                differs.append(entry)
+            continue
+        differs.append(f"{name} (saved {wanted[name]!r}, given {value!r})")
+    return differs

@@ -283,3 +283,22 @@ def test_a_node_journals_into_a_queue_and_writes_no_journal(tmp_path: Path):
         ("replicate", cells[0].key, i) for i in (0, 1, 3)]
     assert Replicate.from_dict(sent[0]["replicate"]) == Replicate.from_dict(REPLICATE)
     assert not (tmp_path / "journal.jsonl").exists()
+
+
+def test_resume_refuses_other_settings_from_python_as_the_command_line_does(tmp_path: Path):
+    import arraybench
+
+    options = RunOptions(**{**OPTIONS.to_dict(), "processes": 1, "max_processes": None})
+    cells = plan.build_plan(options, REGISTRY)
+    j = Journal.create(tmp_path, options, cells, ENV)
+    j.replicate(cells[0].key, 0, Replicate.from_dict(REPLICATE))
+    j.close()
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    other = "float32" if options.dtype == "float64" else "float64"
+    with pytest.raises(UsageError) as refused:
+        arraybench.resume(tmp_path, plots=False, store=False,
+                          options={"dtype": other, "processes": 1, "seed": options.seed})
+    # The same processes and seed are no difference: only the dtype is named.
+    assert str(refused.value) == ("resume() uses the run's own settings; these differ: dtype "
+                                  f"(saved {options.dtype!r}, given {other!r})")
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
