@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import gc
 import io
 import os
 import shutil
@@ -18,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from arraybench import backends
+
+from .measuring import freeze_what_lives
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
@@ -74,19 +75,8 @@ def backend_or_skip(name: str, device: str = "cpu"):
         backend = cls(device)
     except backends.Unavailable as exc:
         pytest.skip(str(exc))
-    if name not in _FROZEN:
-        # A cell measured in this process collects garbage before sampling and before reading its
-        # memory peak (as a worker does): with PyTorch and JAX imported, each full collection
-        # walks ~300k of their objects that are never garbage (0.2 s a collection, twice a cell).
-        # Moving what the library's import made out of the collector's sight keeps those two
-        # collections what they are in a worker, and frees nothing a test could see.
-        gc.collect()
-        gc.freeze()
-        _FROZEN.add(name)
+    freeze_what_lives()
     return backend
-
-
-_FROZEN: set[str] = set()
 
 
 INSTALLED_CPU = [n for n, s in backends.SPECS.items() if "cpu" in s.devices]
