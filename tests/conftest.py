@@ -18,6 +18,8 @@ import pytest
 
 from arraybench import backends
 
+from .measuring import freeze_what_lives
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -70,9 +72,11 @@ def backend_or_skip(name: str, device: str = "cpu"):
         pytest.skip(reason)
     cls = backends.load(name)
     try:
-        return cls(device)
+        backend = cls(device)
     except backends.Unavailable as exc:
         pytest.skip(str(exc))
+    freeze_what_lives()
+    return backend
 
 
 INSTALLED_CPU = [n for n, s in backends.SPECS.items() if "cpu" in s.devices]

@@ -6,6 +6,7 @@ a test of a workload or a library wants one cell's replicate, in this process, f
 
 from __future__ import annotations
 
+import gc
 from typing import Any, Callable
 
 from arraybench.model.replicate import Replicate
@@ -16,10 +17,24 @@ from arraybench.worker.sampling import interleave
 from arraybench.workloads.definition import Workload
 
 
+def freeze_what_lives() -> None:
+    """Collect garbage, then move every object alive out of the collector's sight (``gc.freeze``).
+
+    A cell measured in this process collects garbage before sampling and before reading its
+    memory peak, as a worker does; in a test process those collections walked every object that
+    PyTorch, JAX and the tests before made (0.2 s or more a collection, twice a cell). Frozen,
+    they are not walked again; garbage is collected first, and what a test then makes is
+    collected as before. Called where a test opens a library and before each cell it measures.
+    """
+    gc.collect()
+    gc.freeze()
+
+
 def measure_cell(backend: Any, wl: Workload, cell: Cell, base: TimerSettings,
                  references: ReferenceCache, *, seed: int = 0,
                  flush: Callable[[], None] | None = None) -> Replicate:
     """Prepare, sample and finish one cell on its own (no interleaving)."""
+    freeze_what_lives()  # its collections walk only what is new since (see there)
     prepared = prepare(backend, wl, cell, base, references, seed=seed, flush=flush)
     if prepared.run is not None:
         interleave([prepared.run])

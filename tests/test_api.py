@@ -9,17 +9,19 @@ import pytest
 
 import arraybench
 from arraybench import Reporter, Results, UsageError
+from arraybench.api import options_from, plan
+from arraybench.workloads import REGISTRY
 
 QUICK = dict(devices=["cpu"], processes=1, max_time=0.05, min_samples=3)
 
 
-@arraybench.workload(sizes={"tiny": 64})
+@arraybench.workload(sizes={"small": 64})
 def api_double(xp, x):
     """2x: a workload defined in this test module, which the workers get by value."""
     return 2.0 * x
 
 
-@arraybench.workload(sizes={"tiny": 8})
+@arraybench.workload(sizes={"small": 8})
 def api_broken(xp, x):
     return xp.no_such_function(x)  # THE USER'S LINE
 
@@ -47,11 +49,24 @@ def in_memory(tmp_path_factory) -> tuple[Results, Collecting, set[str]]:
     saved, tempfile.tempdir = tempfile.tempdir, str(private)
     try:
         reporter = Collecting()
+        # Small only: sort's large size added 5 s to this run and nothing its tests look at
+        # (sizes=None, each workload's own sizes, is planned below without measuring).
         results = arraybench.run([api_double, "sort", api_broken], backends=["numpy", "torch"],
-                                 sizes=None, reporter=reporter, **QUICK)
+                                 sizes="small", reporter=reporter, **QUICK)
     finally:
         tempfile.tempdir = saved
     return results, reporter, {str(p) for p in private.iterdir()}
+
+
+def test_no_sizes_given_plans_each_workloads_own_sizes(registry_restored):
+    @arraybench.workload(sizes={"tiny": 8})
+    def api_tiny(xp, x):
+        return x
+
+    cells = plan(options_from([api_tiny, "sort"], backends="numpy", devices="cpu", sizes=None)).cells
+    assert sorted({(c.workload, c.size_label, c.size) for c in cells}) == [
+        ("api_tiny", "tiny", 8), ("sort", "large", REGISTRY["sort"].sizes["large"]),
+        ("sort", "small", REGISTRY["sort"].sizes["small"])]
 
 
 def test_run_in_memory_returns_results_and_leaves_no_folder(in_memory):
