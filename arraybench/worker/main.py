@@ -309,6 +309,11 @@ def _take_turns(job: Job, runs: list, indices: list[int], channel: Channel, stop
 
     position = {i: k for k, i in enumerate(indices)}  # a cell's index in the job -> in ``runs``
     rounds: dict[int, list[int]] = {i: [] for i in indices}
+    for run in runs:
+        # A slow warm-up call kept as a sample was taken while preparing, alone: in no round, so
+        # no other configuration's sample pairs with it. Every sample of a cell taking turns is
+        # one of a round (``analysis/pairs`` pairs the i-th sample with the i-th round).
+        run.drop_samples()
     channel.send(Prepared())
     last: int | None = None
     with gc_paused():

@@ -95,6 +95,13 @@ class Sampling:
     def done(self) -> bool:
         return bool(self.stop_reason)
 
+    def drop_samples(self) -> None:
+        """Forget the samples taken so far (their time stays spent)."""
+        self.samples.clear()
+        self.device_samples.clear()
+        self.throttled.clear()
+        self.stop_reason = ""
+
     def take_back_warmup(self, growth_bytes: int | None) -> bool:
         """After a sample: take it back, as warm-up, if the process's resident memory grew by more
         than ``WARMUP_GROWTH_BYTES`` over it (``growth_bytes``; None where it cannot be read), up
