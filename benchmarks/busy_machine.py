@@ -14,6 +14,7 @@ What it does, printing every figure:
 
     python benchmarks/busy_machine.py            # everything (about 10 minutes on 2 cores)
     python benchmarks/busy_machine.py --skip-reference REF_RESULTS_JSON
+    python benchmarks/busy_machine.py --skip-reference REF_RESULTS_JSON --only busy
 
 The machine must be otherwise quiet: two benchmarks on 2 cores measure each other.
 """
@@ -162,6 +163,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-reference", type=Path, help="a reference results.json made before")
     parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp(prefix="busy-")))
+    parser.add_argument("--only", choices=("quiet", "busy", "gate"), action="append",
+                        help="run only these parts (repeatable; default: all three)")
     args = parser.parse_args()
     out = args.out
     print(f"{os.cpu_count()} cores; output in {out}")
@@ -175,15 +178,20 @@ def main() -> None:
     reference = _pairs(ref_results)
     print(f"reference pairs: {len(reference)}, decided {sum(p['verdict'] in ('faster', 'slower') for p in reference.values())}")
 
-    wall, code, _ = _arraybench("run", "--no-store", "--output-dir", str(out / "quiet"))
-    print(f"default run, quiet (exit {code}):")
-    _report("quiet", wall, out / "quiet" / "results.json", reference)
+    parts = set(args.only or ("quiet", "busy", "gate"))
+    if "quiet" in parts:
+        wall, code, _ = _arraybench("run", "--no-store", "--output-dir", str(out / "quiet"))
+        print(f"default run, quiet (exit {code}):")
+        _report("quiet", wall, out / "quiet" / "results.json", reference)
 
-    with Tenant():
-        wall, code, _ = _arraybench("run", "--no-store", "--output-dir", str(out / "busy"))
-    print(f"default run, one core busy in bursts (exit {code}):")
-    _report("busy", wall, out / "busy" / "results.json", reference)
+    if "busy" in parts:
+        with Tenant():
+            wall, code, _ = _arraybench("run", "--no-store", "--output-dir", str(out / "busy"))
+        print(f"default run, one core busy in bursts (exit {code}):")
+        _report("busy", wall, out / "busy" / "results.json", reference)
 
+    if "gate" not in parts:
+        return
     print("same-session gate, --against HEAD, 3 processes, one core busy in bursts:")
     with Tenant():
         for k_base, k_new, what in ((2, 3, "planted 1.5x"), (2, 4, "planted 2x"), (2, 2, "unchanged")):
