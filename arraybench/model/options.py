@@ -46,8 +46,9 @@ class RunOptions:
     min_samples: int = 10  # per cell, shared by its replicates
     rel_ci: float = 0.02
     target_sample: float = 0.005
-    #: Seconds of untimed calls per cell and process, two calls at least. A process's first
-    #: samples after 20 ms are as fast as the later ones (``benchmarks/warmup_enough.py``).
+    #: Seconds of untimed calls per cell and process, two calls at least. A process's first three
+    #: samples over its later ones, after 20 ms: a median of 0.99-1.06 in four default runs, 1.02
+    #: after 50 ms, within the processes' own spread (``benchmarks/warmup_enough.py``).
     warmup: float = 0.02
     threads: int | None = None
     #: The C allocator's states timed on the CPU (``model/allocator``): "both" (the
