@@ -23,7 +23,7 @@ from .measuring import freeze_what_lives
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 
-# Every run stores itself in the user's results store (issue 16): tests never write to the real one.
+# Every run stores itself in the user's results store: tests never write to the real one.
 # A session-wide folder first (for session fixtures), then one per test (``_own_store``).
 os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="arraybench-tests-data-")
 atexit.register(shutil.rmtree, os.environ["XDG_DATA_HOME"], ignore_errors=True)

@@ -1,4 +1,4 @@
-"""The disk against the run, for real (issue 13, items 5, 6 and 8): a full file system (a small
+"""The disk against the run, for real: a full file system (a small
 tmpfs, see tests/fullfs.py), files and folders in the way, symbolic links, named pipes and devices.
 
 What was measured is never lost: a write that fails ends the command in one line that names the

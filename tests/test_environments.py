@@ -1,4 +1,4 @@
-"""Builds side by side (issue 27): ``--python`` and ``--variant`` through the real command line.
+"""Builds side by side: ``--python`` and ``--variant`` through the real command line.
 
 A second real venv with NumPy 1.26 is made once (a session fixture, cached in pytest's cache
 folder, so later sessions reuse it) and run beside this interpreter's NumPy 2.x in one run.

@@ -1,4 +1,4 @@
-"""A results folder is data, never code (issue 25, family 1): ``--resume`` imports the workload
+"""A results folder is data, never code: ``--resume`` imports the workload
 files its journal names and unpickles ``workloads.pickle`` only where this user's arraybench wrote
 the folder (its sealed header), where the user names the file, or with ``--trust-folder``; and the
 pickle only if it is the very file its run recorded. Each case plants code that would leave a

@@ -1,4 +1,4 @@
-"""benchmarks/gpu_acceptance.py, the GPU acceptance run (issue 26), on a machine without a GPU:
+"""benchmarks/gpu_acceptance.py, the GPU acceptance run, on a machine without a GPU:
 it says so in one line and exits non-zero; its offline install, its reference timing (a dry run on
 the CPU) and its comparison run for real."""
 

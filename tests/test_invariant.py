@@ -1,4 +1,4 @@
-"""The one invariant, under faults at random points (issue 13): every measurement that reached the
+"""The one invariant, under faults at random points: every measurement that reached the
 journal is in the final results, and no file outside the output folder changes.
 
 Hypothesis plays a user at the command line: runs (plain, or ``--overwrite``, with a rival run
@@ -6,7 +6,7 @@ started into the same folder at the same moment), resumes and reports, each of t
 random moment or not at all (SIGKILL, SIGTERM, SIGHUP, one or two Ctrl-C). After every step the
 journal must still hold, byte for byte, every replicate line of the run it belongs to; a plain run
 may start a new run only where nothing was journalled; only ``--overwrite`` may discard a run,
-finished or not (issue 24). At the end the run is resumed to completion and
+finished or not. At the end the run is resumed to completion and
 every journalled replicate must be in results.json with its samples.
 
 Real processes, real signals, real files; the budget is a handful of examples in CI (seconds);

@@ -1,4 +1,4 @@
-"""MLX, Numba as NumPy's compiled mode, and Apple GPUs (issue 28).
+"""MLX, Numba as NumPy's compiled mode, and Apple GPUs.
 
 MLX (its CPU build) and Numba run for real where installed (the test extra installs them); the
 Apple GPU paths (PyTorch's mps, jax-metal, MLX's Metal) cannot run off a Mac, so they are tested

@@ -31,7 +31,7 @@ results''',
     "print([(r.workload, r.backend, r.status) for r in results.records])",
     "print([r.reason for r in results.records if r.status != 'ok'][0])",
     'fig = results.plot("case", workload="cell_softplus", size="small")\nfig',
-    # Issue 24: a comparison and the findings display as a table and sentences, not a dump.
+    # A comparison and the findings display as a table and sentences, not a dump.
     "results.compare(results)",
     "results.findings()",
     # progress=False: nothing but the result (the run above showed its progress by default).

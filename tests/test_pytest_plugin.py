@@ -106,7 +106,7 @@ def test_a_session_is_stored_compared_and_fails_on_a_planted_regression(pytester
     slow = run(pytester, *common, "--arraybench-processes=3", "--arraybench-save")
     slow.assert_outcomes(passed=1)
     assert slow.ret == pytest.ExitCode.OK
-    # The table's case column: the workload on its row, its n on the next (issue 24's layout).
+    # The table's case column: the workload on its row, its n on the next.
     slow.stdout.fnmatch_lines(["*- arraybench -*", "*softplus*NumPy CPU*ok*", "*n = 10,000*"])
     first = _stored_id(slow)
     with open_store(store) as opened:

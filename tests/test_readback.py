@@ -1,4 +1,4 @@
-"""What a run writes it can read back (issue 25, family 3): a setting the journal and results.json
+"""What a run writes it can read back: a setting the journal and results.json
 could not hold so that ``report`` and ``--resume`` read them (a seed of 2**63, 10**400, a uint64
 default, nan, inf) is refused in one line before the output folder is touched; a header that
 cannot be written never truncates a finished run's journal. The writer's rule is the reader's."""

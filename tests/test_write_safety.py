@@ -1,4 +1,4 @@
-"""Writing through special files (issue 25, families 2 and 7): an output replaces only a regular
+"""Writing through special files: an output replaces only a regular
 file (by a rename), a device, pipe or link is written through (a target the user named) or
 refused (a file of an output folder), a file with other hard links is never changed in place
 (``cp -al src dst; run -o dst`` leaves src as it was), and ``merge -o`` keeps off a folder that a

@@ -207,7 +207,7 @@ def test_history_of_this_machine_and_a_rebuilt_report_keep_the_history(tmp_path:
     assert bare.returncode == 0 and "id='history'" not in (tmp_path / "two" / "report.html").read_text()
 
 
-# -- one process cannot show the variation between processes (issue 23, item 2) ----------------
+# -- one process cannot show the variation between processes ----------------
 def _noisy_single_process_runs(rng: random.Random, series: int, runs: int, processes: int = 1):
     """``runs`` runs of the same code: each cell's one process lands ~5% off for its whole life
     while its own samples give an interval of ±1%; each run has a new commit label, the first

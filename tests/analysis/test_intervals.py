@@ -120,7 +120,7 @@ def test_t_tails_are_symmetric_and_approach_the_normal():
 def test_every_interval_reads_in_one_form_half_its_width_as_a_share_of_the_median():
     from arraybench.units import format_interval
 
-    # Issue 24: the interval column mixed ±21.7% and ×/÷2; one form now, whatever the width.
+    # The interval column mixed ±21.7% and ×/÷2; one form now, whatever the width.
     # Two processes on a busy machine: t(1) = 12.7 makes the log interval a factor of ~2.6 either way.
     iv = replicate_interval([[0.0076] * 10, [0.0093] * 10])
     low, high, center = iv.low, iv.high, iv.center

@@ -1,4 +1,4 @@
-"""Hostile configuration and locations (issue 25, family 9): ``ARRAYBENCH_CONFIG`` naming a named
+"""Hostile configuration and locations: ``ARRAYBENCH_CONFIG`` naming a named
 pipe, a device or a huge file; a ``--store`` that is a symlink loop; ``--since`` beyond the
 calendar. Each is one line and a non-zero exit (or a plain success), never a hang or a traceback.
 """

@@ -1,4 +1,4 @@
-"""Issue 24, first contact: a finished run is never lost, a stored run is named like a folder, and
+"""A finished run is never lost, a stored run is named like a folder, and
 the small snags (unknown names, a --param given twice, `store = false`, history's files).
 
 One pair of real runs (NumPy, sort, one process: seconds) serves the whole module.

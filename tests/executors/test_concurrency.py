@@ -1,4 +1,4 @@
-"""Runs that meet in one output folder, and runs killed without a word (issue 13, items 1 and 2).
+"""Runs that meet in one output folder, and runs killed without a word.
 
 Two real ``arraybench run`` processes into one folder: the second is refused in one line while
 the first holds the folder's lock, and the first is unharmed. A run killed by SIGKILL or SIGHUP

@@ -1,4 +1,4 @@
-"""The smaller faults of part four (issue 36) around environments, the allocator and worker start,
+"""Smaller faults around environments, the allocator and worker start,
 each done for real: two environments' logs, a variant too long to start a process with, a comma
 in a variant's value, MALLOC_ARENA_MAX under ``--allocator fresh``, PYTHONHASHSEED=abc, and the
 import folder a SIGKILLed run leaves behind."""

@@ -1,6 +1,6 @@
-"""The smaller faults of issue 13, each done for real: the CI gate of ``compare`` passing a broken
-build (item 11), unbounded ``--processes`` and ``--threads`` (item 12), NumPy's "149. GiB", a
-workload called ``summary``, ``os._exit`` at the import of a workload file (item 13)."""
+"""Smaller faults, each done for real: the CI gate of ``compare`` passing a broken
+build, unbounded ``--processes`` and ``--threads``, NumPy's "149. GiB", a
+workload called ``summary``, ``os._exit`` at the import of a workload file."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Results files and journals written by someone else, for real (issue 13, items 3 and 7).
+"""Results files and journals written by someone else, for real.
 
 Each case edits a real results.json or journal.jsonl the way a hostile (or careless) hand would
 and hands it to the real command line: it is refused in one line, or, where the data is valid but

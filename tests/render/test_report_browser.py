@@ -138,7 +138,7 @@ def test_a_report_with_history_and_machines_loads_cleanly_with_every_plot(browse
     keep(page.screenshot(tmp_path / "history-report.png"))
 
 
-# -- issue 24: tables that fit, a page for phones, dark mode, sorting ---------------------------------
+# -- tables that fit, a page for phones, dark mode, sorting ---------------------------------
 FIT_JS = """JSON.stringify([...document.querySelectorAll('table.records')].map(t => ({
   table: t.scrollWidth, box: t.parentElement.clientWidth, boxScroll: t.parentElement.scrollWidth,
   right: Math.max(...[...t.tHead.rows[0].cells].map(c => c.getBoundingClientRect().right)),

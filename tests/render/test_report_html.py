@@ -85,7 +85,7 @@ def test_achieved_rates_are_shown_and_the_share_only_with_ceilings():
 
 
 def test_device_time_has_a_column_only_where_a_record_has_one():
-    """Issue 15, finding 3: CUDA event times are shown next to the wall-clock median."""
+    """CUDA event times are shown next to the wall-clock median."""
     assert "device time" not in render_html(sample_results())
     res = sample_results()
     res.records.append(record("matmul", "torch", "gpu", samples=spread(2e-4), device_median_s=1.5e-4,

@@ -1,4 +1,4 @@
-"""First contact (issue 24): a results table that fits its terminal, notes said once, "vs NumPy"
+"""First contact: a results table that fits its terminal, notes said once, "vs NumPy"
 with its direction, one form for the interval, and an ``arraybench list`` that a workload with
 many settings does not squeeze.
 

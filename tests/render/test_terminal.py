@@ -1,4 +1,4 @@
-"""The terminal, whatever it is (issue 13, item 13): a reader that leaves, an ASCII-only encoding,
+"""The terminal, whatever it is: a reader that leaves, an ASCII-only encoding,
 a standard output that cannot be written, a Ctrl-C while arraybench starts, and escape sequences
 in what a workload file says about itself.
 """

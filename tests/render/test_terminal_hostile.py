@@ -1,4 +1,4 @@
-"""The terminal shows, never obeys (issue 25, family 6): rich markup and escape sequences in what
+"""The terminal shows, never obeys: rich markup and escape sequences in what
 came from outside (a path, a ``--context`` value, a workload's name or error, a stored run) are
 shown as written, never read as markup, styles or hyperlinks; results.csv never starts a cell with
 a formula.

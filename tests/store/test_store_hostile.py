@@ -1,4 +1,4 @@
-"""A hostile or busy results store (issue 25, families 4 and 5): an edited copy of a stored run never
+"""A hostile or busy results store: an edited copy of a stored run never
 replaces it; rows of the wrong type are skipped with a note, never a traceback, and never cost a
 run its report; a table lock held by another session is given up after the timeout; Ctrl-C and
 SIGTERM while a run waits on a locked store act at once and still write the report and say how

@@ -1,9 +1,9 @@
-"""Issue 23: the C allocator's state is controlled, both states of a large-output cell are kept
+"""The C allocator's state is controlled, both states of a large-output cell are kept
 apart, and the headline is one of them, never a mix.
 
 One real run (NumPy, two processes) of a cell whose call returns 4 MiB in ~1 ms, next to a small
 one; the rest reads its records, plus the pure parts (when the allocator is left alone, reading a
-results file from before issue 23, the finding's words).
+results file from before the allocator was controlled, the finding's words).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The default check derived from the computation, and checks that know the dtype (issue 23, items 1
-and 6d). Cells are judged in this process by the worker's own code, on the real libraries."""
+"""The default check derived from the computation, and checks that know the dtype. Cells are
+judged in this process by the worker's own code, on the real libraries."""
 
 from __future__ import annotations
 

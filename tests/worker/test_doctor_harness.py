@@ -1,4 +1,4 @@
-"""The doctor's ``harness`` check (issue 26): arraybench's timer against each library's own tool.
+"""The doctor's ``harness`` check: arraybench's timer against each library's own tool.
 
 Real libraries in this process: NumPy against ``timeit``, PyTorch against
 ``torch.utils.benchmark.Timer``, JAX against a ``block_until_ready`` loop, all on the CPU. The

@@ -1,4 +1,4 @@
-"""GPU paths, tested on the CPU (issue 15).
+"""GPU paths, tested on the CPU.
 
 No GPU is lent to this project. Each test here runs the real code path with the real libraries
 where the CPU reaches it; where only a GPU would, a small fake stands in for the library object,
@@ -118,7 +118,7 @@ def test_a_tf32_matmul_is_checked_against_tf32_and_the_record_says_so(reports, s
     if reports:
         assert p.replicate.reduced_precision == "tf32"
         assert any("TF32" in w for w in p.replicate.warnings)
-        assert p.replicate.tolerance == pytest.approx(2 * 2**-11 * 200 ** 0.5)  # issue 26: 2 u √n
+        assert p.replicate.tolerance == pytest.approx(2 * 2**-11 * 200 ** 0.5)  # 2 u √n
     else:
         assert p.replicate.reduced_precision == ""
 
@@ -189,7 +189,7 @@ def test_torch_reads_its_own_tf32_flag(monkeypatch):
         for allow, expected in ((False, None), (True, "tf32")):
             backend = TorchBackend("cpu", allow_tf32=allow)
             assert backend.reduced_precision("float32") is None  # the CPU: never
-            # What a GPU backend's __init__ sets (a CPU one keeps full float32: issue 26, finding 6).
+            # What a GPU backend's __init__ sets (a CPU one keeps full float32).
             torch.backends.cuda.matmul.allow_tf32 = allow
             monkeypatch.setattr(backend, "device", "gpu")
             assert backend.reduced_precision("float32") == expected

@@ -1,4 +1,4 @@
-"""Ready for the first GPU (issue 26): findings 2-9, tested on the CPU.
+"""Ready for the first GPU: findings 2-9, tested on the CPU.
 
 As in ``test_gpu.py``, the real code runs wherever the CPU reaches it; where only a GPU would, a
 small fake stands in at the backend's seam, and its docstring says which behaviour it stands for.

@@ -1,4 +1,4 @@
-"""Real users' workloads (issue 14): code that updates its inputs in place, returns views, takes
+"""Real users' workloads: code that updates its inputs in place, returns views, takes
 settings, and fixes its own dtypes. Measured in this process on the real libraries, as
 tests/test_workloads.py does."""
 
@@ -151,7 +151,7 @@ def test_an_input_changed_silently_is_named_with_the_fix_and_restored(backend_na
 
 
 def test_the_first_result_is_checked_before_later_calls_change_it():
-    """Issue 14's gemm: returning C, updated in place, was judged after the warm-up had updated it
+    """A gemm returning C, updated in place, was judged after the warm-up had updated it
     again (relative error 2.64); it is now judged as the first call left it."""
     backend = backend_or_skip("numpy")
 
@@ -229,7 +229,7 @@ def test_jax_arrays_cannot_change_so_nothing_is_restored():
 
 @pytest.mark.parametrize("backend_name", ["numpy", "torch", "jax"])
 def test_in_place_results_come_back_in_mutates_order(backend_name):
-    """Issue 23 (6a): with mutates=("B", "A") the result is (B, A), as docs/workloads.md says, so a
+    """With mutates=("B", "A") the result is (B, A), as docs/workloads.md says, so a
     functional JAX override returning (B, A) is right; it was judged in parameter order (A, B)."""
     backend = backend_or_skip(backend_name)
 
@@ -251,7 +251,7 @@ def test_in_place_results_come_back_in_mutates_order(backend_name):
 
 @pytest.mark.parametrize("backend_name", ["numpy", "torch"])
 def test_returning_none_without_mutates_is_told_with_the_fix_never_wrong(backend_name):
-    """Issue 23 (6b): ``x += 1`` without mutates= made every library wrong with "shape (64,)
+    """``x += 1`` without mutates= made every library wrong with "shape (64,)
     differs from the reference's ()"; the cell now fails with what happened and the fix."""
     backend = backend_or_skip(backend_name)
 

@@ -77,7 +77,7 @@ def test_torch_cuda_messages():
     "CUDA error: CUSOLVER_STATUS_ALLOC_FAILED when calling `cusolverDnCreate(handle)`",
 ])
 def test_torch_cuda_library_allocation_failures_are_out_of_memory(message):
-    """Issue 15, finding 8: these say no "out of memory", yet are one."""
+    """These say no "out of memory", yet are one."""
     backend = backend_or_skip("torch")
     assert backend.is_out_of_memory(RuntimeError(message))
     assert not backend.is_out_of_memory(RuntimeError("CUDA error: CUBLAS_STATUS_EXECUTION_FAILED "

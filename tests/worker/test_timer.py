@@ -245,7 +245,7 @@ class _Events:
 
 
 def test_device_events_stay_out_of_the_wall_clock_time_in_latency_mode():
-    """Issue 15, finding 3: events inside the timed span biased torch and CuPy against JAX."""
+    """Events inside the timed span biased torch and CuPy against JAX."""
     clock = _SpanClock()
     events = _Events(clock)
     timer = Timer(lambda: None, sync=lambda r: None, device_timer=events, clock=clock)

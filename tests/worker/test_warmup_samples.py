@@ -1,9 +1,9 @@
 """A sample over which the process's resident memory grew is warm-up, not a measurement.
 
 Such a sample paid for memory touched for the first time, once in a process's life; a plain
-``timeit`` process makes those calls in ``autorange`` and never counts them (issue 23: PyTorch's FFT
-at n = 10⁶ grew its worker's heap by 16 MB in three or four of its first eight samples, which took
-21-23 ms against 15-17 ms for the rest). One real run, one process, of three workloads that hold on
+``timeit`` process makes those calls in ``autorange`` and never counts them (PyTorch's FFT at n = 10⁶
+grew its worker's heap by 16 MB in three or four of its first eight samples, which took 21-23 ms
+against 15-17 ms for the rest). One real run, one process, of three workloads that hold on
 to memory differently; and the rule itself, fed by a plain function.
 """
 

@@ -1,4 +1,4 @@
-"""Workers that leave processes behind or die while they start, for real (issue 13, items 4 and 9).
+"""Workers that leave processes behind or die while they start, for real.
 
 A workload that forks or starts a helper must neither hang the run (the child holds the worker's
 pipe) nor outlive it; a worker that dies before it is ready is a failure of the run (exit 1,

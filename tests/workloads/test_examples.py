@@ -26,7 +26,7 @@ FILES = {
     "jacobi_2d.py": ["jacobi_2d"],
     "gemm_inplace.py": ["gemm_inplace"],
 }
-#: Written the way NumPy users write them: inputs updated in place, settings (issue 14).
+#: Written the way NumPy users write them: inputs updated in place, settings.
 IN_PLACE = ["jacobi_2d", "gemm_inplace"]
 WORKLOADS = [w for names in FILES.values() for w in names]
 

@@ -1,4 +1,4 @@
-"""Gradients on equal terms (issue 23): a workload gives libraries without autodiff its own
+"""Gradients on equal terms: a workload gives libraries without autodiff its own
 gradient (``@wl.gradient``); finite differences only where none is given; findings that set
 autodiff against finite differences say so."""
 

@@ -1,4 +1,4 @@
-"""Settings a workload takes (issue 23): NumPy scalar defaults are settings like Python ones, and a
+"""Settings a workload takes: NumPy scalar defaults are settings like Python ones, and a
 run's ``--param`` can be aimed at one workload (``WORKLOAD.NAME=VALUE``)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Workload files that change the world around them (issue 25, family 8), each done for real.
+"""Workload files that change the world around them, each done for real.
 
 A workload file is the user's code, imported in the parent (to plan) and in every worker. What it
 does at import or on every call — start a thread, change folder, print without end, close over a
