@@ -113,8 +113,8 @@ class WorkerProcess:
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         self._exited_at: float | None = None
-        #: When the worker was last resumed: time paused is not time without progress.
-        self.resumed_at = 0.0
+        #: When it was last resumed or sent a line: paused, or waiting to be asked, is not stuck.
+        self.asked_at = 0.0
         self.paused = False
         #: What made the worker, where a session's pool may keep it for another job (``pool``).
         self.pool_key: Hashable | None = None
@@ -134,6 +134,7 @@ class WorkerProcess:
         stdin = self.proc.stdin
         if stdin is None or stdin.closed:
             return
+        self.asked_at = time.monotonic()
         try:
             stdin.write((line + "\n").encode())
             stdin.flush()
@@ -160,7 +161,7 @@ class WorkerProcess:
         if self.paused:
             self._signal_group(signal.SIGCONT)
             self.paused = False
-            self.resumed_at = time.monotonic()
+            self.asked_at = time.monotonic()
 
     def _read(self) -> None:
         """Lines from the worker into the queue, then None at the end of its messages (or at
@@ -272,7 +273,7 @@ class WorkerProcess:
                     continue
                 beat = heartbeat.read(self.board_path)
                 now = time.monotonic()
-                last_progress = max(last_progress, self.resumed_at)  # paused is not stuck
+                last_progress = max(last_progress, self.asked_at)  # paused or unasked: not stuck
                 if deadline is not None and now >= deadline:
                     raise WorkerTimeout(beat[0], now - last_progress) from None
                 if beat != last_beat:
