@@ -100,6 +100,7 @@ class Sampling:
         self.samples.clear()
         self.device_samples.clear()
         self.throttled.clear()
+        self.throttle_reasons.clear()
         self.stop_reason = ""
 
     def take_back_warmup(self, growth_bytes: int | None) -> bool:
