@@ -219,7 +219,7 @@ class Check:
 
     def error(self, out: np.ndarray, ref: np.ndarray) -> float:
         """The error measure this check bounds."""
-        diff = np.abs(out.astype(np.result_type(ref, np.float64)) - ref)
+        diff = np.abs(out.astype(np.result_type(ref, np.float64), copy=False) - ref)
         if self.kind == "elementwise":
             scale = np.abs(ref)
             # Where the reference is (nearly) zero, judge against the array's scale instead.

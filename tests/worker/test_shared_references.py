@@ -47,10 +47,10 @@ def test_a_second_worker_reads_the_reference_the_first_computed(tmp_path):
     cell = Cell("matmul", "small", 64, "numpy", "cpu", "float64", "latency")
     inputs = make_inputs(wl, cell.size, cell.dtype, 0, {}).arrays
     first = ReferenceCache(str(tmp_path)).reference(wl, cell.size, cell.dtype, inputs)
-    assert len(list(tmp_path.glob("*.npz"))) == 1
+    assert len(list(tmp_path.glob("*.npys"))) == 1
     # The file is what the second reads: planted, it is what the second gets.
-    [path] = tmp_path.glob("*.npz")
-    name = path.name[:-len(".npz")]
+    [path] = tmp_path.glob("*.npys")
+    name = path.name[:-len(".npys")]
     SharedReferences(str(tmp_path)).put(name, Reference(first.value * 0 + 7.0))
     second = ReferenceCache(str(tmp_path)).reference(wl, cell.size, cell.dtype, inputs)
     assert np.all(second.value == 7.0)
@@ -68,7 +68,7 @@ def test_a_killed_runs_references_go_at_the_next_start(tmp_path):
     alive = tmp_path / f"{REFERENCES_PREFIX}{os.getpid()}-def456"
     for folder in (dead, alive):
         folder.mkdir()
-        (folder / "x.npz").write_bytes(b"")
+        (folder / "x.npys").write_bytes(b"")
     assert remove_stale_folders(str(tmp_path), prefix=REFERENCES_PREFIX) == [str(dead)]
     assert alive.is_dir() and not dead.exists()
 
