@@ -140,7 +140,11 @@ def _fill_timing(rec: Record, timed: Sequence[Replicate], wanted: int, rel_ci: f
     busy = busy_reason(rec)
     rec.busy = None if rec.usage is None or rec.usage.others_cores is None else busy is not None
     if busy is not None:
-        warnings.append(f"measured while the machine was busy: {busy}")
+        rounds = sum(len(rep.rounds or ()) for rep in timed)
+        loaded = sum(len(rep.busy_rounds) for rep in timed)
+        warnings.append(f"measured while the machine was busy: {busy}" + (
+            f"; {loaded} of {rounds} rounds of turns under that load, left out of its comparisons "
+            "where enough quiet ones remain" if loaded else ""))
     half = (rec.ci_high_s - rec.ci_low_s) / (2 * rec.median_s) if rec.median_s > 0 else 0.0
     if half > rel_ci:
         why = _why_wide(rec, timed, clusters is not None, busy is not None)

@@ -40,6 +40,9 @@ LEVEL_WITHIN = 0.05
 
 #: Fewest rounds a process must share for its ratio to count.
 MIN_ROUNDS = 2
+#: Fewest processes with ``MIN_ROUNDS`` quiet rounds each for a pair to be judged on its quiet
+#: rounds alone: a t interval's fewest.
+QUIET_PROCESSES = 3
 
 
 @dataclass(frozen=True)
@@ -50,14 +53,16 @@ class _ProcessRatio:
     rounds: int
 
 
-def _process_ratio(a_samples: Sequence[float], a_rounds: Sequence[int], b_samples: Sequence[float],
-                   b_rounds: Sequence[int]) -> _ProcessRatio | None:
-    """One process's paired log ratio from the rounds both sides sampled in."""
-    b_at = {}
-    for s, r in zip(b_samples, b_rounds):
+def _process_ratio(a: Replicate, b: Replicate, quiet: bool) -> _ProcessRatio | None:
+    """One process's paired log ratio from the rounds both sides sampled in (``quiet``: only
+    those during which no other process loaded the machine)."""
+    assert a.rounds is not None and b.rounds is not None
+    skip = set(a.busy_rounds) | set(b.busy_rounds) if quiet else set()
+    b_at: dict[int, float] = {}
+    for s, r in zip(b.samples_s, b.rounds):
         b_at.setdefault(r, s)
-    logs = [math.log(a / b_at[r]) for a, r in zip(a_samples, a_rounds)
-            if r in b_at and a > 0 and b_at[r] > 0]
+    logs = [math.log(x / b_at[r]) for x, r in zip(a.samples_s, a.rounds)
+            if r in b_at and r not in skip and x > 0 and b_at[r] > 0]
     if len(logs) < MIN_ROUNDS:
         return None
     low, high = median_ci(logs, CONFIDENCE)
@@ -98,17 +103,27 @@ class Ratio:
 
 def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None:
     """A's time over B's from their replicates' shared rounds, replicate index by index (the
-    process is the unit); None where they took no turns together."""
-    per_process: list[_ProcessRatio] = []
-    for rep_a, rep_b in zip(a, b):
-        if rep_a is None or rep_b is None or not rep_a.rounds or not rep_b.rounds \
-                or rep_a.status != "ok" or rep_b.status != "ok":
-            continue
-        found = _process_ratio(rep_a.samples_s, rep_a.rounds, rep_b.samples_s, rep_b.rounds)
-        if found is not None:
-            per_process.append(found)
-    if not per_process:
+    process is the unit); None where they took no turns together.
+
+    Rounds during which other processes loaded the machine (``Replicate.busy_rounds``) are left
+    out where ``QUIET_PROCESSES`` processes keep enough quiet rounds: a burst does not slow a
+    library on two threads and one on one thread alike, so those rounds pair times that the
+    machine alone would not give.
+    """
+    both = [(x, y) for x, y in zip(a, b) if x is not None and y is not None and x.rounds and y.rounds
+            and x.status == "ok" and y.status == "ok"]
+    every = [p for p in (_process_ratio(x, y, quiet=False) for x, y in both) if p is not None]
+    if not every:
         return None
+    per_process, note = every, ""
+    if any(x.busy_rounds or y.busy_rounds for x, y in both):
+        quiet = [p for p in (_process_ratio(x, y, quiet=True) for x, y in both) if p is not None]
+        shared = sum(p.rounds for p in every)
+        if len(quiet) >= QUIET_PROCESSES:
+            per_process = quiet
+            note = f"; {shared - sum(p.rounds for p in quiet)} of {shared} rounds left out: other processes loaded the machine"
+        else:
+            note = "; rounds under other processes' load kept: too few quiet ones"
     k = len(per_process)
     logs = [p.log_ratio for p in per_process]
     center = statistics.fmean(logs)
@@ -125,7 +140,8 @@ def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None
     else:
         low, high = per_process[0].log_low, per_process[0].log_high
         method = "1 process: its rounds only"
-    return Ratio(math.exp(center), math.exp(low), math.exp(high), k, sum(p.rounds for p in per_process), method)
+    return Ratio(math.exp(center), math.exp(low), math.exp(high), k, sum(p.rounds for p in per_process),
+                 method + note)
 
 
 def pair(a: Record, b: Record) -> Pair | None:

@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol
 
 from ..model.cell import Cell, Config, case_key
-from ..worker.protocol import FINISH, PREPARE, Message, Prepared, Ready, Sampled, Turn
+from ..worker.protocol import FINISH, PREPARE, Message, Prepared, Ready, ReplicateDone, Sampled, Turn
 from .base import RunHandle
+from .load import LoadWatch
 from .worker_process import StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
 
 __all__ = ["end_together", "take_turns", "takes_turn"]
@@ -116,7 +117,9 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
                 side.sampling = {i for i, c in enumerate(side.cells) if c.key in side.remaining}
                 side.worker.pause()
         sides = [side for side in sides if side.alive]
-        _turns(session, sides, rng, left)
+        with LoadWatch([side.worker.proc.pid for side in sides]) as watch:
+            windows = _turns(session, sides, rng, left)
+        busy = {window: watch.busy(*span) for window, span in windows.items()}
         # Ends that measure nothing of the machine's (a peak of the worker's own memory, or
         # nothing) overlap; one that reads an energy counter runs alone.
         together = [side for side in sides if side.alive and not side.ends_alone]
@@ -124,10 +127,10 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
             side.worker.resume()
             side.worker.send(FINISH.to_json())
         for side in together:
-            _finish(session, side, left, sent=True)
+            _finish(session, side, left, busy, sent=True)
         for side in sides:
             if side.ends_alone:
-                _finish(session, side, left)
+                _finish(session, side, left, busy)
     except StopRequested:
         for side in every:
             _wind_down(session, side)
@@ -172,10 +175,15 @@ def _until(session: RunHandle, side: _Side, kind: type, left: dict[Config, list[
     return False
 
 
-def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dict[Config, list[Cell]]) -> None:
+Windows = dict[tuple[str, int], tuple[float, float]]
+
+
+def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dict[Config, list[Cell]]) -> Windows:
     """Hand turns until every cell has finished sampling: case by case, every cell of a case one
     sample a round, in a shuffled order. A cell whose own sampling is complete goes on taking
-    turns while another cell of its case samples: every round of a case pairs all of its cells."""
+    turns while another cell of its case samples: every round of a case pairs all of its cells.
+    The span of ``time.monotonic`` each round of each case took, by (case, round)."""
+    windows: Windows = {}
     current: _Side | None = None
     members: dict[str, list[tuple[_Side, int]]] = {}
     for side in sides:
@@ -195,6 +203,7 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
             group = [(side, i) for side, i in members[key] if side.alive and i in side.sampling
                      and takes_turn(side.extra, taken.get((id(side), i), 0), done_at.get((id(side), i)))]
             rng.shuffle(group)
+            began = time.monotonic()
             for side, i in group:
                 if not side.alive:
                     continue
@@ -218,9 +227,11 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
                     done_at.setdefault((id(side), i), taken[(id(side), i)])
                     if msg.error:
                         side.sampling.discard(i)  # a cell that failed takes no more turns
+            windows[(key, round_)] = (began, time.monotonic())
             round_ += 1
     if current is not None and current.alive:
         current.worker.pause()
+    return windows
 
 
 def takes_turn(extra: bool, taken: int, done_at: int | None) -> bool:
@@ -246,16 +257,22 @@ def _next_sampled(side: _Side) -> Sampled:
     raise WorkerExited(side.worker.proc.returncode, side.worker.last_error_line())
 
 
-def _finish(session: RunHandle, side: _Side, left: dict[Config, list[Cell]], sent: bool = False) -> None:
+def _finish(session: RunHandle, side: _Side, left: dict[Config, list[Cell]], busy: dict[tuple[str, int], bool],
+            sent: bool = False) -> None:
     """End the turns of one worker: it finishes every cell and sends its replicates (``sent``:
-    it was told to already)."""
+    it was told to already), each with the rounds of its case that ``busy`` says other processes
+    loaded the machine in."""
     if not side.alive:
         return
     if not sent:
         side.worker.resume()
         side.worker.send(FINISH.to_json())
+    cases = {cell.key: case_key(cell) for cell in side.cells}
     try:
         for msg in side.messages:
+            if isinstance(msg, ReplicateDone) and msg.replicate.rounds and not side.extra:
+                case = cases.get(msg.key, "")
+                msg.replicate.busy_rounds = sorted({r for r in msg.replicate.rounds if busy.get((case, r))})
             side.listener.handle(msg)
     except (WorkerTimeout, WorkerExited) as exc:
         _failed(session, side, exc, cell=None, left=left)

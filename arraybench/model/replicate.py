@@ -40,6 +40,9 @@ class Replicate:
     #: (``executors/turns``): samples of one round of one case were taken side by side in time,
     #: which is what pairs them (``analysis/pairs``). None where the worker sampled on its own.
     rounds: list[int] | None = field(default=None, metadata={"min": 0})
+    #: The rounds among ``rounds`` during which other processes used half a core or more
+    #: (``executors/load``): a pair leaves them out where enough quiet rounds remain.
+    busy_rounds: list[int] = field(default_factory=list, metadata={"min": 0})
     #: Device-event seconds per call, where the library has device events.
     device_samples_s: list[float] | None = field(default=None, metadata=_NON_NEGATIVE)
     number: int | None = field(default=None, metadata={"min": 1})

@@ -13,6 +13,7 @@ from arraybench.model.cell import Cell, case_key
 from arraybench.model.pair import Pair
 from arraybench.model.record import Record
 from arraybench.model.replicate import Replicate
+from arraybench.model.usage import Usage
 from arraybench.render.tables import speedup_text
 
 
@@ -94,3 +95,49 @@ def test_a_cell_whose_pairs_are_answered_wants_no_more_processes():
                       elapsed_s=0.01) for i in range(3)]
     assert decide(reps, policy, open_pairs=False).stop == DECIDED
     assert decide(reps, policy, open_pairs=True).wanted == 4  # a verdict still open: one more process
+
+
+def _threads_under_a_tenant(busy: set[int], processes: int = 3, rounds: int = 12,
+                            usage: Usage | None = None) -> tuple[Record, Record]:
+    """A library on two threads (1 ms a call, 3 ms in the rounds a tenant takes a core) against
+    one on one thread (1.5 ms whatever the tenant does); ``busy``: the rounds the tenant ran in."""
+    two, one = [], []
+    for p in range(processes):
+        two.append(Replicate(status="ok", samples_s=[3e-3 if r in busy else 1e-3 for r in range(rounds)],
+                             number=1, rounds=list(range(rounds)), busy_rounds=sorted(busy), usage=usage))
+        one.append(Replicate(status="ok", samples_s=[1.5e-3 * (1 + 0.01 * ((r * 7 + p) % 5)) for r in range(rounds)],
+                             number=1, rounds=list(range(rounds)), busy_rounds=sorted(busy)))
+    cell = Cell("fft", "large", 10**6, "torch", "cpu", "float64", "latency")
+    return (aggregate(cell, two, processes, rel_ci=0.02),
+            aggregate(Cell("fft", "large", 10**6, "numpy", "cpu", "float64", "latency"), one, processes, rel_ci=0.02))
+
+
+def test_rounds_under_another_process_load_are_left_out_where_enough_quiet_ones_remain():
+    # Two thirds of the rounds under the tenant: with them, the two-thread library looks slower.
+    two, one = _threads_under_a_tenant(busy=set(range(0, 12)) - {0, 3, 6, 9})
+    found = pairs.pair(two, one)
+    assert found.verdict == "faster" and 0.64 < found.ratio < 0.68
+    assert found.rounds == 12 and "24 of 36 rounds left out" in found.method
+    # The same samples, no round known to be busy: the bursts decide.
+    for rec in (two, one):
+        for rep in rec.replicates:
+            rep.busy_rounds = []
+    assert pairs.pair(two, one).verdict == "slower"
+
+
+def test_too_few_quiet_rounds_keep_every_round_and_say_so():
+    two, one = _threads_under_a_tenant(busy=set(range(1, 12)))  # one quiet round a process
+    found = pairs.pair(two, one)
+    assert found.rounds == 36 and found.verdict == "slower"
+    assert found.method.endswith("rounds under other processes' load kept: too few quiet ones")
+
+
+def test_a_row_measured_under_load_says_how_many_of_its_rounds_were():
+    wall, calls = 0.5, 20
+    loaded = Usage(calls=calls, wall_s=wall, user_s=wall, system_s=0.0, machine_busy_s=2 * wall,
+                   machine_total_s=2 * wall, machine_cpus=2, load_sum=3.0 * calls, load_readings=calls).derive()
+    two, one = _threads_under_a_tenant(busy=set(range(12)) - {0, 3, 6, 9}, usage=loaded)
+    [said] = [w for w in two.warnings if w.startswith("measured while the machine was busy")]
+    assert said.endswith("; 24 of 36 rounds of turns under that load, left out of its comparisons "
+                         "where enough quiet ones remain")
+    assert not any("rounds of turns" in w for w in one.warnings)  # its processes read no counters

@@ -1,0 +1,109 @@
+"""What the rest of the machine does while the workers take turns: other processes' CPU, from /proc.
+
+A tenant that takes a core in bursts does not slow two libraries alike: a library that runs on
+two threads loses one of them (and waits at every barrier for it), one that runs on one thread
+keeps a free core. So a round of turns taken during a burst pairs two times the quiet machine
+would not give. ``LoadWatch`` reads, every ``PERIOD_S``, the CPU time of the whole machine and of
+arraybench's own processes (this one and its workers); what is left is the others'. ``others``
+says how many cores they used over a span of time (the rounds' windows, ``executors/turns``).
+
+Only Linux has /proc: elsewhere the watch reads nothing and every round counts.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import threading
+import time
+from types import TracebackType
+
+#: How often the watch reads the counters: /proc/stat counts in ticks of 10 ms per CPU, so one
+#: read of 2 CPUs every 50 ms resolves a fifth of a core; the tenant's bursts last 0.5 s or more.
+PERIOD_S = 0.05
+#: A window shorter than this is widened to it, centred, before the others' cores are read over it.
+LEAST_WINDOW_S = 0.2
+#: Other processes using this many cores during a round make it a busy round.
+BUSY_CORES = 0.5
+
+_TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
+
+
+def _machine_ticks() -> int | None:
+    """The machine's busy CPU ticks, all CPUs (idle, I/O wait and steal left out)."""
+    try:
+        with open("/proc/stat", "rb") as f:
+            fields = f.readline().split()[1:]
+    except OSError:
+        return None
+    values = [int(x) for x in fields[:8]]
+    user, nice, system, _idle, _iowait, irq, softirq, _steal = (values + [0] * 8)[:8]
+    return user + nice + system + irq + softirq
+
+
+def _process_ticks(pid: int | str) -> int:
+    """A process's user and system ticks (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read()
+    except OSError:
+        return 0
+    fields = text[text.rindex(b")") + 2:].split()
+    return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+
+
+class LoadWatch:
+    """A thread that reads the others' CPU use until the watch is closed (a context manager)."""
+
+    def __init__(self, pids: list[int], period_s: float = PERIOD_S) -> None:
+        self._pids = list(pids)
+        self._period = period_s
+        self._times: list[float] = []
+        self._others: list[float] = []  # others' ticks, cumulative, at each time
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> "LoadWatch":
+        if _machine_ticks() is not None:
+            self._read()
+            self._thread = threading.Thread(target=self._run, name="arraybench-load-watch", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._read()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._period):
+            self._read()
+
+    def _read(self) -> None:
+        machine = _machine_ticks()
+        if machine is None:
+            return
+        ours = _process_ticks("self") + sum(_process_ticks(pid) for pid in self._pids)
+        self._times.append(time.monotonic())
+        self._others.append(machine - ours)
+
+    def others(self, start: float, end: float) -> float | None:
+        """The cores other processes used from ``start`` to ``end`` (``time.monotonic``), over a
+        window of ``LEAST_WINDOW_S`` at least; None where the watch read nothing then."""
+        if end - start < LEAST_WINDOW_S:
+            middle = (start + end) / 2
+            start, end = middle - LEAST_WINDOW_S / 2, middle + LEAST_WINDOW_S / 2
+        first = max(bisect.bisect_right(self._times, start) - 1, 0)
+        last = min(bisect.bisect_left(self._times, end), len(self._times) - 1)
+        if last <= first:
+            return None
+        span = self._times[last] - self._times[first]
+        # A worker's ticks can lag the machine's by one read: never below nothing.
+        return max(self._others[last] - self._others[first], 0) * _TICK_S / span
+
+    def busy(self, start: float, end: float) -> bool:
+        """Whether other processes used ``BUSY_CORES`` or more from ``start`` to ``end``."""
+        cores = self.others(start, end)
+        return cores is not None and cores >= BUSY_CORES

@@ -1,0 +1,58 @@
+"""The load watch: other processes' CPU while workers take turns, arraybench's own left out."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from arraybench.executors import load
+from arraybench.executors.load import LoadWatch
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="no /proc on this system")
+
+#: Spins for 0.4 s of CPU, says so, then waits (alive, idle) until its stdin closes.
+_SPIN = ("import sys, time\nend = time.process_time() + 0.4\nwhile time.process_time() < end: pass\n"
+         "print('spun', flush=True)\nsys.stdin.read()\n")
+
+
+def test_a_process_listed_as_ours_is_not_counted_among_the_others():
+    """Two watches at once, one told the spinning child is arraybench's: over the child's spin the
+    other counts the child's CPU more, and only that, whatever else loads the machine."""
+    child = subprocess.Popen([sys.executable, "-c", _SPIN], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        with LoadWatch([child.pid]) as ours, LoadWatch([]) as not_ours:
+            start = time.monotonic()
+            assert child.stdout.readline() == "spun\n"
+            time.sleep(0.1)
+            end = time.monotonic()
+            used = load._process_ticks(child.pid) * load._TICK_S
+    finally:
+        child.stdin.close()
+        child.wait()
+    assert used >= 0.35  # the child did spin
+
+    def seconds(watch: LoadWatch) -> float:  # others' CPU seconds between the first and last reads
+        return (watch._others[-1] - watch._others[0]) * load._TICK_S
+
+    # Both watches read from before the child started to after it spun; two ticks each way for
+    # the moments the two read at.
+    assert abs(seconds(not_ours) - seconds(ours) - used) <= 0.04
+    assert not_ours.others(start, end) > ours.others(start, end)
+
+
+def test_others_are_read_over_a_window_of_a_fifth_of_a_second_at_least():
+    watch = LoadWatch([])
+    watch._times = [0.05 * i for i in range(9)]
+    ticks = 1 / load._TICK_S  # ticks in a second of one core
+    # Others used one core from 0.05 to 0.25, nothing before or after.
+    watch._others = [min(max(t - 0.05, 0.0), 0.20) * ticks for t in watch._times]
+    assert watch.others(0.05, 0.25) == pytest.approx(1.0)
+    # 20 ms at the burst's end, widened to 0.14-0.34 and read from the reads around it (0.10-0.35).
+    assert watch.others(0.23, 0.25) == pytest.approx(0.6)
+    assert watch.busy(0.23, 0.25)
+    assert not watch.busy(0.31, 0.40)  # after the burst: nothing
+    assert LoadWatch([]).others(0.0, 1.0) is None  # never read
