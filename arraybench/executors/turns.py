@@ -36,6 +36,13 @@ __all__ = ["end_together", "take_turns", "takes_turn"]
 
 #: How long a worker asked to stop may take to send the cells it has finished.
 STOP_GRACE_S = 5.0
+#: A case whose rounds left fewer than this many quiet ones takes turns for longer (``takes_turn``),
+#: up to this many times the turns its cells' own rules took...
+QUIET_ROUNDS = 3
+QUIET_STRETCH = 4
+#: ...where at least this share of all rounds so far were quiet: a machine loaded all the time
+#: would only make every case take four times as long, for a pair that keeps every round anyway.
+RESTED_SHARE = 0.1
 
 
 @dataclass
@@ -118,7 +125,7 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
                 side.worker.pause()
         sides = [side for side in sides if side.alive]
         with LoadWatch([side.worker.proc.pid for side in sides]) as watch:
-            windows = _turns(session, sides, rng, left)
+            windows = _turns(session, sides, rng, left, watch)
         busy = {window: watch.busy(*span) for window, span in windows.items()}
         # Ends that measure nothing of the machine's (a peak of the worker's own memory, or
         # nothing) overlap; one that reads an energy counter runs alone.
@@ -178,12 +185,17 @@ def _until(session: RunHandle, side: _Side, kind: type, left: dict[Config, list[
 Windows = dict[tuple[str, int], tuple[float, float]]
 
 
-def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dict[Config, list[Cell]]) -> Windows:
+def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dict[Config, list[Cell]],
+           watch: LoadWatch) -> Windows:
     """Hand turns until every cell has finished sampling: case by case, every cell of a case one
     sample a round, in a shuffled order. A cell whose own sampling is complete goes on taking
-    turns while another cell of its case samples: every round of a case pairs all of its cells.
-    The span of ``time.monotonic`` each round of each case took, by (case, round)."""
+    turns while another cell of its case samples: every round of a case pairs all of its cells;
+    and, where other processes loaded the machine in all but a few of the case's rounds while
+    it rested in some, for longer (``takes_turn``). The span of ``time.monotonic`` each round of
+    each case took, by (case, round)."""
     windows: Windows = {}
+    quiet: dict[str, int] = {}  # rounds of each case that no other process loaded, so far
+    rested = 0  # rounds of any case that no other process loaded
     current: _Side | None = None
     members: dict[str, list[tuple[_Side, int]]] = {}
     for side in sides:
@@ -193,15 +205,25 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
     taken: dict[tuple[int, int], int] = {}  # turns each cell took, by (side, cell)
     done_at: dict[tuple[int, int], int] = {}  # the turns it had taken when its own sampling ended
     round_ = 0
+
+    def short(key: str) -> bool:
+        return quiet.get(key, 0) < QUIET_ROUNDS and rested >= RESTED_SHARE * max(len(windows), 1)
+
+    def turn_takers(key: str) -> list[tuple[_Side, int]]:
+        return [(side, i) for side, i in members[key] if side.alive and i in side.sampling
+                and takes_turn(side.extra, taken.get((id(side), i), 0), done_at.get((id(side), i)), short(key))]
+
     while True:
+        # A case is open while a cell of it samples by its own rule, or while it is short of
+        # quiet rounds and two of its cells may still pair on.
         open_cases = [key for key, group in members.items()
-                      if any(side.alive and i in still[id(side)] for side, i in group)]
+                      if any(side.alive and i in still[id(side)] for side, i in group)
+                      or (short(key) and sum(not side.extra for side, _ in turn_takers(key)) >= 2)]
         if not open_cases:
             break
         rng.shuffle(open_cases)
         for key in open_cases:
-            group = [(side, i) for side, i in members[key] if side.alive and i in side.sampling
-                     and takes_turn(side.extra, taken.get((id(side), i), 0), done_at.get((id(side), i)))]
+            group = turn_takers(key)
             rng.shuffle(group)
             began = time.monotonic()
             for side, i in group:
@@ -228,24 +250,30 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
                     if msg.error:
                         side.sampling.discard(i)  # a cell that failed takes no more turns
             windows[(key, round_)] = (began, time.monotonic())
+            if group and not watch.busy(*windows[(key, round_)]):  # the reads so far: enough to go on
+                quiet[key] = quiet.get(key, 0) + 1
+                rested += 1
             round_ += 1
     if current is not None and current.alive:
         current.worker.pause()
     return windows
 
 
-def takes_turn(extra: bool, taken: int, done_at: int | None) -> bool:
+def takes_turn(extra: bool, taken: int, done_at: int | None, short_of_quiet: bool = False) -> bool:
     """Whether a cell that took ``taken`` turns, its own sampling done after ``done_at`` of them
     (None: not done), takes the next round's turn.
 
     A cell done by its own rule pairs on with its case's others for as many turns again as it
     took, at most: a slow cell does not sample on for as long as a fast one's interval stays open
-    (a NumPy gradient of 110 ms beside a 2 ms one). A cell in the other allocator state
-    (``extra``) is paired with nothing: it stops when it is done.
+    (a NumPy gradient of 110 ms beside a 2 ms one). Where its case is ``short_of_quiet`` (fewer
+    than ``QUIET_ROUNDS`` rounds without other processes' load, on a machine that rests now and
+    then), up to ``QUIET_STRETCH`` times as many: the pair leaves busy rounds out, and a 150 ms
+    matmul's three turns under a bursty tenant seldom leave it two. A cell in the other
+    allocator state (``extra``) is paired with nothing: it stops when it is done.
     """
     if done_at is None:
         return True
-    return not extra and taken < 2 * done_at
+    return not extra and taken < (QUIET_STRETCH if short_of_quiet else 2) * done_at
 
 
 def _next_sampled(side: _Side) -> Sampled:

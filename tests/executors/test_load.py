@@ -56,3 +56,14 @@ def test_others_are_read_over_a_window_of_a_fifth_of_a_second_at_least():
     assert watch.busy(0.23, 0.25)
     assert not watch.busy(0.31, 0.40)  # after the burst: nothing
     assert LoadWatch([]).others(0.0, 1.0) is None  # never read
+
+
+def test_a_case_short_of_quiet_rounds_pairs_on_for_longer_but_not_forever():
+    """Up to four times the turns its own rule took where its case lacks quiet rounds; the other
+    allocator state, paired with nothing, never."""
+    from arraybench.executors.turns import QUIET_STRETCH, takes_turn
+
+    assert not takes_turn(extra=False, taken=6, done_at=3)
+    assert takes_turn(extra=False, taken=6, done_at=3, short_of_quiet=True)
+    assert not takes_turn(extra=False, taken=3 * QUIET_STRETCH, done_at=3, short_of_quiet=True)
+    assert not takes_turn(extra=True, taken=3, done_at=3, short_of_quiet=True)
