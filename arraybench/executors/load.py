@@ -104,6 +104,15 @@ class LoadWatch:
         return max(self._others[last] - self._others[first], 0) * _TICK_S / span
 
     def busy(self, start: float, end: float) -> bool:
-        """Whether other processes used ``BUSY_CORES`` or more from ``start`` to ``end``."""
+        """Whether other processes used ``BUSY_CORES`` or more from ``start`` to ``end``, or over
+        any ``LEAST_WINDOW_S`` of it: a burst over part of a long round (a batch of small calls
+        that a lost thread made last seconds) is in its sample, which is a mean over the batch."""
         cores = self.others(start, end)
-        return cores is not None and cores >= BUSY_CORES
+        if cores is None:
+            return False
+        if cores >= BUSY_CORES:
+            return True
+        first = bisect.bisect_right(self._times, start)
+        last = bisect.bisect_left(self._times, end)
+        return any((self.others(self._times[k], self._times[k] + LEAST_WINDOW_S) or 0.0) >= BUSY_CORES
+                   for k in range(first, last) if self._times[k] + LEAST_WINDOW_S <= end)

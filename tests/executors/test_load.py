@@ -67,3 +67,14 @@ def test_a_case_short_of_quiet_rounds_pairs_on_for_longer_but_not_forever():
     assert takes_turn(extra=False, taken=6, done_at=3, short_of_quiet=True)
     assert not takes_turn(extra=False, taken=3 * QUIET_STRETCH, done_at=3, short_of_quiet=True)
     assert not takes_turn(extra=True, taken=3, done_at=3, short_of_quiet=True)
+
+
+def test_a_burst_over_part_of_a_long_round_makes_it_busy():
+    watch = LoadWatch([])
+    watch._times = [0.05 * i for i in range(41)]  # two seconds of reads
+    ticks = 1 / load._TICK_S
+    # One core from 1.0 to 1.3 s: a tenth of a core over the whole two seconds.
+    watch._others = [min(max(t - 1.0, 0.0), 0.30) * ticks for t in watch._times]
+    assert watch.others(0.0, 2.0) == pytest.approx(0.15)
+    assert watch.busy(0.0, 2.0)
+    assert not watch.busy(0.0, 0.9) and not watch.busy(1.45, 2.0)
