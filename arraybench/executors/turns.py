@@ -41,8 +41,11 @@ STOP_GRACE_S = 5.0
 QUIET_ROUNDS = 3
 QUIET_STRETCH = 4
 #: ...where at least this share of all rounds so far were quiet: a machine loaded all the time
-#: would only make every case take four times as long, for a pair that keeps every round anyway.
+#: would only make every case take four times as long, for a pair that keeps every round anyway;
+#: and while the case's rounds have taken less than this (a 150 ms matmul's rounds, two seconds
+#: under load, seldom fall between a tenant's bursts).
 RESTED_SHARE = 0.1
+STRETCH_S = 3.0
 
 
 @dataclass
@@ -190,8 +193,8 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
     """Hand turns until every cell has finished sampling: case by case, every cell of a case one
     sample a round, in a shuffled order. A cell whose own sampling is complete goes on taking
     turns while another cell of its case samples: every round of a case pairs all of its cells;
-    and, where other processes loaded the machine in all but a few of the case's rounds while
-    it rested in some, for longer (``takes_turn``). The span of ``time.monotonic`` each round of
+    and, where other processes loaded the machine in all but one or two of the case's rounds
+    while it rested in some, for longer (``takes_turn``), within ``STRETCH_S``. The span of ``time.monotonic`` each round of
     each case took, by (case, round)."""
     windows: Windows = {}
     quiet: dict[str, int] = {}  # rounds of each case that no other process loaded, so far
@@ -206,8 +209,13 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
     done_at: dict[tuple[int, int], int] = {}  # the turns it had taken when its own sampling ended
     round_ = 0
 
+    spent: dict[str, float] = {}  # seconds each case's rounds took, so far
+
     def short(key: str) -> bool:
-        return quiet.get(key, 0) < QUIET_ROUNDS and rested >= RESTED_SHARE * max(len(windows), 1)
+        # A case none of whose rounds the machine left alone would stay short of them: only
+        # one that found a quiet round is likely to find more in a few more rounds.
+        return (0 < quiet.get(key, 0) < QUIET_ROUNDS and spent.get(key, 0.0) < STRETCH_S
+                and rested >= RESTED_SHARE * max(len(windows), 1))
 
     def turn_takers(key: str) -> list[tuple[_Side, int]]:
         return [(side, i) for side, i in members[key] if side.alive and i in side.sampling
@@ -250,6 +258,7 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
                     if msg.error:
                         side.sampling.discard(i)  # a cell that failed takes no more turns
             windows[(key, round_)] = (began, time.monotonic())
+            spent[key] = spent.get(key, 0.0) + windows[(key, round_)][1] - began
             if group and not watch.busy(*windows[(key, round_)]):  # the reads so far: enough to go on
                 quiet[key] = quiet.get(key, 0) + 1
                 rested += 1
