@@ -35,6 +35,25 @@ def pytest_sessionfinish(session):
 '''
 
 
+#: Sends Ctrl-C to this process once its main thread waits on the store's lock.
+CTRL_C_ONCE_WAITING = '''
+
+def ctrl_c_once_waiting():
+    import sys, time
+    main = threading.main_thread().ident
+    deadline = time.monotonic() + 50
+    while time.monotonic() < deadline:
+        frame = sys._current_frames().get(main)
+        while frame is not None and frame.f_code.co_name != "_patiently":
+            frame = frame.f_back
+        if frame is not None:
+            time.sleep(0.2)  # inside the wait, past its first try
+            os.kill(os.getpid(), signal.SIGINT)
+            return
+        time.sleep(0.01)
+'''
+
+
 def test_ctrl_c_while_another_session_holds_the_store_keeps_the_run(pytester, tmp_path, registry_restored):
     store = tmp_path / "store.sqlite"
     from arraybench.store import open_store
@@ -42,9 +61,9 @@ def test_ctrl_c_while_another_session_holds_the_store_keeps_the_run(pytester, tm
     with open_store(store):
         pass  # the store exists, with its tables, before the other session locks it
     pytester.makepyfile(test_one=ONE)
-    # Ctrl-C half a second into the end of the session, while the store waits for the lock.
-    pytester.makeconftest(AT_THE_END.format(
-        action="threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()"))
+    # Ctrl-C once the store waits for the lock (a fixed delay would land elsewhere on a busy machine).
+    pytester.makeconftest(AT_THE_END.format(action="threading.Thread(target=ctrl_c_once_waiting, daemon=True).start()")
+                          + CTRL_C_ONCE_WAITING)
     holder = sqlite3.connect(store, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")  # a second session, writing
     try:
