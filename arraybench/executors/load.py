@@ -5,7 +5,7 @@ two threads loses one of them (and waits at every barrier for it), one that runs
 keeps a free core. So a round of turns taken during a burst pairs two times the quiet machine
 would not give. ``LoadWatch`` reads, every ``PERIOD_S``, the CPU time of the whole machine and of
 arraybench's own processes (this one and its workers); what is left is the others'. ``others``
-says how many cores they used over a span of time (the rounds' windows, ``executors/turns``).
+says how many cores they used over a span of time (a turn's, ``executors/turns``).
 
 Only Linux has /proc: elsewhere the watch reads nothing and every round counts.
 """

@@ -128,8 +128,8 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
                 side.worker.pause()
         sides = [side for side in sides if side.alive]
         with LoadWatch([side.worker.proc.pid for side in sides]) as watch:
-            windows = _turns(session, sides, rng, left, watch)
-        busy = {window: watch.busy(*span) for window, span in windows.items()}
+            spans = _turns(session, sides, rng, left, watch)
+        busy = {turn: watch.busy(*span) for turn, span in spans.items()}
         # Ends that measure nothing of the machine's (a peak of the worker's own memory, or
         # nothing) overlap; one that reads an energy counter runs alone.
         together = [side for side in sides if side.alive and not side.ends_alone]
@@ -185,18 +185,20 @@ def _until(session: RunHandle, side: _Side, kind: type, left: dict[Config, list[
     return False
 
 
-Windows = dict[tuple[str, int], tuple[float, float]]
+#: The span of ``time.monotonic`` of each turn, by (id of its side, the cell's index, round).
+Spans = dict[tuple[int, int, int], tuple[float, float]]
 
 
 def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dict[Config, list[Cell]],
-           watch: LoadWatch) -> Windows:
+           watch: LoadWatch) -> Spans:
     """Hand turns until every cell has finished sampling: case by case, every cell of a case one
     sample a round, in a shuffled order. A cell whose own sampling is complete goes on taking
     turns while another cell of its case samples: every round of a case pairs all of its cells;
     and, where other processes loaded the machine in all but one or two of the case's rounds
-    while it rested in some, for longer (``takes_turn``), within ``STRETCH_S``. The span of ``time.monotonic`` each round of
-    each case took, by (case, round)."""
-    windows: Windows = {}
+    while it rested in some, for longer (``takes_turn``), within ``STRETCH_S``. Returns each
+    turn's span."""
+    spans: Spans = {}
+    windows: dict[tuple[str, int], tuple[float, float]] = {}  # each round of each case's span
     quiet: dict[str, int] = {}  # rounds of each case that no other process loaded, so far
     rested = 0  # rounds of any case that no other process loaded
     current: _Side | None = None
@@ -244,6 +246,7 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
                         current.worker.pause()
                     side.worker.resume()
                     current = side
+                handed = time.monotonic()
                 side.worker.send(Turn(i, round_).to_json())
                 try:
                     msg = _next_sampled(side)
@@ -251,6 +254,7 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
                     _failed(session, side, exc, cell=side.cells[i], left=left)
                     current = None
                     continue
+                spans[(id(side), i, round_)] = (handed, time.monotonic())
                 taken[(id(side), i)] = taken.get((id(side), i), 0) + 1
                 if msg.done:
                     still[id(side)].discard(i)
@@ -265,7 +269,7 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
             round_ += 1
     if current is not None and current.alive:
         current.worker.pause()
-    return windows
+    return spans
 
 
 def takes_turn(extra: bool, taken: int, done_at: int | None, short_of_quiet: bool = False) -> bool:
@@ -294,22 +298,22 @@ def _next_sampled(side: _Side) -> Sampled:
     raise WorkerExited(side.worker.proc.returncode, side.worker.last_error_line())
 
 
-def _finish(session: RunHandle, side: _Side, left: dict[Config, list[Cell]], busy: dict[tuple[str, int], bool],
+def _finish(session: RunHandle, side: _Side, left: dict[Config, list[Cell]], busy: dict[tuple[int, int, int], bool],
             sent: bool = False) -> None:
     """End the turns of one worker: it finishes every cell and sends its replicates (``sent``:
-    it was told to already), each with the rounds of its case that ``busy`` says other processes
-    loaded the machine in."""
+    it was told to already), each with the rounds whose turn ``busy`` says other processes
+    loaded the machine in (a pair leaves out a round where either side's turn was busy)."""
     if not side.alive:
         return
     if not sent:
         side.worker.resume()
         side.worker.send(FINISH.to_json())
-    cases = {cell.key: case_key(cell) for cell in side.cells}
+    position = {cell.key: i for i, cell in enumerate(side.cells)}
     try:
         for msg in side.messages:
             if isinstance(msg, ReplicateDone) and msg.replicate.rounds and not side.extra:
-                case = cases.get(msg.key, "")
-                msg.replicate.busy_rounds = sorted({r for r in msg.replicate.rounds if busy.get((case, r))})
+                i = position.get(msg.key, -1)
+                msg.replicate.busy_rounds = sorted({r for r in msg.replicate.rounds if busy.get((id(side), i, r))})
             side.listener.handle(msg)
     except (WorkerTimeout, WorkerExited) as exc:
         _failed(session, side, exc, cell=None, left=left)
