@@ -9,7 +9,7 @@ import pytest
 
 from arraybench.analysis.crossover import Point, crossovers, find
 from arraybench.model.record import Record
-from arraybench.analysis.findings import (ceiling_shares, compiled_vs_eager, findings, overheads,
+from arraybench.render.findings import (ceiling_shares, compiled_vs_eager, findings, overheads,
                                         problems, winners)
 from arraybench.analysis.roofline import ceilings, share
 from arraybench.render.mpl import save

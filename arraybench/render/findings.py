@@ -11,15 +11,15 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Mapping
 
 from .across_machines import machine_findings
-from .crossover import Crossover, crossovers
+from ..analysis.crossover import Crossover, crossovers
 from .environments import environment_findings
 from .explanations import explanations
-from .memory import memory_findings
+from .footprint_text import memory_findings
 from ..model.cell import config_label
 from ..model.record import Record
 from ..units import format_seconds, format_speedup
-from .grouping import baseline, comparison, grouped, is_valid, library_label, significantly_faster, size_text
-from .roofline import ceiling_key, ceilings, share
+from ..analysis.grouping import baseline, comparison, grouped, is_valid, library_label, significantly_faster, size_text
+from ..analysis.roofline import ceiling_key, ceilings, share
 
 
 

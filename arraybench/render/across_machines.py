@@ -15,8 +15,8 @@ from typing import Iterable
 
 from ..model.record import Record
 from ..units import format_seconds, format_speedup
-from .crossover import Point, find
-from .grouping import grouped, is_valid, library_label, significantly_faster, size_text
+from ..analysis.crossover import Point, find
+from ..analysis.grouping import grouped, is_valid, library_label, significantly_faster, size_text
 
 
 def _two_figures(x: float) -> int:
