@@ -24,7 +24,7 @@ import tempfile
 from typing import Any
 
 import arraybench
-from arraybench.analysis.explanations import allocator_states
+from arraybench.render.explanations import allocator_states
 from arraybench.analysis.oversubscription import oversubscribed
 
 QUICK = dict(devices="cpu", dtype="float64", processes=2, max_processes=2, min_samples=5, store=False,

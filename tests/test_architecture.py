@@ -297,6 +297,56 @@ def test_one_module_turns_ratios_into_text():
             assert not found, f"{name} words a ratio itself: {found}"
 
 
+#: The modules of analysis/ that may word a number, and why: the text is part of a contract. A
+#: record's warnings are strings in results.json; a Comparison's ``summary()``, repr and rows'
+#: "change" column are its public API (and compare's JSON and CSV); a memory change's ``text()`` is
+#: quoted by the gate's reasons, which analysis/gate decides and words.
+WORDING_IN_ANALYSIS = {"arraybench.analysis.aggregate", "arraybench.analysis.compare",
+                       "arraybench.analysis.memory"}
+
+
+def _number_formatters() -> set[str]:
+    """The functions of ``units`` that turn a number into text."""
+    import arraybench.units as units
+
+    return {n for n in vars(units) if n.startswith("format_") or n == "time_unit"}
+
+
+def _formatters_imported(tree: ast.AST, name: str, formatters: set[str]) -> set[str]:
+    """The formatters of ``units`` that module ``name`` imports (or ``units`` itself, whole)."""
+    package = name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        base = package.split(".")[: len(package.split(".")) - (node.level - 1)] if node.level else []
+        target = ".".join(base + ([node.module] if node.module else []))
+        if target == "arraybench.units":
+            found |= {a.name for a in node.names if a.name in formatters}
+        elif target == "arraybench":
+            found |= {"units"} & {a.name for a in node.names}
+    return found
+
+
+def test_the_finder_of_imported_formatters_finds_one():
+    formatters = {"format_seconds", "format_ratio"}
+    assert _formatters_imported(ast.parse("from ..units import PAGE_BYTES, format_ratio"),
+                                "arraybench.analysis.x", formatters) == {"format_ratio"}
+    assert _formatters_imported(ast.parse("from .. import units"), "arraybench.analysis.x", formatters) == {"units"}
+    assert not _formatters_imported(ast.parse("from .units import format_ratio"), "arraybench.analysis.x", formatters)
+
+
+def test_analysis_returns_data_and_rendering_words_it():
+    """analysis/ computes (who wins, crossovers, history's steps); render/ turns the numbers into
+    sentences. Only the modules whose text is a contract (``WORDING_IN_ANALYSIS``) word a number."""
+    formatters = _number_formatters()
+    assert {"format_seconds", "format_ratio", "format_speedup", "format_interval"} <= formatters
+    for name, path in _modules().items():
+        if name.startswith("arraybench.analysis") and name not in WORDING_IN_ANALYSIS:
+            found = _formatters_imported(ast.parse(path.read_text(encoding="utf-8")), name, formatters)
+            assert not found, f"{name} words numbers ({sorted(found)}): leave the sentence to render/"
+
+
 #: A module a reader takes in at one sitting: past this, it holds more than one concept.
 MAX_MODULE_LINES = 400
 

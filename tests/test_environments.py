@@ -330,7 +330,7 @@ def _numpy_worker(version: str, blas: str, arch: str, **env: str) -> dict:
 
 
 def test_kernel_explanations_are_per_environment_where_builds_differ():
-    from arraybench.analysis.explanations import forced_kernels
+    from arraybench.render.explanations import forced_kernels
 
     avx512 = {"cpu_model": "Test CPU", "fingerprint": {"cpu_isa": ["avx", "avx2", "avx512f"]}, "kernel_env": {}}
     two_builds = {**avx512, "backends": {

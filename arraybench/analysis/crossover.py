@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from ..model.record import Record
-from ..units import format_ratio
 
 
 @dataclass(frozen=True)
@@ -58,33 +57,6 @@ class Crossover:
     sizes: tuple[int, int] = (0, 0)  # smallest and largest size compared
     ratio_at_largest: float | None = None  # a's time / b's time at the largest size
     level_from: int | None = None  # from this size on, the two are within each other's CIs
-
-    def sentence(self) -> str:
-        """The crossover as a plain sentence."""
-        lo, hi = self.sizes
-        tail = ""
-        if self.level_from is not None and self.kind in ("from", "always"):
-            tail = f" From n = {self.level_from:,} on they are level (within the 95% CIs)."
-        if self.kind == "always":
-            return (f"{self.a} beats {self.b} on {self.workload} at every size measured "
-                    f"(n = {lo:,} to {hi:,}).{tail}")
-        if self.kind == "never":
-            ratio = self.ratio_at_largest or 1.0
-            where = (f"{format_ratio(ratio)} its time at n = {hi:,}" if ratio > 1
-                     else f"level at n = {hi:,}")
-            return f"{self.a} never beats {self.b} on {self.workload} up to n = {hi:,} ({where})."
-        if self.kind == "from":
-            return (f"{self.a} beats {self.b} on {self.workload} from n ≈ {_round(self.size):,} "
-                    f"(between the measured {self.lower:,} and {self.upper:,}).{tail}")
-        return f"{self.a} and {self.b} are level on {self.workload} at every size measured (n = {lo:,} to {hi:,})."
-
-
-def _round(x: float | None) -> int:
-    """Two significant figures: an interpolated size is no more precise than that."""
-    if x is None:
-        return 0
-    digits = max(0, int(math.floor(math.log10(max(x, 1)))) - 1)
-    return int(round(x, -digits))
 
 
 def find(workload: str, a_label: str, a: Sequence[Point], b_label: str, b: Sequence[Point]) -> Crossover | None:

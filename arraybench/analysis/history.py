@@ -35,7 +35,6 @@ from ..model.cell import Cell
 from ..model.cell import environment_in_key
 from ..model.record import Record
 from ..model.stored import Entry, RunInfo
-from ..units import format_change, format_seconds
 from .compare import DEFAULT_THRESHOLD, settings_differences
 from .fdr import benjamini_hochberg
 from .significance import LogEstimate, welch_test
@@ -116,13 +115,6 @@ class Step:
     @property
     def slower(self) -> bool:
         return self.ratio > 1
-
-    def sentence(self) -> str:
-        s = self.series
-        causes = "; ".join(self.causes) if self.causes else "nothing recorded changed"
-        return (f"{s.workload} {s.case}, {s.label} on {s.machine}: {format_change(self.ratio)} "
-                f"({format_seconds(self.before.median_s)} → {format_seconds(self.after.median_s)}) "
-                f"in the run of {self.after.run.started_at[:16].replace('T', ' ')}; changed: {causes}.")
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
 from ..model.record import Record
-from ..units import PAGE_BYTES, format_ratio, format_size
-from .grouping import grouped, is_valid, library_label, size_text
+from ..units import format_ratio, format_size
+from .grouping import grouped, is_valid
 
 if TYPE_CHECKING:
     from .compare import Comparison
@@ -45,18 +45,6 @@ def allocator_reserve(r: Record) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def peak_details(r: Record) -> list[str]:
-    """What to read beside a peak: "2.1× the output", "64 MB reserved by the caching allocator"."""
-    out = []
-    multiple = times_output(r)
-    if multiple is not None and (r.peak_bytes or 0) >= PAGE_BYTES:
-        out.append(f"{format_ratio(multiple)} the output")
-    reserve = allocator_reserve(r)
-    if reserve is not None:
-        out.append(f"{format_size(reserve)} reserved by the caching allocator")
-    return out
-
-
 @dataclass(frozen=True)
 class MemoryGap:
     """Two libraries on one case whose peak memory per call differs by ``GAP_RATIO`` or more."""
@@ -69,20 +57,6 @@ class MemoryGap:
         """The larger peak over the smaller (infinite where the smaller is none)."""
         assert self.more.peak_bytes is not None and self.less.peak_bytes is not None
         return self.more.peak_bytes / self.less.peak_bytes if self.less.peak_bytes else float("inf")
-
-    def sentence(self) -> str:
-        """"JAX CPU needs 2.0× the memory of PyTorch CPU for fft large (n = ...): 48 MB against 24 MB"."""
-        more, less = self.more, self.less
-        where = f"{more.workload} {size_text(more)}" + (f" on {more.machine}" if more.machine else "")
-        if (less.peak_bytes or 0) < FLOOR_BYTES:
-            text = (f"{library_label(more)} needs {format_size(more.peak_bytes)} per call for {where}, "
-                    f"{library_label(less)} under {format_size(FLOOR_BYTES)}")
-        else:
-            text = (f"{library_label(more)} needs {format_ratio(self.ratio)} the memory of "
-                    f"{library_label(less)} for {where}: {format_size(more.peak_bytes)} against "
-                    f"{format_size(less.peak_bytes)}")
-        said = [f"{library_label(r)}'s peak is {'; '.join(peak_details(r))}" for r in (more, less) if peak_details(r)]
-        return text + (f" ({'; '.join(said)})" if said else "") + "."
 
 
 def memory_gaps(records: Iterable[Record], ratio: float = GAP_RATIO) -> list[MemoryGap]:
@@ -103,11 +77,6 @@ def memory_gaps(records: Iterable[Record], ratio: float = GAP_RATIO) -> list[Mem
                     and more.peak_bytes >= ratio * less.peak_bytes):
                 out.append(MemoryGap(more, less))
     return out
-
-
-def memory_findings(records: Iterable[Record]) -> list[str]:
-    """The findings' sentences on memory: one per case whose libraries' peaks differ widely."""
-    return [gap.sentence() for gap in memory_gaps(records)]
 
 
 # -- two runs of one cell ------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""A record's peak memory and energy per call in words, for the HTML report and the Markdown.
+"""A record's peak memory and energy per call in words, for the HTML report, the Markdown and
+the findings (libraries whose peaks differ widely on a case: ``analysis.memory.memory_gaps``).
 
 Where a figure is missing, the record's own reason goes in its place: an empty cell would read as
 "costs nothing" or "forgot to measure", and neither is what happened.
@@ -8,10 +9,10 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..analysis.grouping import is_valid
-from ..analysis.memory import peak_details
+from ..analysis.grouping import is_valid, library_label, size_text
+from ..analysis.memory import FLOOR_BYTES, MemoryGap, allocator_reserve, memory_gaps, times_output
 from ..model.record import Record
-from ..units import format_peak
+from ..units import PAGE_BYTES, format_peak, format_ratio, format_size
 
 #: A record written before energy was measured keeps no reason of its own.
 _NO_ENERGY_NOTE = "energy not measured (results written before arraybench measured it)"
@@ -30,6 +31,38 @@ def peak_sub(r: Record) -> list[str]:
     if r.peak_bytes is None:
         return [r.peak_note or _NO_PEAK_NOTE]
     return peak_details(r)
+
+
+def peak_details(r: Record) -> list[str]:
+    """What to read beside a peak: "2.1× the output", "64 MB reserved by the caching allocator"."""
+    out = []
+    multiple = times_output(r)
+    if multiple is not None and (r.peak_bytes or 0) >= PAGE_BYTES:
+        out.append(f"{format_ratio(multiple)} the output")
+    reserve = allocator_reserve(r)
+    if reserve is not None:
+        out.append(f"{format_size(reserve)} reserved by the caching allocator")
+    return out
+
+
+def gap_sentence(gap: MemoryGap) -> str:
+    """"JAX CPU needs 2.0× the memory of PyTorch CPU for fft large (n = ...): 48 MB against 24 MB"."""
+    more, less = gap.more, gap.less
+    where = f"{more.workload} {size_text(more)}" + (f" on {more.machine}" if more.machine else "")
+    if (less.peak_bytes or 0) < FLOOR_BYTES:
+        text = (f"{library_label(more)} needs {format_size(more.peak_bytes)} per call for {where}, "
+                f"{library_label(less)} under {format_size(FLOOR_BYTES)}")
+    else:
+        text = (f"{library_label(more)} needs {format_ratio(gap.ratio)} the memory of "
+                f"{library_label(less)} for {where}: {format_size(more.peak_bytes)} against "
+                f"{format_size(less.peak_bytes)}")
+    said = [f"{library_label(r)}'s peak is {'; '.join(peak_details(r))}" for r in (more, less) if peak_details(r)]
+    return text + (f" ({'; '.join(said)})" if said else "") + "."
+
+
+def memory_findings(records: Iterable[Record]) -> list[str]:
+    """The findings' sentences on memory: one per case whose libraries' peaks differ widely."""
+    return [gap_sentence(gap) for gap in memory_gaps(records)]
 
 
 def format_energy(joules: float | None) -> str:

@@ -20,10 +20,19 @@ from .fit import Column, Row, fitted_table, hidden_line
 from .terminal import plain
 
 if TYPE_CHECKING:
-    from ..analysis.history import History, Point, Series
+    from ..analysis.history import History, Point, Series, Step
 
 #: Runs shown per series unless told otherwise; the plots show all of them.
 DEFAULT_LAST = 10
+
+
+def step_sentence(step: "Step") -> str:
+    """A step called in a series, its times and what changed with it, in one sentence."""
+    s = step.series
+    causes = "; ".join(step.causes) if step.causes else "nothing recorded changed"
+    return (f"{s.workload} {s.case}, {s.label} on {s.machine}: {format_change(step.ratio)} "
+            f"({format_seconds(step.before.median_s)} → {format_seconds(step.after.median_s)}) "
+            f"in the run of {step.after.run.started_at[:16].replace('T', ' ')}; changed: {causes}.")
 
 
 def _ci(p: "Point") -> str:
@@ -81,7 +90,7 @@ def print_history(history: "History", console: Console, where: str, last: int = 
     for step in history.steps:
         style = "bold red" if step.slower else "bold green"
         # One text, so that the line wraps between words at the console's width as a whole.
-        console.print(Text.assemble(("step: ", style), plain(step.sentence())), highlight=False)
+        console.print(Text.assemble(("step: ", style), plain(step_sentence(step))), highlight=False)
 
 
 def history_table(history: "History", last: int = DEFAULT_LAST, width: int | None = None) -> Group:
@@ -137,5 +146,5 @@ def history_section(history: "History", figures: Sequence[tuple[str, str]],
                          "when": when, "median": median, "ci": ci, "vs": vs, "note": note,
                          "step": note.startswith("STEP")})
     summary_line = ". ".join(filter(None, (summary(history), one_process_line(history))))
-    return {"summary": summary_line, "steps": [(st.slower, st.sentence()) for st in history.steps],
+    return {"summary": summary_line, "steps": [(st.slower, step_sentence(st)) for st in history.steps],
             "figures": list(figures), "rows": rows}

@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from ..analysis.compare import Comparison
 from ..analysis.compare import compare as compare_runs
-from ..analysis.findings import findings as compute_findings
+from .findings import findings as compute_findings
 from ..files import write_atomic
 from .manifest import remember
 from ..model.machines import check_same_machine

@@ -9,7 +9,7 @@ import pytest
 
 from arraybench.analysis.crossover import Point, crossovers, find
 from arraybench.model.record import Record
-from arraybench.analysis.findings import (ceiling_shares, compiled_vs_eager, findings, overheads,
+from arraybench.render.findings import (ceiling_shares, compiled_vs_eager, crossover_sentence, findings, overheads,
                                         problems, winners)
 from arraybench.analysis.roofline import ceilings, share
 from arraybench.render.mpl import save
@@ -37,7 +37,7 @@ def test_crossover_is_interpolated_in_log_log_space():
     assert c.kind == "from"
     assert c.size == pytest.approx(1000.0)
     assert (c.lower, c.upper) == (100, 10_000)
-    assert "from n ≈ 1,000" in c.sentence()
+    assert "from n ≈ 1,000" in crossover_sentence(c)
 
 
 def test_always_never_and_level():
@@ -45,7 +45,7 @@ def test_always_never_and_level():
     slow = series([(10, 2.0), (100, 2.0), (1000, 2.0)])
     assert find("w", "a", fast, "b", slow).kind == "always"
     never = find("w", "a", slow, "b", fast)
-    assert never.kind == "never" and "2.0× its time" in never.sentence()
+    assert never.kind == "never" and "2.0× its time" in crossover_sentence(never)
     assert find("w", "a", fast, "b", fast).kind == "level"
 
 
@@ -61,7 +61,7 @@ def test_a_lead_that_fades_into_a_tie_is_said():
     b = series([(10, 1.0), (100, 2.0), (1000, 1.0)])
     c = find("w", "a", a, "b", b)
     assert c.kind == "from" and c.level_from == 1000
-    assert "level" in c.sentence()
+    assert "level" in crossover_sentence(c)
 
 
 def test_a_lead_lost_at_the_largest_size_is_never():

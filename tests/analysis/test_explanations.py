@@ -5,11 +5,11 @@ modes, thread pools competing for cores, and a busy machine."""
 from __future__ import annotations
 
 from arraybench.analysis.aggregate import aggregate
-from arraybench.analysis.explanations import (bimodal_causes, busy_machine, cores_used,
+from arraybench.render.explanations import (bimodal_causes, busy_machine, cores_used,
                                               explanations, forced_kernels, oversubscription,
                                               page_faults)
 from arraybench.analysis.oversubscription import oversubscribed
-from arraybench.analysis.findings import findings
+from arraybench.render.findings import findings
 from arraybench.model.replicate import Replicate
 from arraybench.model.cell import Cell
 from arraybench.model.usage import Usage

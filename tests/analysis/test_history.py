@@ -18,6 +18,7 @@ from rich.console import Console
 import arraybench
 from arraybench.analysis.compare import CANNOT_TELL, SAME, compare
 from arraybench.analysis.history import Point, history, step_p_value
+from arraybench.render.history import step_sentence
 from arraybench.model.stored import Entry, RunInfo
 from arraybench.analysis.intervals import replicate_interval
 from arraybench.analysis.significance import welch
@@ -59,7 +60,7 @@ def test_the_step_and_only_the_step_is_called_with_its_cause(store_location):
     assert step.ratio == pytest.approx(1.2, rel=0.01)
     assert step.before.run.started_at.startswith("2026-01-03") and step.after.run.started_at.startswith("2026-01-04")
     assert step.causes == ["torch 2.4.0 → 2.5.0", "context commit: c3 → c4"]
-    assert "20.0% slower" not in step.sentence() and "1.20× slower" in step.sentence()
+    assert "20.0% slower" not in step_sentence(step) and "1.20× slower" in step_sentence(step)
     (change,) = found.version_changes  # the mark on the time axis
     assert change.text == "torch 2.4.0 → 2.5.0" and change.run.started_at.startswith("2026-01-04")
     # The NumPy series moved too, every time, but always within its intervals: no step.
@@ -305,7 +306,7 @@ def test_a_2x_slowdown_between_two_process_runs_is_a_step_named_only_by_what_cha
     assert numpy_step.series.label == "NumPy CPU" and numpy_step.ratio == pytest.approx(2.0, rel=0.01)
     assert torch_step.series.label == "PyTorch CPU" and torch_step.ratio == pytest.approx(2.0, rel=0.01)
     # The earlier run had no label: a label appearing is not a change of the code.
-    assert numpy_step.causes == [] and "changed: nothing recorded changed" in numpy_step.sentence()
+    assert numpy_step.causes == [] and "changed: nothing recorded changed" in step_sentence(numpy_step)
     assert torch_step.causes == ["torch 2.4.0 → 2.5.0", "context commit: c1 → c2"]
 
 
@@ -329,7 +330,7 @@ def test_a_step_whose_workload_code_changed_says_so():
 
     changed = step_of({"matmul": "aaaa1111ffff", "other": "1"}, {"matmul": "bbbb2222ffff", "other": "2"})
     assert changed.causes == ["the workload's code (aaaa1111 → bbbb2222)"]
-    assert "changed: the workload's code (aaaa1111 → bbbb2222)" in changed.sentence()
+    assert "changed: the workload's code (aaaa1111 → bbbb2222)" in step_sentence(changed)
     # Another workload's code, the same code, or a run that did not record it: not named.
     assert step_of({"matmul": "x", "other": "1"}, {"matmul": "x", "other": "2"}).causes == []
     assert step_of(None, {"matmul": "bbbb2222"}).causes == []

@@ -12,7 +12,7 @@ import pytest
 
 import arraybench
 from arraybench.host import machine
-from arraybench.analysis.across_machines import machine_findings
+from arraybench.render.across_machines import machine_findings
 from arraybench.analysis.roofline import ceilings, share
 from arraybench.model.machines import IDENTITY, CrossMachineError, fingerprint_changes, machine_id
 from arraybench.model.merge import merge

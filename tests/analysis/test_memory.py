@@ -8,11 +8,12 @@ from typing import Sequence
 
 from arraybench.analysis.aggregate import aggregate
 from arraybench.analysis.compare import compare
-from arraybench.analysis.findings import findings
+from arraybench.render.findings import findings
 from arraybench.analysis.memory import (allocator_reserve, memory_changes, memory_gaps,
                                         memory_growth_above, times_output)
 from arraybench.commands.main import main
 from arraybench.analysis.gate import gate_failures
+from arraybench.render.footprint_text import gap_sentence
 from arraybench.model.cell import Cell
 from arraybench.model.record import Record
 from arraybench.model.replicate import Replicate
@@ -54,7 +55,7 @@ def test_close_or_small_peaks_are_no_finding():
     assert memory_gaps([peaked("jax", [600_000] * 2), peaked("torch", [200_000] * 2)]) == []
     # a library whose call adds nothing measurable beside one that needs 48 MB
     (gap,) = memory_gaps([peaked("jax", [48 * MB] * 2), peaked("torch", [0, 0])])
-    assert "needs 48 MB per call" in gap.sentence() and "PyTorch CPU under 1 MB" in gap.sentence()
+    assert "needs 48 MB per call" in gap_sentence(gap) and "PyTorch CPU under 1 MB" in gap_sentence(gap)
 
 
 def test_peak_beside_output_and_the_caching_allocators_reserve():
@@ -68,7 +69,7 @@ def test_peak_beside_output_and_the_caching_allocators_reserve():
 
 
 def test_a_peak_below_a_page_is_not_a_figure_of_the_output():
-    from arraybench.analysis.memory import peak_details
+    from arraybench.render.footprint_text import peak_details
     from arraybench.render.footprint_text import peak_text
 
     tiny = peaked("numpy", [0, 0], output=800)

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from arraybench.analysis.aggregate import aggregate
-from arraybench.analysis.findings import findings
+from arraybench.render.findings import findings
 from arraybench.model.cell import Cell
 from arraybench.render.csvout import csv_text
 from arraybench.render.html import render_html

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from arraybench.analysis.compare import compare
-from arraybench.analysis.findings import winners
+from arraybench.render.findings import winners
 from arraybench.render.comparison import DisplayedComparison
 from arraybench.render.plots import case_figure
 from arraybench.render.tables import speedup_text

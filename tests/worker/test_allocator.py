@@ -17,7 +17,7 @@ import pytest
 
 import arraybench
 from arraybench.analysis.aggregate import allocator_states_differ
-from arraybench.analysis.explanations import allocator_states
+from arraybench.render.explanations import allocator_states
 from arraybench.analysis.intervals import replicate_interval
 from arraybench.host.allocator import uncontrolled_reason, with_state
 from arraybench.model.allocator import LARGE_OUTPUT_BYTES, USER_VARIABLES, environment

@@ -86,7 +86,7 @@ def test_gradient_is_for_grad_workloads_and_known_libraries():
 
 
 def test_a_finding_that_sets_autodiff_against_finite_differences_says_so():
-    from arraybench.analysis.findings import winners
+    from arraybench.render.findings import winners
     from ..synthetic import record, spread
 
     torch_ = record("gradient", "torch", samples=spread(10e-6), gradient="autodiff")
@@ -131,7 +131,7 @@ def test_a_gradient_defined_in_a_script_reaches_the_workers_with_its_settings(tm
 
 
 def test_a_crossover_between_autodiff_and_finite_differences_says_so():
-    from arraybench.analysis.findings import findings
+    from arraybench.render.findings import findings
     from ..synthetic import record, spread
 
     records = []

@@ -15,12 +15,14 @@ from typing import Iterable
 
 from ..model.record import Record
 from ..units import format_seconds, format_speedup
-from .crossover import Point, find
-from .grouping import grouped, is_valid, library_label, significantly_faster, size_text
+from ..analysis.crossover import Point, find
+from ..analysis.grouping import grouped, is_valid, library_label, significantly_faster, size_text
 
 
-def _two_figures(x: float) -> int:
+def two_figures(x: float | None) -> int:
     """An interpolated size is no more precise than two significant figures."""
+    if x is None:
+        return 0
     digits = max(0, int(math.floor(math.log10(max(x, 1)))) - 1)
     return int(round(x, -digits))
 
@@ -78,7 +80,7 @@ def machine_findings(records: Iterable[Record]) -> list[str]:
                 c = find(workload, top.config_label, _points(records, top), other.config_label,
                          _points(records, other))
                 if c is not None and c.kind == "from" and c.size:
-                    text += f", from n ≈ {_two_figures(c.size):,}"
+                    text += f", from n ≈ {two_figures(c.size):,}"
                 elif c is not None and c.kind == "always":
                     text += f", at every size measured from n = {c.sizes[0]:,}"
             out.append(text + ".")

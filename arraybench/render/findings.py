@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
-from .across_machines import machine_findings
-from .crossover import Crossover, crossovers
+from .across_machines import machine_findings, two_figures
+from ..analysis.crossover import Crossover, crossovers
 from .environments import environment_findings
 from .explanations import explanations
-from .memory import memory_findings
+from .footprint_text import memory_findings
 from ..model.cell import config_label
 from ..model.record import Record
-from ..units import format_seconds, format_speedup
-from .grouping import baseline, comparison, grouped, is_valid, library_label, significantly_faster, size_text
-from .roofline import ceiling_key, ceilings, share
+from ..units import format_ratio, format_seconds, format_speedup
+from ..analysis.grouping import baseline, comparison, grouped, is_valid, library_label, significantly_faster, size_text
+from ..analysis.roofline import ceiling_key, ceilings, share
 
 
 
@@ -91,12 +91,32 @@ def _unequal_gradients(records: list[Record], workload: str) -> str:
             f"(@{workload}.gradient(\"numpy\")) to compare them on equal terms")
 
 
+def crossover_sentence(c: Crossover) -> str:
+    """The crossover as a plain sentence."""
+    lo, hi = c.sizes
+    tail = ""
+    if c.level_from is not None and c.kind in ("from", "always"):
+        tail = f" From n = {c.level_from:,} on they are level (within the 95% CIs)."
+    if c.kind == "always":
+        return (f"{c.a} beats {c.b} on {c.workload} at every size measured "
+                f"(n = {lo:,} to {hi:,}).{tail}")
+    if c.kind == "never":
+        ratio = c.ratio_at_largest or 1.0
+        where = (f"{format_ratio(ratio)} its time at n = {hi:,}" if ratio > 1
+                 else f"level at n = {hi:,}")
+        return f"{c.a} never beats {c.b} on {c.workload} up to n = {hi:,} ({where})."
+    if c.kind == "from":
+        return (f"{c.a} beats {c.b} on {c.workload} from n ≈ {two_figures(c.size):,} "
+                f"(between the measured {c.lower:,} and {c.upper:,}).{tail}")
+    return f"{c.a} and {c.b} are level on {c.workload} at every size measured (n = {lo:,} to {hi:,})."
+
+
 def _crossover(c: Crossover, records: list[Record]) -> str:
     """A crossover's sentence, saying so where one side is autodiff and the other finite
     differences (its labels name only the finite differences)."""
     named = [r for r in records if r.workload == c.workload and r.config_label in (c.a, c.b)]
     clause = _unequal_gradients(named, c.workload)
-    return c.sentence() + (f" That is{clause[1:]}." if clause else "")
+    return crossover_sentence(c) + (f" That is{clause[1:]}." if clause else "")
 
 
 def _swept(records: list[Record], workload: str) -> bool:

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping
 from ..model.cell import worker_key
 from ..model.record import Record
 from ..units import format_seconds, format_speedup
-from .grouping import is_valid, significantly_faster, size_text
+from ..analysis.grouping import is_valid, significantly_faster, size_text
 
 
 def build_text(info: Mapping[str, Any]) -> str:

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 from typing import Any, Collection, Iterable, Mapping
 
-from . import stats
+from ..analysis import stats
 from ..model.allocator import WORDS, shell_words
 from ..model.record import Record
 from ..errors import spell
-from .aggregate import allocator_states_apart
+from ..analysis.aggregate import allocator_states_apart
 from .environments import build_text
 from ..model.cell import worker_key
 from ..units import format_ratio, format_seconds, format_speedup
-from . import modes
-from .grouping import is_valid, size_text
-from .oversubscription import CONTENTION_QUANTITIES, Contention, oversubscribed
+from ..analysis import modes
+from ..analysis.grouping import is_valid, size_text
+from ..analysis.oversubscription import CONTENTION_QUANTITIES, Contention, oversubscribed
 
 #: Page faults per call from which a cell's memory traffic with the kernel is worth a sentence,
 #: when it also costs: this share of the CPU time in the kernel, or processes that did not fault
