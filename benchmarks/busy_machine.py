@@ -167,6 +167,7 @@ def main() -> None:
                         help="run only these parts (repeatable; default: all three)")
     args = parser.parse_args()
     out = args.out
+    out.mkdir(parents=True, exist_ok=True)
     print(f"{os.cpu_count()} cores; output in {out}")
     if args.skip_reference:
         ref_results = args.skip_reference
