@@ -60,6 +60,7 @@ class LoadWatch:
         self._period = period_s
         self._times: list[float] = []
         self._others: list[float] = []  # others' ticks, cumulative, at each time
+        self._last: dict[int, int] = {}  # each worker's ticks when last read
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -85,7 +86,10 @@ class LoadWatch:
         machine = _machine_ticks()
         if machine is None:
             return
-        ours = _process_ticks("self") + sum(_process_ticks(pid) for pid in self._pids)
+        for pid in self._pids:  # a worker that ended keeps the ticks it had: not others' then
+            self._last[pid] = max(self._last.get(pid, 0), _process_ticks(pid))
+        ours = _process_ticks("self") + sum(self._last.values())
+        # Times first: a reader in another thread takes no more reads than ``_others`` holds.
         self._times.append(time.monotonic())
         self._others.append(machine - ours)
 
@@ -95,8 +99,9 @@ class LoadWatch:
         if end - start < LEAST_WINDOW_S:
             middle = (start + end) / 2
             start, end = middle - LEAST_WINDOW_S / 2, middle + LEAST_WINDOW_S / 2
-        first = max(bisect.bisect_right(self._times, start) - 1, 0)
-        last = min(bisect.bisect_left(self._times, end), len(self._times) - 1)
+        n = len(self._others)  # the watch's thread may be adding a read
+        first = max(bisect.bisect_right(self._times, start, 0, n) - 1, 0)
+        last = min(bisect.bisect_left(self._times, end, 0, n), n - 1)
         if last <= first:
             return None
         span = self._times[last] - self._times[first]
@@ -112,7 +117,8 @@ class LoadWatch:
             return False
         if cores >= BUSY_CORES:
             return True
-        first = bisect.bisect_right(self._times, start)
-        last = bisect.bisect_left(self._times, end)
+        n = len(self._others)
+        first = bisect.bisect_right(self._times, start, 0, n)
+        last = bisect.bisect_left(self._times, end, 0, n)
         return any((self.others(self._times[k], self._times[k] + LEAST_WINDOW_S) or 0.0) >= BUSY_CORES
                    for k in range(first, last) if self._times[k] + LEAST_WINDOW_S <= end)

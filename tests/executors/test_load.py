@@ -78,3 +78,22 @@ def test_a_burst_over_part_of_a_long_round_makes_it_busy():
     assert watch.others(0.0, 2.0) == pytest.approx(0.15)
     assert watch.busy(0.0, 2.0)
     assert not watch.busy(0.0, 0.9) and not watch.busy(1.45, 2.0)
+
+
+def test_a_worker_that_ends_during_the_turns_is_not_taken_for_another_process():
+    """Its ticks read 0 once it is gone: the watch keeps the last it read, so the others' count
+    does not jump by everything the worker had used."""
+    child = subprocess.Popen([sys.executable, "-c", _SPIN], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    with LoadWatch([child.pid]) as watch:
+        assert child.stdout.readline() == "spun\n"
+        time.sleep(0.1)  # read alive, after the spin
+        child.stdin.close()
+        child.wait()
+        time.sleep(0.1)  # read gone
+    assert watch._last[child.pid] * load._TICK_S >= 0.35
+    # What the others used over the child's exit is at most what the machine's cores could do,
+    # not the child's 0.4 s poured into one read.
+    gone = len(watch._times) - 1
+    before = max(i for i, t in enumerate(watch._times) if t <= watch._times[gone] - 0.1)
+    used = (watch._others[gone] - watch._others[before]) * load._TICK_S
+    assert used <= (watch._times[gone] - watch._times[before]) * (os.cpu_count() or 1) + 0.02
