@@ -83,12 +83,16 @@ def _pairs(results: Path) -> dict[tuple[str, str, str], dict]:
     return out
 
 
-def _widest(results: Path) -> float:
-    """The widest interval of an ok cell, as (high - low) / median."""
+def _widest(results: Path) -> str:
+    """The widest interval of an ok cell, as (high - low) / median, and how many cells' intervals
+    the tables show as "undecided" (wider than a factor of 2 either way) rather than as ±."""
+    from arraybench.units import format_interval
+
     data = json.loads(results.read_text())
-    widths = [(r["ci_high_s"] - r["ci_low_s"]) / r["median_s"] for r in data["records"]
-              if r.get("status") == "ok" and r.get("median_s") and r.get("ci_low_s") is not None]
-    return max(widths, default=0.0)
+    ok = [r for r in data["records"] if r.get("status") == "ok" and r.get("median_s") and r.get("ci_low_s") is not None]
+    widths = [(r["ci_high_s"] - r["ci_low_s"]) / r["median_s"] for r in ok]
+    undecided = sum(format_interval(r["ci_low_s"], r["median_s"], r["ci_high_s"]) == "undecided" for r in ok)
+    return f"{max(widths, default=0.0):.2f}x its median ({undecided} shown as undecided)"
 
 
 def _judge(reference: dict, run: dict, separated: float) -> tuple[int, int, list[str]]:
@@ -120,7 +124,7 @@ def _report(name: str, wall: float, results: Path, reference: dict) -> None:
               f"{right} ({right / max(n, 1):.0%}); the wrong way: {len(wrong)}")
         for line in wrong:
             print("    wrong:", line)
-    print(f"  {name}: wall {wall:.0f} s; widest interval {_widest(results):.2f}x its median; "
+    print(f"  {name}: wall {wall:.0f} s; widest interval {_widest(results)}; "
           f"{sum(p['verdict'] == 'undecided' for p in run.values())} of {len(run)} pairs undecided")
 
 
