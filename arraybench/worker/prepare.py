@@ -145,6 +145,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
             rep.warnings.append(UNCHECKED)
             rep.output_bytes = output_bytes(out)
             prepared.run = run
+            prepared.call = lambda: timer.first_call()[1]
             return prepared
         tolerance = None
         precision = backend.reduced_precision(cell.dtype) if wl.check.matmul else None

@@ -61,6 +61,17 @@ def test_a_call_allocating_nothing_shows_almost_no_peak():
     assert rep.peak_bytes is not None and rep.peak_bytes < 2**20
 
 
+def test_a_cell_left_unchecked_still_has_its_peak_measured():
+    """A reference that returned None leaves the result unjudged, not the call unmeasured."""
+    _host_peak_or_skip()
+    backend = backend_or_skip("numpy")
+    wl = workload(name="peak_unchecked", sizes={"small": 8}, reference=lambda x: None)(_big_temporary)
+    rep = measure_cell(backend, wl, Cell(wl.name, "small", 8, "numpy", "cpu", "float64", "latency"),
+                       QUICK, ReferenceCache())
+    assert rep.status == "ok" and any(w.startswith("not checked") for w in rep.warnings), rep.reason
+    assert rep.peak_bytes is not None and rep.peak_bytes >= TEMPORARY - 2**20, rep.peak_note
+
+
 def test_without_clear_refs_the_replicate_says_why(monkeypatch, tmp_path):
     monkeypatch.setattr(footprint, "_CLEAR_REFS", tmp_path / "absent" / "clear_refs")
     peak = footprint.host_peak(lambda: bytearray(10**6))
