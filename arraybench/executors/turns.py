@@ -210,7 +210,6 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
     taken: dict[tuple[int, int], int] = {}  # turns each cell took, by (side, cell)
     done_at: dict[tuple[int, int], int] = {}  # the turns it had taken when its own sampling ended
     round_ = 0
-
     spent: dict[str, float] = {}  # seconds each case's rounds took, so far
 
     def short(key: str) -> bool:
