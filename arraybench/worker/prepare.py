@@ -25,7 +25,7 @@ from .timer import Timer
 from ..workloads.tracebacks import describe_exception
 from ..workloads.binding import Bound, bind
 from ..workloads.definition import Workload
-from ..workloads.inputs import input_bytes, make_inputs
+from ..workloads.inputs import input_bytes
 from .references import UNCHECKED, ReferenceCache, is_none, narrower_than_numpys
 from .effects import FirstCall, ForeignResult, dtype_of, fingerprint, input_names, look, output_bytes, to_host
 from .fresh import FreshInputs, fresh_inputs
@@ -89,7 +89,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
     stage = "building inputs"
     numpy_watch = Watch(backend.name, backend.label, wl, cell.mode)
     try:
-        built = make_inputs(wl, cell.size, cell.dtype, seed, params)
+        built = references.inputs(wl, cell.size, cell.dtype, seed, params)
         host = built.arrays
         prepared.input_bytes = input_bytes(host)
         stage = "moving inputs to the device"

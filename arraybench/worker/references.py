@@ -12,8 +12,9 @@ from typing import Any, Callable
 import numpy as np
 
 from . import accuracy
-from .shared_references import SharedReferences, digest
+from .shared_references import SharedReferences, digest, inputs_name
 from ..workloads.definition import Workload
+from ..workloads.inputs import Inputs, make_inputs
 from ..workloads.params import accepted, text as params_text
 from ..workloads.reference import (Reference, extended_allowed, numpy_namespace, reference_noise,
                                    reference_result)
@@ -34,6 +35,20 @@ class ReferenceCache:
             self._names.clear()
             self._names[key] = digest(key, inputs)
         return self._names[key]
+
+    def inputs(self, wl: Workload, size: int, dtype: str, seed: int, params: dict[str, Any] | None) -> Inputs:
+        """The cell's host inputs: read back where another worker of the run built them, else
+        built (``make_inputs``) and kept for the others."""
+        if self._shared.folder is None:
+            return make_inputs(wl, size, dtype, seed, params)
+        where = (wl.source, getattr(wl.fn, "__module__", ""), getattr(wl.fn, "__qualname__", ""))
+        name = inputs_name((wl.name, *where, size, dtype, params_text(params or {}), seed))
+        found = self._shared.load_inputs(name)
+        if found is not None:
+            return Inputs(*found)
+        built = make_inputs(wl, size, dtype, seed, params)
+        self._shared.put_inputs(name, built.arrays, built.fixed)
+        return built
 
     def reference(self, wl: Workload, size: int, dtype: str, inputs: tuple[np.ndarray, ...],
                   params: dict[str, Any] | None = None) -> Reference:

@@ -88,3 +88,27 @@ def test_large_inputs_that_differ_anywhere_name_another_file():
     changed = tail.copy()
     changed[-1] = 1
     assert digest(key, (tail,)) != digest(key, (changed,))
+
+
+def test_a_second_worker_reads_the_inputs_the_first_built(tmp_path):
+    """The file is what the second worker gets: planted, its numbers are the ones it measures."""
+    wl = REGISTRY["matmul"]
+    first = ReferenceCache(str(tmp_path)).inputs(wl, 64, "float64", 0, {})
+    assert all(np.array_equal(a, b) for a, b in zip(first.arrays, make_inputs(wl, 64, "float64", 0, {}).arrays))
+    [path] = tmp_path.glob("*.inputs.npys")
+    name = path.name[:-len(".inputs.npys")]
+    SharedReferences(str(tmp_path)).put_inputs(name, tuple(np.full_like(a, 3.0) for a in first.arrays), first.fixed)
+    second = ReferenceCache(str(tmp_path)).inputs(wl, 64, "float64", 0, {})
+    assert all(np.all(a == 3.0) and a.flags.writeable and a.flags.c_contiguous for a in second.arrays)
+    # Another seed, size or dtype is another file.
+    ReferenceCache(str(tmp_path)).inputs(wl, 64, "float64", 1, {})
+    ReferenceCache(str(tmp_path)).inputs(wl, 64, "float32", 0, {})
+    assert len(list(tmp_path.glob("*.inputs.npys"))) == 3
+
+
+def test_inputs_too_large_to_keep_are_built_in_each_worker(tmp_path, monkeypatch):
+    from arraybench.worker import shared_references
+
+    monkeypatch.setattr(shared_references, "SHARED_INPUT_BYTES", 1000)
+    built = ReferenceCache(str(tmp_path)).inputs(REGISTRY["matmul"], 64, "float64", 0, {})
+    assert built.arrays[0].nbytes > 1000 and not list(tmp_path.glob("*.inputs.npys"))
