@@ -4,7 +4,8 @@ A tenant that takes a core in bursts does not slow two libraries alike: a librar
 two threads loses one of them (and waits at every barrier for it), one that runs on one thread
 keeps a free core. So a round of turns taken during a burst pairs two times the quiet machine
 would not give. ``LoadWatch`` reads, every ``PERIOD_S``, the CPU time of the whole machine and of
-arraybench's own processes (this one and its workers); what is left is the others'. ``others``
+arraybench's own processes (this one and its workers, ``host/cpu_time``); what is left is the
+others'. ``others``
 says how many cores they used over a span of time (a turn's, ``executors/turns``).
 
 Only Linux has /proc: elsewhere the watch reads nothing and every round counts.
@@ -13,10 +14,11 @@ Only Linux has /proc: elsewhere the watch reads nothing and every round counts.
 from __future__ import annotations
 
 import bisect
-import os
 import threading
 import time
 from types import TracebackType
+
+from ..host.cpu_time import MachineTime, process_seconds
 
 #: How often the watch reads the counters: /proc/stat counts in ticks of 10 ms per CPU, so one
 #: read of 2 CPUs every 50 ms resolves a fifth of a core; the tenant's bursts last 0.5 s or more.
@@ -26,46 +28,21 @@ LEAST_WINDOW_S = 0.2
 #: Other processes using this many cores during a round make it a busy round.
 BUSY_CORES = 0.5
 
-_TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
-
-
-def _machine_ticks() -> int | None:
-    """The machine's busy CPU ticks, all CPUs (idle, I/O wait and steal left out)."""
-    try:
-        with open("/proc/stat", "rb") as f:
-            fields = f.readline().split()[1:]
-    except OSError:
-        return None
-    values = [int(x) for x in fields[:8]]
-    user, nice, system, _idle, _iowait, irq, softirq, _steal = (values + [0] * 8)[:8]
-    return user + nice + system + irq + softirq
-
-
-def _process_ticks(pid: int | str) -> int:
-    """A process's user and system ticks (0 once it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            text = f.read()
-    except OSError:
-        return 0
-    fields = text[text.rindex(b")") + 2:].split()
-    return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
-
-
 class LoadWatch:
     """A thread that reads the others' CPU use until the watch is closed (a context manager)."""
 
     def __init__(self, pids: list[int], period_s: float = PERIOD_S) -> None:
         self._pids = list(pids)
         self._period = period_s
+        self._machine = MachineTime()
         self._times: list[float] = []
-        self._others: list[float] = []  # others' ticks, cumulative, at each time
-        self._last: dict[int, int] = {}  # each worker's ticks when last read
+        self._others: list[float] = []  # others' CPU seconds, cumulative, at each time
+        self._last: dict[int, float] = {}  # each worker's CPU seconds when last read
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> "LoadWatch":
-        if _machine_ticks() is not None:
+        if self._machine.read() is not None:
             self._read()
             self._thread = threading.Thread(target=self._run, name="arraybench-load-watch", daemon=True)
             self._thread.start()
@@ -77,21 +54,22 @@ class LoadWatch:
         if self._thread is not None:
             self._thread.join()
             self._read()
+        self._machine.close()
 
     def _run(self) -> None:
         while not self._stop.wait(self._period):
             self._read()
 
     def _read(self) -> None:
-        machine = _machine_ticks()
+        machine = self._machine.read()
         if machine is None:
             return
-        for pid in self._pids:  # a worker that ended keeps the ticks it had: not others' then
-            self._last[pid] = max(self._last.get(pid, 0), _process_ticks(pid))
-        ours = _process_ticks("self") + sum(self._last.values())
+        for pid in self._pids:  # a worker that ended keeps the time it had: not others' then
+            self._last[pid] = max(self._last.get(pid, 0.0), process_seconds(pid))
+        ours = process_seconds("self") + sum(self._last.values())
         # Times first: a reader in another thread takes no more reads than ``_others`` holds.
         self._times.append(time.monotonic())
-        self._others.append(machine - ours)
+        self._others.append(machine[0] - ours)
 
     def others(self, start: float, end: float) -> float | None:
         """The cores other processes used from ``start`` to ``end`` (``time.monotonic``), over a
@@ -106,7 +84,7 @@ class LoadWatch:
             return None
         span = self._times[last] - self._times[first]
         # A worker's ticks can lag the machine's by one read: never below nothing.
-        return max(self._others[last] - self._others[first], 0) * _TICK_S / span
+        return max(self._others[last] - self._others[first], 0.0) / span
 
     def busy(self, start: float, end: float) -> bool:
         """Whether other processes used ``BUSY_CORES`` or more from ``start`` to ``end``, or over

@@ -198,7 +198,6 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
     while it rested in some, for longer (``takes_turn``), within ``STRETCH_S``. Returns each
     turn's span."""
     spans: Spans = {}
-    windows: dict[tuple[str, int], tuple[float, float]] = {}  # each round of each case's span
     quiet: dict[str, int] = {}  # rounds of each case that no other process loaded, so far
     rested = 0  # rounds of any case that no other process loaded
     current: _Side | None = None
@@ -216,7 +215,7 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
         # A case none of whose rounds the machine left alone would stay short of them: only
         # one that found a quiet round is likely to find more in a few more rounds.
         return (0 < quiet.get(key, 0) < QUIET_ROUNDS and spent.get(key, 0.0) < STRETCH_S
-                and rested >= RESTED_SHARE * max(len(windows), 1))
+                and rested >= RESTED_SHARE * max(round_, 1))
 
     def turn_takers(key: str) -> list[tuple[_Side, int]]:
         return [(side, i) for side, i in members[key] if side.alive and i in side.sampling
@@ -260,9 +259,9 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
                     done_at.setdefault((id(side), i), taken[(id(side), i)])
                     if msg.error:
                         side.sampling.discard(i)  # a cell that failed takes no more turns
-            windows[(key, round_)] = (began, time.monotonic())
-            spent[key] = spent.get(key, 0.0) + windows[(key, round_)][1] - began
-            if group and not watch.busy(*windows[(key, round_)]):  # the reads so far: enough to go on
+            ended = time.monotonic()
+            spent[key] = spent.get(key, 0.0) + ended - began
+            if group and not watch.busy(began, ended):  # the reads so far: enough to go on
                 quiet[key] = quiet.get(key, 0) + 1
                 rested += 1
             round_ += 1

@@ -1,3 +1,3 @@
-"""This machine, seen from the parent: its facts (``environment``), the variables that change
-kernels (``knobs``), the CPUs and environment a worker gets (``threads``), which libraries work here
-(``probe``) and the doctor's self-checks, each in a worker process of its own (``doctor``)."""
+"""This machine: its facts (``machine``), its CPU time (``cpu_time``), the variables that change
+kernels (``knobs``), the CPUs and environment a worker gets (``threads``, ``allocator``), the
+builds side by side (``environments``, ``against``) and the commit a run was made at (``git``)."""

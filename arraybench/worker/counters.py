@@ -14,11 +14,11 @@ import resource
 import time
 from dataclasses import dataclass
 
+from ..host.cpu_time import MachineTime
 from .perf_events import Counters as HardwareCounters
 from .perf_events import open_counters
 from ..model.usage import Usage
 
-_TICK = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
 
 
 def _open(path: str, flags: int = os.O_RDONLY) -> int | None:
@@ -50,7 +50,7 @@ class SampleCounters:
     def __init__(self, cells: int, hardware: bool = True) -> None:
         self._usage = [Usage() for _ in range(cells)]
         self._peak = [None] * cells  # type: list[int | None]
-        self._stat = _open("/proc/stat")
+        self._machine_time = MachineTime()
         self._loadavg = _open("/proc/loadavg")
         self._status = _open("/proc/self/status")
         # Writing 5 to clear_refs resets the peak resident size (VmHWM) to the current one.
@@ -61,17 +61,8 @@ class SampleCounters:
 
     # -- reading -------------------------------------------------------------------------------
     def _machine(self) -> tuple[float | None, float | None, float | None]:
-        """(busy, steal, total) CPU seconds of the whole machine since boot, from /proc/stat."""
-        if self._stat is None:
-            return None, None, None
-        try:
-            line = os.pread(self._stat, 512, 0).split(b"\n", 1)[0].split()
-            ticks = [int(v) for v in line[1:9]]
-        except (OSError, ValueError, IndexError):
-            return None, None, None
-        user, nice, system, idle, iowait, irq, softirq, steal = ticks + [0] * (8 - len(ticks))
-        busy = user + nice + system + irq + softirq
-        return busy / _TICK, steal / _TICK, (busy + idle + iowait + steal) / _TICK
+        """(busy, steal, total) CPU seconds of the whole machine since boot (``host/cpu_time``)."""
+        return self._machine_time.read() or (None, None, None)
 
     def _status_kb(self, key: bytes) -> int | None:
         if self._status is None:
@@ -179,9 +170,10 @@ class SampleCounters:
         return u.derive()
 
     def close(self) -> None:
-        for fd in (self._stat, self._loadavg, self._status, self._clear_refs):
+        self._machine_time.close()
+        for fd in (self._loadavg, self._status, self._clear_refs):
             if fd is not None:
                 os.close(fd)
-        self._stat = self._loadavg = self._status = self._clear_refs = None
+        self._loadavg = self._status = self._clear_refs = None
         if self._hw is not None:
             self._hw.close()

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import accuracy
-from .shared_references import SharedReferences, digest, inputs_name
+from .shared_references import SharedReferences, digest
 from ..workloads.definition import Workload
 from ..workloads.inputs import Inputs, make_inputs
 from ..workloads.params import accepted, text as params_text
@@ -42,7 +42,7 @@ class ReferenceCache:
         if self._shared.folder is None:
             return make_inputs(wl, size, dtype, seed, params)
         where = (wl.source, getattr(wl.fn, "__module__", ""), getattr(wl.fn, "__qualname__", ""))
-        name = inputs_name((wl.name, *where, size, dtype, params_text(params or {}), seed))
+        name = digest((wl.name, *where, size, dtype, params_text(params or {}), seed), ())
         found = self._shared.load_inputs(name)
         if found is not None:
             return Inputs(*found)

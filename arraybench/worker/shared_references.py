@@ -69,12 +69,6 @@ def _folded(data: np.ndarray) -> bytes:
 SHARED_INPUT_BYTES = 256 * 2**20
 
 
-def inputs_name(key: tuple[Any, ...]) -> str:
-    """A file name for the inputs built for ``key`` (workload, its source, size, dtype, params,
-    seed), with NumPy's version: the same generator gives the same numbers only within one."""
-    return hashlib.blake2b(repr((key, np.__version__)).encode(), digest_size=16).hexdigest()
-
-
 def _parts(value: Any) -> list[np.ndarray] | None:
     """The arrays of a reference value (one, or a tuple of them), or None where it is not arrays."""
     values = value if isinstance(value, tuple) else (value,)

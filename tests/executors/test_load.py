@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from arraybench.executors import load
 from arraybench.executors.load import LoadWatch
+from arraybench.host.cpu_time import process_seconds
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="no /proc on this system")
 
@@ -29,14 +29,14 @@ def test_a_process_listed_as_ours_is_not_counted_among_the_others():
             assert child.stdout.readline() == "spun\n"
             time.sleep(0.1)
             end = time.monotonic()
-            used = load._process_ticks(child.pid) * load._TICK_S
+            used = process_seconds(child.pid)
     finally:
         child.stdin.close()
         child.wait()
     assert used >= 0.35  # the child did spin
 
     def seconds(watch: LoadWatch) -> float:  # others' CPU seconds between the first and last reads
-        return (watch._others[-1] - watch._others[0]) * load._TICK_S
+        return watch._others[-1] - watch._others[0]
 
     # Both watches read from before the child started to after it spun; two ticks each way for
     # the moments the two read at.
@@ -47,9 +47,8 @@ def test_a_process_listed_as_ours_is_not_counted_among_the_others():
 def test_others_are_read_over_a_window_of_a_fifth_of_a_second_at_least():
     watch = LoadWatch([])
     watch._times = [0.05 * i for i in range(9)]
-    ticks = 1 / load._TICK_S  # ticks in a second of one core
     # Others used one core from 0.05 to 0.25, nothing before or after.
-    watch._others = [min(max(t - 0.05, 0.0), 0.20) * ticks for t in watch._times]
+    watch._others = [min(max(t - 0.05, 0.0), 0.20) for t in watch._times]  # CPU seconds
     assert watch.others(0.05, 0.25) == pytest.approx(1.0)
     # 20 ms at the burst's end, widened to 0.14-0.34 and read from the reads around it (0.10-0.35).
     assert watch.others(0.23, 0.25) == pytest.approx(0.6)
@@ -72,9 +71,8 @@ def test_a_case_short_of_quiet_rounds_pairs_on_for_longer_but_not_forever():
 def test_a_burst_over_part_of_a_long_round_makes_it_busy():
     watch = LoadWatch([])
     watch._times = [0.05 * i for i in range(41)]  # two seconds of reads
-    ticks = 1 / load._TICK_S
     # One core from 1.0 to 1.3 s: a tenth of a core over the whole two seconds.
-    watch._others = [min(max(t - 1.0, 0.0), 0.30) * ticks for t in watch._times]
+    watch._others = [min(max(t - 1.0, 0.0), 0.30) for t in watch._times]
     assert watch.others(0.0, 2.0) == pytest.approx(0.15)
     assert watch.busy(0.0, 2.0)
     assert not watch.busy(0.0, 0.9) and not watch.busy(1.45, 2.0)
@@ -90,10 +88,10 @@ def test_a_worker_that_ends_during_the_turns_is_not_taken_for_another_process():
         child.stdin.close()
         child.wait()
         time.sleep(0.1)  # read gone
-    assert watch._last[child.pid] * load._TICK_S >= 0.35
+    assert watch._last[child.pid] >= 0.35
     # What the others used over the child's exit is at most what the machine's cores could do,
     # not the child's 0.4 s poured into one read.
     gone = len(watch._times) - 1
     before = max(i for i, t in enumerate(watch._times) if t <= watch._times[gone] - 0.1)
-    used = (watch._others[gone] - watch._others[before]) * load._TICK_S
+    used = watch._others[gone] - watch._others[before]
     assert used <= (watch._times[gone] - watch._times[before]) * (os.cpu_count() or 1) + 0.02
