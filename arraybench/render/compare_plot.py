@@ -7,7 +7,7 @@ from pathlib import Path
 from ..analysis.compare import FASTER, SLOWER, Comparison
 from ..analysis.grouping import size_text
 from ..files import write_atomic
-from .mpl import Figure, drawn, new_figure, plain, styled
+from .mpl import Figure, drawn, log_axis, new_figure, plain, styled
 
 _COLOURS = {FASTER: "#2e7d32", SLOWER: "#c62828"}
 _SAME = "#9e9e9e"
@@ -48,7 +48,7 @@ def compare_figure(comparison: Comparison) -> Figure | None:
     ax.set_yticks(ys)
     ax.set_yticklabels([plain(f"{c.new.workload} {size_text(c.new)} · {c.new.config_label}") for c in cells],
                        fontsize=8)
-    ax.set_xscale("log")
+    log_axis(ax, "x", "ratio")
     lows = [c.ratio_low or c.ratio for c in cells] + [1 / (1 + t)]
     highs = [c.ratio_high or c.ratio for c in cells] + [1 + t]
     ax.set_xlim(min(lows) / 1.15, max(highs) * 1.15)

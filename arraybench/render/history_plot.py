@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .mpl import PALETTE, Figure, new_figure, save, styled
+from .mpl import PALETTE, Figure, log_axis, new_figure, save, styled
 from .naming import history_file_name
 
 if TYPE_CHECKING:
@@ -52,8 +52,8 @@ def history_figure(history: "History", workload: str) -> Figure | None:
                 if step is not None:
                     ax.scatter([x_of[p.run.run_id]], [p.median_s], marker="^" if step.slower else "v",
                                s=90, color="#cf222e" if step.slower else "#1a7f37", zorder=4)
-        ax.set_yscale("log")
-        ax.set_ylabel("time per call (s, log)")
+        log_axis(ax, "y", "seconds")
+        ax.set_ylabel("time per call (log)")
         ax.set_title(f"{workload} {mine[0].case}" if mine else workload, fontsize=10)
         ax.grid(True, axis="y", which="major", alpha=0.25)
         ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))

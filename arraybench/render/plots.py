@@ -16,7 +16,7 @@ from ..analysis.grouping import (baselines, config_sort_key, grouped, is_valid, 
 from ..model.record import Record
 from ..units import format_seconds, format_speedup, time_unit
 from ..files import write_atomic
-from .mpl import PALETTE, Axes, Figure, drawn, new_figure, plain, show_in_notebooks, styled
+from .mpl import PALETTE, Axes, Figure, drawn, log_axis, new_figure, plain, show_in_notebooks, styled
 from .naming import plot_file_name, summary_file_name, sweep_file_name
 from .roofline_plot import roofline_figure
 from .sweep_plot import sweep_figure
@@ -82,12 +82,12 @@ def case_figure(records: Sequence[Record]) -> Figure:
     ax.set_xticks(xs)
     ax.set_xticklabels([plain(r.config_label) for r in records], rotation=20, ha="right")
     if log:
-        ax.set_yscale("log")
+        log_axis(ax, "y", "seconds", scale=scale)
         # Room above the tallest bar for its two-line label, which would otherwise hit the title.
         ax.set_ylim(top=top * 4)
     else:
         ax.set_ylim(0, top * 1.3 if top > 0 else 1)
-    ax.set_ylabel(f"time per call ({unit}), lower is better")
+    ax.set_ylabel(f"time per call ({'log' if log else unit}), lower is better")
     ax.set_title(plain(f"{first.workload} — {size_text(first)}, {first.dtype}"))
     _note(ax, "bar: median · whisker: 95% CI of the median · hatched: GPU")
     return fig
@@ -138,12 +138,12 @@ def summary_figure(records: Sequence[Record], size_label: str) -> Figure | None:
                label=plain(cfg.config_label) + (" (the baseline, 1×)" if relative and _is_baseline(cfg) else ""))
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels([plain(w) for (w, _) in groups])
-    ax.set_yscale("log")
+    log_axis(ax, "y", "ratio" if relative else "seconds")
     if relative:
         ax.axhline(1.0, color="#333333", lw=0.8)
         ax.set_ylabel("speed vs NumPy CPU (×, log), higher is faster")
     else:
-        ax.set_ylabel("time per call (s, log), lower is better")
+        ax.set_ylabel("time per call (log), lower is better")
     dtype = next(iter(groups.values()))[0].dtype
     ax.set_title(plain(f"Summary — {size_label} sizes, {dtype}"))
     ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))

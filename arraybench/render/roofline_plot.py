@@ -8,7 +8,7 @@ from ..analysis.grouping import config_sort_key, is_valid
 from ..analysis.roofline import ceiling_key, ceilings
 from ..model.record import Record
 from ..units import format_rate
-from .mpl import PALETTE, Figure, new_figure, plain, styled
+from .mpl import PALETTE, Figure, log_axis, new_figure, plain, styled
 
 
 @styled
@@ -40,8 +40,8 @@ def roofline_figure(records: Sequence[Record]) -> Figure | None:
                        marker="s" if r.device == "gpu" else "o", s=22, label=label, zorder=3)
             ax.annotate(plain(f"{r.workload} {r.size_label}"), (r.flops / r.bytes, r.flops / r.median_s / 1e9),
                         xytext=(3, 2), textcoords="offset points", fontsize=6, color="#555555")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        log_axis(ax, "x")
+        log_axis(ax, "y")
         ax.set_xlabel("arithmetic intensity (FLOP per byte moved, log)")
         ax.set_ylabel("achieved GFLOP/s (log)")
         ax.set_title(f"Roofline — {key[1].upper()}, {key[2]}" + (f" @ {key[0]}" if key[0] else ""))

@@ -11,7 +11,7 @@ from typing import Sequence
 from ..analysis.crossover import crossovers
 from ..analysis.grouping import config_sort_key, is_valid
 from ..model.record import Record
-from .mpl import PALETTE, Figure, new_figure, plain, styled
+from .mpl import PALETTE, Figure, log_axis, new_figure, plain, styled
 
 
 def _is_transfer(records: Sequence[Record]) -> bool:
@@ -57,13 +57,13 @@ def sweep_figure(records: Sequence[Record], workload: str) -> Figure | None:
         style = "--" if rs[0].device == "gpu" else (":" if rs[0].mode != "latency" else "-")
         ax.plot(xs, ys, style, marker=markers[i % len(markers)], ms=4, color=colour, label=plain(rs[0].config_label))
         ax.fill_between(xs, lo, hi, color=colour, alpha=0.15, linewidth=0)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    log_axis(ax, "x")
+    log_axis(ax, "y", "number" if rate else "seconds")
     ax.set_xlabel(size_axis_label(workload))
     if rate:
         ax.set_ylabel("GB/s moved (log), higher is better")
     else:
-        ax.set_ylabel("time per call (s, log), lower is better")
+        ax.set_ylabel("time per call (log), lower is better")
     dtype = mine[0].dtype
     ax.set_title(plain(f"{workload} across sizes, {dtype}"))
     for c in crossovers(mine):

@@ -179,3 +179,22 @@ def test_report_on_a_bad_file_gets_one_line_and_status_2(tmp_path: Path, content
     assert result.returncode == 2
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "report.html").exists()
+
+
+# -- plots --------------------------------------------------------------------------------------
+
+def test_log_axes_label_their_ticks_in_units_not_mathtext():
+    import re
+
+    from arraybench.render.mpl import render_svg
+    from arraybench.render.plots import case_figure, summary_figure
+
+    # 40× apart: the case plot goes to a log axis, whose ticks must read as times
+    recs = [record("gradient", "numpy", samples=spread(80e-3)), record("gradient", "torch", samples=spread(2e-3))]
+    case = render_svg(case_figure(recs))
+    ticks = set(re.findall(r">(\d[\d,.]* (?:ns|µs|ms|s))</text>", case))
+    assert {"10 ms", "100 ms"} <= ticks, ticks
+    summary = render_svg(summary_figure(recs, "small"))
+    assert ">1×</text>" in summary and ">10×</text>" in summary
+    for svg in (case, summary):
+        assert "mathdefault" not in svg and "10^" not in svg
