@@ -69,6 +69,23 @@ def _process_ratio(a: Replicate, b: Replicate, quiet: bool) -> _ProcessRatio | N
     return _ProcessRatio(statistics.median(logs), low, high, len(logs))
 
 
+def _quiet_sides_ratio(a: Replicate, b: Replicate) -> _ProcessRatio | None:
+    """One process's log ratio from each side's quiet turns, paired by process rather than by
+    round: A's fastest quiet sample over B's. Where a tenant's bursts are about as long as a
+    round (three 150 ms matmuls under load), a round whose two turns were both quiet is rare,
+    while each side's quiet turns, taken in the same seconds, are not. The fastest, as timeit
+    advises for a loaded machine: a burst that began in a turn's last moments (too short to
+    make it busy) only ever adds time. Its own interval is its point: with a turn or two a
+    side, the spread between processes is what says how sure."""
+    assert a.rounds is not None and b.rounds is not None
+    xs = [x for x, r in zip(a.samples_s, a.rounds) if r not in set(a.busy_rounds) and x > 0]
+    ys = [y for y, r in zip(b.samples_s, b.rounds) if r not in set(b.busy_rounds) and y > 0]
+    if not xs or not ys:
+        return None
+    log = math.log(min(xs) / min(ys))
+    return _ProcessRatio(log, log, log, min(len(xs), len(ys)))
+
+
 def verdict(low: float, high: float) -> str:
     """``faster``, ``slower``, ``level`` or ``undecided``, for a ratio A/B whose 95% interval is
     [low, high] (below 1: A takes less time)."""
@@ -108,7 +125,9 @@ def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None
     Rounds during which other processes loaded the machine (``Replicate.busy_rounds``) are left
     out where ``QUIET_PROCESSES`` processes keep enough quiet rounds: a burst does not slow a
     library on two threads and one on one thread alike, so those rounds pair times that the
-    machine alone would not give.
+    machine alone would not give. Where too few processes keep two quiet rounds, each process
+    pairs its two sides' quiet turns (``_quiet_sides_ratio``), where that leaves
+    ``QUIET_PROCESSES``; else every round counts, and ``method`` says so.
     """
     both = [(x, y) for x, y in zip(a, b) if x is not None and y is not None and x.rounds and y.rounds
             and x.status == "ok" and y.status == "ok"]
@@ -119,9 +138,14 @@ def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None
     if any(x.busy_rounds or y.busy_rounds for x, y in both):
         quiet = [p for p in (_process_ratio(x, y, quiet=True) for x, y in both) if p is not None]
         shared = sum(p.rounds for p in every)
+        sides = [p for p in (_quiet_sides_ratio(x, y) for x, y in both) if p is not None]
         if len(quiet) >= QUIET_PROCESSES:
             per_process = quiet
             note = f"; {shared - sum(p.rounds for p in quiet)} of {shared} rounds left out: other processes loaded the machine"
+        elif len(sides) >= QUIET_PROCESSES:
+            per_process = sides
+            note = ("; each side's fastest quiet turn, paired by process: too few rounds had both "
+                    "sides' turns quiet while other processes loaded the machine")
         else:
             note = "; rounds under other processes' load kept: too few quiet ones"
     k = len(per_process)

@@ -68,6 +68,8 @@ EXPLAINED = {
 
 #: A pair counts as answered when it is faster or slower, or level within this share either way.
 ANSWERED_LEVEL = 0.02
+#: The share of a cell's turns that must have been quiet for its budget to pay only for those.
+RESTED_SHARE = 0.1
 
 
 def explained(stop: str) -> str:
@@ -116,6 +118,23 @@ def spent_s(replicates: Sequence[Replicate], least: int) -> float:
             + sum(cost_s(r) for r in replicates[least:]))
 
 
+def busy_s(rep: Replicate) -> float:
+    """The time of a replicate's samples taken while other processes loaded the machine."""
+    if not rep.busy_rounds or not rep.rounds:
+        return 0.0
+    busy = set(rep.busy_rounds)
+    return sum(s for s, r in zip(rep.samples_s, rep.rounds) if r in busy) * (rep.number or 1)
+
+
+def rested(replicates: Sequence[Replicate]) -> bool:
+    """Whether the machine was quiet during at least ``RESTED_SHARE`` of the turns these
+    replicates took: quiet turns come between another process's bursts, so another process
+    will likely find some too."""
+    turns = sum(len(r.rounds or ()) for r in replicates)
+    busy = sum(len(r.busy_rounds) for r in replicates)
+    return turns > 0 and turns - busy >= RESTED_SHARE * turns
+
+
 def decide(replicates: Sequence[Replicate], policy: Policy, open_pairs: bool | None = None) -> Decision:
     """The number of processes the cell wants, given the replicates it has.
 
@@ -138,11 +157,16 @@ def decide(replicates: Sequence[Replicate], policy: Policy, open_pairs: bool | N
         return Decision(n, CONVERGED)
     if n >= policy.most:
         return Decision(n, MOST)
-    next_cost = sum(cost_s(r) for r in timed) / len(timed)
     # A verdict still open may spend twice the budget: processes are what decide it, and a busy
-    # machine makes each cost more; a cell with no pair to decide stops at the budget.
+    # machine makes each cost more; a cell with no pair to decide stops at the budget. Where other
+    # processes loaded some of its turns and left others quiet, the budget pays for the quiet
+    # ones: the pairs leave the loaded turns out, so those bought nothing, and another process
+    # will find quiet turns between the bursts as these did. A machine loaded throughout pays
+    # for every turn, or each open cell would take the most processes for nothing.
+    loaded = [busy_s(r) for r in timed] if open_pairs and rested(timed) else [0.0] * len(timed)
+    next_cost = sum(cost_s(r) - s for r, s in zip(timed, loaded)) / len(timed)
     budget = policy.budget_s * (2 if open_pairs else 1)
-    if spent_s(timed, policy.least) + next_cost > budget:
+    if spent_s(timed, policy.least) - sum(loaded) + next_cost > budget:
         return Decision(n, BUDGET)
     return Decision(n + 1)
 

@@ -8,7 +8,7 @@ import random
 from arraybench.analysis import pairs
 from arraybench.analysis.aggregate import aggregate
 from arraybench.analysis.grouping import comparison, decided_winner
-from arraybench.analysis.replication import DECIDED, Policy, decide
+from arraybench.analysis.replication import BUDGET, DECIDED, Policy, decide
 from arraybench.model.cell import Cell, case_key
 from arraybench.model.pair import Pair
 from arraybench.model.record import Record
@@ -125,11 +125,31 @@ def test_rounds_under_another_process_load_are_left_out_where_enough_quiet_ones_
     assert pairs.pair(two, one).verdict == "slower"
 
 
-def test_too_few_quiet_rounds_keep_every_round_and_say_so():
+def test_one_quiet_round_a_process_pairs_each_sides_quiet_turns_by_process():
     two, one = _threads_under_a_tenant(busy=set(range(1, 12)))  # one quiet round a process
+    found = pairs.pair(two, one)
+    assert found.verdict == "faster" and 0.66 < found.ratio < 0.67 and found.processes == 3
+    assert "each side's fastest quiet turn, paired by process" in found.method
+
+
+def test_no_quiet_turn_keeps_every_round_and_says_so():
+    two, one = _threads_under_a_tenant(busy=set(range(12)))
     found = pairs.pair(two, one)
     assert found.rounds == 36 and found.verdict == "slower"
     assert found.method.endswith("rounds under other processes' load kept: too few quiet ones")
+
+
+def test_a_cell_whose_loaded_turns_bought_nothing_gets_another_process_for_its_open_pair():
+    # Three 150 ms calls a process, two of them under a tenant's burst: the budget (2 s for an
+    # open pair) paid for 1.35 s of sampling, of which only the quiet 0.45 s can be compared.
+    policy = Policy(least=3, most=6, rel_ci=0.02, budget_s=1.0)
+    reps = [Replicate(status="ok", samples_s=[0.15, 0.3, 0.3], number=1, first_call_s=0.15, elapsed_s=1.05,
+                      rounds=[0, 1, 2], busy_rounds=[1, 2]) for _ in range(3)]
+    assert decide(reps, policy, open_pairs=True).wanted == 4
+    # Loaded throughout: each turn is paid for, and the cell stops at its budget.
+    for rep in reps:
+        rep.busy_rounds = [0, 1, 2]
+    assert decide(reps, policy, open_pairs=True).stop == BUDGET
 
 
 def test_a_row_measured_under_load_says_how_many_of_its_rounds_were():
