@@ -159,13 +159,14 @@ def decide(replicates: Sequence[Replicate], policy: Policy, open_pairs: bool | N
         return Decision(n, MOST)
     # A verdict still open may spend twice the budget: processes are what decide it, and a busy
     # machine makes each cost more; a cell with no pair to decide stops at the budget. Where other
-    # processes loaded some of its turns and left others quiet, the budget pays for the quiet
-    # ones: the pairs leave the loaded turns out, so those bought nothing, and another process
-    # will find quiet turns between the bursts as these did. A machine loaded throughout pays
-    # for every turn, or each open cell would take the most processes for nothing.
-    loaded = [busy_s(r) for r in timed] if open_pairs and rested(timed) else [0.0] * len(timed)
+    # processes loaded some of its turns and left others quiet, the budget (three times) pays for
+    # the quiet ones: the pairs leave the loaded turns out, so those bought nothing, and another
+    # process will find quiet turns between the bursts as these did. A machine loaded throughout
+    # pays for every turn, or each open cell would take the most processes for nothing.
+    between_bursts = bool(open_pairs) and rested(timed) and any(r.busy_rounds for r in timed)
+    loaded = [busy_s(r) if between_bursts else 0.0 for r in timed]
     next_cost = sum(cost_s(r) - s for r, s in zip(timed, loaded)) / len(timed)
-    budget = policy.budget_s * (2 if open_pairs else 1)
+    budget = policy.budget_s * (3 if between_bursts else 2 if open_pairs else 1)
     if spent_s(timed, policy.least) - sum(loaded) + next_cost > budget:
         return Decision(n, BUDGET)
     return Decision(n + 1)
