@@ -49,7 +49,7 @@ def _messages(self: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
 
 
 def _send(self: Any, line: str) -> None:
-    what = "PREPARE" if line == protocol.PREPARE.to_json() else \
+    what = "PREPARE" if line.startswith('{"event": "prepare"') else \
         "FINISH" if line == protocol.FINISH.to_json() else "Turn"
     _EVENTS.append((time.monotonic(), id(self), what))
     _ORIGINAL_SEND(self, line)

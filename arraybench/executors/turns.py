@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol
 
 from ..model.cell import Cell, Config, case_key
-from ..worker.protocol import FINISH, PREPARE, Message, Prepared, Ready, ReplicateDone, Sampled, Turn
+from ..worker.protocol import FINISH, Message, Prepare, Prepared, Ready, ReplicateDone, Sampled, Turn
 from .base import RunHandle
 from .load import LoadWatch
 from .worker_process import StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
@@ -92,7 +92,8 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
                extra: dict[Config, list[Cell]] | None = None,
                start_extra: StartWorker | None = None,
                before_prepare: Callable[[], None] | None = None,
-               keep: Callable[[WorkerProcess], bool] | None = None) -> dict[Config, list[Cell]]:
+               keep: Callable[[WorkerProcess], bool] | None = None,
+               judged: Callable[[Cell], bool] | None = None) -> dict[Config, list[Cell]]:
     """Measure ``plan`` (each configuration's cells) with its workers taking turns; the cells
     that are left to measure on their own (a worker that crashed or hung), by configuration.
 
@@ -102,7 +103,8 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
     ``start_extra``, take turns beside them (the same cells in the other allocator state) and
     answer only their own listener. ``before_prepare`` is called once every worker is ready,
     before the first one prepares: from then on the cells are timed. ``keep(worker)`` may keep a
-    worker that finished cleanly for another run (``pool``): True where it did.
+    worker that finished cleanly for another run (``pool``): True where it did. ``judged(cell)``:
+    whether an earlier process judged the cell's result already (its worker does not again).
     """
     rng = random.Random(seed)
     every: list[_Side] = []  # each worker started, closed at the end whatever happened
@@ -122,7 +124,8 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
         if before_prepare is not None:
             before_prepare()
         for side in sides:
-            side.worker.send(PREPARE.to_json())
+            done = [i for i, c in enumerate(side.cells) if judged is not None and judged(c)]
+            side.worker.send(Prepare(judged=done).to_json())
             if _until(session, side, Prepared, left):
                 side.sampling = {i for i, c in enumerate(side.cells) if c.key in side.remaining}
                 side.worker.pause()

@@ -1,6 +1,6 @@
 """What a run's worker is started with: its job, its variables (threads, the allocator's state,
-its environment's own) and the name its log goes by; and which replicates are measured in the
-other allocator state too."""
+its environment's own) and the name its log goes by; which replicates are measured in the
+other allocator state too; and which cells' results it need not judge again."""
 
 from __future__ import annotations
 
@@ -14,11 +14,22 @@ from ..host.threads import worker_env
 from ..model.allocator import HEADLINE
 from ..model.cell import Cell, Config
 from ..model.options import RunOptions
+from ..model.replicate import Replicate
 from ..worker.protocol import Job
 from ..workloads.shipping import SHIPPED_NAME
 
-__all__ = ["allocator_note", "allocator_state", "job_for", "other_state_beside", "other_state_wanted",
-           "worker_variables"]
+__all__ = ["allocator_note", "allocator_state", "job_for", "judged_before", "other_state_beside",
+           "other_state_wanted", "worker_variables"]
+
+
+def judged_before(replicates: dict[int, Replicate], index: int) -> bool:
+    """Whether a process before ``index`` judged the cell's result right (``replicates``: the
+    cell's so far, by index). Every process computes the same arithmetic on the same inputs
+    (seeded by the run, built once per run), so later ones time it without judging it again:
+    the check's reference read and comparison cost a default run a second and a half. A cell
+    judged wrong has no later process; one whose first process failed is judged by the next."""
+    return any(i < index and rep.status == "ok" and rep.max_rel_error is not None
+               for i, rep in replicates.items())
 
 
 def other_state_index(options: RunOptions) -> int:

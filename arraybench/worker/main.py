@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 from ..model.allocator import OTHER
 from ..model.schema import SchemaError
-from .protocol import (PREPARE, CheckDone, Done, Job, Message, Prepared, Ready, ReplicateDone, Sampled, Start, Turn,
+from .protocol import (CheckDone, Done, Job, Message, Prepare, Prepared, Ready, ReplicateDone, Sampled, Start, Turn,
                        Unavailable, encode)
 
 if TYPE_CHECKING:
@@ -187,9 +187,13 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     footprint_too = job.replicate == 0 and job.allocator != OTHER
     channel.send(Ready(info=_info(backend, started), pid=os.getpid(),
                        ends_alone=footprint_too and energy_metered(backend)))
-    if job.turns and not _told_to_prepare():
-        channel.send(Done(stopped=True))
-        return
+    judged: set[int] = set()
+    if job.turns:
+        word = _told_to_prepare()
+        if word is None:
+            channel.send(Done(stopped=True))
+            return
+        judged = set(word.judged)
 
     # Each cell collects garbage before its timed loops and before its memory peak: out of the
     # collector's sight, what the library's import and the workload files made (~170k objects for
@@ -265,7 +269,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
             continue
         try:
             p = prepare(backend, wl, cell, settings, references, seed=job.seed, flush=flush,
-                        check=job.allocator != OTHER)
+                        check=job.allocator != OTHER and i not in judged)
         except Exception as exc:  # prepare reports its own errors; this is a last resort
             channel.send(ReplicateDone(cell.key, Replicate.ended("failed", describe_exception(exc))))
             continue
@@ -286,13 +290,13 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     channel.send(Done(stopped=stop.set))
 
 
-def _told_to_prepare() -> bool:
-    """Whether the parent says to prepare (``PREPARE``) rather than closing stdin."""
+def _told_to_prepare() -> Prepare | None:
+    """The parent's word to prepare; None where it closed stdin (or wrote something else)."""
     line = sys.stdin.readline()
     try:
-        return Turn.from_json(line) == PREPARE
+        return Prepare.from_json(line)
     except SchemaError:
-        return False
+        return None
 
 
 def _take_turns(job: Job, runs: list, indices: list[int], channel: Channel, stop: StopFlag,

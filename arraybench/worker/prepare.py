@@ -55,7 +55,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
     """Everything before sampling: inputs, binding, first call, warm-up, calibration, check.
 
     ``check=False``: the result is not judged here (the same cell in the other allocator state,
-    whose headline process judged the same arithmetic on the same inputs).
+    or in a later process: an earlier one judged the same arithmetic on the same inputs).
     """
     rep = Replicate()
     try:

@@ -12,7 +12,7 @@ object per line, each a message below with an ``event`` naming its type:
   check; a ``probe`` job asks for nothing more;
 - ``Done`` at the end.
 
-A ``measure`` job with ``turns`` waits, once ``Ready``, for the line ``PREPARE``; it says
+A ``measure`` job with ``turns`` waits, once ``Ready``, for a ``Prepare`` line; it says
 ``Prepared`` once its cells are prepared, then reads ``Turn``
 lines on stdin: each asks for one sample of one cell and is answered by ``Sampled``; the turn
 ``FINISH`` (or the end of stdin) ends the sampling, and the ``ReplicateDone`` messages follow.
@@ -168,8 +168,29 @@ class Sampled:
     error: bool = False
 
 
+class _ParentLine:
+    """A line the parent writes to a worker taking turns: one JSON object, its ``event`` first."""
+
+    EVENT: ClassVar[str]
+
+    def to_json(self) -> str:
+        """One JSON line (without its newline)."""
+        return json.dumps({"event": self.EVENT, **schema.to_json(self)})
+
+    @classmethod
+    def from_json(cls, line: str) -> Any:
+        """The message in ``line``; ``schema.SchemaError`` when it is not one of this kind."""
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise schema.SchemaError(f"{cls.EVENT}: not JSON ({exc})") from None
+        if not isinstance(data, dict) or data.pop("event", None) != cls.EVENT:
+            raise schema.SchemaError(f"{cls.EVENT}: not a {cls.EVENT}")
+        return schema.from_json(cls, data, where=cls.EVENT)
+
+
 @dataclass(frozen=True)
-class Turn:
+class Turn(_ParentLine):
     """The parent to a worker taking turns: sample cell ``cell`` (its index in the job) once, as
     round ``round``. ``cell = -1``: no more turns; finish every cell and send its replicate."""
 
@@ -177,27 +198,20 @@ class Turn:
     cell: int
     round: int = 0
 
-    def to_json(self) -> str:
-        """One JSON line (without its newline)."""
-        return json.dumps({"event": self.EVENT, **schema.to_json(self)})
 
-    @classmethod
-    def from_json(cls, line: str) -> "Turn":
-        """The turn in ``line``; ``schema.SchemaError`` when it is not one."""
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise schema.SchemaError(f"turn: not JSON ({exc})") from None
-        if not isinstance(data, dict) or data.pop("event", None) != cls.EVENT:
-            raise schema.SchemaError("turn: not a turn")
-        return schema.from_json(cls, data, where="turn")
+@dataclass(frozen=True)
+class Prepare(_ParentLine):
+    """The parent to a worker taking turns, once every worker of its index is ready: prepare the
+    cells now (the workers import at once, then prepare one at a time). ``judged``: the cells, by
+    index in the job, whose result an earlier process of the run judged already; this one times
+    them without judging the same arithmetic on the same inputs again."""
+
+    EVENT: ClassVar[str] = "prepare"
+    judged: list[int] = field(default_factory=list, metadata={"min": 0})
 
 
 #: The turn that ends the turns: finish every cell.
 FINISH = Turn(-1)
-#: The word a worker taking turns waits for, once ready, before it prepares its cells: the
-#: workers import their libraries at once, then prepare one at a time.
-PREPARE = Turn(-2)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from arraybench.executors.worker_process import WorkerProcess
 from arraybench.model.cell import Cell
 from arraybench.model.results import Results
 from arraybench.model.timer_settings import TimerSettings
-from arraybench.worker.protocol import PREPARE, Job, Prepared, Ready, Start
+from arraybench.worker.protocol import FINISH, Job, Prepare, Prepared, Ready, ReplicateDone, Sampled, Start, Turn
 
 
 @arraybench.workload(sizes={"small": 8}, namespace="native", reference=lambda x: x + 0.0)
@@ -47,7 +47,7 @@ def test_a_worker_waiting_to_be_told_to_prepare_is_not_taken_for_stuck(tmp_path)
         messages = worker.messages(0.5, startup_timeout=120)
         assert isinstance(next(messages), Ready)
         time.sleep(1.0)  # another worker prepares meanwhile, for longer than the allowance
-        worker.send(PREPARE.to_json())
+        worker.send(Prepare().to_json())
         kinds = []
         for msg in messages:
             kinds.append(type(msg))
@@ -57,3 +57,51 @@ def test_a_worker_waiting_to_be_told_to_prepare_is_not_taken_for_stuck(tmp_path)
     finally:
         worker.kill()
         worker.close()
+
+
+def test_a_worker_told_a_cell_was_judged_times_it_without_judging_it_again(tmp_path):
+    cells = tuple(Cell(workload="sort", size_label=f"n{n}", size=n, backend="numpy", device="cpu",
+                       dtype="float64", mode="latency") for n in (1000, 1001))
+    job = Job(backend="numpy", device="cpu", cells=cells, turns=True,
+              timer=TimerSettings(min_samples=3, budget_s=0.05, warmup_s=0.0))
+    worker = WorkerProcess(job, env=os.environ, cpus=None, log_path=tmp_path / "worker.log")
+    try:
+        messages = worker.messages(30, startup_timeout=120)
+        assert isinstance(next(messages), Ready)
+        worker.send(Prepare(judged=[0]).to_json())
+        assert Prepared in [type(m) for m in _until(messages, Prepared)]
+        for i in range(2):
+            worker.send(Turn(i, 0).to_json())
+            assert isinstance(_until(messages, Sampled)[-1], Sampled)
+        worker.send(FINISH.to_json())
+        done = {m.key: m.replicate for m in _until(messages, type(None)) if isinstance(m, ReplicateDone)}
+        assert done[cells[0].key].status == done[cells[1].key].status == "ok"
+        assert done[cells[0].key].max_rel_error is None and done[cells[0].key].samples_s
+        assert done[cells[1].key].max_rel_error == 0.0  # the same sort, judged against NumPy's
+    finally:
+        worker.kill()
+        worker.close()
+
+
+def _until(messages, kind):
+    """The messages up to and including the first of ``kind`` (all of them, for ``NoneType``)."""
+    out = []
+    for msg in messages:
+        out.append(msg)
+        if isinstance(msg, kind):
+            break
+    return out
+
+
+def test_a_cell_is_judged_once_in_the_first_process_whose_result_was_right():
+    from arraybench.executors.worker_setup import judged_before
+    from arraybench.model.replicate import Replicate
+
+    right = Replicate(status="ok", samples_s=[1e-3], number=1, max_rel_error=0.0)
+    failed = Replicate.ended("failed", "the worker crashed")
+    assert not judged_before({}, 0)
+    assert judged_before({0: right}, 1) and judged_before({0: right}, 2)
+    assert not judged_before({0: failed}, 1)  # the second process judges it
+    assert not judged_before({0: right}, 0)  # a resumed first process judges its own
+    unjudged = Replicate(status="ok", samples_s=[1e-3], number=1)  # no reference to judge by
+    assert not judged_before({0: unjudged}, 1)
