@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 
 from ..files import write_atomic
 
-__all__ = ["Axes", "Figure", "PALETTE", "PlotWarning", "drawn", "new_figure", "plain", "render_svg",
+__all__ = ["Axes", "Figure", "PALETTE", "PlotWarning", "drawn", "plain", "render_svg",
            "save", "styled"]
 
 PALETTE = {
@@ -51,11 +51,6 @@ def styled(draw: F) -> F:
             return draw(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
-
-
-def new_figure(figsize: tuple[float, float]) -> Figure:
-    """An empty figure that belongs to no pyplot window."""
-    return Figure(figsize=figsize)
 
 
 def plain(text: object) -> str:
