@@ -308,10 +308,8 @@ def _kind(value: Any) -> str:
 
 def _not_text(values: dict[str, Any]) -> str | None:
     """What is wrong with columns that must be text; None where all are."""
-    for name, value in values.items():
-        if not isinstance(value, str):
-            return f"{name} is {_kind(value)}, not text"
-    return None
+    return next((f"{name} is {_kind(value)}, not text" for name, value in values.items()
+                 if not isinstance(value, str)), None)
 
 
 def _replicates(data: Any) -> dict[tuple[str, str], list[str]]:
