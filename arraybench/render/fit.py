@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from rich.cells import cell_len
 from rich.console import RenderableType
@@ -40,15 +40,15 @@ class Row:
 
 
 def fitted_table(title: RenderableType, columns: Sequence[Column], rows: Sequence[Row],
-                 width: int | None) -> tuple[Table, list[str]]:
+                 width: int | None, fits: Callable[[Table, int], bool] | None = None) -> tuple[Table, list[str]]:
     """The table within ``width`` columns (None: as wide as it wants), and the names of the
-    columns left out to fit."""
+    columns left out to fit. ``fits(table, width)`` says when it fits (default: drawn whole)."""
     kept = list(range(len(columns)))
     table = build_table(title, columns, rows, kept)
     dropped: list[str] = []
     if width is not None:
         for i in sorted((i for i, c in enumerate(columns) if c.drop), key=lambda i: -columns[i].drop):
-            if _fits(table, width):
+            if (fits or _fits)(table, width):
                 break
             kept.remove(i)
             dropped.append(columns[i].name)

@@ -23,7 +23,7 @@ from ..errors import printable
 from ..model.cell import config_label
 from ..model.record import Record
 from ..units import format_interval, format_peak, format_rate, format_seconds, format_share, format_speedup
-from .fit import Column, Row as TableRow, build_table, measure
+from .fit import Column, Row as TableRow, build_table, fitted_table, measure
 from .notes import RANGES_LEGEND, NoteBook, Row, everywhere_mark, note_texts
 from .terminal import console as safe_console, plain
 
@@ -158,24 +158,15 @@ def results_table(records: Iterable[Record], width: int | None = None) -> Group:
                                  i == len(group) - 1 and n < len(groups) - 1))
 
     title = "arraybench: time per call (median; lower is better)"
-    kept = list(range(len(columns)))
-    table = build_table(title, columns, rows, kept)
-    full = measure(table).maximum  # its width when nothing wraps
-    dropped: list[str] = []
-    if width is not None:
-        for i in sorted((i for i, c in enumerate(columns) if c.drop), key=lambda i: -columns[i].drop):
-            # The narrowest it goes with its names wrapped between words (never inside one).
-            if measure(table).minimum <= width:
-                break
-            kept.remove(i)
-            dropped.append(columns[i].name)
-            table = build_table(title, columns, rows, kept)
+    # It fits where the narrowest it goes, names wrapped between words (never inside one), does.
+    table, dropped = fitted_table(title, columns, rows, width, fits=lambda t, w: measure(t).minimum <= w)
     footer: list[RenderableType] = []
     if dropped:
+        full = measure(build_table(title, columns, rows, range(len(columns)))).maximum  # nothing wraps
         footer.append(Text(f"Hidden to fit {width} columns: {', '.join(dropped)}. A terminal {full} columns "
                            f"wide shows them (or COLUMNS={full}), as do results.md and report.html.",
                            style="dim"))
-    if any(columns[i].name == "95% CI" for i in kept):
+    if any(c.name == "95% CI" and c.name not in dropped for c in columns):
         footer.append(Text(CI_LEGEND + ".", style="dim"))
     if len(book):
         notes = notes_grid(book, every)
