@@ -34,21 +34,13 @@ class NotReplaceable(OSError):
     """A target that is not a regular file (a link, pipe, device or socket): never replaced."""
 
 
+_KINDS = {stat.S_IFLNK: "a symbolic link", stat.S_IFDIR: "a folder", stat.S_IFIFO: "a named pipe",
+          stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
+
+
 def kind(mode: int) -> str:
     """A file type, as a message says it."""
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "a file"
+    return _KINDS.get(stat.S_IFMT(mode), "a file")
 
 
 def _umask() -> int:

@@ -65,6 +65,11 @@ def format_ratio(x: float) -> str:
     return f"{x:,.0f}×"
 
 
+def format_factor(x: float) -> str:
+    """A round factor, as a log axis's tick says it: ``0.1×``, ``1×``, ``30×``."""
+    return f"{x:g}×"
+
+
 def format_speedup(factor: float) -> str:
     """How many times faster ``factor`` says, with its direction: ``1.50× faster``, and below 1
     ``139× slower`` (a bare ``0.0072×`` says neither)."""

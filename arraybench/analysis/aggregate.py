@@ -115,11 +115,7 @@ def _fill_timing(rec: Record, timed: Sequence[Replicate], wanted: int, rel_ci: f
     lo, hi = min(rec.replicate_medians_s), max(rec.replicate_medians_s)
     rec.replicate_spread = (hi - lo) / rec.median_s if rec.median_s > 0 else 0.0
 
-    warnings: list[str] = []
-    for rep in timed:
-        for w in rep.warnings:
-            if w not in warnings:
-                warnings.append(w)
+    warnings = list(dict.fromkeys(w for rep in timed for w in rep.warnings))
     if len(timed) < wanted:
         warnings.append(f"measured in {len(timed)} of {wanted} processes")
     clusters = modes.find_modes(rec.replicate_medians_s, pooled)

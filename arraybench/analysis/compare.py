@@ -335,10 +335,7 @@ _ENV_KEYS = ("cpu_model", "cpu_count", "cpus_available", "gpu_name", "python", "
 
 def environment_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """(what, in base, in new) for the machine facts and library versions that differ."""
-    out = []
-    for k in _ENV_KEYS:
-        if base.get(k) != new.get(k):
-            out.append((k, str(base.get(k)), str(new.get(k))))
+    out = [(k, str(base.get(k)), str(new.get(k))) for k in _ENV_KEYS if base.get(k) != new.get(k)]
     libs_a = base.get("libraries") or {}
     libs_b = new.get("libraries") or {}
     if isinstance(libs_a, Mapping) and isinstance(libs_b, Mapping):

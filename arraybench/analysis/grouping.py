@@ -52,10 +52,8 @@ def is_valid(r: Record) -> bool:
 
 def baseline(group: Iterable[Record]) -> Record | None:
     """NumPy on the CPU, eager, no transfer: the reference every speed-up is relative to."""
-    for r in group:
-        if r.backend == "numpy" and r.device == "cpu" and r.mode == "latency" and not r.transfer and is_valid(r):
-            return r
-    return None
+    return next((r for r in group if r.backend == "numpy" and r.device == "cpu" and r.mode == "latency"
+                 and not r.transfer and is_valid(r)), None)
 
 
 def baselines(group: Iterable[Record]) -> dict[str, Record | None]:
@@ -122,8 +120,5 @@ def size_detail(r: Record) -> str:
 def swept_workloads(records: Iterable[Record]) -> list[str]:
     """Workloads validly measured at three or more sizes: a sweep, summed up by its crossovers."""
     records = list(records)
-    out = []
-    for w in dict.fromkeys(r.workload for r in records):
-        if len({r.size for r in records if r.workload == w and is_valid(r)}) >= 3:
-            out.append(w)
-    return out
+    return [w for w in dict.fromkeys(r.workload for r in records)
+            if len({r.size for r in records if r.workload == w and is_valid(r)}) >= 3]

@@ -14,7 +14,6 @@ from typing import Any
 #: ``CUdevice_attribute`` values from cuda.h (the runtime's ``cudaDevAttr*`` share the numbering).
 L2_CACHE_SIZE = 38
 COMPUTE_CAPABILITY_MAJOR = 75
-COMPUTE_CAPABILITY_MINOR = 76
 
 _LIBRARIES = ("libcuda.so.1", "libcuda.so", "nvcuda.dll")
 

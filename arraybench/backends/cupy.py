@@ -52,10 +52,8 @@ def is_device_error(exc: BaseException) -> bool:
     ``CompileException`` (the fused kernel's generated source did not compile) is the fuser's
     limit, not the device's.
     """
-    for cls in type(exc).__mro__:
-        if (cls.__module__ or "").startswith(_CUDA_ERROR_MODULES) and cls.__name__ != "CompileException":
-            return True
-    return False
+    return any((cls.__module__ or "").startswith(_CUDA_ERROR_MODULES) and cls.__name__ != "CompileException"
+               for cls in type(exc).__mro__)
 
 
 #: The blocking kernel queued before each timed call of the device pass (``CudaEvents.hold``): one

@@ -19,8 +19,6 @@ import numpy as np
 from numba.core import errors, types
 from numba.extending import NativeValue, models, register_model, typeof_impl, unbox
 
-METHOD = "numba.njit"
-
 
 @typeof_impl.register(pytypes.ModuleType)
 def _typeof_module(val: pytypes.ModuleType, c: Any) -> types.Module:

@@ -14,10 +14,8 @@ __all__ = ["torch_build_linalg", "torch_cpu_kernels"]
 def _isa_named(text: str) -> str:
     """The ISA a library's own words name: "AVX-512", "AVX2", "AVX", "SSE4.2" or "generic"."""
     t = text.upper().replace("-", "").replace("_", "")
-    for key, name in (("AVX512", "AVX-512"), ("AVX2", "AVX2"), ("AVX", "AVX"), ("SSE4", "SSE4.2")):
-        if key in t:
-            return name
-    return "generic"
+    return next((name for key, name in (("AVX512", "AVX-512"), ("AVX2", "AVX2"), ("AVX", "AVX"), ("SSE4", "SSE4.2"))
+                 if key in t), "generic")
 
 
 def torch_cpu_kernels() -> dict[str, Any]:

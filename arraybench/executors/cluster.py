@@ -70,10 +70,7 @@ def labels(names: list[str], node_ids: list[str]) -> list[str]:
     """A label per node: its name, made unique with the start of its Ray node id where two nodes
     share one (two nodes on one host without ``arraybench/node`` labels), and safe in file names."""
     safe = [re.sub(r"[^A-Za-z0-9._-]+", "-", n).strip("-.") or "node" for n in names]
-    out = []
-    for name, node_id in zip(safe, node_ids):
-        out.append(f"{name}-{node_id[:6]}" if safe.count(name) > 1 else name)
-    return out
+    return [f"{name}-{node_id[:6]}" if safe.count(name) > 1 else name for name, node_id in zip(safe, node_ids)]
 
 
 def check_options(options: RunOptions) -> None:

@@ -323,13 +323,17 @@ class WorkerProcess:
             except ProcessLookupError:
                 pass
             self.resume()  # a paused worker acts on its signal only once it runs
-            if self.proc.stdin is not None and not self.proc.stdin.closed:
-                try:
-                    self.proc.stdin.close()  # a worker waiting for its next turn stops waiting
-                except OSError:
-                    pass
+            self._close_stdin()  # a worker waiting for its next turn stops waiting
+
+    def _close_stdin(self) -> None:
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
 
     def _wait_exit(self) -> int | None:
+        """Wait up to 10 s for the worker to exit, then end its group; its exit code."""
         deadline = time.monotonic() + 10
         while not self._exited() and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -347,11 +351,7 @@ class WorkerProcess:
         """Stop the worker and everything in its process group (what its workloads started)."""
         if self.proc.returncode is not None:
             return  # reaped: its group was killed before that, here
-        if self.proc.stdin is not None and not self.proc.stdin.closed:
-            try:
-                self.proc.stdin.close()
-            except OSError:
-                pass
+        self._close_stdin()
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -368,19 +368,12 @@ class WorkerProcess:
         exits of several workers (seconds of a library's teardown each) then overlap, and
         ``close`` waits for each."""
         self.resume()
-        if self.proc.stdin is not None and not self.proc.stdin.closed:
-            try:
-                self.proc.stdin.close()
-            except OSError:
-                pass
+        self._close_stdin()
 
     def close(self) -> None:
         """Wait for a normal exit (killing it if it lingers), end its group, release resources."""
         self.let_go()
-        deadline = time.monotonic() + 10
-        while not self._exited() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        self.kill()
+        self._wait_exit()
         self._output_ended.wait(PIPE_GRACE_S)  # the last of its output, into the log
         os.write(self._wake_w, b"x")  # the reader stops even if a stray child holds the pipe
         self._reader.join(timeout=5)

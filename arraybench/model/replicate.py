@@ -17,7 +17,6 @@ from .allocator import StateSamples
 from .usage import Usage
 
 Status = Literal["ok", "skipped", "failed", "wrong"]
-STATUSES: tuple[Status, ...] = ("ok", "skipped", "failed", "wrong")
 
 _NON_NEGATIVE = {"min": 0}
 

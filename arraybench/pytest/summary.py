@@ -5,6 +5,7 @@ print them)."""
 from __future__ import annotations
 
 import io
+from collections import Counter
 from typing import Any
 
 from rich.markup import escape
@@ -33,9 +34,7 @@ def summary_text(outcome: Outcome, *, width: int, colour: bool) -> str:
 def _show(outcome: Outcome, console: Any) -> None:
     assert outcome.results is not None
     if outcome.disabled:  # checks only: times taken this way are not worth showing
-        counts: dict[str, int] = {}
-        for r in outcome.results.records:
-            counts[r.status] = counts.get(r.status, 0) + 1
+        counts = Counter(r.status for r in outcome.results.records)
         console.print(f"{len(outcome.results.records)} cells checked, not timed (--arraybench-disable): "
                       + ", ".join(f"{n} {status}" for status, n in counts.items()))
     else:

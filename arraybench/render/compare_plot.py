@@ -7,7 +7,7 @@ from pathlib import Path
 from ..analysis.compare import FASTER, SLOWER, Comparison
 from ..analysis.grouping import size_text
 from ..files import write_atomic
-from .mpl import Figure, drawn, log_axis, new_figure, plain, styled
+from .mpl import Figure, drawn, log_axis, plain, styled
 
 _COLOURS = {FASTER: "#2e7d32", SLOWER: "#c62828"}
 _SAME = "#9e9e9e"
@@ -29,7 +29,7 @@ def compare_figure(comparison: Comparison) -> Figure | None:
     cells = comparison.comparable
     if not cells:
         return None
-    fig = new_figure((8.5, max(2.4, 0.32 * len(cells) + 1.6)))
+    fig = Figure(figsize=(8.5, max(2.4, 0.32 * len(cells) + 1.6)))
     ax = fig.subplots()
     ys = list(range(len(cells)))[::-1]
     t = comparison.threshold

@@ -5,6 +5,7 @@ one run has and what both skipped, then the summary; in a notebook the same as a
 from __future__ import annotations
 
 import io
+from collections import Counter
 from dataclasses import dataclass, fields
 from typing import Sequence
 
@@ -92,10 +93,7 @@ def print_comparison(comparison: Comparison, console: Console,
 
 def skipped_lines(comparison: Comparison) -> list[str]:
     """Cells skipped in both runs, one line per library/device and reason."""
-    groups: dict[tuple[str, str], int] = {}
-    for c in comparison.skipped_in_both:
-        key = (c.new.config_label, c.new.reason or c.base.reason)
-        groups[key] = groups.get(key, 0) + 1
+    groups = Counter((c.new.config_label, c.new.reason or c.base.reason) for c in comparison.skipped_in_both)
     return [f"skipped in both runs: {label} ({n} cell{'s' if n != 1 else ''}): {reason}"
             for (label, reason), n in groups.items()]
 

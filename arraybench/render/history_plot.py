@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .mpl import PALETTE, Figure, log_axis, new_figure, save, styled
+from .mpl import PALETTE, Figure, log_axis, save, styled
 from .naming import history_file_name
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def history_figure(history: "History", workload: str) -> Figure | None:
     x_of = {run.run_id: i for i, run in enumerate(history.runs)}
     used = sorted({x_of[p.run.run_id] for s in series for p in s.points})
     machines = {s.machine_id for s in series}
-    fig = new_figure((max(7.0, 0.5 * len(used) + 4), 3.0 * len(sizes) + 1.0))
+    fig = Figure(figsize=(max(7.0, 0.5 * len(used) + 4), 3.0 * len(sizes) + 1.0))
     axes = fig.subplots(len(sizes), 1, squeeze=False, sharex=True)[:, 0]
     steps = {(id(st.series), st.after.run.run_id): st for st in history.steps}
     markers = "osD^v<>p"

@@ -13,6 +13,7 @@ without scripts the page reads the same.
 from __future__ import annotations
 
 import base64
+from collections import Counter
 import hashlib
 import re
 from pathlib import Path
@@ -167,9 +168,7 @@ def _unavailable(unavailable: Mapping[tuple[str, str, str], str]) -> list[tuple[
 
 def _subtitle(results: Results) -> str:
     env = results.environment
-    counts: dict[str, int] = {}
-    for r in results.records:
-        counts[r.status] = counts.get(r.status, 0) + 1
+    counts = Counter(r.status for r in results.records)
     status = ", ".join(f"{n} {s}" for s, n in counts.items())
     return " · ".join(str(x) for x in (
         env.get("timestamp", ""), env.get("cpu_model", ""),

@@ -20,9 +20,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
 
 from ..files import write_atomic
-from ..units import format_seconds
+from ..units import format_factor, format_seconds
 
-__all__ = ["Axes", "Figure", "PALETTE", "PlotWarning", "drawn", "log_axis", "new_figure", "plain",
+__all__ = ["Axes", "Figure", "PALETTE", "PlotWarning", "drawn", "log_axis", "plain",
            "render_svg", "save", "styled"]
 
 PALETTE = {
@@ -55,11 +55,6 @@ def styled(draw: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def new_figure(figsize: tuple[float, float]) -> Figure:
-    """An empty figure that belongs to no pyplot window."""
-    return Figure(figsize=figsize)
-
-
 class _PlainLog(LogFormatter):
     """A log axis's tick labels as plain text ("10 µs", "0.1×", "1,000"): matplotlib's own
     labels are mathtext ("$10^{-5}$"), which a reader must convert and which costs a third of
@@ -79,7 +74,7 @@ def _number(x: float) -> str:
 
 _TICKS: dict[str, Callable[[float], str]] = {
     "seconds": format_seconds,
-    "ratio": lambda x: f"{x:g}×",
+    "ratio": format_factor,
     "number": _number,
 }
 

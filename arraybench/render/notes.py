@@ -18,6 +18,7 @@ The terminal, Markdown and HTML tables all build their notes here, so they read 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Hashable, Iterable, Sequence
 
@@ -192,9 +193,7 @@ def rows_text(rows: Sequence[Row], every: Sequence[Row] = ()) -> str:
     by_case: dict[str, list[str]] = {}
     for row in rows:
         by_case.setdefault(row.case, []).append(row.library)
-    in_case: dict[str, int] = {}
-    for row in every:
-        in_case[row.case] = in_case.get(row.case, 0) + 1
+    in_case = Counter(row.case for row in every)
     parts = []
     for case, libraries in by_case.items():
         libraries = list(dict.fromkeys(libraries))

@@ -16,7 +16,7 @@ from ..analysis.grouping import (baselines, config_sort_key, grouped, is_valid, 
 from ..model.record import Record
 from ..units import format_seconds, format_speedup, time_unit
 from ..files import write_atomic
-from .mpl import PALETTE, Axes, Figure, drawn, log_axis, new_figure, plain, show_in_notebooks, styled
+from .mpl import PALETTE, Axes, Figure, drawn, log_axis, plain, show_in_notebooks, styled
 from .naming import plot_file_name, summary_file_name, sweep_file_name
 from .roofline_plot import roofline_figure
 from .sweep_plot import sweep_figure
@@ -53,7 +53,7 @@ def case_figure(records: Sequence[Record]) -> Figure:
     first = records[0]
     valid = [r for r in records if is_valid(r)]
     scale, unit = time_unit(min((r.median_s for r in valid), default=1.0))
-    fig = new_figure((max(5.5, 1.2 * len(records) + 2.5), 4.2))
+    fig = Figure(figsize=(max(5.5, 1.2 * len(records) + 2.5), 4.2))
     ax = fig.subplots()
     xs = list(range(len(records)))
     bases = baselines(records)  # each machine's bars against its own NumPy
@@ -108,7 +108,7 @@ def summary_figure(records: Sequence[Record], size_label: str) -> Figure | None:
     if not any(is_valid(r) for g in groups.values() for r in g):
         return None  # nothing at this size has a time: a log axis would have nothing to show
     relative = all(b is not None for g in groups.values() for b in baselines(g).values())
-    fig = new_figure((max(7.0, 1.7 * len(groups) + 3), 4.6))
+    fig = Figure(figsize=(max(7.0, 1.7 * len(groups) + 3), 4.6))
     ax = fig.subplots()
     width = 0.8 / max(len(ordered), 1)
     for i, cfg in enumerate(ordered):

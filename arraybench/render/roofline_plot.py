@@ -8,7 +8,7 @@ from ..analysis.grouping import config_sort_key, is_valid
 from ..analysis.roofline import ceiling_key, ceilings
 from ..model.record import Record
 from ..units import format_rate
-from .mpl import PALETTE, Figure, log_axis, new_figure, plain, styled
+from .mpl import PALETTE, Figure, log_axis, plain, styled
 
 
 @styled
@@ -18,7 +18,7 @@ def roofline_figure(records: Sequence[Record]) -> Figure | None:
     panels = [k for k, c in table.items() if c.peak_flops and c.bandwidth]
     if not panels:
         return None
-    fig = new_figure((7.0 * len(panels), 5.0))
+    fig = Figure(figsize=(7.0 * len(panels), 5.0))
     axes = fig.subplots(1, len(panels), squeeze=False)
     for ax, key in zip(axes[0], panels):
         c = table[key]

@@ -11,7 +11,7 @@ from typing import Sequence
 from ..analysis.crossover import crossovers
 from ..analysis.grouping import config_sort_key, is_valid
 from ..model.record import Record
-from .mpl import PALETTE, Figure, log_axis, new_figure, plain, styled
+from .mpl import PALETTE, Figure, log_axis, plain, styled
 
 
 def _is_transfer(records: Sequence[Record]) -> bool:
@@ -39,7 +39,7 @@ def sweep_figure(records: Sequence[Record], workload: str) -> Figure | None:
     by_config: dict[tuple, list[Record]] = {}
     for r in sorted(mine, key=lambda r: r.size):
         by_config.setdefault(config_sort_key(r), []).append(r)
-    fig = new_figure((7.5, 4.6))
+    fig = Figure(figsize=(7.5, 4.6))
     ax = fig.subplots()
     markers = "osD^v<>p"
     for i, key in enumerate(sorted(by_config)):

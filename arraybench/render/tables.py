@@ -8,12 +8,10 @@ and how wide a terminal shows them all. The notes are built in ``notes`` for eve
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import io
 from typing import Iterable
 
-from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
-from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -25,6 +23,7 @@ from ..errors import printable
 from ..model.cell import config_label
 from ..model.record import Record
 from ..units import format_interval, format_peak, format_rate, format_seconds, format_share, format_speedup
+from .fit import Column, Row as TableRow, build_table, fitted_table, measure
 from .notes import RANGES_LEGEND, NoteBook, Row, everywhere_mark, note_texts
 from .terminal import console as safe_console, plain
 
@@ -108,22 +107,11 @@ def notebook(groups: dict[tuple[str, str], list[Record]], *,
     return book, rows
 
 
-@dataclass(frozen=True)
-class _Column:
-    name: str
-    numeric: bool
-    #: Higher goes first when the table does not fit; 0 never goes.
-    drop: int
-
-
-#: A name column keeps this much at the least ("n = 1,000,000", "PyTorch CPU"), so that names wrap
-#: into lines of a few words, not a word a line.
-_TEXT_MIN_WIDTH = 13
-
-_COLUMNS = (_Column("case", False, 0), _Column("library / device", False, 0), _Column("machine", False, 0),
-            _Column("median", True, 0), _Column("device", True, 4), _Column("95% CI", True, 3),
-            _Column("vs NumPy", True, 2), _Column("first call", True, 6), _Column("rel. error", True, 5),
-            _Column("of peak", True, 7), _Column("peak mem", True, 8), _Column("status", False, 0))
+#: The results table's columns: higher ``drop`` goes first when the table does not fit; 0 never goes.
+_COLUMNS = (Column("case"), Column("library / device"), Column("machine"),
+            Column("median", True), Column("device", True, 4), Column("95% CI", True, 3),
+            Column("vs NumPy", True, 2), Column("first call", True, 6), Column("rel. error", True, 5),
+            Column("of peak", True, 7), Column("peak mem", True, 8), Column("status"))
 
 
 def results_table(records: Iterable[Record], width: int | None = None) -> Group:
@@ -144,7 +132,7 @@ def results_table(records: Iterable[Record], width: int | None = None) -> Group:
                "peak mem": any(r.peak_bytes is not None for r in records)}
     columns = [c for c in _COLUMNS if present.get(c.name, True)]
 
-    rows: list[tuple[dict[str, RenderableType], str | None, bool]] = []
+    rows: list[TableRow] = []
     for n, ((workload, _label), group) in enumerate(groups.items()):
         best = decided_winner(group)
         bases = baselines(group)
@@ -165,43 +153,20 @@ def results_table(records: Iterable[Record], width: int | None = None) -> Group:
                      "vs NumPy": speedup_text(r, bases.get(r.machine)), "first call": format_seconds(r.first_call_s),
                      "rel. error": error_text(r), "of peak": format_share(share(r, roof)),
                      "peak mem": format_peak(r.peak_bytes), "status": status}
-            rows.append((cells, "bold green" if (r is best and contenders > 1) else None,
-                         i == len(group) - 1 and n < len(groups) - 1))
+            rows.append(TableRow([cells[c.name] for c in columns],
+                                 "bold green" if (r is best and contenders > 1) else None,
+                                 i == len(group) - 1 and n < len(groups) - 1))
 
-    def build(cols: list[_Column]) -> Table:
-        table = Table(title="arraybench: time per call (median; lower is better)", header_style="bold",
-                      pad_edge=False, title_justify="left")
-        for c in cols:
-            # The widest cell as rich counts it (the header's longest word for a text column).
-            cells = [cells[c.name] for cells, _, _ in rows]
-            widest = max((cell_len(line) for cell in cells for line in str(cell).splitlines()), default=0)
-            if c.numeric:  # numbers never wrap or shorten: the column is as wide as they are
-                table.add_column(c.name, justify="right", no_wrap=True, min_width=max(widest, len(c.name)))
-            else:  # names wrap between words, in a column kept wide enough for a short name on one
-                # line; a word too long for the column ends in "…", never splits
-                longest_word = max((len(w) for w in c.name.split()), default=1)
-                table.add_column(c.name, justify="left", overflow="ellipsis",
-                                 min_width=max(longest_word, min(widest, _TEXT_MIN_WIDTH)))
-        for cells, style, end in rows:
-            table.add_row(*(cells[c.name] for c in cols), style=style, end_section=end)
-        return table
-
-    table = build(columns)
-    full = _natural_width(table)
-    dropped: list[str] = []
-    if width is not None:
-        for c in sorted((c for c in columns if c.drop), key=lambda c: -c.drop):
-            if _least_width(table) <= width:
-                break
-            columns.remove(c)
-            dropped.append(c.name)
-            table = build(columns)
+    title = "arraybench: time per call (median; lower is better)"
+    # It fits where the narrowest it goes, names wrapped between words (never inside one), does.
+    table, dropped = fitted_table(title, columns, rows, width, fits=lambda t, w: measure(t).minimum <= w)
     footer: list[RenderableType] = []
     if dropped:
+        full = measure(build_table(title, columns, rows, range(len(columns)))).maximum  # nothing wraps
         footer.append(Text(f"Hidden to fit {width} columns: {', '.join(dropped)}. A terminal {full} columns "
                            f"wide shows them (or COLUMNS={full}), as do results.md and report.html.",
                            style="dim"))
-    if any(c.name == "95% CI" for c in columns):
+    if any(c.name == "95% CI" and c.name not in dropped for c in columns):
         footer.append(Text(CI_LEGEND + ".", style="dim"))
     if len(book):
         notes = notes_grid(book, every)
@@ -219,22 +184,6 @@ def not_run(unavailable: dict[tuple[str, str, str], str]) -> dict[str, list[str]
     for (backend, device, environment), reason in unavailable.items():
         out.setdefault(reason, []).append(config_label(backend, device, environment=environment))
     return out
-
-
-def _measure(table: Table) -> Measurement:
-    # Measuring needs a console; a wide one, so that the widths found are the table's own.
-    console = safe_console(width=10_000, color_system=None, file=_Discard())
-    return Measurement.get(console, console.options, table)
-
-
-def _natural_width(table: Table) -> int:
-    """The table's width when nothing wraps."""
-    return _measure(table).maximum
-
-
-def _least_width(table: Table) -> int:
-    """The narrowest the table goes with its names wrapped between words (never inside one)."""
-    return _measure(table).minimum
 
 
 def notes_grid(book: NoteBook, every: list[Row]) -> Group:
@@ -310,16 +259,6 @@ def print_findings(findings: Iterable[str], console: Console, *, limit: int | No
 
 def table_text(records: Iterable[Record], width: int = 120) -> str:
     """The table as plain text (no colour), fitted to ``width`` characters."""
-    console = safe_console(width=width, color_system=None, record=True, file=_Discard(), force_jupyter=False)
+    console = safe_console(width=width, color_system=None, record=True, file=io.StringIO(), force_jupyter=False)
     console.print(results_table(records, width=width))
     return console.export_text().rstrip("\n")
-
-
-class _Discard:
-    """A file that keeps nothing: ``table_text`` reads what was printed from the console."""
-
-    def write(self, text: str) -> int:
-        return len(text)
-
-    def flush(self) -> None:
-        pass

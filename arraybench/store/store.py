@@ -68,6 +68,10 @@ class StoredRun:
     measured: int = 0
 
 
+#: A run's row, as a first add inserts it and a later one of the same run (resumed, longer) replaces it.
+_INSERT_RUN = ("INSERT INTO runs (run_id, content_sha, started_at, stored_at, complete, arraybench, "
+               "machine_id, source, context, settings, environment, results) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 _RECORD_COLUMNS = ("run_id", "machine", "machine_id", "cell", "workload", "size_label", "size",
                    "backend", "device", "dtype", "mode", "transfer", "status", "median_s",
                    "ci_low_s", "ci_high_s", "n_replicates")
@@ -109,10 +113,7 @@ class Store:
                    _json(env.get("context") or {}), _json(results.settings), _json(env),
                    _json(results.to_dict()))
         with self.db.write():
-            inserted = self.db.changes(
-                "INSERT INTO runs (run_id, content_sha, started_at, stored_at, complete, arraybench, "
-                "machine_id, source, context, settings, environment, results) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING", run_row)
+            inserted = self.db.changes(_INSERT_RUN + " ON CONFLICT (run_id) DO NOTHING", run_row)
             if not inserted:
                 stored = self.db.execute("SELECT content_sha, complete, results FROM runs WHERE run_id = ?",
                                          (rid,))
@@ -124,10 +125,7 @@ class Store:
                     return Added(rid, REFUSED)
                 self.db.execute("DELETE FROM records WHERE run_id = ?", (rid,))
                 self.db.execute("DELETE FROM runs WHERE run_id = ?", (rid,))
-                self.db.execute(
-                    "INSERT INTO runs (run_id, content_sha, started_at, stored_at, complete, "
-                    "arraybench, machine_id, source, context, settings, environment, results) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", run_row)
+                self.db.execute(_INSERT_RUN, run_row)
             placeholders = ", ".join("?" for _ in _RECORD_COLUMNS)
             for row in rows:
                 self.db.execute(f"INSERT INTO records ({', '.join(_RECORD_COLUMNS)}) "
@@ -308,10 +306,8 @@ def _kind(value: Any) -> str:
 
 def _not_text(values: dict[str, Any]) -> str | None:
     """What is wrong with columns that must be text; None where all are."""
-    for name, value in values.items():
-        if not isinstance(value, str):
-            return f"{name} is {_kind(value)}, not text"
-    return None
+    return next((f"{name} is {_kind(value)}, not text" for name, value in values.items()
+                 if not isinstance(value, str)), None)
 
 
 def _replicates(data: Any) -> dict[tuple[str, str], list[str]]:

@@ -18,24 +18,24 @@ def _vector(n, rng):
 
 
 def _moved(n, itemsize):
+    # n bytes: on a GPU they cross the bus once. (A CPU copy, as copy_from_numpy's, also writes
+    # them, but the family counts the data brought in, so that GB/s compare across it.)
     return Work(flops=0, bytes=n * itemsize)
 
 
-INTEROP_SIZES = {"small": 1_000, "large": 1_000_000}
+#: What every workload of the family shares: its sizes, an exact check against its own input
+#: (a conversion changes no value), the bytes moved as its work, the library's own calls.
+_FAMILY = dict(sizes={"small": 1_000, "large": 1_000_000}, reference=lambda a: a, check=Check.exact(),
+               work=_moved, namespace="backend", modes=("latency", "throughput"))
 
 
 @workload(
     name="from_list",
     size_means="elements of the list",
-    sizes=INTEROP_SIZES,
     inputs=lambda n, rng: (rng.standard_normal(n).tolist(),),  # one argument: the list
     description="array from a Python list of floats: np.array, torch.tensor, jnp.array, cp.array",
-    reference=lambda a: a,
-    check=Check.exact(),
-    work=_moved,
-    namespace="backend",
     placement="host",
-    modes=("latency", "throughput"),
+    **_FAMILY,
 )
 def from_list(ctx, data):
     return ctx.backend.from_list(data, ctx.dtype)
@@ -44,16 +44,11 @@ def from_list(ctx, data):
 @workload(
     name="from_numpy",
     size_means="elements of the array",
-    sizes=INTEROP_SIZES,
     inputs=_vector,
     description="NumPy array into the library as users do (torch.from_numpy: zero-copy on the CPU; "
                 "on a GPU: the host-to-device copy)",
-    reference=lambda a: a,
-    check=Check.exact(),
-    work=_moved,
-    namespace="backend",
     placement="host",
-    modes=("latency", "throughput"),
+    **_FAMILY,
 )
 def from_numpy(ctx, host):
     return ctx.backend.from_numpy(host)
@@ -62,17 +57,10 @@ def from_numpy(ctx, host):
 @workload(
     name="copy_from_numpy",
     size_means="elements of the array",
-    sizes=INTEROP_SIZES,
     inputs=_vector,
     description="NumPy array copied by the library's constructor (np.array, torch.tensor, jnp.array, cp.array)",
-    reference=lambda a: a,
-    check=Check.exact(),
-    # n bytes, as from_numpy: on a GPU they cross the bus once. (The CPU copy also writes them,
-    # but the family counts the data brought in, so that GB/s compare across it.)
-    work=_moved,
-    namespace="backend",
     placement="host",
-    modes=("latency", "throughput"),
+    **_FAMILY,
 )
 def copy_from_numpy(ctx, host):
     return ctx.backend.copy_from_numpy(host)
@@ -81,14 +69,9 @@ def copy_from_numpy(ctx, host):
 @workload(
     name="to_numpy",
     size_means="elements of the array",
-    sizes=INTEROP_SIZES,
     inputs=_vector,
     description="an array back to NumPy (.numpy(), np.asarray, .get(); on a GPU: the device-to-host copy)",
-    reference=lambda a: a,
-    check=Check.exact(),
-    work=_moved,
-    namespace="backend",
-    modes=("latency", "throughput"),
+    **_FAMILY,
 )
 def to_numpy(ctx, x):
     return ctx.backend.to_numpy(x)

@@ -32,12 +32,7 @@ def register(wl: "Workload") -> None:
 
 def expand(names: list[str]) -> list[str]:
     """Workload names with groups (``seed``, ``interop``, ``transfer``) expanded, in order, once each."""
-    out: list[str] = []
-    for n in names:
-        for w in GROUPS.get(n, (n,)):
-            if w not in out:
-                out.append(w)
-    return out
+    return list(dict.fromkeys(w for n in names for w in GROUPS.get(n, (n,))))
 
 
 @functools.wraps(define)

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import pytest
 
 from arraybench import load_results
-from arraybench.render.mpl import PlotWarning, drawn, new_figure
+from arraybench.render.mpl import Figure, PlotWarning, drawn
 
 from ..conftest import ROOT, run_cli, run_here
 
@@ -183,7 +183,7 @@ def test_a_figure_that_cannot_be_drawn_is_left_out_with_a_warning():
     """Whatever else matplotlib refuses costs only its own plot: here a title it cannot typeset
     (the plots escape names with ``mpl.plain``; this one is left raw on purpose)."""
     def broken():
-        fig = new_figure((3, 3))
+        fig = Figure(figsize=(3, 3))
         fig.subplots().set_title(r"$\frac{a}{$")
         return fig
 
