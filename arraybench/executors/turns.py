@@ -221,7 +221,12 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
                 and rested >= RESTED_SHARE * max(round_, 1))
 
     def turn_takers(key: str) -> list[tuple[_Side, int]]:
+        # A cell done by its own rule pairs on while a cell it pairs with samples: the other
+        # allocator state's cells (``extra``) pair with nothing, so none waits on them.
+        pairing = short(key) or any(side.alive and not side.extra and i in still[id(side)]
+                                    for side, i in members[key])
         return [(side, i) for side, i in members[key] if side.alive and i in side.sampling
+                and (i in still[id(side)] or pairing)
                 and takes_turn(side.extra, taken.get((id(side), i), 0), done_at.get((id(side), i)), short(key))]
 
     while True:
