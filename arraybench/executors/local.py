@@ -62,9 +62,10 @@ class LocalExecutor:
     _references: str | None = None
 
     def __init__(self) -> None:
-        #: Workers started ahead of their replicate index, by (configuration, index), with the
-        #: keys of the cells their job measures (``_start_early``).
-        self._early: dict[tuple[Config, int], tuple[WorkerProcess, list[str]]] = {}
+        #: Workers started ahead of their replicate index, by (configuration, index, allocator
+        #: state: "" for the headline's, or the other), with the keys of their job's cells
+        #: (``_start_early``).
+        self._early: dict[tuple[Config, int, str], tuple[WorkerProcess, list[str]]] = {}
 
     def _references_for(self, config: Config) -> str | None:
         """The run's shared references for ``config``'s environment: another interpreter, or
@@ -147,28 +148,19 @@ class LocalExecutor:
             held = helds.setdefault(config, {}) if other_state_wanted(options, config, state, index) else None
             remaining = {c.key: c for c in cells}
             session.worker_started(config, index, len(cells))
-            early = self._early.pop((config, index), None)
-            if early is not None and early[1] == list(remaining):
-                worker = early[0]
-                worker.resume()
-            else:
-                if early is not None:  # its cells are no longer this index's (one ended early)
-                    early[0].close()
-                worker = self._turns_worker(options, out_dir, config, index, cells, environment)
+            worker = self._take_early((config, index, ""), remaining) \
+                or self._turns_worker(options, out_dir, config, index, cells, environment)
             return worker, Listener(session, config, index, remaining, held,
                                      allocator_note(options, environment)), remaining
 
         others: dict[Config, OtherState] = {}
 
         def start_other(config: Config, cells: list[Cell]) -> tuple[WorkerProcess, "OtherState", dict[str, Cell]]:
-            environment = environments_of[config]
-            job = replace(job_for(options, out_dir, config, index, cells,
-                                  hash((options.seed, index, OTHER)) & 0xFFFFFFFF, OTHER, self._references_for(config)), turns=True)
-            env, name = worker_variables(options, config, environment, OTHER)
-            worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads),
-                                   log_path=out_dir / "logs" / f"{name}-p{index}-{OTHER}.log", python=environment.python)
+            remaining = {c.key: c for c in cells}
+            worker = self._take_early((config, index, OTHER), remaining) \
+                or self._other_worker(options, out_dir, config, index, cells, environments_of[config])
             others[config] = OtherState()
-            return worker, others[config], {c.key: c for c in cells}
+            return worker, others[config], remaining
 
         plan = {config: session.todo(config, index) for config in order}
         # The other allocator state of large CPU outputs takes turns beside them, in a worker of
@@ -190,7 +182,31 @@ class LocalExecutor:
             for held in helds.values():
                 for cell, replicate in held.values():
                     session.keep(cell, index, replicate)
+            self._close_early(index)  # started for this index, and needed by none of it
         return [config for config in order if config in left]
+
+    def _other_worker(self, options: RunOptions, out_dir: Path, config: Config, index: int, cells: list[Cell],
+                      environment: environments.Environment) -> WorkerProcess:
+        """A worker for ``cells`` in the other allocator state, taking turns beside ``index``'s own."""
+        job = replace(job_for(options, out_dir, config, index, cells, hash((options.seed, index, OTHER)) & 0xFFFFFFFF,
+                              OTHER, self._references_for(config)), turns=True)
+        env, name = worker_variables(options, config, environment, OTHER)
+        return WorkerProcess(job, env=env, cpus=worker_cpus(options.threads),
+                             log_path=out_dir / "logs" / f"{name}-p{index}-{OTHER}.log", python=environment.python)
+
+    def _take_early(self, key: tuple[Config, int, str], remaining: dict[str, Cell]) -> WorkerProcess | None:
+        """The worker started early as ``key`` says, resumed, where its job holds every cell of
+        ``remaining`` (it measures just those: ``Prepare.only``); None where there is none. One
+        whose job lacks a cell (it cannot have been told of it) is closed."""
+        early = self._early.pop(key, None)
+        if early is None:
+            return None
+        worker, keys = early
+        if not set(remaining) <= set(keys):
+            worker.close()
+            return None
+        worker.resume()
+        return worker
 
     def _turns_worker(self, options: RunOptions, out_dir: Path, config: Config, index: int, cells: list[Cell],
                       environment: environments.Environment) -> WorkerProcess:
@@ -235,12 +251,20 @@ class LocalExecutor:
         for later in range(index + 1, wanted):
             for config in order:
                 cells = session.todo(config, later)
+                keys = [c.key for c in cells]
                 # On the CPU only: a GPU worker takes its device's memory when it starts (JAX
                 # preallocates 75% of it), so two of one library alive at once would starve the
                 # second; GPU workers start at their own index.
-                if cells and config.device == "cpu" and (config, later) not in self._early:
+                if not cells or config.device != "cpu":
+                    continue
+                if (config, later, "") not in self._early:
                     worker = self._turns_worker(options, out_dir, config, later, cells, environments_of[config])
-                    self._early[(config, later)] = (worker, [c.key for c in cells])
+                    self._early[(config, later, "")] = (worker, keys)
+                # The other allocator state's worker too: which of its cells have large outputs
+                # is known only once the first index measured them, so its job has them all.
+                if other_state_beside(options, config, later) and (config, later, OTHER) not in self._early:
+                    worker = self._other_worker(options, out_dir, config, later, cells, environments_of[config])
+                    self._early[(config, later, OTHER)] = (worker, keys)
 
     def _hold_early(self) -> None:
         """Before anything is timed: the early workers finish starting, then wait paused, so
@@ -251,9 +275,10 @@ class LocalExecutor:
                 worker.wait_started(deadline - time.monotonic())
                 worker.pause()
 
-    def _close_early(self) -> None:
-        end_together([worker for worker, _ in self._early.values()])
-        self._early.clear()
+    def _close_early(self, index: int | None = None) -> None:
+        """End the early workers of replicate index ``index`` (None: all) that nothing took."""
+        keys = [key for key in self._early if index is None or key[1] == index]
+        end_together([self._early.pop(key)[0] for key in keys])
 
     def _run_worker(self, session: RunHandle, options: RunOptions, out_dir: Path, config: Config,
                     index: int, todo: list[Cell]) -> None:

@@ -124,8 +124,10 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
         if before_prepare is not None:
             before_prepare()
         for side in sides:
-            done = [i for i, c in enumerate(side.cells) if judged is not None and judged(c)]
-            side.worker.send(Prepare(judged=done).to_json())
+            mine = [i for i, c in enumerate(side.cells) if c.key in side.remaining]
+            done = [i for i in mine if judged is not None and judged(side.cells[i])]
+            only = mine if len(mine) < len(side.cells) else None
+            side.worker.send(Prepare(only=only, judged=done).to_json())
             if _until(session, side, Prepared, left):
                 side.sampling = {i for i, c in enumerate(side.cells) if c.key in side.remaining}
                 side.worker.pause()
@@ -164,7 +166,8 @@ def _start(session: RunHandle, config: Config, cells: list[Cell], start: StartWo
     """Start ``config``'s worker; it imports its library, says it is ready and waits."""
     worker, listener, remaining = start(config, cells)
     messages = worker.messages(timeout, startup_timeout=startup_timeout, stop=session.stop_requested)
-    return _Side(config, cells, worker, listener, messages, remaining, extra=extra)
+    # Its job's cells (a worker started early may have more than it measures: ``remaining``).
+    return _Side(config, list(worker.cells), worker, listener, messages, remaining, extra=extra)
 
 
 def _until(session: RunHandle, side: _Side, kind: type, left: dict[Config, list[Cell]]) -> bool:

@@ -81,6 +81,8 @@ class WorkerProcess:
         self.board_path = log_path.with_suffix(".board")
         heartbeat.create(self.board_path)
         job = replace(job, board=str(self.board_path))
+        #: The cells of its job, in the job's order (a ``Turn`` names one by its index).
+        self.cells = job.cells
         try:
             # Never through a link planted in logs/, nor into a pipe or a hard-linked copy's log.
             self._log = os.fdopen(open_append(log_path), "ab")
@@ -297,6 +299,7 @@ class WorkerProcess:
         """Give a worker that finished its last job (``Job.reuse``) its next one; it says
         ``Ready`` again and goes on as a fresh one would."""
         heartbeat.create(self.board_path)  # the last job's progress is not this one's
+        self.cells = job.cells
         self.resume()
         self.send(replace(job, board=str(self.board_path)).to_json())
 

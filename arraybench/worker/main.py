@@ -188,12 +188,14 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     channel.send(Ready(info=_info(backend, started), pid=os.getpid(),
                        ends_alone=footprint_too and energy_metered(backend)))
     judged: set[int] = set()
+    only: set[int] | None = None
     if job.turns:
         word = _told_to_prepare()
         if word is None:
             channel.send(Done(stopped=True))
             return
         judged = set(word.judged)
+        only = None if word.only is None else set(word.only)
 
     # Each cell collects garbage before its timed loops and before its memory peak: out of the
     # collector's sight, what the library's import and the workload files made (~170k objects for
@@ -259,6 +261,8 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     for i in order:
         if stop.set:
             break
+        if only is not None and i not in only:
+            continue  # not this worker's after all
         cell = cells[i]
         board.mark(i)
         channel.send(Start(cell.key))

@@ -202,11 +202,14 @@ class Turn(_ParentLine):
 @dataclass(frozen=True)
 class Prepare(_ParentLine):
     """The parent to a worker taking turns, once every worker of its index is ready: prepare the
-    cells now (the workers import at once, then prepare one at a time). ``judged``: the cells, by
-    index in the job, whose result an earlier process of the run judged already; this one times
-    them without judging the same arithmetic on the same inputs again."""
+    cells now (the workers import at once, then prepare one at a time). ``only``: the cells to
+    measure, by index in the job (None: all): a worker started before the run knew which of its
+    cells it would need measures those. ``judged``: those whose result an earlier process of the
+    run judged already; this one times them without judging the same arithmetic on the same
+    inputs again."""
 
     EVENT: ClassVar[str] = "prepare"
+    only: list[int] | None = field(default=None, metadata={"min": 0})
     judged: list[int] = field(default_factory=list, metadata={"min": 0})
 
 

@@ -59,22 +59,26 @@ def test_a_worker_waiting_to_be_told_to_prepare_is_not_taken_for_stuck(tmp_path)
         worker.close()
 
 
-def test_a_worker_told_a_cell_was_judged_times_it_without_judging_it_again(tmp_path):
+def test_a_worker_measures_the_cells_it_is_told_and_judges_those_not_judged_before(tmp_path):
+    # A worker started before the run knew which of its cells it would need (the other
+    # allocator state's, before the first process said which outputs are large).
     cells = tuple(Cell(workload="sort", size_label=f"n{n}", size=n, backend="numpy", device="cpu",
-                       dtype="float64", mode="latency") for n in (1000, 1001))
+                       dtype="float64", mode="latency") for n in (1000, 1001, 1002))
     job = Job(backend="numpy", device="cpu", cells=cells, turns=True,
               timer=TimerSettings(min_samples=3, budget_s=0.05, warmup_s=0.0))
     worker = WorkerProcess(job, env=os.environ, cpus=None, log_path=tmp_path / "worker.log")
     try:
         messages = worker.messages(30, startup_timeout=120)
         assert isinstance(next(messages), Ready)
-        worker.send(Prepare(judged=[0]).to_json())
-        assert Prepared in [type(m) for m in _until(messages, Prepared)]
+        worker.send(Prepare(only=[0, 1], judged=[0]).to_json())
+        started = [m.key for m in _until(messages, Prepared) if isinstance(m, Start)]
+        assert sorted(started) == sorted(c.key for c in cells[:2])
         for i in range(2):
             worker.send(Turn(i, 0).to_json())
             assert isinstance(_until(messages, Sampled)[-1], Sampled)
         worker.send(FINISH.to_json())
         done = {m.key: m.replicate for m in _until(messages, type(None)) if isinstance(m, ReplicateDone)}
+        assert set(done) == {cells[0].key, cells[1].key}
         assert done[cells[0].key].status == done[cells[1].key].status == "ok"
         assert done[cells[0].key].max_rel_error is None and done[cells[0].key].samples_s
         assert done[cells[1].key].max_rel_error == 0.0  # the same sort, judged against NumPy's
