@@ -163,6 +163,18 @@ def _gate(k_base: int, k_new: int, tmp: Path) -> str:
     return f"work tree {verdict}: {here_over_ref:.2f}x the ref's time [{lo:.2f}, {hi:.2f}] in {wall:.0f} s"
 
 
+def _default_run(folder: Path) -> tuple[float, int]:
+    """A default run as a user types it, into ``folder``; (wall seconds, exit status). A folder
+    left by an earlier run, or a run that did not finish, stops the script: its figures would be
+    another run's."""
+    if folder.exists():
+        sys.exit(f"{folder} exists: give --out a new folder")
+    wall, code, out = _arraybench("run", "--no-store", "--output-dir", str(folder))
+    if code not in (0, 1):
+        sys.exit(f"the run into {folder} failed ({code}): {out.strip().splitlines()[-1:]}")
+    return wall, code
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-reference", type=Path, help="a reference results.json made before")
@@ -185,13 +197,13 @@ def main() -> None:
 
     parts = set(args.only or ("quiet", "busy", "gate"))
     if "quiet" in parts:
-        wall, code, _ = _arraybench("run", "--no-store", "--output-dir", str(out / "quiet"))
+        wall, code = _default_run(out / "quiet")
         print(f"default run, quiet (exit {code}):")
         _report("quiet", wall, out / "quiet" / "results.json", reference)
 
     if "busy" in parts:
         with Tenant():
-            wall, code, _ = _arraybench("run", "--no-store", "--output-dir", str(out / "busy"))
+            wall, code = _default_run(out / "busy")
         print(f"default run, one core busy in bursts (exit {code}):")
         _report("busy", wall, out / "busy" / "results.json", reference)
 
