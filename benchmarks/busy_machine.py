@@ -84,15 +84,18 @@ def _pairs(results: Path) -> dict[tuple[str, str, str], dict]:
 
 
 def _widest(results: Path) -> str:
-    """The widest interval of an ok cell, as (high - low) / median, and how many cells' intervals
-    the tables show as "undecided" (wider than a factor of 2 either way) rather than as ±."""
+    """The widest interval of an ok cell, as (high - low) / median; how many cells' intervals the
+    tables show as "undecided" (wider than a factor of 2 either way) rather than as ±; and the
+    widest of those they show as numbers."""
     from arraybench.units import format_interval
 
     data = json.loads(results.read_text())
     ok = [r for r in data["records"] if r.get("status") == "ok" and r.get("median_s") and r.get("ci_low_s") is not None]
     widths = [(r["ci_high_s"] - r["ci_low_s"]) / r["median_s"] for r in ok]
-    undecided = sum(format_interval(r["ci_low_s"], r["median_s"], r["ci_high_s"]) == "undecided" for r in ok)
-    return f"{max(widths, default=0.0):.2f}x its median ({undecided} shown as undecided)"
+    shown = [format_interval(r["ci_low_s"], r["median_s"], r["ci_high_s"]) != "undecided" for r in ok]
+    widest_shown = max((w for w, s in zip(widths, shown) if s), default=0.0)
+    return (f"{max(widths, default=0.0):.2f}x its median ({shown.count(False)} shown as undecided; "
+            f"the widest shown as a number: {widest_shown:.2f}x)")
 
 
 def _judge(reference: dict, run: dict, separated: float) -> tuple[int, int, list[str]]:
