@@ -40,9 +40,10 @@ from ..model.options import RunOptions
 from ..model.cell import Cell, Config
 from ..worker.protocol import ReplicateDone, Unavailable
 from .base import RunHandle
+from .early import EarlyWorkers
 from .pool import PER_TEST, current as shared_pool
 from .listeners import Listener, OtherState, attach_other_state, large
-from .turns import end_together, take_turns
+from .turns import take_turns
 from .worker_process import STARTUP_TIMEOUT_S, StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
 from .worker_setup import (allocator_note, allocator_state, job_for, judged_before, other_state_beside,
                            other_state_wanted, worker_variables)
@@ -62,10 +63,8 @@ class LocalExecutor:
     _references: str | None = None
 
     def __init__(self) -> None:
-        #: Workers started ahead of their replicate index, by (configuration, index, allocator
-        #: state: "" for the headline's, or the other), with the keys of their job's cells
-        #: (``_start_early``).
-        self._early: dict[tuple[Config, int, str], tuple[WorkerProcess, list[str]]] = {}
+        #: Workers started ahead of their replicate index (``_start_early``).
+        self._early = EarlyWorkers()
 
     def _references_for(self, config: Config) -> str | None:
         """The run's shared references for ``config``'s environment: another interpreter, or
@@ -104,7 +103,7 @@ class LocalExecutor:
         except StopRequested:
             pass  # the run says it stopped; what came home before is journalled
         finally:
-            self._close_early()  # those a stop, or a crash, left unused
+            self._early.close()  # those a stop, or a crash, left unused
             shutil.rmtree(self._references, ignore_errors=True)
             self._references = None
 
@@ -148,7 +147,7 @@ class LocalExecutor:
             held = helds.setdefault(config, {}) if other_state_wanted(options, config, state, index) else None
             remaining = {c.key: c for c in cells}
             session.worker_started(config, index, len(cells))
-            worker = self._take_early((config, index, ""), remaining) \
+            worker = self._early.take((config, index, ""), remaining) \
                 or self._turns_worker(options, out_dir, config, index, cells, environment)
             return worker, Listener(session, config, index, remaining, held,
                                      allocator_note(options, environment)), remaining
@@ -157,7 +156,7 @@ class LocalExecutor:
 
         def start_other(config: Config, cells: list[Cell]) -> tuple[WorkerProcess, "OtherState", dict[str, Cell]]:
             remaining = {c.key: c for c in cells}
-            worker = self._take_early((config, index, OTHER), remaining) \
+            worker = self._early.take((config, index, OTHER), remaining) \
                 or self._other_worker(options, out_dir, config, index, cells, environments_of[config])
             others[config] = OtherState()
             return worker, others[config], remaining
@@ -171,7 +170,7 @@ class LocalExecutor:
             self._start_early(session, options, out_dir, order, environments_of, index)
             left = take_turns(session, plan, start, timeout=options.timeout, startup_timeout=STARTUP_TIMEOUT_S,
                               seed=hash((options.seed, index, "turns")) & 0xFFFFFFFF, extra=extra,
-                              start_extra=start_other, before_prepare=self._hold_early, keep=self._keep,
+                              start_extra=start_other, before_prepare=self._early.hold, keep=self._keep,
                               judged=lambda cell: judged_before(session.replicates_of(cell), index))
             for config, held in helds.items():
                 if held and config in others:
@@ -182,7 +181,7 @@ class LocalExecutor:
             for held in helds.values():
                 for cell, replicate in held.values():
                     session.keep(cell, index, replicate)
-            self._close_early(index)  # started for this index, and needed by none of it
+            self._early.close(index)  # started for this index, and needed by none of it
         return [config for config in order if config in left]
 
     def _other_worker(self, options: RunOptions, out_dir: Path, config: Config, index: int, cells: list[Cell],
@@ -193,20 +192,6 @@ class LocalExecutor:
         env, name = worker_variables(options, config, environment, OTHER)
         return WorkerProcess(job, env=env, cpus=worker_cpus(options.threads),
                              log_path=out_dir / "logs" / f"{name}-p{index}-{OTHER}.log", python=environment.python)
-
-    def _take_early(self, key: tuple[Config, int, str], remaining: dict[str, Cell]) -> WorkerProcess | None:
-        """The worker started early as ``key`` says, resumed, where its job holds every cell of
-        ``remaining`` (it measures just those: ``Prepare.only``); None where there is none. One
-        whose job lacks a cell (it cannot have been told of it) is closed."""
-        early = self._early.pop(key, None)
-        if early is None:
-            return None
-        worker, keys = early
-        if not set(remaining) <= set(keys):
-            worker.close()
-            return None
-        worker.resume()
-        return worker
 
     def _turns_worker(self, options: RunOptions, out_dir: Path, config: Config, index: int, cells: list[Cell],
                       environment: environments.Environment) -> WorkerProcess:
@@ -243,15 +228,11 @@ class LocalExecutor:
     def _start_early(self, session: RunHandle, options: RunOptions, out_dir: Path, order: list[Config],
                      environments_of: dict[Config, environments.Environment], index: int) -> None:
         """Start the workers of the replicate indices after ``index`` that the run wants so far
-        now, beside ``index``'s: starting a worker (an interpreter, a library's import) is not
-        timed, so they all import at once and use every core, where one index after another
-        waited for its slowest import each time. They wait, paused, for their index's turns
-        (``_hold_early``); one whose cells change by then (a cell that ended) is replaced."""
+        now, beside ``index``'s (``early``): they wait, paused, for their index's turns."""
         wanted = max((session.wanted(c) for c in session.cells), default=0)
         for later in range(index + 1, wanted):
             for config in order:
                 cells = session.todo(config, later)
-                keys = [c.key for c in cells]
                 # On the CPU only: a GPU worker takes its device's memory when it starts (JAX
                 # preallocates 75% of it), so two of one library alive at once would starve the
                 # second; GPU workers start at their own index.
@@ -259,26 +240,12 @@ class LocalExecutor:
                     continue
                 if (config, later, "") not in self._early:
                     worker = self._turns_worker(options, out_dir, config, later, cells, environments_of[config])
-                    self._early[(config, later, "")] = (worker, keys)
+                    self._early.add((config, later, ""), worker, cells)
                 # The other allocator state's worker too: which of its cells have large outputs
                 # is known only once the first index measured them, so its job has them all.
                 if other_state_beside(options, config, later) and (config, later, OTHER) not in self._early:
                     worker = self._other_worker(options, out_dir, config, later, cells, environments_of[config])
-                    self._early[(config, later, OTHER)] = (worker, keys)
-
-    def _hold_early(self) -> None:
-        """Before anything is timed: the early workers finish starting, then wait paused, so
-        that nothing of theirs runs while another worker measures."""
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        for worker, _ in self._early.values():
-            if not worker.paused:
-                worker.wait_started(deadline - time.monotonic())
-                worker.pause()
-
-    def _close_early(self, index: int | None = None) -> None:
-        """End the early workers of replicate index ``index`` (None: all) that nothing took."""
-        keys = [key for key in self._early if index is None or key[1] == index]
-        end_together([self._early.pop(key)[0] for key in keys])
+                    self._early.add((config, later, OTHER), worker, cells)
 
     def _run_worker(self, session: RunHandle, options: RunOptions, out_dir: Path, config: Config,
                     index: int, todo: list[Cell]) -> None:
