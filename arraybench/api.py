@@ -38,7 +38,6 @@ from .workloads.userfile import load_files
 # arraybench but this module, rendering and errors (tests/test_architecture.py), so that they stay
 # adapters and a notebook reaches every behaviour they do. Each name keeps its own home's meaning.
 from .analysis.compare import DEFAULT_ALPHA, DEFAULT_THRESHOLD, Comparison
-from .analysis.gate import gate_failures
 from .analysis.history import DEFAULT_FDR, history
 from .analysis.pairs import against_regressions
 from .analysis.run_state import RunState
@@ -58,6 +57,7 @@ from .model.machines import cross_machine_pairs, machine_id_of
 from .model.merge import same_machine_notes
 from .model.options import ALLOCATOR_CHOICES
 from .outdir import claim_for_report, prepare as prepare_folder, resume_command
+from .render.gate_text import gate_failures
 from .store import StoreError, describe_location, open_store, resolve_location
 from .store.baseline import check_choice, check_named, find as find_baseline
 from .store.keeping import history_of_run, store_run

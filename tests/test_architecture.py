@@ -300,7 +300,7 @@ def test_one_module_turns_ratios_into_text():
 #: The modules of analysis/ that may word a number, and why: the text is part of a contract. A
 #: record's warnings are strings in results.json; a Comparison's ``summary()``, repr and rows'
 #: "change" column are its public API (and compare's JSON and CSV); a memory change's ``text()`` is
-#: quoted by the gate's reasons, which analysis/gate decides and words.
+#: quoted by the gate's reasons, which analysis/gate decides and render/gate_text words.
 WORDING_IN_ANALYSIS = {"arraybench.analysis.aggregate", "arraybench.analysis.compare",
                        "arraybench.analysis.memory"}
 

@@ -12,7 +12,7 @@ from arraybench.render.findings import findings
 from arraybench.analysis.memory import (allocator_reserve, memory_changes, memory_gaps,
                                         memory_growth_above, times_output)
 from arraybench.commands.main import main
-from arraybench.analysis.gate import gate_failures
+from arraybench.render.gate_text import gate_failures
 from arraybench.render.footprint_text import gap_sentence
 from arraybench.model.cell import Cell
 from arraybench.model.record import Record
