@@ -387,3 +387,14 @@ def test_the_commands_and_the_pytest_plugin_import_only_the_api():
               for name, path in modules.items()
               if name.startswith(("arraybench.commands", "arraybench.pytest"))}
     assert {name: found for name, found in beyond.items() if found} == {}
+
+
+def test_no_comment_or_page_points_at_an_issue_number():
+    """The issues are not in the repository: "since issue 23" tells a reader nothing."""
+    import re
+
+    pattern = re.compile(r"\bissue #?\d+", re.IGNORECASE)
+    pages = [*PACKAGE.rglob("*.py"), *(PACKAGE.parent / "docs").glob("*.md"), PACKAGE.parent / "README.md"]
+    found = [f"{p.relative_to(PACKAGE.parent)}: {m.group(0)}" for p in pages if p.exists()
+             for m in pattern.finditer(p.read_text(encoding="utf-8"))]
+    assert not found, found
