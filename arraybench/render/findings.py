@@ -45,6 +45,8 @@ def _winner(workload: str, group: list[Record], on: str) -> list[str]:
     if len({(r.backend, r.device, r.mode, r.transfer, r.gradient) for r in valid}) == 1:
         return []  # one library in several environments: environment_findings names their builds
     best, second = valid[0], valid[1]
+    if significantly_faster(second, best):
+        best, second = second, best  # their pair, side by side, orders them against their medians
     where = f"{workload} {size_text(best)}{on}"
     base = baseline(group)
     named = [best, second] + ([base] if base is not None and base is not best and base is not second else [])
@@ -57,9 +59,13 @@ def _winner(workload: str, group: list[Record], on: str) -> list[str]:
                 f"({format_seconds(best.median_s)} and {format_seconds(second.median_s)}; "
                 f"{why}){_unequal_gradients(named[:2], workload)}."]
     text = (f"On {where}, {label(best)} is fastest at {format_seconds(best.median_s)}, "
-            f"{format_speedup(second.median_s / best.median_s)} than {label(second)}")
+            f"{format_speedup(comparison(best, second)[1])} than {label(second)}")
     if len(named) == 3:
-        text += f" and {format_speedup(base.median_s / best.median_s)} than {label(base)}"
+        text += f" and {format_speedup(comparison(best, base)[1])} than {label(base)}"
+    if best.median_s > second.median_s:
+        text += (f" (side by side, round by round; their medians over all processes, "
+                 f"{format_seconds(best.median_s)} and {format_seconds(second.median_s)}, order "
+                 "them the other way)")
     return [text + _unequal_gradients(named, workload) + "."]
 
 

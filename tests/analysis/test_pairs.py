@@ -161,3 +161,24 @@ def test_a_row_measured_under_load_says_how_many_of_its_rounds_were():
     assert said.endswith("; 24 of 36 rounds of turns under that load, left out of its comparisons "
                          "where enough quiet ones remain")
     assert not any("rounds of turns" in w for w in one.warnings)  # its processes read no counters
+
+
+def test_a_pair_that_orders_two_cells_against_their_medians_names_the_winner_and_says_so():
+    from arraybench.render.findings import winners
+
+    # Rounds slowed for both sides at once (a neighbour on the host) land on two of A's samples
+    # in its second process and one of B's: A's median over processes rises above B's, while
+    # every round A shares with B says A takes 0.91 of B's time.
+    def reps(slow: dict[int, float], base: float) -> list[Replicate]:
+        return [Replicate(status="ok", samples_s=[base * (slow.get(r, 1.0) if p == 1 else 1.0) for r in range(3)],
+                          number=1, rounds=[0, 1, 2]) for p in range(3)]
+
+    a = aggregate(Cell("matmul", "large", 2000, "numpy", "cpu", "float64", "latency"),
+                  reps({0: 1.5, 2: 1.5}, 0.100), 3, rel_ci=0.02)
+    b = aggregate(Cell("matmul", "large", 2000, "jax", "cpu", "float64", "latency"),
+                  reps({0: 1.5, 2: 1.0}, 0.110), 3, rel_ci=0.02)
+    assert a.median_s > b.median_s and comparison(a, b)[0] == "faster"
+    assert decided_winner([a, b]) is a
+    [said] = winners([a, b])
+    assert said.startswith("On matmul large (n = 2,000), NumPy CPU is fastest at ")
+    assert "1.10× faster than JAX CPU" in said and "order them the other way" in said
