@@ -242,8 +242,11 @@ class LocalExecutor:
                     worker = self._turns_worker(options, out_dir, config, later, cells, environments_of[config])
                     self._early.add((config, later, ""), worker, cells)
                 # The other allocator state's worker too: which of its cells have large outputs
-                # is known only once the first index measured them, so its job has them all.
-                if other_state_beside(options, config, later) and (config, later, OTHER) not in self._early:
+                # is known only once the first index measured them, so its job has them all. Not
+                # in a pytest session (a pool): its runs are one test's cells each, seldom large,
+                # and a worker started for none costs each test an import.
+                if other_state_beside(options, config, later) and shared_pool() is None \
+                        and (config, later, OTHER) not in self._early:
                     worker = self._other_worker(options, out_dir, config, later, cells, environments_of[config])
                     self._early.add((config, later, OTHER), worker, cells)
 
