@@ -77,9 +77,8 @@ def _quiet_sides_ratio(a: Replicate, b: Replicate) -> _ProcessRatio | None:
     advises for a loaded machine: a burst that began in a turn's last moments (too short to
     make it busy) only ever adds time. Its own interval is its point: with a turn or two a
     side, the spread between processes is what says how sure."""
-    assert a.rounds is not None and b.rounds is not None
-    xs = [x for x, r in zip(a.samples_s, a.rounds) if r not in set(a.busy_rounds) and x > 0]
-    ys = [y for y, r in zip(b.samples_s, b.rounds) if r not in set(b.busy_rounds) and y > 0]
+    xs = [x for x in a.samples_by_load()[0] if x > 0]
+    ys = [y for y in b.samples_by_load()[0] if y > 0]
     if not xs or not ys:
         return None
     log = math.log(min(xs) / min(ys))
@@ -138,11 +137,11 @@ def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None
     if any(x.busy_rounds or y.busy_rounds for x, y in both):
         quiet = [p for p in (_process_ratio(x, y, quiet=True) for x, y in both) if p is not None]
         shared = sum(p.rounds for p in every)
-        sides = [p for p in (_quiet_sides_ratio(x, y) for x, y in both) if p is not None]
         if len(quiet) >= QUIET_PROCESSES:
             per_process = quiet
             note = f"; {shared - sum(p.rounds for p in quiet)} of {shared} rounds left out: other processes loaded the machine"
-        elif len(sides) >= QUIET_PROCESSES:
+        elif len(sides := [p for p in (_quiet_sides_ratio(x, y) for x, y in both) if p is not None]) \
+                >= QUIET_PROCESSES:
             per_process = sides
             note = ("; each side's fastest quiet turn, paired by process: too few rounds had both "
                     "sides' turns quiet while other processes loaded the machine")

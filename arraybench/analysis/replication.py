@@ -68,7 +68,9 @@ EXPLAINED = {
 
 #: A pair counts as answered when it is faster or slower, or level within this share either way.
 ANSWERED_LEVEL = 0.02
-#: The share of a cell's turns that must have been quiet for its budget to pay only for those.
+#: The share of turns that must have been quiet for the machine to count as resting between
+#: bursts: a cell's budget then pays only for its quiet turns, and a case short of quiet rounds
+#: takes more (``executors/turns``).
 RESTED_SHARE = 0.1
 
 
@@ -120,10 +122,7 @@ def spent_s(replicates: Sequence[Replicate], least: int) -> float:
 
 def busy_s(rep: Replicate) -> float:
     """The time of a replicate's samples taken while other processes loaded the machine."""
-    if not rep.busy_rounds or not rep.rounds:
-        return 0.0
-    busy = set(rep.busy_rounds)
-    return sum(s for s, r in zip(rep.samples_s, rep.rounds) if r in busy) * (rep.number or 1)
+    return sum(rep.samples_by_load()[1]) * (rep.number or 1)
 
 
 def rested(replicates: Sequence[Replicate]) -> bool:

@@ -5,8 +5,8 @@ two threads loses one of them (and waits at every barrier for it), one that runs
 keeps a free core. So a round of turns taken during a burst pairs two times the quiet machine
 would not give. ``LoadWatch`` reads, every ``PERIOD_S``, the CPU time of the whole machine and of
 arraybench's own processes (this one and its workers, ``host/cpu_time``); what is left is the
-others'. ``others``
-says how many cores they used over a span of time (a turn's, ``executors/turns``).
+others'. ``others`` says how many cores they used over a span of time (a turn's,
+``executors/turns``).
 
 Only Linux has /proc: elsewhere the watch reads nothing and every round counts.
 """
@@ -27,6 +27,7 @@ PERIOD_S = 0.05
 LEAST_WINDOW_S = 0.2
 #: Other processes using this many cores during a round make it a busy round.
 BUSY_CORES = 0.5
+
 
 class LoadWatch:
     """A thread that reads the others' CPU use until the watch is closed (a context manager)."""

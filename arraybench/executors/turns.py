@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol
 
+from ..analysis.replication import RESTED_SHARE
 from ..model.cell import Cell, Config, case_key
 from ..worker.protocol import FINISH, Message, Prepare, Prepared, Ready, ReplicateDone, Sampled, Turn
 from .base import RunHandle
@@ -40,11 +41,10 @@ STOP_GRACE_S = 5.0
 #: up to this many times the turns its cells' own rules took...
 QUIET_ROUNDS = 3
 QUIET_STRETCH = 4
-#: ...where at least this share of all rounds so far were quiet: a machine loaded all the time
-#: would only make every case take four times as long, for a pair that keeps every round anyway;
-#: and while the case's rounds have taken less than this (a 150 ms matmul's rounds, two seconds
-#: under load, seldom fall between a tenant's bursts).
-RESTED_SHARE = 0.1
+#: ...where at least ``RESTED_SHARE`` of all rounds so far were quiet (a machine loaded all the
+#: time would only make every case take four times as long, for a pair that keeps every round
+#: anyway), and while the case's rounds have taken less than this (a 150 ms matmul's rounds, two
+#: seconds under load, seldom fall between a tenant's bursts).
 STRETCH_S = 3.0
 
 

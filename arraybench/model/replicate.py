@@ -105,6 +105,16 @@ class Replicate:
         """Whether it holds samples."""
         return bool(self.samples_s)
 
+    def samples_by_load(self) -> tuple[list[float], list[float]]:
+        """(the samples of its quiet turns, those of turns other processes loaded: ``busy_rounds``);
+        a replicate that took no turns has only quiet ones."""
+        busy = set(self.busy_rounds)
+        quiet: list[float] = []
+        loaded: list[float] = []
+        for s, r in zip(self.samples_s, self.rounds or [None] * len(self.samples_s)):
+            (loaded if r in busy else quiet).append(s)
+        return quiet, loaded
+
     def to_dict(self) -> dict[str, Any]:
         return schema.to_json(self)
 

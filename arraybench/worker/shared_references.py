@@ -114,12 +114,7 @@ class SharedReferences:
             return
         meta = {"values": len(value), "plains": len(plain), "tuple": isinstance(ref.value, tuple),
                 "scalar": not isinstance(ref.value, (tuple, np.ndarray)), "error": ref.error, "note": ref.note}
-
-        def write(f: Any) -> None:
-            for array in (np.asarray(json.dumps(meta)), *value, *plain):
-                write_array(f, array, allow_pickle=False)
-
-        self._write(f"{name}.npys", write)
+        self._write_arrays(f"{name}.npys", (np.asarray(json.dumps(meta)), *value, *plain))
 
     def load_inputs(self, name: str) -> tuple[tuple[np.ndarray, ...], tuple[bool, ...]] | None:
         """The inputs stored under ``name`` (arrays, and which keep a fixed dtype), or None."""
@@ -138,12 +133,7 @@ class SharedReferences:
         if self.folder is None or not all(isinstance(a, np.ndarray) and a.dtype != object for a in arrays) \
                 or sum(a.nbytes for a in arrays) > SHARED_INPUT_BYTES:
             return
-
-        def write(f: Any) -> None:
-            for array in (np.asarray(fixed, dtype=bool), *arrays):
-                write_array(f, array, allow_pickle=False)
-
-        self._write(f"{name}.inputs.npys", write)
+        self._write_arrays(f"{name}.inputs.npys", (np.asarray(fixed, dtype=bool), *arrays))
 
     def load_noise(self, name: str) -> tuple[bool, Any]:
         """(found, the noise stored under ``name``: a Noise, a tuple of them, or None)."""
@@ -168,6 +158,15 @@ class SharedReferences:
             many = isinstance(noise, tuple)
             text = json.dumps({"tuple": many, "noise": [asdict(n) for n in (noise if many else (noise,))]})
         self._write(f"{name}.noise.json", lambda f: f.write(text.encode()))
+
+    def _write_arrays(self, name: str, arrays: tuple[np.ndarray, ...]) -> None:
+        """Write ``arrays`` as .npy records one after another (``_write``)."""
+
+        def write(f: Any) -> None:
+            for array in arrays:
+                write_array(f, array, allow_pickle=False)
+
+        self._write(name, write)
 
     def _write(self, name: str, write: Any) -> None:
         """Write atomically: a worker reads a whole file or none."""
