@@ -157,7 +157,7 @@ class LocalExecutor:
         def start_other(config: Config, cells: list[Cell]) -> tuple[WorkerProcess, "OtherState", dict[str, Cell]]:
             remaining = {c.key: c for c in cells}
             worker = self._early.take((config, index, OTHER), remaining) \
-                or self._other_worker(options, out_dir, config, index, cells, environments_of[config])
+                or self._turns_worker(options, out_dir, config, index, cells, environments_of[config], other=True)
             others[config] = OtherState()
             return worker, others[config], remaining
 
@@ -184,26 +184,19 @@ class LocalExecutor:
             self._early.close(index)  # started for this index, and needed by none of it
         return [config for config in order if config in left]
 
-    def _other_worker(self, options: RunOptions, out_dir: Path, config: Config, index: int, cells: list[Cell],
-                      environment: environments.Environment) -> WorkerProcess:
-        """A worker for ``cells`` in the other allocator state, taking turns beside ``index``'s own."""
-        job = replace(job_for(options, out_dir, config, index, cells, hash((options.seed, index, OTHER)) & 0xFFFFFFFF,
-                              OTHER, self._references_for(config)), turns=True)
-        env, name = worker_variables(options, config, environment, OTHER)
-        return WorkerProcess(job, env=env, cpus=worker_cpus(options.threads),
-                             log_path=out_dir / "logs" / f"{name}-p{index}-{OTHER}.log", python=environment.python)
-
     def _turns_worker(self, options: RunOptions, out_dir: Path, config: Config, index: int, cells: list[Cell],
-                      environment: environments.Environment) -> WorkerProcess:
-        """A worker for ``config``'s ``index``-th replicates of ``cells`` whose job takes turns."""
-        state = allocator_state(options, environment)
+                      environment: environments.Environment, other: bool = False) -> WorkerProcess:
+        """A worker for ``config``'s ``index``-th replicates of ``cells`` whose job takes turns
+        (``other``: in the other allocator state, beside the headline's; never a pool's)."""
+        state = OTHER if other else allocator_state(options, environment)
         job = replace(job_for(options, out_dir, config, index, cells,
-                              hash((options.seed, index, 0)) & 0xFFFFFFFF, state, self._references_for(config)), turns=True)
+                              hash((options.seed, index, OTHER if other else 0)) & 0xFFFFFFFF, state,
+                              self._references_for(config)), turns=True)
         env, name = worker_variables(options, config, environment, state)
         cpus = worker_cpus(options.threads)
-        log_path = out_dir / "logs" / f"{name}-p{index}.log"
+        log_path = out_dir / "logs" / (f"{name}-p{index}-{OTHER}.log" if other else f"{name}-p{index}.log")
         shared = shared_pool()
-        if shared is None or config.device != "cpu":  # a GPU's memory is not shared (``_start_early``)
+        if shared is None or other or config.device != "cpu":  # a GPU's memory is not shared (``_start_early``)
             return WorkerProcess(job, env=env, cpus=cpus, log_path=log_path, python=environment.python)
         # What made the worker: a kept one made otherwise cannot take this job.
         key = (config, index, state, environment.python,
@@ -247,7 +240,8 @@ class LocalExecutor:
                 # and a worker started for none costs each test an import.
                 if other_state_beside(options, config, later) and shared_pool() is None \
                         and (config, later, OTHER) not in self._early:
-                    worker = self._other_worker(options, out_dir, config, later, cells, environments_of[config])
+                    worker = self._turns_worker(options, out_dir, config, later, cells, environments_of[config],
+                                                other=True)
                     self._early.add((config, later, OTHER), worker, cells)
 
     def _run_worker(self, session: RunHandle, options: RunOptions, out_dir: Path, config: Config,
