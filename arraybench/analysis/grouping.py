@@ -64,12 +64,6 @@ def baselines(group: Iterable[Record]) -> dict[str, Record | None]:
     return {m: baseline(r for r in group if r.machine == m) for m in dict.fromkeys(r.machine for r in group)}
 
 
-def winner(group: Iterable[Record]) -> Record | None:
-    """The fastest valid record of a group."""
-    valid = [r for r in group if is_valid(r)]
-    return min(valid, key=lambda r: r.median_s) if valid else None
-
-
 def decided_winner(group: Iterable[Record]) -> Record | None:
     """The valid record of a group that is faster than every other with 95% confidence
     (``significantly_faster``); None where the run cannot name one. Not always the one of the

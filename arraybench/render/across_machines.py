@@ -14,9 +14,10 @@ import math
 from typing import Iterable
 
 from ..model.record import Record
-from ..units import format_seconds, format_speedup
+from ..units import format_seconds
 from ..analysis.crossover import Point, find
 from ..analysis.grouping import grouped, is_valid, library_label, significantly_faster, size_text
+from .sentences import faster_by, not_apart
 
 
 def two_figures(x: float | None) -> int:
@@ -71,10 +72,10 @@ def machine_findings(records: Iterable[Record]) -> list[str]:
             pair = (f"{library_label(top)} {format_seconds(top.median_s)} against "
                     f"{library_label(other)} {format_seconds(other.median_s)}, each machine's fastest")
             if not significantly_faster(top, other):
-                out.append(f"On {where}, {_name(top.machine)} and {_name(other.machine)} are level "
-                           f"({pair}; the 95% CIs overlap).")
+                out.append(f"On {where}, {_name(top.machine)} and {_name(other.machine)} are "
+                           f"{not_apart(top, other)} ({pair}).")
                 continue
-            text = (f"On {where}, {_name(top.machine)} is {format_speedup(other.median_s / top.median_s)} "
+            text = (f"On {where}, {_name(top.machine)} is {faster_by(top, other)} "
                     f"than {_name(other.machine)} ({pair})")
             if swept:
                 c = find(workload, top.config_label, _points(records, top), other.config_label,

@@ -13,8 +13,9 @@ from typing import Any, Iterable, Mapping
 
 from ..model.cell import worker_key
 from ..model.record import Record
-from ..units import format_seconds, format_speedup
+from ..units import format_seconds
 from ..analysis.grouping import is_valid, significantly_faster, size_text
+from .sentences import faster_by, not_apart
 
 
 def build_text(info: Mapping[str, Any]) -> str:
@@ -77,13 +78,13 @@ def environment_findings(records: Iterable[Record],
             b = build_label(slow, environment)
             times = f"{format_seconds(fast.median_s)} against {format_seconds(slow.median_s)}"
             if significantly_faster(fast, slow):
-                out.append(f"On {where}, {a} is {format_speedup(slow.median_s / fast.median_s)} than {b} "
+                out.append(f"On {where}, {a} is {faster_by(fast, slow)} than {b} "
                            f"({times}).")
             else:
-                out.append(f"On {where}, {a} and {b} are level ({times}; the 95% CIs overlap).")
+                out.append(f"On {where}, {a} and {b} are {not_apart(fast, slow)} ({times}).")
             continue
-        parts = [(f"{format_speedup(o.median_s / fast.median_s)} than " if significantly_faster(fast, o)
-                  else "level with ") + f"{build_label(o, environment)} ({format_seconds(o.median_s)})"
+        parts = [(f"{faster_by(fast, o)} than " if significantly_faster(fast, o)
+                  else f"{not_apart(fast, o)}: ") + f"{build_label(o, environment)} ({format_seconds(o.median_s)})"
                  for o in rest]
         out.append(f"On {where}, {a} is fastest at {format_seconds(fast.median_s)}: {'; '.join(parts)}.")
     return out

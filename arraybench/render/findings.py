@@ -15,10 +15,11 @@ from ..analysis.crossover import Crossover, crossovers
 from .environments import environment_findings
 from .explanations import explanations
 from .footprint_text import memory_findings
+from .sentences import faster_by, not_apart
 from ..model.cell import config_label
 from ..model.record import Record
-from ..units import format_ratio, format_seconds, format_speedup
-from ..analysis.grouping import baseline, comparison, grouped, is_valid, library_label, significantly_faster, size_text
+from ..units import format_ratio, format_seconds
+from ..analysis.grouping import baseline, grouped, is_valid, library_label, significantly_faster, size_text
 from ..analysis.roofline import ceiling_key, ceilings, share
 
 
@@ -52,16 +53,15 @@ def _winner(workload: str, group: list[Record], on: str) -> list[str]:
     named = [best, second] + ([base] if base is not None and base is not best and base is not second else [])
     label = _gradient_labels(named)
     if not significantly_faster(best, second):
-        said, _ = comparison(best, second)
-        word = "level" if said == "level" else "not told apart"
-        why = "within 5% of each other" if said == "level" else "this run cannot say which is faster"
+        word = not_apart(best, second)
+        why = "within 5% of each other" if word == "level" else "this run cannot say which is faster"
         return [f"On {where}, {label(best)} and {label(second)} are {word} "
                 f"({format_seconds(best.median_s)} and {format_seconds(second.median_s)}; "
                 f"{why}){_unequal_gradients(named[:2], workload)}."]
     text = (f"On {where}, {label(best)} is fastest at {format_seconds(best.median_s)}, "
-            f"{format_speedup(comparison(best, second)[1])} than {label(second)}")
+            f"{faster_by(best, second)} than {label(second)}")
     if len(named) == 3:
-        text += f" and {format_speedup(comparison(best, base)[1])} than {label(base)}"
+        text += f" and {faster_by(best, base)} than {label(base)}"
     if best.median_s > second.median_s:
         text += (f" (side by side, round by round; their medians over all processes, "
                  f"{format_seconds(best.median_s)} and {format_seconds(second.median_s)}, order "
@@ -165,13 +165,13 @@ def compiled_vs_eager(records: Iterable[Record]) -> list[str]:
         compile_note = f"; compiling took {format_seconds(r.compile_s)}{_cached(r)}" if r.compile_s else ""
         name = f"{r.method} on {e.config_label}"
         if significantly_faster(r, e):
-            out.append(f"{name} is {format_speedup(e.median_s / r.median_s)} than eager on {where} "
+            out.append(f"{name} is {faster_by(r, e)} than eager on {where} "
                        f"({format_seconds(r.median_s)} vs {format_seconds(e.median_s)}{compile_note}).")
         elif significantly_faster(e, r):
             out.append(f"{name} is slower than eager on {where} ({format_seconds(r.median_s)} vs "
                        f"{format_seconds(e.median_s)}{compile_note}).")
         else:
-            out.append(f"{name} and eager are level on {where}{compile_note}.")
+            out.append(f"{name} and eager are {not_apart(r, e)} on {where}{compile_note}.")
     return out
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from ..analysis.grouping import (baselines, config_sort_key, grouped, is_valid, size_text,
+from ..analysis.grouping import (baselines, comparison, config_sort_key, grouped, is_valid, size_text,
                                  swept_workloads)
 from ..model.record import Record
 from ..units import format_seconds, format_speedup, time_unit
@@ -71,7 +71,9 @@ def case_figure(records: Sequence[Record]) -> Figure:
             text = format_seconds(r.median_s)  # each bar in its own unit: log axes span decades
             base = bases.get(r.machine)
             if base is not None and r is not base:
-                text += f"\n{format_speedup(base.median_s / r.median_s)} than NumPy"
+                said, factor = comparison(r, base)  # the table's verdict of their pair
+                text += (f"\n{format_speedup(factor)} than NumPy" if said in ("faster", "slower")
+                         else f"\n{said} against NumPy")
             ax.annotate(text, (x, max(height, ci_hi)), xytext=(0, 3), textcoords="offset points",
                         ha="center", va="bottom", fontsize=8)
         else:

@@ -126,6 +126,14 @@ def test_level_machines_are_said_level_and_one_machine_has_no_such_finding():
     assert sentence.startswith("On sort small (n = 100), x and y are level")
 
 
+def test_machines_no_verdict_separates_are_not_called_level():
+    # Intervals of ±30%: they overlap, but neither lies within 5% of the other, so not "level".
+    a = results([record("sort", "numpy", samples=spread(1e-3, width=0.6), replicates=3)], machine_id="a")
+    b = results([record("sort", "numpy", samples=spread(1.05e-3, width=0.6), replicates=3)], machine_id="b")
+    (sentence,) = machine_findings(merge([a, b], ["x", "y"]).records)
+    assert "x and y are not told apart" in sentence or "y and x are not told apart" in sentence, sentence
+
+
 def test_compare_across_machines_is_refused_unless_asked_and_then_said(real_run, tmp_path: Path):
     box = _other_machine(real_run.out, tmp_path / "box", factor=2.0)
     refused = run_here("compare", str(real_run.out), str(box), cwd=tmp_path)
