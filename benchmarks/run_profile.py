@@ -33,11 +33,13 @@ _ORIGINAL_WAIT = worker_process.WorkerProcess.wait_started
 
 _BACKEND: dict[int, str] = {}
 _STATE: dict[int, str] = {}  # the allocator state a worker started in
+_INDEX: dict[int, int] = {}  # the replicate index (process number) of a worker's job
 
 
 def _init(self: Any, job: Any, *args: Any, **kwargs: Any) -> None:
     _BACKEND[id(self)] = job.backend
     _STATE[id(self)] = job.allocator or "left alone"
+    _INDEX[id(self)] = job.replicate
     _EVENTS.append((time.monotonic(), id(self), "start"))
     _ORIGINAL_INIT(self, job, *args, **kwargs)
 
@@ -67,11 +69,14 @@ def _close(self: Any) -> None:
     _EVENTS.append((time.monotonic(), id(self), "closed"))
 
 
-def _phases(backend: str | None = None) -> dict[str, list[tuple[float, float]]]:
-    """Each worker's phases as (start, end) intervals, by phase name (``backend``'s workers only)."""
+def _phases(backend: str | None = None, index: int | None = None) -> dict[str, list[tuple[float, float]]]:
+    """Each worker's phases as (start, end) intervals, by phase name (``backend``'s workers, and
+    those of replicate ``index``, only)."""
     by_worker: dict[int, list[tuple[float, str]]] = defaultdict(list)
     for t, w, what in _EVENTS:
         if backend is not None and _BACKEND.get(w) != backend:
+            continue
+        if index is not None and _INDEX.get(w) != index:
             continue
         by_worker[w].append((t, what))
     out: dict[str, list[tuple[float, float]]] = defaultdict(list)
@@ -146,6 +151,26 @@ def main(argv: list[str]) -> int:
         print(f"{backend:<10}" + "".join(
             f"{sum(b - a for a, b in mine[n]) / len(mine[n]):>10.2f}" if mine.get(n) else f"{'-':>10}"
             for n in names))
+    print("\nby process (replicate index): workers, the seconds during which one of them was in a phase "
+          "(workers started early overlap the index before), and each phase's")
+    print(f"{'index':<7}{'workers':>8}{'busy':>7}" + "".join(f"{n.split(' ')[0]:>10}" for n in names))
+    for index in sorted(set(_INDEX.values())):
+        mine = _phases(index=index)
+        spans = [iv for ivs in mine.values() for iv in ivs]
+        if not spans:
+            continue
+        wall_i = _union(spans)
+        count = sum(1 for i in _INDEX.values() if i == index)
+        print(f"{index:<7}{count:>8}{wall_i:>7.1f}" + "".join(
+            f"{_union(mine[n]):>10.1f}" if mine.get(n) else f"{'-':>10}" for n in names))
+    print("\ntimeline, seconds since the command began: each index's first start, first PREPARE, "
+          "first Turn, last Done")
+    for index in sorted(set(_INDEX.values())):
+        mine = [(t, what) for t, w, what in _EVENTS if _INDEX.get(w) == index]
+        marks = [min((t for t, what in mine if what == name), default=None)
+                 for name in ("start", "PREPARE", "Turn")]
+        marks.append(max((t for t, what in mine if what == "Done"), default=None))
+        print(f"{index:<7}" + "".join(f"{m - started:>9.1f}" if m is not None else f"{'-':>9}" for m in marks))
     print("\nby allocator state: workers, turns taken, seconds in them, seconds preparing")
     for state in dict.fromkeys(_STATE.values()):
         mine = {w for w, s in _STATE.items() if s == state}

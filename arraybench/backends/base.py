@@ -330,6 +330,12 @@ class Backend(abc.ABC):
     def info(self) -> dict[str, Any]:
         """Versions, device, threads and precision settings, for the environment record."""
 
+    def kernels(self) -> dict[str, Any]:
+        """The code paths the library runs, as only its own verbose modes say: costly (PyTorch's
+        MKL verbose mode takes 0.6 s to start), so one worker of a configuration asks
+        (``Job.describe``). None here."""
+        return {}
+
 
 def _byte_bounds(a: np.ndarray) -> tuple[int, int]:
     try:

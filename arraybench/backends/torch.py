@@ -379,7 +379,9 @@ class TorchBackend(Backend):
             mkldnn = getattr(torch.backends.mkldnn, "matmul", None)  # fp32_precision: torch >= 2.9
             if mkldnn is not None and hasattr(mkldnn, "fp32_precision"):
                 info["mkldnn_fp32_precision"] = mkldnn.fp32_precision
-            info.update(torch_cpu_kernels())
         info.update(cpu_threads_info())
         return info
+
+    def kernels(self) -> dict[str, Any]:
+        return torch_cpu_kernels() if self.device == "cpu" else {}
 

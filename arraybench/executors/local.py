@@ -65,6 +65,16 @@ class LocalExecutor:
     def __init__(self) -> None:
         #: Workers started ahead of their replicate index (``_start_early``).
         self._early = EarlyWorkers()
+        #: The configurations one of this run's workers was asked to describe (``_describes``).
+        self._described: set[Config] = set()
+
+    def _describes(self, config: Config, state: str) -> bool:
+        """Whether the worker about to start reports ``config``'s code paths (``Job.describe``):
+        the run's first in the headline's allocator state does; what it says holds for the rest."""
+        if state == OTHER or config in self._described:
+            return False
+        self._described.add(config)
+        return True
 
     def _references_for(self, config: Config) -> str | None:
         """The run's shared references for ``config``'s environment: another interpreter, or
@@ -92,6 +102,7 @@ class LocalExecutor:
             if note:  # the records say it too; this says it before the run's minutes go by
                 print(f"arraybench: {note}", file=sys.stderr)
         run.begin()
+        self._described.clear()
         # References computed once and read by every worker of the run (a folder of its own,
         # never the output folder, which a received run could have filled).
         # Named by this process's id: one killed before it could clean up (SIGKILL) leaves its
@@ -191,7 +202,7 @@ class LocalExecutor:
         state = OTHER if other else allocator_state(options, environment)
         job = replace(job_for(options, out_dir, config, index, cells,
                               hash((options.seed, index, OTHER if other else 0)) & 0xFFFFFFFF, state,
-                              self._references_for(config)), turns=True)
+                              self._references_for(config), self._describes(config, state)), turns=True)
         env, name = worker_variables(options, config, environment, state)
         cpus = worker_cpus(options.threads)
         log_path = out_dir / "logs" / (f"{name}-p{index}-{OTHER}.log" if other else f"{name}-p{index}.log")
@@ -271,7 +282,8 @@ class LocalExecutor:
         """Measure the ``held`` cells in a worker started in the other allocator state and give
         each held replicate those samples; where that fails, a warning says why instead."""
         job = job_for(options, out_dir, config, index, [cell for cell, _ in held.values()],
-                      hash((options.seed, index, OTHER)) & 0xFFFFFFFF, OTHER, self._references_for(config))
+                      hash((options.seed, index, OTHER)) & 0xFFFFFFFF, OTHER, self._references_for(config),
+                      describe=False)
         env, name = worker_variables(options, config, environment, OTHER)
         log = out_dir / "logs" / f"{name}-p{index}-{OTHER}.log"
         worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads), log_path=log,
@@ -310,7 +322,8 @@ class LocalExecutor:
         while remaining:
             job_cells = list(remaining.values())
             job = job_for(options, out_dir, config, index, job_cells,
-                          hash((options.seed, index, attempt)) & 0xFFFFFFFF, state, self._references_for(config))
+                          hash((options.seed, index, attempt)) & 0xFFFFFFFF, state, self._references_for(config),
+                          self._describes(config, state))
             env, name = worker_variables(options, config, environment, state)
             log = out_dir / "logs" / f"{name}-p{index}.log"
             session.worker_started(config, index, len(remaining))

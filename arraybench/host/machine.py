@@ -181,7 +181,8 @@ def merge_worker_info(env: dict[str, Any], backend: str, device: str, info: dict
     only where it has no other."""
     from ..model.cell import worker_key
 
-    env.setdefault("backends", {})[worker_key(backend, device, environment)] = info
+    # Update, not replace: what only one worker of the configuration reports (its kernels) stays.
+    env.setdefault("backends", {}).setdefault(worker_key(backend, device, environment), {}).update(info)
     if environment and env.get("blas"):
         return
     if backend == "numpy" and info.get("blas"):

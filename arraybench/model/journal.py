@@ -345,6 +345,7 @@ def _apply(e: dict[str, Any], state: JournalState, keys: set[str]) -> None:
         b, d, info, env = e.get("backend"), e.get("device"), e.get("info"), e.get("environment", "")
         _need(isinstance(b, str) and isinstance(d, str) and isinstance(info, dict) and isinstance(env, str),
               "a worker entry without backend, device and info")
-        state.worker_info[Config(b, d, env)] = info
+        # What one worker of a configuration alone reports (``Job.describe``) outlives the rest.
+        state.worker_info.setdefault(Config(b, d, env), {}).update(info)
     else:
         _need(False, f"unknown entry type {kind!r}")

@@ -144,14 +144,21 @@ def _open_backend(job: Job, channel: Channel) -> "Backend | None":
     return None
 
 
-def _info(backend: "Backend", started: float) -> dict[str, Any]:
-    """What ``Ready`` reports: the backend's own info, how long it took to start, its settings."""
+def _info(backend: "Backend", started: float, describe: bool = True) -> dict[str, Any]:
+    """What ``Ready`` reports: the backend's own info, how long it took to start, its settings;
+    ``describe``: the code paths it runs too (``Backend.kernels``)."""
     from ..host.knobs import recorded
 
     cached = getattr(backend, "ready_info", None)  # a reused worker's library is the same
     if cached is not None:
+        if describe and not getattr(backend, "described", False):
+            cached.update(backend.kernels())
+            backend.described = True  # type: ignore[attr-defined]
         return dict(cached)
     info = backend.info()
+    if describe:
+        info.update(backend.kernels())
+        backend.described = True  # type: ignore[attr-defined]
     info["startup_s"] = time.perf_counter() - started
     info["kernel_env"] = recorded(os.environ)  # as this worker ran (--threads adds limits)
     # Which interpreter and arraybench it really ran: environments (--python) differ in these.
@@ -185,7 +192,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
         except ShippingError as exc:
             load_errors[job.shipped] = str(exc)
     footprint_too = job.replicate == 0 and job.allocator != OTHER
-    channel.send(Ready(info=_info(backend, started), pid=os.getpid(),
+    channel.send(Ready(info=_info(backend, started, job.describe), pid=os.getpid(),
                        ends_alone=footprint_too and energy_metered(backend)))
     judged: set[int] = set()
     only: set[int] | None = None

@@ -84,6 +84,9 @@ class Job:
     #: The run's folder of references shared by its workers (``shared_references``); None: each
     #: worker computes its own.
     references: str | None = None
+    #: Report the code paths the library runs (``Backend.kernels``), which cost PyTorch 0.6 s a
+    #: process: the run's first worker of a configuration does, and its record keeps them.
+    describe: bool = True
     #: After ``Done``, wait on stdin for the next job of the same library and device (a pytest
     #: session's next test) rather than exit; the worker's library stays imported.
     reuse: bool = False

@@ -109,3 +109,28 @@ def test_a_cell_is_judged_once_in_the_first_process_whose_result_was_right():
     assert not judged_before({0: right}, 0)  # a resumed first process judges its own
     unjudged = Replicate(status="ok", samples_s=[1e-3], number=1)  # no reference to judge by
     assert not judged_before({0: unjudged}, 1)
+
+
+def test_one_worker_of_a_configuration_reports_its_code_paths_and_the_record_keeps_them(tmp_path):
+    """PyTorch's code paths come from MKL's verbose mode, which takes 0.6 s to start in every
+    process that asks: one worker of the run asks, and neither the later workers' reports nor a
+    resume lose what it said."""
+    import json
+
+    import pytest
+
+    from arraybench import backends
+    from arraybench.model import journal
+
+    if backends.SPECS["torch"].preflight("cpu") is not None:
+        pytest.skip("PyTorch is not installed")
+    out = tmp_path / "out"
+    results: Results = arraybench.run(
+        ["elementwise"], backends="torch", devices="cpu", sizes="small", processes=2, max_time=0.05,
+        min_samples=3, allocator="reused", output_dir=out, store=False, plots=False)
+    entries = [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
+    reports = [e["info"] for e in entries if e["type"] == "worker" and e["backend"] == "torch"]
+    assert len(reports) == 2
+    assert [("cpu_capability" in info) for info in reports].count(True) == 1
+    assert results.environment["backends"]["torch/cpu"]["cpu_capability"]
+    assert journal.read(out).worker_info[("torch", "cpu", "")]["cpu_capability"]
