@@ -22,9 +22,10 @@ other cells are handed back, to be measured by a fresh worker on its own (``loca
 from __future__ import annotations
 
 import random
+import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Protocol
+from typing import Callable, Iterator, Protocol, Sequence
 
 from ..analysis.replication import RESTED_SHARE
 from ..model.cell import Cell, Config, case_key
@@ -33,7 +34,7 @@ from .base import RunHandle
 from .load import LoadWatch
 from .worker_process import StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
 
-__all__ = ["end_together", "take_turns", "takes_turn"]
+__all__ = ["end_together", "pairs_on", "take_turns", "takes_turn"]
 
 #: How long a worker asked to stop may take to send the cells it has finished.
 STOP_GRACE_S = 5.0
@@ -46,6 +47,9 @@ QUIET_STRETCH = 4
 #: anyway), and while the case's rounds have taken less than this (a 150 ms matmul's rounds, two
 #: seconds under load, seldom fall between a tenant's bursts).
 STRETCH_S = 3.0
+#: A cell done by its own rule pairs on with a cell of its case still sampling whose calls take
+#: within this factor of its own: a pair further apart is decided by the rounds it has.
+PAIR_ON_WITHIN = 2.0
 
 
 @dataclass
@@ -216,6 +220,7 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
     done_at: dict[tuple[int, int], int] = {}  # the turns it had taken when its own sampling ended
     round_ = 0
     spent: dict[str, float] = {}  # seconds each case's rounds took, so far
+    per_call: dict[tuple[int, int], list[float]] = {}  # each cell's samples so far, by (side, cell)
 
     def short(key: str) -> bool:
         # A case none of whose rounds the machine left alone would stay short of them: only
@@ -224,12 +229,11 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
                 and rested >= RESTED_SHARE * max(round_, 1))
 
     def turn_takers(key: str) -> list[tuple[_Side, int]]:
-        # A cell done by its own rule pairs on while a cell it pairs with samples: the other
-        # allocator state's cells (``extra``) pair with nothing, so none waits on them.
-        pairing = short(key) or any(side.alive and not side.extra and i in still[id(side)]
-                                    for side, i in members[key])
+        # The other allocator state's cells (``extra``) pair with nothing: none waits on them.
+        sampling = [per_call.get((id(side), i), []) for side, i in members[key]
+                    if side.alive and not side.extra and i in still[id(side)]]
         return [(side, i) for side, i in members[key] if side.alive and i in side.sampling
-                and (i in still[id(side)] or pairing)
+                and (i in still[id(side)] or pairs_on(per_call.get((id(side), i), []), sampling, short(key)))
                 and takes_turn(side.extra, taken.get((id(side), i), 0), done_at.get((id(side), i)), short(key))]
 
     while True:
@@ -265,6 +269,8 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
                     continue
                 spans[(id(side), i, round_)] = (handed, time.monotonic())
                 taken[(id(side), i)] = taken.get((id(side), i), 0) + 1
+                if msg.seconds > 0:
+                    per_call.setdefault((id(side), i), []).append(msg.seconds)
                 if msg.done:
                     still[id(side)].discard(i)
                     done_at.setdefault((id(side), i), taken[(id(side), i)])
@@ -279,6 +285,25 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
     if current is not None and current.alive:
         current.worker.pause()
     return spans
+
+
+def pairs_on(mine: Sequence[float], sampling: Sequence[Sequence[float]], short_of_quiet: bool = False) -> bool:
+    """Whether a cell done by its own rule, its samples so far ``mine`` (seconds per call), takes
+    the next round's turn beside ``sampling``, the samples so far of its case's cells that still
+    sample by their own rule.
+
+    It pairs on with one whose calls take within ``PAIR_ON_WITHIN`` of its own time (no samples
+    yet: near): a 110 ms NumPy gradient's pairs with 2 ms ones are decided by the rounds they
+    have, however long the 2 ms ones' own intervals stay open. Where its case is
+    ``short_of_quiet``, it pairs on with every cell of its case, done or not.
+    """
+    def near(other: Sequence[float]) -> bool:
+        if not mine or not other:
+            return True
+        x, y = statistics.median(mine), statistics.median(other)
+        return max(x, y) < PAIR_ON_WITHIN * min(x, y)
+
+    return short_of_quiet or any(near(other) for other in sampling)
 
 
 def takes_turn(extra: bool, taken: int, done_at: int | None, short_of_quiet: bool = False) -> bool:

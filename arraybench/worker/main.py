@@ -362,10 +362,12 @@ def _take_turns(job: Job, runs: list, indices: list[int], channel: Channel, stop
                     run.stop_reason = "error"
                     run.calls_last = 0
             after_sample(k)
-            if len(run.samples) > before:
+            kept = len(run.samples) > before
+            if kept:
                 rounds[turn.cell].append(turn.round)
             last = turn.cell
-            channel.send(Sampled(job.cells[turn.cell].key, turn.round, run.done, error=run.error is not None))
+            channel.send(Sampled(job.cells[turn.cell].key, turn.round, run.done, error=run.error is not None,
+                                 seconds=run.samples[-1] if kept else 0.0))
     finish_batch(rounds)
 
 

@@ -169,6 +169,8 @@ class Sampled:
     done: bool
     #: The sample failed: the cell samples no more (its replicate says why).
     error: bool = False
+    #: Its seconds per call (0 where the sample was taken back, as warm-up, or failed).
+    seconds: float = field(default=0.0, metadata={"min": 0})
 
 
 class _ParentLine:

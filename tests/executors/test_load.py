@@ -68,6 +68,20 @@ def test_a_case_short_of_quiet_rounds_pairs_on_for_longer_but_not_forever():
     assert not takes_turn(extra=True, taken=3, done_at=3, short_of_quiet=True)
 
 
+def test_a_cell_done_pairs_on_only_with_cells_near_its_time_unless_short_of_quiet_rounds():
+    """A 110 ms gradient's pairs with 2 ms ones are decided by the rounds they have: it stops
+    when its own rule says so; beside a cell within a factor of two, it pairs on."""
+    from arraybench.executors.turns import pairs_on
+
+    slow, fast, near = [0.11, 0.12, 0.11], [0.002] * 5, [0.07, 0.08]
+    assert not pairs_on(slow, [fast])
+    assert pairs_on(slow, [fast, near])
+    assert pairs_on(slow, [fast], short_of_quiet=True)  # under load: every pair, as before
+    assert pairs_on(slow, [[]])  # no sample yet: near until it has one
+    assert not pairs_on(slow, [])  # nothing left sampling to pair with...
+    assert pairs_on(slow, [], short_of_quiet=True)  # ...but the done ones, for quiet rounds
+
+
 def test_a_burst_over_part_of_a_long_round_makes_it_busy():
     watch = LoadWatch([])
     watch._times = [0.05 * i for i in range(41)]  # two seconds of reads
