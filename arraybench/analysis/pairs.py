@@ -116,6 +116,21 @@ class Ratio:
         """Whether the whole interval lies within ``share`` of 1 either way."""
         return self.low >= 1.0 / (1.0 + share) and self.high <= 1.0 + share
 
+    def reachable(self, most: int, level: float) -> bool:
+        """Whether ``most`` processes could still answer an undecided pair: decide it, or find it
+        within ``level`` of 1 either way. A conditional-power projection, as a sequential trial
+        stops for futility: the t interval narrows as t(k-1)/sqrt(k) with more processes of the
+        same spread, and the pair is out of reach where, at ``most``, the ratio found would lie
+        within half the projected half-width of 1 (about a one-in-ten chance of deciding, were
+        the ratio found the true one) and the interval would still be wider than ``level``.
+        Fewer than three processes make no t interval: always reachable."""
+        k = self.processes
+        if k < 3 or most <= k or not self.method.startswith("t over"):
+            return True
+        half = math.log(self.high / self.low) / 2
+        projected = half * spread_factor(most) / spread_factor(k) * math.sqrt(k / most)
+        return abs(math.log(self.ratio)) >= projected / 2 or projected <= math.log1p(level)
+
 
 def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None:
     """A's time over B's from their replicates' shared rounds, replicate index by index (the

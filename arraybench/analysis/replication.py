@@ -56,6 +56,7 @@ MOST = "max_processes"  # the most processes allowed have measured it
 FIXED = "fixed"  # --processes N: the count was given
 ENDED = "not timed"  # a process failed, or the cell was skipped: more would not help
 DECIDED = "decided"  # every pair it is part of has its verdict
+OUT_OF_REACH = "out of reach"  # its open pairs are too near 1 for the most processes to decide
 
 EXPLAINED = {
     CONVERGED: "its interval reached the target",
@@ -64,6 +65,8 @@ EXPLAINED = {
     FIXED: "the number of processes was fixed ({processes})",
     ENDED: "it was not timed in every process (skipped or failed)",
     DECIDED: "every comparison it is part of was decided",
+    OUT_OF_REACH: "the comparisons it is part of that are still open lie too near 1 for the most "
+                  "processes allowed to decide them",
 }
 
 #: A pair counts as answered when it is faster or slower, or level within this share either way.
@@ -134,12 +137,15 @@ def rested(replicates: Sequence[Replicate]) -> bool:
     return turns > 0 and turns - busy >= RESTED_SHARE * turns
 
 
-def decide(replicates: Sequence[Replicate], policy: Policy, open_pairs: bool | None = None) -> Decision:
+def decide(replicates: Sequence[Replicate], policy: Policy, open_pairs: bool | None = None,
+           reachable: bool = True) -> Decision:
     """The number of processes the cell wants, given the replicates it has.
 
     ``open_pairs``: whether a pair the cell is part of still lacks its answer (``pairs``; None
     where it was paired with nothing). A cell whose pairs are all answered stops, however wide
-    its own interval: processes go where a verdict is still open.
+    its own interval: processes go where a verdict is still open. ``reachable``: whether the
+    most processes could answer one of its open pairs (``Ratio.reachable``); where none could,
+    it stops too.
     """
     n = len(replicates)
     if n < policy.least:
@@ -151,6 +157,8 @@ def decide(replicates: Sequence[Replicate], policy: Policy, open_pairs: bool | N
         return Decision(n, ENDED)
     if open_pairs is False:
         return Decision(n, DECIDED)
+    if open_pairs and not reachable:
+        return Decision(n, OUT_OF_REACH)
     interval = replicate_interval([r.samples_s for r in timed])
     if open_pairs is None and interval.half_width <= policy.rel_ci:
         return Decision(n, CONVERGED)

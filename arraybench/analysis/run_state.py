@@ -52,14 +52,17 @@ class RunState:
         cached = self._decisions.get(cell.key)
         if cached is None or cached[0] != seen:
             have = self.replicates.get(cell.key, {})
-            cached = (seen, decide([r for _, r in sorted(have.items())], self._policy, self._open_pairs(cell, case)))
+            open_pairs, reachable = self._open_pairs(cell, case)
+            cached = (seen, decide([r for _, r in sorted(have.items())], self._policy, open_pairs, reachable))
             self._decisions[cell.key] = cached
         return cached[1]
 
-    def _open_pairs(self, cell: Cell, case: list[Cell]) -> bool | None:
-        """Whether a pair ``cell`` is part of still lacks its answer; None where it has no pair."""
+    def _open_pairs(self, cell: Cell, case: list[Cell]) -> tuple[bool | None, bool]:
+        """(Whether a pair ``cell`` is part of still lacks its answer, None where it has no pair;
+        whether the most processes allowed could answer one of those, ``Ratio.reachable``)."""
         mine = self.replicates.get(cell.key, {})
         answered: list[bool] = []
+        reachable = False
         for other in case:
             if other is cell or other.config in self.unavailable:
                 continue
@@ -68,7 +71,8 @@ class RunState:
             found = paired_ratio([mine[i] for i in common], [theirs[i] for i in common])
             if found is not None:
                 answered.append(found.verdict in ("faster", "slower") or found.within(ANSWERED_LEVEL))
-        return None if not answered else not all(answered)
+                reachable |= not answered[-1] and found.reachable(self._policy.most, ANSWERED_LEVEL)
+        return (None if not answered else not all(answered)), reachable
 
     def wanted(self, cell: Cell) -> int:
         """How many replicates the cell should have, given those it has."""

@@ -8,7 +8,7 @@ import random
 from arraybench.analysis import pairs
 from arraybench.analysis.aggregate import aggregate
 from arraybench.analysis.grouping import comparison, decided_winner
-from arraybench.analysis.replication import BUDGET, DECIDED, Policy, decide
+from arraybench.analysis.replication import BUDGET, DECIDED, OUT_OF_REACH, Policy, decide
 from arraybench.model.cell import Cell, case_key
 from arraybench.model.pair import Pair
 from arraybench.model.record import Record
@@ -95,6 +95,26 @@ def test_a_cell_whose_pairs_are_answered_wants_no_more_processes():
                       elapsed_s=0.01) for i in range(3)]
     assert decide(reps, policy, open_pairs=False).stop == DECIDED
     assert decide(reps, policy, open_pairs=True).wanted == 4  # a verdict still open: one more process
+
+
+def test_a_pair_too_near_1_for_the_most_processes_stops_its_cells():
+    """Three processes that put PyTorch's and NumPy's 100x100 matmul within 1% of each other, with
+    an interval of ±18%, would still straddle 1 at six: the pair is out of reach and its cells
+    stop. One 18% apart at the same width goes on; so does one that six could find level."""
+    def ratio(r: float, low: float, high: float, k: int = 3) -> pairs.Ratio:
+        return pairs.Ratio(r, low, high, k, 10 * k, f"t over {k} processes")
+
+    assert not ratio(1.008, 0.84, 1.2).reachable(6, 0.02)
+    assert ratio(0.82, 0.6, 1.12).reachable(6, 0.02)  # JAX's bimodal FFT: six may decide it
+    assert ratio(1.0, 0.995, 1.005).reachable(6, 0.02)  # six would find it level within 2%
+    assert ratio(1.008, 0.84, 1.2, k=6).reachable(6, 0.02)  # at the most already: MOST says why
+    assert pairs.Ratio(1.0, 0.5, 2.0, 2, 20, "span of 2 processes' intervals").reachable(6, 0.02)
+
+    policy = Policy(least=3, most=6, rel_ci=0.02, budget_s=100.0)
+    reps = [Replicate(status="ok", samples_s=[1e-3 * (1 + 0.3 * (i % 2))] * 5, number=1, first_call_s=1e-3,
+                      elapsed_s=0.01) for i in range(3)]
+    assert decide(reps, policy, open_pairs=True, reachable=False).stop == OUT_OF_REACH
+    assert decide(reps, policy, open_pairs=True, reachable=True).wanted == 4
 
 
 def _threads_under_a_tenant(busy: set[int], processes: int = 3, rounds: int = 12,
