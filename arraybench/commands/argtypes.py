@@ -14,6 +14,13 @@ def csv_list(text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
 
 
+def file_path(text: str) -> str:
+    """A path as given; one no file can have (a NUL character) is refused here, in one line."""
+    if "\0" in text:
+        raise argparse.ArgumentTypeError(f"{text!r} is no file name: it holds a NUL character")
+    return text
+
+
 def _number(text: str, kind: type, hint: str) -> float:
     try:
         return kind(text)

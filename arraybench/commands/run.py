@@ -21,7 +21,7 @@ from ..api import (ALLOCATOR_CHOICES, DTYPES, JOURNAL_NAME, SPECS, Interrupted, 
                    Reporter, Results, RunOptions, RunState, parse_context, parse_sizes, read_journal,
                    resume_command)
 from ..render.terminal import console as safe_console
-from .argtypes import (Assignments, CsvExtend, assignment, csv_list, fraction, percent, positive_float,
+from .argtypes import (Assignments, CsvExtend, assignment, csv_list, file_path, fraction, percent, positive_float,
                        positive_int, processes, python_assignment, seed, unique_assignments,
                        variant_assignment)
 from .presets import apply_preset, preset_text
@@ -44,7 +44,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     sel.add_argument("--workloads", type=csv_list, action=CsvExtend, default=[], metavar="LIST",
                      help="workloads (default: the built-in suite, or with --workload-file the "
                           "files' workloads; see `arraybench list`)")
-    sel.add_argument("--workload-file", action="append", default=[], dest="workload_files",
+    sel.add_argument("--workload-file", action="append", default=[], dest="workload_files", type=file_path,
                      metavar="FILE", help="a Python file of @arraybench.workload functions, your own "
                                           "workloads (repeatable; see examples/)")
     sel.add_argument("--sizes", default=None, metavar="LIST",

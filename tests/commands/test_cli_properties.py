@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from arraybench import backends
@@ -99,6 +99,7 @@ def front_end(argv: list[str], tmp: Path):
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(argv=argument_lists())
+@example(argv=["--include-transfer", "--workload-file", "\x00"])  # no file name holds a NUL
 def test_any_arguments_give_a_valid_plan_or_one_line(tmp_path_factory, argv):
     tmp = tmp_path_factory.mktemp("cli")
     make_journal(tmp / "journal")
