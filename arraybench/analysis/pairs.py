@@ -119,16 +119,23 @@ class Ratio:
     def reachable(self, most: int, level: float) -> bool:
         """Whether ``most`` processes could still answer an undecided pair: decide it, or find it
         within ``level`` of 1 either way. A conditional-power projection, as a sequential trial
-        stops for futility: the t interval narrows as t(k-1)/sqrt(k) with more processes of the
-        same spread, and the pair is out of reach where, at ``most``, the ratio found would lie
-        within half the projected half-width of 1 (about a one-in-ten chance of deciding, were
-        the ratio found the true one) and the interval would still be wider than ``level``.
-        Fewer than three processes make no t interval: always reachable."""
+        stops for futility: the t interval narrows as t(k-1)/sqrt(k) with more processes, and the
+        pair is out of reach where, at ``most``, the ratio found would lie within half the
+        projected half-width of 1 (about a one-in-ten chance of deciding, were the ratio found
+        the true one) and the interval would still be wider than ``level``. The projection takes
+        the processes' spread as small as their own scatter allows (the lower 90% bound of a
+        standard deviation from k-1 degrees of freedom): three processes' spread is itself only
+        known to a factor of several. Fewer than three processes make no t interval: always
+        reachable."""
         k = self.processes
         if k < 3 or most <= k or not self.method.startswith("t over"):
             return True
+        # scipy.special's chi-squared quantile, imported here as spread_factor imports its t.
+        from scipy.special import chdtri
+
         half = math.log(self.high / self.low) / 2
-        projected = half * spread_factor(most) / spread_factor(k) * math.sqrt(k / most)
+        smallest = math.sqrt((k - 1) / chdtri(k - 1, 0.1))
+        projected = half * smallest * spread_factor(most) / spread_factor(k) * math.sqrt(k / most)
         return abs(math.log(self.ratio)) >= projected / 2 or projected <= math.log1p(level)
 
 
