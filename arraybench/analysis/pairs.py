@@ -128,7 +128,7 @@ class Ratio:
         known to a factor of several. Fewer than three processes make no t interval: always
         reachable."""
         k = self.processes
-        if k < 3 or most <= k or not self.method.startswith("t over"):
+        if k < 3 or most <= k:
             return True
         # scipy.special's chi-squared quantile, imported here as spread_factor imports its t.
         from scipy.special import chdtri

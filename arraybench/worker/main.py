@@ -149,24 +149,20 @@ def _info(backend: "Backend", started: float, describe: bool = True) -> dict[str
     ``describe``: the code paths it runs too (``Backend.kernels``)."""
     from ..host.knobs import recorded
 
-    cached = getattr(backend, "ready_info", None)  # a reused worker's library is the same
-    if cached is not None:
-        if describe and not getattr(backend, "described", False):
-            cached.update(backend.kernels())
-            backend.described = True  # type: ignore[attr-defined]
-        return dict(cached)
-    info = backend.info()
-    if describe:
+    info = getattr(backend, "ready_info", None)  # a reused worker's library is the same
+    if info is None:
+        info = backend.info()
+        info["startup_s"] = time.perf_counter() - started
+        info["kernel_env"] = recorded(os.environ)  # as this worker ran (--threads adds limits)
+        # Which interpreter and arraybench it really ran: environments (--python) differ in these.
+        info["python"] = platform.python_version()
+        info["executable"] = sys.executable
+        info["arraybench_path"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        backend.ready_info = info  # type: ignore[attr-defined]
+    if describe and not getattr(backend, "described", False):
         info.update(backend.kernels())
         backend.described = True  # type: ignore[attr-defined]
-    info["startup_s"] = time.perf_counter() - started
-    info["kernel_env"] = recorded(os.environ)  # as this worker ran (--threads adds limits)
-    # Which interpreter and arraybench it really ran: environments (--python) differ in these.
-    info["python"] = platform.python_version()
-    info["executable"] = sys.executable
-    info["arraybench_path"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    backend.ready_info = dict(info)  # type: ignore[attr-defined]
-    return info
+    return dict(info)
 
 
 def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, started: float) -> None:
