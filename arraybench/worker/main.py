@@ -226,7 +226,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
 
     def after_sample(k: int) -> None:
         run = runs[k]
-        if run.warming and run.take_back_warmup(counters.resident_growth()):
+        if run.regrew_last or (run.warming and run.take_back_warmup(counters.resident_growth())):
             counters.cancel()  # a warm-up sample: neither its time nor its usage count
         else:
             counters.end(indices[k], run.calls_last)
@@ -359,6 +359,8 @@ def _take_turns(job: Job, runs: list, indices: list[int], channel: Channel, stop
                     run.calls_last = 0
             after_sample(k)
             kept = len(run.samples) > before
+            # Samples taken back (a batch regrown) take their rounds with them.
+            del rounds[turn.cell][len(run.samples) - kept:]
             if kept:
                 rounds[turn.cell].append(turn.round)
             last = turn.cell

@@ -10,6 +10,7 @@ applies the stopping rule (``stopping``). It knows nothing of the timer, which i
 from __future__ import annotations
 
 import gc
+import math
 import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -70,7 +71,8 @@ class Sampling:
     """A calibrated operation being sampled; ``sample()`` draws one, ``done`` says when to stop."""
 
     def __init__(self, draw: DrawSample, settings: TimerSettings, number: int, first_call_s: float,
-                 first_result: Any, warmup_calls: int, per_call_s: float, setup_s: float) -> None:
+                 first_result: Any, warmup_calls: int, per_call_s: float, setup_s: float,
+                 regrows: bool = False) -> None:
         self.draw = draw
         self.settings = settings
         self.number = number
@@ -90,6 +92,12 @@ class Sampling:
         #: Whether samples that grew resident memory are still taken back (``take_back_warmup``).
         self.warming = True
         self.taken_back_calls = 0  # calls of the samples taken back
+        #: Whether a batch far shorter than calibrated grows ``number`` (``_regrow``): calls the
+        #: timer may batch freely, timed for their latency.
+        self.regrows = regrows
+        self.regrown = 0
+        #: The last sample was taken back with those before it, its batch regrown.
+        self.regrew_last = False
 
     @property
     def done(self) -> bool:
@@ -116,7 +124,7 @@ class Sampling:
         ``autorange`` and never counts them. Memory returned between calls (fresh pages) leaves
         the resident size where it was, so its faults stay in every sample.
         """
-        if not self.warming:
+        if not self.warming or not self.samples:
             return False
         if growth_bytes is None or growth_bytes <= WARMUP_GROWTH_BYTES:
             return False
@@ -134,6 +142,10 @@ class Sampling:
         """Draw one sample. ``rewarm``: one untimed call first, because another operation ran since."""
         drawn = self.draw(self.number, rewarm)
         self.calls_last = drawn.calls
+        self.regrew_last = self._regrow(drawn)
+        if self.regrew_last:
+            self.sampling_s += drawn.spent_s
+            return
         self.samples.append(drawn.wall_s / self.number)
         if drawn.device_s is not None:
             self.device_samples.append(drawn.device_s / self.number)
@@ -144,6 +156,37 @@ class Sampling:
         reason = self._stop_reason()
         if reason:  # (a caller may sample past the stop; the first reason stands)
             self.stop_reason = reason
+
+    def _regrow(self, drawn: Draw) -> bool:
+        """Grow the batch, and take back the samples drawn so far, where ``drawn`` took less than
+        ``REGROW_BELOW`` of the target sample and its calls less than that share of the time
+        calibration went by; True where it did.
+
+        Calibration times the warm-up calls, and a neighbour's burst during them can make them
+        last many times longer: PyTorch's 100x100 matmul, whose second thread the burst took,
+        took 4-17 ms a call instead of 38 us, and was sampled one call at a time. One call at a
+        time it then measured its thread pool waking for every call (100-230 us), while a
+        process calibrated on a quiet machine batches 130 calls: another quantity, and a 2.4x
+        gap read the wrong way round. Like calibration itself, the batch then grows until one
+        lasts ``FULL_BATCH`` of the target, at most ``MOST_REGROWS`` times; the samples drawn
+        with a smaller batch are warm-up.
+        """
+        target = self.settings.target_sample_s
+        per_call = drawn.wall_s / self.number
+        if not self.regrows or self.regrown >= MOST_REGROWS or drawn.wall_s <= 0:
+            return False
+        if self.regrown:  # growing, as calibration grows a batch, until one lasts the target
+            short = drawn.wall_s < FULL_BATCH * target
+        else:
+            short = drawn.wall_s < REGROW_BELOW * target and per_call < REGROW_BELOW * self.per_call_s
+        if not short:
+            return False
+        self.taken_back_calls += drawn.calls + len(self.samples) * self.number
+        self.drop_samples()
+        self.number = max(self.number + 1, math.ceil(self.number * target / drawn.wall_s))
+        self.per_call_s = per_call
+        self.regrown += 1
+        return True
 
     def _stop_reason(self) -> str:
         """Why to stop now ("" : draw another): the most samples, a tight enough interval, or the
@@ -174,6 +217,14 @@ class Sampling:
             throttle_reasons=list(self.throttle_reasons),
         )
 
+
+#: A batch that lasts this share of the target sample is long enough (``timer`` calibrates so).
+FULL_BATCH = 0.8
+#: A batch shorter than this share of the target sample, of calls shorter than this share of
+#: the time calibration went by, was calibrated under another process's load (``_regrow``)...
+REGROW_BELOW = 0.25
+#: ...and grows, as calibration does, at most this many times.
+MOST_REGROWS = 5
 
 #: A warm-up call this slow ends the warm-up alone, and is kept as the first sample.
 SLOW_CALL_S = 0.1

@@ -15,7 +15,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from ..backends.device_timer import DeviceTimer
 from .loops import compile_loop
-from .sampling import SLOW_CALL_S, Draw, SampleSet, Sampling, TimerSettings, gc_paused, warmed_up
+from .sampling import FULL_BATCH, SLOW_CALL_S, Draw, SampleSet, Sampling, TimerSettings, gc_paused, warmed_up
 
 Clock = Callable[[], float]
 
@@ -206,8 +206,12 @@ class Timer:
         if self.fresh is not None:
             self.fresh.calibrated(per_call, batched=settings.mode == "throughput" and self.sync is not None)
         number = self._calibrate(per_call, settings, first_result)
+        # A batch may grow later (``Sampling._regrow``) where calibration alone chose it: not
+        # cold calls (one per eviction), nor fresh inputs (a pool sized for the batch), nor a
+        # throughput batch (bounded by its outputs' bytes).
+        regrows = settings.mode == "latency" and not settings.cold and self.fresh is None
         run = Sampling(partial(self.draw, settings), settings, number, first_s, first_result,
-                       warm_calls, per_call, self.clock() - started)
+                       warm_calls, per_call, self.clock() - started, regrows=regrows)
         if number == 1 and last >= SLOW_CALL_S and settings.mode == "latency" and not settings.cold:
             # A slow call after the first is a sample in its own right (the first call took the
             # one-time costs); discarding it would cost as much as a sample and teach nothing.
@@ -239,7 +243,7 @@ class Timer:
             if number == 1 and per_call >= settings.target_sample_s:
                 break
             wall, _ = self.timeit(number, settings.mode)
-            if wall >= settings.target_sample_s * 0.8 or wall <= 0:
+            if wall >= settings.target_sample_s * FULL_BATCH or wall <= 0:
                 break
             number = max(number + 1, math.ceil(number * settings.target_sample_s / wall))
             if settings.mode == "throughput":

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from arraybench.worker.sampling import MAX_WARMUP_CALLS, Draw, Sampling, TimerSettings, interleave, warmed_up
+from arraybench.worker.sampling import MAX_WARMUP_CALLS, MOST_REGROWS, Draw, Sampling, TimerSettings, interleave, warmed_up
 from arraybench.worker.timer import Timer
 
 
@@ -52,6 +52,52 @@ def test_a_one_time_cost_left_after_the_first_call_does_not_make_a_fast_call_loo
     m = timer.measure(TimerSettings(min_samples=5, budget_s=0.1, target_sample_s=0.004, warmup_s=0.01))
     assert m.number >= 20  # batched as a 20 µs call is, never one call per sample
     assert max(m.samples_s) < 0.02  # the 20 ms call was warm-up, not a sample
+
+
+def test_calls_calibrated_under_a_burst_are_batched_again_once_they_run_at_speed():
+    """Warm-up under a neighbour's burst: every call 6 ms, then 20 µs. Calibrated one call a
+    sample, the timer grows the batch from the first short one, and takes back what came before."""
+    calls = []
+
+    def op() -> None:
+        calls.append(None)
+        busy(0.006 if len(calls) <= 6 else 20e-6)
+
+    timer = Timer(op, ())
+    settings = TimerSettings(min_samples=5, budget_s=0.2, target_sample_s=0.004, warmup_s=0.01)
+    m = timer.measure(settings)
+    assert m.number >= 100  # as a 20 µs call is batched, not one call a sample
+    assert all(s * m.number >= 0.8 * 0.004 for s in m.samples_s)
+    assert max(m.samples_s) < 0.006 and len(m.samples_s) >= 5
+    assert m.warmup_calls > 3  # the short batches were warm-up
+    # Cold calls are one a sample by design: never regrown.
+    cold = Timer(op, ()).start(TimerSettings(min_samples=5, budget_s=0.05, target_sample_s=0.004, cold=True))
+    assert not cold.regrows
+
+
+def test_a_batch_regrows_only_from_calls_far_shorter_than_calibrated_and_at_most_five_times():
+    def sampling(per_call: list[float]) -> Sampling:
+        def draw(number: int, rewarm: bool) -> Draw:
+            return Draw(per_call.pop(0) * number, None, number, (), 0.0)
+
+        return Sampling(draw, TimerSettings(min_samples=3, max_samples=100, rel_ci=0.0, budget_s=10.0,
+                                            target_sample_s=0.005), 1, 0.0, None, 2, 0.006, 0.0, regrows=True)
+
+    # A call at half its calibrated time is noise, not a calibration gone wrong.
+    run = sampling([0.003] * 3)
+    for _ in range(3):
+        run.sample()
+    assert run.number == 1 and len(run.samples) == 3
+    # At 150 µs, then 40 µs: 34 calls, then as many as fill the target.
+    run = sampling([0.003, 150e-6, 40e-6, 40e-6, 40e-6])
+    for _ in range(5):
+        run.sample()
+    assert run.number == 125 and run.regrown == 2 and len(run.samples) == 2
+    # Calls that keep getting faster stop growing the batch after MOST_REGROWS.
+    run = sampling([1e-3 / 4 ** k for k in range(1, 12)])
+    for _ in range(11):
+        run.sample()
+    assert run.regrown == MOST_REGROWS
 
 
 def test_first_call_is_recorded_apart_from_the_samples():
