@@ -107,6 +107,8 @@ class Ratio:
     processes: int
     rounds: int
     method: str
+    #: Rounds under other processes' load were kept: too few processes had quiet ones.
+    loaded: bool = False
 
     @property
     def verdict(self) -> str:
@@ -122,13 +124,15 @@ class Ratio:
         stops for futility: the t interval narrows as t(k-1)/sqrt(k) with more processes, and the
         pair is out of reach where, at ``most``, the ratio found would lie within half the
         projected half-width of 1 (about a one-in-ten chance of deciding, were the ratio found
-        the true one) and the interval would still be wider than ``level``. The projection takes
+        the true one) and the interval would still be wider than ``level``. A pair whose
+        interval kept rounds under other processes' load is always reachable: more processes may
+        bring the quiet rounds that judge it without them. The projection takes
         the processes' spread as small as their own scatter allows (the lower 90% bound of a
         standard deviation from k-1 degrees of freedom): three processes' spread is itself only
         known to a factor of several. Fewer than three processes make no t interval: always
         reachable."""
         k = self.processes
-        if k < 3 or most <= k:
+        if k < 3 or most <= k or self.loaded:
             return True
         # scipy.special's chi-squared quantile, imported here as spread_factor imports its t.
         from scipy.special import chdtri
@@ -155,7 +159,7 @@ def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None
     every = [p for p in (_process_ratio(x, y, quiet=False) for x, y in both) if p is not None]
     if not every:
         return None
-    per_process, note = every, ""
+    per_process, note, loaded = every, "", False
     if any(x.busy_rounds or y.busy_rounds for x, y in both):
         quiet = [p for p in (_process_ratio(x, y, quiet=True) for x, y in both) if p is not None]
         shared = sum(p.rounds for p in every)
@@ -168,7 +172,7 @@ def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None
             note = ("; each side's fastest quiet turn, paired by process: too few rounds had both "
                     "sides' turns quiet while other processes loaded the machine")
         else:
-            note = "; rounds under other processes' load kept: too few quiet ones"
+            note, loaded = "; rounds under other processes' load kept: too few quiet ones", True
     k = len(per_process)
     logs = [p.log_ratio for p in per_process]
     center = statistics.fmean(logs)
@@ -186,7 +190,7 @@ def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None
         low, high = per_process[0].log_low, per_process[0].log_high
         method = "1 process: its rounds only"
     return Ratio(math.exp(center), math.exp(low), math.exp(high), k, sum(p.rounds for p in per_process),
-                 method + note)
+                 method + note, loaded)
 
 
 def pair(a: Record, b: Record) -> Pair | None:
