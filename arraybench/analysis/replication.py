@@ -57,6 +57,7 @@ FIXED = "fixed"  # --processes N: the count was given
 ENDED = "not timed"  # a process failed, or the cell was skipped: more would not help
 DECIDED = "decided"  # every pair it is part of has its verdict
 OUT_OF_REACH = "out of reach"  # its open pairs are too near 1 for the most processes to decide
+UNPAIRED = "unpaired"  # the other sides of its open pairs got no more processes
 
 EXPLAINED = {
     CONVERGED: "its interval reached the target",
@@ -67,6 +68,8 @@ EXPLAINED = {
     DECIDED: "every comparison it is part of was decided",
     OUT_OF_REACH: "the comparisons it is part of that are still open lie too near 1 for the most "
                   "processes allowed to decide them",
+    UNPAIRED: "the other sides of the comparisons it is part of that are still open got no more "
+              "processes, so another of its own would be compared with nothing",
 }
 
 #: A pair counts as answered when it is faster or slower, or level within this share either way.

@@ -7,7 +7,7 @@ an unfinished run, ``outdir``) ask the same object, under the run's replication 
 from __future__ import annotations
 
 from .pairs import paired_ratio
-from .replication import ANSWERED_LEVEL, Decision, decide, policy_for
+from .replication import ANSWERED_LEVEL, UNPAIRED, Decision, decide, policy_for
 from ..model.cell import Config, case_key
 from ..model.journal import JournalState
 from ..model.replicate import Replicate
@@ -29,8 +29,8 @@ class RunState:
         # Workers that died before they were ready (not journalled, so --resume retries them).
         self.start_failures: dict[Config, str] = {}
         self._policy = policy_for(options)
-        # by cell: (replicates seen of each cell of its case, decision)
-        self._decisions: dict[str, tuple[tuple[int, ...], Decision]] = {}
+        # by case: (replicates seen of each of its cells, each cell's decision by key)
+        self._decisions: dict[str, tuple[tuple[int, ...], dict[str, Decision]]] = {}
         self._cases: dict[str, list[Cell]] = {}
         for c in cells:
             self._cases.setdefault(case_key(c), []).append(c)
@@ -47,22 +47,48 @@ class RunState:
     def decision(self, cell: Cell) -> Decision:
         """How many replicates the cell wants now, and why it stopped, if it did
         (``analysis.replication``: adaptive cells count what they want now, not what they may)."""
-        case = self._cases.get(case_key(cell), [cell])
+        key = case_key(cell)
+        case = self._cases.get(key, [cell])
         seen = tuple(len(self.replicates.get(c.key, {})) for c in case)
-        cached = self._decisions.get(cell.key)
-        if cached is None or cached[0] != seen:
-            have = self.replicates.get(cell.key, {})
-            open_pairs, reachable = self._open_pairs(cell, case)
-            cached = (seen, decide([r for _, r in sorted(have.items())], self._policy, open_pairs, reachable))
-            self._decisions[cell.key] = cached
-        return cached[1]
+        cached = self._decisions.get(key)
+        if cached is None or cached[0] != seen or cell.key not in cached[1]:
+            cached = (seen, self._decide_case(case if cell in case else [cell]))
+            self._decisions[key] = cached
+        return cached[1][cell.key]
 
-    def _open_pairs(self, cell: Cell, case: list[Cell]) -> tuple[bool | None, bool]:
+    def _decide_case(self, case: list[Cell]) -> dict[str, Decision]:
+        """Each cell's decision, the cells of one case together: a cell that wants another
+        process for its open pairs gets none where none of those pairs' other sides gets one
+        too (``UNPAIRED``), as that process would take turns with nobody it is to be compared
+        with. Stops only spread, so this ends."""
+        have = {c.key: self.replicates.get(c.key, {}) for c in case}
+        partners: dict[str, list[Cell]] = {}
+        decisions: dict[str, Decision] = {}
+        for c in case:
+            open_pairs, reachable, partners[c.key] = self._open_pairs(c, case)
+            decisions[c.key] = decide([r for _, r in sorted(have[c.key].items())], self._policy,
+                                      open_pairs, reachable)
+        changed = True
+        while changed:
+            changed = False
+            for c in case:
+                n, wanted = len(have[c.key]), decisions[c.key]
+                if wanted.stop or wanted.wanted <= n or n < self._policy.least or not partners[c.key]:
+                    continue
+                # A side that has not stopped (it wants more, or is still to measure the
+                # index this one has) may still pair; so may one that has the next index.
+                if not any(not decisions[p.key].stop or n in have[p.key] for p in partners[c.key]):
+                    decisions[c.key] = Decision(n, UNPAIRED)
+                    changed = True
+        return decisions
+
+    def _open_pairs(self, cell: Cell, case: list[Cell]) -> tuple[bool | None, bool, list[Cell]]:
         """(Whether a pair ``cell`` is part of still lacks its answer, None where it has no pair;
-        whether the most processes allowed could answer one of those, ``Ratio.reachable``)."""
+        whether the most processes allowed could answer one of those, ``Ratio.reachable``; the
+        other sides of those that could)."""
         mine = self.replicates.get(cell.key, {})
         answered: list[bool] = []
-        reachable = False
+        reachable: list[Cell] = []
         for other in case:
             if other is cell or other.config in self.unavailable:
                 continue
@@ -71,8 +97,9 @@ class RunState:
             found = paired_ratio([mine[i] for i in common], [theirs[i] for i in common])
             if found is not None:
                 answered.append(found.verdict in ("faster", "slower") or found.within(ANSWERED_LEVEL))
-                reachable |= not answered[-1] and found.reachable(self._policy.most, ANSWERED_LEVEL)
-        return (None if not answered else not all(answered)), reachable
+                if not answered[-1] and found.reachable(self._policy.most, ANSWERED_LEVEL):
+                    reachable.append(other)
+        return (None if not answered else not all(answered)), bool(reachable), reachable
 
     def wanted(self, cell: Cell) -> int:
         """How many replicates the cell should have, given those it has."""

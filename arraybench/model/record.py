@@ -80,8 +80,8 @@ class Record:
     #: How the interval was computed ("t over 6 processes' medians (log scale)").
     ci_method: str = ""
     #: Why the cell got no more processes (``analysis.replication``): "converged", "budget",
-    #: "max_processes", "fixed", "not timed", "decided", "out of reach"; "" while it might have
-    #: got more.
+    #: "max_processes", "fixed", "not timed", "decided", "out of reach", "unpaired"; "" while it
+    #: might have got more.
     replication_stop: str = ""
     #: The counters of its processes together (``usage.combine``): cores, faults, switches, load.
     usage: Usage | None = None

@@ -8,7 +8,7 @@ import random
 from arraybench.analysis import pairs
 from arraybench.analysis.aggregate import aggregate
 from arraybench.analysis.grouping import comparison, decided_winner
-from arraybench.analysis.replication import BUDGET, DECIDED, OUT_OF_REACH, Policy, decide
+from arraybench.analysis.replication import BUDGET, DECIDED, OUT_OF_REACH, UNPAIRED, Decision, Policy, decide
 from arraybench.model.cell import Cell, case_key
 from arraybench.model.pair import Pair
 from arraybench.model.record import Record
@@ -214,3 +214,37 @@ def test_a_pair_that_orders_two_cells_against_their_medians_names_the_winner_and
     [said] = winners([a, b])
     assert said.startswith("On matmul large (n = 2,000), NumPy CPU is fastest at ")
     assert "1.10× faster than JAX CPU" in said and "order them the other way" in said
+
+
+def test_a_cell_whose_open_pairs_lost_their_other_sides_takes_no_process_alone():
+    """NumPy's and JAX's 150 ms matmuls still open after three processes: NumPy's budget is
+    spent, so JAX's fourth process would take turns with nobody it is compared with, and stops
+    too. Where NumPy's budget allows another, both go on."""
+    from arraybench.analysis.run_state import RunState
+    from arraybench.model.options import RunOptions
+
+    def cell(backend: str) -> Cell:
+        return Cell("matmul", "large", 2000, backend, "cpu", "float64", "latency")
+
+    def reps(per_call: list[float], elapsed: float) -> dict[int, Replicate]:
+        return {i: Replicate(status="ok", samples_s=[t * f for f in (1.0, 1.01, 0.99)], number=1, first_call_s=t,
+                             elapsed_s=elapsed, rounds=[0, 1, 2]) for i, t in enumerate(per_call)}
+
+    numpy, jax, torch = cell("numpy"), cell("jax"), cell("torch")
+
+    def state(numpy_elapsed: float) -> RunState:
+        return RunState([numpy, jax, torch], RunOptions(), {
+            numpy.key: reps([0.0100, 0.0100, 0.0100], numpy_elapsed),
+            jax.key: reps([0.0125, 0.0098, 0.0111], 0.05),
+            torch.key: reps([0.0300, 0.0310, 0.0305], 0.05)})
+
+    open_pair = pairs.paired_ratio(list(state(0.05).replicates[numpy.key].values()),
+                                   list(state(0.05).replicates[jax.key].values()))
+    assert open_pair.verdict == "undecided" and open_pair.reachable(6, 0.02)
+
+    spent = state(numpy_elapsed=5.0)
+    assert spent.decision(numpy).stop == BUDGET
+    assert spent.decision(jax) == Decision(3, UNPAIRED)
+    assert spent.decision(torch).stop == DECIDED  # its pairs are decided: it never waited on them
+    allowed = state(numpy_elapsed=0.05)
+    assert allowed.wanted(numpy) == allowed.wanted(jax) == 4
