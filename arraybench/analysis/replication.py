@@ -74,6 +74,12 @@ EXPLAINED = {
 
 #: A pair counts as answered when it is faster or slower, or level within this share either way.
 ANSWERED_LEVEL = 0.02
+#: The budget of a cell with an open pair, in times ``--max-time``, where other processes loaded
+#: some of its turns and left others quiet (``decide``). Its quiet turns are few, a process's
+#: verdict rests on a turn or two a side, and three processes give a t interval 4.3 standard
+#: errors wide: under a tenant's bursts, 150 ms matmuls 0.87-0.90x apart stopped at 3-4
+#: processes on three times the budget, undecided in most runs.
+BETWEEN_BURSTS = 5
 #: The share of turns that must have been quiet for the machine to count as resting between
 #: bursts: a cell's budget then pays only for its quiet turns, and a case short of quiet rounds
 #: takes more (``executors/turns``).
@@ -169,14 +175,15 @@ def decide(replicates: Sequence[Replicate], policy: Policy, open_pairs: bool | N
         return Decision(n, MOST)
     # A verdict still open may spend twice the budget: processes are what decide it, and a busy
     # machine makes each cost more; a cell with no pair to decide stops at the budget. Where other
-    # processes loaded some of its turns and left others quiet, the budget (three times) pays for
-    # the quiet ones: the pairs leave the loaded turns out, so those bought nothing, and another
-    # process will find quiet turns between the bursts as these did. A machine loaded throughout
-    # pays for every turn, or each open cell would take the most processes for nothing.
+    # processes loaded some of its turns and left others quiet, the budget (``BETWEEN_BURSTS``
+    # times) pays for the quiet ones: the pairs leave the loaded turns out, so those bought
+    # nothing, and another process will find quiet turns between the bursts as these did. A
+    # machine loaded throughout pays for every turn, or each open cell would take the most
+    # processes for nothing.
     between_bursts = bool(open_pairs) and rested(timed) and any(r.busy_rounds for r in timed)
     loaded = [busy_s(r) if between_bursts else 0.0 for r in timed]
     next_cost = sum(cost_s(r) - s for r, s in zip(timed, loaded)) / len(timed)
-    budget = policy.budget_s * (3 if between_bursts else 2 if open_pairs else 1)
+    budget = policy.budget_s * (BETWEEN_BURSTS if between_bursts else 2 if open_pairs else 1)
     if spent_s(timed, policy.least) - sum(loaded) + next_cost > budget:
         return Decision(n, BUDGET)
     return Decision(n + 1)

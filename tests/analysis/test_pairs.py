@@ -8,7 +8,7 @@ import random
 from arraybench.analysis import pairs
 from arraybench.analysis.aggregate import aggregate
 from arraybench.analysis.grouping import comparison, decided_winner
-from arraybench.analysis.replication import BUDGET, DECIDED, OUT_OF_REACH, UNPAIRED, Decision, Policy, decide
+from arraybench.analysis.replication import BETWEEN_BURSTS, BUDGET, DECIDED, OUT_OF_REACH, UNPAIRED, Decision, Policy, decide
 from arraybench.model.cell import Cell, case_key
 from arraybench.model.pair import Pair
 from arraybench.model.record import Record
@@ -178,6 +178,13 @@ def test_a_cell_whose_loaded_turns_bought_nothing_gets_another_process_for_its_o
     reps = [Replicate(status="ok", samples_s=[0.15, 0.3, 0.3], number=1, first_call_s=0.15, elapsed_s=1.05,
                       rounds=[0, 1, 2], busy_rounds=[1, 2]) for _ in range(3)]
     assert decide(reps, policy, open_pairs=True).wanted == 4
+    # Five such processes, each 2 s to start and warm up: 4.65 s of quiet turns and start-ups,
+    # within BETWEEN_BURSTS times the budget, so a sixth; more than that and it stops.
+    slow = [Replicate(status="ok", samples_s=[0.15, 0.3, 0.3], number=1, first_call_s=0.15, elapsed_s=2.0,
+                      rounds=[0, 1, 2], busy_rounds=[1, 2]) for _ in range(5)]
+    assert BETWEEN_BURSTS * policy.budget_s > 4.65 and decide(slow, policy, open_pairs=True).wanted == 6
+    assert decide(slow, Policy(least=3, most=6, rel_ci=0.02, budget_s=4.6 / BETWEEN_BURSTS),
+                  open_pairs=True).stop == BUDGET
     # Loaded throughout: each turn is paid for, and the cell stops at its budget.
     for rep in reps:
         rep.busy_rounds = [0, 1, 2]
