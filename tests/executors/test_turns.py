@@ -134,3 +134,80 @@ def test_one_worker_of_a_configuration_reports_its_code_paths_and_the_record_kee
     assert [("cpu_capability" in info) for info in reports].count(True) == 1
     assert results.environment["backends"]["torch/cpu"]["cpu_capability"]
     assert journal.read(out).worker_info[("torch", "cpu", "")]["cpu_capability"]
+
+
+@arraybench.workload(sizes={"small": 8}, namespace="native", reference=lambda x: x + 0.0)
+def paced_by_variant(xp, x):
+    """2 ms a call, or 6 ms where the variant sets ARRAYBENCH_TEST_SLOWER: a pair 3x apart."""
+    time.sleep(0.006 if os.environ.get("ARRAYBENCH_TEST_SLOWER") else 0.002)
+    return x + 0.0
+
+
+def test_processes_after_one_that_put_every_pair_far_apart_sample_half_their_budget(tmp_path):
+    """The first process of each side samples its budget; where its pair read 3x on a quiet
+    machine, the next two sample for half of it: their verdict rests on the spread between
+    processes. (Rounds another process loaded leave the pair open: then they sample in full.)"""
+    from arraybench.executors.worker_setup import answered_before
+
+    results: Results = arraybench.run(
+        [paced_by_variant], backends="numpy", devices="cpu",
+        variants={"fast": {}, "slow": {"ARRAYBENCH_TEST_SLOWER": "1"}},
+        processes=3, max_time=0.6, min_samples=9, rel_ci=1e-4, output_dir=tmp_path / "out", store=False,
+        plots=False)
+    records = [r for r in results.records if r.status == "ok"]
+    assert len(records) == 2
+
+    class Run:  # the run's handle, as answered_before read it before each process
+        cells = [r.cell for r in records]
+
+        def replicates_of(self, cell: Cell) -> dict:
+            return dict(enumerate(next(r for r in records if r.cell.key == cell.key).replicates))
+
+        def is_unavailable(self, config) -> bool:
+            return False
+
+    for record in records:
+        first, *later = record.replicates
+        assert first.stop_reason == "budget" and len(first.samples_s) > 3
+        for index, rep in enumerate(later, start=1):
+            brief = answered_before(Run(), record.cell, index)
+            assert rep.stop_reason == ("answered" if brief else "budget")
+            if brief:  # about half the first's samples (each sample lasts a batch of calls)
+                assert 3 <= len(rep.samples_s) < 0.8 * len(first.samples_s)
+        if not any(rep.busy_rounds for r in records for rep in r.replicates[:1]):
+            assert [rep.stop_reason for rep in later] == ["answered"] * 2
+    [pair] = results.pairs
+    assert pair.verdict in ("faster", "slower") and pair.processes == 3
+
+
+def test_a_cell_is_sampled_briefly_only_where_earlier_processes_put_every_pair_far_apart():
+    from arraybench.executors.worker_setup import answered_before
+    from arraybench.model.replicate import Replicate
+
+    def cell(backend: str) -> Cell:
+        return Cell("sort", "small", 1000, backend, "cpu", "float64", "latency")
+
+    def rep(per_call: float, busy: tuple[int, ...] = ()) -> Replicate:
+        return Replicate(status="ok", samples_s=[per_call * f for f in (1.0, 1.01, 0.99, 1.0)], number=1,
+                         rounds=[0, 1, 2, 3], busy_rounds=list(busy))
+
+    class Run:  # the part of a run's handle that answered_before reads
+        def __init__(self, replicates: dict[str, dict[int, Replicate]]) -> None:
+            self.cells = [cell("numpy"), cell("torch"), cell("jax")]
+            self.replicates = replicates
+
+        def replicates_of(self, c: Cell) -> dict[int, Replicate]:
+            return self.replicates.get(c.key, {})
+
+        def is_unavailable(self, config) -> bool:
+            return False
+
+    numpy, torch, jax = cell("numpy"), cell("torch"), cell("jax")
+    run = Run({numpy.key: {0: rep(1e-3)}, torch.key: {0: rep(1.1e-3)}, jax.key: {0: rep(1e-2)}})
+    assert answered_before(run, jax, 1)  # 10x from both
+    assert not answered_before(run, numpy, 1)  # 1.1x from PyTorch: its pair is still open
+    assert not answered_before(run, jax, 0)  # nothing before the first process
+    # A first process whose rounds other processes loaded says nothing of the quiet machine.
+    loaded = Run({numpy.key: {0: rep(1e-3, busy=(0, 1, 2, 3))}, torch.key: {0: rep(1.1e-3)},
+                  jax.key: {0: rep(1e-2)}})
+    assert not answered_before(loaded, jax, 1)
