@@ -268,6 +268,13 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
                     done_at.setdefault((id(side), i), taken[(id(side), i)])
                     if msg.error:
                         side.sampling.discard(i)  # a cell that failed takes no more turns
+                elif done_at.pop((id(side), i), None) is not None:
+                    # Done, then not: a turn after its own rule had ended found its calls far
+                    # faster than calibrated, and its batch grew (``Sampling._regrow``), the
+                    # samples before taken back as warm-up. It samples by its own rule again:
+                    # left to end with the rounds it pairs on for, it kept none.
+                    still[id(side)].add(i)
+                    per_call.pop((id(side), i), None)
             ended = time.monotonic()
             spent[key] = spent.get(key, 0.0) + ended - began
             if group and not watch.busy(began, ended):  # the reads so far: enough to go on

@@ -211,3 +211,38 @@ def test_a_cell_is_sampled_briefly_only_where_earlier_processes_put_every_pair_f
     loaded = Run({numpy.key: {0: rep(1e-3, busy=(0, 1, 2, 3))}, torch.key: {0: rep(1.1e-3)},
                   jax.key: {0: rep(1e-2)}})
     assert not answered_before(loaded, jax, 1)
+
+
+_CALLS = 0
+
+
+@arraybench.workload(sizes={"small": 8}, namespace="native", reference=lambda x: x + 0.0)
+def fast_after_eight_calls(xp, x):
+    """Variant "late": 12 ms a call for its first eight calls (the first, two warm-up calls, five
+    samples), then microseconds; otherwise 6 ms a call throughout."""
+    global _CALLS
+    _CALLS += 1
+    if not os.environ.get("ARRAYBENCH_TEST_LATE"):
+        time.sleep(0.006)
+    elif _CALLS <= 8:
+        time.sleep(0.012)
+    return x + 0.0
+
+
+def test_a_cell_whose_batch_grew_after_its_own_sampling_ended_samples_again(tmp_path):
+    """The "late" side ends its own sampling on 12 ms calls and pairs on beside the 6 ms side;
+    its next call takes microseconds, so its batch grows and its samples go back as warm-up. It
+    then samples by its own rule again: a cell left with the rounds it paired on for ended with
+    no sample at all (PyTorch's 100x100 matmul, calibrated under a tenant's burst)."""
+    results: Results = arraybench.run(
+        [fast_after_eight_calls], backends="numpy", devices="cpu",
+        variants={"late": {"ARRAYBENCH_TEST_LATE": "1"}, "steady": {}},
+        processes=1, max_time=0.05, min_samples=3, rel_ci=1e-4, output_dir=tmp_path / "out", store=False,
+        plots=False)
+    for record in results.records:
+        [rep] = record.replicates
+        assert rep.status == "ok" and rep.stop_reason in ("budget", "converged")
+        assert len(rep.samples_s) >= 3 and len(rep.rounds) == len(rep.samples_s)
+    late = next(r for r in results.records if r.environment == "late")
+    if late.replicates[0].number > 1:  # it regrew: its samples are of the fast calls alone
+        assert max(late.replicates[0].samples_s) < 1e-3
