@@ -152,7 +152,7 @@ def test_processes_after_one_that_put_every_pair_far_apart_sample_half_their_bud
     results: Results = arraybench.run(
         [paced_by_variant], backends="numpy", devices="cpu",
         variants={"fast": {}, "slow": {"ARRAYBENCH_TEST_SLOWER": "1"}},
-        processes=3, max_time=0.6, min_samples=9, rel_ci=1e-4, output_dir=tmp_path / "out", store=False,
+        processes=3, max_time=0.3, min_samples=9, rel_ci=1e-4, output_dir=tmp_path / "out", store=False,
         plots=False)
     records = [r for r in results.records if r.status == "ok"]
     assert len(records) == 2
