@@ -23,7 +23,6 @@ from typing import Protocol, Sequence
 from ..model.replicate import Replicate
 from ..model.timer_settings import TimerSettings
 from .intervals import replicate_interval
-from .pairs import Ratio
 
 
 class Asked(Protocol):
@@ -81,12 +80,6 @@ ANSWERED_LEVEL = 0.02
 #: errors wide: under a tenant's bursts, 150 ms matmuls 0.87-0.90x apart stopped at 3-4
 #: processes on three times the budget, undecided in most runs.
 BETWEEN_BURSTS = 5
-#: A cell whose every pair the processes so far found this far apart (the nearer end of the
-#: pair's interval, either way) samples for half its budget in the processes after: its
-#: verdicts rest on the spread between processes, which more samples in each would not narrow.
-#: Half again: JAX's FFT at n = 10^6 ran at 18 ms in some processes and 26-30 ms in others, so
-#: one process can put a pair 1.12x apart at 1.4x.
-FAR_APART = 1.5
 #: The share of turns that must have been quiet for the machine to count as resting between
 #: bursts: a cell's budget then pays only for its quiet turns, and a case short of quiet rounds
 #: takes more (``executors/turns``).
@@ -227,10 +220,3 @@ def timer_settings(options: Asked) -> TimerSettings:
         warmup_s=options.warmup,
         cold=options.cold,
     )
-
-
-def far_apart(ratios: Sequence[Ratio]) -> bool:
-    """Whether every one of a cell's pairs (``ratios``, at least one) lies ``FAR_APART`` or
-    further, its interval's nearer end included, from rounds no other process loaded."""
-    return bool(ratios) and all(not r.loaded and (r.low >= FAR_APART or r.high <= 1 / FAR_APART)
-                                for r in ratios)

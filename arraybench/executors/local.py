@@ -45,8 +45,8 @@ from .pool import PER_TEST, current as shared_pool
 from .listeners import Listener, OtherState, attach_other_state, large
 from .turns import take_turns
 from .worker_process import STARTUP_TIMEOUT_S, StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
-from .worker_setup import (allocator_note, allocator_state, answered_before, job_for, judged_before,
-                           other_state_beside, other_state_wanted, worker_variables)
+from .worker_setup import (allocator_note, allocator_state, job_for, judged_before, other_state_beside,
+                           other_state_wanted, worker_variables)
 
 __all__ = ["LocalExecutor"]
 
@@ -182,8 +182,7 @@ class LocalExecutor:
             left = take_turns(session, plan, start, timeout=options.timeout, startup_timeout=STARTUP_TIMEOUT_S,
                               seed=hash((options.seed, index, "turns")) & 0xFFFFFFFF, extra=extra,
                               start_extra=start_other, before_prepare=self._early.hold, keep=self._keep,
-                              judged=lambda cell: judged_before(session.replicates_of(cell), index),
-                              brief=lambda cell: answered_before(session, cell, index))
+                              judged=lambda cell: judged_before(session.replicates_of(cell), index))
             for config, held in helds.items():
                 if held and config in others:
                     others[config].attach(held)

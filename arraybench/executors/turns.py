@@ -85,8 +85,7 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
                start_extra: StartWorker | None = None,
                before_prepare: Callable[[], None] | None = None,
                keep: Callable[[WorkerProcess], bool] | None = None,
-               judged: Callable[[Cell], bool] | None = None,
-               brief: Callable[[Cell], bool] | None = None) -> dict[Config, list[Cell]]:
+               judged: Callable[[Cell], bool] | None = None) -> dict[Config, list[Cell]]:
     """Measure ``plan`` (each configuration's cells) with its workers taking turns; the cells
     that are left to measure on their own (a worker that crashed or hung), by configuration.
 
@@ -98,8 +97,6 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
     before the first one prepares: from then on the cells are timed. ``keep(worker)`` may keep a
     worker that finished cleanly for another run (``pool``): True where it did. ``judged(cell)``:
     whether an earlier process judged the cell's result already (its worker does not again).
-    ``brief(cell)``: whether earlier processes answered every pair of the cell's (its worker
-    samples it for part of its budget). Neither is asked of the ``extra`` sides, which pair with nothing.
     """
     rng = random.Random(seed)
     every: list[_Side] = []  # each worker started, closed at the end whatever happened
@@ -121,9 +118,8 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
         for side in sides:
             mine = [i for i, c in enumerate(side.cells) if c.key in side.remaining]
             done = [i for i in mine if judged is not None and judged(side.cells[i])]
-            short = [i for i in mine if brief is not None and not side.extra and brief(side.cells[i])]
             only = mine if len(mine) < len(side.cells) else None
-            side.worker.send(Prepare(only=only, judged=done, brief=short).to_json())
+            side.worker.send(Prepare(only=only, judged=done).to_json())
             if _until(session, side, Prepared, left):
                 side.sampling = {i for i, c in enumerate(side.cells) if c.key in side.remaining}
                 side.worker.pause()

@@ -1,27 +1,24 @@
 """What a run's worker is started with: its job, its variables (threads, the allocator's state,
 its environment's own) and the name its log goes by; which replicates are measured in the
-other allocator state too; which cells' results it need not judge again, and which it need
-sample only briefly."""
+other allocator state too; and which cells' results it need not judge again."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from ..analysis.pairs import paired_ratio
-from ..analysis.replication import far_apart, timer_settings
+from ..analysis.replication import timer_settings
 from ..host import environments
 from ..host.allocator import choice_ignored, uncontrolled_reason, with_state
 from ..host.threads import worker_env
 from ..model.allocator import HEADLINE
-from ..model.cell import Cell, Config, case_key
+from ..model.cell import Cell, Config
 from ..model.options import RunOptions
 from ..model.replicate import Replicate
 from ..worker.protocol import Job
 from ..workloads.shipping import SHIPPED_NAME
-from .base import RunHandle
 
-__all__ = ["allocator_note", "allocator_state", "answered_before", "job_for", "judged_before", "other_state_beside",
+__all__ = ["allocator_note", "allocator_state", "job_for", "judged_before", "other_state_beside",
            "other_state_wanted", "worker_variables"]
 
 
@@ -33,24 +30,6 @@ def judged_before(replicates: dict[int, Replicate], index: int) -> bool:
     judged wrong has no later process; one whose first process failed is judged by the next."""
     return any(i < index and rep.status == "ok" and rep.max_rel_error is not None
                for i, rep in replicates.items())
-
-
-def answered_before(session: RunHandle, cell: Cell, index: int) -> bool:
-    """Whether the processes before ``index`` found every pair ``cell`` is part of far apart
-    (``replication.far_apart``): its ``index``-th process then samples it for part of its
-    budget, as the spread between processes, not a tighter median in each, is what its
-    verdicts rest on."""
-    mine = {i: rep for i, rep in session.replicates_of(cell).items() if i < index}
-    ratios = []
-    for other in session.cells:
-        if other.key == cell.key or case_key(other) != case_key(cell) or session.is_unavailable(other.config):
-            continue
-        theirs = session.replicates_of(other)
-        common = sorted(set(mine) & set(theirs))
-        found = paired_ratio([mine[i] for i in common], [theirs[i] for i in common])
-        if found is not None:  # no turns together (the other side skipped or failed): no pair
-            ratios.append(found)
-    return far_apart(ratios)
 
 
 def other_state_index(options: RunOptions) -> int:

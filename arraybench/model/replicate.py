@@ -47,8 +47,7 @@ class Replicate:
     number: int | None = field(default=None, metadata={"min": 1})
     first_call_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
     warmup_calls: int | None = field(default=None, metadata=_NON_NEGATIVE)
-    #: Why sampling ended: "converged", "budget", "max_samples", "answered" (part of its budget:
-    #: earlier processes answered its pairs), "stopped", "error".
+    #: Why sampling ended: "converged", "budget", "max_samples", "stopped", "error".
     stop_reason: str = ""
     elapsed_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
     max_rel_error: float | None = field(default=None, metadata=_NON_NEGATIVE)

@@ -191,7 +191,6 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     channel.send(Ready(info=_info(backend, started, job.describe), pid=os.getpid(),
                        ends_alone=footprint_too and energy_metered(backend)))
     judged: set[int] = set()
-    brief: set[int] = set()
     only: set[int] | None = None
     if job.turns:
         word = _told_to_prepare()
@@ -199,7 +198,6 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
             channel.send(Done(stopped=True))
             return
         judged = set(word.judged)
-        brief = set(word.brief)
         only = None if word.only is None else set(word.only)
 
     # Each cell collects garbage before its timed loops and before its memory peak: out of the
@@ -278,7 +276,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
             continue
         try:
             p = prepare(backend, wl, cell, settings, references, seed=job.seed, flush=flush,
-                        check=job.allocator != OTHER and i not in judged, answered=i in brief)
+                        check=job.allocator != OTHER and i not in judged)
         except Exception as exc:  # prepare reports its own errors; this is a last resort
             channel.send(ReplicateDone(cell.key, Replicate.ended("failed", describe_exception(exc))))
             continue

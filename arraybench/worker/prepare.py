@@ -51,12 +51,11 @@ class Prepared:
 
 def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
             references: ReferenceCache, *, seed: int = 0,
-            flush: Callable[[], None] | None = None, check: bool = True, answered: bool = False) -> Prepared:
+            flush: Callable[[], None] | None = None, check: bool = True) -> Prepared:
     """Everything before sampling: inputs, binding, first call, warm-up, calibration, check.
 
     ``check=False``: the result is not judged here (the same cell in the other allocator state,
     or in a later process: an earlier one judged the same arithmetic on the same inputs).
-    ``answered``: earlier processes answered the cell's pairs (``Sampling.answered``).
     """
     rep = Replicate()
     try:
@@ -121,7 +120,6 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
             raise ForeignResult(numpy_watch.reason())
         stage = "warming up" if cell.mode != "compiled" else "warming up (compiled)"
         run = timer.start(settings, first=first)
-        run.answered = answered
         _say_how_restored(timer, rep)
         if cell.mode == "compiled":
             rep.warnings += backend.compile_notes()

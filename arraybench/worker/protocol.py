@@ -211,13 +211,11 @@ class Prepare(_ParentLine):
     measure, by index in the job (None: all): a worker started before the run knew which of its
     cells it would need measures those. ``judged``: those whose result an earlier process of the
     run judged already; this one times them without judging the same arithmetic on the same
-    inputs again. ``brief``: those whose every pair earlier processes found far apart; this one
-    samples them for part of their budget (``Sampling.answered``)."""
+    inputs again."""
 
     EVENT: ClassVar[str] = "prepare"
     only: list[int] | None = field(default=None, metadata={"min": 0})
     judged: list[int] = field(default_factory=list, metadata={"min": 0})
-    brief: list[int] = field(default_factory=list, metadata={"min": 0})
 
 
 #: The turn that ends the turns: finish every cell.

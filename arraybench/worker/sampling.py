@@ -98,10 +98,6 @@ class Sampling:
         self.regrown = 0
         #: The last sample was taken back with those before it, its batch regrown.
         self.regrew_last = False
-        #: Earlier processes answered every pair the cell is part of
-        #: (``executors/worker_setup.answered_before``): sampling stops at ``ANSWERED_SHARE`` of
-        #: the budget, as a tighter median in this process would answer nothing more.
-        self.answered = False
 
     @property
     def done(self) -> bool:
@@ -202,8 +198,6 @@ class Sampling:
         if n >= s.min_samples:
             if stopping.relative_ci_halfwidth(self.samples) <= s.rel_ci:
                 return "converged"
-            if self.answered and self.sampling_s >= s.budget_s * ANSWERED_SHARE:
-                return ANSWERED
             if self.sampling_s >= s.budget_s:
                 return "budget"
         return ""
@@ -251,13 +245,6 @@ def warmed_up(calls: int, spent_s: float, last_s: float, settings: TimerSettings
         return True
     return calls >= 1 and spent_s >= settings.warmup_s and (calls >= 2 or last_s >= SLOW_CALL_S)
 
-
-#: Why a cell's sampling stopped at ``ANSWERED_SHARE`` of its budget (``Sampling.answered``).
-#: Not at its fewest samples: a process's median of three samples is no estimate where a call's
-#: time is bimodal (JAX's 1,000-element calls took 33 or 100 us, sample by sample, and three
-#: samples put one process's median at 127 us, where twenty put it at 52).
-ANSWERED = "answered"
-ANSWERED_SHARE = 0.5
 
 #: A sample over which resident memory grew more than this is warm-up (``take_back_warmup``).
 WARMUP_GROWTH_BYTES = 1 << 20
