@@ -159,7 +159,7 @@ def test_a_cell_whose_batch_grew_after_its_own_sampling_ended_samples_again(tmp_
     no sample at all (PyTorch's 100x100 matmul, calibrated under a tenant's burst)."""
     results: Results = arraybench.run(
         [fast_after_eight_calls], backends="numpy", devices="cpu",
-        variants={"late": {"ARRAYBENCH_TEST_LATE": "1"}, "steady": {}},
+        variants={"late": {"ARRAYBENCH_TEST_LATE": "1"}, "steady": {"ARRAYBENCH_TEST_LATE": ""}},
         processes=1, max_time=0.05, min_samples=3, rel_ci=1e-4, output_dir=tmp_path / "out", store=False,
         plots=False)
     for record in results.records:
