@@ -1,9 +1,9 @@
 """Does arraybench time NPBench's kernels as NPBench does? The JAX/NumPy ratio, both ways, for 53 kernels.
 
-NPBench (spcl/npbench, vendored under ``benchmarks/npbench/``, BSD-3-Clause) times each kernel in a
-plain process: ``initialize`` builds the data, a first call compiles (JAX) and validates, then
-``timeit.repeat(number=1, repeat=10)`` with every array argument copied in the setup, outside the
-timer, and JAX's call wrapped in ``jax.block_until_ready``; its figure is the median.
+NPBench (spcl/npbench) times each kernel in a plain process: ``initialize`` builds the data, a
+first call compiles (JAX) and validates, then ``timeit.repeat(number=1, repeat=10)`` with every
+array argument copied in the setup, outside the timer, and JAX's call wrapped in
+``jax.block_until_ready``; its figure is the median.
 
 This script times every kernel with a JAX implementation both ways, at NPBench's "S" preset:
 
@@ -20,8 +20,11 @@ kernels' ratios agree within [0.67, 1.5]x. arraybench's headline is the allocato
 ``model/allocator``); ``--plain-env reused`` runs the plain processes in that state too, which
 separates what the state does from what the harness does.
 
-Run from the repository root: ``nice python benchmarks/npbench_agreement.py`` (a few minutes on two
-cores; ``--kernels ludcmp,symm`` for some). On a shared machine the figures are indicative.
+NPBench's code is read from a checkout the user keeps, not from this repository: ``git clone
+https://github.com/spcl/npbench``, then from the repository root ``nice python
+benchmarks/npbench_agreement.py --npbench PATH/TO/npbench`` (or set ``ARRAYBENCH_NPBENCH``; a few
+minutes on two cores; ``--kernels ludcmp,symm`` for some). On a shared machine the figures are
+indicative.
 """
 
 from __future__ import annotations
@@ -83,10 +86,12 @@ def _literal(value: Any) -> str:
     return repr(value)
 
 
-def workload_source(kernels: list[str], preset: str) -> str:
-    """(b): a workload file defining each kernel as an arraybench workload, NumPy's and JAX's code."""
+def workload_source(kernels: list[str], preset: str, root: Path) -> str:
+    """(b): a workload file defining each kernel as an arraybench workload, NumPy's and JAX's code
+    read from the NPBench checkout at ``root``."""
     lines = ["import sys", "import numpy as np", "import arraybench",
-             f"sys.path.insert(0, {str(HERE / 'npbench')!r})", "import loader", "",
+             f"sys.path.insert(0, {str(HERE / 'npbench')!r})", "import loader",
+             f"loader.use({str(root)!r})", "",
              "def _arrays(name, preset):",
              "    bench, data = loader.info(name), loader.data(name, preset)",
              "    out = {}",
@@ -120,25 +125,35 @@ def ratio(jax_s: float | None, numpy_s: float | None) -> float | None:
     return jax_s / numpy_s if jax_s and numpy_s else None
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    """Time the kernels both ways and print the table; 2 where no NPBench checkout is named."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--kernels", default="", help="comma-separated short names (default: all 53)")
+    parser.add_argument("--kernels", default="", help="comma-separated short names (default: every one with a JAX kernel, 53 at f2d7f27)")
     parser.add_argument("--preset", default="S")
     parser.add_argument("--plain-env", choices=("user", "reused"), default="user",
                         help="the plain processes' allocator: the caller's (NPBench's), or arraybench's headline")
     parser.add_argument("--max-time", type=float, default=0.3, help="arraybench's seconds of sampling per cell")
-    args = parser.parse_args()
+    parser.add_argument("--npbench", metavar="DIR", default=None,
+                        help=f"an NPBench checkout (default: ${loader.ENV})")
+    args = parser.parse_args(argv)
+    try:
+        root = loader.locate(args.npbench)
+    except loader.NoCheckout as exc:
+        print(f"npbench_agreement: {exc}", file=sys.stderr)
+        return 2
+    loader.use(root)
     kernels = args.kernels.split(",") if args.kernels else loader.names()
     started = time.perf_counter()
 
-    env = dict(os.environ)
+    # The plain processes find the checkout as loader does when not told: by the variable.
+    env = dict(os.environ, **{loader.ENV: str(root)})
     if args.plain_env == "reused":
         env.update(allocator_env("reused"))
     plain = {lib: plain_times(lib, kernels, args.preset, env) for lib in ("numpy", "jax")}
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "npbench_workloads.py"
-        path.write_text(workload_source(kernels, args.preset))
+        path.write_text(workload_source(kernels, args.preset, root))
         results = arraybench.run([f"npb_{k}" for k in kernels], workload_files=[str(path)],
                                  backends="numpy,jax", devices="cpu", dtype="float64", processes=2,
                                  max_processes=2, max_time=args.max_time, store=False, plots=False,
@@ -182,6 +197,7 @@ def main() -> None:
         print(f"JAX/NumPy {kind}-time ratios within [{AGREE[0]}, {AGREE[1]}]x of NPBench's own: "
               f"{agree} of {compared} kernels")
     print(f"({time.perf_counter() - started:.0f} s)")
+    return 0
 
 
 def cpu_per_call(r: Any) -> float | None:
@@ -213,4 +229,4 @@ def yes(ok: bool | None) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

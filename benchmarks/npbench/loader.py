@@ -1,9 +1,12 @@
-"""NPBench's kernels as vendored under ``kernels/``: their settings, inputs and implementations.
+"""NPBench's kernels, read from a checkout of spcl/npbench the user names: settings, inputs, code.
 
-Vendored from spcl/npbench (BSD-3-Clause, ``LICENSE`` here) at commit f2d7f27: for each of the 53
-benchmarks with a JAX implementation, its ``bench_info`` JSON, its ``initialize`` module and its
-``_numpy``/``_jax`` kernels, unchanged. This module imports only NumPy and the standard library, so
-the plain-process runner (``plain.py``) and arraybench's workers load the kernels the same way.
+NPBench's code is not in this repository; the user keeps a checkout (``git clone
+https://github.com/spcl/npbench``) and names its folder with ``--npbench DIR`` or the environment
+variable ``ARRAYBENCH_NPBENCH``. Its layout: ``bench_info/<benchmark>.json`` (the settings, the
+``relative_path`` and ``module_name``), and under ``npbench/benchmarks/<relative_path>/`` the
+``initialize`` module and the ``_numpy``/``_jax`` kernels. This module imports only NumPy and the
+standard library, so the plain-process runner (``plain.py``) and arraybench's workers load the
+kernels the same way.
 """
 
 from __future__ import annotations
@@ -11,33 +14,89 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import os
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
 import numpy as np
 
-KERNELS = Path(__file__).resolve().parent / "kernels"
+ENV = "ARRAYBENCH_NPBENCH"
+HOW_TO_GET = ("git clone https://github.com/spcl/npbench and pass its folder as --npbench DIR "
+              f"(or set {ENV})")
+_root: Path | None = None
 _MODULES: dict[str, ModuleType] = {}
 
 
+class NoCheckout(Exception):
+    """No usable NPBench checkout was named; the message says which and how to get one."""
+
+
+def locate(given: str | None = None) -> Path:
+    """The NPBench checkout named by ``given`` or by ``ARRAYBENCH_NPBENCH``, checked to hold
+    ``bench_info/``; raises :class:`NoCheckout` with a one-line message otherwise."""
+    named = given or os.environ.get(ENV)
+    if not named:
+        raise NoCheckout(f"no NPBench checkout named: {HOW_TO_GET}")
+    root = Path(named).expanduser().resolve()
+    if not (root / "bench_info").is_dir():
+        raise NoCheckout(f"{root} is not an NPBench checkout (no bench_info/): {HOW_TO_GET}")
+    return root
+
+
+def use(root: Path | str) -> None:
+    """Read kernels from the checkout at ``root`` from now on, in this process."""
+    global _root
+    _root = Path(root)
+    _MODULES.clear()
+    _infos.cache_clear()
+    info.cache_clear()
+    implementation.cache_clear()
+
+
+def _checkout() -> Path:
+    # A process that was not told (a worker, plain.py) finds the checkout its parent named.
+    if _root is None:
+        use(locate())
+    assert _root is not None
+    return _root
+
+
+@functools.cache
+def _infos() -> dict[str, dict[str, Any]]:
+    """Every benchmark's ``bench_info`` (its ``"benchmark"`` object), by its short name."""
+    out = {}
+    for path in sorted((_checkout() / "bench_info").glob("*.json")):
+        bench = json.loads(path.read_text())["benchmark"]
+        out[bench["short_name"]] = bench
+    return out
+
+
+def _path(name: str, suffix: str) -> Path:
+    bench = info(name)
+    return (_checkout() / "npbench" / "benchmarks" / bench["relative_path"]
+            / f"{bench['module_name']}{suffix}.py")
+
+
 def names() -> list[str]:
-    """Every vendored benchmark's short name, sorted."""
-    return sorted(p.parent.name for p in KERNELS.glob("*/bench_info.json"))
+    """The short name of every benchmark with a JAX kernel, sorted."""
+    return sorted(n for n in _infos() if _path(n, "_jax").is_file())
 
 
 @functools.cache
 def info(name: str) -> dict[str, Any]:
     """The benchmark's ``bench_info`` (its ``"benchmark"`` object)."""
-    return json.loads((KERNELS / name / "bench_info.json").read_text())["benchmark"]
+    try:
+        return _infos()[name]
+    except KeyError:
+        raise KeyError(f"NPBench has no benchmark with short name {name!r}") from None
 
 
 def _module(name: str, suffix: str) -> ModuleType:
     # Loaded by path under a name of their own: several benchmarks share module names upstream.
     key = f"npbench_{name}{suffix}"
     if key not in _MODULES:
-        path = KERNELS / name / f"{info(name)['module_name']}{suffix}.py"
-        spec = importlib.util.spec_from_file_location(key, path)
+        spec = importlib.util.spec_from_file_location(key, _path(name, suffix))
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)

@@ -1,5 +1,7 @@
 """Time NPBench kernels as NPBench does, in this plain process: ``python plain.py LIBRARY PRESET NAME...``.
 
+The kernels are read from the NPBench checkout named by ``ARRAYBENCH_NPBENCH`` (``loader``).
+
 The way of NPBench's ``Test.run`` and ``utilities.benchmark``: the data built once by the
 benchmark's ``initialize``; a first call (NPBench's validation run, which is JAX's compile);
 then ``timeit.repeat(stmt, setup, repeat=10, number=1)`` (its loop written out here, to read the

@@ -1,6 +1,0 @@
-import numpy as np
-
-
-def kernel(A, x):
-
-    return (A @ x) @ A
