@@ -18,8 +18,9 @@ from arraybench.worker import selfcheck
 
 from ..conftest import backend_or_skip
 
-LINE = re.compile(r"ratio (\d+\.\d\d), the median of \d+ alternating rounds(; first try \d+\.\d\d)?: "
+LINE = re.compile(r"in the median of \d+ alternating rounds .*; ratio (\d+\.\d\d)(; first try \d+\.\d\d)?: "
                   r"(within|outside) \[0\.8, 1\.25\]$")
+FIGURES = re.compile(r"arraybench ([\d.]+) µs, .* ([\d.]+) µs per call in the median of")
 
 
 def _harness(backend) -> selfcheck.Outcome:
@@ -60,3 +61,18 @@ def test_a_timer_that_adds_to_the_call_fails_the_harness_check(monkeypatch):
     outcome = selfcheck.check_harness(SlowWait("cpu"))
     assert outcome.status == "failed", outcome.detail
     assert "outside [0.8, 1.25]" in outcome.detail and "first try" in outcome.detail
+
+
+def test_the_line_prints_the_two_times_its_ratio_was_made_of():
+    """A JAX doctor run printed "arraybench 83.8 µs, a jax.block_until_ready loop 61 µs per call ...
+    ratio 1.02": times pooled over rounds beside the median of the rounds' ratios, one round
+    slowed by a neighbour. The line now shows the median round's own times."""
+    rounds = [(61e-6, 60e-6), (62e-6, 61e-6), (60e-6, 61e-6), (150e-6, 61e-6), (140e-6, 60e-6),
+              (62.5e-6, 61.2e-6), (61e-6, 62e-6)]
+    outcome = selfcheck.harness_outcome("sum of 32,768 float64", "a jax.block_until_ready loop", [rounds])
+    assert outcome.status == "passed", outcome.detail
+    ours, theirs = map(float, FIGURES.search(outcome.detail).groups())
+    ratio = float(LINE.search(outcome.detail).group(1))
+    assert (ours, theirs, ratio) == (61.0, 60.0, 1.02)
+    assert f"{ours / theirs:.2f}" == f"{ratio:.2f}"
+    assert "rounds 0.98-2.46" in outcome.detail  # the spread the median left out is said
