@@ -16,8 +16,9 @@ The file is the nearest ``pyproject.toml`` from the current folder upwards (``AR
 names another file; set it to an empty string to use none).
 
 Such a file may sit in a parent folder someone else owns (``/tmp/pyproject.toml``), so, as git's
-``safe.directory``: the options that make arraybench run code (``CODE_KEYS``: a workload file, an
-interpreter, environment variables such as ``PYTHONPATH`` or ``LD_PRELOAD``, a Ray cluster) are
+``safe.directory``: the options that choose the code arraybench runs, where its results go or where
+its baselines come from (``OWN_KEYS``: a workload file, an interpreter, environment variables such
+as ``PYTHONPATH`` or ``LD_PRELOAD``, a Ray cluster, a git ref, the store, the output folder) are
 taken only from a file the user owns and no one else may write; and ``trust_folder`` is never
 taken from a file at all: trusting a received folder is a decision made on the command line.
 """
@@ -39,9 +40,12 @@ from .errors import UsageError, unknown_name
 TABLE = "[tool.arraybench]"
 #: A project file beyond this is not one (pyproject.toml files are KiBs).
 MAX_BYTES = 4 << 20
-#: The keys that make arraybench run code of the file's choosing: refused from a file the user
-#: does not own or that others may write.
-CODE_KEYS = frozenset({"workload-file", "python", "variant", "cluster"})
+#: The keys only the user's own file may set, each with what it would let the file choose: refused
+#: from a file the user does not own or that others may write (anyone could have written them).
+OWN_KEYS = {"workload-file": "the code run", "python": "the code run", "variant": "the code run",
+            "cluster": "the code run", "against": "the code run",
+            "store": "where results go and baselines come from", "output-dir": "where results go",
+            "overwrite": "which results are removed"}
 #: Keys only the command line may give: a file never grants trust.
 COMMAND_LINE_ONLY = frozenset({"trust-folder"})
 
@@ -93,10 +97,11 @@ def load(parser: argparse.ArgumentParser, path: Path | None) -> ProjectDefaults:
         raise UsageError(f"{path}: {TABLE} must be a table of options, not {type(table).__name__}")
     actions = _options(parser)
     result = ProjectDefaults(source=path)
-    code = sorted(k for k in table if k.replace("_", "-") in CODE_KEYS)
-    if code and doubt is not None:
-        raise UsageError(f"{path}: {TABLE} sets {', '.join(code)}, which would make arraybench run "
-                         f"code, but the file {doubt}, so it is not used; give these on the command "
+    own = sorted(k for k in table if k.replace("_", "-") in OWN_KEYS)
+    if own and doubt is not None:
+        chosen = " and ".join(dict.fromkeys(OWN_KEYS[k.replace("_", "-")] for k in own))
+        raise UsageError(f"{path}: {TABLE} sets {', '.join(own)}, which would choose {chosen}, "
+                         f"but the file {doubt}, so it is not used; give these on the command "
                          "line, or set ARRAYBENCH_CONFIG to a file of your own (an empty "
                          "ARRAYBENCH_CONFIG uses none)")
     for key, value in table.items():
@@ -122,7 +127,7 @@ def load(parser: argparse.ArgumentParser, path: Path | None) -> ProjectDefaults:
 def _read(path: Path) -> tuple[bytes, str | None]:
     """The project file's bytes: a regular file (a named pipe would block every command, a device
     like /dev/zero would never end) of at most ``MAX_BYTES``; and why it cannot be trusted with
-    code (``distrust``), or None."""
+    ``OWN_KEYS`` (``distrust``), or None."""
     from .model.untrusted import read_regular
 
     st = os.stat(path)  # stat, not open: a named pipe is not opened here
@@ -136,8 +141,8 @@ def _read(path: Path) -> tuple[bytes, str | None]:
 
 
 def distrust(st: os.stat_result) -> str | None:
-    """Why a file with status ``st`` may not choose code for this user to run, or None: another
-    user owns it, or others may write it (then anyone could have put the code there)."""
+    """Why a file with status ``st`` may not choose code for this user to run, nor where results
+    go, or None: another user owns it, or others may write it (then anyone could have chosen)."""
     if hasattr(os, "getuid") and st.st_uid != os.getuid():
         return f"belongs to another user (uid {st.st_uid})"
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):

@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,36 @@ def test_trust_folder_in_a_project_file_is_ignored_and_grants_nothing(tmp_path: 
                       if isinstance(a, argparse._SubParsersAction)).choices["run"]
     args = parse(["run", "-o", "x"], config.load(run_parser, tmp_path / "pyproject.toml"))
     assert args.trust_folder is False
+
+
+@needs_root
+@pytest.mark.parametrize("key", ["against", "store", "output-dir", "output_dir", "overwrite"])
+def test_another_users_project_file_chooses_neither_the_code_nor_where_results_go(tmp_path: Path, key: str):
+    """``against`` would measure a branch's code, ``store`` send the run to (and take baselines
+    from) a store of the file's choosing, ``output-dir`` and ``overwrite`` decide where results go
+    and what is removed: from a file another user owns above the repository each is refused."""
+    theirs = tmp_path / "theirs"
+    value = {"against": '"pr-42"', "store": f'"{theirs / "other.sqlite"}"', "output-dir": f'"{theirs}"',
+             "output_dir": f'"{theirs}"', "overwrite": "true"}[key]
+    below = _tree(tmp_path, f"{key} = {value}\n", uid=OTHER_UID)
+    # The repository below it has a branch whose code leaves MARKER in any Python that starts on it.
+    marker = tmp_path / "MARKER"
+    git = ["git", "-c", "user.email=a@b", "-c", "user.name=a"]
+    subprocess.run([*git, "init", "-q"], cwd=below, check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "base"], cwd=below, check=True)
+    subprocess.run([*git, "checkout", "-q", "-b", "pr-42"], cwd=below, check=True)
+    (below / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'w')\n")
+    subprocess.run([*git, "add", "sitecustomize.py"], cwd=below, check=True)
+    subprocess.run([*git, "commit", "-qm", "pr"], cwd=below, check=True)
+    subprocess.run([*git, "checkout", "-q", "-"], cwd=below, check=True)
+    for argv in (["run", "--workloads", "sort", "--sizes", "8", "--backends", "numpy", "--processes", "1",
+                  "--max-time", "0.05", "--no-plots", "-q"], ["compare", "last"]):
+        done = run_here(*argv, cwd=below, env={"ARRAYBENCH_CONFIG": None})
+        assert done.returncode == 2, done.stderr
+        line = _one_error_line(done.stderr)
+        assert str(tmp_path / "pyproject.toml") in line and f"uid {OTHER_UID}" in line and key in line
+    assert not marker.exists() and not theirs.exists() and not (below / "benchmark_plots").exists()
+    # The same keys from the user's own file are the user's choice: taken.
+    os.chown(tmp_path / "pyproject.toml", os.getuid(), -1)
+    done = run_here("info", cwd=below, env={"ARRAYBENCH_CONFIG": None})
+    assert done.returncode == 0 and f"{key} = " in done.stdout, done.stderr
