@@ -95,6 +95,8 @@ class Comparison:
     #: The test and the correction for many cells, in words.
     test: str = significance.TEST
     correction: str = significance.CORRECTION
+    #: Whether the new run ran to its end: an interrupted one holds only some of its cells.
+    new_complete: bool = True
 
     def __repr__(self) -> str:
         """One line: how many cells, the verdicts, the geometric mean (the cells are in ``changes``;
@@ -196,6 +198,18 @@ class Comparison:
         """Cells valid in the base run that the new run did not measure (skipped: a library whose
         import broke, a GPU gone): a gate that passed them would pass what it never saw."""
         return [c for c in self.changes if is_valid(c.base) and c.new.status == "skipped"]
+
+    def missing(self) -> list[Record]:
+        """Cells the base run measured that the new run does not hold at all (a narrower or an
+        interrupted run): a gate that passed them would pass what it never saw."""
+        return [r for r in self.only_base if r.status == "ok"]
+
+    def incomparable(self) -> list[CellChange]:
+        """Cells the base run measured (ok) that cannot be compared for any reason other than
+        ``broken`` or ``unmeasured`` (sizes that differ, an ok record with no usable time)."""
+        told = {id(c) for c in (*self.broken(), *self.unmeasured())}
+        return [c for c in self.changes if c.verdict == NOT_COMPARABLE and c.base.status == "ok"
+                and id(c) not in told]
 
     def summary(self) -> str:
         """One sentence: the geometric mean and the counts."""
@@ -327,6 +341,7 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
         alpha=alpha,
         environment_differences=(environment_differences(base.environment, new.environment)
                                  + settings_differences(base.settings, new.settings)),
+        new_complete=new.complete,
     )
 
 

@@ -154,6 +154,8 @@ class History:
     tested: int  # pairs of consecutive points tested, across all series
     #: Consecutive pairs not tested because a side had one process: no step can be called there.
     one_process: list[Untested] = field(default_factory=list)
+    #: Each machine's latest run among those read (by machine id), interrupted or not.
+    latest: dict[str, RunInfo] = field(default_factory=dict)
 
     @property
     def one_process_series(self) -> list[Series]:
@@ -173,6 +175,36 @@ class History:
                 if u.after is u.series.points[-1] and u.before.median_s > 0
                 and u.after.median_s / u.before.median_s > 1 + limit]
 
+    def interrupted_latest(self) -> list[RunInfo]:
+        """Machines' latest runs that were interrupted: history leaves them out, so a gate would
+        judge the run before them and pass cells the latest never measured."""
+        return list({r.run_id: r for r in self.latest.values() if not r.complete}.values())
+
+    def unseen_in_latest(self) -> list[Series]:
+        """Series valid in their machine's latest complete run but one that the latest complete run
+        did not measure validly (missing, skipped, failed): a gate passing them passes what it never
+        saw. A series left out of earlier runs too is history, not a gate's business."""
+        out = []
+        for machine, ordered in self._complete_runs().items():
+            if len(ordered) < 2:
+                continue
+            last, before = ordered[-1].run_id, ordered[-2].run_id
+            for s in self.series:
+                if s.machine_id != machine:
+                    continue
+                at = {p.run.run_id: p for p in s.points}
+                if before in at and at[before].valid and not (last in at and at[last].valid):
+                    out.append(s)
+        return out
+
+    def _complete_runs(self) -> dict[str, list[RunInfo]]:
+        """Each machine's complete runs that hold one of its series, in time order."""
+        runs: dict[str, dict[str, RunInfo]] = {}
+        for s in self.series:
+            for p in s.points:
+                runs.setdefault(s.machine_id, {})[p.run.run_id] = p.run
+        return {m: sorted(r.values(), key=_order) for m, r in runs.items()}
+
     def restricted(self, cells: set[str], min_points: int = 2) -> "History":
         """Only the series of ``cells`` with at least ``min_points`` valid points, and their steps
         (a run's report shows its own cells' history, where there is some)."""
@@ -180,7 +212,7 @@ class History:
         keep = {id(s) for s in series}
         return History(series, [st for st in self.steps if id(st.series) in keep], self.runs,
                        self.version_changes, self.threshold, self.fdr, self.tested,
-                       [u for u in self.one_process if id(u.series) in keep])
+                       [u for u in self.one_process if id(u.series) in keep], self.latest)
 
     def for_workload(self, workload: str) -> list[Series]:
         return [s for s in self.series if s.workload == workload]
@@ -291,7 +323,13 @@ def version_changes(series: Sequence[Series]) -> list[VersionChange]:
 def history(entries: Iterable[Entry], runs: Mapping[str, RunInfo], *,
             threshold: float = DEFAULT_THRESHOLD, fdr: float = DEFAULT_FDR) -> History:
     """Series from stored entries, with the steps called in them (see the module's docstring)."""
+    entries = list(entries)
     series = build_series(entries, runs)
+    latest: dict[str, RunInfo] = {}
+    for e in entries:
+        run = runs.get(e.run_id)
+        if run is not None and (e.machine_id not in latest or _order(latest[e.machine_id]) < _order(run)):
+            latest[e.machine_id] = run
     candidates: list[tuple[Series, Point, Point, float]] = []
     one_process: list[Untested] = []
     for s in series:
@@ -312,4 +350,4 @@ def history(entries: Iterable[Entry], runs: Mapping[str, RunInfo], *,
             steps.append(Step(s, a, b, ratio, p, causes(a, b)))
     ordered_runs = sorted({p.run.run_id: p.run for s in series for p in s.points}.values(), key=_order)
     return History(series, steps, ordered_runs, version_changes(series), threshold, fdr, len(candidates),
-                   one_process)
+                   one_process, latest)

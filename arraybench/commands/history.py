@@ -15,7 +15,7 @@ import datetime as _dt
 import re
 import sys
 
-from ..errors import UsageError
+from ..errors import UsageError, one_line
 from ..api import format_change, load_run, machine_id_of, this_machine
 from .argtypes import csv_list, fraction, percent, positive_int
 from .storeargs import add_store_option, store_location
@@ -154,6 +154,18 @@ def regression_lines(found, limit: float) -> list[str]:
                      "--processes 2 or more): "
                      + "; ".join(f"{u.series.workload} {u.series.size_label} {u.series.label} "
                                  f"({format_change(u.after.median_s / u.before.median_s)})" for u in unjudged))
+    interrupted = found.interrupted_latest()
+    if interrupted:
+        lines.append(one_line(f"the latest run{'s' if len(interrupted) != 1 else ''} "
+                              f"{', '.join(r.run_id for r in interrupted)} "
+                              f"{'were' if len(interrupted) != 1 else 'was'} interrupted before every cell "
+                              "was measured; --fail-above passes nothing unseen"))
+    unseen = found.unseen_in_latest()
+    if unseen:
+        lines.append(one_line(f"{len(unseen)} series measured in the run before the latest "
+                              f"{'were' if len(unseen) != 1 else 'was'} not measured in the latest run: "
+                              + "; ".join(f"{s.workload} {s.size_label} {s.label}" for s in unseen)
+                              + "; --fail-above passes nothing unseen"))
     return lines
 
 

@@ -17,6 +17,10 @@ def _cells(cells, detail) -> str:
                               for c in cells))
 
 
+def _records(records) -> str:
+    return one_line(", ".join(f"{r.workload} {r.size_label} {r.config_label}" for r in records))
+
+
 def gate_lines(verdict: GateVerdict, *, fail_option: str = "--fail-above",
                processes_option: str = "--processes") -> list[str]:
     """Why the new run must not pass (none: it passes)."""
@@ -35,6 +39,19 @@ def gate_lines(verdict: GateVerdict, *, fail_option: str = "--fail-above",
         names = _cells(verdict.unmeasured, lambda c: f" ({c.new.reason})" if c.new.reason else "")
         lines.append(f"{len(verdict.unmeasured)} cell{'s' if many else ''} measured in the base run "
                      f"{'were' if many else 'was'} not measured in the new run: {names}; "
+                     f"{fail_option} passes nothing unseen")
+    if verdict.missing:
+        n = len(verdict.missing)
+        lines.append(f"{n} cell{'s' if n != 1 else ''} measured in the base run "
+                     f"{'are' if n != 1 else 'is'} missing from the new run: {_records(verdict.missing)}; "
+                     f"{fail_option} passes nothing unseen")
+    if verdict.incomparable:
+        n = len(verdict.incomparable)
+        lines.append(f"{n} cell{'s' if n != 1 else ''} measured in the base run could not be compared: "
+                     + _cells(verdict.incomparable, lambda c: f" ({c.note})" if c.note else "")
+                     + f"; {fail_option} passes nothing unseen")
+    if not verdict.complete:
+        lines.append(f"the new run is incomplete (interrupted before every cell was measured); "
                      f"{fail_option} passes nothing unseen")
     if verdict.unjudged:
         n = len(verdict.unjudged)

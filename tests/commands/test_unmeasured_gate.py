@@ -1,12 +1,19 @@
 """A gate never passes a cell it could not measure: a library whose import breaks between two
-runs leaves its cells skipped in the new run, and ``compare --fail-above`` fails, saying which."""
+runs leaves its cells skipped in the new run, and ``compare --fail-above`` fails, saying which; so
+does a cell the new run lacks, one that cannot be compared, an interrupted new run, and in
+``history --fail-above`` a series the latest run left out."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+import pytest
+
+from arraybench.store import open_store
+
 from ..conftest import FAST, run_here
+from ..synthetic import timed_run
 
 
 def test_a_library_whose_import_breaks_fails_the_gate(real_run, tmp_path: Path):
@@ -28,3 +35,68 @@ def test_a_library_whose_import_breaks_fails_the_gate(real_run, tmp_path: Path):
     assert line.startswith("arraybench: 2 cells measured in the base run were not measured")
     assert "matmul small PyTorch CPU" in line and "libtorch_cpu.so" in line
     assert "--fail-above passes nothing unseen" in line
+
+
+def _saved(res, folder: Path) -> str:
+    folder.mkdir(parents=True)
+    res.save(folder / "results.json")
+    return str(folder)
+
+
+def _without_torch(res):
+    res.records = [r for r in res.records if r.backend != "torch"]
+    return res
+
+
+@pytest.mark.parametrize("complete", [True, False])
+def test_a_cell_missing_from_the_new_run_fails_the_gate(tmp_path: Path, complete: bool):
+    base = _saved(timed_run(1), tmp_path / "base")
+    new = _saved(_without_torch(timed_run(2, complete=complete)), tmp_path / "new")
+    gated = run_here("compare", base, new, "--fail-above", "10%", cwd=tmp_path)
+    assert gated.returncode == 1, gated.stdout + gated.stderr
+    line = next(x for x in gated.stderr.splitlines() if "missing from the new run" in x)
+    assert "1 cell measured in the base run is missing from the new run: matmul small PyTorch CPU" in line
+    assert ("the new run is incomplete" in gated.stderr) is (not complete)
+    as_json = run_here("compare", base, new, "--fail-above", "10%", "--json", cwd=tmp_path)
+    assert as_json.returncode == 1 and "missing from the new run" in as_json.stdout
+
+
+def test_an_interrupted_new_run_fails_the_gate_even_with_every_cell(tmp_path: Path):
+    base = _saved(timed_run(1), tmp_path / "base")
+    new = _saved(timed_run(2, complete=False), tmp_path / "new")
+    gated = run_here("compare", base, new, "--fail-above", "10%", cwd=tmp_path)
+    assert gated.returncode == 1
+    assert gated.stderr.startswith("arraybench: the new run is incomplete")
+
+
+def test_an_ok_cell_that_cannot_be_compared_fails_the_gate(tmp_path: Path):
+    base = _saved(timed_run(1), tmp_path / "base")
+    new = timed_run(2)
+    new.records[1].size = 1000  # "small" means another size on the new side: not comparable
+    new = _saved(new, tmp_path / "new")
+    assert run_here("compare", base, new, cwd=tmp_path).returncode == 0
+    gated = run_here("compare", base, new, "--fail-above", "10%", cwd=tmp_path)
+    assert gated.returncode == 1, gated.stdout + gated.stderr
+    assert gated.stderr.startswith("arraybench: 1 cell measured in the base run could not be compared: "
+                                   "matmul small PyTorch CPU (sizes differ")
+
+
+def test_history_gate_fails_a_series_missing_from_the_latest_run(tmp_path: Path):
+    store = str(tmp_path / "s.sqlite")
+    with open_store(store) as s:
+        s.add(timed_run(1))
+        s.add(timed_run(2))
+    args = ("history", "--store", store, "--no-plots", "--fail-above", "10%")
+    assert run_here(*args, cwd=tmp_path).returncode == 0
+    with open_store(store) as s:
+        s.add(_without_torch(timed_run(3)))
+    gated = run_here(*args, cwd=tmp_path)
+    assert gated.returncode == 1
+    assert gated.stderr.startswith("arraybench: 1 series measured in the run before the latest was not "
+                                   "measured in the latest run: matmul small PyTorch CPU")
+    with open_store(store) as s:
+        s.add(timed_run(4))
+        s.add(timed_run(5, complete=False))  # history leaves it out: the gate must not judge day 4
+    gated = run_here(*args, cwd=tmp_path)
+    assert gated.returncode == 1
+    assert "was interrupted before every cell was measured" in gated.stderr
