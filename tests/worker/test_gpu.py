@@ -294,12 +294,12 @@ def _cublas_error():
 
 
 def test_cupy_compiled_mode_tells_a_refusal_from_a_device_failure():
+    backend = _cupy_backend()  # first: it skips with the reason where CuPy is not installed
     from cupy.cuda.memory import OutOfMemoryError
     from cupy_backends.cuda.api.runtime import CUDARuntimeError
 
     from arraybench.worker.prepare import _classify
 
-    backend = _cupy_backend()
     compiled = cell("elementwise", 100, backend="cupy", device="gpu", mode="compiled")
     refused = TypeError("Concrete ndarray is not supported in fusion.")  # _fusion_trace.pyx
     assert _classify(backend, compiled, "compiling", refused)[0] == "skipped"

@@ -310,7 +310,8 @@ def test_cupy_fuse_refusals_are_not_applicable_and_a_workload_bug_is_a_failure()
     """The refusal is raised by CuPy's real fusion proxy (cupy/_core/_fusion_interface.py,
     ``_VariableProxy.__bool__``), called as ``cupy.fuse`` tracing ``if x:`` would call it; no GPU
     is needed to raise it. The bug is the workload's own NameError."""
-    cupy_backend = pytest.importorskip("arraybench.backends.cupy")
+    # The backend module raises Unavailable, not ImportError, where CuPy is missing.
+    cupy_backend = pytest.importorskip("arraybench.backends.cupy", exc_type=Exception)
     from cupy._core._fusion_interface import _VariableProxy
 
     from arraybench.model.cell import Cell
