@@ -11,7 +11,10 @@ still holds would serve the call without raising the resident size, so it is han
 
 Energy comes from counters the hardware keeps: RAPL on the CPU (``/sys/class/powercap``), NVML's
 total-energy counter on NVIDIA GPUs. Where none is readable (a VM, no permission), the replicate
-keeps why, never a figure.
+keeps why, never a figure. A counter is read as a side reading, and judged before it becomes one: a
+counter that did not move over the burst (frozen), ran backwards (beyond a wrap its range allows)
+or moved more than the hardware can draw in the time (a jump) gives no figure, and says so; what
+happens to the energy never touches the samples.
 """
 
 from __future__ import annotations
@@ -30,6 +33,13 @@ _POWERCAP = Path("/sys/class/powercap")
 #: Calls go on until the energy counters have moved for this long: RAPL updates about every
 #: millisecond, NVML's counter less often, and one call's joules are far below either's resolution.
 ENERGY_SPAN_S = 0.2
+#: What a CPU package and a GPU board draw at most, generously (the largest server parts are rated
+#: at about half of these): a counter that moved by more in the time between its reads jumped.
+PACKAGE_MAX_W = 1000.0
+BOARD_MAX_W = 3000.0
+#: Time added to the span between two reads before judging a jump: a counter is updated at
+#: intervals (about 1 ms for RAPL, more for NVML), so a short span may see a whole interval's energy.
+_UPDATE_SLACK_S = 0.01
 
 
 @dataclass(frozen=True)
@@ -170,11 +180,43 @@ class Rapl:
         return [int(path.read_text()) for path, _ in self.zones]
 
     def joules(self, before: list[int], after: list[int]) -> float:
-        """Joules between two reads, each counter's wrap-around undone."""
-        total = 0
-        for (_, wrap), a, b in zip(self.zones, before, after):
-            total += b - a if b >= a else b + wrap - a
-        return total / 1e6
+        """Joules between two reads, each counter's wrap-around undone (see ``fault`` first)."""
+        return sum(_moved(a, b, wrap) or 0 for (_, wrap), a, b in zip(self.zones, before, after)) / 1e6
+
+    def fault(self, before: list[int], after: list[int], elapsed: float) -> str:
+        """Why two reads ``elapsed`` seconds apart are no reading ("" where they are one)."""
+        for (path, wrap), a, b in zip(self.zones, before, after):
+            moved = _moved(a, b, wrap)
+            why = _judge(f"RAPL counter {path.parent.name}", None if moved is None else moved / 1e6,
+                         elapsed, PACKAGE_MAX_W)
+            if why:
+                return why
+        return ""
+
+
+def _moved(a: int, b: int, wrap: int) -> int | None:
+    """Microjoules a RAPL counter moved from ``a`` to ``b``, a wrap at ``wrap`` undone; None where
+    it went backwards (or reads what no counter in its range can)."""
+    if a < 0 or b < 0:
+        return None
+    if b >= a:
+        return b - a
+    return b + wrap - a if a <= wrap else None
+
+
+def _judge(what: str, joules: float | None, elapsed: float, ceiling_w: float) -> str:
+    """Why a counter that moved by ``joules`` (None: backwards) in ``elapsed`` seconds of calls
+    gives no figure; "" where it is a plausible reading."""
+    if joules is None or joules < 0:
+        return f"energy not given: the {what} ran backwards"
+    if joules != joules:  # NaN
+        return f"energy not given: the {what} read no number"
+    if joules == 0:
+        return f"energy not given: the {what} did not move in {elapsed:.2f} s of calls (frozen)"
+    if joules > ceiling_w * (elapsed + _UPDATE_SLACK_S):
+        return (f"energy not given: the {what} jumped by {joules:.4g} J in {elapsed:.2f} s, "
+                f"more than {ceiling_w:.0f} W could draw")
+    return ""
 
 
 def _repeat(call: Callable[[], Any], span_s: float) -> int:
@@ -199,23 +241,40 @@ def energy_metered(backend: Any) -> bool:
 def energy(backend: Any, call: Callable[[], Any], span_s: float = ENERGY_SPAN_S,
            rapl: Rapl | None = None) -> Energy:
     """Joules per call from the counters read around a burst of calls: NVML's on an NVIDIA GPU
-    (the board's energy), RAPL's on the CPU (the packages'); None and why where neither reads."""
+    (the board's energy), RAPL's on the CPU (the packages'); None and why where neither reads, or
+    where what it read is no plausible reading (frozen, backwards, a jump)."""
+    try:
+        return _energy(backend, call, span_s, rapl)
+    except Exception as exc:  # the extra calls or the counters: a side reading, never the samples
+        return Energy(None, f"energy not measured: {type(exc).__name__}: {exc}")
+
+
+def _energy(backend: Any, call: Callable[[], Any], span_s: float, rapl: Rapl | None) -> Energy:
     if backend.device != "cpu":
         counter = backend.energy_counter_mj()
         if isinstance(counter, str):
             return Energy(None, counter)
+        began = time.perf_counter()
         start = counter()
         calls = _repeat(call, span_s)
-        return Energy((counter() - start) / 1e3 / calls,
-                      "GPU board energy from NVML's total-energy counter, its idle draw included")
+        joules = (counter() - start) / 1e3
+        why = _judge("GPU's NVML energy counter", joules, time.perf_counter() - began, BOARD_MAX_W)
+        if why:
+            return Energy(None, why)
+        return Energy(joules / calls, "GPU board energy from NVML's total-energy counter, its idle draw included")
     rapl = rapl if rapl is not None else Rapl()
     if not rapl.zones:
         return Energy(None, rapl.why)
     try:
+        began = time.perf_counter()
         before = rapl.read()
         calls = _repeat(call, span_s)
         after = rapl.read()
+        elapsed = time.perf_counter() - began
     except (OSError, ValueError) as exc:
         return Energy(None, f"RAPL not readable: {exc}")
+    why = rapl.fault(before, after, elapsed)
+    if why:
+        return Energy(None, why)
     return Energy(rapl.joules(before, after) / calls,
                   "CPU package energy from RAPL, the machine's idle draw included")
