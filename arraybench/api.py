@@ -62,7 +62,7 @@ from .store import StoreError, describe_location, open_store, resolve_location
 from .store.baseline import check_choice, check_named, find as find_baseline
 from .store.keeping import history_of_run, store_run
 from .store.location import redact
-from .store.refs import load_run, this_machine
+from .store.refs import load_run, run_fields, run_line, this_machine
 from .units import format_change, format_ratio
 from .workloads.definition import define
 from .workloads.userfile import LoadedFiles

@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "larger than --threshold. Exit status 1 with --fail-above on a larger slowdown.")
     p.add_argument("base", metavar="BASE",
                    help="the reference run: its results.json or folder, or a stored run's id, last "
-                        "(this machine's latest stored run) or last~N (the N-th before it)")
+                        "(this project's latest stored run on this machine), last~N (the N-th before "
+                        "it), or machine:last / machine:last~N (counting every project's)")
     p.add_argument("new", metavar="NEW", help="the run to judge, named the same ways")
     p.add_argument("--threshold", type=percent, default=DEFAULT_THRESHOLD, metavar="PERCENT",
                    help=f"smallest change called faster or slower (default: {DEFAULT_THRESHOLD * 100:g}%%)")
@@ -51,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from .. import api
-    from ..api import cross_machine_pairs, load_run
+    from ..api import cross_machine_pairs, load_run, run_fields, run_line
     from ..render.comparison import print_comparison
 
     if args.memory and args.fail_above is None:  # before any work: the gate would be silently off
@@ -69,12 +70,19 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         from ..render.documents import comparison_json
 
+        import json
+
         failures = None if args.fail_above is None else gate_failures(comparison, args.fail_above)
-        print(comparison_json(comparison, failures=failures))
+        # Which two runs were compared comes first, as in the table's output.
+        doc = {"base": run_fields(base), "new": run_fields(new),
+               **json.loads(comparison_json(comparison, failures=failures))}
+        print(json.dumps(doc, allow_nan=False))
         for line in failures or []:
             print(f"arraybench: {line}", file=sys.stderr)
         return 1 if failures else 0
     console = stdout_console()
+    for line in (run_line("base", base), run_line("new", new)):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     print_comparison(comparison, console, across)
     if out is not None:
         from ..api import write_atomic

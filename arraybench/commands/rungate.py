@@ -64,7 +64,7 @@ def against_gate(args: argparse.Namespace, results: Results) -> int:
 def run_gate(args: argparse.Namespace, results: Results, reference: str) -> int:
     """The finished run against ``reference``: the comparison printed, then ``--fail-above``'s
     verdict (0: passes or no gate)."""
-    from ..api import find_baseline as find, open_store
+    from ..api import find_baseline as find, open_store, run_line
     from ..render.comparison import print_comparison
     from .compare import gate
 
@@ -77,8 +77,23 @@ def run_gate(args: argparse.Namespace, results: Results, reference: str) -> int:
         print(f"arraybench: {line}", file=sys.stderr)
         return 1 if args.fail_above is not None else 0
     comparison = api.compare(base, results)
+    _name_the_runs(args, base, results)
     if not quiet:
         console = safe_console()
         console.print(line, markup=False, highlight=False)
+        for named in (run_line("base", base), run_line("new", results)):
+            console.print(named, markup=False, highlight=False, soft_wrap=True)
         print_comparison(comparison, console, [])
     return gate(comparison, args.fail_above) if args.fail_above is not None else 0
+
+
+def _name_the_runs(args: argparse.Namespace, base: Results, new: Results) -> None:
+    """With ``--json``, which two runs were compared, as one JSON line after the records: a script
+    gating on the comparison can tell which stored run ``last`` was."""
+    if not getattr(args, "json", False):
+        return
+    import json
+
+    from ..api import run_fields
+
+    print(json.dumps({"compared": {"base": run_fields(base), "new": run_fields(new)}}), flush=True)

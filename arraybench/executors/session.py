@@ -22,7 +22,7 @@ from ..analysis.replication import timer_settings
 from ..errors import SaveError
 from ..analysis.pairs import pairs_of
 from ..model.cell import Config
-from ..host import machine, environments
+from ..host import git, machine, environments
 from ..model.journal import Journal, JournalSink, JournalState
 from ..model.record import Record
 from ..model.replicate import Replicate
@@ -81,6 +81,8 @@ class Session:
         # The run's identity in the results store: two runs started in the same second
         # with the same plan are two runs; --resume keeps it (the journal's environment).
         env["run_id"] = uuid.uuid4().hex[:16]
+        # Whose run it is: `last` names the latest run of the project the user stands in.
+        env["project"] = git.project()
         if context:
             env["context"] = dict(context)
         if code:

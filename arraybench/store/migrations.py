@@ -14,7 +14,7 @@ from .database import Database
 from .errors import StoreError
 from .location import describe_location
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: PostgreSQL advisory lock key: two processes opening a new store do not both create it.
 _LOCK_KEY = 16_016
@@ -61,6 +61,12 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         )""",
         "CREATE INDEX records_series ON records (machine_id, workload, cell)",
         "CREATE INDEX runs_started ON runs (started_at)",
+    ),
+    2: (
+        # The folder a run was started in (its git work tree's top, else the current folder):
+        # ``last`` is the latest run of the project the user stands in, not of whoever shares the
+        # machine. Runs stored before have none (NULL) and are named only machine-wide.
+        "ALTER TABLE runs ADD COLUMN project TEXT",
     ),
 }
 

@@ -1,9 +1,16 @@
-"""Naming a stored run: its id (or its first characters), ``last`` (the latest run stored from a
-machine) or ``last~N`` (the N-th run before that one), as git names commits.
+"""Naming a stored run: its id (or its first characters), ``last`` (the latest run of this project
+on this machine) or ``last~N`` (the N-th run before that one), as git names commits;
+``machine:last`` and ``machine:last~N`` count every project's runs on this machine.
+
+A project is the git work tree a run was started in (its top folder), else the folder itself: on
+a shared machine or CI runner, one store holds everyone's runs, and ``last`` must be yours. Runs
+stored before arraybench recorded the project have none and are named only machine-wide: whose
+they were cannot be told, and taking them for anyone's would compare strangers' runs again.
 
 ``compare``, ``report`` and ``history`` take these wherever they take a run's folder, so that a
 run replaced in its folder (``--overwrite``) or measured elsewhere is still at hand:
-``arraybench compare last~1 last``.
+``arraybench compare last~1 last``. ``run_fields`` and ``run_line`` say which run a comparison
+compared: its id, date, folder and commit.
 """
 
 from __future__ import annotations
@@ -19,32 +26,36 @@ if TYPE_CHECKING:
     from ..model.results import Results
     from .store import Store
 
-_LAST = re.compile(r"last(?:~(\d{1,6}))?")
+#: ``last``, ``last~N``, and the same after ``machine:`` (every project's runs on this machine).
+LAST = re.compile(r"(machine:)?last(?:~(\d{1,6}))?")
 #: Run ids are hex digits (16 of them); four are enough to name one in most stores.
 _ID = re.compile(r"[0-9a-f]{4,64}")
 
 #: How a reference is written, for messages.
-FORMS = "a stored run's id or its first characters, last, or last~N"
+FORMS = "a stored run's id or its first characters, last or last~N (this project's), or machine:last"
 
 
 def is_reference(text: str) -> bool:
     """Whether ``text`` can name a stored run (it may still name none)."""
-    return bool(_LAST.fullmatch(text) or _ID.fullmatch(text))
+    return bool(LAST.fullmatch(text) or _ID.fullmatch(text))
 
 
-def run_id_of(store: "Store", ref: str, machine: str | None = None) -> str:
+def run_id_of(store: "Store", ref: str, machine: str | None = None, project: str | None = None) -> str:
     """The id of the run ``ref`` names in ``store``; ``last`` counts only ``machine``'s runs (a
-    machine id, None for every machine). ``StoreError`` says why none matches."""
-    last = _LAST.fullmatch(ref)
+    machine id, None for every machine) of ``project`` (a folder, None for every project), and
+    ``machine:last`` every project's. ``StoreError`` says why none matches."""
+    last = LAST.fullmatch(ref)
     if last:
-        back = int(last.group(1) or 0)
+        back = int(last.group(2) or 0)
+        scoped = project if not last.group(1) else None
         # An interrupted run, or one that measured nothing, is stored but never `last`.
-        runs = [r for r in store.runs(machine=machine) if r.complete and r.measured]
+        runs = [r for r in store.runs(machine=machine, project=scoped) if r.complete and r.measured]
         if back >= len(runs):
-            whose = " from this machine" if machine else ""
+            whose = (f" of this project ({scoped})" if scoped else "") + (" from this machine" if machine else "")
             held = f"holds {len(runs)} complete run{'s' if len(runs) != 1 else ''}{whose}"
+            wider = f"; machine:{ref} counts every project's" if scoped else ""
             raise StoreError(f"{ref}: the store {store.describe()} {held}"
-                             + ("" if runs else "; runs are stored as they finish"))
+                             + ("" if runs else "; runs are stored as they finish") + wider)
         return runs[-1 - back].run_id
     if not _ID.fullmatch(ref):  # never a pattern: `%` and `_` mean something to LIKE
         raise StoreError(f"{ref!r} names no stored run; give {FORMS}")
@@ -58,9 +69,10 @@ def run_id_of(store: "Store", ref: str, machine: str | None = None) -> str:
     return matches[0]
 
 
-def stored_results(store: "Store", ref: str, machine: str | None = None) -> "Results":
+def stored_results(store: "Store", ref: str, machine: str | None = None,
+                   project: str | None = None) -> "Results":
     """The run ``ref`` names, whole (see ``run_id_of``)."""
-    return store.results(run_id_of(store, ref, machine))
+    return store.results(run_id_of(store, ref, machine, project))
 
 
 def this_machine() -> str:
@@ -71,9 +83,49 @@ def this_machine() -> str:
     return machine_id(machine.fingerprint(machine.gpus()))
 
 
+def this_project() -> str:
+    """The project the current folder belongs to, as its runs are stored under: the top of its
+    git work tree, else the folder itself."""
+    from ..host import git
+
+    return git.project()
+
+
+def run_fields(results: "Results") -> dict[str, str | None]:
+    """Which run ``results`` is: ``id``, ``date`` (when it started, ISO 8601), ``folder`` (its
+    project) and ``commit`` (``+dirty`` where the work tree differed from it); None where not
+    recorded."""
+    from ..model.identity import run_id
+
+    env = results.environment
+    context = env.get("context") if isinstance(env.get("context"), dict) else {}
+    commit = context.get("commit")
+    if commit and context.get("dirty") == "yes":
+        commit = f"{commit}+dirty"
+    return {"id": run_id(results), "date": _text(env.get("timestamp")),
+            "folder": _text(env.get("project")), "commit": _text(commit)}
+
+
+def run_line(role: str, results: "Results") -> str:
+    """``base: run 1a2b…, 2026-12-06 07:29 UTC, /src/proj, commit abc123`` (``role``: its part in
+    the comparison)."""
+    fields = run_fields(results)
+    date = fields["date"]
+    if date and len(date) >= 16 and date[10] == "T":  # ISO 8601 in UTC, as runs record it
+        date = f"{date[:10]} {date[11:16]}" + (" UTC" if date.endswith(("+00:00", "Z")) else "")
+    return (f"{role + ':':<5} run {fields['id']}, {date or 'date not recorded'}, "
+            f"{fields['folder'] or 'folder not recorded'}, "
+            + (f"commit {fields['commit']}" if fields["commit"] else "no commit recorded"))
+
+
+def _text(value: object) -> str | None:
+    return str(value) if value not in (None, "") else None
+
+
 def load_run(given: "str | os.PathLike[str]", location: "str | os.PathLike[str] | None" = None) -> "Results":
     """A run named by a user: a results.json or the folder holding one, else a run in the store
-    at ``location`` (None: the default store) named by ``FORMS``; ``last`` is this machine's.
+    at ``location`` (None: the default store) named by ``FORMS``; ``last`` is this project's on
+    this machine, ``machine:last`` this machine's.
 
     A path that exists is always read as one; ``ResultsError`` or ``StoreError`` says in one
     line what is wrong."""
@@ -90,5 +142,7 @@ def load_run(given: "str | os.PathLike[str]", location: "str | os.PathLike[str] 
             if path.exists() or path.is_symlink():
                 raise
             raise ResultsError(f"{exc}; nor does it name a stored run ({FORMS})") from None
+    last = LAST.fullmatch(text)
     with open_store(location, create=False) as store:
-        return stored_results(store, text, this_machine() if text.startswith("last") else None)
+        return stored_results(store, text, this_machine() if last else None,
+                              this_project() if last and not last.group(1) else None)

@@ -66,12 +66,15 @@ class StoredRun:
     records: int
     #: Records with a measured time: 0 for a run whose every cell was skipped or failed.
     measured: int = 0
+    #: The folder the run was started in (its git work tree's top); None for runs stored before
+    #: arraybench recorded it.
+    project: str | None = None
 
 
 #: A run's row, as a first add inserts it and a later one of the same run (resumed, longer) replaces it.
 _INSERT_RUN = ("INSERT INTO runs (run_id, content_sha, started_at, stored_at, complete, arraybench, "
-               "machine_id, source, context, settings, environment, results) "
-               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+               "machine_id, source, context, settings, environment, results, project) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 _RECORD_COLUMNS = ("run_id", "machine", "machine_id", "cell", "workload", "size_label", "size",
                    "backend", "device", "dtype", "mode", "transfer", "status", "median_s",
                    "ci_low_s", "ci_high_s", "n_replicates")
@@ -108,10 +111,11 @@ class Store:
         env = results.environment
         rows = [_record_row(rid, results, r) for r in results.records]
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        project = env.get("project")
         run_row = (rid, sha, str(env.get("timestamp") or now), now, int(results.complete),
                    str(env.get("arraybench") or ""), machine_id_of(env), source,
                    _json(env.get("context") or {}), _json(results.settings), _json(env),
-                   _json(results.to_dict()))
+                   _json(results.to_dict()), project if isinstance(project, str) and project else None)
         with self.db.write():
             inserted = self.db.changes(_INSERT_RUN + " ON CONFLICT (run_id) DO NOTHING", run_row)
             if not inserted:
@@ -133,14 +137,19 @@ class Store:
         return Added(rid, ADDED if inserted else UPDATED, len(rows))
 
     # -- reading --------------------------------------------------------------------------------
-    def runs(self, *, since: str | None = None, machine: str | None = None) -> list[StoredRun]:
-        """The runs stored, oldest first (``since``: an ISO time; ``machine``: a machine id prefix)."""
+    def runs(self, *, since: str | None = None, machine: str | None = None,
+             project: str | None = None) -> list[StoredRun]:
+        """The runs stored, oldest first (``since``: an ISO time; ``machine``: a machine id prefix;
+        ``project``: the folder the run was started in, exactly)."""
         where, params = _where(since=since, machine=machine, table="runs")
+        if project is not None:
+            where += (" AND" if where else " WHERE") + " project = ?"
+            params.append(project)
         rows = self.db.execute(
             "SELECT run_id, started_at, stored_at, complete, arraybench, machine_id, source, context, "
             "(SELECT COUNT(*) FROM records WHERE records.run_id = runs.run_id), "
             "(SELECT COUNT(*) FROM records WHERE records.run_id = runs.run_id "
-            "AND records.status = 'ok') "
+            "AND records.status = 'ok'), project "
             f"FROM runs{where} ORDER BY started_at, run_id", params)
         out = []
         for r in rows:
@@ -155,7 +164,8 @@ class Store:
                 self._skip(r[0], problem)
                 continue
             out.append(StoredRun(r[0], r[1], r[2], bool(r[3]), r[4], r[5], r[6],
-                                 {str(k): str(v) for k, v in context.items()}, r[8], r[9]))
+                                 {str(k): str(v) for k, v in context.items()}, r[8], r[9],
+                                 r[10] if isinstance(r[10], str) else None))
         return out
 
     def entries(self, *, workloads: Sequence[str] = (), backends: Sequence[str] = (),
@@ -195,7 +205,7 @@ class Store:
             value = data[name]
             if isinstance(value, int) and not isinstance(value, bool):
                 value = data[name] = float(value)
-            if isinstance(value, float) and not (math.isfinite(value) and value >= 0):
+            if isinstance(value, float) and not (math.isfinite(value) and 0 <= value <= schema.MAX_SECONDS):
                 self._skip(what, f"{name} is {value!r}, not a time", "record")
                 return None
         try:
