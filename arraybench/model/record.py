@@ -37,31 +37,31 @@ class Record:
     mode: Mode
     status: Status
     reason: str = ""
-    median_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    iqr_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    min_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    median_s: float | None = field(default=None, metadata=schema.SECONDS)
+    iqr_s: float | None = field(default=None, metadata=schema.SECONDS)
+    min_s: float | None = field(default=None, metadata=schema.SECONDS)
     n_samples: int = field(default=0, metadata=_NON_NEGATIVE)
-    first_call_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    first_call_s: float | None = field(default=None, metadata=schema.SECONDS)
     max_rel_error: float | None = field(default=None, metadata=_NON_NEGATIVE)
     # -- beyond the core contract --
     transfer: bool = False
     tolerance: float | None = field(default=None, metadata=_NON_NEGATIVE)
     method: str = ""  # how the library computed it, in words: eager, jax.jit, autodiff (jax.grad)...
     gradient: Gradient | None = None
-    ci_low_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    ci_high_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    ci_low_s: float | None = field(default=None, metadata=schema.SECONDS)
+    ci_high_s: float | None = field(default=None, metadata=schema.SECONDS)
     cv: float | None = field(default=None, metadata=_NON_NEGATIVE)
     warnings: list[str] = field(default_factory=list)
     n_replicates: int = field(default=0, metadata=_NON_NEGATIVE)
-    replicate_medians_s: list[float] = field(default_factory=list, metadata=_NON_NEGATIVE)
+    replicate_medians_s: list[float] = field(default_factory=list, metadata=schema.SECONDS)
     #: (max - min) of the replicates' medians over the median.
     replicate_spread: float | None = field(default=None, metadata=_NON_NEGATIVE)
     number: int | None = field(default=None, metadata={"min": 1})  # calls per sample
-    device_median_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    device_median_s: float | None = field(default=None, metadata=schema.SECONDS)
     timer: str = ""
     flops: float | None = field(default=None, metadata=_NON_NEGATIVE)
     bytes: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    compile_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    compile_s: float | None = field(default=None, metadata=schema.SECONDS)
     output_errors: list[float | None] = field(default_factory=list, metadata=_NON_NEGATIVE)
     output_names: list[str] = field(default_factory=list)
     # -- GPU --
@@ -104,9 +104,9 @@ class Record:
     #: the same processes where its outputs are large; its median and 95% interval over the
     #: processes, never averaged with the headline's. "" and None where it was not measured.
     other_allocator: str = ""
-    other_median_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    other_ci_low_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    other_ci_high_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    other_median_s: float | None = field(default=None, metadata=schema.SECONDS)
+    other_ci_low_s: float | None = field(default=None, metadata=schema.SECONDS)
+    other_ci_high_s: float | None = field(default=None, metadata=schema.SECONDS)
     other_n_replicates: int = field(default=0, metadata=_NON_NEGATIVE)
     #: Minor page faults per call in that state (the headline's are ``usage.minor_faults_per_call``).
     other_faults_per_call: float | None = field(default=None, metadata=_NON_NEGATIVE)

@@ -34,7 +34,7 @@ class Replicate:
     timer: str = ""
     warnings: list[str] = field(default_factory=list)
     #: Seconds per call, one per sample (a calibrated batch of ``number`` calls).
-    samples_s: list[float] = field(default_factory=list, metadata=_NON_NEGATIVE)
+    samples_s: list[float] = field(default_factory=list, metadata=schema.SECONDS)
     #: The turn each sample was taken in, where the run's configurations took turns
     #: (``executors/turns``): samples of one round of one case were taken side by side in time,
     #: which is what pairs them (``analysis/pairs``). None where the worker sampled on its own.
@@ -43,13 +43,13 @@ class Replicate:
     #: (``executors/load``): a pair leaves them out where enough quiet rounds remain.
     busy_rounds: list[int] = field(default_factory=list, metadata={"min": 0})
     #: Device-event seconds per call, where the library has device events.
-    device_samples_s: list[float] | None = field(default=None, metadata=_NON_NEGATIVE)
+    device_samples_s: list[float] | None = field(default=None, metadata=schema.SECONDS)
     number: int | None = field(default=None, metadata={"min": 1})
-    first_call_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    first_call_s: float | None = field(default=None, metadata=schema.SECONDS)
     warmup_calls: int | None = field(default=None, metadata=_NON_NEGATIVE)
     #: Why sampling ended: "converged", "budget", "max_samples", "stopped", "error".
     stop_reason: str = ""
-    elapsed_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    elapsed_s: float | None = field(default=None, metadata=schema.SECONDS)
     max_rel_error: float | None = field(default=None, metadata=_NON_NEGATIVE)
     tolerance: float | None = field(default=None, metadata=_NON_NEGATIVE)
     #: The work of one call, from the workload's model (for rates and the roofline).
@@ -73,7 +73,7 @@ class Replicate:
     #: Inputs restored before every timed call, outside the timer (``mutates=``, or found changed).
     restored: list[str] = field(default_factory=list)
     #: Restoring before every call: the clock reads per call the timer subtracted, in seconds.
-    restore_overhead_s: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    restore_overhead_s: float | None = field(default=None, metadata=schema.SECONDS)
     # -- the C allocator's state (``allocator``) --
     #: The state glibc's malloc was held in while ``samples_s`` were taken: "reused" (freed memory
     #: kept for the next call), "fresh" (returned to the kernel); "" where it was not controlled

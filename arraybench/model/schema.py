@@ -3,7 +3,8 @@
 Everything arraybench reads from disk or from a worker (options, cells, replicates, records) is a
 dataclass. ``from_json`` builds one from parsed JSON and refuses, with the field's name, any value
 whose type does not match the annotation, so one definition of a shape is also its only validator.
-A field's ``metadata={"min": 0}`` bounds a number (or every number of a list) from below.
+A field's ``metadata={"min": 0}`` bounds a number (or every number of a list) from below, and
+``"max"`` from above; ``SECONDS`` bounds a time both ways.
 
 >>> from dataclasses import dataclass, field
 >>> @dataclass
@@ -28,6 +29,15 @@ from functools import lru_cache
 from typing import Any, Literal, TypeVar, Union
 
 T = TypeVar("T")
+
+
+#: The longest time a results file may hold, in seconds (eleven days): a sample, a median or an
+#: interval beyond it is no measurement, and the ratios and nanoseconds made from one would
+#: overflow (a median of 1e308 s made an export trace back and a comparison call 1e151x "not
+#: significant").
+MAX_SECONDS = 1e6
+#: The metadata of a field that holds seconds.
+SECONDS = {"min": 0, "max": MAX_SECONDS}
 
 
 class SchemaError(ValueError):
@@ -58,9 +68,7 @@ def from_json(cls: type[T], data: Any, *, where: str = "") -> T:
                 raise SchemaError(f"{name}: missing")
             continue
         value = _check(hints[f.name], data[f.name], name)
-        bound = f.metadata.get("min")
-        if bound is not None:
-            _check_min(value, bound, name)
+        _check_bounds(value, f.metadata.get("min"), f.metadata.get("max"), name)
         values[f.name] = value
     return cls(**values)
 
@@ -109,11 +117,17 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _check_min(value: Any, bound: float, name: str) -> None:
+def _check_bounds(value: Any, low: float | None, high: float | None, name: str) -> None:
+    if low is None and high is None:
+        return
     items = value if isinstance(value, list) else [value]
     for v in items:
-        if _is_number(v) and v < bound:
-            raise SchemaError(f"{name}: {v!r} is below {bound}")
+        if not _is_number(v):
+            continue
+        if low is not None and v < low:
+            raise SchemaError(f"{name}: {v!r} is below {low}")
+        if high is not None and v > high:
+            raise SchemaError(f"{name}: {v!r} is above {high:g}, the most it may be")
 
 
 def _check(tp: Any, value: Any, name: str) -> Any:

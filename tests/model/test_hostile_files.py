@@ -101,6 +101,24 @@ def test_a_hostile_results_file_is_refused_in_one_line(edit, message: str, measu
     assert sorted(p.name for p in path.parent.iterdir()) == ["results.json"]
 
 
+@pytest.mark.parametrize("edit, field", [
+    (setting("records.0.median_s", 1e308), "record 0.median_s: 1e+308 is above 1e+06"),
+    (setting("records.1.ci_high_s", 2e6), "record 1.ci_high_s: 2000000.0 is above 1e+06"),
+    (setting("records.0.replicates.0.samples_s.0", 1e300),
+     "record 0.replicates[0].samples_s: 1e+300 is above 1e+06"),
+], ids=["median", "interval", "sample"])
+def test_an_absurd_time_is_refused_by_every_reader(edit, field: str, measured: Path, tmp_path: Path):
+    path = edited(measured, tmp_path / "case", edit)
+    for command in (["report", str(path)], ["compare", str(measured), str(path), "--fail-above", "10%"],
+                    ["export", str(path), "--format", "bencher"], ["export", str(path), "--format", "github"],
+                    ["store", "import", str(path), "--store", str(tmp_path / "s.sqlite")]):
+        result = run_here(*command, cwd=tmp_path)
+        assert result.returncode == 2, (command, result.stdout, result.stderr)
+        line = next(x for x in result.stderr.splitlines() if field in x)
+        assert str(path) in line, (command, result.stderr)
+        assert "Traceback" not in result.stderr
+
+
 @pytest.mark.parametrize("edit, message", [
     (lambda lines: [lines[0].replace('"thread_env": {}', '"thread_env": 5')] + lines[1:],
      "line 1 (the header) is damaged: environment.thread_env: expected an object, got int"),

@@ -102,6 +102,23 @@ def test_rows_of_the_wrong_type_are_skipped_with_a_note(tmp_path: Path):
         assert "arraybench: warning: store" in done.stderr and "skipped" in done.stderr
 
 
+def test_a_stored_time_beyond_any_run_is_skipped_with_a_note(tmp_path: Path):
+    store = tmp_path / "absurd.sqlite"
+    with open_store(store) as s:
+        for day in (1, 2):
+            s.add(timed_run(day))
+        first = s.runs()[-1].run_id  # newest first: day 1
+    db = sqlite3.connect(store)
+    db.execute("UPDATE records SET median_s = 1e308 WHERE run_id = ?", (first,))
+    db.commit()
+    db.close()
+    with open_store(store) as s:
+        entries, infos = s.entries()
+        notes = s.notes
+    assert first not in infos and len(infos) == 1
+    assert any("median_s is 1e+308, not a time" in n for n in notes), notes
+
+
 def test_a_run_into_a_poisoned_store_is_stored_and_reported(tmp_path: Path):
     store = tmp_path / "store.sqlite"
     args = ("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
