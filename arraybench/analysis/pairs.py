@@ -3,20 +3,23 @@
 Where a run's configurations took turns (``executors/turns``), the samples of one round of one case
 were taken seconds apart at most, in separate processes, one running at a time. Each round gives a
 paired ratio (A's sample over B's), and a burst of load that slows a round slows both sides of it,
-so the ratio keeps what the machine's drift would blur. The model is the one of
-``intervals.replicate_interval``, on ratios: the worker process is the unit that repeats, and
-within a process the median of its rounds' log ratios is its estimate, with the distribution-free
-interval of that median. Across processes:
+so the ratio keeps what the machine's drift would blur. The worker process is the unit that
+repeats: within a process the median of its rounds' log ratios is its estimate, and across
+processes the interval is Student's t over those estimates, never narrower than the processes' own
+intervals combined (as for a cell's time). Rounds inside one process are not independent draws
+when load comes in waves, so:
 
-- three or more: Student's t over the processes' log ratios, never narrower than their own
-  intervals combined (as for a cell's time);
-- two: no t interval (one degree of freedom makes it 12.7 standard errors wide, or meaningless):
-  the span of the two processes' own intervals;
-- one: that process's own interval, which says nothing of the variation between processes.
+- one process gives no verdict: its rounds say nothing of the variation between processes (a busy
+  machine made one process's two rounds read 97x between a library and itself);
+- two processes give the t interval on one degree of freedom: wide (12.7 standard errors), but it
+  holds at the rate it states, which the span of their own intervals did not;
+- rounds other processes loaded decide nothing alone: where too few processes had quiet ones, the
+  verdict stands only where the quiet turns that remain, in two processes or more, give the same.
 
 The verdict reads the interval and nothing else: ``faster`` or ``slower`` where it excludes 1,
-``level`` where it lies within ``LEVEL_WITHIN`` of 1 either way, ``undecided`` otherwise. Every
-table, finding and report reads these verdicts; none judges "faster" another way.
+``level`` where it lies within ``LEVEL_WITHIN`` of 1 either way, ``undecided`` otherwise, or where
+the pair was not judged (``Ratio.judged``, its method says why). Every table, finding and report
+reads these verdicts; none judges "faster" another way.
 """
 
 from __future__ import annotations
@@ -41,8 +44,10 @@ LEVEL_WITHIN = 0.05
 #: Fewest rounds a process must share for its ratio to count.
 MIN_ROUNDS = 2
 #: Fewest processes with ``MIN_ROUNDS`` quiet rounds each for a pair to be judged on its quiet
-#: rounds alone: a t interval's fewest.
+#: rounds alone, rather than on every round: fewer make the interval wider than the loaded rounds'.
 QUIET_PROCESSES = 3
+#: Fewest processes for any verdict: the variation between processes needs two to be seen.
+MIN_PROCESSES = 2
 
 
 @dataclass(frozen=True)
@@ -71,18 +76,20 @@ def _process_ratio(a: Replicate, b: Replicate, quiet: bool) -> _ProcessRatio | N
 
 def _quiet_sides_ratio(a: Replicate, b: Replicate) -> _ProcessRatio | None:
     """One process's log ratio from each side's quiet turns, paired by process rather than by
-    round: A's fastest quiet sample over B's. Where a tenant's bursts are about as long as a
-    round (three 150 ms matmuls under load), a round whose two turns were both quiet is rare,
-    while each side's quiet turns, taken in the same seconds, are not. The fastest, as timeit
-    advises for a loaded machine: a burst that began in a turn's last moments (too short to
-    make it busy) only ever adds time. Its own interval is its point: with a turn or two a
+    round: A's fastest quiet sample over B's, each side's fastest of as many turns as the other
+    has (the fastest of more samples is faster by chance alone). Where a tenant's bursts are
+    about as long as a round (three 150 ms matmuls under load), a round whose two turns were both
+    quiet is rare, while each side's quiet turns, taken in the same seconds, are not. The fastest,
+    as timeit advises for a loaded machine: a burst that began in a turn's last moments (too short
+    to make it busy) only ever adds time. Its own interval is its point: with a turn or two a
     side, the spread between processes is what says how sure."""
     xs = [x for x in a.samples_by_load()[0] if x > 0]
     ys = [y for y in b.samples_by_load()[0] if y > 0]
-    if not xs or not ys:
+    m = min(len(xs), len(ys))
+    if not m:
         return None
-    log = math.log(min(xs) / min(ys))
-    return _ProcessRatio(log, log, log, min(len(xs), len(ys)))
+    log = math.log(min(xs[:m]) / min(ys[:m]))
+    return _ProcessRatio(log, log, log, m)
 
 
 def verdict(low: float, high: float) -> str:
@@ -109,10 +116,13 @@ class Ratio:
     method: str
     #: Rounds under other processes' load were kept: too few processes had quiet ones.
     loaded: bool = False
+    #: False where the interval may not be read as a verdict (one process; loaded rounds that the
+    #: quiet ones do not bear out): the pair is undecided, and ``method`` says why.
+    judged: bool = True
 
     @property
     def verdict(self) -> str:
-        return verdict(self.low, self.high)
+        return verdict(self.low, self.high) if self.judged else "undecided"
 
     def within(self, share: float) -> bool:
         """Whether the whole interval lies within ``share`` of 1 either way."""
@@ -143,6 +153,31 @@ class Ratio:
         return abs(math.log(self.ratio)) >= projected / 2 or projected <= math.log1p(level)
 
 
+def _interval(per_process: Sequence[_ProcessRatio]) -> tuple[float, float, float, str]:
+    """(center, low, high) of the log ratio over the processes' estimates, and how it was formed:
+    Student's t on k - 1 degrees of freedom, never narrower than their own intervals combined."""
+    k = len(per_process)
+    logs = [p.log_ratio for p in per_process]
+    center = statistics.fmean(logs)
+    if k < 2:
+        return center, per_process[0].log_low, per_process[0].log_high, "1 process: its rounds only"
+    half = spread_factor(k) * statistics.stdev(logs) / math.sqrt(k)
+    own = math.sqrt(sum(((p.log_high - p.log_low) / 2) ** 2 for p in per_process)) / k
+    return center, center - max(half, own), center + max(half, own), f"t over {k} processes"
+
+
+def _quiet_ratios(both: Sequence[tuple[Replicate, Replicate]], least: int) -> tuple[list[_ProcessRatio], str] | None:
+    """The processes' ratios from quiet turns only, where ``least`` processes have them: paired by
+    round, else each side's quiet turns paired by process; None where neither has ``least``."""
+    quiet = [p for p in (_process_ratio(x, y, quiet=True) for x, y in both) if p is not None]
+    if len(quiet) >= least:
+        return quiet, "rounds"
+    sides = [p for p in (_quiet_sides_ratio(x, y) for x, y in both) if p is not None]
+    if len(sides) >= least:
+        return sides, "sides"
+    return None
+
+
 def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None:
     """A's time over B's from their replicates' shared rounds, replicate index by index (the
     process is the unit); None where they took no turns together.
@@ -152,50 +187,56 @@ def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None
     library on two threads and one on one thread alike, so those rounds pair times that the
     machine alone would not give. Where too few processes keep two quiet rounds, each process
     pairs its two sides' quiet turns (``_quiet_sides_ratio``), where that leaves
-    ``QUIET_PROCESSES``; else every round counts, and ``method`` says so.
+    ``QUIET_PROCESSES``; else every round counts, and the verdict stands only where the quiet turns
+    of ``MIN_PROCESSES`` processes or more give the same one. One process is never judged.
     """
     both = [(x, y) for x, y in zip(a, b) if x is not None and y is not None and x.rounds and y.rounds
             and x.status == "ok" and y.status == "ok"]
     every = [p for p in (_process_ratio(x, y, quiet=False) for x, y in both) if p is not None]
     if not every:
         return None
-    per_process, note, loaded = every, "", False
+    per_process, note, loaded, judged = every, "", False, len(every) >= MIN_PROCESSES
     if any(x.busy_rounds or y.busy_rounds for x, y in both):
-        quiet = [p for p in (_process_ratio(x, y, quiet=True) for x, y in both) if p is not None]
         shared = sum(p.rounds for p in every)
-        if len(quiet) >= QUIET_PROCESSES:
-            per_process = quiet
-            note = f"; {shared - sum(p.rounds for p in quiet)} of {shared} rounds left out: other processes loaded the machine"
-        elif len(sides := [p for p in (_quiet_sides_ratio(x, y) for x, y in both) if p is not None]) \
-                >= QUIET_PROCESSES:
-            per_process = sides
+        found = _quiet_ratios(both, QUIET_PROCESSES)
+        if found is not None and found[1] == "rounds":
+            per_process = found[0]
+            note = f"; {shared - sum(p.rounds for p in per_process)} of {shared} rounds left out: other processes loaded the machine"
+        elif found is not None:
+            per_process = found[0]
             note = ("; each side's fastest quiet turn, paired by process: too few rounds had both "
                     "sides' turns quiet while other processes loaded the machine")
         else:
-            note, loaded = "; rounds under other processes' load kept: too few quiet ones", True
+            busy = sum(len(set(x.busy_rounds) | set(y.busy_rounds)) for x, y in both)
+            loaded = True
+            note = f"; {busy} of {shared} rounds under other processes' load kept: too few quiet ones"
+            quiet = _quiet_ratios(both, MIN_PROCESSES)
+            if judged:
+                _, lo, hi, _ = _interval(every)
+                said = verdict(math.exp(lo), math.exp(hi))
+                heard = None
+                if quiet is not None:
+                    _, qlo, qhi, _ = _interval(quiet[0])
+                    heard = verdict(math.exp(qlo), math.exp(qhi))
+                if said != "undecided" and heard != said:
+                    judged = False
+                    note += (f"; not judged: the loaded rounds read {said}, the quiet turns of "
+                             f"{len(quiet[0])} processes {heard}" if quiet is not None else
+                             "; not judged: too few quiet turns to bear out what the loaded rounds read")
     k = len(per_process)
-    logs = [p.log_ratio for p in per_process]
-    center = statistics.fmean(logs)
-    if k >= 3:
-        half = spread_factor(k) * statistics.stdev(logs) / math.sqrt(k)
-        # Never narrower than the processes' own uncertainty, combined.
-        own = math.sqrt(sum(((p.log_high - p.log_low) / 2) ** 2 for p in per_process)) / k
-        half = max(half, own)
-        low, high = center - half, center + half
-        method = f"t over {k} processes"
-    elif k == 2:
-        low, high = min(p.log_low for p in per_process), max(p.log_high for p in per_process)
-        method = "span of 2 processes' intervals"
-    else:
-        low, high = per_process[0].log_low, per_process[0].log_high
-        method = "1 process: its rounds only"
+    center, low, high, method = _interval(per_process)
+    if k < MIN_PROCESSES:
+        judged = False
+        method = "1 process: not judged (its rounds say nothing of the spread between processes)"
     return Ratio(math.exp(center), math.exp(low), math.exp(high), k, sum(p.rounds for p in per_process),
-                 method + note, loaded)
+                 method + note, loaded, judged)
 
 
 def pair(a: Record, b: Record) -> Pair | None:
     """The verdict of ``a`` against ``b`` (ratio: a's time over b's), from their replicates'
-    shared rounds; None where they took no turns together."""
+    shared rounds; None where they took no turns together (other cases, other machines)."""
+    if case_key(a.cell) != case_key(b.cell):
+        return None
     found = paired_ratio(a.replicates, b.replicates)
     if found is None:
         return None
