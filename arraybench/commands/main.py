@@ -40,6 +40,28 @@ RENAMED = {
 }
 
 
+#: Each command and its line in ``arraybench --help``, in that order: ``--help`` and ``--version``
+#: are answered from here, without importing the commands (they bring NumPy, rich and the rest: a
+#: second or more, against a few hundredths). The suite checks it against the commands' parsers.
+SUMMARY = (
+    ("run", "run benchmarks (the default suite without options)"),
+    ("sweep", "run workloads across sizes and find the crossovers"),
+    ("report", "rebuild plots, report.html, results.md and results.csv from a results.json"),
+    ("compare", "compare two runs cell by cell: faster, slower or not significant"),
+    ("numerics", "each library's error against float64, per workload and dtype"),
+    ("history", "each cell's results over the stored runs, with the steps in them"),
+    ("merge", "one report for several runs (machines), the machine a dimension"),
+    ("store", "the results store: import earlier runs, list what it holds"),
+    ("export", "results as JSON for github-action-benchmark or Bencher"),
+    ("list", "list workloads, their sizes and what each measures"),
+    ("info", "Python, libraries, BLAS, threads, CPU, GPUs, and which backends work"),
+    ("doctor", "check that timing (against each library's own timer), sync, precision, memory, "
+               "clocks and transfers behave on this machine (run it first on a GPU)"),
+)
+#: The command lines answered from ``SUMMARY`` alone.
+LIGHT = ((), ("-h",), ("--help",), ("-V",), ("--version",))
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, with its errors as one line instead of a usage dump."""
 
@@ -112,15 +134,29 @@ def commands() -> tuple[Any, ...]:
     return (run, sweep, report, compare, numerics, history, merge, store, export, catalog, info, doctor)
 
 
-def build_parser(defaults: ProjectDefaults | None = None) -> argparse.ArgumentParser:
-    """The parser of every command, with a project's defaults applied to ``run`` and ``sweep``."""
+def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    """The parser of ``arraybench`` itself, with no command yet, and its commands' action."""
     parser = _Parser(
         prog=PROG,
         description="Which array library is fastest on your machine, for your workload, and why.",
         epilog="`arraybench run` measures the default suite; `arraybench COMMAND --help` says more.",
     )
     parser.add_argument("--version", "-V", action="version", version=f"{PROG} {version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    return parser, parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+
+def light_parser() -> argparse.ArgumentParser:
+    """A parser that prints the same ``--help`` and ``--version`` as ``build_parser``'s, built from
+    ``SUMMARY`` without importing a command; it parses no command's options."""
+    parser, sub = _top_parser()
+    for name, text in SUMMARY:
+        sub.add_parser(name, help=text)
+    return parser
+
+
+def build_parser(defaults: ProjectDefaults | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, with a project's defaults applied to ``run`` and ``sweep``."""
+    parser, sub = _top_parser()
     for command in commands():
         command.register(sub)
     if defaults is not None and defaults.values:
@@ -245,11 +281,16 @@ def _main(argv: list[str]) -> int:
 
 def _command(argv: list[str]) -> int:
     """Parse ``argv`` and run its command (``_main`` turns what goes wrong into one line)."""
+    if tuple(argv) in LIGHT:
+        # As git, pip and pytest-benchmark's users expect, no command is help, not a long run.
+        parser = light_parser()
+        if argv:
+            parser.parse_args(argv)  # prints the help or the version and exits
+        parser.print_help()
+        return _flushed(0)
+    _quiet_when_the_reader_leaves()
     from ..api import find_project, project_defaults
 
-    if not argv:  # as git, pip and pytest-benchmark's users expect: help, not a long run
-        build_parser().print_help()
-        return _flushed(0)
     if argv[0].startswith("-") and argv[0] not in ("-h", "--help", "-V", "--version"):
         option = argv[0].split("=", 1)[0]
         run_options = {o for a in _run_parser()._actions for o in a.option_strings}
@@ -301,19 +342,23 @@ def _tolerant_terminal() -> None:
             stream.reconfigure(errors="replace")
         except (AttributeError, ValueError):
             pass
-    try:
-        from rich.console import Console
-    except ImportError:
-        return
-    # rich ends the process with SystemExit(1) when the reader of its output leaves (its
-    # Console.on_broken_pipe, which rich documents as the place to change that). A command
-    # whose table nobody reads any more has still measured and saved everything: it goes on,
-    # silently, and ends with its own exit status.
-    Console.on_broken_pipe = _reader_left  # type: ignore[method-assign]
     global _python_showwarning
     if warnings.showwarning is not _show_warning:
         _python_showwarning = warnings.showwarning
     warnings.showwarning = _show_warning
+
+
+def _quiet_when_the_reader_leaves() -> None:
+    """rich ends the process with SystemExit(1) when the reader of its output leaves (its
+    Console.on_broken_pipe, which rich documents as the place to change that). A command whose
+    table nobody reads any more has still measured and saved everything: it goes on, silently,
+    and ends with its own exit status. (Not for ``--help`` and ``--version``, which print without
+    rich and so need not import it.)"""
+    try:
+        from rich.console import Console
+    except ImportError:
+        return
+    Console.on_broken_pipe = _reader_left  # type: ignore[method-assign]
 
 
 def _reader_left(console: Any) -> None:
