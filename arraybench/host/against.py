@@ -1,88 +1,245 @@
 """The same-session baseline (``--against REF``): a git ref's code measured beside the work tree's.
 
 A stored baseline was measured at another time, in another state of the machine; ``asv
-continuous`` measures both commits in one session instead. Here the files of ``REF`` are exported
-(``git archive``) into a temporary folder, and the run gets two environments, side by side like
-any others (``executors/turns``): ``REF``'s, whose workers find the user's package and workload
-files in that folder first, and the work tree's own (``here``). Every pair of a case then compares
-the same library on both versions of the code, one verdict each (``analysis/pairs``).
+continuous`` measures both commits in one session instead. Here the files of ``REF``'s commit are
+exported into a temporary folder, and the run gets two environments, side by side like any others
+(``executors/turns``): ``REF``'s, whose workers find the user's package and workload files in that
+folder first, and the work tree's own (``here``). Every pair of a case then compares the same
+library on both versions of the code, one verdict each (``analysis/pairs``).
+
+The files are read as git stores them (``ls-tree``, ``cat-file``), never through the filters
+``.gitattributes`` and the repository's configuration name, which ``git archive`` would run
+(``host/git``). The commit is recorded with the run, so that ``--resume`` exports the very same
+files again.
 """
 
 from __future__ import annotations
 
 import atexit
+import fcntl
 import os
 import re
 import shutil
+import stat
 import subprocess
-import tarfile
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import IO, Mapping
 
 from ..errors import UsageError
+from . import git
 
 #: The environment of the work tree's own code in a run ``--against REF``.
 HERE = "here"
 #: Tells a worker that workload files under the first folder are read from the second instead.
 SOURCE_MAP = "ARRAYBENCH_SOURCE_MAP"
+#: The commit REF named when the run began, kept in REF's environment (and so in the journal).
+COMMIT = "ARRAYBENCH_AGAINST_COMMIT"
+#: How an exported tree's folder is named in the temporary folder; its ``LOCK`` is held while
+#: the process that made it lives, so a later export can tell a killed run's leftovers.
+PREFIX = "arraybench-against-"
+LOCK = ".lock"
+#: What an ignored file may be and still change what the code does when imported.
+_IMPORTED = (".py", ".so", ".pyd", ".dylib")
+#: What an ignored folder or file in a package may be without changing the code.
+_HARMLESS = ("__pycache__", ".pyc", ".egg-info", ".dist-info")
 
 
 def label_for(ref: str) -> str:
-    """An environment label for ``ref`` (``main``, ``HEAD-1``, ``v1.2``)."""
+    """An environment label for ``ref`` (``main``, ``HEAD-1``, ``v1.2``); never ``here``, the
+    work tree's own (a branch named so would take its place)."""
     text = re.sub(r"[^A-Za-z0-9_.+-]+", "-", ref).strip("-.+_") or "ref"
     if not text[0].isalnum():
         text = "r" + text
-    return text[:40]
+    return text[:40] if text[:40] != HERE else f"ref-{HERE}"
 
 
-def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+def _git(args: list[str], cwd: Path, *, timeout: float = 120) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=120)
+        argv, env = git.command(cwd, *args)
+        return subprocess.run(argv, cwd=cwd, capture_output=True, timeout=timeout, env=env,
+                              stdin=subprocess.DEVNULL)
     except FileNotFoundError:
         raise UsageError("--against needs git, which is not installed") from None
     except subprocess.TimeoutExpired:
-        raise UsageError(f"--against: git {args[0]} took over 120 s") from None
+        raise UsageError(f"--against: git {args[0]} took over {timeout:g} s") from None
 
 
 _EXPORTED: dict[tuple[str, Path], tuple[Path, Path]] = {}
+#: The commit each exported tree holds.
+_COMMIT_OF: dict[Path, str] = {}
+#: The locks of this process's exported trees, held open until it ends.
+_HELD: list[IO[bytes]] = []
 
 
-def export(ref: str, where: Path | None = None) -> tuple[Path, Path]:
+def export(ref: str, where: Path | None = None, *, label: str | None = None) -> tuple[Path, Path]:
     """(the work tree's root, a temporary folder holding ``ref``'s files); ``UsageError`` in one
-    line where there is no git work tree or no such ref. The folder goes when the process ends;
-    a process exports each ref once (a pytest session's tests share it)."""
+    line where there is no git work tree or no such ref. The folder goes when the process ends
+    (or, if it is killed, with the next export); a process exports each ref once (a pytest
+    session's tests share it). ``label``: the folder's name inside (default ``label_for(ref)``)."""
     where = (where or Path.cwd()).resolve()
     if (ref, where) in _EXPORTED and _EXPORTED[(ref, where)][1].is_dir():
         return _EXPORTED[(ref, where)]
     top = _git(["rev-parse", "--show-toplevel"], where)
     if top.returncode != 0:
         raise UsageError(f"--against {ref}: {where} is not in a git work tree")
-    root = Path(top.stdout.decode().strip())
-    commit = _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], root)
-    if commit.returncode != 0:
-        raise UsageError(f"--against {ref}: no such commit, branch or tag in {root}")
-    folder = Path(tempfile.mkdtemp(prefix="arraybench-against-"))
+    root = Path(os.fsdecode(top.stdout.strip()))
+    commit = resolve(ref, root)
+    _sweep()
+    folder = Path(tempfile.mkdtemp(prefix=PREFIX))
+    lock = (folder / LOCK).open("wb")
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    _HELD.append(lock)
     atexit.register(shutil.rmtree, folder, True)
-    archive = folder / "tree.tar"
-    with archive.open("wb") as out:
-        done = subprocess.run(["git", "archive", "--format=tar", commit.stdout.decode().strip()], cwd=root,
-                              stdout=out, stderr=subprocess.PIPE, timeout=300)
-    if done.returncode != 0:
-        raise UsageError(f"--against {ref}: git archive failed: {done.stderr.decode().strip()[:200]}")
-    tree = folder / label_for(ref)
-    with tarfile.open(archive) as tar:
-        tar.extractall(tree, filter="data")  # the data filter: no links out, no devices
-    archive.unlink()
+    tree = folder / (label or label_for(ref))
+    _write_commit(root, commit, tree, ref)
+    _COMMIT_OF[tree] = commit
     _EXPORTED[(ref, where)] = root, tree
     return root, tree
 
 
-def variants(ref: str, root: Path, tree: Path, inherited: str = "") -> dict[str, dict[str, str]]:
+def resolve(ref: str, root: Path) -> str:
+    """The full commit id ``ref`` names in the repository at ``root``, or ``UsageError``."""
+    found = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], root)
+    if found.returncode != 0 or not found.stdout.strip():
+        raise UsageError(f"--against {ref}: no such commit, branch or tag in {root}")
+    return found.stdout.decode().strip()
+
+
+def _sweep() -> None:
+    """Remove the exported trees of runs that ended without their clean-up (SIGKILL): this
+    user's folders whose lock no living process holds."""
+    base = Path(tempfile.gettempdir())
+    try:
+        names = [n for n in os.listdir(base) if n.startswith(PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        folder = base / name
+        try:
+            st = os.lstat(folder)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+                continue
+            with (folder / LOCK).open("rb") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: its run is alive
+                shutil.rmtree(folder, ignore_errors=True)
+        except FileNotFoundError:  # no lock: a run still writing it, or one from before locks
+            if _older_than(folder, 24 * 3600):
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def _older_than(folder: Path, seconds: float) -> bool:
+    import time
+
+    try:
+        return time.time() - os.lstat(folder).st_mtime > seconds
+    except OSError:
+        return False
+
+
+def _write_commit(root: Path, commit: str, tree: Path, ref: str) -> None:
+    """``commit``'s files under ``tree``, each blob as git stores it: ``cat-file`` runs no filter."""
+    listing = _git(["ls-tree", "-r", "-z", "--full-tree", commit], root, timeout=300)
+    if listing.returncode != 0:
+        raise UsageError(f"--against {ref}: git ls-tree failed: {listing.stderr.decode(errors='replace').strip()[:200]}")
+    entries = []
+    for record in listing.stdout.split(b"\0"):
+        if not record:
+            continue
+        meta, _, name = record.partition(b"\t")
+        mode, kind, oid = meta.decode().split()
+        path = PurePosixPath(os.fsdecode(name))
+        if path.is_absolute() or any(part in ("", ".", "..", ".git") for part in path.parts):
+            continue  # a crafted tree may name paths out of the folder
+        entries.append((mode, kind, oid, path))
+    tree.mkdir(parents=True)
+    links = []
+    argv, env = git.command(root, "cat-file", "--batch")
+    with subprocess.Popen(argv, cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, env=env) as batch:
+        assert batch.stdin is not None and batch.stdout is not None
+        for mode, kind, oid, path in entries:
+            target = tree.joinpath(*path.parts)
+            if kind == "commit":  # a submodule: an empty folder, as git archive leaves it
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            batch.stdin.write(oid.encode() + b"\n")
+            batch.stdin.flush()
+            header = batch.stdout.readline().split()
+            if len(header) != 3:
+                raise UsageError(f"--against {ref}: git cat-file could not read {path}")
+            data = batch.stdout.read(int(header[2]))
+            batch.stdout.read(1)
+            if mode == "120000":
+                links.append((target, os.fsdecode(data)))
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                         0o755 if mode == "100755" else 0o644)
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+        batch.stdin.close()
+    # Links last, and only those that stay inside the tree: no file is written through one.
+    for target, pointee in links:
+        inside = (target.parent / pointee).resolve()
+        if not os.path.isabs(pointee) and inside.is_relative_to(tree.resolve()):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(pointee, target)
+
+
+def variants(ref: str, root: Path, tree: Path, inherited: str = "",
+             commit: str | None = None) -> dict[str, dict[str, str]]:
     """The two environments of a run ``--against ref``: ``ref``'s code first on the path (a
-    ``src/`` layout's too) and its workload files read from ``tree``; the work tree's as it is."""
+    ``src/`` layout's too), its workload files read from ``tree`` and its commit recorded; the
+    work tree's as it is."""
     paths = [str(tree)] + ([str(tree / "src")] if (tree / "src").is_dir() else []) + ([inherited] if inherited else [])
-    return {label_for(ref): {"PYTHONPATH": os.pathsep.join(paths), SOURCE_MAP: f"{root}{os.pathsep}{tree}"},
-            HERE: {}}
+    ref_env = {"PYTHONPATH": os.pathsep.join(paths), SOURCE_MAP: f"{root}{os.pathsep}{tree}"}
+    ref_env[COMMIT] = commit or _COMMIT_OF.get(tree) or resolve(ref, root)
+    return {label_for(ref): ref_env, HERE: {}}
+
+
+def reexport(ref: str, recorded: Mapping[str, Mapping[str, str]], inherited: str = "") -> dict[str, dict[str, str]]:
+    """The environments of a resumed run ``--against ref``: the commit its journal recorded
+    (``recorded``: the run's variants) exported afresh, for the tree it measured went with the
+    process that made it. ``UsageError`` where the run recorded no commit or the repository no
+    longer has it."""
+    label = label_for(ref)
+    saved = recorded.get(label, {})
+    commit, mapping = saved.get(COMMIT), saved.get(SOURCE_MAP, "")
+    if not commit or os.pathsep not in mapping:
+        raise UsageError(f"--resume: this run --against {ref} recorded no commit to measure {ref} at again "
+                         "(an older arraybench wrote it); start it afresh")
+    root = Path(mapping.split(os.pathsep, 1)[0])
+    if not (root / ".git").exists() or _git(["cat-file", "-e", f"{commit}^{{commit}}"], root).returncode != 0:
+        raise UsageError(f"--resume: this run measured --against {ref} at commit {commit[:12]} of {root}, "
+                         "which that repository no longer has; start the run afresh")
+    _, tree = export(commit, root, label=label)
+    return variants(ref, root, tree, inherited, commit=commit)
+
+
+def lacking(root: Path, tree: Path) -> list[str]:
+    """The ignored files and folders of the work tree at ``root`` that may be imported with its
+    code (a generated ``_version.py``, a compiled extension, in a package or at the top) and
+    that ``tree``, the export of a commit's tracked files, lacks: the two sides then differ by more
+    than their code."""
+    listed = _git(["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"], root)
+    if listed.returncode != 0:
+        return []
+    found = []
+    for name in sorted(os.fsdecode(n) for n in listed.stdout.split(b"\0") if n):
+        path = PurePosixPath(name.rstrip("/"))
+        if any(part.endswith(_HARMLESS) for part in path.parts):
+            continue
+        in_package = root.joinpath(*path.parent.parts, "__init__.py").is_file()
+        if name.endswith("/"):  # an ignored package, or a folder inside one (not .venv/, build/)
+            matters = in_package or root.joinpath(*path.parts, "__init__.py").is_file()
+        else:
+            matters = path.suffix in _IMPORTED and (in_package or str(path.parent) in (".", "src"))
+        if matters and not tree.joinpath(*path.parts).exists():
+            found.append(name)
+    return found
 
 
 def mapped(path: str, mapping: str | None) -> str:
