@@ -10,8 +10,10 @@ library's method it calls (``np.sum(t, axis=0)`` calls ``Tensor.sum(axis=0)``), 
 So during the first call (eager only: compilers trace the code and refuse, or translate, NumPy
 themselves), every name in the workload function's globals that is NumPy (the module, one of its
 submodules, or one of its functions) is replaced by a watcher that records each NumPy function
-called with an array that is not NumPy's, and the line that called it. ``Watch.reason`` says
-what happened and the fix, where the call returned; ``Watch.hint`` adds it to an error's.
+called with an array that is not NumPy's, or with a NumPy array (one the code took from the
+library's, ``t.numpy()``, which no NumPy function sees being made), and the line that called it.
+``Watch.reason`` says what happened and the fix, where the call returned; ``Watch.hint`` adds it
+to an error's.
 """
 
 from __future__ import annotations
@@ -58,12 +60,23 @@ class _Spy:
         return value
 
 
+def _host(value: Any) -> bool:
+    """A NumPy array (not a scalar): in another library's cell, one taken from the library's
+    (``t.numpy()``, ``np.asarray(x)``) or made by NumPy; either way NumPy computes on it."""
+    if isinstance(value, (tuple, list)):
+        return any(_host(v) for v in value)
+    return isinstance(value, np.ndarray) and value.ndim > 0
+
+
 def _recording(fn: Callable[..., Any], name: str, seen: list[str]) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
-        if _foreign(args) or _foreign(list(kwargs.values())):
+        values = [*args, *kwargs.values()]
+        mark = "" if _foreign(values) else "host " if _host(values) else None
+        if mark is not None:
             caller = sys._getframe(1)
             code = linecache.getline(caller.f_code.co_filename, caller.f_lineno).strip()
-            seen.append(f"{name} [at {caller.f_code.co_filename.rsplit('/', 1)[-1]}:{caller.f_lineno}: {code}]")
+            seen.append(f"{mark}{name} [at {caller.f_code.co_filename.rsplit('/', 1)[-1]}:"
+                        f"{caller.f_lineno}: {code}]")
         return fn(*args, **kwargs)
 
     return call
@@ -104,15 +117,32 @@ class Watch:
         if not self.seen:
             return ""
         first = self.seen[0]
-        return (f"{first.split(' ')[0]} got {self.label}'s array: NumPy computed that part on the host, "
+        where = first[first.index("["):]
+        if first.startswith("host "):
+            name = first.split(" ")[1]
+            return (f"{name} computed on a NumPy array in {self.label}'s cell (one taken from "
+                    f"{self.label}'s with .numpy() or np.asarray, or made by NumPy): NumPy computed that "
+                    f"part on the host, not {self.label}; use the xp namespace the workload is given "
+                    f"(xp.{name.rsplit('.', 1)[-1]}) {where}")
+        name = first.split(" ")[0]
+        if name.rsplit(".", 1)[-1] in _CONVERSIONS:
+            return (f"{name} took {self.label}'s array to the host as a NumPy array: NumPy computed "
+                    f"what followed, not {self.label}, whatever type the result has; keep the work in "
+                    f"the xp namespace the workload is given {where}")
+        return (f"{name} got {self.label}'s array: NumPy computed that part on the host, "
                 f"not {self.label}, whatever type the result has; use the xp namespace the workload "
-                f"is given (xp.{first.split(' ')[0].rsplit('.', 1)[-1]}) {first[first.index('['):]}")
+                f"is given (xp.{name.rsplit('.', 1)[-1]}) {where}")
 
     def hint(self) -> str:
         """What to add to an error raised where NumPy got the library's array ("" otherwise)."""
-        if not self.seen:
+        foreign = [s for s in self.seen if not s.startswith("host ")]
+        if not foreign:
             return ""
-        name = self.seen[-1].split(" ")[0]
+        name = foreign[-1].split(" ")[0]
         return (f"; {name} was called on {self.label}'s array (NumPy's functions call the array's own "
                 f"methods with NumPy's arguments, such as axis=): use xp.{name.rsplit('.', 1)[-1]}, "
                 "the namespace the workload is given")
+
+
+#: NumPy functions that only bring an array to the host: the NumPy work is what follows them.
+_CONVERSIONS = frozenset({"asarray", "array", "asanyarray", "ascontiguousarray", "asfortranarray"})
