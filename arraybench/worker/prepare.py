@@ -217,7 +217,9 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         if explained:
             return _ended(backend, prepared, "skipped", explained)
         rep.status = "wrong"
-        rep.reason = verdict.reason + (f" [returned by {origin}]" if origin else "")
+        drawn = accuracy.random_draws(wl.function_for(backend.name))
+        reason = accuracy.random_stream_reason(verdict, drawn, backend.label) if drawn else verdict.reason
+        rep.reason = reason + (f" [returned by {origin}]" if origin else "")
     rep.output_bytes = output_bytes(out)
     prepared.run = run
     prepared.call = lambda: timer.first_call()[1]
