@@ -184,8 +184,10 @@ class Workload:
         return self.override_namespaces.get(backend, self.namespace)
 
     def origin(self, backend: str | None = None) -> str:
-        """Where the function a backend runs is defined: ``path:line: def name(xp, ...):``."""
-        return definition_line(self.function_for(backend) if backend else self.fn)
+        """Where the function a backend runs is defined: ``path:line: def name(xp, ...):`` (for a
+        ``grad=True`` workload that gives the backend its own gradient, that gradient's line)."""
+        own = self.gradients.get(backend) if (backend and self.grad) else None
+        return definition_line(own or (self.function_for(backend) if backend else self.fn))
 
     def not_applicable(self, backend: str, mode: str) -> str | None:
         """Why this workload does not apply to a backend or mode, or None when it does."""
