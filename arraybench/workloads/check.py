@@ -71,6 +71,9 @@ class Noise:
     sources: str = ""
     #: Elements in the inputs: a reduction of them may round log2 of that many times.
     elements: int = 0
+    #: The reference is NumPy's plain float64 run (no long double at this size), so its own
+    #: rounding is in the errors measured against it: the perturbed reruns' move estimates it.
+    float64_only: bool = False
 
     def ulps(self, kind: str) -> float:
         """The noise in ulps, in the measure of a check of ``kind``."""
