@@ -24,7 +24,7 @@ from .plan import Plan, validate
 from .model.reporter import Reporter
 from .model.results import Results
 from .analysis.run_state import RunState
-from .executors.session import Interrupted, Session
+from .executors.session import Interrupted, Session, stop_signals
 from .store.keeping import StoreChoice, store_run
 from .workloads.fingerprint import check_code, code_of
 from .workloads.registry import REGISTRY
@@ -289,8 +289,9 @@ class _Stopped(KeyboardInterrupt):
 
 @contextmanager
 def _stopping_on_signals() -> Iterator[None]:
-    """SIGINT and SIGTERM raise ``_Stopped`` inside (in the main thread; a signal the process
-    ignores stays ignored): a run waiting on a locked store stops at once, and says so."""
+    """The stop signals (``stop_signals``: SIGINT, SIGTERM, SIGHUP...) raise ``_Stopped`` inside (in
+    the main thread; a signal the process ignores stays ignored): a run waiting on a locked store
+    stops at once, and says so."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -298,7 +299,7 @@ def _stopping_on_signals() -> Iterator[None]:
     def stop(signum: int, frame: Any) -> None:
         raise _Stopped(signum)
 
-    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.getsignal(s) for s in stop_signals()}
     for s, handler in previous.items():
         if handler is not signal.SIG_IGN:
             signal.signal(s, stop)

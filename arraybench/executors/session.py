@@ -54,6 +54,15 @@ class Interrupted(Exception):
         return 128 + self.signum
 
 
+def stop_signals() -> list[int]:
+    """The signals that stop a run with what it measured kept: SIGINT and SIGTERM, and SIGHUP (a
+    closed terminal), SIGQUIT, SIGUSR1 and SIGALRM where they would end the process (their default):
+    ended so, a run keeps nothing and leaves paused workers behind. One ignored (``nohup``) or
+    handled by the program stays so."""
+    more = [getattr(signal, name) for name in ("SIGHUP", "SIGQUIT", "SIGUSR1", "SIGALRM") if hasattr(signal, name)]
+    return [signal.SIGINT, signal.SIGTERM, *(s for s in more if signal.getsignal(s) == signal.SIG_DFL)]
+
+
 class Session:
     """A run's state, journal and progress; create it with ``Session.start`` or
     ``Session.resume``, then ``run(executor)``. Implements ``executors.base.RunHandle``."""
@@ -120,13 +129,13 @@ class Session:
         """Measure every cell not yet measured with ``executor``; return the results
         (``results.json`` saved).
 
-        Raises ``Interrupted`` (with the partial results, saved) after SIGINT or SIGTERM. Where
+        Raises ``Interrupted`` (with the partial results, saved) after a stop signal. Where
         the executor could not measure everything (a cluster node lost), the results say
         ``complete=False``.
         """
         # Only the main thread may set signal handlers; run from another, the caller keeps them.
         main = threading.current_thread() is threading.main_thread()
-        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
+        previous = {s: signal.getsignal(s) for s in stop_signals()} if main else {}
         for s in previous:
             signal.signal(s, self._on_signal)
         try:
@@ -283,7 +292,10 @@ class Session:
     def _on_signal(self, signum: int, _frame: Any) -> None:
         self._signals.append(signum)
         if len(self._signals) == 1:
-            self.reporter.stopping(signum)
+            try:
+                self.reporter.stopping(signum)
+            except OSError:  # a terminal that hung up (SIGHUP): the stop must not fail on saying so
+                pass
 
     def _complete_config(self, config: Config) -> None:
         for c in self.cells:
