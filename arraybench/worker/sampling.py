@@ -92,6 +92,7 @@ class Sampling:
         #: Whether samples that grew resident memory are still taken back (``take_back_warmup``).
         self.warming = True
         self.taken_back_calls = 0  # calls of the samples taken back
+        self.grew_samples = 0  # samples taken back for growing memory (``take_back_warmup``'s cap)
         #: Whether a batch far shorter than calibrated grows ``number`` (``_regrow``): calls the
         #: timer may batch freely, timed for their latency.
         self.regrows = regrows
@@ -134,7 +135,11 @@ class Sampling:
         if self.throttled and self.throttled[-1] == len(self.samples):
             self.throttled.pop()
         self.taken_back_calls += self.calls_last
-        self.warming = self.taken_back_calls < MAX_WARMUP_SAMPLES * self.number
+        # Counted apart from the samples a regrown batch took back: a batch calibrated under a
+        # neighbour's burst must not use up the memory's warm-up (a loaded run counted a sample
+        # that faulted 2 MiB of fresh pages, its cap spent by a regrowth).
+        self.grew_samples += 1
+        self.warming = self.grew_samples < MAX_WARMUP_SAMPLES
         self.stop_reason = self._stop_reason()  # its time stays spent
         return True
 

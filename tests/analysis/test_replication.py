@@ -140,12 +140,13 @@ def test_a_cell_whose_processes_disagree_gets_more_and_a_steady_one_stops(adapti
     results = arraybench.load_results(adaptive_run)
     by = {r.workload: r for r in results.records}
     wide, steady = by["process_effect"], by["sleeps"]
-    # 4 ms and 20 ms in turns: the interval over processes never reaches +-50%; sleeping 4 ms is
-    # steady enough for +-50% with three processes, even on a busy machine.
+    # 4 ms and 20 ms in turns: the interval over processes never reaches +-50%, so the cell takes
+    # processes to the most allowed; sleeping 4 ms is steadier, and stops with fewer. (How many
+    # fewer moves with the machine's load: on a loaded machine a sleep is not steady either.)
     assert wide.n_replicates == 6 and wide.replication_stop == MOST
     assert (wide.ci_high_s - wide.ci_low_s) / (2 * wide.median_s) > 0.5
     assert any("no more processes because it reached the most processes allowed" in w for w in wide.warnings)
-    assert steady.n_replicates == 3 and steady.replication_stop == CONVERGED
+    assert 3 <= steady.n_replicates < wide.n_replicates and steady.replication_stop != MOST
     assert results.settings["max_processes"] == 6 and results.settings["processes"] == 3
     # The headline is a per-call time between the two modes.
     assert 4e-3 < wide.median_s < 20e-3
@@ -157,16 +158,17 @@ def test_resume_measures_the_processes_beyond_the_initial_count(adaptive_run, tm
     journal = copy / "journal.jsonl"
     lines = journal.read_text().splitlines()
     entries = [json.loads(line) for line in lines]
+    before = {r.workload: r.n_replicates for r in arraybench.load_results(adaptive_run).records}
     cut = [i for i, e in enumerate(entries)
-           if e.get("type") == "replicate" and e["key"].startswith("process_effect") and e["index"] >= 4]
-    assert len(cut) == 2  # indices 4 and 5: beyond the 3 processes every cell starts with
+           if e.get("type") == "replicate" and e["key"].startswith("process_effect") and e["index"] >= 3]
+    assert len(cut) == 3  # indices 3 to 5: beyond the 3 processes every cell starts with
     journal.write_text("".join(line + "\n" for i, line in enumerate(lines) if i not in cut))
     # Named: the module's run was sealed under another data folder, so it is not this test's own.
     result = run_here("run", "--resume", str(copy), "--workload-file",
                       str(adaptive_run.parent / "usage_workloads.py"), "-q", "--no-plots", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     resumed = {r.workload: r for r in arraybench.load_results(copy).records}
-    assert resumed["process_effect"].n_replicates == 6 and resumed["sleeps"].n_replicates == 3
+    assert resumed["process_effect"].n_replicates == 6 and resumed["sleeps"].n_replicates == before["sleeps"]
     indices = sorted(json.loads(line)["index"] for line in journal.read_text().splitlines()
                      if '"replicate"' in line and "process_effect" in line)
     assert indices == [0, 1, 2, 3, 4, 5]
