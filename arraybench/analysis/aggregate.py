@@ -109,13 +109,22 @@ def _fill_timing(rec: Record, timed: Sequence[Replicate], wanted: int, rel_ci: f
     _fill_footprint(rec, timed)
     device = [x for rep in timed for x in (rep.device_samples_s or [])]
     rec.device_median_s = stats.median(device) if device else None
-    if rec.mode == "compiled" and rec.first_call_s is not None:
-        rec.compile_s = max(rec.first_call_s - rec.median_s, 0.0)
+    compile_seen = True
+    if rec.mode == "compiled" and firsts:
+        # The first call over the fastest later call, per process: over the median, a loaded
+        # process's median as slow as its first call read 0 s for torch.compile's matmul.
+        compiled = stats.median([rep.first_call_s - min(rep.samples_s) for rep in timed
+                                 if rep.first_call_s is not None])
+        rec.compile_s = compiled if compiled > 0 else None
+        compile_seen = compiled > 0
     rec.replicate_medians_s = [stats.median(rep.samples_s) for rep in timed]
     lo, hi = min(rec.replicate_medians_s), max(rec.replicate_medians_s)
     rec.replicate_spread = (hi - lo) / rec.median_s if rec.median_s > 0 else 0.0
 
     warnings = list(dict.fromkeys(w for rep in timed for w in rep.warnings))
+    if not compile_seen:
+        warnings.append("compiling not seen: the first call was no slower than the fastest later one "
+                        "(a cache may have served the compiled code)")
     if len(timed) < wanted:
         warnings.append(f"measured in {len(timed)} of {wanted} processes")
     clusters = modes.find_modes(rec.replicate_medians_s, pooled)

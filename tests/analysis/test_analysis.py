@@ -184,3 +184,22 @@ def test_findings_are_all_computed(tmp_path: Path):
     svg = path.read_text()
     ET.fromstring(svg)
     assert "NumPy CPU" in svg and "PyTorch CPU" in svg and "ahead" in svg
+
+
+def test_compile_time_is_the_first_call_over_the_fastest_later_one_and_never_a_silent_zero():
+    from arraybench.analysis.aggregate import aggregate
+    from arraybench.model.cell import Cell
+    from arraybench.model.replicate import Replicate
+
+    cell = Cell("matmul", "3000", 3000, "torch", "cpu", "float64", "compiled")
+    # A loaded process whose median is as slow as its 1.9 s first call: the compile is still the
+    # 1.4 s between the first call and the fastest later one (first minus median read 0 s).
+    loaded = [Replicate(status="ok", samples_s=[0.5, 2.0, 2.1, 1.9], number=1, first_call_s=1.9),
+              Replicate(status="ok", samples_s=[0.5, 0.52, 0.55], number=1, first_call_s=1.9)]
+    found = aggregate(cell, loaded, 2, rel_ci=0.02)
+    assert found.compile_s == pytest.approx(1.4)
+    # A first call no slower than the calls after it: no compile seen, and said, not a 0 s.
+    cached = [Replicate(status="ok", samples_s=[0.5, 0.52], number=1, first_call_s=0.49)]
+    found = aggregate(cell, cached, 1, rel_ci=0.02)
+    assert found.compile_s is None
+    assert any(w.startswith("compiling not seen") for w in found.warnings)
