@@ -53,6 +53,13 @@ def machine_epsilon(dtype: str) -> float:
 ELEMENTWISE_NEAR_ZERO = 1e-3
 DERIVED_NEAR_ZERO = 2.0 ** -26
 
+
+def own_size_floor(dtype: str) -> float:
+    """The smallest value an element is judged against its own size at: the dtype's smallest
+    normal number over its epsilon, clear of subnormals (which some libraries flush to zero)."""
+    info = np.finfo(np.dtype(dtype))
+    return float(info.tiny / info.eps)
+
 #: A derived check calls an output element-wise stable when 4-ulp input perturbations move none of
 #: its elements by more than this many ulps of its own value; otherwise it is judged normwise.
 STABLE_ELEMENTWISE_ULPS = 64.0
@@ -74,6 +81,9 @@ class Noise:
     #: The reference is NumPy's plain float64 run (no long double at this size), so its own
     #: rounding is in the errors measured against it: the perturbed reruns' move estimates it.
     float64_only: bool = False
+    #: Elements below the derived check's near-zero floor: the most any moved, in ulps of its own
+    #: value (0: none there; inf: not measured, so they are judged against the floor alone).
+    below_floor: float = math.inf
 
     def ulps(self, kind: str) -> float:
         """The noise in ulps, in the measure of a check of ``kind``."""

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .check import DERIVED_NEAR_ZERO, Check, Noise, machine_epsilon
+from .check import DERIVED_NEAR_ZERO, Check, Noise, machine_epsilon, own_size_floor
 from ..numeric.finite_diff import central_difference_grad_with_error
 from .definition import Workload
 from .params import Params, accepted
@@ -214,7 +214,11 @@ def _noise(ref: Any, variants: list[tuple[Any, float]], sources: str, elements: 
     ref = np.asarray(ref)
     moves = {"elementwise": 0.0, "normwise": 0.0}
     if not np.issubdtype(ref.dtype, np.inexact):
-        return Noise(0.0, 0.0, sources, elements, float64_only)
+        return Noise(0.0, 0.0, sources, elements, float64_only, 0.0)
+    size = np.abs(ref)
+    # Elements the element-wise floor hides: whether the reference pins each down to its own size.
+    small = (size < DERIVED_NEAR_ZERO * float(np.max(size, initial=0.0))) & (size >= own_size_floor("float64"))
+    below: list[float] = []
     for got, eps in variants:
         if got is None or np.shape(got) != ref.shape:
             continue
@@ -227,7 +231,13 @@ def _noise(ref: Any, variants: list[tuple[Any, float]], sources: str, elements: 
                 move = Check(kind, near_zero=DERIVED_NEAR_ZERO).error(got, ref) / eps
             if math.isfinite(move):
                 moves[kind] = max(moves[kind], move)
-    return Noise(moves["elementwise"], moves["normwise"], sources, elements, float64_only)
+        if small.any():
+            with np.errstate(all="ignore"):
+                move = float(np.max(np.abs(got[small] - ref[small]) / size[small])) / eps
+            below.append(move if math.isfinite(move) else math.inf)
+    # Not measured (no rerun ran) counts as not pinned down: those elements keep the floor.
+    pinned = (max(below) if below else math.inf) if small.any() else 0.0
+    return Noise(moves["elementwise"], moves["normwise"], sources, elements, float64_only, pinned)
 
 
 def _result_eps(got: Any) -> float:
