@@ -24,13 +24,17 @@ def preset_text(name: str) -> str:
 
 
 def apply_preset(args: argparse.Namespace) -> None:
-    """Set the preset's budgets on ``args``, except for the options typed beside it."""
+    """Set the preset's budgets on ``args``, except for the options given beside it: typed, or,
+    for a preset the project file sets, set in that same file."""
     name = getattr(args, "preset", None)
     if name is None:
         return
     if getattr(args, "resume", None):
         raise UsageError(f"--{name} and --resume: a resumed run keeps its own settings; give one of them")
-    typed = getattr(args, "typed", set())
+    typed = set(getattr(args, "typed", set()))
+    project = getattr(args, "project", None)
+    if "preset" not in typed and project is not None:
+        typed |= set(project.values)
     for dest, value in PRESETS[name].items():
         if dest not in typed:
             setattr(args, dest, value)

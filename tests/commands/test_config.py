@@ -93,3 +93,27 @@ def test_resume_refuses_an_option_typed_even_when_it_equals_the_default(tmp_path
     journal.Journal.create(out, opts, plan.build_plan(opts, REGISTRY), {"backends": {}}).close()
     assert main(["run", "--resume", str(out), "--dtype", "float64"]) == 2
     assert "dtype (saved 'float32', given 'float64')" in capsys.readouterr().err
+
+
+def test_a_preset_in_the_project_file_yields_to_the_same_files_budgets(tmp_path: Path):
+    """``fast = true`` beside ``max-time = 3.0``: the file's own max-time holds, the preset fills in
+    the rest; ``--fast`` typed wins over the file, and a typed option over either."""
+    import argparse
+
+    from arraybench import config
+    from arraybench.commands.main import build_parser, parse
+    from arraybench.commands.presets import apply_preset
+
+    path = project(tmp_path, "[tool.arraybench]\nfast = true\nmax-time = 3.0\n") / "pyproject.toml"
+    run_parser = next(a for a in build_parser()._actions
+                      if isinstance(a, argparse._SubParsersAction)).choices["run"]
+    defaults = config.load(run_parser, path)
+
+    def budgets(*argv: str) -> tuple:
+        args = parse(["run", *argv], defaults)
+        apply_preset(args)
+        return args.max_time, args.min_samples, args.processes
+
+    assert budgets() == (3.0, 5, (2, 2))
+    assert budgets("--fast") == (0.25, 5, (2, 2))
+    assert budgets("--fast", "--max-time", "1") == (1.0, 5, (2, 2))
