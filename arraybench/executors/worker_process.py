@@ -5,8 +5,8 @@ the doctor's self-checks all give a ``worker.protocol.Job`` and read typed messa
 
 Workers start in their own session, so a Ctrl-C in the terminal reaches only the parent, which then
 asks the worker to stop (SIGTERM: finish the current sample, send what is complete) and keeps what
-was measured. On Linux a worker also dies with its parent (``PR_SET_PDEATHSIG``), so a parent killed
-with SIGKILL leaves no orphan measuring on, and competing with, the next run.
+was measured. On Linux a worker also dies with its parent (``PR_SET_PDEATHSIG``), and its group with
+it (``watcher``): a parent killed with SIGKILL leaves no orphan measuring on, nor one stopped for good.
 
 A workload may fork or start helpers (``subprocess``, ``multiprocessing``). They share the worker's
 process group, and when the worker ends, however it ends, the whole group is killed with it: the
@@ -15,15 +15,6 @@ also holds the worker's end of the pipe, so the end of the worker's output is no
 the worker itself has exited, its group is killed and the output is read to its end or given up
 after ``PIPE_GRACE_S``. (A child that leaves the group with ``setsid`` escapes this; nothing short of
 a cgroup catches it.)
-
-A parent that dies without its clean-up (SIGKILL, or a signal it does not handle) cannot end the
-groups itself, and ``PR_SET_PDEATHSIG`` ends only the worker: it is not inherited by what the
-workload starts, and a group paused for another's turn (SIGSTOP) would keep its helpers stopped for
-good. So one small watcher process per parent, in a session of its own, is told each worker's group
-as it starts and as it ends, over a pipe only the parent writes to; when the parent is gone, however
-it went, the kernel closes the pipe and the watcher continues and kills every group still named.
-Its cost is one idle interpreter; a group is named until it is killed, and its worker is reaped only
-after that, so a group id the watcher holds is never another's.
 
 What a worker and its workloads print (its stderr, and its stdout, which the worker points there)
 reaches its log through a pipe the parent copies, within a size (``worker_log``).
@@ -46,6 +37,7 @@ from typing import Callable, Hashable, Iterator, Mapping
 from ..files import open_append
 from ..host.threads import child_setup
 from ..worker import heartbeat
+from .watcher import unwatch, watch
 from .worker_log import CappedLog, crash_site, describe_exit, last_error
 from ..worker.protocol import Done, Job, Message, Unavailable, parse
 
@@ -116,7 +108,7 @@ class WorkerProcess:
             self._log.close()
             self.board_path.unlink(missing_ok=True)
             raise
-        _watch(self.proc.pid)
+        watch(self.proc.pid)
         self._queue: queue.Queue[bytes | None] = queue.Queue()
         #: A line taken from the queue ahead of ``messages`` (``wait_started``), read first there.
         self._early: list[bytes | None] = []
@@ -371,7 +363,7 @@ class WorkerProcess:
             pass
         except PermissionError:
             self.proc.kill()
-        _unwatch(self.proc.pid)  # before it is reaped: until then its group id is its own
+        unwatch(self.proc.pid)  # before it is reaped: until then its group id is its own
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -406,109 +398,3 @@ class WorkerProcess:
 
 _waitid = getattr(os, "waitid", None)
 
-
-# -- the watcher: ends the groups of a parent that died without its clean-up --
-
-#: What the watcher runs: "+GROUP" and "-GROUP" lines from the parent name the groups to end;
-#: when the pipe ends (the parent is gone) each group still named is continued and killed.
-_WATCHER = """
-import os, signal
-groups, pending = set(), b""
-while True:
-    try:
-        chunk = os.read(0, 4096)
-    except OSError:
-        chunk = b""
-    if not chunk:
-        break
-    *lines, pending = (pending + chunk).split(b"\\n")
-    for line in lines:
-        if line[:1] in (b"+", b"-") and line[1:].isdigit():
-            (groups.add if line[:1] == b"+" else groups.discard)(int(line[1:]))
-for group in groups:
-    for sig in (signal.SIGCONT, signal.SIGKILL):
-        try:
-            os.killpg(group, sig)
-        except OSError:
-            pass
-"""
-
-_watch_lock = threading.Lock()
-_watcher: subprocess.Popen | None = None
-_watch_fd: int | None = None
-_watched: set[int] = set()
-
-
-def _watch(group: int) -> None:
-    """Name a worker's group to the watcher (started with the first)."""
-    if _waitid is None:  # where reading a worker's exit reaps it, its group id could be reused
-        return
-    with _watch_lock:
-        _watched.add(group)
-        _tell(f"+{group}\n")
-
-
-def _unwatch(group: int) -> None:
-    """The group is killed: the watcher forgets it."""
-    with _watch_lock:
-        if group in _watched:
-            _watched.discard(group)
-            _tell(f"-{group}\n")
-
-
-def _tell(line: str) -> None:
-    """Write ``line`` to the watcher; one gone (killed by someone) is replaced and told every group."""
-    global _watcher, _watch_fd
-    for _ in range(2):
-        if _watch_fd is None:
-            if not _watched:
-                return
-            _watcher, _watch_fd = _start_watcher()
-            if _watch_fd is None:
-                return
-            line = "".join(f"+{group}\n" for group in sorted(_watched))
-        try:
-            os.write(_watch_fd, line.encode())
-            return
-        except OSError:
-            os.close(_watch_fd)
-            _watch_fd = None
-            if _watcher is not None:
-                _watcher.poll()  # reaped, if it is gone
-
-
-def _start_watcher() -> tuple[subprocess.Popen | None, int | None]:
-    """The watcher and the pipe's end it reads to its end; (None, None) where it cannot start
-    (each worker still dies with the parent, ``PR_SET_PDEATHSIG``)."""
-    if not sys.executable:
-        return None, None
-    read, write = os.pipe()  # neither end is inherited by the workers (close-on-exec)
-    try:
-        # Its own session: a terminal's signals and the parent's group never reach it.
-        watcher = subprocess.Popen([sys.executable, "-I", "-S", "-c", _WATCHER], stdin=read,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                   start_new_session=True)
-    except OSError:
-        os.close(write)
-        return None, None
-    finally:
-        os.close(read)
-    return watcher, write
-
-
-def _forget_watcher() -> None:
-    """In a child forked from the parent: the parent's pipe end is closed, so that the watcher
-    sees the parent's death and not this child's."""
-    global _watch_lock, _watcher, _watch_fd
-    _watch_lock = threading.Lock()
-    if _watch_fd is not None:
-        try:
-            os.close(_watch_fd)
-        except OSError:
-            pass
-    _watcher, _watch_fd = None, None
-    _watched.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_watcher)
