@@ -12,7 +12,7 @@ import pytest
 from arraybench.errors import UsageError
 from arraybench.host import against
 
-from .conftest import run_cli
+from .conftest import run_cli, run_here
 
 WORKLOAD = '''from arraybench import workload
 import helper
@@ -80,3 +80,31 @@ def test_a_refs_label_and_its_files_are_found_where_the_work_trees_are():
     assert against.mapped("/work/tree/src/bench.py", mapping) == "/tmp/ref/src/bench.py"
     assert against.mapped("/elsewhere/bench.py", mapping) == "/elsewhere/bench.py"
     assert against.mapped("/work/treehouse/x.py", mapping) == "/work/treehouse/x.py"
+
+
+def test_a_gate_across_an_ignored_build_artifact_only_the_work_tree_has_is_refused(tmp_path: Path):
+    """A generated ``_version.py`` and a compiled extension, ignored: REF's export lacks them, so
+    the two sides differ by more than their code, and a gate across them is refused."""
+    repo = tmp_path / "repo"
+    (repo / "pkg" / "__pycache__").mkdir(parents=True)
+    (repo / ".venv" / "lib").mkdir(parents=True)
+    (repo / "bench.py").write_text(WORKLOAD.format(k=1), encoding="utf-8")
+    (repo / "helper.py").write_text(HELPER, encoding="utf-8")
+    (repo / "pkg" / "__init__.py").write_text("from ._version import version\n")
+    (repo / ".gitignore").write_text("_version.py\n*.so\n__pycache__/\n.venv/\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "base")
+    for artifact in ("pkg/_version.py", "pkg/_fast.cpython-311-x86_64-linux-gnu.so",
+                     "pkg/__pycache__/__init__.cpython-311.pyc", ".venv/lib/site.py"):
+        (repo / artifact).write_text("version = '1'\n")
+    done = run_here("run", "--workload-file", "bench.py", "--against", "HEAD", "--backends", "numpy",
+                    "--no-store", "--output-dir", "out", "--fail-above", "10%", "-q", cwd=repo,
+                    env={"ARRAYBENCH_CONFIG": ""})
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()
+    assert "--fail-above across --against HEAD" in line and "pkg/_version.py" in line, line
+    assert not (repo / "out").exists()
+    # Bytecode and a virtual environment at the top are no part of the code compared.
+    root, tree = against.export("HEAD", repo)
+    assert against.lacking(root, tree) == ["pkg/_fast.cpython-311-x86_64-linux-gnu.so", "pkg/_version.py"]

@@ -106,6 +106,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     how.add_argument("--cold", action="store_true", help="evict caches before every sample")
     how.add_argument("--allow-tf32", action="store_true",
                      help="let GPUs use TF32 for float32 matmuls (off: full precision, recorded)")
+    how.add_argument("--self-check", action="store_true",
+                     help="measure the first library against itself beside the run (A/A): how often "
+                          "this machine, now, calls identical configurations faster or slower")
     preset = how.add_mutually_exclusive_group()
     preset.add_argument("--fast", dest="preset", action="store_const", const="fast", default=None,
                         help="a quick look, as pyperf's --fast: " + preset_text("fast"))
@@ -171,6 +174,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         cluster=args.cluster, on=args.on, gpu_type=args.gpu_type, params=unique_assignments(args.params),
         pythons=unique_assignments(args.pythons, "--python"),
         variants=unique_assignments(args.variants, "--variant"), against=args.against,
+        self_check=args.self_check,
     )
 
 
@@ -247,6 +251,8 @@ def main(args: argparse.Namespace) -> int:
                                  workload_files=args.workload_files,
                                  trust_folder=getattr(args, "trust_folder", False))
         else:
+            if args.against:
+                check_against_sides(args)
             checked = plan_from_args(args)
             report_file_errors(checked.files)
             refuse_nothing_to_run(checked)
@@ -292,6 +298,27 @@ def main(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     return 0 if results.clean else 1
+
+
+def check_against_sides(args: argparse.Namespace) -> None:
+    """Say where ``--against REF``'s side lacks ignored files the work tree imports with its code
+    (a generated ``_version.py``, a compiled extension): REF's export holds tracked files only, so
+    the two sides differ by more than their code. One line on stderr; a gate (``--fail-above``)
+    across them is refused (``UsageError``), before anything is measured."""
+    from ..host import against
+
+    root, tree = against.export(args.against)
+    extra = against.lacking(root, tree)
+    if not extra:
+        return
+    shown = ", ".join(extra[:4]) + (f" and {len(extra) - 4} more" if len(extra) > 4 else "")
+    what = (f"{args.against}'s side lacks ignored files the work tree has ({shown}), so the two sides "
+            "differ by more than their code")
+    if args.fail_above is not None:
+        raise UsageError(f"--fail-above across --against {args.against}: {what}; remove them (or make them "
+                         "tracked), or leave out --fail-above")
+    if not args.quiet and not args.json:
+        print(f"arraybench: warning: --against {args.against}: {what}", file=sys.stderr)
 
 
 def refuse_nothing_to_run(checked: api.Plan) -> None:
