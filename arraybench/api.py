@@ -216,8 +216,10 @@ def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,
     - ``output_dir``: where ``results.json``, the journal and the report go; ``None`` keeps the
       results in memory (a temporary folder holds the journal while the run lasts).
     - ``reporter``: progress events (``arraybench.Reporter``); default: ``progress``.
-    - ``progress``: show it as it goes: in a Jupyter notebook a line updated in place, elsewhere
-      a bar on stderr; default (None): in a notebook only. ``False`` is silent.
+    - ``progress``: say on stderr what the run is doing (a bar on a terminal; where there is
+      none, as in a script's captured output, a line per cell as it finishes and one every 30 s
+      while nothing finishes), or in a Jupyter notebook a line updated in place. ``False`` is
+      quiet.
     - ``store``: where the finished run is appended (``True``: the default store in the user's
       data folder; a path or ``postgresql://`` URL; ``False``: nowhere). A store that cannot be
       written is a ``StoreWarning``, never an error: the run is kept all the same.

@@ -39,15 +39,16 @@ ContextLabels = Union[Mapping[str, str], Sequence[str], None]
 
 
 def reporter_for(reporter: Reporter | None, progress: bool | None, cells: int | None = None) -> Reporter | None:
-    """The reporter a call asked for: its own, else progress where wanted (``progress``: True,
-    False, or None for "in a Jupyter notebook only"), else none."""
+    """The reporter a call asked for: its own, else progress unless ``progress`` is False: in a
+    Jupyter notebook a line updated in place, elsewhere on stderr (a bar on a terminal, a line per
+    cell in a log)."""
     if reporter is not None:
         return reporter
+    if progress is False:  # asked to be quiet
+        return None
     from .render.notebook_progress import NotebookProgress, in_notebook
 
     notebook = in_notebook()
-    if progress is False or (progress is None and not notebook):
-        return None
     if notebook:
         return NotebookProgress(cells)
     from .render.progress import ConsoleReporter

@@ -1,10 +1,17 @@
-"""What the user sees while a run goes: a progress bar, a line per finished cell, or JSON lines."""
+"""What the user sees while a run goes: a progress bar, a line per finished cell, or JSON lines.
+
+Where stderr is no terminal (a CI log, a pipe, a script's output captured), a bar cannot be drawn
+and a log that says nothing for minutes looks hung: the run says what it starts, a line per cell as
+it finishes, and, while no line has come for ``HEARTBEAT_S``, what it is still measuring.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+import threading
+import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
@@ -13,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..errors import printable
 from ..model.replicate import Replicate
-from ..model.cell import Cell
+from ..model.cell import Cell, config_label
 from ..model.record import Record
 from ..model.reporter import Reporter
 from ..units import format_seconds
@@ -22,6 +29,9 @@ from .terminal import console as safe_console
 
 if TYPE_CHECKING:
     from ..model.results import Results
+
+#: Seconds without a line after which a run with no terminal says what it is still measuring.
+HEARTBEAT_S = 30.0
 
 
 class ConsoleReporter(Reporter):
@@ -32,8 +42,17 @@ class ConsoleReporter(Reporter):
     """
 
     def __init__(self, console: Console | None = None, cells: int | None = None,
-                 cells_done: int = 0) -> None:
+                 cells_done: int = 0, heartbeat_s: float = HEARTBEAT_S) -> None:
         self.console = console or safe_console(stderr=True)
+        #: No terminal: lines only (a log keeps every line; a bar's frames would be noise).
+        self.plain = not self.console.is_terminal or self.console.is_dumb_terminal
+        self.heartbeat_s = heartbeat_s
+        #: What a heartbeat names: the worker under way, and processes finished per cell.
+        self.under_way = ""
+        self.processes: dict[str, tuple[str, int]] = {}
+        self.last_cell = ""
+        self.said_at = time.monotonic()
+        self._quiet_now = threading.Event()
         self.cells_total = cells
         self.cells_done = cells_done  # on --resume, the cells measured before
         self.progress = Progress(
@@ -55,24 +74,38 @@ class ConsoleReporter(Reporter):
         self.per_cell = 1.0
 
     def run_started(self, total: int) -> None:
-        import time
-
         self.started = time.monotonic()
         if self.cells_total:
             self.per_cell = total / max(self.cells_total - self.cells_done, 1)
-        self.progress.start()
         self.task = self.progress.add_task("measuring", total=max(total, 1), cells=self._cells_text(),
                                            eta="ETA …")
+        if not self.plain:
+            self.progress.start()
+            return
+        left = (self.cells_total or 0) - self.cells_done
+        cells = f"{left} cell{'s' if left != 1 else ''}, " if self.cells_total else ""
+        self._say(f"measuring {cells}{total} measurement{'s' if total != 1 else ''} planned "
+                  f"(a line per cell as it finishes)")
+        if self.heartbeat_s > 0:
+            threading.Thread(target=self._heartbeats, name="arraybench-heartbeat", daemon=True).start()
 
     def worker_started(self, backend: str, device: str, replicate: int, cells: int,
                        environment: str = "") -> None:
+        where = f" [{environment}]" if environment else ""
+        self.under_way = f"{backend}/{device}{where} process {replicate + 1}"
         if self.task is not None:
             self.progress.update(self.task, description=progress_text(backend, device, replicate, environment))
 
     def config_unavailable(self, backend: str, device: str, reason: str) -> None:
-        self.progress.console.print(f"[dim]skip {backend}/{device}: {escape(reason)}[/]")
+        self._say(f"[dim]skip {backend}/{device}: {escape(reason)}[/]")
 
     def replicate_done(self, cell: Cell, index: int, replicate: Replicate) -> None:
+        if cell is not None:
+            config = config_label(cell.backend, cell.device, cell.mode, transfer=cell.transfer,
+                                  machine=cell.machine, environment=cell.environment)
+            label = f"{cell.workload} {cell.size_label} {config}"
+            self.processes[cell.key] = (label, self.processes.get(cell.key, ("", 0))[1] + 1)
+            self.last_cell = cell.key
         self.measured += 1
         if self.task is not None:
             self.progress.advance(self.task)
@@ -91,8 +124,6 @@ class ConsoleReporter(Reporter):
     def _eta(self) -> str:
         """The time left at the pace of the measurements made so far (never a guess before one);
         a cell whose interval is still wide may add processes, and the total with them."""
-        import time
-
         task = self.progress.tasks[0] if self.progress.tasks else None
         if task is None or self.started is None or not self.measured or task.total is None:
             return "ETA …"
@@ -119,10 +150,44 @@ class ConsoleReporter(Reporter):
             self.progress.update(self.task, cells=self._cells_text())
         if record.status == "skipped" and record.n_samples == 0 and record.reason and "not measured" not in record.reason:
             return  # the unavailable line already said it, once per backend
-        self.progress.console.print(live_line(record))
+        self._say(live_line(record))
 
     def run_finished(self, results: Results) -> None:
+        self._quiet_now.set()
         self.progress.stop()
+
+    def heartbeat_line(self, now: float) -> str | None:
+        """What a run with no terminal says when nothing was said for ``heartbeat_s`` by ``now``
+        (a ``time.monotonic()``); None while a line came more recently."""
+        if now - self.said_at < self.heartbeat_s:
+            return None
+        minutes, secs = divmod(int(now - (self.started or now)), 60)
+        task = self.progress.tasks[0] if self.progress.tasks else None
+        counts = f"{self.measured}/{round(task.total) if task and task.total else '?'} measurements"
+        if self.cells_total is not None:
+            counts += f", {self.cells_done}/{self.cells_total} cells done"
+        line = f"still measuring after {minutes}:{secs:02d}: {self.under_way or 'starting workers'}; {counts}"
+        if self.last_cell in self.processes:
+            label, n = self.processes[self.last_cell]
+            line += f"; {label}: {n} process{'es' if n != 1 else ''} so far"
+        return line
+
+    def _heartbeats(self) -> None:
+        # Wakes a few times a heartbeat: the parent shares the cores with what is being timed.
+        while not self._quiet_now.wait(self.heartbeat_s / 3):
+            line = self.heartbeat_line(time.monotonic())
+            if line is not None:
+                self._say(line, markup=False)
+
+    def _say(self, line: str, markup: bool = True) -> None:
+        """Print a line (rich markup unless ``markup=False``) above the bar, or alone where there
+        is no terminal; flushed at once, so that a log shows it as it happens."""
+        self.progress.console.print(line, markup=markup, soft_wrap=self.plain)
+        self.said_at = time.monotonic()
+        try:
+            self.progress.console.file.flush()
+        except (OSError, ValueError):  # a closed or broken stream: the run goes on regardless
+            pass
 
     def stopping(self, signum: int) -> None:
         """A stop signal arrived (runs inside the signal handler: print, nothing more)."""
@@ -140,12 +205,14 @@ def progress_text(backend: str, device: str, replicate: int, environment: str = 
 
 
 def live_line(r: Record) -> str:
-    """``matmul large  PyTorch CPU  12.3 ms ±0.8%`` with the status where it is not ok."""
+    """``matmul large  PyTorch CPU  12.3 ms ±0.8%, 3 processes`` with the status where it is not ok."""
     head = f"{r.workload} {r.size_label}  {r.config_label}"
     if r.status == "ok":
         n = len(r.warnings)
         warn = f" [yellow]({n} note{'s' if n != 1 else ''} under the table)[/]" if n else ""
-        return f"[green]✓[/] {escape(head)}  {format_seconds(r.median_s)} {ci_text(r)}{warn}"
+        p = len(r.replicates)
+        processes = f", {p} process{'es' if p != 1 else ''}" if p else ""
+        return f"[green]✓[/] {escape(head)}  {format_seconds(r.median_s)} {ci_text(r)}{processes}{warn}"
     colour = "red" if r.status in ("failed", "wrong") else "dim"
     return f"[{colour}]✗ {escape(printable(head))}  {r.status}: {escape(printable(r.reason))}[/]"
 

@@ -131,28 +131,32 @@ def test_a_manifest_names_only_plots_in_the_folder_itself(tmp_path: Path):
 def test_compare_report_and_history_take_a_stored_run(runs: Runs, tmp_path: Path, capsys, monkeypatch):
     with open_store(runs.store) as store:
         first_id, second_id = (r.run_id for r in store.runs())
-    both = run_here("compare", "last~1", "last", "--store", runs.store, cwd=tmp_path)
+    # `last` is the latest run of the folder the runs were made in; elsewhere, machine:last.
+    both = run_here("compare", "last~1", "last", "--store", runs.store, cwd=runs.root)
     assert both.returncode == 0, both.stderr
+    elsewhere = run_here("compare", "last~1", "last", "--store", runs.store, cwd=tmp_path)
+    assert elsewhere.returncode == 2 and "machine:last~1 counts every project's" in elsewhere.stderr
     assert "sort 16" in both.stdout and "geometric mean of new/base over 1 cell" in both.stdout
     status, out, _ = _cli(["compare", first_id[:8], str(runs.second), "--store", runs.store], capsys,
                           monkeypatch, tmp_path)
     assert status == 0 and "sort 16" in out
-    status, _, err = _cli(["compare", "last~5", "last", "--store", runs.store], capsys, monkeypatch, tmp_path)
+    status, _, err = _cli(["compare", "machine:last~5", "last", "--store", runs.store], capsys, monkeypatch,
+                          tmp_path)
     assert status == 2 and "holds 2 complete runs from this machine" in err
     status, _, err = _cli(["compare", "no-such-thing", "last", "--store", runs.store], capsys,
                           monkeypatch, tmp_path)
     assert status == 2 and "no-such-thing: no such file; nor does it name a stored run" in err
     # report: a stored run gets a folder named after it, in the current folder.
-    status, _, _ = _cli(["report", "last~1", "--store", runs.store, "--no-plots", "-q"], capsys,
+    status, _, _ = _cli(["report", "machine:last~1", "--store", runs.store, "--no-plots", "-q"], capsys,
                         monkeypatch, tmp_path)
     assert status == 0 and (tmp_path / f"report-{first_id}" / "report.html").is_file()
     # history: that run's cells up to it; no file written unless asked.
     before = sorted(os.listdir(tmp_path))
-    status, out, _ = _cli(["history", "last~1", "--store", runs.store], capsys, monkeypatch, tmp_path)
+    status, out, _ = _cli(["history", "machine:last~1", "--store", runs.store], capsys, monkeypatch, tmp_path)
     assert status == 0 and sorted(os.listdir(tmp_path)) == before
     assert "add --output-dir DIR" in out and "1 series over 1 run" in out
     # The API names stored runs the same way.
-    assert len(arraybench.compare("last~1", second_id, store=runs.store).changes) == 1
+    assert len(arraybench.compare("machine:last~1", second_id, store=runs.store).changes) == 1
 
 
 def test_last_counts_one_machines_runs_and_an_id_is_never_a_pattern(tmp_path: Path):
@@ -266,8 +270,9 @@ def test_findings_stay_a_list_and_progress_is_on_where_asked():
     assert found == ["NumPy wins.", "PyTorch <b>loses</b>."] and found[1].startswith("PyTorch")
     assert str(found) == repr(found) == "- NumPy wins.\n- PyTorch <b>loses</b>."
     assert "<li>PyTorch &lt;b&gt;loses&lt;/b&gt;.</li>" in found._repr_html_()
-    # Outside a notebook: silent unless asked; a reporter given is used as it is.
-    assert reporter_for(None, None) is None and reporter_for(None, False) is None
+    # Outside a notebook: on stderr unless asked to be quiet; a reporter given is used as it is.
+    assert reporter_for(None, False) is None
+    assert isinstance(reporter_for(None, None, 3), ConsoleReporter)
     assert isinstance(reporter_for(None, True, 3), ConsoleReporter)
     own = Reporter()
     assert reporter_for(own, False) is own

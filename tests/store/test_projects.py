@@ -112,3 +112,22 @@ def test_a_run_records_its_project_and_run_compare_names_both_runs(tmp_path: Pat
     new = load_run(tmp_path / "two")
     assert run_line("base", base) in second.stdout.splitlines()
     assert run_line("new", new) in second.stdout.splitlines()
+
+
+def test_pytests_last_is_this_projects_session_too(tmp_path: Path):
+    from arraybench.store import baseline
+
+    store = tmp_path / "runs.sqlite"
+    ours = _stored(store, 1, "/src/ours")
+    theirs = _stored(store, 2, "/src/theirs")
+    session = timed_run(3)
+    session.environment.update(machine_id=this_machine(), project="/src/ours")
+    with open_store(store) as opened:
+        found, line = baseline.find(opened, "last", session)
+        assert run_id(found) == ours and line.startswith(f"compared with run {ours}")
+        found, _ = baseline.find(opened, "machine:last", session)
+        assert run_id(found) == theirs
+        found, line = baseline.find(opened, "last~1", session)
+        assert found is None and "1 earlier run of these cells on this machine in this project" in line
+        assert "machine:last~1 counts every project's" in line
+        baseline.check_choice("machine:last~1")  # a spelling the option takes
