@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from . import schema
+from . import schema, untrusted
 from ..errors import ResultsError
 from ..backends.base import Gradient
 from .replicate import Replicate, Status
@@ -189,6 +189,8 @@ class Record:
             if missing:
                 raise ResultsError(f"{where} lacks {', '.join(missing)}")
         try:
+            if isinstance(data, dict):
+                untrusted.check_names(data, where)
             return schema.from_json(cls, data, where=where)
         except schema.SchemaError as exc:
             raise ResultsError(str(exc)) from None

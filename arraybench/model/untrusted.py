@@ -3,8 +3,9 @@
 Anyone can hand ``arraybench report`` a file, and a results file travels (mailed, committed,
 downloaded from CI). So a path must be a regular file (a named pipe would block the read forever,
 ``/dev/zero`` would fill the memory), the JSON must be plain (nested no deeper than arraybench
-ever writes, whole numbers that fit in 64 bits, no NaN or Infinity), and the environment must have
-the shape the reports read. Each check fails with one line; none needs the file to be trusted.
+ever writes, whole numbers that fit in 64 bits, no NaN or Infinity), the environment must have
+the shape the reports read, and the names that make a cell (workload, size, library, params) must
+be of a length a person can read. Each check fails with one line; none needs the file to be trusted.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import math
 import os
 import stat
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from . import schema
 
@@ -24,6 +25,12 @@ MAX_DEPTH = 64
 #: A results file or journal beyond this is not one of ours (the largest real ones are MBs).
 MAX_BYTES = 1 << 30
 _INT_LIMIT = 2**63
+#: The longest name of a cell's part a file may hold: far beyond any workload, size, library or
+#: param a person writes, and short enough that tables, matching and wrapping stay quick (a
+#: workload named with 100,000 characters took a comparison from one second to a minute).
+MAX_NAME = 1000
+#: The parts of a record that name its cell.
+_NAMES = ("workload", "size_label", "backend", "device", "dtype", "mode", "machine", "environment")
 
 
 class NotRegularFile(OSError):
@@ -146,6 +153,20 @@ def too_deep(data: Any, limit: int = MAX_DEPTH) -> bool:
             items = value.values() if isinstance(value, dict) else value
             stack.extend((v, depth + 1) for v in items if isinstance(v, (dict, list)))
     return False
+
+
+def check_names(record: Mapping[str, Any], where: str = "record") -> None:
+    """``schema.SchemaError`` naming the field where a name of ``record``'s cell (or a param's
+    name or text value) is longer than ``MAX_NAME`` characters."""
+    named = [(f"{where}.{k}", record.get(k)) for k in _NAMES]
+    params = record.get("params")
+    if isinstance(params, Mapping):
+        named += [(f"{where}.params", k) for k in params]
+        named += [(f"{where}.params.{str(k)[:40]}", v) for k, v in params.items()]
+    for field_name, value in named:
+        if isinstance(value, str) and len(value) > MAX_NAME:
+            raise schema.SchemaError(f"{field_name}: a name of {len(value):,} characters, more than the "
+                                     f"{MAX_NAME:,} a name may have")
 
 
 @dataclass

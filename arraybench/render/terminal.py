@@ -25,6 +25,9 @@ from rich.text import Text
 
 from ..errors import printable
 
+#: The longest text rich's highlighter colours (numbers, paths); longer text prints plain.
+_MAX_HIGHLIGHTED = 2000
+
 #: The width a file or a pipe gets (as in CI): a terminal's usual 80, to which every table fits.
 TABLE_WIDTH = 80
 
@@ -35,6 +38,10 @@ class SafeConsole(Console):
 
     def render_str(self, text: str, **kwargs: Any) -> Text:
         text = printable(text)
+        if len(text) > _MAX_HIGHLIGHTED:
+            # rich's highlighter backtracks over a long run of word characters: a 20,000-character
+            # name took ten seconds to print, a 100,000-character one a minute
+            kwargs["highlight"] = False
         try:
             return super().render_str(text, **kwargs)
         except MarkupError:

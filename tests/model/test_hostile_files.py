@@ -119,6 +119,26 @@ def test_an_absurd_time_is_refused_by_every_reader(edit, field: str, measured: P
         assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("path, field", [
+    ("records.0.workload", "record 0.workload: a name of 100,000 characters"),
+    ("records.1.size_label", "record 1.size_label: a name of 100,000 characters"),
+    ("records.0.backend", "record 0.backend: a name of 100,000 characters"),
+], ids=["workload", "size", "backend"])
+def test_a_name_too_long_to_read_is_refused_by_every_reader(path: str, field: str, measured: Path,
+                                                            tmp_path: Path):
+    # Both sides hold the name, so that a reader that took it would match the cells and compare them.
+    case = edited(measured, tmp_path / "case", setting(path, "w" * 100_000))
+    twin = edited(measured, tmp_path / "twin", setting(path, "w" * 100_000))
+    for command in (["store", "import", str(case), "--store", str(tmp_path / "s.sqlite")],
+                    ["compare", str(twin), str(case)], ["report", str(case)],
+                    ["export", str(case), "--format", "github"]):
+        result = run_here(*command, cwd=tmp_path)
+        assert result.returncode == 2, (command, result.stdout[-500:], result.stderr[-500:])
+        line = one_line(result.stderr)
+        assert field in line and (str(case) in line or str(twin) in line), line[:300]
+    assert "more than the 1,000 a name may have" in result.stderr
+
+
 @pytest.mark.parametrize("edit, message", [
     (lambda lines: [lines[0].replace('"thread_env": {}', '"thread_env": 5')] + lines[1:],
      "line 1 (the header) is damaged: environment.thread_env: expected an object, got int"),

@@ -55,6 +55,15 @@ def test_escape_sequences_are_shown_escaped_in_strings_markup_text_and_tables():
     assert "\\x1b]0;pwned" in _printed(Text(TITLE))  # (rich's Text drops the BEL itself)
 
 
+def test_a_long_line_from_outside_is_printed_without_the_highlighter():
+    # rich's highlighter backtracks over a long run of word characters, taking a minute for a
+    # 100,000-character name: such a line prints plain (no colour for its numbers or paths).
+    short, long = "took 12 s in /tmp/x", "took 12 s in /tmp/x " + "w" * 5000
+    assert "\x1b[" in _printed(short)  # the number highlighted: the highlighter is on
+    printed = _printed(long)
+    assert "\x1b[" not in printed and "w" * 5000 in printed.replace("\n", "")
+
+
 def test_markup_from_outside_is_neither_an_error_nor_a_link():
     printed = _printed("closing a[/] with nothing to close", highlight=False)  # MarkupError with a plain Console
     assert "a[/]" in printed
