@@ -7,8 +7,9 @@ already taken) is reported with its own line, and the other files and the built-
 run: the error goes into ``results.json`` (``errors``), under the table, and into the exit status.
 
 Importing a file must not change the run around it: the working folder is put back after the
-import (a file that calls ``os.chdir``), and the threads it started are remembered, so that the
-command line can end without waiting for one left running (``cli``).
+import (a file that calls ``os.chdir``), what it prints goes to standard error (standard output
+carries ``--json``'s document), and the threads it started are remembered, so that the command
+line can end without waiting for one left running (``cli``).
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ def import_workload_file(path: str | Path) -> list[str]:
 
     threads_before = set(threading.enumerate())
     try:
-        with _exits_raise():
+        with _exits_raise(), _prints_to_stderr():
             try:
                 spec.loader.exec_module(module)
             finally:  # a file that fails to load may have started one all the same
@@ -133,6 +134,36 @@ def threads_left() -> list[tuple[str, str]]:
     running and that Python would wait for at exit (not a daemon thread)."""
     return [(f, t.name) for f, threads in _STARTED.items() for t in threads
             if t.is_alive() and not t.daemon]
+
+
+@contextmanager
+def _prints_to_stderr() -> Iterator[None]:
+    """While a workload file is imported, what it prints (``print``, or a C library writing to
+    descriptor 1) goes to standard error: standard output carries ``run --json``'s and
+    ``list --json``'s one JSON document, which a line of the file's would corrupt. (A worker
+    points its own standard output at standard error for good.)"""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    try:
+        saved: int | None = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no descriptor 1 or 2 (closed by the caller): Python's own streams only
+        saved = None
+    stdout, sys.stdout = sys.stdout, sys.stderr
+    try:
+        yield
+    finally:
+        try:
+            sys.stdout.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+        sys.stdout = stdout
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 class _ExitAtImport(BaseException):

@@ -461,3 +461,28 @@ def test_ctrl_c_in_a_run_without_a_folder(kept: bool, tmp_path: Path):
     assert len(left) == 1 and (left[0] / JOURNAL_NAME).is_file()
     assert (f"UserWarning: the run did not finish; what it measured is kept in {left[0]} "
             f"(continue with arraybench.resume('{left[0]}')") in stderr
+
+
+def test_a_file_that_prints_at_import_leaves_json_on_stdout_whole(tmp_path: Path):
+    chatty = tmp_path / "chatty.py"
+    chatty.write_text(textwrap.dedent("""
+        import os
+        import arraybench
+
+        print("loading my benchmarks...")
+        os.write(1, b"a C library says hello\\n")  # below Python: straight to descriptor 1
+
+        @arraybench.workload(sizes={"small": 8}, inputs=lambda n, rng: (rng.standard_normal(n),))
+        def chatty_add(xp, a):
+            return a + 1
+    """))
+    listed = run_cli("list", "--json", "--workload-file", str(chatty), cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "chatty_add" in json.dumps(json.loads(listed.stdout))
+    assert "loading my benchmarks..." in listed.stderr and "a C library says hello" in listed.stderr
+    ran = run_cli("run", "--json", "--workload-file", str(chatty), "--workloads", "chatty_add",
+                  "--backends", "numpy", "--devices", "cpu", *FAST, "--no-plots", "--no-store",
+                  "-o", str(tmp_path / "out"), cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert [json.loads(line)["workload"] for line in ran.stdout.splitlines()] == ["chatty_add"]
+    assert "loading my benchmarks..." in ran.stderr
