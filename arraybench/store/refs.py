@@ -107,12 +107,12 @@ def run_fields(results: "Results") -> dict[str, str | None]:
 
 
 def run_line(role: str, results: "Results") -> str:
-    """``base: run 1a2b…, 2026-12-06 07:29 UTC, /src/proj, commit abc123`` (``role``: its part in
+    """``base: run 1a2b…, 2026-12-06 07:29:41 UTC, /src/proj, commit abc123`` (``role``: its part in
     the comparison)."""
     fields = run_fields(results)
     date = fields["date"]
     if date and len(date) >= 16 and date[10] == "T":  # ISO 8601 in UTC, as runs record it
-        date = f"{date[:10]} {date[11:16]}" + (" UTC" if date.endswith(("+00:00", "Z")) else "")
+        date = f"{date[:10]} {date[11:19]}" + (" UTC" if date.endswith(("+00:00", "Z")) else "")
     return (f"{role + ':':<5} run {fields['id']}, {date or 'date not recorded'}, "
             f"{fields['folder'] or 'folder not recorded'}, "
             + (f"commit {fields['commit']}" if fields["commit"] else "no commit recorded"))

@@ -82,8 +82,8 @@ def test_compare_names_the_two_runs_it_compared(tmp_path: Path):
     shown = run_here("compare", "last~1", "last", "--store", str(store), cwd=repo / "sub")
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
-    assert lines[0] == f"base: run {first}, 2026-01-01 00:00 UTC, {repo.resolve()}, no commit recorded"
-    assert lines[1] == f"new:  run {second}, 2026-01-02 00:00 UTC, {repo.resolve()}, no commit recorded"
+    assert lines[0] == f"base: run {first}, 2026-01-01 00:00:00 UTC, {repo.resolve()}, no commit recorded"
+    assert lines[1] == f"new:  run {second}, 2026-01-02 00:00:00 UTC, {repo.resolve()}, no commit recorded"
 
     as_json = run_here("compare", "last~1", "last", "--json", "--store", str(store), cwd=repo)
     doc = json.loads(as_json.stdout)
