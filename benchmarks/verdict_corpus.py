@@ -5,7 +5,11 @@ axes, norms, softmax, log-sum-exp, layer norm, sort, argsort with ties, top-k, e
 Cholesky and QR solves, FFT convolution, Horner, Welford...), at sizes up to 10^6, in float64 and with
 inputs fixed float32 (``arraybench.fixed``), and planted bugs in 16 of them (a float32 step inside
 float64 code, a wrong axis, an off-by-one, ``log(1 + e)`` for ``log1p(e)``, ``np.`` for ``xp.``...),
-each given the correct NumPy code as ``reference=``.
+each given the correct NumPy code as ``reference=``. Shapes once misjudged are among them: ranks
+from a sort that breaks ties otherwise, a per-element loss whose small elements sit beside ones near
+100 (and ``log(1 + e)`` written there), a column std above the long-double limit, NumPy reached
+through ``.numpy()``, a bug in a gradient override; and workloads with no single answer (each
+library draws its own random numbers), which must be ``wrong`` saying so, with no tolerance offered.
 
 All of them go through one ``arraybench.run(...)`` call (processes=1, a small max_time): the same
 planner, workers, references and checks a user gets. It prints the false-wrong rate over the correct
@@ -62,6 +66,11 @@ def spd(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     return a @ a.T / n + np.eye(n), rng.standard_normal(n)
 
 
+def mixed_scale(n: int, rng: np.random.Generator) -> np.ndarray:
+    """A per-element loss's inputs: softplus up to 100, a fifth of it 1e-21...1e-29."""
+    return np.concatenate([rng.uniform(-5.0, 100.0, n - n // 5), rng.uniform(-66.0, -48.0, n // 5)])
+
+
 def correct(size: int, inputs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a correct workload at one size with the default (derived) check."""
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -71,15 +80,21 @@ def correct(size: int, inputs: Any) -> Callable[[Callable[..., Any]], Callable[.
 
 
 def planted(kind: str, size: int, inputs: Any, reference: Any,
-            no_bug_on: tuple[str, ...] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a buggy workload whose ``reference=`` is the correct NumPy code."""
-    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            no_bug_on: tuple[str, ...] = (), grad: bool = False) -> Callable[[Callable[..., Any]], Any]:
+    """Register a buggy workload whose ``reference=`` is the correct NumPy code (the workload is
+    returned, for overrides that carry the bug)."""
+    def register(fn: Callable[..., Any]) -> Any:
         name = f"vb_{fn.__name__}"
         CORRECT.append(arraybench.workload(sizes={"c": size}, inputs=inputs, reference=reference,
-                                           name=name)(fn))
+                                           name=name, grad=grad)(fn))
         PLANTED[name] = (kind, frozenset(no_bug_on))
-        return fn
+        return CORRECT[-1]
     return register
+
+
+#: Workloads with no single answer (each library draws its own random numbers): ``wrong`` on the
+#: libraries whose stream is not the reference's, with a reason that says why and offers no tolerance.
+NO_ANSWER: list[Any] = []
 
 
 def softmax(xp: Any, x: Any, axis: int = -1) -> Any:
@@ -157,6 +172,8 @@ def welford_var(xp, x): return welford(xp, x)
 def mse(xp, x): return xp.mean((x - 0.5) ** 2)
 @correct(M, vec)
 def max_abs(xp, x): return xp.max(xp.abs(x))
+@correct(200_000 * 32, tall(32))  # above the long-double limit: the reference is NumPy's float64
+def column_std_large(xp, x): return xp.std(x, axis=0, correction=1)
 
 
 # -- correct: row-wise and element-wise, float64 ----------------------------------------------------
@@ -180,6 +197,8 @@ def softplus(xp, x): return xp.log1p(xp.exp(x))
 def gelu_tanh(xp, x): return 0.5 * x * (1.0 + xp.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))
 @correct(M, vec)
 def sigmoid(xp, x): return 1.0 / (1.0 + xp.exp(-x))
+@correct(M, lambda n, rng: mixed_scale(n, rng))
+def softplus_loss(xp, x): return xp.log1p(xp.exp(x))
 @correct(M, tall(100))
 def cosine_rows(xp, x):
     y = xp.flip(x, axis=1)
@@ -202,6 +221,8 @@ def argsort_float_ties(xp, s): return xp.argsort(s)
 def top_k(xp, x): return xp.sort(x)[-10:]
 @correct(100_000, lambda n, rng: rng.integers(0, 1000, n))
 def ranks(xp, s): return xp.argsort(xp.argsort(s, stable=True), stable=True)
+@correct(100_000, lambda n, rng: rng.integers(0, 50, n).astype(float))
+def ranks_unstable_ties(xp, s): return xp.argsort(xp.argsort(s, stable=False), stable=False)
 
 
 # -- correct: linear algebra, FFT ------------------------------------------------------------------
@@ -301,6 +322,56 @@ def horner_reversed(xp, x): return horner(xp, x, (1.5, 0.1, -0.3, 2.0, 0.75, -1.
 def layer_norm_no_eps(xp, x): return layernorm(xp, x, eps=0.0)
 @planted("descending", 100_000, lambda n, rng: rng.standard_normal(n), lambda s: np.argsort(s))
 def argsort_desc(xp, s): return xp.argsort(s, descending=True)
+@planted("log(1+e) beside large elements", M, mixed_scale, lambda x: np.log1p(np.exp(x)))
+def softplus_loss_log(xp, x): return xp.log(1.0 + xp.exp(x))
+
+
+@planted("NumPy through .numpy()", 300, lambda n, rng: rng.standard_normal((n, n)),
+         lambda a: a / np.linalg.norm(a), no_bug_on=("numpy", "mlx"))
+def normalized(xp, a): return a / xp.linalg.matrix_norm(a)
+@normalized.override("torch", namespace="native")
+def _normalized_torch(torch, a): return a / float(np.linalg.norm(a.numpy()))
+@normalized.override("jax", namespace="native")
+def _normalized_jax(jnp, a): return a / float(np.linalg.norm(np.asarray(a)))
+
+
+@planted("gradient override", 1000, lambda n, rng: (rng.standard_normal(n), rng.standard_normal(n)),
+         None, no_bug_on=("torch", "jax", "mlx"), grad=True)
+def tanh_loss(xp, w, x): return xp.sum(xp.tanh(w * x) ** 2)
+@tanh_loss.gradient("numpy", namespace="native")
+def _tanh_loss_grad(np_, w, x):
+    t = np_.tanh(w * x)
+    return 2.0 * t * (1 - t ** 2)  # the factor x is missing
+
+
+def no_answer(fn: Callable[..., Any]) -> Any:
+    """Register a workload whose result depends on each library's own random numbers."""
+    NO_ANSWER.append(arraybench.workload(sizes={"c": 100_000}, inputs=vec, name=f"vn_{fn.__name__}")(fn))
+    return NO_ANSWER[-1]
+
+
+@no_answer
+def dropout(xp, x): return x * xp.asarray(np.random.default_rng(0).uniform(size=x.shape[0]) > 0.5) / 0.5
+@dropout.override("torch", namespace="native")
+def _dropout_torch(torch, x):
+    torch.manual_seed(0)
+    return x * (torch.rand(x.shape[0], dtype=x.dtype) > 0.5) / 0.5
+@dropout.override("jax", namespace="native")
+def _dropout_jax(jnp, x):
+    import jax
+    return x * jax.random.bernoulli(jax.random.PRNGKey(0), 0.5, x.shape) / 0.5
+
+
+@no_answer
+def monte_carlo_mean(xp, x): return xp.mean(xp.cos(xp.asarray(np.random.default_rng(1).uniform(size=x.shape[0]))))
+@monte_carlo_mean.override("torch", namespace="native")
+def _monte_carlo_mean_torch(torch, x):
+    torch.manual_seed(1)
+    return torch.mean(torch.cos(torch.rand(x.shape[0], dtype=x.dtype)))
+@monte_carlo_mean.override("jax", namespace="native")
+def _monte_carlo_mean_jax(jnp, x):
+    import jax
+    return jnp.mean(jnp.cos(jax.random.uniform(jax.random.PRNGKey(1), x.shape, dtype=x.dtype)))
 
 
 def main() -> None:
@@ -313,14 +384,26 @@ def main() -> None:
     started = time.perf_counter()
     # The checks are what is measured here, not times: one process, few samples, one allocator
     # state (no second worker with fresh pages), the CPU only.
-    results = arraybench.run(CORRECT, backends=args.backends, devices="cpu", dtype="float64",
+    results = arraybench.run(CORRECT + NO_ANSWER, backends=args.backends, devices="cpu", dtype="float64",
                              processes=1, max_time=args.max_time, min_samples=3, allocator="reused",
                              store=False, plots=False, progress=False)
     good = bad = caught = missed = 0
     other: dict[str, int] = {}
     misses: list[str] = []
     closest = (0.0, "")
+    no_answer = {wl.name for wl in NO_ANSWER}
+    said = unsaid = 0
     for r in results.records:
+        if r.workload in no_answer:
+            if r.backend not in ("torch", "jax") or r.status not in ("ok", "wrong"):
+                continue  # only these draw their own; NumPy's draws are the reference's
+            told = r.status == "wrong" and "no single answer" in r.reason and "check=Check" not in r.reason
+            said += told
+            unsaid += not told
+            if not told:
+                misses.append(f"[no single answer, not said] {r.workload:22} {r.backend:6} {r.status:7} "
+                              f"{(r.reason or '')[:110]}")
+            continue
         bug = PLANTED.get(r.workload)
         if bug is not None and r.backend in bug[1]:
             bug = None if r.status == "ok" else bug  # np. code on NumPy is right; judge it as correct
@@ -346,6 +429,8 @@ def main() -> None:
           f"backends {args.backends}, float64 and fixed float32, one process, max_time {args.max_time}")
     print(f"false-wrong rate: {bad} of {good + bad} correct cells = {bad / max(good + bad, 1):.1%}")
     print(f"catch rate: {caught} of {caught + missed} planted cells = {caught / max(caught + missed, 1):.1%}")
+    print(f"no single answer (a library's own random numbers) said, with no tolerance offered: "
+          f"{said} of {said + unsaid} cells")
     if other:
         print("not judged (the library cannot run the code, or a known library limitation):")
         for why, n in sorted(other.items()):
