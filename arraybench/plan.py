@@ -104,7 +104,10 @@ def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
                 "× devices × modes × environments); select fewer sizes or workloads, or split it into several runs")
 
     settings_of: dict[str, set[str]] = {}
-    labels = [e.label for e in environments.of(options)]
+    labels = [e.label for e in environments.of(options) if e.label != environments.TWIN]
+    # The self-check's twin: the first configuration of the plan again, in every case it measures.
+    twin = next(((b, d) for b in options.backends for d in options.devices if d in backends.SPECS[b].devices),
+                None) if options.self_check else None
     for wname in selected:
         wl = workloads_by_name[wname]
         for s in options.sizes or list(wl.sizes):
@@ -128,6 +131,9 @@ def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
                         for env in labels:
                             add(Cell(wname, label, n, bname, dev, options.dtype, mode,
                                      params=params, environment=env))
+                        if twin == (bname, dev):
+                            add(Cell(wname, label, n, bname, dev, options.dtype, mode,
+                                     params=params, environment=environments.TWIN))
                             if options.include_transfer and dev != "cpu":
                                 add(Cell(wname, label, n, bname, dev, options.dtype, mode, True,
                                          params=params, environment=env))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .pairs import paired_ratio
 from .replication import ANSWERED_LEVEL, UNPAIRED, Decision, decide, policy_for
+from ..host.environments import TWIN, twin_of
 from ..model.cell import Config, case_key
 from ..model.journal import JournalState
 from ..model.replicate import Replicate
@@ -64,14 +65,18 @@ class RunState:
         have = {c.key: self.replicates.get(c.key, {}) for c in case}
         partners: dict[str, list[Cell]] = {}
         decisions: dict[str, Decision] = {}
-        for c in case:
-            open_pairs, reachable, partners[c.key] = self._open_pairs(c, case)
+        # The self-check's twin takes part in no verdict: it gets what its original gets, so that
+        # the pair of the two is measured as every other pair is.
+        twins = [c for c in case if c.environment == TWIN]
+        judged = [c for c in case if c.environment != TWIN]
+        for c in judged:
+            open_pairs, reachable, partners[c.key] = self._open_pairs(c, judged)
             decisions[c.key] = decide([r for _, r in sorted(have[c.key].items())], self._policy,
                                       open_pairs, reachable)
         changed = True
         while changed:
             changed = False
-            for c in case:
+            for c in judged:
                 n, wanted = len(have[c.key]), decisions[c.key]
                 if wanted.stop or wanted.wanted <= n or n < self._policy.least or not partners[c.key]:
                     continue
@@ -80,6 +85,12 @@ class RunState:
                 if not any(not decisions[p.key].stop or n in have[p.key] for p in partners[c.key]):
                     decisions[c.key] = Decision(n, UNPAIRED)
                     changed = True
+        original = twin_of(self.options)
+        for t in twins:
+            same = next((c for c in judged if c.config == (t.backend, t.device, original)
+                         and c.mode == t.mode), None)
+            decisions[t.key] = decisions[same.key] if same is not None else \
+                decide([r for _, r in sorted(have[t.key].items())], self._policy, None, False)
         return decisions
 
     def _open_pairs(self, cell: Cell, case: list[Cell]) -> tuple[bool | None, bool, list[Cell]]:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..analysis.aggregate import aggregate
 from ..analysis.replication import timer_settings
 from ..errors import SaveError
+from ..analysis import self_check
 from ..analysis.pairs import pairs_of
 from ..model.cell import Config
 from ..host import git, machine, environments
@@ -174,9 +175,11 @@ class Session:
         """Records from everything measured so far."""
         errors = [{"kind": "worker", "source": worker_key(b, d, e), "error": reason}
                   for (b, d, e), reason in self.state.start_failures.items()]
-        records = [self.record(c) for c in self.cells]
+        records, twins = self_check.split(self.record(c) for c in self.cells)
+        checked = self_check.twin_pairs(twins, records, environments.twin_of(self.options)) if twins else []
         return Results(environment=self.environment, settings=self._settings(), records=records,
-                       complete=complete, errors=errors, pairs=pairs_of(records), output_dir=self.out_dir)
+                       complete=complete, errors=errors, pairs=pairs_of(records), twins=twins,
+                       self_check=checked, output_dir=self.out_dir)
 
     def record(self, cell: Cell) -> Record:
         """A cell's record from the replicates journalled so far."""

@@ -152,13 +152,25 @@ def parse_python(text: str) -> tuple[str, str]:
     return label.strip(), path.strip()
 
 
+#: The label of the self-check's twin: the run's first environment again, in processes of its own.
+TWIN = "twin"
+
+
 def of(options: Chosen) -> list[Environment]:
     """The run's environments, in order: every interpreter under every variant; one, labelled "",
-    without either."""
+    without either; then, where the run checks itself, the first one's ``TWIN``."""
     pythons: list[tuple[str, str | None]] = list(options.pythons.items()) or [("", None)]
     variants: list[tuple[str, dict[str, str]]] = list(options.variants.items()) or [("", {})]
-    return [Environment(JOIN.join(filter(None, (p, v))), python, dict(variables))
-            for p, python in pythons for v, variables in variants]
+    found = [Environment(JOIN.join(filter(None, (p, v))), python, dict(variables))
+             for p, python in pythons for v, variables in variants]
+    if getattr(options, "self_check", False):
+        found.append(Environment(TWIN, found[0].python, dict(found[0].variables)))
+    return found
+
+
+def twin_of(options: Chosen) -> str:
+    """The label of the environment the self-check's twin copies."""
+    return of(options)[0].label
 
 
 def find(options: Chosen, label: str) -> Environment:

@@ -93,6 +93,10 @@ class RunOptions:
     #: A git ref whose code is measured beside the work tree's, in the same session
     #: (``host/against``): two environments, every pair one verdict. None: no baseline.
     against: str | None = None
+    #: Measure the first backend's configuration against itself (a twin in its own processes,
+    #: taking turns beside the run): how often this machine, now, calls identical configurations
+    #: faster or slower (``analysis/self_check``).
+    self_check: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

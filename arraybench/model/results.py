@@ -94,6 +94,11 @@ class Results:
     #: One verdict per pair of configurations of a case that took turns together
     #: (``analysis/pairs``), computed once when the run's records are made.
     pairs: list[Pair] = field(default_factory=list)
+    #: The self-check (``analysis/self_check``): the twin's records and each twin against its
+    #: original; empty where the run did not check itself. Kept apart from ``records`` and
+    #: ``pairs``, which tables, findings and gates read.
+    twins: list[Record] = field(default_factory=list)
+    self_check: list[Pair] = field(default_factory=list)
     #: The folder the run wrote to, where there is one (not saved).
     output_dir: Path | None = field(default=None, repr=False, compare=False)
 
@@ -108,6 +113,9 @@ class Results:
             "records": [r.to_dict() for r in self.records],
             "pairs": [p.to_dict() for p in self.pairs],
             "errors": list(self.errors),
+            **({"self_check": {"records": [r.to_dict() for r in self.twins],
+                               "pairs": [p.to_dict() for p in self.self_check]}}
+               if self.twins or self.self_check else {}),
         }
 
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -277,12 +285,20 @@ def from_dict(data: Any, origin: str = "results") -> Results:
     pairs = data.get("pairs", [])  # absent in files written before runs took turns
     if not isinstance(pairs, list):
         raise ResultsError(f"{origin}: 'pairs' must be a list")
+    checked = data.get("self_check", {})  # absent where the run did not check itself
+    if not isinstance(checked, dict) or not isinstance(checked.get("records", []), list) \
+            or not isinstance(checked.get("pairs", []), list):
+        raise ResultsError(f"{origin}: 'self_check' must be an object of 'records' and 'pairs' lists")
     try:
         read_pairs = [Pair.from_dict(p, where=f"pairs[{i}]") for i, p in enumerate(pairs)]
-    except SchemaError as exc:
+        twin_pairs = [Pair.from_dict(p, where=f"self_check.pairs[{i}]")
+                      for i, p in enumerate(checked.get("pairs", []))]
+        twins = [Record.from_dict(r, where=f"self_check.records[{i}]")
+                 for i, r in enumerate(checked.get("records", []))]
+    except (SchemaError, ResultsError) as exc:
         raise ResultsError(f"{origin}: {exc}") from None
     return Results(environment=env, settings=legacy_names(settings), records=parsed, complete=complete,
-                   errors=errors, pairs=read_pairs)
+                   errors=errors, pairs=read_pairs, twins=twins, self_check=twin_pairs)
 
 
 _RENAMED_IN_2 = {"n_processes": "n_replicates", "process_medians_s": "replicate_medians_s",

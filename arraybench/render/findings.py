@@ -8,7 +8,7 @@ here is written in advance: change the records and the sentences change.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from .across_machines import machine_findings, two_figures
 from ..analysis.crossover import Crossover, crossovers
@@ -21,6 +21,10 @@ from ..model.record import Record
 from ..units import format_ratio, format_seconds
 from ..analysis.grouping import baseline, grouped, is_valid, library_label, significantly_faster, size_text
 from ..analysis.roofline import ceiling_key, ceilings, share
+from ..analysis.self_check import SelfCheck
+
+if TYPE_CHECKING:
+    from ..model.results import Results
 
 
 
@@ -221,6 +225,27 @@ def problems(records: Iterable[Record]) -> list[str]:
             verb = "gave a wrong result" if r.status == "wrong" else "failed"
             out.append(f"{r.config_label} {verb} on {r.workload} {size_text(r)}: {r.reason}.")
     return out
+
+
+def self_check_lines(results: "Results") -> list[str]:
+    """The run's self-check in one sentence (first among the findings, and above the table): how
+    many A/A pairs, how many level, undecided, faster or slower, and the drift; none where the
+    run did not check itself."""
+    if not results.twins and not results.self_check:
+        return []
+    check = SelfCheck(tuple(results.self_check))
+    if not check.pairs:
+        return ["Self-check: no pair of the configuration and its twin was timed side by side."]
+    n = len(check.pairs)
+    said = (f"Self-check: {check.pairs[0].b_label} against itself in {n} case{'s' if n != 1 else ''}: "
+            f"{check.level} level, {n - check.level - len(check.false)} undecided, "
+            f"{len(check.false)} called faster or slower; median drift {format_ratio(check.drift)}")
+    if check.false:
+        return [said + f" (up to {format_ratio(check.worst)}). This run's verdicts are unreliable: the machine "
+                "moved identical configurations apart while it ran."]
+    if not check.level:
+        return [said + ": none was found level, so on this machine, now, only wide differences can be told apart."]
+    return [said + "."]
 
 
 def findings(records: Iterable[Record], environment: Mapping[str, Any] | None = None) -> list[str]:

@@ -32,6 +32,7 @@ from ..model.cell import config_label
 from ..model.record import Record
 from ..units import format_seconds, format_share
 from .environment_text import environment_section
+from .findings import self_check_lines
 from .footprint_text import energy_absent, energy_measured, energy_why, format_energy, peak_sub, peak_text
 from .history import history_section
 from .naming import history_file_name, plot_file_name, summary_file_name
@@ -174,6 +175,7 @@ def _subtitle(results: Results) -> str:
         env.get("timestamp", ""), env.get("cpu_model", ""),
         f"{results.settings.get('dtype', '')}" if results.settings.get("dtype") else "",
         f"{len(results.records)} cells: {status}" if results.records else "no records",
+        *self_check_lines(results),
     ) if x)
 
 

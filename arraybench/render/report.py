@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from ..analysis.compare import Comparison
 from ..analysis.compare import compare as compare_runs
-from .findings import findings as compute_findings
+from .findings import findings as compute_findings, self_check_lines
 from ..files import write_atomic
 from .manifest import remember
 from ..model.machines import check_same_machine
@@ -49,7 +49,8 @@ def findings(results: Results) -> Findings:
     if kept is None or kept[0] != key:
         if kept is None:
             weakref.finalize(results, _FOUND.pop, id(results), None)
-        kept = _FOUND[id(results)] = (key, compute_findings(results.records, results.environment))
+        kept = _FOUND[id(results)] = (key, self_check_lines(results)
+                                      + compute_findings(results.records, results.environment))
     return Findings(kept[1])
 
 
@@ -67,6 +68,8 @@ def show(results: Results, console: Console, *, errors: bool = False, with_findi
          verbose: bool = False) -> None:
     """Print the table to ``console``; under it what failed before any cell (with ``errors``) and
     the findings (unless ``with_findings`` is False): a screenful at most, all with ``verbose``."""
+    for line in self_check_lines(results):
+        console.print(escape(line), style="bold red" if "unreliable" in line else None, soft_wrap=True)
     print_table(results.records, console)
     if errors:
         for e in results.errors:
