@@ -207,7 +207,8 @@ def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None
             note = ("; each side's fastest quiet turn, paired by process: too few rounds had both "
                     "sides' turns quiet while other processes loaded the machine")
         else:
-            busy = sum(len(set(x.busy_rounds) | set(y.busy_rounds)) for x, y in both)
+            busy = sum(len((set(x.busy_rounds) | set(y.busy_rounds)) & set(x.rounds or ()) & set(y.rounds or ()))
+                       for x, y in both)
             loaded = True
             note = f"; {busy} of {shared} rounds under other processes' load kept: too few quiet ones"
             quiet = _quiet_ratios(both, MIN_PROCESSES)
