@@ -363,7 +363,8 @@ def _dropout_jax(jnp, x):
 
 
 @no_answer
-def monte_carlo_mean(xp, x): return xp.mean(xp.cos(xp.asarray(np.random.default_rng(1).uniform(size=x.shape[0]))))
+def monte_carlo_mean(xp, x):
+    return xp.mean(xp.cos(xp.asarray(np.random.default_rng(1).uniform(size=x.shape[0]))))
 @monte_carlo_mean.override("torch", namespace="native")
 def _monte_carlo_mean_torch(torch, x):
     torch.manual_seed(1)

@@ -151,13 +151,13 @@ def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
         return Verdict(True, 0.0, tol, note="; ".join(notes))
     if err > tol and out_arr.size > 1 and settled.error(np.sort(out_arr, axis=None),
                                                        np.sort(ref_arr, axis=None)) <= tol:
-        return Verdict(False, err, tol, f"{_MEASURE.get(settled.kind, _MEASURE['normwise'])} {err:.3g}, but the result holds the "
+        return Verdict(False, err, tol, f"{_measure(settled)} {err:.3g}, but the result holds the "
                        "reference's values in another order: where the order is not determined (ties "
                        "in a sort that is not stable, ranks of equal values), check what is: return "
                        "the sorted values, or break ties by a second key", note=note)
     if err > tol:
         return Verdict(False, err, tol, _wrong_reason(settled, err, tol, judged_in, single), note=note)
-    if tolerance is None and check.needs_noise(dtype) and settled.kind == "elementwise" and single is not None:
+    if tolerance is None and check.needs_noise(dtype) and settled.kind == "elementwise" and single:
         hidden = _below_floor(out_arr, ref_arr, settled, single, check.factor, judged_in)
         if hidden is not None:
             return replace(hidden, note=note)
@@ -171,7 +171,8 @@ def _below_floor(out: np.ndarray, ref: np.ndarray, settled: Check, noise: Noise,
     own size; None where they are right or the reference does not pin them down (its reruns move
     them by more than 2^-26 of their size: cancellation, underflow in the run's dtype)."""
     eps = machine_epsilon(dtype)
-    if not math.isfinite(noise.below_floor) or noise.below_floor * machine_epsilon("float64") > DERIVED_NEAR_ZERO:
+    known = noise.below_floor * machine_epsilon("float64")
+    if not known <= DERIVED_NEAR_ZERO:  # not measured (inf), or the reference does not know them
         return None
     size = np.abs(ref)
     small = (size < settled.near_zero * float(np.max(size, initial=0.0))) & (size >= own_size_floor(dtype))
@@ -186,7 +187,7 @@ def _below_floor(out: np.ndarray, ref: np.ndarray, settled: Check, noise: Noise,
     return Verdict(False, float(off[worst]), tol,
                    f"{int(np.sum(off > tol))} of {int(small.sum())} elements below 2^-26 of max|ref| are "
                    f"off by up to {off[worst]:.3g} of their own size (tolerance {tol:.3g}; the reference "
-                   f"itself moves them by {noise.below_floor * machine_epsilon('float64'):.2g}), e.g. "
+                   f"itself moves them by {known:.2g}), e.g. "
                    f"{out[small][worst]:.3g} where the reference has {ref[small][worst]:.3g}: the large "
                    "elements hide them from an error measured against max|ref|; where such elements "
                    "need not be exact, give check= (Check.elementwise judges elements below "
@@ -197,7 +198,10 @@ def _below_floor(out: np.ndarray, ref: np.ndarray, settled: Check, noise: Noise,
 #: float64 computation, and a check that accepted it would accept a bug (a result off by 6.9e+07
 #: was once offered ``rtol=6.9e+07``, which accepts anything).
 SUGGESTION_CAP = 1e-2
-_MEASURE = {"elementwise": "max relative error", "normwise": "normwise relative error"}
+
+
+def _measure(check: Check) -> str:
+    return "max relative error" if check.kind == "elementwise" else "normwise relative error"
 
 
 #: A result whose dtype is not the one expected, as its verdict says it.
@@ -211,7 +215,7 @@ def is_dtype_reason(reason: str) -> bool:
 
 def _wrong_reason(check: Check, err: float, tol: float, dtype: str, noise: Noise | None) -> str:
     """One line: the error, the reference's own noise where known, and the check that accepts it."""
-    reason = f"{_MEASURE.get(check.kind, _MEASURE['normwise'])} {err:.3g} exceeds tolerance {tol:.3g}"
+    reason = f"{_measure(check)} {err:.3g} exceeds tolerance {tol:.3g}"
     if noise is not None:
         reason += f"; the reference itself {noise.describe(check.kind, dtype)}"
     if math.isfinite(err) and err * 1.25 <= max(SUGGESTION_CAP, 16 * machine_epsilon(dtype)):

@@ -217,7 +217,8 @@ def _noise(ref: Any, variants: list[tuple[Any, float]], sources: str, elements: 
         return Noise(0.0, 0.0, sources, elements, float64_only, 0.0)
     size = np.abs(ref)
     # Elements the element-wise floor hides: whether the reference pins each down to its own size.
-    small = (size < DERIVED_NEAR_ZERO * float(np.max(size, initial=0.0))) & (size >= own_size_floor("float64"))
+    top = float(np.max(size, initial=0.0))
+    small = (size < DERIVED_NEAR_ZERO * top) & (size >= own_size_floor("float64"))
     below: list[float] = []
     for got, eps in variants:
         if got is None or np.shape(got) != ref.shape:
