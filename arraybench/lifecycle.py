@@ -6,6 +6,7 @@ public face; Ctrl-C and SIGTERM end a run here with what it measured kept.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -21,6 +22,7 @@ from .errors import SaveError, StoreWarning, UsageError, from_command_line, one_
 from .outdir import resume_command
 from .model.options import RunOptions, settings_differ
 from .plan import Plan, validate
+from .model.journal import JournalState
 from .model.reporter import Reporter
 from .model.results import Results
 from .analysis.run_state import RunState
@@ -178,6 +180,14 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
         else:  # nothing to measure and no one vouches for the code: its results, unrun
             loaded = LoadedFiles()
             unrun = [c.workload for c in state.cells]
+        if left:
+            _refuse_other_commit(state)
+            if state.options.against:
+                from .host import against
+
+                # The exported tree went with the process that made it: the recorded commit again.
+                state = replace(state, options=replace(
+                    state.options, variants=against.reexport(state.options.against, state.options.variants)))
         try:
             validate(state.options, [*REGISTRY, *unrun])
         except UsageError as exc:
@@ -206,6 +216,25 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
         finally:
             executor.close()
     return results
+
+
+def _refuse_other_commit(state: JournalState) -> None:
+    """``UsageError`` where the work tree the run began in is now at another commit: the
+    processes still to run would measure other code than those in the journal, and a cell's
+    figures would pool both. Checked only where the run recorded git's commit."""
+    from .host import git
+
+    recorded = (state.environment.get("context") or {}).get("commit")
+    if not isinstance(recorded, str) or not re.fullmatch(r"[0-9a-f]{7,40}", recorded):
+        return  # none, or a label the user gave (--context commit=v1.2), not git's
+    project = state.environment.get("project")
+    where = Path(project) if isinstance(project, str) and Path(project).is_dir() else Path.cwd()
+    now = git.labels(where).get("commit")
+    shared = min(len(recorded), len(now or ""))
+    if now and recorded[:shared] != now[:shared]:
+        raise UsageError(f"--resume: the run began at commit {recorded} of {where}, which is now at "
+                         f"{now}: its processes would pool two versions of the code; check out "
+                         f"{recorded} to finish it, or start a new run")
 
 
 def _executor(options: RunOptions, *, measure: bool, node_wait: float | None = None) -> Executor:

@@ -200,7 +200,7 @@ def variants(ref: str, root: Path, tree: Path, inherited: str = "",
     return {label_for(ref): ref_env, HERE: {}}
 
 
-def reexport(ref: str, recorded: Mapping[str, Mapping[str, str]], inherited: str = "") -> dict[str, dict[str, str]]:
+def reexport(ref: str, recorded: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, str]]:
     """The environments of a resumed run ``--against ref``: the commit its journal recorded
     (``recorded``: the run's variants) exported afresh, for the tree it measured went with the
     process that made it. ``UsageError`` where the run recorded no commit or the repository no
@@ -211,12 +211,14 @@ def reexport(ref: str, recorded: Mapping[str, Mapping[str, str]], inherited: str
     if not commit or os.pathsep not in mapping:
         raise UsageError(f"--resume: this run --against {ref} recorded no commit to measure {ref} at again "
                          "(an older arraybench wrote it); start it afresh")
-    root = Path(mapping.split(os.pathsep, 1)[0])
-    if not (root / ".git").exists() or _git(["cat-file", "-e", f"{commit}^{{commit}}"], root).returncode != 0:
+    root, old = mapping.split(os.pathsep, 1)
+    if _git(["cat-file", "-e", f"{commit}^{{commit}}"], Path(root)).returncode != 0:
         raise UsageError(f"--resume: this run measured --against {ref} at commit {commit[:12]} of {root}, "
-                         "which that repository no longer has; start the run afresh")
-    _, tree = export(commit, root, label=label)
-    return variants(ref, root, tree, inherited, commit=commit)
+                         "which is no longer there; start the run afresh")
+    _, tree = export(commit, Path(root), label=label)
+    inherited = [p for p in saved.get("PYTHONPATH", "").split(os.pathsep)
+                 if p and p != old and not p.startswith(old + os.sep)]
+    return variants(ref, Path(root), tree, os.pathsep.join(inherited), commit=commit)
 
 
 def lacking(root: Path, tree: Path) -> list[str]:
