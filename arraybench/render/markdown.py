@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from ..errors import one_line
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, size_text
 from ..files import write_atomic
 from ..model.record import Record
@@ -27,8 +28,9 @@ _SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
 
 
 def md(value: Any) -> str:
-    """Escape text for a Markdown table cell: markup characters and pipes, newlines as spaces."""
-    text = " ".join(str(value).split())
+    """Escape text for a Markdown table cell: markup characters and pipes, newlines as spaces,
+    control characters (a terminal's escape sequences) as ``\\x1b``."""
+    text = one_line(" ".join(str(value).split()))
     return _SPECIAL.sub(r"\\\1", text)
 
 

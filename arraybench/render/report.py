@@ -17,6 +17,7 @@ from rich.markup import escape
 from ..analysis.compare import Comparison
 from ..analysis.compare import compare as compare_runs
 from .findings import findings as compute_findings, self_check_lines
+from ..errors import one_line
 from ..files import write_atomic
 from .manifest import remember
 from ..model.machines import check_same_machine
@@ -49,8 +50,11 @@ def findings(results: Results) -> Findings:
     if kept is None or kept[0] != key:
         if kept is None:
             weakref.finalize(results, _FOUND.pop, id(results), None)
-        kept = _FOUND[id(results)] = (key, self_check_lines(results)
-                                      + compute_findings(results.records, results.environment))
+        # A sentence quotes labels from outside (a --variant's variables, a --context value, a
+        # library's version string): its control characters are escaped once, here, for
+        # findings.md, results.md and the report alike.
+        kept = _FOUND[id(results)] = (key, [one_line(f) for f in self_check_lines(results)
+                                            + compute_findings(results.records, results.environment)])
     return Findings(kept[1])
 
 

@@ -174,3 +174,30 @@ def test_merge_shows_escape_sequences_in_error_messages_escaped(tmp_path: Path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "\x1b" not in done.stdout + done.stderr
     assert "boom\\x1b[2J\\x1b]0;pwned\\x07" in done.stdout
+
+
+def test_escape_sequences_in_variables_labels_and_names_reach_no_markdown_raw(tmp_path: Path):
+    # A --variant's variable is quoted by the finding that sets the two variants apart.
+    out = tmp_path / "run"
+    done = run_cli("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
+                   "--no-plots", "--no-store", "-o", str(out), "--variant", f"a:OMP_NUM_THREADS=1{TITLE}",
+                   "--variant", "b:OMP_NUM_THREADS=2", "--context", f"tag=x{CLEAR}y", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    findings = (out / "findings.md").read_text()
+    assert "OMP_NUM_THREADS=1\\x1b]0;pwned\\x07" in findings
+    # A results file written by another hand: a workload's name and a library's version.
+    data = json.loads((out / "results.json").read_text())
+    for r in data["records"]:
+        r["workload"] = f"mat{CLEAR}mul"
+    for info in data["environment"]["backends"].values():
+        info["version"] = f"2.0{TITLE}"
+    (tmp_path / "edited").mkdir()
+    (tmp_path / "edited" / "results.json").write_text(json.dumps(data))
+    again = run_here("report", str(tmp_path / "edited"), "-o", str(tmp_path / "report"), "--no-plots",
+                     cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    for folder in (out, tmp_path / "report"):
+        for name in ("findings.md", "results.md"):
+            text = (folder / name).read_text()
+            assert "\x1b" not in text and "\x07" not in text, (folder, name, text[:400])
+    assert "mat\\\\x1b\\[2Jmul" in (tmp_path / "report" / "results.md").read_text()
