@@ -100,3 +100,15 @@ def test_history_gate_fails_a_series_missing_from_the_latest_run(tmp_path: Path)
     gated = run_here(*args, cwd=tmp_path)
     assert gated.returncode == 1
     assert "was interrupted before every cell was measured" in gated.stderr
+
+
+def test_run_compare_gate_fails_a_cell_the_run_left_out(tmp_path: Path):
+    run = ("run", "--backends", "numpy", "--devices", "cpu", "--sizes", "small", *FAST, "--no-plots",
+           "--store", str(tmp_path / "store.sqlite"))
+    first = run_here(*run, "--workloads", "sort,matmul", "-o", str(tmp_path / "a"), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    narrower = run_here(*run, "--workloads", "sort", "-o", str(tmp_path / "b"), "--compare", "last",
+                        "--fail-above", "1000%", cwd=tmp_path)
+    assert narrower.returncode == 1, narrower.stderr
+    assert ("arraybench: 1 cell measured in the base run is missing from the new run: matmul small "
+            "NumPy CPU; --fail-above passes nothing unseen") in narrower.stderr
