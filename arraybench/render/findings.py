@@ -15,7 +15,7 @@ from ..analysis.crossover import Crossover, crossovers
 from .environments import environment_findings
 from .explanations import explanations
 from .footprint_text import memory_findings
-from .sentences import faster_by, not_apart
+from .sentences import faster_by, not_apart, under_load, why_not_apart
 from ..model.cell import config_label
 from ..model.record import Record
 from ..units import format_ratio, format_seconds
@@ -58,12 +58,12 @@ def _winner(workload: str, group: list[Record], on: str) -> list[str]:
     label = _gradient_labels(named)
     if not significantly_faster(best, second):
         word = not_apart(best, second)
-        why = "within 5% of each other" if word == "level" else "this run cannot say which is faster"
+        why = "within 5% of each other" if word == "level" else why_not_apart(best, second)
         return [f"On {where}, {label(best)} and {label(second)} are {word} "
-                f"({format_seconds(best.median_s)} and {format_seconds(second.median_s)}; "
+                f"({format_seconds(best.median_s)} and {format_seconds(second.median_s)}, their medians; "
                 f"{why}){_unequal_gradients(named[:2], workload)}."]
     text = (f"On {where}, {label(best)} is fastest at {format_seconds(best.median_s)}, "
-            f"{faster_by(best, second)} than {label(second)}")
+            f"{faster_by(best, second)} than {label(second)}{under_load(best, second)}")
     if len(named) == 3:
         text += f" and {faster_by(best, base)} than {label(base)}"
     if best.median_s > second.median_s:
