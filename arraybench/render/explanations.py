@@ -20,7 +20,7 @@ from ..errors import spell
 from ..analysis.aggregate import allocator_states_apart
 from .environments import build_text
 from ..model.cell import worker_key
-from ..units import format_ratio, format_seconds, format_speedup
+from ..units import format_seconds, format_speedup
 from ..analysis import modes
 from ..analysis.grouping import is_valid, size_text
 from ..analysis.oversubscription import CONTENTION_QUANTITIES, Contention, oversubscribed
@@ -111,10 +111,11 @@ def allocator_states(records: Iterable[Record]) -> list[str]:
     for r in differ[:ALLOCATOR_CELLS_NAMED]:
         faults = (f", {r.other_faults_per_call:,.0f} page faults per call"
                   if r.other_faults_per_call is not None else "")
+        k = r.other_n_replicates or 1
         parts.append(f"{_label(r)} on {_where(r)} {format_seconds(r.median_s)} with "
                      f"{WORDS.get(r.allocator, r.allocator)}, {format_seconds(r.other_median_s)} with "
                      f"{WORDS.get(r.other_allocator, r.other_allocator)} "
-                     f"({format_ratio(r.other_median_s / r.median_s)}{faults})")
+                     f"(in {k} process{'es' if k != 1 else ''}{faults})")
     more = len(differ) - ALLOCATOR_CELLS_NAMED
     headline = WORDS.get(differ[0].allocator, differ[0].allocator)
     return [

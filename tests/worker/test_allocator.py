@@ -175,7 +175,11 @@ def test_the_finding_says_what_decides_the_state_and_how_to_get_the_faster_one()
                  other_allocator="fresh", other_median_s=0.0378, other_ci_low_s=0.0370,
                  other_ci_high_s=0.0386, other_n_replicates=3, other_faults_per_call=8438)
     (text,) = allocator_states([rec])
-    assert "17.8 ms with reused memory, 37.8 ms with fresh pages (2.1×, 8,438 page faults per call)" in text
+    # Two times, each with its processes, and no multiple of them: a ratio of medians from other
+    # processes is no paired measurement (one such ratio read 70× under load, where plain
+    # processes give 3.4-3.8×).
+    assert "17.8 ms with reused memory, 37.8 ms with fresh pages (in 3 processes, 8,438 page faults per call)" in text
+    assert "2.1×" not in text
     for advice in ("MALLOC_MMAP_THRESHOLD_=1073741824", "MALLOC_TRIM_THRESHOLD_=", "out=", "jemalloc", "tcmalloc"):
         assert advice in text
     assert environment("reused")["MALLOC_MMAP_THRESHOLD_"] in text
