@@ -29,8 +29,8 @@ def test_a_reference_and_its_noise_read_back_as_written(tmp_path):
     assert shared.load("c").value == 2.5
     shared.put("d", Reference(["not", "arrays"]))  # kept by no file: each worker computes its own
     assert shared.load("d") is None and not list(tmp_path.glob("d*"))
-    shared.put_noise("a", (Noise(1.0, 2.0, "inputs", 6), Noise(3.0, 4.0)))
-    assert shared.load_noise("a") == (True, (Noise(1.0, 2.0, "inputs", 6), Noise(3.0, 4.0)))
+    shared.put_noise("a", (Noise(1.0, 2.0, "inputs", 6, True, 12.5), Noise(3.0, 4.0)))
+    assert shared.load_noise("a") == (True, (Noise(1.0, 2.0, "inputs", 6, True, 12.5), Noise(3.0, 4.0)))
     shared.put_noise("n", None)
     assert shared.load_noise("n") == (True, None) and shared.load_noise("missing") == (False, None)
 
