@@ -232,7 +232,8 @@ def _refuse_other_commit(state: JournalState) -> None:
     now = git.labels(where).get("commit")
     shared = min(len(recorded), len(now or ""))
     if now and recorded[:shared] != now[:shared]:
-        raise UsageError(f"--resume: the run began at commit {recorded} of {where}, which is now at "
+        what = "--resume" if from_command_line() else "resume()"
+        raise UsageError(f"{what}: the run began at commit {recorded} of {where}, which is now at "
                          f"{now}: its processes would pool two versions of the code; check out "
                          f"{recorded} to finish it, or start a new run")
 

@@ -23,10 +23,11 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import time
 from pathlib import Path, PurePosixPath
 from typing import IO, Mapping
 
-from ..errors import UsageError
+from ..errors import UsageError, from_command_line
 from . import git
 
 #: The environment of the work tree's own code in a run ``--against REF``.
@@ -131,8 +132,6 @@ def _sweep() -> None:
 
 
 def _older_than(folder: Path, seconds: float) -> bool:
-    import time
-
     try:
         return time.time() - os.lstat(folder).st_mtime > seconds
     except OSError:
@@ -205,15 +204,16 @@ def reexport(ref: str, recorded: Mapping[str, Mapping[str, str]]) -> dict[str, d
     (``recorded``: the run's variants) exported afresh, for the tree it measured went with the
     process that made it. ``UsageError`` where the run recorded no commit or the repository no
     longer has it."""
+    what = "--resume" if from_command_line() else "resume()"
     label = label_for(ref)
     saved = recorded.get(label, {})
     commit, mapping = saved.get(COMMIT), saved.get(SOURCE_MAP, "")
     if not commit or os.pathsep not in mapping:
-        raise UsageError(f"--resume: this run --against {ref} recorded no commit to measure {ref} at again "
+        raise UsageError(f"{what}: this run --against {ref} recorded no commit to measure {ref} at again "
                          "(an older arraybench wrote it); start it afresh")
     root, old = mapping.split(os.pathsep, 1)
     if _git(["cat-file", "-e", f"{commit}^{{commit}}"], Path(root)).returncode != 0:
-        raise UsageError(f"--resume: this run measured --against {ref} at commit {commit[:12]} of {root}, "
+        raise UsageError(f"{what}: this run measured --against {ref} at commit {commit[:12]} of {root}, "
                          "which is no longer there; start the run afresh")
     _, tree = export(commit, Path(root), label=label)
     inherited = [p for p in saved.get("PYTHONPATH", "").split(os.pathsep)
