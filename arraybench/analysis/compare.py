@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
 from . import stats
+from ..model.cell import case_key
 from ..model.record import Record
 from ..errors import spell
 from ..units import format_change
@@ -97,6 +98,8 @@ class Comparison:
     correction: str = significance.CORRECTION
     #: Whether the new run ran to its end: an interrupted one holds only some of its cells.
     new_complete: bool = True
+    #: The new run's settings: which backends, devices and modes it chose to measure.
+    new_settings: dict[str, Any] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         """One line: how many cells, the verdicts, the geometric mean (the cells are in ``changes``;
@@ -200,9 +203,21 @@ class Comparison:
         return [c for c in self.changes if is_valid(c.base) and c.new.status == "skipped"]
 
     def missing(self) -> list[Record]:
-        """Cells the base run measured that the new run does not hold at all (a narrower or an
-        interrupted run): a gate that passed them would pass what it never saw."""
-        return [r for r in self.only_base if r.status == "ok"]
+        """Cells the base run measured that the new run should hold and does not: the new run
+        measured their case, and chose their backend, device and mode (its settings), so its plan
+        had them. A gate that passed them would pass what it never saw. A narrower run (``--workloads sort``, pytest's
+        ``-k``) chose not to measure the rest: those are listed, and judge nothing."""
+        new = [c.new for c in self.changes] + self.only_new
+        cases = {case_key(r.cell) for r in new}
+        measured = {(r.backend, r.device, r.mode) for r in new}
+
+        def chose(r: Record) -> bool:
+            picked = [self.new_settings.get(k) for k in ("backends", "devices", "modes")]
+            if not all(isinstance(p, list) and p for p in picked):
+                return (r.backend, r.device, r.mode) in measured
+            return r.backend in picked[0] and r.device in picked[1] and r.mode in picked[2]
+
+        return [r for r in self.only_base if r.status == "ok" and case_key(r.cell) in cases and chose(r)]
 
     def incomparable(self) -> list[CellChange]:
         """Cells the base run measured (ok) that cannot be compared for any reason other than
@@ -341,7 +356,7 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
         alpha=alpha,
         environment_differences=(environment_differences(base.environment, new.environment)
                                  + settings_differences(base.settings, new.settings)),
-        new_complete=new.complete,
+        new_complete=new.complete, new_settings=dict(new.settings),
     )
 
 

@@ -302,10 +302,9 @@ def test_fail_above_gates_on_a_significant_slowdown(two_runs, tmp_path):
     assert gate.returncode == 1
     assert "1 significant slowdown above 10%: matmul small NumPy CPU (1.150)" in gate.stderr
     lenient = run_here("compare", str(base), str(new), "--fail-above", "20%", cwd=tmp_path)
-    # No slowdown above 20%, but fft, measured in the base run, is not in the new one.
-    assert lenient.returncode == 1
-    assert lenient.stderr == ("arraybench: 1 cell measured in the base run is missing from the new run: "
-                              "fft small NumPy CPU; --fail-above passes nothing unseen\n")
+    # No slowdown above 20%; fft, measured in the base run only, is a case the new run did not
+    # measure at all (a narrower run), listed and not judged.
+    assert lenient.returncode == 0, lenient.stderr
     # Folders work as well as files, and a run compared with itself never fails the gate.
     itself = run_here("compare", str(new.parent), str(new.parent), "--fail-above", "1%", cwd=tmp_path)
     said = " ".join(itself.stdout.split())  # the summary wraps between words at 80 columns
