@@ -8,6 +8,8 @@ asks once more, as the doctor's other checks do.
 
 from __future__ import annotations
 
+import os
+
 import re
 import time
 
@@ -58,6 +60,7 @@ class SlowWait(NumpyBackend):
 
 def test_a_timer_that_adds_to_the_call_fails_the_harness_check(monkeypatch):
     monkeypatch.setattr(selfcheck, "HARNESS_ROUNDS", 3)  # 30 µs on a 6 µs call shows in any round
+    monkeypatch.setattr(selfcheck, "HARNESS_BUSY_SHARE", float("inf"))  # judged, whatever the load
     outcome = selfcheck.check_harness(SlowWait("cpu"))
     assert outcome.status == "failed", outcome.detail
     assert "outside [0.8, 1.25]" in outcome.detail and "first try" in outcome.detail
@@ -76,3 +79,19 @@ def test_the_line_prints_the_two_times_its_ratio_was_made_of():
     assert (ours, theirs, ratio) == (61.0, 60.0, 1.02)
     assert f"{ours / theirs:.2f}" == f"{ratio:.2f}"
     assert "rounds 0.98-2.46" in outcome.detail  # the spread the median left out is said
+
+
+def test_a_disagreement_on_a_busy_machine_is_not_judged_and_says_why():
+    """At load 9 on two cores the doctor failed a timer that agrees on a quiet machine: where other
+    processes kept a quarter of the cores busy or more, a disagreement is "busy, not judged"."""
+    cpus = os.cpu_count() or 1
+    apart = [(90e-6, 60e-6)] * 7  # 1.5: outside the range
+    busy = selfcheck.harness_outcome("sum", "timeit", [apart], others_cores=0.9 * cpus)
+    assert busy.status == "skipped"
+    assert f"busy, not judged: other processes used {0.9 * cpus:.1f} of {cpus} cores" in busy.detail
+    quiet = selfcheck.harness_outcome("sum", "timeit", [apart], others_cores=0.0)
+    assert quiet.status == "failed" and "outside [0.8, 1.25]" in quiet.detail
+    unknown = selfcheck.harness_outcome("sum", "timeit", [apart], others_cores=None)
+    assert unknown.status == "failed"
+    agree = selfcheck.harness_outcome("sum", "timeit", [[(61e-6, 60e-6)] * 7], others_cores=0.9 * cpus)
+    assert agree.status == "passed"
