@@ -48,7 +48,7 @@ from .executors.doctor import configs as doctor_configs, main as doctor
 from .executors.pool import WorkerPool, sharing
 from .executors.probe import probe_backends
 from .files import write_atomic
-from .host.against import HERE, export as export_ref
+from .host.against import HERE, export as export_ref, lacking as lacking_from_ref
 from .host.environments import parse_python, parse_variant
 from .host.machine import collect as collect_machine
 from .model.identity import run_id

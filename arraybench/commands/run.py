@@ -305,10 +305,8 @@ def check_against_sides(args: argparse.Namespace) -> None:
     (a generated ``_version.py``, a compiled extension): REF's export holds tracked files only, so
     the two sides differ by more than their code. One line on stderr; a gate (``--fail-above``)
     across them is refused (``UsageError``), before anything is measured."""
-    from ..host import against
-
-    root, tree = against.export(args.against)
-    extra = against.lacking(root, tree)
+    root, tree = api.export_ref(args.against)
+    extra = api.lacking_from_ref(root, tree)
     if not extra:
         return
     shown = ", ".join(extra[:4]) + (f" and {len(extra) - 4} more" if len(extra) > 4 else "")
