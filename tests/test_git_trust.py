@@ -41,6 +41,8 @@ def hostile(tmp_path: Path) -> tuple[Path, Path]:
     hook = tmp_path / "hook.sh"
     hook.write_text(f"#!/bin/sh\necho \"$@\" >> {marker}\ncat\n")
     hook.chmod(0o755)
+    for name in ("post-index-change", "reference-transaction", "post-checkout"):  # in its hooksPath
+        (tmp_path / name).symlink_to(hook)
     with (repo / ".git" / "config").open("a") as config:
         config.write(f'[core]\n\tfsmonitor = {hook} fsmonitor\n\thooksPath = {tmp_path}\n'
                      f'[filter "evil"]\n\tclean = {hook} clean\n\tsmudge = {hook} smudge\n\trequired = true\n'
