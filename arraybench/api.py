@@ -57,7 +57,7 @@ from .model.machines import cross_machine_pairs, machine_id_of
 from .model.merge import same_machine_notes
 from .model.options import ALLOCATOR_CHOICES
 from .outdir import claim_for_report, prepare as prepare_folder, resume_command
-from .render.gate_text import gate_failures
+from .render.gate_text import gate_failures, gate_notes
 from .store import StoreError, describe_location, open_store, resolve_location
 from .store.baseline import check_choice, check_named, find as find_baseline
 from .store.keeping import history_of_run, store_run

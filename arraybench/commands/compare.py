@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..api import gate_failures
+from ..api import gate_failures, gate_notes
 from ..errors import SaveError, UsageError
 from ..render.terminal import stdout_console
 from .argtypes import fraction, percent
@@ -73,11 +73,13 @@ def main(args: argparse.Namespace) -> int:
         import json
 
         failures = None if args.fail_above is None else gate_failures(comparison, args.fail_above)
+        notes = [] if args.fail_above is None else gate_notes(comparison, args.fail_above)
         # Which two runs were compared comes first, as in the table's output.
         doc = {"base": run_fields(base), "new": run_fields(new),
-               **json.loads(comparison_json(comparison, failures=failures))}
+               **json.loads(comparison_json(comparison, failures=failures)),
+               **({"undecided": notes} if notes else {})}
         print(json.dumps(doc, allow_nan=False))
-        for line in failures or []:
+        for line in [*notes, *(failures or [])]:
             print(f"arraybench: {line}", file=sys.stderr)
         return 1 if failures else 0
     console = stdout_console()
@@ -107,7 +109,7 @@ def gate(comparison, limit: float, memory: bool = False) -> int:
     """``--fail-above``: 1 (with a line on stderr per reason) when the new run must not pass;
     with ``memory``, a peak memory growth above the limit fails it too."""
     failures = gate_failures(comparison, limit, memory=memory)
-    for line in failures:
+    for line in [*gate_notes(comparison, limit), *failures]:
         print(f"arraybench: {line}", file=sys.stderr)
     return 1 if failures else 0
 

@@ -161,7 +161,7 @@ class Suite:
 
     def _compare(self, results: "Results", outcome: Outcome) -> None:
         from .. import api
-        from ..api import find_baseline, gate_failures, open_store
+        from ..api import find_baseline, gate_failures, gate_notes, open_store
 
         choice, limit = self.settings.compare, self.settings.fail_above
         if self.settings.against is not None:
@@ -183,6 +183,9 @@ class Suite:
                                               fail_option="--arraybench-fail-above",
                                               processes_option="--arraybench-processes",
                                               memory=self.settings.memory)
+            notes = gate_notes(outcome.comparison, limit, against_option="--arraybench-compare=git:REF")
+            if notes:
+                outcome.compared = "; ".join([outcome.compared, *notes]) if outcome.compared else "; ".join(notes)
 
     def _compare_against(self, results: "Results", outcome: Outcome) -> None:
         """The gate of ``git:REF``: each test's cells were measured on both versions of the code,

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..analysis.gate import GateVerdict, judge_gate
 from ..errors import one_line
+from ..units import format_ratio
 
 if TYPE_CHECKING:
     from ..analysis.compare import Comparison
@@ -66,6 +67,25 @@ def gate_lines(verdict: GateVerdict, *, fail_option: str = "--fail-above",
     if not verdict.comparable:
         lines.append(f"no cell could be compared (none was valid in both runs); {fail_option} "
                      "passes nothing unseen")
+    return lines
+
+
+def gate_notes(comparison: "Comparison", limit: float, *, against_option: str = "--against REF") -> list[str]:
+    """What a gate of ``limit`` could not decide (said, not failed): slowdowns it cannot tell from
+    the machine's drift between the two runs, and how to gate without that doubt."""
+    verdict = judge_gate(comparison, limit)
+    if not verdict.undecided:
+        return []
+    lines = []
+    for u in verdict.undecided:
+        c = u.change
+        why = (f"other processes used {u.others_cores:.1f} of {u.cpus} cores while one of the two runs "
+               "measured it" if u.others_cores is not None else
+               f"the {u.cells} cells compared moved by {format_ratio(u.drift or 1.0)} together: the machine "
+               "between the two runs, or a change to all of them")
+        lines.append(f"cannot decide whether {c.new.workload} {c.new.size_label} {c.new.config_label} is "
+                     f"slower ({c.ratio:.3f}): {why}; measure both versions side by side in one session "
+                     f"({against_option}) to decide it")
     return lines
 
 

@@ -115,3 +115,47 @@ def test_run_compare_gate_judges_what_the_run_chose_and_lists_the_rest(tmp_path:
                         "--compare", "last", "--fail-above", "1000%", cwd=tmp_path)
     assert narrower.returncode == 0, narrower.stderr
     assert "missing from the new run" not in narrower.stderr
+
+
+def _busy(res, cores: float):
+    from arraybench.model.usage import Usage
+
+    for r in res.records:
+        r.usage = Usage(calls=40, wall_s=0.04, user_s=0.04, machine_busy_s=0.04 * (1 + cores),
+                        machine_total_s=0.08, machine_cpus=2).derive()
+    return res
+
+
+def test_a_slowdown_measured_while_others_loaded_the_machine_is_undecided_not_failed(tmp_path: Path):
+    """README's gate failed unchanged code as 1.52x slower under a bursty tenant: a stored baseline
+    is another moment of the machine. Where either side was measured busy, the gate says it
+    cannot decide and how to (side by side, --against); measured quiet, it fails as before."""
+    base = _saved(timed_run(1), tmp_path / "base")
+    loaded = _saved(_busy(timed_run(2, numpy_s=1.5e-3, torch_s=3e-3), cores=1.2), tmp_path / "loaded")
+    said = run_here("compare", base, loaded, "--fail-above", "10%", cwd=tmp_path)
+    assert said.returncode == 0, said.stderr
+    assert ("cannot decide whether matmul small NumPy CPU is slower (1.500): other processes used 1.2 of 2 "
+            "cores while one of the two runs measured it") in said.stderr
+    assert "(--against REF) to decide it" in said.stderr
+    quiet = _saved(_busy(timed_run(2, numpy_s=1.5e-3, torch_s=3e-3), cores=0.1), tmp_path / "quiet")
+    failed = run_here("compare", base, quiet, "--fail-above", "10%", cwd=tmp_path)
+    assert failed.returncode == 1 and "significant slowdowns above 10%" in failed.stderr
+
+
+def test_cells_that_all_moved_together_are_the_machines_drift_not_a_slowdown():
+    from arraybench.analysis.compare import compare
+    from arraybench.analysis.gate import judge_gate
+
+    from ..synthetic import record, results, spread
+
+    def run(day: int, factor: float, sort_factor: float = 1.0):
+        recs = [record(w, "numpy", samples=spread(t * factor * (sort_factor if w == "sort" else 1.0)),
+                       replicates=3) for w, t in (("matmul", 1e-3), ("sort", 2e-3), ("fft", 3e-3), ("add", 4e-3))]
+        return results(recs, timestamp=f"2026-01-0{day}T00:00:00+00:00")
+
+    moved = judge_gate(compare(run(1, 1.0), run(2, 1.4)), 0.1)
+    assert moved.passed and len(moved.undecided) == 4 and not moved.slower
+    assert moved.undecided[0].cells == 4 and abs(moved.undecided[0].drift - 1.4) < 0.01
+    # One cell slower beyond the rest: the code's, whatever the machine did.
+    one = judge_gate(compare(run(1, 1.0), run(2, 1.0, sort_factor=1.5)), 0.1)
+    assert not one.passed and [c.new.workload for c in one.slower] == ["sort"]
