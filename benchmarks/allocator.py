@@ -123,7 +123,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--backends", default="numpy,torch,jax")
     parser.add_argument("--workloads", default="", help="default: the built-ins with large outputs")
-    parser.add_argument("--threads", type=int, default=1, help="for every process (default 1)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="for every process (default 1; with --results, the run's own)")
     # Five a side: with three, a group's median moved by more than 10% on a 2-core VM with the
     # same page faults on both sides (21 of 24 pairs in range, against 24 of 24 with five).
     parser.add_argument("--processes", default="5", help="arraybench's --processes (default 5)")
@@ -136,8 +137,10 @@ def main() -> int:
     args = parser.parse_args()
 
     if args.results is not None:
-        records = [r for r in arraybench.load_results(args.results).records
-                   if r.status == "ok" and r.other_median_s is not None]
+        given = arraybench.load_results(args.results)
+        records = [r for r in given.records if r.status == "ok" and r.other_median_s is not None]
+        # The plain processes get the run's own thread setting (a default run's: every core).
+        args.threads = given.settings.get("threads")
     else:
         records = []
     # The built-ins whose large size returns 128 KiB or more (stats and gradient return less).
