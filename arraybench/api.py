@@ -45,6 +45,7 @@ from .backends import DEVICES, SPECS
 from .config import ProjectDefaults, find as find_project, load as project_defaults
 from .executors import cluster_nodes
 from .executors.doctor import configs as doctor_configs, main as doctor
+from .executors.in_process import CalledOnce
 from .executors.pool import WorkerPool, sharing
 from .executors.probe import probe_backends
 from .files import write_atomic

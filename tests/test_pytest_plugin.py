@@ -56,6 +56,7 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     (["--arraybench-compare=last;rm"], "--arraybench-compare: 'last;rm' is not last, last~N or a run id"),
     (["--arraybench-compare=0123abcd"], "--arraybench-compare=0123abcd: no store at "),
     (["--arraybench-store="], "--arraybench-store is empty"),
+    (["--arraybench-only", "--arraybench-skip"], "--arraybench-only and --arraybench-skip together"),
 ])
 def test_a_bad_option_value_is_one_line_and_a_usage_error(pytester, tmp_path, args, message):
     pytester.makepyfile(test_nothing="def test_nothing(arraybench_run):\n    raise AssertionError\n")
@@ -374,3 +375,95 @@ def test_a_sessions_tests_share_their_workers_one_process_per_replicate_index(py
         seen.setdefault(which, set()).add(pid)
     assert len(seen["first"]) == 2  # two processes, independent samples of the machine
     assert seen["second"] == seen["first"]
+
+
+# -- which workers a session starts -----------------------------------------------------------------
+
+#: A conftest that writes the names of the session's worker logs (one per worker process started,
+#: in the session's pool folder, removed when the session ends) to ``{seen}`` as it ends.
+_WORKER_LOGS = """
+import glob, os, tempfile
+import pytest
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    pattern = os.path.join(tempfile.gettempdir(), f"arraybench-workers-{{os.getpid()}}-*", "*.log")
+    with open({seen!r}, "w") as f:
+        f.write("\\n".join(sorted(os.path.basename(p) for p in glob.glob(pattern))))
+"""
+
+_ONE_LIBRARY = """
+import arraybench
+import pytest
+
+@arraybench.workload(sizes=[1000])
+def plus_one(xp, x):
+    return x + 1
+
+@arraybench.workload(sizes=[1000])
+def twice(xp, x):
+    return x * 2
+
+@pytest.mark.arraybench(backends=["numpy"], max_time=0.05, min_samples=3)
+def test_plus_one(arraybench_run):
+    [record] = arraybench_run(plus_one).records
+    assert record.status == "ok"
+
+@pytest.mark.arraybench(backends="numpy", max_time=0.05, min_samples=3)
+def test_twice(arraybench_run):
+    [record] = arraybench_run(twice).records
+    assert record.status == "ok"
+
+def test_plain():
+    pass
+"""
+
+
+def _worker_logs(seen: Path) -> list[str]:
+    return [name for name in seen.read_text().splitlines() if name]
+
+
+def test_a_session_starts_workers_only_for_the_libraries_its_tests_measure(pytester, tmp_path,
+                                                                          registry_restored):
+    # No --arraybench-backends: every installed library is the session's default, and the tests
+    # name NumPy alone. Two processes per cell, shared by both tests: two NumPy workers in all.
+    seen = tmp_path / "workers.txt"
+    pytester.makeconftest(_WORKER_LOGS.format(seen=str(seen)))
+    pytester.makepyfile(test_one=_ONE_LIBRARY)
+    result = run(pytester, "--arraybench-processes=2")
+    result.assert_outcomes(passed=3)
+    assert _worker_logs(seen) == ["numpy-cpu-p0.log", "numpy-cpu-p1.log"]
+
+
+def test_disable_starts_no_worker_and_calls_each_cell_once_in_the_session(pytester, tmp_path,
+                                                                          registry_restored):
+    from arraybench import load_results
+
+    seen = tmp_path / "workers.txt"
+    written = tmp_path / "session.json"
+    pytester.makeconftest(_WORKER_LOGS.format(seen=str(seen)))
+    pytester.makepyfile(test_one=_ONE_LIBRARY)
+    result = run(pytester, "--arraybench-disable", f"--arraybench-json={written}")
+    result.assert_outcomes(passed=3)
+    assert _worker_logs(seen) == []  # no worker process, of any library
+    result.stdout.fnmatch_lines(["*2 cells checked, not timed (--arraybench-disable): 2 ok*"])
+    records = load_results(written).records
+    assert sorted(r.workload for r in records) == ["plus_one", "twice"]
+    assert all(r.status == "ok" and r.backend == "numpy" and len(r.replicates) == 1 for r in records)
+
+
+def test_disable_fails_a_test_whose_workload_raises(pytester, registry_restored):
+    pytester.makepyfile(test_broken=TWO.split("def test_cube")[0])
+    result = run(pytester, "--arraybench-backends=numpy", "--arraybench-disable")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*broken 10 NumPy CPU: failed: *no such luck*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_only_runs_the_tests_that_measure_and_skips_the_others_saying_why(pytester, registry_restored):
+    pytester.makepyfile(test_one=_ONE_LIBRARY)
+    result = run(pytester, "--arraybench-only", "--arraybench-disable", "-rs")
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines(["SKIPPED * test_one.py*: does not use arraybench_run (--arraybench-only)"])
+    # Without it, the plain test runs.
+    run(pytester, "--arraybench-disable").assert_outcomes(passed=3)

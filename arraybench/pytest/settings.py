@@ -38,14 +38,18 @@ OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
                                "results store (a baseline for later sessions)")),
     ("--arraybench-skip", dict(action="store_true", help="skip the tests that measure "
                                "(use the arraybench_run fixture)")),
+    ("--arraybench-only", dict(action="store_true", help="run only the tests that measure (use "
+                               "the arraybench_run fixture) and skip the others, as "
+                               "pytest-benchmark's --benchmark-only")),
     ("--arraybench-disable", dict(action="store_true", help="run the tests that measure as "
                                   "checks only, as pytest-benchmark's --benchmark-disable: each "
-                                  "cell once, its result checked, no timing compared or stored")),
+                                  "cell's workload called once in the pytest process (no worker "
+                                  "starts), nothing timed, compared or stored")),
     ("--arraybench-json", dict(metavar="PATH", help="write the session's run to PATH as a "
                                "results.json (as pytest-benchmark's --benchmark-json)")),
 )
 
-#: What --arraybench-disable runs a cell with: one process, the fewest samples, a check.
+#: What --arraybench-disable's run says it ran with: one call, in one process.
 DISABLED_RUN = {"processes": 1, "max_processes": 1, "max_time": 1e-3, "min_samples": 1}
 
 
@@ -65,6 +69,8 @@ class Settings:
     store: str | None = None
     save: bool = False
     skip: bool = False
+    #: Only the tests that use the ``arraybench_run`` fixture run; the others are skipped.
+    only: bool = False
     disable: bool = False
     #: Where the session's run is written as a results.json (``--arraybench-json``).
     json: str | None = None
@@ -144,12 +150,16 @@ def read(get: Callable[[str], Any]) -> Settings:
         save=bool(get("arraybench_save")),
         memory=bool(get("arraybench_memory")),
         skip=bool(get("arraybench_skip")),
+        only=bool(get("arraybench_only")),
         disable=bool(get("arraybench_disable")),
         json=_json_path(get("arraybench_json")),
     )
     if settings.disable and (settings.compare is not None or settings.save):
         raise UsageError("--arraybench-disable times nothing worth keeping: leave out "
                          + ("--arraybench-compare" if settings.compare is not None else "--arraybench-save"))
+    if settings.only and settings.skip:
+        raise UsageError("--arraybench-only and --arraybench-skip together would skip every test: "
+                         "give one of them")
     if settings.fail_above is not None and settings.compare is None:
         raise UsageError("--arraybench-fail-above needs a run to compare with: add "
                          "--arraybench-compare=last (or a run id)")

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UsageError, pytest_session
 
 if TYPE_CHECKING:
-    from ..api import Comparison, Results, WorkerPool
+    from ..api import CalledOnce, Comparison, Results, WorkerPool
     from .settings import Settings
 
 #: Keywords of ``arraybench.run`` that belong to the plugin: where a run goes is the session's.
@@ -58,6 +58,8 @@ class Suite:
         self._measured_by: dict[str, str] = {}
         #: The session's workers, kept from one test's run to the next (``executors.pool``).
         self._workers: "WorkerPool | None" = None
+        #: ``--arraybench-disable``'s libraries, opened in this process once for the session.
+        self._called_once: "CalledOnce | None" = None
 
     def measure(self, test: str, workload: Any, options: dict[str, Any]) -> "Results":
         """One ``arraybench.run`` of ``workload`` for test ``test``; ``options`` are its keywords
@@ -91,6 +93,16 @@ class Suite:
                              f"was measured already in this session, by {self._measured_by[c.key]}; "
                              "one session's run holds a cell once (give the workload another name, "
                              "size or params)")
+        if self.settings.disable:
+            # Checks only: each cell called once in this process, as pytest-benchmark's
+            # --benchmark-disable calls its function; a worker would cost a library's import.
+            from ..api import CalledOnce
+
+            if self._called_once is None:
+                self._called_once = CalledOnce()
+            results = self._called_once.run(planned)
+            self._keep(test, results)
+            return results
         from ..api import WorkerPool, sharing
 
         if self._workers is None:
