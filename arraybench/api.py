@@ -66,6 +66,7 @@ from .store.location import redact
 from .store.refs import load_run, run_fields, run_line, this_machine
 from .units import format_change, format_ratio
 from .workloads.definition import define
+from .workloads.expression import expression_workload
 from .workloads.userfile import LoadedFiles
 
 

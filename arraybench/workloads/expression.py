@@ -1,0 +1,288 @@
+"""A workload made of one expression and its setup, as ``arraybench timeit`` takes them.
+
+``xp.sort(a)`` with the setup ``a = randn(n)`` is the workload a file would define as::
+
+    @arraybench.workload(name="sort-a", inputs=lambda n, rng: {"a": rng.standard_normal(n)})
+    def sort_a(xp, a):
+        return xp.sort(a)
+
+The setup plays ``inputs=``: it runs with NumPy on the host, drawing from the run's seeded
+generator, and the names the expression reads from it become the function's arguments: arrays are
+its inputs (cast to the run's dtype and moved to each library, as any workload's), Python and NumPy
+scalars its settings. The expression reads ``xp``, each library's namespace, and nothing else but
+those names and Python's builtins. The setup runs here, in the parent, at every size before any
+worker starts, so that a mistake in either is one line; the workload then travels to the workers
+by value, as one defined in a notebook does.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import linecache
+import re
+import traceback
+import zlib
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ..errors import UsageError, option_name
+from ..model.options import parse_size, parse_sizes
+from .definition import DEFAULT_SIZES, Namespace, Workload, define
+from .params import Params, is_numpy_setting, is_setting
+from .registry import REGISTRY, register
+
+#: The file names the expression's function and the setup carry in tracebacks and messages.
+EXPRESSION_FILE = "<expression>"
+SETUP_FILE = "<setup>"
+#: What a setup may use beside its own names.
+SETUP_NAMES = ("n", "rng", "np", "randn", "rand", "arange")
+#: Names people reach for in an expression where ``xp`` is meant.
+_LIBRARIES = ("np", "numpy", "torch", "jnp", "jax", "cupy", "cp", "mx", "mlx")
+_UNSET = object()
+
+
+class ExpressionError(UsageError):
+    """An expression or a setup that cannot be a workload; the message is one line."""
+
+
+def setup_scope(n: int | None, rng: np.random.Generator) -> dict[str, Any]:
+    """The names a setup starts with: ``randn``, ``rand`` and ``arange`` (float64, as the other
+    two), NumPy, the generator, and ``n`` where the setup reads it."""
+    scope: dict[str, Any] = {
+        "rng": rng, "np": np,
+        "randn": lambda *shape: rng.standard_normal(shape),
+        "rand": lambda *shape: rng.random(shape),
+        "arange": lambda *args: np.arange(*args, dtype=np.float64),
+    }
+    if n is not None:
+        scope["n"] = n
+    return scope
+
+
+def run_setup(setup: str, n: int | None, rng: np.random.Generator) -> dict[str, Any]:
+    """The names ``setup`` binds, with their values (the names it started with, unless rebound)."""
+    scope = setup_scope(n, rng)
+    start = dict(scope)
+    _remember(SETUP_FILE, setup)  # a traceback in a worker shows the setup's own line
+    exec(compile(setup, SETUP_FILE, "exec"), scope)
+    return {k: v for k, v in scope.items() if not k.startswith("__") and start.get(k, _UNSET) is not v}
+
+
+def _inputs(setup: str, arrays: tuple[str, ...], reads_n: bool) -> Callable[..., dict[str, Any]]:
+    """The workload's ``inputs(n, rng)``: the setup's arrays the expression reads, by name.
+
+    A closure, so that cloudpickle sends it (and the setup it holds) by value; ``run_setup`` it
+    calls travels by reference, as arraybench is installed in every worker."""
+    def inputs(n: int, rng: np.random.Generator) -> dict[str, Any]:
+        made = run_setup(setup, n if reads_n else None, rng)
+        return {name: made[name] for name in arrays}
+
+    return inputs
+
+
+def _by_size(table: Mapping[int, Params]) -> Callable[[int], Params]:
+    def params(n: int) -> Params:
+        return dict(table[n])
+
+    return params
+
+
+def expression_workload(expression: str, setup: str = "", *, sizes: Any = None, name: str | None = None,
+                        namespace: Namespace = "array_api", seed: int = 0) -> Workload:
+    """``from_expression``'s workload, made known by its name, as ``arraybench timeit`` runs it:
+    ``arraybench.run(expression_workload("xp.sort(a)", "a = randn(n)"))``. ``sizes``: the values
+    of ``n`` as ``run`` takes sizes (``"1000,1e6"``, ``[1000]``, a range ``"16:4096"``, or
+    ``small``/``large``)."""
+    if isinstance(sizes, (int, list, tuple)):
+        sizes = ",".join(str(s) for s in (sizes if isinstance(sizes, (list, tuple)) else [sizes]))
+    named = None if sizes is None else dict(map(_value_of_n, parse_sizes(str(sizes))))
+    wl = from_expression(expression, setup, named, name=name, namespace=namespace, seed=seed)
+    register(wl)
+    return wl
+
+
+def _value_of_n(label: str) -> tuple[str, int]:
+    """A size given for ``n``: ``small`` and ``large`` as a workload file's, a count named by itself."""
+    if label in DEFAULT_SIZES:
+        return label, DEFAULT_SIZES[label]
+    if label.isidentifier():
+        raise ExpressionError(f"size {label!r}: give values of n (1000,1e6), a range LO:HI or small,large")
+    n = parse_size(label)
+    return str(n), n
+
+
+def from_expression(expression: str, setup: str = "", sizes: Mapping[str, int] | None = None, *,
+                    name: str | None = None, namespace: Namespace = "array_api", seed: int = 0) -> Workload:
+    """The workload of ``expression`` (of ``xp`` and the names ``setup`` binds), not registered.
+
+    ``sizes`` are the values of ``n`` by label, for a setup that reads ``n`` (default: small and
+    large, as a workload file's); a setup that does not read it makes one size, the element count
+    of its largest input. ``ExpressionError`` says in one line what is wrong: the expression or
+    the setup is not Python, the setup fails, the expression reads a name the setup does not bind.
+    """
+    expr_tree = _parse(expression, "eval", "the expression")
+    setup_tree = _parse(setup, "exec", option_name("setup"))
+    if any(isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)) for node in ast.walk(expr_tree)):
+        raise ExpressionError("the expression cannot yield or await: it is the body of one call")
+    loaded, stored = _names(setup_tree)
+    reads_n = "n" in loaded and "n" not in stored  # a setup that sets its own n has its own size
+    if sizes and not reads_n:
+        raise ExpressionError(f"{option_name('sizes')} gives n, which {option_name('setup')} does not "
+                              "read: write, e.g., a = randn(n)")
+    wl_name = name or _default_name(expression)
+    taken = REGISTRY.get(wl_name)
+    if taken is not None and taken.source == "builtin":
+        raise ExpressionError(f"{option_name('name')} {wl_name}: a built-in workload has that name; "
+                              "give another")
+
+    def at(n: int | None, size: int) -> dict[str, Any]:
+        rng = np.random.default_rng([seed, zlib.crc32(wl_name.encode()), size])  # as make_inputs'
+        try:
+            return run_setup(setup, n, rng)
+        except (Exception, SystemExit) as exc:  # the user's code: anything may fail
+            where = f" at n = {n}" if n is not None else ""
+            raise ExpressionError(f"{option_name('setup')} failed{where}: {_described(exc)}") from None
+
+    if reads_n:
+        chosen = dict(sizes or DEFAULT_SIZES)
+        made = {n: at(n, n) for n in chosen.values()}
+    else:
+        made = {0: at(None, 0)}
+    if "xp" in made[next(iter(made))]:
+        raise ExpressionError(f"{option_name('setup')} binds xp, which is each library's namespace in the "
+                              "expression")
+    arrays, settings = _arguments(expr_tree, made)
+    if not reads_n:  # one size: what the inputs hold, as a table's "n" should say
+        size = max([made[0][x].size for x in arrays] + [1])
+        chosen, made = {str(size): size}, {size: made[0]}
+    source = _function_source(expression, arrays, list(settings))
+    fn = _compiled(source)
+    fn.__kwdefaults__ = dict(settings) or None
+    table = {n: {k: _plain(values[k]) for k in settings} for n, values in made.items()}
+    varies = len({tuple(sorted(t.items())) for t in table.values()}) > 1
+    try:
+        return define(
+            fn, name=wl_name, sizes=chosen, inputs=_inputs(setup, tuple(arrays), reads_n),
+            description=" ".join(expression.split()), namespace=namespace,
+            params=_by_size(table) if varies else None,
+            size_means="n, as the setup reads it" if reads_n else "elements of the largest input")
+    except (TypeError, ValueError) as exc:  # a --name the cell keys cannot hold, say
+        raise ExpressionError(str(exc)) from None
+
+
+def _arguments(tree: ast.AST, made: Mapping[int, dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
+    """The expression's arrays (in the setup's order) and settings (their first values)."""
+    first = next(iter(made.values()))
+    loaded, stored = _names(tree)
+    free = [x for x in loaded if x not in stored and x != "xp"]
+    unknown = [x for x in free if x not in first and not hasattr(builtins, x)]
+    if unknown:
+        x = unknown[0]
+        defined = ", ".join(first) or "nothing"
+        hint = ("; write xp, each library's namespace, where you mean a library" if x in _LIBRARIES
+                else f"; {x} is the setup's own: bind what the expression needs, e.g. a = randn(n)"
+                if x in SETUP_NAMES else "")
+        raise ExpressionError(f"unknown name {x!r} in the expression: it reads xp and what "
+                              f"{option_name('setup')} binds ({defined}){hint}")
+    arrays: list[str] = []
+    settings: dict[str, Any] = {}
+    for x in (k for k in first if k in free):
+        kinds = {_kind(values[x]) for values in made.values()}
+        if kinds == {"array"}:
+            arrays.append(x)
+        elif kinds == {"setting"}:
+            settings[x] = first[x]
+        else:
+            what = f"a {type(first[x]).__name__}" if len(kinds) == 1 else "an array at one size, not another"
+            raise ExpressionError(f"{option_name('setup')} binds {x} to {what}: the expression's names must "
+                                  "be NumPy arrays (randn(n), np.ones(n)...) or numbers")
+    return arrays, settings
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return "array"
+    if is_setting(value) or is_numpy_setting(value):
+        return "setting"
+    return "other"
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if is_numpy_setting(value) else value
+
+
+def _names(tree: ast.AST) -> tuple[list[str], set[str]]:
+    """The names ``tree`` reads (in order, once each) and those it binds (targets, parameters)."""
+    loaded: list[str] = []
+    stored: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                loaded.append(node.id)
+            else:
+                stored.add(node.id)
+        elif isinstance(node, ast.arg):
+            stored.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stored.add(node.name)
+        elif isinstance(node, ast.alias):
+            stored.add((node.asname or node.name).split(".")[0])
+    return list(dict.fromkeys(loaded)), stored
+
+
+def _parse(text: str, mode: str, what: str) -> ast.AST:
+    if mode == "eval" and not text.strip():
+        raise ExpressionError("the expression is empty: give one, e.g. 'xp.sort(a)'")
+    try:
+        return ast.parse(text.strip() if mode == "eval" else text, mode=mode)
+    except SyntaxError as exc:
+        line = (exc.text or "").strip()
+        where = f"line {exc.lineno}, column {exc.offset}" if "\n" in text.strip() else f"column {exc.offset}"
+        raise ExpressionError(f"{what} is not valid Python: {exc.msg} at {where}"
+                              + (f": {line}" if line else "")) from None
+    except ValueError as exc:  # a NUL character
+        raise ExpressionError(f"{what} is not valid Python: {exc}") from None
+
+
+def _function_source(expression: str, arrays: list[str], settings: list[str]) -> str:
+    """``def timeit(xp, a, *, k): return EXPR``: a real function, whose arrays its signature names
+    (as ``inputs`` returns them) and whose settings are keyword-only (so they are settings)."""
+    parameters = ", ".join(["xp", *arrays, *(["*", *settings] if settings else [])])
+    return f"def timeit({parameters}):\n    return {expression.strip()}\n"
+
+
+def _compiled(source: str) -> Callable[..., Any]:
+    # A module name no worker can import: cloudpickle sends the function by value, and the
+    # workload is not mistaken for a built-in one (source_of).
+    scope: dict[str, Any] = {"__name__": "arraybench_expression", "__builtins__": builtins}
+    _remember(EXPRESSION_FILE, source)
+    exec(compile(source, EXPRESSION_FILE, "exec"), scope)
+    return scope["timeit"]
+
+
+def _remember(filename: str, text: str) -> None:
+    """Keep ``text`` where tracebacks and messages look for ``filename``'s lines (mtime None:
+    ``linecache.checkcache`` leaves an entry without a file alone)."""
+    lines = [line + "\n" for line in text.splitlines()]
+    linecache.cache[filename] = (len(text), None, lines, filename)
+
+
+def _default_name(expression: str) -> str:
+    """A name for the cells from the expression: ``xp.sort(a)`` is ``sort-a``."""
+    text = re.sub(r"\bxp\.", "", expression)
+    slug = re.sub(r"[^A-Za-z0-9_.]+", "-", text).strip("-._")[:40].strip("-._")
+    return slug if slug[:1].isalnum() else "expression"
+
+
+def _described(exc: BaseException) -> str:
+    """``NameError: name 'b' is not defined (line 1: a = b)``, the line the setup's own."""
+    text = str(exc).strip().splitlines()
+    head = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == SETUP_FILE]
+    if frames:
+        head += f" (line {frames[-1].lineno}: {(frames[-1].line or '').strip()})"
+    if isinstance(exc, NameError):
+        head += f"; the setup has {', '.join(SETUP_NAMES)} (NumPy, on the host)"
+    return head
