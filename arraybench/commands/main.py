@@ -46,6 +46,7 @@ RENAMED = {
 SUMMARY = (
     ("run", "run benchmarks (the default suite without options)"),
     ("sweep", "run workloads across sizes and find the crossovers"),
+    ("timeit", "time one expression on every library, no workload file (as pyperf timeit)"),
     ("report", "rebuild plots, report.html, results.md and results.csv from a results.json"),
     ("compare", "compare two runs cell by cell: faster, slower or not significant"),
     ("numerics", "each library's error against float64, per workload and dtype"),
@@ -129,9 +130,10 @@ def commands() -> tuple[Any, ...]:
     """The command modules, in the order ``--help`` lists them; imported here, not with the
     package, so that loading the command line stays light until ``main`` runs."""
     from . import (catalog, compare, doctor, export, history, info, merge, numerics, report, run, store,
-                   sweep)
+                   sweep, timeit)
 
-    return (run, sweep, report, compare, numerics, history, merge, store, export, catalog, info, doctor)
+    return (run, sweep, timeit, report, compare, numerics, history, merge, store, export, catalog, info,
+            doctor)
 
 
 def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:

@@ -265,6 +265,9 @@ def main(args: argparse.Namespace) -> int:
             print_outcome(stop.results, safe_console(stderr=True))
         measured = sum(1 for r in stop.results.records if r.n_samples or r.status in ("failed", "wrong"))
         folder = stop.results.output_dir
+        if folder is None:  # a run without a folder (timeit's default) that had measured nothing
+            print(f"arraybench: stopped by {stop} before anything was measured", file=sys.stderr)
+            return stop.exit_code
         storing = (" while storing the run (its report is written; the store may not hold it: --resume stores "
                    "it)") if stop.storing else ""
         print(
