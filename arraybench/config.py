@@ -9,6 +9,7 @@ bad one is refused the same way::
     devices = "cpu"
     processes = 5
     max-time = 2.0
+    warmup = 0.05          # seconds of untimed calls per cell and process (as --warmup, warmup=)
     output-dir = "bench"
     store = false          # or a path / postgresql:// URL; false: store no run (as --no-store)
 

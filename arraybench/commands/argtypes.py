@@ -36,6 +36,14 @@ def positive_float(text: str) -> float:
     return value
 
 
+def non_negative_float(text: str) -> float:
+    """A finite number of at least 0 (seconds that may be none, as a warm-up)."""
+    value = _number(text, float, "a number")
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more seconds")
+    return value
+
+
 def positive_int(text: str) -> int:
     """A whole number of at least 1."""
     value = _number(text, int, "a whole number")

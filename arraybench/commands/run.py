@@ -21,9 +21,9 @@ from ..api import (ALLOCATOR_CHOICES, DTYPES, JOURNAL_NAME, SPECS, Interrupted, 
                    Reporter, Results, RunOptions, RunState, parse_context, parse_sizes, read_journal,
                    resume_command)
 from ..render.terminal import console as safe_console
-from .argtypes import (Assignments, CsvExtend, assignment, csv_list, file_path, fraction, percent, positive_float,
-                       positive_int, processes, python_assignment, seed, unique_assignments,
-                       variant_assignment)
+from .argtypes import (Assignments, CsvExtend, assignment, csv_list, file_path, fraction, non_negative_float,
+                       percent, positive_float, positive_int, processes, python_assignment, seed,
+                       unique_assignments, variant_assignment)
 from .presets import apply_preset, preset_text
 from .rungate import against_gate, gate_reference, run_gate
 from .storeargs import add_store_option, run_store_choice
@@ -92,6 +92,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                      help=f"sampling budget per cell, all processes together (default: {d.max_time:g})")
     how.add_argument("--min-samples", type=positive_int, default=d.min_samples, metavar="N",
                      help=f"fewest samples per cell (default: {d.min_samples})")
+    how.add_argument("--warmup", type=non_negative_float, default=d.warmup, metavar="SECONDS",
+                     help=f"seconds of untimed calls per cell and process before its samples, two "
+                          f"calls at least (default: {d.warmup:g})")
     how.add_argument("--rel-ci", type=fraction, default=d.rel_ci, metavar="FRACTION",
                      help="stop sampling once the median's 95%% CI is within this (default: 0.02 = 2%%)")
     how.add_argument("--threads", type=positive_int, default=None, metavar="N",
@@ -167,7 +170,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         dtype=args.dtype, modes=args.modes,
         include_transfer=args.include_transfer, roofline=args.roofline,
         processes=args.processes[0], max_processes=args.processes[1],
-        max_time=args.max_time, min_samples=args.min_samples, rel_ci=args.rel_ci,
+        max_time=args.max_time, min_samples=args.min_samples, rel_ci=args.rel_ci, warmup=args.warmup,
         threads=args.threads, allocator=args.allocator, side_by_side=args.side_by_side, cold=args.cold, allow_tf32=args.allow_tf32,
         timeout=args.timeout,
         seed=args.seed, workload_files=[str(Path(f).resolve()) for f in args.workload_files],
