@@ -19,9 +19,10 @@ names another file; set it to an empty string to use none).
 Such a file may sit in a parent folder someone else owns (``/tmp/pyproject.toml``), so, as git's
 ``safe.directory``: the options that choose the code arraybench runs, where its results go or where
 its baselines come from (``OWN_KEYS``: a workload file, an interpreter, environment variables such
-as ``PYTHONPATH`` or ``LD_PRELOAD``, a Ray cluster, a git ref, the store, the output folder) are
-taken only from a file the user owns and no one else may write; and ``trust_folder`` is never
-taken from a file at all: trusting a received folder is a decision made on the command line.
+as ``PYTHONPATH`` or ``LD_PRELOAD``, a Ray cluster, a git ref, the store, the output folder, the
+files ``--csv`` and ``--markdown`` write) are taken only from a file the user owns and no one else
+may write; and ``trust_folder`` is never taken from a file at all: trusting a received folder is a
+decision made on the command line.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ MAX_BYTES = 4 << 20
 OWN_KEYS = {"workload-file": "the code run", "python": "the code run", "variant": "the code run",
             "cluster": "the code run", "against": "the code run",
             "store": "where results go and baselines come from", "output-dir": "where results go",
+            "csv": "where results go", "markdown": "where results go",
             "overwrite": "which results are removed"}
 #: Keys only the command line may give: a file never grants trust.
 COMMAND_LINE_ONLY = frozenset({"trust-folder"})

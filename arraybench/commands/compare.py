@@ -10,6 +10,7 @@ from ..errors import SaveError, UsageError
 from ..render.terminal import stdout_console
 from .argtypes import fraction, percent
 from .storeargs import add_store_option, store_location
+from .tablefiles import add_table_options, check_targets, say_written, write_tables
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,6 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also write compare.svg and compare.md there")
     p.add_argument("--json", action="store_true",
                    help="print the comparison as one JSON document instead of the table")
+    add_table_options(p, "the comparison (a row per cell)")
     add_store_option(p, "that run ids, last and last~N are looked up in")
     p.add_argument("--cross-machine", action="store_true",
                    help="compare runs from different machines (refused without it: a difference "
@@ -58,9 +60,11 @@ def main(args: argparse.Namespace) -> int:
     if args.memory and args.fail_above is None:  # before any work: the gate would be silently off
         raise UsageError("--memory gates peak memory with --fail-above's limit: add --fail-above "
                          "PERCENT (e.g. --fail-above 10%); without a gate, compare lists memory changes anyway")
+    check_targets(args)
     base, new = (load_run(given, store_location(args)) for given in (args.base, args.new))
     comparison = api.compare(base, new, threshold=args.threshold, alpha=args.alpha,
                              cross_machine=args.cross_machine)
+    write_comparison_tables(args, comparison)
     across = cross_machine_pairs(base, new)
     out = None
     if args.output_dir:
@@ -103,6 +107,16 @@ def main(args: argparse.Namespace) -> int:
     if args.fail_above is not None:
         return gate(comparison, args.fail_above, memory=args.memory)
     return 0
+
+
+def write_comparison_tables(args: argparse.Namespace, comparison) -> None:
+    """``--csv``/``--markdown``: the comparison's rows (every number, for scripts) and its table
+    (compare.md's) written where the command line says."""
+    from ..render.csvout import comparison_csv
+    from ..render.markdown import comparison_markdown
+
+    say_written(args, write_tables(args, {"--csv": lambda: comparison_csv(comparison),
+                                          "--markdown": lambda: comparison_markdown(comparison)}))
 
 
 def gate(comparison, limit: float, memory: bool = False) -> int:

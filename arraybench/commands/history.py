@@ -19,6 +19,7 @@ from ..errors import UsageError, one_line
 from ..api import format_change, load_run, machine_id_of, this_machine
 from .argtypes import csv_list, fraction, percent, positive_int
 from .storeargs import add_store_option, store_location
+from .tablefiles import add_table_options, check_targets, say_written, write_tables
 
 def register(sub: argparse._SubParsersAction) -> None:
     from ..api import DEFAULT_FDR, DEFAULT_THRESHOLD
@@ -55,6 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-plots", action="store_true", help="with --output-dir: skip the SVG plots")
     p.add_argument("--json", action="store_true",
                    help="print the series, their points and the steps as one JSON document")
+    add_table_options(p, "the table (each series' latest --last runs)")
     p.set_defaults(handler=main)
 
 
@@ -86,6 +88,7 @@ def main(args: argparse.Namespace) -> int:
     from ..render.history import print_history
     from ..render.terminal import stdout_console
 
+    check_targets(args)
     machine = this_machine() if args.machine == "this" else args.machine
     since = parse_since(args.since)
     workloads = [w for group in args.filter_workloads for w in group]
@@ -102,11 +105,12 @@ def main(args: argparse.Namespace) -> int:
             print(f"arraybench: warning: {note}", file=sys.stderr)
     if target is not None:
         entries = _up_to(target, entries, runs)
+    found = history(entries, runs, threshold=args.threshold, fdr=args.alpha)
+    write_history_tables(args, found, where)
     console = stdout_console()
     if args.json:
         from ..render.documents import history_json
 
-        found = history(entries, runs, threshold=args.threshold, fdr=args.alpha)
         failures = None if args.fail_above is None else regression_lines(found, args.fail_above)
         print(history_json(found, regressions=failures))
         for line in failures or []:
@@ -117,7 +121,6 @@ def main(args: argparse.Namespace) -> int:
                       "finish, and `arraybench store import DIR` adds earlier ones.",
                       markup=False, highlight=False)
         return 0
-    found = history(entries, runs, threshold=args.threshold, fdr=args.alpha)
     print_history(found, console, where, last=args.last)
     if args.output_dir is None:
         if not args.no_plots:
@@ -137,6 +140,16 @@ def main(args: argparse.Namespace) -> int:
             print(f"arraybench: {line}", file=sys.stderr)
         return 1 if failures else 0
     return 0
+
+
+def write_history_tables(args: argparse.Namespace, found, where: str) -> None:
+    """``--csv``/``--markdown``: the table as printed (each series' latest ``--last`` runs), the CSV
+    with its times in seconds; an empty table where no stored run matches."""
+    from ..render.csvout import history_csv
+    from ..render.markdown import history_markdown
+
+    say_written(args, write_tables(args, {"--csv": lambda: history_csv(found, args.last),
+                                          "--markdown": lambda: history_markdown(found, where, args.last)}))
 
 
 def regression_lines(found, limit: float) -> list[str]:

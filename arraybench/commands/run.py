@@ -27,6 +27,7 @@ from .argtypes import (Assignments, CsvExtend, assignment, csv_list, file_path, 
 from .presets import apply_preset, preset_text
 from .rungate import against_gate, gate_reference, run_gate
 from .storeargs import add_store_option, run_store_choice
+from .tablefiles import add_table_options, check_targets, say_written, write_tables
 
 
 DEFAULT_OUTPUT_DIR = "benchmark_plots"
@@ -145,6 +146,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     out.add_argument("--json", action="store_true",
                      help="stream one JSON record per line on stdout as each cell finishes")
     out.add_argument("--no-plots", action="store_true", help="skip the SVG plots (report.html, results.md and results.csv are still written)")
+    add_table_options(out, "the table (as results.csv or results.md)")
     # -- the results store and the run's context --
     add_store_option(out, "the finished run is appended to")
     out.add_argument("--no-store", action="store_true",
@@ -233,6 +235,7 @@ def resume_state(args: argparse.Namespace) -> JournalState:
 
 
 def main(args: argparse.Namespace) -> int:
+    check_targets(args)  # a --csv/--markdown path that cannot be written: said before measuring
     plots = not getattr(args, "no_plots", False)
     store = run_store_choice(args)
     context = parse_context(args.context)
@@ -282,6 +285,13 @@ def main(args: argparse.Namespace) -> int:
         return stop.exit_code
     if not args.quiet and not args.json:
         print_outcome(results, safe_console())
+    saved = write_table_files(args, results)
+    status = outcome_status(args, results, reference)
+    return status or (0 if saved else 1)
+
+
+def outcome_status(args: argparse.Namespace, results: Results, reference: str | None) -> int:
+    """The exit status of a finished run: what is missing, a gate, nothing measured, a failure."""
     if not results.complete:  # a cluster run whose node was lost: say what is missing, and how on
         wanted = int(results.settings.get("processes", 1))
         missing = [r for r in results.records if len(r.replicates) < wanted]
@@ -304,6 +314,24 @@ def main(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     return 0 if results.clean else 1
+
+
+def write_table_files(args: argparse.Namespace, results: Results) -> bool:
+    """Write the table to ``--csv``/``--markdown`` (as results.csv and results.md); whether it
+    went. A file that could not be written is one line: the run's own files are kept."""
+    from ..render.csvout import csv_text
+    from ..render.markdown import markdown_report
+    from ..render.report import findings
+
+    try:
+        written = write_tables(args, {"--csv": lambda: csv_text(results),
+                                      "--markdown": lambda: markdown_report(results, findings(results))})
+    except UsageError as exc:
+        kept = "" if results.output_dir is None else f"; the run is kept in {results.output_dir / 'results.json'}"
+        print(f"arraybench: error: {exc}{kept}", file=sys.stderr)
+        return False
+    say_written(args, written)
+    return True
 
 
 def check_against_sides(args: argparse.Namespace) -> None:

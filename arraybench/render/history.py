@@ -41,7 +41,7 @@ def _ci(p: "Point") -> str:
     return format_interval(p.low, p.median_s, p.high)
 
 
-def _rows(history: "History", s: "Series", last: int) -> list[tuple[str, ...]]:
+def series_rows(history: "History", s: "Series", last: int) -> list[tuple[str, ...]]:
     """(when, median, CI, vs previous, note) for the latest ``last`` runs of a series."""
     steps = {st.after.run.run_id: st for st in history.steps if st.series is s}
     untested = {u.after.run.run_id for u in history.one_process if u.series is s}
@@ -74,6 +74,24 @@ def _rows(history: "History", s: "Series", last: int) -> list[tuple[str, ...]]:
     return rows[-last:]
 
 
+def latest_points(history: "History", last: int = DEFAULT_LAST
+                  ) -> list[tuple["Series", list[tuple["Point", "Point | None", str]]]]:
+    """What the table shows, for the files that hold it (``history --csv``): each shown series
+    with its latest ``last`` points, each with the valid point before it (None: the first) and
+    its note."""
+    out = []
+    for s in shown_series(history):
+        notes = [row[4] for row in series_rows(history, s, len(s.points))]
+        previous: "Point | None" = None
+        points = []
+        for p, note in zip(s.points, notes):
+            points.append((p, previous, note))
+            if p.valid:
+                previous = p
+        out.append((s, points[-last:]))
+    return out
+
+
 def shown_series(history: "History") -> list["Series"]:
     """The series worth rows: those with a measured time in at least one run (a library that was
     never available on a machine is left out)."""
@@ -102,7 +120,7 @@ def history_table(history: "History", last: int = DEFAULT_LAST, width: int | Non
     shown = shown_series(history)
     table_rows = []
     for n, s in enumerate(shown):
-        rows = _rows(history, s, last)
+        rows = series_rows(history, s, last)
         for i, (when, median, ci, vs, note) in enumerate(rows):
             style = None
             if note.startswith("STEP"):
@@ -141,7 +159,7 @@ def history_section(history: "History", figures: Sequence[tuple[str, str]],
     the summary, the steps, the plots, and the latest runs of every series."""
     rows = []
     for s in shown_series(history):
-        for i, (when, median, ci, vs, note) in enumerate(_rows(history, s, last)):
+        for i, (when, median, ci, vs, note) in enumerate(series_rows(history, s, last)):
             rows.append({"case": f"{s.workload} {s.case}" if i == 0 else "", "library": s.label if i == 0 else "",
                          "when": when, "median": median, "ci": ci, "vs": vs, "note": note,
                          "step": note.startswith("STEP")})

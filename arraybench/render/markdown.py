@@ -19,6 +19,7 @@ from .tables import (CI_LEGEND, ci_text, error_text, not_run, notebook, speedup_
 
 if TYPE_CHECKING:
     from ..analysis.compare import Comparison
+    from ..analysis.history import History
     from ..model.results import Results
 
 MARKDOWN_NAME = "results.md"
@@ -105,6 +106,29 @@ def markdown_table(records: Iterable[Record]) -> list[str]:
 def write_markdown(results: Results, out_dir: Path, findings: Sequence[str] | None = None) -> Path:
     """Write ``out_dir/results.md``."""
     return write_atomic(Path(out_dir) / MARKDOWN_NAME, markdown_report(results, findings))
+
+
+def history_markdown(history: "History", where: str, last: int) -> str:
+    """``arraybench history``'s table as Markdown: the summary naming the store (``where``), every
+    shown series' latest ``last`` runs (steps in bold), and each step called in a sentence."""
+    from .history import one_process_line, series_rows, shown_series, step_sentence, summary
+
+    lines = ["### arraybench history: time per call (median) over the stored runs", "",
+             md(f"{summary(history)}; store {where}"), ""]
+    if history.one_process:
+        lines += [md(one_process_line(history)), ""]
+    lines += ["| case | library / device | machine | run | median | 95% CI | vs previous | note |",
+              "|:-----|:-----------------|:--------|:----|-------:|-------:|------------:|:-----|"]
+    for s in shown_series(history):
+        for i, (when, median, ci, vs, note) in enumerate(series_rows(history, s, last)):
+            cells = [md(f"{s.workload} {s.size_label}") if i == 0 else "", md(s.label) if i == 0 else "",
+                     md(s.machine_id) if i == 0 else "", md(when), md(median), md(ci), md(vs), md(note)]
+            if note.startswith("STEP"):
+                cells[4:] = [f"**{c}**" if c else c for c in cells[4:]]
+            lines.append("| " + " | ".join(cells) + " |")
+    if history.steps:
+        lines += [""] + [f"- step: {md(step_sentence(st))}" for st in history.steps]
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def comparison_markdown(comparison: "Comparison") -> str:
