@@ -48,6 +48,7 @@ SUMMARY = (
     ("sweep", "run workloads across sizes and find the crossovers"),
     ("timeit", "time one expression on every library, no workload file (as pyperf timeit)"),
     ("report", "rebuild plots, report.html, results.md and results.csv from a results.json"),
+    ("show", "a saved run's table, or each cell's samples per process as a histogram"),
     ("compare", "compare two runs cell by cell: faster, slower or not significant"),
     ("numerics", "each library's error against float64, per workload and dtype"),
     ("history", "each cell's results over the stored runs, with the steps in them"),
@@ -129,11 +130,11 @@ def _suggesting(message: str) -> str:
 def commands() -> tuple[Any, ...]:
     """The command modules, in the order ``--help`` lists them; imported here, not with the
     package, so that loading the command line stays light until ``main`` runs."""
-    from . import (catalog, compare, doctor, export, history, info, merge, numerics, report, run, store,
-                   sweep, timeit)
+    from . import (catalog, compare, doctor, export, history, info, merge, numerics, report, run, show,
+                   store, sweep, timeit)
 
-    return (run, sweep, timeit, report, compare, numerics, history, merge, store, export, catalog, info,
-            doctor)
+    return (run, sweep, timeit, report, show, compare, numerics, history, merge, store, export, catalog,
+            info, doctor)
 
 
 def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:

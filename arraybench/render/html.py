@@ -34,6 +34,7 @@ from ..units import format_seconds, format_share
 from .environment_text import environment_section
 from .findings import self_check_lines
 from .footprint_text import energy_absent, energy_measured, energy_why, format_energy, peak_sub, peak_text
+from .histogram import histogram_cell
 from .history import history_section
 from .naming import history_file_name, plot_file_name, summary_file_name
 from .notes import RANGES_LEGEND, everywhere_mark, note_texts
@@ -240,6 +241,8 @@ def _row(r: Record, *, is_best: bool, base: Record | None, ceilings: Mapping[tup
         "samples": ({"n": r.n_samples,
                      "processes": f"{r.n_replicates} process{'es' if r.n_replicates != 1 else ''}"}
                     if r.n_samples else None),
+        # each process's samples in shared bins, a colour each: a process that ran slow shows apart
+        "hist": histogram_cell(r),
         # What sorting by a column compares ("" sorts last): seconds, shares, a speed-up.
         "v": {"median": _v(r.median_s if valid else None), "device": _v(r.device_median_s if valid else None),
               "ci": _v((r.ci_high_s - r.ci_low_s) / (2 * r.median_s)
