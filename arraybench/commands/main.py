@@ -59,6 +59,7 @@ SUMMARY = (
     ("info", "Python, libraries, BLAS, threads, CPU, GPUs, and which backends work"),
     ("doctor", "check that timing (against each library's own timer), sync, precision, memory, "
                "clocks and transfers behave on this machine (run it first on a GPU)"),
+    ("completion", "print a shell completion script for bash, zsh or fish"),
 )
 #: The command lines answered from ``SUMMARY`` alone.
 LIGHT = ((), ("-h",), ("--help",), ("-V",), ("--version",))
@@ -130,11 +131,11 @@ def _suggesting(message: str) -> str:
 def commands() -> tuple[Any, ...]:
     """The command modules, in the order ``--help`` lists them; imported here, not with the
     package, so that loading the command line stays light until ``main`` runs."""
-    from . import (catalog, compare, doctor, export, history, info, merge, numerics, report, run, show,
-                   store, sweep, timeit)
+    from . import (catalog, compare, completion, doctor, export, history, info, merge, numerics, report,
+                   run, show, store, sweep, timeit)
 
     return (run, sweep, timeit, report, show, compare, numerics, history, merge, store, export, catalog,
-            info, doctor)
+            info, doctor, completion)
 
 
 def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
