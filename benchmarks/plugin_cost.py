@@ -1,0 +1,199 @@
+"""What the pytest plugin, ``arraybench report`` and ``--version`` cost, beside pytest-benchmark.
+
+    python benchmarks/plugin_cost.py               # 5 rounds
+    python benchmarks/plugin_cost.py --rounds 3
+
+Every figure is the wall time of a whole process started afresh (pytest, or the command), as a
+user waits for it. Each round runs every variant once, the order reversed every other round, so
+that a machine's drift falls on both sides of each comparison; the figures are the median over
+the rounds and their range. The two test functions are the same NumPy code for both tools, on the
+same input (a standard-normal vector of 100,000 float64). Nothing here touches the user's store:
+every process gets a data folder of its own (``XDG_DATA_HOME``), and bytecode is cached in the
+run's folder, made once before the rounds. ``--arraybench-processes=1`` is printed for scale only:
+it shows what the plugin's processes cost, and measures less than the plugin does by design.
+
+Goals: the plugin within 1.5x of pytest-benchmark on the same two functions; ``--arraybench-disable``
+at most pytest-benchmark's time; a 2-cell session at the plugin's defaults within 10 s;
+``arraybench report DIR`` of a finished 4-cell run within 3 s; ``--version`` and ``--help``
+within 0.3 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+N = 100_000
+
+ANCHOR = f"""
+import numpy as np
+
+x = np.random.default_rng(0).standard_normal({N})
+
+def softplus(xp, x):
+    return xp.log1p(xp.exp(x))
+
+def norm(xp, x):
+    return xp.sqrt(xp.sum(x * x))
+
+def test_softplus(benchmark):
+    benchmark(softplus, np, x)
+
+def test_norm(benchmark):
+    benchmark(norm, np, x)
+"""
+
+#: The same two functions as the plugin's tests: one cell each. ``{marker}`` names the libraries.
+PLUGIN = f"""
+import arraybench
+import pytest
+
+@arraybench.workload(sizes=[{N}])
+def softplus(xp, x):
+    return xp.log1p(xp.exp(x))
+
+@arraybench.workload(sizes=[{N}])
+def norm(xp, x):
+    return xp.sqrt(xp.sum(x * x))
+
+{{marker}}
+def test_softplus(arraybench_run):
+    arraybench_run(softplus)
+
+{{marker}}
+def test_norm(arraybench_run):
+    arraybench_run(norm)
+"""
+
+#: Counts the worker processes a plugin session kept (its pool's logs, one per worker) as it ends.
+COUNT_WORKERS = """
+import glob, os, tempfile
+import pytest
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    logs = glob.glob(os.path.join(tempfile.gettempdir(), f"arraybench-workers-{os.getpid()}-*", "*.log"))
+    if logs:
+        with open("workers.txt", "a") as f:
+            f.write(" ".join(session.config.invocation_params.args) + f"\\t{len(logs)}\\n")
+"""
+
+#: A finished 4-cell run for ``report`` to rebuild (measured once, before the rounds).
+MAKE_RUN = """
+import sys, arraybench
+arraybench.run(workloads=["elementwise"], backends=["numpy"], sizes=[1_000, 10_000, 100_000, 1_000_000],
+               processes=2, max_time=0.1, output_dir=sys.argv[1], progress=False)
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5, help="alternated rounds (default 5)")
+    args = parser.parse_args()
+
+    folder = Path(tempfile.mkdtemp(prefix="plugin-cost-"))
+    try:
+        return _measure(folder, args.rounds)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _measure(folder: Path, rounds: int) -> int:
+    """Every variant, ``rounds`` alternated rounds, in ``folder``; prints the figures."""
+    (folder / "pytest.ini").write_text("[pytest]\n")  # this folder's own: no project's addopts
+    (folder / "test_anchor.py").write_text(ANCHOR)
+    (folder / "test_numpy.py").write_text(PLUGIN.format(marker='@pytest.mark.arraybench(backends="numpy")'))
+    (folder / "test_defaults.py").write_text(PLUGIN.format(marker=""))
+    (folder / "conftest.py").write_text(COUNT_WORKERS)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "ARRAYBENCH_")) and k != "PYTHONDONTWRITEBYTECODE"}
+    env["XDG_DATA_HOME"] = str(folder / "data")
+    # Bytecode cached, as an installed package has it, in this folder (not beside the sources):
+    # without it every process compiles what it imports, which is no cost of either tool.
+    env["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
+    bindir = Path(sys.executable).parent
+    arraybench = [str(bindir / "arraybench")] if (bindir / "arraybench").exists() else [sys.executable, "-m", "arraybench"]
+    pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+
+    warm = "import arraybench.api, arraybench.pytest.summary, arraybench.commands.report, arraybench.render.plots, " \
+           "arraybench.worker.main, numpy"
+    for command in ([sys.executable, "-c", warm], [*pytest, "--collect-only", "test_anchor.py", "test_numpy.py"]):
+        subprocess.run(command, cwd=folder, env=env, capture_output=True)  # the bytecode, made once
+    run_dir = folder / "run"
+    made = subprocess.run([sys.executable, "-c", MAKE_RUN, str(run_dir)], cwd=folder, env=env,
+                          capture_output=True, text=True)
+    if made.returncode != 0:
+        print(made.stdout, made.stderr, sep="\n")
+        return 1
+
+    variants: dict[str, list[str]] = {
+        "pytest-benchmark, 2 NumPy functions": [*pytest, "test_anchor.py"],
+        "plugin, the same 2 (a 2-cell session at its defaults)": [*pytest, "test_numpy.py"],
+        "plugin --arraybench-processes=1 (for scale only)": [*pytest, "test_numpy.py", "--arraybench-processes=1"],
+        "pytest-benchmark --benchmark-disable": [*pytest, "test_anchor.py", "--benchmark-disable"],
+        "plugin --arraybench-disable, NumPy named": [*pytest, "test_numpy.py", "--arraybench-disable"],
+        "plugin --arraybench-disable, every installed library": [*pytest, "test_defaults.py", "--arraybench-disable"],
+        "arraybench report DIR (4 cells, no measuring)": [*arraybench, "report", str(run_dir), "-q"],
+        "arraybench --version": [*arraybench, "--version"],
+        "arraybench --help": [*arraybench, "--help"],
+        "pytest --version (for scale)": [*pytest[:3], "--version"],
+        "python -c pass (for scale)": [sys.executable, "-c", "pass"],
+    }
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for round_ in range(rounds):
+        order = list(variants) if round_ % 2 == 0 else list(reversed(variants))
+        for name in order:
+            started = time.perf_counter()
+            done = subprocess.run(variants[name], cwd=folder, env=env, capture_output=True, text=True)
+            took = time.perf_counter() - started
+            if done.returncode != 0:
+                print(f"{name}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+                return 1
+            times[name].append(took)
+        print(f"round {round_ + 1} of {rounds} done", file=sys.stderr)
+
+    median = {name: statistics.median(t) for name, t in times.items()}
+    kept: dict[str, list[int]] = {}
+    if (folder / "workers.txt").exists():
+        for line in (folder / "workers.txt").read_text().splitlines():
+            session, count = line.rsplit("\t", 1)
+            kept.setdefault(session, []).append(int(count))
+    print("worker processes a plugin session kept (one per replicate index, shared by its tests; a large "
+          "output's other allocator state adds one per test, not kept):")
+    for session, counts in kept.items():
+        print(f"  pytest {session}: {counts}")
+    print(f"{rounds} alternated rounds, wall time of each whole process; median [range]")
+    for name, t in times.items():
+        print(f"  {name:<56} {median[name]:7.2f} s  [{min(t):.2f}-{max(t):.2f}]")
+    anchor, plugin = median["pytest-benchmark, 2 NumPy functions"], median[
+        "plugin, the same 2 (a 2-cell session at its defaults)"]
+    checks = [
+        ("plugin / pytest-benchmark on the same 2 functions", plugin / anchor, 1.5, "x"),
+        ("--arraybench-disable (NumPy named) / pytest-benchmark timed",
+         median["plugin --arraybench-disable, NumPy named"] / anchor, 1.0, "x"),
+        ("--arraybench-disable (every library) / pytest-benchmark timed",
+         median["plugin --arraybench-disable, every installed library"] / anchor, 1.0, "x"),
+        ("--arraybench-disable (NumPy named) / --benchmark-disable",
+         median["plugin --arraybench-disable, NumPy named"] / median["pytest-benchmark --benchmark-disable"],
+         None, "x"),
+        ("a 2-cell session at the plugin's defaults", plugin, 10.0, " s"),
+        ("arraybench report DIR, 4 cells", median["arraybench report DIR (4 cells, no measuring)"], 3.0, " s"),
+        ("arraybench --version", median["arraybench --version"], 0.3, " s"),
+        ("arraybench --help", median["arraybench --help"], 0.3, " s"),
+    ]
+    print("goals (on the medians)")
+    for what, value, goal, unit in checks:
+        verdict = "" if goal is None else ("  met" if value <= goal else "  NOT met") + f" (goal <= {goal:g}{unit})"
+        print(f"  {what:<64} {value:6.2f}{unit}{verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
