@@ -1,6 +1,6 @@
 """One cell measured in the test's own process: what a worker does for a cell, without the worker.
 
-The worker prepares its cells, samples them round-robin and finishes them (``worker/main.py``);
+The worker prepares its cells, samples them a turn at a time and finishes them (``worker/main.py``);
 a test of a workload or a library wants one cell's replicate, in this process, fast.
 """
 
@@ -13,7 +13,7 @@ from arraybench.model.replicate import Replicate
 from arraybench.model.cell import Cell
 from arraybench.worker.prepare import ReferenceCache, finish, prepare
 from arraybench.model.timer_settings import TimerSettings
-from arraybench.worker.sampling import interleave
+from arraybench.worker.sampling import gc_paused
 from arraybench.workloads.definition import Workload
 
 
@@ -33,11 +33,13 @@ def freeze_what_lives() -> None:
 def measure_cell(backend: Any, wl: Workload, cell: Cell, base: TimerSettings,
                  references: ReferenceCache, *, seed: int = 0,
                  flush: Callable[[], None] | None = None) -> Replicate:
-    """Prepare, sample and finish one cell on its own (no interleaving)."""
+    """Prepare, sample and finish one cell on its own: every turn is its own."""
     freeze_what_lives()  # its collections walk only what is new since (see there)
     prepared = prepare(backend, wl, cell, base, references, seed=seed, flush=flush)
     if prepared.run is not None:
-        interleave([prepared.run])
+        with gc_paused():
+            while not prepared.run.done:
+                prepared.run.take_turn()
     return finish(backend, prepared)
 
 

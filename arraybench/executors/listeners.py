@@ -13,7 +13,8 @@ from .base import RunHandle
 
 class OtherState:
     """The messages of a worker measuring large outputs in the other allocator state, beside
-    their own (a ``turns.Listener``): its replicates go to the held ones, never to the run."""
+    their own or after them (a ``turns.Listener``): its replicates go to the held ones, never to
+    the run."""
 
     def __init__(self) -> None:
         self.ready = False

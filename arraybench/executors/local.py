@@ -3,18 +3,19 @@
 Each configuration (backend, device, environment) is measured by fresh workers, one per replicate
 index. The configurations of an index take turns, their workers alive together and one sampling
 at a time (``turns``), so that every verdict's two sides sample the same seconds of the machine;
-a run of one configuration (or ``side_by_side=False``) runs its workers one after another, each
-shuffling its own cells. Two libraries never measure at once: they would compete for the cores.
+a run of one configuration takes turns alone, its cells in rounds. Two libraries never measure at
+once: they would compete for the cores.
 
 Every worker starts with glibc's malloc in a known state (``host/allocator``: freed memory kept);
 on the CPU, one replicate index's large outputs are measured in the other state too (fresh
-pages), by a worker that takes turns beside them, and carry its samples beside their own. The
-float64 references are computed once per run and shared through a folder of its own.
+pages), by a worker that takes turns beside them, or after them where the run's first process is
+the one that says which outputs are large, and carry its samples beside their own. The float64
+references are computed once per run and shared through a folder of its own.
 
-A worker that crashes costs its current cell (``failed``, with the signal); a fresh worker goes on
-with the rest. A worker silent for longer than ``timeout`` is killed the same way. When the run is
-asked to stop, the worker under way is asked to send the cells it has finished (a second stop, or
-``STOP_GRACE_S``, cuts that short).
+A worker that crashes or hangs costs its current cell (``failed``, with the signal); its other
+cells take turns again in a fresh worker, and a retry whose worker dies outside any cell fails
+them all. When the run is asked to stop, the workers are asked to send the cells they have
+finished (``turns``).
 
 This module only moves measurements: it never measures and never writes results; it sees the run
 only as a ``base.RunHandle``, and every replicate goes straight to it, which journals it.
@@ -27,24 +28,22 @@ import random
 import shutil
 import sys
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
 
 from .. import backends
 from ..host import environments
 from ..host.threads import worker_cpus
-from ..model.allocator import OTHER, WORDS
+from ..model.allocator import OTHER
 from ..model.replicate import Replicate
 from ..model.options import RunOptions
 from ..model.cell import Cell, Config
-from ..worker.protocol import ReplicateDone, Unavailable
 from .base import RunHandle
 from .early import EarlyWorkers
 from .pool import PER_TEST, current as shared_pool
-from .listeners import Listener, OtherState, attach_other_state, large
+from .listeners import Listener, OtherState, large
 from .turns import take_turns
-from .worker_process import STARTUP_TIMEOUT_S, StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
+from .worker_process import STARTUP_TIMEOUT_S, StopRequested, WorkerProcess
 from .worker_setup import (allocator_note, allocator_state, job_for, judged_before, other_state_beside,
                            other_state_wanted, worker_variables)
 
@@ -52,9 +51,6 @@ __all__ = ["LocalExecutor"]
 
 #: The shared references' folder of a run: this, the parent's process id, "-" and a random part.
 REFERENCES_PREFIX = "arraybench-references-"
-
-#: How long a worker asked to stop may take to send the cells it has finished.
-STOP_GRACE_S = 5.0
 
 
 class LocalExecutor:
@@ -128,38 +124,33 @@ class LocalExecutor:
         while index < max(run.wanted(c) for c in run.cells):
             order = [cfg for cfg in run.configs() if run.todo(cfg, index)]
             rng.shuffle(order)
-            # In a session that keeps its workers, one configuration takes turns alone: a worker
-            # taking turns is one that can do another job.
-            if options.side_by_side and (len(order) > 1 or (order and shared_pool() is not None)):
+            attempt = 0
+            while order:  # again for the cells a worker that crashed or hung handed back
                 if run.stop_requested():
                     raise StopRequested()
-                order = self._side_by_side(run, options, out_dir, order, index)
-            for config in order:
-                todo = run.todo(config, index)
-                if todo:
-                    if run.stop_requested():
-                        raise StopRequested()
-                    self._run_worker(run, options, out_dir, config, index, todo)
+                order = self._measure_index(run, options, out_dir, order, index, attempt)
+                attempt += 1
             index += 1
 
-    def _side_by_side(self, session: RunHandle, options: RunOptions, out_dir: Path, order: list[Config],
-                      index: int) -> list[Config]:
+    def _measure_index(self, session: RunHandle, options: RunOptions, out_dir: Path, order: list[Config],
+                       index: int, attempt: int) -> list[Config]:
         """Measure the ``index``-th replicates of ``order``'s configurations with their workers
-        taking turns (``turns``); the configurations left to measure alone (a worker that
-        crashed or hung, a large CPU output's other allocator state is measured after)."""
+        taking turns (``turns``); the configurations with cells handed back (a worker that
+        crashed or hung) to take turns again. ``attempt``: how many times this index took turns."""
+        plan = {config: cells for config in order if (cells := session.todo(config, index))}
+        if not plan:
+            return []
         helds: dict[Config, dict[str, tuple[Cell, Replicate]]] = {}
-        environments_of = {config: environments.find(options, config.environment) for config in order}
-        states: dict[Config, str] = {}
+        environments_of = {config: environments.find(options, config.environment) for config in plan}
 
         def start(config: Config, cells: list[Cell]) -> tuple[WorkerProcess, Listener, dict[str, Cell]]:
             environment = environments_of[config]
             state = allocator_state(options, environment)
-            states[config] = state
             held = helds.setdefault(config, {}) if other_state_wanted(options, config, state, index) else None
             remaining = {c.key: c for c in cells}
             session.worker_started(config, index, len(cells))
             worker = self._early.take((config, index, ""), remaining) \
-                or self._turns_worker(options, out_dir, config, index, cells, environment)
+                or self._worker(options, out_dir, config, index, cells, environment, attempt=attempt)
             return worker, Listener(session, config, index, remaining, held,
                                      allocator_note(options, environment)), remaining
 
@@ -168,26 +159,31 @@ class LocalExecutor:
         def start_other(config: Config, cells: list[Cell]) -> tuple[WorkerProcess, "OtherState", dict[str, Cell]]:
             remaining = {c.key: c for c in cells}
             worker = self._early.take((config, index, OTHER), remaining) \
-                or self._turns_worker(options, out_dir, config, index, cells, environments_of[config], other=True)
+                or self._worker(options, out_dir, config, index, cells, environments_of[config], other=True)
             others[config] = OtherState()
             return worker, others[config], remaining
 
-        plan = {config: session.todo(config, index) for config in order}
-        # The other allocator state of large CPU outputs takes turns beside them, in a worker of
-        # its own, where the first process said which outputs are large.
-        extra = {config: [c for c in plan[config] if large(session.replicates_of(c).get(0))]
-                 for config in order if other_state_beside(options, config, index)}
-        try:
-            self._start_early(session, options, out_dir, order, environments_of, index)
-            left = take_turns(session, plan, start, timeout=options.timeout, startup_timeout=STARTUP_TIMEOUT_S,
+        def turns(plan: dict[Config, list[Cell]], extra: dict[Config, list[Cell]]) -> dict[Config, list[Cell]]:
+            return take_turns(session, plan, start, timeout=options.timeout, startup_timeout=STARTUP_TIMEOUT_S,
                               seed=hash((options.seed, index, "turns")) & 0xFFFFFFFF, extra=extra,
                               start_extra=start_other, before_prepare=self._early.hold, keep=self._keep,
-                              judged=lambda cell: judged_before(session.replicates_of(cell), index))
+                              judged=lambda cell: judged_before(session.replicates_of(cell), index),
+                              retry=attempt > 0)
+
+        try:
+            self._start_early(session, options, out_dir, list(plan), environments_of, index)
+            # The other allocator state of large CPU outputs takes turns beside them, in a worker of
+            # its own, where the first process said which outputs are large...
+            left = turns(plan, {config: [c for c in cells if large(session.replicates_of(c).get(0))]
+                                for config, cells in plan.items() if other_state_beside(options, config, index)})
+            # ...and after them where this is the first process, for the outputs it found large.
+            after = {config: [cell for cell, _ in held.values()] for config, held in helds.items()
+                     if held and config not in others}
+            if after:
+                turns({}, after)
             for config, held in helds.items():
-                if held and config in others:
+                if held:
                     others[config].attach(held)
-                elif held:
-                    self._other_state(session, options, out_dir, config, environments_of[config], index, held)
         finally:
             for held in helds.values():
                 for cell, replicate in held.values():
@@ -195,14 +191,14 @@ class LocalExecutor:
             self._early.close(index)  # started for this index, and needed by none of it
         return [config for config in order if config in left]
 
-    def _turns_worker(self, options: RunOptions, out_dir: Path, config: Config, index: int, cells: list[Cell],
-                      environment: environments.Environment, other: bool = False) -> WorkerProcess:
-        """A worker for ``config``'s ``index``-th replicates of ``cells`` whose job takes turns
-        (``other``: in the other allocator state, beside the headline's; never a pool's)."""
+    def _worker(self, options: RunOptions, out_dir: Path, config: Config, index: int, cells: list[Cell],
+                environment: environments.Environment, other: bool = False, attempt: int = 0) -> WorkerProcess:
+        """A worker for ``config``'s ``index``-th replicates of ``cells`` (``other``: in the other
+        allocator state; never a pool's); a retry's (``attempt``) gets another order of its cells."""
         state = OTHER if other else allocator_state(options, environment)
-        job = replace(job_for(options, out_dir, config, index, cells,
-                              hash((options.seed, index, OTHER if other else 0)) & 0xFFFFFFFF, state,
-                              self._references_for(config), self._describes(config, state)), turns=True)
+        job = job_for(options, out_dir, config, index, cells,
+                      hash((options.seed, index, OTHER if other else attempt)) & 0xFFFFFFFF, state,
+                      self._references_for(config), self._describes(config, state))
         env, name = worker_variables(options, config, environment, state)
         cpus = worker_cpus(options.threads)
         log_path = out_dir / "logs" / (f"{name}-p{index}-{OTHER}.log" if other else f"{name}-p{index}.log")
@@ -243,7 +239,7 @@ class LocalExecutor:
                 if not cells or config.device != "cpu":
                     continue
                 if (config, later, "") not in self._early:
-                    worker = self._turns_worker(options, out_dir, config, later, cells, environments_of[config])
+                    worker = self._worker(options, out_dir, config, later, cells, environments_of[config])
                     self._early.add((config, later, ""), worker, cells)
                 # The other allocator state's worker too: which of its cells have large outputs
                 # is known only once the first index measured them, so its job has them all. Not
@@ -251,140 +247,6 @@ class LocalExecutor:
                 # and a worker started for none costs each test an import.
                 if other_state_beside(options, config, later) and shared_pool() is None \
                         and (config, later, OTHER) not in self._early:
-                    worker = self._turns_worker(options, out_dir, config, later, cells, environments_of[config],
-                                                other=True)
+                    worker = self._worker(options, out_dir, config, later, cells, environments_of[config],
+                                          other=True)
                     self._early.add((config, later, OTHER), worker, cells)
-
-    def _run_worker(self, session: RunHandle, options: RunOptions, out_dir: Path, config: Config,
-                    index: int, todo: list[Cell]) -> None:
-        """Measure ``todo`` in fresh workers until every cell has a replicate (or the run stops).
-
-        Workers start with glibc's malloc in the headline's allocator state (``model/allocator``).
-        On the CPU, the replicates of cells whose outputs are large wait for one more worker,
-        started in the other state, whose samples they carry beside their own.
-        """
-        # Each environment's workers start with its interpreter and variables.
-        environment = environments.find(options, config.environment)
-        state = allocator_state(options, environment)
-        held: dict[str, tuple[Cell, Replicate]] | None = \
-            {} if other_state_wanted(options, config, state, index) else None
-        try:
-            self._measure(session, options, out_dir, config, environment, index, todo, state, held)
-            if held:
-                self._other_state(session, options, out_dir, config, environment, index, held)
-        finally:
-            for cell, replicate in (held or {}).values():
-                session.keep(cell, index, replicate)
-
-    def _other_state(self, session: RunHandle, options: RunOptions, out_dir: Path, config: Config,
-                     environment: environments.Environment, index: int,
-                     held: dict[str, tuple[Cell, Replicate]]) -> None:
-        """Measure the ``held`` cells in a worker started in the other allocator state and give
-        each held replicate those samples; where that fails, a warning says why instead."""
-        job = job_for(options, out_dir, config, index, [cell for cell, _ in held.values()],
-                      hash((options.seed, index, OTHER)) & 0xFFFFFFFF, OTHER, self._references_for(config),
-                      describe=False)
-        env, name = worker_variables(options, config, environment, OTHER)
-        log = out_dir / "logs" / f"{name}-p{index}-{OTHER}.log"
-        worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads), log_path=log,
-                               python=environment.python)
-        why = ""
-        try:
-            for msg in worker.messages(options.timeout, startup_timeout=STARTUP_TIMEOUT_S,
-                                       stop=session.stop_requested):
-                if isinstance(msg, Unavailable):
-                    why = msg.reason
-                    break
-                if isinstance(msg, ReplicateDone) and msg.key in held:
-                    attach_other_state(held[msg.key][1], msg.replicate)
-        except StopRequested:
-            worker.kill()
-            raise
-        except (WorkerTimeout, WorkerExited) as exc:
-            worker.kill()
-            why = str(exc)
-        except BaseException:
-            worker.kill()
-            raise
-        finally:
-            worker.close()
-        for _, replicate in held.values():
-            if replicate.other_allocator is None and not any(WORDS[OTHER] in w for w in replicate.warnings):
-                replicate.warnings.append(f"not measured with {WORDS[OTHER]}: {why or 'the worker ended first'}")
-
-    def _measure(self, session: RunHandle, options: RunOptions, out_dir: Path, config: Config,
-                 environment: environments.Environment, index: int, todo: list[Cell], state: str,
-                 held: dict[str, tuple[Cell, Replicate]] | None) -> None:
-        """Measure ``todo`` in fresh workers started in allocator ``state``; replicates of large
-        CPU outputs go to ``held`` (where given) instead of to the run."""
-        remaining = {c.key: c for c in todo}
-        attempt = 0
-        while remaining:
-            job_cells = list(remaining.values())
-            job = job_for(options, out_dir, config, index, job_cells,
-                          hash((options.seed, index, attempt)) & 0xFFFFFFFF, state, self._references_for(config),
-                          self._describes(config, state))
-            env, name = worker_variables(options, config, environment, state)
-            log = out_dir / "logs" / f"{name}-p{index}.log"
-            session.worker_started(config, index, len(remaining))
-            worker = WorkerProcess(job, env=env, cpus=worker_cpus(options.threads), log_path=log,
-                                   python=environment.python)
-            listener = Listener(session, config, index, remaining, held, allocator_note(options, environment))
-            timeout = options.timeout
-
-            def blamed(position: int) -> Cell | None:
-                cell = job_cells[position] if 0 <= position < len(job_cells) else None
-                return cell if cell is not None and cell.key in remaining else None
-
-            try:
-                for msg in worker.messages(timeout, startup_timeout=STARTUP_TIMEOUT_S,
-                                           stop=session.stop_requested):
-                    if listener.handle(msg):
-                        return
-            except StopRequested:
-                self._wind_down(session, worker, listener)
-                raise
-            except WorkerTimeout as exc:
-                worker.kill()
-                if not listener.ready:
-                    session.start_failed(
-                        config, f"worker did not start within {max(timeout, STARTUP_TIMEOUT_S):g} s")
-                    return
-                cell = blamed(exc.cell)
-                if cell is not None:
-                    session.keep(remaining.pop(cell.key), index, Replicate.ended(
-                        "failed", f"timed out after {timeout:g} s without progress (--timeout)"))
-            except WorkerExited as exc:
-                if not listener.ready:
-                    # Dead before it was ready: killed, or its library crashed on import. A library
-                    # that is merely absent says "unavailable" itself (handled by the listener).
-                    session.start_failed(config, f"worker could not start: {exc}")
-                    return
-                cell = blamed(worker.current_cell())
-                if cell is not None:
-                    session.keep(remaining.pop(cell.key), index,
-                                  Replicate.ended("failed", f"worker crashed: {exc}"))
-                elif remaining and attempt >= 1:
-                    # Died outside any cell, twice: do not loop forever on a worker that cannot go on.
-                    for c in list(remaining.values()):
-                        session.keep(remaining.pop(c.key), index,
-                                      Replicate.ended("failed", f"worker crashed: {exc}"))
-            except BaseException:
-                worker.kill()  # a journal that cannot be written, say: no worker outlives the run
-                raise
-            finally:
-                worker.close()
-            attempt += 1
-
-    def _wind_down(self, session: RunHandle, worker: WorkerProcess, listener: "Listener") -> None:
-        """Ask a worker to stop, keep the cells it finished, then make sure it is gone."""
-        if listener.ready:
-            worker.request_stop()
-            deadline = time.monotonic() + STOP_GRACE_S
-            try:
-                for msg in worker.messages(STOP_GRACE_S, deadline=deadline, stop=session.stop_now):
-                    listener.handle(msg)
-            except (StopRequested, WorkerTimeout, WorkerExited):
-                pass  # a second Ctrl-C, the grace period, or the worker died: keep what came
-        worker.kill()
-

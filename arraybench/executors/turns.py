@@ -16,7 +16,9 @@ core from the library being timed; it goes on spinning where it left off when it
 as it would between two calls of a plain process. How a library runs is not changed.
 
 A worker that crashes or hangs during the turns costs the cell whose turn it was (``failed``); its
-other cells are handed back, to be measured by a fresh worker on its own (``local.py``).
+other cells are handed back, to take turns again in a fresh worker (``local.py``). One that dies
+outside any cell hands them all back, once: on a retry it fails them all, so that a worker that
+cannot go on is not started again and again.
 """
 
 from __future__ import annotations
@@ -60,6 +62,10 @@ class _Side:
     finished: bool = False
     #: Its end measures energy (counters of the whole package or board): it ends alone.
     ends_alone: bool = True
+    #: Seconds without progress before it is taken for hung (``--timeout``).
+    timeout: float = 0.0
+    #: Its cells were handed back before: where it dies outside any cell, they fail.
+    retry: bool = False
 
 
 class Listener(Protocol):
@@ -85,9 +91,9 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
                start_extra: StartWorker | None = None,
                before_prepare: Callable[[], None] | None = None,
                keep: Callable[[WorkerProcess], bool] | None = None,
-               judged: Callable[[Cell], bool] | None = None) -> dict[Config, list[Cell]]:
+               judged: Callable[[Cell], bool] | None = None, retry: bool = False) -> dict[Config, list[Cell]]:
     """Measure ``plan`` (each configuration's cells) with its workers taking turns; the cells
-    that are left to measure on their own (a worker that crashed or hung), by configuration.
+    handed back (a worker that crashed or hung), by configuration, to take turns again.
 
     ``start(config, cells)`` starts a worker whose job takes turns and returns it with the
     listener that acts on its messages and the cells it answers for (by key); each cell is
@@ -97,6 +103,7 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
     before the first one prepares: from then on the cells are timed. ``keep(worker)`` may keep a
     worker that finished cleanly for another run (``pool``): True where it did. ``judged(cell)``:
     whether an earlier process judged the cell's result already (its worker does not again).
+    ``retry``: the cells were handed back before (a worker dying outside any cell fails them).
     """
     rng = random.Random(seed)
     every: list[_Side] = []  # each worker started, closed at the end whatever happened
@@ -105,7 +112,7 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
     rng.shuffle(order)
     try:
         for config in order:
-            every.append(_start(session, config, plan[config], start, timeout, startup_timeout))
+            every.append(_start(session, config, plan[config], start, timeout, startup_timeout, retry=retry))
         for config, cells in (extra or {}).items():
             if cells and start_extra is not None:
                 every.append(_start(session, config, cells, start_extra, timeout, startup_timeout, extra=True))
@@ -154,12 +161,13 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
 
 
 def _start(session: RunHandle, config: Config, cells: list[Cell], start: StartWorker, timeout: float,
-           startup_timeout: float, extra: bool = False) -> _Side:
+           startup_timeout: float, extra: bool = False, retry: bool = False) -> _Side:
     """Start ``config``'s worker; it imports its library, says it is ready and waits."""
     worker, listener, remaining = start(config, cells)
     messages = worker.messages(timeout, startup_timeout=startup_timeout, stop=session.stop_requested)
     # Its job's cells (a worker started early may have more than it measures: ``remaining``).
-    return _Side(config, list(worker.cells), worker, listener, messages, remaining, extra=extra)
+    return _Side(config, list(worker.cells), worker, listener, messages, remaining, extra=extra, timeout=timeout,
+                 retry=retry)
 
 
 def _until(session: RunHandle, side: _Side, kind: type, left: dict[Config, list[Cell]]) -> bool:
@@ -334,10 +342,13 @@ def _failed(session: RunHandle, side: _Side, exc: Exception, cell: Cell | None,
     if cell is None:  # while preparing or finishing: the cell its heartbeat board names
         position = exc.cell if isinstance(exc, WorkerTimeout) else side.worker.current_cell()
         cell = side.cells[position] if 0 <= position < len(side.cells) else None
+    why = (f"timed out after {side.timeout:g} s without progress (--timeout)" if isinstance(exc, WorkerTimeout)
+           else f"worker crashed: {exc}")
     if cell is not None and cell.key in side.remaining:
-        why = ("timed out without progress (--timeout)" if isinstance(exc, WorkerTimeout)
-               else f"worker crashed: {exc}")
         side.listener.fail(side.remaining.pop(cell.key), why)
+    elif side.retry:  # died outside any cell, again: a fresh worker would not get further
+        for c in list(side.remaining.values()):
+            side.listener.fail(c, why)
     _hand_back(side, left)
 
 

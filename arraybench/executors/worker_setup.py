@@ -87,13 +87,13 @@ def worker_variables(options: RunOptions, config: Config, environment: environme
 
 def job_for(options: RunOptions, out_dir: Path, config: Config, index: int, cells: list[Cell],
             shuffle_seed: int, allocator: str, references: str | None, describe: bool = True) -> Job:
-    """The job of a worker measuring ``cells`` as replicate ``index``, its allocator started in
-    ``allocator`` ("" : left alone), reading the run's shared ``references`` folder; ``describe``:
-    it reports the library's code paths (``Job.describe``)."""
+    """The job of a worker measuring ``cells`` as replicate ``index``, taking turns (``turns``),
+    its allocator started in ``allocator`` ("" : left alone), reading the run's shared
+    ``references`` folder; ``describe``: it reports the library's code paths (``Job.describe``)."""
     shipped = out_dir / SHIPPED_NAME
     return Job(backend=config.backend, device=config.device, replicate=index, cells=tuple(cells),
                timer=timer_settings(options), seed=options.seed, shuffle_seed=shuffle_seed,
                threads=options.threads, allow_tf32=options.allow_tf32,
                workload_files=tuple(str(Path(p).resolve()) for p in options.workload_files),
                shipped=str(shipped.resolve()) if options.shipped_workloads else None,
-               allocator=allocator, references=references, describe=describe)
+               allocator=allocator, references=references, describe=describe, turns=True)

@@ -3,8 +3,8 @@
 Started as ``python -m arraybench.worker`` (by ``executors.worker_process.WorkerProcess``) with the
 job on stdin; it answers in ``protocol`` messages. The messages go to a private copy of the original
 stdout; the process's own stdout is pointed at stderr, so a library that prints cannot corrupt them.
-A ``measure`` job times its cells in a shuffled order, a ``probe`` only opens the library, a
-``selfcheck`` runs the doctor's checks.
+A ``measure`` job prepares its cells in a shuffled order and samples them as the parent hands it
+turns, a ``probe`` only opens the library, a ``selfcheck`` runs the doctor's checks.
 
 SIGTERM (or SIGINT) asks the worker to stop: it finishes the sample under way, sends the replicates
 of the cells whose sampling is complete, drops the ones still sampling (a resumed run measures them
@@ -31,9 +31,6 @@ from .protocol import (CheckDone, Done, Job, Message, Prepare, Prepared, Ready, 
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
-
-#: Cells are sampled round-robin in batches whose inputs fit in this many bytes.
-INTERLEAVE_BYTES = 1 << 30
 
 
 def _open_channel() -> TextIO:
@@ -166,13 +163,12 @@ def _info(backend: "Backend", started: float, describe: bool = True) -> dict[str
 
 
 def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, started: float) -> None:
-    """Measure each of the job's cells, in a shuffled order and interleaved batches."""
+    """Prepare each of the job's cells, in a shuffled order, then sample them turn by turn."""
     from .counters import SampleCounters
     from .footprint import energy_metered
     from .heartbeat import Board
     from .prepare import ReferenceCache, finish, prepare
     from ..model.replicate import Replicate
-    from .sampling import interleave
     from ..workloads.tracebacks import describe_exception
     from ..workloads import REGISTRY
     from ..workloads.shipping import ShippingError, receive
@@ -190,15 +186,12 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     footprint_too = job.replicate == 0 and job.allocator != OTHER
     channel.send(Ready(info=_info(backend, started, job.describe), pid=os.getpid(),
                        ends_alone=footprint_too and energy_metered(backend)))
-    judged: set[int] = set()
-    only: set[int] | None = None
-    if job.turns:
-        word = _told_to_prepare()
-        if word is None:
-            channel.send(Done(stopped=True))
-            return
-        judged = set(word.judged)
-        only = None if word.only is None else set(word.only)
+    word = _told_to_prepare()
+    if word is None:
+        channel.send(Done(stopped=True))
+        return
+    judged = set(word.judged)
+    only = None if word.only is None else set(word.only)
 
     # Each cell collects garbage before its timed loops and before its memory peak: out of the
     # collector's sight, what the library's import and the workload files made (~170k objects for
@@ -211,13 +204,10 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     references = ReferenceCache(job.references)
     cells = job.cells
     order = list(range(len(cells)))
-    shuffler = random.Random(job.shuffle_seed)
-    shuffler.shuffle(order)
+    random.Random(job.shuffle_seed).shuffle(order)
     batch: list = []
-    batch_bytes = 0
     # Counted around each sample, attributed to the cell sampled (the reason behind a time).
     counters = SampleCounters(len(cells))
-    runs: list = []
 
     def before_sample(k: int) -> None:
         stop.check()
@@ -231,23 +221,9 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
         else:
             counters.end(indices[k], run.calls_last)
 
-    indices: list[int] = []
-
-    def flush_batch() -> None:
-        nonlocal runs, indices
-        runs = [p.run for _, p in batch if p.run is not None]
-        indices = [i for i, p in batch if p.run is not None]
-        try:
-            interleave(runs, order_seed=shuffler.randrange(2**32), before_sample=before_sample,
-                       after_sample=after_sample)
-        except _Stop:
-            pass
-        finish_batch()
-
-    def finish_batch(rounds: dict[int, list[int]] | None = None) -> None:
-        nonlocal batch, batch_bytes
+    def finish_batch(rounds: dict[int, list[int]]) -> None:
         for i, p in batch:
-            if stop.set and p.run is not None and not p.run.done:
+            if stop.set and not p.run.done:
                 continue  # partly sampled: not a measurement with the run's settings
             board.mark(i)
             # Peak memory and energy in the first process of the headline's state: a call of
@@ -255,10 +231,9 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
             replicate = finish(backend, p, footprint_too=footprint_too)
             replicate.usage = counters.usage(i)
             replicate.allocator = job.allocator  # set before the worker started
-            if rounds is not None and replicate.samples_s:
+            if replicate.samples_s:
                 replicate.rounds = rounds.get(i, [])[:len(replicate.samples_s)]
             channel.send(ReplicateDone(cells[i].key, replicate))
-        batch, batch_bytes = [], 0
         backend.free()
 
     for i in order:
@@ -284,15 +259,10 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
             channel.send(ReplicateDone(cell.key, p.replicate))
             continue
         batch.append((i, p))
-        batch_bytes += p.input_bytes
-        if batch_bytes >= INTERLEAVE_BYTES and not job.turns:
-            flush_batch()
-    if batch and job.turns:
-        runs = [p.run for _, p in batch if p.run is not None]
-        indices = [i for i, p in batch if p.run is not None]
+    runs = [p.run for _, p in batch]
+    indices = [i for i, _ in batch]
+    if batch:
         _take_turns(job, runs, indices, channel, stop, before_sample, after_sample, finish_batch)
-    elif batch:
-        flush_batch()
     counters.close()
     channel.send(Done(stopped=stop.set))
 
@@ -308,8 +278,8 @@ def _told_to_prepare() -> Prepare | None:
 
 def _take_turns(job: Job, runs: list, indices: list[int], channel: Channel, stop: StopFlag,
                 before_sample: Callable[[int], None], after_sample: Callable[[int], None],
-                finish_batch: Callable[..., None]) -> None:
-    """Sample the prepared ``batch`` one sample a turn, as the parent hands turns (``Turn`` lines
+                finish_batch: Callable[[dict[int, list[int]]], None]) -> None:
+    """Sample the prepared ``runs`` one sample a turn, as the parent hands turns (``Turn`` lines
     on stdin), then finish every cell with the round each sample was taken in.
 
     The parent keeps every other worker paused while this one has the turn, so the sample is
@@ -349,17 +319,11 @@ def _take_turns(job: Job, runs: list, indices: list[int], channel: Channel, stop
                 break
             before = len(run.samples)
             if run.error is None:
-                try:
-                    # Every turn follows other processes' turns (this one was stopped meanwhile),
-                    # whichever cell this process sampled last: caches and thread pools are
-                    # another library's. Re-warmed only after another cell of its own, a turn
-                    # timed PyTorch's 1M elementwise 21% slower than a plain loop.
-                    run.sample(rewarm=run.per_call_s < REWARM_BELOW_S)
-                except Exception as exc:  # one operation failing must not stop the others
-                    run.warming = False
-                    run.error = exc
-                    run.stop_reason = "error"
-                    run.calls_last = 0
+                # Every turn follows other processes' turns (this one was stopped meanwhile),
+                # whichever cell this process sampled last: caches and thread pools are
+                # another library's. Re-warmed only after another cell of its own, a turn
+                # timed PyTorch's 1M elementwise 21% slower than a plain loop.
+                run.take_turn(rewarm=run.per_call_s < REWARM_BELOW_S)
             after_sample(k)
             kept = len(run.samples) > before
             # Samples taken back (a batch regrown) take their rounds with them.

@@ -1,6 +1,5 @@
-"""Drawing samples and deciding when there are enough: one calibrated operation at a time
-(``Sampling``), several round-robin (``interleave``), with the garbage collector paused as
-``timeit`` pauses it.
+"""Drawing samples and deciding when there are enough: one calibrated operation (``Sampling``),
+sampled a turn at a time, with the garbage collector paused as ``timeit`` pauses it.
 
 ``Sampling`` never reads the clock around calls: it is handed a ``draw`` function (``timer.Timer``
 binds its own, the only place that times calls) that takes one sample, and it keeps the samples and
@@ -11,7 +10,6 @@ from __future__ import annotations
 
 import gc
 import math
-import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -162,6 +160,17 @@ class Sampling:
         if reason:  # (a caller may sample past the stop; the first reason stands)
             self.stop_reason = reason
 
+    def take_turn(self, rewarm: bool = False) -> None:
+        """Draw one sample, as ``sample`` does; an operation that raises ends its own sampling
+        (``error``) instead, so that one failing does not stop the others."""
+        try:
+            self.sample(rewarm)
+        except Exception as exc:
+            self.warming = False  # no sample was added to take back
+            self.error = exc
+            self.stop_reason = "error"
+            self.calls_last = 0
+
     def _regrow(self, drawn: Draw) -> bool:
         """Grow the batch, and take back the samples drawn so far, where ``drawn`` took less than
         ``REGROW_BELOW`` of the target sample and its calls less than that share of the time
@@ -260,36 +269,3 @@ MAX_WARMUP_SAMPLES = 20
 #: operation's; longer calls are their own warm-up, near enough, and re-warming would double them.
 REWARM_BELOW_S = 0.01
 
-
-def interleave(runs: Sequence[Sampling], order_seed: int = 0,
-               before_sample: Callable[[int], None] | None = None,
-               after_sample: Callable[[int], None] | None = None) -> None:
-    """Sample several operations round-robin until each is done.
-
-    Spreading each operation's samples over the whole sampling period means that a slow phase of a
-    shared machine (a neighbour's burst, a throttled core) lands on every operation alike, instead
-    of on whichever happened to be timed during it. ``before_sample(i)`` and ``after_sample(i)``
-    run around each sample of ``runs[i]``, outside its timed loop (the worker reads its counters
-    there; ``runs[i].calls_last`` says how many calls the sample made).
-    """
-    rng = random.Random(order_seed)
-    active = [i for i, r in enumerate(runs) if not r.done]
-    last: int | None = None
-    with gc_paused():
-        while active:
-            rng.shuffle(active)
-            for i in active:
-                if before_sample is not None:
-                    before_sample(i)
-                run = runs[i]
-                try:
-                    run.sample(rewarm=(last is not None and last != i and run.per_call_s < REWARM_BELOW_S))
-                except Exception as exc:  # one operation failing must not stop the others
-                    run.warming = False  # no sample was added to take back
-                    run.error = exc
-                    run.stop_reason = "error"
-                    run.calls_last = 0
-                if after_sample is not None:
-                    after_sample(i)
-                last = i
-            active = [i for i in active if not runs[i].done]

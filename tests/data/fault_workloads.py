@@ -2,8 +2,8 @@
 
 Each misbehaves only under NumPy (``xp is np``; ``namespace="native"`` hands the library's own
 module), so that other libraries in the same run measure it normally. The ``*_sampling`` variants
-misbehave only once the timer is sampling (``sampling.interleave`` is on the stack), that is after
-the first call, the warm-up, the calibration and the correctness check have all passed.
+misbehave only once the timer is sampling (the worker's ``_take_turns`` is on the stack), that is
+after the first call, the warm-up, the calibration and the correctness check have all passed.
 
 The reference of every workload is ``x * 2.0``; the well-behaved ones compute just that.
 The test copies this file into a temporary folder; files it writes go next to the copy.
@@ -39,7 +39,7 @@ def _inputs(n, rng):
 def _sampling() -> bool:
     frame = sys._getframe(1)
     while frame is not None:
-        if frame.f_code.co_name in ("interleave", "_take_turns"):  # sampling alone, or taking turns
+        if frame.f_code.co_name == "_take_turns":
             return True
         frame = frame.f_back
     return False

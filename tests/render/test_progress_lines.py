@@ -17,33 +17,30 @@ from arraybench.render.progress import ConsoleReporter
 from ..conftest import ROOT, default_signals
 from ..synthetic import record, spread
 
-#: A workload whose inputs, in every worker but the first to make them, wait until the test has
-#: read the first worker's cell line from the run's stderr (the go file): the second cell can only
-#: be measured once the first one's line has reached the pipe. The wait gives up (the cell fails)
-#: where the line never comes while the run goes on.
+#: A workload whose workers, as they end, wait until the test has read a cell's line from the
+#: run's stderr (the go file), and say so (a ``released-PID`` file): the run waits for its workers
+#: to end, so a line that came only with the run's end would never reach them. The wait gives up
+#: within the time the run waits for a worker.
 GATED = textwrap.dedent('''
-    import os, time
+    import atexit, os, sys, time
     import arraybench
 
-    def make(n, rng):
+    def wait_for_a_line():
         gate = os.environ["ARRAYBENCH_TEST_GATE"]
-        try:
-            fd = os.open(os.path.join(gate, "first"), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            os.write(fd, str(os.getpid()).encode())
-            os.close(fd)
-        except FileExistsError:
-            with open(os.path.join(gate, "first")) as f:
-                first = f.read() == str(os.getpid())
-            deadline = time.monotonic() + 120
-            while not first and not os.path.exists(os.path.join(gate, "go")):
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the first cell's line never reached the test while the run went on")
-                time.sleep(0.02)
-        return (rng.standard_normal(n),)
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            if os.path.exists(os.path.join(gate, "go")):
+                open(os.path.join(gate, f"released-{os.getpid()}"), "w").close()
+                return
+            time.sleep(0.02)
 
-    @arraybench.workload(sizes={"small": 1000}, inputs=make)
+    main = sys.modules["__main__"].__spec__
+    if main is not None and main.name == "arraybench.worker.__main__":  # a worker, not the run
+        atexit.register(wait_for_a_line)
+
+    @arraybench.workload(sizes={"small": 1000})
     def gated_sum(xp, a):
-        """a sum, measured once the test has seen the previous worker's line"""
+        """a sum, whose workers end once the test has seen a cell's line"""
         return a.sum()
 ''')
 
@@ -57,10 +54,10 @@ def test_a_run_without_a_terminal_prints_each_cell_as_it_finishes(tmp_path: Path
     gate = tmp_path / "gate"
     gate.mkdir()
     (tmp_path / "gated.py").write_text(GATED)
-    # Two environments of one library, one after the other: two workers, each measuring one cell.
+    # Two environments of one library taking turns: two workers, each measuring one cell.
     argv = [sys.executable, "-m", "arraybench", "run", "--workload-file", str(tmp_path / "gated.py"),
             "--backends", "numpy", "--devices", "cpu", "--variant", "a:ARRAYBENCH_TEST_SIDE=a",
-            "--variant", "b:ARRAYBENCH_TEST_SIDE=b", "--no-side-by-side", "--processes", "1",
+            "--variant", "b:ARRAYBENCH_TEST_SIDE=b", "--processes", "1",
             "--max-time", "0.05", "--min-samples", "3", "--no-plots", "--no-store",
             "--output-dir", str(tmp_path / "out")]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -71,7 +68,7 @@ def test_a_run_without_a_terminal_prints_each_cell_as_it_finishes(tmp_path: Path
         for line in proc.stderr:
             lines.append(line.rstrip("\n"))
             if line.startswith("✓") and not (gate / "go").exists():
-                (gate / "go").write_text("")  # the first cell's line is here: let the second go
+                (gate / "go").write_text("")  # a cell's line is here: let the workers end
         stdout, _ = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
@@ -79,8 +76,9 @@ def test_a_run_without_a_terminal_prints_each_cell_as_it_finishes(tmp_path: Path
             proc.wait()
     assert proc.returncode == 0, "\n".join(lines[-30:])
     cells = [line for line in lines if line.startswith(("✓", "✗"))]
-    # Both cells measured: the second one's inputs were made after the test read the first line.
     assert len(cells) == 2 and all(c.startswith("✓ gated_sum small  NumPy CPU [") for c in cells), lines
+    # Both workers ended after the test read a line: it came as its cell finished, mid-run.
+    assert len(list(gate.glob("released-*"))) == 2
     assert all(", 1 process" in c for c in cells), cells
     assert lines[0].startswith("measuring 2 cells, 2 measurements planned"), lines
     assert "time per call" in stdout

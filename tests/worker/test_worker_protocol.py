@@ -12,8 +12,8 @@ from arraybench.executors.worker_process import WorkerExited, WorkerProcess
 from arraybench.model.replicate import Replicate
 from arraybench.model.schema import SchemaError
 from arraybench.model.cell import Cell
-from arraybench.worker.protocol import (CheckDone, Done, Job, Ready, ReplicateDone, Start, Unavailable,
-                                        encode, parse)
+from arraybench.worker.protocol import (FINISH, CheckDone, Done, Job, Prepare, Prepared, Ready, ReplicateDone,
+                                        Sampled, Start, Turn, Unavailable, encode, parse)
 from arraybench.model.timer_settings import TimerSettings
 
 CELL = Cell(workload="sort", size_label="1k", size=1000, backend="numpy", device="cpu",
@@ -105,14 +105,31 @@ def test_a_selfcheck_job_streams_the_checks_that_apply(tmp_path: Path):
     assert messages[1].check == "float64" and messages[1].status == "passed", messages[1].detail
 
 
-def test_a_measure_job_answers_each_cell(tmp_path: Path):
-    job = Job(backend="numpy", device="cpu", cells=(SORT,),
+def test_a_measure_job_answers_each_cell_once_its_turns_are_over(tmp_path: Path):
+    job = Job(backend="numpy", device="cpu", cells=(SORT,), turns=True,
               timer=TimerSettings(min_samples=3, budget_s=0.05, warmup_s=0.0))
-    messages = _messages(job, tmp_path)
-    assert [type(m) for m in messages] == [Ready, Start, ReplicateDone, Done]
-    assert messages[1].key == messages[2].key == SORT.key
-    assert messages[2].replicate.status == "ok", messages[2].replicate.reason
-    assert len(messages[2].replicate.samples_s) >= 3
+    worker = WorkerProcess(job, env=os.environ, cpus=None, log_path=tmp_path / "worker.log")
+    try:
+        received = worker.messages(120)
+        messages = [next(received)]
+        worker.send(Prepare().to_json())
+        messages += [next(received), next(received)]
+        for round_ in range(1000):  # alone: every round is this cell's turn, until it is done
+            worker.send(Turn(0, round_).to_json())
+            sampled = next(received)
+            assert isinstance(sampled, Sampled) and sampled.round == round_
+            if sampled.done:
+                break
+        worker.send(FINISH.to_json())
+        messages += list(received)
+    finally:
+        worker.close()
+    assert [type(m) for m in messages] == [Ready, Start, Prepared, ReplicateDone, Done]
+    assert messages[1].key == messages[3].key == SORT.key
+    replicate = messages[3].replicate
+    assert replicate.status == "ok", replicate.reason
+    assert len(replicate.samples_s) >= 3
+    assert len(replicate.rounds) == len(replicate.samples_s) and replicate.rounds == sorted(set(replicate.rounds))
     assert messages[-1].stopped is False
 
 
