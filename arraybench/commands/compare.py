@@ -44,7 +44,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also write compare.svg and compare.md there")
     p.add_argument("--json", action="store_true",
                    help="print the comparison as one JSON document instead of the table")
-    add_table_options(p, "the comparison (a row per cell)")
+    add_table_options(p, csv="every cell's medians, ratio and verdict as CSV",
+                      markdown="the comparison as Markdown (compare.md)")
     add_store_option(p, "that run ids, last and last~N are looked up in")
     p.add_argument("--cross-machine", action="store_true",
                    help="compare runs from different machines (refused without it: a difference "

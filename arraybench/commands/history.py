@@ -56,7 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-plots", action="store_true", help="with --output-dir: skip the SVG plots")
     p.add_argument("--json", action="store_true",
                    help="print the series, their points and the steps as one JSON document")
-    add_table_options(p, "the table (each series' latest --last runs)")
+    add_table_options(p, csv="the table as CSV (each series' latest --last runs, times in seconds)",
+                      markdown="the table as Markdown, with the steps called")
     p.set_defaults(handler=main)
 
 

@@ -146,7 +146,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     out.add_argument("--json", action="store_true",
                      help="stream one JSON record per line on stdout as each cell finishes")
     out.add_argument("--no-plots", action="store_true", help="skip the SVG plots (report.html, results.md and results.csv are still written)")
-    add_table_options(out, "the table (as results.csv or results.md)")
+    add_table_options(out, csv="the table as CSV (results.csv)",
+                      markdown="the table as Markdown, with its notes and findings (results.md)")
     # -- the results store and the run's context --
     add_store_option(out, "the finished run is appended to")
     out.add_argument("--no-store", action="store_true",

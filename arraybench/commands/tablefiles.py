@@ -21,11 +21,11 @@ from .argtypes import file_path
 OPTIONS = (("--csv", "csv_path", "CSV"), ("--markdown", "markdown_path", "Markdown"))
 
 
-def add_table_options(p: argparse.ArgumentParser | argparse._ArgumentGroup, table: str) -> None:
-    """``--csv PATH`` and ``--markdown PATH`` for a command whose table is ``table``."""
-    for option, dest, kind in OPTIONS:
+def add_table_options(p: argparse.ArgumentParser | argparse._ArgumentGroup, *, csv: str, markdown: str) -> None:
+    """``--csv PATH`` and ``--markdown PATH``, each saying what it writes (``csv``, ``markdown``)."""
+    for (option, dest, _kind), what in zip(OPTIONS, (csv, markdown)):
         p.add_argument(option, dest=dest, type=file_path, default=None, metavar="PATH",
-                       help=f"also write {table} to PATH as {kind} (as hyperfine's --export-{option[2:]})")
+                       help=f"also write to PATH {what} (as hyperfine's --export-{option[2:]})")
 
 
 def wanted(args: argparse.Namespace) -> list[tuple[str, str]]:
