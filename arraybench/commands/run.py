@@ -100,9 +100,6 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                      help="stop sampling once the median's 95%% CI is within this (default: 0.02 = 2%%)")
     how.add_argument("--threads", type=positive_int, default=None, metavar="N",
                      help="CPU threads for every library (default: all cores)")
-    how.add_argument("--side-by-side", action=argparse.BooleanOptionalAction, default=d.side_by_side,
-                     help="the libraries' workers take turns, sampling the same seconds of the machine "
-                          "(default); --no-side-by-side: one worker after another")
     how.add_argument("--allocator", choices=ALLOCATOR_CHOICES, default=d.allocator,
                      help="the C allocator's state on the CPU: memory reused between calls (the "
                           "headline), fresh pages, or both, large outputs timed in each "
@@ -174,7 +171,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         include_transfer=args.include_transfer, roofline=args.roofline,
         processes=args.processes[0], max_processes=args.processes[1],
         max_time=args.max_time, min_samples=args.min_samples, rel_ci=args.rel_ci, warmup=args.warmup,
-        threads=args.threads, allocator=args.allocator, side_by_side=args.side_by_side, cold=args.cold, allow_tf32=args.allow_tf32,
+        threads=args.threads, allocator=args.allocator, cold=args.cold, allow_tf32=args.allow_tf32,
         timeout=args.timeout,
         seed=args.seed, workload_files=[str(Path(f).resolve()) for f in args.workload_files],
         cluster=args.cluster, on=args.on, gpu_type=args.gpu_type, params=unique_assignments(args.params),

@@ -55,10 +55,6 @@ class RunOptions:
     #: headline with memory reused, large outputs again with fresh pages), or one of them alone,
     #: which is then the headline and costs no second worker.
     allocator: str = "both"
-    #: The configurations of a replicate index take turns, their workers alive together
-    #: (``executors/turns``), so that a verdict's two sides sample the same seconds of the
-    #: machine; False: one worker after another, each on its own.
-    side_by_side: bool = True
     cold: bool = False
     allow_tf32: bool = False
     timeout: float = 300.0
@@ -106,6 +102,8 @@ class RunOptions:
         """Options read back from a journal or results file, each checked against its type."""
         if isinstance(data, dict):
             data = legacy_names(data)
+            # Saved when a run could measure one worker after another; every run takes turns now.
+            data.pop("side_by_side", None)
             if "max_processes" not in data:
                 data = {**data, "max_processes": None}  # written before adaptive replication: fixed
         return schema.from_json(cls, data, where="options")

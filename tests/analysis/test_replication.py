@@ -90,6 +90,9 @@ def test_options_give_the_policy_and_each_process_its_share():
     assert RunOptions.from_dict(renamed).processes == 5 and not RunOptions.from_dict(renamed).adaptive
     legacy = {**renamed, "max_replicates": 8}
     assert RunOptions.from_dict(legacy).processes_text == "5:8"
+    # One saved while a run could measure one worker after another reads back: every run takes turns.
+    assert RunOptions.from_dict({**old, "side_by_side": False}) == RunOptions.from_dict(old)
+    assert "side_by_side" not in RunOptions().to_dict()
 
 
 def test_the_api_treats_processes_alone_as_a_fixed_count():
