@@ -75,12 +75,14 @@ from arraybench.analysis.replication import timer_settings
 from arraybench.model.options import RunOptions
 from arraybench.model.cell import Cell
 from arraybench.worker.prepare import ReferenceCache, finish, prepare
-from arraybench.worker.sampling import interleave
+from arraybench.worker.sampling import gc_paused
 settings = dataclasses.replace(timer_settings(RunOptions()), restore={restore!r})
 backend = backends.load("numpy")("cpu")
 prepared = prepare(backend, wl, Cell("gemm_inplace", str({n}), {n}, "numpy", "cpu", "float64", "latency",
                                     params=params), settings, ReferenceCache(), seed={seed})
-interleave([prepared.run])
+with gc_paused():
+    while not prepared.run.done:
+        prepared.run.take_turn()
 rep = finish(backend, prepared)
 assert rep.status == "ok", rep.reason
 samples = sorted(rep.samples_s)

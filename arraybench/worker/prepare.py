@@ -2,8 +2,8 @@
 
 ``prepare`` puts a cell's inputs on the device, makes the first call, warms up, calibrates and checks
 the first result against the float64 reference; ``finish`` turns the samples into the cell's
-``Replicate``, what this process measured. In between, the worker samples every prepared cell of a
-batch round-robin (``sampling.interleave``). Exceptions from the library or from a user's workload
+``Replicate``, what this process measured. In between, the worker samples its cells a turn at a
+time, as the parent hands turns (``Sampling.take_turn``). Exceptions from the library or from a user's workload
 become a ``failed`` replicate carrying the exception's own line, never a dead worker.
 """
 
