@@ -88,7 +88,7 @@ def main(args: argparse.Namespace) -> int:
             print(f"arraybench: {line}", file=sys.stderr)
         return 1 if failures else 0
     console = stdout_console()
-    for line in (run_line("base", base), run_line("new", new)):
+    for line in (run_line("base", base, console.width), run_line("new", new, console.width)):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     print_comparison(comparison, console, across)
     if out is not None:

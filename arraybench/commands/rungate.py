@@ -81,7 +81,7 @@ def run_gate(args: argparse.Namespace, results: Results, reference: str) -> int:
     if not quiet:
         console = safe_console()
         console.print(line, markup=False, highlight=False)
-        for named in (run_line("base", base), run_line("new", results)):
+        for named in (run_line("base", base, console.width), run_line("new", results, console.width)):
             console.print(named, markup=False, highlight=False, soft_wrap=True)
         print_comparison(comparison, console, [])
     return gate(comparison, args.fail_above) if args.fail_above is not None else 0

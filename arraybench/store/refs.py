@@ -106,16 +106,22 @@ def run_fields(results: "Results") -> dict[str, str | None]:
             "folder": _text(env.get("project")), "commit": _text(commit)}
 
 
-def run_line(role: str, results: "Results") -> str:
+def run_line(role: str, results: "Results", width: int | None = None) -> str:
     """``base: run 1a2b…, 2026-12-06 07:29:41 UTC, /src/proj, commit abc123`` (``role``: its part in
-    the comparison)."""
+    the comparison); with ``width``, wrapped between words under its first word."""
     fields = run_fields(results)
     date = fields["date"]
     if date and len(date) >= 16 and date[10] == "T":  # ISO 8601 in UTC, as runs record it
         date = f"{date[:10]} {date[11:19]}" + (" UTC" if date.endswith(("+00:00", "Z")) else "")
-    return (f"{role + ':':<5} run {fields['id']}, {date or 'date not recorded'}, "
+    line = (f"{role + ':':<5} run {fields['id']}, {date or 'date not recorded'}, "
             f"{fields['folder'] or 'folder not recorded'}, "
             + (f"commit {fields['commit']}" if fields["commit"] else "no commit recorded"))
+    if width is None:
+        return line
+    import textwrap
+
+    return textwrap.fill(line, width=max(width, 40), subsequent_indent=" " * 6, break_long_words=False,
+                         break_on_hyphens=False)
 
 
 def _text(value: object) -> str | None:
