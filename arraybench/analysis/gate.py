@@ -13,10 +13,14 @@ if TYPE_CHECKING:
     from .memory import MemoryChange
 
 
-#: A stored baseline was measured at another moment of the machine. A slowdown is the code's only
-#: where neither side's cell was measured while other processes kept this share of the cores busy
-#: (under a bursty tenant README's gate failed unchanged code as 1.52x slower)...
+#: A stored baseline was measured at another moment of the machine. Where either side's cell was
+#: measured while other processes kept this share of the cores busy, a slowdown is the code's only
+#: beyond what that load can make of a time (under a bursty tenant README's gate failed unchanged
+#: code as 1.52x slower)...
 BUSY_SHARE = 0.25
+#: ...taken as this factor, or the load average over the cores where that is higher: a planted 20x
+#: regression still fails on a busy machine, a 1.5x drift does not.
+LOAD_FACTOR = 2.0
 #: ...and, where this many cells or more were compared, only beyond how far they all moved (the
 #: geometric mean of their ratios: the machine's drift between the two moments, or a change to all).
 DRIFT_CELLS = 3
@@ -31,6 +35,8 @@ class Undecided:
     change: "CellChange"
     others_cores: float | None = None
     cpus: int = 1
+    #: How many times slower the load could make a time (``LOAD_FACTOR`` or the load over the cores).
+    load_factor: float = 1.0
     drift: float | None = None
     cells: int = 0
 
@@ -69,13 +75,15 @@ class GateVerdict:
             or self.unjudged or self.grown)
 
 
-def _busy(r: "Record") -> tuple[float, int] | None:
-    """(cores other processes used, the machine's cores) where ``r`` was measured busy."""
+def _busy(r: "Record") -> tuple[float, int, float] | None:
+    """(cores other processes used, the machine's cores, how many times slower that load could make
+    a time) where ``r`` was measured busy."""
     u = r.usage
     if u is None or u.others_cores is None:
         return None
     cpus = u.machine_cpus or 1
-    return (u.others_cores, cpus) if u.others_cores >= BUSY_SHARE * cpus else None
+    factor = max(LOAD_FACTOR, (u.load_average or 0.0) / cpus)
+    return (u.others_cores, cpus, factor) if u.others_cores >= BUSY_SHARE * cpus else None
 
 
 def _moved(comparison: "Comparison", limit: float) -> tuple[list["CellChange"], list[Undecided]]:
@@ -86,8 +94,8 @@ def _moved(comparison: "Comparison", limit: float) -> tuple[list["CellChange"], 
     slower, undecided = [], []
     for c in comparison.slowdowns_above(limit):
         busy = _busy(c.base) or _busy(c.new)
-        if busy is not None:
-            undecided.append(Undecided(c, others_cores=busy[0], cpus=busy[1]))
+        if busy is not None and c.ratio is not None and c.ratio <= (1 + limit) * busy[2]:
+            undecided.append(Undecided(c, others_cores=busy[0], cpus=busy[1], load_factor=busy[2]))
         elif drift is not None and c.ratio is not None and c.ratio / drift <= 1 + limit:
             undecided.append(Undecided(c, drift=drift, cells=n))
         else:

@@ -80,7 +80,8 @@ def gate_notes(comparison: "Comparison", limit: float, *, against_option: str = 
     for u in verdict.undecided:
         c = u.change
         why = (f"other processes used {u.others_cores:.1f} of {u.cpus} cores while one of the two runs "
-               "measured it" if u.others_cores is not None else
+               f"measured it, which can make a time up to {format_ratio(u.load_factor)} slower"
+               if u.others_cores is not None else
                f"the {u.cells} cells compared moved by {format_ratio(u.drift or 1.0)} together: the machine "
                "between the two runs, or a change to all of them")
         lines.append(f"cannot decide whether {c.new.workload} {c.new.size_label} {c.new.config_label} is "

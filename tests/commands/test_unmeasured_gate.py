@@ -135,8 +135,11 @@ def test_a_slowdown_measured_while_others_loaded_the_machine_is_undecided_not_fa
     said = run_here("compare", base, loaded, "--fail-above", "10%", cwd=tmp_path)
     assert said.returncode == 0, said.stderr
     assert ("cannot decide whether matmul small NumPy CPU is slower (1.500): other processes used 1.2 of 2 "
-            "cores while one of the two runs measured it") in said.stderr
+            "cores while one of the two runs measured it, which can make a time up to 2.0× slower") in said.stderr
     assert "(--against REF) to decide it" in said.stderr
+    # A slowdown beyond what the load can make fails, busy or not (a planted 20x regression).
+    worse = _saved(_busy(timed_run(2, numpy_s=3e-3, torch_s=6e-3), cores=1.2), tmp_path / "worse")
+    assert run_here("compare", base, worse, "--fail-above", "10%", cwd=tmp_path).returncode == 1
     quiet = _saved(_busy(timed_run(2, numpy_s=1.5e-3, torch_s=3e-3), cores=0.1), tmp_path / "quiet")
     failed = run_here("compare", base, quiet, "--fail-above", "10%", cwd=tmp_path)
     assert failed.returncode == 1 and "significant slowdowns above 10%" in failed.stderr
