@@ -32,7 +32,7 @@ FOREIGN = {
     "git": {"--short"},
     "pytest-benchmark": {"--benchmark-autosave", "--benchmark-compare", "--benchmark-compare-fail",
                          "--benchmark-disable", "--benchmark-json", "--benchmark-max-time",
-                         "--benchmark-skip", "--benchmark-storage"},
+                         "--benchmark-only", "--benchmark-skip", "--benchmark-storage"},
     # cli.md shows the did-you-mean a mistyped option gets.
     "a typo on purpose": {"--proceses"},
 }
