@@ -224,6 +224,21 @@ def test_no_quiet_turn_keeps_every_round_and_judges_nothing_from_them():
     assert kept.loaded and kept.reachable(100, 0.02)
 
 
+def test_loaded_rounds_with_no_quiet_turn_still_decide_a_pair_beyond_what_load_makes():
+    """Every turn under the suite's other worker: a planted 4x slowdown still reads slower, where
+    the loaded rounds' whole interval lies beyond twice; a 1.5x one stays undecided."""
+    def pair_of(factor: float) -> pairs.Ratio:
+        busy = list(range(10))
+        a = [Replicate(status="ok", samples_s=[factor * 1e-3 * (1 + 0.01 * ((r + p) % 3)) for r in busy], number=1,
+                       rounds=busy, busy_rounds=busy) for p in range(3)]
+        b = [Replicate(status="ok", samples_s=[1e-3 * (1 + 0.01 * ((r * 2 + p) % 3)) for r in busy], number=1,
+                       rounds=busy, busy_rounds=busy) for p in range(3)]
+        return pairs.paired_ratio(a, b)
+
+    assert pair_of(4.0).verdict == "slower" and pair_of(4.0).loaded
+    assert pair_of(1.5).verdict == "undecided" and "not judged" in pair_of(1.5).method
+
+
 def test_a_cell_whose_loaded_turns_bought_nothing_gets_another_process_for_its_open_pair():
     # Three 150 ms calls a process, two of them under a tenant's burst: the budget (2 s for an
     # open pair) paid for 1.35 s of sampling, of which only the quiet 0.45 s can be compared.
