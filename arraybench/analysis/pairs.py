@@ -224,10 +224,11 @@ def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None
                 if quiet is not None:
                     _, qlo, qhi, _ = _interval(quiet[0])
                     heard = verdict(math.exp(qlo), math.exp(qhi))
-                # Beyond what load makes of a ratio, loaded rounds still tell the direction (a
-                # 4.00x [3.89, 4.11] slowdown went undecided where the suite loaded every turn).
+                # Beyond what load makes of a ratio, loaded rounds still tell the direction where
+                # the quiet turns say nothing against it (a 4.00x [3.89, 4.11] slowdown went
+                # undecided where the suite loaded nearly every turn).
                 beyond = lo > math.log(LOADED_BEYOND) or hi < -math.log(LOADED_BEYOND)
-                if said != "undecided" and heard != said and not (heard is None and beyond):
+                if said != "undecided" and heard != said and not (heard in (None, "undecided") and beyond):
                     judged = False
                     note += (f"; not judged: the loaded rounds read {said}, the quiet turns of "
                              f"{len(quiet[0])} processes {heard}" if quiet is not None else

@@ -127,9 +127,10 @@ def test_sampling_stops_at_the_budget_when_the_ci_target_is_out_of_reach():
 def test_sampling_stops_early_once_the_ci_target_is_met():
     m = Timer(busy, (0.001,)).measure(TimerSettings(min_samples=5, budget_s=30, rel_ci=0.5))
     assert m.stop_reason == "converged"
-    # Five samples on a quiet core; a few more where another process preempted one of them (the
-    # interval of five is their whole range), never the 30 s budget.
-    assert 5 <= len(m.samples_s) <= 50 and m.elapsed_s < 5
+    # Five samples on a quiet core; more where other processes preempted some of them (the
+    # interval of five is their whole range; under the suite's other worker, a hundred), never
+    # the 30 s budget.
+    assert 5 <= len(m.samples_s) and m.elapsed_s < 5
 
 
 def _async_sleep(pool: ThreadPoolExecutor, seconds: float) -> Future:
