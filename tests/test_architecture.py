@@ -398,3 +398,58 @@ def test_no_comment_or_page_points_at_an_issue_number():
     found = [f"{p.relative_to(PACKAGE.parent)}: {m.group(0)}" for p in pages if p.exists()
              for m in pattern.finditer(p.read_text(encoding="utf-8"))]
     assert not found, found
+
+
+def _defined(path: Path) -> set[str] | None:
+    """The names a module binds at top level (None where it builds them dynamically)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any(a.name == "*" for a in node.names):
+                return None
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
+            return None
+    if "__getattr__" in names:
+        return None
+    return names
+
+
+def missing_names(modules: dict[str, Path]) -> list[str]:
+    """``from arraybench.x import name`` where x neither binds ``name`` nor has it as a submodule."""
+    found = []
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target not in modules:
+                continue
+            defined = _defined(modules[target])
+            for a in node.names:
+                if defined is not None and a.name not in defined and f"{target}.{a.name}" not in modules:
+                    found.append(f"{name} imports {a.name} from {target}")
+    return found
+
+
+def test_every_name_imported_from_the_package_is_defined_where_it_is_imported_from():
+    # Read from the source, so modules whose library is not installed here (Ray, CuPy) are checked too.
+    assert missing_names(_modules()) == []
+
+
+def test_the_missing_name_finder_finds_one(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text("X = 1\n")
+    (tmp_path / "pkg" / "b.py").write_text("from .a import X, Y\n")
+    modules = {"pkg.a": tmp_path / "pkg" / "a.py", "pkg.b": tmp_path / "pkg" / "b.py"}
+    assert missing_names(modules) == ["pkg.b imports Y from pkg.a"]
