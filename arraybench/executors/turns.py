@@ -23,6 +23,7 @@ cannot go on is not started again and again.
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from dataclasses import dataclass, field
@@ -38,8 +39,25 @@ from .worker_process import StopRequested, WorkerExited, WorkerProcess, WorkerTi
 
 __all__ = ["end_together", "take_turns"]
 
-#: How long a worker asked to stop may take to send the cells it has finished.
+#: How long a worker asked to stop may take to send the cells it has finished, on a machine with
+#: a core for each runnable process; ``stop_grace_s`` stretches it where processes queue for cores.
 STOP_GRACE_S = 5.0
+#: The longest a stopping worker is waited for, however loaded the machine (a second Ctrl-C ends
+#: the wait at once).
+STOP_GRACE_MOST_S = 60.0
+
+
+def stop_grace_s() -> float:
+    """The grace a stopping worker gets now: ``STOP_GRACE_S`` times the run queue over the cores.
+
+    Finishing a batch (the checks, the footprint) takes a fraction of a second alone; with sixteen
+    processes queued on two cores the worker gets an eighth of a core, and a fixed five seconds
+    killed it with finished cells unsent, so they were measured again on resume."""
+    try:
+        queued = os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:
+        queued = 1.0
+    return min(STOP_GRACE_MOST_S, STOP_GRACE_S * max(1.0, queued))
 
 
 @dataclass
@@ -362,9 +380,10 @@ def _wind_down(session: RunHandle, side: _Side) -> None:
     """Ask a worker to stop, keep the cells it finished, then make sure it is gone."""
     if side.alive and side.listener.ready:
         side.worker.request_stop()
-        deadline = time.monotonic() + STOP_GRACE_S
+        grace = stop_grace_s()
+        deadline = time.monotonic() + grace
         try:
-            for msg in side.worker.messages(STOP_GRACE_S, deadline=deadline, stop=session.stop_now):
+            for msg in side.worker.messages(grace, deadline=deadline, stop=session.stop_now):
                 side.listener.handle(msg)
         except (StopRequested, WorkerTimeout, WorkerExited):
             pass

@@ -135,7 +135,7 @@ def test_the_worker_hands_over_finished_cells_when_asked_to_stop(workload_file: 
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 143, stderr
     partial = {r.workload: r for r in load_results(out / "results.json").records}
-    assert partial["ok_a"].status == "ok" and partial["ok_a"].n_samples >= 10
+    assert partial["ok_a"].status == "ok" and partial["ok_a"].n_samples >= 10, (partial["ok_a"].reason, stderr)
     assert partial["bimodal"].n_samples == 0  # partly sampled: dropped, to be measured in full
     assert "continue with --resume" in partial["bimodal"].reason
     kept = samples_by_pair(out)

@@ -169,3 +169,15 @@ def test_a_cell_whose_batch_grew_after_its_own_sampling_ended_samples_again(tmp_
     late = next(r for r in results.records if r.environment == "late")
     if late.replicates[0].number > 1:  # it regrew: its samples are of the fast calls alone
         assert max(late.replicates[0].samples_s) < 1e-3
+
+
+def test_a_stopping_worker_gets_longer_to_send_its_cells_where_processes_queue_for_cores(monkeypatch):
+    from arraybench.executors import turns
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 1.0, 1.0))
+    assert turns.stop_grace_s() == turns.STOP_GRACE_S  # a core each: the plain grace
+    monkeypatch.setattr(os, "getloadavg", lambda: (16.0, 1.0, 1.0))
+    assert turns.stop_grace_s() == 8 * turns.STOP_GRACE_S  # eight processes a core
+    monkeypatch.setattr(os, "getloadavg", lambda: (400.0, 1.0, 1.0))
+    assert turns.stop_grace_s() == turns.STOP_GRACE_MOST_S
