@@ -7,13 +7,14 @@ an unfinished run, ``outdir``) ask the same object, under the run's replication 
 from __future__ import annotations
 
 from .pairs import paired_ratio
-from .replication import ANSWERED_LEVEL, UNPAIRED, Decision, decide, policy_for
+from .policy import UNPAIRED, Decision, decide, policy_for
 from ..host.environments import TWIN, twin_of
 from ..model.cell import Config, case_key
 from ..model.journal import JournalState
 from ..model.replicate import Replicate
 from ..model.options import RunOptions
 from ..model.cell import Cell
+from ..numeric.stopping import ANSWERED_LEVEL
 
 
 class RunState:
@@ -47,7 +48,7 @@ class RunState:
 
     def decision(self, cell: Cell) -> Decision:
         """How many replicates the cell wants now, and why it stopped, if it did
-        (``analysis.replication``: adaptive cells count what they want now, not what they may)."""
+        (``analysis.policy``: adaptive cells count what they want now, not what they may)."""
         key = case_key(cell)
         case = self._cases.get(key, [cell])
         seen = tuple(len(self.replicates.get(c.key, {})) for c in case)

@@ -1,27 +1,36 @@
-"""How many worker processes a cell gets: a fixed count, or more until its interval is tight enough.
+"""When measuring stops, beyond a cell's own sampling: who takes a round's turn, and how many
+worker processes a cell gets. Every threshold these rules read is in ``numeric/stopping``, with
+why it has its value; a cell's own sampling rule runs in its worker (``worker/sampling``).
 
-With ``--processes N`` every cell gets N processes. By default (``--processes auto``, or
-``MIN:MAX``; auto is 3:6) a cell gets MIN, then one more per round while the interval between its processes
-(``intervals.replicate_interval``) is wider than ``--rel-ci``, fewer than MAX processes have
-measured it, and the next process still fits the cell's budget (``--max-time``): the sampling of
-the first MIN processes, plus the whole cost of each added one (its first call, a compilation,
+Turns: a case's cells take one sample a round while their own stopping rules go on. A cell whose
+rule says it is done may pair on for a while beside cells of its case that still sample, so that
+their pairs have rounds in common (``pairs_on``, ``takes_turn``, ``short_of_quiet``).
+
+Processes: with ``--processes N`` every cell gets N. By default (``--processes auto``, or
+``MIN:MAX``; auto is 3:6) a cell gets MIN, then one more per round while the interval between its
+processes (``intervals.replicate_interval``) is wider than ``--rel-ci``, fewer than MAX processes
+have measured it, and the next process still fits the cell's budget (``--max-time``): the sampling
+of the first MIN processes, plus the whole cost of each added one (its first call, a compilation,
 warm-up and calibration included, which for a jitted gradient dwarfs the sampling), must stay
 within it. So a cell costs about what it cost with a fixed MIN processes sharing the budget, and
 a cell whose processes are expensive to start stops at MIN. Each process samples briefly (the
 budget over MAX): between-process variation, not the samples within one process, is what limits
 a cell's interval, so more short processes buy more precision than a few long ones.
 
-The decision is a pure function of the replicates measured so far, so a resumed run decides as
-the interrupted one would have.
+Each decision is a pure function of what was measured so far, so a resumed run decides as the
+interrupted one would have.
 """
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
 from ..model.replicate import Replicate
 from ..model.timer_settings import TimerSettings
+from ..numeric.stopping import (BETWEEN_BURSTS, LEAST_SAMPLES_PER_PROCESS, OPEN_BUDGET, PAIR_ON_TURNS,
+                                PAIR_ON_WITHIN, QUIET_ROUNDS, QUIET_STRETCH, RESTED_SHARE, STRETCH_S)
 from .intervals import replicate_interval
 
 
@@ -71,20 +80,6 @@ EXPLAINED = {
     UNPAIRED: "the other sides of the comparisons it is part of that are still open got no more "
               "processes, so another of its own would be compared with nothing",
 }
-
-#: A pair counts as answered when it is faster or slower, or level within this share either way.
-ANSWERED_LEVEL = 0.02
-#: The budget of a cell with an open pair, in times ``--max-time``, where other processes loaded
-#: some of its turns and left others quiet (``decide``). Its quiet turns are few, a process's
-#: verdict rests on a turn or two a side, and three processes give a t interval 4.3 standard
-#: errors wide: under a tenant's bursts, 150 ms matmuls 0.87-0.90x apart stopped at 3-4
-#: processes on three times the budget, undecided in most runs.
-BETWEEN_BURSTS = 5
-#: The share of turns that must have been quiet for the machine to count as resting between
-#: bursts: a cell's budget then pays only for its quiet turns, and a case short of quiet rounds
-#: takes more (``executors/turns``).
-RESTED_SHARE = 0.1
-
 
 def explained(stop: str) -> str:
     """Why a cell got no more processes, its options named as the caller writes them (the command
@@ -173,17 +168,16 @@ def decide(replicates: Sequence[Replicate], policy: Policy, open_pairs: bool | N
         return Decision(n, CONVERGED)
     if n >= policy.most:
         return Decision(n, MOST)
-    # A verdict still open may spend twice the budget: processes are what decide it, and a busy
-    # machine makes each cost more; a cell with no pair to decide stops at the budget. Where other
-    # processes loaded some of its turns and left others quiet, the budget (``BETWEEN_BURSTS``
-    # times) pays for the quiet ones: the pairs leave the loaded turns out, so those bought
-    # nothing, and another process will find quiet turns between the bursts as these did. A
-    # machine loaded throughout pays for every turn, or each open cell would take the most
-    # processes for nothing.
+    # A verdict still open may spend ``OPEN_BUDGET`` times the budget; a cell with no pair to
+    # decide stops at the budget. Where other processes loaded some of its turns and left others
+    # quiet, the budget (``BETWEEN_BURSTS`` times) pays for the quiet ones: the pairs leave the
+    # loaded turns out, so those bought nothing, and another process will find quiet turns between
+    # the bursts as these did. A machine loaded throughout pays for every turn, or each open cell
+    # would take the most processes for nothing.
     between_bursts = bool(open_pairs) and rested(timed) and any(r.busy_rounds for r in timed)
     loaded = [busy_s(r) if between_bursts else 0.0 for r in timed]
     next_cost = sum(cost_s(r) - s for r, s in zip(timed, loaded)) / len(timed)
-    budget = policy.budget_s * (BETWEEN_BURSTS if between_bursts else 2 if open_pairs else 1)
+    budget = policy.budget_s * (BETWEEN_BURSTS if between_bursts else OPEN_BUDGET if open_pairs else 1)
     if spent_s(timed, policy.least) - sum(loaded) + next_cost > budget:
         return Decision(n, BUDGET)
     return Decision(n + 1)
@@ -205,7 +199,7 @@ def per_process(options: Asked) -> tuple[float, int]:
     """
     count = options.max_processes if options.adaptive else options.processes
     count = count or options.processes
-    return options.max_time / count, max(3, -(-options.min_samples // count))
+    return options.max_time / count, max(LEAST_SAMPLES_PER_PROCESS, -(-options.min_samples // count))
 
 
 def timer_settings(options: Asked) -> TimerSettings:
@@ -220,3 +214,43 @@ def timer_settings(options: Asked) -> TimerSettings:
         warmup_s=options.warmup,
         cold=options.cold,
     )
+
+
+def short_of_quiet(quiet: int, spent_s: float, rested: int, rounds: int) -> bool:
+    """Whether a case whose rounds took ``spent_s`` and found ``quiet`` of them free of other
+    processes' load takes turns for longer, where ``rested`` of the ``rounds`` of every case so far
+    were quiet. A case none of whose rounds the machine left alone would stay short of them: only
+    one that found a quiet round is likely to find more in a few more rounds."""
+    return 0 < quiet < QUIET_ROUNDS and spent_s < STRETCH_S and rested >= RESTED_SHARE * max(rounds, 1)
+
+
+def pairs_on(mine: Sequence[float], sampling: Sequence[Sequence[float]], short_of_quiet: bool = False) -> bool:
+    """Whether a cell done by its own rule, its samples so far ``mine`` (seconds per call), takes
+    the next round's turn beside ``sampling``, the samples so far of its case's cells that still
+    sample by their own rule.
+
+    It pairs on with one whose calls take within ``PAIR_ON_WITHIN`` of its own time (no samples
+    yet: near): a 110 ms NumPy gradient's pairs with 2 ms ones are decided by the rounds they
+    have, however long the 2 ms ones' own intervals stay open. Where its case is
+    ``short_of_quiet``, it pairs on with every cell of its case, done or not.
+    """
+    def near(other: Sequence[float]) -> bool:
+        if not mine or not other:
+            return True
+        x, y = statistics.median(mine), statistics.median(other)
+        return max(x, y) < PAIR_ON_WITHIN * min(x, y)
+
+    return short_of_quiet or any(near(other) for other in sampling)
+
+
+def takes_turn(extra: bool, taken: int, done_at: int | None, short_of_quiet: bool = False) -> bool:
+    """Whether a cell that took ``taken`` turns, its own sampling done after ``done_at`` of them
+    (None: not done), takes the next round's turn.
+
+    A cell done by its own rule pairs on with its case's others for ``PAIR_ON_TURNS`` times the
+    turns it took, at most; where its case is ``short_of_quiet``, ``QUIET_STRETCH`` times. A cell
+    in the other allocator state (``extra``) is paired with nothing: it stops when it is done.
+    """
+    if done_at is None:
+        return True
+    return not extra and taken < (QUIET_STRETCH if short_of_quiet else PAIR_ON_TURNS) * done_at
