@@ -7,7 +7,7 @@ its inputs ``inputs``; its float64 reference ``reference``; binding it to a libr
 
 from __future__ import annotations
 
-from . import ceilings, elementwise, fft, gradient, interop, matmul, reductions, sort  # noqa: F401  (registers the built-ins)
+from . import builtin  # noqa: F401  (registers the built-ins)
 from .definition import Work, Workload
 from .registry import workload
 from .registry import BUILTIN, GROUPS, REGISTRY, expand
