@@ -15,7 +15,8 @@ warm-up and calibration included, which for a jitted gradient dwarfs the samplin
 within it. So a cell costs about what it cost with a fixed MIN processes sharing the budget, and
 a cell whose processes are expensive to start stops at MIN. Each process samples briefly (the
 budget over MAX): between-process variation, not the samples within one process, is what limits
-a cell's interval, so more short processes buy more precision than a few long ones.
+a cell's interval, so more short processes buy more precision than a few long ones. The cells of
+one case decide together (``decide_case``): a process for a pair is wanted on both of its sides.
 
 Each decision is a pure function of what was measured so far, so a resumed run decides as the
 interrupted one would have.
@@ -25,13 +26,17 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Container, Mapping, Protocol, Sequence
 
+from ..host.environments import TWIN
+from ..model.cell import Cell, Config
 from ..model.replicate import Replicate
 from ..model.timer_settings import TimerSettings
-from ..numeric.stopping import (BETWEEN_BURSTS, LEAST_SAMPLES_PER_PROCESS, OPEN_BUDGET, PAIR_ON_TURNS,
-                                PAIR_ON_WITHIN, QUIET_ROUNDS, QUIET_STRETCH, RESTED_SHARE, STRETCH_S)
+from ..numeric.stopping import (ANSWERED_LEVEL, BETWEEN_BURSTS, LEAST_SAMPLES_PER_PROCESS, OPEN_BUDGET,
+                                PAIR_ON_TURNS, PAIR_ON_WITHIN, QUIET_ROUNDS, QUIET_STRETCH, RESTED_SHARE,
+                                STRETCH_S)
 from .intervals import replicate_interval
+from .pairs import paired_ratio
 
 
 class Asked(Protocol):
@@ -181,6 +186,65 @@ def decide(replicates: Sequence[Replicate], policy: Policy, open_pairs: bool | N
     if spent_s(timed, policy.least) - sum(loaded) + next_cost > budget:
         return Decision(n, BUDGET)
     return Decision(n + 1)
+
+
+def decide_case(case: list[Cell], replicates: Mapping[str, Mapping[int, Replicate]], policy: Policy,
+                unavailable: Container[Config], original: str) -> dict[str, Decision]:
+    """Each decision of the cells of one case, taken together, given the ``replicates`` measured
+    so far (by cell key, then index), the configurations ``unavailable`` here, and the environment
+    the self-check's twin copies (``original``): a cell that wants another process for its open
+    pairs gets none where none of those pairs' other sides gets one too (``UNPAIRED``), as that
+    process would take turns with nobody it is to be compared with. Stops only spread, so this
+    ends."""
+    have = {c.key: replicates.get(c.key, {}) for c in case}
+    partners: dict[str, list[Cell]] = {}
+    decisions: dict[str, Decision] = {}
+    # The self-check's twin takes part in no verdict: it gets what its original gets, so that
+    # the pair of the two is measured as every other pair is.
+    twins = [c for c in case if c.environment == TWIN]
+    judged = [c for c in case if c.environment != TWIN]
+    for c in judged:
+        open_pairs, reachable, partners[c.key] = _open_pairs(c, judged, have, unavailable, policy.most)
+        decisions[c.key] = decide([r for _, r in sorted(have[c.key].items())], policy, open_pairs, reachable)
+    changed = True
+    while changed:
+        changed = False
+        for c in judged:
+            n, wanted = len(have[c.key]), decisions[c.key]
+            if wanted.stop or wanted.wanted <= n or n < policy.least or not partners[c.key]:
+                continue
+            # A side that has not stopped (it wants more, or is still to measure the index this
+            # one has) may still pair; so may one that has the next index.
+            if not any(not decisions[p.key].stop or n in have[p.key] for p in partners[c.key]):
+                decisions[c.key] = Decision(n, UNPAIRED)
+                changed = True
+    for t in twins:
+        same = next((c for c in judged if c.config == (t.backend, t.device, original)
+                     and c.mode == t.mode), None)
+        decisions[t.key] = decisions[same.key] if same is not None else \
+            decide([r for _, r in sorted(have[t.key].items())], policy, None, False)
+    return decisions
+
+
+def _open_pairs(cell: Cell, case: list[Cell], have: Mapping[str, Mapping[int, Replicate]],
+                unavailable: Container[Config], most: int) -> tuple[bool | None, bool, list[Cell]]:
+    """(Whether a pair ``cell`` is part of still lacks its answer, None where it has no pair;
+    whether ``most`` processes could answer one of those, ``Ratio.reachable``; the other sides of
+    those that could)."""
+    mine = have.get(cell.key, {})
+    answered: list[bool] = []
+    reachable: list[Cell] = []
+    for other in case:
+        if other is cell or other.config in unavailable:
+            continue
+        theirs = have.get(other.key, {})
+        common = sorted(set(mine) & set(theirs))
+        found = paired_ratio([mine[i] for i in common], [theirs[i] for i in common])
+        if found is not None:
+            answered.append(found.verdict in ("faster", "slower") or found.within(ANSWERED_LEVEL))
+            if not answered[-1] and found.reachable(most, ANSWERED_LEVEL):
+                reachable.append(other)
+    return (None if not answered else not all(answered)), bool(reachable), reachable
 
 
 def policy_for(options: Asked) -> Policy:
