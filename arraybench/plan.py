@@ -141,7 +141,7 @@ def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
     if not cells:
         raise UsageError("the selection gives nothing to run (check --backends against --devices)")
     if options.roofline:
-        from .workloads.ceilings import CEILING_WORKLOADS
+        from .workloads.registry import CEILING_WORKLOADS
 
         for backend, device, env in dict.fromkeys(c.config for c in cells):
             for wname in CEILING_WORKLOADS:
@@ -205,7 +205,7 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
     if options.workloads:
         from .workloads.registry import GROUPS, expand
 
-        from .workloads.ceilings import CEILING_WORKLOADS
+        from .workloads.registry import CEILING_WORKLOADS
 
         known = list(known_workloads)
         names = known + [g for g in GROUPS if g not in known]

@@ -71,7 +71,7 @@ print(json.dumps(statistics.median(t.repeat(repeat=repeat, number=1))))
 WORKER_CHILD = _INPUTS + """
 import json, dataclasses
 from arraybench import backends
-from arraybench.analysis.replication import timer_settings
+from arraybench.analysis.policy import timer_settings
 from arraybench.model.options import RunOptions
 from arraybench.model.cell import Cell
 from arraybench.worker.prepare import ReferenceCache, finish, prepare

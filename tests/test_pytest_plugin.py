@@ -320,7 +320,7 @@ def test_disable_checks_each_cell_once_and_json_writes_the_sessions_run(pytester
 
 
 def test_the_plugins_notes_name_its_own_options():
-    from arraybench.analysis.replication import FIXED, explained
+    from arraybench.analysis.policy import FIXED, explained
     from arraybench.errors import command_line, pytest_session, spell
 
     with pytest_session():

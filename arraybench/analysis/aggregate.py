@@ -25,7 +25,7 @@ from ..units import format_interval, format_seconds
 from ..model.usage import combine
 from . import modes
 from .intervals import replicate_interval
-from .replication import EXPLAINED, explained
+from .policy import EXPLAINED, explained
 
 #: Two allocator states whose medians differ by this factor are both shown.
 ALLOCATOR_DIFFERENCE = 1.05

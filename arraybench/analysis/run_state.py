@@ -6,9 +6,8 @@ an unfinished run, ``outdir``) ask the same object, under the run's replication 
 
 from __future__ import annotations
 
-from .pairs import paired_ratio
-from .replication import ANSWERED_LEVEL, UNPAIRED, Decision, decide, policy_for
-from ..host.environments import TWIN, twin_of
+from .policy import Decision, decide_case, policy_for
+from ..host.environments import twin_of
 from ..model.cell import Config, case_key
 from ..model.journal import JournalState
 from ..model.replicate import Replicate
@@ -47,70 +46,16 @@ class RunState:
 
     def decision(self, cell: Cell) -> Decision:
         """How many replicates the cell wants now, and why it stopped, if it did
-        (``analysis.replication``: adaptive cells count what they want now, not what they may)."""
+        (``analysis.policy``: adaptive cells count what they want now, not what they may)."""
         key = case_key(cell)
         case = self._cases.get(key, [cell])
         seen = tuple(len(self.replicates.get(c.key, {})) for c in case)
         cached = self._decisions.get(key)
         if cached is None or cached[0] != seen or cell.key not in cached[1]:
-            cached = (seen, self._decide_case(case if cell in case else [cell]))
+            cached = (seen, decide_case(case if cell in case else [cell], self.replicates, self._policy,
+                                        self.unavailable, twin_of(self.options)))
             self._decisions[key] = cached
         return cached[1][cell.key]
-
-    def _decide_case(self, case: list[Cell]) -> dict[str, Decision]:
-        """Each cell's decision, the cells of one case together: a cell that wants another
-        process for its open pairs gets none where none of those pairs' other sides gets one
-        too (``UNPAIRED``), as that process would take turns with nobody it is to be compared
-        with. Stops only spread, so this ends."""
-        have = {c.key: self.replicates.get(c.key, {}) for c in case}
-        partners: dict[str, list[Cell]] = {}
-        decisions: dict[str, Decision] = {}
-        # The self-check's twin takes part in no verdict: it gets what its original gets, so that
-        # the pair of the two is measured as every other pair is.
-        twins = [c for c in case if c.environment == TWIN]
-        judged = [c for c in case if c.environment != TWIN]
-        for c in judged:
-            open_pairs, reachable, partners[c.key] = self._open_pairs(c, judged)
-            decisions[c.key] = decide([r for _, r in sorted(have[c.key].items())], self._policy,
-                                      open_pairs, reachable)
-        changed = True
-        while changed:
-            changed = False
-            for c in judged:
-                n, wanted = len(have[c.key]), decisions[c.key]
-                if wanted.stop or wanted.wanted <= n or n < self._policy.least or not partners[c.key]:
-                    continue
-                # A side that has not stopped (it wants more, or is still to measure the
-                # index this one has) may still pair; so may one that has the next index.
-                if not any(not decisions[p.key].stop or n in have[p.key] for p in partners[c.key]):
-                    decisions[c.key] = Decision(n, UNPAIRED)
-                    changed = True
-        original = twin_of(self.options)
-        for t in twins:
-            same = next((c for c in judged if c.config == (t.backend, t.device, original)
-                         and c.mode == t.mode), None)
-            decisions[t.key] = decisions[same.key] if same is not None else \
-                decide([r for _, r in sorted(have[t.key].items())], self._policy, None, False)
-        return decisions
-
-    def _open_pairs(self, cell: Cell, case: list[Cell]) -> tuple[bool | None, bool, list[Cell]]:
-        """(Whether a pair ``cell`` is part of still lacks its answer, None where it has no pair;
-        whether the most processes allowed could answer one of those, ``Ratio.reachable``; the
-        other sides of those that could)."""
-        mine = self.replicates.get(cell.key, {})
-        answered: list[bool] = []
-        reachable: list[Cell] = []
-        for other in case:
-            if other is cell or other.config in self.unavailable:
-                continue
-            theirs = self.replicates.get(other.key, {})
-            common = sorted(set(mine) & set(theirs))
-            found = paired_ratio([mine[i] for i in common], [theirs[i] for i in common])
-            if found is not None:
-                answered.append(found.verdict in ("faster", "slower") or found.within(ANSWERED_LEVEL))
-                if not answered[-1] and found.reachable(self._policy.most, ANSWERED_LEVEL):
-                    reachable.append(other)
-        return (None if not answered else not all(answered)), bool(reachable), reachable
 
     def wanted(self, cell: Cell) -> int:
         """How many replicates the cell should have, given those it has."""

@@ -39,8 +39,7 @@ from ..model.replicate import Replicate
 from ..model.options import RunOptions
 from ..model.cell import Cell, Config
 from .base import RunHandle
-from .early import EarlyWorkers
-from .pool import PER_TEST, current as shared_pool
+from .pool import PER_TEST, EarlyWorkers, current as shared_pool
 from .listeners import Listener, OtherState, large
 from .turns import take_turns
 from .worker_process import STARTUP_TIMEOUT_S, StopRequested, WorkerProcess
@@ -228,7 +227,7 @@ class LocalExecutor:
     def _start_early(self, session: RunHandle, options: RunOptions, out_dir: Path, order: list[Config],
                      environments_of: dict[Config, environments.Environment], index: int) -> None:
         """Start the workers of the replicate indices after ``index`` that the run wants so far
-        now, beside ``index``'s (``early``): they wait, paused, for their index's turns."""
+        now, beside ``index``'s (``pool.EarlyWorkers``): they wait, paused, for their index's turns."""
         wanted = max((session.wanted(c) for c in session.cells), default=0)
         for later in range(index + 1, wanted):
             for config in order:

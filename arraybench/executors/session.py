@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.aggregate import aggregate
-from ..analysis.replication import timer_settings
+from ..analysis.policy import timer_settings
 from ..errors import SaveError
 from ..analysis import self_check
 from ..analysis.pairs import pairs_of
@@ -205,7 +205,7 @@ class Session:
         return config in self.state.unavailable
 
     def wanted(self, cell: Cell) -> int:
-        """How many replicates the cell should have, given those it has (``analysis.replication``)."""
+        """How many replicates the cell should have, given those it has (``analysis.policy``)."""
         return self.state.wanted(cell)
 
     def todo(self, config: Config, index: int) -> list[Cell]:

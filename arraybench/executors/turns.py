@@ -29,12 +29,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol
 
-from ..analysis.replication import RESTED_SHARE
+from ..analysis.policy import pairs_on, short_of_quiet, takes_turn
 from ..model.cell import Cell, Config, case_key
 from ..worker.protocol import FINISH, Message, Prepare, Prepared, Ready, ReplicateDone, Sampled, Turn
 from .base import RunHandle
 from .load import LoadWatch
-from .turn_rules import QUIET_ROUNDS, STRETCH_S, pairs_on, takes_turn
 from .worker_process import StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
 
 __all__ = ["end_together", "take_turns"]
@@ -219,8 +218,7 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
     sample a round, in a shuffled order. A cell whose own sampling is complete goes on taking
     turns while another cell of its case samples: every round of a case pairs all of its cells;
     and, where other processes loaded the machine in all but one or two of the case's rounds
-    while it rested in some, for longer (``takes_turn``), within ``STRETCH_S``. Returns each
-    turn's span."""
+    while it rested in some, for longer (``analysis/policy``). Returns each turn's span."""
     spans: Spans = {}
     quiet: dict[str, int] = {}  # rounds of each case that no other process loaded, so far
     rested = 0  # rounds of any case that no other process loaded
@@ -237,10 +235,7 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
     per_call: dict[tuple[int, int], list[float]] = {}  # each cell's samples so far, by (side, cell)
 
     def short(key: str) -> bool:
-        # A case none of whose rounds the machine left alone would stay short of them: only
-        # one that found a quiet round is likely to find more in a few more rounds.
-        return (0 < quiet.get(key, 0) < QUIET_ROUNDS and spent.get(key, 0.0) < STRETCH_S
-                and rested >= RESTED_SHARE * max(round_, 1))
+        return short_of_quiet(quiet.get(key, 0), spent.get(key, 0.0), rested, round_)
 
     def turn_takers(key: str) -> list[tuple[_Side, int]]:
         # The other allocator state's cells (``extra``) pair with nothing: none waits on them.

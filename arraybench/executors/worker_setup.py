@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..analysis.replication import timer_settings
+from ..analysis.policy import timer_settings
 from ..host import environments
 from ..host.allocator import choice_ignored, uncontrolled_reason, with_state
 from ..host.threads import worker_env

@@ -1,5 +1,5 @@
 """How a worker samples one cell (``TimerSettings``): part of every worker's job, chosen by the
-parent from the run's options (``analysis/replication.timer_settings``)."""
+parent from the run's options (``analysis/policy.timer_settings``)."""
 
 from __future__ import annotations
 

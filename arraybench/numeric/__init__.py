@@ -1,2 +1,3 @@
 """Numerical helpers that both the parent and the workers use: the median and its interval
-(``medians``), finite differences (``finite_diff``). A leaf: imports nothing of arraybench."""
+(``medians``), finite differences (``finite_diff``), and every threshold that decides when measuring
+stops (``stopping``). A leaf: imports nothing of arraybench."""

@@ -12,8 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from ..workloads.check import (DERIVED_NEAR_ZERO, FINITE_DIFFERENCE_CAP, PRECISION_LABELS,
-                               REDUCED_PRECISION_EPS, Check, Noise, machine_epsilon, own_size_floor)
+from ..workloads.check import DERIVED_NEAR_ZERO, REDUCED_PRECISION_EPS, Check, Noise, machine_epsilon, own_size_floor
+
+#: Above this, a finite-difference "gradient" is not a gradient, whatever the rounding model says.
+FINITE_DIFFERENCE_CAP = 1e-2
+#: How reduced precisions are named in reports.
+PRECISION_LABELS: dict[str, str] = {"tf32": "TF32", "bf16": "bfloat16"}
 
 
 def reduced_precision_note(precision: str, dtype: str) -> str:

@@ -286,7 +286,8 @@ def _take_turns(job: Job, runs: list, indices: list[int], channel: Channel, stop
     this library's alone; which cell samples when is the parent's choice, so the cells a verdict
     compares sample the same seconds of the machine, each in its own process.
     """
-    from .sampling import REWARM_BELOW_S, gc_paused
+    from ..numeric.stopping import REWARM_BELOW_S
+    from .sampling import gc_paused
 
     position = {i: k for k, i in enumerate(indices)}  # a cell's index in the job -> in ``runs``
     rounds: dict[int, list[int]] = {i: [] for i in indices}

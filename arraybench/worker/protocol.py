@@ -81,8 +81,8 @@ class Job:
     #: hands a turn (a ``Turn`` line on stdin), so that the configurations a verdict compares,
     #: each in its own worker, sample the same seconds of the machine (``executors/turns``).
     turns: bool = False
-    #: The run's folder of references shared by its workers (``shared_references``); None: each
-    #: worker computes its own.
+    #: The run's folder of references shared by its workers (``references.SharedReferences``);
+    #: None: each worker computes its own.
     references: str | None = None
     #: Report the code paths the library runs (``Backend.kernels``), which cost PyTorch 0.6 s a
     #: process: the run's first worker of a configuration does, and its record keeps them.

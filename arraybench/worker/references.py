@@ -1,24 +1,44 @@
-"""The float64 references a worker keeps for its cells, and what NumPy is asked about a result.
+"""The float64 references a worker keeps for its cells, made once per run and shared by its workers,
+and what NumPy is asked about a result.
 
 ``ReferenceCache`` computes each reference and its own noise once per cell in a process
 (``workloads/reference``); ``narrower_than_numpys`` asks whether a narrow result is NumPy's own on
 the same inputs; a reference that returned None leaves a cell not checked (``UNCHECKED``).
+
+Every worker of a cell needs the same float64 reference and its noise: NumPy on the same inputs,
+a long-double rerun and a few perturbed reruns, which on a default run cost more than a second per
+worker. Where the run shares them (``SharedReferences``: files in a folder the parent made for the
+run alone), the first worker to need one writes it there; the others read it. A file is named by
+what decides its content: the workload, size, dtype and params, NumPy's version and a digest of the
+inputs themselves, so workers of another interpreter (``--python``) or other inputs never read
+another's. Only arrays and plain numbers are kept, as .npy records one after another in one file,
+read back without pickle (and without ``np.savez``'s zip, whose CRC check took 67 ms of a NumPy
+worker's preparation of the default cells); a reference of another shape is computed in each
+worker as before. A cell's inputs are kept there too, built by the first worker that needs them
+(a 2000 x 2000 matmul's two took 0.1 s to draw and 0.16 s of copies in every worker; reading them
+back takes a few ms): the generator is seeded by the run's seed, the workload and the size, so
+every worker draws the same numbers anyway.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+from numpy.lib.format import read_array, write_array
 
-from . import accuracy
-from .shared_references import SharedReferences, digest
+from ..workloads.check import Noise
 from ..workloads.definition import Workload
 from ..workloads.inputs import Inputs, make_inputs
 from ..workloads.params import accepted, text as params_text
 from ..workloads.reference import (Reference, extended_allowed, numpy_namespace, reference_noise,
                                    reference_result)
-
 
 class ReferenceCache:
     """Float64 references and their own noise, computed once per (workload, size, dtype) in a
@@ -67,7 +87,7 @@ class ReferenceCache:
         return self._cache[key]
 
     def noise(self, wl: Workload, size: int, dtype: str, inputs: tuple[np.ndarray, ...],
-              params: dict[str, Any] | None = None) -> "accuracy.Noise | tuple[accuracy.Noise, ...] | None":
+              params: dict[str, Any] | None = None) -> Noise | tuple[Noise, ...] | None:
         """How far that reference moves on its own (a few reference calls, never timed)."""
         key = (wl.name, size, dtype, params_text(params or {}))
         if key not in self._noise:
@@ -146,3 +166,151 @@ def is_none(value: Any) -> bool:
     values = value if isinstance(value, tuple) else (value,)
     return any(v is None or (isinstance(v, np.ndarray) and v.dtype == object and v.shape == ()
                              and v.item() is None) for v in values)
+
+
+def digest(key: tuple[Any, ...], inputs: tuple[Any, ...]) -> str:
+    """A file name for ``key`` and the inputs it was computed from."""
+    h = hashlib.blake2b(repr((key, np.__version__)).encode(), digest_size=16)
+    for a in inputs:
+        arr = np.ascontiguousarray(a) if isinstance(a, np.ndarray) else np.asarray(a)
+        h.update(str((arr.dtype.str, arr.shape)).encode())
+        if arr.dtype != object:
+            data = arr.view(np.uint8).reshape(-1) if arr.size else np.empty(0, np.uint8)
+            h.update(_folded(data) if data.size >= _FOLD_ABOVE else data)
+    return h.hexdigest()
+
+
+#: Inputs of more bytes are folded before hashing (``_folded``): blake2b over a 2000 x 2000 matmul's
+#: two float64 inputs took 73 ms in every worker of the cell, the fold 4 ms.
+_FOLD_ABOVE = 1 << 20
+_BLOCK = 4096
+#: Odd weights, so that a change to any one word changes its block's sum.
+_WEIGHTS = np.random.default_rng(0x5EED).integers(0, 2**63, _BLOCK, dtype=np.uint64) * 2 + 1
+
+
+def _folded(data: np.ndarray) -> bytes:
+    """Each block of 4,096 words as a weighted sum (mod 2**64), the blocks in order, and the
+    bytes past the last whole word: inputs that differ anywhere fold differently, but for odds of
+    2**-64 a block (this names a file of a reference, and guards against nothing malicious)."""
+    words = data[: data.size // 8 * 8].view(np.uint64)
+    whole = words.size // _BLOCK * _BLOCK
+    # An integer matmul: no temporary the size of the inputs, whose first touch alone would cost
+    # more than hashing them.
+    sums = words[:whole].reshape(-1, _BLOCK) @ _WEIGHTS
+    rest = words[whole:] @ _WEIGHTS[: words.size - whole]
+    return sums.tobytes() + rest.tobytes() + data[words.size * 8:].tobytes()
+
+
+#: A cell's inputs are shared up to this many bytes: the run's folder is often in memory (tmpfs).
+SHARED_INPUT_BYTES = 256 * 2**20
+
+
+def _parts(value: Any) -> list[np.ndarray] | None:
+    """The arrays of a reference value (one, or a tuple of them), or None where it is not arrays."""
+    values = value if isinstance(value, tuple) else (value,)
+    out = []
+    for v in values:
+        if isinstance(v, (float, int, np.number)) and not isinstance(v, bool):
+            v = np.asarray(v)
+        if not isinstance(v, np.ndarray) or v.dtype == object:
+            return None
+        out.append(v)
+    return out
+
+
+class SharedReferences:
+    """The run's folder of references (``None``: none, each worker computes its own)."""
+
+    def __init__(self, folder: str | None) -> None:
+        self.folder = Path(folder) if folder else None
+
+    def load(self, name: str) -> Reference | None:
+        """The reference stored under ``name``, or None."""
+        if self.folder is None:
+            return None
+        path = self.folder / f"{name}.npys"
+        try:
+            with open(path, "rb") as f:
+                meta = json.loads(str(read_array(f, allow_pickle=False)))
+                value = [read_array(f, allow_pickle=False) for _ in range(meta["values"])]
+                plain = [read_array(f, allow_pickle=False) for _ in range(meta["plains"])] \
+                    if meta["plains"] else None
+        except (OSError, KeyError, ValueError):
+            return None
+        unpack = (lambda parts: tuple(parts) if meta["tuple"] else
+                  (parts[0].item() if meta["scalar"] else parts[0]))
+        return Reference(unpack(value), meta["error"], meta["note"], unpack(plain) if plain is not None else None)
+
+    def put(self, name: str, ref: Reference) -> None:
+        """Keep ``ref`` under ``name`` where it is arrays (quietly nothing otherwise)."""
+        if self.folder is None:
+            return
+        value, plain = _parts(ref.value), _parts(ref.plain) if ref.plain is not None else []
+        if value is None or plain is None:
+            return
+        meta = {"values": len(value), "plains": len(plain), "tuple": isinstance(ref.value, tuple),
+                "scalar": not isinstance(ref.value, (tuple, np.ndarray)), "error": ref.error, "note": ref.note}
+        self._write_arrays(f"{name}.npys", (np.asarray(json.dumps(meta)), *value, *plain))
+
+    def load_inputs(self, name: str) -> tuple[tuple[np.ndarray, ...], tuple[bool, ...]] | None:
+        """The inputs stored under ``name`` (arrays, and which keep a fixed dtype), or None."""
+        if self.folder is None:
+            return None
+        try:
+            with open(self.folder / f"{name}.inputs.npys", "rb") as f:
+                fixed = tuple(bool(x) for x in read_array(f, allow_pickle=False))
+                return tuple(read_array(f, allow_pickle=False) for _ in fixed), fixed
+        except (OSError, ValueError):
+            return None
+
+    def put_inputs(self, name: str, arrays: tuple[Any, ...], fixed: tuple[bool, ...]) -> None:
+        """Keep a cell's inputs under ``name`` where they are plain arrays of at most
+        ``SHARED_INPUT_BYTES`` (quietly nothing otherwise: the folder may be memory)."""
+        if self.folder is None or not all(isinstance(a, np.ndarray) and a.dtype != object for a in arrays) \
+                or sum(a.nbytes for a in arrays) > SHARED_INPUT_BYTES:
+            return
+        self._write_arrays(f"{name}.inputs.npys", (np.asarray(fixed, dtype=bool), *arrays))
+
+    def load_noise(self, name: str) -> tuple[bool, Any]:
+        """(found, the noise stored under ``name``: a Noise, a tuple of them, or None)."""
+        if self.folder is None:
+            return False, None
+        try:
+            data = json.loads((self.folder / f"{name}.noise.json").read_text())
+        except (OSError, ValueError):
+            return False, None
+        if data is None:
+            return True, None
+        noises = tuple(Noise(**n) for n in data["noise"])
+        return True, noises if data["tuple"] else noises[0]
+
+    def put_noise(self, name: str, noise: Any) -> None:
+        """Keep ``noise`` under ``name``."""
+        if self.folder is None:
+            return
+        if noise is None:
+            text = "null"
+        else:
+            many = isinstance(noise, tuple)
+            text = json.dumps({"tuple": many, "noise": [asdict(n) for n in (noise if many else (noise,))]})
+        self._write(f"{name}.noise.json", lambda f: f.write(text.encode()))
+
+    def _write_arrays(self, name: str, arrays: tuple[np.ndarray, ...]) -> None:
+        """Write ``arrays`` as .npy records one after another (``_write``)."""
+
+        def write(f: Any) -> None:
+            for array in arrays:
+                write_array(f, array, allow_pickle=False)
+
+        self._write(name, write)
+
+    def _write(self, name: str, write: Any) -> None:
+        """Write atomically: a worker reads a whole file or none."""
+        assert self.folder is not None
+        try:
+            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".part-")
+            with os.fdopen(fd, "wb") as f:
+                write(f)
+            os.replace(tmp, self.folder / name)
+        except OSError:
+            pass  # a full disk costs the sharing, never the cell

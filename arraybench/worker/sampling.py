@@ -3,7 +3,8 @@ sampled a turn at a time, with the garbage collector paused as ``timeit`` pauses
 
 ``Sampling`` never reads the clock around calls: it is handed a ``draw`` function (``timer.Timer``
 binds its own, the only place that times calls) that takes one sample, and it keeps the samples and
-applies the stopping rule (``stopping``). It knows nothing of the timer, which imports it.
+applies the stopping rule (the median's interval from ``numeric/medians``, the thresholds from
+``numeric/stopping``). It knows nothing of the timer, which imports it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from ..model.timer_settings import TimerSettings
-from ..numeric import medians as stopping
+from ..numeric import medians
+from ..numeric.stopping import (FULL_BATCH, MAX_WARMUP_CALLS, MAX_WARMUP_SAMPLES, MOST_REGROWS, REGROW_BELOW,
+                                SLOW_CALL_S, WARMUP_GROWTH_BYTES)
 
 @dataclass
 class SampleSet:
@@ -34,7 +37,7 @@ class SampleSet:
 
     @property
     def median_s(self) -> float:
-        return stopping.median(self.samples_s)
+        return medians.median(self.samples_s)
 
 
 @dataclass(frozen=True)
@@ -210,7 +213,7 @@ class Sampling:
         if n >= s.max_samples:
             return "max_samples"
         if n >= s.min_samples:
-            if stopping.relative_ci_halfwidth(self.samples) <= s.rel_ci:
+            if medians.relative_ci_halfwidth(self.samples) <= s.rel_ci:
                 return "converged"
             if self.sampling_s >= s.budget_s:
                 return "budget"
@@ -232,20 +235,6 @@ class Sampling:
         )
 
 
-#: A batch that lasts this share of the target sample is long enough (``timer`` calibrates so).
-FULL_BATCH = 0.8
-#: A batch shorter than this share of the target sample, of calls shorter than this share of
-#: the time calibration went by, was calibrated under another process's load (``_regrow``)...
-REGROW_BELOW = 0.25
-#: ...and grows, as calibration does, at most this many times.
-MOST_REGROWS = 5
-
-#: A warm-up call this slow ends the warm-up alone, and is kept as the first sample.
-SLOW_CALL_S = 0.1
-#: The most warm-up calls, however short each is.
-MAX_WARMUP_CALLS = 10_000
-
-
 def warmed_up(calls: int, spent_s: float, last_s: float, settings: TimerSettings) -> bool:
     """Whether the warm-up, ``calls`` untimed calls that took ``spent_s`` (the last ``last_s``),
     is over: ``settings.warmup_s`` spent, in two calls at least unless the one is slow.
@@ -258,14 +247,3 @@ def warmed_up(calls: int, spent_s: float, last_s: float, settings: TimerSettings
     if calls >= MAX_WARMUP_CALLS:
         return True
     return calls >= 1 and spent_s >= settings.warmup_s and (calls >= 2 or last_s >= SLOW_CALL_S)
-
-
-#: A sample over which resident memory grew more than this is warm-up (``take_back_warmup``).
-WARMUP_GROWTH_BYTES = 1 << 20
-#: Taken back at most, per operation: memory that keeps growing is the operation's, not a warm-up.
-MAX_WARMUP_SAMPLES = 20
-
-#: Calls shorter than this are re-warmed (one untimed call) before a sample that follows another
-#: operation's; longer calls are their own warm-up, near enough, and re-warming would double them.
-REWARM_BELOW_S = 0.01
-

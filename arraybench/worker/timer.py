@@ -15,7 +15,8 @@ from typing import Any, Callable, Protocol, Sequence
 
 from ..backends.device_timer import DeviceTimer
 from .loops import compile_loop
-from .sampling import FULL_BATCH, SLOW_CALL_S, Draw, SampleSet, Sampling, TimerSettings, gc_paused, warmed_up
+from ..numeric.stopping import FULL_BATCH, SLOW_CALL_S
+from .sampling import Draw, SampleSet, Sampling, TimerSettings, gc_paused, warmed_up
 
 Clock = Callable[[], float]
 

@@ -2,14 +2,12 @@
 
 Importing this package registers the built-ins. Defining a workload is ``definition``; building
 its inputs ``inputs``; its float64 reference ``reference``; binding it to a library in a worker
-``binding``; the names known ``registry``.
+``binding``; the names known, the built-ins among them, ``registry``.
 """
 
 from __future__ import annotations
 
-from . import ceilings, elementwise, fft, gradient, interop, matmul, reductions, sort  # noqa: F401  (registers the built-ins)
 from .definition import Work, Workload
-from .registry import workload
-from .registry import BUILTIN, GROUPS, REGISTRY, expand
+from .registry import BUILTIN, GROUPS, REGISTRY, expand, workload  # (registers the built-ins)
 
 __all__ = ["BUILTIN", "GROUPS", "REGISTRY", "Work", "Workload", "expand", "workload"]

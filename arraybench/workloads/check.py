@@ -6,7 +6,7 @@ reduction length for matmul, FFT and reductions, zero for exact operations such 
 workload that says nothing gets a tolerance derived from how far its own float64 reference moves
 (``Noise``, measured by ``workloads/reference.reference_noise``): ordinary float64 code differs
 from NumPy's by more than 8 ulp wherever it reduces, and a fixed bound would call it wrong.
-The worker judges results with it (``worker/accuracy``).
+The worker judges results with it (``worker/accuracy``, which holds what only judging needs).
 """
 
 from __future__ import annotations
@@ -17,10 +17,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
-
-#: Above this, a finite-difference "gradient" is not a gradient, whatever the rounding model says.
-FINITE_DIFFERENCE_CAP = 1e-2
-
 
 #: Machine epsilon of the reduced precisions a GPU may run float32 matmuls in when allowed
 #: (``--allow-tf32``): TF32 keeps 10 explicit mantissa bits (float32: 23), bfloat16 keeps 7.
@@ -35,9 +31,6 @@ REDUCED_PRECISION_EPS: dict[str, float] = {"tf32": 2.0**-10, "bf16": 2.0**-7}
 #: The float32 rule, 16 epsilons, would have allowed 0.70 and 1.41 there.
 REDUCED_UNITS = 2.0
 REDUCED_FLOOR_UNITS = 8.0
-
-#: How reduced precisions are named in reports.
-PRECISION_LABELS: dict[str, str] = {"tf32": "TF32", "bf16": "bfloat16"}
 
 
 def machine_epsilon(dtype: str) -> float:

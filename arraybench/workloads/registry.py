@@ -1,15 +1,25 @@
-"""Every known workload by name, and the names that stand for several (groups).
+"""Every known workload by name: the built-ins, defined here, a user's, and the names that stand
+for several (groups).
 
-The built-in workloads register when ``arraybench.workloads`` is imported; a user's register when
-their file is imported or their ``@workload`` runs (in a notebook, say).
+The built-ins register when ``arraybench.workloads`` is imported, in the order they are defined
+below: the seed article's suite (``elementwise``, ``matmul``, ``gradient``, ``fft``, ``sort``),
+``stats``, the interop family (getting data into a library and out again), and the machine's own
+ceilings. A user's workloads register when their file is imported or their ``@workload`` runs (in
+a notebook, say).
+
+Each built-in's inputs function is named ``_inputs``, defined afresh before the workload that
+takes it: a workload's fingerprint (``fingerprint``) hashes its functions' names, and another name
+would read, in a run's history and to ``--resume``, as a change of the workload's code.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
-from .definition import Workload, define
+from .check import Check
+from .definition import Work, Workload, define
 
 REGISTRY: dict[str, "Workload"] = {}
 
@@ -47,3 +57,279 @@ def workload(fn: Any = None, /, **options: Any) -> Any:
 
 workload.__name__ = workload.__qualname__ = "workload"
 workload.__doc__ = (define.__doc__ or "").replace("Define a workload", "Define a workload and make it known by name", 1)
+
+
+# -- the machine's own ceilings --------------------------------------------------------------------
+# ``--roofline`` adds these to a run, on every library and device in it; the best of them is the
+# ceiling each record is set against (``analysis/roofline``).
+
+#: Sizes per device: the stream must dwarf the caches, the matmul must be large enough to saturate.
+CEILING_WORKLOADS = ("ceiling_bandwidth", "ceiling_matmul")
+
+
+@workload(
+    name="ceiling_bandwidth",
+    size_means="elements of the vector",
+    sizes={"cpu": 1 << 25, "gpu": 1 << 27},
+    inputs=lambda n, rng: rng.standard_normal(n),
+    description="memory bandwidth: b = 2 * a over a vector far larger than the caches (STREAM scale)",
+    check=Check.elementwise(ulps=1),
+    work=lambda n, itemsize: Work(flops=n, bytes=2 * n * itemsize),
+    namespace="native",
+    modes=("latency",),
+)
+def ceiling_bandwidth(xp, a):
+    return 2.0 * a
+
+
+@workload(
+    name="ceiling_matmul",
+    size_means="the side of each n x n matrix",
+    sizes={"cpu": 2048, "gpu": 8192},
+    inputs=lambda n, rng: (rng.standard_normal((n, n)), rng.standard_normal((n, n))),
+    description="peak floating-point rate: a large square matmul",
+    check=Check.normwise(growth=lambda n: n ** 0.5, ulps=16, matmul=True),
+    work=lambda n, itemsize: Work(flops=2 * n**3, bytes=3 * n * n * itemsize),
+    namespace="native",
+    modes=("latency",),
+)
+def ceiling_matmul(xp, a, b):
+    return a @ b
+
+
+# -- element-wise a + b, a * b and sin(a): the seed's memory-bandwidth-bound kernels ---------------
+
+def _inputs(n, rng):
+    return rng.standard_normal(n), rng.standard_normal(n)
+
+
+@workload(
+    name="elementwise",
+    size_means="elements of each vector",
+    sizes={"small": 1_000, "large": 1_000_000},
+    inputs=_inputs,
+    description="a + b, a * b and sin(a) on vectors (memory-bound; three new outputs per call)",
+    check=Check.elementwise(ulps=8),
+    # Three kernels read 5 vectors and write 3; sin is counted as one operation per element.
+    work=lambda n, itemsize: Work(flops=3 * n, bytes=8 * n * itemsize),
+    namespace="native",
+    outputs=("a + b", "a * b", "sin(a)"),
+)
+def elementwise(xp, a, b):
+    return a + b, a * b, xp.sin(a)
+
+
+# -- one-dimensional complex FFT of a real signal --------------------------------------------------
+
+def _inputs(n, rng):  # noqa: F811
+    return rng.standard_normal(n)
+
+
+@workload(
+    name="fft",
+    size_means="elements of the vector",
+    sizes={"small": 1_000, "large": 1_000_000},
+    inputs=_inputs,
+    description="fft(a) of a real vector, complex output (O(n log n))",
+    # Rounding errors of an FFT grow with log2(n), the number of butterfly stages.
+    check=Check.normwise(growth=lambda n: math.log2(max(n, 2)), ulps=8),
+    # The conventional 5 n log2 n flop count of a complex FFT; read n reals, write n complexes.
+    work=lambda n, itemsize: Work(flops=5 * n * math.log2(max(n, 2)), bytes=3 * n * itemsize),
+    namespace="native",
+)
+def fft(xp, a):
+    return xp.fft.fft(a)
+
+
+@fft.override("mlx")
+def _mlx_fft(xp, a):
+    # MLX has no complex128: its FFT of a float64 vector computes and returns complex64, which
+    # a float64 benchmark would compare against complex128 FFTs. Said as a skip, before timing.
+    if a.dtype == xp.float64:
+        from ..backends.base import Unavailable
+
+        raise Unavailable("not applicable: MLX has no complex128, so its FFT of float64 data "
+                          "computes in complex64; --dtype float32 runs it")
+    return xp.fft.fft(a)
+
+
+# -- the gradient of L(w) = sum((w * x)^2) with respect to w: autodiff against finite differences --
+
+def _inputs(n, rng):  # noqa: F811
+    return rng.standard_normal(n), rng.standard_normal(n)
+
+
+def _analytic(w, x):
+    return 2.0 * w * x * x
+
+
+@workload(
+    name="gradient",
+    size_means="parameters (elements of w and x)",
+    sizes={"small": 100, "large": 10_000},
+    inputs=_inputs,
+    description=(
+        "dL/dw of L = sum((w*x)^2): jax.grad and torch autograd; NumPy by forward finite "
+        "differences, one forward pass per parameter (O(n^2), as in the seed)"
+    ),
+    reference=_analytic,
+    check=Check.normwise(growth=lambda n: 1, ulps=8),
+    # Forward and backward pass of the model itself; finite differences do ~n times this.
+    work=lambda n, itemsize: Work(flops=6 * n, bytes=3 * n * itemsize),
+    grad=True,
+    namespace="native",
+)
+def gradient(xp, w, x):
+    return xp.sum((w * x) ** 2)
+
+
+# -- construction, conversion and transfer: getting data into a library and out again -------------
+# On a GPU, ``from_numpy`` is the host-to-device copy and ``to_numpy`` the device-to-host copy; the
+# work model of every workload of the family is the array's bytes (what crosses the bus), so results
+# read as GB/s and compare with each other. On the CPU they show which conversions are free
+# (``torch.from_numpy`` shares NumPy's memory) and which copy.
+
+def _vector(n, rng):
+    return rng.standard_normal(n)
+
+
+def _moved(n, itemsize):
+    # n bytes: on a GPU they cross the bus once. (A CPU copy, as copy_from_numpy's, also writes
+    # them, but the family counts the data brought in, so that GB/s compare across it.)
+    return Work(flops=0, bytes=n * itemsize)
+
+
+#: What every workload of the family shares: its sizes, an exact check against its own input
+#: (a conversion changes no value), the bytes moved as its work, the library's own calls.
+_FAMILY = dict(sizes={"small": 1_000, "large": 1_000_000}, reference=lambda a: a, check=Check.exact(),
+               work=_moved, namespace="backend", modes=("latency", "throughput"))
+
+
+@workload(
+    name="from_list",
+    size_means="elements of the list",
+    inputs=lambda n, rng: (rng.standard_normal(n).tolist(),),  # one argument: the list
+    description="array from a Python list of floats: np.array, torch.tensor, jnp.array, cp.array",
+    placement="host",
+    **_FAMILY,
+)
+def from_list(ctx, data):
+    return ctx.backend.from_list(data, ctx.dtype)
+
+
+@workload(
+    name="from_numpy",
+    size_means="elements of the array",
+    inputs=_vector,
+    description="NumPy array into the library as users do (torch.from_numpy: zero-copy on the CPU; "
+                "on a GPU: the host-to-device copy)",
+    placement="host",
+    **_FAMILY,
+)
+def from_numpy(ctx, host):
+    return ctx.backend.from_numpy(host)
+
+
+@workload(
+    name="copy_from_numpy",
+    size_means="elements of the array",
+    inputs=_vector,
+    description="NumPy array copied by the library's constructor (np.array, torch.tensor, jnp.array, cp.array)",
+    placement="host",
+    **_FAMILY,
+)
+def copy_from_numpy(ctx, host):
+    return ctx.backend.copy_from_numpy(host)
+
+
+@workload(
+    name="to_numpy",
+    size_means="elements of the array",
+    inputs=_vector,
+    description="an array back to NumPy (.numpy(), np.asarray, .get(); on a GPU: the device-to-host copy)",
+    **_FAMILY,
+)
+def to_numpy(ctx, x):
+    return ctx.backend.to_numpy(x)
+
+
+# -- dense matrix multiplication: compute-bound, and where BLAS and GPUs differ most ---------------
+
+def _inputs(n, rng):  # noqa: F811
+    return rng.standard_normal((n, n)), rng.standard_normal((n, n))
+
+
+@workload(
+    name="matmul",
+    size_means="the side of each n x n matrix",
+    sizes={"small": 100, "large": 2_000},
+    inputs=_inputs,
+    description="C = A @ B for n x n matrices (compute-bound; 2n^3 flops)",
+    # Each entry is a length-n dot product. Its worst-case error grows as n, its typical error as
+    # sqrt(n); 16 ulp x sqrt(n) leaves correct BLAS a wide margin yet flags TF32 or bf16 arithmetic
+    # (a relative error near 1e-3) in a float32 run. matmul=True: with --allow-tf32 on a GPU that
+    # runs TF32, the bound is 2 x TF32's unit roundoff (2^-11) x sqrt(n) instead
+    # (accuracy.REDUCED_UNITS), and the record says so.
+    check=Check.normwise(growth=lambda n: n ** 0.5, ulps=16, matmul=True),
+    work=lambda n, itemsize: Work(flops=2 * n**3, bytes=3 * n * n * itemsize),
+    namespace="native",
+)
+def matmul(xp, a, b):
+    return a @ b
+
+
+# -- reductions: mean and standard deviation, where libraries' summation orders make numbers differ
+
+def _inputs(n, rng):  # noqa: F811
+    # A mean of 1 and a spread of 1, so relative errors of both outputs are meaningful.
+    return rng.normal(1.0, 1.0, n)
+
+
+@workload(
+    name="stats",
+    size_means="elements of the vector",
+    sizes={"small": 1_000, "large": 1_000_000},
+    inputs=_inputs,
+    description="(mean(a), std(a)) with NumPy's semantics (ddof=0); torch.std defaults to ddof=1",
+    reference=lambda a: (a.mean(), a.std()),
+    # Summation error grows with the reduction length: pairwise sums as log2(n), naive ones as
+    # sqrt(n) on average; sqrt(n) admits every correct implementation.
+    check=Check.normwise(growth=lambda n: math.sqrt(n), ulps=8),
+    work=lambda n, itemsize: Work(flops=4 * n, bytes=2 * n * itemsize),
+    namespace="native",
+    outputs=("mean", "std"),
+)
+def stats(xp, a):
+    return xp.mean(a), xp.std(a)
+
+
+@stats.override("torch")
+def _torch_stats(xp, a):
+    # torch.std is unbiased (ddof=1) by default; NumPy's is not. Same semantics first.
+    return xp.mean(a), xp.std(a, correction=0)
+
+
+# -- sorting: comparisons and data-dependent memory access rather than arithmetic ------------------
+
+def _inputs(n, rng):  # noqa: F811
+    return rng.standard_normal(n)
+
+
+@workload(
+    name="sort",
+    size_means="elements of the vector",
+    sizes={"small": 1_000, "large": 1_000_000},
+    inputs=_inputs,
+    description="sort(a) ascending; exact (torch.sort also computes indices, which are discarded)",
+    check=Check.exact(),
+    work=lambda n, itemsize: Work(flops=n * math.log2(max(n, 2)), bytes=2 * n * itemsize),
+    namespace="native",
+)
+def sort(xp, a):
+    return xp.sort(a)
+
+
+@sort.override("torch")
+def _torch_sort(xp, a):
+    # torch.sort returns (values, indices); match NumPy's semantics: values only.
+    return xp.sort(a).values

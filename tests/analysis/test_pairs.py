@@ -8,7 +8,8 @@ import random
 from arraybench.analysis import pairs
 from arraybench.analysis.aggregate import aggregate
 from arraybench.analysis.grouping import comparison, decided_winner
-from arraybench.analysis.replication import BETWEEN_BURSTS, BUDGET, DECIDED, OUT_OF_REACH, UNPAIRED, Decision, Policy, decide
+from arraybench.analysis.policy import BUDGET, DECIDED, OUT_OF_REACH, UNPAIRED, Decision, Policy, decide
+from arraybench.numeric.stopping import BETWEEN_BURSTS
 from arraybench.model.cell import Cell, case_key
 from arraybench.model.pair import Pair
 from arraybench.model.record import Record

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import arraybench
-from arraybench.analysis.replication import (BUDGET, CONVERGED, ENDED, FIXED, MOST, Policy, decide,
-                                             per_process, policy_for)
+from arraybench.analysis.policy import (BUDGET, CONVERGED, ENDED, FIXED, MOST, Policy, decide,
+                                        per_process, policy_for)
 from arraybench.model.replicate import Replicate
 from arraybench.model.options import RunOptions
 

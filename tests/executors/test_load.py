@@ -63,7 +63,8 @@ def test_others_are_read_over_a_window_of_a_fifth_of_a_second_at_least():
 def test_a_case_short_of_quiet_rounds_pairs_on_for_longer_but_not_forever():
     """Up to four times the turns its own rule took where its case lacks quiet rounds; the other
     allocator state, paired with nothing, never."""
-    from arraybench.executors.turn_rules import QUIET_STRETCH, takes_turn
+    from arraybench.analysis.policy import takes_turn
+    from arraybench.numeric.stopping import QUIET_STRETCH
 
     assert not takes_turn(extra=False, taken=6, done_at=3)
     assert takes_turn(extra=False, taken=6, done_at=3, short_of_quiet=True)
@@ -74,7 +75,7 @@ def test_a_case_short_of_quiet_rounds_pairs_on_for_longer_but_not_forever():
 def test_a_cell_done_pairs_on_only_with_cells_near_its_time_unless_short_of_quiet_rounds():
     """A 110 ms gradient's pairs with 2 ms ones are decided by the rounds they have: it stops
     when its own rule says so; beside a cell within a factor of two, it pairs on."""
-    from arraybench.executors.turn_rules import pairs_on
+    from arraybench.analysis.policy import pairs_on
 
     slow, fast, near = [0.11, 0.12, 0.11], [0.002] * 5, [0.07, 0.08]
     assert not pairs_on(slow, [fast])

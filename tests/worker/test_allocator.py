@@ -21,7 +21,7 @@ from arraybench.render.explanations import allocator_states
 from arraybench.analysis.intervals import replicate_interval
 from arraybench.host.allocator import uncontrolled_reason, with_state
 from arraybench.model.allocator import LARGE_OUTPUT_BYTES, USER_VARIABLES, environment
-from arraybench.executors.turn_rules import takes_turn
+from arraybench.analysis.policy import takes_turn
 from arraybench.model.record import Record
 from arraybench.units import format_seconds
 

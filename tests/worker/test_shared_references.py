@@ -7,8 +7,7 @@ import os
 import numpy as np
 
 from arraybench.model.cell import Cell
-from arraybench.worker.references import ReferenceCache
-from arraybench.worker.shared_references import SharedReferences, digest
+from arraybench.worker.references import ReferenceCache, SharedReferences, digest
 from arraybench.workloads import REGISTRY
 from arraybench.workloads.check import Noise
 from arraybench.workloads.inputs import make_inputs
@@ -107,8 +106,8 @@ def test_a_second_worker_reads_the_inputs_the_first_built(tmp_path):
 
 
 def test_inputs_too_large_to_keep_are_built_in_each_worker(tmp_path, monkeypatch):
-    from arraybench.worker import shared_references
+    from arraybench.worker import references
 
-    monkeypatch.setattr(shared_references, "SHARED_INPUT_BYTES", 1000)
+    monkeypatch.setattr(references, "SHARED_INPUT_BYTES", 1000)
     built = ReferenceCache(str(tmp_path)).inputs(REGISTRY["matmul"], 64, "float64", 0, {})
     assert built.arrays[0].nbytes > 1000 and not list(tmp_path.glob("*.inputs.npys"))

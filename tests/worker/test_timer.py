@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from arraybench.worker.sampling import MAX_WARMUP_CALLS, MOST_REGROWS, Draw, Sampling, TimerSettings, warmed_up
+from arraybench.numeric.stopping import MAX_WARMUP_CALLS, MOST_REGROWS
+from arraybench.worker.sampling import Draw, Sampling, TimerSettings, warmed_up
 from arraybench.worker.timer import Timer
 
 

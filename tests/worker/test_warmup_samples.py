@@ -15,7 +15,8 @@ import pytest
 
 import arraybench
 from arraybench.worker.counters import SampleCounters
-from arraybench.worker.sampling import MAX_WARMUP_SAMPLES, WARMUP_GROWTH_BYTES, Draw, Sampling, TimerSettings
+from arraybench.numeric.stopping import MAX_WARMUP_SAMPLES, WARMUP_GROWTH_BYTES
+from arraybench.worker.sampling import Draw, Sampling, TimerSettings
 
 MIB = 1 << 20
 PAGES_PER_CALL = 2 * MIB // 4096
