@@ -75,32 +75,30 @@ def command_line() -> Iterator[None]:
 
 
 @contextmanager
-def pytest_session() -> Iterator[None]:
-    """Within this block, messages spell options as the pytest plugin takes them
-    (``--arraybench-processes=2``), and the rest as the API's keywords a marker takes."""
+def pytest_session(names: dict[str, str]) -> Iterator[None]:
+    """Within this block, messages spell options as the pytest plugin takes them (``names``, by
+    keyword: ``--arraybench-processes=2``), and the rest as the API's keywords a marker takes."""
     _CALLER.append("pytest")
+    _PYTEST_NAMES.append(names)
     try:
         yield
     finally:
+        _PYTEST_NAMES.pop()
         _CALLER.pop()
 
 
-#: The options the pytest plugin has, by the API's keyword.
-_PYTEST_NAMES = {"processes": "--arraybench-processes", "max_processes": "--arraybench-processes",
-                 "max_time": "--arraybench-max-time", "backends": "--arraybench-backends"}
-
-#: Options the command line spells otherwise than ``--`` and the keyword with dashes.
-_COMMAND_LINE_NAMES = {"max_processes": "--processes", "modes": "--mode", "params": "--param",
-                       "workload_files": "--workload-file", "pythons": "--python", "variants": "--variant"}
+#: The plugin's spellings while a pytest session is the caller (``options.PYTEST_NAMES``).
+_PYTEST_NAMES: list[dict[str, str]] = [{}]
 
 
 def option_name(name: str) -> str:
     """An option's name as the caller writes it: ``--max-time`` for a command, ``max_time`` in Python."""
     if _CALLER[-1] == "pytest":
-        return _PYTEST_NAMES.get(name, name)
+        return _PYTEST_NAMES[-1].get(name, name)
     if _CALLER[-1] != "command line":
         return name
-    return _COMMAND_LINE_NAMES.get(name, "--" + name.replace("_", "-"))
+    # One spelling each (``options.OPTIONS``); ``--processes MIN:MAX`` sets max_processes too.
+    return "--" + ("processes" if name == "max_processes" else name).replace("_", "-")
 
 
 def from_command_line() -> bool:
@@ -115,8 +113,9 @@ def spell(name: str, value: Any = None) -> str:
     if _CALLER[-1] == "command line":
         flag = option_name(name)
         return flag if value is None else f"{flag} {value}"
-    if _CALLER[-1] == "pytest" and name in _PYTEST_NAMES:
-        return _PYTEST_NAMES[name] if value is None else f"{_PYTEST_NAMES[name]}={value}"
+    if _CALLER[-1] == "pytest" and name in _PYTEST_NAMES[-1]:
+        flag = _PYTEST_NAMES[-1][name]
+        return flag if value is None else f"{flag}={value}"
     return f"{name}={'True' if value is None else value}"
 
 
