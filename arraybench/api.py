@@ -22,7 +22,8 @@ from .executors.cluster import check_options as check_cluster_options
 from .model.context import parse_context
 from .errors import UsageError, option_name, unknown_name
 from .model.results import LEGACY_NAMES, legacy_names
-from .model.options import DTYPES, RunOptions, parse_sizes
+from .model.cell import DTYPES
+from .model.options import RunOptions, parse_sizes
 from .options import KEYWORDS
 from .lifecycle import ContextLabels, execute, reporter_for, resume
 from .plan import Cell, Plan, build_plan, validate
@@ -161,7 +162,7 @@ def _check_saveable(options: RunOptions, cells: list[Cell]) -> None:
 
     for name, value in options.to_dict().items():
         if name == "params":
-            why = next(filter(None, (problem(v, f"--params {k}") for k, v in value.items())), None)
+            why = next(filter(None, (problem(v, f"--param {k}") for k, v in value.items())), None)
         else:
             why = problem(value, f"--{name.replace('_', '-')}")
         if why:

@@ -27,6 +27,8 @@ DEFAULT_OUTPUT_DIR = "benchmark_plots"
 RUN, CF = frozenset({CLI, FILE, API}), frozenset({CLI, FILE})
 PLUGIN, ONLY_API = frozenset({PYTEST}), frozenset({API})
 _CODE, _RESULTS = "the code run", "where results go"
+#: ``--allocator``: both states, or one of ``model/allocator.STATES`` alone.
+ALLOCATOR_CHOICES: tuple[str, ...] = ("both", "reused", "fresh")
 
 
 @dataclass(frozen=True)
@@ -67,11 +69,6 @@ def dashed(name: str) -> str:
 def _dtypes() -> Sequence[str]:
     from .model.cell import DTYPES
     return DTYPES
-
-
-def _allocators() -> Sequence[str]:
-    from .model.options import ALLOCATOR_CHOICES
-    return ALLOCATOR_CHOICES
 
 
 def _flag(name: str, help: str, group: str | None = None, **kw: Any) -> Option:
@@ -126,7 +123,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("threads", "CPU threads for every library (default: all cores)", HOW, positive_int, "N"),
     Option("allocator", "the C allocator's state on the CPU: memory reused between calls (the headline), fresh "
            "pages, or both, large outputs timed in each (default: {default}; one state needs no second worker)",
-           HOW, choices=_allocators),
+           HOW, choices=ALLOCATOR_CHOICES),
     _flag("cold", "evict caches before every sample", HOW),
     _flag("allow_tf32", "let GPUs use TF32 for float32 matmuls (off: full precision, recorded)", HOW),
     _flag("self_check", "measure the first library against itself beside the run (A/A): how often this machine, "

@@ -17,8 +17,6 @@ from ..backends import DEFAULT_BACKENDS, DEVICES
 from . import schema
 from ..errors import UsageError, from_command_line
 from ..workloads.params import ParamValue
-
-from .cell import DTYPES, MODES  # noqa: F401  (the options' choices)
 from .results import legacy_names
 
 MAX_SIZE = 10**10  # elements; beyond this no machine holds the inputs
@@ -100,9 +98,6 @@ class RunOptions:
         mine, theirs = self.to_dict(), other.to_dict()
         return {k: (mine[k], theirs[k]) for k in mine if mine[k] != theirs[k]}
 
-
-#: ``--allocator``: both states, or one of ``model/allocator.STATES`` alone.
-ALLOCATOR_CHOICES: tuple[str, ...] = ("both", "reused", "fresh")
 
 def parse_sizes(text: str) -> list[str]:
     """``small,large``, explicit sizes ``100,1000``, or a geometric range ``16:4096[:steps]``."""

@@ -94,21 +94,12 @@ def read(get: Callable[[str], Any]) -> Settings:
                 raise UsageError("--arraybench-compare=git:REF needs a ref, such as git:main or git:HEAD~1")
         else:
             check_choice(compare)
+    flags = {o.name: bool(get("arraybench_" + o.name)) for o in on(PYTEST) if o.action == "store_true"}
     settings = Settings(
-        backends=backends,
-        processes=None if counts is None else counts[0],
-        max_processes=None if counts is None else counts[1],
-        max_time=parsed("max_time"),
-        compare=compare,
-        fail_above=parsed("fail_above"),
-        store=_store(get("arraybench_store")),
-        save=bool(get("arraybench_save")),
-        memory=bool(get("arraybench_memory")),
-        skip=bool(get("arraybench_skip")),
-        only=bool(get("arraybench_only")),
-        disable=bool(get("arraybench_disable")),
-        json=_json_path(get("arraybench_json")),
-    )
+        backends=backends, processes=None if counts is None else counts[0],
+        max_processes=None if counts is None else counts[1], max_time=parsed("max_time"), compare=compare,
+        fail_above=parsed("fail_above"), store=_store(get("arraybench_store")),
+        json=_json_path(get("arraybench_json")), **flags)
     if settings.disable and (settings.compare is not None or settings.save):
         raise UsageError("--arraybench-disable times nothing worth keeping: leave out "
                          + ("--arraybench-compare" if settings.compare is not None else "--arraybench-save"))
