@@ -22,8 +22,7 @@ from .executors.cluster import check_options as check_cluster_options
 from .model.context import parse_context
 from .errors import UsageError, option_name, unknown_name
 from .model.results import LEGACY_NAMES, legacy_names
-from .model.cell import DTYPES
-from .model.options import RunOptions, parse_sizes
+from .model.options import DTYPES, RunOptions, parse_sizes
 from .options import KEYWORDS
 from .lifecycle import ContextLabels, execute, reporter_for, resume
 from .plan import Cell, Plan, build_plan, validate

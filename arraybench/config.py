@@ -20,9 +20,9 @@ Such a file may sit in a parent folder someone else owns (``/tmp/pyproject.toml`
 ``safe.directory``: the options that choose the code arraybench runs, where its results go or where
 its baselines come from (``OWN_KEYS``: a workload file, an interpreter, environment variables such
 as ``PYTHONPATH`` or ``LD_PRELOAD``, a Ray cluster, a git ref, the store, the output folder, the
-files ``--csv`` and ``--markdown`` write) are taken only from a file the user owns and no one else
-may write; and ``trust_folder`` is never taken from a file at all: trusting a received folder is a
-decision made on the command line.
+files ``--csv`` and ``--markdown`` write; each spelling, from ``options.OPTIONS``) are taken only
+from a file the user owns and no one else may write; and ``trust_folder`` is never taken from a
+file at all: trusting a received folder is a decision made on the command line.
 """
 
 from __future__ import annotations
@@ -43,10 +43,6 @@ from .options import FILE, OWN_KEYS, dashed, on
 TABLE = "[tool.arraybench]"
 #: A project file beyond this is not one (pyproject.toml files are KiBs).
 MAX_BYTES = 4 << 20
-__all__ = ["OWN_KEYS", "ProjectDefaults", "distrust", "find", "load"]
-#: ``OWN_KEYS`` (each spelling, from the options table): the keys only the user's own file may set,
-#: each with what it would let the file choose; refused from a file the user does not own or that
-#: others may write (anyone could have written them).
 #: Keys only the command line may give: a file never grants trust.
 COMMAND_LINE_ONLY = frozenset({"trust-folder"})
 

@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 from .argtypes import (Assignments, CsvExtend, assignment, csv_list, file_path, fraction, non_negative_float,
                        percent, positive_float, positive_int, processes, python_assignment, seed,
                        variant_assignment)
+from .errors import UsageError
 
 #: The surfaces an option is on.
 CLI, PYTEST, FILE, API = "command line", "pytest", "project file", "api"
@@ -63,6 +64,7 @@ class Option:
 
 
 def dashed(name: str) -> str:
+    """``max_time`` as the command line and a project file spell it: ``max-time``."""
     return name.replace("_", "-")
 
 
@@ -292,8 +294,6 @@ def preset_text(name: str) -> str:
 def apply_preset(args: argparse.Namespace) -> None:
     """Set the preset's budgets on ``args``, except for the options given beside it: typed, or,
     for a preset the project file sets, set in that same file."""
-    from .errors import UsageError
-
     name = getattr(args, "preset", None)
     if name is None:
         return

@@ -295,13 +295,13 @@ def _command(argv: list[str]) -> int:
     _quiet_when_the_reader_leaves()
     from ..config import find as find_project, load as project_defaults
 
+    run_parser = _run_parser()
     if argv[0].startswith("-") and argv[0] not in ("-h", "--help", "-V", "--version"):
         option = argv[0].split("=", 1)[0]
-        run_options = {o for a in _run_parser()._actions for o in a.option_strings}
-        if option in run_options:
+        if option in run_parser._option_string_actions:
             raise UsageError(f"{option} is an option of a command: arraybench run {' '.join(argv)}")
     argv = renamed(argv)
-    defaults = project_defaults(_run_parser(), find_project())
+    defaults = project_defaults(run_parser, find_project())
     args = parse(argv, defaults)
     if args.command is None:
         build_parser(defaults).print_help()

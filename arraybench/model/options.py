@@ -17,6 +17,7 @@ from ..backends import DEFAULT_BACKENDS, DEVICES
 from . import schema
 from ..errors import UsageError, from_command_line
 from ..workloads.params import ParamValue
+from .cell import DTYPES, MODES  # noqa: F401  (the options' choices)
 from .results import legacy_names
 
 MAX_SIZE = 10**10  # elements; beyond this no machine holds the inputs
