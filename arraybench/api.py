@@ -20,10 +20,11 @@ from typing import Any, Iterable, Sequence
 
 from .executors.cluster import check_options as check_cluster_options
 from .model.context import parse_context
-from .errors import StoreWarning, UsageError, option_name, unknown_name
+from .errors import UsageError, option_name, unknown_name
 from .model.results import LEGACY_NAMES, legacy_names
-from .model.options import DTYPES, OPTION_NAMES, RunOptions, parse_sizes
-from .lifecycle import ContextLabels, execute, refuse_other_settings, reporter_for, resume
+from .model.options import DTYPES, RunOptions, parse_sizes
+from .options import KEYWORDS
+from .lifecycle import ContextLabels, execute, reporter_for, resume
 from .plan import Cell, Plan, build_plan, validate
 from .model.reporter import Reporter
 from .model.results import Results, load, resolve
@@ -33,41 +34,8 @@ from .workloads.definition import Workload
 from .workloads.registry import BUILTIN, REGISTRY, register
 from .workloads.shipping import needs_shipping, pack
 from .workloads.userfile import load_files
-
-# What the commands and the pytest plugin use beside the functions below: they import nothing of
-# arraybench but this module, rendering and errors (tests/test_architecture.py), so that they stay
-# adapters and a notebook reaches every behaviour they do. Each name keeps its own home's meaning.
-from .analysis.compare import DEFAULT_ALPHA, DEFAULT_THRESHOLD, Comparison
-from .analysis.history import DEFAULT_FDR, history
-from .analysis.pairs import against_regressions
-from .analysis.run_state import RunState
-from .backends import DEVICES, SPECS
-from .config import ProjectDefaults, find as find_project, load as project_defaults
-from .executors import cluster_nodes
-from .executors.doctor import configs as doctor_configs, main as doctor
-from .executors.in_process import CalledOnce
-from .executors.pool import WorkerPool, sharing
-from .executors.probe import probe_backends
-from .files import write_atomic
-from .host.against import HERE, export as export_ref, lacking as lacking_from_ref
-from .host.environments import parse_python, parse_variant
-from .host.machine import collect as collect_machine
-from .model.identity import run_id
-from .model.journal import JOURNAL_NAME, JournalState, read as read_journal
-from .model.machines import cross_machine_pairs, machine_id_of
-from .model.merge import same_machine_notes
-from .model.options import ALLOCATOR_CHOICES
-from .outdir import claim_for_report, prepare as prepare_folder, resume_command
-from .render.gate_text import gate_failures, gate_notes
-from .store import StoreError, describe_location, open_store, resolve_location
-from .store.baseline import check_choice, check_named, find as find_baseline
-from .store.keeping import history_of_run, store_run
-from .store.location import redact
-from .store.refs import load_run, run_fields, run_line, this_machine
-from .units import format_change, format_ratio
-from .workloads.definition import define
-from .workloads.expression import expression_workload
-from .workloads.userfile import LoadedFiles
+from .outdir import claim_for_report
+from .store.refs import load_run
 
 
 __all__ = ["Interrupted", "Plan", "compare", "load_files", "load_results", "numerics", "plan", "resume",
@@ -86,16 +54,20 @@ def load_results(path: str | os.PathLike[str]) -> Results:
 def options_from(workloads: Any = None, *, options: RunOptions | None = None,
                  **settings: Any) -> RunOptions:
     """``RunOptions`` from the keywords of ``run`` (names, lists, ``Workload`` objects, sizes as
-    text or numbers); ``TypeError`` names an unknown keyword. Workload objects are registered."""
+    text or numbers); ``TypeError`` names an unknown keyword and the closest one in one line.
+    Workload objects are registered."""
     base = options or RunOptions()
     for old, new in LEGACY_NAMES.items():
         if old in settings:
             warnings.warn(f"{old}= is now called {new}= (as --processes on the command line)",
                           DeprecationWarning, stacklevel=3)
     settings = legacy_names(settings)
-    unknown = [k for k in settings if k not in OPTION_NAMES]
+    unknown = [k for k in settings if k not in KEYWORDS]
     if unknown:
-        raise TypeError(f"unknown option {unknown[0]!r}; valid: {', '.join(OPTION_NAMES)}")
+        import inspect  # run's own keywords are named too: output_dri= gets a did-you-mean
+
+        valid = [*KEYWORDS, *(k for k in inspect.signature(run).parameters if k != "settings")]
+        raise TypeError(unknown_name("option", unknown[0], valid, more="see help(arraybench.run)"))
     changes = {k: v for k, v in settings.items() if v is not None}
     if "processes" in changes and "max_processes" not in settings:
         changes["max_processes"] = None  # processes=N alone is a fixed count, as --processes N

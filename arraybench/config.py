@@ -1,8 +1,8 @@
 """Project defaults: ``[tool.arraybench]`` in the nearest ``pyproject.toml``.
 
-Any option of ``arraybench run`` may be set there, spelled as on the command line or with
-underscores; the command line wins. Values are checked by the same rules as typed options, so a
-bad one is refused the same way::
+Any option of ``arraybench run`` may be set there (``options.OPTIONS`` says which), spelled as on
+the command line or with underscores; the command line wins. Values are checked by the same rules
+as typed options, so a bad one is refused the same way::
 
     [tool.arraybench]
     backends = ["numpy", "torch"]
@@ -20,9 +20,9 @@ Such a file may sit in a parent folder someone else owns (``/tmp/pyproject.toml`
 ``safe.directory``: the options that choose the code arraybench runs, where its results go or where
 its baselines come from (``OWN_KEYS``: a workload file, an interpreter, environment variables such
 as ``PYTHONPATH`` or ``LD_PRELOAD``, a Ray cluster, a git ref, the store, the output folder, the
-files ``--csv`` and ``--markdown`` write) are taken only from a file the user owns and no one else
-may write; and ``trust_folder`` is never taken from a file at all: trusting a received folder is a
-decision made on the command line.
+files ``--csv`` and ``--markdown`` write; each spelling, from ``options.OPTIONS``) are taken only
+from a file the user owns and no one else may write; and ``trust_folder`` is never taken from a
+file at all: trusting a received folder is a decision made on the command line.
 """
 
 from __future__ import annotations
@@ -38,17 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UsageError, unknown_name
+from .options import FILE, OWN_KEYS, dashed, on
 
 TABLE = "[tool.arraybench]"
 #: A project file beyond this is not one (pyproject.toml files are KiBs).
 MAX_BYTES = 4 << 20
-#: The keys only the user's own file may set, each with what it would let the file choose: refused
-#: from a file the user does not own or that others may write (anyone could have written them).
-OWN_KEYS = {"workload-file": "the code run", "python": "the code run", "variant": "the code run",
-            "cluster": "the code run", "against": "the code run",
-            "store": "where results go and baselines come from", "output-dir": "where results go",
-            "csv": "where results go", "markdown": "where results go",
-            "overwrite": "which results are removed"}
 #: Keys only the command line may give: a file never grants trust.
 COMMAND_LINE_ONLY = frozenset({"trust-folder"})
 
@@ -121,7 +115,9 @@ def load(parser: argparse.ArgumentParser, path: Path | None) -> ProjectDefaults:
             continue
         action = actions.get(key.replace("_", "-"))
         if action is None:
-            raise UsageError(f"{path}: " + unknown_name("key", key, sorted(actions), where=f"in {TABLE}"))
+            listed = sorted({dashed(o.name) for o in on(FILE)} & set(actions))  # not the old spellings
+            raise UsageError(f"{path}: " + unknown_name("key", key, sorted(actions), listed=listed,
+                                                        where=f"in {TABLE}"))
         result.values[action.dest] = _convert(action, value, f"{path}: {TABLE} {key}")
         result.spelled[key] = value
     return result
@@ -154,23 +150,15 @@ def distrust(st: os.stat_result) -> str | None:
 
 
 def _options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
-    """``parser``'s options by long name without dashes (``max-time``), but --resume and help."""
-    out = {}
-    for action in parser._actions:
-        longs = [s for s in action.option_strings if s.startswith("--")]
-        if not longs or action.dest in ("help", "resume"):
-            continue
-        out[longs[0][2:]] = action
-    return out
+    """``parser``'s options a file may set, by each spelling without dashes (``max-time``)."""
+    known = parser._option_string_actions
+    return {dashed(n): known["--" + dashed(n)] for o in on(FILE) for n in (o.name, *o.aliases)
+            if "--" + dashed(n) in known}
 
 
 def _convert(action: argparse.Action, value: Any, where: str) -> Any:
     """``value`` as the option's own parser would give it, or ``UsageError``."""
-    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
-        if not isinstance(value, bool):
-            raise UsageError(f"{where} must be true or false, not {value!r}")
-        return value if isinstance(action, argparse._StoreTrueAction) else not value
-    if isinstance(action, argparse._StoreConstAction):  # a preset: `fast = true`
+    if isinstance(action, argparse._StoreConstAction):  # a flag (store_true is one) or a preset: `fast = true`
         if not isinstance(value, bool):
             raise UsageError(f"{where} must be true or false, not {value!r}")
         return action.const if value else action.default

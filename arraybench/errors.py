@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import difflib
 import unicodedata
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Iterator, Sequence
 
 #: Names a message lists when none is close to what was typed; past this, it says where to look.
@@ -59,65 +59,54 @@ def unknown_name(kind: str, name: str, valid: Sequence[str], *, listed: Sequence
 
 
 #: Who is asking, so that a message names an option as its reader typed it: ``"python"`` (the
-#: API's keywords, the default) or ``"command line"`` (set by ``commands/main.main`` for its command). A
-#: process-wide setting, not a context variable: the run's threads must see the command's.
-_CALLER = ["python"]
+#: API's keywords, the default), ``"command line"`` (set by ``commands/main.main`` for its command)
+#: or ``"pytest"``, with the plugin's spellings. A process-wide setting, not a context variable: the
+#: run's threads must see the command's.
+_CALLER: list[tuple[str, dict[str, str]]] = [("python", {})]
 
 
 @contextmanager
-def command_line() -> Iterator[None]:
+def _asking(caller: str, names: dict[str, str]) -> Iterator[None]:
+    _CALLER.append((caller, names))
+    try:
+        yield
+    finally:
+        _CALLER.pop()
+
+
+def command_line() -> AbstractContextManager[None]:
     """Within this block, messages spell options as the command line does (``--max-time 2``)."""
-    _CALLER.append("command line")
-    try:
-        yield
-    finally:
-        _CALLER.pop()
+    return _asking("command line", {})
 
 
-@contextmanager
-def pytest_session() -> Iterator[None]:
-    """Within this block, messages spell options as the pytest plugin takes them
-    (``--arraybench-processes=2``), and the rest as the API's keywords a marker takes."""
-    _CALLER.append("pytest")
-    try:
-        yield
-    finally:
-        _CALLER.pop()
-
-
-#: The options the pytest plugin has, by the API's keyword.
-_PYTEST_NAMES = {"processes": "--arraybench-processes", "max_processes": "--arraybench-processes",
-                 "max_time": "--arraybench-max-time", "backends": "--arraybench-backends"}
-
-#: Options the command line spells otherwise than ``--`` and the keyword with dashes.
-_COMMAND_LINE_NAMES = {"max_processes": "--processes", "modes": "--mode", "params": "--param",
-                       "workload_files": "--workload-file", "pythons": "--python", "variants": "--variant"}
+def pytest_session(names: dict[str, str]) -> AbstractContextManager[None]:
+    """Within this block, messages spell options as the pytest plugin takes them (``names``, by
+    keyword: ``--arraybench-processes=2``), and the rest as the API's keywords a marker takes."""
+    return _asking("pytest", names)
 
 
 def option_name(name: str) -> str:
     """An option's name as the caller writes it: ``--max-time`` for a command, ``max_time`` in Python."""
-    if _CALLER[-1] == "pytest":
-        return _PYTEST_NAMES.get(name, name)
-    if _CALLER[-1] != "command line":
-        return name
-    return _COMMAND_LINE_NAMES.get(name, "--" + name.replace("_", "-"))
+    caller, names = _CALLER[-1]
+    if caller != "command line":
+        return names.get(name, name)
+    # One spelling each (``options.OPTIONS``); ``--processes MIN:MAX`` sets max_processes too.
+    return "--" + ("processes" if name == "max_processes" else name).replace("_", "-")
 
 
 def from_command_line() -> bool:
     """Whether the command line is the caller (``command_line`` is in effect)."""
-    return _CALLER[-1] == "command line"
+    return _CALLER[-1][0] == "command line"
 
 
 def spell(name: str, value: Any = None) -> str:
     """An option as the caller writes it: ``spell("max_time", 2)`` is ``--max-time 2`` for a
     command and ``max_time=2`` in Python; a flag (``spell("overwrite")``) is ``--overwrite`` or
     ``overwrite=True``."""
-    if _CALLER[-1] == "command line":
-        flag = option_name(name)
-        return flag if value is None else f"{flag} {value}"
-    if _CALLER[-1] == "pytest" and name in _PYTEST_NAMES:
-        return _PYTEST_NAMES[name] if value is None else f"{_PYTEST_NAMES[name]}={value}"
-    return f"{name}={'True' if value is None else value}"
+    flag, (caller, names) = option_name(name), _CALLER[-1]
+    if caller == "python" or flag == name:
+        return f"{name}={'True' if value is None else value}"
+    return flag if value is None else f"{flag}{' ' if caller == 'command line' else '='}{value}"
 
 
 class UsageError(Exception):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence, Union
 from .model.context import parse_context
 from .errors import SaveError, StoreWarning, UsageError, from_command_line, one_line
 from .outdir import resume_command
-from .model.options import RunOptions, settings_differ
+from .model.options import RunOptions, refuse_other_settings
 from .plan import Plan, validate
 from .model.journal import JournalState
 from .model.reporter import Reporter
@@ -123,15 +123,6 @@ def _keep_scratch(folder: Path) -> bool:
                   f"arraybench.resume({str(folder)!r}) or `arraybench run --resume {folder}`; "
                   "delete the folder when done)", UserWarning, stacklevel=3)
     return True
-
-
-def refuse_other_settings(saved: RunOptions, given: Mapping[str, Any]) -> None:
-    """``UsageError`` naming every run option in ``given`` that differs from a saved run's own:
-    a resumed run measures with its own settings, or its processes would not be alike."""
-    differs = settings_differ(saved, given)
-    if differs:
-        what = "--resume" if from_command_line() else "resume()"
-        raise UsageError(f"{what} uses the run's own settings; these differ: " + "; ".join(differs))
 
 
 def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = None,

@@ -16,7 +16,8 @@ from . import backends
 from .host import environments
 from .errors import UsageError, from_command_line, option_name, unknown_name
 from .model.cell import DTYPES, MODES, Cell
-from .model.options import ALLOCATOR_CHOICES, MAX_PROCESSES, RunOptions, parse_size
+from .model.options import MAX_PROCESSES, RunOptions, parse_size
+from .options import ALLOCATOR_CHOICES
 from .workloads.definition import Workload
 from .workloads.userfile import LoadedFiles
 from .workloads.params import ParamValue, aimed, check_settings, coerce

@@ -7,7 +7,7 @@ would change under the check). ``alpha`` and ``beta`` are settings (``params=``)
 library as Python floats and recorded with the result. PyTorch has the operation as one call
 (``addmm_``); JAX arrays are immutable, so its version returns the new ``C``.
 
-    arraybench run --workload-file examples/gemm_inplace.py --mode latency,compiled
+    arraybench run --workload-files examples/gemm_inplace.py --modes latency,compiled
 """
 
 import arraybench

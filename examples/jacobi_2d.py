@@ -7,7 +7,7 @@ The time-step count ``tsteps`` is a setting, an ``int`` as the code expects (``r
 JAX's ``jax.jit`` sees a constant, so its ``fori_loop`` has a fixed trip count. JAX arrays are
 immutable: its version updates with ``.at[...].set(...)`` and returns the grids.
 
-    arraybench run --workload-file examples/jacobi_2d.py --mode latency,compiled
+    arraybench run --workload-files examples/jacobi_2d.py --modes latency,compiled
 """
 
 import numpy as np

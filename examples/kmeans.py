@@ -5,7 +5,7 @@ Distances use the expansion ``|x|^2 - 2 x.c + |c|^2`` (one matrix product, as sc
 the new centroids another product, with a one-hot matrix of the assignments, so the whole step is
 array operations with no Python loop over clusters. The size ``n`` is the number of points.
 
-    arraybench run --workload-file examples/kmeans.py
+    arraybench run --workload-files examples/kmeans.py
 """
 
 import array_api_compat

@@ -6,7 +6,7 @@ the gradient of the loss with respect to all of them: ``jax.grad`` on JAX, autog
 forward finite differences on NumPy (one extra forward pass per weight: the cost autodiff avoids).
 The size ``n`` is the batch.
 
-    arraybench run --workload-file examples/mlp.py
+    arraybench run --workload-files examples/mlp.py
 """
 
 import numpy as np

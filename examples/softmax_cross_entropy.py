@@ -4,7 +4,7 @@ Each row of ``logits`` holds one example's scores for ``CLASSES`` classes and ``
 class; the result is each example's loss, ``log(sum(exp(logits))) - logits[label]``, computed the
 stable way (shift by the row's max first, so ``exp`` never overflows). The size ``n`` is the batch.
 
-    arraybench run --workload-file examples/softmax_cross_entropy.py
+    arraybench run --workload-files examples/softmax_cross_entropy.py
 """
 
 import numpy as np

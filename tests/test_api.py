@@ -121,8 +121,10 @@ def test_results_offer_findings_compare_dataframe_and_plots(in_memory):
 def test_bad_options_fail_before_anything_runs():
     with pytest.raises(UsageError, match="unknown backend 'numpi'"):
         arraybench.run(["sort"], backends=["numpi"])
-    with pytest.raises(TypeError, match="unknown option 'procesess'"):
+    with pytest.raises(TypeError, match="unknown option 'procesess'; did you mean 'processes'"):
         arraybench.run(["sort"], procesess=2)
+    with pytest.raises(TypeError, match="unknown option 'output_dri'; did you mean 'output_dir'"):
+        arraybench.run(["sort"], output_dri="out")
     with pytest.raises(UsageError, match="no size"):
         arraybench.run(["sort"], sizes=["medium"], backends="numpy")
 

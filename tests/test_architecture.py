@@ -360,33 +360,47 @@ def test_no_module_is_longer_than_a_reader_takes_in_at_one_sitting():
 #: What the commands and the pytest plugin may import of arraybench: the public API (``api``, and
 #: the package's public names), rendering, errors, and their own modules. Everything else they
 #: need, the API offers, so that a notebook, a command and a pytest session get one behaviour.
-API_BOUNDARY = ("arraybench.api", "arraybench.render", "arraybench.errors")
+#: What a command or the pytest plugin never imports: a run is planned and made only by the API
+#: (``arraybench.run``, ``resume``, ``plan``, ``execute``), and what runs in a worker is the
+#: executors'. They import the rest from its home: the API is no funnel of re-exported names.
+BEYOND_THE_API = ("arraybench.lifecycle", "arraybench.worker")
 
 
 def _beyond_the_api(name: str, found: set[str]) -> set[str]:
-    # The plugin reads its options with the command line's value types (``commands/argtypes``),
-    # named through the commands' package, which imports none of them.
-    own = ("arraybench.commands",) if name.startswith("arraybench.commands") else (
-        "arraybench.pytest", "arraybench.commands.argtypes")
-    bare = {"arraybench", "arraybench.commands"}
-    return {m for m in found if m.startswith("arraybench.") and m not in bare
-            and not any(m == p or m.startswith(p + ".") for p in (*API_BOUNDARY, *own))}
+    """What ``name`` imports that a command or the plugin may not; and, for any other module, the
+    commands (only ``python -m arraybench`` starts them)."""
+    if name.startswith(("arraybench.commands", "arraybench.pytest")):
+        return {m for m in found if any(m == p or m.startswith(p + ".") for p in BEYOND_THE_API)}
+    if name == "arraybench.__main__":
+        return set()
+    return {m for m in found if m == "arraybench.commands" or m.startswith("arraybench.commands.")}
 
 
 def test_the_boundary_finder_finds_an_internal_import():
-    assert _beyond_the_api("arraybench.commands.run", {"arraybench.model.journal"}) == {"arraybench.model.journal"}
-    assert _beyond_the_api("arraybench.pytest.suite", {"arraybench.commands.run"}) == {"arraybench.commands.run"}
+    assert _beyond_the_api("arraybench.commands.run", {"arraybench.lifecycle"}) == {"arraybench.lifecycle"}
+    assert _beyond_the_api("arraybench.pytest.suite", {"arraybench.worker.timer"}) == {"arraybench.worker.timer"}
+    assert _beyond_the_api("arraybench.pytest.settings", {"arraybench.commands.run"}) == set()
+    assert _beyond_the_api("arraybench.options", {"arraybench.commands.run"}) == {"arraybench.commands.run"}
     assert _beyond_the_api("arraybench.commands.run", {"arraybench", "arraybench.api", "arraybench.render.report",
-                                                       "arraybench.errors", "arraybench.commands.argtypes",
-                                                       "arraybench.apiary"}) == {"arraybench.apiary"}
+                                                       "arraybench.model.journal", "arraybench.options",
+                                                       "arraybench.lifecycles"}) == set()
 
 
-def test_the_commands_and_the_pytest_plugin_import_only_the_api():
+def test_the_commands_and_the_plugin_run_only_through_the_api_and_nothing_imports_them():
     modules = _modules()
-    beyond = {name: sorted(_beyond_the_api(name, imports(path, name, modules)))
-              for name, path in modules.items()
-              if name.startswith(("arraybench.commands", "arraybench.pytest"))}
+    beyond = {name: sorted(_beyond_the_api(name, imports(path, name, modules))) for name, path in modules.items()}
     assert {name: found for name, found in beyond.items() if found} == {}
+
+
+def test_the_api_reexports_nothing_for_the_commands():
+    """Every name ``arraybench.api`` imports, it uses itself or offers in ``__all__``."""
+    tree = ast.parse((PACKAGE / "api.py").read_text(encoding="utf-8"))
+    imported = {a.asname or a.name for node in tree.body if isinstance(node, ast.ImportFrom)
+                for a in node.names} - {"annotations"}
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    exported = next(ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets))
+    assert sorted(imported - used - set(exported)) == []
 
 
 def test_no_comment_or_page_points_at_an_issue_number():

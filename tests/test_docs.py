@@ -17,7 +17,7 @@ from arraybench.commands.main import RENAMED, build_parser
 from arraybench.model.journal import JOURNAL_NAME
 from arraybench.outdir.lock import LOCK_NAME
 from arraybench.outdir.own_files import LOGS_NAME, OTHER_OWN, REPLACED, WORKER_LOG
-from arraybench.pytest.settings import OPTIONS as PYTEST_OPTIONS
+from arraybench.options import PYTEST_NAMES
 from arraybench.render.manifest import MANIFEST_NAME
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -134,7 +134,7 @@ def known_options() -> set[str]:
     the scripts in benchmarks/ the docs describe."""
     known = options_of(parser()).union(*(options_of(p) for p in commands().values()))
     known |= {old for table in RENAMED.values() for old in table}
-    known |= {name for name, _ in PYTEST_OPTIONS}
+    known |= set(PYTEST_NAMES.values())
     for script in (ROOT / "benchmarks").glob("*.*"):
         known |= set(re.findall(r"""add_argument\(\s*["'](--[a-z0-9-]+)""", script.read_text()))
         known |= set(re.findall(r"^\s*(--[a-z0-9-]+)\)", script.read_text(), re.M))  # a shell case

@@ -192,7 +192,7 @@ def test_a_cell_that_fails_or_a_bad_call_fails_its_test_in_one_line(pytester, tm
         "*broken 10 NumPy CPU: failed: *no such luck*",
         "*arraybench_run: cube 10 on numpy cpu was measured already in this session, "
         "by test_two.py::test_cube; *",
-        "*arraybench_run: unknown option 'procesess'; valid: *",
+        "*arraybench_run: unknown option 'procesess'; did you mean 'processes'?*",
         "*arraybench_run: store= is set by --arraybench-store and --arraybench-save, not by a test",
         "*arraybench_run: a workload made from a lambda needs a name: workload(name=...)*",
     ])
@@ -322,8 +322,9 @@ def test_disable_checks_each_cell_once_and_json_writes_the_sessions_run(pytester
 def test_the_plugins_notes_name_its_own_options():
     from arraybench.analysis.policy import FIXED, explained
     from arraybench.errors import command_line, pytest_session, spell
+    from arraybench.options import PYTEST_NAMES
 
-    with pytest_session():
+    with pytest_session(PYTEST_NAMES):
         assert "--arraybench-processes=N" in explained(FIXED)
         assert spell("processes", 2) == "--arraybench-processes=2"
         assert spell("rel_ci", 0.01) == "rel_ci=0.01"  # no plugin option: the marker's keyword

@@ -8,13 +8,13 @@ import sys
 from typing import Any
 
 from ..errors import printable
+from ..options import add
 from ..render.terminal import stdout_console
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("list", help="list workloads, their sizes and what each measures")
-    p.add_argument("--workload-file", action="append", default=[], dest="workload_files",
-                   metavar="FILE", help="also list the workloads of a Python file (repeatable)")
+    add(p, "workload_files", help="also list the workloads of a Python file (repeatable)")
     p.add_argument("--json", action="store_true", help="print as JSON")
     p.set_defaults(handler=main)
 
@@ -22,7 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def catalog(workload_files: list[str] = ()) -> tuple[list[dict[str, Any]], list[str]]:
     """Every known workload (name, sizes, what it measures, how it is checked, its work per call),
     and the errors of the files that did not load."""
-    from ..api import REGISTRY, load_files
+    from ..workloads.registry import REGISTRY
+    from ..workloads.userfile import load_files
 
     loaded = load_files(list(workload_files))
     out = []

@@ -5,16 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..api import gate_failures, gate_notes
+from ..render.gate_text import gate_failures, gate_notes
 from ..errors import SaveError, UsageError
 from ..render.terminal import stdout_console
-from .argtypes import fraction, percent
-from .storeargs import add_store_option, store_location
-from .tablefiles import add_table_options, check_targets, say_written, write_tables
+from ..argtypes import fraction, percent
+from ..options import add, store_location
+from .tablefiles import check_targets, say_written, write_tables
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..api import DEFAULT_ALPHA, DEFAULT_THRESHOLD
+    from ..analysis.compare import DEFAULT_ALPHA, DEFAULT_THRESHOLD
 
     p = sub.add_parser(
         "compare", help="compare two runs cell by cell: faster, slower or not significant",
@@ -44,9 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also write compare.svg and compare.md there")
     p.add_argument("--json", action="store_true",
                    help="print the comparison as one JSON document instead of the table")
-    add_table_options(p, csv="every cell's medians, ratio and verdict as CSV",
-                      markdown="the comparison as Markdown (compare.md)")
-    add_store_option(p, "that run ids, last and last~N are looked up in")
+    add(p, "csv", what="every cell's medians, ratio and verdict as CSV")
+    add(p, "markdown", what="the comparison as Markdown (compare.md)")
+    add(p, "store", what="that run ids, last and last~N are looked up in")
     p.add_argument("--cross-machine", action="store_true",
                    help="compare runs from different machines (refused without it: a difference "
                         "would be the machines' as much as the code's)")
@@ -55,7 +55,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from .. import api
-    from ..api import cross_machine_pairs, load_run, run_fields, run_line
+    from ..model.machines import cross_machine_pairs
+    from ..store.refs import load_run, run_fields, run_line
     from ..render.comparison import print_comparison
 
     if args.memory and args.fail_above is None:  # before any work: the gate would be silently off
@@ -69,7 +70,7 @@ def main(args: argparse.Namespace) -> int:
     across = cross_machine_pairs(base, new)
     out = None
     if args.output_dir:
-        from ..api import prepare_folder as prepare
+        from ..outdir import prepare
 
         out = prepare(args.output_dir, overwrite=True)
     if args.json:
@@ -92,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     print_comparison(comparison, console, across)
     if out is not None:
-        from ..api import write_atomic
+        from ..files import write_atomic
         from ..render.compare_plot import compare_plot
         from ..render.markdown import comparison_markdown
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from .argtypes import csv_list, positive_float
+from ..argtypes import csv_list, positive_float
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..api import DEVICES, SPECS
+    from ..backends import DEVICES, SPECS
 
     p = sub.add_parser("doctor", help="check that timing (against each library's own timer), sync, precision, "
                                       "memory, clocks and transfers behave on this machine (run it first on a GPU)")
@@ -23,7 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..api import DEVICES, SPECS, doctor, doctor_configs
+    from ..backends import DEVICES, SPECS
+    from ..executors.doctor import configs as doctor_configs, main as doctor
     from ..errors import UsageError, unknown_name
 
     for kind, given, valid in (("backend", args.backends, SPECS), ("device", args.devices, DEVICES)):

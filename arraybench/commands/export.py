@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from .storeargs import add_store_option, store_location
+from ..options import add, store_location
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", required=True, choices=FORMATS,
                    help="github: github-action-benchmark customSmallerIsBetter; bencher: Bencher Metric Format")
     p.add_argument("--output", "-o", default=None, metavar="FILE", help="write here (default: stdout)")
-    add_store_option(p, "that run ids, last and last~N are looked up in")
+    add(p, "store", what="that run ids, last and last~N are looked up in")
     p.set_defaults(handler=main)
 
 
@@ -31,7 +31,8 @@ def main(args: argparse.Namespace) -> int:
     import sys
 
     from ..errors import UsageError
-    from ..api import load_run, write_atomic
+    from ..files import write_atomic
+    from ..store.refs import load_run
     from ..render.exports import export_text
 
     # Named as every other command names a run: a folder, a file, or one in the store.

@@ -16,13 +16,16 @@ import re
 import sys
 
 from ..errors import UsageError, one_line
-from ..api import format_change, load_run, machine_id_of, this_machine
-from .argtypes import csv_list, fraction, percent, positive_int
-from .storeargs import add_store_option, store_location
-from .tablefiles import add_table_options, check_targets, say_written, write_tables
+from ..model.machines import machine_id_of
+from ..store.refs import load_run, this_machine
+from ..units import format_change
+from ..argtypes import csv_list, fraction, percent, positive_int
+from ..options import add, store_location
+from .tablefiles import check_targets, say_written, write_tables
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..api import DEFAULT_FDR, DEFAULT_THRESHOLD
+    from ..analysis.compare import DEFAULT_THRESHOLD
+    from ..analysis.history import DEFAULT_FDR
     from ..render.history import DEFAULT_LAST
 
     p = sub.add_parser("history", help="each cell's results over the stored runs, with the steps in them",
@@ -40,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="only this machine: a machine id (or its first characters), or `this`")
     p.add_argument("--since", default=None, metavar="WHEN",
                    help="only runs since a date (2026-01-31) or for a while (30d, 12h, 2w)")
-    add_store_option(p, "to read")
+    add(p, "store", what="to read")
     p.add_argument("--threshold", type=percent, default=DEFAULT_THRESHOLD, metavar="PERCENT",
                    help=f"smallest change called a step (default: {DEFAULT_THRESHOLD * 100:g}%%)")
     p.add_argument("--alpha", type=fraction, default=DEFAULT_FDR, metavar="FRACTION",
@@ -56,8 +59,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-plots", action="store_true", help="with --output-dir: skip the SVG plots")
     p.add_argument("--json", action="store_true",
                    help="print the series, their points and the steps as one JSON document")
-    add_table_options(p, csv="the table as CSV (each series' latest --last runs, times in seconds)",
-                      markdown="the table as Markdown, with the steps called")
+    add(p, "csv", what="the table as CSV (each series' latest --last runs, times in seconds)")
+    add(p, "markdown", what="the table as Markdown, with the steps called")
     p.set_defaults(handler=main)
 
 
@@ -85,7 +88,8 @@ def parse_since(text: str | None, now: _dt.datetime | None = None) -> str | None
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..api import history, open_store
+    from ..analysis.history import history
+    from ..store import open_store
     from ..render.history import print_history
     from ..render.terminal import stdout_console
 
@@ -127,7 +131,7 @@ def main(args: argparse.Namespace) -> int:
         if not args.no_plots:
             console.print("[dim]add --output-dir DIR to write each workload's plot (history_<workload>.svg)[/]")
     elif not args.no_plots:
-        from ..api import prepare_folder as prepare
+        from ..outdir import prepare
         from ..render.history_plot import write_history_plots
 
         out = prepare(args.output_dir, overwrite=True)
@@ -185,7 +189,7 @@ def regression_lines(found, limit: float) -> list[str]:
 
 def _up_to(target, entries: list, runs: dict) -> list:
     """The entries of ``target``'s own cells, from runs that started no later than it."""
-    from ..api import run_id
+    from ..model.identity import run_id
 
     cells = {r.key for r in target.records}
     own = runs.get(run_id(target))

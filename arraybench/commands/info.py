@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cluster_main(args: argparse.Namespace) -> int:
     """``info --cluster``: each node, asked on the node itself."""
-    from ..api import cluster_nodes
+    from ..executors import cluster_nodes
     from ..render.cluster import nodes_json, nodes_table
     from ..render.terminal import console as safe_console
 
@@ -44,7 +44,7 @@ def project_defaults(project: Any) -> dict[str, Any]:
 
 def _redacted(value: object) -> object:
     """A project option's value as shown: passwords in it (a store URL's) replaced by ``***``."""
-    from ..api import redact
+    from ..store.location import redact
 
     if isinstance(value, str):
         return redact(value, value)
@@ -56,7 +56,8 @@ def _redacted(value: object) -> object:
 def main(args: argparse.Namespace) -> int:
     if getattr(args, "cluster", None):
         return cluster_main(args)
-    from ..api import collect_machine, probe_backends
+    from ..executors.probe import probe_backends
+    from ..host.machine import collect as collect_machine
     from ..render.machine_info import print_info
     from ..render.terminal import stdout_console
 

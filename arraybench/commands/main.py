@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ..errors import SaveError, UsageError, one_line
 
 if TYPE_CHECKING:
-    from ..api import ProjectDefaults
+    from ..config import ProjectDefaults
 
 PROG = "arraybench"
 
@@ -200,7 +200,7 @@ def typed_options(argv: Sequence[str]) -> set[str]:
 
 def parse(argv: Sequence[str], defaults: ProjectDefaults | None = None) -> argparse.Namespace:
     """Parse a command line: the options, plus ``typed`` (what the user gave) and ``project``."""
-    from ..api import ProjectDefaults
+    from ..config import ProjectDefaults
 
     args = build_parser(defaults).parse_args(list(argv))
     args.typed = typed_options(argv)
@@ -293,15 +293,15 @@ def _command(argv: list[str]) -> int:
         parser.print_help()
         return _flushed(0)
     _quiet_when_the_reader_leaves()
-    from ..api import find_project, project_defaults
+    from ..config import find as find_project, load as project_defaults
 
+    run_parser = _run_parser()
     if argv[0].startswith("-") and argv[0] not in ("-h", "--help", "-V", "--version"):
         option = argv[0].split("=", 1)[0]
-        run_options = {o for a in _run_parser()._actions for o in a.option_strings}
-        if option in run_options:
+        if option in run_parser._option_string_actions:
             raise UsageError(f"{option} is an option of a command: arraybench run {' '.join(argv)}")
     argv = renamed(argv)
-    defaults = project_defaults(_run_parser(), find_project())
+    defaults = project_defaults(run_parser, find_project())
     args = parse(argv, defaults)
     if args.command is None:
         build_parser(defaults).print_help()

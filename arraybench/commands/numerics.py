@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-
 from .. import api
+from ..argtypes import csv_list
+from ..executors.session import Interrupted
+from ..files import write_atomic
+from ..options import add
 from ..render.terminal import console as safe_console
-from ..api import Interrupted, RunOptions, write_atomic
-from .argtypes import csv_list
 from .run import reporter_for
 
 
@@ -21,19 +22,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("numerics", help="each library's error against float64, per workload and dtype",
                        description="Run the workloads briefly in each dtype and tabulate each library's "
                                    "error against the NumPy float64 reference.")
-    d = RunOptions()
-    p.add_argument("--backends", type=csv_list, default=d.backends, metavar="LIST")
-    p.add_argument("--devices", type=csv_list, default=d.devices, metavar="LIST")
+    add(p, "backends")
+    add(p, "devices")
     p.add_argument("--workloads", type=csv_list, default=["numerics"], metavar="LIST",
                    help="workloads or groups (default: numerics = the seed's five and stats)")
-    p.add_argument("--workload-file", action="append", default=[], dest="workload_files",
-                   metavar="FILE", help="a Python file of @arraybench.workload functions (repeatable)")
+    add(p, "workload_files")
     p.add_argument("--sizes", default="small,large", metavar="LIST")
     p.add_argument("--dtype", type=csv_list, dest="dtypes", default=["float64", "float32"], metavar="LIST",
                    help="dtypes to compare (default: float64,float32)")
     p.add_argument("--output-dir", "-o", default="numerics", metavar="DIR")
-    p.add_argument("--overwrite", action="store_true")
-    p.add_argument("-q", "--quiet", action="store_true")
+    add(p, "overwrite")
+    add(p, "quiet")
     p.set_defaults(handler=main, json=False)
 
 

@@ -8,7 +8,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from ..render.terminal import stdout_console
-from .storeargs import add_store_option, store_location
+from ..options import add, store_location
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="where to write (default: the folder of RESULTS.json; for a stored run, "
                         "report-ID in the current folder)")
     p.add_argument("--no-plots", action="store_true", help="skip the SVG plots")
-    add_store_option(p, "whose history of these cells the report shows")
+    add(p, "store", what="whose history of these cells the report shows")
     p.add_argument("--no-store", action="store_true", help="leave the store alone: no History section")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     p.add_argument("-v", "--verbose", action="store_true",
@@ -32,7 +32,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from ..errors import SaveError
-    from ..api import claim_for_report, history_of_run, load_run, prepare_folder as prepare, run_id
+    from ..model.identity import run_id
+    from ..outdir import claim_for_report, prepare
+    from ..store.keeping import history_of_run
+    from ..store.refs import load_run
     from ..render import report
 
     results = load_run(args.results, store_location(args))

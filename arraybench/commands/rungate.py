@@ -7,10 +7,11 @@ import argparse
 import sys
 
 from .. import api
-from ..api import Results, format_ratio
+from ..model.results import Results
+from ..units import format_ratio
 from ..errors import UsageError
 from ..render.terminal import console as safe_console
-from .storeargs import store_location
+from ..options import store_location
 
 
 def gate_reference(args: argparse.Namespace) -> str | None:
@@ -25,7 +26,8 @@ def gate_reference(args: argparse.Namespace) -> str | None:
                          "in this run) or --compare last (a stored run)")
     if reference is None:
         return None
-    from ..api import check_choice, check_named, open_store
+    from ..store import open_store
+    from ..store.baseline import check_choice, check_named
 
     try:
         check_choice(reference)
@@ -43,7 +45,8 @@ def gate_reference(args: argparse.Namespace) -> str | None:
 def against_gate(args: argparse.Namespace, results: Results) -> int:
     """``run --against REF --fail-above N``: 1 (with a line per reason) where the work tree's code
     is slower than REF's by more than N with 95% confidence, from the pairs measured side by side."""
-    from ..api import HERE, against_regressions
+    from ..analysis.pairs import against_regressions
+    from ..host.against import HERE
 
     if args.fail_above is None:
         return 0
@@ -64,7 +67,9 @@ def against_gate(args: argparse.Namespace, results: Results) -> int:
 def run_gate(args: argparse.Namespace, results: Results, reference: str) -> int:
     """The finished run against ``reference``: the comparison printed, then ``--fail-above``'s
     verdict (0: passes or no gate)."""
-    from ..api import find_baseline as find, open_store, run_line
+    from ..store import open_store
+    from ..store.baseline import find
+    from ..store.refs import run_line
     from ..render.comparison import print_comparison
     from .compare import gate
 
@@ -94,6 +99,6 @@ def _name_the_runs(args: argparse.Namespace, base: Results, new: Results) -> Non
         return
     import json
 
-    from ..api import run_fields
+    from ..store.refs import run_fields
 
     print(json.dumps({"compared": {"base": run_fields(base), "new": run_fields(new)}}), flush=True)

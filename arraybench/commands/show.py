@@ -9,8 +9,8 @@ import argparse
 from dataclasses import replace
 
 from ..errors import UsageError
-from .argtypes import CsvExtend, csv_list
-from .storeargs import add_store_option, store_location
+from ..argtypes import CsvExtend, csv_list
+from ..options import add, store_location
 
 HELP = "a saved run's table, or each cell's samples per process as a histogram"
 
@@ -30,12 +30,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    metavar="LIST", help="only these sizes: labels (small) or element counts (100)")
     p.add_argument("--backends", dest="filter_backends", type=csv_list, action=CsvExtend, default=[],
                    metavar="LIST", help="only these libraries (repeatable)")
-    add_store_option(p, "that run ids, last and last~N are looked up in")
+    add(p, "store", what="that run ids, last and last~N are looked up in")
     p.set_defaults(handler=main)
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..api import load_run
+    from ..store.refs import load_run
     from ..render import report
     from ..render.histogram import print_histograms
     from ..render.terminal import stdout_console

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .storeargs import add_store_option, store_location
+from ..options import add, store_location
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,11 +25,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                              description="Add earlier runs to the store. Idempotent: a run already "
                                          "stored is left as it is.")
     imp.add_argument("runs", nargs="+", metavar="DIR", help="a run's output folder or its results.json")
-    add_store_option(imp, "to add to")
+    add(imp, "store", what="to add to")
     imp.set_defaults(handler=import_main)
     lst = actions.add_parser("list", help="the runs in the store, oldest first",
                              description="List the runs in the store, oldest first.")
-    add_store_option(lst, "to read")
+    add(lst, "store", what="to read")
     lst.add_argument("--machine", default=None, metavar="ID", help="only this machine (an id prefix)")
     lst.add_argument("--json", action="store_true", help="one JSON object per run, one a line")
     lst.set_defaults(handler=list_main)
@@ -37,7 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def import_main(args: argparse.Namespace) -> int:
     from ..errors import UsageError, one_line
-    from ..api import load, open_store, resolve
+    from ..model.results import load, resolve
+    from ..store import open_store
 
     failed = refused = 0
     counts: dict[str, int] = {}
@@ -67,7 +68,7 @@ def import_main(args: argparse.Namespace) -> int:
 
 def list_main(args: argparse.Namespace) -> int:
     from ..render.stored import runs_table
-    from ..api import open_store
+    from ..store import open_store
     from ..render.terminal import stdout_console
 
     with open_store(store_location(args), create=False) as store:

@@ -11,8 +11,10 @@ import argparse
 
 from .. import api
 from ..errors import UsageError
-from ..api import parse_sizes
-from .run import DEFAULT_OUTPUT_DIR, add_run_options, main as run_main, options_from_args
+from ..model.options import parse_sizes
+from ..options import DEFAULT_OUTPUT_DIR, add_run_options
+from ..workloads.userfile import load_files
+from .run import main as run_main, options_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,7 +30,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError("name the workload to sweep, e.g. `arraybench sweep --workloads matmul`")
     if args.sizes is None and not args.resume:
         options = options_from_args(args)
-        names = options.workloads or api.load_files(options.workload_files).names()
+        names = options.workloads or load_files(options.workload_files).names()
         args.sizes = ",".join(parse_sizes(api.sweep_sizes(names)))
     if args.output_dir == DEFAULT_OUTPUT_DIR:
         args.output_dir = "sweep_" + "_".join(args.workloads or ["user"])

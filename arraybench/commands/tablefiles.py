@@ -1,5 +1,6 @@
-"""``--csv PATH`` and ``--markdown PATH``: a command's table written to a file as well, as
-hyperfine's ``--export-csv`` and ``--export-markdown`` (``run``, ``sweep``, ``compare``, ``history``).
+"""``--csv PATH`` and ``--markdown PATH`` (declared in ``options``): a command's table written to a
+file as well, as hyperfine's ``--export-csv`` and ``--export-markdown`` (``run``, ``sweep``,
+``compare``, ``history``).
 
 A path that cannot be written is refused before the command measures or reads anything (one line,
 exit status 2), so a long run never ends by losing its table to a typo in a folder name.
@@ -15,22 +16,12 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import UsageError, one_line
-from .argtypes import file_path
-
-#: Each option, its destination and the format it writes.
-OPTIONS = (("--csv", "csv_path", "CSV"), ("--markdown", "markdown_path", "Markdown"))
-
-
-def add_table_options(p: argparse.ArgumentParser | argparse._ArgumentGroup, *, csv: str, markdown: str) -> None:
-    """``--csv PATH`` and ``--markdown PATH``, each saying what it writes (``csv``, ``markdown``)."""
-    for (option, dest, _kind), what in zip(OPTIONS, (csv, markdown)):
-        p.add_argument(option, dest=dest, type=file_path, default=None, metavar="PATH",
-                       help=f"also write to PATH {what} (as hyperfine's --export-{option[2:]})")
-
+from ..options import option as declared
 
 def wanted(args: argparse.Namespace) -> list[tuple[str, str]]:
     """(option, path) of each table file the command line asks for."""
-    return [(option, getattr(args, dest)) for option, dest, _ in OPTIONS if getattr(args, dest, None)]
+    dests = {"--" + name: declared(name).dest for name in ("csv", "markdown")}
+    return [(flag, getattr(args, dest)) for flag, dest in dests.items() if getattr(args, dest, None)]
 
 
 def check_targets(args: argparse.Namespace) -> None:
@@ -75,7 +66,7 @@ def unwritable(path: str) -> str | None:
 def write_tables(args: argparse.Namespace, render: dict[str, Callable[[], str]]) -> list[str]:
     """Write each asked-for table (``render``: its text by option, made only when asked for);
     return the paths written. ``UsageError`` names the one that could not be written."""
-    from ..api import write_atomic
+    from ..files import write_atomic
 
     written = []
     for option, path in wanted(args):

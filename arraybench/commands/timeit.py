@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import argparse
 
-from .. import api
 from ..errors import UsageError
-from .run import add_run_options, main as run_main
+from ..options import add_run_options, dashed
+from ..workloads.expression import expression_workload
+from .run import main as run_main
 
 #: ``run``'s options that choose other work or continue a run: here the expression is the work.
-NOT_HERE = {"workloads": "--workloads", "workload_files": "--workload-file", "resume": "--resume",
-            "against": "--against", "node_wait": "--node-wait"}
+NOT_HERE = ("workloads", "workload_files", "resume", "against", "node_wait")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -58,12 +58,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    refused = [option for dest, option in NOT_HERE.items() if dest in getattr(args, "typed", ())]
+    refused = ["--" + dashed(dest) for dest in NOT_HERE if dest in getattr(args, "typed", ())]
     if refused:
         hint = ("; continue an interrupted timeit with arraybench run --resume DIR"
                 if "--resume" in refused else "; arraybench run takes it")
         raise UsageError(f"timeit measures its one expression: {refused[0]} does not go with it{hint}")
-    wl = api.expression_workload(args.expression, args.setup, sizes=args.sizes, name=args.name,
+    wl = expression_workload(args.expression, args.setup, sizes=args.sizes, name=args.name,
                                  namespace=args.namespace, seed=args.seed)
     args.workloads, args.workload_files = [wl.name], []
     status = run_main(args)

@@ -1,22 +1,22 @@
 """Run options: everything that decides what a run measures and how, checked before anything starts.
 
-One type for every entry point: ``arraybench.run(...)`` builds it from keywords, the commands from
-their options (``[tool.arraybench]`` in pyproject.toml supplies defaults), ``--resume`` from the
-journal, where it is saved. ``plan.validate`` returns a checked, normalised copy and never changes
+One type for every entry point, its fields the options ``options.OPTIONS`` declares for the API:
+``arraybench.run(...)`` builds it from keywords, the commands from their options
+(``[tool.arraybench]`` in pyproject.toml supplies defaults), ``--resume`` from the journal, where it
+is saved. ``plan.validate`` returns a checked, normalised copy and never changes
 its argument.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
 from ..backends import DEFAULT_BACKENDS, DEVICES
 from . import schema
-from ..errors import UsageError
+from ..errors import UsageError, from_command_line
 from ..workloads.params import ParamValue
-
 from .cell import DTYPES, MODES  # noqa: F401  (the options' choices)
 from .results import legacy_names
 
@@ -29,7 +29,8 @@ MAX_PROCESSES = 1000
 
 @dataclass
 class RunOptions:
-    """What a run measures and how; saved in the journal and in results.json's ``settings``."""
+    """What a run measures and how; saved in the journal and in results.json's ``settings``. Each
+    field is an option of ``options.OPTIONS``, whose help says what it means."""
 
     backends: list[str] = field(default_factory=lambda: list(DEFAULT_BACKENDS))
     devices: list[str] = field(default_factory=lambda: list(DEVICES))
@@ -38,60 +39,35 @@ class RunOptions:
     dtype: str = "float64"
     modes: list[str] = field(default_factory=lambda: ["latency"])
     include_transfer: bool = False
-    roofline: bool = False  # also measure the machine's ceilings (bandwidth, peak matmul)
-    #: Worker processes per cell (``--processes``): each measures one replicate, the unit every
-    #: interval counts.
+    roofline: bool = False
     processes: int = 3
-    max_time: float = 1.0  # seconds of sampling per cell, shared by its replicates
-    min_samples: int = 10  # per cell, shared by its replicates
+    max_time: float = 1.0
+    min_samples: int = 10
     rel_ci: float = 0.02
     target_sample: float = 0.005
-    #: Seconds of untimed calls per cell and process, two calls at least. A process's first three
-    #: samples over its later ones, after 20 ms: a median of 0.99-1.06 in four default runs, 1.02
-    #: after 50 ms, within the processes' own spread (``benchmarks/warmup_enough.py``).
+    #: A process's first three samples over its later ones, after 20 ms: a median of 0.99-1.06 in
+    #: four default runs, 1.02 after 50 ms, within the processes' own spread
+    #: (``benchmarks/warmup_enough.py``).
     warmup: float = 0.02
     threads: int | None = None
-    #: The C allocator's states timed on the CPU (``model/allocator``): "both" (the
-    #: headline with memory reused, large outputs again with fresh pages), or one of them alone,
-    #: which is then the headline and costs no second worker.
-    allocator: str = "both"
+    allocator: str = "both"  # or one state alone: then the headline, and no second worker
     cold: bool = False
     allow_tf32: bool = False
     timeout: float = 300.0
     seed: int = 0
-    #: Python files of @workload functions, imported by path in every worker.
     workload_files: list[str] = field(default_factory=list)
-    #: Workloads defined in a notebook or script, sent to the workers by value (``workloads.shipping``).
-    shipped_workloads: list[str] = field(default_factory=list)
-    #: Settings for every selected workload that has one of that name (``--param tsteps=50``), or
-    #: for one workload (``--param jacobi_2d.tsteps=50``, which wins over the bare name): each
-    #: becomes its workload's own type when the plan is built (``workloads.params.coerce``).
+    shipped_workloads: list[str] = field(default_factory=list)  # ``workloads.shipping``
+    #: Each becomes its workload's own type when the plan is built (``workloads.params.coerce``).
     params: dict[str, ParamValue] = field(default_factory=dict)
-    # -- a run across a Ray cluster (``cluster.py``, ``executors/ray.py``) --
-    #: A Ray address ("auto", "ray://head:10001", "head:6379"); None: this machine only.
-    cluster: str | None = None
-    #: "every-node" (the whole plan on each node) or "any-node" (the plan split across nodes).
+    cluster: str | None = None  # None: this machine only
     on: str = "every-node"
-    #: Only nodes whose Ray accelerator type is this ("H100").
     gpu_type: str | None = None
-    # -- adaptive replication (``analysis.replication``) --
-    #: The most worker processes a cell may get: from ``processes`` up to this many, a cell gets
-    #: another while its interval is wider than ``rel_ci`` and its budget allows. None: exactly
-    #: ``processes`` (``--processes N``).
+    #: None: exactly ``processes``; else a cell gets another while its interval is wider than
+    #: ``rel_ci`` and its budget allows (``analysis.replication``).
     max_processes: int | None = 6
-    # -- builds side by side (``host/environments.py``) --
-    #: ``--python LABEL=INTERPRETER``: each backend runs once per interpreter, in workers started
-    #: with it. Empty: the workers run with this Python, as always.
-    pythons: dict[str, str] = field(default_factory=dict)
-    #: ``--variant LABEL:VAR=VALUE,...``: each backend runs once per set of environment variables
-    #: (combined with ``pythons``: every interpreter under every variant).
+    pythons: dict[str, str] = field(default_factory=dict)  # empty: the workers run with this Python
     variants: dict[str, dict[str, str]] = field(default_factory=dict)
-    #: A git ref whose code is measured beside the work tree's, in the same session
-    #: (``host/against``): two environments, every pair one verdict. None: no baseline.
     against: str | None = None
-    #: Measure the first backend's configuration against itself (a twin in its own processes,
-    #: taking turns beside the run): how often this machine, now, calls identical configurations
-    #: faster or slower (``analysis/self_check``).
     self_check: bool = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -123,11 +99,6 @@ class RunOptions:
         mine, theirs = self.to_dict(), other.to_dict()
         return {k: (mine[k], theirs[k]) for k in mine if mine[k] != theirs[k]}
 
-
-OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(RunOptions))
-
-#: ``--allocator``: both states, or one of ``model/allocator.STATES`` alone.
-ALLOCATOR_CHOICES: tuple[str, ...] = ("both", "reused", "fresh")
 
 def parse_sizes(text: str) -> list[str]:
     """``small,large``, explicit sizes ``100,1000``, or a geometric range ``16:4096[:steps]``."""
@@ -195,6 +166,15 @@ def parse_size(text: str) -> int:
 
 #: The run options ``--processes`` (and ``processes=``) sets together.
 _PROCESSES = ("processes", "max_processes")
+
+
+def refuse_other_settings(saved: RunOptions, given: Mapping[str, Any]) -> None:
+    """``UsageError`` naming every run option in ``given`` that differs from a saved run's own:
+    a resumed run measures with its own settings, or its processes would not be alike."""
+    differs = settings_differ(saved, given)
+    if differs:
+        what = "--resume" if from_command_line() else "resume()"
+        raise UsageError(f"{what} uses the run's own settings; these differ: " + "; ".join(differs))
 
 
 def settings_differ(saved: RunOptions, given: Mapping[str, Any]) -> list[str]:

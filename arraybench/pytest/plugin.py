@@ -37,10 +37,10 @@ _WORKER = pytest.StashKey[bool]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from .settings import OPTIONS
+    from ..options import pytest_options
 
     group = parser.getgroup("arraybench", "arraybench: time array code on several libraries")
-    for name, kwargs in OPTIONS:
+    for name, kwargs in pytest_options():
         group.addoption(name, **kwargs)
 
 
@@ -54,7 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         settings = read(config.getoption)
         if settings.against is not None:
-            from ..api import export_ref as export
+            from ..host.against import export
 
             export(settings.against)  # no git work tree, or no such ref: said before any test runs
         elif settings.compare is not None:
@@ -88,7 +88,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _check_baseline(settings: "Settings") -> None:
     """A named baseline must exist before minutes of measuring (``last`` is found at the end:
     a store not made yet holds none, which the end of the session says)."""
-    from ..api import StoreError, check_named, open_store
+    from ..store import open_store, StoreError
+    from ..store.baseline import check_named
 
     if settings.compare is not None and settings.compare.startswith("last"):
         return
@@ -118,7 +119,7 @@ class ArraybenchRun:
 
     def __call__(self, workload: Any, **options: Any) -> Any:
         from ..errors import UsageError, printable
-        from ..api import Interrupted
+        from ..executors.session import Interrupted
 
         refused, stopped = "", None
         try:

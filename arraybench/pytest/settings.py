@@ -1,4 +1,5 @@
-"""The plugin's command-line options, read and checked once per pytest session.
+"""The plugin's command-line options (``options.OPTIONS``, those on ``PYTEST``), read and checked
+once per pytest session.
 
 Every value is checked in ``pytest_configure``, before any test runs: a bad one is a
 ``UsageError`` that pytest prints as one line (``ERROR: --arraybench-fail-above: ...``) and exits 4,
@@ -12,42 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..errors import UsageError
-
-#: The options, as pytest's ``addoption`` takes them: (name, keywords). Values stay text here and
-#: are parsed in ``read``, so that a bad one is one line, not argparse's usage block.
-OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("--arraybench-backends", dict(metavar="LIST", help="libraries to measure, comma-separated "
-                                   "(default: numpy,torch,jax,cupy where installed, as arraybench run)")),
-    ("--arraybench-processes", dict(metavar="N|MIN:MAX", help="worker processes per cell, as "
-                                    "arraybench run --processes (default: auto); one process "
-                                    "cannot show a regression")),
-    ("--arraybench-max-time", dict(metavar="SECONDS", help="seconds of sampling per cell "
-                                   "(default: 1, as arraybench run)")),
-    ("--arraybench-compare", dict(metavar="last|last~N|RUN_ID|git:REF", help="git:REF measures REF's code "
-                                  "beside this code in this session (like asv continuous); otherwise, compare this session's run "
-                                  "with a stored run: the last one on this machine that measured "
-                                  "any of the same cells, the N-th before it, or a run id")),
-    ("--arraybench-fail-above", dict(metavar="PERCENT", help="fail the session on a significant "
-                                     "slowdown above this (e.g. 10%%) against --arraybench-compare, "
-                                     "or on a cell that broke")),
-    ("--arraybench-memory", dict(action="store_true", help="with --arraybench-fail-above, also fail "
-                                 "on a peak memory per call grown above that limit")),
-    ("--arraybench-store", dict(metavar="PATH|URL", help="the results store: an SQLite file or a "
-                                "postgresql:// URL (default: results.sqlite in your data folder)")),
-    ("--arraybench-save", dict(action="store_true", help="store this session's run in the "
-                               "results store (a baseline for later sessions)")),
-    ("--arraybench-skip", dict(action="store_true", help="skip the tests that measure "
-                               "(use the arraybench_run fixture)")),
-    ("--arraybench-only", dict(action="store_true", help="run only the tests that measure (use "
-                               "the arraybench_run fixture) and skip the others, as "
-                               "pytest-benchmark's --benchmark-only")),
-    ("--arraybench-disable", dict(action="store_true", help="run the tests that measure as "
-                                  "checks only, as pytest-benchmark's --benchmark-disable: each "
-                                  "cell's workload called once in the pytest process (no worker "
-                                  "starts), nothing timed, compared or stored")),
-    ("--arraybench-json", dict(metavar="PATH", help="write the session's run to PATH as a "
-                               "results.json (as pytest-benchmark's --benchmark-json)")),
-)
+from ..options import API, PYTEST, on, option
 
 #: What --arraybench-disable's run says it ran with: one call, in one process.
 DISABLED_RUN = {"processes": 1, "max_processes": 1, "max_time": 1e-3, "min_samples": 1}
@@ -55,37 +21,29 @@ DISABLED_RUN = {"processes": 1, "max_processes": 1, "max_time": 1e-3, "min_sampl
 
 @dataclass(frozen=True)
 class Settings:
-    """The session's options, checked; ``None`` where not given (the API's defaults apply)."""
+    """The session's options (``options.OPTIONS`` on ``PYTEST``, whose help says what each means),
+    checked; ``None`` where not given (the API's defaults apply)."""
 
     backends: list[str] | None = None
     processes: int | None = None
     max_processes: int | None = None
     max_time: float | None = None
-    #: ``"last"``, ``"last~N"`` or a run id (a prefix of one).
-    compare: str | None = None
+    compare: str | None = None  # "last", "last~N", a run id (a prefix of one) or "git:REF"
     fail_above: float | None = None
-    #: The gate holds peak memory to ``fail_above`` too.
     memory: bool = False
     store: str | None = None
     save: bool = False
     skip: bool = False
-    #: Only the tests that use the ``arraybench_run`` fixture run; the others are skipped.
     only: bool = False
     disable: bool = False
-    #: Where the session's run is written as a results.json (``--arraybench-json``).
     json: str | None = None
 
     def run_options(self) -> dict[str, Any]:
         """Keywords for ``arraybench.run`` from the options given."""
-        out: dict[str, Any] = {}
-        if self.backends is not None:
-            out["backends"] = self.backends
-        if self.processes is not None:
-            out["processes"] = self.processes
-            if self.max_processes is not None:  # processes= alone is exactly N, as in the API
-                out["max_processes"] = self.max_processes
-        if self.max_time is not None:
-            out["max_time"] = self.max_time
+        out = {o.name: getattr(self, o.name) for o in on(PYTEST)
+               if API in o.on and getattr(self, o.name) is not None}
+        if self.processes is not None and self.max_processes is not None:  # processes= alone: exactly N
+            out["max_processes"] = self.max_processes
         if self.disable:
             out.update(DISABLED_RUN)
         if self.against is not None:
@@ -112,48 +70,36 @@ GIT = "git:"
 def read(get: Callable[[str], Any]) -> Settings:
     """The checked settings from ``get(dest)`` (``config.getoption``); ``UsageError`` names the
     option and what is wrong with it in one line."""
-    def parsed(dest: str, kind: str) -> Any:
-        text = get(dest)
+    def parsed(name: str) -> Any:
+        """The option's text, read by the command line's own value type."""
+        text = get("arraybench_" + name)
         if text is None:
             return None
-        # The command line's own value types, imported only for an option given: they come with
-        # the commands, and the plugin loads in every pytest session of the environment.
-        from ..commands import argtypes
-
         try:
-            return getattr(argtypes, kind)(text)
+            return option(name, PYTEST).type(text)
         except argparse.ArgumentTypeError as exc:
-            raise UsageError(f"--{dest.replace('_', '-')}: {exc}") from None
+            raise UsageError(f"--arraybench-{name.replace('_', '-')}: {exc}") from None
 
-    backends = parsed("arraybench_backends", "csv_list")
+    backends = parsed("backends")
     if backends is not None:
         _check_backends(backends)
-    counts = parsed("arraybench_processes", "processes")
+    counts = parsed("processes")
     compare = get("arraybench_compare")
     if compare is not None:
         compare = compare.strip()
-        from ..api import check_choice
+        from ..store.baseline import check_choice
 
         if compare.startswith(GIT):
             if not compare[len(GIT):].strip():
                 raise UsageError("--arraybench-compare=git:REF needs a ref, such as git:main or git:HEAD~1")
         else:
             check_choice(compare)
+    flags = {o.name: bool(get("arraybench_" + o.name)) for o in on(PYTEST) if o.action == "store_true"}
     settings = Settings(
-        backends=backends,
-        processes=None if counts is None else counts[0],
-        max_processes=None if counts is None else counts[1],
-        max_time=parsed("arraybench_max_time", "positive_float"),
-        compare=compare,
-        fail_above=parsed("arraybench_fail_above", "percent"),
-        store=_store(get("arraybench_store")),
-        save=bool(get("arraybench_save")),
-        memory=bool(get("arraybench_memory")),
-        skip=bool(get("arraybench_skip")),
-        only=bool(get("arraybench_only")),
-        disable=bool(get("arraybench_disable")),
-        json=_json_path(get("arraybench_json")),
-    )
+        backends=backends, processes=None if counts is None else counts[0],
+        max_processes=None if counts is None else counts[1], max_time=parsed("max_time"), compare=compare,
+        fail_above=parsed("fail_above"), store=_store(get("arraybench_store")),
+        json=_json_path(get("arraybench_json")), **flags)
     if settings.disable and (settings.compare is not None or settings.save):
         raise UsageError("--arraybench-disable times nothing worth keeping: leave out "
                          + ("--arraybench-compare" if settings.compare is not None else "--arraybench-save"))
@@ -171,7 +117,8 @@ def read(get: Callable[[str], Any]) -> Settings:
 
 def _check_backends(names: list[str]) -> None:
     """The library names as ``arraybench run --backends`` checks them (without importing one)."""
-    from ..api import RunOptions, validate
+    from ..model.options import RunOptions
+    from ..plan import validate
 
     if not names:
         raise UsageError("--arraybench-backends names no library; e.g. --arraybench-backends=numpy,torch")
@@ -186,7 +133,7 @@ def _store(text: str | None) -> str | None:
         return None
     if not text.strip():
         raise UsageError("--arraybench-store is empty; give a file path or a postgresql:// URL")
-    from ..api import resolve_location
+    from ..store import resolve_location
 
     return resolve_location(text)  # a path made absolute, as --store
 

@@ -19,9 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError, pytest_session
+from ..options import PYTEST_NAMES
 
 if TYPE_CHECKING:
-    from ..api import CalledOnce, Comparison, Results, WorkerPool
+    from ..analysis.compare import Comparison
+    from ..executors.in_process import CalledOnce
+    from ..executors.pool import WorkerPool
+    from ..model.results import Results
     from .settings import Settings
 
 #: Keywords of ``arraybench.run`` that belong to the plugin: where a run goes is the session's.
@@ -65,7 +69,8 @@ class Suite:
         """One ``arraybench.run`` of ``workload`` for test ``test``; ``options`` are its keywords
         (the marker's and the call's), over the command line's. ``UsageError`` for a bad one."""
         from .. import api
-        from ..api import Interrupted, Workload, define
+        from ..executors.session import Interrupted
+        from ..workloads.definition import define, Workload
 
         for name, whose in _THE_SESSIONS.items():
             if name in options:
@@ -96,21 +101,21 @@ class Suite:
         if self.settings.disable:
             # Checks only: each cell called once in this process, as pytest-benchmark's
             # --benchmark-disable calls its function; a worker would cost a library's import.
-            from ..api import CalledOnce
+            from ..executors.in_process import CalledOnce
 
             if self._called_once is None:
                 self._called_once = CalledOnce()
             results = self._called_once.run(planned)
             self._keep(test, results)
             return results
-        from ..api import WorkerPool, sharing
+        from ..executors.pool import sharing, WorkerPool
 
         if self._workers is None:
             self._workers = WorkerPool()
         try:
             # Notes name the plugin's options, not the command line's; each library is imported
             # once per replicate index for the whole session.
-            with pytest_session(), sharing(self._workers):
+            with pytest_session(PYTEST_NAMES), sharing(self._workers):
                 results = api.execute(planned, None, context=context, store=False, plots=False)
         except Interrupted as stop:  # what was measured before the signal is the session's too
             self._keep(test, stop.results)
@@ -173,7 +178,9 @@ class Suite:
 
     def _compare(self, results: "Results", outcome: Outcome) -> None:
         from .. import api
-        from ..api import find_baseline, gate_failures, gate_notes, open_store
+        from ..render.gate_text import gate_failures, gate_notes
+        from ..store import open_store
+        from ..store.baseline import find as find_baseline
 
         choice, limit = self.settings.compare, self.settings.fail_above
         if self.settings.against is not None:
@@ -202,7 +209,9 @@ class Suite:
     def _compare_against(self, results: "Results", outcome: Outcome) -> None:
         """The gate of ``git:REF``: each test's cells were measured on both versions of the code,
         side by side, and each pair has its verdict (``analysis.pairs``)."""
-        from ..api import HERE, against_regressions, format_ratio
+        from ..analysis.pairs import against_regressions
+        from ..host.against import HERE
+        from ..units import format_ratio
 
         limit = self.settings.fail_above
         slower, undecided = against_regressions(results.pairs, HERE, limit if limit is not None else 0.0)
@@ -219,7 +228,10 @@ class Suite:
 
     def _store(self, results: "Results") -> str:
         """Store the run; where the store cannot take it, keep it in a results.json and say so."""
-        from ..api import StoreWarning, describe_location, resolve_location, run_id, store_run
+        from ..errors import StoreWarning
+        from ..model.identity import run_id
+        from ..store import describe_location, resolve_location
+        from ..store.keeping import store_run
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

@@ -11,6 +11,7 @@ from typing import Any
 from rich.markup import escape
 
 from ..errors import pytest_session
+from ..options import PYTEST_NAMES
 from ..render import report
 from ..render.comparison import print_comparison
 from ..render.terminal import TABLE_WIDTH, console as safe_console
@@ -26,7 +27,7 @@ def summary_text(outcome: Outcome, *, width: int, colour: bool) -> str:
                       color_system="standard" if colour else None, highlight=False,
                       soft_wrap=False)
     assert outcome.results is not None
-    with pytest_session():  # notes name the plugin's options (--arraybench-processes=2)
+    with pytest_session(PYTEST_NAMES):  # notes name the plugin's options (--arraybench-processes=2)
         _show(outcome, console)
     return buffer.getvalue()
 

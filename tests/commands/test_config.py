@@ -102,7 +102,7 @@ def test_a_preset_in_the_project_file_yields_to_the_same_files_budgets(tmp_path:
 
     from arraybench import config
     from arraybench.commands.main import build_parser, parse
-    from arraybench.commands.presets import apply_preset
+    from arraybench.options import apply_preset
 
     path = project(tmp_path, "[tool.arraybench]\nfast = true\nmax-time = 3.0\n") / "pyproject.toml"
     run_parser = next(a for a in build_parser()._actions

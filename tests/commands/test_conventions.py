@@ -136,7 +136,7 @@ def test_run_compare_fail_above_gates_in_one_command(tmp_path: Path):
 
 def test_presets_set_the_budgets_and_typed_options_win():
     from arraybench.commands.main import parse
-    from arraybench.commands.presets import PRESETS, apply_preset
+    from arraybench.options import PRESETS, apply_preset
     from arraybench.commands.run import options_from_args
 
     fast = parse(["run", "--fast"])

@@ -15,7 +15,7 @@ import pytest
 import arraybench
 from arraybench import config
 from arraybench.commands import main as cli
-from arraybench.commands.storeargs import run_store_choice
+from arraybench.commands.run import run_store_choice
 from arraybench.errors import UsageError, unknown_name
 from arraybench.outdir.own_files import clear_previous
 from arraybench.render.manifest import MANIFEST_NAME, manifest

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import arraybench
-from arraybench import api
+from arraybench.workloads.expression import expression_workload
 from arraybench.workloads.definition import define
 from arraybench.workloads.inputs import build_inputs
 
@@ -65,7 +65,7 @@ def test_timeit_prints_the_table_and_writes_no_folder_unless_told(tmp_path: Path
 
 
 def test_the_expression_gets_the_inputs_a_workload_file_gets(registry_restored):
-    timed = api.expression_workload("xp.matmul(a, b) + c", "a = randn(n, 3); b = rand(3, n); c = arange(n)",
+    timed = expression_workload("xp.matmul(a, b) + c", "a = randn(n, 3); b = rand(3, n); c = arange(n)",
                                     sizes=[7], name="mm")
     written = define(name="mm", sizes=[7], inputs=lambda n, rng: (
         rng.standard_normal((n, 3)), rng.random((3, n)), np.arange(n, dtype=float)))(lambda xp, a, b, c: 0)
@@ -76,19 +76,19 @@ def test_the_expression_gets_the_inputs_a_workload_file_gets(registry_restored):
 
 
 def test_a_setup_that_does_not_read_n_has_its_largest_inputs_size(registry_restored):
-    wl = api.expression_workload("a @ b", "a = randn(30, 20)\nb = randn(20)")
+    wl = expression_workload("a @ b", "a = randn(30, 20)\nb = randn(20)")
     assert wl.sizes == {"600": 600}
-    assert api.expression_workload("xp.sort(a)", "a = randn(n)").sizes == {"small": 1_000, "large": 1_000_000}
-    assert api.expression_workload("xp.sort(a)", "a = randn(n)", sizes="1e3,16:64").sizes == \
+    assert expression_workload("xp.sort(a)", "a = randn(n)").sizes == {"small": 1_000, "large": 1_000_000}
+    assert expression_workload("xp.sort(a)", "a = randn(n)", sizes="1e3,16:64").sizes == \
         {"1000": 1000, "16": 16, "32": 32, "64": 64}
 
 
 def test_numbers_the_setup_binds_are_settings_of_each_size(registry_restored):
-    wl = api.expression_workload("xp.roll(a, k)", "a = randn(n); k = n // 2", sizes=[10, 20])
+    wl = expression_workload("xp.roll(a, k)", "a = randn(n); k = n // 2", sizes=[10, 20])
     assert wl.params_for(10) == {"k": 5} and wl.params_for(20) == {"k": 10}
     (a,) = build_inputs(wl, 10, "float64")  # k is no input
     assert a.shape == (10,)
-    assert api.expression_workload("a * k", "a = randn(n); k = 2.5", sizes=[10]).params_for(10) == {"k": 2.5}
+    assert expression_workload("a * k", "a = randn(n); k = 2.5", sizes=[10]).params_for(10) == {"k": 2.5}
 
 
 BAD = [

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from arraybench.api import project_defaults
+from arraybench.config import load as project_defaults
 from arraybench.commands.main import build_parser, parse
 from arraybench.commands.run import options_from_args
 

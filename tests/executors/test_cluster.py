@@ -359,7 +359,7 @@ def test_environments_run_on_every_node_and_one_missing_there_is_said_per_node(r
             ran, missing = recs[(f"here/{v}", n)], recs[(f"gone/{v}", n)]
             assert ran["status"] == "ok" and [rep["machine"] for rep in ran["replicates"]] == [n]
             assert missing["status"] == "skipped"
-            assert missing["reason"] == f"node {n}: --python gone={gone}: no such interpreter (or it is not executable)"
+            assert missing["reason"] == f"node {n}: --pythons gone={gone}: no such interpreter (or it is not executable)"
         workers = res["environment"]["machines"][n]["backends"]  # each environment's own report, per node
         assert sorted(workers) == ["numpy/cpu[here/base]", "numpy/cpu[here/t1]"]
         assert workers["numpy/cpu[here/t1]"]["kernel_env"]["OPENBLAS_NUM_THREADS"] == "1"

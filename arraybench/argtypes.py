@@ -1,12 +1,13 @@
-"""Option value types shared by the commands: each turns text into a value or one clear error."""
+"""Option value types (``options.OPTIONS`` names them): each turns text into a value or one clear
+error, the same on the command line, in the pytest plugin and in the project file."""
 
 from __future__ import annotations
 
 import argparse
 import math
-from typing import Any
+from typing import Any, Callable
 
-from ..errors import UsageError
+from .errors import UsageError
 
 
 def csv_list(text: str) -> list[str]:
@@ -28,36 +29,22 @@ def _number(text: str, kind: type, hint: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not {hint}") from None
 
 
-def positive_float(text: str) -> float:
-    """A finite number above zero (seconds, mostly)."""
-    value = _number(text, float, "a number")
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
-    return value
+def _at_least(kind: type, hint: str, ok: Callable[[Any], bool], must: str) -> Callable[[str], Any]:
+    """A value type: ``text`` as ``kind`` where ``ok`` holds, else one line saying what it ``must`` be."""
+    def parse(text: str) -> Any:
+        value = _number(text, kind, hint)
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"{text!r} must be {must}")
+        return value
+    return parse
 
 
-def non_negative_float(text: str) -> float:
-    """A finite number of at least 0 (seconds that may be none, as a warm-up)."""
-    value = _number(text, float, "a number")
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more seconds")
-    return value
-
-
-def positive_int(text: str) -> int:
-    """A whole number of at least 1."""
-    value = _number(text, int, "a whole number")
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
-
-
-def seed(text: str) -> int:
-    """A whole number of at least 0 (NumPy's generators refuse negative seeds)."""
-    value = _number(text, int, "a whole number")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
-    return value
+positive_float = _at_least(float, "a number", lambda v: math.isfinite(v) and v > 0, "a positive number")
+#: Seconds that may be none, as a warm-up.
+non_negative_float = _at_least(float, "a number", lambda v: math.isfinite(v) and v >= 0, "0 or more seconds")
+positive_int = _at_least(int, "a whole number", lambda v: v >= 1, "at least 1")
+#: NumPy's generators refuse negative seeds.
+seed = _at_least(int, "a whole number", lambda v: v >= 0, "0 or more")
 
 
 def _share(text: str, hint: str) -> float:
@@ -84,7 +71,7 @@ def percent(text: str) -> float:
 def processes(text: str) -> tuple[int, int | None]:
     """``--processes``: ``auto`` (the default range), ``N`` (exactly N) or ``MIN:MAX`` (adaptive)
     -> ``(least, most)``; ``most`` is None for a fixed count."""
-    from ..api import RunOptions
+    from .model.options import RunOptions
 
     raw = text.strip().lower()
     if raw == "auto":
@@ -118,7 +105,7 @@ def assignment(text: str) -> tuple[str, str]:
 
 def python_assignment(text: str) -> tuple[str, str]:
     """``--python LABEL=INTERPRETER`` -> ``(LABEL, INTERPRETER)``."""
-    from ..api import parse_python
+    from .host.environments import parse_python
 
     try:
         return parse_python(text)
@@ -128,7 +115,7 @@ def python_assignment(text: str) -> tuple[str, str]:
 
 def variant_assignment(text: str) -> tuple[str, dict[str, str]]:
     """``--variant LABEL:VAR=VALUE[,VAR=VALUE]`` -> ``(LABEL, {VAR: VALUE})``."""
-    from ..api import parse_variant
+    from .host.environments import parse_variant
 
     try:
         return parse_variant(text)
