@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from . import modes, stats
-from .aggregate import BUSY_OTHERS_SHARE
+from ..model.record import BUSY_OTHERS_SHARE
 from .grouping import is_valid
 from ..model.machines import machine_id_of
 from ..model.cell import worker_key

@@ -22,7 +22,7 @@ from typing import Protocol, Sequence
 
 from ..model.replicate import Replicate
 from ..model.timer_settings import TimerSettings
-from .intervals import replicate_interval
+from ..numeric.intervals import replicate_interval
 
 
 class Asked(Protocol):

@@ -1,36 +1,22 @@
 """Statistics over timing samples in the parent: location, spread, clusters and the geometric mean.
 
-The median, its distribution-free interval and the quantile are the worker's (``numeric.medians``,
-which decides when a worker has sampled enough) and are re-exported here, so that the parent and
+The median, its distribution-free interval, the quantile and the samples' spread are the worker's
+(``numeric.medians``, which decides when a worker has sampled enough, and a record derives its
+figures with) and are re-exported here, so that the parent and
 the worker compute them one way. Pure Python on lists of floats: no array library.
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 from statistics import geometric_mean
 from typing import Sequence
 
-from ..numeric.medians import median, median_ci, quantile, relative_ci_halfwidth, two_sided_z
+from ..numeric.medians import (coefficient_of_variation, iqr, median, median_ci, quantile,
+                               relative_ci_halfwidth, two_sided_z)
 
 __all__ = ["coefficient_of_variation", "geometric_mean", "iqr", "median", "median_ci", "quantile",
            "relative_ci_halfwidth", "two_clusters", "two_sided_z"]
-
-
-def iqr(values: Sequence[float]) -> float:
-    """The interquartile range: the spread of the middle half, insensitive to outliers."""
-    return quantile(values, 0.75) - quantile(values, 0.25)
-
-
-def coefficient_of_variation(values: Sequence[float]) -> float:
-    """Standard deviation over mean (0 for fewer than two values)."""
-    if len(values) < 2:
-        return 0.0
-    mean = statistics.fmean(values)
-    if mean == 0:
-        return 0.0
-    return statistics.stdev(values, mean) / mean
 
 
 def two_clusters(values: Sequence[float], min_share: float = 0.2,

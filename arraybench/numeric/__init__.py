@@ -1,2 +1,3 @@
 """Numerical helpers that both the parent and the workers use: the median and its interval
-(``medians``), finite differences (``finite_diff``). A leaf: imports nothing of arraybench."""
+(``medians``), a cell's interval over its processes (``intervals``, which a record derives),
+finite differences (``finite_diff``). A leaf: imports nothing of arraybench."""

@@ -1,4 +1,5 @@
-"""The statistics a worker's stopping rule needs: the median and its distribution-free interval.
+"""The statistics a worker's stopping rule needs: the median and its distribution-free interval;
+and the spread of samples a record derives.
 
 They live here, not in ``analysis``, so that a worker imports nothing of the parent's; the parent's
 ``analysis.stats`` takes them from here, so each exists once. They use the standard library only:
@@ -91,3 +92,18 @@ def relative_ci_halfwidth(values: Sequence[float], confidence: float = 0.95) -> 
     if m <= 0:
         return math.inf
     return (hi - lo) / (2 * m)
+
+
+def iqr(values: Sequence[float]) -> float:
+    """The interquartile range: the spread of the middle half, insensitive to outliers."""
+    return quantile(values, 0.75) - quantile(values, 0.25)
+
+
+def coefficient_of_variation(values: Sequence[float]) -> float:
+    """Standard deviation over mean (0 for fewer than two values)."""
+    if len(values) < 2:
+        return 0.0
+    mean = statistics.fmean(values)
+    if mean == 0:
+        return 0.0
+    return statistics.stdev(values, mean) / mean

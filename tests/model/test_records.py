@@ -14,6 +14,7 @@ from arraybench.model import results as results_mod
 from arraybench.errors import ResultsError
 from arraybench.model.replicate import Replicate
 from arraybench.model.record import Record
+from arraybench.model.summary import Summary
 from arraybench.model.results import Results
 
 CORE_FIELDS = ["workload", "size_label", "size", "backend", "device", "dtype", "mode", "status",
@@ -21,12 +22,12 @@ CORE_FIELDS = ["workload", "size_label", "size", "backend", "device", "dtype", "
 
 
 def sample_results() -> Results:
-    ok = Record("matmul", "small", 100, "numpy", "cpu", "float64", "latency", "ok", median_s=1e-4,
-                iqr_s=1e-6, min_s=9e-5, n_samples=30, first_call_s=2e-4, max_rel_error=1e-16,
-                replicates=[Replicate(samples_s=[1e-4] * 30)], warnings=["a warning"])
+    ok = Record("matmul", "small", 100, "numpy", "cpu", "float64", "latency", "ok",
+                replicates=[Replicate(samples_s=[1e-4] * 30, first_call_s=2e-4, max_rel_error=1e-16)],
+                warnings=["a warning"])
     skipped = Record("matmul", "small", 100, "cupy", "gpu", "float64", "latency", "skipped",
                      reason="no GPU")
-    wrong = Record("fft", "large", 10**6, "jax", "cpu", "float64", "latency", "wrong",
+    wrong = Summary("fft", "large", 10**6, "jax", "cpu", "float64", "latency", "wrong",
                    reason="result is float32, expected float64", max_rel_error=float("inf"))
     return Results(environment={"python": "3.11"}, settings={"dtype": "float64"},
                    records=[ok, skipped, wrong])
