@@ -73,7 +73,7 @@ def _timing_warnings(rec: Record, wanted: int, rel_ci: float) -> list[str]:
                         "(a cache may have served the compiled code)")
     if len(timed) < wanted:
         warnings.append(f"measured in {len(timed)} of {wanted} processes")
-    clusters = modes.find_modes(rec.replicate_medians_s, [x for rep in timed for x in rep.samples_s])
+    clusters = modes.find_modes(rec.replicate_medians_s, rec.samples_s)
     if clusters is not None:
         contrast = modes.explain(timed, clusters)
         warnings.append(

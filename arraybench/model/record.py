@@ -44,10 +44,13 @@ def _first_of(name: str, empty: Any = None, timed: bool = False) -> Any:
                                                 (rec.timed if timed else rec.replicates)), empty))
 
 
+def _median_or_none(values: list[float]) -> float | None:
+    return median(values) if values else None
+
+
 def _median(rec: "Record", name: str) -> float | None:
     """The median of ``name`` over a record's timed replicates that measured one."""
-    values = [getattr(rep, name) for rep in rec.timed if getattr(rep, name) is not None]
-    return median(values) if values else None
+    return _median_or_none([getattr(rep, name) for rep in rec.timed if getattr(rep, name) is not None])
 
 
 def _median_of(name: str) -> Any:
@@ -117,6 +120,8 @@ class Record(Figures):
             return stored
         return cls(**{f.name: getattr(stored, f.name) for f in fields(cls)})
 
+    # Each figure below is derived when first read and kept (``cached_property``); its type and
+    # meaning are ``Summary``'s field of the same name.
     # -- what the replicates say: the first that says it, the worst error --------------------------
     method = _first_of("method", "")
     gradient = _first_of("gradient")
@@ -125,11 +130,8 @@ class Record(Figures):
     flops = _first_of("flops")
     bytes = _first_of("bytes")
     tolerance = _first_of("tolerance")
-
-    @cached_property
-    def max_rel_error(self) -> float | None:
-        return max((rep.max_rel_error for rep in self.replicates if rep.max_rel_error is not None),
-                   default=None)
+    max_rel_error = cached_property(lambda rec: max(
+        (rep.max_rel_error for rep in rec.replicates if rep.max_rel_error is not None), default=None))
 
     @cached_property
     def output_errors(self) -> list[float | None]:
@@ -138,11 +140,8 @@ class Record(Figures):
         return [max((e[i] for e in per_output if e[i] is not None), default=None)
                 for i in range(len(per_output[0]))] if per_output else []
 
-    @cached_property
-    def output_names(self) -> list[str]:
-        if not any(rep.output_errors for rep in self.replicates):
-            return []
-        return list(_first((rep.output_names for rep in self.replicates), []))
+    output_names = cached_property(lambda rec: list(_first(
+        (rep.output_names for rep in rec.replicates if rep.output_names), [])) if rec.output_errors else [])
 
     # -- time, from the processes that took samples -----------------------------------------------
     @cached_property
@@ -159,37 +158,17 @@ class Record(Figures):
     ci_low_s = _from_interval("interval", "low")
     ci_high_s = _from_interval("interval", "high")
     ci_method = _from_interval("interval", "method", "")
-
-    @cached_property
-    def pooled(self) -> list[float]:
-        """Every sample of every timed process: the quartiles, minimum and variation are theirs."""
-        return [x for rep in self.timed for x in rep.samples_s]
-
-    @cached_property
-    def n_samples(self) -> int:
-        return len(self.pooled)
-
-    @cached_property
-    def n_replicates(self) -> int:
-        return len(self.timed)
-
-    @cached_property
-    def iqr_s(self) -> float | None:
-        return iqr(self.pooled) if self.pooled else None
-
-    @cached_property
-    def min_s(self) -> float | None:
-        return min(self.pooled, default=None)
-
-    @cached_property
-    def cv(self) -> float | None:
-        return coefficient_of_variation(self.pooled) if self.pooled else None
-
-    @cached_property
-    def number(self) -> int | None:
-        return max(rep.number or 1 for rep in self.timed) if self.timed else None
-
+    # The quartiles, the minimum and the variation are the pooled samples' (``samples_s``).
+    n_samples = cached_property(lambda rec: len(rec.samples_s))
+    n_replicates = cached_property(lambda rec: len(rec.timed))
+    iqr_s = cached_property(lambda rec: iqr(rec.samples_s) if rec.samples_s else None)
+    min_s = cached_property(lambda rec: min(rec.samples_s, default=None))
+    cv = cached_property(lambda rec: coefficient_of_variation(rec.samples_s) if rec.samples_s else None)
+    number = cached_property(lambda rec: max(rep.number or 1 for rep in rec.timed) if rec.timed else None)
     first_call_s = _median_of("first_call_s")
+    device_median_s = cached_property(lambda rec: _median_or_none(
+        [x for rep in rec.timed for x in (rep.device_samples_s or [])]))
+    replicate_medians_s = cached_property(lambda rec: [median(rep.samples_s) for rep in rec.timed])
 
     @cached_property
     def compile_s(self) -> float | None:
@@ -203,47 +182,24 @@ class Record(Figures):
         return compiled if compiled > 0 else None
 
     @cached_property
-    def device_median_s(self) -> float | None:
-        device = [x for rep in self.timed for x in (rep.device_samples_s or [])]
-        return median(device) if device else None
-
-    @cached_property
-    def replicate_medians_s(self) -> list[float]:
-        return [median(rep.samples_s) for rep in self.timed]
-
-    @cached_property
     def replicate_spread(self) -> float | None:
-        """(max - min) of the replicates' medians over the median."""
         if self.median_s is None:
             return None
         spread = max(self.replicate_medians_s) - min(self.replicate_medians_s)
         return spread / self.median_s if self.median_s > 0 else 0.0
 
-    @cached_property
-    def usage(self) -> Usage | None:
-        return combine(rep.usage for rep in self.timed)
-
-    @cached_property
-    def busy(self) -> bool | None:
-        if self.usage is None or self.usage.others_cores is None:
-            return None
-        return busy_reason(self) is not None
-
-    @cached_property
-    def gpu_health(self) -> dict[str, Any]:
-        return _gpu_health([rep.gpu_health for rep in self.timed if rep.gpu_health])
+    usage = cached_property(lambda rec: combine(rep.usage for rep in rec.timed))
+    busy = cached_property(lambda rec: None if rec.usage is None or rec.usage.others_cores is None
+                           else busy_reason(rec) is not None)
+    gpu_health = cached_property(lambda rec: _gpu_health([rep.gpu_health for rep in rec.timed if rep.gpu_health]))
 
     # -- what a call costs besides time: the median over the processes that measured it, with the
     # first one's words for how (or, where none measured, why not)
     energy_j = _median_of("energy_j")
     energy_note = _note_of("energy_j", "energy_note")
+    peak_bytes = cached_property(lambda rec: None if (peak := _median(rec, "peak_bytes")) is None else int(peak))
     peak_note = _note_of("peak_bytes", "peak_note")
     output_bytes = _first_of("output_bytes", timed=True)
-
-    @cached_property
-    def peak_bytes(self) -> int | None:
-        peak = _median(self, "peak_bytes")
-        return None if peak is None else int(peak)
 
     # -- the C allocator's state: the headline's, and the other one's own figures from the same
     # processes, two numbers side by side, never one mean
@@ -259,26 +215,15 @@ class Record(Figures):
                  if rep.other_allocator is not None and rep.other_allocator.samples_s]
         return other if self.allocator and len({o.allocator for o in other}) == 1 else []
 
-    @cached_property
-    def other_interval(self) -> Interval | None:
-        return replicate_interval([o.samples_s for o in self.other]) if self.other else None
-
+    other_interval = cached_property(lambda rec: replicate_interval([o.samples_s for o in rec.other])
+                                     if rec.other else None)
     other_median_s = _from_interval("other_interval", "center")
     other_ci_low_s = _from_interval("other_interval", "low")
     other_ci_high_s = _from_interval("other_interval", "high")
-
-    @cached_property
-    def other_allocator(self) -> str:
-        return self.other[0].allocator if self.other else ""
-
-    @cached_property
-    def other_n_replicates(self) -> int:
-        return len(self.other)
-
-    @cached_property
-    def other_faults_per_call(self) -> float | None:
-        usage = combine(o.usage for o in self.other)
-        return usage.minor_faults_per_call if usage is not None else None
+    other_allocator = cached_property(lambda rec: rec.other[0].allocator if rec.other else "")
+    other_n_replicates = cached_property(lambda rec: len(rec.other))
+    other_faults_per_call = cached_property(lambda rec: None if (u := combine(o.usage for o in rec.other)) is None
+                                            else u.minor_faults_per_call)
 
 
 def busy_reason(rec: Record | Summary) -> str | None:

@@ -24,21 +24,8 @@ _NON_NEGATIVE = {"min": 0}
 
 
 class Figures:
-    """What a record and a summary are read by: the cell, its names, its row and its JSON."""
-
-    workload: str
-    size_label: str
-    size: int
-    backend: str
-    device: str
-    dtype: Dtype
-    mode: Mode
-    transfer: bool
-    gradient: Gradient | None
-    machine: str
-    params: dict[str, ParamValue]
-    environment: str
-    replicates: list[Replicate]
+    """What a record and a summary are read by: the cell, its names, its row and its JSON (the
+    names are ``Summary``'s fields, which a ``Record`` derives or keeps)."""
 
     @property
     def cell(self) -> Cell:
