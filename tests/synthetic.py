@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from arraybench.analysis.aggregate import aggregate
+from arraybench.analysis.pairs import pairs_of
 from arraybench.model.replicate import Replicate
 from arraybench.model.cell import Cell
 from arraybench.model.record import Record
@@ -53,7 +54,8 @@ def results(records: Sequence[Record], **environment: Any) -> Results:
     env = {"cpu_model": "Test CPU 9000", "cpu_count": 4, "python": "3.11.7",
            "libraries": {"numpy": "2.0.0", "torch": "2.5.0"}, "timestamp": "2026-01-01T00:00:00+00:00",
            **environment}
-    return Results(environment=env, settings={"dtype": "float64", "processes": 1}, records=list(records))
+    return Results(environment=env, settings={"dtype": "float64", "processes": 1}, records=list(records),
+                   pairs=pairs_of(records))
 
 
 def fingerprint(host: str = "host-a", cpu: str = "Test CPU 9000", os_release: str = "Linux 6.1",

@@ -291,11 +291,12 @@ def from_dict(data: Any, origin: str = "results") -> Results:
             or not isinstance(checked.get("pairs", []), list):
         raise ResultsError(f"{origin}: 'self_check' must be an object of 'records' and 'pairs' lists")
     try:
-        read_pairs = [Pair.from_dict(p, where=f"pairs[{i}]") for i, p in enumerate(pairs)]
-        twin_pairs = [Pair.from_dict(p, where=f"self_check.pairs[{i}]")
-                      for i, p in enumerate(checked.get("pairs", []))]
         twins = [Record.from_dict(r, where=f"self_check.records[{i}]")
                  for i, r in enumerate(checked.get("records", []))]
+        cells = {r.key: r.cell for r in [*parsed, *twins]}
+        read_pairs = [p for i, d in enumerate(pairs) if (p := Pair.from_dict(d, cells, f"pairs[{i}]"))]
+        twin_pairs = [p for i, d in enumerate(checked.get("pairs", []))
+                      if (p := Pair.from_dict(d, cells, f"self_check.pairs[{i}]"))]
     except (SchemaError, ResultsError) as exc:
         raise ResultsError(f"{origin}: {exc}") from None
     return Results(environment=env, settings=legacy_names(settings), records=parsed, complete=complete,
