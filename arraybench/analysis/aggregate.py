@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from . import stats
+from ..numeric import medians as stats
 from ..model.replicate import Replicate
 from ..model.cell import Cell
 from ..model.allocator import HEADLINE, LARGE_OUTPUT_BYTES, WORDS

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
-from . import stats
+from ..numeric import medians as stats
 from ..model.cell import case_key
 from ..model.record import Record
 from ..model.summary import Summary

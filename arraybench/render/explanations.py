@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Collection, Iterable, Mapping
 
-from ..analysis import stats
+from ..numeric import medians as stats
 from ..model.allocator import WORDS, shell_words
 from ..model.record import Record
 from ..errors import spell
