@@ -5,10 +5,11 @@ them when first read (``functools.cached_property``, as torch's ``Measurement`` 
 pytest-benchmark's ``Stats`` do). It stores only what its replicates cannot say: the cell, the
 status, reason and warnings the aggregation gave it (``analysis.aggregate``), and why it got no
 more processes. A file whose records kept no replicates (version 1, a contract-only file) reads
-as a ``Summary`` (``model.summary``): the figures as stored, under the same names, and either
-writes the same keys, so a tool reading results.json sees every figure. Times are seconds per call; the headline and its
-interval come from the processes' medians (``numeric.intervals``), the quartiles, the minimum and
-the coefficient of variation from the pooled samples.
+as a ``Summary`` (``model.summary``): the figures as stored, under the same names; either writes
+the same keys, so a tool reading results.json sees every figure. Times are seconds per call; the
+headline and its interval come from the processes' medians (``numeric.intervals``), the quartiles,
+the minimum and the coefficient of variation from the pooled samples. A record's replicates are
+set before its figures are first read (``analysis.aggregate``), and not changed after.
 """
 
 from __future__ import annotations
