@@ -65,7 +65,8 @@ class Pair:
         if data["a"] not in cells or data["b"] not in cells:
             return None
         a, b = cells[data["a"]], cells[data["b"]]
-        return replace(schema.from_json(cls, {**data, "a": a.to_dict(), "b": b.to_dict()}, where=where), a=a, b=b)
+        read = schema.from_json(cls, {**data, "a": a.to_dict(), "b": b.to_dict()}, where=where)
+        return replace(read, a=a, b=b)  # the run's own cells, not copies
 
 
 class Pairs:

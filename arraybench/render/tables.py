@@ -49,8 +49,8 @@ def speedup(r: Record, base: Record | None) -> float | None:
 
 def speedup_text(r: Record, base: Record | None, pairs: Pairs = Pairs()) -> str:
     """Against NumPy, with the verdict of their pair (one of the run's ``pairs``): ``3.8× faster``,
-    ``16× slower``, ``level``, ``undecided``, ``baseline``, ``—``. A ratio is said faster or slower only where the verdict
-    is; otherwise the word says what the run could tell."""
+    ``16× slower``, ``level``, ``undecided``, ``baseline``, ``—``. A ratio is said faster or slower
+    only where the verdict is; otherwise the word says what the run could tell."""
     if base is None or not is_valid(r) or not is_valid(base):
         return "—"
     if r is base:
