@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 import arraybench  # noqa: E402
 from scipy.stats import mannwhitneyu  # noqa: E402
-from arraybench.analysis import stats
+from arraybench.numeric import medians as stats
 from arraybench.analysis.compare import NOT_SIGNIFICANT, SAME  # noqa: E402
 from arraybench.model.results import Results
 

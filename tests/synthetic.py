@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from arraybench.analysis.aggregate import aggregate
+from arraybench.analysis.pairs import pairs_of
 from arraybench.model.replicate import Replicate
 from arraybench.model.cell import Cell
 from arraybench.model.record import Record
@@ -17,7 +18,9 @@ def record(workload: str = "matmul", backend: str = "numpy", device: str = "cpu"
     """A record whose statistics are derived from ``samples`` exactly as a run derives them.
 
     The samples are dealt into ``replicates`` replicates in turn (one by default), as a run with
-    that many worker processes would have measured them.
+    that many worker processes would have measured them. Of ``fields``, what every process
+    measures alike (the work, the error, the footprint) goes into each replicate, so the record
+    derives it as a run's does; any other is set on the record.
     """
     cell = Cell(workload, size_label, size, backend, device, "float64", "latency")
     if not samples:
@@ -25,9 +28,10 @@ def record(workload: str = "matmul", backend: str = "numpy", device: str = "cpu"
         for k, v in fields.items():
             setattr(r, k, v)
         return r
-    error, tolerance = fields.pop("max_rel_error", 1e-16), fields.pop("tolerance", 1e-14)
+    measured = {"max_rel_error": 1e-16, "tolerance": 1e-14,
+                **{k: fields.pop(k) for k in list(fields) if k in _MEASURED}}
     reps = [Replicate(status="ok", samples_s=list(samples[i::replicates]), number=1,
-                      first_call_s=max(samples) * 3, max_rel_error=error, tolerance=tolerance)
+                      first_call_s=max(samples) * 3, **measured)
             for i in range(replicates)]
     r = aggregate(cell, reps, replicates, rel_ci=1.0)
     r.warnings = []
@@ -35,6 +39,10 @@ def record(workload: str = "matmul", backend: str = "numpy", device: str = "cpu"
     for k, v in fields.items():
         setattr(r, k, v)
     return r
+
+
+_MEASURED = {"flops", "bytes", "max_rel_error", "tolerance", "method", "gradient", "timer", "reduced_precision",
+             "output_errors", "output_names", "output_bytes", "peak_bytes", "peak_note", "energy_j", "energy_note"}
 
 
 def spread(center: float, n: int = 40, width: float = 0.02) -> list[float]:
@@ -46,7 +54,8 @@ def results(records: Sequence[Record], **environment: Any) -> Results:
     env = {"cpu_model": "Test CPU 9000", "cpu_count": 4, "python": "3.11.7",
            "libraries": {"numpy": "2.0.0", "torch": "2.5.0"}, "timestamp": "2026-01-01T00:00:00+00:00",
            **environment}
-    return Results(environment=env, settings={"dtype": "float64", "processes": 1}, records=list(records))
+    return Results(environment=env, settings={"dtype": "float64", "processes": 1}, records=list(records),
+                   pairs=pairs_of(records))
 
 
 def fingerprint(host: str = "host-a", cpu: str = "Test CPU 9000", os_release: str = "Linux 6.1",

@@ -356,10 +356,10 @@ def test_mlx_float64_fft_is_skipped_for_its_missing_complex128_and_other_narrow_
 def test_numerics_marks_the_skipped_mlx_error_over_tolerance_output_by_output():
     """A cell skipped for MLX's float32-accurate sin keeps its error, and ``arraybench numerics``
     shows it over tolerance on sin(a) alone, as it shows a wrong one."""
-    from arraybench.model.record import Record
+    from arraybench.model.summary import Summary
     from arraybench.render.numerics import numerics_markdown
 
-    rec = Record("elementwise", "small", 1000, "mlx", "cpu", "float64", "latency", "skipped",
+    rec = Summary("elementwise", "small", 1000, "mlx", "cpu", "float64", "latency", "skipped",
                  reason="MLX 0.32.4 computes float64 sin with float32 accuracy on the CPU (ml-explore/mlx#3047)",
                  max_rel_error=4.5e-7, tolerance=1.8e-15)
     rec.output_names, rec.output_errors = ["a + b", "a * b", "sin(a)"], [0.0, 0.0, 4.5e-7]

@@ -25,9 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
-from . import stats
+from ..numeric import medians as stats
 from ..model.cell import case_key
 from ..model.record import Record
+from ..model.summary import Summary
 from ..errors import spell
 from ..units import format_change
 from . import fdr, significance
@@ -287,24 +288,16 @@ def compare_records(base: Record, new: Record, threshold: float = DEFAULT_THRESH
     change.one_process = min(_processes(base), _processes(new)) < 2
     if None not in (base.ci_low_s, base.ci_high_s, new.ci_low_s, new.ci_high_s):
         change.ci_overlap = not (new.ci_low_s > base.ci_high_s or new.ci_high_s < base.ci_low_s)
-    test = significance.welch(_process_medians(base), _process_medians(new))
+    test = significance.welch(base.replicate_medians_s, new.replicate_medians_s)
     if test is not None:
         change.p_value = change.q_value = test.p_value
     _judge(change, alpha, threshold)
     return change
 
 
-def _processes(r: Record) -> int:
+def _processes(r: Record | Summary) -> int:
     """The processes that measured a record (version 1 files keep the count as well)."""
-    return r.n_replicates or len(_process_medians(r))
-
-
-def _process_medians(r: Record) -> list[float]:
-    """Each process's median: from the replicates, or as saved (version 1 files keep them)."""
-    timed = [rep for rep in r.replicates if rep.timed]
-    if timed:
-        return [stats.median(rep.samples_s) for rep in timed]
-    return list(r.replicate_medians_s)
+    return r.n_replicates or len(r.replicate_medians_s)
 
 
 def _judge(change: CellChange, alpha: float, threshold: float) -> None:

@@ -6,9 +6,10 @@ from typing import Iterable
 
 from ..backends import SPECS
 from ..model.cell import config_label
+from ..model.pair import Pairs
 from ..model.record import Record
 from ..workloads.params import describe as describe_params
-from . import pairs
+from .pairs import verdict
 
 _BACKEND_ORDER = {name: i for i, name in enumerate(SPECS)}
 _MODE_ORDER = {"latency": 0, "throughput": 1, "compiled": 2}
@@ -64,39 +65,35 @@ def baselines(group: Iterable[Record]) -> dict[str, Record | None]:
     return {m: baseline(r for r in group if r.machine == m) for m in dict.fromkeys(r.machine for r in group)}
 
 
-def decided_winner(group: Iterable[Record]) -> Record | None:
+def decided_winner(group: Iterable[Record], pairs: Pairs = Pairs()) -> Record | None:
     """The valid record of a group that is faster than every other with 95% confidence
     (``significantly_faster``); None where the run cannot name one. Not always the one of the
     lowest median: a pair's verdict compares the turns two configurations took side by side,
     which one slow process moves less than it moves a median over processes."""
     valid = [r for r in group if is_valid(r)]
     for best in sorted(valid, key=lambda r: r.median_s):
-        if all(significantly_faster(best, r) for r in valid if r is not best):
+        if all(significantly_faster(best, r, pairs) for r in valid if r is not best):
             return best
     return None
 
 
-def significantly_faster(a: Record, b: Record) -> bool:
-    """Whether ``a`` is faster than ``b`` with 95% confidence: their pair's verdict where they took
-    turns together (``pairs``), else a's interval of the median wholly below b's."""
-    found = pairs.pair(a, b)
-    if found is not None:
-        return found.verdict == "faster"
-    return (a.ci_high_s or a.median_s) < (b.ci_low_s or b.median_s)
+def significantly_faster(a: Record, b: Record, pairs: Pairs = Pairs()) -> bool:
+    """Whether ``a`` is faster than ``b`` with 95% confidence (``comparison``)."""
+    return comparison(a, b, pairs)[0] == "faster"
 
 
-def comparison(a: Record, b: Record) -> tuple[str, float]:
+def comparison(a: Record, b: Record, pairs: Pairs = Pairs()) -> tuple[str, float]:
     """``a`` against ``b``: the verdict (``faster``, ``slower``, ``level``, ``undecided``) and
-    how many times faster ``a`` is; from their pair where they took turns together, else from
-    the two medians and intervals."""
-    found = pairs.pair(a, b)
+    how many times faster ``a`` is; from their pair where they took turns together (one of the
+    run's ``pairs``), else from the two medians and intervals."""
+    found = pairs.between(a.cell, b.cell)
     if found is not None:
         return found.verdict, found.speedup
     # Unpaired (measured apart): the ratio's interval from the two medians' intervals, read the
     # same way.
     a_low, a_high = a.ci_low_s or a.median_s, a.ci_high_s or a.median_s
     b_low, b_high = b.ci_low_s or b.median_s, b.ci_high_s or b.median_s
-    return pairs.verdict(a_low / b_high, a_high / b_low), b.median_s / a.median_s
+    return verdict(a_low / b_high, a_high / b_low), b.median_s / a.median_s
 
 
 def size_text(r: Record) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..model.replicate import Replicate
-from . import stats
+from ..numeric import medians as stats
 
 
 def _count(v: float) -> str:

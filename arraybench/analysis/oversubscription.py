@@ -16,8 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from . import modes, stats
-from .aggregate import BUSY_OTHERS_SHARE
+from . import modes
+from ..numeric import medians as stats
+from ..model.record import BUSY_OTHERS_SHARE
 from .grouping import is_valid
 from ..model.machines import machine_id_of
 from ..model.cell import worker_key

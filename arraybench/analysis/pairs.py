@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Iterable, Sequence
 
@@ -35,7 +35,7 @@ from ..model.pair import Pair
 from ..model.record import Record
 from ..model.replicate import Replicate
 from ..numeric.medians import median_ci
-from .intervals import CONFIDENCE, spread_factor
+from ..numeric.intervals import CONFIDENCE, spread_factor
 
 #: A pair whose interval lies within this share of 1 either way is level: neither is faster by
 #: more than this, with 95% confidence.
@@ -250,7 +250,7 @@ def pair(a: Record, b: Record) -> Pair | None:
     found = paired_ratio(a.replicates, b.replicates)
     if found is None:
         return None
-    return Pair(case=case_key(a.cell), a=a.key, b=b.key, a_label=a.config_label, b_label=b.config_label,
+    return Pair(a=a.cell, b=b.cell, a_label=a.config_label, b_label=b.config_label,
                 ratio=found.ratio, ci_low=found.low, ci_high=found.high, verdict=found.verdict,
                 processes=found.processes, rounds=found.rounds, method=found.method)
 
@@ -270,19 +270,17 @@ def pairs_of(records: Iterable[Record]) -> list[Pair]:
     return out
 
 
-
 def against_regressions(pairs: Iterable[Pair], here: str, limit: float) -> tuple[list[Pair], list[Pair]]:
     """The gate of a run against a ref (``--against``): (the pairs whose work-tree side, the
     environment ``here``, is slower than the ref's by more than ``limit`` (0.1: 10%) with 95%
     confidence; the pairs it could not decide). Only a library against itself counts."""
     slower, undecided = [], []
-    suffix = f"[{here}]"
     for p in pairs:
-        if p.a.endswith(suffix) == p.b.endswith(suffix):
+        if (p.a.environment == here) == (p.b.environment == here):
             continue  # both sides in one environment: two libraries, not two versions of the code
-        if p.a.split("[")[0] != p.b.split("[")[0]:
+        if replace(p.a, environment="") != replace(p.b, environment=""):
             continue
-        mine = p if p.a.endswith(suffix) else p.reversed()
+        mine = p if p.a.environment == here else p.reversed()
         if mine.verdict == "slower" and mine.ratio > 1 + limit:
             slower.append(mine)
         elif mine.verdict == "undecided":

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from . import fdr
-from .intervals import CONFIDENCE, spread_factor
+from ..numeric.intervals import CONFIDENCE, spread_factor
 
 TEST = "Welch's t-test on the processes' log medians"
 CORRECTION = fdr.CORRECTION

@@ -57,7 +57,7 @@ def against_gate(args: argparse.Namespace, results: Results) -> int:
     for p in slower:
         print(f"arraybench: {p.a_label} is {format_ratio(p.ratio)} the time of {p.b_label} (95% interval "
               f"{p.ci_low:.2f}-{p.ci_high:.2f}), above --fail-above {args.fail_above:.0%}", file=sys.stderr)
-    compared = sum(1 for p in results.pairs if p.a.endswith(f"[{HERE}]") != p.b.endswith(f"[{HERE}]"))
+    compared = sum(1 for p in results.pairs if (p.a.environment == HERE) != (p.b.environment == HERE))
     if not compared:
         print("arraybench: --fail-above: no cell was measured on both sides of --against", file=sys.stderr)
         return 1

@@ -1,12 +1,17 @@
 """A pair: two configurations of one case, with the one verdict every report reads
-(computed in ``analysis/pairs``; kept in results.json as ``pairs``)."""
+(computed in ``analysis/pairs``; kept in results.json as ``pairs``, each side named by its cell's key).
+
+``Pairs`` finds a run's pair of two records by their cells, either way round: every table, finding
+and gate reads the verdict from there, never judging again.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any, Literal
+from dataclasses import dataclass, fields, replace
+from typing import Any, Iterable, Literal, Mapping
 
 from . import schema
+from .cell import Cell, case_key
 
 Verdict = Literal["faster", "slower", "level", "undecided"]
 _OPPOSITE = {"faster": "slower", "slower": "faster", "level": "level", "undecided": "undecided"}
@@ -18,9 +23,8 @@ class Pair:
     interval ``ci_low``–``ci_high`` and the verdict it supports, from ``rounds`` paired turns in
     ``processes`` processes (``method`` says how the interval was formed)."""
 
-    case: str
-    a: str
-    b: str
+    a: Cell
+    b: Cell
     a_label: str
     b_label: str
     ratio: float = 1.0
@@ -30,6 +34,11 @@ class Pair:
     processes: int = 0
     rounds: int = 0
     method: str = ""
+
+    @property
+    def case(self) -> str:
+        """What its two sides have in common (``cell.case_key``)."""
+        return case_key(self.a)
 
     def reversed(self) -> "Pair":
         """``b`` against ``a``: the inverse ratio and interval, the opposite verdict."""
@@ -43,8 +52,34 @@ class Pair:
         return 1 / self.ratio
 
     def to_dict(self) -> dict[str, Any]:
-        return schema.to_json(self)
+        return {"case": self.case, "a": self.a.key, "b": self.b.key,
+                **{f.name: schema.to_json(getattr(self, f.name)) for f in fields(self)
+                   if f.name not in ("a", "b")}}
 
     @classmethod
-    def from_dict(cls, data: Any, where: str = "pair") -> "Pair":
-        return schema.from_json(cls, data, where=where)
+    def from_dict(cls, data: Any, cells: Mapping[str, Cell], where: str = "pair") -> "Pair | None":
+        """A pair read back, each side the run's cell of the key it names (``cells``: by key);
+        None where a side names none (a file whose records were edited by hand)."""
+        if not isinstance(data, dict) or not all(isinstance(data.get(side), str) for side in "ab"):
+            raise schema.SchemaError(f"{where}: expected an object naming its sides a and b")
+        if data["a"] not in cells or data["b"] not in cells:
+            return None
+        a, b = cells[data["a"]], cells[data["b"]]
+        read = schema.from_json(cls, {**data, "a": a.to_dict(), "b": b.to_dict()}, where=where)
+        return replace(read, a=a, b=b)  # the run's own cells, not copies
+
+
+class Pairs:
+    """A run's pairs, found by their two sides' cells."""
+
+    def __init__(self, pairs: Iterable[Pair] = ()) -> None:
+        self._by_sides = {(p.a, p.b): p for p in pairs}
+
+    def between(self, a: Cell, b: Cell) -> Pair | None:
+        """``a`` against ``b``, whichever way round the run judged them; None where they took no
+        turns together (other cases, other machines, a file without pairs)."""
+        found = self._by_sides.get((a, b))
+        if found is not None:
+            return found
+        found = self._by_sides.get((b, a))
+        return found.reversed() if found is not None else None

@@ -1,124 +1,99 @@
-"""A record: one cell, the replicates that measured it, and the statistics derived from them.
+"""A record: one cell, the replicates that measured it, and the figures derived from them.
 
-``analysis.aggregate`` is the only place that derives a record's statistics from its replicates;
-everything downstream (tables, plots, comparisons, findings) reads the record. Times are seconds
-per call. The fields up to ``max_rel_error`` are the results contract every file carries.
+A ``Record`` keeps what its processes measured (``replicates``) and derives every statistic from
+them when first read (``functools.cached_property``, as torch's ``Measurement`` and
+pytest-benchmark's ``Stats`` do). It stores only what its replicates cannot say: the cell, the
+status, reason and warnings the aggregation gave it (``analysis.aggregate``), and why it got no
+more processes. A file whose records kept no replicates (version 1, a contract-only file) reads
+as a ``Summary`` (``model.summary``): the figures as stored, under the same names; either writes
+the same keys, so a tool reading results.json sees every figure. Times are seconds per call; the
+headline and its interval come from the processes' medians (``numeric.intervals``), the quartiles,
+the minimum and the coefficient of variation from the pooled samples. A record's replicates are
+set before its figures are first read (``analysis.aggregate``), and not changed after.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 from typing import Any
 
 from . import schema, untrusted
 from ..errors import ResultsError
-from ..backends.base import Gradient
+from ..numeric.intervals import Interval, replicate_interval
+from ..numeric.medians import coefficient_of_variation, iqr, median
+from .allocator import StateSamples
+from .cell import Cell, Dtype, Mode
 from .replicate import Replicate, Status
-from .cell import Dtype, Mode
-from .cell import Cell, config_label
-from .usage import SCALARS as USAGE_SCALARS
-from .usage import Usage
-from ..workloads.params import ParamValue, text as params_text
+from .summary import CONTRACT, Figures, Summary
+from .usage import Usage, combine
+from ..workloads.params import ParamValue
 
-_NON_NEGATIVE = {"min": 0}
+#: A cell is "measured while busy" when other processes used this share of the machine's CPUs
+#: during its samples, or the hypervisor stole this share of its CPU time.
+BUSY_OTHERS_SHARE = 0.10
+BUSY_STEAL_SHARE = 0.05
+
+
+def _first(values: Any, empty: Any = None) -> Any:
+    return next((v for v in values if v not in (None, "")), empty)
+
+
+def _first_of(name: str, empty: Any = None, timed: bool = False) -> Any:
+    """A record's ``name``: the first of its replicates (its timed ones) that says one."""
+    return cached_property(lambda rec: _first((getattr(rep, name) for rep in
+                                                (rec.timed if timed else rec.replicates)), empty))
+
+
+def _median_or_none(values: list[float]) -> float | None:
+    return median(values) if values else None
+
+
+def _median(rec: "Record", name: str) -> float | None:
+    """The median of ``name`` over a record's timed replicates that measured one."""
+    return _median_or_none([getattr(rep, name) for rep in rec.timed if getattr(rep, name) is not None])
+
+
+def _median_of(name: str) -> Any:
+    return cached_property(lambda rec: _median(rec, name))
+
+
+def _note_of(measure: str, name: str) -> Any:
+    """A record's note on ``measure``: the first timed replicate's words, from one that measured
+    it where any did, else why none could."""
+    def of(rec: "Record") -> str:
+        measured = getattr(rec, measure) is not None
+        return _first((getattr(rep, name) for rep in rec.timed
+                       if (getattr(rep, measure) is not None) == measured), "")
+    return cached_property(of)
+
+
+def _from_interval(interval: str, end: str, empty: Any = None) -> Any:
+    """A record's figure from one end of its interval (``interval`` or ``other_interval``)."""
+    return cached_property(lambda rec: empty if getattr(rec, interval) is None
+                           else getattr(getattr(rec, interval), end))
 
 
 @dataclass
-class Record:
-    """One cell and its outcome."""
+class Record(Figures):
+    """One cell and the replicates that measured it; every figure derived from them."""
 
     workload: str
     size_label: str
-    size: int = field(metadata={"min": 1})
+    size: int
     backend: str
     device: str
     dtype: Dtype
     mode: Mode
-    status: Status
+    status: Status = "skipped"
     reason: str = ""
-    median_s: float | None = field(default=None, metadata=schema.SECONDS)
-    iqr_s: float | None = field(default=None, metadata=schema.SECONDS)
-    min_s: float | None = field(default=None, metadata=schema.SECONDS)
-    n_samples: int = field(default=0, metadata=_NON_NEGATIVE)
-    first_call_s: float | None = field(default=None, metadata=schema.SECONDS)
-    max_rel_error: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    # -- beyond the core contract --
     transfer: bool = False
-    tolerance: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    method: str = ""  # how the library computed it, in words: eager, jax.jit, autodiff (jax.grad)...
-    gradient: Gradient | None = None
-    ci_low_s: float | None = field(default=None, metadata=schema.SECONDS)
-    ci_high_s: float | None = field(default=None, metadata=schema.SECONDS)
-    cv: float | None = field(default=None, metadata=_NON_NEGATIVE)
     warnings: list[str] = field(default_factory=list)
-    n_replicates: int = field(default=0, metadata=_NON_NEGATIVE)
-    replicate_medians_s: list[float] = field(default_factory=list, metadata=schema.SECONDS)
-    #: (max - min) of the replicates' medians over the median.
-    replicate_spread: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    number: int | None = field(default=None, metadata={"min": 1})  # calls per sample
-    device_median_s: float | None = field(default=None, metadata=schema.SECONDS)
-    timer: str = ""
-    flops: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    bytes: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    compile_s: float | None = field(default=None, metadata=schema.SECONDS)
-    output_errors: list[float | None] = field(default_factory=list, metadata=_NON_NEGATIVE)
-    output_names: list[str] = field(default_factory=list)
-    # -- GPU --
-    #: The reduced precision float32 matmuls ran in ("tf32", with --allow-tf32 on a GPU that has
-    #: it), which the check's tolerance then used; "" for the dtype's own precision.
-    reduced_precision: str = ""
-    #: GPU clocks, temperature, power and throttling around the cell (``gpu_health.summarize``),
-    #: or ``{"unavailable": why}``; empty on the CPU.
-    gpu_health: dict[str, Any] = field(default_factory=dict)
-    #: Which machine measured it, where results hold several (``merge``, a cluster run); "" for
-    #: the run's own machine. ``Results.environment["machines"][label]`` describes each.
     machine: str = ""
-    #: What each worker process measured; the statistics above are derived from these.
     replicates: list[Replicate] = field(default_factory=list)
-    # -- the interval's unit, why replication stopped, what the processes used --
-    #: How the interval was computed ("t over 6 processes' medians (log scale)").
-    ci_method: str = ""
-    #: Why the cell got no more processes (``analysis.replication``): "converged", "budget",
-    #: "max_processes", "fixed", "not timed", "decided", "out of reach", "unpaired"; "" while it
-    #: might have got more.
     replication_stop: str = ""
-    #: The counters of its processes together (``usage.combine``): cores, faults, switches, load.
-    usage: Usage | None = None
-    #: Whether other processes loaded the machine during its samples (None: not measured).
-    busy: bool | None = None
-    # -- a workload's params --
-    #: The workload's settings (time steps, a mode's name): part of the cell, like the size.
     params: dict[str, ParamValue] = field(default_factory=dict)
-    # -- environments (--python, --variant) --
-    #: The environment it ran in (``--python``, ``--variant``): part of the cell. "" for the run's
-    #: own; ``Results.environment["environments"][label]`` says its interpreter and variables,
-    #: ``environment["backends"]["numpy/cpu[label]"]`` the versions and BLAS its workers ran.
     environment: str = ""
-    # -- the C allocator's state, controlled (``model/allocator``) --
-    #: The state of glibc's malloc the headline was measured in ("reused": freed memory kept for
-    #: the next call); "" where it was not controlled (another allocator, the user's own settings,
-    #: a run from before the allocator was controlled): its processes then landed in either state by accident.
-    allocator: str = ""
-    #: The same cell in the other state ("fresh": pages from the kernel every call), measured in
-    #: the same processes where its outputs are large; its median and 95% interval over the
-    #: processes, never averaged with the headline's. "" and None where it was not measured.
-    other_allocator: str = ""
-    other_median_s: float | None = field(default=None, metadata=schema.SECONDS)
-    other_ci_low_s: float | None = field(default=None, metadata=schema.SECONDS)
-    other_ci_high_s: float | None = field(default=None, metadata=schema.SECONDS)
-    other_n_replicates: int = field(default=0, metadata=_NON_NEGATIVE)
-    #: Minor page faults per call in that state (the headline's are ``usage.minor_faults_per_call``).
-    other_faults_per_call: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    # -- what a call costs besides time, the median over its processes (``worker/footprint``) --
-    #: Bytes one call added at its highest; None where no process could measure it (``peak_note``).
-    peak_bytes: int | None = field(default=None, metadata=_NON_NEGATIVE)
-    peak_note: str = ""
-    #: The bytes of one call's result, for "2.1x the output".
-    output_bytes: int | None = field(default=None, metadata=_NON_NEGATIVE)
-    #: Joules per call; None where no energy counter reads, and ``energy_note`` says why.
-    energy_j: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    energy_note: str = ""
 
     @classmethod
     def for_cell(cls, cell: Cell, status: Status = "skipped", reason: str = "") -> "Record":
@@ -128,62 +103,10 @@ class Record:
                    status=status, reason=reason, transfer=cell.transfer, machine=cell.machine,
                    params=dict(cell.params), environment=cell.environment)
 
-    @property
-    def cell(self) -> Cell:
-        return Cell(self.workload, self.size_label, self.size, self.backend, self.device, self.dtype,
-                    self.mode, self.transfer, machine=self.machine, params=dict(self.params),
-                    environment=self.environment)
-
-    @property
-    def key(self) -> str:
-        """The key of the cell this record measures (``cell.cell_key``)."""
-        return self.cell.key
-
-    @property
-    def samples_s(self) -> list[float]:
-        """Every sample of every replicate, in replicate order (per-call seconds)."""
-        return [x for rep in self.replicates for x in rep.samples_s]
-
-    @property
-    def config_label(self) -> str:
-        """How the record is named in plots and tables: "PyTorch GPU", "JAX CPU (jit)"."""
-        return config_label(self.backend, self.device, self.mode, transfer=self.transfer,
-                            gradient=self.gradient, machine=self.machine,
-                            environment=self.environment)
-
-    def to_dict(self) -> dict[str, Any]:
-        return schema.to_json(self)
-
-    def to_row(self) -> dict[str, Any]:
-        """The record as one flat row (CSV, DataFrame): every scalar field, plus ``key`` and
-        ``config``; ``warnings`` joined by "; ", the replicate medians by ";", the usage as
-        ``usage.<name>`` columns, the replicates' samples left out
-        (``Results.to_dataframe(samples=True)`` has them)."""
-        row: dict[str, Any] = {"key": self.key, "config": self.config_label}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name == "replicates":
-                continue
-            if f.name == "usage":
-                for name in USAGE_SCALARS:
-                    row[f"usage.{name}"] = None if value is None else getattr(value, name)
-                continue
-            if f.name == "warnings":
-                value = "; ".join(value)
-            elif f.name == "replicate_medians_s":
-                value = ";".join(repr(v) for v in value)
-            elif f.name in ("output_errors", "output_names"):
-                value = ";".join("" if v is None else str(v) for v in value)
-            elif f.name == "params":
-                value = params_text(value)
-            elif isinstance(value, dict):
-                value = json.dumps(schema.to_json(value), sort_keys=True) if value else ""
-            row[f.name] = value
-        return schema.to_json(row)
-
     @classmethod
-    def from_dict(cls, data: Any, where: str = "record") -> "Record":
-        """A record read back from JSON, every field checked; ``ResultsError`` says what is wrong."""
+    def from_dict(cls, data: Any, where: str = "record") -> "Record | Summary":
+        """A record read back from JSON, every field checked (``ResultsError`` says what is
+        wrong): a ``Record`` where it kept its replicates, else the ``Summary`` it stored."""
         if isinstance(data, dict):
             missing = [name for name in CONTRACT if name not in data]
             if missing:
@@ -191,15 +114,156 @@ class Record:
         try:
             if isinstance(data, dict):
                 untrusted.check_names(data, where)
-            return schema.from_json(cls, data, where=where)
+            stored = schema.from_json(Summary, data, where=where)
         except schema.SchemaError as exc:
             raise ResultsError(str(exc)) from None
+        if not stored.replicates:
+            return stored
+        return cls(**{f.name: getattr(stored, f.name) for f in fields(cls)})
+
+    # Each figure below is derived when first read and kept (``cached_property``); its type and
+    # meaning are ``Summary``'s field of the same name.
+    # -- what the replicates say: the first that says it, the worst error --------------------------
+    method = _first_of("method", "")
+    gradient = _first_of("gradient")
+    timer = _first_of("timer", "")
+    reduced_precision = _first_of("reduced_precision", "")
+    flops = _first_of("flops")
+    bytes = _first_of("bytes")
+    tolerance = _first_of("tolerance")
+    max_rel_error = cached_property(lambda rec: max(
+        (rep.max_rel_error for rep in rec.replicates if rep.max_rel_error is not None), default=None))
+
+    @cached_property
+    def output_errors(self) -> list[float | None]:
+        """Per output, the worst error of any process."""
+        per_output = [rep.output_errors for rep in self.replicates if rep.output_errors]
+        return [max((e[i] for e in per_output if e[i] is not None), default=None)
+                for i in range(len(per_output[0]))] if per_output else []
+
+    output_names = cached_property(lambda rec: list(_first(
+        (rep.output_names for rep in rec.replicates if rep.output_names), [])) if rec.output_errors else [])
+
+    # -- time, from the processes that took samples -----------------------------------------------
+    @cached_property
+    def timed(self) -> list[Replicate]:
+        """The replicates that hold samples: every figure of time is theirs."""
+        return [rep for rep in self.replicates if rep.timed]
+
+    @cached_property
+    def interval(self) -> Interval | None:
+        """The headline and its 95% interval over the processes (None: nothing timed)."""
+        return replicate_interval([rep.samples_s for rep in self.timed]) if self.timed else None
+
+    median_s = _from_interval("interval", "center")
+    ci_low_s = _from_interval("interval", "low")
+    ci_high_s = _from_interval("interval", "high")
+    ci_method = _from_interval("interval", "method", "")
+    # The quartiles, the minimum and the variation are the pooled samples' (``samples_s``).
+    n_samples = cached_property(lambda rec: len(rec.samples_s))
+    n_replicates = cached_property(lambda rec: len(rec.timed))
+    iqr_s = cached_property(lambda rec: iqr(rec.samples_s) if rec.samples_s else None)
+    min_s = cached_property(lambda rec: min(rec.samples_s, default=None))
+    cv = cached_property(lambda rec: coefficient_of_variation(rec.samples_s) if rec.samples_s else None)
+    number = cached_property(lambda rec: max(rep.number or 1 for rep in rec.timed) if rec.timed else None)
+    first_call_s = _median_of("first_call_s")
+    device_median_s = cached_property(lambda rec: _median_or_none(
+        [x for rep in rec.timed for x in (rep.device_samples_s or [])]))
+    replicate_medians_s = cached_property(lambda rec: [median(rep.samples_s) for rep in rec.timed])
+
+    @cached_property
+    def compile_s(self) -> float | None:
+        """Compiled mode: the first call over the fastest later call, per process (over the
+        median, a loaded process's median as slow as its first call read 0 s for
+        torch.compile's matmul); None where that is not above zero: compiling was not seen."""
+        if self.mode != "compiled" or self.first_call_s is None:
+            return None
+        compiled = median([rep.first_call_s - min(rep.samples_s) for rep in self.timed
+                           if rep.first_call_s is not None])
+        return compiled if compiled > 0 else None
+
+    @cached_property
+    def replicate_spread(self) -> float | None:
+        if self.median_s is None:
+            return None
+        spread = max(self.replicate_medians_s) - min(self.replicate_medians_s)
+        return spread / self.median_s if self.median_s > 0 else 0.0
+
+    usage = cached_property(lambda rec: combine(rep.usage for rep in rec.timed))
+    busy = cached_property(lambda rec: None if rec.usage is None or rec.usage.others_cores is None
+                           else busy_reason(rec) is not None)
+    gpu_health = cached_property(lambda rec: _gpu_health([rep.gpu_health for rep in rec.timed if rep.gpu_health]))
+
+    # -- what a call costs besides time: the median over the processes that measured it, with the
+    # first one's words for how (or, where none measured, why not)
+    energy_j = _median_of("energy_j")
+    energy_note = _note_of("energy_j", "energy_note")
+    peak_bytes = cached_property(lambda rec: None if (peak := _median(rec, "peak_bytes")) is None else int(peak))
+    peak_note = _note_of("peak_bytes", "peak_note")
+    output_bytes = _first_of("output_bytes", timed=True)
+
+    # -- the C allocator's state: the headline's, and the other one's own figures from the same
+    # processes, two numbers side by side, never one mean
+    @cached_property
+    def allocator(self) -> str:
+        held = {rep.allocator for rep in self.timed}
+        return held.pop() if len(held) == 1 else ""  # mixed: a run resumed across versions
+
+    @cached_property
+    def other(self) -> list[StateSamples]:
+        """The other state's samples, where its processes all measured one state."""
+        other = [rep.other_allocator for rep in self.timed
+                 if rep.other_allocator is not None and rep.other_allocator.samples_s]
+        return other if self.allocator and len({o.allocator for o in other}) == 1 else []
+
+    other_interval = cached_property(lambda rec: replicate_interval([o.samples_s for o in rec.other])
+                                     if rec.other else None)
+    other_median_s = _from_interval("other_interval", "center")
+    other_ci_low_s = _from_interval("other_interval", "low")
+    other_ci_high_s = _from_interval("other_interval", "high")
+    other_allocator = cached_property(lambda rec: rec.other[0].allocator if rec.other else "")
+    other_n_replicates = cached_property(lambda rec: len(rec.other))
+    other_faults_per_call = cached_property(lambda rec: None if (u := combine(o.usage for o in rec.other)) is None
+                                            else u.minor_faults_per_call)
 
 
-#: The fields every record in a results file carries, whatever else it has.
-CONTRACT = ("workload", "size_label", "size", "backend", "device", "dtype", "mode", "status",
-            "reason", "median_s", "iqr_s", "min_s", "n_samples", "first_call_s", "max_rel_error")
+def busy_reason(rec: Record | Summary) -> str | None:
+    """Why the machine counts as busy during the record's samples, or None when it was quiet."""
+    u = rec.usage
+    if u is None or u.others_cores is None:
+        return None
+    cpus = u.machine_cpus or 1
+    parts = []
+    if u.others_cores >= BUSY_OTHERS_SHARE * cpus:
+        parts.append(f"other processes used {u.others_cores:.1f} of {cpus} cores")
+    if u.steal_share is not None and u.steal_share >= BUSY_STEAL_SHARE:
+        parts.append(f"the hypervisor stole {u.steal_share:.0%} of the CPU time")
+    if not parts:
+        return None
+    if u.load_average is not None:
+        parts.append(f"load average {u.load_average:.1f}")
+    return ", ".join(parts)
 
-COLUMNS: tuple[str, ...] = tuple(
-    name for f in fields(Record) if f.name != "replicates"
-    for name in ([f"usage.{u}" for u in USAGE_SCALARS] if f.name == "usage" else [f.name]))
+
+def _gpu_health(health: list[dict[str, Any]]) -> dict[str, Any]:
+    """The GPU's health over the processes' snapshots (``backends/gpu_monitor``): the first
+    process's ``before``, the last one's ``after``, throttled samples summed, every reason seen;
+    or why there was no monitor."""
+    measured = [h for h in health if "before" in h]
+    if not measured:
+        reasons = [h["unavailable"] for h in health if h.get("unavailable")]
+        return {"unavailable": reasons[0]} if reasons else {}
+    seen: list[str] = []
+    for h in measured:
+        for name in [*h.get("reasons", []), *h["before"].get("throttle", []),
+                     *(h.get("after") or {}).get("throttle", [])]:
+            if name not in seen:
+                seen.append(name)
+    return {
+        "before": measured[0]["before"],
+        "after": measured[-1].get("after"),
+        "throttled_samples": sum(int(h.get("throttled_samples", 0)) for h in measured),
+        "samples": sum(int(h.get("samples", 0)) for h in measured),
+        "reasons": seen,
+    }
+

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ResultsError, SaveError
 from ..files import write_atomic
 from .pair import Pair
-from .record import COLUMNS, Record
+from .record import Record
+from .summary import COLUMNS, Summary
 from .schema import SchemaError, to_json
 from .untrusted import (MAX_DEPTH, NotPlainJson, NotRegularFile, check_environment, dumps, loads,
                         read_regular, too_deep)
@@ -85,7 +86,7 @@ class Results:
 
     environment: dict[str, Any]
     settings: dict[str, Any]
-    records: list[Record]
+    records: list[Record | Summary]
     schema_version: int = SCHEMA_VERSION
     tool: str = TOOL
     complete: bool = True
@@ -97,7 +98,7 @@ class Results:
     #: The self-check (``analysis/self_check``): the twin's records and each twin against its
     #: original; empty where the run did not check itself. Kept apart from ``records`` and
     #: ``pairs``, which tables, findings and gates read.
-    twins: list[Record] = field(default_factory=list)
+    twins: list[Record | Summary] = field(default_factory=list)
     self_check: list[Pair] = field(default_factory=list)
     #: The folder the run wrote to, where there is one (not saved).
     output_dir: Path | None = field(default=None, repr=False, compare=False)
@@ -126,7 +127,7 @@ class Results:
             raise SaveError(f"could not write {path} ({exc})", path) from None
         return write_atomic(path, text)
 
-    def select(self, **match: Any) -> list[Record]:
+    def select(self, **match: Any) -> list[Record | Summary]:
         """Records whose attributes equal the given values: ``results.select(backend="torch")``."""
         return [r for r in self.records if all(getattr(r, k) == v for k, v in match.items())]
 
@@ -265,7 +266,7 @@ def from_dict(data: Any, origin: str = "results") -> Results:
         check_environment(env)
     except SchemaError as exc:
         raise ResultsError(f"{origin}: {exc}") from None
-    parsed: list[Record] = []
+    parsed: list[Record | Summary] = []
     for i, r in enumerate(records):
         if not isinstance(r, dict):
             raise ResultsError(f"{origin}: record {i} is not an object")
@@ -290,11 +291,12 @@ def from_dict(data: Any, origin: str = "results") -> Results:
             or not isinstance(checked.get("pairs", []), list):
         raise ResultsError(f"{origin}: 'self_check' must be an object of 'records' and 'pairs' lists")
     try:
-        read_pairs = [Pair.from_dict(p, where=f"pairs[{i}]") for i, p in enumerate(pairs)]
-        twin_pairs = [Pair.from_dict(p, where=f"self_check.pairs[{i}]")
-                      for i, p in enumerate(checked.get("pairs", []))]
         twins = [Record.from_dict(r, where=f"self_check.records[{i}]")
                  for i, r in enumerate(checked.get("records", []))]
+        cells = {r.key: r.cell for r in [*parsed, *twins]}
+        read_pairs = [p for i, d in enumerate(pairs) if (p := Pair.from_dict(d, cells, f"pairs[{i}]"))]
+        twin_pairs = [p for i, d in enumerate(checked.get("pairs", []))
+                      if (p := Pair.from_dict(d, cells, f"self_check.pairs[{i}]"))]
     except (SchemaError, ResultsError) as exc:
         raise ResultsError(f"{origin}: {exc}") from None
     return Results(environment=env, settings=legacy_names(settings), records=parsed, complete=complete,

@@ -1,7 +1,9 @@
-"""The statistics a worker's stopping rule needs: the median and its distribution-free interval.
+"""Statistics over timing samples, the worker's and the parent's: the median and its
+distribution-free interval (which decide when a worker has sampled enough), the quantile, the
+samples' spread and clusters, and the geometric mean.
 
-They live here, not in ``analysis``, so that a worker imports nothing of the parent's; the parent's
-``analysis.stats`` takes them from here, so each exists once. They use the standard library only:
+They live here, not in ``analysis``, so that a worker imports nothing of the parent's and each
+exists once. They use the standard library only:
 ``scipy.stats`` takes seconds to import (3.7 to 6.4 s measured on the shared 2-core machine, where
 NumPy takes 0.3 to 0.6 s), which every worker process would pay before its first sample.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 import math
 import statistics
 from functools import lru_cache
+from statistics import geometric_mean  # noqa: F401  (the parent's mean of ratios, from here as the rest)
 from typing import Sequence
 
 #: Above this many samples the binomial ranks come from the normal approximation: the exact sum
@@ -91,3 +94,64 @@ def relative_ci_halfwidth(values: Sequence[float], confidence: float = 0.95) -> 
     if m <= 0:
         return math.inf
     return (hi - lo) / (2 * m)
+
+
+def iqr(values: Sequence[float]) -> float:
+    """The interquartile range: the spread of the middle half, insensitive to outliers."""
+    return quantile(values, 0.75) - quantile(values, 0.25)
+
+
+def coefficient_of_variation(values: Sequence[float]) -> float:
+    """Standard deviation over mean (0 for fewer than two values)."""
+    if len(values) < 2:
+        return 0.0
+    mean = statistics.fmean(values)
+    if mean == 0:
+        return 0.0
+    return statistics.stdev(values, mean) / mean
+
+
+def two_clusters(values: Sequence[float], min_share: float = 0.2,
+                 min_separation: float = 4.0) -> tuple[float, float] | None:
+    """Detect two well-separated clusters (a bimodal distribution) in log space.
+
+    Splits the sorted values at the point that minimises within-group variance (1-D 2-means) and
+    reports the two group medians when each group holds at least ``min_share`` of the values and
+    the gap between their means is ``min_separation`` pooled standard deviations or more. Returns
+    None when the values look like one cluster.
+    """
+    data = sorted(v for v in values if v > 0)
+    n = len(data)
+    if n < 4:
+        return None
+    logs = [math.log(v) for v in data]
+    prefix = [0.0]
+    prefix_sq = [0.0]
+    for v in logs:
+        prefix.append(prefix[-1] + v)
+        prefix_sq.append(prefix_sq[-1] + v * v)
+
+    def sse(i: int, j: int) -> float:
+        m = j - i
+        s = prefix[j] - prefix[i]
+        return (prefix_sq[j] - prefix_sq[i]) - s * s / m
+
+    lo_count = max(1, math.ceil(min_share * n))
+    best: tuple[float, int] | None = None
+    for split in range(lo_count, n - lo_count + 1):
+        cost = sse(0, split) + sse(split, n)
+        if best is None or cost < best[0]:
+            best = (cost, split)
+    if best is None:
+        return None
+    cost, split = best
+    mean_lo = (prefix[split]) / split
+    mean_hi = (prefix[n] - prefix[split]) / (n - split)
+    pooled_sd = math.sqrt(max(cost, 0.0) / max(n - 2, 1))
+    gap = mean_hi - mean_lo
+    # A relative gap under 10% is never called bimodal, however tight the clusters.
+    if gap < math.log(1.10):
+        return None
+    if pooled_sd > 0 and gap / pooled_sd < min_separation:
+        return None
+    return median(data[:split]), median(data[split:])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
+from ..model.pair import Pairs
 from ..model.record import Record
 from ..units import format_seconds
 from ..analysis.crossover import Point, find
@@ -46,7 +47,7 @@ def _points(records: Iterable[Record], like: Record) -> list[Point]:
             and (r.backend, r.device, r.mode, r.transfer) == (like.backend, like.device, like.mode, like.transfer)]
 
 
-def machine_findings(records: Iterable[Record]) -> list[str]:
+def machine_findings(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[str]:
     """One sentence per case (or per swept workload) that more than one machine measured."""
     records = list(records)
     if len({r.machine for r in records}) < 2:
@@ -71,11 +72,11 @@ def machine_findings(records: Iterable[Record]) -> list[str]:
             where = f"{workload} {size_text(top)}"
             pair = (f"{library_label(top)} {format_seconds(top.median_s)} against "
                     f"{library_label(other)} {format_seconds(other.median_s)}, each machine's fastest")
-            if not significantly_faster(top, other):
+            if not significantly_faster(top, other, pairs):
                 out.append(f"On {where}, {_name(top.machine)} and {_name(other.machine)} are "
-                           f"{not_apart(top, other)} ({pair}).")
+                           f"{not_apart(top, other, pairs)} ({pair}).")
                 continue
-            text = (f"On {where}, {_name(top.machine)} is {faster_by(top, other)} "
+            text = (f"On {where}, {_name(top.machine)} is {faster_by(top, other, pairs)} "
                     f"than {_name(other.machine)} ({pair})")
             if swept:
                 c = find(workload, top.config_label, _points(records, top), other.config_label,

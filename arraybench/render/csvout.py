@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from ..files import write_atomic
-from ..model.record import COLUMNS
+from ..model.summary import COLUMNS
 
 if TYPE_CHECKING:
     from ..analysis.compare import Comparison

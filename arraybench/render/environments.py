@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from ..model.cell import worker_key
+from ..model.pair import Pairs
 from ..model.record import Record
 from ..units import format_seconds
 from ..analysis.grouping import is_valid, significantly_faster, size_text
@@ -57,8 +58,8 @@ def build_label(r: Record, environment: Mapping[str, Any] | None) -> str:
     return f"{text} [{r.environment}]"
 
 
-def environment_findings(records: Iterable[Record],
-                         environment: Mapping[str, Any] | None = None) -> list[str]:
+def environment_findings(records: Iterable[Record], environment: Mapping[str, Any] | None = None,
+                         pairs: Pairs = Pairs()) -> list[str]:
     """For each case a configuration ran in several environments: the fastest against the slowest."""
     cases: dict[tuple, list[Record]] = {}
     for r in records:
@@ -77,14 +78,14 @@ def environment_findings(records: Iterable[Record],
             slow = rest[0]
             b = build_label(slow, environment)
             times = f"{format_seconds(fast.median_s)} against {format_seconds(slow.median_s)}"
-            if significantly_faster(fast, slow):
-                out.append(f"On {where}, {a} is {faster_by(fast, slow)} than {b} "
+            if significantly_faster(fast, slow, pairs):
+                out.append(f"On {where}, {a} is {faster_by(fast, slow, pairs)} than {b} "
                            f"({times}).")
             else:
-                out.append(f"On {where}, {a} and {b} are {not_apart(fast, slow)} ({times}).")
+                out.append(f"On {where}, {a} and {b} are {not_apart(fast, slow, pairs)} ({times}).")
             continue
-        parts = [(f"{faster_by(fast, o)} than " if significantly_faster(fast, o)
-                  else f"{not_apart(fast, o)}: ") + f"{build_label(o, environment)} ({format_seconds(o.median_s)})"
+        parts = [(f"{faster_by(fast, o, pairs)} than " if significantly_faster(fast, o, pairs)
+                  else f"{not_apart(fast, o, pairs)}: ") + f"{build_label(o, environment)} ({format_seconds(o.median_s)})"
                  for o in rest]
         out.append(f"On {where}, {a} is fastest at {format_seconds(fast.median_s)}: {'; '.join(parts)}.")
     return out

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Collection, Iterable, Mapping
 
-from ..analysis import stats
+from ..numeric import medians as stats
 from ..model.allocator import WORDS, shell_words
 from ..model.record import Record
 from ..errors import spell
@@ -57,10 +57,6 @@ def _label(r: Record) -> str:
 
 def _where(r: Record) -> str:
     return f"{r.workload} {size_text(r)}"
-
-
-def _replicate_medians(r: Record) -> list[float]:
-    return [stats.median(rep.samples_s) for rep in r.replicates if rep.timed]
 
 
 def page_faults(records: Iterable[Record]) -> list[str]:
@@ -284,11 +280,10 @@ def bimodal_causes(records: Iterable[Record], oversubscribed: Collection[str] = 
     for r in records:
         if not is_valid(r) or len(r.replicates) < 2:
             continue
-        timed = [rep for rep in r.replicates if rep.timed]
-        clusters = modes.find_modes(_replicate_medians(r), [x for rep in timed for x in rep.samples_s])
+        clusters = modes.find_modes(r.replicate_medians_s, r.samples_s)
         if clusters is None:
             continue
-        contrast = modes.explain(timed, clusters)
+        contrast = modes.explain(r.timed, clusters)
         if contrast is None or (contrast.quantity.name == "minor_faults_per_call"
                                 and bool(page_faults([r]))):
             continue  # said by page_faults

@@ -17,6 +17,7 @@ from .explanations import explanations
 from .footprint_text import memory_findings
 from .sentences import faster_by, not_apart, under_load, why_not_apart
 from ..model.cell import config_label
+from ..model.pair import Pairs
 from ..model.record import Record
 from ..units import format_ratio, format_seconds
 from ..analysis.grouping import baseline, grouped, is_valid, library_label, significantly_faster, size_text
@@ -28,8 +29,9 @@ if TYPE_CHECKING:
 
 
 
-def winners(records: Iterable[Record]) -> list[str]:
-    """For each workload and size: the fastest configuration and its margin over the runner-up."""
+def winners(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[str]:
+    """For each workload and size: the fastest configuration and its margin over the runner-up,
+    by the verdicts of the run's ``pairs``."""
     records = list(records)
     out = []
     swept = {w for w in {r.workload for r in records} if _swept(records, w)}
@@ -38,11 +40,11 @@ def winners(records: Iterable[Record]) -> list[str]:
             continue  # a sweep is summed up by its crossovers, not size by size
         for machine in dict.fromkeys(r.machine for r in whole):  # libraries meet on one machine
             group = [r for r in whole if r.machine == machine]
-            out += _winner(workload, group, f" on {machine}" if machine else "")
+            out += _winner(workload, group, f" on {machine}" if machine else "", pairs)
     return out
 
 
-def _winner(workload: str, group: list[Record], on: str) -> list[str]:
+def _winner(workload: str, group: list[Record], on: str, pairs: Pairs) -> list[str]:
     """The winner sentence of one case on one machine (``on``: " on LABEL" or "")."""
     valid = sorted((r for r in group if is_valid(r)), key=lambda r: r.median_s)
     if len(valid) < 2:
@@ -50,22 +52,22 @@ def _winner(workload: str, group: list[Record], on: str) -> list[str]:
     if len({(r.backend, r.device, r.mode, r.transfer, r.gradient) for r in valid}) == 1:
         return []  # one library in several environments: environment_findings names their builds
     best, second = valid[0], valid[1]
-    if significantly_faster(second, best):
+    if significantly_faster(second, best, pairs):
         best, second = second, best  # their pair, side by side, orders them against their medians
     where = f"{workload} {size_text(best)}{on}"
     base = baseline(group)
     named = [best, second] + ([base] if base is not None and base is not best and base is not second else [])
     label = _gradient_labels(named)
-    if not significantly_faster(best, second):
-        word = not_apart(best, second)
-        why = "within 5% of each other" if word == "level" else why_not_apart(best, second)
+    if not significantly_faster(best, second, pairs):
+        word = not_apart(best, second, pairs)
+        why = "within 5% of each other" if word == "level" else why_not_apart(best, second, pairs)
         return [f"On {where}, {label(best)} and {label(second)} are {word} "
                 f"({format_seconds(best.median_s)} and {format_seconds(second.median_s)}, their medians; "
                 f"{why}){_unequal_gradients(named[:2], workload)}."]
     text = (f"On {where}, {label(best)} is fastest at {format_seconds(best.median_s)}, "
-            f"{faster_by(best, second)} than {label(second)}{under_load(best, second)}")
+            f"{faster_by(best, second, pairs)} than {label(second)}{under_load(best, second, pairs)}")
     if len(named) == 3:
-        text += f" and {faster_by(best, base)} than {label(base)}"
+        text += f" and {faster_by(best, base, pairs)} than {label(base)}"
     if best.median_s > second.median_s:
         text += (f" (side by side, round by round; their medians over all processes, "
                  f"{format_seconds(best.median_s)} and {format_seconds(second.median_s)}, order "
@@ -152,7 +154,7 @@ def overheads(records: Iterable[Record]) -> list[str]:
             + "; ".join(parts) + "."]
 
 
-def compiled_vs_eager(records: Iterable[Record]) -> list[str]:
+def compiled_vs_eager(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[str]:
     """Where jax.jit / torch.compile beat eager execution, and what compiling cost."""
     records = list(records)
     eager = {(r.machine, r.workload, r.size, r.backend, r.device, r.dtype, r.transfer, r.environment): r
@@ -168,14 +170,14 @@ def compiled_vs_eager(records: Iterable[Record]) -> list[str]:
         where = f"{r.workload} {size_text(r)}"
         compile_note = f"; compiling took {format_seconds(r.compile_s)}{_cached(r)}" if r.compile_s else ""
         name = f"{r.method} on {e.config_label}"
-        if significantly_faster(r, e):
-            out.append(f"{name} is {faster_by(r, e)} than eager on {where} "
+        if significantly_faster(r, e, pairs):
+            out.append(f"{name} is {faster_by(r, e, pairs)} than eager on {where} "
                        f"({format_seconds(r.median_s)} vs {format_seconds(e.median_s)}{compile_note}).")
-        elif significantly_faster(e, r):
+        elif significantly_faster(e, r, pairs):
             out.append(f"{name} is slower than eager on {where} ({format_seconds(r.median_s)} vs "
                        f"{format_seconds(e.median_s)}{compile_note}).")
         else:
-            out.append(f"{name} and eager are {not_apart(r, e)} on {where}{compile_note}.")
+            out.append(f"{name} and eager are {not_apart(r, e, pairs)} on {where}{compile_note}.")
     return out
 
 
@@ -248,17 +250,18 @@ def self_check_lines(results: "Results") -> list[str]:
     return [said + "."]
 
 
-def findings(records: Iterable[Record], environment: Mapping[str, Any] | None = None) -> list[str]:
-    """Every finding, in reading order; with the run's ``environment``, also the kernels each
-    library runs (``explanations``)."""
+def findings(records: Iterable[Record], environment: Mapping[str, Any] | None = None,
+             pairs: Pairs = Pairs()) -> list[str]:
+    """Every finding, in reading order, its verdicts those of the run's ``pairs``; with the run's
+    ``environment``, also the kernels each library runs (``explanations``)."""
     records = list(records)
     return (
-        winners(records)
-        + machine_findings(records)
-        + environment_findings(records, environment)
+        winners(records, pairs)
+        + machine_findings(records, pairs)
+        + environment_findings(records, environment, pairs)
         + [_crossover(c, records) for c in crossovers(records) if _swept(records, c.workload)]
         + overheads(records)
-        + compiled_vs_eager(records)
+        + compiled_vs_eager(records, pairs)
         + ceiling_shares(records)
         + memory_findings(records)
         + explanations(records, environment)

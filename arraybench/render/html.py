@@ -29,6 +29,7 @@ from ..analysis.roofline import ceilings as ceilings_of_run
 from ..analysis.roofline import share as share_of_ceiling
 from ..files import write_atomic
 from ..model.cell import config_label
+from ..model.pair import Pairs
 from ..model.record import Record
 from ..units import format_seconds, format_share
 from .environment_text import environment_section
@@ -82,6 +83,7 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
     shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
     ceilings = ceilings_of_run(records)
     columns = _columns(shown, ceilings)
+    pairs = Pairs(results.pairs)
 
     sections: list[dict[str, Any]] = []
     if findings:
@@ -100,7 +102,7 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
                 used.add(name)
                 figs.append((name, svgs[name]))
         sections.append(_section(anchor, workload, "workload", figures=figs,
-                                 table=_records_table(anchor, sizes, ceilings, columns)))
+                                 table=_records_table(anchor, sizes, ceilings, columns, pairs)))
     if history is not None:
         names = [history_file_name(w) for w in dict.fromkeys(s.workload for s in history.series)]
         used.update(names)
@@ -134,7 +136,8 @@ def results_table_html(results: Results) -> str:
     shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
     ceilings = ceilings_of_run(records)
     columns = _columns(shown, ceilings, machine=False)
-    workloads = [{"name": workload, "table": _records_table(f"nb-{id(results)}-{i}", sizes, ceilings, columns)}
+    workloads = [{"name": workload,
+                  "table": _records_table(f"nb-{id(results)}-{i}", sizes, ceilings, columns, Pairs(results.pairs))}
                  for i, (workload, sizes) in enumerate(_by_workload(shown).items())]
     return _TEMPLATES.get_template("results.html").render(
         complete=results.complete, workloads=workloads, unavailable=_unavailable(unavailable))
@@ -180,9 +183,10 @@ def _subtitle(results: Results) -> str:
     ) if x)
 
 
-def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]],
-                   ceilings: Mapping[tuple[str, str], Ceiling], columns: Mapping[str, bool]) -> dict[str, Any]:
-    """One workload's table: its columns, a group of rows per size, and the numbered notes."""
+def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]], ceilings: Mapping[tuple[str, str], Ceiling],
+                   columns: Mapping[str, bool], pairs: Pairs) -> dict[str, Any]:
+    """One workload's table: its columns, a group of rows per size (each against NumPy by the
+    verdict of the run's pair), and the numbered notes."""
     device_time = any(r.device_median_s is not None for _, group in sizes for r in group)
     head = ["size", "library / device"] + (["machine"] if columns["machine"] else []) + [
         "median", *(["device time"] if device_time else []), "95% CI", "vs NumPy"]
@@ -199,11 +203,12 @@ def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]],
     book, every = notebook({(g[0].workload, label): g for label, g in sizes}, workload=False)
     groups = []
     for _label, group in sizes:
-        best = decided_winner(group)
+        best = decided_winner(group, pairs)
         bases = baselines(group)
         contenders = sum(1 for r in group if is_valid(r))
         rows = [_row(r, is_best=r is best and contenders > 1, base=bases.get(r.machine),
-                     ceilings=ceilings, machine=columns["machine"], refs=book.refs(r.key)) for r in group]
+                     ceilings=ceilings, machine=columns["machine"], refs=book.refs(r.key), pairs=pairs)
+                for r in group]
         groups.append({"size": size_text(group[0]), "rows": rows})
     return {"anchor": anchor, "head": head, "text_columns": ("size", "library / device", "machine", "status"),
             "machine": columns["machine"], "achieved": columns["achieved"], "share": columns["share"],
@@ -214,7 +219,7 @@ def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]],
 
 
 def _row(r: Record, *, is_best: bool, base: Record | None, ceilings: Mapping[tuple[str, str], Ceiling],
-         machine: bool, refs: list[int]) -> dict[str, Any]:
+         machine: bool, refs: list[int], pairs: Pairs) -> dict[str, Any]:
     valid = is_valid(r)
     share = share_of_ceiling(r, ceilings)
     ratio = speedup(r, base)
@@ -227,7 +232,7 @@ def _row(r: Record, *, is_best: bool, base: Record | None, ceilings: Mapping[tup
         "device": format_seconds(r.device_median_s) if valid else "—",
         "ci": ({"text": ci_text(r), "low": format_seconds(r.ci_low_s), "high": format_seconds(r.ci_high_s)}
                if valid and r.ci_low_s is not None and r.ci_high_s is not None else None),
-        "speedup": speedup_text(r, base),
+        "speedup": speedup_text(r, base, pairs),
         "achieved": achieved_text(r).split(" · "),
         "share": format_share(share),
         "first_call": format_seconds(r.first_call_s),

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from ..errors import one_line
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, size_text
 from ..files import write_atomic
+from ..model.pair import Pairs
 from ..model.record import Record
 from ..units import format_change, format_seconds
 from .environment_text import environment_line
@@ -48,12 +49,13 @@ def markdown_report(results: Results, findings: Sequence[str] | None = None,
         lines += ["**Interrupted run: some cells were not measured.**", ""]
     if findings:
         lines += [f"- {md(f)}" for f in findings] + [""]
-    lines += markdown_table(results.records)
+    lines += markdown_table(results.records, Pairs(results.pairs))
     return "\n".join(lines).rstrip() + "\n"
 
 
-def markdown_table(records: Iterable[Record]) -> list[str]:
-    """The table and its notes as lines of Markdown (the notes built as the terminal's are)."""
+def markdown_table(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[str]:
+    """The table and its notes as lines of Markdown (the notes built as the terminal's are; the
+    verdicts those of the run's ``pairs``)."""
     records = list(records)
     unavailable = unavailable_configs(records)
     shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
@@ -69,7 +71,7 @@ def markdown_table(records: Iterable[Record]) -> list[str]:
         head, rule = head + " energy |", rule + "-------:|"
     lines = [head + " rel. error | status |", rule + "-----------:|:-------|"]
     for (workload, _label), group in groups.items():
-        best = decided_winner(group)
+        best = decided_winner(group, pairs)
         bases = baselines(group)
         contenders = sum(1 for r in group if is_valid(r))
         for i, r in enumerate(group):
@@ -83,7 +85,7 @@ def markdown_table(records: Iterable[Record]) -> list[str]:
             if refs:
                 status += f" \\[{','.join(map(str, refs))}\\]"
             cells = [md(case), label, median, md(ci_text(r) if is_valid(r) else "—"),
-                     md(speedup_text(r, bases.get(r.machine)))]
+                     md(speedup_text(r, bases.get(r.machine), pairs))]
             if peak:  # "24 MB (2.1× the output)", or "—" and why not
                 cells.append(md(" ".join([peak_text(r)] + [f"({x})" for x in peak_sub(r)])))
             if energy:

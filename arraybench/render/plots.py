@@ -13,6 +13,7 @@ from typing import Callable, Iterable, Sequence
 
 from ..analysis.grouping import (baselines, comparison, config_sort_key, grouped, is_valid, size_text,
                                  swept_workloads)
+from ..model.pair import Pairs
 from ..model.record import Record
 from ..units import format_seconds, format_speedup, time_unit
 from ..files import write_atomic
@@ -47,8 +48,9 @@ def _is_baseline(r: Record) -> bool:
 
 
 @styled
-def case_figure(records: Sequence[Record]) -> Figure:
-    """Bars of time per call for one workload at one size, one bar per configuration."""
+def case_figure(records: Sequence[Record], pairs: Pairs = Pairs()) -> Figure:
+    """Bars of time per call for one workload at one size, one bar per configuration, each against
+    NumPy by the verdict of their pair (one of the run's ``pairs``)."""
     records = sorted(_shown(records), key=config_sort_key)
     first = records[0]
     valid = [r for r in records if is_valid(r)]
@@ -71,7 +73,7 @@ def case_figure(records: Sequence[Record]) -> Figure:
             text = format_seconds(r.median_s)  # each bar in its own unit: log axes span decades
             base = bases.get(r.machine)
             if base is not None and r is not base:
-                said, factor = comparison(r, base)  # the table's verdict of their pair
+                said, factor = comparison(r, base, pairs)  # the table's verdict of their pair
                 text += (f"\n{format_speedup(factor)} than NumPy" if said in ("faster", "slower")
                          else f"\n{said} against NumPy")
             ax.annotate(text, (x, max(height, ci_hi)), xytext=(0, 3), textcoords="offset points",
@@ -153,7 +155,7 @@ def summary_figure(records: Sequence[Record], size_label: str) -> Figure | None:
     return fig
 
 
-def write_plots(records: Iterable[Record], out_dir: Path) -> list[Path]:
+def write_plots(records: Iterable[Record], out_dir: Path, pairs: Pairs = Pairs()) -> list[Path]:
     """Every case plot, the summaries for the seed's size labels, a sweep plot per workload
     measured at three sizes or more, and the roofline; returns the files written."""
     records = list(records)
@@ -162,7 +164,7 @@ def write_plots(records: Iterable[Record], out_dir: Path) -> list[Path]:
     for (workload, label), group in grouped(records).items():
         if not _shown(group) or (workload in swept and not label.isidentifier()):
             continue  # a sweep's numbered sizes are drawn together, in its sweep plot
-        plots.append((lambda group=group: case_figure(group), plot_file_name(workload, label)))
+        plots.append((lambda group=group: case_figure(group, pairs), plot_file_name(workload, label)))
     plots += [(lambda w=workload: sweep_figure(records, w), sweep_file_name(workload))
               for workload in swept]
     plots.append((lambda: roofline_figure(records), "roofline.svg"))
@@ -182,7 +184,7 @@ KINDS = ("summary", "case", "sweep", "roofline")
 
 
 def figure(records: Sequence[Record], kind: str = "summary", *, workload: str | None = None,
-           size: str | None = None) -> Figure:
+           size: str | None = None, pairs: Pairs = Pairs()) -> Figure:
     """One plot as a matplotlib figure, for notebooks (``Results.plot``).
 
     ``summary`` needs ``size`` (a size label; default: the first measured), ``case`` needs
@@ -208,7 +210,7 @@ def figure(records: Sequence[Record], kind: str = "summary", *, workload: str | 
         size = size or (labels[0] if len(labels) == 1 else None)
         if size not in labels:
             raise ValueError(f"plot('case') needs size=, one of: {', '.join(labels)}")
-        fig = case_figure([r for r in records if r.workload == workload and r.size_label == size])
+        fig = case_figure([r for r in records if r.workload == workload and r.size_label == size], pairs)
     elif kind == "sweep":
         fig = sweep_figure(records, workload or "")
     else:

@@ -21,6 +21,7 @@ from ..errors import one_line
 from ..files import write_atomic
 from .manifest import remember
 from ..model.machines import check_same_machine
+from ..model.pair import Pairs
 from .csvout import write_csv
 from .html import results_table_html, write_html
 from .markdown import write_markdown
@@ -45,7 +46,7 @@ _FOUND: dict[int, tuple[tuple[int, ...], list[str]]] = {}
 def findings(results: Results) -> Findings:
     """Plain sentences computed from the records: who wins, by how much, and why (once per run);
     a list that shows as sentences (``Findings``)."""
-    key = (id(results.environment), *map(id, results.records))
+    key = (id(results.environment), *map(id, results.records), *map(id, results.pairs))
     kept = _FOUND.get(id(results))
     if kept is None or kept[0] != key:
         if kept is None:
@@ -54,13 +55,14 @@ def findings(results: Results) -> Findings:
         # library's version string): its control characters are escaped once, here, for
         # findings.md, results.md and the report alike.
         kept = _FOUND[id(results)] = (key, [one_line(f) for f in self_check_lines(results)
-                                            + compute_findings(results.records, results.environment)])
+                                            + compute_findings(results.records, results.environment,
+                                                               Pairs(results.pairs))])
     return Findings(kept[1])
 
 
 def table(results: Results, width: int = 120) -> str:
     """The results table as plain text, as ``arraybench run`` prints it."""
-    return table_text(results.records, width=width)
+    return table_text(results.records, width=width, pairs=Pairs(results.pairs))
 
 
 def table_html(results: Results) -> str:
@@ -74,7 +76,7 @@ def show(results: Results, console: Console, *, errors: bool = False, with_findi
     the findings (unless ``with_findings`` is False): a screenful at most, all with ``verbose``."""
     for line in self_check_lines(results):
         console.print(escape(line), style="bold red" if "unreliable" in line else None, soft_wrap=True)
-    print_table(results.records, console)
+    print_table(results.records, console, Pairs(results.pairs))
     if errors:
         for e in results.errors:
             console.print(f"[red]not run:[/] {escape(e['error'])}", soft_wrap=True)
@@ -100,7 +102,7 @@ def write_report(results: Results, out_dir: str | Path, *, plots: bool = True,
         from .history_plot import write_history_plots
         from .plots import write_plots
 
-        written += write_plots(results.records, out_dir)
+        written += write_plots(results.records, out_dir, Pairs(results.pairs))
         if history is not None:
             written += write_history_plots(history, out_dir)
     written.append(write_html(results, out_dir, plots=list(written), findings=found, history=history))
@@ -117,7 +119,7 @@ def plot(results: Results, kind: str = "summary", *, workload: str | None = None
     """A matplotlib figure of the run: ``summary``, ``case``, ``sweep`` or ``roofline``."""
     from .plots import figure
 
-    return figure(results.records, kind, workload=workload, size=size)
+    return figure(results.records, kind, workload=workload, size=size, pairs=Pairs(results.pairs))
 
 
 def compare(base: Results, new: Results, *, threshold: float | None = None, alpha: float | None = None,

@@ -21,6 +21,7 @@ from ..analysis.rates import achieved
 from ..analysis.roofline import ceilings, share
 from ..errors import printable
 from ..model.cell import config_label
+from ..model.pair import Pairs
 from ..model.record import Record
 from ..units import format_interval, format_peak, format_rate, format_seconds, format_share, format_speedup
 from .fit import Column, Row as TableRow, build_table, fitted_table, measure
@@ -46,15 +47,15 @@ def speedup(r: Record, base: Record | None) -> float | None:
     return base.median_s / r.median_s
 
 
-def speedup_text(r: Record, base: Record | None) -> str:
-    """Against NumPy, with the verdict of their pair: ``3.8× faster``, ``16× slower``, ``level``,
-    ``undecided``, ``baseline``, ``—``. A ratio is said faster or slower only where the verdict
-    is; otherwise the word says what the run could tell."""
+def speedup_text(r: Record, base: Record | None, pairs: Pairs = Pairs()) -> str:
+    """Against NumPy, with the verdict of their pair (one of the run's ``pairs``): ``3.8× faster``,
+    ``16× slower``, ``level``, ``undecided``, ``baseline``, ``—``. A ratio is said faster or slower
+    only where the verdict is; otherwise the word says what the run could tell."""
     if base is None or not is_valid(r) or not is_valid(base):
         return "—"
     if r is base:
         return "baseline"
-    said, ratio = comparison(r, base)
+    said, ratio = comparison(r, base, pairs)
     if said == "level":
         return "level (±5%)"
     if said == "undecided":
@@ -114,8 +115,9 @@ _COLUMNS = (Column("case"), Column("library / device"), Column("machine"),
             Column("of peak", True, 7), Column("peak mem", True, 8), Column("status"))
 
 
-def results_table(records: Iterable[Record], width: int | None = None) -> Group:
-    """One row per record, grouped by workload and size; the winner of each group in bold green.
+def results_table(records: Iterable[Record], width: int | None = None, pairs: Pairs = Pairs()) -> Group:
+    """One row per record, grouped by workload and size; the winner of each group (by the run's
+    ``pairs``) in bold green.
 
     ``width``: the columns to fit in (the least needed go first, and a line says which); ``None``
     keeps every column.
@@ -134,7 +136,7 @@ def results_table(records: Iterable[Record], width: int | None = None) -> Group:
 
     rows: list[TableRow] = []
     for n, ((workload, _label), group) in enumerate(groups.items()):
-        best = decided_winner(group)
+        best = decided_winner(group, pairs)
         bases = baselines(group)
         contenders = sum(1 for g in group if is_valid(g))
         cases = case_lines(workload, group)
@@ -150,7 +152,7 @@ def results_table(records: Iterable[Record], width: int | None = None) -> Group:
                      "machine": plain(r.machine), "median": format_seconds(r.median_s) if timed else "—",
                      "device": format_seconds(r.device_median_s) if timed else "—",
                      "95% CI": ci_text(r) if timed else "—",
-                     "vs NumPy": speedup_text(r, bases.get(r.machine)), "first call": format_seconds(r.first_call_s),
+                     "vs NumPy": speedup_text(r, bases.get(r.machine), pairs), "first call": format_seconds(r.first_call_s),
                      "rel. error": error_text(r), "of peak": format_share(share(r, roof)),
                      "peak mem": format_peak(r.peak_bytes), "status": status}
             rows.append(TableRow([cells[c.name] for c in columns],
@@ -222,13 +224,13 @@ def unavailable_configs(records: Iterable[Record]) -> dict[tuple[str, str, str],
     return out
 
 
-def print_table(records: Iterable[Record], console: Console | None = None) -> None:
+def print_table(records: Iterable[Record], console: Console | None = None, pairs: Pairs = Pairs()) -> None:
     """Print the table, fitted to the console's width (120 columns for a file or a pipe, unless
     $COLUMNS says otherwise: ``terminal.widened``)."""
     from .terminal import widened
 
     console = widened(console or safe_console())
-    console.print(results_table(records, width=console.width))
+    console.print(results_table(records, width=console.width, pairs=pairs))
 
 
 #: The most lines of findings a terminal gets (as hyperfine's whole answer): the first findings
@@ -257,8 +259,8 @@ def print_findings(findings: Iterable[str], console: Console, *, limit: int | No
         used += lines
 
 
-def table_text(records: Iterable[Record], width: int = 120) -> str:
+def table_text(records: Iterable[Record], width: int = 120, pairs: Pairs = Pairs()) -> str:
     """The table as plain text (no colour), fitted to ``width`` characters."""
     console = safe_console(width=width, color_system=None, record=True, file=io.StringIO(), force_jupyter=False)
-    console.print(results_table(records, width=width))
+    console.print(results_table(records, width=width, pairs=pairs))
     return console.export_text().rstrip("\n")

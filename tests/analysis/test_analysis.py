@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from arraybench.analysis.crossover import Point, crossovers, find
-from arraybench.model.record import Record
+from arraybench.model.summary import Summary
 from arraybench.render.findings import (ceiling_shares, compiled_vs_eager, crossover_sentence, findings, overheads,
                                         problems, winners)
 from arraybench.analysis.roofline import ceilings, share
@@ -18,7 +18,7 @@ from arraybench.render.sweep_plot import sweep_figure
 
 def rec(workload, size, backend, median, device="cpu", mode="latency", status="ok", ci=0.01,
         label=None, flops=None, bytes_=None, **kw):
-    r = Record(workload, label or str(size), size, backend, device, "float64", mode, status,
+    r = Summary(workload, label or str(size), size, backend, device, "float64", mode, status,
                median_s=median, min_s=median * 0.95, iqr_s=median * 0.02, n_samples=20,
                ci_low_s=median * (1 - ci), ci_high_s=median * (1 + ci), first_call_s=median * 2,
                max_rel_error=0.0, tolerance=1e-15, flops=flops, bytes=bytes_, **kw)

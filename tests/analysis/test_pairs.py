@@ -11,7 +11,7 @@ from arraybench.analysis.grouping import comparison, decided_winner
 from arraybench.analysis.policy import BUDGET, DECIDED, OUT_OF_REACH, UNPAIRED, Decision, Policy, decide
 from arraybench.numeric.stopping import BETWEEN_BURSTS
 from arraybench.model.cell import Cell, case_key
-from arraybench.model.pair import Pair
+from arraybench.model.pair import Pair, Pairs
 from arraybench.model.record import Record
 from arraybench.model.replicate import Replicate
 from arraybench.model.usage import Usage
@@ -124,7 +124,7 @@ def test_records_without_turns_are_not_paired_and_pairs_read_back():
     load = _bursty(3, 10)
     made = pairs.pairs_of([_paired("numpy", 1e-3, load), _paired("torch", 3e-3, load), _paired("jax", 2e-3, load)])
     assert len(made) == 3 and {p.case for p in made} == {case_key(cell)}
-    assert Pair.from_dict(made[0].to_dict()) == made[0]
+    assert Pair.from_dict(made[0].to_dict(), {c.key: c for c in (made[0].a, made[0].b)}) == made[0]
 
 
 def test_the_table_and_the_winner_read_the_pair_verdict():
@@ -132,12 +132,13 @@ def test_the_table_and_the_winner_read_the_pair_verdict():
     base = _paired("numpy", 1e-3, load, seed=6)
     slower = _paired("torch", 2e-3, load, seed=7)
     same = _paired("jax", 1e-3, load, seed=8)
-    assert speedup_text(slower, base).endswith("slower")
-    assert comparison(same, base)[0] in ("level", "undecided")
-    assert not speedup_text(same, base).endswith(("faster", "slower"))
+    found = Pairs(pairs.pairs_of([base, slower, same]))
+    assert speedup_text(slower, base, found).endswith("slower")
+    assert comparison(same, base, found)[0] in ("level", "undecided")
+    assert not speedup_text(same, base, found).endswith(("faster", "slower"))
     # NumPy and JAX cannot be told apart: no library is bold as the winner.
-    assert decided_winner([base, slower, same]) is None
-    assert decided_winner([base, slower]) is base
+    assert decided_winner([base, slower, same], found) is None
+    assert decided_winner([base, slower], found) is base
 
 
 def test_a_cell_whose_pairs_are_answered_wants_no_more_processes():
@@ -285,9 +286,10 @@ def test_a_pair_that_orders_two_cells_against_their_medians_names_the_winner_and
                   reps({0: 1.5, 2: 1.5}, 0.100), 3, rel_ci=0.02)
     b = aggregate(Cell("matmul", "large", 2000, "jax", "cpu", "float64", "latency"),
                   reps({0: 1.5, 2: 1.0}, 0.110), 3, rel_ci=0.02)
-    assert a.median_s > b.median_s and comparison(a, b)[0] == "faster"
-    assert decided_winner([a, b]) is a
-    [said] = winners([a, b])
+    found = Pairs(pairs.pairs_of([a, b]))
+    assert a.median_s > b.median_s and comparison(a, b, found)[0] == "faster"
+    assert decided_winner([a, b], found) is a
+    [said] = winners([a, b], found)
     assert said.startswith("On matmul large (n = 2,000), NumPy CPU is fastest at ")
     assert "1.10× faster than JAX CPU" in said and "order them the other way" in said
 

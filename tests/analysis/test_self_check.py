@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import arraybench
 from arraybench.analysis.self_check import SelfCheck
+from arraybench.model.cell import Cell
 from arraybench.model.pair import Pair
 from arraybench.model.results import Results
 from arraybench.render.findings import self_check_lines
@@ -24,7 +26,7 @@ def test_a_self_checked_run_measures_a_twin_beside_it_and_says_what_the_pairs_fo
     # The twin is kept apart: no table, finding or gate reads it as a configuration of the run.
     assert {r.environment for r in results.records} == {""}
     assert {r.environment for r in results.twins} == {"twin"} and len(results.twins) == 2
-    assert all("twin" not in p.a + p.b for p in results.pairs)
+    assert all("twin" not in (p.a.environment, p.b.environment) for p in results.pairs)
     # One A/A pair a case, each measured as the run's own pairs are: as many processes a side.
     assert sorted(p.case for p in results.self_check) == sorted({p.case for p in results.self_check})
     assert len(results.self_check) == 2
@@ -40,8 +42,8 @@ def test_a_self_checked_run_measures_a_twin_beside_it_and_says_what_the_pairs_fo
 
 
 def _pair(ratio: float, low: float, high: float, verdict: str) -> Pair:
-    return Pair("sort|small|float64", "sort|small|numpy|cpu|float64|latency[twin]",
-                "sort|small|numpy|cpu|float64|latency", "NumPy CPU [twin]", "NumPy CPU",
+    original = Cell("sort", "small", 100, "numpy", "cpu", "float64", "latency")
+    return Pair(replace(original, environment="twin"), original, "NumPy CPU [twin]", "NumPy CPU",
                 ratio, low, high, verdict, 3, 30, "t over 3 processes")  # type: ignore[arg-type]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from arraybench.model import results as results_mod
 from arraybench.errors import ResultsError
 from arraybench.model.replicate import Replicate
 from arraybench.model.record import Record
+from arraybench.model.summary import Summary
 from arraybench.model.results import Results
 
 CORE_FIELDS = ["workload", "size_label", "size", "backend", "device", "dtype", "mode", "status",
@@ -21,12 +23,12 @@ CORE_FIELDS = ["workload", "size_label", "size", "backend", "device", "dtype", "
 
 
 def sample_results() -> Results:
-    ok = Record("matmul", "small", 100, "numpy", "cpu", "float64", "latency", "ok", median_s=1e-4,
-                iqr_s=1e-6, min_s=9e-5, n_samples=30, first_call_s=2e-4, max_rel_error=1e-16,
-                replicates=[Replicate(samples_s=[1e-4] * 30)], warnings=["a warning"])
+    ok = Record("matmul", "small", 100, "numpy", "cpu", "float64", "latency", "ok",
+                replicates=[Replicate(samples_s=[1e-4] * 30, first_call_s=2e-4, max_rel_error=1e-16)],
+                warnings=["a warning"])
     skipped = Record("matmul", "small", 100, "cupy", "gpu", "float64", "latency", "skipped",
                      reason="no GPU")
-    wrong = Record("fft", "large", 10**6, "jax", "cpu", "float64", "latency", "wrong",
+    wrong = Summary("fft", "large", 10**6, "jax", "cpu", "float64", "latency", "wrong",
                    reason="result is float32, expected float64", max_rel_error=float("inf"))
     return Results(environment={"python": "3.11"}, settings={"dtype": "float64"},
                    records=[ok, skipped, wrong])
@@ -182,3 +184,23 @@ def test_saved_files_are_readable_like_any_file(tmp_path: Path):
     mask = os.umask(0)
     os.umask(mask)
     assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask  # not mkstemp's private 0600
+
+
+def test_a_record_derives_its_figures_and_a_file_without_replicates_reads_as_a_summary(tmp_path: Path):
+    from arraybench.analysis.aggregate import aggregate
+    from arraybench.model.cell import Cell
+
+    cell = Cell("matmul", "small", 100, "numpy", "cpu", "float64", "latency")
+    reps = [Replicate(samples_s=[1e-3 * (1 + 0.01 * ((i * 3 + p) % 7)) for i in range(12)], number=2,
+                      first_call_s=5e-3, max_rel_error=1e-16 * (p + 1), flops=1e9) for p in range(3)]
+    rec = aggregate(cell, reps, 3, rel_ci=0.5)
+    assert not {"median_s", "ci_low_s", "n_samples", "cv"} & {f.name for f in fields(Record)}  # derived, not stored
+    assert rec.n_samples == 36 and rec.n_replicates == 3 and rec.max_rel_error == 3e-16 and rec.number == 2
+    assert rec.ci_low_s < rec.median_s < rec.ci_high_s and len(rec.replicate_medians_s) == 3
+    written = rec.to_dict()
+    back = Record.from_dict(written)
+    assert isinstance(back, Record) and back.to_dict() == written  # the same figures, derived again
+    stored = {k: v for k, v in written.items() if k != "replicates"}
+    summary = Record.from_dict(stored)
+    assert isinstance(summary, Summary) and summary.to_dict() == {**written, "replicates": []}
+    assert summary.median_s == rec.median_s and summary.key == rec.key and summary.config_label == rec.config_label

@@ -48,9 +48,9 @@ def test_findings_are_computed_once_per_run_and_again_when_the_records_change(mo
     calls = []
     compute = report.compute_findings
 
-    def counted(records, environment):
+    def counted(records, environment, pairs):
         calls.append(len(records))
-        return compute(records, environment)
+        return compute(records, environment, pairs)
 
     monkeypatch.setattr(report, "compute_findings", counted)
     res = results([record(samples=spread(1e-3)), record(backend="torch", samples=spread(0.5e-3))])

@@ -18,11 +18,12 @@ import pytest
 import arraybench
 from arraybench.analysis.aggregate import allocator_states_differ
 from arraybench.render.explanations import allocator_states
-from arraybench.analysis.intervals import replicate_interval
+from arraybench.numeric.intervals import replicate_interval
 from arraybench.host.allocator import uncontrolled_reason, with_state
 from arraybench.model.allocator import LARGE_OUTPUT_BYTES, USER_VARIABLES, environment
 from arraybench.analysis.policy import takes_turn
 from arraybench.model.record import Record
+from arraybench.model.summary import Summary
 from arraybench.units import format_seconds
 
 WORKLOADS = '''
@@ -169,7 +170,7 @@ def test_each_state_sets_its_variables_and_keeps_numpys_advice_where_the_user_ga
 
 
 def test_the_finding_says_what_decides_the_state_and_how_to_get_the_faster_one():
-    rec = Record(workload="fft", size_label="large", size=10**6, backend="numpy", device="cpu",
+    rec = Summary(workload="fft", size_label="large", size=10**6, backend="numpy", device="cpu",
                  dtype="float64", mode="latency", status="ok", median_s=0.0178, ci_low_s=0.0175,
                  ci_high_s=0.0181, n_samples=30, n_replicates=3, allocator="reused",
                  other_allocator="fresh", other_median_s=0.0378, other_ci_low_s=0.0370,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arraybench.model.record import Record
+from arraybench.model.summary import Summary
 from arraybench.render.numerics import numerics_markdown, numerics_table
 from arraybench.workloads import GROUPS, REGISTRY, expand
 
@@ -76,7 +76,7 @@ def test_groups_expand_in_order_without_repeats():
 
 
 def _rec(backend, err, status="ok", method="eager", tol=1e-15, outputs=None, dtype="float64"):
-    r = Record("gradient", "small", 100, backend, "cpu", dtype, "latency", status,
+    r = Summary("gradient", "small", 100, backend, "cpu", dtype, "latency", status,
                max_rel_error=err, tolerance=tol, method=method)
     if outputs:
         r.output_names, r.output_errors = list(outputs), [err] * len(outputs)

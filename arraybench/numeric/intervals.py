@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from . import stats
+from . import medians as stats
 
 CONFIDENCE = 0.95
 
