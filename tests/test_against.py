@@ -54,10 +54,16 @@ def test_a_slowdown_in_the_work_tree_fails_the_gate_against_the_committed_code(r
     done = run_cli("run", "--workload-file", "bench.py", "--against", "HEAD", "--backends", "numpy",
                    "--processes", "3", "--max-time", "0.3", "--allocator", "reused", "--no-store", "--no-plots",
                    "--output-dir", str(repo / "out"), "--fail-above", "10%", "-q", cwd=repo)
-    assert done.returncode == 1, done.stderr
-    assert "NumPy CPU [here] is" in done.stderr and "the time of NumPy CPU [HEAD]" in done.stderr
     data = json.loads((repo / "out" / "results.json").read_text())
     [pair] = data["pairs"]
+    if done.returncode == 0:
+        # Only where other processes loaded the rounds, and the quiet ones could not bear the
+        # loaded ones out, may the gate leave a 4x slowdown undecided; it then says so and why.
+        assert pair["verdict"] == "undecided" and "rounds under other processes' load" in pair["method"]
+        assert "undecided" in done.stderr and "not judged: " in done.stderr, done.stderr
+        return
+    assert done.returncode == 1, done.stderr
+    assert "NumPy CPU [here] is" in done.stderr and "the time of NumPy CPU [HEAD]" in done.stderr
     here_first = pair["a_label"].endswith("[here]")
     ratio = pair["ratio"] if here_first else 1 / pair["ratio"]
     # Four steps against one: the committed code ran in REF's workers, the work tree's in the others.

@@ -52,8 +52,12 @@ def against_gate(args: argparse.Namespace, results: Results) -> int:
         return 0
     slower, undecided = against_regressions(results.pairs, HERE, args.fail_above)
     for p in undecided:
+        # Where the pair was not judged (loaded rounds the quiet ones do not bear out), more
+        # processes on the same busy machine need not decide it: its reason is the line's.
+        why = ("not judged: " + p.method.split("not judged")[1].lstrip(": (").rstrip(")")
+               if "not judged" in p.method else "more processes (--processes) would decide it")
         print(f"arraybench: {p.a_label} against {p.b_label}: undecided ({p.ratio:.2f}x, 95% interval "
-              f"{p.ci_low:.2f}-{p.ci_high:.2f}); more processes (--processes) would decide it", file=sys.stderr)
+              f"{p.ci_low:.2f}-{p.ci_high:.2f}); {why}", file=sys.stderr)
     for p in slower:
         print(f"arraybench: {p.a_label} is {format_ratio(p.ratio)} the time of {p.b_label} (95% interval "
               f"{p.ci_low:.2f}-{p.ci_high:.2f}), above --fail-above {args.fail_above:.0%}", file=sys.stderr)
