@@ -206,7 +206,6 @@ class ConsoleReporter(Reporter):
             "(press Ctrl-C again to stop at once)[/]")
 
 
-
 def progress_text(backend: str, device: str, replicate: int, environment: str = "") -> str:
     """What the bar says while a worker measures: ``numpy/cpu [np126] process 2`` (a label is
     letters, digits and ``_.+-/``: nothing rich would read as markup)."""
