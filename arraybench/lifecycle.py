@@ -48,7 +48,7 @@ def reporter_for(reporter: Reporter | None, progress: bool | None, cells: int | 
         return reporter
     if progress is False:  # asked to be quiet
         return None
-    from .render.notebook_progress import NotebookProgress, in_notebook
+    from .render.progress import NotebookProgress, in_notebook
 
     notebook = in_notebook()
     if notebook:

@@ -197,8 +197,8 @@ from pathlib import Path
 sys.path.insert(0, {tests!r})
 from synthetic import record, results, spread
 from arraybench.render.html import write_html
-from arraybench.render.markdown import write_markdown
-from arraybench.render.csvout import write_csv
+from arraybench.render.report import write_markdown
+from arraybench.render.files import write_csv
 res = results([record(samples=spread(1e-3)), record(backend="torch", samples=spread(2e-3))])
 out = Path(tempfile.mkdtemp())
 text = res.table()
@@ -300,7 +300,7 @@ def test_one_module_turns_ratios_into_text():
 #: The modules of analysis/ that may word a number, and why: the text is part of a contract. A
 #: record's warnings are strings in results.json; a Comparison's ``summary()``, repr and rows'
 #: "change" column are its public API (and compare's JSON and CSV); a memory change's ``text()`` is
-#: quoted by the gate's reasons, which analysis/gate decides and render/gate_text words.
+#: quoted by the gate's reasons, which analysis/gate decides and render/comparison words.
 WORDING_IN_ANALYSIS = {"arraybench.analysis.aggregate", "arraybench.analysis.compare",
                        "arraybench.analysis.memory"}
 

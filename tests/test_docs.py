@@ -18,7 +18,7 @@ from arraybench.model.journal import JOURNAL_NAME
 from arraybench.outdir.lock import LOCK_NAME
 from arraybench.outdir.own_files import LOGS_NAME, OTHER_OWN, REPLACED, WORKER_LOG
 from arraybench.options import PYTEST_NAMES
-from arraybench.render.manifest import MANIFEST_NAME
+from arraybench.render.files import MANIFEST_NAME
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -199,7 +199,7 @@ def written_by_a_run(name: str) -> bool:
         return True
     if name.startswith(f"{LOGS_NAME}/"):  # a cluster node's folder of logs
         return re.fullmatch(rf"{LOGS_NAME}/[^/]+/", name) is not None
-    # The plots (render/naming.py): WORKLOAD_SIZE.svg, summary_SIZE.svg, sweep_WORKLOAD.svg,
+    # The plots (render/files.py): WORKLOAD_SIZE.svg, summary_SIZE.svg, sweep_WORKLOAD.svg,
     # history_WORKLOAD.svg and roofline.svg.
     return name == "roofline.svg" or re.fullmatch(r"[\w<>.-]+_[\w<>.-]+\.svg", name) is not None
 

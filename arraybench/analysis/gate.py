@@ -1,6 +1,6 @@
 """The one decision of every gate (``compare --fail-above``, ``run --compare ... --fail-above``,
 the pytest plugin's ``--arraybench-fail-above``): whether a run may pass against its baseline.
-``render/gate_text`` says why not, in the caller's option names."""
+``render/comparison`` says why not, in the caller's option names."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..render.gate_text import gate_failures, gate_notes
+from ..render.comparison import gate_failures, gate_notes
 from ..errors import SaveError, UsageError
 from ..render.terminal import stdout_console
 from ..argtypes import fraction, percent
@@ -74,7 +74,7 @@ def main(args: argparse.Namespace) -> int:
 
         out = prepare(args.output_dir, overwrite=True)
     if args.json:
-        from ..render.documents import comparison_json
+        from ..render.files import comparison_json
 
         import json
 
@@ -94,8 +94,8 @@ def main(args: argparse.Namespace) -> int:
     print_comparison(comparison, console, across)
     if out is not None:
         from ..files import write_atomic
-        from ..render.compare_plot import compare_plot
-        from ..render.markdown import comparison_markdown
+        from ..render.mpl import compare_plot
+        from ..render.report import comparison_markdown
 
         try:
             written = [write_atomic(out / "compare.md", comparison_markdown(comparison))]
@@ -114,8 +114,8 @@ def main(args: argparse.Namespace) -> int:
 def write_comparison_tables(args: argparse.Namespace, comparison) -> None:
     """``--csv``/``--markdown``: the comparison's rows (every number, for scripts) and its table
     (compare.md's) written where the command line says."""
-    from ..render.csvout import comparison_csv
-    from ..render.markdown import comparison_markdown
+    from ..render.files import comparison_csv
+    from ..render.report import comparison_markdown
 
     say_written(args, write_tables(args, {"--csv": lambda: comparison_csv(comparison),
                                           "--markdown": lambda: comparison_markdown(comparison)}))

@@ -12,7 +12,7 @@ from ..options import add, store_location
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..render.exports import FORMATS
+    from ..render.files import FORMATS
 
     p = sub.add_parser("export", help="results as JSON for github-action-benchmark or Bencher",
                        description="Write a run's results in a format other tools read: "
@@ -33,7 +33,7 @@ def main(args: argparse.Namespace) -> int:
     from ..errors import UsageError
     from ..files import write_atomic
     from ..store.refs import load_run
-    from ..render.exports import export_text
+    from ..render.files import export_text
 
     # Named as every other command names a run: a folder, a file, or one in the store.
     text = export_text(load_run(args.results, store_location(args)), args.format)

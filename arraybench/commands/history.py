@@ -26,7 +26,7 @@ from .tablefiles import check_targets, say_written, write_tables
 def register(sub: argparse._SubParsersAction) -> None:
     from ..analysis.compare import DEFAULT_THRESHOLD
     from ..analysis.history import DEFAULT_FDR
-    from ..render.history import DEFAULT_LAST
+    from ..render.comparison import DEFAULT_LAST
 
     p = sub.add_parser("history", help="each cell's results over the stored runs, with the steps in them",
                        description="Show each cell's median and 95% CI over the runs in the results "
@@ -90,7 +90,7 @@ def parse_since(text: str | None, now: _dt.datetime | None = None) -> str | None
 def main(args: argparse.Namespace) -> int:
     from ..analysis.history import history
     from ..store import open_store
-    from ..render.history import print_history
+    from ..render.comparison import print_history
     from ..render.terminal import stdout_console
 
     check_targets(args)
@@ -114,7 +114,7 @@ def main(args: argparse.Namespace) -> int:
     write_history_tables(args, found, where)
     console = stdout_console()
     if args.json:
-        from ..render.documents import history_json
+        from ..render.files import history_json
 
         failures = None if args.fail_above is None else regression_lines(found, args.fail_above)
         print(history_json(found, regressions=failures))
@@ -132,7 +132,7 @@ def main(args: argparse.Namespace) -> int:
             console.print("[dim]add --output-dir DIR to write each workload's plot (history_<workload>.svg)[/]")
     elif not args.no_plots:
         from ..outdir import prepare
-        from ..render.history_plot import write_history_plots
+        from ..render.mpl import write_history_plots
 
         out = prepare(args.output_dir, overwrite=True)
         written = write_history_plots(found, out)
@@ -150,8 +150,8 @@ def main(args: argparse.Namespace) -> int:
 def write_history_tables(args: argparse.Namespace, found, where: str) -> None:
     """``--csv``/``--markdown``: the table as printed (each series' latest ``--last`` runs), the CSV
     with its times in seconds; an empty table where no stored run matches."""
-    from ..render.csvout import history_csv
-    from ..render.markdown import history_markdown
+    from ..render.files import history_csv
+    from ..render.report import history_markdown
 
     say_written(args, write_tables(args, {"--csv": lambda: history_csv(found, args.last),
                                           "--markdown": lambda: history_markdown(found, where, args.last)}))

@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cluster_main(args: argparse.Namespace) -> int:
     """``info --cluster``: each node, asked on the node itself."""
     from ..executors import cluster_nodes
-    from ..render.cluster import nodes_json, nodes_table
+    from ..render.terminal import nodes_json, nodes_table
     from ..render.terminal import console as safe_console
 
     nodes = cluster_nodes(args.cluster)
@@ -58,7 +58,7 @@ def main(args: argparse.Namespace) -> int:
         return cluster_main(args)
     from ..executors.probe import probe_backends
     from ..host.machine import collect as collect_machine
-    from ..render.machine_info import print_info
+    from ..render.machine import print_info
     from ..render.terminal import stdout_console
 
     env = collect_machine()

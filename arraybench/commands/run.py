@@ -192,8 +192,8 @@ def outcome_status(args: argparse.Namespace, results: Results, reference: str | 
 def write_table_files(args: argparse.Namespace, results: Results) -> bool:
     """Write the table to ``--csv``/``--markdown`` (as results.csv and results.md); whether it
     went. A file that could not be written is one line: the run's own files are kept."""
-    from ..render.csvout import csv_text
-    from ..render.markdown import markdown_report
+    from ..render.files import csv_text
+    from ..render.report import markdown_report
     from ..render.report import findings
 
     try:

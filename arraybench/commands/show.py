@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     from ..store.refs import load_run
     from ..render import report
-    from ..render.histogram import print_histograms
+    from ..render.tables import print_histograms
     from ..render.terminal import stdout_console
 
     results = load_run(args.results, store_location(args))

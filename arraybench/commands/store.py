@@ -67,7 +67,7 @@ def import_main(args: argparse.Namespace) -> int:
 
 
 def list_main(args: argparse.Namespace) -> int:
-    from ..render.stored import runs_table
+    from ..render.terminal import runs_table
     from ..store import open_store
     from ..render.terminal import stdout_console
 

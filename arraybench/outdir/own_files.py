@@ -14,7 +14,7 @@ from pathlib import Path
 from ..errors import UsageError, one_line
 from ..files import kind
 from ..model.journal import JOURNAL_NAME
-from ..render.manifest import MANIFEST_NAME, manifest
+from ..render.files import MANIFEST_NAME, manifest
 from .lock import reason
 
 LOGS_NAME = "logs"

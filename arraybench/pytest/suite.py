@@ -178,7 +178,7 @@ class Suite:
 
     def _compare(self, results: "Results", outcome: Outcome) -> None:
         from .. import api
-        from ..render.gate_text import gate_failures, gate_notes
+        from ..render.comparison import gate_failures, gate_notes
         from ..store import open_store
         from ..store.baseline import find as find_baseline
 

@@ -1,4 +1,6 @@
-"""Findings that explain: the measured reason behind a number, in a sentence.
+"""explanations
+
+Findings that explain: the measured reason behind a number, in a sentence.
 
 Computed from the counters read around the samples (``usage``), the kernels each library reported
 when its worker started (``environment["backends"]``) and the CPU's own features
@@ -13,17 +15,18 @@ from __future__ import annotations
 
 from typing import Any, Collection, Iterable, Mapping
 
-from ..numeric import medians as stats
-from ..model.allocator import WORDS, shell_words
-from ..model.record import Record
-from ..errors import spell
-from ..analysis.aggregate import allocator_states_apart
-from .environments import build_text
-from ..model.cell import worker_key
-from ..units import format_seconds, format_speedup
+from .sentences import build_text
 from ..analysis import modes
+from ..analysis.aggregate import allocator_states_apart
 from ..analysis.grouping import is_valid, size_text
 from ..analysis.oversubscription import CONTENTION_QUANTITIES, Contention, oversubscribed
+from ..errors import spell
+from ..model.allocator import WORDS, shell_words
+from ..model.cell import worker_key
+from ..model.record import Record
+from ..numeric import medians as stats
+from ..units import format_seconds, format_speedup
+
 
 #: Page faults per call from which a cell's memory traffic with the kernel is worth a sentence,
 #: when it also costs: this share of the CPU time in the kernel, or processes that did not fault

@@ -1,4 +1,6 @@
-"""The HTML report: one self-contained page (plots inlined, no network) per run.
+"""html
+
+The HTML report: one self-contained page (plots inlined, no network) per run.
 
 ``report.html`` opens from disk in any browser and can be mailed or attached as one file. It holds
 the findings, a table per workload with every record, every plot, the cells that were not measured
@@ -13,39 +15,36 @@ without scripts the page reads the same.
 from __future__ import annotations
 
 import base64
-from collections import Counter
 import hashlib
 import re
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from .comparison import history_section
+from .files import history_file_name, plot_file_name, summary_file_name
+from .findings import self_check_lines
+from .machine import environment_section
+from .notes import RANGES_LEGEND, everywhere_mark, note_texts, usage_lines, usage_title
+from .sentences import energy_absent, energy_measured, energy_why, format_energy, peak_sub, peak_text
+from .tables import (histogram_cell, CI_LEGEND, achieved_text, ci_text, error_text, notebook, speedup,
+                     speedup_text, unavailable_configs)
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, library_label, size_text
 from ..analysis.rates import achieved
-from ..analysis.roofline import Ceiling
-from ..analysis.roofline import ceilings as ceilings_of_run
-from ..analysis.roofline import share as share_of_ceiling
+from ..analysis.roofline import Ceiling, ceilings as ceilings_of_run, share as share_of_ceiling
 from ..files import write_atomic
 from ..model.cell import config_label
 from ..model.pair import Pairs
 from ..model.record import Record
 from ..units import format_seconds, format_share
-from .environment_text import environment_section
-from .findings import self_check_lines
-from .footprint_text import energy_absent, energy_measured, energy_why, format_energy, peak_sub, peak_text
-from .histogram import histogram_cell
-from .history import history_section
-from .naming import history_file_name, plot_file_name, summary_file_name
-from .notes import RANGES_LEGEND, everywhere_mark, note_texts
-from .tables import (CI_LEGEND, achieved_text, ci_text, error_text, notebook, speedup,
-                     speedup_text, unavailable_configs)
-from .usage_text import usage_lines, usage_title
 
 if TYPE_CHECKING:
     from ..analysis.history import History
     from ..model.results import Results
+
 
 REPORT_NAME = "report.html"
 

@@ -1,8 +1,19 @@
-"""matplotlib, set up once for every plot arraybench draws.
+"""Matplotlib, the only module that imports it, with the figures of a comparison and of a history.
+
+matplotlib, set up once for every plot arraybench draws.
 
 Figures are made with the object-oriented API (``Figure``), never through ``pyplot``: drawing
 leaves no global state behind, needs no GUI backend, and does not change a notebook's own
 matplotlib settings (the style applies only while a figure is drawn and saved).
+
+The plot of a comparison: new/base per cell on a log axis, coloured by verdict.
+
+History plots: one workload's medians over the stored runs, one panel per size.
+
+Each series (a configuration on a machine) is a line through its medians with the 95% CI as a
+whisker; runs are evenly spaced in time order (dates under the axis), a change of library
+versions on a machine is a dotted vertical line labelled with what changed, and each step called
+in the history is a triangle: up and red for slower, down and green for faster.
 """
 
 from __future__ import annotations
@@ -12,15 +23,22 @@ import io
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar, TYPE_CHECKING
 
 import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
 
+from .files import history_file_name
+from ..analysis.compare import FASTER, SLOWER, Comparison
+from ..analysis.grouping import size_text
 from ..files import write_atomic
 from ..units import format_factor, format_seconds
+
+if TYPE_CHECKING:
+    from ..analysis.history import History
+
 
 __all__ = ["Axes", "Figure", "PALETTE", "PlotWarning", "drawn", "log_axis", "plain",
            "render_svg", "save", "styled"]
@@ -147,3 +165,125 @@ def show_in_notebooks() -> None:
 
     formatter = shell.display_formatter.formatters["image/png"]
     formatter.for_type(Figure, lambda fig: print_figure(fig, "png", bbox_inches="tight"))
+
+
+_COLOURS = {FASTER: "#2e7d32", SLOWER: "#c62828"}
+_SAME = "#9e9e9e"
+
+
+def compare_plot(comparison: Comparison, path: Path) -> Path | None:
+    """Write ``compare_figure`` as an SVG; None when no cell could be compared (or the plot could
+    not be drawn: a ``PlotWarning`` says why)."""
+    svg = drawn(lambda: compare_figure(comparison), path.name)
+    return None if svg is None else write_atomic(path, svg)
+
+
+@styled
+def compare_figure(comparison: Comparison) -> Figure | None:
+    """Horizontal bars from 1 to new/base, with a conservative interval from the two CIs.
+
+    Left of 1 the new run is faster. The shaded band is the threshold within which a change is negligible. Returns None when no cell could be compared.
+    """
+    cells = comparison.comparable
+    if not cells:
+        return None
+    fig = Figure(figsize=(8.5, max(2.4, 0.32 * len(cells) + 1.6)))
+    ax = fig.subplots()
+    ys = list(range(len(cells)))[::-1]
+    t = comparison.threshold
+    ax.axvspan(1 / (1 + t), 1 + t, color="#eeeeee", zorder=0, label=f"±{t:.0%}: negligible")
+    ax.axvline(1.0, color="#333333", lw=0.8, zorder=1)
+    for y, c in zip(ys, cells):
+        colour = _COLOURS.get(c.verdict, _SAME)
+        ax.barh(y, c.ratio - 1, left=1, height=0.6, color=colour, zorder=2)
+        lo, hi = c.ratio_low, c.ratio_high
+        if lo is not None and hi is not None:
+            ax.errorbar(c.ratio, y, xerr=[[max(c.ratio - lo, 0)], [max(hi - c.ratio, 0)]],
+                        color="#333333", capsize=2, lw=0.8, zorder=3)
+        # The numbers go in a column right of the axes, where no bar can cover them.
+        ax.text(1.01, y, f"{c.ratio:.3f}  {c.verdict}", transform=ax.get_yaxis_transform(),
+                va="center", fontsize=7, color=colour if c.verdict in _COLOURS else "#555555")
+    ax.set_yticks(ys)
+    ax.set_yticklabels([plain(f"{c.new.workload} {size_text(c.new)} · {c.new.config_label}") for c in cells],
+                       fontsize=8)
+    log_axis(ax, "x", "ratio")
+    lows = [c.ratio_low or c.ratio for c in cells] + [1 / (1 + t)]
+    highs = [c.ratio_high or c.ratio for c in cells] + [1 + t]
+    ax.set_xlim(min(lows) / 1.15, max(highs) * 1.15)
+    ax.set_xlabel("time per call, new / base (log): left of 1 is faster · whisker: from the two 95% CIs")
+    g = comparison.geometric_mean
+    title = "new vs base"
+    if g is not None:
+        title += f" — geometric mean {g:.3f}"
+        ax.axvline(g, color="#1565c0", lw=1, ls="--", zorder=1, label=f"geometric mean {g:.3f}")
+    ax.set_title(title)
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.legend(fontsize=7, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.1 - 1.2 / (len(cells) + 4)),
+              ncol=2)
+    return fig
+
+
+def _short_date(started_at: str) -> str:
+    return started_at[:16].replace("T", " ")
+
+
+@styled
+def history_figure(history: "History", workload: str) -> Figure | None:
+    """The history of one workload, or None when no series of it has a valid point."""
+    series = [s for s in history.for_workload(workload) if any(p.valid for p in s.points)]
+    if not series:
+        return None
+    sizes = list(dict.fromkeys(s.size_label for s in sorted(series, key=lambda s: s.size)))
+    x_of = {run.run_id: i for i, run in enumerate(history.runs)}
+    used = sorted({x_of[p.run.run_id] for s in series for p in s.points})
+    machines = {s.machine_id for s in series}
+    fig = Figure(figsize=(max(7.0, 0.5 * len(used) + 4), 3.0 * len(sizes) + 1.0))
+    axes = fig.subplots(len(sizes), 1, squeeze=False, sharex=True)[:, 0]
+    steps = {(id(st.series), st.after.run.run_id): st for st in history.steps}
+    markers = "osD^v<>p"
+    for ax, label in zip(axes, sizes):
+        mine = [s for s in series if s.size_label == label]
+        for i, s in enumerate(mine):
+            pts = [p for p in s.points if p.valid]
+            xs = [x_of[p.run.run_id] for p in pts]
+            ys = [p.median_s for p in pts]
+            err = [[max(p.median_s - p.low, 0) for p in pts], [max(p.high - p.median_s, 0) for p in pts]]
+            colour = PALETTE.get(pts[0].entry.backend, "#8172b2") if pts else "#8172b2"
+            name = s.label + (f" @ {s.machine_id[:6]}" if len(machines) > 1 else "")
+            ax.errorbar(xs, ys, yerr=err, fmt="-", marker=markers[i % len(markers)], ms=4, capsize=2,
+                        color=colour, lw=1, label=name)
+            for p in pts:
+                step = steps.get((id(s), p.run.run_id))
+                if step is not None:
+                    ax.scatter([x_of[p.run.run_id]], [p.median_s], marker="^" if step.slower else "v",
+                               s=90, color="#cf222e" if step.slower else "#1a7f37", zorder=4)
+        log_axis(ax, "y", "seconds")
+        ax.set_ylabel("time per call (log)")
+        ax.set_title(f"{workload} {mine[0].case}" if mine else workload, fontsize=10)
+        ax.grid(True, axis="y", which="major", alpha=0.25)
+        ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    for change in history.version_changes:
+        if change.machine_id not in machines or change.run.run_id not in x_of:
+            continue
+        x = x_of[change.run.run_id] - 0.5
+        for ax in axes:
+            ax.axvline(x, color="#777777", lw=0.8, ls=":")
+        axes[0].annotate(change.text, (x, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -2),
+                         textcoords="offset points", fontsize=6, color="#444444", va="top",
+                         rotation=90)
+    axes[-1].set_xticks(used)
+    axes[-1].set_xticklabels([_short_date(history.runs[i].started_at) for i in used], rotation=30,
+                             ha="right", fontsize=7)
+    axes[-1].set_xlabel("run (time order) · dotted: library versions changed · ▲ slower, ▼ faster: "
+                        "a step called", fontsize=7, color="#555555")
+    return fig
+
+
+def write_history_plots(history: "History", out_dir: Path) -> list[Path]:
+    """``history_<workload>.svg`` for every workload in the history; returns the files written."""
+    written = []
+    for workload in dict.fromkeys(s.workload for s in history.series):
+        fig = history_figure(history, workload)
+        if fig is not None:
+            written.append(save(fig, Path(out_dir) / history_file_name(workload)))
+    return written

@@ -1,9 +1,18 @@
-"""SVG plots: one per workload and size, and a summary per size label, as in the seed article.
+"""A run's plots: one per case, the summary, the sweeps and the roofline.
+
+SVG plots: one per workload and size, and a summary per size label, as in the seed article.
 
 Valid times are bars with their 95% confidence interval; wrong, failed and skipped cells get an
 empty slot labelled with their status, never a bar that could be read as a time. A plot that cannot
 be drawn all the same is left out with a ``PlotWarning``: the report, the Markdown and the CSV never
 depend on a plot.
+
+The roofline plot: every result with a work model against the machine's measured ceilings.
+
+Size sweeps: time per call (or GB/s for pure data movement) against size, one line per configuration.
+
+Log-log axes, the 95% CI of each median as a band, and the crossovers against NumPy marked where
+they fall.
 """
 
 from __future__ import annotations
@@ -11,16 +20,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+from .files import plot_file_name, summary_file_name, sweep_file_name
+from .mpl import PALETTE, Axes, Figure, drawn, log_axis, plain, show_in_notebooks, styled
+from ..analysis.crossover import crossovers
 from ..analysis.grouping import (baselines, comparison, config_sort_key, grouped, is_valid, size_text,
                                  swept_workloads)
+from ..analysis.roofline import ceiling_key, ceilings
+from ..files import write_atomic
 from ..model.pair import Pairs
 from ..model.record import Record
-from ..units import format_seconds, format_speedup, time_unit
-from ..files import write_atomic
-from .mpl import PALETTE, Axes, Figure, drawn, log_axis, plain, show_in_notebooks, styled
-from .naming import plot_file_name, summary_file_name, sweep_file_name
-from .roofline_plot import roofline_figure
-from .sweep_plot import sweep_figure
+from ..units import format_seconds, format_speedup, time_unit, format_rate
+
 
 _STATUS_MARK = {"wrong": "wrong result", "failed": "failed", "skipped": "skipped"}
 
@@ -221,4 +231,105 @@ def figure(records: Sequence[Record], kind: str = "summary", *, workload: str | 
                          + {"summary": "no valid result at that size",
                             "sweep": "fewer than three sizes measured",
                             "roofline": "no ceilings measured (run with roofline=True)"}.get(kind, ""))
+    return fig
+
+
+@styled
+def roofline_figure(records: Sequence[Record]) -> Figure | None:
+    """Records against the ceilings, one panel per device and dtype that has them."""
+    table = ceilings(records)
+    panels = [k for k, c in table.items() if c.peak_flops and c.bandwidth]
+    if not panels:
+        return None
+    fig = Figure(figsize=(7.0 * len(panels), 5.0))
+    axes = fig.subplots(1, len(panels), squeeze=False)
+    for ax, key in zip(axes[0], panels):
+        c = table[key]
+        points = [r for r in records if is_valid(r) and ceiling_key(r) == key
+                  and r.flops and r.bytes and not r.workload.startswith("ceiling_")]
+        intensities = [r.flops / r.bytes for r in points] + [c.ridge]
+        lo, hi = min(intensities) / 4, max(intensities) * 4
+        xs = [lo * (hi / lo) ** (i / 100) for i in range(101)]
+        ax.plot(xs, [min(c.peak_flops, x * c.bandwidth) / 1e9 for x in xs], color="#333333", lw=1.5)
+        ax.annotate(plain(f"peak {format_rate(c.peak_flops, 'FLOP/s')} ({c.peak_by})"), (c.ridge, c.peak_flops / 1e9),
+                    xytext=(-4, 6), textcoords="offset points", ha="right", va="bottom", fontsize=8)
+        ax.annotate(plain(f"bandwidth {format_rate(c.bandwidth, 'B/s')} ({c.bandwidth_by})"),
+                    (lo * 1.2, lo * 1.2 * c.bandwidth / 1e9), rotation=0, fontsize=8, va="bottom")
+        seen: set[str] = set()
+        for r in sorted(points, key=config_sort_key):
+            label = plain(r.config_label) if r.config_label not in seen else None
+            seen.add(r.config_label)
+            ax.scatter(r.flops / r.bytes, r.flops / r.median_s / 1e9, color=PALETTE.get(r.backend, "#8172b2"),
+                       marker="s" if r.device == "gpu" else "o", s=22, label=label, zorder=3)
+            ax.annotate(plain(f"{r.workload} {r.size_label}"), (r.flops / r.bytes, r.flops / r.median_s / 1e9),
+                        xytext=(3, 2), textcoords="offset points", fontsize=6, color="#555555")
+        log_axis(ax, "x")
+        log_axis(ax, "y")
+        ax.set_xlabel("arithmetic intensity (FLOP per byte moved, log)")
+        ax.set_ylabel("achieved GFLOP/s (log)")
+        ax.set_title(f"Roofline — {key[1].upper()}, {key[2]}" + (f" @ {key[0]}" if key[0] else ""))
+        ax.legend(fontsize=8, frameon=False, loc="lower right")
+        ax.grid(True, which="major", alpha=0.25)
+    return fig
+
+
+def _is_transfer(records: Sequence[Record]) -> bool:
+    return all((r.flops == 0 and (r.bytes or 0) > 0) for r in records if is_valid(r))
+
+
+def size_axis_label(workload: str) -> str:
+    """The size axis in the workload's own words (``size n: the side of each n x n matrix``);
+    plain ``size n`` for a workload that does not say, or is not known here (a file's, not
+    imported)."""
+    from ..workloads.registry import REGISTRY
+
+    known = REGISTRY.get(workload)
+    means = getattr(known, "size_means", "") if known is not None else ""
+    return f"size n: {means}" if means else "size n"
+
+
+@styled
+def sweep_figure(records: Sequence[Record], workload: str) -> Figure | None:
+    """One workload across sizes; returns None if fewer than three sizes were measured."""
+    mine = [r for r in records if r.workload == workload and is_valid(r)]
+    if len({r.size for r in mine}) < 3:
+        return None
+    rate = _is_transfer(mine)
+    by_config: dict[tuple, list[Record]] = {}
+    for r in sorted(mine, key=lambda r: r.size):
+        by_config.setdefault(config_sort_key(r), []).append(r)
+    fig = Figure(figsize=(7.5, 4.6))
+    ax = fig.subplots()
+    markers = "osD^v<>p"
+    for i, key in enumerate(sorted(by_config)):
+        rs = by_config[key]
+        xs = [r.size for r in rs]
+        if rate:
+            ys = [r.bytes / r.median_s / 1e9 for r in rs]
+            lo = [r.bytes / (r.ci_high_s or r.median_s) / 1e9 for r in rs]
+            hi = [r.bytes / (r.ci_low_s or r.median_s) / 1e9 for r in rs]
+        else:
+            ys = [r.median_s for r in rs]
+            lo = [r.ci_low_s or r.median_s for r in rs]
+            hi = [r.ci_high_s or r.median_s for r in rs]
+        colour = PALETTE.get(rs[0].backend, "#8172b2")
+        style = "--" if rs[0].device == "gpu" else (":" if rs[0].mode != "latency" else "-")
+        ax.plot(xs, ys, style, marker=markers[i % len(markers)], ms=4, color=colour, label=plain(rs[0].config_label))
+        ax.fill_between(xs, lo, hi, color=colour, alpha=0.15, linewidth=0)
+    log_axis(ax, "x")
+    log_axis(ax, "y", "number" if rate else "seconds")
+    ax.set_xlabel(size_axis_label(workload))
+    if rate:
+        ax.set_ylabel("GB/s moved (log), higher is better")
+    else:
+        ax.set_ylabel("time per call (log), lower is better")
+    dtype = mine[0].dtype
+    ax.set_title(plain(f"{workload} across sizes, {dtype}"))
+    for c in crossovers(mine):
+        if c.kind == "from" and c.b.startswith("NumPy CPU") and c.size:
+            ax.axvline(c.size, color="#777777", lw=0.8, ls=":")
+            ax.annotate(plain(f"{c.a} ahead\nfrom n≈{c.size:,.0f}"), (c.size, ax.get_ylim()[1]), xytext=(3, -3),
+                        textcoords="offset points", fontsize=7, va="top", color="#444444")
+    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.grid(True, which="major", alpha=0.25)
     return fig

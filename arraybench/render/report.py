@@ -1,38 +1,46 @@
-"""The one facade through which a run is shown: its table, findings, HTML, Markdown, files and plots.
+"""The one facade through which a run is shown (its table, findings, HTML, Markdown, files and
+plots), and its Markdown report.
 
 ``Results`` methods (``table``, ``findings``, ``write_report``, ``plot``, ``compare``, the notebook
 and terminal reprs), the commands and the API all come here, so a run looks the same wherever it is
 shown. Findings are computed once per run and handed down to every format that shows them.
+
+The results as a Markdown table, ready to paste into a GitHub issue or pull request.
 """
 
 from __future__ import annotations
 
+import re
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from rich.console import Console
 from rich.markup import escape
 
-from ..analysis.compare import Comparison
-from ..analysis.compare import compare as compare_runs
+from .files import remember, write_csv
 from .findings import findings as compute_findings, self_check_lines
+from .html import results_table_html, write_html
+from .machine import environment_line
+from .notes import RANGES_LEGEND, everywhere_mark, note_texts
+from .sentences import (Findings, energy_absent, energy_measured, energy_why, format_energy, peak_sub,
+                        peak_text)
+from .tables import (FINDINGS_LINES, print_findings, print_table, table_text, CI_LEGEND, ci_text, error_text,
+                     not_run, notebook, speedup_text, unavailable_configs)
+from ..analysis.compare import Comparison, compare as compare_runs
+from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, size_text
 from ..errors import one_line
 from ..files import write_atomic
-from .manifest import remember
 from ..model.machines import check_same_machine
 from ..model.pair import Pairs
-from .csvout import write_csv
-from .html import results_table_html, write_html
-from .markdown import write_markdown
-from .sentences import Findings
-from .tables import FINDINGS_LINES, print_findings, print_table, table_text
+from ..model.record import Record
+from ..units import format_change, format_seconds
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-
     from ..analysis.history import History
     from ..model.results import Results
+
 
 FINDINGS_NAME = "findings.md"
 
@@ -99,7 +107,7 @@ def write_report(results: Results, out_dir: str | Path, *, plots: bool = True,
     written: list[Path] = []
     if plots:
         # matplotlib only when plots are wanted: the tables and the HTML never need it.
-        from .history_plot import write_history_plots
+        from .mpl import write_history_plots
         from .plots import write_plots
 
         written += write_plots(results.records, out_dir, Pairs(results.pairs))
@@ -131,3 +139,151 @@ def compare(base: Results, new: Results, *, threshold: float | None = None, alph
     check_same_machine(base, new, cross_machine)
     return DisplayedComparison.of(compare_runs(base, new, **{
         k: v for k, v in (("threshold", threshold), ("alpha", alpha)) if v is not None}))
+
+
+MARKDOWN_NAME = "results.md"
+
+# Characters that Markdown (or the HTML GitHub allows in it) would read as markup.
+_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
+
+
+def md(value: Any) -> str:
+    """Escape text for a Markdown table cell: markup characters and pipes, newlines as spaces,
+    control characters (a terminal's escape sequences) as ``\\x1b``."""
+    text = one_line(" ".join(str(value).split()))
+    return _SPECIAL.sub(r"\\\1", text)
+
+
+def markdown_report(results: Results, findings: Sequence[str] | None = None,
+                    title: str = "arraybench results") -> str:
+    """A heading, the environment line, findings, the table and its notes, as GitHub Markdown.
+
+    The fastest correct configuration of each case is in bold; reasons and warnings are numbered
+    notes under the table, so the table stays narrow.
+    """
+    used = {r.backend for r in results.records}
+    lines = [f"### {md(title)}", "", md(environment_line(results.environment, results.settings, used)), ""]
+    if not results.complete:
+        lines += ["**Interrupted run: some cells were not measured.**", ""]
+    if findings:
+        lines += [f"- {md(f)}" for f in findings] + [""]
+    lines += markdown_table(results.records, Pairs(results.pairs))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def markdown_table(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[str]:
+    """The table and its notes as lines of Markdown (the notes built as the terminal's are; the
+    verdicts those of the run's ``pairs``)."""
+    records = list(records)
+    unavailable = unavailable_configs(records)
+    shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
+    groups = grouped(shown)
+    book, every = notebook(groups)
+    peak = any(r.peak_bytes is not None for r in shown)
+    energy = energy_measured(shown)  # without a figure anywhere, lines under the table say why
+    head = "| case | library / device | median | 95% CI | vs NumPy |"
+    rule = "|:-----|:-----------------|-------:|-------:|---------:|"
+    if peak:
+        head, rule = head + " peak mem |", rule + "---------:|"
+    if energy:
+        head, rule = head + " energy |", rule + "-------:|"
+    lines = [head + " rel. error | status |", rule + "-----------:|:-------|"]
+    for (workload, _label), group in groups.items():
+        best = decided_winner(group, pairs)
+        bases = baselines(group)
+        contenders = sum(1 for r in group if is_valid(r))
+        for i, r in enumerate(group):
+            case = f"{workload} {size_text(r)}" if i == 0 else ""
+            label = md(r.config_label)
+            median = format_seconds(r.median_s) if is_valid(r) else "—"
+            if r is best and contenders > 1:
+                label, median = f"**{label}**", f"**{median}**"
+            status = r.status
+            refs = book.refs(r.key)
+            if refs:
+                status += f" \\[{','.join(map(str, refs))}\\]"
+            cells = [md(case), label, median, md(ci_text(r) if is_valid(r) else "—"),
+                     md(speedup_text(r, bases.get(r.machine), pairs))]
+            if peak:  # "24 MB (2.1× the output)", or "—" and why not
+                cells.append(md(" ".join([peak_text(r)] + [f"({x})" for x in peak_sub(r)])))
+            if energy:
+                why = energy_why(r) if is_valid(r) else ""
+                cells.append(md(format_energy(r.energy_j) + (f" ({why})" if why else "")))
+            lines.append("| " + " | ".join(cells + [md(error_text(r)), status]) + " |")
+    texts = note_texts(book, every)
+    lines += ["", md(CI_LEGEND) + "." + (f" {md(RANGES_LEGEND)}." if book.ranged else ""), ""]
+    for note in texts:
+        head = everywhere_mark(book).capitalize() if note.number is None else f"{note.number}."
+        lines.append(f"{head} {md(note.text)}" if note.number is not None else f"- {head} {md(note.text)}")
+        lines += [f"   - {md(sub)}" for sub in note.subs]
+    if not energy:
+        lines += [f"- {md(line)}." for line in energy_absent(shown)]
+    for reason, labels in not_run(unavailable).items():
+        lines.append(f"- not run: {md(', '.join(labels))}: {md(reason)}")
+    return lines
+
+
+def write_markdown(results: Results, out_dir: Path, findings: Sequence[str] | None = None) -> Path:
+    """Write ``out_dir/results.md``."""
+    return write_atomic(Path(out_dir) / MARKDOWN_NAME, markdown_report(results, findings))
+
+
+def history_markdown(history: "History", where: str, last: int) -> str:
+    """``arraybench history``'s table as Markdown: the summary naming the store (``where``), every
+    shown series' latest ``last`` runs (steps in bold), and each step called in a sentence."""
+    from .comparison import one_process_line, series_rows, shown_series, step_sentence, summary
+
+    lines = ["### arraybench history: time per call (median) over the stored runs", "",
+             md(f"{summary(history)}; store {where}"), ""]
+    if history.one_process:
+        lines += [md(one_process_line(history)), ""]
+    lines += ["| case | library / device | machine | run | median | 95% CI | vs previous | note |",
+              "|:-----|:-----------------|:--------|:----|-------:|-------:|------------:|:-----|"]
+    for s in shown_series(history):
+        for i, (when, median, ci, vs, note) in enumerate(series_rows(history, s, last)):
+            cells = [md(f"{s.workload} {s.size_label}") if i == 0 else "", md(s.label) if i == 0 else "",
+                     md(s.machine_id) if i == 0 else "", md(when), md(median), md(ci), md(vs), md(note)]
+            if note.startswith("STEP"):
+                cells[4:] = [f"**{c}**" if c else c for c in cells[4:]]
+            lines.append("| " + " | ".join(cells) + " |")
+    if history.steps:
+        lines += [""] + [f"- step: {md(step_sentence(st))}" for st in history.steps]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def comparison_markdown(comparison: "Comparison") -> str:
+    """A comparison of two runs as Markdown: the summary, the table, one-sided cells."""
+
+    lines = ["### arraybench compare: new vs base", "", md(comparison.summary()), ""]
+    if comparison.environment_differences:
+        lines += ["Differences between the runs: " + "; ".join(
+            f"{md(k)}: {md(a)} → {md(b)}" for k, a, b in comparison.environment_differences), ""]
+    lines += ["| case | library / device | base | new | new / base | change | p | q (BH) | verdict |",
+              "|:-----|:-----------------|-----:|----:|-----------:|-------:|--:|-------:|:--------|"]
+    for c in comparison.shown:
+        r = c.new
+        ratio = "—" if c.ratio is None else f"{c.ratio:.3f}"
+        change = "—" if c.ratio is None else format_change(c.ratio)
+        p = "—" if c.p_value is None else f"{c.p_value:.2g}"
+        q = "—" if c.q_value is None else f"{c.q_value:.2g}"
+        verdict = f"**{c.verdict}**" if c.verdict in ("faster", "slower") else c.verdict
+        if c.note:
+            verdict += f" ({md(c.note)})"
+        lines.append(f"| {md(r.workload + ' ' + size_text(r))} | {md(r.config_label)} "
+                     f"| {md(format_seconds(c.base.median_s))} | {md(format_seconds(r.median_s))} "
+                     f"| {ratio} | {md(change)} | {p} | {q} | {verdict} |")
+    from ..analysis.memory import memory_changes
+
+    moved = memory_changes(comparison)
+    if moved:
+        lines += ["", "Peak memory per call:", ""] + [f"- {md(m.text())}" for m in moved]
+    skipped = comparison.skipped_in_both
+    if skipped:
+        labels = ", ".join(dict.fromkeys(c.new.config_label for c in skipped))
+        lines += ["", f"Skipped in both runs: {md(labels)} ({len(skipped)} cells)."]
+    for side, recs in (("base", comparison.only_base), ("new", comparison.only_new)):
+        if recs:
+            lines += ["", f"Only in {side}:", ""]
+            lines += [f"- {md(r.workload + ' ' + size_text(r))} · {md(r.config_label)} ({md(r.status)})"
+                      for r in recs]
+    return "\n".join(lines).rstrip() + "\n"

@@ -13,7 +13,7 @@ from arraybench.render.findings import (ceiling_shares, compiled_vs_eager, cross
                                         problems, winners)
 from arraybench.analysis.roofline import ceilings, share
 from arraybench.render.mpl import save
-from arraybench.render.sweep_plot import sweep_figure
+from arraybench.render.plots import sweep_figure
 
 
 def rec(workload, size, backend, median, device="cpu", mode="latency", status="ok", ci=0.01,

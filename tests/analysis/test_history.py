@@ -18,13 +18,13 @@ from rich.console import Console
 import arraybench
 from arraybench.analysis.compare import CANNOT_TELL, SAME, compare
 from arraybench.analysis.history import Point, history, step_p_value
-from arraybench.render.history import step_sentence
+from arraybench.render.comparison import step_sentence
 from arraybench.model.stored import Entry, RunInfo
 from arraybench.numeric.intervals import replicate_interval
 from arraybench.analysis.significance import welch
 from arraybench.commands.history import parse_since
 from arraybench.model.machines import machine_id
-from arraybench.render.history import history_section, print_history
+from arraybench.render.comparison import history_section, print_history
 from arraybench.store import open_store
 
 from ..conftest import FAST, run_cli, run_here

@@ -12,11 +12,11 @@ import pytest
 
 import arraybench
 from arraybench.host import machine
-from arraybench.render.across_machines import machine_findings
+from arraybench.render.sentences import machine_findings
 from arraybench.analysis.roofline import ceilings, share
 from arraybench.model.machines import IDENTITY, CrossMachineError, fingerprint_changes, machine_id
 from arraybench.model.merge import merge
-from arraybench.render.exports import bencher_metric_format, github_action_benchmark
+from arraybench.render.files import bencher_metric_format, github_action_benchmark
 from arraybench.model.results import load
 
 from ..conftest import run_here

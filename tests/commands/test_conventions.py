@@ -350,7 +350,7 @@ def test_a_fitted_table_keeps_its_right_edge_where_richs_measure_is_a_column_sho
 
     from rich.console import Console
 
-    from arraybench.render.fit import Column, Row, fitted_table
+    from arraybench.render.terminal import Column, Row, fitted_table
 
     columns = (Column("case"), Column("library / device"), Column("base", True), Column("new", True),
                Column("new/base", True, 4), Column("change", True), Column("p", True, 2),
@@ -368,7 +368,7 @@ def test_a_fitted_table_keeps_its_right_edge_where_richs_measure_is_a_column_sho
 def test_the_notebook_line_counts_only_cells_that_run():
     pytest.importorskip("IPython")
     from arraybench.model.record import Record
-    from arraybench.render.notebook_progress import NotebookProgress
+    from arraybench.render.progress import NotebookProgress
 
     shown = NotebookProgress(cells=4)
     shown.run_started(8)

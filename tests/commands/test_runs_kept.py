@@ -18,7 +18,7 @@ from arraybench.commands import main as cli
 from arraybench.commands.run import run_store_choice
 from arraybench.errors import UsageError, unknown_name
 from arraybench.outdir.own_files import clear_previous
-from arraybench.render.manifest import MANIFEST_NAME, manifest
+from arraybench.render.files import MANIFEST_NAME, manifest
 from arraybench.store import open_store
 from arraybench.store.refs import run_id_of
 
@@ -227,7 +227,7 @@ def test_params_typed_replace_the_project_files_and_a_name_twice_there_is_refuse
 
 
 def test_the_sweep_axis_says_what_n_counts_for_each_workload(registry_restored):
-    from arraybench.render.sweep_plot import size_axis_label
+    from arraybench.render.plots import size_axis_label
 
     @arraybench.workload
     def cumsum_axis(xp, x):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from arraybench import api, load_results
-from arraybench.render.markdown import comparison_markdown
+from arraybench.render.report import comparison_markdown
 from arraybench.store import open_store
 from arraybench.units import format_seconds
 

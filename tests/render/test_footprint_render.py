@@ -15,9 +15,9 @@ import pytest
 from arraybench.analysis.aggregate import aggregate
 from arraybench.render.findings import findings
 from arraybench.model.cell import Cell
-from arraybench.render.csvout import csv_text
+from arraybench.render.files import csv_text
 from arraybench.render.html import render_html
-from arraybench.render.markdown import markdown_report
+from arraybench.render.report import markdown_report
 from arraybench.worker import footprint
 
 from ..analysis.test_memory import MB, peaked

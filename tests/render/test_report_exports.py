@@ -15,8 +15,8 @@ import pytest
 import arraybench
 from arraybench.model.record import Record
 from arraybench.model.summary import Summary
-from arraybench.render.csvout import csv_columns, csv_text
-from arraybench.render.markdown import markdown_report, md
+from arraybench.render.files import csv_columns, csv_text
+from arraybench.render.report import markdown_report, md
 
 from ..conftest import run_here
 from ..synthetic import record, results, spread

@@ -15,7 +15,7 @@ from arraybench.model.merge import merge
 from arraybench.model.cell import config_label
 from arraybench.render import report
 from arraybench.render.html import render_html, results_table_html
-from arraybench.render.markdown import markdown_report
+from arraybench.render.report import markdown_report
 
 from ..synthetic import record, results, spread
 

@@ -15,8 +15,8 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from arraybench import load_results
-from arraybench.render.catalog import print_catalog
-from arraybench.render.markdown import markdown_table
+from arraybench.render.terminal import print_catalog
+from arraybench.render.report import markdown_table
 from arraybench.render.tables import speedup_text, table_text
 
 from ..conftest import ROOT, run_cli

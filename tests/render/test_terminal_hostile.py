@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from arraybench.render import report
-from arraybench.render.csvout import csv_text
+from arraybench.render.files import csv_text
 from arraybench.render.terminal import console, stdout_console
 
 from ..conftest import FAST, run_cli, run_here
