@@ -185,7 +185,8 @@ def test_a_store_locked_elsewhere_is_given_up_after_the_timeout(store_location, 
         assert len(s.runs()) == 1
 
 
-@pytest.mark.parametrize("signum,kind", [(signal.SIGINT, "postgresql"), (signal.SIGTERM, "sqlite")])
+@pytest.mark.parametrize("signum,kind", [pytest.param(signal.SIGINT, "postgresql", marks=pytest.mark.postgres),
+                                         (signal.SIGTERM, "sqlite")])
 def test_a_signal_while_waiting_on_a_locked_store_acts_at_once(signum, kind, tmp_path: Path, request):
     location = (request.getfixturevalue("postgres").new_database() if kind == "postgresql"
                 else str(tmp_path / "store.sqlite"))
