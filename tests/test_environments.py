@@ -29,6 +29,10 @@ from .conftest import FAST, run_cli
 OLD_NUMPY = "1.26.4"
 
 
+# Another interpreter with another NumPy, made for the session, and runs in both.
+pytestmark = pytest.mark.slow
+
+
 def _make_venv(folder: Path, *packages: str) -> str | None:
     """A venv at ``folder`` with ``packages``; None, or why it could not be made."""
     tmp = folder.with_name(folder.name + ".tmp")

@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
@@ -198,4 +199,7 @@ class Faults(RuleBasedStateMachine):
 
 Faults.TestCase.settings = settings(max_examples=EXAMPLES, stateful_step_count=4, deadline=None,
                                     suppress_health_check=list(HealthCheck))
+# Runs stopped by signals at random moments: many real runs.
+pytestmark = pytest.mark.slow
+
 TestFaults = Faults.TestCase

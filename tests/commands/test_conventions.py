@@ -117,6 +117,7 @@ def test_last_is_the_latest_complete_run_that_measured_something(tmp_path: Path)
     assert {p.run.run_id for s in found.series for p in s.points if p.valid} == {run_id(first), run_id(second)}
 
 
+@pytest.mark.slow
 def test_run_compare_fail_above_gates_in_one_command(tmp_path: Path):
     run = ("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "sort", "--sizes", "small",
            "--processes", "2", "--max-time", "0.02", "--min-samples", "2", "-q", "--no-plots",

@@ -31,6 +31,10 @@ QUICK = ("--workloads", "ok_a,ok_b", "--sizes", "small", "--backends", "numpy", 
          "--processes", "1", "--max-time", "0.05", "--min-samples", "3", "-q", "--no-plots")
 
 
+# Runs started together and killed: real processes racing for one folder.
+pytestmark = pytest.mark.slow
+
+
 def start(*args: str, cwd: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "arraybench", "run", *args], cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

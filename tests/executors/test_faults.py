@@ -11,6 +11,7 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 
 from arraybench import load_results
 from arraybench import backends
@@ -20,6 +21,10 @@ from ..conftest import run_cli
 DATA = Path(__file__).resolve().parents[1] / "data"
 QUICK = ("--processes", "1", "--max-time", "0.05", "--min-samples", "3", "-q", "--no-plots",
          "--sizes", "small")
+
+
+# Workers that crash, hang past a timeout or run out of memory: real processes.
+pytestmark = pytest.mark.slow
 
 
 def run_faults(workload_file: Path, out: Path, workloads: str, *extra: str,

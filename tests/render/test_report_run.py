@@ -6,6 +6,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 import arraybench
@@ -49,6 +50,7 @@ def test_live_lines_name_every_finished_cell(tmp_path: Path):
     assert "time per call" in result.stdout and "report.html" in result.stdout
 
 
+@pytest.mark.slow
 def test_quiet_prints_nothing_and_still_writes_everything(tmp_path: Path):
     out = tmp_path / "out"
     result = run_cli("run", *ONE_CELL, "-q", "--output-dir", str(out))

@@ -34,6 +34,7 @@ AB = f"{sys.executable} -m arraybench"
 
 @pytest.mark.skipif(shutil.which("bash") is None or shutil.which("head") is None,
                     reason="needs bash and head")
+@pytest.mark.slow
 def test_a_reader_that_leaves_does_not_change_the_exit_status(tmp_path: Path):
     out = tmp_path / "out"
     done = shell(f"{AB} run {' '.join(QUICK)} -o {out} | head -1", tmp_path)
@@ -47,6 +48,7 @@ def test_a_reader_that_leaves_does_not_change_the_exit_status(tmp_path: Path):
         assert done.stderr == "", (command, done.stderr)
 
 
+@pytest.mark.slow
 def test_an_ascii_terminal_gets_replacement_characters_not_a_traceback(tmp_path: Path):
     out = tmp_path / "out"
     done = run_cli("run", *QUICK, "-o", str(out), cwd=tmp_path, env={"PYTHONIOENCODING": "ascii"})
@@ -60,6 +62,7 @@ def test_an_ascii_terminal_gets_replacement_characters_not_a_traceback(tmp_path:
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
 @pytest.mark.parametrize("command", [["list"], ["run", *QUICK, "-o", "OUT"], ["report", "OUT"]],
                          ids=["list", "run", "report"])
+@pytest.mark.slow
 def test_a_standard_output_that_cannot_be_written_is_one_line(command: list[str], tmp_path: Path):
     out = tmp_path / "out"
     if command[0] == "report":

@@ -96,6 +96,7 @@ _IMPORTER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_concurrent_writers_lose_nothing(store_location, tmp_path: Path):
     script = tmp_path / "importer.py"
     script.write_text(_IMPORTER.format(tests=str(Path(__file__).resolve().parents[1])))
@@ -165,6 +166,7 @@ def test_a_real_run_is_stored_and_import_of_its_folder_adds_nothing(store_locati
     assert _counts(str(store)) == (1, 1)
 
 
+@pytest.mark.slow
 def test_two_real_runs_appending_at_once_lose_nothing(store_location, tmp_path: Path):
     procs = [subprocess.Popen(
         [sys.executable, "-m", "arraybench", "run", "--backends", "numpy", "--workloads", "matmul,sort",

@@ -119,6 +119,7 @@ def test_a_stored_time_beyond_any_run_is_skipped_with_a_note(tmp_path: Path):
     assert any("median_s is 1e+308, not a time" in n for n in notes), notes
 
 
+@pytest.mark.slow
 def test_a_run_into_a_poisoned_store_is_stored_and_reported(tmp_path: Path):
     store = tmp_path / "store.sqlite"
     args = ("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
@@ -187,6 +188,7 @@ def test_a_store_locked_elsewhere_is_given_up_after_the_timeout(store_location, 
 
 @pytest.mark.parametrize("signum,kind", [pytest.param(signal.SIGINT, "postgresql", marks=pytest.mark.postgres),
                                          (signal.SIGTERM, "sqlite")])
+@pytest.mark.slow
 def test_a_signal_while_waiting_on_a_locked_store_acts_at_once(signum, kind, tmp_path: Path, request):
     location = (request.getfixturevalue("postgres").new_database() if kind == "postgresql"
                 else str(tmp_path / "store.sqlite"))

@@ -35,6 +35,7 @@ def _logical(stdout: str) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 def test_doctor_runs_the_cpu_checks_and_says_why_the_gpu_ones_are_skipped():
     result = run_cli("doctor", "--backends", "numpy,jax", timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -164,6 +165,7 @@ def pool():
         p.shutdown(wait=False, cancel_futures=True)
 
 
+@pytest.mark.slow
 def test_the_sync_check_fails_a_library_whose_wait_does_not_wait(pool):
     assert selfcheck.check_sync(AsyncNumpy(pool, waits=True)).status == "passed"
     broken = selfcheck.check_sync(AsyncNumpy(pool, waits=False))
@@ -226,6 +228,7 @@ class CopyingNumpy(NumpyBackend):
         return np.array(x)
 
 
+@pytest.mark.slow
 def test_the_transfer_check_fails_a_cached_read_back():
     assert selfcheck.check_transfers(CopyingNumpy("cpu")).status == "passed"
     outcome = selfcheck.check_transfers(CachedReadBack())

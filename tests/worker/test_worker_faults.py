@@ -23,6 +23,10 @@ QUICK = ("--max-time", "0.05", "--min-samples", "3", "-q", "--no-plots", "--size
          "--devices", "cpu")
 
 
+# Workers of PyTorch and JAX that crash, hang or are killed as they start.
+pytestmark = pytest.mark.slow
+
+
 def _gone(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

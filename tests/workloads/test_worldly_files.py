@@ -299,6 +299,7 @@ def _unfinished_run(bench: Path, out: Path) -> None:
     session.sink.close()
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_workload_whose_code_changed_and_goes_on_when_it_is_back(tmp_path: Path):
     bench = write(tmp_path / "bench.py", STEADY)
     out = tmp_path / "out"
@@ -425,6 +426,7 @@ except arraybench.Interrupted as stop:
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kept", [False, True], ids=["nothing-measured", "one-replicate-measured"])
 def test_ctrl_c_in_a_run_without_a_folder(kept: bool, tmp_path: Path):
     script = write(tmp_path / "script.py", INTERRUPTED)
@@ -463,6 +465,7 @@ def test_ctrl_c_in_a_run_without_a_folder(kept: bool, tmp_path: Path):
             f"(continue with arraybench.resume('{left[0]}')") in stderr
 
 
+@pytest.mark.slow
 def test_a_file_that_prints_at_import_leaves_json_on_stdout_whole(tmp_path: Path):
     chatty = tmp_path / "chatty.py"
     chatty.write_text(textwrap.dedent("""
