@@ -259,13 +259,20 @@ def registry_restored():
     REGISTRY.update(before)
 
 
-#: The files that take longest (a real Ray cluster, the default suite, JAX and PyTorch on every
-#: example, the full disk; 20-80 s each on the 2-core machine): started
-#: first, so that under two test processes (pyproject's ``-n 2 --dist loadfile``) neither is left
-#: alone on a long file at the end while the other has nothing to do.
-LONG_FILES = ("executors/test_cluster.py", "workloads/test_examples.py", "workloads/test_workloads.py", "test_run.py",
-              "test_disk.py", "worker/test_inplace.py", "test_environments.py",
-              "workloads/test_worldly_files.py", "executors/test_concurrency.py")
+#: The files that take longest, longest first (a real Ray cluster, the default suite, the full disk,
+#: resumed exports, signals; 15-150 s each on the 2-core machine): started first, so that under two
+#: test processes (pyproject's ``-n 2 --dist loadfile --no-loadscope-reorder``: files in this order,
+#: not by their number of tests) neither is left alone on a long file at the end while the other
+#: has nothing to do.
+LONG_FILES = ("executors/test_cluster.py", "test_run.py", "test_disk.py", "test_resume_code.py",
+              "executors/test_interrupt.py", "executors/test_concurrency.py", "test_environments.py",
+              "worker/test_worker_faults.py", "worker/test_doctor.py", "worker/test_measurement.py",
+              "workloads/test_worldly_files.py", "executors/test_faults.py", "store/test_store.py",
+              "executors/test_small_faults.py", "test_pytest_plugin.py", "commands/test_timeit.py",
+              "commands/test_config_trust.py", "test_invariant.py", "worker/test_inplace.py",
+              "analysis/test_history.py", "workloads/test_examples.py", "render/test_terminal.py",
+              "render/test_report_browser.py", "test_architecture.py", "worker/test_compiled.py",
+              "store/test_store_hostile.py", "workloads/test_workloads.py", "workloads/test_userfile.py")
 
 #: A file's wall time that the session reports it over (never fails on: a busy machine is slow);
 #: a file that needs more says so, with why, as ``pytestmark = pytest.mark.budget(seconds)``.

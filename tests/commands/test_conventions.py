@@ -10,12 +10,12 @@ import pytest
 
 from arraybench.commands.main import main
 
-from ..conftest import run_cli, run_here
+from ..conftest import run_here
 from ..synthetic import record, results, spread, timed_run
 
 
 def test_bare_arraybench_prints_help_and_measures_nothing(tmp_path: Path):
-    done = run_cli(cwd=tmp_path)
+    done = run_here(cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: arraybench") and "COMMAND" in done.stdout
     assert list(tmp_path.iterdir()) == []  # no ./benchmark_plots: nothing ran

@@ -17,7 +17,7 @@ import pytest
 
 from arraybench import load_results
 
-from ..conftest import ROOT, default_signals, run_cli
+from ..conftest import ROOT, default_signals, run_cli, run_here
 
 QUICK = ("--workloads", "sort,matmul", "--sizes", "small", "--backends", "numpy", "--devices",
          "cpu", "--processes", "1", "--max-time", "0.05", "--min-samples", "3", "--no-plots")
@@ -114,7 +114,7 @@ def test_escape_sequences_in_a_workload_file_never_reach_the_terminal(tmp_path: 
         "@arraybench.workload(sizes={'small': 8},\n"
         "                     description='\\x1b[31mred\\x1b[0m \\x1b]0;pwned\\x07 \\u202etxt.exe')\n"
         "def loud(xp, x):\n    return x\n")
-    done = run_cli("list", "--workload-file", str(source), cwd=tmp_path, env={"COLUMNS": "200"})
+    done = run_here("list", "--workload-file", str(source), cwd=tmp_path, env={"COLUMNS": "200"})
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stdout and "\x07" not in done.stdout and "\u202e" not in done.stdout
     assert "\\x1b[31mred\\x1b[0m" in done.stdout  # shown, escaped, so the user sees what it says

@@ -20,7 +20,7 @@ from arraybench.store import StoreError, open_store
 from arraybench.model.identity import run_id
 from arraybench.store.migrations import SCHEMA_VERSION
 
-from ..conftest import FAST, ROOT, run_cli, run_here
+from ..conftest import FAST, ROOT, run_here
 from ..synthetic import timed_run
 
 
@@ -199,8 +199,8 @@ def test_an_unreachable_store_is_one_warning_line_and_the_run_still_succeeds(tmp
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     out = tmp_path / "run"
-    done = run_cli("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
-                   "-o", str(out), "--store", str(blocker / "store.sqlite"))
+    done = run_here("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
+                    "-o", str(out), "--store", str(blocker / "store.sqlite"), cwd=ROOT)
     assert done.returncode == 0, done.stderr
     lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("arraybench: warning: the run was not stored:")

@@ -29,7 +29,7 @@ from arraybench.plan import MAX_CELLS
 from arraybench.workloads.fingerprint import fingerprint
 from arraybench.workloads.params import accepted
 
-from ..conftest import FAST, default_signals, run_cli, wait_for
+from ..conftest import FAST, default_signals, run_cli, run_here, wait_for
 
 pytestmark = pytest.mark.usefixtures("registry_restored")  # conftest.py
 
@@ -308,7 +308,7 @@ def test_resume_refuses_a_workload_whose_code_changed_and_goes_on_when_it_is_bac
     assert json.loads(journal.splitlines()[0])["code"].keys() == {"scaled"}
 
     bench.write_text(STEADY.replace("x * 2", "x * 3"))  # the body changed: a different workload
-    refused = run_cli("run", "--resume", str(out), "--no-store", cwd=tmp_path, timeout=120)
+    refused = run_here("run", "--resume", str(out), "--no-store", cwd=tmp_path)
     assert refused.returncode == 2
     assert refused.stderr.strip() == (
         f"arraybench: error: --resume {out}: the code of workload 'scaled' changed since the run "
@@ -319,7 +319,7 @@ def test_resume_refuses_a_workload_whose_code_changed_and_goes_on_when_it_is_bac
 
     # Back as it was, with a comment and a blank line above it: the same code, so it goes on.
     bench.write_text("# a note\n\n" + STEADY)
-    resumed = run_cli("run", "--resume", str(out), "--no-store", "-q", cwd=tmp_path, timeout=300)
+    resumed = run_here("run", "--resume", str(out), "--no-store", "-q", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert [r.status for r in load_results(out).records] == ["ok"]
 
