@@ -33,7 +33,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from arraybench import load_results
 
-from .conftest import default_signals
+from .conftest import default_signals, run_here
 
 EXAMPLES = int(os.environ.get("ARRAYBENCH_FAULT_EXAMPLES", "4"))
 WORKLOADS = '''
@@ -180,9 +180,7 @@ class Faults(RuleBasedStateMachine):
     def teardown(self) -> None:
         try:
             if self.planned:  # the user's last step: --resume (a finished run is only rewritten)
-                done = subprocess.run([sys.executable, "-m", "arraybench", "run", "--resume",
-                                       str(self.out), "-q", "--no-plots"], cwd=self.root,
-                                      capture_output=True, text=True, timeout=300)
+                done = run_here("run", "--resume", str(self.out), "-q", "--no-plots", cwd=self.root)
                 assert done.returncode == 0, (done.stderr, self.steps)
                 self._continues("the final --resume")
             if self.kept:
