@@ -31,11 +31,13 @@ def assert_report_written(folder: Path) -> None:
     assert (folder / "findings.md").is_file()  # empty when there is nothing to find
 
 
-@pytest.fixture
-def measured(real_run) -> Path:
-    """A real run of two workloads (the session's): its results.json and journal are what the
-    cases edit, each in a copy of its own."""
-    return real_run.out
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory) -> Path:
+    """A real run of two workloads: its results.json and journal are what the cases edit."""
+    out = tmp_path_factory.mktemp("hostile") / "run"
+    done = run_here("run", "--workloads", "sort,matmul", "--no-plots", "-o", str(out), *QUICK, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return out
 
 
 def one_line(stderr: str) -> str:
