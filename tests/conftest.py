@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import io
+import json
 import os
 import shutil
 import signal
@@ -13,6 +15,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -145,6 +148,29 @@ def run_here(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Compl
     return subprocess.CompletedProcess(list(args), status, out.getvalue(), err.getvalue())
 
 
+_PROBED: dict[tuple[str, str, float], tuple] = {}
+
+
+@pytest.fixture
+def probed_once(monkeypatch):
+    """Each library's worker asked once per test process what it is (``info``'s probe, seconds
+    a library: PyTorch and JAX import in it): its answer here is the same for every test. The
+    first asking is real; another interpreter (``environment``) is always asked."""
+    from arraybench.executors import probe as module
+
+    real = module.probe
+
+    def probe(backend: str, device: str, timeout: float = 120.0, *, environment=None):
+        if environment is not None:
+            return real(backend, device, timeout, environment=environment)
+        key = (backend, device, timeout)
+        if key not in _PROBED:
+            _PROBED[key] = real(backend, device, timeout)
+        return _PROBED[key]
+
+    monkeypatch.setattr(module, "probe", probe)
+
+
 #: Options that keep a real run short in tests: one process, a few samples per cell.
 FAST = ("--processes", "1", "--max-time", "0.05", "--min-samples", "3", "-q")
 
@@ -157,16 +183,44 @@ class RealRun:
         self.result = result
 
 
-@pytest.fixture(scope="session")
-def real_run(tmp_path_factory) -> RealRun:
-    """One short real run (NumPy and PyTorch, two workloads, --json), shared by the report tests."""
-    out = tmp_path_factory.mktemp("real") / "run"
+def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """A folder that ``make`` fills once per test session, whichever xdist worker asks first (the
+    others wait on its lock, beside their own temporary folders): a session fixture is made once
+    per worker otherwise. Read it, or copy it before changing it: every worker sees this one."""
+    base = tmp_path_factory.getbasetemp()
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")  # the same in every worker of one session
+    root = base.parent / f"made-once-{run}" if run else base / "made-once"
+    root.mkdir(exist_ok=True)
+    folder = root / name
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when closed
+        if not (root / f"{name}.done").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)  # a failure leaves it undone: the next worker tries, and fails the same way
+            (root / f"{name}.done").touch()
+    return folder
+
+
+def _make_real_run(folder: Path) -> None:
+    out = folder / "run"
     result = run_cli("run", "--backends", "numpy,torch", "--workloads", "matmul,sort",
                      "--sizes", "small", "--processes", "1", "--max-time", "0.05",
                      "--min-samples", "3", "--json", "--output-dir", str(out),
-                     "--store", str(out.parent / "store.sqlite"))  # a store of its own: no history
+                     "--store", str(folder / "store.sqlite"))  # a store of its own: no history
     assert result.returncode == 0, result.stderr[-3000:]
-    return RealRun(out, result)
+    (folder / "printed.json").write_text(json.dumps([result.stdout, result.stderr]))
+
+
+@pytest.fixture(scope="session")
+def real_run(tmp_path_factory) -> RealRun:
+    """One short real run (NumPy and PyTorch, two workloads, --json), shared by the report tests:
+    made once per session, and copied for each worker (some tests write into its folder)."""
+    made = made_once(tmp_path_factory, "real-run", _make_real_run)
+    mine = tmp_path_factory.mktemp("real")
+    shutil.copytree(made, mine, dirs_exist_ok=True)
+    stdout, stderr = json.loads((mine / "printed.json").read_text())
+    return RealRun(mine / "run", subprocess.CompletedProcess([], 0, stdout, stderr))
 
 
 @pytest.fixture(scope="session")
@@ -177,7 +231,7 @@ def postgres():
     yield from start(new_root())
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def store_location(request, tmp_path):
     """A fresh, empty store: an SQLite file, or a new database on the session's PostgreSQL server."""
     if request.param == "sqlite":
@@ -205,18 +259,72 @@ def registry_restored():
     REGISTRY.update(before)
 
 
-#: The files that take longest (a real Ray cluster, the default suite, JAX and PyTorch on every
-#: example, the full disk; 20-80 s each on the 2-core machine): started
-#: first, so that under two test processes (pyproject's ``-n 2 --dist loadfile``) neither is left
-#: alone on a long file at the end while the other has nothing to do.
-LONG_FILES = ("executors/test_cluster.py", "workloads/test_examples.py", "workloads/test_workloads.py", "test_run.py",
-              "test_disk.py", "worker/test_inplace.py", "test_environments.py",
-              "workloads/test_worldly_files.py", "executors/test_concurrency.py")
+#: The files that take longest, longest first (a real Ray cluster, the default suite, the full disk,
+#: resumed exports, signals; 15-150 s each on the 2-core machine): started first, so that under two
+#: test processes (pyproject's ``-n 2 --dist loadfile --no-loadscope-reorder``: files in this order,
+#: not by their number of tests) neither is left alone on a long file at the end while the other
+#: has nothing to do.
+LONG_FILES = ("executors/test_cluster.py", "test_run.py", "test_disk.py", "test_resume_code.py",
+              "executors/test_interrupt.py", "executors/test_concurrency.py", "test_environments.py",
+              "worker/test_worker_faults.py", "worker/test_doctor.py", "worker/test_measurement.py",
+              "workloads/test_worldly_files.py", "executors/test_faults.py", "store/test_store.py",
+              "executors/test_small_faults.py", "test_pytest_plugin.py", "commands/test_timeit.py",
+              "commands/test_config_trust.py", "test_invariant.py", "worker/test_inplace.py",
+              "analysis/test_history.py", "workloads/test_examples.py", "render/test_terminal.py",
+              "render/test_report_browser.py", "test_architecture.py", "worker/test_compiled.py",
+              "store/test_store_hostile.py", "workloads/test_workloads.py", "workloads/test_userfile.py")
+
+#: A file's wall time that the session reports it over (never fails on: a busy machine is slow);
+#: a file that needs more says so, with why, as ``pytestmark = pytest.mark.budget(seconds)``.
+BUDGET_S = 20.0
+
+#: Marks for a file that does not declare its own yet (``pytestmark``).
+FILE_MARKS = {"executors/test_interrupt.py": ("slow",)}
+
+#: The marks of each fixture that starts a real server, browser or cluster: a test using it has
+#: them (a browser's start is seconds: the quick lane leaves it out).
+FIXTURE_MARKS = {"postgres": ("postgres",), "browser": ("browser", "slow"), "ray_cluster": ("cluster",)}
+
+
+def _in_tests(item: pytest.Item) -> str:
+    return Path(str(item.fspath)).relative_to(Path(__file__).parent).as_posix()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     def rank(item: pytest.Item) -> int:
-        path = Path(str(item.fspath)).relative_to(Path(__file__).parent).as_posix()
+        path = _in_tests(item)
         return LONG_FILES.index(path) if path in LONG_FILES else len(LONG_FILES)
 
     items.sort(key=rank)  # stable: within a file, and among the rest, the order is unchanged
+    for item in items:
+        marks = [*FILE_MARKS.get(_in_tests(item), ()),
+                 *(m for f, ms in FIXTURE_MARKS.items() if f in getattr(item, "fixturenames", ()) for m in ms)]
+        for mark in marks:
+            item.add_marker(mark)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call):
+    """Each report carries its file's budget: under xdist the reports reach the session's own
+    process, which collects no test to read the marks from."""
+    outcome = yield
+    budget = item.get_closest_marker("budget")
+    outcome.get_result().budget_s = float(budget.args[0]) if budget else BUDGET_S
+
+
+_SPENT: dict[str, list[float]] = {}  # file -> [seconds, budget]
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    spent = _SPENT.setdefault(report.fspath, [0.0, getattr(report, "budget_s", BUDGET_S)])
+    spent[0] += report.duration  # setup, call and teardown: under --dist loadfile, the file's wall time
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """The files over their time budget, slowest first: a report, never a failure."""
+    over = sorted(((s, b, f) for f, (s, b) in _SPENT.items() if s > b), reverse=True)
+    if not over or hasattr(config, "workerinput"):
+        return
+    terminalreporter.section("files over their time budget")
+    for spent, budget, path in over:
+        terminalreporter.write_line(f"{spent:7.1f} s  {path}  (budget {budget:g} s)")

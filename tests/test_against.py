@@ -50,6 +50,7 @@ def repo(tmp_path: Path) -> Path:
     return repo
 
 
+@pytest.mark.slow
 def test_a_slowdown_in_the_work_tree_fails_the_gate_against_the_committed_code(repo: Path):
     done = run_cli("run", "--workload-file", "bench.py", "--against", "HEAD", "--backends", "numpy",
                    "--processes", "3", "--max-time", "0.3", "--allocator", "reused", "--no-store", "--no-plots",

@@ -27,6 +27,10 @@ QUICK = ("--max-time", "0.05", "--min-samples", "3", "-q", "--devices", "cpu", "
          "numpy")
 
 
+# Runs onto small file systems that fill: real runs and mounts.
+pytestmark = [pytest.mark.slow, pytest.mark.budget(45)]
+
+
 def lines(path: Path) -> list[str]:
     return path.read_text().splitlines(keepends=True)
 

@@ -24,9 +24,13 @@ from arraybench.model.cell import config_label
 from arraybench.model.options import RunOptions
 from arraybench.model.cell import cell_key
 
-from .conftest import FAST, run_cli
+from .conftest import FAST, ROOT, run_here
 
 OLD_NUMPY = "1.26.4"
+
+
+# Another interpreter with another NumPy, made for the session, and runs in both.
+pytestmark = pytest.mark.slow
 
 
 def _make_venv(folder: Path, *packages: str) -> str | None:
@@ -78,10 +82,10 @@ def old_numpy_python(request, tmp_path_factory) -> str:
 def side_by_side(tmp_path_factory, old_numpy_python):
     """One real run: NumPy 2.x (this interpreter) and NumPy 1.26 (the venv), two workloads."""
     out = tmp_path_factory.mktemp("envs") / "run"
-    result = run_cli("run", "--python", f"np2={sys.executable}", "--python", f"np126={old_numpy_python}",
-                     "--backends", "numpy", "--devices", "cpu", "--workloads", "matmul,sort",
-                     "--sizes", "small", *[a for a in FAST if a != "-q"], "--output-dir", str(out),
-                     "--store", str(out.parent / "store.sqlite"), env={"COLUMNS": "200"})
+    result = run_here("run", "--python", f"np2={sys.executable}", "--python", f"np126={old_numpy_python}",
+                      "--backends", "numpy", "--devices", "cpu", "--workloads", "matmul,sort",
+                      "--sizes", "small", *[a for a in FAST if a != "-q"], "--output-dir", str(out),
+                      "--store", str(out.parent / "store.sqlite"), env={"COLUMNS": "200"}, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     return out, result
 
@@ -139,11 +143,11 @@ def test_resume_measures_an_environment_s_missing_replicates(side_by_side, tmp_p
     shutil.rmtree(copy / "logs")
     # This test's data folder is not the run's (its own key): the folder is someone else's, and
     # the interpreters its journal names are not run unless the user trusts it.
-    refused = run_cli("run", "--resume", str(copy), "-q", "--store", str(tmp_path / "store.sqlite"))
+    refused = run_here("run", "--resume", str(copy), "-q", "--store", str(tmp_path / "store.sqlite"), cwd=ROOT)
     assert refused.returncode == 2 and "--trust-folder" in refused.stderr, refused.stderr
     assert "Traceback" not in refused.stderr and not list(copy.glob("logs/*.log"))
-    result = run_cli("run", "--resume", str(copy), "--trust-folder", "-q",
-                     "--store", str(tmp_path / "store.sqlite"))
+    result = run_here("run", "--resume", str(copy), "--trust-folder", "-q",
+                      "--store", str(tmp_path / "store.sqlite"), cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads((copy / "results.json").read_text())
     assert sorted((r["environment"], r["status"]) for r in data["records"]) == [
@@ -155,9 +159,9 @@ def test_resume_measures_an_environment_s_missing_replicates(side_by_side, tmp_p
 
 def test_a_variant_sets_its_variables_in_its_workers(tmp_path):
     out = tmp_path / "run"
-    result = run_cli("run", "--variant", "t1:OPENBLAS_NUM_THREADS=1", "--variant", "t2:OPENBLAS_NUM_THREADS=2",
-                     "--backends", "numpy", "--devices", "cpu", "--workloads", "matmul", "--sizes", "small",
-                     *FAST, "--output-dir", str(out), "--store", str(tmp_path / "store.sqlite"))
+    result = run_here("run", "--variant", "t1:OPENBLAS_NUM_THREADS=1", "--variant", "t2:OPENBLAS_NUM_THREADS=2",
+                      "--backends", "numpy", "--devices", "cpu", "--workloads", "matmul", "--sizes", "small",
+                      *FAST, "--output-dir", str(out), "--store", str(tmp_path / "store.sqlite"), cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads((out / "results.json").read_text())
     assert sorted(r["environment"] for r in data["records"]) == ["t1", "t2"]
@@ -178,8 +182,9 @@ def test_an_interpreter_without_numpy_is_one_line_naming_it(tmp_path):
     if why:
         pytest.skip(f"a bare venv could not be made: {why}")
     python = bare / "bin" / "python"
-    result = run_cli("run", "--python", f"bare={python}", "--backends", "numpy", "--devices", "cpu",
-                     "--workloads", "sort", "--sizes", "small", *FAST, "--output-dir", str(tmp_path / "out"))
+    result = run_here("run", "--python", f"bare={python}", "--backends", "numpy", "--devices", "cpu",
+                      "--workloads", "sort", "--sizes", "small", *FAST, "--output-dir", str(tmp_path / "out"),
+                      cwd=ROOT)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert f"{python} -m pip install numpy" in result.stderr
@@ -188,9 +193,9 @@ def test_an_interpreter_without_numpy_is_one_line_naming_it(tmp_path):
 
 
 def test_threads_need_threadpoolctl_there(old_numpy_python, tmp_path):
-    result = run_cli("run", "--python", f"np126={old_numpy_python}", "--threads", "1", "--backends", "numpy",
-                     "--devices", "cpu", "--workloads", "sort", "--sizes", "small", *FAST,
-                     "--output-dir", str(tmp_path / "out"))
+    result = run_here("run", "--python", f"np126={old_numpy_python}", "--threads", "1", "--backends", "numpy",
+                      "--devices", "cpu", "--workloads", "sort", "--sizes", "small", *FAST,
+                      "--output-dir", str(tmp_path / "out"), cwd=ROOT)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert f"{old_numpy_python} -m pip install threadpoolctl" in result.stderr
 
@@ -262,9 +267,9 @@ def test_a_project_file_sets_environments(tmp_path):
 def test_a_library_that_environment_lacks_is_skipped_there(old_numpy_python, tmp_path):
     # The venv has NumPy only: PyTorch is "not run" there, with its worker's own reason.
     out = tmp_path / "run"
-    result = run_cli("run", "--python", f"np126={old_numpy_python}", "--backends", "torch", "--devices", "cpu",
-                     "--workloads", "sort", "--sizes", "small", *[a for a in FAST if a != "-q"],
-                     "--output-dir", str(out), "--store", str(tmp_path / "store.sqlite"))
+    result = run_here("run", "--python", f"np126={old_numpy_python}", "--backends", "torch", "--devices", "cpu",
+                      "--workloads", "sort", "--sizes", "small", *[a for a in FAST if a != "-q"],
+                      "--output-dir", str(out), "--store", str(tmp_path / "store.sqlite"), cwd=ROOT)
     # A run that measured nothing is no success: status 1 and one line, its results kept.
     assert result.returncode == 1, result.stderr[-3000:]
     assert "nothing was measured: every cell was skipped (cannot import torch" in result.stderr
@@ -276,7 +281,7 @@ def test_a_library_that_environment_lacks_is_skipped_there(old_numpy_python, tmp
 
 def test_history_keeps_each_environment_s_series(side_by_side):
     out, _ = side_by_side
-    result = run_cli("history", "--store", str(out.parent / "store.sqlite"), env={"COLUMNS": "200"})
+    result = run_here("history", "--store", str(out.parent / "store.sqlite"), env={"COLUMNS": "200"}, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "NumPy CPU [np126]" in result.stdout and "NumPy CPU [np2]" in result.stdout
     assert "4 series over 1 runs" in result.stdout

@@ -18,7 +18,7 @@ import arraybench
 from arraybench.commands.main import main
 from arraybench.errors import UsageError
 
-from .conftest import run_cli, run_here
+from .conftest import ROOT, run_here
 
 
 @arraybench.workload(sizes={"small": 8})
@@ -96,7 +96,7 @@ def test_ones_own_folder_refuses_a_swapped_pickle_and_a_changed_header(shipped, 
     own = {"XDG_DATA_HOME": shipped.xdg}  # the key that sealed the run's header
     left = _copy(shipped.out, tmp_path / "left", unfinished=True)
     _plant_pickle(left, marker)
-    swapped = run_cli("run", "--resume", str(left), "-q", "--no-plots", "--no-store", env=own)
+    swapped = run_here("run", "--resume", str(left), "-q", "--no-plots", "--no-store", env=own, cwd=ROOT)
     assert swapped.returncode == 2
     assert "is not the file its run wrote" in _one_error_line(swapped.stderr)
     # A header changed to name a file of code: its seal no longer holds, so the file is not run.
@@ -105,7 +105,7 @@ def test_ones_own_folder_refuses_a_swapped_pickle_and_a_changed_header(shipped, 
     header = json.loads((shipped.out / "journal.jsonl").read_text().splitlines()[0])
     header["options"]["workload_files"] = [str(evil)]
     changed = _copy(shipped.out, tmp_path / "changed", unfinished=True, header=header)
-    refused = run_cli("run", "--resume", str(changed), "-q", "--no-plots", "--no-store", env=own)
+    refused = run_here("run", "--resume", str(changed), "-q", "--no-plots", "--no-store", env=own, cwd=ROOT)
     assert refused.returncode == 2
     line = _one_error_line(refused.stderr)
     assert f"--workload-file {evil}" in line and "was not written by your arraybench" in line

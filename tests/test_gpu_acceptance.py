@@ -68,6 +68,7 @@ def test_what_python_lacks_is_installed_offline_from_a_folder_of_wheels(tmp_path
     assert child[:2] == [str(site), str(ROOT)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lib", ["torch", "jax"])
 def test_the_reference_timing_runs_each_seed_workload_in_a_process_of_its_own(lib, tmp_path):
     """The reference's own code, on the CPU (small sizes): the GPU run differs by its device."""

@@ -26,13 +26,14 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from arraybench import load_results
 
-from .conftest import default_signals
+from .conftest import default_signals, run_here
 
 EXAMPLES = int(os.environ.get("ARRAYBENCH_FAULT_EXAMPLES", "4"))
 WORKLOADS = '''
@@ -179,9 +180,7 @@ class Faults(RuleBasedStateMachine):
     def teardown(self) -> None:
         try:
             if self.planned:  # the user's last step: --resume (a finished run is only rewritten)
-                done = subprocess.run([sys.executable, "-m", "arraybench", "run", "--resume",
-                                       str(self.out), "-q", "--no-plots"], cwd=self.root,
-                                      capture_output=True, text=True, timeout=300)
+                done = run_here("run", "--resume", str(self.out), "-q", "--no-plots", cwd=self.root)
                 assert done.returncode == 0, (done.stderr, self.steps)
                 self._continues("the final --resume")
             if self.kept:
@@ -198,4 +197,7 @@ class Faults(RuleBasedStateMachine):
 
 Faults.TestCase.settings = settings(max_examples=EXAMPLES, stateful_step_count=4, deadline=None,
                                     suppress_health_check=list(HealthCheck))
+# Runs stopped by signals at random moments: many real runs.
+pytestmark = pytest.mark.slow
+
 TestFaults = Faults.TestCase

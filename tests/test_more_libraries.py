@@ -42,6 +42,7 @@ def _record(results, workload: str, backend: str, mode: str):
     return rec
 
 
+@pytest.mark.slow
 def test_numpy_compiled_mode_is_numba_with_its_compile_time_apart(run):
     for workload in ("elementwise", "sort"):
         rec = _record(run, workload, "numpy", "compiled")
@@ -51,6 +52,7 @@ def test_numpy_compiled_mode_is_numba_with_its_compile_time_apart(run):
         assert rec.compile_s and rec.compile_s > 10 * rec.median_s
 
 
+@pytest.mark.slow
 def test_numba_cannot_compile_numpy_fft_and_says_so_in_its_own_words(run):
     rec = _record(run, "fft", "numpy", "compiled")
     assert rec.status == "skipped"
@@ -58,12 +60,14 @@ def test_numba_cannot_compile_numpy_fft_and_says_so_in_its_own_words(run):
     assert "fft" in rec.reason and "module numpy.fft" in rec.reason and "site-packages" not in rec.reason
 
 
+@pytest.mark.slow
 def test_numpys_compiled_gradient_is_forward_differences_compiled_by_numba(run):
     rec = _record(run, "gradient", "numpy", "compiled")
     assert rec.status == "ok", rec.reason
     assert rec.method.startswith("numba.njit of finite differences")
 
 
+@pytest.mark.slow
 def test_mlx_runs_every_mode_and_is_checked(run):
     for workload in ("elementwise", "fft", "sort", "gradient"):
         for mode, method in (("latency", "eager"), ("compiled", "mx.compile")):

@@ -15,6 +15,9 @@ nbformat = pytest.importorskip("nbformat", reason="the notebook test needs nbfor
 nbclient = pytest.importorskip("nbclient", reason="the notebook test needs nbclient (the test extra)")
 pytest.importorskip("ipykernel", reason="the notebook test needs ipykernel (the test extra)")
 
+# A real Jupyter kernel.
+pytestmark = pytest.mark.slow
+
 CELLS = [
     "import arraybench",
     # The workload exists only in this cell: no file a worker could import.

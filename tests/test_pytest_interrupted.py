@@ -17,6 +17,9 @@ from .test_pytest_plugin import run
 
 pytest_plugins = ["pytester"]
 
+# pytest sessions of their own, interrupted by signals.
+pytestmark = pytest.mark.slow
+
 ONE = '''
 def test_fine(arraybench_run):
     def fine(xp, x):

@@ -95,6 +95,7 @@ def _stored_id(result: pytest.RunResult) -> str:
     return found.group(1)
 
 
+@pytest.mark.slow
 def test_a_session_is_stored_compared_and_fails_on_a_planted_regression(pytester, tmp_path,
                                                                         registry_restored):
     from arraybench.store import open_store
@@ -286,6 +287,7 @@ def test_last_is_the_newest_run_of_these_cells_on_this_machine(tmp_path):
             baseline.check_named(store, "ffff0000")
 
 
+@pytest.mark.slow
 def test_under_xdist_a_test_that_measures_is_skipped_saying_why(pytester, tmp_path):
     pytester.makepyfile(test_x="def test_x(arraybench_run):\n    raise AssertionError\n")
     result = run(pytester, "-n", "1", "-rs", f"--arraybench-store={tmp_path / 's.sqlite'}")

@@ -19,6 +19,9 @@ from arraybench.host import against
 
 from .conftest import ROOT, default_signals, run_cli, wait_for
 
+# Runs of exported git trees, killed and resumed: real workers throughout.
+pytestmark = [pytest.mark.slow, pytest.mark.budget(45)]
+
 WORKLOAD = '''from arraybench import workload
 import helper
 

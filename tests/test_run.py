@@ -27,6 +27,10 @@ FAST_RUN = ("--processes", "1", "--max-time", "0.05", "--min-samples", "3", "--a
 KNOWN_INTERMITTENT = {"elementwise|large|torch|cpu|float64|latency": "pytorch/pytorch#188792"}
 
 
+# The default suite, all of it, as a new user runs it: a minute on two cores.
+pytestmark = [pytest.mark.slow, pytest.mark.budget(80)]
+
+
 def _known(r) -> bool:
     return r.status == "wrong" and KNOWN_INTERMITTENT.get(r.key, "\0") in (r.reason or "")
 

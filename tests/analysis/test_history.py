@@ -173,6 +173,7 @@ def test_parse_since():
     assert parse_since(None) is None
 
 
+@pytest.mark.slow
 def test_a_run_report_shows_its_history_when_the_store_has_earlier_runs(tmp_path: Path):
     store = str(tmp_path / "s.sqlite")
     args = ("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST, "--store", store)
@@ -191,6 +192,7 @@ def test_a_run_report_shows_its_history_when_the_store_has_earlier_runs(tmp_path
     assert "STEP" not in page and "commit: —" not in page
 
 
+@pytest.mark.slow
 def test_history_of_this_machine_and_a_rebuilt_report_keep_the_history(tmp_path: Path):
     store = str(tmp_path / "s.sqlite")
     args = ("run", "--backends", "numpy", "--workloads", "sort", "--sizes", "small", *FAST, "--store", store)
@@ -253,6 +255,7 @@ def _console() -> Console:
     return Console(file=io.StringIO(), width=200, color_system=None)
 
 
+@pytest.mark.slow
 def test_identical_single_process_runs_give_no_step_and_say_why(tmp_path: Path):
     # The case, for real: the same code run twice with one process, the second labelled.
     store = str(tmp_path / "s.sqlite")

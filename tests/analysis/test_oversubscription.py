@@ -18,6 +18,10 @@ from arraybench.analysis.oversubscription import (SLOWDOWN_WORTH_SAYING, ran_sev
 SPIN = "import time\nend = time.time() + {seconds}\nwhile time.time() < end:\n    pass\n"
 
 
+# A thread pool on a machine the test loads itself.
+pytestmark = pytest.mark.slow
+
+
 def test_a_thread_pool_on_a_loaded_machine_is_told_it_competed_for_cores_and_how_to_stop():
     cpus = os.cpu_count() or 1
     if cpus < 2:

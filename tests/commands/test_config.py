@@ -31,6 +31,7 @@ def project(tmp_path: Path, text: str) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_the_project_file_sets_defaults_and_the_command_line_wins(tmp_path: Path, monkeypatch):
     folder = project(tmp_path, PROJECT)
     monkeypatch.setenv("ARRAYBENCH_CONFIG", str(folder / "pyproject.toml"))
@@ -47,6 +48,7 @@ def test_the_project_file_sets_defaults_and_the_command_line_wins(tmp_path: Path
     assert {(r.backend, r.size) for r in res.records} == {("numpy", 100), ("torch", 100)}
 
 
+@pytest.mark.slow
 def test_the_nearest_pyproject_is_found_from_a_subfolder(tmp_path: Path, monkeypatch):
     folder = project(tmp_path, PROJECT)
     deep = folder / "src" / "deeper"

@@ -21,6 +21,9 @@ from ..conftest import run_here
 
 OTHER_UID = 65534  # nobody
 
+# What the libraries are does not change with the project file: ``info`` asks them once.
+pytestmark = pytest.mark.usefixtures("probed_once")
+
 
 def _evil(tmp_path: Path) -> tuple[Path, Path]:
     """An executable and a workload file that each leave ``MARKER`` when run."""

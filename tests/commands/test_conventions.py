@@ -10,12 +10,12 @@ import pytest
 
 from arraybench.commands.main import main
 
-from ..conftest import run_cli, run_here
+from ..conftest import run_here
 from ..synthetic import record, results, spread, timed_run
 
 
 def test_bare_arraybench_prints_help_and_measures_nothing(tmp_path: Path):
-    done = run_cli(cwd=tmp_path)
+    done = run_here(cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: arraybench") and "COMMAND" in done.stdout
     assert list(tmp_path.iterdir()) == []  # no ./benchmark_plots: nothing ran
@@ -117,6 +117,7 @@ def test_last_is_the_latest_complete_run_that_measured_something(tmp_path: Path)
     assert {p.run.run_id for s in found.series for p in s.points if p.valid} == {run_id(first), run_id(second)}
 
 
+@pytest.mark.slow
 def test_run_compare_fail_above_gates_in_one_command(tmp_path: Path):
     run = ("run", "--backends", "numpy", "--devices", "cpu", "--workloads", "sort", "--sizes", "small",
            "--processes", "2", "--max-time", "0.02", "--min-samples", "2", "-q", "--no-plots",

@@ -58,6 +58,7 @@ def test_info_reports_blas_lapack_and_threads_as_each_library_sees_them(info_jso
     assert torch_info["torch_threads"] >= 1
 
 
+@pytest.mark.slow
 def test_info_text_shows_it_all(tmp_path):
     result = run_here("info", cwd=tmp_path)
     assert result.returncode == 0, result.stderr

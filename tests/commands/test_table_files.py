@@ -60,6 +60,7 @@ def test_run_refuses_an_unwritable_path_before_measuring(option: str, tmp_path: 
         assert not (tmp_path / "out").exists()  # nothing measured, nothing written
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
 def test_a_table_file_that_fails_after_the_run_keeps_the_run(tmp_path: Path):
     # A named pipe nobody reads passes the check (a pipe may be written to) and fails at the end.

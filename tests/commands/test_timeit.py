@@ -35,6 +35,7 @@ def _outcome(folder: Path) -> tuple[dict[str, str], dict[tuple[str, str], str]]:
     return {r.key: r.status for r in results.records}, {(p.a, p.b): p.verdict for p in results.pairs}
 
 
+@pytest.mark.slow
 def test_timeit_gives_the_cells_checks_and_verdicts_of_a_workload_file(tmp_path: Path):
     pytest.importorskip("torch")
     (tmp_path / "sort_file.py").write_text(WORKLOAD_FILE)

@@ -38,6 +38,10 @@ _WITHOUT_RAY = ("import sys; sys.modules['ray'] = None  # what `import ray` meet
                 "from arraybench.commands.main import main; sys.exit(main(sys.argv[1:]))")
 
 
+# A real Ray cluster of two nodes, nodes lost and resumed: two minutes on two cores.
+pytestmark = pytest.mark.budget(150)
+
+
 @pytest.mark.parametrize("command", [["run", "--cluster", "auto", "--backends", "numpy"],
                                      ["info", "--cluster", "127.0.0.1:6379"]])
 def test_without_ray_cluster_is_one_line_and_exit_2(tmp_path, command):

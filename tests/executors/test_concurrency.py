@@ -20,7 +20,7 @@ import pytest
 from arraybench.model import journal
 from arraybench import load_results
 
-from ..conftest import default_signals, run_cli, run_here, wait_for
+from ..conftest import default_signals, run_here, wait_for
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 # ``bimodal`` samples for its whole budget: with --max-time 2 a run lasts a couple of seconds.
@@ -29,6 +29,10 @@ SLOW = ("--workloads", "bimodal,ok_a", "--sizes", "small", "--backends", "numpy"
         "-q", "--no-plots")
 QUICK = ("--workloads", "ok_a,ok_b", "--sizes", "small", "--backends", "numpy", "--devices", "cpu",
          "--processes", "1", "--max-time", "0.05", "--min-samples", "3", "-q", "--no-plots")
+
+
+# Runs started together and killed: real processes racing for one folder.
+pytestmark = pytest.mark.slow
 
 
 def start(*args: str, cwd: Path) -> subprocess.Popen:
@@ -125,7 +129,7 @@ def test_a_killed_run_leaves_no_lock_and_is_not_wiped_by_a_plain_rerun(
 
     # The kernel dropped the killed run's lock: --resume goes on at once.
     (tmp_path / "calm").write_text("")  # bimodal converges at once from now on
-    resumed = run_cli("run", "--resume", str(out), "-q", "--no-plots", cwd=tmp_path, timeout=180)
+    resumed = run_here("run", "--resume", str(out), "-q", "--no-plots", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert (out / "journal.jsonl").read_bytes().startswith(kept)
     res = load_results(out / "results.json")

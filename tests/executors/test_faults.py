@@ -11,22 +11,27 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 
 from arraybench import load_results
 from arraybench import backends
 
-from ..conftest import run_cli
+from ..conftest import run_here
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 QUICK = ("--processes", "1", "--max-time", "0.05", "--min-samples", "3", "-q", "--no-plots",
          "--sizes", "small")
 
 
+# Workers that crash, hang past a timeout or run out of memory: real processes.
+pytestmark = pytest.mark.slow
+
+
 def run_faults(workload_file: Path, out: Path, workloads: str, *extra: str,
                backends_: str = "numpy"):
-    result = run_cli("run", "--workload-file", str(workload_file), "--workloads", workloads,
-                     "--backends", backends_, "--devices", "cpu", "-o", str(out), *QUICK, *extra,
-                     cwd=out.parent, timeout=300)
+    result = run_here("run", "--workload-file", str(workload_file), "--workloads", workloads,
+                      "--backends", backends_, "--devices", "cpu", "-o", str(out), *QUICK, *extra,
+                      cwd=out.parent)
     assert "Traceback" not in result.stderr, result.stderr
     res = load_results(out / "results.json")
     return result, {(r.workload, r.backend): r for r in res.records}, res

@@ -140,6 +140,7 @@ def test_a_workload_called_summary_keeps_its_plot(tmp_path: Path):
     assert html.count("<svg") == 3  # each drawn once, none overwritten
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("call", ["os._exit(7)", "os.abort()"])
 def test_a_workload_file_that_exits_at_import_is_a_load_error(call: str, tmp_path: Path):
     bad = tmp_path / "bad.py"
@@ -164,6 +165,7 @@ def test_a_workload_file_that_exits_at_import_is_a_load_error(call: str, tmp_pat
     assert listed.returncode == 1 and f"called {call} at import" in listed.stderr
 
 
+@pytest.mark.slow
 def test_a_child_forked_at_import_still_exits_for_real(tmp_path: Path):
     """``os._exit`` in a child the file forks at import ends that child, as it must."""
     source = tmp_path / "forking.py"

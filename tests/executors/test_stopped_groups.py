@@ -20,7 +20,8 @@ from arraybench.executors.session import stop_signals
 
 from ..conftest import default_signals
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+# Process groups stopped and their parent killed: real process trees.
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")]
 
 #: Marks the helpers this test's workload starts, so that clean-up ends only those.
 MARK = "arraybench-test-stopped-helper"

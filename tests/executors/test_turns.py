@@ -6,12 +6,18 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 import arraybench
 from arraybench.executors.worker_process import WorkerProcess
 from arraybench.model.cell import Cell
 from arraybench.model.results import Results
 from arraybench.model.timer_settings import TimerSettings
 from arraybench.worker.protocol import FINISH, Job, Prepare, Prepared, Ready, ReplicateDone, Sampled, Start, Turn
+
+
+# Configurations taking turns in real workers.
+pytestmark = pytest.mark.slow
 
 
 @arraybench.workload(sizes={"small": 8}, namespace="native", reference=lambda x: x + 0.0)

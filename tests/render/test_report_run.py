@@ -6,6 +6,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 import arraybench
@@ -13,7 +14,7 @@ from arraybench import load_results
 from arraybench.model import record as records
 from arraybench.render.progress import ConsoleReporter
 
-from ..conftest import run_cli, run_here
+from ..conftest import ROOT, run_here
 
 ONE_CELL = ("--backends", "numpy", "--devices", "cpu", "--workloads", "sort", "--sizes", "small",
             "--processes", "1", "--max-time", "0.05", "--min-samples", "3")
@@ -49,9 +50,10 @@ def test_live_lines_name_every_finished_cell(tmp_path: Path):
     assert "time per call" in result.stdout and "report.html" in result.stdout
 
 
+@pytest.mark.slow
 def test_quiet_prints_nothing_and_still_writes_everything(tmp_path: Path):
     out = tmp_path / "out"
-    result = run_cli("run", *ONE_CELL, "-q", "--output-dir", str(out))
+    result = run_here("run", *ONE_CELL, "-q", "--output-dir", str(out), cwd=ROOT)
     assert result.returncode == 0
     assert result.stdout == "" and result.stderr == ""
     assert (out / "report.html").is_file() and (out / "results.csv").is_file()

@@ -93,6 +93,7 @@ def test_a_wide_terminal_gets_the_full_table(example):
     assert max(cell_len(ln) for ln in wide.splitlines()) <= 160
 
 
+@pytest.mark.slow
 def test_the_report_command_fits_the_columns_it_is_given(tmp_path):
     # The real command on a real run's results, through a pipe: $COLUMNS sets the width.
     folder = tmp_path / "run"

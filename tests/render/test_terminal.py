@@ -17,7 +17,7 @@ import pytest
 
 from arraybench import load_results
 
-from ..conftest import ROOT, default_signals, run_cli
+from ..conftest import ROOT, default_signals, run_cli, run_here
 
 QUICK = ("--workloads", "sort,matmul", "--sizes", "small", "--backends", "numpy", "--devices",
          "cpu", "--processes", "1", "--max-time", "0.05", "--min-samples", "3", "--no-plots")
@@ -34,6 +34,7 @@ AB = f"{sys.executable} -m arraybench"
 
 @pytest.mark.skipif(shutil.which("bash") is None or shutil.which("head") is None,
                     reason="needs bash and head")
+@pytest.mark.slow
 def test_a_reader_that_leaves_does_not_change_the_exit_status(tmp_path: Path):
     out = tmp_path / "out"
     done = shell(f"{AB} run {' '.join(QUICK)} -o {out} | head -1", tmp_path)
@@ -47,6 +48,7 @@ def test_a_reader_that_leaves_does_not_change_the_exit_status(tmp_path: Path):
         assert done.stderr == "", (command, done.stderr)
 
 
+@pytest.mark.slow
 def test_an_ascii_terminal_gets_replacement_characters_not_a_traceback(tmp_path: Path):
     out = tmp_path / "out"
     done = run_cli("run", *QUICK, "-o", str(out), cwd=tmp_path, env={"PYTHONIOENCODING": "ascii"})
@@ -60,6 +62,7 @@ def test_an_ascii_terminal_gets_replacement_characters_not_a_traceback(tmp_path:
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
 @pytest.mark.parametrize("command", [["list"], ["run", *QUICK, "-o", "OUT"], ["report", "OUT"]],
                          ids=["list", "run", "report"])
+@pytest.mark.slow
 def test_a_standard_output_that_cannot_be_written_is_one_line(command: list[str], tmp_path: Path):
     out = tmp_path / "out"
     if command[0] == "report":
@@ -111,7 +114,7 @@ def test_escape_sequences_in_a_workload_file_never_reach_the_terminal(tmp_path: 
         "@arraybench.workload(sizes={'small': 8},\n"
         "                     description='\\x1b[31mred\\x1b[0m \\x1b]0;pwned\\x07 \\u202etxt.exe')\n"
         "def loud(xp, x):\n    return x\n")
-    done = run_cli("list", "--workload-file", str(source), cwd=tmp_path, env={"COLUMNS": "200"})
+    done = run_here("list", "--workload-file", str(source), cwd=tmp_path, env={"COLUMNS": "200"})
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stdout and "\x07" not in done.stdout and "\u202e" not in done.stdout
     assert "\\x1b[31mred\\x1b[0m" in done.stdout  # shown, escaped, so the user sees what it says

@@ -20,7 +20,7 @@ from arraybench.render import report
 from arraybench.render.files import csv_text
 from arraybench.render.terminal import console, stdout_console
 
-from ..conftest import FAST, run_cli, run_here
+from ..conftest import FAST, run_here
 from ..synthetic import record, results, spread
 
 #: Clear the screen, set the title, open a hyperlink: what a terminal obeys if given raw.
@@ -115,10 +115,10 @@ def hostile_run(tmp_path_factory):
     sequence, stored into a store of its own; then that store's list and history."""
     root = tmp_path_factory.mktemp("hostile")
     out, store = root / "a[/]", root / "store.sqlite"
-    done = run_cli("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small",
-                   *(a for a in FAST if a != "-q"),
-                   "--no-plots", "-o", str(out), "--store", str(store), "--context", "tag=[v1]",
-                   "--context", f"esc=x{TITLE}[link=http://evil.example]y[/link]", cwd=root)
+    done = run_here("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small",
+                    *(a for a in FAST if a != "-q"),
+                    "--no-plots", "-o", str(out), "--store", str(store), "--context", "tag=[v1]",
+                    "--context", f"esc=x{TITLE}[link=http://evil.example]y[/link]", cwd=root)
     wide = {"COLUMNS": "400"}  # no label folded over lines
     listed = run_here("store", "list", "--store", str(store), cwd=root, env=wide)
     history = run_here("history", "--store", str(store), "--no-plots", cwd=root, env=wide)
@@ -179,9 +179,9 @@ def test_merge_shows_escape_sequences_in_error_messages_escaped(tmp_path: Path):
 def test_escape_sequences_in_variables_labels_and_names_reach_no_markdown_raw(tmp_path: Path):
     # A --variant's variable is quoted by the finding that sets the two variants apart.
     out = tmp_path / "run"
-    done = run_cli("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
-                   "--no-plots", "--no-store", "-o", str(out), "--variant", f"a:OMP_NUM_THREADS=1{TITLE}",
-                   "--variant", "b:OMP_NUM_THREADS=2", "--context", f"tag=x{CLEAR}y", cwd=tmp_path)
+    done = run_here("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
+                    "--no-plots", "--no-store", "-o", str(out), "--variant", f"a:OMP_NUM_THREADS=1{TITLE}",
+                    "--variant", "b:OMP_NUM_THREADS=2", "--context", f"tag=x{CLEAR}y", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     findings = (out / "findings.md").read_text()
     assert "OMP_NUM_THREADS=1\\x1b]0;pwned\\x07" in findings

@@ -93,6 +93,7 @@ def test_compare_names_the_two_runs_it_compared(tmp_path: Path):
     assert doc["new"]["id"] == second and doc["cells"]
 
 
+@pytest.mark.slow
 def test_a_run_records_its_project_and_run_compare_names_both_runs(tmp_path: Path):
     repo = _git_repo(tmp_path / "repo")
     store = str(tmp_path / "runs.sqlite")

@@ -20,7 +20,7 @@ from arraybench.store import StoreError, open_store
 from arraybench.model.identity import run_id
 from arraybench.store.migrations import SCHEMA_VERSION
 
-from ..conftest import FAST, ROOT, run_cli, run_here
+from ..conftest import FAST, ROOT, run_here
 from ..synthetic import timed_run
 
 
@@ -96,6 +96,7 @@ _IMPORTER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_concurrent_writers_lose_nothing(store_location, tmp_path: Path):
     script = tmp_path / "importer.py"
     script.write_text(_IMPORTER.format(tests=str(Path(__file__).resolve().parents[1])))
@@ -165,6 +166,7 @@ def test_a_real_run_is_stored_and_import_of_its_folder_adds_nothing(store_locati
     assert _counts(str(store)) == (1, 1)
 
 
+@pytest.mark.slow
 def test_two_real_runs_appending_at_once_lose_nothing(store_location, tmp_path: Path):
     procs = [subprocess.Popen(
         [sys.executable, "-m", "arraybench", "run", "--backends", "numpy", "--workloads", "matmul,sort",
@@ -197,8 +199,8 @@ def test_an_unreachable_store_is_one_warning_line_and_the_run_still_succeeds(tmp
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     out = tmp_path / "run"
-    done = run_cli("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
-                   "-o", str(out), "--store", str(blocker / "store.sqlite"))
+    done = run_here("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
+                    "-o", str(out), "--store", str(blocker / "store.sqlite"), cwd=ROOT)
     assert done.returncode == 0, done.stderr
     lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("arraybench: warning: the run was not stored:")

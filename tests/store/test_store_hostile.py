@@ -29,7 +29,7 @@ from arraybench.store.keeping import store_run
 from arraybench.store.location import describe_location, redact
 from arraybench.store.store import REFUSED
 
-from ..conftest import default_signals, FAST, ROOT, run_cli, run_here, wait_for
+from ..conftest import FAST, ROOT, default_signals, run_here, wait_for
 from ..synthetic import timed_run
 
 
@@ -97,7 +97,7 @@ def test_rows_of_the_wrong_type_are_skipped_with_a_note(tmp_path: Path):
     assert any("median_s" in n for n in notes) and any("context is a list" in n for n in notes)
     assert any("environment" in n for n in notes) and any("size" in n for n in notes)
     for command in (["history", "--no-plots"], ["store", "list"]):
-        done = run_cli(*command, "--store", str(store), cwd=tmp_path)
+        done = run_here(*command, "--store", str(store), cwd=tmp_path)
         assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
         assert "arraybench: warning: store" in done.stderr and "skipped" in done.stderr
 
@@ -119,18 +119,19 @@ def test_a_stored_time_beyond_any_run_is_skipped_with_a_note(tmp_path: Path):
     assert any("median_s is 1e+308, not a time" in n for n in notes), notes
 
 
+@pytest.mark.slow
 def test_a_run_into_a_poisoned_store_is_stored_and_reported(tmp_path: Path):
     store = tmp_path / "store.sqlite"
     args = ("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
             "--no-plots", "--store", str(store))
-    first = run_cli(*args, "-o", str(tmp_path / "one"))
+    first = run_here(*args, "-o", str(tmp_path / "one"), cwd=ROOT)
     assert first.returncode == 0, first.stderr
     db = sqlite3.connect(store)  # the run's own cell, on this machine: what the next report's history reads
     db.execute("UPDATE records SET median_s = 'fast', ci_low_s = '[' ")
     db.execute("UPDATE runs SET context = '[\"a\", \"list\"]', settings = '7'")
     db.commit()
     db.close()
-    second = run_cli(*args, "-o", str(tmp_path / "two"))
+    second = run_here(*args, "-o", str(tmp_path / "two"), cwd=ROOT)
     assert second.returncode == 0 and "Traceback" not in second.stderr, second.stderr[-2000:]
     assert "not stored" not in second.stderr  # it was stored: no warning says otherwise
     assert (tmp_path / "two" / "report.html").is_file()
@@ -185,7 +186,9 @@ def test_a_store_locked_elsewhere_is_given_up_after_the_timeout(store_location, 
         assert len(s.runs()) == 1
 
 
-@pytest.mark.parametrize("signum,kind", [(signal.SIGINT, "postgresql"), (signal.SIGTERM, "sqlite")])
+@pytest.mark.parametrize("signum,kind", [pytest.param(signal.SIGINT, "postgresql", marks=pytest.mark.postgres),
+                                         (signal.SIGTERM, "sqlite")])
+@pytest.mark.slow
 def test_a_signal_while_waiting_on_a_locked_store_acts_at_once(signum, kind, tmp_path: Path, request):
     location = (request.getfixturevalue("postgres").new_database() if kind == "postgresql"
                 else str(tmp_path / "store.sqlite"))

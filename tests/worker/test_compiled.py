@@ -13,6 +13,10 @@ from arraybench import backends
 SIZES = [8 + i for i in range(10)]
 
 
+# torch.compile in a real worker.
+pytestmark = pytest.mark.slow
+
+
 def test_every_cell_of_one_torch_worker_is_compiled():
     """One worker (one process) compiles ten cells; each is torch.compile's, none is eager.
 

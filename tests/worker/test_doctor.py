@@ -15,7 +15,7 @@ import pytest
 from arraybench.worker import selfcheck
 from arraybench.backends.numpy import NumpyBackend
 
-from ..conftest import run_cli
+from ..conftest import ROOT, run_here
 from .test_gpu import FakeNvml, Tf32Numpy, WatchedNumpy
 
 # -- the command, for real --------------------------------------------------------------------------
@@ -35,8 +35,9 @@ def _logical(stdout: str) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 def test_doctor_runs_the_cpu_checks_and_says_why_the_gpu_ones_are_skipped():
-    result = run_cli("doctor", "--backends", "numpy,jax", timeout=300)
+    result = run_here("doctor", "--backends", "numpy,jax", cwd=ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = _logical(result.stdout)
     assert lines[0].startswith("arraybench doctor") and "GPUs:" in lines[0]
@@ -67,7 +68,7 @@ def test_doctor_runs_the_cpu_checks_and_says_why_the_gpu_ones_are_skipped():
 
 
 def test_a_library_that_does_not_finish_is_a_failed_line_and_status_1():
-    result = run_cli("doctor", "--backends", "jax", "--devices", "cpu", "--timeout", "0.01")
+    result = run_here("doctor", "--backends", "jax", "--devices", "cpu", "--timeout", "0.01", cwd=ROOT)
     assert result.returncode == 1
     (line,) = [x for x in _logical(result.stdout) if x.startswith("failed")]
     assert "jax cpu" in line and "did not finish within 0.01 s; not run: sync, unsynced" in line
@@ -81,7 +82,7 @@ def test_a_library_that_does_not_finish_is_a_failed_line_and_status_1():
     (["--timeout", "0"], "must be a positive number"),
 ])
 def test_doctor_bad_input_is_one_line_and_status_2(args, message):
-    result = run_cli("doctor", *args)
+    result = run_here("doctor", *args, cwd=ROOT)
     assert result.returncode == 2
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr
@@ -164,6 +165,7 @@ def pool():
         p.shutdown(wait=False, cancel_futures=True)
 
 
+@pytest.mark.slow
 def test_the_sync_check_fails_a_library_whose_wait_does_not_wait(pool):
     assert selfcheck.check_sync(AsyncNumpy(pool, waits=True)).status == "passed"
     broken = selfcheck.check_sync(AsyncNumpy(pool, waits=False))
@@ -226,6 +228,7 @@ class CopyingNumpy(NumpyBackend):
         return np.array(x)
 
 
+@pytest.mark.slow
 def test_the_transfer_check_fails_a_cached_read_back():
     assert selfcheck.check_transfers(CopyingNumpy("cpu")).status == "passed"
     outcome = selfcheck.check_transfers(CachedReadBack())

@@ -105,6 +105,7 @@ _MOUNT = ('set -e; if [ ! -d /sys/class/powercap ]; then mount -t tmpfs fake-rap
 
 @pytest.mark.parametrize("step, wrap", [(0, RANGE), (-1_000_000, 1_000_000), (1_000_000_000, RANGE)],
                          ids=["frozen", "backwards", "jump"])
+@pytest.mark.slow
 def test_a_run_reading_a_bad_counter_keeps_its_timing(tmp_path, step, wrap):
     _namespaces_or_skip()
     powercap = tmp_path / "powercap"

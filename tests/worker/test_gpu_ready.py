@@ -230,6 +230,7 @@ def test_a_jax_gpu_worker_names_its_platform_so_a_broken_plugin_fails_loudly():
     assert mine["JAX_PLATFORMS"] == "cuda"  # the user's own choice stands
 
 
+@pytest.mark.slow
 def test_with_its_platform_named_jax_says_why_its_gpu_plugin_cannot_start(tmp_path):
     """A plugin that cannot load (PJRT_NAMES_AND_LIBRARY_PATHS registers one by name): the worker's
     one line keeps the loader's reason. Not shown here: an installed plugin package whose backend

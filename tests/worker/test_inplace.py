@@ -301,6 +301,7 @@ def _stepper():
     return stepper
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["latency", "compiled"])
 @pytest.mark.parametrize("backend_name", ["numpy", "torch", "jax"])
 def test_settings_reach_every_library_as_python_values(backend_name, mode):

@@ -19,6 +19,10 @@ from arraybench.workloads import REGISTRY
 from ..conftest import FAST, ROOT, run_here
 
 
+# Real runs of every CPU library, threads and compiled modes.
+pytestmark = pytest.mark.slow
+
+
 def _cpu_backends() -> list[str]:
     return [n for n in ("numpy", "torch", "jax") if backends.SPECS[n].preflight("cpu") is None]
 

@@ -23,6 +23,10 @@ QUICK = ("--max-time", "0.05", "--min-samples", "3", "-q", "--no-plots", "--size
          "--devices", "cpu")
 
 
+# Workers of PyTorch and JAX that crash, hang or are killed as they start.
+pytestmark = pytest.mark.slow
+
+
 def _gone(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -64,9 +68,9 @@ def test_a_worker_killed_while_it_starts_fails_the_run_and_resume_retries(worklo
                                                                          tmp_path: Path):
     out = tmp_path / "out"
     (tmp_path / "kill_worker_at_start").write_text("")
-    result = run_cli("run", "--workload-file", str(workload_file), "--workloads", "ok_a,ok_b",
-                     "--backends", "numpy", "--processes", "1", "-o", str(out), *QUICK,
-                     cwd=tmp_path, timeout=180)
+    result = run_here("run", "--workload-file", str(workload_file), "--workloads", "ok_a,ok_b",
+                      "--backends", "numpy", "--processes", "1", "-o", str(out), *QUICK,
+                      cwd=tmp_path)
     assert result.returncode == 1, result.stderr  # a failure, not "skipped"
     assert "Traceback" not in result.stderr
     res = load_results(out / "results.json")
@@ -85,7 +89,7 @@ def test_a_worker_killed_while_it_starts_fails_the_run_and_resume_retries(worklo
     assert again.returncode == 2 and "holds an unfinished run" in again.stderr
 
     (tmp_path / "kill_worker_at_start").unlink()
-    resumed = run_cli("run", "--resume", str(out), "-q", "--no-plots", cwd=tmp_path, timeout=180)
+    resumed = run_here("run", "--resume", str(out), "-q", "--no-plots", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     final = load_results(out / "results.json")
     assert final.complete and final.errors == []
@@ -97,9 +101,9 @@ def test_a_library_that_crashes_on_import_is_a_failure_not_unavailable(tmp_path:
         pytest.skip("JAX is not installed: " + str(backends.SPECS["jax"].preflight("cpu")))
     out = tmp_path / "out"
     # XLA aborts the process that parses an unknown flag: the worker dies as JAX starts.
-    result = run_cli("run", "--workloads", "sort", "--backends", "jax,numpy", "--processes", "1",
-                     "-o", str(out), *QUICK, cwd=tmp_path, timeout=300,
-                     env={"XLA_FLAGS": "--xla_no_such_flag_for_arraybench=1"})
+    result = run_here("run", "--workloads", "sort", "--backends", "jax,numpy", "--processes", "1",
+                      "-o", str(out), *QUICK, cwd=tmp_path,
+                      env={"XLA_FLAGS": "--xla_no_such_flag_for_arraybench=1"})
     assert result.returncode == 1, result.stderr
     records = {r.backend: r for r in load_results(out / "results.json").records}
     assert records["numpy"].status == "ok"
@@ -109,8 +113,8 @@ def test_a_library_that_crashes_on_import_is_a_failure_not_unavailable(tmp_path:
     assert "xla_no_such_flag_for_arraybench" in jax.reason  # XLA's own words, from the log
     assert not any(e["type"] == "unavailable" for e in entries(out))
 
-    resumed = run_cli("run", "--resume", str(out), "-q", "--no-plots", cwd=tmp_path, timeout=300,
-                      env={"XLA_FLAGS": None})
+    resumed = run_here("run", "--resume", str(out), "-q", "--no-plots", cwd=tmp_path,
+                       env={"XLA_FLAGS": None})
     assert resumed.returncode == 0, resumed.stderr
     records = {r.backend: r for r in load_results(out / "results.json").records}
     assert records["jax"].status == "ok" and records["numpy"].status == "ok"
@@ -123,9 +127,9 @@ def test_a_library_that_is_not_there_is_still_skipped(workload_file: Path, tmp_p
     shadow = tmp_path / "shadow"
     (shadow / "torch").mkdir(parents=True)
     (shadow / "torch" / "__init__.py").write_text("raise ImportError('no torch here')\n")
-    result = run_cli("run", "--workloads", "sort", "--backends", "torch,numpy", "--processes", "1",
-                     "-o", str(out), *QUICK, cwd=tmp_path, timeout=300,
-                     env={"PYTHONPATH": str(shadow)})
+    result = run_here("run", "--workloads", "sort", "--backends", "torch,numpy", "--processes", "1",
+                      "-o", str(out), *QUICK, cwd=tmp_path,
+                      env={"PYTHONPATH": str(shadow)})
     assert result.returncode == 0, result.stderr
     records = {r.backend: r for r in load_results(out / "results.json").records}
     assert records["torch"].status == "skipped"

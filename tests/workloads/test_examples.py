@@ -103,6 +103,7 @@ def test_every_example_has_sizes_a_reference_and_a_work_model():
         assert wl.source == str(EXAMPLES / next(f for f, names in FILES.items() if workload in names))
 
 
+@pytest.mark.slow
 def test_the_examples_run_from_the_command_line(tmp_path: Path):
     out = tmp_path / "out"
     args = [a for f in FILES for a in ("--workload-file", str(EXAMPLES / f))]

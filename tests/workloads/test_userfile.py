@@ -74,6 +74,7 @@ def tanh_loss(xp, w, x):
 '''
 
 
+@pytest.mark.slow
 def test_a_user_file_from_a_temporary_folder_runs_on_every_library(tmp_path: Path):
     bench = write(tmp_path / "my_bench.py", GOOD)
     out = tmp_path / "out"

@@ -185,6 +185,7 @@ def test_include_transfer_times_the_round_trip_from_host_data():
     assert shard.method == "eager +transfer"
 
 
+@pytest.mark.slow
 def test_torch_compile_once():
     """torch.compile's first call costs ~15 s here: this is the suite's only one.
 

@@ -29,7 +29,7 @@ from arraybench.plan import MAX_CELLS
 from arraybench.workloads.fingerprint import fingerprint
 from arraybench.workloads.params import accepted
 
-from ..conftest import FAST, default_signals, run_cli, wait_for
+from ..conftest import FAST, default_signals, run_cli, run_here, wait_for
 
 pytestmark = pytest.mark.usefixtures("registry_restored")  # conftest.py
 
@@ -299,6 +299,7 @@ def _unfinished_run(bench: Path, out: Path) -> None:
     session.sink.close()
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_workload_whose_code_changed_and_goes_on_when_it_is_back(tmp_path: Path):
     bench = write(tmp_path / "bench.py", STEADY)
     out = tmp_path / "out"
@@ -307,7 +308,7 @@ def test_resume_refuses_a_workload_whose_code_changed_and_goes_on_when_it_is_bac
     assert json.loads(journal.splitlines()[0])["code"].keys() == {"scaled"}
 
     bench.write_text(STEADY.replace("x * 2", "x * 3"))  # the body changed: a different workload
-    refused = run_cli("run", "--resume", str(out), "--no-store", cwd=tmp_path, timeout=120)
+    refused = run_here("run", "--resume", str(out), "--no-store", cwd=tmp_path)
     assert refused.returncode == 2
     assert refused.stderr.strip() == (
         f"arraybench: error: --resume {out}: the code of workload 'scaled' changed since the run "
@@ -318,7 +319,7 @@ def test_resume_refuses_a_workload_whose_code_changed_and_goes_on_when_it_is_bac
 
     # Back as it was, with a comment and a blank line above it: the same code, so it goes on.
     bench.write_text("# a note\n\n" + STEADY)
-    resumed = run_cli("run", "--resume", str(out), "--no-store", "-q", cwd=tmp_path, timeout=300)
+    resumed = run_here("run", "--resume", str(out), "--no-store", "-q", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert [r.status for r in load_results(out).records] == ["ok"]
 
@@ -425,6 +426,7 @@ except arraybench.Interrupted as stop:
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kept", [False, True], ids=["nothing-measured", "one-replicate-measured"])
 def test_ctrl_c_in_a_run_without_a_folder(kept: bool, tmp_path: Path):
     script = write(tmp_path / "script.py", INTERRUPTED)
@@ -463,6 +465,7 @@ def test_ctrl_c_in_a_run_without_a_folder(kept: bool, tmp_path: Path):
             f"(continue with arraybench.resume('{left[0]}')") in stderr
 
 
+@pytest.mark.slow
 def test_a_file_that_prints_at_import_leaves_json_on_stdout_whole(tmp_path: Path):
     chatty = tmp_path / "chatty.py"
     chatty.write_text(textwrap.dedent("""
