@@ -278,9 +278,6 @@ LONG_FILES = ("executors/test_cluster.py", "test_run.py", "test_disk.py", "test_
 #: a file that needs more says so, with why, as ``pytestmark = pytest.mark.budget(seconds)``.
 BUDGET_S = 20.0
 
-#: Marks for a file that does not declare its own yet (``pytestmark``).
-FILE_MARKS = {"executors/test_interrupt.py": ("slow",)}
-
 #: The marks of each fixture that starts a real server, browser or cluster: a test using it has
 #: them (a browser's start is seconds: the quick lane leaves it out).
 FIXTURE_MARKS = {"postgres": ("postgres",), "browser": ("browser", "slow"), "ray_cluster": ("cluster",)}
@@ -297,8 +294,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
     items.sort(key=rank)  # stable: within a file, and among the rest, the order is unchanged
     for item in items:
-        marks = [*FILE_MARKS.get(_in_tests(item), ()),
-                 *(m for f, ms in FIXTURE_MARKS.items() if f in getattr(item, "fixturenames", ()) for m in ms)]
+        marks = [m for f, ms in FIXTURE_MARKS.items() if f in getattr(item, "fixturenames", ()) for m in ms]
         for mark in marks:
             item.add_marker(mark)
 

@@ -19,6 +19,9 @@ from arraybench import load_results
 
 from ..conftest import default_signals, run_cli, run_here, wait_for
 
+# Real signals to real runs, each then resumed: out of the quick lane.
+pytestmark = pytest.mark.slow
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 # Two processes: process 0 finishes (its replicates are journalled), then the signal lands in process 1.
 # ``bimodal`` samples for its whole budget (0.5 s per process), so each process lasts about a second.
