@@ -32,7 +32,7 @@ PROCESS_SPREAD_WARN = 0.10
 def aggregate(cell: Cell, replicates: Sequence[Replicate], wanted: int, rel_ci: float,
               stop: str = "") -> Record:
     """The record of a cell from the replicates measured so far (possibly fewer than ``wanted``),
-    with its status and warnings; ``stop`` says why it got no more processes (``replication``),
+    with its status and warnings; ``stop`` says why it got no more processes (``policy``),
     "" while it may get more. Its figures the record derives from the replicates itself."""
     rec = Record.for_cell(cell)
     rec.replication_stop = stop

@@ -63,7 +63,7 @@ class RunOptions:
     on: str = "every-node"
     gpu_type: str | None = None
     #: None: exactly ``processes``; else a cell gets another while its interval is wider than
-    #: ``rel_ci`` and its budget allows (``analysis.replication``).
+    #: ``rel_ci`` and its budget allows (``analysis.policy``).
     max_processes: int | None = 6
     pythons: dict[str, str] = field(default_factory=dict)  # empty: the workers run with this Python
     variants: dict[str, dict[str, str]] = field(default_factory=dict)

@@ -137,7 +137,7 @@ class Summary(Figures):
     replicates: list[Replicate] = field(default_factory=list)
     #: How the interval was computed ("t over 6 processes' medians (log scale)").
     ci_method: str = ""
-    #: Why the cell got no more processes (``analysis.replication``): "converged", "budget",
+    #: Why the cell got no more processes (``analysis.policy``): "converged", "budget",
     #: "max_processes", "fixed", "not timed", "decided", "out of reach", "unpaired"; "" while it
     #: might have got more.
     replication_stop: str = ""
