@@ -212,21 +212,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``arraybench`` and ``python -m arraybench``."""
     entry = argv is None  # the process's own command, which may end the process
     argv = list(sys.argv[1:] if argv is None else argv)
-    with warnings.catch_warnings():
-        default = warnings.showwarning
+    try:
+        with warnings.catch_warnings():
+            default = warnings.showwarning
 
-        def show(message: Any, category: type[Warning], filename: str, lineno: int,
-                 file: Any = None, line: str | None = None) -> None:
-            """arraybench's own warnings (a run that could not be stored) as one line."""
-            from ..errors import StoreWarning
+            def show(message: Any, category: type[Warning], filename: str, lineno: int,
+                     file: Any = None, line: str | None = None) -> None:
+                """arraybench's own warnings (a run that could not be stored) as one line."""
+                from ..errors import StoreWarning
 
-            if issubclass(category, StoreWarning):
-                print(f"{PROG}: warning: {message}", file=sys.stderr)
-            else:
-                default(message, category, filename, lineno, file, line)
+                if issubclass(category, StoreWarning):
+                    print(f"{PROG}: warning: {message}", file=sys.stderr)
+                else:
+                    default(message, category, filename, lineno, file, line)
 
-        warnings.showwarning = show
-        status = _main(argv)
+            warnings.showwarning = show
+            status = _main(argv)
+    except KeyboardInterrupt:
+        # A Ctrl-C landing after ``_main`` handled its own, as this block ends: the command was
+        # over (its results written), so it ends as an interrupted one, without a traceback.
+        status = 130
     if entry:
         _end_despite_threads(status)
     return status
