@@ -54,8 +54,7 @@ def against_gate(args: argparse.Namespace, results: Results) -> int:
     for p in undecided:
         # Where the pair was not judged (loaded rounds the quiet ones do not bear out), more
         # processes on the same busy machine need not decide it: its reason is the line's.
-        why = ("not judged: " + p.method.split("not judged")[1].lstrip(": (").rstrip(")")
-               if "not judged" in p.method else "more processes (--processes) would decide it")
+        why = f"not judged: {p.not_judged}" if p.not_judged else "more processes (--processes) would decide it"
         print(f"arraybench: {p.a_label} against {p.b_label}: undecided ({p.ratio:.2f}x, 95% interval "
               f"{p.ci_low:.2f}-{p.ci_high:.2f}); {why}", file=sys.stderr)
     for p in slower:

@@ -47,6 +47,13 @@ class Pair:
                        verdict=_OPPOSITE[self.verdict])  # type: ignore[arg-type]
 
     @property
+    def not_judged(self) -> str:
+        """Why the pair was not judged (``analysis.pairs`` writes it into ``method``); "" where it was."""
+        if "not judged" not in self.method:
+            return ""
+        return self.method.split("not judged")[1].lstrip(": (").rstrip(")")
+
+    @property
     def speedup(self) -> float:
         """How many times faster ``a`` is than ``b`` (below 1: slower)."""
         return 1 / self.ratio

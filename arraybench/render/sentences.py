@@ -71,8 +71,8 @@ def why_not_apart(a: Record, b: Record, pairs: Pairs) -> str:
     said = (f"round by round, the first takes {format_ratio(found.ratio)} the time of the second, "
             f"95% interval {format_ratio(found.ci_low)} to {format_ratio(found.ci_high)}: "
             "this run cannot say which is faster")
-    if "not judged" in found.method:
-        said += ", not judged: " + found.method.split("not judged")[1].lstrip(": (").rstrip(")")
+    if found.not_judged:
+        said += ", not judged: " + found.not_judged
     return said
 
 
