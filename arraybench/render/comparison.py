@@ -1,18 +1,7 @@
-"""A run set against others: a comparison of two runs, the reasons a gate fails it, and its history.
+"""A run set against others: a comparison of two runs, the reasons a gate fails it, and history.
 
-A comparison of two runs for people: in the terminal the table, then what differs, what only
-one run has and what both skipped, then the summary; in a notebook the same as an HTML table
-(``DisplayedComparison``, what ``Results.compare`` and ``arraybench.compare`` return).
-
-A gate's verdict (``analysis/gate``) in words: one line per reason it fails, each naming the
-options its user types (the command line's, or the pytest plugin's).
-
-History as people read it: a table in the terminal and a section of the HTML report.
-
-Each series (one cell on one machine) lists its latest runs: when, the median and its 95% CI, the
-change from the run before, and a note where a step was called (with its cause), library
-versions changed, or a change over the threshold could not be judged because a side was measured
-with one process (one line under the table counts those cells).
+A history series (one cell on one machine) lists its latest runs with the change from the run before
+and a note where a step was called, versions changed, or one process left a change untested.
 """
 
 from __future__ import annotations
@@ -281,9 +270,8 @@ def series_rows(history: "History", s: "Series", last: int) -> list[tuple[str, .
 
 def latest_points(history: "History", last: int = DEFAULT_LAST
                   ) -> list[tuple["Series", list[tuple["Point", "Point | None", str]]]]:
-    """What the table shows, for the files that hold it (``history --csv``): each shown series
-    with its latest ``last`` points, each with the valid point before it (None: the first) and
-    its note."""
+    """What the table shows, for the files that hold it (``history --csv``): each shown series with its latest
+    ``last`` points, each with the valid point before it (None: the first) and its note."""
     out = []
     for s in shown_series(history):
         notes = [row[4] for row in series_rows(history, s, len(s.points))]

@@ -1,19 +1,7 @@
-"""Matplotlib, the only module that imports it, with the figures of a comparison and of a history.
+"""Matplotlib, the only module that imports it: its setup, and the figures of a comparison and a history.
 
-matplotlib, set up once for every plot arraybench draws.
-
-Figures are made with the object-oriented API (``Figure``), never through ``pyplot``: drawing
-leaves no global state behind, needs no GUI backend, and does not change a notebook's own
-matplotlib settings (the style applies only while a figure is drawn and saved).
-
-The plot of a comparison: new/base per cell on a log axis, coloured by verdict.
-
-History plots: one workload's medians over the stored runs, one panel per size.
-
-Each series (a configuration on a machine) is a line through its medians with the 95% CI as a
-whisker; runs are evenly spaced in time order (dates under the axis), a change of library
-versions on a machine is a dotted vertical line labelled with what changed, and each step called
-in the history is a triangle: up and red for slower, down and green for faster.
+Figures use the object-oriented API (``Figure``), never ``pyplot``: no global state, no GUI backend,
+and a notebook's own settings untouched (the style applies only while a figure is drawn).
 """
 
 from __future__ import annotations
@@ -74,9 +62,8 @@ def styled(draw: F) -> F:
 
 
 class _PlainLog(LogFormatter):
-    """A log axis's tick labels as plain text ("10 µs", "0.1×", "1,000"): matplotlib's own
-    labels are mathtext ("$10^{-5}$"), which a reader must convert and which costs a third of
-    drawing a plot. Which ticks get a label stays matplotlib's rule."""
+    """A log axis's tick labels as plain text ("10 µs", "0.1×", "1,000"): matplotlib's own labels are mathtext
+    ("$10^{-5}$"), which a reader must convert and which costs a third of drawing a plot."""
 
     def __init__(self, text: Callable[[float], str]) -> None:
         super().__init__()
@@ -109,11 +96,7 @@ def log_axis(ax: Axes, which: str, ticks: str = "number", scale: float = 1.0) ->
 
 
 def plain(text: object) -> str:
-    """Text from data (a workload's name, a machine's label) as matplotlib must show it: as is.
-
-    matplotlib reads text between two ``$`` as mathtext; a name holding ``$`` would be typeset,
-    or fail to parse and lose the plot. An escaped ``\\$`` is drawn as a plain ``$``.
-    """
+    """Text from data as matplotlib must show it: as is (``$`` escaped, or it would be read as mathtext)."""
     return str(text).replace("$", r"\$")
 
 
@@ -131,16 +114,12 @@ class PlotWarning(UserWarning):
 
 
 def drawn(draw: Callable[[], Figure | None], name: str) -> str | None:
-    """The SVG of one plot; None when there is nothing to draw, or when drawing fails.
-
-    Records come from files anyone can edit, and matplotlib has more ways to refuse data than can
-    be checked beforehand (a log axis with nothing positive on it, a label it cannot typeset): one
-    plot that cannot be drawn costs only itself, with a ``PlotWarning`` naming it and why.
-    """
+    """The SVG of one plot; None when there is nothing to draw, or when drawing fails (records come from
+    files anyone can edit: a plot that cannot be drawn costs only itself, a ``PlotWarning`` says why)."""
     try:
         fig = draw()
         return None if fig is None else render_svg(fig)
-    except Exception as exc:  # see above: the report, the Markdown and the CSV must still be written
+    except Exception as exc:  # the report, the Markdown and the CSV must still be written
         warnings.warn(PlotWarning(f"{name} could not be drawn ({type(exc).__name__}: "
                                   f"{' '.join(str(exc).split())[:200]}); it is left out"), stacklevel=2)
         return None
@@ -152,11 +131,7 @@ def save(fig: Figure, path: Path) -> Path:
 
 
 def show_in_notebooks() -> None:
-    """Let IPython display arraybench's figures as images.
-
-    IPython shows a figure as an image through formatters that matplotlib's inline backend
-    registers once pyplot is imported; figures made without pyplot need their own.
-    """
+    """Let IPython display arraybench's figures as images."""
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None
     if shell is None:
@@ -180,10 +155,8 @@ def compare_plot(comparison: Comparison, path: Path) -> Path | None:
 
 @styled
 def compare_figure(comparison: Comparison) -> Figure | None:
-    """Horizontal bars from 1 to new/base, with a conservative interval from the two CIs.
-
-    Left of 1 the new run is faster. The shaded band is the threshold within which a change is negligible. Returns None when no cell could be compared.
-    """
+    """Horizontal bars from 1 to new/base (left of 1: faster), with a conservative interval from the two
+    CIs; None when no cell could be compared."""
     cells = comparison.comparable
     if not cells:
         return None

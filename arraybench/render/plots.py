@@ -1,18 +1,7 @@
-"""A run's plots: one per case, the summary, the sweeps and the roofline.
+"""A run's plots: one per case, the summary per size, the sweeps and the roofline.
 
-SVG plots: one per workload and size, and a summary per size label, as in the seed article.
-
-Valid times are bars with their 95% confidence interval; wrong, failed and skipped cells get an
-empty slot labelled with their status, never a bar that could be read as a time. A plot that cannot
-be drawn all the same is left out with a ``PlotWarning``: the report, the Markdown and the CSV never
-depend on a plot.
-
-The roofline plot: every result with a work model against the machine's measured ceilings.
-
-Size sweeps: time per call (or GB/s for pure data movement) against size, one line per configuration.
-
-Log-log axes, the 95% CI of each median as a band, and the crossovers against NumPy marked where
-they fall.
+Valid times are bars with their 95% CI; a wrong, failed or skipped cell gets an empty slot labelled
+with its status, never a bar that could be read as a time.
 """
 
 from __future__ import annotations
@@ -195,11 +184,7 @@ KINDS = ("summary", "case", "sweep", "roofline")
 
 def figure(records: Sequence[Record], kind: str = "summary", *, workload: str | None = None,
            size: str | None = None, pairs: Pairs = Pairs()) -> Figure:
-    """One plot as a matplotlib figure, for notebooks (``Results.plot``).
-
-    ``summary`` needs ``size`` (a size label; default: the first measured), ``case`` needs
-    ``workload`` and ``size``, ``sweep`` needs ``workload``; ``ValueError`` says what is missing.
-    """
+    """One plot as a matplotlib figure, for notebooks (``Results.plot``)."""
     if kind not in KINDS:
         from ..errors import unknown_name
 
@@ -278,9 +263,8 @@ def _is_transfer(records: Sequence[Record]) -> bool:
 
 
 def size_axis_label(workload: str) -> str:
-    """The size axis in the workload's own words (``size n: the side of each n x n matrix``);
-    plain ``size n`` for a workload that does not say, or is not known here (a file's, not
-    imported)."""
+    """The size axis in the workload's own words (``size n: the side of each n x n matrix``); plain ``size n``
+    for a workload that does not say, or is not known here (a file's, not imported)."""
     from ..workloads.registry import REGISTRY
 
     known = REGISTRY.get(workload)

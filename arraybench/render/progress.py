@@ -1,16 +1,7 @@
-"""A run's progress as it measures: in the terminal (a bar, or JSON lines), and in a notebook.
+"""A run's progress as it measures: a bar, lines or JSON lines in the terminal; a line in a notebook.
 
-What the user sees while a run goes: a progress bar, a line per finished cell, or JSON lines.
-
-Where stderr is no terminal (a CI log, a pipe, a script's output captured), a bar cannot be drawn
-and a log that says nothing for minutes looks hung: the run says what it starts, a line per cell as
-it finishes, and, while no line has come for ``HEARTBEAT_S``, what it is still measuring.
-
-Progress in a Jupyter cell: one line, updated in place, while a run measures.
-
-It goes through IPython's own display handle (``display(..., display_id=True)`` and ``update``),
-so it needs no widget library; a plain-text version goes with the HTML for front ends that show
-no HTML. Updates come at most twice a second: the parent shares the cores with what is timed.
+Without a terminal (a CI log, a pipe) a bar cannot be drawn and a silent log looks hung: the run says
+what it starts, a line per cell, and a heartbeat while nothing else was said.
 """
 
 from __future__ import annotations
@@ -27,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .tables import ci_text
+from .notes import ci_text
 from .terminal import console as safe_console
 from ..errors import printable
 from ..model.cell import Cell, config_label
@@ -45,11 +36,7 @@ HEARTBEAT_S = 30.0
 
 
 class ConsoleReporter(Reporter):
-    """A rich progress bar with ETA and one line per finished cell.
-
-    The bar counts measurements (a cell in one replicate) for a smooth ETA, and shows the cells done
-    out of ``cells`` when the caller knows how many there are.
-    """
+    """A rich progress bar with ETA and one line per finished cell."""
 
     def __init__(self, console: Console | None = None, cells: int | None = None,
                  cells_done: int = 0, heartbeat_s: float = HEARTBEAT_S) -> None:
