@@ -275,9 +275,8 @@ def _build(info: Mapping[str, Any]) -> tuple:
 
 
 def forced_kernels(environment: Mapping[str, Any] | None) -> list[str]:
-    """BLAS kernels below the CPU's ISA (and why), and the kernels every library reported; per
-    environment (``--python``, ``--variant``) where the environments' builds differ, with the
-    BLAS each ran side by side."""
+    """BLAS kernels below the CPU's ISA (and why), and each library's kernels; per environment where builds
+    differ."""
     if not environment:
         return []
     out: list[str] = []
@@ -298,9 +297,7 @@ def forced_kernels(environment: Mapping[str, Any] | None) -> list[str]:
 
 
 def bimodal_causes(records: Iterable[Record], oversubscribed: Collection[str] = ()) -> list[str]:
-    """For each cell whose times form two modes, the measured quantity that differs between them
-    (page faults are said by ``page_faults``; a pool competing for cores, on the cells whose keys
-    are in ``oversubscribed``, by ``oversubscription``)."""
+    """For each cell whose times form two modes, the measured quantity that differs between them."""
     out = []
     for r in records:
         if not is_valid(r) or len(r.replicates) < 2:
@@ -341,8 +338,8 @@ def _costs(c: Contention) -> list[str]:
 
 
 def oversubscription(found: Iterable[Contention]) -> list[str]:
-    """For each library whose thread pool outnumbered the cores it got: its costliest cell (what
-    it cost where measured, and the fix), then the other cells it happened on."""
+    """For each library whose thread pool outnumbered its cores: its costliest cell and the fix, then the
+    others."""
     by_label: dict[str, list[Contention]] = {}
     for c in found:
         by_label.setdefault(_label(c.record), []).append(c)

@@ -44,12 +44,7 @@ def csv_columns() -> list[str]:
 
 def csv_text(results: Results) -> str:
     """The CSV document: a header row, then ``Record.to_row()`` of every record."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=csv_columns(), lineterminator="\n")
-    writer.writeheader()
-    for r in results.records:
-        writer.writerow({k: neutral(v) for k, v in r.to_row().items()})
-    return buffer.getvalue()
+    return rows_text(csv_columns(), (r.to_row() for r in results.records))
 
 
 def rows_text(columns: Sequence[str], rows: Iterable[Mapping[str, object]]) -> str:
@@ -63,8 +58,7 @@ def rows_text(columns: Sequence[str], rows: Iterable[Mapping[str, object]]) -> s
 
 
 def comparison_csv(comparison: Comparison) -> str:
-    """A comparison as CSV: ``Comparison.rows()``, a row per cell (in both runs, then in one only),
-    both medians in seconds, new/base, the verdict, p and q."""
+    """A comparison as CSV: ``Comparison.rows()``, times in seconds."""
     from ..analysis.compare import ROW_COLUMNS
 
     return rows_text(ROW_COLUMNS, comparison.rows())
@@ -76,8 +70,8 @@ HISTORY_COLUMNS = ("workload", "size_label", "size", "config", "machine_id", "ru
 
 
 def history_csv(history: History, last: int) -> str:
-    """The history table as CSV: the latest ``last`` runs of every series it shows, the times in
-    seconds and ``vs_previous`` as a ratio (above 1: slower than the run before)."""
+    """The history table as CSV: times in seconds, ``vs_previous`` a ratio (above 1: slower than the run
+    before)."""
     from .comparison import latest_points
 
     rows = []
@@ -99,8 +93,7 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def neutral(value: object) -> object:
-    """A CSV cell's value: empty for None, text that a spreadsheet would run as a formula
-    prefixed with ``'``, anything else as it is."""
+    """A CSV cell's value: empty for None, formula-like text prefixed with ``'``, anything else as it is."""
     if value is None:
         return ""
     if not isinstance(value, str):
@@ -154,8 +147,7 @@ FOOTNOTE = ("† judged against its own, looser tolerance: finite differences lo
 
 
 def _over(r: Record, err: float | None) -> bool:
-    """Marked over tolerance: a wrong cell, or one skipped for a known limitation whose error
-    (of this output) the check found over its tolerance (MLX's float64 sin on the CPU)."""
+    """Over tolerance: wrong, or skipped for a known limitation with this output's error over its tolerance."""
     if r.status == "wrong":
         return True
     return r.status == "skipped" and err is not None and r.tolerance is not None and err > r.tolerance
@@ -330,8 +322,7 @@ LISTED_SUFFIXES = (".svg", ".png")
 
 
 def manifest(out: Path) -> list[str]:
-    """The names the manifest in ``out`` lists, each a plot's plain name in ``out`` itself (a
-    name that is not one is ignored: the manifest is the user's file too)."""
+    """The plot names the manifest in ``out`` lists; any other line is ignored (the file is the user's too)."""
     try:
         text = read_regular(out / MANIFEST_NAME, follow_links=False).decode("utf-8", "replace")
     except OSError:  # none yet, or not a file we wrote: it lists nothing

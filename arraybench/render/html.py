@@ -42,14 +42,12 @@ if TYPE_CHECKING:
 
 REPORT_NAME = "report.html"
 
-# Autoescape for every template, whatever its name: the report shows workload names, reasons and
-# environment values that a user (or a hostile results.json) controls.
+# Autoescape for every template: a user (or a hostile results.json) controls the names shown.
 _TEMPLATES = Environment(loader=PackageLoader("arraybench.render", "templates"), autoescape=True,
                          trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined,
                          keep_trailing_newline=True)
 
-# The page's one script (sorting a table by a column), allowed by its hash in the page's
-# Content-Security-Policy: no other script can run, whatever the data holds.
+# The page's one script, allowed by its hash in the Content-Security-Policy: no other can run.
 _SORT_SCRIPT = _TEMPLATES.loader.get_source(_TEMPLATES, "sort.js")[0]
 _SORT_HASH = "sha256-" + base64.b64encode(hashlib.sha256(_SORT_SCRIPT.encode("utf-8")).digest()).decode("ascii")
 
@@ -287,8 +285,7 @@ def _subtitle(results: Results) -> str:
 
 def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]], ceilings: Mapping[tuple[str, str], Ceiling],
                    columns: Mapping[str, bool], pairs: Pairs) -> dict[str, Any]:
-    """One workload's table: its columns, a group of rows per size (each against NumPy by the
-    verdict of the run's pair), and the numbered notes."""
+    """One workload's table: its columns, a group of rows per size, and the numbered notes."""
     device_time = any(r.device_median_s is not None for _, group in sizes for r in group)
     head = ["size", "library / device"] + (["machine"] if columns["machine"] else []) + [
         "median", *(["device time"] if device_time else []), "95% CI", "vs NumPy"]

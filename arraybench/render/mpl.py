@@ -85,9 +85,8 @@ _TICKS: dict[str, Callable[[float], str]] = {
 
 
 def log_axis(ax: Axes, which: str, ticks: str = "number", scale: float = 1.0) -> None:
-    """Put ``ax``'s ``which`` axis ("x" or "y") on a log scale, its ticks labelled as
-    ``ticks`` says: "seconds" (in a unit each), "ratio" ("10×") or "number"; ``scale``: what
-    one unit of the data is (1e-3: the data are milliseconds)."""
+    """Put ``ax``'s ``which`` axis on a log scale labelled as ``ticks`` says; ``scale``: one unit of the
+    data."""
     axis = ax.xaxis if which == "x" else ax.yaxis
     (ax.set_xscale if which == "x" else ax.set_yscale)("log")
     text = _TICKS[ticks]
@@ -101,8 +100,8 @@ def plain(text: object) -> str:
 
 
 def render_svg(fig: Figure) -> str:
-    """The figure as SVG markup; drawing happens here, so a figure that cannot be drawn raises
-    here and not half way through writing a file."""
+    """The figure as SVG markup: drawing happens here, so a figure that cannot be drawn raises before any file
+    is written."""
     buffer = io.StringIO()
     with matplotlib.rc_context(STYLE):
         fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
@@ -147,8 +146,7 @@ _SAME = "#9e9e9e"
 
 
 def compare_plot(comparison: Comparison, path: Path) -> Path | None:
-    """Write ``compare_figure`` as an SVG; None when no cell could be compared (or the plot could
-    not be drawn: a ``PlotWarning`` says why)."""
+    """Write ``compare_figure`` as an SVG; None when nothing could be compared or drawn."""
     svg = drawn(lambda: compare_figure(comparison), path.name)
     return None if svg is None else write_atomic(path, svg)
 

@@ -43,8 +43,8 @@ class Item:
 
 @dataclass
 class Note:
-    """One numbered note: a heading shared by its items, and the items; ``everywhere`` when it
-    covers every row of the table (then no row carries its number)."""
+    """One numbered note: a heading and its items; ``everywhere`` when it covers every row (no row carries
+    it)."""
 
     number: int
     kind: str
@@ -86,8 +86,8 @@ class NoteBook:
         self._built = None
 
     def notes(self) -> list[Note]:
-        """Every note: those that cover every row first (unnumbered: no row carries them), then the
-        others numbered from 1 in the order their first row came."""
+        """Every note: those covering every row first, then the others numbered in the order their first row
+        came."""
         if self._built is None:
             self.ranged = False
             everyone = set(self._measured)
@@ -138,8 +138,7 @@ RANGES_LEGEND = "In a note for several rows, a–b is the range of a number over
 
 
 def everywhere_mark(book: NoteBook) -> str:
-    """How the notes that cover every row are introduced: ``all rows:`` (``all measured rows:``
-    when some rows failed or were skipped)."""
+    """``all rows:``, or ``all measured rows:`` when some failed or were skipped."""
     return "all rows:" if book.all_measured else "all measured rows:"
 
 
@@ -159,8 +158,7 @@ def _mask(text: str) -> str:
 
 
 def merge_numbers(texts: Sequence[str]) -> str:
-    """Texts alike but for their numbers, as one: each number that differs becomes its range
-    (``used 0.9–1.9 of 2 cores``). Texts that differ otherwise: the first one."""
+    """Texts alike but for their numbers as one, each number that differs as its range; else the first."""
     texts = list(dict.fromkeys(texts))
     if len(texts) == 1:
         return texts[0]
@@ -181,8 +179,7 @@ def merge_numbers(texts: Sequence[str]) -> str:
 
 
 def rows_text(rows: Sequence[Row], every: Sequence[Row] = ()) -> str:
-    """``matmul large: NumPy CPU, JAX CPU; sort small (all)``: rows by case, a case whose every
-    row is covered said as one; ``all but sort large: JAX CPU`` when that is shorter."""
+    """``matmul large: NumPy CPU, JAX CPU; sort small (all)``, or ``all but …`` when that is shorter."""
     covered = set(rows)
     rest = [row for row in every if row not in covered]
     if rest and 2 * len(rest) < len(covered):
@@ -203,8 +200,7 @@ def rows_text(rows: Sequence[Row], every: Sequence[Row] = ()) -> str:
 
 @dataclass(frozen=True)
 class NoteText:
-    """A note as plain text: its number (``None`` for one that covers every row), its text, and
-    the lines under it (one per kind of detail, when its rows differ in more than numbers)."""
+    """A note as plain text: its number (``None``: it covers every row), its text, and the lines under it."""
 
     number: int | None
     text: str
@@ -284,8 +280,8 @@ def speedup(r: Record, base: Record | None) -> float | None:
 
 
 def speedup_text(r: Record, base: Record | None, pairs: Pairs = Pairs()) -> str:
-    """Against NumPy, with the verdict of their pair (one of the run's ``pairs``): ``3.8× faster``, ``16×
-    slower``, ``level``, ``undecided``, ``baseline``, ``—``."""
+    """``3.8× faster``, ``16× slower``, ``level``, ``undecided``, ``baseline`` or ``—``: the verdict of the
+    pair with NumPy."""
     if base is None or not is_valid(r) or not is_valid(base):
         return "—"
     if r is base:
@@ -319,8 +315,7 @@ def row_notes(r: Record) -> list[str]:
 
 
 def case_lines(workload: str, group: list[Record]) -> list[str]:
-    """The case column of a group of rows, one line per row: the workload, its size label, then
-    ``n = …`` and the settings; a group shorter than that holds the rest in its last row."""
+    """The case column of a group of rows, one line per row: workload, size label, ``n = …`` and settings."""
     first = group[0]
     lines = [workload, first.size_label, size_detail(first)] if first.size_label != str(first.size) \
         else [workload, size_text(first)]
@@ -343,8 +338,7 @@ def notebook(groups: dict[tuple[str, str], list[Record]], *,
 
 
 def unavailable_configs(records: Iterable[Record]) -> dict[tuple[str, str, str], str]:
-    """Library/device/environment configurations skipped in every cell for one reason:
-    unavailable here, said once."""
+    """Configurations skipped in every cell for one reason: unavailable here, said once."""
     by_config: dict[tuple[str, str, str], list[Record]] = {}
     for r in records:
         by_config.setdefault((r.backend, r.device, r.environment), []).append(r)

@@ -33,8 +33,7 @@ def _hatch(r: Record) -> str | None:
 
 
 def _shown(records: Sequence[Record]) -> list[Record]:
-    """What a plot shows: everything measured, and what failed or was wrong; not what was skipped
-    (the table and the report list those, with their reasons)."""
+    """What a plot shows: all but the skipped cells (the table lists those, with their reasons)."""
     return [r for r in records if r.status != "skipped"]
 
 
@@ -48,8 +47,7 @@ def _is_baseline(r: Record) -> bool:
 
 @styled
 def case_figure(records: Sequence[Record], pairs: Pairs = Pairs()) -> Figure:
-    """Bars of time per call for one workload at one size, one bar per configuration, each against
-    NumPy by the verdict of their pair (one of the run's ``pairs``)."""
+    """Bars of time per call for one case, each against NumPy by the verdict of their pair."""
     records = sorted(_shown(records), key=config_sort_key)
     first = records[0]
     valid = [r for r in records if is_valid(r)]
@@ -155,8 +153,7 @@ def summary_figure(records: Sequence[Record], size_label: str) -> Figure | None:
 
 
 def write_plots(records: Iterable[Record], out_dir: Path, pairs: Pairs = Pairs()) -> list[Path]:
-    """Every case plot, the summaries for the seed's size labels, a sweep plot per workload
-    measured at three sizes or more, and the roofline; returns the files written."""
+    """Every case plot, the summaries, the sweeps (three sizes or more) and the roofline; the files written."""
     records = list(records)
     swept = set(swept_workloads(records))
     plots: list[tuple[Callable[[], Figure | None], str]] = []
@@ -263,8 +260,7 @@ def _is_transfer(records: Sequence[Record]) -> bool:
 
 
 def size_axis_label(workload: str) -> str:
-    """The size axis in the workload's own words (``size n: the side of each n x n matrix``); plain ``size n``
-    for a workload that does not say, or is not known here (a file's, not imported)."""
+    """The size axis in the workload's own words (``size n: the side of each n x n matrix``), or ``size n``."""
     from ..workloads.registry import REGISTRY
 
     known = REGISTRY.get(workload)

@@ -119,8 +119,7 @@ class ConsoleReporter(Reporter):
         self.progress.update(self.task, total=max(round((total or 0) + extra), done, 1), eta=self._eta())
 
     def _eta(self) -> str:
-        """The time left at the pace of the measurements made so far (never a guess before one);
-        a cell whose interval is still wide may add processes, and the total with them."""
+        """The time left at the pace of the measurements made so far (never a guess before one)."""
         task = self.progress.tasks[0] if self.progress.tasks else None
         if task is None or self.started is None or not self.measured or task.total is None:
             return "ETA …"
@@ -154,8 +153,7 @@ class ConsoleReporter(Reporter):
         self.progress.stop()
 
     def heartbeat_line(self, now: float) -> str | None:
-        """What a run with no terminal says when nothing was said for ``heartbeat_s`` by ``now``
-        (a ``time.monotonic()``); None while a line came more recently."""
+        """What a run with no terminal says when nothing was said for ``heartbeat_s`` by ``now``, or None."""
         if now - self.said_at < self.heartbeat_s:
             return None
         minutes, secs = divmod(int(now - (self.started or now)), 60)
@@ -177,8 +175,7 @@ class ConsoleReporter(Reporter):
                 self._say(line, markup=False)
 
     def _say(self, line: str, markup: bool = True) -> None:
-        """Print a line (rich markup unless ``markup=False``) above the bar, or alone where there
-        is no terminal; flushed at once, so that a log shows it as it happens."""
+        """Print a line above the bar (or alone), flushed at once so that a log shows it as it happens."""
         self.progress.console.print(line, markup=markup, soft_wrap=self.plain)
         self.said_at = time.monotonic()
         try:
@@ -194,8 +191,7 @@ class ConsoleReporter(Reporter):
 
 
 def progress_text(backend: str, device: str, replicate: int, environment: str = "") -> str:
-    """What the bar says while a worker measures: ``numpy/cpu [np126] process 2`` (a label is
-    letters, digits and ``_.+-/``: nothing rich would read as markup)."""
+    """What the bar says while a worker measures: ``numpy/cpu [np126] process 2``."""
     where = f" [{environment}]" if environment else ""
     return f"{backend}/{device}{escape(where)} process {replicate + 1}"
 
@@ -245,8 +241,7 @@ MIN_INTERVAL = 0.5
 
 
 def in_notebook() -> bool:
-    """Whether this process is a Jupyter kernel (where IPython is already loaded: never imported
-    here for the question's sake)."""
+    """Whether this process is a Jupyter kernel (IPython is never imported for the question's sake)."""
     if "IPython" not in sys.modules:
         return False
     try:
@@ -258,8 +253,7 @@ def in_notebook() -> bool:
 
 
 class NotebookProgress(Reporter):
-    """The measurements made out of those planned, the cells done, the time so far and the last
-    cell finished, in one line of the running cell (``arraybench.run(progress=False)`` for none)."""
+    """The run's progress in one line of the running cell, updated in place."""
 
     def __init__(self, cells: int | None = None) -> None:
         #: The cells planned, when known: a cell that will not run takes its share off the total.

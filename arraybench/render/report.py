@@ -40,10 +40,8 @@ if TYPE_CHECKING:
 
 FINDINGS_NAME = "findings.md"
 
-# A run's findings, by the identity of its Results: computed by the first format that shows them,
-# reused by the others (the report files, then the terminal). The key holds the identity of every
-# record and of the environment, so records added or replaced since give new findings; an entry
-# goes when its Results does.
+# A run's findings by its Results' identity, reused by every format; keyed also by its records',
+# pairs' and environment's identities, so that records added or replaced since give new findings.
 _FOUND: dict[int, tuple[tuple[int, ...], list[str]]] = {}
 
 
@@ -63,16 +61,14 @@ class Findings(list):
 
 
 def findings(results: Results) -> Findings:
-    """Plain sentences computed from the records: who wins, by how much, and why (once per run);
-    a list that shows as sentences (``Findings``)."""
+    """The run's findings, computed once per run."""
     key = (id(results.environment), *map(id, results.records), *map(id, results.pairs))
     kept = _FOUND.get(id(results))
     if kept is None or kept[0] != key:
         if kept is None:
             weakref.finalize(results, _FOUND.pop, id(results), None)
-        # A sentence quotes labels from outside (a --variant's variables, a --context value, a
-        # library's version string): its control characters are escaped once, here, for
-        # findings.md, results.md and the report alike.
+        # A sentence quotes labels from outside (a --variant's variables, a version string): its
+        # control characters are escaped once, here, for every format.
         kept = _FOUND[id(results)] = (key, [one_line(f) for f in self_check_lines(results)
                                             + compute_findings(results.records, results.environment,
                                                                Pairs(results.pairs))])
@@ -91,8 +87,7 @@ def table_html(results: Results) -> str:
 
 def show(results: Results, console: Console, *, errors: bool = False, with_findings: bool = True,
          verbose: bool = False) -> None:
-    """Print the table to ``console``; under it what failed before any cell (with ``errors``) and
-    the findings (unless ``with_findings`` is False): a screenful at most, all with ``verbose``."""
+    """Print the table, the errors (with ``errors``) and the findings: a screenful, all with ``verbose``."""
     for line in self_check_lines(results):
         console.print(escape(line), style="bold red" if "unreliable" in line else None, soft_wrap=True)
     print_table(results.records, console, Pairs(results.pairs))
@@ -105,8 +100,7 @@ def show(results: Results, console: Console, *, errors: bool = False, with_findi
 
 def write_report(results: Results, out_dir: str | Path, *, plots: bool = True,
                  history: "History | None" = None) -> list[Path]:
-    """Write the plots (unless ``plots`` is False), ``report.html``, ``results.md``, ``results.csv`` and
-    ``findings.md`` into ``out_dir``; return the files written."""
+    """Write the plots, report.html, results.md, results.csv and findings.md; return the files written."""
     found = findings(results)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -180,8 +174,8 @@ def environment_line(environment: Mapping[str, Any], settings: Mapping[str, Any]
 
 
 def md(value: Any) -> str:
-    """Escape text for a Markdown table cell: markup characters and pipes, newlines as spaces,
-    control characters (a terminal's escape sequences) as ``\\x1b``."""
+    """Text escaped for a Markdown table cell: markup and pipes escaped, on one line, control characters
+    shown."""
     text = one_line(" ".join(str(value).split()))
     return _SPECIAL.sub(r"\\\1", text)
 
@@ -200,8 +194,7 @@ def markdown_report(results: Results, findings: Sequence[str] | None = None,
 
 
 def markdown_table(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[str]:
-    """The table and its notes as lines of Markdown (the notes built as the terminal's are; the
-    verdicts those of the run's ``pairs``)."""
+    """The table and its notes as lines of Markdown."""
     records = list(records)
     unavailable = unavailable_configs(records)
     shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
@@ -257,8 +250,7 @@ def write_markdown(results: Results, out_dir: Path, findings: Sequence[str] | No
 
 
 def history_markdown(history: "History", where: str, last: int) -> str:
-    """``arraybench history``'s table as Markdown: the summary naming the store (``where``), every
-    shown series' latest ``last`` runs (steps in bold), and each step called in a sentence."""
+    """``arraybench history``'s table as Markdown, steps in bold and each called in a sentence."""
     from .comparison import one_process_line, series_rows, shown_series, step_sentence, summary
 
     lines = ["### arraybench history: time per call (median) over the stored runs", "",

@@ -100,8 +100,7 @@ def energy_measured(records: Iterable[Record]) -> bool:
 
 
 def energy_absent(records: Iterable[Record]) -> list[str]:
-    """Where no column shows energy: one line per reason, naming the configurations it holds for,
-    so that every valid record's missing figure is explained."""
+    """Where no column shows energy: one line per reason, naming the configurations it holds for."""
     why: dict[str, list[str]] = {}
     for r in records:
         if is_valid(r) and r.energy_j is None:
@@ -122,8 +121,8 @@ _COLUMNS = (Column("case"), Column("library / device"), Column("machine"),
 
 
 def results_table(records: Iterable[Record], width: int | None = None, pairs: Pairs = Pairs()) -> Group:
-    """One row per record, grouped by workload and size; the winner of each group (by the run's ``pairs``) in
-    bold green."""
+    """One row per record, grouped by case, the winner in bold green; fitted to ``width`` (None: every
+    column)."""
     records = list(records)
     roof = ceilings(records)
     unavailable = unavailable_configs(records)
@@ -183,8 +182,7 @@ def results_table(records: Iterable[Record], width: int | None = None, pairs: Pa
 
 
 def notes_grid(book: NoteBook, every: list[Row]) -> Group:
-    """The notes under the table: those of every row first, under one line that says so, then the
-    numbered ones; each wrapped under its own mark."""
+    """The notes under the table: those of every row first, then the numbered ones."""
     texts = note_texts(book, every, brief=True)  # the terminal: each pattern once
     parts: list[RenderableType] = []
     for everywhere in (True, False):
@@ -205,8 +203,7 @@ def notes_grid(book: NoteBook, every: list[Row]) -> Group:
 
 
 def print_table(records: Iterable[Record], console: Console | None = None, pairs: Pairs = Pairs()) -> None:
-    """Print the table, fitted to the console's width (120 columns for a file or a pipe, unless
-    $COLUMNS says otherwise: ``terminal.widened``)."""
+    """Print the table, fitted to the console's width."""
     from .terminal import widened
 
     console = widened(console or safe_console())
@@ -219,8 +216,8 @@ FINDINGS_LINES = 12
 
 
 def print_findings(findings: Iterable[str], console: Console, *, limit: int | None = FINDINGS_LINES) -> None:
-    """The findings under the table, one plain sentence each (no markup read from them), in at
-    most ``limit`` lines at the console's width (None: all of them), then where the rest are."""
+    """The findings, one plain sentence each, in at most ``limit`` lines (None: all), then where the rest
+    are."""
     import textwrap
 
     found = list(findings)
@@ -264,8 +261,7 @@ def mark(process: int) -> str:
 
 
 def edge_texts(hist: Histogram) -> tuple[list[str], str]:
-    """The bins' lower edges as numbers in one unit, with as many decimals as tell two adjacent
-    edges apart; and the unit."""
+    """The bins' edges in one unit, with as many decimals as tell two adjacent edges apart; and the unit."""
     scale, unit = time_unit(max(hist.edges))
     width = (hist.edges[-1] - hist.edges[0]) / hist.bins / scale
     decimals = 3 if width <= 0 else max(0, min(6, 1 - math.floor(math.log10(width))))
@@ -273,8 +269,7 @@ def edge_texts(hist: Histogram) -> tuple[list[str], str]:
 
 
 def histogram_lines(record: Record, hist: Histogram, width: int) -> list[Text]:
-    """One cell's histogram as lines at most ``width`` wide: a heading, a line per bin (its range,
-    its samples, a bar made of each process's mark), and each process's samples and median."""
+    """One cell's histogram as lines at most ``width`` wide: a line per bin, then each process's median."""
     edges, unit = edge_texts(hist)
     totals = hist.totals
     label_width = max(len(e) for e in edges)
@@ -306,8 +301,7 @@ def histogram_lines(record: Record, hist: Histogram, width: int) -> list[Text]:
 
 
 def print_histograms(records: Iterable[Record], console: Console) -> int:
-    """Print the histogram of every measured cell among ``records``, cases in the table's order;
-    return how many were printed."""
+    """Print the histogram of every measured cell, in the table's order; return how many were printed."""
     shown = 0
     for _case, group in grouped(r for r in records if is_valid(r)).items():
         for r in group:
@@ -323,9 +317,7 @@ def print_histograms(records: Iterable[Record], console: Console) -> int:
 
 
 def histogram_cell(record: Record, bins: int | None = 12) -> dict[str, Any] | None:
-    """A record's histogram as the report draws it in its samples cell: per bin, each process's
-    share of the tallest bin's height and its colour; and a sentence saying what is drawn
-    (shown on hover and read by a screen reader). None for a cell without a time to show."""
+    """The report's histogram of a record (per bin, each process's share and colour) and its title, or None."""
     hist = record_histogram(record, bins) if is_valid(record) else None
     if hist is None:
         return None
@@ -353,9 +345,8 @@ def _settings(params: Mapping[str, Any]) -> str:
 def print_catalog(entries: Sequence[Mapping[str, Any]], console: Console) -> None:
     """The table of workloads (the entries of ``commands.catalog.catalog``), then the groups."""
     table = Table(title="workloads", header_style="bold", title_justify="left", pad_edge=False)
-    # Every column wraps between words and has a share of the width at most (a word longer than
-    # that ends in "…"), so that one workload with many settings, a long name or a long
-    # description wraps its own cell instead of squeezing the others to nothing.
+    # Each column has a share of the width at most, so that one long workload wraps its own cell
+    # instead of squeezing the others to nothing.
     names = [printable(e["name"]) for e in entries]
     # Under 100 columns the work per call goes (a line says so): five columns do not fit in 80.
     with_work = console.width >= NARROW

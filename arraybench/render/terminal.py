@@ -37,14 +37,12 @@ TABLE_WIDTH = 80
 
 
 class SafeConsole(Console):
-    """A rich ``Console`` that escapes control characters, emits no hyperlinks and never raises
-    for markup it cannot read (see the module's docstring)."""
+    """A rich ``Console`` that escapes control characters, emits no hyperlinks and never raises for markup."""
 
     def render_str(self, text: str, **kwargs: Any) -> Text:
         text = printable(text)
         if len(text) > _MAX_HIGHLIGHTED:
-            # rich's highlighter backtracks over a long run of word characters: a 20,000-character
-            # name took ten seconds to print, a 100,000-character one a minute
+            # rich's highlighter backtracks: a 20,000-character name took ten seconds to print
             kwargs["highlight"] = False
         try:
             return super().render_str(text, **kwargs)
@@ -57,8 +55,7 @@ class SafeConsole(Console):
 
 
 def safe_segment(segment: Segment) -> Segment:
-    """``segment`` with control characters in its text escaped and any hyperlink dropped; rich's
-    own control segments (cursor moves of a live display) are kept as they are."""
+    """``segment`` with control characters escaped and any hyperlink dropped (rich's control segments kept)."""
     if segment.control:
         return segment
     text, style = segment.text, segment.style
@@ -86,8 +83,8 @@ def stdout_console(width: int = TABLE_WIDTH) -> Console:
 
 
 def widened(console: Console, width: int = TABLE_WIDTH) -> Console:
-    """``console``, or one on its file ``width`` columns wide (and without colour) when it writes to a file or
-    a pipe, where rich would otherwise assume 80, unless $COLUMNS says how wide to be."""
+    """``console``, or one ``width`` wide without colour where it writes to a file or a pipe and $COLUMNS is
+    unset."""
     if console.is_terminal or console.width >= width or os.environ.get("COLUMNS", "").strip().isdigit():
         return console
     return SafeConsole(width=width, file=console.file, color_system=None)
@@ -99,9 +96,8 @@ TEXT_MIN_WIDTH = 13
 
 @dataclass(frozen=True)
 class Column:
-    """A column: ``numeric`` ones are right-aligned and never wrap, ``whole`` ones (an id, a time
-    to copy) left-aligned and never wrap or shorten; ``drop``: higher goes first when the table
-    does not fit, 0 never goes."""
+    """``numeric``: right-aligned, never wraps; ``whole``: never wraps or shortens; higher ``drop`` goes
+    first."""
 
     name: str
     numeric: bool = False
@@ -118,8 +114,7 @@ class Row:
 
 def fitted_table(title: RenderableType, columns: Sequence[Column], rows: Sequence[Row],
                  width: int | None, fits: Callable[[Table, int], bool] | None = None) -> tuple[Table, list[str]]:
-    """The table within ``width`` columns (None: as wide as it wants), and the names of the
-    columns left out to fit. ``fits(table, width)`` says when it fits (default: drawn whole)."""
+    """The table within ``width`` columns (None: as wide as it wants), and the columns left out to fit."""
     kept = list(range(len(columns)))
     table = build_table(title, columns, rows, kept)
     dropped: list[str] = []
@@ -174,16 +169,13 @@ def _fits(table: Table, width: int) -> bool:
 
 
 def measure(table: Any) -> Measurement:
-    """The table's least and natural widths; measured on a wide console, so that the widths
-    found are the table's own."""
+    """The table's least and natural widths, measured on a wide console."""
     wide = console(width=10_000, color_system=None, file=io.StringIO())
     return Measurement.get(wide, wide.options, table)
 
 
 def runs_table(runs: Sequence[StoredRun], where: str, width: int | None = None) -> Group:
-    """One row per stored run: its id, when it started, its machine, records, whether it is
-    complete (``no`` for an interrupted run, ``empty`` for one that measured nothing: neither is
-    ever ``last``), its context and the folder it came from; fitted to ``width``."""
+    """One row per stored run (``no``: interrupted, ``empty``: measured nothing), fitted to ``width``."""
     columns = (Column("run", whole=True), Column("started", whole=True), Column("complete"),
                Column("records", True, 2),
                Column("machine", False, 3), Column("context", False, 1), Column("from", False, 4))
@@ -201,8 +193,7 @@ def runs_table(runs: Sequence[StoredRun], where: str, width: int | None = None) 
 
 
 def nodes_table(nodes: list[Node], address: str) -> Table:
-    """One row per node: its label, address, CPUs and GPUs, whether it takes shards and is free
-    now (none of its CPUs and GPUs reserved), and its machine (fingerprint hash; nodes with one identity can share an any-node run)."""
+    """One row per node: resources, whether it takes shards and is free, and its machine identity."""
     t = Table(title=f"Ray cluster at {escape(address)}: {len(nodes)} nodes", title_justify="left",
               header_style="bold", pad_edge=False)
     for name in ("node", "address", "CPUs", "GPUs", "shards", "free", "machine", "identity", "CPU model"):
