@@ -141,7 +141,7 @@ def _records(records) -> str:
 def gate_lines(verdict: GateVerdict, *, fail_option: str = "--fail-above",
                processes_option: str = "--processes") -> list[str]:
     """Why the new run must not pass (none: it passes)."""
-    limit = verdict.limit
+    limit, unseen = verdict.limit, f"; {fail_option} passes nothing unseen"
     lines = []
     if verdict.slower:
         n = len(verdict.slower)
@@ -155,34 +155,28 @@ def gate_lines(verdict: GateVerdict, *, fail_option: str = "--fail-above",
         many = len(verdict.unmeasured) != 1
         names = _cells(verdict.unmeasured, lambda c: f" ({c.new.reason})" if c.new.reason else "")
         lines.append(f"{len(verdict.unmeasured)} cell{'s' if many else ''} measured in the base run "
-                     f"{'were' if many else 'was'} not measured in the new run: {names}; "
-                     f"{fail_option} passes nothing unseen")
+                     f"{'were' if many else 'was'} not measured in the new run: {names}{unseen}")
     if verdict.missing:
         n = len(verdict.missing)
         lines.append(f"{n} cell{'s' if n != 1 else ''} measured in the base run "
-                     f"{'are' if n != 1 else 'is'} missing from the new run: {_records(verdict.missing)}; "
-                     f"{fail_option} passes nothing unseen")
+                     f"{'are' if n != 1 else 'is'} missing from the new run: {_records(verdict.missing)}{unseen}")
     if verdict.incomparable:
         n = len(verdict.incomparable)
         lines.append(f"{n} cell{'s' if n != 1 else ''} measured in the base run could not be compared: "
-                     + _cells(verdict.incomparable, lambda c: f" ({c.note})" if c.note else "")
-                     + f"; {fail_option} passes nothing unseen")
+                     + _cells(verdict.incomparable, lambda c: f" ({c.note})" if c.note else "") + unseen)
     if not verdict.complete:
-        lines.append(f"the new run is incomplete (interrupted before every cell was measured); "
-                     f"{fail_option} passes nothing unseen")
+        lines.append(f"the new run is incomplete (interrupted before every cell was measured){unseen}")
     if verdict.unjudged:
         n = len(verdict.unjudged)
         lines.append(f"{n} cell{'s' if n != 1 else ''} slower than {limit:.0%} could not be judged (one "
                      f"process on a side; measure with {processes_option} 2 or more): "
-                     + _cells(verdict.unjudged, lambda c: f" ({c.ratio:.3f})")
-                     + f"; {fail_option} passes nothing unseen")
+                     + _cells(verdict.unjudged, lambda c: f" ({c.ratio:.3f})") + unseen)
     if verdict.grown:
         n = len(verdict.grown)
         lines.append(f"{n} peak memory growth{'s' if n != 1 else ''} above {limit:.0%}: "
                      f"{one_line(', '.join(m.text() for m in verdict.grown))}")
     if not verdict.comparable:
-        lines.append(f"no cell could be compared (none was valid in both runs); {fail_option} "
-                     "passes nothing unseen")
+        lines.append(f"no cell could be compared (none was valid in both runs){unseen}")
     return lines
 
 

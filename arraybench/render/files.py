@@ -1,9 +1,9 @@
-"""The files a run writes beside its report: CSV, JSON documents, exports, the manifest, plot names.
+"""The files a run writes beside its report: CSV, JSON documents, exports, the manifest, plot names;
+and the numerical agreement table (``arraybench numerics``), in the terminal and as Markdown.
 
 A CSV text cell a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``, tab, CR) gets a
 leading ``'`` (OWASP). The manifest lists plain plot names only: it is the user's file too, and one
-edited by hand must not make ``--overwrite`` remove anything else. Plot names never collide: a case
-plot whose name would start like a run-wide plot's gets ``case_`` in front.
+edited by hand must not make ``--overwrite`` remove anything else. Plot names never collide.
 """
 
 from __future__ import annotations
@@ -358,21 +358,11 @@ def plot_file_name(workload: str, size_label: str) -> str:
     return f"{stem}.svg"
 
 
-def summary_file_name(size_label: str) -> str:
-    """The summary SVG of one size label: ``summary_large.svg``."""
-    return f"summary_{safe(size_label)}.svg"
-
-
-def sweep_file_name(workload: str) -> str:
-    """The sweep SVG of one workload: ``sweep_matmul.svg``."""
-    return f"sweep_{safe(workload)}.svg"
-
-
 def safe(text: str) -> str:
     """``text`` as a file-name part: letters, digits, ``-_.`` kept, anything else ``_``."""
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:MAX_STEM]
 
 
-def history_file_name(workload: str) -> str:
-    """The history SVG of one workload: ``history_matmul.svg``."""
-    return f"history_{safe(workload)}.svg"
+def run_plot_name(kind: str, name: str) -> str:
+    """A run-wide plot's file: ``summary_large.svg``, ``sweep_matmul.svg``, ``history_matmul.svg``."""
+    return f"{kind}_{safe(name)}.svg"

@@ -1,8 +1,9 @@
-"""The HTML report: one self-contained page (plots inlined, no network) per run, and its pieces.
+"""The HTML report: one self-contained page (plots inlined, no network) per run, its environment
+section, and the notebook's results fragment.
 
 The markup is in ``templates/`` (autoescaped: every string from data is escaped); a
-Content-Security-Policy lets the page load nothing and run only its own sorting script, allowed by
-its hash. This module turns results into plain values for the templates.
+Content-Security-Policy lets the page load nothing and run only its own sorting script, allowed by its
+hash. This module turns results into plain values for the templates.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from .comparison import history_section
-from .files import history_file_name, plot_file_name, summary_file_name
+from .files import plot_file_name, run_plot_name
 from .findings import self_check_lines
 from .notes import (CI_LEGEND, RANGES_LEGEND, achieved_text, ci_text, error_text, everywhere_mark, knobs_text,
                     library_kernels, note_texts, notebook, speedup, speedup_text, unavailable_configs)
@@ -75,7 +76,7 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
     sections: list[dict[str, Any]] = []
     if findings:
         sections.append(_section("findings", "Findings", "findings", findings=findings))
-    summary_names = [summary_file_name(label) for label in dict.fromkeys(r.size_label for r in shown)]
+    summary_names = [run_plot_name("summary", label) for label in dict.fromkeys(r.size_label for r in shown)]
     summary = [(n, svgs[n]) for n in summary_names if n in svgs]
     if summary:
         used.update(n for n, _ in summary)
@@ -91,7 +92,7 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
         sections.append(_section(anchor, workload, "workload", figures=figs,
                                  table=_records_table(anchor, sizes, ceilings, columns, pairs)))
     if history is not None:
-        names = [history_file_name(w) for w in dict.fromkeys(s.workload for s in history.series)]
+        names = [run_plot_name("history", w) for w in dict.fromkeys(s.workload for s in history.series)]
         used.update(names)
         sections.append(_section("history", "History", "history",
                                  **history_section(history, [(n, svgs[n]) for n in names if n in svgs])))

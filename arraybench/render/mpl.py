@@ -18,7 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
 
-from .files import history_file_name
+from .files import run_plot_name
 from ..analysis.compare import FASTER, SLOWER, Comparison
 from ..analysis.grouping import size_text
 from ..files import write_atomic
@@ -256,5 +256,5 @@ def write_history_plots(history: "History", out_dir: Path) -> list[Path]:
     for workload in dict.fromkeys(s.workload for s in history.series):
         fig = history_figure(history, workload)
         if fig is not None:
-            written.append(save(fig, Path(out_dir) / history_file_name(workload)))
+            written.append(save(fig, Path(out_dir) / run_plot_name("history", workload)))
     return written

@@ -1,9 +1,9 @@
-"""The notes under a results table, each said once, and the counters and kernels behind a number.
+"""What a results table says in every format: each cell's text, and the notes under it said once.
 
 A busy run gives nearly every row a warning of its own. A note's kind is its heading (the text before
 ``": "``) with numbers masked; texts alike but for their numbers are said once with each number's range
 over the rows, naming the rows covered; a note covering every row is said once above the others.
-The terminal, Markdown and HTML tables all build their notes here, so they read the same.
+The terminal, Markdown and HTML tables all take their cells' text and notes from here.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from .files import plot_file_name, summary_file_name, sweep_file_name
+from .files import plot_file_name, run_plot_name
 from .mpl import PALETTE, Axes, Figure, drawn, log_axis, plain, show_in_notebooks, styled
 from ..analysis.crossover import crossovers
 from ..analysis.grouping import (baselines, comparison, config_sort_key, grouped, is_valid, size_text,
@@ -161,13 +161,13 @@ def write_plots(records: Iterable[Record], out_dir: Path, pairs: Pairs = Pairs()
         if not _shown(group) or (workload in swept and not label.isidentifier()):
             continue  # a sweep's numbered sizes are drawn together, in its sweep plot
         plots.append((lambda group=group: case_figure(group, pairs), plot_file_name(workload, label)))
-    plots += [(lambda w=workload: sweep_figure(records, w), sweep_file_name(workload))
+    plots += [(lambda w=workload: sweep_figure(records, w), run_plot_name("sweep", workload))
               for workload in swept]
     plots.append((lambda: roofline_figure(records), "roofline.svg"))
     for label in ("small", "large"):
         measured = [r for r in records if r.size_label == label]
         if measured:
-            plots.append((lambda m=measured, s=label: summary_figure(m, s), summary_file_name(label)))
+            plots.append((lambda m=measured, s=label: summary_figure(m, s), run_plot_name("summary", label)))
     written: list[Path] = []
     for draw, name in plots:
         svg = drawn(draw, name)

@@ -1,6 +1,7 @@
-"""A run's tables: each cell's text in every format, the results table in the terminal, histograms.
+"""The terminal's tables: the results table and its findings, histograms and the workloads catalog;
+and a record's peak memory and energy in words, for every format.
 
-The terminal table fits its width: numbers never wrap, names wrap between words, and the least needed
+The results table fits its width: numbers never wrap, names wrap between words, and the least needed
 columns go (a line says which). A histogram marks each process with a character of its own.
 """
 

@@ -1,5 +1,5 @@
 """The terminal: a console that shows any text and never obeys it, tables fitted to a width, and the
-plain listings (workloads, a cluster's nodes, stored runs, this machine and its libraries).
+plain listings (a cluster's nodes, stored runs, this machine and its libraries for ``info``).
 
 ``SafeConsole`` escapes control characters everywhere, drops hyperlinks and prints unreadable markup
 as written; callers still escape what they put into markup.
