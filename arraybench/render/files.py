@@ -179,45 +179,40 @@ def print_numerics(records: Iterable[Record], console: Console) -> None:
     console.print(f"[dim]{FOOTNOTE}[/]")
 
 
-def numerics_table(records: Iterable[Record]) -> Table:
-    """Rows: workload, size, dtype (and output); columns: library/device; cells: max relative error."""
+def _grid(records: Iterable[Record]) -> tuple[list[str], list[tuple[list[str], list[tuple | None]]]]:
+    """The header, and per row its leading cells and each configuration's (error, mark, over tolerance)."""
     rows, configs, cells = _rows(records)
-    table = Table(title="error against the NumPy float64 reference (max relative error; red: over tolerance)",
-                  header_style="bold", title_justify="left")
-    for name in ("workload", "size", "dtype", "output", "tolerance"):
-        table.add_column(name, no_wrap=True)
-    for cfg in configs:
-        table.add_column(_header(cfg), justify="right")
+    grid = []
     for row in rows:
         tolerance = row_tolerance(row, configs, cells)
-        values = []
-        for cfg in configs:
-            r = cells.get(row + (_column(cfg),))
-            if r is None:
-                values.append(Text("—", style="dim"))
-                continue
-            err = output_error(r, row[3])
-            text = ("—" if err is None else f"{err:.1e}") + _own_tolerance_mark(r, tolerance)
-            values.append(Text(text, style="bold red" if _over(r, err) else ""))
-        table.add_row(row[0], row[1], row[2], row[3], f"{tolerance:.1e}" if tolerance is not None else "—",
-                      *values)
+        found = [cells.get(row + (_column(cfg),)) for cfg in configs]
+        grid.append(([*row, "—" if tolerance is None else f"{tolerance:.1e}"],
+                     [None if r is None else ((err := output_error(r, row[3])), _own_tolerance_mark(r, tolerance),
+                                              _over(r, err)) for r in found]))
+    return ["workload", "size", "dtype", "output", "tolerance"] + [_header(c) for c in configs], grid
+
+
+def numerics_table(records: Iterable[Record]) -> Table:
+    """Rows: workload, size, dtype (and output); columns: library/device; cells: max relative error."""
+    head, grid = _grid(records)
+    table = Table(title="error against the NumPy float64 reference (max relative error; red: over tolerance)",
+                  header_style="bold", title_justify="left")
+    for i, name in enumerate(head):
+        table.add_column(name, **({"no_wrap": True} if i < 5 else {"justify": "right"}))
+    for lead, found in grid:
+        table.add_row(*lead, *(Text("—", style="dim") if c is None else
+                               Text(("—" if c[0] is None else f"{c[0]:.1e}") + c[1], style="bold red" if c[2] else "")
+                               for c in found))
     return table
 
 
 def numerics_markdown(records: Iterable[Record]) -> str:
     """The same table as Markdown."""
-    rows, configs, cells = _rows(records)
-    head = ["workload", "size", "dtype", "output", "tolerance"] + [_header(c) for c in configs]
+    head, grid = _grid(records)
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for row in rows:
-        tolerance = row_tolerance(row, configs, cells)
-        vals = []
-        for cfg in configs:
-            r = cells.get(row + (_column(cfg),))
-            err = output_error(r, row[3]) if r is not None else None
-            mark = (_own_tolerance_mark(r, tolerance) + (" ✗" if _over(r, err) else "")) if r else ""
-            vals.append("—" if err is None else f"{err:.1e}{mark}")
-        lines.append("| " + " | ".join([*row, f"{tolerance:.1e}" if tolerance is not None else "—", *vals]) + " |")
+    for lead, found in grid:
+        vals = ["—" if c is None or c[0] is None else f"{c[0]:.1e}{c[1]}{' ✗' if c[2] else ''}" for c in found]
+        lines.append("| " + " | ".join([*lead, *vals]) + " |")
     return "\n".join(lines) + "\n\n" + FOOTNOTE + "\n"
 
 
