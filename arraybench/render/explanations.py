@@ -21,9 +21,8 @@ from ..numeric import medians as stats
 from ..units import format_seconds, format_speedup
 
 
-#: Page faults per call from which a cell's memory traffic with the kernel is worth a sentence,
-#: when it also costs: this share of the CPU time in the kernel, or processes that did not fault
-#: running this much faster.
+#: Page faults per call worth a sentence when they also cost: this share of the CPU time in the
+#: kernel, or processes that did not fault running this much faster.
 FAULTS_WORTH_SAYING = 100.0
 KERNEL_SHARE_WORTH_SAYING = 0.15
 REUSE_SPEEDUP_WORTH_SAYING = 1.1

@@ -207,13 +207,11 @@ class NoteText:
     subs: tuple[str, ...] = ()
 
 
-#: What a note's rows share, said once where each row's own detail is left to the files
-#: (``note_texts(brief=True)``: the terminal), by the note's kind.
+#: What a note's rows share, by its kind, where the terminal leaves each row's detail to the files.
 PATTERNS = {"bimodal": "samples fall into two clusters, a fast and a slow mode (each cell's modes "
                        "and what tells them apart: results.md and report.html)"}
 
-#: Past this many items, a brief note says its pattern once instead of a line per row (a kind
-#: of ``PATTERNS`` past one item).
+#: Past this many items (one for a kind of ``PATTERNS``), a brief note says its pattern once.
 BRIEF_ITEMS = 5
 
 

@@ -211,8 +211,7 @@ def print_table(records: Iterable[Record], console: Console | None = None, pairs
     console.print(results_table(records, width=console.width, pairs=pairs))
 
 
-#: The most lines of findings a terminal gets (as hyperfine's whole answer): the first findings
-#: say who wins and why; the rest are in findings.md and ``arraybench report --verbose``.
+#: The most lines of findings a terminal gets; the rest are in findings.md and ``report --verbose``.
 FINDINGS_LINES = 12
 
 
@@ -247,8 +246,7 @@ def table_text(records: Iterable[Record], width: int = 120, pairs: Pairs = Pairs
 #: A character per process, in the record's order; past these, every further process is ``*``.
 MARKS = "123456789abcdefghijklmnopqrstuvwxyz"
 _STYLES = ("cyan", "magenta", "yellow", "green", "blue", "red")
-#: The report's colours per process (matplotlib's tab10, as the plots), with their names for the
-#: tooltip that says which is which.
+#: The report's colours per process (matplotlib's tab10, as the plots), named for the tooltip.
 PALETTE = (("#1f77b4", "blue"), ("#ff7f0e", "orange"), ("#2ca02c", "green"), ("#d62728", "red"),
            ("#9467bd", "purple"), ("#8c564b", "brown"), ("#e377c2", "pink"), ("#7f7f7f", "grey"),
            ("#bcbd22", "olive"), ("#17becf", "cyan"))
