@@ -361,7 +361,7 @@ def test_numerics_marks_the_skipped_mlx_error_over_tolerance_output_by_output():
     """A cell skipped for MLX's float32-accurate sin keeps its error, and ``arraybench numerics``
     shows it over tolerance on sin(a) alone, as it shows a wrong one."""
     from arraybench.model.summary import Summary
-    from arraybench.render.findings import numerics_markdown
+    from arraybench.render.files import numerics_markdown
 
     rec = Summary("elementwise", "small", 1000, "mlx", "cpu", "float64", "latency", "skipped",
                  reason="MLX 0.32.4 computes float64 sin with float32 accuracy on the CPU (ml-explore/mlx#3047)",

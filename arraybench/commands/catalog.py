@@ -53,7 +53,7 @@ def catalog(workload_files: list[str] = ()) -> tuple[list[dict[str, Any]], list[
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..render.terminal import print_catalog
+    from ..render.tables import print_catalog
 
     entries, errors = catalog(args.workload_files)
     for error in errors:

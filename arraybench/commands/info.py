@@ -58,7 +58,7 @@ def main(args: argparse.Namespace) -> int:
         return cluster_main(args)
     from ..executors.probe import probe_backends
     from ..host.machine import collect as collect_machine
-    from ..render.machine import print_info
+    from ..render.terminal import print_info
     from ..render.terminal import stdout_console
 
     env = collect_machine()

@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..render.findings import numerics_markdown, print_numerics
+    from ..render.files import numerics_markdown, print_numerics
 
     workloads = args.workloads
     if args.workload_files and workloads == ["numerics"]:

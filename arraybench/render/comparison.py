@@ -1,18 +1,7 @@
-"""A run set against others: a comparison of two runs, the reasons a gate fails it, and its history.
+"""A run set against others: a comparison of two runs, the reasons a gate fails it, and history.
 
-A comparison of two runs for people: in the terminal the table, then what differs, what only
-one run has and what both skipped, then the summary; in a notebook the same as an HTML table
-(``DisplayedComparison``, what ``Results.compare`` and ``arraybench.compare`` return).
-
-A gate's verdict (``analysis/gate``) in words: one line per reason it fails, each naming the
-options its user types (the command line's, or the pytest plugin's).
-
-History as people read it: a table in the terminal and a section of the HTML report.
-
-Each series (one cell on one machine) lists its latest runs: when, the median and its 95% CI, the
-change from the run before, and a note where a step was called (with its cause), library
-versions changed, or a change over the threshold could not be judged because a side was measured
-with one process (one line under the table counts those cells).
+A history series (one cell on one machine) lists its latest runs with the change from the run before
+and a note where a step was called, versions changed, or one process left a change untested.
 """
 
 from __future__ import annotations
@@ -72,8 +61,7 @@ class DisplayedComparison(Comparison):
 
 
 def comparison_html(comparison: Comparison) -> str:
-    """The comparison as an HTML fragment: a row per cell (those skipped in both runs said in one
-    line each), what differs between the runs, and the summary."""
+    """The comparison as an HTML fragment: a row per cell, what differs between the runs, and the summary."""
     rows = [{"case": f"{c.new.workload} {c.new.size_label}", "config": c.new.config_label,
              "base": format_seconds(c.base.median_s), "new": format_seconds(c.new.median_s),
              "ratio": "—" if c.ratio is None else f"{c.ratio:.3f}",
@@ -92,8 +80,8 @@ def comparison_html(comparison: Comparison) -> str:
 
 def print_comparison(comparison: Comparison, console: Console,
                      across: Sequence[tuple[str, str]] = ()) -> None:
-    """Everything ``arraybench compare`` prints; ``across`` names the machines of a cross-machine
-    comparison (base, new), which is said first."""
+    """Everything ``arraybench compare`` prints; ``across`` names the machines (base, new) of a cross-machine
+    one."""
     for a, b in across:
         console.print(f"[bold yellow]across machines (--cross-machine):[/] base on {escape(a)}, "
                       f"new on {escape(b)}: differences are the machines' as much as the code's")
@@ -119,8 +107,7 @@ def skipped_lines(comparison: Comparison) -> list[str]:
 
 
 def comparison_table(comparison: Comparison, width: int | None = None) -> Group:
-    """The comparison as a rich table, slower in red and faster in green, fitted to ``width``
-    (``fit``: the run table's rule)."""
+    """The comparison as a rich table, slower in red and faster in green, fitted to ``width``."""
     columns = (Column("case"), Column("library / device"), Column("base", True), Column("new", True),
                Column("new/base", True, 4), Column("change", True), Column("p", True, 2),
                Column("q (BH)", True, 3), Column("verdict"))
@@ -154,7 +141,7 @@ def _records(records) -> str:
 def gate_lines(verdict: GateVerdict, *, fail_option: str = "--fail-above",
                processes_option: str = "--processes") -> list[str]:
     """Why the new run must not pass (none: it passes)."""
-    limit = verdict.limit
+    limit, unseen = verdict.limit, f"; {fail_option} passes nothing unseen"
     lines = []
     if verdict.slower:
         n = len(verdict.slower)
@@ -168,40 +155,33 @@ def gate_lines(verdict: GateVerdict, *, fail_option: str = "--fail-above",
         many = len(verdict.unmeasured) != 1
         names = _cells(verdict.unmeasured, lambda c: f" ({c.new.reason})" if c.new.reason else "")
         lines.append(f"{len(verdict.unmeasured)} cell{'s' if many else ''} measured in the base run "
-                     f"{'were' if many else 'was'} not measured in the new run: {names}; "
-                     f"{fail_option} passes nothing unseen")
+                     f"{'were' if many else 'was'} not measured in the new run: {names}{unseen}")
     if verdict.missing:
         n = len(verdict.missing)
         lines.append(f"{n} cell{'s' if n != 1 else ''} measured in the base run "
-                     f"{'are' if n != 1 else 'is'} missing from the new run: {_records(verdict.missing)}; "
-                     f"{fail_option} passes nothing unseen")
+                     f"{'are' if n != 1 else 'is'} missing from the new run: {_records(verdict.missing)}{unseen}")
     if verdict.incomparable:
         n = len(verdict.incomparable)
         lines.append(f"{n} cell{'s' if n != 1 else ''} measured in the base run could not be compared: "
-                     + _cells(verdict.incomparable, lambda c: f" ({c.note})" if c.note else "")
-                     + f"; {fail_option} passes nothing unseen")
+                     + _cells(verdict.incomparable, lambda c: f" ({c.note})" if c.note else "") + unseen)
     if not verdict.complete:
-        lines.append(f"the new run is incomplete (interrupted before every cell was measured); "
-                     f"{fail_option} passes nothing unseen")
+        lines.append(f"the new run is incomplete (interrupted before every cell was measured){unseen}")
     if verdict.unjudged:
         n = len(verdict.unjudged)
         lines.append(f"{n} cell{'s' if n != 1 else ''} slower than {limit:.0%} could not be judged (one "
                      f"process on a side; measure with {processes_option} 2 or more): "
-                     + _cells(verdict.unjudged, lambda c: f" ({c.ratio:.3f})")
-                     + f"; {fail_option} passes nothing unseen")
+                     + _cells(verdict.unjudged, lambda c: f" ({c.ratio:.3f})") + unseen)
     if verdict.grown:
         n = len(verdict.grown)
         lines.append(f"{n} peak memory growth{'s' if n != 1 else ''} above {limit:.0%}: "
                      f"{one_line(', '.join(m.text() for m in verdict.grown))}")
     if not verdict.comparable:
-        lines.append(f"no cell could be compared (none was valid in both runs); {fail_option} "
-                     "passes nothing unseen")
+        lines.append(f"no cell could be compared (none was valid in both runs){unseen}")
     return lines
 
 
 def gate_notes(comparison: "Comparison", limit: float, *, against_option: str = "--against REF") -> list[str]:
-    """What a gate of ``limit`` could not decide (said, not failed): slowdowns it cannot tell from
-    the machine's drift between the two runs, and how to gate without that doubt."""
+    """What a gate of ``limit`` could not tell from the machine's drift between the runs (said, not failed)."""
     verdict = judge_gate(comparison, limit)
     if not verdict.undecided:
         return []
@@ -221,8 +201,7 @@ def gate_notes(comparison: "Comparison", limit: float, *, against_option: str = 
 
 def gate_failures(comparison: "Comparison", limit: float, *, fail_option: str = "--fail-above",
                   processes_option: str = "--processes", memory: bool = False) -> list[str]:
-    """Why the new run must not pass a gate of ``limit`` (``analysis.gate.judge_gate``), one line
-    per reason; none: it passes."""
+    """Why the new run must not pass a gate of ``limit``, one line per reason; none: it passes."""
     return gate_lines(judge_gate(comparison, limit, memory=memory), fail_option=fail_option,
                       processes_option=processes_option)
 
@@ -281,9 +260,7 @@ def series_rows(history: "History", s: "Series", last: int) -> list[tuple[str, .
 
 def latest_points(history: "History", last: int = DEFAULT_LAST
                   ) -> list[tuple["Series", list[tuple["Point", "Point | None", str]]]]:
-    """What the table shows, for the files that hold it (``history --csv``): each shown series
-    with its latest ``last`` points, each with the valid point before it (None: the first) and
-    its note."""
+    """Each shown series with its latest ``last`` points, each with the valid point before it and its note."""
     out = []
     for s in shown_series(history):
         notes = [row[4] for row in series_rows(history, s, len(s.points))]
@@ -298,14 +275,13 @@ def latest_points(history: "History", last: int = DEFAULT_LAST
 
 
 def shown_series(history: "History") -> list["Series"]:
-    """The series worth rows: those with a measured time in at least one run (a library that was
-    never available on a machine is left out)."""
+    """The series with a measured time in at least one run."""
     return [s for s in history.series if any(p.valid for p in s.points)]
 
 
 def print_history(history: "History", console: Console, where: str, last: int = DEFAULT_LAST) -> None:
-    """What ``arraybench history`` prints: the table, a summary naming the store (``where``), and
-    each step called, slower in red and faster in green."""
+    """What ``arraybench history`` prints: the table, a summary naming the store (``where``), each step
+    called."""
     console.print(history_table(history, last=last, width=console.width))
     console.print(summary(history) + f"; store {where}", markup=False, highlight=False)
     if history.one_process:
@@ -317,8 +293,7 @@ def print_history(history: "History", console: Console, where: str, last: int = 
 
 
 def history_table(history: "History", last: int = DEFAULT_LAST, width: int | None = None) -> Group:
-    """Every series and its latest runs, steps in bold red (slower) or green (faster), fitted to
-    ``width`` (``fit``: the run table's rule)."""
+    """Every series and its latest runs, steps in bold red (slower) or green (faster), fitted to ``width``."""
     columns = (Column("case"), Column("library / device"), Column("machine", False, 5), Column("run", whole=True),
                Column("median", True), Column("95% CI", True, 2), Column("vs previous", True),
                Column("note", False, 1))
@@ -360,8 +335,7 @@ def one_process_line(history: "History") -> str:
 
 def history_section(history: "History", figures: Sequence[tuple[str, str]],
                     last: int = DEFAULT_LAST) -> dict[str, Any]:
-    """The report's History section as plain values for its template (``templates/history.html``):
-    the summary, the steps, the plots, and the latest runs of every series."""
+    """The report's History section as plain values for ``templates/history.html``."""
     rows = []
     for s in shown_series(history):
         for i, (when, median, ci, vs, note) in enumerate(series_rows(history, s, last)):

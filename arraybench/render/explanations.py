@@ -1,21 +1,14 @@
-"""explanations
+"""Findings that explain: the measured reason behind a number, in a sentence.
 
-Findings that explain: the measured reason behind a number, in a sentence.
-
-Computed from the counters read around the samples (``usage``), the kernels each library reported
-when its worker started (``environment["backends"]``) and the CPU's own features
-(``environment["fingerprint"]["cpu_isa"]``): page faults behind a slow mode, the cores each
-library used, BLAS kernels forced below what the CPU supports, the quantity that differs between
-the modes of a bimodal cell, thread pools that outnumbered the cores other processes left them
-(``oversubscription``), and cells measured while the machine was busy. Like every finding,
-nothing is written in advance: change the measurements and the sentences change.
+From the counters read around the samples, the kernels each library reported when its worker started
+and the CPU's own features: page faults, cores used, BLAS kernels below the CPU's ISA, the quantity that
+splits a bimodal cell, oversubscribed thread pools, and a busy machine. Nothing is written in advance.
 """
 
 from __future__ import annotations
 
 from typing import Any, Collection, Iterable, Mapping
 
-from .sentences import build_text
 from ..analysis import modes
 from ..analysis.aggregate import allocator_states_apart
 from ..analysis.grouping import is_valid, size_text
@@ -28,9 +21,8 @@ from ..numeric import medians as stats
 from ..units import format_seconds, format_speedup
 
 
-#: Page faults per call from which a cell's memory traffic with the kernel is worth a sentence,
-#: when it also costs: this share of the CPU time in the kernel, or processes that did not fault
-#: running this much faster.
+#: Page faults per call worth a sentence when they also cost: this share of the CPU time in the
+#: kernel, or processes that did not fault running this much faster.
 FAULTS_WORTH_SAYING = 100.0
 KERNEL_SHARE_WORTH_SAYING = 0.15
 REUSE_SPEEDUP_WORTH_SAYING = 1.1
@@ -60,6 +52,44 @@ def _label(r: Record) -> str:
 
 def _where(r: Record) -> str:
     return f"{r.workload} {size_text(r)}"
+
+
+def build_text(info: Mapping[str, Any]) -> str:
+    """The BLAS a worker reported, in a few words: "OpenBLAS 0.3.31 SkylakeX", "MKL"."""
+    blas = info.get("blas") or info.get("torch_blas") or info.get("blas_build") or ""
+    text = str(blas).replace("openblas", "OpenBLAS").replace("mkl", "MKL") if blas else ""
+    if info.get("blas_architecture"):
+        text = f"{text} {info['blas_architecture']}".strip()
+    return text
+
+
+def build_label(r: Record, environment: Mapping[str, Any] | None) -> str:
+    """``NumPy 2.4.6 (OpenBLAS 0.3.31 SkylakeX) [np2]``: what ``r``'s workers ran, and their environment."""
+    from ..backends import SPECS
+
+    workers = (environment or {}).get("backends")
+    machines = (environment or {}).get("machines")
+    if r.machine and isinstance(machines, Mapping) and isinstance(machines.get(r.machine), Mapping):
+        workers = machines[r.machine].get("backends")
+    info = workers.get(worker_key(r.backend, r.device, r.environment)) if isinstance(workers, Mapping) else None
+    info = info if isinstance(info, Mapping) else {}
+    name = SPECS[r.backend].label if r.backend in SPECS else r.backend
+    version = info.get("version")
+    text = f"{name} {version}" if version else name
+    if r.device != "cpu":
+        text += f" {r.device.upper()}"
+    build = build_text(info)
+    if build:
+        text += f" ({build})"
+    if not r.environment:
+        return text
+    # A variant's variables are what sets it apart (its build may be the same): said with it.
+    described = (environment or {}).get("environments")
+    own = described.get(r.environment) if isinstance(described, Mapping) else None
+    variables = own.get("variables") if isinstance(own, Mapping) else None
+    if isinstance(variables, Mapping) and variables:
+        return f"{text} [{r.environment}: {', '.join(f'{k}={v}' for k, v in variables.items())}]"
+    return f"{text} [{r.environment}]"
 
 
 def page_faults(records: Iterable[Record]) -> list[str]:
@@ -97,9 +127,7 @@ ALLOCATOR_CELLS_NAMED = 3
 
 
 def allocator_states(records: Iterable[Record]) -> list[str]:
-    """Where a cell's two allocator states (``model/allocator``) took clearly different times
-    (95% intervals apart): the largest differences, which state the tables show, what decides the state in a user's
-    program, and how to get the faster one."""
+    """Where a cell's two allocator states took times 95% intervals apart: the largest, and how to get the faster."""
     records = list(records)
     differ = [r for r in records if is_valid(r) and allocator_states_apart(r)]
     if not differ:
@@ -134,7 +162,7 @@ def cores_used(records: Iterable[Record]) -> list[str]:
     for r in records:
         if is_valid(r) and r.device == "cpu" and r.usage is not None and r.usage.cores is not None:
             by_label.setdefault(_label(r), []).append((r.usage.cores, r))
-    if len(by_label) < 1 or not any(len(v) for v in by_label.values()):
+    if not by_label:
         return []
     parts = []
     for label, items in sorted(by_label.items(), key=lambda kv: -stats.median([c for c, _ in kv[1]])):
@@ -153,24 +181,17 @@ def _cpu_level(environment: Mapping[str, Any]) -> int | None:
     isa = fp.get("cpu_isa") if isinstance(fp, Mapping) else None
     if not isinstance(isa, list):
         return None
-    if "avx512f" in isa:
-        return 4
-    if "avx2" in isa:
-        return 3
-    if "avx" in isa:
-        return 2
-    return 1 if isa else None
+    return next((level for level, flag in ((4, "avx512f"), (3, "avx2"), (2, "avx")) if flag in isa),
+                1 if isa else None)
 
 
 _Report = tuple[str, Mapping[str, Any], Mapping[str, Any]]
 
 
 def _workers(environment: Mapping[str, Any], backend: str) -> list[_Report]:
-    """(environment label, self-report, the machine's environment) of each ``backend``/cpu worker
-    the run's environments started (``numpy/cpu``, ``numpy/cpu[np126]``...), in the order they
-    reported; "" for a run without environments. A cluster run's workers report per node
-    (``environment["machines"]``, with the node's own CPU): each build found there once,
-    ``np126 on n1`` where one label ran different builds on two nodes."""
+    """(environment label, self-report, the machine's environment) of each ``backend``/cpu worker the run's
+    environments started (``numpy/cpu``, ``numpy/cpu[np126]``...), in the order they reported; "" for a run
+    without environments."""
     found: list[tuple[str, str, Mapping[str, Any], Mapping[str, Any]]] = []
     machines = environment.get("machines")
     sources = [("", environment)] + (sorted(machines.items()) if isinstance(machines, Mapping) else [])
@@ -253,9 +274,8 @@ def _build(info: Mapping[str, Any]) -> tuple:
 
 
 def forced_kernels(environment: Mapping[str, Any] | None) -> list[str]:
-    """BLAS kernels below the CPU's ISA (and why), and the kernels every library reported; per
-    environment (``--python``, ``--variant``) where the environments' builds differ, with the
-    BLAS each ran side by side."""
+    """BLAS kernels below the CPU's ISA (and why), and each library's kernels; per environment where builds
+    differ."""
     if not environment:
         return []
     out: list[str] = []
@@ -276,9 +296,7 @@ def forced_kernels(environment: Mapping[str, Any] | None) -> list[str]:
 
 
 def bimodal_causes(records: Iterable[Record], oversubscribed: Collection[str] = ()) -> list[str]:
-    """For each cell whose times form two modes, the measured quantity that differs between them
-    (page faults are said by ``page_faults``; a pool competing for cores, on the cells whose keys
-    are in ``oversubscribed``, by ``oversubscription``)."""
+    """For each cell whose times form two modes, the measured quantity that differs between them."""
     out = []
     for r in records:
         if not is_valid(r) or len(r.replicates) < 2:
@@ -319,8 +337,8 @@ def _costs(c: Contention) -> list[str]:
 
 
 def oversubscription(found: Iterable[Contention]) -> list[str]:
-    """For each library whose thread pool outnumbered the cores it got: its costliest cell (what
-    it cost where measured, and the fix), then the other cells it happened on."""
+    """For each library whose thread pool outnumbered its cores: its costliest cell and the fix, then the
+    others."""
     by_label: dict[str, list[Contention]] = {}
     for c in found:
         by_label.setdefault(_label(c.record), []).append(c)

@@ -1,40 +1,9 @@
-"""The files a run writes beside its report: CSV, JSON documents, the export formats, the manifest
-of what was written, and the names its plots get.
+"""The files a run writes beside its report: CSV, JSON documents, exports, the manifest, plot names;
+and the numerical agreement table (``arraybench numerics``), in the terminal and as Markdown.
 
-The records as CSV, one row per record, for spreadsheets and scripts (no pandas needed).
-
-A spreadsheet reads a cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return
-as a formula (CSV injection): such text cells (a workload's name, an error message) get a leading
-``'``, as OWASP advises. Numbers are written as numbers, a negative one included. A carriage
-return inside a text cell is written as a line break, inside the cell's quotes.
-
-Results in formats other tools read: github-action-benchmark and Bencher.
-
-- ``github`` — github-action-benchmark's ``customSmallerIsBetter`` tool: a JSON list of
-  ``{"name", "unit", "value", "range", "extra"}``, one per valid record.
-- ``bencher`` — Bencher Metric Format (BMF): ``{name: {"latency": {"value", "lower_value",
-  "upper_value"}}}``, Bencher's built-in ``latency`` measure, in nanoseconds.
-
-Both name a record ``workload/size label/configuration`` (``matmul/large/PyTorch CPU``; the dtype
-is appended when it is not float64, the machine is part of the configuration in results of several
-machines), and both carry the median per call in nanoseconds with its 95% confidence interval.
-Only valid records (status ``ok``) are exported: a wrong or failed cell has no time to chart.
-
-What ``compare --json`` and ``history --json`` print: one JSON document, the numbers and the
-verdicts as the tables show them, for scripts (times in seconds; ratios new/base).
-
-The plots a report wrote into a folder, listed one name a line in ``.arraybench-files``: what
-``--overwrite`` removes (``outdir/own_files``), with the report files it names itself, before a new
-run starts there. Only plain plot names in the folder itself are listed or read back: the manifest
-is the user's file too, and one edited by hand must not remove anything else.
-
-The names of the files a run writes for people: one per plot, safe on every file system.
-
-A case plot is ``WORKLOAD_SIZE.svg``; the plots of a whole run are ``summary_SIZE.svg``,
-``sweep_WORKLOAD.svg`` and ``roofline.svg``. A workload may be called ``summary`` or ``sweep``
-(they are users' names), so a case plot whose name would start like a run-wide plot's gets
-``case_`` in front, as does one that already starts with ``case_``: no two kinds of plot can then
-share a file name, and no plot overwrites another.
+A CSV text cell a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``, tab, CR) gets a
+leading ``'`` (OWASP). The manifest lists plain plot names only: it is the user's file too, and one
+edited by hand must not make ``--overwrite`` remove anything else. Plot names never collide.
 """
 
 from __future__ import annotations
@@ -47,10 +16,15 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence, Any
 
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
 from ..analysis.compare import Comparison
-from ..analysis.grouping import is_valid
+from ..analysis.grouping import config_sort_key, is_valid
 from ..analysis.history import History
 from ..files import write_atomic
+from ..model.cell import config_label
 from ..model.summary import COLUMNS
 from ..model.untrusted import read_regular
 from ..units import format_change
@@ -69,16 +43,8 @@ def csv_columns() -> list[str]:
 
 
 def csv_text(results: Results) -> str:
-    """The CSV document: a header row, then ``Record.to_row()`` of every record.
-
-    Missing values are empty cells; times are seconds per call, as in ``results.json``.
-    """
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=csv_columns(), lineterminator="\n")
-    writer.writeheader()
-    for r in results.records:
-        writer.writerow({k: neutral(v) for k, v in r.to_row().items()})
-    return buffer.getvalue()
+    """The CSV document: a header row, then ``Record.to_row()`` of every record."""
+    return rows_text(csv_columns(), (r.to_row() for r in results.records))
 
 
 def rows_text(columns: Sequence[str], rows: Iterable[Mapping[str, object]]) -> str:
@@ -92,8 +58,7 @@ def rows_text(columns: Sequence[str], rows: Iterable[Mapping[str, object]]) -> s
 
 
 def comparison_csv(comparison: Comparison) -> str:
-    """A comparison as CSV: ``Comparison.rows()``, a row per cell (in both runs, then in one only),
-    both medians in seconds, new/base, the verdict, p and q."""
+    """A comparison as CSV: ``Comparison.rows()``, times in seconds."""
     from ..analysis.compare import ROW_COLUMNS
 
     return rows_text(ROW_COLUMNS, comparison.rows())
@@ -105,8 +70,8 @@ HISTORY_COLUMNS = ("workload", "size_label", "size", "config", "machine_id", "ru
 
 
 def history_csv(history: History, last: int) -> str:
-    """The history table as CSV: the latest ``last`` runs of every series it shows, the times in
-    seconds and ``vs_previous`` as a ratio (above 1: slower than the run before)."""
+    """The history table as CSV: times in seconds, ``vs_previous`` a ratio (above 1: slower than the run
+    before)."""
     from .comparison import latest_points
 
     rows = []
@@ -128,8 +93,7 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def neutral(value: object) -> object:
-    """A CSV cell's value: empty for None, text that a spreadsheet would run as a formula
-    prefixed with ``'``, anything else as it is."""
+    """A CSV cell's value: empty for None, formula-like text prefixed with ``'``, anything else as it is."""
     if value is None:
         return ""
     if not isinstance(value, str):
@@ -144,6 +108,112 @@ def neutral(value: object) -> object:
 def write_csv(results: Results, out_dir: Path) -> Path:
     """Write ``out_dir/results.csv``."""
     return write_atomic(Path(out_dir) / CSV_NAME, csv_text(results))
+
+
+def _rows(records: Iterable[Record]) -> tuple[list[tuple[str, str, str, str]], list[Record],
+                                               dict[tuple[str, str, str, str, str], Record]]:
+    """(workload, size, dtype, output) rows, the configurations, and the record of each cell."""
+    recs = [r for r in records if r.max_rel_error is not None or r.status == "wrong"]
+    configs: dict[tuple, Record] = {}
+    for r in recs:
+        configs.setdefault(config_sort_key(r), r)
+    ordered = [configs[k] for k in sorted(configs)]
+    rows: list[tuple[str, str, str, str]] = []
+    cells: dict[tuple[str, str, str, str, str], Record] = {}
+    for r in sorted(recs, key=lambda r: (r.workload, r.size, r.dtype)):
+        outputs = r.output_names or [""]
+        for out in outputs:
+            row = (r.workload, r.size_label, r.dtype, out)
+            if row not in rows:
+                rows.append(row)
+            cells[row + (_column(r),)] = r
+    return rows, ordered, cells
+
+
+def _column(r: Record) -> str:
+    """One column per library, device and mode (NumPy's finite-difference gradient included)."""
+    return "|".join((r.backend, r.device, r.mode, str(r.transfer), r.environment))
+
+
+def _header(r: Record) -> str:
+    # NumPy's finite-difference gradient shares its library's column: named without the method.
+    return config_label(r.backend, r.device, r.mode, transfer=r.transfer, machine=r.machine,
+                        environment=r.environment)
+
+
+FOOTNOTE = ("† judged against its own, looser tolerance: finite differences lose about sqrt(eps) "
+            "times the loss's scale. ✗ / red: over tolerance, marked wrong (or skipped: a known "
+            "limitation of the library, its reason in the run's table).")
+
+
+def _over(r: Record, err: float | None) -> bool:
+    """Over tolerance: wrong, or skipped for a known limitation with this output's error over its tolerance."""
+    if r.status == "wrong":
+        return True
+    return r.status == "skipped" and err is not None and r.tolerance is not None and err > r.tolerance
+
+
+def row_tolerance(row: tuple, configs: list[Record], cells: dict) -> float | None:
+    """The tolerance most cells of a row are judged by (the strictest one present)."""
+    found = [cells[row + (_column(c),)].tolerance for c in configs if row + (_column(c),) in cells]
+    found = [t for t in found if t is not None]
+    return min(found) if found else None
+
+
+def _own_tolerance_mark(r: Record, row_tol: float | None) -> str:
+    return "†" if (r.tolerance is not None and row_tol is not None and r.tolerance > row_tol) else ""
+
+
+def output_error(r: Record, output: str) -> float | None:
+    """The error of one named output of a record (or its overall error)."""
+    if output and r.output_names and output in r.output_names:
+        i = r.output_names.index(output)
+        if i < len(r.output_errors):
+            return r.output_errors[i]
+    return r.max_rel_error
+
+
+def print_numerics(records: Iterable[Record], console: Console) -> None:
+    """The table ``arraybench numerics`` prints, and the footnote that reads its marks."""
+    console.print(numerics_table(records))
+    console.print(f"[dim]{FOOTNOTE}[/]")
+
+
+def _grid(records: Iterable[Record]) -> tuple[list[str], list[tuple[list[str], list[tuple | None]]]]:
+    """The header, and per row its leading cells and each configuration's (error, mark, over tolerance)."""
+    rows, configs, cells = _rows(records)
+    grid = []
+    for row in rows:
+        tolerance = row_tolerance(row, configs, cells)
+        found = [cells.get(row + (_column(cfg),)) for cfg in configs]
+        grid.append(([*row, "—" if tolerance is None else f"{tolerance:.1e}"],
+                     [None if r is None else ((err := output_error(r, row[3])), _own_tolerance_mark(r, tolerance),
+                                              _over(r, err)) for r in found]))
+    return ["workload", "size", "dtype", "output", "tolerance"] + [_header(c) for c in configs], grid
+
+
+def numerics_table(records: Iterable[Record]) -> Table:
+    """Rows: workload, size, dtype (and output); columns: library/device; cells: max relative error."""
+    head, grid = _grid(records)
+    table = Table(title="error against the NumPy float64 reference (max relative error; red: over tolerance)",
+                  header_style="bold", title_justify="left")
+    for i, name in enumerate(head):
+        table.add_column(name, **({"no_wrap": True} if i < 5 else {"justify": "right"}))
+    for lead, found in grid:
+        table.add_row(*lead, *(Text("—", style="dim") if c is None else
+                               Text(("—" if c[0] is None else f"{c[0]:.1e}") + c[1], style="bold red" if c[2] else "")
+                               for c in found))
+    return table
+
+
+def numerics_markdown(records: Iterable[Record]) -> str:
+    """The same table as Markdown."""
+    head, grid = _grid(records)
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for lead, found in grid:
+        vals = ["—" if c is None or c[0] is None else f"{c[0]:.1e}{c[1]}{' ✗' if c[2] else ''}" for c in found]
+        lines.append("| " + " | ".join([*lead, *vals]) + " |")
+    return "\n".join(lines) + "\n\n" + FOOTNOTE + "\n"
 
 
 FORMATS = ("github", "bencher")
@@ -247,8 +317,7 @@ LISTED_SUFFIXES = (".svg", ".png")
 
 
 def manifest(out: Path) -> list[str]:
-    """The names the manifest in ``out`` lists, each a plot's plain name in ``out`` itself (a
-    name that is not one is ignored: the manifest is the user's file too)."""
+    """The plot names the manifest in ``out`` lists; any other line is ignored (the file is the user's too)."""
     try:
         text = read_regular(out / MANIFEST_NAME, follow_links=False).decode("utf-8", "replace")
     except OSError:  # none yet, or not a file we wrote: it lists nothing
@@ -284,21 +353,11 @@ def plot_file_name(workload: str, size_label: str) -> str:
     return f"{stem}.svg"
 
 
-def summary_file_name(size_label: str) -> str:
-    """The summary SVG of one size label: ``summary_large.svg``."""
-    return f"summary_{safe(size_label)}.svg"
-
-
-def sweep_file_name(workload: str) -> str:
-    """The sweep SVG of one workload: ``sweep_matmul.svg``."""
-    return f"sweep_{safe(workload)}.svg"
-
-
 def safe(text: str) -> str:
     """``text`` as a file-name part: letters, digits, ``-_.`` kept, anything else ``_``."""
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:MAX_STEM]
 
 
-def history_file_name(workload: str) -> str:
-    """The history SVG of one workload: ``history_matmul.svg``."""
-    return f"history_{safe(workload)}.svg"
+def run_plot_name(kind: str, name: str) -> str:
+    """A run-wide plot's file: ``summary_large.svg``, ``sweep_matmul.svg``, ``history_matmul.svg``."""
+    return f"{kind}_{safe(name)}.svg"

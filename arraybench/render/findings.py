@@ -1,48 +1,168 @@
-"""What a run finds, in sentences, computed once per run; and the numerical agreement of its
-libraries.
+"""What a run finds, in plain sentences computed from its records alone (once per run), and the
+numerical agreement of its libraries against the float64 reference.
 
-Findings: short plain sentences computed from the measured records alone.
-
-Who wins each case and by how much, where crossovers fall, each library's per-call floor (its
-dispatch overhead, from the fastest call measured), where compiling beats eager execution, what
-share of the machine's ceiling each result reaches, and which results are wrong or failed. Nothing
-here is written in advance: change the records and the sentences change.
-
-Numerical agreement: each library's error against the float64 reference, per workload and dtype.
-
-The seed's "why do NumPy and PyTorch give slightly different numbers?" answered with data: the
-reference is NumPy in float64 on the very same inputs, so each number is that library's own
-rounding (different summation orders, vectorised transcendental functions, FFT algorithms).
+Nothing is written in advance: change the records and the sentences change. Speed-ups between
+libraries stay within one machine and one environment; machines and builds get sentences of their own.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
-from .explanations import explanations
-from .sentences import (machine_findings, two_figures, environment_findings, memory_findings, faster_by,
-                        not_apart, under_load, why_not_apart)
-from ..analysis.crossover import Crossover, crossovers
-from ..analysis.grouping import (baseline, grouped, is_valid, library_label, significantly_faster, size_text,
-                                 config_sort_key)
+from .explanations import build_label, explanations
+from .tables import gap_sentence
+from ..analysis.crossover import Crossover, Point, crossovers, find
+from ..analysis.grouping import (baseline, comparison, grouped, is_valid, library_label, significantly_faster,
+                                 size_text)
+from ..analysis.memory import memory_gaps
 from ..analysis.roofline import ceiling_key, ceilings, share
 from ..analysis.self_check import SelfCheck
 from ..model.cell import config_label
 from ..model.pair import Pairs
 from ..model.record import Record
-from ..units import format_ratio, format_seconds
+from ..units import format_ratio, format_seconds, format_speedup
 
 if TYPE_CHECKING:
     from ..model.results import Results
 
 
+def faster_by(a: Record, b: Record, pairs: Pairs) -> str:
+    """``1.50× faster``: ``a`` against ``b`` by their pair where they took turns, else by their medians."""
+    return format_speedup(comparison(a, b, pairs)[1])
+
+
+_LOADED = re.compile(r"(\d+) of (\d+) rounds under other processes' load kept")
+
+
+def under_load(a: Record, b: Record, pairs: Pairs) -> str:
+    """`` (N of M of their rounds under other processes' load)`` where their pair kept such rounds, else ""."""
+    found = pairs.between(a.cell, b.cell)
+    seen = _LOADED.search(found.method) if found is not None else None
+    return f" ({seen[1]} of {seen[2]} of their rounds under other processes' load)" if seen else ""
+
+
+def why_not_apart(a: Record, b: Record, pairs: Pairs) -> str:
+    """Why no verdict separates ``a`` and ``b``: their pair's ratio and interval, and why it was not judged."""
+    found = pairs.between(a.cell, b.cell)
+    if found is None:
+        return "this run cannot say which is faster"
+    said = (f"round by round, the first takes {format_ratio(found.ratio)} the time of the second, "
+            f"95% interval {format_ratio(found.ci_low)} to {format_ratio(found.ci_high)}: "
+            "this run cannot say which is faster")
+    if found.not_judged:
+        said += ", not judged: " + found.not_judged
+    return said
+
+
+def not_apart(a: Record, b: Record, pairs: Pairs) -> str:
+    """``level`` (within ±5%, with 95% confidence) or ``not told apart``."""
+    return "level" if comparison(a, b, pairs)[0] == "level" else "not told apart"
+
+
+def two_figures(x: float | None) -> int:
+    """An interpolated size is no more precise than two significant figures."""
+    if x is None:
+        return 0
+    digits = max(0, int(math.floor(math.log10(max(x, 1)))) - 1)
+    return int(round(x, -digits))
+
+
+def _best_by_machine(group: Iterable[Record]) -> dict[str, Record]:
+    best: dict[str, Record] = {}
+    for r in group:
+        if is_valid(r) and (r.machine not in best or r.median_s < best[r.machine].median_s):
+            best[r.machine] = r
+    return best
+
+
+def _name(machine: str) -> str:
+    return machine or "this machine"
+
+
+def _points(records: Iterable[Record], like: Record) -> list[Point]:
+    return [Point(r.size, r.median_s, r.ci_low_s, r.ci_high_s) for r in records
+            if is_valid(r) and r.machine == like.machine and r.workload == like.workload
+            and (r.backend, r.device, r.mode, r.transfer) == (like.backend, like.device, like.mode, like.transfer)]
+
+
+def machine_findings(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[str]:
+    """One sentence per case (or per swept workload) that more than one machine measured."""
+    records = list(records)
+    if len({r.machine for r in records}) < 2:
+        return []
+    sizes_of: dict[str, set[int]] = {}
+    for r in records:
+        if is_valid(r):
+            sizes_of.setdefault(r.workload, set()).add(r.size)
+    out = []
+    for (workload, _label), group in grouped(records).items():
+        if workload.startswith("ceiling_"):
+            continue
+        swept = len(sizes_of.get(workload, ())) >= 3
+        if swept and group[0].size != max(sizes_of[workload]):
+            continue  # a sweep: one sentence, at its largest size
+        best = _best_by_machine(group)
+        if len(best) < 2:
+            continue
+        ranked = sorted(best.values(), key=lambda r: r.median_s)
+        top = ranked[0]
+        for other in ranked[1:]:
+            where = f"{workload} {size_text(top)}"
+            pair = (f"{library_label(top)} {format_seconds(top.median_s)} against "
+                    f"{library_label(other)} {format_seconds(other.median_s)}, each machine's fastest")
+            if not significantly_faster(top, other, pairs):
+                out.append(f"On {where}, {_name(top.machine)} and {_name(other.machine)} are "
+                           f"{not_apart(top, other, pairs)} ({pair}).")
+                continue
+            text = (f"On {where}, {_name(top.machine)} is {faster_by(top, other, pairs)} "
+                    f"than {_name(other.machine)} ({pair})")
+            if swept:
+                c = find(workload, top.config_label, _points(records, top), other.config_label,
+                         _points(records, other))
+                if c is not None and c.kind == "from" and c.size:
+                    text += f", from n ≈ {two_figures(c.size):,}"
+                elif c is not None and c.kind == "always":
+                    text += f", at every size measured from n = {c.sizes[0]:,}"
+            out.append(text + ".")
+    return out
+
+
+def environment_findings(records: Iterable[Record], environment: Mapping[str, Any] | None = None,
+                         pairs: Pairs = Pairs()) -> list[str]:
+    """For each case a configuration ran in several environments: the fastest against the slowest."""
+    cases: dict[tuple, list[Record]] = {}
+    for r in records:
+        if is_valid(r) and not r.workload.startswith("ceiling_"):
+            key = (r.machine, r.workload, r.size_label, r.backend, r.device, r.mode, r.transfer, r.dtype)
+            cases.setdefault(key, []).append(r)
+    out = []
+    for group in cases.values():
+        if len({r.environment for r in group}) < 2:
+            continue
+        ordered = sorted(group, key=lambda r: r.median_s)
+        fast, rest = ordered[0], ordered[1:]
+        where = f"{fast.workload} {size_text(fast)}" + (f" on {fast.machine}" if fast.machine else "")
+        a = build_label(fast, environment)
+        if len(rest) == 1:
+            slow = rest[0]
+            b = build_label(slow, environment)
+            times = f"{format_seconds(fast.median_s)} against {format_seconds(slow.median_s)}"
+            if significantly_faster(fast, slow, pairs):
+                out.append(f"On {where}, {a} is {faster_by(fast, slow, pairs)} than {b} ({times}).")
+            else:
+                out.append(f"On {where}, {a} and {b} are {not_apart(fast, slow, pairs)} ({times}).")
+            continue
+        parts = [(f"{faster_by(fast, o, pairs)} than " if significantly_faster(fast, o, pairs)
+                  else f"{not_apart(fast, o, pairs)}: ") + f"{build_label(o, environment)} ({format_seconds(o.median_s)})"
+                 for o in rest]
+        out.append(f"On {where}, {a} is fastest at {format_seconds(fast.median_s)}: {'; '.join(parts)}.")
+    return out
+
+
 def winners(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[str]:
-    """For each workload and size: the fastest configuration and its margin over the runner-up,
-    by the verdicts of the run's ``pairs``."""
+    """For each workload and size: the fastest configuration and its margin over the runner-up."""
     records = list(records)
     out = []
     swept = {w for w in {r.workload for r in records} if _swept(records, w)}
@@ -87,8 +207,7 @@ def _winner(workload: str, group: list[Record], on: str, pairs: Pairs) -> list[s
 
 
 def _gradient_labels(records: list[Record]) -> Callable[[Record], str]:
-    """Configuration names that say how each computed its gradient, where the sentence sets
-    autodiff against finite differences (the ratio is then mostly the method's)."""
+    """Names that say how each computed its gradient, where the methods differ (the ratio is then theirs)."""
     if not _unequal_gradients(records, ""):
         return library_label
 
@@ -135,8 +254,7 @@ def crossover_sentence(c: Crossover) -> str:
 
 
 def _crossover(c: Crossover, records: list[Record]) -> str:
-    """A crossover's sentence, saying so where one side is autodiff and the other finite
-    differences (its labels name only the finite differences)."""
+    """A crossover's sentence, saying so where the two sides computed their gradients differently."""
     named = [r for r in records if r.workload == c.workload and r.config_label in (c.a, c.b)]
     clause = _unequal_gradients(named, c.workload)
     return crossover_sentence(c) + (f" That is{clause[1:]}." if clause else "")
@@ -168,14 +286,15 @@ def overheads(records: Iterable[Record]) -> list[str]:
 def compiled_vs_eager(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[str]:
     """Where jax.jit / torch.compile beat eager execution, and what compiling cost."""
     records = list(records)
-    eager = {(r.machine, r.workload, r.size, r.backend, r.device, r.dtype, r.transfer, r.environment): r
-             for r in records if r.mode == "latency" and is_valid(r)}
+    def case(r: Record) -> tuple:
+        return r.machine, r.workload, r.size, r.backend, r.device, r.dtype, r.transfer, r.environment
+
+    eager = {case(r): r for r in records if r.mode == "latency" and is_valid(r)}
     out = []
     for r in records:
         if r.mode != "compiled" or not is_valid(r):
             continue
-        e = eager.get((r.machine, r.workload, r.size, r.backend, r.device, r.dtype, r.transfer,
-                       r.environment))
+        e = eager.get(case(r))
         if e is None:
             continue
         where = f"{r.workload} {size_text(r)}"
@@ -193,8 +312,7 @@ def compiled_vs_eager(records: Iterable[Record], pairs: Pairs = Pairs()) -> list
 
 
 def _cached(r: Record) -> str:
-    """Where the worker saw the compile served (or possibly served) from a disk cache: said, since
-    a cache load (70 ms) is no compile time (1.6 s the first time)."""
+    """Whether the compile came from a disk cache: a cache load (70 ms) is no compile (1.6 s)."""
     if any("served from a disk cache" in w and "may be" not in w for w in r.warnings):
         return ", served from a disk cache (a cold compile takes longer)"
     if any("from a disk cache" in w for w in r.warnings):
@@ -241,9 +359,7 @@ def problems(records: Iterable[Record]) -> list[str]:
 
 
 def self_check_lines(results: "Results") -> list[str]:
-    """The run's self-check in one sentence (first among the findings, and above the table): how
-    many A/A pairs, how many level, undecided, faster or slower, and the drift; none where the
-    run did not check itself."""
+    """The run's A/A self-check in one sentence (first among the findings, and above the table)."""
     if not results.twins and not results.self_check:
         return []
     check = SelfCheck(tuple(results.self_check))
@@ -263,8 +379,7 @@ def self_check_lines(results: "Results") -> list[str]:
 
 def findings(records: Iterable[Record], environment: Mapping[str, Any] | None = None,
              pairs: Pairs = Pairs()) -> list[str]:
-    """Every finding, in reading order, its verdicts those of the run's ``pairs``; with the run's
-    ``environment``, also the kernels each library runs (``explanations``)."""
+    """Every finding, in reading order, its verdicts those of the run's ``pairs``."""
     records = list(records)
     return (
         winners(records, pairs)
@@ -274,119 +389,9 @@ def findings(records: Iterable[Record], environment: Mapping[str, Any] | None = 
         + overheads(records)
         + compiled_vs_eager(records, pairs)
         + ceiling_shares(records)
-        + memory_findings(records)
+        + [gap_sentence(gap) for gap in memory_gaps(records)]
         + explanations(records, environment)
         + problems(records)
     )
 
 
-def _rows(records: Iterable[Record]) -> tuple[list[tuple[str, str, str, str]], list[Record],
-                                               dict[tuple[str, str, str, str, str], Record]]:
-    """(workload, size, dtype, output) rows, the configurations, and the record of each cell."""
-    recs = [r for r in records if r.max_rel_error is not None or r.status == "wrong"]
-    configs: dict[tuple, Record] = {}
-    for r in recs:
-        configs.setdefault(config_sort_key(r), r)
-    ordered = [configs[k] for k in sorted(configs)]
-    rows: list[tuple[str, str, str, str]] = []
-    cells: dict[tuple[str, str, str, str, str], Record] = {}
-    for r in sorted(recs, key=lambda r: (r.workload, r.size, r.dtype)):
-        outputs = r.output_names or [""]
-        for out in outputs:
-            row = (r.workload, r.size_label, r.dtype, out)
-            if row not in rows:
-                rows.append(row)
-            cells[row + (_column(r),)] = r
-    return rows, ordered, cells
-
-
-def _column(r: Record) -> str:
-    """One column per library, device and mode (NumPy's finite-difference gradient included)."""
-    return "|".join((r.backend, r.device, r.mode, str(r.transfer), r.environment))
-
-
-def _header(r: Record) -> str:
-    # NumPy's finite-difference gradient shares its library's column: named without the method.
-    return config_label(r.backend, r.device, r.mode, transfer=r.transfer, machine=r.machine,
-                        environment=r.environment)
-
-
-FOOTNOTE = ("† judged against its own, looser tolerance: finite differences lose about sqrt(eps) "
-            "times the loss's scale. ✗ / red: over tolerance, marked wrong (or skipped: a known "
-            "limitation of the library, its reason in the run's table).")
-
-
-def _over(r: Record, err: float | None) -> bool:
-    """Marked over tolerance: a wrong cell, or one skipped for a known limitation whose error
-    (of this output) the check found over its tolerance (MLX's float64 sin on the CPU)."""
-    if r.status == "wrong":
-        return True
-    return r.status == "skipped" and err is not None and r.tolerance is not None and err > r.tolerance
-
-
-def row_tolerance(row: tuple, configs: list[Record], cells: dict) -> float | None:
-    """The tolerance most cells of a row are judged by (the strictest one present)."""
-    found = [cells[row + (_column(c),)].tolerance for c in configs if row + (_column(c),) in cells]
-    found = [t for t in found if t is not None]
-    return min(found) if found else None
-
-
-def _own_tolerance_mark(r: Record, row_tol: float | None) -> str:
-    return "†" if (r.tolerance is not None and row_tol is not None and r.tolerance > row_tol) else ""
-
-
-def output_error(r: Record, output: str) -> float | None:
-    """The error of one named output of a record (or its overall error)."""
-    if output and r.output_names and output in r.output_names:
-        i = r.output_names.index(output)
-        if i < len(r.output_errors):
-            return r.output_errors[i]
-    return r.max_rel_error
-
-
-def print_numerics(records: Iterable[Record], console: Console) -> None:
-    """The table ``arraybench numerics`` prints, and the footnote that reads its marks."""
-    console.print(numerics_table(records))
-    console.print(f"[dim]{FOOTNOTE}[/]")
-
-
-def numerics_table(records: Iterable[Record]) -> Table:
-    """Rows: workload, size, dtype (and output); columns: library/device; cells: max relative error."""
-    rows, configs, cells = _rows(records)
-    table = Table(title="error against the NumPy float64 reference (max relative error; red: over tolerance)",
-                  header_style="bold", title_justify="left")
-    for name in ("workload", "size", "dtype", "output", "tolerance"):
-        table.add_column(name, no_wrap=True)
-    for cfg in configs:
-        table.add_column(_header(cfg), justify="right")
-    for row in rows:
-        tolerance = row_tolerance(row, configs, cells)
-        values = []
-        for cfg in configs:
-            r = cells.get(row + (_column(cfg),))
-            if r is None:
-                values.append(Text("—", style="dim"))
-                continue
-            err = output_error(r, row[3])
-            text = ("—" if err is None else f"{err:.1e}") + _own_tolerance_mark(r, tolerance)
-            values.append(Text(text, style="bold red" if _over(r, err) else ""))
-        table.add_row(row[0], row[1], row[2], row[3], f"{tolerance:.1e}" if tolerance is not None else "—",
-                      *values)
-    return table
-
-
-def numerics_markdown(records: Iterable[Record]) -> str:
-    """The same table as Markdown."""
-    rows, configs, cells = _rows(records)
-    head = ["workload", "size", "dtype", "output", "tolerance"] + [_header(c) for c in configs]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for row in rows:
-        tolerance = row_tolerance(row, configs, cells)
-        vals = []
-        for cfg in configs:
-            r = cells.get(row + (_column(cfg),))
-            err = output_error(r, row[3]) if r is not None else None
-            mark = (_own_tolerance_mark(r, tolerance) + (" ✗" if _over(r, err) else "")) if r else ""
-            vals.append("—" if err is None else f"{err:.1e}{mark}")
-        lines.append("| " + " | ".join([*row, f"{tolerance:.1e}" if tolerance is not None else "—", *vals]) + " |")
-    return "\n".join(lines) + "\n\n" + FOOTNOTE + "\n"

@@ -1,15 +1,9 @@
-"""html
+"""The HTML report: one self-contained page (plots inlined, no network) per run, its environment
+section, and the notebook's results fragment.
 
-The HTML report: one self-contained page (plots inlined, no network) per run.
-
-``report.html`` opens from disk in any browser and can be mailed or attached as one file. It holds
-the findings, a table per workload with every record, every plot, the cells that were not measured
-and why, and the environment. The markup lives in Jinja2 templates (``templates/``); this module
-only turns results into plain values for them. Autoescape is on, so every string that comes from
-data is escaped; a Content-Security-Policy forbids the page from loading anything, so it cannot
-reach the network even by accident, and runs one script only, its own (``templates/sort.js``,
-sorting a table by a column), allowed by its SHA-256 hash: nothing from the data can run, and
-without scripts the page reads the same.
+The markup is in ``templates/`` (autoescaped: every string from data is escaped); a
+Content-Security-Policy lets the page load nothing and run only its own sorting script, allowed by its
+hash. This module turns results into plain values for the templates.
 """
 
 from __future__ import annotations
@@ -25,20 +19,21 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from .comparison import history_section
-from .files import history_file_name, plot_file_name, summary_file_name
+from .files import plot_file_name, run_plot_name
 from .findings import self_check_lines
-from .machine import environment_section
-from .notes import RANGES_LEGEND, everywhere_mark, note_texts, usage_lines, usage_title
-from .sentences import energy_absent, energy_measured, energy_why, format_energy, peak_sub, peak_text
-from .tables import (histogram_cell, CI_LEGEND, achieved_text, ci_text, error_text, notebook, speedup,
-                     speedup_text, unavailable_configs)
+from .notes import (CI_LEGEND, RANGES_LEGEND, achieved_text, ci_text, error_text, everywhere_mark, knobs_text,
+                    library_kernels, note_texts, notebook, speedup, speedup_text, unavailable_configs)
+from .tables import (energy_absent, energy_measured, energy_why, format_energy, histogram_cell, peak_sub,
+                     peak_text)
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, library_label, size_text
 from ..analysis.rates import achieved
 from ..analysis.roofline import Ceiling, ceilings as ceilings_of_run, share as share_of_ceiling
 from ..files import write_atomic
 from ..model.cell import config_label
+from ..model.machines import describe
 from ..model.pair import Pairs
 from ..model.record import Record
+from ..model.usage import RATES, Usage
 from ..units import format_seconds, format_share
 
 if TYPE_CHECKING:
@@ -48,14 +43,12 @@ if TYPE_CHECKING:
 
 REPORT_NAME = "report.html"
 
-# Autoescape for every template, whatever its name: the report shows workload names, reasons and
-# environment values that a user (or a hostile results.json) controls.
+# Autoescape for every template: a user (or a hostile results.json) controls the names shown.
 _TEMPLATES = Environment(loader=PackageLoader("arraybench.render", "templates"), autoescape=True,
                          trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined,
                          keep_trailing_newline=True)
 
-# The page's one script (sorting a table by a column), allowed by its hash in the page's
-# Content-Security-Policy: no other script can run, whatever the data holds.
+# The page's one script, allowed by its hash in the Content-Security-Policy: no other can run.
 _SORT_SCRIPT = _TEMPLATES.loader.get_source(_TEMPLATES, "sort.js")[0]
 _SORT_HASH = "sha256-" + base64.b64encode(hashlib.sha256(_SORT_SCRIPT.encode("utf-8")).digest()).decode("ascii")
 
@@ -69,11 +62,7 @@ def write_html(results: Results, out_dir: Path, *, plots: Sequence[Path] = (),
 
 def render_html(results: Results, *, plots: Sequence[Path] = (),
                 findings: Sequence[str] | None = None, history: "History | None" = None) -> str:
-    """The report as one HTML document.
-
-    ``plots`` are SVG files to inline (those of ``write_plots``; each case plot goes with its
-    workload, the summaries together, any other at the end). ``findings`` are plain sentences.
-    """
+    """The report as one HTML document."""
     findings = list(findings or [])
     svgs = _read_plots(plots)
     used: set[str] = set()
@@ -87,7 +76,7 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
     sections: list[dict[str, Any]] = []
     if findings:
         sections.append(_section("findings", "Findings", "findings", findings=findings))
-    summary_names = [summary_file_name(label) for label in dict.fromkeys(r.size_label for r in shown)]
+    summary_names = [run_plot_name("summary", label) for label in dict.fromkeys(r.size_label for r in shown)]
     summary = [(n, svgs[n]) for n in summary_names if n in svgs]
     if summary:
         used.update(n for n, _ in summary)
@@ -103,7 +92,7 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
         sections.append(_section(anchor, workload, "workload", figures=figs,
                                  table=_records_table(anchor, sizes, ceilings, columns, pairs)))
     if history is not None:
-        names = [history_file_name(w) for w in dict.fromkeys(s.workload for s in history.series)]
+        names = [run_plot_name("history", w) for w in dict.fromkeys(s.workload for s in history.series)]
         used.update(names)
         sections.append(_section("history", "History", "history",
                                  **history_section(history, [(n, svgs[n]) for n in names if n in svgs])))
@@ -126,10 +115,7 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
 
 
 def results_table_html(results: Results) -> str:
-    """The results tables as an HTML fragment, for Jupyter (``Results._repr_html_``).
-
-    Its style is scoped to the fragment so that it leaves the notebook's own look alone.
-    """
+    """The results tables as an HTML fragment, for Jupyter (``Results._repr_html_``)."""
     records = results.records
     unavailable = unavailable_configs(records)
     shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
@@ -142,7 +128,123 @@ def results_table_html(results: Results) -> str:
         complete=results.complete, workloads=workloads, unavailable=_unavailable(unavailable))
 
 
-# -- plain values for the templates -------------------------------------------------------------
+def environment_section(results: Results) -> dict[str, Any]:
+    """The report's Environment section: each machine's environment, settings and workers' reports."""
+    machines = results.environment.get("machines")
+    if isinstance(machines, Mapping) and machines:
+        per_run = results.settings.get("machines") or {}
+        return {"merged_from": ", ".join(results.settings.get("merged_from") or []),
+                "machines": [{"heading": f"{label}: {describe(env)}",
+                              **_machine_environment(env, per_run.get(label.split("/")[0]) or {})}
+                             for label, env in machines.items() if isinstance(env, Mapping)]}
+    return {"merged_from": "",
+            "machines": [{"heading": "", **_machine_environment(results.environment, results.settings)}]}
+
+
+def _machine_environment(env: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
+    """One machine's environment and the run's settings as (name, text) rows, and its workers' reports."""
+    gpus = env.get("gpus") or []
+    gpu_text = "; ".join(
+        ", ".join(str(g.get(k)) for k in ("name", "driver", "memory") if g.get(k))
+        for g in gpus if isinstance(g, Mapping)) or "none found"
+    libraries = env.get("libraries") or {}
+    lib_text = ", ".join(f"{k} {v}" for k, v in libraries.items() if v) if isinstance(libraries, Mapping) else ""
+    workers = env.get("backends") or {}
+    blas = [f"NumPy: {env['blas']}"] if env.get("blas") else []
+    if isinstance(workers, Mapping):
+        for config, info in workers.items():
+            if isinstance(info, Mapping) and info.get("torch_blas"):
+                blas.append(f"PyTorch ({config}): {info['torch_blas']}")
+    threads = [str(settings.get("threads_applied") or settings.get("threads") or "all cores")]
+    if env.get("thread_env"):
+        threads.append(", ".join(f"{k}={v}" for k, v in env["thread_env"].items()))
+    rows = [
+        ("when", env.get("timestamp")),
+        ("machine id", env.get("machine_id")),
+        ("context", env.get("context") or None),
+        ("arraybench", env.get("arraybench")),
+        ("Python", f"{env.get('python', '')} ({env.get('python_implementation', '')})"),
+        ("platform", env.get("platform")),
+        ("CPU", f"{env.get('cpu_model', '')}: {env.get('cpu_count', '?')} logical cores, "
+                f"{env.get('cpus_available', '?')} available"),
+        ("memory", f"{env.get('memory_gib')} GiB" if env.get("memory_gib") else None),
+        ("GPUs", gpu_text),
+        ("libraries", lib_text),
+        ("BLAS", "; ".join(blas) or None),
+        ("threads", "; ".join(threads)),
+        *kernel_rows(env),
+    ]
+    measure = [(k, settings.get(k)) for k in ("dtype", "modes", "processes", "max_processes", "max_time",
+                                             "min_samples", "rel_ci", "cold", "allow_tf32", "seed")
+               if k in settings]
+    pairs = [(k, v) for k, v in rows if v not in (None, "")] + [(f"setting: {k}", v) for k, v in measure]
+    reported = [(str(config), [(str(k), _plain(v)) for k, v in info.items()])
+                for config, info in workers.items() if isinstance(info, Mapping)] if isinstance(workers, Mapping) else []
+    return {"rows": [(str(k), _plain(v)) for k, v in pairs], "workers": reported}
+
+
+def _plain(value: Any) -> str:
+    """Nested JSON values as one line of text."""
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={_plain(v)}" for k, v in value.items() if v not in (None, ""))
+    if isinstance(value, (list, tuple)):
+        return "; ".join(_plain(v) for v in value) if value else "—"
+    if value is None:
+        return "—"
+    return str(value)
+
+
+def _count(v: float) -> str:
+    return f"{v:,.0f}" if v >= 10 else f"{v:.2g}"
+
+
+def usage_lines(r: Record) -> list[str]:
+    """The record's usage in a few short lines; empty when nothing was counted."""
+    u = r.usage
+    if u is None:
+        return []
+    lines = []
+    if u.cores is not None:
+        kernel = f", {u.kernel_share:.0%} in kernel" if u.kernel_share is not None else ""
+        lines.append(f"{u.cores:.1f} cores{kernel}")
+    if u.minor_faults_per_call is not None:
+        major = f" ({_count(u.major_faults_per_call)} major)" if u.major_faults_per_call else ""
+        lines.append(f"{_count(u.minor_faults_per_call)} faults/call{major}")
+    if u.involuntary_switches_per_call is not None:
+        lines.append(f"{_count(u.involuntary_switches_per_call)} preempted/call")
+    if u.ipc is not None:
+        lines.append(f"IPC {u.ipc:.2f}")
+    if r.busy:
+        lines.append(f"busy: others {u.others_cores:.1f} cores" if u.others_cores is not None else "busy")
+    return lines
+
+
+def usage_title(u: Usage | None) -> str:
+    """Every rate, for a tooltip."""
+    if u is None:
+        return ""
+    parts = [f"{name} {getattr(u, name):.4g}" for name in RATES if getattr(u, name) is not None]
+    if u.hardware_absent:
+        parts.append(f"hardware counters: {u.hardware_absent}")
+    return "; ".join(parts)
+
+
+def kernel_rows(env: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(what, text) rows: the CPU's ISA, each worker's kernels, and the variables that change them."""
+    rows = []
+    fp = env.get("fingerprint") or {}
+    if isinstance(fp, Mapping) and fp.get("cpu_isa"):
+        rows.append(("CPU features", " ".join(str(f) for f in fp["cpu_isa"])))
+    workers = env.get("backends") or {}
+    if isinstance(workers, Mapping):
+        for config, info in workers.items():
+            text = library_kernels(info) if isinstance(info, Mapping) else ""
+            if text:
+                rows.append((f"kernels ({config})", text))
+    rows.append(("kernel variables", knobs_text(env.get("kernel_env"))))
+    return rows
+
+
 def _section(anchor: str, title: str, kind: str, *, toc: str | None = None, **content: Any) -> dict[str, Any]:
     return {"anchor": anchor, "title": title, "toc": toc or title, "kind": kind, **content}
 
@@ -184,8 +286,7 @@ def _subtitle(results: Results) -> str:
 
 def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]], ceilings: Mapping[tuple[str, str], Ceiling],
                    columns: Mapping[str, bool], pairs: Pairs) -> dict[str, Any]:
-    """One workload's table: its columns, a group of rows per size (each against NumPy by the
-    verdict of the run's pair), and the numbered notes."""
+    """One workload's table: its columns, a group of rows per size, and the numbered notes."""
     device_time = any(r.device_median_s is not None for _, group in sizes for r in group)
     head = ["size", "library / device"] + (["machine"] if columns["machine"] else []) + [
         "median", *(["device time"] if device_time else []), "95% CI", "vs NumPy"]
@@ -266,7 +367,6 @@ def _v(value: float | None) -> str:
     return "" if value is None else repr(float(value))
 
 
-# -- plots -------------------------------------------------------------------------------------
 _PROLOGUE = re.compile(r"\A\s*(<\?xml[^>]*\?>\s*)?(<!DOCTYPE[^>]*>\s*)?", re.IGNORECASE)
 
 
@@ -285,12 +385,8 @@ def _read_plots(paths: Sequence[Path]) -> dict[str, Markup]:
 
 
 def inline_svg(text: str, prefix: str) -> str:
-    """An SVG file's markup, ready to sit inside HTML next to other SVGs.
-
-    The XML prologue goes, and every id (and each reference to it) gets ``prefix``: matplotlib
-    names clip paths and glyphs by content, so two plots in one page could otherwise share an id
-    and clip each other.
-    """
+    """An SVG file's markup, ready to sit inside HTML next to other SVGs: every id gets ``prefix``, since
+    matplotlib names clip paths by content and two plots in one page could clip each other."""
     body = _PROLOGUE.sub("", text, count=1)
     body = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}{m.group(1)}"', body)
     body = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}{m.group(1)})", body)

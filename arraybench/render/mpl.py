@@ -1,19 +1,7 @@
-"""Matplotlib, the only module that imports it, with the figures of a comparison and of a history.
+"""Matplotlib, the only module that imports it: its setup, and the figures of a comparison and a history.
 
-matplotlib, set up once for every plot arraybench draws.
-
-Figures are made with the object-oriented API (``Figure``), never through ``pyplot``: drawing
-leaves no global state behind, needs no GUI backend, and does not change a notebook's own
-matplotlib settings (the style applies only while a figure is drawn and saved).
-
-The plot of a comparison: new/base per cell on a log axis, coloured by verdict.
-
-History plots: one workload's medians over the stored runs, one panel per size.
-
-Each series (a configuration on a machine) is a line through its medians with the 95% CI as a
-whisker; runs are evenly spaced in time order (dates under the axis), a change of library
-versions on a machine is a dotted vertical line labelled with what changed, and each step called
-in the history is a triangle: up and red for slower, down and green for faster.
+Figures use the object-oriented API (``Figure``), never ``pyplot``: no global state, no GUI backend,
+and a notebook's own settings untouched (the style applies only while a figure is drawn).
 """
 
 from __future__ import annotations
@@ -30,7 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
 
-from .files import history_file_name
+from .files import run_plot_name
 from ..analysis.compare import FASTER, SLOWER, Comparison
 from ..analysis.grouping import size_text
 from ..files import write_atomic
@@ -74,9 +62,8 @@ def styled(draw: F) -> F:
 
 
 class _PlainLog(LogFormatter):
-    """A log axis's tick labels as plain text ("10 µs", "0.1×", "1,000"): matplotlib's own
-    labels are mathtext ("$10^{-5}$"), which a reader must convert and which costs a third of
-    drawing a plot. Which ticks get a label stays matplotlib's rule."""
+    """A log axis's tick labels as plain text ("10 µs", "0.1×", "1,000"): matplotlib's own labels are mathtext
+    ("$10^{-5}$"), which a reader must convert and which costs a third of drawing a plot."""
 
     def __init__(self, text: Callable[[float], str]) -> None:
         super().__init__()
@@ -98,9 +85,8 @@ _TICKS: dict[str, Callable[[float], str]] = {
 
 
 def log_axis(ax: Axes, which: str, ticks: str = "number", scale: float = 1.0) -> None:
-    """Put ``ax``'s ``which`` axis ("x" or "y") on a log scale, its ticks labelled as
-    ``ticks`` says: "seconds" (in a unit each), "ratio" ("10×") or "number"; ``scale``: what
-    one unit of the data is (1e-3: the data are milliseconds)."""
+    """Put ``ax``'s ``which`` axis on a log scale labelled as ``ticks`` says; ``scale``: one unit of the
+    data."""
     axis = ax.xaxis if which == "x" else ax.yaxis
     (ax.set_xscale if which == "x" else ax.set_yscale)("log")
     text = _TICKS[ticks]
@@ -109,17 +95,13 @@ def log_axis(ax: Axes, which: str, ticks: str = "number", scale: float = 1.0) ->
 
 
 def plain(text: object) -> str:
-    """Text from data (a workload's name, a machine's label) as matplotlib must show it: as is.
-
-    matplotlib reads text between two ``$`` as mathtext; a name holding ``$`` would be typeset,
-    or fail to parse and lose the plot. An escaped ``\\$`` is drawn as a plain ``$``.
-    """
+    """Text from data as matplotlib must show it: as is (``$`` escaped, or it would be read as mathtext)."""
     return str(text).replace("$", r"\$")
 
 
 def render_svg(fig: Figure) -> str:
-    """The figure as SVG markup; drawing happens here, so a figure that cannot be drawn raises
-    here and not half way through writing a file."""
+    """The figure as SVG markup: drawing happens here, so a figure that cannot be drawn raises before any file
+    is written."""
     buffer = io.StringIO()
     with matplotlib.rc_context(STYLE):
         fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
@@ -131,16 +113,12 @@ class PlotWarning(UserWarning):
 
 
 def drawn(draw: Callable[[], Figure | None], name: str) -> str | None:
-    """The SVG of one plot; None when there is nothing to draw, or when drawing fails.
-
-    Records come from files anyone can edit, and matplotlib has more ways to refuse data than can
-    be checked beforehand (a log axis with nothing positive on it, a label it cannot typeset): one
-    plot that cannot be drawn costs only itself, with a ``PlotWarning`` naming it and why.
-    """
+    """The SVG of one plot; None when there is nothing to draw, or when drawing fails (records come from
+    files anyone can edit: a plot that cannot be drawn costs only itself, a ``PlotWarning`` says why)."""
     try:
         fig = draw()
         return None if fig is None else render_svg(fig)
-    except Exception as exc:  # see above: the report, the Markdown and the CSV must still be written
+    except Exception as exc:  # the report, the Markdown and the CSV must still be written
         warnings.warn(PlotWarning(f"{name} could not be drawn ({type(exc).__name__}: "
                                   f"{' '.join(str(exc).split())[:200]}); it is left out"), stacklevel=2)
         return None
@@ -152,11 +130,7 @@ def save(fig: Figure, path: Path) -> Path:
 
 
 def show_in_notebooks() -> None:
-    """Let IPython display arraybench's figures as images.
-
-    IPython shows a figure as an image through formatters that matplotlib's inline backend
-    registers once pyplot is imported; figures made without pyplot need their own.
-    """
+    """Let IPython display arraybench's figures as images."""
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None
     if shell is None:
@@ -172,18 +146,15 @@ _SAME = "#9e9e9e"
 
 
 def compare_plot(comparison: Comparison, path: Path) -> Path | None:
-    """Write ``compare_figure`` as an SVG; None when no cell could be compared (or the plot could
-    not be drawn: a ``PlotWarning`` says why)."""
+    """Write ``compare_figure`` as an SVG; None when nothing could be compared or drawn."""
     svg = drawn(lambda: compare_figure(comparison), path.name)
     return None if svg is None else write_atomic(path, svg)
 
 
 @styled
 def compare_figure(comparison: Comparison) -> Figure | None:
-    """Horizontal bars from 1 to new/base, with a conservative interval from the two CIs.
-
-    Left of 1 the new run is faster. The shaded band is the threshold within which a change is negligible. Returns None when no cell could be compared.
-    """
+    """Horizontal bars from 1 to new/base (left of 1: faster), with a conservative interval from the two
+    CIs; None when no cell could be compared."""
     cells = comparison.comparable
     if not cells:
         return None
@@ -285,5 +256,5 @@ def write_history_plots(history: "History", out_dir: Path) -> list[Path]:
     for workload in dict.fromkeys(s.workload for s in history.series):
         fig = history_figure(history, workload)
         if fig is not None:
-            written.append(save(fig, Path(out_dir) / history_file_name(workload)))
+            written.append(save(fig, Path(out_dir) / run_plot_name("history", workload)))
     return written

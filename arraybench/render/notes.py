@@ -1,27 +1,9 @@
-"""What a table says beside its numbers: the notes under it, and the counters and kernels behind a
-number.
+"""What a results table says in every format: each cell's text, and the notes under it said once.
 
-The notes under a results table: each row's warnings and reasons, said once.
-
-A run on a busy machine gives nearly every row a warning of its own ("measured while the machine
-was busy: other processes used 1.2 of 2 cores", "95% CI of the median is ±3.0%, above the ±2%
-target: …"). Numbered one per text, they outnumber the rows. Here the notes of a table are
-grouped instead:
-
-- a note's **kind** is its heading (the text before its first ``": "``) with the numbers masked;
-  one kind is one numbered note, whatever its numbers in each row;
-- within a kind, texts that differ only in their numbers are said once, each number that differs
-  shown as the range it spans (``other processes used 0.9–1.9 of 2 cores``);
-- each note names the rows it covers (``matmul large: NumPy CPU, JAX CPU``), and a note that covers
-  every row is said once above the others without a mark on any row.
-
-The terminal, Markdown and HTML tables all build their notes here, so they read the same.
-
-The counters and kernels behind a number, as short text for the HTML report and the tables.
-
-``usage_lines`` is a record's "used" column (cores, kernel share, page faults and context switches
-per call, hardware counts where counted, and whether the machine was busy); ``kernel_rows`` are the
-environment rows naming the kernels each library runs and the variables that change them.
+A busy run gives nearly every row a warning of its own. A note's kind is its heading (the text before
+``": "``) with numbers masked; texts alike but for their numbers are said once with each number's range
+over the rows, naming the rows covered; a note covering every row is said once above the others.
+The terminal, Markdown and HTML tables all take their cells' text and notes from here.
 """
 
 from __future__ import annotations
@@ -29,10 +11,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Hashable, Iterable, Sequence, Any, Mapping
+from typing import Any, Hashable, Iterable, Mapping, Sequence
 
+from ..analysis.grouping import comparison, is_valid, size_detail, size_text
+from ..analysis.rates import achieved
+from ..model.cell import config_label
+from ..model.pair import Pairs
 from ..model.record import Record
-from ..model.usage import Usage
+from ..units import format_interval, format_rate, format_speedup
 
 
 # A number as the notes write them: 12, 1,365, 12.8 (a sign or unit is the text around it).
@@ -57,8 +43,8 @@ class Item:
 
 @dataclass
 class Note:
-    """One numbered note: a heading shared by its items, and the items; ``everywhere`` when it
-    covers every row of the table (then no row carries its number)."""
+    """One numbered note: a heading and its items; ``everywhere`` when it covers every row (no row carries
+    it)."""
 
     number: int
     kind: str
@@ -84,9 +70,7 @@ class NoteBook:
     ranged: bool = False
 
     def add(self, key: Hashable, row: Row, texts: Iterable[str], *, measured: bool = True) -> None:
-        """The notes of one row (``key`` identifies it for ``refs``). A row not ``measured``
-        (failed, skipped) has a reason rather than warnings: a condition of the measurement (a
-        busy machine, one process) covers every row when it covers every measured one."""
+        """The notes of one row (``key`` identifies it for ``refs``)."""
         self._rows.append(row)
         if measured:
             self._measured.append(row)
@@ -102,8 +86,8 @@ class NoteBook:
         self._built = None
 
     def notes(self) -> list[Note]:
-        """Every note: those that cover every row first (unnumbered: no row carries them), then the
-        others numbered from 1 in the order their first row came."""
+        """Every note: those covering every row first, then the others numbered in the order their first row
+        came."""
         if self._built is None:
             self.ranged = False
             everyone = set(self._measured)
@@ -154,8 +138,7 @@ RANGES_LEGEND = "In a note for several rows, a–b is the range of a number over
 
 
 def everywhere_mark(book: NoteBook) -> str:
-    """How the notes that cover every row are introduced: ``all rows:`` (``all measured rows:``
-    when some rows failed or were skipped)."""
+    """``all rows:``, or ``all measured rows:`` when some failed or were skipped."""
     return "all rows:" if book.all_measured else "all measured rows:"
 
 
@@ -175,8 +158,7 @@ def _mask(text: str) -> str:
 
 
 def merge_numbers(texts: Sequence[str]) -> str:
-    """Texts alike but for their numbers, as one: each number that differs becomes its range
-    (``used 0.9–1.9 of 2 cores``). Texts that differ otherwise: the first one."""
+    """Texts alike but for their numbers as one, each number that differs as its range; else the first."""
     texts = list(dict.fromkeys(texts))
     if len(texts) == 1:
         return texts[0]
@@ -197,8 +179,7 @@ def merge_numbers(texts: Sequence[str]) -> str:
 
 
 def rows_text(rows: Sequence[Row], every: Sequence[Row] = ()) -> str:
-    """``matmul large: NumPy CPU, JAX CPU; sort small (all)``: rows by case, a case whose every
-    row is covered said as one; ``all but sort large: JAX CPU`` when that is shorter."""
+    """``matmul large: NumPy CPU, JAX CPU; sort small (all)``, or ``all but …`` when that is shorter."""
     covered = set(rows)
     rest = [row for row in every if row not in covered]
     if rest and 2 * len(rest) < len(covered):
@@ -219,28 +200,23 @@ def rows_text(rows: Sequence[Row], every: Sequence[Row] = ()) -> str:
 
 @dataclass(frozen=True)
 class NoteText:
-    """A note as plain text: its number (``None`` for one that covers every row), its text, and
-    the lines under it (one per kind of detail, when its rows differ in more than numbers)."""
+    """A note as plain text: its number (``None``: it covers every row), its text, and the lines under it."""
 
     number: int | None
     text: str
     subs: tuple[str, ...] = ()
 
 
-#: What a note's rows share, said once where each row's own detail is left to the files
-#: (``note_texts(brief=True)``: the terminal), by the note's kind.
+#: What a note's rows share, by its kind, where the terminal leaves each row's detail to the files.
 PATTERNS = {"bimodal": "samples fall into two clusters, a fast and a slow mode (each cell's modes "
                        "and what tells them apart: results.md and report.html)"}
 
-#: Past this many items, a brief note says its pattern once instead of a line per row (a kind
-#: of ``PATTERNS`` past one item).
+#: Past this many items (one for a kind of ``PATTERNS``), a brief note says its pattern once.
 BRIEF_ITEMS = 5
 
 
 def note_texts(book: NoteBook, every: Sequence[Row], *, brief: bool = False) -> list[NoteText]:
-    """Each note of ``book`` as text, naming the rows it covers (of ``every``, the table's rows).
-    ``brief``: a note of many items that differ beyond their numbers says its pattern once, with
-    the rows it covers (the terminal); the files keep every item."""
+    """Each note of ``book`` as text, naming the rows it covers (of ``every``, the table's rows)."""
     out = []
     for note in book.notes():
         number = None if note.everywhere else note.number
@@ -265,60 +241,6 @@ def note_texts(book: NoteBook, every: Sequence[Row], *, brief: bool = False) -> 
     return out
 
 
-def _count(v: float) -> str:
-    return f"{v:,.0f}" if v >= 10 else f"{v:.2g}"
-
-
-def usage_lines(r: Record) -> list[str]:
-    """The record's usage in a few short lines; empty when nothing was counted."""
-    u = r.usage
-    if u is None:
-        return []
-    lines = []
-    if u.cores is not None:
-        kernel = f", {u.kernel_share:.0%} in kernel" if u.kernel_share is not None else ""
-        lines.append(f"{u.cores:.1f} cores{kernel}")
-    if u.minor_faults_per_call is not None:
-        major = f" ({_count(u.major_faults_per_call)} major)" if u.major_faults_per_call else ""
-        lines.append(f"{_count(u.minor_faults_per_call)} faults/call{major}")
-    if u.involuntary_switches_per_call is not None:
-        lines.append(f"{_count(u.involuntary_switches_per_call)} preempted/call")
-    if u.ipc is not None:
-        lines.append(f"IPC {u.ipc:.2f}")
-    if r.busy:
-        lines.append(f"busy: others {u.others_cores:.1f} cores" if u.others_cores is not None else "busy")
-    return lines
-
-
-def usage_title(u: Usage | None) -> str:
-    """Every rate, for a tooltip."""
-    if u is None:
-        return ""
-    from ..model.usage import RATES
-
-    parts = [f"{name} {getattr(u, name):.4g}" for name in RATES if getattr(u, name) is not None]
-    if u.hardware_absent:
-        parts.append(f"hardware counters: {u.hardware_absent}")
-    return "; ".join(parts)
-
-
-def kernel_rows(env: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(what, text) rows: the kernels each library's worker reported, the CPU's own ISA, and the
-    environment variables that change kernels, threads or precision."""
-    rows = []
-    fp = env.get("fingerprint") or {}
-    if isinstance(fp, Mapping) and fp.get("cpu_isa"):
-        rows.append(("CPU features", " ".join(str(f) for f in fp["cpu_isa"])))
-    workers = env.get("backends") or {}
-    if isinstance(workers, Mapping):
-        for config, info in workers.items():
-            text = library_kernels(info) if isinstance(info, Mapping) else ""
-            if text:
-                rows.append((f"kernels ({config})", text))
-    rows.append(("kernel variables", knobs_text(env.get("kernel_env"))))
-    return rows
-
-
 def library_kernels(info: Mapping[str, Any]) -> str:
     """The kernels one worker's library reported running ("" where it reported none)."""
     bits = []
@@ -336,3 +258,99 @@ def knobs_text(knobs: Any) -> str:
     if isinstance(knobs, Mapping) and knobs:
         return ", ".join(f"{k}={v}" for k, v in knobs.items())
     return "none set"
+
+
+#: What the interval column holds, said under every table that has one.
+CI_LEGEND = ("95% CI: ± half the width of the median's 95% confidence interval, as a share of the "
+             "median (the same measure as the ±2% target)")
+
+
+def ci_text(r: Record) -> str:
+    """The 95% CI of the median as ± a share of the median (``±1.2%``; see ``CI_LEGEND``)."""
+    return format_interval(r.ci_low_s, r.median_s, r.ci_high_s)
+
+
+def speedup(r: Record, base: Record | None) -> float | None:
+    """How many times faster than NumPy on the CPU (below 1: slower)."""
+    if base is None or not is_valid(r):
+        return None
+    return base.median_s / r.median_s
+
+
+def speedup_text(r: Record, base: Record | None, pairs: Pairs = Pairs()) -> str:
+    """``3.8× faster``, ``16× slower``, ``level``, ``undecided``, ``baseline`` or ``—``: the verdict of the
+    pair with NumPy."""
+    if base is None or not is_valid(r) or not is_valid(base):
+        return "—"
+    if r is base:
+        return "baseline"
+    said, ratio = comparison(r, base, pairs)
+    if said == "level":
+        return "level (±5%)"
+    if said == "undecided":
+        return "undecided"
+    return format_speedup(ratio)  # the verdict is "faster" or "slower": the ratio says which
+
+
+def achieved_text(r: Record) -> str:
+    """``"12.3 GFLOP/s · 1.2 GB/s"``, or ``"—"``."""
+    flops, moved = achieved(r)
+    parts = []
+    if flops is not None:
+        parts.append(format_rate(flops, "FLOP/s"))
+    if moved is not None:
+        parts.append(format_rate(moved, "B/s"))
+    return " · ".join(parts) or "—"
+
+
+def error_text(r: Record) -> str:
+    return "—" if r.max_rel_error is None else f"{r.max_rel_error:.1e}"
+
+
+def row_notes(r: Record) -> list[str]:
+    """What a row's notes say: why it is not ``ok``, or its warnings."""
+    return [r.reason] if r.status != "ok" and r.reason else list(r.warnings)
+
+
+def case_lines(workload: str, group: list[Record]) -> list[str]:
+    """The case column of a group of rows, one line per row: workload, size label, ``n = …`` and settings."""
+    first = group[0]
+    lines = [workload, first.size_label, size_detail(first)] if first.size_label != str(first.size) \
+        else [workload, size_text(first)]
+    lines = [line for line in lines if line]
+    out = lines[:len(group) - 1] + ["\n".join(lines[len(group) - 1:])]
+    return out + [""] * (len(group) - len(out))
+
+
+def notebook(groups: dict[tuple[str, str], list[Record]], *,
+             workload: bool = True) -> tuple[NoteBook, list[Row]]:
+    """The notes of a table's rows (each row keyed by its record's key), and every row."""
+    book = NoteBook()
+    rows = []
+    for (name, label), group in groups.items():
+        for r in group:
+            row = Row(f"{name} {label}" if workload else label, r.config_label)
+            rows.append(row)
+            book.add(r.key, row, row_notes(r), measured=r.status == "ok")
+    return book, rows
+
+
+def unavailable_configs(records: Iterable[Record]) -> dict[tuple[str, str, str], str]:
+    """Configurations skipped in every cell for one reason: unavailable here, said once."""
+    by_config: dict[tuple[str, str, str], list[Record]] = {}
+    for r in records:
+        by_config.setdefault((r.backend, r.device, r.environment), []).append(r)
+    out = {}
+    for config, recs in by_config.items():
+        reasons = {r.reason for r in recs}
+        if all(r.status == "skipped" for r in recs) and len(reasons) == 1:
+            out[config] = reasons.pop()
+    return out
+
+
+def not_run(unavailable: dict[tuple[str, str, str], str]) -> dict[str, list[str]]:
+    """The configurations unavailable here, by reason: ``no GPU: PyTorch GPU, JAX GPU`` said once."""
+    out: dict[str, list[str]] = {}
+    for (backend, device, environment), reason in unavailable.items():
+        out.setdefault(reason, []).append(config_label(backend, device, environment=environment))
+    return out

@@ -1,18 +1,7 @@
-"""A run's plots: one per case, the summary, the sweeps and the roofline.
+"""A run's plots: one per case, the summary per size, the sweeps and the roofline.
 
-SVG plots: one per workload and size, and a summary per size label, as in the seed article.
-
-Valid times are bars with their 95% confidence interval; wrong, failed and skipped cells get an
-empty slot labelled with their status, never a bar that could be read as a time. A plot that cannot
-be drawn all the same is left out with a ``PlotWarning``: the report, the Markdown and the CSV never
-depend on a plot.
-
-The roofline plot: every result with a work model against the machine's measured ceilings.
-
-Size sweeps: time per call (or GB/s for pure data movement) against size, one line per configuration.
-
-Log-log axes, the 95% CI of each median as a band, and the crossovers against NumPy marked where
-they fall.
+Valid times are bars with their 95% CI; a wrong, failed or skipped cell gets an empty slot labelled
+with its status, never a bar that could be read as a time.
 """
 
 from __future__ import annotations
@@ -20,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from .files import plot_file_name, summary_file_name, sweep_file_name
+from .files import plot_file_name, run_plot_name
 from .mpl import PALETTE, Axes, Figure, drawn, log_axis, plain, show_in_notebooks, styled
 from ..analysis.crossover import crossovers
 from ..analysis.grouping import (baselines, comparison, config_sort_key, grouped, is_valid, size_text,
@@ -44,8 +33,7 @@ def _hatch(r: Record) -> str | None:
 
 
 def _shown(records: Sequence[Record]) -> list[Record]:
-    """What a plot shows: everything measured, and what failed or was wrong; not what was skipped
-    (the table and the report list those, with their reasons)."""
+    """What a plot shows: all but the skipped cells (the table lists those, with their reasons)."""
     return [r for r in records if r.status != "skipped"]
 
 
@@ -59,8 +47,7 @@ def _is_baseline(r: Record) -> bool:
 
 @styled
 def case_figure(records: Sequence[Record], pairs: Pairs = Pairs()) -> Figure:
-    """Bars of time per call for one workload at one size, one bar per configuration, each against
-    NumPy by the verdict of their pair (one of the run's ``pairs``)."""
+    """Bars of time per call for one case, each against NumPy by the verdict of their pair."""
     records = sorted(_shown(records), key=config_sort_key)
     first = records[0]
     valid = [r for r in records if is_valid(r)]
@@ -166,8 +153,7 @@ def summary_figure(records: Sequence[Record], size_label: str) -> Figure | None:
 
 
 def write_plots(records: Iterable[Record], out_dir: Path, pairs: Pairs = Pairs()) -> list[Path]:
-    """Every case plot, the summaries for the seed's size labels, a sweep plot per workload
-    measured at three sizes or more, and the roofline; returns the files written."""
+    """Every case plot, the summaries, the sweeps (three sizes or more) and the roofline; the files written."""
     records = list(records)
     swept = set(swept_workloads(records))
     plots: list[tuple[Callable[[], Figure | None], str]] = []
@@ -175,13 +161,13 @@ def write_plots(records: Iterable[Record], out_dir: Path, pairs: Pairs = Pairs()
         if not _shown(group) or (workload in swept and not label.isidentifier()):
             continue  # a sweep's numbered sizes are drawn together, in its sweep plot
         plots.append((lambda group=group: case_figure(group, pairs), plot_file_name(workload, label)))
-    plots += [(lambda w=workload: sweep_figure(records, w), sweep_file_name(workload))
+    plots += [(lambda w=workload: sweep_figure(records, w), run_plot_name("sweep", workload))
               for workload in swept]
     plots.append((lambda: roofline_figure(records), "roofline.svg"))
     for label in ("small", "large"):
         measured = [r for r in records if r.size_label == label]
         if measured:
-            plots.append((lambda m=measured, s=label: summary_figure(m, s), summary_file_name(label)))
+            plots.append((lambda m=measured, s=label: summary_figure(m, s), run_plot_name("summary", label)))
     written: list[Path] = []
     for draw, name in plots:
         svg = drawn(draw, name)
@@ -195,11 +181,7 @@ KINDS = ("summary", "case", "sweep", "roofline")
 
 def figure(records: Sequence[Record], kind: str = "summary", *, workload: str | None = None,
            size: str | None = None, pairs: Pairs = Pairs()) -> Figure:
-    """One plot as a matplotlib figure, for notebooks (``Results.plot``).
-
-    ``summary`` needs ``size`` (a size label; default: the first measured), ``case`` needs
-    ``workload`` and ``size``, ``sweep`` needs ``workload``; ``ValueError`` says what is missing.
-    """
+    """One plot as a matplotlib figure, for notebooks (``Results.plot``)."""
     if kind not in KINDS:
         from ..errors import unknown_name
 
@@ -278,9 +260,7 @@ def _is_transfer(records: Sequence[Record]) -> bool:
 
 
 def size_axis_label(workload: str) -> str:
-    """The size axis in the workload's own words (``size n: the side of each n x n matrix``);
-    plain ``size n`` for a workload that does not say, or is not known here (a file's, not
-    imported)."""
+    """The size axis in the workload's own words (``size n: the side of each n x n matrix``), or ``size n``."""
     from ..workloads.registry import REGISTRY
 
     known = REGISTRY.get(workload)

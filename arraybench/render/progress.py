@@ -1,16 +1,7 @@
-"""A run's progress as it measures: in the terminal (a bar, or JSON lines), and in a notebook.
+"""A run's progress as it measures: a bar, lines or JSON lines in the terminal; a line in a notebook.
 
-What the user sees while a run goes: a progress bar, a line per finished cell, or JSON lines.
-
-Where stderr is no terminal (a CI log, a pipe, a script's output captured), a bar cannot be drawn
-and a log that says nothing for minutes looks hung: the run says what it starts, a line per cell as
-it finishes, and, while no line has come for ``HEARTBEAT_S``, what it is still measuring.
-
-Progress in a Jupyter cell: one line, updated in place, while a run measures.
-
-It goes through IPython's own display handle (``display(..., display_id=True)`` and ``update``),
-so it needs no widget library; a plain-text version goes with the HTML for front ends that show
-no HTML. Updates come at most twice a second: the parent shares the cores with what is timed.
+Without a terminal (a CI log, a pipe) a bar cannot be drawn and a silent log looks hung: the run says
+what it starts, a line per cell, and a heartbeat while nothing else was said.
 """
 
 from __future__ import annotations
@@ -27,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .tables import ci_text
+from .notes import ci_text
 from .terminal import console as safe_console
 from ..errors import printable
 from ..model.cell import Cell, config_label
@@ -45,11 +36,7 @@ HEARTBEAT_S = 30.0
 
 
 class ConsoleReporter(Reporter):
-    """A rich progress bar with ETA and one line per finished cell.
-
-    The bar counts measurements (a cell in one replicate) for a smooth ETA, and shows the cells done
-    out of ``cells`` when the caller knows how many there are.
-    """
+    """A rich progress bar with ETA and one line per finished cell."""
 
     def __init__(self, console: Console | None = None, cells: int | None = None,
                  cells_done: int = 0, heartbeat_s: float = HEARTBEAT_S) -> None:
@@ -132,8 +119,7 @@ class ConsoleReporter(Reporter):
         self.progress.update(self.task, total=max(round((total or 0) + extra), done, 1), eta=self._eta())
 
     def _eta(self) -> str:
-        """The time left at the pace of the measurements made so far (never a guess before one);
-        a cell whose interval is still wide may add processes, and the total with them."""
+        """The time left at the pace of the measurements made so far (never a guess before one)."""
         task = self.progress.tasks[0] if self.progress.tasks else None
         if task is None or self.started is None or not self.measured or task.total is None:
             return "ETA …"
@@ -167,8 +153,7 @@ class ConsoleReporter(Reporter):
         self.progress.stop()
 
     def heartbeat_line(self, now: float) -> str | None:
-        """What a run with no terminal says when nothing was said for ``heartbeat_s`` by ``now``
-        (a ``time.monotonic()``); None while a line came more recently."""
+        """What a run with no terminal says when nothing was said for ``heartbeat_s`` by ``now``, or None."""
         if now - self.said_at < self.heartbeat_s:
             return None
         minutes, secs = divmod(int(now - (self.started or now)), 60)
@@ -190,8 +175,7 @@ class ConsoleReporter(Reporter):
                 self._say(line, markup=False)
 
     def _say(self, line: str, markup: bool = True) -> None:
-        """Print a line (rich markup unless ``markup=False``) above the bar, or alone where there
-        is no terminal; flushed at once, so that a log shows it as it happens."""
+        """Print a line above the bar (or alone), flushed at once so that a log shows it as it happens."""
         self.progress.console.print(line, markup=markup, soft_wrap=self.plain)
         self.said_at = time.monotonic()
         try:
@@ -207,8 +191,7 @@ class ConsoleReporter(Reporter):
 
 
 def progress_text(backend: str, device: str, replicate: int, environment: str = "") -> str:
-    """What the bar says while a worker measures: ``numpy/cpu [np126] process 2`` (a label is
-    letters, digits and ``_.+-/``: nothing rich would read as markup)."""
+    """What the bar says while a worker measures: ``numpy/cpu [np126] process 2``."""
     where = f" [{environment}]" if environment else ""
     return f"{backend}/{device}{escape(where)} process {replicate + 1}"
 
@@ -258,8 +241,7 @@ MIN_INTERVAL = 0.5
 
 
 def in_notebook() -> bool:
-    """Whether this process is a Jupyter kernel (where IPython is already loaded: never imported
-    here for the question's sake)."""
+    """Whether this process is a Jupyter kernel (IPython is never imported for the question's sake)."""
     if "IPython" not in sys.modules:
         return False
     try:
@@ -271,8 +253,7 @@ def in_notebook() -> bool:
 
 
 class NotebookProgress(Reporter):
-    """The measurements made out of those planned, the cells done, the time so far and the last
-    cell finished, in one line of the running cell (``arraybench.run(progress=False)`` for none)."""
+    """The run's progress in one line of the running cell, updated in place."""
 
     def __init__(self, cells: int | None = None) -> None:
         #: The cells planned, when known: a cell that will not run takes its share off the total.

@@ -1,19 +1,16 @@
-"""The one facade through which a run is shown (its table, findings, HTML, Markdown, files and
-plots), and its Markdown report.
+"""The one facade a run is shown through (table, findings, HTML, Markdown, files, plots), and Markdown.
 
-``Results`` methods (``table``, ``findings``, ``write_report``, ``plot``, ``compare``, the notebook
-and terminal reprs), the commands and the API all come here, so a run looks the same wherever it is
-shown. Findings are computed once per run and handed down to every format that shows them.
-
-The results as a Markdown table, ready to paste into a GitHub issue or pull request.
+``Results`` methods, the commands and the API all come here, so a run looks the same wherever it is
+shown; findings are computed once per run and handed to every format.
 """
 
 from __future__ import annotations
 
+import html
 import re
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -21,14 +18,13 @@ from rich.markup import escape
 from .files import remember, write_csv
 from .findings import findings as compute_findings, self_check_lines
 from .html import results_table_html, write_html
-from .machine import environment_line
-from .notes import RANGES_LEGEND, everywhere_mark, note_texts
-from .sentences import (Findings, energy_absent, energy_measured, energy_why, format_energy, peak_sub,
-                        peak_text)
-from .tables import (FINDINGS_LINES, print_findings, print_table, table_text, CI_LEGEND, ci_text, error_text,
-                     not_run, notebook, speedup_text, unavailable_configs)
+from .notes import (CI_LEGEND, RANGES_LEGEND, ci_text, error_text, everywhere_mark, not_run, note_texts, notebook,
+                    speedup_text, unavailable_configs)
+from .tables import (FINDINGS_LINES, energy_absent, energy_measured, energy_why, format_energy, peak_sub, peak_text,
+                     print_findings, print_table, table_text)
 from ..analysis.compare import Comparison, compare as compare_runs
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, size_text
+from ..backends import SPECS
 from ..errors import one_line
 from ..files import write_atomic
 from ..model.machines import check_same_machine
@@ -44,24 +40,35 @@ if TYPE_CHECKING:
 
 FINDINGS_NAME = "findings.md"
 
-# A run's findings, by the identity of its Results: computed by the first format that shows them,
-# reused by the others (the report files, then the terminal). The key holds the identity of every
-# record and of the environment, so records added or replaced since give new findings; an entry
-# goes when its Results does.
+# A run's findings by its Results' identity, reused by every format; keyed also by its records',
+# pairs' and environment's identities, so that records added or replaced since give new findings.
 _FOUND: dict[int, tuple[tuple[int, ...], list[str]]] = {}
 
 
+class Findings(list):
+    """The findings of a run (``Results.findings()``): a list of sentences that shows as them."""
+
+    def __str__(self) -> str:
+        return "\n".join(f"- {sentence}" for sentence in self) if self else "(no findings)"
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        if not self:
+            return "<p><i>no findings</i></p>"
+        items = "".join(f"<li>{html.escape(str(sentence))}</li>" for sentence in self)
+        return f"<ul class='arraybench-findings'>{items}</ul>"
+
+
 def findings(results: Results) -> Findings:
-    """Plain sentences computed from the records: who wins, by how much, and why (once per run);
-    a list that shows as sentences (``Findings``)."""
+    """The run's findings, computed once per run."""
     key = (id(results.environment), *map(id, results.records), *map(id, results.pairs))
     kept = _FOUND.get(id(results))
     if kept is None or kept[0] != key:
         if kept is None:
             weakref.finalize(results, _FOUND.pop, id(results), None)
-        # A sentence quotes labels from outside (a --variant's variables, a --context value, a
-        # library's version string): its control characters are escaped once, here, for
-        # findings.md, results.md and the report alike.
+        # A sentence quotes labels from outside (a --variant's variables, a version string): its
+        # control characters are escaped once, here, for every format.
         kept = _FOUND[id(results)] = (key, [one_line(f) for f in self_check_lines(results)
                                             + compute_findings(results.records, results.environment,
                                                                Pairs(results.pairs))])
@@ -80,8 +87,7 @@ def table_html(results: Results) -> str:
 
 def show(results: Results, console: Console, *, errors: bool = False, with_findings: bool = True,
          verbose: bool = False) -> None:
-    """Print the table to ``console``; under it what failed before any cell (with ``errors``) and
-    the findings (unless ``with_findings`` is False): a screenful at most, all with ``verbose``."""
+    """Print the table, the errors (with ``errors``) and the findings: a screenful, all with ``verbose``."""
     for line in self_check_lines(results):
         console.print(escape(line), style="bold red" if "unreliable" in line else None, soft_wrap=True)
     print_table(results.records, console, Pairs(results.pairs))
@@ -94,13 +100,7 @@ def show(results: Results, console: Console, *, errors: bool = False, with_findi
 
 def write_report(results: Results, out_dir: str | Path, *, plots: bool = True,
                  history: "History | None" = None) -> list[Path]:
-    """Write the plots (unless ``plots`` is False), ``report.html``, ``results.md``,
-    ``results.csv`` and ``findings.md`` into ``out_dir``; return the files written.
-
-    ``arraybench run`` writes them at its end and ``arraybench report`` rebuilds them from a saved
-    ``results.json``; both come here, so the two can never drift apart. ``history`` (the store's,
-    for this run's cells) adds ``history_<workload>.svg`` and a section of the report.
-    """
+    """Write the plots, report.html, results.md, results.csv and findings.md; return the files written."""
     found = findings(results)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -132,8 +132,7 @@ def plot(results: Results, kind: str = "summary", *, workload: str | None = None
 
 def compare(base: Results, new: Results, *, threshold: float | None = None, alpha: float | None = None,
             cross_machine: bool = False) -> Comparison:
-    """``base`` against ``new``, per cell: faster, slower or not significant. Runs from different
-    machines raise ``CrossMachineError`` unless ``cross_machine``."""
+    """``base`` against ``new``, per cell; runs of two machines raise unless ``cross_machine``."""
     from .comparison import DisplayedComparison
 
     check_same_machine(base, new, cross_machine)
@@ -147,20 +146,43 @@ MARKDOWN_NAME = "results.md"
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
 
 
+def environment_line(environment: Mapping[str, Any], settings: Mapping[str, Any] | None = None,
+                     backends: Iterable[str] | None = None) -> str:
+    """One line naming the machine and libraries: ``CPU (2 cores) · Python 3.11 · NumPy 2.4 …``."""
+    env = environment
+    parts = []
+    if env.get("cpu_model"):
+        parts.append(f"{env['cpu_model']} ({env.get('cpu_count', '?')} cores)")
+    gpus = [g.get("name") for g in env.get("gpus") or [] if isinstance(g, Mapping) and g.get("name")]
+    if gpus:
+        parts.append(", ".join(gpus))
+    if env.get("python"):
+        parts.append(f"Python {env['python']}")
+    libs = env.get("libraries") or {}
+    wanted = set(SPECS if backends is None else backends)
+    versions = [f"{SPECS[n].label} {libs[n]}" for n in SPECS
+                if n in wanted and isinstance(libs, Mapping) and libs.get(n)]
+    if versions:
+        parts.append(", ".join(versions))
+    if env.get("blas"):
+        parts.append(f"BLAS {env['blas']}")
+    if settings and settings.get("dtype"):
+        parts.append(str(settings["dtype"]))
+    if env.get("timestamp"):
+        parts.append(str(env["timestamp"])[:10])
+    return " · ".join(parts)
+
+
 def md(value: Any) -> str:
-    """Escape text for a Markdown table cell: markup characters and pipes, newlines as spaces,
-    control characters (a terminal's escape sequences) as ``\\x1b``."""
+    """Text escaped for a Markdown table cell: markup and pipes escaped, on one line, control characters
+    shown."""
     text = one_line(" ".join(str(value).split()))
     return _SPECIAL.sub(r"\\\1", text)
 
 
 def markdown_report(results: Results, findings: Sequence[str] | None = None,
                     title: str = "arraybench results") -> str:
-    """A heading, the environment line, findings, the table and its notes, as GitHub Markdown.
-
-    The fastest correct configuration of each case is in bold; reasons and warnings are numbered
-    notes under the table, so the table stays narrow.
-    """
+    """A heading, the environment line, findings, the table and its notes, as GitHub Markdown."""
     used = {r.backend for r in results.records}
     lines = [f"### {md(title)}", "", md(environment_line(results.environment, results.settings, used)), ""]
     if not results.complete:
@@ -172,8 +194,7 @@ def markdown_report(results: Results, findings: Sequence[str] | None = None,
 
 
 def markdown_table(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[str]:
-    """The table and its notes as lines of Markdown (the notes built as the terminal's are; the
-    verdicts those of the run's ``pairs``)."""
+    """The table and its notes as lines of Markdown."""
     records = list(records)
     unavailable = unavailable_configs(records)
     shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
@@ -229,8 +250,7 @@ def write_markdown(results: Results, out_dir: Path, findings: Sequence[str] | No
 
 
 def history_markdown(history: "History", where: str, last: int) -> str:
-    """``arraybench history``'s table as Markdown: the summary naming the store (``where``), every
-    shown series' latest ``last`` runs (steps in bold), and each step called in a sentence."""
+    """``arraybench history``'s table as Markdown, steps in bold and each called in a sentence."""
     from .comparison import one_process_line, series_rows, shown_series, step_sentence, summary
 
     lines = ["### arraybench history: time per call (median) over the stored runs", "",

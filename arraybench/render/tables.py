@@ -1,125 +1,117 @@
-"""A run's tables in the terminal and the notebook: the results table with its findings, and a
-cell's samples as a histogram.
+"""The terminal's tables: the results table and its findings, histograms and the workloads catalog;
+and a record's peak memory and energy in words, for every format.
 
-The results table in the terminal (rich), coloured by winner, with its notes said once.
-
-The table fits the terminal: numbers never wrap, names wrap between words (never inside one), and
-when the columns still do not fit, the least needed ones go (``_COLUMNS``' ``drop`` order: of peak,
-first call, rel. error, device time, 95% CI, vs NumPy), with a line under the table that says which
-and how wide a terminal shows them all. The notes are built in ``notes`` for every format.
-
-A cell's samples as a histogram, each process in its own mark: text bins for the terminal
-(``arraybench show --histogram``) and small stacked bars for a cell of the HTML report.
-
-The bins are ``analysis.histogram``'s; this module only draws them. In the terminal each process
-is a character of its own (``1``, ``2``, … then ``a``, ``b``, …), so the processes stay apart
-without colour (a pipe, a CI log); a terminal colours them too.
+The results table fits its width: numbers never wrap, names wrap between words, and the least needed
+columns go (a line says which). A histogram marks each process with a character of its own.
 """
 
 from __future__ import annotations
 
 import io
 import math
-from typing import Iterable, Any
+from typing import Any, Iterable, Mapping, Sequence
 
 from rich.console import Console, Group, RenderableType
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from .notes import RANGES_LEGEND, NoteBook, Row, everywhere_mark, note_texts
+from .notes import (CI_LEGEND, RANGES_LEGEND, NoteBook, Row, case_lines, ci_text, error_text, everywhere_mark,
+                    not_run, note_texts, notebook, speedup_text, unavailable_configs)
 from .terminal import (Column, Row as TableRow, build_table, fitted_table, measure, console as safe_console,
                        plain)
-from ..analysis.grouping import (baselines, comparison, decided_winner, grouped, is_valid, library_label,
-                                 size_detail, size_text)
+from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, library_label, size_text
 from ..analysis.histogram import Histogram, record_histogram
-from ..analysis.rates import achieved
+from ..analysis.memory import FLOOR_BYTES, MemoryGap, allocator_reserve, times_output
 from ..analysis.roofline import ceilings, share
 from ..errors import printable
-from ..model.cell import config_label
 from ..model.pair import Pairs
 from ..model.record import Record
-from ..units import (format_interval, format_peak, format_rate, format_seconds, format_share, format_speedup,
+from ..units import (PAGE_BYTES, format_peak, format_rate, format_ratio, format_seconds, format_share, format_size,
                      time_unit)
+from ..workloads import GROUPS
+
+
+#: A record written before energy was measured keeps no reason of its own.
+_NO_ENERGY_NOTE = "energy not measured (results written before arraybench measured it)"
+
+
+_NO_PEAK_NOTE = "peak memory not measured (results written before arraybench measured it)"
+
+
+def peak_text(r: Record) -> str:
+    """The peak memory per call ("24 MB"), or "—" where there is none."""
+    return format_peak(r.peak_bytes) if is_valid(r) and r.peak_bytes is not None else "—"
+
+
+def peak_sub(r: Record) -> list[str]:
+    """What goes under a peak: "2.1× the output", the caching allocator's reserve, or why none."""
+    if not is_valid(r):
+        return []
+    if r.peak_bytes is None:
+        return [r.peak_note or _NO_PEAK_NOTE]
+    return peak_details(r)
+
+
+def peak_details(r: Record) -> list[str]:
+    """What to read beside a peak: "2.1× the output", "64 MB reserved by the caching allocator"."""
+    out = []
+    multiple = times_output(r)
+    if multiple is not None and (r.peak_bytes or 0) >= PAGE_BYTES:
+        out.append(f"{format_ratio(multiple)} the output")
+    reserve = allocator_reserve(r)
+    if reserve is not None:
+        out.append(f"{format_size(reserve)} reserved by the caching allocator")
+    return out
+
+
+def gap_sentence(gap: MemoryGap) -> str:
+    """"JAX CPU needs 2.0× the memory of PyTorch CPU for fft large (n = ...): 48 MB against 24 MB"."""
+    more, less = gap.more, gap.less
+    where = f"{more.workload} {size_text(more)}" + (f" on {more.machine}" if more.machine else "")
+    if (less.peak_bytes or 0) < FLOOR_BYTES:
+        text = (f"{library_label(more)} needs {format_size(more.peak_bytes)} per call for {where}, "
+                f"{library_label(less)} under {format_size(FLOOR_BYTES)}")
+    else:
+        text = (f"{library_label(more)} needs {format_ratio(gap.ratio)} the memory of "
+                f"{library_label(less)} for {where}: {format_size(more.peak_bytes)} against "
+                f"{format_size(less.peak_bytes)}")
+    said = [f"{library_label(r)}'s peak is {'; '.join(peak_details(r))}" for r in (more, less) if peak_details(r)]
+    return text + (f" ({'; '.join(said)})" if said else "") + "."
+
+
+def format_energy(joules: float | None) -> str:
+    """Joules in three figures and a fitting unit: ``0.0123`` -> ``"12.3 mJ"``; None -> "—"."""
+    if joules is None:
+        return "—"
+    for unit, scale in (("J", 1.0), ("mJ", 1e-3), ("µJ", 1e-6)):
+        if joules >= scale * 0.9995 or unit == "µJ":
+            return f"{joules / scale:.3g} {unit}"
+    return f"{joules:.3g} J"  # unreachable
+
+
+def energy_why(r: Record) -> str:
+    """Why a record has no energy figure (its own words), or "" where it has one."""
+    return "" if r.energy_j is not None else (r.energy_note or _NO_ENERGY_NOTE)
+
+
+def energy_measured(records: Iterable[Record]) -> bool:
+    """Whether any valid record has an energy figure (a column is worth its room)."""
+    return any(is_valid(r) and r.energy_j is not None for r in records)
+
+
+def energy_absent(records: Iterable[Record]) -> list[str]:
+    """Where no column shows energy: one line per reason, naming the configurations it holds for."""
+    why: dict[str, list[str]] = {}
+    for r in records:
+        if is_valid(r) and r.energy_j is None:
+            labels = why.setdefault(energy_why(r), [])
+            if r.config_label not in labels:
+                labels.append(r.config_label)
+    return [f"Energy per call not measured for {', '.join(labels)}: {reason}" for reason, labels in why.items()]
 
 
 _STATUS_STYLE = {"ok": "green", "wrong": "bold red", "failed": "red", "skipped": "dim"}
-
-#: What the interval column holds, said under every table that has one.
-CI_LEGEND = ("95% CI: ± half the width of the median's 95% confidence interval, as a share of the "
-             "median (the same measure as the ±2% target)")
-
-
-def ci_text(r: Record) -> str:
-    """The 95% CI of the median as ± a share of the median (``±1.2%``; see ``CI_LEGEND``)."""
-    return format_interval(r.ci_low_s, r.median_s, r.ci_high_s)
-
-
-def speedup(r: Record, base: Record | None) -> float | None:
-    """How many times faster than NumPy on the CPU (below 1: slower)."""
-    if base is None or not is_valid(r):
-        return None
-    return base.median_s / r.median_s
-
-
-def speedup_text(r: Record, base: Record | None, pairs: Pairs = Pairs()) -> str:
-    """Against NumPy, with the verdict of their pair (one of the run's ``pairs``): ``3.8× faster``,
-    ``16× slower``, ``level``, ``undecided``, ``baseline``, ``—``. A ratio is said faster or slower
-    only where the verdict is; otherwise the word says what the run could tell."""
-    if base is None or not is_valid(r) or not is_valid(base):
-        return "—"
-    if r is base:
-        return "baseline"
-    said, ratio = comparison(r, base, pairs)
-    if said == "level":
-        return "level (±5%)"
-    if said == "undecided":
-        return "undecided"
-    return format_speedup(ratio)  # the verdict is "faster" or "slower": the ratio says which
-
-
-def achieved_text(r: Record) -> str:
-    """``"12.3 GFLOP/s · 1.2 GB/s"``, or ``"—"``."""
-    flops, moved = achieved(r)
-    parts = []
-    if flops is not None:
-        parts.append(format_rate(flops, "FLOP/s"))
-    if moved is not None:
-        parts.append(format_rate(moved, "B/s"))
-    return " · ".join(parts) or "—"
-
-
-def error_text(r: Record) -> str:
-    return "—" if r.max_rel_error is None else f"{r.max_rel_error:.1e}"
-
-
-def row_notes(r: Record) -> list[str]:
-    """What a row's notes say: why it is not ``ok``, or its warnings."""
-    return [r.reason] if r.status != "ok" and r.reason else list(r.warnings)
-
-
-def case_lines(workload: str, group: list[Record]) -> list[str]:
-    """The case column of a group of rows, one line per row: the workload, its size label, then
-    ``n = …`` and the settings; a group shorter than that holds the rest in its last row."""
-    first = group[0]
-    lines = [workload, first.size_label, size_detail(first)] if first.size_label != str(first.size) \
-        else [workload, size_text(first)]
-    lines = [line for line in lines if line]
-    out = lines[:len(group) - 1] + ["\n".join(lines[len(group) - 1:])]
-    return out + [""] * (len(group) - len(out))
-
-
-def notebook(groups: dict[tuple[str, str], list[Record]], *,
-             workload: bool = True) -> tuple[NoteBook, list[Row]]:
-    """The notes of a table's rows (each row keyed by its record's key), and every row. A table
-    of one workload names its cases by size alone (``workload=False``)."""
-    book = NoteBook()
-    rows = []
-    for (name, label), group in groups.items():
-        for r in group:
-            row = Row(f"{name} {label}" if workload else label, r.config_label)
-            rows.append(row)
-            book.add(r.key, row, row_notes(r), measured=r.status == "ok")
-    return book, rows
 
 
 #: The results table's columns: higher ``drop`` goes first when the table does not fit; 0 never goes.
@@ -130,12 +122,8 @@ _COLUMNS = (Column("case"), Column("library / device"), Column("machine"),
 
 
 def results_table(records: Iterable[Record], width: int | None = None, pairs: Pairs = Pairs()) -> Group:
-    """One row per record, grouped by workload and size; the winner of each group (by the run's
-    ``pairs``) in bold green.
-
-    ``width``: the columns to fit in (the least needed go first, and a line says which); ``None``
-    keeps every column.
-    """
+    """One row per record, grouped by case, the winner in bold green; fitted to ``width`` (None: every
+    column)."""
     records = list(records)
     roof = ceilings(records)
     unavailable = unavailable_configs(records)
@@ -194,17 +182,8 @@ def results_table(records: Iterable[Record], width: int | None = None, pairs: Pa
     return Group(table, *footer)
 
 
-def not_run(unavailable: dict[tuple[str, str, str], str]) -> dict[str, list[str]]:
-    """The configurations unavailable here, by reason: ``no GPU: PyTorch GPU, JAX GPU`` said once."""
-    out: dict[str, list[str]] = {}
-    for (backend, device, environment), reason in unavailable.items():
-        out.setdefault(reason, []).append(config_label(backend, device, environment=environment))
-    return out
-
-
 def notes_grid(book: NoteBook, every: list[Row]) -> Group:
-    """The notes under the table: those of every row first, under one line that says so, then the
-    numbered ones; each wrapped under its own mark."""
+    """The notes under the table: those of every row first, then the numbered ones."""
     texts = note_texts(book, every, brief=True)  # the terminal: each pattern once
     parts: list[RenderableType] = []
     for everywhere in (True, False):
@@ -224,37 +203,21 @@ def notes_grid(book: NoteBook, every: list[Row]) -> Group:
     return Group(*parts)
 
 
-def unavailable_configs(records: Iterable[Record]) -> dict[tuple[str, str, str], str]:
-    """Library/device/environment configurations skipped in every cell for one reason:
-    unavailable here, said once."""
-    by_config: dict[tuple[str, str, str], list[Record]] = {}
-    for r in records:
-        by_config.setdefault((r.backend, r.device, r.environment), []).append(r)
-    out = {}
-    for config, recs in by_config.items():
-        reasons = {r.reason for r in recs}
-        if all(r.status == "skipped" for r in recs) and len(reasons) == 1:
-            out[config] = reasons.pop()
-    return out
-
-
 def print_table(records: Iterable[Record], console: Console | None = None, pairs: Pairs = Pairs()) -> None:
-    """Print the table, fitted to the console's width (120 columns for a file or a pipe, unless
-    $COLUMNS says otherwise: ``terminal.widened``)."""
+    """Print the table, fitted to the console's width."""
     from .terminal import widened
 
     console = widened(console or safe_console())
     console.print(results_table(records, width=console.width, pairs=pairs))
 
 
-#: The most lines of findings a terminal gets (as hyperfine's whole answer): the first findings
-#: say who wins and why; the rest are in findings.md and ``arraybench report --verbose``.
+#: The most lines of findings a terminal gets; the rest are in findings.md and ``report --verbose``.
 FINDINGS_LINES = 12
 
 
 def print_findings(findings: Iterable[str], console: Console, *, limit: int | None = FINDINGS_LINES) -> None:
-    """The findings under the table, one plain sentence each (no markup read from them), in at
-    most ``limit`` lines at the console's width (None: all of them), then where the rest are."""
+    """The findings, one plain sentence each, in at most ``limit`` lines (None: all), then where the rest
+    are."""
     import textwrap
 
     found = list(findings)
@@ -283,8 +246,7 @@ def table_text(records: Iterable[Record], width: int = 120, pairs: Pairs = Pairs
 #: A character per process, in the record's order; past these, every further process is ``*``.
 MARKS = "123456789abcdefghijklmnopqrstuvwxyz"
 _STYLES = ("cyan", "magenta", "yellow", "green", "blue", "red")
-#: The report's colours per process (matplotlib's tab10, as the plots), with their names for the
-#: tooltip that says which is which.
+#: The report's colours per process (matplotlib's tab10, as the plots), named for the tooltip.
 PALETTE = (("#1f77b4", "blue"), ("#ff7f0e", "orange"), ("#2ca02c", "green"), ("#d62728", "red"),
            ("#9467bd", "purple"), ("#8c564b", "brown"), ("#e377c2", "pink"), ("#7f7f7f", "grey"),
            ("#bcbd22", "olive"), ("#17becf", "cyan"))
@@ -298,8 +260,7 @@ def mark(process: int) -> str:
 
 
 def edge_texts(hist: Histogram) -> tuple[list[str], str]:
-    """The bins' lower edges as numbers in one unit, with as many decimals as tell two adjacent
-    edges apart; and the unit."""
+    """The bins' edges in one unit, with as many decimals as tell two adjacent edges apart; and the unit."""
     scale, unit = time_unit(max(hist.edges))
     width = (hist.edges[-1] - hist.edges[0]) / hist.bins / scale
     decimals = 3 if width <= 0 else max(0, min(6, 1 - math.floor(math.log10(width))))
@@ -307,8 +268,7 @@ def edge_texts(hist: Histogram) -> tuple[list[str], str]:
 
 
 def histogram_lines(record: Record, hist: Histogram, width: int) -> list[Text]:
-    """One cell's histogram as lines at most ``width`` wide: a heading, a line per bin (its range,
-    its samples, a bar made of each process's mark), and each process's samples and median."""
+    """One cell's histogram as lines at most ``width`` wide: a line per bin, then each process's median."""
     edges, unit = edge_texts(hist)
     totals = hist.totals
     label_width = max(len(e) for e in edges)
@@ -340,8 +300,7 @@ def histogram_lines(record: Record, hist: Histogram, width: int) -> list[Text]:
 
 
 def print_histograms(records: Iterable[Record], console: Console) -> int:
-    """Print the histogram of every measured cell among ``records``, cases in the table's order;
-    return how many were printed."""
+    """Print the histogram of every measured cell, in the table's order; return how many were printed."""
     shown = 0
     for _case, group in grouped(r for r in records if is_valid(r)).items():
         for r in group:
@@ -357,9 +316,7 @@ def print_histograms(records: Iterable[Record], console: Console) -> int:
 
 
 def histogram_cell(record: Record, bins: int | None = 12) -> dict[str, Any] | None:
-    """A record's histogram as the report draws it in its samples cell: per bin, each process's
-    share of the tallest bin's height and its colour; and a sentence saying what is drawn
-    (shown on hover and read by a screen reader). None for a cell without a time to show."""
+    """The report's histogram of a record (per bin, each process's share and colour) and its title, or None."""
     hist = record_histogram(record, bins) if is_valid(record) else None
     if hist is None:
         return None
@@ -373,3 +330,54 @@ def histogram_cell(record: Record, bins: int | None = 12) -> dict[str, Any] | No
     title = (f"{hist.samples} samples from {format_seconds(hist.edges[0])} to "
              f"{format_seconds(hist.edges[-1])} in {hist.bins} bins: {who}")
     return {"bins": columns, "title": title}
+
+
+#: Narrower than this, ``list`` leaves out the work per call.
+NARROW = 100
+
+
+def _settings(params: Mapping[str, Any]) -> str:
+    """``tsteps=20, alpha=1.5``: each setting without spaces, so that lines break between them."""
+    return ", ".join(f"{k}={v!r}" for k, v in params.items())
+
+
+def print_catalog(entries: Sequence[Mapping[str, Any]], console: Console) -> None:
+    """The table of workloads (the entries of ``commands.catalog.catalog``), then the groups."""
+    table = Table(title="workloads", header_style="bold", title_justify="left", pad_edge=False)
+    # Each column has a share of the width at most, so that one long workload wraps its own cell
+    # instead of squeezing the others to nothing.
+    names = [printable(e["name"]) for e in entries]
+    # Under 100 columns the work per call goes (a line says so): five columns do not fit in 80.
+    with_work = console.width >= NARROW
+    room = max(console.width - (14 if with_work else 11), 40)  # less the borders and the padding
+    # A name whole on one line where it can be (it is what --workloads takes), then the others.
+    name_width = min(max(map(len, names), default=4), room * 2 // 5)
+    table.add_column("name", style="bold", overflow="fold", min_width=name_width, max_width=name_width)
+    room -= name_width
+    shares = ((("what it measures", 0.35, 8), ("sizes (n)", 0.25, 8), ("work per call (float64)", 0.2, 8),
+               ("checked as", 0.15, 11)) if with_work else
+              (("what it measures", 0.45, 8), ("sizes (n)", 0.3, 8), ("checked as", 0.2, 11)))
+    for name, share, least in shares:
+        table.add_column(name, max_width=max(int(room * share), least))
+    for e in entries:
+        # A size's settings go on the lines under it, indented, wrapping between settings.
+        sizes = "\n".join(f"{k} {v:,}" + (f"\n  {_settings(e['params'][k])}" if k in e["params"] else "")
+                          for k, v in e["sizes"].items())
+        work = "\n".join(
+            f"{k}: {format_rate(w['flops'], 'FLOP')}, {format_rate(w['bytes'], 'B')}"
+            for k, w in e["work_float64"].items()) or "—"
+        check = e["check"] + (" (gradient)" if e["gradient"] else "")
+        if e["mutates"]:
+            check += f"\nin place: {', '.join(printable(m) for m in e['mutates'])}"
+        # A workload file is anyone's text: its escape sequences must not reach the terminal.
+        description = escape(printable(e["description"])) + (
+            "" if e["source"] == "builtin" else f"\n[dim]{escape(printable(e['source']))}[/]")
+        table.add_row(escape(printable(e["name"])), description, sizes, *([work] if with_work else []), check)
+    console.print(table)
+    if not with_work:
+        console.print(f"[dim]The work per call (FLOP and bytes) shows at {NARROW} columns or wider, "
+                      "and in arraybench list --json.[/]")
+    groups = "; ".join(f"{g} = {', '.join(ws)}" for g, ws in GROUPS.items())
+    console.print(f"[dim]Groups for --workloads: {groups}[/]")
+    console.print("[dim]Run some: arraybench run --workloads NAME,NAME --sizes small  "
+                  "(sizes: labels, element counts, or LO:HI[:STEPS])[/]")

@@ -1,36 +1,15 @@
-"""The terminal: a console safe for any text, tables fitted to its width, and the plain listings
-printed through them (the workloads catalog, a cluster's nodes, the stored runs).
+"""The terminal: a console that shows any text and never obeys it, tables fitted to a width, and the
+plain listings (a cluster's nodes, stored runs, this machine and its libraries for ``info``).
 
-The console the commands print to: it shows text, it never obeys it.
-
-Everything arraybench prints through rich goes through ``SafeConsole`` (``console()`` and
-``stdout_console()`` make one). Text that came from outside (a workload's name or error, a
-``--context`` value, a path, a stored run) may hold control characters or rich markup:
-
-- control characters (ESC sequences that clear the screen, set the title, open a hyperlink; bells,
-  carriage returns) are shown escaped as ``\x1b``, in every string, ``Text`` and table cell, at
-  the one place segments become output (``render``), and before markup is read (``render_str``);
-- no hyperlink (OSC 8) is ever emitted: a ``[link=…]`` that reached a style is dropped;
-- markup that cannot be read (``a[/]``) is shown as it is written instead of raising
-  ``MarkupError``. Callers still escape what they put into markup (``rich.markup.escape``) or
-  pass ``Text``/``markup=False``, so that ``tag=[v1]`` is not read as a style and eaten.
-
-Tables fitted to a width, by the run table's rule: numbers never wrap, names wrap between words
-and a word too long for its column ends in "…" (never split), and where even that is too wide the
-least needed columns go, a line saying which. ``compare``, ``history`` and ``store list`` use it.
-
-The runs the results store holds, as ``arraybench store list`` prints them.
-
-The nodes of a cluster as a table: ``arraybench info --cluster ADDRESS``.
-
-The workloads as ``arraybench list`` prints them: name, what each measures, its sizes, its work
-per call and how its result is checked.
+``SafeConsole`` escapes control characters everywhere, drops hyperlinks and prints unreadable markup
+as written; callers still escape what they put into markup.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Callable, Sequence, Mapping
 
@@ -43,11 +22,11 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
+from .notes import knobs_text, library_kernels
+from ..backends import DEVICES, SPECS
 from ..errors import printable
 from ..executors.cluster import Node, identity
 from ..store.store import StoredRun
-from ..units import format_rate
-from ..workloads import GROUPS
 
 
 #: The longest text rich's highlighter colours (numbers, paths); longer text prints plain.
@@ -58,14 +37,12 @@ TABLE_WIDTH = 80
 
 
 class SafeConsole(Console):
-    """A rich ``Console`` that escapes control characters, emits no hyperlinks and never raises
-    for markup it cannot read (see the module's docstring)."""
+    """A rich ``Console`` that escapes control characters, emits no hyperlinks and never raises for markup."""
 
     def render_str(self, text: str, **kwargs: Any) -> Text:
         text = printable(text)
         if len(text) > _MAX_HIGHLIGHTED:
-            # rich's highlighter backtracks over a long run of word characters: a 20,000-character
-            # name took ten seconds to print, a 100,000-character one a minute
+            # rich's highlighter backtracks: a 20,000-character name took ten seconds to print
             kwargs["highlight"] = False
         try:
             return super().render_str(text, **kwargs)
@@ -78,8 +55,7 @@ class SafeConsole(Console):
 
 
 def safe_segment(segment: Segment) -> Segment:
-    """``segment`` with control characters in its text escaped and any hyperlink dropped; rich's
-    own control segments (cursor moves of a live display) are kept as they are."""
+    """``segment`` with control characters escaped and any hyperlink dropped (rich's control segments kept)."""
     if segment.control:
         return segment
     text, style = segment.text, segment.style
@@ -107,9 +83,8 @@ def stdout_console(width: int = TABLE_WIDTH) -> Console:
 
 
 def widened(console: Console, width: int = TABLE_WIDTH) -> Console:
-    """``console``, or one on its file ``width`` columns wide (and without colour) when it writes
-    to a file or a pipe, where rich would otherwise assume 80, unless $COLUMNS says how wide to
-    be. A terminal keeps its own width: the tables fit it."""
+    """``console``, or one ``width`` wide without colour where it writes to a file or a pipe and $COLUMNS is
+    unset."""
     if console.is_terminal or console.width >= width or os.environ.get("COLUMNS", "").strip().isdigit():
         return console
     return SafeConsole(width=width, file=console.file, color_system=None)
@@ -121,9 +96,8 @@ TEXT_MIN_WIDTH = 13
 
 @dataclass(frozen=True)
 class Column:
-    """A column: ``numeric`` ones are right-aligned and never wrap, ``whole`` ones (an id, a time
-    to copy) left-aligned and never wrap or shorten; ``drop``: higher goes first when the table
-    does not fit, 0 never goes."""
+    """``numeric``: right-aligned, never wraps; ``whole``: never wraps or shortens; higher ``drop`` goes
+    first."""
 
     name: str
     numeric: bool = False
@@ -140,8 +114,7 @@ class Row:
 
 def fitted_table(title: RenderableType, columns: Sequence[Column], rows: Sequence[Row],
                  width: int | None, fits: Callable[[Table, int], bool] | None = None) -> tuple[Table, list[str]]:
-    """The table within ``width`` columns (None: as wide as it wants), and the names of the
-    columns left out to fit. ``fits(table, width)`` says when it fits (default: drawn whole)."""
+    """The table within ``width`` columns (None: as wide as it wants), and the columns left out to fit."""
     kept = list(range(len(columns)))
     table = build_table(title, columns, rows, kept)
     dropped: list[str] = []
@@ -185,9 +158,8 @@ def build_table(title: RenderableType, columns: Sequence[Column], rows: Sequence
 
 
 def _fits(table: Table, width: int) -> bool:
-    """Whether ``table`` shows whole at ``width``: rich's measure can be a column short, and a
-    table wider than its console loses its right edge, so the table is drawn and its top border
-    looked at."""
+    """Whether ``table`` shows whole at ``width``: rich's measure can be a column short, and a table wider
+    than its console loses its right edge, so the table is drawn and its top border looked at."""
     if measure(table).minimum > width:
         return False
     drawn = console(width=width, color_system=None, record=True, file=io.StringIO())
@@ -197,16 +169,13 @@ def _fits(table: Table, width: int) -> bool:
 
 
 def measure(table: Any) -> Measurement:
-    """The table's least and natural widths; measured on a wide console, so that the widths
-    found are the table's own."""
+    """The table's least and natural widths, measured on a wide console."""
     wide = console(width=10_000, color_system=None, file=io.StringIO())
     return Measurement.get(wide, wide.options, table)
 
 
 def runs_table(runs: Sequence[StoredRun], where: str, width: int | None = None) -> Group:
-    """One row per stored run: its id, when it started, its machine, records, whether it is
-    complete (``no`` for an interrupted run, ``empty`` for one that measured nothing: neither is
-    ever ``last``), its context and the folder it came from; fitted to ``width``."""
+    """One row per stored run (``no``: interrupted, ``empty``: measured nothing), fitted to ``width``."""
     columns = (Column("run", whole=True), Column("started", whole=True), Column("complete"),
                Column("records", True, 2),
                Column("machine", False, 3), Column("context", False, 1), Column("from", False, 4))
@@ -224,8 +193,7 @@ def runs_table(runs: Sequence[StoredRun], where: str, width: int | None = None) 
 
 
 def nodes_table(nodes: list[Node], address: str) -> Table:
-    """One row per node: its label, address, CPUs and GPUs, whether it takes shards and is free
-    now (none of its CPUs and GPUs reserved), and its machine (fingerprint hash; nodes with one identity can share an any-node run)."""
+    """One row per node: resources, whether it takes shards and is free, and its machine identity."""
     t = Table(title=f"Ray cluster at {escape(address)}: {len(nodes)} nodes", title_justify="left",
               header_style="bold", pad_edge=False)
     for name in ("node", "address", "CPUs", "GPUs", "shards", "free", "machine", "identity", "CPU model"):
@@ -250,53 +218,162 @@ def nodes_json(nodes: list[Node]) -> list[dict[str, Any]]:
              "arraybench": n.environment.get("arraybench")} for n in nodes]
 
 
-#: Narrower than this, ``list`` leaves out the work per call.
-NARROW = 100
+def print_info(env: Mapping[str, Any], state: Mapping[str, Any], defaults: Mapping[str, Any],
+               console: Console) -> None:
+    """The machine, the backends, what each library reported, and the project defaults."""
+    console.print(machine_table(env, state))
+    console.print(backends_table(state))
+    console.print(details_table(state))
+    console.print(defaults_text(defaults), soft_wrap=True, markup=False, highlight=False)
 
 
-def _settings(params: Mapping[str, Any]) -> str:
-    """``tsteps=20, alpha=1.5``: each setting without spaces, so that lines break between them."""
-    return ", ".join(f"{k}={v!r}" for k, v in params.items())
+def defaults_text(defaults: Mapping[str, Any]) -> str:
+    """Each option default [tool.arraybench] changes, and the file, or that there are none."""
+    if not defaults["options"]:
+        where = f" in {defaults['file']}" if defaults["file"] else ""
+        return f"project defaults: none ([tool.arraybench]{where} sets no option)"
+    lines = [f"project defaults from {defaults['file']} [tool.arraybench] (the command line wins):"]
+    lines += [f"  {k} = {v!r}" for k, v in defaults["options"].items()]
+    return "\n".join(lines)
 
 
-def print_catalog(entries: Sequence[Mapping[str, Any]], console: Console) -> None:
-    """The table of workloads (the entries of ``commands.catalog.catalog``), then the groups."""
-    table = Table(title="workloads", header_style="bold", title_justify="left", pad_edge=False)
-    # Every column wraps between words and has a share of the width at most (a word longer than
-    # that ends in "…"), so that one workload with many settings, a long name or a long
-    # description wraps its own cell instead of squeezing the others to nothing.
-    names = [printable(e["name"]) for e in entries]
-    # Under 100 columns the work per call goes (a line says so): five columns do not fit in 80.
-    with_work = console.width >= NARROW
-    room = max(console.width - (14 if with_work else 11), 40)  # less the borders and the padding
-    # A name whole on one line where it can be (it is what --workloads takes), then the others.
-    name_width = min(max(map(len, names), default=4), room * 2 // 5)
-    table.add_column("name", style="bold", overflow="fold", min_width=name_width, max_width=name_width)
-    room -= name_width
-    shares = ((("what it measures", 0.35, 8), ("sizes (n)", 0.25, 8), ("work per call (float64)", 0.2, 8),
-               ("checked as", 0.15, 11)) if with_work else
-              (("what it measures", 0.45, 8), ("sizes (n)", 0.3, 8), ("checked as", 0.2, 11)))
-    for name, share, least in shares:
-        table.add_column(name, max_width=max(int(room * share), least))
-    for e in entries:
-        # A size's settings go on the lines under it, indented, wrapping between settings.
-        sizes = "\n".join(f"{k} {v:,}" + (f"\n  {_settings(e['params'][k])}" if k in e["params"] else "")
-                          for k, v in e["sizes"].items())
-        work = "\n".join(
-            f"{k}: {format_rate(w['flops'], 'FLOP')}, {format_rate(w['bytes'], 'B')}"
-            for k, w in e["work_float64"].items()) or "—"
-        check = e["check"] + (" (gradient)" if e["gradient"] else "")
-        if e["mutates"]:
-            check += f"\nin place: {', '.join(printable(m) for m in e['mutates'])}"
-        # A workload file is anyone's text: its escape sequences must not reach the terminal.
-        description = escape(printable(e["description"])) + (
-            "" if e["source"] == "builtin" else f"\n[dim]{escape(printable(e['source']))}[/]")
-        table.add_row(escape(printable(e["name"])), description, sizes, *([work] if with_work else []), check)
-    console.print(table)
-    if not with_work:
-        console.print(f"[dim]The work per call (FLOP and bytes) shows at {NARROW} columns or wider, "
-                      "and in arraybench list --json.[/]")
-    groups = "; ".join(f"{g} = {', '.join(ws)}" for g, ws in GROUPS.items())
-    console.print(f"[dim]Groups for --workloads: {groups}[/]")
-    console.print("[dim]Run some: arraybench run --workloads NAME,NAME --sizes small  "
-                  "(sizes: labels, element counts, or LO:HI[:STEPS])[/]")
+def machine_table(env: Mapping[str, Any], state: Mapping[str, Any]) -> Table:
+    """Python, platform, CPU, memory, GPUs, threads and library versions."""
+    t = Table(title=f"arraybench {env.get('arraybench')}", title_justify="left", show_header=False,
+              pad_edge=False, box=None)
+    t.add_column(style="bold", no_wrap=True)
+    t.add_column(overflow="fold")
+    t.add_row("Python", f"{env['python']} ({env['python_implementation']})")
+    t.add_row("platform", env["platform"])
+    cores = f"{env['cpu_count']} logical"
+    if env.get("cpu_physical_cores"):
+        cores += f", {env['cpu_physical_cores']} physical"
+    cores += f"; {env['cpus_available']} available to arraybench"
+    t.add_row("CPU", f"{env['cpu_model']} ({cores})")
+    if env.get("memory_gib"):
+        t.add_row("memory", f"{env['memory_gib']} GiB")
+    t.add_row("GPUs", gpu_text(env, state))
+    if env.get("machine_id"):
+        t.add_row("machine id", f"{env['machine_id']} (history and compare tell machines apart by it)")
+    t.add_row("threads", threads_text(env))
+    t.add_row("kernel variables", knobs_text(env.get("kernel_env")))
+    fp = env.get("fingerprint") or {}
+    if fp.get("cpu_isa"):
+        t.add_row("CPU features", " ".join(fp["cpu_isa"]))
+    libs = env.get("libraries") or {}
+    t.add_row("libraries", ", ".join(f"{k} {v}" for k, v in libs.items() if v) or "none")
+    missing = [k for k, v in libs.items() if not v]
+    if missing:
+        t.add_row("not installed", ", ".join(missing))
+    return t
+
+
+def gpu_text(env: Mapping[str, Any], state: Mapping[str, Any]) -> str:
+    """The GPUs nvidia-smi lists, or those a backend opened, or why none were found."""
+    found = [", ".join(str(g[k]) for k in ("name", "memory", "driver") if g.get(k))
+             for g in env.get("gpus") or []]
+    if found:
+        return "; ".join(found)
+    opened = {s["info"].get("device_name") for s in state.values()
+              if s.get("devices", {}).get("gpu") is None and "gpu" in s.get("devices", {})
+              and s.get("info", {}).get("device_name") not in (None, "cpu")}
+    if opened:
+        return ", ".join(sorted(opened))
+    return "none found (no nvidia-smi, or it lists no GPU)"
+
+
+def threads_text(env: Mapping[str, Any]) -> str:
+    """The thread-limiting environment variables, or that there are none."""
+    set_vars = env.get("thread_env") or {}
+    if set_vars:
+        return "set: " + ", ".join(f"{k}={v}" for k, v in set_vars.items())
+    return ("no limit set (OMP_NUM_THREADS, MKL_NUM_THREADS, OPENBLAS_NUM_THREADS unset): "
+            "every library uses the available cores; `arraybench run --threads N` limits them all alike")
+
+
+def linalg_text(info: Mapping[str, Any]) -> str:
+    """BLAS and LAPACK as a library reports them ("" where it does not)."""
+    if info.get("library") == "torch":
+        parts = [f"{k} {info[f]}" for k, f in (("BLAS", "torch_blas"), ("LAPACK", "torch_lapack"))
+                 if info.get(f)]
+        detail = str(info.get("torch_blas_detail") or "")
+        mkl = re.search(r"Math Kernel Library Version ([\w.]+)", detail)
+        if mkl:
+            detail = f"Intel oneAPI MKL {mkl.group(1).split('-')[0]}"
+        text = ", ".join(parts)
+        if detail:
+            text += f": {detail}"
+        return (text + " (torch.__config__; linked into torch, so threadpoolctl cannot see it)"
+                if text else "")
+    if info.get("library") == "numpy":
+        parts = []
+        if info.get("blas"):
+            parts.append(f"BLAS {info['blas']} (loaded, per threadpoolctl)")
+        if info.get("lapack"):
+            parts.append(f"LAPACK {info['lapack']} (NumPy's build)")
+        return "; ".join(parts)
+    return ""
+
+
+def pools_text(info: Mapping[str, Any]) -> str:
+    """Thread pools in the library's process: its own settings and threadpoolctl's view."""
+    parts = []
+    if info.get("torch_threads") is not None:
+        parts.append(f"torch {info['torch_threads']} intra-op, {info.get('torch_interop_threads')} inter-op")
+    for p in info.get("threadpools") or []:
+        parts.append(f"{p.get('internal_api')} ({p.get('prefix')}) {p.get('num_threads')}")
+    if info.get("xla_flags"):
+        parts.append(f"XLA_FLAGS={info['xla_flags']}")
+    if info.get("affinity_cpus") is not None:
+        parts.append(f"may run on {info['affinity_cpus']} CPUs")
+    return " · ".join(parts)
+
+
+def backends_table(state: Mapping[str, Any]) -> Table:
+    """One row per backend: version, and each device usable or why not."""
+    t = Table(title="backends (each asked in its own worker process)", title_justify="left",
+              header_style="bold", pad_edge=False)
+    t.add_column("library", no_wrap=True)
+    t.add_column("version", no_wrap=True)
+    for dev in DEVICES:
+        t.add_column(dev.upper(), overflow="fold")
+    for name, s in state.items():
+        cells = []
+        for dev in DEVICES:
+            if dev not in s["devices"]:
+                cells.append("[dim]—[/]")
+            elif s["devices"][dev] is None:
+                cells.append("[green]usable[/]")
+            else:
+                cells.append(f"[yellow]{escape(s['devices'][dev])}[/]")
+        t.add_row(SPECS[name].label if name in SPECS else name, s.get("version") or "not installed", *cells)
+    return t
+
+
+def details_table(state: Mapping[str, Any]) -> Table:
+    """BLAS/LAPACK and thread pools of every usable backend, as its worker reported them."""
+    t = Table(show_header=False, box=None, pad_edge=False, title="as each library sees itself",
+              title_justify="left")
+    t.add_column(style="bold", no_wrap=True)
+    t.add_column(no_wrap=True, style="dim")
+    t.add_column(overflow="fold")
+    for name, s in state.items():
+        info = s.get("info") or {}
+        if not info:
+            continue
+        label = SPECS[name].label if name in SPECS else name
+        rows = [("BLAS/LAPACK", linalg_text(info)), ("kernels", library_kernels(info)),
+                ("threads", pools_text(info))]
+        if info.get("device_name") and info.get("device_name") != "cpu":
+            rows.append(("device", str(info["device_name"])))
+        for key in ("platform", "x64", "matmul_precision", "allow_tf32", "reduced_precision_float32",
+                    "cuda", "gpu_monitor", "numba", "metal_available", "gpu_dtypes_missing",
+                    "mps_dtypes_missing"):
+            if info.get(key) not in (None, ""):
+                rows.append((key, str(info[key])))
+        first = True
+        for key, text in rows:
+            if text:
+                t.add_row(label if first else "", key, escape(text))
+                first = False
+    return t

@@ -12,7 +12,7 @@ import pytest
 
 import arraybench
 from arraybench.host import machine
-from arraybench.render.sentences import machine_findings
+from arraybench.render.findings import machine_findings
 from arraybench.analysis.roofline import ceilings, share
 from arraybench.model.machines import IDENTITY, CrossMachineError, fingerprint_changes, machine_id
 from arraybench.model.merge import merge

@@ -13,7 +13,7 @@ from arraybench.analysis.memory import (allocator_reserve, memory_changes, memor
                                         memory_growth_above, times_output)
 from arraybench.commands.main import main
 from arraybench.render.comparison import gate_failures
-from arraybench.render.sentences import gap_sentence
+from arraybench.render.tables import gap_sentence
 from arraybench.model.cell import Cell
 from arraybench.model.record import Record
 from arraybench.model.replicate import Replicate
@@ -69,8 +69,8 @@ def test_peak_beside_output_and_the_caching_allocators_reserve():
 
 
 def test_a_peak_below_a_page_is_not_a_figure_of_the_output():
-    from arraybench.render.sentences import peak_details
-    from arraybench.render.sentences import peak_text
+    from arraybench.render.tables import peak_details
+    from arraybench.render.tables import peak_text
 
     tiny = peaked("numpy", [0, 0], output=800)
     # The resident high-water mark counts pages: below one it cannot tell a small peak from none.

@@ -15,7 +15,7 @@ from arraybench.model.pair import Pair, Pairs
 from arraybench.model.record import Record
 from arraybench.model.replicate import Replicate
 from arraybench.model.usage import Usage
-from arraybench.render.tables import speedup_text
+from arraybench.render.notes import speedup_text
 
 
 def _paired(backend: str, per_call: float, load: list[list[float]], noise: float = 0.01, seed: int = 0) -> Record:

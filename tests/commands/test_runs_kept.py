@@ -263,7 +263,7 @@ def test_a_comparison_is_one_line_a_table_and_a_row_per_cell():
 def test_findings_stay_a_list_and_progress_is_on_where_asked():
     from arraybench.api import reporter_for
     from arraybench.render.progress import ConsoleReporter
-    from arraybench.render.sentences import Findings
+    from arraybench.render.report import Findings
     from arraybench.model.reporter import Reporter
 
     found = Findings(["NumPy wins.", "PyTorch <b>loses</b>."])

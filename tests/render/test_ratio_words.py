@@ -8,7 +8,7 @@ from arraybench.analysis.compare import compare
 from arraybench.render.findings import winners
 from arraybench.render.comparison import DisplayedComparison
 from arraybench.render.plots import case_figure
-from arraybench.render.tables import speedup_text
+from arraybench.render.notes import speedup_text
 from arraybench.units import format_change, format_ratio, format_speedup
 from tests.synthetic import record, results, spread
 

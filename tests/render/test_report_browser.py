@@ -17,7 +17,7 @@ import pytest
 from arraybench import load_results
 from arraybench.render.html import render_html, write_html
 from arraybench.render.plots import write_plots
-from arraybench.render.tables import unavailable_configs
+from arraybench.render.notes import unavailable_configs
 
 from ..chromium import Chromium, find_chromium
 from ..synthetic import record, results, spread

@@ -15,9 +15,10 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from arraybench import load_results
-from arraybench.render.terminal import print_catalog
+from arraybench.render.tables import print_catalog
 from arraybench.render.report import markdown_table
-from arraybench.render.tables import speedup_text, table_text
+from arraybench.render.notes import speedup_text
+from arraybench.render.tables import table_text
 
 from ..conftest import ROOT, run_cli
 from ..synthetic import record, results, spread

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from arraybench.model.summary import Summary
-from arraybench.render.findings import numerics_markdown, numerics_table
+from arraybench.render.files import numerics_markdown, numerics_table
 from arraybench.workloads import GROUPS, REGISTRY, expand
 
 from ..conftest import backend_or_skip
