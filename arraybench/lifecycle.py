@@ -25,7 +25,7 @@ from .plan import Plan, validate
 from .model.journal import JournalState
 from .model.reporter import Reporter
 from .model.results import Results
-from .analysis.run_state import RunState
+from .analysis.policy import RunState
 from .executors.session import Interrupted, Session, stop_signals
 from .store.keeping import StoreChoice, store_run
 from .workloads.fingerprint import check_code, code_of

@@ -31,7 +31,7 @@ from ..model.record import Record
 from ..model.summary import Summary
 from ..errors import spell
 from ..units import format_change
-from . import fdr, significance
+from . import significance
 from .grouping import config_sort_key, is_valid, size_sort_key
 
 if TYPE_CHECKING:
@@ -338,7 +338,7 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
                    key=lambda r: (r.workload, size_sort_key(r), config_sort_key(r)))
     changes = [compare_records(base_by[match(r)], r, threshold, alpha) for r in order]
     tested = [c for c in changes if c.p_value is not None]
-    for c, q in zip(tested, fdr.q_values([c.p_value for c in tested])):
+    for c, q in zip(tested, significance.q_values([c.p_value for c in tested])):
         c.q_value = q
         _judge(c, alpha, threshold)
     return Comparison(

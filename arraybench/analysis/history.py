@@ -36,7 +36,7 @@ from ..model.cell import environment_in_key
 from ..model.record import Record
 from ..model.stored import Entry, RunInfo
 from .compare import DEFAULT_THRESHOLD, settings_differences
-from .fdr import benjamini_hochberg
+from .significance import benjamini_hochberg
 from .significance import LogEstimate, welch_test
 
 #: The false discovery rate allowed across all the steps of one history.

@@ -20,6 +20,10 @@ The verdict reads the interval and nothing else: ``faster`` or ``slower`` where 
 ``level`` where it lies within ``LEVEL_WITHIN`` of 1 either way, ``undecided`` otherwise, or where
 the pair was not judged (``Ratio.judged``, its method says why). Every table, finding and report
 reads these verdicts; none judges "faster" another way.
+
+The run checks itself (``self_check``): its first configuration runs again as its ``TWIN``, taking
+turns with the rest. Every verdict but ``level`` or ``undecided`` between the two is false: how
+often one comes is this machine's false-verdict rate, now, for this way of measuring.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Iterable, Sequence
 
+from ..host.environments import TWIN
 from ..model.cell import case_key
 from ..model.pair import Pair
 from ..model.record import Record
@@ -286,3 +291,56 @@ def against_regressions(pairs: Iterable[Pair], here: str, limit: float) -> tuple
         elif mine.verdict == "undecided":
             undecided.append(mine)
     return slower, undecided
+
+
+def split(records: Iterable[Record]) -> tuple[list[Record], list[Record]]:
+    """(the run's own records, the self-check twin's)."""
+    own, twins = [], []
+    for r in records:
+        (twins if r.environment == TWIN else own).append(r)
+    return own, twins
+
+
+def twin_pairs(twins: Sequence[Record], own: Sequence[Record], original: str) -> list[Pair]:
+    """Each twin against its original (the same configuration in environment ``original``)."""
+    by_config = {(case_key(r.cell), r.backend, r.device, r.mode, r.environment): r for r in own}
+    out = []
+    for t in twins:
+        same = by_config.get((case_key(t.cell), t.backend, t.device, t.mode, original))
+        if same is None or t.status != "ok" or same.status != "ok":
+            continue
+        found = pair(t, same)
+        if found is not None:
+            out.append(found)
+    return out
+
+
+@dataclass(frozen=True)
+class SelfCheck:
+    """What the A/A pairs of a run say of its verdicts."""
+
+    pairs: tuple[Pair, ...]
+
+    @property
+    def false(self) -> list[Pair]:
+        """The A/A pairs called faster or slower: each a false verdict."""
+        return [p for p in self.pairs if p.verdict in ("faster", "slower")]
+
+    @property
+    def level(self) -> int:
+        return sum(1 for p in self.pairs if p.verdict == "level")
+
+    @property
+    def reliable(self) -> bool:
+        """No identical pair was called faster or slower."""
+        return bool(self.pairs) and not self.false
+
+    @property
+    def worst(self) -> float:
+        """The largest factor a false verdict put between a configuration and its twin."""
+        return max((max(p.ratio, 1 / p.ratio) for p in self.false), default=1.0)
+
+    @property
+    def drift(self) -> float:
+        """The median factor between a configuration and its twin (1.0: none)."""
+        return math.exp(statistics.median(abs(math.log(p.ratio)) for p in self.pairs)) if self.pairs else 1.0

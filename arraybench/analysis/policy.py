@@ -1,35 +1,25 @@
-"""When measuring stops, beyond a cell's own sampling: who takes a round's turn, and how many
-worker processes a cell gets. Every threshold these rules read is in ``numeric/stopping``, with
-why it has its value; a cell's own sampling rule runs in its worker (``worker/sampling``).
+"""When measuring stops beyond a cell's own sampling, and what a run still lacks (``RunState``).
 
-Turns: a case's cells take one sample a round while their own stopping rules go on. A cell whose
-rule says it is done may pair on for a while beside cells of its case that still sample, so that
-their pairs have rounds in common (``pairs_on``, ``takes_turn``, ``short_of_quiet``).
-
-Processes: with ``--processes N`` every cell gets N. By default (``--processes auto``, or
-``MIN:MAX``; auto is 3:6) a cell gets MIN, then one more per round while the interval between its
-processes (``intervals.replicate_interval``) is wider than ``--rel-ci``, fewer than MAX processes
-have measured it, and the next process still fits the cell's budget (``--max-time``): the sampling
-of the first MIN processes, plus the whole cost of each added one (its first call, a compilation,
-warm-up and calibration included, which for a jitted gradient dwarfs the sampling), must stay
-within it. So a cell costs about what it cost with a fixed MIN processes sharing the budget, and
-a cell whose processes are expensive to start stops at MIN. Each process samples briefly (the
-budget over MAX): between-process variation, not the samples within one process, is what limits
-a cell's interval, so more short processes buy more precision than a few long ones. The cells of
-one case decide together (``decide_case``): a process for a pair is wanted on both of its sides.
-
-Each decision is a pure function of what was measured so far, so a resumed run decides as the
-interrupted one would have.
+Turns: a case's cells take one sample a round; a cell done by its own rule may pair on a while
+beside cells of its case still sampling, so that their pairs share rounds. Processes: ``--processes
+N`` gives every cell N; ``MIN:MAX`` (auto is 3:6) gives MIN, then one more per round while the
+interval between processes is wider than ``--rel-ci``, a pair it is part of is still open, and
+the next process fits the cell's budget (``--max-time``). Between-process variation limits an
+interval, so each process samples briefly. The cells of one case decide together. Thresholds live
+in ``numeric/stopping``; each decision is a pure function of what was measured, so a resumed run
+decides as the interrupted one would have.
 """
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Container, Mapping, Protocol, Sequence
+from typing import Container, Mapping, Sequence
 
-from ..host.environments import TWIN
-from ..model.cell import Cell, Config
+from ..host.environments import TWIN, twin_of
+from ..model.cell import Cell, Config, case_key
+from ..model.journal import JournalState
+from ..model.options import RunOptions
 from ..model.replicate import Replicate
 from ..model.timer_settings import TimerSettings
 from ..numeric.stopping import (ANSWERED_LEVEL, BETWEEN_BURSTS, LEAST_SAMPLES_PER_PROCESS, OPEN_BUDGET,
@@ -37,30 +27,6 @@ from ..numeric.stopping import (ANSWERED_LEVEL, BETWEEN_BURSTS, LEAST_SAMPLES_PE
                                 STRETCH_S)
 from ..numeric.intervals import replicate_interval
 from .pairs import paired_ratio
-
-
-class Asked(Protocol):
-    """What a run's options ask of replication (``RunOptions`` answers it): how many processes,
-    how long and how tight each cell's measurement, and how each process samples."""
-
-    @property
-    def processes(self) -> int: ...
-    @property
-    def max_processes(self) -> int | None: ...
-    @property
-    def adaptive(self) -> bool: ...
-    @property
-    def max_time(self) -> float: ...
-    @property
-    def min_samples(self) -> int: ...
-    @property
-    def rel_ci(self) -> float: ...
-    @property
-    def target_sample(self) -> float: ...
-    @property
-    def warmup(self) -> float: ...
-    @property
-    def cold(self) -> bool: ...
 
 
 #: Why a cell got no more processes (``Record.replication_stop``).
@@ -247,14 +213,14 @@ def _open_pairs(cell: Cell, case: list[Cell], have: Mapping[str, Mapping[int, Re
     return (None if not answered else not all(answered)), bool(reachable), reachable
 
 
-def policy_for(options: Asked) -> Policy:
+def policy_for(options: RunOptions) -> Policy:
     """The policy a run's options ask for."""
     most = options.max_processes if options.adaptive else options.processes
     return Policy(least=options.processes, most=most or options.processes, rel_ci=options.rel_ci,
                   budget_s=options.max_time)
 
 
-def per_process(options: Asked) -> tuple[float, int]:
+def per_process(options: RunOptions) -> tuple[float, int]:
     """(sampling budget in seconds, fewest samples) of one process's measurement of a cell.
 
     A fixed count shares the cell's budget and sample floor among its processes, as always; an
@@ -266,7 +232,7 @@ def per_process(options: Asked) -> tuple[float, int]:
     return options.max_time / count, max(LEAST_SAMPLES_PER_PROCESS, -(-options.min_samples // count))
 
 
-def timer_settings(options: Asked) -> TimerSettings:
+def timer_settings(options: RunOptions) -> TimerSettings:
     """Each process's timer settings for the run: a cell's budget and sample floor are shared by
     its processes (``per_process``). The one source for the workers' jobs and ``results.json``."""
     budget, least = per_process(options)
@@ -318,3 +284,81 @@ def takes_turn(extra: bool, taken: int, done_at: int | None, short_of_quiet: boo
     if done_at is None:
         return True
     return not extra and taken < (QUIET_STRETCH if short_of_quiet else PAIR_ON_TURNS) * done_at
+
+
+class RunState:
+    """What a run has measured and what it still lacks, under its replication policy."""
+
+    def __init__(self, cells: list[Cell], options: RunOptions,
+                 replicates: dict[str, dict[int, Replicate]] | None = None,
+                 unavailable: dict[Config, str] | None = None) -> None:
+        self.cells = cells
+        self.options = options
+        #: cell key -> replicate index -> what that replicate measured.
+        self.replicates = {k: dict(v) for k, v in (replicates or {}).items()}
+        self.unavailable = dict(unavailable or {})
+        # Workers that died before they were ready (not journalled, so --resume retries them).
+        self.start_failures: dict[Config, str] = {}
+        self._policy = policy_for(options)
+        # by case: (replicates seen of each of its cells, each cell's decision by key)
+        self._decisions: dict[str, tuple[tuple[int, ...], dict[str, Decision]]] = {}
+        self._cases: dict[str, list[Cell]] = {}
+        for c in cells:
+            self._cases.setdefault(case_key(c), []).append(c)
+
+    @classmethod
+    def of(cls, journalled: JournalState) -> "RunState":
+        """The state of the run a journal holds."""
+        return cls(journalled.cells, journalled.options, journalled.replicates, journalled.unavailable)
+
+    def configs(self) -> list[Config]:
+        """The (backend, device, environment) configurations of the plan, in plan order."""
+        return list(dict.fromkeys(c.config for c in self.cells))
+
+    def decision(self, cell: Cell) -> Decision:
+        """How many replicates the cell wants now, and why it stopped, if it did
+        (``analysis.policy``: adaptive cells count what they want now, not what they may)."""
+        key = case_key(cell)
+        case = self._cases.get(key, [cell])
+        seen = tuple(len(self.replicates.get(c.key, {})) for c in case)
+        cached = self._decisions.get(key)
+        if cached is None or cached[0] != seen or cell.key not in cached[1]:
+            cached = (seen, decide_case(case if cell in case else [cell], self.replicates, self._policy,
+                                        self.unavailable, twin_of(self.options)))
+            self._decisions[key] = cached
+        return cached[1][cell.key]
+
+    def wanted(self, cell: Cell) -> int:
+        """How many replicates the cell should have, given those it has."""
+        return self.decision(cell).wanted
+
+    def replicates_of(self, cell: Cell) -> dict[int, Replicate]:
+        """The cell's replicates so far, by index."""
+        return self.replicates.get(cell.key, {})
+
+    def missing_indices(self, cell: Cell) -> list[int]:
+        """The replicate indices the cell still lacks (its configuration's availability aside)."""
+        have = self.replicates_of(cell)
+        return [i for i in range(self.wanted(cell)) if i not in have]
+
+    def todo(self, config: Config, index: int) -> list[Cell]:
+        """The cells of ``config`` still lacking their ``index``-th replicate, to try now."""
+        if config in self.unavailable or config in self.start_failures:
+            return []
+        return [c for c in self.cells if c.config == config and index < self.wanted(c)
+                and index not in self.replicates_of(c)]
+
+    def missing(self) -> int:
+        """How many (cell, replicate) measurements are still to make (0: the run is complete)."""
+        # Counted from the replicates, not from todo(): a worker that failed to start leaves its
+        # cells missing (a failure of this run, resumable), though no more are tried now.
+        return sum(len(self.missing_indices(c)) for c in self.cells if c.config not in self.unavailable)
+
+    def cells_done(self) -> int:
+        """How many cells have every replicate they want (or cannot run here)."""
+        return sum(1 for c in self.cells
+                   if c.config in self.unavailable or not self.missing_indices(c))
+
+    def add(self, cell: Cell, index: int, replicate: Replicate) -> None:
+        """Count a replicate (once it is journalled)."""
+        self.replicates.setdefault(cell.key, {})[index] = replicate

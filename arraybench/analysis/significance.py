@@ -1,16 +1,17 @@
-"""Whether a change between two runs is real: one test, used by ``compare`` and by ``history``.
+"""Whether a change between two runs is real: one test and its correction for many, used by
+``compare`` and by ``history``.
 
-The test is Welch's t-test on the log of a cell's time: the process is the unit that repeats
-(``intervals`` explains why), the log makes a change a ratio, and Welch's form lets the two runs
-differ in spread and in number of processes. ``compare`` has each process's median and tests them
-(``welch``); ``history`` has what the store keeps, a median and its interval over k processes, and
-reads the same estimate back off the interval (``LogEstimate.from_interval``) before the same test
-(``welch_test``). Many cells are tested at once, and 30 cells tested at p < 0.05 would flag about
-1.5 unchanged cells by chance alone; Benjamini–Hochberg (``fdr``) keeps the expected share of false
-discoveries among the cells called changed at ``alpha`` instead.
+Welch's t-test on the log of a cell's time: the process is the unit that repeats, the log makes a
+change a ratio, and Welch's form lets the runs differ in spread and in processes. ``history`` has
+only a median and its interval, and reads the estimate back off it (``LogEstimate.from_interval``).
+Benjamini–Hochberg keeps the share of false discoveries among many cells at ``alpha``.
 
 >>> round(welch([1.0, 1.02, 0.98], [1.5, 1.53, 1.47]).p_value, 6) < 0.001
 True
+>>> [round(v, 4) for v in q_values([0.01, 0.04, 0.03, 0.5])]
+[0.04, 0.0533, 0.0533, 0.5]
+>>> benjamini_hochberg([0.001, 0.04, 0.03, 0.5], q=0.05)
+[True, False, False, False]
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from . import fdr
 from ..numeric.intervals import CONFIDENCE, spread_factor
 
 TEST = "Welch's t-test on the processes' log medians"
-CORRECTION = fdr.CORRECTION
+#: How the correction is named in what arraybench prints.
+CORRECTION = "Benjamini–Hochberg"
 
 
 @dataclass(frozen=True)
@@ -94,3 +95,18 @@ def welch(base: Sequence[float], new: Sequence[float]) -> TTest | None:
     if a is None or b is None:
         return None
     return welch_test(a, b)
+
+
+def q_values(p_values: Sequence[float]) -> list[float]:
+    """Benjamini–Hochberg adjusted p-values, in the order given."""
+    if not p_values:
+        return []
+    # Imported here: scipy.stats takes seconds to import, which only a comparison should pay.
+    from scipy.stats import false_discovery_control
+
+    return [float(q) for q in false_discovery_control(list(p_values), method="bh")]
+
+
+def benjamini_hochberg(p_values: Sequence[float], q: float = 0.05) -> list[bool]:
+    """Which hypotheses to reject at false discovery rate ``q``, in the order given."""
+    return [v <= q for v in q_values(p_values)]

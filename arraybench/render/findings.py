@@ -30,7 +30,7 @@ from ..analysis.crossover import Crossover, crossovers
 from ..analysis.grouping import (baseline, grouped, is_valid, library_label, significantly_faster, size_text,
                                  config_sort_key)
 from ..analysis.roofline import ceiling_key, ceilings, share
-from ..analysis.self_check import SelfCheck
+from ..analysis.pairs import SelfCheck
 from ..model.cell import config_label
 from ..model.pair import Pairs
 from ..model.record import Record

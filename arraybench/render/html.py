@@ -33,7 +33,7 @@ from .sentences import energy_absent, energy_measured, energy_why, format_energy
 from .tables import (histogram_cell, CI_LEGEND, achieved_text, ci_text, error_text, notebook, speedup,
                      speedup_text, unavailable_configs)
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, library_label, size_text
-from ..analysis.rates import achieved
+from ..analysis.roofline import achieved
 from ..analysis.roofline import Ceiling, ceilings as ceilings_of_run, share as share_of_ceiling
 from ..files import write_atomic
 from ..model.cell import config_label

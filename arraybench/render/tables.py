@@ -11,7 +11,7 @@ and how wide a terminal shows them all. The notes are built in ``notes`` for eve
 A cell's samples as a histogram, each process in its own mark: text bins for the terminal
 (``arraybench show --histogram``) and small stacked bars for a cell of the HTML report.
 
-The bins are ``analysis.histogram``'s; this module only draws them. In the terminal each process
+The bins are ``analysis.modes``'s; this module only draws them. In the terminal each process
 is a character of its own (``1``, ``2``, … then ``a``, ``b``, …), so the processes stay apart
 without colour (a pipe, a CI log); a terminal colours them too.
 """
@@ -31,8 +31,8 @@ from .terminal import (Column, Row as TableRow, build_table, fitted_table, measu
                        plain)
 from ..analysis.grouping import (baselines, comparison, decided_winner, grouped, is_valid, library_label,
                                  size_detail, size_text)
-from ..analysis.histogram import Histogram, record_histogram
-from ..analysis.rates import achieved
+from ..analysis.modes import Histogram, record_histogram
+from ..analysis.roofline import achieved
 from ..analysis.roofline import ceilings, share
 from ..errors import printable
 from ..model.cell import config_label
