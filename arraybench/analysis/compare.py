@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from ..numeric import medians as stats
 from ..model.cell import case_key
 from ..model.record import Record
-from ..model.summary import Summary
+from ..model.record import Summary
 from ..errors import spell
 from ..units import format_change
 from . import significance

@@ -34,7 +34,7 @@ from ..model.machines import describe, fingerprint_changes
 from ..model.cell import Cell
 from ..model.cell import environment_in_key
 from ..model.record import Record
-from ..model.stored import Entry, RunInfo
+from ..model.runs import Entry, RunInfo
 from .compare import DEFAULT_THRESHOLD, settings_differences
 from .significance import benjamini_hochberg
 from .significance import LogEstimate, welch_test

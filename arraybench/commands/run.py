@@ -19,7 +19,7 @@ from .. import api
 from ..backends import SPECS
 from ..errors import UsageError
 from ..executors.session import Interrupted
-from ..model.context import parse_context
+from ..model.options import parse_context
 from ..model.journal import JOURNAL_NAME, JournalState, read as read_journal
 from ..model.options import RunOptions, parse_sizes, refuse_other_settings
 from ..model.reporter import Reporter

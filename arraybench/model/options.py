@@ -1,17 +1,18 @@
-"""Run options: everything that decides what a run measures and how, checked before anything starts.
+"""Run options: everything that decides what a run measures and how, checked before anything starts;
+and a run's context, which describes it without changing what it measures.
 
-One type for every entry point, its fields the options ``options.OPTIONS`` declares for the API:
-``arraybench.run(...)`` builds it from keywords, the commands from their options
-(``[tool.arraybench]`` in pyproject.toml supplies defaults), ``--resume`` from the journal, where it
-is saved. ``plan.validate`` returns a checked, normalised copy and never changes
-its argument.
+One ``RunOptions`` for every entry point: the API's keywords, the commands' options (with
+``[tool.arraybench]`` defaults), ``--resume`` from the journal, where it is saved. Context labels
+(``--context commit=abc``) are saved in the run's environment, never here, so giving them does not
+change what ``--resume`` continues; history attributes a step to a label that changed.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from ..backends import DEFAULT_BACKENDS, DEVICES
 from . import schema
@@ -200,3 +201,36 @@ def settings_differ(saved: RunOptions, given: Mapping[str, Any]) -> list[str]:
             continue
         differs.append(f"{name} (saved {wanted[name]!r}, given {value!r})")
     return differs
+
+
+_KEY = re.compile(r"[A-Za-z0-9_.\-/]{1,64}")
+MAX_VALUE = 500
+
+
+def parse_context(labels: Mapping[str, Any] | Iterable[str] | None) -> dict[str, str]:
+    """``{"commit": "abc"}`` or ``["commit=abc", "branch=main"]`` as a checked dict; ``UsageError``
+    names a label that is not ``key=value``."""
+    if labels is None:
+        return {}
+    pairs: list[tuple[str, Any]] = []
+    if isinstance(labels, Mapping):
+        pairs = list(labels.items())
+    elif isinstance(labels, str):
+        raise UsageError(f"context {labels!r}: give a list of key=value labels, or a dict")
+    else:
+        for item in labels:
+            if not isinstance(item, str) or "=" not in item:
+                raise UsageError(f"--context {item!r} is not key=value (e.g. --context commit=abc123)")
+            key, _, value = item.partition("=")
+            pairs.append((key.strip(), value.strip()))
+    out: dict[str, str] = {}
+    for key, value in pairs:
+        if not isinstance(key, str) or not _KEY.fullmatch(key):
+            raise UsageError(f"--context key {key!r} must be 1-64 letters, digits or _.-/")
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise UsageError(f"--context {key}: the value must be text, not {value!r}")
+        value = str(value)
+        if len(value) > MAX_VALUE or any(ch in value for ch in "\n\r\0"):
+            raise UsageError(f"--context {key}: the value must be one line of at most {MAX_VALUE} characters")
+        out[key] = value
+    return out

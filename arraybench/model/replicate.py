@@ -1,9 +1,15 @@
-"""One worker process's measurement of one cell: the ``Replicate``, the unit that repeats.
+"""One worker process's measurement of one cell: the ``Replicate``, the unit that repeats, and the
+C allocator's state it was measured in.
 
-A worker sends a ``Replicate`` per cell, the journal stores it as it arrives, and the aggregation
-reads it: one shape from the timer to results.json, validated in one place (``schema``). Every
-interval and significance test treats the replicate, not the sample, as the independent unit,
-because a process can run slow for its whole life.
+A worker sends a ``Replicate`` per cell, the journal stores it, the aggregation reads it: one shape
+from the timer to results.json, validated in one place (``schema``). Every interval and test treats
+the replicate, not the sample, as the independent unit: a process can run slow for its whole life.
+
+glibc serves a request of 128 KiB or more with ``mmap`` unless an earlier free raised its dynamic
+threshold, so a call gets **fresh pages** (zeroed, a fault per 4 KiB: NumPy's FFT at n = 10⁶ took
+37.8 ms) or **reuses memory** (17.8 ms) by accident of its process's past. So every worker starts
+in a known state (``SETTINGS``, set by the parent, ``host/allocator``): ``HEADLINE``, and a CPU cell
+with large outputs is measured again in ``OTHER`` (``StateSamples``), kept beside it, never averaged.
 """
 
 from __future__ import annotations
@@ -13,8 +19,59 @@ from typing import Any, Literal
 
 from ..backends.base import Gradient
 from . import schema
-from .allocator import StateSamples
 from .usage import Usage
+
+State = Literal["reused", "fresh"]
+STATES: tuple[State, ...] = ("reused", "fresh")
+#: The state of a record's headline time; the other is measured beside it where outputs are large.
+HEADLINE: State = "reused"
+OTHER: State = "fresh"
+
+#: glibc's default mmap threshold: outputs this large come from mmap unless memory is kept.
+LARGE_OUTPUT_BYTES = 128 * 1024
+
+#: The variables that put glibc in each state, as it reads them at start-up (``mallopt``'s
+#: M_MMAP_THRESHOLD and M_TRIM_THRESHOLD; setting either also turns off the dynamic threshold).
+#: ``reused``: nothing up to 1 GiB is mmapped or trimmed. glibc keeps its own arenas: one arena
+#: (MALLOC_ARENA_MAX=1) made JAX's threads take one lock per allocation, which no user's program
+#: does (NPBench's cholesky took 5.8 ms of CPU a call against 2.8 ms). ``fresh``: glibc's default
+#: threshold, fixed, so every output of 128 KiB or more is mapped and unmapped.
+SETTINGS: dict[State, dict[str, int]] = {
+    "reused": {"MALLOC_MMAP_THRESHOLD_": 1 << 30, "MALLOC_TRIM_THRESHOLD_": (1 << 31) - 1},
+    # NumPy's huge-page advice takes effect only where the kernel placed a mapping on a 2 MiB
+    # boundary, which varies with the process's past (NumPy's sort at n = 10⁶: 421 faults a call
+    # in plain processes, 932 in workers); without it every fresh output is 4 KiB pages.
+    "fresh": {"MALLOC_MMAP_THRESHOLD_": LARGE_OUTPUT_BYTES, "MALLOC_TRIM_THRESHOLD_": LARGE_OUTPUT_BYTES,
+              "NUMPY_MADVISE_HUGEPAGE": 0},
+}
+#: Variables that mean the user chose the allocator's behaviour: arraybench leaves it alone then.
+USER_VARIABLES = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_",
+                  "MALLOC_MMAP_MAX_", "MALLOC_ARENA_MAX")
+
+WORDS: dict[str, str] = {"reused": "reused memory", "fresh": "fresh pages"}
+
+
+def environment(state: State) -> dict[str, str]:
+    """The environment variables that start a glibc process in ``state``."""
+    return {name: str(value) for name, value in SETTINGS[state].items()}
+
+
+def shell_words(state: State) -> str:
+    """``MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=2147483647``: as typed before a command."""
+    return " ".join(f"{k}={v}" for k, v in environment(state).items())
+
+
+@dataclass
+class StateSamples:
+    """One process's samples of a cell in the allocator state other than the headline's."""
+
+    allocator: State
+    #: Seconds per call, one per sample, as ``Replicate.samples_s``.
+    samples_s: list[float] = field(default_factory=list, metadata={"min": 0})
+    number: int | None = field(default=None, metadata={"min": 1})
+    stop_reason: str = ""
+    #: The counters around these samples (page faults per call above all).
+    usage: Usage | None = None
 
 Status = Literal["ok", "skipped", "failed", "wrong"]
 
@@ -74,13 +131,13 @@ class Replicate:
     restored: list[str] = field(default_factory=list)
     #: Restoring before every call: the clock reads per call the timer subtracted, in seconds.
     restore_overhead_s: float | None = field(default=None, metadata=schema.SECONDS)
-    # -- the C allocator's state (``allocator``) --
+    # -- the C allocator's state --
     #: The state glibc's malloc was held in while ``samples_s`` were taken: "reused" (freed memory
     #: kept for the next call), "fresh" (returned to the kernel); "" where it was not controlled
     #: (not glibc, the user's own allocator settings, or an older run).
     allocator: str = ""
     #: The same cell in the other state, measured by a process started in it, where its outputs
-    #: are large enough for the state to matter (``allocator.LARGE_OUTPUT_BYTES``); None where it
+    #: are large enough for the state to matter (``LARGE_OUTPUT_BYTES``); None where it
     #: was not measured.
     other_allocator: StateSamples | None = None
     #: The bytes of one call's result (its outputs, on the host).

@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ResultsError, SaveError
 from ..files import write_atomic
 from .pair import Pair
-from .record import Record
-from .summary import COLUMNS, Summary
+from .record import COLUMNS, Record, Summary
 from .schema import SchemaError, to_json
 from .untrusted import (MAX_DEPTH, NotPlainJson, NotRegularFile, check_environment, dumps, loads,
                         read_regular, too_deep)
@@ -95,7 +94,7 @@ class Results:
     #: One verdict per pair of configurations of a case that took turns together
     #: (``analysis/pairs``), computed once when the run's records are made.
     pairs: list[Pair] = field(default_factory=list)
-    #: The self-check (``analysis/self_check``): the twin's records and each twin against its
+    #: The self-check (``analysis/pairs``): the twin's records and each twin against its
     #: original; empty where the run did not check itself. Kept apart from ``records`` and
     #: ``pairs``, which tables, findings and gates read.
     twins: list[Record | Summary] = field(default_factory=list)

@@ -21,7 +21,7 @@ from ..analysis.aggregate import allocator_states_apart
 from ..analysis.grouping import is_valid, size_text
 from ..analysis.oversubscription import CONTENTION_QUANTITIES, Contention, oversubscribed
 from ..errors import spell
-from ..model.allocator import WORDS, shell_words
+from ..model.replicate import WORDS, shell_words
 from ..model.cell import worker_key
 from ..model.record import Record
 from ..numeric import medians as stats
@@ -97,7 +97,7 @@ ALLOCATOR_CELLS_NAMED = 3
 
 
 def allocator_states(records: Iterable[Record]) -> list[str]:
-    """Where a cell's two allocator states (``model/allocator``) took clearly different times
+    """Where a cell's two allocator states (``model/replicate``) took clearly different times
     (95% intervals apart): the largest differences, which state the tables show, what decides the state in a user's
     program, and how to get the faster one."""
     records = list(records)

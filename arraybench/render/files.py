@@ -51,7 +51,7 @@ from ..analysis.compare import Comparison
 from ..analysis.grouping import is_valid
 from ..analysis.history import History
 from ..files import write_atomic
-from ..model.summary import COLUMNS
+from ..model.record import COLUMNS
 from ..model.untrusted import read_regular
 from ..units import format_change
 
