@@ -30,8 +30,7 @@ MAX_PROCESSES = 1000
 
 @dataclass
 class RunOptions:
-    """What a run measures and how; saved in the journal and in results.json's ``settings``. Each
-    field is an option of ``options.OPTIONS``, whose help says what it means."""
+    """What a run measures and how; each field an option of ``options.OPTIONS``, whose help says it."""
 
     backends: list[str] = field(default_factory=lambda: list(DEFAULT_BACKENDS))
     devices: list[str] = field(default_factory=lambda: list(DEVICES))
@@ -46,9 +45,8 @@ class RunOptions:
     min_samples: int = 10
     rel_ci: float = 0.02
     target_sample: float = 0.005
-    #: A process's first three samples over its later ones, after 20 ms: a median of 0.99-1.06 in
-    #: four default runs, 1.02 after 50 ms, within the processes' own spread
-    #: (``benchmarks/warmup_enough.py``).
+    #: After 20 ms a process's first samples read 0.99-1.06 of its later ones, within the
+    #: processes' own spread (``benchmarks/warmup_enough.py``).
     warmup: float = 0.02
     threads: int | None = None
     allocator: str = "both"  # or one state alone: then the headline, and no second worker
@@ -63,8 +61,7 @@ class RunOptions:
     cluster: str | None = None  # None: this machine only
     on: str = "every-node"
     gpu_type: str | None = None
-    #: None: exactly ``processes``; else a cell gets another while its interval is wider than
-    #: ``rel_ci`` and its budget allows (``analysis.policy``).
+    #: None: exactly ``processes``; else more while the interval is wide (``analysis.policy``).
     max_processes: int | None = 6
     pythons: dict[str, str] = field(default_factory=dict)  # empty: the workers run with this Python
     variants: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -170,8 +167,7 @@ _PROCESSES = ("processes", "max_processes")
 
 
 def refuse_other_settings(saved: RunOptions, given: Mapping[str, Any]) -> None:
-    """``UsageError`` naming every run option in ``given`` that differs from a saved run's own:
-    a resumed run measures with its own settings, or its processes would not be alike."""
+    """``UsageError`` naming every option in ``given`` that differs from a saved run's own."""
     differs = settings_differ(saved, given)
     if differs:
         what = "--resume" if from_command_line() else "resume()"
@@ -179,8 +175,7 @@ def refuse_other_settings(saved: RunOptions, given: Mapping[str, Any]) -> None:
 
 
 def settings_differ(saved: RunOptions, given: Mapping[str, Any]) -> list[str]:
-    """What of ``given`` (run options by name) differs from a saved run's own ``saved``, each as
-    ``name (saved X, given Y)``; naming workload files the run used is no difference."""
+    """What of ``given`` differs from ``saved``, each as ``name (saved X, given Y)``."""
     wanted = saved.to_dict()
     differs: list[str] = []
     for name, value in given.items():
@@ -208,8 +203,7 @@ MAX_VALUE = 500
 
 
 def parse_context(labels: Mapping[str, Any] | Iterable[str] | None) -> dict[str, str]:
-    """``{"commit": "abc"}`` or ``["commit=abc", "branch=main"]`` as a checked dict; ``UsageError``
-    names a label that is not ``key=value``."""
+    """``{"commit": "abc"}`` or ``["commit=abc"]`` as a checked dict (``UsageError`` else)."""
     if labels is None:
         return {}
     pairs: list[tuple[str, Any]] = []

@@ -66,12 +66,11 @@ class StateSamples:
     """One process's samples of a cell in the allocator state other than the headline's."""
 
     allocator: State
-    #: Seconds per call, one per sample, as ``Replicate.samples_s``.
-    samples_s: list[float] = field(default_factory=list, metadata={"min": 0})
+    samples_s: list[float] = field(default_factory=list, metadata={"min": 0})  # as ``Replicate``'s
     number: int | None = field(default=None, metadata={"min": 1})
     stop_reason: str = ""
-    #: The counters around these samples (page faults per call above all).
     usage: Usage | None = None
+
 
 Status = Literal["ok", "skipped", "failed", "wrong"]
 
@@ -92,14 +91,10 @@ class Replicate:
     warnings: list[str] = field(default_factory=list)
     #: Seconds per call, one per sample (a calibrated batch of ``number`` calls).
     samples_s: list[float] = field(default_factory=list, metadata=schema.SECONDS)
-    #: The turn each sample was taken in, where the run's configurations took turns
-    #: (``executors/turns``): samples of one round of one case were taken side by side in time,
-    #: which is what pairs them (``analysis/pairs``). None where the worker sampled on its own.
+    #: The round of turns each sample was taken in (``executors/turns``): what pairs samples.
     rounds: list[int] | None = field(default=None, metadata={"min": 0})
-    #: The rounds among ``rounds`` during which other processes used half a core or more
-    #: (``executors/load``): a pair leaves them out where enough quiet rounds remain.
+    #: The rounds during which other processes used half a core or more (``executors/load``).
     busy_rounds: list[int] = field(default_factory=list, metadata={"min": 0})
-    #: Device-event seconds per call, where the library has device events.
     device_samples_s: list[float] | None = field(default=None, metadata=schema.SECONDS)
     number: int | None = field(default=None, metadata={"min": 1})
     first_call_s: float | None = field(default=None, metadata=schema.SECONDS)
@@ -109,46 +104,30 @@ class Replicate:
     elapsed_s: float | None = field(default=None, metadata=schema.SECONDS)
     max_rel_error: float | None = field(default=None, metadata=_NON_NEGATIVE)
     tolerance: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    #: The work of one call, from the workload's model (for rates and the roofline).
+    #: The work of one call, from the workload's model.
     flops: float | None = field(default=None, metadata=_NON_NEGATIVE)
     bytes: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    #: Per output, when the workload returns several.
     output_errors: list[float | None] = field(default_factory=list, metadata=_NON_NEGATIVE)
     output_names: list[str] = field(default_factory=list)
-    # -- GPU --
-    #: The reduced precision float32 matmuls ran in ("tf32"); "" for the dtype's own.
-    reduced_precision: str = ""
-    #: The GPU's clocks, temperature, power and throttling before and after the cell
-    #: (``gpu_health``), or ``{"unavailable": why}``; None on the CPU.
+    reduced_precision: str = ""  # "tf32" where float32 matmuls ran in it
+    #: The GPU's clocks, temperature, power and throttling around the cell, or ``{"unavailable": why}``.
     gpu_health: dict[str, Any] | None = None
-    # -- cluster runs --
-    #: The node that measured it, in a cluster run (``environment["machines"]`` describes it).
-    machine: str = ""
-    # -- what the process used around its samples, and the machine's load meanwhile --
-    usage: Usage | None = None
-    # -- inputs the workload changes in place --
-    #: Inputs restored before every timed call, outside the timer (``mutates=``, or found changed).
+    machine: str = ""  # the node that measured it, in a cluster run
+    usage: Usage | None = None  # what the process used around its samples, and the machine's load
+    #: Inputs restored outside the timer before every call (``mutates=``), and the clock reads per
+    #: call the timer subtracted for it.
     restored: list[str] = field(default_factory=list)
-    #: Restoring before every call: the clock reads per call the timer subtracted, in seconds.
     restore_overhead_s: float | None = field(default=None, metadata=schema.SECONDS)
-    # -- the C allocator's state --
-    #: The state glibc's malloc was held in while ``samples_s`` were taken: "reused" (freed memory
-    #: kept for the next call), "fresh" (returned to the kernel); "" where it was not controlled
-    #: (not glibc, the user's own allocator settings, or an older run).
+    #: glibc's malloc state while ``samples_s`` were taken ("" where not controlled), and the other
+    #: state's samples where outputs are ``LARGE_OUTPUT_BYTES`` or more.
     allocator: str = ""
-    #: The same cell in the other state, measured by a process started in it, where its outputs
-    #: are large enough for the state to matter (``LARGE_OUTPUT_BYTES``); None where it
-    #: was not measured.
     other_allocator: StateSamples | None = None
-    #: The bytes of one call's result (its outputs, on the host).
     output_bytes: int | None = field(default=None, metadata=_NON_NEGATIVE)
 
-    # -- what a call costs besides time (``worker/footprint``), measured after sampling --
-    #: Bytes one call added at its highest (the library's accounting on a device, the resident
-    #: high-water mark on the host); None where not measured, ``peak_note`` says how or why not.
+    # -- what a call costs besides time (``worker/footprint``), measured after sampling: bytes
+    # one call added at its highest, joules per call; the notes say how, or why not --
     peak_bytes: int | None = field(default=None, metadata=_NON_NEGATIVE)
     peak_note: str = ""
-    #: Joules per call from the hardware's energy counters; None where none reads, and why.
     energy_j: float | None = field(default=None, metadata=_NON_NEGATIVE)
     energy_note: str = ""
 
@@ -163,8 +142,7 @@ class Replicate:
         return bool(self.samples_s)
 
     def samples_by_load(self) -> tuple[list[float], list[float]]:
-        """(the samples of its quiet turns, those of turns other processes loaded: ``busy_rounds``);
-        a replicate that took no turns has only quiet ones."""
+        """(the samples of its quiet turns, those of its ``busy_rounds``)."""
         busy = set(self.busy_rounds)
         quiet: list[float] = []
         loaded: list[float] = []

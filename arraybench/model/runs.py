@@ -1,10 +1,8 @@
 """Runs as wholes: a run's identity in the results store, several runs merged into one, and what
 the store gives back to be read as history (``RunInfo``, ``Entry``).
 
-``run_id`` is given when a run starts and kept through ``--resume``; results without one (older,
-or merged) are named by a hash of what they were from their first moment, so storing after the
-run and ``store import`` of its folder later agree. Merged results label each record with its
-machine and keep each run's environment under ``environment["machines"]``.
+``run_id`` is given when a run starts; results without one are named by a hash of what they were
+from their first moment, so storing after the run and ``store import`` later agree.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from ..errors import UsageError
-from .machines import describe, machine_id_of, machines_of
+from .machines import describe, machine_environment, machine_id_of, machines_of
 from .results import Results, arraybench_version
 
 
@@ -33,11 +31,8 @@ class RunInfo:
     context: dict[str, Any]
 
     def machine_environment(self, label: str) -> Mapping[str, Any]:
-        """The environment of the machine labelled ``label`` in this run ("" : the run's own)."""
-        several = self.environment.get("machines")
-        if label and isinstance(several, Mapping) and isinstance(several.get(label), Mapping):
-            return several[label]
-        return self.environment
+        """The environment of the machine labelled ``label`` in this run ("": the run's own)."""
+        return machine_environment(self.environment, label)
 
 
 @dataclass(frozen=True)
@@ -99,8 +94,7 @@ def check_label(label: str) -> str:
 
 
 def default_label(results: Results, index: int, taken: Sequence[str]) -> str:
-    """A run's machine label when none is given: its folder's name (made a valid label, and told
-    apart from the labels ``taken`` already)."""
+    """A run's machine label when none is given: its folder's name, made valid and unique."""
     name = results.output_dir.name if results.output_dir is not None else ""
     label = re.sub(r"[^A-Za-z0-9_.\-]", "_", name)[:40] or f"run{index + 1}"
     base, n = label, 2
