@@ -115,7 +115,7 @@ def between_processes(timed: Sequence[Replicate], threshold: float) -> Contrast 
 
 
 def within_processes(timed: Sequence[Replicate], threshold: float) -> Contrast | None:
-    """The quantity that tells samples slower than ``threshold`` from the rest, sample by sample."""
+    """The quantity that tells samples slower than ``threshold`` from the rest."""
     found = []
     by_name = {q.name: q for q in QUANTITIES}
     for name, series in SAMPLE_SERIES.items():
@@ -136,8 +136,8 @@ def within_processes(timed: Sequence[Replicate], threshold: float) -> Contrast |
 
 
 def find_modes(process_medians: Sequence[float], pooled: Sequence[float]) -> tuple[float, float] | None:
-    """Two clusters among the samples, or among the processes' medians (a gap of 25% or more
-    between them, with three processes or more): the centers of the two modes, or None."""
+    """The centers of two clusters among the samples, or among three or more processes' medians
+    (a gap of 25%), or None."""
     found = stats.two_clusters(pooled)
     if found is not None:
         return found
@@ -151,8 +151,7 @@ def find_modes(process_medians: Sequence[float], pooled: Sequence[float]) -> tup
 
 
 def explain(timed: Sequence[Replicate], modes: tuple[float, float]) -> Contrast | None:
-    """What differs between the two modes (their centers ``modes``): between processes first,
-    where a process keeps its mode for life, then between samples."""
+    """What differs between the two modes: between processes first, then between samples."""
     threshold = math.sqrt(modes[0] * modes[1])  # the geometric midpoint
     return between_processes(timed, threshold) or within_processes(timed, threshold)
 

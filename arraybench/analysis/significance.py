@@ -38,8 +38,7 @@ class TTest:
 
 @dataclass(frozen=True)
 class LogEstimate:
-    """A cell's log time in one run: its estimate, standard error, and that error's degrees of
-    freedom (``math.inf`` where the error is known, not estimated from a few processes)."""
+    """A cell's log time in one run: its estimate, standard error and degrees of freedom."""
 
     mean: float
     se: float
@@ -47,8 +46,7 @@ class LogEstimate:
 
     @classmethod
     def of(cls, values: Sequence[float]) -> LogEstimate | None:
-        """The mean of the logs of positive values (each process's median) and its standard error;
-        None for fewer than two, which cannot show the variation between processes."""
+        """The mean of the logs of each process's median and its standard error; None for fewer than two."""
         if len(values) < 2 or min(values) <= 0:
             return None
         logs = [math.log(v) for v in values]
@@ -60,9 +58,8 @@ class LogEstimate:
     @classmethod
     def from_interval(cls, center: float, low: float, high: float, processes: int,
                       confidence: float = CONFIDENCE) -> LogEstimate | None:
-        """The estimate an interval over ``processes`` processes was built from
-        (``intervals.replicate_interval``), read back off its width; None for a degenerate one, and
-        for one process, whose interval holds its own samples' noise only (as in ``of``)."""
+        """The estimate an interval over ``processes`` processes was built from, read back off its
+        width; None for a degenerate one or one process."""
         if processes < 2 or center <= 0 or low <= 0 or high <= 0:
             return None
         half = (math.log(high) - math.log(low)) / 2
@@ -81,16 +78,14 @@ def welch_test(base: LogEstimate, new: LogEstimate) -> TTest:
     # Welch–Satterthwaite; an error known exactly (df = inf) adds nothing, and two such are a z-test.
     spread = sum(v**2 / d for v, d in ((va, base.df), (vb, new.df)) if v)
     df = (va + vb) ** 2 / spread if spread else math.inf
-    # scipy.special's t distribution (what scipy.stats.t.sf calls), imported here: scipy.stats costs
-    # ~1 s of CPU to import, scipy.special a third of it, and only a comparison should pay.
+    # Imported here: scipy.special costs a third of scipy.stats's second, which only a comparison pays.
     from scipy.special import stdtr
 
     return TTest(t, df, min(1.0, float(2 * stdtr(df, -abs(t)))))
 
 
 def welch(base: Sequence[float], new: Sequence[float]) -> TTest | None:
-    """Welch's t-test of the log of two sets of positive values (each process's median); None
-    when either side has fewer than two, which cannot show the variation between processes."""
+    """Welch's t-test of the logs of each process's median; None where a side has fewer than two."""
     a, b = LogEstimate.of(base), LogEstimate.of(new)
     if a is None or b is None:
         return None
