@@ -24,16 +24,11 @@ if TYPE_CHECKING:
     from ..model.results import Results
 
 FASTER, SLOWER, SAME, NOT_COMPARABLE = "faster", "slower", "negligible", "not comparable"
-#: A change the test does not call (as pyperf says it): its ratio is shown beside it, whatever it is.
-NOT_SIGNIFICANT = "not significant"
-#: A change beyond the threshold that no test can judge: a side was measured in a single process.
-CANNOT_TELL = "cannot tell"
-
-#: The note of a cell that one process measured on a side (the summary says what to do).
+#: A change the test does not call (as pyperf says it), and one beyond the threshold no test can judge.
+NOT_SIGNIFICANT, CANNOT_TELL = "not significant", "cannot tell"
 ONE_PROCESS_NOTE = "a single process on a side"
 
-#: Ratios within 2% of 1 are "negligible", however significant.
-DEFAULT_THRESHOLD = 0.02
+DEFAULT_THRESHOLD = 0.02  # ratios within 2% of 1 are "negligible", however significant
 DEFAULT_ALPHA = 0.05
 
 

@@ -9,7 +9,7 @@ passes ``threshold``. A step is attributed to what both runs recorded, and recor
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..model.machines import describe, fingerprint_changes
@@ -183,9 +183,8 @@ class History:
         """Only the series of ``cells`` with ``min_points`` valid points or more, and their steps."""
         series = [s for s in self.series if s.cell in cells and sum(p.valid for p in s.points) >= min_points]
         keep = {id(s) for s in series}
-        return History(series, [st for st in self.steps if id(st.series) in keep], self.runs,
-                       self.version_changes, self.threshold, self.fdr, self.tested,
-                       [u for u in self.one_process if id(u.series) in keep], self.latest)
+        return replace(self, series=series, steps=[st for st in self.steps if id(st.series) in keep],
+                       one_process=[u for u in self.one_process if id(u.series) in keep])
 
     def for_workload(self, workload: str) -> list[Series]:
         return [s for s in self.series if s.workload == workload]

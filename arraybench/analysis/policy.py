@@ -1,13 +1,9 @@
 """When measuring stops beyond a cell's own sampling, and what a run still lacks (``RunState``).
 
-Turns: a case's cells take one sample a round; a cell done by its own rule may pair on a while
-beside cells of its case still sampling, so that their pairs share rounds. Processes: ``--processes
-N`` gives every cell N; ``MIN:MAX`` (auto is 3:6) gives MIN, then one more per round while the
-interval between processes is wider than ``--rel-ci``, a pair it is part of is still open, and
-the next process fits the cell's budget (``--max-time``). Between-process variation limits an
-interval, so each process samples briefly. The cells of one case decide together. Thresholds live
-in ``numeric/stopping``; each decision is a pure function of what was measured, so a resumed run
-decides as the interrupted one would have.
+Turns: a cell done by its own rule may pair on beside its case's cells still sampling. Processes:
+``MIN:MAX`` gives MIN, then one more while a pair it is in is open (or its interval wide) and the
+next fits the budget; between-process variation limits an interval, so each samples briefly.
+Each decision is a pure function of what was measured, so a resumed run decides alike.
 """
 
 from __future__ import annotations

@@ -122,6 +122,16 @@ def _check_bounds(value: Any, low: float | None, high: float | None, name: str) 
             raise SchemaError(f"{name}: {v!r} is above {high:g}, the most it may be")
 
 
+#: The plain JSON types: how each is named in an error, and what fits it.
+_PLAIN: dict[Any, tuple[str, Any]] = {
+    bool: ("true or false", lambda v: isinstance(v, bool)),
+    int: ("a whole number", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    float: ("a number", _is_number),
+    str: ("text", lambda v: isinstance(v, str)),
+    type(None): ("null", lambda v: v is None),
+}
+
+
 def _check(tp: Any, value: Any, name: str) -> Any:
     """``value`` if it fits type ``tp`` (converted only where JSON loses the type: tuples, dataclasses)."""
     if tp is Any:
@@ -160,17 +170,12 @@ def _check(tp: Any, value: Any, name: str) -> Any:
         return {str(k): _check(item, v, f"{name}.{k}") for k, v in value.items()}
     if dataclasses.is_dataclass(tp):
         return from_json(tp, value, where=name)
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise SchemaError(f"{name}: expected true or false, got {_kind(value)}")
-        return value
-    if tp is int:
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise SchemaError(f"{name}: expected a whole number, got {_kind(value)}")
-        return value
-    if tp is float:
-        if not _is_number(value):
-            raise SchemaError(f"{name}: expected a number, got {_kind(value)}")
+    if tp in _PLAIN:
+        words, fits = _PLAIN[tp]
+        if not fits(value):
+            raise SchemaError(f"{name}: expected {words}, got {_kind(value)}")
+        if tp is not float:
+            return value
         try:
             finite = math.isfinite(value)
         except OverflowError:  # an integer beyond any float, such as 10**400
@@ -178,12 +183,4 @@ def _check(tp: Any, value: Any, name: str) -> Any:
         if not finite:
             raise SchemaError(f"{name}: {str(value)[:20]} is not a finite number")
         return value
-    if tp is str:
-        if not isinstance(value, str):
-            raise SchemaError(f"{name}: expected text, got {_kind(value)}")
-        return value
-    if tp is type(None):
-        if value is not None:
-            raise SchemaError(f"{name}: expected null, got {_kind(value)}")
-        return None
     raise TypeError(f"schema: no rule for {tp!r} ({name})")
