@@ -44,10 +44,9 @@ def aggregate(cell: Cell, replicates: Sequence[Replicate], wanted: int, rel_ci: 
             if status == "failed" and len(replicates) > 1:
                 rec.reason += f" (in {len(bad)} of {len(replicates)} processes)"
             break
-    if rec.status not in ("failed", "wrong") and not rec.timed:
-        rec.reason = replicates[0].reason or "not measured"
-        return rec
     if not rec.timed:
+        if rec.status not in ("failed", "wrong"):
+            rec.reason = replicates[0].reason or "not measured"
         return rec
     if rec.status == "skipped":
         rec.status = "ok"

@@ -72,7 +72,6 @@ def memory_gaps(records: Iterable[Record], ratio: float = GAP_RATIO) -> list[Mem
     return out
 
 
-# -- two runs of one cell ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class MemoryChange:
     """A cell whose peak memory per call changed between two runs, beyond the threshold and the floor."""

@@ -89,7 +89,6 @@ class Results:
     #: The folder the run wrote to, where there is one (not saved).
     output_dir: Path | None = field(default=None, repr=False, compare=False)
 
-    # -- data -----------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": self.schema_version,
@@ -128,7 +127,6 @@ class Results:
         ``out_dir``; return the files written. ``history`` (from the store) adds its section."""
         return _rendering().write_report(self, Path(out_dir), plots=plots, history=history)
 
-    # -- for people -----------------------------------------------------------------------------
     def table(self, width: int = 120) -> str:
         """The results table as plain text, as ``arraybench run`` prints it."""
         return _rendering().table(self, width=width)
