@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from .executors.cluster import check_options as check_cluster_options
-from .model.context import parse_context
+from .model.options import parse_context
 from .errors import UsageError, option_name, unknown_name
 from .model.results import LEGACY_NAMES, legacy_names
 from .model.options import DTYPES, RunOptions, parse_sizes
@@ -310,7 +310,7 @@ def merge(runs: Sequence[Results | str | os.PathLike[str]], *, labels: Sequence[
     (``labels``, default: each folder's name), each machine's environment under
     ``environment["machines"]``. With ``output_dir``, writes results.json and the whole report
     there."""
-    from .model.merge import default_label, merge as merge_runs
+    from .model.runs import default_label, merge as merge_runs
 
     loaded: list[Results] = []
     names: list[str] = []

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence, Union
 
-from .model.context import parse_context
+from .model.options import parse_context
 from .errors import SaveError, StoreWarning, UsageError, from_command_line, one_line
 from .outdir import resume_command
 from .model.options import RunOptions, refuse_other_settings
@@ -25,7 +25,7 @@ from .plan import Plan, validate
 from .model.journal import JournalState
 from .model.reporter import Reporter
 from .model.results import Results
-from .analysis.run_state import RunState
+from .analysis.policy import RunState
 from .executors.session import Interrupted, Session, stop_signals
 from .store.keeping import StoreChoice, store_run
 from .workloads.fingerprint import check_code, code_of

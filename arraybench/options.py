@@ -28,7 +28,7 @@ DEFAULT_OUTPUT_DIR = "benchmark_plots"
 RUN, CF = frozenset({CLI, FILE, API}), frozenset({CLI, FILE})
 PLUGIN, ONLY_API = frozenset({PYTEST}), frozenset({API})
 _CODE, _RESULTS = "the code run", "where results go"
-#: ``--allocator``: both states, or one of ``model/allocator.STATES`` alone.
+#: ``--allocator``: both states, or one of ``model/replicate.STATES`` alone.
 ALLOCATOR_CHOICES: tuple[str, ...] = ("both", "reused", "fresh")
 
 

@@ -10,7 +10,7 @@ cell's arraybench run comes just before its plain processes):
 1. ``arraybench run`` of one built-in workload at its large size on one library's CPU
    (``--processes``, ``--threads``, default 1, the same for every process below);
 2. if it was timed in both states, ``--plain-processes`` plain Python processes per state, each
-   started with glibc's own variables for that state (``model/allocator.SETTINGS``:
+   started with glibc's own variables for that state (``model/replicate.SETTINGS``:
    ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``), the same thread variables and CPU
    affinity as arraybench's worker, timing the very same call (the workload bound as arraybench
    binds it, its result waited for) with ``timeit``: ``autorange``, then ``--repeats`` batches,
@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 import arraybench  # noqa: E402
 from arraybench.host.threads import worker_cpus, worker_env  # noqa: E402
-from arraybench.model import allocator  # noqa: E402
+from arraybench.model import replicate as allocator  # noqa: E402
 from arraybench.model.record import Record  # noqa: E402
 
 #: The plain process: the same bound call as arraybench's worker, timed by ``timeit`` alone.

@@ -17,7 +17,7 @@ This script times every kernel with a JAX implementation both ways, at NPBench's
 It prints, per kernel, each library's median both ways, the JAX/NumPy ratio both ways, and how many
 kernels' ratios agree within [0.67, 1.5]x. arraybench's headline is the allocator state "reused"
 (chosen so that a cell's time does not depend on what its process allocated before:
-``model/allocator``); ``--plain-env reused`` runs the plain processes in that state too, which
+``model/replicate``); ``--plain-env reused`` runs the plain processes in that state too, which
 separates what the state does from what the harness does.
 
 NPBench's code is read from a checkout the user keeps, not from this repository: ``git clone
@@ -47,7 +47,7 @@ sys.path.insert(0, str(HERE / "npbench"))
 
 import arraybench  # noqa: E402
 import loader  # noqa: E402
-from arraybench.model.allocator import environment as allocator_env  # noqa: E402
+from arraybench.model.replicate import environment as allocator_env  # noqa: E402
 
 AGREE = (0.67, 1.5)
 #: Where JAX's kernel returns the arrays NumPy's changes in another order, ``mutates=`` follows

@@ -360,7 +360,7 @@ def test_mlx_float64_fft_is_skipped_for_its_missing_complex128_and_other_narrow_
 def test_numerics_marks_the_skipped_mlx_error_over_tolerance_output_by_output():
     """A cell skipped for MLX's float32-accurate sin keeps its error, and ``arraybench numerics``
     shows it over tolerance on sin(a) alone, as it shows a wrong one."""
-    from arraybench.model.summary import Summary
+    from arraybench.model.record import Summary
     from arraybench.render.files import numerics_markdown
 
     rec = Summary("elementwise", "small", 1000, "mlx", "cpu", "float64", "latency", "skipped",

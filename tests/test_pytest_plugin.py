@@ -262,7 +262,7 @@ def test_last_is_the_newest_run_of_these_cells_on_this_machine(tmp_path):
     from arraybench.errors import UsageError
     from arraybench.store import baseline
     from arraybench.store import open_store
-    from arraybench.model.identity import run_id
+    from arraybench.model.runs import run_id
 
     from .synthetic import timed_run
 

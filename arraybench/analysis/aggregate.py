@@ -1,11 +1,8 @@
 """From the replicates of a cell (one per worker process) to its record: its status and honest warnings.
 
-The record derives its figures from the replicates itself (``model.record``); what it cannot derive
-is said here. Every cell is measured in several worker processes, and the process is the unit that
-repeats, because a process can run slow for its whole life (memory placement, thread placement,
-fresh pages from the kernel), invisible inside it: where the processes disagree, or the times fall
-into two modes, the warning names the measured quantity that differs between them (``modes``), and
-a cell measured while other processes loaded the machine says so.
+The record derives its figures itself; what it cannot derive is said here. Where the processes
+disagree or the times fall into two modes, the warning names the measured quantity that differs
+(``modes``); a cell measured while other processes loaded the machine says so.
 """
 
 from __future__ import annotations
@@ -15,9 +12,9 @@ from typing import Any, Sequence
 from ..numeric import medians as stats
 from ..model.replicate import Replicate
 from ..model.cell import Cell
-from ..model.allocator import HEADLINE, LARGE_OUTPUT_BYTES, WORDS
+from ..model.replicate import HEADLINE, LARGE_OUTPUT_BYTES, WORDS
 from ..model.record import Record, busy_reason
-from ..model.summary import Summary
+from ..model.record import Summary
 from ..errors import option_name, spell
 from ..units import format_interval, format_seconds
 from . import modes
@@ -31,9 +28,8 @@ PROCESS_SPREAD_WARN = 0.10
 
 def aggregate(cell: Cell, replicates: Sequence[Replicate], wanted: int, rel_ci: float,
               stop: str = "") -> Record:
-    """The record of a cell from the replicates measured so far (possibly fewer than ``wanted``),
-    with its status and warnings; ``stop`` says why it got no more processes (``policy``),
-    "" while it may get more. Its figures the record derives from the replicates itself."""
+    """The record of a cell from its replicates so far, with its status and warnings; ``stop``
+    says why it got no more processes (``policy``), "" while it may get more."""
     rec = Record.for_cell(cell)
     rec.replication_stop = stop
     rec.replicates = list(replicates)
@@ -48,10 +44,9 @@ def aggregate(cell: Cell, replicates: Sequence[Replicate], wanted: int, rel_ci: 
             if status == "failed" and len(replicates) > 1:
                 rec.reason += f" (in {len(bad)} of {len(replicates)} processes)"
             break
-    if rec.status not in ("failed", "wrong") and not rec.timed:
-        rec.reason = replicates[0].reason or "not measured"
-        return rec
     if not rec.timed:
+        if rec.status not in ("failed", "wrong"):
+            rec.reason = replicates[0].reason or "not measured"
         return rec
     if rec.status == "skipped":
         rec.status = "ok"
@@ -110,8 +105,7 @@ def _timing_warnings(rec: Record, wanted: int, rel_ci: float) -> list[str]:
 
 
 def _allocator_warnings(rec: Record) -> list[str]:
-    """Where the headline's allocator state is not the usual one, said on every large-output row;
-    where the other state was measured and differs, its figures beside the headline."""
+    """A headline in the unusual allocator state, said; the other state's figures where they differ."""
     if rec.allocator and rec.allocator != HEADLINE and not any(
             rep.other_allocator is not None and rep.other_allocator.samples_s for rep in rec.timed) and any(
             (rep.output_bytes or 0) >= LARGE_OUTPUT_BYTES for rep in rec.timed):
@@ -132,8 +126,7 @@ def _throttle_warning(summary: dict[str, Any]) -> str | None:
 
 
 def allocator_states_differ(rec: Record | Summary) -> bool:
-    """Whether the record's two allocator states' medians are ``ALLOCATOR_DIFFERENCE`` apart:
-    then the other is shown beside the headline (a note, with its own interval)."""
+    """Whether the two allocator states' medians are ``ALLOCATOR_DIFFERENCE`` apart (then shown)."""
     if not rec.median_s or not rec.other_median_s:
         return False
     ratio = rec.other_median_s / rec.median_s
@@ -152,11 +145,8 @@ def allocator_states_apart(rec: Record | Summary) -> bool:
 
 def allocator_note(rec: Record | Summary) -> str:
     """``the median is with reused memory (glibc's malloc held so); with fresh pages: 37.8 ms
-    ±1.1% in 1 process (8,438 page faults per call against 0)``: a record's other state.
-
-    No multiple of the two: the other state is measured in one process, and a ratio from one
-    process a state says nothing of the variation between processes (under load, one such
-    ratio read 70× where plain processes give 3.4-3.8×)."""
+    ±1.1% in 1 process (8,438 page faults per call against 0)``. No multiple of the two: one
+    process a state says nothing of the variation between processes."""
     assert rec.median_s and rec.other_median_s
     k = rec.other_n_replicates or 1
     text = (f"the median is with {WORDS.get(rec.allocator, rec.allocator)} (glibc's malloc held so); "

@@ -1,23 +1,9 @@
 """Two runs side by side: per cell, the ratio of medians and whether the change is real.
 
-A change is called only when it is both significant and large enough to matter:
-
-- significant: Welch's t-test on the processes' log medians (the process is the unit that
-  repeats; ``significance``), with the p-values of all the cells compared adjusted by
-  Benjamini–Hochberg, so that at most ``alpha`` of the cells called changed are expected to be
-  false discoveries. A version 1 file without processes' medians is judged on its 95% confidence
-  intervals over its processes, which must not overlap, and says so.
-- large enough: the ratio new/base is above ``1 + threshold`` (slower) or below
-  ``1 / (1 + threshold)`` (faster).
-
-A cell measured in a single process on either side cannot show the variation between processes
-(a process can run slow for its whole life, and its interval holds only its own samples' noise),
-so no test can call its change: a ratio beyond the threshold is "cannot tell", never faster or
-slower; one within it is "negligible", as for every cell. A change the test does not call is
-"not significant", whatever its ratio (as pyperf and asv say it).
-
-Cells present in one run only are listed, never dropped; cells that are not valid on both sides
-(skipped, failed, wrong) are listed as not comparable, with the reason.
+A change is called where it is significant (``significance``: Welch's t on the processes' log
+medians, Benjamini–Hochberg over every cell; a version 1 file without them is judged on its
+intervals) and beyond ``threshold``. A side measured in one process cannot show the variation
+between processes: its change is "cannot tell". Cells in one run only are listed, never dropped.
 """
 
 from __future__ import annotations
@@ -28,26 +14,21 @@ from typing import TYPE_CHECKING, Any, Mapping
 from ..numeric import medians as stats
 from ..model.cell import case_key
 from ..model.record import Record
-from ..model.summary import Summary
+from ..model.record import Summary
 from ..errors import spell
 from ..units import format_change
-from . import fdr, significance
+from . import significance
 from .grouping import config_sort_key, is_valid, size_sort_key
 
 if TYPE_CHECKING:
     from ..model.results import Results
 
 FASTER, SLOWER, SAME, NOT_COMPARABLE = "faster", "slower", "negligible", "not comparable"
-#: A change the test does not call (as pyperf says it): its ratio is shown beside it, whatever it is.
-NOT_SIGNIFICANT = "not significant"
-#: A change beyond the threshold that no test can judge: a side was measured in a single process.
-CANNOT_TELL = "cannot tell"
-
-#: The note of a cell that one process measured on a side (the summary says what to do).
+#: A change the test does not call (as pyperf says it), and one beyond the threshold no test can judge.
+NOT_SIGNIFICANT, CANNOT_TELL = "not significant", "cannot tell"
 ONE_PROCESS_NOTE = "a single process on a side"
 
-#: Ratios within 2% of 1 are "negligible", however significant.
-DEFAULT_THRESHOLD = 0.02
+DEFAULT_THRESHOLD = 0.02  # ratios within 2% of 1 are "negligible", however significant
 DEFAULT_ALPHA = 0.05
 
 
@@ -60,14 +41,12 @@ class CellChange:
     new: Record
     verdict: str
     ratio: float | None = None  # new median / base median: below 1 is faster
-    p_value: float | None = None  # Welch's t on the processes' log medians, where both have two or more
+    p_value: float | None = None
     ci_overlap: bool | None = None
     significant: bool = False
     note: str = ""
-    #: The p-value adjusted for every cell of the comparison (Benjamini–Hochberg).
-    q_value: float | None = None
-    #: A side was measured in a single process: no test can call a change.
-    one_process: bool = False
+    q_value: float | None = None  # the p-value adjusted for every cell compared
+    one_process: bool = False  # a side was measured in a single process
 
     @property
     def ratio_low(self) -> float | None:
@@ -94,17 +73,14 @@ class Comparison:
     threshold: float
     alpha: float
     environment_differences: list[tuple[str, str, str]] = field(default_factory=list)
-    #: The test and the correction for many cells, in words.
     test: str = significance.TEST
     correction: str = significance.CORRECTION
-    #: Whether the new run ran to its end: an interrupted one holds only some of its cells.
     new_complete: bool = True
-    #: The new run's settings: which backends, devices and modes it chose to measure.
+    #: Which backends, devices and modes the new run chose to measure.
     new_settings: dict[str, Any] = field(default_factory=dict)
 
     def __repr__(self) -> str:
-        """One line: how many cells, the verdicts, the geometric mean (the cells are in ``changes``;
-        ``to_dataframe()`` lists them, and in a notebook the comparison shows as a table)."""
+        """One line: how many cells, the verdicts, the geometric mean."""
         counts = {k: v for k, v in self.counts().items() if v}
         g = self.geometric_mean
         verdicts = ", ".join(f"{v} {k}" for k, v in counts.items()) or "no cell"
@@ -115,8 +91,7 @@ class Comparison:
         return f"<arraybench Comparison of {n} cell{'s' if n != 1 else ''}: {verdicts}{only}{mean}>"
 
     def rows(self) -> list[dict[str, Any]]:
-        """Every cell as a plain row (those in both runs, then those in one only): what it is,
-        both medians, new/base, the change in words, the verdict, p, q and the note."""
+        """Every cell as a plain row (``ROW_COLUMNS``): those in both runs, then those in one only."""
         out = []
         for c in self.changes:
             out.append(_row(c.new, c.base.median_s, c.new.median_s, c.ratio, c.verdict,
@@ -188,26 +163,21 @@ class Comparison:
                 if c.verdict == SLOWER and c.ratio is not None and c.ratio > 1 + limit]
 
     def unjudged_above(self, limit: float) -> list[CellChange]:
-        """Cells slower by more than ``1 + limit`` that no test could judge (one process on a
-        side): a gate cannot pass them as fine, nor fail them as slower."""
+        """Cells slower by more than ``1 + limit`` that no test could judge (one process on a side)."""
         return [c for c in self.changes
                 if c.verdict == CANNOT_TELL and c.ratio is not None and c.ratio > 1 + limit]
 
     def broken(self) -> list[CellChange]:
-        """Cells valid in the base run that the new run got wrong or could not run (ok → wrong,
-        ok → failed): worse than any slowdown, and what a CI gate must never pass."""
+        """Cells valid in the base run that the new run got wrong or could not run."""
         return [c for c in self.changes if is_valid(c.base) and c.new.status in ("failed", "wrong")]
 
     def unmeasured(self) -> list[CellChange]:
-        """Cells valid in the base run that the new run did not measure (skipped: a library whose
-        import broke, a GPU gone): a gate that passed them would pass what it never saw."""
+        """Cells valid in the base run that the new run skipped (an import broke, a GPU gone)."""
         return [c for c in self.changes if is_valid(c.base) and c.new.status == "skipped"]
 
     def missing(self) -> list[Record]:
-        """Cells the base run measured that the new run should hold and does not: the new run
-        measured their case, and chose their backend, device and mode (its settings), so its plan
-        had them. A gate that passed them would pass what it never saw. A narrower run (``--workloads sort``, pytest's
-        ``-k``) chose not to measure the rest: those are listed, and judge nothing."""
+        """Cells the base run measured that the new run's plan had (their case measured, their
+        backend, device and mode chosen) and it does not hold; a narrower run's others judge nothing."""
         new = [c.new for c in self.changes] + self.only_new
         cases = {case_key(r.cell) for r in new}
         measured = {(r.backend, r.device, r.mode) for r in new}
@@ -221,8 +191,7 @@ class Comparison:
         return [r for r in self.only_base if r.status == "ok" and case_key(r.cell) in cases and chose(r)]
 
     def incomparable(self) -> list[CellChange]:
-        """Cells the base run measured (ok) that cannot be compared for any reason other than
-        ``broken`` or ``unmeasured`` (sizes that differ, an ok record with no usable time)."""
+        """Other cells the base run measured that cannot be compared (sizes differ, no usable time)."""
         told = {id(c) for c in (*self.broken(), *self.unmeasured())}
         return [c for c in self.changes if c.verdict == NOT_COMPARABLE and c.base.status == "ok"
                 and id(c) not in told]
@@ -338,7 +307,7 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
                    key=lambda r: (r.workload, size_sort_key(r), config_sort_key(r)))
     changes = [compare_records(base_by[match(r)], r, threshold, alpha) for r in order]
     tested = [c for c in changes if c.p_value is not None]
-    for c, q in zip(tested, fdr.q_values([c.p_value for c in tested])):
+    for c, q in zip(tested, significance.q_values([c.p_value for c in tested])):
         c.q_value = q
         _judge(c, alpha, threshold)
     return Comparison(

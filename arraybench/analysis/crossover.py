@@ -1,10 +1,7 @@
 """Crossovers: from which size one configuration beats another, found in measured records alone.
 
-"At what size does the GPU start to pay off?" answered with a number. At each size the two
-configurations are compared by their medians' 95% confidence intervals: a *win* when a's interval
-lies wholly below b's, a *loss* when wholly above, *level* when they overlap. The crossover is
-where a's last loss gives way to a lasting lead, interpolated in log-log space between the two
-measured sizes that bracket it.
+At each size a *win* is a's 95% interval wholly below b's, a *loss* wholly above, else *level*;
+the crossover is where a's last loss gives way to a lasting lead, interpolated in log-log space.
 """
 
 from __future__ import annotations
@@ -101,11 +98,8 @@ def _series(records: Iterable[Record]) -> dict[tuple, tuple[str, list[Point]]]:
 
 
 def crossovers(records: Iterable[Record]) -> list[Crossover]:
-    """The comparisons people ask about, for every workload measured at several sizes.
-
-    Each configuration against NumPy on the CPU; a library's GPU against its CPU; compiled against
-    eager on the same library and device.
-    """
+    """Each configuration against NumPy on the CPU, a GPU against its CPU, compiled against eager,
+    for every workload measured at several sizes."""
     records = list(records)
     found: list[Crossover] = []
     for workload in dict.fromkeys(r.workload for r in records):

@@ -13,29 +13,23 @@ if TYPE_CHECKING:
     from .memory import MemoryChange
 
 
-#: A stored baseline was measured at another moment of the machine. Where either side's cell was
-#: measured while other processes kept this share of the cores busy, a slowdown is the code's only
-#: beyond what that load can make of a time (under a bursty tenant README's gate failed unchanged
-#: code as 1.52x slower)...
+#: A baseline was measured at another moment. Where either side ran while others kept this share
+#: of the cores busy, a slowdown is the code's only beyond what that load can make of a time...
 BUSY_SHARE = 0.25
-#: ...taken as this factor, or the load average over the cores where that is higher: a planted 20x
-#: regression still fails on a busy machine, a 1.5x drift does not.
+#: ...this factor, or the load average over the cores where higher: 20x still fails, 1.5x does not.
 LOAD_FACTOR = 2.0
-#: ...and, where this many cells or more were compared, only beyond how far they all moved (the
-#: geometric mean of their ratios: the machine's drift between the two moments, or a change to all).
+#: ...and, where this many cells were compared, only beyond how far they all moved together.
 DRIFT_CELLS = 3
 
 
 @dataclass(frozen=True)
 class Undecided:
-    """A slowdown above the limit that the gate cannot tell from the machine's own drift between
-    the two runs: either side measured while ``others_cores`` of ``cpus`` were busy, or within
-    the ``drift`` that all ``cells`` compared moved by together."""
+    """A slowdown above the limit the gate cannot tell from the machine's drift: measured while
+    ``others_cores`` of ``cpus`` were busy, or within the ``drift`` all ``cells`` moved by."""
 
     change: "CellChange"
     others_cores: float | None = None
     cpus: int = 1
-    #: How many times slower the load could make a time (``LOAD_FACTOR`` or the load over the cores).
     load_factor: float = 1.0
     drift: float | None = None
     cells: int = 0
@@ -46,26 +40,17 @@ class GateVerdict:
     """What fails a gate of ``limit`` (0.1: 10%); ``passed`` where nothing does."""
 
     limit: float
-    #: Significant slowdowns above the limit.
+    # Each list as ``Comparison``'s method of that name says; ``grown``: memory gates only.
     slower: list["CellChange"] = field(default_factory=list)
-    #: Cells ok in the base run that broke in the new one.
     broken: list["CellChange"] = field(default_factory=list)
-    #: Cells measured in the base run and not in the new one.
     unmeasured: list["CellChange"] = field(default_factory=list)
-    #: Cells measured in the base run that the new run does not hold at all.
     missing: list["Record"] = field(default_factory=list)
-    #: Cells measured in the base run that cannot be compared (sizes differ, no usable time).
     incomparable: list["CellChange"] = field(default_factory=list)
-    #: Whether the new run ran to its end (an interrupted one measured only some cells).
     complete: bool = True
-    #: Slower than the limit, with no test to judge it (one process on a side).
     unjudged: list["CellChange"] = field(default_factory=list)
-    #: Peak memory per call grown above the limit (a memory gate only).
     grown: list["MemoryChange"] = field(default_factory=list)
-    #: Whether any cell was valid in both runs.
-    comparable: bool = True
-    #: Slowdowns above the limit the gate cannot tell from the machine's own drift between the
-    #: two moments, each with why: said, and not failed.
+    comparable: bool = True  # whether any cell was valid in both runs
+    #: Slowdowns the gate cannot tell from the machine's drift: said, and not failed.
     undecided: list[Undecided] = field(default_factory=list)
 
     @property
@@ -76,8 +61,7 @@ class GateVerdict:
 
 
 def _busy(r: "Record") -> tuple[float, int, float] | None:
-    """(cores other processes used, the machine's cores, how many times slower that load could make
-    a time) where ``r`` was measured busy."""
+    """(others' cores, the machine's cores, how much slower that load could make a time), if busy."""
     u = r.usage
     if u is None or u.others_cores is None:
         return None
@@ -87,8 +71,7 @@ def _busy(r: "Record") -> tuple[float, int, float] | None:
 
 
 def _moved(comparison: "Comparison", limit: float) -> tuple[list["CellChange"], list[Undecided]]:
-    """The significant slowdowns above ``limit``, split into those the gate takes for the code's
-    and those it cannot tell from the machine's drift between the two runs."""
+    """The significant slowdowns above ``limit``: (the code's, those the machine's drift may explain)."""
     n = len(comparison.comparable)
     drift = comparison.geometric_mean if n >= DRIFT_CELLS else None
     slower, undecided = [], []
@@ -104,14 +87,10 @@ def _moved(comparison: "Comparison", limit: float) -> tuple[list["CellChange"], 
 
 
 def judge_gate(comparison: "Comparison", limit: float, *, memory: bool = False) -> GateVerdict:
-    """Whether the new run passes a gate of ``limit``: it fails on a significant slowdown above
-    the limit, a cell that broke, a cell the new run did not measure (skipped) or does not hold,
-    a cell measured in the base run that cannot be compared, a new run that was interrupted, a
-    slowdown above it that no test could judge (one process on a side), or no cell compared at
-    all. A slowdown it cannot tell from the machine's drift between the two runs (``_moved``) is
-    ``undecided``: said, not failed. With
-    ``memory``, on a cell whose peak memory per call grew above the limit
-    (``analysis.memory.memory_growth_above``)."""
+    """Whether the new run passes a gate of ``limit``: it fails on a significant slowdown above it,
+    a cell broken, unmeasured, missing or incomparable, an interrupted run, a slowdown no test could
+    judge, or nothing compared; with ``memory``, on peak memory grown above it. A slowdown the
+    machine's drift may explain is ``undecided``: said, not failed."""
     grown = []
     if memory:
         from .memory import memory_growth_above

@@ -22,8 +22,7 @@ def config_sort_key(r: Record) -> tuple:
 
 
 def library_label(r: Record) -> str:
-    """The configuration's name without its machine ("PyTorch CPU"), for a table with a machine
-    column or a sentence that names the machine already."""
+    """The configuration's name without its machine ("PyTorch CPU")."""
     return config_label(r.backend, r.device, r.mode, transfer=r.transfer, gradient=r.gradient,
                         environment=r.environment)
 
@@ -58,18 +57,14 @@ def baseline(group: Iterable[Record]) -> Record | None:
 
 
 def baselines(group: Iterable[Record]) -> dict[str, Record | None]:
-    """Each machine's baseline in a group, by machine label: a speed-up between libraries is
-    always measured on one machine (results of several machines set machines apart in their own
-    findings)."""
+    """Each machine's baseline in a group, by label: a speed-up is always within one machine."""
     group = list(group)
     return {m: baseline(r for r in group if r.machine == m) for m in dict.fromkeys(r.machine for r in group)}
 
 
 def decided_winner(group: Iterable[Record], pairs: Pairs = Pairs()) -> Record | None:
-    """The valid record of a group that is faster than every other with 95% confidence
-    (``significantly_faster``); None where the run cannot name one. Not always the one of the
-    lowest median: a pair's verdict compares the turns two configurations took side by side,
-    which one slow process moves less than it moves a median over processes."""
+    """The valid record of a group faster than every other with 95% confidence; None where the
+    run cannot name one (not always the lowest median: a pair's verdict reads paired turns)."""
     valid = [r for r in group if is_valid(r)]
     for best in sorted(valid, key=lambda r: r.median_s):
         if all(significantly_faster(best, r, pairs) for r in valid if r is not best):
@@ -83,14 +78,11 @@ def significantly_faster(a: Record, b: Record, pairs: Pairs = Pairs()) -> bool:
 
 
 def comparison(a: Record, b: Record, pairs: Pairs = Pairs()) -> tuple[str, float]:
-    """``a`` against ``b``: the verdict (``faster``, ``slower``, ``level``, ``undecided``) and
-    how many times faster ``a`` is; from their pair where they took turns together (one of the
-    run's ``pairs``), else from the two medians and intervals."""
+    """``a`` against ``b``: the verdict and how many times faster ``a`` is, from their pair where
+    they took turns together, else from the two medians' intervals."""
     found = pairs.between(a.cell, b.cell)
     if found is not None:
         return found.verdict, found.speedup
-    # Unpaired (measured apart): the ratio's interval from the two medians' intervals, read the
-    # same way.
     a_low, a_high = a.ci_low_s or a.median_s, a.ci_high_s or a.median_s
     b_low, b_high = b.ci_low_s or b.median_s, b.ci_high_s or b.median_s
     return verdict(a_low / b_high, a_high / b_low), b.median_s / a.median_s

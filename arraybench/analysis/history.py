@@ -1,42 +1,24 @@
-"""History: each cell's results over the runs of one machine, the steps in them, and their causes.
+"""History: each cell's results over the stored runs of one machine, the steps in them, and why.
 
-A **series** is one cell (``Record.key``) on one machine (``machine_id``) across the stored runs,
-oldest first. Between each two consecutive valid points a **step** is called only when all of
-these hold:
-
-- both runs measured the cell in two or more processes (``Entry.n_replicates``, which the store
-  keeps per record). A process can run slow for its whole life, so the interval of a single
-  process holds its own samples' noise only: two runs of the same code differ by more than that,
-  and a test on it would call their processes' luck a step. Such a pair is not tested; it is
-  counted (``History.one_process``) so that history says why it called nothing;
-- the two 95% confidence intervals of the median separate (no overlap);
-- the change survives the false-discovery-rate control across *every* pair tested in *every*
-  series (Benjamini–Hochberg at ``q``). Each pair's p-value is ``compare``'s test (Welch's t on
-  the log medians, ``significance``), with each point's standard error and degrees of freedom read
-  off its interval and its number of processes, so records of any age (with samples or not) are
-  judged alike;
-- the ratio is larger than ``threshold`` (as in ``compare``: a real 1% change is "no change").
-
-Each step is attributed to what differs between its two runs: library versions, Python,
-arraybench, BLAS, facts of the machine that may change under it (kernel, GPU driver, memory,
-microcode: ``machines.fingerprint_changes``), the runs' ``--context`` labels and their settings.
-Only what both runs recorded and recorded differently is named: a label the earlier run did not
-have (``commit: — → a1``) says nothing about what changed, and neither does a library an older
-arraybench did not list. Pure Python over plain data: ``store.Store.entries`` supplies it.
+A **series** is one cell on one machine across runs, oldest first. A **step** between two valid
+points is called only where both runs had two or more processes (one process's interval holds its
+own noise only; such pairs are counted in ``History.one_process``), their 95% intervals separate,
+``compare``'s test survives Benjamini–Hochberg across every pair of every series, and the ratio
+passes ``threshold``. A step is attributed to what both runs recorded, and recorded differently.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..model.machines import describe, fingerprint_changes
 from ..model.cell import Cell
 from ..model.cell import environment_in_key
 from ..model.record import Record
-from ..model.stored import Entry, RunInfo
+from ..model.runs import Entry, RunInfo
 from .compare import DEFAULT_THRESHOLD, settings_differences
-from .fdr import benjamini_hochberg
+from .significance import benjamini_hochberg
 from .significance import LogEstimate, welch_test
 
 #: The false discovery rate allowed across all the steps of one history.
@@ -68,14 +50,12 @@ class Point:
 
     @property
     def processes(self) -> int:
-        """The processes that measured this point: below two, its interval cannot show the
-        variation between processes."""
+        """The processes that measured this point."""
         return self.entry.n_replicates
 
     @property
     def log_estimate(self) -> LogEstimate | None:
-        """The log median with its standard error, read off the 95% interval; None without one or
-        with a single process."""
+        """The log median and its standard error, read off the interval (None: none, or one process)."""
         lo, hi = self.entry.ci_low_s, self.entry.ci_high_s
         if lo is None or hi is None:
             return None
@@ -119,8 +99,7 @@ class Step:
 
 @dataclass(frozen=True)
 class VersionChange:
-    """Library versions that changed on a machine between two consecutive runs: a mark on the
-    time axis of the history plots."""
+    """Library versions that changed on a machine between two consecutive runs (a mark on the plots)."""
 
     machine_id: str
     run: RunInfo
@@ -133,8 +112,7 @@ class VersionChange:
 
 @dataclass
 class Untested:
-    """Two consecutive valid points of a series that no test can judge: a side was measured in a
-    single process."""
+    """Two consecutive valid points no test can judge: a side had a single process."""
 
     series: Series
     before: Point
@@ -163,27 +141,23 @@ class History:
         return list({id(u.series): u.series for u in self.one_process}.values())
 
     def regressions(self, limit: float) -> list[Step]:
-        """Slowdowns above ``1 + limit`` that arrived with the latest run of their series: what a
-        CI pipeline fails on (an old regression that stayed does not fail every later run)."""
+        """Slowdowns above ``1 + limit`` that arrived with the latest run of their series."""
         return [s for s in self.steps if s.slower and s.ratio > 1 + limit
                 and s.after is s.series.points[-1]]
 
     def unjudged_above(self, limit: float) -> list[Untested]:
-        """Slowdowns above ``1 + limit`` with the latest run of their series that no test could
-        judge (one process on a side): what a CI gate must not pass unseen."""
+        """Slowdowns above ``1 + limit`` with the latest run that no test could judge (one process)."""
         return [u for u in self.one_process
                 if u.after is u.series.points[-1] and u.before.median_s > 0
                 and u.after.median_s / u.before.median_s > 1 + limit]
 
     def interrupted_latest(self) -> list[RunInfo]:
-        """Machines' latest runs that were interrupted: history leaves them out, so a gate would
-        judge the run before them and pass cells the latest never measured."""
+        """Machines' latest runs that were interrupted (history leaves them out: a gate must not)."""
         return list({r.run_id: r for r in self.latest.values() if not r.complete}.values())
 
     def unseen_in_latest(self) -> list[Series]:
-        """Series valid in their machine's latest complete run but one that the latest complete run
-        did not measure validly (missing, skipped, failed): a gate passing them passes what it never
-        saw. A series left out of earlier runs too is history, not a gate's business."""
+        """Series valid in their machine's complete run before the latest that the latest did not
+        measure validly: a gate passing them passes what it never saw."""
         out = []
         for machine, ordered in self._complete_runs().items():
             if len(ordered) < 2:
@@ -206,13 +180,11 @@ class History:
         return {m: sorted(r.values(), key=_order) for m, r in runs.items()}
 
     def restricted(self, cells: set[str], min_points: int = 2) -> "History":
-        """Only the series of ``cells`` with at least ``min_points`` valid points, and their steps
-        (a run's report shows its own cells' history, where there is some)."""
+        """Only the series of ``cells`` with ``min_points`` valid points or more, and their steps."""
         series = [s for s in self.series if s.cell in cells and sum(p.valid for p in s.points) >= min_points]
         keep = {id(s) for s in series}
-        return History(series, [st for st in self.steps if id(st.series) in keep], self.runs,
-                       self.version_changes, self.threshold, self.fdr, self.tested,
-                       [u for u in self.one_process if id(u.series) in keep], self.latest)
+        return replace(self, series=series, steps=[st for st in self.steps if id(st.series) in keep],
+                       one_process=[u for u in self.one_process if id(u.series) in keep])
 
     def for_workload(self, workload: str) -> list[Series]:
         return [s for s in self.series if s.workload == workload]
@@ -242,8 +214,7 @@ def build_series(entries: Iterable[Entry], runs: Mapping[str, RunInfo]) -> list[
 
 
 def step_p_value(a: Point, b: Point) -> float | None:
-    """Two-sided p-value of a change in the log median between two points; None without intervals
-    or where a side had a single process."""
+    """Two-sided p-value of a change in the log median (None: no interval, or one process)."""
     before, after = a.log_estimate, b.log_estimate
     if before is None or after is None:
         return None
@@ -289,9 +260,8 @@ def code_change(before: Point, after: Point) -> list[str]:
 
 
 def library_changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    """(name, before, after) for the libraries, Python and arraybench whose versions differ. A
-    library both runs list is compared (``None``: not installed, so an install is a change); one
-    only a run lists is not (an older arraybench did not look for it)."""
+    """(name, before, after) for the libraries, Python and arraybench whose versions differ, among
+    those both runs list (``None``: not installed; an older arraybench did not look for others)."""
     out = []
     libs_a = a.get("libraries") if isinstance(a.get("libraries"), Mapping) else {}
     libs_b = b.get("libraries") if isinstance(b.get("libraries"), Mapping) else {}

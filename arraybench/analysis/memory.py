@@ -1,10 +1,6 @@
-"""What a call costs in memory, set side by side: against its own output, between libraries on one
-case, and between two runs of one cell.
-
-A record's ``peak_bytes`` is what one call added at its highest (``worker/footprint``): the host's
-resident high-water mark, or a GPU library's own accounting. Small differences are not told apart:
-the resident size moves by pages and by what the C allocator keeps, so two peaks closer than
-``FLOOR_BYTES`` are the same peak here, whatever their ratio.
+"""What a call costs in memory, side by side: against its own output, between libraries on one
+case, and between two runs of one cell. Peaks closer than ``FLOOR_BYTES`` are the same peak here:
+the resident size moves by pages and by what the C allocator keeps.
 """
 
 from __future__ import annotations
@@ -26,8 +22,7 @@ GAP_RATIO = 1.5
 #: rounded blocks move a measured peak by up to a few hundred kB).
 FLOOR_BYTES = 1_000_000
 
-# PyTorch's note names the most its caching allocator reserved over the call (``backends/torch``):
-# memory held from the GPU but not in tensors, which the peak leaves out and a reader must see apart.
+# PyTorch's note names the most its caching allocator reserved: held from the GPU, not in tensors.
 _RESERVED = re.compile(r"(\d+) bytes reserved at most")
 
 
@@ -39,8 +34,7 @@ def times_output(r: Record) -> float | None:
 
 
 def allocator_reserve(r: Record) -> int | None:
-    """Bytes a caching allocator held from the device at most over the call (PyTorch on CUDA),
-    beside the peak it put in tensors; None where the library does not say."""
+    """Bytes a caching allocator held from the device at most over the call; None where unsaid."""
     found = _RESERVED.search(r.peak_note or "")
     return int(found.group(1)) if found else None
 
@@ -60,8 +54,7 @@ class MemoryGap:
 
 
 def memory_gaps(records: Iterable[Record], ratio: float = GAP_RATIO) -> list[MemoryGap]:
-    """Per case and machine, the libraries with the largest and the smallest peak memory per call,
-    where the first needs ``ratio`` times the second or more (and ``FLOOR_BYTES`` more at least)."""
+    """Per case and machine, the largest and smallest peak per call where they are ``ratio`` apart."""
     out = []
     for (workload, _label), whole in grouped(records).items():
         if workload.startswith("ceiling_"):
@@ -79,7 +72,6 @@ def memory_gaps(records: Iterable[Record], ratio: float = GAP_RATIO) -> list[Mem
     return out
 
 
-# -- two runs of one cell ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class MemoryChange:
     """A cell whose peak memory per call changed between two runs, beyond the threshold and the floor."""
@@ -111,8 +103,7 @@ def _process_peaks(r: Record) -> list[int]:
 
 
 def _apart(base: Record, new: Record) -> bool:
-    """Whether every process of one run peaked on the other side of every process of the other:
-    a peak is far steadier than a time, but a process that happened to peak high is not a change."""
+    """Whether every process of one run peaked beyond every process of the other."""
     a, b = _process_peaks(base), _process_peaks(new)
     if not a or not b:
         return True  # the records' medians only (an older file): judged on them
@@ -120,8 +111,7 @@ def _apart(base: Record, new: Record) -> bool:
 
 
 def memory_changes(comparison: "Comparison", threshold: float | None = None) -> list[MemoryChange]:
-    """Cells valid in both runs whose peak memory per call moved by more than ``threshold`` (the
-    comparison's own by default) and ``FLOOR_BYTES``, every process on one side of the other's."""
+    """Cells whose peak per call moved by more than ``threshold`` and ``FLOOR_BYTES``, processes apart."""
     limit = comparison.threshold if threshold is None else threshold
     out = []
     for c in comparison.changes:

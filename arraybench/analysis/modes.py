@@ -1,11 +1,9 @@
-"""What differs between the modes of a bimodal cell: the measured quantity that tells them apart.
+"""A cell's samples as a distribution: in bins per process, and what tells its modes apart.
 
-When a cell's times fall into two clusters (``stats.two_clusters``), the counters read around its
-samples (``usage.Usage``) say which quantity moved with the time: page faults (fresh memory from
-the kernel), cores used (a thread pool that did or did not help), the kernel's share, context
-switches, other processes' load. Between processes the replicates are compared; within processes,
-the samples (each sample's counters are kept). A quantity is named only when the two groups
-differ by more than its own noise and by an amount that matters (``QUANTITIES``).
+Every process is counted in the same bins, so one that ran slow for its whole life shows as its own
+hump. When the times fall into two clusters (``stats.two_clusters``), the counters read around the
+samples (``usage.Usage``) name the quantity that moved with the time, between processes first, then
+between samples, where the groups differ by more than its noise and by an amount that matters.
 """
 
 from __future__ import annotations
@@ -14,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from ..model.record import Record
 from ..model.replicate import Replicate
 from ..numeric import medians as stats
 
@@ -116,7 +115,7 @@ def between_processes(timed: Sequence[Replicate], threshold: float) -> Contrast 
 
 
 def within_processes(timed: Sequence[Replicate], threshold: float) -> Contrast | None:
-    """The quantity that tells samples slower than ``threshold`` from the rest, sample by sample."""
+    """The quantity that tells samples slower than ``threshold`` from the rest."""
     found = []
     by_name = {q.name: q for q in QUANTITIES}
     for name, series in SAMPLE_SERIES.items():
@@ -137,8 +136,8 @@ def within_processes(timed: Sequence[Replicate], threshold: float) -> Contrast |
 
 
 def find_modes(process_medians: Sequence[float], pooled: Sequence[float]) -> tuple[float, float] | None:
-    """Two clusters among the samples, or among the processes' medians (a gap of 25% or more
-    between them, with three processes or more): the centers of the two modes, or None."""
+    """The centers of two clusters among the samples, or among three or more processes' medians
+    (a gap of 25%), or None."""
     found = stats.two_clusters(pooled)
     if found is not None:
         return found
@@ -152,7 +151,72 @@ def find_modes(process_medians: Sequence[float], pooled: Sequence[float]) -> tup
 
 
 def explain(timed: Sequence[Replicate], modes: tuple[float, float]) -> Contrast | None:
-    """What differs between the two modes (their centers ``modes``): between processes first,
-    where a process keeps its mode for life, then between samples."""
+    """What differs between the two modes: between processes first, then between samples."""
     threshold = math.sqrt(modes[0] * modes[1])  # the geometric midpoint
     return between_processes(timed, threshold) or within_processes(timed, threshold)
+
+
+#: The most bins a histogram gets; fewer for few samples (``bin_count``).
+MAX_BINS = 20
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Bins shared by every process of one cell: ``edges`` (seconds, ascending, one more than the
+    bins) and, per process in the record's order, its count in each bin and its median."""
+
+    edges: tuple[float, ...]
+    counts: tuple[tuple[int, ...], ...]
+    medians: tuple[float, ...]
+
+    @property
+    def bins(self) -> int:
+        return len(self.edges) - 1
+
+    @property
+    def processes(self) -> int:
+        return len(self.counts)
+
+    @property
+    def totals(self) -> list[int]:
+        """Every process's samples in each bin together."""
+        return [sum(c[i] for c in self.counts) for i in range(self.bins)]
+
+    @property
+    def samples(self) -> int:
+        return sum(map(sum, self.counts))
+
+
+def bin_count(n: int, most: int = MAX_BINS) -> int:
+    """Bins for ``n`` samples: Rice's rule (twice the cube root), at least one, at most ``most``."""
+    return max(1, min(most, math.ceil(2 * n ** (1 / 3)))) if n > 0 else 1
+
+
+def histogram(per_process: Sequence[Sequence[float]], bins: int | None = None) -> Histogram | None:
+    """Each process's samples in equal bins from the fastest to the slowest (``bin_count`` bins by
+    default); None without a sample. Processes without a sample are left out."""
+    kept = [[x for x in samples if math.isfinite(x)] for samples in per_process]
+    kept = [s for s in kept if s]
+    if not kept:
+        return None
+    n = sum(map(len, kept))
+    k = bins if bins is not None else bin_count(n)
+    if k < 1:
+        raise ValueError(f"bins must be at least 1, not {k}")
+    lo, hi = min(map(min, kept)), max(map(max, kept))
+    if hi <= lo:  # every sample the same: one bin holds them all
+        return Histogram((lo, hi), tuple((len(s),) for s in kept), tuple(stats.median(s) for s in kept))
+    width = (hi - lo) / k
+    edges = tuple(lo + width * i for i in range(k)) + (hi,)
+    counts = []
+    for samples in kept:
+        row = [0] * k
+        for x in samples:
+            row[min(k - 1, int((x - lo) / width))] += 1
+        counts.append(tuple(row))
+    return Histogram(edges, tuple(counts), tuple(stats.median(s) for s in kept))
+
+
+def record_histogram(record: Record, bins: int | None = None) -> Histogram | None:
+    """A record's histogram: its replicates' samples, a process each (None: nothing was timed)."""
+    return histogram([rep.samples_s for rep in record.replicates], bins)

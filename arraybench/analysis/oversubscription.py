@@ -1,14 +1,9 @@
 """Thread pools that outnumbered the cores they got, and what that was measured to cost.
 
-A library's pool has as many threads as its worker reported when it started
-(``environment["backends"]``: ``torch.get_num_threads``, threadpoolctl's pools, the CPUs XLA may
-run on). Its cores are the ones the other processes left it, counted around each process's
-samples (``Usage.others_cores``). When the threads outnumber them, a call waits for its slowest
-thread, and a thread without a core waits for the scheduler while the others spin: the pool's
-times grow by orders of magnitude. The cost is taken from what the results hold: processes of the
-cell that had their cores against those that did not, the two modes of a cell whose samples split
-on the load, or the same cell measured with fewer threads (merged runs, one with ``--threads``).
-``explanations`` puts it in words.
+A pool has the threads its worker reported (``environment["backends"]``); its cores are those the
+other processes left it (``Usage.others_cores``). Outnumbered, a call waits for its slowest thread
+and times grow by orders of magnitude. The cost comes from the results: processes that had their
+cores against those that did not, a cell's two modes, or the cell measured with fewer threads.
 """
 
 from __future__ import annotations
@@ -20,7 +15,7 @@ from . import modes
 from ..numeric import medians as stats
 from ..model.record import BUSY_OTHERS_SHARE
 from .grouping import is_valid
-from ..model.machines import machine_id_of
+from ..model.machines import machine_environment, machine_id_of
 from ..model.cell import worker_key
 from ..model.record import Record
 from ..model.replicate import Replicate
@@ -32,22 +27,14 @@ OVERSUBSCRIBED_BY = 0.5
 #: A slowdown from competing for cores below this is no cost worth a finding.
 SLOWDOWN_WORTH_SAYING = 1.1
 #: A process (or a sample) that used more cores than this ran several threads at once; code that
-#: never did (0.98-1.00 cores: NumPy's element-wise work, small PyTorch calls) has no pool to
-#: oversubscribe, whatever threads its library started.
+#: never did (0.98-1.00 cores) has no pool to oversubscribe, whatever threads its library started.
 SEVERAL_THREADS_CORES = 1.2
 #: The counters that tell a mode where the pool lost its cores from one where it had them.
 CONTENTION_QUANTITIES = frozenset({"others_cores", "involuntary_switches_per_call", "cores", "steal_share"})
 
 
-def _environment_of(r: Record, environment: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The environment of the machine that measured ``r`` (merged results keep one per machine)."""
-    machines = environment.get("machines")
-    own = machines.get(r.machine) if r.machine and isinstance(machines, Mapping) else None
-    return own if isinstance(own, Mapping) else environment
-
-
 def _worker_info(r: Record, environment: Mapping[str, Any]) -> Mapping[str, Any]:
-    workers = _environment_of(r, environment).get("backends")
+    workers = machine_environment(environment, r.machine).get("backends")
     info = workers.get(worker_key(r.backend, r.device, r.environment)) if isinstance(workers, Mapping) else None
     return info if isinstance(info, Mapping) else {}
 
@@ -57,8 +44,7 @@ def _count(value: Any) -> int | None:
 
 
 def pool_threads(r: Record, environment: Mapping[str, Any]) -> int | None:
-    """The threads of the largest pool in the worker that measured ``r``, as the library reported
-    them when it started; None when its worker reported none."""
+    """The threads of the largest pool in the worker that measured ``r``; None where none was reported."""
     info = _worker_info(r, environment)
     pools = info.get("threadpools")
     counts = [info.get("torch_threads")]
@@ -76,16 +62,14 @@ def _cpus(u: Usage, affinity: int | None) -> int:
 
 
 def _cores_left(u: Usage, affinity: int | None) -> float:
-    """The cores other processes left a process: the scheduler moves them off its pinned CPUs
-    while the machine has others free."""
+    """The cores other processes left a process (the scheduler moves them off its pinned CPUs)."""
     machine = u.machine_cpus or _cpus(u, affinity)
     return max(min(_cpus(u, affinity), machine - (u.others_cores or 0.0)), 0.0)
 
 
 def _contended(u: Usage | None, threads: int, affinity: int | None) -> bool:
-    """Whether a pool of ``threads`` threads outnumbered its cores while a process sampled: more
-    threads than the CPUs it may run on, or than other processes left it on a machine ``aggregate``
-    calls busy (so a quiet machine never counts). One thread has no other to wait for."""
+    """Whether a pool of ``threads`` outnumbered its cores while a process sampled: more threads
+    than its CPUs, or than other processes left it on a busy machine."""
     if u is None or u.others_cores is None or not u.machine_cpus or threads < 2:
         return False
     if threads > _cpus(u, affinity):
@@ -144,12 +128,12 @@ def _same_cell(a: Record, b: Record) -> bool:
 def _with_fewer_threads(r: Record, threads: int, records: list[Record],
                         environment: Mapping[str, Any]) -> tuple[Record, int] | None:
     """The same cell measured with fewer threads on the same machine, with its cores."""
-    ident = machine_id_of(_environment_of(r, environment))
+    ident = machine_id_of(machine_environment(environment, r.machine))
     for o in records:
         if o.machine == r.machine or not is_valid(o) or not _same_cell(o, r):
             continue
         fewer = pool_threads(o, environment)
-        other = machine_id_of(_environment_of(o, environment))
+        other = machine_id_of(machine_environment(environment, o.machine))
         affinity = _count(_worker_info(o, environment).get("affinity_cpus"))
         if (fewer is not None and fewer < threads and (not ident or not other or ident == other)
                 and not any(_contended(rep.usage, fewer, affinity) for rep in o.replicates if rep.timed)):
@@ -158,9 +142,7 @@ def _with_fewer_threads(r: Record, threads: int, records: list[Record],
 
 
 def _contention(r: Record, records: list[Record], environment: Mapping[str, Any]) -> Contention | None:
-    """How ``r``'s pool competed for cores; None where it did not, where no cost was measured (or
-    only one of code that never ran several threads), or where every cost is below
-    ``SLOWDOWN_WORTH_SAYING``."""
+    """How ``r``'s pool competed for cores; None where it did not, or no cost worth saying was measured."""
     threads = pool_threads(r, environment)
     if not is_valid(r) or r.device != "cpu" or threads is None or threads < 2:
         return None

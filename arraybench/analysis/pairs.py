@@ -1,25 +1,10 @@
 """One verdict per pair: two configurations of one case, compared from the turns they took together.
 
-Where a run's configurations took turns (``executors/turns``), the samples of one round of one case
-were taken seconds apart at most, in separate processes, one running at a time. Each round gives a
-paired ratio (A's sample over B's), and a burst of load that slows a round slows both sides of it,
-so the ratio keeps what the machine's drift would blur. The worker process is the unit that
-repeats: within a process the median of its rounds' log ratios is its estimate, and across
-processes the interval is Student's t over those estimates, never narrower than the processes' own
-intervals combined (as for a cell's time). Rounds inside one process are not independent draws
-when load comes in waves, so:
-
-- one process gives no verdict: its rounds say nothing of the variation between processes (a busy
-  machine made one process's two rounds read 97x between a library and itself);
-- two processes give the t interval on one degree of freedom: wide (12.7 standard errors), but it
-  holds at the rate it states, which the span of their own intervals did not;
-- rounds other processes loaded decide nothing alone: where too few processes had quiet ones, the
-  verdict stands only where the quiet turns that remain, in two processes or more, give the same.
-
-The verdict reads the interval and nothing else: ``faster`` or ``slower`` where it excludes 1,
-``level`` where it lies within ``LEVEL_WITHIN`` of 1 either way, ``undecided`` otherwise, or where
-the pair was not judged (``Ratio.judged``, its method says why). Every table, finding and report
-reads these verdicts; none judges "faster" another way.
+Each round gives a paired ratio, its two turns seconds apart, so a burst slows both sides. The
+process is the unit: its estimate is the median of its rounds' log ratios, and the interval is t
+over the processes. Rounds in one process are not independent when load comes in waves, so one
+process gives no verdict (one read 97x between a library and itself). The self-check (``TWIN``)
+runs a configuration against itself: any verdict but ``level`` or ``undecided`` there is false.
 """
 
 from __future__ import annotations
@@ -30,6 +15,7 @@ from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Iterable, Sequence
 
+from ..host.environments import TWIN
 from ..model.cell import case_key
 from ..model.pair import Pair
 from ..model.record import Record
@@ -37,21 +23,18 @@ from ..model.replicate import Replicate
 from ..numeric.medians import median_ci
 from ..numeric.intervals import CONFIDENCE, spread_factor
 
-#: A pair whose interval lies within this share of 1 either way is level: neither is faster by
-#: more than this, with 95% confidence.
+#: A pair whose interval lies within this share of 1 either way is level.
 LEVEL_WITHIN = 0.05
 
 #: Fewest rounds a process must share for its ratio to count.
 MIN_ROUNDS = 2
-#: Fewest processes with ``MIN_ROUNDS`` quiet rounds each for a pair to be judged on its quiet
-#: rounds alone, rather than on every round: fewer make the interval wider than the loaded rounds'.
+#: Fewest processes with ``MIN_ROUNDS`` quiet rounds each for a pair to be judged on those alone.
 QUIET_PROCESSES = 3
 #: Fewest processes for any verdict: the variation between processes needs two to be seen.
 MIN_PROCESSES = 2
-#: Rounds other processes loaded, with no quiet turns to bear them out, still decide a pair whose
-#: whole interval lies beyond this factor: more than a busy machine makes of one side's time
-#: against the other's (a thread pool short of a core lost 3x against one thread, not 4x in every
-#: process).
+#: Loaded rounds with no quiet turns to bear them out still decide a pair whose whole interval lies
+#: beyond this factor: more than load makes of one side against the other (a thread pool short of
+#: a core lost 3x against one thread).
 LOADED_BEYOND = 2.0
 
 
@@ -64,8 +47,7 @@ class _ProcessRatio:
 
 
 def _process_ratio(a: Replicate, b: Replicate, quiet: bool) -> _ProcessRatio | None:
-    """One process's paired log ratio from the rounds both sides sampled in (``quiet``: only
-    those during which no other process loaded the machine)."""
+    """One process's paired log ratio from the rounds both sides sampled in (``quiet``: unloaded ones)."""
     assert a.rounds is not None and b.rounds is not None
     skip = set(a.busy_rounds) | set(b.busy_rounds) if quiet else set()
     b_at: dict[int, float] = {}
@@ -80,14 +62,10 @@ def _process_ratio(a: Replicate, b: Replicate, quiet: bool) -> _ProcessRatio | N
 
 
 def _quiet_sides_ratio(a: Replicate, b: Replicate) -> _ProcessRatio | None:
-    """One process's log ratio from each side's quiet turns, paired by process rather than by
-    round: A's fastest quiet sample over B's, each side's fastest of as many turns as the other
-    has (the fastest of more samples is faster by chance alone). Where a tenant's bursts are
-    about as long as a round (three 150 ms matmuls under load), a round whose two turns were both
-    quiet is rare, while each side's quiet turns, taken in the same seconds, are not. The fastest,
-    as timeit advises for a loaded machine: a burst that began in a turn's last moments (too short
-    to make it busy) only ever adds time. Its own interval is its point: with a turn or two a
-    side, the spread between processes is what says how sure."""
+    """One process's log ratio from each side's quiet turns, paired by process: A's fastest quiet
+    sample over B's, of as many turns each. Where bursts last about a round, a round with both
+    turns quiet is rare while each side's quiet turns are not; the fastest, as timeit advises, as
+    a burst too short to mark a turn busy only adds time. The spread between processes says how sure."""
     xs = [x for x in a.samples_by_load()[0] if x > 0]
     ys = [y for y in b.samples_by_load()[0] if y > 0]
     m = min(len(xs), len(ys))
@@ -98,8 +76,7 @@ def _quiet_sides_ratio(a: Replicate, b: Replicate) -> _ProcessRatio | None:
 
 
 def verdict(low: float, high: float) -> str:
-    """``faster``, ``slower``, ``level`` or ``undecided``, for a ratio A/B whose 95% interval is
-    [low, high] (below 1: A takes less time)."""
+    """The verdict of a ratio A/B whose 95% interval is [low, high] (below 1: A takes less time)."""
     if high < 1.0:
         return "faster"
     if low > 1.0:
@@ -121,8 +98,7 @@ class Ratio:
     method: str
     #: Rounds under other processes' load were kept: too few processes had quiet ones.
     loaded: bool = False
-    #: False where the interval may not be read as a verdict (one process; loaded rounds that the
-    #: quiet ones do not bear out): the pair is undecided, and ``method`` says why.
+    #: False where the interval may not be read as a verdict: undecided, ``method`` says why.
     judged: bool = True
 
     @property
@@ -134,18 +110,13 @@ class Ratio:
         return self.low >= 1.0 / (1.0 + share) and self.high <= 1.0 + share
 
     def reachable(self, most: int, level: float) -> bool:
-        """Whether ``most`` processes could still answer an undecided pair: decide it, or find it
-        within ``level`` of 1 either way. A conditional-power projection, as a sequential trial
-        stops for futility: the t interval narrows as t(k-1)/sqrt(k) with more processes, and the
-        pair is out of reach where, at ``most``, the ratio found would lie within half the
-        projected half-width of 1 (about a one-in-ten chance of deciding, were the ratio found
-        the true one) and the interval would still be wider than ``level``. A pair whose
-        interval kept rounds under other processes' load is always reachable: more processes may
-        bring the quiet rounds that judge it without them. The projection takes
-        the processes' spread as small as their own scatter allows (the lower 90% bound of a
-        standard deviation from k-1 degrees of freedom): three processes' spread is itself only
-        known to a factor of several. Fewer than three processes make no t interval: always
-        reachable."""
+        """Whether ``most`` processes could still decide an undecided pair or find it within
+        ``level`` of 1: a conditional-power projection, as a sequential trial stops for futility.
+        The t interval narrows as t(k-1)/sqrt(k); the pair is out of reach where, at ``most``, the
+        ratio would lie within half the projected half-width of 1 (about a one-in-ten chance) and
+        the interval still wider than ``level``. The spread is taken as small as its own scatter
+        allows (the lower 90% bound from k-1 degrees of freedom). Fewer than three processes, or
+        loaded rounds that quiet ones may yet replace, are always reachable."""
         k = self.processes
         if k < 3 or most <= k or self.loaded:
             return True
@@ -159,8 +130,8 @@ class Ratio:
 
 
 def _interval(per_process: Sequence[_ProcessRatio]) -> tuple[float, float, float, str]:
-    """(center, low, high) of the log ratio over the processes' estimates, and how it was formed:
-    Student's t on k - 1 degrees of freedom, never narrower than their own intervals combined."""
+    """(center, low, high, how) of the log ratio: t on k - 1 degrees of freedom, never narrower than
+    the processes' own intervals combined."""
     k = len(per_process)
     logs = [p.log_ratio for p in per_process]
     center = statistics.fmean(logs)
@@ -172,8 +143,8 @@ def _interval(per_process: Sequence[_ProcessRatio]) -> tuple[float, float, float
 
 
 def _quiet_ratios(both: Sequence[tuple[Replicate, Replicate]], least: int) -> tuple[list[_ProcessRatio], str] | None:
-    """The processes' ratios from quiet turns only, where ``least`` processes have them: paired by
-    round, else each side's quiet turns paired by process; None where neither has ``least``."""
+    """The processes' ratios from quiet turns, paired by round, else by process, where ``least``
+    processes have them."""
     quiet = [p for p in (_process_ratio(x, y, quiet=True) for x, y in both) if p is not None]
     if len(quiet) >= least:
         return quiet, "rounds"
@@ -184,17 +155,11 @@ def _quiet_ratios(both: Sequence[tuple[Replicate, Replicate]], least: int) -> tu
 
 
 def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None:
-    """A's time over B's from their replicates' shared rounds, replicate index by index (the
-    process is the unit); None where they took no turns together.
-
-    Rounds during which other processes loaded the machine (``Replicate.busy_rounds``) are left
-    out where ``QUIET_PROCESSES`` processes keep enough quiet rounds: a burst does not slow a
-    library on two threads and one on one thread alike, so those rounds pair times that the
-    machine alone would not give. Where too few processes keep two quiet rounds, each process
-    pairs its two sides' quiet turns (``_quiet_sides_ratio``), where that leaves
-    ``QUIET_PROCESSES``; else every round counts, and the verdict stands only where the quiet turns
-    of ``MIN_PROCESSES`` processes or more give the same one. One process is never judged.
-    """
+    """A's time over B's from their replicates' shared rounds, index by index; None where they
+    took no turns together. Loaded rounds are left out where ``QUIET_PROCESSES`` processes keep
+    quiet ones (a burst does not slow two threads and one alike), else each side's quiet turns are
+    paired by process; else every round counts, and the verdict stands only where the quiet turns
+    of ``MIN_PROCESSES`` processes bear it out. One process is never judged."""
     both = [(x, y) for x, y in zip(a, b) if x is not None and y is not None and x.rounds and y.rounds
             and x.status == "ok" and y.status == "ok"]
     every = [p for p in (_process_ratio(x, y, quiet=False) for x, y in both) if p is not None]
@@ -224,9 +189,8 @@ def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None
                 if quiet is not None:
                     _, qlo, qhi, _ = _interval(quiet[0])
                     heard = verdict(math.exp(qlo), math.exp(qhi))
-                # Beyond what load makes of a ratio, loaded rounds still tell the direction where
-                # the quiet turns say nothing against it (a 4.00x [3.89, 4.11] slowdown went
-                # undecided where the suite loaded nearly every turn).
+                # Beyond what load makes of a ratio, loaded rounds tell the direction where the
+                # quiet turns say nothing against it.
                 beyond = lo > math.log(LOADED_BEYOND) or hi < -math.log(LOADED_BEYOND)
                 if said != "undecided" and heard != said and not (heard in (None, "undecided") and beyond):
                     judged = False
@@ -243,8 +207,7 @@ def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None
 
 
 def pair(a: Record, b: Record) -> Pair | None:
-    """The verdict of ``a`` against ``b`` (ratio: a's time over b's), from their replicates'
-    shared rounds; None where they took no turns together (other cases, other machines)."""
+    """The verdict of ``a`` against ``b`` (a's time over b's); None where they took no turns together."""
     if case_key(a.cell) != case_key(b.cell):
         return None
     found = paired_ratio(a.replicates, b.replicates)
@@ -271,9 +234,8 @@ def pairs_of(records: Iterable[Record]) -> list[Pair]:
 
 
 def against_regressions(pairs: Iterable[Pair], here: str, limit: float) -> tuple[list[Pair], list[Pair]]:
-    """The gate of a run against a ref (``--against``): (the pairs whose work-tree side, the
-    environment ``here``, is slower than the ref's by more than ``limit`` (0.1: 10%) with 95%
-    confidence; the pairs it could not decide). Only a library against itself counts."""
+    """The gate of a run against a ref (``--against``): (the pairs of a library against itself
+    whose side in environment ``here`` is slower by more than ``limit``; those undecided)."""
     slower, undecided = [], []
     for p in pairs:
         if (p.a.environment == here) == (p.b.environment == here):
@@ -286,3 +248,56 @@ def against_regressions(pairs: Iterable[Pair], here: str, limit: float) -> tuple
         elif mine.verdict == "undecided":
             undecided.append(mine)
     return slower, undecided
+
+
+def split(records: Iterable[Record]) -> tuple[list[Record], list[Record]]:
+    """(the run's own records, the self-check twin's)."""
+    own, twins = [], []
+    for r in records:
+        (twins if r.environment == TWIN else own).append(r)
+    return own, twins
+
+
+def twin_pairs(twins: Sequence[Record], own: Sequence[Record], original: str) -> list[Pair]:
+    """Each twin against its original (the same configuration in environment ``original``)."""
+    by_config = {(case_key(r.cell), r.backend, r.device, r.mode, r.environment): r for r in own}
+    out = []
+    for t in twins:
+        same = by_config.get((case_key(t.cell), t.backend, t.device, t.mode, original))
+        if same is None or t.status != "ok" or same.status != "ok":
+            continue
+        found = pair(t, same)
+        if found is not None:
+            out.append(found)
+    return out
+
+
+@dataclass(frozen=True)
+class SelfCheck:
+    """What the A/A pairs of a run say of its verdicts."""
+
+    pairs: tuple[Pair, ...]
+
+    @property
+    def false(self) -> list[Pair]:
+        """The A/A pairs called faster or slower: each a false verdict."""
+        return [p for p in self.pairs if p.verdict in ("faster", "slower")]
+
+    @property
+    def level(self) -> int:
+        return sum(1 for p in self.pairs if p.verdict == "level")
+
+    @property
+    def reliable(self) -> bool:
+        """No identical pair was called faster or slower."""
+        return bool(self.pairs) and not self.false
+
+    @property
+    def worst(self) -> float:
+        """The largest factor a false verdict put between a configuration and its twin."""
+        return max((max(p.ratio, 1 / p.ratio) for p in self.false), default=1.0)
+
+    @property
+    def drift(self) -> float:
+        """The median factor between a configuration and its twin (1.0: none)."""
+        return math.exp(statistics.median(abs(math.log(p.ratio)) for p in self.pairs)) if self.pairs else 1.0

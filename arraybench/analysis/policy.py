@@ -1,35 +1,21 @@
-"""When measuring stops, beyond a cell's own sampling: who takes a round's turn, and how many
-worker processes a cell gets. Every threshold these rules read is in ``numeric/stopping``, with
-why it has its value; a cell's own sampling rule runs in its worker (``worker/sampling``).
+"""When measuring stops beyond a cell's own sampling, and what a run still lacks (``RunState``).
 
-Turns: a case's cells take one sample a round while their own stopping rules go on. A cell whose
-rule says it is done may pair on for a while beside cells of its case that still sample, so that
-their pairs have rounds in common (``pairs_on``, ``takes_turn``, ``short_of_quiet``).
-
-Processes: with ``--processes N`` every cell gets N. By default (``--processes auto``, or
-``MIN:MAX``; auto is 3:6) a cell gets MIN, then one more per round while the interval between its
-processes (``intervals.replicate_interval``) is wider than ``--rel-ci``, fewer than MAX processes
-have measured it, and the next process still fits the cell's budget (``--max-time``): the sampling
-of the first MIN processes, plus the whole cost of each added one (its first call, a compilation,
-warm-up and calibration included, which for a jitted gradient dwarfs the sampling), must stay
-within it. So a cell costs about what it cost with a fixed MIN processes sharing the budget, and
-a cell whose processes are expensive to start stops at MIN. Each process samples briefly (the
-budget over MAX): between-process variation, not the samples within one process, is what limits
-a cell's interval, so more short processes buy more precision than a few long ones. The cells of
-one case decide together (``decide_case``): a process for a pair is wanted on both of its sides.
-
-Each decision is a pure function of what was measured so far, so a resumed run decides as the
-interrupted one would have.
+Turns: a cell done by its own rule may pair on beside its case's cells still sampling. Processes:
+``MIN:MAX`` gives MIN, then one more while a pair it is in is open (or its interval wide) and the
+next fits the budget; between-process variation limits an interval, so each samples briefly.
+Each decision is a pure function of what was measured, so a resumed run decides alike.
 """
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Container, Mapping, Protocol, Sequence
+from typing import Container, Mapping, Sequence
 
-from ..host.environments import TWIN
-from ..model.cell import Cell, Config
+from ..host.environments import TWIN, twin_of
+from ..model.cell import Cell, Config, case_key
+from ..model.journal import JournalState
+from ..model.options import RunOptions
 from ..model.replicate import Replicate
 from ..model.timer_settings import TimerSettings
 from ..numeric.stopping import (ANSWERED_LEVEL, BETWEEN_BURSTS, LEAST_SAMPLES_PER_PROCESS, OPEN_BUDGET,
@@ -37,30 +23,6 @@ from ..numeric.stopping import (ANSWERED_LEVEL, BETWEEN_BURSTS, LEAST_SAMPLES_PE
                                 STRETCH_S)
 from ..numeric.intervals import replicate_interval
 from .pairs import paired_ratio
-
-
-class Asked(Protocol):
-    """What a run's options ask of replication (``RunOptions`` answers it): how many processes,
-    how long and how tight each cell's measurement, and how each process samples."""
-
-    @property
-    def processes(self) -> int: ...
-    @property
-    def max_processes(self) -> int | None: ...
-    @property
-    def adaptive(self) -> bool: ...
-    @property
-    def max_time(self) -> float: ...
-    @property
-    def min_samples(self) -> int: ...
-    @property
-    def rel_ci(self) -> float: ...
-    @property
-    def target_sample(self) -> float: ...
-    @property
-    def warmup(self) -> float: ...
-    @property
-    def cold(self) -> bool: ...
 
 
 #: Why a cell got no more processes (``Record.replication_stop``).
@@ -86,9 +48,9 @@ EXPLAINED = {
               "processes, so another of its own would be compared with nothing",
 }
 
+
 def explained(stop: str) -> str:
-    """Why a cell got no more processes, its options named as the caller writes them (the command
-    line's ``--max-time``, the API's ``max_time``, the pytest plugin's ``--arraybench-max-time``)."""
+    """Why a cell got no more processes, its options named as the caller writes them."""
     from ..errors import option_name, spell
 
     return EXPLAINED[stop].format(max_time=option_name("max_time"), processes=spell("processes", "N"))
@@ -126,21 +88,9 @@ def cost_s(rep: Replicate) -> float:
     return max(rep.elapsed_s or 0.0, sampling_s(rep))
 
 
-def spent_s(replicates: Sequence[Replicate], least: int) -> float:
-    """What a cell's budget has paid: the first ``least`` replicates' sampling, the others whole."""
-    return (sum(sampling_s(r) for r in replicates[:least])
-            + sum(cost_s(r) for r in replicates[least:]))
-
-
-def busy_s(rep: Replicate) -> float:
-    """The time of a replicate's samples taken while other processes loaded the machine."""
-    return sum(rep.samples_by_load()[1]) * (rep.number or 1)
-
-
 def rested(replicates: Sequence[Replicate]) -> bool:
-    """Whether the machine was quiet during at least ``RESTED_SHARE`` of the turns these
-    replicates took: quiet turns come between another process's bursts, so another process
-    will likely find some too."""
+    """Whether at least ``RESTED_SHARE`` of these replicates' turns were quiet: quiet turns come
+    between bursts, so another process will likely find some too."""
     turns = sum(len(r.rounds or ()) for r in replicates)
     busy = sum(len(r.busy_rounds) for r in replicates)
     return turns > 0 and turns - busy >= RESTED_SHARE * turns
@@ -150,11 +100,10 @@ def decide(replicates: Sequence[Replicate], policy: Policy, open_pairs: bool | N
            reachable: bool = True) -> Decision:
     """The number of processes the cell wants, given the replicates it has.
 
-    ``open_pairs``: whether a pair the cell is part of still lacks its answer (``pairs``; None
-    where it was paired with nothing). A cell whose pairs are all answered stops, however wide
-    its own interval: processes go where a verdict is still open. ``reachable``: whether the
-    most processes could answer one of its open pairs (``Ratio.reachable``); where none could,
-    it stops too.
+    ``open_pairs``: whether a pair it is part of still lacks its answer (None: it has no pair);
+    processes go where a verdict is open, so one whose pairs are answered stops, however wide its
+    own interval, as does one none of whose open pairs the most processes could answer
+    (``reachable``).
     """
     n = len(replicates)
     if n < policy.least:
@@ -173,34 +122,31 @@ def decide(replicates: Sequence[Replicate], policy: Policy, open_pairs: bool | N
         return Decision(n, CONVERGED)
     if n >= policy.most:
         return Decision(n, MOST)
-    # A verdict still open may spend ``OPEN_BUDGET`` times the budget; a cell with no pair to
-    # decide stops at the budget. Where other processes loaded some of its turns and left others
-    # quiet, the budget (``BETWEEN_BURSTS`` times) pays for the quiet ones: the pairs leave the
-    # loaded turns out, so those bought nothing, and another process will find quiet turns between
-    # the bursts as these did. A machine loaded throughout pays for every turn, or each open cell
-    # would take the most processes for nothing.
+    # An open verdict may spend ``OPEN_BUDGET`` times the budget. Where load left some turns
+    # quiet, the budget (``BETWEEN_BURSTS`` times) pays for those alone: the pairs leave loaded
+    # turns out, and another process will find quiet ones between the bursts too. A machine
+    # loaded throughout pays for every turn, or each open cell would take the most processes.
     between_bursts = bool(open_pairs) and rested(timed) and any(r.busy_rounds for r in timed)
-    loaded = [busy_s(r) if between_bursts else 0.0 for r in timed]
+    loaded = [sum(r.samples_by_load()[1]) * (r.number or 1) if between_bursts else 0.0 for r in timed]
     next_cost = sum(cost_s(r) - s for r, s in zip(timed, loaded)) / len(timed)
     budget = policy.budget_s * (BETWEEN_BURSTS if between_bursts else OPEN_BUDGET if open_pairs else 1)
-    if spent_s(timed, policy.least) - sum(loaded) + next_cost > budget:
+    # The budget pays the first ``least`` processes' sampling, and every later process whole.
+    spent = sum(map(sampling_s, timed[:policy.least])) + sum(map(cost_s, timed[policy.least:]))
+    if spent - sum(loaded) + next_cost > budget:
         return Decision(n, BUDGET)
     return Decision(n + 1)
 
 
 def decide_case(case: list[Cell], replicates: Mapping[str, Mapping[int, Replicate]], policy: Policy,
                 unavailable: Container[Config], original: str) -> dict[str, Decision]:
-    """Each decision of the cells of one case, taken together, given the ``replicates`` measured
-    so far (by cell key, then index), the configurations ``unavailable`` here, and the environment
-    the self-check's twin copies (``original``): a cell that wants another process for its open
-    pairs gets none where none of those pairs' other sides gets one too (``UNPAIRED``), as that
-    process would take turns with nobody it is to be compared with. Stops only spread, so this
-    ends."""
+    """The decisions of one case's cells, taken together (``replicates`` by cell key, then index;
+    ``original``: the environment the self-check's twin copies). A cell wanting another process
+    for its open pairs gets none where none of their other sides gets one too (``UNPAIRED``): it
+    would take turns with nobody it is compared with. Stops only spread, so this ends."""
     have = {c.key: replicates.get(c.key, {}) for c in case}
     partners: dict[str, list[Cell]] = {}
     decisions: dict[str, Decision] = {}
-    # The self-check's twin takes part in no verdict: it gets what its original gets, so that
-    # the pair of the two is measured as every other pair is.
+    # The self-check's twin gets what its original gets, so their pair is measured as any other.
     twins = [c for c in case if c.environment == TWIN]
     judged = [c for c in case if c.environment != TWIN]
     for c in judged:
@@ -213,8 +159,7 @@ def decide_case(case: list[Cell], replicates: Mapping[str, Mapping[int, Replicat
             n, wanted = len(have[c.key]), decisions[c.key]
             if wanted.stop or wanted.wanted <= n or n < policy.least or not partners[c.key]:
                 continue
-            # A side that has not stopped (it wants more, or is still to measure the index this
-            # one has) may still pair; so may one that has the next index.
+            # A side not stopped, or holding the index this one would take, may still pair.
             if not any(not decisions[p.key].stop or n in have[p.key] for p in partners[c.key]):
                 decisions[c.key] = Decision(n, UNPAIRED)
                 changed = True
@@ -228,9 +173,8 @@ def decide_case(case: list[Cell], replicates: Mapping[str, Mapping[int, Replicat
 
 def _open_pairs(cell: Cell, case: list[Cell], have: Mapping[str, Mapping[int, Replicate]],
                 unavailable: Container[Config], most: int) -> tuple[bool | None, bool, list[Cell]]:
-    """(Whether a pair ``cell`` is part of still lacks its answer, None where it has no pair;
-    whether ``most`` processes could answer one of those, ``Ratio.reachable``; the other sides of
-    those that could)."""
+    """(whether a pair of ``cell``'s is still open, None where it has none; whether ``most``
+    processes could answer one; the other sides of those that could)."""
     mine = have.get(cell.key, {})
     answered: list[bool] = []
     reachable: list[Cell] = []
@@ -247,28 +191,22 @@ def _open_pairs(cell: Cell, case: list[Cell], have: Mapping[str, Mapping[int, Re
     return (None if not answered else not all(answered)), bool(reachable), reachable
 
 
-def policy_for(options: Asked) -> Policy:
+def policy_for(options: RunOptions) -> Policy:
     """The policy a run's options ask for."""
     most = options.max_processes if options.adaptive else options.processes
     return Policy(least=options.processes, most=most or options.processes, rel_ci=options.rel_ci,
                   budget_s=options.max_time)
 
 
-def per_process(options: Asked) -> tuple[float, int]:
-    """(sampling budget in seconds, fewest samples) of one process's measurement of a cell.
-
-    A fixed count shares the cell's budget and sample floor among its processes, as always; an
-    adaptive one gives each process the share of the most it may take, so that the budget can
-    pay for every one of them.
-    """
-    count = options.max_processes if options.adaptive else options.processes
-    count = count or options.processes
+def per_process(options: RunOptions) -> tuple[float, int]:
+    """(sampling budget in seconds, fewest samples) of one process's measurement of a cell: the
+    cell's shared among the most processes it may take, so the budget pays for every one."""
+    count = policy_for(options).most
     return options.max_time / count, max(LEAST_SAMPLES_PER_PROCESS, -(-options.min_samples // count))
 
 
-def timer_settings(options: Asked) -> TimerSettings:
-    """Each process's timer settings for the run: a cell's budget and sample floor are shared by
-    its processes (``per_process``). The one source for the workers' jobs and ``results.json``."""
+def timer_settings(options: RunOptions) -> TimerSettings:
+    """Each process's timer settings (``per_process``): for the workers' jobs and ``results.json``."""
     budget, least = per_process(options)
     return TimerSettings(
         target_sample_s=options.target_sample,
@@ -281,23 +219,17 @@ def timer_settings(options: Asked) -> TimerSettings:
 
 
 def short_of_quiet(quiet: int, spent_s: float, rested: int, rounds: int) -> bool:
-    """Whether a case whose rounds took ``spent_s`` and found ``quiet`` of them free of other
-    processes' load takes turns for longer, where ``rested`` of the ``rounds`` of every case so far
-    were quiet. A case none of whose rounds the machine left alone would stay short of them: only
-    one that found a quiet round is likely to find more in a few more rounds."""
+    """Whether a case whose rounds took ``spent_s`` and found ``quiet`` of them free of load takes
+    turns for longer (``rested`` of every case's ``rounds`` were quiet): only one that found a
+    quiet round is likely to find more."""
     return 0 < quiet < QUIET_ROUNDS and spent_s < STRETCH_S and rested >= RESTED_SHARE * max(rounds, 1)
 
 
 def pairs_on(mine: Sequence[float], sampling: Sequence[Sequence[float]], short_of_quiet: bool = False) -> bool:
-    """Whether a cell done by its own rule, its samples so far ``mine`` (seconds per call), takes
-    the next round's turn beside ``sampling``, the samples so far of its case's cells that still
-    sample by their own rule.
-
-    It pairs on with one whose calls take within ``PAIR_ON_WITHIN`` of its own time (no samples
-    yet: near): a 110 ms NumPy gradient's pairs with 2 ms ones are decided by the rounds they
-    have, however long the 2 ms ones' own intervals stay open. Where its case is
-    ``short_of_quiet``, it pairs on with every cell of its case, done or not.
-    """
+    """Whether a cell done by its own rule (its samples ``mine``) takes the next round's turn
+    beside its case's cells still sampling (``sampling``): with one whose calls take within
+    ``PAIR_ON_WITHIN`` of its own time (a 110 ms call's pairs with 2 ms ones are decided by the
+    rounds they have), or with every one where its case is ``short_of_quiet``."""
     def near(other: Sequence[float]) -> bool:
         if not mine or not other:
             return True
@@ -308,13 +240,85 @@ def pairs_on(mine: Sequence[float], sampling: Sequence[Sequence[float]], short_o
 
 
 def takes_turn(extra: bool, taken: int, done_at: int | None, short_of_quiet: bool = False) -> bool:
-    """Whether a cell that took ``taken`` turns, its own sampling done after ``done_at`` of them
-    (None: not done), takes the next round's turn.
-
-    A cell done by its own rule pairs on with its case's others for ``PAIR_ON_TURNS`` times the
-    turns it took, at most; where its case is ``short_of_quiet``, ``QUIET_STRETCH`` times. A cell
-    in the other allocator state (``extra``) is paired with nothing: it stops when it is done.
-    """
+    """Whether a cell that took ``taken`` turns, done by its own rule after ``done_at`` (None:
+    not done), takes the next: for ``PAIR_ON_TURNS`` times ``done_at`` at most (``QUIET_STRETCH``
+    where ``short_of_quiet``); a cell in the other allocator state (``extra``) pairs with nothing."""
     if done_at is None:
         return True
     return not extra and taken < (QUIET_STRETCH if short_of_quiet else PAIR_ON_TURNS) * done_at
+
+
+class RunState:
+    """What a run has measured and what it still lacks, under its replication policy."""
+
+    def __init__(self, cells: list[Cell], options: RunOptions,
+                 replicates: dict[str, dict[int, Replicate]] | None = None,
+                 unavailable: dict[Config, str] | None = None) -> None:
+        self.cells = cells
+        self.options = options
+        #: cell key -> replicate index -> what that replicate measured.
+        self.replicates = {k: dict(v) for k, v in (replicates or {}).items()}
+        self.unavailable = dict(unavailable or {})
+        # Workers that died before they were ready (not journalled, so --resume retries them).
+        self.start_failures: dict[Config, str] = {}
+        self._policy = policy_for(options)
+        # by case: (replicates seen of each of its cells, each cell's decision by key)
+        self._decisions: dict[str, tuple[tuple[int, ...], dict[str, Decision]]] = {}
+        self._cases: dict[str, list[Cell]] = {}
+        for c in cells:
+            self._cases.setdefault(case_key(c), []).append(c)
+
+    @classmethod
+    def of(cls, journalled: JournalState) -> "RunState":
+        """The state of the run a journal holds."""
+        return cls(journalled.cells, journalled.options, journalled.replicates, journalled.unavailable)
+
+    def configs(self) -> list[Config]:
+        """The (backend, device, environment) configurations of the plan, in plan order."""
+        return list(dict.fromkeys(c.config for c in self.cells))
+
+    def decision(self, cell: Cell) -> Decision:
+        """How many replicates the cell wants now (not the most it may), and why it stopped."""
+        key = case_key(cell)
+        case = self._cases.get(key, [cell])
+        seen = tuple(len(self.replicates.get(c.key, {})) for c in case)
+        cached = self._decisions.get(key)
+        if cached is None or cached[0] != seen or cell.key not in cached[1]:
+            cached = (seen, decide_case(case if cell in case else [cell], self.replicates, self._policy,
+                                        self.unavailable, twin_of(self.options)))
+            self._decisions[key] = cached
+        return cached[1][cell.key]
+
+    def wanted(self, cell: Cell) -> int:
+        """How many replicates the cell should have, given those it has."""
+        return self.decision(cell).wanted
+
+    def replicates_of(self, cell: Cell) -> dict[int, Replicate]:
+        """The cell's replicates so far, by index."""
+        return self.replicates.get(cell.key, {})
+
+    def missing_indices(self, cell: Cell) -> list[int]:
+        """The replicate indices the cell still lacks (its configuration's availability aside)."""
+        have = self.replicates_of(cell)
+        return [i for i in range(self.wanted(cell)) if i not in have]
+
+    def todo(self, config: Config, index: int) -> list[Cell]:
+        """The cells of ``config`` still lacking their ``index``-th replicate, to try now."""
+        if config in self.unavailable or config in self.start_failures:
+            return []
+        return [c for c in self.cells if c.config == config and index < self.wanted(c)
+                and index not in self.replicates_of(c)]
+
+    def missing(self) -> int:
+        """How many (cell, replicate) measurements are still to make (0: the run is complete)."""
+        # Not from todo(): a worker that failed to start leaves its cells missing, and resumable.
+        return sum(len(self.missing_indices(c)) for c in self.cells if c.config not in self.unavailable)
+
+    def cells_done(self) -> int:
+        """How many cells have every replicate they want (or cannot run here)."""
+        return sum(1 for c in self.cells
+                   if c.config in self.unavailable or not self.missing_indices(c))
+
+    def add(self, cell: Cell, index: int, replicate: Replicate) -> None:
+        """Count a replicate (once it is journalled)."""
+        self.replicates.setdefault(cell.key, {})[index] = replicate

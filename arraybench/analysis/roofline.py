@@ -1,12 +1,10 @@
-"""The roofline: every result set against the machine's own measured ceilings.
+"""Achieved rates and the roofline: every result set against the machine's own measured ceilings.
 
-A workload declares its work (FLOPs and bytes moved); a record's achieved rate is that work over its
-median time. The ceilings come from the run's own ``ceiling_*`` records (``--roofline``): the best
-memory bandwidth and the best matmul rate any library reached on that machine, device and dtype
-(results of several machines keep each machine's ceilings with its own records). A result's
-attainable rate is min(peak, intensity x bandwidth); its share of the ceiling is achieved over
-attainable. This is what explains four libraries landing within 15% of each other on a large
-matmul: they all call a BLAS that runs at the ceiling.
+A record's achieved rate is its workload's work (FLOPs, bytes) over its median time. The ceilings
+are the best matmul rate and memory bandwidth any library reached on that machine, device and dtype
+in the run's own ``ceiling_*`` records (``--roofline``); a result's share is achieved over
+attainable, min(peak, intensity x bandwidth). Four libraries within 15% on a large matmul all call
+a BLAS at the ceiling.
 """
 
 from __future__ import annotations
@@ -16,7 +14,6 @@ from typing import Iterable
 
 from ..model.record import Record
 from .grouping import is_valid
-from .rates import achieved
 
 
 @dataclass(frozen=True)
@@ -41,6 +38,15 @@ class Ceiling:
 
 
 CeilingKey = tuple[str, str, str]
+
+
+def achieved(r: Record) -> tuple[float | None, float | None]:
+    """(FLOP/s, bytes/s) that a valid record reached; None where its workload has no model."""
+    if not is_valid(r):
+        return None, None
+    flops = r.flops / r.median_s if r.flops else None
+    moved = r.bytes / r.median_s if r.bytes else None
+    return flops, moved
 
 
 def ceiling_key(r: Record) -> CeilingKey:

@@ -1,16 +1,17 @@
-"""Whether a change between two runs is real: one test, used by ``compare`` and by ``history``.
+"""Whether a change between two runs is real: one test and its correction for many, used by
+``compare`` and by ``history``.
 
-The test is Welch's t-test on the log of a cell's time: the process is the unit that repeats
-(``intervals`` explains why), the log makes a change a ratio, and Welch's form lets the two runs
-differ in spread and in number of processes. ``compare`` has each process's median and tests them
-(``welch``); ``history`` has what the store keeps, a median and its interval over k processes, and
-reads the same estimate back off the interval (``LogEstimate.from_interval``) before the same test
-(``welch_test``). Many cells are tested at once, and 30 cells tested at p < 0.05 would flag about
-1.5 unchanged cells by chance alone; Benjamini–Hochberg (``fdr``) keeps the expected share of false
-discoveries among the cells called changed at ``alpha`` instead.
+Welch's t-test on the log of a cell's time: the process is the unit that repeats, the log makes a
+change a ratio, and Welch's form lets the runs differ in spread and in processes. ``history`` has
+only a median and its interval, and reads the estimate back off it (``LogEstimate.from_interval``).
+Benjamini–Hochberg keeps the share of false discoveries among many cells at ``alpha``.
 
 >>> round(welch([1.0, 1.02, 0.98], [1.5, 1.53, 1.47]).p_value, 6) < 0.001
 True
+>>> [round(v, 4) for v in q_values([0.01, 0.04, 0.03, 0.5])]
+[0.04, 0.0533, 0.0533, 0.5]
+>>> benjamini_hochberg([0.001, 0.04, 0.03, 0.5], q=0.05)
+[True, False, False, False]
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from . import fdr
 from ..numeric.intervals import CONFIDENCE, spread_factor
 
 TEST = "Welch's t-test on the processes' log medians"
-CORRECTION = fdr.CORRECTION
+#: How the correction is named in what arraybench prints.
+CORRECTION = "Benjamini–Hochberg"
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,7 @@ class TTest:
 
 @dataclass(frozen=True)
 class LogEstimate:
-    """A cell's log time in one run: its estimate, standard error, and that error's degrees of
-    freedom (``math.inf`` where the error is known, not estimated from a few processes)."""
+    """A cell's log time in one run: its estimate, standard error and degrees of freedom."""
 
     mean: float
     se: float
@@ -46,8 +46,7 @@ class LogEstimate:
 
     @classmethod
     def of(cls, values: Sequence[float]) -> LogEstimate | None:
-        """The mean of the logs of positive values (each process's median) and its standard error;
-        None for fewer than two, which cannot show the variation between processes."""
+        """The mean of the logs of each process's median and its standard error; None for fewer than two."""
         if len(values) < 2 or min(values) <= 0:
             return None
         logs = [math.log(v) for v in values]
@@ -59,9 +58,8 @@ class LogEstimate:
     @classmethod
     def from_interval(cls, center: float, low: float, high: float, processes: int,
                       confidence: float = CONFIDENCE) -> LogEstimate | None:
-        """The estimate an interval over ``processes`` processes was built from
-        (``intervals.replicate_interval``), read back off its width; None for a degenerate one, and
-        for one process, whose interval holds its own samples' noise only (as in ``of``)."""
+        """The estimate an interval over ``processes`` processes was built from, read back off its
+        width; None for a degenerate one or one process."""
         if processes < 2 or center <= 0 or low <= 0 or high <= 0:
             return None
         half = (math.log(high) - math.log(low)) / 2
@@ -80,17 +78,30 @@ def welch_test(base: LogEstimate, new: LogEstimate) -> TTest:
     # Welch–Satterthwaite; an error known exactly (df = inf) adds nothing, and two such are a z-test.
     spread = sum(v**2 / d for v, d in ((va, base.df), (vb, new.df)) if v)
     df = (va + vb) ** 2 / spread if spread else math.inf
-    # scipy.special's t distribution (what scipy.stats.t.sf calls), imported here: scipy.stats costs
-    # ~1 s of CPU to import, scipy.special a third of it, and only a comparison should pay.
+    # Imported here: scipy.special costs a third of scipy.stats's second, which only a comparison pays.
     from scipy.special import stdtr
 
     return TTest(t, df, min(1.0, float(2 * stdtr(df, -abs(t)))))
 
 
 def welch(base: Sequence[float], new: Sequence[float]) -> TTest | None:
-    """Welch's t-test of the log of two sets of positive values (each process's median); None
-    when either side has fewer than two, which cannot show the variation between processes."""
+    """Welch's t-test of the logs of each process's median; None where a side has fewer than two."""
     a, b = LogEstimate.of(base), LogEstimate.of(new)
     if a is None or b is None:
         return None
     return welch_test(a, b)
+
+
+def q_values(p_values: Sequence[float]) -> list[float]:
+    """Benjamini–Hochberg adjusted p-values, in the order given."""
+    if not p_values:
+        return []
+    # Imported here: scipy.stats takes seconds to import, which only a comparison should pay.
+    from scipy.stats import false_discovery_control
+
+    return [float(q) for q in false_discovery_control(list(p_values), method="bh")]
+
+
+def benjamini_hochberg(p_values: Sequence[float], q: float = 0.05) -> list[bool]:
+    """Which hypotheses to reject at false discovery rate ``q``, in the order given."""
+    return [v <= q for v in q_values(p_values)]

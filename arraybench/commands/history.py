@@ -189,7 +189,7 @@ def regression_lines(found, limit: float) -> list[str]:
 
 def _up_to(target, entries: list, runs: dict) -> list:
     """The entries of ``target``'s own cells, from runs that started no later than it."""
-    from ..model.identity import run_id
+    from ..model.runs import run_id
 
     cells = {r.key for r in target.records}
     own = runs.get(run_id(target))

@@ -37,7 +37,7 @@ def split_label(text: str) -> tuple[str | None, str]:
 def main(args: argparse.Namespace) -> int:
     from .. import api
     from ..errors import one_line
-    from ..model.merge import same_machine_notes
+    from ..model.runs import same_machine_notes
     from ..model.results import load, resolve
     from ..render import report
     from ..render.terminal import stdout_console

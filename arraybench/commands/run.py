@@ -19,12 +19,12 @@ from .. import api
 from ..backends import SPECS
 from ..errors import UsageError
 from ..executors.session import Interrupted
-from ..model.context import parse_context
+from ..model.options import parse_context
 from ..model.journal import JOURNAL_NAME, JournalState, read as read_journal
 from ..model.options import RunOptions, parse_sizes, refuse_other_settings
 from ..model.reporter import Reporter
 from ..model.results import Results
-from ..analysis.run_state import RunState
+from ..analysis.policy import RunState
 from ..argtypes import unique_assignments
 from ..options import API, CLI, DEFAULT_OUTPUT_DIR, add_run_options, apply_preset, dashed, on
 from ..outdir import resume_command

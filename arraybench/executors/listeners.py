@@ -4,7 +4,7 @@ kept as it comes, or held for its other allocator state) and a worker measuring 
 
 from __future__ import annotations
 
-from ..model.allocator import LARGE_OUTPUT_BYTES, OTHER, WORDS, StateSamples
+from ..model.replicate import LARGE_OUTPUT_BYTES, OTHER, WORDS, StateSamples
 from ..model.cell import Cell, Config
 from ..model.replicate import Replicate
 from ..worker.protocol import Message, Ready, ReplicateDone, Unavailable

@@ -34,7 +34,7 @@ from pathlib import Path
 from .. import backends
 from ..host import environments
 from ..host.threads import worker_cpus
-from ..model.allocator import OTHER
+from ..model.replicate import OTHER
 from ..model.replicate import Replicate
 from ..model.options import RunOptions
 from ..model.cell import Cell, Config

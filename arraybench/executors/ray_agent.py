@@ -39,7 +39,7 @@ from ..host import machine
 from ..model.replicate import Replicate
 from ..model.options import RunOptions
 from ..model.reporter import Reporter
-from ..analysis.run_state import RunState
+from ..analysis.policy import RunState
 from .session import Session
 from ..workloads.shipping import SHIPPED_NAME
 from .local import LocalExecutor

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..analysis.aggregate import aggregate
 from ..analysis.policy import timer_settings
 from ..errors import SaveError
-from ..analysis import self_check
+from ..analysis import pairs as self_check
 from ..analysis.pairs import pairs_of
 from ..model.cell import Config
 from ..host import git, machine, environments
@@ -32,7 +32,7 @@ from ..model.options import RunOptions
 from ..model.cell import worker_key
 from ..model.cell import Cell
 from ..model.reporter import Reporter
-from ..analysis.run_state import RunState
+from ..analysis.policy import RunState
 
 if TYPE_CHECKING:
     from .base import Executor

@@ -11,7 +11,7 @@ from ..analysis.policy import timer_settings
 from ..host import environments
 from ..host.allocator import choice_ignored, uncontrolled_reason, with_state
 from ..host.threads import worker_env
-from ..model.allocator import HEADLINE
+from ..model.replicate import HEADLINE
 from ..model.cell import Cell, Config
 from ..model.options import RunOptions
 from ..model.replicate import Replicate

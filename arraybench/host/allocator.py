@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Mapping
 
-from ..model.allocator import USER_VARIABLES, State, environment
+from ..model.replicate import USER_VARIABLES, State, environment
 
 
 def uncontrolled_reason(env: Mapping[str, str]) -> str:

@@ -1,9 +1,8 @@
 """The cell: one measurement to make, and its names.
 
 A **cell** is one (workload, size, params, backend, device, dtype, mode[, transfer][, environment]
-[, machine]); its ``key`` is its identity in the journal, in results and across runs. A **configuration**
-(``Config``) is what one worker process measures cells of: a (backend, device, environment).
-``config_label`` names a configuration everywhere it is shown, ``worker_key`` where workers report.
+[, machine]); its ``key`` is its identity everywhere. A configuration (``Config``) is what one worker
+measures: a (backend, device, environment); ``config_label`` names it wherever it is shown.
 """
 
 from __future__ import annotations
@@ -23,8 +22,7 @@ DTYPES: tuple[str, ...] = ("float64", "float32")
 
 def case_key(cell: "Cell") -> str:
     """What the configurations compared in a verdict have in common: the cell without its backend,
-    device, environment and mode (``matmul|large|float64``, with the transfer, params and machine
-    where there are some)."""
+    device, environment and mode (``matmul|large|float64``)."""
     return cell_key(cell.workload, cell.size_label, "*", "*", cell.dtype, "*", cell.transfer,
                     machine=cell.machine, params=cell.params)
 
@@ -40,13 +38,9 @@ class Config(NamedTuple):
 def cell_key(workload: str, size_label: str, backend: str, device: str, dtype: str, mode: str,
              transfer: bool = False, machine: str = "",
              params: Mapping[str, Any] | None = None, environment: str = "") -> str:
-    """A cell's identity, the same in the journal, in results and across runs.
-
-    Settings (``params``) end the key only when there are some, the environment (``--python``,
-    ``--variant``: ``[np126]``) only in a run of several, and the machine only for a cell of an
-    every-node cluster run (measured once per node), so keys of other cells are what they always
-    were.
-    """
+    """A cell's identity, the same in the journal, in results and across runs; params, the
+    environment (``[np126]``) and the machine (``@node``) end it only where there are some, so
+    keys of other cells are what they always were."""
     parts = [workload, size_label, backend, device, dtype, mode]
     if transfer:
         parts.append("transfer")
@@ -68,17 +62,10 @@ class Cell:
     dtype: Dtype
     mode: Mode
     transfer: bool = False
-    # -- cluster runs --
-    #: The node that must measure it (an every-node cluster run); "" for any machine.
-    machine: str = ""
-    # -- a workload's params --
-    #: The workload's settings at this size (``workloads/params.py``); part of the cell's identity.
-    #: Not hashed (a dict); cells are told apart by ``key``.
+    machine: str = ""  # the node that must measure it (an every-node cluster run); "" for any
+    #: The workload's settings at this size; not hashed (a dict): cells are told apart by ``key``.
     params: dict[str, ParamValue] = field(default_factory=dict, hash=False)
-    # -- environments (--python, --variant) --
-    #: The environment it runs in (``host/environments.py``: an interpreter, variables); "" for
-    #: the run's own (a run without ``--python`` or ``--variant``).
-    environment: str = ""
+    environment: str = ""  # its ``--python``/``--variant`` environment; "" for the run's own
 
     @property
     def key(self) -> str:
@@ -88,7 +75,7 @@ class Cell:
 
     @property
     def config(self) -> "Config":
-        """The worker that measures it: one process type per (backend, device, environment)."""
+        """The configuration whose workers measure it."""
         return Config(self.backend, self.device, self.environment)
 
     def to_dict(self) -> dict[str, Any]:
@@ -110,8 +97,7 @@ class Cell:
 
 
 def worker_key(backend: str, device: str, environment: str = "") -> str:
-    """How a configuration's workers are named where they report (``numpy/cpu``,
-    ``numpy/cpu[np126]``): the results' ``environment["backends"]``."""
+    """How a configuration's workers are named where they report (``numpy/cpu[np126]``)."""
     return f"{backend}/{device}" + (f"[{environment}]" if environment else "")
 
 
@@ -119,17 +105,15 @@ _IN_KEY = re.compile(r"\[([A-Za-z0-9][A-Za-z0-9_.+/-]*)\](?:@[^@]*)?$")
 
 
 def environment_in_key(key: str) -> str:
-    """The environment label a cell key ends with (``cell_key``: ``...|latency[np126]``);
-    "" for a cell of a run without environments."""
+    """The environment label a cell key ends with (``...|latency[np126]``), or ""."""
     found = _IN_KEY.search(key)
     return found.group(1) if found else ""
 
 
 def config_label(backend: str, device: str, mode: str = "latency", *, transfer: bool = False,
                  gradient: str | None = None, machine: str = "", environment: str = "") -> str:
-    """A configuration's name, the one every table, plot, finding and export uses: "PyTorch GPU",
-    "JAX CPU (jit)", "NumPy CPU @ laptop" in results of several machines, "NumPy CPU [np126]" in
-    a run of several environments."""
+    """A configuration's name in every table, plot, finding and export: "PyTorch GPU", "JAX CPU
+    (jit)", "NumPy CPU @ laptop", "NumPy CPU [np126]"."""
     from ..backends import SPECS  # the registry only: no library is imported
 
     label = SPECS[backend].label if backend in SPECS else backend

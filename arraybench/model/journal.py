@@ -1,19 +1,10 @@
 """The journal: every measurement appended to disk the moment it exists, so none is ever lost.
 
-``DIR/journal.jsonl`` starts with a header (the options, the plan and the environment) and then
-holds one line per event: a replicate (one process's measurement of one cell), a worker's
-self-report, an unavailable backend. ``results.json`` is derived from it; ``--resume`` reads it back
-to run only what is missing.
-
-Each line is written whole, flushed and fsynced, so a kill (even SIGKILL, even a power cut after the
-fsync) can leave at most a torn last line without its newline: the reader ignores it and ``reopen``
-cuts it off. A write that fails (a full disk) is cut off at once and raises ``SaveError``: the
-lines before it stay whole, and ``--resume`` goes on from them once the disk has room. The journal
-is never opened through a symbolic link: a link planted under its name cannot make a run write,
-or truncate, a file outside its folder. Anything else that does not read back as a journal entry
-is damage, and the reader refuses it with the line number rather than resume from a guess. Every
-entry is checked against the same types the worker and the aggregation use (``schema``), and the
-file itself is read as untrusted input (``untrusted``).
+``journal.jsonl`` is a header (options, plan, environment), then a line per replicate, worker
+report or unavailable backend; ``--resume`` reads it back. Each line is written whole and fsynced,
+so a kill leaves at most a torn last line, which the reader ignores and ``reopen`` cuts off; a
+failed write is cut off too. Never opened through a link. Anything else that does not read back is
+damage, refused with its line number rather than resumed from a guess.
 """
 
 from __future__ import annotations
@@ -44,22 +35,18 @@ JOURNAL_VERSION = 2
 
 @dataclass
 class JournalState:
-    """What a journal holds, read back (what is still missing is ``session.RunState``'s to say)."""
+    """What a journal holds, read back."""
 
     options: RunOptions
     cells: list[Cell]
     #: cell key -> replicate index -> what that replicate measured.
     replicates: dict[str, dict[int, Replicate]] = field(default_factory=dict)
-    #: By configuration: (backend, device, environment); the environment "" in a run of one.
     unavailable: dict[tuple[str, str, str], str] = field(default_factory=dict)
     worker_info: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
-    #: Whether this user's arraybench wrote the header as it is (``workloads.trust``).
-    sealed: bool = False
-    #: SHA-256 of the run's ``workloads.pickle``, as the run recorded it.
-    shipped_sha256: str | None = None
-    #: workload name -> the fingerprint of its code when the run began (``workloads/fingerprint``);
-    #: empty in a journal written before fingerprints were kept.
+    sealed: bool = False  # whether this user's arraybench wrote the header as it is
+    shipped_sha256: str | None = None  # of the run's ``workloads.pickle``
+    #: workload name -> the fingerprint of its code when the run began.
     code: dict[str, str] = field(default_factory=dict)
 
 
@@ -75,8 +62,7 @@ def _open(path: Path, flags: int) -> int:
 
 
 class JournalSink(Protocol):
-    """Where a session journals what happens: the ``Journal`` file here, or a queue the head drains
-    on a cluster node (``executors.ray_agent``)."""
+    """Where a session journals: the ``Journal`` file, or a queue the head drains (``ray_agent``)."""
 
     def replicate(self, key: str, index: int, replicate: Replicate) -> None:
         """One replicate of the cell ``key``, as its ``index``-th."""
@@ -103,7 +89,7 @@ class Journal:
     def create(cls, out_dir: Path, options: RunOptions, cells: list[Cell],
                environment: dict[str, Any], code: dict[str, str] | None = None) -> "Journal":
         """Start a new journal in ``out_dir`` (replacing one there) with its header; ``code``:
-        each workload's fingerprint, which ``--resume`` compares."""
+        each workload's fingerprint."""
         path = out_dir / JOURNAL_NAME
         header: dict[str, Any] = {
             "type": "header", "tool": "arraybench", "version": JOURNAL_VERSION,
@@ -121,9 +107,8 @@ class Journal:
             if mark is not None:
                 header["seal"] = mark
             line = _encode(header, path)
-            # A new file renamed into place, never the old one truncated: a header that cannot
-            # be written leaves a finished run's journal whole, and a hard-linked copy's other
-            # name (cp -al) keeps its own. The descriptor goes on appending to the new file.
+            # A new file renamed into place, never the old one truncated: a failed header leaves a
+            # finished journal whole, and a hard-linked copy (cp -al) keeps its own.
             fd = new_beside(path, line)
             if fcntl is not None:
                 fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
@@ -160,8 +145,7 @@ class Journal:
                 view = view[os.write(self._fd, view):]
             os.fsync(self._fd)
         except OSError as exc:
-            # Cut off what part of the line got written: the journal stays a journal, and the
-            # lines before this one are what --resume goes on from.
+            # Cut off what part of the line got written: the lines before it stay a journal.
             try:
                 os.ftruncate(self._fd, start)
             except OSError:
@@ -173,8 +157,7 @@ class Journal:
         try:
             dumps(entry)
         except (NotPlainJson, TypeError) as exc:
-            # One value no reader would take must not end the run (nor every --resume of it):
-            # the cell is journalled as failed, saying why, and the other cells go on.
+            # One value no reader would take must not end the run: the cell fails, saying why.
             entry["replicate"] = Replicate.ended(
                 "failed", f"its measurement holds a value no results file can hold ({exc})").to_dict()
         self._write(entry)
@@ -202,8 +185,7 @@ class Journal:
 
 
 def _encode(entry: dict[str, Any], path: Path) -> bytes:
-    """One journal line, by the reader's own rule (``untrusted.dumps``): a line ``read`` would
-    refuse is never written (``SaveError``)."""
+    """One journal line; one the reader would refuse is never written (``SaveError``)."""
     try:
         return (dumps(entry) + "\n").encode("utf-8")
     except (NotPlainJson, TypeError) as exc:
@@ -228,14 +210,11 @@ def _not_a_file(path: Path, mode: int) -> JournalError:
 
 
 def check_present(out_dir: Path) -> None:
-    """``JournalError`` unless ``out_dir`` holds a journal file, its content unread: the cheap
-    check before a folder is locked for ``--resume`` (which then reads it once, under the lock)."""
+    """``JournalError`` unless ``out_dir`` holds a journal file, unread: the check before locking."""
     path = out_dir / JOURNAL_NAME
     try:
         mode = path.lstat().st_mode
-    except FileNotFoundError:
-        raise _absent(out_dir) from None
-    except ValueError:  # a NUL byte: no file system has such a name
+    except (FileNotFoundError, ValueError):  # ValueError: a NUL byte, a name no file can have
         raise _absent(out_dir) from None
     except OSError as exc:
         raise JournalError(f"{path}: cannot be read ({exc.strerror or exc})") from None
@@ -287,28 +266,20 @@ def read(out_dir: Path) -> JournalState:
                            f"{JOURNAL_VERSION} (written by another arraybench; start afresh with --overwrite)")
     try:
         state = _header(entries[0])
-    except (_Damage, SchemaError) as exc:
+    except SchemaError as exc:
         raise JournalError(f"{path}: line 1 (the header) is damaged: {exc}; {fresh}") from None
     keys = {c.key for c in state.cells}
     for i, e in enumerate(entries[1:], start=2):
         try:
             _apply(e, state, keys)
-        except (_Damage, SchemaError) as exc:
+        except SchemaError as exc:
             raise JournalError(f"{path}: line {i} is damaged: {exc}; {fresh}") from None
     return state
 
 
-class _Damage(Exception):
-    pass
-
-
 def _need(ok: bool, what: str) -> None:
     if not ok:
-        raise _Damage(what)
-
-
-def _is_index(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+        raise SchemaError(what)
 
 
 def _header(head: dict[str, Any]) -> JournalState:
@@ -334,7 +305,8 @@ def _apply(e: dict[str, Any], state: JournalState, keys: set[str]) -> None:
     if kind == "replicate":
         key, index = e.get("key"), e.get("index")
         _need(isinstance(key, str) and key in keys, f"a replicate of a cell not in the plan ({key!r})")
-        _need(_is_index(index), f"a replicate numbered {index!r}")
+        _need(isinstance(index, int) and not isinstance(index, bool) and index >= 0,
+              f"a replicate numbered {index!r}")
         state.replicates.setdefault(key, {})[index] = Replicate.from_dict(e.get("replicate"))
     elif kind == "unavailable":
         b, d, reason, env = e.get("backend"), e.get("device"), e.get("reason"), e.get("environment", "")

@@ -1,10 +1,7 @@
 """Which machine measured what: a run's machines, their identities, and what changed on one of them.
 
-Every run's environment holds ``fingerprint`` and ``machine_id`` (``machine.collect``). A run's
-own records have ``Record.machine == ""``; results that hold several machines (``merge``, a cluster
-run) label each record with its machine, and ``environment["machines"][label]`` is that machine's
-whole environment. Records of different machines are never compared silently: ``check_same_machine``
-refuses, and ``compare --cross-machine`` says so when told to go on.
+Results of several machines label each record with its machine, ``environment["machines"][label]``
+being that machine's environment; records of different machines are never compared silently.
 """
 
 from __future__ import annotations
@@ -24,10 +21,8 @@ class CrossMachineError(UsageError):
     """Two runs from different machines, compared without ``cross_machine=True``."""
 
 
-#: The fingerprint's facts that make a machine another machine: its host, CPU model, architecture,
-#: logical cores and GPU models. The rest (kernel, GPU driver, memory, CPU flags, which microcode and
-#: hypervisors change) can change under the same machine: history attributes a change to them
-#: instead of starting a new machine (``machines.fingerprint_changes``).
+#: The fingerprint's facts that make a machine another machine; the rest (kernel, driver, memory,
+#: microcode) can change under the same one (``fingerprint_changes``).
 IDENTITY = ("host_sha", "cpu_model", "arch", "cpu_count", "gpu_models")
 
 
@@ -39,14 +34,12 @@ def identity(fp: dict[str, Any]) -> dict[str, Any]:
 
 
 def machine_id(fp: dict[str, Any]) -> str:
-    """A short stable name for a machine: a hash of its fingerprint's identity facts, so that a
-    kernel or driver update leaves it the same machine."""
+    """A short stable name for a machine: a hash of its fingerprint's identity facts."""
     return hashlib.sha256(json.dumps(identity(fp), sort_keys=True).encode()).hexdigest()[:12]
 
 
 def machine_id_of(env: Mapping[str, Any]) -> str:
-    """The machine id of an environment: saved, or computed from its fingerprint; "" when a file
-    from before fingerprints cannot say."""
+    """The machine id of an environment: saved, or from its fingerprint; "" where a file cannot say."""
     saved = env.get("machine_id")
     if isinstance(saved, str) and saved:
         return saved
@@ -62,9 +55,16 @@ def machines_of(results: "Results") -> dict[str, Mapping[str, Any]]:
     return {"": results.environment}
 
 
+def machine_environment(env: Mapping[str, Any], label: str) -> Mapping[str, Any]:
+    """The environment of the machine labelled ``label`` in a run's ``env`` ("": the run's own)."""
+    several = env.get("machines")
+    own = several.get(label) if label and isinstance(several, Mapping) else None
+    return own if isinstance(own, Mapping) else env
+
+
 def environment_of(results: "Results", record: "Record") -> Mapping[str, Any]:
     """The environment of the machine that measured ``record``."""
-    return machines_of(results).get(record.machine, results.environment)
+    return machine_environment(results.environment, record.machine)
 
 
 def describe(env: Mapping[str, Any]) -> str:
@@ -88,9 +88,7 @@ _ATTRIBUTES = {"os": "kernel", "memory_gib": "memory (GiB)", "cpu_isa": "CPU fea
 
 
 def fingerprint_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    """(what, before, after) for the facts of one machine that changed between two runs: a kernel
-    or driver update, more memory, new microcode. Identity facts are not listed: a change there
-    is another machine."""
+    """(what, before, after) for the facts of one machine that changed between two runs."""
     def drivers(fp: Mapping[str, Any]) -> str:
         gpus = fp.get("gpus") or []
         return ", ".join(sorted({str(g.get("driver")) for g in gpus if isinstance(g, Mapping)}))
@@ -108,8 +106,7 @@ def fingerprint_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> 
 
 
 def cross_machine_pairs(base: "Results", new: "Results") -> list[tuple[str, str]]:
-    """(base machine, new machine) described, for each machine label whose identity differs between
-    two runs; empty when they are the same machines or a file is too old to say."""
+    """(base machine, new machine) described, for each label whose identity differs between runs."""
     a, b = machines_of(base), machines_of(new)
     pairs = []
     for label in a:
@@ -124,8 +121,7 @@ def cross_machine_pairs(base: "Results", new: "Results") -> list[tuple[str, str]
 
 
 def check_same_machine(base: "Results", new: "Results", cross_machine: bool) -> list[tuple[str, str]]:
-    """The machine pairs that differ (see ``cross_machine_pairs``); ``CrossMachineError`` when there
-    are any and ``cross_machine`` is False."""
+    """The machine pairs that differ; ``CrossMachineError`` for any, unless ``cross_machine``."""
     pairs = cross_machine_pairs(base, new)
     if pairs and not cross_machine:
         a, b = pairs[0]

@@ -1,17 +1,18 @@
-"""Run options: everything that decides what a run measures and how, checked before anything starts.
+"""Run options: everything that decides what a run measures and how, checked before anything starts;
+and a run's context, which describes it without changing what it measures.
 
-One type for every entry point, its fields the options ``options.OPTIONS`` declares for the API:
-``arraybench.run(...)`` builds it from keywords, the commands from their options
-(``[tool.arraybench]`` in pyproject.toml supplies defaults), ``--resume`` from the journal, where it
-is saved. ``plan.validate`` returns a checked, normalised copy and never changes
-its argument.
+One ``RunOptions`` for every entry point: the API's keywords, the commands' options (with
+``[tool.arraybench]`` defaults), ``--resume`` from the journal, where it is saved. Context labels
+(``--context commit=abc``) are saved in the run's environment, never here, so giving them does not
+change what ``--resume`` continues; history attributes a step to a label that changed.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from ..backends import DEFAULT_BACKENDS, DEVICES
 from . import schema
@@ -29,8 +30,7 @@ MAX_PROCESSES = 1000
 
 @dataclass
 class RunOptions:
-    """What a run measures and how; saved in the journal and in results.json's ``settings``. Each
-    field is an option of ``options.OPTIONS``, whose help says what it means."""
+    """What a run measures and how; each field an option of ``options.OPTIONS``, whose help says it."""
 
     backends: list[str] = field(default_factory=lambda: list(DEFAULT_BACKENDS))
     devices: list[str] = field(default_factory=lambda: list(DEVICES))
@@ -45,9 +45,8 @@ class RunOptions:
     min_samples: int = 10
     rel_ci: float = 0.02
     target_sample: float = 0.005
-    #: A process's first three samples over its later ones, after 20 ms: a median of 0.99-1.06 in
-    #: four default runs, 1.02 after 50 ms, within the processes' own spread
-    #: (``benchmarks/warmup_enough.py``).
+    #: After 20 ms a process's first samples read 0.99-1.06 of its later ones, within the
+    #: processes' own spread (``benchmarks/warmup_enough.py``).
     warmup: float = 0.02
     threads: int | None = None
     allocator: str = "both"  # or one state alone: then the headline, and no second worker
@@ -62,8 +61,7 @@ class RunOptions:
     cluster: str | None = None  # None: this machine only
     on: str = "every-node"
     gpu_type: str | None = None
-    #: None: exactly ``processes``; else a cell gets another while its interval is wider than
-    #: ``rel_ci`` and its budget allows (``analysis.policy``).
+    #: None: exactly ``processes``; else more while the interval is wide (``analysis.policy``).
     max_processes: int | None = 6
     pythons: dict[str, str] = field(default_factory=dict)  # empty: the workers run with this Python
     variants: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -169,8 +167,7 @@ _PROCESSES = ("processes", "max_processes")
 
 
 def refuse_other_settings(saved: RunOptions, given: Mapping[str, Any]) -> None:
-    """``UsageError`` naming every run option in ``given`` that differs from a saved run's own:
-    a resumed run measures with its own settings, or its processes would not be alike."""
+    """``UsageError`` naming every option in ``given`` that differs from a saved run's own."""
     differs = settings_differ(saved, given)
     if differs:
         what = "--resume" if from_command_line() else "resume()"
@@ -178,8 +175,7 @@ def refuse_other_settings(saved: RunOptions, given: Mapping[str, Any]) -> None:
 
 
 def settings_differ(saved: RunOptions, given: Mapping[str, Any]) -> list[str]:
-    """What of ``given`` (run options by name) differs from a saved run's own ``saved``, each as
-    ``name (saved X, given Y)``; naming workload files the run used is no difference."""
+    """What of ``given`` differs from ``saved``, each as ``name (saved X, given Y)``."""
     wanted = saved.to_dict()
     differs: list[str] = []
     for name, value in given.items():
@@ -200,3 +196,35 @@ def settings_differ(saved: RunOptions, given: Mapping[str, Any]) -> list[str]:
             continue
         differs.append(f"{name} (saved {wanted[name]!r}, given {value!r})")
     return differs
+
+
+_KEY = re.compile(r"[A-Za-z0-9_.\-/]{1,64}")
+MAX_VALUE = 500
+
+
+def parse_context(labels: Mapping[str, Any] | Iterable[str] | None) -> dict[str, str]:
+    """``{"commit": "abc"}`` or ``["commit=abc"]`` as a checked dict (``UsageError`` else)."""
+    if labels is None:
+        return {}
+    pairs: list[tuple[str, Any]] = []
+    if isinstance(labels, Mapping):
+        pairs = list(labels.items())
+    elif isinstance(labels, str):
+        raise UsageError(f"context {labels!r}: give a list of key=value labels, or a dict")
+    else:
+        for item in labels:
+            if not isinstance(item, str) or "=" not in item:
+                raise UsageError(f"--context {item!r} is not key=value (e.g. --context commit=abc123)")
+            key, _, value = item.partition("=")
+            pairs.append((key.strip(), value.strip()))
+    out: dict[str, str] = {}
+    for key, value in pairs:
+        if not isinstance(key, str) or not _KEY.fullmatch(key):
+            raise UsageError(f"--context key {key!r} must be 1-64 letters, digits or _.-/")
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise UsageError(f"--context {key}: the value must be text, not {value!r}")
+        value = str(value)
+        if len(value) > MAX_VALUE or any(ch in value for ch in "\n\r\0"):
+            raise UsageError(f"--context {key}: the value must be one line of at most {MAX_VALUE} characters")
+        out[key] = value
+    return out

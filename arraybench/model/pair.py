@@ -1,8 +1,5 @@
-"""A pair: two configurations of one case, with the one verdict every report reads
-(computed in ``analysis/pairs``; kept in results.json as ``pairs``, each side named by its cell's key).
-
-``Pairs`` finds a run's pair of two records by their cells, either way round: every table, finding
-and gate reads the verdict from there, never judging again.
+"""A pair: two configurations of one case, with the one verdict every report reads (computed in
+``analysis/pairs``, kept in results.json by its sides' keys, found by ``Pairs`` either way round).
 """
 
 from __future__ import annotations
@@ -19,9 +16,8 @@ _OPPOSITE = {"faster": "slower", "slower": "faster", "level": "level", "undecide
 
 @dataclass(frozen=True)
 class Pair:
-    """``a`` against ``b``: ``ratio`` is a's time over b's (below 1: a is faster), with its 95%
-    interval ``ci_low``–``ci_high`` and the verdict it supports, from ``rounds`` paired turns in
-    ``processes`` processes (``method`` says how the interval was formed)."""
+    """``a`` against ``b``: ``ratio`` is a's time over b's, with its 95% interval and the verdict
+    it supports, from ``rounds`` paired turns in ``processes`` processes."""
 
     a: Cell
     b: Cell
@@ -37,7 +33,7 @@ class Pair:
 
     @property
     def case(self) -> str:
-        """What its two sides have in common (``cell.case_key``)."""
+        """What its two sides have in common."""
         return case_key(self.a)
 
     def reversed(self) -> "Pair":
@@ -48,7 +44,7 @@ class Pair:
 
     @property
     def not_judged(self) -> str:
-        """Why the pair was not judged (``analysis.pairs`` writes it into ``method``); "" where it was."""
+        """Why the pair was not judged (from ``method``); "" where it was."""
         if "not judged" not in self.method:
             return ""
         return self.method.split("not judged")[1].lstrip(": (").rstrip(")")
@@ -65,8 +61,7 @@ class Pair:
 
     @classmethod
     def from_dict(cls, data: Any, cells: Mapping[str, Cell], where: str = "pair") -> "Pair | None":
-        """A pair read back, each side the run's cell of the key it names (``cells``: by key);
-        None where a side names none (a file whose records were edited by hand)."""
+        """A pair read back, each side the run's cell of the key it names; None where one names none."""
         if not isinstance(data, dict) or not all(isinstance(data.get(side), str) for side in "ab"):
             raise schema.SchemaError(f"{where}: expected an object naming its sides a and b")
         if data["a"] not in cells or data["b"] not in cells:
@@ -83,8 +78,7 @@ class Pairs:
         self._by_sides = {(p.a, p.b): p for p in pairs}
 
     def between(self, a: Cell, b: Cell) -> Pair | None:
-        """``a`` against ``b``, whichever way round the run judged them; None where they took no
-        turns together (other cases, other machines, a file without pairs)."""
+        """``a`` against ``b``, whichever way round judged; None where they took no turns together."""
         found = self._by_sides.get((a, b))
         if found is not None:
             return found

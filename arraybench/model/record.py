@@ -1,36 +1,178 @@
 """A record: one cell, the replicates that measured it, and the figures derived from them.
 
-A ``Record`` keeps what its processes measured (``replicates``) and derives every statistic from
-them when first read (``functools.cached_property``, as torch's ``Measurement`` and
-pytest-benchmark's ``Stats`` do). It stores only what its replicates cannot say: the cell, the
-status, reason and warnings the aggregation gave it (``analysis.aggregate``), and why it got no
-more processes. A file whose records kept no replicates (version 1, a contract-only file) reads
-as a ``Summary`` (``model.summary``): the figures as stored, under the same names; either writes
-the same keys, so a tool reading results.json sees every figure. Times are seconds per call; the
-headline and its interval come from the processes' medians (``numeric.intervals``), the quartiles,
-the minimum and the coefficient of variation from the pooled samples. A record's replicates are
-set before its figures are first read (``analysis.aggregate``), and not changed after.
+A ``Record`` keeps its processes' replicates and derives every statistic when first read (as
+torch's ``Measurement`` does); it stores only the cell, the status, reason and warnings the
+aggregation gave it, and why it got no more processes. A file whose records kept no replicates
+reads as a ``Summary``, the figures as stored; both write the same keys (``Figures``).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
 from . import schema, untrusted
+from ..backends.base import Gradient
 from ..errors import ResultsError
 from ..numeric.intervals import Interval, replicate_interval
 from ..numeric.medians import coefficient_of_variation, iqr, median
-from .allocator import StateSamples
-from .cell import Cell, Dtype, Mode
-from .replicate import Replicate, Status
-from .summary import CONTRACT, Figures, Summary
+from .cell import Cell, Dtype, Mode, config_label
+from .replicate import Replicate, StateSamples, Status
+from .usage import SCALARS as USAGE_SCALARS
 from .usage import Usage, combine
-from ..workloads.params import ParamValue
+from ..workloads.params import ParamValue, text as params_text
 
-#: A cell is "measured while busy" when other processes used this share of the machine's CPUs
-#: during its samples, or the hypervisor stole this share of its CPU time.
+_NON_NEGATIVE = {"min": 0}
+
+
+class Figures:
+    """What a record and a summary are read by: the cell, its names, its row and its JSON."""
+
+    @property
+    def cell(self) -> Cell:
+        return Cell(self.workload, self.size_label, self.size, self.backend, self.device, self.dtype,
+                    self.mode, self.transfer, machine=self.machine, params=dict(self.params),
+                    environment=self.environment)
+
+    @property
+    def key(self) -> str:
+        return self.cell.key
+
+    @property
+    def samples_s(self) -> list[float]:
+        """Every sample of every replicate, in replicate order (per-call seconds)."""
+        return [x for rep in self.replicates for x in rep.samples_s]
+
+    @property
+    def config_label(self) -> str:
+        """How the record is named in plots and tables: "PyTorch GPU", "JAX CPU (jit)"."""
+        return config_label(self.backend, self.device, self.mode, transfer=self.transfer,
+                            gradient=self.gradient, machine=self.machine,
+                            environment=self.environment)
+
+    def summary(self) -> "Summary":
+        return Summary(**{name: getattr(self, name) for name in NAMES})
+
+    def to_dict(self) -> dict[str, Any]:
+        return schema.to_json(self.summary())
+
+    def to_row(self) -> dict[str, Any]:
+        """The record as one flat row (CSV, DataFrame): every scalar field, ``key`` and ``config``,
+        lists joined, the usage as ``usage.<name>`` columns, the samples left out."""
+        row: dict[str, Any] = {"key": self.key, "config": self.config_label}
+        for name in NAMES:
+            value = getattr(self, name)
+            if name == "replicates":
+                continue
+            if name == "usage":
+                for u in USAGE_SCALARS:
+                    row[f"usage.{u}"] = None if value is None else getattr(value, u)
+                continue
+            if name == "warnings":
+                value = "; ".join(value)
+            elif name == "replicate_medians_s":
+                value = ";".join(repr(v) for v in value)
+            elif name in ("output_errors", "output_names"):
+                value = ";".join("" if v is None else str(v) for v in value)
+            elif name == "params":
+                value = params_text(value)
+            elif isinstance(value, dict):
+                value = json.dumps(schema.to_json(value), sort_keys=True) if value else ""
+            row[name] = value
+        return schema.to_json(row)
+
+
+@dataclass
+class Summary(Figures):
+    """A cell's figures as a file stored them, where it kept no replicates to derive them from."""
+
+    workload: str
+    size_label: str
+    size: int = field(metadata={"min": 1})
+    backend: str
+    device: str
+    dtype: Dtype
+    mode: Mode
+    status: Status
+    reason: str = ""
+    median_s: float | None = field(default=None, metadata=schema.SECONDS)
+    iqr_s: float | None = field(default=None, metadata=schema.SECONDS)
+    min_s: float | None = field(default=None, metadata=schema.SECONDS)
+    n_samples: int = field(default=0, metadata=_NON_NEGATIVE)
+    first_call_s: float | None = field(default=None, metadata=schema.SECONDS)
+    max_rel_error: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    # -- beyond the core contract --
+    transfer: bool = False
+    tolerance: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    method: str = ""  # how the library computed it: eager, jax.jit, autodiff (jax.grad)...
+    gradient: Gradient | None = None
+    ci_low_s: float | None = field(default=None, metadata=schema.SECONDS)
+    ci_high_s: float | None = field(default=None, metadata=schema.SECONDS)
+    cv: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    warnings: list[str] = field(default_factory=list)
+    n_replicates: int = field(default=0, metadata=_NON_NEGATIVE)
+    replicate_medians_s: list[float] = field(default_factory=list, metadata=schema.SECONDS)
+    #: (max - min) of the replicates' medians over the median.
+    replicate_spread: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    number: int | None = field(default=None, metadata={"min": 1})  # calls per sample
+    device_median_s: float | None = field(default=None, metadata=schema.SECONDS)
+    timer: str = ""
+    flops: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    bytes: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    compile_s: float | None = field(default=None, metadata=schema.SECONDS)
+    output_errors: list[float | None] = field(default_factory=list, metadata=_NON_NEGATIVE)
+    output_names: list[str] = field(default_factory=list)
+    reduced_precision: str = ""  # "tf32" where float32 matmuls ran in it
+    #: GPU clocks, temperature, power and throttling around the cell, or ``{"unavailable": why}``.
+    gpu_health: dict[str, Any] = field(default_factory=dict)
+    #: The machine's label where results hold several (``environment["machines"]``); "" for one.
+    machine: str = ""
+    replicates: list[Replicate] = field(default_factory=list)  # none in a summary read from a file
+    ci_method: str = ""  # how the interval was computed
+    #: Why the cell got no more processes (``analysis.policy``); "" while it might get more.
+    replication_stop: str = ""
+    usage: Usage | None = None  # its processes' counters together (``usage.combine``)
+    busy: bool | None = None  # whether other processes loaded the machine (None: not measured)
+    params: dict[str, ParamValue] = field(default_factory=dict)
+    #: The ``--python``/``--variant`` environment it ran in; "" for the run's own.
+    environment: str = ""
+    #: glibc's malloc state of the headline ("reused"), and the other state's own figures beside
+    #: it, never averaged; "" and None where not controlled or not measured.
+    allocator: str = ""
+    other_allocator: str = ""
+    other_median_s: float | None = field(default=None, metadata=schema.SECONDS)
+    other_ci_low_s: float | None = field(default=None, metadata=schema.SECONDS)
+    other_ci_high_s: float | None = field(default=None, metadata=schema.SECONDS)
+    other_n_replicates: int = field(default=0, metadata=_NON_NEGATIVE)
+    other_faults_per_call: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    #: Bytes one call added at its highest, and the bytes of its result; ``peak_note`` says how
+    #: or why not measured. Joules per call, and ``energy_note`` likewise.
+    peak_bytes: int | None = field(default=None, metadata=_NON_NEGATIVE)
+    peak_note: str = ""
+    output_bytes: int | None = field(default=None, metadata=_NON_NEGATIVE)
+    energy_j: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    energy_note: str = ""
+
+    def summary(self) -> "Summary":
+        return self
+
+
+#: Every figure, in the order results.json writes them.
+NAMES = tuple(f.name for f in fields(Summary))
+
+#: The fields every record in a results file carries, whatever else it has.
+CONTRACT = ("workload", "size_label", "size", "backend", "device", "dtype", "mode", "status",
+            "reason", "median_s", "iqr_s", "min_s", "n_samples", "first_call_s", "max_rel_error")
+
+COLUMNS: tuple[str, ...] = tuple(
+    column for name in NAMES if name != "replicates"
+    for column in ([f"usage.{u}" for u in USAGE_SCALARS] if name == "usage" else [name]))
+
+
+#: A cell is "measured while busy" when other processes used this share of the CPUs, or the
+#: hypervisor stole this share of its CPU time.
 BUSY_OTHERS_SHARE = 0.10
 BUSY_STEAL_SHARE = 0.05
 
@@ -45,13 +187,10 @@ def _first_of(name: str, empty: Any = None, timed: bool = False) -> Any:
                                                 (rec.timed if timed else rec.replicates)), empty))
 
 
-def _median_or_none(values: list[float]) -> float | None:
-    return median(values) if values else None
-
-
 def _median(rec: "Record", name: str) -> float | None:
     """The median of ``name`` over a record's timed replicates that measured one."""
-    return _median_or_none([getattr(rep, name) for rep in rec.timed if getattr(rep, name) is not None])
+    values = [v for rep in rec.timed if (v := getattr(rep, name)) is not None]
+    return median(values) if values else None
 
 
 def _median_of(name: str) -> Any:
@@ -59,8 +198,7 @@ def _median_of(name: str) -> Any:
 
 
 def _note_of(measure: str, name: str) -> Any:
-    """A record's note on ``measure``: the first timed replicate's words, from one that measured
-    it where any did, else why none could."""
+    """The first timed replicate's words on ``measure``: how, where one measured it, else why not."""
     def of(rec: "Record") -> str:
         measured = getattr(rec, measure) is not None
         return _first((getattr(rep, name) for rep in rec.timed
@@ -98,21 +236,19 @@ class Record(Figures):
     @classmethod
     def for_cell(cls, cell: Cell, status: Status = "skipped", reason: str = "") -> "Record":
         """An empty record of a cell (nothing measured yet)."""
-        return cls(workload=cell.workload, size_label=cell.size_label, size=cell.size,
-                   backend=cell.backend, device=cell.device, dtype=cell.dtype, mode=cell.mode,
-                   status=status, reason=reason, transfer=cell.transfer, machine=cell.machine,
+        return cls(cell.workload, cell.size_label, cell.size, cell.backend, cell.device, cell.dtype,
+                   cell.mode, status, reason, cell.transfer, machine=cell.machine,
                    params=dict(cell.params), environment=cell.environment)
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "record") -> "Record | Summary":
-        """A record read back from JSON, every field checked (``ResultsError`` says what is
-        wrong): a ``Record`` where it kept its replicates, else the ``Summary`` it stored."""
-        if isinstance(data, dict):
-            missing = [name for name in CONTRACT if name not in data]
-            if missing:
-                raise ResultsError(f"{where} lacks {', '.join(missing)}")
+        """A record read back from JSON, every field checked (``ResultsError``): a ``Record`` where
+        it kept its replicates, else the ``Summary`` it stored."""
         try:
             if isinstance(data, dict):
+                missing = [name for name in CONTRACT if name not in data]
+                if missing:
+                    raise ResultsError(f"{where} lacks {', '.join(missing)}")
                 untrusted.check_names(data, where)
             stored = schema.from_json(Summary, data, where=where)
         except schema.SchemaError as exc:
@@ -121,9 +257,8 @@ class Record(Figures):
             return stored
         return cls(**{f.name: getattr(stored, f.name) for f in fields(cls)})
 
-    # Each figure below is derived when first read and kept (``cached_property``); its type and
-    # meaning are ``Summary``'s field of the same name.
-    # -- what the replicates say: the first that says it, the worst error --------------------------
+    # Each figure is ``Summary``'s field of that name, derived when first read. What the replicates
+    # say: the first that says it, the worst error.
     method = _first_of("method", "")
     gradient = _first_of("gradient")
     timer = _first_of("timer", "")
@@ -167,15 +302,14 @@ class Record(Figures):
     cv = cached_property(lambda rec: coefficient_of_variation(rec.samples_s) if rec.samples_s else None)
     number = cached_property(lambda rec: max(rep.number or 1 for rep in rec.timed) if rec.timed else None)
     first_call_s = _median_of("first_call_s")
-    device_median_s = cached_property(lambda rec: _median_or_none(
-        [x for rep in rec.timed for x in (rep.device_samples_s or [])]))
+    device_median_s = cached_property(lambda rec: median(xs) if (xs := [x for rep in rec.timed
+                                                                         for x in rep.device_samples_s or []]) else None)
     replicate_medians_s = cached_property(lambda rec: [median(rep.samples_s) for rep in rec.timed])
 
     @cached_property
     def compile_s(self) -> float | None:
-        """Compiled mode: the first call over the fastest later call, per process (over the
-        median, a loaded process's median as slow as its first call read 0 s for
-        torch.compile's matmul); None where that is not above zero: compiling was not seen."""
+        """Compiled mode: the first call over the fastest later call (not the median: a loaded
+        process's median read 0 s for torch.compile's matmul); None where compiling was not seen."""
         if self.mode != "compiled" or self.first_call_s is None:
             return None
         compiled = median([rep.first_call_s - min(rep.samples_s) for rep in self.timed
@@ -194,16 +328,14 @@ class Record(Figures):
                            else busy_reason(rec) is not None)
     gpu_health = cached_property(lambda rec: _gpu_health([rep.gpu_health for rep in rec.timed if rep.gpu_health]))
 
-    # -- what a call costs besides time: the median over the processes that measured it, with the
-    # first one's words for how (or, where none measured, why not)
+    # -- what a call costs besides time: the median over the processes that measured it
     energy_j = _median_of("energy_j")
     energy_note = _note_of("energy_j", "energy_note")
     peak_bytes = cached_property(lambda rec: None if (peak := _median(rec, "peak_bytes")) is None else int(peak))
     peak_note = _note_of("peak_bytes", "peak_note")
     output_bytes = _first_of("output_bytes", timed=True)
 
-    # -- the C allocator's state: the headline's, and the other one's own figures from the same
-    # processes, two numbers side by side, never one mean
+    # -- the C allocator's state: the headline's, and the other one's own figures, never one mean
     @cached_property
     def allocator(self) -> str:
         held = {rep.allocator for rep in self.timed}
@@ -246,9 +378,8 @@ def busy_reason(rec: Record | Summary) -> str | None:
 
 
 def _gpu_health(health: list[dict[str, Any]]) -> dict[str, Any]:
-    """The GPU's health over the processes' snapshots (``backends/gpu_monitor``): the first
-    process's ``before``, the last one's ``after``, throttled samples summed, every reason seen;
-    or why there was no monitor."""
+    """The processes' GPU snapshots as one: the first ``before``, the last ``after``, throttled
+    samples summed, every reason seen; or why there was no monitor."""
     measured = [h for h in health if "before" in h]
     if not measured:
         reasons = [h["unavailable"] for h in health if h.get("unavailable")]

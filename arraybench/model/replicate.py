@@ -1,9 +1,15 @@
-"""One worker process's measurement of one cell: the ``Replicate``, the unit that repeats.
+"""One worker process's measurement of one cell: the ``Replicate``, the unit that repeats, and the
+C allocator's state it was measured in.
 
-A worker sends a ``Replicate`` per cell, the journal stores it as it arrives, and the aggregation
-reads it: one shape from the timer to results.json, validated in one place (``schema``). Every
-interval and significance test treats the replicate, not the sample, as the independent unit,
-because a process can run slow for its whole life.
+A worker sends a ``Replicate`` per cell, the journal stores it, the aggregation reads it: one shape
+from the timer to results.json, validated in one place (``schema``). Every interval and test treats
+the replicate, not the sample, as the independent unit: a process can run slow for its whole life.
+
+glibc serves a request of 128 KiB or more with ``mmap`` unless an earlier free raised its dynamic
+threshold, so a call gets **fresh pages** (zeroed, a fault per 4 KiB: NumPy's FFT at n = 10⁶ took
+37.8 ms) or **reuses memory** (17.8 ms) by accident of its process's past. So every worker starts
+in a known state (``SETTINGS``, set by the parent, ``host/allocator``): ``HEADLINE``, and a CPU cell
+with large outputs is measured again in ``OTHER`` (``StateSamples``), kept beside it, never averaged.
 """
 
 from __future__ import annotations
@@ -13,8 +19,58 @@ from typing import Any, Literal
 
 from ..backends.base import Gradient
 from . import schema
-from .allocator import StateSamples
 from .usage import Usage
+
+State = Literal["reused", "fresh"]
+STATES: tuple[State, ...] = ("reused", "fresh")
+#: The state of a record's headline time; the other is measured beside it where outputs are large.
+HEADLINE: State = "reused"
+OTHER: State = "fresh"
+
+#: glibc's default mmap threshold: outputs this large come from mmap unless memory is kept.
+LARGE_OUTPUT_BYTES = 128 * 1024
+
+#: The variables that put glibc in each state, as it reads them at start-up (``mallopt``'s
+#: M_MMAP_THRESHOLD and M_TRIM_THRESHOLD; setting either also turns off the dynamic threshold).
+#: ``reused``: nothing up to 1 GiB is mmapped or trimmed. glibc keeps its own arenas: one arena
+#: (MALLOC_ARENA_MAX=1) made JAX's threads take one lock per allocation, which no user's program
+#: does (NPBench's cholesky took 5.8 ms of CPU a call against 2.8 ms). ``fresh``: glibc's default
+#: threshold, fixed, so every output of 128 KiB or more is mapped and unmapped.
+SETTINGS: dict[State, dict[str, int]] = {
+    "reused": {"MALLOC_MMAP_THRESHOLD_": 1 << 30, "MALLOC_TRIM_THRESHOLD_": (1 << 31) - 1},
+    # NumPy's huge-page advice takes effect only where the kernel placed a mapping on a 2 MiB
+    # boundary, which varies with the process's past (NumPy's sort at n = 10⁶: 421 faults a call
+    # in plain processes, 932 in workers); without it every fresh output is 4 KiB pages.
+    "fresh": {"MALLOC_MMAP_THRESHOLD_": LARGE_OUTPUT_BYTES, "MALLOC_TRIM_THRESHOLD_": LARGE_OUTPUT_BYTES,
+              "NUMPY_MADVISE_HUGEPAGE": 0},
+}
+#: Variables that mean the user chose the allocator's behaviour: arraybench leaves it alone then.
+USER_VARIABLES = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_",
+                  "MALLOC_MMAP_MAX_", "MALLOC_ARENA_MAX")
+
+WORDS: dict[str, str] = {"reused": "reused memory", "fresh": "fresh pages"}
+
+
+def environment(state: State) -> dict[str, str]:
+    """The environment variables that start a glibc process in ``state``."""
+    return {name: str(value) for name, value in SETTINGS[state].items()}
+
+
+def shell_words(state: State) -> str:
+    """``MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=2147483647``: as typed before a command."""
+    return " ".join(f"{k}={v}" for k, v in environment(state).items())
+
+
+@dataclass
+class StateSamples:
+    """One process's samples of a cell in the allocator state other than the headline's."""
+
+    allocator: State
+    samples_s: list[float] = field(default_factory=list, metadata={"min": 0})  # as ``Replicate``'s
+    number: int | None = field(default=None, metadata={"min": 1})
+    stop_reason: str = ""
+    usage: Usage | None = None
+
 
 Status = Literal["ok", "skipped", "failed", "wrong"]
 
@@ -35,14 +91,10 @@ class Replicate:
     warnings: list[str] = field(default_factory=list)
     #: Seconds per call, one per sample (a calibrated batch of ``number`` calls).
     samples_s: list[float] = field(default_factory=list, metadata=schema.SECONDS)
-    #: The turn each sample was taken in, where the run's configurations took turns
-    #: (``executors/turns``): samples of one round of one case were taken side by side in time,
-    #: which is what pairs them (``analysis/pairs``). None where the worker sampled on its own.
+    #: The round of turns each sample was taken in (``executors/turns``): what pairs samples.
     rounds: list[int] | None = field(default=None, metadata={"min": 0})
-    #: The rounds among ``rounds`` during which other processes used half a core or more
-    #: (``executors/load``): a pair leaves them out where enough quiet rounds remain.
+    #: The rounds during which other processes used half a core or more (``executors/load``).
     busy_rounds: list[int] = field(default_factory=list, metadata={"min": 0})
-    #: Device-event seconds per call, where the library has device events.
     device_samples_s: list[float] | None = field(default=None, metadata=schema.SECONDS)
     number: int | None = field(default=None, metadata={"min": 1})
     first_call_s: float | None = field(default=None, metadata=schema.SECONDS)
@@ -52,46 +104,30 @@ class Replicate:
     elapsed_s: float | None = field(default=None, metadata=schema.SECONDS)
     max_rel_error: float | None = field(default=None, metadata=_NON_NEGATIVE)
     tolerance: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    #: The work of one call, from the workload's model (for rates and the roofline).
+    #: The work of one call, from the workload's model.
     flops: float | None = field(default=None, metadata=_NON_NEGATIVE)
     bytes: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    #: Per output, when the workload returns several.
     output_errors: list[float | None] = field(default_factory=list, metadata=_NON_NEGATIVE)
     output_names: list[str] = field(default_factory=list)
-    # -- GPU --
-    #: The reduced precision float32 matmuls ran in ("tf32"); "" for the dtype's own.
-    reduced_precision: str = ""
-    #: The GPU's clocks, temperature, power and throttling before and after the cell
-    #: (``gpu_health``), or ``{"unavailable": why}``; None on the CPU.
+    reduced_precision: str = ""  # "tf32" where float32 matmuls ran in it
+    #: The GPU's clocks, temperature, power and throttling around the cell, or ``{"unavailable": why}``.
     gpu_health: dict[str, Any] | None = None
-    # -- cluster runs --
-    #: The node that measured it, in a cluster run (``environment["machines"]`` describes it).
-    machine: str = ""
-    # -- what the process used around its samples, and the machine's load meanwhile --
-    usage: Usage | None = None
-    # -- inputs the workload changes in place --
-    #: Inputs restored before every timed call, outside the timer (``mutates=``, or found changed).
+    machine: str = ""  # the node that measured it, in a cluster run
+    usage: Usage | None = None  # what the process used around its samples, and the machine's load
+    #: Inputs restored outside the timer before every call (``mutates=``), and the clock reads per
+    #: call the timer subtracted for it.
     restored: list[str] = field(default_factory=list)
-    #: Restoring before every call: the clock reads per call the timer subtracted, in seconds.
     restore_overhead_s: float | None = field(default=None, metadata=schema.SECONDS)
-    # -- the C allocator's state (``allocator``) --
-    #: The state glibc's malloc was held in while ``samples_s`` were taken: "reused" (freed memory
-    #: kept for the next call), "fresh" (returned to the kernel); "" where it was not controlled
-    #: (not glibc, the user's own allocator settings, or an older run).
+    #: glibc's malloc state while ``samples_s`` were taken ("" where not controlled), and the other
+    #: state's samples where outputs are ``LARGE_OUTPUT_BYTES`` or more.
     allocator: str = ""
-    #: The same cell in the other state, measured by a process started in it, where its outputs
-    #: are large enough for the state to matter (``allocator.LARGE_OUTPUT_BYTES``); None where it
-    #: was not measured.
     other_allocator: StateSamples | None = None
-    #: The bytes of one call's result (its outputs, on the host).
     output_bytes: int | None = field(default=None, metadata=_NON_NEGATIVE)
 
-    # -- what a call costs besides time (``worker/footprint``), measured after sampling --
-    #: Bytes one call added at its highest (the library's accounting on a device, the resident
-    #: high-water mark on the host); None where not measured, ``peak_note`` says how or why not.
+    # -- what a call costs besides time (``worker/footprint``), measured after sampling: bytes
+    # one call added at its highest, joules per call; the notes say how, or why not --
     peak_bytes: int | None = field(default=None, metadata=_NON_NEGATIVE)
     peak_note: str = ""
-    #: Joules per call from the hardware's energy counters; None where none reads, and why.
     energy_j: float | None = field(default=None, metadata=_NON_NEGATIVE)
     energy_note: str = ""
 
@@ -106,8 +142,7 @@ class Replicate:
         return bool(self.samples_s)
 
     def samples_by_load(self) -> tuple[list[float], list[float]]:
-        """(the samples of its quiet turns, those of turns other processes loaded: ``busy_rounds``);
-        a replicate that took no turns has only quiet ones."""
+        """(the samples of its quiet turns, those of its ``busy_rounds``)."""
         busy = set(self.busy_rounds)
         quiet: list[float] = []
         loaded: list[float] = []

@@ -1,8 +1,5 @@
-"""What a run tells a user interface as it goes. This base says nothing: subclass what you need.
-
-``arraybench.run(reporter=...)`` takes any ``Reporter``; the command line's progress bar, its
-``--json`` lines and ``-q`` are three (``render.progress``). Methods are called from the thread
-that runs the measurement, between measurements, never while one is being timed.
+"""What a run tells a user interface as it goes (``arraybench.run(reporter=...)``). This base says
+nothing: subclass what you need. Called between measurements, never while one is timed.
 """
 
 from __future__ import annotations
@@ -25,8 +22,7 @@ class Reporter:
     def worker_started(self, backend: str, device: str, replicate: int, cells: int,
                        environment: str = "") -> None:
         """A worker process starts on ``cells`` cells, as their ``replicate``-th measurement;
-        ``environment`` (the label of its ``--python``/``--variant``) is passed only in a run that
-        has environments, so a reporter written without it serves every other run."""
+        ``environment`` is passed only in a run that has some."""
 
     def config_unavailable(self, backend: str, device: str, reason: str) -> None:
         """A library or device cannot run here; its cells are skipped."""

@@ -1,13 +1,8 @@
 """A run's results: where, how, and every record; saved as ``results.json`` and read back validated.
 
-``results.json`` holds ``schema_version``, ``tool``, ``complete``, ``environment``, ``settings``,
-``records`` (each with its ``replicates``) and ``errors`` (what failed before any cell existed, such
-as a workload file that did not load: ``{"kind", "source", "error"}``). Reports read it and never
-measure.
-
-In Python, ``Results`` is what ``arraybench.run`` returns and ``arraybench.load_results`` reads: it
-prints as the results table, renders as one in Jupyter, and offers ``compare``, ``findings``,
-``to_dataframe`` and ``plot``.
+``Results`` is what ``arraybench.run`` returns and ``arraybench.load_results`` reads: it prints as
+the results table and offers ``compare``, ``findings``, ``to_dataframe`` and ``plot``, each
+delegated at call time to the rendering facade, which the model never imports.
 """
 
 from __future__ import annotations
@@ -25,8 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ResultsError, SaveError
 from ..files import write_atomic
 from .pair import Pair
-from .record import Record
-from .summary import COLUMNS, Summary
+from .record import COLUMNS, Record, Summary
 from .schema import SchemaError, to_json
 from .untrusted import (MAX_DEPTH, NotPlainJson, NotRegularFile, check_environment, dumps, loads,
                         read_regular, too_deep)
@@ -40,8 +34,7 @@ RESULTS_NAME = "results.json"
 
 
 def arraybench_version() -> str:
-    """The installed version; run from a checkout that was never installed (the GPU acceptance on
-    a machine without network puts it on PYTHONPATH), the checkout's own, marked so."""
+    """The installed version, or a checkout's own (marked so) where it was never installed."""
     try:
         return importlib.metadata.version("arraybench")
     except importlib.metadata.PackageNotFoundError:
@@ -53,16 +46,12 @@ def arraybench_version() -> str:
         return "unknown"
 
 
-#: The rendering facade, named and never imported here. The model is plain data that analysis and
-#: rendering read; were it to import them (even lazily or for type checking) each would import the
-#: other, and loading a results file would pull in tables, templates and statistics. Naming the
-#: facade keeps the convenience methods the README promises (``results.table()``, ``findings()``,
-#: ``plot()``, ``compare()``, the notebook table) while the dependency runs one way, at call time.
+#: The rendering facade, named and never imported here: were the model to import it (even lazily
+#: or for type checking) each would import the other, and loading a file would pull in tables.
 RENDERING = "arraybench.render.report"
 
 
-#: Names the options had before they were called what the user types (``--processes``): runs
-#: saved then still read back, and the API still takes them (with a ``DeprecationWarning``).
+#: The options' former names: runs saved then still read back, and the API still takes them.
 LEGACY_NAMES: dict[str, str] = {"replicates": "processes", "max_replicates": "max_processes"}
 
 
@@ -71,8 +60,7 @@ def legacy_names(data: dict[str, Any]) -> dict[str, Any]:
     out = dict(data)
     for old, new in LEGACY_NAMES.items():
         if old in out:
-            value = out.pop(old)
-            out.setdefault(new, value)
+            out.setdefault(new, out.pop(old))
     return out
 
 
@@ -92,18 +80,15 @@ class Results:
     complete: bool = True
     #: Failures that belong to no cell, e.g. a workload file that did not load.
     errors: list[dict[str, str]] = field(default_factory=list)
-    #: One verdict per pair of configurations of a case that took turns together
-    #: (``analysis/pairs``), computed once when the run's records are made.
+    #: One verdict per pair of configurations that took turns together, computed once.
     pairs: list[Pair] = field(default_factory=list)
-    #: The self-check (``analysis/self_check``): the twin's records and each twin against its
-    #: original; empty where the run did not check itself. Kept apart from ``records`` and
-    #: ``pairs``, which tables, findings and gates read.
+    #: The self-check: the twin's records and each twin against its original, kept apart from
+    #: the ``records`` and ``pairs`` that tables, findings and gates read.
     twins: list[Record | Summary] = field(default_factory=list)
     self_check: list[Pair] = field(default_factory=list)
     #: The folder the run wrote to, where there is one (not saved).
     output_dir: Path | None = field(default=None, repr=False, compare=False)
 
-    # -- data -----------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": self.schema_version,
@@ -138,13 +123,10 @@ class Results:
 
     def write_report(self, out_dir: str | os.PathLike[str], *, plots: bool = True,
                      history: Any = None) -> list[Path]:
-        """Write report.html, results.md, results.csv, findings.md and (unless ``plots`` is
-        False) the SVG plots into ``out_dir``; return the files written. Measures nothing.
-        ``history`` (an ``analysis.history.History`` from the store) adds its plots and a section
-        to the report."""
+        """Write report.html, results.md, results.csv, findings.md and the SVG plots into
+        ``out_dir``; return the files written. ``history`` (from the store) adds its section."""
         return _rendering().write_report(self, Path(out_dir), plots=plots, history=history)
 
-    # -- for people -----------------------------------------------------------------------------
     def table(self, width: int = 120) -> str:
         """The results table as plain text, as ``arraybench run`` prints it."""
         return _rendering().table(self, width=width)
@@ -159,16 +141,13 @@ class Results:
         return _rendering().table_html(self)
 
     def findings(self) -> list[str]:
-        """Plain sentences computed from the records: who wins, by how much, and why; a list
-        that shows as sentences (in a notebook, a bulleted list)."""
+        """Plain sentences computed from the records: who wins, by how much, and why."""
         return _rendering().findings(self)
 
     def compare(self, reference: "Results", *, threshold: float | None = None,
                 alpha: float | None = None, cross_machine: bool = False) -> Any:
-        """This run judged against ``reference`` (an earlier run, the baseline), as pyperf and
-        asv read: per cell, faster, slower or not significant (an ``analysis.compare.Comparison``
-        whose base is ``reference``). ``new.compare(old)`` is ``arraybench.compare(old, new)``.
-        Runs from different machines raise ``CrossMachineError`` unless ``cross_machine``."""
+        """This run judged against ``reference``, cell by cell (``arraybench.compare(reference,
+        self)``); runs of different machines raise ``CrossMachineError`` unless ``cross_machine``."""
         return _rendering().compare(reference, self, threshold=threshold, alpha=alpha,
                                     cross_machine=cross_machine)
 
@@ -179,11 +158,8 @@ class Results:
         return _rendering().plot(self, kind, workload=workload, size=size)
 
     def to_dataframe(self, samples: bool = False) -> Any:
-        """The records as a pandas DataFrame, one row per record (``Record.to_row``).
-
-        With ``samples=True``, one row per timing sample instead, with its ``replicate`` index and
-        ``sample_s`` next to its record's fields: the long form that seaborn and ``groupby`` want.
-        Needs pandas, which arraybench itself does not depend on::
+        """The records as a pandas DataFrame, one row per record (``Record.to_row``), or with
+        ``samples=True`` one per sample, with its ``replicate`` and ``sample_s``. Needs pandas::
 
             df = arraybench.load_results("benchmark_plots").to_dataframe()
             df.pivot_table(index="workload", columns="config", values="median_s")
@@ -308,8 +284,7 @@ _RENAMED_IN_2 = {"n_processes": "n_replicates", "process_medians_s": "replicate_
 
 
 def _from_version_1(r: dict[str, Any]) -> dict[str, Any]:
-    """A version 1 record in version 2's names. Its pooled samples cannot be told apart by process,
-    so they are dropped: comparisons with it are judged on the confidence intervals."""
+    """A version 1 record in version 2's names, its pooled samples dropped (not told apart by process)."""
     out = {_RENAMED_IN_2.get(k, k): v for k, v in r.items() if k != "samples_s"}
     if isinstance(out.get("method"), str) and "finite differences" in out["method"]:
         out["gradient"] = "finite_differences"

@@ -1,10 +1,8 @@
 """Typed JSON: dataclasses checked against their own annotations when read back.
 
-Everything arraybench reads from disk or from a worker (options, cells, replicates, records) is a
-dataclass. ``from_json`` builds one from parsed JSON and refuses, with the field's name, any value
-whose type does not match the annotation, so one definition of a shape is also its only validator.
-A field's ``metadata={"min": 0}`` bounds a number (or every number of a list) from below, and
-``"max"`` from above; ``SECONDS`` bounds a time both ways.
+``from_json`` builds a dataclass from parsed JSON and refuses, naming the field, any value whose
+type does not match the annotation: one definition of a shape is its only validator. A field's
+``metadata={"min": 0}`` (or ``"max"``) bounds a number, or every number of a list.
 
 >>> from dataclasses import dataclass, field
 >>> @dataclass
@@ -31,10 +29,8 @@ from typing import Any, Literal, TypeVar, Union
 T = TypeVar("T")
 
 
-#: The longest time a results file may hold, in seconds (eleven days): a sample, a median or an
-#: interval beyond it is no measurement, and the ratios and nanoseconds made from one would
-#: overflow (a median of 1e308 s made an export trace back and a comparison call 1e151x "not
-#: significant").
+#: The longest time a results file may hold, in seconds (eleven days): beyond it is no measurement,
+#: and ratios made from one overflow (1e308 s made a comparison call 1e151x "not significant").
 MAX_SECONDS = 1e6
 #: The metadata of a field that holds seconds.
 SECONDS = {"min": 0, "max": MAX_SECONDS}
@@ -50,11 +46,8 @@ def _hints(cls: type) -> dict[str, Any]:
 
 
 def from_json(cls: type[T], data: Any, *, where: str = "") -> T:
-    """An instance of dataclass ``cls`` from parsed JSON, every field checked against its annotation.
-
-    Unknown keys are ignored (files written by later versions stay readable); missing fields take
-    their defaults, and a missing field without one is an error.
-    """
+    """An instance of dataclass ``cls`` from parsed JSON, every field checked; unknown keys are
+    ignored (later versions' files stay readable), a missing field without a default refused."""
     if not isinstance(data, dict):
         raise SchemaError(f"{where or cls.__name__}: expected an object, got {_kind(data)}")
     hints = _hints(cls)
@@ -89,9 +82,8 @@ def to_json(obj: Any) -> Any:
 
 
 def _as_declared(tp: Any, value: Any) -> Any:
-    """A whole number in a field declared a float (a work model's ``n**4`` flops), as the float
-    it is declared: written as an int, one beyond 64 bits would be refused by every reader, and so
-    by the journal's writer, ending a run over one replicate."""
+    """A whole number in a field declared a float (a work model's ``n**4`` flops), as a float: an
+    int beyond 64 bits would be refused by every reader."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**63 \
             and _declares_float(tp):
         try:
@@ -128,6 +120,16 @@ def _check_bounds(value: Any, low: float | None, high: float | None, name: str) 
             raise SchemaError(f"{name}: {v!r} is below {low}")
         if high is not None and v > high:
             raise SchemaError(f"{name}: {v!r} is above {high:g}, the most it may be")
+
+
+#: The plain JSON types: how each is named in an error, and what fits it.
+_PLAIN: dict[Any, tuple[str, Any]] = {
+    bool: ("true or false", lambda v: isinstance(v, bool)),
+    int: ("a whole number", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    float: ("a number", _is_number),
+    str: ("text", lambda v: isinstance(v, str)),
+    type(None): ("null", lambda v: v is None),
+}
 
 
 def _check(tp: Any, value: Any, name: str) -> Any:
@@ -168,17 +170,12 @@ def _check(tp: Any, value: Any, name: str) -> Any:
         return {str(k): _check(item, v, f"{name}.{k}") for k, v in value.items()}
     if dataclasses.is_dataclass(tp):
         return from_json(tp, value, where=name)
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise SchemaError(f"{name}: expected true or false, got {_kind(value)}")
-        return value
-    if tp is int:
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise SchemaError(f"{name}: expected a whole number, got {_kind(value)}")
-        return value
-    if tp is float:
-        if not _is_number(value):
-            raise SchemaError(f"{name}: expected a number, got {_kind(value)}")
+    if tp in _PLAIN:
+        words, fits = _PLAIN[tp]
+        if not fits(value):
+            raise SchemaError(f"{name}: expected {words}, got {_kind(value)}")
+        if tp is not float:
+            return value
         try:
             finite = math.isfinite(value)
         except OverflowError:  # an integer beyond any float, such as 10**400
@@ -186,12 +183,4 @@ def _check(tp: Any, value: Any, name: str) -> Any:
         if not finite:
             raise SchemaError(f"{name}: {str(value)[:20]} is not a finite number")
         return value
-    if tp is str:
-        if not isinstance(value, str):
-            raise SchemaError(f"{name}: expected text, got {_kind(value)}")
-        return value
-    if tp is type(None):
-        if value is not None:
-            raise SchemaError(f"{name}: expected null, got {_kind(value)}")
-        return None
     raise TypeError(f"schema: no rule for {tp!r} ({name})")

@@ -1,11 +1,8 @@
 """Files read back from disk, taken as untrusted input: ``results.json``, the journal.
 
-Anyone can hand ``arraybench report`` a file, and a results file travels (mailed, committed,
-downloaded from CI). So a path must be a regular file (a named pipe would block the read forever,
-``/dev/zero`` would fill the memory), the JSON must be plain (nested no deeper than arraybench
-ever writes, whole numbers that fit in 64 bits, no NaN or Infinity), the environment must have
-the shape the reports read, and the names that make a cell (workload, size, library, params) must
-be of a length a person can read. Each check fails with one line; none needs the file to be trusted.
+A results file travels (mailed, committed, downloaded from CI), so a path must be a regular file
+(a named pipe would block forever), the JSON plain (shallow, 64-bit whole numbers, no NaN), the
+environment of the shape the reports read, and a cell's names of a length a person can read.
 """
 
 from __future__ import annotations
@@ -25,9 +22,8 @@ MAX_DEPTH = 64
 #: A results file or journal beyond this is not one of ours (the largest real ones are MBs).
 MAX_BYTES = 1 << 30
 _INT_LIMIT = 2**63
-#: The longest name of a cell's part a file may hold: far beyond any workload, size, library or
-#: param a person writes, and short enough that tables, matching and wrapping stay quick (a
-#: workload named with 100,000 characters took a comparison from one second to a minute).
+#: The longest name of a cell's part a file may hold: far beyond any a person writes, short enough
+#: that tables stay quick (100,000 characters took a comparison from one second to a minute).
 MAX_NAME = 1000
 #: The parts of a record that name its cell.
 _NAMES = ("workload", "size_label", "backend", "device", "dtype", "mode", "machine", "environment")
@@ -38,11 +34,8 @@ class NotRegularFile(OSError):
 
 
 def read_regular(path: str | os.PathLike[str], *, follow_links: bool = True) -> bytes:
-    """The bytes of a regular file.
-
-    Raises ``FileNotFoundError``, ``IsADirectoryError``, ``NotRegularFile``, or ``OSError``
-    (``ELOOP`` for a link when ``follow_links`` is False, ``EFBIG`` beyond ``MAX_BYTES``).
-    """
+    """The bytes of a regular file; ``IsADirectoryError``, ``NotRegularFile`` or ``OSError``
+    (``ELOOP``: a link where ``follow_links`` is False; ``EFBIG``: beyond ``MAX_BYTES``) else."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     if not follow_links:
         flags |= getattr(os, "O_NOFOLLOW", 0)
@@ -91,10 +84,8 @@ def _finite_float(text: str) -> float:
 
 
 def loads(text: str) -> Any:
-    """``json.loads``, refusing NaN, Infinity, whole numbers beyond 64 bits and deep nesting.
-
-    Raises ``NotPlainJson`` for those, ``json.JSONDecodeError`` for text that is not JSON.
-    """
+    """``json.loads``, refusing NaN, Infinity, whole numbers beyond 64 bits and deep nesting
+    (``NotPlainJson``)."""
     try:
         data = json.loads(text, parse_constant=_no_constant, parse_int=_bounded_int,
                           parse_float=_finite_float)
@@ -106,9 +97,8 @@ def loads(text: str) -> Any:
 
 
 def problem(data: Any, where: str = "") -> str | None:
-    """Why ``loads`` would refuse ``data`` once written as JSON, or None: the reader's rule, applied
-    before writing, so that what a run writes it can read back. The answer names the entry
-    (``cells[2].params.alpha is nan, beyond any float``)."""
+    """Why ``loads`` would refuse ``data`` once written, naming the entry, or None: the reader's
+    rule applied before writing."""
     stack: list[tuple[Any, str, int]] = [(data, where, 0)]
     while stack:
         value, at, depth = stack.pop()
@@ -134,8 +124,7 @@ def problem(data: Any, where: str = "") -> str | None:
 
 
 def dumps(data: Any, **kwargs: Any) -> str:
-    """``json.dumps`` of what ``loads`` reads back: ``NotPlainJson`` (naming the entry) for a
-    number beyond 64 bits, NaN, Infinity or deep nesting, before anything is written."""
+    """``json.dumps`` of what ``loads`` reads back, else ``NotPlainJson`` before anything is written."""
     why = problem(data)
     if why:
         raise NotPlainJson(why)
@@ -156,8 +145,7 @@ def too_deep(data: Any, limit: int = MAX_DEPTH) -> bool:
 
 
 def check_names(record: Mapping[str, Any], where: str = "record") -> None:
-    """``schema.SchemaError`` naming the field where a name of ``record``'s cell (or a param's
-    name or text value) is longer than ``MAX_NAME`` characters."""
+    """``schema.SchemaError`` where a name of ``record``'s cell or params passes ``MAX_NAME``."""
     named = [(f"{where}.{k}", record.get(k)) for k in _NAMES]
     params = record.get("params")
     if isinstance(params, Mapping):
@@ -171,8 +159,7 @@ def check_names(record: Mapping[str, Any], where: str = "record") -> None:
 
 @dataclass
 class EnvironmentShape:
-    """The containers of a run's environment that the reports iterate over; scalars are shown as
-    text whatever they are, so only these must have the right shape. Other keys are free."""
+    """The containers of a run's environment the reports iterate over; other keys are free."""
 
     gpus: list[dict[str, Any]] = field(default_factory=list)
     libraries: dict[str, Any] = field(default_factory=dict)
@@ -184,10 +171,8 @@ class EnvironmentShape:
 
 
 def check_environment(env: Any, where: str = "environment") -> None:
-    """``schema.SchemaError`` naming the entry when ``env`` is not an object of the right shape.
-
-    ``None`` is allowed wherever the reports already treat a missing entry as empty.
-    """
+    """``schema.SchemaError`` naming the entry where ``env`` is not of the right shape (``None``
+    counts as missing)."""
     if not isinstance(env, dict):
         raise schema.SchemaError(f"{where}: expected an object, got {type(env).__name__}")
     present = {k: v for k, v in env.items() if v is not None}

@@ -1,15 +1,8 @@
 """What a process used while it sampled a cell, and what the rest of the machine was doing meanwhile.
 
-A ``Usage`` holds totals counted around the samples (never inside the timed loop; ``counters``
-reads them in the worker) and the rates derived from them: cores used, the kernel's share of the
-CPU time, page faults and context switches per call, the peak memory growth within a sample,
-hardware counts per call where the machine exposes them, and the load from other processes
-(their CPU time, time stolen by the hypervisor, the load average). A replicate carries one per
-process; a record carries the totals of its replicates, rates derived again (``combine``).
-
-The ``sample_*`` lists are per sample drawn in a window, aligned with the *last* entries of the
-replicate's ``samples_s`` (a slow warm-up call kept as the first sample is not counted): they let
-the analysis say which quantity differs between the modes of a bimodal cell.
+Totals counted around the samples (never inside the timed loop), and the rates derived from them.
+A record's usage is its replicates' totals, rates derived again (``combine``). The ``sample_*``
+lists align with the *last* samples of the replicate: they tell a bimodal cell's modes apart.
 """
 
 from __future__ import annotations
@@ -30,10 +23,8 @@ _HARDWARE = ("instructions", "cycles", "cache_references", "cache_misses")
 class Usage:
     """Totals over the sample windows of a cell, and per-call rates derived from them."""
 
-    #: Calls made inside the windows (the timed batches and any re-warming call).
     calls: int = field(default=0, metadata=_NON_NEGATIVE)
     wall_s: float = field(default=0.0, metadata=_NON_NEGATIVE)
-    #: CPU time of this process, all its threads, in user space and in the kernel.
     user_s: float = field(default=0.0, metadata=_NON_NEGATIVE)
     system_s: float = field(default=0.0, metadata=_NON_NEGATIVE)
     minor_faults: int = field(default=0, metadata=_NON_NEGATIVE)
@@ -42,8 +33,7 @@ class Usage:
     involuntary_switches: int = field(default=0, metadata=_NON_NEGATIVE)
     #: The largest rise of resident memory within one sample, above its level when the sample began.
     peak_growth_bytes: int | None = field(default=None, metadata=_NON_NEGATIVE)
-    #: The whole machine over the windows (from /proc/stat): CPU seconds busy (every process,
-    #: this one included), stolen by the hypervisor, and available (wall time x CPUs).
+    #: The whole machine (/proc/stat): CPU seconds busy (this process too), stolen, and available.
     machine_busy_s: float = field(default=0.0, metadata=_NON_NEGATIVE)
     steal_s: float = field(default=0.0, metadata=_NON_NEGATIVE)
     machine_total_s: float = field(default=0.0, metadata=_NON_NEGATIVE)
@@ -51,12 +41,11 @@ class Usage:
     #: 1-minute load averages read at the end of each window, summed, and how many.
     load_sum: float = field(default=0.0, metadata=_NON_NEGATIVE)
     load_readings: int = field(default=0, metadata=_NON_NEGATIVE)
-    #: Hardware counts over the windows (user space, every thread), or None where not counted.
+    #: Hardware counts (user space, every thread), None where not counted, and why not.
     instructions: int | None = field(default=None, metadata=_NON_NEGATIVE)
     cycles: int | None = field(default=None, metadata=_NON_NEGATIVE)
     cache_references: int | None = field(default=None, metadata=_NON_NEGATIVE)
     cache_misses: int | None = field(default=None, metadata=_NON_NEGATIVE)
-    #: Why hardware counts are absent ("" when they were counted).
     hardware_absent: str = ""
 
     # -- derived (``derive``) --
@@ -70,13 +59,11 @@ class Usage:
     cycles_per_call: float | None = field(default=None, metadata=_NON_NEGATIVE)
     ipc: float | None = field(default=None, metadata=_NON_NEGATIVE)
     cache_misses_per_call: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    #: Cores used by every other process during the windows, and the share of the machine's CPU
-    #: time the hypervisor stole.
     others_cores: float | None = field(default=None, metadata=_NON_NEGATIVE)
     steal_share: float | None = field(default=None, metadata=_NON_NEGATIVE)
     load_average: float | None = field(default=None, metadata=_NON_NEGATIVE)
 
-    # -- per sample window, aligned with the last samples of the replicate --
+    # -- per sample, aligned with the replicate's last samples --
     sample_minor_faults: list[float] = field(default_factory=list, metadata=_NON_NEGATIVE)
     sample_cores: list[float] = field(default_factory=list, metadata=_NON_NEGATIVE)
     sample_kernel_share: list[float] = field(default_factory=list, metadata=_NON_NEGATIVE)
@@ -88,18 +75,14 @@ class Usage:
         per_call = (lambda v: v / self.calls) if self.calls else (lambda v: None)
         self.cores = cpu / self.wall_s if self.wall_s > 0 else None
         self.kernel_share = self.system_s / cpu if cpu > 0 else None
-        self.minor_faults_per_call = per_call(self.minor_faults)
-        self.major_faults_per_call = per_call(self.major_faults)
-        self.voluntary_switches_per_call = per_call(self.voluntary_switches)
-        self.involuntary_switches_per_call = per_call(self.involuntary_switches)
-        self.instructions_per_call = None if self.instructions is None else per_call(self.instructions)
-        self.cycles_per_call = None if self.cycles is None else per_call(self.cycles)
-        self.cache_misses_per_call = None if self.cache_misses is None else per_call(self.cache_misses)
+        for name in ("minor_faults", "major_faults", "voluntary_switches", "involuntary_switches",
+                     "instructions", "cycles", "cache_misses"):
+            total = getattr(self, name)
+            setattr(self, f"{name}_per_call", None if total is None else per_call(total))
         self.ipc = (self.instructions / self.cycles
                     if self.instructions is not None and self.cycles else None)
         if self.wall_s > 0 and self.machine_total_s > 0:
-            # /proc/stat counts in clock ticks (10 ms): over short windows the other processes'
-            # share is only right on average, and never below zero.
+            # /proc/stat counts 10 ms ticks: over short windows this is right only on average.
             self.others_cores = max(self.machine_busy_s - cpu, 0.0) / self.wall_s
             self.steal_share = self.steal_s / self.machine_total_s
         else:

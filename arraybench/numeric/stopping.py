@@ -3,7 +3,7 @@
 Three rules read them, at three scales: a cell's own sampling inside its worker (``worker/sampling``
 and the timer's calibration), who takes a round's turn while a replicate index's workers take
 turns (``analysis/policy``, applied by ``executors/turns``), and how many processes a cell gets
-(``analysis/policy.decide``, asked by ``analysis/run_state``). They live in this leaf so that the
+(``analysis/policy.decide``, asked by ``analysis/policy.RunState``). They live in this leaf so that the
 worker, which imports nothing of the parent's, and the parent read one copy.
 """
 

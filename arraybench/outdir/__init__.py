@@ -118,7 +118,7 @@ def unfinished(out: Path) -> str | None:
     it may be from an older, finished run.
     """
     from ..model.journal import JournalError, read
-    from ..analysis.run_state import RunState
+    from ..analysis.policy import RunState
 
     path = out / JOURNAL_NAME
     if not (path.exists() or path.is_symlink()):

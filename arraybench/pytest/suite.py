@@ -229,7 +229,7 @@ class Suite:
     def _store(self, results: "Results") -> str:
         """Store the run; where the store cannot take it, keep it in a results.json and say so."""
         from ..errors import StoreWarning
-        from ..model.identity import run_id
+        from ..model.runs import run_id
         from ..store import describe_location, resolve_location
         from ..store.keeping import store_run
 

@@ -14,7 +14,7 @@ from ..analysis.aggregate import allocator_states_apart
 from ..analysis.grouping import is_valid, size_text
 from ..analysis.oversubscription import CONTENTION_QUANTITIES, Contention, oversubscribed
 from ..errors import spell
-from ..model.allocator import WORDS, shell_words
+from ..model.replicate import WORDS, shell_words
 from ..model.cell import worker_key
 from ..model.record import Record
 from ..numeric import medians as stats

@@ -25,7 +25,7 @@ from ..analysis.grouping import config_sort_key, is_valid
 from ..analysis.history import History
 from ..files import write_atomic
 from ..model.cell import config_label
-from ..model.summary import COLUMNS
+from ..model.record import COLUMNS
 from ..model.untrusted import read_regular
 from ..units import format_change
 

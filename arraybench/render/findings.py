@@ -18,7 +18,7 @@ from ..analysis.grouping import (baseline, comparison, grouped, is_valid, librar
                                  size_text)
 from ..analysis.memory import memory_gaps
 from ..analysis.roofline import ceiling_key, ceilings, share
-from ..analysis.self_check import SelfCheck
+from ..analysis.pairs import SelfCheck
 from ..model.cell import config_label
 from ..model.pair import Pairs
 from ..model.record import Record

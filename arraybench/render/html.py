@@ -26,7 +26,7 @@ from .notes import (CI_LEGEND, RANGES_LEGEND, achieved_text, ci_text, error_text
 from .tables import (energy_absent, energy_measured, energy_why, format_energy, histogram_cell, peak_sub,
                      peak_text)
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, library_label, size_text
-from ..analysis.rates import achieved
+from ..analysis.roofline import achieved
 from ..analysis.roofline import Ceiling, ceilings as ceilings_of_run, share as share_of_ceiling
 from ..files import write_atomic
 from ..model.cell import config_label

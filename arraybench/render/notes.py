@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Hashable, Iterable, Mapping, Sequence
 
 from ..analysis.grouping import comparison, is_valid, size_detail, size_text
-from ..analysis.rates import achieved
+from ..analysis.roofline import achieved
 from ..model.cell import config_label
 from ..model.pair import Pairs
 from ..model.record import Record

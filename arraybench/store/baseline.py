@@ -74,6 +74,6 @@ def find(store: "Store", text: str, new: "Results") -> tuple["Results | None", s
 
 
 def _id(results: "Results") -> str:
-    from ..model.identity import run_id
+    from ..model.runs import run_id
 
     return run_id(results)

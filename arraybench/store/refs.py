@@ -95,7 +95,7 @@ def run_fields(results: "Results") -> dict[str, str | None]:
     """Which run ``results`` is: ``id``, ``date`` (when it started, ISO 8601), ``folder`` (its
     project) and ``commit`` (``+dirty`` where the work tree differed from it); None where not
     recorded."""
-    from ..model.identity import run_id
+    from ..model.runs import run_id
 
     env = results.environment
     context = env.get("context") if isinstance(env.get("context"), dict) else {}

@@ -21,13 +21,13 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from ..model.stored import Entry, RunInfo
+from ..model.runs import Entry, RunInfo
 from ..errors import one_line
 from ..model import schema, untrusted
 from ..model.untrusted import check_environment
 from ..model.machines import environment_of, machine_id_of
 from .database import Database, StoreError, connect
-from ..model.identity import content_sha, run_id
+from ..model.runs import content_sha, run_id
 from .location import default_location, describe_location, is_postgres, redact, resolve_location
 from .migrations import migrate
 

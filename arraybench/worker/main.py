@@ -24,7 +24,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable, TextIO
 
-from ..model.allocator import OTHER
+from ..model.replicate import OTHER
 from ..model.schema import SchemaError
 from .protocol import (CheckDone, Done, Job, Message, Prepare, Prepared, Ready, ReplicateDone, Sampled, Start, Turn,
                        Unavailable, encode)

@@ -74,7 +74,7 @@ class Job:
     #: The heartbeat board the worker marks its progress on (set by ``WorkerProcess``).
     board: str | None = None
     only: tuple[CheckName, ...] = CHECKS  # type: ignore[assignment]
-    #: The state glibc's malloc was started in (``model/allocator``; the parent set its variables
+    #: The state glibc's malloc was started in (``model/replicate``; the parent set its variables
     #: in the worker's environment): recorded with every replicate. "" where it was left alone.
     allocator: str = ""
     #: Take turns: once every cell is prepared, say ``Prepared`` and sample only when the parent

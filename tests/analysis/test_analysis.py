@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from arraybench.analysis.crossover import Point, crossovers, find
-from arraybench.model.summary import Summary
+from arraybench.model.record import Summary
 from arraybench.render.findings import (ceiling_shares, compiled_vs_eager, crossover_sentence, findings, overheads,
                                         problems, winners)
 from arraybench.analysis.roofline import ceilings, share

@@ -298,7 +298,7 @@ def test_a_cell_whose_open_pairs_lost_their_other_sides_takes_no_process_alone()
     """NumPy's and JAX's 150 ms matmuls still open after three processes: NumPy's budget is
     spent, so JAX's fourth process would take turns with nobody it is compared with, and stops
     too. Where NumPy's budget allows another, both go on."""
-    from arraybench.analysis.run_state import RunState
+    from arraybench.analysis.policy import RunState
     from arraybench.model.options import RunOptions
 
     def cell(backend: str) -> Cell:

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import arraybench
-from arraybench.analysis.self_check import SelfCheck
+from arraybench.analysis.pairs import SelfCheck
 from arraybench.model.cell import Cell
 from arraybench.model.pair import Pair
 from arraybench.model.results import Results

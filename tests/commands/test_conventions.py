@@ -99,7 +99,7 @@ def test_a_change_the_test_does_not_call_says_not_significant_beside_its_ratio()
 def test_last_is_the_latest_complete_run_that_measured_something(tmp_path: Path):
     from arraybench.analysis.history import history
     from arraybench.store import open_store
-    from arraybench.model.identity import run_id
+    from arraybench.model.runs import run_id
     from arraybench.store.refs import run_id_of
 
     first, second = timed_run(1), timed_run(2, torch_s=3e-3)

@@ -211,7 +211,7 @@ class _Gapped:
 
 def test_the_live_run_and_its_journal_read_back_agree_on_what_is_missing(tmp_path: Path):
     from arraybench.outdir import unfinished
-    from arraybench.analysis.run_state import RunState
+    from arraybench.analysis.policy import RunState
 
     options = RunOptions(**{**OPTIONS.to_dict(), "processes": 3, "max_processes": None})
     cells = plan.build_plan(options, REGISTRY)
@@ -271,7 +271,7 @@ def test_a_node_journals_into_a_queue_and_writes_no_journal(tmp_path: Path):
     pytest.importorskip("ray")
     from arraybench.executors.ray_agent import _QueueSink
     from arraybench.model.reporter import Reporter
-    from arraybench.analysis.run_state import RunState
+    from arraybench.analysis.policy import RunState
 
     options = RunOptions(**{**OPTIONS.to_dict(), "processes": 3, "max_processes": None})
     cells = plan.build_plan(options, REGISTRY)

@@ -15,7 +15,7 @@ from arraybench.model import results as results_mod
 from arraybench.errors import ResultsError
 from arraybench.model.replicate import Replicate
 from arraybench.model.record import Record
-from arraybench.model.summary import Summary
+from arraybench.model.record import Summary
 from arraybench.model.results import Results
 
 CORE_FIELDS = ["workload", "size_label", "size", "backend", "device", "dtype", "mode", "status",

@@ -112,7 +112,7 @@ def test_a_report_with_history_and_machines_loads_cleanly_with_every_plot(browse
     import copy
 
     from arraybench.analysis.history import history
-    from arraybench.model.merge import merge
+    from arraybench.model.runs import merge
     from arraybench.render.report import write_report
     from arraybench.store import open_store
 

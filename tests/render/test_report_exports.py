@@ -14,7 +14,7 @@ import pytest
 
 import arraybench
 from arraybench.model.record import Record
-from arraybench.model.summary import Summary
+from arraybench.model.record import Summary
 from arraybench.render.files import csv_columns, csv_text
 from arraybench.render.report import markdown_report, md
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from arraybench.model.merge import merge
+from arraybench.model.runs import merge
 from arraybench.model.cell import config_label
 from arraybench.render import report
 from arraybench.render.html import render_html, results_table_html

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from arraybench.host import git
-from arraybench.model.identity import run_id
+from arraybench.model.runs import run_id
 from arraybench.store import StoreError, open_store
 from arraybench.store.refs import load_run, run_line, this_machine
 

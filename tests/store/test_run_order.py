@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from arraybench.host import machine
-from arraybench.model.identity import run_id
+from arraybench.model.runs import run_id
 from arraybench.store.refs import run_id_of
 from arraybench.store.store import open_store
 

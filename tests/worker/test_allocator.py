@@ -20,10 +20,10 @@ from arraybench.analysis.aggregate import allocator_states_differ
 from arraybench.render.explanations import allocator_states
 from arraybench.numeric.intervals import replicate_interval
 from arraybench.host.allocator import uncontrolled_reason, with_state
-from arraybench.model.allocator import LARGE_OUTPUT_BYTES, USER_VARIABLES, environment
+from arraybench.model.replicate import LARGE_OUTPUT_BYTES, USER_VARIABLES, environment
 from arraybench.analysis.policy import takes_turn
 from arraybench.model.record import Record
-from arraybench.model.summary import Summary
+from arraybench.model.record import Summary
 from arraybench.units import format_seconds
 
 WORKLOADS = '''

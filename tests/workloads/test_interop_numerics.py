@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arraybench.model.summary import Summary
+from arraybench.model.record import Summary
 from arraybench.render.files import numerics_markdown, numerics_table
 from arraybench.workloads import GROUPS, REGISTRY, expand
 

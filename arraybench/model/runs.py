@@ -1,21 +1,87 @@
-"""Several runs as one set of results, with the machine as a dimension.
+"""Runs as wholes: a run's identity in the results store, several runs merged into one, and what
+the store gives back to be read as history (``RunInfo``, ``Entry``).
 
-Each run's records get its label (``Record.machine``), and ``environment["machines"][label]``
-keeps that run's whole environment, so each machine's ceilings, versions and settings stay with
-its own records. The merged results say where they came from (``settings["merged_from"]``: the
-runs' store ids), and the store refuses them as a run of their own: their runs are stored already.
+``run_id`` is given when a run starts; results without one are named by a hash of what they were
+from their first moment, so storing after the run and ``store import`` later agree.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
+import json
 import re
-from dataclasses import replace
-from typing import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Mapping, Sequence
 
 from ..errors import UsageError
-from .machines import describe, machine_id_of, machines_of
+from .machines import describe, machine_environment, machine_id_of, machines_of
 from .results import Results, arraybench_version
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One stored run, as history needs it."""
+
+    run_id: str
+    started_at: str
+    complete: bool
+    environment: dict[str, Any]
+    settings: dict[str, Any]
+    context: dict[str, Any]
+
+    def machine_environment(self, label: str) -> Mapping[str, Any]:
+        """The environment of the machine labelled ``label`` in this run ("": the run's own)."""
+        return machine_environment(self.environment, label)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One stored record: a cell of one run on one machine, with its median and interval."""
+
+    run_id: str
+    machine: str
+    machine_id: str
+    cell: str
+    workload: str
+    size_label: str
+    size: int
+    backend: str
+    device: str
+    dtype: str
+    mode: str
+    transfer: bool
+    status: str
+    median_s: float | None
+    ci_low_s: float | None
+    ci_high_s: float | None
+    n_replicates: int
+
+
+def _sha(data: Any) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, allow_nan=False).encode()).hexdigest()
+
+
+def run_id(results: Results) -> str:
+    """The run's stable identity: 16 hex digits."""
+    env = results.environment
+    given = env.get("run_id")
+    if isinstance(given, str) and given:
+        return given
+    data = results.to_dict()
+    header = {
+        "started": env.get("timestamp"),
+        "machine": machine_id_of(env) or [env.get("platform"), env.get("cpu_model")],
+        "settings": {k: v for k, v in data["settings"].items() if k != "timer"},
+        "cells": sorted(f"{r.machine}|{r.key}" for r in results.records),
+    }
+    return _sha(header)[:16]
+
+
+def content_sha(results: Results) -> str:
+    """A hash of everything the results hold."""
+    return _sha(results.to_dict())
+
 
 _LABEL = re.compile(r"[A-Za-z0-9_.\-]{1,40}")
 
@@ -28,8 +94,7 @@ def check_label(label: str) -> str:
 
 
 def default_label(results: Results, index: int, taken: Sequence[str]) -> str:
-    """A run's machine label when none is given: its folder's name (made a valid label, and told
-    apart from the labels ``taken`` already)."""
+    """A run's machine label when none is given: its folder's name, made valid and unique."""
     name = results.output_dir.name if results.output_dir is not None else ""
     label = re.sub(r"[^A-Za-z0-9_.\-]", "_", name)[:40] or f"run{index + 1}"
     base, n = label, 2
@@ -44,8 +109,6 @@ def merge(runs: Sequence[Results], labels: Sequence[str]) -> Results:
 
     A run that holds several machines already keeps them, as ``LABEL/ITS_LABEL``.
     """
-    from .identity import run_id
-
     if len(runs) < 2:
         raise UsageError("merge needs at least two runs")
     if len(labels) != len(runs) or len(set(labels)) != len(labels):
