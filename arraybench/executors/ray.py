@@ -43,7 +43,8 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..files import write_atomic
 from ..host import machine
-from .cluster import Node, Shard, differences, every_node_cells, identity, select, shards
+from .cluster import (Node, Shard, ShardLog, differences, every_node_cells, identity, read_shard_log,
+                      restore_shard_log, select, shards)
 from ..errors import UsageError, from_command_line
 from ..model.replicate import Replicate
 from ..model.results import arraybench_version
@@ -56,7 +57,6 @@ from .ray_agent import ShardRunner
 from .ray_nodes import HeadWatch, connect, discover, first_line
 from .shard_protocol import (Ended, Interpreters, Message, ReplicateSent, ShardJob, Started, Unavailable,
                              WorkerInfo, WorkerStarted, parse)
-from .shardlog import ShardLog, read as read_shard_log, restore as restore_shard_log
 from .worker_process import StopRequested
 
 __all__ = ["RayExecutor"]
@@ -97,8 +97,6 @@ class RayExecutor:
         self.node_wait = node_wait
         self._driver = machine.collect(options.threads)
         self._head = HeadWatch(head)
-        #: Set when the head was lost: nothing more may be asked of Ray (each call would hang).
-        self.head_lost = False
 
     @classmethod
     def connect(cls, options: RunOptions, *, node_wait: float | None = None) -> "RayExecutor":
@@ -352,7 +350,6 @@ class RayExecutor:
                    log: ShardLog) -> None:
         """The whole cluster is gone: every shard under way is lost, every queued one waits for
         ``--resume``; Ray is asked nothing more."""
-        self.head_lost = True
         reason = (f"the cluster's head at {self._head.head} stopped answering (the cluster was lost) "
                   f"mid-shard")
         for f in flights.values():
