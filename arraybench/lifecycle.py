@@ -34,7 +34,7 @@ from .workloads.shipping import ShippingError, receive, ship
 from .workloads.userfile import LoadedFiles, load_files
 
 if TYPE_CHECKING:
-    from .executors.base import Executor
+    from .executors.session import Executor
 
 #: A run's free labels: ``{"commit": "abc"}`` or ``["commit=abc"]``.
 ContextLabels = Union[Mapping[str, str], Sequence[str], None]

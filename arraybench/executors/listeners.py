@@ -8,7 +8,7 @@ from ..model.allocator import LARGE_OUTPUT_BYTES, OTHER, WORDS, StateSamples
 from ..model.cell import Cell, Config
 from ..model.replicate import Replicate
 from ..worker.protocol import Message, Ready, ReplicateDone, Unavailable
-from .base import RunHandle
+from .session import RunHandle
 
 
 class OtherState:

@@ -38,7 +38,7 @@ from ..model.allocator import OTHER
 from ..model.replicate import Replicate
 from ..model.options import RunOptions
 from ..model.cell import Cell, Config
-from .base import RunHandle
+from .session import RunHandle
 from .pool import PER_TEST, EarlyWorkers, current as shared_pool
 from .listeners import Listener, OtherState, large
 from .turns import take_turns

@@ -51,7 +51,7 @@ from ..model.results import arraybench_version
 from ..model.options import RunOptions
 from ..model.cell import Cell
 from ..workloads.shipping import SHIPPED_NAME
-from .base import RunHandle
+from .session import RunHandle
 from .turns import STOP_GRACE_S
 from .ray_agent import ShardRunner
 from .ray_nodes import HeadWatch, connect, discover, first_line

@@ -1,11 +1,8 @@
-"""One run in progress: its plan, its journal, the replicates measured so far, and what is left.
-
-The API picks an executor (worker processes here, or shards on a cluster) and hands it to
-``Session.run``; the executor sees the session only as an ``executors.base.RunHandle``. Each
-replicate it brings home is journalled at once and told to the reporter; the records and
-``results.json`` are derived from the journalled replicates alone. Ctrl-C or SIGTERM only set a
-flag here, read by the executor between messages: a handler that raised could land between
-receiving a replicate and journalling it, and lose exactly what this module exists to keep.
+"""One run in progress (its plan, journal, replicates so far, what is left), and the narrow interface
+an executor sees it through (``RunHandle``, ``Executor``): an executor asks what is left and says what
+came home, each replicate journalled at once; it never measures nor reaches past the interface.
+Ctrl-C or SIGTERM only set a flag, read by the executor between messages: a handler that raised
+could land between receiving a replicate and journalling it, and lose what this module keeps.
 """
 
 from __future__ import annotations
@@ -15,27 +12,76 @@ import threading
 import uuid
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..analysis.aggregate import aggregate
 from ..analysis.policy import timer_settings
 from ..errors import SaveError
 from ..analysis import self_check
 from ..analysis.pairs import pairs_of
-from ..model.cell import Config
 from ..host import git, machine, environments
 from ..model.journal import Journal, JournalSink, JournalState
 from ..model.record import Record
 from ..model.replicate import Replicate
 from ..model.results import Results
 from ..model.options import RunOptions
-from ..model.cell import worker_key
-from ..model.cell import Cell
+from ..model.cell import Cell, Config, worker_key
 from ..model.reporter import Reporter
 from ..analysis.run_state import RunState
 
-if TYPE_CHECKING:
-    from .base import Executor
+
+class RunHandle(Protocol):
+    """A run in progress as an executor sees it (``Session`` implements it, and says what each does)."""
+
+    @property
+    def cells(self) -> list[Cell]: ...
+
+    @property
+    def environment(self) -> dict[str, Any]: ...
+
+    def configs(self) -> list[Config]: ...
+
+    def is_unavailable(self, config: Config) -> bool: ...
+
+    def wanted(self, cell: Cell) -> int: ...
+
+    def todo(self, config: Config, index: int) -> list[Cell]: ...
+
+    def missing_indices(self, cell: Cell) -> list[int]: ...
+
+    def replicates_of(self, cell: Cell) -> dict[int, Replicate]: ...
+
+    def begin(self) -> None: ...
+
+    def worker_started(self, config: Config, index: int, cells: int) -> None: ...
+
+    def worker_ready(self, config: Config, index: int, info: dict[str, Any], pid: int | None) -> None: ...
+
+    def keep(self, cell: Cell, index: int, replicate: Replicate) -> None: ...
+
+    def mark_unavailable(self, config: Config, reason: str) -> None: ...
+
+    def start_failed(self, config: Config, reason: str) -> None: ...
+
+    def why_missing(self, cell: Cell, reason: str, *, overwrite: bool = True) -> None: ...
+
+    def stop_requested(self) -> bool: ...
+
+    def stop_now(self) -> bool: ...
+
+
+class Executor(Protocol):
+    """Decides where a run's replicates are measured and brings them home."""
+
+    def plan(self, cells: list[Cell]) -> list[Cell]:
+        """The run's cells as this executor measures them (a cluster may multiply them)."""
+
+    def run(self, run: RunHandle, options: RunOptions, out_dir: Path) -> None:
+        """Measure what ``run`` still lacks; return when nothing is left, nothing more can be
+        measured, or the run was asked to stop."""
+
+    def close(self) -> None:
+        """Give back what the executor holds (a cluster connection)."""
 
 
 class Interrupted(Exception):
@@ -66,7 +112,7 @@ def stop_signals() -> list[int]:
 
 class Session:
     """A run's state, journal and progress; create it with ``Session.start`` or
-    ``Session.resume``, then ``run(executor)``. Implements ``executors.base.RunHandle``."""
+    ``Session.resume``, then ``run(executor)``. Implements ``RunHandle``."""
 
     def __init__(self, state: RunState, out_dir: Path, sink: JournalSink, env: dict[str, Any],
                  reporter: Reporter | None = None) -> None:
@@ -126,7 +172,7 @@ class Session:
         return self.state.options
 
     # -- the run --------------------------------------------------------------------------------
-    def run(self, executor: "Executor") -> Results:
+    def run(self, executor: Executor) -> Results:
         """Measure every cell not yet measured with ``executor``; return the results
         (``results.json`` saved).
 
@@ -195,7 +241,7 @@ class Session:
                 rec.reason = f"{state.start_failures[cell.config]}; not measured (continue with --resume)"
         return rec
 
-    # -- what executors ask (executors.base.RunHandle) -----------------------------------------
+    # -- what executors ask (RunHandle) -----------------------------------------------------------
     def configs(self) -> list[Config]:
         """The (backend, device, environment) configurations of the plan, in plan order."""
         return self.state.configs()

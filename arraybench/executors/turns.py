@@ -32,7 +32,7 @@ from typing import Callable, Iterator, Protocol
 from ..analysis.policy import pairs_on, short_of_quiet, takes_turn
 from ..model.cell import Cell, Config, case_key
 from ..worker.protocol import FINISH, Message, Prepare, Prepared, Ready, ReplicateDone, Sampled, Turn
-from .base import RunHandle
+from .session import RunHandle
 from .load import LoadWatch
 from .worker_process import StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
 
