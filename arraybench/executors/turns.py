@@ -86,7 +86,7 @@ class _Side:
 
 
 class Listener(Protocol):
-    """What acts on one worker's messages (``listeners.Listener``)."""
+    """What acts on one worker's messages (``local.Listener``)."""
 
     ready: bool
 

@@ -104,7 +104,7 @@ def _until(messages, kind):
 
 
 def test_a_cell_is_judged_once_in_the_first_process_whose_result_was_right():
-    from arraybench.executors.worker_setup import judged_before
+    from arraybench.executors.local import judged_before
     from arraybench.model.replicate import Replicate
 
     right = Replicate(status="ok", samples_s=[1e-3], number=1, max_rel_error=0.0)
