@@ -29,7 +29,7 @@ from ..workloads.shipping import SHIPPED_NAME
 from .pool import PER_TEST, EarlyWorkers, current as shared_pool
 from .session import RunHandle
 from .turns import take_turns
-from .worker_process import STARTUP_TIMEOUT_S, StopRequested, WorkerProcess
+from .worker_process import StopRequested, WorkerProcess
 
 __all__ = ["LocalExecutor"]
 
@@ -146,7 +146,7 @@ class LocalExecutor:
             return worker, others[config], remaining
 
         def turns(plan: dict[Config, list[Cell]], extra: dict[Config, list[Cell]]) -> dict[Config, list[Cell]]:
-            return take_turns(session, plan, start, timeout=options.timeout, startup_timeout=STARTUP_TIMEOUT_S,
+            return take_turns(session, plan, start, timeout=options.timeout,
                               seed=hash((options.seed, index, "turns")) & 0xFFFFFFFF, extra=extra,
                               start_extra=start_other, before_prepare=self._early.hold, keep=self._keep,
                               judged=lambda cell: judged_before(session.replicates_of(cell), index),

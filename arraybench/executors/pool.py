@@ -31,8 +31,7 @@ from pathlib import Path
 from typing import Hashable, Iterator
 
 from ..model.cell import Cell, Config
-from .turns import end_together
-from .worker_process import STARTUP_TIMEOUT_S, WorkerProcess
+from .worker_process import STARTUP_TIMEOUT_S, WorkerProcess, end_together
 
 __all__ = ["EarlyWorkers", "Key", "WorkerPool", "current", "sharing"]
 

@@ -52,12 +52,11 @@ from ..model.options import RunOptions
 from ..model.cell import Cell
 from ..workloads.shipping import SHIPPED_NAME
 from .session import RunHandle
-from .turns import STOP_GRACE_S
 from .ray_agent import ShardRunner
 from .ray_nodes import HeadWatch, connect, discover, first_line
 from .shard_protocol import (Ended, Interpreters, Message, ReplicateSent, ShardJob, Started, Unavailable,
                              WorkerInfo, WorkerStarted, parse)
-from .worker_process import StopRequested
+from .worker_process import STOP_GRACE_S, StopRequested
 
 __all__ = ["RayExecutor"]
 
