@@ -1,23 +1,8 @@
-"""Workers started before the turns that use them: ahead of their replicate index within a run
-(``EarlyWorkers``), or kept from one run of a session to the next (``WorkerPool``). Either way the
-seconds a worker takes to start (an interpreter and a library's import, never timed) are not
-waited for where a measurement needs the worker.
-
-Ahead of their index: the run's first indices start theirs at once, so that the imports share the
-cores, where one index after another waited for its slowest import each time. Each waits, paused,
-for its index (``hold``), and is taken there (``take``) if its job holds every cell the index still
-measures (``Prepare.only`` names those: a cell that ended since is left out).
-
-Between runs: a pytest session makes one run per test, and each of those started every worker
-again: two small tests took seconds of imports each. Inside ``sharing(pool)``, a CPU worker that
-finished its run cleanly is kept, paused, under what made it (its library and device, replicate
-index, allocator state, environment and variables), and the next run's worker of that description
-is that process, given its new job (``WorkerProcess.assign``). Two replicate indices never share a
-process, so the processes of one run stay independent samples of the machine; what one process
-carries from an earlier test (its library already initialised: a later test's first call does not
-include that) is the price, and pytest-benchmark's, whose tests all run in one process. GPU workers
-are not kept: each holds its device's memory (JAX preallocates 75% of it), which the next index's
-worker of that library needs.
+"""Workers started before the turns that use them, so that no measurement waits for a worker's start:
+ahead of their replicate index within a run (``EarlyWorkers``: each waits paused for its index), or
+kept from one run of a pytest session to the next (``WorkerPool``: a CPU worker that finished cleanly
+is kept paused under what made it, and given the next run's job of that description). Two replicate
+indices never share a process; GPU workers are not kept (each holds its device's memory).
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
 """The node agent: what runs on a cluster node during a cluster run (a Ray actor and a Ray task).
 
-``ShardRunner`` measures one shard on its node exactly as a local run would: a ``Session`` over the
-shard's cells and the ``LocalExecutor``'s worker processes, in rounds. Only the journal differs:
-the session journals to a ``_QueueSink`` instead of a file, so each replicate, worker report and
-unavailable library goes into a queue as a typed message (``shard_protocol``), and the head drains it with ``poll`` (a long poll: it
-returns as soon as something is there), journals it, and asks again. A node lost mid-shard
-therefore loses only what it had not yet sent.
-
-A run's ``--python`` interpreters are asked on the node before its first shard measures
-(``_check_interpreters``, the probe check a run on one machine makes up front); one missing or
-unusable here makes its environments unavailable on this node only, said as such.
-
-Ray changes the environment of the processes it starts: it sets ``OMP_NUM_THREADS`` to the CPUs a
-task reserved, and the visible devices to the GPUs it reserved. A benchmark's workers must see the
-node as it is, so ``restore_node_environ`` puts back the values the process was started with.
-
-This module runs on the nodes; with ``executors/ray.py`` it is the only one that imports Ray.
-"""
+``ShardRunner`` measures one shard as a local run would (a ``Session`` and the ``LocalExecutor``), but
+journals into a queue of typed messages (``shard_protocol``) that the head drains with long polls, so
+a node lost mid-shard loses only what it had not sent. Ray sets ``OMP_NUM_THREADS`` and the visible
+devices for what it starts; ``restore_node_environ`` gives the workers the node as it is."""
 
 from __future__ import annotations
 

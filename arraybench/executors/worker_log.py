@@ -1,17 +1,8 @@
-"""A worker's log (``logs/<backend>-<device>-p<i>.log``): what it and its workloads write on
-stdout and stderr, kept within a size.
+"""A worker's log (``logs/<backend>-<device>-p<i>.log``) and what its end says of how the worker ended.
 
-The worker's output comes through a pipe that the parent copies into the log, so that a workload
-that prints on every call cannot fill the disk (one wrote 150 MB in 2 s): the log keeps the first
-``HEAD_BYTES`` and the last ``TAIL_BYTES`` of each worker's output, with one line between them
-saying how much was dropped. The end is where a crash and the last error are, so it is kept whole.
-
-The log is opened by ``files.open_append``: only as a regular file inside the folder, never through
-a link planted under its name, and never a named pipe, which would block the run (``open`` waits
-for a reader, deaf to SIGTERM) or a device.
-
-What the log's end says of how a worker ended (its exit, the last error, the user's line a crash
-happened on) is read here too (``describe_exit``, ``last_error``, ``crash_site``).
+The parent copies the worker's output into the log, keeping its first ``HEAD_BYTES`` and last
+``TAIL_BYTES`` (one workload wrote 150 MB in 2 s); the end, where a crash is, is kept whole. The log
+is opened by ``files.open_append``: never through a planted link, nor a pipe that would block the run.
 """
 
 from __future__ import annotations
