@@ -86,8 +86,7 @@ class Executor(Protocol):
 
 class Interrupted(Exception):
     """The run was stopped by a signal; ``results`` holds what was measured before it (saved).
-    ``storing``: the signal came while the finished run was being stored (it is not stored; its
-    files and report are written)."""
+    ``storing``: the signal came while the finished run was being stored (its files are written)."""
 
     def __init__(self, results: Results, signum: int, *, storing: bool = False) -> None:
         self.results = results
@@ -102,10 +101,8 @@ class Interrupted(Exception):
 
 
 def stop_signals() -> list[int]:
-    """The signals that stop a run with what it measured kept: SIGINT and SIGTERM, and SIGHUP (a
-    closed terminal), SIGQUIT, SIGUSR1 and SIGALRM where they would end the process (their default):
-    ended so, a run keeps nothing and leaves paused workers behind. One ignored (``nohup``) or
-    handled by the program stays so."""
+    """The signals that stop a run with what it measured kept: SIGINT, SIGTERM, and SIGHUP, SIGQUIT,
+    SIGUSR1 and SIGALRM where their default would end the process (leaving paused workers behind)."""
     more = [getattr(signal, name) for name in ("SIGHUP", "SIGQUIT", "SIGUSR1", "SIGALRM") if hasattr(signal, name)]
     return [signal.SIGINT, signal.SIGTERM, *(s for s in more if signal.getsignal(s) == signal.SIG_DFL)]
 
@@ -131,19 +128,14 @@ class Session:
               reporter: Reporter | None = None, context: dict[str, str] | None = None,
               code: dict[str, str] | None = None) -> "Session":
         """A new run: writes the journal's header (the plan and this machine) into ``out_dir``.
-        ``context`` (free labels) is saved in the environment, not in the options;
-        ``code`` (each workload's fingerprint) in the header, for ``--resume`` to compare."""
+        ``context``: free labels; ``code``: each workload's fingerprint, for ``--resume`` to compare."""
         env = machine.collect(options.threads)
-        # The run's identity in the results store: two runs started in the same second
-        # with the same plan are two runs; --resume keeps it (the journal's environment).
+        # Two runs started in the same second with the same plan are two runs in the store.
         env["run_id"] = uuid.uuid4().hex[:16]
-        # Whose run it is: `last` names the latest run of the project the user stands in.
-        env["project"] = git.project()
+        env["project"] = git.project()  # ``last`` names the latest run of the user's project
         if context:
             env["context"] = dict(context)
-        if code:
-            # Each workload's code fingerprint, in results.json and the store too: history names a
-            # step whose workload's code changed instead of "nothing recorded changed".
+        if code:  # in results.json and the store too: history names a step whose code changed
             env["workload_code"] = dict(code)
         described = environments.describe(options)
         if described:  # each environment's interpreter and variables, by label
@@ -154,8 +146,7 @@ class Session:
     @classmethod
     def resume(cls, journalled: JournalState, out_dir: Path,
                reporter: Reporter | None = None) -> "Session":
-        """Go on with the run journalled in ``out_dir`` (as read under its lock): appends to its
-        journal."""
+        """Go on with the run journalled in ``out_dir`` (as read under its lock), appending to it."""
         env = journalled.environment or machine.collect(journalled.options.threads)
         for (b, d, e), info in journalled.worker_info.items():
             machine.merge_worker_info(env, b, d, info, e)
@@ -173,13 +164,8 @@ class Session:
 
     # -- the run --------------------------------------------------------------------------------
     def run(self, executor: Executor) -> Results:
-        """Measure every cell not yet measured with ``executor``; return the results
-        (``results.json`` saved).
-
-        Raises ``Interrupted`` (with the partial results, saved) after a stop signal. Where
-        the executor could not measure everything (a cluster node lost), the results say
-        ``complete=False``.
-        """
+        """Measure every cell not yet measured with ``executor``; the results, saved (``complete=False``
+        where something could not be measured). ``Interrupted`` after a stop signal."""
         # Only the main thread may set signal handlers; run from another, the caller keeps them.
         main = threading.current_thread() is threading.main_thread()
         previous = {s: signal.getsignal(s) for s in stop_signals()} if main else {}
