@@ -219,16 +219,13 @@ class LocalExecutor:
                 # which would starve the next index's worker of its library.
                 if not cells or config.device != "cpu":
                     continue
-                if (config, later, "") not in self._early:
-                    worker = self._worker(options, out_dir, config, later, cells, environments_of[config])
-                    self._early.add((config, later, ""), worker, cells)
                 # The other allocator state's too, its job every cell (which are large is known
                 # only once measured); not in a pytest session, whose small runs seldom have one.
-                if other_state_beside(options, config, later) and shared_pool() is None \
-                        and (config, later, OTHER) not in self._early:
-                    worker = self._worker(options, out_dir, config, later, cells, environments_of[config],
-                                          other=True)
-                    self._early.add((config, later, OTHER), worker, cells)
+                other = other_state_beside(options, config, later) and shared_pool() is None
+                for state in ("", OTHER) if other else ("",):
+                    if (config, later, state) not in self._early:
+                        self._early.add((config, later, state), self._worker(
+                            options, out_dir, config, later, cells, environments_of[config], other=bool(state)))
 
 
 # -- what a worker is started with ----------------------------------------------------------------

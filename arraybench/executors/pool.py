@@ -25,27 +25,25 @@ Key = tuple[Config, int, str]
 
 
 class EarlyWorkers:
-    """The workers started early, by ``Key``, each with the keys of its job's cells."""
+    """The workers started early, by ``Key``."""
 
     def __init__(self) -> None:
-        self._held: dict[Key, tuple[WorkerProcess, list[str]]] = {}
+        self._held: dict[Key, WorkerProcess] = {}
 
     def __contains__(self, key: Key) -> bool:
         return key in self._held
 
-    def add(self, key: Key, worker: WorkerProcess, cells: list[Cell]) -> None:
-        """Hold ``worker``, started for ``cells``, until its index takes it."""
-        self._held[key] = (worker, [c.key for c in cells])
+    def add(self, key: Key, worker: WorkerProcess) -> None:
+        """Hold ``worker`` until its index takes it."""
+        self._held[key] = worker
 
     def take(self, key: Key, remaining: dict[str, Cell]) -> WorkerProcess | None:
         """The worker started as ``key`` says, resumed, where its job holds every cell of
-        ``remaining``; None where there is none. One whose job lacks a cell (it cannot have been
-        told of it) is closed."""
-        early = self._held.pop(key, None)
-        if early is None:
+        ``remaining``; None where there is none (one whose job lacks a cell is closed)."""
+        worker = self._held.pop(key, None)
+        if worker is None:
             return None
-        worker, keys = early
-        if not set(remaining) <= set(keys):
+        if not set(remaining) <= {c.key for c in worker.cells}:
             worker.close()
             return None
         worker.resume()
@@ -55,7 +53,7 @@ class EarlyWorkers:
         """Before anything is timed: every early worker finishes starting, then waits paused, so
         that nothing of theirs runs while another worker measures."""
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        for worker, _ in self._held.values():
+        for worker in self._held.values():
             if not worker.paused:
                 worker.wait_started(deadline - time.monotonic())
                 worker.pause()
@@ -63,11 +61,10 @@ class EarlyWorkers:
     def close(self, index: int | None = None) -> None:
         """End the workers of replicate index ``index`` (None: all) that nothing took."""
         keys = [key for key in self._held if index is None or key[1] == index]
-        end_together([self._held.pop(key)[0] for key in keys])
+        end_together([self._held.pop(key) for key in keys])
 
 
-#: The folder a pool keeps its workers' logs and heartbeat boards in: this, the parent's
-#: process id, "-" and a random part (a run's own output folder ends with the run).
+#: The folder of a pool's workers' logs and boards: this, the parent's id, "-" and a random part.
 POOL_PREFIX = "arraybench-workers-"
 
 

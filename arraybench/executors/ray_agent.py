@@ -170,11 +170,9 @@ class ShardRunner:
             self._events.put(encode(Ended(time.time(), outcome, reason, logs)))
 
     def _check_interpreters(self, session: Session, job: ShardJob) -> None:
-        """Each ``--python`` interpreter asked on this node, as ``probe.check_interpreters`` asks
-        on one machine, before anything is measured: the environments of one that is missing
-        here, or cannot run the worker here, are not run on this node, with the reason naming the
-        node and the interpreter; the others' cells go on. The answers go home (``interpreters``),
-        so that the node's later shards of the run are not asked again (``job.interpreters``)."""
+        """Each ``--python`` interpreter asked on this node before anything is measured: the
+        environments of one that cannot run the worker here are unavailable on this node alone.
+        The answers go home, so that the node's later shards are not asked again."""
         options = session.options
         if not options.pythons:
             return

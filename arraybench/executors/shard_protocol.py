@@ -16,11 +16,10 @@ from ..model.replicate import Replicate
 
 @dataclass(frozen=True)
 class ShardJob:
-    """What a node needs to measure a shard's cells: the run's options (as ``RunOptions.to_dict``
-    gives them), the workload files' text (the node has its own disk), the shipped workloads,
-    the replicates already journalled (by cell key, then index), the node's label, what its
-    earlier shards found of the ``--python`` interpreters there, and whether messages spell an
-    option as the command line does."""
+    """What a node needs to measure a shard's cells: the run's options, the workload files' text
+    (the node has its own disk), the shipped workloads, the replicates already journalled (by cell
+    key, then index), the node's label, what its earlier shards found of the ``--python``
+    interpreters there, and whether messages spell an option as the command line does."""
 
     options: dict[str, Any]
     cells: tuple[Cell, ...]
