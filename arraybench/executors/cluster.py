@@ -34,13 +34,9 @@ class Node:
     node_id: str
     address: str
     resources: dict[str, float] = field(default_factory=dict)
-    #: ``environment.collect()`` as run on the node (empty until asked).
-    environment: dict[str, Any] = field(default_factory=dict)
-    #: Whether none of its CPUs and GPUs is reserved now (no shard, no other Ray work holds
-    #: them); None where Ray does not say.
-    free: bool | None = None
-    #: What the node's shards found of the run's ``--python`` interpreters there: {interpreter:
-    #: why it cannot run the worker, "" where it can}; each asked once per node and run.
+    environment: dict[str, Any] = field(default_factory=dict)  # ``machine.collect()`` on the node
+    free: bool | None = None  # none of its CPUs and GPUs reserved now (None: Ray does not say)
+    #: What its shards found of the run's ``--python`` interpreters: {interpreter: problem or ""}.
     interpreters: dict[str, str] = field(default_factory=dict)
 
     @property

@@ -91,18 +91,16 @@ def probe_backends() -> dict[str, dict[str, Any]]:
 _MISSING = re.compile(r"No module named '([A-Za-z0-9_]+)")
 
 
-def interpreter_problem(environment: Environment, *, threads: bool = False, shipped: bool = False,
-                        timeout: float = 120.0) -> str | None:
+def _interpreter_problem(environment: Environment, *, threads: bool, shipped: bool) -> str | None:
     """Why ``environment``'s interpreter cannot run arraybench's worker, naming what to install;
-    None when it can. Asked through the probe job (``executors/probe.py``), measuring nothing.
-    ``threads``: the run limits thread pools (threadpoolctl needed); ``shipped``: it sends
-    workloads by value (a notebook's: cloudpickle needed)."""
+    None when it can. ``threads``: the run limits thread pools (threadpoolctl needed);
+    ``shipped``: it sends workloads by value (cloudpickle needed)."""
     python = environment.python or sys.executable
     if os.sep not in python:  # a bare name (a cluster's nodes look it up on their PATH)
         python = shutil.which(python) or python
     if not os.access(python, os.X_OK):  # gone since the run began (--resume), or never there
         return "no such interpreter (or it is not executable)"
-    reason, info = probe("numpy", "cpu", timeout=timeout, environment=environment)
+    reason, info = probe("numpy", "cpu", environment=environment)
     install = f"{python} -m pip install"
     if reason is not None:
         missing = _MISSING.search(reason)
@@ -127,10 +125,8 @@ def interpreter_problem(environment: Environment, *, threads: bool = False, ship
 
 def interpreter_problems(options: "RunOptions", *, known: Mapping[str, str] | None = None,
                          first: bool = False) -> dict[str, str]:
-    """``{interpreter: why it cannot run the worker}`` for the run's ``--python`` interpreters
-    that cannot ("" for one that can); each asked once, with its first environment's variables.
-    ``known``: answers already had (a cluster node's earlier shards), not asked again;
-    ``first``: stop at the first problem."""
+    """``{interpreter: why it cannot run the worker, "" if it can}`` for the run's ``--python``
+    interpreters, each asked once (``known``: answers had already; ``first``: stop at a problem)."""
     out: dict[str, str] = {}
     for environment in of(options):
         if environment.python is None or environment.python in out:
@@ -139,7 +135,7 @@ def interpreter_problems(options: "RunOptions", *, known: Mapping[str, str] | No
         if known is not None and python in known:
             out[python] = known[python]
         else:
-            out[python] = interpreter_problem(environment, threads=options.threads is not None,
+            out[python] = _interpreter_problem(environment, threads=options.threads is not None,
                                               shipped=bool(options.shipped_workloads)) or ""
         if first and out[python]:
             break
