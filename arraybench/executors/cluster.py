@@ -156,15 +156,11 @@ class Shard:
         return f"{self.workload}|{self.size_label}" + (f"@{self.machine}" if self.machine else "")
 
 
-def shard_of(cell: Cell) -> Shard:
-    return Shard(cell.workload, cell.size_label, cell.machine)
-
-
 def shards(cells: Iterable[Cell]) -> dict[Shard, list[Cell]]:
     """The cells grouped into shards, in plan order."""
     out: dict[Shard, list[Cell]] = {}
     for c in cells:
-        out.setdefault(shard_of(c), []).append(c)
+        out.setdefault(Shard(c.workload, c.size_label, c.machine), []).append(c)
     return out
 
 

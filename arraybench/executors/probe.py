@@ -14,9 +14,9 @@ import tempfile
 import textwrap
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from ..backends import SPECS
 from ..errors import UsageError, option_name
@@ -218,18 +218,6 @@ def check_config(backend: str, device: str, *, allow_tf32: bool = False,
     return out
 
 
-def run_doctor(names: Iterable[str], devices: Iterable[str], timeout: float = TIMEOUT_S) -> list[Line]:
-    """Every check for every (library, device) asked for."""
-    lines: list[Line] = []
-    for backend, device in configs(list(names), list(devices)):
-        found = check_config(backend, device, timeout=timeout)
-        lines += found
-        opened = not (len(found) == 1 and found[0].status == "skipped")
-        if device != "cpu" and opened:  # does the recorded precision follow the flag?
-            lines += check_config(backend, device, allow_tf32=True, only=("precision",), timeout=timeout)
-    return lines
-
-
 def header() -> str:
     """The machine and library versions, so that pasted output says where it came from."""
     env = machine.collect()
@@ -239,12 +227,6 @@ def header() -> str:
     settings = ", ".join(f"{k}={v}" for k, v in env.get("gpu_env", {}).items())
     return (f"arraybench doctor {env['arraybench']}: Python {env['python']} on {env['cpu_model']}; "
             f"GPUs: {gpus}; {libs}" + (f"; {settings}" if settings else ""))
-
-
-def summary(lines: Sequence[Line], seconds: float) -> str:
-    """``10 passed, 0 failed, 5 skipped in 4 s``."""
-    counts = ", ".join(f"{sum(1 for x in lines if x.status == s)} {s}" for s in ("passed", "failed", "skipped"))
-    return f"{counts} in {seconds:.0f} s"
 
 
 def wrapped(text: str, width: int, indent: int = 0) -> str:
@@ -266,16 +248,19 @@ def main(names: Sequence[str], devices: Sequence[str], timeout: float = TIMEOUT_
         write(wrapped(header(), width, 2))
     lines: list[Line] = []
     for backend, device in configs(names, devices):
-        found = run_doctor([backend], [device], timeout)
+        found = check_config(backend, device, timeout=timeout)
+        if device != "cpu" and not (len(found) == 1 and found[0].status == "skipped"):
+            # Opened: does the recorded precision follow the flag?
+            found += check_config(backend, device, allow_tf32=True, only=("precision",), timeout=timeout)
         for x in found:
             if json_lines:
-                write(json.dumps({"backend": x.backend, "device": x.device, "check": x.check,
-                                  "status": x.status, "detail": x.detail}))
+                write(json.dumps(asdict(x)))
             else:
                 write(wrapped(x.text, width, DETAIL_COLUMN))
         lines += found
-    if not json_lines:
-        write(summary(lines, time.perf_counter() - started))
+    if not json_lines:  # 10 passed, 0 failed, 5 skipped in 4 s
+        counts = ", ".join(f"{sum(1 for x in lines if x.status == s)} {s}" for s in ("passed", "failed", "skipped"))
+        write(f"{counts} in {time.perf_counter() - started:.0f} s")
     return 1 if any(x.status == "failed" for x in lines) else 0
 
 
