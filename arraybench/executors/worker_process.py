@@ -231,15 +231,11 @@ class WorkerProcess:
     def messages(self, timeout: float, *, startup_timeout: float | None = None,
                  deadline: float | None = None,
                  stop: Callable[[], bool] | None = None) -> Iterator[Message]:
-        """Messages as they come, while the worker shows progress at least every ``timeout`` seconds.
-
-        Progress is a message or a change on the heartbeat board. Until the first message (the
-        worker importing its library) the allowance is ``startup_timeout`` instead. ``deadline``
-        (a ``time.monotonic()`` value) ends the wait whatever the progress. ``stop`` is asked about
-        once a second at most, and only between messages, so a message is never half handled.
-        Raises ``WorkerTimeout``, ``WorkerExited`` or ``StopRequested``; returns after ``Done``, or
-        after ``Unavailable`` (the worker's last word).
-        """
+        """Messages as they come, while the worker shows progress (a message, or a change on its
+        heartbeat board) at least every ``timeout`` seconds; ``startup_timeout`` until the first.
+        ``deadline`` (``time.monotonic()``) ends the wait whatever the progress; ``stop`` is asked
+        only between messages, so a message is never half handled. Raises ``WorkerTimeout``,
+        ``WorkerExited`` or ``StopRequested``; returns after ``Done`` or ``Unavailable``."""
         last_beat = heartbeat.read(self.board_path)
         last_progress = time.monotonic()
         allowance = max(timeout, startup_timeout or 0.0)
@@ -361,9 +357,7 @@ class WorkerProcess:
             pass
 
     def let_go(self) -> None:
-        """Let the worker run to its end (its stdin closed, resumed) without waiting for it: the
-        exits of several workers (seconds of a library's teardown each) then overlap, and
-        ``close`` waits for each."""
+        """Let the worker run to its end (resumed, its stdin closed) without waiting for it."""
         self.resume()
         self._close_stdin()
 
