@@ -39,25 +39,15 @@ RAY_SET = ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "RO
 LOG_TAIL_BYTES = 64 * 1024
 
 
-def _initial_environ() -> dict[str, str] | None:
-    """The environment this process was started with (before Ray's changes), where Linux says."""
+def restore_node_environ() -> None:
+    """Undo Ray's thread and device variables in ``os.environ``: those this process was started
+    with, where Linux says (``/proc/self/environ``)."""
     try:
         raw = Path("/proc/self/environ").read_bytes()
     except OSError:
-        return None
-    out = {}
-    for item in raw.split(b"\0"):
-        key, sep, value = item.partition(b"=")
-        if sep:
-            out[key.decode(errors="replace")] = value.decode(errors="replace")
-    return out
-
-
-def restore_node_environ() -> None:
-    """Undo Ray's thread and device variables in ``os.environ`` (see the module's note)."""
-    initial = _initial_environ()
-    if initial is None:
         return
+    initial = {k.decode(errors="replace"): v.decode(errors="replace")
+               for k, sep, v in (item.partition(b"=") for item in raw.split(b"\0")) if sep}
     for var in RAY_SET:
         if var in initial:
             os.environ[var] = initial[var]
