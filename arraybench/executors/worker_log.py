@@ -81,9 +81,9 @@ class CappedLog:
             self._tail_size = self._dropped = 0
             try:
                 if dropped:
-                    self._file.write(f"\n[arraybench: {dropped:,} bytes of this worker's output dropped here; a log "
-                                     f"keeps the first {self._head >> 20} MiB and the last {self._tail_max >> 20} MiB]\n"
-                                     .encode())
+                    self._file.write(f"\n[arraybench: {dropped:,} bytes of this worker's output dropped here; a "
+                                     f"log keeps the first {self._head >> 20} MiB and the last "
+                                     f"{self._tail_max >> 20} MiB]\n".encode())
                 self._file.write(tail)
                 self._file.flush()
             except (OSError, ValueError):
