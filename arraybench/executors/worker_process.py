@@ -63,6 +63,7 @@ class WorkerExited(Exception):
     """The worker's output ended before it said it was done."""
 
     def __init__(self, returncode: int | None, last_error: str) -> None:
+        self.returncode = returncode
         super().__init__(describe_exit(returncode, last_error))
 
 
