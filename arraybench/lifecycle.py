@@ -34,7 +34,7 @@ from .workloads.shipping import ShippingError, receive, ship
 from .workloads.userfile import LoadedFiles, load_files
 
 if TYPE_CHECKING:
-    from .executors.base import Executor
+    from .executors.session import Executor
 
 #: A run's free labels: ``{"commit": "abc"}`` or ``["commit=abc"]``.
 ContextLabels = Union[Mapping[str, str], Sequence[str], None]
@@ -191,9 +191,9 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
         try:
             session = Session.resume(state, out, reporter_for(reporter, progress, len(state.cells)))
             if state.options.cluster is not None and not left:
-                from .executors import shardlog
+                from .executors.cluster import read_shard_log, restore_shard_log
 
-                shardlog.restore(session.environment, shardlog.read(out), state.options.on)
+                restore_shard_log(session.environment, read_shard_log(out), state.options.on)
             if labels:
                 session.environment["context"] = {**(session.environment.get("context") or {}), **labels}
             source = str(out.resolve())

@@ -145,11 +145,11 @@ def test_compare_takes_results_or_folders(tmp_path: Path):
 
 
 def test_the_session_offers_an_executor_what_it_may_ask_and_imports_no_executor(tmp_path: Path):
-    """The API picks the executor; the session knows it only as ``executors.base.Executor``."""
+    """The API picks the executor; the session knows it only as ``executors.session.Executor``."""
     import ast
     import inspect
 
-    from arraybench.executors import base, session
+    from arraybench.executors import session
     from arraybench.executors.local import LocalExecutor
     from arraybench.model.journal import Journal
     from arraybench.model.options import RunOptions
@@ -158,22 +158,21 @@ def test_the_session_offers_an_executor_what_it_may_ask_and_imports_no_executor(
     live = session.Session(session.RunState([], options), tmp_path,
                            Journal.create(tmp_path, options, [], {}), {})
     live.sink.close()
-    asked = [n for n in vars(base.RunHandle) if not n.startswith("_")]
+    asked = [n for n in vars(session.RunHandle) if not n.startswith("_")]
     assert {"todo", "keep", "mark_unavailable", "stop_requested", "cells"} <= set(asked)
     for name in asked:
-        theirs, ours = getattr(base.RunHandle, name), getattr(live, name)
+        theirs, ours = getattr(session.RunHandle, name), getattr(live, name)
         if callable(theirs):
             assert inspect.signature(ours) == inspect.signature(theirs.__get__(live)), name
         else:  # a property of the protocol: there on the session
             assert not callable(ours), name
     for name in ("plan", "run", "close"):
         assert inspect.signature(getattr(LocalExecutor, name)) == inspect.signature(
-            getattr(base.Executor, name)), name
+            getattr(session.Executor, name)), name
     tree = ast.parse(Path(session.__file__).read_text(encoding="utf-8"))
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     # The session lives beside the executors: its imports of them are relative to executors/.
     assert imported & {"local", "ray", "ray_agent", "executors.local", "executors.ray"} == set()
-    assert "base" in imported  # for the annotation only
 
 
 def test_an_empty_list_of_workloads_is_refused_not_the_whole_suite(tmp_path):

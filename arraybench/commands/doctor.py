@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from ..backends import DEVICES, SPECS
-    from ..executors.doctor import configs as doctor_configs, main as doctor
+    from ..executors.probe import configs as doctor_configs, main as doctor
     from ..errors import UsageError, unknown_name
 
     for kind, given, valid in (("backend", args.backends, SPECS), ("device", args.devices, DEVICES)):

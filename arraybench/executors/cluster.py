@@ -1,21 +1,17 @@
-"""A run across a cluster, without Ray itself: nodes, shards, and where a shard may run.
+"""A run across a cluster, without Ray itself: nodes, shards, where a shard may run, and the shard log.
 
-A **shard** is one (workload, size) with all its libraries and devices, measured by arraybench's
-own worker processes on one node, so that every speed ratio between libraries comes from one
-machine. A shard reserves every CPU and GPU its node offers Ray while it runs, so at most one shard
-runs on a node at a time, whichever runs dispatch them, and no other Ray work is placed beside it.
-This needs nothing of the cluster but what plain ``ray start`` gives; a node that offers Ray no CPU
-(a head started with ``--num-cpus 0``) takes no shards.
-
-``every-node`` measures the whole plan on each node (its cells carry the node's label, so the
-records say which machine measured them); ``any-node`` splits the plan across nodes, which must
-be the same machine in every respect that decides a result (``identity``), or the run stops before
-measuring and says which differ. ``executors/ray.py`` talks to Ray; this module only decides.
+A **shard** is one (workload, size) with all its libraries and devices, measured on one node, so that
+every ratio between libraries comes from one machine; it reserves all of its node's CPUs and GPUs, so at
+most one shard runs on a node at a time. ``every-node`` measures the plan on each node; ``any-node``
+splits it across nodes that must be one machine (``identity``). ``executors/ray.py`` talks to Ray.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
+from pathlib import Path
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
@@ -38,13 +34,9 @@ class Node:
     node_id: str
     address: str
     resources: dict[str, float] = field(default_factory=dict)
-    #: ``environment.collect()`` as run on the node (empty until asked).
-    environment: dict[str, Any] = field(default_factory=dict)
-    #: Whether none of its CPUs and GPUs is reserved now (no shard, no other Ray work holds
-    #: them); None where Ray does not say.
-    free: bool | None = None
-    #: What the node's shards found of the run's ``--python`` interpreters there: {interpreter:
-    #: why it cannot run the worker, "" where it can}; each asked once per node and run.
+    environment: dict[str, Any] = field(default_factory=dict)  # ``machine.collect()`` on the node
+    free: bool | None = None  # none of its CPUs and GPUs reserved now (None: Ray does not say)
+    #: What its shards found of the run's ``--python`` interpreters: {interpreter: problem or ""}.
     interpreters: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -164,13 +156,82 @@ class Shard:
         return f"{self.workload}|{self.size_label}" + (f"@{self.machine}" if self.machine else "")
 
 
-def shard_of(cell: Cell) -> Shard:
-    return Shard(cell.workload, cell.size_label, cell.machine)
-
-
 def shards(cells: Iterable[Cell]) -> dict[Shard, list[Cell]]:
     """The cells grouped into shards, in plan order."""
     out: dict[Shard, list[Cell]] = {}
     for c in cells:
-        out.setdefault(shard_of(c), []).append(c)
+        out.setdefault(Shard(c.workload, c.size_label, c.machine), []).append(c)
     return out
+
+
+# -- the shard log: DIR/cluster.jsonl beside the journal, one fsynced line per event -------------
+# The journal stays the source of truth for measurements; this log lets ``--resume`` describe nodes
+# that have since left, and shows that no two shards shared a node. Entries (``type``): ``nodes``,
+# ``shard_started``, ``shard_ended``, ``worker``.
+LOG_NAME = "cluster.jsonl"
+
+
+class ShardLog:
+    """Append-only, a line per event, fsynced."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._stream = open(path, "a", encoding="utf-8")
+
+    @classmethod
+    def open(cls, out_dir: Path) -> "ShardLog":
+        return cls(out_dir / LOG_NAME)
+
+    def write(self, entry: dict[str, Any]) -> None:
+        self._stream.write(json.dumps(entry, allow_nan=False, default=str) + "\n")
+        self._stream.flush()
+        os.fsync(self._stream.fileno())
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+def read_shard_log(out_dir: Path) -> list[dict[str, Any]]:
+    """The entries of a run's shard log ([] where there is none); a torn or damaged line is
+    skipped: the log describes, the journal decides."""
+    try:
+        text = (out_dir / LOG_NAME).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    entries = []
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(entry, dict):
+            entries.append(entry)
+    return entries
+
+
+def restore_shard_log(env: dict[str, Any], entries: list[dict[str, Any]], on: str) -> None:
+    """Fold a shard log into a run's environment: each node's environment and its workers'
+    reports under ``machines``, the shards under ``cluster["shards"]``; for an any-node run (its
+    nodes are one machine) the nodes' environment at the top, in place of the driver's."""
+    from ..host.machine import merge_worker_info
+
+    machines = env.setdefault("machines", {})
+    shards = []
+    for e in entries:
+        kind = e.get("type")
+        if kind == "nodes" and isinstance(e.get("nodes"), dict):
+            machines.update(e["nodes"])
+        elif kind == "worker" and isinstance(e.get("info"), dict):
+            where = str(e.get("environment") or "")  # the environment it ran in
+            merge_worker_info(machines.setdefault(str(e.get("node")), {}), str(e.get("backend")),
+                              str(e.get("device")), e["info"], where)
+            if on == "any-node":
+                merge_worker_info(env, str(e.get("backend")), str(e.get("device")), e["info"], where)
+        elif kind == "shard_ended":
+            shards.append({k: e.get(k) for k in ("shard", "node", "started", "ended", "outcome")})
+    env.setdefault("cluster", {})["shards"] = shards
+    env["cluster"]["nodes"] = sorted(machines)
+    if on == "any-node" and machines:
+        top = next(iter(machines.values()))
+        env.update({k: v for k, v in top.items() if k not in ("timestamp", "backends", "ray")})
+

@@ -1,11 +1,6 @@
-"""Cells called once in this process, nothing timed: the pytest plugin's ``--arraybench-disable``,
-as pytest-benchmark's ``--benchmark-disable`` calls each benchmark once.
-
-A check that a session's workloads still run, at the price of one call each: no worker process
-starts (each costs an interpreter and its library's import), nothing is warmed up, sampled or
-compared with the float64 reference. A call that raises makes its cell ``failed``; a library or
-device this machine lacks, ``skipped``. Each library is imported here once, when a cell first
-needs it, and only for the cells a test plans.
+"""Cells called once in this process, nothing timed: the pytest plugin's ``--arraybench-disable``
+(as pytest-benchmark's ``--benchmark-disable``). No worker starts, nothing is warmed up, sampled or
+checked: a call that raises makes its cell ``failed``; a library or device missing, ``skipped``.
 """
 
 from __future__ import annotations

@@ -1,25 +1,9 @@
-"""Worker processes on this machine: one per configuration and replicate index.
-
-Each configuration (backend, device, environment) is measured by fresh workers, one per replicate
-index. The configurations of an index take turns, their workers alive together and one sampling
-at a time (``turns``), so that every verdict's two sides sample the same seconds of the machine;
-a run of one configuration takes turns alone, its cells in rounds. Two libraries never measure at
-once: they would compete for the cores.
-
-Every worker starts with glibc's malloc in a known state (``host/allocator``: freed memory kept);
-on the CPU, one replicate index's large outputs are measured in the other state too (fresh
-pages), by a worker that takes turns beside them, or after them where the run's first process is
-the one that says which outputs are large, and carry its samples beside their own. The float64
-references are computed once per run and shared through a folder of its own.
-
-A worker that crashes or hangs costs its current cell (``failed``, with the signal); its other
-cells take turns again in a fresh worker, and a retry whose worker dies outside any cell fails
-them all. When the run is asked to stop, the workers are asked to send the cells they have
-finished (``turns``).
-
-This module only moves measurements: it never measures and never writes results; it sees the run
-only as a ``base.RunHandle``, and every replicate goes straight to it, which journals it.
-"""
+"""Worker processes on this machine: one per configuration and replicate index, what each is started
+with, and what the parent does with its messages. The configurations of an index take turns
+(``turns``); a crashed or hung worker costs its cell, and its other cells take turns again in a fresh
+one. On the CPU, one index's large outputs are measured in the allocator's other state too, by a
+worker beside them (or after them, in the run's first process), their samples carried beside their
+own. The float64 references are computed once per run, in a folder of its own."""
 
 from __future__ import annotations
 
@@ -32,19 +16,19 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import backends
+from ..analysis.policy import timer_settings
 from ..host import environments
-from ..host.threads import worker_cpus
-from ..model.replicate import OTHER
-from ..model.replicate import Replicate
-from ..model.options import RunOptions
+from ..host.allocator import choice_ignored, uncontrolled_reason, with_state
+from ..host.threads import worker_cpus, worker_env
+from ..model.replicate import HEADLINE, LARGE_OUTPUT_BYTES, OTHER, WORDS, Replicate, StateSamples
 from ..model.cell import Cell, Config
-from .base import RunHandle
+from ..model.options import RunOptions
+from ..worker.protocol import Job, Message, Ready, ReplicateDone, Unavailable
+from ..workloads.shipping import SHIPPED_NAME
 from .pool import PER_TEST, EarlyWorkers, current as shared_pool
-from .listeners import Listener, OtherState, large
+from .session import RunHandle
 from .turns import take_turns
-from .worker_process import STARTUP_TIMEOUT_S, StopRequested, WorkerProcess
-from .worker_setup import (allocator_note, allocator_state, job_for, judged_before, other_state_beside,
-                           other_state_wanted, worker_variables)
+from .worker_process import StopRequested, WorkerProcess
 
 __all__ = ["LocalExecutor"]
 
@@ -98,10 +82,8 @@ class LocalExecutor:
                 print(f"arraybench: {note}", file=sys.stderr)
         run.begin()
         self._described.clear()
-        # References computed once and read by every worker of the run (a folder of its own,
-        # never the output folder, which a received run could have filled).
-        # Named by this process's id: one killed before it could clean up (SIGKILL) leaves its
-        # folder behind, and the next run removes those of processes that are gone.
+        # Never the output folder, which a received run could have filled; named by this process's
+        # id, so that the next run removes the folder of one killed before it could clean up.
         environments.remove_stale_folders(prefix=REFERENCES_PREFIX)
         self._references = tempfile.mkdtemp(prefix=f"{REFERENCES_PREFIX}{os.getpid()}-")
         try:
@@ -163,7 +145,7 @@ class LocalExecutor:
             return worker, others[config], remaining
 
         def turns(plan: dict[Config, list[Cell]], extra: dict[Config, list[Cell]]) -> dict[Config, list[Cell]]:
-            return take_turns(session, plan, start, timeout=options.timeout, startup_timeout=STARTUP_TIMEOUT_S,
+            return take_turns(session, plan, start, timeout=options.timeout,
                               seed=hash((options.seed, index, "turns")) & 0xFFFFFFFF, extra=extra,
                               start_extra=start_other, before_prepare=self._early.hold, keep=self._keep,
                               judged=lambda cell: judged_before(session.replicates_of(cell), index),
@@ -232,20 +214,165 @@ class LocalExecutor:
         for later in range(index + 1, wanted):
             for config in order:
                 cells = session.todo(config, later)
-                # On the CPU only: a GPU worker takes its device's memory when it starts (JAX
-                # preallocates 75% of it), so two of one library alive at once would starve the
-                # second; GPU workers start at their own index.
+                # On the CPU only: a GPU worker takes its device's memory as it starts (JAX 75%),
+                # which would starve the next index's worker of its library.
                 if not cells or config.device != "cpu":
                     continue
-                if (config, later, "") not in self._early:
-                    worker = self._worker(options, out_dir, config, later, cells, environments_of[config])
-                    self._early.add((config, later, ""), worker, cells)
-                # The other allocator state's worker too: which of its cells have large outputs
-                # is known only once the first index measured them, so its job has them all. Not
-                # in a pytest session (a pool): its runs are one test's cells each, seldom large,
-                # and a worker started for none costs each test an import.
-                if other_state_beside(options, config, later) and shared_pool() is None \
-                        and (config, later, OTHER) not in self._early:
-                    worker = self._worker(options, out_dir, config, later, cells, environments_of[config],
-                                          other=True)
-                    self._early.add((config, later, OTHER), worker, cells)
+                # The other allocator state's too, its job every cell (which are large is known
+                # only once measured); not in a pytest session, whose small runs seldom have one.
+                other = other_state_beside(options, config, later) and shared_pool() is None
+                for state in ("", OTHER) if other else ("",):
+                    if (config, later, state) not in self._early:
+                        self._early.add((config, later, state), self._worker(
+                            options, out_dir, config, later, cells, environments_of[config], other=bool(state)))
+
+
+# -- what a worker is started with ----------------------------------------------------------------
+def judged_before(replicates: dict[int, Replicate], index: int) -> bool:
+    """Whether a process before ``index`` judged the cell's result right (``replicates``: the
+    cell's so far, by index). Every process computes the same arithmetic on the same seeded
+    inputs, so later ones time it without judging again (a default run's second and a half)."""
+    return any(i < index and rep.status == "ok" and rep.max_rel_error is not None
+               for i, rep in replicates.items())
+
+
+def other_state_wanted(options: RunOptions, config: Config, state: str, index: int) -> bool:
+    """Whether ``config``'s ``index``-th replicates of large outputs wait for the other state."""
+    # One process says what that state costs (a second worker in every process doubled a run's
+    # workers for a sentence): the second, so that it takes turns beside the first state.
+    return bool(state) and config.device == "cpu" and options.allocator == "both" \
+        and index == (1 if options.processes >= 2 else 0)
+
+
+def other_state_beside(options: RunOptions, config: Config, index: int) -> bool:
+    """Whether the other state takes turns beside ``config``'s own at ``index`` (rather than
+    in a worker after them): where the first process told which outputs are large."""
+    state = allocator_state(options, environments.find(options, config.environment))
+    return other_state_wanted(options, config, state, index) and index >= 1
+
+
+def allocator_state(options: RunOptions, environment: environments.Environment) -> str:
+    """The allocator state a worker starts in; "" where a variant sets the allocator's own
+    variables (the user's choice, left alone)."""
+    if uncontrolled_reason({**os.environ, **environment.variables}):
+        return ""
+    return HEADLINE if options.allocator == "both" else options.allocator
+
+
+def allocator_note(options: RunOptions, environment: environments.Environment) -> str:
+    """Why the allocator state the user chose is not the one its workers run in ("" where it is)."""
+    return choice_ignored(options.allocator, {**os.environ, **environment.variables})
+
+
+def worker_variables(options: RunOptions, config: Config, environment: environments.Environment,
+                     state: str) -> tuple[dict[str, str], str]:
+    """A worker's variables (its threads, its allocator ``state`` where controlled, then its
+    environment's own, which win) and the name its log goes by."""
+    backend, device, label = config
+    env = worker_env(os.environ, threads=options.threads, backend=backend, device=device,
+                     allow_tf32=options.allow_tf32)
+    if state:
+        env = with_state(env, state)
+    name = f"{backend}-{device}"
+    if not environment.default:
+        env = environments.worker_env(environment, env)
+        # "@", which no label holds, keeps ``a/b+c`` and ``a+b/c`` in logs of their own.
+        name += "-" + label.replace(environments.JOIN, "@")
+    return env, name
+
+
+def job_for(options: RunOptions, out_dir: Path, config: Config, index: int, cells: list[Cell],
+            shuffle_seed: int, allocator: str, references: str | None, describe: bool) -> Job:
+    """The job of a worker taking turns on ``cells`` as replicate ``index``, its allocator started
+    in ``allocator`` ("": left alone), reading the run's shared ``references`` folder."""
+    shipped = out_dir / SHIPPED_NAME
+    return Job(backend=config.backend, device=config.device, replicate=index, cells=tuple(cells),
+               timer=timer_settings(options), seed=options.seed, shuffle_seed=shuffle_seed,
+               threads=options.threads, allow_tf32=options.allow_tf32,
+               workload_files=tuple(str(Path(p).resolve()) for p in options.workload_files),
+               shipped=str(shipped.resolve()) if options.shipped_workloads else None,
+               allocator=allocator, references=references, describe=describe, turns=True)
+
+
+# -- what the parent does with a worker's messages -------------------------------------------------
+class Listener:
+    """Acts on the messages of one worker: each replicate kept as it comes, or held (``held``)
+    until its other allocator state is measured."""
+
+    def __init__(self, session: RunHandle, config: Config, index: int,
+                 remaining: dict[str, Cell], held: dict[str, tuple[Cell, Replicate]] | None = None,
+                 note: str = "") -> None:
+        self.session = session
+        self.note = note  # said in each replicate's warnings (the allocator state not applied)
+        self.config = config
+        self.index = index
+        self.remaining = remaining
+        self.held = held
+        self.ready = False
+
+    def fail(self, cell: Cell, reason: str) -> None:
+        """Answer ``cell`` with a failed replicate saying ``reason``."""
+        self.remaining.pop(cell.key, None)
+        self.session.keep(cell, self.index, Replicate.ended("failed", reason))
+
+    def handle(self, msg: Message) -> bool:
+        """Act on one message; True when the worker's configuration turned out unavailable."""
+        if isinstance(msg, Ready):
+            self.ready = True
+            self.session.worker_ready(self.config, self.index, msg.info, msg.pid)
+        elif isinstance(msg, Unavailable):
+            self.session.mark_unavailable(self.config, msg.reason)
+            return True
+        elif isinstance(msg, ReplicateDone) and msg.key in self.remaining:
+            cell = self.remaining.pop(msg.key)
+            if self.note and msg.replicate.timed:
+                msg.replicate.warnings.append(self.note)
+            if self.held is not None and large(msg.replicate):
+                self.held[msg.key] = (cell, msg.replicate)
+            else:
+                self.session.keep(cell, self.index, msg.replicate)
+        return False
+
+
+class OtherState:
+    """The messages of a worker measuring large outputs in the other allocator state: its
+    replicates go to the held ones (``attach``), never to the run."""
+
+    def __init__(self) -> None:
+        self.ready = False
+        self.got: dict[str, Replicate] = {}
+        self.why = ""
+
+    def handle(self, msg: Message) -> bool:
+        """Keep a replicate; True where the worker could not run."""
+        if isinstance(msg, Ready):
+            self.ready = True
+        elif isinstance(msg, Unavailable):
+            self.why = msg.reason
+            return True
+        elif isinstance(msg, ReplicateDone):
+            self.got[msg.key] = msg.replicate
+        return False
+
+    def fail(self, cell: Cell, reason: str) -> None:
+        """The worker failed: the reason every held replicate it did not reach will give."""
+        self.why = self.why or reason
+
+    def attach(self, held: dict[str, tuple[Cell, Replicate]]) -> None:
+        """Give each held replicate the samples taken in the other state, or say why not."""
+        for key, (_, replicate) in held.items():
+            other = self.got.get(key)
+            if other is not None and other.timed and other.status == "ok" and other.allocator:
+                replicate.other_allocator = StateSamples(other.allocator, other.samples_s,  # type: ignore[arg-type]
+                                                         other.number, other.stop_reason, other.usage)
+            elif other is not None:
+                replicate.warnings.append(f"not measured with {WORDS.get(other.allocator, 'the other state')}: "
+                                          f"{other.reason or other.status}")
+            else:
+                replicate.warnings.append(f"not measured with {WORDS[OTHER]}: {self.why or 'the worker ended first'}")
+
+
+def large(replicate: Replicate | None) -> bool:
+    """Whether a replicate's outputs are large enough for the allocator's state to matter."""
+    return (replicate is not None and replicate.status == "ok" and replicate.timed
+            and bool(replicate.allocator) and (replicate.output_bytes or 0) >= LARGE_OUTPUT_BYTES)

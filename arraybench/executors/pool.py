@@ -1,23 +1,8 @@
-"""Workers started before the turns that use them: ahead of their replicate index within a run
-(``EarlyWorkers``), or kept from one run of a session to the next (``WorkerPool``). Either way the
-seconds a worker takes to start (an interpreter and a library's import, never timed) are not
-waited for where a measurement needs the worker.
-
-Ahead of their index: the run's first indices start theirs at once, so that the imports share the
-cores, where one index after another waited for its slowest import each time. Each waits, paused,
-for its index (``hold``), and is taken there (``take``) if its job holds every cell the index still
-measures (``Prepare.only`` names those: a cell that ended since is left out).
-
-Between runs: a pytest session makes one run per test, and each of those started every worker
-again: two small tests took seconds of imports each. Inside ``sharing(pool)``, a CPU worker that
-finished its run cleanly is kept, paused, under what made it (its library and device, replicate
-index, allocator state, environment and variables), and the next run's worker of that description
-is that process, given its new job (``WorkerProcess.assign``). Two replicate indices never share a
-process, so the processes of one run stay independent samples of the machine; what one process
-carries from an earlier test (its library already initialised: a later test's first call does not
-include that) is the price, and pytest-benchmark's, whose tests all run in one process. GPU workers
-are not kept: each holds its device's memory (JAX preallocates 75% of it), which the next index's
-worker of that library needs.
+"""Workers started before the turns that use them, so that no measurement waits for a worker's start:
+ahead of their replicate index within a run (``EarlyWorkers``: each waits paused for its index), or
+kept from one run of a pytest session to the next (``WorkerPool``: a CPU worker that finished cleanly
+is kept paused under what made it, and given the next run's job of that description). Two replicate
+indices never share a process; GPU workers are not kept (each holds its device's memory).
 """
 
 from __future__ import annotations
@@ -31,8 +16,7 @@ from pathlib import Path
 from typing import Hashable, Iterator
 
 from ..model.cell import Cell, Config
-from .turns import end_together
-from .worker_process import STARTUP_TIMEOUT_S, WorkerProcess
+from .worker_process import STARTUP_TIMEOUT_S, WorkerProcess, end_together
 
 __all__ = ["EarlyWorkers", "Key", "WorkerPool", "current", "sharing"]
 
@@ -41,27 +25,25 @@ Key = tuple[Config, int, str]
 
 
 class EarlyWorkers:
-    """The workers started early, by ``Key``, each with the keys of its job's cells."""
+    """The workers started early, by ``Key``."""
 
     def __init__(self) -> None:
-        self._held: dict[Key, tuple[WorkerProcess, list[str]]] = {}
+        self._held: dict[Key, WorkerProcess] = {}
 
     def __contains__(self, key: Key) -> bool:
         return key in self._held
 
-    def add(self, key: Key, worker: WorkerProcess, cells: list[Cell]) -> None:
-        """Hold ``worker``, started for ``cells``, until its index takes it."""
-        self._held[key] = (worker, [c.key for c in cells])
+    def add(self, key: Key, worker: WorkerProcess) -> None:
+        """Hold ``worker`` until its index takes it."""
+        self._held[key] = worker
 
     def take(self, key: Key, remaining: dict[str, Cell]) -> WorkerProcess | None:
         """The worker started as ``key`` says, resumed, where its job holds every cell of
-        ``remaining``; None where there is none. One whose job lacks a cell (it cannot have been
-        told of it) is closed."""
-        early = self._held.pop(key, None)
-        if early is None:
+        ``remaining``; None where there is none (one whose job lacks a cell is closed)."""
+        worker = self._held.pop(key, None)
+        if worker is None:
             return None
-        worker, keys = early
-        if not set(remaining) <= set(keys):
+        if not set(remaining) <= {c.key for c in worker.cells}:
             worker.close()
             return None
         worker.resume()
@@ -71,7 +53,7 @@ class EarlyWorkers:
         """Before anything is timed: every early worker finishes starting, then waits paused, so
         that nothing of theirs runs while another worker measures."""
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        for worker, _ in self._held.values():
+        for worker in self._held.values():
             if not worker.paused:
                 worker.wait_started(deadline - time.monotonic())
                 worker.pause()
@@ -79,11 +61,10 @@ class EarlyWorkers:
     def close(self, index: int | None = None) -> None:
         """End the workers of replicate index ``index`` (None: all) that nothing took."""
         keys = [key for key in self._held if index is None or key[1] == index]
-        end_together([self._held.pop(key)[0] for key in keys])
+        end_together([self._held.pop(key) for key in keys])
 
 
-#: The folder a pool keeps its workers' logs and heartbeat boards in: this, the parent's
-#: process id, "-" and a random part (a run's own output folder ends with the run).
+#: The folder of a pool's workers' logs and boards: this, the parent's id, "-" and a random part.
 POOL_PREFIX = "arraybench-workers-"
 
 

@@ -1,32 +1,10 @@
 """Shards on a Ray cluster: one shard per node at a time, every replicate journalled as it arrives.
 
-The head (this process) connects to a running cluster, asks each node for its environment, and
-hands out shards (``cluster.py``): one ``ShardRunner`` actor per shard, pinned to its node
-(hard node affinity) and reserving all of the node's CPUs and GPUs, so that neither another shard
-(of this run or of anyone's) nor other Ray work runs there meanwhile; an actor asked for a busy
-node waits, pending in Ray, until what holds the node lets go. No custom resource is needed: a
-cluster started with plain ``ray start`` serves. Each actor measures with the local executor's
-worker processes; the head long-polls it and hands every replicate to the session, which journals
-it at once.
-
-A head lost mid-run (``ray stop --force`` on its machine) is noticed within ``HEAD_LOST_S``:
-its address stops answering. Ray itself would end this process 60 s later (its driver cannot live
-without the head's GCS), before results.json and the report; so the run ends at once instead,
-every shard under way lost, with what was journalled saved and ``--resume`` to go on.
-
-A node lost mid-shard loses what it had not sent. With ``any-node`` the rest of that shard goes to
-another node at once (a shard lost twice is left for ``--resume``); with ``every-node`` the node's
-cells wait: the run ends incomplete and ``--resume`` finishes it once the node is back (it waits
-``node_wait`` seconds for it, then says it is missing).
-
-Environments (``--python``, ``--variant``) run on the nodes as they run on one machine: a shard
-holds every environment's cells of its (workload, size), and the node's agent starts each
-environment's workers with its interpreter and variables. The interpreters are the nodes': each
-node asks them up front in its first shard, and an environment it cannot run is skipped on that
-node alone, its reason naming the node and the interpreter (``ray_agent``).
-
-The head joins the cluster and finds its nodes through ``ray_nodes``; it and the node's agent
-(``ray_agent``) speak ``shard_protocol``. These three modules are the only ones that import Ray.
+Each shard is a ``ShardRunner`` actor pinned to its node and reserving all of its CPUs and GPUs (plain
+``ray start`` serves); it measures with the local executor's workers, and the head long-polls it. A
+node lost mid-shard loses what it had not sent: ``any-node`` gives the rest to another node, once;
+``every-node`` leaves it for ``--resume``. A head lost is noticed in ``HEAD_LOST_S``, before Ray would
+end this process, so that what was journalled is saved. Docs: docs/cluster.md.
 """
 
 from __future__ import annotations
@@ -35,7 +13,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Iterable, Literal
 
 import ray
 from ray.exceptions import RayError
@@ -43,21 +21,20 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..files import write_atomic
 from ..host import machine
-from .cluster import Node, Shard, differences, every_node_cells, identity, select, shards
+from .cluster import (Node, Shard, ShardLog, differences, every_node_cells, identity, read_shard_log,
+                      restore_shard_log, select, shards)
 from ..errors import UsageError, from_command_line
 from ..model.replicate import Replicate
 from ..model.results import arraybench_version
 from ..model.options import RunOptions
 from ..model.cell import Cell
 from ..workloads.shipping import SHIPPED_NAME
-from .base import RunHandle
-from .turns import STOP_GRACE_S
+from .session import RunHandle
 from .ray_agent import ShardRunner
 from .ray_nodes import HeadWatch, connect, discover, first_line
 from .shard_protocol import (Ended, Interpreters, Message, ReplicateSent, ShardJob, Started, Unavailable,
                              WorkerInfo, WorkerStarted, parse)
-from .shardlog import ShardLog, read as read_shard_log, restore as restore_shard_log
-from .worker_process import StopRequested
+from .worker_process import STOP_GRACE_S, StopRequested
 
 __all__ = ["RayExecutor"]
 
@@ -83,8 +60,7 @@ class _Flight:
 
 
 class RayExecutor:
-    """Runs a run's missing replicates as shards on a Ray cluster (see the module's note); an
-    ``Executor``."""
+    """Runs a run's missing replicates as shards on a Ray cluster (an ``Executor``)."""
 
     #: The output folder of the run under way (shipped workloads, the nodes' logs), set by ``run``
     #: before anything reads it.
@@ -97,8 +73,6 @@ class RayExecutor:
         self.node_wait = node_wait
         self._driver = machine.collect(options.threads)
         self._head = HeadWatch(head)
-        #: Set when the head was lost: nothing more may be asked of Ray (each call would hang).
-        self.head_lost = False
 
     @classmethod
     def connect(cls, options: RunOptions, *, node_wait: float | None = None) -> "RayExecutor":
@@ -136,8 +110,7 @@ class RayExecutor:
     # -- the run --------------------------------------------------------------------------------
     def run(self, run: RunHandle, options: RunOptions, out_dir: Path) -> None:
         """Measure until nothing is missing, no node can measure what is, or the run is told to
-        stop (the shards under way send what they finished). ``options`` are those this executor
-        was connected with."""
+        stop (the shards under way send what they finished)."""
         self._out_dir = out_dir
         before = read_shard_log(out_dir)
         log = ShardLog.open(out_dir)
@@ -246,7 +219,8 @@ class RayExecutor:
                     usable = [n for n in usable if n.label != f.node.label]
                     self._lost(session, f, f"node {f.node.label} was lost mid-shard ({first_line(exc)})", log)
                     if every:
-                        self._orphan(session, queues.pop(f.node.label, deque()), f)
+                        _leave(session, queues.pop(f.node.label, deque()), f"node {f.node.label} was lost "
+                               "before measuring it; continue with --resume once it is back", overwrite=True)
                     elif attempts[f.shard] < MAX_ATTEMPTS and stopping_since is None:
                         queues.setdefault("", deque()).appendleft(f.shard)
                     continue
@@ -260,11 +234,8 @@ class RayExecutor:
                 else:
                     f.poll = f.actor.poll.remote(POLL_S)
             if not usable and any(queues.values()):
-                for q in queues.values():
-                    for shard in q:
-                        for c in shards(session.cells).get(shard, []):
-                            session.why_missing(c, "no node of the cluster is left to measure it; "
-                                                   "continue with --resume", overwrite=False)
+                _leave(session, [s for q in queues.values() for s in q],
+                       "no node of the cluster is left to measure it; continue with --resume")
                 break
         if stopping_since is not None:
             raise StopRequested()
@@ -328,12 +299,7 @@ class RayExecutor:
             f.ended = True
             f.outcome = m.outcome
             self._save_logs(self._out_dir, label, m.logs)
-            log.write({"type": "shard_ended", "shard": f.shard.key, "node": label, "attempt": f.attempt,
-                       "started": f.started, "ended": m.time, "outcome": f.outcome,
-                       "reason": m.reason})
-            session.environment.setdefault("cluster", {}).setdefault("shards", []).append(
-                {"shard": f.shard.key, "node": label, "started": f.started, "ended": m.time,
-                 "outcome": f.outcome})
+            _ended(session, f, log, m.time, f.outcome, m.reason)
             if f.outcome == "error":
                 for cell in f.cells.values():
                     self._end_missing(session, cell, "failed", f"the node agent on {label} failed: {m.reason}",
@@ -352,32 +318,17 @@ class RayExecutor:
                    log: ShardLog) -> None:
         """The whole cluster is gone: every shard under way is lost, every queued one waits for
         ``--resume``; Ray is asked nothing more."""
-        self.head_lost = True
         reason = (f"the cluster's head at {self._head.head} stopped answering (the cluster was lost) "
                   f"mid-shard")
         for f in flights.values():
             self._lost(session, f, reason, log)
-        for q in queues.values():
-            for shard in q:
-                for c in shards(session.cells).get(shard, []):
-                    session.why_missing(c, "the cluster was lost before measuring it; continue with "
-                                           "--resume once it is back", overwrite=False)
+        _leave(session, [s for q in queues.values() for s in q],
+               "the cluster was lost before measuring it; continue with --resume once it is back")
 
     def _lost(self, session: RunHandle, f: _Flight, reason: str, log: ShardLog) -> None:
-        log.write({"type": "shard_ended", "shard": f.shard.key, "node": f.node.label, "attempt": f.attempt,
-                   "started": f.started, "ended": time.time(), "outcome": "lost", "reason": reason})
-        session.environment.setdefault("cluster", {}).setdefault("shards", []).append(
-            {"shard": f.shard.key, "node": f.node.label, "started": f.started, "ended": time.time(),
-             "outcome": "lost"})
+        _ended(session, f, log, time.time(), "lost", reason)
         for cell in f.cells.values():
             session.why_missing(cell, f"{reason}; continue with --resume")
-
-    def _orphan(self, session: RunHandle, queued: deque[Shard], f: _Flight) -> None:
-        """Every-node: the shards a lost node will not run in this run."""
-        for shard in queued:
-            for c in shards(session.cells).get(shard, []):
-                session.why_missing(c, f"node {f.node.label} was lost before measuring it; "
-                                       "continue with --resume once it is back")
 
     @staticmethod
     def _save_logs(out: Path, label: str, logs: dict[str, str]) -> None:
@@ -398,3 +349,17 @@ class RayExecutor:
 
 def _missing(session: RunHandle, cell: Cell) -> bool:
     return not session.is_unavailable(cell.config) and bool(session.missing_indices(cell))
+
+
+def _ended(session: RunHandle, f: _Flight, log: ShardLog, ended: float, outcome: str, reason: str) -> None:
+    """A shard's end, in the shard log and the run's environment."""
+    entry = {"shard": f.shard.key, "node": f.node.label, "started": f.started, "ended": ended, "outcome": outcome}
+    log.write({"type": "shard_ended", **entry, "attempt": f.attempt, "reason": reason})
+    session.environment.setdefault("cluster", {}).setdefault("shards", []).append(entry)
+
+
+def _leave(session: RunHandle, queued: Iterable[Shard], reason: str, overwrite: bool = False) -> None:
+    """The cells of shards this run will not measure, with why."""
+    for shard in queued:
+        for c in shards(session.cells).get(shard, []):
+            session.why_missing(c, reason, overwrite=overwrite)

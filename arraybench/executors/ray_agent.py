@@ -1,22 +1,9 @@
 """The node agent: what runs on a cluster node during a cluster run (a Ray actor and a Ray task).
 
-``ShardRunner`` measures one shard on its node exactly as a local run would: a ``Session`` over the
-shard's cells and the ``LocalExecutor``'s worker processes, in rounds. Only the journal differs:
-the session journals to a ``_QueueSink`` instead of a file, so each replicate, worker report and
-unavailable library goes into a queue as a typed message (``shard_protocol``), and the head drains it with ``poll`` (a long poll: it
-returns as soon as something is there), journals it, and asks again. A node lost mid-shard
-therefore loses only what it had not yet sent.
-
-A run's ``--python`` interpreters are asked on the node before its first shard measures
-(``_check_interpreters``, the probe check a run on one machine makes up front); one missing or
-unusable here makes its environments unavailable on this node only, said as such.
-
-Ray changes the environment of the processes it starts: it sets ``OMP_NUM_THREADS`` to the CPUs a
-task reserved, and the visible devices to the GPUs it reserved. A benchmark's workers must see the
-node as it is, so ``restore_node_environ`` puts back the values the process was started with.
-
-This module runs on the nodes; with ``executors/ray.py`` it is the only one that imports Ray.
-"""
+``ShardRunner`` measures one shard as a local run would (a ``Session`` and the ``LocalExecutor``), but
+journals into a queue of typed messages (``shard_protocol``) that the head drains with long polls, so
+a node lost mid-shard loses only what it had not sent. Ray sets ``OMP_NUM_THREADS`` and the visible
+devices for what it starts; ``restore_node_environ`` gives the workers the node as it is."""
 
 from __future__ import annotations
 
@@ -52,25 +39,15 @@ RAY_SET = ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "RO
 LOG_TAIL_BYTES = 64 * 1024
 
 
-def _initial_environ() -> dict[str, str] | None:
-    """The environment this process was started with (before Ray's changes), where Linux says."""
+def restore_node_environ() -> None:
+    """Undo Ray's thread and device variables in ``os.environ``: those this process was started
+    with, where Linux says (``/proc/self/environ``)."""
     try:
         raw = Path("/proc/self/environ").read_bytes()
     except OSError:
-        return None
-    out = {}
-    for item in raw.split(b"\0"):
-        key, sep, value = item.partition(b"=")
-        if sep:
-            out[key.decode(errors="replace")] = value.decode(errors="replace")
-    return out
-
-
-def restore_node_environ() -> None:
-    """Undo Ray's thread and device variables in ``os.environ`` (see the module's note)."""
-    initial = _initial_environ()
-    if initial is None:
         return
+    initial = {k.decode(errors="replace"): v.decode(errors="replace")
+               for k, sep, v in (item.partition(b"=") for item in raw.split(b"\0")) if sep}
     for var in RAY_SET:
         if var in initial:
             os.environ[var] = initial[var]
@@ -183,11 +160,9 @@ class ShardRunner:
             self._events.put(encode(Ended(time.time(), outcome, reason, logs)))
 
     def _check_interpreters(self, session: Session, job: ShardJob) -> None:
-        """Each ``--python`` interpreter asked on this node, as ``probe.check_interpreters`` asks
-        on one machine, before anything is measured: the environments of one that is missing
-        here, or cannot run the worker here, are not run on this node, with the reason naming the
-        node and the interpreter; the others' cells go on. The answers go home (``interpreters``),
-        so that the node's later shards of the run are not asked again (``job.interpreters``)."""
+        """Each ``--python`` interpreter asked on this node before anything is measured: the
+        environments of one that cannot run the worker here are unavailable on this node alone.
+        The answers go home, so that the node's later shards are not asked again."""
         options = session.options
         if not options.pythons:
             return

@@ -1,6 +1,5 @@
-"""Joining a Ray cluster: connecting as a driver, watching that its head still answers, and
-finding its nodes (each asked for its environment on the node itself). ``executors/ray.py``
-runs shards on what this finds; with it and ``ray_agent``, the only modules that import Ray.
+"""Joining a Ray cluster: connecting as a driver, watching that its head still answers, and finding its
+nodes (each asked for its environment on the node itself), for ``executors/ray.py`` to run shards on.
 """
 
 from __future__ import annotations
@@ -21,9 +20,8 @@ ENVIRONMENT_TIMEOUT_S = 120.0
 
 
 def connect(address: str) -> str | None:
-    """Join the Ray cluster at ``address`` as a driver; ``UsageError`` when it cannot be reached.
-    Never starts a Ray instance of its own. Returns the head's ``host:port`` (None for a ray://
-    address, which Ray Client reaches through a server of its own)."""
+    """Join the Ray cluster at ``address`` as a driver (never starting one); ``UsageError`` when it
+    cannot be reached. The head's ``host:port`` (None for a ray:// address, reached through a server)."""
     head = None if address.startswith("ray://") else _reachable(address)
     if ray.is_initialized():
         return head
@@ -99,8 +97,7 @@ class HeadWatch:
 
 
 def discover(threads: int | None = None, *, environments: bool = True) -> list[Node]:
-    """The live nodes of the cluster, labelled, with their environment (each asked on the node)
-    and whether they are free now (none of their CPUs and GPUs reserved)."""
+    """The live nodes of the cluster, labelled, with their environment and whether they are free."""
     raw = sorted((n for n in ray.nodes() if n.get("Alive")),
                  key=lambda n: ((n.get("Labels") or {}).get(NAME_LABEL) or "", n["NodeID"]))
     names = [(n.get("Labels") or {}).get(NAME_LABEL) or n.get("NodeManagerHostname") or "node"

@@ -1,11 +1,8 @@
-"""One run in progress: its plan, its journal, the replicates measured so far, and what is left.
-
-The API picks an executor (worker processes here, or shards on a cluster) and hands it to
-``Session.run``; the executor sees the session only as an ``executors.base.RunHandle``. Each
-replicate it brings home is journalled at once and told to the reporter; the records and
-``results.json`` are derived from the journalled replicates alone. Ctrl-C or SIGTERM only set a
-flag here, read by the executor between messages: a handler that raised could land between
-receiving a replicate and journalling it, and lose exactly what this module exists to keep.
+"""One run in progress (its plan, journal, replicates so far, what is left), and the narrow interface
+an executor sees it through (``RunHandle``, ``Executor``): an executor asks what is left and says what
+came home, each replicate journalled at once; it never measures nor reaches past the interface.
+Ctrl-C or SIGTERM only set a flag, read by the executor between messages: a handler that raised
+could land between receiving a replicate and journalling it, and lose what this module keeps.
 """
 
 from __future__ import annotations
@@ -15,33 +12,81 @@ import threading
 import uuid
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..analysis.aggregate import aggregate
 from ..analysis.policy import timer_settings
 from ..errors import SaveError
 from ..analysis import pairs as self_check
 from ..analysis.pairs import pairs_of
-from ..model.cell import Config
 from ..host import git, machine, environments
 from ..model.journal import Journal, JournalSink, JournalState
 from ..model.record import Record
 from ..model.replicate import Replicate
 from ..model.results import Results
 from ..model.options import RunOptions
-from ..model.cell import worker_key
-from ..model.cell import Cell
+from ..model.cell import Cell, Config, worker_key
 from ..model.reporter import Reporter
 from ..analysis.policy import RunState
 
-if TYPE_CHECKING:
-    from .base import Executor
+
+class RunHandle(Protocol):
+    """A run in progress as an executor sees it (``Session`` implements it, and says what each does)."""
+
+    @property
+    def cells(self) -> list[Cell]: ...
+
+    @property
+    def environment(self) -> dict[str, Any]: ...
+
+    def configs(self) -> list[Config]: ...
+
+    def is_unavailable(self, config: Config) -> bool: ...
+
+    def wanted(self, cell: Cell) -> int: ...
+
+    def todo(self, config: Config, index: int) -> list[Cell]: ...
+
+    def missing_indices(self, cell: Cell) -> list[int]: ...
+
+    def replicates_of(self, cell: Cell) -> dict[int, Replicate]: ...
+
+    def begin(self) -> None: ...
+
+    def worker_started(self, config: Config, index: int, cells: int) -> None: ...
+
+    def worker_ready(self, config: Config, index: int, info: dict[str, Any], pid: int | None) -> None: ...
+
+    def keep(self, cell: Cell, index: int, replicate: Replicate) -> None: ...
+
+    def mark_unavailable(self, config: Config, reason: str) -> None: ...
+
+    def start_failed(self, config: Config, reason: str) -> None: ...
+
+    def why_missing(self, cell: Cell, reason: str, *, overwrite: bool = True) -> None: ...
+
+    def stop_requested(self) -> bool: ...
+
+    def stop_now(self) -> bool: ...
+
+
+class Executor(Protocol):
+    """Decides where a run's replicates are measured and brings them home."""
+
+    def plan(self, cells: list[Cell]) -> list[Cell]:
+        """The run's cells as this executor measures them (a cluster may multiply them)."""
+
+    def run(self, run: RunHandle, options: RunOptions, out_dir: Path) -> None:
+        """Measure what ``run`` still lacks; return when nothing is left, nothing more can be
+        measured, or the run was asked to stop."""
+
+    def close(self) -> None:
+        """Give back what the executor holds (a cluster connection)."""
 
 
 class Interrupted(Exception):
     """The run was stopped by a signal; ``results`` holds what was measured before it (saved).
-    ``storing``: the signal came while the finished run was being stored (it is not stored; its
-    files and report are written)."""
+    ``storing``: the signal came while the finished run was being stored (its files are written)."""
 
     def __init__(self, results: Results, signum: int, *, storing: bool = False) -> None:
         self.results = results
@@ -56,17 +101,15 @@ class Interrupted(Exception):
 
 
 def stop_signals() -> list[int]:
-    """The signals that stop a run with what it measured kept: SIGINT and SIGTERM, and SIGHUP (a
-    closed terminal), SIGQUIT, SIGUSR1 and SIGALRM where they would end the process (their default):
-    ended so, a run keeps nothing and leaves paused workers behind. One ignored (``nohup``) or
-    handled by the program stays so."""
+    """The signals that stop a run with what it measured kept: SIGINT, SIGTERM, and SIGHUP, SIGQUIT,
+    SIGUSR1 and SIGALRM where their default would end the process (leaving paused workers behind)."""
     more = [getattr(signal, name) for name in ("SIGHUP", "SIGQUIT", "SIGUSR1", "SIGALRM") if hasattr(signal, name)]
     return [signal.SIGINT, signal.SIGTERM, *(s for s in more if signal.getsignal(s) == signal.SIG_DFL)]
 
 
 class Session:
     """A run's state, journal and progress; create it with ``Session.start`` or
-    ``Session.resume``, then ``run(executor)``. Implements ``executors.base.RunHandle``."""
+    ``Session.resume``, then ``run(executor)``. Implements ``RunHandle``."""
 
     def __init__(self, state: RunState, out_dir: Path, sink: JournalSink, env: dict[str, Any],
                  reporter: Reporter | None = None) -> None:
@@ -85,19 +128,14 @@ class Session:
               reporter: Reporter | None = None, context: dict[str, str] | None = None,
               code: dict[str, str] | None = None) -> "Session":
         """A new run: writes the journal's header (the plan and this machine) into ``out_dir``.
-        ``context`` (free labels) is saved in the environment, not in the options;
-        ``code`` (each workload's fingerprint) in the header, for ``--resume`` to compare."""
+        ``context``: free labels; ``code``: each workload's fingerprint, for ``--resume`` to compare."""
         env = machine.collect(options.threads)
-        # The run's identity in the results store: two runs started in the same second
-        # with the same plan are two runs; --resume keeps it (the journal's environment).
+        # Two runs started in the same second with the same plan are two runs in the store.
         env["run_id"] = uuid.uuid4().hex[:16]
-        # Whose run it is: `last` names the latest run of the project the user stands in.
-        env["project"] = git.project()
+        env["project"] = git.project()  # ``last`` names the latest run of the user's project
         if context:
             env["context"] = dict(context)
-        if code:
-            # Each workload's code fingerprint, in results.json and the store too: history names a
-            # step whose workload's code changed instead of "nothing recorded changed".
+        if code:  # in results.json and the store too: history names a step whose code changed
             env["workload_code"] = dict(code)
         described = environments.describe(options)
         if described:  # each environment's interpreter and variables, by label
@@ -108,8 +146,7 @@ class Session:
     @classmethod
     def resume(cls, journalled: JournalState, out_dir: Path,
                reporter: Reporter | None = None) -> "Session":
-        """Go on with the run journalled in ``out_dir`` (as read under its lock): appends to its
-        journal."""
+        """Go on with the run journalled in ``out_dir`` (as read under its lock), appending to it."""
         env = journalled.environment or machine.collect(journalled.options.threads)
         for (b, d, e), info in journalled.worker_info.items():
             machine.merge_worker_info(env, b, d, info, e)
@@ -126,14 +163,9 @@ class Session:
         return self.state.options
 
     # -- the run --------------------------------------------------------------------------------
-    def run(self, executor: "Executor") -> Results:
-        """Measure every cell not yet measured with ``executor``; return the results
-        (``results.json`` saved).
-
-        Raises ``Interrupted`` (with the partial results, saved) after a stop signal. Where
-        the executor could not measure everything (a cluster node lost), the results say
-        ``complete=False``.
-        """
+    def run(self, executor: Executor) -> Results:
+        """Measure every cell not yet measured with ``executor``; the results, saved (``complete=False``
+        where something could not be measured). ``Interrupted`` after a stop signal."""
         # Only the main thread may set signal handlers; run from another, the caller keeps them.
         main = threading.current_thread() is threading.main_thread()
         previous = {s: signal.getsignal(s) for s in stop_signals()} if main else {}
@@ -195,7 +227,7 @@ class Session:
                 rec.reason = f"{state.start_failures[cell.config]}; not measured (continue with --resume)"
         return rec
 
-    # -- what executors ask (executors.base.RunHandle) -----------------------------------------
+    # -- what executors ask (RunHandle) -----------------------------------------------------------
     def configs(self) -> list[Config]:
         """The (backend, device, environment) configurations of the plan, in plan order."""
         return self.state.configs()

@@ -1,17 +1,8 @@
-"""What the head asks a cluster node's agent and what the agent answers: one typed job in, typed
-messages out (the cluster's counterpart of ``worker/protocol.py``).
-
-The head (``executors/ray.py``) hands a node's ``ShardRunner`` (``executors/ray_agent.py``) one
-``ShardJob``; the agent answers with the messages below, drained by the head's long polls:
-``Started`` once, then as the shard's session goes ``WorkerStarted``, ``WorkerInfo``,
-``Interpreters``, ``ReplicateSent`` and ``Unavailable``, and ``Ended`` last. Ray carries them as
-plain dicts (``encode``); each side reads what it gets through ``ShardJob.from_dict`` or ``parse``,
-which check it against these declarations (``model.schema``): a job without its shape fails the
-shard with the field named, and a message without its shape is not acted on. A replicate that
-does not have its shape becomes a failed one for its cell, as a worker's would.
-
-Nothing here imports Ray: the round trip is tested without a cluster.
-"""
+"""What the head asks a cluster node's agent and what the agent answers: one ``ShardJob`` in, typed
+messages out (the cluster's counterpart of ``worker/protocol.py``), carried by Ray as plain dicts.
+Each side checks what it gets against these declarations (``model.schema``): a job without its shape
+fails the shard, a message without it is not acted on, a malformed replicate is a failed one.
+Nothing here imports Ray: the round trip is tested without a cluster."""
 
 from __future__ import annotations
 
@@ -25,11 +16,10 @@ from ..model.replicate import Replicate
 
 @dataclass(frozen=True)
 class ShardJob:
-    """What a node needs to measure a shard's cells: the run's options (as ``RunOptions.to_dict``
-    gives them), the workload files' text (the node has its own disk), the shipped workloads,
-    the replicates already journalled (by cell key, then index), the node's label, what its
-    earlier shards found of the ``--python`` interpreters there, and whether messages spell an
-    option as the command line does."""
+    """What a node needs to measure a shard's cells: the run's options, the workload files' text
+    (the node has its own disk), the shipped workloads, the replicates already journalled (by cell
+    key, then index), the node's label, what its earlier shards found of the ``--python``
+    interpreters there, and whether messages spell an option as the command line does."""
 
     options: dict[str, Any]
     cells: tuple[Cell, ...]

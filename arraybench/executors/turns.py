@@ -1,63 +1,29 @@
 """Configurations side by side in time: one replicate index's workers alive together, taking turns.
 
-A verdict compares configurations (libraries, devices, environments, modes) that each run in
-worker processes of their own. Measured one after another, a burst of load that lands on NumPy's
-worker and not on PyTorch's becomes a difference between the libraries. Here every configuration's
-worker for a replicate index is started (one at a time, each preparing its cells alone: imports,
-first calls, checks, calibration), then they take turns: for each case, in a shuffled order, every
-cell of the case still sampling takes one sample, the cells' order shuffled every round. The cells
-a verdict compares so sample the same seconds of the machine, and the samples of one round of one
-case are what ``analysis/pairs`` pairs.
-
-One library measures at a time, and nothing else of another runs meanwhile: a worker that does not
-have the turn is stopped (SIGSTOP, with its process group), so a BLAS or OpenMP pool still spinning
-after its last call (``benchmarks/spin_tail.py`` measures how long one spins here) cannot take a
-core from the library being timed; it goes on spinning where it left off when its turn comes back,
-as it would between two calls of a plain process. How a library runs is not changed.
-
-A worker that crashes or hangs during the turns costs the cell whose turn it was (``failed``); its
-other cells are handed back, to take turns again in a fresh worker (``local.py``). One that dies
-outside any cell hands them all back, once: on a retry it fails them all, so that a worker that
-cannot go on is not started again and again.
+Each worker prepares its cells alone; then, case by case in a shuffled order, every cell of the case
+takes one sample a round, so that a verdict's two sides sample the same seconds of the machine. A
+worker without the turn is stopped (SIGSTOP, with its group): a BLAS pool still spinning cannot take a
+core from the library timed. ``LoadWatch`` says which rounds other processes loaded (busy rounds).
 """
 
 from __future__ import annotations
 
-import os
+import bisect
 import random
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol
 
 from ..analysis.policy import pairs_on, short_of_quiet, takes_turn
+from ..host.cpu_time import MachineTime, process_seconds
 from ..model.cell import Cell, Config, case_key
 from ..worker.protocol import FINISH, Message, Prepare, Prepared, Ready, ReplicateDone, Sampled, Turn
-from .base import RunHandle
-from .load import LoadWatch
-from .worker_process import StopRequested, WorkerExited, WorkerProcess, WorkerTimeout
+from .session import RunHandle
+from .worker_process import (STARTUP_TIMEOUT_S, StopRequested, WorkerExited, WorkerProcess, WorkerTimeout,
+                             end_together, stop_grace_s)
 
-__all__ = ["end_together", "take_turns"]
-
-#: How long a worker asked to stop may take to send the cells it has finished, on a machine with
-#: a core for each runnable process; ``stop_grace_s`` stretches it where processes queue for cores.
-STOP_GRACE_S = 5.0
-#: The longest a stopping worker is waited for, however loaded the machine (a second Ctrl-C ends
-#: the wait at once).
-STOP_GRACE_MOST_S = 60.0
-
-
-def stop_grace_s() -> float:
-    """The grace a stopping worker gets now: ``STOP_GRACE_S`` times the run queue over the cores.
-
-    Finishing a batch (the checks, the footprint) takes a fraction of a second alone; with sixteen
-    processes queued on two cores the worker gets an eighth of a core, and a fixed five seconds
-    killed it with finished cells unsent, so they were measured again on resume."""
-    try:
-        queued = os.getloadavg()[0] / (os.cpu_count() or 1)
-    except OSError:
-        queued = 1.0
-    return min(STOP_GRACE_MOST_S, STOP_GRACE_S * max(1.0, queued))
-
+__all__ = ["LoadWatch", "take_turns"]
 
 @dataclass
 class _Side:
@@ -69,59 +35,38 @@ class _Side:
     listener: "Listener"
     messages: Iterator[Message]
     remaining: dict[str, Cell]
-    alive: bool = True
-    #: Cells the worker still samples, by their index in its job.
-    sampling: set[int] = field(default_factory=set)
-    #: A side that accompanies its configuration's own (its large outputs in the other allocator
-    #: state): its failures are its listener's to say, never the configuration's.
+    timeout: float  # seconds without progress before it is taken for hung (``--timeout``)
+    retry: bool  # its cells were handed back before: where it dies outside any cell, they fail
+    #: Its large outputs in the other allocator state: its failures are its listener's to say.
     extra: bool = False
-    #: The worker said ``Done`` after its turns, every cell answered: it may do another job.
-    finished: bool = False
-    #: Its end measures energy (counters of the whole package or board): it ends alone.
-    ends_alone: bool = True
-    #: Seconds without progress before it is taken for hung (``--timeout``).
-    timeout: float = 0.0
-    #: Its cells were handed back before: where it dies outside any cell, they fail.
-    retry: bool = False
+    alive: bool = True
+    sampling: set[int] = field(default_factory=set)  # cells it still samples, by index in its job
+    finished: bool = False  # every cell answered after its turns: it may do another job
+    ends_alone: bool = True  # its end reads an energy counter of the whole package or board
 
 
 class Listener(Protocol):
-    """What acts on one worker's messages (``listeners.Listener``)."""
+    """What acts on one worker's messages (``local.Listener``)."""
 
     ready: bool
 
-    def handle(self, msg: Message) -> bool:
-        """Act on one message; True when the worker's configuration turned out unavailable."""
-        ...
+    def handle(self, msg: Message) -> bool: ...
 
-    def fail(self, cell: Cell, reason: str) -> None:
-        """Answer ``cell`` with a failed replicate saying ``reason``."""
-        ...
+    def fail(self, cell: Cell, reason: str) -> None: ...
 
 
 StartWorker = Callable[[Config, list[Cell]], tuple[WorkerProcess, Listener, dict[str, Cell]]]
 
 
 def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartWorker, *,
-               timeout: float, startup_timeout: float, seed: int,
-               extra: dict[Config, list[Cell]] | None = None,
-               start_extra: StartWorker | None = None,
-               before_prepare: Callable[[], None] | None = None,
-               keep: Callable[[WorkerProcess], bool] | None = None,
-               judged: Callable[[Cell], bool] | None = None, retry: bool = False) -> dict[Config, list[Cell]]:
-    """Measure ``plan`` (each configuration's cells) with its workers taking turns; the cells
-    handed back (a worker that crashed or hung), by configuration, to take turns again.
-
-    ``start(config, cells)`` starts a worker whose job takes turns and returns it with the
-    listener that acts on its messages and the cells it answers for (by key); each cell is
-    answered through the listener (journalled) as it comes home. ``extra`` sides, started by
-    ``start_extra``, take turns beside them (the same cells in the other allocator state) and
-    answer only their own listener. ``before_prepare`` is called once every worker is ready,
-    before the first one prepares: from then on the cells are timed. ``keep(worker)`` may keep a
-    worker that finished cleanly for another run (``pool``): True where it did. ``judged(cell)``:
-    whether an earlier process judged the cell's result already (its worker does not again).
-    ``retry``: the cells were handed back before (a worker dying outside any cell fails them).
-    """
+               timeout: float, seed: int, extra: dict[Config, list[Cell]], start_extra: StartWorker,
+               before_prepare: Callable[[], None], keep: Callable[[WorkerProcess], bool],
+               judged: Callable[[Cell], bool], retry: bool) -> dict[Config, list[Cell]]:
+    """Measure ``plan`` with its workers taking turns; return the cells handed back (a worker that
+    crashed or hung) to take turns again. ``start(config, cells)`` gives a worker, its listener and
+    the cells it answers for; ``extra`` sides (``start_extra``: the other allocator state) take turns
+    beside them. ``before_prepare`` runs once every worker is ready; ``keep(worker)`` may keep one
+    that finished cleanly (``pool``); ``judged(cell)``: an earlier process judged its result."""
     rng = random.Random(seed)
     every: list[_Side] = []  # each worker started, closed at the end whatever happened
     left: dict[Config, list[Cell]] = {}
@@ -129,19 +74,17 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
     rng.shuffle(order)
     try:
         for config in order:
-            every.append(_start(session, config, plan[config], start, timeout, startup_timeout, retry=retry))
-        for config, cells in (extra or {}).items():
-            if cells and start_extra is not None:
-                every.append(_start(session, config, cells, start_extra, timeout, startup_timeout, extra=True))
-        sides = list(every)
+            every.append(_start(session, config, plan[config], start, timeout, retry=retry))
+        for config, cells in extra.items():
+            if cells:
+                every.append(_start(session, config, cells, start_extra, timeout, extra=True))
         # Every worker imports its library at once (nothing is timed yet), then each prepares
         # its cells alone, first calls and all, while the others wait.
-        sides = [side for side in sides if _until(session, side, Ready, left)]
-        if before_prepare is not None:
-            before_prepare()
+        sides = [side for side in every if _until(session, side, Ready, left)]
+        before_prepare()
         for side in sides:
             mine = [i for i, c in enumerate(side.cells) if c.key in side.remaining]
-            done = [i for i in mine if judged is not None and judged(side.cells[i])]
+            done = [i for i in mine if judged(side.cells[i])]
             only = mine if len(mine) < len(side.cells) else None
             side.worker.send(Prepare(only=only, judged=done).to_json())
             if _until(session, side, Prepared, left):
@@ -151,17 +94,14 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
         with LoadWatch([side.worker.proc.pid for side in sides]) as watch:
             spans = _turns(session, sides, rng, left, watch)
         busy = {turn: watch.busy(*span) for turn, span in spans.items()}
-        # Ends that measure nothing of the machine's (a peak of the worker's own memory, or
-        # nothing) overlap; one that reads an energy counter runs alone.
+        # Ends that measure nothing of the machine's overlap; one that reads an energy counter
+        # runs alone (``_finish`` tells it to end).
         together = [side for side in sides if side.alive and not side.ends_alone]
         for side in together:
             side.worker.resume()
             side.worker.send(FINISH.to_json())
-        for side in together:
-            _finish(session, side, left, busy, sent=True)
-        for side in sides:
-            if side.ends_alone:
-                _finish(session, side, left, busy)
+        for side in together + [side for side in sides if side.ends_alone]:
+            _finish(session, side, left, busy)
     except StopRequested:
         for side in every:
             _wind_down(session, side)
@@ -171,25 +111,22 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
             side.worker.kill()
         raise
     finally:
-        ending = [side for side in every
-                  if not (side.finished and not side.extra and keep is not None and keep(side.worker))]
+        ending = [side for side in every if not (side.finished and not side.extra and keep(side.worker))]
         end_together([side.worker for side in ending])
     return left
 
 
 def _start(session: RunHandle, config: Config, cells: list[Cell], start: StartWorker, timeout: float,
-           startup_timeout: float, extra: bool = False, retry: bool = False) -> _Side:
+           extra: bool = False, retry: bool = False) -> _Side:
     """Start ``config``'s worker; it imports its library, says it is ready and waits."""
     worker, listener, remaining = start(config, cells)
-    messages = worker.messages(timeout, startup_timeout=startup_timeout, stop=session.stop_requested)
-    # Its job's cells (a worker started early may have more than it measures: ``remaining``).
-    return _Side(config, list(worker.cells), worker, listener, messages, remaining, extra=extra, timeout=timeout,
-                 retry=retry)
+    messages = worker.messages(timeout, startup_timeout=STARTUP_TIMEOUT_S, stop=session.stop_requested)
+    # Its job's cells: a worker started early may have more than it measures (``remaining``).
+    return _Side(config, list(worker.cells), worker, listener, messages, remaining, timeout, retry, extra)
 
 
 def _until(session: RunHandle, side: _Side, kind: type, left: dict[Config, list[Cell]]) -> bool:
-    """Act on a worker's messages until one of ``kind``; False (the worker ended, its cells
-    answered or handed back) where it never came."""
+    """Act on a worker's messages until one of ``kind``; False where it never came (the worker ended)."""
     try:
         for msg in side.messages:
             if isinstance(msg, Ready):
@@ -208,17 +145,14 @@ def _until(session: RunHandle, side: _Side, kind: type, left: dict[Config, list[
     return False
 
 
-#: The span of ``time.monotonic`` of each turn, by (id of its side, the cell's index, round).
-Spans = dict[tuple[int, int, int], tuple[float, float]]
+Spans = dict[tuple[int, int, int], tuple[float, float]]  # each turn's span, by (id(side), cell, round)
 
 
 def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dict[Config, list[Cell]],
            watch: LoadWatch) -> Spans:
-    """Hand turns until every cell has finished sampling: case by case, every cell of a case one
-    sample a round, in a shuffled order. A cell whose own sampling is complete goes on taking
-    turns while another cell of its case samples: every round of a case pairs all of its cells;
-    and, where other processes loaded the machine in all but one or two of the case's rounds
-    while it rested in some, for longer (``analysis/policy``). Returns each turn's span."""
+    """Hand turns until every cell has finished sampling, and each turn's span. A cell done by its
+    own rule goes on taking turns while another of its case samples, so that every round pairs
+    all of them; and longer where the case is short of quiet rounds (``analysis/policy``)."""
     spans: Spans = {}
     quiet: dict[str, int] = {}  # rounds of each case that no other process loaded, so far
     rested = 0  # rounds of any case that no other process loaded
@@ -286,10 +220,8 @@ def _turns(session: RunHandle, sides: list[_Side], rng: random.Random, left: dic
                     if msg.error:
                         side.sampling.discard(i)  # a cell that failed takes no more turns
                 elif done_at.pop((id(side), i), None) is not None:
-                    # Done, then not: a turn after its own rule had ended found its calls far
-                    # faster than calibrated, and its batch grew (``Sampling._regrow``), the
-                    # samples before taken back as warm-up. It samples by its own rule again:
-                    # left to end with the rounds it pairs on for, it kept none.
+                    # Done, then not: its batch grew (``Sampling._regrow``), its samples taken back
+                    # as warm-up; it samples by its own rule again, or it would keep none.
                     still[id(side)].add(i)
                     per_call.pop((id(side), i), None)
             ended = time.monotonic()
@@ -312,14 +244,13 @@ def _next_sampled(side: _Side) -> Sampled:
     raise WorkerExited(side.worker.proc.returncode, side.worker.last_error_line())
 
 
-def _finish(session: RunHandle, side: _Side, left: dict[Config, list[Cell]], busy: dict[tuple[int, int, int], bool],
-            sent: bool = False) -> None:
-    """End the turns of one worker: it finishes every cell and sends its replicates (``sent``:
-    it was told to already), each with the rounds whose turn ``busy`` says other processes
-    loaded the machine in (a pair leaves out a round where either side's turn was busy)."""
+def _finish(session: RunHandle, side: _Side, left: dict[Config, list[Cell]],
+            busy: dict[tuple[int, int, int], bool]) -> None:
+    """End the turns of one worker: it finishes every cell and sends its replicates, each with
+    the rounds whose turn ``busy`` says other processes loaded the machine in."""
     if not side.alive:
         return
-    if not sent:
+    if side.ends_alone:
         side.worker.resume()
         side.worker.send(FINISH.to_json())
     position = {cell.key: i for i, cell in enumerate(side.cells)}
@@ -385,10 +316,84 @@ def _wind_down(session: RunHandle, side: _Side) -> None:
     side.worker.kill()
 
 
-def end_together(workers: list[WorkerProcess]) -> None:
-    """End ``workers`` (their stdin closed), all at once so that their exits, seconds of a
-    library's teardown each, overlap; return once every one is closed."""
-    for worker in workers:
-        worker.let_go()
-    for worker in workers:
-        worker.close()
+# -- other processes' CPU meanwhile, from /proc (elsewhere nothing is read and every round counts) --
+# A burst of load does not slow two libraries alike (one on two threads loses one and waits at every
+# barrier): a round taken during one pairs two times a quiet machine would not give.
+
+#: How often the watch reads: ticks of 10 ms on 2 CPUs every 50 ms resolve a fifth of a core.
+PERIOD_S = 0.05
+#: A window shorter than this is widened to it, centred, before the others' cores are read over it.
+LEAST_WINDOW_S = 0.2
+#: Other processes using this many cores during a round make it a busy round.
+BUSY_CORES = 0.5
+
+
+class LoadWatch:
+    """A thread that reads the others' CPU use until the watch is closed (a context manager)."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self._pids = list(pids)
+        self._machine = MachineTime()
+        self._times: list[float] = []
+        self._others: list[float] = []  # others' CPU seconds, cumulative, at each time
+        self._last: dict[int, float] = {}  # each worker's CPU seconds when last read
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> "LoadWatch":
+        if self._machine.read() is not None:
+            self._read()
+            self._thread = threading.Thread(target=self._run, name="arraybench-load-watch", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._read()
+        self._machine.close()
+
+    def _run(self) -> None:
+        while not self._stop.wait(PERIOD_S):
+            self._read()
+
+    def _read(self) -> None:
+        machine = self._machine.read()
+        if machine is None:
+            return
+        for pid in self._pids:  # a worker that ended keeps the time it had: not others' then
+            self._last[pid] = max(self._last.get(pid, 0.0), process_seconds(pid))
+        ours = process_seconds("self") + sum(self._last.values())
+        # Times first: a reader in another thread takes no more reads than ``_others`` holds.
+        self._times.append(time.monotonic())
+        self._others.append(machine[0] - ours)
+
+    def others(self, start: float, end: float) -> float | None:
+        """The cores other processes used from ``start`` to ``end`` (``time.monotonic``), over a
+        window of ``LEAST_WINDOW_S`` at least; None where the watch read nothing then."""
+        if end - start < LEAST_WINDOW_S:
+            middle = (start + end) / 2
+            start, end = middle - LEAST_WINDOW_S / 2, middle + LEAST_WINDOW_S / 2
+        n = len(self._others)  # the watch's thread may be adding a read
+        first = max(bisect.bisect_right(self._times, start, 0, n) - 1, 0)
+        last = min(bisect.bisect_left(self._times, end, 0, n), n - 1)
+        if last <= first:
+            return None
+        span = self._times[last] - self._times[first]
+        # A worker's ticks can lag the machine's by one read: never below nothing.
+        return max(self._others[last] - self._others[first], 0.0) / span
+
+    def busy(self, start: float, end: float) -> bool:
+        """Whether other processes used ``BUSY_CORES`` or more from ``start`` to ``end``, or over any
+        ``LEAST_WINDOW_S`` of it: a burst over part of a long round is in its sample, a batch's mean."""
+        cores = self.others(start, end)
+        if cores is None:
+            return False
+        if cores >= BUSY_CORES:
+            return True
+        n = len(self._others)
+        first = bisect.bisect_right(self._times, start, 0, n)
+        last = bisect.bisect_left(self._times, end, 0, n)
+        return any((self.others(self._times[k], self._times[k] + LEAST_WINDOW_S) or 0.0) >= BUSY_CORES
+                   for k in range(first, last) if self._times[k] + LEAST_WINDOW_S <= end)

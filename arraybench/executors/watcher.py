@@ -1,17 +1,9 @@
-"""Ends the workers' process groups of a parent that died without its clean-up.
+"""Ends the workers' process groups of a parent that died without its clean-up (SIGKILL).
 
-A worker's whole group (the worker and what its workload started) is killed by the parent when the
-worker ends (``worker_process``). A parent that dies without its clean-up (SIGKILL, or a signal it
-does not handle) cannot, and ``PR_SET_PDEATHSIG`` ends only the worker: it is not inherited by what
-the workload starts, and a group paused for another library's turn (SIGSTOP) would keep those
-helpers stopped for good. A stopped process runs no handler, so nothing inside the group can act.
-
-So one small watcher process per parent, in a session of its own (outside every worker's group, out
-of the terminal's reach), is told each group as its worker starts ("+GROUP") and once it is killed
-("-GROUP"), over a pipe only the parent writes to. When the parent is gone, however it went, the
-kernel closes the pipe, and the watcher continues and kills every group still named. Its cost is
-one idle interpreter per parent, started with the first worker. A group is forgotten before its
-worker is reaped, and until then its id cannot be another's, so the watcher never ends a stranger.
+``PR_SET_PDEATHSIG`` ends only the worker, not what its workload started, and a group paused for
+another library's turn would stay stopped for good. So one idle watcher process per parent, in a
+session of its own, is told each group ("+GROUP", "-GROUP") over a pipe only the parent writes; when
+the pipe closes it kills every group still named. A group is forgotten before its worker is reaped.
 """
 
 from __future__ import annotations

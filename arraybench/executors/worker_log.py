@@ -1,17 +1,8 @@
-"""A worker's log (``logs/<backend>-<device>-p<i>.log``): what it and its workloads write on
-stdout and stderr, kept within a size.
+"""A worker's log (``logs/<backend>-<device>-p<i>.log``) and what its end says of how the worker ended.
 
-The worker's output comes through a pipe that the parent copies into the log, so that a workload
-that prints on every call cannot fill the disk (one wrote 150 MB in 2 s): the log keeps the first
-``HEAD_BYTES`` and the last ``TAIL_BYTES`` of each worker's output, with one line between them
-saying how much was dropped. The end is where a crash and the last error are, so it is kept whole.
-
-The log is opened by ``files.open_append``: only as a regular file inside the folder, never through
-a link planted under its name, and never a named pipe, which would block the run (``open`` waits
-for a reader, deaf to SIGTERM) or a device.
-
-What the log's end says of how a worker ended (its exit, the last error, the user's line a crash
-happened on) is read here too (``describe_exit``, ``last_error``, ``crash_site``).
+The parent copies the worker's output into the log, keeping its first ``HEAD_BYTES`` and last
+``TAIL_BYTES`` (one workload wrote 150 MB in 2 s); the end, where a crash is, is kept whole. The log
+is opened by ``files.open_append``: never through a planted link, nor a pipe that would block the run.
 """
 
 from __future__ import annotations
@@ -31,10 +22,8 @@ TAIL_BYTES = 4 << 20
 
 class CappedLog:
     """One worker's output appended to its log: the first ``head`` bytes as they come, the last
-    ``tail`` bytes held until ``finish`` (or read by ``text``), what lies between dropped.
-
-    Written by the thread that reads the worker's pipe, read by the thread that reports an error.
-    """
+    ``tail`` held until ``finish`` (or read by ``text``), what lies between dropped. Written by the
+    thread that reads the worker's pipe, read by the one that reports an error."""
 
     def __init__(self, path: Path, file: BinaryIO, head: int = HEAD_BYTES,
                  tail: int = TAIL_BYTES) -> None:
@@ -92,15 +81,13 @@ class CappedLog:
             self._tail_size = self._dropped = 0
             try:
                 if dropped:
-                    self._file.write(self.dropped_line(dropped).encode())
+                    self._file.write(f"\n[arraybench: {dropped:,} bytes of this worker's output dropped here; a "
+                                     f"log keeps the first {self._head >> 20} MiB and the last "
+                                     f"{self._tail_max >> 20} MiB]\n".encode())
                 self._file.write(tail)
                 self._file.flush()
             except (OSError, ValueError):
                 pass  # a log helps; it never costs a measurement
-
-    def dropped_line(self, dropped: int) -> str:
-        return (f"\n[arraybench: {dropped:,} bytes of this worker's output dropped here; a log "
-                f"keeps the first {self._head >> 20} MiB and the last {self._tail_max >> 20} MiB]\n")
 
     def text(self, last: int = 20000) -> str:
         """The last ``last`` bytes this worker wrote (on disk and still held), as text."""
@@ -153,12 +140,8 @@ _FAULT_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?
 
 
 def crash_site(text: str) -> str:
-    """``at FILE:LINE in FUNC`` from a faulthandler dump (the worker enables it), or "".
-
-    faulthandler lists the crashing thread's frames innermost first; the first frame outside the
-    standard library, site-packages and arraybench is the user's own line, which is what a user
-    needs to see. Failing that, the innermost frame.
-    """
+    """``at FILE:LINE in FUNC`` from a faulthandler dump, or "": the crashing thread's innermost frame
+    outside the standard library, site-packages and arraybench (the user's own line), else its first."""
     start = text.rfind("Fatal Python error:")
     if start < 0:
         return ""
@@ -171,11 +154,7 @@ def crash_site(text: str) -> str:
             break  # the first thread's frames end here
     if not frames:
         return ""
-
-    def library(path: str) -> bool:
-        path = path.replace("\\", "/")
-        return ("/arraybench/" in path or "site-packages" in path or "/lib/python" in path
-                or path.startswith("<"))
-
-    chosen = next((m for m in frames if not library(m["file"])), frames[0])
+    ours = [m for m in frames if not m["file"].startswith("<") and not any(
+        part in m["file"].replace("\\", "/") for part in ("/arraybench/", "site-packages", "/lib/python"))]
+    chosen = (ours or frames)[0]
     return f"at {chosen['file']}:{chosen['line']} in {chosen['func']}"

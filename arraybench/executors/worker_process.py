@@ -1,23 +1,9 @@
-"""A worker process seen from the parent: start it, read its messages with a deadline, kill it.
+"""A worker process seen from the parent: start it, read its messages with a deadline, pause it, kill it.
 
-Every child arraybench starts is one of these: the measuring workers, the probe of ``info`` and
-the doctor's self-checks all give a ``worker.protocol.Job`` and read typed messages back.
-
-Workers start in their own session, so a Ctrl-C in the terminal reaches only the parent, which then
-asks the worker to stop (SIGTERM: finish the current sample, send what is complete) and keeps what
-was measured. On Linux a worker also dies with its parent (``PR_SET_PDEATHSIG``), and its group with
-it (``watcher``): a parent killed with SIGKILL leaves no orphan measuring on, nor one stopped for good.
-
-A workload may fork or start helpers (``subprocess``, ``multiprocessing``). They share the worker's
-process group, and when the worker ends, however it ends, the whole group is killed with it: the
-group is killed while the worker is still a zombie, so its id cannot have been reused. Such a child
-also holds the worker's end of the pipe, so the end of the worker's output is not waited for: once
-the worker itself has exited, its group is killed and the output is read to its end or given up
-after ``PIPE_GRACE_S``. (A child that leaves the group with ``setsid`` escapes this; nothing short of
-a cgroup catches it.)
-
-What a worker and its workloads print (its stderr, and its stdout, which the worker points there)
-reaches its log through a pipe the parent copies, within a size (``worker_log``).
+Every child arraybench starts (measuring workers, the probe, the doctor's self-checks) is one of these.
+Workers start in a session of their own, so a Ctrl-C reaches only the parent, which asks them to stop
+(SIGTERM: send what is complete). A worker's whole process group (what its workload started) is
+killed with it, while the worker is still a zombie, so that the group's id cannot have been reused.
 """
 
 from __future__ import annotations
@@ -41,11 +27,24 @@ from .watcher import unwatch, watch
 from .worker_log import CappedLog, crash_site, describe_exit, last_error
 from ..worker.protocol import Done, Job, Message, Unavailable, parse
 
-#: How long a worker may take to import its library and open its device, however short the
-#: per-cell ``--timeout``: importing torch takes seconds, creating a CUDA context can take more.
+#: How long a worker may take to import its library and open its device, however short ``--timeout``.
 STARTUP_TIMEOUT_S = 120.0
 #: How long the output of a worker that has exited is read on, for a child that still holds it.
 PIPE_GRACE_S = 1.0
+#: How long a worker asked to stop may take to send the cells it finished, with a core each.
+STOP_GRACE_S = 5.0
+#: The longest a stopping worker is waited for, however loaded the machine.
+STOP_GRACE_MOST_S = 60.0
+
+
+def stop_grace_s() -> float:
+    """The grace a stopping worker gets now: ``STOP_GRACE_S`` times the run queue over the cores
+    (sixteen processes on two cores left a fixed five seconds too short to send finished cells)."""
+    try:
+        queued = os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:
+        queued = 1.0
+    return min(STOP_GRACE_MOST_S, STOP_GRACE_S * max(1.0, queued))
 
 
 class WorkerTimeout(Exception):
@@ -53,7 +52,6 @@ class WorkerTimeout(Exception):
 
     def __init__(self, cell: int, waited: float) -> None:
         self.cell = cell
-        self.waited = waited
         super().__init__(f"no progress for {waited:.0f} s")
 
 
@@ -66,7 +64,6 @@ class WorkerExited(Exception):
 
     def __init__(self, returncode: int | None, last_error: str) -> None:
         self.returncode = returncode
-        self.last_error = last_error
         super().__init__(describe_exit(returncode, last_error))
 
 
@@ -75,9 +72,7 @@ class WorkerProcess:
 
     def __init__(self, job: Job, *, env: Mapping[str, str], cpus: list[int] | None,
                  log_path: Path, python: str | None = None) -> None:
-        """Start ``python -m arraybench.worker`` (``python``: another interpreter, an environment
-        of ``--python``; None: this one) with ``job`` on its stdin."""
-        self.log_path = log_path
+        """Start ``python -m arraybench.worker`` (None: this interpreter) with ``job`` on its stdin."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self.board_path = log_path.with_suffix(".board")
         heartbeat.create(self.board_path)
@@ -133,8 +128,7 @@ class WorkerProcess:
             pass
 
     def send(self, line: str) -> None:
-        """Write one line to a worker taking turns (``protocol.Turn``); a worker that is gone is
-        found out by reading its messages, not here."""
+        """Write one line to a worker taking turns; one that is gone is found out by its messages."""
         stdin = self.proc.stdin
         if stdin is None or stdin.closed:
             return
@@ -154,8 +148,7 @@ class WorkerProcess:
             pass
 
     def pause(self) -> None:
-        """Stop the worker and its group (SIGSTOP) while another has the turn: no thread of it,
-        a BLAS pool spinning after its last call included, runs while another library measures."""
+        """Stop the worker and its group (SIGSTOP), a BLAS pool still spinning included."""
         if not self.paused:
             self._signal_group(signal.SIGSTOP)
             self.paused = True
@@ -168,8 +161,7 @@ class WorkerProcess:
             self.asked_at = time.monotonic()
 
     def _read(self) -> None:
-        """Lines from the worker into the queue, then None at the end of its messages (or at
-        close); what it writes on stderr into its capped log, until that ends too."""
+        """Its lines into the queue, then None at their end (or at close); its stderr into its log."""
         assert self.proc.stdout is not None and self.proc.stderr is not None
         fd, err = self.proc.stdout.fileno(), self.proc.stderr.fileno()
         pending = b""
@@ -240,15 +232,11 @@ class WorkerProcess:
     def messages(self, timeout: float, *, startup_timeout: float | None = None,
                  deadline: float | None = None,
                  stop: Callable[[], bool] | None = None) -> Iterator[Message]:
-        """Messages as they come, while the worker shows progress at least every ``timeout`` seconds.
-
-        Progress is a message or a change on the heartbeat board. Until the first message (the
-        worker importing its library) the allowance is ``startup_timeout`` instead. ``deadline``
-        (a ``time.monotonic()`` value) ends the wait whatever the progress. ``stop`` is asked about
-        once a second at most, and only between messages, so a message is never half handled.
-        Raises ``WorkerTimeout``, ``WorkerExited`` or ``StopRequested``; returns after ``Done``, or
-        after ``Unavailable`` (the worker's last word).
-        """
+        """Messages as they come, while the worker shows progress (a message, or a change on its
+        heartbeat board) at least every ``timeout`` seconds; ``startup_timeout`` until the first.
+        ``deadline`` (``time.monotonic()``) ends the wait whatever the progress; ``stop`` is asked
+        only between messages, so a message is never half handled. Raises ``WorkerTimeout``,
+        ``WorkerExited`` or ``StopRequested``; returns after ``Done`` or ``Unavailable``."""
         last_beat = heartbeat.read(self.board_path)
         last_progress = time.monotonic()
         allowance = max(timeout, startup_timeout or 0.0)
@@ -370,9 +358,7 @@ class WorkerProcess:
             pass
 
     def let_go(self) -> None:
-        """Let the worker run to its end (its stdin closed, resumed) without waiting for it: the
-        exits of several workers (seconds of a library's teardown each) then overlap, and
-        ``close`` waits for each."""
+        """Let the worker run to its end (resumed, its stdin closed) without waiting for it."""
         self.resume()
         self._close_stdin()
 
@@ -398,3 +384,11 @@ class WorkerProcess:
 
 _waitid = getattr(os, "waitid", None)
 
+
+def end_together(workers: list[WorkerProcess]) -> None:
+    """End ``workers`` (their stdin closed), all at once so that their exits, seconds of a
+    library's teardown each, overlap; return once every one is closed."""
+    for worker in workers:
+        worker.let_go()
+    for worker in workers:
+        worker.close()

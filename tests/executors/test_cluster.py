@@ -22,8 +22,7 @@ from pathlib import Path
 import pytest
 
 from arraybench.errors import UsageError
-from arraybench.executors import shardlog
-from arraybench.executors.cluster import Node, differences, is_free, labels, select
+from arraybench.executors.cluster import Node, differences, is_free, labels, read_shard_log, select
 
 from ..conftest import ROOT, default_signals
 
@@ -219,7 +218,7 @@ def _results(out: Path) -> dict:
 
 
 def _ended(out: Path) -> list[dict]:
-    return [e for e in shardlog.read(out) if e.get("type") == "shard_ended"]
+    return [e for e in read_shard_log(out) if e.get("type") == "shard_ended"]
 
 
 def test_info_lists_the_nodes_their_machines_and_which_are_free(ray_cluster):
@@ -265,12 +264,12 @@ def test_every_node_and_any_node_runs_side_by_side_never_share_a_node(ray_cluste
     a = ray_cluster.start("run", "--cluster", ray_cluster.address, "--on", "every-node", *TINY,
                           "--workload-file", str(gated), "--workloads", "gated,elementwise,sort",
                           "--processes", "2", "-o", str(every))
-    _wait_for(lambda: len([e for e in shardlog.read(every) if e.get("type") == "shard_started"]) == 2,
+    _wait_for(lambda: len([e for e in read_shard_log(every) if e.get("type") == "shard_started"]) == 2,
               "run A's first shard on both nodes", a)
     b = ray_cluster.start("run", "--cluster", ray_cluster.address, "--on", "any-node", *TINY,
                           "--workloads", "elementwise,sort,fft,matmul", "--processes", "1", "-o", str(anyn))
-    _wait_for(lambda: any(e.get("type") == "nodes" for e in shardlog.read(anyn)), "run B's dispatch", b)
-    b_dispatch = next(e["time"] for e in shardlog.read(anyn) if e.get("type") == "nodes")
+    _wait_for(lambda: any(e.get("type") == "nodes" for e in read_shard_log(anyn)), "run B's dispatch", b)
+    b_dispatch = next(e["time"] for e in read_shard_log(anyn) if e.get("type") == "nodes")
     # Meanwhile B's shards are asked for; the nodes' CPUs are A's, and info says so.
     busy = ray_cluster.cli("info", "--cluster", ray_cluster.address, "--json")
     assert busy.returncode == 0, busy.stderr
@@ -384,7 +383,7 @@ def test_environments_run_on_every_node_and_one_missing_there_is_said_per_node(r
     assert after[("here/t1", "n2")]["status"] == "ok"
     assert [rep["machine"] for rep in after[("here/t1", "n2")]["replicates"]] == ["n2"]
     assert all(after[k]["replicates"] == recs[k]["replicates"] for k in recs if k != ("here/t1", "n2"))
-    assert sorted(e["shard"] for e in shardlog.read(out) if e.get("type") == "shard_started") == [
+    assert sorted(e["shard"] for e in read_shard_log(out) if e.get("type") == "shard_started") == [
         "sort|small@n1", "sort|small@n2", "sort|small@n2"]
 
 
@@ -448,7 +447,7 @@ def test_any_node_a_lost_shard_finishes_on_the_other_node(ray_cluster, tmp_path)
                             "--workload-file", SLOW, "--workloads", "slow,sort", "--processes", "2",
                             "-o", str(out))
     _wait_for(lambda: _journalled(out, "slow|") >= 1, "the first replicate of the slow shard", run)
-    first = next(e for e in shardlog.read(out) if e.get("type") == "shard_started" and e["shard"] == "slow|small")
+    first = next(e for e in read_shard_log(out) if e.get("type") == "shard_started" and e["shard"] == "slow|small")
     ray_cluster.command(f"remove {first['node']}")
     _, err = run.communicate(timeout=300)
     assert run.returncode == 0, err[-3000:]

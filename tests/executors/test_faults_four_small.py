@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from arraybench.errors import UsageError
-from arraybench.executors import worker_setup
+from arraybench.executors.local import worker_variables
 from arraybench.executors.worker_log import last_error
 from arraybench.host import environments
 from arraybench.host.allocator import choice_ignored
@@ -31,7 +31,7 @@ def test_environments_whose_labels_join_alike_keep_logs_of_their_own():
                         variants={"b+c": {"X": "1"}, "c": {"X": "2"}})
     names = {}
     for env in environments.of(chosen):
-        _, name = worker_setup.worker_variables(chosen, Config("numpy", "cpu", env.label), env, "")
+        _, name = worker_variables(chosen, Config("numpy", "cpu", env.label), env, "")
         names[env.label] = name
     # "a/b+c" and "a+b/c" both read "a+b+c" when "/" became "+".
     assert len(set(names.values())) == len(names) == 4, names
@@ -71,7 +71,7 @@ def test_a_comma_reaches_the_worker_as_a_comma():
     label, variables = environments.parse_variant(r"p:AB_PLACES={0}\,{1}")
     chosen = RunOptions(variants=environments.check_variants({label: variables}))
     (env,) = environments.of(chosen)
-    worker, _ = worker_setup.worker_variables(chosen, Config("numpy", "cpu", env.label), env, "")
+    worker, _ = worker_variables(chosen, Config("numpy", "cpu", env.label), env, "")
     assert worker["AB_PLACES"] == "{0},{1}"
 
 

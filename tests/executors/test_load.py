@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from arraybench.executors.load import LoadWatch
+from arraybench.executors.turns import LoadWatch
 from arraybench.host.cpu_time import process_seconds
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="no /proc on this system")

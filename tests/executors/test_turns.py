@@ -104,7 +104,7 @@ def _until(messages, kind):
 
 
 def test_a_cell_is_judged_once_in_the_first_process_whose_result_was_right():
-    from arraybench.executors.worker_setup import judged_before
+    from arraybench.executors.local import judged_before
     from arraybench.model.replicate import Replicate
 
     right = Replicate(status="ok", samples_s=[1e-3], number=1, max_rel_error=0.0)
@@ -178,12 +178,12 @@ def test_a_cell_whose_batch_grew_after_its_own_sampling_ended_samples_again(tmp_
 
 
 def test_a_stopping_worker_gets_longer_to_send_its_cells_where_processes_queue_for_cores(monkeypatch):
-    from arraybench.executors import turns
+    from arraybench.executors import worker_process
 
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 1.0, 1.0))
-    assert turns.stop_grace_s() == turns.STOP_GRACE_S  # a core each: the plain grace
+    assert worker_process.stop_grace_s() == worker_process.STOP_GRACE_S  # a core each: the plain grace
     monkeypatch.setattr(os, "getloadavg", lambda: (16.0, 1.0, 1.0))
-    assert turns.stop_grace_s() == 8 * turns.STOP_GRACE_S  # eight processes a core
+    assert worker_process.stop_grace_s() == 8 * worker_process.STOP_GRACE_S  # eight processes a core
     monkeypatch.setattr(os, "getloadavg", lambda: (400.0, 1.0, 1.0))
-    assert turns.stop_grace_s() == turns.STOP_GRACE_MOST_S
+    assert worker_process.stop_grace_s() == worker_process.STOP_GRACE_MOST_S

@@ -193,7 +193,7 @@ def test_corrupted_journals_give_one_line_or_a_state_that_resumes(tmp_path_facto
 
 
 class _Gapped:
-    """An executor (``executors.base.Executor``) that brings home replicates 0, 1 and 3 of the
+    """An executor (``executors.session.Executor``) that brings home replicates 0, 1 and 3 of the
     first cell and nothing else: a gap no worker process leaves, which every reader must count."""
 
     def plan(self, cells):
