@@ -10,7 +10,7 @@ from ..errors import SaveError, UsageError
 from ..render.terminal import stdout_console
 from ..argtypes import fraction, percent
 from ..options import add, store_location
-from .tablefiles import check_targets, say_written, write_tables
+from . import check_targets, say_written, write_tables
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -21,7 +21,7 @@ from ..store.refs import load_run, this_machine
 from ..units import format_change
 from ..argtypes import csv_list, fraction, percent, positive_int
 from ..options import add, store_location
-from .tablefiles import check_targets, say_written, write_tables
+from . import check_targets, say_written, write_tables
 
 def register(sub: argparse._SubParsersAction) -> None:
     from ..analysis.compare import DEFAULT_THRESHOLD

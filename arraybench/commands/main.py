@@ -131,11 +131,9 @@ def _suggesting(message: str) -> str:
 def commands() -> tuple[Any, ...]:
     """The command modules, in the order ``--help`` lists them; imported here, not with the
     package, so that loading the command line stays light until ``main`` runs."""
-    from . import (catalog, compare, completion, doctor, export, history, info, merge, numerics, report,
-                   run, show, store, sweep, timeit)
+    from . import catalog, compare, completion, export, history, info, merge, numerics, report, run, store, timeit
 
-    return (run, sweep, timeit, report, show, compare, numerics, history, merge, store, export, catalog,
-            info, doctor, completion)
+    return (run, timeit, report, compare, numerics, history, merge, store, export, catalog, info, completion)
 
 
 def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:

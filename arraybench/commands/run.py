@@ -26,12 +26,12 @@ from ..model.reporter import Reporter
 from ..model.results import Results
 from ..analysis.run_state import RunState
 from ..argtypes import unique_assignments
-from ..options import API, CLI, DEFAULT_OUTPUT_DIR, add_run_options, apply_preset, dashed, on
+from ..options import API, CLI, DEFAULT_OUTPUT_DIR, add_run_options, apply_preset, dashed, on, store_location
 from ..outdir import resume_command
 from ..render.terminal import console as safe_console
-from ..workloads.userfile import LoadedFiles
-from .rungate import against_gate, gate_reference, run_gate
-from .tablefiles import check_targets, say_written, write_tables
+from ..units import format_ratio
+from ..workloads.userfile import LoadedFiles, load_files
+from . import check_targets, say_written, write_tables
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
     """The run options an ``arraybench run`` (or ``sweep``) command line gives."""
@@ -53,6 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "pickled workloads) though your arraybench did not write it; only for a "
                         "folder whose source you trust (docs/faults.md)")
     p.set_defaults(handler=main)
+    _register_sweep(sub)
 
 
 def run_store_choice(args: argparse.Namespace) -> bool | str:
@@ -260,3 +261,117 @@ def print_outcome(results: Results, console: Console) -> None:
         # soft_wrap: a path broken over two lines cannot be copied or clicked
         console.print(f"results: {out / 'results.json'}; report: {out / 'report.html'}", soft_wrap=True,
                       markup=False, highlight=False)
+
+
+def gate_reference(args: argparse.Namespace) -> str | None:
+    """``--compare REF``, checked before anything is measured: a run id must name a stored run."""
+    reference = getattr(args, "compare", None)
+    against = getattr(args, "against", None)
+    if against is not None and reference is not None:
+        raise UsageError("--against REF measures its own baseline beside this code; --compare names a stored "
+                         "one: give one of them")
+    if getattr(args, "fail_above", None) is not None and reference is None and against is None:
+        raise UsageError("--fail-above gates against a baseline: add --against REF (measured beside this code, "
+                         "in this run) or --compare last (a stored run)")
+    if reference is None:
+        return None
+    from ..store import open_store
+    from ..store.baseline import check_choice, check_named
+
+    try:
+        check_choice(reference)
+    except UsageError:
+        raise UsageError(f"--compare {reference!r} is not last, last~N or a run id "
+                         "(arraybench store list shows them)") from None
+    with open_store(store_location(args)) as opened:
+        try:
+            check_named(opened, reference)
+        except UsageError as exc:
+            raise UsageError(str(exc).replace("--arraybench-compare=", "--compare ")) from None
+    return reference
+
+
+def against_gate(args: argparse.Namespace, results: Results) -> int:
+    """``run --against REF --fail-above N``: 1 (with a line per reason) where the work tree's code
+    is slower than REF's by more than N with 95% confidence, from the pairs measured side by side."""
+    from ..analysis.pairs import against_regressions
+    from ..host.against import HERE
+
+    if args.fail_above is None:
+        return 0
+    slower, undecided = against_regressions(results.pairs, HERE, args.fail_above)
+    for p in undecided:
+        # Where the pair was not judged (loaded rounds the quiet ones do not bear out), more
+        # processes on the same busy machine need not decide it: its reason is the line's.
+        why = f"not judged: {p.not_judged}" if p.not_judged else "more processes (--processes) would decide it"
+        print(f"arraybench: {p.a_label} against {p.b_label}: undecided ({p.ratio:.2f}x, 95% interval "
+              f"{p.ci_low:.2f}-{p.ci_high:.2f}); {why}", file=sys.stderr)
+    for p in slower:
+        print(f"arraybench: {p.a_label} is {format_ratio(p.ratio)} the time of {p.b_label} (95% interval "
+              f"{p.ci_low:.2f}-{p.ci_high:.2f}), above --fail-above {args.fail_above:.0%}", file=sys.stderr)
+    compared = sum(1 for p in results.pairs if (p.a.environment == HERE) != (p.b.environment == HERE))
+    if not compared:
+        print("arraybench: --fail-above: no cell was measured on both sides of --against", file=sys.stderr)
+        return 1
+    return 1 if slower else 0
+
+
+def run_gate(args: argparse.Namespace, results: Results, reference: str) -> int:
+    """The finished run against ``reference``: the comparison printed, then ``--fail-above``'s
+    verdict (0: passes or no gate)."""
+    from ..store import open_store
+    from ..store.baseline import find
+    from ..store.refs import run_line
+    from ..render.comparison import print_comparison
+    from .compare import gate
+
+    with open_store(store_location(args)) as opened:
+        base, line = find(opened, reference, results)
+    line = line.replace("--arraybench-compare=", "--compare ").replace(
+        " (--arraybench-save stores this one)", "; the next run compares with this one")
+    quiet = args.quiet or args.json
+    if base is None:
+        print(f"arraybench: {line}", file=sys.stderr)
+        return 1 if args.fail_above is not None else 0
+    comparison = api.compare(base, results)
+    _name_the_runs(args, base, results)
+    if not quiet:
+        console = safe_console()
+        console.print(line, markup=False, highlight=False)
+        for named in (run_line("base", base, console.width), run_line("new", results, console.width)):
+            console.print(named, markup=False, highlight=False, soft_wrap=True)
+        print_comparison(comparison, console, [])
+    return gate(comparison, args.fail_above) if args.fail_above is not None else 0
+
+
+def _name_the_runs(args: argparse.Namespace, base: Results, new: Results) -> None:
+    """With ``--json``, which two runs were compared, as one JSON line after the records: a script
+    gating on the comparison can tell which stored run ``last`` was."""
+    if not getattr(args, "json", False):
+        return
+    import json
+
+    from ..store.refs import run_fields
+
+    print(json.dumps({"compared": {"base": run_fields(base), "new": run_fields(new)}}), flush=True)
+
+
+def _register_sweep(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sweep", help="run workloads across sizes and find the crossovers",
+                       description="Measure workloads across a range of sizes, plot time against size "
+                                   "and report from which size one library beats another.")
+    add_run_options(p)
+    p.set_defaults(handler=sweep, sizes=None)
+
+
+def sweep(args: argparse.Namespace) -> int:
+    """``arraybench sweep``: ``run`` across sizes; ``--sizes`` defaults to ``api.sweep_sizes``."""
+    if not args.workloads and not args.workload_files:
+        raise UsageError("name the workload to sweep, e.g. `arraybench sweep --workloads matmul`")
+    if args.sizes is None and not args.resume:
+        options = options_from_args(args)
+        names = options.workloads or load_files(options.workload_files).names()
+        args.sizes = ",".join(parse_sizes(api.sweep_sizes(names)))
+    if args.output_dir == DEFAULT_OUTPUT_DIR:
+        args.output_dir = "sweep_" + "_".join(args.workloads or ["user"])
+    return main(args)
