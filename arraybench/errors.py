@@ -142,6 +142,10 @@ class SaveError(Exception):
         return cls(f"could not write {path} ({exc.strerror or exc})", path)
 
 
+class StoreError(UsageError):
+    """A store that cannot be opened, read or written: one line, saying which and why."""
+
+
 class StoreWarning(UserWarning):
     """A run that could not be stored: it is kept all the same (results.json). Here, not in
     ``store/``, because the command line shows it as one line without importing the store."""

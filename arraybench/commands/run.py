@@ -276,7 +276,7 @@ def gate_reference(args: argparse.Namespace) -> str | None:
     if reference is None:
         return None
     from ..store import open_store
-    from ..store.baseline import check_choice, check_named
+    from ..store.refs import check_choice, check_named
 
     try:
         check_choice(reference)
@@ -320,7 +320,7 @@ def run_gate(args: argparse.Namespace, results: Results, reference: str) -> int:
     """The finished run against ``reference``: the comparison printed, then ``--fail-above``'s
     verdict (0: passes or no gate)."""
     from ..store import open_store
-    from ..store.baseline import find
+    from ..store.refs import find
     from ..store.refs import run_line
     from ..render.comparison import print_comparison
     from .compare import gate

@@ -7,8 +7,7 @@ a file path (SQLite, the default being ``default_location()``) or a ``postgresql
 
 from __future__ import annotations
 
-from ..errors import StoreWarning
-from .errors import StoreError
+from ..errors import StoreError, StoreWarning
 from .location import default_location, describe_location, resolve_location
 from .store import Added, Store, StoredRun, open_store
 

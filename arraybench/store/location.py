@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import platformdirs
 
-from .errors import StoreError
+from ..errors import StoreError
 
 STORE_FILE = "results.sqlite"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")

@@ -26,10 +26,9 @@ from ..errors import one_line
 from ..model import schema, untrusted
 from ..model.untrusted import check_environment
 from ..model.machines import environment_of, machine_id_of
-from .database import Database, StoreError, connect
 from ..model.identity import content_sha, run_id
 from .location import default_location, describe_location, is_postgres, redact, resolve_location
-from .migrations import migrate
+from .database import Database, StoreError, connect, migrate
 
 if TYPE_CHECKING:
     from ..model.results import Results
