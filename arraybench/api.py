@@ -161,7 +161,7 @@ def _check_saveable(options: RunOptions, cells: list[Cell]) -> None:
 
     for name, value in options.to_dict().items():
         if name == "params":
-            why = next(filter(None, (problem(v, f"--param {k}") for k, v in value.items())), None)
+            why = next(filter(None, (problem(v, f"--params {k}") for k, v in value.items())), None)
         else:
             why = problem(value, f"--{name.replace('_', '-')}")
         if why:

@@ -65,7 +65,7 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
     and dirty state are recorded with the run's context; labels given win."""
     from .host import git
     from .outdir import claim
-    from .outdir.lock import FolderLock
+    from .outdir import FolderLock
 
     labels = {**git.labels(), **parse_context(context)}
     # Connected and checked before the output folder is touched: a bad cluster costs nothing.

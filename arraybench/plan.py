@@ -24,7 +24,7 @@ from .workloads.params import ParamValue, aimed, check_settings, coerce
 
 
 def _params(wl: Any, size: int, given: dict[str, ParamValue]) -> dict[str, ParamValue]:
-    """A workload's settings at a size, the run's ``--param`` values over its own (one aimed at
+    """A workload's settings at a size, the run's ``--params`` values over its own (one aimed at
     this workload, ``WL.NAME``, over one for every workload); a ``params=`` that fails, or a
     value of the wrong type, is a usage error, said in one line."""
     try:
@@ -41,30 +41,30 @@ def _params(wl: Any, size: int, given: dict[str, ParamValue]) -> dict[str, Param
             try:
                 settings[name] = coerce(name, given[key], settings[name])
             except ValueError as exc:
-                raise UsageError(f"--param {key}={given[key]}: {exc} (workload {wl.name!r})") from None
+                raise UsageError(f"--params {key}={given[key]}: {exc} (workload {wl.name!r})") from None
     return settings
 
 
 def _check_params_used(given: dict[str, ParamValue], settings_of: dict[str, set[str]]) -> None:
-    """A ``--param`` that no selected workload takes is a typo until shown otherwise."""
+    """A ``--params`` that no selected workload takes is a typo until shown otherwise."""
     have = [f"{w}: {', '.join(sorted(names))}" for w, names in settings_of.items() if names]
     for key in given:
         target, name = aimed(key)
         if target is None and not any(name in names for names in settings_of.values()):
             every = sorted({n for names in settings_of.values() for n in names})
             close = difflib.get_close_matches(name, every, n=1, cutoff=0.6)
-            raise UsageError(f"--param {key}: no selected workload has a setting of that name; "
+            raise UsageError(f"--params {key}: no selected workload has a setting of that name; "
                              + (f"did you mean {close[0]!r}? " if close else "")
                              + ("their settings: " + "; ".join(have) if have else "they have none"))
         if target is not None and target not in settings_of:
             close = difflib.get_close_matches(target, list(settings_of), n=1, cutoff=0.6)
-            raise UsageError(f"--param {key}: no selected workload is named {target!r}"
+            raise UsageError(f"--params {key}: no selected workload is named {target!r}"
                              + (f"; did you mean {close[0]!r}?" if close else "")
                              + f" (selected: {', '.join(settings_of)})")
         if target is not None and name not in settings_of[target]:
             own = ", ".join(sorted(settings_of[target])) or "none"
             close = difflib.get_close_matches(name, sorted(settings_of[target]), n=1, cutoff=0.6)
-            raise UsageError(f"--param {key}: workload {target!r} has no setting {name!r}"
+            raise UsageError(f"--params {key}: workload {target!r} has no setting {name!r}"
                              + (f"; did you mean {close[0]!r}?" if close else "")
                              + f" (its settings: {own})")
 
@@ -262,7 +262,7 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
     if not isinstance(options.params, dict):
         raise UsageError(f"params must be a dict of settings such as {{'tsteps': 50}}, not {_short(options.params)}")
     try:
-        changes["params"] = check_settings("--param", options.params, aimable=True)
+        changes["params"] = check_settings("--params", options.params, aimable=True)
     except TypeError as exc:
         raise UsageError(str(exc)) from None
     from .host.environments import check_pythons, check_variants

@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import UsageError, one_line
+from ..options import CLI, PRESETS, RUN_DEFAULT, dashed, on, option
 
 
 def wanted(args: argparse.Namespace) -> list[tuple[str, str]]:
     """(option, path) of each table file the command line asks for."""
-    from ..options import option as declared
-
-    dests = {"--" + name: declared(name).dest for name in ("csv", "markdown")}
+    dests = {"--" + name: option(name).dest for name in ("csv", "markdown")}
     return [(flag, getattr(args, dest)) for flag, dest in dests.items() if getattr(args, dest, None)]
 
 
@@ -85,3 +84,68 @@ def say_written(args: argparse.Namespace, written: list[str]) -> None:
     """``wrote PATH`` on stderr (stdout may be JSON), unless the command is quiet."""
     if written and not getattr(args, "quiet", False):
         print("wrote " + ", ".join(written), file=sys.stderr)
+
+
+def add(p: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, *, what: str = "",
+        **given: Any) -> argparse.Action:
+    """Add the option ``name`` to ``p``, its help saying ``what`` it writes (``--csv``, ``--store``);
+    ``given``: what another command takes otherwise (``default=``, ``help=``)."""
+    from ..model.options import RunOptions
+
+    o = option(name)
+    default = getattr(RunOptions(), o.name, None) if o.default is RUN_DEFAULT else o.default
+    if o.name == "processes":
+        default = (default, RunOptions().max_processes)
+    shown = f"{default[0]}:{default[1]}" if isinstance(default, tuple) else ",".join(default) \
+        if isinstance(default, list) else f"{default:g}" if isinstance(default, float) else default
+    fill = {"default": shown, "what": what}
+    if o.name == "backends":
+        from ..backends import SPECS
+        fill["others"] = ",".join(b for b in SPECS if b not in default)
+    if o.const is not None:
+        fill["preset"] = preset_text(o.const)
+    kw: dict[str, Any] = {"help": o.help.format(**fill), "default": default}
+    if o.dest or o.aliases:
+        kw["dest"] = o.dest or o.name
+    for key in ("type", "metavar", "action", "const"):
+        if getattr(o, key) is not None:
+            kw[key] = getattr(o, key)
+    if o.choices is not None:
+        kw["choices"] = o.choices() if callable(o.choices) else o.choices
+    return p.add_argument(*o.flags, **{**kw, **given})
+
+
+#: What ``run``'s --csv, --markdown and --store write (other commands say their own).
+RUN_WRITES = {"csv": "the table as CSV (results.csv)", "store": "the finished run is appended to",
+              "markdown": "the table as Markdown, with its notes and findings (results.md)"}
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``run`` (and of ``sweep`` and ``timeit``), in ``--help``'s sections."""
+    groups: dict[str, Any] = {}
+    for o in on(CLI):
+        if o.group not in groups:
+            groups[o.group] = p.add_argument_group(o.group)
+        target = groups[o.group]
+        if o.dest == "preset":  # one preset at a time
+            if "preset" not in groups:
+                groups["preset"] = target.add_mutually_exclusive_group()
+            target = groups["preset"]
+        add(target, o.name, what=RUN_WRITES.get(o.name, ""))
+
+
+def store_location(args: argparse.Namespace) -> str | None:
+    """The store a reading command uses: typed, else the project's, else None (the default)."""
+    typed = getattr(args, "store", None)
+    if typed is not None:
+        return typed
+    project = getattr(args, "project", None)
+    return project.values.get("store") if project is not None else None
+
+
+def preset_text(name: str) -> str:
+    """A preset as the options it stands for: ``--processes 2 --max-time 0.25 ...``."""
+    def shown(v: object) -> str:
+        return f"{v[0]}:{v[1]}" if isinstance(v, tuple) and v[0] != v[1] else \
+            str(v[0]) if isinstance(v, tuple) else f"{v:g}" if isinstance(v, float) else str(v)
+    return " ".join(f"--{dashed(k)} {shown(v)}" for k, v in PRESETS[name].items())

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from ..errors import printable
-from ..options import add
+from . import add
 from ..render.terminal import stdout_console
 
 

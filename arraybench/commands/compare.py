@@ -8,9 +8,8 @@ import sys
 from ..render.comparison import gate_failures, gate_notes
 from ..errors import SaveError, UsageError
 from ..render.terminal import stdout_console
-from ..argtypes import fraction, percent
-from ..options import add, store_location
-from . import check_targets, say_written, write_tables
+from ..options import fraction, percent
+from . import add, check_targets, say_written, store_location, write_tables
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..options import add, store_location
+from . import add, store_location
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -19,9 +19,8 @@ from ..errors import UsageError, one_line
 from ..model.machines import machine_id_of
 from ..store.refs import load_run, this_machine
 from ..units import format_change
-from ..argtypes import csv_list, fraction, percent, positive_int
-from ..options import add, store_location
-from . import check_targets, say_written, write_tables
+from ..options import csv_list, fraction, percent, positive_int
+from . import add, check_targets, say_written, store_location, write_tables
 
 def register(sub: argparse._SubParsersAction) -> None:
     from ..analysis.compare import DEFAULT_THRESHOLD

@@ -11,7 +11,7 @@ import argparse
 import json
 from typing import Any
 
-from ..argtypes import csv_list, positive_float
+from ..options import csv_list, positive_float
 
 
 def register(sub: argparse._SubParsersAction) -> None:

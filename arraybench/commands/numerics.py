@@ -10,10 +10,10 @@ import argparse
 import sys
 
 from .. import api
-from ..argtypes import csv_list
+from ..options import csv_list
 from ..executors.session import Interrupted
 from ..files import write_atomic
-from ..options import add
+from . import add
 from ..render.terminal import console as safe_console
 from .run import reporter_for
 

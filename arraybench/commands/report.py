@@ -10,9 +10,9 @@ from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
-from ..argtypes import CsvExtend, csv_list
+from ..options import CsvExtend, csv_list
+from . import add, store_location
 from ..errors import UsageError
-from ..options import add, store_location
 from ..render.terminal import stdout_console
 
 

@@ -25,13 +25,12 @@ from ..model.options import RunOptions, parse_sizes, refuse_other_settings
 from ..model.reporter import Reporter
 from ..model.results import Results
 from ..analysis.run_state import RunState
-from ..argtypes import unique_assignments
-from ..options import API, CLI, DEFAULT_OUTPUT_DIR, add_run_options, apply_preset, dashed, on, store_location
+from ..options import API, CLI, DEFAULT_OUTPUT_DIR, apply_preset, dashed, on, unique_assignments
 from ..outdir import resume_command
 from ..render.terminal import console as safe_console
 from ..units import format_ratio
 from ..workloads.userfile import LoadedFiles, load_files
-from . import check_targets, say_written, write_tables
+from . import add_run_options, check_targets, say_written, store_location, write_tables
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
     """The run options an ``arraybench run`` (or ``sweep``) command line gives."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..options import add, store_location
+from . import add, store_location
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import argparse
 
 from ..errors import UsageError
-from ..options import add_run_options, dashed
+from ..options import dashed
+from . import add_run_options
 from ..workloads.expression import expression_workload
 from .run import main as run_main
 

@@ -133,13 +133,13 @@ def parse_variant(text: str) -> tuple[str, dict[str, str]]:
     ``\\,`` is a comma inside a value (``t:OMP_PLACES={0}\\,{1}``), any other backslash is kept."""
     label, sep, rest = text.partition(":")
     if not sep:
-        raise UsageError(f"--variant {text!r}: write LABEL:VAR=VALUE[,VAR=VALUE], such as "
+        raise UsageError(f"--variants {text!r}: write LABEL:VAR=VALUE[,VAR=VALUE], such as "
                          "t1:OPENBLAS_NUM_THREADS=1")
     variables: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in _UNESCAPED_COMMA.split(rest))):
         name, eq, value = part.partition("=")
         if not eq:
-            raise UsageError(f"--variant {text!r}: {part!r} is not VAR=VALUE")
+            raise UsageError(f"--variants {text!r}: {part!r} is not VAR=VALUE")
         variables[name.strip()] = value.replace("\\,", ",")
     return label.strip(), variables
 
@@ -148,7 +148,7 @@ def parse_python(text: str) -> tuple[str, str]:
     """``LABEL=INTERPRETER``."""
     label, sep, path = text.partition("=")
     if not sep or not label.strip() or not path.strip():
-        raise UsageError(f"--python {text!r}: write LABEL=INTERPRETER, such as np126=.venv126/bin/python")
+        raise UsageError(f"--pythons {text!r}: write LABEL=INTERPRETER, such as np126=.venv126/bin/python")
     return label.strip(), path.strip()
 
 

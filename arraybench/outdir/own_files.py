@@ -15,7 +15,6 @@ from ..errors import UsageError, one_line
 from ..files import kind
 from ..model.journal import JOURNAL_NAME
 from ..render.files import MANIFEST_NAME, manifest
-from .lock import reason
 
 LOGS_NAME = "logs"
 #: Files a run replaces by a rename (never written through): each must not be a folder.
@@ -151,3 +150,8 @@ def _remove_file(path: Path) -> bool:
         raise UsageError(f"{path}: the earlier run's file cannot be removed ({reason(exc)}); remove it, "
                          "or choose another folder") from None
     return True
+
+
+def reason(exc: OSError) -> str:
+    """What the system said of a failed file operation, in words."""
+    return exc.strerror or str(exc)
