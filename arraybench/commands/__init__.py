@@ -1,10 +1,7 @@
 """The commands: one module each (a few hold two close ones), ``register(subparsers)`` setting
-``handler``; ``main`` is the entry point and imports none of them until it parses.
-
-Here: ``--csv PATH`` and ``--markdown PATH``, a command's table written to a file as well (as
-hyperfine's ``--export-csv``). A path that cannot be written is refused before the command
-measures or reads anything, so a long run never loses its table to a typo in a folder name.
-"""
+``handler``; ``main`` imports none of them until it parses. Here, what several share: options added
+from ``options.OPTIONS``, and ``--csv``/``--markdown`` (as hyperfine's exports), refused before the
+command measures anything where the path cannot be written."""
 
 from __future__ import annotations
 
@@ -26,8 +23,7 @@ def wanted(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def check_targets(args: argparse.Namespace) -> None:
-    """``UsageError`` for a ``--csv``/``--markdown`` path that cannot be written, or one given to
-    both (the second would replace the first)."""
+    """``UsageError`` for a ``--csv``/``--markdown`` path that cannot be written, or one given to both."""
     given = wanted(args)
     if len(given) == 2 and os.path.abspath(given[0][1]) == os.path.abspath(given[1][1]):
         raise UsageError(f"--csv and --markdown both name {given[0][1]}; give each its own file")
@@ -38,10 +34,8 @@ def check_targets(args: argparse.Namespace) -> None:
 
 
 def unwritable(path: str) -> str | None:
-    """Why ``path`` cannot be written (a folder there, no such folder, no permission), or None.
-
-    A file is written as a new file renamed into place (``write_atomic``), so it is its folder that
-    must be writable; a device or a pipe the user names (``/dev/stdout``) is written to."""
+    """Why ``path`` cannot be written, or None: the folder must take a new file renamed into place; a
+    device or pipe the user names is written to."""
     target = Path(os.path.realpath(path))  # a link is written through, into its target's folder
     try:
         mode: int | None = os.stat(target).st_mode
@@ -65,8 +59,7 @@ def unwritable(path: str) -> str | None:
 
 
 def write_tables(args: argparse.Namespace, render: dict[str, Callable[[], str]]) -> list[str]:
-    """Write each asked-for table (``render``: its text by option, made only when asked for);
-    return the paths written. ``UsageError`` names the one that could not be written."""
+    """Write each asked-for table (``render``: its text by option); the paths written, or ``UsageError``."""
     from ..files import write_atomic
 
     written = []
@@ -88,8 +81,7 @@ def say_written(args: argparse.Namespace, written: list[str]) -> None:
 
 def add(p: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, *, what: str = "",
         **given: Any) -> argparse.Action:
-    """Add the option ``name`` to ``p``, its help saying ``what`` it writes (``--csv``, ``--store``);
-    ``given``: what another command takes otherwise (``default=``, ``help=``)."""
+    """Add the option ``name`` to ``p``, its help saying ``what`` it writes; ``given`` overrides the table."""
     from ..model.options import RunOptions
 
     o = option(name)

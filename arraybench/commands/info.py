@@ -1,9 +1,6 @@
-"""``arraybench info``: the machine, the libraries, and which backends work here and why not;
-``arraybench doctor``: whether timing, sync, precision and the GPU behave here.
-
-The parent never imports torch, jax or cupy: each backend is asked in its own worker process
-(``probe``), which reports its BLAS, LAPACK, thread pools and device as the library sees them.
-"""
+"""``arraybench info``: the machine, the libraries, and which backends work here (each asked in its
+own worker, ``probe``: the parent never imports torch, jax or cupy); ``arraybench doctor``: whether
+timing, sync, precision and the GPU behave here."""
 
 from __future__ import annotations
 
@@ -39,8 +36,7 @@ def cluster_main(args: argparse.Namespace) -> int:
 
 
 def project_defaults(project: Any) -> dict[str, Any]:
-    """The project file and its options as ``info`` shows them. A store URL in
-    ``[tool.arraybench]`` may hold a password: it is shown redacted, as everywhere else."""
+    """The project file and its options as ``info`` shows them, a store URL's password redacted."""
     return {"file": str(project.source) if project and project.source else None,
             "options": {k: _redacted(v) for k, v in project.spelled.items()} if project else {}}
 

@@ -1,8 +1,5 @@
-"""``arraybench numerics``: how far each library's results are from float64, in every dtype.
-
-Timing is not the point here, so each cell is measured briefly (one process, a few samples); what
-is kept is each result's error against the NumPy float64 reference (``arraybench.numerics``).
-"""
+"""``arraybench numerics``: each library's error against the NumPy float64 reference, in every dtype;
+each cell measured briefly (one process, a few samples): the time is not the point."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
-"""``arraybench run``: measure workloads on every selected library and device.
+"""``arraybench run`` and ``arraybench sweep`` (``run`` across sizes), and ``run``'s own gates
+(``--compare REF`` against a stored run, ``--against REF`` measured beside it).
 
-Exit status: 0 when every cell is ``ok`` or ``skipped``; 1 when some are ``failed`` or ``wrong``
-(the run itself went through, and says which and why), a worker died as it started, or a file
-could not be written (one line says which, and how to go on); 2 for bad input, before anything is
-measured or overwritten; 128 + the signal number when stopped by one (130 for Ctrl-C, 143 for
-SIGTERM), with what was measured saved and ``--resume`` to go on.
-"""
+Exit status: 0 when every cell is ``ok`` or ``skipped``; 1 when some failed or were wrong, a worker
+died as it started, or a file could not be written; 2 for bad input, before anything is measured;
+128 + the signal's number when stopped by one, what was measured saved for ``--resume``."""
 
 from __future__ import annotations
 
@@ -79,8 +77,7 @@ def reporter_for(args: argparse.Namespace, cells: int | None = None, done: int =
 
 
 def options_given(args: argparse.Namespace) -> dict:
-    """The run options typed on the command line (``cli.parse`` records which), with their values;
-    an option typed with its default value counts too."""
+    """The run options typed on the command line, with their values (a default typed counts too)."""
     typed = set(getattr(args, "typed", set()))
     if "processes" in typed:
         typed.add("max_processes")  # --processes sets both
@@ -88,10 +85,7 @@ def options_given(args: argparse.Namespace) -> dict:
 
 
 def plan_from_args(args: argparse.Namespace) -> api.Plan:
-    """Options and cells from parsed arguments, checked; ``UsageError`` says what is wrong.
-
-    Nothing is measured, written or started here (user workload files are imported).
-    """
+    """Options and cells from parsed arguments, checked (``UsageError``); workload files are imported, nothing run."""
     return api.plan(options_from_args(args))
 
 
@@ -190,8 +184,7 @@ def outcome_status(args: argparse.Namespace, results: Results, reference: str | 
 
 
 def write_table_files(args: argparse.Namespace, results: Results) -> bool:
-    """Write the table to ``--csv``/``--markdown`` (as results.csv and results.md); whether it
-    went. A file that could not be written is one line: the run's own files are kept."""
+    """Write ``--csv``/``--markdown``; whether it went (a failure is one line, the run kept)."""
     from ..render.files import csv_text
     from ..render.report import markdown_report
     from ..render.report import findings
@@ -208,10 +201,8 @@ def write_table_files(args: argparse.Namespace, results: Results) -> bool:
 
 
 def check_against_sides(args: argparse.Namespace) -> None:
-    """Say where ``--against REF``'s side lacks ignored files the work tree imports with its code
-    (a generated ``_version.py``, a compiled extension): REF's export holds tracked files only, so
-    the two sides differ by more than their code. One line on stderr; a gate (``--fail-above``)
-    across them is refused (``UsageError``), before anything is measured."""
+    """Say where ``--against REF``'s export (tracked files only) lacks ignored files the work tree
+    imports (a generated ``_version.py``, an extension); a ``--fail-above`` across them is refused."""
     from ..host.against import export, lacking
 
     root, tree = export(args.against)
@@ -229,9 +220,8 @@ def check_against_sides(args: argparse.Namespace) -> None:
 
 
 def refuse_nothing_to_run(checked: api.Plan) -> None:
-    """``UsageError`` when no cell can run here, by the checks made without starting a worker
-    (``--devices gpu`` on a machine without one): one line instead of an empty table, nothing
-    written or stored. A cluster's nodes and another interpreter judge for themselves."""
+    """``UsageError`` when no cell can run here by the checks made without a worker (``--devices gpu``
+    without one); a cluster's nodes and another interpreter judge for themselves."""
     opts = checked.options
     if opts.cluster or opts.pythons or not checked.cells:
         return
@@ -291,8 +281,7 @@ def gate_reference(args: argparse.Namespace) -> str | None:
 
 
 def against_gate(args: argparse.Namespace, results: Results) -> int:
-    """``run --against REF --fail-above N``: 1 (with a line per reason) where the work tree's code
-    is slower than REF's by more than N with 95% confidence, from the pairs measured side by side."""
+    """``--against REF --fail-above N``: 1 where the work tree is slower than REF's by more than N (95%)."""
     from ..analysis.pairs import against_regressions
     from ..host.against import HERE
 
@@ -316,8 +305,7 @@ def against_gate(args: argparse.Namespace, results: Results) -> int:
 
 
 def run_gate(args: argparse.Namespace, results: Results, reference: str) -> int:
-    """The finished run against ``reference``: the comparison printed, then ``--fail-above``'s
-    verdict (0: passes or no gate)."""
+    """The run against ``reference``: the comparison printed, then ``--fail-above``'s status (0: passes)."""
     from ..store import open_store
     from ..store.refs import find
     from ..store.refs import run_line
@@ -344,8 +332,7 @@ def run_gate(args: argparse.Namespace, results: Results, reference: str) -> int:
 
 
 def _name_the_runs(args: argparse.Namespace, base: Results, new: Results) -> None:
-    """With ``--json``, which two runs were compared, as one JSON line after the records: a script
-    gating on the comparison can tell which stored run ``last`` was."""
+    """With ``--json``, the two runs compared as one JSON line, so a script can tell which run ``last`` was."""
     if not getattr(args, "json", False):
         return
     import json

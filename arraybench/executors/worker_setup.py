@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..analysis.policy import timer_settings
 from ..host import environments
-from ..host.allocator import choice_ignored, uncontrolled_reason, with_state
+from ..host.threads import choice_ignored, uncontrolled_reason, with_state
 from ..host.threads import worker_env
 from ..model.allocator import HEADLINE
 from ..model.cell import Cell, Config

@@ -1,19 +1,8 @@
-"""Environments: the interpreters (``--python``) and variables (``--variant``) a run's backends run
-under, side by side in one run.
-
-An environment is one more dimension of a cell, beside the backend and the device: each backend
-runs once per environment, in worker processes started with that interpreter and those variables,
-interleaved with the others' replicates, so a slow phase of the machine hits every environment
-alike. A run without ``--python`` or ``--variant`` has one environment, labelled "", which is this
-interpreter and the inherited variables: exactly what a run always was.
-
-What another interpreter needs: Python >= 3.10 and NumPy (the worker's references and inputs), the
-library of each backend it is to run, and threadpoolctl where ``--threads`` limits the pools. It
-does not need arraybench installed: its workers import *this* arraybench, through a folder on
-``PYTHONPATH`` that holds only a link to this package (never its site-packages, which would bring
-this interpreter's NumPy along). ``probe.check_interpreters`` asks each interpreter up front through the
-probe job (``executors/probe.py``) and says in one line what to install.
-"""
+"""Environments: the interpreters (``--pythons``) and variables (``--variants``) a run's backends run
+under, side by side in one run: one more dimension of a cell, each backend's workers interleaved
+across them so a slow phase hits every environment alike. Without either, one environment, "".
+Another interpreter needs Python >= 3.10, NumPy and its backends' libraries, not arraybench: its
+workers import this one through a folder on ``PYTHONPATH`` holding only a link to this package."""
 
 from __future__ import annotations
 
@@ -70,13 +59,9 @@ def _check_label(label: Any, what: str) -> str:
 
 
 def check_pythons(pythons: Any, *, here: bool = True) -> dict[str, str]:
-    """``{label: interpreter}`` checked: each label well formed, each interpreter an executable
-    file (a bare name is looked up on PATH). The path is kept as given, made absolute: a venv's
-    python is a link whose target is another environment's interpreter.
-
-    ``here=False`` (a cluster run: its nodes run the interpreters, and each node checks its own
-    up front): an interpreter this machine lacks is kept as given where a node can find it by the
-    same text, an absolute path or a bare name on the node's PATH."""
+    """``{label: interpreter}`` checked: labels well formed, each an executable (a bare name looked up on
+    PATH), made absolute but not resolved (a venv's python is a link). ``here=False`` (a cluster's nodes
+    check their own): one this machine lacks is kept as given."""
     if not isinstance(pythons, Mapping):
         raise UsageError(f"{option_name('pythons')} must map labels to interpreters, such as "
                          f"{{'np126': '.venv126/bin/python'}}, not {type(pythons).__name__}")
@@ -129,8 +114,7 @@ def check_variants(variants: Any) -> dict[str, dict[str, str]]:
 
 
 def parse_variant(text: str) -> tuple[str, dict[str, str]]:
-    """``LABEL:VAR=VALUE[,VAR=VALUE]`` (``LABEL:`` alone: the inherited variables, a baseline);
-    ``\\,`` is a comma inside a value (``t:OMP_PLACES={0}\\,{1}``), any other backslash is kept."""
+    """``LABEL:VAR=VALUE[,VAR=VALUE]`` (``LABEL:`` alone: the inherited set); ``\\,`` is a comma in a value."""
     label, sep, rest = text.partition(":")
     if not sep:
         raise UsageError(f"--variants {text!r}: write LABEL:VAR=VALUE[,VAR=VALUE], such as "
@@ -157,8 +141,7 @@ TWIN = "twin"
 
 
 def of(options: Chosen) -> list[Environment]:
-    """The run's environments, in order: every interpreter under every variant; one, labelled "",
-    without either; then, where the run checks itself, the first one's ``TWIN``."""
+    """The run's environments: every interpreter under every variant ("" without either), then the self-check's ``TWIN``."""
     pythons: list[tuple[str, str | None]] = list(options.pythons.items()) or [("", None)]
     variants: list[tuple[str, dict[str, str]]] = list(options.variants.items()) or [("", {})]
     found = [Environment(JOIN.join(filter(None, (p, v))), python, dict(variables))
@@ -203,8 +186,7 @@ def _alive(pid: int) -> bool:
 
 
 def remove_stale_folders(tmp: str | None = None, prefix: str = "") -> list[str]:
-    """Remove this user's import folders (``import_dir``), or other per-process folders named
-    ``PREFIX<pid>-...``, whose process is gone; the removed."""
+    """Remove this user's per-process folders (``PREFIX<pid>-...``) whose process is gone; the removed."""
     tmp = tmp or tempfile.gettempdir()
     pattern = re.compile(re.escape(prefix) + r"([0-9]+)-[A-Za-z0-9_]+") if prefix else _IMPORT_NAME
     removed = []
@@ -228,8 +210,7 @@ def remove_stale_folders(tmp: str | None = None, prefix: str = "") -> list[str]:
 
 
 def import_dir() -> str:
-    """A folder holding only a link to this arraybench package, for another interpreter's
-    ``PYTHONPATH``: its workers run this very arraybench, whatever that interpreter has installed."""
+    """A folder holding only a link to this package, for another interpreter's ``PYTHONPATH``."""
     global _IMPORT_DIR
     if _IMPORT_DIR is None or not os.path.isdir(_IMPORT_DIR):
         # Named by this process's id: one killed before its atexit ran (SIGKILL) leaves its
@@ -243,9 +224,8 @@ def import_dir() -> str:
 
 
 def worker_env(environment: Environment, env: dict[str, str]) -> dict[str, str]:
-    """A worker's variables (``threads.worker_env``'s) in ``environment``: its variables over them
-    (the variant is the knob being measured, so it wins over ``--threads``), and for another
-    interpreter this arraybench first on its path."""
+    """A worker's variables in ``environment``: the variant's over ``threads.worker_env``'s (it is the knob
+    measured), and for another interpreter this arraybench first on its path."""
     out = dict(env)
     out.update(environment.variables)
     if environment.python is not None:

@@ -1,21 +1,8 @@
-"""The output folder of a run: created, proven writable, locked for the run, and never clobbering
-a run, finished or not, unless told to (``--overwrite``).
-
-A plain run into a folder that holds a run is refused, as pyperf refuses to write over its output:
-the folder is the run (``results.json``, the journal, the report, the plots side by side), which
-``report``, ``compare`` and ``--resume`` name by its folder, so a run never moves aside into a
-numbered subfolder. Every finished run is also kept in the results store by its id (``arraybench
-compare last~1 last``), which is where numbered runs live. ``--overwrite`` first removes what the
-earlier run wrote there (the report files by their names, the plots the manifest
-``.arraybench-files`` lists, the workers' logs), and only those: nothing stale is mixed in with
-the new run, and nothing of the user's is touched.
-
-Everything here happens before anything is measured, so a mistake costs nothing. A run holds
-its folder's lock (``FolderLock``: a ``flock`` on ``.arraybench.lock``, which the kernel drops
-however the process dies) from before it reads or writes the journal until its report is written:
-two writers would interleave their journal lines. Which files are a run's own, and how
-``--overwrite`` clears them, is ``outdir/own_files.py``.
-"""
+"""The output folder of a run: created, proven writable, locked, and never clobbering a run, finished
+or not, unless told to (``--overwrite``, which removes only what the earlier run wrote). The folder is
+the run, named by ``report``, ``compare`` and ``--resume``; numbered runs live in the store. A run
+holds the folder's lock (a ``flock``, dropped however the process dies) from before it touches the
+journal until its report is written: two writers would interleave journal lines."""
 
 from __future__ import annotations
 
@@ -34,12 +21,8 @@ from .own_files import LOGS_NAME, REPLACED, check_own_files, check_writable, cle
 
 def claim(path: str | Path, *, overwrite: bool = False, resume: bool = False,
           what: str = "--output-dir") -> FolderLock:
-    """Create the output folder, prove it writable and lock it for this run.
-
-    Refuses (``UsageError``, nothing changed) a folder that another run holds, a folder whose
-    journal is an unfinished run (unless ``overwrite``, or ``resume`` to continue it), and
-    ``journal.jsonl`` or ``logs`` that are links or the wrong kind of file.
-    """
+    """Create the output folder, prove it writable and lock it; ``UsageError`` (nothing changed) for one
+    another run holds, an unfinished run's (unless ``overwrite`` or ``resume``), or odd files in it."""
     out = _folder(path, what)
     # Checked first without the lock too, so that a refused run leaves no trace in the folder.
     FolderLock.check_free(out)
@@ -67,9 +50,7 @@ def _refuse(out: Path, keep_journal: bool) -> None:
 
 
 def claim_for_report(path: str | Path, what: str = "--output-dir") -> FolderLock:
-    """Lock a folder that report files alone are written into (``merge -o``): refused while a run
-    holds it, and where it holds a run's journal, whose results.json and report the merged ones
-    would replace (running, interrupted or finished: the run's own files stay its own)."""
+    """Lock a folder for report files alone (``merge -o``): refused while a run holds it or where it holds a run's journal."""
     out = _folder(path, what)
     FolderLock.check_free(out)
     _refuse_run(out)
@@ -94,8 +75,7 @@ def _refuse_run(out: Path) -> None:
 
 
 def prepare(path: str | Path, *, overwrite: bool, what: str = "--output-dir") -> Path:
-    """Create a folder for report files and prove it writable (no lock: nothing is measured);
-    refuse to replace an unfinished run unless ``overwrite``."""
+    """Create a folder for report files, proven writable (no lock); an unfinished run there needs ``overwrite``."""
     out = _folder(path, what)
     check_writable(out, f"{what} ")
     if not overwrite:
@@ -115,11 +95,7 @@ def _folder(path: str | Path, what: str) -> Path:
 
 
 def unfinished(out: Path) -> str | None:
-    """Why ``out`` holds a run that a fresh start would destroy, or None.
-
-    Judged from the journal alone, the one record of what was measured: a results.json beside
-    it may be from an older, finished run.
-    """
+    """Why ``out`` holds a run a fresh start would destroy, or None, judged from the journal alone."""
     from ..model.journal import JournalError, read
     from ..analysis.run_state import RunState
 
@@ -140,8 +116,7 @@ def unfinished(out: Path) -> str | None:
 
 
 def finished(out: Path) -> str | None:
-    """Why ``out`` holds a finished run that a plain run would replace (call ``unfinished``
-    first), or None: a results.json, or a journal with something in it."""
+    """Why ``out`` holds a finished run a plain run would replace (after ``unfinished``), or None."""
     journal = out / JOURNAL_NAME
     if not ((out / REPLACED[0]).is_file()
             or (journal.is_file() and not journal.is_symlink() and not _nothing_journalled(journal))):
@@ -162,9 +137,7 @@ def _nothing_journalled(path: Path) -> bool:
 
 
 def unsealed_note(out: str | os.PathLike[str]) -> str:
-    """Where the run in ``out`` needs trust to resume (workload files, pickled workloads,
-    interpreters or variables) but was not sealed as this user's (no private data folder to keep
-    the key in), the flag its ``--resume`` needs and why, as said after the command; else ""."""
+    """Where the run in ``out`` needs trust to resume but was not sealed as this user's, the flag and why; else ""."""
     from ..model.untrusted import loads
     from ..workloads.trust import key_path
 
@@ -187,9 +160,7 @@ def unsealed_note(out: str | os.PathLike[str]) -> str:
 
 
 def resume_command(out: "str | os.PathLike[str]") -> str:
-    """How the caller continues the run in ``out``: ``arraybench run --resume OUT`` or
-    ``arraybench.resume('OUT')``; with the trust it needs where the run could not be sealed
-    (an unwritable data folder), which a plain ``--resume`` would refuse."""
+    """How the caller continues the run in ``out`` (command or API), with the trust an unsealed run needs."""
     note = unsealed_note(out)
     if from_command_line():
         return f"arraybench run --resume {out}{note}"

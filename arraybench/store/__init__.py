@@ -1,9 +1,5 @@
-"""The results store: every run appended, across time and machines (SQLite here, PostgreSQL for a team).
-
-A run's own ``results.json`` stays the source of truth; the store is a collection of them that
-``history`` and ``store import`` read and write. ``open_store(location)`` opens (and migrates) one:
-a file path (SQLite, the default being ``default_location()``) or a ``postgresql://`` URL.
-"""
+"""The results store: every run appended, across time and machines (SQLite, or PostgreSQL for a team);
+a run's ``results.json`` stays the source of truth. ``open_store(location)`` opens and migrates one."""
 
 from __future__ import annotations
 

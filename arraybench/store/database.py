@@ -1,20 +1,10 @@
-"""One connection to a store's database, SQLite or PostgreSQL, behind the same few calls.
+"""One connection to a store's database, SQLite or PostgreSQL, behind the same few calls, and the
+versioned schema (``MIGRATIONS``: append a version, never edit a shipped one).
 
-SQL is written once, with ``?`` placeholders and types both databases read the same way (TEXT,
-INTEGER, DOUBLE PRECISION); PostgreSQL gets ``%s``. Every write happens in one transaction
-(``write()``): SQLite's ``BEGIN IMMEDIATE`` takes the write lock at once, so two writers queue
-instead of failing half-way, and a writer killed mid-transaction leaves the database as it was
-before it (SQLite's rollback journal, PostgreSQL's own transactions). Driver errors become one
-``StoreError`` line, its passwords redacted (``location.redact``).
-
-Nobody waits on a lock for ever: a store locked by another process is given up after
-``BUSY_TIMEOUT`` (SQLite: retried in Python, a short wait at a time, so that Ctrl-C and SIGTERM
-act at once instead of after SQLite's own wait; PostgreSQL: ``lock_timeout``, and a
-``statement_timeout`` for a statement that never ends; psycopg cancels the query on Ctrl-C).
-
-The schema is versioned (``MIGRATIONS``): each version applied once, in order, in one transaction;
-a store of a later version is refused. To change it, append a version; never edit a shipped one.
-"""
+SQL is written once (``?`` placeholders, types both read alike). Every write is one transaction
+(SQLite's ``BEGIN IMMEDIATE``: writers queue instead of failing half-way); a lock is given up after
+``BUSY_TIMEOUT``, SQLite's waited on in short steps so a signal acts at once. Driver errors become
+one ``StoreError`` line, passwords redacted."""
 
 from __future__ import annotations
 
@@ -94,8 +84,7 @@ class SQLite(Database):
             raise
 
     def _patiently(self, call: Callable[[], T]) -> T:
-        """``call()``, retried while another process holds the database, up to ``BUSY_TIMEOUT``:
-        short waits in Python, so that a signal is handled within one of them."""
+        """``call()``, retried in short waits (so a signal is handled) while another process holds the database."""
         deadline = time.monotonic() + BUSY_TIMEOUT
         while True:
             try:

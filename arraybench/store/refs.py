@@ -1,20 +1,8 @@
-"""Naming a stored run: its id (or its first characters), ``last`` (the latest run of this project
-on this machine) or ``last~N`` (the N-th run before that one), as git names commits;
-``machine:last`` and ``machine:last~N`` count every project's runs on this machine.
-
-A project is the git work tree a run was started in (its top folder), else the folder itself: on
-a shared machine or CI runner, one store holds everyone's runs, and ``last`` must be yours. Runs
-stored before arraybench recorded the project have none and are named only machine-wide: whose
-they were cannot be told, and taking them for anyone's would compare strangers' runs again.
-
-``compare``, ``report`` and ``history`` take these wherever they take a run's folder, so that a
-run replaced in its folder (``--overwrite``) or measured elsewhere is still at hand:
-``arraybench compare last~1 last``. ``run_fields`` and ``run_line`` say which run a comparison
-compared: its id, date, folder and commit.
-
-A pytest session's baseline (``find``) is the newest run of this project on this machine that
-measured any of the session's cells, not merely the newest run: a store is shared.
-"""
+"""Naming a stored run, as git names commits: its id (or its first characters), ``last`` (the latest
+of this project on this machine), ``last~N``; ``machine:`` counts every project's. A project is the
+git work tree a run began in, else its folder: a shared store holds everyone's runs, and ``last``
+must be yours (runs stored before projects were recorded are named only machine-wide). A pytest
+session's baseline (``find``) is the newest such run that measured any of its cells."""
 
 from __future__ import annotations
 
@@ -45,9 +33,7 @@ def is_reference(text: str) -> bool:
 
 
 def run_id_of(store: "Store", ref: str, machine: str | None = None, project: str | None = None) -> str:
-    """The id of the run ``ref`` names in ``store``; ``last`` counts only ``machine``'s runs (a
-    machine id, None for every machine) of ``project`` (a folder, None for every project), and
-    ``machine:last`` every project's. ``StoreError`` says why none matches."""
+    """The id of the run ``ref`` names; ``last`` counts ``machine``'s runs of ``project`` (None: all); ``StoreError`` if none."""
     last = LAST.fullmatch(ref)
     if last:
         back = int(last.group(2) or 0)
@@ -88,17 +74,14 @@ def this_machine() -> str:
 
 
 def this_project() -> str:
-    """The project the current folder belongs to, as its runs are stored under: the top of its
-    git work tree, else the folder itself."""
+    """The project the current folder belongs to, as its runs are stored under."""
     from ..host import git
 
     return git.project()
 
 
 def run_fields(results: "Results") -> dict[str, str | None]:
-    """Which run ``results`` is: ``id``, ``date`` (when it started, ISO 8601), ``folder`` (its
-    project) and ``commit`` (``+dirty`` where the work tree differed from it); None where not
-    recorded."""
+    """Which run ``results`` is: ``id``, ``date``, ``folder`` and ``commit`` (``+dirty``); None where unrecorded."""
     from ..model.identity import run_id
 
     env = results.environment
@@ -111,8 +94,7 @@ def run_fields(results: "Results") -> dict[str, str | None]:
 
 
 def run_line(role: str, results: "Results", width: int | None = None) -> str:
-    """``base: run 1a2b…, 2026-12-06 07:29:41 UTC, /src/proj, commit abc123`` (``role``: its part in
-    the comparison); with ``width``, wrapped between words under its first word."""
+    """``base: run 1a2b…, 2026-12-06 07:29:41 UTC, /src/proj, commit abc123``, wrapped to ``width``."""
     fields = run_fields(results)
     date = fields["date"]
     if date and len(date) >= 16 and date[10] == "T":  # ISO 8601 in UTC, as runs record it
@@ -133,12 +115,8 @@ def _text(value: object) -> str | None:
 
 
 def load_run(given: "str | os.PathLike[str]", location: "str | os.PathLike[str] | None" = None) -> "Results":
-    """A run named by a user: a results.json or the folder holding one, else a run in the store
-    at ``location`` (None: the default store) named by ``FORMS``; ``last`` is this project's on
-    this machine, ``machine:last`` this machine's.
-
-    A path that exists is always read as one; ``ResultsError`` or ``StoreError`` says in one
-    line what is wrong."""
+    """A run a user named: a results.json or its folder (a path that exists is always read as one), else a
+    stored run named by ``FORMS``; ``ResultsError`` or ``StoreError`` in one line."""
     from ..errors import ResultsError
     from ..model.results import load, resolve
     from .store import open_store
