@@ -292,8 +292,7 @@ def merge(runs: Sequence[Results | str | os.PathLike[str]], *, labels: Sequence[
         inputs = {r.output_dir.resolve() for r in loaded if r.output_dir is not None}
         if out.resolve() in inputs:
             raise UsageError(f"--output-dir {out} holds one of the runs being merged; name another folder")
-        # Locked as a run locks its folder: never written while a run writes there, and never
-        # over a run's own results (running, interrupted or finished).
+        # Locked as a run's folder is: never over a run's own results, running or not.
         with claim_for_report(out) as lock:
             merged.save(lock.folder / "results.json")
             merged.output_dir = lock.folder

@@ -114,8 +114,8 @@ def _write_through(path: Path, data: bytes, durable: bool) -> Path:
     deadline = time.monotonic() + PIPE_READER_WAIT_S
     while True:
         try:
-            # O_NONBLOCK: a named pipe nobody reads is refused (ENXIO) instead of waiting for
-            # ever; a reader starting at the same moment (``export -o p & cat p``) is waited for.
+            # O_NONBLOCK: a pipe nobody reads is refused (ENXIO), not waited on for ever; one
+            # whose reader starts at the same moment (``export -o p & cat p``) is retried.
             fd = os.open(path, os.O_WRONLY | _NONBLOCK | _CLOEXEC | getattr(os, "O_NOCTTY", 0))
             break
         except OSError as exc:

@@ -227,8 +227,7 @@ def _executor(options: RunOptions, *, measure: bool, node_wait: float | None = N
     if measure and options.pythons:
         from .executors.probe import check_interpreters
 
-        # Each other interpreter asked once, now: one that cannot run the worker is one line
-        # naming what to install, before the output folder is touched.
+        # Each other interpreter asked now, before the folder is touched: what to install, in one line.
         check_interpreters(options)
     return LocalExecutor()
 

@@ -47,9 +47,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "~/.local/share/bash-completion/completions/arraybench` "
                                    "(docs/cli.md says how for zsh and fish).")
     p.add_argument("shell", choices=SHELLS, help="the shell to complete in")
-    # The command line whose script this prints is the one this command is registered in: its
-    # actions are reached from here (argparse keeps each action's container), rather than by
-    # importing the module that builds it, which imports this one.
+    # The parser this command is registered in, reached through argparse's containers: importing
+    # the module that builds it would import this one back.
     p.set_defaults(handler=partial(main, commands=sub))
 
 

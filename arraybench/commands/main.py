@@ -202,8 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with warnings.catch_warnings():  # the warnings shown as one line (``_show_warning``) end here
             status = _main(argv)
     except KeyboardInterrupt:
-        # A Ctrl-C landing after ``_main`` handled its own, as this block ends: the command was
-        # over (its results written), so it ends as an interrupted one, without a traceback.
+        # A Ctrl-C after ``_main`` handled its own: the command was over, so it ends as interrupted.
         status = 130
     if entry:
         _end_despite_threads(status)
@@ -249,8 +248,7 @@ def _main(argv: list[str]) -> int:
         _discard(sys.stdout)
         return 0
     except OSError as exc:
-        # Files arraybench writes are named in their errors; an error without a file name that
-        # reaches this far comes from the standard output: `arraybench list > /dev/full`.
+        # arraybench's files are named in their errors: one without a name is stdout's (> /dev/full).
         if exc.filename is None or _stdout_broken():
             _discard(sys.stdout)
             print(f"{PROG}: error: cannot write to standard output ({exc.strerror or exc})",

@@ -54,8 +54,7 @@ def main(args: argparse.Namespace) -> int:
         out = prepare(target, overwrite=True)
         lock = nullcontext()
     else:
-        # Elsewhere, as merge -o: never into another run's folder (finished, interrupted or
-        # running), whose report would then describe this run beside its own results.json.
+        # Elsewhere, as merge -o: never into another run's folder, beside its own results.json.
         lock = claim_for_report(target)
         out = lock.folder
     with lock:

@@ -174,8 +174,7 @@ def outcome_status(args: argparse.Namespace, results: Results, reference: str | 
     if getattr(args, "against", None) and against_gate(args, results):
         return 1
     if results.records and not any(r.status != "skipped" for r in results.records):
-        # `--devices gpu` on a machine without one: an empty table is no success, and the store
-        # never takes such a run as `last` or a point of history.
+        # `--devices gpu` without one: an empty table is no success (nor `last` in the store).
         reasons = "; ".join(dict.fromkeys(r.reason for r in results.records if r.reason))
         print(f"arraybench: nothing was measured: every cell was skipped ({reasons or 'no reason given'})",
               file=sys.stderr)
@@ -289,8 +288,7 @@ def against_gate(args: argparse.Namespace, results: Results) -> int:
         return 0
     slower, undecided = against_regressions(results.pairs, HERE, args.fail_above)
     for p in undecided:
-        # Where the pair was not judged (loaded rounds the quiet ones do not bear out), more
-        # processes on the same busy machine need not decide it: its reason is the line's.
+        # A pair not judged (a loaded machine) need not be decided by more processes: its reason is said.
         why = f"not judged: {p.not_judged}" if p.not_judged else "more processes (--processes) would decide it"
         print(f"arraybench: {p.a_label} against {p.b_label}: undecided ({p.ratio:.2f}x, 95% interval "
               f"{p.ci_low:.2f}-{p.ci_high:.2f}); {why}", file=sys.stderr)

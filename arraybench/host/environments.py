@@ -104,8 +104,7 @@ def check_variants(variants: Any) -> dict[str, dict[str, str]]:
                 raise UsageError(f"{option_name('variants')} {label}: {name}={value!r} is not a value")
             size = len(f"{name}={value}".encode("utf-8", "surrogateescape"))
             if size >= MAX_VARIABLE_BYTES:
-                # The kernel refuses to start a process with such a variable (E2BIG), which
-                # would read as "could not write .../python".
+                # The kernel refuses to start a process with one (E2BIG), read as "could not write".
                 raise UsageError(f"{option_name('variants')} {label}: {name}= is {size:,} bytes; the "
                                  f"system starts no process with a variable of {MAX_VARIABLE_BYTES // 1024} "
                                  "KiB or more (put a long value in a file and name the file)")
@@ -213,8 +212,7 @@ def import_dir() -> str:
     """A folder holding only a link to this package, for another interpreter's ``PYTHONPATH``."""
     global _IMPORT_DIR
     if _IMPORT_DIR is None or not os.path.isdir(_IMPORT_DIR):
-        # Named by this process's id: one killed before its atexit ran (SIGKILL) leaves its
-        # folder behind, and the next run removes those of processes that are gone.
+        # Named by this process's id, so the next run removes one a killed process left behind.
         remove_stale_folders()
         folder = tempfile.mkdtemp(prefix=f"{IMPORT_PREFIX}{os.getpid()}-")
         os.symlink(Path(__file__).resolve().parent.parent, os.path.join(folder, "arraybench"))

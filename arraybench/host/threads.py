@@ -85,8 +85,8 @@ def worker_env(base: Mapping[str, str], *, threads: int | None, backend: str, de
         # A CPU worker must not initialise CUDA (slow, and it reserves GPU memory).
         env["JAX_PLATFORMS"] = "cpu"
     elif backend == "jax" and device == "gpu" and not env.get("JAX_PLATFORMS"):
-        # Named platforms fail loudly: unset, a GPU plugin that cannot start is logged and skipped
-        # (xla_bridge.backends: fail_quietly), and the record would only say "Unknown backend: 'gpu'".
+        # Named platforms fail loudly; unset, a GPU plugin that cannot start is skipped quietly
+        # and the record would only say "Unknown backend: 'gpu'".
         env["JAX_PLATFORMS"] = f"{jax_gpu_platform()},cpu"
     if threads is not None and backend == "numpy":
         # NumPy's compiled mode is Numba: its own pool (parallel=True code) follows the limit too.

@@ -191,17 +191,15 @@ class FolderLock:
         path = folder / LOCK_NAME
         while True:
             try:
-                # O_NOFOLLOW: a link planted under the lock's name must not make us create a file
-                # elsewhere.
+                # O_NOFOLLOW: a link planted under the lock's name must not create a file elsewhere.
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o666)
             except OSError as exc:
                 raise UsageError(f"{path}: cannot be opened to lock the folder ({reason(exc)})") from None
             lock = cls._locked(folder, path, fd)
             held = os.fstat(fd)
             if held.st_nlink > 1:
-                # A hard-linked copy's lock (cp -al) is the original folder's too: give this
-                # folder one of its own (renamed into place while we hold the shared one), and
-                # lock that instead. The pid is never written into the original's file.
+                # A hard-linked copy's lock (cp -al) is the original's too: give this folder its
+                # own (renamed in while the shared one is held) and lock that.
                 try:
                     os.close(new_beside(path, b""))
                 except OSError as exc:
@@ -250,8 +248,7 @@ class FolderLock:
             if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
                 os.close(fd)
                 raise UsageError(f"{path}: cannot lock the folder ({reason(exc)})") from None
-            # A file system without locks (some network and FUSE mounts): run unlocked rather
-            # than not at all.
+            # A file system without locks (some network mounts): unlocked rather than not at all.
             warnings.warn(f"{folder}: this file system cannot lock the folder ({reason(exc)}); "
                           "make sure no other run writes there at the same time", stacklevel=3)
         return cls(folder, fd)

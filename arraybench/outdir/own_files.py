@@ -49,8 +49,7 @@ def check_own_files(out: Path) -> None:
             raise UsageError(f"{out / name}: is a folder; arraybench writes a file there "
                              "(remove or rename it, or choose another folder)")
         if (out / name).is_symlink() or (out / name).exists() and not (out / name).is_file():
-            # Replaced by a rename only where it is a regular file (``files``): a link, pipe or
-            # device is never replaced, nor written through out of the folder.
+            # Only a regular file is replaced (``files``): never a link, pipe or device.
             raise UsageError(f"{out / name}: is {_kind(out / name)}; arraybench writes its own "
                              "file there and replaces only regular files (remove it, or choose "
                              "another folder)")

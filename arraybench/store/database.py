@@ -185,9 +185,8 @@ _LOCK_KEY = 16_016
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
-        # One row per run: who, where, when, and the whole results.json (the store can give a run
-        # back whole: merge, exports). ``run_id`` is stable across --resume; ``content_sha`` tells
-        # a re-import of the same file from a run that went on.
+        # One row per run, with its whole results.json; ``run_id`` is stable across --resume, and
+        # ``content_sha`` tells a re-import of the same file from a run that went on.
         """CREATE TABLE runs (
             run_id TEXT PRIMARY KEY,
             content_sha TEXT NOT NULL,
@@ -227,9 +226,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE INDEX runs_started ON runs (started_at)",
     ),
     2: (
-        # The folder a run was started in (its git work tree's top, else the current folder):
-        # ``last`` is the latest run of the project the user stands in, not of whoever shares the
-        # machine. Runs stored before have none (NULL) and are named only machine-wide.
+        # The folder a run began in (``refs``): ``last`` is the user's project's, not the machine's.
         "ALTER TABLE runs ADD COLUMN project TEXT",
     ),
 }
