@@ -41,18 +41,11 @@ ContextLabels = Union[Mapping[str, str], Sequence[str], None]
 
 def reporter_for(reporter: Reporter | None, progress: bool | None, cells: int | None = None) -> Reporter | None:
     """The caller's reporter, else progress (a line in a notebook, a bar or lines on stderr) unless ``progress`` is False."""
-    if reporter is not None:
+    if reporter is not None or progress is False:
         return reporter
-    if progress is False:  # asked to be quiet
-        return None
-    from .render.progress import NotebookProgress, in_notebook
+    from .render.progress import ConsoleReporter, NotebookProgress, in_notebook
 
-    notebook = in_notebook()
-    if notebook:
-        return NotebookProgress(cells)
-    from .render.progress import ConsoleReporter
-
-    return ConsoleReporter(cells=cells)
+    return NotebookProgress(cells) if in_notebook() else ConsoleReporter(cells=cells)
 
 
 def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwrite: bool = False,
@@ -60,8 +53,7 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
             context: ContextLabels = None) -> Results:
     """Run a checked plan into ``output_dir`` (see ``run``); a git work tree's commit is recorded in its context."""
     from .host import git
-    from .outdir import claim
-    from .outdir import FolderLock
+    from .outdir import FolderLock, claim
 
     labels = {**git.labels(), **parse_context(context)}
     # Connected and checked before the output folder is touched: a bad cluster costs nothing.

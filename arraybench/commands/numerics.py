@@ -38,7 +38,7 @@ def main(args: argparse.Namespace) -> int:
 
     workloads = args.workloads
     if args.workload_files and workloads == ["numerics"]:
-        workloads = None  # the files' own workloads, as `run --workload-file` does
+        workloads = None  # the files' own workloads, as `run --workload-files` does
     code = 0
     try:
         results = api.numerics(workloads, dtype=args.dtypes, sizes=args.sizes,

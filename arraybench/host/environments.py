@@ -33,7 +33,7 @@ VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 JOIN = "/"
 #: Linux's MAX_ARG_STRLEN: the longest ``NAME=VALUE`` (with its final NUL) a new process may get.
 MAX_VARIABLE_BYTES = 128 * 1024
-#: A comma inside a ``--variant`` value, written ``\,`` (a plain comma separates variables).
+#: A comma inside a ``--variants`` value, written ``\,`` (a plain comma separates variables).
 _UNESCAPED_COMMA = re.compile(r"(?<!\\),")
 
 
