@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import importlib
 
-# Type checkers read the public names from __init__.pyi. This file imports nothing of arraybench
-# up front (not even typing: a Ctrl-C landing in those milliseconds would be a traceback from inside
-# arraybench), so that the package stays a leaf of the import graph.
+# Type checkers read __init__.pyi. Nothing of arraybench is imported up front (not even typing): a
+# Ctrl-C in those milliseconds would be a traceback from inside arraybench.
 __all__ = [
     "Check", "Interrupted", "Record", "Replicate", "Reporter", "Results", "ResultsError",
     "RunOptions", "SaveError", "UsageError", "Work", "Workload", "compare", "fixed",

@@ -2,13 +2,8 @@
 
 >>> import arraybench
 >>> r = arraybench.run(workloads=["matmul"], backends=["numpy", "torch"], sizes=["small"])  # doctest: +SKIP
->>> print(r)                                                                                 # doctest: +SKIP
 
-``run`` measures and returns ``Results``; ``resume`` finishes an interrupted run; ``sweep`` runs
-workloads across sizes; ``numerics`` compares each library's error in several dtypes; ``compare``
-judges two runs cell by cell. Every ``arraybench`` command is a thin adapter over these. A run's
-life (its folder, executor, journal, store and report) is ``lifecycle``'s.
-"""
+A run's life (its folder, executor, journal, store and report) is ``lifecycle``'s."""
 
 from __future__ import annotations
 
@@ -19,10 +14,9 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from .executors.cluster import check_options as check_cluster_options
-from .model.options import parse_context
 from .errors import UsageError, option_name, unknown_name
 from .model.results import LEGACY_NAMES, legacy_names
-from .model.options import DTYPES, RunOptions, parse_sizes
+from .model.options import DTYPES, RunOptions, parse_context, parse_sizes
 from .options import KEYWORDS
 from .lifecycle import ContextLabels, execute, reporter_for, resume
 from .plan import Cell, Plan, build_plan, validate
@@ -43,19 +37,14 @@ __all__ = ["Interrupted", "Plan", "compare", "load_files", "load_results", "nume
 
 
 def load_results(path: str | os.PathLike[str]) -> Results:
-    """Read a ``results.json``, or the one in a folder (validated).
-
-    ``Results.records`` holds the records; ``Results.to_dataframe()`` gives them as a pandas
-    DataFrame where pandas is installed. A missing or damaged file raises ``ResultsError``.
-    """
+    """Read a ``results.json``, or the one in a folder (validated); ``ResultsError`` if missing or damaged."""
     return load(resolve(path))
 
 
 def options_from(workloads: Any = None, *, options: RunOptions | None = None,
                  **settings: Any) -> RunOptions:
-    """``RunOptions`` from the keywords of ``run`` (names, lists, ``Workload`` objects, sizes as
-    text or numbers); ``TypeError`` names an unknown keyword and the closest one in one line.
-    Workload objects are registered."""
+    """``RunOptions`` from ``run``'s keywords (names, lists, ``Workload`` objects, sizes as text or
+    numbers); ``TypeError`` names an unknown keyword and the closest one. Workload objects are registered."""
     base = options or RunOptions()
     for old, new in LEGACY_NAMES.items():
         if old in settings:
@@ -114,11 +103,8 @@ def _sizes(sizes: Any) -> list[str]:
 
 
 def plan(options: RunOptions) -> Plan:
-    """Check options and build the cells; imports workload files, writes nothing.
-
-    ``UsageError`` says in one line what is wrong. With workload files and no workloads named,
-    the files' workloads run (not the built-in suite).
-    """
+    """Check options and build the cells; imports workload files, writes nothing (``UsageError`` in
+    one line). With workload files and no workloads named, the files' workloads run."""
     loaded = load_files(options.workload_files)
     known = dict(REGISTRY)
     if options.workload_files:
@@ -143,7 +129,6 @@ def plan(options: RunOptions) -> Plan:
 
 
 def _with_against(options: RunOptions) -> RunOptions:
-    """``options`` with the two environments of ``--against REF`` (``host/against``)."""
     from .host import against
 
     if options.variants or options.pythons:
@@ -154,14 +139,13 @@ def _with_against(options: RunOptions) -> RunOptions:
 
 
 def _check_saveable(options: RunOptions, cells: list[Cell]) -> None:
-    """``UsageError`` for a setting the journal and results.json could not hold so that the run
-    reads them back (a seed of 2**63, a setting of 10**400 or nan): refused now, before the
-    output folder is touched, rather than measured and then unreadable."""
+    """``UsageError`` for a setting results.json could not read back (a seed of 2**63, nan): refused
+    before the output folder is touched, rather than measured and then unreadable."""
     from .model.untrusted import problem
 
     for name, value in options.to_dict().items():
         if name == "params":
-            why = next(filter(None, (problem(v, f"--param {k}") for k, v in value.items())), None)
+            why = next(filter(None, (problem(v, f"--params {k}") for k, v in value.items())), None)
         else:
             why = problem(value, f"--{name.replace('_', '-')}")
         if why:
@@ -183,33 +167,22 @@ def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,
     """Measure workloads on libraries and devices; return the results.
 
     - ``workloads``: names (``"matmul"``, groups such as ``"interop"``) or ``@arraybench.workload``
-      functions, defined anywhere (a notebook cell too); default: the seed's five.
+      functions; default: the seed's five.
     - ``backends``, ``devices``, ``modes``: lists or comma-separated text; ``sizes``: labels
-      (``"small"``), element counts, or a range ``"16:4096:8"``; ``dtype``: ``"float64"`` or
-      ``"float32"``.
+      (``"small"``), element counts, or a range ``"16:4096:8"``.
     - ``output_dir``: where ``results.json``, the journal and the report go; ``None`` keeps the
-      results in memory (a temporary folder holds the journal while the run lasts).
-    - ``reporter``: progress events (``arraybench.Reporter``); default: ``progress``.
-    - ``progress``: say on stderr what the run is doing (a bar on a terminal; where there is
-      none, as in a script's captured output, a line per cell as it finishes and one every 30 s
-      while nothing finishes), or in a Jupyter notebook a line updated in place. ``False`` is
-      quiet.
-    - ``store``: where the finished run is appended (``True``: the default store in the user's
-      data folder; a path or ``postgresql://`` URL; ``False``: nowhere). A store that cannot be
-      written is a ``StoreWarning``, never an error: the run is kept all the same.
-    - ``context``: free labels saved with the run (``{"commit": "abc123"}``), which history
-      attributes changes to.
-    - any other ``RunOptions`` field by name: ``processes=5`` (exactly five worker processes per
-      cell; with ``max_processes=10``, from five up to ten while the interval is wide), ``max_time=2.0``,
-      ``threads=1``, ``pythons={"np126": ".venv126/bin/python"}`` and
-      ``variants={"t1": {"OPENBLAS_NUM_THREADS": "1"}}`` (each backend under each environment,
-      side by side: docs/environments.md)...
+      results in memory.
+    - ``reporter``: progress events (``arraybench.Reporter``); ``progress``: say on stderr (or in a
+      notebook) what the run is doing; ``False`` is quiet.
+    - ``store``: where the finished run is appended (``True``: the default store; a path or
+      ``postgresql://`` URL; ``False``: nowhere). A store that cannot be written is a ``StoreWarning``.
+    - ``context``: free labels saved with the run (``{"commit": "abc123"}``).
+    - any other option by name (``options.OPTIONS``): ``processes=5``, ``max_time=2.0``,
+      ``pythons={"np126": ".venv126/bin/python"}``... (docs/environments.md).
 
-    Raises ``UsageError`` for bad options (or a folder another run holds) before anything is
-    measured, ``Interrupted`` (holding the partial results, saved) when a signal stops the run, and
-    ``SaveError`` when a file cannot be written once measuring has begun (what was journalled is
-    kept; ``resume`` goes on).
-    """
+    Raises ``UsageError`` for bad options before anything is measured, ``Interrupted`` (holding the
+    partial results, saved) when a signal stops the run, and ``SaveError`` when a file cannot be
+    written once measuring has begun (``resume`` goes on)."""
     opts = options_from(workloads, options=options, backends=backends, devices=devices, sizes=sizes,
                         dtype=dtype, modes=modes, **settings)
     labels = parse_context(context)
@@ -221,8 +194,7 @@ def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,
 
 def sweep(workloads: Any, *, sizes: Any = None, output_dir: str | os.PathLike[str] | None = None,
           **kwargs: Any) -> Results:
-    """``run`` across many sizes; ``sizes`` defaults to ``sweep_sizes``. The results' findings
-    state the crossovers (from which size one library beats another)."""
+    """``run`` across many sizes (default: ``sweep_sizes``); the findings state the crossovers."""
     if sizes is None:
         opts = options_from(workloads, workload_files=kwargs.get("workload_files"))
         sizes = sweep_sizes(opts.workloads or load_files(opts.workload_files).names())
@@ -230,8 +202,7 @@ def sweep(workloads: Any, *, sizes: Any = None, output_dir: str | os.PathLike[st
 
 
 def sweep_sizes(names: Sequence[str]) -> str:
-    """Eight geometric steps from a tenth of the workloads' smallest size to their largest
-    (``UsageError`` when the workloads disagree on their natural sizes)."""
+    """Eight geometric steps from a tenth of the workloads' smallest size to their largest."""
     from .workloads.registry import expand
 
     if not names:
@@ -253,11 +224,9 @@ def numerics(workloads: Any = ("numerics",), *, dtype: Iterable[str] | str | Non
              sizes: Any = "small,large", output_dir: str | os.PathLike[str] | None = None,
              overwrite: bool = False, reporter: Reporter | None = None, progress: bool | None = None,
              **kwargs: Any) -> Results:
-    """Each library's error against float64, per workload and dtype: a brief run per dtype (one
-    replicate, a few samples: the time is not the point). With ``output_dir``, each dtype's run
-    goes into its own subfolder. Returns the records of every dtype together. ``dtype``: one
-    dtype or several (a list, or comma-separated text; default: float64 and float32), spelled as
-    ``run``'s; ``dtypes`` is its old name."""
+    """Each library's error against float64, per workload and dtype: a brief run per dtype, each in
+    its own subfolder of ``output_dir``; the records of every dtype together. ``dtype``: one or several
+    (a list, or comma-separated text; default: float64 and float32); ``dtypes`` is its old name."""
     from .outdir import prepare
 
     if dtypes is not None:
@@ -293,10 +262,9 @@ def numerics(workloads: Any = ("numerics",), *, dtype: Iterable[str] | str | Non
 def compare(base: Results | str | os.PathLike[str], new: Results | str | os.PathLike[str], *,
             threshold: float | None = None, alpha: float | None = None,
             cross_machine: bool = False, store: str | os.PathLike[str] | None = None) -> "Comparison":
-    """Two runs cell by cell: faster, slower or not significant. Each run is a ``Results``, a results
-    file or its folder, or a run in the results store (``store``: its location, None for the
-    default) named by its id, ``"last"`` or ``"last~1"``: ``compare("last~1", "last")``. Runs from
-    different machines raise ``machines.CrossMachineError`` unless ``cross_machine``."""
+    """Two runs cell by cell: faster, slower or not significant. Each is a ``Results``, a results file or
+    folder, or a stored run (id, ``"last"``, ``"last~1"``; ``store``: where). Runs of different
+    machines raise ``machines.CrossMachineError`` unless ``cross_machine``."""
     a = base if isinstance(base, Results) else load_run(base, store)
     b = new if isinstance(new, Results) else load_run(new, store)
     return b.compare(a, threshold=threshold, alpha=alpha, cross_machine=cross_machine)
@@ -305,11 +273,9 @@ def compare(base: Results | str | os.PathLike[str], new: Results | str | os.Path
 
 def merge(runs: Sequence[Results | str | os.PathLike[str]], *, labels: Sequence[str | None] | None = None,
           output_dir: str | os.PathLike[str] | None = None, plots: bool = True) -> Results:
-    """Several runs (results, files or folders; usually one per machine) as one ``Results`` with
-    the machine as a dimension: each record labelled with its run's machine label
-    (``labels``, default: each folder's name), each machine's environment under
-    ``environment["machines"]``. With ``output_dir``, writes results.json and the whole report
-    there."""
+    """Several runs (usually one per machine) as one ``Results``, the machine a dimension: each record
+    labelled with its run's label (``labels``, default: each folder's name). With ``output_dir``,
+    writes results.json and the report there."""
     from .model.runs import default_label, merge as merge_runs
 
     loaded: list[Results] = []
@@ -325,8 +291,7 @@ def merge(runs: Sequence[Results | str | os.PathLike[str]], *, labels: Sequence[
         inputs = {r.output_dir.resolve() for r in loaded if r.output_dir is not None}
         if out.resolve() in inputs:
             raise UsageError(f"--output-dir {out} holds one of the runs being merged; name another folder")
-        # Locked as a run locks its folder: never written while a run writes there, and never
-        # over a run's own results (running, interrupted or finished).
+        # Locked as a run's folder is: never over a run's own results, running or not.
         with claim_for_report(out) as lock:
             merged.save(lock.folder / "results.json")
             merged.output_dir = lock.folder

@@ -1,29 +1,10 @@
-"""Project defaults: ``[tool.arraybench]`` in the nearest ``pyproject.toml``.
+"""Project defaults: ``[tool.arraybench]`` in the nearest ``pyproject.toml`` upwards (or the file
+``ARRAYBENCH_CONFIG`` names; empty: none). Any option ``OPTIONS`` puts on the project file, spelled as
+on the command line or with underscores, checked as if typed; the command line wins.
 
-Any option of ``arraybench run`` may be set there (``options.OPTIONS`` says which), spelled as on
-the command line or with underscores; the command line wins. Values are checked by the same rules
-as typed options, so a bad one is refused the same way::
-
-    [tool.arraybench]
-    backends = ["numpy", "torch"]
-    devices = "cpu"
-    processes = 5
-    max-time = 2.0
-    warmup = 0.05          # seconds of untimed calls per cell and process (as --warmup, warmup=)
-    output-dir = "bench"
-    store = false          # or a path / postgresql:// URL; false: store no run (as --no-store)
-
-The file is the nearest ``pyproject.toml`` from the current folder upwards (``ARRAYBENCH_CONFIG``
-names another file; set it to an empty string to use none).
-
-Such a file may sit in a parent folder someone else owns (``/tmp/pyproject.toml``), so, as git's
-``safe.directory``: the options that choose the code arraybench runs, where its results go or where
-its baselines come from (``OWN_KEYS``: a workload file, an interpreter, environment variables such
-as ``PYTHONPATH`` or ``LD_PRELOAD``, a Ray cluster, a git ref, the store, the output folder, the
-files ``--csv`` and ``--markdown`` write; each spelling, from ``options.OPTIONS``) are taken only
-from a file the user owns and no one else may write; and ``trust_folder`` is never taken from a
-file at all: trusting a received folder is a decision made on the command line.
-"""
+Such a file may sit in a folder someone else owns (``/tmp/pyproject.toml``), so, as git's
+``safe.directory``, the options that choose the code run or where results go (``OWN_KEYS``) are taken
+only from a file the user owns and no one else may write; ``trust_folder`` never from a file."""
 
 from __future__ import annotations
 
@@ -49,8 +30,7 @@ COMMAND_LINE_ONLY = frozenset({"trust-folder"})
 
 @dataclass
 class ProjectDefaults:
-    """Option defaults a project file sets: ``values`` by argparse destination, as the file spells
-    them in ``spelled``, and the file they came from."""
+    """A project file's defaults: ``values`` by argparse destination, ``spelled`` as the file has them."""
 
     source: Path | None = None
     values: dict[str, Any] = field(default_factory=dict)
@@ -71,11 +51,8 @@ def find(start: Path | None = None) -> Path | None:
 
 
 def load(parser: argparse.ArgumentParser, path: Path | None) -> ProjectDefaults:
-    """The defaults ``[tool.arraybench]`` of ``path`` sets for ``parser``'s options (``run``'s).
-
-    ``UsageError`` (exit 2) for a file that is not TOML, a table that is not one, an unknown key
-    or a value the option would refuse on the command line.
-    """
+    """The defaults ``path``'s ``[tool.arraybench]`` sets for ``parser``'s options; ``UsageError`` for
+    a file that is not TOML, an unknown key or a value the option would refuse."""
     if path is None:
         return ProjectDefaults()
     try:
@@ -124,9 +101,8 @@ def load(parser: argparse.ArgumentParser, path: Path | None) -> ProjectDefaults:
 
 
 def _read(path: Path) -> tuple[bytes, str | None]:
-    """The project file's bytes: a regular file (a named pipe would block every command, a device
-    like /dev/zero would never end) of at most ``MAX_BYTES``; and why it cannot be trusted with
-    ``OWN_KEYS`` (``distrust``), or None."""
+    """The file's bytes (a regular file of at most ``MAX_BYTES``: a pipe would block, /dev/zero never
+    end), and why it cannot be trusted with ``OWN_KEYS``, or None."""
     from .model.untrusted import read_regular
 
     st = os.stat(path)  # stat, not open: a named pipe is not opened here
@@ -140,8 +116,7 @@ def _read(path: Path) -> tuple[bytes, str | None]:
 
 
 def distrust(st: os.stat_result) -> str | None:
-    """Why a file with status ``st`` may not choose code for this user to run, nor where results
-    go, or None: another user owns it, or others may write it (then anyone could have chosen)."""
+    """Why a file may not choose what runs or where results go (another user owns it, or others may write it), or None."""
     if hasattr(os, "getuid") and st.st_uid != os.getuid():
         return f"belongs to another user (uid {st.st_uid})"
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):

@@ -1,6 +1,5 @@
-"""Errors that end a command with one clear line instead of a traceback, and how such a line
-names an option: as its reader types it (``--max-time 2`` on the command line, ``max_time=2``
-in Python)."""
+"""Errors that end a command in one clear line instead of a traceback, and how such a line names an
+option: as its reader types it (``--max-time 2`` on the command line, ``max_time=2`` in Python)."""
 
 from __future__ import annotations
 
@@ -14,8 +13,7 @@ MAX_LISTED = 12
 
 
 def one_line(text: str) -> str:
-    """``text`` with line breaks and control characters escaped (``\\n``): a message that quotes
-    what a user typed, or a file name, stays one line whatever they contain."""
+    """``text`` with line breaks and control characters escaped: a message quoting input stays one line."""
     return "".join(
         ch.encode("unicode_escape").decode("ascii")
         if unicodedata.category(ch) in ("Cc", "Zl", "Zp") else ch
@@ -24,9 +22,8 @@ def one_line(text: str) -> str:
 
 
 def printable(text: str) -> str:
-    """``text`` safe to print on a terminal: control characters (ANSI escape sequences, bells,
-    carriage returns) escaped as ``\\x1b``, line breaks and tabs kept. A workload's description or
-    a library's error message must not recolour, retitle or rewrite the user's terminal."""
+    """``text`` with control characters escaped (line breaks and tabs kept): a library's message must not
+    rewrite the user's terminal."""
     return "".join(
         ch if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf") or ch == "\u200d"
         else ch.encode("unicode_escape").decode("ascii")
@@ -36,11 +33,8 @@ def printable(text: str) -> str:
 
 def unknown_name(kind: str, name: str, valid: Sequence[str], *, listed: Sequence[str] | None = None,
                  more: str = "", where: str = "") -> str:
-    """``unknown workload 'matmull'; did you mean 'matmul'?``: the names close to ``name``
-    (``difflib``, ignoring case) among ``valid``; where none is close, the names worth listing
-    (``listed``, default ``valid``: internal names left out), at most ``MAX_LISTED``, and then
-    ``more`` (where the rest are, e.g. "see `arraybench list`"); ``where`` follows the name
-    (``in [tool.arraybench]``)."""
+    """``unknown workload 'matmull'; did you mean 'matmul'?``; where nothing is close, up to ``MAX_LISTED``
+    of ``listed`` (default ``valid``), then ``more``; ``where`` follows the name."""
     by_lower: dict[str, str] = {}
     for v in valid:
         by_lower.setdefault(v.lower(), v)
@@ -80,8 +74,7 @@ def command_line() -> AbstractContextManager[None]:
 
 
 def pytest_session(names: dict[str, str]) -> AbstractContextManager[None]:
-    """Within this block, messages spell options as the pytest plugin takes them (``names``, by
-    keyword: ``--arraybench-processes=2``), and the rest as the API's keywords a marker takes."""
+    """Within this block, messages spell options as the pytest plugin does (``names``, by keyword)."""
     return _asking("pytest", names)
 
 
@@ -100,9 +93,7 @@ def from_command_line() -> bool:
 
 
 def spell(name: str, value: Any = None) -> str:
-    """An option as the caller writes it: ``spell("max_time", 2)`` is ``--max-time 2`` for a
-    command and ``max_time=2`` in Python; a flag (``spell("overwrite")``) is ``--overwrite`` or
-    ``overwrite=True``."""
+    """An option as the caller writes it: ``--max-time 2`` for a command, ``max_time=2`` in Python."""
     flag, (caller, names) = option_name(name), _CALLER[-1]
     if caller == "python" or flag == name:
         return f"{name}={'True' if value is None else value}"
@@ -123,11 +114,8 @@ class ResultsError(UsageError):
 
 
 class SaveError(Exception):
-    """A file of a run could not be written (a full disk, a folder in the way). Exit status 1.
-
-    Raised once measuring has begun: what reached the journal is kept, and the message says what
-    failed and how to go on (``--resume``). ``path`` is the file that could not be written.
-    """
+    """A file of a run could not be written once measuring began (exit status 1); what reached the
+    journal is kept and the message says how to go on. ``path``: the file."""
 
     exit_code = 1
 
@@ -142,6 +130,9 @@ class SaveError(Exception):
         return cls(f"could not write {path} ({exc.strerror or exc})", path)
 
 
+class StoreError(UsageError):
+    """A store that cannot be opened, read or written: one line, saying which and why."""
+
+
 class StoreWarning(UserWarning):
-    """A run that could not be stored: it is kept all the same (results.json). Here, not in
-    ``store/``, because the command line shows it as one line without importing the store."""
+    """A run that could not be stored, kept all the same. Here, so the command line need not import the store."""

@@ -1,19 +1,9 @@
-"""Writing files: the one place arraybench writes an output, so that no reader ever sees half of one
-and nothing but a regular file is ever replaced.
+"""Writing files: the one place arraybench writes an output, so no reader ever sees half of one.
 
-Every output (results.json, the journal, the report, the plots, an export, a worker's log) is
-written here, by one rule:
-
-- a target that is absent or a regular file gets a new file, written whole in the same folder and
-  renamed into place. A file with other hard links (``cp -al src dst``) is replaced, never
-  truncated or appended to in place: the other names keep their content;
-- anything else is never replaced. A file of an output folder (``through=False``) that is a
-  symbolic link, a named pipe, a device or a socket is refused (``NotReplaceable``, an ``OSError``
-  naming it), so a run never writes outside its folder. A target the user named themselves
-  (``export -o /dev/stdout``, ``through=True``) is written through: a link is followed (to a
-  regular file: renamed into place there), a terminal, pipe or character device such as
-  ``/dev/null`` is written to. A block device is refused either way.
-"""
+An absent or regular target gets a new file written beside it and renamed into place (other hard
+links keep their content). Anything else is never replaced: in an output folder a link, pipe,
+device or socket is refused (``NotReplaceable``); a target the user named (``through=True``:
+``export -o /dev/stdout``) is written through. A block device is refused either way."""
 
 from __future__ import annotations
 
@@ -69,12 +59,7 @@ def write_atomic(path: str | os.PathLike[str], text: str, *, through: bool = Fal
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *, through: bool = False,
                        durable: bool = True) -> Path:
-    """Write ``data`` to ``path`` by the module's rule: a new file renamed over an absent or
-    regular target; anything else written through (``through``: a target the user named) or
-    refused (``NotReplaceable``). ``durable``: fsync before the rename.
-
-    An ``OSError`` names ``path`` (not the temporary file), whatever step failed.
-    """
+    """Write ``data`` to ``path`` by the module's rule (``durable``: fsync first); an ``OSError`` names ``path``."""
     path = Path(path)
     mode = _mode_of(path)
     # (A folder in the way is left to the rename, which says "Is a directory".)
@@ -88,9 +73,7 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *, through: bo
 
 
 def new_beside(path: str | os.PathLike[str], data: bytes, *, durable: bool = True) -> int:
-    """Write ``data`` to a new file beside ``path`` and rename it over ``path`` (which must be
-    absent or a regular file, else ``NotReplaceable``); return a descriptor open on the new file,
-    for appending (the journal goes on writing to it)."""
+    """Write ``data`` beside ``path`` and rename it over ``path``; a descriptor open on it, for appending."""
     path = Path(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".tmp", dir=path.parent)
@@ -99,9 +82,7 @@ def new_beside(path: str | os.PathLike[str], data: bytes, *, durable: bool = Tru
     try:
         # mkstemp makes the file private (0600); a report is meant to be read like any file.
         os.fchmod(fd, 0o666 & ~_umask())
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        _write_all(fd, data)
         if durable:
             os.fsync(fd)
         mode = _mode_of(path)  # checked again, last: a link planted meanwhile is not replaced
@@ -120,16 +101,21 @@ def new_beside(path: str | os.PathLike[str], data: bytes, *, durable: bool = Tru
     return fd
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def _write_through(path: Path, data: bytes, durable: bool) -> Path:
-    """Write into what ``path`` names without replacing it: a link's regular target is renamed
-    into place where it lies; a pipe, terminal or character device is written to."""
+    """Write into a link's regular target (renamed into place there), a pipe, terminal or character device."""
     import time
 
     deadline = time.monotonic() + PIPE_READER_WAIT_S
     while True:
         try:
-            # O_NONBLOCK: a named pipe nobody reads is refused (ENXIO) instead of waiting for
-            # ever; a reader starting at the same moment (``export -o p & cat p``) is waited for.
+            # O_NONBLOCK: a pipe nobody reads is refused (ENXIO), not waited on for ever; one
+            # whose reader starts at the same moment (``export -o p & cat p``) is retried.
             fd = os.open(path, os.O_WRONLY | _NONBLOCK | _CLOEXEC | getattr(os, "O_NOCTTY", 0))
             break
         except OSError as exc:
@@ -152,9 +138,7 @@ def _write_through(path: Path, data: bytes, durable: bool) -> Path:
             import fcntl
 
             fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~_NONBLOCK)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        _write_all(fd, data)
     except NotReplaceable:
         raise
     except OSError as exc:
@@ -166,8 +150,7 @@ def _write_through(path: Path, data: bytes, durable: bool) -> Path:
 
 
 def private(path: str | os.PathLike[str]) -> None:
-    """Make ``path`` a file of its own before it is changed in place (appended to, cut): a file
-    with other hard links is replaced by a copy, so the other names keep their content."""
+    """Give ``path`` its own copy before changing it in place, so other hard links keep their content."""
     path = Path(path)
     try:
         st = os.lstat(path)
@@ -185,9 +168,7 @@ def private(path: str | os.PathLike[str]) -> None:
 
 
 def open_append(path: str | os.PathLike[str]) -> int:
-    """A descriptor appending to ``path`` (created if absent), a regular file of its own: never
-    through a link, never into a pipe or device (``NotReplaceable``), never into a file other
-    names share (``private``)."""
+    """A descriptor appending to ``path``: a regular file of its own, never through a link or into a pipe."""
     path = Path(path)
     private(path)
     try:

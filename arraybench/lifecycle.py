@@ -1,7 +1,6 @@
-"""A run's life: claim the output folder, measure through an executor, save, store and report,
-and the same for a run resumed from its journal. The API (``api.execute``, ``api.resume``) is its
-public face; Ctrl-C and SIGTERM end a run here with what it measured kept.
-"""
+"""A run's life: claim the output folder, measure through an executor, save, store and report, fresh
+or resumed from its journal; ``api`` is its public face. Ctrl-C and SIGTERM end a run here, its
+measurements kept."""
 
 from __future__ import annotations
 
@@ -41,31 +40,20 @@ ContextLabels = Union[Mapping[str, str], Sequence[str], None]
 
 
 def reporter_for(reporter: Reporter | None, progress: bool | None, cells: int | None = None) -> Reporter | None:
-    """The reporter a call asked for: its own, else progress unless ``progress`` is False: in a
-    Jupyter notebook a line updated in place, elsewhere on stderr (a bar on a terminal, a line per
-    cell in a log)."""
-    if reporter is not None:
+    """The caller's reporter, else progress (a line in a notebook, a bar or lines on stderr) unless ``progress`` is False."""
+    if reporter is not None or progress is False:
         return reporter
-    if progress is False:  # asked to be quiet
-        return None
-    from .render.progress import NotebookProgress, in_notebook
+    from .render.progress import ConsoleReporter, NotebookProgress, in_notebook
 
-    notebook = in_notebook()
-    if notebook:
-        return NotebookProgress(cells)
-    from .render.progress import ConsoleReporter
-
-    return ConsoleReporter(cells=cells)
+    return NotebookProgress(cells) if in_notebook() else ConsoleReporter(cells=cells)
 
 
 def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwrite: bool = False,
             reporter: Reporter | None = None, plots: bool = True, store: StoreChoice = True,
             context: ContextLabels = None) -> Results:
-    """Run a checked plan into ``output_dir`` (see ``run``). In a git work tree the commit, branch
-    and dirty state are recorded with the run's context; labels given win."""
+    """Run a checked plan into ``output_dir`` (see ``run``); a git work tree's commit is recorded in its context."""
     from .host import git
-    from .outdir import claim
-    from .outdir.lock import FolderLock
+    from .outdir import FolderLock, claim
 
     labels = {**git.labels(), **parse_context(context)}
     # Connected and checked before the output folder is touched: a bad cluster costs nothing.
@@ -107,9 +95,8 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
 
 
 def _keep_scratch(folder: Path) -> bool:
-    """A run into a temporary folder (``output_dir=None``) that did not finish: the folder goes,
-    unless its journal holds a measurement, which is never thrown away: then a warning says where
-    it is and how to go on. Returns whether it was kept."""
+    """Remove a temporary folder (``output_dir=None``) unless its journal holds a measurement, which is
+    never thrown away (a warning says where); whether it was kept."""
     from .model import journal
 
     try:
@@ -130,18 +117,12 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
            node_wait: float | None = None, workload_files: Sequence[str | os.PathLike[str]] = (),
            trust_folder: bool = False, progress: bool | None = None,
            options: Mapping[str, Any] | None = None) -> Results:
-    """Finish the interrupted run in ``output_dir`` with its own settings (measures only what is
-    missing; a complete run is measured no further and its files are rewritten). ``store`` as in
-    ``run``; ``context`` labels are added to the run's own. A cluster run goes on on its cluster;
-    ``node_wait``: seconds an every-node run waits for a node it needs (default 60), before it
-    says the node is missing.
+    """Finish the interrupted run in ``output_dir`` with its own settings, measuring only what is missing.
 
-    A folder is data: the workload files its journal names are imported, and its pickled
-    workloads loaded, only where this user's arraybench wrote it, where ``workload_files`` names
-    them, or with ``trust_folder=True`` (``workloads.trust``); else ``UsageError``, nothing run.
-    A complete run needs no code and runs none. ``progress`` as in ``run``. ``options``: run
-    options the caller gives by name (``{"dtype": "float32"}``); one that differs from the run's
-    own is refused (``refuse_other_settings``), before anything is claimed or run."""
+    A folder is data: its workload files and pickled workloads run only where this user's arraybench
+    wrote it, ``workload_files`` names them, or ``trust_folder=True`` (``workloads.trust``); else
+    ``UsageError``. ``options``: settings by name, refused where they differ from the run's own.
+    ``node_wait``: seconds an every-node cluster run waits for a node it needs."""
     from .model import journal
     from .outdir import claim
     from .workloads import trust
@@ -210,9 +191,7 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
 
 
 def _refuse_other_commit(state: JournalState) -> None:
-    """``UsageError`` where the work tree the run began in is now at another commit: the
-    processes still to run would measure other code than those in the journal, and a cell's
-    figures would pool both. Checked only where the run recorded git's commit."""
+    """``UsageError`` where the work tree is now at another commit than the run recorded: a cell would pool two codes."""
     from .host import git
 
     recorded = (state.environment.get("context") or {}).get("commit")
@@ -230,9 +209,7 @@ def _refuse_other_commit(state: JournalState) -> None:
 
 
 def _executor(options: RunOptions, *, measure: bool, node_wait: float | None = None) -> Executor:
-    """Where the run's replicates are measured: its cluster's nodes (connected and checked now,
-    a ``UsageError`` if they cannot serve it), or worker processes on this machine, which also
-    finish a run with nothing left to measure."""
+    """The cluster's nodes (checked now) or worker processes on this machine."""
     if options.cluster is not None and measure:
         from .executors import cluster_executor
 
@@ -242,19 +219,15 @@ def _executor(options: RunOptions, *, measure: bool, node_wait: float | None = N
     if measure and options.pythons:
         from .executors.probe import check_interpreters
 
-        # Each other interpreter asked once, now: one that cannot run the worker is one line
-        # naming what to install, before the output folder is touched.
+        # Each other interpreter asked now, before the folder is touched: what to install, in one line.
         check_interpreters(options)
     return LocalExecutor()
 
 
 @contextmanager
 def _saving(out: Path) -> Iterator[None]:
-    """Turn a file that could not be written into one ``SaveError`` that says how to go on.
-
-    Whatever reached the journal before the failure is kept there (it is fsynced line by line),
-    and ``--resume`` rewrites results.json and the report from it once the cause is gone.
-    """
+    """A file that could not be written as one ``SaveError`` saying how to go on; what reached the
+    journal is kept, and ``--resume`` rewrites the rest from it."""
     try:
         yield
     except SaveError as exc:
@@ -273,8 +246,7 @@ def _resume_hint(what: str, out: Path) -> str:
 
 def _finish(results: Results, files: LoadedFiles, out: Path, *, report: bool, plots: bool,
             store: StoreChoice = False, source: str = "") -> None:
-    """Record the files that did not load, store the run, then write the report files next to
-    results.json (with the run's history, where the store has some)."""
+    """Store the run, then write the report beside results.json (with its history, where the store has some)."""
     if files.errors:
         results.errors = [*results.errors, *files.error_entries()]
         results.save(out / "results.json")
@@ -301,8 +273,8 @@ def _finish(results: Results, files: LoadedFiles, out: Path, *, report: bool, pl
 
 
 class _Stopped(KeyboardInterrupt):
-    """SIGINT or SIGTERM while a finished run was being stored. A ``KeyboardInterrupt``, so that
-    psycopg cancels the query it waits on, and no ``except Exception`` swallows it."""
+    """SIGINT or SIGTERM while a finished run was stored: a ``KeyboardInterrupt``, so that psycopg
+    cancels its query and no ``except Exception`` swallows it."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -311,9 +283,8 @@ class _Stopped(KeyboardInterrupt):
 
 @contextmanager
 def _stopping_on_signals() -> Iterator[None]:
-    """The stop signals (``stop_signals``: SIGINT, SIGTERM, SIGHUP...) raise ``_Stopped`` inside (in
-    the main thread; a signal the process ignores stays ignored): a run waiting on a locked store
-    stops at once, and says so."""
+    """Stop signals raise ``_Stopped`` inside (main thread; an ignored signal stays ignored): a run
+    waiting on a locked store stops at once."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -1,23 +1,171 @@
-"""Every option of a run, declared once: name, value type, default, help, the surfaces that take it,
-and whether a project file someone else could write may set it. From ``OPTIONS`` come ``run``'s command
-line (and ``sweep``'s, ``timeit``'s), the pytest plugin's options, the keys of ``[tool.arraybench]`` and
-the keywords of ``arraybench.run``: one spelling each (``--max-time``, ``--arraybench-max-time``,
-``max-time = 2``, ``max_time=2``). Only the standard library and the value types are imported here (the
-plugin loads in every pytest session); choices and defaults held elsewhere are read when a parser is built.
+"""Every option of a run, declared once (``OPTIONS``), with the value types that parse them: from it
+come the command line, the pytest plugin's options, ``[tool.arraybench]``'s keys and ``run``'s keywords,
+one spelling each (``--max-time``, ``--arraybench-max-time``, ``max-time = 2``, ``max_time=2``). Only the
+standard library is imported here: the plugin loads in every pytest session.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from .argtypes import (Assignments, CsvExtend, assignment, csv_list, file_path, fraction, non_negative_float,
-                       percent, positive_float, positive_int, processes, python_assignment, seed,
-                       variant_assignment)
 from .errors import UsageError
 
-#: The surfaces an option is on.
+# -- value types: each turns text into a value or one clear error, the same on every surface --
+
+def csv_list(text: str) -> list[str]:
+    """``"a, b,c"`` -> ``["a", "b", "c"]``."""
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def file_path(text: str) -> str:
+    """A path as given; one no file can have (a NUL character) is refused here, in one line."""
+    if "\0" in text:
+        raise argparse.ArgumentTypeError(f"{text!r} is no file name: it holds a NUL character")
+    return text
+
+
+def _number(text: str, kind: type, hint: str) -> float:
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {hint}") from None
+
+
+def _at_least(kind: type, hint: str, ok: Callable[[Any], bool], must: str) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        value = _number(text, kind, hint)
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"{text!r} must be {must}")
+        return value
+    return parse
+
+
+positive_float = _at_least(float, "a number", lambda v: math.isfinite(v) and v > 0, "a positive number")
+#: Seconds that may be none, as a warm-up.
+non_negative_float = _at_least(float, "a number", lambda v: math.isfinite(v) and v >= 0, "0 or more seconds")
+positive_int = _at_least(int, "a whole number", lambda v: v >= 1, "at least 1")
+#: NumPy's generators refuse negative seeds.
+seed = _at_least(int, "a whole number", lambda v: v >= 0, "0 or more")
+
+
+def _share(text: str, hint: str) -> float:
+    raw = text.strip()
+    return _number(raw[:-1], float, hint) / 100 if raw.endswith("%") else _number(raw, float, hint)
+
+
+def fraction(text: str) -> float:
+    """``0.02`` or ``2%``: strictly between 0 and 1."""
+    value = _share(text, "a fraction (0.02) or a percentage (2%)")
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (or 0% and 100%)")
+    return value
+
+
+def percent(text: str) -> float:
+    """``10%`` or ``0.1`` -> 0.1; any positive amount (``150%`` is allowed)."""
+    value = _share(text, "a percentage (10%) or a fraction (0.1)")
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive percentage")
+    return value
+
+
+def processes(text: str) -> tuple[int, int | None]:
+    """``--processes``: ``auto`` (the default range), ``N`` (exactly N) or ``MIN:MAX`` (adaptive)
+    -> ``(least, most)``; ``most`` is None for a fixed count."""
+    from .model.options import RunOptions
+
+    raw = text.strip().lower()
+    if raw == "auto":
+        return RunOptions().processes, RunOptions().max_processes
+    if ":" in raw:
+        lo, hi = (_number(part, int, "a whole number") for part in raw.split(":", 1))
+        if lo < 2:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: MIN must be at least 2 (one process cannot show the variation between processes)")
+        if hi < lo:
+            raise argparse.ArgumentTypeError(f"{text!r}: MAX must be at least MIN")
+        return lo, hi
+    value = _number(raw, int, "a whole number (give auto, N or MIN:MAX)")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value, None
+
+
+def assignment(text: str) -> tuple[str, str]:
+    """``[WORKLOAD.]NAME=VALUE`` -> ``(NAME, VALUE)``; the value stays text until the workload's own
+    type is known."""
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not sep or not name.rpartition(".")[2].isidentifier() or name.startswith("."):
+        raise argparse.ArgumentTypeError(f"{text!r} is not [WORKLOAD.]NAME=VALUE (e.g. tsteps=50)")
+    return name, value.strip()
+
+
+def _environment(parse: Callable[[str], Any], flag: str) -> Callable[[str], Any]:
+    """``--pythons``/``--variants``' value type: ``host.environments``' parser, its message the option's."""
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag} {text!r}: ")) from None
+    return convert
+
+
+def python_assignment(text: str) -> tuple[str, str]:
+    """``--pythons LABEL=INTERPRETER`` -> ``(LABEL, INTERPRETER)``."""
+    from .host.environments import parse_python
+    return _environment(parse_python, "--pythons")(text)
+
+
+def variant_assignment(text: str) -> tuple[str, dict[str, str]]:
+    """``--variants LABEL:VAR=VALUE[,VAR=VALUE]`` -> ``(LABEL, {VAR: VALUE})``."""
+    from .host.environments import parse_variant
+    return _environment(parse_variant, "--variants")(text)
+
+
+class CsvExtend(argparse.Action):
+    """A comma-separated list, repeatable: ``--workloads a --workloads b,c`` is all three, and what
+    is typed replaces a project file's list."""
+
+    def _items(self, namespace: argparse.Namespace) -> list[Any]:
+        current = getattr(namespace, self.dest, None)
+        # The default object itself (argparse's, or [tool.arraybench]'s) until the first typed one.
+        return [] if current is self.default or current is None else list(current)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        items = self._items(namespace)
+        setattr(namespace, self.dest, [*items, *(v for v in values if v not in items)])
+
+
+class Assignments(CsvExtend, argparse._AppendAction):
+    """``--params NAME=VALUE``, repeatable: each NAME once (a second is refused, not silently the
+    last), and what is typed replaces a project file's list."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        items = [*self._items(namespace), values]
+        try:
+            unique_assignments(items, "")
+        except UsageError as exc:
+            raise argparse.ArgumentError(self, str(exc)) from None
+        setattr(namespace, self.dest, items)
+
+
+def unique_assignments(pairs: list[tuple[str, str]], what: str = "--params") -> dict[str, str]:
+    """``[(NAME, VALUE)]`` as a dict, refusing a NAME given twice (a project file's list, say)."""
+    out: dict[str, str] = {}
+    for name, value in pairs:
+        if name in out:
+            raise UsageError(f"{what} {name}".strip() + f" is given twice ({name}={out[name]}, then "
+                             f"{name}={value}); give it once")
+        out[name] = value
+    return out
+
+
 CLI, PYTEST, FILE, API = "command line", "pytest", "project file", "api"
 WHAT, HOW = "what to run", "how to measure"
 WHERE, OUT = "where to run (a Ray cluster: docs/cluster.md)", "output"
@@ -35,26 +183,24 @@ ALLOCATOR_CHOICES: tuple[str, ...] = ("both", "reused", "fresh")
 @dataclass(frozen=True)
 class Option:
     """One option. ``name`` is its one spelling: the API keyword, ``--`` and the name with dashes
-    on the command line, the name with dashes or underscores as a project file's key."""
+    on the command line, the name with dashes or underscores as a project file's key. ``aliases``:
+    older spellings, still taken; ``own``: what a project file setting it would choose (only the
+    user's own file may: ``config``); ``pytest_help``: where the plugin's help says more."""
 
     name: str
     help: str = ""
     group: str | None = None
     type: Callable[[str], Any] | None = None
     metavar: str | None = None
-    #: The values it takes (a callable: read when a parser is built).
     choices: Sequence[str] | Callable[[], Sequence[str]] | None = None
     action: Any = None
     default: Any = RUN_DEFAULT
-    #: Older spellings, still taken on the command line and in a project file.
     aliases: tuple[str, ...] = ()
     short: str | None = None
     dest: str | None = None
     const: Any = None
     on: frozenset[str] = RUN
-    #: What a project file setting it would choose; only the user's own file may (``config``).
     own: str | None = None
-    #: Its help in the pytest plugin, where that says more than the command line's.
     pytest_help: str | None = None
 
     @property
@@ -209,60 +355,11 @@ def option(name: str, surface: str = CLI) -> Option:
 
 #: The API's keywords: the fields of ``RunOptions``.
 KEYWORDS: tuple[str, ...] = tuple(o.name for o in on(API))
-#: The project file's keys only the user's own file may set (each spelling, with dashes), with what
-#: a file setting them would choose.
+#: The project file's keys only the user's own file may set (each spelling), with what they choose.
 OWN_KEYS: dict[str, str] = {dashed(n): o.own for o in on(FILE) if o.own for n in (o.name, *o.aliases)}
 #: How the pytest plugin spells an option, by the API's keyword.
 PYTEST_NAMES: dict[str, str] = {o.name: "--arraybench-" + dashed(o.name) for o in on(PYTEST)}
 PYTEST_NAMES["max_processes"] = PYTEST_NAMES["processes"]  # --processes sets both
-
-
-def add(p: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, *, what: str = "",
-        **given: Any) -> argparse.Action:
-    """Add the option ``name`` to ``p``, its help saying ``what`` it writes (``--csv``, ``--store``);
-    ``given``: what another command takes otherwise (``default=``, ``help=``)."""
-    from .model.options import RunOptions
-
-    o = option(name)
-    default = getattr(RunOptions(), o.name, None) if o.default is RUN_DEFAULT else o.default
-    if o.name == "processes":
-        default = (default, RunOptions().max_processes)
-    shown = f"{default[0]}:{default[1]}" if isinstance(default, tuple) else ",".join(default) \
-        if isinstance(default, list) else f"{default:g}" if isinstance(default, float) else default
-    fill = {"default": shown, "what": what}
-    if o.name == "backends":
-        from .backends import SPECS
-        fill["others"] = ",".join(b for b in SPECS if b not in default)
-    if o.const is not None:
-        fill["preset"] = preset_text(o.const)
-    kw: dict[str, Any] = {"help": o.help.format(**fill), "default": default}
-    if o.dest or o.aliases:
-        kw["dest"] = o.dest or o.name
-    for key in ("type", "metavar", "action", "const"):
-        if getattr(o, key) is not None:
-            kw[key] = getattr(o, key)
-    if o.choices is not None:
-        kw["choices"] = o.choices() if callable(o.choices) else o.choices
-    return p.add_argument(*o.flags, **{**kw, **given})
-
-
-#: What ``run``'s --csv, --markdown and --store write (other commands say their own).
-RUN_WRITES = {"csv": "the table as CSV (results.csv)", "store": "the finished run is appended to",
-              "markdown": "the table as Markdown, with its notes and findings (results.md)"}
-
-
-def add_run_options(p: argparse.ArgumentParser) -> None:
-    """The options of ``run`` (and of ``sweep`` and ``timeit``), in ``--help``'s sections."""
-    groups: dict[str, Any] = {}
-    for o in on(CLI):
-        if o.group not in groups:
-            groups[o.group] = p.add_argument_group(o.group)
-        target = groups[o.group]
-        if o.dest == "preset":  # one preset at a time
-            if "preset" not in groups:
-                groups["preset"] = target.add_mutually_exclusive_group()
-            target = groups["preset"]
-        add(target, o.name, what=RUN_WRITES.get(o.name, ""))
 
 
 def pytest_options() -> list[tuple[str, dict[str, Any]]]:
@@ -283,14 +380,6 @@ PRESETS: dict[str, dict[str, object]] = {
 }
 
 
-def preset_text(name: str) -> str:
-    """A preset as the options it stands for: ``--processes 2 --max-time 0.25 ...``."""
-    def shown(v: object) -> str:
-        return f"{v[0]}:{v[1]}" if isinstance(v, tuple) and v[0] != v[1] else \
-            str(v[0]) if isinstance(v, tuple) else f"{v:g}" if isinstance(v, float) else str(v)
-    return " ".join(f"--{dashed(k)} {shown(v)}" for k, v in PRESETS[name].items())
-
-
 def apply_preset(args: argparse.Namespace) -> None:
     """Set the preset's budgets on ``args``, except for the options given beside it: typed, or,
     for a preset the project file sets, set in that same file."""
@@ -306,12 +395,3 @@ def apply_preset(args: argparse.Namespace) -> None:
     for dest, value in PRESETS[name].items():
         if dest not in typed:
             setattr(args, dest, value)
-
-
-def store_location(args: argparse.Namespace) -> str | None:
-    """The store a reading command uses: typed, else the project's, else None (the default)."""
-    typed = getattr(args, "store", None)
-    if typed is not None:
-        return typed
-    project = getattr(args, "project", None)
-    return project.values.get("store") if project is not None else None

@@ -1,8 +1,5 @@
-"""What to run: options checked (``validate``), then a list of cells out.
-
-A cell is one (workload, size, backend, device, dtype, mode[, transfer]); the plan is the list of
-cells. Nothing is measured or imported here, so a plan can be checked before anything starts.
-"""
+"""What to run: options checked (``validate``), then the cells, one (workload, size, backend, device,
+dtype, mode[, transfer]) each. Nothing is measured here, so a plan is checked before anything starts."""
 
 from __future__ import annotations
 
@@ -24,9 +21,8 @@ from .workloads.params import ParamValue, aimed, check_settings, coerce
 
 
 def _params(wl: Any, size: int, given: dict[str, ParamValue]) -> dict[str, ParamValue]:
-    """A workload's settings at a size, the run's ``--param`` values over its own (one aimed at
-    this workload, ``WL.NAME``, over one for every workload); a ``params=`` that fails, or a
-    value of the wrong type, is a usage error, said in one line."""
+    """A workload's settings at a size: ``--params`` over its own (one aimed at it, ``WL.NAME``, over
+    one for all); a failing ``params=`` or a value of the wrong type is a ``UsageError``."""
     try:
         settings = wl.params_for(size)
     except Exception as exc:
@@ -41,37 +37,35 @@ def _params(wl: Any, size: int, given: dict[str, ParamValue]) -> dict[str, Param
             try:
                 settings[name] = coerce(name, given[key], settings[name])
             except ValueError as exc:
-                raise UsageError(f"--param {key}={given[key]}: {exc} (workload {wl.name!r})") from None
+                raise UsageError(f"--params {key}={given[key]}: {exc} (workload {wl.name!r})") from None
     return settings
 
 
 def _check_params_used(given: dict[str, ParamValue], settings_of: dict[str, set[str]]) -> None:
-    """A ``--param`` that no selected workload takes is a typo until shown otherwise."""
+    """A ``--params`` that no selected workload takes is a typo until shown otherwise."""
     have = [f"{w}: {', '.join(sorted(names))}" for w, names in settings_of.items() if names]
     for key in given:
         target, name = aimed(key)
         if target is None and not any(name in names for names in settings_of.values()):
             every = sorted({n for names in settings_of.values() for n in names})
             close = difflib.get_close_matches(name, every, n=1, cutoff=0.6)
-            raise UsageError(f"--param {key}: no selected workload has a setting of that name; "
+            raise UsageError(f"--params {key}: no selected workload has a setting of that name; "
                              + (f"did you mean {close[0]!r}? " if close else "")
                              + ("their settings: " + "; ".join(have) if have else "they have none"))
         if target is not None and target not in settings_of:
             close = difflib.get_close_matches(target, list(settings_of), n=1, cutoff=0.6)
-            raise UsageError(f"--param {key}: no selected workload is named {target!r}"
+            raise UsageError(f"--params {key}: no selected workload is named {target!r}"
                              + (f"; did you mean {close[0]!r}?" if close else "")
                              + f" (selected: {', '.join(settings_of)})")
         if target is not None and name not in settings_of[target]:
             own = ", ".join(sorted(settings_of[target])) or "none"
             close = difflib.get_close_matches(name, sorted(settings_of[target]), n=1, cutoff=0.6)
-            raise UsageError(f"--param {key}: workload {target!r} has no setting {name!r}"
+            raise UsageError(f"--params {key}: workload {target!r} has no setting {name!r}"
                              + (f"; did you mean {close[0]!r}?" if close else "")
                              + f" (its settings: {own})")
 
 
-#: The most cells one run may plan. Every cell is journalled, saved, analysed and reported, and a
-#: stop (Ctrl-C, SIGTERM) saves them all before it ends: a plan of tens of thousands of cells took
-#: minutes to stop, and no one reads a table of them.
+#: The most cells one run may plan: a stop saves every cell, and tens of thousands took minutes.
 MAX_CELLS = 5_000
 
 
@@ -85,11 +79,7 @@ def _planned(options: RunOptions, workloads_by_name: dict[str, Any], selected: l
 
 def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
                default: list[str] | None = None) -> list[Cell]:
-    """The cells of a run, in a canonical order (the executor shuffles per replicate).
-
-    ``options`` must have been through ``validate``. Without ``options.workloads``, the
-    ``default`` list runs (every known workload if None).
-    """
+    """The cells of a checked run in a canonical order; without ``options.workloads``, ``default`` (all if None)."""
     selected = options.workloads or default or list(workloads_by_name)
     cells: list[Cell] = []
     # Counted as they are made: a plan far too big is refused before it is all built.
@@ -156,16 +146,14 @@ def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
 
 @dataclass
 class Plan:
-    """A checked run, before anything is measured or written: its options and cells, and the
-    workload files as they loaded (a file that did not load costs only its own workloads)."""
+    """A checked run, before anything is measured: options, cells, and the workload files as they loaded."""
 
     options: RunOptions
     cells: list[Cell]
     files: LoadedFiles
     #: Workloads defined in Python (a notebook) that the workers receive by value.
     shipped: list[Workload]
-    #: ``shipped`` as pickled for the workers (checked when planning: one that cannot be pickled
-    #: is refused before the output folder exists); None: packed when the run starts.
+    #: ``shipped`` pickled when planning (so one that cannot be is refused early); None: at the start.
     packed: bytes | None = None
 
 
@@ -193,10 +181,7 @@ def _range_name() -> str:
 
 
 def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
-    """A checked copy of ``options`` (choices de-duplicated, workload groups expanded).
-
-    ``UsageError`` says in one line what is wrong and what would be valid.
-    """
+    """A checked copy of ``options`` (choices de-duplicated, groups expanded); ``UsageError`` in one line."""
     changes: dict[str, Any] = {
         "backends": _check_choices("backend", options.backends, backends.SPECS),
         "devices": _check_choices("device", options.devices, backends.DEVICES),
@@ -262,7 +247,7 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
     if not isinstance(options.params, dict):
         raise UsageError(f"params must be a dict of settings such as {{'tsteps': 50}}, not {_short(options.params)}")
     try:
-        changes["params"] = check_settings("--param", options.params, aimable=True)
+        changes["params"] = check_settings("--params", options.params, aimable=True)
     except TypeError as exc:
         raise UsageError(str(exc)) from None
     from .host.environments import check_pythons, check_variants

@@ -17,7 +17,7 @@ import pytest
 # gate, the store, the summary) is imported here, once.
 import arraybench.api  # noqa: F401
 import arraybench.commands.compare  # noqa: F401
-import arraybench.store.baseline  # noqa: F401
+import arraybench.store.refs  # noqa: F401
 import arraybench.pytest.summary  # noqa: F401
 import arraybench.store.keeping  # noqa: F401
 import scipy.special  # noqa: F401
@@ -260,7 +260,7 @@ def pytest_unconfigure(config):
 
 def test_last_is_the_newest_run_of_these_cells_on_this_machine(tmp_path):
     from arraybench.errors import UsageError
-    from arraybench.store import baseline
+    from arraybench.store import refs as baseline
     from arraybench.store import open_store
     from arraybench.model.runs import run_id
 

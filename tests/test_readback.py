@@ -89,9 +89,9 @@ def test_through_the_api_too(registry_restored):
     opts = api.options_from(readback_uint, backends="numpy")
     with pytest.raises(UsageError, match="readback_uint's setting k is 18446744073709551615"):
         api.plan(opts)
-    with pytest.raises(UsageError, match="--param k is a number of 401 digits"):
+    with pytest.raises(UsageError, match="--params k is a number of 401 digits"):
         api.plan(api.options_from(readback_big, backends="numpy", params={"k": 10**400}))
-    with pytest.raises(UsageError, match="--param readback_big.k is inf"):
+    with pytest.raises(UsageError, match="--params readback_big.k is inf"):
         api.plan(api.options_from(readback_big, backends="numpy", params={"readback_big.k": math.inf}))
 
 

@@ -22,7 +22,7 @@ from arraybench.errors import UsageError
 from arraybench.files import NotReplaceable, write_atomic
 from arraybench.model.results import load, resolve
 from arraybench.outdir import claim
-from arraybench.outdir.lock import FolderLock
+from arraybench.outdir import FolderLock
 
 from .conftest import FAST, ROOT, run_cli, run_here
 

@@ -1,3 +1,143 @@
-"""The commands: one module each, with ``register(subparsers)`` setting ``handler``; ``main`` is the
-command line's entry point, and this package imports none of them until it parses (``main.commands``).
-"""
+"""The commands: one module each (a few hold two close ones), ``register(subparsers)`` setting
+``handler``; ``main`` imports none of them until it parses. Here, what several share: options added
+from ``options.OPTIONS``, and ``--csv``/``--markdown`` (as hyperfine's exports), refused before the
+command measures anything where the path cannot be written."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Callable
+
+from ..errors import UsageError, one_line
+from ..options import CLI, PRESETS, RUN_DEFAULT, dashed, on, option
+
+
+def wanted(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(option, path) of each table file the command line asks for."""
+    dests = {"--" + name: option(name).dest for name in ("csv", "markdown")}
+    return [(flag, getattr(args, dest)) for flag, dest in dests.items() if getattr(args, dest, None)]
+
+
+def check_targets(args: argparse.Namespace) -> None:
+    """``UsageError`` for a ``--csv``/``--markdown`` path that cannot be written, or one given to both."""
+    given = wanted(args)
+    if len(given) == 2 and os.path.abspath(given[0][1]) == os.path.abspath(given[1][1]):
+        raise UsageError(f"--csv and --markdown both name {given[0][1]}; give each its own file")
+    for option, path in given:
+        why = unwritable(path)
+        if why is not None:
+            raise UsageError(f"{option} {one_line(path)}: {why}")
+
+
+def unwritable(path: str) -> str | None:
+    """Why ``path`` cannot be written, or None: the folder must take a new file renamed into place; a
+    device or pipe the user names is written to."""
+    target = Path(os.path.realpath(path))  # a link is written through, into its target's folder
+    try:
+        mode: int | None = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:  # a file where a folder of the path should be (ENOTDIR), a loop
+        return f"cannot write there ({exc.strerror or exc})"
+    if mode is not None and stat.S_ISDIR(mode):
+        return "is a folder; give a file name"
+    if mode is not None and not stat.S_ISREG(mode):
+        return None if os.access(target, os.W_OK) else "cannot write there (permission denied)"
+    folder = target.parent
+    given = os.path.dirname(path) or "."
+    # The folder as the user typed it, unless a link made it another one.
+    shown = one_line(given if os.path.realpath(given) == str(folder) else str(folder))
+    if not folder.is_dir():
+        return f"cannot write there (no folder {shown})"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"cannot write there (the folder {shown} is not writable)"
+    return None
+
+
+def write_tables(args: argparse.Namespace, render: dict[str, Callable[[], str]]) -> list[str]:
+    """Write each asked-for table (``render``: its text by option); the paths written, or ``UsageError``."""
+    from ..files import write_atomic
+
+    written = []
+    for option, path in wanted(args):
+        try:
+            # The user named this file: a device, pipe or link there is written through.
+            write_atomic(path, render[option](), through=True)
+        except OSError as exc:
+            raise UsageError(f"{option} {one_line(path)}: cannot write there ({exc.strerror or exc})") from None
+        written.append(path)
+    return written
+
+
+def say_written(args: argparse.Namespace, written: list[str]) -> None:
+    """``wrote PATH`` on stderr (stdout may be JSON), unless the command is quiet."""
+    if written and not getattr(args, "quiet", False):
+        print("wrote " + ", ".join(written), file=sys.stderr)
+
+
+def add(p: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, *, what: str = "",
+        **given: Any) -> argparse.Action:
+    """Add the option ``name`` to ``p``, its help saying ``what`` it writes; ``given`` overrides the table."""
+    from ..model.options import RunOptions
+
+    o = option(name)
+    default = getattr(RunOptions(), o.name, None) if o.default is RUN_DEFAULT else o.default
+    if o.name == "processes":
+        default = (default, RunOptions().max_processes)
+    shown = f"{default[0]}:{default[1]}" if isinstance(default, tuple) else ",".join(default) \
+        if isinstance(default, list) else f"{default:g}" if isinstance(default, float) else default
+    fill = {"default": shown, "what": what}
+    if o.name == "backends":
+        from ..backends import SPECS
+        fill["others"] = ",".join(b for b in SPECS if b not in default)
+    if o.const is not None:
+        fill["preset"] = preset_text(o.const)
+    kw: dict[str, Any] = {"help": o.help.format(**fill), "default": default}
+    if o.dest or o.aliases:
+        kw["dest"] = o.dest or o.name
+    for key in ("type", "metavar", "action", "const"):
+        if getattr(o, key) is not None:
+            kw[key] = getattr(o, key)
+    if o.choices is not None:
+        kw["choices"] = o.choices() if callable(o.choices) else o.choices
+    return p.add_argument(*o.flags, **{**kw, **given})
+
+
+#: What ``run``'s --csv, --markdown and --store write (other commands say their own).
+RUN_WRITES = {"csv": "the table as CSV (results.csv)", "store": "the finished run is appended to",
+              "markdown": "the table as Markdown, with its notes and findings (results.md)"}
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``run`` (and of ``sweep`` and ``timeit``), in ``--help``'s sections."""
+    groups: dict[str, Any] = {}
+    for o in on(CLI):
+        if o.group not in groups:
+            groups[o.group] = p.add_argument_group(o.group)
+        target = groups[o.group]
+        if o.dest == "preset":  # one preset at a time
+            if "preset" not in groups:
+                groups["preset"] = target.add_mutually_exclusive_group()
+            target = groups["preset"]
+        add(target, o.name, what=RUN_WRITES.get(o.name, ""))
+
+
+def store_location(args: argparse.Namespace) -> str | None:
+    """The store a reading command uses: typed, else the project's, else None (the default)."""
+    typed = getattr(args, "store", None)
+    if typed is not None:
+        return typed
+    project = getattr(args, "project", None)
+    return project.values.get("store") if project is not None else None
+
+
+def preset_text(name: str) -> str:
+    """A preset as the options it stands for: ``--processes 2 --max-time 0.25 ...``."""
+    def shown(v: object) -> str:
+        return f"{v[0]}:{v[1]}" if isinstance(v, tuple) and v[0] != v[1] else \
+            str(v[0]) if isinstance(v, tuple) else f"{v:g}" if isinstance(v, float) else str(v)
+    return " ".join(f"--{dashed(k)} {shown(v)}" for k, v in PRESETS[name].items())

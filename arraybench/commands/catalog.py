@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from ..errors import printable
-from ..options import add
+from . import add
 from ..render.terminal import stdout_console
 
 
@@ -20,8 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def catalog(workload_files: list[str] = ()) -> tuple[list[dict[str, Any]], list[str]]:
-    """Every known workload (name, sizes, what it measures, how it is checked, its work per call),
-    and the errors of the files that did not load."""
+    """Every known workload (name, sizes, what it measures, its check, its work per call), and the files that did not load."""
     from ..workloads.registry import REGISTRY
     from ..workloads.userfile import load_files
 

@@ -8,9 +8,8 @@ import sys
 from ..render.comparison import gate_failures, gate_notes
 from ..errors import SaveError, UsageError
 from ..render.terminal import stdout_console
-from ..argtypes import fraction, percent
-from ..options import add, store_location
-from .tablefiles import check_targets, say_written, write_tables
+from ..options import fraction, percent
+from . import add, check_targets, say_written, store_location, write_tables
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -112,8 +111,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def write_comparison_tables(args: argparse.Namespace, comparison) -> None:
-    """``--csv``/``--markdown``: the comparison's rows (every number, for scripts) and its table
-    (compare.md's) written where the command line says."""
+    """``--csv``/``--markdown``: the comparison's rows (every number) and its table (compare.md's)."""
     from ..render.files import comparison_csv
     from ..render.report import comparison_markdown
 
@@ -122,8 +120,7 @@ def write_comparison_tables(args: argparse.Namespace, comparison) -> None:
 
 
 def gate(comparison, limit: float, memory: bool = False) -> int:
-    """``--fail-above``: 1 (with a line on stderr per reason) when the new run must not pass;
-    with ``memory``, a peak memory growth above the limit fails it too."""
+    """``--fail-above``: 1 (a line on stderr per reason) when the new run must not pass; ``memory`` gates peaks too."""
     failures = gate_failures(comparison, limit, memory=memory)
     for line in [*gate_notes(comparison, limit), *failures]:
         print(f"arraybench: {line}", file=sys.stderr)

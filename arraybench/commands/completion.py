@@ -1,11 +1,7 @@
-"""``arraybench completion bash|zsh|fish``: a shell completion script, generated from the command
-line's own parser (its commands, each command's options, the choices argparse knows), so that it
-can never name an option the program lacks, nor miss one it has.
-
-Each script finds the command being typed the same way: the words before the cursor that name a
-command (``run``, then ``store`` and ``store list``); a word that names none (an option's value, a
-file) changes nothing. What follows an option that takes a value is one of its choices, or a file.
-"""
+"""``arraybench completion bash|zsh|fish``: a shell completion script generated from the parser itself
+(commands, options, argparse's choices), so it never names an option the program lacks. Each script
+finds the command typed from the words before the cursor that name one; after an option that takes
+a value come its choices, or a file."""
 
 from __future__ import annotations
 
@@ -14,6 +10,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Callable
 
 SHELLS = ("bash", "zsh", "fish")
 HELP = "print a shell completion script for bash, zsh or fish"
@@ -33,8 +30,7 @@ class Option:
 
 @dataclass
 class Command:
-    """A command (``""`` for arraybench itself, ``store list`` for a nested one), what it takes
-    and the commands under it."""
+    """A command (``""`` for arraybench itself, ``store list`` for a nested one), its options and subcommands."""
 
     path: str
     help: str
@@ -51,9 +47,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "~/.local/share/bash-completion/completions/arraybench` "
                                    "(docs/cli.md says how for zsh and fish).")
     p.add_argument("shell", choices=SHELLS, help="the shell to complete in")
-    # The command line whose script this prints is the one this command is registered in: its
-    # actions are reached from here (argparse keeps each action's container), rather than by
-    # importing the module that builds it, which imports this one.
+    # The parser this command is registered in, reached through argparse's containers: importing
+    # the module that builds it would import this one back.
     p.set_defaults(handler=partial(main, commands=sub))
 
 
@@ -97,8 +92,7 @@ def walk(actions: list[argparse.Action], prog: str, path: str = "", help: str = 
 
 
 def _help(prog: str, action: argparse.Action) -> str:
-    """The option's help as ``--help`` shows it (``%%`` as ``%``, defaults filled in), on one line
-    and cut to ``DESCRIPTION_WIDTH``."""
+    """The option's help as ``--help`` shows it, on one line, cut to ``DESCRIPTION_WIDTH``."""
     try:
         text = argparse.HelpFormatter(prog)._expand_help(action)
     except (KeyError, TypeError, ValueError):
@@ -114,6 +108,25 @@ def _transitions(commands: list[Command]) -> list[tuple[str, str, str]]:
     return [(c.path.rpartition(" ")[0], c.path.rpartition(" ")[2], c.path) for c in commands if c.path]
 
 
+def _cases(commands: list[Command], choices: Callable[[list[str]], str], plain: str) -> list[str]:
+    """bash's and zsh's middle: the command the typed words name, then the value an option takes."""
+    q = shlex.quote  # zsh reads POSIX single quotes as sh does
+    out = ['        case "$cmd:$word" in']
+    out += [f"            {q(f'{parent}:{word}')}) cmd={q(path)} ;;" for parent, word, path in _transitions(commands)]
+    out += ["        esac", "    done", '    case "$cmd:$prev" in']
+    for c in commands:
+        without = []
+        for o in (o for o in c.options if o.takes_value):
+            cases = "|".join(q(f"{c.path}:{name}") for name in o.names)
+            if o.choices:
+                out.append(f"        {cases}) {choices(o.choices)}; return ;;")
+            else:
+                without.append(cases)
+        if without:
+            out.append(f"        {'|'.join(without)}) {plain}return ;;")
+    return out + ["    esac"]
+
+
 # -- bash ------------------------------------------------------------------------------------------
 def bash(commands: list[Command], prog: str) -> str:
     q = shlex.quote
@@ -125,22 +138,9 @@ def bash(commands: list[Command], prog: str) -> str:
            "    COMPREPLY=()",
            "    for ((i = 1; i < COMP_CWORD; i++)); do",
            '        word="${COMP_WORDS[i]}"',
-           '        case "$cmd:$word" in']
-    out += [f"            {q(f'{parent}:{word}')}) cmd={q(path)} ;;" for parent, word, path in _transitions(commands)]
-    out += ["        esac", "    done", '    case "$cmd:$prev" in']
-    for c in commands:
-        plain = []
-        for o in c.options:
-            if not o.takes_value:
-                continue
-            cases = "|".join(q(f"{c.path}:{name}") for name in o.names)
-            if o.choices:
-                out.append(f'        {cases}) COMPREPLY=($(compgen -W {q(" ".join(o.choices))} -- "$cur")); return ;;')
-            else:
-                plain.append(cases)
-        if plain:  # a value without choices: bash's own completion (files), by `complete -o default`
-            out.append(f"        {'|'.join(plain)}) return ;;")
-    out += ["    esac", '    if [[ $cur == -* ]]; then', '        local opts=""', '        case "$cmd" in']
+           *_cases(commands, lambda ch: f'COMPREPLY=($(compgen -W {q(" ".join(ch))} -- "$cur"))',
+                   ""),  # a value without choices: bash's own completion (files), by `complete -o default`
+           '    if [[ $cur == -* ]]; then', '        local opts=""', '        case "$cmd" in']
     for c in commands:
         names = " ".join(n for o in c.options for n in o.names)
         out.append(f"            {q(c.path)}) opts={q(names)} ;;")
@@ -165,22 +165,8 @@ def zsh(commands: list[Command], prog: str) -> str:
            '    local cmd="" word i prev="${words[CURRENT-1]}"',
            "    for ((i = 2; i < CURRENT; i++)); do",
            '        word="${words[i]}"',
-           '        case "$cmd:$word" in']
-    out += [f"            {q(f'{parent}:{word}')}) cmd={q(path)} ;;" for parent, word, path in _transitions(commands)]
-    out += ["        esac", "    done", '    case "$cmd:$prev" in']
-    for c in commands:
-        plain = []
-        for o in c.options:
-            if not o.takes_value:
-                continue
-            cases = "|".join(q(f"{c.path}:{name}") for name in o.names)
-            if o.choices:
-                out.append(f"        {cases}) compadd -- {' '.join(q(x) for x in o.choices)}; return ;;")
-            else:
-                plain.append(cases)
-        if plain:
-            out.append(f"        {'|'.join(plain)}) _files; return ;;")
-    out += ["    esac", "    local -a described", '    if [[ ${words[CURRENT]} == -* ]]; then',
+           *_cases(commands, lambda ch: f"compadd -- {' '.join(q(x) for x in ch)}", "_files; "),
+           "    local -a described", '    if [[ ${words[CURRENT]} == -* ]]; then',
             '        case "$cmd" in']
     for c in commands:
         specs = " ".join(q(f"{name}:{o.help}") for o in c.options for name in o.names)

@@ -1,14 +1,11 @@
-"""``arraybench export RESULTS --format github|bencher``: results for other tools' dashboards.
-
-``github``: github-action-benchmark's ``customSmallerIsBetter`` JSON; ``bencher``: Bencher Metric
-Format. Written to stdout, or to ``-o FILE``. The field mapping is in docs/history.md.
-"""
+"""``arraybench export RESULTS --format github|bencher``: github-action-benchmark's
+``customSmallerIsBetter`` JSON or Bencher Metric Format, on stdout or to ``-o FILE`` (docs/history.md)."""
 
 from __future__ import annotations
 
 import argparse
 
-from ..options import add, store_location
+from . import add, store_location
 
 
 def register(sub: argparse._SubParsersAction) -> None:

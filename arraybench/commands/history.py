@@ -1,12 +1,6 @@
-"""``arraybench history``: each cell's results over the stored runs, the steps, and their causes.
-
-Prints the table (each series' latest runs) and the steps called and what changed with each;
-with ``--output-dir DIR``, writes ``history_<workload>.svg`` there (a history command writes no
-file unless asked: its answer is the table). ``arraybench history RUN`` (an id, ``last``,
-``last~N``) keeps to that run's cells on its machine, up to that run. ``--fail-above 10%``
-exits with status 1 when a series' latest run is a step more than 10% slower: a CI gate over the
-store's history.
-"""
+"""``arraybench history [RUN]``: each cell's results over the stored runs, the steps and what changed
+with each (RUN: only its cells on its machine, up to it). ``--output-dir`` writes the plots (no file
+unless asked); ``--fail-above 10%`` is a CI gate: status 1 when a latest run is a step that much slower."""
 
 from __future__ import annotations
 
@@ -19,9 +13,8 @@ from ..errors import UsageError, one_line
 from ..model.machines import machine_id_of
 from ..store.refs import load_run, this_machine
 from ..units import format_change
-from ..argtypes import csv_list, fraction, percent, positive_int
-from ..options import add, store_location
-from .tablefiles import check_targets, say_written, write_tables
+from ..options import csv_list, fraction, percent, positive_int
+from . import add, check_targets, say_written, store_location, write_tables
 
 def register(sub: argparse._SubParsersAction) -> None:
     from ..analysis.compare import DEFAULT_THRESHOLD
@@ -65,8 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def parse_since(text: str | None, now: _dt.datetime | None = None) -> str | None:
-    """``2026-01-31`` (or any ISO time) as given; ``30d``, ``12h``, ``2w`` back from ``now``; as an
-    ISO time in UTC that compares with the stored runs' start times."""
+    """``2026-01-31`` (any ISO time) or ``30d``/``12h``/``2w`` back from ``now``, as an ISO time in UTC."""
     if text is None:
         return None
     m = re.fullmatch(r"\s*(\d+)\s*([hdw])\s*", text)
@@ -148,8 +140,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def write_history_tables(args: argparse.Namespace, found, where: str) -> None:
-    """``--csv``/``--markdown``: the table as printed (each series' latest ``--last`` runs), the CSV
-    with its times in seconds; an empty table where no stored run matches."""
+    """``--csv``/``--markdown``: the table as printed (CSV times in seconds), empty where nothing matches."""
     from ..render.files import history_csv
     from ..render.report import history_markdown
 

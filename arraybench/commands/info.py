@@ -1,8 +1,6 @@
-"""``arraybench info``: the machine, the libraries, and which backends work here and why not.
-
-The parent never imports torch, jax or cupy: each backend is asked in its own worker process
-(``probe``), which reports its BLAS, LAPACK, thread pools and device as the library sees them.
-"""
+"""``arraybench info``: the machine, the libraries, and which backends work here (each asked in its
+own worker, ``probe``: the parent never imports torch, jax or cupy); ``arraybench doctor``: whether
+timing, sync, precision and the GPU behave here."""
 
 from __future__ import annotations
 
@@ -10,6 +8,7 @@ import argparse
 import json
 from typing import Any
 
+from ..options import csv_list, positive_float
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,6 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="list the nodes of the Ray cluster at ADDRESS instead: their machines "
                         "(fingerprints) and which are free (docs/cluster.md)")
     p.set_defaults(handler=main)
+    _register_doctor(sub)
 
 
 def cluster_main(args: argparse.Namespace) -> int:
@@ -36,8 +36,7 @@ def cluster_main(args: argparse.Namespace) -> int:
 
 
 def project_defaults(project: Any) -> dict[str, Any]:
-    """The project file and its options as ``info`` shows them. A store URL in
-    ``[tool.arraybench]`` may hold a password: it is shown redacted, as everywhere else."""
+    """The project file and its options as ``info`` shows them, a store URL's password redacted."""
     return {"file": str(project.source) if project and project.source else None,
             "options": {k: _redacted(v) for k, v in project.spelled.items()} if project else {}}
 
@@ -71,3 +70,36 @@ def main(args: argparse.Namespace) -> int:
     console = stdout_console()
     print_info(env, backends_state, defaults, console)
     return 0
+
+
+def _register_doctor(sub: argparse._SubParsersAction) -> None:
+    from ..backends import DEVICES, SPECS
+
+    p = sub.add_parser("doctor", help="check that timing (against each library's own timer), sync, precision, "
+                                      "memory, clocks and transfers behave on this machine (run it first on a GPU)")
+    p.add_argument("--backends", type=csv_list, default=list(SPECS), metavar="LIST",
+                   help=f"libraries to check (default: all: {','.join(SPECS)})")
+    p.add_argument("--devices", type=csv_list, default=list(DEVICES), metavar="LIST",
+                   help=f"devices to check (default: all: {','.join(DEVICES)})")
+    p.add_argument("--timeout", type=positive_float, default=120.0, metavar="SECONDS",
+                   help="stop one library's checks after this long, its start included (default: 120)")
+    p.add_argument("--json", action="store_true", help="one JSON object per check, one a line")
+    p.set_defaults(handler=doctor)
+
+
+def doctor(args: argparse.Namespace) -> int:
+    """``arraybench doctor``: each check, run in the libraries' own workers."""
+    from ..backends import DEVICES, SPECS
+    from ..executors.probe import configs as doctor_configs, main as doctor
+    from ..errors import UsageError, unknown_name
+
+    for kind, given, valid in (("backend", args.backends, SPECS), ("device", args.devices, DEVICES)):
+        unknown = [g for g in given if g not in valid]
+        if unknown:
+            raise UsageError(unknown_name(kind, unknown[0], list(valid)))
+        if not given:
+            raise UsageError(f"no {kind} selected; valid: {', '.join(valid)}")
+    if not doctor_configs(args.backends, args.devices):
+        raise UsageError("the selection gives nothing to check (check --backends against --devices)")
+    return doctor(list(dict.fromkeys(args.backends)), list(dict.fromkeys(args.devices)), args.timeout,
+                  json_lines=args.json)

@@ -1,15 +1,7 @@
-"""The command line: commands and their options, nothing else.
-
-Every error a user can cause ends in one line on stderr and exit status 2; Ctrl-C ends in status
-130 with what was measured saved. ``[tool.arraybench]`` in the project's pyproject.toml sets
-defaults for the options of ``run`` and ``sweep`` (``config``); what is typed wins.
-
-The terminal is the user's, whatever it is: a reader that leaves (``| head``) stops the output
-but not the command, which ends with its own status; text the encoding cannot show is replaced,
-not fatal; a standard output that cannot be written (``> /dev/full``) is said in one line. This
-module imports only the standard library at first, and the commands inside ``main``, so that a
-Ctrl-C while Python loads NumPy and the rest ends as quietly as one later on.
-"""
+"""The command line: commands and their options, nothing else. A user's error is one line on stderr
+(status 2); Ctrl-C is status 130, what was measured saved. A reader that leaves (``| head``) stops
+the output, not the command; an unwritable stdout is one line. Only the standard library is imported
+at first, and the commands inside ``main``, so that a Ctrl-C while NumPy loads is as quiet as later."""
 
 from __future__ import annotations
 
@@ -113,8 +105,7 @@ def renamed(argv: list[str]) -> list[str]:
 
 
 def _suggesting(message: str) -> str:
-    """argparse's ``invalid choice: 'runn' (choose from ...)`` as ``unknown command 'runn'; did
-    you mean 'run'?`` (argparse suggests nothing before Python 3.14)."""
+    """argparse's ``invalid choice`` as ``unknown command 'runn'; did you mean 'run'?`` (none before 3.14)."""
     import re
 
     from ..errors import unknown_name
@@ -129,13 +120,10 @@ def _suggesting(message: str) -> str:
 
 
 def commands() -> tuple[Any, ...]:
-    """The command modules, in the order ``--help`` lists them; imported here, not with the
-    package, so that loading the command line stays light until ``main`` runs."""
-    from . import (catalog, compare, completion, doctor, export, history, info, merge, numerics, report,
-                   run, show, store, sweep, timeit)
+    """The command modules, in ``--help``'s order; imported here, so loading the command line stays light."""
+    from . import catalog, compare, completion, export, history, info, merge, numerics, report, run, store, timeit
 
-    return (run, sweep, timeit, report, show, compare, numerics, history, merge, store, export, catalog,
-            info, doctor, completion)
+    return (run, timeit, report, compare, numerics, history, merge, store, export, catalog, info, completion)
 
 
 def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
@@ -150,8 +138,7 @@ def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
 
 
 def light_parser() -> argparse.ArgumentParser:
-    """A parser that prints the same ``--help`` and ``--version`` as ``build_parser``'s, built from
-    ``SUMMARY`` without importing a command; it parses no command's options."""
+    """``build_parser``'s ``--help`` and ``--version`` from ``SUMMARY``, importing no command."""
     parser, sub = _top_parser()
     for name, text in SUMMARY:
         sub.add_parser(name, help=text)
@@ -183,8 +170,7 @@ def version() -> str:
 
 
 class _Unset(list):
-    """The default of every option while finding which were typed: a list, so that ``append``
-    options can append to it, and a type of its own, so that no typed value is mistaken for it."""
+    """Every option's default while finding which were typed: a list (``append`` appends to it) of its own type."""
 
 
 def typed_options(argv: Sequence[str]) -> set[str]:
@@ -213,24 +199,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     entry = argv is None  # the process's own command, which may end the process
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        with warnings.catch_warnings():
-            default = warnings.showwarning
-
-            def show(message: Any, category: type[Warning], filename: str, lineno: int,
-                     file: Any = None, line: str | None = None) -> None:
-                """arraybench's own warnings (a run that could not be stored) as one line."""
-                from ..errors import StoreWarning
-
-                if issubclass(category, StoreWarning):
-                    print(f"{PROG}: warning: {message}", file=sys.stderr)
-                else:
-                    default(message, category, filename, lineno, file, line)
-
-            warnings.showwarning = show
+        with warnings.catch_warnings():  # the warnings shown as one line (``_show_warning``) end here
             status = _main(argv)
     except KeyboardInterrupt:
-        # A Ctrl-C landing after ``_main`` handled its own, as this block ends: the command was
-        # over (its results written), so it ends as an interrupted one, without a traceback.
+        # A Ctrl-C after ``_main`` handled its own: the command was over, so it ends as interrupted.
         status = 130
     if entry:
         _end_despite_threads(status)
@@ -238,8 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _end_despite_threads(status: int) -> None:
-    """End the process now when a workload file left a thread running: Python would wait for it
-    at exit, for ever, after everything was measured and written. One line says so."""
+    """End now where a workload file left a thread running (Python would wait for it at exit), saying so."""
     userfile = sys.modules.get("arraybench.workloads.userfile")
     left = userfile.threads_left() if userfile is not None else []
     if not left:
@@ -277,8 +248,7 @@ def _main(argv: list[str]) -> int:
         _discard(sys.stdout)
         return 0
     except OSError as exc:
-        # Files arraybench writes are named in their errors; an error without a file name that
-        # reaches this far comes from the standard output: `arraybench list > /dev/full`.
+        # arraybench's files are named in their errors: one without a name is stdout's (> /dev/full).
         if exc.filename is None or _stdout_broken():
             _discard(sys.stdout)
             print(f"{PROG}: error: cannot write to standard output ({exc.strerror or exc})",
@@ -334,8 +304,7 @@ def _stdout_broken() -> bool:
 
 
 def _discard(stream: Any) -> None:
-    """Point ``stream``'s file descriptor at /dev/null: what is left in its buffer, and Python's
-    flush at exit, then go nowhere instead of failing again."""
+    """Point ``stream``'s descriptor at /dev/null: what is left in it then goes nowhere instead of failing again."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, stream.fileno())
@@ -358,11 +327,9 @@ def _tolerant_terminal() -> None:
 
 
 def _quiet_when_the_reader_leaves() -> None:
-    """rich ends the process with SystemExit(1) when the reader of its output leaves (its
-    Console.on_broken_pipe, which rich documents as the place to change that). A command whose
-    table nobody reads any more has still measured and saved everything: it goes on, silently,
-    and ends with its own exit status. (Not for ``--help`` and ``--version``, which print without
-    rich and so need not import it.)"""
+    """rich exits with status 1 when its reader leaves (``Console.on_broken_pipe``, documented as the
+    place to change that); a command whose output nobody reads has still saved everything, so it goes
+    on silently and ends with its own status."""
     try:
         from rich.console import Console
     except ImportError:
@@ -381,9 +348,10 @@ _python_showwarning = warnings.showwarning
 
 def _show_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
                   line: Any = None) -> None:
-    """arraybench's own warnings as one line each (``arraybench: warning: ...``); a library's
-    warnings as Python shows them, with their file and line."""
-    if not os.path.abspath(filename).startswith(_PACKAGE + os.sep):
+    """arraybench's own warnings (a run not stored, say) as one line each; a library's as Python's."""
+    from ..errors import StoreWarning
+
+    if not issubclass(category, StoreWarning) and not os.path.abspath(filename).startswith(_PACKAGE + os.sep):
         _python_showwarning(message, category, filename, lineno, file, line)
         return
     try:

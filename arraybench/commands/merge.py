@@ -1,9 +1,5 @@
-"""``arraybench merge RUN... -o DIR``: several runs (machines) as one report, the machine a dimension.
-
-Each run is labelled by its folder's name, or by ``LABEL=DIR``. The merged folder gets a
-``results.json``, the table with a machine column, ``report.html``, the plots and findings across
-machines; each machine's ceilings, versions and settings stay with its own records.
-"""
+"""``arraybench merge RUN... -o DIR``: several runs (machines) as one report, the machine a dimension,
+each run labelled by its folder's name or ``LABEL=DIR``; each machine's settings stay with its records."""
 
 from __future__ import annotations
 

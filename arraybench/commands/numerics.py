@@ -1,8 +1,5 @@
-"""``arraybench numerics``: how far each library's results are from float64, in every dtype.
-
-Timing is not the point here, so each cell is measured briefly (one process, a few samples); what
-is kept is each result's error against the NumPy float64 reference (``arraybench.numerics``).
-"""
+"""``arraybench numerics``: each library's error against the NumPy float64 reference, in every dtype;
+each cell measured briefly (one process, a few samples): the time is not the point."""
 
 from __future__ import annotations
 
@@ -10,10 +7,10 @@ import argparse
 import sys
 
 from .. import api
-from ..argtypes import csv_list
+from ..options import csv_list
 from ..executors.session import Interrupted
 from ..files import write_atomic
-from ..options import add
+from . import add
 from ..render.terminal import console as safe_console
 from .run import reporter_for
 
@@ -41,7 +38,7 @@ def main(args: argparse.Namespace) -> int:
 
     workloads = args.workloads
     if args.workload_files and workloads == ["numerics"]:
-        workloads = None  # the files' own workloads, as `run --workload-file` does
+        workloads = None  # the files' own workloads, as `run --workload-files` does
     code = 0
     try:
         results = api.numerics(workloads, dtype=args.dtypes, sizes=args.sizes,

@@ -1,11 +1,9 @@
-"""``arraybench run``: measure workloads on every selected library and device.
+"""``arraybench run`` and ``arraybench sweep`` (``run`` across sizes), and ``run``'s own gates
+(``--compare REF`` against a stored run, ``--against REF`` measured beside it).
 
-Exit status: 0 when every cell is ``ok`` or ``skipped``; 1 when some are ``failed`` or ``wrong``
-(the run itself went through, and says which and why), a worker died as it started, or a file
-could not be written (one line says which, and how to go on); 2 for bad input, before anything is
-measured or overwritten; 128 + the signal number when stopped by one (130 for Ctrl-C, 143 for
-SIGTERM), with what was measured saved and ``--resume`` to go on.
-"""
+Exit status: 0 when every cell is ``ok`` or ``skipped``; 1 when some failed or were wrong, a worker
+died as it started, or a file could not be written; 2 for bad input, before anything is measured;
+128 + the signal's number when stopped by one, what was measured saved for ``--resume``."""
 
 from __future__ import annotations
 
@@ -19,19 +17,17 @@ from .. import api
 from ..backends import SPECS
 from ..errors import UsageError
 from ..executors.session import Interrupted
-from ..model.options import parse_context
 from ..model.journal import JOURNAL_NAME, JournalState, read as read_journal
-from ..model.options import RunOptions, parse_sizes, refuse_other_settings
+from ..model.options import RunOptions, parse_context, parse_sizes, refuse_other_settings
 from ..model.reporter import Reporter
 from ..model.results import Results
 from ..analysis.policy import RunState
-from ..argtypes import unique_assignments
-from ..options import API, CLI, DEFAULT_OUTPUT_DIR, add_run_options, apply_preset, dashed, on
+from ..options import API, CLI, DEFAULT_OUTPUT_DIR, apply_preset, dashed, on, unique_assignments
 from ..outdir import resume_command
 from ..render.terminal import console as safe_console
-from ..workloads.userfile import LoadedFiles
-from .rungate import against_gate, gate_reference, run_gate
-from .tablefiles import check_targets, say_written, write_tables
+from ..units import format_ratio
+from ..workloads.userfile import LoadedFiles, load_files
+from . import add_run_options, check_targets, say_written, store_location, write_tables
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
     """The run options an ``arraybench run`` (or ``sweep``) command line gives."""
@@ -53,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "pickled workloads) though your arraybench did not write it; only for a "
                         "folder whose source you trust (docs/faults.md)")
     p.set_defaults(handler=main)
+    _register_sweep(sub)
 
 
 def run_store_choice(args: argparse.Namespace) -> bool | str:
@@ -79,8 +76,7 @@ def reporter_for(args: argparse.Namespace, cells: int | None = None, done: int =
 
 
 def options_given(args: argparse.Namespace) -> dict:
-    """The run options typed on the command line (``cli.parse`` records which), with their values;
-    an option typed with its default value counts too."""
+    """The run options typed on the command line, with their values (a default typed counts too)."""
     typed = set(getattr(args, "typed", set()))
     if "processes" in typed:
         typed.add("max_processes")  # --processes sets both
@@ -88,10 +84,7 @@ def options_given(args: argparse.Namespace) -> dict:
 
 
 def plan_from_args(args: argparse.Namespace) -> api.Plan:
-    """Options and cells from parsed arguments, checked; ``UsageError`` says what is wrong.
-
-    Nothing is measured, written or started here (user workload files are imported).
-    """
+    """Options and cells from parsed arguments, checked (``UsageError``); workload files are imported, nothing run."""
     return api.plan(options_from_args(args))
 
 
@@ -180,8 +173,7 @@ def outcome_status(args: argparse.Namespace, results: Results, reference: str | 
     if getattr(args, "against", None) and against_gate(args, results):
         return 1
     if results.records and not any(r.status != "skipped" for r in results.records):
-        # `--devices gpu` on a machine without one: an empty table is no success, and the store
-        # never takes such a run as `last` or a point of history.
+        # `--devices gpu` without one: an empty table is no success (nor `last` in the store).
         reasons = "; ".join(dict.fromkeys(r.reason for r in results.records if r.reason))
         print(f"arraybench: nothing was measured: every cell was skipped ({reasons or 'no reason given'})",
               file=sys.stderr)
@@ -190,8 +182,7 @@ def outcome_status(args: argparse.Namespace, results: Results, reference: str | 
 
 
 def write_table_files(args: argparse.Namespace, results: Results) -> bool:
-    """Write the table to ``--csv``/``--markdown`` (as results.csv and results.md); whether it
-    went. A file that could not be written is one line: the run's own files are kept."""
+    """Write ``--csv``/``--markdown``; whether it went (a failure is one line, the run kept)."""
     from ..render.files import csv_text
     from ..render.report import markdown_report
     from ..render.report import findings
@@ -208,10 +199,8 @@ def write_table_files(args: argparse.Namespace, results: Results) -> bool:
 
 
 def check_against_sides(args: argparse.Namespace) -> None:
-    """Say where ``--against REF``'s side lacks ignored files the work tree imports with its code
-    (a generated ``_version.py``, a compiled extension): REF's export holds tracked files only, so
-    the two sides differ by more than their code. One line on stderr; a gate (``--fail-above``)
-    across them is refused (``UsageError``), before anything is measured."""
+    """Say where ``--against REF``'s export (tracked files only) lacks ignored files the work tree
+    imports (a generated ``_version.py``, an extension); a ``--fail-above`` across them is refused."""
     from ..host.against import export, lacking
 
     root, tree = export(args.against)
@@ -229,9 +218,8 @@ def check_against_sides(args: argparse.Namespace) -> None:
 
 
 def refuse_nothing_to_run(checked: api.Plan) -> None:
-    """``UsageError`` when no cell can run here, by the checks made without starting a worker
-    (``--devices gpu`` on a machine without one): one line instead of an empty table, nothing
-    written or stored. A cluster's nodes and another interpreter judge for themselves."""
+    """``UsageError`` when no cell can run here by the checks made without a worker (``--devices gpu``
+    without one); a cluster's nodes and another interpreter judge for themselves."""
     opts = checked.options
     if opts.cluster or opts.pythons or not checked.cells:
         return
@@ -260,3 +248,113 @@ def print_outcome(results: Results, console: Console) -> None:
         # soft_wrap: a path broken over two lines cannot be copied or clicked
         console.print(f"results: {out / 'results.json'}; report: {out / 'report.html'}", soft_wrap=True,
                       markup=False, highlight=False)
+
+
+def gate_reference(args: argparse.Namespace) -> str | None:
+    """``--compare REF``, checked before anything is measured: a run id must name a stored run."""
+    reference = getattr(args, "compare", None)
+    against = getattr(args, "against", None)
+    if against is not None and reference is not None:
+        raise UsageError("--against REF measures its own baseline beside this code; --compare names a stored "
+                         "one: give one of them")
+    if getattr(args, "fail_above", None) is not None and reference is None and against is None:
+        raise UsageError("--fail-above gates against a baseline: add --against REF (measured beside this code, "
+                         "in this run) or --compare last (a stored run)")
+    if reference is None:
+        return None
+    from ..store import open_store
+    from ..store.refs import check_choice, check_named
+
+    try:
+        check_choice(reference)
+    except UsageError:
+        raise UsageError(f"--compare {reference!r} is not last, last~N or a run id "
+                         "(arraybench store list shows them)") from None
+    with open_store(store_location(args)) as opened:
+        try:
+            check_named(opened, reference)
+        except UsageError as exc:
+            raise UsageError(str(exc).replace("--arraybench-compare=", "--compare ")) from None
+    return reference
+
+
+def against_gate(args: argparse.Namespace, results: Results) -> int:
+    """``--against REF --fail-above N``: 1 where the work tree is slower than REF's by more than N (95%)."""
+    from ..analysis.pairs import against_regressions
+    from ..host.against import HERE
+
+    if args.fail_above is None:
+        return 0
+    slower, undecided = against_regressions(results.pairs, HERE, args.fail_above)
+    for p in undecided:
+        # A pair not judged (a loaded machine) need not be decided by more processes: its reason is said.
+        why = f"not judged: {p.not_judged}" if p.not_judged else "more processes (--processes) would decide it"
+        print(f"arraybench: {p.a_label} against {p.b_label}: undecided ({p.ratio:.2f}x, 95% interval "
+              f"{p.ci_low:.2f}-{p.ci_high:.2f}); {why}", file=sys.stderr)
+    for p in slower:
+        print(f"arraybench: {p.a_label} is {format_ratio(p.ratio)} the time of {p.b_label} (95% interval "
+              f"{p.ci_low:.2f}-{p.ci_high:.2f}), above --fail-above {args.fail_above:.0%}", file=sys.stderr)
+    compared = sum(1 for p in results.pairs if (p.a.environment == HERE) != (p.b.environment == HERE))
+    if not compared:
+        print("arraybench: --fail-above: no cell was measured on both sides of --against", file=sys.stderr)
+        return 1
+    return 1 if slower else 0
+
+
+def run_gate(args: argparse.Namespace, results: Results, reference: str) -> int:
+    """The run against ``reference``: the comparison printed, then ``--fail-above``'s status (0: passes)."""
+    from ..store import open_store
+    from ..store.refs import find
+    from ..store.refs import run_line
+    from ..render.comparison import print_comparison
+    from .compare import gate
+
+    with open_store(store_location(args)) as opened:
+        base, line = find(opened, reference, results)
+    line = line.replace("--arraybench-compare=", "--compare ").replace(
+        " (--arraybench-save stores this one)", "; the next run compares with this one")
+    quiet = args.quiet or args.json
+    if base is None:
+        print(f"arraybench: {line}", file=sys.stderr)
+        return 1 if args.fail_above is not None else 0
+    comparison = api.compare(base, results)
+    _name_the_runs(args, base, results)
+    if not quiet:
+        console = safe_console()
+        console.print(line, markup=False, highlight=False)
+        for named in (run_line("base", base, console.width), run_line("new", results, console.width)):
+            console.print(named, markup=False, highlight=False, soft_wrap=True)
+        print_comparison(comparison, console, [])
+    return gate(comparison, args.fail_above) if args.fail_above is not None else 0
+
+
+def _name_the_runs(args: argparse.Namespace, base: Results, new: Results) -> None:
+    """With ``--json``, the two runs compared as one JSON line, so a script can tell which run ``last`` was."""
+    if not getattr(args, "json", False):
+        return
+    import json
+
+    from ..store.refs import run_fields
+
+    print(json.dumps({"compared": {"base": run_fields(base), "new": run_fields(new)}}), flush=True)
+
+
+def _register_sweep(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sweep", help="run workloads across sizes and find the crossovers",
+                       description="Measure workloads across a range of sizes, plot time against size "
+                                   "and report from which size one library beats another.")
+    add_run_options(p)
+    p.set_defaults(handler=sweep, sizes=None)
+
+
+def sweep(args: argparse.Namespace) -> int:
+    """``arraybench sweep``: ``run`` across sizes; ``--sizes`` defaults to ``api.sweep_sizes``."""
+    if not args.workloads and not args.workload_files:
+        raise UsageError("name the workload to sweep, e.g. `arraybench sweep --workloads matmul`")
+    if args.sizes is None and not args.resume:
+        options = options_from_args(args)
+        names = options.workloads or load_files(options.workload_files).names()
+        args.sizes = ",".join(parse_sizes(api.sweep_sizes(names)))
+    if args.output_dir == DEFAULT_OUTPUT_DIR:
+        args.output_dir = "sweep_" + "_".join(args.workloads or ["user"])
+    return main(args)

@@ -1,18 +1,13 @@
-"""``arraybench store``: the results store. ``import`` adds earlier runs' folders; ``list`` shows
-what it holds.
-
-Importing is idempotent (a run already stored is not added again) and each run goes in whole or
-not at all; a folder that cannot be read is one line, and the others are imported all the same
-(exit status 2 at the end if any could not be). A copy of a stored run that lacks measurements the
-stored one holds (the same run id, edited or older) is refused, never stored over it (status 2).
-"""
+"""``arraybench store``: ``import`` adds earlier runs' folders, ``list`` shows what the store holds.
+Importing is idempotent, each run whole or not at all; a folder that cannot be read, or a copy that
+lacks measurements the stored run holds, is one line (status 2 at the end), the others imported."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from ..options import add, store_location
+from . import add, store_location
 
 
 def register(sub: argparse._SubParsersAction) -> None:

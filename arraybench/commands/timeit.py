@@ -1,18 +1,15 @@
-"""``arraybench timeit``: one expression on every library, no workload file, as ``pyperf timeit``.
-
-``arraybench timeit 'xp.sort(a)' --setup 'a = randn(n)'`` makes the expression a workload
-(``api.expression_workload``: the one a file would define, sent to the workers by value) and runs
-it as ``arraybench run`` runs a workload file: the same options, verdicts, checks, table and exit
-status. As ``pyperf timeit`` and ``hyperfine``, it writes no folder unless asked: the run goes to
-the results store, and ``--output-dir`` writes results.json and the report as ``run`` does.
-"""
+"""``arraybench timeit 'xp.sort(a)' --setup 'a = randn(n)'``: one expression on every library, as
+``pyperf timeit``. The expression becomes a workload (``api.expression_workload``, sent by value)
+run as ``run`` runs a workload file: same options, verdicts and exit status. It writes no folder
+unless ``--output-dir`` asks; the run goes to the store."""
 
 from __future__ import annotations
 
 import argparse
 
 from ..errors import UsageError
-from ..options import add_run_options, dashed
+from ..options import dashed
+from . import add_run_options
 from ..workloads.expression import expression_workload
 from .run import main as run_main
 

@@ -18,8 +18,7 @@ from pathlib import Path
 from .. import backends
 from ..analysis.policy import timer_settings
 from ..host import environments
-from ..host.allocator import choice_ignored, uncontrolled_reason, with_state
-from ..host.threads import worker_cpus, worker_env
+from ..host.threads import choice_ignored, uncontrolled_reason, with_state, worker_cpus, worker_env
 from ..model.replicate import HEADLINE, LARGE_OUTPUT_BYTES, OTHER, WORDS, Replicate, StateSamples
 from ..model.cell import Cell, Config
 from ..model.options import RunOptions

@@ -1,17 +1,8 @@
-"""The same-session baseline (``--against REF``): a git ref's code measured beside the work tree's.
-
-A stored baseline was measured at another time, in another state of the machine; ``asv
-continuous`` measures both commits in one session instead. Here the files of ``REF``'s commit are
-exported into a temporary folder, and the run gets two environments, side by side like any others
-(``executors/turns``): ``REF``'s, whose workers find the user's package and workload files in that
-folder first, and the work tree's own (``here``). Every pair of a case then compares the same
-library on both versions of the code, one verdict each (``analysis/pairs``).
-
-The files are read as git stores them (``ls-tree``, ``cat-file``), never through the filters
-``.gitattributes`` and the repository's configuration name, which ``git archive`` would run
-(``host/git``). The commit is recorded with the run, so that ``--resume`` exports the very same
-files again.
-"""
+"""The same-session baseline (``--against REF``): a git ref's code measured beside the work tree's,
+as ``asv continuous`` does, not a stored run from another state of the machine. REF's commit is
+exported to a temporary folder and the run gets two environments side by side: REF's, whose workers
+find the user's package and workload files there first, and the work tree's (``here``). Files are
+read as git stores them (``cat-file``), never through filters; the commit is recorded for ``--resume``."""
 
 from __future__ import annotations
 
@@ -47,8 +38,7 @@ _HARMLESS = ("__pycache__", ".pyc", ".egg-info", ".dist-info")
 
 
 def label_for(ref: str) -> str:
-    """An environment label for ``ref`` (``main``, ``HEAD-1``, ``v1.2``); never ``here``, the
-    work tree's own (a branch named so would take its place)."""
+    """An environment label for ``ref`` (``main``, ``v1.2``); never ``here``, the work tree's own."""
     text = re.sub(r"[^A-Za-z0-9_.+-]+", "-", ref).strip("-.+_") or "ref"
     if not text[0].isalnum():
         text = "r" + text
@@ -74,10 +64,8 @@ _HELD: list[IO[bytes]] = []
 
 
 def export(ref: str, where: Path | None = None, *, label: str | None = None) -> tuple[Path, Path]:
-    """(the work tree's root, a temporary folder holding ``ref``'s files); ``UsageError`` in one
-    line where there is no git work tree or no such ref. The folder goes when the process ends
-    (or, if it is killed, with the next export); a process exports each ref once (a pytest
-    session's tests share it). ``label``: the folder's name inside (default ``label_for(ref)``)."""
+    """(the work tree's root, a temporary folder holding ``ref``'s files), once per process; ``UsageError``
+    without a work tree or ref. The folder goes with the process (or, killed, with the next export)."""
     where = (where or Path.cwd()).resolve()
     if (ref, where) in _EXPORTED and _EXPORTED[(ref, where)][1].is_dir():
         return _EXPORTED[(ref, where)]
@@ -108,8 +96,7 @@ def resolve(ref: str, root: Path) -> str:
 
 
 def _sweep() -> None:
-    """Remove the exported trees of runs that ended without their clean-up (SIGKILL): this
-    user's folders whose lock no living process holds."""
+    """Remove this user's exported trees whose lock no living process holds (runs that were killed)."""
     base = Path(tempfile.gettempdir())
     try:
         names = [n for n in os.listdir(base) if n.startswith(PREFIX)]
@@ -190,9 +177,8 @@ def _write_commit(root: Path, commit: str, tree: Path, ref: str) -> None:
 
 def variants(ref: str, root: Path, tree: Path, inherited: str = "",
              commit: str | None = None) -> dict[str, dict[str, str]]:
-    """The two environments of a run ``--against ref``: ``ref``'s code first on the path (a
-    ``src/`` layout's too), its workload files read from ``tree`` and its commit recorded; the
-    work tree's as it is."""
+    """The two environments of ``--against ref``: ``ref``'s code first on the path (``src/`` too), its
+    workload files read from ``tree``, its commit recorded; the work tree's as it is."""
     paths = [str(tree)] + ([str(tree / "src")] if (tree / "src").is_dir() else []) + ([inherited] if inherited else [])
     ref_env = {"PYTHONPATH": os.pathsep.join(paths), SOURCE_MAP: f"{root}{os.pathsep}{tree}"}
     ref_env[COMMIT] = commit or _COMMIT_OF.get(tree) or resolve(ref, root)
@@ -200,10 +186,8 @@ def variants(ref: str, root: Path, tree: Path, inherited: str = "",
 
 
 def reexport(ref: str, recorded: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, str]]:
-    """The environments of a resumed run ``--against ref``: the commit its journal recorded
-    (``recorded``: the run's variants) exported afresh, for the tree it measured went with the
-    process that made it. ``UsageError`` where the run recorded no commit or the repository no
-    longer has it."""
+    """A resumed ``--against ref`` run's environments: the recorded commit exported afresh (the old tree
+    went with its process); ``UsageError`` where no commit was recorded or it is gone."""
     what = "--resume" if from_command_line() else "resume()"
     label = label_for(ref)
     saved = recorded.get(label, {})
@@ -222,10 +206,8 @@ def reexport(ref: str, recorded: Mapping[str, Mapping[str, str]]) -> dict[str, d
 
 
 def lacking(root: Path, tree: Path) -> list[str]:
-    """The ignored files and folders of the work tree at ``root`` that may be imported with its
-    code (a generated ``_version.py``, a compiled extension, in a package or at the top) and
-    that ``tree``, the export of a commit's tracked files, lacks: the two sides then differ by more
-    than their code."""
+    """The ignored files of the work tree that may be imported with its code (a generated
+    ``_version.py``, an extension) and that ``tree``, a commit's tracked files, lacks."""
     listed = _git(["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"], root)
     if listed.returncode != 0:
         return []

@@ -1,8 +1,5 @@
-"""CPU time from /proc: the whole machine's, and one process's, in seconds (Linux; elsewhere none).
-
-Read by a worker around each sample (``worker/counters``) and by the parent while workers take
-turns (``executors/load``): what other processes took of the machine is its busy time less theirs.
-"""
+"""CPU time from /proc, the machine's and one process's (Linux; elsewhere none): read by a worker
+around each sample and by the parent while workers take turns; others' load is busy time less ours."""
 
 from __future__ import annotations
 
@@ -24,8 +21,7 @@ class MachineTime:
             self._fd = None
 
     def read(self) -> tuple[float, float, float] | None:
-        """(busy, steal, total) seconds: busy leaves out idle, I/O wait and steal; None where
-        /proc/stat cannot be read."""
+        """(busy, steal, total) seconds (busy leaves out idle, I/O wait and steal); None without /proc/stat."""
         if self._fd is None:
             return None
         try:
@@ -55,8 +51,7 @@ def process_seconds(pid: int | str) -> float:
 
 
 class OthersLoad:
-    """How many cores other processes kept busy from its making until ``cores`` is read: the
-    machine's busy time less this process's own, over the wall time (None where unknown)."""
+    """How many cores other processes kept busy since it was made: the machine's busy time less ours, per wall second."""
 
     def __init__(self) -> None:
         self._machine = MachineTime()

@@ -1,19 +1,8 @@
-"""Environments: the interpreters (``--python``) and variables (``--variant``) a run's backends run
-under, side by side in one run.
-
-An environment is one more dimension of a cell, beside the backend and the device: each backend
-runs once per environment, in worker processes started with that interpreter and those variables,
-interleaved with the others' replicates, so a slow phase of the machine hits every environment
-alike. A run without ``--python`` or ``--variant`` has one environment, labelled "", which is this
-interpreter and the inherited variables: exactly what a run always was.
-
-What another interpreter needs: Python >= 3.10 and NumPy (the worker's references and inputs), the
-library of each backend it is to run, and threadpoolctl where ``--threads`` limits the pools. It
-does not need arraybench installed: its workers import *this* arraybench, through a folder on
-``PYTHONPATH`` that holds only a link to this package (never its site-packages, which would bring
-this interpreter's NumPy along). ``probe.check_interpreters`` asks each interpreter up front through the
-probe job (``executors/probe.py``) and says in one line what to install.
-"""
+"""Environments: the interpreters (``--pythons``) and variables (``--variants``) a run's backends run
+under, side by side in one run: one more dimension of a cell, each backend's workers interleaved
+across them so a slow phase hits every environment alike. Without either, one environment, "".
+Another interpreter needs Python >= 3.10, NumPy and its backends' libraries, not arraybench: its
+workers import this one through a folder on ``PYTHONPATH`` holding only a link to this package."""
 
 from __future__ import annotations
 
@@ -44,7 +33,7 @@ VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 JOIN = "/"
 #: Linux's MAX_ARG_STRLEN: the longest ``NAME=VALUE`` (with its final NUL) a new process may get.
 MAX_VARIABLE_BYTES = 128 * 1024
-#: A comma inside a ``--variant`` value, written ``\,`` (a plain comma separates variables).
+#: A comma inside a ``--variants`` value, written ``\,`` (a plain comma separates variables).
 _UNESCAPED_COMMA = re.compile(r"(?<!\\),")
 
 
@@ -70,13 +59,9 @@ def _check_label(label: Any, what: str) -> str:
 
 
 def check_pythons(pythons: Any, *, here: bool = True) -> dict[str, str]:
-    """``{label: interpreter}`` checked: each label well formed, each interpreter an executable
-    file (a bare name is looked up on PATH). The path is kept as given, made absolute: a venv's
-    python is a link whose target is another environment's interpreter.
-
-    ``here=False`` (a cluster run: its nodes run the interpreters, and each node checks its own
-    up front): an interpreter this machine lacks is kept as given where a node can find it by the
-    same text, an absolute path or a bare name on the node's PATH."""
+    """``{label: interpreter}`` checked: labels well formed, each an executable (a bare name looked up on
+    PATH), made absolute but not resolved (a venv's python is a link). ``here=False`` (a cluster's nodes
+    check their own): one this machine lacks is kept as given."""
     if not isinstance(pythons, Mapping):
         raise UsageError(f"{option_name('pythons')} must map labels to interpreters, such as "
                          f"{{'np126': '.venv126/bin/python'}}, not {type(pythons).__name__}")
@@ -119,8 +104,7 @@ def check_variants(variants: Any) -> dict[str, dict[str, str]]:
                 raise UsageError(f"{option_name('variants')} {label}: {name}={value!r} is not a value")
             size = len(f"{name}={value}".encode("utf-8", "surrogateescape"))
             if size >= MAX_VARIABLE_BYTES:
-                # The kernel refuses to start a process with such a variable (E2BIG), which
-                # would read as "could not write .../python".
+                # The kernel refuses to start a process with one (E2BIG), read as "could not write".
                 raise UsageError(f"{option_name('variants')} {label}: {name}= is {size:,} bytes; the "
                                  f"system starts no process with a variable of {MAX_VARIABLE_BYTES // 1024} "
                                  "KiB or more (put a long value in a file and name the file)")
@@ -129,17 +113,16 @@ def check_variants(variants: Any) -> dict[str, dict[str, str]]:
 
 
 def parse_variant(text: str) -> tuple[str, dict[str, str]]:
-    """``LABEL:VAR=VALUE[,VAR=VALUE]`` (``LABEL:`` alone: the inherited variables, a baseline);
-    ``\\,`` is a comma inside a value (``t:OMP_PLACES={0}\\,{1}``), any other backslash is kept."""
+    """``LABEL:VAR=VALUE[,VAR=VALUE]`` (``LABEL:`` alone: the inherited set); ``\\,`` is a comma in a value."""
     label, sep, rest = text.partition(":")
     if not sep:
-        raise UsageError(f"--variant {text!r}: write LABEL:VAR=VALUE[,VAR=VALUE], such as "
+        raise UsageError(f"--variants {text!r}: write LABEL:VAR=VALUE[,VAR=VALUE], such as "
                          "t1:OPENBLAS_NUM_THREADS=1")
     variables: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in _UNESCAPED_COMMA.split(rest))):
         name, eq, value = part.partition("=")
         if not eq:
-            raise UsageError(f"--variant {text!r}: {part!r} is not VAR=VALUE")
+            raise UsageError(f"--variants {text!r}: {part!r} is not VAR=VALUE")
         variables[name.strip()] = value.replace("\\,", ",")
     return label.strip(), variables
 
@@ -148,7 +131,7 @@ def parse_python(text: str) -> tuple[str, str]:
     """``LABEL=INTERPRETER``."""
     label, sep, path = text.partition("=")
     if not sep or not label.strip() or not path.strip():
-        raise UsageError(f"--python {text!r}: write LABEL=INTERPRETER, such as np126=.venv126/bin/python")
+        raise UsageError(f"--pythons {text!r}: write LABEL=INTERPRETER, such as np126=.venv126/bin/python")
     return label.strip(), path.strip()
 
 
@@ -157,8 +140,7 @@ TWIN = "twin"
 
 
 def of(options: Chosen) -> list[Environment]:
-    """The run's environments, in order: every interpreter under every variant; one, labelled "",
-    without either; then, where the run checks itself, the first one's ``TWIN``."""
+    """The run's environments: every interpreter under every variant ("" without either), then the self-check's ``TWIN``."""
     pythons: list[tuple[str, str | None]] = list(options.pythons.items()) or [("", None)]
     variants: list[tuple[str, dict[str, str]]] = list(options.variants.items()) or [("", {})]
     found = [Environment(JOIN.join(filter(None, (p, v))), python, dict(variables))
@@ -203,8 +185,7 @@ def _alive(pid: int) -> bool:
 
 
 def remove_stale_folders(tmp: str | None = None, prefix: str = "") -> list[str]:
-    """Remove this user's import folders (``import_dir``), or other per-process folders named
-    ``PREFIX<pid>-...``, whose process is gone; the removed."""
+    """Remove this user's per-process folders (``PREFIX<pid>-...``) whose process is gone; the removed."""
     tmp = tmp or tempfile.gettempdir()
     pattern = re.compile(re.escape(prefix) + r"([0-9]+)-[A-Za-z0-9_]+") if prefix else _IMPORT_NAME
     removed = []
@@ -228,12 +209,10 @@ def remove_stale_folders(tmp: str | None = None, prefix: str = "") -> list[str]:
 
 
 def import_dir() -> str:
-    """A folder holding only a link to this arraybench package, for another interpreter's
-    ``PYTHONPATH``: its workers run this very arraybench, whatever that interpreter has installed."""
+    """A folder holding only a link to this package, for another interpreter's ``PYTHONPATH``."""
     global _IMPORT_DIR
     if _IMPORT_DIR is None or not os.path.isdir(_IMPORT_DIR):
-        # Named by this process's id: one killed before its atexit ran (SIGKILL) leaves its
-        # folder behind, and the next run removes those of processes that are gone.
+        # Named by this process's id, so the next run removes one a killed process left behind.
         remove_stale_folders()
         folder = tempfile.mkdtemp(prefix=f"{IMPORT_PREFIX}{os.getpid()}-")
         os.symlink(Path(__file__).resolve().parent.parent, os.path.join(folder, "arraybench"))
@@ -243,9 +222,8 @@ def import_dir() -> str:
 
 
 def worker_env(environment: Environment, env: dict[str, str]) -> dict[str, str]:
-    """A worker's variables (``threads.worker_env``'s) in ``environment``: its variables over them
-    (the variant is the knob being measured, so it wins over ``--threads``), and for another
-    interpreter this arraybench first on its path."""
+    """A worker's variables in ``environment``: the variant's over ``threads.worker_env``'s (it is the knob
+    measured), and for another interpreter this arraybench first on its path."""
     out = dict(env)
     out.update(environment.variables)
     if environment.python is not None:

@@ -1,14 +1,7 @@
-"""The source a run measured, as git knows it: commit, branch and whether the work tree is dirty.
-
-Recorded with every run started inside a git work tree, as asv and pytest-benchmark record them,
-so that history can name the commit a step came with without ``--context commit=...``. Outside a
-work tree, or without git, there is nothing to record and nothing is said.
-
-A work tree may come from anyone (a colleague's benchmark folder, a CI artifact with its
-``.git``), and git runs commands a repository's own configuration names: ``core.fsmonitor`` on
-``status``, the clean and smudge filters ``.gitattributes`` assigns, hooks. Every git call here
-(``command``) switches those off, so reading a repository runs nothing of its choosing.
-"""
+"""The source a run measured, as git knows it (commit, branch, dirty), recorded as asv does so that
+history can name a step's commit. A work tree may come from anyone, and git runs what a
+repository's configuration names (fsmonitor, filters, hooks): every call here (``command``) turns
+those off, so reading a repository runs nothing of its choosing."""
 
 from __future__ import annotations
 
@@ -25,9 +18,8 @@ NEUTRAL = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c",
 
 
 def command(cwd: Path, *args: str) -> tuple[list[str], dict[str, str]]:
-    """The argument list and environment of ``git args`` run in ``cwd`` with nothing of the
-    repository's choosing executed: ``NEUTRAL``, and every filter driver its configuration
-    defines emptied (a filter's name comes from ``.gitattributes``, its command from the config)."""
+    """The argv and environment of ``git args`` in ``cwd`` running nothing of the repository's choosing
+    (``NEUTRAL``, and every filter driver its configuration defines emptied)."""
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0",  # never lock (or rewrite) the index
            "GIT_NO_LAZY_FETCH": "1", "GIT_TERMINAL_PROMPT": "0"}
     filters: list[str] = []
@@ -55,9 +47,7 @@ def _git(cwd: Path, *args: str) -> str | None:
 
 
 def labels(cwd: str | os.PathLike[str] | None = None) -> dict[str, str]:
-    """``{"commit", "branch", "dirty"}`` of the git work tree holding ``cwd`` (default: the current
-    folder); empty outside one. ``branch`` is left out on a detached HEAD; ``dirty`` is ``yes`` when
-    tracked files differ from the commit."""
+    """``{"commit", "branch", "dirty"}`` of the work tree holding ``cwd``; empty outside one (no branch when detached)."""
     where = Path(cwd if cwd is not None else os.getcwd())
     commit = _git(where, "rev-parse", "--verify", "--quiet", "--short=12", "HEAD")
     if not commit:
@@ -74,8 +64,7 @@ def labels(cwd: str | os.PathLike[str] | None = None) -> dict[str, str]:
 
 
 def project(cwd: str | os.PathLike[str] | None = None) -> str:
-    """The folder a run belongs to: the top of the git work tree holding ``cwd`` (default: the
-    current folder), else that folder itself; resolved, so that two spellings of one folder agree."""
+    """The top of the git work tree holding ``cwd``, else that folder, resolved: the folder a run belongs to."""
     where = Path(cwd if cwd is not None else os.getcwd()).resolve()
     top = _git(where, "rev-parse", "--show-toplevel")
     return str(Path(top).resolve()) if top else str(where)

@@ -1,12 +1,6 @@
-"""The environment variables that change which kernels a library runs, on how many threads, and in
-what precision: the one list of them (GPU variables belong here too).
-
-``OPENBLAS_CORETYPE=Haswell`` makes OpenBLAS run its Haswell kernels on a CPU with AVX-512 (a 2.2x
-slower matmul, measured); ``MKL_ENABLE_INSTRUCTIONS`` and ``MKL_CBWR`` cap or pin MKL's code path;
-``XLA_FLAGS`` can cap XLA's ISA; ``NVIDIA_TF32_OVERRIDE`` changes GPU precision. None of that shows
-in a time unless it is recorded next to it: the parent records its own environment, each worker
-records the one it ran with (the parent adds thread limits for ``--threads``).
-"""
+"""The one list of environment variables that change which kernels a library runs, on how many
+threads, in what precision (``OPENBLAS_CORETYPE=Haswell``: a 2.2x slower matmul, measured). None
+shows in a time unless recorded beside it: the parent records its own, each worker the one it ran with."""
 
 from __future__ import annotations
 

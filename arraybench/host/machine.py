@@ -1,8 +1,5 @@
-"""What machine and libraries produced a result, gathered without importing torch, jax or cupy.
-
-Library-internal facts (BLAS, thread pools as each library sees them, GPU names) come from the
-workers, which report them when they start; the runner adds them under ``backends``.
-"""
+"""What machine and libraries produced a result, gathered without importing torch, jax or cupy; what
+only a library knows (BLAS, its thread pools, GPU names) the workers report under ``backends``."""
 
 from __future__ import annotations
 
@@ -25,39 +22,34 @@ from . import knobs
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS")
 
 
-def cpu_model() -> str:
-    """The CPU's marketing name, from /proc/cpuinfo where there is one."""
+def _cpuinfo() -> list[tuple[str, str]] | None:
+    """/proc/cpuinfo as (key in lower case, value) lines, ("", "") between CPUs; None without it."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+            return [(k.strip().lower(), v.strip()) for k, _, v in (line.partition(":") for line in f)]
     except OSError:
-        pass
-    return platform.processor() or platform.machine()
+        return None
+
+
+def cpu_model() -> str:
+    """The CPU's marketing name, from /proc/cpuinfo where there is one."""
+    name = next((v for k, v in _cpuinfo() or () if k == "model name"), None)
+    return name or platform.processor() or platform.machine()
 
 
 def physical_cores() -> int | None:
     """Physical cores (distinct socket/core pairs in /proc/cpuinfo); None where it does not say."""
     pairs = set()
     phys = core = None
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                key = key.strip().lower()
-                if key == "physical id":
-                    phys = value.strip()
-                elif key == "core id":
-                    core = value.strip()
-                elif not line.strip():
-                    if core is not None:
-                        pairs.add((phys, core))
-                    phys = core = None
-    except OSError:
-        return None
-    if core is not None:
-        pairs.add((phys, core))
+    for key, value in [*(_cpuinfo() or [("", "")]), ("", "")]:
+        if key == "physical id":
+            phys = value
+        elif key == "core id":
+            core = value
+        elif not key:
+            if core is not None:
+                pairs.add((phys, core))
+            phys = core = None
     return len(pairs) or None
 
 
@@ -110,20 +102,11 @@ ISA_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", 
 
 def cpu_flags() -> list[str]:
     """The CPU's feature flags as the kernel lists them (``flags`` on x86, ``Features`` on Arm)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip().lower() in ("flags", "features"):
-                    return value.split()
-    except OSError:
-        pass
-    return []
+    return next((v.split() for k, v in _cpuinfo() or () if k in ("flags", "features")), [])
 
 
 def fingerprint(found_gpus: list[dict[str, str]] | None = None) -> dict[str, Any]:
-    """What makes this machine this machine, without personal data: the CPU and its features, cores,
-    memory, GPUs and their driver, the OS, and a hash of the host name (not the name itself)."""
+    """What makes this machine this one, without personal data (the host name only hashed)."""
     flags = cpu_flags()
     host = socket.gethostname()
     return {
@@ -176,9 +159,8 @@ def collect(threads: int | None = None) -> dict[str, Any]:
 
 def merge_worker_info(env: dict[str, Any], backend: str, device: str, info: dict[str, Any],
                       environment: str = "") -> None:
-    """Fold a worker's self-report into the environment (BLAS, GPU name, thread pools); one of
-    an ``environment`` (``--python``, ``--variant``) under ``numpy/cpu[np126]``, the run's BLAS
-    only where it has no other."""
+    """Fold a worker's self-report into the environment; an ``environment``'s under ``numpy/cpu[np126]``,
+    its BLAS only where the run has no other."""
     from ..model.cell import worker_key
 
     # Update, not replace: what only one worker of the configuration reports (its kernels) stays.

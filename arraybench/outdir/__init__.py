@@ -1,42 +1,28 @@
-"""The output folder of a run: created, proven writable, locked for the run, and never clobbering
-a run, finished or not, unless told to (``--overwrite``).
-
-A plain run into a folder that holds a run is refused, as pyperf refuses to write over its output:
-the folder is the run (``results.json``, the journal, the report, the plots side by side), which
-``report``, ``compare`` and ``--resume`` name by its folder, so a run never moves aside into a
-numbered subfolder. Every finished run is also kept in the results store by its id (``arraybench
-compare last~1 last``), which is where numbered runs live. ``--overwrite`` first removes what the
-earlier run wrote there (the report files by their names, the plots the manifest
-``.arraybench-files`` lists, the workers' logs), and only those: nothing stale is mixed in with
-the new run, and nothing of the user's is touched.
-
-Everything here happens before anything is measured, so a mistake costs nothing. A run holds
-its folder's lock (``outdir/lock.py``) from before it reads or writes the journal until its report
-is written: two writers would interleave their journal lines. Which files are a run's own, and how
-``--overwrite`` clears them, is ``outdir/own_files.py``; what is left here is whether a folder may
-be claimed, and how a run in it is resumed.
-"""
+"""The output folder of a run: created, proven writable, locked, and never clobbering a run, finished
+or not, unless told to (``--overwrite``, which removes only what the earlier run wrote). The folder is
+the run, named by ``report``, ``compare`` and ``--resume``; numbered runs live in the store. A run
+holds the folder's lock (a ``flock``, dropped however the process dies) from before it touches the
+journal until its report is written: two writers would interleave journal lines."""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
+import warnings
 from pathlib import Path
+from types import TracebackType
 
 from ..errors import UsageError, option_name, spell, from_command_line
+from ..files import new_beside
 from ..model.journal import JOURNAL_NAME
-from .lock import FolderLock
-from .own_files import LOGS_NAME, REPLACED, check_own_files, check_writable, clear_previous
+from .own_files import LOGS_NAME, REPLACED, check_own_files, check_writable, clear_previous, reason
 
 
 def claim(path: str | Path, *, overwrite: bool = False, resume: bool = False,
           what: str = "--output-dir") -> FolderLock:
-    """Create the output folder, prove it writable and lock it for this run.
-
-    Refuses (``UsageError``, nothing changed) a folder that another run holds, a folder whose
-    journal is an unfinished run (unless ``overwrite``, or ``resume`` to continue it), and
-    ``journal.jsonl`` or ``logs`` that are links or the wrong kind of file.
-    """
+    """Create the output folder, prove it writable and lock it; ``UsageError`` (nothing changed) for one
+    another run holds, an unfinished run's (unless ``overwrite`` or ``resume``), or odd files in it."""
     out = _folder(path, what)
     # Checked first without the lock too, so that a refused run leaves no trace in the folder.
     FolderLock.check_free(out)
@@ -64,9 +50,7 @@ def _refuse(out: Path, keep_journal: bool) -> None:
 
 
 def claim_for_report(path: str | Path, what: str = "--output-dir") -> FolderLock:
-    """Lock a folder that report files alone are written into (``merge -o``): refused while a run
-    holds it, and where it holds a run's journal, whose results.json and report the merged ones
-    would replace (running, interrupted or finished: the run's own files stay its own)."""
+    """Lock a folder for report files alone (``merge -o``): refused while a run holds it or where it holds a run's journal."""
     out = _folder(path, what)
     FolderLock.check_free(out)
     _refuse_run(out)
@@ -91,8 +75,7 @@ def _refuse_run(out: Path) -> None:
 
 
 def prepare(path: str | Path, *, overwrite: bool, what: str = "--output-dir") -> Path:
-    """Create a folder for report files and prove it writable (no lock: nothing is measured);
-    refuse to replace an unfinished run unless ``overwrite``."""
+    """Create a folder for report files, proven writable (no lock); an unfinished run there needs ``overwrite``."""
     out = _folder(path, what)
     check_writable(out, f"{what} ")
     if not overwrite:
@@ -112,11 +95,7 @@ def _folder(path: str | Path, what: str) -> Path:
 
 
 def unfinished(out: Path) -> str | None:
-    """Why ``out`` holds a run that a fresh start would destroy, or None.
-
-    Judged from the journal alone, the one record of what was measured: a results.json beside
-    it may be from an older, finished run.
-    """
+    """Why ``out`` holds a run a fresh start would destroy, or None, judged from the journal alone."""
     from ..model.journal import JournalError, read
     from ..analysis.policy import RunState
 
@@ -137,8 +116,7 @@ def unfinished(out: Path) -> str | None:
 
 
 def finished(out: Path) -> str | None:
-    """Why ``out`` holds a finished run that a plain run would replace (call ``unfinished``
-    first), or None: a results.json, or a journal with something in it."""
+    """Why ``out`` holds a finished run a plain run would replace (after ``unfinished``), or None."""
     journal = out / JOURNAL_NAME
     if not ((out / REPLACED[0]).is_file()
             or (journal.is_file() and not journal.is_symlink() and not _nothing_journalled(journal))):
@@ -159,9 +137,7 @@ def _nothing_journalled(path: Path) -> bool:
 
 
 def unsealed_note(out: str | os.PathLike[str]) -> str:
-    """Where the run in ``out`` needs trust to resume (workload files, pickled workloads,
-    interpreters or variables) but was not sealed as this user's (no private data folder to keep
-    the key in), the flag its ``--resume`` needs and why, as said after the command; else ""."""
+    """Where the run in ``out`` needs trust to resume but was not sealed as this user's, the flag and why; else ""."""
     from ..model.untrusted import loads
     from ..workloads.trust import key_path
 
@@ -184,11 +160,124 @@ def unsealed_note(out: str | os.PathLike[str]) -> str:
 
 
 def resume_command(out: "str | os.PathLike[str]") -> str:
-    """How the caller continues the run in ``out``: ``arraybench run --resume OUT`` or
-    ``arraybench.resume('OUT')``; with the trust it needs where the run could not be sealed
-    (an unwritable data folder), which a plain ``--resume`` would refuse."""
+    """How the caller continues the run in ``out`` (command or API), with the trust an unsealed run needs."""
     note = unsealed_note(out)
     if from_command_line():
         return f"arraybench run --resume {out}{note}"
     return (f"arraybench.resume({str(out)!r}" + (", trust_folder=True)" + note.replace(" --trust-folder", "", 1)
                                                   if note else ")"))
+
+
+LOCK_NAME = ".arraybench.lock"
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: runs there are not locked
+    fcntl = None  # type: ignore[assignment]
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+class FolderLock:
+    """This process's claim on an output folder; ``release`` it, or let the process end."""
+
+    def __init__(self, folder: Path, fd: int | None) -> None:
+        self.folder = folder
+        self._fd = fd
+
+    @classmethod
+    def acquire(cls, folder: Path) -> "FolderLock":
+        """Lock ``folder`` or raise ``UsageError`` naming the run that holds it."""
+        path = folder / LOCK_NAME
+        while True:
+            try:
+                # O_NOFOLLOW: a link planted under the lock's name must not create a file elsewhere.
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o666)
+            except OSError as exc:
+                raise UsageError(f"{path}: cannot be opened to lock the folder ({reason(exc)})") from None
+            lock = cls._locked(folder, path, fd)
+            held = os.fstat(fd)
+            if held.st_nlink > 1:
+                # A hard-linked copy's lock (cp -al) is the original's too: give this folder its
+                # own (renamed in while the shared one is held) and lock that.
+                try:
+                    os.close(new_beside(path, b""))
+                except OSError as exc:
+                    lock.release()
+                    raise UsageError(f"{path}: cannot be replaced by a lock of this folder's own "
+                                     f"({reason(exc)})") from None
+                lock.release()
+                continue
+            try:
+                named = os.lstat(path)
+            except OSError:
+                named = None
+            if named is None or (named.st_ino, named.st_dev) != (held.st_ino, held.st_dev):
+                lock.release()  # replaced meanwhile: lock what the name now holds
+                continue
+            break
+        _write_pid(fd)  # only said to a second run, in its message
+        return lock
+
+    @classmethod
+    def check_free(cls, folder: Path) -> None:
+        """``UsageError`` if another run holds ``folder``; creates nothing."""
+        path = folder / LOCK_NAME
+        try:
+            fd = os.open(path, os.O_RDWR | _NOFOLLOW | _CLOEXEC)
+        except OSError:
+            return  # no lock file yet (or not one we can open): acquire() says what is wrong
+        with warnings.catch_warnings():  # an unlockable file system is said once, by acquire()
+            warnings.simplefilter("ignore")
+            cls._locked(folder, path, fd).release()
+
+    @classmethod
+    def _locked(cls, folder: Path, path: Path, fd: int) -> "FolderLock":
+        """``fd`` (open on the lock file) locked, or ``UsageError`` (``fd`` closed)."""
+        if fcntl is None:
+            return cls(folder, fd)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read_pid(fd)
+            os.close(fd)
+            who = f" (process {holder})" if holder else ""
+            raise UsageError(f"{folder}: another arraybench run is writing there{who}; wait for it "
+                             "to end, or choose another --output-dir") from None
+        except OSError as exc:
+            if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+                os.close(fd)
+                raise UsageError(f"{path}: cannot lock the folder ({reason(exc)})") from None
+            # A file system without locks (some network mounts): unlocked rather than not at all.
+            warnings.warn(f"{folder}: this file system cannot lock the folder ({reason(exc)}); "
+                          "make sure no other run writes there at the same time", stacklevel=3)
+        return cls(folder, fd)
+
+    def release(self) -> None:
+        """Give the folder back (closing the file drops the lock)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> "FolderLock":
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()
+
+
+def _write_pid(fd: int) -> None:
+    try:  # only said to a second run; a full disk must not stop this one
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except OSError:
+        pass
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None

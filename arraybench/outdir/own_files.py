@@ -1,7 +1,6 @@
-"""A run's own files in its output folder: the names it writes (the report files, the plots its
-manifest lists, the shipped workloads, the shard log, the workers' logs), checked to be plain files
-before a run starts, and removed by name, and only those, when ``--overwrite`` starts afresh.
-"""
+"""A run's own files in its output folder (report files, the plots its manifest lists, shipped
+workloads, logs): checked to be plain files before a run starts, and removed by name, only those,
+when ``--overwrite`` starts afresh."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ from ..errors import UsageError, one_line
 from ..files import kind
 from ..model.journal import JOURNAL_NAME
 from ..render.files import MANIFEST_NAME, manifest
-from .lock import reason
 
 LOGS_NAME = "logs"
 #: Files a run replaces by a rename (never written through): each must not be a folder.
@@ -27,10 +25,7 @@ WORKER_LOG = re.compile(r"[^/]+-p[0-9]+(?:-(?:fresh|reused))?\.log")
 
 
 def check_writable(out: Path, what: str = "") -> None:
-    """Create ``out`` if needed and write a file in it; ``UsageError`` if that cannot be done.
-
-    The probe has a name of its own (``mkstemp``), so runs that start together never share it.
-    """
+    """Create ``out`` if needed and write a uniquely named file in it; ``UsageError`` if that cannot be done."""
     try:
         out.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".arraybench-write-test-", dir=out)
@@ -54,8 +49,7 @@ def check_own_files(out: Path) -> None:
             raise UsageError(f"{out / name}: is a folder; arraybench writes a file there "
                              "(remove or rename it, or choose another folder)")
         if (out / name).is_symlink() or (out / name).exists() and not (out / name).is_file():
-            # Replaced by a rename only where it is a regular file (``files``): a link, pipe or
-            # device is never replaced, nor written through out of the folder.
+            # Only a regular file is replaced (``files``): never a link, pipe or device.
             raise UsageError(f"{out / name}: is {_kind(out / name)}; arraybench writes its own "
                              "file there and replaces only regular files (remove it, or choose "
                              "another folder)")
@@ -67,9 +61,7 @@ def check_own_files(out: Path) -> None:
 
 
 def _check_logs(logs: Path, depth: int = 2) -> None:
-    """The workers append to files in ``logs/`` (a cluster run's in ``logs/<node>/``): one there
-    that is a named pipe (a run blocked on it for ever, deaf to SIGTERM), a device, a socket or a
-    link is refused before anything runs."""
+    """Refuse a file in ``logs/`` that is a pipe (a run would block on it), device, socket or link."""
     try:
         entries = list(os.scandir(logs))
     except OSError:
@@ -94,15 +86,9 @@ def _kind(path: Path) -> str:
 
 
 def clear_previous(out: Path) -> list[str]:
-    """Remove what an earlier run wrote in ``out``, before ``--overwrite`` starts afresh; return
-    the names removed.
-
-    Only files arraybench names, and only in a folder that held a run (a journal, or a
-    results.json): the report files, the plots its manifest lists, the shipped workloads, the
-    shard log and the workers' logs by their names. Never a folder, never anything else; a link
-    is removed itself, never followed. The journal is left for the new run to start over
-    (``Journal.create``), so a run refused later still leaves one to ``--resume``.
-    """
+    """Remove, before ``--overwrite``, the files an earlier run wrote in ``out`` by name (only in a folder
+    that held a run; never a folder, links removed not followed); the names removed. The journal stays
+    for the new run to start over, so a run refused later still leaves one to ``--resume``."""
     removed: list[str] = []
     journal = _regular(out / JOURNAL_NAME)
     if not (journal or _regular(out / REPLACED[0])):
@@ -151,3 +137,8 @@ def _remove_file(path: Path) -> bool:
         raise UsageError(f"{path}: the earlier run's file cannot be removed ({reason(exc)}); remove it, "
                          "or choose another folder") from None
     return True
+
+
+def reason(exc: OSError) -> str:
+    """What the system said of a failed file operation, in words."""
+    return exc.strerror or str(exc)

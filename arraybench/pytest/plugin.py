@@ -89,7 +89,7 @@ def _check_baseline(settings: "Settings") -> None:
     """A named baseline must exist before minutes of measuring (``last`` is found at the end:
     a store not made yet holds none, which the end of the session says)."""
     from ..store import open_store, StoreError
-    from ..store.baseline import check_named
+    from ..store.refs import check_named
 
     if settings.compare is not None and settings.compare.startswith("last"):
         return

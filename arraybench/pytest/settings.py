@@ -87,7 +87,7 @@ def read(get: Callable[[str], Any]) -> Settings:
     compare = get("arraybench_compare")
     if compare is not None:
         compare = compare.strip()
-        from ..store.baseline import check_choice
+        from ..store.refs import check_choice
 
         if compare.startswith(GIT):
             if not compare[len(GIT):].strip():

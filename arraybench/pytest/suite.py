@@ -180,7 +180,7 @@ class Suite:
         from .. import api
         from ..render.comparison import gate_failures, gate_notes
         from ..store import open_store
-        from ..store.baseline import find as find_baseline
+        from ..store.refs import find as find_baseline
 
         choice, limit = self.settings.compare, self.settings.fail_above
         if self.settings.against is not None:

@@ -1,31 +1,25 @@
-"""One connection to a store's database, SQLite or PostgreSQL, behind the same few calls.
+"""One connection to a store's database, SQLite or PostgreSQL, behind the same few calls, and the
+versioned schema (``MIGRATIONS``: append a version, never edit a shipped one).
 
-SQL is written once, with ``?`` placeholders and types both databases read the same way (TEXT,
-INTEGER, DOUBLE PRECISION); PostgreSQL gets ``%s``. Every write happens in one transaction
-(``write()``): SQLite's ``BEGIN IMMEDIATE`` takes the write lock at once, so two writers queue
-instead of failing half-way, and a writer killed mid-transaction leaves the database as it was
-before it (SQLite's rollback journal, PostgreSQL's own transactions). Driver errors become one
-``StoreError`` line, its passwords redacted (``location.redact``).
-
-Nobody waits on a lock for ever: a store locked by another process is given up after
-``BUSY_TIMEOUT`` (SQLite: retried in Python, a short wait at a time, so that Ctrl-C and SIGTERM
-act at once instead of after SQLite's own wait; PostgreSQL: ``lock_timeout``, and a
-``statement_timeout`` for a statement that never ends; psycopg cancels the query on Ctrl-C).
-"""
+SQL is written once (``?`` placeholders, types both read alike). Every write is one transaction
+(SQLite's ``BEGIN IMMEDIATE``: writers queue instead of failing half-way); a lock is given up after
+``BUSY_TIMEOUT``, SQLite's waited on in short steps so a signal acts at once. Driver errors become
+one ``StoreError`` line, passwords redacted."""
 
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from ..errors import StoreWarning
-from .errors import StoreError
+from ..errors import StoreError
 from .location import describe_location, is_postgres, redact
 
-__all__ = ["BUSY_TIMEOUT", "Database", "StoreError", "StoreWarning", "connect"]
+__all__ = ["BUSY_TIMEOUT", "Database", "StoreError", "StoreWarning", "connect", "migrate"]
 
 #: How long a writer waits for another's transaction before giving up (seconds).
 BUSY_TIMEOUT = 60.0
@@ -90,8 +84,7 @@ class SQLite(Database):
             raise
 
     def _patiently(self, call: Callable[[], T]) -> T:
-        """``call()``, retried while another process holds the database, up to ``BUSY_TIMEOUT``:
-        short waits in Python, so that a signal is handled within one of them."""
+        """``call()``, retried in short waits (so a signal is handled) while another process holds the database."""
         deadline = time.monotonic() + BUSY_TIMEOUT
         while True:
             try:
@@ -183,3 +176,96 @@ class PostgreSQL(Database):
 def connect(location: str) -> Database:
     """A connection to the store at ``location`` (a resolved path or a postgresql:// URL)."""
     return PostgreSQL(location) if is_postgres(location) else SQLite(location)
+
+
+SCHEMA_VERSION = 2
+
+#: PostgreSQL advisory lock key: two processes opening a new store do not both create it.
+_LOCK_KEY = 16_016
+
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        # One row per run, with its whole results.json; ``run_id`` is stable across --resume, and
+        # ``content_sha`` tells a re-import of the same file from a run that went on.
+        """CREATE TABLE runs (
+            run_id TEXT PRIMARY KEY,
+            content_sha TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            stored_at TEXT NOT NULL,
+            complete INTEGER NOT NULL,
+            arraybench TEXT NOT NULL,
+            machine_id TEXT NOT NULL,
+            source TEXT NOT NULL,
+            context TEXT NOT NULL,
+            settings TEXT NOT NULL,
+            environment TEXT NOT NULL,
+            results TEXT NOT NULL
+        )""",
+        # One row per record, with what history filters and plots on.
+        """CREATE TABLE records (
+            run_id TEXT NOT NULL REFERENCES runs (run_id),
+            machine TEXT NOT NULL,
+            machine_id TEXT NOT NULL,
+            cell TEXT NOT NULL,
+            workload TEXT NOT NULL,
+            size_label TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            backend TEXT NOT NULL,
+            device TEXT NOT NULL,
+            dtype TEXT NOT NULL,
+            mode TEXT NOT NULL,
+            transfer INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            median_s DOUBLE PRECISION,
+            ci_low_s DOUBLE PRECISION,
+            ci_high_s DOUBLE PRECISION,
+            n_replicates INTEGER NOT NULL,
+            PRIMARY KEY (run_id, machine, cell)
+        )""",
+        "CREATE INDEX records_series ON records (machine_id, workload, cell)",
+        "CREATE INDEX runs_started ON runs (started_at)",
+    ),
+    2: (
+        # The folder a run began in (``refs``): ``last`` is the user's project's, not the machine's.
+        "ALTER TABLE runs ADD COLUMN project TEXT",
+    ),
+}
+
+
+def current_version(db: Database) -> int:
+    """The store's schema version (0: an empty database)."""
+    if db.dialect == "sqlite":
+        exists = db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'")
+    else:
+        exists = [r for r in db.execute("SELECT to_regclass('schema_version')") if r[0] is not None]
+    if not exists:
+        return 0
+    rows = db.execute("SELECT MAX(version) FROM schema_version")
+    return int(rows[0][0] or 0) if rows else 0
+
+
+def migrate(db: Database) -> int:
+    """Bring the store to ``SCHEMA_VERSION``; return the version it had."""
+    found = current_version(db)
+    if found == SCHEMA_VERSION:
+        return found
+    _refuse_newer(db, found)
+    with db.write():
+        if db.dialect == "postgresql":
+            db.execute(f"SELECT pg_advisory_xact_lock({_LOCK_KEY})")
+        db.execute("CREATE TABLE IF NOT EXISTS schema_version "
+                   "(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
+        found = current_version(db)  # again, under the lock: another process may have migrated
+        _refuse_newer(db, found)
+        now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        for version in range(found + 1, SCHEMA_VERSION + 1):
+            for statement in MIGRATIONS[version]:
+                db.execute(statement)
+            db.execute("INSERT INTO schema_version (version, applied_at) VALUES (?, ?)", (version, now))
+    return found
+
+
+def _refuse_newer(db: Database, found: int) -> None:
+    if found > SCHEMA_VERSION:
+        raise StoreError(f"store {describe_location(db.location)}: schema version {found} is newer than "
+                         f"this arraybench's ({SCHEMA_VERSION}); upgrade arraybench to use it")

@@ -1,9 +1,5 @@
-"""Keeping finished runs in a store, and reading a run's own history back for its report.
-
-A run is measured and saved before it is stored, so nothing here may undo it: a store that cannot
-be opened, written or read is one ``StoreWarning``, and results.json keeps the run
-(``arraybench store import`` adds it later).
-"""
+"""Keeping finished runs in a store, and reading a run's history back for its report. A run is saved
+before it is stored, so nothing here may undo it: a store that fails is one ``StoreWarning``."""
 
 from __future__ import annotations
 
@@ -27,12 +23,8 @@ StoreChoice = Union[bool, str, "os.PathLike[str]"]
 
 def store_run(results: Results, store: StoreChoice = True, *, source: str = "",
               history: bool = False) -> "History | None":
-    """Append ``results`` to a store (see ``run``); with ``history``, return the history of the
-    run's cells on its machine when the store holds earlier runs of them.
-
-    Never raises for the store's sake: a store that cannot be opened or written is one
-    ``StoreWarning``, and results.json keeps the run (``arraybench store import`` adds it later).
-    """
+    """Append ``results`` to a store (see ``run``), never raising for the store's sake; with ``history``,
+    the history of its cells on its machine where the store holds earlier runs of them."""
     if store is False or store is None:
         return None
     location = None if store is True else store
@@ -71,9 +63,7 @@ def _warn(text: str) -> None:
 
 
 def history_of_run(results: Results, store: StoreChoice = True) -> "History | None":
-    """The history of ``results``' cells on its machine, from a store (as a run's report shows
-    it); None where the store holds no earlier run of them. A store that cannot be read is a
-    ``StoreWarning`` and None."""
+    """The history of ``results``' cells on its machine from a store, or None (a failure is a ``StoreWarning``)."""
     if store is False or store is None:
         return None
     try:

@@ -1,10 +1,5 @@
-"""Where the store is: the user's data folder by default, a file path, or a PostgreSQL URL.
-
-The default is the platform's folder for per-user application data, as ``platformdirs`` knows it:
-``$XDG_DATA_HOME/arraybench`` or ``~/.local/share/arraybench`` on Linux and other Unixes,
-``~/Library/Application Support/arraybench`` on macOS, ``%LOCALAPPDATA%\\arraybench`` on Windows;
-the file is ``results.sqlite`` in it.
-"""
+"""Where the store is: a file path, a PostgreSQL URL, or by default ``results.sqlite`` in the user's
+data folder as ``platformdirs`` knows it (``~/.local/share/arraybench`` on Linux)."""
 
 from __future__ import annotations
 
@@ -15,7 +10,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import platformdirs
 
-from .errors import StoreError
+from ..errors import StoreError
 
 STORE_FILE = "results.sqlite"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -61,11 +56,8 @@ _PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s\"']*?(?=:?(
 
 
 def redact(text: object, location: str | None = None) -> str:
-    """``text`` with every password in it replaced by ``***``: a URL's ``user:password@``, a
-    ``password=`` parameter (in a URL's query or a connection string), and, where ``location`` is
-    given, that location's own password wherever the text quotes it (a driver's error message
-    that echoes part of a malformed URL). Every place arraybench shows a store's location, or a
-    message about one, goes through here."""
+    """``text`` with every password replaced by ``***`` (a URL's ``user:password@``, a ``password=``
+    parameter, and ``location``'s own wherever quoted). Every shown location or message goes through here."""
     out = _PASSWORD.sub(r"\1***", _USERINFO.sub(r"\1***@", str(text)))
     for secret in _secrets(location) if location else ():
         out = out.replace(secret, "***")

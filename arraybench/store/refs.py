@@ -1,17 +1,8 @@
-"""Naming a stored run: its id (or its first characters), ``last`` (the latest run of this project
-on this machine) or ``last~N`` (the N-th run before that one), as git names commits;
-``machine:last`` and ``machine:last~N`` count every project's runs on this machine.
-
-A project is the git work tree a run was started in (its top folder), else the folder itself: on
-a shared machine or CI runner, one store holds everyone's runs, and ``last`` must be yours. Runs
-stored before arraybench recorded the project have none and are named only machine-wide: whose
-they were cannot be told, and taking them for anyone's would compare strangers' runs again.
-
-``compare``, ``report`` and ``history`` take these wherever they take a run's folder, so that a
-run replaced in its folder (``--overwrite``) or measured elsewhere is still at hand:
-``arraybench compare last~1 last``. ``run_fields`` and ``run_line`` say which run a comparison
-compared: its id, date, folder and commit.
-"""
+"""Naming a stored run, as git names commits: its id (or its first characters), ``last`` (the latest
+of this project on this machine), ``last~N``; ``machine:`` counts every project's. A project is the
+git work tree a run began in, else its folder: a shared store holds everyone's runs, and ``last``
+must be yours (runs stored before projects were recorded are named only machine-wide). A pytest
+session's baseline (``find``) is the newest such run that measured any of its cells."""
 
 from __future__ import annotations
 
@@ -20,7 +11,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import StoreError
+from ..errors import UsageError
+from ..errors import StoreError
 
 if TYPE_CHECKING:
     from ..model.results import Results
@@ -41,9 +33,7 @@ def is_reference(text: str) -> bool:
 
 
 def run_id_of(store: "Store", ref: str, machine: str | None = None, project: str | None = None) -> str:
-    """The id of the run ``ref`` names in ``store``; ``last`` counts only ``machine``'s runs (a
-    machine id, None for every machine) of ``project`` (a folder, None for every project), and
-    ``machine:last`` every project's. ``StoreError`` says why none matches."""
+    """The id of the run ``ref`` names; ``last`` counts ``machine``'s runs of ``project`` (None: all); ``StoreError`` if none."""
     last = LAST.fullmatch(ref)
     if last:
         back = int(last.group(2) or 0)
@@ -84,17 +74,14 @@ def this_machine() -> str:
 
 
 def this_project() -> str:
-    """The project the current folder belongs to, as its runs are stored under: the top of its
-    git work tree, else the folder itself."""
+    """The project the current folder belongs to, as its runs are stored under."""
     from ..host import git
 
     return git.project()
 
 
 def run_fields(results: "Results") -> dict[str, str | None]:
-    """Which run ``results`` is: ``id``, ``date`` (when it started, ISO 8601), ``folder`` (its
-    project) and ``commit`` (``+dirty`` where the work tree differed from it); None where not
-    recorded."""
+    """Which run ``results`` is: ``id``, ``date``, ``folder`` and ``commit`` (``+dirty``); None where unrecorded."""
     from ..model.runs import run_id
 
     env = results.environment
@@ -107,8 +94,7 @@ def run_fields(results: "Results") -> dict[str, str | None]:
 
 
 def run_line(role: str, results: "Results", width: int | None = None) -> str:
-    """``base: run 1a2b…, 2026-12-06 07:29:41 UTC, /src/proj, commit abc123`` (``role``: its part in
-    the comparison); with ``width``, wrapped between words under its first word."""
+    """``base: run 1a2b…, 2026-12-06 07:29:41 UTC, /src/proj, commit abc123``, wrapped to ``width``."""
     fields = run_fields(results)
     date = fields["date"]
     if date and len(date) >= 16 and date[10] == "T":  # ISO 8601 in UTC, as runs record it
@@ -129,12 +115,8 @@ def _text(value: object) -> str | None:
 
 
 def load_run(given: "str | os.PathLike[str]", location: "str | os.PathLike[str] | None" = None) -> "Results":
-    """A run named by a user: a results.json or the folder holding one, else a run in the store
-    at ``location`` (None: the default store) named by ``FORMS``; ``last`` is this project's on
-    this machine, ``machine:last`` this machine's.
-
-    A path that exists is always read as one; ``ResultsError`` or ``StoreError`` says in one
-    line what is wrong."""
+    """A run a user named: a results.json or its folder (a path that exists is always read as one), else a
+    stored run named by ``FORMS``; ``ResultsError`` or ``StoreError`` in one line."""
     from ..errors import ResultsError
     from ..model.results import load, resolve
     from .store import open_store
@@ -152,3 +134,62 @@ def load_run(given: "str | os.PathLike[str]", location: "str | os.PathLike[str] 
     with open_store(location, create=False) as store:
         return stored_results(store, text, this_machine() if last else None,
                               this_project() if last and not last.group(1) else None)
+
+
+#: What a run id given to the pytest plugin may be (checked before anything is measured).
+_RUN_ID = re.compile(r"[0-9A-Za-z_-]+")
+
+
+def check_choice(text: str) -> None:
+    """``UsageError`` unless ``text`` is ``last``, ``last~N`` or something a run id could be."""
+    if not (LAST.fullmatch(text) or _RUN_ID.fullmatch(text)):
+        raise UsageError(f"--arraybench-compare: {text!r} is not last, last~N or a run id "
+                         "(arraybench store list shows them)")
+
+
+def check_named(store: "Store", text: str) -> None:
+    """A named run must be in the store before anything is measured (``UsageError`` if not)."""
+    if LAST.fullmatch(text):
+        return
+    matches = [r.run_id for r in store.runs() if r.run_id.startswith(text)]
+    if len(matches) != 1:
+        how = "no run" if not matches else f"{len(matches)} runs"
+        raise UsageError(f"--arraybench-compare={text}: {how} in store {store.describe()} "
+                         f"{'has' if not matches else 'have'} that id "
+                         f"({'arraybench store list shows them' if not matches else 'give more of it'})")
+
+
+def find(store: "Store", text: str, new: "Results") -> tuple["Results | None", str]:
+    """The baseline for ``new`` and a line saying which run it is (or why there is none)."""
+    from ..model.machines import machine_id_of
+
+    last = LAST.fullmatch(text)
+    if not last:
+        base = store.results(text)
+        return base, f"compared with run {_id(base)} (--arraybench-compare={text})"
+    back = int(last.group(2) or 0)
+    cells = {r.key for r in new.records}
+    machine = machine_id_of(new.environment) or None
+    # This project's runs only, unless `machine:` asks for every project's (see ``refs``).
+    project = None if last.group(1) else new.environment.get("project")
+    entries, runs = store.entries(workloads=sorted({r.workload for r in new.records}), machine=machine)
+    own = new.environment.get("run_id")
+    sharing = {e.run_id for e in entries if e.cell in cells and e.run_id != own
+               and runs[e.run_id].complete and e.status == "ok"
+               and (project is None or runs[e.run_id].environment.get("project") == project)}
+    newest_first = sorted(sharing, key=lambda rid: (runs[rid].started_at, rid), reverse=True)
+    if back >= len(newest_first):
+        held = len(newest_first)
+        return None, (f"nothing to compare with: store {store.describe()} holds {held} earlier "
+                      f"run{'s' if held != 1 else ''} of these cells on this machine"
+                      + (" in this project" if project else "")
+                      + (" (--arraybench-save stores this one)" if not held else f", not {back + 1}")
+                      + (f"; machine:{text} counts every project's" if project else ""))
+    rid = newest_first[back]
+    return store.results(rid), f"compared with run {rid}, started {runs[rid].started_at[:19]} ({text})"
+
+
+def _id(results: "Results") -> str:
+    from ..model.runs import run_id
+
+    return run_id(results)

@@ -1,16 +1,7 @@
-"""The store: runs in, history out.
-
-``Store.add`` appends a run in one transaction (its row and its records, or nothing), and is
-idempotent: the same results twice add nothing; a run that went on (``--resume``) replaces its
-earlier, interrupted self. A copy that does not hold every measurement the stored run holds never
-replaces it (``refused``): a results.json is anyone's to edit, and its run id with it.
-Concurrent writers queue on the database's write lock and lose nothing.
-
-``Store.entries`` reads the records that ``arraybench history`` turns into series. A store is
-read as untrusted: a row whose values do not have their types (a median that is text, a context
-that is a list, an environment that is not an object) is skipped, and ``Store.notes`` says which
-and why, one line each.
-"""
+"""The store: runs in, history out. ``Store.add`` appends a run in one transaction, idempotently; a
+run that went on (``--resume``) replaces its interrupted self, but a copy lacking a measurement the
+stored one holds never does (a results.json is anyone's to edit). Rows are read as untrusted: one
+of the wrong shape is skipped, and ``Store.notes`` says which."""
 
 from __future__ import annotations
 
@@ -21,15 +12,13 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from ..model.runs import Entry, RunInfo
 from ..errors import one_line
 from ..model import schema, untrusted
 from ..model.untrusted import check_environment
 from ..model.machines import environment_of, machine_id_of
-from .database import Database, StoreError, connect
-from ..model.runs import content_sha, run_id
+from ..model.runs import Entry, RunInfo, content_sha, run_id
 from .location import default_location, describe_location, is_postgres, redact, resolve_location
-from .migrations import migrate
+from .database import Database, StoreError, connect, migrate
 
 if TYPE_CHECKING:
     from ..model.results import Results
@@ -40,11 +29,9 @@ ADDED, SAME, UPDATED, KEPT, NOT_A_RUN, REFUSED = ("added", "already stored", "up
 
 @dataclass(frozen=True)
 class Added:
-    """What ``Store.add`` did with one run: ``outcome`` is one of ``added``, ``already stored``,
-    ``updated`` (the run went on since it was stored: this copy holds every measurement the stored
-    one holds, and more), ``kept`` (the store holds it complete and this copy is not), ``refused``
-    (another run with this run's id: this copy lacks measurements the stored one holds, so it
-    would lose them), ``not a run`` (a merge of runs: its runs are stored on their own)."""
+    """What ``Store.add`` did with one run: ``outcome`` is ``added``, ``already stored``, ``updated`` (it
+    went on), ``kept`` (the stored one is complete and this is not), ``refused`` (it lacks measurements
+    the stored one holds) or ``not a run`` (a merge: its runs are stored on their own)."""
 
     run_id: str
     outcome: str
@@ -139,8 +126,7 @@ class Store:
     # -- reading --------------------------------------------------------------------------------
     def runs(self, *, since: str | None = None, machine: str | None = None,
              project: str | None = None) -> list[StoredRun]:
-        """The runs stored, oldest first (``since``: an ISO time; ``machine``: a machine id prefix;
-        ``project``: the folder the run was started in, exactly)."""
+        """The runs stored, oldest first, since an ISO time, of a machine id prefix, of a project."""
         where, params = _where(since=since, machine=machine, table="runs")
         if project is not None:
             where += (" AND" if where else " WHERE") + " project = ?"
@@ -252,11 +238,8 @@ class Store:
 
 
 def open_store(location: str | os.PathLike[str] | None = None, *, create: bool = True) -> Store:
-    """Open (creating and migrating as needed) the store at ``location``: a file path (SQLite),
-    a ``postgresql://`` URL, or ``None`` for the default in the user's data folder.
-
-    ``create=False`` (the commands that only read): a SQLite file that is not there is a
-    ``StoreError`` saying so, never a new store and folders at a mistyped path."""
+    """Open (creating and migrating) the store at ``location`` (None: the default). ``create=False``: a
+    missing SQLite file is a ``StoreError``, not a new store at a mistyped path."""
     resolved = resolve_location(location)
     if not create and not is_postgres(resolved) and not os.path.lexists(resolved):
         default = location is None or resolved == default_location()
@@ -333,8 +316,7 @@ def _replicates(data: Any) -> dict[tuple[str, str], list[str]]:
 
 
 def _continues(stored: Any, results: "Results") -> bool:
-    """Whether ``results`` holds every replicate the stored copy of the run holds: the same run
-    gone on (``--resume``), so that replacing the stored copy loses no measurement."""
+    """Whether ``results`` holds every replicate the stored copy holds (it went on), so replacing loses none."""
     new = _replicates(json.loads(_json(results.to_dict())))
     for key, replicates in _replicates(stored).items():
         have = list(new.get(key, ()))

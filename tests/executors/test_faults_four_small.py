@@ -18,7 +18,7 @@ from arraybench.errors import UsageError
 from arraybench.executors.local import worker_variables
 from arraybench.executors.worker_log import last_error
 from arraybench.host import environments
-from arraybench.host.allocator import choice_ignored
+from arraybench.host.threads import choice_ignored
 from arraybench.model.cell import Config
 from arraybench.model.options import RunOptions
 from arraybench.outdir.own_files import WORKER_LOG

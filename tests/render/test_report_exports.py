@@ -143,7 +143,7 @@ def test_report_never_writes_into_another_runs_folder(real_run, tmp_path: Path):
     in one line with B untouched (merge -o's rule); a folder of no run takes the report."""
     import shutil
 
-    from arraybench.outdir.lock import FolderLock
+    from arraybench.outdir import FolderLock
 
     other = tmp_path / "other"
     shutil.copytree(real_run.out, other)

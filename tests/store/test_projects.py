@@ -117,7 +117,7 @@ def test_a_run_records_its_project_and_run_compare_names_both_runs(tmp_path: Pat
 
 
 def test_pytests_last_is_this_projects_session_too(tmp_path: Path):
-    from arraybench.store import baseline
+    from arraybench.store import refs as baseline
 
     store = tmp_path / "runs.sqlite"
     ours = _stored(store, 1, "/src/ours")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from arraybench.store import open_store
-from arraybench.store.errors import StoreError
+from arraybench.store import StoreError
 from arraybench.store.refs import run_id_of, stored_results
 
 from ..synthetic import timed_run

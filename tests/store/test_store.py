@@ -18,7 +18,7 @@ import pytest
 from arraybench.model.record import Record
 from arraybench.store import StoreError, open_store
 from arraybench.model.runs import run_id
-from arraybench.store.migrations import SCHEMA_VERSION
+from arraybench.store.database import SCHEMA_VERSION
 
 from ..conftest import FAST, ROOT, run_here
 from ..synthetic import timed_run

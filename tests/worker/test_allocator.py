@@ -19,7 +19,7 @@ import arraybench
 from arraybench.analysis.aggregate import allocator_states_differ
 from arraybench.render.explanations import allocator_states
 from arraybench.numeric.intervals import replicate_interval
-from arraybench.host.allocator import uncontrolled_reason, with_state
+from arraybench.host.threads import uncontrolled_reason, with_state
 from arraybench.model.replicate import LARGE_OUTPUT_BYTES, USER_VARIABLES, environment
 from arraybench.analysis.policy import takes_turn
 from arraybench.model.record import Record
@@ -35,7 +35,7 @@ def doubled(xp, x):
     return x * 2.0
 '''
 PAGE = 4096
-#: What makes arraybench leave the allocator alone (host/allocator): not inherited by these runs.
+#: What makes arraybench leave the allocator alone (host/threads): not inherited by these runs.
 CHOSEN_BY_USER = (*USER_VARIABLES, "GLIBC_TUNABLES", "LD_PRELOAD")
 
 

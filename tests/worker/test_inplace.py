@@ -367,9 +367,9 @@ def test_param_sets_a_setting_for_the_run_in_the_workloads_own_type():
     (cell,) = cells(steps="5", mode="half")
     assert cell.params == {"steps": 5, "mode": "half"} and type(cell.params["steps"]) is int
     assert cell.key.endswith("|steps=5,mode=half")
-    with pytest.raises(arraybench.UsageError, match=r"--param steps=2\.5: setting steps is a whole number"):
+    with pytest.raises(arraybench.UsageError, match=r"--params steps=2\.5: setting steps is a whole number"):
         cells(steps="2.5")
-    with pytest.raises(arraybench.UsageError, match="--param stepz: no selected workload has a setting of that "
+    with pytest.raises(arraybench.UsageError, match="--params stepz: no selected workload has a setting of that "
                                                     "name; did you mean 'steps'\\? their settings: stepper: mode, steps"):
         cells(stepz="5")
     with pytest.raises(arraybench.UsageError, match="must be a Python bool, int, float, str or None"):
@@ -410,7 +410,7 @@ def test_param_on_the_command_line_reaches_the_workload_and_a_resume_keeps_it(tm
     assert record.status == "ok" and record.params == {"tsteps": 3}
     bad = run_here("run", *common, "--param", "tsteps=many", "-o", str(tmp_path / "bad"), cwd=ROOT)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
-    assert "--param tsteps=many: setting tsteps is a whole number (its default is 20)" in bad.stderr
+    assert "--params tsteps=many: setting tsteps is a whole number (its default is 20)" in bad.stderr
     again = run_here("run", "--resume", str(out), "--param", "tsteps=4", cwd=ROOT)
     assert again.returncode == 2 and "params" in again.stderr, again.stderr
 

@@ -82,9 +82,9 @@ def test_param_aimed_at_one_workload_changes_only_that_one():
 
 
 @pytest.mark.parametrize(("params", "message"), [
-    ({"nope.N": "3"}, r"--param nope\.N: no selected workload is named 'nope' \(selected: jac\.2d, other\)"),
-    ({"other.tsteps": "3"}, r"--param other\.tsteps: workload 'other' has no setting 'tsteps' \(its settings: N\)"),
-    ({"other.N": "many"}, r"--param other\.N=many: setting N is a whole number"),
+    ({"nope.N": "3"}, r"--params nope\.N: no selected workload is named 'nope' \(selected: jac\.2d, other\)"),
+    ({"other.tsteps": "3"}, r"--params other\.tsteps: workload 'other' has no setting 'tsteps' \(its settings: N\)"),
+    ({"other.N": "many"}, r"--params other\.N=many: setting N is a whole number"),
     ({".N": "3"}, r"params key '\.N' is not a parameter name \(NAME, or WORKLOAD\.NAME"),
 ])
 def test_a_param_aimed_wrong_is_one_line(params, message):
@@ -104,7 +104,7 @@ def test_param_aimed_at_a_workload_on_the_command_line_and_in_the_project_file(t
     assert record.status == "ok" and record.params == {"tsteps": 3}
     bad = run_here("run", *common, "--param", "jacobi2d.tsteps=3", "-o", str(tmp_path / "bad"), cwd=ROOT)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
-    assert "--param jacobi2d.tsteps: no selected workload is named 'jacobi2d'" in bad.stderr
+    assert "--params jacobi2d.tsteps: no selected workload is named 'jacobi2d'" in bad.stderr
     # [tool.arraybench] param = [...] goes through the same parser as --param.
     (tmp_path / "pyproject.toml").write_text('[tool.arraybench]\nparam = ["jacobi_2d.tstep=3"]\n')
     project = run_here("run", *common, "-o", str(tmp_path / "project"), cwd=tmp_path)
