@@ -1,20 +1,10 @@
-"""What one call costs besides time: its peak memory and, where the hardware tells, its energy.
+"""What one call costs besides time: its peak memory and, where the hardware tells, its energy;
+and an out-of-memory error in words.
 
-Both are measured after sampling, around calls of their own, never inside the timed loop: reading
-``/proc`` or resetting a library's counters between timed calls would be timed with them.
-
-Peak memory on the host is the process's resident high-water mark: writing "5" to
-``/proc/self/clear_refs`` resets ``VmHWM`` to the present ``VmRSS`` (Linux >= 4.0), so after one
-call ``VmHWM - VmRSS(before)`` is what the call added at its highest. Freed memory the C allocator
-still holds would serve the call without raising the resident size, so it is handed back first
-(``malloc_trim``). On a GPU the library's own accounting answers (``Backend.device_peak``).
-
-Energy comes from counters the hardware keeps: RAPL on the CPU (``/sys/class/powercap``), NVML's
-total-energy counter on NVIDIA GPUs. Where none is readable (a VM, no permission), the replicate
-keeps why, never a figure. A counter is read as a side reading, and judged before it becomes one: a
-counter that did not move over the burst (frozen), ran backwards (beyond a wrap its range allows)
-or moved more than the hardware can draw in the time (a jump) gives no figure, and says so; what
-happens to the energy never touches the samples.
+Both are measured after sampling, around calls of their own, never inside the timed loop. Peak
+memory on the host is the resident high-water mark (``clear_refs`` 5 resets ``VmHWM``), the C
+allocator's free memory handed back first; on a GPU the library's own accounting answers. Energy
+comes from RAPL or NVML's counter, judged (frozen, backwards, a jump) before it becomes a figure.
 """
 
 from __future__ import annotations
@@ -22,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import gc
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -278,3 +269,81 @@ def _energy(backend: Any, call: Callable[[], Any], span_s: float, rapl: Rapl | N
         return Energy(None, why)
     return Energy(rapl.joules(before, after) / calls,
                   "CPU package energy from RAPL, the machine's idle draw included")
+
+
+# -- out of memory: each library's own message (checked against its source), in words
+
+_UNITS = {
+    "": 1, "b": 1, "byte": 1, "bytes": 1,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50, "eib": 2**60,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15,
+}
+# NumPy prints sizes with "%.3g" and a trailing point: "Unable to allocate 149. GiB".
+_SIZE = r"(\d[\d,]*(?:\.\d*)?)\s*(bytes|byte|[KMGTPE]i?B|B)?\b"
+_NEEDED = re.compile(r"(?:tried to allocate|trying to allocate|unable to allocate|allocating)\s+" + _SIZE,
+                     re.IGNORECASE)
+_FREE = (
+    re.compile(r"of which\s+" + _SIZE + r"\s+is free", re.IGNORECASE),  # torch >= 2.1
+    re.compile(r";\s*" + _SIZE + r"\s+free;", re.IGNORECASE),  # torch < 2.1
+)
+_TOTAL = (
+    re.compile(r"total capacity of\s+" + _SIZE, re.IGNORECASE),
+    re.compile(_SIZE + r"\s+total capacity", re.IGNORECASE),
+)
+
+
+_ENFORCE = re.compile(r"^\[enforce fail at [^\]]*\]\s*(?:[^.]*==[^.]*\.\s*)?")
+
+
+def _bytes(number: str, unit: str | None) -> int:
+    return int(float(number.replace(",", "")) * _UNITS[(unit or "").lower()])
+
+
+def needed_bytes(message: str) -> int | None:
+    """The allocation that failed, as the library's message states it; None if it does not."""
+    m = _NEEDED.search(message)
+    return _bytes(*m.groups()) if m else None
+
+
+def available_in_message(message: str) -> tuple[int | None, int | None]:
+    """(free, total) bytes where the message itself says them (PyTorch on CUDA does)."""
+    free = next((_bytes(*m.groups()) for p in _FREE if (m := p.search(message))), None)
+    total = next((_bytes(*m.groups()) for p in _TOTAL if (m := p.search(message))), None)
+    return free, total
+
+
+def format_bytes(n: int) -> str:
+    """``8000000000`` -> ``"7.45 GiB"``."""
+    value = float(n)
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if value < 1024 or unit == "PiB":
+            return f"{n} bytes" if unit == "bytes" else f"{value:.3g} {unit}"
+        value /= 1024
+    return f"{n} bytes"  # unreachable
+
+
+def describe(message: str, stage: str, available: tuple[int, int] | None, where: str) -> str:
+    """``out of memory during the first call (needed 7.11 PiB, available 9.8 GiB of 15.6 GiB host
+    memory): <the library's own words>``.
+
+    ``available`` is (free, total) bytes as the backend sees them now, used where the message does
+    not say; ``where`` names the memory ("host memory", "on the GPU").
+    """
+    parts = []
+    needed = needed_bytes(message)
+    if needed is not None:
+        parts.append(f"needed {format_bytes(needed)}")
+    free, total = available_in_message(message)
+    if free is None and available is not None:
+        free, total = available
+    if free is not None:
+        of = f" of {format_bytes(total)}" if total else ""
+        parts.append(f"available {format_bytes(free)}{of} {where}".rstrip())
+    head = f"out of memory during {stage}"
+    if parts:
+        head += f" ({', '.join(parts)})"
+    detail = " ".join(message.split())
+    detail = _ENFORCE.sub("", detail)  # PyTorch's C++ assertion prefix says nothing to a user
+    if len(detail) > 240:
+        detail = detail[:239] + "…"
+    return f"{head}: {detail}" if detail else head

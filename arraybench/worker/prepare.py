@@ -27,10 +27,11 @@ from ..workloads.binding import Bound, bind
 from ..workloads.definition import Workload
 from ..workloads.inputs import input_bytes
 from .references import UNCHECKED, ReferenceCache, is_none, narrower_than_numpys
-from .effects import FirstCall, ForeignResult, dtype_of, fingerprint, input_names, look, output_bytes, to_host
+from .effects import (FirstCall, ForeignResult, Watch, dtype_of, fingerprint, input_names, look, output_bytes, to_host,
+                      workload_arrays)
 from .fresh import FreshInputs, fresh_inputs
-from .second_look import host_copy, known_limitation, second_opinion
-from .numpy_calls import Watch
+from .accuracy import known_limitation, second_opinion
+
 
 
 @dataclass
@@ -97,10 +98,8 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         if cell.transfer:
             bound = _with_transfer(backend, wl, cell, host, params)
         else:
-            # Host-placed inputs are copies too: ``host`` stays as built, for the reference and
-            # to see what a call changed.
-            arrays = tuple(host_copy(h) for h in host) if wl.placement == "host" \
-                else tuple(backend.asarray(h) for h in host)
+            # ``host`` stays as built, for the reference and to see what a call changed.
+            arrays = workload_arrays(backend, wl, host)
             stage = "binding"
             bound = bind(wl, backend, cell.mode, arrays, cell.dtype, params)
         rep.method = bound.method + (" +transfer" if cell.transfer else "")
@@ -287,8 +286,6 @@ def _classify(backend: Backend, cell: Cell, stage: str, exc: BaseException,
 
 def _out_of_memory(backend: Backend, stage: str, exc: BaseException) -> str:
     """``out of memory during ... (needed X, available Y of Z ...): the library's words``."""
-    from . import memory
-
     gc.collect()  # what the failed attempt left behind is not "in use"
     try:
         backend.free()
@@ -296,7 +293,7 @@ def _out_of_memory(backend: Backend, stage: str, exc: BaseException) -> str:
     except Exception:  # asked right after a failure: the device may refuse to answer
         available = None
     where = "host memory" if backend.device == "cpu" else f"on the {backend.device.upper()}"
-    return memory.describe(str(exc).strip() or type(exc).__name__, stage, available, where)
+    return footprint.describe(str(exc).strip() or type(exc).__name__, stage, available, where)
 
 
 def _ended(backend: Backend, prepared: Prepared, status: Status, reason: str) -> Prepared:

@@ -34,6 +34,7 @@ import numpy as np
 from numpy.lib.format import read_array, write_array
 
 from ..workloads.check import Noise
+from .effects import host_copy
 from ..workloads.definition import Workload
 from ..workloads.inputs import Inputs, make_inputs
 from ..workloads.params import accepted, text as params_text
@@ -141,7 +142,7 @@ def narrower_than_numpys(wl: Workload, host: tuple[Any, ...], params: dict[str, 
             or np.finfo(got).eps <= np.finfo(want).eps:
         return False
     try:
-        copies = tuple((list(h) if isinstance(h, list) else np.array(h, copy=True)) for h in host)
+        copies = tuple(host_copy(h) for h in host)
         ref = wl.reference
         if ref is not None:
             produced = single_threaded(lambda: wl.result_of(
