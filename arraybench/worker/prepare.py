@@ -125,7 +125,6 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         status, reason = _classify(backend, cell, stage, exc, origin)
         return _ended(backend, prepared, status, reason + numpy_watch.hint())
     out_dtype, out = seen.dtype, seen.result
-    run.first_result = None  # the check has what it needs; free device memory now
 
     def ready() -> Prepared:
         rep.output_bytes = output_bytes(out)

@@ -226,8 +226,8 @@ class Timer:
         # A batch may grow later only where calibration alone chose it: not cold calls (one per
         # eviction), fresh inputs (a pool sized for the batch) or throughput (bounded by bytes).
         regrows = settings.mode == "latency" and not settings.cold and self.fresh is None
-        run = Sampling(partial(self.draw, settings), settings, number, first_s, first_result,
-                       warm_calls, per_call, self.clock() - started, regrows=regrows)
+        run = Sampling(partial(self.draw, settings), settings, number, first_s, warm_calls, per_call,
+                       self.clock() - started, regrows=regrows)
         if number == 1 and last >= SLOW_CALL_S and settings.mode == "latency" and not settings.cold:
             # A slow call after the first is a sample in its own right: the first took the one-time costs.
             run.samples.append(last)
