@@ -42,22 +42,6 @@ def finite_difference_tolerance(dtype: str, size: int) -> float:
     return min(FINITE_DIFFERENCE_CAP, math.sqrt(machine_epsilon(dtype)) * max(size, 1))
 
 
-def summation_bound(dtype: str, elements: int, outputs: int) -> float:
-    """(L - 1) u, the textbook bound of a recursive sum of L = elements / outputs terms in
-    ``dtype``: what a library may lose summing inputs the workload fixed narrower."""
-    terms = max(elements, 1) / max(outputs, 1)
-    return (terms - 1) * machine_epsilon(dtype) / 2 if terms > 1 else 0.0
-
-
-def expected_dtype(ref: np.ndarray, dtype: str) -> np.dtype:
-    """The dtype a correct result has: the run's dtype, or its complex form for complex results."""
-    if np.issubdtype(ref.dtype, np.complexfloating):
-        return np.result_type(np.dtype(dtype), np.complex64)
-    if np.issubdtype(ref.dtype, np.floating):
-        return np.dtype(dtype)
-    return ref.dtype
-
-
 @dataclass(frozen=True)
 class Verdict:
     """The outcome of a comparison: ``ok`` or the reason it is wrong."""
@@ -113,7 +97,11 @@ def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
     ref_arr = np.asarray(ref)
     if out_arr.shape != ref_arr.shape:
         return Verdict(False, None, tol, f"shape {out_arr.shape} differs from the reference's {ref_arr.shape}")
-    want = expected_dtype(ref_arr, dtype)
+    want = ref_arr.dtype  # the run's dtype, in its complex form for complex results
+    if np.issubdtype(want, np.complexfloating):
+        want = np.result_type(np.dtype(dtype), np.complex64)
+    elif np.issubdtype(want, np.floating):
+        want = np.dtype(dtype)
     got = np.dtype(out_dtype) if out_dtype else out_arr.dtype
     notes = []
     judged_in = dtype
@@ -128,7 +116,10 @@ def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
             judged_in = str(np.finfo(got).dtype)
             tol = settled.tolerance(judged_in, size)  # judged in its own precision
             if check.needs_noise(dtype) and single is not None:
-                tol = max(tol, summation_bound(judged_in, single.elements, ref_arr.size))
+                # (L - 1) u, the bound of a recursive sum of L terms: what a library may lose
+                # summing inputs the workload fixed narrower.
+                terms = max(single.elements, 1) / max(ref_arr.size, 1)
+                tol = max(tol, (terms - 1) * machine_epsilon(judged_in) / 2)
     if np.issubdtype(out_arr.dtype, np.inexact):
         bad = np.isnan(out_arr) & ~np.isnan(ref_arr)
         if bad.any():

@@ -21,15 +21,13 @@ from typing import Any, Callable
 _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
 _POWERCAP = Path("/sys/class/powercap")
-#: Calls go on until the energy counters have moved for this long: RAPL updates about every
-#: millisecond, NVML's counter less often, and one call's joules are far below either's resolution.
+#: Calls go on until the energy counters have moved for this long: one call's joules are far below
+#: the resolution of RAPL (updated about every ms) or NVML (less often).
 ENERGY_SPAN_S = 0.2
-#: What a CPU package and a GPU board draw at most, generously (the largest server parts are rated
-#: at about half of these): a counter that moved by more in the time between its reads jumped.
+#: What a CPU package and a GPU board draw at most, generously: a counter that moved by more jumped.
 PACKAGE_MAX_W = 1000.0
 BOARD_MAX_W = 3000.0
-#: Time added to the span between two reads before judging a jump: a counter is updated at
-#: intervals (about 1 ms for RAPL, more for NVML), so a short span may see a whole interval's energy.
+#: Added to the span between two reads before judging a jump: a short span may see a whole update's.
 _UPDATE_SLACK_S = 0.01
 
 
@@ -72,8 +70,7 @@ class _MallInfo2(ctypes.Structure):
 
 
 def _allocated() -> int | None:
-    """Bytes the C allocator holds allocated, over every arena and mmap (glibc's ``mallinfo2``);
-    None elsewhere."""
+    """Bytes the C allocator holds allocated (glibc's ``mallinfo2``); None elsewhere."""
     try:
         mallinfo2 = _libc().mallinfo2
     except (OSError, AttributeError):
@@ -83,15 +80,6 @@ def _allocated() -> int | None:
     return int(info.uordblks + info.hblkhd)
 
 
-def _trim() -> None:
-    """Give the C allocator's free memory back to the kernel, so that a call's own allocations
-    raise the resident size (glibc only; elsewhere nothing to do)."""
-    try:
-        _libc().malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
 def host_peak(call: Callable[[], Any]) -> Peak:
     """Resident bytes one ``call`` added at its highest (``VmHWM`` after minus ``VmRSS`` before)."""
     try:
@@ -99,10 +87,12 @@ def host_peak(call: Callable[[], Any]) -> Peak:
     except (OSError, ValueError) as exc:
         return Peak(None, f"host peak memory not measured: /proc/self/status not readable ({exc})")
     gc.collect()
-    _trim()
+    try:  # the C allocator's free memory back to the kernel, so the call's allocations show (glibc)
+        _libc().malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
     try:
-        # Resets the high-water mark to the present resident size.
-        _CLEAR_REFS.write_text("5")
+        _CLEAR_REFS.write_text("5")  # the high-water mark is the present resident size again
     except OSError as exc:
         return Peak(None, "host peak memory not measured: /proc/self/clear_refs not writable "
                           f"({exc.strerror or exc}), so the resident high-water mark cannot be reset")
@@ -110,9 +100,8 @@ def host_peak(call: Callable[[], Any]) -> Peak:
     before = _status_kib("VmRSS", "VmHWM")
     result = call()
     after = _status_kib("VmHWM")
-    # What the call still holds (its result) counts even where it reused memory already resident:
-    # freed memory a library's own threads keep in their malloc arenas (glibc trims only the main
-    # arena's top) would otherwise hide a JAX matmul's 32 MB output.
+    # What the call still holds counts even where it reused resident memory: other threads' malloc
+    # arenas (glibc trims only the main one) would otherwise hide a JAX matmul's 32 MB output.
     held = _allocated()
     del result
     if "VmHWM" not in after or "VmRSS" not in before:
@@ -319,16 +308,13 @@ def format_bytes(n: int) -> str:
         if value < 1024 or unit == "PiB":
             return f"{n} bytes" if unit == "bytes" else f"{value:.3g} {unit}"
         value /= 1024
-    return f"{n} bytes"  # unreachable
+    return f"{n} bytes"
 
 
 def describe(message: str, stage: str, available: tuple[int, int] | None, where: str) -> str:
     """``out of memory during the first call (needed 7.11 PiB, available 9.8 GiB of 15.6 GiB host
-    memory): <the library's own words>``.
-
-    ``available`` is (free, total) bytes as the backend sees them now, used where the message does
-    not say; ``where`` names the memory ("host memory", "on the GPU").
-    """
+    memory): <the library's own words>``; ``available``: (free, total) bytes where the message does
+    not say them; ``where`` names the memory ("host memory", "on the GPU")."""
     parts = []
     needed = needed_bytes(message)
     if needed is not None:

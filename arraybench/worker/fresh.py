@@ -1,22 +1,10 @@
 """Fresh inputs for code that changes its arguments in place (``mutates=``), restored outside the clock.
 
-NumPy users write ``C[:] = alpha * A @ B + beta * C``; timed as is, every call would start from the
-previous call's output. Before each timed call the inputs a workload changes are copied back from
-a pristine copy kept on the device, and the timer's clock is stopped while that happens.
-
-How, without giving up batching for fast calls: a *pool* of argument tuples, each with its own
-copies of the changed inputs, is refilled before a batch; the timed loop then walks the pool, one
-tuple per call, as cheaply as timeit walks its range. The pool is bounded by a memory budget; a
-batch longer than the pool is timed in several spans, whose extra clock reads the timer subtracts.
-A pool of one is per-call restoring (``restore="per_call"``): every call finds its inputs just
-written, hot in cache, as a hand-written ``C[:] = C0`` before each call would.
-
-``benchmarks/inplace.py`` measures both against a hand-written ``timeit`` loop that restores
-before every call (NumPy GEMM, one thread, 2-core VM): for 6.7 µs and 54 µs calls the pool is
-within 2.5% and per-call restoring 3-6% slow (the Python that restores between calls leaves the
-next call colder caches); for 0.8 ms calls both are within 2% (per call 1.007 and 1.018 in two
-runs, the pool 1.020 and 1.015), and per-call restoring keeps one copy where the pool keeps one
-per call in the batch. So ``restore="auto"``, the default, pools calls shorter than
+Without giving up batching for fast calls: a *pool* of argument tuples, each with its own copies
+of the changed inputs, is refilled before a batch, and the timed loop walks it one tuple a call. A
+pool of one is per-call restoring. Against a hand-written ``timeit`` loop (``benchmarks/inplace.py``)
+the pool is within 2.5% for 6.7 and 54 µs calls, where per-call restoring is 3-6% slow; for 0.8 ms
+calls both are within 2%, and per call keeps one copy. So ``auto`` pools calls shorter than
 ``PER_CALL_FROM_S`` and restores before every longer one.
 """
 
@@ -30,8 +18,7 @@ import numpy as np
 if TYPE_CHECKING:
     from ..backends.base import Backend
 
-#: How inputs are restored: a pool of copies per batch, one copy restored before every call, or
-#: (``auto``) the pool for fast calls and per call for slow ones.
+#: How inputs are restored: a pool of copies per batch, before every call, or (``auto``) by call time.
 RESTORES = ("auto", "pool", "per_call")
 #: ``auto`` restores before every call for calls at least this long (see the module's docstring).
 PER_CALL_FROM_S = 100e-6
@@ -40,12 +27,8 @@ MAX_POOL = 1 << 16
 
 
 class FreshInputs:
-    """The arguments of a bound call, with the inputs at ``positions`` fresh for every call.
-
-    ``pool(k)`` hands out up to ``k`` argument tuples whose changed inputs hold the pristine
-    values again. Slot 0 is the bound arguments themselves; other slots are clones, made the first
-    time they are needed and reused afterwards.
-    """
+    """The arguments of a bound call, with the inputs at ``positions`` fresh for every call (slot 0
+    is the bound arguments themselves, the others clones made when first needed)."""
 
     def __init__(self, args: Sequence[Any], positions: Sequence[int], pristine: Sequence[Any], *,
                  clone: Callable[[Any], Any], copy_into: Callable[[Any, Any], None],
@@ -82,12 +65,9 @@ class FreshInputs:
         return slots
 
     def calibrated(self, per_call_s: float, batched: bool = False) -> None:
-        """Told the time of one call once warmed up: ``auto`` chooses the pool or per-call restoring.
-
-        ``batched``: the calls are timed in throughput mode on an asynchronous device, where a
-        batch is issued at once and waited for once; a pool of one would end every call in its own
-        wait and time latency instead, so the pool is kept whatever a call's time.
-        """
+        """Told the time of one call once warmed up: ``auto`` chooses the pool or per-call restoring
+        (``batched``, throughput on an asynchronous device, keeps the pool: one wait per call
+        would time latency instead)."""
         if self.restore == "auto":
             self.capacity = 1 if per_call_s >= PER_CALL_FROM_S and not batched else self.pool_size
 
@@ -114,8 +94,7 @@ class FreshInputs:
 
 
 def pool_capacity(restore: str, slot_bytes: int, budget_bytes: float) -> int:
-    """How many argument tuples a pool may hold: 1 per call restoring, else what the budget allows
-    (``auto`` may still restore per call, once it knows a call's time)."""
+    """How many argument tuples a pool may hold: 1 per call restoring, else what the budget allows."""
     if restore not in RESTORES:
         raise ValueError(f"restore must be one of {', '.join(RESTORES)}, not {restore!r}")
     if restore == "per_call":
@@ -126,11 +105,8 @@ def pool_capacity(restore: str, slot_bytes: int, budget_bytes: float) -> int:
 def fresh_inputs(backend: "Backend", args: Sequence[Any], prefix: int, arrays: Sequence[Any],
                  host: Sequence[Any], positions: Sequence[int], restore: str,
                  budget_bytes: float) -> FreshInputs:
-    """Fresh copies of ``arrays[i]`` for ``i`` in ``positions``, where they live (device or host).
-
-    ``args`` are the bound call's arguments, the arrays starting at ``prefix``; ``host`` holds the
-    pristine values (the inputs as built, before any call).
-    """
+    """Fresh copies of ``arrays[i]`` for ``i`` in ``positions``, where they live (device or host);
+    ``args`` are the bound call's arguments, the arrays from ``prefix``; ``host`` the pristine values."""
     pristine = [_pristine(backend, arrays[i], host[i]) for i in positions]
     slot_bytes = sum(int(getattr(p, "nbytes", 8 * len(p) if isinstance(p, list) else 0)) for p in pristine)
     return FreshInputs(args, [prefix + i for i in positions], pristine,

@@ -167,8 +167,9 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     footprint_too = job.replicate == 0 and job.allocator != OTHER
     channel.send(Ready(info=_info(backend, started, job.describe), pid=os.getpid(),
                        ends_alone=footprint_too and energy_metered(backend)))
-    word = _told_to_prepare()
-    if word is None:
+    try:
+        word = Prepare.from_json(sys.stdin.readline())
+    except SchemaError:  # the parent closed stdin (or wrote something else)
         channel.send(Done(stopped=True))
         return
     judged = set(word.judged)
@@ -227,15 +228,6 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
         backend.free()
     counters.close()
     channel.send(Done(stopped=stop.set))
-
-
-def _told_to_prepare() -> Prepare | None:
-    """The parent's word to prepare; None where it closed stdin (or wrote something else)."""
-    line = sys.stdin.readline()
-    try:
-        return Prepare.from_json(line)
-    except SchemaError:
-        return None
 
 
 def _take_turns(job: Job, runs: dict[int, "Sampling"], channel: Channel, stop: StopFlag, board: "Board",
