@@ -183,12 +183,7 @@ def _open(path: str, flags: int = os.O_RDONLY) -> int | None:
 @dataclass
 class _Snapshot:
     wall: float
-    user: float
-    system: float
-    minflt: int
-    majflt: int
-    nvcsw: int
-    nivcsw: int
+    ru: resource.struct_rusage
     busy: float | None  # the machine's CPU seconds (all CPUs), steal excluded
     steal: float | None
     total: float | None
@@ -224,9 +219,8 @@ class SampleCounters:
     def _snapshot(self) -> _Snapshot:
         ru = resource.getrusage(resource.RUSAGE_SELF)
         busy, steal, total = self._machine_time.read() or (None, None, None)
-        return _Snapshot(time.perf_counter(), ru.ru_utime, ru.ru_stime, ru.ru_minflt, ru.ru_majflt,
-                         ru.ru_nvcsw, ru.ru_nivcsw, busy, steal, total,
-                         self._status_kb(b"VmRSS"), self._hw.read() if self._hw else None)
+        return _Snapshot(time.perf_counter(), ru, busy, steal, total, self._status_kb(b"VmRSS"),
+                         self._hw.read() if self._hw else None)
 
     def begin(self, cell: int) -> None:
         """Just before a sample of ``cell``."""
@@ -259,16 +253,16 @@ class SampleCounters:
         b = self._snapshot()
         u = self._usage[cell]
         wall = b.wall - a.wall
-        user, system = max(b.user - a.user, 0.0), max(b.system - a.system, 0.0)
-        faults = b.minflt - a.minflt
+        user, system = max(b.ru.ru_utime - a.ru.ru_utime, 0.0), max(b.ru.ru_stime - a.ru.ru_stime, 0.0)
+        faults = b.ru.ru_minflt - a.ru.ru_minflt
         u.calls += calls
         u.wall_s += wall
         u.user_s += user
         u.system_s += system
         u.minor_faults += faults
-        u.major_faults += b.majflt - a.majflt
-        u.voluntary_switches += b.nvcsw - a.nvcsw
-        u.involuntary_switches += b.nivcsw - a.nivcsw
+        u.major_faults += b.ru.ru_majflt - a.ru.ru_majflt
+        u.voluntary_switches += b.ru.ru_nvcsw - a.ru.ru_nvcsw
+        u.involuntary_switches += b.ru.ru_nivcsw - a.ru.ru_nivcsw
         others = None
         if None not in (a.busy, b.busy, a.total, b.total, a.steal, b.steal):
             busy = max(b.busy - a.busy, 0.0)  # type: ignore[operator]

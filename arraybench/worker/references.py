@@ -35,7 +35,7 @@ class ReferenceCache:
     def __init__(self, shared: str | None = None) -> None:
         self._cache: dict[tuple[str, int, str], Reference] = {}
         self._noise: dict[tuple[str, int, str], Any] = {}
-        self._shared = SharedReferences(shared)
+        self._shared = SharedReferences(shared) if shared else None
         self._names: dict[tuple[str, int, str], str] = {}
 
     def _name(self, key: tuple[Any, ...], inputs: tuple[np.ndarray, ...]) -> str:
@@ -47,7 +47,7 @@ class ReferenceCache:
     def inputs(self, wl: Workload, size: int, dtype: str, seed: int, params: dict[str, Any] | None) -> Inputs:
         """The cell's host inputs: read back where another worker of the run built them, else
         built (``make_inputs``) and kept for the others."""
-        if self._shared.folder is None:
+        if self._shared is None:
             return make_inputs(wl, size, dtype, seed, params)
         where = (wl.source, getattr(wl.fn, "__module__", ""), getattr(wl.fn, "__qualname__", ""))
         name = digest((wl.name, *where, size, dtype, params_text(params or {}), seed), ())
@@ -64,12 +64,12 @@ class ReferenceCache:
         key = (wl.name, size, dtype, params_text(params or {}))
         if key not in self._cache:
             self._cache.clear()  # large references are big; keep one
-            name = self._name(key, inputs) if self._shared.folder else ""
-            found = self._shared.load(name) if name else None
+            name = self._name(key, inputs) if self._shared else ""
+            found = self._shared.load(name) if self._shared else None
             if found is None:
                 extended = extended_allowed(inputs, _declared_flops(wl, size, params))
                 found = single_threaded(lambda: reference_result(wl, inputs, params, extended))
-                if name:
+                if self._shared:
                     self._shared.put(name, found)
             self._cache[key] = found
         return self._cache[key]
@@ -80,13 +80,13 @@ class ReferenceCache:
         key = (wl.name, size, dtype, params_text(params or {}))
         if key not in self._noise:
             ref = self.reference(wl, size, dtype, inputs, params)
-            name = self._name(key, inputs) if self._shared.folder else ""
-            found, noise = self._shared.load_noise(name) if name else (False, None)
+            name = self._name(key, inputs) if self._shared else ""
+            found, noise = self._shared.load_noise(name) if self._shared else (False, None)
             if not found:
                 extended = extended_allowed(inputs, _declared_flops(wl, size, params))
                 noise = single_threaded(
                     lambda: reference_noise(wl, inputs, ref.value, params, dtype, ref.plain, extended))
-                if name:
+                if self._shared:
                     self._shared.put_noise(name, noise)
             self._noise.clear()
             self._noise[key] = noise
@@ -199,15 +199,13 @@ def _parts(value: Any) -> list[np.ndarray] | None:
 
 
 class SharedReferences:
-    """The run's folder of references (``None``: none, each worker computes its own)."""
+    """The run's folder of references."""
 
-    def __init__(self, folder: str | None) -> None:
-        self.folder = Path(folder) if folder else None
+    def __init__(self, folder: str) -> None:
+        self.folder = Path(folder)
 
     def load(self, name: str) -> Reference | None:
         """The reference stored under ``name``, or None."""
-        if self.folder is None:
-            return None
         path = self.folder / f"{name}.npys"
         try:
             with open(path, "rb") as f:
@@ -223,8 +221,6 @@ class SharedReferences:
 
     def put(self, name: str, ref: Reference) -> None:
         """Keep ``ref`` under ``name`` where it is arrays (quietly nothing otherwise)."""
-        if self.folder is None:
-            return
         value, plain = _parts(ref.value), _parts(ref.plain) if ref.plain is not None else []
         if value is None or plain is None:
             return
@@ -234,8 +230,6 @@ class SharedReferences:
 
     def load_inputs(self, name: str) -> tuple[tuple[np.ndarray, ...], tuple[bool, ...]] | None:
         """The inputs stored under ``name`` (arrays, and which keep a fixed dtype), or None."""
-        if self.folder is None:
-            return None
         try:
             with open(self.folder / f"{name}.inputs.npys", "rb") as f:
                 fixed = tuple(bool(x) for x in read_array(f, allow_pickle=False))
@@ -246,15 +240,13 @@ class SharedReferences:
     def put_inputs(self, name: str, arrays: tuple[Any, ...], fixed: tuple[bool, ...]) -> None:
         """Keep a cell's inputs under ``name`` where they are plain arrays of at most
         ``SHARED_INPUT_BYTES`` (quietly nothing otherwise: the folder may be memory)."""
-        if self.folder is None or not all(isinstance(a, np.ndarray) and a.dtype != object for a in arrays) \
+        if not all(isinstance(a, np.ndarray) and a.dtype != object for a in arrays) \
                 or sum(a.nbytes for a in arrays) > SHARED_INPUT_BYTES:
             return
         self._write_arrays(f"{name}.inputs.npys", (np.asarray(fixed, dtype=bool), *arrays))
 
     def load_noise(self, name: str) -> tuple[bool, Any]:
         """(found, the noise stored under ``name``: a Noise, a tuple of them, or None)."""
-        if self.folder is None:
-            return False, None
         try:
             data = json.loads((self.folder / f"{name}.noise.json").read_text())
         except (OSError, ValueError):
@@ -266,8 +258,6 @@ class SharedReferences:
 
     def put_noise(self, name: str, noise: Any) -> None:
         """Keep ``noise`` under ``name``."""
-        if self.folder is None:
-            return
         if noise is None:
             text = "null"
         else:
@@ -286,7 +276,6 @@ class SharedReferences:
 
     def _write(self, name: str, write: Any) -> None:
         """Write atomically: a worker reads a whole file or none."""
-        assert self.folder is not None
         try:
             fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".part-")
             with os.fdopen(fd, "wb") as f:
