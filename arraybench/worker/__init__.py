@@ -5,5 +5,5 @@
 (``counters``), keeps inputs fresh for in-place code (``fresh``), looks at what a call did and how
 exact it was (``effects``, ``references``, ``accuracy``), measures memory and energy
 (``footprint``) and runs the doctor's self-checks (``selfcheck``). The parent only reads the
-protocol's messages (``protocol``) and the heartbeat board (``heartbeat``).
+protocol's messages and heartbeat board (``protocol``).
 """

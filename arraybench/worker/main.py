@@ -21,13 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..model.allocator import OTHER
 from ..model.schema import SchemaError
-from .protocol import (CheckDone, Done, Job, Message, Prepare, Prepared, Ready, ReplicateDone, Sampled, Start, Turn,
-                       Unavailable, encode)
+from .protocol import (Board, CheckDone, Done, Job, Message, Prepare, Prepared, Ready, ReplicateDone, Sampled, Start,
+                       Turn, Unavailable, encode)
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
     from .counters import SampleCounters
-    from .heartbeat import Board
     from .prepare import Prepared as PreparedCell
     from .sampling import Sampling
 
@@ -147,7 +146,6 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     """Prepare each of the job's cells, in a shuffled order, then sample them turn by turn."""
     from .counters import SampleCounters
     from .footprint import energy_metered
-    from .heartbeat import Board
     from .prepare import ReferenceCache, finish, prepare
     from ..model.replicate import Replicate
     from ..workloads.tracebacks import describe_exception
@@ -293,7 +291,3 @@ def main() -> int:
         print(f"arraybench worker: the job does not fit the protocol: {exc}", file=sys.stderr)
         return 2
     return serve(job, channel, stop)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

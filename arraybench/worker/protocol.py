@@ -5,13 +5,18 @@ The parent writes one ``Job`` as a JSON line on the worker's stdin; the worker a
 ``turns``, after ``Prepare``/``Prepared``, one ``Sampled`` per ``Turn`` until ``FINISH``),
 ``CheckDone`` per check (``selfcheck``), nothing (``probe``); ``Done`` last. Both sides validate
 what they read (``model.schema``): a job that does not fit stops the worker with one line.
+Beside the pipe, the worker marks its progress on a ``Board`` the parent reads without waking.
 """
 
 from __future__ import annotations
 
 import json
+import mmap
+import os
+import struct
 import typing
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, ClassVar, Literal, Union
 
 from ..model import schema
@@ -267,3 +272,46 @@ def _without_energy(data: Any, exc: schema.SchemaError) -> Replicate | None:
         return None
     replicate.energy_note = f"energy not given: the worker's figure was not valid ({exc})"
     return replicate
+
+
+_BOARD = "<iq"  # cell index (-1: none), progress counter
+_BOARD_SIZE = struct.calcsize(_BOARD)
+
+
+class Board:
+    """A memory-mapped file on which the worker marks (cell, counter) before every step. The
+    parent reads it only to tell a hang and the cell a crash happened on: a message per sample
+    would wake it, and on a 2-core machine a woken parent competes with the operation timed."""
+
+    def __init__(self, path: str | None) -> None:
+        self._map: mmap.mmap | None = None
+        self._counter = 0
+        if path:
+            fd = os.open(path, os.O_RDWR)
+            try:
+                self._map = mmap.mmap(fd, _BOARD_SIZE)
+            finally:
+                os.close(fd)
+
+    @staticmethod
+    def create(path: Path) -> None:
+        """Make an empty board at ``path`` (the parent, before starting the worker): a new file,
+        never written through a link nor into a file another name shares."""
+        from ..files import write_bytes_atomic
+
+        write_bytes_atomic(path, struct.pack(_BOARD, -1, 0), durable=False)
+
+    @staticmethod
+    def read(path: Path) -> tuple[int, int]:
+        """(cell index, counter) as last written; (-1, 0) if unreadable."""
+        try:
+            data = path.read_bytes()[:_BOARD_SIZE]
+            return struct.unpack(_BOARD, data) if len(data) == _BOARD_SIZE else (-1, 0)
+        except OSError:
+            return -1, 0
+
+    def mark(self, index: int) -> None:
+        """Say that work on cell ``index`` is under way (and that the worker is alive)."""
+        self._counter += 1
+        if self._map is not None:
+            self._map[:_BOARD_SIZE] = struct.pack(_BOARD, index, self._counter)
