@@ -18,7 +18,7 @@ from ..model.replicate import Replicate, Status
 from ..model.cell import Cell
 from ..model.timer_settings import TimerSettings
 from .sampling import Sampling
-from .timer import Timer
+from .timer import FreshInputs, Timer, fresh_inputs
 from ..workloads.tracebacks import describe_exception
 from ..workloads.binding import Bound, bind
 from ..workloads.definition import Workload
@@ -26,7 +26,6 @@ from ..workloads.inputs import input_bytes
 from .references import UNCHECKED, ReferenceCache, is_none, narrower_than_numpys
 from .effects import (FirstCall, ForeignResult, Watch, dtype_of, fingerprint, input_names, look, output_bytes, to_host,
                       workload_arrays)
-from .fresh import FreshInputs, fresh_inputs
 from .accuracy import known_limitation, second_opinion
 
 

@@ -186,7 +186,7 @@ def test_the_doctor_tells_tf32_from_bfloat16_and_float32():
     ("throughput", False, False),   # a synchronous CPU library: unchanged
 ])
 def test_fresh_inputs_keep_the_batch_in_throughput_mode_on_an_asynchronous_device(mode, sync, batched):
-    from arraybench.worker.fresh import FreshInputs
+    from arraybench.worker.timer import FreshInputs
     from arraybench.model.timer_settings import TimerSettings
 
     x = np.zeros(8)
