@@ -49,8 +49,7 @@ def workload_arrays(backend: "Backend", wl: Workload, host: Sequence[Any]) -> tu
 
 def input_names(wl: Workload, count: int) -> list[str]:
     """The names of a workload's ``count`` array inputs (``input 2`` where it takes ``*args``)."""
-    params = array_parameters(wl.fn) or []
-    names = [p.name for p in params]
+    names = [p.name for p in array_parameters(wl.fn) or []]
     return [names[i] if i < len(names) else f"input {i}" for i in range(count)]
 
 

@@ -102,8 +102,7 @@ def check_sync(backend: Backend) -> Outcome:
         for _ in range(15):
             t, result = Timer(mm).first_call()
             pairs.append((t, Timer(read, (result,)).first_call()[0]))
-        launch = float(np.median([p[0] for p in pairs]))
-        after = float(np.median([p[1] for p in pairs]))
+        launch, after = (float(m) for m in np.median(pairs, axis=0))
         ok = after <= COVERS * launch
         detail = (f"synchronous: a {mm.n}² matmul call returns in {format_seconds(launch)}, its value "
                   f"is on the host {format_seconds(after)} later")

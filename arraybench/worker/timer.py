@@ -146,8 +146,8 @@ class FreshInputs:
 
     def _new_slot(self) -> tuple[Any, ...]:
         slot = list(self.args)
-        for pos in self.positions:
-            slot[pos] = self._clone(self.pristine[self.positions.index(pos)])
+        for pos, src in zip(self.positions, self.pristine):
+            slot[pos] = self._clone(src)
         return tuple(slot)
 
     def describe(self, names: Sequence[str]) -> str:
