@@ -247,8 +247,7 @@ def _foreign(value: Any) -> bool:
     """An array of another library: has a shape and a dtype, and is not NumPy's."""
     if isinstance(value, (tuple, list)):
         return any(_foreign(v) for v in value)
-    return (hasattr(value, "shape") and hasattr(value, "dtype")
-            and not isinstance(value, (np.ndarray, np.generic)))
+    return _is_array(value) and not isinstance(value, (np.ndarray, np.generic))
 
 
 class _Spy:

@@ -228,7 +228,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     channel.send(Done(stopped=stop.set))
 
 
-def _take_turns(job: Job, runs: dict[int, "Sampling"], channel: Channel, stop: StopFlag, board: "Board",
+def _take_turns(job: Job, runs: dict[int, "Sampling"], channel: Channel, stop: StopFlag, board: Board,
                 counters: "SampleCounters") -> dict[int, list[int]]:
     """Sample the prepared ``runs`` (by cell index) one sample a ``Turn``, every other worker
     paused meanwhile; the round each cell's samples were taken in."""
