@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..model.allocator import OTHER
 from ..model.schema import SchemaError
-from .protocol import (Board, CheckDone, Done, Job, Message, Prepare, Prepared, Ready, ReplicateDone, Sampled, Start,
+from .protocol import (Board, Done, Job, Message, Prepare, Prepared, Ready, ReplicateDone, Sampled, Start,
                        Turn, Unavailable, encode)
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def _do(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, started:
         from .selfcheck import run_checks
 
         for outcome in run_checks(backend, job.only):
-            channel.send(CheckDone(outcome.check, outcome.status, outcome.detail))
+            channel.send(outcome)
     channel.send(Done())
 
 

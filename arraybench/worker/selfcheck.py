@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
 from typing import Any, Iterator
 
 import numpy as np
@@ -19,7 +18,7 @@ from ..host.cpu_time import OthersLoad
 from ..workloads.check import REDUCED_PRECISION_EPS, Check
 from .accuracy import judge
 from ..backends.base import Backend
-from .protocol import CHECKS, check_applies
+from .protocol import CHECKS, CheckDone, check_applies
 from ..model.timer_settings import TimerSettings
 from .timer import Timer
 from ..units import format_seconds
@@ -33,15 +32,6 @@ MAX_LINK_BYTES_S = 2e12
 _QUICK = TimerSettings(min_samples=5, max_samples=50, budget_s=0.3, warmup_s=0.02)
 #: The matmul workload's check: what a float32 result is judged by.
 MATMUL_CHECK = Check.normwise(growth=lambda n: n ** 0.5, ulps=16, matmul=True)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What one check found: ``passed``, ``failed`` or ``skipped``, and the numbers."""
-
-    check: str
-    status: str
-    detail: str
 
 
 class Matmul:
@@ -89,7 +79,7 @@ def _size(backend: Backend) -> int:
     return 4096 if backend.device != "cpu" else 384
 
 
-def check_sync(backend: Backend) -> Outcome:
+def check_sync(backend: Backend) -> CheckDone:
     """Waiting for the device covers its work (or the library is synchronous, as recorded)."""
     mm = Matmul(backend, _size(backend), "float32" if backend.device != "cpu" else "float64")
     if backend.sync is None:
@@ -108,21 +98,21 @@ def check_sync(backend: Backend) -> Outcome:
                   f"is on the host {format_seconds(after)} later")
         if not ok:
             detail += "; the call returns before its work is done, and arraybench does not wait for it"
-        return Outcome("sync", "passed" if ok else "failed", detail)
+        return CheckDone("sync", "passed" if ok else "failed", detail)
     launch, _ = mm.launch_and_complete_s()
     # Both warm medians: a cold read can take twice a warm call once the library's threads slept.
     timed = Timer(mm, sync=backend.sync).measure(_QUICK).median_s
     complete = Timer(lambda: backend.to_numpy(mm()[0:1, 0:1])).measure(_QUICK).median_s
     ok = timed >= COVERS * complete
-    return Outcome("sync", "passed" if ok else "failed",
+    return CheckDone("sync", "passed" if ok else "failed",
                    f"{mm.n}² matmul timed with the wait: {format_seconds(timed)} per call; its value on the "
                    f"host: {format_seconds(complete)}; the call alone returns in {format_seconds(launch)}")
 
 
-def check_unsynced(backend: Backend) -> Outcome:
+def check_unsynced(backend: Backend) -> CheckDone:
     """A timing without the wait would have been caught: the launch alone is far below the work."""
     if backend.sync is None:
-        return Outcome("unsynced", "skipped", "synchronous library: no wait to leave out")
+        return CheckDone("unsynced", "skipped", "synchronous library: no wait to leave out")
     dtype = "float32" if backend.device != "cpu" else "float64"
     # The launch costs the same at any size, the work grows as n³: twice the size tells them apart.
     for n in (_size(backend), 2 * _size(backend)):
@@ -131,35 +121,35 @@ def check_unsynced(backend: Backend) -> Outcome:
         caught = launch < COVERS * complete
         if caught:
             break
-    return Outcome("unsynced", "passed" if caught else "failed",
+    return CheckDone("unsynced", "passed" if caught else "failed",
                    f"without the wait a {mm.n}² matmul would time {format_seconds(launch)}, "
                    f"{complete / launch:.0f}x below its {format_seconds(complete)}: "
                    + ("the sync check flags it" if caught else "too close to tell a missing wait"))
 
 
-def check_events(backend: Backend) -> Outcome:
+def check_events(backend: Backend) -> CheckDone:
     """Device events and the wall clock agree on a call long enough to dwarf the launch."""
     events = backend.device_timer()
     if events is None:
-        return Outcome("events", "skipped", f"no device events: {backend.device_timer_note}")
+        return CheckDone("events", "skipped", f"no device events: {backend.device_timer_note}")
     mm = Matmul(backend, _size(backend), "float32")
     m = Timer(mm, sync=backend.sync, device_timer=events).measure(_QUICK)
     if not m.device_samples_s:
-        return Outcome("events", "failed", "the device timer gave no samples")
+        return CheckDone("events", "failed", "the device timer gave no samples")
     device = float(np.median(m.device_samples_s))
     ratio = device / m.median_s
     ok = 0.7 <= ratio <= 1.05
-    return Outcome("events", "passed" if ok else "failed",
+    return CheckDone("events", "passed" if ok else "failed",
                    f"{mm.n}² matmul: events {format_seconds(device)}, wall clock "
                    f"{format_seconds(m.median_s)} per call ({ratio:.0%})")
 
 
-def check_float64(backend: Backend) -> Outcome:
+def check_float64(backend: Backend) -> CheckDone:
     """Results are judged against float64: a right one passes, a slightly wrong one does not."""
     n = 128
     missing = backend.unsupported_dtype("float64")
     if missing:  # Apple GPUs: the run skips float64 cells with this reason, so nothing to check
-        return Outcome("float64", "skipped", missing)
+        return CheckDone("float64", "skipped", missing)
     lines, ok = [], True
     for dtype in ("float64", "float32"):
         mm = Matmul(backend, n, dtype)
@@ -175,7 +165,7 @@ def check_float64(backend: Backend) -> Outcome:
             ok &= not any(judge(wrong, ref, MATMUL_CHECK, dtype, n).ok for wrong in (nudged, out.astype(np.float32)))
     caught = "an error of 1e-6 and a float32 result in a float64 run are caught" if ok else \
         "a wrong result was not caught"
-    return Outcome("float64", "passed" if ok else "failed", f"{n}² matmul, {'; '.join(lines)}; {caught}")
+    return CheckDone("float64", "passed" if ok else "failed", f"{n}² matmul, {'; '.join(lines)}; {caught}")
 
 
 def round_mantissa(a: np.ndarray, bits: int, nearest: bool = True) -> np.ndarray:
@@ -217,7 +207,7 @@ def which_precision(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[str,
     return "worse", f"error {error:.1e}, worse than any precision arraybench knows"
 
 
-def check_precision(backend: Backend) -> Outcome:
+def check_precision(backend: Backend) -> CheckDone:
     """The precision float32 matmuls really run in is the one the run records."""
     n = 1024 if backend.device != "cpu" else 256
     mm = Matmul(backend, n, "float32", seed=1)
@@ -226,7 +216,7 @@ def check_precision(backend: Backend) -> Outcome:
     info = backend.info()
     setting = ", ".join(f"{k} {info[k]}" for k in ("matmul_precision", "allow_tf32") if k in info)
     ok = found == recorded
-    return Outcome("precision", "passed" if ok else "failed",
+    return CheckDone("precision", "passed" if ok else "failed",
                    f"{n}² float32 matmul {how}: {found}, the run records {recorded}"
                    + (f" ({setting})" if setting else "")
                    + f"; float32 would stay within {MATMUL_CHECK.tolerance('float32', n):.1e}")
@@ -245,7 +235,7 @@ HARNESS_QUANTILE = 0.25
 HARNESS_BUSY_SHARE = 0.25
 
 
-def check_harness(backend: Backend) -> Outcome:
+def check_harness(backend: Backend) -> CheckDone:
     """arraybench's timer agrees with the library's own benchmarking tool (``library_timing``) on
     one operation, in alternating rounds, with a second try before calling it a failure. On the
     CPU a one-thread sum: a multi-threaded BLAS on a shared machine would time the neighbours."""
@@ -276,7 +266,7 @@ def median_round(rounds: list[tuple[float, float]]) -> tuple[float, float, float
 
 
 def harness_outcome(what: str, tool: str, tries: list[list[tuple[float, float]]],
-                    others_cores: float | None = None) -> Outcome:
+                    others_cores: float | None = None) -> CheckDone:
     """The harness line from each try's rounds of (arraybench, tool) lower quartiles, in seconds,
     quoting the median round's own two times; "busy, not judged" where ``others_cores`` were busy."""
     low, high = HARNESS_RANGE
@@ -289,19 +279,19 @@ def harness_outcome(what: str, tool: str, tries: list[list[tuple[float, float]]]
     status = "passed" if ok else "skipped" if busy else "failed"
     verdict = f"{'within' if ok else 'outside'} [{low}, {high}]" + ("" if ok or not busy else (
         f", but busy, not judged: other processes used {others_cores:.1f} of {cpus} cores meanwhile"))
-    return Outcome("harness", status,
+    return CheckDone("harness", status,
                    f"{what}: arraybench {format_seconds(ours)}, {tool} {format_seconds(theirs)} per call "
                    f"in the median of {len(ratios)} alternating rounds (lower quartiles of ~1 ms batches; "
                    f"rounds {min(ratios):.2f}-{max(ratios):.2f}); ratio {ratio:.2f}{again}: {verdict}")
 
 
-def check_memory(backend: Backend) -> Outcome:
+def check_memory(backend: Backend) -> CheckDone:
     """How the library holds device memory, and that arraybench's release between cells works."""
     from ..backends import cuda_driver
 
     before = backend.memory_available()
     if before is None:
-        return Outcome("memory", "skipped", f"{backend.label} does not report its memory here")
+        return CheckDone("memory", "skipped", f"{backend.label} does not report its memory here")
     size = 256 * 1024**2
     x = backend.asarray(np.zeros(size // 8))
     held = backend.memory_available() or before
@@ -319,13 +309,13 @@ def check_memory(backend: Backend) -> Outcome:
         ok &= abs(share - settings["fraction"]) <= 0.05
         detail = (f"preallocated pool {before[1] / gib:.1f} GiB = {share:.0%} of {physical / gib:.1f} GiB, "
                   f"recorded {settings['fraction']:.0%}; " + detail)
-    return Outcome("memory", "passed" if ok else "failed", detail)
+    return CheckDone("memory", "passed" if ok else "failed", detail)
 
 
-def check_clocks(backend: Backend, n: int | None = None) -> Outcome:
+def check_clocks(backend: Backend, n: int | None = None) -> CheckDone:
     """The GPU holds its clocks through a second of large matmuls (no power or thermal throttling)."""
     if backend.health is None:
-        return Outcome("clocks", "skipped", backend.health_note or "no GPU monitor")
+        return CheckDone("clocks", "skipped", backend.health_note or "no GPU monitor")
     mm = Matmul(backend, n or _size(backend), "float32")
     settings = TimerSettings(min_samples=20, max_samples=10_000, budget_s=1.0, rel_ci=1e-9, warmup_s=0.1)
     m = Timer(mm, sync=backend.sync, monitor=backend.health.throttling).measure(settings)
@@ -333,12 +323,12 @@ def check_clocks(backend: Backend, n: int | None = None) -> Outcome:
     detail = (f"SM {snap['sm_clock_mhz']} of {snap['max_sm_clock_mhz']} MHz, {snap['temperature_c']} °C, "
               f"{snap['power_w']} of {snap['power_limit_w']} W after {len(m.samples_s)} samples of matmuls")
     if m.throttled:
-        return Outcome("clocks", "failed", f"throttled ({', '.join(m.throttle_reasons)}) in "
+        return CheckDone("clocks", "failed", f"throttled ({', '.join(m.throttle_reasons)}) in "
                        f"{len(m.throttled)} of {len(m.samples_s)} samples; {detail}")
-    return Outcome("clocks", "passed", f"no throttling; {detail}")
+    return CheckDone("clocks", "passed", f"no throttling; {detail}")
 
 
-def check_transfers(backend: Backend) -> Outcome:
+def check_transfers(backend: Backend) -> CheckDone:
     """Both directions move the data, every call: fresh buffers, right values, possible rates."""
     host = np.random.default_rng(2).standard_normal(16 * 1024**2).astype(np.float32)  # 64 MiB
     up = Timer(backend.from_numpy, (host,), sync=backend.sync).measure(_QUICK).median_s
@@ -352,14 +342,14 @@ def check_transfers(backend: Backend) -> Outcome:
     detail = (f"64 MiB host→device {rates[0] / 1e9:.1f} GB/s, device→host {rates[1] / 1e9:.1f} GB/s; "
               f"read-backs {'each a new buffer' if fresh else 'share one buffer (a cached copy)'}"
               f"{'' if right else '; values differ from what was sent'}")
-    return Outcome("transfers", "passed" if fresh and right and possible else "failed", detail)
+    return CheckDone("transfers", "passed" if fresh and right and possible else "failed", detail)
 
 
 def _numba_sample(xp: Any, a: Any, b: Any) -> Any:  # NumPy code as a workload writes it
     return xp.sin(a) * b + a.sum()
 
 
-def check_numba(backend: Backend) -> Outcome:
+def check_numba(backend: Backend) -> CheckDone:
     """NumPy's compiled mode works here: ``numba.njit`` compiles a small NumPy function as a
     compiled cell does, and its result agrees with NumPy's."""
     try:
@@ -367,7 +357,7 @@ def check_numba(backend: Backend) -> Outcome:
     except ModuleNotFoundError as exc:
         if exc.name not in ("numba", "llvmlite"):
             raise
-        return Outcome("numba", "skipped", "Numba is not installed, so NumPy's compiled cells are "
+        return CheckDone("numba", "skipped", "Numba is not installed, so NumPy's compiled cells are "
                        "skipped (pip install 'arraybench[numba]')")
     n = 1000
     a, b = np.random.default_rng(4).standard_normal((2, n))
@@ -378,7 +368,7 @@ def check_numba(backend: Backend) -> Outcome:
     v = judge(out, _numba_sample(np, a, b), check, "float64", n)
     layer, threads = numba_jit.threading()
     facts = numba_jit.info()
-    return Outcome("numba", "passed" if v.ok else "failed",
+    return CheckDone("numba", "passed" if v.ok else "failed",
                    f"numba {facts['numba']} (llvmlite {facts['llvmlite']}): numba.njit of sin(a) * b "
                    f"+ a.sum() on {n:,} float64 compiled in {format_seconds(compile_s)}, "
                    f"{format_seconds(per_call)} per call; error {v.max_rel_error:.1e} against NumPy "
@@ -386,7 +376,7 @@ def check_numba(backend: Backend) -> Outcome:
                    f"{layer}, {threads} threads")
 
 
-def run_checks(backend: Backend, only: tuple[str, ...] = CHECKS) -> Iterator[Outcome]:
+def run_checks(backend: Backend, only: tuple[str, ...] = CHECKS) -> Iterator[CheckDone]:
     """Every check in ``only`` that applies to the backend's device, each as soon as it is done."""
     from ..workloads.tracebacks import describe_exception
 
@@ -396,4 +386,4 @@ def run_checks(backend: Backend, only: tuple[str, ...] = CHECKS) -> Iterator[Out
         try:
             yield globals()[f"check_{name}"](backend)
         except Exception as exc:  # a check that cannot run is a finding, not a crash
-            yield Outcome(name, "failed", describe_exception(exc))
+            yield CheckDone(name, "failed", describe_exception(exc))
