@@ -228,9 +228,9 @@ def test_planning_a_run_from_the_command_line_imports_no_array_library_but_numpy
     assert int(cells) >= 10 and loaded.strip() == "[]"
 
 
-#: What the parent may take from ``worker/``: the protocol it speaks to workers in, and the heartbeat
-#: board it watches them on; both are read by ``executors/``, which starts workers.
-WORKER_BOUNDARY = {"arraybench.worker.protocol", "arraybench.worker.heartbeat"}
+#: What the parent may take from ``worker/``: the protocol it speaks to workers in (its heartbeat
+#: board included), read by ``executors/``, which starts workers.
+WORKER_BOUNDARY = {"arraybench.worker.protocol"}
 
 
 def test_nothing_outside_the_worker_imports_it_but_the_executors_speaking_its_protocol():

@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 #: Every module whose docstrings hold examples (``>>>``); the test below fails on one left out.
-MODULES = ("arraybench.model.schema", "arraybench.worker.timer", "arraybench.worker.perf_events",
+MODULES = ("arraybench.model.schema", "arraybench.worker.timer", "arraybench.worker.counters",
            "arraybench.render.comparison", "arraybench.api", "arraybench.numeric.intervals",
            "arraybench.analysis.significance")
 

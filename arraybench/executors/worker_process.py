@@ -22,7 +22,7 @@ from typing import Callable, Hashable, Iterator, Mapping
 
 from ..files import open_append
 from ..host.threads import child_setup
-from ..worker import heartbeat
+from ..worker.protocol import Board as heartbeat
 from .watcher import unwatch, watch
 from .worker_log import CappedLog, crash_site, describe_exit, last_error
 from ..worker.protocol import Done, Job, Message, Unavailable, parse

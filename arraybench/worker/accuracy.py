@@ -1,5 +1,8 @@
 """Judging a result against the NumPy float64 reference, with the ``Check`` its workload declared
-(``workloads/check``)."""
+(``workloads/check``), and a second look at a wrong first result before it is reported ``wrong``:
+does one more call give the same error (``second_opinion``), and is it a known limitation of the
+library that its backend can show (``known_limitation``: then the cell is skipped, never ``wrong``).
+"""
 
 from __future__ import annotations
 
@@ -8,11 +11,18 @@ import math
 import re
 import types
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from ..backends.base import Backend, WrongResult
+from ..model.cell import Cell
+from ..workloads.definition import Workload
+from .effects import FirstCall, to_host, workload_arrays
 from ..workloads.check import DERIVED_NEAR_ZERO, REDUCED_PRECISION_EPS, Check, Noise, machine_epsilon, own_size_floor
+
+if TYPE_CHECKING:
+    from .timer import Timer
 
 #: Above this, a finite-difference "gradient" is not a gradient, whatever the rounding model says.
 FINITE_DIFFERENCE_CAP = 1e-2
@@ -30,23 +40,6 @@ def reduced_precision_note(precision: str, dtype: str) -> str:
 def finite_difference_tolerance(dtype: str, size: int) -> float:
     """Forward differences: rounding error ~ sqrt(eps) times the loss's scale (~size terms)."""
     return min(FINITE_DIFFERENCE_CAP, math.sqrt(machine_epsilon(dtype)) * max(size, 1))
-
-
-def summation_bound(dtype: str, elements: int, outputs: int) -> float:
-    """The textbook bound of a recursive sum of L = elements / outputs terms in ``dtype``,
-    (L - 1) u: what a library may lose summing inputs the workload fixed narrower (MLX's float32
-    mean of 10^6 squares is 4.4e-4 off, its rounding biased one way; NumPy's pairwise 1e-8)."""
-    terms = max(elements, 1) / max(outputs, 1)
-    return (terms - 1) * machine_epsilon(dtype) / 2 if terms > 1 else 0.0
-
-
-def expected_dtype(ref: np.ndarray, dtype: str) -> np.dtype:
-    """The dtype a correct result has: the run's dtype, or its complex form for complex results."""
-    if np.issubdtype(ref.dtype, np.complexfloating):
-        return np.result_type(np.dtype(dtype), np.complex64)
-    if np.issubdtype(ref.dtype, np.floating):
-        return np.dtype(dtype)
-    return ref.dtype
 
 
 @dataclass(frozen=True)
@@ -70,21 +63,18 @@ def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
           inputs: tuple[Any, ...] = ()) -> Verdict:
     """Compare a result (already on the host) with the float64 reference.
 
-    Semantics first: shape and dtype must match (a float64 run computed in float32 is wrong whatever
-    its values), and NaN where the reference has none is wrong. Then the error is held against
-    the tolerance. A dtype the workload itself chose is not the library's fault: a result wider
-    than the run's dtype, or following an input the workload fixed (``fixed``: name -> dtype), is
-    judged in its own dtype and said in ``note``. ``noise`` is the reference's own (one per output
-    for several): it sets a ``derived`` check's tolerance, and every ``wrong`` reason quotes it.
-    Integers are judged by value whatever their integer dtype (the dtype is noted); a permutation
-    (argsort) that orders one of ``inputs`` (the host inputs) as the reference's does is right,
-    whichever way it breaks ties.
+    Shape, dtype and NaNs first, then the error against the tolerance. A dtype the workload chose
+    (wider than the run's, or following an input it fixed: ``fixed``, name -> dtype) is judged in
+    its own dtype and said in ``note``. ``noise``, the reference's own (one per output), sets a
+    ``derived`` check's tolerance and is quoted by every ``wrong`` reason. Integers are judged by
+    value; a permutation that orders one of ``inputs`` as the reference's does is right.
     """
     if isinstance(ref, (tuple, list)):
         noises = noise if isinstance(noise, tuple) else (noise,) * len(ref)
         tol = check.settle(None, dtype).tolerance(dtype, size) if tolerance is None else tolerance
         if not isinstance(out, (tuple, list)) or len(out) != len(ref):
-            return Verdict(False, None, tol, f"expected {len(ref)} outputs, got {_describe(out)}")
+            got = f"{len(out)} outputs" if isinstance(out, (tuple, list)) else "one output"
+            return Verdict(False, None, tol, f"expected {len(ref)} outputs, got {got}")
         verdicts = [judge(o, r, check, dtype, size, tolerance, fixed=fixed, noise=n, inputs=inputs)
                     for o, r, n in zip(out, ref, noises)]
         errors = tuple(v.max_rel_error for v in verdicts)
@@ -107,7 +97,11 @@ def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
     ref_arr = np.asarray(ref)
     if out_arr.shape != ref_arr.shape:
         return Verdict(False, None, tol, f"shape {out_arr.shape} differs from the reference's {ref_arr.shape}")
-    want = expected_dtype(ref_arr, dtype)
+    want = ref_arr.dtype  # the run's dtype, in its complex form for complex results
+    if np.issubdtype(want, np.complexfloating):
+        want = np.result_type(np.dtype(dtype), np.complex64)
+    elif np.issubdtype(want, np.floating):
+        want = np.dtype(dtype)
     got = np.dtype(out_dtype) if out_dtype else out_arr.dtype
     notes = []
     judged_in = dtype
@@ -122,7 +116,10 @@ def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
             judged_in = str(np.finfo(got).dtype)
             tol = settled.tolerance(judged_in, size)  # judged in its own precision
             if check.needs_noise(dtype) and single is not None:
-                tol = max(tol, summation_bound(judged_in, single.elements, ref_arr.size))
+                # (L - 1) u, the bound of a recursive sum of L terms: what a library may lose
+                # summing inputs the workload fixed narrower.
+                terms = max(single.elements, 1) / max(ref_arr.size, 1)
+                tol = max(tol, (terms - 1) * machine_epsilon(judged_in) / 2)
     if np.issubdtype(out_arr.dtype, np.inexact):
         bad = np.isnan(out_arr) & ~np.isnan(ref_arr)
         if bad.any():
@@ -138,8 +135,7 @@ def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
         own = single.ulps(settled.kind) * machine_epsilon("float64")
         if 0 < own and err <= 4 * own:
             # No long double at this size: NumPy's float64 rounding is in every error measured
-            # against it (a column std of 200,000 rows: NumPy 1.5e-14 off, JAX 2.2e-16), and NumPy's
-            # own result shows 0. Said beside the error rather than charged to the library.
+            # against it, said beside the error rather than charged to the library.
             notes.append(f"error {err:.2g} against NumPy's plain float64 reference (no long-double "
                          f"run above 2²² input elements), which itself moves by "
                          f"{own:.2g}: an error below that does not tell which side rounded "
@@ -170,10 +166,9 @@ def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
 
 def _below_floor(out: np.ndarray, ref: np.ndarray, settled: Check, noise: Noise, factor: float,
                  dtype: str) -> Verdict | None:
-    """A wrong verdict for elements the element-wise floor hides (below 2^-26 max|ref|, beside
-    larger ones) that are off by more than the reference's own move allows, judged against their
-    own size; None where they are right or the reference does not pin them down (its reruns move
-    them by more than 2^-26 of their size: cancellation, underflow in the run's dtype)."""
+    """A wrong verdict for elements the element-wise floor hides (below 2^-26 max|ref|) that are
+    off by more than the reference's own move allows, against their own size; None where they are
+    right or the reference does not pin them down."""
     eps = machine_epsilon(dtype)
     known = noise.below_floor * machine_epsilon("float64")
     if not known <= DERIVED_NEAR_ZERO:  # not measured (inf), or the reference does not know them
@@ -198,9 +193,8 @@ def _below_floor(out: np.ndarray, ref: np.ndarray, settled: Check, noise: Noise,
                    "1e-3 max|ref| against that scale)")
 
 
-#: Above this error no tolerance is suggested: a result 1% off is no rounding of a float32 or
-#: float64 computation, and a check that accepted it would accept a bug (a result off by 6.9e+07
-#: was once offered ``rtol=6.9e+07``, which accepts anything).
+#: Above this error no tolerance is suggested: 1% off is no rounding, and a check that accepted
+#: it would accept a bug.
 SUGGESTION_CAP = 1e-2
 
 
@@ -273,13 +267,9 @@ def random_stream_reason(verdict: Verdict, where: str, label: str) -> str:
 
 
 def own_dtype(got: np.dtype, want: np.dtype, fixed: dict[str, str]) -> str:
-    """Why a result in ``got`` rather than the run's ``want`` is the workload's doing, or "".
-
-    Inputs not fixed are cast to the run's dtype, so a floating result *wider* than it comes from
-    the workload's own code (``np.zeros(n)``, a float64 constant); one that matches the promotion
-    of an input the workload fixed follows that input. A narrower result with no fixed input to
-    explain it is the library's doing (JAX without x64), and wrong.
-    """
+    """Why a result in ``got`` rather than the run's ``want`` is the workload's doing, or "": a
+    floating result wider than the run's dtype comes from its own code, one matching the promotion
+    of an input it fixed follows that input; a narrower one otherwise is the library's, and wrong."""
     if not (np.issubdtype(got, np.inexact) and np.issubdtype(want, np.inexact)):
         return ""
     if np.issubdtype(got, np.complexfloating) != np.issubdtype(want, np.complexfloating):
@@ -330,7 +320,49 @@ def _inverse(p: np.ndarray) -> np.ndarray:
     return np.argsort(p, axis=-1, kind="stable")
 
 
-def _describe(x: Any) -> str:
-    if isinstance(x, (tuple, list)):
-        return f"{len(x)} outputs"
-    return "one output"
+def second_opinion(backend: Backend, wl: Workload, timer: Timer, seen: FirstCall,
+                   arrays: tuple[Any, ...] | None, first_error: float | None,
+                   judge: Callable[[Any], Verdict]) -> str:
+    """Whether one more call gives the same wrong result (``judge``: the first result's check),
+    or an intermittent one that a user may meet only sometimes; "" where it cannot be told (a call
+    that changes its inputs)."""
+    if arrays is None or seen.changed or wl.mutated_positions(len(arrays)):
+        return ""
+    try:
+        _, result = timer.first_call()  # one call, waited for, untimed as far as the samples go
+        verdict = judge(to_host(backend, wl.result_of(result, list(arrays))))
+    except Exception:
+        return ""
+    if verdict.ok:
+        cause = backend.intermittent_cause(first_error)
+        return ("a second call in the same process gave a correct result: the wrong one is "
+                "intermittent, " + (cause or "a race or a fault, not the library's arithmetic on "
+                                    "these inputs"))
+    if verdict.max_rel_error == first_error:
+        return "a second call gave the same error"
+    return f"a second call was wrong too ({verdict.reason})"
+
+
+def known_limitation(backend: Backend, wl: Workload, cell: Cell, host: tuple[Any, ...],
+                     params: dict[str, Any], verdict: Verdict,
+                     right: Callable[[Any], bool], same: Callable[[Any], bool]) -> str | None:
+    """The backend's reason why a wrong first result is a known limitation of its library
+    (``Backend.explain_wrong``), or None: then it stays wrong. Only a measured error or a narrower
+    dtype than the run's is looked into, never a gradient's."""
+    if wl.grad or wl.namespace == "backend":
+        return None
+    measured = verdict.max_rel_error is not None and math.isfinite(verdict.max_rel_error)
+    if not measured and not is_dtype_reason(verdict.reason):
+        return None
+    fn = wl.function_for(backend.name)
+
+    def rerun(xp: Any) -> Any:
+        arrays = workload_arrays(backend, wl, host)
+        return to_host(backend, wl.result_of(fn(xp, *arrays, **params), list(arrays)))
+
+    try:
+        namespace = backend.namespace(wl.namespace_for(backend.name))
+        return backend.explain_wrong(WrongResult(cell.dtype, namespace, verdict.reason.split(";")[0],
+                                                 rerun, right, same))
+    except Exception:  # looking into a wrong verdict must never cost it
+        return None

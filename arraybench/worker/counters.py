@@ -1,24 +1,176 @@
 """The counters a worker reads around each sample: its own CPU time, faults, switches and memory,
 hardware counts where allowed, and the load the rest of the machine put on it.
 
-The worker samples its cells round-robin, so each sample window (``begin`` before a sample,
-``end`` after it) is attributed to the cell being sampled; nothing here runs inside the timed loop.
-Each read costs some 20 µs (getrusage, /proc/stat, /proc/loadavg, /proc/self/status), against
-samples of 5 ms or more. ``usage(i)`` turns a cell's windows into its ``Usage``.
+Each sample window (``begin`` before a sample, ``end`` after it) is attributed to the cell being
+sampled; nothing here runs inside the timed loop. A read costs some 20 µs against samples of 5 ms
+or more. Hardware counters come from a small ctypes binding to ``perf_event_open``, per thread (a
+library's thread pool does the work), user space only (what ``perf_event_paranoid`` 2 allows);
+most cloud VMs expose no PMU, and ``Counters.reason`` then says so in one line.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
+import platform
 import resource
+import struct
 import time
 from dataclasses import dataclass
 
 from ..host.cpu_time import MachineTime
-from .perf_events import Counters as HardwareCounters
-from .perf_events import open_counters
 from ..model.usage import Usage
 
+#: The system call's number, per architecture.
+_SYSCALL = {"x86_64": 298, "amd64": 298, "aarch64": 241, "arm64": 241, "riscv64": 241,
+            "ppc64le": 319, "ppc64": 319, "s390x": 331, "i386": 336, "i686": 336}
+
+PERF_TYPE_HARDWARE = 0
+PERF_TYPE_SOFTWARE = 1
+#: Hardware event ids (``PERF_COUNT_HW_*``).
+HARDWARE_EVENTS = {"cycles": 0, "instructions": 1, "cache_references": 2, "cache_misses": 3}
+#: Software events, which every Linux kernel has: used to test the binding where no PMU exists.
+SOFTWARE_TASK_CLOCK = 1
+
+_DISABLED, _EXCLUDE_KERNEL, _EXCLUDE_HV = 1 << 0, 1 << 5, 1 << 6
+_IOC_ENABLE = 0x2400
+#: read_format: the value, then the time enabled and the time running (to see multiplexing).
+_READ_TIMES = 1 | 2
+
+
+class _Attr(ctypes.Structure):
+    """``struct perf_event_attr`` up to PERF_ATTR_SIZE_VER5 (112 bytes)."""
+
+    _fields_ = [("type", ctypes.c_uint32), ("size", ctypes.c_uint32), ("config", ctypes.c_uint64),
+                ("sample_period", ctypes.c_uint64), ("sample_type", ctypes.c_uint64),
+                ("read_format", ctypes.c_uint64), ("flags", ctypes.c_uint64),
+                ("wakeup_events", ctypes.c_uint32), ("bp_type", ctypes.c_uint32),
+                ("config1", ctypes.c_uint64), ("config2", ctypes.c_uint64),
+                ("branch_sample_type", ctypes.c_uint64), ("sample_regs_user", ctypes.c_uint64),
+                ("sample_stack_user", ctypes.c_uint32), ("clockid", ctypes.c_int32),
+                ("sample_regs_intr", ctypes.c_uint64), ("aux_watermark", ctypes.c_uint32),
+                ("sample_max_stack", ctypes.c_uint16), ("reserved_2", ctypes.c_uint16)]
+
+
+class PerfError(OSError):
+    """perf_event_open refused; the message says why in words."""
+
+
+def paranoid_level() -> int | None:
+    """``/proc/sys/kernel/perf_event_paranoid``: 2 (the usual default) allows user-space counting
+    of one's own process; 3 or more (some distributions) forbids it."""
+    try:
+        with open("/proc/sys/kernel/perf_event_paranoid", encoding="ascii") as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _open_event(kind: int, config: int, tid: int) -> int:
+    """A file descriptor counting one event for thread ``tid``, enabled; ``PerfError`` with the
+    reason when the kernel refuses."""
+    number = _SYSCALL.get(platform.machine().lower())
+    if number is None:
+        raise PerfError(errno.ENOSYS, f"no perf_event_open binding for {platform.machine()}")
+    attr = _Attr(type=kind, size=ctypes.sizeof(_Attr), config=config, read_format=_READ_TIMES,
+                 flags=_DISABLED | _EXCLUDE_KERNEL | _EXCLUDE_HV)
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.syscall(number, ctypes.byref(attr), tid, -1, -1, 0)
+    if fd < 0:
+        code = ctypes.get_errno()
+        raise PerfError(code, _reason(code))
+    libc.ioctl(fd, _IOC_ENABLE, 0)
+    return fd
+
+
+def _reason(code: int) -> str:
+    name = errno.errorcode.get(code, str(code))
+    level = paranoid_level()
+    paranoid = "" if level is None else f"; perf_event_paranoid is {level}"
+    if code == errno.ENOENT or code == errno.EOPNOTSUPP:
+        why = "this machine exposes no hardware counters (no PMU; usual in VMs)"
+    elif code in (errno.EACCES, errno.EPERM):
+        why = "not permitted (perf_event_paranoid or a seccomp profile forbids it)"
+    elif code == errno.ENOSYS:
+        why = "the kernel has no perf_event_open"
+    else:
+        why = os.strerror(code)
+    return f"perf_event_open failed with {name}: {why}{paranoid}"
+
+
+def _read_count(fd: int) -> int:
+    """The event's count so far, scaled up where the kernel multiplexed it with other events."""
+    value, enabled, running = struct.unpack("QQQ", os.read(fd, 24))
+    if running and running < enabled:
+        return int(value * enabled / running)
+    return int(value)
+
+
+class Counters:
+    """Events counted on every thread of this process; threads started later are added by
+    ``refresh``. ``reason`` is empty when counting works, else why nothing is counted."""
+
+    def __init__(self, events: dict[str, tuple[int, int]]) -> None:
+        self.events = events
+        self.reason = ""
+        self._fds: dict[int, dict[str, int]] = {}
+
+    def refresh(self) -> None:
+        """Open the events on threads not counted yet (a thread pool started since)."""
+        if self.reason:
+            return
+        try:
+            threads = sorted(int(t) for t in os.listdir("/proc/self/task"))
+        except OSError:
+            threads = [0]
+        for tid in threads:
+            if tid in self._fds:
+                continue
+            opened: dict[str, int] = {}
+            try:
+                for name, (kind, config) in self.events.items():
+                    opened[name] = _open_event(kind, config, tid)
+            except PerfError as exc:
+                for fd in opened.values():
+                    os.close(fd)
+                if not self._fds:
+                    self.reason = str(exc.strerror)
+                    return
+                continue  # a thread that just ended; the others still count
+            self._fds[tid] = opened
+
+    def read(self) -> dict[str, int] | None:
+        """Each event's total over the counted threads, or None when nothing is counted."""
+        if self.reason or not self._fds:
+            return None
+        totals = dict.fromkeys(self.events, 0)
+        for opened in self._fds.values():
+            for name, fd in opened.items():
+                try:
+                    totals[name] += _read_count(fd)
+                except OSError:
+                    pass
+        return totals
+
+    def close(self) -> None:
+        for opened in self._fds.values():
+            for fd in opened.values():
+                os.close(fd)
+        self._fds.clear()
+
+
+def open_counters(events: dict[str, tuple[int, int]] | None = None) -> Counters:
+    """Hardware counters on every thread of this process (``reason`` says why not, where not).
+
+    >>> counters = open_counters()
+    >>> isinstance(counters.reason, str)
+    True
+    """
+    chosen = events or {name: (PERF_TYPE_HARDWARE, config) for name, config in HARDWARE_EVENTS.items()}
+    counters = Counters(chosen)
+    counters.refresh()
+    return counters
 
 
 def _open(path: str, flags: int = os.O_RDONLY) -> int | None:
@@ -31,13 +183,8 @@ def _open(path: str, flags: int = os.O_RDONLY) -> int | None:
 @dataclass
 class _Snapshot:
     wall: float
-    user: float
-    system: float
-    minflt: int
-    majflt: int
-    nvcsw: int
-    nivcsw: int
-    busy: float | None  # machine CPU seconds (all CPUs), steal excluded
+    ru: resource.struct_rusage
+    busy: float | None  # the machine's CPU seconds (all CPUs), steal excluded
     steal: float | None
     total: float | None
     rss: int | None
@@ -56,13 +203,8 @@ class SampleCounters:
         # Writing 5 to clear_refs resets the peak resident size (VmHWM) to the current one.
         self._clear_refs = _open("/proc/self/clear_refs", os.O_WRONLY)
         self._cpus = os.cpu_count() or 1
-        self._hw: HardwareCounters | None = open_counters() if hardware else None
+        self._hw: Counters | None = open_counters() if hardware else None
         self._begin: _Snapshot | None = None
-
-    # -- reading -------------------------------------------------------------------------------
-    def _machine(self) -> tuple[float | None, float | None, float | None]:
-        """(busy, steal, total) CPU seconds of the whole machine since boot (``host/cpu_time``)."""
-        return self._machine_time.read() or (None, None, None)
 
     def _status_kb(self, key: bytes) -> int | None:
         if self._status is None:
@@ -76,12 +218,10 @@ class SampleCounters:
 
     def _snapshot(self) -> _Snapshot:
         ru = resource.getrusage(resource.RUSAGE_SELF)
-        busy, steal, total = self._machine()
-        return _Snapshot(time.perf_counter(), ru.ru_utime, ru.ru_stime, ru.ru_minflt, ru.ru_majflt,
-                         ru.ru_nvcsw, ru.ru_nivcsw, busy, steal, total,
-                         self._status_kb(b"VmRSS"), self._hw.read() if self._hw else None)
+        busy, steal, total = self._machine_time.read() or (None, None, None)
+        return _Snapshot(time.perf_counter(), ru, busy, steal, total, self._status_kb(b"VmRSS"),
+                         self._hw.read() if self._hw else None)
 
-    # -- the windows ---------------------------------------------------------------------------
     def begin(self, cell: int) -> None:
         """Just before a sample of ``cell``."""
         if self._hw is not None:
@@ -113,16 +253,16 @@ class SampleCounters:
         b = self._snapshot()
         u = self._usage[cell]
         wall = b.wall - a.wall
-        user, system = max(b.user - a.user, 0.0), max(b.system - a.system, 0.0)
-        faults = b.minflt - a.minflt
+        user, system = max(b.ru.ru_utime - a.ru.ru_utime, 0.0), max(b.ru.ru_stime - a.ru.ru_stime, 0.0)
+        faults = b.ru.ru_minflt - a.ru.ru_minflt
         u.calls += calls
         u.wall_s += wall
         u.user_s += user
         u.system_s += system
         u.minor_faults += faults
-        u.major_faults += b.majflt - a.majflt
-        u.voluntary_switches += b.nvcsw - a.nvcsw
-        u.involuntary_switches += b.nivcsw - a.nivcsw
+        u.major_faults += b.ru.ru_majflt - a.ru.ru_majflt
+        u.voluntary_switches += b.ru.ru_nvcsw - a.ru.ru_nvcsw
+        u.involuntary_switches += b.ru.ru_nivcsw - a.ru.ru_nivcsw
         others = None
         if None not in (a.busy, b.busy, a.total, b.total, a.steal, b.steal):
             busy = max(b.busy - a.busy, 0.0)  # type: ignore[operator]
@@ -130,7 +270,10 @@ class SampleCounters:
             u.steal_s += max(b.steal - a.steal, 0.0)  # type: ignore[operator]
             u.machine_total_s += max(b.total - a.total, 0.0)  # type: ignore[operator]
             others = max(busy - user - system, 0.0) / wall if wall > 0 else None
-        load = self._load()
+        try:
+            load = float(os.pread(self._loadavg, 128, 0).split()[0]) if self._loadavg is not None else None
+        except (OSError, ValueError, IndexError):
+            load = None
         if load is not None:
             u.load_sum += load
             u.load_readings += 1
@@ -147,14 +290,6 @@ class SampleCounters:
             u.sample_cores.append(cpu / wall if wall > 0 else 0.0)
             u.sample_kernel_share.append(system / cpu if cpu > 0 else 0.0)
             u.sample_others_cores.append(others if others is not None else 0.0)
-
-    def _load(self) -> float | None:
-        if self._loadavg is None:
-            return None
-        try:
-            return float(os.pread(self._loadavg, 128, 0).split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
 
     def usage(self, cell: int) -> Usage | None:
         """What ``cell`` used over its windows; None when it was never sampled in one."""

@@ -1,23 +1,21 @@
-"""What a workload's first call did besides computing: inputs it changed, results that alias inputs.
+"""What a workload's first call did besides computing: inputs it changed, results that alias
+inputs, and NumPy computing on the library's arrays.
 
-Users' NumPy code updates its arguments (``C[:] = ...``) and returns views (``x.T``, ``C``
-itself). Both are legitimate, and both silently spoil a benchmark: a call that changes an input
-feeds its output to the next call, and a result that is a view of an input changes when a later
-call does. So the first call is looked at before any other runs:
-
-- every input the workload does not declare in ``mutates=`` is compared with its pristine host
-  copy; one that changed is named, with the fix, and restored before every later call;
-- the result is compared, by address, with every input (``np.shares_memory``, torch's storage,
-  JAX's buffer pointer, CuPy's allocation: ``Backend.shares_memory``); one that aliases an input is
-  copied to the host before it is checked, and said;
-- the result the check judges is this host copy, taken before any other call could change it.
+Users' NumPy code updates its arguments (``C[:] = ...``) and returns views (``x.T``); both
+silently spoil a benchmark (a changed input feeds one call's output to the next; a view changes
+when a later call does), so the first call is looked at before any other runs. A workload that
+writes ``np.exp(x)`` for ``xp.exp(x)`` makes NumPy compute on the host, its time reported as the
+library's: during the first call ``Watch`` replaces NumPy in the function's globals by a recorder.
 """
 
 from __future__ import annotations
 
+import linecache
+import sys
+import types
 import zlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -37,10 +35,21 @@ def to_host(backend: "Backend", x: Any) -> Any:
     return backend.to_numpy(x)
 
 
+def host_copy(h: Any) -> Any:
+    """A host input copied, as a list where the workload takes one."""
+    return list(h) if isinstance(h, list) else np.array(h, copy=True)
+
+
+def workload_arrays(backend: "Backend", wl: Workload, host: Sequence[Any]) -> tuple[Any, ...]:
+    """A call's inputs from the host ones: copies where the workload keeps them on the host."""
+    if wl.placement == "host":
+        return tuple(host_copy(h) for h in host)
+    return tuple(backend.asarray(h) for h in host)
+
+
 def input_names(wl: Workload, count: int) -> list[str]:
     """The names of a workload's ``count`` array inputs (``input 2`` where it takes ``*args``)."""
-    params = array_parameters(wl.fn) or []
-    names = [p.name for p in params]
+    names = [p.name for p in array_parameters(wl.fn) or []]
     return [names[i] if i < len(names) else f"input {i}" for i in range(count)]
 
 
@@ -56,17 +65,19 @@ class FirstCall:
     changed: tuple[int, ...] = ()
     #: What the record should say about it (stable text: the same in every process).
     notes: list[str] = field(default_factory=list)
-    #: A checksum of each host output right after the call (``fingerprint``): a result judged
-    #: wrong later is first compared with it, so that memory written after the call returned is
-    #: not blamed on the library's arithmetic.
+    #: Each host output's checksum right after the call: memory written after the call returned
+    #: is not blamed on the library's arithmetic.
     fingerprint: tuple[int, ...] = ()
 
 
 def look(backend: "Backend", wl: Workload, arrays: Sequence[Any], pristine: Sequence[Any],
          result: Any) -> FirstCall:
-    """Inspect the first call: its result (``result``) and its inputs (``arrays``) after it ran.
+    """Inspect the first call's ``result`` and its inputs (``arrays``) after it ran, against
+    ``pristine`` host copies of them.
 
-    ``pristine``: host copies of the inputs as they were before the call (never passed to it).
+    An input changed that ``mutates=`` does not declare is named, with the fix, and restored
+    before every later call; a result that aliases an input (``Backend.shares_memory``) is copied
+    to the host before it is checked, and said.
     """
     names = input_names(wl, len(arrays))
     declared = set(wl.mutated_positions(len(arrays)))
@@ -86,7 +97,7 @@ def look(backend: "Backend", wl: Workload, arrays: Sequence[Any], pristine: Sequ
     try:
         host = to_host(backend, produced)
     except Exception:
-        scalar = _python_scalar(produced)
+        scalar = next((o for o in outputs if isinstance(o, (bool, int, float, complex))), None)
         if scalar is None:
             raise
         # arraybench's conversion failed, but the mistake is the workload's: say that one.
@@ -121,13 +132,8 @@ _OWN_TYPES = {"torch": "torch.Tensor", "jax": "jax.Array", "mlx": "mlx.core.arra
 
 
 def foreign_result(backend: "Backend", wl: Workload, produced: Any) -> str:
-    """Why ``produced`` is a NumPy value where the library's own array was due, or "".
-
-    A workload that calls ``np.exp`` instead of ``xp.exp`` runs NumPy in the JAX worker, and its
-    time would be reported as JAX's. Backends whose arrays are NumPy's (NumPy, Numba), workloads
-    written against the backend itself (interop: ``to_numpy`` returns NumPy by design) and inputs
-    kept on the host are exempt.
-    """
+    """Why ``produced`` is a NumPy value where the library's own array was due, or "". Backends
+    whose arrays are NumPy's, interop workloads and inputs kept on the host are exempt."""
     if wl.namespace == "backend" or wl.placement == "host":
         return ""
     try:
@@ -141,8 +147,7 @@ def foreign_result(backend: "Backend", wl: Workload, produced: Any) -> str:
     if numpy_out is None:
         return ""
     kind = "numpy.ndarray" if isinstance(numpy_out, np.ndarray) else f"numpy.{type(numpy_out).__name__} scalar"
-    own_name = own_type_name(backend)
-    return (f"returned a {kind}, not a {own_name}: the workload called np.… instead of xp.…, so NumPy "
+    return (f"returned a {kind}, not a {own_type_name(backend)}: the workload called np.… instead of xp.…, so NumPy "
             f"computed it, not {backend.label}; use the xp namespace the workload is given")
 
 
@@ -154,29 +159,16 @@ def own_type_name(backend: "Backend") -> str:
     return f"{own.__module__}.{own.__qualname__}"
 
 
-def _python_scalar(produced: Any) -> Any:
-    outputs = produced if isinstance(produced, (tuple, list)) else (produced,)
-    return next((o for o in outputs if isinstance(o, (bool, int, float, complex))), None)
-
-
 def fingerprint(host: Any) -> tuple[int, ...]:
-    """CRC-32 of each host output's bytes (0 for what is not a plain array): cheap, and enough
-    to tell whether memory changed since."""
+    """CRC-32 of each host output's bytes (0 for what is not a plain array)."""
     outputs = host if isinstance(host, tuple) else (host,)
-    sums = []
-    for out in outputs:
-        if isinstance(out, np.ndarray) and out.dtype != object:
-            sums.append(zlib.crc32(np.ascontiguousarray(out).view(np.uint8).reshape(-1)))
-        else:
-            sums.append(0)
-    return tuple(sums)
+    return tuple(zlib.crc32(np.ascontiguousarray(out).view(np.uint8).reshape(-1))
+                 if isinstance(out, np.ndarray) and out.dtype != object else 0 for out in outputs)
 
 
 def _returned_none(backend: "Backend", wl: Workload, changed: list[str]) -> None:
-    """A call that returned None without ``mutates=`` has no result to judge, unless it changed
-    inputs and the workload gives its own ``reference=``; otherwise the reference (the same code
-    under NumPy) is None too, and every library would be called wrong for a shape it never had.
-    ``TypeError`` says what happened and the fix."""
+    """``TypeError`` with the fix for a call that returned None without ``mutates=``: nothing to
+    judge, unless it changed inputs and the workload gives its own ``reference=``."""
     if changed and wl.reference is not None:
         return
     fn = getattr(wl.function_for(backend.name), "__name__", "the function")
@@ -220,8 +212,7 @@ def _changed(backend: "Backend", arg: Any, before: Any) -> bool:
     after = np.asarray(to_host(backend, arg))
     if after.shape != before.shape or after.dtype != before.dtype:
         return True
-    # The same values compare equal at memory speed; ``equal_nan`` costs 10x as much (27 against
-    # 3 ms for a 2000x2000 matrix, in each process), so it only settles what plain equality denies.
+    # ``equal_nan`` costs 10x plain equality, so it only settles what plain equality denies.
     if np.array_equal(after, before):
         return False
     return not (np.issubdtype(before.dtype, np.inexact) and np.array_equal(after, before, equal_nan=True))
@@ -237,8 +228,125 @@ def dtype_of(backend: "Backend", x: Any) -> str | None:
 
 
 def output_bytes(result: Any) -> int:
-    """The bytes of a call's result (an array, or tuples and lists of them): what each call asks
-    the allocator for at least (large outputs make its state matter)."""
+    """The bytes of a call's result (an array, or tuples and lists of them)."""
     if isinstance(result, (tuple, list)):
         return sum(output_bytes(r) for r in result)
     return int(getattr(result, "nbytes", 0) or 0)
+
+
+def _is_numpy(value: Any) -> bool:
+    if isinstance(value, types.ModuleType):
+        return value.__name__ == "numpy" or value.__name__.startswith("numpy.")
+    if isinstance(value, np.ufunc):
+        return True
+    return callable(value) and not isinstance(value, type) and \
+        (getattr(value, "__module__", None) or "").startswith("numpy")
+
+
+def _foreign(value: Any) -> bool:
+    """An array of another library: has a shape and a dtype, and is not NumPy's."""
+    if isinstance(value, (tuple, list)):
+        return any(_foreign(v) for v in value)
+    return _is_array(value) and not isinstance(value, (np.ndarray, np.generic))
+
+
+class _Spy:
+    """Stands for a NumPy module: its functions record calls with foreign arrays (``_recording``)."""
+
+    def __init__(self, module: types.ModuleType, name: str, seen: list[str]) -> None:
+        self._module, self._name, self._seen = module, name, seen
+
+    def __getattr__(self, attr: str) -> Any:
+        value = getattr(self._module, attr)
+        if isinstance(value, types.ModuleType) and _is_numpy(value):
+            return _Spy(value, f"{self._name}.{attr}", self._seen)
+        if callable(value) and not isinstance(value, type):
+            return _recording(value, f"{self._name}.{attr}", self._seen)
+        return value
+
+
+def _host(value: Any) -> bool:
+    """A NumPy array (not a scalar): in another library's cell NumPy computes on it."""
+    if isinstance(value, (tuple, list)):
+        return any(_host(v) for v in value)
+    return isinstance(value, np.ndarray) and value.ndim > 0
+
+
+def _recording(fn: Callable[..., Any], name: str, seen: list[str]) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        values = [*args, *kwargs.values()]
+        mark = "" if _foreign(values) else "host " if _host(values) else None
+        if mark is not None:
+            caller = sys._getframe(1)
+            code = linecache.getline(caller.f_code.co_filename, caller.f_lineno).strip()
+            seen.append(f"{mark}{name} [at {caller.f_code.co_filename.rsplit('/', 1)[-1]}:"
+                        f"{caller.f_lineno}: {code}]")
+        return fn(*args, **kwargs)
+
+    return call
+
+
+class Watch:
+    """NumPy functions a workload calls on the library's arrays (or on NumPy arrays taken from
+    them) during a block (``with``), with the line that called each; eager cells only."""
+
+    def __init__(self, backend_name: str, backend_label: str, wl: Workload, mode: str) -> None:
+        self.label = backend_label
+        self.seen: list[str] = []
+        fn = wl.function_for(backend_name)
+        fn = getattr(fn, "__wrapped__", fn)
+        names = getattr(fn, "__globals__", None)
+        active = (backend_name not in ("numpy", "numba") and wl.namespace != "backend"
+                  and wl.placement != "host" and mode != "compiled" and isinstance(names, dict))
+        self._globals: dict[str, Any] = names if active else {}
+        self._saved: dict[str, Any] = {}
+
+    def __enter__(self) -> "Watch":
+        for key, value in list(self._globals.items()):
+            if key.startswith("__") or not _is_numpy(value):
+                continue
+            self._saved[key] = value
+            if isinstance(value, types.ModuleType):
+                self._globals[key] = _Spy(value, "np" if value is np else value.__name__, self.seen)
+            else:
+                self._globals[key] = _recording(value, f"np.{getattr(value, '__name__', key)}", self.seen)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._globals.update(self._saved)
+        self._saved.clear()
+
+    def reason(self) -> str:
+        """Why the call's result is not the library's work, or "" where NumPy never got its arrays."""
+        if not self.seen:
+            return ""
+        first = self.seen[0]
+        where = first[first.index("["):]
+        if first.startswith("host "):
+            name = first.split(" ")[1]
+            return (f"{name} computed on a NumPy array in {self.label}'s cell (one taken from "
+                    f"{self.label}'s with .numpy() or np.asarray, or made by NumPy): NumPy computed that "
+                    f"part on the host, not {self.label}; use the xp namespace the workload is given "
+                    f"(xp.{name.rsplit('.', 1)[-1]}) {where}")
+        name = first.split(" ")[0]
+        if name.rsplit(".", 1)[-1] in _CONVERSIONS:
+            return (f"{name} took {self.label}'s array to the host as a NumPy array: NumPy computed "
+                    f"what followed, not {self.label}, whatever type the result has; keep the work in "
+                    f"the xp namespace the workload is given {where}")
+        return (f"{name} got {self.label}'s array: NumPy computed that part on the host, "
+                f"not {self.label}, whatever type the result has; use the xp namespace the workload "
+                f"is given (xp.{name.rsplit('.', 1)[-1]}) {where}")
+
+    def hint(self) -> str:
+        """What to add to an error raised where NumPy got the library's array ("" otherwise)."""
+        foreign = [s for s in self.seen if not s.startswith("host ")]
+        if not foreign:
+            return ""
+        name = foreign[-1].split(" ")[0]
+        return (f"; {name} was called on {self.label}'s array (NumPy's functions call the array's own "
+                f"methods with NumPy's arguments, such as axis=): use xp.{name.rsplit('.', 1)[-1]}, "
+                "the namespace the workload is given")
+
+
+#: NumPy functions that only bring an array to the host: the NumPy work is what follows them.
+_CONVERSIONS = frozenset({"asarray", "array", "asanyarray", "ascontiguousarray", "asfortranarray"})

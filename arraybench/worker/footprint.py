@@ -1,20 +1,10 @@
-"""What one call costs besides time: its peak memory and, where the hardware tells, its energy.
+"""What one call costs besides time: its peak memory and, where the hardware tells, its energy;
+and an out-of-memory error in words.
 
-Both are measured after sampling, around calls of their own, never inside the timed loop: reading
-``/proc`` or resetting a library's counters between timed calls would be timed with them.
-
-Peak memory on the host is the process's resident high-water mark: writing "5" to
-``/proc/self/clear_refs`` resets ``VmHWM`` to the present ``VmRSS`` (Linux >= 4.0), so after one
-call ``VmHWM - VmRSS(before)`` is what the call added at its highest. Freed memory the C allocator
-still holds would serve the call without raising the resident size, so it is handed back first
-(``malloc_trim``). On a GPU the library's own accounting answers (``Backend.device_peak``).
-
-Energy comes from counters the hardware keeps: RAPL on the CPU (``/sys/class/powercap``), NVML's
-total-energy counter on NVIDIA GPUs. Where none is readable (a VM, no permission), the replicate
-keeps why, never a figure. A counter is read as a side reading, and judged before it becomes one: a
-counter that did not move over the burst (frozen), ran backwards (beyond a wrap its range allows)
-or moved more than the hardware can draw in the time (a jump) gives no figure, and says so; what
-happens to the energy never touches the samples.
+Both are measured after sampling, around calls of their own, never inside the timed loop. Peak
+memory on the host is the resident high-water mark (``clear_refs`` 5 resets ``VmHWM``), the C
+allocator's free memory handed back first; on a GPU the library's own accounting answers. Energy
+comes from RAPL or NVML's counter, judged (frozen, backwards, a jump) before it becomes a figure.
 """
 
 from __future__ import annotations
@@ -22,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import gc
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,15 +21,13 @@ from typing import Any, Callable
 _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
 _POWERCAP = Path("/sys/class/powercap")
-#: Calls go on until the energy counters have moved for this long: RAPL updates about every
-#: millisecond, NVML's counter less often, and one call's joules are far below either's resolution.
+#: Calls go on until the energy counters have moved for this long: one call's joules are far below
+#: the resolution of RAPL (updated about every ms) or NVML (less often).
 ENERGY_SPAN_S = 0.2
-#: What a CPU package and a GPU board draw at most, generously (the largest server parts are rated
-#: at about half of these): a counter that moved by more in the time between its reads jumped.
+#: What a CPU package and a GPU board draw at most, generously: a counter that moved by more jumped.
 PACKAGE_MAX_W = 1000.0
 BOARD_MAX_W = 3000.0
-#: Time added to the span between two reads before judging a jump: a counter is updated at
-#: intervals (about 1 ms for RAPL, more for NVML), so a short span may see a whole interval's energy.
+#: Added to the span between two reads before judging a jump: a short span may see a whole update's.
 _UPDATE_SLACK_S = 0.01
 
 
@@ -81,8 +70,7 @@ class _MallInfo2(ctypes.Structure):
 
 
 def _allocated() -> int | None:
-    """Bytes the C allocator holds allocated, over every arena and mmap (glibc's ``mallinfo2``);
-    None elsewhere."""
+    """Bytes the C allocator holds allocated (glibc's ``mallinfo2``); None elsewhere."""
     try:
         mallinfo2 = _libc().mallinfo2
     except (OSError, AttributeError):
@@ -92,15 +80,6 @@ def _allocated() -> int | None:
     return int(info.uordblks + info.hblkhd)
 
 
-def _trim() -> None:
-    """Give the C allocator's free memory back to the kernel, so that a call's own allocations
-    raise the resident size (glibc only; elsewhere nothing to do)."""
-    try:
-        _libc().malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
 def host_peak(call: Callable[[], Any]) -> Peak:
     """Resident bytes one ``call`` added at its highest (``VmHWM`` after minus ``VmRSS`` before)."""
     try:
@@ -108,10 +87,12 @@ def host_peak(call: Callable[[], Any]) -> Peak:
     except (OSError, ValueError) as exc:
         return Peak(None, f"host peak memory not measured: /proc/self/status not readable ({exc})")
     gc.collect()
-    _trim()
+    try:  # the C allocator's free memory back to the kernel, so the call's allocations show (glibc)
+        _libc().malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
     try:
-        # Resets the high-water mark to the present resident size.
-        _CLEAR_REFS.write_text("5")
+        _CLEAR_REFS.write_text("5")  # the high-water mark is the present resident size again
     except OSError as exc:
         return Peak(None, "host peak memory not measured: /proc/self/clear_refs not writable "
                           f"({exc.strerror or exc}), so the resident high-water mark cannot be reset")
@@ -119,9 +100,8 @@ def host_peak(call: Callable[[], Any]) -> Peak:
     before = _status_kib("VmRSS", "VmHWM")
     result = call()
     after = _status_kib("VmHWM")
-    # What the call still holds (its result) counts even where it reused memory already resident:
-    # freed memory a library's own threads keep in their malloc arenas (glibc trims only the main
-    # arena's top) would otherwise hide a JAX matmul's 32 MB output.
+    # What the call still holds counts even where it reused resident memory: other threads' malloc
+    # arenas (glibc trims only the main one) would otherwise hide a JAX matmul's 32 MB output.
     held = _allocated()
     del result
     if "VmHWM" not in after or "VmRSS" not in before:
@@ -278,3 +258,78 @@ def _energy(backend: Any, call: Callable[[], Any], span_s: float, rapl: Rapl | N
         return Energy(None, why)
     return Energy(rapl.joules(before, after) / calls,
                   "CPU package energy from RAPL, the machine's idle draw included")
+
+
+# -- out of memory: each library's own message (checked against its source), in words
+
+_UNITS = {
+    "": 1, "b": 1, "byte": 1, "bytes": 1,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50, "eib": 2**60,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15,
+}
+# NumPy prints sizes with "%.3g" and a trailing point: "Unable to allocate 149. GiB".
+_SIZE = r"(\d[\d,]*(?:\.\d*)?)\s*(bytes|byte|[KMGTPE]i?B|B)?\b"
+_NEEDED = re.compile(r"(?:tried to allocate|trying to allocate|unable to allocate|allocating)\s+" + _SIZE,
+                     re.IGNORECASE)
+_FREE = (
+    re.compile(r"of which\s+" + _SIZE + r"\s+is free", re.IGNORECASE),  # torch >= 2.1
+    re.compile(r";\s*" + _SIZE + r"\s+free;", re.IGNORECASE),  # torch < 2.1
+)
+_TOTAL = (
+    re.compile(r"total capacity of\s+" + _SIZE, re.IGNORECASE),
+    re.compile(_SIZE + r"\s+total capacity", re.IGNORECASE),
+)
+
+
+_ENFORCE = re.compile(r"^\[enforce fail at [^\]]*\]\s*(?:[^.]*==[^.]*\.\s*)?")
+
+
+def _bytes(number: str, unit: str | None) -> int:
+    return int(float(number.replace(",", "")) * _UNITS[(unit or "").lower()])
+
+
+def needed_bytes(message: str) -> int | None:
+    """The allocation that failed, as the library's message states it; None if it does not."""
+    m = _NEEDED.search(message)
+    return _bytes(*m.groups()) if m else None
+
+
+def available_in_message(message: str) -> tuple[int | None, int | None]:
+    """(free, total) bytes where the message itself says them (PyTorch on CUDA does)."""
+    free = next((_bytes(*m.groups()) for p in _FREE if (m := p.search(message))), None)
+    total = next((_bytes(*m.groups()) for p in _TOTAL if (m := p.search(message))), None)
+    return free, total
+
+
+def format_bytes(n: int) -> str:
+    """``8000000000`` -> ``"7.45 GiB"``."""
+    value = float(n)
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if value < 1024 or unit == "PiB":
+            return f"{n} bytes" if unit == "bytes" else f"{value:.3g} {unit}"
+        value /= 1024
+    return f"{n} bytes"
+
+
+def describe(message: str, stage: str, available: tuple[int, int] | None, where: str) -> str:
+    """``out of memory during the first call (needed 7.11 PiB, available 9.8 GiB of 15.6 GiB host
+    memory): <the library's own words>``; ``available``: (free, total) bytes where the message does
+    not say them; ``where`` names the memory ("host memory", "on the GPU")."""
+    parts = []
+    needed = needed_bytes(message)
+    if needed is not None:
+        parts.append(f"needed {format_bytes(needed)}")
+    free, total = available_in_message(message)
+    if free is None and available is not None:
+        free, total = available
+    if free is not None:
+        of = f" of {format_bytes(total)}" if total else ""
+        parts.append(f"available {format_bytes(free)}{of} {where}".rstrip())
+    head = f"out of memory during {stage}"
+    if parts:
+        head += f" ({', '.join(parts)})"
+    detail = " ".join(message.split())
+    detail = _ENFORCE.sub("", detail)  # PyTorch's C++ assertion prefix says nothing to a user
+    if len(detail) > 240:
+        detail = detail[:239] + "…"
+    return f"{head}: {detail}" if detail else head

@@ -1,15 +1,10 @@
-"""The worker process: one library on one device, doing one ``protocol.Job``.
+"""The worker process: one library on one device, doing one ``protocol.Job`` read from stdin.
 
-Started as ``python -m arraybench.worker`` (by ``executors.worker_process.WorkerProcess``) with the
-job on stdin; it answers in ``protocol`` messages. The messages go to a private copy of the original
-stdout; the process's own stdout is pointed at stderr, so a library that prints cannot corrupt them.
-A ``measure`` job prepares its cells in a shuffled order and samples them as the parent hands it
-turns, a ``probe`` only opens the library, a ``selfcheck`` runs the doctor's checks.
-
-SIGTERM (or SIGINT) asks the worker to stop: it finishes the sample under way, sends the replicates
-of the cells whose sampling is complete, drops the ones still sampling (a resumed run measures them
-again, in full) and says ``Done``. A crash writes the Python stack to stderr (``faulthandler``), so
-the parent can say on which line of a workload a segfault happened.
+The messages go to a private copy of the original stdout; the process's own stdout is pointed at
+stderr, so a library that prints cannot corrupt them. SIGTERM (or SIGINT) asks the worker to stop:
+it finishes the sample under way, sends the replicates whose sampling is complete, drops the others
+(a resumed run measures them again) and says ``Done``. A crash writes the Python stack to stderr
+(``faulthandler``), so the parent can say on which line of a workload a segfault happened.
 """
 
 from __future__ import annotations
@@ -22,38 +17,32 @@ import random
 import signal
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Callable, TextIO
+from typing import TYPE_CHECKING, Any
 
 from ..model.replicate import OTHER
 from ..model.schema import SchemaError
-from .protocol import (CheckDone, Done, Job, Message, Prepare, Prepared, Ready, ReplicateDone, Sampled, Start, Turn,
-                       Unavailable, encode)
+from .protocol import (Board, Done, Job, Message, Prepare, Prepared, Ready, ReplicateDone, Sampled, Start,
+                       Turn, Unavailable, encode)
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
-
-
-def _open_channel() -> TextIO:
-    fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return os.fdopen(fd, "w", buffering=1, encoding="utf-8")
+    from .counters import SampleCounters
+    from .prepare import Prepared as PreparedCell
+    from .sampling import Sampling
 
 
 class Channel:
-    """The worker's side of the protocol."""
+    """The worker's side of the protocol: a private copy of stdout, stdout itself now stderr."""
 
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
+    def __init__(self) -> None:
+        fd = os.dup(1)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+        self.stream = os.fdopen(fd, "w", buffering=1, encoding="utf-8")
 
     def send(self, message: Message) -> None:
         self.stream.write(encode(message) + "\n")
         self.stream.flush()
-
-
-class _Stop(BaseException):
-    """Raised between samples once the parent asked to stop; a BaseException so that no
-    ``except Exception`` on the way (the timer's own) can swallow it."""
 
 
 class StopFlag:
@@ -61,25 +50,16 @@ class StopFlag:
 
     def __init__(self) -> None:
         self.set = False
-
-    def install(self) -> None:
         for s in (signal.SIGTERM, signal.SIGINT):
             signal.signal(s, self._on_signal)
 
     def _on_signal(self, _signum: int, _frame: Any) -> None:
         self.set = True
 
-    def check(self) -> None:
-        if self.set:
-            raise _Stop()
 
-
-def serve(job: Job, channel: Channel, stop: StopFlag | None = None) -> int:
-    """Open the job's library on its device and do the job; then, where it says so
-    (``Job.reuse``), the jobs that follow on stdin with the library still open (a pytest
-    session's tests share their workers). Any other line, or a job for another library, device or
-    settings, ends the worker. The exit status."""
-    stop = stop or StopFlag()
+def serve(job: Job, channel: Channel, stop: StopFlag) -> int:
+    """Open the job's library on its device and do the job, then (``Job.reuse``) the jobs that
+    follow on stdin for the same library, device and settings; the exit status."""
     started = time.perf_counter()
     backend = _open_backend(job, channel)
     if backend is None:
@@ -119,7 +99,7 @@ def _do(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, started:
         from .selfcheck import run_checks
 
         for outcome in run_checks(backend, job.only):
-            channel.send(CheckDone(outcome.check, outcome.status, outcome.detail))
+            channel.send(outcome)
     channel.send(Done())
 
 
@@ -142,8 +122,8 @@ def _open_backend(job: Job, channel: Channel) -> "Backend | None":
 
 
 def _info(backend: "Backend", started: float, describe: bool = True) -> dict[str, Any]:
-    """What ``Ready`` reports: the backend's own info, how long it took to start, its settings;
-    ``describe``: the code paths it runs too (``Backend.kernels``)."""
+    """What ``Ready`` reports: the backend's own info, its start-up time and settings, and
+    (``describe``) the code paths it runs."""
     from ..host.knobs import recorded
 
     info = getattr(backend, "ready_info", None)  # a reused worker's library is the same
@@ -166,7 +146,6 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     """Prepare each of the job's cells, in a shuffled order, then sample them turn by turn."""
     from .counters import SampleCounters
     from .footprint import energy_metered
-    from .heartbeat import Board
     from .prepare import ReferenceCache, finish, prepare
     from ..model.replicate import Replicate
     from ..workloads.tracebacks import describe_exception
@@ -186,16 +165,16 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     footprint_too = job.replicate == 0 and job.allocator != OTHER
     channel.send(Ready(info=_info(backend, started, job.describe), pid=os.getpid(),
                        ends_alone=footprint_too and energy_metered(backend)))
-    word = _told_to_prepare()
-    if word is None:
+    try:
+        word = Prepare.from_json(sys.stdin.readline())
+    except SchemaError:  # the parent closed stdin (or wrote something else)
         channel.send(Done(stopped=True))
         return
     judged = set(word.judged)
     only = None if word.only is None else set(word.only)
 
-    # Each cell collects garbage before its timed loops and before its memory peak: out of the
-    # collector's sight, what the library's import and the workload files made (~170k objects for
-    # PyTorch, never garbage) is not walked again in each of those collections (80 ms each).
+    # Out of the collector's sight, what the imports made (~170k objects for PyTorch) is not walked
+    # again in each cell's collections (80 ms each).
     gc.collect()
     gc.freeze()
     board = Board(job.board)
@@ -205,37 +184,9 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     cells = job.cells
     order = list(range(len(cells)))
     random.Random(job.shuffle_seed).shuffle(order)
-    batch: list = []
+    batch: list[tuple[int, "PreparedCell"]] = []
     # Counted around each sample, attributed to the cell sampled (the reason behind a time).
     counters = SampleCounters(len(cells))
-
-    def before_sample(k: int) -> None:
-        stop.check()
-        board.mark(indices[k])
-        counters.begin(indices[k])
-
-    def after_sample(k: int) -> None:
-        run = runs[k]
-        if run.regrew_last or (run.warming and run.take_back_warmup(counters.resident_growth())):
-            counters.cancel()  # a warm-up sample: neither its time nor its usage count
-        else:
-            counters.end(indices[k], run.calls_last)
-
-    def finish_batch(rounds: dict[int, list[int]]) -> None:
-        for i, p in batch:
-            if stop.set and not p.run.done:
-                continue  # partly sampled: not a measurement with the run's settings
-            board.mark(i)
-            # Peak memory and energy in the first process of the headline's state: a call of
-            # their own in every process would cost each process its largest call again.
-            replicate = finish(backend, p, footprint_too=footprint_too)
-            replicate.usage = counters.usage(i)
-            replicate.allocator = job.allocator  # set before the worker started
-            if replicate.samples_s:
-                replicate.rounds = rounds.get(i, [])[:len(replicate.samples_s)]
-            channel.send(ReplicateDone(cells[i].key, replicate))
-        backend.free()
-
     for i in order:
         if stop.set:
             break
@@ -259,42 +210,34 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
             channel.send(ReplicateDone(cell.key, p.replicate))
             continue
         batch.append((i, p))
-    runs = [p.run for _, p in batch]
-    indices = [i for i, _ in batch]
     if batch:
-        _take_turns(job, runs, indices, channel, stop, before_sample, after_sample, finish_batch)
+        rounds = _take_turns(job, {i: p.run for i, p in batch}, channel, stop, board, counters)
+        for i, p in batch:
+            if stop.set and not p.run.done:
+                continue  # partly sampled: not a measurement with the run's settings
+            board.mark(i)
+            # Peak memory and energy in the first process of the headline's state only.
+            replicate = finish(backend, p, footprint_too=footprint_too)
+            replicate.usage = counters.usage(i)
+            replicate.allocator = job.allocator  # set before the worker started
+            if replicate.samples_s:
+                replicate.rounds = rounds[i][:len(replicate.samples_s)]
+            channel.send(ReplicateDone(cells[i].key, replicate))
+        backend.free()
     counters.close()
     channel.send(Done(stopped=stop.set))
 
 
-def _told_to_prepare() -> Prepare | None:
-    """The parent's word to prepare; None where it closed stdin (or wrote something else)."""
-    line = sys.stdin.readline()
-    try:
-        return Prepare.from_json(line)
-    except SchemaError:
-        return None
-
-
-def _take_turns(job: Job, runs: list, indices: list[int], channel: Channel, stop: StopFlag,
-                before_sample: Callable[[int], None], after_sample: Callable[[int], None],
-                finish_batch: Callable[[dict[int, list[int]]], None]) -> None:
-    """Sample the prepared ``runs`` one sample a turn, as the parent hands turns (``Turn`` lines
-    on stdin), then finish every cell with the round each sample was taken in.
-
-    The parent keeps every other worker paused while this one has the turn, so the sample is
-    this library's alone; which cell samples when is the parent's choice, so the cells a verdict
-    compares sample the same seconds of the machine, each in its own process.
-    """
+def _take_turns(job: Job, runs: dict[int, "Sampling"], channel: Channel, stop: StopFlag, board: Board,
+                counters: "SampleCounters") -> dict[int, list[int]]:
+    """Sample the prepared ``runs`` (by cell index) one sample a ``Turn``, every other worker
+    paused meanwhile; the round each cell's samples were taken in."""
     from ..numeric.stopping import REWARM_BELOW_S
     from .sampling import gc_paused
 
-    position = {i: k for k, i in enumerate(indices)}  # a cell's index in the job -> in ``runs``
-    rounds: dict[int, list[int]] = {i: [] for i in indices}
-    for run in runs:
-        # A slow warm-up call kept as a sample was taken while preparing, alone: in no round, so
-        # no other configuration's sample pairs with it. Every sample of a cell taking turns is
-        # one of a round (``analysis/pairs`` pairs the i-th sample with the i-th round).
+    rounds: dict[int, list[int]] = {i: [] for i in runs}
+    for run in runs.values():
+        # A slow warm-up call kept as a sample was taken alone, in no round: nothing pairs with it.
         run.drop_samples()
     channel.send(Prepared())
     with gc_paused():
@@ -308,24 +251,22 @@ def _take_turns(job: Job, runs: list, indices: list[int], channel: Channel, stop
                 continue
             if turn.cell < 0:
                 break
-            k = position.get(turn.cell, -1)
-            if k < 0:  # not a cell that samples here (it ended while being prepared)
+            run = runs.get(turn.cell)
+            if run is None:  # not a cell that samples here (it ended while being prepared)
                 channel.send(Sampled(job.cells[turn.cell].key if 0 <= turn.cell < len(job.cells) else "",
                                      turn.round, True, error=True))
                 continue
-            run = runs[k]
-            try:
-                before_sample(k)
-            except _Stop:
-                break
+            board.mark(turn.cell)
+            counters.begin(turn.cell)
             before = len(run.samples)
             if run.error is None:
-                # Every turn follows other processes' turns (this one was stopped meanwhile),
-                # whichever cell this process sampled last: caches and thread pools are
-                # another library's. Re-warmed only after another cell of its own, a turn
-                # timed PyTorch's 1M elementwise 21% slower than a plain loop.
+                # Every turn follows other processes' turns: caches and thread pools are another
+                # library's (unre-warmed, PyTorch's 1M elementwise timed 21% slow).
                 run.take_turn(rewarm=run.per_call_s < REWARM_BELOW_S)
-            after_sample(k)
+            if run.regrew_last or (run.warming and run.take_back_warmup(counters.resident_growth())):
+                counters.cancel()  # a warm-up sample: neither its time nor its usage count
+            else:
+                counters.end(turn.cell, run.calls_last)
             kept = len(run.samples) > before
             # Samples taken back (a batch regrown) take their rounds with them.
             del rounds[turn.cell][len(run.samples) - kept:]
@@ -333,15 +274,14 @@ def _take_turns(job: Job, runs: list, indices: list[int], channel: Channel, stop
                 rounds[turn.cell].append(turn.round)
             channel.send(Sampled(job.cells[turn.cell].key, turn.round, run.done, error=run.error is not None,
                                  seconds=run.samples[-1] if kept else 0.0))
-    finish_batch(rounds)
+    return rounds
 
 
 def main() -> int:
     """Read the job from stdin, do it, answer on the protocol channel; the exit status."""
     stop = StopFlag()
-    stop.install()
     faulthandler.enable(file=sys.stderr, all_threads=False)
-    channel = Channel(_open_channel())
+    channel = Channel()
     line = sys.stdin.readline()
     if not line:
         return 2
@@ -351,7 +291,3 @@ def main() -> int:
         print(f"arraybench worker: the job does not fit the protocol: {exc}", file=sys.stderr)
         return 2
     return serve(job, channel, stop)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

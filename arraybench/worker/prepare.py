@@ -1,10 +1,7 @@
-"""Cells in a worker: inputs on the device, the bound operation, the timer, the correctness check.
-
-``prepare`` puts a cell's inputs on the device, makes the first call, warms up, calibrates and checks
-the first result against the float64 reference; ``finish`` turns the samples into the cell's
-``Replicate``, what this process measured. In between, the worker samples its cells a turn at a
-time, as the parent hands turns (``Sampling.take_turn``). Exceptions from the library or from a user's workload
-become a ``failed`` replicate carrying the exception's own line, never a dead worker.
+"""Cells in a worker: ``prepare`` puts a cell's inputs on the device, makes the first call, warms
+up, calibrates and checks the first result against the float64 reference; ``finish`` turns the
+samples into the cell's ``Replicate``. Exceptions from the library or a user's workload become a
+``failed`` replicate carrying the exception's own line, never a dead worker.
 """
 
 from __future__ import annotations
@@ -21,16 +18,15 @@ from ..model.replicate import Replicate, Status
 from ..model.cell import Cell
 from ..model.timer_settings import TimerSettings
 from .sampling import Sampling
-from .timer import Timer
+from .timer import FreshInputs, Timer, fresh_inputs
 from ..workloads.tracebacks import describe_exception
 from ..workloads.binding import Bound, bind
 from ..workloads.definition import Workload
 from ..workloads.inputs import input_bytes
 from .references import UNCHECKED, ReferenceCache, is_none, narrower_than_numpys
-from .effects import FirstCall, ForeignResult, dtype_of, fingerprint, input_names, look, output_bytes, to_host
-from .fresh import FreshInputs, fresh_inputs
-from .second_look import host_copy, known_limitation, second_opinion
-from .numpy_calls import Watch
+from .effects import (FirstCall, ForeignResult, Watch, dtype_of, fingerprint, input_names, look, output_bytes, to_host,
+                      workload_arrays)
+from .accuracy import known_limitation, second_opinion
 
 
 @dataclass
@@ -52,18 +48,16 @@ class Prepared:
 def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
             references: ReferenceCache, *, seed: int = 0,
             flush: Callable[[], None] | None = None, check: bool = True) -> Prepared:
-    """Everything before sampling: inputs, binding, first call, warm-up, calibration, check.
-
-    ``check=False``: the result is not judged here (the same cell in the other allocator state,
-    or in a later process: an earlier one judged the same arithmetic on the same inputs).
-    """
+    """Everything before sampling: inputs, binding, first call, warm-up, calibration, check
+    (``check=False``: another process or allocator state judges the same arithmetic)."""
     rep = Replicate()
+    origin = "" if wl.source == "builtin" else wl.origin(backend.name)
+    returned_by = f" [returned by {origin}]" if origin else ""
     try:
         # The plan gives every cell its settings; a cell made by hand may leave them out.
         params = wl.call_settings(cell.size, cell.params)
         work = wl.work_for(cell.size, np.dtype(cell.dtype).itemsize, params)
     except Exception as exc:
-        origin = "" if wl.source == "builtin" else wl.origin(backend.name)
         return Prepared(cell, Replicate.ended("failed", f"{describe_exception(exc, origin)} "
                                                         "(during reading the settings and work model)"))
     if work is not None:
@@ -75,14 +69,12 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         # nvbench's practice: the GPU's state before the cell (after it: ``finish``).
         rep.gpu_health = ({"before": backend.health.snapshot()} if backend.health is not None
                           else {"unavailable": backend.health_note or "no GPU monitor"})
-    origin = "" if wl.source == "builtin" else wl.origin(backend.name)
     prepared = Prepared(cell, rep, origin=origin, device_timer=device_timer)
     not_applicable = wl.not_applicable(backend.name, cell.mode) or backend.unsupported_dtype(cell.dtype)
     if not_applicable:
         return _ended(backend, prepared, "skipped", not_applicable)
     if cell.transfer and wl.placement == "host":
-        # Its inputs stay host data and it times the move itself; the transfer wrapper would hand
-        # them to from_numpy a second time (a list to torch.from_numpy raises).
+        # Its inputs stay host data and it times the move itself.
         return _ended(backend, prepared, "skipped",
                       f"not applicable: {wl.name}'s inputs stay on the host, so it times the "
                       "transfer already; --include-transfer adds nothing")
@@ -97,10 +89,8 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         if cell.transfer:
             bound = _with_transfer(backend, wl, cell, host, params)
         else:
-            # Host-placed inputs are copies too: ``host`` stays as built, for the reference and
-            # to see what a call changed.
-            arrays = tuple(host_copy(h) for h in host) if wl.placement == "host" \
-                else tuple(backend.asarray(h) for h in host)
+            # ``host`` stays as built, for the reference and to see what a call changed.
+            arrays = workload_arrays(backend, wl, host)
             stage = "binding"
             bound = bind(wl, backend, cell.mode, arrays, cell.dtype, params)
         rep.method = bound.method + (" +transfer" if cell.transfer else "")
@@ -120,33 +110,34 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
             raise ForeignResult(numpy_watch.reason())
         stage = "warming up" if cell.mode != "compiled" else "warming up (compiled)"
         run = timer.start(settings, first=first)
-        _say_how_restored(timer, rep)
+        if isinstance(timer.fresh, FreshInputs):  # how it restores, chosen now, and what it subtracts
+            if timer.fresh.per_call:
+                rep.restore_overhead_s = timer.span_overhead_s()
+            rep.warnings.append(timer.fresh.describe(rep.restored))
         if cell.mode == "compiled":
             rep.warnings += backend.compile_notes()
     except Unavailable as exc:
         return _ended(backend, prepared, "skipped", str(exc))
     except ForeignResult as exc:
-        return _ended(backend, prepared, "failed", str(exc) + (f" [returned by {origin}]" if origin else ""))
+        return _ended(backend, prepared, "failed", str(exc) + returned_by)
     except Exception as exc:
         status, reason = _classify(backend, cell, stage, exc, origin)
         return _ended(backend, prepared, status, reason + numpy_watch.hint())
+    out_dtype, out = seen.dtype, seen.result
+
+    def ready() -> Prepared:
+        rep.output_bytes = output_bytes(out)
+        prepared.run = run
+        prepared.call = lambda: timer.first_call()[1]
+        return prepared
+
     try:
-        out_dtype = seen.dtype
-        out = seen.result
-        run.first_result = None  # the check has what it needs; free device memory now
         if not check:
-            rep.output_bytes = output_bytes(out)
-            prepared.run = run
-            prepared.call = lambda: timer.first_call()[1]
-            return prepared
+            return ready()
         reference = references.reference(wl, cell.size, cell.dtype, host, params)
-        if is_none(reference.value):
-            # Nothing to compare with: the cell is timed, its result left unjudged, and said so.
+        if is_none(reference.value):  # timed, its result left unjudged, and said so
             rep.warnings.append(UNCHECKED)
-            rep.output_bytes = output_bytes(out)
-            prepared.run = run
-            prepared.call = lambda: timer.first_call()[1]
-            return prepared
+            return ready()
         tolerance = None
         precision = backend.reduced_precision(cell.dtype) if wl.check.matmul else None
         if precision:
@@ -157,29 +148,27 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         if rep.gradient == "finite_differences":
             tolerance = max(wl.check.tolerance(cell.dtype, cell.size, precision),
                             accuracy.finite_difference_tolerance(cell.dtype, cell.size))
-        if reference.error:
-            # A reference that is itself approximate (finite differences) cannot tell errors below
-            # its own apart: widen the tolerance by it, and say so.
+        if reference.error:  # an approximate reference (finite differences) widens the tolerance
             base_tolerance = wl.check.settle(None, cell.dtype).tolerance(cell.dtype, cell.size) \
                 if tolerance is None else tolerance
             tolerance = base_tolerance + reference.error
             rep.warnings.append(reference.note)
         fixed = built.fixed_dtypes(input_names(wl, len(host)))
         if fixed and narrower_than_numpys(wl, host, params, out_dtype, cell.dtype):
-            # NumPy keeps the run's dtype on these very inputs: the narrow result is a cast in the
-            # library's code, not the fixed input's dtype followed (a float32 step stays wrong).
+            # NumPy keeps the run's dtype on these very inputs: the narrow result is the library's cast.
             fixed = {}
         noise = references.noise(wl, cell.size, cell.dtype, host, params) \
             if wl.check.needs_noise(cell.dtype) else None
-        verdict = accuracy.judge(out, reference.value, wl.check, cell.dtype, cell.size,
-                                 tolerance=tolerance, out_dtype=out_dtype, fixed=fixed, noise=noise,
-                                 inputs=host)
+
+        def judged(r: Any, out_dtype: str | None = out_dtype) -> accuracy.Verdict:
+            return accuracy.judge(r, reference.value, wl.check, cell.dtype, cell.size, tolerance=tolerance,
+                                  out_dtype=out_dtype, fixed=fixed, noise=noise, inputs=host)
+
+        verdict = judged(out)
         if not verdict.ok and noise is None and verdict.max_rel_error is not None:
             # Only to say, in the reason, how far the reference itself moves.
             noise = references.noise(wl, cell.size, cell.dtype, host, params)
-            verdict = accuracy.judge(out, reference.value, wl.check, cell.dtype, cell.size,
-                                     tolerance=tolerance, out_dtype=out_dtype, fixed=fixed, noise=noise,
-                                 inputs=host)
+            verdict = judged(out)
         if verdict.note:
             rep.warnings.append(verdict.note)
     except Exception as exc:
@@ -187,31 +176,23 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         return _ended(backend, prepared, "failed",
                       f"checking the result failed: {describe_exception(exc, fallback)}")
     if not verdict.ok:
-        changed_since = bool(seen.fingerprint) and fingerprint(out) != seen.fingerprint
-        if changed_since:
-            # Not the library's arithmetic: something in this process wrote into the result after
-            # the call had returned it (a stale pointer of some thread; freed memory reused).
+        if seen.fingerprint and fingerprint(out) != seen.fingerprint:
             return _ended(backend, prepared, "failed",
                           "the result changed in memory after the call returned it, before it was "
                           f"checked ({verdict.reason}): a write into memory the result owns, by "
                           "this process or a library's thread, not the library's arithmetic")
-        again = second_opinion(backend, wl, timer, seen, arrays, verdict.max_rel_error,
-                                lambda r: accuracy.judge(r, reference.value, wl.check, cell.dtype, cell.size,
-                                                         tolerance=tolerance, out_dtype=out_dtype,
-                                                         fixed=fixed, noise=noise, inputs=host))
+        again = second_opinion(backend, wl, timer, seen, arrays, verdict.max_rel_error, judged)
         if again:
             verdict = replace(verdict, reason=f"{verdict.reason}; {again}")
     rep.max_rel_error = verdict.max_rel_error
     rep.tolerance = verdict.tolerance
     if verdict.output_errors:
         rep.output_errors = list(verdict.output_errors)
-        names = wl.outputs or tuple(f"output {i}" for i in range(len(verdict.output_errors)))
-        rep.output_names = list(names)
+        rep.output_names = list(wl.outputs or (f"output {i}" for i in range(len(verdict.output_errors))))
     if not verdict.ok:
         explained = known_limitation(
             backend, wl, cell, host, params, verdict,
-            right=lambda r: accuracy.judge(r, reference.value, wl.check, cell.dtype, cell.size,
-                                           tolerance=tolerance, fixed=fixed, noise=noise, inputs=host).ok,
+            right=lambda r: judged(r, out_dtype=None).ok,
             same=lambda r: accuracy.judge(out, r, wl.check, cell.dtype, cell.size, out_dtype=out_dtype,
                                           fixed=fixed).ok)
         if explained:
@@ -219,11 +200,8 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         rep.status = "wrong"
         drawn = accuracy.random_draws(wl.function_for(backend.name))
         reason = accuracy.random_stream_reason(verdict, drawn, backend.label) if drawn else verdict.reason
-        rep.reason = reason + (f" [returned by {origin}]" if origin else "")
-    rep.output_bytes = output_bytes(out)
-    prepared.run = run
-    prepared.call = lambda: timer.first_call()[1]
-    return prepared
+        rep.reason = reason + returned_by
+    return ready()
 
 
 def finish(backend: Backend, prepared: Prepared, footprint_too: bool = True) -> Replicate:
@@ -238,20 +216,17 @@ def finish(backend: Backend, prepared: Prepared, footprint_too: bool = True) -> 
         rep.status, rep.reason = _classify(backend, prepared.cell, "timing", run.error, prepared.origin)
         return rep
     m = run.sample_set()
-    rep.samples_s = m.samples_s
-    rep.number = m.number
-    rep.first_call_s = m.first_call_s
-    rep.warmup_calls = m.warmup_calls
-    rep.stop_reason = m.stop_reason
-    rep.elapsed_s = m.elapsed_s
-    rep.device_samples_s = m.device_samples_s
-    uncovered = int(getattr(prepared.device_timer, "uncovered", 0) or 0)
-    if uncovered and m.device_samples_s:
+    for name in ("samples_s", "number", "first_call_s", "warmup_calls", "stop_reason", "elapsed_s",
+                 "device_samples_s"):
+        setattr(rep, name, getattr(m, name))
+    if getattr(prepared.device_timer, "uncovered", 0) and m.device_samples_s:
         # The same words in every process, so that the record says it once.
         rep.warnings.append("device time: some calls took the host longer to issue than the blocking "
                             "kernel held the GPU (10 ms at most), so their device time includes host time")
     if prepared.call is not None and footprint_too:
-        _footprint(backend, prepared.call, rep)
+        peak, spent = footprint.peak(backend, prepared.call), footprint.energy(backend, prepared.call)
+        rep.peak_bytes, rep.peak_note = peak.bytes, peak.note
+        rep.energy_j, rep.energy_note = spent.joules, spent.note
     health = rep.gpu_health
     if health and "before" in health and backend.health is not None:
         health.update(after=backend.health.snapshot(), samples=len(m.samples_s),
@@ -259,21 +234,10 @@ def finish(backend: Backend, prepared: Prepared, footprint_too: bool = True) -> 
     return rep
 
 
-def _footprint(backend: Backend, call: Callable[[], Any], rep: Replicate) -> None:
-    """Peak memory and energy per call, after sampling, around calls of their own."""
-    peak = footprint.peak(backend, call)
-    rep.peak_bytes, rep.peak_note = peak.bytes, peak.note
-    spent = footprint.energy(backend, call)
-    rep.energy_j, rep.energy_note = spent.joules, spent.note
-
-
 def _classify(backend: Backend, cell: Cell, stage: str, exc: BaseException,
               origin: str = "") -> tuple[Status, str]:
-    """(status, reason) for an exception raised while preparing or timing a cell.
-
-    Out of memory first, then the compiler's own refusals; everything else (CUDA errors included)
-    is a failure.
-    """
+    """(status, reason) for an exception raised while preparing or timing a cell: out of memory
+    first, then the compiler's own refusals; anything else is a failure."""
     if backend.is_out_of_memory(exc):
         return "failed", _out_of_memory(backend, stage, exc)
     if cell.mode == "compiled" and backend.recompile_limit_hit(exc):
@@ -287,8 +251,6 @@ def _classify(backend: Backend, cell: Cell, stage: str, exc: BaseException,
 
 def _out_of_memory(backend: Backend, stage: str, exc: BaseException) -> str:
     """``out of memory during ... (needed X, available Y of Z ...): the library's words``."""
-    from . import memory
-
     gc.collect()  # what the failed attempt left behind is not "in use"
     try:
         backend.free()
@@ -296,13 +258,13 @@ def _out_of_memory(backend: Backend, stage: str, exc: BaseException) -> str:
     except Exception:  # asked right after a failure: the device may refuse to answer
         available = None
     where = "host memory" if backend.device == "cpu" else f"on the {backend.device.upper()}"
-    return memory.describe(str(exc).strip() or type(exc).__name__, stage, available, where)
+    return footprint.describe(str(exc).strip() or type(exc).__name__, stage, available, where)
 
 
 def _ended(backend: Backend, prepared: Prepared, status: Status, reason: str) -> Prepared:
     prepared.replicate.status = status
     prepared.replicate.reason = reason
-    prepared.run = None
+    prepared.run = prepared.call = None
     gc.collect()
     try:
         backend.free()
@@ -313,10 +275,7 @@ def _ended(backend: Backend, prepared: Prepared, status: Status, reason: str) ->
 
 def _with_transfer(backend: Backend, wl: Workload, cell: Cell, host: tuple[np.ndarray, ...],
                    params: dict[str, Any]) -> Bound:
-    """A call that starts from host NumPy data and ends with the result back on the host.
-
-    Every call moves the host inputs anew, so inputs a call changes are fresh by construction.
-    """
+    """A call from host NumPy data to the result back on the host (inputs fresh by construction)."""
     probe = bind(wl, backend, cell.mode, tuple(backend.asarray(h) for h in host), cell.dtype, params)
     prefix = probe.args[: len(probe.args) - len(host)]
     op = probe.op
@@ -333,11 +292,8 @@ def _with_transfer(backend: Backend, wl: Workload, cell: Cell, host: tuple[np.nd
 def _look_at_first_call(backend: Backend, wl: Workload, timer: Timer, bound: Bound,
                         arrays: tuple[Any, ...] | None, host: tuple[Any, ...], result: Any,
                         settings: TimerSettings, rep: Replicate) -> FirstCall:
-    """The first result on the host, before any other call; inputs it changed get restored.
-
-    What the call did to its inputs (``effects.look``) goes into the replicate's warnings, and
-    how the timer keeps them fresh into ``restored`` and ``restore_overhead_s``.
-    """
+    """The first result on the host, before any other call; inputs it changed get restored, and
+    the replicate's warnings say what the call did (``effects.look``)."""
     if arrays is None:  # with transfer: inputs move anew with every call, and the result is a copy
         return FirstCall(to_host(backend, result), dtype_of(backend, result))
     seen = look(backend, wl, arrays, host, result)
@@ -349,15 +305,6 @@ def _look_at_first_call(backend: Backend, wl: Workload, timer: Timer, bound: Bou
         names = input_names(wl, len(host))
         rep.restored = [names[i - bound.prefix] for i in timer.fresh.positions]
     return seen
-
-
-def _say_how_restored(timer: Timer, rep: Replicate) -> None:
-    """Once the timer chose how to restore (``fresh.py``): say so, with what it subtracts."""
-    fresh = timer.fresh
-    if isinstance(fresh, FreshInputs):
-        if fresh.per_call:
-            rep.restore_overhead_s = timer.span_overhead_s()
-        rep.warnings.append(fresh.describe(rep.restored))
 
 
 def _restore(backend: Backend, timer: Timer, bound: Bound, arrays: tuple[Any, ...],

@@ -1,31 +1,22 @@
 """What a worker process is asked and what it answers: one typed job in, typed messages out.
 
-Every child arraybench starts is ``python -m arraybench.worker`` (started by
-``executors.worker_process.WorkerProcess``) and speaks this protocol. The parent writes one ``Job``
-as a JSON line on the worker's stdin; the worker answers on a private copy of its stdout, one JSON
-object per line, each a message below with an ``event`` naming its type:
-
-- ``Ready`` once the library is imported and the device open, or ``Unavailable`` instead (then the
-  worker exits);
-- for a ``measure`` job, ``Start`` before each cell (so a crash or hang can be pinned on it) and
-  ``ReplicateDone`` after it; for a ``selfcheck`` job (``arraybench doctor``), one ``CheckDone`` per
-  check; a ``probe`` job asks for nothing more;
-- ``Done`` at the end.
-
-A ``measure`` job with ``turns`` waits, once ``Ready``, for a ``Prepare`` line; it says
-``Prepared`` once its cells are prepared, then reads ``Turn``
-lines on stdin: each asks for one sample of one cell and is answered by ``Sampled``; the turn
-``FINISH`` (or the end of stdin) ends the sampling, and the ``ReplicateDone`` messages follow.
-
-Both sides validate what they read (``model.schema``): a job that does not have its shape stops the
-worker with a one-line error, and a message that does not is not acted on.
+The parent writes one ``Job`` as a JSON line on the worker's stdin; the worker answers ``Ready``
+(or ``Unavailable``), then per task: ``Start``/``ReplicateDone`` per cell (``measure``; with
+``turns``, after ``Prepare``/``Prepared``, one ``Sampled`` per ``Turn`` until ``FINISH``),
+``CheckDone`` per check (``selfcheck``), nothing (``probe``); ``Done`` last. Both sides validate
+what they read (``model.schema``): a job that does not fit stops the worker with one line.
+Beside the pipe, the worker marks its progress on a ``Board`` the parent reads without waking.
 """
 
 from __future__ import annotations
 
 import json
+import mmap
+import os
+import struct
 import typing
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, ClassVar, Literal, Union
 
 from ..model import schema
@@ -49,13 +40,19 @@ def check_applies(check: str, backend: str, device: str) -> bool:
     return (device != "cpu" or check not in GPU_ONLY) and BACKEND_ONLY.get(check, backend) == backend
 
 
+def _json_object(line: str, where: str) -> dict[str, Any]:
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise schema.SchemaError(f"{where}: not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise schema.SchemaError(f"{where}: expected an object, got {type(data).__name__}")
+    return data
+
+
 @dataclass(frozen=True)
 class Job:
-    """One worker's work: a library on a device and what to do with it (``task``).
-
-    ``measure`` times ``cells`` as replicate ``replicate``; ``probe`` only opens the library;
-    ``selfcheck`` runs the doctor's checks named in ``only``.
-    """
+    """One worker's work: a library on a device and what to do with it (``task``)."""
 
     backend: str
     device: str
@@ -74,21 +71,16 @@ class Job:
     #: The heartbeat board the worker marks its progress on (set by ``WorkerProcess``).
     board: str | None = None
     only: tuple[CheckName, ...] = CHECKS  # type: ignore[assignment]
-    #: The state glibc's malloc was started in (``model/replicate``; the parent set its variables
-    #: in the worker's environment): recorded with every replicate. "" where it was left alone.
+    #: The state glibc's malloc was started in (``model/replicate``), "" where it was left alone.
     allocator: str = ""
-    #: Take turns: once every cell is prepared, say ``Prepared`` and sample only when the parent
-    #: hands a turn (a ``Turn`` line on stdin), so that the configurations a verdict compares,
-    #: each in its own worker, sample the same seconds of the machine (``executors/turns``).
+    #: Sample only when the parent hands a turn, so that the configurations a verdict compares
+    #: sample the same seconds of the machine (``executors/turns``).
     turns: bool = False
-    #: The run's folder of references shared by its workers (``references.SharedReferences``);
-    #: None: each worker computes its own.
+    #: The run's folder of references shared by its workers; None: each computes its own.
     references: str | None = None
-    #: Report the code paths the library runs (``Backend.kernels``), which cost PyTorch 0.6 s a
-    #: process: the run's first worker of a configuration does, and its record keeps them.
+    #: Report the code paths the library runs (``Backend.kernels``, 0.6 s a PyTorch process).
     describe: bool = True
-    #: After ``Done``, wait on stdin for the next job of the same library and device (a pytest
-    #: session's next test) rather than exit; the worker's library stays imported.
+    #: After ``Done``, wait on stdin for the next job of the same library and device (pytest).
     reuse: bool = False
 
     def to_json(self) -> str:
@@ -98,12 +90,7 @@ class Job:
     @classmethod
     def from_json(cls, line: str) -> "Job":
         """The job in ``line``; ``schema.SchemaError`` names a field that does not fit."""
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise schema.SchemaError(f"job: not JSON ({exc})") from None
-        if not isinstance(data, dict):
-            raise schema.SchemaError(f"job: expected an object, got {type(data).__name__}")
+        data = _json_object(line, "job")
         cells = data.get("cells", [])
         if not isinstance(cells, list):
             raise schema.SchemaError(f"job.cells: expected a list, got {type(cells).__name__}")
@@ -119,8 +106,7 @@ class Ready:
     EVENT: ClassVar[str] = "ready"
     info: dict[str, Any]
     pid: int
-    #: Its job's end reads an energy counter of the whole package or board (``footprint``): the
-    #: parent ends it alone, where the ends of others may overlap.
+    #: Its job's end reads an energy counter of the whole package or board: the parent ends it alone.
     ends_alone: bool = True
 
 
@@ -160,8 +146,8 @@ class Prepared:
 
 @dataclass(frozen=True)
 class Sampled:
-    """One turn is over: cell ``key`` took a sample in round ``round``; ``done``: its sampling is
-    complete by its own stopping rule (it may be asked for more, to pair with its case's others)."""
+    """One turn is over: cell ``key`` took a sample in round ``round``; ``done``: its own stopping
+    rule is met (it may be asked for more, to pair with its case's others)."""
 
     EVENT: ClassVar[str] = "sampled"
     key: str
@@ -174,7 +160,7 @@ class Sampled:
 
 
 class _ParentLine:
-    """A line the parent writes to a worker taking turns: one JSON object, its ``event`` first."""
+    """A line the parent writes to a worker taking turns, its ``event`` first."""
 
     EVENT: ClassVar[str]
 
@@ -185,11 +171,8 @@ class _ParentLine:
     @classmethod
     def from_json(cls, line: str) -> Any:
         """The message in ``line``; ``schema.SchemaError`` when it is not one of this kind."""
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise schema.SchemaError(f"{cls.EVENT}: not JSON ({exc})") from None
-        if not isinstance(data, dict) or data.pop("event", None) != cls.EVENT:
+        data = _json_object(line, cls.EVENT)
+        if data.pop("event", None) != cls.EVENT:
             raise schema.SchemaError(f"{cls.EVENT}: not a {cls.EVENT}")
         return schema.from_json(cls, data, where=cls.EVENT)
 
@@ -206,12 +189,9 @@ class Turn(_ParentLine):
 
 @dataclass(frozen=True)
 class Prepare(_ParentLine):
-    """The parent to a worker taking turns, once every worker of its index is ready: prepare the
-    cells now (the workers import at once, then prepare one at a time). ``only``: the cells to
-    measure, by index in the job (None: all): a worker started before the run knew which of its
-    cells it would need measures those. ``judged``: those whose result an earlier process of the
-    run judged already; this one times them without judging the same arithmetic on the same
-    inputs again."""
+    """The parent to a worker taking turns: prepare the cells now. ``only``: the cells to measure,
+    by index in the job (None: all); ``judged``: those an earlier process of the run judged
+    already, timed here without judging the same arithmetic again."""
 
     EVENT: ClassVar[str] = "prepare"
     only: list[int] | None = field(default=None, metadata={"min": 0})
@@ -241,8 +221,7 @@ class Done:
 
 
 Message = Union[Ready, Unavailable, Start, ReplicateDone, Prepared, Sampled, CheckDone, Done]
-_TYPES: dict[str, type] = {t.EVENT: t for t in (Ready, Unavailable, Start, ReplicateDone, Prepared, Sampled,
-                                                CheckDone, Done)}
+_TYPES: dict[str, type] = {t.EVENT: t for t in typing.get_args(Message)}
 
 
 def encode(message: Message) -> str:
@@ -255,11 +234,8 @@ def encode(message: Message) -> str:
 
 
 def parse(line: str | bytes) -> Message | None:
-    """The message in one line from a worker, or None for a line that is not one.
-
-    A replicate that does not have its shape (a worker of another version, or a bug) becomes a
-    failed one for its cell: the cell is answered, and the run goes on.
-    """
+    """The message in one line from a worker, or None for a line that is not one; a replicate
+    that does not fit becomes a failed one, so the cell is answered and the run goes on."""
     try:
         data = json.loads(line)
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -296,3 +272,46 @@ def _without_energy(data: Any, exc: schema.SchemaError) -> Replicate | None:
         return None
     replicate.energy_note = f"energy not given: the worker's figure was not valid ({exc})"
     return replicate
+
+
+_BOARD = "<iq"  # cell index (-1: none), progress counter
+_BOARD_SIZE = struct.calcsize(_BOARD)
+
+
+class Board:
+    """A memory-mapped file on which the worker marks (cell, counter) before every step. The
+    parent reads it only to tell a hang and the cell a crash happened on: a message per sample
+    would wake it, and on a 2-core machine a woken parent competes with the operation timed."""
+
+    def __init__(self, path: str | None) -> None:
+        self._map: mmap.mmap | None = None
+        self._counter = 0
+        if path:
+            fd = os.open(path, os.O_RDWR)
+            try:
+                self._map = mmap.mmap(fd, _BOARD_SIZE)
+            finally:
+                os.close(fd)
+
+    @staticmethod
+    def create(path: Path) -> None:
+        """Make an empty board at ``path`` (the parent, before starting the worker): a new file,
+        never written through a link nor into a file another name shares."""
+        from ..files import write_bytes_atomic
+
+        write_bytes_atomic(path, struct.pack(_BOARD, -1, 0), durable=False)
+
+    @staticmethod
+    def read(path: Path) -> tuple[int, int]:
+        """(cell index, counter) as last written; (-1, 0) if unreadable."""
+        try:
+            data = path.read_bytes()[:_BOARD_SIZE]
+            return struct.unpack(_BOARD, data) if len(data) == _BOARD_SIZE else (-1, 0)
+        except OSError:
+            return -1, 0
+
+    def mark(self, index: int) -> None:
+        """Say that work on cell ``index`` is under way (and that the worker is alive)."""
+        self._counter += 1
+        if self._map is not None:
+            self._map[:_BOARD_SIZE] = struct.pack(_BOARD, index, self._counter)

@@ -1,23 +1,10 @@
-"""The float64 references a worker keeps for its cells, made once per run and shared by its workers,
-and what NumPy is asked about a result.
+"""The float64 references a worker keeps for its cells (with their own noise), and a cell's inputs,
+made once per run and shared by its workers; and what NumPy is asked about a result.
 
-``ReferenceCache`` computes each reference and its own noise once per cell in a process
-(``workloads/reference``); ``narrower_than_numpys`` asks whether a narrow result is NumPy's own on
-the same inputs; a reference that returned None leaves a cell not checked (``UNCHECKED``).
-
-Every worker of a cell needs the same float64 reference and its noise: NumPy on the same inputs,
-a long-double rerun and a few perturbed reruns, which on a default run cost more than a second per
-worker. Where the run shares them (``SharedReferences``: files in a folder the parent made for the
-run alone), the first worker to need one writes it there; the others read it. A file is named by
-what decides its content: the workload, size, dtype and params, NumPy's version and a digest of the
-inputs themselves, so workers of another interpreter (``--python``) or other inputs never read
-another's. Only arrays and plain numbers are kept, as .npy records one after another in one file,
-read back without pickle (and without ``np.savez``'s zip, whose CRC check took 67 ms of a NumPy
-worker's preparation of the default cells); a reference of another shape is computed in each
-worker as before. A cell's inputs are kept there too, built by the first worker that needs them
-(a 2000 x 2000 matmul's two took 0.1 s to draw and 0.16 s of copies in every worker; reading them
-back takes a few ms): the generator is seeded by the run's seed, the workload and the size, so
-every worker draws the same numbers anyway.
+Every worker of a cell needs the same reference, which costs more than a second per worker on a
+default run. Where the run shares them (``SharedReferences``: a folder the parent made), the first
+worker writes each one, named by what decides its content (workload, size, dtype, params, NumPy's
+version, a digest of the inputs), as .npy records read back without pickle; the others read it.
 """
 
 from __future__ import annotations
@@ -34,6 +21,7 @@ import numpy as np
 from numpy.lib.format import read_array, write_array
 
 from ..workloads.check import Noise
+from .effects import host_copy
 from ..workloads.definition import Workload
 from ..workloads.inputs import Inputs, make_inputs
 from ..workloads.params import accepted, text as params_text
@@ -41,13 +29,13 @@ from ..workloads.reference import (Reference, extended_allowed, numpy_namespace,
                                    reference_result)
 
 class ReferenceCache:
-    """Float64 references and their own noise, computed once per (workload, size, dtype) in a
-    process, and once per run where the run shares them (``shared``: its folder)."""
+    """Float64 references and their own noise, once per (workload, size, dtype) in a process, and
+    once per run where the run shares them (``shared``: its folder)."""
 
     def __init__(self, shared: str | None = None) -> None:
         self._cache: dict[tuple[str, int, str], Reference] = {}
         self._noise: dict[tuple[str, int, str], Any] = {}
-        self._shared = SharedReferences(shared)
+        self._shared = SharedReferences(shared) if shared else None
         self._names: dict[tuple[str, int, str], str] = {}
 
     def _name(self, key: tuple[Any, ...], inputs: tuple[np.ndarray, ...]) -> str:
@@ -59,7 +47,7 @@ class ReferenceCache:
     def inputs(self, wl: Workload, size: int, dtype: str, seed: int, params: dict[str, Any] | None) -> Inputs:
         """The cell's host inputs: read back where another worker of the run built them, else
         built (``make_inputs``) and kept for the others."""
-        if self._shared.folder is None:
+        if self._shared is None:
             return make_inputs(wl, size, dtype, seed, params)
         where = (wl.source, getattr(wl.fn, "__module__", ""), getattr(wl.fn, "__qualname__", ""))
         name = digest((wl.name, *where, size, dtype, params_text(params or {}), seed), ())
@@ -76,12 +64,12 @@ class ReferenceCache:
         key = (wl.name, size, dtype, params_text(params or {}))
         if key not in self._cache:
             self._cache.clear()  # large references are big; keep one
-            name = self._name(key, inputs) if self._shared.folder else ""
-            found = self._shared.load(name) if name else None
+            name = self._name(key, inputs) if self._shared else ""
+            found = self._shared.load(name) if self._shared else None
             if found is None:
                 extended = extended_allowed(inputs, _declared_flops(wl, size, params))
                 found = single_threaded(lambda: reference_result(wl, inputs, params, extended))
-                if name:
+                if self._shared:
                     self._shared.put(name, found)
             self._cache[key] = found
         return self._cache[key]
@@ -92,13 +80,13 @@ class ReferenceCache:
         key = (wl.name, size, dtype, params_text(params or {}))
         if key not in self._noise:
             ref = self.reference(wl, size, dtype, inputs, params)
-            name = self._name(key, inputs) if self._shared.folder else ""
-            found, noise = self._shared.load_noise(name) if name else (False, None)
+            name = self._name(key, inputs) if self._shared else ""
+            found, noise = self._shared.load_noise(name) if self._shared else (False, None)
             if not found:
                 extended = extended_allowed(inputs, _declared_flops(wl, size, params))
                 noise = single_threaded(
                     lambda: reference_noise(wl, inputs, ref.value, params, dtype, ref.plain, extended))
-                if name:
+                if self._shared:
                     self._shared.put_noise(name, noise)
             self._noise.clear()
             self._noise[key] = noise
@@ -115,11 +103,8 @@ def _declared_flops(wl: Workload, size: int, params: dict[str, Any] | None) -> f
 
 
 def single_threaded(fn: Callable[[], Any]) -> Any:
-    """Run NumPy work with a one-thread BLAS, so no idle BLAS pool spins beside the library timed.
-
-    Waking OpenBLAS's pool in a torch or JAX worker slows that library's next operations (measured
-    on a 2-core machine: ~1.8x for a torch matmul right after a NumPy one).
-    """
+    """Run NumPy work with a one-thread BLAS: waking OpenBLAS's pool in a torch or JAX worker
+    slows that library's next operations (~1.8x for a torch matmul right after a NumPy one)."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
@@ -131,9 +116,7 @@ def single_threaded(fn: Callable[[], Any]) -> Any:
 def narrower_than_numpys(wl: Workload, host: tuple[Any, ...], params: dict[str, Any],
                           out_dtype: str | None, dtype: str) -> bool:
     """Whether a floating result narrower than the run's ``dtype`` is one NumPy does not give when
-    it runs the workload's ``reference=`` (the user's word on what the answer is), or else its own
-    function, on the same inputs, fixed dtypes and all: ``xp.astype(x, xp.float32)`` written into
-    the function beside a fixed float32 ``w`` is then a cast the reference does not make."""
+    it runs the workload's ``reference=`` (or else its own function) on the same inputs."""
     if out_dtype is None or wl.grad or wl.namespace == "backend":
         return False
     got, want = np.dtype(out_dtype), np.dtype(dtype)
@@ -141,7 +124,7 @@ def narrower_than_numpys(wl: Workload, host: tuple[Any, ...], params: dict[str, 
             or np.finfo(got).eps <= np.finfo(want).eps:
         return False
     try:
-        copies = tuple((list(h) if isinstance(h, list) else np.array(h, copy=True)) for h in host)
+        copies = tuple(host_copy(h) for h in host)
         ref = wl.reference
         if ref is not None:
             produced = single_threaded(lambda: wl.result_of(
@@ -180,8 +163,7 @@ def digest(key: tuple[Any, ...], inputs: tuple[Any, ...]) -> str:
     return h.hexdigest()
 
 
-#: Inputs of more bytes are folded before hashing (``_folded``): blake2b over a 2000 x 2000 matmul's
-#: two float64 inputs took 73 ms in every worker of the cell, the fold 4 ms.
+#: Inputs of more bytes are folded before hashing (a 2000² matmul's inputs: 73 ms hashed, 4 ms folded).
 _FOLD_ABOVE = 1 << 20
 _BLOCK = 4096
 #: Odd weights, so that a change to any one word changes its block's sum.
@@ -189,13 +171,11 @@ _WEIGHTS = np.random.default_rng(0x5EED).integers(0, 2**63, _BLOCK, dtype=np.uin
 
 
 def _folded(data: np.ndarray) -> bytes:
-    """Each block of 4,096 words as a weighted sum (mod 2**64), the blocks in order, and the
-    bytes past the last whole word: inputs that differ anywhere fold differently, but for odds of
-    2**-64 a block (this names a file of a reference, and guards against nothing malicious)."""
+    """Each block of 4,096 words as a weighted sum (mod 2**64), and the bytes past the last whole
+    word: inputs that differ anywhere fold differently but for odds of 2**-64 a block (this names
+    a file, and guards against nothing malicious). An integer matmul makes no input-sized temporary."""
     words = data[: data.size // 8 * 8].view(np.uint64)
     whole = words.size // _BLOCK * _BLOCK
-    # An integer matmul: no temporary the size of the inputs, whose first touch alone would cost
-    # more than hashing them.
     sums = words[:whole].reshape(-1, _BLOCK) @ _WEIGHTS
     rest = words[whole:] @ _WEIGHTS[: words.size - whole]
     return sums.tobytes() + rest.tobytes() + data[words.size * 8:].tobytes()
@@ -219,15 +199,13 @@ def _parts(value: Any) -> list[np.ndarray] | None:
 
 
 class SharedReferences:
-    """The run's folder of references (``None``: none, each worker computes its own)."""
+    """The run's folder of references."""
 
-    def __init__(self, folder: str | None) -> None:
-        self.folder = Path(folder) if folder else None
+    def __init__(self, folder: str) -> None:
+        self.folder = Path(folder)
 
     def load(self, name: str) -> Reference | None:
         """The reference stored under ``name``, or None."""
-        if self.folder is None:
-            return None
         path = self.folder / f"{name}.npys"
         try:
             with open(path, "rb") as f:
@@ -243,8 +221,6 @@ class SharedReferences:
 
     def put(self, name: str, ref: Reference) -> None:
         """Keep ``ref`` under ``name`` where it is arrays (quietly nothing otherwise)."""
-        if self.folder is None:
-            return
         value, plain = _parts(ref.value), _parts(ref.plain) if ref.plain is not None else []
         if value is None or plain is None:
             return
@@ -254,8 +230,6 @@ class SharedReferences:
 
     def load_inputs(self, name: str) -> tuple[tuple[np.ndarray, ...], tuple[bool, ...]] | None:
         """The inputs stored under ``name`` (arrays, and which keep a fixed dtype), or None."""
-        if self.folder is None:
-            return None
         try:
             with open(self.folder / f"{name}.inputs.npys", "rb") as f:
                 fixed = tuple(bool(x) for x in read_array(f, allow_pickle=False))
@@ -266,15 +240,13 @@ class SharedReferences:
     def put_inputs(self, name: str, arrays: tuple[Any, ...], fixed: tuple[bool, ...]) -> None:
         """Keep a cell's inputs under ``name`` where they are plain arrays of at most
         ``SHARED_INPUT_BYTES`` (quietly nothing otherwise: the folder may be memory)."""
-        if self.folder is None or not all(isinstance(a, np.ndarray) and a.dtype != object for a in arrays) \
+        if not all(isinstance(a, np.ndarray) and a.dtype != object for a in arrays) \
                 or sum(a.nbytes for a in arrays) > SHARED_INPUT_BYTES:
             return
         self._write_arrays(f"{name}.inputs.npys", (np.asarray(fixed, dtype=bool), *arrays))
 
     def load_noise(self, name: str) -> tuple[bool, Any]:
         """(found, the noise stored under ``name``: a Noise, a tuple of them, or None)."""
-        if self.folder is None:
-            return False, None
         try:
             data = json.loads((self.folder / f"{name}.noise.json").read_text())
         except (OSError, ValueError):
@@ -286,8 +258,6 @@ class SharedReferences:
 
     def put_noise(self, name: str, noise: Any) -> None:
         """Keep ``noise`` under ``name``."""
-        if self.folder is None:
-            return
         if noise is None:
             text = "null"
         else:
@@ -296,7 +266,7 @@ class SharedReferences:
         self._write(f"{name}.noise.json", lambda f: f.write(text.encode()))
 
     def _write_arrays(self, name: str, arrays: tuple[np.ndarray, ...]) -> None:
-        """Write ``arrays`` as .npy records one after another (``_write``)."""
+        """Write ``arrays`` as .npy records one after another."""
 
         def write(f: Any) -> None:
             for array in arrays:
@@ -306,7 +276,6 @@ class SharedReferences:
 
     def _write(self, name: str, write: Any) -> None:
         """Write atomically: a worker reads a whole file or none."""
-        assert self.folder is not None
         try:
             fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".part-")
             with os.fdopen(fd, "wb") as f:

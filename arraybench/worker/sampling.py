@@ -1,9 +1,7 @@
-"""Drawing samples and deciding when there are enough: one calibrated operation (``Sampling``),
-sampled a turn at a time, with the garbage collector paused as ``timeit`` pauses it.
+"""Drawing samples and deciding when there are enough: one calibrated operation (``Sampling``).
 
-``Sampling`` never reads the clock around calls: it is handed a ``draw`` function (``timer.Timer``
-binds its own, the only place that times calls) that takes one sample, and it keeps the samples and
-applies the stopping rule (the median's interval from ``numeric/medians``, the thresholds from
+``Sampling`` never reads the clock around calls: it is handed a ``draw`` function (the timer's)
+that takes one sample, keeps the samples and applies the stopping rule (thresholds from
 ``numeric/stopping``). It knows nothing of the timer, which imports it.
 """
 
@@ -12,7 +10,7 @@ from __future__ import annotations
 import gc
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from ..model.timer_settings import TimerSettings
 from ..numeric import medians
@@ -30,7 +28,6 @@ class SampleSet:
     stop_reason: str  # "converged" | "budget" | "max_samples"
     elapsed_s: float
     device_samples_s: list[float] | None = None
-    first_result: Any = field(default=None, repr=False)
     #: Indices of the samples after which the monitor reported throttling, and its reasons.
     throttled: list[int] = field(default_factory=list)
     throttle_reasons: list[str] = field(default_factory=list)
@@ -72,13 +69,11 @@ class Sampling:
     """A calibrated operation being sampled; ``sample()`` draws one, ``done`` says when to stop."""
 
     def __init__(self, draw: DrawSample, settings: TimerSettings, number: int, first_call_s: float,
-                 first_result: Any, warmup_calls: int, per_call_s: float, setup_s: float,
-                 regrows: bool = False) -> None:
+                 warmup_calls: int, per_call_s: float, setup_s: float, regrows: bool = False) -> None:
         self.draw = draw
         self.settings = settings
         self.number = number
         self.first_call_s = first_call_s
-        self.first_result = first_result
         self.warmup_calls = warmup_calls
         self.per_call_s = per_call_s
         self.setup_s = setup_s
@@ -115,16 +110,13 @@ class Sampling:
 
     def take_back_warmup(self, growth_bytes: int | None) -> bool:
         """After a sample: take it back, as warm-up, if the process's resident memory grew by more
-        than ``WARMUP_GROWTH_BYTES`` over it (``growth_bytes``; None where it cannot be read), up
-        to ``MAX_WARMUP_SAMPLES``. True when it was taken back.
+        than ``WARMUP_GROWTH_BYTES`` over it (``growth_bytes``), up to ``MAX_WARMUP_SAMPLES``; True
+        when it was taken back.
 
-        Such a sample paid for memory touched for the first time, a cost a process pays once. The
-        heap reaches its steady layout only once calls alternate with the worker's own work
-        between samples, and not always in the first samples: PyTorch's FFT at n = 10⁶ grew the
-        heap by 16 MB (3,906 page faults) in three to four of its first eight samples, which took
-        21-23 ms against 15-17 ms for the others. A plain ``timeit`` process makes such calls in
-        ``autorange`` and never counts them. Memory returned between calls (fresh pages) leaves
-        the resident size where it was, so its faults stay in every sample.
+        Such a sample paid for memory touched for the first time, once a process, and not always in
+        the first samples (PyTorch's FFT at n = 10⁶ grew the heap in three of its first eight, 21-23
+        against 15-17 ms). Memory returned between calls leaves the resident size where it was, so
+        its faults stay in every sample.
         """
         if not self.warming or not self.samples:
             return False
@@ -136,9 +128,8 @@ class Sampling:
         if self.throttled and self.throttled[-1] == len(self.samples):
             self.throttled.pop()
         self.taken_back_calls += self.calls_last
-        # Counted apart from the samples a regrown batch took back: a batch calibrated under a
-        # neighbour's burst must not use up the memory's warm-up (a loaded run counted a sample
-        # that faulted 2 MiB of fresh pages, its cap spent by a regrowth).
+        # Counted apart from regrowths: a batch calibrated under a neighbour's burst must not use
+        # up the memory's warm-up.
         self.grew_samples += 1
         self.warming = self.grew_samples < MAX_WARMUP_SAMPLES
         self.stop_reason = self._stop_reason()  # its time stays spent
@@ -179,14 +170,10 @@ class Sampling:
         ``REGROW_BELOW`` of the target sample and its calls less than that share of the time
         calibration went by; True where it did.
 
-        Calibration times the warm-up calls, and a neighbour's burst during them can make them
-        last many times longer: PyTorch's 100x100 matmul, whose second thread the burst took,
-        took 4-17 ms a call instead of 38 us, and was sampled one call at a time. One call at a
-        time it then measured its thread pool waking for every call (100-230 us), while a
-        process calibrated on a quiet machine batches 130 calls: another quantity, and a 2.4x
-        gap read the wrong way round. Like calibration itself, the batch then grows until one
-        lasts ``FULL_BATCH`` of the target, at most ``MOST_REGROWS`` times; the samples drawn
-        with a smaller batch are warm-up.
+        A neighbour's burst during calibration can make the warm-up calls last many times longer
+        (PyTorch's 100x100 matmul: 4-17 ms instead of 38 µs), and one call a sample then times its
+        thread pool waking for every call, another quantity. The batch grows as calibration grows
+        it, until one lasts ``FULL_BATCH`` of the target, at most ``MOST_REGROWS`` times.
         """
         target = self.settings.target_sample_s
         per_call = drawn.wall_s / self.number
@@ -229,7 +216,6 @@ class Sampling:
             stop_reason=self.stop_reason or "stopped",
             elapsed_s=self.setup_s + self.sampling_s,
             device_samples_s=self.device_samples or None,
-            first_result=self.first_result,
             throttled=list(self.throttled),
             throttle_reasons=list(self.throttle_reasons),
         )
@@ -237,13 +223,8 @@ class Sampling:
 
 def warmed_up(calls: int, spent_s: float, last_s: float, settings: TimerSettings) -> bool:
     """Whether the warm-up, ``calls`` untimed calls that took ``spent_s`` (the last ``last_s``),
-    is over: ``settings.warmup_s`` spent, in two calls at least unless the one is slow.
-
-    A one-time cost left after the first call (a thread pool's start, a lazy initialisation)
-    made a 35 µs matmul's only warm-up call last 5 ms, and calibration then sampled it one call
-    at a time. The other half of the warm-up rule is ``Sampling.take_back_warmup``: samples that
-    grew the process's memory are warm-up too.
-    """
+    is over: ``settings.warmup_s`` spent, in two calls at least unless the one is slow (a one-time
+    cost left after the first call made a 35 µs matmul's only warm-up call last 5 ms)."""
     if calls >= MAX_WARMUP_CALLS:
         return True
     return calls >= 1 and spent_s >= settings.warmup_s and (calls >= 2 or last_s >= SLOW_CALL_S)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import arraybench
-from arraybench.worker.memory import describe
+from arraybench.worker.footprint import describe
 from arraybench.host.threads import available_cpus
 
 from ..conftest import run_cli, run_here

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import arraybench
-from arraybench.worker import perf_events
+from arraybench.worker import counters as perf_events
 from arraybench.analysis.aggregate import aggregate
 from arraybench.worker.counters import SampleCounters
 from arraybench.model.replicate import Replicate

@@ -243,7 +243,7 @@ def test_the_clock_check_reports_throttling_with_its_reason():
     assert outcome.status == "failed" and "HW thermal slowdown" in outcome.detail
     backend = NumpyBackend("cpu")
     backend.health_note = "nvidia-ml-py is not installed"
-    assert selfcheck.check_clocks(backend) == selfcheck.Outcome("clocks", "skipped",
+    assert selfcheck.check_clocks(backend) == selfcheck.CheckDone("clocks", "skipped",
                                                                 "nvidia-ml-py is not installed")
 
 

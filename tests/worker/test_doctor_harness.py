@@ -25,7 +25,7 @@ LINE = re.compile(r"in the median of \d+ alternating rounds .*; ratio (\d+\.\d\d
 FIGURES = re.compile(r"arraybench ([\d.]+) µs, .* ([\d.]+) µs per call in the median of")
 
 
-def _harness(backend) -> selfcheck.Outcome:
+def _harness(backend) -> selfcheck.CheckDone:
     outcome = selfcheck.check_harness(backend)
     if outcome.status != "passed":  # a busy machine: ask once more
         outcome = selfcheck.check_harness(backend)

@@ -146,7 +146,7 @@ def test_a_tf32_matmul_bound_scales_with_tf32s_unit_roundoff_and_catches_a_10_pe
     assert check.tolerance("float32", 4, "tf32") == pytest.approx(8 * 2**-11)
     assert check.tolerance("float32", 100, "tf32") > check.tolerance("float32", 100)
     # A correct TF32 result (inputs rounded as tensor cores read them) passes with a wide margin.
-    from arraybench.worker.matmul_precision import round_mantissa
+    from arraybench.worker.selfcheck import round_mantissa
 
     rng = np.random.default_rng(3)
     a, b = (rng.standard_normal((300, 300)).astype(np.float32) for _ in range(2))
@@ -160,7 +160,7 @@ def test_a_tf32_matmul_bound_scales_with_tf32s_unit_roundoff_and_catches_a_10_pe
 
 
 def test_the_doctor_tells_tf32_from_bfloat16_and_float32():
-    from arraybench.worker.matmul_precision import round_mantissa, which_precision
+    from arraybench.worker.selfcheck import round_mantissa, which_precision
 
     rng = np.random.default_rng(4)
     a, b = (rng.standard_normal((256, 256)).astype(np.float32) for _ in range(2))
@@ -186,7 +186,7 @@ def test_the_doctor_tells_tf32_from_bfloat16_and_float32():
     ("throughput", False, False),   # a synchronous CPU library: unchanged
 ])
 def test_fresh_inputs_keep_the_batch_in_throughput_mode_on_an_asynchronous_device(mode, sync, batched):
-    from arraybench.worker.fresh import FreshInputs
+    from arraybench.worker.timer import FreshInputs
     from arraybench.model.timer_settings import TimerSettings
 
     x = np.zeros(8)

@@ -12,7 +12,7 @@ import pytest
 import arraybench
 from arraybench import Check, workload
 from arraybench.worker.effects import look
-from arraybench.worker.fresh import FreshInputs, pool_capacity
+from arraybench.worker.timer import FreshInputs, pool_capacity
 from arraybench.worker.prepare import ReferenceCache
 from ..measuring import measure_cell
 from arraybench.model.options import RunOptions

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arraybench.worker import memory
+from arraybench.worker import footprint as memory
 
 from ..conftest import backend_or_skip
 

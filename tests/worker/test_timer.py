@@ -82,7 +82,7 @@ def test_a_batch_regrows_only_from_calls_far_shorter_than_calibrated_and_at_most
             return Draw(per_call.pop(0) * number, None, number, (), 0.0)
 
         return Sampling(draw, TimerSettings(min_samples=3, max_samples=100, rel_ci=0.0, budget_s=10.0,
-                                            target_sample_s=0.005), 1, 0.0, None, 2, 0.006, 0.0, regrows=True)
+                                            target_sample_s=0.005), 1, 0.0, 2, 0.006, 0.0, regrows=True)
 
     # A call at half its calibrated time is noise, not a calibration gone wrong.
     run = sampling([0.003] * 3)
@@ -330,7 +330,7 @@ def _sampling(draws, **settings) -> Sampling:
     def draw(number: int, rewarm: bool) -> Draw:
         return Draw(next(it), None, number + rewarm, (), 0.001)
 
-    return Sampling(draw, TimerSettings(**settings), 10, 0.0, None, 1, 1e-4, 0.0)
+    return Sampling(draw, TimerSettings(**settings), 10, 0.0, 1, 1e-4, 0.0)
 
 
 def test_sampling_decides_when_to_stop_without_a_timer():

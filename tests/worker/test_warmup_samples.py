@@ -101,7 +101,7 @@ def _sampling(growth: list[int | None]) -> tuple[Sampling, list[bool]]:
         return Draw(0.002 * number, None, number, (), 0.001)
 
     run = Sampling(draw, TimerSettings(min_samples=3, max_samples=100, rel_ci=0.0, budget_s=10.0),
-                   2, 0.0, None, 5, 1e-3, 0.0)
+                   2, 0.0, 5, 1e-3, 0.0)
     taken = []
     for g in growth:
         run.sample()
