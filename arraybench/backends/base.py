@@ -14,8 +14,7 @@ from typing import Any, Callable, ClassVar, Literal
 
 import numpy as np
 
-from .device_timer import DeviceTimer
-from .gpu_monitor import GpuMonitor, open_monitor
+from .gpu import DeviceTimer, GpuMonitor, open_monitor
 
 #: How a gradient was computed, where the workload is one (``grad=True``): a backend's own way
 #: (``Backend.gradient``), and a replicate's record of it (``model/replicate``).
@@ -103,7 +102,7 @@ class Backend(abc.ABC):
     def open_health(self, ordinal: int, pci_bus_id: str | None = None) -> None:
         """Watch CUDA device ``ordinal`` through NVML, found by its PCI bus id (asked of the
         driver when the library does not say)."""
-        from .cuda_driver import pci_bus_id as driver_pci_bus_id
+        from .gpu import pci_bus_id as driver_pci_bus_id
 
         self.cuda_ordinal = ordinal
         self.health, self.health_note = open_monitor(pci_bus_id or driver_pci_bus_id(ordinal))

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .base import Backend, Unavailable, gpu_env, tf32_in_effect
-from .device_timer import CudaEvents, SpinKernel
+from .gpu import CudaEvents, SpinKernel
 
 try:
     import cupy

@@ -18,7 +18,7 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 
-from .cuda_driver import l2_cache_bytes  # noqa: E402
+from .gpu import l2_cache_bytes  # noqa: E402
 from .base import Backend, Unavailable, batched_loop, gpu_env, tf32_in_effect  # noqa: E402
 from .cpu import cpu_flush, cpu_threads_info  # noqa: E402
 

@@ -10,11 +10,10 @@ import numpy as np
 import torch
 
 from .base import Backend, Unavailable, gpu_env, tf32_in_effect
-from .device_timer import CudaEvents, SpinKernel
+from .gpu import CudaEvents, SpinKernel
 from .cpu import cpu_flush, cpu_threads_info
-from .torch_build import torch_build_linalg, torch_cpu_kernels
-from .torch_compile import HAS_ISOLATE_RECOMPILES, CompiledNothing, cache_notes, fail_on_recompile_limit, own_code
-from .torch_namespace import device_namespace
+from .torch_support import (HAS_ISOLATE_RECOMPILES, CompiledNothing, cache_notes, device_namespace,
+                            fail_on_recompile_limit, own_code, torch_build_linalg, torch_cpu_kernels)
 
 
 #: torch.OutOfMemoryError (CUDA caching allocator; torch.cuda.OutOfMemoryError is the same class).

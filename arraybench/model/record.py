@@ -246,7 +246,7 @@ def busy_reason(rec: Record | Summary) -> str | None:
 
 
 def _gpu_health(health: list[dict[str, Any]]) -> dict[str, Any]:
-    """The GPU's health over the processes' snapshots (``backends/gpu_monitor``): the first
+    """The GPU's health over the processes' snapshots (``backends/gpu``): the first
     process's ``before``, the last one's ``after``, throttled samples summed, every reason seen;
     or why there was no monitor."""
     measured = [h for h in health if "before" in h]

@@ -285,7 +285,7 @@ def harness_outcome(what: str, tool: str, tries: list[list[tuple[float, float]]]
 
 def check_memory(backend: Backend) -> Outcome:
     """How the library holds device memory, and that arraybench's release between cells works."""
-    from ..backends import cuda_driver
+    from ..backends import gpu as cuda_driver
 
     before = backend.memory_available()
     if before is None:

@@ -13,7 +13,7 @@ import time
 from functools import partial
 from typing import Any, Callable, Protocol, Sequence
 
-from ..backends.device_timer import DeviceTimer
+from ..backends.gpu import DeviceTimer
 from .loops import compile_loop
 from ..numeric.stopping import FULL_BATCH, SLOW_CALL_S
 from .sampling import Draw, SampleSet, Sampling, TimerSettings, gc_paused, warmed_up
