@@ -8,7 +8,7 @@ their pairs have rounds in common (``pairs_on``, ``takes_turn``, ``short_of_quie
 
 Processes: with ``--processes N`` every cell gets N. By default (``--processes auto``, or
 ``MIN:MAX``; auto is 3:6) a cell gets MIN, then one more per round while the interval between its
-processes (``intervals.replicate_interval``) is wider than ``--rel-ci``, fewer than MAX processes
+processes (``medians.replicate_interval``) is wider than ``--rel-ci``, fewer than MAX processes
 have measured it, and the next process still fits the cell's budget (``--max-time``): the sampling
 of the first MIN processes, plus the whole cost of each added one (its first call, a compilation,
 warm-up and calibration included, which for a jitted gradient dwarfs the sampling), must stay
@@ -35,7 +35,7 @@ from ..model.timer_settings import TimerSettings
 from ..numeric.stopping import (ANSWERED_LEVEL, BETWEEN_BURSTS, LEAST_SAMPLES_PER_PROCESS, OPEN_BUDGET,
                                 PAIR_ON_TURNS, PAIR_ON_WITHIN, QUIET_ROUNDS, QUIET_STRETCH, RESTED_SHARE,
                                 STRETCH_S)
-from ..numeric.intervals import replicate_interval
+from ..numeric.medians import replicate_interval
 from .pairs import paired_ratio
 
 

@@ -1,7 +1,7 @@
 """Whether a change between two runs is real: one test, used by ``compare`` and by ``history``.
 
 The test is Welch's t-test on the log of a cell's time: the process is the unit that repeats
-(``intervals`` explains why), the log makes a change a ratio, and Welch's form lets the two runs
+(``numeric.medians`` explains why), the log makes a change a ratio, and Welch's form lets the two runs
 differ in spread and in number of processes. ``compare`` has each process's median and tests them
 (``welch``); ``history`` has what the store keeps, a median and its interval over k processes, and
 reads the same estimate back off the interval (``LogEstimate.from_interval``) before the same test
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from . import fdr
-from ..numeric.intervals import CONFIDENCE, spread_factor
+from ..numeric.medians import CONFIDENCE, spread_factor
 
 TEST = "Welch's t-test on the processes' log medians"
 CORRECTION = fdr.CORRECTION
@@ -60,7 +60,7 @@ class LogEstimate:
     def from_interval(cls, center: float, low: float, high: float, processes: int,
                       confidence: float = CONFIDENCE) -> LogEstimate | None:
         """The estimate an interval over ``processes`` processes was built from
-        (``intervals.replicate_interval``), read back off its width; None for a degenerate one, and
+        (``medians.replicate_interval``), read back off its width; None for a degenerate one, and
         for one process, whose interval holds its own samples' noise only (as in ``of``)."""
         if processes < 2 or center <= 0 or low <= 0 or high <= 0:
             return None

@@ -58,7 +58,7 @@ class JournalState:
     sealed: bool = False
     #: SHA-256 of the run's ``workloads.pickle``, as the run recorded it.
     shipped_sha256: str | None = None
-    #: workload name -> the fingerprint of its code when the run began (``workloads/fingerprint``);
+    #: workload name -> the fingerprint of its code when the run began (``workloads/trust``);
     #: empty in a journal written before fingerprints were kept.
     code: dict[str, str] = field(default_factory=dict)
 

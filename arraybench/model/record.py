@@ -7,7 +7,7 @@ status, reason and warnings the aggregation gave it (``analysis.aggregate``), an
 more processes. A file whose records kept no replicates (version 1, a contract-only file) reads
 as a ``Summary`` (``model.summary``): the figures as stored, under the same names; either writes
 the same keys, so a tool reading results.json sees every figure. Times are seconds per call; the
-headline and its interval come from the processes' medians (``numeric.intervals``), the quartiles,
+headline and its interval come from the processes' medians (``numeric.medians``), the quartiles,
 the minimum and the coefficient of variation from the pooled samples. A record's replicates are
 set before its figures are first read (``analysis.aggregate``), and not changed after.
 """
@@ -20,7 +20,7 @@ from typing import Any
 
 from . import schema, untrusted
 from ..errors import ResultsError
-from ..numeric.intervals import Interval, replicate_interval
+from ..numeric.medians import Interval, replicate_interval
 from ..numeric.medians import coefficient_of_variation, iqr, median
 from .allocator import StateSamples
 from .cell import Cell, Dtype, Mode

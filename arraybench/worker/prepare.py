@@ -22,7 +22,7 @@ from ..model.cell import Cell
 from ..model.timer_settings import TimerSettings
 from .sampling import Sampling
 from .timer import Timer
-from ..workloads.tracebacks import describe_exception
+from ..workloads.userfile import describe_exception
 from ..workloads.binding import Bound, bind
 from ..workloads.definition import Workload
 from ..workloads.inputs import input_bytes

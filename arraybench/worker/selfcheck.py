@@ -387,7 +387,7 @@ _RUN: dict[str, Callable[[Backend], Outcome]] = {
 def run_checks(backend: Backend, only: tuple[str, ...] = CHECKS) -> Iterator[Outcome]:
     """Every check in ``only`` that applies to the backend's device, each as soon as it is done;
     one that raises has failed, saying how."""
-    from ..workloads.tracebacks import describe_exception
+    from ..workloads.userfile import describe_exception
 
     for name in only:
         if not check_applies(name, backend.name, backend.device):

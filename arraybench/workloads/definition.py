@@ -23,9 +23,9 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 import numpy as np
 
 from .check import Check
-from .params import Params, ParamsSpec, accepted, check_settings, default_settings, refused, resolve, typed
-from .signature import (ArrayFn, InputsFn, array_parameters, check_params, default_inputs, definition_line,
-                        mutated_inputs, source_of)
+from .params import (ArrayFn, InputsFn, Params, ParamsSpec, accepted, array_parameters, check_params, check_settings,
+                     default_inputs, default_settings, definition_line, mutated_inputs, refused, resolve, source_of,
+                     typed)
 
 Namespace = Literal["array_api", "native", "backend"]
 Placement = Literal["device", "host"]

@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import UsageError, option_name
 from ..model.options import parse_size, parse_sizes
 from .definition import DEFAULT_SIZES, Namespace, Workload, define
-from .params import Params, is_numpy_setting, is_setting
+from .params import Params, is_numpy_setting, is_setting, plain
 from .registry import REGISTRY, register
 
 #: The file names the expression's function and the setup carry in tracebacks and messages.
@@ -160,7 +160,7 @@ def from_expression(expression: str, setup: str = "", sizes: Mapping[str, int] |
     source = _function_source(expression, arrays, list(settings))
     fn = _compiled(source)
     fn.__kwdefaults__ = dict(settings) or None
-    table = {n: {k: _plain(values[k]) for k in settings} for n, values in made.items()}
+    table = {n: {k: plain(values[k]) for k in settings} for n, values in made.items()}
     varies = len({tuple(sorted(t.items())) for t in table.values()}) > 1
     try:
         return define(
@@ -207,10 +207,6 @@ def _kind(value: Any) -> str:
     if is_setting(value) or is_numpy_setting(value):
         return "setting"
     return "other"
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if is_numpy_setting(value) else value
 
 
 def _names(tree: ast.AST) -> tuple[list[str], set[str]]:

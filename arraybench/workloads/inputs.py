@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .definition import Workload
-from .signature import InputsFn, array_parameters, definition_line
+from .params import InputsFn, array_parameters, definition_line
 from .params import Params, accepted, is_setting_parameter
 
 

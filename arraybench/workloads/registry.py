@@ -8,7 +8,7 @@ ceilings. A user's workloads register when their file is imported or their ``@wo
 a notebook, say).
 
 Each built-in's inputs function is named ``_inputs``, defined afresh before the workload that
-takes it: a workload's fingerprint (``fingerprint``) hashes its functions' names, and another name
+takes it: a workload's fingerprint (``trust.fingerprint``) hashes its functions' names, and another name
 would read, in a run's history and to ``--resume``, as a change of the workload's code.
 """
 

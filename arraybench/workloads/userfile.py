@@ -1,15 +1,10 @@
-"""Loading users' workload files: each is imported as a module, and its ``@workload`` functions register.
+"""The user's own code: loading their workload files, and pointing an error at their line.
 
-``arraybench run --workload-file my_bench.py`` imports the file in the parent, to plan, and again in
-every worker, to run. A file that is missing is a mistake on the command line (exit 2). A file that
-exists but does not load (a syntax error, an exception at import, no workload in it, a name that is
-already taken) is reported with its own line, and the other files and the built-in workloads still
-run: the error goes into ``results.json`` (``errors``), under the table, and into the exit status.
-
-Importing a file must not change the run around it: the working folder is put back after the
-import (a file that calls ``os.chdir``), what it prints goes to standard error (standard output
-carries ``--json``'s document), and the threads it started are remembered, so that the command
-line can end without waiting for one left running (``cli``).
+``--workload-file my_bench.py`` is imported in the parent, to plan, and again in every worker. A
+missing file is a mistake on the command line (exit 2); a file that does not load is reported with
+its own line while the other files and the built-ins still run (``results.json``'s ``errors``).
+Importing a file must not change the run around it: the working folder is put back, what it prints
+goes to standard error (standard output carries ``--json``), and the threads it starts are remembered.
 """
 
 from __future__ import annotations
@@ -18,15 +13,65 @@ import hashlib
 import importlib.util
 import os
 import sys
+import sysconfig
 import threading
+import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import UsageError
-from .tracebacks import describe_exception
 from .registry import REGISTRY
+
+
+def _library_roots() -> tuple[str, ...]:
+    """Folders whose code is not the user's: arraybench itself, the standard library, installed packages."""
+    roots = {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}  # the arraybench package
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        try:
+            roots.add(os.path.abspath(sysconfig.get_paths()[key]))
+        except KeyError:
+            pass
+    return tuple(r + os.sep for r in roots)
+
+
+_LIBRARY_ROOTS = _library_roots()
+
+
+def is_user_file(path: str) -> bool:
+    """Whether a traceback frame's file is the user's own code (not arraybench, Python or a library)."""
+    if not path or path.startswith("<"):
+        return False
+    full = os.path.abspath(path)
+    if "site-packages" in full or "dist-packages" in full:
+        return False
+    return not full.startswith(_LIBRARY_ROOTS)
+
+
+def user_frame(exc: BaseException) -> str:
+    """The innermost traceback line outside arraybench and the libraries: the user's own code."""
+    chosen = None
+    for fr in traceback.extract_tb(exc.__traceback__):
+        if is_user_file(fr.filename):
+            chosen = fr
+    if chosen is None:
+        return ""
+    return f"{chosen.filename}:{chosen.lineno}: {(chosen.line or '').strip()}"
+
+
+def describe_exception(exc: BaseException, fallback: str = "") -> str:
+    """``TypeError: message`` on one line, with the user's frame where there is one.
+
+    ``fallback`` (e.g. where the user's workload is defined) is shown when no frame of the user's
+    own code is on the traceback, as when PyTorch's backward pass raises from C++.
+    """
+    text = str(exc).strip().splitlines()
+    head = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    where = user_frame(exc)
+    if where:
+        return f"{head} [at {where}]"
+    return f"{head} [in {fallback}]" if fallback else head
 
 
 class WorkloadFileError(UsageError):

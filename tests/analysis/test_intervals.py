@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from arraybench.numeric.intervals import pooled_interval, replicate_interval, spread_factor
+from arraybench.numeric.medians import pooled_interval, replicate_interval, spread_factor
 from arraybench.analysis.significance import LogEstimate, welch_test
 
 
