@@ -74,11 +74,8 @@ def cpu_threads_info() -> dict[str, Any]:
 
 
 def captured_stdout(fn: Callable[[], Any]) -> str:
-    """What ``fn`` writes to file descriptor 1 (C libraries' verbose modes print there), as text.
-
-    The worker's descriptor 1 already points at its log (the protocol has a private copy), so it
-    is borrowed for the call and given back.
-    """
+    """What ``fn`` writes to file descriptor 1 (C libraries' verbose modes print there), as text;
+    the descriptor is borrowed for the call and given back."""
     import sys
     import tempfile
 
