@@ -57,8 +57,8 @@ def _read_key(path: Path) -> bytes | None:
 
 
 def _key(create: bool) -> bytes | None:
-    """This user's sealing key; made on first use when ``create``. None where there is no private
-    data folder to keep it in (then nothing is sealed, and resuming asks to name the files)."""
+    """This user's sealing key, made on first use when ``create``; None where there is no private
+    data folder to keep it in (then nothing is sealed)."""
     try:
         path = key_path()
     except (RuntimeError, OSError):  # no home folder
@@ -176,8 +176,7 @@ def _quoted(text: str) -> str:
 # file names or line numbers, nor module data (which may differ per import by design). Another
 # Python's bytecode differs, so a resume there is refused too.
 
-#: How deep nested values (a dict of tuples of functions...) are followed, and how many items of
-#: a list or tuple.
+#: How deep nested values are followed, and how many items of a list or tuple.
 _DEPTH = 8
 _ITEMS = 1000
 
@@ -266,11 +265,18 @@ def _function(h: Any, fn: types.FunctionType, seen: set[int], depth: int) -> Non
 
 
 def _global_names(code: types.CodeType) -> list[str]:
-    names = list(code.co_names)
+    return list(dict.fromkeys(name for c in nested_codes(code) for name in c.co_names))
+
+
+def nested_codes(code: types.CodeType | None) -> list[types.CodeType]:
+    """``code`` and every code object nested in it (its lambdas, comprehensions, inner functions)."""
+    if code is None:
+        return []
+    found = [code]
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            names += _global_names(const)
-    return list(dict.fromkeys(names))
+            found += nested_codes(const)
+    return found
 
 
 def code_of(cells: Iterable[Any], workloads: Mapping[str, Workload]) -> dict[str, str]:
@@ -281,10 +287,8 @@ def code_of(cells: Iterable[Any], workloads: Mapping[str, Workload]) -> dict[str
 
 def check_code(code: Mapping[str, str], unfinished: Iterable[str], out: Path,
                workloads: Mapping[str, Workload]) -> None:
-    """Refuse (``UsageError``) to resume the run journalled in ``out`` when the code of a
-    workload it has still to measure (``unfinished``) is not what it was when the run began
-    (``code``): its cells would pool replicates of both. A journal without fingerprints (an
-    older arraybench) is not checked."""
+    """Refuse (``UsageError``) to resume the run in ``out`` where the code of a workload it has still
+    to measure is not what it was when the run began (``code``; empty from an older arraybench)."""
     changed = [n for n in dict.fromkeys(unfinished)
                if n in code and n in workloads and fingerprint(workloads[n]) != code[n]]
     if not changed:

@@ -61,11 +61,8 @@ def user_frame(exc: BaseException) -> str:
 
 
 def describe_exception(exc: BaseException, fallback: str = "") -> str:
-    """``TypeError: message`` on one line, with the user's frame where there is one.
-
-    ``fallback`` (e.g. where the user's workload is defined) is shown when no frame of the user's
-    own code is on the traceback, as when PyTorch's backward pass raises from C++.
-    """
+    """``TypeError: message`` on one line, with the user's frame, or ``fallback`` (where their
+    workload is defined) when no frame of theirs is on the traceback (PyTorch's backward pass)."""
     text = str(exc).strip().splitlines()
     head = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
     where = user_frame(exc)
@@ -110,12 +107,9 @@ def resolve(path: str | Path) -> Path:
 
 
 def import_workload_file(path: str | Path) -> list[str]:
-    """Import one file; return the names of the workloads it defined.
-
-    Raises ``WorkloadFileError`` with the file's own line on a syntax error or an exception at
-    import time, when it defines no workload, or when it reuses a name already taken. The registry
-    is left as it was before the file when it raises.
-    """
+    """Import one file; return the names of the workloads it defined. ``WorkloadFileError`` (the
+    registry left as it was) with the file's own line where it fails, defines no workload, or
+    reuses a name already taken."""
     path = resolve(path)
     name = _module_name(path)
     if name in sys.modules:
@@ -183,10 +177,8 @@ def threads_left() -> list[tuple[str, str]]:
 
 @contextmanager
 def _prints_to_stderr() -> Iterator[None]:
-    """While a workload file is imported, what it prints (``print``, or a C library writing to
-    descriptor 1) goes to standard error: standard output carries ``run --json``'s and
-    ``list --json``'s one JSON document, which a line of the file's would corrupt. (A worker
-    points its own standard output at standard error for good.)"""
+    """While a workload file is imported, what it prints (Python or C) goes to standard error:
+    standard output carries ``--json``'s one document, which a line of the file's would corrupt."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -218,19 +210,15 @@ class _ExitAtImport(BaseException):
 @contextmanager
 def _exits_raise() -> Iterator[None]:
     """While a workload file is imported, ``os._exit`` and ``os.abort`` raise instead of ending the
-    process: they pass every handler, so a file calling one at import would end the run (or the
-    worker) without a word. A child the file forks still exits for real. No bytecode is cached
-    beside the file either, and the working folder is the same after the import as before."""
+    run without a word (a child the file forks still exits), no bytecode is cached beside the
+    file, and the working folder is put back afterwards."""
     importer = os.getpid()
     real_exit, real_abort = os._exit, os.abort
-    # A file that changes folder at import (os.chdir) would move the run's relative paths (the
-    # output folder, a store) under the user's feet: the working folder is put back afterwards.
     try:
         # O_PATH: a folder the user may enter but not list is returned to all the same.
         cwd: int | None = os.open(".", getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0))
     except OSError:
         cwd = None
-    # And no __pycache__ beside the user's file: a run writes only into its output folder.
     writes_bytecode = sys.dont_write_bytecode
     sys.dont_write_bytecode = True
 
@@ -259,11 +247,8 @@ def _exits_raise() -> Iterator[None]:
 
 
 def load_files(paths: list[str]) -> LoadedFiles:
-    """Import every file, in order, in the parent process.
-
-    A missing file raises ``WorkloadFileError`` (a mistake on the command line, nothing ran); a file
-    that does not load is recorded in ``errors`` and the others still load.
-    """
+    """Import every file, in order, in the parent: a missing one raises ``WorkloadFileError``, one
+    that does not load is recorded in ``errors`` and the others still load."""
     resolved = [resolve(p) for p in paths]
     loaded = LoadedFiles()
     for p in resolved:
