@@ -52,13 +52,19 @@ def mlx_dtype(name: str) -> Any:
 def array_api_namespace() -> types.ModuleType:
     """``mlx.core`` with the Array API's names where MLX spells them the NumPy way (MLX has no
     Array API namespace; a workload gives MLX its own spelling with ``@wl.override("mlx")``)."""
-    ns = types.ModuleType("arraybench.mlx_array_api", "mlx.core with Array API names")
-    ns.__dict__.update({k: v for k, v in vars(mx).items() if not k.startswith("__")})
+    ns = _copy(mx, "arraybench.mlx_array_api", "mlx.core with Array API names")
     for standard, own in _ARRAY_API_ALIASES.items():
         if not hasattr(mx, standard) and hasattr(mx, own):
             setattr(ns, standard, getattr(mx, own))
     if not hasattr(mx, "astype"):
         ns.astype = lambda x, dtype, /, *, copy=True, device=None: x.astype(dtype)
+    return ns
+
+
+def _copy(module: Any, name: str, doc: str | None = None) -> types.ModuleType:
+    """A module named ``name`` holding ``module``'s public names, to change some of them."""
+    ns = types.ModuleType(name, doc)
+    ns.__dict__.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
     return ns
 
 
@@ -333,9 +339,8 @@ def in_float64(namespace: Any, names: tuple[str, ...], called: list[str]) -> typ
     """``namespace`` with each of ``names`` computed in float64 on the host where it gets a
     float64 array (appended to ``called`` each time): for an eager, untimed call only."""
     host = _host_versions()
-    ns = types.ModuleType(getattr(namespace, "__name__", "mlx.core") + "_float64",
-                          "an MLX namespace with float64 functions computed on the host")
-    ns.__dict__.update({k: v for k, v in vars(namespace).items() if not k.startswith("__")})
+    ns = _copy(namespace, getattr(namespace, "__name__", "mlx.core") + "_float64",
+               "an MLX namespace with float64 functions computed on the host")
 
     def accurate(name: str, own: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -358,12 +363,10 @@ def in_float64(namespace: Any, names: tuple[str, ...], called: list[str]) -> typ
 def recording_fft(namespace: Any, called: list[str]) -> types.ModuleType:
     """``namespace`` whose ``fft`` functions append their name to ``called`` where they get a
     float64 array (which each computes in complex64)."""
-    ns = types.ModuleType(getattr(namespace, "__name__", "mlx.core") + "_fft_seen",
-                          "an MLX namespace that records its FFTs of float64 arrays")
-    ns.__dict__.update({k: v for k, v in vars(namespace).items() if not k.startswith("__")})
+    ns = _copy(namespace, getattr(namespace, "__name__", "mlx.core") + "_fft_seen",
+               "an MLX namespace that records its FFTs of float64 arrays")
     own = namespace.fft
-    fft = types.ModuleType("fft")
-    fft.__dict__.update({k: v for k, v in vars(own).items() if not k.startswith("__")})
+    fft = _copy(own, "fft")
 
     def seen(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:

@@ -50,11 +50,8 @@ def two_sided_z(confidence: float) -> float:
 
 @lru_cache(maxsize=4096)
 def _median_ci_ranks(n: int, confidence: float) -> tuple[int, int] | None:
-    """0-based ranks (j, k) with P(X_(j) <= median <= X_(k)) >= confidence, from Binomial(n, 1/2).
-
-    This is the distribution-free interval: it assumes nothing about the shape of the timing
-    distribution, which is usually skewed and often multimodal.
-    """
+    """0-based ranks (j, k) with P(X_(j) <= median <= X_(k)) >= confidence, from Binomial(n, 1/2):
+    nothing assumed of the timing distribution's shape, usually skewed and often multimodal."""
     alpha = 1.0 - confidence
     # Largest j with P(Bin(n, 1/2) < j) <= alpha / 2, counted from 1; exact integer arithmetic.
     total = 2**n
@@ -71,11 +68,8 @@ def _median_ci_ranks(n: int, confidence: float) -> tuple[int, int] | None:
 
 
 def median_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
-    """A distribution-free confidence interval for the median.
-
-    With too few samples for the requested confidence (fewer than 6 at 95%), the interval is the
-    whole range of the samples, which is honest: we do not know better.
-    """
+    """A distribution-free confidence interval for the median (the whole range where there are too
+    few samples for the confidence: fewer than 6 at 95%)."""
     if not values:
         raise ValueError("confidence interval of no values")
     data = sorted(values)
@@ -117,13 +111,9 @@ def coefficient_of_variation(values: Sequence[float]) -> float:
 
 def two_clusters(values: Sequence[float], min_share: float = 0.2,
                  min_separation: float = 4.0) -> tuple[float, float] | None:
-    """Detect two well-separated clusters (a bimodal distribution) in log space.
-
-    Splits the sorted values at the point that minimises within-group variance (1-D 2-means) and
-    reports the two group medians when each group holds at least ``min_share`` of the values and
-    the gap between their means is ``min_separation`` pooled standard deviations or more. Returns
-    None when the values look like one cluster.
-    """
+    """The two group medians of a bimodal distribution, or None for one cluster: the sorted logs
+    split where within-group variance is least, each group at least ``min_share`` of the values
+    and their means ``min_separation`` pooled standard deviations apart or more."""
     data = sorted(v for v in values if v > 0)
     n = len(data)
     if n < 4:
@@ -230,9 +220,8 @@ def replicate_interval(per_process: Sequence[Sequence[float]],
     logs = [math.log(m) for m in medians]
     mu = sum(logs) / k
     if k == 2:
-        # Student's t on one degree of freedom is 12.7 standard errors wide: from two processes it
-        # says nothing (a busy machine made it ±5·10¹²%). The span of the two processes' own
-        # intervals is what two processes can honestly say.
+        # Student's t on one degree of freedom is 12.7 standard errors wide (a busy machine made it
+        # ±5·10¹²%): the span of the two processes' own intervals is what two can honestly say.
         ends = [median_ci(g, confidence) for g in groups]
         return Interval(math.exp(mu), min(lo for lo, _ in ends), max(hi for _, hi in ends), 2,
                         "span of 2 processes' own intervals (too few processes for a t interval)")

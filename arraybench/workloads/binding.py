@@ -1,8 +1,5 @@
-"""Binding a workload to one library in a worker: the callable the timer calls, and how it computes.
-
-Only worker processes bind: this is where a workload meets ``jax.jit``, ``torch.compile``, autograd
-or finite differences.
-"""
+"""Binding a workload to one library in a worker: the callable the timer calls, and how it computes
+(eager, ``jax.jit``, ``torch.compile``, autograd or finite differences)."""
 
 from __future__ import annotations
 
@@ -18,11 +15,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Context:
-    """What a ``namespace="backend"`` workload receives instead of ``xp``: the backend itself.
-
-    For operations that are about the library rather than the arithmetic: building arrays from
-    Python lists, moving data between NumPy, host and device.
-    """
+    """What a ``namespace="backend"`` workload receives instead of ``xp``: the backend itself, for
+    operations about the library rather than the arithmetic (construction, transfers)."""
 
     backend: "Backend"
     dtype: str
@@ -46,15 +40,10 @@ class Bound:
 
 def bind(wl: Workload, backend: "Backend", mode: str, arrays: tuple[Any, ...],
          dtype: str = "float64", params: Mapping[str, Any] | None = None) -> Bound:
-    """The callable to time for ``wl`` on ``backend`` in ``mode`` ("latency", "throughput", "compiled").
-
-    ``params`` (the cell's settings) reach the function by keyword, as the Python values
-    themselves: under ``jax.jit`` and ``torch.compile`` they are constants of the function
-    compiled (static), never traced arguments.
-    """
+    """The callable to time for ``wl`` on ``backend`` in ``mode`` ("latency", "throughput",
+    "compiled"); ``params`` reach the function by keyword (static under compilers)."""
     own = wl.analytic_gradient(backend.name)
     if own is not None:  # the workload's own gradient: a plain function, timed as written
-        # (bind of it wraps it in the backend's evaluation, where the library is lazy)
         bound = bind(own, backend, mode, arrays, dtype, params)
         return replace(bound, method=analytic_method(bound.method), gradient="analytic")
     fn = wl.function_for(backend.name)

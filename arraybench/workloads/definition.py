@@ -266,34 +266,27 @@ def define(
 ) -> Any:
     """Define a workload from a function of ``(xp, *arrays)``; ``@workload`` alone takes every default.
 
-    - ``sizes``: named sizes, e.g. ``{"small": 1_000, "large": 1_000_000}`` (the default), a list of
-      numbers ``[1_000, 10**6]`` (each named by itself) or one number.
-    - ``inputs``: ``(n, rng) -> array, tuple/list of arrays, or dict by parameter name`` (host NumPy,
-      float64); ``(n) -> ...`` for deterministic inputs. Default: one standard-normal vector of
-      length ``n`` per parameter after ``xp``.
+    - ``sizes``: named sizes (default ``{"small": 1_000, "large": 1_000_000}``), a list of numbers
+      (each named by itself) or one number.
+    - ``inputs``: ``(n, rng)`` or ``(n)`` -> an array, a tuple/list of them, or a dict by parameter
+      name (host NumPy). Default: one standard-normal vector of length ``n`` per parameter.
     - ``reference``: NumPy float64 function of the inputs; default: the function itself under NumPy
-      (for ``grad=True``: its gradient by central differences, see docs/workloads.md).
+      (for ``grad=True``: its gradient by central differences).
     - ``check``: how the result is judged (``Check.elementwise()``, ``Check.normwise(growth)``...).
     - ``work``: ``(n, itemsize) -> Work(flops, bytes)`` or ``(flops, bytes)``, for the roofline.
-    - ``grad``: time the gradient of the (scalar) function with respect to its first input:
-      autodiff where the library has it, else finite differences, unless the workload gives a
-      library its own gradient with ``@wl.gradient("numpy")``.
-    - ``namespace``: ``"array_api"`` (array-api-compat; portable) or ``"native"`` (the library's own
-      module: ``numpy``, ``torch``, ``jax.numpy``, ``cupy``; no wrapper overhead), or ``"backend"``
-      (a ``Context`` with the backend itself, for construction and transfer workloads).
-    - ``name``, ``description``: default to the function's name and the first line of its docstring.
+    - ``grad``: time the gradient of the scalar function in its first input (autodiff, else finite
+      differences, unless ``@wl.gradient`` gives a library its own).
+    - ``namespace``: ``"array_api"`` (portable), ``"native"`` (the library's own module) or
+      ``"backend"`` (a ``Context`` with the backend, for construction and transfer workloads).
+    - ``name``, ``description``: default to the function's name and its docstring's first line.
     - ``placement``: ``"device"`` (inputs moved to the device before timing) or ``"host"``.
     - ``backends`` / ``modes``: restrict where the workload applies; elsewhere it is skipped.
     - ``outputs``: names of the outputs when the function returns a tuple.
-    - ``mutates``: the inputs the function changes in place, by name (``("C",)``), or True for all:
-      each call gets them fresh, restored outside the timed span. A function that returns None
-      returns what it changed, in ``mutates`` order.
-    - ``params``: settings passed by keyword, Python scalars or strings (``{"tsteps": 20}`` or
-      ``n -> dict``); the function's own scalar keyword defaults, NumPy scalars included, are
-      settings too. They are part
-      of the cell, recorded, and static under ``jax.jit`` and ``torch.compile``.
-    - ``size_means``: what n counts, as a sweep plot's axis says it (``"rows of the matrix"``);
-      default: ``"elements of each input"`` with the default inputs, else unsaid.
+    - ``mutates``: the inputs the function changes in place, by name, or True for all: restored
+      outside the timed span; a function that returns None returns them.
+    - ``params``: settings passed by keyword (``{"tsteps": 20}`` or ``n -> dict``), over the
+      function's own scalar keyword defaults; part of the cell, static under compilers.
+    - ``size_means``: what n counts, as a plot's axis says it (``"rows of the matrix"``).
     """
 
     def decorate(f: ArrayFn) -> Workload:

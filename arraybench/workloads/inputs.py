@@ -1,10 +1,6 @@
-"""Building a workload's inputs: host NumPy arrays, the same for every library and every process.
-
-``inputs(n, rng)`` draws from a generator seeded by (run seed, workload name, size), so every
-library and every replicate sees identical values. Floating and complex arrays are cast to the
-run's dtype, unless the workload fixed theirs (``arraybench.fixed(a)``); integer and boolean arrays
-are kept; a 0-d array stays 0-d.
-"""
+"""Building a workload's inputs: host NumPy arrays, identical for every library and process (drawn
+from a generator seeded by run seed, workload name and size). Floating and complex arrays are cast
+to the run's dtype unless the workload fixed theirs (``arraybench.fixed(a)``)."""
 
 from __future__ import annotations
 
@@ -28,11 +24,8 @@ class Fixed:
 
 
 def fixed(array: Any, dtype: Any = None) -> Fixed:
-    """Mark an input in ``inputs`` as keeping its own dtype whatever the run's ``--dtype``.
-
-    ``fixed(rng.standard_normal(n), "float32")`` is float32 in every run; ``fixed(z)`` keeps a
-    complex128 ``z`` complex128. Integer and boolean arrays are never cast and need no mark.
-    """
+    """Mark an input as keeping its own dtype (or ``dtype``) whatever the run's ``--dtype``:
+    ``fixed(rng.standard_normal(n), "float32")``. Integer and boolean arrays need no mark."""
     a = np.asarray(array)
     return Fixed(a.astype(np.dtype(dtype)) if dtype is not None else a)
 
@@ -108,7 +101,6 @@ def _positional_arity(fn: Any) -> int:
 
 
 def _call_inputs(inputs: InputsFn, size: int, rng: np.random.Generator, params: Params) -> Any:
-    # ``inputs(n)`` suits deterministic inputs; anything random must use the seeded generator.
     # Settings go to an ``inputs`` that takes them by name (``def inputs(n, rng, *, tsteps)``).
     if _positional_arity(inputs) >= 2:
         return inputs(size, rng, **accepted(inputs, params, filled=2))
@@ -116,8 +108,7 @@ def _call_inputs(inputs: InputsFn, size: int, rng: np.random.Generator, params: 
 
 
 def _cast(a: np.ndarray, dtype: str) -> np.ndarray:
-    # order="C" copies into a C-contiguous array of the same shape: a 0-d array stays 0-d, where
-    # np.ascontiguousarray would make it shape (1,).
+    # order="C": a 0-d array stays 0-d, where np.ascontiguousarray would make it shape (1,).
     if np.issubdtype(a.dtype, np.complexfloating):
         return a.astype(np.result_type(np.dtype(dtype), np.complex64), order="C")
     if np.issubdtype(a.dtype, np.floating):

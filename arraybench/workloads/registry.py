@@ -58,7 +58,6 @@ CEILING_WORKLOADS = ("ceiling_bandwidth", "ceiling_matmul")
 
 
 @workload(
-    name="ceiling_bandwidth",
     size_means="elements of the vector",
     sizes={"cpu": 1 << 25, "gpu": 1 << 27},
     inputs=lambda n, rng: rng.standard_normal(n),
@@ -73,7 +72,6 @@ def ceiling_bandwidth(xp, a):
 
 
 @workload(
-    name="ceiling_matmul",
     size_means="the side of each n x n matrix",
     sizes={"cpu": 2048, "gpu": 8192},
     inputs=lambda n, rng: (rng.standard_normal((n, n)), rng.standard_normal((n, n))),
@@ -94,9 +92,7 @@ def _inputs(n, rng):
 
 
 @workload(
-    name="elementwise",
     size_means="elements of each vector",
-    sizes={"small": 1_000, "large": 1_000_000},
     inputs=_inputs,
     description="a + b, a * b and sin(a) on vectors (memory-bound; three new outputs per call)",
     check=Check.elementwise(ulps=8),
@@ -115,9 +111,7 @@ def _inputs(n, rng):  # noqa: F811
 
 
 @workload(
-    name="fft",
     size_means="elements of the vector",
-    sizes={"small": 1_000, "large": 1_000_000},
     inputs=_inputs,
     description="fft(a) of a real vector, complex output (O(n log n))",
     check=Check.normwise(growth=lambda n: math.log2(max(n, 2)), ulps=8),
@@ -150,7 +144,6 @@ def _analytic(w, x):
 
 
 @workload(
-    name="gradient",
     size_means="parameters (elements of w and x)",
     sizes={"small": 100, "large": 10_000},
     inputs=_inputs,
@@ -180,12 +173,11 @@ def _moved(n, itemsize):
 
 
 #: What the family shares: an exact check against its own input (a conversion changes no value).
-_FAMILY = dict(sizes={"small": 1_000, "large": 1_000_000}, reference=lambda a: a, check=Check.exact(),
-               work=_moved, namespace="backend", modes=("latency", "throughput"))
+_FAMILY = dict(reference=lambda a: a, check=Check.exact(), work=_moved, namespace="backend",
+               modes=("latency", "throughput"))
 
 
 @workload(
-    name="from_list",
     size_means="elements of the list",
     inputs=lambda n, rng: (rng.standard_normal(n).tolist(),),  # one argument: the list
     description="array from a Python list of floats: np.array, torch.tensor, jnp.array, cp.array",
@@ -197,7 +189,6 @@ def from_list(ctx, data):
 
 
 @workload(
-    name="from_numpy",
     size_means="elements of the array",
     inputs=_vector,
     description="NumPy array into the library as users do (torch.from_numpy: zero-copy on the CPU; "
@@ -210,7 +201,6 @@ def from_numpy(ctx, host):
 
 
 @workload(
-    name="copy_from_numpy",
     size_means="elements of the array",
     inputs=_vector,
     description="NumPy array copied by the library's constructor (np.array, torch.tensor, jnp.array, cp.array)",
@@ -222,7 +212,6 @@ def copy_from_numpy(ctx, host):
 
 
 @workload(
-    name="to_numpy",
     size_means="elements of the array",
     inputs=_vector,
     description="an array back to NumPy (.numpy(), np.asarray, .get(); on a GPU: the device-to-host copy)",
@@ -239,7 +228,6 @@ def _inputs(n, rng):  # noqa: F811
 
 
 @workload(
-    name="matmul",
     size_means="the side of each n x n matrix",
     sizes={"small": 100, "large": 2_000},
     inputs=_inputs,
@@ -261,9 +249,7 @@ def _inputs(n, rng):  # noqa: F811
 
 
 @workload(
-    name="stats",
     size_means="elements of the vector",
-    sizes={"small": 1_000, "large": 1_000_000},
     inputs=_inputs,
     description="(mean(a), std(a)) with NumPy's semantics (ddof=0); torch.std defaults to ddof=1",
     reference=lambda a: (a.mean(), a.std()),
@@ -289,9 +275,7 @@ def _inputs(n, rng):  # noqa: F811
 
 
 @workload(
-    name="sort",
     size_means="elements of the vector",
-    sizes={"small": 1_000, "large": 1_000_000},
     inputs=_inputs,
     description="sort(a) ascending; exact (torch.sort also computes indices, which are discarded)",
     check=Check.exact(),
