@@ -236,11 +236,3 @@ def replicate_interval(per_process: Sequence[Sequence[float]],
         method += "; widened to the samples' own uncertainty"
     return Interval(math.exp(mu), math.exp(mu - half), math.exp(mu + half), k, method)
 
-
-def pooled_interval(per_process: Sequence[Sequence[float]], confidence: float = CONFIDENCE) -> Interval:
-    """The old interval: every sample of every process pooled, as if independent. Kept to show,
-    in tests and in the methodology, how far short of its claim it falls."""
-    pooled = [x for s in per_process for x in s]
-    lo, hi = median_ci(pooled, confidence)
-    return Interval(median(pooled), lo, hi, len([s for s in per_process if s]),
-                    "order statistics of the pooled samples")
