@@ -203,11 +203,8 @@ class GpuMonitor:
 
 
 def open_monitor(pci_bus_id: str | None, nvml: Any = None) -> tuple[GpuMonitor | None, str]:
-    """(a monitor, "") for the GPU at ``pci_bus_id``, or (None, why there is none).
-
-    The PCI bus id is the one key NVML and CUDA agree on: their device numbers differ in order,
-    and CUDA_VISIBLE_DEVICES renumbers only CUDA's.
-    """
+    """(a monitor, "") for the GPU at ``pci_bus_id`` (the one key NVML and CUDA agree on), or
+    (None, why there is none)."""
     if not pci_bus_id:
         return None, "the CUDA driver gave no PCI bus id to find the GPU in NVML by"
     if nvml is None:
@@ -252,12 +249,9 @@ class DeviceTimer(Protocol):
 
 
 class CudaEvents:
-    """A pair of CUDA events around the timed calls: the device's own clock (torch and CuPy alike).
-
-    ``spin(seconds)``, where given, queues a kernel that keeps the stream busy that long: ``hold``
-    uses it, nvbench's way, so that the start event fires only once the host has issued the whole
-    call. Without it, a fast call's events would span the host issuing its kernels.
-    """
+    """A pair of CUDA events around the timed calls. ``spin(seconds)`` queues a kernel that keeps
+    the stream busy while the host issues the call (``hold``, nvbench's way): else a fast call's
+    events would span the host issuing its kernels."""
 
     def __init__(self, make_event: Callable[[], Any], elapsed_ms: Callable[[Any, Any], float],
                  spin: Callable[[float], None] | None = None,

@@ -107,11 +107,8 @@ class CompiledNothing(Exception):
 
 
 def fail_on_recompile_limit() -> None:
-    """Make Dynamo's recompile limit an error (a failed cell) instead of a silent fall back to eager.
-
-    ``suppress_errors`` would turn every compile error into eager code too, and torch refuses it
-    beside ``fail_on_recompile_limit_hit``.
-    """
+    """Make Dynamo's recompile limit an error (a failed cell) instead of a silent fall back to
+    eager; ``suppress_errors``, which would do the same with every compile error, goes off."""
     from torch._dynamo import config
 
     for name in ("fail_on_recompile_limit_hit", "fail_on_cache_limit_hit"):  # 2.13's name, then older
@@ -142,14 +139,9 @@ ARRAY_API_CREATION = ("arange", "asarray", "empty", "eye", "full", "linspace", "
 
 
 def device_namespace(xp: Any, device: Any) -> types.ModuleType:
-    """``xp`` (array_api_compat's torch namespace) whose creation functions default to ``device``.
-
-    array_api_compat passes ``device=None`` on to torch, which creates on the CPU, so a workload's
-    ``xp.zeros(n)`` would meet CUDA inputs on the wrong device. ``torch.set_default_device`` would
-    cost every torch call (a ``TorchFunctionMode``); here only the functions that make arrays from
-    no array (and ``from_dlpack``, ``fft.fftfreq``/``rfftfreq``, ``default_device()``) change, each
-    a ``functools.partial`` that a ``device=`` the workload passes still overrides.
-    """
+    """``xp`` (array_api_compat's torch namespace) whose functions that make arrays from no array
+    default to ``device``: array_api_compat creates on the CPU, and ``torch.set_default_device``
+    would cost every torch call. A ``device=`` the workload passes still wins."""
     ns = _module_copy(xp)
     for name in (*ARRAY_API_CREATION, "from_dlpack"):
         setattr(ns, name, functools.partial(getattr(xp, name), device=device))

@@ -173,8 +173,7 @@ class Interval:
 @lru_cache(maxsize=256)
 def spread_factor(processes: int, confidence: float = CONFIDENCE) -> float:
     """How many standard errors of the log median an interval spans on each side: Student's t on
-    ``processes - 1`` degrees of freedom, or the normal quantile for one process (whose interval
-    comes from its samples' order statistics, the binomial's normal limit)."""
+    ``processes - 1`` degrees of freedom, or the normal quantile for one process."""
     if processes < 2:
         return two_sided_z(confidence)
     # scipy.special's t quantile (what scipy.stats.t.ppf calls), imported here: scipy.stats costs

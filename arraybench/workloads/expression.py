@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import UsageError, option_name
 from ..model.options import parse_size, parse_sizes
 from .definition import DEFAULT_SIZES, Namespace, Workload, define
-from .params import Params, is_numpy_setting, is_setting, plain
+from .params import is_numpy_setting, is_setting, plain
 from .registry import REGISTRY, register
 
 #: The file names the expression's function and the setup carry in tracebacks and messages.
@@ -70,13 +70,6 @@ def _inputs(setup: str, arrays: tuple[str, ...], reads_n: bool) -> Callable[...,
         return {name: made[name] for name in arrays}
 
     return inputs
-
-
-def _by_size(table: Mapping[int, Params]) -> Callable[[int], Params]:
-    def params(n: int) -> Params:
-        return dict(table[n])
-
-    return params
 
 
 def expression_workload(expression: str, setup: str = "", *, sizes: Any = None, name: str | None = None,
@@ -152,7 +145,7 @@ def from_expression(expression: str, setup: str = "", sizes: Mapping[str, int] |
         return define(
             fn, name=wl_name, sizes=chosen, inputs=_inputs(setup, tuple(arrays), reads_n),
             description=" ".join(expression.split()), namespace=namespace,
-            params=_by_size(table) if varies else None,
+            params=(lambda n: dict(table[n])) if varies else None,
             size_means="n, as the setup reads it" if reads_n else "elements of the largest input")
     except (TypeError, ValueError) as exc:  # a --name the cell keys cannot hold, say
         raise ExpressionError(str(exc)) from None
