@@ -16,6 +16,7 @@ import hmac
 import json
 import os
 import secrets
+import shlex
 import tempfile
 import types
 from pathlib import Path
@@ -136,11 +137,11 @@ def check_resume(out: Path, *, files: list[str], shipped: bool, shipped_sha256: 
                              "the folder came from")
         unnamed = [f for f in files if str(Path(f)) not in {str(Path(n)) for n in named}]
         if unnamed:
-            flags = " ".join(f"--workload-file {_quoted(f)}" for f in unnamed)
+            flags = " ".join(f"--workload-file {shlex.quote(f)}" for f in unnamed)
             raise UsageError(f"{out}: its journal names the workload file {unnamed[0]}, and this "
                              "folder was not written by your arraybench (or its journal was "
                              "changed), so nothing in it is run unless you name it: arraybench run "
-                             f"--resume {_quoted(str(out))} {flags} (or add --trust-folder if you "
+                             f"--resume {shlex.quote(str(out))} {flags} (or add --trust-folder if you "
                              "trust where the folder came from)")
         if shipped:
             raise UsageError(f"{out}: its run's workloads were defined in Python and are pickled "
@@ -162,12 +163,6 @@ def check_resume(out: Path, *, files: list[str], shipped: bool, shipped_sha256: 
         if shipped_sha256 is not None and not hmac.compare_digest(found, shipped_sha256):
             raise UsageError(f"{path}: is not the file its run wrote (its SHA-256 differs from the "
                              "one in the journal); it is not loaded")
-
-
-def _quoted(text: str) -> str:
-    import shlex
-
-    return shlex.quote(text)
 
 
 # -- the code's fingerprint ------------------------------------------------------------------------

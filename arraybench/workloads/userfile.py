@@ -91,11 +91,6 @@ class LoadedFiles:
         return [{"kind": "workload file", "source": f, "error": e} for f, e in self.errors.items()]
 
 
-def _module_name(path: Path) -> str:
-    digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
-    return f"arraybench_user_{path.stem}_{digest}"
-
-
 def resolve(path: str | Path) -> Path:
     """The absolute path of a workload file; ``WorkloadFileError`` if there is no such file."""
     p = Path(path).expanduser().resolve()
@@ -111,7 +106,7 @@ def import_workload_file(path: str | Path) -> list[str]:
     registry left as it was) with the file's own line where it fails, defines no workload, or
     reuses a name already taken."""
     path = resolve(path)
-    name = _module_name(path)
+    name = f"arraybench_user_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}"
     if name in sys.modules:
         return list(getattr(sys.modules[name], "__arraybench_workloads__", []))
     before = dict(REGISTRY)
