@@ -16,7 +16,7 @@ import pytest
 import arraybench
 from arraybench import backends
 from arraybench.workloads import REGISTRY
-from arraybench.workloads.binding import bind
+from arraybench.workloads.inputs import bind
 
 HAS_NUMBA = importlib.util.find_spec("numba") is not None
 HAS_MLX = importlib.util.find_spec("mlx") is not None

@@ -22,8 +22,7 @@ from ..model.cell import Cell
 from ..model.options import RunOptions
 from ..model.replicate import Replicate
 from ..model.results import Results
-from ..workloads.binding import bind
-from ..workloads.inputs import build_inputs
+from ..workloads.inputs import bind, build_inputs
 from ..workloads.registry import REGISTRY
 from ..workloads.userfile import describe_exception
 

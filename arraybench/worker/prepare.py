@@ -23,9 +23,8 @@ from ..model.timer_settings import TimerSettings
 from .sampling import Sampling
 from .timer import Timer
 from ..workloads.userfile import describe_exception
-from ..workloads.binding import Bound, bind
+from ..workloads.inputs import Bound, bind, input_bytes
 from ..workloads.definition import Workload
-from ..workloads.inputs import input_bytes
 from .references import UNCHECKED, ReferenceCache, is_none, narrower_than_numpys
 from .effects import FirstCall, ForeignResult, dtype_of, fingerprint, input_names, look, output_bytes, to_host
 from .fresh import FreshInputs, fresh_inputs

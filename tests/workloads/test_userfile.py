@@ -25,7 +25,7 @@ from arraybench.model.timer_settings import TimerSettings
 from arraybench.workloads.userfile import WorkloadFileError, import_workload_file, load_files
 from arraybench.workloads import REGISTRY
 from arraybench.workloads.inputs import build_inputs
-from arraybench.workloads.binding import bind
+from arraybench.workloads.inputs import bind
 
 from ..conftest import FAST, backend_or_skip, run_here
 
