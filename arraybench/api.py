@@ -11,7 +11,7 @@ import os
 import warnings
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from .executors.cluster import check_options as check_cluster_options
 from .errors import UsageError, option_name, unknown_name
@@ -30,6 +30,9 @@ from .workloads.shipping import needs_shipping, pack
 from .workloads.userfile import load_files
 from .outdir import claim_for_report
 from .store.refs import load_run
+
+if TYPE_CHECKING:
+    from .analysis.compare import Comparison
 
 
 __all__ = ["Interrupted", "Plan", "compare", "load_files", "load_results", "numerics", "plan", "resume",

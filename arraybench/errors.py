@@ -94,7 +94,7 @@ def from_command_line() -> bool:
 
 def spell(name: str, value: Any = None) -> str:
     """An option as the caller writes it: ``--max-time 2`` for a command, ``max_time=2`` in Python."""
-    flag, (caller, names) = option_name(name), _CALLER[-1]
+    flag, (caller, _) = option_name(name), _CALLER[-1]
     if caller == "python" or flag == name:
         return f"{name}={'True' if value is None else value}"
     return flag if value is None else f"{flag}{' ' if caller == 'command line' else '='}{value}"

@@ -26,7 +26,7 @@ def _params(wl: Any, size: int, given: dict[str, ParamValue]) -> dict[str, Param
     try:
         settings = wl.params_for(size)
     except Exception as exc:
-        from .workloads.tracebacks import describe_exception
+        from .workloads.userfile import describe_exception
 
         raise UsageError(f"workload {wl.name!r}: its params= failed at n = {size:,}: "
                          f"{describe_exception(exc)}") from None

@@ -54,7 +54,7 @@ CHILD = r"""
 import json, resource, statistics, sys, timeit
 from arraybench import backends
 from arraybench.workloads import REGISTRY
-from arraybench.workloads.binding import bind
+from arraybench.workloads.inputs import bind
 from arraybench.workloads.inputs import make_inputs
 
 name, backend_name, size, threads, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])

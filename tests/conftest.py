@@ -96,7 +96,7 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600,
                           preexec_fn=default_signals)
 
 
-#: The names workload files are imported under (``workloads/userfile._module_name``).
+#: The names workload files are imported under (``workloads/userfile.import_workload_file``).
 _USER_MODULES = "arraybench_user_"
 
 

@@ -185,7 +185,7 @@ def test_an_empty_list_of_workloads_is_refused_not_the_whole_suite(tmp_path):
 
 
 def test_results_carry_each_workloads_code_fingerprint(in_memory):
-    from arraybench.workloads.fingerprint import fingerprint
+    from arraybench.workloads.trust import fingerprint
 
     results, _, _ = in_memory
     code = results.environment["workload_code"]

@@ -160,7 +160,7 @@ def test_numba_and_mlx_are_imported_by_their_own_backend_modules_alone():
                          if any(m.split(".")[0] == lib for m in imports(path, name, modules)))
              for lib in ("numba", "mlx")}
     assert users == {"numba": ["arraybench.backends.numba_jit"],
-                     "mlx": ["arraybench.backends.mlx", "arraybench.backends.mlx_float64"]}
+                     "mlx": ["arraybench.backends.mlx"]}
 
 
 #: Ray is an optional extra: only the cluster executor and its node agent may import it.

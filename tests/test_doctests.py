@@ -9,7 +9,7 @@ import pytest
 
 #: Every module whose docstrings hold examples (``>>>``); the test below fails on one left out.
 MODULES = ("arraybench.model.schema", "arraybench.worker.timer", "arraybench.worker.counters",
-           "arraybench.render.comparison", "arraybench.api", "arraybench.numeric.intervals",
+           "arraybench.render.comparison", "arraybench.api", "arraybench.numeric.medians",
            "arraybench.analysis.significance")
 
 

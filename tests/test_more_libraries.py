@@ -16,7 +16,7 @@ import pytest
 import arraybench
 from arraybench import backends
 from arraybench.workloads import REGISTRY
-from arraybench.workloads.binding import bind
+from arraybench.workloads.inputs import bind
 
 HAS_NUMBA = importlib.util.find_spec("numba") is not None
 HAS_MLX = importlib.util.find_spec("mlx") is not None
@@ -254,7 +254,7 @@ def _judged_on_mlx(wl, n, dtype="float64", mode="latency"):
 def test_the_probe_finds_mlx_float64_sin_float32_accurate_exactly_when_it_is():
     import mlx.core as mx
 
-    from arraybench.backends import mlx_float64
+    from arraybench.backends import mlx as mlx_float64
 
     x = np.array([0.1, 0.7, 1.3, 2.9])
     error = np.max(np.abs(np.array(mx.sin(mx.array(x, dtype=mx.float64))) - np.sin(x)) / np.abs(np.sin(x)))
@@ -264,7 +264,7 @@ def test_the_probe_finds_mlx_float64_sin_float32_accurate_exactly_when_it_is():
 @needs_mlx
 @pytest.mark.parametrize("mode", ["latency", "compiled"])
 def test_mlx_float64_elementwise_is_skipped_with_the_upstream_bug_as_its_reason(mode):
-    from arraybench.backends import mlx_float64
+    from arraybench.backends import mlx as mlx_float64
 
     if "sin" not in mlx_float64.float32_accurate():
         pytest.skip("this MLX computes float64 sin in float64: the cell is judged, and ok")
@@ -317,7 +317,7 @@ def test_a_planted_mlx_bug_stays_wrong_with_or_without_the_float32_accurate_func
 def test_a_fixed_mlx_is_judged_as_any_library(monkeypatch):
     """Where the probe finds every function float64-accurate (an MLX with the bug fixed; here
     its answer is put in its place), a wrong verdict is a wrong verdict."""
-    from arraybench.backends import mlx_float64
+    from arraybench.backends import mlx as mlx_float64
 
     if "sin" not in mlx_float64.float32_accurate():
         pytest.skip("this MLX is fixed already: the elementwise cell is ok")

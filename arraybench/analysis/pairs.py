@@ -21,7 +21,7 @@ from ..model.pair import Pair
 from ..model.record import Record
 from ..model.replicate import Replicate
 from ..numeric.medians import median_ci
-from ..numeric.intervals import CONFIDENCE, spread_factor
+from ..numeric.medians import CONFIDENCE, spread_factor
 
 #: A pair whose interval lies within this share of 1 either way is level.
 LEVEL_WITHIN = 0.05

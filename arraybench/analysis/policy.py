@@ -21,7 +21,7 @@ from ..model.timer_settings import TimerSettings
 from ..numeric.stopping import (ANSWERED_LEVEL, BETWEEN_BURSTS, LEAST_SAMPLES_PER_PROCESS, OPEN_BUDGET,
                                 PAIR_ON_TURNS, PAIR_ON_WITHIN, QUIET_ROUNDS, QUIET_STRETCH, RESTED_SHARE,
                                 STRETCH_S)
-from ..numeric.intervals import replicate_interval
+from ..numeric.medians import replicate_interval
 from .pairs import paired_ratio
 
 

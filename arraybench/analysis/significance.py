@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..numeric.intervals import CONFIDENCE, spread_factor
+from ..numeric.medians import CONFIDENCE, spread_factor
 
 TEST = "Welch's t-test on the processes' log medians"
 #: How the correction is named in what arraybench prints.

@@ -1,9 +1,5 @@
 """The backend registry: what each library is called, which devices it has, and how to load it.
-
-Nothing here imports an array library other than NumPy. ``installed`` asks the import system
-whether a module exists without importing it; ``load`` imports a backend module, and is only ever
-called inside a worker process.
-"""
+Nothing here imports an array library; ``load``, called only in a worker, imports a backend module."""
 
 from __future__ import annotations
 
@@ -44,19 +40,15 @@ class BackendSpec:
         return f"{self.label} is not installed (pip install 'arraybench[{self.extra}]')"
 
     def preflight(self, device: str) -> str | None:
-        """A cheap reason why ``device`` cannot work, found without importing the library.
-
-        Starting a worker only to learn that there is no GPU costs seconds (importing torch alone
-        takes two here); these checks settle the common cases. The worker remains the authority.
-        """
+        """A cheap reason why ``device`` cannot work, found without importing the library (a worker
+        that learns there is no GPU costs seconds); the worker remains the authority."""
         missing = self.missing_reason()
         if missing:
             return missing
         if device == "cpu":
             return None
         if sys.platform == "darwin":
-            # Apple GPUs have no device files: Metal (MLX, PyTorch's mps, jax-metal) is asked in
-            # the worker. CuPy has no Metal.
+            # Apple GPUs have no device files: Metal is asked in the worker.
             return "CuPy has no Apple GPU support (CUDA and ROCm only)" if self.name == "cupy" else None
         if not any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")):
             return "no GPU on this machine (no NVIDIA or ROCm device files)"

@@ -1,8 +1,5 @@
-"""What every backend provides: one library on one device, behind a small interface.
-
-A backend module imports its library at module level; the registry (``arraybench.backends``) imports
-a backend module only inside a worker process, so the parent never loads torch, jax or cupy.
-"""
+"""What every backend provides: one library on one device, behind a small interface. A backend
+module imports its library at module level, and only a worker imports a backend module."""
 
 from __future__ import annotations
 
@@ -14,20 +11,15 @@ from typing import Any, Callable, ClassVar, Literal
 
 import numpy as np
 
-from .device_timer import DeviceTimer
-from .gpu_monitor import GpuMonitor, open_monitor
+from .gpu import DeviceTimer, GpuMonitor, open_monitor
 
-#: How a gradient was computed, where the workload is one (``grad=True``): a backend's own way
-#: (``Backend.gradient``), and a replicate's record of it (``model/replicate``).
+#: How a gradient was computed (``Backend.gradient``, and a replicate's record of it).
 Gradient = Literal["autodiff", "finite_differences", "analytic"]
 
 
 def tf32_in_effect(allowed: bool, dtype: str, compute_capability: tuple[int, int] | None) -> bool:
-    """Whether a library that allows TF32 really runs float32 matmuls in it on this GPU.
-
-    TF32 exists from compute capability 8.0 (Ampere) on, for float32 and complex64 only, and
-    ``NVIDIA_TF32_OVERRIDE=0`` turns it off in cuBLAS and cuDNN whatever a library asks for.
-    """
+    """Whether a library that allows TF32 really runs float32 matmuls in it on this GPU: from
+    compute capability 8.0, for float32 and complex64, unless ``NVIDIA_TF32_OVERRIDE=0``."""
     if not allowed or dtype not in ("float32", "complex64") or compute_capability is None:
         return False
     if os.environ.get("NVIDIA_TF32_OVERRIDE", "").strip() == "0":
@@ -40,14 +32,13 @@ GPU_ENV_VARS = ("NVIDIA_TF32_OVERRIDE", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORD
 
 
 def gpu_env(*extra: str) -> dict[str, str]:
-    """Those of ``GPU_ENV_VARS`` and the library's own ``extra`` (all in ``knobs.GPU``) that are set,
-    as this worker sees them; recorded by each backend's ``info()``."""
+    """Those of ``GPU_ENV_VARS`` and the library's own ``extra`` that are set here, for ``info()``."""
     return {k: os.environ[k] for k in (*GPU_ENV_VARS, *extra) if k in os.environ}
 
 
 def analytic_method(method: str) -> str:
-    """How a workload's own gradient (``@wl.gradient``) is computed, given how its function is
-    called ("eager", "jax.jit"): "analytic gradient", or "jax.jit of analytic gradient"."""
+    """How a workload's own gradient (``@wl.gradient``) is computed: "analytic gradient", or
+    "jax.jit of analytic gradient" where ``method`` is "jax.jit"."""
     return "analytic gradient" if method == "eager" else f"{method} of analytic gradient"
 
 
@@ -57,34 +48,28 @@ class Unavailable(Exception):
 
 @dataclass(frozen=True)
 class WrongResult:
-    """A first result the check called wrong, and the means to look into it, for
-    ``Backend.explain_wrong``. Every call here is eager and untimed."""
+    """A first result the check called wrong, and eager, untimed means to look into it."""
 
     dtype: str
-    #: The namespace the workload is called with (the library's own, or its Array API one).
+    #: The namespace the workload is called with.
     namespace: Any
-    #: The error against the tolerance, as the check said it ("max relative error 0.000114
-    #: exceeds tolerance 1.78e-15").
+    #: The error against the tolerance, as the check said it.
     error: str
-    #: The workload called once more with the namespace given, on fresh inputs: its result on the host.
+    #: The workload called once more with the namespace given, on fresh inputs: its host result.
     rerun: Callable[[Any], Any]
-    #: Whether the check accepts a result (on the host) against the float64 reference.
+    #: Whether the check accepts a host result against the float64 reference.
     right: Callable[[Any], bool]
-    #: Whether the judged result equals a result (on the host) within the check's tolerance.
+    #: Whether the judged result equals a host result within the check's tolerance.
     same: Callable[[Any], bool]
 
 
 class Backend(abc.ABC):
-    """One array library bound to one device, set up for benchmarking.
-
-    Subclasses set the class attributes, open the device in ``__init__`` (raising ``Unavailable``
-    with a reason when they cannot) and implement the abstract methods.
-    """
+    """One array library bound to one device. Subclasses open the device in ``__init__`` (or raise
+    ``Unavailable`` with the reason) and implement the abstract methods."""
 
     name: ClassVar[str]
     label: ClassVar[str]
-    #: How gradients are computed where the workload gives none of its own (``@wl.gradient``),
-    #: as shown in results ("autodiff (jax.grad)").
+    #: How gradients are computed where the workload gives none of its own, as results show it.
     grad_method: ClassVar[str] = "finite differences (forward, one pass per parameter)"
     gradient: ClassVar[Gradient] = "finite_differences"
     #: Why device timing is unavailable, when it is.
@@ -93,17 +78,15 @@ class Backend(abc.ABC):
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
         self.device = device
         self.allow_tf32 = allow_tf32
-        #: The GPU's clocks, temperature, power and throttling (NVML), where they can be read;
-        #: ``health_note`` says why not on a GPU where they cannot.
+        #: The GPU's health (NVML) where it can be read; ``health_note`` says why not.
         self.health: GpuMonitor | None = None
         self.health_note = ""
         #: The CUDA device number (after CUDA_VISIBLE_DEVICES), on a GPU.
         self.cuda_ordinal: int | None = None
 
     def open_health(self, ordinal: int, pci_bus_id: str | None = None) -> None:
-        """Watch CUDA device ``ordinal`` through NVML, found by its PCI bus id (asked of the
-        driver when the library does not say)."""
-        from .cuda_driver import pci_bus_id as driver_pci_bus_id
+        """Watch CUDA device ``ordinal`` through NVML, found by its PCI bus id."""
+        from .gpu import pci_bus_id as driver_pci_bus_id
 
         self.cuda_ordinal = ordinal
         self.health, self.health_note = open_monitor(pci_bus_id or driver_pci_bus_id(ordinal))
@@ -118,7 +101,7 @@ class Backend(abc.ABC):
         """A copy of a host NumPy array on this backend's device, with the same dtype."""
 
     def from_numpy(self, host: np.ndarray) -> Any:
-        """Bring a NumPy array in the way a user would (zero-copy where the library allows it)."""
+        """Bring a NumPy array in as a user would (zero-copy where the library allows it)."""
         return self.asarray(host)
 
     def copy_from_numpy(self, host: np.ndarray) -> Any:
@@ -142,36 +125,30 @@ class Backend(abc.ABC):
         return None
 
     def evaluated(self, op: Callable[..., Any]) -> Callable[..., Any]:
-        """``op`` made to compute everything it returns before it returns: a lazy library (MLX)
-        wraps it in its evaluation, inside the timed call; the others return ``op`` itself."""
+        """``op`` made to compute all it returns before it returns (a lazy library's evaluation)."""
         return op
 
     def explain_wrong(self, wrong: WrongResult) -> str | None:
-        """Why a result the check called wrong comes from a known limitation of the library, not
-        from the workload or the run: the reason the cell is ``skipped`` with, or None (it stays
-        ``wrong``; the default). A backend says so only where it can show it, e.g. with the
-        workload called again where the limitation is worked around (``backends/mlx_float64``).
-        """
+        """Why a wrong result comes from a known limitation of the library, shown by a rerun
+        where it is worked around: the reason the cell is ``skipped`` with; None keeps it ``wrong``."""
         return None
 
     # -- precision ------------------------------------------------------------------------------
     def reduced_precision(self, dtype: str) -> str | None:
-        """The reduced precision matmuls in ``dtype`` run in here (``"tf32"``), or None for full.
-
-        Read from the library's own state after the backend set it, not from the flag asked for.
-        """
+        """The reduced precision matmuls in ``dtype`` run in (``"tf32"``), read from the library's
+        own state, or None for full."""
         return None
 
-    # -- in-place code ---------------------------------------------------------------
+    # -- in-place code --------------------------------------------------------------------------
     #: Whether a call can change its input arrays in place (JAX arrays are immutable).
     mutable_arrays: ClassVar[bool] = True
 
     def clone(self, x: Any) -> Any:
-        """A new array with ``x``'s values, where ``x`` is (a pool copy of an input a call changes)."""
+        """A new array with ``x``'s values, where ``x`` is."""
         return list(x) if isinstance(x, list) else np.array(x, copy=True)
 
     def copy_into(self, dst: Any, src: Any) -> None:
-        """Overwrite ``dst``'s values with ``src``'s, in place, where they are (restoring an input)."""
+        """Overwrite ``dst``'s values with ``src``'s, in place."""
         if isinstance(dst, list):
             dst[:] = src
         else:
@@ -205,13 +182,8 @@ class Backend(abc.ABC):
         return None
 
     def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
-        """(seconds per call of ``fn`` in each batch, the tool that timed them) by the library's own
-        benchmarking tool, independent of arraybench's timer: the doctor's ``harness`` check
-        compares the two. Batches of about 1 ms for ``min_time_s`` (long batches average a busy
-        machine's bursts in, where a quantile of short ones leaves them out).
-
-        NumPy's tool is the standard library's ``timeit`` (``Timer.repeat``).
-        """
+        """(seconds per call of ``fn`` in each batch of about 1 ms, the tool) by the library's own
+        benchmarking tool, for the doctor's ``harness`` check; here the standard library's ``timeit``."""
         import timeit
 
         timer = timeit.Timer(fn)
@@ -226,11 +198,7 @@ class Backend(abc.ABC):
 
     # -- transformations ------------------------------------------------------------------------
     def grad(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """The gradient of scalar ``fn(w, *rest)`` with respect to ``w``.
-
-        The default is forward finite differences: libraries without autodiff get the seed's method,
-        unless the workload gives its own gradient (``@wl.gradient``, bound in ``workloads/binding``).
-        """
+        """The gradient of scalar ``fn(w, *rest)`` in ``w``: forward differences, the seed's method."""
         from ..numeric.finite_diff import forward_difference_grad
 
         return forward_difference_grad(fn)
@@ -239,16 +207,13 @@ class Backend(abc.ABC):
         """A compiled version of ``fn``; raise ``Unavailable`` where the library has no compiler."""
         raise Unavailable(f"{self.label} has no compiler")
 
-    #: Whether the compiler compiles the workload's own function (Numba), which a workload about
-    #: the library itself (``namespace="backend"``) cannot be, rather than tracing a closure.
+    #: Whether the compiler compiles the workload's own function (Numba) rather than tracing a closure.
     compiles_functions: ClassVar[bool] = False
 
     def compile_workload(self, fn: Callable[..., Any], xp: Any, settings: dict[str, Any], *,
                          grad: bool = False) -> Callable[..., Any]:
-        """The compiled call ``op(*arrays)`` of a workload function ``fn(xp, *arrays, **settings)``
-        (its gradient in the first array where ``grad``). Tracing compilers (jax.jit,
-        torch.compile, mx.compile) compile a closure over ``xp`` and the settings; a compiler of
-        functions (Numba) overrides this."""
+        """The compiled call ``op(*arrays)`` of ``fn(xp, *arrays, **settings)`` (its gradient in the
+        first array where ``grad``): a closure over ``xp`` and the settings, compiled."""
 
         def call(*a: Any) -> Any:
             return fn(xp, *a, **settings)
@@ -259,17 +224,15 @@ class Backend(abc.ABC):
 
     def compile_unsupported(self, exc: BaseException) -> bool:
         """Whether an exception from a compiled call means "this compiler cannot compile that"
-        (the cell is then not applicable) rather than a failure. Asked after out-of-memory."""
+        (not applicable) rather than a failure."""
         return False
 
     def compile_refusal(self, exc: BaseException) -> str | None:
-        """The compiler's own reason for refusing, in one line, where the exception's first line
-        is not it (Numba's is "Failed in nopython mode pipeline"); None to use that line."""
+        """The compiler's own reason for refusing, where the exception's first line is not it."""
         return None
 
     def recompile_limit_hit(self, exc: BaseException) -> bool:
-        """Whether an exception from a compiled call means the compiler reached its recompile limit
-        (past it, a library would run the calls eager: the cell fails rather than time those)."""
+        """Whether an exception from a compiled call means the compiler reached its recompile limit."""
         return False
 
     def compile_notes(self) -> list[str]:
@@ -277,18 +240,13 @@ class Backend(abc.ABC):
         return []
 
     def intermittent_cause(self, max_rel_error: float | None) -> str:
-        """A known library bug that would explain a first result wrong by ``max_rel_error`` where
-        a second call is right (said in the verdict, which stays wrong), or "" where none is
-        known for this build."""
+        """A known library bug that would explain a first result wrong by ``max_rel_error`` where a
+        second call is right, or ""."""
         return ""
 
     # -- housekeeping ---------------------------------------------------------------------------
     def limit_threads(self, threads: int) -> None:
-        """Limit the library's thread pools from inside the worker, once it is loaded.
-
-        The parent already set the environment variables and the CPU affinity before the worker
-        started; this applies the limit again to the pools threadpoolctl can reach.
-        """
+        """Limit the library's thread pools again from inside the worker, once it is loaded."""
         try:
             from threadpoolctl import threadpool_limits
 
@@ -301,8 +259,7 @@ class Backend(abc.ABC):
 
     def device_peak(self, call: Callable[[], Any]) -> tuple[int | None, str] | None:
         """(bytes one ``call`` added at its highest by the library's own accounting, how it was
-        counted) on a device, or None where the library keeps no account: the host's resident
-        high-water mark is measured instead (``worker/footprint``)."""
+        counted), or None where the library keeps none (the host's resident mark is used)."""
         return None
 
     def energy_counter_mj(self) -> Callable[[], float] | str:
@@ -316,10 +273,7 @@ class Backend(abc.ABC):
         return isinstance(exc, MemoryError)
 
     def memory_available(self) -> tuple[int, int] | None:
-        """(free, total) bytes of the device's memory, for out-of-memory messages; None if unknown.
-
-        The default is the host's memory, for CPU devices.
-        """
+        """(free, total) bytes of the device's memory (the host's on the CPU); None if unknown."""
         if self.device != "cpu":
             return None
         from .cpu import host_memory
@@ -331,9 +285,8 @@ class Backend(abc.ABC):
         """Versions, device, threads and precision settings, for the environment record."""
 
     def kernels(self) -> dict[str, Any]:
-        """The code paths the library runs, as only its own verbose modes say: costly (PyTorch's
-        MKL verbose mode takes 0.6 s to start), so one worker of a configuration asks
-        (``Job.describe``). None here."""
+        """The code paths the library runs, from its verbose modes: costly, so one worker of a
+        configuration asks (``Job.describe``)."""
         return {}
 
 
@@ -346,10 +299,9 @@ def _byte_bounds(a: np.ndarray) -> tuple[int, int]:
 
 
 def batched_loop(call: Callable[[], Any], min_time_s: float) -> list[float]:
-    """Seconds per call of ``call`` (which waits for its own result) in batches of about 1 ms,
-    after three warm-up calls: at least 5 batches, then until ``min_time_s`` (at most 1,000).
-    The loop a library's documentation times with when it has no benchmarking tool of its own,
-    as the doctor's ``harness`` check compares against."""
+    """Seconds per call of ``call`` (which waits for its result) in batches of about 1 ms after
+    three warm-up calls: at least 5 batches, then until ``min_time_s`` (at most 1,000). The loop a
+    library's documentation times with where it has no benchmarking tool."""
     for _ in range(3):
         call()
     t0 = time.perf_counter()

@@ -51,18 +51,9 @@ def cpu_threads_info() -> dict[str, Any]:
         from threadpoolctl import threadpool_info
 
         pools = threadpool_info()
-        info["threadpools"] = [
-            {
-                "user_api": p.get("user_api"),
-                "internal_api": p.get("internal_api"),
-                "num_threads": p.get("num_threads"),
-                "version": p.get("version"),
-                "prefix": p.get("prefix"),
-                # The kernel family OpenBLAS (or BLIS) chose, or was forced to (OPENBLAS_CORETYPE).
-                "architecture": p.get("architecture"),
-            }
-            for p in pools
-        ]
+        # "architecture": the kernel family OpenBLAS (or BLIS) chose, or was forced to (OPENBLAS_CORETYPE).
+        keys = ("user_api", "internal_api", "num_threads", "version", "prefix", "architecture")
+        info["threadpools"] = [{k: p.get(k) for k in keys} for p in pools]
         blas = [p for p in pools if p.get("user_api") == "blas"]
         if blas:
             info["blas"] = f"{blas[0].get('internal_api')} {blas[0].get('version') or ''}".strip()
@@ -74,11 +65,8 @@ def cpu_threads_info() -> dict[str, Any]:
 
 
 def captured_stdout(fn: Callable[[], Any]) -> str:
-    """What ``fn`` writes to file descriptor 1 (C libraries' verbose modes print there), as text.
-
-    The worker's descriptor 1 already points at its log (the protocol has a private copy), so it
-    is borrowed for the call and given back.
-    """
+    """What ``fn`` writes to file descriptor 1 (C libraries' verbose modes print there), as text;
+    the descriptor is borrowed for the call and given back."""
     import sys
     import tempfile
 

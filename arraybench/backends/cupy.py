@@ -1,8 +1,5 @@
-"""CuPy: NumPy's API on an NVIDIA GPU.
-
-CuPy installs anywhere but needs a driver and a device at run time; both are checked when the
-backend opens, and their absence becomes a one-line reason.
-"""
+"""CuPy: NumPy's API on an NVIDIA GPU. It installs anywhere but needs a driver and a device at
+run time: both are checked when the backend opens, their absence a one-line reason."""
 
 from __future__ import annotations
 
@@ -13,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .base import Backend, Unavailable, gpu_env, tf32_in_effect
-from .device_timer import CudaEvents, SpinKernel
+from .gpu import CudaEvents, SpinKernel
 
 try:
     import cupy
@@ -27,12 +24,8 @@ def _cuda_reason(exc: BaseException) -> str:
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
-    """Whether ``exc`` is CuPy running out of device memory.
-
-    The memory pool raises ``cupy.cuda.memory.OutOfMemoryError`` (a MemoryError); allocations
-    outside the pool fail as ``CUDARuntimeError: cudaErrorMemoryAllocation: out of memory``, and
-    cuBLAS or cuFFT workspaces as ``..._STATUS_ALLOC_FAILED``.
-    """
+    """Whether ``exc`` is CuPy running out of device memory: the pool's ``OutOfMemoryError``,
+    ``cudaErrorMemoryAllocation`` outside it, or a CUDA library's ``..._STATUS_ALLOC_FAILED``."""
     if isinstance(exc, (MemoryError, cupy.cuda.memory.OutOfMemoryError)):
         return True
     text = str(exc)
@@ -40,24 +33,18 @@ def is_out_of_memory(exc: BaseException) -> bool:
         "cudaErrorMemoryAllocation" in text or "ALLOC_FAILED" in text or "out of memory" in text.lower())
 
 
-#: Where CuPy's CUDA errors are defined: CUDARuntimeError, CUDADriverError (cupy_backends.cuda.api),
-#: CUBLASError, CURANDError, CUSOLVERError, NVRTCError (cupy_backends.cuda.libs), CuFFTError
-#: (cupy.cuda.cufft). The library bindings load lazily, so they are matched by module, not imported.
+#: Where CuPy's CUDA errors are defined: matched by module, as the bindings load lazily.
 _CUDA_ERROR_MODULES = ("cupy_backends.cuda.", "cupy.cuda.")
 
 
 def is_device_error(exc: BaseException) -> bool:
-    """Whether ``exc`` comes from CUDA or a CUDA library, not from cupy.fuse tracing a function.
-
-    ``CompileException`` (the fused kernel's generated source did not compile) is the fuser's
-    limit, not the device's.
-    """
+    """Whether ``exc`` comes from CUDA or a CUDA library, not from cupy.fuse tracing a function
+    (its ``CompileException`` is the fuser's limit, not the device's)."""
     return any((cls.__module__ or "").startswith(_CUDA_ERROR_MODULES) and cls.__name__ != "CompileException"
                for cls in type(exc).__mro__)
 
 
-#: The blocking kernel queued before each timed call of the device pass (``CudaEvents.hold``): one
-#: thread spinning on the SM's cycle counter, as ATen's ``at::cuda::sleep`` does for torch.
+#: The blocking kernel queued before each timed call of the device pass (``CudaEvents.hold``).
 _SPIN_SOURCE = r"""
 extern "C" __global__ void arraybench_spin(long long cycles) {
     long long start = clock64();
@@ -76,15 +63,9 @@ def _in_cupy(filename: str) -> bool:
 
 
 def is_fuse_refusal(exc: BaseException) -> bool:
-    """Whether ``exc`` is CuPy saying it cannot fuse a function, not a bug in the function.
-
-    CuPy's refusals are raised by its own code while it traces the function: its fusion proxies
-    (``cupy/_core/_fusion_interface.py``: "Cannot convert to Python scalar in cupy.fuse", "`shape`
-    is not supported"), the tracer (``_fusion_trace.pyx``: "Concrete ndarray is not supported in
-    fusion."), or any CuPy routine handed a proxy. So: the innermost frame of the traceback is in
-    the cupy package (Cython frames carry their ``.pyx`` path), or the message names fusion or one
-    of its types. A NameError, ZeroDivisionError... raised by the workload's own code is its bug.
-    """
+    """Whether ``exc`` is CuPy saying it cannot fuse a function, not a bug in the function: raised
+    by CuPy's own code as it traces (the innermost frame is in the cupy package), or naming fusion
+    or one of its types."""
     if is_device_error(exc):
         return False
     tb = exc.__traceback__
@@ -100,6 +81,7 @@ class CupyBackend(Backend):
     name = "cupy"
     label = "CuPy"
     compile_method = "cupy.fuse"
+    is_out_of_memory = staticmethod(is_out_of_memory)
     device_timer_note = "CUDA events"
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
@@ -186,12 +168,10 @@ class CupyBackend(Backend):
         return CudaEvents(cupy.cuda.Event, cupy.cuda.get_elapsed_time, spin=self._spin)
 
     def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
-        """``cupyx.profiler.benchmark``: its ``gpu_times``, CUDA events around each call, each call
-        waited for. Its ``cpu_times`` stop before the wait (cupyx/profiler/_time.py, ``_repeat``)."""
+        """``cupyx.profiler.benchmark``'s ``gpu_times`` (its ``cpu_times`` stop before the wait)."""
         from cupyx.profiler import benchmark
 
-        # ``name``: cupyx takes it from ``fn.__name__`` otherwise, which a callable object lacks
-        # (the doctor's Matmul failed so on the first GPU run).
+        # ``name``: cupyx reads ``fn.__name__`` otherwise, which a callable object lacks.
         result = benchmark(fn, n_repeat=100_000, n_warmup=10, max_duration=min_time_s,
                            name=getattr(fn, "__name__", type(fn).__name__))
         return [float(t) for t in result.gpu_times[0]], "cupyx.profiler.benchmark (gpu_times)"
@@ -208,22 +188,17 @@ class CupyBackend(Backend):
         return flush
 
     def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        # cupy.fuse turns element-wise Python into one kernel; other operations raise when the
-        # fused function is first called (TypeError, ValueError, NotImplementedError...), which
-        # the worker reports as "not applicable".
+        # cupy.fuse makes element-wise Python one kernel; others raise at the first call.
         return cupy.fuse(fn)
 
     def compile_unsupported(self, exc: BaseException) -> bool:
-        # Out of memory is asked first; a CUDA error is a failure of the device, never "cannot
-        # fuse"; an error of the workload's own code is a failure too, shown rather than hidden.
         return is_fuse_refusal(exc)
 
     def free(self) -> None:
         cupy.get_default_memory_pool().free_all_blocks()
 
     def device_peak(self, call: Callable[[], Any]) -> tuple[int | None, str] | None:
-        # The pool keeps every block it took until freed: emptied first, what it holds after one
-        # call is what that call needed at its highest (in the pool's rounded blocks).
+        # The pool keeps every block until freed: emptied first, it holds one call's peak after.
         pool = cupy.get_default_memory_pool()
         pool.free_all_blocks()
         before = pool.used_bytes()
@@ -233,8 +208,6 @@ class CupyBackend(Backend):
         return max(held - before, 0), ("CuPy's memory pool: total_bytes after one call, emptied "
                                        "before, less used_bytes before")
 
-    def is_out_of_memory(self, exc: BaseException) -> bool:
-        return is_out_of_memory(exc)
 
     def memory_available(self) -> tuple[int, int] | None:
         free, total = cupy.cuda.runtime.memGetInfo()

@@ -1,8 +1,5 @@
-"""JAX on the CPU or a GPU, eager (op by op) or under ``jax.jit``.
-
-The worker sets ``JAX_PLATFORMS`` and ``XLA_FLAGS`` before this module is imported: XLA reads them
-once, at start-up.
-"""
+"""JAX on the CPU or a GPU, eager or under ``jax.jit``. The worker sets ``JAX_PLATFORMS`` and
+``XLA_FLAGS`` before this module is imported: XLA reads them once."""
 
 from __future__ import annotations
 
@@ -18,26 +15,15 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 
-from .cuda_driver import l2_cache_bytes  # noqa: E402
+from .gpu import l2_cache_bytes  # noqa: E402
 from .base import Backend, Unavailable, batched_loop, gpu_env, tf32_in_effect  # noqa: E402
 from .cpu import cpu_flush, cpu_threads_info  # noqa: E402
 
 
-def is_out_of_memory(exc: BaseException) -> bool:
-    """Whether ``exc`` is JAX running out of memory: XLA says ``RESOURCE_EXHAUSTED: Out of memory
-    allocating N bytes`` (CPU) or ``... while trying to allocate N bytes`` (GPU), raised as
-    ``jax.errors.JaxRuntimeError``."""
-    return isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in str(exc)
-
-
 def fresh_view(x: Any) -> Any:
-    """A new ``jax.Array`` over ``x``'s device buffers, with no host copy cached (zero-copy).
-
-    ``ArrayImpl(aval, sharding, arrays, committed)`` is how ``jax.make_array_from_single_device_arrays``
-    builds its result; skipping that function's checks keeps the wrapper near 3 µs, not 12 (on a
-    slow 2-core VM), inside a timed transfer. Falls back to the public function if the private
-    class moves.
-    """
+    """A new ``jax.Array`` over ``x``'s device buffers, with no host copy cached (zero-copy):
+    ``ArrayImpl`` directly, as ``jax.make_array_from_single_device_arrays`` builds it without its
+    checks (3 µs, not 12, inside a timed transfer), or that function if the private class moves."""
     try:
         from jax._src.array import ArrayImpl
 
@@ -46,18 +32,14 @@ def fresh_view(x: Any) -> Any:
         return jax.make_array_from_single_device_arrays(x.shape, x.sharding, [x])
 
 
-#: The environment variables that decide how XLA's GPU client allocates (jaxlib/xla_client.py,
-#: generate_pjrt_gpu_plugin_options; XLA_PYTHON_CLIENT_MEM_FRACTION is the deprecated spelling).
+#: The environment variables that decide how XLA's GPU client allocates (jaxlib/xla_client.py).
 MEMORY_VARS = ("XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_CLIENT_MEM_FRACTION",
                "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_ALLOCATOR")
 
 
 def memory_settings(environ: Mapping[str, str]) -> dict[str, Any]:
-    """How JAX will take GPU memory: allocator, whether it preallocates, and which fraction.
-
-    By default XLA preallocates 75% of the GPU at start, so memory other libraries (or
-    nvidia-smi) see as used is not a leak; ``platform`` allocates and frees on demand.
-    """
+    """How JAX will take GPU memory: allocator, whether it preallocates (75% by default, which
+    nvidia-smi shows as used), and which fraction."""
     allocator = environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "default").lower() or "default"
     text = environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "")
     preallocate = allocator != "platform" and text not in ("false", "False", "0")
@@ -69,8 +51,7 @@ def memory_settings(environ: Mapping[str, str]) -> dict[str, Any]:
     return {"allocator": allocator, "preallocate": preallocate, "fraction": fraction}
 
 
-#: The L2 size assumed where the driver cannot say (ROCm, no libcuda): larger than any current
-#: GPU's, so that the flush buffer (twice the L2) still evicts it.
+#: The L2 size assumed where the driver cannot say (ROCm): larger than any current GPU's.
 FALLBACK_L2_BYTES = 128 * 1024**2
 
 #: Matmul precision settings that keep float32 arithmetic (6 or 9 bfloat16 passes come close enough).
@@ -83,9 +64,7 @@ METAL_UNSUPPORTED = ("float64", "complex128")
 
 
 def gpu_devices() -> list[Any]:
-    """JAX's GPUs: CUDA or ROCm (the ``gpu`` platform), else Apple's through the jax-metal plugin,
-    which registers its own platform, ``METAL``, that ``gpu`` does not name. The first error is
-    the one raised where neither exists."""
+    """JAX's GPUs: CUDA or ROCm (the ``gpu`` platform), else Apple's (jax-metal's ``METAL``)."""
     try:
         return jax.devices("gpu")
     except RuntimeError as first:
@@ -140,9 +119,7 @@ class JaxBackend(Backend):
         return None
 
     def hardware_ordinal(self) -> int | None:
-        """The device's CUDA ordinal (``local_hardware_id``), or None where JAX gives none: the
-        binding returns an optional, and jax/_src/array.py's ``__dlpack_device__`` checks it for
-        None (a PJRT plugin may not report it)."""
+        """The device's CUDA ordinal (``local_hardware_id``), or None where the plugin gives none."""
         ordinal = getattr(self.jax_device, "local_hardware_id", None)
         return None if ordinal is None else int(ordinal)
 
@@ -183,9 +160,8 @@ class JaxBackend(Backend):
 
     def to_numpy(self, x: Any) -> np.ndarray:
         if self.device != "cpu":
-            # A jax.Array keeps its host copy after the first transfer (ArrayImpl._npy_value and
-            # the C++ PyHostValue), so asking the same array again is a lookup, not a copy: wrap
-            # the same device buffer in a new, never-read array, so every call crosses the bus.
+            # A jax.Array keeps its host copy after the first transfer: a new, never-read array
+            # over the same buffer makes every call cross the bus.
             x = fresh_view(x)
         return np.asarray(jax.device_get(x))
 
@@ -239,8 +215,7 @@ class JaxBackend(Backend):
         return flush
 
     def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
-        """JAX has no benchmarking tool; its documentation times ``jax.block_until_ready(f(x))`` in
-        a loop (``%timeit f(x).block_until_ready()``): batches of about 1 ms."""
+        """JAX's documentation times ``jax.block_until_ready(f(x))`` in a loop."""
         return batched_loop(lambda: jax.block_until_ready(fn()), min_time_s), "a jax.block_until_ready loop"
 
     def grad(self, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -250,8 +225,7 @@ class JaxBackend(Backend):
         return jax.jit(fn)
 
     def compile_notes(self) -> list[str]:
-        """JAX's persistent compilation cache, where one is configured: a first call may load
-        compiled code from it instead of compiling (JAX keeps no count of hits to say which)."""
+        """JAX's persistent compilation cache, where one is configured (it counts no hits)."""
         where = jax.config.jax_compilation_cache_dir
         if not where:
             return []
@@ -259,7 +233,8 @@ class JaxBackend(Backend):
                 f"from a disk cache, so its compile time may be a cache load, not a compile"]
 
     def is_out_of_memory(self, exc: BaseException) -> bool:
-        return is_out_of_memory(exc)
+        # XLA's RESOURCE_EXHAUSTED: "Out of memory allocating N bytes", as a JaxRuntimeError.
+        return isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in str(exc)
 
     def device_peak(self, call: Callable[[], Any]) -> tuple[int | None, str] | None:
         stats = self.jax_device.memory_stats()
@@ -314,9 +289,8 @@ class JaxBackend(Backend):
 
 
 def xla_cpu_target() -> dict[str, Any]:
-    """What XLA compiles CPU code for: the host CPU's features as LLVM detects them, unless
-    ``--xla_cpu_max_isa`` in XLA_FLAGS caps them (``xla_cpu_max_isa``); the target triple and the
-    vector width from the LLVM IR of one tiny compiled function (``xla_cpu_target``)."""
+    """What XLA compiles CPU code for: the ``--xla_cpu_max_isa`` cap, and the target triple, CPU and
+    vector width from the LLVM IR of one tiny compiled function."""
     import re
     import shutil
     import tempfile

@@ -1,14 +1,19 @@
-"""MLX (Apple's array library) on the CPU or the GPU (Metal on Apple silicon; CUDA where MLX
-was built with it), eager, under ``mx.compile``, with gradients by ``mx.grad``.
+"""MLX (Apple's array library) on the CPU or the GPU (Metal, or CUDA where built with it), and its
+float64 functions that compute with float32 accuracy on the CPU.
 
-MLX is lazy: an operation records a graph and computes nothing until ``mx.eval`` (or a read)
-asks for its result. A timed call that only built the graph would time nothing, and a batch
-synced once at its end would compute only its last call. So every call this backend times ends
-with ``mx.eval`` on everything it returned (``evaluated``), inside the timed call.
+MLX is lazy: nothing computes until ``mx.eval`` asks for a result, so every call this backend times
+ends with ``mx.eval`` on everything it returned (``evaluated``), inside the timed call.
+
+MLX's CPU ``sin``, ``cos``, ``exp``, ``erf``, ``erfinv`` (and ops built on ``exp``) use float32
+approximations for float64 (ml-explore/mlx#3047), and it has no complex128, so its FFTs of float64
+compute in complex64. A float64 workload calling one is judged ``wrong``, truly; the backend turns
+that into a skip only where a rerun shows the bug explains it all (``MlxBackend.explain_wrong``).
+Which functions are float32-accurate is asked of this MLX, not read from its version.
 """
 
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any, Callable
 
@@ -45,19 +50,21 @@ def mlx_dtype(name: str) -> Any:
 
 
 def array_api_namespace() -> types.ModuleType:
-    """``mlx.core`` with the Array API's names where MLX spells them the NumPy way.
-
-    MLX implements no Array API namespace of its own (``mx.array`` has no ``__array_namespace__``
-    and array_api_compat does not wrap it); ``mlx.core`` is close to NumPy's, and a workload whose
-    Array API code MLX lacks gives MLX its own spelling with ``@wl.override("mlx")``.
-    """
-    ns = types.ModuleType("arraybench.mlx_array_api", "mlx.core with Array API names")
-    ns.__dict__.update({k: v for k, v in vars(mx).items() if not k.startswith("__")})
+    """``mlx.core`` with the Array API's names where MLX spells them the NumPy way (MLX has no
+    Array API namespace; a workload gives MLX its own spelling with ``@wl.override("mlx")``)."""
+    ns = _copy(mx, "arraybench.mlx_array_api", "mlx.core with Array API names")
     for standard, own in _ARRAY_API_ALIASES.items():
         if not hasattr(mx, standard) and hasattr(mx, own):
             setattr(ns, standard, getattr(mx, own))
     if not hasattr(mx, "astype"):
         ns.astype = lambda x, dtype, /, *, copy=True, device=None: x.astype(dtype)
+    return ns
+
+
+def _copy(module: Any, name: str, doc: str | None = None) -> types.ModuleType:
+    """A module named ``name`` holding ``module``'s public names, to change some of them."""
+    ns = types.ModuleType(name, doc)
+    ns.__dict__.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
     return ns
 
 
@@ -72,8 +79,7 @@ def evaluated(op: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _eval(out: Any) -> None:
-    # mx.eval takes arrays and trees of them (tuples, lists, dicts); other leaves (a Python
-    # float a workload returns) are left out rather than refused.
+    # mx.eval takes arrays and trees of them; other leaves (a Python float) are left out.
     if isinstance(out, mx.array):
         mx.eval(out)
     elif isinstance(out, (tuple, list)):
@@ -85,8 +91,7 @@ def _eval(out: Any) -> None:
 
 
 def gpu_unavailable_reason() -> str | None:
-    """Why MLX has no GPU here, in MLX's own terms, or None where it has one (Metal, or CUDA in
-    an ``mlx[cuda]`` build)."""
+    """Why MLX has no GPU here, or None where it has one (Metal, or CUDA in an ``mlx[cuda]`` build)."""
     if mx.metal.is_available():
         return None
     cuda = getattr(mx, "cuda", None)
@@ -116,8 +121,7 @@ class MlxBackend(Backend):
             self.health_note = "MLX's GPU is not watched through NVML"
         else:
             raise Unavailable(f"MLX has no device {device!r}")
-        # Every operation without its own stream= runs on the default device: set once, here,
-        # so that a workload's mx.* calls run where its inputs are.
+        # So that a workload's mx.* calls run where its inputs are.
         mx.set_default_device(self.mx_device)
         self._array_api: types.ModuleType | None = None
         self.sync = _eval
@@ -139,31 +143,28 @@ class MlxBackend(Backend):
         return evaluated(op)
 
     def explain_wrong(self, wrong: WrongResult) -> str | None:
-        """A float64 result on the CPU that is wrong only because this MLX lacks float64 for what
-        the workload called (``mlx_float64``): its FFTs, as it has no complex128, whose float32
-        result cannot be float64's; or float64 functions it computes with float32 accuracy, where
-        the workload is right with them computed in float64 and its judged result is a plain
+        """A float64 result on the CPU wrong only because this MLX lacks float64 for what the
+        workload called: its FFTs (no complex128), or functions it computes with float32 accuracy,
+        where the workload is right with them computed in float64 and its judged result is a plain
         eager call's."""
         if self.device != "cpu" or wrong.dtype != "float64":
             return None
-        from . import mlx_float64
-
-        ffts = mlx_float64.fft_without_complex128(wrong.rerun, wrong.namespace)
+        ffts = fft_without_complex128(wrong.rerun, wrong.namespace)
         if ffts:
             names = "/".join(f"fft.{name}" for name in ffts)
             return (f"MLX {mx.__version__} has no complex128: its {names} of a float64 array "
                     f"computes in complex64, so the result cannot be float64 ({wrong.error}); "
                     "--dtype float32 runs it")
-        approximated = mlx_float64.float32_accurate()
+        approximated = float32_accurate()
         if not approximated:
             return None  # a fixed MLX: its verdicts stand as they are
         called: list[str] = []
-        corrected = wrong.rerun(mlx_float64.in_float64(wrong.namespace, approximated, called))
+        corrected = wrong.rerun(in_float64(wrong.namespace, approximated, called))
         if not called or not wrong.right(corrected) or not wrong.same(wrong.rerun(wrong.namespace)):
             return None
         names = "/".join(dict.fromkeys(called))
         return (f"MLX {mx.__version__} computes float64 {names} with float32 accuracy on the CPU "
-                f"({mlx_float64.ISSUE}): {wrong.error}; with {names} computed in float64 the "
+                f"({ISSUE}): {wrong.error}; with {names} computed in float64 the "
                 "result is within it; --dtype float32 runs it")
 
     def asarray(self, host: np.ndarray) -> Any:
@@ -220,7 +221,7 @@ class MlxBackend(Backend):
         return flush
 
     def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
-        """MLX has no benchmarking tool; its examples time ``mx.eval(f(x))`` in a loop."""
+        """MLX's examples time ``mx.eval(f(x))`` in a loop."""
         return batched_loop(lambda: _eval(fn()), min_time_s), "an mx.eval loop"
 
     def grad(self, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -234,8 +235,7 @@ class MlxBackend(Backend):
             mx.clear_cache()
 
     def is_out_of_memory(self, exc: BaseException) -> bool:
-        # The Metal allocator: "[metal::malloc] Attempting to allocate N bytes which is greater
-        # than the maximum allowed buffer size"; the CPU's: "[malloc_or_wait] Unable to allocate".
+        # "[metal::malloc] Attempting to allocate N bytes ..."; "[malloc_or_wait] Unable to allocate".
         text = str(exc).lower()
         return isinstance(exc, MemoryError) or (
             isinstance(exc, RuntimeError) and ("allocate" in text and ("malloc" in text or "unable" in text)))
@@ -279,3 +279,117 @@ class MlxBackend(Backend):
             out["gpu_monitor"] = self.health_note
         out.update(cpu_threads_info())
         return out
+
+
+# -- float64 on the CPU ---------------------------------------------------------------------------
+
+#: The upstream issue a skip's reason names.
+ISSUE = "ml-explore/mlx#3047"
+
+#: Relative error above which a float64 function is not float64-accurate (float64 rounds at ~1e-16,
+#: float32 approximations at ~1e-8: on MLX 0.32.4, sin 8e-7, erf 3e-4 at worst).
+_NOT_FLOAT64 = 1e-12
+
+
+def _axis(axis: Any) -> Any:
+    return tuple(axis) if isinstance(axis, (list, tuple)) else axis
+
+
+def _host_versions() -> dict[str, Callable[..., np.ndarray]]:
+    """Each suspect's float64-accurate host version, with MLX's signature (less ``stream``)."""
+    from scipy import special  # only on a wrong verdict, not at every MLX worker's start
+
+    return {
+        "sin": np.sin, "cos": np.cos, "exp": np.exp, "erf": special.erf, "erfinv": special.erfinv,
+        "sigmoid": special.expit, "logaddexp": np.logaddexp,
+        "softmax": lambda a, axis=None, *, precise=False: special.softmax(a, axis=_axis(axis)),
+        "logsumexp": lambda a, axis=None, keepdims=False: special.logsumexp(
+            a, axis=_axis(axis), keepdims=keepdims),
+    }
+
+
+#: The functions MLX 0.32.4 computes float64 with float32 accuracy on the CPU, in the reason's order.
+SUSPECTS = ("sin", "cos", "exp", "erf", "erfinv", "sigmoid", "logaddexp", "softmax", "logsumexp")
+
+
+@functools.cache
+def float32_accurate() -> tuple[str, ...]:
+    """Those of ``SUSPECTS`` that this MLX computes with float32 accuracy for float64 on the CPU,
+    each compared once with its host version on 39 points in (-0.95, 0.95)."""
+    host = _host_versions()
+    x = np.linspace(-0.95, 0.95, 39)
+    found = []
+    for name in SUSPECTS:
+        own = getattr(mx, name, None)
+        if own is None:
+            continue
+        args = (x, x[::-1].copy()) if name == "logaddexp" else (x,)
+        got = np.array(own(*(mx.array(a, dtype=mx.float64) for a in args), stream=mx.cpu))
+        want = host[name](*args)
+        if np.max(np.abs(got - want) / np.maximum(np.abs(want), 1e-300)) > _NOT_FLOAT64:
+            found.append(name)
+    return tuple(found)
+
+
+def _is_float64(a: Any) -> bool:
+    return isinstance(a, mx.array) and a.dtype == mx.float64
+
+
+def in_float64(namespace: Any, names: tuple[str, ...], called: list[str]) -> types.ModuleType:
+    """``namespace`` with each of ``names`` computed in float64 on the host where it gets a
+    float64 array (appended to ``called`` each time): for an eager, untimed call only."""
+    host = _host_versions()
+    ns = _copy(namespace, getattr(namespace, "__name__", "mlx.core") + "_float64",
+               "an MLX namespace with float64 functions computed on the host")
+
+    def accurate(name: str, own: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if not any(_is_float64(a) for a in args):
+                return own(*args, **kwargs)
+            called.append(name)
+            kwargs.pop("stream", None)
+            values = [np.array(a) if isinstance(a, mx.array) else a for a in args]
+            return mx.array(np.asarray(host[name](*values, **kwargs), dtype=np.float64), dtype=mx.float64)
+
+        return call
+
+    for name in names:
+        own = getattr(namespace, name, None)
+        if own is not None:
+            setattr(ns, name, accurate(name, own))
+    return ns
+
+
+def recording_fft(namespace: Any, called: list[str]) -> types.ModuleType:
+    """``namespace`` whose ``fft`` functions append their name to ``called`` where they get a
+    float64 array (which each computes in complex64)."""
+    ns = _copy(namespace, getattr(namespace, "__name__", "mlx.core") + "_fft_seen",
+               "an MLX namespace that records its FFTs of float64 arrays")
+    own = namespace.fft
+    fft = _copy(own, "fft")
+
+    def seen(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if any(_is_float64(a) for a in args):
+                called.append(name)
+            return fn(*args, **kwargs)
+
+        return call
+
+    for name, fn in vars(own).items():
+        if callable(fn) and not name.startswith("_") and "freq" not in name and "shift" not in name:
+            setattr(fft, name, seen(name, fn))
+    ns.fft = fft
+    return ns
+
+
+def fft_without_complex128(rerun: Callable[[Any], Any], namespace: Any) -> tuple[str, ...]:
+    """The FFTs of float64 arrays a workload (called again) made, where that explains its float32 or
+    complex64 result as MLX's missing complex128; else empty."""
+    if hasattr(mx, "complex128") or not hasattr(namespace, "fft"):
+        return ()
+    called: list[str] = []
+    out = rerun(recording_fft(namespace, called))
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    narrow = any(np.asarray(o).dtype in (np.float32, np.complex64) for o in outs)
+    return tuple(dict.fromkeys(called)) if called and narrow else ()

@@ -1,10 +1,6 @@
-"""Numba as NumPy's compiler: a workload's own function under ``numba.njit`` (nopython mode).
-
-jax.jit and torch.compile trace a closure; Numba compiles a Python function from its bytecode, so it
-is given the workload's function itself, with the NumPy module as its ``xp`` argument. Numba has
-no type for a module passed as an argument, so this module gives it one (``types.Module``, which
-Numba already uses for modules it reads as globals): attribute lookups on it then type exactly as
-``np.sin`` does. Imported only inside a worker, by ``backends.numpy``.
+"""Numba as NumPy's compiler: a workload's own function under ``numba.njit``, with the NumPy
+module as its ``xp`` argument. Numba has no type for a module passed as an argument, so this module
+registers one (``types.Module``, as for modules read as globals): ``xp.sin`` then types as ``np.sin``.
 """
 
 from __future__ import annotations
@@ -36,8 +32,7 @@ def _unbox_module(typ: types.Module, obj: Any, c: Any) -> NativeValue:
 
 def compile_workload(fn: Callable[..., Any], settings: dict[str, Any], grad: bool) -> Callable[..., Any]:
     """``op(*arrays)``: ``fn(np, *arrays, **settings)`` under ``numba.njit``, compiled at its first
-    call (the compile time is the first call's, apart from the samples, as for jax.jit); with
-    ``grad``, forward differences of it, the loop compiled too."""
+    call; with ``grad``, forward differences of it, the loop compiled too."""
     loss = numba.njit(cache=False)(fn)
     if grad:
         return _compiled_forward_difference(loss, settings)
@@ -46,9 +41,7 @@ def compile_workload(fn: Callable[..., Any], settings: dict[str, Any], grad: boo
 
 
 def _compiled_forward_difference(loss: Any, settings: dict[str, Any]) -> Callable[..., Any]:
-    """The gradient of ``loss(np, w, *rest)`` in ``w`` by forward differences, the seed's method
-    (``numeric.finite_diff.forward_difference_grad``), as one compiled loop: the step is
-    ``sqrt(eps) * max(1, |w_i|)``, read back after rounding, and ``w`` is restored."""
+    """``numeric.finite_diff.forward_difference_grad`` of ``loss(np, w, *rest)`` as one compiled loop."""
     if settings:
         raise errors.UnsupportedError("settings of a gradient workload cannot reach a compiled loss")
 
@@ -72,8 +65,7 @@ def _compiled_forward_difference(loss: Any, settings: dict[str, Any]) -> Callabl
 
 
 def refusal(exc: BaseException) -> str | None:
-    """Numba's own reason, in one line: its messages open with the pipeline stage that failed
-    ("Failed in nopython mode pipeline (step: nopython frontend)") and the reason follows."""
+    """Numba's own reason, in one line: the first after the failed pipeline stage's lines."""
     if not isinstance(exc, errors.NumbaError):
         return None
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
@@ -93,8 +85,8 @@ def is_refusal(exc: BaseException) -> bool:
 
 
 def threading() -> tuple[str, int]:
-    """(the threading layer Numba chose here, its thread count), after running a tiny ``prange``
-    loop: Numba picks its layer (tbb, omp or workqueue) only when a parallel function first runs."""
+    """(the threading layer Numba chose here, its thread count), after a tiny ``prange`` loop:
+    Numba picks its layer only when a parallel function first runs."""
 
     @numba.njit(parallel=True, cache=False)
     def total(a: Any) -> Any:

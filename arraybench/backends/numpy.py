@@ -51,8 +51,7 @@ class NumpyBackend(Backend):
 
     def compile_workload(self, fn: Callable[..., Any], xp: Any, settings: dict[str, Any], *,
                          grad: bool = False) -> Callable[..., Any]:
-        """The workload's function under ``numba.njit``, with NumPy's own namespace as ``xp``
-        (Numba types ``np.sin``, not array_api_compat's wrappers)."""
+        """The workload's function under ``numba.njit``, with NumPy itself as ``xp``."""
         try:
             from . import numba_jit
         except ImportError as exc:
@@ -82,11 +81,8 @@ class NumpyBackend(Backend):
 
 
 def numba_info() -> dict[str, Any]:
-    """Numba's version (NumPy's compiler), and its target once it compiled something here.
-
-    Importing Numba costs about a second, so a worker that compiled nothing reads the version
-    from the package metadata instead.
-    """
+    """Numba's version, and its target once it compiled something here (importing Numba costs a
+    second, so a worker that compiled nothing reads the version from the package metadata)."""
     import sys
 
     if "arraybench.backends.numba_jit" in sys.modules:
@@ -100,10 +96,7 @@ def numba_info() -> dict[str, Any]:
 
 
 def numpy_build_linalg() -> dict[str, str]:
-    """The BLAS and LAPACK NumPy was built against (``blas_build``, ``lapack``), from its config.
-
-    threadpoolctl sees the BLAS that is loaded; only the build config names the LAPACK.
-    """
+    """The BLAS and LAPACK NumPy was built against, from its config (only it names the LAPACK)."""
     try:
         deps = np.show_config(mode="dicts")["Build Dependencies"]  # NumPy >= 1.25
     except Exception:  # older NumPy prints instead of returning; never fail a worker over it

@@ -1,4 +1,4 @@
-"""PyTorch on the CPU or a CUDA GPU."""
+"""PyTorch on the CPU, a CUDA GPU or an Apple GPU (mps)."""
 
 from __future__ import annotations
 
@@ -10,22 +10,18 @@ import numpy as np
 import torch
 
 from .base import Backend, Unavailable, gpu_env, tf32_in_effect
-from .device_timer import CudaEvents, SpinKernel
+from .gpu import CudaEvents, SpinKernel
 from .cpu import cpu_flush, cpu_threads_info
-from .torch_build import torch_build_linalg, torch_cpu_kernels
-from .torch_compile import HAS_ISOLATE_RECOMPILES, CompiledNothing, cache_notes, fail_on_recompile_limit, own_code
-from .torch_namespace import device_namespace
+from .torch_support import (HAS_ISOLATE_RECOMPILES, CompiledNothing, cache_notes, device_namespace,
+                            fail_on_recompile_limit, own_code, torch_build_linalg, torch_cpu_kernels)
 
 
 #: torch.OutOfMemoryError (CUDA caching allocator; torch.cuda.OutOfMemoryError is the same class).
 _OOM_TYPES = tuple(t for t in (getattr(torch, "OutOfMemoryError", None),
                                getattr(torch.cuda, "OutOfMemoryError", None)) if t is not None)
-#: The CPU allocator raises a plain RuntimeError ("DefaultCPUAllocator: can't allocate memory: you
-#: tried to allocate N bytes"; "not enough memory" before 2.x); CUDA errors outside the caching
-#: allocator say "out of memory", and CUDA libraries that cannot allocate their workspace name
-#: their own status: "CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"
-#: (ATen/cuda/Exceptions.h, TORCH_CUDABLAS_CHECK), "cuFFT error: CUFFT_ALLOC_FAILED"
-#: (ATen/native/cuda/CuFFTUtils.h), and likewise cuSOLVER and cuSPARSE.
+#: What a plain RuntimeError says when memory ran out: the CPU allocator ("can't allocate memory";
+#: "not enough memory" before 2.x), CUDA outside the caching allocator, and CUDA libraries'
+#: workspaces ("CUBLAS_STATUS_ALLOC_FAILED", "CUFFT_ALLOC_FAILED", cuSOLVER, cuSPARSE).
 _OOM_TEXT = ("out of memory", "can't allocate memory", "not enough memory", "alloc_failed")
 
 
@@ -38,14 +34,8 @@ def is_out_of_memory(exc: BaseException) -> bool:
 
 
 def cuda_init_error() -> str:
-    """Why CUDA cannot start here, in torch.cuda's own words, or "" where it can.
-
-    ``torch.cuda.is_available()`` only counts devices (``cudaGetDeviceCount``, which "never
-    throws"); ``torch.cuda.init()`` runs ``torch._C._cuda_init``, which raises the driver's reason:
-    "The NVIDIA driver on your system is too old (found version ...)", "Found no NVIDIA driver on
-    your system", or on a CPU build "Torch not compiled with CUDA enabled" (torch/cuda/__init__.py,
-    ``_lazy_init``).
-    """
+    """Why CUDA cannot start here, in torch.cuda's own words ("The NVIDIA driver on your system is
+    too old"...), or "": ``is_available()`` only counts devices, ``init()`` raises the reason."""
     try:
         torch.cuda.init()
     except Exception as exc:  # noqa: BLE001 - whatever CUDA says is the reason
@@ -55,8 +45,7 @@ def cuda_init_error() -> str:
 
 
 def mps_available() -> bool:
-    """Whether PyTorch runs on an Apple GPU here (the ``mps`` device) and has no CUDA device, which
-    comes first where both exist. ``torch.backends.mps.is_available()`` is False off macOS."""
+    """Whether PyTorch runs on an Apple GPU here (``mps``) and has no CUDA device, which comes first."""
     mps = getattr(torch.backends, "mps", None)
     if mps is None or not mps.is_available():
         return False
@@ -73,6 +62,7 @@ class TorchBackend(Backend):
     grad_method = "autodiff (torch.autograd, fresh leaf per call)"
     gradient = "autodiff"
     compile_method = "torch.compile"
+    is_out_of_memory = staticmethod(is_out_of_memory)
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
         super().__init__(device, allow_tf32=allow_tf32)
@@ -83,8 +73,6 @@ class TorchBackend(Backend):
             self.sync = None
             self.device_timer_note = "wall clock (CPU kernels are synchronous)"
         elif device == "gpu" and mps_available():
-            # Apple GPUs (Metal Performance Shaders), where PyTorch has no CUDA: torch.mps
-            # synchronizes the device and times it with its own events.
             self.torch_device = torch.device("mps")
             self.sync = lambda _result: torch.mps.synchronize()
             self.device_timer_note = "MPS events"
@@ -102,11 +90,8 @@ class TorchBackend(Backend):
             self.open_health(dev.index)
         else:
             raise Unavailable(f"PyTorch has no device {device!r}")
-        # Pin matmul precision: TF32 would make float32 GPU matmuls ~10x faster and ~1000x less
-        # accurate, which is a different benchmark. --allow-tf32 is for GPUs: on the CPU "high"
-        # would also set torch.backends.mkldnn.matmul.fp32_precision = "tf32" (torch 2.13,
-        # set_float32_matmul_precision), letting oneDNN run float32 matmuls in reduced precision
-        # on CPUs that have it (AMX), while the record says full float32.
+        # Pin matmul precision: TF32 is ~1000x less accurate, a different benchmark. On the CPU
+        # "high" would let oneDNN run float32 matmuls in reduced precision (AMX) unrecorded.
         tf32 = allow_tf32 and device == "gpu"
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32
@@ -186,8 +171,7 @@ class TorchBackend(Backend):
         if self.device != "gpu":
             return None
         if self.is_mps:
-            # torch.mps.Event(enable_timing=True): record(), synchronize(), elapsed_time(end) in
-            # ms, as CUDA's. MPS has no spin kernel to hold the queue with, so no hold.
+            # MPS events work as CUDA's; with no spin kernel, there is no hold.
             return CudaEvents(lambda: torch.mps.Event(enable_timing=True), lambda a, b: a.elapsed_time(b))
 
         def make() -> Any:
@@ -196,19 +180,15 @@ class TorchBackend(Backend):
         def elapsed(a: Any, b: Any) -> float:
             return a.elapsed_time(b)
 
-        # torch.cuda._sleep(cycles) queues ATen's spin kernel (at::cuda::sleep: one thread
-        # spinning on clock64) on the current stream: the blocking kernel before each timed call.
+        # torch.cuda._sleep(cycles) queues ATen's spin kernel on the current stream.
         sleep = getattr(torch.cuda, "_sleep", None)
         if self._spin is None and sleep is not None:
             self._spin = SpinKernel(sleep, make, elapsed)
         return CudaEvents(make, elapsed, spin=self._spin)
 
     def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
-        """``torch.utils.benchmark.Timer``, in blocks of about 1 ms (``Timer.timeit``):
-        ``blocked_autorange`` grows its blocks until the timer's overhead is 1e-4 of them, tens of
-        ms for a fast call. On a GPU the statement waits after every call, as arraybench's latency
-        mode does (the Timer itself synchronizes only at its clock reads,
-        torch/utils/benchmark/utils/timer.py)."""
+        """``torch.utils.benchmark.Timer`` in blocks of about 1 ms (``blocked_autorange``'s would be
+        tens of ms); on a GPU the statement waits after every call, as the latency mode does."""
         import time
 
         from torch.utils.benchmark import Timer as TorchTimer
@@ -229,7 +209,7 @@ class TorchBackend(Backend):
         if self.device == "cpu":
             return cpu_flush()
         if self.is_mps:
-            # torch.mps has no cache-size query; 256 MiB is larger than any Apple GPU's caches.
+            # torch.mps has no cache-size query; 256 MiB exceeds any Apple GPU's caches.
             mps_buf = torch.empty(64 * 1024**2, dtype=torch.float32, device=self.torch_device)
 
             def flush_mps() -> None:
@@ -256,15 +236,10 @@ class TorchBackend(Backend):
         return grad
 
     def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """``torch.compile`` of a copy of ``fn`` with a code object of its own: one cell's cache.
-
-        Dynamo keeps compiled code, and counts recompiles, per code object; every cell binds a
-        closure of the same code, so after ``recompile_limit`` (8) cells a worker's later cells ran
-        eager under the name "compiled". ``torch._dynamo.reset()`` between cells is no cure: a
-        worker samples the cells of a batch round-robin, and a reset would recompile the earlier
-        ones inside their timed loops. ``isolate_recompiles`` (torch >= 2.13) gives the frames
-        ``fn`` calls (graph-break resumes in a workload's own function) a region per cell too.
-        """
+        """``torch.compile`` of a copy of ``fn`` with a code object of its own: Dynamo counts
+        recompiles per code object, and every cell binds a closure of the same code, so after 8
+        cells the later ones ran eager. (``reset()`` between cells would recompile the earlier ones
+        inside their timed loops; ``isolate_recompiles`` covers the frames ``fn`` calls.)"""
         from torch._dynamo.utils import counters
 
         fail_on_recompile_limit()
@@ -280,11 +255,8 @@ class TorchBackend(Backend):
         return type(exc).__name__ in ("FailOnRecompileLimitHit", "FailOnCacheLimitHit")
 
     def compile_notes(self) -> list[str]:
-        """Graph breaks: where torch.compile fell back to eager Python between compiled graphs.
-
-        Raises ``CompiledNothing`` where the cell's calls made no graph at all (Dynamo skipped the
-        function, or every operation was a graph break): its times would be eager times.
-        """
+        """Graph breaks, where torch.compile fell back to eager Python; ``CompiledNothing`` where
+        the cell's calls made no graph at all (its times would be eager)."""
         from torch._dynamo.utils import counters
 
         breaks = counters.get("graph_break", {})
@@ -331,8 +303,6 @@ class TorchBackend(Backend):
         return max(peak - before, 0), ("PyTorch's caching allocator: max_memory_allocated over one "
                                        f"call less what was allocated before; {reserved} bytes reserved at most")
 
-    def is_out_of_memory(self, exc: BaseException) -> bool:
-        return is_out_of_memory(exc)
 
     def memory_available(self) -> tuple[int, int] | None:
         if self.device != "gpu":
@@ -357,8 +327,6 @@ class TorchBackend(Backend):
             "matmul_precision": torch.get_float32_matmul_precision(),
             "allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
             "timer": self.device_timer_note,
-            # TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 starts torch at "high" (ATen/Context.h); the
-            # backend sets the precision itself, but the record says what was asked.
             "gpu_env": gpu_env("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "PYTORCH_CUDA_ALLOC_CONF",
                                "PYTORCH_ALLOC_CONF", "HIPBLASLT_ALLOW_TF32"),
         }

@@ -10,7 +10,7 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from ..errors import UsageError, one_line
 from ..options import CLI, PRESETS, RUN_DEFAULT, dashed, on, option

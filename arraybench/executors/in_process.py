@@ -17,10 +17,9 @@ from ..model.cell import Cell
 from ..model.options import RunOptions
 from ..model.replicate import Replicate
 from ..model.results import Results
-from ..workloads.binding import bind
-from ..workloads.inputs import build_inputs
+from ..workloads.inputs import bind, build_inputs
 from ..workloads.registry import REGISTRY
-from ..workloads.tracebacks import describe_exception
+from ..workloads.userfile import describe_exception
 
 if TYPE_CHECKING:
     from ..plan import Plan

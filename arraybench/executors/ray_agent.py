@@ -151,7 +151,7 @@ class ShardRunner:
             if session.stop_requested() and session.missing():
                 outcome = "stopped"
         except Exception as exc:  # a bug or a broken node: said, never a silent loss
-            from ..workloads.tracebacks import describe_exception
+            from ..workloads.userfile import describe_exception
 
             outcome, reason = "error", describe_exception(exc)
         finally:

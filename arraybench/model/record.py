@@ -16,7 +16,7 @@ from typing import Any
 from . import schema, untrusted
 from ..backends.base import Gradient
 from ..errors import ResultsError
-from ..numeric.intervals import Interval, replicate_interval
+from ..numeric.medians import Interval, replicate_interval
 from ..numeric.medians import coefficient_of_variation, iqr, median
 from .cell import Cell, Dtype, Mode, config_label
 from .replicate import Replicate, StateSamples, Status

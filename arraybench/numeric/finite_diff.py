@@ -1,8 +1,5 @@
-"""Finite-difference gradients, for libraries without automatic differentiation.
-
-Written against the array protocol NumPy and CuPy share (reshape views, item assignment), so it needs
-no import of either.
-"""
+"""Finite-difference gradients, for libraries without automatic differentiation, written against
+the array protocol NumPy and CuPy share (reshape views, item assignment)."""
 
 from __future__ import annotations
 
@@ -13,13 +10,9 @@ import numpy as np
 
 
 def forward_difference_grad(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """The gradient of scalar ``fn(w, *rest)`` in ``w`` by forward differences.
-
-    One extra forward pass per parameter, as in the seed article: this is the O(n) cost autodiff
-    avoids. Each step is ``sqrt(eps) * max(1, |w_i|)``, the textbook balance between truncation and
-    rounding error, and the step actually taken is read back after rounding to the dtype. ``w`` is
-    perturbed in place and restored, so no copy is made per parameter.
-    """
+    """The gradient of scalar ``fn(w, *rest)`` in ``w`` by forward differences: one extra pass per
+    parameter (the seed's O(n) cost autodiff avoids), step ``sqrt(eps) * max(1, |w_i|)`` read back
+    after rounding, ``w`` perturbed in place and restored."""
 
     def grad(w: Any, *rest: Any) -> Any:
         eps = float(np.finfo(np.dtype(str(w.dtype))).eps)
@@ -41,16 +34,10 @@ def forward_difference_grad(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def central_difference_grad_with_error(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Central differences of a NumPy ``fn(w, *rest)`` with an estimate of their own error.
-
-    Returns ``grad(w, *rest) -> (g, error)``: ``g`` by central differences with the step
+    """``grad(w, *rest) -> (g, error)``: central differences of a NumPy ``fn`` with step
     ``h = eps^(1/3) * max(1, |w_i|)``, and per component a conservative bound of ``|g - true|``:
-    twice the difference from the estimate with step ``2h`` (truncation error grows as h^2 and
-    rounding noise differs between the two steps, so their gap shows both) plus four times the
-    rounding floor ``eps * |f| / h``. It costs four evaluations of ``fn`` per parameter.
-    A check against such a reference can only be as tight as this error; arraybench widens the
-    tolerance by it instead of calling a correct gradient wrong.
-    """
+    twice the gap to the estimate with step ``2h`` (truncation and rounding both show in it) plus
+    four times the rounding floor ``eps * |f| / h``. A check widens its tolerance by it."""
 
     def grad(w: np.ndarray, *rest: Any) -> tuple[np.ndarray, np.ndarray]:
         eps = float(np.finfo(w.dtype).eps)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from ..workloads.definition import Workload
-from ..workloads.signature import array_parameters
+from ..workloads.params import array_parameters
 
 if TYPE_CHECKING:
     from ..backends.base import Backend

@@ -115,7 +115,7 @@ def _open_backend(job: Job, channel: Channel) -> "Backend | None":
     except ImportError as exc:
         channel.send(Unavailable(f"cannot import {job.backend}: {exc}"))
     except Exception as exc:  # a broken install must not look like a crash of the benchmark
-        from ..workloads.tracebacks import describe_exception
+        from ..workloads.userfile import describe_exception
 
         channel.send(Unavailable(f"{job.backend} failed to start: {describe_exception(exc)}", broken=True))
     return None
@@ -148,7 +148,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     from .footprint import energy_metered
     from .prepare import ReferenceCache, finish, prepare
     from ..model.replicate import Replicate
-    from ..workloads.tracebacks import describe_exception
+    from ..workloads.userfile import describe_exception
     from ..workloads import REGISTRY
     from ..workloads.shipping import ShippingError, receive
     from ..workloads.userfile import load_workload_files, missing_workload_reason

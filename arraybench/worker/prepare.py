@@ -19,10 +19,9 @@ from ..model.cell import Cell
 from ..model.timer_settings import TimerSettings
 from .sampling import Sampling
 from .timer import FreshInputs, Timer, fresh_inputs
-from ..workloads.tracebacks import describe_exception
-from ..workloads.binding import Bound, bind
+from ..workloads.userfile import describe_exception
+from ..workloads.inputs import Bound, bind, input_bytes
 from ..workloads.definition import Workload
-from ..workloads.inputs import input_bytes
 from .references import UNCHECKED, ReferenceCache, is_none, narrower_than_numpys
 from .effects import (FirstCall, ForeignResult, Watch, dtype_of, fingerprint, input_names, look, output_bytes, to_host,
                       workload_arrays)

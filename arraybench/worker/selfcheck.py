@@ -287,7 +287,7 @@ def harness_outcome(what: str, tool: str, tries: list[list[tuple[float, float]]]
 
 def check_memory(backend: Backend) -> CheckDone:
     """How the library holds device memory, and that arraybench's release between cells works."""
-    from ..backends import cuda_driver
+    from ..backends import gpu as cuda_driver
 
     before = backend.memory_available()
     if before is None:
@@ -378,7 +378,7 @@ def check_numba(backend: Backend) -> CheckDone:
 
 def run_checks(backend: Backend, only: tuple[str, ...] = CHECKS) -> Iterator[CheckDone]:
     """Every check in ``only`` that applies to the backend's device, each as soon as it is done."""
-    from ..workloads.tracebacks import describe_exception
+    from ..workloads.userfile import describe_exception
 
     for name in only:
         if not check_applies(name, backend.name, backend.device):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
-from ..backends.device_timer import DeviceTimer
+from ..backends.gpu import DeviceTimer
 from .effects import output_bytes
 from ..numeric.stopping import FULL_BATCH, SLOW_CALL_S
 from .sampling import Draw, SampleSet, Sampling, TimerSettings, gc_paused, warmed_up

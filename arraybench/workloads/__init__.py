@@ -1,9 +1,5 @@
-"""Workloads: the built-in suite from the seed article, and the registry users add to.
-
-Importing this package registers the built-ins. Defining a workload is ``definition``; building
-its inputs ``inputs``; its float64 reference ``reference``; binding it to a library in a worker
-``binding``; the names known, the built-ins among them, ``registry``.
-"""
+"""Workloads: defining them, the built-in suite, and the registry users add to. Importing this
+package registers the built-ins."""
 
 from __future__ import annotations
 

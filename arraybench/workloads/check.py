@@ -1,12 +1,9 @@
 """What a workload declares about its result's accuracy: a ``Check``, and the ``Noise`` of a reference.
 
-A workload declares how its error may grow (``Check``); the tolerance is then a multiple of the
-dtype's machine epsilon: a few ulp for element-wise operations, a normwise bound that grows with the
-reduction length for matmul, FFT and reductions, zero for exact operations such as sorting. A
-workload that says nothing gets a tolerance derived from how far its own float64 reference moves
-(``Noise``, measured by ``workloads/reference.reference_noise``): ordinary float64 code differs
-from NumPy's by more than 8 ulp wherever it reduces, and a fixed bound would call it wrong.
-The worker judges results with it (``worker/accuracy``, which holds what only judging needs).
+A tolerance is a multiple of the dtype's epsilon: a few ulp element-wise, a normwise bound growing
+with the reduction length, zero for exact operations. A workload that says nothing gets one derived
+from how far its own float64 reference moves (``Noise``): ordinary float64 code differs from NumPy's
+by more than 8 ulp wherever it reduces, and a fixed bound would call it wrong.
 """
 
 from __future__ import annotations
@@ -18,17 +15,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-#: Machine epsilon of the reduced precisions a GPU may run float32 matmuls in when allowed
-#: (``--allow-tf32``): TF32 keeps 10 explicit mantissa bits (float32: 23), bfloat16 keeps 7.
+#: Machine epsilon of the reduced precisions a GPU may run float32 matmuls in (``--allow-tf32``).
 REDUCED_PRECISION_EPS: dict[str, float] = {"tf32": 2.0**-10, "bf16": 2.0**-7}
 
-#: A matmul check in a reduced precision p (``--allow-tf32``) bounds the normwise error by
-#: ``REDUCED_UNITS * u * growth(n)``, never below ``REDUCED_FLOOR_UNITS * u``, where u = eps_p / 2
-#: is p's unit roundoff (TF32: 2⁻¹¹). Inputs rounded to p err by u each, and n products summed
-#: with errors of random sign grow as √n (the probabilistic bound of Higham & Mary, 2019); a random
-#: matmul's normwise error is near u whatever n (about 0.8 u rounding to nearest, 2.5 u
-#: truncating), so a result 10% off fails at n = 2,000 (bound 0.044) and at n = 8,192 (0.088).
-#: The float32 rule, 16 epsilons, would have allowed 0.70 and 1.41 there.
+#: A matmul in a reduced precision p is bounded by ``REDUCED_UNITS * u * growth(n)``, never below
+#: ``REDUCED_FLOOR_UNITS * u``, u = eps_p / 2: errors of random sign grow as √n (Higham & Mary,
+#: 2019), so a result 10% off fails at n = 2,000 (bound 0.044), where the float32 rule allowed 0.70.
 REDUCED_UNITS = 2.0
 REDUCED_FLOOR_UNITS = 8.0
 
@@ -38,44 +30,37 @@ def machine_epsilon(dtype: str) -> float:
     return float(np.finfo(np.dtype(dtype)).eps)
 
 
-#: An element-wise check judges elements below this fraction of max|ref| against it instead of their
-#: own value (a result of exactly 0 where the reference rounds to 1e-17 is right). An explicit
-#: ``Check.elementwise`` keeps 1e-3; a derived check uses √eps of float64, so ``log(1 + e)`` for
-#: ``log1p(e)``, 1.0 off where e < 1e-16, is judged on those elements too: a near-zero element
-#: the reference itself cannot pin down moves its noise, and the check goes normwise.
+#: An element-wise check judges elements below this fraction of max|ref| against it (0 where the
+#: reference rounds to 1e-17 is right); a derived check uses √eps of float64, so ``log(1 + e)`` for
+#: ``log1p(e)`` is still judged on its near-zero elements.
 ELEMENTWISE_NEAR_ZERO = 1e-3
 DERIVED_NEAR_ZERO = 2.0 ** -26
 
 
 def own_size_floor(dtype: str) -> float:
-    """The smallest value an element is judged against its own size at: the dtype's smallest
-    normal number over its epsilon, clear of subnormals (which some libraries flush to zero)."""
+    """The smallest value an element is judged against its own size at: clear of subnormals."""
     info = np.finfo(np.dtype(dtype))
     return float(info.tiny / info.eps)
 
-#: A derived check calls an output element-wise stable when 4-ulp input perturbations move none of
-#: its elements by more than this many ulps of its own value; otherwise it is judged normwise.
+#: A derived check judges an output element-wise when perturbed inputs move none of its elements
+#: more than this many ulps of its own value; otherwise normwise.
 STABLE_ELEMENTWISE_ULPS = 64.0
 
 
 @dataclass(frozen=True)
 class Noise:
-    """How far the float64 reference of one output moves on its own, in ulps.
-
-    ``elementwise`` and ``normwise`` are in the two measures of ``Check.error``, each rerun's move
-    divided by the epsilon of the type it ran in; ``sources`` says what was rerun to see it.
-    """
+    """How far the float64 reference of one output moves on its own, in ulps of each rerun's type,
+    in the two measures of ``Check.error``; ``sources`` says what was rerun."""
 
     elementwise: float
     normwise: float
     sources: str = ""
     #: Elements in the inputs: a reduction of them may round log2 of that many times.
     elements: int = 0
-    #: The reference is NumPy's plain float64 run (no long double at this size), so its own
-    #: rounding is in the errors measured against it: the perturbed reruns' move estimates it.
+    #: The reference is NumPy's plain float64 run (no long double), its rounding in every error.
     float64_only: bool = False
-    #: Elements below the derived check's near-zero floor: the most any moved, in ulps of its own
-    #: value (0: none there; inf: not measured, so they are judged against the floor alone).
+    #: The most an element below the near-zero floor moved, in ulps of its own value (0: none
+    #: there; inf: not measured).
     below_floor: float = math.inf
 
     def ulps(self, kind: str) -> float:
@@ -93,21 +78,16 @@ class Noise:
 class Check:
     """How to compare a result with its reference.
 
-    - ``derived`` (the default for a workload of your own): the tolerance comes from how far the
-      float64 reference itself moves when rerun on inputs perturbed by a few ulp and in long
-      double (``Noise``): ``factor`` times that, in ulps of the run's dtype, never below ``ulps``
-      nor 2 log2(N) ulps for N input elements.
-      Element-wise where the reference shows every element stable, normwise otherwise.
+    - ``derived`` (the default): ``factor`` times how far the float64 reference moves on its own
+      (``Noise``), never below ``ulps`` nor 2 log2(N) ulps for N input elements; element-wise
+      where every element is stable, normwise otherwise.
     - ``elementwise``: max over elements of |out - ref| / |ref|, within ``ulps`` machine epsilons.
     - ``normwise``: max|out - ref| / max|ref|, within ``ulps * eps * growth(size)``.
     - ``exact``: the result must equal the reference.
 
-    ``rtol`` replaces the ulps rule: one number for every dtype, or a dict by dtype name; a run in
-    a dtype the dict leaves out gets the derived tolerance (a bound written for float64 says
-    nothing about float32).
-    ``growth`` may take ``(n)`` or ``(n, dtype)``. ``matmul=True`` says the operation runs on the
-    GPU's matrix units, where ``--allow-tf32`` lets float32 run in a reduced precision: the
-    tolerance then uses that precision's epsilon.
+    ``rtol`` replaces the ulps rule: one number, or a dict by dtype name (a dtype it leaves out gets
+    the derived tolerance). ``growth`` takes ``(n)`` or ``(n, dtype)``. ``matmul=True``: with
+    ``--allow-tf32`` the tolerance uses the reduced precision's epsilon.
     """
 
     kind: str = "elementwise"
@@ -148,13 +128,9 @@ class Check:
         return cls("exact", 0.0)
 
     def settle(self, noise: "Noise | None", dtype: str | None = None, outputs: int = 0) -> "Check":
-        """The concrete check for an output with this noise in a ``dtype`` run.
-
-        A ``derived`` check becomes element-wise or normwise with its tolerance; so does one whose
-        ``rtol`` dict names other dtypes than the run's (a bound written for float64 says nothing
-        about float32). Any other check is itself. ``outputs``: the output's elements, where known
-        (the inputs' elements per output element bound the length of a reduction).
-        """
+        """The concrete check for an output with this noise in a ``dtype`` run: a ``derived`` one (or
+        one whose ``rtol`` leaves ``dtype`` out) becomes element-wise or normwise with its
+        tolerance. ``outputs``: the output's elements, where known (bounding a reduction's length)."""
         if self.kind != "derived":
             return Check.derived().settle(noise) if self.leaves_out(dtype) else self
         if noise is None:
@@ -163,14 +139,11 @@ class Check:
         # of summation need not move the reference at all: the floor grows with it.
         floor = max(self.ulps, 2.0 * math.log2(max(noise.elements, 1)))
         if outputs:
-            # A reduction of L = N / outputs terms summed in another order (sequentially, in blocks,
-            # Welford's updates: PyTorch's var at 10^6 is 83 ulp off where NumPy's pairwise sum is
-            # exact) errs by up to ~√L ulps with errors of random sign (Higham & Mary, 2019), which
-            # the reference, exact or pairwise, cannot show. A bug is millions of ulps off.
+            # A reduction of L = N / outputs terms summed in another order errs by up to ~√L ulps
+            # (PyTorch's var at 10^6 is 83 ulp off), which the reference cannot show.
             floor = max(floor, math.sqrt(max(noise.elements, 1) / outputs))
-        # Rounding alone moves a sequential scan's elements by up to ~√N ulps (a float32 cumsum of
-        # 3·10⁵ positive values: ~80); instability (cancellation) moves them by orders more. Within
-        # √N the output stays judged element by element, where an off-by-one cannot hide.
+        # Rounding moves a sequential scan's elements by up to ~√N ulps, instability by orders
+        # more: within √N the output stays judged element by element.
         stable = max(STABLE_ELEMENTWISE_ULPS, math.sqrt(max(noise.elements, 1)))
         if noise.elementwise <= stable:
             return Check("elementwise", max(floor, self.factor * noise.elementwise),
@@ -187,11 +160,8 @@ class Check:
                 and np.dtype(dtype).name not in dict(self.rtol))
 
     def tolerance(self, dtype: str, size: int, precision: str | None = None) -> float:
-        """The largest acceptable error for this dtype and size.
-
-        ``precision`` (``"tf32"``...) is the reduced precision the library ran matmuls in; it
-        replaces the dtype's epsilon for a ``matmul`` check, and changes nothing for the others.
-        """
+        """The largest acceptable error for this dtype and size; ``precision`` (``"tf32"``...), the
+        one the library ran matmuls in, replaces the dtype's epsilon for a ``matmul`` check."""
         if self.kind == "exact":
             return 0.0
         eps = machine_epsilon(dtype)
@@ -206,8 +176,7 @@ class Check:
         return max(full, unit * max(REDUCED_FLOOR_UNITS, REDUCED_UNITS * growth))
 
     def rtol_for(self, dtype: str) -> float:
-        """``rtol`` for ``dtype``: one number for all, or the dict's entry (a dtype it leaves out
-        gets a derived tolerance, ``settle``; asked here, the nearest precision's, by epsilons)."""
+        """``rtol`` for ``dtype``: one number for all, or the dict's entry (else the nearest precision's)."""
         if not isinstance(self.rtol, tuple):
             return float(self.rtol or 0.0)
         given = dict(self.rtol)

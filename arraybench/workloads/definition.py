@@ -1,17 +1,6 @@
-"""Defining a workload: one function of ``(xp, *arrays)``, run on every library.
-
-``@arraybench.workload`` turns a function into a ``Workload``: its sizes, how to build its inputs,
-its reference, how its result is checked, its work model, and per-library overrides. The user guide
-is ``docs/workloads.md``; the smallest workload is::
-
-    @arraybench.workload
-    def softplus(xp, x):
-        return xp.log1p(xp.exp(x))
-
-Building inputs (``inputs``), the float64 reference (``reference``), binding to a library in a
-worker (``binding``) and reading the function's signature (``signature``) live in their own
-modules; this one only holds what a workload *is*, and the decorator that makes one.
-"""
+"""What a workload is: one function of ``(xp, *arrays)``, run on every library, with its sizes,
+inputs, reference, check, work model and per-library overrides; and the decorator that makes one
+(the guide is ``docs/workloads.md``)."""
 
 from __future__ import annotations
 
@@ -23,9 +12,9 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 import numpy as np
 
 from .check import Check
-from .params import Params, ParamsSpec, accepted, check_settings, default_settings, refused, resolve, typed
-from .signature import (ArrayFn, InputsFn, array_parameters, check_params, default_inputs, definition_line,
-                        mutated_inputs, source_of)
+from .params import (ArrayFn, InputsFn, Params, ParamsSpec, accepted, array_parameters, check_params, check_settings,
+                     default_inputs, default_settings, definition_line, mutated_inputs, refused, resolve, source_of,
+                     typed)
 
 Namespace = Literal["array_api", "native", "backend"]
 Placement = Literal["device", "host"]
@@ -48,8 +37,7 @@ class Work:
 
 
 def _amount(value: Any, what: str) -> float:
-    """A work model's count as a finite float; ``ValueError`` (the cell fails, saying so) for one
-    beyond any float."""
+    """A work model's count as a finite float; ``ValueError`` (the cell fails) beyond any float."""
     try:
         amount = float(value)
     except OverflowError:
@@ -76,32 +64,26 @@ class Workload:
     #: "builtin", or the file the workload was defined in.
     source: str = "builtin"
     overrides: dict[str, ArrayFn] = field(default_factory=dict)
-    #: "device": inputs are placed on the device before timing; "host": they stay host NumPy arrays
-    #: (or Python lists), for workloads that time the move itself.
+    #: "device": inputs are placed on the device before timing; "host": they stay on the host.
     placement: Placement = "device"
     #: Backends this workload applies to (None: all); others are skipped as not applicable.
     backends: tuple[str, ...] | None = None
     #: Modes this workload applies to (None: all).
     modes: tuple[str, ...] | None = None
-    #: Names of the outputs when the function returns several (for the numerics table).
+    #: Names of the outputs when the function returns several.
     outputs: tuple[str, ...] | None = None
     #: The namespace an override asked for, by backend (default: the workload's ``namespace``).
     override_namespaces: dict[str, Namespace] = field(default_factory=dict)
-    # -- in-place code and settings --
     #: Inputs the function changes in place (by parameter name; "*" for all): restored before
     #: every call, outside the timed span.
     mutates: tuple[str, ...] = ()
-    #: Settings (Python scalars and strings) passed by keyword: a dict or ``n -> dict``, over the
-    #: function's own keyword defaults (``workloads/params.py``).
+    #: Settings passed by keyword, over the function's own keyword defaults (``params``).
     params: ParamsSpec = None
-    # -- gradients on equal terms --
-    #: For ``grad=True``: the workload's own gradient by backend (``@wl.gradient("numpy")``),
-    #: timed as written instead of differentiating the loss.
+    #: For ``grad=True``: the workload's own gradient by backend (``@wl.gradient("numpy")``).
     gradients: dict[str, ArrayFn] = field(default_factory=dict)
     #: The namespace a gradient asked for, by backend (default: the workload's ``namespace``).
     gradient_namespaces: dict[str, Namespace] = field(default_factory=dict)
-    #: What the size n counts, for axes and tables ("the side of each n x n matrix"); "" where
-    #: the workload does not say (its inputs are its own).
+    #: What the size n counts ("the side of each n x n matrix"); "" where unsaid.
     size_means: str = ""
 
     def __post_init__(self) -> None:
@@ -117,21 +99,14 @@ class Workload:
         return self.fn(xp, *arrays)
 
     def override(self, *backends: str, namespace: Namespace | None = None) -> Callable[[ArrayFn], ArrayFn]:
-        """Register a backend-specific spelling: ``@wl.override("torch")`` on ``fn(xp, *arrays)``.
-
-        ``namespace="native"`` hands the override the library's own module instead of the
-        workload's namespace (``torch`` rather than array-api-compat's wrapper of it).
-        """
+        """Register a backend-specific spelling: ``@wl.override("torch")`` on ``fn(xp, *arrays)``;
+        ``namespace="native"`` hands it the library's own module."""
         return self._register("override", self.overrides, self.override_namespaces, backends, namespace)
 
     def gradient(self, *backends: str, namespace: Namespace | None = None) -> Callable[[ArrayFn], ArrayFn]:
-        """Give a ``grad=True`` workload its own gradient on some libraries: ``@wl.gradient("numpy",
-        "cupy")`` on ``fn(xp, *arrays)`` returning the gradient of the loss in the first input.
-
-        Those libraries time it as written, recorded as "analytic gradient", instead of finite
-        differences (one extra pass per parameter); the check still compares it with the
-        reference gradient. Libraries with autodiff keep it unless named here.
-        """
+        """Give a ``grad=True`` workload its own gradient on some libraries: ``@wl.gradient("numpy")``
+        on ``fn(xp, *arrays)`` returning the loss's gradient in the first input, timed as written
+        ("analytic gradient") instead of finite differences, and checked as any."""
         if not self.grad:
             raise TypeError(f"{self.name}: gradient() gives the gradient of a grad=True workload; "
                             "this one is not (use override() for another spelling of the function)")
@@ -167,8 +142,8 @@ class Workload:
         return register
 
     def analytic_gradient(self, backend: str) -> "Workload | None":
-        """Where the workload gives ``backend`` its own gradient: this workload with that gradient
-        as the function ``backend`` runs, and nothing left to differentiate; else None."""
+        """This workload with its own gradient as ``backend``'s function (nothing to differentiate),
+        or None where it gives ``backend`` none."""
         own = self.gradients.get(backend) if self.grad else None
         if own is None:
             return None
@@ -184,8 +159,7 @@ class Workload:
         return self.override_namespaces.get(backend, self.namespace)
 
     def origin(self, backend: str | None = None) -> str:
-        """Where the function a backend runs is defined: ``path:line: def name(xp, ...):`` (for a
-        ``grad=True`` workload that gives the backend its own gradient, that gradient's line)."""
+        """Where the function a backend runs is defined: ``path:line: def name(xp, ...):``."""
         own = self.gradients.get(backend) if (backend and self.grad) else None
         return definition_line(own or (self.function_for(backend) if backend else self.fn))
 
@@ -220,22 +194,19 @@ class Workload:
         return resolve(self.name, self.fn, self.params, size)
 
     def call_settings(self, size: int, given: Mapping[str, Any]) -> dict[str, Any]:
-        """The settings a call gets: its own at a size, ``given`` (the cell's) over them, each in
-        the type the function declared (a NumPy scalar default stays that NumPy type)."""
+        """The settings a call gets: its own at a size, ``given`` (the cell's) over them, typed."""
         return typed(self.fn, {**self.params_for(size), **given})
 
     def result_of(self, result: Any, arrays: Sequence[Any]) -> Any:
-        """What a call produced: its return value, or, where an in-place function returns None,
-        the inputs it changed (one array, or a tuple in ``mutates`` order)."""
+        """What a call produced: its return value, or the inputs an in-place function changed."""
         if result is not None or not self.mutates:
             return result
         changed = [arrays[i] for i in self.result_positions(len(arrays))]
         return changed[0] if len(changed) == 1 else tuple(changed)
 
     def result_positions(self, count: int) -> tuple[int, ...]:
-        """The positions of the inputs an in-place function returns, in ``mutates=`` order (in
-        parameter order for ``mutates=True``): ``mutates=("B", "A")`` returns ``(B, A)``, as a
-        functional override for JAX would."""
+        """The positions of the inputs an in-place function returns, in ``mutates=`` order (as a
+        functional override for JAX would return them)."""
         if "*" in self.mutates:
             return tuple(range(count))
         names = [p.name for p in array_parameters(self.fn) or []][:count]
@@ -243,10 +214,7 @@ class Workload:
 
     def mutated_positions(self, count: int) -> tuple[int, ...]:
         """Which of ``count`` positional arrays the function changes in place (``mutates=``)."""
-        if "*" in self.mutates:
-            return tuple(range(count))
-        names = [p.name for p in array_parameters(self.fn) or []]
-        return tuple(i for i, name in enumerate(names[:count]) if name in self.mutates)
+        return tuple(sorted(set(self.result_positions(count))))
 
 
 def _sizes(sizes: Mapping[str, int] | Sequence[int] | int | None) -> dict[str, int]:
@@ -298,34 +266,27 @@ def define(
 ) -> Any:
     """Define a workload from a function of ``(xp, *arrays)``; ``@workload`` alone takes every default.
 
-    - ``sizes``: named sizes, e.g. ``{"small": 1_000, "large": 1_000_000}`` (the default), a list of
-      numbers ``[1_000, 10**6]`` (each named by itself) or one number.
-    - ``inputs``: ``(n, rng) -> array, tuple/list of arrays, or dict by parameter name`` (host NumPy,
-      float64); ``(n) -> ...`` for deterministic inputs. Default: one standard-normal vector of
-      length ``n`` per parameter after ``xp``.
+    - ``sizes``: named sizes (default ``{"small": 1_000, "large": 1_000_000}``), a list of numbers
+      (each named by itself) or one number.
+    - ``inputs``: ``(n, rng)`` or ``(n)`` -> an array, a tuple/list of them, or a dict by parameter
+      name (host NumPy). Default: one standard-normal vector of length ``n`` per parameter.
     - ``reference``: NumPy float64 function of the inputs; default: the function itself under NumPy
-      (for ``grad=True``: its gradient by central differences, see docs/workloads.md).
+      (for ``grad=True``: its gradient by central differences).
     - ``check``: how the result is judged (``Check.elementwise()``, ``Check.normwise(growth)``...).
     - ``work``: ``(n, itemsize) -> Work(flops, bytes)`` or ``(flops, bytes)``, for the roofline.
-    - ``grad``: time the gradient of the (scalar) function with respect to its first input:
-      autodiff where the library has it, else finite differences, unless the workload gives a
-      library its own gradient with ``@wl.gradient("numpy")``.
-    - ``namespace``: ``"array_api"`` (array-api-compat; portable) or ``"native"`` (the library's own
-      module: ``numpy``, ``torch``, ``jax.numpy``, ``cupy``; no wrapper overhead), or ``"backend"``
-      (a ``Context`` with the backend itself, for construction and transfer workloads).
-    - ``name``, ``description``: default to the function's name and the first line of its docstring.
+    - ``grad``: time the gradient of the scalar function in its first input (autodiff, else finite
+      differences, unless ``@wl.gradient`` gives a library its own).
+    - ``namespace``: ``"array_api"`` (portable), ``"native"`` (the library's own module) or
+      ``"backend"`` (a ``Context`` with the backend, for construction and transfer workloads).
+    - ``name``, ``description``: default to the function's name and its docstring's first line.
     - ``placement``: ``"device"`` (inputs moved to the device before timing) or ``"host"``.
     - ``backends`` / ``modes``: restrict where the workload applies; elsewhere it is skipped.
     - ``outputs``: names of the outputs when the function returns a tuple.
-    - ``mutates``: the inputs the function changes in place, by name (``("C",)``), or True for all:
-      each call gets them fresh, restored outside the timed span. A function that returns None
-      returns what it changed, in ``mutates`` order.
-    - ``params``: settings passed by keyword, Python scalars or strings (``{"tsteps": 20}`` or
-      ``n -> dict``); the function's own scalar keyword defaults, NumPy scalars included, are
-      settings too. They are part
-      of the cell, recorded, and static under ``jax.jit`` and ``torch.compile``.
-    - ``size_means``: what n counts, as a sweep plot's axis says it (``"rows of the matrix"``);
-      default: ``"elements of each input"`` with the default inputs, else unsaid.
+    - ``mutates``: the inputs the function changes in place, by name, or True for all: restored
+      outside the timed span; a function that returns None returns them.
+    - ``params``: settings passed by keyword (``{"tsteps": 20}`` or ``n -> dict``), over the
+      function's own scalar keyword defaults; part of the cell, static under compilers.
+    - ``size_means``: what n counts, as a plot's axis says it (``"rows of the matrix"``).
     """
 
     def decorate(f: ArrayFn) -> Workload:

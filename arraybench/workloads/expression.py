@@ -1,18 +1,10 @@
 """A workload made of one expression and its setup, as ``arraybench timeit`` takes them.
 
-``xp.sort(a)`` with the setup ``a = randn(n)`` is the workload a file would define as::
-
-    @arraybench.workload(name="sort-a", inputs=lambda n, rng: {"a": rng.standard_normal(n)})
-    def sort_a(xp, a):
-        return xp.sort(a)
-
-The setup plays ``inputs=``: it runs with NumPy on the host, drawing from the run's seeded
-generator, and the names the expression reads from it become the function's arguments: arrays are
-its inputs (cast to the run's dtype and moved to each library, as any workload's), Python and NumPy
-scalars its settings. The expression reads ``xp``, each library's namespace, and nothing else but
-those names and Python's builtins. The setup runs here, in the parent, at every size before any
-worker starts, so that a mistake in either is one line; the workload then travels to the workers
-by value, as one defined in a notebook does.
+``xp.sort(a)`` with the setup ``a = randn(n)`` is a workload ``sort_a(xp, a)`` whose setup plays
+``inputs=``: it runs with NumPy on the host, from the run's seeded generator, and the names the
+expression reads from it are the function's arguments (arrays its inputs, scalars its settings).
+The setup runs in the parent at every size before any worker starts, so that a mistake in either
+is one line; the workload then travels to the workers by value.
 """
 
 from __future__ import annotations
@@ -30,7 +22,7 @@ import numpy as np
 from ..errors import UsageError, option_name
 from ..model.options import parse_size, parse_sizes
 from .definition import DEFAULT_SIZES, Namespace, Workload, define
-from .params import Params, is_numpy_setting, is_setting
+from .params import is_numpy_setting, is_setting, plain
 from .registry import REGISTRY, register
 
 #: The file names the expression's function and the setup carry in tracebacks and messages.
@@ -48,8 +40,8 @@ class ExpressionError(UsageError):
 
 
 def setup_scope(n: int | None, rng: np.random.Generator) -> dict[str, Any]:
-    """The names a setup starts with: ``randn``, ``rand`` and ``arange`` (float64, as the other
-    two), NumPy, the generator, and ``n`` where the setup reads it."""
+    """The names a setup starts with: ``randn``, ``rand``, ``arange`` (float64), NumPy, the
+    generator, and ``n`` where the setup reads it."""
     scope: dict[str, Any] = {
         "rng": rng, "np": np,
         "randn": lambda *shape: rng.standard_normal(shape),
@@ -71,10 +63,8 @@ def run_setup(setup: str, n: int | None, rng: np.random.Generator) -> dict[str, 
 
 
 def _inputs(setup: str, arrays: tuple[str, ...], reads_n: bool) -> Callable[..., dict[str, Any]]:
-    """The workload's ``inputs(n, rng)``: the setup's arrays the expression reads, by name.
-
-    A closure, so that cloudpickle sends it (and the setup it holds) by value; ``run_setup`` it
-    calls travels by reference, as arraybench is installed in every worker."""
+    """The workload's ``inputs(n, rng)``: the setup's arrays the expression reads, by name (a
+    closure, so that cloudpickle sends it by value)."""
     def inputs(n: int, rng: np.random.Generator) -> dict[str, Any]:
         made = run_setup(setup, n if reads_n else None, rng)
         return {name: made[name] for name in arrays}
@@ -82,19 +72,10 @@ def _inputs(setup: str, arrays: tuple[str, ...], reads_n: bool) -> Callable[...,
     return inputs
 
 
-def _by_size(table: Mapping[int, Params]) -> Callable[[int], Params]:
-    def params(n: int) -> Params:
-        return dict(table[n])
-
-    return params
-
-
 def expression_workload(expression: str, setup: str = "", *, sizes: Any = None, name: str | None = None,
                         namespace: Namespace = "array_api", seed: int = 0) -> Workload:
-    """``from_expression``'s workload, made known by its name, as ``arraybench timeit`` runs it:
-    ``arraybench.run(expression_workload("xp.sort(a)", "a = randn(n)"))``. ``sizes``: the values
-    of ``n`` as ``run`` takes sizes (``"1000,1e6"``, ``[1000]``, a range ``"16:4096"``, or
-    ``small``/``large``)."""
+    """``from_expression``'s workload, registered: ``arraybench.run(expression_workload("xp.sort(a)",
+    "a = randn(n)"))``; ``sizes`` are values of ``n`` as ``run`` takes sizes (``"1000,1e6"``, ``[1000]``)."""
     if isinstance(sizes, (int, list, tuple)):
         sizes = ",".join(str(s) for s in (sizes if isinstance(sizes, (list, tuple)) else [sizes]))
     named = None if sizes is None else dict(map(_value_of_n, parse_sizes(str(sizes))))
@@ -117,10 +98,8 @@ def from_expression(expression: str, setup: str = "", sizes: Mapping[str, int] |
                     name: str | None = None, namespace: Namespace = "array_api", seed: int = 0) -> Workload:
     """The workload of ``expression`` (of ``xp`` and the names ``setup`` binds), not registered.
 
-    ``sizes`` are the values of ``n`` by label, for a setup that reads ``n`` (default: small and
-    large, as a workload file's); a setup that does not read it makes one size, the element count
-    of its largest input. ``ExpressionError`` says in one line what is wrong: the expression or
-    the setup is not Python, the setup fails, the expression reads a name the setup does not bind.
+    ``sizes``: the values of ``n`` by label (default: small and large); a setup that does not read
+    ``n`` makes one size, its largest input's elements. ``ExpressionError`` says what is wrong.
     """
     expr_tree = _parse(expression, "eval", "the expression")
     setup_tree = _parse(setup, "exec", option_name("setup"))
@@ -160,13 +139,13 @@ def from_expression(expression: str, setup: str = "", sizes: Mapping[str, int] |
     source = _function_source(expression, arrays, list(settings))
     fn = _compiled(source)
     fn.__kwdefaults__ = dict(settings) or None
-    table = {n: {k: _plain(values[k]) for k in settings} for n, values in made.items()}
+    table = {n: {k: plain(values[k]) for k in settings} for n, values in made.items()}
     varies = len({tuple(sorted(t.items())) for t in table.values()}) > 1
     try:
         return define(
             fn, name=wl_name, sizes=chosen, inputs=_inputs(setup, tuple(arrays), reads_n),
             description=" ".join(expression.split()), namespace=namespace,
-            params=_by_size(table) if varies else None,
+            params=(lambda n: dict(table[n])) if varies else None,
             size_means="n, as the setup reads it" if reads_n else "elements of the largest input")
     except (TypeError, ValueError) as exc:  # a --name the cell keys cannot hold, say
         raise ExpressionError(str(exc)) from None
@@ -209,10 +188,6 @@ def _kind(value: Any) -> str:
     return "other"
 
 
-def _plain(value: Any) -> Any:
-    return value.item() if is_numpy_setting(value) else value
-
-
 def _names(tree: ast.AST) -> tuple[list[str], set[str]]:
     """The names ``tree`` reads (in order, once each) and those it binds (targets, parameters)."""
     loaded: list[str] = []
@@ -247,15 +222,13 @@ def _parse(text: str, mode: str, what: str) -> ast.AST:
 
 
 def _function_source(expression: str, arrays: list[str], settings: list[str]) -> str:
-    """``def timeit(xp, a, *, k): return EXPR``: a real function, whose arrays its signature names
-    (as ``inputs`` returns them) and whose settings are keyword-only (so they are settings)."""
+    """``def timeit(xp, a, *, k): return EXPR``: arrays positional, settings keyword-only."""
     parameters = ", ".join(["xp", *arrays, *(["*", *settings] if settings else [])])
     return f"def timeit({parameters}):\n    return {expression.strip()}\n"
 
 
 def _compiled(source: str) -> Callable[..., Any]:
-    # A module name no worker can import: cloudpickle sends the function by value, and the
-    # workload is not mistaken for a built-in one (source_of).
+    # A module name no worker can import: cloudpickle sends it by value, and it is not a built-in.
     scope: dict[str, Any] = {"__name__": "arraybench_expression", "__builtins__": builtins}
     _remember(EXPRESSION_FILE, source)
     exec(compile(source, EXPRESSION_FILE, "exec"), scope)
@@ -263,8 +236,7 @@ def _compiled(source: str) -> Callable[..., Any]:
 
 
 def _remember(filename: str, text: str) -> None:
-    """Keep ``text`` where tracebacks and messages look for ``filename``'s lines (mtime None:
-    ``linecache.checkcache`` leaves an entry without a file alone)."""
+    """Keep ``text`` where tracebacks look for ``filename``'s lines (mtime None: no file to check)."""
     lines = [line + "\n" for line in text.splitlines()]
     linecache.cache[filename] = (len(text), None, lines, filename)
 

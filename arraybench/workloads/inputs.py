@@ -1,23 +1,23 @@
-"""Building a workload's inputs: host NumPy arrays, the same for every library and every process.
-
-``inputs(n, rng)`` draws from a generator seeded by (run seed, workload name, size), so every
-library and every replicate sees identical values. Floating and complex arrays are cast to the
-run's dtype, unless the workload fixed theirs (``arraybench.fixed(a)``); integer and boolean arrays
-are kept; a 0-d array stays 0-d.
-"""
+"""What a cell makes of its workload: its host inputs, identical for every library and process
+(drawn from a generator seeded by run seed, workload name and size; floating and complex arrays
+cast to the run's dtype unless the workload fixed theirs, ``arraybench.fixed(a)``), and, in a
+worker, its call bound to one library (eager, ``jax.jit``, ``torch.compile``, autograd...)."""
 
 from __future__ import annotations
 
 import inspect
 import zlib
-from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from ..backends.base import Gradient, Unavailable, analytic_method
 from .definition import Workload
-from .signature import InputsFn, array_parameters, definition_line
-from .params import Params, accepted, is_setting_parameter
+from .params import InputsFn, Params, accepted, array_parameters, definition_line, is_setting_parameter
+
+if TYPE_CHECKING:
+    from ..backends.base import Backend
 
 
 @dataclass(frozen=True)
@@ -28,11 +28,8 @@ class Fixed:
 
 
 def fixed(array: Any, dtype: Any = None) -> Fixed:
-    """Mark an input in ``inputs`` as keeping its own dtype whatever the run's ``--dtype``.
-
-    ``fixed(rng.standard_normal(n), "float32")`` is float32 in every run; ``fixed(z)`` keeps a
-    complex128 ``z`` complex128. Integer and boolean arrays are never cast and need no mark.
-    """
+    """Mark an input as keeping its own dtype (or ``dtype``) whatever the run's ``--dtype``:
+    ``fixed(rng.standard_normal(n), "float32")``. Integer and boolean arrays need no mark."""
     a = np.asarray(array)
     return Fixed(a.astype(np.dtype(dtype)) if dtype is not None else a)
 
@@ -108,7 +105,6 @@ def _positional_arity(fn: Any) -> int:
 
 
 def _call_inputs(inputs: InputsFn, size: int, rng: np.random.Generator, params: Params) -> Any:
-    # ``inputs(n)`` suits deterministic inputs; anything random must use the seeded generator.
     # Settings go to an ``inputs`` that takes them by name (``def inputs(n, rng, *, tsteps)``).
     if _positional_arity(inputs) >= 2:
         return inputs(size, rng, **accepted(inputs, params, filled=2))
@@ -116,8 +112,7 @@ def _call_inputs(inputs: InputsFn, size: int, rng: np.random.Generator, params: 
 
 
 def _cast(a: np.ndarray, dtype: str) -> np.ndarray:
-    # order="C" copies into a C-contiguous array of the same shape: a 0-d array stays 0-d, where
-    # np.ascontiguousarray would make it shape (1,).
+    # order="C": a 0-d array stays 0-d, where np.ascontiguousarray would make it shape (1,).
     if np.issubdtype(a.dtype, np.complexfloating):
         return a.astype(np.result_type(np.dtype(dtype), np.complex64), order="C")
     if np.issubdtype(a.dtype, np.floating):
@@ -133,3 +128,65 @@ def _cast_list(values: list, dtype: str) -> list:
 def input_bytes(host: tuple[Any, ...]) -> int:
     """How much memory a set of inputs takes (a list counts 8 bytes an element)."""
     return sum(getattr(h, "nbytes", 8 * len(h) if isinstance(h, list) else 8) for h in host)
+
+
+# -- the call, bound to one library in a worker -----------------------------------------------------
+
+@dataclass(frozen=True)
+class Context:
+    """What a ``namespace="backend"`` workload receives instead of ``xp``: the backend itself, for
+    operations about the library rather than the arithmetic (construction, transfers)."""
+
+    backend: "Backend"
+    dtype: str
+    xp: Any
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A workload bound to one backend and mode: call ``op(*args)``; ``method`` says how."""
+
+    op: Callable[..., Any]
+    args: tuple[Any, ...]
+    method: str
+    #: How the gradient is computed, for ``grad=True`` workloads.
+    gradient: Gradient | None = None
+    #: Settings passed by keyword to every call (eager mode; compiled functions hold them).
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    #: How many of ``args`` come before the workload's arrays (``xp`` in eager mode).
+    prefix: int = 0
+
+
+def bind(wl: Workload, backend: "Backend", mode: str, arrays: tuple[Any, ...],
+         dtype: str = "float64", params: Mapping[str, Any] | None = None) -> Bound:
+    """The callable to time for ``wl`` on ``backend`` in ``mode`` ("latency", "throughput",
+    "compiled"); ``params`` reach the function by keyword (static under compilers)."""
+    own = wl.analytic_gradient(backend.name)
+    if own is not None:  # the workload's own gradient: a plain function, timed as written
+        bound = bind(own, backend, mode, arrays, dtype, params)
+        return replace(bound, method=analytic_method(bound.method), gradient="analytic")
+    fn = wl.function_for(backend.name)
+    if wl.namespace == "backend":
+        xp: Any = Context(backend, dtype, backend.namespace("native"))
+    else:
+        xp = backend.namespace(wl.namespace_for(backend.name))
+    settings = dict(params or {})
+    gradient = backend.gradient if wl.grad else None
+
+    if mode == "compiled":
+        if wl.namespace == "backend" and backend.compiles_functions:
+            raise Unavailable(f"not applicable: {backend.compile_method} compiles array code, and "
+                              f"{wl.name} is about the library itself (namespace='backend')")
+        op = backend.evaluated(backend.compile_workload(fn, xp, settings, grad=wl.grad))
+        if wl.grad:
+            return Bound(op, arrays, f"{backend.compile_method} of {backend.grad_method}", gradient)
+        return Bound(op, arrays, backend.compile_method)
+
+    def call(*a: Any) -> Any:
+        return fn(xp, *a, **settings)
+
+    if wl.grad:
+        return Bound(backend.evaluated(backend.grad(call)), arrays, backend.grad_method, gradient)
+    # xp travels as the first argument, and the settings as keywords of the timed call itself, so
+    # the timed call has no wrapper layer around fn.
+    return Bound(backend.evaluated(fn), (xp, *arrays), "eager", kwargs=settings, prefix=1)

@@ -1,25 +1,19 @@
-"""Settings: the Python scalars and strings a workload takes besides its arrays (a time-step count,
-a norm's name, a relaxation factor).
+"""What a workload's function takes: its settings and its arrays, each checked against its signature.
 
-A setting is part of the cell, like the size: it is recorded with every result, it names the cell
-(``jacobi_2d|small|numpy|cpu|float64|latency|tsteps=20``), and it reaches every library as the very
-Python value, never as an array. Under ``jax.jit`` and ``torch.compile`` it is a constant of the
-compiled function (static), so ``range(tsteps)`` and ``if mode == "ortho":`` work as written.
-
-A workload's settings are its function's keyword defaults that are Python or NumPy scalars
-(``tsteps=20``, ``alpha=np.float64(1.5)``, or any keyword-only ``*, mode="ortho"``), updated by
-``params=`` (a dict, or ``n -> dict`` where a setting grows with the size). A NumPy default is
-recorded as the plain Python value and reaches the function in its own NumPy type (``typed``), since
-NumPy's promotion rules treat ``np.float64(2.0)`` and ``2.0`` differently.
-
-A run aims a setting at every workload that has it (``tsteps``) or at one (``jacobi_2d.tsteps``).
+A setting is a Python scalar or string besides the arrays (``tsteps=20``, ``mode="ortho"``): a
+keyword default of the function, updated by ``params=`` (a dict, or ``n -> dict``). It is part of
+the cell (``jacobi_2d|small|numpy|cpu|float64|latency|tsteps=20``) and reaches every library as the
+very Python value, a constant under ``jax.jit`` and ``torch.compile``. A NumPy scalar default is
+recorded as its Python value and reaches the function in its own NumPy type (``typed``): NumPy
+promotes ``np.float64(2.0)`` and ``2.0`` differently.
 """
 
 from __future__ import annotations
 
 import inspect
+import linecache
 import math
-from typing import Any, Callable, Mapping, Union
+from typing import Any, Callable, Mapping, Sequence, Union
 
 import numpy as np
 
@@ -42,7 +36,8 @@ def is_numpy_setting(value: Any) -> bool:
     return isinstance(value, np.generic) and is_setting(value.item()) and value.item() is not None
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """A setting as plain JSON: a NumPy scalar's Python value."""
     return value.item() if is_numpy_setting(value) else value
 
 
@@ -54,11 +49,8 @@ def _signature(fn: Any) -> inspect.Signature | None:
 
 
 def is_setting_parameter(p: inspect.Parameter) -> bool:
-    """A parameter that takes a setting: keyword-only, or positional with a scalar default.
-
-    A positional parameter whose default is None stays an optional array, as before settings
-    existed; ``tsteps=20`` or ``mode="ortho"`` is a setting.
-    """
+    """A parameter that takes a setting: keyword-only, or positional with a scalar default other
+    than None (which stays an optional array)."""
     if p.kind is inspect.Parameter.KEYWORD_ONLY:
         return True
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -67,14 +59,11 @@ def is_setting_parameter(p: inspect.Parameter) -> bool:
 
 
 def default_settings(fn: Any) -> Params:
-    """The settings a function declares by its keyword defaults: ``def f(xp, a, *, tsteps=20)``.
-
-    A NumPy scalar default is given as its Python value (the record holds plain JSON).
-    """
+    """The settings a function declares by its keyword defaults, NumPy scalars as Python values."""
     sig = _signature(fn)
     if sig is None:
         return {}
-    return {p.name: _plain(p.default) for p in list(sig.parameters.values())[1:]
+    return {p.name: plain(p.default) for p in list(sig.parameters.values())[1:]
             if is_setting_parameter(p) and p.default is not p.empty
             and (is_setting(p.default) or is_numpy_setting(p.default))}
 
@@ -121,9 +110,7 @@ def aimed(key: str) -> tuple[str | None, str]:
 
 def check_settings(owner: str, params: Mapping[str, Any], *, aimable: bool = False) -> Params:
     """``params`` as a plain dict, every value a setting; ``TypeError`` names a bad one.
-
-    ``aimable``: keys may also be ``WORKLOAD.NAME`` (a run's settings, see ``aimed``).
-    """
+    ``aimable``: keys may also be ``WORKLOAD.NAME`` (a run's settings, see ``aimed``)."""
     if not isinstance(params, Mapping):
         raise TypeError(f"{owner}: params must be a dict such as {{'tsteps': 20}} (or n -> dict), "
                         f"not {type(params).__name__}")
@@ -163,12 +150,8 @@ _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 
 
 def coerce(name: str, value: ParamValue, default: ParamValue) -> ParamValue:
-    """``value`` (given on the command line as text, or through the API) as a setting of the same
-    type as the workload's own ``default``; ``ValueError`` says what was expected.
-
-    A setting keeps its declared type, so that ``--param tsteps=50`` reaches ``range(tsteps)`` as
-    the int 50 and the cell's key reads as the workload's own default would.
-    """
+    """``value`` (command-line text, or from the API) in the type of the workload's ``default``,
+    so ``--param tsteps=50`` reaches ``range(tsteps)`` as an int; ``ValueError`` says what was expected."""
     kind = type(default)
     if default is None or isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
         return value
@@ -210,5 +193,97 @@ def describe(params: Mapping[str, Any]) -> str:
 
 
 def _value_text(v: Any) -> str:
-    v = _plain(v)
+    v = plain(v)
     return repr(v) if isinstance(v, float) else str(v)
+
+
+ArrayFn = Callable[..., Any]
+#: ``(n, rng) -> arrays`` or ``(n) -> arrays``: one array, a tuple or list, or a dict by parameter name.
+InputsFn = Callable[..., Any]
+
+
+def source_of(fn: ArrayFn) -> str:
+    """Where a workload's function comes from: ``builtin`` for arraybench's own, else its file."""
+    module = getattr(fn, "__module__", "") or ""
+    if module.startswith("arraybench."):
+        return "builtin"
+    code = getattr(fn, "__code__", None)
+    return code.co_filename if code is not None else module
+
+
+def definition_line(fn: Any) -> str:
+    """``path:line: def name(...):`` for a function (its ``def`` line, not its decorators)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return getattr(fn, "__qualname__", repr(fn))
+    path, first = code.co_filename, code.co_firstlineno
+    is_lambda = getattr(fn, "__name__", "") == "<lambda>"
+    for lineno in range(first, first + 60):
+        line = linecache.getline(path, lineno)
+        if not line:
+            break
+        text = line.strip()
+        if ("lambda" in text) if is_lambda else text.startswith(("def ", "async def ")):
+            return f"{path}:{lineno}: {text}"
+    return f"{path}:{first}: {linecache.getline(path, first).strip()}"
+
+
+def array_parameters(fn: Any) -> list[inspect.Parameter] | None:
+    """The positional parameters after ``xp``; None where the function takes ``*args``."""
+    sig = _signature(fn)
+    if sig is None:
+        return None
+    params = list(sig.parameters.values())
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return None
+    # Settings (``tsteps=20``) are passed by keyword, never filled by ``inputs``.
+    return [p for p in [p for p in params if p.kind in positional][1:] if not is_setting_parameter(p)]
+
+
+def default_inputs(fn: ArrayFn) -> InputsFn:
+    """One standard-normal float64 vector of length ``n`` per required parameter after ``xp``."""
+    params = array_parameters(fn)
+    name = getattr(fn, "__name__", "the function")
+    if params is None:
+        raise TypeError(f"{name} takes *args, so arraybench cannot tell how many arrays it needs: "
+                        "give inputs=lambda n, rng: (...)")
+    count = sum(1 for p in params if p.default is p.empty)
+    if count == 0:
+        raise TypeError(f"{name} takes no array after xp (a workload is a function of "
+                        "(xp, *arrays), xp first): add its parameters, or give inputs=...")
+
+    def standard_normal_vectors(n: int, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+        return tuple(rng.standard_normal(n) for _ in range(count))
+
+    return standard_normal_vectors
+
+
+def mutated_inputs(name: str, fn: ArrayFn, mutates: Sequence[str] | str | bool) -> tuple[str, ...]:
+    """``mutates=`` as parameter names ("*" for every array), each checked against the function."""
+    if mutates is True:
+        return ("*",)
+    if mutates is False or mutates is None:
+        return ()
+    names = (mutates,) if isinstance(mutates, str) else tuple(mutates)
+    params = array_parameters(fn)
+    if params is None:
+        raise TypeError(f"{name}: the function takes *args, so mutates= cannot name its inputs; "
+                        "give mutates=True (every input is restored before each call)")
+    known = [p.name for p in params]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise TypeError(f"{name}: mutates={names!r} names {', '.join(map(repr, unknown))}, not an "
+                        f"input of {getattr(fn, '__name__', 'the function')} ({', '.join(known) or 'none'})")
+    return names
+
+
+def check_params(name: str, fn: ArrayFn, params: ParamsSpec) -> None:
+    """A ``params=`` dict must hold settings the function takes (checked again per size if n -> dict)."""
+    if params is None or callable(params):
+        return
+    given = check_settings(name, params)
+    bad = refused(fn, given)
+    if bad:
+        raise TypeError(f"{name}: params={given!r}: {getattr(fn, '__name__', 'the function')} takes no "
+                        f"keyword {', '.join(map(repr, bad))} ({definition_line(fn)})")

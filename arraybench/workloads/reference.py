@@ -1,14 +1,11 @@
-"""The float64 reference a result is checked against, computed by NumPy from the very same inputs.
+"""The float64 reference a result is checked against, computed by NumPy from the very same inputs
+(promoted to float64, so the error measured is the library's, not the cast's).
 
-The reference sees exactly the values the libraries see, promoted to float64, so the error measured
-is the library's own and not the cast's. Without ``reference=``, the workload's own function runs
-through NumPy; for a gradient, by central differences, whose own error is estimated and returned.
-Where NumPy has a wider long double and the call is affordable (``extended_allowed``: a rule on the
-input elements and the declared work, never on time, so every worker decides alike), the reference
-is the long-double run rounded to float64: a float64 reduction rounds row after row and errs like
-sqrt(n), and no library should be charged for that. How far that reference moves on its own
-(``reference_noise``: reruns on inputs perturbed by a few ulp, and NumPy's plain float64 run) is
-what a ``derived`` check's tolerance is made of.
+Without ``reference=``, the workload's own function runs through NumPy; for a gradient, by central
+differences, whose error is estimated. Where affordable (``extended_allowed``: sizes, never time,
+so every worker decides alike) the reference is the long-double run rounded to float64: a float64
+reduction errs like sqrt(n), and no library should be charged for that. How far the reference
+moves on its own (``reference_noise``) is what a ``derived`` check's tolerance is made of.
 """
 
 from __future__ import annotations
@@ -30,8 +27,8 @@ from .params import Params, accepted
 PERTURB_ULPS = 4.0
 #: Perturbed reruns: two draws see the conditioning; more only add calls.
 PERTURBED_RUNS = 2
-#: Long double has no BLAS (a 300x300 matmul takes 0.2 s, 1000x1000 about 7 s): it runs where the
-#: inputs hold at most this many elements (a reduction over 4M takes ~0.3 s)...
+#: Long double has no BLAS (a 1000x1000 matmul takes about 7 s): it runs where the inputs hold
+#: at most this many elements (a reduction over 4M takes ~0.3 s)...
 LONG_DOUBLE_ELEMENTS = 2 ** 22
 #: ...and the workload's declared work, where it declares one, is at most this many flops (~1 s).
 LONG_DOUBLE_FLOPS = 2.0 ** 28
@@ -42,25 +39,19 @@ _CENTRAL_NOTE = ("reference gradient by central differences (no reference= given
 
 @dataclass(frozen=True)
 class Reference:
-    """The float64 reference result, and how far off the reference itself may be.
-
-    ``error`` is in the measure of the workload's ``Check`` (what ``Check.error`` returns): zero for
-    a reference computed directly, the estimated error of a finite-difference gradient otherwise.
-    ``note`` says where a nonzero error comes from.
-    """
+    """The float64 reference result, and how far off it may be in the measure of the workload's
+    ``Check`` (nonzero for a finite-difference gradient; ``note`` says why)."""
 
     value: Any
     error: float = 0.0
     note: str = ""
-    #: NumPy's plain float64 result where ``value`` is the long-double run rounded to float64
-    #: (its distance from ``value`` is the float64 reference's own rounding); None otherwise.
+    #: NumPy's plain float64 result where ``value`` is the long-double run rounded to float64.
     plain: Any = None
 
 
 def extended_allowed(inputs: tuple[Any, ...], flops: float | None = None) -> bool:
-    """Whether the reference reruns in long double: NumPy has a wider one, the inputs are at most
-    ``LONG_DOUBLE_ELEMENTS`` and the declared work (``flops``, None if undeclared) at most
-    ``LONG_DOUBLE_FLOPS``. Sizes only, never time: the same inputs decide alike in every worker."""
+    """Whether the reference reruns in long double: NumPy has a wider one, and the inputs and the
+    declared work (``flops``, None if undeclared) are within the limits above."""
     if not np.finfo(np.longdouble).eps < np.finfo(np.float64).eps:
         return False
     elements = sum(int(np.size(a)) for a in inputs)
@@ -69,40 +60,45 @@ def extended_allowed(inputs: tuple[Any, ...], flops: float | None = None) -> boo
 
 def reference_result(wl: Workload, inputs: tuple[Any, ...], params: Params | None = None,
                      extended: bool | None = None) -> Reference:
-    """The float64 reference of ``wl`` for inputs already cast to the run's dtype.
-
-    ``params`` are the cell's settings; a ``reference=`` function gets those it takes by name.
-    An in-place function that returns None is judged by the inputs it changed. ``extended``
-    (default: ``extended_allowed`` by elements alone) computes it in long double, rounded to float64.
-    """
+    """The float64 reference of ``wl`` for inputs already cast to the run's dtype, with the cell's
+    settings; ``extended`` (default: ``extended_allowed`` by elements alone) computes it in long
+    double, rounded to float64."""
     wide = tuple(_widen(a) for a in inputs)
     settings = params if params is not None else {}
     if extended is None:
         extended = extended_allowed(wide)
+    if wl.reference is not None or not wl.grad:
+        return _extended(_call(wl, settings), wide, extended)
+    if not wide or not np.issubdtype(wide[0].dtype, np.floating):
+        got = wide[0].dtype if wide else "no input"
+        raise TypeError(f"{wl.name}: grad=True differentiates with respect to the first "
+                        f"input, which must be a floating array (got {got})")
+    fn = functools.partial(wl.function_for("numpy"), **settings)
+    xp = numpy_namespace(wl.namespace_for("numpy"))
+    value, abs_error = central_difference_grad_with_error(lambda *a: fn(xp, *a))(*wide)
+    error = wl.check.error(value + abs_error, value) if np.any(abs_error) else 0.0
+    return Reference(value, float(error), _CENTRAL_NOTE if error else "")
+
+
+def _call(wl: Workload, settings: Params) -> Callable[..., Any]:
+    """The reference as a call of the inputs: ``reference=`` with the settings it takes by name, or
+    the workload's function under NumPy; an in-place one's result is the inputs it changed."""
     if wl.reference is not None:
         ref_fn = wl.reference
 
         def call(*args: Any) -> Any:
             return _as_host(wl.result_of(ref_fn(*args, **accepted(ref_fn, settings, filled=len(args))), args))
 
-        return _extended(call, wide, extended)
+        return call
     fn = wl.function_for("numpy")
     fn = functools.partial(fn, **settings) if settings else fn
     xp = numpy_namespace(wl.namespace_for("numpy"))
-    if wl.grad:
-        if not wide or not np.issubdtype(wide[0].dtype, np.floating):
-            got = wide[0].dtype if wide else "no input"
-            raise TypeError(f"{wl.name}: grad=True differentiates with respect to the first "
-                            f"input, which must be a floating array (got {got})")
-        value, abs_error = central_difference_grad_with_error(lambda *a: fn(xp, *a))(*wide)
-        error = wl.check.error(value + abs_error, value) if np.any(abs_error) else 0.0
-        return Reference(value, float(error), _CENTRAL_NOTE if error else "")
-    return _extended(lambda *args: _as_host(wl.result_of(fn(xp, *args), args)), wide, extended)
+    return lambda *args: _as_host(wl.result_of(fn(xp, *args), args))
 
 
 def _extended(call: Callable[..., Any], wide: tuple[Any, ...], extended: bool) -> Reference:
     """``call``'s float64 result, replaced by its long-double run rounded to float64 where that ran
-    and agrees in shape (NumPy refuses long double in ``linalg``: the float64 result stays)."""
+    and agrees in shape (NumPy refuses long double in ``linalg``)."""
     # Long double first, on copies: an in-place workload's plain run changes ``wide`` itself.
     long = _quietly(call, tuple(_long(a) for a in wide)) if extended else None
     plain = call(*wide)
@@ -133,31 +129,16 @@ def _better(plain: Any, long: Any) -> Any:
 def reference_noise(wl: Workload, inputs: tuple[Any, ...], value: Any,
                     params: Params | None = None, dtype: str = "float64", plain: Any = None,
                     extended: bool | None = None) -> Noise | tuple[Noise, ...] | None:
-    """How far the float64 reference ``value`` moves on its own, per output, in ulps.
-
-    The reference reruns on its inputs perturbed by ``PERTURB_ULPS`` (its conditioning: what any
-    backward-stable library's own rounding moves it by, up to a factor); NumPy's plain float64
-    result (``plain``, where ``value`` came from long double) or, where ``extended`` allows, a
-    long-double rerun counts too (float64 rounding, which perturbing inputs does not show for long
-    sums, and which a correct library may share); for a run in a narrower ``dtype``, also by
-    NumPy in that dtype (inputs rounded to float32 make float64 sums exact: only arithmetic in
-    float32 shows what float32 rounding does). Each move counts in ulps of the type it ran in.
-    None for a gradient by finite differences, whose error ``reference_result`` estimates instead.
+    """How far the float64 reference ``value`` moves on its own, per output, in ulps of the type
+    each rerun ran in: on inputs perturbed by ``PERTURB_ULPS`` (its conditioning); NumPy's plain
+    float64 result (``plain``) or a long-double rerun (float64 rounding, which perturbed inputs do
+    not show for long sums); and, for a narrower ``dtype``, NumPy in that dtype (only arithmetic
+    in float32 shows float32 rounding). None for a finite-difference gradient (estimated instead).
     """
     if wl.grad and wl.reference is None:
         return None
-    settings = params if params is not None else {}
     wide = tuple(_widen(a) for a in inputs)
-    if wl.reference is not None:
-        ref_fn = wl.reference
-        def call(*args: Any) -> Any:
-            return _as_host(wl.result_of(ref_fn(*args, **accepted(ref_fn, settings, filled=len(args))), args))
-    else:
-        fn = wl.function_for("numpy")
-        fn = functools.partial(fn, **settings) if settings else fn
-        xp = numpy_namespace(wl.namespace_for("numpy"))
-        def call(*args: Any) -> Any:
-            return _as_host(wl.result_of(fn(xp, *args), args))
+    call = _call(wl, params if params is not None else {})
     rng = np.random.default_rng(20231)
     eps = machine_epsilon("float64")
     variants: list[tuple[Any, float]] = []
@@ -177,10 +158,8 @@ def reference_noise(wl: Workload, inputs: tuple[Any, ...], value: Any,
             sources.append("in long double")
             float64_only = False
     if float64_only and any(isinstance(a, np.ndarray) and a.ndim >= 2 for a in wide):
-        # No long double at this size: the reference's own float64 rounding, which perturbed inputs
-        # barely move (a sequential column sum's errors stay correlated: 1.5 ulp seen, 56 ulp
-        # off), shows in another summation order. NumPy reduces a Fortran-ordered array's columns
-        # pairwise and a C-ordered one's row after row: one more float64 run, at any size.
+        # No long double: float64's own rounding, which perturbed inputs barely move (1.5 ulp seen,
+        # 56 ulp off), shows in another summation order (NumPy sums Fortran-ordered columns pairwise).
         got = _quietly(call, tuple(_reordered(a) for a in wide))
         if got is not None:
             variants.append((got, eps))
@@ -188,10 +167,8 @@ def reference_noise(wl: Workload, inputs: tuple[Any, ...], value: Any,
     narrow = max([machine_epsilon(dtype)] + [machine_epsilon(a.dtype) for a in inputs
                                              if isinstance(a, np.ndarray) and np.issubdtype(a.dtype, np.inexact)])
     if narrow > eps:
-        # The run's dtype, or an input the workload fixed narrower (float32 in a float64 run): NumPy
-        # on the inputs as given shows that dtype's rounding over the operation's own length (a
-        # float32 scan of 10^6 elements errs by hundreds of float32 ulps), counted in ulps of the
-        # type its result came out in (a float64 result from float32 inputs moves by float64's).
+        # The run's dtype, or an input fixed narrower: NumPy on the inputs as given shows its
+        # rounding, in ulps of the type its result came out in.
         got = _quietly(call, tuple(a.copy() if isinstance(a, np.ndarray) else a for a in inputs))
         if got is not None:
             run_narrow = machine_epsilon(dtype) > eps

@@ -1,14 +1,7 @@
-"""Every known workload by name: the built-ins, defined here, a user's, and the names that stand
-for several (groups).
+"""Every known workload by name: the built-ins, defined here, a user's, and groups of names.
 
-The built-ins register when ``arraybench.workloads`` is imported, in the order they are defined
-below: the seed article's suite (``elementwise``, ``matmul``, ``gradient``, ``fft``, ``sort``),
-``stats``, the interop family (getting data into a library and out again), and the machine's own
-ceilings. A user's workloads register when their file is imported or their ``@workload`` runs (in
-a notebook, say).
-
-Each built-in's inputs function is named ``_inputs``, defined afresh before the workload that
-takes it: a workload's fingerprint (``fingerprint``) hashes its functions' names, and another name
+Each built-in's inputs function is named ``_inputs``, defined afresh before the workload that takes
+it: a workload's fingerprint (``trust.fingerprint``) hashes its functions' names, and another name
 would read, in a run's history and to ``--resume``, as a change of the workload's code.
 """
 
@@ -59,16 +52,12 @@ workload.__name__ = workload.__qualname__ = "workload"
 workload.__doc__ = (define.__doc__ or "").replace("Define a workload", "Define a workload and make it known by name", 1)
 
 
-# -- the machine's own ceilings --------------------------------------------------------------------
-# ``--roofline`` adds these to a run, on every library and device in it; the best of them is the
-# ceiling each record is set against (``analysis/roofline``).
+# -- the machine's own ceilings (``--roofline``): the best of them is each record's ceiling ----------
 
-#: Sizes per device: the stream must dwarf the caches, the matmul must be large enough to saturate.
 CEILING_WORKLOADS = ("ceiling_bandwidth", "ceiling_matmul")
 
 
 @workload(
-    name="ceiling_bandwidth",
     size_means="elements of the vector",
     sizes={"cpu": 1 << 25, "gpu": 1 << 27},
     inputs=lambda n, rng: rng.standard_normal(n),
@@ -83,7 +72,6 @@ def ceiling_bandwidth(xp, a):
 
 
 @workload(
-    name="ceiling_matmul",
     size_means="the side of each n x n matrix",
     sizes={"cpu": 2048, "gpu": 8192},
     inputs=lambda n, rng: (rng.standard_normal((n, n)), rng.standard_normal((n, n))),
@@ -104,13 +92,10 @@ def _inputs(n, rng):
 
 
 @workload(
-    name="elementwise",
     size_means="elements of each vector",
-    sizes={"small": 1_000, "large": 1_000_000},
     inputs=_inputs,
     description="a + b, a * b and sin(a) on vectors (memory-bound; three new outputs per call)",
     check=Check.elementwise(ulps=8),
-    # Three kernels read 5 vectors and write 3; sin is counted as one operation per element.
     work=lambda n, itemsize: Work(flops=3 * n, bytes=8 * n * itemsize),
     namespace="native",
     outputs=("a + b", "a * b", "sin(a)"),
@@ -126,14 +111,10 @@ def _inputs(n, rng):  # noqa: F811
 
 
 @workload(
-    name="fft",
     size_means="elements of the vector",
-    sizes={"small": 1_000, "large": 1_000_000},
     inputs=_inputs,
     description="fft(a) of a real vector, complex output (O(n log n))",
-    # Rounding errors of an FFT grow with log2(n), the number of butterfly stages.
     check=Check.normwise(growth=lambda n: math.log2(max(n, 2)), ulps=8),
-    # The conventional 5 n log2 n flop count of a complex FFT; read n reals, write n complexes.
     work=lambda n, itemsize: Work(flops=5 * n * math.log2(max(n, 2)), bytes=3 * n * itemsize),
     namespace="native",
 )
@@ -143,8 +124,7 @@ def fft(xp, a):
 
 @fft.override("mlx")
 def _mlx_fft(xp, a):
-    # MLX has no complex128: its FFT of a float64 vector computes and returns complex64, which
-    # a float64 benchmark would compare against complex128 FFTs. Said as a skip, before timing.
+    # MLX has no complex128: said as a skip, before timing.
     if a.dtype == xp.float64:
         from ..backends.base import Unavailable
 
@@ -164,7 +144,6 @@ def _analytic(w, x):
 
 
 @workload(
-    name="gradient",
     size_means="parameters (elements of w and x)",
     sizes={"small": 100, "large": 10_000},
     inputs=_inputs,
@@ -174,7 +153,6 @@ def _analytic(w, x):
     ),
     reference=_analytic,
     check=Check.normwise(growth=lambda n: 1, ulps=8),
-    # Forward and backward pass of the model itself; finite differences do ~n times this.
     work=lambda n, itemsize: Work(flops=6 * n, bytes=3 * n * itemsize),
     grad=True,
     namespace="native",
@@ -184,29 +162,22 @@ def gradient(xp, w, x):
 
 
 # -- construction, conversion and transfer: getting data into a library and out again -------------
-# On a GPU, ``from_numpy`` is the host-to-device copy and ``to_numpy`` the device-to-host copy; the
-# work model of every workload of the family is the array's bytes (what crosses the bus), so results
-# read as GB/s and compare with each other. On the CPU they show which conversions are free
-# (``torch.from_numpy`` shares NumPy's memory) and which copy.
+# Each one's work is the array's bytes (what crosses a GPU's bus), so results read as GB/s.
 
 def _vector(n, rng):
     return rng.standard_normal(n)
 
 
 def _moved(n, itemsize):
-    # n bytes: on a GPU they cross the bus once. (A CPU copy, as copy_from_numpy's, also writes
-    # them, but the family counts the data brought in, so that GB/s compare across it.)
     return Work(flops=0, bytes=n * itemsize)
 
 
-#: What every workload of the family shares: its sizes, an exact check against its own input
-#: (a conversion changes no value), the bytes moved as its work, the library's own calls.
-_FAMILY = dict(sizes={"small": 1_000, "large": 1_000_000}, reference=lambda a: a, check=Check.exact(),
-               work=_moved, namespace="backend", modes=("latency", "throughput"))
+#: What the family shares: an exact check against its own input (a conversion changes no value).
+_FAMILY = dict(reference=lambda a: a, check=Check.exact(), work=_moved, namespace="backend",
+               modes=("latency", "throughput"))
 
 
 @workload(
-    name="from_list",
     size_means="elements of the list",
     inputs=lambda n, rng: (rng.standard_normal(n).tolist(),),  # one argument: the list
     description="array from a Python list of floats: np.array, torch.tensor, jnp.array, cp.array",
@@ -218,7 +189,6 @@ def from_list(ctx, data):
 
 
 @workload(
-    name="from_numpy",
     size_means="elements of the array",
     inputs=_vector,
     description="NumPy array into the library as users do (torch.from_numpy: zero-copy on the CPU; "
@@ -231,7 +201,6 @@ def from_numpy(ctx, host):
 
 
 @workload(
-    name="copy_from_numpy",
     size_means="elements of the array",
     inputs=_vector,
     description="NumPy array copied by the library's constructor (np.array, torch.tensor, jnp.array, cp.array)",
@@ -243,7 +212,6 @@ def copy_from_numpy(ctx, host):
 
 
 @workload(
-    name="to_numpy",
     size_means="elements of the array",
     inputs=_vector,
     description="an array back to NumPy (.numpy(), np.asarray, .get(); on a GPU: the device-to-host copy)",
@@ -260,16 +228,12 @@ def _inputs(n, rng):  # noqa: F811
 
 
 @workload(
-    name="matmul",
     size_means="the side of each n x n matrix",
     sizes={"small": 100, "large": 2_000},
     inputs=_inputs,
     description="C = A @ B for n x n matrices (compute-bound; 2n^3 flops)",
-    # Each entry is a length-n dot product. Its worst-case error grows as n, its typical error as
-    # sqrt(n); 16 ulp x sqrt(n) leaves correct BLAS a wide margin yet flags TF32 or bf16 arithmetic
-    # (a relative error near 1e-3) in a float32 run. matmul=True: with --allow-tf32 on a GPU that
-    # runs TF32, the bound is 2 x TF32's unit roundoff (2^-11) x sqrt(n) instead
-    # (accuracy.REDUCED_UNITS), and the record says so.
+    # A dot product's typical error grows as sqrt(n): 16 ulp x sqrt(n) leaves correct BLAS a wide
+    # margin yet flags TF32 or bf16 arithmetic in a float32 run (unless --allow-tf32).
     check=Check.normwise(growth=lambda n: n ** 0.5, ulps=16, matmul=True),
     work=lambda n, itemsize: Work(flops=2 * n**3, bytes=3 * n * n * itemsize),
     namespace="native",
@@ -281,19 +245,15 @@ def matmul(xp, a, b):
 # -- reductions: mean and standard deviation, where libraries' summation orders make numbers differ
 
 def _inputs(n, rng):  # noqa: F811
-    # A mean of 1 and a spread of 1, so relative errors of both outputs are meaningful.
     return rng.normal(1.0, 1.0, n)
 
 
 @workload(
-    name="stats",
     size_means="elements of the vector",
-    sizes={"small": 1_000, "large": 1_000_000},
     inputs=_inputs,
     description="(mean(a), std(a)) with NumPy's semantics (ddof=0); torch.std defaults to ddof=1",
     reference=lambda a: (a.mean(), a.std()),
-    # Summation error grows with the reduction length: pairwise sums as log2(n), naive ones as
-    # sqrt(n) on average; sqrt(n) admits every correct implementation.
+    # Pairwise sums err as log2(n), naive ones as sqrt(n): sqrt(n) admits every correct one.
     check=Check.normwise(growth=lambda n: math.sqrt(n), ulps=8),
     work=lambda n, itemsize: Work(flops=4 * n, bytes=2 * n * itemsize),
     namespace="native",
@@ -305,7 +265,6 @@ def stats(xp, a):
 
 @stats.override("torch")
 def _torch_stats(xp, a):
-    # torch.std is unbiased (ddof=1) by default; NumPy's is not. Same semantics first.
     return xp.mean(a), xp.std(a, correction=0)
 
 
@@ -316,9 +275,7 @@ def _inputs(n, rng):  # noqa: F811
 
 
 @workload(
-    name="sort",
     size_means="elements of the vector",
-    sizes={"small": 1_000, "large": 1_000_000},
     inputs=_inputs,
     description="sort(a) ascending; exact (torch.sort also computes indices, which are discarded)",
     check=Check.exact(),
@@ -331,5 +288,4 @@ def sort(xp, a):
 
 @sort.override("torch")
 def _torch_sort(xp, a):
-    # torch.sort returns (values, indices); match NumPy's semantics: values only.
     return xp.sort(a).values

@@ -1,16 +1,9 @@
 """Sending workloads defined in a notebook or a script to the worker processes, by value.
 
-A workload from a file is imported again, by path, in every worker (``--workload-file``). One
-defined in a notebook cell or an interactive session has no file to import, so it travels by
-value: ``cloudpickle`` serialises its functions themselves (code, closures, defaults), which works
-for anything defined interactively, where sending source would fail on closures and on names
-defined in other cells. The pickle is written into the run's output folder, so ``--resume`` can
-send it again after the notebook's kernel is gone: only from a folder the user's own arraybench
-wrote (or one they trust), and only if the file is the one its run recorded (``trust``).
-
-Error messages name the user's own line (``file:line: code``). A notebook's cells are not files a
-worker can read, so the source lines of every function shipped go along too, and the worker puts
-them in ``linecache``, where tracebacks look.
+A workload with no file to import travels by ``cloudpickle`` (code, closures, defaults), written into
+the run's output folder so that ``--resume`` can send it again after the kernel is gone (``trust``).
+The source lines of every function go along too, into the worker's ``linecache``, so that an error
+names the user's own line.
 """
 
 from __future__ import annotations
@@ -27,7 +20,7 @@ from ..errors import UsageError
 from ..files import write_bytes_atomic
 from .definition import Workload
 from .registry import register
-from .trust import SHIPPED_NAME
+from .trust import SHIPPED_NAME, nested_codes
 
 
 def needs_shipping(wl: Workload, files: Iterable[str]) -> bool:
@@ -36,11 +29,8 @@ def needs_shipping(wl: Workload, files: Iterable[str]) -> bool:
 
 
 def pack(workloads: list[Workload]) -> bytes:
-    """The workloads, by value, with their source lines, as the bytes ``ship`` writes.
-
-    Raises ``ShippingError`` naming the workload and what could not be pickled (a lock, an open
-    file, a connection its function refers to), before anything is written.
-    """
+    """The workloads, by value, with their source lines; ``ShippingError`` names a workload and
+    what of it could not be pickled (a lock, an open file), before anything is written."""
     import cloudpickle
 
     for wl in workloads:
@@ -61,17 +51,13 @@ def pack(workloads: list[Workload]) -> bytes:
 
 
 def ship(workloads: list[Workload], out_dir: Path, payload: bytes | None = None) -> Path:
-    """Write the workloads (``payload``, from ``pack``, or packed now) to ``out_dir``; return
-    the path."""
+    """Write the workloads (``payload``, or packed now) to ``out_dir``; return the path."""
     return write_bytes_atomic(out_dir / SHIPPED_NAME, payload if payload is not None else pack(workloads))
 
 
 def receive(path: str | os.PathLike[str]) -> list[str]:
-    """Load shipped workloads into this process's registry; return their names.
-
-    Raises ``ShippingError`` with one line when the file cannot be read or unpickled here (a
-    function that needs a module this environment lacks, say).
-    """
+    """Load shipped workloads into this process's registry; return their names (``ShippingError``
+    where the file cannot be read or unpickled here)."""
     try:
         with open(path, "rb") as f:
             payload = pickle.load(f)
@@ -82,7 +68,7 @@ def receive(path: str | os.PathLike[str]) -> list[str]:
         raise ShippingError(f"{path}: the workloads defined in Python cannot be loaded here "
                             f"({type(exc).__name__}: {first})") from None
     for filename, lines in payload.get("sources", {}).items():
-        # mtime None: linecache.checkcache leaves the entry alone (there is no file to compare).
+        # mtime None: linecache.checkcache leaves the entry alone.
         linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
     names = []
     shipped = payload.get("workloads", [])
@@ -99,8 +85,7 @@ class ShippingError(UsageError):
 
 
 def _by_value(fn: Any) -> None:
-    """Make cloudpickle copy the code of ``fn``'s module rather than name it, when the module is
-    the user's own (a script's helper module a worker could not import)."""
+    """Make cloudpickle copy the code of ``fn``'s module where it is the user's own."""
     import cloudpickle
 
     module = sys.modules.get(getattr(fn, "__module__", "") or "")
@@ -121,8 +106,7 @@ def _filename(fn: Any) -> str | None:
 
 
 def _refile(fn: Any, filename: str | None) -> None:
-    """Give ``fn``'s code back the file it was defined in: cloudpickle (>= 3.1.3) ships code as
-    ``<dynamic-code>``, and a traceback must name the user's own file and line."""
+    """Give ``fn``'s code back its file: cloudpickle (>= 3.1.3) ships code as ``<dynamic-code>``."""
     if isinstance(fn, types.FunctionType) and filename:
         fn.__code__ = _with_filename(fn.__code__, filename)
 
@@ -138,20 +122,10 @@ def _sources(workloads: list[Workload]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for wl in workloads:
         for fn in wl.functions():
-            for code in _codes(getattr(fn, "__code__", None)):
+            for code in nested_codes(getattr(fn, "__code__", None)):
                 name = code.co_filename
                 if name not in out:
                     lines = linecache.getlines(name)
                     if lines:
                         out[name] = lines
     return out
-
-
-def _codes(code: types.CodeType | None) -> list[types.CodeType]:
-    if code is None:
-        return []
-    found = [code]
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            found += _codes(const)
-    return found

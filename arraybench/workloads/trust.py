@@ -1,31 +1,31 @@
-"""Which code a results folder may make arraybench run (``--resume``): the trust model.
+"""What ``--resume`` checks before it runs a results folder's code: that it may, and that it is the same.
 
-A results folder is data: it may come from someone else (mailed, downloaded from CI), and its
-journal's header names the workload files the run imported and whether ``workloads.pickle`` holds
-workloads defined in Python, which unpickling would run. So ``--resume`` imports a workload file,
-or loads the pickle, only when
-
-- the user names it: ``--workload-file FILE`` (``workload_files=`` in the API) for a file; or
-- the user trusts the whole folder: ``--trust-folder`` (``trust_folder=True``); or
-- the folder is the user's own: its header carries a seal (an HMAC-SHA256) made with a key that
-  only this user's arraybench holds (``folder.key`` in the user's data folder, private to them),
-  so a folder written by this user's own ``arraybench run`` resumes as before, and a folder
-  written elsewhere, or whose header was changed, is not vouched for.
-
-And ``workloads.pickle`` is loaded only if its SHA-256 is the one its run recorded in the header
-(the seal covers that too): a pickle swapped in afterwards is refused, unread.
+A results folder is data, perhaps from someone else, and its journal names workload files to import
+and a ``workloads.pickle`` that loading would run. Either runs only when the user names it
+(``--workload-file``), trusts the folder (``--trust-folder``), or the folder is their own: its
+header carries an HMAC-SHA256 seal made with a key only this user's arraybench holds. The pickle
+loads only if its SHA-256 is the one its run recorded. And a workload whose code changed since the
+run began (its ``fingerprint``) is refused: its cells would pool replicates of the old code and the new.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
 import os
 import secrets
+import shlex
 import tempfile
+import types
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from .definition import Workload
 
 #: The workloads a run defined in Python, pickled into its output folder (``shipping``).
 SHIPPED_NAME = "workloads.pickle"
@@ -58,8 +58,8 @@ def _read_key(path: Path) -> bytes | None:
 
 
 def _key(create: bool) -> bytes | None:
-    """This user's sealing key; made on first use when ``create``. None where there is no private
-    data folder to keep it in (then nothing is sealed, and resuming asks to name the files)."""
+    """This user's sealing key, made on first use when ``create``; None where there is no private
+    data folder to keep it in (then nothing is sealed)."""
     try:
         path = key_path()
     except (RuntimeError, OSError):  # no home folder
@@ -127,8 +127,6 @@ def check_resume(out: Path, *, files: list[str], shipped: bool, shipped_sha256: 
     """``UsageError`` (one line, nothing run) unless every piece of code the run in ``out`` needs
     may run: each workload file sealed, named or trusted; the pickle sealed or trusted, and the
     very file its run recorded."""
-    from ..errors import UsageError
-
     if not (sealed or trust_folder):
         if environments:
             # Interpreters (--python) and variables (--variant: LD_PRELOAD, PYTHONSTARTUP...) run code.
@@ -139,11 +137,11 @@ def check_resume(out: Path, *, files: list[str], shipped: bool, shipped_sha256: 
                              "the folder came from")
         unnamed = [f for f in files if str(Path(f)) not in {str(Path(n)) for n in named}]
         if unnamed:
-            flags = " ".join(f"--workload-file {_quoted(f)}" for f in unnamed)
+            flags = " ".join(f"--workload-file {shlex.quote(f)}" for f in unnamed)
             raise UsageError(f"{out}: its journal names the workload file {unnamed[0]}, and this "
                              "folder was not written by your arraybench (or its journal was "
                              "changed), so nothing in it is run unless you name it: arraybench run "
-                             f"--resume {_quoted(str(out))} {flags} (or add --trust-folder if you "
+                             f"--resume {shlex.quote(str(out))} {flags} (or add --trust-folder if you "
                              "trust where the folder came from)")
         if shipped:
             raise UsageError(f"{out}: its run's workloads were defined in Python and are pickled "
@@ -167,7 +165,134 @@ def check_resume(out: Path, *, files: list[str], shipped: bool, shipped_sha256: 
                              "one in the journal); it is not loaded")
 
 
-def _quoted(text: str) -> str:
-    import shlex
+# -- the code's fingerprint ------------------------------------------------------------------------
+# It hashes what decides what a call does: the bytecode, constants, names, defaults and closures of
+# every function the workload holds, the same module's functions they call, and its settings. Not
+# file names or line numbers, nor module data (which may differ per import by design). Another
+# Python's bytecode differs, so a resume there is refused too.
 
-    return shlex.quote(text)
+#: How deep nested values are followed, and how many items of a list or tuple.
+_DEPTH = 8
+_ITEMS = 1000
+
+
+def fingerprint(wl: Workload) -> str:
+    """A hex digest of ``wl``'s code and settings (see the module's docstring)."""
+    h = hashlib.sha256()
+    seen: set[int] = set()
+    parts = [wl.fn, wl.inputs, wl.reference, wl.work, wl.params, wl.grad, wl.namespace,
+             wl.placement, wl.mutates, sorted(wl.overrides.items()), sorted(wl.gradients.items()),
+             sorted(wl.override_namespaces.items()), sorted(wl.gradient_namespaces.items())]
+    for part in parts:
+        _feed(h, part, seen, _DEPTH)
+    return h.hexdigest()[:24]
+
+
+def _feed(h: Any, value: Any, seen: set[int], depth: int) -> None:
+    if depth <= 0:
+        h.update(b"<deep>")
+        return
+    if isinstance(value, (str, bytes)):  # hashed as they are: a long one costs no repr
+        h.update(f"{type(value).__name__}:{len(value)}:".encode())
+        h.update(value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value)
+    elif value is None or isinstance(value, (bool, int, float, complex)):
+        h.update(f"{type(value).__name__}:{value!r};".encode())
+    elif isinstance(value, types.CodeType):
+        _code(h, value, seen, depth)
+    elif isinstance(value, types.FunctionType):
+        _function(h, value, seen, depth)
+    elif isinstance(value, functools.partial):
+        h.update(b"partial(")
+        _feed(h, value.func, seen, depth - 1)
+        _feed(h, value.args, seen, depth - 1)
+        _feed(h, sorted(value.keywords.items()), seen, depth - 1)
+        h.update(b")")
+    elif isinstance(value, (tuple, list)):
+        h.update(f"{type(value).__name__}{len(value)}[".encode())
+        for v in value[:_ITEMS]:  # a closure over a long list is data, not code
+            _feed(h, v, seen, depth - 1)
+        h.update(b"]")
+    elif isinstance(value, (set, frozenset)):  # iteration order varies with hash randomisation
+        h.update(b"set[")
+        for item in sorted(repr(v) for v in value if isinstance(v, (int, float, str, bytes))):
+            h.update(item.encode())
+        h.update(b"]")
+    elif isinstance(value, dict):
+        h.update(b"dict[")
+        for k in sorted(value, key=repr):
+            _feed(h, k, seen, depth - 1)
+            _feed(h, value[k], seen, depth - 1)
+        h.update(b"]")
+    elif hasattr(value, "dtype") and hasattr(value, "item") and getattr(value, "shape", None) == ():
+        h.update(f"{value.dtype}:{value.item()!r};".encode())  # a NumPy scalar
+    else:  # an object: its type (its repr may hold a memory address)
+        h.update(f"<{type(value).__module__}.{type(value).__qualname__}>".encode())
+
+
+def _code(h: Any, code: types.CodeType, seen: set[int], depth: int) -> None:
+    h.update(code.co_code)
+    h.update(repr((code.co_names, code.co_varnames, code.co_argcount,
+                   code.co_kwonlyargcount, code.co_flags)).encode())
+    for const in code.co_consts:
+        _feed(h, const, seen, depth - 1)
+
+
+def _function(h: Any, fn: types.FunctionType, seen: set[int], depth: int) -> None:
+    if id(fn) in seen:  # recursion, or a helper two functions share
+        h.update(f"<seen {fn.__qualname__}>".encode())
+        return
+    seen.add(id(fn))
+    h.update(f"def {fn.__qualname__}".encode())
+    _code(h, fn.__code__, seen, depth)
+    _feed(h, fn.__defaults__, seen, depth - 1)
+    _feed(h, fn.__kwdefaults__, seen, depth - 1)
+    for cell in fn.__closure__ or ():
+        try:
+            _feed(h, cell.cell_contents, seen, depth - 1)
+        except ValueError:  # an empty cell
+            h.update(b"<empty>")
+    # The module's own functions it calls by name: an edited helper changes what a call does.
+    for name in _global_names(fn.__code__):
+        value = fn.__globals__.get(name)
+        if isinstance(value, types.FunctionType) and value.__module__ == fn.__module__:
+            h.update(f"global {name}".encode())
+            _function(h, value, seen, depth - 1)
+
+
+def _global_names(code: types.CodeType) -> list[str]:
+    return list(dict.fromkeys(name for c in nested_codes(code) for name in c.co_names))
+
+
+def nested_codes(code: types.CodeType | None) -> list[types.CodeType]:
+    """``code`` and every code object nested in it (its lambdas, comprehensions, inner functions)."""
+    if code is None:
+        return []
+    found = [code]
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found += nested_codes(const)
+    return found
+
+
+def code_of(cells: Iterable[Any], workloads: Mapping[str, Workload]) -> dict[str, str]:
+    """The fingerprint of each workload the cells measure, by name."""
+    names = dict.fromkeys(c.workload for c in cells)
+    return {n: fingerprint(workloads[n]) for n in names if n in workloads}
+
+
+def check_code(code: Mapping[str, str], unfinished: Iterable[str], out: Path,
+               workloads: Mapping[str, Workload]) -> None:
+    """Refuse (``UsageError``) to resume the run in ``out`` where the code of a workload it has still
+    to measure is not what it was when the run began (``code``; empty from an older arraybench)."""
+    changed = [n for n in dict.fromkeys(unfinished)
+               if n in code and n in workloads and fingerprint(workloads[n]) != code[n]]
+    if not changed:
+        return
+    names = ", ".join(map(repr, changed))
+    source = workloads[changed[0]].source
+    where = "arraybench itself" if source == "builtin" else source
+    raise UsageError(
+        f"--resume {out}: the code of workload {names} changed since the run began (in {where}); "
+        "resuming would pool measurements of the old code and the new in one cell. Put the code "
+        f"back as it was to resume, or measure the new code afresh in another folder (or with "
+        f"--overwrite, which discards what {out} holds)")

@@ -1,15 +1,10 @@
-"""Loading users' workload files: each is imported as a module, and its ``@workload`` functions register.
+"""The user's own code: loading their workload files, and pointing an error at their line.
 
-``arraybench run --workload-file my_bench.py`` imports the file in the parent, to plan, and again in
-every worker, to run. A file that is missing is a mistake on the command line (exit 2). A file that
-exists but does not load (a syntax error, an exception at import, no workload in it, a name that is
-already taken) is reported with its own line, and the other files and the built-in workloads still
-run: the error goes into ``results.json`` (``errors``), under the table, and into the exit status.
-
-Importing a file must not change the run around it: the working folder is put back after the
-import (a file that calls ``os.chdir``), what it prints goes to standard error (standard output
-carries ``--json``'s document), and the threads it started are remembered, so that the command
-line can end without waiting for one left running (``cli``).
+``--workload-file my_bench.py`` is imported in the parent, to plan, and again in every worker. A
+missing file is a mistake on the command line (exit 2); a file that does not load is reported with
+its own line while the other files and the built-ins still run (``results.json``'s ``errors``).
+Importing a file must not change the run around it: the working folder is put back, what it prints
+goes to standard error (standard output carries ``--json``), and the threads it starts are remembered.
 """
 
 from __future__ import annotations
@@ -18,15 +13,62 @@ import hashlib
 import importlib.util
 import os
 import sys
+import sysconfig
 import threading
+import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import UsageError
-from .tracebacks import describe_exception
 from .registry import REGISTRY
+
+
+def _library_roots() -> tuple[str, ...]:
+    """Folders whose code is not the user's: arraybench itself, the standard library, installed packages."""
+    roots = {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}  # the arraybench package
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        try:
+            roots.add(os.path.abspath(sysconfig.get_paths()[key]))
+        except KeyError:
+            pass
+    return tuple(r + os.sep for r in roots)
+
+
+_LIBRARY_ROOTS = _library_roots()
+
+
+def is_user_file(path: str) -> bool:
+    """Whether a traceback frame's file is the user's own code (not arraybench, Python or a library)."""
+    if not path or path.startswith("<"):
+        return False
+    full = os.path.abspath(path)
+    if "site-packages" in full or "dist-packages" in full:
+        return False
+    return not full.startswith(_LIBRARY_ROOTS)
+
+
+def user_frame(exc: BaseException) -> str:
+    """The innermost traceback line outside arraybench and the libraries: the user's own code."""
+    chosen = None
+    for fr in traceback.extract_tb(exc.__traceback__):
+        if is_user_file(fr.filename):
+            chosen = fr
+    if chosen is None:
+        return ""
+    return f"{chosen.filename}:{chosen.lineno}: {(chosen.line or '').strip()}"
+
+
+def describe_exception(exc: BaseException, fallback: str = "") -> str:
+    """``TypeError: message`` on one line, with the user's frame, or ``fallback`` (where their
+    workload is defined) when no frame of theirs is on the traceback (PyTorch's backward pass)."""
+    text = str(exc).strip().splitlines()
+    head = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    where = user_frame(exc)
+    if where:
+        return f"{head} [at {where}]"
+    return f"{head} [in {fallback}]" if fallback else head
 
 
 class WorkloadFileError(UsageError):
@@ -49,11 +91,6 @@ class LoadedFiles:
         return [{"kind": "workload file", "source": f, "error": e} for f, e in self.errors.items()]
 
 
-def _module_name(path: Path) -> str:
-    digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
-    return f"arraybench_user_{path.stem}_{digest}"
-
-
 def resolve(path: str | Path) -> Path:
     """The absolute path of a workload file; ``WorkloadFileError`` if there is no such file."""
     p = Path(path).expanduser().resolve()
@@ -65,14 +102,11 @@ def resolve(path: str | Path) -> Path:
 
 
 def import_workload_file(path: str | Path) -> list[str]:
-    """Import one file; return the names of the workloads it defined.
-
-    Raises ``WorkloadFileError`` with the file's own line on a syntax error or an exception at
-    import time, when it defines no workload, or when it reuses a name already taken. The registry
-    is left as it was before the file when it raises.
-    """
+    """Import one file; return the names of the workloads it defined. ``WorkloadFileError`` (the
+    registry left as it was) with the file's own line where it fails, defines no workload, or
+    reuses a name already taken."""
     path = resolve(path)
-    name = _module_name(path)
+    name = f"arraybench_user_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}"
     if name in sys.modules:
         return list(getattr(sys.modules[name], "__arraybench_workloads__", []))
     before = dict(REGISTRY)
@@ -138,10 +172,8 @@ def threads_left() -> list[tuple[str, str]]:
 
 @contextmanager
 def _prints_to_stderr() -> Iterator[None]:
-    """While a workload file is imported, what it prints (``print``, or a C library writing to
-    descriptor 1) goes to standard error: standard output carries ``run --json``'s and
-    ``list --json``'s one JSON document, which a line of the file's would corrupt. (A worker
-    points its own standard output at standard error for good.)"""
+    """While a workload file is imported, what it prints (Python or C) goes to standard error:
+    standard output carries ``--json``'s one document, which a line of the file's would corrupt."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -173,19 +205,15 @@ class _ExitAtImport(BaseException):
 @contextmanager
 def _exits_raise() -> Iterator[None]:
     """While a workload file is imported, ``os._exit`` and ``os.abort`` raise instead of ending the
-    process: they pass every handler, so a file calling one at import would end the run (or the
-    worker) without a word. A child the file forks still exits for real. No bytecode is cached
-    beside the file either, and the working folder is the same after the import as before."""
+    run without a word (a child the file forks still exits), no bytecode is cached beside the
+    file, and the working folder is put back afterwards."""
     importer = os.getpid()
     real_exit, real_abort = os._exit, os.abort
-    # A file that changes folder at import (os.chdir) would move the run's relative paths (the
-    # output folder, a store) under the user's feet: the working folder is put back afterwards.
     try:
         # O_PATH: a folder the user may enter but not list is returned to all the same.
         cwd: int | None = os.open(".", getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0))
     except OSError:
         cwd = None
-    # And no __pycache__ beside the user's file: a run writes only into its output folder.
     writes_bytecode = sys.dont_write_bytecode
     sys.dont_write_bytecode = True
 
@@ -214,11 +242,8 @@ def _exits_raise() -> Iterator[None]:
 
 
 def load_files(paths: list[str]) -> LoadedFiles:
-    """Import every file, in order, in the parent process.
-
-    A missing file raises ``WorkloadFileError`` (a mistake on the command line, nothing ran); a file
-    that does not load is recorded in ``errors`` and the others still load.
-    """
+    """Import every file, in order, in the parent: a missing one raises ``WorkloadFileError``, one
+    that does not load is recorded in ``errors`` and the others still load."""
     resolved = [resolve(p) for p in paths]
     loaded = LoadedFiles()
     for p in resolved:

@@ -20,7 +20,7 @@ from arraybench.analysis.compare import CANNOT_TELL, SAME, compare
 from arraybench.analysis.history import Point, history, step_p_value
 from arraybench.render.comparison import step_sentence
 from arraybench.model.runs import Entry, RunInfo
-from arraybench.numeric.intervals import replicate_interval
+from arraybench.numeric.medians import replicate_interval
 from arraybench.analysis.significance import welch
 from arraybench.commands.history import parse_since
 from arraybench.model.machines import machine_id

@@ -8,8 +8,16 @@ import random
 
 import pytest
 
-from arraybench.numeric.intervals import pooled_interval, replicate_interval, spread_factor
+from arraybench.numeric.medians import Interval, median, median_ci, replicate_interval, spread_factor
 from arraybench.analysis.significance import LogEstimate, welch_test
+
+
+def pooled_interval(per_process, confidence=0.95):
+    """The old interval: every sample of every process pooled, as if independent."""
+    pooled = [x for s in per_process for x in s]
+    lo, hi = median_ci(pooled, confidence)
+    return Interval(median(pooled), lo, hi, len([s for s in per_process if s]),
+                    "order statistics of the pooled samples")
 
 
 def _process_samples(rng: random.Random, processes: int, samples: int, process_sd: float,

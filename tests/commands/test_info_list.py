@@ -75,7 +75,7 @@ def test_info_text_shows_it_all(tmp_path):
 
 def test_torch_build_linalg_reads_the_build_settings_line():
     pytest.importorskip("torch", reason="PyTorch is not installed")
-    from arraybench.backends.torch_build import torch_build_linalg
+    from arraybench.backends.torch_support import torch_build_linalg
 
     config = ("PyTorch built with:\n  - GCC 13.3\n"
               "  - Intel(R) oneAPI Math Kernel Library Version 2024.2-Product Build 20240605 for Intel(R) 64\n"

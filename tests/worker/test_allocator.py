@@ -18,7 +18,7 @@ import pytest
 import arraybench
 from arraybench.analysis.aggregate import allocator_states_differ
 from arraybench.render.explanations import allocator_states
-from arraybench.numeric.intervals import replicate_interval
+from arraybench.numeric.medians import replicate_interval
 from arraybench.host.threads import uncontrolled_reason, with_state
 from arraybench.model.replicate import LARGE_OUTPUT_BYTES, USER_VARIABLES, environment
 from arraybench.analysis.policy import takes_turn

@@ -338,7 +338,7 @@ class _FakeLibcuda:
 
 
 def test_the_cuda_driver_answers_for_l2_size_and_pci_bus_id():
-    from arraybench.backends import cuda_driver
+    from arraybench.backends import gpu as cuda_driver
 
     driver = cuda_driver.Driver(_FakeLibcuda(50 * 2**20))
     assert cuda_driver.l2_cache_bytes(0, driver) == 50 * 2**20
@@ -349,7 +349,7 @@ def test_the_cuda_driver_answers_for_l2_size_and_pci_bus_id():
 
 
 def test_without_a_driver_the_cuda_facts_are_none():
-    from arraybench.backends import cuda_driver
+    from arraybench.backends import gpu as cuda_driver
 
     if any(_loads(name) for name in cuda_driver._LIBRARIES):
         pytest.skip("this machine has an NVIDIA driver")
@@ -455,7 +455,7 @@ class FakeNvml:
 
 
 def test_a_snapshot_reads_clocks_temperature_power_and_throttle_reasons():
-    from arraybench.backends import gpu_monitor as gpu_health
+    from arraybench.backends import gpu as gpu_health
 
     nvml = FakeNvml()
     monitor, reason = gpu_health.open_monitor("0000:3B:00.0", nvml)
@@ -470,7 +470,7 @@ def test_a_snapshot_reads_clocks_temperature_power_and_throttle_reasons():
 
 
 def test_without_nvml_or_its_library_the_reason_is_kept():
-    from arraybench.backends import gpu_monitor as gpu_health
+    from arraybench.backends import gpu as gpu_health
 
     assert gpu_health.open_monitor(None)[1].startswith("the CUDA driver gave no PCI bus id")
     monitor, reason = gpu_health.open_monitor("0000:3B:00.0", FakeNvml("NVML Shared Library Not Found"))
@@ -485,7 +485,7 @@ class WatchedNumpy(NumpyBackend):
     """Stands for a GPU backend whose GPU NVML watches (``Backend.open_health`` succeeded)."""
 
     def __init__(self, nvml) -> None:
-        from arraybench.backends import gpu_monitor as gpu_health
+        from arraybench.backends import gpu as gpu_health
 
         super().__init__("cpu")
         self.device = "gpu"

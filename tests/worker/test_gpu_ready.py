@@ -12,7 +12,7 @@ import types
 import numpy as np
 import pytest
 
-from arraybench.backends.device_timer import MAX_HOLD_S, MIN_HOLD_S, CudaEvents, SpinKernel
+from arraybench.backends.gpu import MAX_HOLD_S, MIN_HOLD_S, CudaEvents, SpinKernel
 from arraybench.worker.timer import Timer
 
 
@@ -345,7 +345,7 @@ def test_cupy_fuse_refusals_are_not_applicable_and_a_workload_bug_is_a_failure()
 def test_a_jax_device_without_local_hardware_id_has_no_monitor_and_the_assumed_l2():
     """jaxlib's ``local_hardware_id`` is an optional (jax/_src/array.py's ``__dlpack_device__``
     checks it for None); the old code passed None to ``int()`` (flush) or guessed GPU 0 (NVML)."""
-    from arraybench.backends import cuda_driver
+    from arraybench.backends import gpu as cuda_driver
     from arraybench.backends.jax import FALLBACK_L2_BYTES
 
     from ..conftest import backend_or_skip
@@ -363,7 +363,7 @@ def test_throttle_bits_come_from_the_nvml_bindings_where_they_define_them():
     """nvidia-ml-py 13.615's pynvml.py: ``nvmlClocksThrottleReasonBoardLimit = 0x200``,
     ``nvmlClocksThrottleReasonReliability = 0x400`` (the ``ClocksEventReason`` names stop at
     0x100); the fake module carries those constants with their values there."""
-    from arraybench.backends.gpu_monitor import THROTTLE_REASONS, GpuMonitor, throttle_reasons
+    from arraybench.backends.gpu import THROTTLE_REASONS, GpuMonitor, throttle_reasons
 
     from .test_gpu import FakeNvml
 

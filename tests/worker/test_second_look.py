@@ -76,7 +76,7 @@ def test_a_result_written_after_the_call_returned_is_not_blamed_on_the_arithmeti
 
 def _mkl_2024_2() -> bool:
     torch = pytest.importorskip("torch")
-    from arraybench.backends.torch_build import torch_build_linalg
+    from arraybench.backends.torch_support import torch_build_linalg
 
     return "Version 2024.2" in torch_build_linalg(torch.__config__.show()).get("torch_blas_detail", "")
 

@@ -255,7 +255,7 @@ class _SpanClock:
 
 
 class _Events:
-    """Stands for ``backends.device_timer.CudaEvents``: record start, record end, wait and read (ms -> s).
+    """Stands for ``backends.gpu.CudaEvents``: record start, record end, wait and read (ms -> s).
 
     Each call notes whether it ran inside a wall-clock span: on a GPU each is a CUDA API call of a
     few microseconds (``cudaEventRecord``, ``cudaEventSynchronize``, ``cudaEventElapsedTime``).

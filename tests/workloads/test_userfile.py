@@ -19,13 +19,13 @@ from arraybench import Check, Work, workload
 from arraybench.model import record as records
 from arraybench.worker.prepare import ReferenceCache
 from ..measuring import measure_cell
-from arraybench.workloads.tracebacks import is_user_file
+from arraybench.workloads.userfile import is_user_file
 from arraybench.model.cell import Cell
 from arraybench.model.timer_settings import TimerSettings
 from arraybench.workloads.userfile import WorkloadFileError, import_workload_file, load_files
 from arraybench.workloads import REGISTRY
 from arraybench.workloads.inputs import build_inputs
-from arraybench.workloads.binding import bind
+from arraybench.workloads.inputs import bind
 
 from ..conftest import FAST, backend_or_skip, run_here
 

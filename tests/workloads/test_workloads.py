@@ -18,7 +18,7 @@ from arraybench.model.cell import Cell
 from arraybench.model.timer_settings import TimerSettings
 from arraybench.workloads import BUILTIN, REGISTRY, Workload
 from arraybench.workloads.inputs import build_inputs
-from arraybench.workloads.binding import bind
+from arraybench.workloads.inputs import bind
 
 from ..conftest import backend_or_skip
 

@@ -26,7 +26,7 @@ from arraybench.executors.worker_log import HEAD_BYTES, TAIL_BYTES, CappedLog
 from arraybench.files import NotReplaceable, open_append
 from arraybench.model.journal import JOURNAL_NAME
 from arraybench.plan import MAX_CELLS
-from arraybench.workloads.fingerprint import fingerprint
+from arraybench.workloads.trust import fingerprint
 from arraybench.workloads.params import accepted
 
 from ..conftest import FAST, default_signals, run_cli, run_here, wait_for
@@ -288,7 +288,7 @@ def _unfinished_run(bench: Path, out: Path) -> None:
     from arraybench.api import plan
     from arraybench.model.options import RunOptions
     from arraybench.executors.session import Session
-    from arraybench.workloads.fingerprint import code_of
+    from arraybench.workloads.trust import code_of
     from arraybench.workloads.registry import REGISTRY
 
     checked = plan(RunOptions(backends=["numpy"], workload_files=[str(bench)], processes=1,
@@ -375,7 +375,7 @@ def test_a_workload_sent_by_value_keeps_its_fingerprint():
 
 def test_builtin_fingerprints_are_the_same_in_every_process():
     code = ("import arraybench.api, json; from arraybench.workloads.registry import REGISTRY; "
-            "from arraybench.workloads.fingerprint import fingerprint; "
+            "from arraybench.workloads.trust import fingerprint; "
             "print(json.dumps({n: fingerprint(w) for n, w in REGISTRY.items()}))")
     seen = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")]
