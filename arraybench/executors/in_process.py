@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import backends
 from ..analysis.aggregate import aggregate
@@ -20,9 +20,6 @@ from ..model.results import Results
 from ..workloads.inputs import bind, build_inputs
 from ..workloads.registry import REGISTRY
 from ..workloads.userfile import describe_exception
-
-if TYPE_CHECKING:
-    from ..plan import Plan
 
 __all__ = ["CalledOnce", "ONE_CALL"]
 
@@ -37,10 +34,9 @@ class CalledOnce:
         #: Each (library, device) opened, or why it cannot be.
         self._opened: dict[tuple[str, str], Backend | str] = {}
 
-    def run(self, plan: "Plan") -> Results:
-        """The plan's records, one call per cell, as a run's ``Results``."""
-        options = plan.options
-        records = [aggregate(cell, [self._call(cell, options)], 1, options.rel_ci) for cell in plan.cells]
+    def run(self, cells: list[Cell], options: RunOptions) -> Results:
+        """The cells' records, one call each, as a run's ``Results``."""
+        records = [aggregate(cell, [self._call(cell, options)], 1, options.rel_ci) for cell in cells]
         environment = machine.collect(options.threads)
         environment["run_id"] = uuid.uuid4().hex[:16]
         return Results(environment=environment, settings=options.to_dict(), records=records)

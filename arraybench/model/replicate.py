@@ -8,7 +8,7 @@ the replicate, not the sample, as the independent unit: a process can run slow f
 glibc serves a request of 128 KiB or more with ``mmap`` unless an earlier free raised its dynamic
 threshold, so a call gets **fresh pages** (zeroed, a fault per 4 KiB: NumPy's FFT at n = 10⁶ took
 37.8 ms) or **reuses memory** (17.8 ms) by accident of its process's past. So every worker starts
-in a known state (``SETTINGS``, set by the parent, ``host/allocator``): ``HEADLINE``, and a CPU cell
+in a known state (``SETTINGS``, set by the parent, ``host/threads``): ``HEADLINE``, and a CPU cell
 with large outputs is measured again in ``OTHER`` (``StateSamples``), kept beside it, never averaged.
 """
 
@@ -93,7 +93,7 @@ class Replicate:
     samples_s: list[float] = field(default_factory=list, metadata=schema.SECONDS)
     #: The round of turns each sample was taken in (``executors/turns``): what pairs samples.
     rounds: list[int] | None = field(default=None, metadata={"min": 0})
-    #: The rounds during which other processes used half a core or more (``executors/load``).
+    #: The rounds during which other processes used half a core or more (``executors/turns``).
     busy_rounds: list[int] = field(default_factory=list, metadata={"min": 0})
     device_samples_s: list[float] | None = field(default=None, metadata=schema.SECONDS)
     number: int | None = field(default=None, metadata={"min": 1})

@@ -22,7 +22,7 @@ class TimerSettings:
     warmup_s: float = 0.02
     cold: bool = False  # evict caches before every sample (forces one call per sample)
     max_batch_bytes: float = 2 * 1024**3  # throughput mode keeps a batch's results alive
-    # -- inputs a call changes (``mutates=``), fresh for every call (``fresh.py``) --
+    # -- inputs a call changes (``mutates=``), fresh for every call (``worker/timer``) --
     restore: str = "auto"  # "pool": copies refilled per batch; "per_call": before each call; "auto": by speed
     pool_bytes: float = 256 * 1024**2  # the most a pool of copies may take
 

@@ -4,7 +4,7 @@ verdict against a baseline.
 Each call of the ``arraybench_run`` fixture is one ``arraybench.run`` (the API: the same plan,
 worker processes, checks and analysis as the command line), kept in memory. At the end of the
 session its records become one run, the session's, which is compared with the baseline
-(``baseline``), judged by the gate ``arraybench compare --fail-above`` uses, and stored when asked:
+(``store.refs``), judged by the gate ``arraybench compare --fail-above`` uses, and stored when asked:
 one run per session, as pytest-benchmark saves one file per session.
 """
 
@@ -105,7 +105,7 @@ class Suite:
 
             if self._called_once is None:
                 self._called_once = CalledOnce()
-            results = self._called_once.run(planned)
+            results = self._called_once.run(planned.cells, planned.options)
             self._keep(test, results)
             return results
         from ..executors.pool import sharing, WorkerPool

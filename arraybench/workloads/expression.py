@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..errors import UsageError, option_name
-from ..model.options import parse_size, parse_sizes
+from .sizes import parse_size, parse_sizes
 from .definition import DEFAULT_SIZES, Namespace, Workload, define
 from .params import is_numpy_setting, is_setting, plain
 from .registry import REGISTRY, register

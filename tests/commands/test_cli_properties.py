@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from arraybench import backends
 from arraybench.model import options as plan
+from arraybench.workloads import sizes
 from arraybench.plan import validate
 from arraybench.plan import build_plan
 from arraybench.commands.main import parse
@@ -119,7 +120,7 @@ def test_any_arguments_give_a_valid_plan_or_one_line(tmp_path_factory, argv):
     assert cells
     assert len({c.key for c in cells}) == len(cells)
     for c in cells:
-        assert 1 <= c.size <= plan.MAX_SIZE
+        assert 1 <= c.size <= sizes.MAX_SIZE
         assert c.workload in REGISTRY
         assert c.device in backends.SPECS[c.backend].devices
         assert c.dtype in plan.DTYPES and c.mode in plan.MODES
@@ -135,11 +136,11 @@ def test_any_arguments_give_a_valid_plan_or_one_line(tmp_path_factory, argv):
 def test_any_sizes_give_cells_in_range_or_one_line(text):
     options = plan.RunOptions(backends=["numpy"], devices=["cpu"], workloads=["matmul", "sort"])
     try:
-        options.sizes = plan.parse_sizes(text)
+        options.sizes = sizes.parse_sizes(text)
         options = validate(options, REGISTRY)
         cells = build_plan(options, REGISTRY)
     except UsageError as exc:
         assert str(exc) and len(str(exc).splitlines()) == 1
         return
-    assert cells and all(1 <= c.size <= plan.MAX_SIZE for c in cells)
-    assert len(cells) <= 2 * (plan.MAX_STEPS + 40) * 5
+    assert cells and all(1 <= c.size <= sizes.MAX_SIZE for c in cells)
+    assert len(cells) <= 2 * (sizes.MAX_STEPS + 40) * 5
