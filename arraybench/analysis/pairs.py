@@ -20,11 +20,8 @@ from ..model.cell import case_key
 from ..model.pair import Pair
 from ..model.record import Record
 from ..model.replicate import Replicate
-from ..numeric.medians import median_ci
-from ..numeric.medians import CONFIDENCE, spread_factor
-
-#: A pair whose interval lies within this share of 1 either way is level.
-LEVEL_WITHIN = 0.05
+from ..numeric.medians import CONFIDENCE, median_ci, spread_factor
+from ..numeric.stopping import LEVEL_WITHIN
 
 #: Fewest rounds a process must share for its ratio to count.
 MIN_ROUNDS = 2

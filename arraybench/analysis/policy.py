@@ -18,7 +18,7 @@ from ..model.journal import JournalState
 from ..model.options import RunOptions
 from ..model.replicate import Replicate
 from ..model.timer_settings import TimerSettings
-from ..numeric.stopping import (ANSWERED_LEVEL, BETWEEN_BURSTS, LEAST_SAMPLES_PER_PROCESS, OPEN_BUDGET,
+from ..numeric.stopping import (LEVEL_WITHIN, BETWEEN_BURSTS, LEAST_SAMPLES_PER_PROCESS, OPEN_BUDGET,
                                 PAIR_ON_TURNS, PAIR_ON_WITHIN, QUIET_ROUNDS, QUIET_STRETCH, RESTED_SHARE,
                                 STRETCH_S)
 from ..numeric.medians import replicate_interval
@@ -185,8 +185,8 @@ def _open_pairs(cell: Cell, case: list[Cell], have: Mapping[str, Mapping[int, Re
         common = sorted(set(mine) & set(theirs))
         found = paired_ratio([mine[i] for i in common], [theirs[i] for i in common])
         if found is not None:
-            answered.append(found.verdict in ("faster", "slower") or found.within(ANSWERED_LEVEL))
-            if not answered[-1] and found.reachable(most, ANSWERED_LEVEL):
+            answered.append(found.verdict in ("faster", "slower") or found.within(LEVEL_WITHIN))
+            if not answered[-1] and found.reachable(most, LEVEL_WITHIN):
                 reachable.append(other)
     return (None if not answered else not all(answered)), bool(reachable), reachable
 

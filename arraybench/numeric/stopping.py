@@ -58,8 +58,11 @@ PAIR_ON_WITHIN = 2.0
 #: Each process takes at least this many samples of a cell, however many processes share the
 #: cell's sample floor: three is the fewest whose median one stray sample cannot set.
 LEAST_SAMPLES_PER_PROCESS = 3
-#: A pair counts as answered when it is faster or slower, or level within this share either way.
-ANSWERED_LEVEL = 0.02
+#: A pair whose 95% interval holds 1 and lies within this share of it either way is level, and
+#: answered: neither is faster by more than 10% (asv's default factor, and the smallest difference
+#: a default run is asked to tell apart). At 5%, three processes' t interval (4.3 standard errors)
+#: called 17% of quiet A/A pairs level: a claim of sameness finer than the run can resolve.
+LEVEL_WITHIN = 0.10
 #: The budget of a cell with an open pair, in times ``--max-time``: processes are what decide a
 #: verdict, and a busy machine makes each cost more; a cell with no pair to decide stops at one.
 OPEN_BUDGET = 2

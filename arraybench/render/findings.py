@@ -19,6 +19,7 @@ from ..analysis.grouping import (baseline, comparison, grouped, is_valid, librar
 from ..analysis.memory import memory_gaps
 from ..analysis.roofline import ceiling_key, ceilings, share
 from ..analysis.pairs import SelfCheck
+from ..numeric.stopping import LEVEL_WITHIN
 from ..model.cell import config_label
 from ..model.pair import Pairs
 from ..model.record import Record
@@ -57,7 +58,7 @@ def why_not_apart(a: Record, b: Record, pairs: Pairs) -> str:
 
 
 def not_apart(a: Record, b: Record, pairs: Pairs) -> str:
-    """``level`` (within ±5%, with 95% confidence) or ``not told apart``."""
+    """``level`` (within ±10%, with 95% confidence) or ``not told apart``."""
     return "level" if comparison(a, b, pairs)[0] == "level" else "not told apart"
 
 
@@ -191,7 +192,7 @@ def _winner(workload: str, group: list[Record], on: str, pairs: Pairs) -> list[s
     label = _gradient_labels(named)
     if not significantly_faster(best, second, pairs):
         word = not_apart(best, second, pairs)
-        why = "within 5% of each other" if word == "level" else why_not_apart(best, second, pairs)
+        why = f"within {LEVEL_WITHIN:.0%} of each other" if word == "level" else why_not_apart(best, second, pairs)
         return [f"On {where}, {label(best)} and {label(second)} are {word} "
                 f"({format_seconds(best.median_s)} and {format_seconds(second.median_s)}, their medians; "
                 f"{why}){_unequal_gradients(named[:2], workload)}."]

@@ -18,6 +18,7 @@ from ..analysis.roofline import achieved
 from ..model.cell import config_label
 from ..model.pair import Pairs
 from ..model.record import Record
+from ..numeric.stopping import LEVEL_WITHIN
 from ..units import format_interval, format_rate, format_speedup
 
 
@@ -286,7 +287,7 @@ def speedup_text(r: Record, base: Record | None, pairs: Pairs = Pairs()) -> str:
         return "baseline"
     said, ratio = comparison(r, base, pairs)
     if said == "level":
-        return "level (±5%)"
+        return f"level (±{LEVEL_WITHIN:.0%})"
     if said == "undecided":
         return "undecided"
     return format_speedup(ratio)  # the verdict is "faster" or "slower": the ratio says which

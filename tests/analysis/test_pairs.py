@@ -111,6 +111,9 @@ def test_verdict_words_follow_the_interval_alone():
     assert pairs.verdict(0.5, 0.9) == "faster"
     assert pairs.verdict(1.1, 3.0) == "slower"
     assert pairs.verdict(0.97, 1.04) == "level"
+    # Level is within LEVEL_WITHIN (10%) either way, on both ends of the interval.
+    assert pairs.verdict(0.92, 1.09) == "level"
+    assert pairs.verdict(0.90, 1.05) == "undecided" and pairs.verdict(0.95, 1.11) == "undecided"
     # An interval that includes 1 and is wide is undecided, never level: a 139x gap with a
     # huge interval on one side must not read "level".
     assert pairs.verdict(0.01, 1.5) == "undecided"
