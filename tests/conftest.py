@@ -151,11 +151,12 @@ def run_here(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Compl
 _PROBED: dict[tuple[str, str, float], tuple] = {}
 
 
-@pytest.fixture
-def probed_once(monkeypatch):
+@contextlib.contextmanager
+def probes_once():
     """Each library's worker asked once per test process what it is (``info``'s probe, seconds
-    a library: PyTorch and JAX import in it): its answer here is the same for every test. The
-    first asking is real; another interpreter (``environment``) is always asked."""
+    a library: PyTorch and JAX import in it) while this holds: its answer here is the same for
+    every test. The first asking is real; another interpreter (``environment``) is always asked.
+    For a module's fixture; a test takes ``probed_once``."""
     from arraybench.executors import probe as module
 
     real = module.probe
@@ -168,7 +169,16 @@ def probed_once(monkeypatch):
             _PROBED[key] = real(backend, device, timeout)
         return _PROBED[key]
 
-    monkeypatch.setattr(module, "probe", probe)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(module, "probe", probe)
+        yield
+
+
+@pytest.fixture
+def probed_once():
+    """A test's ``info`` probes each library once per test process (see ``probes_once``)."""
+    with probes_once():
+        yield
 
 
 #: Options that keep a real run short in tests: one process, a few samples per cell.

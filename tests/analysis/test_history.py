@@ -9,6 +9,7 @@ import datetime as _dt
 import io
 import math
 import random
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -173,33 +174,39 @@ def test_parse_since():
     assert parse_since(None) is None
 
 
-@pytest.mark.slow
-def test_a_run_report_shows_its_history_when_the_store_has_earlier_runs(tmp_path: Path):
-    store = str(tmp_path / "s.sqlite")
-    args = ("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST, "--store", store)
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory) -> Path:
+    """Two real runs of one cell into one store, the second labelled with a new commit: a folder
+    holding one/, two/ and s.sqlite. Copy what a test changes."""
+    root = tmp_path_factory.mktemp("two-runs")
+    args = ("run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "small", *FAST,
+            "--store", str(root / "s.sqlite"))
     # A process each, not run_here: a run's start is stored to the second, and two runs started
     # within one second are ordered by their ids, not by when they ran.
-    first = run_cli(*args, "-o", str(tmp_path / "one"))
+    first = run_cli(*args, "-o", str(root / "one"))
     assert first.returncode == 0, first.stderr
-    assert "id='history'" not in (tmp_path / "one" / "report.html").read_text()
-    second = run_cli(*args, "-o", str(tmp_path / "two"), "--context", "commit=new")
+    second = run_cli(*args, "-o", str(root / "two"), "--context", "commit=new")
     assert second.returncode == 0, second.stderr
-    page = (tmp_path / "two" / "report.html").read_text()
+    return root
+
+
+@pytest.mark.slow
+def test_a_run_report_shows_its_history_when_the_store_has_earlier_runs(two_runs: Path):
+    assert "id='history'" not in (two_runs / "one" / "report.html").read_text()
+    page = (two_runs / "two" / "report.html").read_text()
     assert "id='history'" in page and "data-plot='history_matmul.svg'" in page
-    assert "2 runs" in page and (tmp_path / "two" / "history_matmul.svg").is_file()
+    assert "2 runs" in page and (two_runs / "two" / "history_matmul.svg").is_file()
     # One process each: the report calls no step (nor blames the new label) and says why.
     assert "1 cell measured with one process: no step can be called; use --processes 2 or more" in page
     assert "STEP" not in page and "commit: —" not in page
 
 
 @pytest.mark.slow
-def test_history_of_this_machine_and_a_rebuilt_report_keep_the_history(tmp_path: Path):
+def test_history_of_this_machine_and_a_rebuilt_report_keep_the_history(two_runs: Path, tmp_path: Path):
+    shutil.copytree(two_runs, tmp_path, dirs_exist_ok=True)  # this test rewrites a report
     store = str(tmp_path / "s.sqlite")
-    args = ("run", "--backends", "numpy", "--workloads", "sort", "--sizes", "small", *FAST, "--store", store)
-    for name in ("one", "two"):
-        assert run_cli(*args, "-o", str(tmp_path / name)).returncode == 0  # a process each: see above
     mine = run_here("history", "--store", store, "--machine", "this", "--no-plots", cwd=tmp_path)
-    assert mine.returncode == 0 and "sort small" in mine.stdout and "over 2 runs" in mine.stdout
+    assert mine.returncode == 0 and "matmul small" in mine.stdout and "over 2 runs" in mine.stdout
     other = run_here("history", "--store", store, "--machine", "ffffff", "--no-plots", cwd=tmp_path)
     assert other.returncode == 0 and "no stored run matches" in other.stdout
     (tmp_path / "two" / "report.html").unlink()

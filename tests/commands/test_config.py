@@ -49,7 +49,7 @@ def test_the_project_file_sets_defaults_and_the_command_line_wins(tmp_path: Path
 
 
 @pytest.mark.slow
-def test_the_nearest_pyproject_is_found_from_a_subfolder(tmp_path: Path, monkeypatch):
+def test_the_nearest_pyproject_is_found_from_a_subfolder(tmp_path: Path, monkeypatch, probed_once):
     folder = project(tmp_path, PROJECT)
     deep = folder / "src" / "deeper"
     deep.mkdir(parents=True)

@@ -20,7 +20,7 @@ from arraybench.render.report import markdown_table
 from arraybench.render.notes import speedup_text
 from arraybench.render.tables import table_text
 
-from ..conftest import ROOT, run_cli
+from ..conftest import ROOT, run_cli, run_here
 from ..synthetic import record, results, spread
 
 EXAMPLE = ROOT / "docs" / "example-cpu"  # a real default run's results (30 rows measured, 2 cores)
@@ -96,10 +96,11 @@ def test_a_wide_terminal_gets_the_full_table(example):
 
 @pytest.mark.slow
 def test_the_report_command_fits_the_columns_it_is_given(tmp_path):
-    # The real command on a real run's results, through a pipe: $COLUMNS sets the width.
+    # The real command on a real run's results: $COLUMNS sets the width (in this process), and
+    # through a pipe with no $COLUMNS (a fresh interpreter: pytest's terminal stays out) it is 80.
     folder = tmp_path / "run"
     shutil.copytree(EXAMPLE, folder)
-    done = run_cli("report", str(folder), "--no-plots", "--no-store", cwd=tmp_path, env={"COLUMNS": "80"})
+    done = run_here("report", str(folder), "--no-plots", "--no-store", cwd=tmp_path, env={"COLUMNS": "80"})
     assert done.returncode == 0, done.stderr
     # A path is one word: whole on its line (to copy or click), never split, wherever it ends.
     lines = [ln for ln in done.stdout.splitlines() if not ln.startswith(("open /", "wrote "))]
@@ -108,7 +109,7 @@ def test_the_report_command_fits_the_columns_it_is_given(tmp_path):
     piped = run_cli("report", str(folder), "--no-plots", "--no-store", cwd=tmp_path, env={"COLUMNS": None})
     assert max(cell_len(ln) for ln in piped.stdout.splitlines()
                if not ln.startswith(("open /", "wrote "))) <= 80  # a pipe, as in CI: 80 columns
-    wide = run_cli("report", str(folder), "--no-plots", "--no-store", cwd=tmp_path, env={"COLUMNS": "200"})
+    wide = run_here("report", str(folder), "--no-plots", "--no-store", cwd=tmp_path, env={"COLUMNS": "200"})
     assert "first call" in wide.stdout and "Hidden" not in wide.stdout
 
 
