@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -19,6 +20,17 @@ pytest_plugins = ["pytester"]
 
 # pytest sessions of their own, interrupted by signals.
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def ctrl_c_raises():
+    """Ctrl-C as a terminal delivers it to a Python program, whatever disposition of SIGINT an
+    earlier test in this process (or the runner that started it) left: these sessions run in
+    this process, and a SIGINT ignored or handled elsewhere never reaches them."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    if previous is not None:  # None: set outside Python, and not ours to restore
+        signal.signal(signal.SIGINT, previous)
 
 ONE = '''
 def test_fine(arraybench_run):
