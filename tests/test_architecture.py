@@ -467,3 +467,13 @@ def test_the_missing_name_finder_finds_one(tmp_path):
     (tmp_path / "pkg" / "b.py").write_text("from .a import X, Y\n")
     modules = {"pkg.a": tmp_path / "pkg" / "a.py", "pkg.b": tmp_path / "pkg" / "b.py"}
     assert missing_names(modules) == ["pkg.b imports Y from pkg.a"]
+
+
+def test_no_import_runs_up_the_floors_and_no_two_folders_import_each_other():
+    # The figures docs/architecture.md quotes ("0 and 0"), from the script that gives them: a
+    # module imported from a folder above its own (the sizes' syntax read from model/ by the
+    # workloads) reads as 1 here before anyone reads the doc again.
+    script = PACKAGE.parent / "benchmarks" / "import_layers.py"
+    out = subprocess.run([sys.executable, str(script), str(PACKAGE.parent), "-v"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "upward imports: 0\n" in out and "two-way folder pairs: 0 []" in out, out
