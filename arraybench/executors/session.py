@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from ..analysis.aggregate import aggregate
 from ..analysis.policy import timer_settings
 from ..errors import SaveError
-from ..analysis import pairs as self_check
+from ..analysis import pairs
 from ..analysis.pairs import pairs_of
 from ..host import git, machine, environments
 from ..model.journal import Journal, JournalSink, JournalState
@@ -207,8 +207,8 @@ class Session:
         """Records from everything measured so far."""
         errors = [{"kind": "worker", "source": worker_key(b, d, e), "error": reason}
                   for (b, d, e), reason in self.state.start_failures.items()]
-        records, twins = self_check.split(self.record(c) for c in self.cells)
-        checked = self_check.twin_pairs(twins, records, environments.twin_of(self.options)) if twins else []
+        records, twins = pairs.split(self.record(c) for c in self.cells)
+        checked = pairs.twin_pairs(twins, records, environments.twin_of(self.options)) if twins else []
         return Results(environment=self.environment, settings=self._settings(), records=records,
                        complete=complete, errors=errors, pairs=pairs_of(records), twins=twins,
                        self_check=checked, output_dir=self.out_dir)

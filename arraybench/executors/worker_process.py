@@ -22,7 +22,7 @@ from typing import Callable, Hashable, Iterator, Mapping
 
 from ..files import open_append
 from ..host.threads import child_setup
-from ..worker.protocol import Board as heartbeat
+from ..worker.protocol import Board
 from .watcher import unwatch, watch
 from .worker_log import CappedLog, crash_site, describe_exit, last_error
 from ..worker.protocol import Done, Job, Message, Unavailable, parse
@@ -75,7 +75,7 @@ class WorkerProcess:
         """Start ``python -m arraybench.worker`` (None: this interpreter) with ``job`` on its stdin."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self.board_path = log_path.with_suffix(".board")
-        heartbeat.create(self.board_path)
+        Board.create(self.board_path)
         job = replace(job, board=str(self.board_path))
         #: The cells of its job, in the job's order (a ``Turn`` names one by its index).
         self.cells = job.cells
@@ -227,7 +227,7 @@ class WorkerProcess:
 
     def current_cell(self) -> int:
         """The index (in the job's cells) of the cell the worker last said it was working on."""
-        return heartbeat.read(self.board_path)[0]
+        return Board.read(self.board_path)[0]
 
     def messages(self, timeout: float, *, startup_timeout: float | None = None,
                  deadline: float | None = None,
@@ -237,7 +237,7 @@ class WorkerProcess:
         ``deadline`` (``time.monotonic()``) ends the wait whatever the progress; ``stop`` is asked
         only between messages, so a message is never half handled. Raises ``WorkerTimeout``,
         ``WorkerExited`` or ``StopRequested``; returns after ``Done`` or ``Unavailable``."""
-        last_beat = heartbeat.read(self.board_path)
+        last_beat = Board.read(self.board_path)
         last_progress = time.monotonic()
         allowance = max(timeout, startup_timeout or 0.0)
         while True:
@@ -263,7 +263,7 @@ class WorkerProcess:
                     elif time.monotonic() - self._exited_at >= PIPE_GRACE_S:
                         raise WorkerExited(self.proc.returncode, self.last_error_line())
                     continue
-                beat = heartbeat.read(self.board_path)
+                beat = Board.read(self.board_path)
                 now = time.monotonic()
                 last_progress = max(last_progress, self.asked_at)  # paused or unasked: not stuck
                 if deadline is not None and now >= deadline:
@@ -288,7 +288,7 @@ class WorkerProcess:
     def assign(self, job: Job) -> None:
         """Give a worker that finished its last job (``Job.reuse``) its next one; it says
         ``Ready`` again and goes on as a fresh one would."""
-        heartbeat.create(self.board_path)  # the last job's progress is not this one's
+        Board.create(self.board_path)  # the last job's progress is not this one's
         self.cells = job.cells
         self.resume()
         self.send(replace(job, board=str(self.board_path)).to_json())

@@ -287,7 +287,7 @@ def harness_outcome(what: str, tool: str, tries: list[list[tuple[float, float]]]
 
 def check_memory(backend: Backend) -> CheckDone:
     """How the library holds device memory, and that arraybench's release between cells works."""
-    from ..backends import gpu as cuda_driver
+    from ..backends import gpu
 
     before = backend.memory_available()
     if before is None:
@@ -303,7 +303,7 @@ def check_memory(backend: Backend) -> CheckDone:
     detail = (f"free {before[0] / gib:.2f} GiB, {held[0] / gib:.2f} with 256 MiB held, "
               f"{after[0] / gib:.2f} after release (of {before[1] / gib:.1f} GiB)")
     settings = backend.info().get("memory") or {}
-    physical = cuda_driver.total_memory(backend.cuda_ordinal) if backend.cuda_ordinal is not None else None
+    physical = gpu.total_memory(backend.cuda_ordinal) if backend.cuda_ordinal is not None else None
     if settings.get("preallocate") and settings.get("fraction") and physical:
         share = before[1] / physical
         ok &= abs(share - settings["fraction"]) <= 0.05
