@@ -94,12 +94,17 @@ def welch(base: Sequence[float], new: Sequence[float]) -> TTest | None:
 
 def q_values(p_values: Sequence[float]) -> list[float]:
     """Benjamini–Hochberg adjusted p-values, in the order given."""
-    if not p_values:
-        return []
-    # Imported here: scipy.stats takes seconds to import, which only a comparison should pay.
-    from scipy.stats import false_discovery_control
-
-    return [float(q) for q in false_discovery_control(list(p_values), method="bh")]
+    # The step-up rule itself, as scipy.stats.false_discovery_control computes it (the tests
+    # hold the two equal): importing scipy.stats costs a run or a report most of a second.
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    q = [0.0] * m
+    running = 1.0
+    for rank in range(m, 0, -1):
+        i = order[rank - 1]
+        running = min(running, p_values[i] * m / rank)
+        q[i] = running
+    return q
 
 
 def benjamini_hochberg(p_values: Sequence[float], q: float = 0.05) -> list[bool]:

@@ -163,6 +163,15 @@ def test_benjamini_hochberg_by_hand():
     assert all(qi >= pi for qi, pi in zip(q, p))
 
 
+def test_benjamini_hochberg_is_scipys():
+    from scipy.stats import false_discovery_control
+
+    rng = random.Random(7)
+    for m in (1, 2, 5, 40):
+        p = [rng.random() ** 3 for _ in range(m)] + [0.5, 0.5]  # ties too
+        assert benjamini_hochberg(p) == pytest.approx(list(false_discovery_control(p, method="bh")), rel=1e-12)
+
+
 def _synthetic_run(rng: random.Random, effects: dict[str, float], processes: int = 4,
                    process_sd: float = 0.05):
     """Results of ``len(effects)`` cells, each process slower or faster for its whole life."""
