@@ -108,7 +108,7 @@ def test_ones_own_folder_refuses_a_swapped_pickle_and_a_changed_header(shipped, 
     refused = run_here("run", "--resume", str(changed), "-q", "--no-plots", "--no-store", env=own, cwd=ROOT)
     assert refused.returncode == 2
     line = _one_error_line(refused.stderr)
-    assert f"--workload-file {evil}" in line and "was not written by your arraybench" in line
+    assert f"--workload-files {evil}" in line and "was not written by your arraybench" in line
     assert not marker.exists()
 
 
@@ -141,7 +141,7 @@ def test_only_the_named_workload_file_of_a_received_folder_is_imported(tmp_path:
     (out / "journal.jsonl").write_text(json.dumps(header) + "\n")
     refused = run_here("run", "--resume", str(out), "-q", "--no-store", cwd=tmp_path)
     assert refused.returncode == 2, refused.stderr
-    assert f"--workload-file {evil}" in _one_error_line(refused.stderr)
+    assert f"--workload-files {evil}" in _one_error_line(refused.stderr)
     other = tmp_path / "mine.py"
     other.write_text("")
     assert main(["run", "--resume", str(out), "--workload-file", str(other), "-q", "--no-store"]) == 2

@@ -65,7 +65,7 @@ class Job:
     shuffle_seed: int = 0
     threads: int | None = field(default=None, metadata={"min": 1})
     allow_tf32: bool = False
-    #: ``--workload-file`` paths, and the file of workloads shipped from the API (or None).
+    #: ``--workload-files`` paths, and the file of workloads shipped from the API (or None).
     workload_files: tuple[str, ...] = ()
     shipped: str | None = None
     #: The heartbeat board the worker marks its progress on (set by ``WorkerProcess``).

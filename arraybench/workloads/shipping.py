@@ -44,7 +44,7 @@ def pack(workloads: list[Workload]) -> bytes:
                 f"workload {wl.name!r} cannot be sent to the worker processes ({type(exc).__name__}: "
                 f"{first}): what its functions refer to must be picklable; create such an object "
                 "inside the function, or define the workload in a file and pass it with "
-                "--workload-file (workload_files=)") from None
+                "--workload-files (workload_files=)") from None
     payload = {"workloads": workloads, "sources": _sources(workloads),
                "filenames": [[_filename(fn) for fn in wl.functions()] for wl in workloads]}
     return cloudpickle.dumps(payload)

@@ -2,7 +2,7 @@
 
 A results folder is data, perhaps from someone else, and its journal names workload files to import
 and a ``workloads.pickle`` that loading would run. Either runs only when the user names it
-(``--workload-file``), trusts the folder (``--trust-folder``), or the folder is their own: its
+(``--workload-files``), trusts the folder (``--trust-folder``), or the folder is their own: its
 header carries an HMAC-SHA256 seal made with a key only this user's arraybench holds. The pickle
 loads only if its SHA-256 is the one its run recorded. And a workload whose code changed since the
 run began (its ``fingerprint``) is refused: its cells would pool replicates of the old code and the new.
@@ -137,7 +137,7 @@ def check_resume(out: Path, *, files: list[str], shipped: bool, shipped_sha256: 
                              "the folder came from")
         unnamed = [f for f in files if str(Path(f)) not in {str(Path(n)) for n in named}]
         if unnamed:
-            flags = " ".join(f"--workload-file {shlex.quote(f)}" for f in unnamed)
+            flags = " ".join(f"--workload-files {shlex.quote(f)}" for f in unnamed)
             raise UsageError(f"{out}: its journal names the workload file {unnamed[0]}, and this "
                              "folder was not written by your arraybench (or its journal was "
                              "changed), so nothing in it is run unless you name it: arraybench run "

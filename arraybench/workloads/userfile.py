@@ -1,6 +1,6 @@
 """The user's own code: loading their workload files, and pointing an error at their line.
 
-``--workload-file my_bench.py`` is imported in the parent, to plan, and again in every worker. A
+``--workload-files my_bench.py`` is imported in the parent, to plan, and again in every worker. A
 missing file is a mistake on the command line (exit 2); a file that does not load is reported with
 its own line while the other files and the built-ins still run (``results.json``'s ``errors``).
 Importing a file must not change the run around it: the working folder is put back, what it prints

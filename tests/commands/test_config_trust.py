@@ -116,7 +116,7 @@ def test_trust_folder_in_a_project_file_is_ignored_and_grants_nothing(tmp_path: 
     refused = run_here("run", "--resume", str(out), "-q", "--no-store", cwd=below,
                        env={"ARRAYBENCH_CONFIG": None})
     assert refused.returncode == 2, refused.stderr
-    assert f"--workload-file {evil}" in refused.stderr.splitlines()[-1]
+    assert f"--workload-files {evil}" in refused.stderr.splitlines()[-1]
     assert "trust_folder is ignored" in refused.stderr
     assert not marker.exists()
     # A plain command is not stopped by the key: it says once that it is ignored.
