@@ -8,6 +8,7 @@ the package too (its ``__init__`` runs first). A cycle hidden behind any of them
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +29,7 @@ def _modules() -> dict[str, Path]:
 
 def imports(path: Path, name: str, modules: dict[str, Path]) -> set[str]:
     """The arraybench modules (and the outside top-level packages) ``name`` imports."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _parsed(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -263,7 +264,7 @@ def test_one_word_per_idea():
     for name, path in modules.items():
         if name.startswith("arraybench.store"):
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = _parsed(path)
         defined = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         assert "store" not in defined, f"{name} defines store(): the word is the results store's"
 
@@ -293,7 +294,7 @@ def test_one_module_turns_ratios_into_text():
     through ``units`` rather than its own format."""
     for name, path in _modules().items():
         if name != "arraybench.units":
-            found = _worded_numbers(ast.parse(path.read_text(encoding="utf-8")))
+            found = _worded_numbers(_parsed(path))
             assert not found, f"{name} words a ratio itself: {found}"
 
 
@@ -343,7 +344,7 @@ def test_analysis_returns_data_and_rendering_words_it():
     assert {"format_seconds", "format_ratio", "format_speedup", "format_interval"} <= formatters
     for name, path in _modules().items():
         if name.startswith("arraybench.analysis") and name not in WORDING_IN_ANALYSIS:
-            found = _formatters_imported(ast.parse(path.read_text(encoding="utf-8")), name, formatters)
+            found = _formatters_imported(_parsed(path), name, formatters)
             assert not found, f"{name} words numbers ({sorted(found)}): leave the sentence to render/"
 
 
@@ -414,9 +415,16 @@ def test_no_comment_or_page_points_at_an_issue_number():
     assert not found, found
 
 
+@functools.lru_cache(maxsize=None)
+def _parsed(path: Path) -> ast.Module:
+    """A source file's tree, parsed once for every test of this file that reads it."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=None)
 def _defined(path: Path) -> set[str] | None:
     """The names a module binds at top level (None where it builds them dynamically)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _parsed(path)
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -439,7 +447,7 @@ def missing_names(modules: dict[str, Path]) -> list[str]:
     found = []
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(_parsed(path)):
             if not isinstance(node, ast.ImportFrom):
                 continue
             if node.level:
