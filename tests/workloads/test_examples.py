@@ -60,7 +60,9 @@ def test_example_matches_its_reference(workload, backend_name, dtype):
         assert expected in shard.method
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
+# float64 only: each dtype is another torch.compile of the same code (about 7 s on two cores),
+# and float32's tolerance is the eager test's above.
+@pytest.mark.parametrize("dtype", ["float64"])
 @pytest.mark.parametrize("backend_name", ["torch", "jax"])
 @pytest.mark.parametrize("workload", IN_PLACE)
 def test_in_place_examples_compile_and_match_their_reference(workload, backend_name, dtype):
