@@ -131,6 +131,15 @@ def _measure(folder: Path, rounds: int) -> int:
            "arraybench.worker.main, numpy"
     for command in ([sys.executable, "-c", warm], [*pytest, "--collect-only", "test_anchor.py", "test_numpy.py"]):
         subprocess.run(command, cwd=folder, env=env, capture_output=True)  # the bytecode, made once
+    # A worker writes no bytecode unless told (PYTHONDONTWRITEBYTECODE set empty): one session
+    # whose workers may write it caches what only a worker imports (its modules, array_api_compat and the
+    # NumPy submodules it touches), which each worker of every round compiled anew (0.25-0.45 s of
+    # CPU a worker, beside the 0.4 s of the rest of its start).
+    # The every-library session's imports too (each library's, in the pytest process).
+    for args in (["test_numpy.py", "--arraybench-processes=1", "--arraybench-max-time=0.05"],
+                 ["test_defaults.py", "--arraybench-disable"]):
+        subprocess.run([*pytest, *args], cwd=folder, env={**env, "PYTHONDONTWRITEBYTECODE": ""}, capture_output=True)
+    (folder / "workers.txt").unlink(missing_ok=True)
     run_dir = folder / "run"
     made = subprocess.run([sys.executable, "-c", MAKE_RUN, str(run_dir)], cwd=folder, env=env,
                           capture_output=True, text=True)
@@ -171,7 +180,7 @@ def _measure(folder: Path, rounds: int) -> int:
             session, count = line.rsplit("\t", 1)
             kept.setdefault(session, []).append(int(count))
     print("worker processes a plugin session kept (one per replicate index, shared by its tests; a large "
-          "output's other allocator state adds one per test, not kept):")
+          "output's other allocator state adds one, shared too):")
     for session, counts in kept.items():
         print(f"  pytest {session}: {counts}")
     print(f"{rounds} alternated rounds, wall time of each whole process; median [range]")
