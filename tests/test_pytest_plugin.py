@@ -380,6 +380,27 @@ def test_a_sessions_tests_share_their_workers_one_process_per_replicate_index(py
     assert seen["second"] == seen["first"]
 
 
+def test_the_worker_measuring_fresh_pages_is_kept_for_the_next_test_too(pytester, tmp_path, registry_restored):
+    # Outputs of 256 KiB are large: each test's second process measures them with fresh pages too,
+    # in a worker of that state, which the second test gets from the session as the others.
+    pids = tmp_path / "pids.txt"
+    pytester.makepyfile(test_two=_REUSED.format(pids=str(pids)).replace("sizes=[1000]", "sizes=[32768]"))
+    result = run(pytester, "--arraybench-backends=numpy", "--arraybench-processes=2",
+                 f"--arraybench-json={tmp_path / 'session.json'}")
+    result.assert_outcomes(passed=2)
+    from arraybench import load_results
+
+    records = load_results(tmp_path / "session.json").records
+    assert sorted(r.workload for r in records) == ["first", "second"]
+    assert all(r.replicates[1].other_allocator is not None for r in records)  # measured both ways
+    seen: dict[str, set[str]] = {}
+    for line in pids.read_text().splitlines():
+        which, pid = line.split()
+        seen.setdefault(which, set()).add(pid)
+    assert len(seen["first"]) == 3  # two processes, and the second's fresh-pages worker
+    assert seen["second"] == seen["first"]
+
+
 # -- which workers a session starts -----------------------------------------------------------------
 
 #: A conftest that writes the names of the session's worker logs (one per worker process started,
