@@ -6,7 +6,9 @@
 Every figure is the wall time of a whole process started afresh (pytest, or the command), as a
 user waits for it. Each round runs every variant once, the order reversed every other round, so
 that a machine's drift falls on both sides of each comparison; the figures are the median over
-the rounds and their range. The two test functions are the same NumPy code for both tools, on the
+the rounds and their range. Beside each, the CPU time the process and its children took (user and
+system): on a shared machine the wall time grows with the others' load, the CPU time much less, so
+it says what a process costs when the wall time cannot. The two test functions are the same NumPy code for both tools, on the
 same input (a standard-normal vector of 100,000 float64). Nothing here touches the user's store:
 every process gets a data folder of its own (``XDG_DATA_HOME``), and bytecode is cached in the
 run's folder, made once before the rounds. ``--arraybench-processes=1`` is printed for scale only:
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -131,6 +134,15 @@ def _measure(folder: Path, rounds: int) -> int:
            "arraybench.worker.main, numpy"
     for command in ([sys.executable, "-c", warm], [*pytest, "--collect-only", "test_anchor.py", "test_numpy.py"]):
         subprocess.run(command, cwd=folder, env=env, capture_output=True)  # the bytecode, made once
+    # A worker writes no bytecode unless told (PYTHONDONTWRITEBYTECODE set empty): one session
+    # whose workers may write it caches what only a worker imports (its modules, array_api_compat and the
+    # NumPy submodules it touches), which each worker of every round compiled anew (0.25-0.45 s of
+    # CPU a worker, beside the 0.4 s of the rest of its start).
+    # The every-library session's imports too (each library's, in the pytest process).
+    for args in (["test_numpy.py", "--arraybench-processes=1", "--arraybench-max-time=0.05"],
+                 ["test_defaults.py", "--arraybench-disable"]):
+        subprocess.run([*pytest, *args], cwd=folder, env={**env, "PYTHONDONTWRITEBYTECODE": ""}, capture_output=True)
+    (folder / "workers.txt").unlink(missing_ok=True)
     run_dir = folder / "run"
     made = subprocess.run([sys.executable, "-c", MAKE_RUN, str(run_dir)], cwd=folder, env=env,
                           capture_output=True, text=True)
@@ -152,12 +164,14 @@ def _measure(folder: Path, rounds: int) -> int:
         "python -c pass (for scale)": [sys.executable, "-c", "pass"],
     }
     times: dict[str, list[float]] = {name: [] for name in variants}
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
     for round_ in range(rounds):
         order = list(variants) if round_ % 2 == 0 else list(reversed(variants))
         for name in order:
-            started = time.perf_counter()
+            before, started = _children_cpu(), time.perf_counter()
             done = subprocess.run(variants[name], cwd=folder, env=env, capture_output=True, text=True)
             took = time.perf_counter() - started
+            cpu[name].append(_children_cpu() - before)  # its workers too: reaped by it, then it by us
             if done.returncode != 0:
                 print(f"{name}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
                 return 1
@@ -171,12 +185,16 @@ def _measure(folder: Path, rounds: int) -> int:
             session, count = line.rsplit("\t", 1)
             kept.setdefault(session, []).append(int(count))
     print("worker processes a plugin session kept (one per replicate index, shared by its tests; a large "
-          "output's other allocator state adds one per test, not kept):")
+          "output's other allocator state adds one, shared too):")
     for session, counts in kept.items():
         print(f"  pytest {session}: {counts}")
-    print(f"{rounds} alternated rounds, wall time of each whole process; median [range]")
+    print(f"{rounds} alternated rounds, wall time of each whole process; median [range]; CPU time, median "
+          f"(its ratio to pytest-benchmark's)")
+    anchor_cpu = statistics.median(cpu["pytest-benchmark, 2 NumPy functions"])
     for name, t in times.items():
-        print(f"  {name:<56} {median[name]:7.2f} s  [{min(t):.2f}-{max(t):.2f}]")
+        used = statistics.median(cpu[name])
+        print(f"  {name:<56} {median[name]:7.2f} s  [{min(t):.2f}-{max(t):.2f}]  CPU {used:6.2f} s "
+              f"({used / anchor_cpu:.2f}x)")
     anchor, plugin = median["pytest-benchmark, 2 NumPy functions"], median[
         "plugin, the same 2 (a 2-cell session at its defaults)"]
     checks = [
@@ -198,6 +216,12 @@ def _measure(folder: Path, rounds: int) -> int:
         verdict = "" if goal is None else ("  met" if value <= goal else "  NOT met") + f" (goal <= {goal:g}{unit})"
         print(f"  {what:<64} {value:6.2f}{unit}{verdict}")
     return 0
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user and system) of every child process reaped so far."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ measuring real workloads in real worker processes, with a results store in the t
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import re
 import shutil
 from pathlib import Path
@@ -364,19 +365,34 @@ def test_second(arraybench_run):
 """
 
 
-def test_a_sessions_tests_share_their_workers_one_process_per_replicate_index(pytester, tmp_path,
+def test_a_sessions_tests_share_their_workers_one_process_per_replicate_index(pytester, tmp_path, monkeypatch,
                                                                             registry_restored):
     # Each test's run has 2 processes; the second test's are the first's, given a new job: the
-    # library is imported once per replicate index for the session, not once per test.
+    # library is imported once per replicate index for the session, not once per test. Outputs of
+    # 256 KiB are large: the second process measures them with fresh pages too (where glibc's
+    # allocator is arraybench's to set), in a worker of that state, which the second test gets
+    # from the session as the others.
+    from arraybench.host.threads import uncontrolled_reason
+    from arraybench.model.replicate import USER_VARIABLES
+
+    for name in (*USER_VARIABLES, "GLIBC_TUNABLES", "LD_PRELOAD"):
+        monkeypatch.delenv(name, raising=False)
+    fresh = not uncontrolled_reason(os.environ)
     pids = tmp_path / "pids.txt"
-    pytester.makepyfile(test_two=_REUSED.format(pids=str(pids)))
-    result = run(pytester, "--arraybench-backends=numpy", "--arraybench-processes=2")
+    pytester.makepyfile(test_two=_REUSED.format(pids=str(pids)).replace("sizes=[1000]", "sizes=[32768]"))
+    result = run(pytester, "--arraybench-backends=numpy", "--arraybench-processes=2",
+                 f"--arraybench-json={tmp_path / 'session.json'}")
     result.assert_outcomes(passed=2)
+    from arraybench import load_results
+
+    records = load_results(tmp_path / "session.json").records
+    assert sorted(r.workload for r in records) == ["first", "second"]
+    assert all((r.replicates[1].other_allocator is not None) == fresh for r in records)  # measured both ways
     seen: dict[str, set[str]] = {}
     for line in pids.read_text().splitlines():
         which, pid = line.split()
         seen.setdefault(which, set()).add(pid)
-    assert len(seen["first"]) == 2  # two processes, independent samples of the machine
+    assert len(seen["first"]) == 2 + fresh  # two processes, independent samples of the machine (+ fresh pages')
     assert seen["second"] == seen["first"]
 
 

@@ -5,8 +5,10 @@ checked: a call that raises makes its cell ``failed``; a library or device missi
 
 from __future__ import annotations
 
+import copy
 import time
 import uuid
+from datetime import datetime, timezone
 from typing import Any
 
 from .. import backends
@@ -33,11 +35,17 @@ class CalledOnce:
     def __init__(self) -> None:
         #: Each (library, device) opened, or why it cannot be.
         self._opened: dict[tuple[str, str], Backend | str] = {}
+        #: The machine's facts by threads asked, collected once (hundredths of a second each time):
+        #: nothing timed here reads them.
+        self._machine: dict[int | None, dict[str, Any]] = {}
 
     def run(self, cells: list[Cell], options: RunOptions) -> Results:
         """The cells' records, one call each, as a run's ``Results``."""
         records = [aggregate(cell, [self._call(cell, options)], 1, options.rel_ci) for cell in cells]
-        environment = machine.collect(options.threads)
+        if options.threads not in self._machine:
+            self._machine[options.threads] = machine.collect(options.threads)
+        environment = copy.deepcopy(self._machine[options.threads])
+        environment["timestamp"] = datetime.now(timezone.utc).isoformat(timespec="microseconds")
         environment["run_id"] = uuid.uuid4().hex[:16]
         return Results(environment=environment, settings=options.to_dict(), records=records)
 

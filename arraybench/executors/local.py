@@ -140,7 +140,7 @@ class LocalExecutor:
             remaining = {c.key: c for c in cells}
             worker = self._early.take((config, index, OTHER), remaining) \
                 or self._worker(options, out_dir, config, index, cells, environments_of[config], other=True)
-            others[config] = OtherState()
+            others[config] = OtherState(remaining)
             return worker, others[config], remaining
 
         def turns(plan: dict[Config, list[Cell]], extra: dict[Config, list[Cell]]) -> dict[Config, list[Cell]]:
@@ -174,7 +174,8 @@ class LocalExecutor:
     def _worker(self, options: RunOptions, out_dir: Path, config: Config, index: int, cells: list[Cell],
                 environment: environments.Environment, other: bool = False, attempt: int = 0) -> WorkerProcess:
         """A worker for ``config``'s ``index``-th replicates of ``cells`` (``other``: in the other
-        allocator state; never a pool's); a retry's (``attempt``) gets another order of its cells."""
+        allocator state); a retry's (``attempt``) gets another order of its cells. In a session
+        with a pool, a CPU worker comes from it where one was made alike (its state included)."""
         state = OTHER if other else allocator_state(options, environment)
         job = job_for(options, out_dir, config, index, cells,
                       hash((options.seed, index, OTHER if other else attempt)) & 0xFFFFFFFF, state,
@@ -183,7 +184,7 @@ class LocalExecutor:
         cpus = worker_cpus(options.threads)
         log_path = out_dir / "logs" / (f"{name}-p{index}-{OTHER}.log" if other else f"{name}-p{index}.log")
         shared = shared_pool()
-        if shared is None or other or config.device != "cpu":  # a GPU's memory is not shared (``_start_early``)
+        if shared is None or config.device != "cpu":  # a GPU's memory is not shared (``_start_early``)
             return WorkerProcess(job, env=env, cpus=cpus, log_path=log_path, python=environment.python)
         # What made the worker: a kept one made otherwise cannot take this job.
         key = (config, index, state, environment.python,
@@ -335,9 +336,11 @@ class Listener:
 
 class OtherState:
     """The messages of a worker measuring large outputs in the other allocator state: its
-    replicates go to the held ones (``attach``), never to the run."""
+    replicates go to the held ones (``attach``), never to the run; ``remaining``: the cells it
+    has yet to answer (one that answered all may do another job)."""
 
-    def __init__(self) -> None:
+    def __init__(self, remaining: dict[str, Cell]) -> None:
+        self.remaining = remaining
         self.ready = False
         self.got: dict[str, Replicate] = {}
         self.why = ""
@@ -351,6 +354,7 @@ class OtherState:
             return True
         elif isinstance(msg, ReplicateDone):
             self.got[msg.key] = msg.replicate
+            self.remaining.pop(msg.key, None)
         return False
 
     def fail(self, cell: Cell, reason: str) -> None:

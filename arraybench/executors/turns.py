@@ -111,7 +111,7 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
             side.worker.kill()
         raise
     finally:
-        ending = [side for side in every if not (side.finished and not side.extra and keep(side.worker))]
+        ending = [side for side in every if not (side.finished and keep(side.worker))]
         end_together([side.worker for side in ending])
     return left
 

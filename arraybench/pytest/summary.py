@@ -1,6 +1,7 @@
 """The end of a pytest session that measured: the session's table, its comparison, the verdict
 and where the run went, through arraybench's rendering (as ``arraybench run`` and ``compare``
-print them)."""
+print them). The table's and the comparison's rendering is imported where it is shown: a session
+under ``--arraybench-disable`` prints one line, and pays for neither."""
 
 from __future__ import annotations
 
@@ -12,8 +13,6 @@ from rich.markup import escape
 
 from ..errors import pytest_session
 from ..options import PYTEST_NAMES
-from ..render import report
-from ..render.comparison import print_comparison
 from ..render.terminal import TABLE_WIDTH, console as safe_console
 from .suite import Outcome
 
@@ -39,10 +38,14 @@ def _show(outcome: Outcome, console: Any) -> None:
         console.print(f"{len(outcome.results.records)} cells checked, not timed (--arraybench-disable): "
                       + ", ".join(f"{n} {status}" for status, n in counts.items()))
     else:
+        from ..render import report
+
         report.show(outcome.results, console, errors=True, with_findings=False)
     if outcome.compared:
         console.print(escape(outcome.compared), soft_wrap=True)
     if outcome.comparison is not None:
+        from ..render.comparison import print_comparison
+
         print_comparison(outcome.comparison, console)
     for line in outcome.failures:
         console.print(f"[bold red]arraybench:[/] {escape(line)}", soft_wrap=True)
