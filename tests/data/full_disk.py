@@ -135,7 +135,7 @@ def logs_full() -> None:
 def logs_unwritable() -> None:
     """logs/ full, then read-only, before a run starts: refused before anything is measured."""
     full, readonly = WORK / "full", WORK / "readonly"
-    mount(full / "logs", "size=4k")
+    mount(full / "logs", "size=4k,nr_inodes=16")  # few inodes: filling them is quick
     fill(full / "logs")
     arraybench("full", "run", "--workloads", "sort", "--sizes", "small", "--no-plots",
                "-o", str(full), *QUICK, out=full)
