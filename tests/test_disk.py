@@ -23,7 +23,7 @@ from .conftest import run_cli, run_here
 from .fullfs import scenario
 
 DATA = Path(__file__).resolve().parent / "data"
-QUICK = ("--max-time", "0.05", "--min-samples", "3", "-q", "--devices", "cpu", "--backends",
+QUICK = ("--processes", "1", "--max-time", "0.05", "--min-samples", "3", "-q", "--devices", "cpu", "--backends",
          "numpy")
 
 

@@ -7,17 +7,25 @@ The tmpfs lives only as long as the namespace, that is as long as this script, s
 every step of a scenario itself (run, free the space, resume, fill again, report) and leaves what
 the test checks in WORKDIR, on the ordinary file system: ``steps.json`` (each step's exit status
 and stderr) and copies of the output folder's files after each step (``copies/STEP/``).
-The fault workloads (``fault_workloads.py``) are expected in WORKDIR.
+The fault workloads (``fault_workloads.py``) are expected in WORKDIR. Each step is the command
+line run in this process (``commands.main.main``), as a fresh interpreter would run it: what is
+tested is what the command writes onto the full disk, and an interpreter start per step was most
+of the scenarios' cost; the workers are real processes as ever.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from arraybench.commands.main import main
+from arraybench.workloads import REGISTRY
 
 SCENARIO, WORK = sys.argv[1], Path(sys.argv[2])
 WORKLOADS = WORK / "fault_workloads.py"
@@ -55,10 +63,28 @@ def free(folder: Path) -> None:
         p.unlink()
 
 
+BUILTIN = dict(REGISTRY)
+
+
 def arraybench(step: str, *args: str, out: Path, env: dict | None = None) -> None:
-    done = subprocess.run([sys.executable, "-m", "arraybench", *args], capture_output=True,
-                          text=True, cwd=WORK, timeout=300, env={**os.environ, **(env or {})})
-    steps[step] = {"rc": done.returncode, "stderr": done.stderr, "stdout": done.stdout}
+    # As a fresh interpreter starts: the built-in workloads only and no workload file imported
+    # yet (a second step imports the same file again); ``env`` is the step's own, for its time.
+    REGISTRY.clear()
+    REGISTRY.update(BUILTIN)
+    for name in [n for n in sys.modules if n.startswith("arraybench_user_")]:
+        del sys.modules[name]
+    os.environ.update(env or {})
+    stdout, stderr = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            try:
+                rc = main(list(args))
+            except SystemExit as exc:
+                rc = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        for key in env or {}:
+            del os.environ[key]
+    steps[step] = {"rc": rc, "stderr": stderr.getvalue(), "stdout": stdout.getvalue()}
     copy = WORK / "copies" / step
     if out.exists():
         shutil.copytree(out, copy, ignore=shutil.ignore_patterns("filler*"), symlinks=True)
@@ -109,7 +135,7 @@ def logs_full() -> None:
 def logs_unwritable() -> None:
     """logs/ full, then read-only, before a run starts: refused before anything is measured."""
     full, readonly = WORK / "full", WORK / "readonly"
-    mount(full / "logs", "size=4k")
+    mount(full / "logs", "size=4k,nr_inodes=16")  # few inodes: filling them is quick
     fill(full / "logs")
     arraybench("full", "run", "--workloads", "sort", "--sizes", "small", "--no-plots",
                "-o", str(full), *QUICK, out=full)
@@ -119,6 +145,7 @@ def logs_unwritable() -> None:
 
 
 if __name__ == "__main__":
+    os.chdir(WORK)
     {"journal_full": journal_full, "report_full": report_full, "logs_full": logs_full,
      "logs_unwritable": logs_unwritable}[SCENARIO]()
     (WORK / "steps.json").write_text(json.dumps(steps, indent=1))
