@@ -316,15 +316,15 @@ class Timer:
         calibration; the state to draw samples from."""
         started = self.clock() - (first[0] if first is not None else 0.0)
         first_s, first_result = first if first is not None else self.first_call()
-        # The warm-up's per-call estimate is the last call's where the mean carries a one-time cost.
-        warm_calls = 0
+        warm: list[float] = []  # the warm-up calls' seconds
         warm_time = 0.0
-        last = 0.0
-        while not warmed_up(warm_calls, warm_time, last, settings):
-            last, _ = self.timeit(1, "latency")
-            warm_calls += 1
-            warm_time += last
-        per_call = max(min(warm_time / warm_calls, last), 1e-9)
+        while not warmed_up(len(warm), warm_time, warm[-1] if warm else 0.0, settings):
+            warm.append(self.timeit(1, "latency")[0])
+            warm_time += warm[-1]
+        # Calibrated from the warm-up's lower median: not its mean, which carries the first calls'
+        # one-time costs, nor its last call, often the one a neighbour's burst took past warmup_s
+        # (a 16 µs call's last warm-up call took 168 ms at load 9, and its samples were single calls).
+        per_call, last, warm_calls = max(sorted(warm)[(len(warm) - 1) // 2], 1e-9), warm[-1], len(warm)
         if self.fresh is not None:
             self.fresh.calibrated(per_call, batched=settings.mode == "throughput" and self.sync is not None)
         number = self._calibrate(per_call, settings, first_result)

@@ -209,11 +209,13 @@ def test_a_real_run_stores_each_processes_usage_and_the_records_totals(usage_run
         assert rep.usage.calls >= len(rep.samples_s) * rep.number >= 3  # and any re-warming call
     assert faults.usage.minor_faults_per_call >= 2000
     assert faults.usage.calls == sum(rep.usage.calls for rep in faults.replicates)
-    # Two threads doing one thread's work each: twice its CPU time per call, counted from the
-    # process (the main thread only waits), whatever share of the cores a busy machine gave them.
+    # Two threads doing one thread's work each, counted from the process (the main thread only
+    # waits): more CPU time per call than the one thread. Not "twice": the two cells run at other
+    # moments, and beside CPU hogs the ratio came out 1.38 and 4.2 (every thread's count against the
+    # threads' own clocks, in the same calls: test_the_cpu_time_of_every_thread_is_counted).
     two, one = by["two_threads"].usage, by["one_thread"].usage
     per_call = [(u.user_s + u.system_s) / u.calls for u in (two, one)]
-    assert 1.5 <= per_call[0] / per_call[1] <= 2.5
+    assert per_call[0] > per_call[1]
     assert two.cores == pytest.approx((two.user_s + two.system_s) / two.wall_s)
     assert by["sleeps"].usage.voluntary_switches_per_call >= 1
     assert by["sleeps"].usage.cores < 0.5
@@ -230,7 +232,7 @@ def test_the_csv_and_the_report_show_the_usage(usage_run):
     # Per call: the totals depend on how many calls each cell's share of the budget allowed.
     per_call = {w: (float(rows[w]["usage.user_s"]) + float(rows[w]["usage.system_s"])) / float(rows[w]["usage.calls"])
                 for w in ("two_threads", "one_thread")}
-    assert per_call["two_threads"] > 1.3 * per_call["one_thread"]
+    assert per_call["two_threads"] > per_call["one_thread"]  # as above: more, by a load-dependent share
     assert "usage.hardware_absent" in rows["sleeps"]
     html = (usage_run / "report.html").read_text()
     assert "faults/call" in html and "cores" in html and "kernel variables" in html

@@ -35,6 +35,10 @@ def _logical(stdout: str) -> list[str]:
     return out
 
 
+def _passed_or_busy(line: str) -> bool:
+    return line.startswith("passed") or line.startswith("skipped") and "; busy, not judged: other " in line
+
+
 @pytest.mark.slow
 def test_doctor_runs_the_cpu_checks_and_says_why_the_gpu_ones_are_skipped():
     result = run_here("doctor", "--backends", "numpy,jax", cwd=ROOT)
@@ -44,11 +48,12 @@ def test_doctor_runs_the_cpu_checks_and_says_why_the_gpu_ones_are_skipped():
     assert lines[-1].endswith(" s") and " 0 failed" in lines[-1]
     by_check = {tuple(line.split()[1:4]): line for line in lines[1:-1]}
     # JAX dispatches asynchronously even on the CPU: the wait must cover the work, and a timing
-    # without it must be far below the work.
-    assert by_check[("jax", "cpu", "sync")].startswith("passed")
-    assert by_check[("jax", "cpu", "unsynced")].startswith("passed")
-    assert "the sync check flags it" in by_check[("jax", "cpu", "unsynced")]
-    assert by_check[("numpy", "cpu", "sync")].startswith("passed")
+    # without it must be far below the work. Timings others' load pushed apart are not judged.
+    for check in ("sync", "unsynced"):
+        assert _passed_or_busy(by_check[("jax", "cpu", check)])
+    unsynced = by_check[("jax", "cpu", "unsynced")]
+    assert unsynced.startswith("skipped") or "the sync check flags it" in unsynced
+    assert _passed_or_busy(by_check[("numpy", "cpu", "sync")])
     for backend in ("numpy", "jax"):
         assert by_check[(backend, "cpu", "float64")].startswith("passed")
         assert "are caught" in by_check[(backend, "cpu", "float64")]
