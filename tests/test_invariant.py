@@ -148,7 +148,7 @@ class Faults(RuleBasedStateMachine):
         proc = self._start(*args, *(["--overwrite"] if overwrite else []))
         other = self._start(*args, "--overwrite") if rival else None  # at the same moment
         self._stop(proc, stop, delay)
-        code = self._finish(proc, f"run{' --overwrite' if overwrite else ''} ({stop} at {delay})")
+        self._finish(proc, f"run{' --overwrite' if overwrite else ''} ({stop} at {delay})")
         rival_code = self._finish(other, "rival run --overwrite") if other is not None else 2
         if self.kept and not overwrite and rival_code == 2:
             # Only --overwrite may discard a run, finished or not, whatever this run's exit status.

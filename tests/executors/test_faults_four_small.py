@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from arraybench.errors import UsageError
 from arraybench.executors.local import worker_variables
 from arraybench.executors.worker_log import last_error
 from arraybench.host import environments
