@@ -317,10 +317,8 @@ class Timer:
         started = self.clock() - (first[0] if first is not None else 0.0)
         first_s, first_result = first if first is not None else self.first_call()
         warm: list[float] = []  # the warm-up calls' seconds
-        warm_time = 0.0
-        while not warmed_up(len(warm), warm_time, warm[-1] if warm else 0.0, settings):
+        while not warmed_up(len(warm), sum(warm), warm[-1] if warm else 0.0, settings):
             warm.append(self.timeit(1, "latency")[0])
-            warm_time += warm[-1]
         # Calibrated from the warm-up's lower median: not its mean, which carries the first calls'
         # one-time costs, nor its last call, often the one a neighbour's burst took past warmup_s
         # (a 16 µs call's last warm-up call took 168 ms at load 9, and its samples were single calls).
