@@ -10,11 +10,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..numeric import medians as stats
-from ..model.replicate import Replicate
 from ..model.cell import Cell
-from ..model.replicate import HEADLINE, LARGE_OUTPUT_BYTES, WORDS
-from ..model.record import Record, busy_reason
-from ..model.record import Summary
+from ..model.record import Record, Summary, busy_reason
+from ..model.replicate import HEADLINE, LARGE_OUTPUT_BYTES, WORDS, Replicate
 from ..errors import option_name, spell
 from ..units import format_interval, format_seconds
 from . import modes

@@ -65,12 +65,9 @@ def find(workload: str, a_label: str, a: Sequence[Point], b_label: str, b: Seque
         return None
     results = [outcome(a_map[s], b_map[s]) for s in sizes]
     ratios = [a_map[s].median / b_map[s].median for s in sizes]
-    level_from = None
-    if results[-1] == "level":
-        k = len(results) - 1
-        while k > 0 and results[k - 1] == "level":
-            k -= 1
-        level_from = sizes[k]
+    # The first size of the run of "level" the series ends in, if it ends in one.
+    levels = next((i for i, r in enumerate(reversed(results)) if r != "level"), len(results))
+    level_from = sizes[-levels] if levels else None
     base = dict(workload=workload, a=a_label, b=b_label, sizes=(sizes[0], sizes[-1]),
                 ratio_at_largest=ratios[-1])
     if "win" not in results:
@@ -116,8 +113,5 @@ def crossovers(records: Iterable[Record]) -> list[Crossover]:
             eager_twin = (machine, backend, device, "latency", transfer)
             if mode == "compiled" and eager_twin in series:
                 pairs.append((key, eager_twin))
-        for a, b in pairs:
-            c = find(workload, series[a][0], series[a][1], series[b][0], series[b][1])
-            if c is not None:
-                found.append(c)
+        found += filter(None, (find(workload, *series[a], *series[b]) for a, b in pairs))
     return found

@@ -13,13 +13,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..model.machines import describe, fingerprint_changes
-from ..model.cell import Cell
-from ..model.cell import environment_in_key
+from ..model.cell import Cell, environment_in_key
 from ..model.record import Record
 from ..model.runs import Entry, RunInfo
-from .compare import DEFAULT_THRESHOLD, settings_differences
-from .significance import benjamini_hochberg
-from .significance import LogEstimate, welch_test
+from .compare import DEFAULT_THRESHOLD, beyond, settings_differences
+from .significance import LogEstimate, benjamini_hochberg, welch_test
 
 #: The false discovery rate allowed across all the steps of one history.
 DEFAULT_FDR = 0.05
@@ -53,14 +51,6 @@ class Point:
         """The processes that measured this point."""
         return self.entry.n_replicates
 
-    @property
-    def log_estimate(self) -> LogEstimate | None:
-        """The log median and its standard error, read off the interval (None: none, or one process)."""
-        lo, hi = self.entry.ci_low_s, self.entry.ci_high_s
-        if lo is None or hi is None:
-            return None
-        return LogEstimate.from_interval(self.median_s, lo, hi, self.entry.n_replicates)
-
 
 @dataclass
 class Series:
@@ -82,12 +72,18 @@ class Series:
 
 
 @dataclass
-class Step:
-    """A change called between two consecutive runs of a series."""
+class Untested:
+    """Two consecutive valid points no test can judge: a side had a single process."""
 
     series: Series
     before: Point
     after: Point
+
+
+@dataclass
+class Step(Untested):
+    """A change called between two consecutive runs of a series."""
+
     ratio: float  # after / before: above 1 is slower
     p_value: float
     causes: list[str]
@@ -108,15 +104,6 @@ class VersionChange:
     @property
     def text(self) -> str:
         return ", ".join(f"{name} {a} → {b}" for name, a, b in self.changes)
-
-
-@dataclass
-class Untested:
-    """Two consecutive valid points no test can judge: a side had a single process."""
-
-    series: Series
-    before: Point
-    after: Point
 
 
 @dataclass
@@ -159,25 +146,16 @@ class History:
         """Series valid in their machine's complete run before the latest that the latest did not
         measure validly: a gate passing them passes what it never saw."""
         out = []
-        for machine, ordered in self._complete_runs().items():
+        for machine, ordered in _runs_by_machine(self.series).items():
             if len(ordered) < 2:
                 continue
-            last, before = ordered[-1].run_id, ordered[-2].run_id
+            last, before = ordered[-1][0].run_id, ordered[-2][0].run_id
             for s in self.series:
-                if s.machine_id != machine:
-                    continue
                 at = {p.run.run_id: p for p in s.points}
-                if before in at and at[before].valid and not (last in at and at[last].valid):
+                if s.machine_id == machine and before in at and at[before].valid \
+                        and not (last in at and at[last].valid):
                     out.append(s)
         return out
-
-    def _complete_runs(self) -> dict[str, list[RunInfo]]:
-        """Each machine's complete runs that hold one of its series, in time order."""
-        runs: dict[str, dict[str, RunInfo]] = {}
-        for s in self.series:
-            for p in s.points:
-                runs.setdefault(s.machine_id, {})[p.run.run_id] = p.run
-        return {m: sorted(r.values(), key=_order) for m, r in runs.items()}
 
     def restricted(self, cells: set[str], min_points: int = 2) -> "History":
         """Only the series of ``cells`` with ``min_points`` valid points or more, and their steps."""
@@ -215,10 +193,9 @@ def build_series(entries: Iterable[Entry], runs: Mapping[str, RunInfo]) -> list[
 
 def step_p_value(a: Point, b: Point) -> float | None:
     """Two-sided p-value of a change in the log median (None: no interval, or one process)."""
-    before, after = a.log_estimate, b.log_estimate
-    if before is None or after is None:
-        return None
-    return welch_test(before, after).p_value
+    before, after = (LogEstimate.from_interval(p.median_s, p.entry.ci_low_s, p.entry.ci_high_s,
+                                               p.processes) for p in (a, b))
+    return None if before is None or after is None else welch_test(before, after).p_value
 
 
 def separated(a: Point, b: Point) -> bool:
@@ -274,15 +251,20 @@ def library_changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[st
     return out
 
 
-def version_changes(series: Sequence[Series]) -> list[VersionChange]:
-    """For each machine, the runs where library versions changed from the machine's run before."""
+def _runs_by_machine(series: Sequence[Series]) -> dict[str, list[tuple[RunInfo, str]]]:
+    """Each machine's (complete) runs that hold one of its series, with its label, in time order."""
     by_machine: dict[str, dict[str, tuple[RunInfo, str]]] = {}
     for s in series:
         for p in s.points:
             by_machine.setdefault(s.machine_id, {})[p.run.run_id] = (p.run, p.entry.machine)
+    return {m: sorted(runs.values(), key=lambda rl: _order(rl[0]))
+            for m, runs in by_machine.items()}
+
+
+def version_changes(series: Sequence[Series]) -> list[VersionChange]:
+    """For each machine, the runs where library versions changed from the machine's run before."""
     out = []
-    for machine_id, runs in by_machine.items():
-        ordered = sorted(runs.values(), key=lambda rl: _order(rl[0]))
+    for machine_id, ordered in _runs_by_machine(series).items():
         for (prev, prev_label), (run, label) in zip(ordered, ordered[1:]):
             changed = library_changes(prev.machine_environment(prev_label), run.machine_environment(label))
             if changed:
@@ -315,8 +297,7 @@ def history(entries: Iterable[Entry], runs: Mapping[str, RunInfo], *,
     steps = []
     for (s, a, b, p), significant in zip(candidates, reject):
         ratio = b.median_s / a.median_s
-        large = ratio > 1 + threshold or ratio < 1 / (1 + threshold)
-        if significant and large and separated(a, b):
+        if significant and beyond(ratio, threshold) and separated(a, b):
             steps.append(Step(s, a, b, ratio, p, causes(a, b)))
     ordered_runs = sorted({p.run.run_id: p.run for s in series for p in s.points}.values(), key=_order)
     return History(series, steps, ordered_runs, version_changes(series), threshold, fdr, len(candidates),

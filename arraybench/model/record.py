@@ -16,12 +16,10 @@ from typing import Any
 from . import schema, untrusted
 from ..backends.base import Gradient
 from ..errors import ResultsError
-from ..numeric.medians import Interval, replicate_interval
-from ..numeric.medians import coefficient_of_variation, iqr, median
+from ..numeric.medians import Interval, coefficient_of_variation, iqr, median, replicate_interval
 from .cell import Cell, Dtype, Mode, config_label
 from .replicate import Replicate, StateSamples, Status
-from .usage import SCALARS as USAGE_SCALARS
-from .usage import Usage, combine
+from .usage import SCALARS as USAGE_SCALARS, Usage, combine
 from ..workloads.params import ParamValue, text as params_text
 
 _NON_NEGATIVE = {"min": 0}

@@ -84,21 +84,13 @@ def to_json(obj: Any) -> Any:
 def _as_declared(tp: Any, value: Any) -> Any:
     """A whole number in a field declared a float (a work model's ``n**4`` flops), as a float: an
     int beyond 64 bits would be refused by every reader."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**63 \
-            and _declares_float(tp):
-        try:
-            return float(value)
-        except OverflowError:  # beyond any float: as inf, which JSON holds as null
-            return None
-    return value
-
-
-def _declares_float(tp: Any) -> bool:
-    if tp is float:
-        return True
-    if typing.get_origin(tp) in (Union, types.UnionType):
-        return float in typing.get_args(tp) and int not in typing.get_args(tp)
-    return False
+    declared = (float,) if tp is float else typing.get_args(tp)  # float, or a union holding it
+    if not _is_number(value) or abs(value) < 2**63 or float not in declared or int in declared:
+        return value
+    try:
+        return float(value)
+    except OverflowError:  # beyond any float: as inf, which JSON holds as null
+        return None
 
 
 def _kind(value: Any) -> str:
@@ -110,12 +102,7 @@ def _is_number(value: Any) -> bool:
 
 
 def _check_bounds(value: Any, low: float | None, high: float | None, name: str) -> None:
-    if low is None and high is None:
-        return
-    items = value if isinstance(value, list) else [value]
-    for v in items:
-        if not _is_number(v):
-            continue
+    for v in filter(_is_number, value if isinstance(value, list) else [value]):
         if low is not None and v < low:
             raise SchemaError(f"{name}: {v!r} is below {low}")
         if high is not None and v > high:

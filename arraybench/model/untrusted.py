@@ -13,6 +13,7 @@ import math
 import os
 import stat
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Mapping
 
 from . import schema
@@ -42,21 +43,15 @@ def read_regular(path: str | os.PathLike[str], *, follow_links: bool = True) -> 
     # O_NONBLOCK: opening a named pipe must not wait for a writer; the file type is checked next.
     fd = os.open(path, flags)
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
+        found = os.fstat(fd)
+        if stat.S_ISDIR(found.st_mode):
             raise IsADirectoryError(errno.EISDIR, "is a folder", str(path))
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(found.st_mode):
             raise NotRegularFile(errno.EINVAL, "is not a regular file (a named pipe, a device or "
                                  "a socket)", str(path))
-        if os.fstat(fd).st_size > MAX_BYTES:
+        if found.st_size > MAX_BYTES:
             raise OSError(errno.EFBIG, f"is larger than {MAX_BYTES >> 20} MiB", str(path))
-        chunks = []
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return b"".join(iter(partial(os.read, fd, 1 << 20), b""))
     finally:
         os.close(fd)
 
