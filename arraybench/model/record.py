@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
-from . import schema, untrusted
+from . import schema
 from ..backends.base import Gradient
 from ..errors import ResultsError
 from ..numeric.medians import Interval, coefficient_of_variation, iqr, median, replicate_interval
@@ -62,24 +62,24 @@ class Figures:
         row: dict[str, Any] = {"key": self.key, "config": self.config_label}
         for name in NAMES:
             value = getattr(self, name)
-            if name == "replicates":
-                continue
             if name == "usage":
-                for u in USAGE_SCALARS:
-                    row[f"usage.{u}"] = None if value is None else getattr(value, u)
-                continue
-            if name == "warnings":
-                value = "; ".join(value)
-            elif name == "replicate_medians_s":
-                value = ";".join(repr(v) for v in value)
-            elif name in ("output_errors", "output_names"):
-                value = ";".join("" if v is None else str(v) for v in value)
-            elif name == "params":
-                value = params_text(value)
+                row.update({f"usage.{u}": getattr(value, u, None) for u in USAGE_SCALARS})
+            elif name in _IN_A_ROW:
+                row[name] = _IN_A_ROW[name](value)
             elif isinstance(value, dict):
-                value = json.dumps(schema.to_json(value), sort_keys=True) if value else ""
-            row[name] = value
+                row[name] = json.dumps(schema.to_json(value), sort_keys=True) if value else ""
+            elif name != "replicates":
+                row[name] = value
         return schema.to_json(row)
+
+
+def _joined(values: list[Any]) -> str:
+    return ";".join("" if v is None else str(v) for v in values)
+
+
+#: How a figure that is a list, or the params, is written in one cell of a row.
+_IN_A_ROW = {"warnings": "; ".join, "replicate_medians_s": lambda v: ";".join(map(repr, v)),
+             "output_errors": _joined, "output_names": _joined, "params": params_text}
 
 
 @dataclass
@@ -247,7 +247,7 @@ class Record(Figures):
                 missing = [name for name in CONTRACT if name not in data]
                 if missing:
                     raise ResultsError(f"{where} lacks {', '.join(missing)}")
-                untrusted.check_names(data, where)
+                schema.check_names(data, where)
             stored = schema.from_json(Summary, data, where=where)
         except schema.SchemaError as exc:
             raise ResultsError(str(exc)) from None
