@@ -19,8 +19,7 @@ from ..errors import SaveError, UsageError
 from .replicate import Replicate
 from .options import RunOptions
 from .cell import Cell, Config
-from .schema import SchemaError
-from .untrusted import NotPlainJson, check_environment, dumps, loads, read_regular
+from .schema import NotPlainJson, SchemaError, check_environment, dumps, loads, read_regular
 from ..files import new_beside, private
 from ..workloads import trust
 

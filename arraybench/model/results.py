@@ -21,9 +21,8 @@ from ..errors import ResultsError, SaveError
 from ..files import write_atomic
 from .pair import Pair
 from .record import COLUMNS, Record, Summary
-from .schema import SchemaError, to_json
-from .untrusted import (MAX_DEPTH, NotPlainJson, NotRegularFile, check_environment, dumps, loads,
-                        read_regular, too_deep)
+from .schema import (MAX_DEPTH, NotPlainJson, NotRegularFile, SchemaError, check_environment, dumps,
+                     loads, read_regular, to_json, too_deep)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

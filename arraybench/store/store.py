@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..errors import one_line
-from ..model import schema, untrusted
-from ..model.untrusted import check_environment
+from ..model import schema
+from ..model.schema import check_environment
 from ..model.machines import environment_of, machine_id_of
 from ..model.runs import Entry, RunInfo, content_sha, run_id
 from .location import default_location, describe_location, is_postgres, redact, resolve_location
@@ -286,10 +286,10 @@ def _loads(text: Any) -> Any:
     if not isinstance(text, str):
         return None
     try:
-        data = untrusted.loads(text)
+        data = schema.loads(text)
     except (TypeError, ValueError, RecursionError):
         return None
-    return None if untrusted.too_deep(data) else data
+    return None if schema.too_deep(data) else data
 
 
 def _kind(value: Any) -> str:
