@@ -56,24 +56,17 @@ def ceiling_key(r: Record) -> CeilingKey:
 
 def ceilings(records: Iterable[Record]) -> dict[CeilingKey, Ceiling]:
     """Ceilings per (machine, device, dtype) from the ``ceiling_*`` records of a run."""
-    best: dict[CeilingKey, dict[str, tuple[float, str]]] = {}
+    best: dict[CeilingKey, dict[str, tuple[float | None, str]]] = {}
     for r in records:
         if not is_valid(r) or not r.workload.startswith("ceiling_"):
             continue
-        slot = best.setdefault(ceiling_key(r), {})
-        if r.workload == "ceiling_matmul" and r.flops:
-            rate = r.flops / r.median_s
-            if rate > slot.get("flops", (0.0, ""))[0]:
-                slot["flops"] = (rate, r.config_label)
-        if r.workload == "ceiling_bandwidth" and r.bytes:
-            rate = r.bytes / r.median_s
-            if rate > slot.get("bytes", (0.0, ""))[0]:
-                slot["bytes"] = (rate, r.config_label)
-    return {
-        key: Ceiling(key[1], key[2], v.get("flops", (None, ""))[0], v.get("bytes", (None, ""))[0],
-                     v.get("flops", (None, ""))[1], v.get("bytes", (None, ""))[1], machine=key[0])
-        for key, v in best.items()
-    }
+        slot = best.setdefault(ceiling_key(r), {"flops": (None, ""), "bytes": (None, "")})
+        rates = dict(zip(("flops", "bytes"), achieved(r)))
+        what = {"ceiling_matmul": "flops", "ceiling_bandwidth": "bytes"}.get(r.workload, "")
+        if rates.get(what) and rates[what] > (slot[what][0] or 0.0):
+            slot[what] = (rates[what], r.config_label)
+    return {key: Ceiling(key[1], key[2], v["flops"][0], v["bytes"][0], v["flops"][1], v["bytes"][1],
+                         machine=key[0]) for key, v in best.items()}
 
 
 def share(r: Record, table: dict[CeilingKey, Ceiling]) -> float | None:

@@ -86,9 +86,7 @@ def welch_test(base: LogEstimate, new: LogEstimate) -> TTest:
 def welch(base: Sequence[float], new: Sequence[float]) -> TTest | None:
     """Welch's t-test of the logs of each process's median; None where a side has fewer than two."""
     a, b = LogEstimate.of(base), LogEstimate.of(new)
-    if a is None or b is None:
-        return None
-    return welch_test(a, b)
+    return None if a is None or b is None else welch_test(a, b)
 
 
 def q_values(p_values: Sequence[float]) -> list[float]:

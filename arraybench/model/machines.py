@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Mapping
 from ..errors import UsageError
 
 if TYPE_CHECKING:
-    from .record import Record
     from .results import Results
 
 
@@ -60,11 +59,6 @@ def machine_environment(env: Mapping[str, Any], label: str) -> Mapping[str, Any]
     several = env.get("machines")
     own = several.get(label) if label and isinstance(several, Mapping) else None
     return own if isinstance(own, Mapping) else env
-
-
-def environment_of(results: "Results", record: "Record") -> Mapping[str, Any]:
-    """The environment of the machine that measured ``record``."""
-    return machine_environment(results.environment, record.machine)
 
 
 def describe(env: Mapping[str, Any]) -> str:

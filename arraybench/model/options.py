@@ -89,11 +89,6 @@ class RunOptions:
         """The processes setting as ``--processes`` spells it: ``3`` or ``3:6``."""
         return f"{self.processes}:{self.max_processes}" if self.adaptive else str(self.processes)
 
-    def differences(self, other: "RunOptions") -> dict[str, tuple[Any, Any]]:
-        """{option: (self's value, other's value)} where the two differ."""
-        mine, theirs = self.to_dict(), other.to_dict()
-        return {k: (mine[k], theirs[k]) for k in mine if mine[k] != theirs[k]}
-
 
 #: The run options ``--processes`` (and ``processes=``) sets together.
 _PROCESSES = ("processes", "max_processes")

@@ -382,17 +382,14 @@ def _gpu_health(health: list[dict[str, Any]]) -> dict[str, Any]:
     if not measured:
         reasons = [h["unavailable"] for h in health if h.get("unavailable")]
         return {"unavailable": reasons[0]} if reasons else {}
-    seen: list[str] = []
-    for h in measured:
-        for name in [*h.get("reasons", []), *h["before"].get("throttle", []),
-                     *(h.get("after") or {}).get("throttle", [])]:
-            if name not in seen:
-                seen.append(name)
+    seen = dict.fromkeys(name for h in measured for name in [
+        *h.get("reasons", []), *h["before"].get("throttle", []),
+        *(h.get("after") or {}).get("throttle", [])])
     return {
         "before": measured[0]["before"],
         "after": measured[-1].get("after"),
         "throttled_samples": sum(int(h.get("throttled_samples", 0)) for h in measured),
         "samples": sum(int(h.get("samples", 0)) for h in measured),
-        "reasons": seen,
+        "reasons": list(seen),
     }
 

@@ -83,16 +83,6 @@ def content_sha(results: Results) -> str:
     return _sha(results.to_dict())
 
 
-_LABEL = re.compile(r"[A-Za-z0-9_.\-]{1,40}")
-
-
-def check_label(label: str) -> str:
-    """A machine label: 1-40 letters, digits or ``_.-`` (it names files' rows and plot legends)."""
-    if not _LABEL.fullmatch(label):
-        raise UsageError(f"machine label {label!r} must be 1-40 letters, digits or _.-")
-    return label
-
-
 def default_label(results: Results, index: int, taken: Sequence[str]) -> str:
     """A run's machine label when none is given: its folder's name, made valid and unique."""
     name = results.output_dir.name if results.output_dir is not None else ""
@@ -118,7 +108,8 @@ def merge(runs: Sequence[Results], labels: Sequence[str]) -> Results:
     settings: dict[str, dict] = {}
     errors = []
     for run, label in zip(runs, labels):
-        check_label(label)
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]{1,40}", label):  # names files' rows, plots' legends
+            raise UsageError(f"machine label {label!r} must be 1-40 letters, digits or _.-")
         inner = machines_of(run)
         for own, env in inner.items():
             name = label if not own else f"{label}/{own}"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from ..errors import one_line
 from ..model import schema
 from ..model.schema import check_environment
-from ..model.machines import environment_of, machine_id_of
+from ..model.machines import machine_environment, machine_id_of
 from ..model.runs import Entry, RunInfo, content_sha, run_id
 from .location import default_location, describe_location, is_postgres, redact, resolve_location
 from .database import Database, StoreError, connect, migrate
@@ -256,7 +256,8 @@ def open_store(location: str | os.PathLike[str] | None = None, *, create: bool =
 
 
 def _record_row(rid: str, results: "Results", r: Any) -> tuple:
-    return (rid, r.machine, machine_id_of(environment_of(results, r)), r.key, r.workload,
+    measured_on = machine_environment(results.environment, r.machine)
+    return (rid, r.machine, machine_id_of(measured_on), r.key, r.workload,
             r.size_label, r.size, r.backend, r.device, r.dtype, r.mode, int(r.transfer), r.status,
             r.median_s, r.ci_low_s, r.ci_high_s, r.n_replicates)
 
