@@ -239,33 +239,25 @@ def from_dict(data: Any, origin: str = "results") -> Results:
                            f"{MAX_DEPTH} levels)")
     try:
         check_environment(env)
-    except SchemaError as exc:
-        raise ResultsError(f"{origin}: {exc}") from None
-    parsed: list[Record | Summary] = []
-    for i, r in enumerate(records):
-        if not isinstance(r, dict):
-            raise ResultsError(f"{origin}: record {i} is not an object")
-        if version == 1:
-            r = _from_version_1(r)
-        try:
-            parsed.append(Record.from_dict(r, where=f"record {i}"))
-        except ResultsError as exc:
-            raise ResultsError(f"{origin}: {exc}") from None
-    errors = data.get("errors", [])  # absent in files written before it existed
-    if not isinstance(errors, list) or not all(
-            isinstance(e, dict) and all(isinstance(v, str) for v in e.values()) for e in errors):
-        raise ResultsError(f"{origin}: 'errors' must be a list of objects of strings")
-    complete = data.get("complete", True)
-    if not isinstance(complete, bool):
-        raise ResultsError(f"{origin}: 'complete' must be true or false")
-    pairs = data.get("pairs", [])  # absent in files written before runs took turns
-    if not isinstance(pairs, list):
-        raise ResultsError(f"{origin}: 'pairs' must be a list")
-    checked = data.get("self_check", {})  # absent where the run did not check itself
-    if not isinstance(checked, dict) or not isinstance(checked.get("records", []), list) \
-            or not isinstance(checked.get("pairs", []), list):
-        raise ResultsError(f"{origin}: 'self_check' must be an object of 'records' and 'pairs' lists")
-    try:
+        parsed: list[Record | Summary] = []
+        for i, r in enumerate(records):
+            if not isinstance(r, dict):
+                raise SchemaError(f"record {i} is not an object")
+            parsed.append(Record.from_dict(_from_version_1(r) if version == 1 else r, where=f"record {i}"))
+        errors = data.get("errors", [])  # absent in files written before it existed
+        if not isinstance(errors, list) or not all(
+                isinstance(e, dict) and all(isinstance(v, str) for v in e.values()) for e in errors):
+            raise SchemaError("'errors' must be a list of objects of strings")
+        complete = data.get("complete", True)
+        if not isinstance(complete, bool):
+            raise SchemaError("'complete' must be true or false")
+        pairs = data.get("pairs", [])  # absent in files written before runs took turns
+        if not isinstance(pairs, list):
+            raise SchemaError("'pairs' must be a list")
+        checked = data.get("self_check", {})  # absent where the run did not check itself
+        if not isinstance(checked, dict) or not isinstance(checked.get("records", []), list) \
+                or not isinstance(checked.get("pairs", []), list):
+            raise SchemaError("'self_check' must be an object of 'records' and 'pairs' lists")
         twins = [Record.from_dict(r, where=f"self_check.records[{i}]")
                  for i, r in enumerate(checked.get("records", []))]
         cells = {r.key: r.cell for r in [*parsed, *twins]}
