@@ -45,9 +45,7 @@ class Pair:
     @property
     def not_judged(self) -> str:
         """Why the pair was not judged (from ``method``); "" where it was."""
-        if "not judged" not in self.method:
-            return ""
-        return self.method.split("not judged")[1].lstrip(": (").rstrip(")")
+        return self.method.partition("not judged")[2].lstrip(": (").rstrip(")")
 
     @property
     def speedup(self) -> float:

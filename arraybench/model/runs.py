@@ -110,13 +110,10 @@ def merge(runs: Sequence[Results], labels: Sequence[str]) -> Results:
     for run, label in zip(runs, labels):
         if not re.fullmatch(r"[A-Za-z0-9_.\-]{1,40}", label):  # names files' rows, plots' legends
             raise UsageError(f"machine label {label!r} must be 1-40 letters, digits or _.-")
-        inner = machines_of(run)
-        for own, env in inner.items():
-            name = label if not own else f"{label}/{own}"
-            machines[name] = dict(env)
+        machines.update({f"{label}/{own}" if own else label: dict(env)
+                         for own, env in machines_of(run).items()})
         settings[label] = dict(run.settings)
-        for r in run.records:
-            records.append(replace(r, machine=label if not r.machine else f"{label}/{r.machine}"))
+        records += [replace(r, machine=f"{label}/{r.machine}" if r.machine else label) for r in run.records]
         errors += [{**e, "source": f"{label}: {e.get('source', '')}"} for e in run.errors]
     dtypes = {run.settings.get("dtype") for run in runs}
     started = sorted(str(run.environment.get("timestamp", "")) for run in runs)
