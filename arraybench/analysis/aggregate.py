@@ -48,10 +48,8 @@ def aggregate(cell: Cell, replicates: Sequence[Replicate], wanted: int, rel_ci: 
         return rec
     if rec.status == "skipped":
         rec.status = "ok"
-    rec.warnings = _timing_warnings(rec, wanted, rel_ci) + _allocator_warnings(rec)
-    throttled = _throttle_warning(rec.gpu_health)
-    if throttled:
-        rec.warnings.append(throttled)
+    rec.warnings = (_timing_warnings(rec, wanted, rel_ci) + _allocator_warnings(rec)
+                    + _throttle_warnings(rec.gpu_health))
     return rec
 
 
@@ -113,14 +111,12 @@ def _allocator_warnings(rec: Record) -> list[str]:
     return [allocator_note(rec)] if allocator_states_differ(rec) else []
 
 
-def _throttle_warning(summary: dict[str, Any]) -> str | None:
-    """``3 of 40 samples taken while the GPU was throttled (SW power cap)``, or None."""
+def _throttle_warnings(summary: dict[str, Any]) -> list[str]:
+    """``3 of 40 samples taken while the GPU was throttled (SW power cap)``, if any were."""
     k = summary.get("throttled_samples", 0)
-    if not k:
-        return None
     reasons = ", ".join(summary.get("reasons") or []) or "reason not reported"
-    return (f"{k} of {summary.get('samples', k)} samples taken while the GPU was throttled "
-            f"({reasons}): its clocks were lowered while they ran")
+    return [f"{k} of {summary.get('samples', k)} samples taken while the GPU was throttled "
+            f"({reasons}): its clocks were lowered while they ran"] if k else []
 
 
 def allocator_states_differ(rec: Record | Summary) -> bool:
