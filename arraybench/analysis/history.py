@@ -239,16 +239,12 @@ def code_change(before: Point, after: Point) -> list[str]:
 def library_changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """(name, before, after) for the libraries, Python and arraybench whose versions differ, among
     those both runs list (``None``: not installed; an older arraybench did not look for others)."""
-    out = []
     libs_a = a.get("libraries") if isinstance(a.get("libraries"), Mapping) else {}
     libs_b = b.get("libraries") if isinstance(b.get("libraries"), Mapping) else {}
-    for name in libs_b:
-        if name in libs_a and libs_a[name] != libs_b[name]:
-            out.append((name, str(libs_a[name] or "none"), str(libs_b[name] or "none")))
-    for name in ("python", "arraybench"):
-        if a.get(name) and b.get(name) and a.get(name) != b.get(name):
-            out.append((name if name != "python" else "Python", str(a[name]), str(b[name])))
-    return out
+    return [*((name, str(libs_a[name] or "none"), str(libs_b[name] or "none"))
+              for name in libs_b if name in libs_a and libs_a[name] != libs_b[name]),
+            *(("Python" if name == "python" else name, str(a[name]), str(b[name]))
+              for name in ("python", "arraybench") if a.get(name) and b.get(name) and a[name] != b[name])]
 
 
 def _runs_by_machine(series: Sequence[Series]) -> dict[str, list[tuple[RunInfo, str]]]:

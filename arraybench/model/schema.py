@@ -262,17 +262,13 @@ def problem(data: Any, where: str = "") -> str | None:
     while stack:
         value, at, depth = stack.pop()
         label = at or "the value"
-        if isinstance(value, bool) or value is None or isinstance(value, str):
-            continue
-        if isinstance(value, int):
-            if abs(value) >= _INT_LIMIT:
-                digits = str(value) if value.bit_length() < 200 else f"a number of {len(str(value))} digits"
-                return (f"{label} is {digits[:24]}{'…' if len(digits) > 24 else ''}, beyond the "
-                        "64-bit whole numbers a results file holds")
-        elif isinstance(value, float):
-            if not math.isfinite(value):
-                return f"{label} is {value}, beyond any float a results file holds"
-        elif isinstance(value, (dict, list, tuple)):
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _INT_LIMIT:
+            digits = str(value) if value.bit_length() < 200 else f"a number of {len(str(value))} digits"
+            return (f"{label} is {digits[:24]}{'…' if len(digits) > 24 else ''}, beyond the "
+                    "64-bit whole numbers a results file holds")
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{label} is {value}, beyond any float a results file holds"
+        if isinstance(value, (dict, list, tuple)):
             if depth >= MAX_DEPTH:
                 return f"{label} is nested too deeply (more than {MAX_DEPTH} levels)"
             items = value.items() if isinstance(value, dict) else enumerate(value)
