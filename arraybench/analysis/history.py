@@ -12,10 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..model.machines import describe, fingerprint_changes
 from ..model.cell import Cell, environment_in_key
 from ..model.record import Record
-from ..model.runs import Entry, RunInfo
+from ..model.runs import Entry, RunInfo, describe, fingerprint_changes
 from .compare import DEFAULT_THRESHOLD, beyond, settings_differences
 from .significance import LogEstimate, benjamini_hochberg, welch_test
 

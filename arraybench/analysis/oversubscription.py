@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping
 from . import modes
 from ..numeric import medians as stats
 from .grouping import is_valid
-from ..model.machines import machine_environment, machine_id_of
+from ..model.runs import machine_environment, machine_id_of
 from ..model.cell import Cell, worker_key
 from ..model.record import BUSY_OTHERS_SHARE, Record
 from ..model.replicate import Replicate

@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from ..errors import one_line
 from ..model import schema
 from ..model.schema import check_environment
-from ..model.machines import machine_environment, machine_id_of
-from ..model.runs import Entry, RunInfo, content_sha, run_id
+from ..model.runs import Entry, RunInfo, content_sha, machine_environment, machine_id_of, run_id
 from .location import default_location, describe_location, is_postgres, redact, resolve_location
 from .database import Database, StoreError, connect, migrate
 
