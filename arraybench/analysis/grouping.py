@@ -6,7 +6,7 @@ from typing import Iterable
 
 from ..backends import SPECS
 from ..model.cell import config_label
-from ..model.pair import Pairs
+from ..model.results import Pairs
 from ..model.record import Record
 from ..workloads.params import describe as describe_params
 from .pairs import verdict

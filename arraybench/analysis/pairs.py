@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 
 from ..host.environments import TWIN
 from ..model.cell import case_key
-from ..model.pair import Pair
+from ..model.results import Pair
 from ..model.record import Record
 from ..model.replicate import Replicate
 from ..numeric.medians import CONFIDENCE, median_ci, spread_factor

@@ -31,7 +31,7 @@ from ..analysis.roofline import Ceiling, ceilings as ceilings_of_run, share as s
 from ..files import write_atomic
 from ..model.cell import config_label
 from ..model.runs import describe
-from ..model.pair import Pairs
+from ..model.results import Pairs
 from ..model.record import Record
 from ..model.usage import RATES, Usage
 from ..units import format_seconds, format_share

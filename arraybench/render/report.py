@@ -28,7 +28,7 @@ from ..backends import SPECS
 from ..errors import one_line
 from ..files import write_atomic
 from ..model.runs import check_same_machine
-from ..model.pair import Pairs
+from ..model.results import Pairs
 from ..model.record import Record
 from ..units import format_change, format_seconds
 
