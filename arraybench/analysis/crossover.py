@@ -101,17 +101,13 @@ def crossovers(records: Iterable[Record]) -> list[Crossover]:
     found: list[Crossover] = []
     for workload in dict.fromkeys(r.workload for r in records):
         series = _series(r for r in records if r.workload == workload)
-        pairs: list[tuple[tuple, tuple]] = []
         for key in series:
             machine, backend, device, mode, transfer = key  # pairs within one machine
-            numpy_cpu = (machine, "numpy", "cpu", "latency", False)
-            if key != numpy_cpu and numpy_cpu in series:
-                pairs.append((key, numpy_cpu))
-            cpu_twin = (machine, backend, "cpu", mode, False)
-            if device != "cpu" and cpu_twin in series and backend != "numpy":
-                pairs.append((key, cpu_twin))
-            eager_twin = (machine, backend, device, "latency", transfer)
-            if mode == "compiled" and eager_twin in series:
-                pairs.append((key, eager_twin))
-        found += filter(None, (find(workload, *series[a], *series[b]) for a, b in pairs))
+            # NumPy on the CPU; the same library on the CPU; the same configuration eager.
+            others = [((machine, "numpy", "cpu", "latency", False), True),
+                      ((machine, backend, "cpu", mode, False),
+                       device != "cpu" and backend != "numpy"),
+                      ((machine, backend, device, "latency", transfer), mode == "compiled")]
+            found += filter(None, (find(workload, *series[key], *series[other]) for other, wanted
+                                   in others if wanted and other != key and other in series))
     return found

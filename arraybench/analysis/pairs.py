@@ -130,8 +130,9 @@ def _interval(per_process: Sequence[_ProcessRatio]) -> tuple[float, float, float
     k = len(per_process)
     logs = [p.log_ratio for p in per_process]
     center = statistics.fmean(logs)
-    if k < 2:
-        return center, per_process[0].log_low, per_process[0].log_high, "1 process: its rounds only"
+    if k < 2:  # never judged: its own interval only
+        return (center, per_process[0].log_low, per_process[0].log_high,
+                "1 process: not judged (its rounds say nothing of the spread between processes)")
     half = spread_factor(k) * statistics.stdev(logs) / math.sqrt(k)
     own = math.sqrt(sum(((p.log_high - p.log_low) / 2) ** 2 for p in per_process)) / k
     return center, center - max(half, own), center + max(half, own), f"t over {k} processes"
@@ -180,10 +181,7 @@ def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None
             if judged:
                 _, lo, hi, _ = _interval(every)
                 said = verdict(math.exp(lo), math.exp(hi))
-                heard = None
-                if quiet is not None:
-                    _, qlo, qhi, _ = _interval(quiet[0])
-                    heard = verdict(math.exp(qlo), math.exp(qhi))
+                heard = None if quiet is None else verdict(*map(math.exp, _interval(quiet[0])[1:3]))
                 # Beyond what load makes of a ratio, loaded rounds tell the direction where the
                 # quiet turns say nothing against it.
                 beyond = lo > math.log(LOADED_BEYOND) or hi < -math.log(LOADED_BEYOND)
@@ -194,11 +192,8 @@ def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None
                              "; not judged: too few quiet turns to bear out what the loaded rounds read")
     k = len(per_process)
     center, low, high, method = _interval(per_process)
-    if k < MIN_PROCESSES:
-        judged = False
-        method = "1 process: not judged (its rounds say nothing of the spread between processes)"
     return Ratio(math.exp(center), math.exp(low), math.exp(high), k, sum(p.rounds for p in per_process),
-                 method + note, loaded, judged)
+                 method + note, loaded, judged and k >= MIN_PROCESSES)
 
 
 def pair(a: Record, b: Record) -> Pair | None:

@@ -9,6 +9,7 @@ damage, refused with its line number rather than resumed from a guess.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from dataclasses import dataclass, field
@@ -138,10 +139,8 @@ class Journal:
             os.fsync(self._fd)
         except OSError as exc:
             # Cut off what part of the line got written: the lines before it stay a journal.
-            try:
+            with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, start)
-            except OSError:
-                pass
             raise SaveError.from_os(exc, self.path) from None
 
     def replicate(self, key: str, index: int, replicate: Replicate) -> None:

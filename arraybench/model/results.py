@@ -11,6 +11,7 @@ delegated at call time to the rendering facade, which the model never imports.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata
 import json
@@ -113,10 +114,8 @@ RESULTS_NAME = "results.json"
 
 def arraybench_version() -> str:
     """The installed version, or a checkout's own (marked so) where it was never installed."""
-    try:
+    with contextlib.suppress(importlib.metadata.PackageNotFoundError):
         return importlib.metadata.version("arraybench")
-    except importlib.metadata.PackageNotFoundError:
-        pass
     try:
         project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
         return f"{project['version']}+checkout" if project.get("name") == "arraybench" else "unknown"
