@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..model.cell import Cell, environment_in_key
-from ..model.record import Record
+from ..model.cell import config_label, environment_in_key
 from ..model.runs import Entry, RunInfo, describe, fingerprint_changes
 from .compare import DEFAULT_THRESHOLD, beyond, settings_differences
 from .significance import LogEstimate, benjamini_hochberg, welch_test
@@ -180,10 +179,10 @@ def build_series(entries: Iterable[Entry], runs: Mapping[str, RunInfo]) -> list[
             continue
         key = (e.machine_id, e.cell)
         if key not in by_key:
-            cell = Cell(e.workload, e.size_label, e.size, e.backend, e.device, e.dtype, e.mode, e.transfer,
-                        environment=environment_in_key(e.cell))
-            by_key[key] = Series(e.machine_id, e.cell, Record.for_cell(cell).config_label, e.workload,
-                                 e.size_label, e.size, describe(run.machine_environment(e.machine)))
+            label = config_label(e.backend, e.device, e.mode, transfer=e.transfer,
+                                 environment=environment_in_key(e.cell))
+            by_key[key] = Series(e.machine_id, e.cell, label, e.workload, e.size_label, e.size,
+                                 describe(run.machine_environment(e.machine)))
         by_key[key].points.append(Point(run, e))
     for s in by_key.values():
         s.points.sort(key=lambda p: _order(p.run))
