@@ -78,7 +78,7 @@ class Contrast:
 
 def _differs(q: Quantity, slow: Sequence[float], fast: Sequence[float],
              unit: str) -> tuple[float, Contrast] | None:
-    """How clearly ``slow`` and ``fast`` differ (separation in pooled sds), or None if they do not."""
+    """How clearly ``slow`` and ``fast`` differ (separation in pooled sds) and their contrast, or None."""
     if not slow or not fast:
         return None
     a, b = statistics.fmean(slow), statistics.fmean(fast)
