@@ -242,7 +242,8 @@ def library_changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[st
     return [*((name, str(libs_a[name] or "none"), str(libs_b[name] or "none"))
               for name in libs_b if name in libs_a and libs_a[name] != libs_b[name]),
             *(("Python" if name == "python" else name, str(a[name]), str(b[name]))
-              for name in ("python", "arraybench") if a.get(name) and b.get(name) and a[name] != b[name])]
+              for name in ("python", "arraybench")
+              if a.get(name) and b.get(name) and a[name] != b[name])]
 
 
 def _runs_by_machine(series: Sequence[Series]) -> dict[str, list[tuple[RunInfo, str]]]:

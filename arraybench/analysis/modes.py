@@ -78,7 +78,7 @@ class Contrast:
 
 def _differs(q: Quantity, slow: Sequence[float], fast: Sequence[float],
              unit: str) -> tuple[float, Contrast] | None:
-    """How clearly ``slow`` and ``fast`` differ (separation in pooled sds) and their contrast, or None."""
+    """How clearly ``slow`` and ``fast`` differ (separation in pooled sds), and how; or None."""
     if not slow or not fast:
         return None
     a, b = statistics.fmean(slow), statistics.fmean(fast)
@@ -106,8 +106,8 @@ def between_processes(timed: Sequence[Replicate], threshold: float) -> Contrast 
     slow = [r for r in timed if r.usage is not None and stats.median(r.samples_s) > threshold]
     fast = [r for r in timed if r.usage is not None and stats.median(r.samples_s) <= threshold]
     return _best(_differs(q, [getattr(r.usage, q.name) for r in slow],
-                          [getattr(r.usage, q.name) for r in fast], "processes")
-                 for q in QUANTITIES if all(getattr(r.usage, q.name) is not None for r in slow + fast))
+                          [getattr(r.usage, q.name) for r in fast], "processes") for q in QUANTITIES
+                 if all(getattr(r.usage, q.name) is not None for r in slow + fast))
 
 
 def within_processes(timed: Sequence[Replicate], threshold: float) -> Contrast | None:

@@ -118,7 +118,8 @@ def config_label(backend: str, device: str, mode: str = "latency", *, transfer: 
 
     label = SPECS[backend].label if backend in SPECS else backend
     extras = ", ".join(word for word, said in [(mode, mode != "latency"), ("+transfer", transfer),
-                                               ("finite diff.", gradient == "finite_differences")] if said)
+                                               ("finite diff.", gradient == "finite_differences")]
+                       if said)
     text = f"{label} {device.upper()}" + (f" ({extras})" if extras else "")
     text += f" [{environment}]" if environment else ""
     return f"{text} @ {machine}" if machine else text

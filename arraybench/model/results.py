@@ -321,7 +321,8 @@ def from_dict(data: Any, origin: str = "results") -> Results:
         for i, r in enumerate(records):
             if not isinstance(r, dict):
                 raise SchemaError(f"record {i} is not an object")
-            parsed.append(Record.from_dict(_from_version_1(r) if version == 1 else r, where=f"record {i}"))
+            parsed.append(Record.from_dict(_from_version_1(r) if version == 1 else r,
+                                           where=f"record {i}"))
         errors = data.get("errors", [])  # absent in files written before it existed
         if not isinstance(errors, list) or not all(
                 isinstance(e, dict) and all(isinstance(v, str) for v in e.values()) for e in errors):
