@@ -31,9 +31,6 @@ def aggregate(cell: Cell, replicates: Sequence[Replicate], wanted: int, rel_ci: 
     rec = Record.for_cell(cell)
     rec.replication_stop = stop
     rec.replicates = list(replicates)
-    if not replicates:
-        rec.reason = "not measured"
-        return rec
     for status in ("failed", "wrong"):
         bad = [rep for rep in replicates if rep.status == status]
         if bad:
@@ -44,7 +41,7 @@ def aggregate(cell: Cell, replicates: Sequence[Replicate], wanted: int, rel_ci: 
             break
     if not rec.timed:
         if rec.status not in ("failed", "wrong"):
-            rec.reason = replicates[0].reason or "not measured"
+            rec.reason = (replicates[0].reason if replicates else "") or "not measured"
         return rec
     if rec.status == "skipped":
         rec.status = "ok"

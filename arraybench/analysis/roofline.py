@@ -32,9 +32,7 @@ class Ceiling:
     @property
     def ridge(self) -> float | None:
         """The arithmetic intensity (FLOP per byte) where memory stops being the limit."""
-        if self.peak_flops and self.bandwidth:
-            return self.peak_flops / self.bandwidth
-        return None
+        return self.peak_flops / self.bandwidth if self.peak_flops and self.bandwidth else None
 
 
 CeilingKey = tuple[str, str, str]
@@ -72,8 +70,8 @@ def ceilings(records: Iterable[Record]) -> dict[CeilingKey, Ceiling]:
 def share(r: Record, table: dict[CeilingKey, Ceiling]) -> float | None:
     """Achieved over attainable: how close a result comes to what its own machine allows."""
     ceiling = table.get(ceiling_key(r))
-    flops, moved = achieved(r)
-    if ceiling is None or (flops is None and moved is None):
+    flops, moved = achieved(r)  # both None where invalid, and so no share below
+    if ceiling is None:
         return None
     if flops and r.bytes and ceiling.peak_flops and ceiling.bandwidth:
         attainable = min(ceiling.peak_flops, (r.flops / r.bytes) * ceiling.bandwidth)
