@@ -9,6 +9,7 @@ version, a digest of the inputs), as .npy records read back without pickle; the 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -166,8 +167,13 @@ def digest(key: tuple[Any, ...], inputs: tuple[Any, ...]) -> str:
 #: Inputs of more bytes are folded before hashing (a 2000² matmul's inputs: 73 ms hashed, 4 ms folded).
 _FOLD_ABOVE = 1 << 20
 _BLOCK = 4096
-#: Odd weights, so that a change to any one word changes its block's sum.
-_WEIGHTS = np.random.default_rng(0x5EED).integers(0, 2**63, _BLOCK, dtype=np.uint64) * 2 + 1
+
+
+@functools.cache
+def _weights() -> np.ndarray:
+    """Odd weights, so that a change to any one word changes its block's sum; made when first
+    needed: NumPy's random module is no import of a worker that reads its inputs from the run's."""
+    return np.random.default_rng(0x5EED).integers(0, 2**63, _BLOCK, dtype=np.uint64) * 2 + 1
 
 
 def _folded(data: np.ndarray) -> bytes:
@@ -176,8 +182,8 @@ def _folded(data: np.ndarray) -> bytes:
     a file, and guards against nothing malicious). An integer matmul makes no input-sized temporary."""
     words = data[: data.size // 8 * 8].view(np.uint64)
     whole = words.size // _BLOCK * _BLOCK
-    sums = words[:whole].reshape(-1, _BLOCK) @ _WEIGHTS
-    rest = words[whole:] @ _WEIGHTS[: words.size - whole]
+    sums = words[:whole].reshape(-1, _BLOCK) @ _weights()
+    rest = words[whole:] @ _weights()[: words.size - whole]
     return sums.tobytes() + rest.tobytes() + data[words.size * 8:].tobytes()
 
 
