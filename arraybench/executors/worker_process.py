@@ -120,7 +120,7 @@ class WorkerProcess:
         assert self.proc.stdin is not None
         try:
             self.proc.stdin.write((job.to_json() + "\n").encode())
-            if job.turns:
+            if job.task == "measure":
                 self.proc.stdin.flush()  # kept open: the turns follow (``send``)
             else:
                 self.proc.stdin.close()
