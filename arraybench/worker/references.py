@@ -257,19 +257,14 @@ class SharedReferences:
             data = json.loads((self.folder / f"{name}.noise.json").read_text())
         except (OSError, ValueError):
             return False, None
-        if data is None:
-            return True, None
-        noises = tuple(Noise(**n) for n in data["noise"])
-        return True, noises if data["tuple"] else noises[0]
+        return True, (tuple(Noise(**n) for n in data) if isinstance(data, list)
+                      else None if data is None else Noise(**data))
 
     def put_noise(self, name: str, noise: Any) -> None:
         """Keep ``noise`` under ``name``."""
-        if noise is None:
-            text = "null"
-        else:
-            many = isinstance(noise, tuple)
-            text = json.dumps({"tuple": many, "noise": [asdict(n) for n in (noise if many else (noise,))]})
-        self._write(f"{name}.noise.json", lambda f: f.write(text.encode()))
+        data = ([asdict(n) for n in noise] if isinstance(noise, tuple)
+                else None if noise is None else asdict(noise))
+        self._write(f"{name}.noise.json", lambda f: f.write(json.dumps(data).encode()))
 
     def _write_arrays(self, name: str, arrays: tuple[np.ndarray, ...]) -> None:
         """Write ``arrays`` as .npy records one after another."""
