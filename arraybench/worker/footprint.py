@@ -236,8 +236,8 @@ def energy(backend: Any, call: Callable[[], Any], span_s: float = ENERGY_SPAN_S,
                          BOARD_MAX_W)
             if why:
                 return Energy(None, why)
-            return Energy(joules / calls,
-                          "GPU board energy from NVML's total-energy counter, its idle draw included")
+            return Energy(joules / calls, "GPU board energy from NVML's total-energy counter, "
+                                          "its idle draw included")
         rapl = rapl if rapl is not None else Rapl()
         if not rapl.zones:
             return Energy(None, rapl.why)
