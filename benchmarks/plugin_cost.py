@@ -130,7 +130,7 @@ def _measure(folder: Path, rounds: int) -> int:
     arraybench = [str(bindir / "arraybench")] if (bindir / "arraybench").exists() else [sys.executable, "-m", "arraybench"]
     pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 
-    warm = "import arraybench.api, arraybench.pytest.summary, arraybench.commands.report, arraybench.render.plots, " \
+    warm = "import arraybench.api, arraybench.render.report, arraybench.commands.report, arraybench.render.plots, " \
            "arraybench.worker.main, numpy"
     for command in ([sys.executable, "-c", warm], [*pytest, "--collect-only", "test_anchor.py", "test_numpy.py"]):
         subprocess.run(command, cwd=folder, env=env, capture_output=True)  # the bytecode, made once

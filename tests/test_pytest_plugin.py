@@ -19,7 +19,7 @@ import pytest
 import arraybench.api  # noqa: F401
 import arraybench.commands.compare  # noqa: F401
 import arraybench.store.refs  # noqa: F401
-import arraybench.pytest.summary  # noqa: F401
+import arraybench.render.report  # noqa: F401
 import arraybench.store.keeping  # noqa: F401
 import scipy.special  # noqa: F401
 

@@ -291,7 +291,7 @@ def job_for(options: RunOptions, out_dir: Path, config: Config, index: int, cell
                threads=options.threads, allow_tf32=options.allow_tf32,
                workload_files=tuple(str(Path(p).resolve()) for p in options.workload_files),
                shipped=str(shipped.resolve()) if options.shipped_workloads else None,
-               allocator=allocator, references=references, describe=describe, turns=True)
+               allocator=allocator, references=references, describe=describe)
 
 
 # -- what the parent does with a worker's messages -------------------------------------------------

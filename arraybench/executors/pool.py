@@ -106,6 +106,8 @@ class WorkerPool:
         measured and holds nothing to write: it is killed, not left a library's seconds of
         teardown at the end of the session."""
         idle, self._idle = list(self._idle.values()), {}
+        for worker in idle:  # all signalled first: their exits overlap (0.3 s less for 7 workers)
+            worker.kill(wait=False)
         for worker in idle:
             worker.kill()
             worker.close()

@@ -120,7 +120,7 @@ class WorkerProcess:
         assert self.proc.stdin is not None
         try:
             self.proc.stdin.write((job.to_json() + "\n").encode())
-            if job.turns:
+            if job.task == "measure":
                 self.proc.stdin.flush()  # kept open: the turns follow (``send``)
             else:
                 self.proc.stdin.close()
@@ -340,8 +340,9 @@ class WorkerProcess:
         data = self._output.text()
         return crash_site(data) or last_error(data)
 
-    def kill(self) -> None:
-        """Stop the worker and everything in its process group (what its workloads started)."""
+    def kill(self, wait: bool = True) -> None:
+        """Stop the worker and everything in its process group (what its workloads started);
+        ``wait=False``: signalled only, reaped by a later ``kill`` (exits of several overlap)."""
         if self.proc.returncode is not None:
             return  # reaped: its group was killed before that, here
         self._close_stdin()
@@ -351,6 +352,8 @@ class WorkerProcess:
             pass
         except PermissionError:
             self.proc.kill()
+        if not wait:
+            return
         unwatch(self.proc.pid)  # before it is reaped: until then its group id is its own
         try:
             self.proc.wait(timeout=10)

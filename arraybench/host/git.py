@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import os
 import subprocess
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 #: How long git may take to answer; a slow network file system must not hold a run up.
 TIMEOUT_S = 5.0
@@ -36,14 +38,37 @@ def command(cwd: Path, *args: str) -> tuple[list[str], dict[str, str]]:
     return ["git", *NEUTRAL, *filters, *args], env
 
 
+#: git's answers kept while ``asked_once`` holds (None: git is asked every time).
+_answers: dict[tuple[str, ...], str | None] | None = None
+
+
+@contextmanager
+def asked_once(answers: dict[tuple[str, ...], str | None]) -> Iterator[None]:
+    """Inside, each question to git in each folder is asked once, its answer kept in ``answers``:
+    a pytest session's tests measure one version of the code (each test's run asked 6-8 git
+    processes the same questions)."""
+    global _answers
+    before, _answers = _answers, answers
+    try:
+        yield
+    finally:
+        _answers = before
+
+
 def _git(cwd: Path, *args: str) -> str | None:
+    key = (str(cwd), *args)
+    if _answers is not None and key in _answers:
+        return _answers[key]
     try:
         argv, env = command(cwd, *args)
         done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT_S,
                               stdin=subprocess.DEVNULL, env=env)
+        answer = done.stdout.strip() if done.returncode == 0 else None
     except (OSError, subprocess.SubprocessError, ValueError):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
+        answer = None
+    if _answers is not None:
+        _answers[key] = answer
+    return answer
 
 
 def labels(cwd: str | os.PathLike[str] | None = None) -> dict[str, str]:

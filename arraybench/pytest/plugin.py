@@ -188,11 +188,46 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The session's table, its comparison, the verdict and where the run went, as ``arraybench
+    run`` and ``compare`` print them; rendering is imported here, so that a session under
+    ``--arraybench-disable`` prints one line and pays for none of it."""
     outcome = config.stash.get(_OUTCOME, None)
     if outcome is None or outcome.results is None:
         return
-    from .summary import summary_text
+    import io
+    from collections import Counter
+
+    from rich.markup import escape
+
+    from ..errors import pytest_session
+    from ..options import PYTEST_NAMES
+    from ..render.terminal import TABLE_WIDTH, console as safe_console
 
     writer = config.get_terminal_writer()
+    colour, buffer, width = writer.hasmarkup, io.StringIO(), writer.fullwidth
+    if not colour:  # a file or a pipe (CI's log): as wide as `arraybench run` prints there
+        width = max(width, TABLE_WIDTH)
+    console = safe_console(file=buffer, width=width, force_terminal=colour, highlight=False,
+                           color_system="standard" if colour else None, soft_wrap=False)
+    with pytest_session(PYTEST_NAMES):  # notes name the plugin's options (--arraybench-processes=2)
+        if outcome.disabled:  # checks only: times taken this way are not worth showing
+            records = outcome.results.records
+            counts = Counter(r.status for r in records)
+            console.print(f"{len(records)} cells checked, not timed (--arraybench-disable): "
+                          + ", ".join(f"{n} {status}" for status, n in counts.items()))
+        else:
+            from ..render import report
+
+            report.show(outcome.results, console, errors=True, with_findings=False)
+        if outcome.compared:
+            console.print(escape(outcome.compared), soft_wrap=True)
+        if outcome.comparison is not None:
+            from ..render.comparison import print_comparison
+
+            print_comparison(outcome.comparison, console)
+        for line in outcome.failures:
+            console.print(f"[bold red]arraybench:[/] {escape(line)}", soft_wrap=True)
+        if outcome.stored:
+            console.print(escape(outcome.stored), soft_wrap=True)
     terminalreporter.section("arraybench", sep="-")
-    terminalreporter.write(summary_text(outcome, width=writer.fullwidth, colour=writer.hasmarkup))
+    terminalreporter.write(buffer.getvalue())

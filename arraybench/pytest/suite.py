@@ -64,12 +64,15 @@ class Suite:
         self._workers: "WorkerPool | None" = None
         #: ``--arraybench-disable``'s libraries, opened in this process once for the session.
         self._called_once: "CalledOnce | None" = None
+        #: What git said of the work tree (its commit, the project): asked once for the session.
+        self._git: dict[tuple[str, ...], str | None] = {}
 
     def measure(self, test: str, workload: Any, options: dict[str, Any]) -> "Results":
         """One ``arraybench.run`` of ``workload`` for test ``test``; ``options`` are its keywords
         (the marker's and the call's), over the command line's. ``UsageError`` for a bad one."""
         from .. import api
         from ..executors.session import Interrupted
+        from ..host.git import asked_once
         from ..workloads.definition import define, Workload
 
         for name, whose in _THE_SESSIONS.items():
@@ -115,7 +118,7 @@ class Suite:
         try:
             # Notes name the plugin's options, not the command line's; each library is imported
             # once per replicate index for the whole session.
-            with pytest_session(PYTEST_NAMES), sharing(self._workers):
+            with pytest_session(PYTEST_NAMES), sharing(self._workers), asked_once(self._git):
                 results = api.execute(planned, None, context=context, store=False, plots=False)
         except Interrupted as stop:  # what was measured before the signal is the session's too
             self._keep(test, stop.results)

@@ -4,10 +4,11 @@ import atexit
 import os
 import sys
 
-from ..host.against import SOURCE_MAP, mapped
-from .main import main
+from .main import SOURCE_MAP, main
 
 if os.environ.get(SOURCE_MAP):
+    from ..host.against import mapped
+
     # A worker of REF's code (--against REF): its path's work-tree folders are REF's, so that
     # `import mypkg` finds REF's version (its working folder stays: the job's paths are relative).
     sys.path[:] = [mapped(p or os.getcwd(), os.environ[SOURCE_MAP]) for p in sys.path]

@@ -224,40 +224,38 @@ def energy(backend: Any, call: Callable[[], Any], span_s: float = ENERGY_SPAN_S,
     (the board's energy), RAPL's on the CPU (the packages'); None and why where neither reads, or
     where what it read is no plausible reading (frozen, backwards, a jump)."""
     try:
-        return _energy(backend, call, span_s, rapl)
-    except Exception as exc:  # the extra calls or the counters: a side reading, never the samples
-        return Energy(None, f"energy not measured: {type(exc).__name__}: {exc}")
-
-
-def _energy(backend: Any, call: Callable[[], Any], span_s: float, rapl: Rapl | None) -> Energy:
-    if backend.device != "cpu":
-        counter = backend.energy_counter_mj()
-        if isinstance(counter, str):
-            return Energy(None, counter)
-        began = time.perf_counter()
-        start = counter()
-        calls = _repeat(call, span_s)
-        joules = (counter() - start) / 1e3
-        why = _judge("GPU's NVML energy counter", joules, time.perf_counter() - began, BOARD_MAX_W)
+        if backend.device != "cpu":
+            counter = backend.energy_counter_mj()
+            if isinstance(counter, str):
+                return Energy(None, counter)
+            began = time.perf_counter()
+            start = counter()
+            calls = _repeat(call, span_s)
+            joules = (counter() - start) / 1e3
+            why = _judge("GPU's NVML energy counter", joules, time.perf_counter() - began,
+                         BOARD_MAX_W)
+            if why:
+                return Energy(None, why)
+            return Energy(joules / calls, "GPU board energy from NVML's total-energy counter, "
+                                          "its idle draw included")
+        rapl = rapl if rapl is not None else Rapl()
+        if not rapl.zones:
+            return Energy(None, rapl.why)
+        try:
+            began = time.perf_counter()
+            before = rapl.read()
+            calls = _repeat(call, span_s)
+            after = rapl.read()
+            elapsed = time.perf_counter() - began
+        except (OSError, ValueError) as exc:
+            return Energy(None, f"RAPL not readable: {exc}")
+        why = rapl.fault(before, after, elapsed)
         if why:
             return Energy(None, why)
-        return Energy(joules / calls, "GPU board energy from NVML's total-energy counter, its idle draw included")
-    rapl = rapl if rapl is not None else Rapl()
-    if not rapl.zones:
-        return Energy(None, rapl.why)
-    try:
-        began = time.perf_counter()
-        before = rapl.read()
-        calls = _repeat(call, span_s)
-        after = rapl.read()
-        elapsed = time.perf_counter() - began
-    except (OSError, ValueError) as exc:
-        return Energy(None, f"RAPL not readable: {exc}")
-    why = rapl.fault(before, after, elapsed)
-    if why:
-        return Energy(None, why)
-    return Energy(rapl.joules(before, after) / calls,
-                  "CPU package energy from RAPL, the machine's idle draw included")
+        return Energy(rapl.joules(before, after) / calls,
+                      "CPU package energy from RAPL, the machine's idle draw included")
+    except Exception as exc:  # the extra calls or the counters: a side reading, never the samples
+        return Energy(None, f"energy not measured: {type(exc).__name__}: {exc}")
 
 
 # -- out of memory: each library's own message (checked against its source), in words

@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from .prepare import Prepared as PreparedCell
     from .sampling import Sampling
 
+#: ``host.against.SOURCE_MAP``, spelled here so that a worker imports that module (git,
+#: subprocess) only in a run ``--against REF``, where it is set.
+SOURCE_MAP = "ARRAYBENCH_SOURCE_MAP"
+
 
 class Channel:
     """The worker's side of the protocol: a private copy of stdout, stdout itself now stderr."""
@@ -148,15 +152,17 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     from .footprint import energy_metered
     from .prepare import ReferenceCache, finish, prepare
     from ..model.replicate import Replicate
-    from ..workloads.userfile import describe_exception
     from ..workloads import REGISTRY
     from ..workloads.shipping import ShippingError, receive
-    from ..workloads.userfile import load_workload_files, missing_workload_reason
+    from ..workloads.userfile import (describe_exception, load_workload_files,
+                                      missing_workload_reason)
 
-    from ..host.against import SOURCE_MAP, mapped
+    files = list(job.workload_files)
+    if os.environ.get(SOURCE_MAP):  # a run --against REF: REF's environment reads REF's files
+        from ..host.against import mapped
 
-    # In a run --against REF, REF's environment reads the workload files from REF's tree.
-    load_errors = load_workload_files([mapped(f, os.environ.get(SOURCE_MAP)) for f in job.workload_files])
+        files = [mapped(f, os.environ[SOURCE_MAP]) for f in files]
+    load_errors = load_workload_files(files)
     if job.shipped:
         try:
             receive(job.shipped)

@@ -1,10 +1,12 @@
 """What a worker process is asked and what it answers: one typed job in, typed messages out.
 
 The parent writes one ``Job`` as a JSON line on the worker's stdin; the worker answers ``Ready``
-(or ``Unavailable``), then per task: ``Start``/``ReplicateDone`` per cell (``measure``; with
-``turns``, after ``Prepare``/``Prepared``, one ``Sampled`` per ``Turn`` until ``FINISH``),
-``CheckDone`` per check (``selfcheck``), nothing (``probe``); ``Done`` last. Both sides validate
-what they read (``model.schema``): a job that does not fit stops the worker with one line.
+(or ``Unavailable``), then per task: ``Start``/``ReplicateDone`` per cell (``measure``: after
+``Prepare``/``Prepared``, one ``Sampled`` per ``Turn`` until ``FINISH``, a sample only when the
+parent hands a turn, so that the configurations a verdict compares sample the same seconds of
+the machine), ``CheckDone`` per check (``selfcheck``), nothing (``probe``); ``Done`` last. Both
+sides validate what they read (``model.schema``): a job that does not fit stops the worker with
+one line.
 Beside the pipe, the worker marks its progress on a ``Board`` the parent reads without waking.
 """
 
@@ -73,9 +75,6 @@ class Job:
     only: tuple[CheckName, ...] = CHECKS  # type: ignore[assignment]
     #: The state glibc's malloc was started in (``model/replicate``), "" where it was left alone.
     allocator: str = ""
-    #: Sample only when the parent hands a turn, so that the configurations a verdict compares
-    #: sample the same seconds of the machine (``executors/turns``).
-    turns: bool = False
     #: The run's folder of references shared by its workers; None: each computes its own.
     references: str | None = None
     #: Report the code paths the library runs (``Backend.kernels``, 0.6 s a PyTorch process).

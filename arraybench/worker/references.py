@@ -9,6 +9,7 @@ version, a digest of the inputs), as .npy records read back without pickle; the 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -166,8 +167,13 @@ def digest(key: tuple[Any, ...], inputs: tuple[Any, ...]) -> str:
 #: Inputs of more bytes are folded before hashing (a 2000² matmul's inputs: 73 ms hashed, 4 ms folded).
 _FOLD_ABOVE = 1 << 20
 _BLOCK = 4096
-#: Odd weights, so that a change to any one word changes its block's sum.
-_WEIGHTS = np.random.default_rng(0x5EED).integers(0, 2**63, _BLOCK, dtype=np.uint64) * 2 + 1
+
+
+@functools.cache
+def _weights() -> np.ndarray:
+    """Odd weights, so that a change to any one word changes its block's sum; made when first
+    needed: NumPy's random module is no import of a worker that reads its inputs from the run's."""
+    return np.random.default_rng(0x5EED).integers(0, 2**63, _BLOCK, dtype=np.uint64) * 2 + 1
 
 
 def _folded(data: np.ndarray) -> bytes:
@@ -176,8 +182,8 @@ def _folded(data: np.ndarray) -> bytes:
     a file, and guards against nothing malicious). An integer matmul makes no input-sized temporary."""
     words = data[: data.size // 8 * 8].view(np.uint64)
     whole = words.size // _BLOCK * _BLOCK
-    sums = words[:whole].reshape(-1, _BLOCK) @ _WEIGHTS
-    rest = words[whole:] @ _WEIGHTS[: words.size - whole]
+    sums = words[:whole].reshape(-1, _BLOCK) @ _weights()
+    rest = words[whole:] @ _weights()[: words.size - whole]
     return sums.tobytes() + rest.tobytes() + data[words.size * 8:].tobytes()
 
 
@@ -251,19 +257,14 @@ class SharedReferences:
             data = json.loads((self.folder / f"{name}.noise.json").read_text())
         except (OSError, ValueError):
             return False, None
-        if data is None:
-            return True, None
-        noises = tuple(Noise(**n) for n in data["noise"])
-        return True, noises if data["tuple"] else noises[0]
+        return True, (tuple(Noise(**n) for n in data) if isinstance(data, list)
+                      else None if data is None else Noise(**data))
 
     def put_noise(self, name: str, noise: Any) -> None:
         """Keep ``noise`` under ``name``."""
-        if noise is None:
-            text = "null"
-        else:
-            many = isinstance(noise, tuple)
-            text = json.dumps({"tuple": many, "noise": [asdict(n) for n in (noise if many else (noise,))]})
-        self._write(f"{name}.noise.json", lambda f: f.write(text.encode()))
+        data = ([asdict(n) for n in noise] if isinstance(noise, tuple)
+                else None if noise is None else asdict(noise))
+        self._write(f"{name}.noise.json", lambda f: f.write(json.dumps(data).encode()))
 
     def _write_arrays(self, name: str, arrays: tuple[np.ndarray, ...]) -> None:
         """Write ``arrays`` as .npy records one after another."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import KW_ONLY, dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -190,6 +191,7 @@ def _pristine(backend: "Backend", arg: Any, host: Any) -> Any:
     return backend.asarray(host)  # on the device, so that restoring is a device-to-device copy
 
 
+@dataclass(eq=False)
 class Timer:
     """Times ``op(*args)``, waiting for each result with ``sync`` where the library is asynchronous.
 
@@ -199,31 +201,23 @@ class Timer:
     True
     """
 
-    def __init__(
-        self,
-        op: Callable[..., Any],
-        args: Sequence[Any] = (),
-        *,
-        sync: Callable[[Any], None] | None = None,
-        device_timer: DeviceTimer | None = None,
-        flush: Callable[[], None] | None = None,
-        monitor: Callable[[], Sequence[str]] | None = None,
-        clock: Clock = time.perf_counter,
-        kwargs: dict[str, Any] | None = None,
-        fresh: FreshInputs | None = None,
-    ) -> None:
-        if device_timer is not None and sync is None:
+    op: Callable[..., Any]
+    args: Sequence[Any] = ()
+    _: KW_ONLY
+    sync: Callable[[Any], None] | None = None
+    device_timer: DeviceTimer | None = None
+    flush: Callable[[], None] | None = None
+    #: Asked after every sample: the reasons the device is throttling now (empty: it is not).
+    monitor: Callable[[], Sequence[str]] | None = None
+    clock: Clock = time.perf_counter
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    fresh: FreshInputs | None = None
+
+    def __post_init__(self) -> None:
+        if self.device_timer is not None and self.sync is None:
             raise ValueError("a device timer needs a sync function to wait for the device")
-        self.op = op
-        self.args = tuple(args)
-        self.sync = sync
-        self.device_timer = device_timer
-        self.flush = flush
-        #: Asked after every sample: the reasons the device is throttling now (empty: it is not).
-        self.monitor = monitor
-        self.clock = clock
-        self.kwargs = dict(kwargs or {})
-        self.fresh = fresh
+        self.args = tuple(self.args)
+        self.kwargs = dict(self.kwargs)
         self._loops: dict[tuple[str, bool], Callable[..., Any]] = {}
         self._span_overhead_s: float | None = None
 
@@ -236,15 +230,12 @@ class Timer:
             self._loops[mode, pooled] = namespace["_loop"]
         return self._loops[mode, pooled]
 
-    def _sync(self, result: Any) -> None:
-        if self.sync is not None:
-            self.sync(result)
-
     def first_call(self) -> tuple[float, Any]:
         """Time the very first call (compilation, dispatch caches, lazy initialisation) on its own."""
         t0 = self.clock()
         result = self.op(*self.args, **self.kwargs)
-        self._sync(result)
+        if self.sync is not None:
+            self.sync(result)
         return self.clock() - t0, result
 
     def timeit(self, number: int, mode: str = "latency") -> tuple[float, float | None]:

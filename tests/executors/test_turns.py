@@ -46,7 +46,7 @@ def test_a_worker_waiting_to_be_told_to_prepare_is_not_taken_for_stuck(tmp_path)
     its turn to prepare (its messages last read at ``Ready``) is no time without progress."""
     cell = Cell(workload="sort", size_label="1k", size=1000, backend="numpy", device="cpu",
                 dtype="float64", mode="latency")
-    job = Job(backend="numpy", device="cpu", cells=(cell,), turns=True,
+    job = Job(backend="numpy", device="cpu", cells=(cell,),
               timer=TimerSettings(min_samples=3, budget_s=0.05, warmup_s=0.0))
     worker = WorkerProcess(job, env=os.environ, cpus=None, log_path=tmp_path / "worker.log")
     try:
@@ -70,7 +70,7 @@ def test_a_worker_measures_the_cells_it_is_told_and_judges_those_not_judged_befo
     # allocator state's, before the first process said which outputs are large).
     cells = tuple(Cell(workload="sort", size_label=f"n{n}", size=n, backend="numpy", device="cpu",
                        dtype="float64", mode="latency") for n in (1000, 1001, 1002))
-    job = Job(backend="numpy", device="cpu", cells=cells, turns=True,
+    job = Job(backend="numpy", device="cpu", cells=cells,
               timer=TimerSettings(min_samples=3, budget_s=0.05, warmup_s=0.0))
     worker = WorkerProcess(job, env=os.environ, cpus=None, log_path=tmp_path / "worker.log")
     try:

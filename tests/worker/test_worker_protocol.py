@@ -106,7 +106,7 @@ def test_a_selfcheck_job_streams_the_checks_that_apply(tmp_path: Path):
 
 
 def test_a_measure_job_answers_each_cell_once_its_turns_are_over(tmp_path: Path):
-    job = Job(backend="numpy", device="cpu", cells=(SORT,), turns=True,
+    job = Job(backend="numpy", device="cpu", cells=(SORT,),
               timer=TimerSettings(min_samples=3, budget_s=0.05, warmup_s=0.0))
     worker = WorkerProcess(job, env=os.environ, cpus=None, log_path=tmp_path / "worker.log")
     try:
