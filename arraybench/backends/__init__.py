@@ -3,6 +3,7 @@ Nothing here imports an array library; ``load``, called only in a worker, import
 
 from __future__ import annotations
 
+from contextlib import suppress
 import importlib
 import importlib.metadata
 import importlib.util
@@ -71,11 +72,10 @@ class BackendSpec:
 
 def _jax_gpu_plugin() -> bool:
     """Whether a JAX GPU plugin (jax-cuda12-plugin, jax-rocm7-plugin, ...) is installed."""
-    try:  # jaxlib releases before the plugins carried CUDA in their own build (0.4.x+cuda12)
+    # jaxlib releases before the plugins carried CUDA in their own build (0.4.x+cuda12)
+    with suppress(importlib.metadata.PackageNotFoundError):
         if any(k in importlib.metadata.version("jaxlib") for k in ("cuda", "rocm")):
             return True
-    except importlib.metadata.PackageNotFoundError:
-        pass
     for dist in importlib.metadata.distributions():
         name = (dist.metadata["Name"] or "").lower().replace("_", "-")
         if name.startswith(("jax-cuda", "jax-rocm")) and name.endswith("plugin"):

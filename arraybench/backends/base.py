@@ -3,6 +3,7 @@ module imports its library at module level, and only a worker imports a backend 
 
 from __future__ import annotations
 
+from contextlib import suppress
 import abc
 import os
 import time
@@ -247,12 +248,10 @@ class Backend(abc.ABC):
     # -- housekeeping ---------------------------------------------------------------------------
     def limit_threads(self, threads: int) -> None:
         """Limit the library's thread pools again from inside the worker, once it is loaded."""
-        try:
+        with suppress(Exception):  # a pool that refuses leaves the environment's limit in force
             from threadpoolctl import threadpool_limits
 
             threadpool_limits(limits=threads)
-        except Exception:  # a pool that refuses leaves the environment's limit in force
-            pass
 
     def free(self) -> None:
         """Release cached device memory between cells."""

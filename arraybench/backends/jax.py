@@ -200,19 +200,12 @@ class JaxBackend(Backend):
     def flush_cache(self) -> Callable[[], None] | None:
         if self.device == "cpu":
             return cpu_flush()
-        if self.is_metal:  # no L2 size to ask the CUDA driver for; 256 MiB exceeds Apple GPUs' caches
-            buf = jax.device_put(np.zeros(64 * 1024**2, dtype=np.float32), self.jax_device)
-            touch = jax.jit(lambda b: b + 1.0)
-            return lambda: touch(buf).block_until_ready()
-        # JAX has no API for the L2 size; the CUDA driver has (torch and CuPy read theirs).
-        l2 = self.l2_bytes()
+        # JAX has no API for the L2 size; the CUDA driver has (torch and CuPy read theirs). Apple
+        # GPUs have no driver to ask: the fallback exceeds their caches.
+        l2 = FALLBACK_L2_BYTES if self.is_metal else self.l2_bytes()
         buf = jax.device_put(np.zeros(2 * l2 // 4, dtype=np.float32), self.jax_device)
         touch = jax.jit(lambda b: b + 1.0)
-
-        def flush() -> None:
-            touch(buf).block_until_ready()
-
-        return flush
+        return lambda: touch(buf).block_until_ready()
 
     def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
         """JAX's documentation times ``jax.block_until_ready(f(x))`` in a loop."""

@@ -49,6 +49,7 @@ def mlx_dtype(name: str) -> Any:
         raise Unavailable(f"MLX has no {name} dtype") from None
 
 
+@functools.cache
 def array_api_namespace() -> types.ModuleType:
     """``mlx.core`` with the Array API's names where MLX spells them the NumPy way (MLX has no
     Array API namespace; a workload gives MLX its own spelling with ``@wl.override("mlx")``)."""
@@ -66,16 +67,6 @@ def _copy(module: Any, name: str, doc: str | None = None) -> types.ModuleType:
     ns = types.ModuleType(name, doc)
     ns.__dict__.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
     return ns
-
-
-def evaluated(op: Callable[..., Any]) -> Callable[..., Any]:
-    """``op`` followed by ``mx.eval`` of everything it returned, in the same call."""
-    def call(*args: Any, **kwargs: Any) -> Any:
-        out = op(*args, **kwargs)
-        _eval(out)
-        return out
-
-    return call
 
 
 def _eval(out: Any) -> None:
@@ -123,7 +114,6 @@ class MlxBackend(Backend):
             raise Unavailable(f"MLX has no device {device!r}")
         # So that a workload's mx.* calls run where its inputs are.
         mx.set_default_device(self.mx_device)
-        self._array_api: types.ModuleType | None = None
         self.sync = _eval
 
     def unsupported_dtype(self, dtype: str) -> str | None:
@@ -133,14 +123,15 @@ class MlxBackend(Backend):
         return None
 
     def namespace(self, kind: str = "native") -> Any:
-        if kind == "array_api":
-            if self._array_api is None:
-                self._array_api = array_api_namespace()
-            return self._array_api
-        return mx
+        return array_api_namespace() if kind == "array_api" else mx
 
     def evaluated(self, op: Callable[..., Any]) -> Callable[..., Any]:
-        return evaluated(op)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            out = op(*args, **kwargs)
+            _eval(out)
+            return out
+
+        return call
 
     def explain_wrong(self, wrong: WrongResult) -> str | None:
         """A float64 result on the CPU wrong only because this MLX lacks float64 for what the
@@ -176,8 +167,7 @@ class MlxBackend(Backend):
         # mx.array(a float64 NumPy array) alone makes float32: the dtype is always given.
         return mx.array(host, dtype=mlx_dtype(host.dtype.name))
 
-    def copy_from_numpy(self, host: np.ndarray) -> Any:
-        return mx.array(host, dtype=mlx_dtype(host.dtype.name))
+    copy_from_numpy = from_numpy
 
     def from_list(self, data: list, dtype: str) -> Any:
         return mx.array(data, dtype=mlx_dtype(dtype))
@@ -205,8 +195,6 @@ class MlxBackend(Backend):
         else:
             super().copy_into(dst, src)
 
-    def memory_range(self, x: Any) -> tuple[int, int] | None:
-        return super().memory_range(x) if isinstance(x, np.ndarray) else None
 
     def flush_cache(self) -> Callable[[], None] | None:
         if self.device == "cpu":

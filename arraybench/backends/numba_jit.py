@@ -5,6 +5,7 @@ registers one (``types.Module``, as for modules read as globals): ``xp.sin`` the
 
 from __future__ import annotations
 
+from contextlib import suppress
 import functools
 import re
 import types as pytypes
@@ -104,13 +105,11 @@ def info() -> dict[str, Any]:
     import llvmlite
 
     out: dict[str, Any] = {"numba": numba.__version__, "llvmlite": llvmlite.__version__}
-    try:
+    with suppress(Exception):
         from numba.core.config import CPU_NAME
 
         import llvmlite.binding as ll
 
         out["numba_target_cpu"] = CPU_NAME or ll.get_host_cpu_name()
-    except Exception:
-        pass
     out["numba_threading_layer"] = numba.config.THREADING_LAYER
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import Any, Callable
@@ -52,6 +53,10 @@ def mps_available() -> bool:
     return torch.version.cuda is None or not torch.cuda.is_available()
 
 
+def _elapsed_ms(start: Any, end: Any) -> float:
+    return start.elapsed_time(end)
+
+
 #: The dtypes Apple GPUs cannot hold: Metal has no 64-bit floating point.
 MPS_UNSUPPORTED = ("float64", "complex128")
 
@@ -66,7 +71,6 @@ class TorchBackend(Backend):
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
         super().__init__(device, allow_tf32=allow_tf32)
-        self._device_xp: Any = None
         self._spin: SpinKernel | None = None
         if device == "cpu":
             self.torch_device = torch.device("cpu")
@@ -112,11 +116,7 @@ class TorchBackend(Backend):
             import array_api_compat
 
             xp = array_api_compat.array_namespace(torch.empty(0))
-            if self.device == "gpu":
-                if self._device_xp is None:
-                    self._device_xp = device_namespace(xp, self.torch_device)
-                return self._device_xp
-            return xp
+            return device_namespace(xp, self.torch_device) if self.device == "gpu" else xp
         return torch
 
     def asarray(self, host: np.ndarray) -> Any:
@@ -172,19 +172,14 @@ class TorchBackend(Backend):
             return None
         if self.is_mps:
             # MPS events work as CUDA's; with no spin kernel, there is no hold.
-            return CudaEvents(lambda: torch.mps.Event(enable_timing=True), lambda a, b: a.elapsed_time(b))
+            return CudaEvents(functools.partial(torch.mps.Event, enable_timing=True), _elapsed_ms)
 
-        def make() -> Any:
-            return torch.cuda.Event(enable_timing=True)
-
-        def elapsed(a: Any, b: Any) -> float:
-            return a.elapsed_time(b)
-
+        make = functools.partial(torch.cuda.Event, enable_timing=True)
         # torch.cuda._sleep(cycles) queues ATen's spin kernel on the current stream.
         sleep = getattr(torch.cuda, "_sleep", None)
         if self._spin is None and sleep is not None:
-            self._spin = SpinKernel(sleep, make, elapsed)
-        return CudaEvents(make, elapsed, spin=self._spin)
+            self._spin = SpinKernel(sleep, make, _elapsed_ms)
+        return CudaEvents(make, _elapsed_ms, spin=self._spin)
 
     def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
         """``torch.utils.benchmark.Timer`` in blocks of about 1 ms (``blocked_autorange``'s would be
@@ -208,21 +203,15 @@ class TorchBackend(Backend):
     def flush_cache(self) -> Callable[[], None] | None:
         if self.device == "cpu":
             return cpu_flush()
-        if self.is_mps:
-            # torch.mps has no cache-size query; 256 MiB exceeds any Apple GPU's caches.
-            mps_buf = torch.empty(64 * 1024**2, dtype=torch.float32, device=self.torch_device)
-
-            def flush_mps() -> None:
-                mps_buf.zero_()
-                torch.mps.synchronize()
-
-            return flush_mps
-        l2 = torch.cuda.get_device_properties(self.torch_device).L2_cache_size or 64 * 1024**2
+        # torch.mps has no cache-size query; 128 MiB exceeds any Apple GPU's caches.
+        l2 = 128 * 1024**2 if self.is_mps else \
+            torch.cuda.get_device_properties(self.torch_device).L2_cache_size or 64 * 1024**2
         buf = torch.empty(2 * l2 // 4, dtype=torch.float32, device=self.torch_device)
+        sync = self.sync
 
         def flush() -> None:
             buf.zero_()
-            torch.cuda.synchronize(self.torch_device)
+            sync(buf)
 
         return flush
 

@@ -3,6 +3,7 @@ runs), torch.compile's handling of a workload, and an Array API namespace that c
 
 from __future__ import annotations
 
+from contextlib import suppress
 import functools
 import inspect
 import re
@@ -27,11 +28,9 @@ def torch_cpu_kernels() -> dict[str, Any]:
     """The CPU code paths PyTorch really runs: ATen's vector ISA, and MKL's and oneDNN's from
     their verbose modes around one tiny call each. What cannot be learnt is left out."""
     out: dict[str, Any] = {}
-    try:
+    with suppress(Exception):
         out["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
-    except Exception:
-        pass
-    try:
+    with suppress(Exception):
         if torch.backends.mkl.is_available():
             a = torch.ones(64, 64, dtype=torch.float64)
 
@@ -45,9 +44,7 @@ def torch_cpu_kernels() -> dict[str, Any]:
                 out["mkl_code_path"] = path  # "Intel Architecture processors": the generic path
                 out["mkl_isa"] = _isa_named(path)
                 out["mkl_version"] = m.group(1).strip()
-    except Exception:
-        pass
-    try:
+    with suppress(Exception):
         if torch.backends.mkldnn.is_available():
             x = torch.ones(8)
 
@@ -58,8 +55,6 @@ def torch_cpu_kernels() -> dict[str, Any]:
             m = re.search(r"info,cpu,isa:([^\n]+)", captured_stdout(reorder))
             if m:
                 out["onednn_isa"] = m.group(1).strip()
-    except Exception:
-        pass
     return out
 
 
@@ -138,6 +133,7 @@ def cache_notes(counters: Any) -> list[str]:
 ARRAY_API_CREATION = ("arange", "asarray", "empty", "eye", "full", "linspace", "ones", "zeros")
 
 
+@functools.cache
 def device_namespace(xp: Any, device: Any) -> types.ModuleType:
     """``xp`` (array_api_compat's torch namespace) whose functions that make arrays from no array
     default to ``device``: array_api_compat creates on the CPU, and ``torch.set_default_device``

@@ -9,6 +9,7 @@ end this process, so that what was journalled is saved. Docs: docs/cluster.md.
 
 from __future__ import annotations
 
+from contextlib import suppress
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -341,10 +342,9 @@ class RayExecutor:
         except OSError:
             return  # logs help; they never cost a measurement
         for name, text in logs.items():
-            try:  # a new file renamed into place: never through a link or into a pipe planted there
+            # a new file renamed into place: never through a link or into a pipe planted there
+            with suppress(OSError):
                 write_atomic(folder / Path(name).name, text)
-            except OSError:
-                pass
 
 
 def _missing(session: RunHandle, cell: Cell) -> bool:

@@ -7,6 +7,7 @@ could land between receiving a replicate and journalling it, and lose what this 
 
 from __future__ import annotations
 
+from contextlib import suppress
 import signal
 import threading
 import uuid
@@ -194,10 +195,9 @@ class Session:
     def _save_what_is_journalled(self) -> None:
         """After a write failed: a results.json of what the journal holds, if the disk allows, so
         that no older results.json beside the journal passes for this run's."""
-        try:
+        # the journal has it all; --resume writes results.json from it
+        with suppress(OSError, SaveError):
             self.save(self.results(complete=False))
-        except (OSError, SaveError):
-            pass  # the journal has it all; --resume writes results.json from it
 
     def save(self, results: Results) -> Path:
         """Write ``results.json`` into the output folder."""
@@ -327,10 +327,9 @@ class Session:
     def _on_signal(self, signum: int, _frame: Any) -> None:
         self._signals.append(signum)
         if len(self._signals) == 1:
-            try:
+            # a terminal that hung up (SIGHUP): the stop must not fail on saying so
+            with suppress(OSError):
                 self.reporter.stopping(signum)
-            except OSError:  # a terminal that hung up (SIGHUP): the stop must not fail on saying so
-                pass
 
     def _complete_config(self, config: Config) -> None:
         for c in self.cells:

@@ -8,6 +8,7 @@ the pipe closes it kills every group still named. A group is forgotten before it
 
 from __future__ import annotations
 
+from contextlib import suppress
 import os
 import subprocess
 import sys
@@ -109,10 +110,8 @@ def _forget() -> None:
     global _lock, _process, _fd
     _lock = threading.Lock()
     if _fd is not None:
-        try:
+        with suppress(OSError):
             os.close(_fd)
-        except OSError:
-            pass
     _process, _fd = None, None
     _groups.clear()
 

@@ -7,6 +7,7 @@ is opened by ``files.open_append``: never through a planted link, nor a pipe tha
 
 from __future__ import annotations
 
+from contextlib import suppress
 import collections
 import os
 import re
@@ -44,11 +45,10 @@ class CappedLog:
                 return
             if self._head_left > 0:
                 part = data[: self._head_left]
-                try:
+                # a log helps; it never costs a measurement (a full disk: see the journal)
+                with suppress(OSError):
                     self._file.write(part)
                     self._file.flush()
-                except OSError:
-                    pass  # a log helps; it never costs a measurement (a full disk: see the journal)
                 self._head_left -= len(part)
                 data = data[len(part):]
             if not data:
@@ -79,15 +79,13 @@ class CappedLog:
             dropped, tail = self._tail_bytes()
             self._tail.clear()
             self._tail_size = self._dropped = 0
-            try:
+            with suppress(OSError, ValueError):  # a log helps; it never costs a measurement
                 if dropped:
                     self._file.write(f"\n[arraybench: {dropped:,} bytes of this worker's output dropped here; a "
                                      f"log keeps the first {self._head >> 20} MiB and the last "
                                      f"{self._tail_max >> 20} MiB]\n".encode())
                 self._file.write(tail)
                 self._file.flush()
-            except (OSError, ValueError):
-                pass  # a log helps; it never costs a measurement
 
     def text(self, last: int = 20000) -> str:
         """The last ``last`` bytes this worker wrote (on disk and still held), as text."""
