@@ -31,36 +31,34 @@ class Driver:
 
     def __init__(self, lib: Any = None) -> None:
         self.lib = lib if lib is not None else _load()
-        self._check(self.lib.cuInit(0), "cuInit")
+        self._call("cuInit", 0)
 
-    def _check(self, status: int, call: str) -> None:
+    def _call(self, name: str, *args: Any) -> None:
+        status = getattr(self.lib, name)(*args)
         if status != 0:
-            raise DriverError(f"{call} returned CUDA error {status}")
+            raise DriverError(f"{name} returned CUDA error {status}")
 
     def _device(self, ordinal: int) -> ctypes.c_int:
         device = ctypes.c_int()
-        self._check(self.lib.cuDeviceGet(ctypes.byref(device), int(ordinal)), "cuDeviceGet")
+        self._call("cuDeviceGet", ctypes.byref(device), int(ordinal))
         return device
 
     def attribute(self, ordinal: int, attribute: int) -> int:
         """One ``cuDeviceGetAttribute`` value of a device."""
         value = ctypes.c_int()
-        self._check(self.lib.cuDeviceGetAttribute(ctypes.byref(value), attribute,
-                                                  self._device(ordinal)), "cuDeviceGetAttribute")
+        self._call("cuDeviceGetAttribute", ctypes.byref(value), attribute, self._device(ordinal))
         return int(value.value)
 
     def total_memory(self, ordinal: int) -> int:
         """The device's memory in bytes."""
         size = ctypes.c_size_t()
-        self._check(self.lib.cuDeviceTotalMem_v2(ctypes.byref(size), self._device(ordinal)),
-                    "cuDeviceTotalMem_v2")
+        self._call("cuDeviceTotalMem_v2", ctypes.byref(size), self._device(ordinal))
         return int(size.value)
 
     def pci_bus_id(self, ordinal: int) -> str:
         """``0000:3B:00.0``: how NVML finds the same device whatever order it counts in."""
         buf = ctypes.create_string_buffer(32)
-        self._check(self.lib.cuDeviceGetPCIBusId(buf, len(buf), self._device(ordinal)),
-                    "cuDeviceGetPCIBusId")
+        self._call("cuDeviceGetPCIBusId", buf, len(buf), self._device(ordinal))
         return buf.value.decode("ascii")
 
 
@@ -73,28 +71,29 @@ def _load() -> Any:
     raise DriverError("no NVIDIA driver (libcuda.so.1 not found)")
 
 
-def _ask(question: Callable[[Driver], Any], driver: Driver | None) -> Any:
+def _ask(question: str, ordinal: int | None, driver: Driver | None, *args: Any) -> Any:
+    """``Driver.<question>(ordinal, *args)``, or None where the driver cannot say (or no ordinal is known)."""
+    if ordinal is None:
+        return None
     try:
-        return question(driver or Driver())
+        return getattr(driver or Driver(), question)(ordinal, *args)
     except DriverError:
         return None
 
 
 def l2_cache_bytes(ordinal: int | None, driver: Driver | None = None) -> int | None:
     """The device's L2 cache size, or None where the driver cannot say (or no ordinal is known)."""
-    if ordinal is None:
-        return None
-    return _ask(lambda d: d.attribute(ordinal, L2_CACHE_SIZE), driver) or None
+    return _ask("attribute", ordinal, driver, L2_CACHE_SIZE) or None
 
 
 def pci_bus_id(ordinal: int, driver: Driver | None = None) -> str | None:
     """The device's PCI bus id, or None where the driver cannot say."""
-    return _ask(lambda d: d.pci_bus_id(ordinal), driver)
+    return _ask("pci_bus_id", ordinal, driver)
 
 
 def total_memory(ordinal: int, driver: Driver | None = None) -> int | None:
     """The device's memory in bytes, or None where the driver cannot say."""
-    return _ask(lambda d: d.total_memory(ordinal), driver)
+    return _ask("total_memory", ordinal, driver)
 
 
 # -- GPU health from NVML -------------------------------------------------------------------------
@@ -135,16 +134,8 @@ def throttle_reasons(nvml: Any = None) -> dict[int, str]:
     """Bit -> reason: the bindings' own constants where ``nvml`` (pynvml) defines them, else ours."""
     if nvml is None:
         return THROTTLE_REASONS
-    table: dict[int, str] = {}
-    for bit, name in THROTTLE_REASONS.items():
-        given = next((getattr(nvml, c) for c in _CONSTANTS[name] if isinstance(getattr(nvml, c, None), int)), bit)
-        table[int(given)] = name
-    return table
-
-
-def throttle_names(mask: int, reasons: dict[int, str] | None = None) -> list[str]:
-    """The throttle reasons set in an NVML reasons bit mask."""
-    return [name for bit, name in (reasons or THROTTLE_REASONS).items() if mask & bit]
+    return {next((getattr(nvml, c) for c in _CONSTANTS[name] if isinstance(getattr(nvml, c, None), int)), bit): name
+            for bit, name in THROTTLE_REASONS.items()}
 
 
 class GpuMonitor:
@@ -162,17 +153,13 @@ class GpuMonitor:
         except Exception:
             return None
 
-    def _reasons_mask(self) -> int | None:
-        # Renamed in NVML 12.3 (clocks "event" reasons); older bindings have only the old name.
-        for fn in ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"):
-            if hasattr(self.nvml, fn):
-                return self._read(fn)
-        return None
-
     def throttling(self) -> list[str]:
         """The throttle reasons in effect now: one NVML call, cheap enough per sample."""
-        mask = self._reasons_mask()
-        return throttle_names(mask, self.reasons) if mask else []
+        # Renamed in NVML 12.3 (clocks "event" reasons); older bindings have only the old name.
+        fn = next((f for f in ("nvmlDeviceGetCurrentClocksEventReasons",
+                               "nvmlDeviceGetCurrentClocksThrottleReasons") if hasattr(self.nvml, f)), None)
+        mask = self._read(fn) if fn else None
+        return [name for bit, name in self.reasons.items() if mask & bit] if mask else []
 
     def energy_counter_mj(self) -> "Callable[[], float] | str":
         """A reader of the board's energy since the driver loaded, in millijoules (Volta and

@@ -174,13 +174,8 @@ LOG_NAME = "cluster.jsonl"
 class ShardLog:
     """Append-only, a line per event, fsynced."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._stream = open(path, "a", encoding="utf-8")
-
-    @classmethod
-    def open(cls, out_dir: Path) -> "ShardLog":
-        return cls(out_dir / LOG_NAME)
+    def __init__(self, out_dir: Path) -> None:
+        self._stream = open(out_dir / LOG_NAME, "a", encoding="utf-8")
 
     def write(self, entry: dict[str, Any]) -> None:
         self._stream.write(json.dumps(entry, allow_nan=False, default=str) + "\n")
@@ -209,12 +204,21 @@ def read_shard_log(out_dir: Path) -> list[dict[str, Any]]:
     return entries
 
 
+def merge_worker(env: dict[str, Any], entry: dict[str, Any], on: str) -> None:
+    """A shard log's ``worker`` entry into a run's environment: under its node's machine, and at
+    the top too for an any-node run."""
+    from ..host.machine import merge_worker_info
+
+    node = env.setdefault("machines", {}).setdefault(str(entry.get("node")), {})
+    for into in (node, env) if on == "any-node" else (node,):
+        merge_worker_info(into, str(entry.get("backend")), str(entry.get("device")), entry["info"],
+                          str(entry.get("environment") or ""))  # the environment it ran in
+
+
 def restore_shard_log(env: dict[str, Any], entries: list[dict[str, Any]], on: str) -> None:
     """Fold a shard log into a run's environment: each node's environment and its workers'
     reports under ``machines``, the shards under ``cluster["shards"]``; for an any-node run (its
     nodes are one machine) the nodes' environment at the top, in place of the driver's."""
-    from ..host.machine import merge_worker_info
-
     machines = env.setdefault("machines", {})
     shards = []
     for e in entries:
@@ -222,11 +226,7 @@ def restore_shard_log(env: dict[str, Any], entries: list[dict[str, Any]], on: st
         if kind == "nodes" and isinstance(e.get("nodes"), dict):
             machines.update(e["nodes"])
         elif kind == "worker" and isinstance(e.get("info"), dict):
-            where = str(e.get("environment") or "")  # the environment it ran in
-            merge_worker_info(machines.setdefault(str(e.get("node")), {}), str(e.get("backend")),
-                              str(e.get("device")), e["info"], where)
-            if on == "any-node":
-                merge_worker_info(env, str(e.get("backend")), str(e.get("device")), e["info"], where)
+            merge_worker(env, e, on)
         elif kind == "shard_ended":
             shards.append({k: e.get(k) for k in ("shard", "node", "started", "ended", "outcome")})
     env.setdefault("cluster", {})["shards"] = shards

@@ -22,8 +22,8 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..files import write_atomic
 from ..host import machine
-from .cluster import (Node, Shard, ShardLog, differences, every_node_cells, identity, read_shard_log,
-                      restore_shard_log, select, shards)
+from .cluster import (Node, Shard, ShardLog, differences, every_node_cells, identity, merge_worker,
+                      read_shard_log, restore_shard_log, select, shards)
 from ..errors import UsageError, from_command_line
 from ..model.replicate import Replicate
 from ..model.results import arraybench_version
@@ -114,7 +114,7 @@ class RayExecutor:
         stop (the shards under way send what they finished)."""
         self._out_dir = out_dir
         before = read_shard_log(out_dir)
-        log = ShardLog.open(out_dir)
+        log = ShardLog(out_dir)
         try:
             self._check_resumed(before)
             self._wait_for_nodes(run)
@@ -277,12 +277,10 @@ class RayExecutor:
         elif isinstance(m, Interpreters):  # the node's later shards are not asked again
             f.node.interpreters.update(m.answers)
         elif isinstance(m, WorkerInfo):
-            machines = session.environment.setdefault("machines", {})
-            machine.merge_worker_info(machines.setdefault(label, {}), m.backend, m.device, m.info, m.environment)
-            if self.options.on == "any-node":
-                machine.merge_worker_info(session.environment, m.backend, m.device, m.info, m.environment)
-            log.write({"type": "worker", "node": label, "backend": m.backend, "device": m.device,
-                       "environment": m.environment, "index": m.index, "info": m.info})
+            entry = {"type": "worker", "node": label, "backend": m.backend, "device": m.device,
+                     "environment": m.environment, "index": m.index, "info": m.info}
+            log.write(entry)
+            merge_worker(session.environment, entry, self.options.on)
         elif isinstance(m, ReplicateSent):
             cell = f.cells.get(m.key)
             if cell is None or m.index in session.replicates_of(cell):

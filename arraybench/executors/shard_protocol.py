@@ -40,39 +40,29 @@ class ShardJob:
     @classmethod
     def from_dict(cls, data: Any) -> "ShardJob":
         """The job in ``data``; ``schema.SchemaError`` names a field that does not fit."""
-        if not isinstance(data, dict):
-            raise schema.SchemaError(f"shard job: expected an object, got {type(data).__name__}")
-        shipped = data.get("shipped")
-        if shipped is not None and not isinstance(shipped, bytes):
-            raise schema.SchemaError(f"shard job.shipped: expected bytes, got {type(shipped).__name__}")
         plain = schema.from_json(_PlainJob, data, where="shard job")
-        cells = data.get("cells")
-        if not isinstance(cells, list):
-            raise schema.SchemaError(f"shard job.cells: expected a list, got {type(cells).__name__}")
-        done_in = data.get("done", {})
-        if not isinstance(done_in, dict) or not all(isinstance(have, dict) for have in done_in.values()):
-            raise schema.SchemaError("shard job.done: expected an object of objects")
+        if plain.shipped is not None and not isinstance(plain.shipped, bytes):
+            raise schema.SchemaError(f"shard job.shipped: expected bytes, got {type(plain.shipped).__name__}")
         done = {}
-        for key, have in done_in.items():
-            try:
-                done[str(key)] = {int(i): Replicate.from_dict(r, f"shard job.done.{key}.{i}")
-                                  for i, r in have.items()}
-            except ValueError as exc:  # SchemaError is one; so is an index that is not a number
-                raise schema.SchemaError(str(exc) if isinstance(exc, schema.SchemaError)
-                                         else f"shard job.done.{key}: {exc}") from None
+        for key, have in plain.done.items():
+            if not all(i.isdigit() for i in have):
+                raise schema.SchemaError(f"shard job.done.{key}: replicate indices must be numbers")
+            done[key] = {int(i): Replicate.from_dict(r, f"shard job.done.{key}.{i}") for i, r in have.items()}
         return cls(options=plain.options,
-                   cells=tuple(Cell.from_dict(c, f"shard job.cells[{i}]") for i, c in enumerate(cells)),
-                   files=plain.files, shipped=shipped, done=done, node=plain.node,
+                   cells=tuple(Cell.from_dict(c, f"shard job.cells[{i}]") for i, c in enumerate(plain.cells)),
+                   files=plain.files, shipped=plain.shipped, done=done, node=plain.node,
                    interpreters=plain.interpreters, command_line=plain.command_line)
 
 
 @dataclass(frozen=True)
 class _PlainJob:
-    """The job's fields that ``schema`` checks as they are (cells, replicates and bytes have
-    readers of their own)."""
+    """The job's shape as ``schema`` checks it (cells, replicates and bytes have readers of their own)."""
 
     options: dict[str, Any]
+    cells: list[Any]
     files: tuple[tuple[str, str], ...] = ()
+    shipped: Any = None
+    done: dict[str, dict[str, Any]] = field(default_factory=dict)
     node: str = ""
     interpreters: dict[str, str] = field(default_factory=dict)
     command_line: bool = False
