@@ -188,10 +188,7 @@ class Backend(abc.ABC):
         import timeit
 
         timer = timeit.Timer(fn)
-        one = max(min(timer.repeat(repeat=3, number=1)), 1e-7)
-        number = max(1, int(1e-3 / one))
-        repeat = max(5, min(1000, int(min_time_s / (number * one))))
-        return [t / number for t in timer.repeat(repeat=repeat, number=number)], "timeit"
+        return batches(lambda number: timer.timeit(number) / number, min_time_s), "timeit"
 
     def flush_cache(self) -> Callable[[], None] | None:
         """A function that evicts the device's caches, for cold-cache measurements."""
@@ -297,21 +294,27 @@ def _byte_bounds(a: np.ndarray) -> tuple[int, int]:
     return byte_bounds(a)
 
 
-def batched_loop(call: Callable[[], Any], min_time_s: float) -> list[float]:
-    """Seconds per call of ``call`` (which waits for its result) in batches of about 1 ms after
-    three warm-up calls: at least 5 batches, then until ``min_time_s`` (at most 1,000). The loop a
-    library's documentation times with where it has no benchmarking tool."""
-    for _ in range(3):
-        call()
-    t0 = time.perf_counter()
-    call()
-    one = max(time.perf_counter() - t0, 1e-7)
+def batches(per_call: Callable[[int], float], min_time_s: float) -> list[float]:
+    """Seconds per call in batches of about 1 ms (``per_call(number)``: a batch of ``number``
+    calls timed, per call), sized by the fastest of three single calls: at least 5 batches, then
+    until ``min_time_s`` (at most 1,000)."""
+    one = max(min(per_call(1) for _ in range(3)), 1e-7)
     number = max(1, int(1e-3 / one))
-    batches: list[float] = []
-    end = t0 + min_time_s
-    while len(batches) < 5 or (time.perf_counter() < end and len(batches) < 1000):
+    out: list[float] = []
+    end = time.perf_counter() + min_time_s
+    while len(out) < 5 or (time.perf_counter() < end and len(out) < 1000):
+        out.append(per_call(number))
+    return out
+
+
+def batched_loop(call: Callable[[], Any], min_time_s: float) -> list[float]:
+    """``batches`` of ``call`` (which waits for its result) in a plain loop: how a library's
+    documentation times where it has no benchmarking tool."""
+
+    def per_call(number: int) -> float:
         t0 = time.perf_counter()
         for _ in range(number):
             call()
-        batches.append((time.perf_counter() - t0) / number)
-    return batches
+        return (time.perf_counter() - t0) / number
+
+    return batches(per_call, min_time_s)

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from .base import Backend, Unavailable, gpu_env, tf32_in_effect
+from .base import Backend, Unavailable, batches, gpu_env, tf32_in_effect
 from .gpu import CudaEvents, SpinKernel
 from .cpu import cpu_flush, cpu_threads_info
 from .torch_support import (HAS_ISOLATE_RECOMPILES, CompiledNothing, cache_notes, device_namespace,
@@ -184,19 +184,13 @@ class TorchBackend(Backend):
     def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
         """``torch.utils.benchmark.Timer`` in blocks of about 1 ms (``blocked_autorange``'s would be
         tens of ms); on a GPU the statement waits after every call, as the latency mode does."""
-        import time
-
         from torch.utils.benchmark import Timer as TorchTimer
 
         sync = "torch.mps.synchronize()" if self.device == "gpu" and self.is_mps else "torch.cuda.synchronize()"
         stmt = f"fn(); {sync}" if self.device == "gpu" else "fn()"
         # Its num_threads defaults to 1; the worker's own count, so that both time the same thing.
         timer = TorchTimer(stmt, globals={"fn": fn, "torch": torch}, num_threads=torch.get_num_threads())
-        one = max(timer.timeit(3).median, 1e-7)
-        number = max(1, int(1e-3 / one))
-        blocks, end = [], time.perf_counter() + min_time_s
-        while len(blocks) < 5 or (time.perf_counter() < end and len(blocks) < 1000):
-            blocks.append(float(timer.timeit(number).median))
+        blocks = batches(lambda number: float(timer.timeit(number).median), min_time_s)
         return blocks, "torch.utils.benchmark.Timer" + (f" + {sync.removeprefix('torch.').removesuffix('()')}"
                                                         if self.device == "gpu" else "")
 
