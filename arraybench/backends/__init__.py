@@ -3,12 +3,12 @@ Nothing here imports an array library; ``load``, called only in a worker, import
 
 from __future__ import annotations
 
-from contextlib import suppress
 import importlib
 import importlib.metadata
 import importlib.util
 import os
 import sys
+from contextlib import suppress
 from dataclasses import dataclass
 
 from .base import Backend, Unavailable

@@ -3,10 +3,10 @@ module imports its library at module level, and only a worker imports a backend 
 
 from __future__ import annotations
 
-from contextlib import suppress
 import abc
 import os
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Literal
 
@@ -157,10 +157,7 @@ class Backend(abc.ABC):
 
     def memory_range(self, x: Any) -> tuple[int, int] | None:
         """The [start, end) addresses of the memory ``x`` lives in; None where unknown."""
-        if isinstance(x, np.ndarray):
-            low, high = _byte_bounds(x)
-            return low, high
-        return None
+        return _byte_bounds(x) if isinstance(x, np.ndarray) else None
 
     def shares_memory(self, a: Any, b: Any) -> bool:
         """Whether two arrays overlap in memory: a view of the other, or the same array."""

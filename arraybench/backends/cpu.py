@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from contextlib import suppress
 import os
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, Callable
 

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .base import Backend, Unavailable, gpu_env, tf32_in_effect
-from .gpu import CudaEvents, SpinKernel
+from .gpu import CudaEvents, SpinKernel, first_line
 
 try:
     import cupy
@@ -19,8 +19,7 @@ except Exception as exc:  # a broken CUDA install can fail at import, not only l
 
 
 def _cuda_reason(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return f"no usable NVIDIA GPU for CuPy ({text})"
+    return f"no usable NVIDIA GPU for CuPy ({first_line(exc)})"
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
@@ -207,7 +206,6 @@ class CupyBackend(Backend):
         del result
         return max(held - before, 0), ("CuPy's memory pool: total_bytes after one call, emptied "
                                        "before, less used_bytes before")
-
 
     def memory_available(self) -> tuple[int, int] | None:
         free, total = cupy.cuda.runtime.memGetInfo()

@@ -170,7 +170,7 @@ class GpuMonitor:
         try:
             fn(self.handle)
         except Exception as exc:  # NVML_ERROR_NOT_SUPPORTED before Volta, or no permission
-            return f"GPU energy not readable: NVML: {_first_line(exc)}"
+            return f"GPU energy not readable: NVML: {first_line(exc)}"
         return lambda: float(fn(self.handle))
 
     def snapshot(self) -> dict[str, Any]:
@@ -202,15 +202,16 @@ def open_monitor(pci_bus_id: str | None, nvml: Any = None) -> tuple[GpuMonitor |
     try:
         nvml.nvmlInit()
     except Exception as exc:
-        return None, f"NVML cannot start ({_first_line(exc)})"
+        return None, f"NVML cannot start ({first_line(exc)})"
     try:
         handle = nvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id.encode("ascii"))
     except Exception as exc:
-        return None, f"NVML cannot find the GPU at {pci_bus_id} ({_first_line(exc)})"
+        return None, f"NVML cannot find the GPU at {pci_bus_id} ({first_line(exc)})"
     return GpuMonitor(nvml, handle), ""
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """An exception's first line, or its type's name where it says nothing."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 

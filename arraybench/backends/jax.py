@@ -15,7 +15,7 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 
-from .gpu import l2_cache_bytes  # noqa: E402
+from .gpu import first_line, l2_cache_bytes  # noqa: E402
 from .base import Backend, Unavailable, batched_loop, gpu_env, tf32_in_effect  # noqa: E402
 from .cpu import cpu_flush, cpu_threads_info  # noqa: E402
 
@@ -84,18 +84,15 @@ class JaxBackend(Backend):
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
         super().__init__(device, allow_tf32=allow_tf32)
-        platform = {"cpu": "cpu", "gpu": "gpu"}.get(device)
-        if platform is None:
+        if device not in ("cpu", "gpu"):
             raise Unavailable(f"JAX has no device {device!r}")
         try:
-            devices = gpu_devices() if platform == "gpu" else jax.devices(platform)
+            devices = gpu_devices() if device == "gpu" else jax.devices("cpu")
         except RuntimeError as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            if platform == "gpu":
-                raise Unavailable(f"JAX {jax.__version__} has no GPU backend here ({first})") from None
-            raise Unavailable(f"JAX cannot open the CPU ({first})") from None
+            raise Unavailable(f"JAX {jax.__version__} has no GPU backend here ({first_line(exc)})"
+                              if device == "gpu" else f"JAX cannot open the CPU ({first_line(exc)})") from None
         if not devices:
-            raise Unavailable(f"JAX found no {platform} device")
+            raise Unavailable(f"JAX found no {device} device")
         self.jax_device = devices[0]
         if device == "gpu" and self.is_metal:
             self.health_note = "Apple GPUs have no NVML"

@@ -5,10 +5,10 @@ registers one (``types.Module``, as for modules read as globals): ``xp.sin`` the
 
 from __future__ import annotations
 
-from contextlib import suppress
 import functools
 import re
 import types as pytypes
+from contextlib import suppress
 from typing import Any, Callable
 
 import numba

@@ -21,7 +21,6 @@ class NumpyBackend(Backend):
         if device != "cpu":
             raise Unavailable("NumPy runs only on the CPU")
         super().__init__(device, allow_tf32=allow_tf32)
-        self.sync = None
 
     def namespace(self, kind: str = "native") -> Any:
         if kind == "array_api":

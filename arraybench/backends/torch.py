@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from .base import Backend, Unavailable, batches, gpu_env, tf32_in_effect
-from .gpu import CudaEvents, SpinKernel
+from .gpu import CudaEvents, SpinKernel, first_line
 from .cpu import cpu_flush, cpu_threads_info
 from .torch_support import (HAS_ISOLATE_RECOMPILES, CompiledNothing, cache_notes, device_namespace,
                             fail_on_recompile_limit, own_code, torch_build_linalg, torch_cpu_kernels)
@@ -40,8 +40,7 @@ def cuda_init_error() -> str:
     try:
         torch.cuda.init()
     except Exception as exc:  # noqa: BLE001 - whatever CUDA says is the reason
-        text = str(exc).strip()
-        return text.splitlines()[0] if text else type(exc).__name__
+        return first_line(exc)
     return ""
 
 
@@ -74,7 +73,6 @@ class TorchBackend(Backend):
         self._spin: SpinKernel | None = None
         if device == "cpu":
             self.torch_device = torch.device("cpu")
-            self.sync = None
             self.device_timer_note = "wall clock (CPU kernels are synchronous)"
         elif device == "gpu" and mps_available():
             self.torch_device = torch.device("mps")
@@ -285,7 +283,6 @@ class TorchBackend(Backend):
         reserved = torch.cuda.max_memory_reserved(dev)
         return max(peak - before, 0), ("PyTorch's caching allocator: max_memory_allocated over one "
                                        f"call less what was allocated before; {reserved} bytes reserved at most")
-
 
     def memory_available(self) -> tuple[int, int] | None:
         if self.device != "gpu":

@@ -3,11 +3,11 @@ runs), torch.compile's handling of a workload, and an Array API namespace that c
 
 from __future__ import annotations
 
-from contextlib import suppress
 import functools
 import inspect
 import re
 import types
+from contextlib import suppress
 from typing import Any, Callable
 
 import torch

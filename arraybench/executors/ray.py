@@ -9,10 +9,10 @@ end this process, so that what was journalled is saved. Docs: docs/cluster.md.
 
 from __future__ import annotations
 
-from contextlib import suppress
 import time
 from collections import deque
-from dataclasses import dataclass
+from contextlib import suppress
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
@@ -22,7 +22,8 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..files import write_atomic
 from ..host import machine
-from .cluster import (Node, Shard, ShardLog, differences, every_node_cells, identity, merge_worker,
+from .cluster import (Ended, Interpreters, Message, Node, ReplicateSent, Shard, ShardJob, ShardLog, Started,
+                      Unavailable, WorkerInfo, WorkerStarted, differences, identity, merge_worker, parse,
                       read_shard_log, restore_shard_log, select, shards)
 from ..errors import UsageError, from_command_line
 from ..model.replicate import Replicate
@@ -33,8 +34,6 @@ from ..workloads.shipping import SHIPPED_NAME
 from .session import RunHandle
 from .ray_agent import ShardRunner
 from .ray_nodes import HeadWatch, connect, discover, first_line
-from .shard_protocol import (Ended, Interpreters, Message, ReplicateSent, ShardJob, Started, Unavailable,
-                             WorkerInfo, WorkerStarted, parse)
 from .worker_process import STOP_GRACE_S, StopRequested
 
 __all__ = ["RayExecutor"]
@@ -102,7 +101,7 @@ class RayExecutor:
     def plan(self, cells: list[Cell]) -> list[Cell]:
         """The cells of the run: for ``every-node``, each cell once per node."""
         if self.options.on == "every-node":
-            return every_node_cells(cells, [n.label for n in self.nodes])
+            return [replace(c, machine=n.label) for n in self.nodes for c in cells]
         return cells
 
     def close(self) -> None:

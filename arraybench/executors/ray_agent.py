@@ -1,7 +1,7 @@
 """The node agent: what runs on a cluster node during a cluster run (a Ray actor and a Ray task).
 
 ``ShardRunner`` measures one shard as a local run would (a ``Session`` and the ``LocalExecutor``), but
-journals into a queue of typed messages (``shard_protocol``) that the head drains with long polls, so
+journals into a queue of typed messages (``cluster``) that the head drains with long polls, so
 a node lost mid-shard loses only what it had not sent. Ray sets ``OMP_NUM_THREADS`` and the visible
 devices for what it starts; ``restore_node_environ`` gives the workers the node as it is."""
 
@@ -30,7 +30,7 @@ from ..analysis.policy import RunState
 from .session import Session
 from ..workloads.shipping import SHIPPED_NAME
 from .local import LocalExecutor
-from .shard_protocol import (Ended, Interpreters, ReplicateSent, ShardJob, Started, Unavailable, WorkerInfo,
+from .cluster import (Ended, Interpreters, ReplicateSent, ShardJob, Started, Unavailable, WorkerInfo,
                              WorkerStarted, encode)
 
 #: Variables Ray sets in the processes it starts; a benchmark's workers get the node's own.

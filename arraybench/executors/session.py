@@ -7,10 +7,10 @@ could land between receiving a replicate and journalling it, and lose what this 
 
 from __future__ import annotations
 
-from contextlib import suppress
 import signal
 import threading
 import uuid
+from contextlib import suppress
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol

@@ -8,11 +8,11 @@ core from the library timed. ``LoadWatch`` says which rounds other processes loa
 
 from __future__ import annotations
 
-from contextlib import suppress
 import bisect
 import random
 import threading
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol
 

@@ -8,11 +8,11 @@ the pipe closes it kills every group still named. A group is forgotten before it
 
 from __future__ import annotations
 
-from contextlib import suppress
 import os
 import subprocess
 import sys
 import threading
+from contextlib import suppress
 
 __all__ = ["unwatch", "watch"]
 

@@ -7,12 +7,12 @@ is opened by ``files.open_append``: never through a planted link, nor a pipe tha
 
 from __future__ import annotations
 
-from contextlib import suppress
 import collections
 import os
 import re
 import signal
 import threading
+from contextlib import suppress
 from pathlib import Path
 from typing import BinaryIO
 

@@ -8,7 +8,6 @@ killed with it, while the worker is still a zombie, so that the group's id canno
 
 from __future__ import annotations
 
-from contextlib import suppress
 import os
 import queue
 import selectors
@@ -17,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Hashable, Iterator, Mapping
