@@ -13,18 +13,12 @@ import numpy as np
 def last_level_cache_bytes() -> int:
     """The largest CPU cache, from sysfs; 32 MiB when the system does not say."""
     best = 0
-    base = "/sys/devices/system/cpu/cpu0/cache"
-    with suppress(OSError):
-        for entry in os.listdir(base):
-            try:
-                with open(os.path.join(base, entry, "size")) as f:
-                    text = f.read().strip()
-            except OSError:
-                continue
-            scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:], 1)
-            digits = text[:-1] if text[-1:] in "KMG" else text
+    for path in Path("/sys/devices/system/cpu/cpu0/cache").glob("*/size"):
+        with suppress(OSError):
+            text = path.read_text().strip()
+            digits = text[:-1] if text[-1:] in ("K", "M", "G") else text
             if digits.isdigit():
-                best = max(best, int(digits) * scale)
+                best = max(best, int(digits) * {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:], 1))
     return best or 32 * 1024**2
 
 

@@ -127,10 +127,8 @@ class RayExecutor:
 
     def _check_resumed(self, before: list[dict[str, Any]]) -> None:
         """An any-node run resumed on nodes unlike those it started on stops here."""
-        if self.options.on != "any-node":
-            return
         first = next((e for e in before if e.get("type") == "nodes" and e.get("identity")), None)
-        if first is None:
+        if self.options.on != "any-node" or first is None:
             return
         for n in self.nodes:
             if identity(n.environment) != first["identity"]:
@@ -176,13 +174,12 @@ class RayExecutor:
 
     def _dispatch(self, session: RunHandle, log: ShardLog) -> None:
         every = self.options.on == "every-node"
-        pending = [s for s, cells in shards(session.cells).items()
-                   if any(_missing(session, c) for c in cells)]
         queues: dict[str, deque[Shard]] = {}
-        for s in pending:
-            queues.setdefault(s.machine if every else "", deque()).append(s)
+        for s, cells in shards(session.cells).items():
+            if any(_missing(session, c) for c in cells):
+                queues.setdefault(s.machine if every else "", deque()).append(s)
         attempts: dict[Shard, int] = {}
-        usable = [n for n in self.nodes]
+        usable = list(self.nodes)
         flights: dict[str, _Flight] = {}
         stopping_since: float | None = None
         while True:
@@ -308,9 +305,7 @@ class RayExecutor:
                      label: str) -> None:
         """Each replicate ``cell`` still misses, ended with ``status`` and ``reason`` on node ``label``."""
         for i in session.missing_indices(cell):
-            rep = Replicate.ended(status, reason)
-            rep.machine = label
-            session.keep(cell, i, rep)
+            session.keep(cell, i, Replicate(status=status, reason=reason, machine=label))
 
     def _head_lost(self, session: RunHandle, flights: dict[str, _Flight], queues: dict[str, deque[Shard]],
                    log: ShardLog) -> None:
