@@ -93,9 +93,16 @@ class Backend(abc.ABC):
         self.health, self.health_note = open_monitor(pci_bus_id or driver_pci_bus_id(ordinal))
 
     # -- arrays ---------------------------------------------------------------------------------
-    @abc.abstractmethod
+    #: The library's own array module (``numpy``, ``torch``...).
+    native: ClassVar[Any]
+
     def namespace(self, kind: str = "native") -> Any:
         """The array namespace: the library's own (``native``) or the Array API one (``array_api``)."""
+        if kind != "array_api":
+            return self.native
+        import array_api_compat
+
+        return array_api_compat.array_namespace(self.native.empty(0))
 
     @abc.abstractmethod
     def asarray(self, host: np.ndarray) -> Any:

@@ -79,6 +79,7 @@ def is_fuse_refusal(exc: BaseException) -> bool:
 class CupyBackend(Backend):
     name = "cupy"
     label = "CuPy"
+    native = cupy
     compile_method = "cupy.fuse"
     is_out_of_memory = staticmethod(is_out_of_memory)
     device_timer_note = "CUDA events"
@@ -102,13 +103,6 @@ class CupyBackend(Backend):
             raise Unavailable(_cuda_reason(exc)) from None
         self.sync = lambda _result: cupy.cuda.get_current_stream().synchronize()
         self.open_health(self.cuda_device.id, self.cuda_device.pci_bus_id)
-
-    def namespace(self, kind: str = "native") -> Any:
-        if kind == "array_api":
-            import array_api_compat
-
-            return array_api_compat.array_namespace(cupy.empty(0))
-        return cupy
 
     def asarray(self, host: np.ndarray) -> Any:
         x = cupy.asarray(np.ascontiguousarray(host))

@@ -135,8 +135,7 @@ class JaxBackend(Backend):
         return (l2_cache_bytes(ordinal) if ordinal is not None else None) or FALLBACK_L2_BYTES
 
     def namespace(self, kind: str = "native") -> Any:
-        # jax.numpy implements the Array API standard itself.
-        return jnp
+        return jnp  # jax.numpy implements the Array API standard itself
 
     def asarray(self, host: np.ndarray) -> Any:
         x = jax.device_put(np.ascontiguousarray(host), self.jax_device)

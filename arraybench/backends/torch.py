@@ -63,6 +63,7 @@ MPS_UNSUPPORTED = ("float64", "complex128")
 class TorchBackend(Backend):
     name = "torch"
     label = "PyTorch"
+    native = torch
     grad_method = "autodiff (torch.autograd, fresh leaf per call)"
     gradient = "autodiff"
     compile_method = "torch.compile"
@@ -110,12 +111,8 @@ class TorchBackend(Backend):
         return None
 
     def namespace(self, kind: str = "native") -> Any:
-        if kind == "array_api":
-            import array_api_compat
-
-            xp = array_api_compat.array_namespace(torch.empty(0))
-            return device_namespace(xp, self.torch_device) if self.device == "gpu" else xp
-        return torch
+        xp = super().namespace(kind)
+        return device_namespace(xp, self.torch_device) if kind == "array_api" and self.device == "gpu" else xp
 
     def asarray(self, host: np.ndarray) -> Any:
         # clone(): memory owned and aligned by torch, not a view of the caller's NumPy buffer.
