@@ -25,7 +25,7 @@ from .cpu import cpu_flush, cpu_threads_info
 
 #: NumPy's dtype names to MLX's dtypes (MLX has no complex128).
 _DTYPES = {name: getattr(mx, name) for name in (
-    "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64") if hasattr(mx, name)}
 _DTYPES["bool"] = mx.bool_
 
@@ -37,14 +37,14 @@ GPU_UNSUPPORTED = ("float64", "complex128")
 _ARRAY_API_ALIASES = {
     "concat": "concatenate", "permute_dims": "transpose", "pow": "power", "acos": "arccos",
     "asin": "arcsin", "atan": "arctan", "acosh": "arccosh", "asinh": "arcsinh",
-    "atanh": "arctanh", "atan2": "arctan2", "bitwise_invert": "bitwise_invert",
+    "atanh": "arctanh", "atan2": "arctan2",
 }
 
 
 def mlx_dtype(name: str) -> Any:
     """MLX's dtype for a NumPy dtype name; ``Unavailable`` for one MLX does not have."""
     try:
-        return _DTYPES[np.dtype(name).name if name != "bool" else "bool"]
+        return _DTYPES[np.dtype(name).name]
     except (KeyError, TypeError):
         raise Unavailable(f"MLX has no {name} dtype") from None
 

@@ -223,8 +223,8 @@ class LocalExecutor:
                 other = other_state_beside(options, config, later) and shared_pool() is None
                 for state in ("", OTHER) if other else ("",):
                     if (config, later, state) not in self._early:
-                        self._early.add((config, later, state), self._worker(
-                            options, out_dir, config, later, cells, environments_of[config], other=bool(state)))
+                        self._early[config, later, state] = self._worker(
+                            options, out_dir, config, later, cells, environments_of[config], other=bool(state))
 
 
 # -- what a worker is started with ----------------------------------------------------------------

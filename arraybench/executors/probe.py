@@ -244,10 +244,7 @@ def main(names: Sequence[str], devices: Sequence[str], timeout: float = TIMEOUT_
             # Opened: does the recorded precision follow the flag?
             found += check_config(backend, device, allow_tf32=True, only=("precision",), timeout=timeout)
         for x in found:
-            if json_lines:
-                write(json.dumps(asdict(x)))
-            else:
-                write(wrapped(x.text, width, DETAIL_COLUMN))
+            write(json.dumps(asdict(x)) if json_lines else wrapped(x.text, width, DETAIL_COLUMN))
         lines += found
     if not json_lines:  # 10 passed, 0 failed, 5 skipped in 4 s
         counts = ", ".join(f"{sum(1 for x in lines if x.status == s)} {s}" for s in ("passed", "failed", "skipped"))
