@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import jax
@@ -291,12 +292,8 @@ def xla_cpu_target() -> dict[str, Any]:
     try:
         x = jnp.ones(64, dtype=jnp.float32)
         jax.jit(lambda v: v * 2.0 + 1.0).lower(x).compile(compiler_options={"xla_dump_to": folder})
-        text = ""
-        for name in sorted(os.listdir(folder)):
-            if name.endswith("ir-with-opt.ll"):
-                with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
-                    text = f.read()
-                break
+        dumps = sorted(Path(folder).glob("*ir-with-opt.ll"))
+        text = dumps[0].read_text(encoding="utf-8", errors="replace") if dumps else ""
         triple = re.search(r'target triple = "([^"]+)"', text)
         width = re.search(r'"prefer-vector-width"="(\d+)"', text)
         cpu = re.search(r'"target-cpu"="([^"]+)"', text)
