@@ -164,7 +164,13 @@ class Backend(abc.ABC):
 
     def memory_range(self, x: Any) -> tuple[int, int] | None:
         """The [start, end) addresses of the memory ``x`` lives in; None where unknown."""
-        return _byte_bounds(x) if isinstance(x, np.ndarray) else None
+        if not isinstance(x, np.ndarray):
+            return None
+        try:
+            from numpy.lib.array_utils import byte_bounds  # NumPy >= 2.0
+        except ImportError:  # pragma: no cover - NumPy 1.x
+            byte_bounds = np.byte_bounds
+        return byte_bounds(x)
 
     def shares_memory(self, a: Any, b: Any) -> bool:
         """Whether two arrays overlap in memory: a view of the other, or the same array."""
@@ -288,14 +294,6 @@ class Backend(abc.ABC):
         """The code paths the library runs, from its verbose modes: costly, so one worker of a
         configuration asks (``Job.describe``)."""
         return {}
-
-
-def _byte_bounds(a: np.ndarray) -> tuple[int, int]:
-    try:
-        from numpy.lib.array_utils import byte_bounds  # NumPy >= 2.0
-    except ImportError:  # pragma: no cover - NumPy 1.x
-        byte_bounds = np.byte_bounds
-    return byte_bounds(a)
 
 
 def batches(per_call: Callable[[int], float], min_time_s: float) -> list[float]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import traceback
 from typing import Any, Callable
 
 import numpy as np
@@ -56,21 +57,14 @@ extern "C" __global__ void arraybench_spin(long long cycles) {
 _FUSION_TYPES = re.compile(r"\b_(?:Fusion\w+|ArrayProxy|ScalarProxy|VariableProxy)\b")
 
 
-def _in_cupy(filename: str) -> bool:
-    parts = os.path.normpath(filename).split(os.sep)
-    return "cupy" in parts or "cupyx" in parts
-
-
 def is_fuse_refusal(exc: BaseException) -> bool:
     """Whether ``exc`` is CuPy saying it cannot fuse a function, not a bug in the function: raised
     by CuPy's own code as it traces (the innermost frame is in the cupy package), or naming fusion
     or one of its types."""
     if is_device_error(exc):
         return False
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    if tb is not None and _in_cupy(tb.tb_frame.f_code.co_filename):
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames and {"cupy", "cupyx"} & set(os.path.normpath(frames[-1].filename).split(os.sep)):
         return True
     text = str(exc)
     return "fusion" in text.lower() or "cupy.fuse" in text or bool(_FUSION_TYPES.search(text))

@@ -72,7 +72,7 @@ def _load() -> Any:
 
 
 def _ask(question: str, ordinal: int | None, driver: Driver | None, *args: Any) -> Any:
-    """``Driver.<question>(ordinal, *args)``, or None where the driver cannot say (or no ordinal is known)."""
+    """``Driver.<question>(ordinal, *args)``, or None where the driver (or the ordinal) is unknown."""
     if ordinal is None:
         return None
     try:
@@ -134,8 +134,8 @@ def throttle_reasons(nvml: Any = None) -> dict[int, str]:
     """Bit -> reason: the bindings' own constants where ``nvml`` (pynvml) defines them, else ours."""
     if nvml is None:
         return THROTTLE_REASONS
-    return {next((getattr(nvml, c) for c in _CONSTANTS[name] if isinstance(getattr(nvml, c, None), int)), bit): name
-            for bit, name in THROTTLE_REASONS.items()}
+    return {next((getattr(nvml, c) for c in _CONSTANTS[name] if isinstance(getattr(nvml, c, None), int)),
+                 bit): name for bit, name in THROTTLE_REASONS.items()}
 
 
 class GpuMonitor:

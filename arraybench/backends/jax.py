@@ -90,8 +90,9 @@ class JaxBackend(Backend):
         try:
             devices = gpu_devices() if device == "gpu" else jax.devices("cpu")
         except RuntimeError as exc:
-            raise Unavailable(f"JAX {jax.__version__} has no GPU backend here ({first_line(exc)})"
-                              if device == "gpu" else f"JAX cannot open the CPU ({first_line(exc)})") from None
+            why = first_line(exc)
+            raise Unavailable(f"JAX {jax.__version__} has no GPU backend here ({why})" if device == "gpu"
+                              else f"JAX cannot open the CPU ({why})") from None
         if not devices:
             raise Unavailable(f"JAX found no {device} device")
         self.jax_device = devices[0]

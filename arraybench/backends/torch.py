@@ -112,7 +112,8 @@ class TorchBackend(Backend):
 
     def namespace(self, kind: str = "native") -> Any:
         xp = super().namespace(kind)
-        return device_namespace(xp, self.torch_device) if kind == "array_api" and self.device == "gpu" else xp
+        on_gpu = kind == "array_api" and self.device == "gpu"
+        return device_namespace(xp, self.torch_device) if on_gpu else xp
 
     def asarray(self, host: np.ndarray) -> Any:
         # clone(): memory owned and aligned by torch, not a view of the caller's NumPy buffer.

@@ -33,12 +33,8 @@ def torch_cpu_kernels() -> dict[str, Any]:
     with suppress(Exception):
         if torch.backends.mkl.is_available():
             a = torch.ones(64, 64, dtype=torch.float64)
-
-            def gemm() -> None:
-                with torch.backends.mkl.verbose(torch.backends.mkl.VERBOSE_ON):
-                    torch.mm(a, a)
-
-            m = re.search(r"MKL_VERBOSE (.+?) Product build.*? architecture (.+?), Lnx", captured_stdout(gemm))
+            said = _verbose(torch.backends.mkl, lambda: torch.mm(a, a))
+            m = re.search(r"MKL_VERBOSE (.+?) Product build.*? architecture (.+?), Lnx", said)
             if m:
                 path = m.group(2).replace("(R)", "").strip()
                 out["mkl_code_path"] = path  # "Intel Architecture processors": the generic path
@@ -46,16 +42,21 @@ def torch_cpu_kernels() -> dict[str, Any]:
                 out["mkl_version"] = m.group(1).strip()
     with suppress(Exception):
         if torch.backends.mkldnn.is_available():
-            x = torch.ones(8)
-
-            def reorder() -> None:
-                with torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
-                    x.to_mkldnn()
-
-            m = re.search(r"info,cpu,isa:([^\n]+)", captured_stdout(reorder))
+            said = _verbose(torch.backends.mkldnn, torch.ones(8).to_mkldnn)
+            m = re.search(r"info,cpu,isa:([^\n]+)", said)
             if m:
                 out["onednn_isa"] = m.group(1).strip()
     return out
+
+
+def _verbose(library: Any, call: Callable[[], Any]) -> str:
+    """What ``call`` prints with ``library``'s verbose mode on (``torch.backends.mkl``, ``.mkldnn``)."""
+
+    def run() -> None:
+        with library.verbose(library.VERBOSE_ON):
+            call()
+
+    return captured_stdout(run)
 
 
 def torch_build_linalg(config: str) -> dict[str, str]:

@@ -81,7 +81,7 @@ def check_options(options: RunOptions) -> None:
         raise UsageError(f"unknown --on {options.on!r}; valid: {', '.join(PLACEMENTS)}")
     if options.cluster is None and (options.on != PLACEMENTS[0] or options.gpu_type):
         raise UsageError("--on and --gpu-type choose nodes of a cluster: give --cluster ADDRESS too")
-    if options.cluster is not None and (not isinstance(options.cluster, str) or not options.cluster.strip()):
+    if options.cluster is not None and not (isinstance(options.cluster, str) and options.cluster.strip()):
         raise UsageError("--cluster needs an address: auto, HOST:PORT or ray://HOST:10001")
 
 
@@ -268,8 +268,9 @@ class ShardJob(_PlainJob):
     def from_dict(cls, data: Any) -> "ShardJob":
         """The job in ``data``; ``schema.SchemaError`` names a field that does not fit."""
         plain = schema.from_json(_PlainJob, data, where="shard job")
-        if plain.shipped is not None and not isinstance(plain.shipped, bytes):
-            raise schema.SchemaError(f"shard job.shipped: expected bytes, got {type(plain.shipped).__name__}")
+        shipped = plain.shipped
+        if shipped is not None and not isinstance(shipped, bytes):
+            raise schema.SchemaError(f"shard job.shipped: expected bytes, got {type(shipped).__name__}")
         done = {}
         for key, have in plain.done.items():
             if not all(i.isdigit() for i in have):

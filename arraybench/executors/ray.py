@@ -22,9 +22,9 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..files import write_atomic
 from ..host import machine
-from .cluster import (Ended, Interpreters, Message, Node, ReplicateSent, Shard, ShardJob, ShardLog, Started,
-                      Unavailable, WorkerInfo, WorkerStarted, differences, identity, merge_worker, parse,
-                      read_shard_log, restore_shard_log, select, shards)
+from .cluster import (Ended, Interpreters, Message, Node, ReplicateSent, Shard, ShardJob, ShardLog,
+                      Started, Unavailable, WorkerInfo, WorkerStarted, differences, identity,
+                      merge_worker, parse, read_shard_log, restore_shard_log, select, shards)
 from ..errors import UsageError, from_command_line
 from ..model.replicate import Replicate
 from ..model.results import arraybench_version
