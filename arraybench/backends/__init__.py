@@ -32,22 +32,17 @@ class BackendSpec:
 
     def missing_reason(self) -> str | None:
         """Why the library cannot be imported here, or None when it is installed."""
-        try:
-            found = importlib.util.find_spec(self.module) is not None
-        except (ImportError, ValueError):
-            found = False
-        if found:
-            return None
+        with suppress(ImportError, ValueError):
+            if importlib.util.find_spec(self.module) is not None:
+                return None
         return f"{self.label} is not installed (pip install 'arraybench[{self.extra}]')"
 
     def preflight(self, device: str) -> str | None:
         """A cheap reason why ``device`` cannot work, found without importing the library (a worker
         that learns there is no GPU costs seconds); the worker remains the authority."""
         missing = self.missing_reason()
-        if missing:
+        if missing or device == "cpu":
             return missing
-        if device == "cpu":
-            return None
         if sys.platform == "darwin":
             # Apple GPUs have no device files: Metal is asked in the worker.
             return "CuPy has no Apple GPU support (CUDA and ROCm only)" if self.name == "cupy" else None
@@ -63,10 +58,8 @@ class BackendSpec:
     def version(self) -> str | None:
         """The installed version from package metadata (no import)."""
         for dist in self.distributions:
-            try:
+            with suppress(importlib.metadata.PackageNotFoundError):
                 return importlib.metadata.version(dist)
-            except importlib.metadata.PackageNotFoundError:
-                continue
         return None
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import time
+from contextlib import suppress
 from typing import Any, Callable, Protocol
 
 # -- the CUDA driver ------------------------------------------------------------------------------
@@ -64,10 +65,8 @@ class Driver:
 
 def _load() -> Any:
     for name in _LIBRARIES:
-        try:
+        with suppress(OSError):
             return ctypes.CDLL(name)
-        except OSError:
-            continue
     raise DriverError("no NVIDIA driver (libcuda.so.1 not found)")
 
 

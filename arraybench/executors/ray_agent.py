@@ -13,7 +13,7 @@ import shutil
 import tempfile
 import threading
 import time
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -198,10 +198,7 @@ def _log_tails(folder: Path) -> dict[str, str]:
     """The end of each worker log, by file name."""
     out = {}
     for path in sorted(folder.glob("*.log")):
-        try:
-            with open(path, "rb") as f:
-                f.seek(max(0, path.stat().st_size - LOG_TAIL_BYTES))
-                out[path.name] = f.read().decode("utf-8", errors="replace")
-        except OSError:
-            continue
+        with suppress(OSError), open(path, "rb") as f:
+            f.seek(max(0, path.stat().st_size - LOG_TAIL_BYTES))
+            out[path.name] = f.read().decode("utf-8", errors="replace")
     return out
