@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import types
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import mlx.core as mx
 import numpy as np
@@ -323,51 +323,48 @@ def _is_float64(a: Any) -> bool:
     return isinstance(a, mx.array) and a.dtype == mx.float64
 
 
-def in_float64(namespace: Any, names: tuple[str, ...], called: list[str]) -> types.ModuleType:
-    """``namespace`` with each of ``names`` computed in float64 on the host where it gets a
-    float64 array (appended to ``called`` each time): for an eager, untimed call only."""
-    host = _host_versions()
-    ns = _copy(namespace, getattr(namespace, "__name__", "mlx.core") + "_float64",
-               "an MLX namespace with float64 functions computed on the host")
+def _on_float64(module: Any, suffix: str, names: Iterable[str], called: list[str],
+                instead: Callable[[str], Callable[..., Any]] | None = None) -> types.ModuleType:
+    """A copy of ``module`` whose functions ``names`` append their name to ``called`` where they get
+    a float64 array, and then call ``instead(name)`` in their place (where given)."""
+    ns = _copy(module, getattr(module, "__name__", "mlx.core") + suffix)
 
-    def accurate(name: str, own: Callable[..., Any]) -> Callable[..., Any]:
+    def watched(name: str, own: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
             if not any(_is_float64(a) for a in args):
                 return own(*args, **kwargs)
             called.append(name)
-            kwargs.pop("stream", None)
+            return (instead(name) if instead else own)(*args, **kwargs)
+
+        return call
+
+    for name in names:
+        if callable(getattr(module, name, None)):
+            setattr(ns, name, watched(name, getattr(module, name)))
+    return ns
+
+
+def in_float64(namespace: Any, names: tuple[str, ...], called: list[str]) -> types.ModuleType:
+    """``namespace`` with each of ``names`` computed in float64 on the host where it gets a
+    float64 array (appended to ``called`` each time): for an eager, untimed call only."""
+    host = _host_versions()
+
+    def on_host(name: str) -> Callable[..., Any]:
+        def call(*args: Any, stream: Any = None, **kwargs: Any) -> Any:
             values = [np.array(a) if isinstance(a, mx.array) else a for a in args]
             return mx.array(np.asarray(host[name](*values, **kwargs), dtype=np.float64), dtype=mx.float64)
 
         return call
 
-    for name in names:
-        own = getattr(namespace, name, None)
-        if own is not None:
-            setattr(ns, name, accurate(name, own))
-    return ns
+    return _on_float64(namespace, "_float64", names, called, on_host)
 
 
 def recording_fft(namespace: Any, called: list[str]) -> types.ModuleType:
     """``namespace`` whose ``fft`` functions append their name to ``called`` where they get a
     float64 array (which each computes in complex64)."""
-    ns = _copy(namespace, getattr(namespace, "__name__", "mlx.core") + "_fft_seen",
-               "an MLX namespace that records its FFTs of float64 arrays")
-    own = namespace.fft
-    fft = _copy(own, "fft")
-
-    def seen(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            if any(_is_float64(a) for a in args):
-                called.append(name)
-            return fn(*args, **kwargs)
-
-        return call
-
-    for name, fn in vars(own).items():
-        if callable(fn) and not name.startswith("_") and "freq" not in name and "shift" not in name:
-            setattr(fft, name, seen(name, fn))
-    ns.fft = fft
+    ns = _copy(namespace, getattr(namespace, "__name__", "mlx.core") + "_fft_seen")
+    ns.fft = _on_float64(namespace.fft, "", [name for name in vars(namespace.fft) if not name.startswith("_")
+                                              and "freq" not in name and "shift" not in name], called)
     return ns
 
 
