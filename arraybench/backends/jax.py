@@ -133,8 +133,7 @@ class JaxBackend(Backend):
 
     def l2_bytes(self) -> int:
         """The GPU's L2 size from the CUDA driver (JAX has no API for it), or FALLBACK_L2_BYTES."""
-        ordinal = self.hardware_ordinal()
-        return (l2_cache_bytes(ordinal) if ordinal is not None else None) or FALLBACK_L2_BYTES
+        return l2_cache_bytes(self.hardware_ordinal()) or FALLBACK_L2_BYTES
 
     def namespace(self, kind: str = "native") -> Any:
         return jnp  # jax.numpy implements the Array API standard itself

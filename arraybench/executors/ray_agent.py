@@ -31,7 +31,7 @@ from .session import Session
 from ..workloads.shipping import SHIPPED_NAME
 from .local import LocalExecutor
 from .cluster import (Ended, Interpreters, ReplicateSent, ShardJob, Started, Unavailable, WorkerInfo,
-                             WorkerStarted, encode)
+                      WorkerStarted, encode)
 
 #: Variables Ray sets in the processes it starts; a benchmark's workers get the node's own.
 RAY_SET = ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")

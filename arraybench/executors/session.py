@@ -181,7 +181,7 @@ class Session:
                 with suppress(OSError, SaveError):
                     self.save(self.results(complete=False))
                 raise
-            complete = not self.missing()
+            complete, stopped = not self.missing(), bool(self._signals)
             results = self.results(complete)
             self.save(results)
         finally:
@@ -189,7 +189,7 @@ class Session:
                 signal.signal(s, handler)
             self.sink.close()
         self.reporter.run_finished(results)
-        if self._signals and not complete:
+        if stopped and not complete:
             raise Interrupted(results, self._signals[0])
         return results
 
