@@ -116,25 +116,19 @@ THROTTLE_REASONS: dict[int, str] = {
 
 INSTALL_HINT = "pip install 'arraybench[nvml]'"
 
-#: The bindings' constant names for THROTTLE_REASONS' bits (event names first, then the old ones).
-_CONSTANTS: dict[str, tuple[str, ...]] = {
-    "SW power cap": ("nvmlClocksEventReasonSwPowerCap", "nvmlClocksThrottleReasonSwPowerCap"),
-    "HW slowdown": ("nvmlClocksEventReasonHwSlowdown", "nvmlClocksThrottleReasonHwSlowdown"),
-    "SW thermal slowdown": ("nvmlClocksEventReasonSwThermalSlowdown", "nvmlClocksThrottleReasonSwThermalSlowdown"),
-    "HW thermal slowdown": ("nvmlClocksEventReasonHwThermalSlowdown", "nvmlClocksThrottleReasonHwThermalSlowdown"),
-    "HW power brake": ("nvmlClocksEventReasonHwPowerBrakeSlowdown",
-                       "nvmlClocksThrottleReasonHwPowerBrakeSlowdown"),
-    "board limit": ("nvmlClocksThrottleReasonBoardLimit",),
-    "reliability": ("nvmlClocksThrottleReasonReliability",),
-}
+#: How the bindings name THROTTLE_REASONS' bits: ``nvmlClocksEventReason<this>``, or in older
+#: bindings ``nvmlClocksThrottleReason<this>``.
+_CONSTANTS = {0x4: "SwPowerCap", 0x8: "HwSlowdown", 0x20: "SwThermalSlowdown", 0x40: "HwThermalSlowdown",
+              0x80: "HwPowerBrakeSlowdown", 0x200: "BoardLimit", 0x400: "Reliability"}
 
 
 def throttle_reasons(nvml: Any = None) -> dict[int, str]:
     """Bit -> reason: the bindings' own constants where ``nvml`` (pynvml) defines them, else ours."""
     if nvml is None:
         return THROTTLE_REASONS
-    return {next((getattr(nvml, c) for c in _CONSTANTS[name] if isinstance(getattr(nvml, c, None), int)),
-                 bit): name for bit, name in THROTTLE_REASONS.items()}
+    names = {bit: (f"nvmlClocksEventReason{c}", f"nvmlClocksThrottleReason{c}") for bit, c in _CONSTANTS.items()}
+    return {next((getattr(nvml, c) for c in names[bit] if isinstance(getattr(nvml, c, None), int)), bit): name
+            for bit, name in THROTTLE_REASONS.items()}
 
 
 class GpuMonitor:
