@@ -125,11 +125,10 @@ class JaxBackend(Backend):
     def open_gpu_health(self) -> None:
         """NVML for this GPU, found through its CUDA ordinal; where JAX gives none, why not."""
         ordinal = self.hardware_ordinal()
-        if ordinal is None:  # guessing 0 could watch another GPU than the one measured
-            self.health = None
+        if ordinal is not None:
+            self.open_health(ordinal)
+        else:  # guessing 0 could watch another GPU than the one measured
             self.health_note = "JAX gives this device no local_hardware_id, so its GPU is not known to NVML"
-            return
-        self.open_health(ordinal)
 
     def l2_bytes(self) -> int:
         """The GPU's L2 size from the CUDA driver (JAX has no API for it), or FALLBACK_L2_BYTES."""

@@ -182,13 +182,12 @@ class TorchBackend(Backend):
         tens of ms); on a GPU the statement waits after every call, as the latency mode does."""
         from torch.utils.benchmark import Timer as TorchTimer
 
-        sync = "torch.mps.synchronize()" if self.device == "gpu" and self.is_mps else "torch.cuda.synchronize()"
-        stmt = f"fn(); {sync}" if self.device == "gpu" else "fn()"
+        sync = ("mps" if self.is_mps else "cuda") + ".synchronize" if self.device == "gpu" else ""
         # Its num_threads defaults to 1; the worker's own count, so that both time the same thing.
-        timer = TorchTimer(stmt, globals={"fn": fn, "torch": torch}, num_threads=torch.get_num_threads())
+        timer = TorchTimer(f"fn(); torch.{sync}()" if sync else "fn()", globals={"fn": fn, "torch": torch},
+                           num_threads=torch.get_num_threads())
         blocks = batches(lambda number: float(timer.timeit(number).median), min_time_s)
-        return blocks, "torch.utils.benchmark.Timer" + (f" + {sync.removeprefix('torch.').removesuffix('()')}"
-                                                        if self.device == "gpu" else "")
+        return blocks, "torch.utils.benchmark.Timer" + (f" + {sync}" if sync else "")
 
     def flush_cache(self) -> Callable[[], None] | None:
         if self.device == "cpu":
