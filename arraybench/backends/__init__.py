@@ -8,6 +8,7 @@ import importlib.metadata
 import importlib.util
 import os
 import sys
+from contextlib import suppress
 from dataclasses import dataclass
 
 from .base import Backend, Unavailable
@@ -31,22 +32,17 @@ class BackendSpec:
 
     def missing_reason(self) -> str | None:
         """Why the library cannot be imported here, or None when it is installed."""
-        try:
-            found = importlib.util.find_spec(self.module) is not None
-        except (ImportError, ValueError):
-            found = False
-        if found:
-            return None
+        with suppress(ImportError, ValueError):
+            if importlib.util.find_spec(self.module) is not None:
+                return None
         return f"{self.label} is not installed (pip install 'arraybench[{self.extra}]')"
 
     def preflight(self, device: str) -> str | None:
         """A cheap reason why ``device`` cannot work, found without importing the library (a worker
         that learns there is no GPU costs seconds); the worker remains the authority."""
         missing = self.missing_reason()
-        if missing:
+        if missing or device == "cpu":
             return missing
-        if device == "cpu":
-            return None
         if sys.platform == "darwin":
             # Apple GPUs have no device files: Metal is asked in the worker.
             return "CuPy has no Apple GPU support (CUDA and ROCm only)" if self.name == "cupy" else None
@@ -62,20 +58,17 @@ class BackendSpec:
     def version(self) -> str | None:
         """The installed version from package metadata (no import)."""
         for dist in self.distributions:
-            try:
+            with suppress(importlib.metadata.PackageNotFoundError):
                 return importlib.metadata.version(dist)
-            except importlib.metadata.PackageNotFoundError:
-                continue
         return None
 
 
 def _jax_gpu_plugin() -> bool:
     """Whether a JAX GPU plugin (jax-cuda12-plugin, jax-rocm7-plugin, ...) is installed."""
-    try:  # jaxlib releases before the plugins carried CUDA in their own build (0.4.x+cuda12)
+    # jaxlib releases before the plugins carried CUDA in their own build (0.4.x+cuda12)
+    with suppress(importlib.metadata.PackageNotFoundError):
         if any(k in importlib.metadata.version("jaxlib") for k in ("cuda", "rocm")):
             return True
-    except importlib.metadata.PackageNotFoundError:
-        pass
     for dist in importlib.metadata.distributions():
         name = (dist.metadata["Name"] or "").lower().replace("_", "-")
         if name.startswith(("jax-cuda", "jax-rocm")) and name.endswith("plugin"):

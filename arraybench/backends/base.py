@@ -6,6 +6,7 @@ from __future__ import annotations
 import abc
 import os
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Literal
 
@@ -92,9 +93,16 @@ class Backend(abc.ABC):
         self.health, self.health_note = open_monitor(pci_bus_id or driver_pci_bus_id(ordinal))
 
     # -- arrays ---------------------------------------------------------------------------------
-    @abc.abstractmethod
+    #: The library's own array module (``numpy``, ``torch``...).
+    native: ClassVar[Any]
+
     def namespace(self, kind: str = "native") -> Any:
         """The array namespace: the library's own (``native``) or the Array API one (``array_api``)."""
+        if kind != "array_api":
+            return self.native
+        import array_api_compat
+
+        return array_api_compat.array_namespace(self.native.empty(0))
 
     @abc.abstractmethod
     def asarray(self, host: np.ndarray) -> Any:
@@ -156,10 +164,13 @@ class Backend(abc.ABC):
 
     def memory_range(self, x: Any) -> tuple[int, int] | None:
         """The [start, end) addresses of the memory ``x`` lives in; None where unknown."""
-        if isinstance(x, np.ndarray):
-            low, high = _byte_bounds(x)
-            return low, high
-        return None
+        if not isinstance(x, np.ndarray):
+            return None
+        try:
+            from numpy.lib.array_utils import byte_bounds  # NumPy >= 2.0
+        except ImportError:  # pragma: no cover - NumPy 1.x
+            byte_bounds = np.byte_bounds
+        return byte_bounds(x)
 
     def shares_memory(self, a: Any, b: Any) -> bool:
         """Whether two arrays overlap in memory: a view of the other, or the same array."""
@@ -187,10 +198,7 @@ class Backend(abc.ABC):
         import timeit
 
         timer = timeit.Timer(fn)
-        one = max(min(timer.repeat(repeat=3, number=1)), 1e-7)
-        number = max(1, int(1e-3 / one))
-        repeat = max(5, min(1000, int(min_time_s / (number * one))))
-        return [t / number for t in timer.repeat(repeat=repeat, number=number)], "timeit"
+        return batches(lambda number: timer.timeit(number) / number, min_time_s), "timeit"
 
     def flush_cache(self) -> Callable[[], None] | None:
         """A function that evicts the device's caches, for cold-cache measurements."""
@@ -247,12 +255,10 @@ class Backend(abc.ABC):
     # -- housekeeping ---------------------------------------------------------------------------
     def limit_threads(self, threads: int) -> None:
         """Limit the library's thread pools again from inside the worker, once it is loaded."""
-        try:
+        with suppress(Exception):  # a pool that refuses leaves the environment's limit in force
             from threadpoolctl import threadpool_limits
 
             threadpool_limits(limits=threads)
-        except Exception:  # a pool that refuses leaves the environment's limit in force
-            pass
 
     def free(self) -> None:
         """Release cached device memory between cells."""
@@ -290,29 +296,27 @@ class Backend(abc.ABC):
         return {}
 
 
-def _byte_bounds(a: np.ndarray) -> tuple[int, int]:
-    try:
-        from numpy.lib.array_utils import byte_bounds  # NumPy >= 2.0
-    except ImportError:  # pragma: no cover - NumPy 1.x
-        byte_bounds = np.byte_bounds
-    return byte_bounds(a)
+def batches(per_call: Callable[[int], float], min_time_s: float) -> list[float]:
+    """Seconds per call in batches of about 1 ms (``per_call(number)``: a batch of ``number``
+    calls timed, per call), sized by the fastest of three single calls: at least 5 batches, then
+    until ``min_time_s`` (at most 1,000)."""
+    one = max(min(per_call(1) for _ in range(3)), 1e-7)
+    number = max(1, int(1e-3 / one))
+    out: list[float] = []
+    end = time.perf_counter() + min_time_s
+    while len(out) < 5 or (time.perf_counter() < end and len(out) < 1000):
+        out.append(per_call(number))
+    return out
 
 
 def batched_loop(call: Callable[[], Any], min_time_s: float) -> list[float]:
-    """Seconds per call of ``call`` (which waits for its result) in batches of about 1 ms after
-    three warm-up calls: at least 5 batches, then until ``min_time_s`` (at most 1,000). The loop a
-    library's documentation times with where it has no benchmarking tool."""
-    for _ in range(3):
-        call()
-    t0 = time.perf_counter()
-    call()
-    one = max(time.perf_counter() - t0, 1e-7)
-    number = max(1, int(1e-3 / one))
-    batches: list[float] = []
-    end = t0 + min_time_s
-    while len(batches) < 5 or (time.perf_counter() < end and len(batches) < 1000):
+    """``batches`` of ``call`` (which waits for its result) in a plain loop: how a library's
+    documentation times where it has no benchmarking tool."""
+
+    def per_call(number: int) -> float:
         t0 = time.perf_counter()
         for _ in range(number):
             call()
-        batches.append((time.perf_counter() - t0) / number)
-    return batches
+        return (time.perf_counter() - t0) / number
+
+    return batches(per_call, min_time_s)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, Callable
 
@@ -12,20 +13,12 @@ import numpy as np
 def last_level_cache_bytes() -> int:
     """The largest CPU cache, from sysfs; 32 MiB when the system does not say."""
     best = 0
-    base = "/sys/devices/system/cpu/cpu0/cache"
-    try:
-        for entry in os.listdir(base):
-            try:
-                with open(os.path.join(base, entry, "size")) as f:
-                    text = f.read().strip()
-            except OSError:
-                continue
-            scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:], 1)
-            digits = text[:-1] if text[-1:] in "KMG" else text
+    for path in Path("/sys/devices/system/cpu/cpu0/cache").glob("*/size"):
+        with suppress(OSError):
+            text = path.read_text().strip()
+            digits = text[:-1] if text[-1:] in ("K", "M", "G") else text
             if digits.isdigit():
-                best = max(best, int(digits) * scale)
-    except OSError:
-        pass
+                best = max(best, int(digits) * {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:], 1))
     return best or 32 * 1024**2
 
 
@@ -78,13 +71,11 @@ def captured_stdout(fn: Callable[[], Any]) -> str:
             try:
                 fn()
             finally:
-                try:
+                with suppress(Exception):
                     sys.stdout.flush()
                     import ctypes
 
                     ctypes.CDLL(None).fflush(None)  # C stdio buffers what printf wrote to a file
-                except Exception:
-                    pass
                 os.dup2(saved, 1)
             tmp.seek(0)
             return tmp.read().decode("utf-8", "replace")
@@ -95,14 +86,12 @@ def captured_stdout(fn: Callable[[], Any]) -> str:
 def host_memory() -> tuple[int, int] | None:
     """(available, total) bytes of host memory for this process, cgroup limits included."""
     info: dict[str, int] = {}
-    try:
+    with suppress(OSError):
         for line in Path("/proc/meminfo").read_text().splitlines():
             key, _, rest = line.partition(":")
             parts = rest.split()
             if parts and parts[0].isdigit():
                 info[key] = int(parts[0]) * 1024
-    except OSError:
-        pass
     total, available = info.get("MemTotal"), info.get("MemAvailable")
     if total is None:
         try:

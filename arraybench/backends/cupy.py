@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import re
+import traceback
 from typing import Any, Callable
 
 import numpy as np
 
 from .base import Backend, Unavailable, gpu_env, tf32_in_effect
-from .gpu import CudaEvents, SpinKernel
+from .gpu import CudaEvents, SpinKernel, first_line
 
 try:
     import cupy
@@ -19,8 +20,7 @@ except Exception as exc:  # a broken CUDA install can fail at import, not only l
 
 
 def _cuda_reason(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return f"no usable NVIDIA GPU for CuPy ({text})"
+    return f"no usable NVIDIA GPU for CuPy ({first_line(exc)})"
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
@@ -57,21 +57,14 @@ extern "C" __global__ void arraybench_spin(long long cycles) {
 _FUSION_TYPES = re.compile(r"\b_(?:Fusion\w+|ArrayProxy|ScalarProxy|VariableProxy)\b")
 
 
-def _in_cupy(filename: str) -> bool:
-    parts = os.path.normpath(filename).split(os.sep)
-    return "cupy" in parts or "cupyx" in parts
-
-
 def is_fuse_refusal(exc: BaseException) -> bool:
     """Whether ``exc`` is CuPy saying it cannot fuse a function, not a bug in the function: raised
     by CuPy's own code as it traces (the innermost frame is in the cupy package), or naming fusion
     or one of its types."""
     if is_device_error(exc):
         return False
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    if tb is not None and _in_cupy(tb.tb_frame.f_code.co_filename):
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames and {"cupy", "cupyx"} & set(os.path.normpath(frames[-1].filename).split(os.sep)):
         return True
     text = str(exc)
     return "fusion" in text.lower() or "cupy.fuse" in text or bool(_FUSION_TYPES.search(text))
@@ -80,6 +73,7 @@ def is_fuse_refusal(exc: BaseException) -> bool:
 class CupyBackend(Backend):
     name = "cupy"
     label = "CuPy"
+    native = cupy
     compile_method = "cupy.fuse"
     is_out_of_memory = staticmethod(is_out_of_memory)
     device_timer_note = "CUDA events"
@@ -103,13 +97,6 @@ class CupyBackend(Backend):
             raise Unavailable(_cuda_reason(exc)) from None
         self.sync = lambda _result: cupy.cuda.get_current_stream().synchronize()
         self.open_health(self.cuda_device.id, self.cuda_device.pci_bus_id)
-
-    def namespace(self, kind: str = "native") -> Any:
-        if kind == "array_api":
-            import array_api_compat
-
-            return array_api_compat.array_namespace(cupy.empty(0))
-        return cupy
 
     def asarray(self, host: np.ndarray) -> Any:
         x = cupy.asarray(np.ascontiguousarray(host))
@@ -207,7 +194,6 @@ class CupyBackend(Backend):
         del result
         return max(held - before, 0), ("CuPy's memory pool: total_bytes after one call, emptied "
                                        "before, less used_bytes before")
-
 
     def memory_available(self) -> tuple[int, int] | None:
         free, total = cupy.cuda.runtime.memGetInfo()

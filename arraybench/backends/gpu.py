@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import time
+from contextlib import suppress
 from typing import Any, Callable, Protocol
 
 # -- the CUDA driver ------------------------------------------------------------------------------
@@ -31,70 +32,67 @@ class Driver:
 
     def __init__(self, lib: Any = None) -> None:
         self.lib = lib if lib is not None else _load()
-        self._check(self.lib.cuInit(0), "cuInit")
+        self._call("cuInit", 0)
 
-    def _check(self, status: int, call: str) -> None:
+    def _call(self, name: str, *args: Any) -> None:
+        status = getattr(self.lib, name)(*args)
         if status != 0:
-            raise DriverError(f"{call} returned CUDA error {status}")
+            raise DriverError(f"{name} returned CUDA error {status}")
 
     def _device(self, ordinal: int) -> ctypes.c_int:
         device = ctypes.c_int()
-        self._check(self.lib.cuDeviceGet(ctypes.byref(device), int(ordinal)), "cuDeviceGet")
+        self._call("cuDeviceGet", ctypes.byref(device), int(ordinal))
         return device
 
     def attribute(self, ordinal: int, attribute: int) -> int:
         """One ``cuDeviceGetAttribute`` value of a device."""
         value = ctypes.c_int()
-        self._check(self.lib.cuDeviceGetAttribute(ctypes.byref(value), attribute,
-                                                  self._device(ordinal)), "cuDeviceGetAttribute")
+        self._call("cuDeviceGetAttribute", ctypes.byref(value), attribute, self._device(ordinal))
         return int(value.value)
 
     def total_memory(self, ordinal: int) -> int:
         """The device's memory in bytes."""
         size = ctypes.c_size_t()
-        self._check(self.lib.cuDeviceTotalMem_v2(ctypes.byref(size), self._device(ordinal)),
-                    "cuDeviceTotalMem_v2")
+        self._call("cuDeviceTotalMem_v2", ctypes.byref(size), self._device(ordinal))
         return int(size.value)
 
     def pci_bus_id(self, ordinal: int) -> str:
         """``0000:3B:00.0``: how NVML finds the same device whatever order it counts in."""
         buf = ctypes.create_string_buffer(32)
-        self._check(self.lib.cuDeviceGetPCIBusId(buf, len(buf), self._device(ordinal)),
-                    "cuDeviceGetPCIBusId")
+        self._call("cuDeviceGetPCIBusId", buf, len(buf), self._device(ordinal))
         return buf.value.decode("ascii")
 
 
 def _load() -> Any:
     for name in _LIBRARIES:
-        try:
+        with suppress(OSError):
             return ctypes.CDLL(name)
-        except OSError:
-            continue
     raise DriverError("no NVIDIA driver (libcuda.so.1 not found)")
 
 
-def _ask(question: Callable[[Driver], Any], driver: Driver | None) -> Any:
+def _ask(question: str, ordinal: int | None, driver: Driver | None, *args: Any) -> Any:
+    """``Driver.<question>(ordinal, *args)``, or None where the driver (or the ordinal) is unknown."""
+    if ordinal is None:
+        return None
     try:
-        return question(driver or Driver())
+        return getattr(driver or Driver(), question)(ordinal, *args)
     except DriverError:
         return None
 
 
 def l2_cache_bytes(ordinal: int | None, driver: Driver | None = None) -> int | None:
     """The device's L2 cache size, or None where the driver cannot say (or no ordinal is known)."""
-    if ordinal is None:
-        return None
-    return _ask(lambda d: d.attribute(ordinal, L2_CACHE_SIZE), driver) or None
+    return _ask("attribute", ordinal, driver, L2_CACHE_SIZE) or None
 
 
 def pci_bus_id(ordinal: int, driver: Driver | None = None) -> str | None:
     """The device's PCI bus id, or None where the driver cannot say."""
-    return _ask(lambda d: d.pci_bus_id(ordinal), driver)
+    return _ask("pci_bus_id", ordinal, driver)
 
 
 def total_memory(ordinal: int, driver: Driver | None = None) -> int | None:
     """The device's memory in bytes, or None where the driver cannot say."""
-    return _ask(lambda d: d.total_memory(ordinal), driver)
+    return _ask("total_memory", ordinal, driver)
 
 
 # -- GPU health from NVML -------------------------------------------------------------------------
@@ -118,33 +116,19 @@ THROTTLE_REASONS: dict[int, str] = {
 
 INSTALL_HINT = "pip install 'arraybench[nvml]'"
 
-#: The bindings' constant names for THROTTLE_REASONS' bits (event names first, then the old ones).
-_CONSTANTS: dict[str, tuple[str, ...]] = {
-    "SW power cap": ("nvmlClocksEventReasonSwPowerCap", "nvmlClocksThrottleReasonSwPowerCap"),
-    "HW slowdown": ("nvmlClocksEventReasonHwSlowdown", "nvmlClocksThrottleReasonHwSlowdown"),
-    "SW thermal slowdown": ("nvmlClocksEventReasonSwThermalSlowdown", "nvmlClocksThrottleReasonSwThermalSlowdown"),
-    "HW thermal slowdown": ("nvmlClocksEventReasonHwThermalSlowdown", "nvmlClocksThrottleReasonHwThermalSlowdown"),
-    "HW power brake": ("nvmlClocksEventReasonHwPowerBrakeSlowdown",
-                       "nvmlClocksThrottleReasonHwPowerBrakeSlowdown"),
-    "board limit": ("nvmlClocksThrottleReasonBoardLimit",),
-    "reliability": ("nvmlClocksThrottleReasonReliability",),
-}
+#: How the bindings name THROTTLE_REASONS' bits: ``nvmlClocksEventReason<this>``, or in older
+#: bindings ``nvmlClocksThrottleReason<this>``.
+_CONSTANTS = {0x4: "SwPowerCap", 0x8: "HwSlowdown", 0x20: "SwThermalSlowdown", 0x40: "HwThermalSlowdown",
+              0x80: "HwPowerBrakeSlowdown", 0x200: "BoardLimit", 0x400: "Reliability"}
 
 
 def throttle_reasons(nvml: Any = None) -> dict[int, str]:
     """Bit -> reason: the bindings' own constants where ``nvml`` (pynvml) defines them, else ours."""
     if nvml is None:
         return THROTTLE_REASONS
-    table: dict[int, str] = {}
-    for bit, name in THROTTLE_REASONS.items():
-        given = next((getattr(nvml, c) for c in _CONSTANTS[name] if isinstance(getattr(nvml, c, None), int)), bit)
-        table[int(given)] = name
-    return table
-
-
-def throttle_names(mask: int, reasons: dict[int, str] | None = None) -> list[str]:
-    """The throttle reasons set in an NVML reasons bit mask."""
-    return [name for bit, name in (reasons or THROTTLE_REASONS).items() if mask & bit]
+    names = {bit: (f"nvmlClocksEventReason{c}", f"nvmlClocksThrottleReason{c}") for bit, c in _CONSTANTS.items()}
+    return {next((getattr(nvml, c) for c in names[bit] if isinstance(getattr(nvml, c, None), int)), bit): name
+            for bit, name in THROTTLE_REASONS.items()}
 
 
 class GpuMonitor:
@@ -162,17 +146,13 @@ class GpuMonitor:
         except Exception:
             return None
 
-    def _reasons_mask(self) -> int | None:
-        # Renamed in NVML 12.3 (clocks "event" reasons); older bindings have only the old name.
-        for fn in ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"):
-            if hasattr(self.nvml, fn):
-                return self._read(fn)
-        return None
-
     def throttling(self) -> list[str]:
         """The throttle reasons in effect now: one NVML call, cheap enough per sample."""
-        mask = self._reasons_mask()
-        return throttle_names(mask, self.reasons) if mask else []
+        # Renamed in NVML 12.3 (clocks "event" reasons); older bindings have only the old name.
+        fn = next((f for f in ("nvmlDeviceGetCurrentClocksEventReasons",
+                               "nvmlDeviceGetCurrentClocksThrottleReasons") if hasattr(self.nvml, f)), None)
+        mask = self._read(fn) if fn else None
+        return [name for bit, name in self.reasons.items() if mask & bit] if mask else []
 
     def energy_counter_mj(self) -> "Callable[[], float] | str":
         """A reader of the board's energy since the driver loaded, in millijoules (Volta and
@@ -183,7 +163,7 @@ class GpuMonitor:
         try:
             fn(self.handle)
         except Exception as exc:  # NVML_ERROR_NOT_SUPPORTED before Volta, or no permission
-            return f"GPU energy not readable: NVML: {_first_line(exc)}"
+            return f"GPU energy not readable: NVML: {first_line(exc)}"
         return lambda: float(fn(self.handle))
 
     def snapshot(self) -> dict[str, Any]:
@@ -215,15 +195,16 @@ def open_monitor(pci_bus_id: str | None, nvml: Any = None) -> tuple[GpuMonitor |
     try:
         nvml.nvmlInit()
     except Exception as exc:
-        return None, f"NVML cannot start ({_first_line(exc)})"
+        return None, f"NVML cannot start ({first_line(exc)})"
     try:
         handle = nvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id.encode("ascii"))
     except Exception as exc:
-        return None, f"NVML cannot find the GPU at {pci_bus_id} ({_first_line(exc)})"
+        return None, f"NVML cannot find the GPU at {pci_bus_id} ({first_line(exc)})"
     return GpuMonitor(nvml, handle), ""
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """An exception's first line, or its type's name where it says nothing."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import jax
@@ -15,7 +16,7 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 
-from .gpu import l2_cache_bytes  # noqa: E402
+from .gpu import first_line, l2_cache_bytes  # noqa: E402
 from .base import Backend, Unavailable, batched_loop, gpu_env, tf32_in_effect  # noqa: E402
 from .cpu import cpu_flush, cpu_threads_info  # noqa: E402
 
@@ -84,18 +85,16 @@ class JaxBackend(Backend):
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
         super().__init__(device, allow_tf32=allow_tf32)
-        platform = {"cpu": "cpu", "gpu": "gpu"}.get(device)
-        if platform is None:
+        if device not in ("cpu", "gpu"):
             raise Unavailable(f"JAX has no device {device!r}")
         try:
-            devices = gpu_devices() if platform == "gpu" else jax.devices(platform)
+            devices = gpu_devices() if device == "gpu" else jax.devices("cpu")
         except RuntimeError as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            if platform == "gpu":
-                raise Unavailable(f"JAX {jax.__version__} has no GPU backend here ({first})") from None
-            raise Unavailable(f"JAX cannot open the CPU ({first})") from None
+            why = first_line(exc)
+            raise Unavailable(f"JAX {jax.__version__} has no GPU backend here ({why})" if device == "gpu"
+                              else f"JAX cannot open the CPU ({why})") from None
         if not devices:
-            raise Unavailable(f"JAX found no {platform} device")
+            raise Unavailable(f"JAX found no {device} device")
         self.jax_device = devices[0]
         if device == "gpu" and self.is_metal:
             self.health_note = "Apple GPUs have no NVML"
@@ -126,20 +125,17 @@ class JaxBackend(Backend):
     def open_gpu_health(self) -> None:
         """NVML for this GPU, found through its CUDA ordinal; where JAX gives none, why not."""
         ordinal = self.hardware_ordinal()
-        if ordinal is None:  # guessing 0 could watch another GPU than the one measured
-            self.health = None
+        if ordinal is not None:
+            self.open_health(ordinal)
+        else:  # guessing 0 could watch another GPU than the one measured
             self.health_note = "JAX gives this device no local_hardware_id, so its GPU is not known to NVML"
-            return
-        self.open_health(ordinal)
 
     def l2_bytes(self) -> int:
         """The GPU's L2 size from the CUDA driver (JAX has no API for it), or FALLBACK_L2_BYTES."""
-        ordinal = self.hardware_ordinal()
-        return (l2_cache_bytes(ordinal) if ordinal is not None else None) or FALLBACK_L2_BYTES
+        return l2_cache_bytes(self.hardware_ordinal()) or FALLBACK_L2_BYTES
 
     def namespace(self, kind: str = "native") -> Any:
-        # jax.numpy implements the Array API standard itself.
-        return jnp
+        return jnp  # jax.numpy implements the Array API standard itself
 
     def asarray(self, host: np.ndarray) -> Any:
         x = jax.device_put(np.ascontiguousarray(host), self.jax_device)
@@ -200,19 +196,12 @@ class JaxBackend(Backend):
     def flush_cache(self) -> Callable[[], None] | None:
         if self.device == "cpu":
             return cpu_flush()
-        if self.is_metal:  # no L2 size to ask the CUDA driver for; 256 MiB exceeds Apple GPUs' caches
-            buf = jax.device_put(np.zeros(64 * 1024**2, dtype=np.float32), self.jax_device)
-            touch = jax.jit(lambda b: b + 1.0)
-            return lambda: touch(buf).block_until_ready()
-        # JAX has no API for the L2 size; the CUDA driver has (torch and CuPy read theirs).
-        l2 = self.l2_bytes()
+        # JAX has no API for the L2 size; the CUDA driver has (torch and CuPy read theirs). Apple
+        # GPUs have no driver to ask: the fallback exceeds their caches.
+        l2 = FALLBACK_L2_BYTES if self.is_metal else self.l2_bytes()
         buf = jax.device_put(np.zeros(2 * l2 // 4, dtype=np.float32), self.jax_device)
         touch = jax.jit(lambda b: b + 1.0)
-
-        def flush() -> None:
-            touch(buf).block_until_ready()
-
-        return flush
+        return lambda: touch(buf).block_until_ready()
 
     def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
         """JAX's documentation times ``jax.block_until_ready(f(x))`` in a loop."""
@@ -302,12 +291,8 @@ def xla_cpu_target() -> dict[str, Any]:
     try:
         x = jnp.ones(64, dtype=jnp.float32)
         jax.jit(lambda v: v * 2.0 + 1.0).lower(x).compile(compiler_options={"xla_dump_to": folder})
-        text = ""
-        for name in sorted(os.listdir(folder)):
-            if name.endswith("ir-with-opt.ll"):
-                with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
-                    text = f.read()
-                break
+        dumps = sorted(Path(folder).glob("*ir-with-opt.ll"))
+        text = dumps[0].read_text(encoding="utf-8", errors="replace") if dumps else ""
         triple = re.search(r'target triple = "([^"]+)"', text)
         width = re.search(r'"prefer-vector-width"="(\d+)"', text)
         cpu = re.search(r'"target-cpu"="([^"]+)"', text)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import types
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import mlx.core as mx
 import numpy as np
@@ -25,7 +25,7 @@ from .cpu import cpu_flush, cpu_threads_info
 
 #: NumPy's dtype names to MLX's dtypes (MLX has no complex128).
 _DTYPES = {name: getattr(mx, name) for name in (
-    "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64") if hasattr(mx, name)}
 _DTYPES["bool"] = mx.bool_
 
@@ -37,18 +37,19 @@ GPU_UNSUPPORTED = ("float64", "complex128")
 _ARRAY_API_ALIASES = {
     "concat": "concatenate", "permute_dims": "transpose", "pow": "power", "acos": "arccos",
     "asin": "arcsin", "atan": "arctan", "acosh": "arccosh", "asinh": "arcsinh",
-    "atanh": "arctanh", "atan2": "arctan2", "bitwise_invert": "bitwise_invert",
+    "atanh": "arctanh", "atan2": "arctan2",
 }
 
 
 def mlx_dtype(name: str) -> Any:
     """MLX's dtype for a NumPy dtype name; ``Unavailable`` for one MLX does not have."""
     try:
-        return _DTYPES[np.dtype(name).name if name != "bool" else "bool"]
+        return _DTYPES[np.dtype(name).name]
     except (KeyError, TypeError):
         raise Unavailable(f"MLX has no {name} dtype") from None
 
 
+@functools.cache
 def array_api_namespace() -> types.ModuleType:
     """``mlx.core`` with the Array API's names where MLX spells them the NumPy way (MLX has no
     Array API namespace; a workload gives MLX its own spelling with ``@wl.override("mlx")``)."""
@@ -66,16 +67,6 @@ def _copy(module: Any, name: str, doc: str | None = None) -> types.ModuleType:
     ns = types.ModuleType(name, doc)
     ns.__dict__.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
     return ns
-
-
-def evaluated(op: Callable[..., Any]) -> Callable[..., Any]:
-    """``op`` followed by ``mx.eval`` of everything it returned, in the same call."""
-    def call(*args: Any, **kwargs: Any) -> Any:
-        out = op(*args, **kwargs)
-        _eval(out)
-        return out
-
-    return call
 
 
 def _eval(out: Any) -> None:
@@ -123,7 +114,6 @@ class MlxBackend(Backend):
             raise Unavailable(f"MLX has no device {device!r}")
         # So that a workload's mx.* calls run where its inputs are.
         mx.set_default_device(self.mx_device)
-        self._array_api: types.ModuleType | None = None
         self.sync = _eval
 
     def unsupported_dtype(self, dtype: str) -> str | None:
@@ -133,14 +123,15 @@ class MlxBackend(Backend):
         return None
 
     def namespace(self, kind: str = "native") -> Any:
-        if kind == "array_api":
-            if self._array_api is None:
-                self._array_api = array_api_namespace()
-            return self._array_api
-        return mx
+        return array_api_namespace() if kind == "array_api" else mx
 
     def evaluated(self, op: Callable[..., Any]) -> Callable[..., Any]:
-        return evaluated(op)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            out = op(*args, **kwargs)
+            _eval(out)
+            return out
+
+        return call
 
     def explain_wrong(self, wrong: WrongResult) -> str | None:
         """A float64 result on the CPU wrong only because this MLX lacks float64 for what the
@@ -176,8 +167,7 @@ class MlxBackend(Backend):
         # mx.array(a float64 NumPy array) alone makes float32: the dtype is always given.
         return mx.array(host, dtype=mlx_dtype(host.dtype.name))
 
-    def copy_from_numpy(self, host: np.ndarray) -> Any:
-        return mx.array(host, dtype=mlx_dtype(host.dtype.name))
+    copy_from_numpy = from_numpy
 
     def from_list(self, data: list, dtype: str) -> Any:
         return mx.array(data, dtype=mlx_dtype(dtype))
@@ -205,8 +195,6 @@ class MlxBackend(Backend):
         else:
             super().copy_into(dst, src)
 
-    def memory_range(self, x: Any) -> tuple[int, int] | None:
-        return super().memory_range(x) if isinstance(x, np.ndarray) else None
 
     def flush_cache(self) -> Callable[[], None] | None:
         if self.device == "cpu":
@@ -335,51 +323,48 @@ def _is_float64(a: Any) -> bool:
     return isinstance(a, mx.array) and a.dtype == mx.float64
 
 
-def in_float64(namespace: Any, names: tuple[str, ...], called: list[str]) -> types.ModuleType:
-    """``namespace`` with each of ``names`` computed in float64 on the host where it gets a
-    float64 array (appended to ``called`` each time): for an eager, untimed call only."""
-    host = _host_versions()
-    ns = _copy(namespace, getattr(namespace, "__name__", "mlx.core") + "_float64",
-               "an MLX namespace with float64 functions computed on the host")
+def _on_float64(module: Any, suffix: str, names: Iterable[str], called: list[str],
+                instead: Callable[[str], Callable[..., Any]] | None = None) -> types.ModuleType:
+    """A copy of ``module`` whose functions ``names`` append their name to ``called`` where they get
+    a float64 array, and then call ``instead(name)`` in their place (where given)."""
+    ns = _copy(module, getattr(module, "__name__", "mlx.core") + suffix)
 
-    def accurate(name: str, own: Callable[..., Any]) -> Callable[..., Any]:
+    def watched(name: str, own: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
             if not any(_is_float64(a) for a in args):
                 return own(*args, **kwargs)
             called.append(name)
-            kwargs.pop("stream", None)
+            return (instead(name) if instead else own)(*args, **kwargs)
+
+        return call
+
+    for name in names:
+        if callable(getattr(module, name, None)):
+            setattr(ns, name, watched(name, getattr(module, name)))
+    return ns
+
+
+def in_float64(namespace: Any, names: tuple[str, ...], called: list[str]) -> types.ModuleType:
+    """``namespace`` with each of ``names`` computed in float64 on the host where it gets a
+    float64 array (appended to ``called`` each time): for an eager, untimed call only."""
+    host = _host_versions()
+
+    def on_host(name: str) -> Callable[..., Any]:
+        def call(*args: Any, stream: Any = None, **kwargs: Any) -> Any:
             values = [np.array(a) if isinstance(a, mx.array) else a for a in args]
             return mx.array(np.asarray(host[name](*values, **kwargs), dtype=np.float64), dtype=mx.float64)
 
         return call
 
-    for name in names:
-        own = getattr(namespace, name, None)
-        if own is not None:
-            setattr(ns, name, accurate(name, own))
-    return ns
+    return _on_float64(namespace, "_float64", names, called, on_host)
 
 
 def recording_fft(namespace: Any, called: list[str]) -> types.ModuleType:
     """``namespace`` whose ``fft`` functions append their name to ``called`` where they get a
     float64 array (which each computes in complex64)."""
-    ns = _copy(namespace, getattr(namespace, "__name__", "mlx.core") + "_fft_seen",
-               "an MLX namespace that records its FFTs of float64 arrays")
-    own = namespace.fft
-    fft = _copy(own, "fft")
-
-    def seen(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            if any(_is_float64(a) for a in args):
-                called.append(name)
-            return fn(*args, **kwargs)
-
-        return call
-
-    for name, fn in vars(own).items():
-        if callable(fn) and not name.startswith("_") and "freq" not in name and "shift" not in name:
-            setattr(fft, name, seen(name, fn))
-    ns.fft = fft
+    ns = _copy(namespace, getattr(namespace, "__name__", "mlx.core") + "_fft_seen")
+    ns.fft = _on_float64(namespace.fft, "", [name for name in vars(namespace.fft) if not name.startswith("_")
+                                              and "freq" not in name and "shift" not in name], called)
     return ns
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import re
 import types as pytypes
+from contextlib import suppress
 from typing import Any, Callable
 
 import numba
@@ -104,13 +105,11 @@ def info() -> dict[str, Any]:
     import llvmlite
 
     out: dict[str, Any] = {"numba": numba.__version__, "llvmlite": llvmlite.__version__}
-    try:
+    with suppress(Exception):
         from numba.core.config import CPU_NAME
 
         import llvmlite.binding as ll
 
         out["numba_target_cpu"] = CPU_NAME or ll.get_host_cpu_name()
-    except Exception:
-        pass
     out["numba_threading_layer"] = numba.config.THREADING_LAYER
     return out

@@ -13,6 +13,7 @@ from .cpu import cpu_flush, cpu_threads_info
 class NumpyBackend(Backend):
     name = "numpy"
     label = "NumPy"
+    native = np
     #: NumPy's compiled mode is Numba (``backends/numba_jit.py``), where installed.
     compile_method = "numba.njit"
     compiles_functions = True
@@ -21,14 +22,6 @@ class NumpyBackend(Backend):
         if device != "cpu":
             raise Unavailable("NumPy runs only on the CPU")
         super().__init__(device, allow_tf32=allow_tf32)
-        self.sync = None
-
-    def namespace(self, kind: str = "native") -> Any:
-        if kind == "array_api":
-            import array_api_compat
-
-            return array_api_compat.array_namespace(np.empty(0))
-        return np
 
     def asarray(self, host: np.ndarray) -> Any:
         # A fresh, owned copy: the benchmark must not alias the caller's arrays.

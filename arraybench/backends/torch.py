@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import Any, Callable
@@ -9,8 +10,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from .base import Backend, Unavailable, gpu_env, tf32_in_effect
-from .gpu import CudaEvents, SpinKernel
+from .base import Backend, Unavailable, batches, gpu_env, tf32_in_effect
+from .gpu import CudaEvents, SpinKernel, first_line
 from .cpu import cpu_flush, cpu_threads_info
 from .torch_support import (HAS_ISOLATE_RECOMPILES, CompiledNothing, cache_notes, device_namespace,
                             fail_on_recompile_limit, own_code, torch_build_linalg, torch_cpu_kernels)
@@ -39,8 +40,7 @@ def cuda_init_error() -> str:
     try:
         torch.cuda.init()
     except Exception as exc:  # noqa: BLE001 - whatever CUDA says is the reason
-        text = str(exc).strip()
-        return text.splitlines()[0] if text else type(exc).__name__
+        return first_line(exc)
     return ""
 
 
@@ -52,6 +52,10 @@ def mps_available() -> bool:
     return torch.version.cuda is None or not torch.cuda.is_available()
 
 
+def _elapsed_ms(start: Any, end: Any) -> float:
+    return start.elapsed_time(end)
+
+
 #: The dtypes Apple GPUs cannot hold: Metal has no 64-bit floating point.
 MPS_UNSUPPORTED = ("float64", "complex128")
 
@@ -59,6 +63,7 @@ MPS_UNSUPPORTED = ("float64", "complex128")
 class TorchBackend(Backend):
     name = "torch"
     label = "PyTorch"
+    native = torch
     grad_method = "autodiff (torch.autograd, fresh leaf per call)"
     gradient = "autodiff"
     compile_method = "torch.compile"
@@ -66,11 +71,9 @@ class TorchBackend(Backend):
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
         super().__init__(device, allow_tf32=allow_tf32)
-        self._device_xp: Any = None
         self._spin: SpinKernel | None = None
         if device == "cpu":
             self.torch_device = torch.device("cpu")
-            self.sync = None
             self.device_timer_note = "wall clock (CPU kernels are synchronous)"
         elif device == "gpu" and mps_available():
             self.torch_device = torch.device("mps")
@@ -108,16 +111,9 @@ class TorchBackend(Backend):
         return None
 
     def namespace(self, kind: str = "native") -> Any:
-        if kind == "array_api":
-            import array_api_compat
-
-            xp = array_api_compat.array_namespace(torch.empty(0))
-            if self.device == "gpu":
-                if self._device_xp is None:
-                    self._device_xp = device_namespace(xp, self.torch_device)
-                return self._device_xp
-            return xp
-        return torch
+        xp = super().namespace(kind)
+        on_gpu = kind == "array_api" and self.device == "gpu"
+        return device_namespace(xp, self.torch_device) if on_gpu else xp
 
     def asarray(self, host: np.ndarray) -> Any:
         # clone(): memory owned and aligned by torch, not a view of the caller's NumPy buffer.
@@ -172,57 +168,39 @@ class TorchBackend(Backend):
             return None
         if self.is_mps:
             # MPS events work as CUDA's; with no spin kernel, there is no hold.
-            return CudaEvents(lambda: torch.mps.Event(enable_timing=True), lambda a, b: a.elapsed_time(b))
+            return CudaEvents(functools.partial(torch.mps.Event, enable_timing=True), _elapsed_ms)
 
-        def make() -> Any:
-            return torch.cuda.Event(enable_timing=True)
-
-        def elapsed(a: Any, b: Any) -> float:
-            return a.elapsed_time(b)
-
+        make = functools.partial(torch.cuda.Event, enable_timing=True)
         # torch.cuda._sleep(cycles) queues ATen's spin kernel on the current stream.
         sleep = getattr(torch.cuda, "_sleep", None)
         if self._spin is None and sleep is not None:
-            self._spin = SpinKernel(sleep, make, elapsed)
-        return CudaEvents(make, elapsed, spin=self._spin)
+            self._spin = SpinKernel(sleep, make, _elapsed_ms)
+        return CudaEvents(make, _elapsed_ms, spin=self._spin)
 
     def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
         """``torch.utils.benchmark.Timer`` in blocks of about 1 ms (``blocked_autorange``'s would be
         tens of ms); on a GPU the statement waits after every call, as the latency mode does."""
-        import time
-
         from torch.utils.benchmark import Timer as TorchTimer
 
-        sync = "torch.mps.synchronize()" if self.device == "gpu" and self.is_mps else "torch.cuda.synchronize()"
-        stmt = f"fn(); {sync}" if self.device == "gpu" else "fn()"
+        sync = ("mps" if self.is_mps else "cuda") + ".synchronize" if self.device == "gpu" else ""
         # Its num_threads defaults to 1; the worker's own count, so that both time the same thing.
-        timer = TorchTimer(stmt, globals={"fn": fn, "torch": torch}, num_threads=torch.get_num_threads())
-        one = max(timer.timeit(3).median, 1e-7)
-        number = max(1, int(1e-3 / one))
-        blocks, end = [], time.perf_counter() + min_time_s
-        while len(blocks) < 5 or (time.perf_counter() < end and len(blocks) < 1000):
-            blocks.append(float(timer.timeit(number).median))
-        return blocks, "torch.utils.benchmark.Timer" + (f" + {sync.removeprefix('torch.').removesuffix('()')}"
-                                                        if self.device == "gpu" else "")
+        timer = TorchTimer(f"fn(); torch.{sync}()" if sync else "fn()", globals={"fn": fn, "torch": torch},
+                           num_threads=torch.get_num_threads())
+        blocks = batches(lambda number: float(timer.timeit(number).median), min_time_s)
+        return blocks, "torch.utils.benchmark.Timer" + (f" + {sync}" if sync else "")
 
     def flush_cache(self) -> Callable[[], None] | None:
         if self.device == "cpu":
             return cpu_flush()
-        if self.is_mps:
-            # torch.mps has no cache-size query; 256 MiB exceeds any Apple GPU's caches.
-            mps_buf = torch.empty(64 * 1024**2, dtype=torch.float32, device=self.torch_device)
-
-            def flush_mps() -> None:
-                mps_buf.zero_()
-                torch.mps.synchronize()
-
-            return flush_mps
-        l2 = torch.cuda.get_device_properties(self.torch_device).L2_cache_size or 64 * 1024**2
+        # torch.mps has no cache-size query; 128 MiB exceeds any Apple GPU's caches.
+        l2 = 128 * 1024**2 if self.is_mps else \
+            torch.cuda.get_device_properties(self.torch_device).L2_cache_size or 64 * 1024**2
         buf = torch.empty(2 * l2 // 4, dtype=torch.float32, device=self.torch_device)
+        sync = self.sync
 
         def flush() -> None:
             buf.zero_()
-            torch.cuda.synchronize(self.torch_device)
+            sync(buf)
 
         return flush
 
@@ -302,7 +280,6 @@ class TorchBackend(Backend):
         reserved = torch.cuda.max_memory_reserved(dev)
         return max(peak - before, 0), ("PyTorch's caching allocator: max_memory_allocated over one "
                                        f"call less what was allocated before; {reserved} bytes reserved at most")
-
 
     def memory_available(self) -> tuple[int, int] | None:
         if self.device != "gpu":

@@ -7,6 +7,7 @@ import functools
 import inspect
 import re
 import types
+from contextlib import suppress
 from typing import Any, Callable
 
 import torch
@@ -27,40 +28,35 @@ def torch_cpu_kernels() -> dict[str, Any]:
     """The CPU code paths PyTorch really runs: ATen's vector ISA, and MKL's and oneDNN's from
     their verbose modes around one tiny call each. What cannot be learnt is left out."""
     out: dict[str, Any] = {}
-    try:
+    with suppress(Exception):
         out["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
-    except Exception:
-        pass
-    try:
+    with suppress(Exception):
         if torch.backends.mkl.is_available():
             a = torch.ones(64, 64, dtype=torch.float64)
-
-            def gemm() -> None:
-                with torch.backends.mkl.verbose(torch.backends.mkl.VERBOSE_ON):
-                    torch.mm(a, a)
-
-            m = re.search(r"MKL_VERBOSE (.+?) Product build.*? architecture (.+?), Lnx", captured_stdout(gemm))
+            said = _verbose(torch.backends.mkl, lambda: torch.mm(a, a))
+            m = re.search(r"MKL_VERBOSE (.+?) Product build.*? architecture (.+?), Lnx", said)
             if m:
                 path = m.group(2).replace("(R)", "").strip()
                 out["mkl_code_path"] = path  # "Intel Architecture processors": the generic path
                 out["mkl_isa"] = _isa_named(path)
                 out["mkl_version"] = m.group(1).strip()
-    except Exception:
-        pass
-    try:
+    with suppress(Exception):
         if torch.backends.mkldnn.is_available():
-            x = torch.ones(8)
-
-            def reorder() -> None:
-                with torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
-                    x.to_mkldnn()
-
-            m = re.search(r"info,cpu,isa:([^\n]+)", captured_stdout(reorder))
+            said = _verbose(torch.backends.mkldnn, torch.ones(8).to_mkldnn)
+            m = re.search(r"info,cpu,isa:([^\n]+)", said)
             if m:
                 out["onednn_isa"] = m.group(1).strip()
-    except Exception:
-        pass
     return out
+
+
+def _verbose(library: Any, call: Callable[[], Any]) -> str:
+    """What ``call`` prints with ``library``'s verbose mode on (``torch.backends.mkl``, ``.mkldnn``)."""
+
+    def run() -> None:
+        with library.verbose(library.VERBOSE_ON):
+            call()
+
+    return captured_stdout(run)
 
 
 def torch_build_linalg(config: str) -> dict[str, str]:
@@ -138,6 +134,7 @@ def cache_notes(counters: Any) -> list[str]:
 ARRAY_API_CREATION = ("arange", "asarray", "empty", "eye", "full", "linspace", "ones", "zeros")
 
 
+@functools.cache
 def device_namespace(xp: Any, device: Any) -> types.ModuleType:
     """``xp`` (array_api_compat's torch namespace) whose functions that make arrays from no array
     default to ``device``: array_api_compat creates on the CPU, and ``torch.set_default_device``

@@ -1,23 +1,33 @@
-"""A run across a cluster, without Ray itself: nodes, shards, where a shard may run, and the shard log.
+"""A run across a cluster, without Ray itself: nodes, shards, where a shard may run, the shard log,
+and what the head and a node's agent say to each other.
 
 A **shard** is one (workload, size) with all its libraries and devices, measured on one node, so that
 every ratio between libraries comes from one machine; it reserves all of its node's CPUs and GPUs, so at
 most one shard runs on a node at a time. ``every-node`` measures the plan on each node; ``any-node``
 splits it across nodes that must be one machine (``identity``). ``executors/ray.py`` talks to Ray.
+
+The head sends a node's agent one ``ShardJob``; typed messages come back (the cluster's counterpart of
+``worker/protocol.py``), carried by Ray as plain dicts. Each side checks what it gets against these
+declarations (``model.schema``): a job without its shape fails the shard, a message without it is not
+acted on, a malformed replicate is a failed one. Nothing here imports Ray: the round trip is tested
+without a cluster.
 """
 
 from __future__ import annotations
 
 import json
+from contextlib import suppress
 import os
 import re
 from pathlib import Path
-from dataclasses import dataclass, field, replace
-from typing import Any, Iterable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Iterable, Literal, Union
 
 from ..errors import UsageError
+from ..model import schema
+from ..model.cell import Cell, Config
 from ..model.options import RunOptions
-from ..model.cell import Cell
+from ..model.replicate import Replicate
 
 #: The Ray node label that names a node in results (``ray start --labels arraybench/node=NAME``).
 NAME_LABEL = "arraybench/node"
@@ -69,11 +79,9 @@ def check_options(options: RunOptions) -> None:
     """``UsageError`` for cluster options that make no sense (``--on`` without ``--cluster``...)."""
     if options.on not in PLACEMENTS:
         raise UsageError(f"unknown --on {options.on!r}; valid: {', '.join(PLACEMENTS)}")
-    if options.cluster is None:
-        if options.on != PLACEMENTS[0] or options.gpu_type:
-            raise UsageError("--on and --gpu-type choose nodes of a cluster: give --cluster ADDRESS too")
-        return
-    if not isinstance(options.cluster, str) or not options.cluster.strip():
+    if options.cluster is None and (options.on != PLACEMENTS[0] or options.gpu_type):
+        raise UsageError("--on and --gpu-type choose nodes of a cluster: give --cluster ADDRESS too")
+    if options.cluster is not None and not (isinstance(options.cluster, str) and options.cluster.strip()):
         raise UsageError("--cluster needs an address: auto, HOST:PORT or ray://HOST:10001")
 
 
@@ -101,15 +109,11 @@ def is_free(total: dict[str, float], available: dict[str, float]) -> bool:
     return all(available.get(r, 0) >= total.get(r, 0) for r in ("CPU", "GPU"))
 
 
-#: Besides the fingerprint, what must match for results from two nodes to be one run's.
-IDENTITY_KEYS = ("python", "arraybench", "libraries")
-
-
 def identity(env: dict[str, Any]) -> dict[str, Any]:
     """What makes a node's results comparable to another's: its fingerprint without the host
     hash, its Python, arraybench and library versions."""
     fp = {k: v for k, v in (env.get("fingerprint") or {}).items() if k != "host_sha"}
-    return {**fp, **{k: env.get(k) for k in IDENTITY_KEYS}}
+    return {**fp, **{k: env.get(k) for k in ("python", "arraybench", "libraries")}}
 
 
 def differences(nodes: list[Node]) -> str | None:
@@ -136,11 +140,6 @@ def _short(value: Any) -> str:
         return "{" + ", ".join(f"{k} {v}" for k, v in value.items() if v) + "}"
     text = str(value)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def every_node_cells(cells: list[Cell], node_labels: list[str]) -> list[Cell]:
-    """The plan of an every-node run: each cell once per node, labelled with it."""
-    return [replace(c, machine=label) for label in node_labels for c in cells]
 
 
 @dataclass(frozen=True)
@@ -174,13 +173,8 @@ LOG_NAME = "cluster.jsonl"
 class ShardLog:
     """Append-only, a line per event, fsynced."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._stream = open(path, "a", encoding="utf-8")
-
-    @classmethod
-    def open(cls, out_dir: Path) -> "ShardLog":
-        return cls(out_dir / LOG_NAME)
+    def __init__(self, out_dir: Path) -> None:
+        self._stream = open(out_dir / LOG_NAME, "a", encoding="utf-8")
 
     def write(self, entry: dict[str, Any]) -> None:
         self._stream.write(json.dumps(entry, allow_nan=False, default=str) + "\n")
@@ -200,21 +194,26 @@ def read_shard_log(out_dir: Path) -> list[dict[str, Any]]:
         return []
     entries = []
     for line in text.splitlines():
-        try:
-            entry = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(entry, dict):
-            entries.append(entry)
-    return entries
+        with suppress(ValueError, RecursionError):
+            entries.append(json.loads(line))
+    return [e for e in entries if isinstance(e, dict)]
+
+
+def merge_worker(env: dict[str, Any], entry: dict[str, Any], on: str) -> None:
+    """A shard log's ``worker`` entry into a run's environment: under its node's machine, and at
+    the top too for an any-node run."""
+    from ..host.machine import merge_worker_info
+
+    node = env.setdefault("machines", {}).setdefault(str(entry.get("node")), {})
+    for into in (node, env) if on == "any-node" else (node,):
+        merge_worker_info(into, str(entry.get("backend")), str(entry.get("device")), entry["info"],
+                          str(entry.get("environment") or ""))  # the environment it ran in
 
 
 def restore_shard_log(env: dict[str, Any], entries: list[dict[str, Any]], on: str) -> None:
     """Fold a shard log into a run's environment: each node's environment and its workers'
     reports under ``machines``, the shards under ``cluster["shards"]``; for an any-node run (its
     nodes are one machine) the nodes' environment at the top, in place of the driver's."""
-    from ..host.machine import merge_worker_info
-
     machines = env.setdefault("machines", {})
     shards = []
     for e in entries:
@@ -222,11 +221,7 @@ def restore_shard_log(env: dict[str, Any], entries: list[dict[str, Any]], on: st
         if kind == "nodes" and isinstance(e.get("nodes"), dict):
             machines.update(e["nodes"])
         elif kind == "worker" and isinstance(e.get("info"), dict):
-            where = str(e.get("environment") or "")  # the environment it ran in
-            merge_worker_info(machines.setdefault(str(e.get("node")), {}), str(e.get("backend")),
-                              str(e.get("device")), e["info"], where)
-            if on == "any-node":
-                merge_worker_info(env, str(e.get("backend")), str(e.get("device")), e["info"], where)
+            merge_worker(env, e, on)
         elif kind == "shard_ended":
             shards.append({k: e.get(k) for k in ("shard", "node", "started", "ended", "outcome")})
     env.setdefault("cluster", {})["shards"] = shards
@@ -235,3 +230,168 @@ def restore_shard_log(env: dict[str, Any], entries: list[dict[str, Any]], on: st
         top = next(iter(machines.values()))
         env.update({k: v for k, v in top.items() if k not in ("timestamp", "backends", "ray")})
 
+
+# -- what the head and a node's agent say to each other ----------------------------------------
+@dataclass(frozen=True)
+class _PlainJob:
+    """The job's shape as ``schema`` checks it (cells, replicates and bytes have readers of their own)."""
+
+    options: dict[str, Any]
+    cells: list[Any]
+    files: tuple[tuple[str, str], ...] = ()
+    shipped: Any = None
+    done: dict[str, dict[str, Any]] = field(default_factory=dict)
+    node: str = ""
+    interpreters: dict[str, str] = field(default_factory=dict)
+    command_line: bool = False
+
+
+@dataclass(frozen=True)
+class ShardJob(_PlainJob):
+    """What a node needs to measure a shard's cells: the run's options, the workload files' text
+    (the node has its own disk), the shipped workloads, the replicates already journalled (by cell
+    key, then index), the node's label, what its earlier shards found of the ``--python``
+    interpreters there, and whether messages spell an option as the command line does."""
+
+    cells: tuple[Cell, ...]  # type: ignore[assignment]
+    shipped: bytes | None = None
+    done: dict[str, dict[int, Replicate]] = field(default_factory=dict)  # type: ignore[assignment]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The job as Ray carries it: plain data (the shipped workloads as bytes)."""
+        return {"options": self.options, "cells": [c.to_dict() for c in self.cells],
+                "files": [list(f) for f in self.files], "shipped": self.shipped,
+                "done": {key: {str(i): r.to_dict() for i, r in have.items()} for key, have in self.done.items()},
+                "node": self.node, "interpreters": dict(self.interpreters), "command_line": self.command_line}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "ShardJob":
+        """The job in ``data``; ``schema.SchemaError`` names a field that does not fit."""
+        plain = schema.from_json(_PlainJob, data, where="shard job")
+        shipped = plain.shipped
+        if shipped is not None and not isinstance(shipped, bytes):
+            raise schema.SchemaError(f"shard job.shipped: expected bytes, got {type(shipped).__name__}")
+        done = {}
+        for key, have in plain.done.items():
+            if not all(i.isdigit() for i in have):
+                raise schema.SchemaError(f"shard job.done.{key}: replicate indices must be numbers")
+            done[key] = {int(i): Replicate.from_dict(r, f"shard job.done.{key}.{i}") for i, r in have.items()}
+        cells = tuple(Cell.from_dict(c, f"shard job.cells[{i}]") for i, c in enumerate(plain.cells))
+        return cls(**{**vars(plain), "cells": cells, "done": done})
+
+
+@dataclass(frozen=True)
+class Started:
+    """The agent took the job (its process id, and when, by its clock)."""
+
+    EVENT: ClassVar[str] = "started"
+    time: float
+    pid: int
+
+
+@dataclass(frozen=True)
+class _OfConfig:
+    """A message about one configuration's workers on the node."""
+
+    backend: str
+    device: str
+    environment: str
+
+    @property
+    def config(self) -> Config:
+        return Config(self.backend, self.device, self.environment)
+
+
+@dataclass(frozen=True)
+class WorkerStarted(_OfConfig):
+    """The shard's session started a worker for ``config``, replicate ``index``, for ``cells`` cells."""
+
+    EVENT: ClassVar[str] = "worker_started"
+    index: int
+    cells: int
+
+
+@dataclass(frozen=True)
+class WorkerInfo(_OfConfig):
+    """What a worker reported of its library and device (``info``), for the run's environment."""
+
+    EVENT: ClassVar[str] = "worker"
+    index: int
+    info: dict[str, Any]
+    pid: int | None = None
+
+
+@dataclass(frozen=True)
+class Interpreters:
+    """The node's answers on the ``--python`` interpreters: ``{interpreter: problem, "" if none}``."""
+
+    EVENT: ClassVar[str] = "interpreters"
+    answers: dict[str, str]
+
+
+@dataclass(frozen=True)
+class ReplicateSent:
+    """Replicate ``index`` of the cell ``key`` is measured (or failed, or was skipped)."""
+
+    EVENT: ClassVar[str] = "replicate"
+    key: str
+    index: int
+    replicate: Replicate
+
+
+@dataclass(frozen=True)
+class Unavailable(_OfConfig):
+    """A library cannot run on this node (``reason``); its cells of the shard are skipped here."""
+
+    EVENT: ClassVar[str] = "unavailable"
+    reason: str
+
+
+@dataclass(frozen=True)
+class Ended:
+    """The shard is over: ``done``, ``stopped`` early, or ``error`` (``reason`` says which); the
+    tail of each worker log, by file name."""
+
+    EVENT: ClassVar[str] = "ended"
+    time: float
+    outcome: Literal["done", "stopped", "error"]
+    reason: str = ""
+    logs: dict[str, str] = field(default_factory=dict)
+
+
+Message = Union[Started, WorkerStarted, WorkerInfo, Interpreters, ReplicateSent, Unavailable, Ended]
+_TYPES: dict[str, type] = {t.EVENT: t for t in (Started, WorkerStarted, WorkerInfo, Interpreters,
+                                                ReplicateSent, Unavailable, Ended)}
+
+
+def encode(message: Message) -> dict[str, Any]:
+    """One message as the plain dict Ray carries, its type named by ``event``."""
+    if isinstance(message, ReplicateSent):  # the replicate's own format (its inf and NaN as null)
+        data: dict[str, Any] = {"key": message.key, "index": message.index,
+                                "replicate": message.replicate.to_dict()}
+    else:
+        data = schema.to_json(message)
+    return {"event": message.EVENT, **data}
+
+
+def parse(data: Any, sender: str = "the node") -> Message | None:
+    """The message in ``data`` from a node's agent (``sender``: how a malformed replicate names
+    it), or None for one that is not a message."""
+    if not isinstance(data, dict):
+        return None
+    cls = _TYPES.get(data.get("event"))  # type: ignore[arg-type]
+    if cls is None:
+        return None
+    if cls is ReplicateSent:
+        key, index = data.get("key"), data.get("index")
+        if not isinstance(key, str) or not isinstance(index, int) or isinstance(index, bool):
+            return None
+        try:
+            replicate = Replicate.from_dict(data.get("replicate"))
+        except schema.SchemaError as exc:
+            replicate = Replicate.ended("failed", f"{sender} sent a malformed measurement ({exc})")
+        return ReplicateSent(key, index, replicate)
+    try:
+        return schema.from_json(cls, data)
+    except schema.SchemaError:
+        return None

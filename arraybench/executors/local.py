@@ -12,7 +12,7 @@ import random
 import shutil
 import sys
 import tempfile
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .. import backends
@@ -223,8 +223,8 @@ class LocalExecutor:
                 other = other_state_beside(options, config, later) and shared_pool() is None
                 for state in ("", OTHER) if other else ("",):
                     if (config, later, state) not in self._early:
-                        self._early.add((config, later, state), self._worker(
-                            options, out_dir, config, later, cells, environments_of[config], other=bool(state)))
+                        self._early[config, later, state] = self._worker(
+                            options, out_dir, config, later, cells, environments_of[config], other=bool(state))
 
 
 # -- what a worker is started with ----------------------------------------------------------------
@@ -295,20 +295,18 @@ def job_for(options: RunOptions, out_dir: Path, config: Config, index: int, cell
 
 
 # -- what the parent does with a worker's messages -------------------------------------------------
+@dataclass(eq=False)
 class Listener:
     """Acts on the messages of one worker: each replicate kept as it comes, or held (``held``)
     until its other allocator state is measured."""
 
-    def __init__(self, session: RunHandle, config: Config, index: int,
-                 remaining: dict[str, Cell], held: dict[str, tuple[Cell, Replicate]] | None = None,
-                 note: str = "") -> None:
-        self.session = session
-        self.note = note  # said in each replicate's warnings (the allocator state not applied)
-        self.config = config
-        self.index = index
-        self.remaining = remaining
-        self.held = held
-        self.ready = False
+    session: RunHandle
+    config: Config
+    index: int
+    remaining: dict[str, Cell]
+    held: dict[str, tuple[Cell, Replicate]] | None = None
+    note: str = ""  # said in each replicate's warnings (the allocator state not applied)
+    ready: bool = False
 
     def fail(self, cell: Cell, reason: str) -> None:
         """Answer ``cell`` with a failed replicate saying ``reason``."""
@@ -334,16 +332,16 @@ class Listener:
         return False
 
 
+@dataclass(eq=False)
 class OtherState:
     """The messages of a worker measuring large outputs in the other allocator state: its
     replicates go to the held ones (``attach``), never to the run; ``remaining``: the cells it
     has yet to answer (one that answered all may do another job)."""
 
-    def __init__(self, remaining: dict[str, Cell]) -> None:
-        self.remaining = remaining
-        self.ready = False
-        self.got: dict[str, Replicate] = {}
-        self.why = ""
+    remaining: dict[str, Cell]
+    ready: bool = False
+    got: dict[str, Replicate] = field(default_factory=dict)
+    why: str = ""
 
     def handle(self, msg: Message) -> bool:
         """Keep a replicate; True where the worker could not run."""

@@ -24,23 +24,13 @@ __all__ = ["EarlyWorkers", "Key", "WorkerPool", "current", "sharing"]
 Key = tuple[Config, int, str]
 
 
-class EarlyWorkers:
-    """The workers started early, by ``Key``."""
-
-    def __init__(self) -> None:
-        self._held: dict[Key, WorkerProcess] = {}
-
-    def __contains__(self, key: Key) -> bool:
-        return key in self._held
-
-    def add(self, key: Key, worker: WorkerProcess) -> None:
-        """Hold ``worker`` until its index takes it."""
-        self._held[key] = worker
+class EarlyWorkers(dict[Key, WorkerProcess]):
+    """The workers started early, by ``Key``, each held until its index takes it."""
 
     def take(self, key: Key, remaining: dict[str, Cell]) -> WorkerProcess | None:
         """The worker started as ``key`` says, resumed, where its job holds every cell of
         ``remaining``; None where there is none (one whose job lacks a cell is closed)."""
-        worker = self._held.pop(key, None)
+        worker = self.pop(key, None)
         if worker is None:
             return None
         if not set(remaining) <= {c.key for c in worker.cells}:
@@ -53,15 +43,15 @@ class EarlyWorkers:
         """Before anything is timed: every early worker finishes starting, then waits paused, so
         that nothing of theirs runs while another worker measures."""
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        for worker in self._held.values():
+        for worker in self.values():
             if not worker.paused:
                 worker.wait_started(deadline - time.monotonic())
                 worker.pause()
 
     def close(self, index: int | None = None) -> None:
         """End the workers of replicate index ``index`` (None: all) that nothing took."""
-        keys = [key for key in self._held if index is None or key[1] == index]
-        end_together([self._held.pop(key) for key in keys])
+        keys = [key for key in self if index is None or key[1] == index]
+        end_together([self.pop(key) for key in keys])
 
 
 #: The folder of a pool's workers' logs and boards: this, the parent's id, "-" and a random part.

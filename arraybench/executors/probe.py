@@ -72,19 +72,10 @@ def probe_backends() -> dict[str, dict[str, Any]]:
     """For every known backend: version, usable devices with reasons, and what its worker reports."""
     out: dict[str, dict[str, Any]] = {}
     for name, spec in SPECS.items():
-        devices: dict[str, str | None] = {}
-        info: dict[str, Any] = {}
-        for dev in spec.devices:
-            reason, dev_info = probe(name, dev)
-            devices[dev] = reason
-            if reason is None and not info:
-                info = dev_info
-        out[name] = {
-            "version": spec.version(),
-            "usable": any(r is None for r in devices.values()),
-            "devices": devices,
-            "info": info,
-        }
+        probed = {dev: probe(name, dev) for dev in spec.devices}
+        devices = {dev: reason for dev, (reason, _) in probed.items()}
+        out[name] = {"version": spec.version(), "usable": None in devices.values(), "devices": devices,
+                     "info": next((info for reason, info in probed.values() if reason is None), {})}
     return out
 
 
@@ -232,8 +223,8 @@ def header() -> str:
 def wrapped(text: str, width: int, indent: int = 0) -> str:
     """``text`` in lines of at most ``width`` columns, broken between words (a word longer than a
     line stays whole), the lines after the first indented by ``indent``."""
-    return "\n".join(textwrap.wrap(text, width=max(width, indent + 20), subsequent_indent=" " * indent,
-                                   break_long_words=False, break_on_hyphens=False)) or text
+    return textwrap.fill(text, width=max(width, indent + 20), subsequent_indent=" " * indent,
+                         break_long_words=False, break_on_hyphens=False) or text
 
 
 def main(names: Sequence[str], devices: Sequence[str], timeout: float = TIMEOUT_S,
@@ -253,10 +244,7 @@ def main(names: Sequence[str], devices: Sequence[str], timeout: float = TIMEOUT_
             # Opened: does the recorded precision follow the flag?
             found += check_config(backend, device, allow_tf32=True, only=("precision",), timeout=timeout)
         for x in found:
-            if json_lines:
-                write(json.dumps(asdict(x)))
-            else:
-                write(wrapped(x.text, width, DETAIL_COLUMN))
+            write(json.dumps(asdict(x)) if json_lines else wrapped(x.text, width, DETAIL_COLUMN))
         lines += found
     if not json_lines:  # 10 passed, 0 failed, 5 skipped in 4 s
         counts = ", ".join(f"{sum(1 for x in lines if x.status == s)} {s}" for s in ("passed", "failed", "skipped"))

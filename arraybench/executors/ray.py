@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass
+from contextlib import suppress
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
@@ -21,8 +22,9 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..files import write_atomic
 from ..host import machine
-from .cluster import (Node, Shard, ShardLog, differences, every_node_cells, identity, read_shard_log,
-                      restore_shard_log, select, shards)
+from .cluster import (Ended, Interpreters, Message, Node, ReplicateSent, Shard, ShardJob, ShardLog,
+                      Started, Unavailable, WorkerInfo, WorkerStarted, differences, identity,
+                      merge_worker, parse, read_shard_log, restore_shard_log, select, shards)
 from ..errors import UsageError, from_command_line
 from ..model.replicate import Replicate
 from ..model.results import arraybench_version
@@ -32,8 +34,6 @@ from ..workloads.shipping import SHIPPED_NAME
 from .session import RunHandle
 from .ray_agent import ShardRunner
 from .ray_nodes import HeadWatch, connect, discover, first_line
-from .shard_protocol import (Ended, Interpreters, Message, ReplicateSent, ShardJob, Started, Unavailable,
-                             WorkerInfo, WorkerStarted, parse)
 from .worker_process import STOP_GRACE_S, StopRequested
 
 __all__ = ["RayExecutor"]
@@ -101,7 +101,7 @@ class RayExecutor:
     def plan(self, cells: list[Cell]) -> list[Cell]:
         """The cells of the run: for ``every-node``, each cell once per node."""
         if self.options.on == "every-node":
-            return every_node_cells(cells, [n.label for n in self.nodes])
+            return [replace(c, machine=n.label) for n in self.nodes for c in cells]
         return cells
 
     def close(self) -> None:
@@ -113,7 +113,7 @@ class RayExecutor:
         stop (the shards under way send what they finished)."""
         self._out_dir = out_dir
         before = read_shard_log(out_dir)
-        log = ShardLog.open(out_dir)
+        log = ShardLog(out_dir)
         try:
             self._check_resumed(before)
             self._wait_for_nodes(run)
@@ -127,10 +127,8 @@ class RayExecutor:
 
     def _check_resumed(self, before: list[dict[str, Any]]) -> None:
         """An any-node run resumed on nodes unlike those it started on stops here."""
-        if self.options.on != "any-node":
-            return
         first = next((e for e in before if e.get("type") == "nodes" and e.get("identity")), None)
-        if first is None:
+        if self.options.on != "any-node" or first is None:
             return
         for n in self.nodes:
             if identity(n.environment) != first["identity"]:
@@ -176,13 +174,12 @@ class RayExecutor:
 
     def _dispatch(self, session: RunHandle, log: ShardLog) -> None:
         every = self.options.on == "every-node"
-        pending = [s for s, cells in shards(session.cells).items()
-                   if any(_missing(session, c) for c in cells)]
         queues: dict[str, deque[Shard]] = {}
-        for s in pending:
-            queues.setdefault(s.machine if every else "", deque()).append(s)
+        for s, cells in shards(session.cells).items():
+            if any(_missing(session, c) for c in cells):
+                queues.setdefault(s.machine if every else "", deque()).append(s)
         attempts: dict[Shard, int] = {}
-        usable = [n for n in self.nodes]
+        usable = list(self.nodes)
         flights: dict[str, _Flight] = {}
         stopping_since: float | None = None
         while True:
@@ -276,12 +273,10 @@ class RayExecutor:
         elif isinstance(m, Interpreters):  # the node's later shards are not asked again
             f.node.interpreters.update(m.answers)
         elif isinstance(m, WorkerInfo):
-            machines = session.environment.setdefault("machines", {})
-            machine.merge_worker_info(machines.setdefault(label, {}), m.backend, m.device, m.info, m.environment)
-            if self.options.on == "any-node":
-                machine.merge_worker_info(session.environment, m.backend, m.device, m.info, m.environment)
-            log.write({"type": "worker", "node": label, "backend": m.backend, "device": m.device,
-                       "environment": m.environment, "index": m.index, "info": m.info})
+            entry = {"type": "worker", "node": label, "backend": m.backend, "device": m.device,
+                     "environment": m.environment, "index": m.index, "info": m.info}
+            log.write(entry)
+            merge_worker(session.environment, entry, self.options.on)
         elif isinstance(m, ReplicateSent):
             cell = f.cells.get(m.key)
             if cell is None or m.index in session.replicates_of(cell):
@@ -310,9 +305,7 @@ class RayExecutor:
                      label: str) -> None:
         """Each replicate ``cell`` still misses, ended with ``status`` and ``reason`` on node ``label``."""
         for i in session.missing_indices(cell):
-            rep = Replicate.ended(status, reason)
-            rep.machine = label
-            session.keep(cell, i, rep)
+            session.keep(cell, i, Replicate(status=status, reason=reason, machine=label))
 
     def _head_lost(self, session: RunHandle, flights: dict[str, _Flight], queues: dict[str, deque[Shard]],
                    log: ShardLog) -> None:
@@ -341,10 +334,9 @@ class RayExecutor:
         except OSError:
             return  # logs help; they never cost a measurement
         for name, text in logs.items():
-            try:  # a new file renamed into place: never through a link or into a pipe planted there
+            # a new file renamed into place: never through a link or into a pipe planted there
+            with suppress(OSError):
                 write_atomic(folder / Path(name).name, text)
-            except OSError:
-                pass
 
 
 def _missing(session: RunHandle, cell: Cell) -> bool:

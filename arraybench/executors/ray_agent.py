@@ -1,7 +1,7 @@
 """The node agent: what runs on a cluster node during a cluster run (a Ray actor and a Ray task).
 
 ``ShardRunner`` measures one shard as a local run would (a ``Session`` and the ``LocalExecutor``), but
-journals into a queue of typed messages (``shard_protocol``) that the head drains with long polls, so
+journals into a queue of typed messages (``cluster``) that the head drains with long polls, so
 a node lost mid-shard loses only what it had not sent. Ray sets ``OMP_NUM_THREADS`` and the visible
 devices for what it starts; ``restore_node_environ`` gives the workers the node as it is."""
 
@@ -13,7 +13,7 @@ import shutil
 import tempfile
 import threading
 import time
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -30,8 +30,8 @@ from ..analysis.policy import RunState
 from .session import Session
 from ..workloads.shipping import SHIPPED_NAME
 from .local import LocalExecutor
-from .shard_protocol import (Ended, Interpreters, ReplicateSent, ShardJob, Started, Unavailable, WorkerInfo,
-                             WorkerStarted, encode)
+from .cluster import (Ended, Interpreters, ReplicateSent, ShardJob, Started, Unavailable, WorkerInfo,
+                      WorkerStarted, encode)
 
 #: Variables Ray sets in the processes it starts; a benchmark's workers get the node's own.
 RAY_SET = ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
@@ -127,14 +127,14 @@ class ShardRunner:
         """Finish the measurement under way and go no further (``now``: not even that)."""
         with self._lock:
             self._stops = max(self._stops, 2 if now else 1)
-            if self._session is not None:
-                self._apply_stops(self._session)
+            self._apply_stops()
 
-    def _apply_stops(self, session: Session) -> None:
-        if self._stops >= 1 and not session.stop_requested():
-            session.request_stop()
-        if self._stops >= 2 and not session.stop_now():
-            session.request_stop()
+    def _apply_stops(self) -> None:
+        """The session told of the stops asked so far, each as a signal would."""
+        if self._session is not None:
+            told = 2 if self._session.stop_now() else int(self._session.stop_requested())
+            for _ in range(self._stops - told):
+                self._session.request_stop()
 
     def _run(self, data: dict[str, Any]) -> None:
         folder = Path(tempfile.mkdtemp(prefix="arraybench-shard-"))
@@ -145,7 +145,7 @@ class ShardRunner:
             session = self._session_for(job, folder)
             with self._lock:
                 self._session = session
-                self._apply_stops(session)
+                self._apply_stops()
             self._check_interpreters(session, job)
             LocalExecutor().run(session, session.options, folder)
             if session.stop_requested() and session.missing():
@@ -183,13 +183,11 @@ class ShardRunner:
         """A session over the shard's cells, its workload files and shipped workloads on disk
         here, and the replicates the head already has (only the missing ones are measured)."""
         options = RunOptions.from_dict(job.options)
-        files = []
-        for i, (name, text) in enumerate(job.files):
-            path = folder / "workloads" / f"{i}-{name}"
-            path.parent.mkdir(parents=True, exist_ok=True)
+        (folder / "workloads").mkdir()
+        files = [folder / "workloads" / f"{i}-{name}" for i, (name, _) in enumerate(job.files)]
+        for path, (_, text) in zip(files, job.files):
             write_atomic(path, text, durable=False)
-            files.append(str(path))
-        options = replace(options, workload_files=files)
+        options = replace(options, workload_files=[str(p) for p in files])
         if job.shipped is not None:
             write_bytes_atomic(folder / SHIPPED_NAME, job.shipped, durable=False)
         return Session(RunState(list(job.cells), options, job.done), folder, _QueueSink(self._events), {},
@@ -199,11 +197,8 @@ class ShardRunner:
 def _log_tails(folder: Path) -> dict[str, str]:
     """The end of each worker log, by file name."""
     out = {}
-    for path in sorted(folder.glob("*.log")) if folder.is_dir() else []:
-        try:
-            with open(path, "rb") as f:
-                f.seek(max(0, path.stat().st_size - LOG_TAIL_BYTES))
-                out[path.name] = f.read().decode("utf-8", errors="replace")
-        except OSError:
-            continue
+    for path in sorted(folder.glob("*.log")):
+        with suppress(OSError), open(path, "rb") as f:
+            f.seek(max(0, path.stat().st_size - LOG_TAIL_BYTES))
+            out[path.name] = f.read().decode("utf-8", errors="replace")
     return out

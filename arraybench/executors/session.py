@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 import threading
 import uuid
+from contextlib import suppress
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol
@@ -175,29 +176,22 @@ class Session:
             try:
                 executor.run(self, self.options, self.out_dir)
             except SaveError:
-                self._save_what_is_journalled()
+                # A results.json of what the journal holds, if the disk allows, so that no older
+                # one beside the journal passes for this run's (--resume writes it from the journal).
+                with suppress(OSError, SaveError):
+                    self.save(self.results(complete=False))
                 raise
-            if self._signals and self.missing():
-                results = self.results(complete=False)
-                self.save(results)
-                self.reporter.run_finished(results)
-                raise Interrupted(results, self._signals[0])
-            results = self.results(complete=not self.missing())
+            complete, stopped = not self.missing(), bool(self._signals)
+            results = self.results(complete)
             self.save(results)
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
             self.sink.close()
         self.reporter.run_finished(results)
+        if stopped and not complete:
+            raise Interrupted(results, self._signals[0])
         return results
-
-    def _save_what_is_journalled(self) -> None:
-        """After a write failed: a results.json of what the journal holds, if the disk allows, so
-        that no older results.json beside the journal passes for this run's."""
-        try:
-            self.save(self.results(complete=False))
-        except (OSError, SaveError):
-            pass  # the journal has it all; --resume writes results.json from it
 
     def save(self, results: Results) -> Path:
         """Write ``results.json`` into the output folder."""
@@ -275,10 +269,9 @@ class Session:
 
     def worker_started(self, config: Config, index: int, cells: int) -> None:
         """A worker starts on ``cells`` cells of ``config`` as their ``index``-th replicate."""
-        if config.environment:  # the environment it runs in (given only where there is one)
-            self.reporter.worker_started(config.backend, config.device, index, cells, environment=config.environment)
-        else:
-            self.reporter.worker_started(config.backend, config.device, index, cells)
+        # The environment it runs in, given only where there is one.
+        where = {"environment": config.environment} if config.environment else {}
+        self.reporter.worker_started(config.backend, config.device, index, cells, **where)
 
     def worker_ready(self, config: Config, index: int, info: dict[str, Any], pid: int | None) -> None:
         """A worker imported its library and reported what it sees (BLAS, threads, device)."""
@@ -327,10 +320,9 @@ class Session:
     def _on_signal(self, signum: int, _frame: Any) -> None:
         self._signals.append(signum)
         if len(self._signals) == 1:
-            try:
+            # a terminal that hung up (SIGHUP): the stop must not fail on saying so
+            with suppress(OSError):
                 self.reporter.stopping(signum)
-            except OSError:  # a terminal that hung up (SIGHUP): the stop must not fail on saying so
-                pass
 
     def _complete_config(self, config: Config) -> None:
         for c in self.cells:

@@ -12,6 +12,7 @@ import bisect
 import random
 import threading
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol
 
@@ -308,11 +309,9 @@ def _wind_down(session: RunHandle, side: _Side) -> None:
         side.worker.request_stop()
         grace = stop_grace_s()
         deadline = time.monotonic() + grace
-        try:
+        with suppress(StopRequested, WorkerTimeout, WorkerExited):
             for msg in side.worker.messages(grace, deadline=deadline, stop=session.stop_now):
                 side.listener.handle(msg)
-        except (StopRequested, WorkerTimeout, WorkerExited):
-            pass
     side.worker.kill()
 
 

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import threading
+from contextlib import suppress
 
 __all__ = ["unwatch", "watch"]
 
@@ -109,10 +110,8 @@ def _forget() -> None:
     global _lock, _process, _fd
     _lock = threading.Lock()
     if _fd is not None:
-        try:
+        with suppress(OSError):
             os.close(_fd)
-        except OSError:
-            pass
     _process, _fd = None, None
     _groups.clear()
 

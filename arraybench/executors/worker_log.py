@@ -7,11 +7,11 @@ is opened by ``files.open_append``: never through a planted link, nor a pipe tha
 
 from __future__ import annotations
 
-import collections
 import os
 import re
 import signal
 import threading
+from contextlib import suppress
 from pathlib import Path
 from typing import BinaryIO
 
@@ -31,8 +31,7 @@ class CappedLog:
         self._file = file
         self._head_left = head
         self._head, self._tail_max = head, tail
-        self._tail: collections.deque[bytes] = collections.deque()
-        self._tail_size = 0
+        self._tail = bytearray()
         self._dropped = 0
         self._lock = threading.Lock()
         self.start = file.seek(0, os.SEEK_END)  # several workers (retries) share a log
@@ -44,26 +43,21 @@ class CappedLog:
                 return
             if self._head_left > 0:
                 part = data[: self._head_left]
-                try:
+                # a log helps; it never costs a measurement (a full disk: see the journal)
+                with suppress(OSError):
                     self._file.write(part)
                     self._file.flush()
-                except OSError:
-                    pass  # a log helps; it never costs a measurement (a full disk: see the journal)
                 self._head_left -= len(part)
                 data = data[len(part):]
-            if not data:
-                return
-            self._tail.append(data)
-            self._tail_size += len(data)
-            # Whole chunks leave from the front; the one left over is cut in ``_tail_bytes``.
-            while self._tail_size - len(self._tail[0]) >= self._tail_max:
-                self._dropped += len(self._tail[0])
-                self._tail_size -= len(self._tail.popleft())
+            self._tail += data
+            # Cut once it holds twice what it keeps, so that each byte is moved once at most.
+            if len(self._tail) >= 2 * self._tail_max:
+                self._dropped += len(self._tail) - self._tail_max
+                del self._tail[: len(self._tail) - self._tail_max]
 
     def _tail_bytes(self) -> tuple[int, bytes]:
-        data = b"".join(self._tail)
-        cut = max(0, len(data) - self._tail_max)
-        return self._dropped + cut, data[cut:]
+        cut = max(0, len(self._tail) - self._tail_max)
+        return self._dropped + cut, bytes(self._tail[cut:])
 
     def close(self) -> None:
         """Close the log; what the worker writes after this is not kept."""
@@ -78,16 +72,14 @@ class CappedLog:
                 return
             dropped, tail = self._tail_bytes()
             self._tail.clear()
-            self._tail_size = self._dropped = 0
-            try:
+            self._dropped = 0
+            with suppress(OSError, ValueError):  # a log helps; it never costs a measurement
                 if dropped:
                     self._file.write(f"\n[arraybench: {dropped:,} bytes of this worker's output dropped here; a "
                                      f"log keeps the first {self._head >> 20} MiB and the last "
                                      f"{self._tail_max >> 20} MiB]\n".encode())
                 self._file.write(tail)
                 self._file.flush()
-            except (OSError, ValueError):
-                pass  # a log helps; it never costs a measurement
 
     def text(self, last: int = 20000) -> str:
         """The last ``last`` bytes this worker wrote (on disk and still held), as text."""

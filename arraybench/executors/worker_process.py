@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Hashable, Iterator, Mapping
@@ -118,14 +119,12 @@ class WorkerProcess:
         #: What made the worker, where a session's pool may keep it for another job (``pool``).
         self.pool_key: Hashable | None = None
         assert self.proc.stdin is not None
-        try:
+        with suppress(BrokenPipeError):
             self.proc.stdin.write((job.to_json() + "\n").encode())
             if job.task == "measure":
                 self.proc.stdin.flush()  # kept open: the turns follow (``send``)
             else:
                 self.proc.stdin.close()
-        except BrokenPipeError:
-            pass
 
     def send(self, line: str) -> None:
         """Write one line to a worker taking turns; one that is gone is found out by its messages."""
@@ -133,19 +132,15 @@ class WorkerProcess:
         if stdin is None or stdin.closed:
             return
         self.asked_at = time.monotonic()
-        try:
+        with suppress(BrokenPipeError, OSError, ValueError):
             stdin.write((line + "\n").encode())
             stdin.flush()
-        except (BrokenPipeError, OSError, ValueError):
-            pass
 
     def _signal_group(self, sig: int) -> None:
         if self._exited():
             return
-        try:
+        with suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, sig)  # the workload's own children pause with it
-        except (ProcessLookupError, PermissionError):
-            pass
 
     def pause(self) -> None:
         """Stop the worker and its group (SIGSTOP), a BLAS pool still spinning included."""
@@ -311,19 +306,15 @@ class WorkerProcess:
     def request_stop(self) -> None:
         """Ask the worker to stop after its current sample and send what it has completed."""
         if not self._exited():
-            try:
+            with suppress(ProcessLookupError):
                 os.kill(self.proc.pid, signal.SIGTERM)  # not Popen.send_signal: it would reap
-            except ProcessLookupError:
-                pass
             self.resume()  # a paused worker acts on its signal only once it runs
             self._close_stdin()  # a worker waiting for its next turn stops waiting
 
     def _close_stdin(self) -> None:
         if self.proc.stdin is not None and not self.proc.stdin.closed:
-            try:
+            with suppress(OSError):
                 self.proc.stdin.close()
-            except OSError:
-                pass
 
     def _wait_exit(self) -> int | None:
         """Wait up to 10 s for the worker to exit, then end its group; its exit code."""
@@ -355,10 +346,8 @@ class WorkerProcess:
         if not wait:
             return
         unwatch(self.proc.pid)  # before it is reaped: until then its group id is its own
-        try:
+        with suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
 
     def let_go(self) -> None:
         """Let the worker run to its end (resumed, its stdin closed) without waiting for it."""
@@ -379,10 +368,8 @@ class WorkerProcess:
                 if pipe is not None:
                     pipe.close()
         self._output.close()
-        try:
+        with suppress(OSError):
             self.board_path.unlink()
-        except OSError:
-            pass
 
 
 _waitid = getattr(os, "waitid", None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from arraybench.executors import shard_protocol as sp
+from arraybench.executors import cluster as sp
 from arraybench.model.cell import Cell, Config
 from arraybench.model.replicate import Replicate
 from arraybench.model.schema import SchemaError

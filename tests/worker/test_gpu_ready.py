@@ -301,7 +301,7 @@ def test_torch_array_api_namespace_puts_fftfreq_dlpack_and_the_default_device_on
     assert xp.from_dlpack.func is array_api_compat.torch.from_dlpack
     assert xp.from_dlpack.keywords == {"device": torch.device("meta")}
     assert xp.from_dlpack(np.arange(3.0), device="cpu").device.type == "cpu"
-    plain = backend.namespace.__func__(types.SimpleNamespace(device="cpu", _device_xp=None), "array_api")
+    plain = torch_backend.TorchBackend("cpu").namespace("array_api")
     assert plain.__array_namespace_info__().default_device() == torch.device("cpu")  # the CPU: unchanged
 
 
