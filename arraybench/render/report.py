@@ -30,7 +30,7 @@ from ..files import write_atomic
 from ..model.machines import check_same_machine
 from ..model.pair import Pairs
 from ..model.record import Record
-from ..units import format_change, format_seconds
+from ..units import format_seconds
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -273,6 +273,7 @@ def history_markdown(history: "History", where: str, last: int) -> str:
 
 def comparison_markdown(comparison: "Comparison") -> str:
     """A comparison of two runs as Markdown: the summary, the table, one-sided cells."""
+    from .comparison import change_cells
 
     lines = ["### arraybench compare: new vs base", "", md(comparison.summary()), ""]
     if comparison.environment_differences:
@@ -281,17 +282,10 @@ def comparison_markdown(comparison: "Comparison") -> str:
     lines += ["| case | library / device | base | new | new / base | change | p | q (BH) | verdict |",
               "|:-----|:-----------------|-----:|----:|-----------:|-------:|--:|-------:|:--------|"]
     for c in comparison.shown:
-        r = c.new
-        ratio = "—" if c.ratio is None else f"{c.ratio:.3f}"
-        change = "—" if c.ratio is None else format_change(c.ratio)
-        p = "—" if c.p_value is None else f"{c.p_value:.2g}"
-        q = "—" if c.q_value is None else f"{c.q_value:.2g}"
         verdict = f"**{c.verdict}**" if c.verdict in ("faster", "slower") else c.verdict
-        if c.note:
-            verdict += f" ({md(c.note)})"
-        lines.append(f"| {md(r.workload + ' ' + size_text(r))} | {md(r.config_label)} "
-                     f"| {md(format_seconds(c.base.median_s))} | {md(format_seconds(r.median_s))} "
-                     f"| {ratio} | {md(change)} | {p} | {q} | {verdict} |")
+        cells = [md(c.new.workload + " " + size_text(c.new)), md(c.new.config_label), *map(md, change_cells(c)),
+                 verdict + (f" ({md(c.note)})" if c.note else "")]
+        lines.append("| " + " | ".join(cells) + " |")
     from ..analysis.memory import memory_changes
 
     moved = memory_changes(comparison)

@@ -128,12 +128,14 @@ def fitted_table(title: RenderableType, columns: Sequence[Column], rows: Sequenc
     return table, dropped
 
 
-def hidden_line(dropped: Sequence[str], width: int) -> Text | None:
-    """The line under a table that left columns out, or None."""
-    if not dropped:
-        return None
-    return Text(f"Hidden to fit {width} columns: {', '.join(dropped)} (a wider terminal, or "
-                "COLUMNS=160, shows them; --json gives everything).", style="dim")
+def fitted(title: RenderableType, columns: Sequence[Column], rows: Sequence[Row], width: int | None,
+           *under: RenderableType) -> Group:
+    """``fitted_table``, what goes ``under`` it, and a line naming the columns it left out."""
+    table, dropped = fitted_table(title, columns, rows, width)
+    if dropped:
+        under += (Text(f"Hidden to fit {width} columns: {', '.join(dropped)} (a wider terminal, or "
+                       "COLUMNS=160, shows them; --json gives everything).", style="dim"),)
+    return Group(table, *under)
 
 
 def build_table(title: RenderableType, columns: Sequence[Column], rows: Sequence[Row],
@@ -186,10 +188,7 @@ def runs_table(runs: Sequence[StoredRun], where: str, width: int | None = None) 
                                      r.source or "(in memory)")]) for r in runs]
     # The store's location under the table, whole: a path folded into a title cannot be copied.
     title = f"arraybench store: {len(runs)} run{'s' if len(runs) != 1 else ''}"
-    table, dropped = fitted_table(title, columns, rows, width)
-    line = hidden_line(dropped, width or 0)
-    return Group(table, Text(f"store {where}", no_wrap=True, overflow="ignore"),
-                 *([line] if line is not None else []))
+    return fitted(title, columns, rows, width, Text(f"store {where}", no_wrap=True, overflow="ignore"))
 
 
 def nodes_table(nodes: list[Node], address: str) -> Table:
