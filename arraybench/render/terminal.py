@@ -276,16 +276,13 @@ def gpu_text(env: Mapping[str, Any], state: Mapping[str, Any]) -> str:
     opened = {s["info"].get("device_name") for s in state.values()
               if s.get("devices", {}).get("gpu") is None and "gpu" in s.get("devices", {})
               and s.get("info", {}).get("device_name") not in (None, "cpu")}
-    if opened:
-        return ", ".join(sorted(opened))
-    return "none found (no nvidia-smi, or it lists no GPU)"
+    return ", ".join(sorted(opened)) or "none found (no nvidia-smi, or it lists no GPU)"
 
 
 def threads_text(env: Mapping[str, Any]) -> str:
     """The thread-limiting environment variables, or that there are none."""
-    set_vars = env.get("thread_env") or {}
-    if set_vars:
-        return "set: " + ", ".join(f"{k}={v}" for k, v in set_vars.items())
+    if env.get("thread_env"):
+        return "set: " + ", ".join(f"{k}={v}" for k, v in env["thread_env"].items())
     return ("no limit set (OMP_NUM_THREADS, MKL_NUM_THREADS, OPENBLAS_NUM_THREADS unset): "
             "every library uses the available cores; `arraybench run --threads N` limits them all alike")
 
@@ -299,19 +296,13 @@ def linalg_text(info: Mapping[str, Any]) -> str:
         mkl = re.search(r"Math Kernel Library Version ([\w.]+)", detail)
         if mkl:
             detail = f"Intel oneAPI MKL {mkl.group(1).split('-')[0]}"
-        text = ", ".join(parts)
-        if detail:
-            text += f": {detail}"
+        text = ", ".join(parts) + (f": {detail}" if detail else "")
         return (text + " (torch.__config__; linked into torch, so threadpoolctl cannot see it)"
                 if text else "")
-    if info.get("library") == "numpy":
-        parts = []
-        if info.get("blas"):
-            parts.append(f"BLAS {info['blas']} (loaded, per threadpoolctl)")
-        if info.get("lapack"):
-            parts.append(f"LAPACK {info['lapack']} (NumPy's build)")
-        return "; ".join(parts)
-    return ""
+    if info.get("library") != "numpy":
+        return ""
+    return "; ".join(([f"BLAS {info['blas']} (loaded, per threadpoolctl)"] if info.get("blas") else [])
+                     + ([f"LAPACK {info['lapack']} (NumPy's build)"] if info.get("lapack") else []))
 
 
 def pools_text(info: Mapping[str, Any]) -> str:
@@ -337,15 +328,10 @@ def backends_table(state: Mapping[str, Any]) -> Table:
     for dev in DEVICES:
         t.add_column(dev.upper(), overflow="fold")
     for name, s in state.items():
-        cells = []
-        for dev in DEVICES:
-            if dev not in s["devices"]:
-                cells.append("[dim]—[/]")
-            elif s["devices"][dev] is None:
-                cells.append("[green]usable[/]")
-            else:
-                cells.append(f"[yellow]{escape(s['devices'][dev])}[/]")
-        t.add_row(SPECS[name].label if name in SPECS else name, s.get("version") or "not installed", *cells)
+        found = s["devices"]
+        cells = ["[dim]—[/]" if dev not in found else "[green]usable[/]" if found[dev] is None
+                 else f"[yellow]{escape(found[dev])}[/]" for dev in DEVICES]
+        t.add_row(_library(name), s.get("version") or "not installed", *cells)
     return t
 
 
@@ -360,19 +346,18 @@ def details_table(state: Mapping[str, Any]) -> Table:
         info = s.get("info") or {}
         if not info:
             continue
-        label = SPECS[name].label if name in SPECS else name
         rows = [("BLAS/LAPACK", linalg_text(info)), ("kernels", library_kernels(info)),
                 ("threads", pools_text(info))]
-        if info.get("device_name") and info.get("device_name") != "cpu":
-            rows.append(("device", str(info["device_name"])))
-        for key in ("platform", "x64", "matmul_precision", "allow_tf32", "reduced_precision_float32",
-                    "cuda", "gpu_monitor", "numba", "metal_available", "gpu_dtypes_missing",
-                    "mps_dtypes_missing"):
-            if info.get(key) not in (None, ""):
-                rows.append((key, str(info[key])))
-        first = True
-        for key, text in rows:
-            if text:
-                t.add_row(label if first else "", key, escape(text))
-                first = False
+        if info.get("device_name") != "cpu":
+            rows.append(("device", str(info.get("device_name") or "")))
+        rows += [(key, "" if info.get(key) is None else str(info[key]))
+                 for key in ("platform", "x64", "matmul_precision", "allow_tf32", "reduced_precision_float32",
+                             "cuda", "gpu_monitor", "numba", "metal_available", "gpu_dtypes_missing",
+                             "mps_dtypes_missing")]
+        for i, (key, text) in enumerate([(k, text) for k, text in rows if text]):
+            t.add_row(_library(name) if i == 0 else "", key, escape(text))
     return t
+
+
+def _library(name: str) -> str:
+    return SPECS[name].label if name in SPECS else name
