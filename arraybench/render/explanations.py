@@ -7,6 +7,7 @@ splits a bimodal cell, oversubscribed thread pools, and a busy machine. Nothing 
 
 from __future__ import annotations
 
+import re
 from typing import Any, Collection, Iterable, Mapping
 
 from ..analysis import modes
@@ -195,18 +196,14 @@ def _workers(environment: Mapping[str, Any], backend: str) -> list[_Report]:
     found: list[tuple[str, str, Mapping[str, Any], Mapping[str, Any]]] = []
     machines = environment.get("machines")
     sources = [("", environment)] + (sorted(machines.items()) if isinstance(machines, Mapping) else [])
-    base = worker_key(backend, "cpu")
+    ours = re.compile(re.escape(worker_key(backend, "cpu")) + r"(?:\[(.*)\])?", re.DOTALL)
     for machine, env in sources:
         workers = env.get("backends") if isinstance(env, Mapping) else None
         for key, info in (workers.items() if isinstance(workers, Mapping) else ()):
-            if not isinstance(info, Mapping) or not isinstance(key, str):
+            named = ours.fullmatch(key) if isinstance(key, str) and isinstance(info, Mapping) else None
+            if named is None:
                 continue
-            if key == base:
-                label = ""
-            elif key.startswith(base + "[") and key.endswith("]"):
-                label = key[len(base) + 1:-1]
-            else:
-                continue
+            label = named[1] or ""
             if not any(lab == label and _build(i) == _build(info) for lab, _, i, _ in found):
                 found.append((label, machine, info, env))
     labels = [label for label, _, _, _ in found]

@@ -351,12 +351,8 @@ def ceiling_shares(records: Iterable[Record]) -> list[str]:
 
 def problems(records: Iterable[Record]) -> list[str]:
     """Wrong and failed results, said plainly."""
-    out = []
-    for r in records:
-        if r.status in ("wrong", "failed"):
-            verb = "gave a wrong result" if r.status == "wrong" else "failed"
-            out.append(f"{r.config_label} {verb} on {r.workload} {size_text(r)}: {r.reason}.")
-    return out
+    return [f"{r.config_label} {'gave a wrong result' if r.status == 'wrong' else 'failed'} on "
+            f"{r.workload} {size_text(r)}: {r.reason}." for r in records if r.status in ("wrong", "failed")]
 
 
 def self_check_lines(results: "Results") -> list[str]:

@@ -112,13 +112,8 @@ class NoteBook:
 
     def refs(self, key: Hashable) -> list[int]:
         """The numbers of the notes a row carries (not those that cover every row)."""
-        by_kind = {n.kind: n for n in self.notes()}
-        out = []
-        for kind in self._of_row.get(key, []):
-            note = by_kind.get(kind)
-            if note is not None and not note.everywhere:
-                out.append(note.number)
-        return sorted(set(out))
+        by_kind = {n.kind: n for n in self.notes() if not n.everywhere}
+        return sorted({by_kind[kind].number for kind in self._of_row.get(key, []) if kind in by_kind})
 
     @property
     def measured(self) -> list[Row]:
@@ -145,13 +140,7 @@ def everywhere_mark(book: NoteBook) -> str:
 
 def heading_of(text: str) -> str:
     """What a note is about: its text before the first ``": "`` (all of it if none)."""
-    return text.split(": ", 1)[0]
-
-
-def detail_of(text: str) -> str:
-    """A note's text after its heading ("" if it has none)."""
-    parts = text.split(": ", 1)
-    return parts[1] if len(parts) == 2 else ""
+    return text.partition(": ")[0]
 
 
 def _mask(text: str) -> str:
@@ -238,7 +227,7 @@ def note_texts(book: NoteBook, every: Sequence[Row], *, brief: bool = False) -> 
             out.append(NoteText(number, note.items[0].text + covered(note.items[0])))
         else:
             out.append(NoteText(number, note.heading,
-                                tuple((detail_of(i.text) or i.text) + covered(i) for i in note.items)))
+                                tuple((i.text.partition(": ")[2] or i.text) + covered(i) for i in note.items)))
     return out
 
 

@@ -210,14 +210,13 @@ def markdown_table(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[st
         head, rule = head + " energy |", rule + "-------:|"
     lines = [head + " rel. error | status |", rule + "-----------:|:-------|"]
     for (workload, _label), group in groups.items():
-        best = decided_winner(group, pairs)
+        best = decided_winner(group, pairs) if sum(1 for r in group if is_valid(r)) > 1 else None
         bases = baselines(group)
-        contenders = sum(1 for r in group if is_valid(r))
         for i, r in enumerate(group):
             case = f"{workload} {size_text(r)}" if i == 0 else ""
             label = md(r.config_label)
             median = format_seconds(r.median_s) if is_valid(r) else "—"
-            if r is best and contenders > 1:
+            if r is best:
                 label, median = f"**{label}**", f"**{median}**"
             status = r.status
             refs = book.refs(r.key)

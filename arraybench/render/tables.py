@@ -84,10 +84,8 @@ def format_energy(joules: float | None) -> str:
     """Joules in three figures and a fitting unit: ``0.0123`` -> ``"12.3 mJ"``; None -> "—"."""
     if joules is None:
         return "—"
-    for unit, scale in (("J", 1.0), ("mJ", 1e-3), ("µJ", 1e-6)):
-        if joules >= scale * 0.9995 or unit == "µJ":
-            return f"{joules / scale:.3g} {unit}"
-    return f"{joules:.3g} J"  # unreachable
+    scale, unit = next(((s, u) for s, u in ((1.0, "J"), (1e-3, "mJ")) if joules >= s * 0.9995), (1e-6, "µJ"))
+    return f"{joules / scale:.3g} {unit}"
 
 
 def energy_why(r: Record) -> str:
@@ -138,9 +136,8 @@ def results_table(records: Iterable[Record], width: int | None = None, pairs: Pa
 
     rows: list[TableRow] = []
     for n, ((workload, _label), group) in enumerate(groups.items()):
-        best = decided_winner(group, pairs)
+        best = decided_winner(group, pairs) if sum(1 for g in group if is_valid(g)) > 1 else None
         bases = baselines(group)
-        contenders = sum(1 for g in group if is_valid(g))
         cases = case_lines(workload, group)
         for i, r in enumerate(group):
             status = Text(r.status, style=_STATUS_STYLE.get(r.status, ""))
@@ -158,7 +155,7 @@ def results_table(records: Iterable[Record], width: int | None = None, pairs: Pa
                      "rel. error": error_text(r), "of peak": format_share(share(r, roof)),
                      "peak mem": format_peak(r.peak_bytes), "status": status}
             rows.append(TableRow([cells[c.name] for c in columns],
-                                 "bold green" if (r is best and contenders > 1) else None,
+                                 "bold green" if r is best else None,
                                  i == len(group) - 1 and n < len(groups) - 1))
 
     title = "arraybench: time per call (median; lower is better)"
@@ -321,10 +318,8 @@ def histogram_cell(record: Record, bins: int | None = 12) -> dict[str, Any] | No
     if hist is None:
         return None
     tallest = max(hist.totals)
-    columns: list[list[dict[str, str]]] = []
-    for i in range(hist.bins):
-        columns.append([{"h": f"{100 * c[i] / tallest:.1f}", "c": PALETTE[p % len(PALETTE)][0]}
-                        for p, c in enumerate(hist.counts) if c[i]])
+    columns = [[{"h": f"{100 * c[i] / tallest:.1f}", "c": PALETTE[p % len(PALETTE)][0]}
+                for p, c in enumerate(hist.counts) if c[i]] for i in range(hist.bins)]
     who = ", ".join(f"process {p + 1} {PALETTE[p % len(PALETTE)][1]} (median {format_seconds(m)})"
                     for p, m in enumerate(hist.medians))
     title = (f"{hist.samples} samples from {format_seconds(hist.edges[0])} to "
