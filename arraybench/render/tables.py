@@ -331,11 +331,6 @@ def histogram_cell(record: Record, bins: int | None = 12) -> dict[str, Any] | No
 NARROW = 100
 
 
-def _settings(params: Mapping[str, Any]) -> str:
-    """``tsteps=20, alpha=1.5``: each setting without spaces, so that lines break between them."""
-    return ", ".join(f"{k}={v!r}" for k, v in params.items())
-
-
 def print_catalog(entries: Sequence[Mapping[str, Any]], console: Console) -> None:
     """The table of workloads (the entries of ``commands.catalog.catalog``), then the groups."""
     table = Table(title="workloads", header_style="bold", title_justify="left", pad_edge=False)
@@ -355,9 +350,10 @@ def print_catalog(entries: Sequence[Mapping[str, Any]], console: Console) -> Non
     for name, share, least in shares:
         table.add_column(name, max_width=max(int(room * share), least))
     for e in entries:
-        # A size's settings go on the lines under it, indented, wrapping between settings.
-        sizes = "\n".join(f"{k} {v:,}" + (f"\n  {_settings(e['params'][k])}" if k in e["params"] else "")
-                          for k, v in e["sizes"].items())
+        # A size's settings go on the lines under it, indented, each without spaces (``tsteps=20``)
+        # so that lines break between settings.
+        sizes = "\n".join(f"{k} {v:,}" + ("\n  " + ", ".join(f"{p}={x!r}" for p, x in e["params"][k].items())
+                                          if k in e["params"] else "") for k, v in e["sizes"].items())
         work = "\n".join(
             f"{k}: {format_rate(w['flops'], 'FLOP')}, {format_rate(w['bytes'], 'B')}"
             for k, w in e["work_float64"].items()) or "—"
