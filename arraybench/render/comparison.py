@@ -128,10 +128,6 @@ def _cells(cells, detail) -> str:
                               for c in cells))
 
 
-def _records(records) -> str:
-    return one_line(", ".join(f"{r.workload} {r.size_label} {r.config_label}" for r in records))
-
-
 def gate_lines(verdict: GateVerdict, *, fail_option: str = "--fail-above",
                processes_option: str = "--processes") -> list[str]:
     """Why the new run must not pass (none: it passes)."""
@@ -152,8 +148,9 @@ def gate_lines(verdict: GateVerdict, *, fail_option: str = "--fail-above",
                      f"{'were' if many else 'was'} not measured in the new run: {names}{unseen}")
     if verdict.missing:
         n = len(verdict.missing)
+        names = one_line(", ".join(f"{r.workload} {r.size_label} {r.config_label}" for r in verdict.missing))
         lines.append(f"{n} cell{'s' if n != 1 else ''} measured in the base run "
-                     f"{'are' if n != 1 else 'is'} missing from the new run: {_records(verdict.missing)}{unseen}")
+                     f"{'are' if n != 1 else 'is'} missing from the new run: {names}{unseen}")
     if verdict.incomparable:
         n = len(verdict.incomparable)
         lines.append(f"{n} cell{'s' if n != 1 else ''} measured in the base run could not be compared: "
@@ -176,11 +173,8 @@ def gate_lines(verdict: GateVerdict, *, fail_option: str = "--fail-above",
 
 def gate_notes(comparison: "Comparison", limit: float, *, against_option: str = "--against REF") -> list[str]:
     """What a gate of ``limit`` could not tell from the machine's drift between the runs (said, not failed)."""
-    verdict = judge_gate(comparison, limit)
-    if not verdict.undecided:
-        return []
     lines = []
-    for u in verdict.undecided:
+    for u in judge_gate(comparison, limit).undecided:
         c = u.change
         why = (f"other processes used {u.others_cores:.1f} of {u.cpus} cores while one of the two runs "
                f"measured it, which can make a time up to {format_ratio(u.load_factor)} slower"

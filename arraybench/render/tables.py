@@ -256,17 +256,13 @@ def mark(process: int) -> str:
     return MARKS[process] if process < len(MARKS) else "*"
 
 
-def edge_texts(hist: Histogram) -> tuple[list[str], str]:
-    """The bins' edges in one unit, with as many decimals as tell two adjacent edges apart; and the unit."""
-    scale, unit = time_unit(max(hist.edges))
-    width = (hist.edges[-1] - hist.edges[0]) / hist.bins / scale
-    decimals = 3 if width <= 0 else max(0, min(6, 1 - math.floor(math.log10(width))))
-    return [f"{e / scale:.{decimals}f}" for e in hist.edges], unit
-
-
 def histogram_lines(record: Record, hist: Histogram, width: int) -> list[Text]:
     """One cell's histogram as lines at most ``width`` wide: a line per bin, then each process's median."""
-    edges, unit = edge_texts(hist)
+    # The bins' edges in one unit, with as many decimals as tell two adjacent edges apart.
+    scale, unit = time_unit(max(hist.edges))
+    step = (hist.edges[-1] - hist.edges[0]) / hist.bins / scale
+    decimals = 3 if step <= 0 else max(0, min(6, 1 - math.floor(math.log10(step))))
+    edges = [f"{e / scale:.{decimals}f}" for e in hist.edges]
     totals = hist.totals
     label_width = max(len(e) for e in edges)
     count_width = len(str(max(totals)))

@@ -242,28 +242,21 @@ def machine_table(env: Mapping[str, Any], state: Mapping[str, Any]) -> Table:
               pad_edge=False, box=None)
     t.add_column(style="bold", no_wrap=True)
     t.add_column(overflow="fold")
-    t.add_row("Python", f"{env['python']} ({env['python_implementation']})")
-    t.add_row("platform", env["platform"])
-    cores = f"{env['cpu_count']} logical"
-    if env.get("cpu_physical_cores"):
-        cores += f", {env['cpu_physical_cores']} physical"
-    cores += f"; {env['cpus_available']} available to arraybench"
-    t.add_row("CPU", f"{env['cpu_model']} ({cores})")
-    if env.get("memory_gib"):
-        t.add_row("memory", f"{env['memory_gib']} GiB")
-    t.add_row("GPUs", gpu_text(env, state))
-    if env.get("machine_id"):
-        t.add_row("machine id", f"{env['machine_id']} (history and compare tell machines apart by it)")
-    t.add_row("threads", threads_text(env))
-    t.add_row("kernel variables", knobs_text(env.get("kernel_env")))
-    fp = env.get("fingerprint") or {}
-    if fp.get("cpu_isa"):
-        t.add_row("CPU features", " ".join(fp["cpu_isa"]))
-    libs = env.get("libraries") or {}
-    t.add_row("libraries", ", ".join(f"{k} {v}" for k, v in libs.items() if v) or "none")
-    missing = [k for k, v in libs.items() if not v]
-    if missing:
-        t.add_row("not installed", ", ".join(missing))
+    physical = f", {env['cpu_physical_cores']} physical" if env.get("cpu_physical_cores") else ""
+    fp, libs = env.get("fingerprint") or {}, env.get("libraries") or {}
+    rows = [("Python", f"{env['python']} ({env['python_implementation']})"), ("platform", env["platform"]),
+            ("CPU", f"{env['cpu_model']} ({env['cpu_count']} logical{physical}; {env['cpus_available']} "
+                    "available to arraybench)"),
+            ("memory", f"{env['memory_gib']} GiB" if env.get("memory_gib") else ""), ("GPUs", gpu_text(env, state)),
+            ("machine id", f"{env['machine_id']} (history and compare tell machines apart by it)"
+             if env.get("machine_id") else ""),
+            ("threads", threads_text(env)), ("kernel variables", knobs_text(env.get("kernel_env"))),
+            ("CPU features", " ".join(fp.get("cpu_isa") or [])),
+            ("libraries", ", ".join(f"{k} {v}" for k, v in libs.items() if v) or "none"),
+            ("not installed", ", ".join(k for k, v in libs.items() if not v))]
+    for name, text in rows:
+        if text:
+            t.add_row(name, text)
     return t
 
 
