@@ -74,9 +74,7 @@ def median_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float,
         hi = min(n - 1, int(math.ceil(n / 2 + half)))
         return data[lo], data[hi]
     ranks = _median_ci_ranks(n, confidence)
-    if ranks is None:
-        return data[0], data[-1]
-    return data[ranks[0]], data[ranks[1]]
+    return (data[0], data[-1]) if ranks is None else (data[ranks[0]], data[ranks[1]])
 
 
 def relative_ci_halfwidth(values: Sequence[float], confidence: float = 0.95) -> float:

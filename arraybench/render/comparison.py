@@ -208,9 +208,8 @@ def step_sentence(step: "Step") -> str:
 
 
 def _ci(p: "Point") -> str:
-    if p.entry.ci_low_s is None or p.entry.ci_high_s is None:
-        return "—"
-    return format_interval(p.low, p.median_s, p.high)
+    missing = p.entry.ci_low_s is None or p.entry.ci_high_s is None
+    return "—" if missing else format_interval(p.low, p.median_s, p.high)
 
 
 def _walk(history: "History", s: "Series") -> list[tuple["Point", "Point | None", tuple[str, ...]]]:
@@ -318,12 +317,10 @@ def one_process_line(history: "History") -> str:
 def history_section(history: "History", figures: Sequence[tuple[str, str]],
                     last: int = DEFAULT_LAST) -> dict[str, Any]:
     """The report's History section as plain values for ``templates/history.html``."""
-    rows = []
-    for s in shown_series(history):
-        for i, (when, median, ci, vs, note) in enumerate(series_rows(history, s, last)):
-            rows.append({"case": f"{s.workload} {s.case}" if i == 0 else "", "library": s.label if i == 0 else "",
-                         "when": when, "median": median, "ci": ci, "vs": vs, "note": note,
-                         "step": note.startswith("STEP")})
+    rows = [{"case": f"{s.workload} {s.case}" if i == 0 else "", "library": s.label if i == 0 else "",
+             "when": when, "median": median, "ci": ci, "vs": vs, "note": note, "step": note.startswith("STEP")}
+            for s in shown_series(history)
+            for i, (when, median, ci, vs, note) in enumerate(series_rows(history, s, last))]
     summary_line = ". ".join(filter(None, (summary(history), one_process_line(history))))
     return {"summary": summary_line, "steps": [(st.slower, step_sentence(st)) for st in history.steps],
             "figures": list(figures), "rows": rows}

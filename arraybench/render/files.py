@@ -74,18 +74,11 @@ def history_csv(history: History, last: int) -> str:
     before)."""
     from .comparison import latest_points
 
-    rows = []
-    for s, points in latest_points(history, last):
-        for p, previous, note in points:
-            rows.append({"workload": s.workload, "size_label": s.size_label, "size": s.size,
-                         "config": s.label, "machine_id": s.machine_id, "run_id": p.run.run_id,
-                         "started_at": p.run.started_at, "status": p.entry.status,
-                         "median_s": p.median_s if p.valid else None,
-                         "ci_low_s": p.entry.ci_low_s if p.valid else None,
-                         "ci_high_s": p.entry.ci_high_s if p.valid else None,
-                         "vs_previous": p.median_s / previous.median_s if p.valid and previous else None,
-                         "note": note})
-    return rows_text(HISTORY_COLUMNS, rows)
+    rows = ((s.workload, s.size_label, s.size, s.label, s.machine_id, p.run.run_id, p.run.started_at,
+             p.entry.status, *((p.median_s, p.entry.ci_low_s, p.entry.ci_high_s) if p.valid else (None,) * 3),
+             p.median_s / previous.median_s if p.valid and previous else None, note)
+            for s, points in latest_points(history, last) for p, previous, note in points)
+    return rows_text(HISTORY_COLUMNS, (dict(zip(HISTORY_COLUMNS, row)) for row in rows))
 
 
 #: What makes a spreadsheet read a cell as a formula.
@@ -241,9 +234,7 @@ def export_text(results: "Results", fmt: str) -> str:
 
 def _plain(value: Any) -> Any:
     """JSON has no NaN or infinity: they are null, as a missing value is."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def comparison_json(comparison: Comparison, *, failures: list[str] | None = None) -> str:
