@@ -219,11 +219,11 @@ def _named(name: str, label: str, info: Mapping[str, Any], apart: bool) -> str:
     return f"{name}{version}" + (f" [{label}]" if label else "")
 
 
-def _openblas(name: str, info: Mapping[str, Any], environment: Mapping[str, Any],
-              cpu_level: int | None) -> list[str]:
+def _openblas(name: str, info: Mapping[str, Any], environment: Mapping[str, Any]) -> list[str]:
     """``name``'s OpenBLAS kernels where they are below the CPU's ISA, or forced (and why)."""
     if not info.get("blas_architecture"):
         return []
+    cpu_level = _cpu_level(environment)
     arch = str(info["blas_architecture"])
     level = OPENBLAS_LEVEL.get(arch.lower())
     env = info.get("kernel_env") or environment.get("kernel_env") or {}
@@ -276,8 +276,7 @@ def forced_kernels(environment: Mapping[str, Any] | None) -> list[str]:
     if not environment:
         return []
     out: list[str] = []
-    for backend, name, say in (("numpy", "NumPy", lambda n, i, on: _openblas(n, i, on, _cpu_level(on))),
-                               ("torch", "PyTorch", _torch)):
+    for backend, name, say in (("numpy", "NumPy", _openblas), ("torch", "PyTorch", _torch)):
         reports = _workers(environment, backend)
         apart = len({_build(info) for _, info, _ in reports}) > 1
         for label, info, machine in reports if apart else reports[:1]:

@@ -320,12 +320,8 @@ def unavailable_configs(records: Iterable[Record]) -> dict[tuple[str, str, str],
     by_config: dict[tuple[str, str, str], list[Record]] = {}
     for r in records:
         by_config.setdefault((r.backend, r.device, r.environment), []).append(r)
-    out = {}
-    for config, recs in by_config.items():
-        reasons = {r.reason for r in recs}
-        if all(r.status == "skipped" for r in recs) and len(reasons) == 1:
-            out[config] = reasons.pop()
-    return out
+    return {config: recs[0].reason for config, recs in by_config.items()
+            if all(r.status == "skipped" for r in recs) and len({r.reason for r in recs}) == 1}
 
 
 def not_run(unavailable: dict[tuple[str, str, str], str]) -> dict[str, list[str]]:

@@ -149,28 +149,17 @@ _SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
 def environment_line(environment: Mapping[str, Any], settings: Mapping[str, Any] | None = None,
                      backends: Iterable[str] | None = None) -> str:
     """One line naming the machine and libraries: ``CPU (2 cores) · Python 3.11 · NumPy 2.4 …``."""
-    env = environment
-    parts = []
-    if env.get("cpu_model"):
-        parts.append(f"{env['cpu_model']} ({env.get('cpu_count', '?')} cores)")
-    gpus = [g.get("name") for g in env.get("gpus") or [] if isinstance(g, Mapping) and g.get("name")]
-    if gpus:
-        parts.append(", ".join(gpus))
-    if env.get("python"):
-        parts.append(f"Python {env['python']}")
-    libs = env.get("libraries") or {}
+    env, libs = environment, environment.get("libraries") or {}
     wanted = set(SPECS if backends is None else backends)
+    gpus = [g.get("name") for g in env.get("gpus") or [] if isinstance(g, Mapping) and g.get("name")]
     versions = [f"{SPECS[n].label} {libs[n]}" for n in SPECS
                 if n in wanted and isinstance(libs, Mapping) and libs.get(n)]
-    if versions:
-        parts.append(", ".join(versions))
-    if env.get("blas"):
-        parts.append(f"BLAS {env['blas']}")
-    if settings and settings.get("dtype"):
-        parts.append(str(settings["dtype"]))
-    if env.get("timestamp"):
-        parts.append(str(env["timestamp"])[:10])
-    return " · ".join(parts)
+    parts = [f"{env['cpu_model']} ({env.get('cpu_count', '?')} cores)" if env.get("cpu_model") else "",
+             ", ".join(gpus), f"Python {env['python']}" if env.get("python") else "", ", ".join(versions),
+             f"BLAS {env['blas']}" if env.get("blas") else "",
+             str(settings["dtype"]) if settings and settings.get("dtype") else "",
+             str(env["timestamp"])[:10] if env.get("timestamp") else ""]
+    return " · ".join(part for part in parts if part)
 
 
 def md(value: Any) -> str:

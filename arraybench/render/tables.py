@@ -100,12 +100,10 @@ def energy_measured(records: Iterable[Record]) -> bool:
 
 def energy_absent(records: Iterable[Record]) -> list[str]:
     """Where no column shows energy: one line per reason, naming the configurations it holds for."""
-    why: dict[str, list[str]] = {}
+    why: dict[str, dict[str, None]] = {}  # each reason's labels, in order, once
     for r in records:
         if is_valid(r) and r.energy_j is None:
-            labels = why.setdefault(energy_why(r), [])
-            if r.config_label not in labels:
-                labels.append(r.config_label)
+            why.setdefault(energy_why(r), {})[r.config_label] = None
     return [f"Energy per call not measured for {', '.join(labels)}: {reason}" for reason, labels in why.items()]
 
 
