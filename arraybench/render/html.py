@@ -82,13 +82,9 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
         sections.append(_section("summary", "Summary", "figures", figures=summary, wide=True))
     for i, (workload, sizes) in enumerate(_by_workload(shown).items()):
         anchor = f"workload-{i}"
-        figs = []
-        for label, _group in sizes:
-            name = plot_file_name(workload, label)
-            if name in svgs:
-                used.add(name)
-                figs.append((name, svgs[name]))
-        sections.append(_section(anchor, workload, "workload", figures=figs,
+        names = [name for name in (plot_file_name(workload, label) for label, _ in sizes) if name in svgs]
+        used.update(names)
+        sections.append(_section(anchor, workload, "workload", figures=[(n, svgs[n]) for n in names],
                                  table=_records_table(anchor, sizes, ceilings, columns, pairs)))
     if history is not None:
         names = [run_plot_name("history", w) for w in dict.fromkeys(s.workload for s in history.series)]
