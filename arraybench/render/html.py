@@ -365,8 +365,6 @@ def _read_plots(paths: Sequence[Path]) -> dict[str, Markup]:
 def inline_svg(text: str, prefix: str) -> str:
     """An SVG file's markup, ready to sit inside HTML next to other SVGs: every id gets ``prefix``, since
     matplotlib names clip paths by content and two plots in one page could clip each other."""
-    body = _PROLOGUE.sub("", text, count=1)
-    body = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}{m.group(1)}"', body)
-    body = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}{m.group(1)})", body)
-    body = re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}{m.group(1)}"', body)
-    return body
+    # Each id where it is named (id="…") and where it is used (url(#…), href="#…").
+    return re.sub(r'(\bid="|url\(#|href="#)(?=[^")]+[")])', lambda m: m[1] + prefix,
+                  _PROLOGUE.sub("", text, count=1))

@@ -76,14 +76,10 @@ class _PlainLog(LogFormatter):
         return self._text(x)
 
 
-def _number(x: float) -> str:
-    return f"{x:,.0f}" if x >= 1 else f"{x:g}"
-
-
 _TICKS: dict[str, Callable[[float], str]] = {
     "seconds": format_seconds,
     "ratio": format_factor,
-    "number": _number,
+    "number": lambda x: f"{x:,.0f}" if x >= 1 else f"{x:g}",
 }
 
 

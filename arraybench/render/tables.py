@@ -281,10 +281,9 @@ def histogram_lines(record: Record, hist: Histogram, width: int) -> list[Text]:
             done += counts[i]
         line.rstrip()  # an empty bin ends at its count: no trailing space in a log
         lines.append(line)
-    for p, counts in enumerate(hist.counts):
-        lines.append(Text.assemble("  ", (mark(p), _STYLES[p % len(_STYLES)]),
-                                   f" = process {p + 1}: {sum(counts)} samples, median "
-                                   f"{format_seconds(hist.medians[p], 4)}"))
+    lines += [Text.assemble("  ", (mark(p), _STYLES[p % len(_STYLES)]), f" = process {p + 1}: {sum(counts)} "
+                            f"samples, median {format_seconds(hist.medians[p], 4)}")
+              for p, counts in enumerate(hist.counts)]
     if per_sample < 1:
         lines.append(plain(f"  (a mark is {1 / per_sample:.3g} samples)"))
     return lines
