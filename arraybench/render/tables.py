@@ -32,11 +32,8 @@ from ..units import (PAGE_BYTES, format_peak, format_rate, format_ratio, format_
 from ..workloads import GROUPS
 
 
-#: A record written before energy was measured keeps no reason of its own.
-_NO_ENERGY_NOTE = "energy not measured (results written before arraybench measured it)"
-
-
-_NO_PEAK_NOTE = "peak memory not measured (results written before arraybench measured it)"
+#: What a record written before peak memory or energy was measured says in place of its own reason.
+_NOT_MEASURED = "{} not measured (results written before arraybench measured it)"
 
 
 def peak_text(r: Record) -> str:
@@ -49,7 +46,7 @@ def peak_sub(r: Record) -> list[str]:
     if not is_valid(r):
         return []
     if r.peak_bytes is None:
-        return [r.peak_note or _NO_PEAK_NOTE]
+        return [r.peak_note or _NOT_MEASURED.format("peak memory")]
     return peak_details(r)
 
 
@@ -90,7 +87,7 @@ def format_energy(joules: float | None) -> str:
 
 def energy_why(r: Record) -> str:
     """Why a record has no energy figure (its own words), or "" where it has one."""
-    return "" if r.energy_j is not None else (r.energy_note or _NO_ENERGY_NOTE)
+    return "" if r.energy_j is not None else (r.energy_note or _NOT_MEASURED.format("energy"))
 
 
 def energy_measured(records: Iterable[Record]) -> bool:
