@@ -285,9 +285,7 @@ def history_table(history: "History", last: int = DEFAULT_LAST, width: int | Non
     for n, s in enumerate(shown):
         rows = series_rows(history, s, last)
         for i, (when, median, ci, vs, note) in enumerate(rows):
-            style = None
-            if note.startswith("STEP"):
-                style = "bold red" if "slower" in note[:12] else "bold green"
+            style = ("bold red" if "slower" in note[:12] else "bold green") if note.startswith("STEP") else None
             cells = (f"{s.workload} {s.size_label}" if i == 0 else "", s.label if i == 0 else "",
                      s.machine_id if i == 0 else "", when, median, ci, vs, note)
             table_rows.append(Row([plain(c) for c in cells], style=style,
