@@ -145,7 +145,7 @@ def _with_against(options: RunOptions) -> RunOptions:
 def _check_saveable(options: RunOptions, cells: list[Cell]) -> None:
     """``UsageError`` for a setting results.json could not read back (a seed of 2**63, nan): refused
     before the output folder is touched, rather than measured and then unreadable."""
-    from .model.untrusted import problem
+    from .model.schema import problem
 
     for name, value in options.to_dict().items():
         if name == "params":

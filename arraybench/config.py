@@ -103,7 +103,7 @@ def load(parser: argparse.ArgumentParser, path: Path | None) -> ProjectDefaults:
 def _read(path: Path) -> tuple[bytes, str | None]:
     """The file's bytes (a regular file of at most ``MAX_BYTES``: a pipe would block, /dev/zero never
     end), and why it cannot be trusted with ``OWN_KEYS``, or None."""
-    from .model.untrusted import read_regular
+    from .model.schema import read_regular
 
     st = os.stat(path)  # stat, not open: a named pipe is not opened here
     if st.st_size > MAX_BYTES:

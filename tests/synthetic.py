@@ -72,7 +72,7 @@ def timed_run(day: int, *, torch: str = "2.5.0", numpy_s: float = 1e-3, torch_s:
               context: dict | None = None, complete: bool = True) -> Results:
     """A run of matmul small on NumPy and PyTorch, started on ``day`` of January 2026, on the machine
     ``host``: what the store and history are fed in tests."""
-    from arraybench.model.machines import machine_id
+    from arraybench.model.runs import machine_id
 
     fp = fingerprint(host=host, os_release=os_release)
     env = {"timestamp": f"2026-01-{day:02d}T00:00:00+00:00", "fingerprint": fp,

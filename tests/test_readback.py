@@ -16,7 +16,7 @@ import arraybench
 from arraybench import api
 from arraybench.errors import SaveError, UsageError
 from arraybench.model.journal import JOURNAL_NAME, Journal, read
-from arraybench.model.untrusted import NotPlainJson, dumps, loads, problem
+from arraybench.model.schema import NotPlainJson, dumps, loads, problem
 
 from .conftest import FAST, ROOT, run_here
 

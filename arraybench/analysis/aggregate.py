@@ -10,11 +10,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..numeric import medians as stats
-from ..model.replicate import Replicate
 from ..model.cell import Cell
-from ..model.replicate import HEADLINE, LARGE_OUTPUT_BYTES, WORDS
-from ..model.record import Record, busy_reason
-from ..model.record import Summary
+from ..model.record import Record, Summary, busy_reason
+from ..model.replicate import HEADLINE, LARGE_OUTPUT_BYTES, WORDS, Replicate
 from ..errors import option_name, spell
 from ..units import format_interval, format_seconds
 from . import modes
@@ -33,9 +31,6 @@ def aggregate(cell: Cell, replicates: Sequence[Replicate], wanted: int, rel_ci: 
     rec = Record.for_cell(cell)
     rec.replication_stop = stop
     rec.replicates = list(replicates)
-    if not replicates:
-        rec.reason = "not measured"
-        return rec
     for status in ("failed", "wrong"):
         bad = [rep for rep in replicates if rep.status == status]
         if bad:
@@ -46,14 +41,12 @@ def aggregate(cell: Cell, replicates: Sequence[Replicate], wanted: int, rel_ci: 
             break
     if not rec.timed:
         if rec.status not in ("failed", "wrong"):
-            rec.reason = replicates[0].reason or "not measured"
+            rec.reason = (replicates[0].reason if replicates else "") or "not measured"
         return rec
     if rec.status == "skipped":
         rec.status = "ok"
-    rec.warnings = _timing_warnings(rec, wanted, rel_ci) + _allocator_warnings(rec)
-    throttled = _throttle_warning(rec.gpu_health)
-    if throttled:
-        rec.warnings.append(throttled)
+    rec.warnings = (_timing_warnings(rec, wanted, rel_ci) + _allocator_warnings(rec)
+                    + _throttle_warnings(rec.gpu_health))
     return rec
 
 
@@ -115,14 +108,12 @@ def _allocator_warnings(rec: Record) -> list[str]:
     return [allocator_note(rec)] if allocator_states_differ(rec) else []
 
 
-def _throttle_warning(summary: dict[str, Any]) -> str | None:
-    """``3 of 40 samples taken while the GPU was throttled (SW power cap)``, or None."""
+def _throttle_warnings(summary: dict[str, Any]) -> list[str]:
+    """``3 of 40 samples taken while the GPU was throttled (SW power cap)``, if any were."""
     k = summary.get("throttled_samples", 0)
-    if not k:
-        return None
     reasons = ", ".join(summary.get("reasons") or []) or "reason not reported"
-    return (f"{k} of {summary.get('samples', k)} samples taken while the GPU was throttled "
-            f"({reasons}): its clocks were lowered while they ran")
+    return [f"{k} of {summary.get('samples', k)} samples taken while the GPU was throttled "
+            f"({reasons}): its clocks were lowered while they ran"] if k else []
 
 
 def allocator_states_differ(rec: Record | Summary) -> bool:

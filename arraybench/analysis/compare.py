@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ..numeric import medians as stats
 from ..model.cell import case_key
-from ..model.record import Record
-from ..model.record import Summary
+from ..model.record import Record, Summary
 from ..errors import spell
 from ..units import format_change
 from . import significance
@@ -92,16 +91,12 @@ class Comparison:
 
     def rows(self) -> list[dict[str, Any]]:
         """Every cell as a plain row (``ROW_COLUMNS``): those in both runs, then those in one only."""
-        out = []
-        for c in self.changes:
-            out.append(_row(c.new, c.base.median_s, c.new.median_s, c.ratio, c.verdict,
-                            c.p_value, c.q_value, c.note))
-        for side, records in (("base", self.only_base), ("new", self.only_new)):
-            for r in records:
-                out.append(_row(r, r.median_s if side == "base" else None,
-                                r.median_s if side == "new" else None, None, f"only in {side}",
-                                None, None, r.reason or ""))
-        return out
+        return [*(_row(c.new, c.base.median_s, c.new.median_s, c.ratio, c.verdict, c.p_value,
+                       c.q_value, c.note) for c in self.changes),
+                *(_row(r, r.median_s, None, None, "only in base", None, None, r.reason)
+                  for r in self.only_base),
+                *(_row(r, None, r.median_s, None, "only in new", None, None, r.reason)
+                  for r in self.only_new)]
 
     def to_dataframe(self) -> Any:
         """``rows()`` as a pandas DataFrame, one row per cell (pandas is not a dependency)."""
@@ -148,14 +143,12 @@ class Comparison:
     @property
     def shown(self) -> list[CellChange]:
         """The cells worth a row: all but those skipped in both runs."""
-        skipped = {id(c) for c in self.skipped_in_both}
-        return [c for c in self.changes if id(c) not in skipped]
+        return [c for c in self.changes if c.base.status != "skipped" or c.new.status != "skipped"]
 
     def counts(self) -> dict[str, int]:
-        out = {FASTER: 0, SLOWER: 0, NOT_SIGNIFICANT: 0, SAME: 0, CANNOT_TELL: 0, NOT_COMPARABLE: 0}
-        for c in self.changes:
-            out[c.verdict] += 1
-        return out
+        verdicts = [c.verdict for c in self.changes]
+        return {v: verdicts.count(v) for v in (FASTER, SLOWER, NOT_SIGNIFICANT, SAME, CANNOT_TELL,
+                                              NOT_COMPARABLE)}
 
     def slowdowns_above(self, limit: float) -> list[CellChange]:
         """Significant slowdowns whose ratio exceeds ``1 + limit``."""
@@ -242,6 +235,11 @@ def _row(r: Record, base_s: float | None, new_s: float | None, ratio: float | No
             "verdict": verdict, "p_value": p, "q_value": q, "note": note}
 
 
+def beyond(ratio: float, threshold: float) -> bool:
+    """Whether ``ratio`` is more than ``threshold`` from 1, either way."""
+    return ratio > 1 + threshold or ratio < 1 / (1 + threshold)
+
+
 def compare_records(base: Record, new: Record, threshold: float = DEFAULT_THRESHOLD,
                     alpha: float = DEFAULT_ALPHA) -> CellChange:
     """The verdict for one cell measured in both runs."""
@@ -274,8 +272,7 @@ def _judge(change: CellChange, alpha: float, threshold: float) -> None:
     if change.one_process:
         change.significant = False
         change.note = ONE_PROCESS_NOTE
-        large = change.ratio > 1 + threshold or change.ratio < 1 / (1 + threshold)
-        change.verdict = CANNOT_TELL if large else SAME
+        change.verdict = CANNOT_TELL if beyond(change.ratio, threshold) else SAME
         return
     if change.q_value is not None:
         change.significant = change.q_value < alpha

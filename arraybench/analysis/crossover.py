@@ -65,12 +65,9 @@ def find(workload: str, a_label: str, a: Sequence[Point], b_label: str, b: Seque
         return None
     results = [outcome(a_map[s], b_map[s]) for s in sizes]
     ratios = [a_map[s].median / b_map[s].median for s in sizes]
-    level_from = None
-    if results[-1] == "level":
-        k = len(results) - 1
-        while k > 0 and results[k - 1] == "level":
-            k -= 1
-        level_from = sizes[k]
+    # The first size of the run of "level" the series ends in, if it ends in one.
+    levels = next((i for i, r in enumerate(reversed(results)) if r != "level"), len(results))
+    level_from = sizes[-levels] if levels else None
     base = dict(workload=workload, a=a_label, b=b_label, sizes=(sizes[0], sizes[-1]),
                 ratio_at_largest=ratios[-1])
     if "win" not in results:
@@ -104,20 +101,13 @@ def crossovers(records: Iterable[Record]) -> list[Crossover]:
     found: list[Crossover] = []
     for workload in dict.fromkeys(r.workload for r in records):
         series = _series(r for r in records if r.workload == workload)
-        pairs: list[tuple[tuple, tuple]] = []
         for key in series:
             machine, backend, device, mode, transfer = key  # pairs within one machine
-            numpy_cpu = (machine, "numpy", "cpu", "latency", False)
-            if key != numpy_cpu and numpy_cpu in series:
-                pairs.append((key, numpy_cpu))
-            cpu_twin = (machine, backend, "cpu", mode, False)
-            if device != "cpu" and cpu_twin in series and backend != "numpy":
-                pairs.append((key, cpu_twin))
-            eager_twin = (machine, backend, device, "latency", transfer)
-            if mode == "compiled" and eager_twin in series:
-                pairs.append((key, eager_twin))
-        for a, b in pairs:
-            c = find(workload, series[a][0], series[a][1], series[b][0], series[b][1])
-            if c is not None:
-                found.append(c)
+            # NumPy on the CPU; the same library on the CPU; the same configuration eager.
+            others = [((machine, "numpy", "cpu", "latency", False), True),
+                      ((machine, backend, "cpu", mode, False),
+                       device != "cpu" and backend != "numpy"),
+                      ((machine, backend, device, "latency", transfer), mode == "compiled")]
+            found += filter(None, (find(workload, *series[key], *series[other]) for other, wanted
+                                   in others if wanted and other != key and other in series))
     return found

@@ -7,10 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .memory import MemoryChange, memory_growth_above
+
 if TYPE_CHECKING:
     from ..model.record import Record
     from .compare import CellChange, Comparison
-    from .memory import MemoryChange
 
 
 #: A baseline was measured at another moment. Where either side ran while others kept this share
@@ -91,11 +92,7 @@ def judge_gate(comparison: "Comparison", limit: float, *, memory: bool = False) 
     a cell broken, unmeasured, missing or incomparable, an interrupted run, a slowdown no test could
     judge, or nothing compared; with ``memory``, on peak memory grown above it. A slowdown the
     machine's drift may explain is ``undecided``: said, not failed."""
-    grown = []
-    if memory:
-        from .memory import memory_growth_above
-
-        grown = memory_growth_above(comparison, limit)
+    grown = memory_growth_above(comparison, limit) if memory else []
     slower, undecided = _moved(comparison, limit)
     return GateVerdict(limit, slower=slower, undecided=undecided, broken=comparison.broken(),
                        unmeasured=comparison.unmeasured(), missing=comparison.missing(),

@@ -6,7 +6,7 @@ from typing import Iterable
 
 from ..backends import SPECS
 from ..model.cell import config_label
-from ..model.pair import Pairs
+from ..model.results import Pairs
 from ..model.record import Record
 from ..workloads.params import describe as describe_params
 from .pairs import verdict
@@ -34,15 +34,11 @@ def size_sort_key(r: Record) -> tuple:
 def grouped(records: Iterable[Record]) -> dict[tuple[str, str], list[Record]]:
     """Records by (workload, size label), workloads in first-seen order and sizes ascending."""
     records = list(records)
-    order = list(dict.fromkeys(r.workload for r in records))
+    order = {w: i for i, w in enumerate(dict.fromkeys(r.workload for r in records))}
     out: dict[tuple[str, str], list[Record]] = {}
-    for w in order:
-        by_label: dict[str, list[Record]] = {}  # one pass: a sweep of thousands of sizes is linear
-        for r in sorted((r for r in records if r.workload == w), key=size_sort_key):
-            by_label.setdefault(r.size_label, []).append(r)
-        for label, in_label in by_label.items():
-            out[(w, label)] = sorted(in_label, key=config_sort_key)
-    return out
+    for r in sorted(records, key=lambda r: (order[r.workload], size_sort_key(r))):
+        out.setdefault((r.workload, r.size_label), []).append(r)
+    return {key: sorted(group, key=config_sort_key) for key, group in out.items()}
 
 
 def is_valid(r: Record) -> bool:

@@ -12,14 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..model.machines import describe, fingerprint_changes
-from ..model.cell import Cell
-from ..model.cell import environment_in_key
-from ..model.record import Record
-from ..model.runs import Entry, RunInfo
-from .compare import DEFAULT_THRESHOLD, settings_differences
-from .significance import benjamini_hochberg
-from .significance import LogEstimate, welch_test
+from ..model.cell import config_label, environment_in_key
+from ..model.runs import Entry, RunInfo, describe, fingerprint_changes
+from .compare import DEFAULT_THRESHOLD, beyond, settings_differences
+from .significance import LogEstimate, benjamini_hochberg, welch_test
 
 #: The false discovery rate allowed across all the steps of one history.
 DEFAULT_FDR = 0.05
@@ -53,14 +49,6 @@ class Point:
         """The processes that measured this point."""
         return self.entry.n_replicates
 
-    @property
-    def log_estimate(self) -> LogEstimate | None:
-        """The log median and its standard error, read off the interval (None: none, or one process)."""
-        lo, hi = self.entry.ci_low_s, self.entry.ci_high_s
-        if lo is None or hi is None:
-            return None
-        return LogEstimate.from_interval(self.median_s, lo, hi, self.entry.n_replicates)
-
 
 @dataclass
 class Series:
@@ -82,12 +70,18 @@ class Series:
 
 
 @dataclass
-class Step:
-    """A change called between two consecutive runs of a series."""
+class Untested:
+    """Two consecutive valid points no test can judge: a side had a single process."""
 
     series: Series
     before: Point
     after: Point
+
+
+@dataclass
+class Step(Untested):
+    """A change called between two consecutive runs of a series."""
+
     ratio: float  # after / before: above 1 is slower
     p_value: float
     causes: list[str]
@@ -108,15 +102,6 @@ class VersionChange:
     @property
     def text(self) -> str:
         return ", ".join(f"{name} {a} → {b}" for name, a, b in self.changes)
-
-
-@dataclass
-class Untested:
-    """Two consecutive valid points no test can judge: a side had a single process."""
-
-    series: Series
-    before: Point
-    after: Point
 
 
 @dataclass
@@ -159,25 +144,16 @@ class History:
         """Series valid in their machine's complete run before the latest that the latest did not
         measure validly: a gate passing them passes what it never saw."""
         out = []
-        for machine, ordered in self._complete_runs().items():
+        for machine, ordered in _runs_by_machine(self.series).items():
             if len(ordered) < 2:
                 continue
-            last, before = ordered[-1].run_id, ordered[-2].run_id
+            last, before = ordered[-1][0].run_id, ordered[-2][0].run_id
             for s in self.series:
-                if s.machine_id != machine:
-                    continue
                 at = {p.run.run_id: p for p in s.points}
-                if before in at and at[before].valid and not (last in at and at[last].valid):
+                if s.machine_id == machine and before in at and at[before].valid \
+                        and not (last in at and at[last].valid):
                     out.append(s)
         return out
-
-    def _complete_runs(self) -> dict[str, list[RunInfo]]:
-        """Each machine's complete runs that hold one of its series, in time order."""
-        runs: dict[str, dict[str, RunInfo]] = {}
-        for s in self.series:
-            for p in s.points:
-                runs.setdefault(s.machine_id, {})[p.run.run_id] = p.run
-        return {m: sorted(r.values(), key=_order) for m, r in runs.items()}
 
     def restricted(self, cells: set[str], min_points: int = 2) -> "History":
         """Only the series of ``cells`` with ``min_points`` valid points or more, and their steps."""
@@ -203,10 +179,10 @@ def build_series(entries: Iterable[Entry], runs: Mapping[str, RunInfo]) -> list[
             continue
         key = (e.machine_id, e.cell)
         if key not in by_key:
-            cell = Cell(e.workload, e.size_label, e.size, e.backend, e.device, e.dtype, e.mode, e.transfer,
-                        environment=environment_in_key(e.cell))
-            by_key[key] = Series(e.machine_id, e.cell, Record.for_cell(cell).config_label, e.workload,
-                                 e.size_label, e.size, describe(run.machine_environment(e.machine)))
+            label = config_label(e.backend, e.device, e.mode, transfer=e.transfer,
+                                 environment=environment_in_key(e.cell))
+            by_key[key] = Series(e.machine_id, e.cell, label, e.workload, e.size_label, e.size,
+                                 describe(run.machine_environment(e.machine)))
         by_key[key].points.append(Point(run, e))
     for s in by_key.values():
         s.points.sort(key=lambda p: _order(p.run))
@@ -215,10 +191,9 @@ def build_series(entries: Iterable[Entry], runs: Mapping[str, RunInfo]) -> list[
 
 def step_p_value(a: Point, b: Point) -> float | None:
     """Two-sided p-value of a change in the log median (None: no interval, or one process)."""
-    before, after = a.log_estimate, b.log_estimate
-    if before is None or after is None:
-        return None
-    return welch_test(before, after).p_value
+    before, after = (LogEstimate.from_interval(p.median_s, p.entry.ci_low_s, p.entry.ci_high_s,
+                                               p.processes) for p in (a, b))
+    return None if before is None or after is None else welch_test(before, after).p_value
 
 
 def separated(a: Point, b: Point) -> bool:
@@ -262,27 +237,29 @@ def code_change(before: Point, after: Point) -> list[str]:
 def library_changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """(name, before, after) for the libraries, Python and arraybench whose versions differ, among
     those both runs list (``None``: not installed; an older arraybench did not look for others)."""
-    out = []
     libs_a = a.get("libraries") if isinstance(a.get("libraries"), Mapping) else {}
     libs_b = b.get("libraries") if isinstance(b.get("libraries"), Mapping) else {}
-    for name in libs_b:
-        if name in libs_a and libs_a[name] != libs_b[name]:
-            out.append((name, str(libs_a[name] or "none"), str(libs_b[name] or "none")))
-    for name in ("python", "arraybench"):
-        if a.get(name) and b.get(name) and a.get(name) != b.get(name):
-            out.append((name if name != "python" else "Python", str(a[name]), str(b[name])))
-    return out
+    return [*((name, str(libs_a[name] or "none"), str(libs_b[name] or "none"))
+              for name in libs_b if name in libs_a and libs_a[name] != libs_b[name]),
+            *(("Python" if name == "python" else name, str(a[name]), str(b[name]))
+              for name in ("python", "arraybench")
+              if a.get(name) and b.get(name) and a[name] != b[name])]
 
 
-def version_changes(series: Sequence[Series]) -> list[VersionChange]:
-    """For each machine, the runs where library versions changed from the machine's run before."""
+def _runs_by_machine(series: Sequence[Series]) -> dict[str, list[tuple[RunInfo, str]]]:
+    """Each machine's (complete) runs that hold one of its series, with its label, in time order."""
     by_machine: dict[str, dict[str, tuple[RunInfo, str]]] = {}
     for s in series:
         for p in s.points:
             by_machine.setdefault(s.machine_id, {})[p.run.run_id] = (p.run, p.entry.machine)
+    return {m: sorted(runs.values(), key=lambda rl: _order(rl[0]))
+            for m, runs in by_machine.items()}
+
+
+def version_changes(series: Sequence[Series]) -> list[VersionChange]:
+    """For each machine, the runs where library versions changed from the machine's run before."""
     out = []
-    for machine_id, runs in by_machine.items():
-        ordered = sorted(runs.values(), key=lambda rl: _order(rl[0]))
+    for machine_id, ordered in _runs_by_machine(series).items():
         for (prev, prev_label), (run, label) in zip(ordered, ordered[1:]):
             changed = library_changes(prev.machine_environment(prev_label), run.machine_environment(label))
             if changed:
@@ -315,8 +292,7 @@ def history(entries: Iterable[Entry], runs: Mapping[str, RunInfo], *,
     steps = []
     for (s, a, b, p), significant in zip(candidates, reject):
         ratio = b.median_s / a.median_s
-        large = ratio > 1 + threshold or ratio < 1 / (1 + threshold)
-        if significant and large and separated(a, b):
+        if significant and beyond(ratio, threshold) and separated(a, b):
             steps.append(Step(s, a, b, ratio, p, causes(a, b)))
     ordered_runs = sorted({p.run.run_id: p.run for s in series for p in s.points}.values(), key=_order)
     return History(series, steps, ordered_runs, version_changes(series), threshold, fdr, len(candidates),

@@ -28,9 +28,7 @@ _RESERVED = re.compile(r"(\d+) bytes reserved at most")
 
 def times_output(r: Record) -> float | None:
     """The peak as a multiple of the call's own output (2.1 for "2.1× the output"), where both are known."""
-    if r.peak_bytes is None or not r.output_bytes:
-        return None
-    return r.peak_bytes / r.output_bytes
+    return None if r.peak_bytes is None or not r.output_bytes else r.peak_bytes / r.output_bytes
 
 
 def allocator_reserve(r: Record) -> int | None:

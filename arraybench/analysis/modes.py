@@ -9,8 +9,9 @@ between samples, where the groups differ by more than its noise and by an amount
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ..model.record import Record
 from ..model.replicate import Replicate
@@ -75,11 +76,12 @@ class Contrast:
         return f"{q.words}: {q.fmt(self.slow)} in the slow {self.unit}, {q.fmt(self.fast)} in the fast ones"
 
 
-def _differs(q: Quantity, slow: Sequence[float], fast: Sequence[float]) -> float | None:
-    """How clearly ``slow`` and ``fast`` differ (separation in pooled sds), or None if they do not."""
+def _differs(q: Quantity, slow: Sequence[float], fast: Sequence[float],
+             unit: str) -> tuple[float, Contrast] | None:
+    """How clearly ``slow`` and ``fast`` differ (separation in pooled sds), and how; or None."""
     if not slow or not fast:
         return None
-    a, b = sum(slow) / len(slow), sum(fast) / len(fast)
+    a, b = statistics.fmean(slow), statistics.fmean(fast)
     if abs(a - b) < q.min_difference:
         return None
     lo, hi = sorted((abs(a), abs(b)))
@@ -88,10 +90,11 @@ def _differs(q: Quantity, slow: Sequence[float], fast: Sequence[float]) -> float
     spread = [(v - a) ** 2 for v in slow] + [(v - b) ** 2 for v in fast]
     sd = math.sqrt(sum(spread) / max(len(spread) - 2, 1))
     separation = abs(a - b) / sd if sd > 0 else math.inf
-    return separation if separation >= SEPARATION else None
+    return (separation, Contrast(q, a, b, unit)) if separation >= SEPARATION else None
 
 
-def _best(candidates: list[tuple[float, Contrast]]) -> Contrast | None:
+def _best(found: Iterable[tuple[float, Contrast] | None]) -> Contrast | None:
+    candidates = [c for c in found if c is not None]
     if not candidates:
         return None
     order = {q.name: i for i, q in enumerate(QUANTITIES)}
@@ -102,16 +105,9 @@ def between_processes(timed: Sequence[Replicate], threshold: float) -> Contrast 
     """The quantity that tells processes slower than ``threshold`` (their median) from the rest."""
     slow = [r for r in timed if r.usage is not None and stats.median(r.samples_s) > threshold]
     fast = [r for r in timed if r.usage is not None and stats.median(r.samples_s) <= threshold]
-    found = []
-    for q in QUANTITIES:
-        a = [getattr(r.usage, q.name) for r in slow]
-        b = [getattr(r.usage, q.name) for r in fast]
-        if any(v is None for v in a + b):
-            continue
-        score = _differs(q, a, b)
-        if score is not None:
-            found.append((score, Contrast(q, sum(a) / len(a), sum(b) / len(b), "processes")))
-    return _best(found)
+    return _best(_differs(q, [getattr(r.usage, q.name) for r in slow],
+                          [getattr(r.usage, q.name) for r in fast], "processes") for q in QUANTITIES
+                 if all(getattr(r.usage, q.name) is not None for r in slow + fast))
 
 
 def within_processes(timed: Sequence[Replicate], threshold: float) -> Contrast | None:
@@ -128,10 +124,7 @@ def within_processes(timed: Sequence[Replicate], threshold: float) -> Contrast |
             times = r.samples_s[-len(values):]  # the windows cover the last samples
             for t, v in zip(times, values):
                 (slow if t > threshold else fast).append(v)
-        q = by_name[name]
-        score = _differs(q, slow, fast)
-        if score is not None:
-            found.append((score, Contrast(q, sum(slow) / len(slow), sum(fast) / len(fast), "samples")))
+        found.append(_differs(by_name[name], slow, fast, "samples"))
     return _best(found)
 
 
@@ -189,20 +182,16 @@ class Histogram:
 
 def bin_count(n: int, most: int = MAX_BINS) -> int:
     """Bins for ``n`` samples: Rice's rule (twice the cube root), at least one, at most ``most``."""
-    return max(1, min(most, math.ceil(2 * n ** (1 / 3)))) if n > 0 else 1
+    return max(1, min(most, math.ceil(2 * n ** (1 / 3))))
 
 
 def histogram(per_process: Sequence[Sequence[float]], bins: int | None = None) -> Histogram | None:
     """Each process's samples in equal bins from the fastest to the slowest (``bin_count`` bins by
     default); None without a sample. Processes without a sample are left out."""
-    kept = [[x for x in samples if math.isfinite(x)] for samples in per_process]
-    kept = [s for s in kept if s]
+    kept = [s for samples in per_process if (s := [x for x in samples if math.isfinite(x)])]
     if not kept:
         return None
-    n = sum(map(len, kept))
-    k = bins if bins is not None else bin_count(n)
-    if k < 1:
-        raise ValueError(f"bins must be at least 1, not {k}")
+    k = bins if bins is not None else bin_count(sum(map(len, kept)))
     lo, hi = min(map(min, kept)), max(map(max, kept))
     if hi <= lo:  # every sample the same: one bin holds them all
         return Histogram((lo, hi), tuple((len(s),) for s in kept), tuple(stats.median(s) for s in kept))

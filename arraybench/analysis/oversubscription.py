@@ -8,16 +8,15 @@ cores against those that did not, a cell's two modes, or the cell measured with 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
 from . import modes
 from ..numeric import medians as stats
-from ..model.record import BUSY_OTHERS_SHARE
 from .grouping import is_valid
-from ..model.machines import machine_environment, machine_id_of
-from ..model.cell import worker_key
-from ..model.record import Record
+from ..model.runs import machine_environment, machine_id_of
+from ..model.cell import Cell, worker_key
+from ..model.record import BUSY_OTHERS_SHARE, Record
 from ..model.replicate import Replicate
 from ..model.usage import Usage
 
@@ -120,17 +119,15 @@ def _median_time(reps: Iterable[Replicate]) -> float:
     return stats.median([stats.median(rep.samples_s) for rep in reps])
 
 
-def _same_cell(a: Record, b: Record) -> bool:
-    return ((a.workload, a.size_label, a.size, a.params, a.backend, a.device, a.dtype, a.mode, a.transfer)
-            == (b.workload, b.size_label, b.size, b.params, b.backend, b.device, b.dtype, b.mode, b.transfer))
-
-
 def _with_fewer_threads(r: Record, threads: int, records: list[Record],
                         environment: Mapping[str, Any]) -> tuple[Record, int] | None:
     """The same cell measured with fewer threads on the same machine, with its cores."""
     ident = machine_id_of(machine_environment(environment, r.machine))
+    def anywhere(x: Record) -> Cell:
+        return replace(x.cell, machine="", environment="")
+
     for o in records:
-        if o.machine == r.machine or not is_valid(o) or not _same_cell(o, r):
+        if o.machine == r.machine or not is_valid(o) or anywhere(o) != anywhere(r):
             continue
         fewer = pool_threads(o, environment)
         other = machine_id_of(machine_environment(environment, o.machine))
@@ -151,7 +148,7 @@ def _contention(r: Record, records: list[Record], environment: Mapping[str, Any]
     contended = [rep for rep in timed if _contended(rep.usage, threads, affinity)]
     if not contended:
         return None
-    free = [rep for rep in timed if all(rep is not c for c in contended)]
+    free = [rep for rep in timed if not _contended(rep.usage, threads, affinity)]
     between = split = None
     if free and _median_time(free) > 0:
         between = (len(contended), len(timed), _median_time(contended), _median_time(free))
@@ -169,24 +166,18 @@ def _contention(r: Record, records: list[Record], environment: Mapping[str, Any]
     # Said only where measured: a cost between processes or modes needs a process or sample that
     # ran several threads; one against the same cell with fewer threads shows that by itself.
     if found.fewer is None and not ran_several_threads(timed):
-        found = Contention(found.record, found.threads, found.left, found.cpus, found.switches)
+        found = replace(found, between=None, split=None)
     costs = found.slowdowns
     return found if costs and max(costs) >= SLOWDOWN_WORTH_SAYING else None
 
 
 def ran_several_threads(reps: list[Replicate]) -> bool:
     """Whether some process, or some sample of one, used more than ``SEVERAL_THREADS_CORES``."""
-    for rep in reps:
-        u = rep.usage
-        if u is None:
-            continue
-        if (u.cores or 0.0) > SEVERAL_THREADS_CORES or any(c > SEVERAL_THREADS_CORES for c in u.sample_cores):
-            return True
-    return False
+    return any(c > SEVERAL_THREADS_CORES for rep in reps if rep.usage is not None
+               for c in [rep.usage.cores or 0.0, *rep.usage.sample_cores])
 
 
 def oversubscribed(records: Iterable[Record], environment: Mapping[str, Any] | None) -> list[Contention]:
     """Every cell whose library's thread pool outnumbered the cores it got."""
     records = list(records)
-    found = [_contention(r, records, environment or {}) for r in records]
-    return [c for c in found if c is not None]
+    return [c for r in records if (c := _contention(r, records, environment or {})) is not None]

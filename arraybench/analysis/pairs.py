@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 
 from ..host.environments import TWIN
 from ..model.cell import case_key
-from ..model.pair import Pair
+from ..model.results import Pair
 from ..model.record import Record
 from ..model.replicate import Replicate
 from ..numeric.medians import CONFIDENCE, median_ci, spread_factor
@@ -47,9 +47,7 @@ def _process_ratio(a: Replicate, b: Replicate, quiet: bool) -> _ProcessRatio | N
     """One process's paired log ratio from the rounds both sides sampled in (``quiet``: unloaded ones)."""
     assert a.rounds is not None and b.rounds is not None
     skip = set(a.busy_rounds) | set(b.busy_rounds) if quiet else set()
-    b_at: dict[int, float] = {}
-    for s, r in zip(b.samples_s, b.rounds):
-        b_at.setdefault(r, s)
+    b_at = {r: s for s, r in reversed(list(zip(b.samples_s, b.rounds)))}  # a round's first sample
     logs = [math.log(x / b_at[r]) for x, r in zip(a.samples_s, a.rounds)
             if r in b_at and r not in skip and x > 0 and b_at[r] > 0]
     if len(logs) < MIN_ROUNDS:
@@ -132,8 +130,9 @@ def _interval(per_process: Sequence[_ProcessRatio]) -> tuple[float, float, float
     k = len(per_process)
     logs = [p.log_ratio for p in per_process]
     center = statistics.fmean(logs)
-    if k < 2:
-        return center, per_process[0].log_low, per_process[0].log_high, "1 process: its rounds only"
+    if k < 2:  # never judged: its own interval only
+        return (center, per_process[0].log_low, per_process[0].log_high,
+                "1 process: not judged (its rounds say nothing of the spread between processes)")
     half = spread_factor(k) * statistics.stdev(logs) / math.sqrt(k)
     own = math.sqrt(sum(((p.log_high - p.log_low) / 2) ** 2 for p in per_process)) / k
     return center, center - max(half, own), center + max(half, own), f"t over {k} processes"
@@ -182,10 +181,7 @@ def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None
             if judged:
                 _, lo, hi, _ = _interval(every)
                 said = verdict(math.exp(lo), math.exp(hi))
-                heard = None
-                if quiet is not None:
-                    _, qlo, qhi, _ = _interval(quiet[0])
-                    heard = verdict(math.exp(qlo), math.exp(qhi))
+                heard = None if quiet is None else verdict(*map(math.exp, _interval(quiet[0])[1:3]))
                 # Beyond what load makes of a ratio, loaded rounds tell the direction where the
                 # quiet turns say nothing against it.
                 beyond = lo > math.log(LOADED_BEYOND) or hi < -math.log(LOADED_BEYOND)
@@ -196,11 +192,8 @@ def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None
                              "; not judged: too few quiet turns to bear out what the loaded rounds read")
     k = len(per_process)
     center, low, high, method = _interval(per_process)
-    if k < MIN_PROCESSES:
-        judged = False
-        method = "1 process: not judged (its rounds say nothing of the spread between processes)"
     return Ratio(math.exp(center), math.exp(low), math.exp(high), k, sum(p.rounds for p in per_process),
-                 method + note, loaded, judged)
+                 method + note, loaded, judged and k >= MIN_PROCESSES)
 
 
 def pair(a: Record, b: Record) -> Pair | None:
@@ -208,11 +201,10 @@ def pair(a: Record, b: Record) -> Pair | None:
     if case_key(a.cell) != case_key(b.cell):
         return None
     found = paired_ratio(a.replicates, b.replicates)
-    if found is None:
-        return None
-    return Pair(a=a.cell, b=b.cell, a_label=a.config_label, b_label=b.config_label,
-                ratio=found.ratio, ci_low=found.low, ci_high=found.high, verdict=found.verdict,
-                processes=found.processes, rounds=found.rounds, method=found.method)
+    return None if found is None else Pair(
+        a=a.cell, b=b.cell, a_label=a.config_label, b_label=b.config_label, ratio=found.ratio,
+        ci_low=found.low, ci_high=found.high, verdict=found.verdict, processes=found.processes,
+        rounds=found.rounds, method=found.method)
 
 
 def pairs_of(records: Iterable[Record]) -> list[Pair]:
@@ -221,13 +213,8 @@ def pairs_of(records: Iterable[Record]) -> list[Pair]:
     for r in records:
         if r.status == "ok" and any(rep.rounds for rep in r.replicates):
             by_case.setdefault(case_key(r.cell), []).append(r)
-    out = []
-    for group in by_case.values():
-        for a, b in combinations(group, 2):
-            found = pair(a, b)
-            if found is not None:
-                out.append(found)
-    return out
+    return [p for group in by_case.values() for a, b in combinations(group, 2)
+            if (p := pair(a, b)) is not None]
 
 
 def against_regressions(pairs: Iterable[Pair], here: str, limit: float) -> tuple[list[Pair], list[Pair]]:
@@ -258,15 +245,10 @@ def split(records: Iterable[Record]) -> tuple[list[Record], list[Record]]:
 def twin_pairs(twins: Sequence[Record], own: Sequence[Record], original: str) -> list[Pair]:
     """Each twin against its original (the same configuration in environment ``original``)."""
     by_config = {(case_key(r.cell), r.backend, r.device, r.mode, r.environment): r for r in own}
-    out = []
-    for t in twins:
-        same = by_config.get((case_key(t.cell), t.backend, t.device, t.mode, original))
-        if same is None or t.status != "ok" or same.status != "ok":
-            continue
-        found = pair(t, same)
-        if found is not None:
-            out.append(found)
-    return out
+    sames = ((t, by_config.get((case_key(t.cell), t.backend, t.device, t.mode, original)))
+             for t in twins)
+    return [p for t, same in sames if same is not None and t.status == same.status == "ok"
+            and (p := pair(t, same)) is not None]
 
 
 @dataclass(frozen=True)

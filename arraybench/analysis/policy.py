@@ -65,10 +65,6 @@ class Policy:
     rel_ci: float
     budget_s: float
 
-    @property
-    def fixed(self) -> bool:
-        return self.most <= self.least
-
 
 @dataclass(frozen=True)
 class Decision:
@@ -108,7 +104,7 @@ def decide(replicates: Sequence[Replicate], policy: Policy, open_pairs: bool | N
     n = len(replicates)
     if n < policy.least:
         return Decision(policy.least)
-    if policy.fixed:
+    if policy.most <= policy.least:
         return Decision(policy.least, FIXED)
     timed = [r for r in replicates if r.timed]
     if len(timed) < n or any(r.status in ("failed", "wrong") for r in replicates):

@@ -32,9 +32,7 @@ class Ceiling:
     @property
     def ridge(self) -> float | None:
         """The arithmetic intensity (FLOP per byte) where memory stops being the limit."""
-        if self.peak_flops and self.bandwidth:
-            return self.peak_flops / self.bandwidth
-        return None
+        return self.peak_flops / self.bandwidth if self.peak_flops and self.bandwidth else None
 
 
 CeilingKey = tuple[str, str, str]
@@ -56,31 +54,24 @@ def ceiling_key(r: Record) -> CeilingKey:
 
 def ceilings(records: Iterable[Record]) -> dict[CeilingKey, Ceiling]:
     """Ceilings per (machine, device, dtype) from the ``ceiling_*`` records of a run."""
-    best: dict[CeilingKey, dict[str, tuple[float, str]]] = {}
+    best: dict[CeilingKey, dict[str, tuple[float | None, str]]] = {}
     for r in records:
         if not is_valid(r) or not r.workload.startswith("ceiling_"):
             continue
-        slot = best.setdefault(ceiling_key(r), {})
-        if r.workload == "ceiling_matmul" and r.flops:
-            rate = r.flops / r.median_s
-            if rate > slot.get("flops", (0.0, ""))[0]:
-                slot["flops"] = (rate, r.config_label)
-        if r.workload == "ceiling_bandwidth" and r.bytes:
-            rate = r.bytes / r.median_s
-            if rate > slot.get("bytes", (0.0, ""))[0]:
-                slot["bytes"] = (rate, r.config_label)
-    return {
-        key: Ceiling(key[1], key[2], v.get("flops", (None, ""))[0], v.get("bytes", (None, ""))[0],
-                     v.get("flops", (None, ""))[1], v.get("bytes", (None, ""))[1], machine=key[0])
-        for key, v in best.items()
-    }
+        slot = best.setdefault(ceiling_key(r), {"flops": (None, ""), "bytes": (None, "")})
+        rates = dict(zip(("flops", "bytes"), achieved(r)))
+        what = {"ceiling_matmul": "flops", "ceiling_bandwidth": "bytes"}.get(r.workload, "")
+        if rates.get(what) and rates[what] > (slot[what][0] or 0.0):
+            slot[what] = (rates[what], r.config_label)
+    return {key: Ceiling(key[1], key[2], v["flops"][0], v["bytes"][0], v["flops"][1], v["bytes"][1],
+                         machine=key[0]) for key, v in best.items()}
 
 
 def share(r: Record, table: dict[CeilingKey, Ceiling]) -> float | None:
     """Achieved over attainable: how close a result comes to what its own machine allows."""
     ceiling = table.get(ceiling_key(r))
-    flops, moved = achieved(r)
-    if ceiling is None or (flops is None and moved is None):
+    flops, moved = achieved(r)  # both None where invalid, and so no share below
+    if ceiling is None:
         return None
     if flops and r.bytes and ceiling.peak_flops and ceiling.bandwidth:
         attainable = min(ceiling.peak_flops, (r.flops / r.bytes) * ceiling.bandwidth)

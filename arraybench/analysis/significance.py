@@ -17,6 +17,7 @@ True
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -51,16 +52,14 @@ class LogEstimate:
             return None
         logs = [math.log(v) for v in values]
         k = len(logs)
-        mean = sum(logs) / k
-        variance = sum((v - mean) ** 2 for v in logs) / (k - 1)
-        return cls(mean, math.sqrt(variance / k), k - 1)
+        return cls(statistics.fmean(logs), statistics.stdev(logs) / math.sqrt(k), k - 1)
 
     @classmethod
-    def from_interval(cls, center: float, low: float, high: float, processes: int,
+    def from_interval(cls, center: float, low: float | None, high: float | None, processes: int,
                       confidence: float = CONFIDENCE) -> LogEstimate | None:
         """The estimate an interval over ``processes`` processes was built from, read back off its
-        width; None for a degenerate one or one process."""
-        if processes < 2 or center <= 0 or low <= 0 or high <= 0:
+        width; None for no interval, a degenerate one or one process."""
+        if processes < 2 or low is None or high is None or min(center, low, high) <= 0:
             return None
         half = (math.log(high) - math.log(low)) / 2
         return cls(math.log(center), half / spread_factor(processes, confidence), processes - 1)
@@ -87,9 +86,7 @@ def welch_test(base: LogEstimate, new: LogEstimate) -> TTest:
 def welch(base: Sequence[float], new: Sequence[float]) -> TTest | None:
     """Welch's t-test of the logs of each process's median; None where a side has fewer than two."""
     a, b = LogEstimate.of(base), LogEstimate.of(new)
-    if a is None or b is None:
-        return None
-    return welch_test(a, b)
+    return None if a is None or b is None else welch_test(a, b)
 
 
 def q_values(p_values: Sequence[float]) -> list[float]:

@@ -54,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from .. import api
-    from ..model.machines import cross_machine_pairs
+    from ..model.runs import cross_machine_pairs
     from ..store.refs import load_run, run_fields, run_line
     from ..render.comparison import print_comparison
 

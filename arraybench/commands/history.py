@@ -10,7 +10,7 @@ import re
 import sys
 
 from ..errors import UsageError, one_line
-from ..model.machines import machine_id_of
+from ..model.runs import machine_id_of
 from ..store.refs import load_run, this_machine
 from ..units import format_change
 from ..options import csv_list, fraction, percent, positive_int

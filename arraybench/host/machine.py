@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from ..backends import SPECS
-from ..model.machines import machine_id
+from ..model.runs import machine_id
 from ..model.results import arraybench_version
 from . import knobs
 

@@ -117,16 +117,9 @@ def config_label(backend: str, device: str, mode: str = "latency", *, transfer: 
     from ..backends import SPECS  # the registry only: no library is imported
 
     label = SPECS[backend].label if backend in SPECS else backend
-    text = f"{label} {device.upper()}"
-    extras = []
-    if mode != "latency":
-        extras.append(mode)
-    if transfer:
-        extras.append("+transfer")
-    if gradient == "finite_differences":
-        extras.append("finite diff.")
-    if extras:
-        text += f" ({', '.join(extras)})"
-    if environment:
-        text += f" [{environment}]"
+    extras = ", ".join(word for word, said in [(mode, mode != "latency"), ("+transfer", transfer),
+                                               ("finite diff.", gradient == "finite_differences")]
+                       if said)
+    text = f"{label} {device.upper()}" + (f" ({extras})" if extras else "")
+    text += f" [{environment}]" if environment else ""
     return f"{text} @ {machine}" if machine else text

@@ -9,6 +9,7 @@ damage, refused with its line number rather than resumed from a guess.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from dataclasses import dataclass, field
@@ -19,8 +20,7 @@ from ..errors import SaveError, UsageError
 from .replicate import Replicate
 from .options import RunOptions
 from .cell import Cell, Config
-from .schema import SchemaError
-from .untrusted import NotPlainJson, NotRegularFile, check_environment, dumps, loads, read_regular
+from .schema import NotPlainJson, SchemaError, check_environment, dumps, loads, read_regular
 from ..files import new_beside, private
 from ..workloads import trust
 
@@ -52,13 +52,6 @@ class JournalState:
 
 #: Never through a link; appended at the end whatever the offset; not inherited by workers.
 _FLAGS = os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-
-
-def _open(path: Path, flags: int) -> int:
-    try:
-        return os.open(path, _FLAGS | flags, 0o666)
-    except OSError as exc:
-        raise SaveError.from_os(exc, path) from None
 
 
 class JournalSink(Protocol):
@@ -122,9 +115,9 @@ class Journal:
         path = out_dir / JOURNAL_NAME
         try:
             private(path)  # appended to and cut here: never another name's file (cp -al)
+            fd = os.open(path, _FLAGS | os.O_APPEND, 0o666)
         except OSError as exc:
             raise SaveError.from_os(exc, path) from None
-        fd = _open(path, os.O_APPEND)
         try:  # drop a torn last line left by a kill mid-write
             data = read_regular(path, follow_links=False)
             if data and not data.endswith(b"\n"):
@@ -146,10 +139,8 @@ class Journal:
             os.fsync(self._fd)
         except OSError as exc:
             # Cut off what part of the line got written: the lines before it stay a journal.
-            try:
+            with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, start)
-            except OSError:
-                pass
             raise SaveError.from_os(exc, self.path) from None
 
     def replicate(self, key: str, index: int, replicate: Replicate) -> None:
@@ -163,20 +154,15 @@ class Journal:
         self._write(entry)
 
     def unavailable(self, backend: str, device: str, reason: str, environment: str = "") -> None:
-        entry = {"type": "unavailable", "backend": backend, "device": device, "reason": reason}
-        if environment:  # absent in a run of one environment: its journal is what it always was
-            entry["environment"] = environment
-        self._write(entry)
+        # The environment is absent in a run of one: its journal is what it always was.
+        self._write({"type": "unavailable", "backend": backend, "device": device, "reason": reason,
+                     **({"environment": environment} if environment else {})})
 
     def worker(self, backend: str, device: str, index: int, info: dict[str, Any],
                pid: int | None = None, environment: str = "") -> None:
-        entry = {"type": "worker", "backend": backend, "device": device, "index": index,
-                 "info": info}
-        if pid is not None:
-            entry["pid"] = pid
-        if environment:
-            entry["environment"] = environment
-        self._write(entry)
+        self._write({"type": "worker", "backend": backend, "device": device, "index": index,
+                     "info": info, **({"pid": pid} if pid is not None else {}),
+                     **({"environment": environment} if environment else {})})
 
     def close(self) -> None:
         if self._fd is not None:
@@ -196,47 +182,34 @@ class JournalError(UsageError):
     """A journal that cannot be resumed from: missing, not a journal, or damaged."""
 
 
-def _absent(out_dir: Path) -> JournalError:
-    return JournalError(f"{out_dir}: no {JOURNAL_NAME} to resume from (was it an arraybench output folder?)")
-
-
-def _not_a_file(path: Path, mode: int) -> JournalError:
-    if stat.S_ISLNK(mode):
-        return JournalError(f"{path}: is a symbolic link; arraybench reads and appends to a "
-                            "journal only inside its output folder")
-    if stat.S_ISDIR(mode):
-        return JournalError(f"{path}: is a folder, not a journal")
-    return JournalError(f"{path}: is not a regular file (a named pipe or a device), not a journal")
-
-
 def check_present(out_dir: Path) -> None:
     """``JournalError`` unless ``out_dir`` holds a journal file, unread: the check before locking."""
     path = out_dir / JOURNAL_NAME
     try:
         mode = path.lstat().st_mode
     except (FileNotFoundError, ValueError):  # ValueError: a NUL byte, a name no file can have
-        raise _absent(out_dir) from None
+        raise JournalError(f"{out_dir}: no {JOURNAL_NAME} to resume from (was it an arraybench "
+                           "output folder?)") from None
     except OSError as exc:
         raise JournalError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if stat.S_ISLNK(mode):
+        raise JournalError(f"{path}: is a symbolic link; arraybench reads and appends to a "
+                           "journal only inside its output folder")
+    if stat.S_ISDIR(mode):
+        raise JournalError(f"{path}: is a folder, not a journal")
     if not stat.S_ISREG(mode):
-        raise _not_a_file(path, mode)
+        raise JournalError(f"{path}: is not a regular file (a named pipe or a device), "
+                           "not a journal")
 
 
 def read(out_dir: Path) -> JournalState:
     """Read a journal back; ``JournalError`` (a ``UsageError``) if there is none or it is not one."""
     path = out_dir / JOURNAL_NAME
     fresh = "start afresh with --overwrite (the file stays until then)"
+    check_present(out_dir)  # each kind of file that is no journal, in its own words
     try:
         data = read_regular(path, follow_links=False)
-    except (FileNotFoundError, ValueError):  # ValueError: a NUL byte, a name no file can have
-        raise _absent(out_dir) from None
-    except IsADirectoryError:
-        raise _not_a_file(path, stat.S_IFDIR) from None
-    except NotRegularFile:
-        raise _not_a_file(path, stat.S_IFIFO) from None
     except OSError as exc:
-        if path.is_symlink():
-            raise _not_a_file(path, stat.S_IFLNK) from None
         raise JournalError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     if not data.endswith(b"\n"):
         data = data[: data.rfind(b"\n") + 1]  # a torn last line from a kill mid-write
@@ -246,18 +219,17 @@ def read(out_dir: Path) -> JournalState:
         raise JournalError(f"{path}: not text; not an arraybench journal") from None
     entries: list[dict[str, Any]] = []
     for i, line in enumerate(lines):
+        why = "is not a header" if i == 0 else "is not a journal entry"
         try:
             entry = loads(line)
         except NotPlainJson as exc:
-            if i == 0:
-                raise JournalError(f"{path}: not an arraybench journal (its first line {exc})") from None
-            raise JournalError(f"{path}: line {i + 1} {exc}; the journal is damaged; {fresh}") from None
+            entry, why = None, str(exc)
         except ValueError:
             entry = None
         if not isinstance(entry, dict):
             if i == 0:
-                raise JournalError(f"{path}: not an arraybench journal (its first line is not a header)")
-            raise JournalError(f"{path}: line {i + 1} is not a journal entry; the journal is damaged; {fresh}")
+                raise JournalError(f"{path}: not an arraybench journal (its first line {why})")
+            raise JournalError(f"{path}: line {i + 1} {why}; the journal is damaged; {fresh}")
         entries.append(entry)
     if not entries or entries[0].get("type") != "header" or entries[0].get("tool") != "arraybench":
         raise JournalError(f"{path}: not an arraybench journal")

@@ -71,12 +71,10 @@ class RunOptions:
     @classmethod
     def from_dict(cls, data: Any) -> "RunOptions":
         """Options read back from a journal or results file, each checked against its type."""
-        if isinstance(data, dict):
-            data = legacy_names(data)
+        if isinstance(data, dict):  # no max_processes: written before adaptive replication, fixed
+            data = {"max_processes": None, **legacy_names(data)}
             # Saved when a run could measure one worker after another; every run takes turns now.
             data.pop("side_by_side", None)
-            if "max_processes" not in data:
-                data = {**data, "max_processes": None}  # written before adaptive replication: fixed
         return schema.from_json(cls, data, where="options")
 
     @property
@@ -89,26 +87,14 @@ class RunOptions:
         """The processes setting as ``--processes`` spells it: ``3`` or ``3:6``."""
         return f"{self.processes}:{self.max_processes}" if self.adaptive else str(self.processes)
 
-    def differences(self, other: "RunOptions") -> dict[str, tuple[Any, Any]]:
-        """{option: (self's value, other's value)} where the two differ."""
-        mine, theirs = self.to_dict(), other.to_dict()
-        return {k: (mine[k], theirs[k]) for k in mine if mine[k] != theirs[k]}
-
 
 #: The run options ``--processes`` (and ``processes=``) sets together.
 _PROCESSES = ("processes", "max_processes")
 
 
 def refuse_other_settings(saved: RunOptions, given: Mapping[str, Any]) -> None:
-    """``UsageError`` naming every option in ``given`` that differs from a saved run's own."""
-    differs = settings_differ(saved, given)
-    if differs:
-        what = "--resume" if from_command_line() else "resume()"
-        raise UsageError(f"{what} uses the run's own settings; these differ: " + "; ".join(differs))
-
-
-def settings_differ(saved: RunOptions, given: Mapping[str, Any]) -> list[str]:
-    """What of ``given`` differs from ``saved``, each as ``name (saved X, given Y)``."""
+    """``UsageError`` naming every option in ``given`` that differs from a saved run's own, each
+    as ``name (saved X, given Y)``."""
     wanted = saved.to_dict()
     differs: list[str] = []
     for name, value in given.items():
@@ -117,18 +103,17 @@ def settings_differ(saved: RunOptions, given: Mapping[str, Any]) -> list[str]:
             if others:
                 differs.append(f"workload_files ({others[0]} is not one the run used; saved "
                                f"{wanted[name]!r})")
-            continue
-        if name not in wanted or wanted[name] == value and name not in _PROCESSES:
-            continue
-        if name in _PROCESSES:  # set together: one entry, spelled as it is typed
+        elif name in _PROCESSES:  # set together: one entry, spelled as it is typed
             typed = RunOptions(processes=given.get("processes", wanted["processes"]),
                                max_processes=given.get("max_processes", wanted["max_processes"]))
             entry = f"processes (saved {saved.processes_text}, given {typed.processes_text})"
             if saved.processes_text != typed.processes_text and entry not in differs:
                 differs.append(entry)
-            continue
-        differs.append(f"{name} (saved {wanted[name]!r}, given {value!r})")
-    return differs
+        elif name in wanted and wanted[name] != value:
+            differs.append(f"{name} (saved {wanted[name]!r}, given {value!r})")
+    if differs:
+        what = "--resume" if from_command_line() else "resume()"
+        raise UsageError(f"{what} uses the run's own settings; these differ: " + "; ".join(differs))
 
 
 _KEY = re.compile(r"[A-Za-z0-9_.\-/]{1,64}")
@@ -137,11 +122,9 @@ MAX_VALUE = 500
 
 def parse_context(labels: Mapping[str, Any] | Iterable[str] | None) -> dict[str, str]:
     """``{"commit": "abc"}`` or ``["commit=abc"]`` as a checked dict (``UsageError`` else)."""
-    if labels is None:
-        return {}
     pairs: list[tuple[str, Any]] = []
-    if isinstance(labels, Mapping):
-        pairs = list(labels.items())
+    if labels is None or isinstance(labels, Mapping):
+        pairs = list((labels or {}).items())
     elif isinstance(labels, str):
         raise UsageError(f"context {labels!r}: give a list of key=value labels, or a dict")
     else:

@@ -13,15 +13,13 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
-from . import schema, untrusted
+from . import schema
 from ..backends.base import Gradient
 from ..errors import ResultsError
-from ..numeric.medians import Interval, replicate_interval
-from ..numeric.medians import coefficient_of_variation, iqr, median
+from ..numeric.medians import Interval, coefficient_of_variation, iqr, median, replicate_interval
 from .cell import Cell, Dtype, Mode, config_label
 from .replicate import Replicate, StateSamples, Status
-from .usage import SCALARS as USAGE_SCALARS
-from .usage import Usage, combine
+from .usage import SCALARS as USAGE_SCALARS, Usage, combine
 from ..workloads.params import ParamValue, text as params_text
 
 _NON_NEGATIVE = {"min": 0}
@@ -64,24 +62,24 @@ class Figures:
         row: dict[str, Any] = {"key": self.key, "config": self.config_label}
         for name in NAMES:
             value = getattr(self, name)
-            if name == "replicates":
-                continue
             if name == "usage":
-                for u in USAGE_SCALARS:
-                    row[f"usage.{u}"] = None if value is None else getattr(value, u)
-                continue
-            if name == "warnings":
-                value = "; ".join(value)
-            elif name == "replicate_medians_s":
-                value = ";".join(repr(v) for v in value)
-            elif name in ("output_errors", "output_names"):
-                value = ";".join("" if v is None else str(v) for v in value)
-            elif name == "params":
-                value = params_text(value)
+                row.update({f"usage.{u}": getattr(value, u, None) for u in USAGE_SCALARS})
+            elif name in _IN_A_ROW:
+                row[name] = _IN_A_ROW[name](value)
             elif isinstance(value, dict):
-                value = json.dumps(schema.to_json(value), sort_keys=True) if value else ""
-            row[name] = value
+                row[name] = json.dumps(schema.to_json(value), sort_keys=True) if value else ""
+            elif name != "replicates":
+                row[name] = value
         return schema.to_json(row)
+
+
+def _joined(values: list[Any]) -> str:
+    return ";".join("" if v is None else str(v) for v in values)
+
+
+#: How a figure that is a list, or the params, is written in one cell of a row.
+_IN_A_ROW = {"warnings": "; ".join, "replicate_medians_s": lambda v: ";".join(map(repr, v)),
+             "output_errors": _joined, "output_names": _joined, "params": params_text}
 
 
 @dataclass
@@ -249,7 +247,7 @@ class Record(Figures):
                 missing = [name for name in CONTRACT if name not in data]
                 if missing:
                     raise ResultsError(f"{where} lacks {', '.join(missing)}")
-                untrusted.check_names(data, where)
+                schema.check_names(data, where)
             stored = schema.from_json(Summary, data, where=where)
         except schema.SchemaError as exc:
             raise ResultsError(str(exc)) from None
@@ -384,17 +382,14 @@ def _gpu_health(health: list[dict[str, Any]]) -> dict[str, Any]:
     if not measured:
         reasons = [h["unavailable"] for h in health if h.get("unavailable")]
         return {"unavailable": reasons[0]} if reasons else {}
-    seen: list[str] = []
-    for h in measured:
-        for name in [*h.get("reasons", []), *h["before"].get("throttle", []),
-                     *(h.get("after") or {}).get("throttle", [])]:
-            if name not in seen:
-                seen.append(name)
+    seen = dict.fromkeys(name for h in measured for name in [
+        *h.get("reasons", []), *h["before"].get("throttle", []),
+        *(h.get("after") or {}).get("throttle", [])])
     return {
         "before": measured[0]["before"],
         "after": measured[-1].get("after"),
         "throttled_samples": sum(int(h.get("throttled_samples", 0)) for h in measured),
         "samples": sum(int(h.get("samples", 0)) for h in measured),
-        "reasons": seen,
+        "reasons": list(seen),
     }
 

@@ -1,4 +1,8 @@
-"""A run's results: where, how, and every record; saved as ``results.json`` and read back validated.
+"""A run's results: where, how, every record and the pairs' verdicts; saved as ``results.json`` and
+read back validated.
+
+A **pair** is two configurations of one case with the one verdict every report reads (computed in
+``analysis/pairs``, kept in results.json by its sides' keys, found by ``Pairs`` either way round).
 
 ``Results`` is what ``arraybench.run`` returns and ``arraybench.load_results`` reads: it prints as
 the results table and offers ``compare``, ``findings``, ``to_dataframe`` and ``plot``, each
@@ -7,26 +11,101 @@ delegated at call time to the rendering facade, which the model never imports.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata
 import json
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping
 
 from ..errors import ResultsError, SaveError
 from ..files import write_atomic
-from .pair import Pair
+from . import schema
+from .cell import Cell, case_key
 from .record import COLUMNS, Record, Summary
-from .schema import SchemaError, to_json
-from .untrusted import (MAX_DEPTH, NotPlainJson, NotRegularFile, check_environment, dumps, loads,
-                        read_regular, too_deep)
+from .schema import (MAX_DEPTH, NotPlainJson, NotRegularFile, SchemaError, check_environment, dumps,
+                     loads, read_regular, to_json, too_deep)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+Verdict = Literal["faster", "slower", "level", "undecided"]
+_OPPOSITE = {"faster": "slower", "slower": "faster", "level": "level", "undecided": "undecided"}
+
+
+@dataclass(frozen=True)
+class Pair:
+    """``a`` against ``b``: ``ratio`` is a's time over b's, with its 95% interval and the verdict
+    it supports, from ``rounds`` paired turns in ``processes`` processes."""
+
+    a: Cell
+    b: Cell
+    a_label: str
+    b_label: str
+    ratio: float = 1.0
+    ci_low: float = 1.0
+    ci_high: float = 1.0
+    verdict: Verdict = "undecided"
+    processes: int = 0
+    rounds: int = 0
+    method: str = ""
+
+    @property
+    def case(self) -> str:
+        """What its two sides have in common."""
+        return case_key(self.a)
+
+    def reversed(self) -> "Pair":
+        """``b`` against ``a``: the inverse ratio and interval, the opposite verdict."""
+        return replace(self, a=self.b, b=self.a, a_label=self.b_label, b_label=self.a_label,
+                       ratio=1 / self.ratio, ci_low=1 / self.ci_high, ci_high=1 / self.ci_low,
+                       verdict=_OPPOSITE[self.verdict])  # type: ignore[arg-type]
+
+    @property
+    def not_judged(self) -> str:
+        """Why the pair was not judged (from ``method``); "" where it was."""
+        return self.method.partition("not judged")[2].lstrip(": (").rstrip(")")
+
+    @property
+    def speedup(self) -> float:
+        """How many times faster ``a`` is than ``b`` (below 1: slower)."""
+        return 1 / self.ratio
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"case": self.case, "a": self.a.key, "b": self.b.key,
+                **{f.name: schema.to_json(getattr(self, f.name)) for f in fields(self)
+                   if f.name not in ("a", "b")}}
+
+    @classmethod
+    def from_dict(cls, data: Any, cells: Mapping[str, Cell], where: str = "pair") -> "Pair | None":
+        """A pair read back, each side the run's cell of the key it names; None where one names none."""
+        if not isinstance(data, dict) or not all(isinstance(data.get(side), str) for side in "ab"):
+            raise schema.SchemaError(f"{where}: expected an object naming its sides a and b")
+        if data["a"] not in cells or data["b"] not in cells:
+            return None
+        a, b = cells[data["a"]], cells[data["b"]]
+        read = schema.from_json(cls, {**data, "a": a.to_dict(), "b": b.to_dict()}, where=where)
+        return replace(read, a=a, b=b)  # the run's own cells, not copies
+
+
+class Pairs:
+    """A run's pairs, found by their two sides' cells."""
+
+    def __init__(self, pairs: Iterable[Pair] = ()) -> None:
+        self._by_sides = {(p.a, p.b): p for p in pairs}
+
+    def between(self, a: Cell, b: Cell) -> Pair | None:
+        """``a`` against ``b``, whichever way round judged; None where they took no turns together."""
+        found = self._by_sides.get((a, b))
+        if found is not None:
+            return found
+        found = self._by_sides.get((b, a))
+        return found.reversed() if found is not None else None
+
 
 SCHEMA_VERSION = 2
 TOOL = "arraybench"
@@ -35,10 +114,8 @@ RESULTS_NAME = "results.json"
 
 def arraybench_version() -> str:
     """The installed version, or a checkout's own (marked so) where it was never installed."""
-    try:
+    with contextlib.suppress(importlib.metadata.PackageNotFoundError):
         return importlib.metadata.version("arraybench")
-    except importlib.metadata.PackageNotFoundError:
-        pass
     try:
         project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
         return f"{project['version']}+checkout" if project.get("name") == "arraybench" else "unknown"
@@ -240,33 +317,26 @@ def from_dict(data: Any, origin: str = "results") -> Results:
                            f"{MAX_DEPTH} levels)")
     try:
         check_environment(env)
-    except SchemaError as exc:
-        raise ResultsError(f"{origin}: {exc}") from None
-    parsed: list[Record | Summary] = []
-    for i, r in enumerate(records):
-        if not isinstance(r, dict):
-            raise ResultsError(f"{origin}: record {i} is not an object")
-        if version == 1:
-            r = _from_version_1(r)
-        try:
-            parsed.append(Record.from_dict(r, where=f"record {i}"))
-        except ResultsError as exc:
-            raise ResultsError(f"{origin}: {exc}") from None
-    errors = data.get("errors", [])  # absent in files written before it existed
-    if not isinstance(errors, list) or not all(
-            isinstance(e, dict) and all(isinstance(v, str) for v in e.values()) for e in errors):
-        raise ResultsError(f"{origin}: 'errors' must be a list of objects of strings")
-    complete = data.get("complete", True)
-    if not isinstance(complete, bool):
-        raise ResultsError(f"{origin}: 'complete' must be true or false")
-    pairs = data.get("pairs", [])  # absent in files written before runs took turns
-    if not isinstance(pairs, list):
-        raise ResultsError(f"{origin}: 'pairs' must be a list")
-    checked = data.get("self_check", {})  # absent where the run did not check itself
-    if not isinstance(checked, dict) or not isinstance(checked.get("records", []), list) \
-            or not isinstance(checked.get("pairs", []), list):
-        raise ResultsError(f"{origin}: 'self_check' must be an object of 'records' and 'pairs' lists")
-    try:
+        parsed: list[Record | Summary] = []
+        for i, r in enumerate(records):
+            if not isinstance(r, dict):
+                raise SchemaError(f"record {i} is not an object")
+            parsed.append(Record.from_dict(_from_version_1(r) if version == 1 else r,
+                                           where=f"record {i}"))
+        errors = data.get("errors", [])  # absent in files written before it existed
+        if not isinstance(errors, list) or not all(
+                isinstance(e, dict) and all(isinstance(v, str) for v in e.values()) for e in errors):
+            raise SchemaError("'errors' must be a list of objects of strings")
+        complete = data.get("complete", True)
+        if not isinstance(complete, bool):
+            raise SchemaError("'complete' must be true or false")
+        pairs = data.get("pairs", [])  # absent in files written before runs took turns
+        if not isinstance(pairs, list):
+            raise SchemaError("'pairs' must be a list")
+        checked = data.get("self_check", {})  # absent where the run did not check itself
+        if not isinstance(checked, dict) or not isinstance(checked.get("records", []), list) \
+                or not isinstance(checked.get("pairs", []), list):
+            raise SchemaError("'self_check' must be an object of 'records' and 'pairs' lists")
         twins = [Record.from_dict(r, where=f"self_check.records[{i}]")
                  for i, r in enumerate(checked.get("records", []))]
         cells = {r.key: r.cell for r in [*parsed, *twins]}

@@ -101,12 +101,11 @@ def combine(usages: Iterable[Usage | None]) -> Usage | None:
     for name in _SUMMED:
         setattr(out, name, sum(getattr(u, name) for u in present))
     growth = [u.peak_growth_bytes for u in present if u.peak_growth_bytes is not None]
-    out.peak_growth_bytes = max(growth) if growth else None
+    out.peak_growth_bytes = max(growth, default=None)
     for name in _HARDWARE:
         values = [getattr(u, name) for u in present]
         setattr(out, name, None if any(v is None for v in values) else sum(values))
-    reasons = [u.hardware_absent for u in present if u.hardware_absent]
-    out.hardware_absent = reasons[0] if reasons else ""
+    out.hardware_absent = next((u.hardware_absent for u in present if u.hardware_absent), "")
     return out.derive()
 
 

@@ -134,7 +134,7 @@ def _nothing_journalled(path: Path) -> bool:
 
 def unsealed_note(out: str | os.PathLike[str]) -> str:
     """Where the run in ``out`` needs trust to resume but was not sealed as this user's, the flag and why; else ""."""
-    from ..model.untrusted import loads
+    from ..model.schema import loads
     from ..workloads.trust import key_path
 
     try:

@@ -26,7 +26,7 @@ from ..analysis.history import History
 from ..files import write_atomic
 from ..model.cell import config_label
 from ..model.record import COLUMNS
-from ..model.untrusted import read_regular
+from ..model.schema import read_regular
 from ..units import format_change
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from ..analysis.roofline import ceiling_key, ceilings, share
 from ..analysis.pairs import SelfCheck
 from ..numeric.stopping import LEVEL_WITHIN
 from ..model.cell import config_label
-from ..model.pair import Pairs
+from ..model.results import Pairs
 from ..model.record import Record
 from ..units import format_ratio, format_seconds, format_speedup
 

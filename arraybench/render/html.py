@@ -30,8 +30,8 @@ from ..analysis.roofline import achieved
 from ..analysis.roofline import Ceiling, ceilings as ceilings_of_run, share as share_of_ceiling
 from ..files import write_atomic
 from ..model.cell import config_label
-from ..model.machines import describe
-from ..model.pair import Pairs
+from ..model.runs import describe
+from ..model.results import Pairs
 from ..model.record import Record
 from ..model.usage import RATES, Usage
 from ..units import format_seconds, format_share

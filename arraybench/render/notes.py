@@ -16,7 +16,7 @@ from typing import Any, Hashable, Iterable, Mapping, Sequence
 from ..analysis.grouping import comparison, is_valid, size_detail, size_text
 from ..analysis.roofline import achieved
 from ..model.cell import config_label
-from ..model.pair import Pairs
+from ..model.results import Pairs
 from ..model.record import Record
 from ..numeric.stopping import LEVEL_WITHIN
 from ..units import format_interval, format_rate, format_speedup

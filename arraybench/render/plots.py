@@ -16,7 +16,7 @@ from ..analysis.grouping import (baselines, comparison, config_sort_key, grouped
                                  swept_workloads)
 from ..analysis.roofline import ceiling_key, ceilings
 from ..files import write_atomic
-from ..model.pair import Pairs
+from ..model.results import Pairs
 from ..model.record import Record
 from ..units import format_seconds, format_speedup, time_unit, format_rate
 

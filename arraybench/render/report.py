@@ -27,8 +27,8 @@ from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, si
 from ..backends import SPECS
 from ..errors import one_line
 from ..files import write_atomic
-from ..model.machines import check_same_machine
-from ..model.pair import Pairs
+from ..model.runs import check_same_machine
+from ..model.results import Pairs
 from ..model.record import Record
 from ..units import format_seconds
 

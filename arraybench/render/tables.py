@@ -25,7 +25,7 @@ from ..analysis.modes import Histogram, record_histogram
 from ..analysis.memory import FLOOR_BYTES, MemoryGap, allocator_reserve, times_output
 from ..analysis.roofline import ceilings, share
 from ..errors import printable
-from ..model.pair import Pairs
+from ..model.results import Pairs
 from ..model.record import Record
 from ..units import (PAGE_BYTES, format_peak, format_rate, format_ratio, format_seconds, format_share, format_size,
                      time_unit)

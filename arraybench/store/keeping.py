@@ -77,7 +77,7 @@ def history_of_run(results: Results, store: StoreChoice = True) -> "History | No
 def _history_of_run(opened: Any, results: Results) -> "History | None":
     """The history of the run's own cells, from the store; None where no cell has two runs."""
     from ..analysis.history import history
-    from ..model.machines import machine_id_of
+    from ..model.runs import machine_id_of
 
     single = "machines" not in results.environment
     entries, runs = opened.entries(workloads=sorted({r.workload for r in results.records}),

@@ -68,7 +68,7 @@ def stored_results(store: "Store", ref: str, machine: str | None = None,
 def this_machine() -> str:
     """This machine's id, as its runs are stored under."""
     from ..host import machine
-    from ..model.machines import machine_id
+    from ..model.runs import machine_id
 
     return machine_id(machine.fingerprint(machine.gpus()))
 
@@ -161,7 +161,7 @@ def check_named(store: "Store", text: str) -> None:
 
 def find(store: "Store", text: str, new: "Results") -> tuple["Results | None", str]:
     """The baseline for ``new`` and a line saying which run it is (or why there is none)."""
-    from ..model.machines import machine_id_of
+    from ..model.runs import machine_id_of
 
     last = LAST.fullmatch(text)
     if not last:

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..errors import one_line
-from ..model import schema, untrusted
-from ..model.untrusted import check_environment
-from ..model.machines import environment_of, machine_id_of
-from ..model.runs import Entry, RunInfo, content_sha, run_id
+from ..model import schema
+from ..model.schema import check_environment
+from ..model.runs import Entry, RunInfo, content_sha, machine_environment, machine_id_of, run_id
 from .location import default_location, describe_location, is_postgres, redact, resolve_location
 from .database import Database, StoreError, connect, migrate
 
@@ -256,7 +255,8 @@ def open_store(location: str | os.PathLike[str] | None = None, *, create: bool =
 
 
 def _record_row(rid: str, results: "Results", r: Any) -> tuple:
-    return (rid, r.machine, machine_id_of(environment_of(results, r)), r.key, r.workload,
+    measured_on = machine_environment(results.environment, r.machine)
+    return (rid, r.machine, machine_id_of(measured_on), r.key, r.workload,
             r.size_label, r.size, r.backend, r.device, r.dtype, r.mode, int(r.transfer), r.status,
             r.median_s, r.ci_low_s, r.ci_high_s, r.n_replicates)
 
@@ -286,10 +286,10 @@ def _loads(text: Any) -> Any:
     if not isinstance(text, str):
         return None
     try:
-        data = untrusted.loads(text)
+        data = schema.loads(text)
     except (TypeError, ValueError, RecursionError):
         return None
-    return None if untrusted.too_deep(data) else data
+    return None if schema.too_deep(data) else data
 
 
 def _kind(value: Any) -> str:

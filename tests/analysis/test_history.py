@@ -24,7 +24,7 @@ from arraybench.model.runs import Entry, RunInfo
 from arraybench.numeric.medians import replicate_interval
 from arraybench.analysis.significance import welch
 from arraybench.commands.history import parse_since
-from arraybench.model.machines import machine_id
+from arraybench.model.runs import machine_id
 from arraybench.render.comparison import history_section, print_history
 from arraybench.store import open_store
 

@@ -14,7 +14,7 @@ import arraybench
 from arraybench.host import machine
 from arraybench.render.findings import machine_findings
 from arraybench.analysis.roofline import ceilings, share
-from arraybench.model.machines import IDENTITY, CrossMachineError, fingerprint_changes, machine_id
+from arraybench.model.runs import IDENTITY, CrossMachineError, fingerprint_changes, machine_id
 from arraybench.model.runs import merge
 from arraybench.render.files import bencher_metric_format, github_action_benchmark
 from arraybench.model.results import load

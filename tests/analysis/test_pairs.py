@@ -11,7 +11,7 @@ from arraybench.analysis.grouping import comparison, decided_winner
 from arraybench.analysis.policy import BUDGET, DECIDED, OUT_OF_REACH, UNPAIRED, Decision, Policy, decide
 from arraybench.numeric.stopping import BETWEEN_BURSTS
 from arraybench.model.cell import Cell, case_key
-from arraybench.model.pair import Pair, Pairs
+from arraybench.model.results import Pair, Pairs
 from arraybench.model.record import Record
 from arraybench.model.replicate import Replicate
 from arraybench.model.usage import Usage

@@ -9,7 +9,7 @@ from pathlib import Path
 import arraybench
 from arraybench.analysis.pairs import SelfCheck
 from arraybench.model.cell import Cell
-from arraybench.model.pair import Pair
+from arraybench.model.results import Pair
 from arraybench.model.results import Results
 from arraybench.render.findings import self_check_lines
 
