@@ -17,6 +17,7 @@ import math
 import statistics
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import accumulate
 from statistics import geometric_mean  # noqa: F401  (the parent's mean of ratios, from here as the rest)
 from typing import Sequence
 
@@ -37,9 +38,7 @@ def quantile(values: Sequence[float], q: float) -> float:
 
 
 def median(values: Sequence[float]) -> float:
-    """The median of the values."""
-    if not values:
-        raise ValueError("median of no values")
+    """The median of the values (``statistics.StatisticsError``, a ``ValueError``, for none)."""
     return statistics.median(values)
 
 
@@ -54,17 +53,12 @@ def _median_ci_ranks(n: int, confidence: float) -> tuple[int, int] | None:
     nothing assumed of the timing distribution's shape, usually skewed and often multimodal."""
     alpha = 1.0 - confidence
     # Largest j with P(Bin(n, 1/2) < j) <= alpha / 2, counted from 1; exact integer arithmetic.
-    total = 2**n
     cumulative = 0
-    j = 0
-    for i in range(n + 1):
-        cumulative += math.comb(n, i)
-        if cumulative / total > alpha / 2:
-            j = i  # P(B <= i-1) <= alpha/2 < P(B <= i): the lower bound is X_(i), 1-based
-            break
-    if j < 1:
-        return None
-    return j - 1, n - j
+    for j in range(n + 1):
+        cumulative += math.comb(n, j)
+        if cumulative / 2**n > alpha / 2:
+            break  # P(B <= j-1) <= alpha/2 < P(B <= j): the lower bound is X_(j), 1-based
+    return (j - 1, n - j) if j >= 1 else None
 
 
 def median_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
@@ -80,18 +74,14 @@ def median_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float,
         hi = min(n - 1, int(math.ceil(n / 2 + half)))
         return data[lo], data[hi]
     ranks = _median_ci_ranks(n, confidence)
-    if ranks is None:
-        return data[0], data[-1]
-    return data[ranks[0]], data[ranks[1]]
+    return (data[0], data[-1]) if ranks is None else (data[ranks[0]], data[ranks[1]])
 
 
 def relative_ci_halfwidth(values: Sequence[float], confidence: float = 0.95) -> float:
     """Half the width of the median's confidence interval, relative to the median."""
     lo, hi = median_ci(values, confidence)
     m = median(values)
-    if m <= 0:
-        return math.inf
-    return (hi - lo) / (2 * m)
+    return (hi - lo) / (2 * m) if m > 0 else math.inf
 
 
 def iqr(values: Sequence[float]) -> float:
@@ -101,52 +91,34 @@ def iqr(values: Sequence[float]) -> float:
 
 def coefficient_of_variation(values: Sequence[float]) -> float:
     """Standard deviation over mean (0 for fewer than two values)."""
-    if len(values) < 2:
-        return 0.0
-    mean = statistics.fmean(values)
-    if mean == 0:
-        return 0.0
-    return statistics.stdev(values, mean) / mean
+    mean = statistics.fmean(values) if len(values) >= 2 else 0.0
+    return statistics.stdev(values, mean) / mean if mean else 0.0
 
 
-def two_clusters(values: Sequence[float], min_share: float = 0.2,
-                 min_separation: float = 4.0) -> tuple[float, float] | None:
+def two_clusters(values: Sequence[float]) -> tuple[float, float] | None:
     """The two group medians of a bimodal distribution, or None for one cluster: the sorted logs
-    split where within-group variance is least, each group at least ``min_share`` of the values
-    and their means ``min_separation`` pooled standard deviations apart or more."""
+    split where within-group variance is least, each group at least a fifth of the values and
+    their means four pooled standard deviations apart or more."""
     data = sorted(v for v in values if v > 0)
     n = len(data)
     if n < 4:
         return None
     logs = [math.log(v) for v in data]
-    prefix = [0.0]
-    prefix_sq = [0.0]
-    for v in logs:
-        prefix.append(prefix[-1] + v)
-        prefix_sq.append(prefix_sq[-1] + v * v)
+    prefix = list(accumulate(logs, initial=0.0))
+    prefix_sq = list(accumulate((v * v for v in logs), initial=0.0))
 
     def sse(i: int, j: int) -> float:
-        m = j - i
         s = prefix[j] - prefix[i]
-        return (prefix_sq[j] - prefix_sq[i]) - s * s / m
+        return (prefix_sq[j] - prefix_sq[i]) - s * s / (j - i)
 
-    lo_count = max(1, math.ceil(min_share * n))
-    best: tuple[float, int] | None = None
-    for split in range(lo_count, n - lo_count + 1):
-        cost = sse(0, split) + sse(split, n)
-        if best is None or cost < best[0]:
-            best = (cost, split)
-    if best is None:
-        return None
-    cost, split = best
-    mean_lo = (prefix[split]) / split
+    least = max(1, math.ceil(0.2 * n))
+    cost, split = min((sse(0, k) + sse(k, n), k) for k in range(least, n - least + 1))
+    mean_lo = prefix[split] / split
     mean_hi = (prefix[n] - prefix[split]) / (n - split)
     pooled_sd = math.sqrt(max(cost, 0.0) / max(n - 2, 1))
     gap = mean_hi - mean_lo
     # A relative gap under 10% is never called bimodal, however tight the clusters.
-    if gap < math.log(1.10):
-        return None
-    if pooled_sd > 0 and gap / pooled_sd < min_separation:
+    if gap < math.log(1.10) or (pooled_sd > 0 and gap / pooled_sd < 4.0):
         return None
     return median(data[:split]), median(data[split:])
 
@@ -186,8 +158,7 @@ def spread_factor(processes: int, confidence: float = CONFIDENCE) -> float:
 def _median_se(samples: Sequence[float]) -> float:
     """The standard error of one process's log median, from its own distribution-free interval."""
     lo, hi = median_ci(samples)
-    m = median(samples)
-    if m <= 0 or lo <= 0:
+    if lo <= 0:  # the median is no less than lo
         return 0.0
     return (math.log(hi) - math.log(lo)) / (2 * 1.96)
 

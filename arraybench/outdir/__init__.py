@@ -11,7 +11,7 @@ import os
 import stat
 import warnings
 from pathlib import Path
-from types import TracebackType
+from typing import Callable
 
 from ..errors import UsageError, option_name, spell, from_command_line
 from ..files import new_beside
@@ -23,41 +23,39 @@ def claim(path: str | Path, *, overwrite: bool = False, resume: bool = False,
           what: str = "--output-dir") -> FolderLock:
     """Create the output folder, prove it writable and lock it; ``UsageError`` (nothing changed) for one
     another run holds, an unfinished run's (unless ``overwrite`` or ``resume``), or odd files in it."""
-    out = _folder(path, what)
-    # Checked first without the lock too, so that a refused run leaves no trace in the folder.
-    FolderLock.check_free(out)
-    _refuse(out, overwrite or resume)
-    check_writable(out, f"{what} ")
-    lock = FolderLock.acquire(out)
-    try:
-        _refuse(out, overwrite or resume)  # again: another run may have been writing till now
+
+    def refuse(out: Path) -> None:
+        check_own_files(out)
+        why = None if overwrite or resume else unfinished(out) or finished(out)
+        if why:
+            raise UsageError(why)
+
+    def settle(out: Path) -> None:
+        refuse(out)  # again: another run may have been writing till now
         if overwrite and not resume:
             clear_previous(out)  # under the lock: never another run's files
         check_writable(out / LOGS_NAME, f"{what} ")
-    except BaseException:
-        lock.release()
-        raise
-    return lock
 
-
-
-def _refuse(out: Path, keep_journal: bool) -> None:
-    check_own_files(out)
-    if not keep_journal:
-        why = unfinished(out) or finished(out)
-        if why:
-            raise UsageError(why)
+    return _locked(path, what, refuse, settle)
 
 
 def claim_for_report(path: str | Path, what: str = "--output-dir") -> FolderLock:
     """Lock a folder for report files alone (``merge -o``): refused while a run holds it or where it holds a run's journal."""
+    # Refused again under the lock: a run may have started meanwhile.
+    return _locked(path, what, _refuse_run, _refuse_run)
+
+
+def _locked(path: str | Path, what: str, refuse: Callable[[Path], None],
+            settle: Callable[[Path], None]) -> FolderLock:
+    """The folder locked, ``refuse`` passed before the lock and ``settle`` under it."""
     out = _folder(path, what)
+    # Checked first without the lock too, so that a refused run leaves no trace in the folder.
     FolderLock.check_free(out)
-    _refuse_run(out)
+    refuse(out)
     check_writable(out, f"{what} ")
     lock = FolderLock.acquire(out)
     try:
-        _refuse_run(out)  # again, under the lock: a run may have started meanwhile
+        settle(out)
     except BaseException:
         lock.release()
         raise
@@ -68,8 +66,7 @@ def _refuse_run(out: Path) -> None:
     check_own_files(out)
     journal = out / JOURNAL_NAME
     if journal.exists() and not _nothing_journalled(journal):
-        why = unfinished(out)
-        state = "an unfinished run" if why else "a run"
+        state = "an unfinished run" if unfinished(out) else "a run"
         raise UsageError(f"{out} holds {state} ({JOURNAL_NAME}); its results.json and report are "
                          "its own, so write this elsewhere: choose another --output-dir")
 
@@ -78,10 +75,9 @@ def prepare(path: str | Path, *, overwrite: bool, what: str = "--output-dir") ->
     """Create a folder for report files, proven writable (no lock); an unfinished run there needs ``overwrite``."""
     out = _folder(path, what)
     check_writable(out, f"{what} ")
-    if not overwrite:
-        why = unfinished(out)
-        if why:
-            raise UsageError(why)
+    why = None if overwrite else unfinished(out)
+    if why:
+        raise UsageError(why)
     return out
 
 
@@ -216,7 +212,11 @@ class FolderLock:
                 lock.release()  # replaced meanwhile: lock what the name now holds
                 continue
             break
-        _write_pid(fd)  # only said to a second run, in its message
+        try:  # only said to a second run, in its message; a full disk must not stop this one
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass
         return lock
 
     @classmethod
@@ -239,9 +239,12 @@ class FolderLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = _read_pid(fd)
+            try:
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            except OSError:
+                holder = ""
             os.close(fd)
-            who = f" (process {holder})" if holder else ""
+            who = f" (process {holder})" if holder.isdigit() else ""
             raise UsageError(f"{folder}: another arraybench run is writing there{who}; wait for it "
                              "to end, or choose another --output-dir") from None
         except OSError as exc:
@@ -262,22 +265,6 @@ class FolderLock:
     def __enter__(self) -> "FolderLock":
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.release()
 
-
-def _write_pid(fd: int) -> None:
-    try:  # only said to a second run; a full disk must not stop this one
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    except OSError:
-        pass
-
-
-def _read_pid(fd: int) -> int | None:
-    try:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None

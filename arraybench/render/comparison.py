@@ -17,8 +17,8 @@ from rich.console import Console, Group
 from rich.markup import escape
 from rich.text import Text
 
-from .terminal import Column, Row, fitted_table, hidden_line, console as safe_console, plain
-from ..analysis.compare import CANNOT_TELL, FASTER, SLOWER, Comparison
+from .terminal import Column, Row, fitted, console as safe_console, plain
+from ..analysis.compare import CANNOT_TELL, FASTER, SLOWER, CellChange, Comparison
 from ..analysis.gate import GateVerdict, judge_gate
 from ..analysis.memory import memory_changes
 from ..errors import one_line, spell
@@ -63,9 +63,7 @@ class DisplayedComparison(Comparison):
 def comparison_html(comparison: Comparison) -> str:
     """The comparison as an HTML fragment: a row per cell, what differs between the runs, and the summary."""
     rows = [{"case": f"{c.new.workload} {c.new.size_label}", "config": c.new.config_label,
-             "base": format_seconds(c.base.median_s), "new": format_seconds(c.new.median_s),
-             "ratio": "—" if c.ratio is None else f"{c.ratio:.3f}",
-             "change": "—" if c.ratio is None else format_change(c.ratio),
+             **dict(zip(("base", "new", "ratio", "change"), change_cells(c))),
              "verdict": c.verdict, "note": c.note, "colour": _COLOURS.get(c.verdict, "")}
             for c in comparison.shown]
     lines = [f"differs: {what}: {a} → {b}" for what, a, b in comparison.environment_differences]
@@ -112,30 +110,22 @@ def comparison_table(comparison: Comparison, width: int | None = None) -> Group:
                Column("new/base", True, 4), Column("change", True), Column("p", True, 2),
                Column("q (BH)", True, 3), Column("verdict"))
     style = {FASTER: "green", SLOWER: "bold red", CANNOT_TELL: "yellow"}
-    rows = []
-    for c in comparison.shown:
-        r = c.new
-        verdict = c.verdict + (f" ({c.note})" if c.note else "")
-        rows.append(Row([
-            plain(f"{r.workload} {r.size_label}"), plain(r.config_label),
-            format_seconds(c.base.median_s), format_seconds(r.median_s),
-            "—" if c.ratio is None else f"{c.ratio:.3f}",
-            "—" if c.ratio is None else format_change(c.ratio),
-            "—" if c.p_value is None else f"{c.p_value:.2g}",
-            "—" if c.q_value is None else f"{c.q_value:.2g}",
-            plain(verdict)], style=style.get(c.verdict)))
-    table, dropped = fitted_table("arraybench compare: time per call, new vs base", columns, rows, width)
-    line = hidden_line(dropped, width or 0)
-    return Group(table, *([line] if line is not None else []))
+    rows = [Row([plain(f"{c.new.workload} {c.new.size_label}"), plain(c.new.config_label), *change_cells(c),
+                 plain(c.verdict + (f" ({c.note})" if c.note else ""))], style=style.get(c.verdict))
+            for c in comparison.shown]
+    return fitted("arraybench compare: time per call, new vs base", columns, rows, width)
+
+
+def change_cells(c: CellChange) -> list[str]:
+    """One compared cell's figures as text: base, new, new/base, change, p and q."""
+    return [format_seconds(c.base.median_s), format_seconds(c.new.median_s),
+            "—" if c.ratio is None else f"{c.ratio:.3f}", "—" if c.ratio is None else format_change(c.ratio),
+            "—" if c.p_value is None else f"{c.p_value:.2g}", "—" if c.q_value is None else f"{c.q_value:.2g}"]
 
 
 def _cells(cells, detail) -> str:
     return one_line(", ".join(f"{c.new.workload} {c.new.size_label} {c.new.config_label}{detail(c)}"
                               for c in cells))
-
-
-def _records(records) -> str:
-    return one_line(", ".join(f"{r.workload} {r.size_label} {r.config_label}" for r in records))
 
 
 def gate_lines(verdict: GateVerdict, *, fail_option: str = "--fail-above",
@@ -158,8 +148,9 @@ def gate_lines(verdict: GateVerdict, *, fail_option: str = "--fail-above",
                      f"{'were' if many else 'was'} not measured in the new run: {names}{unseen}")
     if verdict.missing:
         n = len(verdict.missing)
+        names = one_line(", ".join(f"{r.workload} {r.size_label} {r.config_label}" for r in verdict.missing))
         lines.append(f"{n} cell{'s' if n != 1 else ''} measured in the base run "
-                     f"{'are' if n != 1 else 'is'} missing from the new run: {_records(verdict.missing)}{unseen}")
+                     f"{'are' if n != 1 else 'is'} missing from the new run: {names}{unseen}")
     if verdict.incomparable:
         n = len(verdict.incomparable)
         lines.append(f"{n} cell{'s' if n != 1 else ''} measured in the base run could not be compared: "
@@ -182,11 +173,8 @@ def gate_lines(verdict: GateVerdict, *, fail_option: str = "--fail-above",
 
 def gate_notes(comparison: "Comparison", limit: float, *, against_option: str = "--against REF") -> list[str]:
     """What a gate of ``limit`` could not tell from the machine's drift between the runs (said, not failed)."""
-    verdict = judge_gate(comparison, limit)
-    if not verdict.undecided:
-        return []
     lines = []
-    for u in verdict.undecided:
+    for u in judge_gate(comparison, limit).undecided:
         c = u.change
         why = (f"other processes used {u.others_cores:.1f} of {u.cpus} cores while one of the two runs "
                f"measured it, which can make a time up to {format_ratio(u.load_factor)} slower"
@@ -220,23 +208,22 @@ def step_sentence(step: "Step") -> str:
 
 
 def _ci(p: "Point") -> str:
-    if p.entry.ci_low_s is None or p.entry.ci_high_s is None:
-        return "—"
-    return format_interval(p.low, p.median_s, p.high)
+    missing = p.entry.ci_low_s is None or p.entry.ci_high_s is None
+    return "—" if missing else format_interval(p.low, p.median_s, p.high)
 
 
-def series_rows(history: "History", s: "Series", last: int) -> list[tuple[str, ...]]:
-    """(when, median, CI, vs previous, note) for the latest ``last`` runs of a series."""
+def _walk(history: "History", s: "Series") -> list[tuple["Point", "Point | None", tuple[str, ...]]]:
+    """Each point of a series, the valid point before it, and its row: (when, median, CI, vs previous, note)."""
     steps = {st.after.run.run_id: st for st in history.steps if st.series is s}
     untested = {u.after.run.run_id for u in history.one_process if u.series is s}
     versions = {(c.machine_id, c.run.run_id): c for c in history.version_changes}
-    rows = []
+    out = []
     previous = None
     context: dict = {}
     for p in s.points:
         when = p.run.started_at[:16].replace("T", " ")
         if not p.valid:
-            rows.append((when, "—", "—", "—", p.entry.status))
+            out.append((p, previous, (when, "—", "—", "—", p.entry.status)))
             continue
         vs = "—" if previous is None else format_change(p.median_s / previous.median_s)
         notes = []
@@ -253,25 +240,21 @@ def series_rows(history: "History", s: "Series", last: int) -> list[tuple[str, .
         if p.run.context and p.run.context != context and step is None:
             notes.append(", ".join(f"{k}={v}" for k, v in p.run.context.items()))
         context = p.run.context
-        rows.append((when, format_seconds(p.median_s), _ci(p), vs, " · ".join(notes)))
+        out.append((p, previous, (when, format_seconds(p.median_s), _ci(p), vs, " · ".join(notes))))
         previous = p
-    return rows[-last:]
+    return out
+
+
+def series_rows(history: "History", s: "Series", last: int) -> list[tuple[str, ...]]:
+    """(when, median, CI, vs previous, note) for the latest ``last`` runs of a series."""
+    return [row for _, _, row in _walk(history, s)][-last:]
 
 
 def latest_points(history: "History", last: int = DEFAULT_LAST
                   ) -> list[tuple["Series", list[tuple["Point", "Point | None", str]]]]:
     """Each shown series with its latest ``last`` points, each with the valid point before it and its note."""
-    out = []
-    for s in shown_series(history):
-        notes = [row[4] for row in series_rows(history, s, len(s.points))]
-        previous: "Point | None" = None
-        points = []
-        for p, note in zip(s.points, notes):
-            points.append((p, previous, note))
-            if p.valid:
-                previous = p
-        out.append((s, points[-last:]))
-    return out
+    return [(s, [(p, previous, row[4]) for p, previous, row in _walk(history, s)][-last:])
+            for s in shown_series(history)]
 
 
 def shown_series(history: "History") -> list["Series"]:
@@ -302,17 +285,13 @@ def history_table(history: "History", last: int = DEFAULT_LAST, width: int | Non
     for n, s in enumerate(shown):
         rows = series_rows(history, s, last)
         for i, (when, median, ci, vs, note) in enumerate(rows):
-            style = None
-            if note.startswith("STEP"):
-                style = "bold red" if "slower" in note[:12] else "bold green"
+            style = ("bold red" if "slower" in note[:12] else "bold green") if note.startswith("STEP") else None
             cells = (f"{s.workload} {s.size_label}" if i == 0 else "", s.label if i == 0 else "",
                      s.machine_id if i == 0 else "", when, median, ci, vs, note)
             table_rows.append(Row([plain(c) for c in cells], style=style,
                                   end_section=(i == len(rows) - 1 and n < len(shown) - 1)))
-    table, dropped = fitted_table("arraybench history: time per call (median) over the stored runs",
-                                  columns, table_rows, width)
-    line = hidden_line(dropped, width or 0)
-    return Group(table, *([line] if line is not None else []))
+    return fitted("arraybench history: time per call (median) over the stored runs", columns, table_rows,
+                  width)
 
 
 def summary(history: "History") -> str:
@@ -336,12 +315,10 @@ def one_process_line(history: "History") -> str:
 def history_section(history: "History", figures: Sequence[tuple[str, str]],
                     last: int = DEFAULT_LAST) -> dict[str, Any]:
     """The report's History section as plain values for ``templates/history.html``."""
-    rows = []
-    for s in shown_series(history):
-        for i, (when, median, ci, vs, note) in enumerate(series_rows(history, s, last)):
-            rows.append({"case": f"{s.workload} {s.case}" if i == 0 else "", "library": s.label if i == 0 else "",
-                         "when": when, "median": median, "ci": ci, "vs": vs, "note": note,
-                         "step": note.startswith("STEP")})
+    rows = [{"case": f"{s.workload} {s.case}" if i == 0 else "", "library": s.label if i == 0 else "",
+             "when": when, "median": median, "ci": ci, "vs": vs, "note": note, "step": note.startswith("STEP")}
+            for s in shown_series(history)
+            for i, (when, median, ci, vs, note) in enumerate(series_rows(history, s, last))]
     summary_line = ". ".join(filter(None, (summary(history), one_process_line(history))))
     return {"summary": summary_line, "steps": [(st.slower, step_sentence(st)) for st in history.steps],
             "figures": list(figures), "rows": rows}

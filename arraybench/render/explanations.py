@@ -7,6 +7,7 @@ splits a bimodal cell, oversubscribed thread pools, and a busy machine. Nothing 
 
 from __future__ import annotations
 
+import re
 from typing import Any, Collection, Iterable, Mapping
 
 from ..analysis import modes
@@ -195,18 +196,14 @@ def _workers(environment: Mapping[str, Any], backend: str) -> list[_Report]:
     found: list[tuple[str, str, Mapping[str, Any], Mapping[str, Any]]] = []
     machines = environment.get("machines")
     sources = [("", environment)] + (sorted(machines.items()) if isinstance(machines, Mapping) else [])
-    base = worker_key(backend, "cpu")
+    ours = re.compile(re.escape(worker_key(backend, "cpu")) + r"(?:\[(.*)\])?", re.DOTALL)
     for machine, env in sources:
         workers = env.get("backends") if isinstance(env, Mapping) else None
         for key, info in (workers.items() if isinstance(workers, Mapping) else ()):
-            if not isinstance(info, Mapping) or not isinstance(key, str):
+            named = ours.fullmatch(key) if isinstance(key, str) and isinstance(info, Mapping) else None
+            if named is None:
                 continue
-            if key == base:
-                label = ""
-            elif key.startswith(base + "[") and key.endswith("]"):
-                label = key[len(base) + 1:-1]
-            else:
-                continue
+            label = named[1] or ""
             if not any(lab == label and _build(i) == _build(info) for lab, _, i, _ in found):
                 found.append((label, machine, info, env))
     labels = [label for label, _, _, _ in found]
@@ -222,11 +219,11 @@ def _named(name: str, label: str, info: Mapping[str, Any], apart: bool) -> str:
     return f"{name}{version}" + (f" [{label}]" if label else "")
 
 
-def _openblas(name: str, info: Mapping[str, Any], environment: Mapping[str, Any],
-              cpu_level: int | None) -> list[str]:
+def _openblas(name: str, info: Mapping[str, Any], environment: Mapping[str, Any]) -> list[str]:
     """``name``'s OpenBLAS kernels where they are below the CPU's ISA, or forced (and why)."""
     if not info.get("blas_architecture"):
         return []
+    cpu_level = _cpu_level(environment)
     arch = str(info["blas_architecture"])
     level = OPENBLAS_LEVEL.get(arch.lower())
     env = info.get("kernel_env") or environment.get("kernel_env") or {}
@@ -279,8 +276,7 @@ def forced_kernels(environment: Mapping[str, Any] | None) -> list[str]:
     if not environment:
         return []
     out: list[str] = []
-    for backend, name, say in (("numpy", "NumPy", lambda n, i, on: _openblas(n, i, on, _cpu_level(on))),
-                               ("torch", "PyTorch", _torch)):
+    for backend, name, say in (("numpy", "NumPy", _openblas), ("torch", "PyTorch", _torch)):
         reports = _workers(environment, backend)
         apart = len({_build(info) for _, info, _ in reports}) > 1
         for label, info, machine in reports if apart else reports[:1]:

@@ -74,18 +74,11 @@ def history_csv(history: History, last: int) -> str:
     before)."""
     from .comparison import latest_points
 
-    rows = []
-    for s, points in latest_points(history, last):
-        for p, previous, note in points:
-            rows.append({"workload": s.workload, "size_label": s.size_label, "size": s.size,
-                         "config": s.label, "machine_id": s.machine_id, "run_id": p.run.run_id,
-                         "started_at": p.run.started_at, "status": p.entry.status,
-                         "median_s": p.median_s if p.valid else None,
-                         "ci_low_s": p.entry.ci_low_s if p.valid else None,
-                         "ci_high_s": p.entry.ci_high_s if p.valid else None,
-                         "vs_previous": p.median_s / previous.median_s if p.valid and previous else None,
-                         "note": note})
-    return rows_text(HISTORY_COLUMNS, rows)
+    rows = ((s.workload, s.size_label, s.size, s.label, s.machine_id, p.run.run_id, p.run.started_at,
+             p.entry.status, *((p.median_s, p.entry.ci_low_s, p.entry.ci_high_s) if p.valid else (None,) * 3),
+             p.median_s / previous.median_s if p.valid and previous else None, note)
+            for s, points in latest_points(history, last) for p, previous, note in points)
+    return rows_text(HISTORY_COLUMNS, (dict(zip(HISTORY_COLUMNS, row)) for row in rows))
 
 
 #: What makes a spreadsheet read a cell as a formula.
@@ -110,67 +103,9 @@ def write_csv(results: Results, out_dir: Path) -> Path:
     return write_atomic(Path(out_dir) / CSV_NAME, csv_text(results))
 
 
-def _rows(records: Iterable[Record]) -> tuple[list[tuple[str, str, str, str]], list[Record],
-                                               dict[tuple[str, str, str, str, str], Record]]:
-    """(workload, size, dtype, output) rows, the configurations, and the record of each cell."""
-    recs = [r for r in records if r.max_rel_error is not None or r.status == "wrong"]
-    configs: dict[tuple, Record] = {}
-    for r in recs:
-        configs.setdefault(config_sort_key(r), r)
-    ordered = [configs[k] for k in sorted(configs)]
-    rows: list[tuple[str, str, str, str]] = []
-    cells: dict[tuple[str, str, str, str, str], Record] = {}
-    for r in sorted(recs, key=lambda r: (r.workload, r.size, r.dtype)):
-        outputs = r.output_names or [""]
-        for out in outputs:
-            row = (r.workload, r.size_label, r.dtype, out)
-            if row not in rows:
-                rows.append(row)
-            cells[row + (_column(r),)] = r
-    return rows, ordered, cells
-
-
-def _column(r: Record) -> str:
-    """One column per library, device and mode (NumPy's finite-difference gradient included)."""
-    return "|".join((r.backend, r.device, r.mode, str(r.transfer), r.environment))
-
-
-def _header(r: Record) -> str:
-    # NumPy's finite-difference gradient shares its library's column: named without the method.
-    return config_label(r.backend, r.device, r.mode, transfer=r.transfer, machine=r.machine,
-                        environment=r.environment)
-
-
 FOOTNOTE = ("† judged against its own, looser tolerance: finite differences lose about sqrt(eps) "
             "times the loss's scale. ✗ / red: over tolerance, marked wrong (or skipped: a known "
             "limitation of the library, its reason in the run's table).")
-
-
-def _over(r: Record, err: float | None) -> bool:
-    """Over tolerance: wrong, or skipped for a known limitation with this output's error over its tolerance."""
-    if r.status == "wrong":
-        return True
-    return r.status == "skipped" and err is not None and r.tolerance is not None and err > r.tolerance
-
-
-def row_tolerance(row: tuple, configs: list[Record], cells: dict) -> float | None:
-    """The tolerance most cells of a row are judged by (the strictest one present)."""
-    found = [cells[row + (_column(c),)].tolerance for c in configs if row + (_column(c),) in cells]
-    found = [t for t in found if t is not None]
-    return min(found) if found else None
-
-
-def _own_tolerance_mark(r: Record, row_tol: float | None) -> str:
-    return "†" if (r.tolerance is not None and row_tol is not None and r.tolerance > row_tol) else ""
-
-
-def output_error(r: Record, output: str) -> float | None:
-    """The error of one named output of a record (or its overall error)."""
-    if output and r.output_names and output in r.output_names:
-        i = r.output_names.index(output)
-        if i < len(r.output_errors):
-            return r.output_errors[i]
-    return r.max_rel_error
 
 
 def print_numerics(records: Iterable[Record], console: Console) -> None:
@@ -180,16 +115,45 @@ def print_numerics(records: Iterable[Record], console: Console) -> None:
 
 
 def _grid(records: Iterable[Record]) -> tuple[list[str], list[tuple[list[str], list[tuple | None]]]]:
-    """The header, and per row its leading cells and each configuration's (error, mark, over tolerance)."""
-    rows, configs, cells = _rows(records)
+    """The header, and per row (workload, size, dtype, output) its leading cells and each configuration's
+    (error, mark, over tolerance); a column per library, device and mode (NumPy's finite-difference
+    gradient included, under its library's name)."""
+    recs = [r for r in records if r.max_rel_error is not None or r.status == "wrong"]
+    configs: dict[tuple, Record] = {}
+    for r in recs:
+        configs.setdefault(config_sort_key(r), r)
+    ordered = [configs[k] for k in sorted(configs)]
+
+    def column(r: Record) -> tuple:
+        return r.backend, r.device, r.mode, r.transfer, r.environment
+
+    cells: dict[tuple[str, str, str, str], dict[tuple, Record]] = {}
+    for r in sorted(recs, key=lambda r: (r.workload, r.size, r.dtype)):
+        for out in r.output_names or [""]:
+            cells.setdefault((r.workload, r.size_label, r.dtype, out), {})[column(r)] = r
     grid = []
-    for row in rows:
-        tolerance = row_tolerance(row, configs, cells)
-        found = [cells.get(row + (_column(cfg),)) for cfg in configs]
+    for row, found in cells.items():
+        mine = [found.get(column(c)) for c in ordered]
+        # The tolerance most cells of a row are judged by: the strictest one present.
+        tolerance = min((r.tolerance for r in mine if r is not None and r.tolerance is not None), default=None)
         grid.append(([*row, "—" if tolerance is None else f"{tolerance:.1e}"],
-                     [None if r is None else ((err := output_error(r, row[3])), _own_tolerance_mark(r, tolerance),
-                                              _over(r, err)) for r in found]))
-    return ["workload", "size", "dtype", "output", "tolerance"] + [_header(c) for c in configs], grid
+                     [None if r is None else _cell(r, row[3], tolerance) for r in mine]))
+    head = [config_label(c.backend, c.device, c.mode, transfer=c.transfer, machine=c.machine,
+                         environment=c.environment) for c in ordered]
+    return ["workload", "size", "dtype", "output", "tolerance", *head], grid
+
+
+def _cell(r: Record, output: str, tolerance: float | None) -> tuple[float | None, str, bool]:
+    """``r``'s error on ``output`` (or overall), "†" where its own tolerance is looser than the row's, and
+    whether it is over tolerance: wrong, or skipped for a known limitation with the error over its own."""
+    err = r.max_rel_error
+    if output and r.output_names and output in r.output_names:
+        i = r.output_names.index(output)
+        err = r.output_errors[i] if i < len(r.output_errors) else err
+    own = "†" if r.tolerance is not None and tolerance is not None and r.tolerance > tolerance else ""
+    over = r.status == "wrong" or (r.status == "skipped" and err is not None and r.tolerance is not None
+                                   and err > r.tolerance)
+    return err, own, over
 
 
 def numerics_table(records: Iterable[Record]) -> Table:
@@ -226,10 +190,6 @@ def benchmark_name(r: "Record") -> str:
     return name if r.dtype == "float64" else f"{name}/{r.dtype}"
 
 
-def _ns(seconds: float | None) -> float | None:
-    return None if seconds is None else seconds * _NS
-
-
 def github_action_benchmark(results: "Results") -> list[dict[str, Any]]:
     """github-action-benchmark ``customSmallerIsBetter`` entries."""
     libs = results.environment.get("libraries") or {}
@@ -237,12 +197,11 @@ def github_action_benchmark(results: "Results") -> list[dict[str, Any]]:
     for r in results.records:
         if not is_valid(r):
             continue
-        entry: dict[str, Any] = {"name": benchmark_name(r), "unit": "ns/call", "value": _ns(r.median_s)}
-        if r.ci_low_s is not None and r.ci_high_s is not None:
-            entry["range"] = f"± {(r.ci_high_s - r.ci_low_s) / 2 * _NS:.4g}"
+        entry: dict[str, Any] = {"name": benchmark_name(r), "unit": "ns/call", "value": r.median_s * _NS}
         extra = [f"n = {r.size:,}", f"{r.n_replicates} processes, {r.n_samples} samples"]
         if r.ci_low_s is not None and r.ci_high_s is not None:
-            extra.append(f"95% CI {_ns(r.ci_low_s):.4g}–{_ns(r.ci_high_s):.4g} ns")
+            entry["range"] = f"± {(r.ci_high_s - r.ci_low_s) / 2 * _NS:.4g}"
+            extra.append(f"95% CI {r.ci_low_s * _NS:.4g}–{r.ci_high_s * _NS:.4g} ns")
         version = libs.get(r.backend) if isinstance(libs, dict) else None
         if version:
             extra.append(f"{r.backend} {version}")
@@ -275,9 +234,7 @@ def export_text(results: "Results", fmt: str) -> str:
 
 def _plain(value: Any) -> Any:
     """JSON has no NaN or infinity: they are null, as a missing value is."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def comparison_json(comparison: Comparison, *, failures: list[str] | None = None) -> str:

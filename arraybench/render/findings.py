@@ -70,14 +70,6 @@ def two_figures(x: float | None) -> int:
     return int(round(x, -digits))
 
 
-def _best_by_machine(group: Iterable[Record]) -> dict[str, Record]:
-    best: dict[str, Record] = {}
-    for r in group:
-        if is_valid(r) and (r.machine not in best or r.median_s < best[r.machine].median_s):
-            best[r.machine] = r
-    return best
-
-
 def _name(machine: str) -> str:
     return machine or "this machine"
 
@@ -104,12 +96,13 @@ def machine_findings(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[
         swept = len(sizes_of.get(workload, ())) >= 3
         if swept and group[0].size != max(sizes_of[workload]):
             continue  # a sweep: one sentence, at its largest size
-        best = _best_by_machine(group)
+        best: dict[str, Record] = {}  # each machine's fastest, fastest first
+        for r in sorted((r for r in group if is_valid(r)), key=lambda r: r.median_s):
+            best.setdefault(r.machine, r)
         if len(best) < 2:
             continue
-        ranked = sorted(best.values(), key=lambda r: r.median_s)
-        top = ranked[0]
-        for other in ranked[1:]:
+        top, *ranked = best.values()
+        for other in ranked:
             where = f"{workload} {size_text(top)}"
             pair = (f"{library_label(top)} {format_seconds(top.median_s)} against "
                     f"{library_label(other)} {format_seconds(other.median_s)}, each machine's fastest")
@@ -351,12 +344,8 @@ def ceiling_shares(records: Iterable[Record]) -> list[str]:
 
 def problems(records: Iterable[Record]) -> list[str]:
     """Wrong and failed results, said plainly."""
-    out = []
-    for r in records:
-        if r.status in ("wrong", "failed"):
-            verb = "gave a wrong result" if r.status == "wrong" else "failed"
-            out.append(f"{r.config_label} {verb} on {r.workload} {size_text(r)}: {r.reason}.")
-    return out
+    return [f"{r.config_label} {'gave a wrong result' if r.status == 'wrong' else 'failed'} on "
+            f"{r.workload} {size_text(r)}: {r.reason}." for r in records if r.status in ("wrong", "failed")]
 
 
 def self_check_lines(results: "Results") -> list[str]:

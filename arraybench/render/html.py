@@ -66,12 +66,11 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
     findings = list(findings or [])
     svgs = _read_plots(plots)
     used: set[str] = set()
-    records = results.records
+    records, pairs = results.records, Pairs(results.pairs)
     unavailable = unavailable_configs(records)
     shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
     ceilings = ceilings_of_run(records)
     columns = _columns(shown, ceilings)
-    pairs = Pairs(results.pairs)
 
     sections: list[dict[str, Any]] = []
     if findings:
@@ -83,13 +82,9 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
         sections.append(_section("summary", "Summary", "figures", figures=summary, wide=True))
     for i, (workload, sizes) in enumerate(_by_workload(shown).items()):
         anchor = f"workload-{i}"
-        figs = []
-        for label, _group in sizes:
-            name = plot_file_name(workload, label)
-            if name in svgs:
-                used.add(name)
-                figs.append((name, svgs[name]))
-        sections.append(_section(anchor, workload, "workload", figures=figs,
+        names = [name for name in (plot_file_name(workload, label) for label, _ in sizes) if name in svgs]
+        used.update(names)
+        sections.append(_section(anchor, workload, "workload", figures=[(n, svgs[n]) for n in names],
                                  table=_records_table(anchor, sizes, ceilings, columns, pairs)))
     if history is not None:
         names = [run_plot_name("history", w) for w in dict.fromkeys(s.workload for s in history.series)]
@@ -143,18 +138,15 @@ def environment_section(results: Results) -> dict[str, Any]:
 
 def _machine_environment(env: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
     """One machine's environment and the run's settings as (name, text) rows, and its workers' reports."""
-    gpus = env.get("gpus") or []
     gpu_text = "; ".join(
         ", ".join(str(g.get(k)) for k in ("name", "driver", "memory") if g.get(k))
-        for g in gpus if isinstance(g, Mapping)) or "none found"
+        for g in env.get("gpus") or [] if isinstance(g, Mapping)) or "none found"
     libraries = env.get("libraries") or {}
     lib_text = ", ".join(f"{k} {v}" for k, v in libraries.items() if v) if isinstance(libraries, Mapping) else ""
-    workers = env.get("backends") or {}
-    blas = [f"NumPy: {env['blas']}"] if env.get("blas") else []
-    if isinstance(workers, Mapping):
-        for config, info in workers.items():
-            if isinstance(info, Mapping) and info.get("torch_blas"):
-                blas.append(f"PyTorch ({config}): {info['torch_blas']}")
+    workers = env.get("backends") if isinstance(env.get("backends"), Mapping) else {}
+    blas = ([f"NumPy: {env['blas']}"] if env.get("blas") else []) + [
+        f"PyTorch ({config}): {info['torch_blas']}" for config, info in workers.items()
+        if isinstance(info, Mapping) and info.get("torch_blas")]
     threads = [str(settings.get("threads_applied") or settings.get("threads") or "all cores")]
     if env.get("thread_env"):
         threads.append(", ".join(f"{k}={v}" for k, v in env["thread_env"].items()))
@@ -179,7 +171,7 @@ def _machine_environment(env: Mapping[str, Any], settings: Mapping[str, Any]) ->
                if k in settings]
     pairs = [(k, v) for k, v in rows if v not in (None, "")] + [(f"setting: {k}", v) for k, v in measure]
     reported = [(str(config), [(str(k), _plain(v)) for k, v in info.items()])
-                for config, info in workers.items() if isinstance(info, Mapping)] if isinstance(workers, Mapping) else []
+                for config, info in workers.items() if isinstance(info, Mapping)]
     return {"rows": [(str(k), _plain(v)) for k, v in pairs], "workers": reported}
 
 
@@ -231,18 +223,13 @@ def usage_title(u: Usage | None) -> str:
 
 def kernel_rows(env: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(what, text) rows: the CPU's ISA, each worker's kernels, and the variables that change them."""
-    rows = []
     fp = env.get("fingerprint") or {}
-    if isinstance(fp, Mapping) and fp.get("cpu_isa"):
-        rows.append(("CPU features", " ".join(str(f) for f in fp["cpu_isa"])))
-    workers = env.get("backends") or {}
-    if isinstance(workers, Mapping):
-        for config, info in workers.items():
-            text = library_kernels(info) if isinstance(info, Mapping) else ""
-            if text:
-                rows.append((f"kernels ({config})", text))
-    rows.append(("kernel variables", knobs_text(env.get("kernel_env"))))
-    return rows
+    workers = env.get("backends") if isinstance(env.get("backends"), Mapping) else {}
+    rows = ([("CPU features", " ".join(map(str, fp["cpu_isa"])))]
+            if isinstance(fp, Mapping) and fp.get("cpu_isa") else [])
+    rows += [(f"kernels ({config})", text) for config, info in workers.items()
+             if isinstance(info, Mapping) and (text := library_kernels(info))]
+    return rows + [("kernel variables", knobs_text(env.get("kernel_env")))]
 
 
 def _section(anchor: str, title: str, kind: str, *, toc: str | None = None, **content: Any) -> dict[str, Any]:
@@ -288,28 +275,20 @@ def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]], ceilings:
                    columns: Mapping[str, bool], pairs: Pairs) -> dict[str, Any]:
     """One workload's table: its columns, a group of rows per size, and the numbered notes."""
     device_time = any(r.device_median_s is not None for _, group in sizes for r in group)
-    head = ["size", "library / device"] + (["machine"] if columns["machine"] else []) + [
-        "median", *(["device time"] if device_time else []), "95% CI", "vs NumPy"]
-    if columns["achieved"]:
-        head.append("achieved")
-    if columns["share"]:
-        head.append("share of ceiling")
-    head.append("first call")
-    if columns["peak"]:
-        head.append("peak memory")
-    if columns["energy"]:
-        head.append("energy")
-    head += ["error / tolerance", "samples", "used", "status"]
+    head = [name for name, shown in (
+        ("size", True), ("library / device", True), ("machine", columns["machine"]), ("median", True),
+        ("device time", device_time), ("95% CI", True), ("vs NumPy", True), ("achieved", columns["achieved"]),
+        ("share of ceiling", columns["share"]), ("first call", True), ("peak memory", columns["peak"]),
+        ("energy", columns["energy"]), ("error / tolerance", True), ("samples", True), ("used", True),
+        ("status", True)) if shown]
     book, every = notebook({(g[0].workload, label): g for label, g in sizes}, workload=False)
     groups = []
     for _label, group in sizes:
-        best = decided_winner(group, pairs)
+        best = decided_winner(group, pairs) if sum(1 for r in group if is_valid(r)) > 1 else None
         bases = baselines(group)
-        contenders = sum(1 for r in group if is_valid(r))
-        rows = [_row(r, is_best=r is best and contenders > 1, base=bases.get(r.machine),
-                     ceilings=ceilings, machine=columns["machine"], refs=book.refs(r.key), pairs=pairs)
-                for r in group]
-        groups.append({"size": size_text(group[0]), "rows": rows})
+        groups.append({"size": size_text(group[0]), "rows": [
+            _row(r, is_best=r is best, base=bases.get(r.machine), ceilings=ceilings, machine=columns["machine"],
+                 refs=book.refs(r.key), pairs=pairs) for r in group]})
     return {"anchor": anchor, "head": head, "text_columns": ("size", "library / device", "machine", "status"),
             "machine": columns["machine"], "achieved": columns["achieved"], "share": columns["share"],
             "device_time": device_time, "groups": groups, "notes": note_texts(book, every),
@@ -373,8 +352,7 @@ _PROLOGUE = re.compile(r"\A\s*(<\?xml[^>]*\?>\s*)?(<!DOCTYPE[^>]*>\s*)?", re.IGN
 def _read_plots(paths: Sequence[Path]) -> dict[str, Markup]:
     """File name -> inlinable SVG markup, in the order given."""
     out: dict[str, Markup] = {}
-    for i, path in enumerate(paths):
-        path = Path(path)
+    for i, path in enumerate(map(Path, paths)):
         try:
             text = path.read_text(encoding="utf-8")
         except OSError:
@@ -387,8 +365,6 @@ def _read_plots(paths: Sequence[Path]) -> dict[str, Markup]:
 def inline_svg(text: str, prefix: str) -> str:
     """An SVG file's markup, ready to sit inside HTML next to other SVGs: every id gets ``prefix``, since
     matplotlib names clip paths by content and two plots in one page could clip each other."""
-    body = _PROLOGUE.sub("", text, count=1)
-    body = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}{m.group(1)}"', body)
-    body = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}{m.group(1)})", body)
-    body = re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}{m.group(1)}"', body)
-    return body
+    # Each id where it is named (id="…") and where it is used (url(#…), href="#…").
+    return re.sub(r'(\bid="|url\(#|href="#)(?=[^")]+[")])', lambda m: m[1] + prefix,
+                  _PROLOGUE.sub("", text, count=1))

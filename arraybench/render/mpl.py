@@ -76,14 +76,10 @@ class _PlainLog(LogFormatter):
         return self._text(x)
 
 
-def _number(x: float) -> str:
-    return f"{x:,.0f}" if x >= 1 else f"{x:g}"
-
-
 _TICKS: dict[str, Callable[[float], str]] = {
     "seconds": format_seconds,
     "ratio": format_factor,
-    "number": _number,
+    "number": lambda x: f"{x:,.0f}" if x >= 1 else f"{x:g}",
 }
 
 
@@ -197,10 +193,6 @@ def compare_figure(comparison: Comparison) -> Figure | None:
     return fig
 
 
-def _short_date(started_at: str) -> str:
-    return started_at[:16].replace("T", " ")
-
-
 @styled
 def history_figure(history: "History", workload: str) -> Figure | None:
     """The history of one workload, or None when no series of it has a valid point."""
@@ -246,7 +238,7 @@ def history_figure(history: "History", workload: str) -> Figure | None:
                          textcoords="offset points", fontsize=6, color="#444444", va="top",
                          rotation=90)
     axes[-1].set_xticks(used)
-    axes[-1].set_xticklabels([_short_date(history.runs[i].started_at) for i in used], rotation=30,
+    axes[-1].set_xticklabels([history.runs[i].started_at[:16].replace("T", " ") for i in used], rotation=30,
                              ha="right", fontsize=7)
     axes[-1].set_xlabel("run (time order) · dotted: library versions changed · ▲ slower, ▼ faster: "
                         "a step called", fontsize=7, color="#555555")

@@ -53,10 +53,6 @@ class Note:
     items: list[Item]
     everywhere: bool = False
 
-    @property
-    def rows(self) -> list[Row]:
-        return [row for item in self.items for row in item.rows]
-
 
 @dataclass
 class NoteBook:
@@ -104,21 +100,15 @@ class NoteBook:
                 covered = {row for item in items for row in item.rows}
                 built.append(Note(0, kind, heading, items, everywhere=len(everyone) > 1 and covered >= everyone))
             built.sort(key=lambda n: not n.everywhere)  # stable: first-seen order otherwise
-            numbered = [n for n in built if not n.everywhere]
-            for i, note in enumerate(numbered, 1):
+            for i, note in enumerate((n for n in built if not n.everywhere), 1):
                 note.number = i
             self._built = built
         return self._built
 
     def refs(self, key: Hashable) -> list[int]:
         """The numbers of the notes a row carries (not those that cover every row)."""
-        by_kind = {n.kind: n for n in self.notes()}
-        out = []
-        for kind in self._of_row.get(key, []):
-            note = by_kind.get(kind)
-            if note is not None and not note.everywhere:
-                out.append(note.number)
-        return sorted(set(out))
+        by_kind = {n.kind: n for n in self.notes() if not n.everywhere}
+        return sorted({by_kind[kind].number for kind in self._of_row.get(key, []) if kind in by_kind})
 
     @property
     def measured(self) -> list[Row]:
@@ -145,13 +135,7 @@ def everywhere_mark(book: NoteBook) -> str:
 
 def heading_of(text: str) -> str:
     """What a note is about: its text before the first ``": "`` (all of it if none)."""
-    return text.split(": ", 1)[0]
-
-
-def detail_of(text: str) -> str:
-    """A note's text after its heading ("" if it has none)."""
-    parts = text.split(": ", 1)
-    return parts[1] if len(parts) == 2 else ""
+    return text.partition(": ")[0]
 
 
 def _mask(text: str) -> str:
@@ -224,7 +208,7 @@ def note_texts(book: NoteBook, every: Sequence[Row], *, brief: bool = False) -> 
         measured = set(book.measured)
         if brief and len(note.items) > (1 if note.kind in PATTERNS else BRIEF_ITEMS):
             pattern = PATTERNS.get(note.kind, "each row's detail is in results.md and report.html")
-            rows = list(dict.fromkeys(note.rows))
+            rows = list(dict.fromkeys(row for item in note.items for row in item.rows))
             out.append(NoteText(number, f"{note.heading}: {pattern} ({rows_text(rows, every)})"))
             continue
 
@@ -238,19 +222,17 @@ def note_texts(book: NoteBook, every: Sequence[Row], *, brief: bool = False) -> 
             out.append(NoteText(number, note.items[0].text + covered(note.items[0])))
         else:
             out.append(NoteText(number, note.heading,
-                                tuple((detail_of(i.text) or i.text) + covered(i) for i in note.items)))
+                                tuple((i.text.partition(": ")[2] or i.text) + covered(i) for i in note.items)))
     return out
 
 
 def library_kernels(info: Mapping[str, Any]) -> str:
     """The kernels one worker's library reported running ("" where it reported none)."""
-    bits = []
-    if info.get("library") in ("numpy", None) and info.get("blas_architecture"):
-        bits.append(f"OpenBLAS {info['blas_architecture']} kernels")
-    for key, words in (("cpu_capability", "ATen"), ("mkl_isa", "MKL"), ("onednn_isa", "oneDNN"),
-                       ("xla_cpu_target", "XLA target"), ("xla_cpu_max_isa", "XLA ISA cap")):
-        if info.get(key):
-            bits.append(f"{words} {info[key]}")
+    openblas = info.get("library") in ("numpy", None) and info.get("blas_architecture")
+    bits = [f"OpenBLAS {info['blas_architecture']} kernels"] if openblas else []
+    bits += [f"{words} {info[key]}" for key, words in (
+        ("cpu_capability", "ATen"), ("mkl_isa", "MKL"), ("onednn_isa", "oneDNN"), ("xla_cpu_target", "XLA target"),
+        ("xla_cpu_max_isa", "XLA ISA cap")) if info.get(key)]
     return "; ".join(bits)
 
 
@@ -308,11 +290,6 @@ def error_text(r: Record) -> str:
     return "—" if r.max_rel_error is None else f"{r.max_rel_error:.1e}"
 
 
-def row_notes(r: Record) -> list[str]:
-    """What a row's notes say: why it is not ``ok``, or its warnings."""
-    return [r.reason] if r.status != "ok" and r.reason else list(r.warnings)
-
-
 def case_lines(workload: str, group: list[Record]) -> list[str]:
     """The case column of a group of rows, one line per row: workload, size label, ``n = …`` and settings."""
     first = group[0]
@@ -332,7 +309,9 @@ def notebook(groups: dict[tuple[str, str], list[Record]], *,
         for r in group:
             row = Row(f"{name} {label}" if workload else label, r.config_label)
             rows.append(row)
-            book.add(r.key, row, row_notes(r), measured=r.status == "ok")
+            # A row's notes say why it is not ``ok``, or its warnings.
+            book.add(r.key, row, [r.reason] if r.status != "ok" and r.reason else r.warnings,
+                     measured=r.status == "ok")
     return book, rows
 
 
@@ -341,12 +320,8 @@ def unavailable_configs(records: Iterable[Record]) -> dict[tuple[str, str, str],
     by_config: dict[tuple[str, str, str], list[Record]] = {}
     for r in records:
         by_config.setdefault((r.backend, r.device, r.environment), []).append(r)
-    out = {}
-    for config, recs in by_config.items():
-        reasons = {r.reason for r in recs}
-        if all(r.status == "skipped" for r in recs) and len(reasons) == 1:
-            out[config] = reasons.pop()
-    return out
+    return {config: recs[0].reason for config, recs in by_config.items()
+            if all(r.status == "skipped" for r in recs) and len({r.reason for r in recs}) == 1}
 
 
 def not_run(unavailable: dict[tuple[str, str, str], str]) -> dict[str, list[str]]:

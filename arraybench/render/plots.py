@@ -142,11 +142,9 @@ def summary_figure(records: Sequence[Record], size_label: str) -> Figure | None:
     log_axis(ax, "y", "ratio" if relative else "seconds")
     if relative:
         ax.axhline(1.0, color="#333333", lw=0.8)
-        ax.set_ylabel("speed vs NumPy CPU (×, log), higher is faster")
-    else:
-        ax.set_ylabel("time per call (log), lower is better")
-    dtype = next(iter(groups.values()))[0].dtype
-    ax.set_title(plain(f"Summary — {size_label} sizes, {dtype}"))
+    ax.set_ylabel("speed vs NumPy CPU (×, log), higher is faster" if relative
+                  else "time per call (log), lower is better")
+    ax.set_title(plain(f"Summary — {size_label} sizes, {next(iter(groups.values()))[0].dtype}"))
     ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     _note(ax, "× : failed or wrong result (see the table) · hatched: GPU")
     return fig
@@ -284,27 +282,19 @@ def sweep_figure(records: Sequence[Record], workload: str) -> Figure | None:
     for i, key in enumerate(sorted(by_config)):
         rs = by_config[key]
         xs = [r.size for r in rs]
-        if rate:
-            ys = [r.bytes / r.median_s / 1e9 for r in rs]
-            lo = [r.bytes / (r.ci_high_s or r.median_s) / 1e9 for r in rs]
-            hi = [r.bytes / (r.ci_low_s or r.median_s) / 1e9 for r in rs]
-        else:
-            ys = [r.median_s for r in rs]
-            lo = [r.ci_low_s or r.median_s for r in rs]
-            hi = [r.ci_high_s or r.median_s for r in rs]
+        # A rate is bytes over time: the interval's slow end is its low one.
+        shown = (lambda r, s: r.bytes / s / 1e9) if rate else (lambda r, s: s)
+        ys = [shown(r, r.median_s) for r in rs]
+        ends = [sorted((shown(r, r.ci_low_s or r.median_s), shown(r, r.ci_high_s or r.median_s))) for r in rs]
         colour = PALETTE.get(rs[0].backend, "#8172b2")
         style = "--" if rs[0].device == "gpu" else (":" if rs[0].mode != "latency" else "-")
         ax.plot(xs, ys, style, marker=markers[i % len(markers)], ms=4, color=colour, label=plain(rs[0].config_label))
-        ax.fill_between(xs, lo, hi, color=colour, alpha=0.15, linewidth=0)
+        ax.fill_between(xs, *zip(*ends), color=colour, alpha=0.15, linewidth=0)
     log_axis(ax, "x")
     log_axis(ax, "y", "number" if rate else "seconds")
     ax.set_xlabel(size_axis_label(workload))
-    if rate:
-        ax.set_ylabel("GB/s moved (log), higher is better")
-    else:
-        ax.set_ylabel("time per call (log), lower is better")
-    dtype = mine[0].dtype
-    ax.set_title(plain(f"{workload} across sizes, {dtype}"))
+    ax.set_ylabel("GB/s moved (log), higher is better" if rate else "time per call (log), lower is better")
+    ax.set_title(plain(f"{workload} across sizes, {mine[0].dtype}"))
     for c in crossovers(mine):
         if c.kind == "from" and c.b.startswith("NumPy CPU") and c.size:
             ax.axvline(c.size, color="#777777", lw=0.8, ls=":")

@@ -113,10 +113,9 @@ class ConsoleReporter(Reporter):
             self._add_to_total(extra)
 
     def _add_to_total(self, extra: float) -> None:
-        task = self.progress.tasks[0] if self.progress.tasks else None
-        total = task.total if task is not None else None
-        done = task.completed if task is not None else 0
-        self.progress.update(self.task, total=max(round((total or 0) + extra), done, 1), eta=self._eta())
+        task = self.progress.tasks[0]  # called once the bar has its task
+        self.progress.update(self.task, total=max(round((task.total or 0) + extra), task.completed, 1),
+                             eta=self._eta())
 
     def _eta(self) -> str:
         """The time left at the pace of the measurements made so far (never a guess before one)."""
@@ -129,9 +128,7 @@ class ConsoleReporter(Reporter):
         return f"ETA {minutes}:{secs:02d}"
 
     def _cells_text(self) -> str:
-        if self.cells_total is None:
-            return ""
-        return f"· {self.cells_done}/{self.cells_total} cells"
+        return "" if self.cells_total is None else f"· {self.cells_done}/{self.cells_total} cells"
 
     def record_done(self, record: Record) -> None:
         unmeasured = record.status == "skipped" and not record.replicates

@@ -30,7 +30,7 @@ from ..files import write_atomic
 from ..model.runs import check_same_machine
 from ..model.results import Pairs
 from ..model.record import Record
-from ..units import format_change, format_seconds
+from ..units import format_seconds
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -149,28 +149,17 @@ _SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
 def environment_line(environment: Mapping[str, Any], settings: Mapping[str, Any] | None = None,
                      backends: Iterable[str] | None = None) -> str:
     """One line naming the machine and libraries: ``CPU (2 cores) · Python 3.11 · NumPy 2.4 …``."""
-    env = environment
-    parts = []
-    if env.get("cpu_model"):
-        parts.append(f"{env['cpu_model']} ({env.get('cpu_count', '?')} cores)")
-    gpus = [g.get("name") for g in env.get("gpus") or [] if isinstance(g, Mapping) and g.get("name")]
-    if gpus:
-        parts.append(", ".join(gpus))
-    if env.get("python"):
-        parts.append(f"Python {env['python']}")
-    libs = env.get("libraries") or {}
+    env, libs = environment, environment.get("libraries") or {}
     wanted = set(SPECS if backends is None else backends)
+    gpus = [g.get("name") for g in env.get("gpus") or [] if isinstance(g, Mapping) and g.get("name")]
     versions = [f"{SPECS[n].label} {libs[n]}" for n in SPECS
                 if n in wanted and isinstance(libs, Mapping) and libs.get(n)]
-    if versions:
-        parts.append(", ".join(versions))
-    if env.get("blas"):
-        parts.append(f"BLAS {env['blas']}")
-    if settings and settings.get("dtype"):
-        parts.append(str(settings["dtype"]))
-    if env.get("timestamp"):
-        parts.append(str(env["timestamp"])[:10])
-    return " · ".join(parts)
+    parts = [f"{env['cpu_model']} ({env.get('cpu_count', '?')} cores)" if env.get("cpu_model") else "",
+             ", ".join(gpus), f"Python {env['python']}" if env.get("python") else "", ", ".join(versions),
+             f"BLAS {env['blas']}" if env.get("blas") else "",
+             str(settings["dtype"]) if settings and settings.get("dtype") else "",
+             str(env["timestamp"])[:10] if env.get("timestamp") else ""]
+    return " · ".join(part for part in parts if part)
 
 
 def md(value: Any) -> str:
@@ -210,14 +199,13 @@ def markdown_table(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[st
         head, rule = head + " energy |", rule + "-------:|"
     lines = [head + " rel. error | status |", rule + "-----------:|:-------|"]
     for (workload, _label), group in groups.items():
-        best = decided_winner(group, pairs)
+        best = decided_winner(group, pairs) if sum(1 for r in group if is_valid(r)) > 1 else None
         bases = baselines(group)
-        contenders = sum(1 for r in group if is_valid(r))
         for i, r in enumerate(group):
             case = f"{workload} {size_text(r)}" if i == 0 else ""
             label = md(r.config_label)
             median = format_seconds(r.median_s) if is_valid(r) else "—"
-            if r is best and contenders > 1:
+            if r is best:
                 label, median = f"**{label}**", f"**{median}**"
             status = r.status
             refs = book.refs(r.key)
@@ -273,6 +261,7 @@ def history_markdown(history: "History", where: str, last: int) -> str:
 
 def comparison_markdown(comparison: "Comparison") -> str:
     """A comparison of two runs as Markdown: the summary, the table, one-sided cells."""
+    from .comparison import change_cells
 
     lines = ["### arraybench compare: new vs base", "", md(comparison.summary()), ""]
     if comparison.environment_differences:
@@ -281,17 +270,10 @@ def comparison_markdown(comparison: "Comparison") -> str:
     lines += ["| case | library / device | base | new | new / base | change | p | q (BH) | verdict |",
               "|:-----|:-----------------|-----:|----:|-----------:|-------:|--:|-------:|:--------|"]
     for c in comparison.shown:
-        r = c.new
-        ratio = "—" if c.ratio is None else f"{c.ratio:.3f}"
-        change = "—" if c.ratio is None else format_change(c.ratio)
-        p = "—" if c.p_value is None else f"{c.p_value:.2g}"
-        q = "—" if c.q_value is None else f"{c.q_value:.2g}"
         verdict = f"**{c.verdict}**" if c.verdict in ("faster", "slower") else c.verdict
-        if c.note:
-            verdict += f" ({md(c.note)})"
-        lines.append(f"| {md(r.workload + ' ' + size_text(r))} | {md(r.config_label)} "
-                     f"| {md(format_seconds(c.base.median_s))} | {md(format_seconds(r.median_s))} "
-                     f"| {ratio} | {md(change)} | {p} | {q} | {verdict} |")
+        cells = [md(c.new.workload + " " + size_text(c.new)), md(c.new.config_label), *map(md, change_cells(c)),
+                 verdict + (f" ({md(c.note)})" if c.note else "")]
+        lines.append("| " + " | ".join(cells) + " |")
     from ..analysis.memory import memory_changes
 
     moved = memory_changes(comparison)

@@ -32,11 +32,8 @@ from ..units import (PAGE_BYTES, format_peak, format_rate, format_ratio, format_
 from ..workloads import GROUPS
 
 
-#: A record written before energy was measured keeps no reason of its own.
-_NO_ENERGY_NOTE = "energy not measured (results written before arraybench measured it)"
-
-
-_NO_PEAK_NOTE = "peak memory not measured (results written before arraybench measured it)"
+#: What a record written before peak memory or energy was measured says in place of its own reason.
+_NOT_MEASURED = "{} not measured (results written before arraybench measured it)"
 
 
 def peak_text(r: Record) -> str:
@@ -49,7 +46,7 @@ def peak_sub(r: Record) -> list[str]:
     if not is_valid(r):
         return []
     if r.peak_bytes is None:
-        return [r.peak_note or _NO_PEAK_NOTE]
+        return [r.peak_note or _NOT_MEASURED.format("peak memory")]
     return peak_details(r)
 
 
@@ -84,15 +81,13 @@ def format_energy(joules: float | None) -> str:
     """Joules in three figures and a fitting unit: ``0.0123`` -> ``"12.3 mJ"``; None -> "—"."""
     if joules is None:
         return "—"
-    for unit, scale in (("J", 1.0), ("mJ", 1e-3), ("µJ", 1e-6)):
-        if joules >= scale * 0.9995 or unit == "µJ":
-            return f"{joules / scale:.3g} {unit}"
-    return f"{joules:.3g} J"  # unreachable
+    scale, unit = next(((s, u) for s, u in ((1.0, "J"), (1e-3, "mJ")) if joules >= s * 0.9995), (1e-6, "µJ"))
+    return f"{joules / scale:.3g} {unit}"
 
 
 def energy_why(r: Record) -> str:
     """Why a record has no energy figure (its own words), or "" where it has one."""
-    return "" if r.energy_j is not None else (r.energy_note or _NO_ENERGY_NOTE)
+    return "" if r.energy_j is not None else (r.energy_note or _NOT_MEASURED.format("energy"))
 
 
 def energy_measured(records: Iterable[Record]) -> bool:
@@ -102,12 +97,10 @@ def energy_measured(records: Iterable[Record]) -> bool:
 
 def energy_absent(records: Iterable[Record]) -> list[str]:
     """Where no column shows energy: one line per reason, naming the configurations it holds for."""
-    why: dict[str, list[str]] = {}
+    why: dict[str, dict[str, None]] = {}  # each reason's labels, in order, once
     for r in records:
         if is_valid(r) and r.energy_j is None:
-            labels = why.setdefault(energy_why(r), [])
-            if r.config_label not in labels:
-                labels.append(r.config_label)
+            why.setdefault(energy_why(r), {})[r.config_label] = None
     return [f"Energy per call not measured for {', '.join(labels)}: {reason}" for reason, labels in why.items()]
 
 
@@ -138,9 +131,8 @@ def results_table(records: Iterable[Record], width: int | None = None, pairs: Pa
 
     rows: list[TableRow] = []
     for n, ((workload, _label), group) in enumerate(groups.items()):
-        best = decided_winner(group, pairs)
+        best = decided_winner(group, pairs) if sum(1 for g in group if is_valid(g)) > 1 else None
         bases = baselines(group)
-        contenders = sum(1 for g in group if is_valid(g))
         cases = case_lines(workload, group)
         for i, r in enumerate(group):
             status = Text(r.status, style=_STATUS_STYLE.get(r.status, ""))
@@ -158,7 +150,7 @@ def results_table(records: Iterable[Record], width: int | None = None, pairs: Pa
                      "rel. error": error_text(r), "of peak": format_share(share(r, roof)),
                      "peak mem": format_peak(r.peak_bytes), "status": status}
             rows.append(TableRow([cells[c.name] for c in columns],
-                                 "bold green" if (r is best and contenders > 1) else None,
+                                 "bold green" if r is best else None,
                                  i == len(group) - 1 and n < len(groups) - 1))
 
     title = "arraybench: time per call (median; lower is better)"
@@ -259,17 +251,13 @@ def mark(process: int) -> str:
     return MARKS[process] if process < len(MARKS) else "*"
 
 
-def edge_texts(hist: Histogram) -> tuple[list[str], str]:
-    """The bins' edges in one unit, with as many decimals as tell two adjacent edges apart; and the unit."""
-    scale, unit = time_unit(max(hist.edges))
-    width = (hist.edges[-1] - hist.edges[0]) / hist.bins / scale
-    decimals = 3 if width <= 0 else max(0, min(6, 1 - math.floor(math.log10(width))))
-    return [f"{e / scale:.{decimals}f}" for e in hist.edges], unit
-
-
 def histogram_lines(record: Record, hist: Histogram, width: int) -> list[Text]:
     """One cell's histogram as lines at most ``width`` wide: a line per bin, then each process's median."""
-    edges, unit = edge_texts(hist)
+    # The bins' edges in one unit, with as many decimals as tell two adjacent edges apart.
+    scale, unit = time_unit(max(hist.edges))
+    step = (hist.edges[-1] - hist.edges[0]) / hist.bins / scale
+    decimals = 3 if step <= 0 else max(0, min(6, 1 - math.floor(math.log10(step))))
+    edges = [f"{e / scale:.{decimals}f}" for e in hist.edges]
     totals = hist.totals
     label_width = max(len(e) for e in edges)
     count_width = len(str(max(totals)))
@@ -290,10 +278,9 @@ def histogram_lines(record: Record, hist: Histogram, width: int) -> list[Text]:
             done += counts[i]
         line.rstrip()  # an empty bin ends at its count: no trailing space in a log
         lines.append(line)
-    for p, counts in enumerate(hist.counts):
-        lines.append(Text.assemble("  ", (mark(p), _STYLES[p % len(_STYLES)]),
-                                   f" = process {p + 1}: {sum(counts)} samples, median "
-                                   f"{format_seconds(hist.medians[p], 4)}"))
+    lines += [Text.assemble("  ", (mark(p), _STYLES[p % len(_STYLES)]), f" = process {p + 1}: {sum(counts)} "
+                            f"samples, median {format_seconds(hist.medians[p], 4)}")
+              for p, counts in enumerate(hist.counts)]
     if per_sample < 1:
         lines.append(plain(f"  (a mark is {1 / per_sample:.3g} samples)"))
     return lines
@@ -321,10 +308,8 @@ def histogram_cell(record: Record, bins: int | None = 12) -> dict[str, Any] | No
     if hist is None:
         return None
     tallest = max(hist.totals)
-    columns: list[list[dict[str, str]]] = []
-    for i in range(hist.bins):
-        columns.append([{"h": f"{100 * c[i] / tallest:.1f}", "c": PALETTE[p % len(PALETTE)][0]}
-                        for p, c in enumerate(hist.counts) if c[i]])
+    columns = [[{"h": f"{100 * c[i] / tallest:.1f}", "c": PALETTE[p % len(PALETTE)][0]}
+                for p, c in enumerate(hist.counts) if c[i]] for i in range(hist.bins)]
     who = ", ".join(f"process {p + 1} {PALETTE[p % len(PALETTE)][1]} (median {format_seconds(m)})"
                     for p, m in enumerate(hist.medians))
     title = (f"{hist.samples} samples from {format_seconds(hist.edges[0])} to "
@@ -334,11 +319,6 @@ def histogram_cell(record: Record, bins: int | None = 12) -> dict[str, Any] | No
 
 #: Narrower than this, ``list`` leaves out the work per call.
 NARROW = 100
-
-
-def _settings(params: Mapping[str, Any]) -> str:
-    """``tsteps=20, alpha=1.5``: each setting without spaces, so that lines break between them."""
-    return ", ".join(f"{k}={v!r}" for k, v in params.items())
 
 
 def print_catalog(entries: Sequence[Mapping[str, Any]], console: Console) -> None:
@@ -360,9 +340,10 @@ def print_catalog(entries: Sequence[Mapping[str, Any]], console: Console) -> Non
     for name, share, least in shares:
         table.add_column(name, max_width=max(int(room * share), least))
     for e in entries:
-        # A size's settings go on the lines under it, indented, wrapping between settings.
-        sizes = "\n".join(f"{k} {v:,}" + (f"\n  {_settings(e['params'][k])}" if k in e["params"] else "")
-                          for k, v in e["sizes"].items())
+        # A size's settings go on the lines under it, indented, each without spaces (``tsteps=20``)
+        # so that lines break between settings.
+        sizes = "\n".join(f"{k} {v:,}" + ("\n  " + ", ".join(f"{p}={x!r}" for p, x in e["params"][k].items())
+                                          if k in e["params"] else "") for k, v in e["sizes"].items())
         work = "\n".join(
             f"{k}: {format_rate(w['flops'], 'FLOP')}, {format_rate(w['bytes'], 'B')}"
             for k, w in e["work_float64"].items()) or "—"

@@ -128,12 +128,14 @@ def fitted_table(title: RenderableType, columns: Sequence[Column], rows: Sequenc
     return table, dropped
 
 
-def hidden_line(dropped: Sequence[str], width: int) -> Text | None:
-    """The line under a table that left columns out, or None."""
-    if not dropped:
-        return None
-    return Text(f"Hidden to fit {width} columns: {', '.join(dropped)} (a wider terminal, or "
-                "COLUMNS=160, shows them; --json gives everything).", style="dim")
+def fitted(title: RenderableType, columns: Sequence[Column], rows: Sequence[Row], width: int | None,
+           *under: RenderableType) -> Group:
+    """``fitted_table``, what goes ``under`` it, and a line naming the columns it left out."""
+    table, dropped = fitted_table(title, columns, rows, width)
+    if dropped:
+        under += (Text(f"Hidden to fit {width} columns: {', '.join(dropped)} (a wider terminal, or "
+                       "COLUMNS=160, shows them; --json gives everything).", style="dim"),)
+    return Group(table, *under)
 
 
 def build_table(title: RenderableType, columns: Sequence[Column], rows: Sequence[Row],
@@ -186,10 +188,7 @@ def runs_table(runs: Sequence[StoredRun], where: str, width: int | None = None) 
                                      r.source or "(in memory)")]) for r in runs]
     # The store's location under the table, whole: a path folded into a title cannot be copied.
     title = f"arraybench store: {len(runs)} run{'s' if len(runs) != 1 else ''}"
-    table, dropped = fitted_table(title, columns, rows, width)
-    line = hidden_line(dropped, width or 0)
-    return Group(table, Text(f"store {where}", no_wrap=True, overflow="ignore"),
-                 *([line] if line is not None else []))
+    return fitted(title, columns, rows, width, Text(f"store {where}", no_wrap=True, overflow="ignore"))
 
 
 def nodes_table(nodes: list[Node], address: str) -> Table:
@@ -243,28 +242,21 @@ def machine_table(env: Mapping[str, Any], state: Mapping[str, Any]) -> Table:
               pad_edge=False, box=None)
     t.add_column(style="bold", no_wrap=True)
     t.add_column(overflow="fold")
-    t.add_row("Python", f"{env['python']} ({env['python_implementation']})")
-    t.add_row("platform", env["platform"])
-    cores = f"{env['cpu_count']} logical"
-    if env.get("cpu_physical_cores"):
-        cores += f", {env['cpu_physical_cores']} physical"
-    cores += f"; {env['cpus_available']} available to arraybench"
-    t.add_row("CPU", f"{env['cpu_model']} ({cores})")
-    if env.get("memory_gib"):
-        t.add_row("memory", f"{env['memory_gib']} GiB")
-    t.add_row("GPUs", gpu_text(env, state))
-    if env.get("machine_id"):
-        t.add_row("machine id", f"{env['machine_id']} (history and compare tell machines apart by it)")
-    t.add_row("threads", threads_text(env))
-    t.add_row("kernel variables", knobs_text(env.get("kernel_env")))
-    fp = env.get("fingerprint") or {}
-    if fp.get("cpu_isa"):
-        t.add_row("CPU features", " ".join(fp["cpu_isa"]))
-    libs = env.get("libraries") or {}
-    t.add_row("libraries", ", ".join(f"{k} {v}" for k, v in libs.items() if v) or "none")
-    missing = [k for k, v in libs.items() if not v]
-    if missing:
-        t.add_row("not installed", ", ".join(missing))
+    physical = f", {env['cpu_physical_cores']} physical" if env.get("cpu_physical_cores") else ""
+    fp, libs = env.get("fingerprint") or {}, env.get("libraries") or {}
+    rows = [("Python", f"{env['python']} ({env['python_implementation']})"), ("platform", env["platform"]),
+            ("CPU", f"{env['cpu_model']} ({env['cpu_count']} logical{physical}; {env['cpus_available']} "
+                    "available to arraybench)"),
+            ("memory", f"{env['memory_gib']} GiB" if env.get("memory_gib") else ""), ("GPUs", gpu_text(env, state)),
+            ("machine id", f"{env['machine_id']} (history and compare tell machines apart by it)"
+             if env.get("machine_id") else ""),
+            ("threads", threads_text(env)), ("kernel variables", knobs_text(env.get("kernel_env"))),
+            ("CPU features", " ".join(fp.get("cpu_isa") or [])),
+            ("libraries", ", ".join(f"{k} {v}" for k, v in libs.items() if v) or "none"),
+            ("not installed", ", ".join(k for k, v in libs.items() if not v))]
+    for name, text in rows:
+        if text:
+            t.add_row(name, text)
     return t
 
 
@@ -277,16 +269,13 @@ def gpu_text(env: Mapping[str, Any], state: Mapping[str, Any]) -> str:
     opened = {s["info"].get("device_name") for s in state.values()
               if s.get("devices", {}).get("gpu") is None and "gpu" in s.get("devices", {})
               and s.get("info", {}).get("device_name") not in (None, "cpu")}
-    if opened:
-        return ", ".join(sorted(opened))
-    return "none found (no nvidia-smi, or it lists no GPU)"
+    return ", ".join(sorted(opened)) or "none found (no nvidia-smi, or it lists no GPU)"
 
 
 def threads_text(env: Mapping[str, Any]) -> str:
     """The thread-limiting environment variables, or that there are none."""
-    set_vars = env.get("thread_env") or {}
-    if set_vars:
-        return "set: " + ", ".join(f"{k}={v}" for k, v in set_vars.items())
+    if env.get("thread_env"):
+        return "set: " + ", ".join(f"{k}={v}" for k, v in env["thread_env"].items())
     return ("no limit set (OMP_NUM_THREADS, MKL_NUM_THREADS, OPENBLAS_NUM_THREADS unset): "
             "every library uses the available cores; `arraybench run --threads N` limits them all alike")
 
@@ -300,19 +289,13 @@ def linalg_text(info: Mapping[str, Any]) -> str:
         mkl = re.search(r"Math Kernel Library Version ([\w.]+)", detail)
         if mkl:
             detail = f"Intel oneAPI MKL {mkl.group(1).split('-')[0]}"
-        text = ", ".join(parts)
-        if detail:
-            text += f": {detail}"
+        text = ", ".join(parts) + (f": {detail}" if detail else "")
         return (text + " (torch.__config__; linked into torch, so threadpoolctl cannot see it)"
                 if text else "")
-    if info.get("library") == "numpy":
-        parts = []
-        if info.get("blas"):
-            parts.append(f"BLAS {info['blas']} (loaded, per threadpoolctl)")
-        if info.get("lapack"):
-            parts.append(f"LAPACK {info['lapack']} (NumPy's build)")
-        return "; ".join(parts)
-    return ""
+    if info.get("library") != "numpy":
+        return ""
+    return "; ".join(([f"BLAS {info['blas']} (loaded, per threadpoolctl)"] if info.get("blas") else [])
+                     + ([f"LAPACK {info['lapack']} (NumPy's build)"] if info.get("lapack") else []))
 
 
 def pools_text(info: Mapping[str, Any]) -> str:
@@ -338,15 +321,10 @@ def backends_table(state: Mapping[str, Any]) -> Table:
     for dev in DEVICES:
         t.add_column(dev.upper(), overflow="fold")
     for name, s in state.items():
-        cells = []
-        for dev in DEVICES:
-            if dev not in s["devices"]:
-                cells.append("[dim]—[/]")
-            elif s["devices"][dev] is None:
-                cells.append("[green]usable[/]")
-            else:
-                cells.append(f"[yellow]{escape(s['devices'][dev])}[/]")
-        t.add_row(SPECS[name].label if name in SPECS else name, s.get("version") or "not installed", *cells)
+        found = s["devices"]
+        cells = ["[dim]—[/]" if dev not in found else "[green]usable[/]" if found[dev] is None
+                 else f"[yellow]{escape(found[dev])}[/]" for dev in DEVICES]
+        t.add_row(_library(name), s.get("version") or "not installed", *cells)
     return t
 
 
@@ -361,19 +339,18 @@ def details_table(state: Mapping[str, Any]) -> Table:
         info = s.get("info") or {}
         if not info:
             continue
-        label = SPECS[name].label if name in SPECS else name
         rows = [("BLAS/LAPACK", linalg_text(info)), ("kernels", library_kernels(info)),
                 ("threads", pools_text(info))]
-        if info.get("device_name") and info.get("device_name") != "cpu":
-            rows.append(("device", str(info["device_name"])))
-        for key in ("platform", "x64", "matmul_precision", "allow_tf32", "reduced_precision_float32",
-                    "cuda", "gpu_monitor", "numba", "metal_available", "gpu_dtypes_missing",
-                    "mps_dtypes_missing"):
-            if info.get(key) not in (None, ""):
-                rows.append((key, str(info[key])))
-        first = True
-        for key, text in rows:
-            if text:
-                t.add_row(label if first else "", key, escape(text))
-                first = False
+        if info.get("device_name") != "cpu":
+            rows.append(("device", str(info.get("device_name") or "")))
+        rows += [(key, "" if info.get(key) is None else str(info[key]))
+                 for key in ("platform", "x64", "matmul_precision", "allow_tf32", "reduced_precision_float32",
+                             "cuda", "gpu_monitor", "numba", "metal_available", "gpu_dtypes_missing",
+                             "mps_dtypes_missing")]
+        for i, (key, text) in enumerate([(k, text) for k, text in rows if text]):
+            t.add_row(_library(name) if i == 0 else "", key, escape(text))
     return t
+
+
+def _library(name: str) -> str:
+    return SPECS[name].label if name in SPECS else name
