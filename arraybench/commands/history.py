@@ -83,6 +83,8 @@ def main(args: argparse.Namespace) -> int:
     from ..analysis.history import history
     from ..store import open_store
     from ..render.comparison import print_history
+    from ..render.files import history_csv, history_json
+    from ..render.report import history_markdown
     from ..render.terminal import stdout_console
 
     check_targets(args)
@@ -103,49 +105,33 @@ def main(args: argparse.Namespace) -> int:
     if target is not None:
         entries = _up_to(target, entries, runs)
     found = history(entries, runs, threshold=args.threshold, fdr=args.alpha)
-    write_history_tables(args, found, where)
+    # --csv/--markdown: the table as printed (CSV times in seconds), empty where nothing matches.
+    say_written(args, write_tables(args, {"--csv": lambda: history_csv(found, args.last),
+                                          "--markdown": lambda: history_markdown(found, where, args.last)}))
+    failures = None if args.fail_above is None else regression_lines(found, args.fail_above)
     console = stdout_console()
     if args.json:
-        from ..render.files import history_json
-
-        failures = None if args.fail_above is None else regression_lines(found, args.fail_above)
         print(history_json(found, regressions=failures))
-        for line in failures or []:
-            print(f"arraybench: {line}", file=sys.stderr)
-        return 1 if failures else 0
-    if not entries:
+    elif not entries:
         console.print(f"arraybench history: no stored run matches in {where}; runs are stored as they "
                       "finish, and `arraybench store import DIR` adds earlier ones.",
                       markup=False, highlight=False)
         return 0
-    print_history(found, console, where, last=args.last)
-    if args.output_dir is None:
-        if not args.no_plots:
+    else:
+        print_history(found, console, where, last=args.last)
+        if args.output_dir is None and not args.no_plots:
             console.print("[dim]add --output-dir DIR to write each workload's plot (history_<workload>.svg)[/]")
-    elif not args.no_plots:
-        from ..outdir import prepare
-        from ..render.mpl import write_history_plots
+        elif not args.no_plots:
+            from ..outdir import prepare
+            from ..render.mpl import write_history_plots
 
-        out = prepare(args.output_dir, overwrite=True)
-        written = write_history_plots(found, out)
-        if written:
-            console.print("wrote " + ", ".join(str(p) for p in written), markup=False, highlight=False,
-                      soft_wrap=True)
-    if args.fail_above is not None:
-        failures = regression_lines(found, args.fail_above)
-        for line in failures:
-            print(f"arraybench: {line}", file=sys.stderr)
-        return 1 if failures else 0
-    return 0
-
-
-def write_history_tables(args: argparse.Namespace, found, where: str) -> None:
-    """``--csv``/``--markdown``: the table as printed (CSV times in seconds), empty where nothing matches."""
-    from ..render.files import history_csv
-    from ..render.report import history_markdown
-
-    say_written(args, write_tables(args, {"--csv": lambda: history_csv(found, args.last),
-                                          "--markdown": lambda: history_markdown(found, where, args.last)}))
+            written = write_history_plots(found, prepare(args.output_dir, overwrite=True))
+            if written:
+                console.print("wrote " + ", ".join(str(p) for p in written), markup=False, highlight=False,
+                              soft_wrap=True)
+    for line in failures or []:
+        print(f"arraybench: {line}", file=sys.stderr)
+    return 1 if failures else 0
 
 
 def regression_lines(found, limit: float) -> list[str]:
