@@ -74,14 +74,8 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
                 ship(checked.shipped, out, checked.packed)
             session = Session.start(checked.cells, checked.options, out, reporter, context=labels,
                                     code=code_of(checked.cells, REGISTRY))
-            try:
-                results = session.run(executor)
-            except Interrupted as stop:
-                _finish(stop.results, checked.files, out, report=not temporary, plots=plots,
-                        store=store, source=source)
-                raise
-            _finish(results, checked.files, out, report=not temporary, plots=plots, store=store,
-                    source=source)
+            results = _run(session, executor, checked.files, out, report=not temporary, plots=plots,
+                           store=store, source=source)
     except BaseException as exc:
         if scratch is not None and not _keep_scratch(scratch) and isinstance(exc, Interrupted):
             exc.results.output_dir = None  # removed: the results are only in memory
@@ -177,14 +171,8 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
                 restore_shard_log(session.environment, read_shard_log(out), state.options.on)
             if labels:
                 session.environment["context"] = {**(session.environment.get("context") or {}), **labels}
-            source = str(out.resolve())
-            try:
-                results = session.run(executor)
-            except Interrupted as stop:
-                _finish(stop.results, loaded, out, report=True, plots=plots, store=store,
-                        source=source)
-                raise
-            _finish(results, loaded, out, report=True, plots=plots, store=store, source=source)
+            results = _run(session, executor, loaded, out, report=True, plots=plots, store=store,
+                           source=str(out.resolve()))
         finally:
             executor.close()
     return results
@@ -242,6 +230,17 @@ def _resume_hint(what: str, out: Path) -> str:
 
     return (f"{what}; every measurement made before it is kept in {out / JOURNAL_NAME}; once the "
             f"cause is fixed, continue with: {resume_command(out)}")
+
+
+def _run(session: Session, executor: Executor, files: LoadedFiles, out: Path, **finish: Any) -> Results:
+    """The session's run through ``executor``, finished (``_finish``) even where a signal stops it."""
+    try:
+        results = session.run(executor)
+    except Interrupted as stop:
+        _finish(stop.results, files, out, **finish)
+        raise
+    _finish(results, files, out, **finish)
+    return results
 
 
 def _finish(results: Results, files: LoadedFiles, out: Path, *, report: bool, plots: bool,

@@ -158,8 +158,9 @@ class Plan:
     packed: bytes | None = None
 
 
-def _check_choices(kind: str, given: Iterable[str], valid: Iterable[str], *,
+def check_choices(kind: str, given: Iterable[str], valid: Iterable[str], *,
                    listed: Iterable[str] | None = None, more: str = "") -> list[str]:
+    """``given`` without repeats, each one of ``valid``; ``UsageError`` names an unknown one, or none given."""
     valid = list(valid)
     given = list(dict.fromkeys(given))  # de-duplicate, keep order
     for g in given:
@@ -184,11 +185,11 @@ def _range_name() -> str:
 def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
     """A checked copy of ``options`` (choices de-duplicated, groups expanded); ``UsageError`` in one line."""
     changes: dict[str, Any] = {
-        "backends": _check_choices("backend", options.backends, backends.SPECS),
-        "devices": _check_choices("device", options.devices, backends.DEVICES),
-        "modes": _check_choices("mode", options.modes, MODES),
+        "backends": check_choices("backend", options.backends, backends.SPECS),
+        "devices": check_choices("device", options.devices, backends.DEVICES),
+        "modes": check_choices("mode", options.modes, MODES),
     }
-    _check_choices("dtype", [options.dtype], DTYPES)
+    check_choices("dtype", [options.dtype], DTYPES)
     if options.workloads:
         from .workloads.registry import GROUPS, expand
 
@@ -197,7 +198,7 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
         known = list(known_workloads)
         names = known + [g for g in GROUPS if g not in known]
         # The ceilings are internal (--roofline runs them): accepted, never offered.
-        _check_choices("workload", options.workloads, names, more="see `arraybench list`",
+        check_choices("workload", options.workloads, names, more="see `arraybench list`",
                        listed=[n for n in names if n not in CEILING_WORKLOADS])
         changes["workloads"] = expand(options.workloads)
     for name, value, lo in (

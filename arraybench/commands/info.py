@@ -90,16 +90,12 @@ def _register_doctor(sub: argparse._SubParsersAction) -> None:
 def doctor(args: argparse.Namespace) -> int:
     """``arraybench doctor``: each check, run in the libraries' own workers."""
     from ..backends import DEVICES, SPECS
+    from ..errors import UsageError
     from ..executors.probe import configs as doctor_configs, main as doctor
-    from ..errors import UsageError, unknown_name
+    from ..plan import check_choices
 
-    for kind, given, valid in (("backend", args.backends, SPECS), ("device", args.devices, DEVICES)):
-        unknown = [g for g in given if g not in valid]
-        if unknown:
-            raise UsageError(unknown_name(kind, unknown[0], list(valid)))
-        if not given:
-            raise UsageError(f"no {kind} selected; valid: {', '.join(valid)}")
-    if not doctor_configs(args.backends, args.devices):
+    backends = check_choices("backend", args.backends, SPECS)
+    devices = check_choices("device", args.devices, DEVICES)
+    if not doctor_configs(backends, devices):
         raise UsageError("the selection gives nothing to check (check --backends against --devices)")
-    return doctor(list(dict.fromkeys(args.backends)), list(dict.fromkeys(args.devices)), args.timeout,
-                  json_lines=args.json)
+    return doctor(backends, devices, args.timeout, json_lines=args.json)

@@ -41,12 +41,12 @@ SUMMARY = (
     ("timeit", "time one expression on every library, no workload file (as pyperf timeit)"),
     ("report", "rebuild plots, report.html, results.md and results.csv from a results.json"),
     ("show", "a saved run's table, or each cell's samples per process as a histogram"),
+    ("merge", "one report for several runs (machines), the machine a dimension"),
+    ("export", "results as JSON for github-action-benchmark or Bencher"),
     ("compare", "compare two runs cell by cell: faster, slower or not significant"),
     ("numerics", "each library's error against float64, per workload and dtype"),
     ("history", "each cell's results over the stored runs, with the steps in them"),
-    ("merge", "one report for several runs (machines), the machine a dimension"),
     ("store", "the results store: import earlier runs, list what it holds"),
-    ("export", "results as JSON for github-action-benchmark or Bencher"),
     ("list", "list workloads, their sizes and what each measures"),
     ("info", "Python, libraries, BLAS, threads, CPU, GPUs, and which backends work"),
     ("doctor", "check that timing (against each library's own timer), sync, precision, memory, "
@@ -121,9 +121,9 @@ def _suggesting(message: str) -> str:
 
 def commands() -> tuple[Any, ...]:
     """The command modules, in ``--help``'s order; imported here, so loading the command line stays light."""
-    from . import catalog, compare, completion, export, history, info, merge, numerics, report, run, store, timeit
+    from . import catalog, compare, completion, history, info, numerics, report, run, store, timeit
 
-    return (run, timeit, report, compare, numerics, history, merge, store, export, catalog, info, completion)
+    return (run, timeit, report, compare, numerics, history, store, catalog, info, completion)
 
 
 def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:

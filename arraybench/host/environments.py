@@ -157,10 +157,7 @@ def twin_of(options: Chosen) -> str:
 
 def find(options: Chosen, label: str) -> Environment:
     """The environment ``label`` of the run (``KeyError`` if it has none of that name)."""
-    for env in of(options):
-        if env.label == label:
-            return env
-    raise KeyError(label)
+    return {env.label: env for env in of(options)}[label]
 
 
 def describe(options: Chosen) -> dict[str, dict[str, Any]]:
@@ -171,7 +168,6 @@ def describe(options: Chosen) -> dict[str, dict[str, Any]]:
 
 _IMPORT_DIR: str | None = None
 IMPORT_PREFIX = "arraybench-import-"
-_IMPORT_NAME = re.compile(re.escape(IMPORT_PREFIX) + r"([0-9]+)-[A-Za-z0-9_]+")
 
 
 def _alive(pid: int) -> bool:
@@ -184,10 +180,10 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_folders(tmp: str | None = None, prefix: str = "") -> list[str]:
+def remove_stale_folders(tmp: str | None = None, prefix: str = IMPORT_PREFIX) -> list[str]:
     """Remove this user's per-process folders (``PREFIX<pid>-...``) whose process is gone; the removed."""
     tmp = tmp or tempfile.gettempdir()
-    pattern = re.compile(re.escape(prefix) + r"([0-9]+)-[A-Za-z0-9_]+") if prefix else _IMPORT_NAME
+    pattern = re.compile(re.escape(prefix) + r"([0-9]+)-[A-Za-z0-9_]+")
     removed = []
     try:
         names = os.listdir(tmp)
