@@ -99,11 +99,9 @@ def _workload_names(workloads: Any) -> list[str]:
 
 
 def _sizes(sizes: Any) -> list[str]:
-    if isinstance(sizes, str):
-        return parse_sizes(sizes)
     if isinstance(sizes, int):
         sizes = [sizes]
-    return parse_sizes(",".join(str(s) for s in sizes))
+    return parse_sizes(sizes if isinstance(sizes, str) else ",".join(str(s) for s in sizes))
 
 
 def plan(options: RunOptions) -> Plan:
@@ -274,7 +272,6 @@ def compare(base: Results | str | os.PathLike[str], new: Results | str | os.Path
     return b.compare(a, threshold=threshold, alpha=alpha, cross_machine=cross_machine)
 
 
-
 def merge(runs: Sequence[Results | str | os.PathLike[str]], *, labels: Sequence[str | None] | None = None,
           output_dir: str | os.PathLike[str] | None = None, plots: bool = True) -> Results:
     """Several runs (usually one per machine) as one ``Results``, the machine a dimension: each record
@@ -285,7 +282,7 @@ def merge(runs: Sequence[Results | str | os.PathLike[str]], *, labels: Sequence[
     loaded: list[Results] = []
     names: list[str] = []
     for i, run in enumerate(runs):
-        res = run if isinstance(run, Results) else load(resolve(run))
+        res = run if isinstance(run, Results) else load_results(run)
         loaded.append(res)
         given = labels[i] if labels and i < len(labels) else None
         names.append(given or default_label(res, i, names))
