@@ -7,6 +7,7 @@ device or socket is refused (``NotReplaceable``); a target the user named (``thr
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -91,10 +92,8 @@ def new_beside(path: str | os.PathLike[str], data: bytes, *, durable: bool = Tru
         os.replace(tmp, path)
     except BaseException as exc:
         os.close(fd)
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         if isinstance(exc, OSError) and not isinstance(exc, NotReplaceable):
             raise _naming(exc, path) from None
         raise

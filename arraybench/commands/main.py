@@ -6,6 +6,7 @@ at first, and the commands inside ``main``, so that a Ctrl-C while NumPy loads i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import warnings
@@ -222,10 +223,8 @@ def _end_despite_threads(status: int) -> None:
               "running; arraybench ends without waiting for it (start it with daemon=True, or "
               "inside the workload)", file=sys.stderr)
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             stream.flush()
-        except (OSError, ValueError):
-            pass
     atexit._run_exitfuncs()  # what Python would run at exit, after joining threads
     os._exit(status)
 
@@ -305,21 +304,18 @@ def _stdout_broken() -> bool:
 
 def _discard(stream: Any) -> None:
     """Point ``stream``'s descriptor at /dev/null: what is left in it then goes nowhere instead of failing again."""
-    try:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, stream.fileno())
         os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass
 
 
 def _tolerant_terminal() -> None:
     """Set up this process's output for whatever terminal, pipe or file it goes to."""
     for stream in (sys.stdout, sys.stderr):
-        try:  # PYTHONIOENCODING=ascii: "µs" becomes "?s" instead of a UnicodeEncodeError
+        # PYTHONIOENCODING=ascii: "µs" becomes "?s" instead of a UnicodeEncodeError
+        with contextlib.suppress(AttributeError, ValueError):
             stream.reconfigure(errors="replace")
-        except (AttributeError, ValueError):
-            pass
     global _python_showwarning
     if warnings.showwarning is not _show_warning:
         _python_showwarning = warnings.showwarning
@@ -354,10 +350,8 @@ def _show_warning(message: Any, category: Any, filename: str, lineno: int, file:
     if not issubclass(category, StoreWarning) and not os.path.abspath(filename).startswith(_PACKAGE + os.sep):
         _python_showwarning(message, category, filename, lineno, file, line)
         return
-    try:
+    with contextlib.suppress(OSError):
         print(f"{PROG}: warning: {one_line(message)}", file=sys.stderr)
-    except OSError:
-        pass
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ alone where libc is not glibc or the user chose the allocator; records then say 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -50,16 +51,12 @@ def _jax_plugins() -> list[str]:
     import pkgutil
 
     found: list[str] = []
-    try:
+    with contextlib.suppress(ImportError, ValueError):
         spec = importlib.util.find_spec("jax_plugins")
         if spec is not None and spec.submodule_search_locations:
             found += [m.name for m in pkgutil.iter_modules(spec.submodule_search_locations)]
-    except (ImportError, ValueError):
-        pass
-    try:
+    with contextlib.suppress(Exception):  # a broken distribution's metadata must not stop a run
         found += [ep.name + " " + ep.value for ep in importlib.metadata.entry_points(group="jax_plugins")]
-    except Exception:  # a broken distribution's metadata must not stop a run
-        pass
     return found
 
 

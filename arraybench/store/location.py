@@ -3,6 +3,7 @@ data folder as ``platformdirs`` knows it (``~/.local/share/arraybench`` on Linux
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path
@@ -71,12 +72,10 @@ def _secrets(location: str) -> list[str]:
         found.add(m.group(0)[len(m.group(1)):-1])
     for m in _PASSWORD.finditer(location):
         found.add(m.group(2).strip("'"))
-    try:
+    with contextlib.suppress(ValueError):  # a malformed URL: what the patterns found is all there is
         parts = urlsplit(location)
         found.add(parts.password or "")
         found |= {v for k, v in parse_qsl(parts.query) if k.lower() == "password"}
-    except ValueError:  # a malformed URL: what the patterns found is all there is
-        pass
     found |= {unquote(s) for s in found}
     return sorted((s for s in found if s and s != "***"), key=len, reverse=True)
 

@@ -10,6 +10,7 @@ promotes ``np.float64(2.0)`` and ``2.0`` differently.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import linecache
 import math
@@ -149,13 +150,11 @@ def coerce(name: str, value: ParamValue, default: ParamValue) -> ParamValue:
             return text_value.lower() in _TRUE
         raise ValueError(f"setting {name} is true or false (its default is {default!r}), not {value!r}")
     if kind is int:
-        try:
+        with contextlib.suppress(ValueError):
             if text_value is not None:
                 return int(text_value)
             if isinstance(value, float) and value.is_integer():
                 return int(value)
-        except ValueError:
-            pass
         raise ValueError(f"setting {name} is a whole number (its default is {default!r}), not {value!r}")
     if kind is float:
         try:

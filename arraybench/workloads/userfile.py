@@ -9,6 +9,7 @@ goes to standard error (standard output carries ``--json``), and the threads it 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -29,10 +30,8 @@ def _library_roots() -> tuple[str, ...]:
     """Folders whose code is not the user's: arraybench itself, the standard library, installed packages."""
     roots = {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}  # the arraybench package
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        try:
+        with contextlib.suppress(KeyError):
             roots.add(os.path.abspath(sysconfig.get_paths()[key]))
-        except KeyError:
-            pass
     return tuple(r + os.sep for r in roots)
 
 
@@ -165,10 +164,8 @@ def _prints_to_stderr() -> Iterator[None]:
     """While a workload file is imported, what it prints (Python or C) goes to standard error:
     standard output carries ``--json``'s one document, which a line of the file's would corrupt."""
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(AttributeError, OSError, ValueError):
             stream.flush()
-        except (AttributeError, OSError, ValueError):
-            pass
     try:
         saved: int | None = os.dup(1)
         os.dup2(2, 1)
@@ -178,10 +175,8 @@ def _prints_to_stderr() -> Iterator[None]:
     try:
         yield
     finally:
-        try:
+        with contextlib.suppress(AttributeError, OSError, ValueError):
             sys.stdout.flush()
-        except (AttributeError, OSError, ValueError):
-            pass
         sys.stdout = stdout
         if saved is not None:
             os.dup2(saved, 1)
@@ -224,10 +219,8 @@ def _exits_raise() -> Iterator[None]:
         os._exit, os.abort = real_exit, real_abort  # type: ignore[assignment]
         sys.dont_write_bytecode = writes_bytecode
         if cwd is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.fchdir(cwd)
-            except OSError:
-                pass
             os.close(cwd)
 
 
