@@ -156,14 +156,9 @@ def private(path: str | os.PathLike[str]) -> None:
     except FileNotFoundError:
         return
     if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
-        try:
-            chunks = []
-            while chunk := os.read(fd, 1 << 20):
-                chunks.append(chunk)
-        finally:
-            os.close(fd)
-        os.close(new_beside(path, b"".join(chunks)))
+        with open(os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC), "rb") as f:
+            data = f.read()
+        os.close(new_beside(path, data))
 
 
 def open_append(path: str | os.PathLike[str]) -> int:

@@ -58,7 +58,8 @@ def make_inputs(wl: Workload, size: int, dtype: str, seed: int = 0,
     rng = np.random.default_rng([seed, zlib.crc32(wl.name.encode()), size])
     settings = params if params is not None else wl.params_for(size)
     made = arrange(wl, _call_inputs(wl.inputs, size, rng, settings))
-    arrays = tuple(_cast_list(a, dtype) if isinstance(a, list)
+    # A Python list's floats made exactly representable in ``dtype``.
+    arrays = tuple(np.asarray(a, dtype=np.dtype(dtype)).tolist() if isinstance(a, list)
                    else np.array(a.array, order="C") if isinstance(a, Fixed)
                    else _cast(np.asarray(a), dtype)
                    for a in made)
@@ -118,11 +119,6 @@ def _cast(a: np.ndarray, dtype: str) -> np.ndarray:
     if np.issubdtype(a.dtype, np.floating):
         return a.astype(np.dtype(dtype), order="C")
     return np.array(a, order="C")
-
-
-def _cast_list(values: list, dtype: str) -> list:
-    """A Python list whose floats are exactly representable in ``dtype``."""
-    return np.asarray(values, dtype=np.dtype(dtype)).tolist()
 
 
 def input_bytes(host: tuple[Any, ...]) -> int:

@@ -252,15 +252,11 @@ def _function(h: Any, fn: types.FunctionType, seen: set[int], depth: int) -> Non
         except ValueError:  # an empty cell
             h.update(b"<empty>")
     # The module's own functions it calls by name: an edited helper changes what a call does.
-    for name in _global_names(fn.__code__):
+    for name in dict.fromkeys(name for c in nested_codes(fn.__code__) for name in c.co_names):
         value = fn.__globals__.get(name)
         if isinstance(value, types.FunctionType) and value.__module__ == fn.__module__:
             h.update(f"global {name}".encode())
             _function(h, value, seen, depth - 1)
-
-
-def _global_names(code: types.CodeType) -> list[str]:
-    return list(dict.fromkeys(name for c in nested_codes(code) for name in c.co_names))
 
 
 def nested_codes(code: types.CodeType | None) -> list[types.CodeType]:
