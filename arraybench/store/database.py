@@ -34,6 +34,7 @@ class Database:
     """A connection; ``dialect`` is ``"sqlite"`` or ``"postgresql"``."""
 
     dialect = ""
+    _conn: Any
 
     def __init__(self, location: str) -> None:
         self.location = location
@@ -57,7 +58,7 @@ class Database:
         yield
 
     def close(self) -> None:
-        raise NotImplementedError
+        self._conn.close()
 
     def _fail(self, exc: Exception, note: str = "") -> StoreError:
         text = " ".join(str(exc).split()) or exc.__class__.__name__
@@ -117,9 +118,6 @@ class SQLite(Database):
             raise
         self.execute("COMMIT")
 
-    def close(self) -> None:
-        self._conn.close()
-
 
 class PostgreSQL(Database):
     dialect = "postgresql"
@@ -161,9 +159,6 @@ class PostgreSQL(Database):
                 yield
         except self._errors as exc:
             raise self._fail(exc) from None
-
-    def close(self) -> None:
-        self._conn.close()
 
 
 def connect(location: str) -> Database:
