@@ -128,27 +128,22 @@ def check_resume(out: Path, *, files: list[str], shipped: bool, shipped_sha256: 
     may run: each workload file sealed, named or trusted; the pickle sealed or trusted, and the
     very file its run recorded."""
     if not (sealed or trust_folder):
+        alien = "this folder was not written by your arraybench (or its journal was changed)"
+        trust = "add --trust-folder (trust_folder=True) only if you trust where the folder came from"
         if environments:
             # Interpreters (--python) and variables (--variant: LD_PRELOAD, PYTHONSTARTUP...) run code.
             raise UsageError(f"{out}: its journal names other interpreters or environment variables "
-                             "(--python, --variant) to run workers with, and this folder was not "
-                             "written by your arraybench (or its journal was changed), so none is "
-                             "run; add --trust-folder (trust_folder=True) only if you trust where "
-                             "the folder came from")
+                             f"(--python, --variant) to run workers with, and {alien}, so none is run; {trust}")
         unnamed = [f for f in files if str(Path(f)) not in {str(Path(n)) for n in named}]
         if unnamed:
             flags = " ".join(f"--workload-files {shlex.quote(f)}" for f in unnamed)
-            raise UsageError(f"{out}: its journal names the workload file {unnamed[0]}, and this "
-                             "folder was not written by your arraybench (or its journal was "
-                             "changed), so nothing in it is run unless you name it: arraybench run "
-                             f"--resume {shlex.quote(str(out))} {flags} (or add --trust-folder if you "
-                             "trust where the folder came from)")
+            raise UsageError(f"{out}: its journal names the workload file {unnamed[0]}, and {alien}, so "
+                             f"nothing in it is run unless you name it: arraybench run --resume "
+                             f"{shlex.quote(str(out))} {flags} (or add --trust-folder if you trust where "
+                             "the folder came from)")
         if shipped:
-            raise UsageError(f"{out}: its run's workloads were defined in Python and are pickled "
-                             f"in {out / SHIPPED_NAME}, which loading would run, and this folder "
-                             "was not written by your arraybench (or its journal was changed); "
-                             "add --trust-folder (trust_folder=True) only if you trust where the "
-                             "folder came from")
+            raise UsageError(f"{out}: its run's workloads were defined in Python and are pickled in "
+                             f"{out / SHIPPED_NAME}, which loading would run, and {alien}; {trust}")
     if shipped:
         path = out / SHIPPED_NAME
         try:
