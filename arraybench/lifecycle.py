@@ -127,8 +127,8 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
         refuse_other_settings(journal.read(out).options, options)
     with claim(out, resume=True, what="--resume"), _saving(out):
         state = journal.read(out)  # once, now that no other run can be appending to it
-        progress = RunState.of(state)
-        left = progress.missing()
+        measured = RunState.of(state)  # not ``progress``: the caller's say on progress is kept
+        left = measured.missing()
         unrun: list[str] = []
         if left or state.sealed or trust_folder:
             trust.check_resume(out, files=state.options.workload_files,
@@ -160,7 +160,7 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
             raise UsageError(f"{out / journal.JOURNAL_NAME}: its saved settings are not valid here ({exc})") from None
         labels = parse_context(context)
         # A cluster run with nothing left is finished here, without connecting to its cluster.
-        check_code(state.code, [c.workload for c in state.cells if progress.missing_indices(c)],
+        check_code(state.code, [c.workload for c in state.cells if measured.missing_indices(c)],
                    out, REGISTRY)
         executor = _executor(state.options, measure=left > 0, node_wait=node_wait)
         try:
