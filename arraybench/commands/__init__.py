@@ -97,9 +97,7 @@ def add(p: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, *, what
     kw: dict[str, Any] = {"help": o.help.format(**fill), "default": default}
     if o.dest or o.aliases:
         kw["dest"] = o.dest or o.name
-    for key in ("type", "metavar", "action", "const"):
-        if getattr(o, key) is not None:
-            kw[key] = getattr(o, key)
+    kw.update({k: getattr(o, k) for k in ("type", "metavar", "action", "const") if getattr(o, k) is not None})
     if o.choices is not None:
         kw["choices"] = o.choices() if callable(o.choices) else o.choices
     return p.add_argument(*o.flags, **{**kw, **given})
