@@ -122,9 +122,9 @@ def _suggesting(message: str) -> str:
 
 def commands() -> tuple[Any, ...]:
     """The command modules, in ``--help``'s order; imported here, so loading the command line stays light."""
-    from . import compare, completion, history, info, numerics, report, run, store, timeit
+    from . import compare, completion, history, info, numerics, report, run, timeit
 
-    return (run, timeit, report, compare, numerics, history, store, info, completion)
+    return (run, timeit, report, compare, numerics, history, info, completion)
 
 
 def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
