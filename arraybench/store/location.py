@@ -17,15 +17,10 @@ STORE_FILE = "results.sqlite"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
-def data_folder() -> Path:
-    """arraybench's folder for per-user data on this platform."""
-    return Path(platformdirs.user_data_dir("arraybench", appauthor=False))
-
-
 def default_location() -> str:
     """The store every run goes to unless told otherwise."""
     try:
-        return str(data_folder() / STORE_FILE)
+        return str(Path(platformdirs.user_data_dir("arraybench", appauthor=False)) / STORE_FILE)
     except RuntimeError as exc:  # Path.home() without a home
         raise StoreError(f"no user data folder for the default store ({exc}); give --store PATH") from None
 
