@@ -41,10 +41,9 @@ def _umask() -> int:
 
 
 def _mode_of(path: Path) -> int | None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         return os.lstat(path).st_mode
-    except FileNotFoundError:
-        return None
+    return None
 
 
 def _refuse(path: Path, mode: int) -> NotReplaceable:

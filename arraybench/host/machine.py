@@ -3,6 +3,7 @@ only a library knows (BLAS, its thread pools, GPU names) the workers report unde
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import importlib.metadata
@@ -55,10 +56,9 @@ def physical_cores() -> int | None:
 
 def memory_gib() -> float | None:
     """Total physical memory."""
-    try:
+    with contextlib.suppress(ValueError, OSError, AttributeError):
         return round(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 1024**3, 1)
-    except (ValueError, OSError, AttributeError):
-        return None
+    return None
 
 
 def gpus() -> list[dict[str, str]]:

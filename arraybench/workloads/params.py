@@ -44,10 +44,9 @@ def plain(value: Any) -> Any:
 
 
 def _signature(fn: Any) -> inspect.Signature | None:
-    try:
+    with contextlib.suppress(TypeError, ValueError):
         return inspect.signature(fn)
-    except (TypeError, ValueError):
-        return None
+    return None
 
 
 def is_setting_parameter(p: inspect.Parameter) -> bool:
