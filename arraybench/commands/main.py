@@ -269,8 +269,7 @@ def _command(argv: list[str]) -> int:
     _quiet_when_the_reader_leaves()
     from ..config import find as find_project, load as project_defaults
 
-    run_parser = next(a for a in build_parser()._actions
-                      if isinstance(a, argparse._SubParsersAction)).choices["run"]
+    run_parser = _run_parser()
     if argv[0].startswith("-") and argv[0] not in ("-h", "--help", "-V", "--version"):
         option = argv[0].split("=", 1)[0]
         if option in run_parser._option_string_actions:
@@ -282,6 +281,11 @@ def _command(argv: list[str]) -> int:
         build_parser(defaults).print_help()
         return _flushed(0)
     return _flushed(args.handler(args))
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    return next(a for a in build_parser()._actions
+                if isinstance(a, argparse._SubParsersAction)).choices["run"]
 
 
 def _flushed(status: int) -> int:
