@@ -40,20 +40,16 @@ def key_path() -> Path:
 
 
 def _read_key(path: Path) -> bytes | None:
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        with open(os.open(path, flags), "rb") as f:
+            st = os.fstat(f.fileno())
+            # Another user's (or a world-writable) key vouches for nothing.
+            if st.st_uid != os.getuid() or st.st_mode & 0o077:
+                return None
+            data = f.read(_KEY_BYTES + 1)
     except OSError:
         return None
-    try:
-        st = os.fstat(fd)
-        # Another user's (or a world-writable) key vouches for nothing.
-        if st.st_uid != os.getuid() or st.st_mode & 0o077:
-            return None
-        data = os.read(fd, _KEY_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     return data if len(data) == _KEY_BYTES else None
 
 
