@@ -25,7 +25,8 @@ Params = dict[str, ParamValue]
 ParamsSpec = Union[Mapping[str, ParamValue], Callable[[int], Mapping[str, ParamValue]], None]
 
 _SCALARS = (bool, int, float, str)
-_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+#: The kinds of parameter a call fills by position.
+POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
 def is_setting(value: Any) -> bool:
@@ -52,7 +53,7 @@ def _signature(fn: Any) -> inspect.Signature | None:
 def is_setting_parameter(p: inspect.Parameter) -> bool:
     """A parameter that takes a setting: keyword-only, or positional with a scalar default other
     than None (which stays an optional array)."""
-    return p.kind is inspect.Parameter.KEYWORD_ONLY or p.kind in _POSITIONAL and p.default is not None \
+    return p.kind is inspect.Parameter.KEYWORD_ONLY or p.kind in POSITIONAL and p.default is not None \
         and (is_setting(p.default) or is_numpy_setting(p.default))
 
 
@@ -82,7 +83,7 @@ def accepted(fn: Any, params: Mapping[str, Any], filled: int = 0) -> dict[str, A
     if sig is None:
         return {}
     ps = list(sig.parameters.values())
-    taken = set([p.name for p in ps if p.kind in _POSITIONAL][:filled])
+    taken = set([p.name for p in ps if p.kind in POSITIONAL][:filled])
     anything = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in ps)
     names = {p.name for p in ps
              if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)}
@@ -223,7 +224,7 @@ def array_parameters(fn: Any) -> list[inspect.Parameter] | None:
     if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
         return None
     # Settings (``tsteps=20``) are passed by keyword, never filled by ``inputs``.
-    return [p for p in [p for p in params if p.kind in _POSITIONAL][1:] if not is_setting_parameter(p)]
+    return [p for p in [p for p in params if p.kind in POSITIONAL][1:] if not is_setting_parameter(p)]
 
 
 def default_inputs(fn: ArrayFn) -> InputsFn:
