@@ -15,14 +15,13 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from .executors.cluster import check_options as check_cluster_options
 from .errors import UsageError, option_name, unknown_name
-from .model.results import LEGACY_NAMES, legacy_names
 from .model.options import DTYPES, RunOptions, parse_context
 from .workloads.sizes import parse_sizes
 from .options import KEYWORDS
 from .lifecycle import ContextLabels, execute, reporter_for, resume
 from .plan import Cell, Plan, build_plan, validate
 from .model.reporter import Reporter
-from .model.results import Results, load, resolve
+from .model.results import LEGACY_NAMES, Results, legacy_names, load, resolve
 from .executors.session import Interrupted
 from .store.keeping import StoreChoice
 from .workloads.definition import Workload

@@ -16,10 +16,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence, Union
 
-from .model.options import parse_context
 from .errors import SaveError, StoreWarning, UsageError, from_command_line, one_line
 from .outdir import resume_command
-from .model.options import RunOptions, refuse_other_settings
+from .model.options import RunOptions, parse_context, refuse_other_settings
 from .plan import Plan, validate
 from .model.journal import JournalState
 from .model.reporter import Reporter

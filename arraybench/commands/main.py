@@ -161,8 +161,7 @@ def build_parser(defaults: ProjectDefaults | None = None) -> argparse.ArgumentPa
 
 def version() -> str:
     """arraybench's installed version (``unknown`` from a source tree that was never installed)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
+    from importlib.metadata import PackageNotFoundError, version as installed
 
     try:
         return installed(PROG)

@@ -11,8 +11,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import UsageError
-from ..errors import StoreError
+from ..errors import StoreError, UsageError
 
 if TYPE_CHECKING:
     from ..model.results import Results
