@@ -83,8 +83,7 @@ def _workload_names(workloads: Any) -> list[str]:
     names = []
     for w in workloads:
         if isinstance(w, Workload):
-            if REGISTRY.get(w.name) is not w:
-                register(w)
+            register(w)
             names.append(w.name)
         elif isinstance(w, str):
             names.append(w)
