@@ -54,8 +54,7 @@ def main(args: argparse.Namespace) -> int:
 
     results = load_run(args.results, store_location(args))
     # A stored run has no folder of its own (its old one may hold another run by now).
-    source_dir = results.output_dir or Path(f"report-{run_id(results)}")
-    target = Path(args.output_dir or str(source_dir))
+    target = Path(args.output_dir or results.output_dir or f"report-{run_id(results)}")
     history = None if args.no_store else history_of_run(results, store_location(args) or True)
     if _same_folder(target, results.output_dir):
         # The run's own folder: its report is rewritten in place.
