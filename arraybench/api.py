@@ -15,14 +15,13 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from .executors.cluster import check_options as check_cluster_options
 from .errors import UsageError, option_name, unknown_name
-from .model.results import LEGACY_NAMES, legacy_names
 from .model.options import DTYPES, RunOptions, parse_context
 from .workloads.sizes import parse_sizes
 from .options import KEYWORDS
 from .lifecycle import ContextLabels, execute, reporter_for, resume
 from .plan import Cell, Plan, build_plan, validate
 from .model.reporter import Reporter
-from .model.results import Results, load, resolve
+from .model.results import LEGACY_NAMES, Results, legacy_names, load, resolve
 from .executors.session import Interrupted
 from .store.keeping import StoreChoice
 from .workloads.definition import Workload
@@ -84,8 +83,7 @@ def _workload_names(workloads: Any) -> list[str]:
     names = []
     for w in workloads:
         if isinstance(w, Workload):
-            if REGISTRY.get(w.name) is not w:
-                register(w)
+            register(w)
             names.append(w.name)
         elif isinstance(w, str):
             names.append(w)
@@ -99,11 +97,9 @@ def _workload_names(workloads: Any) -> list[str]:
 
 
 def _sizes(sizes: Any) -> list[str]:
-    if isinstance(sizes, str):
-        return parse_sizes(sizes)
     if isinstance(sizes, int):
         sizes = [sizes]
-    return parse_sizes(",".join(str(s) for s in sizes))
+    return parse_sizes(sizes if isinstance(sizes, str) else ",".join(str(s) for s in sizes))
 
 
 def plan(options: RunOptions) -> Plan:
@@ -274,7 +270,6 @@ def compare(base: Results | str | os.PathLike[str], new: Results | str | os.Path
     return b.compare(a, threshold=threshold, alpha=alpha, cross_machine=cross_machine)
 
 
-
 def merge(runs: Sequence[Results | str | os.PathLike[str]], *, labels: Sequence[str | None] | None = None,
           output_dir: str | os.PathLike[str] | None = None, plots: bool = True) -> Results:
     """Several runs (usually one per machine) as one ``Results``, the machine a dimension: each record
@@ -285,7 +280,7 @@ def merge(runs: Sequence[Results | str | os.PathLike[str]], *, labels: Sequence[
     loaded: list[Results] = []
     names: list[str] = []
     for i, run in enumerate(runs):
-        res = run if isinstance(run, Results) else load(resolve(run))
+        res = run if isinstance(run, Results) else load_results(run)
         loaded.append(res)
         given = labels[i] if labels and i < len(labels) else None
         names.append(given or default_label(res, i, names))

@@ -43,11 +43,7 @@ def find(start: Path | None = None) -> Path | None:
     if named is not None:
         return Path(named) if named else None
     here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            return candidate
-    return None
+    return next((f / "pyproject.toml" for f in (here, *here.parents) if (f / "pyproject.toml").is_file()), None)
 
 
 def load(parser: argparse.ArgumentParser, path: Path | None) -> ProjectDefaults:

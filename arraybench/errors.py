@@ -35,9 +35,7 @@ def unknown_name(kind: str, name: str, valid: Sequence[str], *, listed: Sequence
                  more: str = "", where: str = "") -> str:
     """``unknown workload 'matmull'; did you mean 'matmul'?``; where nothing is close, up to ``MAX_LISTED``
     of ``listed`` (default ``valid``), then ``more``; ``where`` follows the name."""
-    by_lower: dict[str, str] = {}
-    for v in valid:
-        by_lower.setdefault(v.lower(), v)
+    by_lower = {v.lower(): v for v in reversed(valid)}  # the first of names that differ in case
     close = difflib.get_close_matches(str(name).lower(), list(by_lower), n=3, cutoff=0.6)
     head = f"unknown {kind} {one_line(repr(name))}" + (f" {where}" if where else "")
     if close:

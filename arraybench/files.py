@@ -7,6 +7,7 @@ device or socket is refused (``NotReplaceable``); a target the user named (``thr
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -40,10 +41,9 @@ def _umask() -> int:
 
 
 def _mode_of(path: Path) -> int | None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         return os.lstat(path).st_mode
-    except FileNotFoundError:
-        return None
+    return None
 
 
 def _refuse(path: Path, mode: int) -> NotReplaceable:
@@ -91,10 +91,8 @@ def new_beside(path: str | os.PathLike[str], data: bytes, *, durable: bool = Tru
         os.replace(tmp, path)
     except BaseException as exc:
         os.close(fd)
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         if isinstance(exc, OSError) and not isinstance(exc, NotReplaceable):
             raise _naming(exc, path) from None
         raise
@@ -157,14 +155,9 @@ def private(path: str | os.PathLike[str]) -> None:
     except FileNotFoundError:
         return
     if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
-        try:
-            chunks = []
-            while chunk := os.read(fd, 1 << 20):
-                chunks.append(chunk)
-        finally:
-            os.close(fd)
-        os.close(new_beside(path, b"".join(chunks)))
+        with open(os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC), "rb") as f:
+            data = f.read()
+        os.close(new_beside(path, data))
 
 
 def open_append(path: str | os.PathLike[str]) -> int:

@@ -16,10 +16,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence, Union
 
-from .model.options import parse_context
 from .errors import SaveError, StoreWarning, UsageError, from_command_line, one_line
 from .outdir import resume_command
-from .model.options import RunOptions, refuse_other_settings
+from .model.options import RunOptions, parse_context, refuse_other_settings
 from .plan import Plan, validate
 from .model.journal import JournalState
 from .model.reporter import Reporter
@@ -74,14 +73,8 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
                 ship(checked.shipped, out, checked.packed)
             session = Session.start(checked.cells, checked.options, out, reporter, context=labels,
                                     code=code_of(checked.cells, REGISTRY))
-            try:
-                results = session.run(executor)
-            except Interrupted as stop:
-                _finish(stop.results, checked.files, out, report=not temporary, plots=plots,
-                        store=store, source=source)
-                raise
-            _finish(results, checked.files, out, report=not temporary, plots=plots, store=store,
-                    source=source)
+            results = _run(session, executor, checked.files, out, report=not temporary, plots=plots,
+                           store=store, source=source)
     except BaseException as exc:
         if scratch is not None and not _keep_scratch(scratch) and isinstance(exc, Interrupted):
             exc.results.output_dir = None  # removed: the results are only in memory
@@ -133,8 +126,8 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
         refuse_other_settings(journal.read(out).options, options)
     with claim(out, resume=True, what="--resume"), _saving(out):
         state = journal.read(out)  # once, now that no other run can be appending to it
-        progress = RunState.of(state)
-        left = progress.missing()
+        measured = RunState.of(state)  # not ``progress``: the caller's say on progress is kept
+        left = measured.missing()
         unrun: list[str] = []
         if left or state.sealed or trust_folder:
             trust.check_resume(out, files=state.options.workload_files,
@@ -166,7 +159,7 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
             raise UsageError(f"{out / journal.JOURNAL_NAME}: its saved settings are not valid here ({exc})") from None
         labels = parse_context(context)
         # A cluster run with nothing left is finished here, without connecting to its cluster.
-        check_code(state.code, [c.workload for c in state.cells if progress.missing_indices(c)],
+        check_code(state.code, [c.workload for c in state.cells if measured.missing_indices(c)],
                    out, REGISTRY)
         executor = _executor(state.options, measure=left > 0, node_wait=node_wait)
         try:
@@ -177,14 +170,8 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
                 restore_shard_log(session.environment, read_shard_log(out), state.options.on)
             if labels:
                 session.environment["context"] = {**(session.environment.get("context") or {}), **labels}
-            source = str(out.resolve())
-            try:
-                results = session.run(executor)
-            except Interrupted as stop:
-                _finish(stop.results, loaded, out, report=True, plots=plots, store=store,
-                        source=source)
-                raise
-            _finish(results, loaded, out, report=True, plots=plots, store=store, source=source)
+            results = _run(session, executor, loaded, out, report=True, plots=plots, store=store,
+                           source=str(out.resolve()))
         finally:
             executor.close()
     return results
@@ -242,6 +229,17 @@ def _resume_hint(what: str, out: Path) -> str:
 
     return (f"{what}; every measurement made before it is kept in {out / JOURNAL_NAME}; once the "
             f"cause is fixed, continue with: {resume_command(out)}")
+
+
+def _run(session: Session, executor: Executor, files: LoadedFiles, out: Path, **finish: Any) -> Results:
+    """The session's run through ``executor``, finished (``_finish``) even where a signal stops it."""
+    try:
+        results = session.run(executor)
+    except Interrupted as stop:
+        _finish(stop.results, files, out, **finish)
+        raise
+    _finish(results, files, out, **finish)
+    return results
 
 
 def _finish(results: Results, files: LoadedFiles, out: Path, *, report: bool, plots: bool,

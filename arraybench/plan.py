@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import difflib
 import math
-
 from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
@@ -123,12 +122,12 @@ def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
                         for env in labels:
                             add(Cell(wname, label, n, bname, dev, options.dtype, mode,
                                      params=params, environment=env))
-                        if twin == (bname, dev):
-                            add(Cell(wname, label, n, bname, dev, options.dtype, mode,
-                                     params=params, environment=environments.TWIN))
                             if options.include_transfer and dev != "cpu":
                                 add(Cell(wname, label, n, bname, dev, options.dtype, mode, True,
                                          params=params, environment=env))
+                        if twin == (bname, dev):
+                            add(Cell(wname, label, n, bname, dev, options.dtype, mode,
+                                     params=params, environment=environments.TWIN))
     _check_params_used(options.params, settings_of)
     if not cells:
         raise UsageError("the selection gives nothing to run (check --backends against --devices)")
@@ -158,8 +157,9 @@ class Plan:
     packed: bytes | None = None
 
 
-def _check_choices(kind: str, given: Iterable[str], valid: Iterable[str], *,
+def check_choices(kind: str, given: Iterable[str], valid: Iterable[str], *,
                    listed: Iterable[str] | None = None, more: str = "") -> list[str]:
+    """``given`` without repeats, each one of ``valid``; ``UsageError`` names an unknown one, or none given."""
     valid = list(valid)
     given = list(dict.fromkeys(given))  # de-duplicate, keep order
     for g in given:
@@ -184,25 +184,24 @@ def _range_name() -> str:
 def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
     """A checked copy of ``options`` (choices de-duplicated, groups expanded); ``UsageError`` in one line."""
     changes: dict[str, Any] = {
-        "backends": _check_choices("backend", options.backends, backends.SPECS),
-        "devices": _check_choices("device", options.devices, backends.DEVICES),
-        "modes": _check_choices("mode", options.modes, MODES),
+        "backends": check_choices("backend", options.backends, backends.SPECS),
+        "devices": check_choices("device", options.devices, backends.DEVICES),
+        "modes": check_choices("mode", options.modes, MODES),
     }
-    _check_choices("dtype", [options.dtype], DTYPES)
+    check_choices("dtype", [options.dtype], DTYPES)
     if options.workloads:
-        from .workloads.registry import GROUPS, expand
-
-        from .workloads.registry import CEILING_WORKLOADS
+        from .workloads.registry import CEILING_WORKLOADS, GROUPS, expand
 
         known = list(known_workloads)
         names = known + [g for g in GROUPS if g not in known]
         # The ceilings are internal (--roofline runs them): accepted, never offered.
-        _check_choices("workload", options.workloads, names, more="see `arraybench list`",
+        check_choices("workload", options.workloads, names, more="see `arraybench list`",
                        listed=[n for n in names if n not in CEILING_WORKLOADS])
         changes["workloads"] = expand(options.workloads)
     for name, value, lo in (
         (option_name("processes"), options.processes, 1),
         (option_name("min_samples"), options.min_samples, 1),
+        (option_name("seed"), options.seed, 0),
     ):
         if not isinstance(value, int) or isinstance(value, bool) or value < lo:
             raise UsageError(f"{name} must be a whole number >= {lo}, not {_short(value)}")
@@ -240,8 +239,6 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
         if options.threads > cpus:  # more threads than CPUs only measures contention (and can crash torch)
             raise UsageError(f"{option_name('threads')} must be at most {cpus} (the CPUs this process may use), "
                              f"not {_short(options.threads)}")
-    if not isinstance(options.seed, int) or options.seed < 0:
-        raise UsageError(f"{option_name('seed')} must be a whole number >= 0, not {options.seed!r}")
     for s in options.sizes:
         if not s.isidentifier():
             parse_size(s)

@@ -88,9 +88,7 @@ def add(p: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, *, what
     default = getattr(RunOptions(), o.name, None) if o.default is RUN_DEFAULT else o.default
     if o.name == "processes":
         default = (default, RunOptions().max_processes)
-    shown = f"{default[0]}:{default[1]}" if isinstance(default, tuple) else ",".join(default) \
-        if isinstance(default, list) else f"{default:g}" if isinstance(default, float) else default
-    fill = {"default": shown, "what": what}
+    fill = {"default": _shown(default), "what": what}
     if o.name == "backends":
         from ..backends import SPECS
         fill["others"] = ",".join(b for b in SPECS if b not in default)
@@ -99,9 +97,7 @@ def add(p: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, *, what
     kw: dict[str, Any] = {"help": o.help.format(**fill), "default": default}
     if o.dest or o.aliases:
         kw["dest"] = o.dest or o.name
-    for key in ("type", "metavar", "action", "const"):
-        if getattr(o, key) is not None:
-            kw[key] = getattr(o, key)
+    kw.update({k: getattr(o, k) for k in ("type", "metavar", "action", "const") if getattr(o, k) is not None})
     if o.choices is not None:
         kw["choices"] = o.choices() if callable(o.choices) else o.choices
     return p.add_argument(*o.flags, **{**kw, **given})
@@ -128,16 +124,18 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
 
 def store_location(args: argparse.Namespace) -> str | None:
     """The store a reading command uses: typed, else the project's, else None (the default)."""
-    typed = getattr(args, "store", None)
-    if typed is not None:
-        return typed
     project = getattr(args, "project", None)
-    return project.values.get("store") if project is not None else None
+    typed = getattr(args, "store", None)
+    return typed if typed is not None or project is None else project.values.get("store")
 
 
 def preset_text(name: str) -> str:
     """A preset as the options it stands for: ``--processes 2 --max-time 0.25 ...``."""
-    def shown(v: object) -> str:
-        return f"{v[0]}:{v[1]}" if isinstance(v, tuple) and v[0] != v[1] else \
-            str(v[0]) if isinstance(v, tuple) else f"{v:g}" if isinstance(v, float) else str(v)
-    return " ".join(f"--{dashed(k)} {shown(v)}" for k, v in PRESETS[name].items())
+    return " ".join(f"--{dashed(k)} {_shown(v)}" for k, v in PRESETS[name].items())
+
+
+def _shown(v: Any) -> str:
+    """A default as ``--help`` writes it: ``3:6`` (or ``2`` where both ends agree), ``a,b``, ``0.25``."""
+    if isinstance(v, tuple):
+        return str(v[0]) if v[0] == v[1] else f"{v[0]}:{v[1]}"
+    return ",".join(v) if isinstance(v, list) else f"{v:g}" if isinstance(v, float) else str(v)

@@ -57,6 +57,8 @@ def main(args: argparse.Namespace) -> int:
     from ..model.runs import cross_machine_pairs
     from ..store.refs import load_run, run_fields, run_line
     from ..render.comparison import print_comparison
+    from ..render.files import comparison_csv
+    from ..render.report import comparison_markdown
 
     if args.memory and args.fail_above is None:  # before any work: the gate would be silently off
         raise UsageError("--memory gates peak memory with --fail-above's limit: add --fail-above "
@@ -65,58 +67,47 @@ def main(args: argparse.Namespace) -> int:
     base, new = (load_run(given, store_location(args)) for given in (args.base, args.new))
     comparison = api.compare(base, new, threshold=args.threshold, alpha=args.alpha,
                              cross_machine=args.cross_machine)
-    write_comparison_tables(args, comparison)
+    # The comparison's rows (every number) and its table (compare.md's).
+    say_written(args, write_tables(args, {"--csv": lambda: comparison_csv(comparison),
+                                          "--markdown": lambda: comparison_markdown(comparison)}))
     across = cross_machine_pairs(base, new)
     out = None
     if args.output_dir:
         from ..outdir import prepare
 
         out = prepare(args.output_dir, overwrite=True)
+    failures = None if args.fail_above is None else gate_failures(comparison, args.fail_above,
+                                                                    memory=args.memory)
+    notes = [] if args.fail_above is None else gate_notes(comparison, args.fail_above)
     if args.json:
-        from ..render.files import comparison_json
-
         import json
 
-        failures = None if args.fail_above is None else gate_failures(comparison, args.fail_above)
-        notes = [] if args.fail_above is None else gate_notes(comparison, args.fail_above)
+        from ..render.files import comparison_json
+
         # Which two runs were compared comes first, as in the table's output.
         doc = {"base": run_fields(base), "new": run_fields(new),
                **json.loads(comparison_json(comparison, failures=failures)),
                **({"undecided": notes} if notes else {})}
         print(json.dumps(doc, allow_nan=False))
-        for line in [*notes, *(failures or [])]:
-            print(f"arraybench: {line}", file=sys.stderr)
-        return 1 if failures else 0
-    console = stdout_console()
-    for line in (run_line("base", base, console.width), run_line("new", new, console.width)):
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
-    print_comparison(comparison, console, across)
-    if out is not None:
+    else:
+        console = stdout_console()
+        for line in (run_line("base", base, console.width), run_line("new", new, console.width)):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+        print_comparison(comparison, console, across)
+    if out is not None and not args.json:
         from ..files import write_atomic
         from ..render.mpl import compare_plot
-        from ..render.report import comparison_markdown
 
         try:
             written = [write_atomic(out / "compare.md", comparison_markdown(comparison))]
             plot = compare_plot(comparison, out / "compare.svg")
         except OSError as exc:
             raise SaveError.from_os(exc) from None
-        if plot is not None:
-            written.append(plot)
-        console.print("wrote " + ", ".join(str(p) for p in written), markup=False, highlight=False,
-                      soft_wrap=True)
-    if args.fail_above is not None:
-        return gate(comparison, args.fail_above, memory=args.memory)
-    return 0
-
-
-def write_comparison_tables(args: argparse.Namespace, comparison) -> None:
-    """``--csv``/``--markdown``: the comparison's rows (every number) and its table (compare.md's)."""
-    from ..render.files import comparison_csv
-    from ..render.report import comparison_markdown
-
-    say_written(args, write_tables(args, {"--csv": lambda: comparison_csv(comparison),
-                                          "--markdown": lambda: comparison_markdown(comparison)}))
+        console.print("wrote " + ", ".join(str(p) for p in [*written, *filter(None, [plot])]),
+                      markup=False, highlight=False, soft_wrap=True)
+    for line in [*notes, *(failures or [])]:
+        print(f"arraybench: {line}", file=sys.stderr)
+    return 1 if failures else 0
 
 
 def gate(comparison, limit: float, memory: bool = False) -> int:
@@ -125,5 +116,3 @@ def gate(comparison, limit: float, memory: bool = False) -> int:
     for line in [*gate_notes(comparison, limit), *failures]:
         print(f"arraybench: {line}", file=sys.stderr)
     return 1 if failures else 0
-
-

@@ -33,9 +33,9 @@ class Command:
     """A command (``""`` for arraybench itself, ``store list`` for a nested one), its options and subcommands."""
 
     path: str
-    help: str
     options: list[Option] = field(default_factory=list)
-    subcommands: list[str] = field(default_factory=list)
+    #: Each subcommand's name and its help, on one line.
+    subcommands: dict[str, str] = field(default_factory=dict)
     #: The choices of its positional arguments (``completion SHELL``).
     choices: list[str] = field(default_factory=list)
 
@@ -69,9 +69,9 @@ def script_of(shell: str, actions: list[argparse.Action], prog: str) -> str:
     return {"bash": bash, "zsh": zsh, "fish": fish}[shell](walk(actions, prog), prog)
 
 
-def walk(actions: list[argparse.Action], prog: str, path: str = "", help: str = "") -> list[Command]:
+def walk(actions: list[argparse.Action], prog: str, path: str = "") -> list[Command]:
     """A parser's command (its ``actions``) and every command under it, parents first."""
-    command = Command(path, help)
+    command = Command(path)
     nested: list[Command] = []
     for action in actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -79,8 +79,8 @@ def walk(actions: list[argparse.Action], prog: str, path: str = "", help: str = 
             for name, sub in action.choices.items():
                 if name in command.subcommands:
                     continue  # an alias
-                command.subcommands.append(name)
-                nested += walk(sub._actions, prog, f"{path} {name}".strip(), helps.get(name, ""))
+                command.subcommands[name] = " ".join(helps.get(name, "").split())
+                nested += walk(sub._actions, prog, f"{path} {name}".strip())
         elif action.help == argparse.SUPPRESS:
             continue
         elif action.option_strings:
@@ -147,7 +147,7 @@ def bash(commands: list[Command], prog: str) -> str:
     out += ["        esac", '        COMPREPLY=($(compgen -W "$opts" -- "$cur"))', "        return",
             "    fi", '    case "$cmd" in']
     for c in commands:
-        words = c.subcommands or c.choices
+        words = list(c.subcommands) or c.choices
         if words:
             out.append(f'        {q(c.path)}) COMPREPLY=($(compgen -W {q(" ".join(words))} -- "$cur")) ;;')
     out += ["    esac", "}", f"complete -o default -F {fn} {prog}", ""]
@@ -175,8 +175,7 @@ def zsh(commands: list[Command], prog: str) -> str:
             '    case "$cmd" in']
     for c in commands:
         if c.subcommands:
-            helps = {x.path.rpartition(" ")[2]: x.help for x in commands if x.path.rpartition(" ")[0] == c.path and x.path}
-            specs = " ".join(q(f"{name}:{' '.join(helps.get(name, '').split())}") for name in c.subcommands)
+            specs = " ".join(q(f"{name}:{help}") for name, help in c.subcommands.items())
             out.append(f"        {q(c.path)}) described=({specs}); _describe -t commands command described ;;")
         elif c.choices:
             out.append(f"        {q(c.path)}) compadd -- {' '.join(q(x) for x in c.choices)} ;;")
@@ -207,12 +206,10 @@ def fish(commands: list[Command], prog: str) -> str:
     out += ["        end", "    end", '    echo "$cmd"', "end",
             f"function {fn}_in --description 'whether the command being typed is the one given'",
             f"    set -l cmd ({fn}_command)", '    test "$cmd" = "$argv[1]"', "end"]
-    helps = {c.path: c.help for c in commands}
     for c in commands:
         when = f"-n {_fq(f'{fn}_in {_fq(c.path)}')}"
-        for name in c.subcommands:
-            path = f"{c.path} {name}".strip()
-            out.append(f"complete -c {prog} {when} -f -a {_fq(name)} -d {_fq(' '.join(helps.get(path, '').split()))}")
+        for name, help in c.subcommands.items():
+            out.append(f"complete -c {prog} {when} -f -a {_fq(name)} -d {_fq(help)}")
         if c.choices:
             out.append(f"complete -c {prog} {when} -f -a {_fq(' '.join(c.choices))}")
         for o in c.options:

@@ -1,6 +1,9 @@
-"""``arraybench history [RUN]``: each cell's results over the stored runs, the steps and what changed
-with each (RUN: only its cells on its machine, up to it). ``--output-dir`` writes the plots (no file
-unless asked); ``--fail-above 10%`` is a CI gate: status 1 when a latest run is a step that much slower."""
+"""The stored runs. ``arraybench history [RUN]``: each cell's results over them, the steps and what
+changed with each (RUN: only its cells on its machine, up to it). ``--output-dir`` writes the plots (no
+file unless asked); ``--fail-above 10%`` is a CI gate: status 1 when a latest run is a step that much
+slower. ``arraybench store``: ``import`` adds earlier runs' folders, ``list`` shows what the store holds.
+Importing is idempotent, each run whole or not at all; a folder that cannot be read, or a copy that
+lacks measurements the stored run holds, is one line (status 2 at the end), the others imported."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from ..store.refs import load_run, this_machine
 from ..units import format_change
 from ..options import csv_list, fraction, percent, positive_int
 from . import add, check_targets, say_written, store_location, write_tables
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     from ..analysis.compare import DEFAULT_THRESHOLD
@@ -55,6 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add(p, "csv", what="the table as CSV (each series' latest --last runs, times in seconds)")
     add(p, "markdown", what="the table as Markdown, with the steps called")
     p.set_defaults(handler=main)
+    _register_store(sub)
 
 
 def parse_since(text: str | None, now: _dt.datetime | None = None) -> str | None:
@@ -83,6 +88,8 @@ def main(args: argparse.Namespace) -> int:
     from ..analysis.history import history
     from ..store import open_store
     from ..render.comparison import print_history
+    from ..render.files import history_csv, history_json
+    from ..render.report import history_markdown
     from ..render.terminal import stdout_console
 
     check_targets(args)
@@ -103,49 +110,33 @@ def main(args: argparse.Namespace) -> int:
     if target is not None:
         entries = _up_to(target, entries, runs)
     found = history(entries, runs, threshold=args.threshold, fdr=args.alpha)
-    write_history_tables(args, found, where)
+    # --csv/--markdown: the table as printed (CSV times in seconds), empty where nothing matches.
+    say_written(args, write_tables(args, {"--csv": lambda: history_csv(found, args.last),
+                                          "--markdown": lambda: history_markdown(found, where, args.last)}))
+    failures = None if args.fail_above is None else regression_lines(found, args.fail_above)
     console = stdout_console()
     if args.json:
-        from ..render.files import history_json
-
-        failures = None if args.fail_above is None else regression_lines(found, args.fail_above)
         print(history_json(found, regressions=failures))
-        for line in failures or []:
-            print(f"arraybench: {line}", file=sys.stderr)
-        return 1 if failures else 0
-    if not entries:
+    elif not entries:
         console.print(f"arraybench history: no stored run matches in {where}; runs are stored as they "
                       "finish, and `arraybench store import DIR` adds earlier ones.",
                       markup=False, highlight=False)
         return 0
-    print_history(found, console, where, last=args.last)
-    if args.output_dir is None:
-        if not args.no_plots:
+    else:
+        print_history(found, console, where, last=args.last)
+        if args.output_dir is None and not args.no_plots:
             console.print("[dim]add --output-dir DIR to write each workload's plot (history_<workload>.svg)[/]")
-    elif not args.no_plots:
-        from ..outdir import prepare
-        from ..render.mpl import write_history_plots
+        elif not args.no_plots:
+            from ..outdir import prepare
+            from ..render.mpl import write_history_plots
 
-        out = prepare(args.output_dir, overwrite=True)
-        written = write_history_plots(found, out)
-        if written:
-            console.print("wrote " + ", ".join(str(p) for p in written), markup=False, highlight=False,
-                      soft_wrap=True)
-    if args.fail_above is not None:
-        failures = regression_lines(found, args.fail_above)
-        for line in failures:
-            print(f"arraybench: {line}", file=sys.stderr)
-        return 1 if failures else 0
-    return 0
-
-
-def write_history_tables(args: argparse.Namespace, found, where: str) -> None:
-    """``--csv``/``--markdown``: the table as printed (CSV times in seconds), empty where nothing matches."""
-    from ..render.files import history_csv
-    from ..render.report import history_markdown
-
-    say_written(args, write_tables(args, {"--csv": lambda: history_csv(found, args.last),
-                                          "--markdown": lambda: history_markdown(found, where, args.last)}))
+            written = write_history_plots(found, prepare(args.output_dir, overwrite=True))
+            if written:
+                console.print("wrote " + ", ".join(str(p) for p in written), markup=False, highlight=False,
+                              soft_wrap=True)
+    for line in failures or []:
+        print(f"arraybench: {line}", file=sys.stderr)
+    return 1 if failures else 0
 
 
 def regression_lines(found, limit: float) -> list[str]:
@@ -187,3 +178,76 @@ def _up_to(target, entries: list, runs: dict) -> list:
     until = own.started_at if own is not None else str(target.environment.get("timestamp") or "")
     return [e for e in entries if e.cell in cells
             and (not until or e.run_id not in runs or runs[e.run_id].started_at <= until)]
+
+
+def _register_store(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("store", help="the results store: import earlier runs, list what it holds",
+                       description="The results store every run is appended to (SQLite in your data "
+                                   "folder by default, or a postgresql:// URL).")
+    actions = p.add_subparsers(dest="store_action", metavar="ACTION", parser_class=type(p))
+    actions.required = True
+    imp = actions.add_parser("import", help="add runs' folders (or results.json files) to the store",
+                             description="Add earlier runs to the store. Idempotent: a run already "
+                                         "stored is left as it is.")
+    imp.add_argument("runs", nargs="+", metavar="DIR", help="a run's output folder or its results.json")
+    add(imp, "store", what="to add to")
+    imp.set_defaults(handler=import_main)
+    lst = actions.add_parser("list", help="the runs in the store, oldest first",
+                             description="List the runs in the store, oldest first.")
+    add(lst, "store", what="to read")
+    lst.add_argument("--machine", default=None, metavar="ID", help="only this machine (an id prefix)")
+    lst.add_argument("--json", action="store_true", help="one JSON object per run, one a line")
+    lst.set_defaults(handler=list_main)
+
+
+def import_main(args: argparse.Namespace) -> int:
+    """``arraybench store import``: each run added whole, or one line saying why not."""
+    from ..model.results import load, resolve
+    from ..store import open_store
+
+    failed = refused = 0
+    counts: dict[str, int] = {}
+    with open_store(store_location(args)) as store:
+        for given in args.runs:
+            path = resolve(given)
+            try:
+                results = load(path)
+            except UsageError as exc:
+                print(f"arraybench: error: {exc}", file=sys.stderr)
+                failed += 1
+                continue
+            added = store.add(results, source=str(path.parent.resolve()))
+            counts[added.outcome] = counts.get(added.outcome, 0) + 1
+            detail = f", {added.records} records" if added.records else ""
+            note = {"not a run": "; a merge of runs: import the runs themselves",
+                    "kept": "; the store holds it complete, this copy is not",
+                    "refused": "; the store holds another run with this id, with measurements this "
+                               "copy lacks: it is left as it is"}.get(added.outcome, "")
+            refused += added.outcome == "refused"
+            print(one_line(f"{given}: {added.outcome} (run {added.run_id}{detail}{note})"),
+                  file=sys.stderr if added.outcome == "refused" else sys.stdout)
+        total = ", ".join(f"{n} {what}" for what, n in counts.items()) or "nothing imported"
+        print(f"store {store.describe()}: {total}" + (f"; {failed} could not be read" if failed else ""))
+    return 2 if failed or refused else 0
+
+
+def list_main(args: argparse.Namespace) -> int:
+    """``arraybench store list``: the stored runs, oldest first, as a table or JSON lines."""
+    from ..render.terminal import runs_table, stdout_console
+    from ..store import open_store
+
+    with open_store(store_location(args), create=False) as store:
+        runs = store.runs(machine=args.machine)
+        where = store.describe()
+        for note in store.notes:  # rows of the wrong shape: skipped, said
+            print(f"arraybench: warning: {note}", file=sys.stderr)
+    if args.json:
+        import dataclasses
+        import json
+
+        for run in runs:
+            print(json.dumps(dataclasses.asdict(run)))
+        return 0
+    console = stdout_console()
+    console.print(runs_table(runs, where, console.width))
+    return 0

@@ -1,17 +1,25 @@
-"""``arraybench info``: the machine, the libraries, and which backends work here (each asked in its
-own worker, ``probe``: the parent never imports torch, jax or cupy); ``arraybench doctor``: whether
-timing, sync, precision and the GPU behave here."""
+"""What is here: ``arraybench info``, the machine, the libraries, and which backends work (each asked
+in its own worker, ``probe``: the parent never imports torch, jax or cupy); ``arraybench doctor``,
+whether timing, sync, precision and the GPU behave; ``arraybench list``, the workloads, their sizes
+and what each measures."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
+from ..errors import printable
 from ..options import csv_list, positive_float
+from . import add
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("list", help="list workloads, their sizes and what each measures")
+    add(p, "workload_files", help="also list the workloads of a Python file (repeatable)")
+    p.add_argument("--json", action="store_true", help="print as JSON")
+    p.set_defaults(handler=list_main)
     p = sub.add_parser("info", help="Python, libraries, BLAS, threads, CPU, GPUs, and which backends work")
     p.add_argument("--json", action="store_true", help="print as JSON")
     p.add_argument("--cluster", default=None, metavar="ADDRESS",
@@ -90,16 +98,59 @@ def _register_doctor(sub: argparse._SubParsersAction) -> None:
 def doctor(args: argparse.Namespace) -> int:
     """``arraybench doctor``: each check, run in the libraries' own workers."""
     from ..backends import DEVICES, SPECS
+    from ..errors import UsageError
     from ..executors.probe import configs as doctor_configs, main as doctor
-    from ..errors import UsageError, unknown_name
+    from ..plan import check_choices
 
-    for kind, given, valid in (("backend", args.backends, SPECS), ("device", args.devices, DEVICES)):
-        unknown = [g for g in given if g not in valid]
-        if unknown:
-            raise UsageError(unknown_name(kind, unknown[0], list(valid)))
-        if not given:
-            raise UsageError(f"no {kind} selected; valid: {', '.join(valid)}")
-    if not doctor_configs(args.backends, args.devices):
+    backends = check_choices("backend", args.backends, SPECS)
+    devices = check_choices("device", args.devices, DEVICES)
+    if not doctor_configs(backends, devices):
         raise UsageError("the selection gives nothing to check (check --backends against --devices)")
-    return doctor(list(dict.fromkeys(args.backends)), list(dict.fromkeys(args.devices)), args.timeout,
-                  json_lines=args.json)
+    return doctor(backends, devices, args.timeout, json_lines=args.json)
+
+
+def catalog(workload_files: list[str] = ()) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every known workload (name, sizes, what it measures, its check, its work per call), and the files that did not load."""
+    from ..workloads.registry import REGISTRY
+    from ..workloads.userfile import load_files
+
+    loaded = load_files(list(workload_files))
+    out = []
+    for name, wl in REGISTRY.items():
+        work, settings = {}, {}
+        for label, n in wl.sizes.items():
+            try:  # the user's params= and work= run here; one that raises is left out of the list
+                settings[label] = wl.params_for(n)
+                w = wl.work_for(n, 8, settings[label])  # float64, the default dtype
+            except Exception:
+                continue
+            if w is not None:
+                work[label] = {"flops": w.flops, "bytes": w.bytes}
+        out.append({
+            "name": name,
+            "description": wl.description,
+            "sizes": dict(wl.sizes),
+            "check": wl.check.kind,
+            "gradient": wl.grad,
+            "namespace": wl.namespace,
+            "work_float64": work,
+            "params": {k: v for k, v in settings.items() if v},
+            "mutates": list(wl.mutates),
+            "source": wl.source if wl.source == "builtin" else wl.origin(),
+        })
+    return out, list(loaded.errors.values())
+
+
+def list_main(args: argparse.Namespace) -> int:
+    """``arraybench list``: the catalog as a table, or as JSON."""
+    from ..render.tables import print_catalog
+    from ..render.terminal import stdout_console
+
+    entries, errors = catalog(args.workload_files)
+    for error in errors:
+        print(f"arraybench: {printable(error)}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(entries, indent=1))
+    else:
+        print_catalog(entries, stdout_console())
+    return 1 if errors else 0

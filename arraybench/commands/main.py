@@ -6,6 +6,7 @@ at first, and the commands inside ``main``, so that a Ctrl-C while NumPy loads i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import warnings
@@ -41,12 +42,12 @@ SUMMARY = (
     ("timeit", "time one expression on every library, no workload file (as pyperf timeit)"),
     ("report", "rebuild plots, report.html, results.md and results.csv from a results.json"),
     ("show", "a saved run's table, or each cell's samples per process as a histogram"),
+    ("merge", "one report for several runs (machines), the machine a dimension"),
+    ("export", "results as JSON for github-action-benchmark or Bencher"),
     ("compare", "compare two runs cell by cell: faster, slower or not significant"),
     ("numerics", "each library's error against float64, per workload and dtype"),
     ("history", "each cell's results over the stored runs, with the steps in them"),
-    ("merge", "one report for several runs (machines), the machine a dimension"),
     ("store", "the results store: import earlier runs, list what it holds"),
-    ("export", "results as JSON for github-action-benchmark or Bencher"),
     ("list", "list workloads, their sizes and what each measures"),
     ("info", "Python, libraries, BLAS, threads, CPU, GPUs, and which backends work"),
     ("doctor", "check that timing (against each library's own timer), sync, precision, memory, "
@@ -121,9 +122,9 @@ def _suggesting(message: str) -> str:
 
 def commands() -> tuple[Any, ...]:
     """The command modules, in ``--help``'s order; imported here, so loading the command line stays light."""
-    from . import catalog, compare, completion, export, history, info, merge, numerics, report, run, store, timeit
+    from . import compare, completion, history, info, numerics, report, run, timeit
 
-    return (run, timeit, report, compare, numerics, history, merge, store, export, catalog, info, completion)
+    return (run, timeit, report, compare, numerics, history, info, completion)
 
 
 def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
@@ -160,8 +161,7 @@ def build_parser(defaults: ProjectDefaults | None = None) -> argparse.ArgumentPa
 
 def version() -> str:
     """arraybench's installed version (``unknown`` from a source tree that was never installed)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
+    from importlib.metadata import PackageNotFoundError, version as installed
 
     try:
         return installed(PROG)
@@ -222,10 +222,8 @@ def _end_despite_threads(status: int) -> None:
               "running; arraybench ends without waiting for it (start it with daemon=True, or "
               "inside the workload)", file=sys.stderr)
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             stream.flush()
-        except (OSError, ValueError):
-            pass
     atexit._run_exitfuncs()  # what Python would run at exit, after joining threads
     os._exit(status)
 
@@ -305,21 +303,18 @@ def _stdout_broken() -> bool:
 
 def _discard(stream: Any) -> None:
     """Point ``stream``'s descriptor at /dev/null: what is left in it then goes nowhere instead of failing again."""
-    try:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, stream.fileno())
         os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass
 
 
 def _tolerant_terminal() -> None:
     """Set up this process's output for whatever terminal, pipe or file it goes to."""
     for stream in (sys.stdout, sys.stderr):
-        try:  # PYTHONIOENCODING=ascii: "µs" becomes "?s" instead of a UnicodeEncodeError
+        # PYTHONIOENCODING=ascii: "µs" becomes "?s" instead of a UnicodeEncodeError
+        with contextlib.suppress(AttributeError, ValueError):
             stream.reconfigure(errors="replace")
-        except (AttributeError, ValueError):
-            pass
     global _python_showwarning
     if warnings.showwarning is not _show_warning:
         _python_showwarning = warnings.showwarning
@@ -354,10 +349,8 @@ def _show_warning(message: Any, category: Any, filename: str, lineno: int, file:
     if not issubclass(category, StoreWarning) and not os.path.abspath(filename).startswith(_PACKAGE + os.sep):
         _python_showwarning(message, category, filename, lineno, file, line)
         return
-    try:
+    with contextlib.suppress(OSError):
         print(f"{PROG}: warning: {one_line(message)}", file=sys.stderr)
-    except OSError:
-        pass
 
 
 if __name__ == "__main__":

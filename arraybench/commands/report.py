@@ -1,11 +1,17 @@
-"""``arraybench report`` rebuilds a saved run's files; ``arraybench show`` prints its table, or with
-``--histogram`` each cell's samples per process (as pyperf's ``hist``). Neither measures anything.
+"""A saved run, shown again without measuring anything: ``arraybench report`` rebuilds its files;
+``arraybench show`` prints its table, or with ``--histogram`` each cell's samples per process (as
+pyperf's ``hist``); ``arraybench merge RUN... -o DIR`` makes several runs (machines) one report, the
+machine a dimension, each run labelled by its folder's name or ``LABEL=DIR`` (each machine's settings
+stay with its records); ``arraybench export RESULTS --format github|bencher`` writes
+github-action-benchmark's ``customSmallerIsBetter`` JSON or Bencher Metric Format, on stdout or to
+``-o FILE`` (docs/history.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
@@ -34,6 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also print every finding (a run prints the first screenful)")
     p.set_defaults(handler=main)
     _register_show(sub)
+    _register_merge(sub)
+    _register_export(sub)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -46,8 +54,7 @@ def main(args: argparse.Namespace) -> int:
 
     results = load_run(args.results, store_location(args))
     # A stored run has no folder of its own (its old one may hold another run by now).
-    source_dir = results.output_dir or Path(f"report-{run_id(results)}")
-    target = Path(args.output_dir or str(source_dir))
+    target = Path(args.output_dir or results.output_dir or f"report-{run_id(results)}")
     history = None if args.no_store else history_of_run(results, store_location(args) or True)
     if _same_folder(target, results.output_dir):
         # The run's own folder: its report is rewritten in place.
@@ -133,3 +140,85 @@ def show(args: argparse.Namespace) -> int:
 
 def _names(values) -> str:
     return ", ".join(dict.fromkeys(values)) or "none"
+
+
+def _register_merge(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("merge", help="one report for several runs (machines), the machine a dimension",
+                       description="Merge runs from several machines into one results.json and report, "
+                                   "with the machine as a dimension and findings across machines.")
+    p.add_argument("runs", nargs="+", metavar="[LABEL=]DIR",
+                   help="a run's output folder (or results.json); LABEL names its machine (default: "
+                        "the folder's name)")
+    p.add_argument("--output-dir", "-o", default="merged", metavar="DIR",
+                   help="where the merged results and report go (default: merged)")
+    p.add_argument("--no-plots", action="store_true", help="skip the SVG plots")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    p.set_defaults(handler=merge)
+
+
+def split_label(text: str) -> tuple[str | None, str]:
+    """``laptop=runs/a`` -> ("laptop", "runs/a"); a plain path has no label."""
+    label, sep, path = text.partition("=")
+    if sep and label and "/" not in label and not Path(text).exists():
+        return label, path
+    return None, text
+
+
+def merge(args: argparse.Namespace) -> int:
+    """``arraybench merge``: the runs as one results.json and report in ``--output-dir``."""
+    from .. import api
+    from ..errors import one_line
+    from ..model.runs import same_machine_notes
+    from ..model.results import load, resolve
+    from ..render import report
+
+    pairs = [split_label(t) for t in args.runs]
+    runs = [load(resolve(path)) for _, path in pairs]
+    merged = api.merge(runs, labels=[label for label, _ in pairs], output_dir=args.output_dir,
+                       plots=not args.no_plots)
+    labels = list(merged.settings["machines"])  # one per run, in order
+    for note in same_machine_notes(runs, labels):
+        print(f"arraybench: note: {one_line(note)}", file=sys.stderr)  # labels are the user's, shown escaped
+    if not args.quiet:
+        console = stdout_console()
+        report.show(merged, console)
+        out = merged.output_dir
+        console.print(f"merged {len(runs)} runs ({', '.join(labels)}) into {out / 'results.json'}; "
+                      f"report: {out / 'report.html'}", soft_wrap=True, markup=False, highlight=False)
+    return 0
+
+
+def _register_export(sub: argparse._SubParsersAction) -> None:
+    from ..render.files import FORMATS
+
+    p = sub.add_parser("export", help="results as JSON for github-action-benchmark or Bencher",
+                       description="Write a run's results in a format other tools read: "
+                                   "github-action-benchmark (customSmallerIsBetter) or Bencher "
+                                   "Metric Format. Times are nanoseconds per call.")
+    p.add_argument("results", metavar="RUN", help="a results.json or the folder holding it, or a stored "
+                                                  "run's id, last or last~N")
+    p.add_argument("--format", required=True, choices=FORMATS,
+                   help="github: github-action-benchmark customSmallerIsBetter; bencher: Bencher Metric Format")
+    p.add_argument("--output", "-o", default=None, metavar="FILE", help="write here (default: stdout)")
+    add(p, "store", what="that run ids, last and last~N are looked up in")
+    p.set_defaults(handler=export)
+
+
+def export(args: argparse.Namespace) -> int:
+    """``arraybench export``: the run in another tool's format, on stdout or to ``--output``."""
+    from ..files import write_atomic
+    from ..store.refs import load_run
+    from ..render.files import export_text
+
+    # Named as every other command names a run: a folder, a file, or one in the store.
+    text = export_text(load_run(args.results, store_location(args)), args.format)
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        # The user named this file: a device, pipe or link there is written through, not replaced.
+        write_atomic(args.output, text, through=True)
+    except OSError as exc:
+        raise UsageError(f"{args.output}: cannot write there ({exc.strerror or exc})") from None
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0

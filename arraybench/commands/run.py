@@ -27,7 +27,7 @@ from ..options import API, CLI, DEFAULT_OUTPUT_DIR, apply_preset, dashed, on, un
 from ..outdir import resume_command
 from ..render.terminal import console as safe_console
 from ..units import format_ratio
-from ..workloads.userfile import LoadedFiles, load_files
+from ..workloads.userfile import load_files
 from . import add_run_options, check_targets, say_written, store_location, write_tables
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
@@ -56,13 +56,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_store_choice(args: argparse.Namespace) -> bool | str:
     """Where ``run`` stores: ``False`` with --no-store, a location, or ``True`` (the default)."""
     typed = getattr(args, "typed", set())
-    if "store" in typed and "no_store" in typed and args.no_store:
-        raise UsageError("--store and --no-store contradict each other; give one of them")
     if "store" in typed:
+        if "no_store" in typed and args.no_store:
+            raise UsageError("--store and --no-store contradict each other; give one of them")
         return args.store
-    if args.no_store:
-        return False
-    return args.store if args.store is not None else True
+    return False if args.no_store else True if args.store is None else args.store
 
 
 def reporter_for(args: argparse.Namespace, cells: int | None = None, done: int = 0) -> Reporter:
@@ -76,14 +74,6 @@ def reporter_for(args: argparse.Namespace, cells: int | None = None, done: int =
     return ConsoleReporter(cells=cells, cells_done=done)
 
 
-def options_given(args: argparse.Namespace) -> dict:
-    """The run options typed on the command line, with their values (a default typed counts too)."""
-    typed = set(getattr(args, "typed", set()))
-    if "processes" in typed:
-        typed.add("max_processes")  # --processes sets both
-    return {k: v for k, v in options_from_args(args).to_dict().items() if k in typed}
-
-
 def plan_from_args(args: argparse.Namespace) -> api.Plan:
     """Options and cells from parsed arguments, checked (``UsageError``); workload files are imported, nothing run."""
     return api.plan(options_from_args(args))
@@ -93,7 +83,12 @@ def resume_state(args: argparse.Namespace) -> JournalState:
     """The run saved in ``--resume DIR``, checked against what else the command line says."""
     out = Path(args.resume)
     state = read_journal(out)
-    refuse_other_settings(state.options, options_given(args))
+    typed = set(getattr(args, "typed", set()))
+    if "processes" in typed:
+        typed.add("max_processes")  # --processes sets both
+    # The run options typed on the command line, with their values (a default typed counts too).
+    refuse_other_settings(state.options, {k: v for k, v in options_from_args(args).to_dict().items()
+                                          if k in typed})
     if args.overwrite:
         raise UsageError("--resume continues a run and --overwrite starts afresh; give one of them")
     if args.output_dir not in (DEFAULT_OUTPUT_DIR, args.resume) and Path(args.output_dir) != out:
@@ -127,7 +122,8 @@ def main(args: argparse.Namespace) -> int:
             if args.against:
                 check_against_sides(args)
             checked = plan_from_args(args)
-            report_file_errors(checked.files)
+            for error in checked.files.errors.values():  # said at once; the rest of the run goes on
+                print(f"arraybench: {error}; its workloads are not run", file=sys.stderr)
             refuse_nothing_to_run(checked)
             results = api.execute(checked, args.output_dir, overwrite=args.overwrite,
                                   # every-node multiplies the cells by the nodes, known only later
@@ -185,8 +181,7 @@ def outcome_status(args: argparse.Namespace, results: Results, reference: str | 
 def write_table_files(args: argparse.Namespace, results: Results) -> bool:
     """Write ``--csv``/``--markdown``; whether it went (a failure is one line, the run kept)."""
     from ..render.files import csv_text
-    from ..render.report import markdown_report
-    from ..render.report import findings
+    from ..render.report import findings, markdown_report
 
     try:
         written = write_tables(args, {"--csv": lambda: csv_text(results),
@@ -231,12 +226,6 @@ def refuse_nothing_to_run(checked: api.Plan) -> None:
             return
         reasons.setdefault(why, cell.device)
     raise UsageError("nothing to run here: " + "; ".join(f"--devices {d}: {w}" for w, d in reasons.items()))
-
-
-def report_file_errors(loaded: LoadedFiles) -> None:
-    """Say at once, on stderr, which workload files did not load; the rest of the run goes on."""
-    for error in loaded.errors.values():
-        print(f"arraybench: {error}; its workloads are not run", file=sys.stderr)
 
 
 def print_outcome(results: Results, console: Console) -> None:
@@ -305,8 +294,7 @@ def against_gate(args: argparse.Namespace, results: Results) -> int:
 def run_gate(args: argparse.Namespace, results: Results, reference: str) -> int:
     """The run against ``reference``: the comparison printed, then ``--fail-above``'s status (0: passes)."""
     from ..store import open_store
-    from ..store.refs import find
-    from ..store.refs import run_line
+    from ..store.refs import find, run_line
     from ..render.comparison import print_comparison
     from .compare import gate
 
@@ -319,7 +307,12 @@ def run_gate(args: argparse.Namespace, results: Results, reference: str) -> int:
         print(f"arraybench: {line}", file=sys.stderr)
         return 1 if args.fail_above is not None else 0
     comparison = api.compare(base, results)
-    _name_the_runs(args, base, results)
+    if getattr(args, "json", False):  # which run `last` was, as one JSON line a script can read
+        import json
+
+        from ..store.refs import run_fields
+
+        print(json.dumps({"compared": {"base": run_fields(base), "new": run_fields(results)}}), flush=True)
     if not quiet:
         console = safe_console()
         console.print(line, markup=False, highlight=False)
@@ -327,17 +320,6 @@ def run_gate(args: argparse.Namespace, results: Results, reference: str) -> int:
             console.print(named, markup=False, highlight=False, soft_wrap=True)
         print_comparison(comparison, console, [])
     return gate(comparison, args.fail_above) if args.fail_above is not None else 0
-
-
-def _name_the_runs(args: argparse.Namespace, base: Results, new: Results) -> None:
-    """With ``--json``, the two runs compared as one JSON line, so a script can tell which run ``last`` was."""
-    if not getattr(args, "json", False):
-        return
-    import json
-
-    from ..store.refs import run_fields
-
-    print(json.dumps({"compared": {"base": run_fields(base), "new": run_fields(new)}}), flush=True)
 
 
 def _register_sweep(sub: argparse._SubParsersAction) -> None:

@@ -15,16 +15,13 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import UsageError, option_name
 
+if TYPE_CHECKING:
+    from ..model.options import RunOptions
 
-class Chosen(Protocol):
-    """What a run chose of environments (``options.RunOptions`` has it)."""
-
-    pythons: dict[str, str]
-    variants: dict[str, dict[str, str]]
 
 #: A label as tables show it (``NumPy CPU [np126]``) and file names hold it.
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,39}")
@@ -139,31 +136,28 @@ def parse_python(text: str) -> tuple[str, str]:
 TWIN = "twin"
 
 
-def of(options: Chosen) -> list[Environment]:
+def of(options: RunOptions) -> list[Environment]:
     """The run's environments: every interpreter under every variant ("" without either), then the self-check's ``TWIN``."""
     pythons: list[tuple[str, str | None]] = list(options.pythons.items()) or [("", None)]
     variants: list[tuple[str, dict[str, str]]] = list(options.variants.items()) or [("", {})]
     found = [Environment(JOIN.join(filter(None, (p, v))), python, dict(variables))
              for p, python in pythons for v, variables in variants]
-    if getattr(options, "self_check", False):
+    if options.self_check:
         found.append(Environment(TWIN, found[0].python, dict(found[0].variables)))
     return found
 
 
-def twin_of(options: Chosen) -> str:
+def twin_of(options: RunOptions) -> str:
     """The label of the environment the self-check's twin copies."""
     return of(options)[0].label
 
 
-def find(options: Chosen, label: str) -> Environment:
+def find(options: RunOptions, label: str) -> Environment:
     """The environment ``label`` of the run (``KeyError`` if it has none of that name)."""
-    for env in of(options):
-        if env.label == label:
-            return env
-    raise KeyError(label)
+    return {env.label: env for env in of(options)}[label]
 
 
-def describe(options: Chosen) -> dict[str, dict[str, Any]]:
+def describe(options: RunOptions) -> dict[str, dict[str, Any]]:
     """What results.json says of each environment (the versions it ran come from its workers)."""
     return {e.label: {"python": e.python or sys.executable, "variables": dict(e.variables)}
             for e in of(options) if not e.default}
@@ -171,7 +165,6 @@ def describe(options: Chosen) -> dict[str, dict[str, Any]]:
 
 _IMPORT_DIR: str | None = None
 IMPORT_PREFIX = "arraybench-import-"
-_IMPORT_NAME = re.compile(re.escape(IMPORT_PREFIX) + r"([0-9]+)-[A-Za-z0-9_]+")
 
 
 def _alive(pid: int) -> bool:
@@ -184,10 +177,10 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_folders(tmp: str | None = None, prefix: str = "") -> list[str]:
+def remove_stale_folders(tmp: str | None = None, prefix: str = IMPORT_PREFIX) -> list[str]:
     """Remove this user's per-process folders (``PREFIX<pid>-...``) whose process is gone; the removed."""
     tmp = tmp or tempfile.gettempdir()
-    pattern = re.compile(re.escape(prefix) + r"([0-9]+)-[A-Za-z0-9_]+") if prefix else _IMPORT_NAME
+    pattern = re.compile(re.escape(prefix) + r"([0-9]+)-[A-Za-z0-9_]+")
     removed = []
     try:
         names = os.listdir(tmp)

@@ -3,6 +3,7 @@ only a library knows (BLAS, its thread pools, GPU names) the workers report unde
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import importlib.metadata
@@ -55,12 +56,9 @@ def physical_cores() -> int | None:
 
 def memory_gib() -> float | None:
     """Total physical memory."""
-    try:
-        pages = os.sysconf("SC_PHYS_PAGES")
-        size = os.sysconf("SC_PAGE_SIZE")
-        return round(pages * size / 1024**3, 1)
-    except (ValueError, OSError, AttributeError):
-        return None
+    with contextlib.suppress(ValueError, OSError, AttributeError):
+        return round(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 1024**3, 1)
+    return None
 
 
 def gpus() -> list[dict[str, str]]:
@@ -75,12 +73,8 @@ def gpus() -> list[dict[str, str]]:
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return []
-    found = []
-    for line in out.strip().splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) == 3:
-            found.append({"name": parts[0], "driver": parts[1], "memory": parts[2]})
-    return found
+    rows = [[p.strip() for p in line.split(",")] for line in out.strip().splitlines()]
+    return [dict(zip(("name", "driver", "memory"), row)) for row in rows if len(row) == 3]
 
 
 def library_versions() -> dict[str, str | None]:

@@ -9,6 +9,7 @@ alone where libc is not glibc or the user chose the allocator; records then say 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -50,16 +51,12 @@ def _jax_plugins() -> list[str]:
     import pkgutil
 
     found: list[str] = []
-    try:
+    with contextlib.suppress(ImportError, ValueError):
         spec = importlib.util.find_spec("jax_plugins")
         if spec is not None and spec.submodule_search_locations:
             found += [m.name for m in pkgutil.iter_modules(spec.submodule_search_locations)]
-    except (ImportError, ValueError):
-        pass
-    try:
+    with contextlib.suppress(Exception):  # a broken distribution's metadata must not stop a run
         found += [ep.name + " " + ep.value for ep in importlib.metadata.entry_points(group="jax_plugins")]
-    except Exception:  # a broken distribution's metadata must not stop a run
-        pass
     return found
 
 
@@ -71,10 +68,8 @@ def worker_env(base: Mapping[str, str], *, threads: int | None, backend: str, de
     # Keep the worker from writing bytecode caches into a user's tree mid-benchmark.
     env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     if threads is not None:
-        n = str(threads)
-        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
-            env[var] = n
+        env.update(dict.fromkeys(("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                  "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"), str(threads)))
         if backend == "jax":
             flags = env.get("XLA_FLAGS", "")
             # XLA's CPU thread pool follows the affinity; one thread also needs Eigen's pool off.
@@ -102,12 +97,10 @@ def child_setup(cpus: list[int] | None) -> Callable[[], None]:
     parent = os.getpid()
     prctl = None
     if sys.platform.startswith("linux"):
-        try:
+        with contextlib.suppress(OSError, AttributeError):
             import ctypes
 
             prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here, not in the child
-        except (OSError, AttributeError):
-            prctl = None
 
     def setup() -> None:
         if chosen is not None:

@@ -322,7 +322,7 @@ NARROW = 100
 
 
 def print_catalog(entries: Sequence[Mapping[str, Any]], console: Console) -> None:
-    """The table of workloads (the entries of ``commands.catalog.catalog``), then the groups."""
+    """The table of workloads (the entries of ``commands.info.catalog``), then the groups."""
     table = Table(title="workloads", header_style="bold", title_justify="left", pad_edge=False)
     # Each column has a share of the width at most, so that one long workload wraps its own cell
     # instead of squeezing the others to nothing.

@@ -15,8 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
-from ..errors import StoreWarning
-from ..errors import StoreError
+from ..errors import StoreError, StoreWarning
 from .location import describe_location, is_postgres, redact
 
 __all__ = ["BUSY_TIMEOUT", "Database", "StoreError", "StoreWarning", "connect", "migrate"]
@@ -35,16 +34,21 @@ class Database:
     """A connection; ``dialect`` is ``"sqlite"`` or ``"postgresql"``."""
 
     dialect = ""
+    _conn: Any
 
     def __init__(self, location: str) -> None:
         self.location = location
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         """Run one statement; return its rows (empty for a statement without any)."""
-        raise NotImplementedError
+        return self._run(sql, params, lambda cur: cur.fetchall() if cur.description is not None else [])
 
     def changes(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run one statement that writes; return how many rows it changed."""
+        return self._run(sql, params, lambda cur: cur.rowcount)
+
+    def _run(self, sql: str, params: Sequence[Any], read: Callable[[Any], T]) -> T:
+        """``read`` of the cursor that ran one statement, the driver's errors a ``StoreError``."""
         raise NotImplementedError
 
     @contextlib.contextmanager
@@ -54,7 +58,7 @@ class Database:
         yield
 
     def close(self) -> None:
-        raise NotImplementedError
+        self._conn.close()
 
     def _fail(self, exc: Exception, note: str = "") -> StoreError:
         text = " ".join(str(exc).split()) or exc.__class__.__name__
@@ -100,11 +104,8 @@ class SQLite(Database):
                 raise self._fail(exc) from None
             time.sleep(_SQLITE_POLL)
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-        return self._patiently(lambda: self._conn.execute(sql, tuple(params)).fetchall())
-
-    def changes(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return self._patiently(lambda: self._conn.execute(sql, tuple(params)).rowcount)
+    def _run(self, sql: str, params: Sequence[Any], read: Callable[[Any], T]) -> T:
+        return self._patiently(lambda: read(self._conn.execute(sql, tuple(params))))
 
     @contextlib.contextmanager
     def write(self) -> Iterator[None]:
@@ -116,9 +117,6 @@ class SQLite(Database):
                 self._conn.execute("ROLLBACK")
             raise
         self.execute("COMMIT")
-
-    def close(self) -> None:
-        self._conn.close()
 
 
 class PostgreSQL(Database):
@@ -148,16 +146,9 @@ class PostgreSQL(Database):
             note = f" (another session holds a lock on it; gave up after {BUSY_TIMEOUT:g} s)"
         return super()._fail(exc, note)
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+    def _run(self, sql: str, params: Sequence[Any], read: Callable[[Any], T]) -> T:
         try:
-            cur = self._conn.execute(sql.replace("?", "%s"), tuple(params))
-            return cur.fetchall() if cur.description is not None else []
-        except self._errors as exc:
-            raise self._fail(exc) from None
-
-    def changes(self, sql: str, params: Sequence[Any] = ()) -> int:
-        try:
-            return self._conn.execute(sql.replace("?", "%s"), tuple(params)).rowcount
+            return read(self._conn.execute(sql.replace("?", "%s"), tuple(params)))
         except self._errors as exc:
             raise self._fail(exc) from None
 
@@ -168,9 +159,6 @@ class PostgreSQL(Database):
                 yield
         except self._errors as exc:
             raise self._fail(exc) from None
-
-    def close(self) -> None:
-        self._conn.close()
 
 
 def connect(location: str) -> Database:

@@ -7,8 +7,7 @@ import os
 import warnings
 from typing import TYPE_CHECKING, Any, Union
 
-from ..errors import UsageError, one_line
-from ..errors import StoreWarning
+from ..errors import StoreWarning, UsageError, one_line
 from .location import redact
 from .store import REFUSED, open_store
 

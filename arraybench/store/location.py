@@ -3,6 +3,7 @@ data folder as ``platformdirs`` knows it (``~/.local/share/arraybench`` on Linux
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path
@@ -16,15 +17,10 @@ STORE_FILE = "results.sqlite"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
-def data_folder() -> Path:
-    """arraybench's folder for per-user data on this platform."""
-    return Path(platformdirs.user_data_dir("arraybench", appauthor=False))
-
-
 def default_location() -> str:
     """The store every run goes to unless told otherwise."""
     try:
-        return str(data_folder() / STORE_FILE)
+        return str(Path(platformdirs.user_data_dir("arraybench", appauthor=False)) / STORE_FILE)
     except RuntimeError as exc:  # Path.home() without a home
         raise StoreError(f"no user data folder for the default store ({exc}); give --store PATH") from None
 
@@ -71,12 +67,10 @@ def _secrets(location: str) -> list[str]:
         found.add(m.group(0)[len(m.group(1)):-1])
     for m in _PASSWORD.finditer(location):
         found.add(m.group(2).strip("'"))
-    try:
+    with contextlib.suppress(ValueError):  # a malformed URL: what the patterns found is all there is
         parts = urlsplit(location)
         found.add(parts.password or "")
         found |= {v for k, v in parse_qsl(parts.query) if k.lower() == "password"}
-    except ValueError:  # a malformed URL: what the patterns found is all there is
-        pass
     found |= {unquote(s) for s in found}
     return sorted((s for s in found if s and s != "***"), key=len, reverse=True)
 

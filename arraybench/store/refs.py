@@ -11,8 +11,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import UsageError
-from ..errors import StoreError
+from ..errors import StoreError, UsageError
 
 if TYPE_CHECKING:
     from ..model.results import Results
@@ -73,13 +72,6 @@ def this_machine() -> str:
     return machine_id(machine.fingerprint(machine.gpus()))
 
 
-def this_project() -> str:
-    """The project the current folder belongs to, as its runs are stored under."""
-    from ..host import git
-
-    return git.project()
-
-
 def run_fields(results: "Results") -> dict[str, str | None]:
     """Which run ``results`` is: ``id``, ``date``, ``folder`` and ``commit`` (``+dirty``); None where unrecorded."""
     from ..model.runs import run_id
@@ -118,6 +110,7 @@ def load_run(given: "str | os.PathLike[str]", location: "str | os.PathLike[str] 
     """A run a user named: a results.json or its folder (a path that exists is always read as one), else a
     stored run named by ``FORMS``; ``ResultsError`` or ``StoreError`` in one line."""
     from ..errors import ResultsError
+    from ..host import git
     from ..model.results import load, resolve
     from .store import open_store
 
@@ -133,7 +126,7 @@ def load_run(given: "str | os.PathLike[str]", location: "str | os.PathLike[str] 
     last = LAST.fullmatch(text)
     with open_store(location, create=False) as store:
         return stored_results(store, text, this_machine() if last else None,
-                              this_project() if last and not last.group(1) else None)
+                              git.project() if last and not last.group(1) else None)
 
 
 #: What a run id given to the pytest plugin may be (checked before anything is measured).
@@ -163,10 +156,12 @@ def find(store: "Store", text: str, new: "Results") -> tuple["Results | None", s
     """The baseline for ``new`` and a line saying which run it is (or why there is none)."""
     from ..model.runs import machine_id_of
 
+    from ..model.runs import run_id
+
     last = LAST.fullmatch(text)
     if not last:
         base = store.results(text)
-        return base, f"compared with run {_id(base)} (--arraybench-compare={text})"
+        return base, f"compared with run {run_id(base)} (--arraybench-compare={text})"
     back = int(last.group(2) or 0)
     cells = {r.key for r in new.records}
     machine = machine_id_of(new.environment) or None
@@ -187,9 +182,3 @@ def find(store: "Store", text: str, new: "Results") -> tuple["Results | None", s
                       + (f"; machine:{text} counts every project's" if project else ""))
     rid = newest_first[back]
     return store.results(rid), f"compared with run {rid}, started {runs[rid].started_at[:19]} ({text})"
-
-
-def _id(results: "Results") -> str:
-    from ..model.runs import run_id
-
-    return run_id(results)

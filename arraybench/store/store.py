@@ -126,10 +126,7 @@ class Store:
     def runs(self, *, since: str | None = None, machine: str | None = None,
              project: str | None = None) -> list[StoredRun]:
         """The runs stored, oldest first, since an ISO time, of a machine id prefix, of a project."""
-        where, params = _where(since=since, machine=machine, table="runs")
-        if project is not None:
-            where += (" AND" if where else " WHERE") + " project = ?"
-            params.append(project)
+        where, params = _where(since=since, machine=machine, project=project, table="runs")
         rows = self.db.execute(
             "SELECT run_id, started_at, stored_at, complete, arraybench, machine_id, source, context, "
             "(SELECT COUNT(*) FROM records WHERE records.run_id = runs.run_id), "
@@ -261,15 +258,12 @@ def _record_row(rid: str, results: "Results", r: Any) -> tuple:
             r.median_s, r.ci_low_s, r.ci_high_s, r.n_replicates)
 
 
-def _where(*, since: str | None, machine: str | None, table: str, workloads: Iterable[str] = (),
-           backends: Iterable[str] = ()) -> tuple[str, list[Any]]:
-    clauses, params = [], []
-    if since:
-        clauses.append("runs.started_at >= ?" if table == "records" else "started_at >= ?")
-        params.append(since)
-    if machine:
-        clauses.append(f"{table}.machine_id LIKE ?")
-        params.append(machine + "%")
+def _where(*, since: str | None, machine: str | None, table: str, project: str | None = None,
+           workloads: Iterable[str] = (), backends: Iterable[str] = ()) -> tuple[str, list[Any]]:
+    given = [("runs.started_at >= ?", since or None), ("runs.project = ?", project),
+             (f"{table}.machine_id LIKE ?", f"{machine}%" if machine else None)]
+    clauses = [clause for clause, value in given if value is not None]
+    params: list[Any] = [value for _, value in given if value is not None]
     for column, values in (("workload", list(workloads)), ("backend", list(backends))):
         if values:
             clauses.append(f"records.{column} IN ({', '.join('?' for _ in values)})")

@@ -184,9 +184,7 @@ class Workload:
     def functions(self) -> list[Callable[..., Any]]:
         """Every user function this workload holds (for shipping it to workers by value)."""
         found = [self.fn, self.inputs, self.reference, self.work, *self.overrides.values(),
-                 *self.gradients.values()]
-        if callable(self.params):
-            found.append(self.params)
+                 *self.gradients.values(), self.params if callable(self.params) else None]
         return [f for f in found if f is not None]
 
     def params_for(self, size: int) -> Params:
@@ -223,11 +221,9 @@ def _sizes(sizes: Mapping[str, int] | Sequence[int] | int | None) -> dict[str, i
         return dict(DEFAULT_SIZES)
     if isinstance(sizes, Mapping):
         out = {k: int(v) if isinstance(v, np.integer) else v for k, v in sizes.items()}
-    elif isinstance(sizes, (int, np.integer)) and not isinstance(sizes, bool):
-        out = {str(int(sizes)): int(sizes)}
-    elif isinstance(sizes, (list, tuple)):
+    elif isinstance(sizes, (int, np.integer, list, tuple)) and not isinstance(sizes, bool):
         out = {}
-        for n in sizes:
+        for n in sizes if isinstance(sizes, (list, tuple)) else [sizes]:
             if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
                 raise TypeError(f"sizes must be whole numbers, not {n!r}")
             out[str(int(n))] = int(n)
@@ -304,7 +300,7 @@ def define(
             raise TypeError(f"{wl_name}: check must be an arraybench.Check, e.g. Check.normwise(...)")
         changed = mutated_inputs(wl_name, f, mutates)
         check_params(wl_name, f, params)
-        wl = Workload(
+        return Workload(
             name=wl_name,
             fn=f,
             inputs=inputs if inputs is not None else default_inputs(f),
@@ -325,8 +321,5 @@ def define(
             size_means=size_means if size_means is not None else (
                 "elements of each input" if inputs is None else ""),
         )
-        return wl
 
-    if fn is not None:
-        return decorate(fn)
-    return decorate
+    return decorate(fn) if fn is not None else decorate

@@ -39,23 +39,16 @@ class ExpressionError(UsageError):
     """An expression or a setup that cannot be a workload; the message is one line."""
 
 
-def setup_scope(n: int | None, rng: np.random.Generator) -> dict[str, Any]:
-    """The names a setup starts with: ``randn``, ``rand``, ``arange`` (float64), NumPy, the
-    generator, and ``n`` where the setup reads it."""
+def run_setup(setup: str, n: int | None, rng: np.random.Generator) -> dict[str, Any]:
+    """The names ``setup`` binds, with their values (the names it started with, unless rebound)."""
+    # It starts with randn, rand, arange (float64), NumPy, the generator, and n where it reads it.
     scope: dict[str, Any] = {
         "rng": rng, "np": np,
         "randn": lambda *shape: rng.standard_normal(shape),
         "rand": lambda *shape: rng.random(shape),
         "arange": lambda *args: np.arange(*args, dtype=np.float64),
+        **({} if n is None else {"n": n}),
     }
-    if n is not None:
-        scope["n"] = n
-    return scope
-
-
-def run_setup(setup: str, n: int | None, rng: np.random.Generator) -> dict[str, Any]:
-    """The names ``setup`` binds, with their values (the names it started with, unless rebound)."""
-    scope = setup_scope(n, rng)
     start = dict(scope)
     _remember(SETUP_FILE, setup)  # a traceback in a worker shows the setup's own line
     exec(compile(setup, SETUP_FILE, "exec"), scope)

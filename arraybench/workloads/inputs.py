@@ -14,7 +14,8 @@ import numpy as np
 
 from ..backends.base import Gradient, Unavailable, analytic_method
 from .definition import Workload
-from .params import InputsFn, Params, accepted, array_parameters, definition_line, is_setting_parameter
+from .params import (POSITIONAL, InputsFn, Params, accepted, array_parameters, definition_line,
+                     is_setting_parameter)
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
@@ -58,7 +59,8 @@ def make_inputs(wl: Workload, size: int, dtype: str, seed: int = 0,
     rng = np.random.default_rng([seed, zlib.crc32(wl.name.encode()), size])
     settings = params if params is not None else wl.params_for(size)
     made = arrange(wl, _call_inputs(wl.inputs, size, rng, settings))
-    arrays = tuple(_cast_list(a, dtype) if isinstance(a, list)
+    # A Python list's floats made exactly representable in ``dtype``.
+    arrays = tuple(np.asarray(a, dtype=np.dtype(dtype)).tolist() if isinstance(a, list)
                    else np.array(a.array, order="C") if isinstance(a, Fixed)
                    else _cast(np.asarray(a), dtype)
                    for a in made)
@@ -92,21 +94,15 @@ def arrange(wl: Workload, made: Any) -> tuple[Any, ...]:
     return arrays
 
 
-def _positional_arity(fn: Any) -> int:
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return 2
-    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
-        return 2
-    return sum(1 for p in params if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
-                                               inspect.Parameter.POSITIONAL_OR_KEYWORD)
-               and not is_setting_parameter(p))
-
-
 def _call_inputs(inputs: InputsFn, size: int, rng: np.random.Generator, params: Params) -> Any:
-    # Settings go to an ``inputs`` that takes them by name (``def inputs(n, rng, *, tsteps)``).
-    if _positional_arity(inputs) >= 2:
+    # Settings go to an ``inputs`` that takes them by name (``def inputs(n, rng, *, tsteps)``); the
+    # generator to one that takes a second array-like argument, *args, or a signature none can read.
+    try:
+        ps = inspect.signature(inputs).parameters.values()
+    except (TypeError, ValueError):
+        ps = None
+    if ps is None or any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in ps) \
+            or sum(1 for p in ps if p.kind in POSITIONAL and not is_setting_parameter(p)) >= 2:
         return inputs(size, rng, **accepted(inputs, params, filled=2))
     return inputs(size, **accepted(inputs, params, filled=1))
 
@@ -118,11 +114,6 @@ def _cast(a: np.ndarray, dtype: str) -> np.ndarray:
     if np.issubdtype(a.dtype, np.floating):
         return a.astype(np.dtype(dtype), order="C")
     return np.array(a, order="C")
-
-
-def _cast_list(values: list, dtype: str) -> list:
-    """A Python list whose floats are exactly representable in ``dtype``."""
-    return np.asarray(values, dtype=np.dtype(dtype)).tolist()
 
 
 def input_bytes(host: tuple[Any, ...]) -> int:
@@ -178,9 +169,8 @@ def bind(wl: Workload, backend: "Backend", mode: str, arrays: tuple[Any, ...],
             raise Unavailable(f"not applicable: {backend.compile_method} compiles array code, and "
                               f"{wl.name} is about the library itself (namespace='backend')")
         op = backend.evaluated(backend.compile_workload(fn, xp, settings, grad=wl.grad))
-        if wl.grad:
-            return Bound(op, arrays, f"{backend.compile_method} of {backend.grad_method}", gradient)
-        return Bound(op, arrays, backend.compile_method)
+        method = f"{backend.compile_method} of {backend.grad_method}" if wl.grad else backend.compile_method
+        return Bound(op, arrays, method, gradient)
 
     def call(*a: Any) -> Any:
         return fn(xp, *a, **settings)

@@ -10,6 +10,7 @@ promotes ``np.float64(2.0)`` and ``2.0`` differently.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import linecache
 import math
@@ -24,6 +25,8 @@ Params = dict[str, ParamValue]
 ParamsSpec = Union[Mapping[str, ParamValue], Callable[[int], Mapping[str, ParamValue]], None]
 
 _SCALARS = (bool, int, float, str)
+#: The kinds of parameter a call fills by position.
+POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
 def is_setting(value: Any) -> bool:
@@ -42,19 +45,15 @@ def plain(value: Any) -> Any:
 
 
 def _signature(fn: Any) -> inspect.Signature | None:
-    try:
+    with contextlib.suppress(TypeError, ValueError):
         return inspect.signature(fn)
-    except (TypeError, ValueError):
-        return None
+    return None
 
 
 def is_setting_parameter(p: inspect.Parameter) -> bool:
     """A parameter that takes a setting: keyword-only, or positional with a scalar default other
     than None (which stays an optional array)."""
-    if p.kind is inspect.Parameter.KEYWORD_ONLY:
-        return True
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return p.kind in positional and p.default is not p.empty and p.default is not None \
+    return p.kind is inspect.Parameter.KEYWORD_ONLY or p.kind in POSITIONAL and p.default is not None \
         and (is_setting(p.default) or is_numpy_setting(p.default))
 
 
@@ -64,8 +63,7 @@ def default_settings(fn: Any) -> Params:
     if sig is None:
         return {}
     return {p.name: plain(p.default) for p in list(sig.parameters.values())[1:]
-            if is_setting_parameter(p) and p.default is not p.empty
-            and (is_setting(p.default) or is_numpy_setting(p.default))}
+            if is_setting_parameter(p) and (is_setting(p.default) or is_numpy_setting(p.default))}
 
 
 def typed(fn: Any, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -85,14 +83,11 @@ def accepted(fn: Any, params: Mapping[str, Any], filled: int = 0) -> dict[str, A
     if sig is None:
         return {}
     ps = list(sig.parameters.values())
-    positional = [p.name for p in ps if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
-                                                   inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    taken = set(positional[:filled])
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in ps):
-        return {k: v for k, v in params.items() if k not in taken}
-    names = {p.name for p in ps if p.kind in (inspect.Parameter.KEYWORD_ONLY,
-                                               inspect.Parameter.POSITIONAL_OR_KEYWORD)}
-    return {k: v for k, v in params.items() if k in names and k not in taken}
+    taken = set([p.name for p in ps if p.kind in POSITIONAL][:filled])
+    anything = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in ps)
+    names = {p.name for p in ps
+             if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)}
+    return {k: v for k, v in params.items() if (anything or k in names) and k not in taken}
 
 
 def refused(fn: Any, names: Any) -> list[str]:
@@ -122,7 +117,7 @@ def check_settings(owner: str, params: Mapping[str, Any], *, aimable: bool = Fal
                             + (" (NAME, or WORKLOAD.NAME for one workload's)" if aimable else ""))
         if isinstance(value, bool) or value is None or isinstance(value, str):
             out[name] = value
-        elif isinstance(value, int) and not isinstance(value, bool):
+        elif isinstance(value, int):
             out[name] = int(value)  # a NumPy integer too: the record holds plain JSON
         elif isinstance(value, float):
             out[name] = float(value)
@@ -136,14 +131,8 @@ def check_settings(owner: str, params: Mapping[str, Any], *, aimable: bool = Fal
 
 def resolve(owner: str, fn: Any, spec: ParamsSpec, size: int) -> Params:
     """A workload's settings at a size: its keyword defaults, updated by ``params``."""
-    given: Mapping[str, Any] = {}
-    if callable(spec):
-        given = spec(size)
-    elif spec is not None:
-        given = spec
-    out = dict(default_settings(fn))
-    out.update(check_settings(owner, given))
-    return out
+    given = spec(size) if callable(spec) else spec or {}
+    return {**default_settings(fn), **check_settings(owner, given)}
 
 
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
@@ -161,13 +150,11 @@ def coerce(name: str, value: ParamValue, default: ParamValue) -> ParamValue:
             return text_value.lower() in _TRUE
         raise ValueError(f"setting {name} is true or false (its default is {default!r}), not {value!r}")
     if kind is int:
-        try:
+        with contextlib.suppress(ValueError):
             if text_value is not None:
                 return int(text_value)
             if isinstance(value, float) and value.is_integer():
                 return int(value)
-        except ValueError:
-            pass
         raise ValueError(f"setting {name} is a whole number (its default is {default!r}), not {value!r}")
     if kind is float:
         try:
@@ -187,14 +174,14 @@ def text(params: Mapping[str, Any]) -> str:
     return ",".join(f"{k}={_value_text(v)}" for k, v in params.items())
 
 
-def describe(params: Mapping[str, Any]) -> str:
-    """``tsteps = 20, mode = 'ortho'``: settings as tables show them."""
-    return ", ".join(f"{k} = {v!r}" for k, v in params.items())
-
-
 def _value_text(v: Any) -> str:
     v = plain(v)
     return repr(v) if isinstance(v, float) else str(v)
+
+
+def describe(params: Mapping[str, Any]) -> str:
+    """``tsteps = 20, mode = 'ortho'``: settings as tables show them."""
+    return ", ".join(f"{k} = {v!r}" for k, v in params.items())
 
 
 ArrayFn = Callable[..., Any]
@@ -234,11 +221,10 @@ def array_parameters(fn: Any) -> list[inspect.Parameter] | None:
     if sig is None:
         return None
     params = list(sig.parameters.values())
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
         return None
     # Settings (``tsteps=20``) are passed by keyword, never filled by ``inputs``.
-    return [p for p in [p for p in params if p.kind in positional][1:] if not is_setting_parameter(p)]
+    return [p for p in [p for p in params if p.kind in POSITIONAL][1:] if not is_setting_parameter(p)]
 
 
 def default_inputs(fn: ArrayFn) -> InputsFn:
@@ -261,10 +247,8 @@ def default_inputs(fn: ArrayFn) -> InputsFn:
 
 def mutated_inputs(name: str, fn: ArrayFn, mutates: Sequence[str] | str | bool) -> tuple[str, ...]:
     """``mutates=`` as parameter names ("*" for every array), each checked against the function."""
-    if mutates is True:
-        return ("*",)
-    if mutates is False or mutates is None:
-        return ()
+    if mutates in (True, False, None):
+        return ("*",) if mutates else ()
     names = (mutates,) if isinstance(mutates, str) else tuple(mutates)
     params = array_parameters(fn)
     if params is None:

@@ -65,10 +65,8 @@ def reference_result(wl: Workload, inputs: tuple[Any, ...], params: Params | Non
     double, rounded to float64."""
     wide = tuple(_widen(a) for a in inputs)
     settings = params if params is not None else {}
-    if extended is None:
-        extended = extended_allowed(wide)
     if wl.reference is not None or not wl.grad:
-        return _extended(_call(wl, settings), wide, extended)
+        return _extended(_call(wl, settings), wide, extended_allowed(wide) if extended is None else extended)
     if not wide or not np.issubdtype(wide[0].dtype, np.floating):
         got = wide[0].dtype if wide else "no input"
         raise TypeError(f"{wl.name}: grad=True differentiates with respect to the first "
@@ -83,15 +81,10 @@ def reference_result(wl: Workload, inputs: tuple[Any, ...], params: Params | Non
 def _call(wl: Workload, settings: Params) -> Callable[..., Any]:
     """The reference as a call of the inputs: ``reference=`` with the settings it takes by name, or
     the workload's function under NumPy; an in-place one's result is the inputs it changed."""
-    if wl.reference is not None:
-        ref_fn = wl.reference
-
-        def call(*args: Any) -> Any:
-            return _as_host(wl.result_of(ref_fn(*args, **accepted(ref_fn, settings, filled=len(args))), args))
-
-        return call
-    fn = wl.function_for("numpy")
-    fn = functools.partial(fn, **settings) if settings else fn
+    ref = wl.reference
+    if ref is not None:
+        return lambda *args: _as_host(wl.result_of(ref(*args, **accepted(ref, settings, filled=len(args))), args))
+    fn = functools.partial(wl.function_for("numpy"), **settings)
     xp = numpy_namespace(wl.namespace_for("numpy"))
     return lambda *args: _as_host(wl.result_of(fn(xp, *args), args))
 
@@ -238,8 +231,7 @@ def _quietly(call: Callable[..., Any], args: tuple[Any, ...]) -> Any:
 def _perturbed(a: Any, rng: np.random.Generator) -> Any:
     if not isinstance(a, np.ndarray) or not np.issubdtype(a.dtype, np.inexact):
         return a.copy() if isinstance(a, np.ndarray) else a
-    eps = np.finfo(np.float64).eps
-    return a * (1.0 + eps * rng.uniform(-PERTURB_ULPS, PERTURB_ULPS, a.shape))
+    return a * (1.0 + np.finfo(np.float64).eps * rng.uniform(-PERTURB_ULPS, PERTURB_ULPS, a.shape))
 
 
 def _reordered(a: Any) -> Any:

@@ -8,6 +8,7 @@ names the user's own line.
 
 from __future__ import annotations
 
+import contextlib
 import linecache
 import os
 import pickle
@@ -94,10 +95,8 @@ def _by_value(fn: Any) -> None:
     path = getattr(module, "__file__", None) or ""
     if "site-packages" in path or "dist-packages" in path or not path:
         return
-    try:
+    with contextlib.suppress(ValueError):  # one cloudpickle refuses (a package's submodule): by reference
         cloudpickle.register_pickle_by_value(module)
-    except ValueError:
-        pass  # a module cloudpickle refuses (a package's submodule): it is pickled by reference
 
 
 def _filename(fn: Any) -> str | None:

@@ -35,27 +35,18 @@ def geometric_range(spec: str) -> list[int]:
     if hi < lo:
         raise UsageError(f"size range {spec!r} goes down; write it as {hi}:{lo}")
     if len(pieces) == 3:
-        steps = _parse_int(pieces[2], "STEPS")
+        try:
+            steps = int(pieces[2].replace("_", ""))
+        except ValueError:
+            raise UsageError(f"STEPS {pieces[2]!r} is not a whole number") from None
         if steps < 2:
             raise UsageError(f"size range {spec!r}: STEPS must be at least 2")
         if steps > MAX_STEPS:
             raise UsageError(f"size range {spec!r}: STEPS must be at most {MAX_STEPS}")
         ratio = (hi / lo) ** (1 / (steps - 1))
         return sorted({round(lo * ratio**i) for i in range(steps)})
-    sizes = []
-    n = lo
-    while n < hi:
-        sizes.append(n)
-        n *= 2
-    sizes.append(hi)
-    return sizes
-
-
-def _parse_int(text: str, what: str) -> int:
-    try:
-        return int(text.replace("_", ""))
-    except ValueError:
-        raise UsageError(f"{what} {text!r} is not a whole number") from None
+    doublings = int(math.log2(hi / lo)) + 1
+    return sorted({*(lo << k for k in range(doublings) if lo << k < hi), hi})
 
 
 def parse_size(text: str) -> int:

@@ -40,20 +40,16 @@ def key_path() -> Path:
 
 
 def _read_key(path: Path) -> bytes | None:
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        with open(os.open(path, flags), "rb") as f:
+            st = os.fstat(f.fileno())
+            # Another user's (or a world-writable) key vouches for nothing.
+            if st.st_uid != os.getuid() or st.st_mode & 0o077:
+                return None
+            data = f.read(_KEY_BYTES + 1)
     except OSError:
         return None
-    try:
-        st = os.fstat(fd)
-        # Another user's (or a world-writable) key vouches for nothing.
-        if st.st_uid != os.getuid() or st.st_mode & 0o077:
-            return None
-        data = os.read(fd, _KEY_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     return data if len(data) == _KEY_BYTES else None
 
 
@@ -128,27 +124,22 @@ def check_resume(out: Path, *, files: list[str], shipped: bool, shipped_sha256: 
     may run: each workload file sealed, named or trusted; the pickle sealed or trusted, and the
     very file its run recorded."""
     if not (sealed or trust_folder):
+        alien = "this folder was not written by your arraybench (or its journal was changed)"
+        trust = "add --trust-folder (trust_folder=True) only if you trust where the folder came from"
         if environments:
             # Interpreters (--python) and variables (--variant: LD_PRELOAD, PYTHONSTARTUP...) run code.
             raise UsageError(f"{out}: its journal names other interpreters or environment variables "
-                             "(--python, --variant) to run workers with, and this folder was not "
-                             "written by your arraybench (or its journal was changed), so none is "
-                             "run; add --trust-folder (trust_folder=True) only if you trust where "
-                             "the folder came from")
+                             f"(--python, --variant) to run workers with, and {alien}, so none is run; {trust}")
         unnamed = [f for f in files if str(Path(f)) not in {str(Path(n)) for n in named}]
         if unnamed:
             flags = " ".join(f"--workload-files {shlex.quote(f)}" for f in unnamed)
-            raise UsageError(f"{out}: its journal names the workload file {unnamed[0]}, and this "
-                             "folder was not written by your arraybench (or its journal was "
-                             "changed), so nothing in it is run unless you name it: arraybench run "
-                             f"--resume {shlex.quote(str(out))} {flags} (or add --trust-folder if you "
-                             "trust where the folder came from)")
+            raise UsageError(f"{out}: its journal names the workload file {unnamed[0]}, and {alien}, so "
+                             f"nothing in it is run unless you name it: arraybench run --resume "
+                             f"{shlex.quote(str(out))} {flags} (or add --trust-folder if you trust where "
+                             "the folder came from)")
         if shipped:
-            raise UsageError(f"{out}: its run's workloads were defined in Python and are pickled "
-                             f"in {out / SHIPPED_NAME}, which loading would run, and this folder "
-                             "was not written by your arraybench (or its journal was changed); "
-                             "add --trust-folder (trust_folder=True) only if you trust where the "
-                             "folder came from")
+            raise UsageError(f"{out}: its run's workloads were defined in Python and are pickled in "
+                             f"{out / SHIPPED_NAME}, which loading would run, and {alien}; {trust}")
     if shipped:
         path = out / SHIPPED_NAME
         try:
@@ -252,15 +243,11 @@ def _function(h: Any, fn: types.FunctionType, seen: set[int], depth: int) -> Non
         except ValueError:  # an empty cell
             h.update(b"<empty>")
     # The module's own functions it calls by name: an edited helper changes what a call does.
-    for name in _global_names(fn.__code__):
+    for name in dict.fromkeys(name for c in nested_codes(fn.__code__) for name in c.co_names):
         value = fn.__globals__.get(name)
         if isinstance(value, types.FunctionType) and value.__module__ == fn.__module__:
             h.update(f"global {name}".encode())
             _function(h, value, seen, depth - 1)
-
-
-def _global_names(code: types.CodeType) -> list[str]:
-    return list(dict.fromkeys(name for c in nested_codes(code) for name in c.co_names))
 
 
 def nested_codes(code: types.CodeType | None) -> list[types.CodeType]:

@@ -9,6 +9,7 @@ goes to standard error (standard output carries ``--json``), and the threads it 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -29,10 +30,8 @@ def _library_roots() -> tuple[str, ...]:
     """Folders whose code is not the user's: arraybench itself, the standard library, installed packages."""
     roots = {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}  # the arraybench package
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        try:
+        with contextlib.suppress(KeyError):
             roots.add(os.path.abspath(sysconfig.get_paths()[key]))
-        except KeyError:
-            pass
     return tuple(r + os.sep for r in roots)
 
 
@@ -49,25 +48,15 @@ def is_user_file(path: str) -> bool:
     return not full.startswith(_LIBRARY_ROOTS)
 
 
-def user_frame(exc: BaseException) -> str:
-    """The innermost traceback line outside arraybench and the libraries: the user's own code."""
-    chosen = None
-    for fr in traceback.extract_tb(exc.__traceback__):
-        if is_user_file(fr.filename):
-            chosen = fr
-    if chosen is None:
-        return ""
-    return f"{chosen.filename}:{chosen.lineno}: {(chosen.line or '').strip()}"
-
-
 def describe_exception(exc: BaseException, fallback: str = "") -> str:
     """``TypeError: message`` on one line, with the user's frame, or ``fallback`` (where their
     workload is defined) when no frame of theirs is on the traceback (PyTorch's backward pass)."""
     text = str(exc).strip().splitlines()
     head = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-    where = user_frame(exc)
-    if where:
-        return f"{head} [at {where}]"
+    # The innermost traceback line outside arraybench and the libraries: the user's own code.
+    ours = [fr for fr in traceback.extract_tb(exc.__traceback__) if is_user_file(fr.filename)]
+    if ours:
+        return f"{head} [at {ours[-1].filename}:{ours[-1].lineno}: {(ours[-1].line or '').strip()}]"
     return f"{head} [in {fallback}]" if fallback else head
 
 
@@ -175,10 +164,8 @@ def _prints_to_stderr() -> Iterator[None]:
     """While a workload file is imported, what it prints (Python or C) goes to standard error:
     standard output carries ``--json``'s one document, which a line of the file's would corrupt."""
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(AttributeError, OSError, ValueError):
             stream.flush()
-        except (AttributeError, OSError, ValueError):
-            pass
     try:
         saved: int | None = os.dup(1)
         os.dup2(2, 1)
@@ -188,10 +175,8 @@ def _prints_to_stderr() -> Iterator[None]:
     try:
         yield
     finally:
-        try:
+        with contextlib.suppress(AttributeError, OSError, ValueError):
             sys.stdout.flush()
-        except (AttributeError, OSError, ValueError):
-            pass
         sys.stdout = stdout
         if saved is not None:
             os.dup2(saved, 1)
@@ -234,19 +219,16 @@ def _exits_raise() -> Iterator[None]:
         os._exit, os.abort = real_exit, real_abort  # type: ignore[assignment]
         sys.dont_write_bytecode = writes_bytecode
         if cwd is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.fchdir(cwd)
-            except OSError:
-                pass
             os.close(cwd)
 
 
-def load_files(paths: list[str]) -> LoadedFiles:
-    """Import every file, in order, in the parent: a missing one raises ``WorkloadFileError``, one
-    that does not load is recorded in ``errors`` and the others still load."""
-    resolved = [resolve(p) for p in paths]
+def load_files(paths: list[str], *, missing_ok: bool = False) -> LoadedFiles:
+    """Import every file, in order: a missing one raises ``WorkloadFileError`` (unless ``missing_ok``:
+    it is one more error), one that does not load is recorded in ``errors`` and the others still load."""
     loaded = LoadedFiles()
-    for p in resolved:
+    for p in paths if missing_ok else [resolve(p) for p in paths]:
         try:
             loaded.workloads[str(p)] = import_workload_file(p)
         except WorkloadFileError as exc:
@@ -256,13 +238,7 @@ def load_files(paths: list[str]) -> LoadedFiles:
 
 def load_workload_files(paths: list[str]) -> dict[str, str]:
     """Import files inside a worker; return {file: error} for those that fail (nothing raises)."""
-    errors: dict[str, str] = {}
-    for p in paths:
-        try:
-            import_workload_file(p)
-        except WorkloadFileError as exc:
-            errors[str(p)] = str(exc)
-    return errors
+    return load_files(paths, missing_ok=True).errors
 
 
 def missing_workload_reason(name: str, errors: dict[str, str]) -> str:

@@ -219,7 +219,7 @@ def heat_stencil_with_settings(xp, A, *, tsteps, alpha, beta, gamma, relaxation,
 @pytest.fixture(scope="module")
 def many_settings(tmp_path_factory):
     """The catalog with a workload of seven settings (loaded once: a name is defined once)."""
-    from arraybench.commands.catalog import catalog
+    from arraybench.commands.info import catalog
 
     source = tmp_path_factory.mktemp("many") / "many.py"
     source.write_text(WORKLOAD_FILE)

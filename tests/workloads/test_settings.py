@@ -109,3 +109,12 @@ def test_param_aimed_at_a_workload_on_the_command_line_and_in_the_project_file(t
     (tmp_path / "pyproject.toml").write_text('[tool.arraybench]\nparam = ["jacobi_2d.tstep=3"]\n')
     project = run_here("run", *common, "-o", str(tmp_path / "project"), cwd=tmp_path)
     assert project.returncode == 2 and "workload 'jacobi_2d' has no setting 'tstep'" in project.stderr
+
+
+def test_include_transfer_plans_a_transfer_cell_beside_each_gpu_cell():
+    from arraybench.workloads.registry import REGISTRY
+
+    opts = validate(RunOptions(workloads=["elementwise"], backends=["torch"], devices=["cpu", "gpu"],
+                               sizes=["small"], include_transfer=True), REGISTRY)
+    cells = build_plan(opts, REGISTRY)
+    assert sorted((c.device, c.transfer) for c in cells) == [("cpu", False), ("gpu", False), ("gpu", True)]
