@@ -13,6 +13,7 @@ import warnings
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import SaveError, UsageError, one_line
+from ..files import discard as _discard
 
 if TYPE_CHECKING:
     from ..config import ProjectDefaults
@@ -299,14 +300,6 @@ def _stdout_broken() -> bool:
     except OSError:
         return True
     return False
-
-
-def _discard(stream: Any) -> None:
-    """Point ``stream``'s descriptor at /dev/null: what is left in it then goes nowhere instead of failing again."""
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, stream.fileno())
-        os.close(devnull)
 
 
 def _tolerant_terminal() -> None:
