@@ -122,6 +122,20 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         add(target, o.name, what=RUN_WRITES.get(o.name, ""))
 
 
+#: What ``show`` and ``history`` may narrow to, each a repeatable comma-separated list.
+FILTERS = {"workloads": "only these workloads (repeatable)", "backends": "only these libraries (repeatable)",
+           "sizes": "only these sizes: labels (small) or element counts (100)"}
+
+
+def add_filters(p: argparse.ArgumentParser, *names: str) -> None:
+    """``--workloads``, ``--sizes``, ``--backends`` (``names``), kept as ``filter_<name>``."""
+    from ..options import CsvExtend, csv_list
+
+    for name in names:
+        p.add_argument(f"--{name}", dest=f"filter_{name}", type=csv_list, action=CsvExtend, default=[],
+                       metavar="LIST", help=FILTERS[name])
+
+
 def store_location(args: argparse.Namespace) -> str | None:
     """The store a reading command uses: typed, else the project's, else None (the default)."""
     project = getattr(args, "project", None)

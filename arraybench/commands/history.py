@@ -16,8 +16,8 @@ from ..errors import UsageError, one_line
 from ..model.runs import machine_id_of
 from ..store.refs import load_run, this_machine
 from ..units import format_change
-from ..options import csv_list, fraction, percent, positive_int
-from . import add, check_targets, say_written, store_location, write_tables
+from ..options import fraction, percent, positive_int
+from . import add, add_filters, check_targets, say_written, store_location, write_tables
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,10 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("run", nargs="?", default=None, metavar="RUN",
                    help="only this run's cells, on its machine, up to it: a stored run's id, last or "
                         "last~N (or a results.json / its folder)")
-    p.add_argument("--workloads", dest="filter_workloads", type=csv_list, action="append",
-                   default=[], metavar="LIST", help="only these workloads (repeatable)")
-    p.add_argument("--backends", dest="filter_backends", type=csv_list, action="append",
-                   default=[], metavar="LIST", help="only these libraries (repeatable)")
+    add_filters(p, "workloads", "backends")
     p.add_argument("--machine", default=None, metavar="ID",
                    help="only this machine: a machine id (or its first characters), or `this`")
     p.add_argument("--since", default=None, metavar="WHEN",
@@ -95,8 +92,7 @@ def main(args: argparse.Namespace) -> int:
     check_targets(args)
     machine = this_machine() if args.machine == "this" else args.machine
     since = parse_since(args.since)
-    workloads = [w for group in args.filter_workloads for w in group]
-    backends = [b for group in args.filter_backends for b in group]
+    workloads, backends = args.filter_workloads, args.filter_backends
     with open_store(store_location(args), create=False) as store:
         target = None
         if args.run is not None:

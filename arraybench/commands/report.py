@@ -16,8 +16,7 @@ from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
-from ..options import CsvExtend, csv_list
-from . import add, store_location
+from . import add, add_filters, store_location
 from ..errors import UsageError
 from ..render.terminal import stdout_console
 
@@ -99,12 +98,7 @@ def _register_show(sub: argparse._SubParsersAction) -> None:
                    help="a results.json (or the folder holding it), or a stored run's id, last or last~N")
     p.add_argument("--histogram", action="store_true",
                    help="each cell's samples in bins, per process, instead of the table")
-    p.add_argument("--workloads", dest="filter_workloads", type=csv_list, action=CsvExtend, default=[],
-                   metavar="LIST", help="only these workloads (repeatable)")
-    p.add_argument("--sizes", dest="filter_sizes", type=csv_list, action=CsvExtend, default=[],
-                   metavar="LIST", help="only these sizes: labels (small) or element counts (100)")
-    p.add_argument("--backends", dest="filter_backends", type=csv_list, action=CsvExtend, default=[],
-                   metavar="LIST", help="only these libraries (repeatable)")
+    add_filters(p, "workloads", "sizes", "backends")
     add(p, "store", what="that run ids, last and last~N are looked up in")
     p.set_defaults(handler=show)
 

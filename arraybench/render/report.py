@@ -17,7 +17,7 @@ from rich.markup import escape
 
 from .files import remember, write_csv
 from .findings import findings as compute_findings, self_check_lines
-from .html import results_table_html, write_html
+from .html import results_table_html as table_html, write_html
 from .notes import (CI_LEGEND, RANGES_LEGEND, ci_text, error_text, everywhere_mark, not_run, note_texts, notebook,
                     speedup_text, unavailable_configs)
 from .tables import (FINDINGS_LINES, energy_absent, energy_measured, energy_why, format_energy, peak_sub, peak_text,
@@ -78,11 +78,6 @@ def findings(results: Results) -> Findings:
 def table(results: Results, width: int = 120) -> str:
     """The results table as plain text, as ``arraybench run`` prints it."""
     return table_text(results.records, width=width, pairs=Pairs(results.pairs))
-
-
-def table_html(results: Results) -> str:
-    """The results tables as an HTML fragment for Jupyter."""
-    return results_table_html(results)
 
 
 def show(results: Results, console: Console, *, errors: bool = False, with_findings: bool = True,
