@@ -6,12 +6,11 @@ and a notebook's own settings untouched (the style applies only while a figure i
 
 from __future__ import annotations
 
-import functools
 import io
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, Callable, TypeVar, TYPE_CHECKING
+from typing import Callable, TYPE_CHECKING
 
 import matplotlib
 from matplotlib.axes import Axes
@@ -50,18 +49,9 @@ STYLE = {
     "axes.titley": 1.0,
 }
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def styled(draw: F) -> F:
-    """Run a drawing function with arraybench's style (axes read it when they are created)."""
-
-    @functools.wraps(draw)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with matplotlib.rc_context(STYLE):
-            return draw(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
+#: A decorator that draws with arraybench's style (axes read it when they are created); rc_context
+#: starts afresh at each call.
+styled = matplotlib.rc_context(STYLE)
 
 
 class _PlainLog(LogFormatter):
