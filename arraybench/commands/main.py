@@ -123,9 +123,9 @@ def _suggesting(message: str) -> str:
 
 def commands() -> tuple[Any, ...]:
     """The command modules, in ``--help``'s order; imported here, so loading the command line stays light."""
-    from . import compare, completion, history, info, numerics, report, run, timeit
+    from . import compare, completion, history, info, numerics, report, run
 
-    return (run, timeit, report, compare, numerics, history, info, completion)
+    return (run, report, compare, numerics, history, info, completion)
 
 
 def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
