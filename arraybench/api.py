@@ -25,10 +25,10 @@ from .model.results import LEGACY_NAMES, Results, legacy_names, load, resolve
 from .executors.session import Interrupted
 from .store.keeping import StoreChoice
 from .workloads.definition import Workload
-from .workloads.registry import BUILTIN, REGISTRY, register
+from .workloads.registry import BUILTIN, REGISTRY, expand, register
 from .workloads.shipping import needs_shipping, pack
 from .workloads.userfile import load_files
-from .outdir import claim_for_report
+from .outdir import claim_for_report, prepare
 from .store.refs import load_run
 
 if TYPE_CHECKING:
@@ -203,8 +203,6 @@ def sweep(workloads: Any, *, sizes: Any = None, output_dir: str | os.PathLike[st
 
 def sweep_sizes(names: Sequence[str]) -> str:
     """Eight geometric steps from a tenth of the workloads' smallest size to their largest."""
-    from .workloads.registry import expand
-
     if not names:
         raise UsageError("name the workload to sweep, e.g. `arraybench sweep --workloads matmul`")
     missing = [n for n in expand(list(names)) if n not in REGISTRY]
@@ -227,8 +225,6 @@ def numerics(workloads: Any = ("numerics",), *, dtype: Iterable[str] | str | Non
     """Each library's error against float64, per workload and dtype: a brief run per dtype, each in
     its own subfolder of ``output_dir``; the records of every dtype together. ``dtype``: one or several
     (a list, or comma-separated text; default: float64 and float32); ``dtypes`` is its old name."""
-    from .outdir import prepare
-
     if dtypes is not None:
         warnings.warn("numerics(dtypes=...) is now numerics(dtype=...)", DeprecationWarning, stacklevel=2)
         dtype = dtypes if dtype is None else dtype

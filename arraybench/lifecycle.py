@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence, Union
 
 from .errors import SaveError, StoreWarning, UsageError, from_command_line, one_line
-from .outdir import resume_command
+from .outdir import FolderLock, claim, resume_command
 from .model.options import RunOptions, parse_context, refuse_other_settings
 from .plan import Plan, validate
-from .model.journal import JournalState
+from .model.journal import JOURNAL_NAME, JournalState
 from .model.reporter import Reporter
 from .model.results import Results
 from .analysis.policy import RunState
@@ -52,7 +52,6 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
             context: ContextLabels = None) -> Results:
     """Run a checked plan into ``output_dir`` (see ``run``); a git work tree's commit is recorded in its context."""
     from .host import git
-    from .outdir import FolderLock, claim
 
     labels = {**git.labels(), **parse_context(context)}
     # Connected and checked before the output folder is touched: a bad cluster costs nothing.
@@ -117,7 +116,6 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
     ``UsageError``. ``options``: settings by name, refused where they differ from the run's own.
     ``node_wait``: seconds an every-node cluster run waits for a node it needs."""
     from .model import journal
-    from .outdir import claim
     from .workloads import trust
 
     out = Path(output_dir)
@@ -225,8 +223,6 @@ def _saving(out: Path) -> Iterator[None]:
 
 
 def _resume_hint(what: str, out: Path) -> str:
-    from .model.journal import JOURNAL_NAME
-
     return (f"{what}; every measurement made before it is kept in {out / JOURNAL_NAME}; once the "
             f"cause is fixed, continue with: {resume_command(out)}")
 

@@ -16,7 +16,7 @@ from .model.options import MAX_PROCESSES, RunOptions
 from .workloads.sizes import parse_size
 from .options import ALLOCATOR_CHOICES
 from .workloads.definition import Workload
-from .workloads.userfile import LoadedFiles
+from .workloads.userfile import LoadedFiles, describe_exception
 from .workloads.params import ParamValue, aimed, check_settings, coerce
 
 
@@ -26,8 +26,6 @@ def _params(wl: Any, size: int, given: dict[str, ParamValue]) -> dict[str, Param
     try:
         settings = wl.params_for(size)
     except Exception as exc:
-        from .workloads.userfile import describe_exception
-
         raise UsageError(f"workload {wl.name!r}: its params= failed at n = {size:,}: "
                          f"{describe_exception(exc)}") from None
     keys = sorted(given, key=lambda k: aimed(k)[0] is not None)  # the aimed ones last: they win

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import UsageError, one_line
-from ..options import CLI, PRESETS, RUN_DEFAULT, dashed, on, option
+from ..options import CLI, PRESETS, RUN_DEFAULT, CsvExtend, csv_list, dashed, on, option
 
 
 def wanted(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -129,8 +129,6 @@ FILTERS = {"workloads": "only these workloads (repeatable)", "backends": "only t
 
 def add_filters(p: argparse.ArgumentParser, *names: str) -> None:
     """``--workloads``, ``--sizes``, ``--backends`` (``names``), kept as ``filter_<name>``."""
-    from ..options import CsvExtend, csv_list
-
     for name in names:
         p.add_argument(f"--{name}", dest=f"filter_{name}", type=csv_list, action=CsvExtend, default=[],
                        metavar="LIST", help=FILTERS[name])

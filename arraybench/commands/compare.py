@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..render.comparison import gate_failures, gate_notes
+from ..render.comparison import gate_failures, gate_notes, print_comparison
 from ..errors import SaveError, UsageError
 from ..render.terminal import stdout_console
 from ..options import fraction, percent
@@ -56,7 +56,6 @@ def main(args: argparse.Namespace) -> int:
     from .. import api
     from ..model.runs import cross_machine_pairs
     from ..store.refs import load_run, run_fields, run_line
-    from ..render.comparison import print_comparison
     from ..render.files import comparison_csv
     from ..render.report import comparison_markdown
 

@@ -13,7 +13,7 @@ import re
 import sys
 
 from ..errors import UsageError, one_line
-from ..model.runs import machine_id_of
+from ..model.runs import machine_id_of, run_id
 from ..store.refs import load_run, this_machine
 from ..units import format_change
 from ..options import fraction, percent, positive_int
@@ -167,8 +167,6 @@ def regression_lines(found, limit: float) -> list[str]:
 
 def _up_to(target, entries: list, runs: dict) -> list:
     """The entries of ``target``'s own cells, from runs that started no later than it."""
-    from ..model.runs import run_id
-
     cells = {r.key for r in target.records}
     own = runs.get(run_id(target))
     until = own.started_at if own is not None else str(target.environment.get("timestamp") or "")

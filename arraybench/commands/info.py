@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Any
 
-from ..errors import printable
+from ..errors import UsageError, printable
 from ..options import csv_list, positive_float
 from . import add
 
@@ -98,7 +98,6 @@ def _register_doctor(sub: argparse._SubParsersAction) -> None:
 def doctor(args: argparse.Namespace) -> int:
     """``arraybench doctor``: each check, run in the libraries' own workers."""
     from ..backends import DEVICES, SPECS
-    from ..errors import UsageError
     from ..executors.probe import configs as doctor_configs, main as doctor
     from ..plan import check_choices
 

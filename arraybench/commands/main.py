@@ -12,7 +12,7 @@ import sys
 import warnings
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..errors import SaveError, UsageError, one_line
+from ..errors import SaveError, StoreWarning, UsageError, command_line, one_line, unknown_name
 from ..files import discard as _discard
 
 if TYPE_CHECKING:
@@ -109,8 +109,6 @@ def renamed(argv: list[str]) -> list[str]:
 def _suggesting(message: str) -> str:
     """argparse's ``invalid choice`` as ``unknown command 'runn'; did you mean 'run'?`` (none before 3.14)."""
     import re
-
-    from ..errors import unknown_name
 
     m = re.fullmatch(r"argument (\S+): invalid choice: '(.*)' \(choose from (.*)\)", message)
     if not m:
@@ -232,8 +230,6 @@ def _end_despite_threads(status: int) -> None:
 def _main(argv: list[str]) -> int:
     try:
         _tolerant_terminal()
-        from ..errors import command_line
-
         with command_line():  # messages name options as typed: --processes, not processes=
             return _command(argv)
     except (UsageError, SaveError) as exc:
@@ -318,10 +314,8 @@ def _quiet_when_the_reader_leaves() -> None:
     """rich exits with status 1 when its reader leaves (``Console.on_broken_pipe``, documented as the
     place to change that); a command whose output nobody reads has still saved everything, so it goes
     on silently and ends with its own status."""
-    try:
-        from rich.console import Console
-    except ImportError:
-        return
+    from rich.console import Console
+
     Console.on_broken_pipe = _reader_left  # type: ignore[method-assign]
 
 
@@ -337,8 +331,6 @@ _python_showwarning = warnings.showwarning
 def _show_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
                   line: Any = None) -> None:
     """arraybench's own warnings (a run not stored, say) as one line each; a library's as Python's."""
-    from ..errors import StoreWarning
-
     if not issubclass(category, StoreWarning) and not os.path.abspath(filename).startswith(_PACKAGE + os.sep):
         _python_showwarning(message, category, filename, lineno, file, line)
         return

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from . import add, add_filters, store_location
-from ..errors import UsageError
+from ..errors import SaveError, UsageError, one_line
 from ..render.terminal import stdout_console
 
 
@@ -44,7 +44,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..errors import SaveError
     from ..model.runs import run_id
     from ..outdir import claim_for_report, prepare
     from ..store.keeping import history_of_run
@@ -108,7 +107,6 @@ def show(args: argparse.Namespace) -> int:
     from ..store.refs import load_run
     from ..render import report
     from ..render.tables import print_histograms
-    from ..render.terminal import stdout_console
 
     results = load_run(args.results, store_location(args))
     chosen = [r for r in results.records
@@ -161,7 +159,6 @@ def split_label(text: str) -> tuple[str | None, str]:
 def merge(args: argparse.Namespace) -> int:
     """``arraybench merge``: the runs as one results.json and report in ``--output-dir``."""
     from .. import api
-    from ..errors import one_line
     from ..model.runs import same_machine_notes
     from ..model.results import load, resolve
     from ..render import report

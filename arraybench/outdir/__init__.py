@@ -18,7 +18,7 @@ from typing import Callable
 
 from ..errors import UsageError, one_line, option_name, spell, from_command_line
 from ..files import kind, new_beside
-from ..model.journal import JOURNAL_NAME
+from ..model.journal import JOURNAL_NAME, JournalError, read
 from ..render.files import MANIFEST_NAME, manifest
 
 
@@ -95,7 +95,6 @@ def _folder(path: str | Path, what: str) -> Path:
 
 def unfinished(out: Path) -> str | None:
     """Why ``out`` holds a run a fresh start would destroy, or None, judged from the journal alone."""
-    from ..model.journal import JournalError, read
     from ..analysis.policy import RunState
 
     path = out / JOURNAL_NAME

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.compare import Comparison
+from ..analysis.compare import ROW_COLUMNS, Comparison
 from ..analysis.grouping import config_sort_key, is_valid
 from ..analysis.history import History
 from ..files import write_atomic
@@ -59,8 +59,6 @@ def rows_text(columns: Sequence[str], rows: Iterable[Mapping[str, object]]) -> s
 
 def comparison_csv(comparison: Comparison) -> str:
     """A comparison as CSV: ``Comparison.rows()``, times in seconds."""
-    from ..analysis.compare import ROW_COLUMNS
-
     return rows_text(ROW_COLUMNS, comparison.rows())
 
 

@@ -19,7 +19,7 @@ from rich.text import Text
 from .notes import (CI_LEGEND, RANGES_LEGEND, NoteBook, Row, case_lines, ci_text, error_text, everywhere_mark,
                     not_run, note_texts, notebook, speedup_text, unavailable_configs)
 from .terminal import (Column, Row as TableRow, build_table, fitted_table, measure, console as safe_console,
-                       plain)
+                       plain, widened)
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, library_label, size_text
 from ..analysis.modes import Histogram, record_histogram
 from ..analysis.memory import FLOOR_BYTES, MemoryGap, allocator_reserve, times_output
@@ -197,8 +197,6 @@ def notes_grid(book: NoteBook, every: list[Row]) -> Group:
 
 def print_table(records: Iterable[Record], console: Console | None = None, pairs: Pairs = Pairs()) -> None:
     """Print the table, fitted to the console's width."""
-    from .terminal import widened
-
     console = widened(console or safe_console())
     console.print(results_table(records, width=console.width, pairs=pairs))
 
