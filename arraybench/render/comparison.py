@@ -213,7 +213,7 @@ def _ci(p: "Point") -> str:
 
 
 def _walk(history: "History", s: "Series") -> list[tuple["Point", "Point | None", tuple[str, ...]]]:
-    """Each point of a series, the valid point before it, and its row: (when, median, CI, vs previous, note)."""
+    """Each point of a series, the valid point before it, and its row (``series_rows``)."""
     steps = {st.after.run.run_id: st for st in history.steps if st.series is s}
     untested = {u.after.run.run_id for u in history.one_process if u.series is s}
     versions = {(c.machine_id, c.run.run_id): c for c in history.version_changes}
@@ -245,16 +245,11 @@ def _walk(history: "History", s: "Series") -> list[tuple["Point", "Point | None"
     return out
 
 
-def series_rows(history: "History", s: "Series", last: int) -> list[tuple[str, ...]]:
-    """(when, median, CI, vs previous, note) for the latest ``last`` runs of a series."""
-    return [row for _, _, row in _walk(history, s)][-last:]
-
-
-def latest_points(history: "History", last: int = DEFAULT_LAST
-                  ) -> list[tuple["Series", list[tuple["Point", "Point | None", str]]]]:
-    """Each shown series with its latest ``last`` points, each with the valid point before it and its note."""
-    return [(s, [(p, previous, row[4]) for p, previous, row in _walk(history, s)][-last:])
-            for s in shown_series(history)]
+def series_rows(history: "History", s: "Series", last: int
+                ) -> list[tuple["Point", "Point | None", tuple[str, ...]]]:
+    """The latest ``last`` points of a series, each with the valid point before it and its row: (when,
+    median, CI, vs previous, note)."""
+    return _walk(history, s)[-last:]
 
 
 def shown_series(history: "History") -> list["Series"]:
@@ -284,7 +279,7 @@ def history_table(history: "History", last: int = DEFAULT_LAST, width: int | Non
     table_rows = []
     for n, s in enumerate(shown):
         rows = series_rows(history, s, last)
-        for i, (when, median, ci, vs, note) in enumerate(rows):
+        for i, (_, _, (when, median, ci, vs, note)) in enumerate(rows):
             style = ("bold red" if "slower" in note[:12] else "bold green") if note.startswith("STEP") else None
             cells = (f"{s.workload} {s.size_label}" if i == 0 else "", s.label if i == 0 else "",
                      s.machine_id if i == 0 else "", when, median, ci, vs, note)
@@ -318,7 +313,7 @@ def history_section(history: "History", figures: Sequence[tuple[str, str]],
     rows = [{"case": f"{s.workload} {s.case}" if i == 0 else "", "library": s.label if i == 0 else "",
              "when": when, "median": median, "ci": ci, "vs": vs, "note": note, "step": note.startswith("STEP")}
             for s in shown_series(history)
-            for i, (when, median, ci, vs, note) in enumerate(series_rows(history, s, last))]
+            for i, (_, _, (when, median, ci, vs, note)) in enumerate(series_rows(history, s, last))]
     summary_line = ". ".join(filter(None, (summary(history), one_process_line(history))))
     return {"summary": summary_line, "steps": [(st.slower, step_sentence(st)) for st in history.steps],
             "figures": list(figures), "rows": rows}

@@ -70,12 +70,12 @@ HISTORY_COLUMNS = ("workload", "size_label", "size", "config", "machine_id", "ru
 def history_csv(history: History, last: int) -> str:
     """The history table as CSV: times in seconds, ``vs_previous`` a ratio (above 1: slower than the run
     before)."""
-    from .comparison import latest_points
+    from .comparison import series_rows, shown_series
 
     rows = ((s.workload, s.size_label, s.size, s.label, s.machine_id, p.run.run_id, p.run.started_at,
              p.entry.status, *((p.median_s, p.entry.ci_low_s, p.entry.ci_high_s) if p.valid else (None,) * 3),
              p.median_s / previous.median_s if p.valid and previous else None, note)
-            for s, points in latest_points(history, last) for p, previous, note in points)
+            for s in shown_series(history) for p, previous, (*_, note) in series_rows(history, s, last))
     return rows_text(HISTORY_COLUMNS, (dict(zip(HISTORY_COLUMNS, row)) for row in rows))
 
 

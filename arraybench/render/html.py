@@ -19,6 +19,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from .comparison import history_section
+from .terminal import machine_rows
 from .files import plot_file_name, run_plot_name
 from .findings import self_check_lines
 from .notes import (CI_LEGEND, RANGES_LEGEND, achieved_text, ci_text, error_text, everywhere_mark, knobs_text,
@@ -138,11 +139,6 @@ def environment_section(results: Results) -> dict[str, Any]:
 
 def _machine_environment(env: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
     """One machine's environment and the run's settings as (name, text) rows, and its workers' reports."""
-    gpu_text = "; ".join(
-        ", ".join(str(g.get(k)) for k in ("name", "driver", "memory") if g.get(k))
-        for g in env.get("gpus") or [] if isinstance(g, Mapping)) or "none found"
-    libraries = env.get("libraries") or {}
-    lib_text = ", ".join(f"{k} {v}" for k, v in libraries.items() if v) if isinstance(libraries, Mapping) else ""
     workers = env.get("backends") if isinstance(env.get("backends"), Mapping) else {}
     blas = ([f"NumPy: {env['blas']}"] if env.get("blas") else []) + [
         f"PyTorch ({config}): {info['torch_blas']}" for config, info in workers.items()
@@ -150,22 +146,11 @@ def _machine_environment(env: Mapping[str, Any], settings: Mapping[str, Any]) ->
     threads = [str(settings.get("threads_applied") or settings.get("threads") or "all cores")]
     if env.get("thread_env"):
         threads.append(", ".join(f"{k}={v}" for k, v in env["thread_env"].items()))
-    rows = [
-        ("when", env.get("timestamp")),
-        ("machine id", env.get("machine_id")),
-        ("context", env.get("context") or None),
-        ("arraybench", env.get("arraybench")),
-        ("Python", f"{env.get('python', '')} ({env.get('python_implementation', '')})"),
-        ("platform", env.get("platform")),
-        ("CPU", f"{env.get('cpu_model', '')}: {env.get('cpu_count', '?')} logical cores, "
-                f"{env.get('cpus_available', '?')} available"),
-        ("memory", f"{env.get('memory_gib')} GiB" if env.get("memory_gib") else None),
-        ("GPUs", gpu_text),
-        ("libraries", lib_text),
-        ("BLAS", "; ".join(blas) or None),
-        ("threads", "; ".join(threads)),
-        *kernel_rows(env),
-    ]
+    rows = [("when", env.get("timestamp")), ("context", env.get("context") or None),
+            ("arraybench", env.get("arraybench")), *machine_rows(env, threads="; ".join(threads)),
+            ("BLAS", "; ".join(blas) or None)]
+    rows += [(f"kernels ({config})", text) for config, info in workers.items()
+             if isinstance(info, Mapping) and (text := library_kernels(info))]
     measure = [(k, settings.get(k)) for k in ("dtype", "modes", "processes", "max_processes", "max_time",
                                              "min_samples", "rel_ci", "cold", "allow_tf32", "seed")
                if k in settings]
@@ -219,17 +204,6 @@ def usage_title(u: Usage | None) -> str:
     if u.hardware_absent:
         parts.append(f"hardware counters: {u.hardware_absent}")
     return "; ".join(parts)
-
-
-def kernel_rows(env: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(what, text) rows: the CPU's ISA, each worker's kernels, and the variables that change them."""
-    fp = env.get("fingerprint") or {}
-    workers = env.get("backends") if isinstance(env.get("backends"), Mapping) else {}
-    rows = ([("CPU features", " ".join(map(str, fp["cpu_isa"])))]
-            if isinstance(fp, Mapping) and fp.get("cpu_isa") else [])
-    rows += [(f"kernels ({config})", text) for config, info in workers.items()
-             if isinstance(info, Mapping) and (text := library_kernels(info))]
-    return rows + [("kernel variables", knobs_text(env.get("kernel_env")))]
 
 
 def _section(anchor: str, title: str, kind: str, *, toc: str | None = None, **content: Any) -> dict[str, Any]:

@@ -223,7 +223,7 @@ def history_markdown(history: "History", where: str, last: int) -> str:
 
     rows = []
     for s in shown_series(history):
-        for i, (when, median, ci, vs, note) in enumerate(series_rows(history, s, last)):
+        for i, (_, _, (when, median, ci, vs, note)) in enumerate(series_rows(history, s, last)):
             cells = [md(f"{s.workload} {s.size_label}") if i == 0 else "", md(s.label) if i == 0 else "",
                      md(s.machine_id) if i == 0 else "", md(when), md(median), md(ci), md(vs), md(note)]
             if note.startswith("STEP"):

@@ -242,28 +242,38 @@ def machine_table(env: Mapping[str, Any], state: Mapping[str, Any]) -> Table:
               pad_edge=False, box=None)
     t.add_column(style="bold", no_wrap=True)
     t.add_column(overflow="fold")
+    for name, text in machine_rows(env, state):
+        t.add_row(name, text)
+    return t
+
+
+def machine_rows(env: Mapping[str, Any], state: Mapping[str, Any] | None = None,
+                 threads: str | None = None) -> list[tuple[str, str]]:
+    """A machine as (name, text) rows, those with nothing to say left out: ``info``'s, and the report's
+    Environment section's (``threads``: the run's own)."""
+    fp = env.get("fingerprint") if isinstance(env.get("fingerprint"), Mapping) else {}
+    libs = env.get("libraries") if isinstance(env.get("libraries"), Mapping) else {}
     physical = f", {env['cpu_physical_cores']} physical" if env.get("cpu_physical_cores") else ""
-    fp, libs = env.get("fingerprint") or {}, env.get("libraries") or {}
-    rows = [("Python", f"{env['python']} ({env['python_implementation']})"), ("platform", env["platform"]),
-            ("CPU", f"{env['cpu_model']} ({env['cpu_count']} logical{physical}; {env['cpus_available']} "
-                    "available to arraybench)"),
-            ("memory", f"{env['memory_gib']} GiB" if env.get("memory_gib") else ""), ("GPUs", gpu_text(env, state)),
+    rows = [("Python", f"{env.get('python', '?')} ({env.get('python_implementation', '?')})"),
+            ("platform", env.get("platform")),
+            ("CPU", f"{env.get('cpu_model', '?')} ({env.get('cpu_count', '?')} logical{physical}; "
+                    f"{env.get('cpus_available', '?')} available to arraybench)"),
+            ("memory", f"{env['memory_gib']} GiB" if env.get("memory_gib") else ""),
+            ("GPUs", gpu_text(env, state or {})),
             ("machine id", f"{env['machine_id']} (history and compare tell machines apart by it)"
              if env.get("machine_id") else ""),
-            ("threads", threads_text(env)), ("kernel variables", knobs_text(env.get("kernel_env"))),
-            ("CPU features", " ".join(fp.get("cpu_isa") or [])),
+            ("threads", threads_text(env) if threads is None else threads),
+            ("kernel variables", knobs_text(env.get("kernel_env"))),
+            ("CPU features", " ".join(map(str, fp.get("cpu_isa") or []))),
             ("libraries", ", ".join(f"{k} {v}" for k, v in libs.items() if v) or "none"),
             ("not installed", ", ".join(k for k, v in libs.items() if not v))]
-    for name, text in rows:
-        if text:
-            t.add_row(name, text)
-    return t
+    return [(name, str(text)) for name, text in rows if text]
 
 
 def gpu_text(env: Mapping[str, Any], state: Mapping[str, Any]) -> str:
     """The GPUs nvidia-smi lists, or those a backend opened, or why none were found."""
     found = [", ".join(str(g[k]) for k in ("name", "memory", "driver") if g.get(k))
-             for g in env.get("gpus") or []]
+             for g in env.get("gpus") or [] if isinstance(g, Mapping)]
     if found:
         return "; ".join(found)
     opened = {s["info"].get("device_name") for s in state.values()
