@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .comparison import series_rows, shown_series
 from ..analysis.compare import ROW_COLUMNS, Comparison
 from ..analysis.grouping import config_sort_key, is_valid
 from ..analysis.history import History
@@ -70,8 +71,6 @@ HISTORY_COLUMNS = ("workload", "size_label", "size", "config", "machine_id", "ru
 def history_csv(history: History, last: int) -> str:
     """The history table as CSV: times in seconds, ``vs_previous`` a ratio (above 1: slower than the run
     before)."""
-    from .comparison import series_rows, shown_series
-
     rows = ((s.workload, s.size_label, s.size, s.label, s.machine_id, p.run.run_id, p.run.started_at,
              p.entry.status, *((p.median_s, p.entry.ci_low_s, p.entry.ci_high_s) if p.valid else (None,) * 3),
              p.median_s / previous.median_s if p.valid and previous else None, note)

@@ -15,6 +15,7 @@ from ..analysis.crossover import crossovers
 from ..analysis.grouping import (baselines, comparison, config_sort_key, grouped, is_valid, size_text,
                                  swept_workloads)
 from ..analysis.roofline import ceiling_key, ceilings
+from ..errors import unknown_name
 from ..files import write_atomic
 from ..model.results import Pairs
 from ..model.record import Record
@@ -181,8 +182,6 @@ def figure(records: Sequence[Record], kind: str = "summary", *, workload: str | 
            size: str | None = None, pairs: Pairs = Pairs()) -> Figure:
     """One plot as a matplotlib figure, for notebooks (``Results.plot``)."""
     if kind not in KINDS:
-        from ..errors import unknown_name
-
         raise ValueError(unknown_name("plot", kind, list(KINDS)))
     records = list(records)
     workloads = list(dict.fromkeys(r.workload for r in records))

@@ -16,6 +16,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from rich.console import Console
 from rich.markup import escape
 
+from .comparison import (DisplayedComparison, change_cells, one_process_line, series_rows, shown_series,
+                         step_sentence, summary)
 from .files import remember, write_csv
 from .findings import findings as compute_findings, self_check_lines
 from .html import results_table_html as table_html, write_html
@@ -25,6 +27,7 @@ from .tables import (FINDINGS_LINES, energy_absent, energy_measured, energy_why,
                      print_findings, print_table, table_text)
 from ..analysis.compare import Comparison, compare as compare_runs
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, size_text
+from ..analysis.memory import memory_changes
 from ..backends import SPECS
 from ..errors import one_line
 from ..files import write_atomic
@@ -129,8 +132,6 @@ def plot(results: Results, kind: str = "summary", *, workload: str | None = None
 def compare(base: Results, new: Results, *, threshold: float | None = None, alpha: float | None = None,
             cross_machine: bool = False) -> Comparison:
     """``base`` against ``new``, per cell; runs of two machines raise unless ``cross_machine``."""
-    from .comparison import DisplayedComparison
-
     check_same_machine(base, new, cross_machine)
     return DisplayedComparison.of(compare_runs(base, new, **{
         k: v for k, v in (("threshold", threshold), ("alpha", alpha)) if v is not None}))
@@ -219,8 +220,6 @@ def write_markdown(results: Results, out_dir: Path, findings: Sequence[str] | No
 
 def history_markdown(history: "History", where: str, last: int) -> str:
     """``arraybench history``'s table as Markdown, steps in bold and each called in a sentence."""
-    from .comparison import one_process_line, series_rows, shown_series, step_sentence, summary
-
     rows = []
     for s in shown_series(history):
         for i, (_, _, (when, median, ci, vs, note)) in enumerate(series_rows(history, s, last)):
@@ -236,9 +235,6 @@ def history_markdown(history: "History", where: str, last: int) -> str:
 
 def comparison_markdown(comparison: "Comparison") -> str:
     """A comparison of two runs as Markdown: the summary, the table, one-sided cells."""
-    from .comparison import change_cells
-    from ..analysis.memory import memory_changes
-
     rows = [[md(c.new.workload + " " + size_text(c.new)), md(c.new.config_label), *map(md, change_cells(c)),
              (f"**{c.verdict}**" if c.verdict in ("faster", "slower") else c.verdict)
              + (f" ({md(c.note)})" if c.note else "")] for c in comparison.shown]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from typing import Any, Iterable, Mapping, Sequence
 
 from rich.console import Console, Group, RenderableType
@@ -208,8 +209,6 @@ FINDINGS_LINES = 12
 def print_findings(findings: Iterable[str], console: Console, *, limit: int | None = FINDINGS_LINES) -> None:
     """The findings, one plain sentence each, in at most ``limit`` lines (None: all), then where the rest
     are."""
-    import textwrap
-
     found = list(findings)
     if not found:
         return
