@@ -20,12 +20,15 @@ from .errors import SaveError, StoreWarning, UsageError, from_command_line, one_
 from .outdir import FolderLock, claim, resume_command
 from .model.options import RunOptions, parse_context, refuse_other_settings
 from .plan import Plan, validate
+from .host import git
+from .model import journal
 from .model.journal import JOURNAL_NAME, JournalState
 from .model.reporter import Reporter
 from .model.results import Results
 from .analysis.policy import RunState
 from .executors.session import Interrupted, Session, stop_signals
 from .store.keeping import StoreChoice, store_run
+from .workloads import trust
 from .workloads.trust import check_code, code_of
 from .workloads.registry import REGISTRY
 from .workloads.shipping import ShippingError, receive, ship
@@ -51,8 +54,6 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
             reporter: Reporter | None = None, plots: bool = True, store: StoreChoice = True,
             context: ContextLabels = None) -> Results:
     """Run a checked plan into ``output_dir`` (see ``run``); a git work tree's commit is recorded in its context."""
-    from .host import git
-
     labels = {**git.labels(), **parse_context(context)}
     # Connected and checked before the output folder is touched: a bad cluster costs nothing.
     executor = _executor(checked.options, measure=True)
@@ -89,8 +90,6 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
 def _keep_scratch(folder: Path) -> bool:
     """Remove a temporary folder (``output_dir=None``) unless its journal holds a measurement, which is
     never thrown away (a warning says where); whether it was kept."""
-    from .model import journal
-
     try:
         measured = any(journal.read(folder).replicates.values())
     except (UsageError, OSError):
@@ -115,9 +114,6 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
     wrote it, ``workload_files`` names them, or ``trust_folder=True`` (``workloads.trust``); else
     ``UsageError``. ``options``: settings by name, refused where they differ from the run's own.
     ``node_wait``: seconds an every-node cluster run waits for a node it needs."""
-    from .model import journal
-    from .workloads import trust
-
     out = Path(output_dir)
     journal.check_present(out)  # before anything is created or locked: is there a run at all?
     if options:
@@ -177,8 +173,6 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
 
 def _refuse_other_commit(state: JournalState) -> None:
     """``UsageError`` where the work tree is now at another commit than the run recorded: a cell would pool two codes."""
-    from .host import git
-
     recorded = (state.environment.get("context") or {}).get("commit")
     if not isinstance(recorded, str) or not re.fullmatch(r"[0-9a-f]{7,40}", recorded):
         return  # none, or a label the user gave (--context commit=v1.2), not git's
