@@ -22,6 +22,8 @@ from .lifecycle import ContextLabels, execute, reporter_for, resume
 from .plan import Cell, Plan, build_plan, validate
 from .model.reporter import Reporter
 from .model.results import LEGACY_NAMES, Results, legacy_names, load, resolve
+from .model.runs import default_label, merge as merge_runs
+from .model.schema import problem
 from .executors.session import Interrupted
 from .store.keeping import StoreChoice
 from .workloads.definition import Workload
@@ -141,8 +143,6 @@ def _with_against(options: RunOptions) -> RunOptions:
 def _check_saveable(options: RunOptions, cells: list[Cell]) -> None:
     """``UsageError`` for a setting results.json could not read back (a seed of 2**63, nan): refused
     before the output folder is touched, rather than measured and then unreadable."""
-    from .model.schema import problem
-
     for name, value in options.to_dict().items():
         if name == "params":
             why = next(filter(None, (problem(v, f"--params {k}") for k, v in value.items())), None)
@@ -271,8 +271,6 @@ def merge(runs: Sequence[Results | str | os.PathLike[str]], *, labels: Sequence[
     """Several runs (usually one per machine) as one ``Results``, the machine a dimension: each record
     labelled with its run's label (``labels``, default: each folder's name). With ``output_dir``,
     writes results.json and the report there."""
-    from .model.runs import default_label, merge as merge_runs
-
     loaded: list[Results] = []
     names: list[str] = []
     for i, run in enumerate(runs):
