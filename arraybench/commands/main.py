@@ -46,9 +46,9 @@ SUMMARY = (
     ("merge", "one report for several runs (machines), the machine a dimension"),
     ("export", "results as JSON for github-action-benchmark or Bencher"),
     ("compare", "compare two runs cell by cell: faster, slower or not significant"),
-    ("numerics", "each library's error against float64, per workload and dtype"),
     ("history", "each cell's results over the stored runs, with the steps in them"),
     ("store", "the results store: import earlier runs, list what it holds"),
+    ("numerics", "each library's error against float64, per workload and dtype"),
     ("list", "list workloads, their sizes and what each measures"),
     ("info", "Python, libraries, BLAS, threads, CPU, GPUs, and which backends work"),
     ("doctor", "check that timing (against each library's own timer), sync, precision, memory, "
@@ -121,9 +121,9 @@ def _suggesting(message: str) -> str:
 
 def commands() -> tuple[Any, ...]:
     """The command modules, in ``--help``'s order; imported here, so loading the command line stays light."""
-    from . import compare, completion, history, info, numerics, report, run
+    from . import compare, completion, info, numerics, report, run
 
-    return (run, report, compare, numerics, history, info, completion)
+    return (run, report, compare, numerics, info, completion)
 
 
 def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
