@@ -121,9 +121,9 @@ def _suggesting(message: str) -> str:
 
 def commands() -> tuple[Any, ...]:
     """The command modules, in ``--help``'s order; imported here, so loading the command line stays light."""
-    from . import compare, completion, info, numerics, report, run
+    from . import compare, completion, info, report, run
 
-    return (run, report, compare, numerics, info, completion)
+    return (run, report, compare, info, completion)
 
 
 def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
