@@ -237,9 +237,5 @@ def history_figure(history: "History", workload: str) -> Figure | None:
 
 def write_history_plots(history: "History", out_dir: Path) -> list[Path]:
     """``history_<workload>.svg`` for every workload in the history; returns the files written."""
-    written = []
-    for workload in dict.fromkeys(s.workload for s in history.series):
-        fig = history_figure(history, workload)
-        if fig is not None:
-            written.append(save(fig, Path(out_dir) / run_plot_name("history", workload)))
-    return written
+    figures = ((w, history_figure(history, w)) for w in dict.fromkeys(s.workload for s in history.series))
+    return [save(fig, Path(out_dir) / run_plot_name("history", w)) for w, fig in figures if fig is not None]
