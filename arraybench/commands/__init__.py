@@ -93,7 +93,8 @@ def add(p: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, *, what
         from ..backends import SPECS
         fill["others"] = ",".join(b for b in SPECS if b not in default)
     if o.const is not None:
-        fill["preset"] = preset_text(o.const)
+        # A preset as the options it stands for: ``--processes 2 --max-time 0.25 ...``.
+        fill["preset"] = " ".join(f"--{dashed(k)} {_shown(v)}" for k, v in PRESETS[o.const].items())
     kw: dict[str, Any] = {"help": o.help.format(**fill), "default": default}
     if o.dest or o.aliases:
         kw["dest"] = o.dest or o.name
@@ -139,11 +140,6 @@ def store_location(args: argparse.Namespace) -> str | None:
     project = getattr(args, "project", None)
     typed = getattr(args, "store", None)
     return typed if typed is not None or project is None else project.values.get("store")
-
-
-def preset_text(name: str) -> str:
-    """A preset as the options it stands for: ``--processes 2 --max-time 0.25 ...``."""
-    return " ".join(f"--{dashed(k)} {_shown(v)}" for k, v in PRESETS[name].items())
 
 
 def _shown(v: Any) -> str:

@@ -69,12 +69,12 @@ def run_store_choice(args: argparse.Namespace) -> bool | str:
 
 def reporter_for(args: argparse.Namespace, cells: int | None = None, done: int = 0) -> Reporter:
     """The progress a command line asked for: a bar and live lines, JSON lines, or nothing."""
-    from ..render.progress import ConsoleReporter, JsonLinesReporter, QuietReporter
+    from ..render.progress import ConsoleReporter, JsonLinesReporter
 
     if getattr(args, "json", False):
         return JsonLinesReporter()
     if getattr(args, "quiet", False):
-        return QuietReporter()
+        return Reporter()  # says nothing
     return ConsoleReporter(cells=cells, cells_done=done)
 
 

@@ -252,10 +252,6 @@ def roofline_figure(records: Sequence[Record]) -> Figure | None:
     return fig
 
 
-def _is_transfer(records: Sequence[Record]) -> bool:
-    return all((r.flops == 0 and (r.bytes or 0) > 0) for r in records if is_valid(r))
-
-
 def size_axis_label(workload: str) -> str:
     """The size axis in the workload's own words (``size n: the side of each n x n matrix``), or ``size n``."""
     from ..workloads.registry import REGISTRY
@@ -271,7 +267,7 @@ def sweep_figure(records: Sequence[Record], workload: str) -> Figure | None:
     mine = [r for r in records if r.workload == workload and is_valid(r)]
     if len({r.size for r in mine}) < 3:
         return None
-    rate = _is_transfer(mine)
+    rate = all(r.flops == 0 and (r.bytes or 0) > 0 for r in mine)  # a transfer: its rate, not its time
     by_config: dict[tuple, list[Record]] = {}
     for r in sorted(mine, key=lambda r: r.size):
         by_config.setdefault(config_sort_key(r), []).append(r)

@@ -206,11 +206,7 @@ def live_line(r: Record) -> str:
     return f"[{colour}]✗ {escape(printable(head))}  {r.status}: {escape(printable(r.reason))}[/]"
 
 
-class QuietReporter(Reporter):
-    """Nothing while running (``-q``)."""
-
-
-class JsonLinesReporter(QuietReporter):
+class JsonLinesReporter(Reporter):
     """One JSON record per line on stdout as each cell is final (``--json``), for scripts."""
 
     def __init__(self, stream: TextIO | None = None) -> None:

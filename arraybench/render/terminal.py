@@ -72,9 +72,8 @@ def plain(text: object) -> Text:
     return Text(printable(str(text)))
 
 
-def console(**kwargs: Any) -> SafeConsole:
-    """A ``SafeConsole`` (``stderr=True`` for standard error; other keywords as rich's)."""
-    return SafeConsole(**kwargs)
+#: A ``SafeConsole`` (``stderr=True`` for standard error; other keywords as rich's).
+console = SafeConsole
 
 
 def stdout_console(width: int = TABLE_WIDTH) -> Console:
