@@ -123,52 +123,35 @@ def change_cells(c: CellChange) -> list[str]:
             "—" if c.p_value is None else f"{c.p_value:.2g}", "—" if c.q_value is None else f"{c.q_value:.2g}"]
 
 
-def _cells(cells, detail) -> str:
-    return one_line(", ".join(f"{c.new.workload} {c.new.size_label} {c.new.config_label}{detail(c)}"
-                              for c in cells))
-
-
 def gate_lines(verdict: GateVerdict, *, fail_option: str = "--fail-above",
                processes_option: str = "--processes") -> list[str]:
     """Why the new run must not pass (none: it passes)."""
     limit, unseen = verdict.limit, f"; {fail_option} passes nothing unseen"
-    lines = []
-    if verdict.slower:
-        n = len(verdict.slower)
-        lines.append(f"{n} significant slowdown{'s' if n != 1 else ''} above {limit:.0%}: "
-                     + _cells(verdict.slower, lambda c: f" ({c.ratio:.3f})"))
-    if verdict.broken:
-        many = len(verdict.broken) != 1
-        lines.append(f"{len(verdict.broken)} cell{'s that were' if many else ' that was'} ok in the base "
-                     "run broke in the new run: " + _cells(verdict.broken, lambda c: f" ({c.new.status})"))
-    if verdict.unmeasured:
-        many = len(verdict.unmeasured) != 1
-        names = _cells(verdict.unmeasured, lambda c: f" ({c.new.reason})" if c.new.reason else "")
-        lines.append(f"{len(verdict.unmeasured)} cell{'s' if many else ''} measured in the base run "
-                     f"{'were' if many else 'was'} not measured in the new run: {names}{unseen}")
-    if verdict.missing:
-        n = len(verdict.missing)
-        names = one_line(", ".join(f"{r.workload} {r.size_label} {r.config_label}" for r in verdict.missing))
-        lines.append(f"{n} cell{'s' if n != 1 else ''} measured in the base run "
-                     f"{'are' if n != 1 else 'is'} missing from the new run: {names}{unseen}")
-    if verdict.incomparable:
-        n = len(verdict.incomparable)
-        lines.append(f"{n} cell{'s' if n != 1 else ''} measured in the base run could not be compared: "
-                     + _cells(verdict.incomparable, lambda c: f" ({c.note})" if c.note else "") + unseen)
-    if not verdict.complete:
-        lines.append(f"the new run is incomplete (interrupted before every cell was measured){unseen}")
-    if verdict.unjudged:
-        n = len(verdict.unjudged)
-        lines.append(f"{n} cell{'s' if n != 1 else ''} slower than {limit:.0%} could not be judged (one "
-                     f"process on a side; measure with {processes_option} 2 or more): "
-                     + _cells(verdict.unjudged, lambda c: f" ({c.ratio:.3f})") + unseen)
-    if verdict.grown:
-        n = len(verdict.grown)
-        lines.append(f"{n} peak memory growth{'s' if n != 1 else ''} above {limit:.0%}: "
-                     f"{one_line(', '.join(m.text() for m in verdict.grown))}")
-    if not verdict.comparable:
-        lines.append(f"no cell could be compared (none was valid in both runs){unseen}")
-    return lines
+
+    def cell(detail: Any) -> Any:
+        return lambda c: f"{c.new.workload} {c.new.size_label} {c.new.config_label}{detail(c)}"
+
+    ratio = cell(lambda c: f" ({c.ratio:.3f})")
+    # (what, its words: {n}, and {s}, {was}, {are} as the count wants them, how each is named, the end)
+    said = [(verdict.slower, f"{{n}} significant slowdown{{s}} above {limit:.0%}: ", ratio, ""),
+            (verdict.broken, "{n} cell{s} that {was} ok in the base run broke in the new run: ",
+             cell(lambda c: f" ({c.new.status})"), ""),
+            (verdict.unmeasured, "{n} cell{s} measured in the base run {was} not measured in the new run: ",
+             cell(lambda c: f" ({c.new.reason})" if c.new.reason else ""), unseen),
+            (verdict.missing, "{n} cell{s} measured in the base run {are} missing from the new run: ",
+             lambda r: f"{r.workload} {r.size_label} {r.config_label}", unseen),
+            (verdict.incomparable, "{n} cell{s} measured in the base run could not be compared: ",
+             cell(lambda c: f" ({c.note})" if c.note else ""), unseen),
+            ([] if verdict.complete else [""], "the new run is incomplete (interrupted before every cell was "
+             "measured)", str, unseen),
+            (verdict.unjudged, f"{{n}} cell{{s}} slower than {limit:.0%} could not be judged (one process on a "
+             f"side; measure with {processes_option} 2 or more): ", ratio, unseen),
+            (verdict.grown, f"{{n}} peak memory growth{{s}} above {limit:.0%}: ", lambda m: m.text(), ""),
+            ([] if verdict.comparable else [""], "no cell could be compared (none was valid in both runs)", str,
+             unseen)]
+    return [text.format(n=len(items), s="s" if len(items) != 1 else "", was="were" if len(items) != 1 else "was",
+                        are="are" if len(items) != 1 else "is") + one_line(", ".join(map(name, items))) + end
+            for items, text, name, end in said if items]
 
 
 def gate_notes(comparison: "Comparison", limit: float, *, against_option: str = "--against REF") -> list[str]:
