@@ -17,7 +17,7 @@ import sys
 from ..errors import SaveError, UsageError, one_line
 from ..model.runs import machine_id_of, run_id
 from ..options import fraction, percent, positive_int
-from ..render.comparison import gate_failures, gate_notes, print_comparison, print_history
+from ..render.comparison import gate_failures, gate_notes, print_comparison, print_history, said
 from ..render.terminal import stdout_console
 from ..store.refs import load_run, this_machine
 from ..units import format_change
@@ -246,32 +246,18 @@ def history_main(args: argparse.Namespace) -> int:
 
 def regression_lines(found, limit: float) -> list[str]:
     """Why ``--fail-above`` fails (one line per reason; none: it passes)."""
-    lines = []
-    bad = found.regressions(limit)
-    if bad:
-        lines.append(f"{len(bad)} regression{'s' if len(bad) != 1 else ''} above {limit:.0%} in the "
-                     "latest runs: " + "; ".join(f"{s.series.workload} {s.series.size_label} "
-                                                 f"{s.series.label} ({format_change(s.ratio)})" for s in bad))
-    unjudged = found.unjudged_above(limit)
-    if unjudged:
-        lines.append(f"{len(unjudged)} slowdown{'s' if len(unjudged) != 1 else ''} above {limit:.0%} in "
-                     "the latest runs could not be judged (one process on a side; measure with "
-                     "--processes 2 or more): "
-                     + "; ".join(f"{u.series.workload} {u.series.size_label} {u.series.label} "
-                                 f"({format_change(u.after.median_s / u.before.median_s)})" for u in unjudged))
-    interrupted = found.interrupted_latest()
-    if interrupted:
-        lines.append(one_line(f"the latest run{'s' if len(interrupted) != 1 else ''} "
-                              f"{', '.join(r.run_id for r in interrupted)} "
-                              f"{'were' if len(interrupted) != 1 else 'was'} interrupted before every cell "
-                              "was measured; --fail-above passes nothing unseen"))
-    unseen = found.unseen_in_latest()
-    if unseen:
-        lines.append(one_line(f"{len(unseen)} series measured in the run before the latest "
-                              f"{'were' if len(unseen) != 1 else 'was'} not measured in the latest run: "
-                              + "; ".join(f"{s.workload} {s.size_label} {s.label}" for s in unseen)
-                              + "; --fail-above passes nothing unseen"))
-    return lines
+    unseen = "; --fail-above passes nothing unseen"
+    return [*said(found.regressions(limit), f"{{n}} regression{{s}} above {limit:.0%} in the latest runs: {{names}}",
+                  lambda s: f"{s.series.workload} {s.series.size_label} {s.series.label} ({format_change(s.ratio)})",
+                  "; "),
+            *said(found.unjudged_above(limit), f"{{n}} slowdown{{s}} above {limit:.0%} in the latest runs could not "
+                  "be judged (one process on a side; measure with --processes 2 or more): {names}",
+                  lambda u: f"{u.series.workload} {u.series.size_label} {u.series.label} "
+                            f"({format_change(u.after.median_s / u.before.median_s)})", "; "),
+            *said(found.interrupted_latest(), "the latest run{s} {names} {was} interrupted before every cell was "
+                  "measured" + unseen, lambda r: r.run_id),
+            *said(found.unseen_in_latest(), "{n} series measured in the run before the latest {was} not measured "
+                  "in the latest run: {names}" + unseen, lambda s: f"{s.workload} {s.size_label} {s.label}", "; ")]
 
 
 def _up_to(target, entries: list, runs: dict) -> list:

@@ -123,6 +123,14 @@ def change_cells(c: CellChange) -> list[str]:
             "—" if c.p_value is None else f"{c.p_value:.2g}", "—" if c.q_value is None else f"{c.q_value:.2g}"]
 
 
+def said(items: Sequence[Any], text: str, name: Any = str, sep: str = ", ") -> list[str]:
+    """``text`` for ``items`` (none: no line): ``{n}``, ``{names}`` (each named by ``name``, on one line),
+    and ``{s}``, ``{was}``, ``{are}`` as their count wants them."""
+    many = len(items) != 1
+    return [text.format(n=len(items), names=one_line(sep.join(map(name, items))), s="s" if many else "",
+                        was="were" if many else "was", are="are" if many else "is")] if items else []
+
+
 def gate_lines(verdict: GateVerdict, *, fail_option: str = "--fail-above",
                processes_option: str = "--processes") -> list[str]:
     """Why the new run must not pass (none: it passes)."""
@@ -132,26 +140,21 @@ def gate_lines(verdict: GateVerdict, *, fail_option: str = "--fail-above",
         return lambda c: f"{c.new.workload} {c.new.size_label} {c.new.config_label}{detail(c)}"
 
     ratio = cell(lambda c: f" ({c.ratio:.3f})")
-    # (what, its words: {n}, and {s}, {was}, {are} as the count wants them, how each is named, the end)
-    said = [(verdict.slower, f"{{n}} significant slowdown{{s}} above {limit:.0%}: ", ratio, ""),
-            (verdict.broken, "{n} cell{s} that {was} ok in the base run broke in the new run: ",
-             cell(lambda c: f" ({c.new.status})"), ""),
-            (verdict.unmeasured, "{n} cell{s} measured in the base run {was} not measured in the new run: ",
-             cell(lambda c: f" ({c.new.reason})" if c.new.reason else ""), unseen),
-            (verdict.missing, "{n} cell{s} measured in the base run {are} missing from the new run: ",
-             lambda r: f"{r.workload} {r.size_label} {r.config_label}", unseen),
-            (verdict.incomparable, "{n} cell{s} measured in the base run could not be compared: ",
-             cell(lambda c: f" ({c.note})" if c.note else ""), unseen),
-            ([] if verdict.complete else [""], "the new run is incomplete (interrupted before every cell was "
-             "measured)", str, unseen),
-            (verdict.unjudged, f"{{n}} cell{{s}} slower than {limit:.0%} could not be judged (one process on a "
-             f"side; measure with {processes_option} 2 or more): ", ratio, unseen),
-            (verdict.grown, f"{{n}} peak memory growth{{s}} above {limit:.0%}: ", lambda m: m.text(), ""),
-            ([] if verdict.comparable else [""], "no cell could be compared (none was valid in both runs)", str,
-             unseen)]
-    return [text.format(n=len(items), s="s" if len(items) != 1 else "", was="were" if len(items) != 1 else "was",
-                        are="are" if len(items) != 1 else "is") + one_line(", ".join(map(name, items))) + end
-            for items, text, name, end in said if items]
+    return [*said(verdict.slower, f"{{n}} significant slowdown{{s}} above {limit:.0%}: {{names}}", ratio),
+            *said(verdict.broken, "{n} cell{s} that {was} ok in the base run broke in the new run: {names}",
+                  cell(lambda c: f" ({c.new.status})")),
+            *said(verdict.unmeasured, "{n} cell{s} measured in the base run {was} not measured in the new run: "
+                  "{names}" + unseen, cell(lambda c: f" ({c.new.reason})" if c.new.reason else "")),
+            *said(verdict.missing, "{n} cell{s} measured in the base run {are} missing from the new run: {names}"
+                  + unseen, lambda r: f"{r.workload} {r.size_label} {r.config_label}"),
+            *said(verdict.incomparable, "{n} cell{s} measured in the base run could not be compared: {names}"
+                  + unseen, cell(lambda c: f" ({c.note})" if c.note else "")),
+            *([] if verdict.complete else
+              [f"the new run is incomplete (interrupted before every cell was measured){unseen}"]),
+            *said(verdict.unjudged, f"{{n}} cell{{s}} slower than {limit:.0%} could not be judged (one process on "
+                  f"a side; measure with {processes_option} 2 or more): {{names}}{unseen}", ratio),
+            *said(verdict.grown, f"{{n}} peak memory growth{{s}} above {limit:.0%}: {{names}}", lambda m: m.text()),
+            *([] if verdict.comparable else [f"no cell could be compared (none was valid in both runs){unseen}"])]
 
 
 def gate_notes(comparison: "Comparison", limit: float, *, against_option: str = "--against REF") -> list[str]:
