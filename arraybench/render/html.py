@@ -255,7 +255,7 @@ def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]], ceilings:
         ("share of ceiling", columns["share"]), ("first call", True), ("peak memory", columns["peak"]),
         ("energy", columns["energy"]), ("error / tolerance", True), ("samples", True), ("used", True),
         ("status", True)) if shown]
-    book, every = notebook({(g[0].workload, label): g for label, g in sizes}, workload=False)
+    book = notebook({(g[0].workload, label): g for label, g in sizes}, workload=False)
     groups = []
     for _label, group in sizes:
         best = decided_winner(group, pairs) if sum(1 for r in group if is_valid(r)) > 1 else None
@@ -265,7 +265,7 @@ def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]], ceilings:
                  refs=book.refs(r.key), pairs=pairs) for r in group]})
     return {"anchor": anchor, "head": head, "text_columns": ("size", "library / device", "machine", "status"),
             "machine": columns["machine"], "achieved": columns["achieved"], "share": columns["share"],
-            "device_time": device_time, "groups": groups, "notes": note_texts(book, every),
+            "device_time": device_time, "groups": groups, "notes": note_texts(book),
             "peak": columns["peak"], "energy": columns["energy"],
             "energy_absent": [] if columns["energy"] else energy_absent(r for _, g in sizes for r in g),
             "legend": CI_LEGEND + (f". {RANGES_LEGEND}" if book.ranged else ""), "everywhere": everywhere_mark(book).capitalize()}

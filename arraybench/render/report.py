@@ -187,7 +187,7 @@ def markdown_table(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[st
     unavailable = unavailable_configs(records)
     shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
     groups = grouped(shown)
-    book, every = notebook(groups)
+    book = notebook(groups)
     peak = any(r.peak_bytes is not None for r in shown)
     energy = energy_measured(shown)  # without a figure anywhere, lines under the table say why
     rows = []
@@ -208,7 +208,7 @@ def markdown_table(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[st
                 cells.append(md(format_energy(r.energy_j) + (f" ({why})" if why else "")))
             rows.append(cells + [md(error_text(r)), r.status + (f" \\[{','.join(map(str, refs))}\\]" if refs else "")])
     return _markdown("table.md", rows=rows, peak=peak, energy=energy, legend=CI_LEGEND, ranges=RANGES_LEGEND,
-                     ranged=book.ranged, notes=note_texts(book, every), everywhere=everywhere_mark(book).capitalize(),
+                     ranged=book.ranged, notes=note_texts(book), everywhere=everywhere_mark(book).capitalize(),
                      energy_absent=[] if energy else energy_absent(shown), not_run=not_run(unavailable),
                      ).splitlines()
 

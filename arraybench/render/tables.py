@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from .notes import (CI_LEGEND, RANGES_LEGEND, NoteBook, Row, case_lines, ci_text, error_text, everywhere_mark,
+from .notes import (CI_LEGEND, RANGES_LEGEND, NoteBook, case_lines, ci_text, error_text, everywhere_mark,
                     not_run, note_texts, notebook, speedup_text, unavailable_configs)
 from .terminal import (Column, Row as TableRow, build_table, fitted_table, measure, console as safe_console,
                        plain, widened)
@@ -123,7 +123,7 @@ def results_table(records: Iterable[Record], width: int | None = None, pairs: Pa
     unavailable = unavailable_configs(records)
     shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
     groups = grouped(shown)
-    book, every = notebook(groups)
+    book = notebook(groups)
     present = {"machine": any(r.machine for r in records),  # results of several machines
                "device": any(r.device_median_s is not None for r in records),  # CUDA events
                "of peak": bool(roof),  # ceilings measured (--roofline)
@@ -166,7 +166,7 @@ def results_table(records: Iterable[Record], width: int | None = None, pairs: Pa
     if any(c.name == "95% CI" and c.name not in dropped for c in columns):
         footer.append(Text(CI_LEGEND + ".", style="dim"))
     if len(book):
-        notes = notes_grid(book, every)
+        notes = notes_grid(book)
         if book.ranged:
             footer.append(Text(RANGES_LEGEND + ".", style="dim"))
         footer.append(notes)
@@ -175,9 +175,9 @@ def results_table(records: Iterable[Record], width: int | None = None, pairs: Pa
     return Group(table, *footer)
 
 
-def notes_grid(book: NoteBook, every: list[Row]) -> Group:
+def notes_grid(book: NoteBook) -> Group:
     """The notes under the table: those of every row first, then the numbered ones."""
-    texts = note_texts(book, every, brief=True)  # the terminal: each pattern once
+    texts = note_texts(book, brief=True)  # the terminal: each pattern once
     parts: list[RenderableType] = []
     for everywhere in (True, False):
         grid = Table.grid(padding=(0, 1))
