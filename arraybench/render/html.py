@@ -22,15 +22,14 @@ from .comparison import history_section
 from .terminal import machine_rows
 from .files import plot_file_name, run_plot_name
 from .findings import self_check_lines
-from .notes import (CI_LEGEND, RANGES_LEGEND, achieved_text, ci_text, error_text, everywhere_mark, knobs_text,
-                    library_kernels, note_texts, notebook, speedup, speedup_text, unavailable_configs)
+from .notes import (CI_LEGEND, RANGES_LEGEND, achieved_text, ci_text, error_text, everywhere_mark, library_kernels,
+                    not_run, note_texts, notebook, speedup, speedup_text, unavailable_configs)
 from .tables import (energy_absent, energy_measured, energy_why, format_energy, histogram_cell, peak_sub,
                      peak_text)
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, library_label, size_text
 from ..analysis.roofline import achieved
 from ..analysis.roofline import Ceiling, ceilings as ceilings_of_run, share as share_of_ceiling
 from ..files import write_atomic
-from ..model.cell import config_label
 from ..model.runs import describe
 from ..model.results import Pairs
 from ..model.record import Record
@@ -98,7 +97,7 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
     bad = [r for r in records if r.status != "ok" and (r.backend, r.device, r.environment) not in unavailable]
     sections.append(_section(
         "not-measured", "Not measured, failed or wrong", "not-measured", toc="Not measured",
-        unavailable=_unavailable(unavailable),
+        unavailable=not_run(unavailable),
         bad=[{"key": r.key, "case": f"{r.workload} {size_text(r)}", "library": r.config_label,
               "status": r.status, "reason": r.reason} for r in bad]))
     sections.append(_section("environment", "Environment and settings", "environment",
@@ -121,7 +120,7 @@ def results_table_html(results: Results) -> str:
                   "table": _records_table(f"nb-{id(results)}-{i}", sizes, ceilings, columns, Pairs(results.pairs))}
                  for i, (workload, sizes) in enumerate(_by_workload(shown).items())]
     return _TEMPLATES.get_template("results.html").render(
-        complete=results.complete, workloads=workloads, unavailable=_unavailable(unavailable))
+        complete=results.complete, workloads=workloads, unavailable=not_run(unavailable))
 
 
 def environment_section(results: Results) -> dict[str, Any]:
@@ -227,10 +226,6 @@ def _by_workload(shown: Sequence[Record]) -> dict[str, list[tuple[str, list[Reco
     for (workload, label), group in grouped(shown).items():
         out.setdefault(workload, []).append((label, group))
     return out
-
-
-def _unavailable(unavailable: Mapping[tuple[str, str, str], str]) -> list[tuple[str, str]]:
-    return [(config_label(b, d, environment=e), reason) for (b, d, e), reason in unavailable.items()]
 
 
 def _subtitle(results: Results) -> str:

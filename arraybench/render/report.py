@@ -20,7 +20,7 @@ from .comparison import (DisplayedComparison, change_cells, one_process_line, se
                          step_sentence, summary)
 from .files import remember, write_csv
 from .findings import findings as compute_findings, self_check_lines
-from .html import results_table_html as table_html, write_html
+from .html import results_table_html as table_html, write_html  # noqa: F401  (Results.table_html)
 from .notes import (CI_LEGEND, RANGES_LEGEND, ci_text, error_text, everywhere_mark, not_run, note_texts, notebook,
                     speedup_text, unavailable_configs)
 from .tables import (FINDINGS_LINES, energy_absent, energy_measured, energy_why, format_energy, peak_sub, peak_text,
