@@ -92,15 +92,11 @@ def main(args: argparse.Namespace) -> int:
                                                                     memory=args.memory)
     notes = [] if args.fail_above is None else gate_notes(comparison, args.fail_above)
     if args.json:
-        import json
-
         from ..render.files import comparison_json
 
         # Which two runs were compared comes first, as in the table's output.
-        doc = {"base": run_fields(base), "new": run_fields(new),
-               **json.loads(comparison_json(comparison, failures=failures)),
-               **({"undecided": notes} if notes else {})}
-        print(json.dumps(doc, allow_nan=False))
+        print(comparison_json(comparison, failures=failures, undecided=notes,
+                              runs={"base": run_fields(base), "new": run_fields(new)}))
     else:
         console = stdout_console()
         for line in (run_line("base", base, console.width), run_line("new", new, console.width)):

@@ -234,15 +234,19 @@ def _plain(value: Any) -> Any:
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
-def comparison_json(comparison: Comparison, *, failures: list[str] | None = None) -> str:
-    """The comparison: its counts, geometric mean, every cell's row and (with a gate) why it fails."""
+def comparison_json(comparison: Comparison, *, failures: list[str] | None = None,
+                    runs: Mapping[str, Any] | None = None, undecided: Sequence[str] = ()) -> str:
+    """The comparison: which ``runs``, its counts, geometric mean, every cell's row, and (with a gate) why
+    it fails and what it could not decide."""
     g = comparison.geometric_mean
-    doc = {"summary": comparison.summary(), "counts": comparison.counts(),
+    doc = {**(runs or {}), "summary": comparison.summary(), "counts": comparison.counts(),
            "geometric_mean": _plain(g), "change": format_change(g) if g is not None else None,
            "threshold": comparison.threshold, "alpha": comparison.alpha,
            "cells": [{k: _plain(v) for k, v in row.items()} for row in comparison.rows()]}
     if failures is not None:
         doc["gate"] = {"passed": not failures, "failures": failures}
+    if undecided:
+        doc["undecided"] = list(undecided)
     return json.dumps(doc, allow_nan=False)
 
 
