@@ -60,17 +60,18 @@ def unwritable(path: str) -> str | None:
 
 def write_tables(args: argparse.Namespace, render: dict[str, Callable[[], str]]) -> list[str]:
     """Write each asked-for table (``render``: its text by option); the paths written, or ``UsageError``."""
+    return [write_named(path, render[option](), f"{option} ") for option, path in wanted(args)]
+
+
+def write_named(path: str, text: str, what: str = "") -> str:
+    """Write a file the user named (a device, pipe or link there is written through), or ``UsageError``."""
     from ..files import write_atomic
 
-    written = []
-    for option, path in wanted(args):
-        try:
-            # The user named this file: a device, pipe or link there is written through.
-            write_atomic(path, render[option](), through=True)
-        except OSError as exc:
-            raise UsageError(f"{option} {one_line(path)}: cannot write there ({exc.strerror or exc})") from None
-        written.append(path)
-    return written
+    try:
+        write_atomic(path, text, through=True)
+    except OSError as exc:
+        raise UsageError(f"{what}{one_line(path)}: cannot write there ({exc.strerror or exc})") from None
+    return path
 
 
 def say_written(args: argparse.Namespace, written: list[str]) -> None:

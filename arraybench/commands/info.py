@@ -196,9 +196,7 @@ def numerics(args: argparse.Namespace) -> int:
     if out is not None:
         write_atomic(out / "numerics.md", numerics_markdown(results.records))
     if not args.quiet:
-        console = safe_console()
-        if not console.is_terminal:
-            console = safe_console(width=160, color_system=None)
+        console = stdout_console(160)
         print_numerics(results.records, console)
         if out is not None:
             console.print(f"numerics: {out / 'numerics.md'}; results per dtype in {out}/<dtype>/results.json")

@@ -16,7 +16,7 @@ from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
-from . import add, add_filters, store_location
+from . import add, add_filters, store_location, write_named
 from ..errors import SaveError, UsageError, one_line
 from ..render.terminal import stdout_console
 
@@ -197,7 +197,6 @@ def _register_export(sub: argparse._SubParsersAction) -> None:
 
 def export(args: argparse.Namespace) -> int:
     """``arraybench export``: the run in another tool's format, on stdout or to ``--output``."""
-    from ..files import write_atomic
     from ..store.refs import load_run
     from ..render.files import export_text
 
@@ -206,10 +205,5 @@ def export(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(text)
         return 0
-    try:
-        # The user named this file: a device, pipe or link there is written through, not replaced.
-        write_atomic(args.output, text, through=True)
-    except OSError as exc:
-        raise UsageError(f"{args.output}: cannot write there ({exc.strerror or exc})") from None
-    print(f"wrote {args.output}", file=sys.stderr)
+    print(f"wrote {write_named(args.output, text)}", file=sys.stderr)
     return 0
