@@ -66,13 +66,8 @@ def comparison_html(comparison: Comparison) -> str:
              **dict(zip(("base", "new", "ratio", "change"), change_cells(c))),
              "verdict": c.verdict, "note": c.note, "colour": _COLOURS.get(c.verdict, "")}
             for c in comparison.shown]
-    lines = [f"differs: {what}: {a} → {b}" for what, a, b in comparison.environment_differences]
-    lines += [f"only in {side}: {r.workload} {r.size_label} {r.config_label} ({r.status})"
-              for side, recs in (("base", comparison.only_base), ("new", comparison.only_new))
-              for r in recs]
-    lines += skipped_lines(comparison)
     return _TEMPLATES.get_template("comparison.html").render(
-        title="arraybench compare: time per call, new vs base", rows=rows, lines=lines,
+        title="arraybench compare: time per call, new vs base", rows=rows, lines=side_lines(comparison),
         summary=comparison.summary())
 
 
@@ -84,24 +79,22 @@ def print_comparison(comparison: Comparison, console: Console,
         console.print(f"[bold yellow]across machines (--cross-machine):[/] base on {escape(a)}, "
                       f"new on {escape(b)}: differences are the machines' as much as the code's")
     console.print(comparison_table(comparison, console.width))
-    for what, a, b in comparison.environment_differences:
-        console.print(f"[yellow]differs:[/] {escape(what)}: {escape(a)} → {escape(b)}")
-    for side, recs in (("base", comparison.only_base), ("new", comparison.only_new)):
-        for r in recs:
-            console.print(f"[yellow]only in {side}:[/] {escape(r.workload)} {escape(r.size_label)} "
-                          f"{escape(r.config_label)} ({r.status})")
-    for text in skipped_lines(comparison):
-        console.print(f"[dim]{escape(text)}[/]")
+    for line in side_lines(comparison):
+        console.print(line, style="dim" if line.startswith("skipped") else "yellow", markup=False, highlight=False)
     for m in memory_changes(comparison):
         console.print(f"[{'bold red' if m.grew else 'green'}]peak memory per call:[/] {escape(m.text())}")
     console.print(escape(comparison.summary()))
 
 
-def skipped_lines(comparison: Comparison) -> list[str]:
-    """Cells skipped in both runs, one line per library/device and reason."""
-    groups = Counter((c.new.config_label, c.new.reason or c.base.reason) for c in comparison.skipped_in_both)
-    return [f"skipped in both runs: {label} ({n} cell{'s' if n != 1 else ''}): {reason}"
-            for (label, reason), n in groups.items()]
+def side_lines(comparison: Comparison) -> list[str]:
+    """What differs between the runs, the cells only one of them has, and those skipped in both (one line per
+    library/device and reason)."""
+    skipped = Counter((c.new.config_label, c.new.reason or c.base.reason) for c in comparison.skipped_in_both)
+    return ([f"differs: {what}: {a} → {b}" for what, a, b in comparison.environment_differences]
+            + [f"only in {side}: {r.workload} {r.size_label} {r.config_label} ({r.status})"
+               for side, recs in (("base", comparison.only_base), ("new", comparison.only_new)) for r in recs]
+            + [f"skipped in both runs: {label} ({n} cell{'s' if n != 1 else ''}): {reason}"
+               for (label, reason), n in skipped.items()])
 
 
 def comparison_table(comparison: Comparison, width: int | None = None) -> Group:
