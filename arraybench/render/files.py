@@ -209,16 +209,10 @@ def github_action_benchmark(results: "Results") -> list[dict[str, Any]]:
 
 def bencher_metric_format(results: "Results") -> dict[str, Any]:
     """Bencher Metric Format: each valid record's ``latency`` in nanoseconds."""
-    out: dict[str, Any] = {}
-    for r in results.records:
-        if not is_valid(r):
-            continue
-        metric: dict[str, float] = {"value": r.median_s * _NS}
-        if r.ci_low_s is not None and r.ci_high_s is not None:
-            metric["lower_value"] = r.ci_low_s * _NS
-            metric["upper_value"] = r.ci_high_s * _NS
-        out[benchmark_name(r)] = {"latency": metric}
-    return out
+    return {benchmark_name(r): {"latency": {"value": r.median_s * _NS, **(
+                {"lower_value": r.ci_low_s * _NS, "upper_value": r.ci_high_s * _NS}
+                if r.ci_low_s is not None and r.ci_high_s is not None else {})}}
+            for r in results.records if is_valid(r)}
 
 
 def export_text(results: "Results", fmt: str) -> str:
