@@ -219,7 +219,13 @@ def nodes_json(nodes: list[Node]) -> list[dict[str, Any]]:
 def print_info(env: Mapping[str, Any], state: Mapping[str, Any], defaults: Mapping[str, Any],
                console: Console) -> None:
     """The machine, the backends, what each library reported, and the project defaults."""
-    console.print(machine_table(env, state))
+    machine = Table(title=f"arraybench {env.get('arraybench')}", title_justify="left", show_header=False,
+                    pad_edge=False, box=None)
+    machine.add_column(style="bold", no_wrap=True)
+    machine.add_column(overflow="fold")
+    for name, text in machine_rows(env, state):
+        machine.add_row(name, text)
+    console.print(machine)
     console.print(backends_table(state))
     console.print(details_table(state))
     console.print(defaults_text(defaults), soft_wrap=True, markup=False, highlight=False)
@@ -235,17 +241,6 @@ def defaults_text(defaults: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def machine_table(env: Mapping[str, Any], state: Mapping[str, Any]) -> Table:
-    """Python, platform, CPU, memory, GPUs, threads and library versions."""
-    t = Table(title=f"arraybench {env.get('arraybench')}", title_justify="left", show_header=False,
-              pad_edge=False, box=None)
-    t.add_column(style="bold", no_wrap=True)
-    t.add_column(overflow="fold")
-    for name, text in machine_rows(env, state):
-        t.add_row(name, text)
-    return t
-
-
 def machine_rows(env: Mapping[str, Any], state: Mapping[str, Any] | None = None,
                  threads: str | None = None) -> list[tuple[str, str]]:
     """A machine as (name, text) rows, those with nothing to say left out: ``info``'s, and the report's
@@ -253,6 +248,10 @@ def machine_rows(env: Mapping[str, Any], state: Mapping[str, Any] | None = None,
     fp = env.get("fingerprint") if isinstance(env.get("fingerprint"), Mapping) else {}
     libs = env.get("libraries") if isinstance(env.get("libraries"), Mapping) else {}
     physical = f", {env['cpu_physical_cores']} physical" if env.get("cpu_physical_cores") else ""
+    if threads is None:  # info's: the thread-limiting variables, or that there are none
+        threads = ("set: " + ", ".join(f"{k}={v}" for k, v in env["thread_env"].items()) if env.get("thread_env")
+                   else "no limit set (OMP_NUM_THREADS, MKL_NUM_THREADS, OPENBLAS_NUM_THREADS unset): every "
+                   "library uses the available cores; `arraybench run --threads N` limits them all alike")
     rows = [("Python", f"{env.get('python', '?')} ({env.get('python_implementation', '?')})"),
             ("platform", env.get("platform")),
             ("CPU", f"{env.get('cpu_model', '?')} ({env.get('cpu_count', '?')} logical{physical}; "
@@ -261,7 +260,7 @@ def machine_rows(env: Mapping[str, Any], state: Mapping[str, Any] | None = None,
             ("GPUs", gpu_text(env, state or {})),
             ("machine id", f"{env['machine_id']} (history and compare tell machines apart by it)"
              if env.get("machine_id") else ""),
-            ("threads", threads_text(env) if threads is None else threads),
+            ("threads", threads),
             ("kernel variables", knobs_text(env.get("kernel_env"))),
             ("CPU features", " ".join(map(str, fp.get("cpu_isa") or []))),
             ("libraries", ", ".join(f"{k} {v}" for k, v in libs.items() if v) or "none"),
@@ -279,14 +278,6 @@ def gpu_text(env: Mapping[str, Any], state: Mapping[str, Any]) -> str:
               if s.get("devices", {}).get("gpu") is None and "gpu" in s.get("devices", {})
               and s.get("info", {}).get("device_name") not in (None, "cpu")}
     return ", ".join(sorted(opened)) or "none found (no nvidia-smi, or it lists no GPU)"
-
-
-def threads_text(env: Mapping[str, Any]) -> str:
-    """The thread-limiting environment variables, or that there are none."""
-    if env.get("thread_env"):
-        return "set: " + ", ".join(f"{k}={v}" for k, v in env["thread_env"].items())
-    return ("no limit set (OMP_NUM_THREADS, MKL_NUM_THREADS, OPENBLAS_NUM_THREADS unset): "
-            "every library uses the available cores; `arraybench run --threads N` limits them all alike")
 
 
 def linalg_text(info: Mapping[str, Any]) -> str:
