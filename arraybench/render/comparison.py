@@ -186,11 +186,6 @@ def step_sentence(step: "Step") -> str:
             f"in the run of {step.after.run.started_at[:16].replace('T', ' ')}; changed: {causes}.")
 
 
-def _ci(p: "Point") -> str:
-    missing = p.entry.ci_low_s is None or p.entry.ci_high_s is None
-    return "—" if missing else format_interval(p.low, p.median_s, p.high)
-
-
 def _walk(history: "History", s: "Series") -> list[tuple["Point", "Point | None", tuple[str, ...]]]:
     """Each point of a series, the valid point before it, and its row (``series_rows``)."""
     steps = {st.after.run.run_id: st for st in history.steps if st.series is s}
@@ -219,7 +214,9 @@ def _walk(history: "History", s: "Series") -> list[tuple["Point", "Point | None"
         if p.run.context and p.run.context != context and step is None:
             notes.append(", ".join(f"{k}={v}" for k, v in p.run.context.items()))
         context = p.run.context
-        out.append((p, previous, (when, format_seconds(p.median_s), _ci(p), vs, " · ".join(notes))))
+        ci = ("—" if p.entry.ci_low_s is None or p.entry.ci_high_s is None
+              else format_interval(p.low, p.median_s, p.high))
+        out.append((p, previous, (when, format_seconds(p.median_s), ci, vs, " · ".join(notes))))
         previous = p
     return out
 

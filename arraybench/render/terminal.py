@@ -228,17 +228,12 @@ def print_info(env: Mapping[str, Any], state: Mapping[str, Any], defaults: Mappi
     console.print(machine)
     console.print(backends_table(state))
     console.print(details_table(state))
-    console.print(defaults_text(defaults), soft_wrap=True, markup=False, highlight=False)
-
-
-def defaults_text(defaults: Mapping[str, Any]) -> str:
-    """Each option default [tool.arraybench] changes, and the file, or that there are none."""
-    if not defaults["options"]:
-        where = f" in {defaults['file']}" if defaults["file"] else ""
-        return f"project defaults: none ([tool.arraybench]{where} sets no option)"
-    lines = [f"project defaults from {defaults['file']} [tool.arraybench] (the command line wins):"]
-    lines += [f"  {k} = {v!r}" for k, v in defaults["options"].items()]
-    return "\n".join(lines)
+    # Each option default [tool.arraybench] changes, and the file, or that there are none.
+    where = f" in {defaults['file']}" if defaults["file"] else ""
+    said = ([f"project defaults from {defaults['file']} [tool.arraybench] (the command line wins):"]
+            + [f"  {k} = {v!r}" for k, v in defaults["options"].items()] if defaults["options"]
+            else [f"project defaults: none ([tool.arraybench]{where} sets no option)"])
+    console.print("\n".join(said), soft_wrap=True, markup=False, highlight=False)
 
 
 def machine_rows(env: Mapping[str, Any], state: Mapping[str, Any] | None = None,
