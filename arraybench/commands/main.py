@@ -262,7 +262,12 @@ def _command(argv: list[str]) -> int:
             parser.parse_args(argv)  # prints the help or the version and exits
         parser.print_help()
         return _flushed(0)
-    _quiet_when_the_reader_leaves()
+    # rich exits with status 1 when its reader leaves (``Console.on_broken_pipe``, documented as the place
+    # to change that); a command whose output nobody reads has still saved everything, so it goes on
+    # silently and ends with its own status.
+    from rich.console import Console
+
+    Console.on_broken_pipe = _reader_left  # type: ignore[method-assign]
     from ..config import find as find_project, load as project_defaults
 
     run_parser = _run_parser()
@@ -308,15 +313,6 @@ def _tolerant_terminal() -> None:
     if warnings.showwarning is not _show_warning:
         _python_showwarning = warnings.showwarning
     warnings.showwarning = _show_warning
-
-
-def _quiet_when_the_reader_leaves() -> None:
-    """rich exits with status 1 when its reader leaves (``Console.on_broken_pipe``, documented as the
-    place to change that); a command whose output nobody reads has still saved everything, so it goes
-    on silently and ends with its own status."""
-    from rich.console import Console
-
-    Console.on_broken_pipe = _reader_left  # type: ignore[method-assign]
 
 
 def _reader_left(console: Any) -> None:
