@@ -26,6 +26,8 @@ from . import add, add_filters, check_targets, say_written, store_location, writ
 
 def register(sub: argparse._SubParsersAction) -> None:
     from ..analysis.compare import DEFAULT_ALPHA, DEFAULT_THRESHOLD
+    from ..analysis.history import DEFAULT_FDR
+    from ..render.comparison import DEFAULT_LAST
 
     p = sub.add_parser(
         "compare", help="compare two runs cell by cell: faster, slower or not significant",
@@ -62,7 +64,54 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="compare runs from different machines (refused without it: a difference "
                         "would be the machines' as much as the code's)")
     p.set_defaults(handler=main)
-    _register_history(sub)
+    p = sub.add_parser("history", help="each cell's results over the stored runs, with the steps in them",
+                       description="Show each cell's median and 95% CI over the runs in the results "
+                                   "store, detect steps (intervals apart, false discovery rate "
+                                   "controlled across all series) and say what changed with each.")
+    p.add_argument("run", nargs="?", default=None, metavar="RUN",
+                   help="only this run's cells, on its machine, up to it: a stored run's id, last or "
+                        "last~N (or a results.json / its folder)")
+    add_filters(p, "workloads", "backends")
+    p.add_argument("--machine", default=None, metavar="ID",
+                   help="only this machine: a machine id (or its first characters), or `this`")
+    p.add_argument("--since", default=None, metavar="WHEN",
+                   help="only runs since a date (2026-01-31) or for a while (30d, 12h, 2w)")
+    add(p, "store", what="to read")
+    p.add_argument("--threshold", type=percent, default=DEFAULT_THRESHOLD, metavar="PERCENT",
+                   help=f"smallest change called a step (default: {DEFAULT_THRESHOLD * 100:g}%%)")
+    p.add_argument("--alpha", type=fraction, default=DEFAULT_FDR, metavar="FRACTION",
+                   help=f"false discovery rate across all series (default: {DEFAULT_FDR:g})")
+    p.add_argument("--fail-above", type=percent, default=None, metavar="PERCENT",
+                   help="exit with status 1 if a series' latest run is a step slower by more than "
+                        "this (e.g. 10%%)")
+    p.add_argument("--last", type=positive_int, default=DEFAULT_LAST, metavar="N",
+                   help=f"runs shown per series in the table (default: {DEFAULT_LAST}; the plots show all)")
+    p.add_argument("--output-dir", "-o", default=None, metavar="DIR",
+                   help="also write each workload's plot there, history_<workload>.svg (default: "
+                        "no file is written)")
+    p.add_argument("--no-plots", action="store_true", help="with --output-dir: skip the SVG plots")
+    p.add_argument("--json", action="store_true",
+                   help="print the series, their points and the steps as one JSON document")
+    add(p, "csv", what="the table as CSV (each series' latest --last runs, times in seconds)")
+    add(p, "markdown", what="the table as Markdown, with the steps called")
+    p.set_defaults(handler=history_main)
+    p = sub.add_parser("store", help="the results store: import earlier runs, list what it holds",
+                       description="The results store every run is appended to (SQLite in your data "
+                                   "folder by default, or a postgresql:// URL).")
+    actions = p.add_subparsers(dest="store_action", metavar="ACTION", parser_class=type(p))
+    actions.required = True
+    imp = actions.add_parser("import", help="add runs' folders (or results.json files) to the store",
+                             description="Add earlier runs to the store. Idempotent: a run already "
+                                         "stored is left as it is.")
+    imp.add_argument("runs", nargs="+", metavar="DIR", help="a run's output folder or its results.json")
+    add(imp, "store", what="to add to")
+    imp.set_defaults(handler=import_main)
+    lst = actions.add_parser("list", help="the runs in the store, oldest first",
+                             description="List the runs in the store, oldest first.")
+    add(lst, "store", what="to read")
+    lst.add_argument("--machine", default=None, metavar="ID", help="only this machine (an id prefix)")
+    lst.add_argument("--json", action="store_true", help="one JSON object per run, one a line")
+    lst.set_defaults(handler=list_main)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -124,45 +173,6 @@ def gate(comparison, limit: float, memory: bool = False) -> int:
     for line in [*gate_notes(comparison, limit), *failures]:
         print(f"arraybench: {line}", file=sys.stderr)
     return 1 if failures else 0
-
-
-def _register_history(sub: argparse._SubParsersAction) -> None:
-    from ..analysis.compare import DEFAULT_THRESHOLD
-    from ..analysis.history import DEFAULT_FDR
-    from ..render.comparison import DEFAULT_LAST
-
-    p = sub.add_parser("history", help="each cell's results over the stored runs, with the steps in them",
-                       description="Show each cell's median and 95% CI over the runs in the results "
-                                   "store, detect steps (intervals apart, false discovery rate "
-                                   "controlled across all series) and say what changed with each.")
-    p.add_argument("run", nargs="?", default=None, metavar="RUN",
-                   help="only this run's cells, on its machine, up to it: a stored run's id, last or "
-                        "last~N (or a results.json / its folder)")
-    add_filters(p, "workloads", "backends")
-    p.add_argument("--machine", default=None, metavar="ID",
-                   help="only this machine: a machine id (or its first characters), or `this`")
-    p.add_argument("--since", default=None, metavar="WHEN",
-                   help="only runs since a date (2026-01-31) or for a while (30d, 12h, 2w)")
-    add(p, "store", what="to read")
-    p.add_argument("--threshold", type=percent, default=DEFAULT_THRESHOLD, metavar="PERCENT",
-                   help=f"smallest change called a step (default: {DEFAULT_THRESHOLD * 100:g}%%)")
-    p.add_argument("--alpha", type=fraction, default=DEFAULT_FDR, metavar="FRACTION",
-                   help=f"false discovery rate across all series (default: {DEFAULT_FDR:g})")
-    p.add_argument("--fail-above", type=percent, default=None, metavar="PERCENT",
-                   help="exit with status 1 if a series' latest run is a step slower by more than "
-                        "this (e.g. 10%%)")
-    p.add_argument("--last", type=positive_int, default=DEFAULT_LAST, metavar="N",
-                   help=f"runs shown per series in the table (default: {DEFAULT_LAST}; the plots show all)")
-    p.add_argument("--output-dir", "-o", default=None, metavar="DIR",
-                   help="also write each workload's plot there, history_<workload>.svg (default: "
-                        "no file is written)")
-    p.add_argument("--no-plots", action="store_true", help="with --output-dir: skip the SVG plots")
-    p.add_argument("--json", action="store_true",
-                   help="print the series, their points and the steps as one JSON document")
-    add(p, "csv", what="the table as CSV (each series' latest --last runs, times in seconds)")
-    add(p, "markdown", what="the table as Markdown, with the steps called")
-    p.set_defaults(handler=history_main)
-    _register_store(sub)
 
 
 def parse_since(text: str | None, now: _dt.datetime | None = None) -> str | None:
@@ -263,26 +273,6 @@ def _up_to(target, entries: list, runs: dict) -> list:
     until = own.started_at if own is not None else str(target.environment.get("timestamp") or "")
     return [e for e in entries if e.cell in cells
             and (not until or e.run_id not in runs or runs[e.run_id].started_at <= until)]
-
-
-def _register_store(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("store", help="the results store: import earlier runs, list what it holds",
-                       description="The results store every run is appended to (SQLite in your data "
-                                   "folder by default, or a postgresql:// URL).")
-    actions = p.add_subparsers(dest="store_action", metavar="ACTION", parser_class=type(p))
-    actions.required = True
-    imp = actions.add_parser("import", help="add runs' folders (or results.json files) to the store",
-                             description="Add earlier runs to the store. Idempotent: a run already "
-                                         "stored is left as it is.")
-    imp.add_argument("runs", nargs="+", metavar="DIR", help="a run's output folder or its results.json")
-    add(imp, "store", what="to add to")
-    imp.set_defaults(handler=import_main)
-    lst = actions.add_parser("list", help="the runs in the store, oldest first",
-                             description="List the runs in the store, oldest first.")
-    add(lst, "store", what="to read")
-    lst.add_argument("--machine", default=None, metavar="ID", help="only this machine (an id prefix)")
-    lst.add_argument("--json", action="store_true", help="one JSON object per run, one a line")
-    lst.set_defaults(handler=list_main)
 
 
 def import_main(args: argparse.Namespace) -> int:

@@ -23,7 +23,23 @@ from .run import reporter_for
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    _register_numerics(sub)
+    from ..backends import DEVICES, SPECS
+
+    p = sub.add_parser("numerics", help="each library's error against float64, per workload and dtype",
+                       description="Run the workloads briefly in each dtype and tabulate each library's "
+                                   "error against the NumPy float64 reference.")
+    add(p, "backends")
+    add(p, "devices")
+    p.add_argument("--workloads", type=csv_list, default=["numerics"], metavar="LIST",
+                   help="workloads or groups (default: numerics = the seed's five and stats)")
+    add(p, "workload_files")
+    p.add_argument("--sizes", default="small,large", metavar="LIST")
+    p.add_argument("--dtype", type=csv_list, dest="dtypes", default=["float64", "float32"], metavar="LIST",
+                   help="dtypes to compare (default: float64,float32)")
+    p.add_argument("--output-dir", "-o", default="numerics", metavar="DIR")
+    add(p, "overwrite")
+    add(p, "quiet")
+    p.set_defaults(handler=numerics, json=False)
     p = sub.add_parser("list", help="list workloads, their sizes and what each measures")
     add(p, "workload_files", help="also list the workloads of a Python file (repeatable)")
     p.add_argument("--json", action="store_true", help="print as JSON")
@@ -34,7 +50,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="list the nodes of the Ray cluster at ADDRESS instead: their machines "
                         "(fingerprints) and which are free (docs/cluster.md)")
     p.set_defaults(handler=main)
-    _register_doctor(sub)
+    p = sub.add_parser("doctor", help="check that timing (against each library's own timer), sync, precision, "
+                                      "memory, clocks and transfers behave on this machine (run it first on a GPU)")
+    p.add_argument("--backends", type=csv_list, default=list(SPECS), metavar="LIST",
+                   help=f"libraries to check (default: all: {','.join(SPECS)})")
+    p.add_argument("--devices", type=csv_list, default=list(DEVICES), metavar="LIST",
+                   help=f"devices to check (default: all: {','.join(DEVICES)})")
+    p.add_argument("--timeout", type=positive_float, default=120.0, metavar="SECONDS",
+                   help="stop one library's checks after this long, its start included (default: 120)")
+    p.add_argument("--json", action="store_true", help="one JSON object per check, one a line")
+    p.set_defaults(handler=doctor)
 
 
 def cluster_main(args: argparse.Namespace) -> int:
@@ -82,21 +107,6 @@ def main(args: argparse.Namespace) -> int:
     console = stdout_console()
     print_info(env, backends_state, defaults, console)
     return 0
-
-
-def _register_doctor(sub: argparse._SubParsersAction) -> None:
-    from ..backends import DEVICES, SPECS
-
-    p = sub.add_parser("doctor", help="check that timing (against each library's own timer), sync, precision, "
-                                      "memory, clocks and transfers behave on this machine (run it first on a GPU)")
-    p.add_argument("--backends", type=csv_list, default=list(SPECS), metavar="LIST",
-                   help=f"libraries to check (default: all: {','.join(SPECS)})")
-    p.add_argument("--devices", type=csv_list, default=list(DEVICES), metavar="LIST",
-                   help=f"devices to check (default: all: {','.join(DEVICES)})")
-    p.add_argument("--timeout", type=positive_float, default=120.0, metavar="SECONDS",
-                   help="stop one library's checks after this long, its start included (default: 120)")
-    p.add_argument("--json", action="store_true", help="one JSON object per check, one a line")
-    p.set_defaults(handler=doctor)
 
 
 def doctor(args: argparse.Namespace) -> int:
@@ -156,24 +166,6 @@ def list_main(args: argparse.Namespace) -> int:
     else:
         print_catalog(entries, stdout_console())
     return 1 if errors else 0
-
-
-def _register_numerics(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("numerics", help="each library's error against float64, per workload and dtype",
-                       description="Run the workloads briefly in each dtype and tabulate each library's "
-                                   "error against the NumPy float64 reference.")
-    add(p, "backends")
-    add(p, "devices")
-    p.add_argument("--workloads", type=csv_list, default=["numerics"], metavar="LIST",
-                   help="workloads or groups (default: numerics = the seed's five and stats)")
-    add(p, "workload_files")
-    p.add_argument("--sizes", default="small,large", metavar="LIST")
-    p.add_argument("--dtype", type=csv_list, dest="dtypes", default=["float64", "float32"], metavar="LIST",
-                   help="dtypes to compare (default: float64,float32)")
-    p.add_argument("--output-dir", "-o", default="numerics", metavar="DIR")
-    add(p, "overwrite")
-    add(p, "quiet")
-    p.set_defaults(handler=numerics, json=False)
 
 
 def numerics(args: argparse.Namespace) -> int:

@@ -53,8 +53,45 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "pickled workloads) though your arraybench did not write it; only for a "
                         "folder whose source you trust (docs/faults.md)")
     p.set_defaults(handler=main)
-    _register_sweep(sub)
-    _register_timeit(sub)
+    p = sub.add_parser("sweep", help="run workloads across sizes and find the crossovers",
+                       description="Measure workloads across a range of sizes, plot time against size "
+                                   "and report from which size one library beats another.")
+    add_run_options(p)
+    p.set_defaults(handler=sweep, sizes=None)
+    p = sub.add_parser("timeit", help="time one expression on every library, no workload file (as pyperf timeit)",
+                       description="Time one expression of xp (each library's namespace) on every selected "
+                                   "library and device, with the verdicts, checks and report of a workload "
+                                   "file defining it. The setup makes NumPy inputs on the host, as a "
+                                   "workload's inputs= does: randn(n), rand(n), arange(n), np and rng are "
+                                   "defined there.",
+                       epilog="e.g. arraybench timeit 'xp.sort(a)' --setup 'a = randn(n)' --sizes 1e6")
+    p.add_argument("expression", metavar="EXPR",
+                   help="the expression to time, of xp and the names the setup binds, e.g. 'xp.sort(a)'")
+    what = p.add_argument_group("the expression")
+    what.add_argument("-s", "--setup", default="", metavar="CODE",
+                      help="Python that binds the expression's names, e.g. 'a = randn(n); b = rand(n, n)': "
+                           "NumPy arrays become its inputs (cast to --dtype, moved to each library), "
+                           "numbers its settings")
+    what.add_argument("-n", dest="sizes", default=None, metavar="LIST",
+                      help="the same as --sizes: the values of n the setup reads")
+    what.add_argument("--name", default=None, metavar="NAME",
+                      help="the workload's name in tables and the store (default: from the "
+                           "expression, xp.sort(a) is sort-a)")
+    what.add_argument("--namespace", choices=("array_api", "native"), default="array_api",
+                      help="what xp is: array-api-compat's namespace (portable; default) or the "
+                           "library's own module (numpy, torch, jax.numpy, cupy)")
+    add_run_options(p)
+    for action in p._actions:
+        if action.dest in NOT_HERE:
+            action.help = argparse.SUPPRESS
+        elif action.dest == "sizes" and "--sizes" in action.option_strings:
+            action.help = ("values of n for a setup that reads it: counts (1000,1e6), small,large "
+                           "(the default) or a range LO:HI[:STEPS]; a setup that does not read n has "
+                           "one size, its largest input's element count")
+        elif action.dest == "output_dir":
+            action.help = ("write results.json, the report and the plots here, as run does "
+                           "(default: no folder; the run is kept in the results store)")
+    p.set_defaults(handler=timeit, output_dir=None, trust_folder=False)
 
 
 def run_store_choice(args: argparse.Namespace) -> bool | str:
@@ -318,14 +355,6 @@ def run_gate(args: argparse.Namespace, results: Results, reference: str) -> int:
     return gate(comparison, args.fail_above) if args.fail_above is not None else 0
 
 
-def _register_sweep(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("sweep", help="run workloads across sizes and find the crossovers",
-                       description="Measure workloads across a range of sizes, plot time against size "
-                                   "and report from which size one library beats another.")
-    add_run_options(p)
-    p.set_defaults(handler=sweep, sizes=None)
-
-
 def sweep(args: argparse.Namespace) -> int:
     """``arraybench sweep``: ``run`` across sizes; ``--sizes`` defaults to ``api.sweep_sizes``."""
     if not args.workloads and not args.workload_files:
@@ -341,43 +370,6 @@ def sweep(args: argparse.Namespace) -> int:
 
 #: ``run``'s options that choose other work or continue a run: here the expression is the work.
 NOT_HERE = ("workloads", "workload_files", "resume", "against", "node_wait")
-
-
-def _register_timeit(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("timeit", help="time one expression on every library, no workload file (as pyperf timeit)",
-                       description="Time one expression of xp (each library's namespace) on every selected "
-                                   "library and device, with the verdicts, checks and report of a workload "
-                                   "file defining it. The setup makes NumPy inputs on the host, as a "
-                                   "workload's inputs= does: randn(n), rand(n), arange(n), np and rng are "
-                                   "defined there.",
-                       epilog="e.g. arraybench timeit 'xp.sort(a)' --setup 'a = randn(n)' --sizes 1e6")
-    p.add_argument("expression", metavar="EXPR",
-                   help="the expression to time, of xp and the names the setup binds, e.g. 'xp.sort(a)'")
-    what = p.add_argument_group("the expression")
-    what.add_argument("-s", "--setup", default="", metavar="CODE",
-                      help="Python that binds the expression's names, e.g. 'a = randn(n); b = rand(n, n)': "
-                           "NumPy arrays become its inputs (cast to --dtype, moved to each library), "
-                           "numbers its settings")
-    what.add_argument("-n", dest="sizes", default=None, metavar="LIST",
-                      help="the same as --sizes: the values of n the setup reads")
-    what.add_argument("--name", default=None, metavar="NAME",
-                      help="the workload's name in tables and the store (default: from the "
-                           "expression, xp.sort(a) is sort-a)")
-    what.add_argument("--namespace", choices=("array_api", "native"), default="array_api",
-                      help="what xp is: array-api-compat's namespace (portable; default) or the "
-                           "library's own module (numpy, torch, jax.numpy, cupy)")
-    add_run_options(p)
-    for action in p._actions:
-        if action.dest in NOT_HERE:
-            action.help = argparse.SUPPRESS
-        elif action.dest == "sizes" and "--sizes" in action.option_strings:
-            action.help = ("values of n for a setup that reads it: counts (1000,1e6), small,large "
-                           "(the default) or a range LO:HI[:STEPS]; a setup that does not read n has "
-                           "one size, its largest input's element count")
-        elif action.dest == "output_dir":
-            action.help = ("write results.json, the report and the plots here, as run does "
-                           "(default: no folder; the run is kept in the results store)")
-    p.set_defaults(handler=timeit, output_dir=None, trust_folder=False)
 
 
 def timeit(args: argparse.Namespace) -> int:
