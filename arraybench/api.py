@@ -22,13 +22,15 @@ from .lifecycle import ContextLabels, execute, reporter_for, resume
 from .plan import Cell, Plan, build_plan, validate
 from .model.reporter import Reporter
 from .model.results import LEGACY_NAMES, Results, legacy_names, load, resolve
+from .model.runs import default_label, merge as merge_runs
+from .model.schema import problem
 from .executors.session import Interrupted
 from .store.keeping import StoreChoice
 from .workloads.definition import Workload
-from .workloads.registry import BUILTIN, REGISTRY, register
+from .workloads.registry import BUILTIN, REGISTRY, expand, register
 from .workloads.shipping import needs_shipping, pack
 from .workloads.userfile import load_files
-from .outdir import claim_for_report
+from .outdir import claim_for_report, prepare
 from .store.refs import load_run
 
 if TYPE_CHECKING:
@@ -141,8 +143,6 @@ def _with_against(options: RunOptions) -> RunOptions:
 def _check_saveable(options: RunOptions, cells: list[Cell]) -> None:
     """``UsageError`` for a setting results.json could not read back (a seed of 2**63, nan): refused
     before the output folder is touched, rather than measured and then unreadable."""
-    from .model.schema import problem
-
     for name, value in options.to_dict().items():
         if name == "params":
             why = next(filter(None, (problem(v, f"--params {k}") for k, v in value.items())), None)
@@ -203,8 +203,6 @@ def sweep(workloads: Any, *, sizes: Any = None, output_dir: str | os.PathLike[st
 
 def sweep_sizes(names: Sequence[str]) -> str:
     """Eight geometric steps from a tenth of the workloads' smallest size to their largest."""
-    from .workloads.registry import expand
-
     if not names:
         raise UsageError("name the workload to sweep, e.g. `arraybench sweep --workloads matmul`")
     missing = [n for n in expand(list(names)) if n not in REGISTRY]
@@ -227,8 +225,6 @@ def numerics(workloads: Any = ("numerics",), *, dtype: Iterable[str] | str | Non
     """Each library's error against float64, per workload and dtype: a brief run per dtype, each in
     its own subfolder of ``output_dir``; the records of every dtype together. ``dtype``: one or several
     (a list, or comma-separated text; default: float64 and float32); ``dtypes`` is its old name."""
-    from .outdir import prepare
-
     if dtypes is not None:
         warnings.warn("numerics(dtypes=...) is now numerics(dtype=...)", DeprecationWarning, stacklevel=2)
         dtype = dtypes if dtype is None else dtype
@@ -275,8 +271,6 @@ def merge(runs: Sequence[Results | str | os.PathLike[str]], *, labels: Sequence[
     """Several runs (usually one per machine) as one ``Results``, the machine a dimension: each record
     labelled with its run's label (``labels``, default: each folder's name). With ``output_dir``,
     writes results.json and the report there."""
-    from .model.runs import default_label, merge as merge_runs
-
     loaded: list[Results] = []
     names: list[str] = []
     for i, run in enumerate(runs):

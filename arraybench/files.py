@@ -13,6 +13,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import Any
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -177,6 +178,14 @@ def open_append(path: str | os.PathLike[str]) -> int:
         os.close(fd)
         raise _refuse(path, mode)
     return fd
+
+
+def discard(stream: Any) -> None:
+    """Point ``stream``'s descriptor at /dev/null: what is left in it then goes nowhere instead of failing again."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
 
 
 def _naming(exc: OSError, path: Path) -> OSError:

@@ -17,15 +17,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence, Union
 
 from .errors import SaveError, StoreWarning, UsageError, from_command_line, one_line
-from .outdir import resume_command
+from .outdir import FolderLock, claim, resume_command
 from .model.options import RunOptions, parse_context, refuse_other_settings
 from .plan import Plan, validate
-from .model.journal import JournalState
+from .host import git
+from .model import journal
+from .model.journal import JOURNAL_NAME, JournalState
 from .model.reporter import Reporter
 from .model.results import Results
 from .analysis.policy import RunState
 from .executors.session import Interrupted, Session, stop_signals
 from .store.keeping import StoreChoice, store_run
+from .workloads import trust
 from .workloads.trust import check_code, code_of
 from .workloads.registry import REGISTRY
 from .workloads.shipping import ShippingError, receive, ship
@@ -51,9 +54,6 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
             reporter: Reporter | None = None, plots: bool = True, store: StoreChoice = True,
             context: ContextLabels = None) -> Results:
     """Run a checked plan into ``output_dir`` (see ``run``); a git work tree's commit is recorded in its context."""
-    from .host import git
-    from .outdir import FolderLock, claim
-
     labels = {**git.labels(), **parse_context(context)}
     # Connected and checked before the output folder is touched: a bad cluster costs nothing.
     executor = _executor(checked.options, measure=True)
@@ -90,8 +90,6 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
 def _keep_scratch(folder: Path) -> bool:
     """Remove a temporary folder (``output_dir=None``) unless its journal holds a measurement, which is
     never thrown away (a warning says where); whether it was kept."""
-    from .model import journal
-
     try:
         measured = any(journal.read(folder).replicates.values())
     except (UsageError, OSError):
@@ -116,10 +114,6 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
     wrote it, ``workload_files`` names them, or ``trust_folder=True`` (``workloads.trust``); else
     ``UsageError``. ``options``: settings by name, refused where they differ from the run's own.
     ``node_wait``: seconds an every-node cluster run waits for a node it needs."""
-    from .model import journal
-    from .outdir import claim
-    from .workloads import trust
-
     out = Path(output_dir)
     journal.check_present(out)  # before anything is created or locked: is there a run at all?
     if options:
@@ -179,8 +173,6 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
 
 def _refuse_other_commit(state: JournalState) -> None:
     """``UsageError`` where the work tree is now at another commit than the run recorded: a cell would pool two codes."""
-    from .host import git
-
     recorded = (state.environment.get("context") or {}).get("commit")
     if not isinstance(recorded, str) or not re.fullmatch(r"[0-9a-f]{7,40}", recorded):
         return  # none, or a label the user gave (--context commit=v1.2), not git's
@@ -225,8 +217,6 @@ def _saving(out: Path) -> Iterator[None]:
 
 
 def _resume_hint(what: str, out: Path) -> str:
-    from .model.journal import JOURNAL_NAME
-
     return (f"{what}; every measurement made before it is kept in {out / JOURNAL_NAME}; once the "
             f"cause is fixed, continue with: {resume_command(out)}")
 

@@ -104,26 +104,22 @@ def assignment(text: str) -> tuple[str, str]:
     return name, value.strip()
 
 
-def _environment(parse: Callable[[str], Any], flag: str) -> Callable[[str], Any]:
-    """``--pythons``/``--variants``' value type: ``host.environments``' parser, its message the option's."""
+def _environment(parser: str, flag: str) -> Callable[[str], Any]:
+    """``--pythons``/``--variants``' value type: ``host.environments``' ``parser``, its message the option's."""
     def convert(text: str) -> Any:
+        from .host import environments
+
         try:
-            return parse(text)
+            return getattr(environments, parser)(text)
         except UsageError as exc:
             raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag} {text!r}: ")) from None
     return convert
 
 
-def python_assignment(text: str) -> tuple[str, str]:
-    """``--pythons LABEL=INTERPRETER`` -> ``(LABEL, INTERPRETER)``."""
-    from .host.environments import parse_python
-    return _environment(parse_python, "--pythons")(text)
-
-
-def variant_assignment(text: str) -> tuple[str, dict[str, str]]:
-    """``--variants LABEL:VAR=VALUE[,VAR=VALUE]`` -> ``(LABEL, {VAR: VALUE})``."""
-    from .host.environments import parse_variant
-    return _environment(parse_variant, "--variants")(text)
+#: ``--pythons LABEL=INTERPRETER`` -> ``(LABEL, INTERPRETER)``.
+python_assignment = _environment("parse_python", "--pythons")
+#: ``--variants LABEL:VAR=VALUE[,VAR=VALUE]`` -> ``(LABEL, {VAR: VALUE})``.
+variant_assignment = _environment("parse_variant", "--variants")
 
 
 class CsvExtend(argparse.Action):

@@ -16,7 +16,8 @@ from .model.options import MAX_PROCESSES, RunOptions
 from .workloads.sizes import parse_size
 from .options import ALLOCATOR_CHOICES
 from .workloads.definition import Workload
-from .workloads.userfile import LoadedFiles
+from .workloads.registry import CEILING_WORKLOADS, GROUPS, expand
+from .workloads.userfile import LoadedFiles, describe_exception
 from .workloads.params import ParamValue, aimed, check_settings, coerce
 
 
@@ -26,8 +27,6 @@ def _params(wl: Any, size: int, given: dict[str, ParamValue]) -> dict[str, Param
     try:
         settings = wl.params_for(size)
     except Exception as exc:
-        from .workloads.userfile import describe_exception
-
         raise UsageError(f"workload {wl.name!r}: its params= failed at n = {size:,}: "
                          f"{describe_exception(exc)}") from None
     keys = sorted(given, key=lambda k: aimed(k)[0] is not None)  # the aimed ones last: they win
@@ -132,8 +131,6 @@ def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
     if not cells:
         raise UsageError("the selection gives nothing to run (check --backends against --devices)")
     if options.roofline:
-        from .workloads.registry import CEILING_WORKLOADS
-
         for backend, device, env in dict.fromkeys(c.config for c in cells):
             for wname in CEILING_WORKLOADS:
                 if wname in workloads_by_name and wname not in selected:
@@ -190,8 +187,6 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
     }
     check_choices("dtype", [options.dtype], DTYPES)
     if options.workloads:
-        from .workloads.registry import CEILING_WORKLOADS, GROUPS, expand
-
         known = list(known_workloads)
         names = known + [g for g in GROUPS if g not in known]
         # The ceilings are internal (--roofline runs them): accepted, never offered.
@@ -248,9 +243,7 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
         changes["params"] = check_settings("--params", options.params, aimable=True)
     except TypeError as exc:
         raise UsageError(str(exc)) from None
-    from .host.environments import check_pythons, check_variants
-
     # On a cluster the nodes run the interpreters: each node checks its own (executors/ray_agent).
-    changes["pythons"] = check_pythons(options.pythons, here=options.cluster is None)
-    changes["variants"] = check_variants(options.variants)
+    changes["pythons"] = environments.check_pythons(options.pythons, here=options.cluster is None)
+    changes["variants"] = environments.check_variants(options.variants)
     return replace(options, **changes)

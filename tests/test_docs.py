@@ -16,7 +16,7 @@ import pytest
 from arraybench.commands.main import RENAMED, build_parser
 from arraybench.model.journal import JOURNAL_NAME
 from arraybench.outdir import LOCK_NAME
-from arraybench.outdir.own_files import LOGS_NAME, OTHER_OWN, REPLACED, WORKER_LOG
+from arraybench.outdir import LOGS_NAME, OTHER_OWN, REPLACED, WORKER_LOG
 from arraybench.options import PYTEST_NAMES
 from arraybench.render.files import MANIFEST_NAME
 

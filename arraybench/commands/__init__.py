@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import UsageError, one_line
-from ..options import CLI, PRESETS, RUN_DEFAULT, dashed, on, option
+from ..options import CLI, PRESETS, RUN_DEFAULT, CsvExtend, csv_list, dashed, on, option
 
 
 def wanted(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -60,17 +60,18 @@ def unwritable(path: str) -> str | None:
 
 def write_tables(args: argparse.Namespace, render: dict[str, Callable[[], str]]) -> list[str]:
     """Write each asked-for table (``render``: its text by option); the paths written, or ``UsageError``."""
+    return [write_named(path, render[option](), f"{option} ") for option, path in wanted(args)]
+
+
+def write_named(path: str, text: str, what: str = "") -> str:
+    """Write a file the user named (a device, pipe or link there is written through), or ``UsageError``."""
     from ..files import write_atomic
 
-    written = []
-    for option, path in wanted(args):
-        try:
-            # The user named this file: a device, pipe or link there is written through.
-            write_atomic(path, render[option](), through=True)
-        except OSError as exc:
-            raise UsageError(f"{option} {one_line(path)}: cannot write there ({exc.strerror or exc})") from None
-        written.append(path)
-    return written
+    try:
+        write_atomic(path, text, through=True)
+    except OSError as exc:
+        raise UsageError(f"{what}{one_line(path)}: cannot write there ({exc.strerror or exc})") from None
+    return path
 
 
 def say_written(args: argparse.Namespace, written: list[str]) -> None:
@@ -93,7 +94,8 @@ def add(p: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, *, what
         from ..backends import SPECS
         fill["others"] = ",".join(b for b in SPECS if b not in default)
     if o.const is not None:
-        fill["preset"] = preset_text(o.const)
+        # A preset as the options it stands for: ``--processes 2 --max-time 0.25 ...``.
+        fill["preset"] = " ".join(f"--{dashed(k)} {_shown(v)}" for k, v in PRESETS[o.const].items())
     kw: dict[str, Any] = {"help": o.help.format(**fill), "default": default}
     if o.dest or o.aliases:
         kw["dest"] = o.dest or o.name
@@ -122,16 +124,23 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         add(target, o.name, what=RUN_WRITES.get(o.name, ""))
 
 
+#: What ``show`` and ``history`` may narrow to, each a repeatable comma-separated list.
+FILTERS = {"workloads": "only these workloads (repeatable)", "backends": "only these libraries (repeatable)",
+           "sizes": "only these sizes: labels (small) or element counts (100)"}
+
+
+def add_filters(p: argparse.ArgumentParser, *names: str) -> None:
+    """``--workloads``, ``--sizes``, ``--backends`` (``names``), kept as ``filter_<name>``."""
+    for name in names:
+        p.add_argument(f"--{name}", dest=f"filter_{name}", type=csv_list, action=CsvExtend, default=[],
+                       metavar="LIST", help=FILTERS[name])
+
+
 def store_location(args: argparse.Namespace) -> str | None:
     """The store a reading command uses: typed, else the project's, else None (the default)."""
     project = getattr(args, "project", None)
     typed = getattr(args, "store", None)
     return typed if typed is not None or project is None else project.values.get("store")
-
-
-def preset_text(name: str) -> str:
-    """A preset as the options it stands for: ``--processes 2 --max-time 0.25 ...``."""
-    return " ".join(f"--{dashed(k)} {_shown(v)}" for k, v in PRESETS[name].items())
 
 
 def _shown(v: Any) -> str:

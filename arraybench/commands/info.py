@@ -1,7 +1,9 @@
 """What is here: ``arraybench info``, the machine, the libraries, and which backends work (each asked
 in its own worker, ``probe``: the parent never imports torch, jax or cupy); ``arraybench doctor``,
-whether timing, sync, precision and the GPU behave; ``arraybench list``, the workloads, their sizes
-and what each measures."""
+whether timing, sync, precision and the GPU behave; ``arraybench numerics``, each library's error
+against the NumPy float64 reference in every dtype (each cell measured briefly, one process, a few
+samples: the time is not the point); ``arraybench list``, the workloads, their sizes and what each
+measures."""
 
 from __future__ import annotations
 
@@ -10,12 +12,34 @@ import json
 import sys
 from typing import Any
 
-from ..errors import printable
+from .. import api
+from ..errors import UsageError, printable
+from ..executors.session import Interrupted
+from ..files import write_atomic
 from ..options import csv_list, positive_float
+from ..render.terminal import console as safe_console, nodes_json, nodes_table, print_info, stdout_console
 from . import add
+from .run import reporter_for
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from ..backends import DEVICES, SPECS
+
+    p = sub.add_parser("numerics", help="each library's error against float64, per workload and dtype",
+                       description="Run the workloads briefly in each dtype and tabulate each library's "
+                                   "error against the NumPy float64 reference.")
+    add(p, "backends")
+    add(p, "devices")
+    p.add_argument("--workloads", type=csv_list, default=["numerics"], metavar="LIST",
+                   help="workloads or groups (default: numerics = the seed's five and stats)")
+    add(p, "workload_files")
+    p.add_argument("--sizes", default="small,large", metavar="LIST")
+    p.add_argument("--dtype", type=csv_list, dest="dtypes", default=["float64", "float32"], metavar="LIST",
+                   help="dtypes to compare (default: float64,float32)")
+    p.add_argument("--output-dir", "-o", default="numerics", metavar="DIR")
+    add(p, "overwrite")
+    add(p, "quiet")
+    p.set_defaults(handler=numerics, json=False)
     p = sub.add_parser("list", help="list workloads, their sizes and what each measures")
     add(p, "workload_files", help="also list the workloads of a Python file (repeatable)")
     p.add_argument("--json", action="store_true", help="print as JSON")
@@ -26,14 +50,21 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="list the nodes of the Ray cluster at ADDRESS instead: their machines "
                         "(fingerprints) and which are free (docs/cluster.md)")
     p.set_defaults(handler=main)
-    _register_doctor(sub)
+    p = sub.add_parser("doctor", help="check that timing (against each library's own timer), sync, precision, "
+                                      "memory, clocks and transfers behave on this machine (run it first on a GPU)")
+    p.add_argument("--backends", type=csv_list, default=list(SPECS), metavar="LIST",
+                   help=f"libraries to check (default: all: {','.join(SPECS)})")
+    p.add_argument("--devices", type=csv_list, default=list(DEVICES), metavar="LIST",
+                   help=f"devices to check (default: all: {','.join(DEVICES)})")
+    p.add_argument("--timeout", type=positive_float, default=120.0, metavar="SECONDS",
+                   help="stop one library's checks after this long, its start included (default: 120)")
+    p.add_argument("--json", action="store_true", help="one JSON object per check, one a line")
+    p.set_defaults(handler=doctor)
 
 
 def cluster_main(args: argparse.Namespace) -> int:
     """``info --cluster``: each node, asked on the node itself."""
     from ..executors import cluster_nodes
-    from ..render.terminal import nodes_json, nodes_table
-    from ..render.terminal import console as safe_console
 
     nodes = cluster_nodes(args.cluster)
     if args.json:
@@ -65,8 +96,6 @@ def main(args: argparse.Namespace) -> int:
         return cluster_main(args)
     from ..executors.probe import probe_backends
     from ..host.machine import collect as collect_machine
-    from ..render.terminal import print_info
-    from ..render.terminal import stdout_console
 
     env = collect_machine()
     backends_state = probe_backends()
@@ -80,25 +109,9 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _register_doctor(sub: argparse._SubParsersAction) -> None:
-    from ..backends import DEVICES, SPECS
-
-    p = sub.add_parser("doctor", help="check that timing (against each library's own timer), sync, precision, "
-                                      "memory, clocks and transfers behave on this machine (run it first on a GPU)")
-    p.add_argument("--backends", type=csv_list, default=list(SPECS), metavar="LIST",
-                   help=f"libraries to check (default: all: {','.join(SPECS)})")
-    p.add_argument("--devices", type=csv_list, default=list(DEVICES), metavar="LIST",
-                   help=f"devices to check (default: all: {','.join(DEVICES)})")
-    p.add_argument("--timeout", type=positive_float, default=120.0, metavar="SECONDS",
-                   help="stop one library's checks after this long, its start included (default: 120)")
-    p.add_argument("--json", action="store_true", help="one JSON object per check, one a line")
-    p.set_defaults(handler=doctor)
-
-
 def doctor(args: argparse.Namespace) -> int:
     """``arraybench doctor``: each check, run in the libraries' own workers."""
     from ..backends import DEVICES, SPECS
-    from ..errors import UsageError
     from ..executors.probe import configs as doctor_configs, main as doctor
     from ..plan import check_choices
 
@@ -144,7 +157,6 @@ def catalog(workload_files: list[str] = ()) -> tuple[list[dict[str, Any]], list[
 def list_main(args: argparse.Namespace) -> int:
     """``arraybench list``: the catalog as a table, or as JSON."""
     from ..render.tables import print_catalog
-    from ..render.terminal import stdout_console
 
     entries, errors = catalog(args.workload_files)
     for error in errors:
@@ -154,3 +166,30 @@ def list_main(args: argparse.Namespace) -> int:
     else:
         print_catalog(entries, stdout_console())
     return 1 if errors else 0
+
+
+def numerics(args: argparse.Namespace) -> int:
+    """``arraybench numerics``: a brief run per dtype, and the table of errors."""
+    from ..render.files import numerics_markdown, print_numerics
+
+    workloads = args.workloads
+    if args.workload_files and workloads == ["numerics"]:
+        workloads = None  # the files' own workloads, as `run --workload-files` does
+    code = 0
+    try:
+        results = api.numerics(workloads, dtype=args.dtypes, sizes=args.sizes,
+                               backends=args.backends, devices=args.devices,
+                               workload_files=args.workload_files, output_dir=args.output_dir,
+                               overwrite=args.overwrite, reporter=reporter_for(args))
+    except Interrupted as stop:
+        results, code = stop.results, stop.exit_code
+        print(f"arraybench: stopped by {stop}; the table shows what was measured", file=sys.stderr)
+    out = results.output_dir
+    if out is not None:
+        write_atomic(out / "numerics.md", numerics_markdown(results.records))
+    if not args.quiet:
+        console = stdout_console(160)
+        print_numerics(results.records, console)
+        if out is not None:
+            console.print(f"numerics: {out / 'numerics.md'}; results per dtype in {out}/<dtype>/results.json")
+    return code

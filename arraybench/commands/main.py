@@ -12,7 +12,8 @@ import sys
 import warnings
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..errors import SaveError, UsageError, one_line
+from ..errors import SaveError, StoreWarning, UsageError, command_line, one_line, unknown_name
+from ..files import discard as _discard
 
 if TYPE_CHECKING:
     from ..config import ProjectDefaults
@@ -45,9 +46,9 @@ SUMMARY = (
     ("merge", "one report for several runs (machines), the machine a dimension"),
     ("export", "results as JSON for github-action-benchmark or Bencher"),
     ("compare", "compare two runs cell by cell: faster, slower or not significant"),
-    ("numerics", "each library's error against float64, per workload and dtype"),
     ("history", "each cell's results over the stored runs, with the steps in them"),
     ("store", "the results store: import earlier runs, list what it holds"),
+    ("numerics", "each library's error against float64, per workload and dtype"),
     ("list", "list workloads, their sizes and what each measures"),
     ("info", "Python, libraries, BLAS, threads, CPU, GPUs, and which backends work"),
     ("doctor", "check that timing (against each library's own timer), sync, precision, memory, "
@@ -109,8 +110,6 @@ def _suggesting(message: str) -> str:
     """argparse's ``invalid choice`` as ``unknown command 'runn'; did you mean 'run'?`` (none before 3.14)."""
     import re
 
-    from ..errors import unknown_name
-
     m = re.fullmatch(r"argument (\S+): invalid choice: '(.*)' \(choose from (.*)\)", message)
     if not m:
         return message
@@ -122,9 +121,9 @@ def _suggesting(message: str) -> str:
 
 def commands() -> tuple[Any, ...]:
     """The command modules, in ``--help``'s order; imported here, so loading the command line stays light."""
-    from . import compare, completion, history, info, numerics, report, run, timeit
+    from . import compare, completion, info, report, run
 
-    return (run, timeit, report, compare, numerics, history, info, completion)
+    return (run, report, compare, info, completion)
 
 
 def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
@@ -231,8 +230,6 @@ def _end_despite_threads(status: int) -> None:
 def _main(argv: list[str]) -> int:
     try:
         _tolerant_terminal()
-        from ..errors import command_line
-
         with command_line():  # messages name options as typed: --processes, not processes=
             return _command(argv)
     except (UsageError, SaveError) as exc:
@@ -265,7 +262,12 @@ def _command(argv: list[str]) -> int:
             parser.parse_args(argv)  # prints the help or the version and exits
         parser.print_help()
         return _flushed(0)
-    _quiet_when_the_reader_leaves()
+    # rich exits with status 1 when its reader leaves (``Console.on_broken_pipe``, documented as the place
+    # to change that); a command whose output nobody reads has still saved everything, so it goes on
+    # silently and ends with its own status.
+    from rich.console import Console
+
+    Console.on_broken_pipe = _reader_left  # type: ignore[method-assign]
     from ..config import find as find_project, load as project_defaults
 
     run_parser = _run_parser()
@@ -301,14 +303,6 @@ def _stdout_broken() -> bool:
     return False
 
 
-def _discard(stream: Any) -> None:
-    """Point ``stream``'s descriptor at /dev/null: what is left in it then goes nowhere instead of failing again."""
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, stream.fileno())
-        os.close(devnull)
-
-
 def _tolerant_terminal() -> None:
     """Set up this process's output for whatever terminal, pipe or file it goes to."""
     for stream in (sys.stdout, sys.stderr):
@@ -319,17 +313,6 @@ def _tolerant_terminal() -> None:
     if warnings.showwarning is not _show_warning:
         _python_showwarning = warnings.showwarning
     warnings.showwarning = _show_warning
-
-
-def _quiet_when_the_reader_leaves() -> None:
-    """rich exits with status 1 when its reader leaves (``Console.on_broken_pipe``, documented as the
-    place to change that); a command whose output nobody reads has still saved everything, so it goes
-    on silently and ends with its own status."""
-    try:
-        from rich.console import Console
-    except ImportError:
-        return
-    Console.on_broken_pipe = _reader_left  # type: ignore[method-assign]
 
 
 def _reader_left(console: Any) -> None:
@@ -344,8 +327,6 @@ _python_showwarning = warnings.showwarning
 def _show_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
                   line: Any = None) -> None:
     """arraybench's own warnings (a run not stored, say) as one line each; a library's as Python's."""
-    from ..errors import StoreWarning
-
     if not issubclass(category, StoreWarning) and not os.path.abspath(filename).startswith(_PACKAGE + os.sep):
         _python_showwarning(message, category, filename, lineno, file, line)
         return

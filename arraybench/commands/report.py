@@ -16,13 +16,14 @@ from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
-from ..options import CsvExtend, csv_list
-from . import add, store_location
-from ..errors import UsageError
+from . import add, add_filters, store_location, write_named
+from ..errors import SaveError, UsageError, one_line
 from ..render.terminal import stdout_console
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from ..render.files import FORMATS
+
     p = sub.add_parser(
         "report", help="rebuild plots, report.html, results.md and results.csv from a results.json",
         description="Rebuild every report file from saved results, without measuring anything.")
@@ -39,13 +40,42 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-v", "--verbose", action="store_true",
                    help="also print every finding (a run prints the first screenful)")
     p.set_defaults(handler=main)
-    _register_show(sub)
-    _register_merge(sub)
-    _register_export(sub)
+    p = sub.add_parser("show", help="a saved run's table, or each cell's samples per process as a histogram",
+                       description="Print a saved run's table, or with --histogram each cell's samples "
+                                   "in bins, each process in its own mark, so that a process that ran "
+                                   "slow shows apart from the others. Measures and writes nothing.")
+    p.add_argument("results", metavar="RUN",
+                   help="a results.json (or the folder holding it), or a stored run's id, last or last~N")
+    p.add_argument("--histogram", action="store_true",
+                   help="each cell's samples in bins, per process, instead of the table")
+    add_filters(p, "workloads", "sizes", "backends")
+    add(p, "store", what="that run ids, last and last~N are looked up in")
+    p.set_defaults(handler=show)
+    p = sub.add_parser("merge", help="one report for several runs (machines), the machine a dimension",
+                       description="Merge runs from several machines into one results.json and report, "
+                                   "with the machine as a dimension and findings across machines.")
+    p.add_argument("runs", nargs="+", metavar="[LABEL=]DIR",
+                   help="a run's output folder (or results.json); LABEL names its machine (default: "
+                        "the folder's name)")
+    p.add_argument("--output-dir", "-o", default="merged", metavar="DIR",
+                   help="where the merged results and report go (default: merged)")
+    p.add_argument("--no-plots", action="store_true", help="skip the SVG plots")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    p.set_defaults(handler=merge)
+    p = sub.add_parser("export", help="results as JSON for github-action-benchmark or Bencher",
+                       description="Write a run's results in a format other tools read: "
+                                   "github-action-benchmark (customSmallerIsBetter) or Bencher "
+                                   "Metric Format. Times are nanoseconds per call.")
+    p.add_argument("results", metavar="RUN", help="a results.json or the folder holding it, or a stored "
+                                                  "run's id, last or last~N")
+    p.add_argument("--format", required=True, choices=FORMATS,
+                   help="github: github-action-benchmark customSmallerIsBetter; bencher: Bencher Metric Format")
+    p.add_argument("--output", "-o", default=None, metavar="FILE", help="write here (default: stdout)")
+    add(p, "store", what="that run ids, last and last~N are looked up in")
+    p.set_defaults(handler=export)
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..errors import SaveError
     from ..model.runs import run_id
     from ..outdir import claim_for_report, prepare
     from ..store.keeping import history_of_run
@@ -90,31 +120,11 @@ def _same_folder(target: Path, own: Path | None) -> bool:
         return target.resolve() == Path(own).resolve()
 
 
-def _register_show(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("show", help="a saved run's table, or each cell's samples per process as a histogram",
-                       description="Print a saved run's table, or with --histogram each cell's samples "
-                                   "in bins, each process in its own mark, so that a process that ran "
-                                   "slow shows apart from the others. Measures and writes nothing.")
-    p.add_argument("results", metavar="RUN",
-                   help="a results.json (or the folder holding it), or a stored run's id, last or last~N")
-    p.add_argument("--histogram", action="store_true",
-                   help="each cell's samples in bins, per process, instead of the table")
-    p.add_argument("--workloads", dest="filter_workloads", type=csv_list, action=CsvExtend, default=[],
-                   metavar="LIST", help="only these workloads (repeatable)")
-    p.add_argument("--sizes", dest="filter_sizes", type=csv_list, action=CsvExtend, default=[],
-                   metavar="LIST", help="only these sizes: labels (small) or element counts (100)")
-    p.add_argument("--backends", dest="filter_backends", type=csv_list, action=CsvExtend, default=[],
-                   metavar="LIST", help="only these libraries (repeatable)")
-    add(p, "store", what="that run ids, last and last~N are looked up in")
-    p.set_defaults(handler=show)
-
-
 def show(args: argparse.Namespace) -> int:
     """``arraybench show RUN``: the table (or histograms) of the cells chosen."""
     from ..store.refs import load_run
     from ..render import report
     from ..render.tables import print_histograms
-    from ..render.terminal import stdout_console
 
     results = load_run(args.results, store_location(args))
     chosen = [r for r in results.records
@@ -142,20 +152,6 @@ def _names(values) -> str:
     return ", ".join(dict.fromkeys(values)) or "none"
 
 
-def _register_merge(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("merge", help="one report for several runs (machines), the machine a dimension",
-                       description="Merge runs from several machines into one results.json and report, "
-                                   "with the machine as a dimension and findings across machines.")
-    p.add_argument("runs", nargs="+", metavar="[LABEL=]DIR",
-                   help="a run's output folder (or results.json); LABEL names its machine (default: "
-                        "the folder's name)")
-    p.add_argument("--output-dir", "-o", default="merged", metavar="DIR",
-                   help="where the merged results and report go (default: merged)")
-    p.add_argument("--no-plots", action="store_true", help="skip the SVG plots")
-    p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
-    p.set_defaults(handler=merge)
-
-
 def split_label(text: str) -> tuple[str | None, str]:
     """``laptop=runs/a`` -> ("laptop", "runs/a"); a plain path has no label."""
     label, sep, path = text.partition("=")
@@ -167,7 +163,6 @@ def split_label(text: str) -> tuple[str | None, str]:
 def merge(args: argparse.Namespace) -> int:
     """``arraybench merge``: the runs as one results.json and report in ``--output-dir``."""
     from .. import api
-    from ..errors import one_line
     from ..model.runs import same_machine_notes
     from ..model.results import load, resolve
     from ..render import report
@@ -188,25 +183,8 @@ def merge(args: argparse.Namespace) -> int:
     return 0
 
 
-def _register_export(sub: argparse._SubParsersAction) -> None:
-    from ..render.files import FORMATS
-
-    p = sub.add_parser("export", help="results as JSON for github-action-benchmark or Bencher",
-                       description="Write a run's results in a format other tools read: "
-                                   "github-action-benchmark (customSmallerIsBetter) or Bencher "
-                                   "Metric Format. Times are nanoseconds per call.")
-    p.add_argument("results", metavar="RUN", help="a results.json or the folder holding it, or a stored "
-                                                  "run's id, last or last~N")
-    p.add_argument("--format", required=True, choices=FORMATS,
-                   help="github: github-action-benchmark customSmallerIsBetter; bencher: Bencher Metric Format")
-    p.add_argument("--output", "-o", default=None, metavar="FILE", help="write here (default: stdout)")
-    add(p, "store", what="that run ids, last and last~N are looked up in")
-    p.set_defaults(handler=export)
-
-
 def export(args: argparse.Namespace) -> int:
     """``arraybench export``: the run in another tool's format, on stdout or to ``--output``."""
-    from ..files import write_atomic
     from ..store.refs import load_run
     from ..render.files import export_text
 
@@ -215,10 +193,5 @@ def export(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(text)
         return 0
-    try:
-        # The user named this file: a device, pipe or link there is written through, not replaced.
-        write_atomic(args.output, text, through=True)
-    except OSError as exc:
-        raise UsageError(f"{args.output}: cannot write there ({exc.strerror or exc})") from None
-    print(f"wrote {args.output}", file=sys.stderr)
+    print(f"wrote {write_named(args.output, text)}", file=sys.stderr)
     return 0

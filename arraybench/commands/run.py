@@ -1,5 +1,7 @@
-"""``arraybench run`` and ``arraybench sweep`` (``run`` across sizes), and ``run``'s own gates
-(``--compare REF`` against a stored run, ``--against REF`` measured beside it).
+"""``arraybench run``, ``arraybench sweep`` (``run`` across sizes) and ``arraybench timeit`` (one
+expression on every library, as ``pyperf timeit``: it becomes a workload, sent by value, run as a
+workload file is, with no folder unless ``--output-dir`` asks), and ``run``'s own gates (``--compare
+REF`` against a stored run, ``--against REF`` measured beside it).
 
 Exit status: 0 when every cell is ``ok`` or ``skipped``; 1 when some failed or were wrong, a worker
 died as it started, or a file could not be written; 2 for bad input, before anything is measured;
@@ -27,6 +29,7 @@ from ..options import API, CLI, DEFAULT_OUTPUT_DIR, apply_preset, dashed, on, un
 from ..outdir import resume_command
 from ..render.terminal import console as safe_console
 from ..units import format_ratio
+from ..workloads.expression import expression_workload
 from ..workloads.userfile import load_files
 from . import add_run_options, check_targets, say_written, store_location, write_tables
 
@@ -50,7 +53,45 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "pickled workloads) though your arraybench did not write it; only for a "
                         "folder whose source you trust (docs/faults.md)")
     p.set_defaults(handler=main)
-    _register_sweep(sub)
+    p = sub.add_parser("sweep", help="run workloads across sizes and find the crossovers",
+                       description="Measure workloads across a range of sizes, plot time against size "
+                                   "and report from which size one library beats another.")
+    add_run_options(p)
+    p.set_defaults(handler=sweep, sizes=None)
+    p = sub.add_parser("timeit", help="time one expression on every library, no workload file (as pyperf timeit)",
+                       description="Time one expression of xp (each library's namespace) on every selected "
+                                   "library and device, with the verdicts, checks and report of a workload "
+                                   "file defining it. The setup makes NumPy inputs on the host, as a "
+                                   "workload's inputs= does: randn(n), rand(n), arange(n), np and rng are "
+                                   "defined there.",
+                       epilog="e.g. arraybench timeit 'xp.sort(a)' --setup 'a = randn(n)' --sizes 1e6")
+    p.add_argument("expression", metavar="EXPR",
+                   help="the expression to time, of xp and the names the setup binds, e.g. 'xp.sort(a)'")
+    what = p.add_argument_group("the expression")
+    what.add_argument("-s", "--setup", default="", metavar="CODE",
+                      help="Python that binds the expression's names, e.g. 'a = randn(n); b = rand(n, n)': "
+                           "NumPy arrays become its inputs (cast to --dtype, moved to each library), "
+                           "numbers its settings")
+    what.add_argument("-n", dest="sizes", default=None, metavar="LIST",
+                      help="the same as --sizes: the values of n the setup reads")
+    what.add_argument("--name", default=None, metavar="NAME",
+                      help="the workload's name in tables and the store (default: from the "
+                           "expression, xp.sort(a) is sort-a)")
+    what.add_argument("--namespace", choices=("array_api", "native"), default="array_api",
+                      help="what xp is: array-api-compat's namespace (portable; default) or the "
+                           "library's own module (numpy, torch, jax.numpy, cupy)")
+    add_run_options(p)
+    for action in p._actions:
+        if action.dest in NOT_HERE:
+            action.help = argparse.SUPPRESS
+        elif action.dest == "sizes" and "--sizes" in action.option_strings:
+            action.help = ("values of n for a setup that reads it: counts (1000,1e6), small,large "
+                           "(the default) or a range LO:HI[:STEPS]; a setup that does not read n has "
+                           "one size, its largest input's element count")
+        elif action.dest == "output_dir":
+            action.help = ("write results.json, the report and the plots here, as run does "
+                           "(default: no folder; the run is kept in the results store)")
+    p.set_defaults(handler=timeit, output_dir=None, trust_folder=False)
 
 
 def run_store_choice(args: argparse.Namespace) -> bool | str:
@@ -65,12 +106,12 @@ def run_store_choice(args: argparse.Namespace) -> bool | str:
 
 def reporter_for(args: argparse.Namespace, cells: int | None = None, done: int = 0) -> Reporter:
     """The progress a command line asked for: a bar and live lines, JSON lines, or nothing."""
-    from ..render.progress import ConsoleReporter, JsonLinesReporter, QuietReporter
+    from ..render.progress import ConsoleReporter, JsonLinesReporter
 
     if getattr(args, "json", False):
         return JsonLinesReporter()
     if getattr(args, "quiet", False):
-        return QuietReporter()
+        return Reporter()  # says nothing
     return ConsoleReporter(cells=cells, cells_done=done)
 
 
@@ -139,18 +180,14 @@ def main(args: argparse.Namespace) -> int:
             return stop.exit_code
         storing = (" while storing the run (its report is written; the store may not hold it: --resume stores "
                    "it)") if stop.storing else ""
-        print(
-            f"arraybench: stopped by {stop}{storing}; {measured} of {len(stop.results.records)} cells "
-            f"have results, saved in {folder / 'results.json'} and {folder / JOURNAL_NAME}. "
-            f"Continue with: {resume_command(folder)}",
-            file=sys.stderr,
-        )
+        print(f"arraybench: stopped by {stop}{storing}; {measured} of {len(stop.results.records)} cells "
+              f"have results, saved in {folder / 'results.json'} and {folder / JOURNAL_NAME}. "
+              f"Continue with: {resume_command(folder)}", file=sys.stderr)
         return stop.exit_code
     if not args.quiet and not args.json:
         print_outcome(results, safe_console())
     saved = write_table_files(args, results)
-    status = outcome_status(args, results, reference)
-    return status or (0 if saved else 1)
+    return outcome_status(args, results, reference) or (0 if saved else 1)
 
 
 def outcome_status(args: argparse.Namespace, results: Results, reference: str | None) -> int:
@@ -163,10 +200,8 @@ def outcome_status(args: argparse.Namespace, results: Results, reference: str | 
               f"{': ' + reasons if reasons else ''}. "
               f"Continue with: {resume_command(results.output_dir)}", file=sys.stderr)
         return 1
-    if reference is not None:
-        gated = run_gate(args, results, reference)
-        if gated:
-            return gated
+    if reference is not None and (gated := run_gate(args, results, reference)):
+        return gated
     if getattr(args, "against", None) and against_gate(args, results):
         return 1
     if results.records and not any(r.status != "skipped" for r in results.records):
@@ -309,9 +344,7 @@ def run_gate(args: argparse.Namespace, results: Results, reference: str) -> int:
     comparison = api.compare(base, results)
     if getattr(args, "json", False):  # which run `last` was, as one JSON line a script can read
         import json
-
         from ..store.refs import run_fields
-
         print(json.dumps({"compared": {"base": run_fields(base), "new": run_fields(results)}}), flush=True)
     if not quiet:
         console = safe_console()
@@ -320,14 +353,6 @@ def run_gate(args: argparse.Namespace, results: Results, reference: str) -> int:
             console.print(named, markup=False, highlight=False, soft_wrap=True)
         print_comparison(comparison, console, [])
     return gate(comparison, args.fail_above) if args.fail_above is not None else 0
-
-
-def _register_sweep(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("sweep", help="run workloads across sizes and find the crossovers",
-                       description="Measure workloads across a range of sizes, plot time against size "
-                                   "and report from which size one library beats another.")
-    add_run_options(p)
-    p.set_defaults(handler=sweep, sizes=None)
 
 
 def sweep(args: argparse.Namespace) -> int:
@@ -341,3 +366,25 @@ def sweep(args: argparse.Namespace) -> int:
     if args.output_dir == DEFAULT_OUTPUT_DIR:
         args.output_dir = "sweep_" + "_".join(args.workloads or ["user"])
     return main(args)
+
+
+#: ``run``'s options that choose other work or continue a run: here the expression is the work.
+NOT_HERE = ("workloads", "workload_files", "resume", "against", "node_wait")
+
+
+def timeit(args: argparse.Namespace) -> int:
+    """``arraybench timeit``: the expression as a workload, run as ``run`` runs one."""
+    refused = ["--" + dashed(dest) for dest in NOT_HERE if dest in getattr(args, "typed", ())]
+    if refused:
+        hint = ("; continue an interrupted timeit with arraybench run --resume DIR"
+                if "--resume" in refused else "; arraybench run takes it")
+        raise UsageError(f"timeit measures its one expression: {refused[0]} does not go with it{hint}")
+    wl = expression_workload(args.expression, args.setup, sizes=args.sizes, name=args.name,
+                                 namespace=args.namespace, seed=args.seed)
+    args.workloads, args.workload_files = [wl.name], []
+    status = main(args)
+    if args.output_dir is None and not args.quiet and not args.json:
+        # The notes under the table name the run's files; without a folder there are none yet.
+        print("no folder written: --output-dir DIR writes results.json, report.html, results.md and "
+              "findings.md, as run does")
+    return status

@@ -66,13 +66,8 @@ def comparison_html(comparison: Comparison) -> str:
              **dict(zip(("base", "new", "ratio", "change"), change_cells(c))),
              "verdict": c.verdict, "note": c.note, "colour": _COLOURS.get(c.verdict, "")}
             for c in comparison.shown]
-    lines = [f"differs: {what}: {a} → {b}" for what, a, b in comparison.environment_differences]
-    lines += [f"only in {side}: {r.workload} {r.size_label} {r.config_label} ({r.status})"
-              for side, recs in (("base", comparison.only_base), ("new", comparison.only_new))
-              for r in recs]
-    lines += skipped_lines(comparison)
     return _TEMPLATES.get_template("comparison.html").render(
-        title="arraybench compare: time per call, new vs base", rows=rows, lines=lines,
+        title="arraybench compare: time per call, new vs base", rows=rows, lines=side_lines(comparison),
         summary=comparison.summary())
 
 
@@ -84,24 +79,22 @@ def print_comparison(comparison: Comparison, console: Console,
         console.print(f"[bold yellow]across machines (--cross-machine):[/] base on {escape(a)}, "
                       f"new on {escape(b)}: differences are the machines' as much as the code's")
     console.print(comparison_table(comparison, console.width))
-    for what, a, b in comparison.environment_differences:
-        console.print(f"[yellow]differs:[/] {escape(what)}: {escape(a)} → {escape(b)}")
-    for side, recs in (("base", comparison.only_base), ("new", comparison.only_new)):
-        for r in recs:
-            console.print(f"[yellow]only in {side}:[/] {escape(r.workload)} {escape(r.size_label)} "
-                          f"{escape(r.config_label)} ({r.status})")
-    for text in skipped_lines(comparison):
-        console.print(f"[dim]{escape(text)}[/]")
+    for line in side_lines(comparison):
+        console.print(line, style="dim" if line.startswith("skipped") else "yellow", markup=False, highlight=False)
     for m in memory_changes(comparison):
         console.print(f"[{'bold red' if m.grew else 'green'}]peak memory per call:[/] {escape(m.text())}")
     console.print(escape(comparison.summary()))
 
 
-def skipped_lines(comparison: Comparison) -> list[str]:
-    """Cells skipped in both runs, one line per library/device and reason."""
-    groups = Counter((c.new.config_label, c.new.reason or c.base.reason) for c in comparison.skipped_in_both)
-    return [f"skipped in both runs: {label} ({n} cell{'s' if n != 1 else ''}): {reason}"
-            for (label, reason), n in groups.items()]
+def side_lines(comparison: Comparison) -> list[str]:
+    """What differs between the runs, the cells only one of them has, and those skipped in both (one line per
+    library/device and reason)."""
+    skipped = Counter((c.new.config_label, c.new.reason or c.base.reason) for c in comparison.skipped_in_both)
+    return ([f"differs: {what}: {a} → {b}" for what, a, b in comparison.environment_differences]
+            + [f"only in {side}: {r.workload} {r.size_label} {r.config_label} ({r.status})"
+               for side, recs in (("base", comparison.only_base), ("new", comparison.only_new)) for r in recs]
+            + [f"skipped in both runs: {label} ({n} cell{'s' if n != 1 else ''}): {reason}"
+               for (label, reason), n in skipped.items()])
 
 
 def comparison_table(comparison: Comparison, width: int | None = None) -> Group:
@@ -123,52 +116,38 @@ def change_cells(c: CellChange) -> list[str]:
             "—" if c.p_value is None else f"{c.p_value:.2g}", "—" if c.q_value is None else f"{c.q_value:.2g}"]
 
 
-def _cells(cells, detail) -> str:
-    return one_line(", ".join(f"{c.new.workload} {c.new.size_label} {c.new.config_label}{detail(c)}"
-                              for c in cells))
+def said(items: Sequence[Any], text: str, name: Any = str, sep: str = ", ") -> list[str]:
+    """``text`` for ``items`` (none: no line): ``{n}``, ``{names}`` (each named by ``name``, on one line),
+    and ``{s}``, ``{was}``, ``{are}`` as their count wants them."""
+    many = len(items) != 1
+    return [text.format(n=len(items), names=one_line(sep.join(map(name, items))), s="s" if many else "",
+                        was="were" if many else "was", are="are" if many else "is")] if items else []
 
 
 def gate_lines(verdict: GateVerdict, *, fail_option: str = "--fail-above",
                processes_option: str = "--processes") -> list[str]:
     """Why the new run must not pass (none: it passes)."""
     limit, unseen = verdict.limit, f"; {fail_option} passes nothing unseen"
-    lines = []
-    if verdict.slower:
-        n = len(verdict.slower)
-        lines.append(f"{n} significant slowdown{'s' if n != 1 else ''} above {limit:.0%}: "
-                     + _cells(verdict.slower, lambda c: f" ({c.ratio:.3f})"))
-    if verdict.broken:
-        many = len(verdict.broken) != 1
-        lines.append(f"{len(verdict.broken)} cell{'s that were' if many else ' that was'} ok in the base "
-                     "run broke in the new run: " + _cells(verdict.broken, lambda c: f" ({c.new.status})"))
-    if verdict.unmeasured:
-        many = len(verdict.unmeasured) != 1
-        names = _cells(verdict.unmeasured, lambda c: f" ({c.new.reason})" if c.new.reason else "")
-        lines.append(f"{len(verdict.unmeasured)} cell{'s' if many else ''} measured in the base run "
-                     f"{'were' if many else 'was'} not measured in the new run: {names}{unseen}")
-    if verdict.missing:
-        n = len(verdict.missing)
-        names = one_line(", ".join(f"{r.workload} {r.size_label} {r.config_label}" for r in verdict.missing))
-        lines.append(f"{n} cell{'s' if n != 1 else ''} measured in the base run "
-                     f"{'are' if n != 1 else 'is'} missing from the new run: {names}{unseen}")
-    if verdict.incomparable:
-        n = len(verdict.incomparable)
-        lines.append(f"{n} cell{'s' if n != 1 else ''} measured in the base run could not be compared: "
-                     + _cells(verdict.incomparable, lambda c: f" ({c.note})" if c.note else "") + unseen)
-    if not verdict.complete:
-        lines.append(f"the new run is incomplete (interrupted before every cell was measured){unseen}")
-    if verdict.unjudged:
-        n = len(verdict.unjudged)
-        lines.append(f"{n} cell{'s' if n != 1 else ''} slower than {limit:.0%} could not be judged (one "
-                     f"process on a side; measure with {processes_option} 2 or more): "
-                     + _cells(verdict.unjudged, lambda c: f" ({c.ratio:.3f})") + unseen)
-    if verdict.grown:
-        n = len(verdict.grown)
-        lines.append(f"{n} peak memory growth{'s' if n != 1 else ''} above {limit:.0%}: "
-                     f"{one_line(', '.join(m.text() for m in verdict.grown))}")
-    if not verdict.comparable:
-        lines.append(f"no cell could be compared (none was valid in both runs){unseen}")
-    return lines
+
+    def cell(detail: Any) -> Any:
+        return lambda c: f"{c.new.workload} {c.new.size_label} {c.new.config_label}{detail(c)}"
+
+    ratio = cell(lambda c: f" ({c.ratio:.3f})")
+    return [*said(verdict.slower, f"{{n}} significant slowdown{{s}} above {limit:.0%}: {{names}}", ratio),
+            *said(verdict.broken, "{n} cell{s} that {was} ok in the base run broke in the new run: {names}",
+                  cell(lambda c: f" ({c.new.status})")),
+            *said(verdict.unmeasured, "{n} cell{s} measured in the base run {was} not measured in the new run: "
+                  "{names}" + unseen, cell(lambda c: f" ({c.new.reason})" if c.new.reason else "")),
+            *said(verdict.missing, "{n} cell{s} measured in the base run {are} missing from the new run: {names}"
+                  + unseen, lambda r: f"{r.workload} {r.size_label} {r.config_label}"),
+            *said(verdict.incomparable, "{n} cell{s} measured in the base run could not be compared: {names}"
+                  + unseen, cell(lambda c: f" ({c.note})" if c.note else "")),
+            *([] if verdict.complete else
+              [f"the new run is incomplete (interrupted before every cell was measured){unseen}"]),
+            *said(verdict.unjudged, f"{{n}} cell{{s}} slower than {limit:.0%} could not be judged (one process on "
+                  f"a side; measure with {processes_option} 2 or more): {{names}}{unseen}", ratio),
+            *said(verdict.grown, f"{{n}} peak memory growth{{s}} above {limit:.0%}: {{names}}", lambda m: m.text()),
+            *([] if verdict.comparable else [f"no cell could be compared (none was valid in both runs){unseen}"])]
 
 
 def gate_notes(comparison: "Comparison", limit: float, *, against_option: str = "--against REF") -> list[str]:
@@ -207,13 +186,8 @@ def step_sentence(step: "Step") -> str:
             f"in the run of {step.after.run.started_at[:16].replace('T', ' ')}; changed: {causes}.")
 
 
-def _ci(p: "Point") -> str:
-    missing = p.entry.ci_low_s is None or p.entry.ci_high_s is None
-    return "—" if missing else format_interval(p.low, p.median_s, p.high)
-
-
 def _walk(history: "History", s: "Series") -> list[tuple["Point", "Point | None", tuple[str, ...]]]:
-    """Each point of a series, the valid point before it, and its row: (when, median, CI, vs previous, note)."""
+    """Each point of a series, the valid point before it, and its row (``series_rows``)."""
     steps = {st.after.run.run_id: st for st in history.steps if st.series is s}
     untested = {u.after.run.run_id for u in history.one_process if u.series is s}
     versions = {(c.machine_id, c.run.run_id): c for c in history.version_changes}
@@ -240,21 +214,18 @@ def _walk(history: "History", s: "Series") -> list[tuple["Point", "Point | None"
         if p.run.context and p.run.context != context and step is None:
             notes.append(", ".join(f"{k}={v}" for k, v in p.run.context.items()))
         context = p.run.context
-        out.append((p, previous, (when, format_seconds(p.median_s), _ci(p), vs, " · ".join(notes))))
+        ci = ("—" if p.entry.ci_low_s is None or p.entry.ci_high_s is None
+              else format_interval(p.low, p.median_s, p.high))
+        out.append((p, previous, (when, format_seconds(p.median_s), ci, vs, " · ".join(notes))))
         previous = p
     return out
 
 
-def series_rows(history: "History", s: "Series", last: int) -> list[tuple[str, ...]]:
-    """(when, median, CI, vs previous, note) for the latest ``last`` runs of a series."""
-    return [row for _, _, row in _walk(history, s)][-last:]
-
-
-def latest_points(history: "History", last: int = DEFAULT_LAST
-                  ) -> list[tuple["Series", list[tuple["Point", "Point | None", str]]]]:
-    """Each shown series with its latest ``last`` points, each with the valid point before it and its note."""
-    return [(s, [(p, previous, row[4]) for p, previous, row in _walk(history, s)][-last:])
-            for s in shown_series(history)]
+def series_rows(history: "History", s: "Series", last: int
+                ) -> list[tuple["Point", "Point | None", tuple[str, ...]]]:
+    """The latest ``last`` points of a series, each with the valid point before it and its row: (when,
+    median, CI, vs previous, note)."""
+    return _walk(history, s)[-last:]
 
 
 def shown_series(history: "History") -> list["Series"]:
@@ -284,7 +255,7 @@ def history_table(history: "History", last: int = DEFAULT_LAST, width: int | Non
     table_rows = []
     for n, s in enumerate(shown):
         rows = series_rows(history, s, last)
-        for i, (when, median, ci, vs, note) in enumerate(rows):
+        for i, (_, _, (when, median, ci, vs, note)) in enumerate(rows):
             style = ("bold red" if "slower" in note[:12] else "bold green") if note.startswith("STEP") else None
             cells = (f"{s.workload} {s.size_label}" if i == 0 else "", s.label if i == 0 else "",
                      s.machine_id if i == 0 else "", when, median, ci, vs, note)
@@ -318,7 +289,7 @@ def history_section(history: "History", figures: Sequence[tuple[str, str]],
     rows = [{"case": f"{s.workload} {s.case}" if i == 0 else "", "library": s.label if i == 0 else "",
              "when": when, "median": median, "ci": ci, "vs": vs, "note": note, "step": note.startswith("STEP")}
             for s in shown_series(history)
-            for i, (when, median, ci, vs, note) in enumerate(series_rows(history, s, last))]
+            for i, (_, _, (when, median, ci, vs, note)) in enumerate(series_rows(history, s, last))]
     summary_line = ". ".join(filter(None, (summary(history), one_process_line(history))))
     return {"summary": summary_line, "steps": [(st.slower, step_sentence(st)) for st in history.steps],
             "figures": list(figures), "rows": rows}

@@ -13,6 +13,7 @@ from typing import Any, Collection, Iterable, Mapping
 from ..analysis import modes
 from ..analysis.aggregate import allocator_states_apart
 from ..analysis.grouping import is_valid, size_text
+from ..backends import SPECS
 from ..analysis.oversubscription import CONTENTION_QUANTITIES, Contention, oversubscribed
 from ..errors import spell
 from ..model.replicate import WORDS, shell_words
@@ -66,8 +67,6 @@ def build_text(info: Mapping[str, Any]) -> str:
 
 def build_label(r: Record, environment: Mapping[str, Any] | None) -> str:
     """``NumPy 2.4.6 (OpenBLAS 0.3.31 SkylakeX) [np2]``: what ``r``'s workers ran, and their environment."""
-    from ..backends import SPECS
-
     workers = (environment or {}).get("backends")
     machines = (environment or {}).get("machines")
     if r.machine and isinstance(machines, Mapping) and isinstance(machines.get(r.machine), Mapping):

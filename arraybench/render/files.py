@@ -20,7 +20,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.compare import Comparison
+from .comparison import series_rows, shown_series
+from ..analysis.compare import ROW_COLUMNS, Comparison
 from ..analysis.grouping import config_sort_key, is_valid
 from ..analysis.history import History
 from ..files import write_atomic
@@ -59,8 +60,6 @@ def rows_text(columns: Sequence[str], rows: Iterable[Mapping[str, object]]) -> s
 
 def comparison_csv(comparison: Comparison) -> str:
     """A comparison as CSV: ``Comparison.rows()``, times in seconds."""
-    from ..analysis.compare import ROW_COLUMNS
-
     return rows_text(ROW_COLUMNS, comparison.rows())
 
 
@@ -72,12 +71,10 @@ HISTORY_COLUMNS = ("workload", "size_label", "size", "config", "machine_id", "ru
 def history_csv(history: History, last: int) -> str:
     """The history table as CSV: times in seconds, ``vs_previous`` a ratio (above 1: slower than the run
     before)."""
-    from .comparison import latest_points
-
     rows = ((s.workload, s.size_label, s.size, s.label, s.machine_id, p.run.run_id, p.run.started_at,
              p.entry.status, *((p.median_s, p.entry.ci_low_s, p.entry.ci_high_s) if p.valid else (None,) * 3),
              p.median_s / previous.median_s if p.valid and previous else None, note)
-            for s, points in latest_points(history, last) for p, previous, note in points)
+            for s in shown_series(history) for p, previous, (*_, note) in series_rows(history, s, last))
     return rows_text(HISTORY_COLUMNS, (dict(zip(HISTORY_COLUMNS, row)) for row in rows))
 
 
@@ -212,16 +209,10 @@ def github_action_benchmark(results: "Results") -> list[dict[str, Any]]:
 
 def bencher_metric_format(results: "Results") -> dict[str, Any]:
     """Bencher Metric Format: each valid record's ``latency`` in nanoseconds."""
-    out: dict[str, Any] = {}
-    for r in results.records:
-        if not is_valid(r):
-            continue
-        metric: dict[str, float] = {"value": r.median_s * _NS}
-        if r.ci_low_s is not None and r.ci_high_s is not None:
-            metric["lower_value"] = r.ci_low_s * _NS
-            metric["upper_value"] = r.ci_high_s * _NS
-        out[benchmark_name(r)] = {"latency": metric}
-    return out
+    return {benchmark_name(r): {"latency": {"value": r.median_s * _NS, **(
+                {"lower_value": r.ci_low_s * _NS, "upper_value": r.ci_high_s * _NS}
+                if r.ci_low_s is not None and r.ci_high_s is not None else {})}}
+            for r in results.records if is_valid(r)}
 
 
 def export_text(results: "Results", fmt: str) -> str:
@@ -237,15 +228,19 @@ def _plain(value: Any) -> Any:
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
-def comparison_json(comparison: Comparison, *, failures: list[str] | None = None) -> str:
-    """The comparison: its counts, geometric mean, every cell's row and (with a gate) why it fails."""
+def comparison_json(comparison: Comparison, *, failures: list[str] | None = None,
+                    runs: Mapping[str, Any] | None = None, undecided: Sequence[str] = ()) -> str:
+    """The comparison: which ``runs``, its counts, geometric mean, every cell's row, and (with a gate) why
+    it fails and what it could not decide."""
     g = comparison.geometric_mean
-    doc = {"summary": comparison.summary(), "counts": comparison.counts(),
+    doc = {**(runs or {}), "summary": comparison.summary(), "counts": comparison.counts(),
            "geometric_mean": _plain(g), "change": format_change(g) if g is not None else None,
            "threshold": comparison.threshold, "alpha": comparison.alpha,
            "cells": [{k: _plain(v) for k, v in row.items()} for row in comparison.rows()]}
     if failures is not None:
         doc["gate"] = {"passed": not failures, "failures": failures}
+    if undecided:
+        doc["undecided"] = list(undecided)
     return json.dumps(doc, allow_nan=False)
 
 

@@ -19,17 +19,17 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from .comparison import history_section
+from .terminal import machine_rows
 from .files import plot_file_name, run_plot_name
 from .findings import self_check_lines
-from .notes import (CI_LEGEND, RANGES_LEGEND, achieved_text, ci_text, error_text, everywhere_mark, knobs_text,
-                    library_kernels, note_texts, notebook, speedup, speedup_text, unavailable_configs)
+from .notes import (CI_LEGEND, RANGES_LEGEND, achieved_text, ci_text, error_text, everywhere_mark, library_kernels,
+                    not_run, note_texts, notebook, speedup, speedup_text, unavailable_configs)
 from .tables import (energy_absent, energy_measured, energy_why, format_energy, histogram_cell, peak_sub,
                      peak_text)
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, library_label, size_text
 from ..analysis.roofline import achieved
 from ..analysis.roofline import Ceiling, ceilings as ceilings_of_run, share as share_of_ceiling
 from ..files import write_atomic
-from ..model.cell import config_label
 from ..model.runs import describe
 from ..model.results import Pairs
 from ..model.record import Record
@@ -97,7 +97,7 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
     bad = [r for r in records if r.status != "ok" and (r.backend, r.device, r.environment) not in unavailable]
     sections.append(_section(
         "not-measured", "Not measured, failed or wrong", "not-measured", toc="Not measured",
-        unavailable=_unavailable(unavailable),
+        unavailable=not_run(unavailable),
         bad=[{"key": r.key, "case": f"{r.workload} {size_text(r)}", "library": r.config_label,
               "status": r.status, "reason": r.reason} for r in bad]))
     sections.append(_section("environment", "Environment and settings", "environment",
@@ -120,7 +120,7 @@ def results_table_html(results: Results) -> str:
                   "table": _records_table(f"nb-{id(results)}-{i}", sizes, ceilings, columns, Pairs(results.pairs))}
                  for i, (workload, sizes) in enumerate(_by_workload(shown).items())]
     return _TEMPLATES.get_template("results.html").render(
-        complete=results.complete, workloads=workloads, unavailable=_unavailable(unavailable))
+        complete=results.complete, workloads=workloads, unavailable=not_run(unavailable))
 
 
 def environment_section(results: Results) -> dict[str, Any]:
@@ -138,11 +138,6 @@ def environment_section(results: Results) -> dict[str, Any]:
 
 def _machine_environment(env: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
     """One machine's environment and the run's settings as (name, text) rows, and its workers' reports."""
-    gpu_text = "; ".join(
-        ", ".join(str(g.get(k)) for k in ("name", "driver", "memory") if g.get(k))
-        for g in env.get("gpus") or [] if isinstance(g, Mapping)) or "none found"
-    libraries = env.get("libraries") or {}
-    lib_text = ", ".join(f"{k} {v}" for k, v in libraries.items() if v) if isinstance(libraries, Mapping) else ""
     workers = env.get("backends") if isinstance(env.get("backends"), Mapping) else {}
     blas = ([f"NumPy: {env['blas']}"] if env.get("blas") else []) + [
         f"PyTorch ({config}): {info['torch_blas']}" for config, info in workers.items()
@@ -150,22 +145,11 @@ def _machine_environment(env: Mapping[str, Any], settings: Mapping[str, Any]) ->
     threads = [str(settings.get("threads_applied") or settings.get("threads") or "all cores")]
     if env.get("thread_env"):
         threads.append(", ".join(f"{k}={v}" for k, v in env["thread_env"].items()))
-    rows = [
-        ("when", env.get("timestamp")),
-        ("machine id", env.get("machine_id")),
-        ("context", env.get("context") or None),
-        ("arraybench", env.get("arraybench")),
-        ("Python", f"{env.get('python', '')} ({env.get('python_implementation', '')})"),
-        ("platform", env.get("platform")),
-        ("CPU", f"{env.get('cpu_model', '')}: {env.get('cpu_count', '?')} logical cores, "
-                f"{env.get('cpus_available', '?')} available"),
-        ("memory", f"{env.get('memory_gib')} GiB" if env.get("memory_gib") else None),
-        ("GPUs", gpu_text),
-        ("libraries", lib_text),
-        ("BLAS", "; ".join(blas) or None),
-        ("threads", "; ".join(threads)),
-        *kernel_rows(env),
-    ]
+    rows = [("when", env.get("timestamp")), ("context", env.get("context") or None),
+            ("arraybench", env.get("arraybench")), *machine_rows(env, threads="; ".join(threads)),
+            ("BLAS", "; ".join(blas) or None)]
+    rows += [(f"kernels ({config})", text) for config, info in workers.items()
+             if isinstance(info, Mapping) and (text := library_kernels(info))]
     measure = [(k, settings.get(k)) for k in ("dtype", "modes", "processes", "max_processes", "max_time",
                                              "min_samples", "rel_ci", "cold", "allow_tf32", "seed")
                if k in settings]
@@ -221,17 +205,6 @@ def usage_title(u: Usage | None) -> str:
     return "; ".join(parts)
 
 
-def kernel_rows(env: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(what, text) rows: the CPU's ISA, each worker's kernels, and the variables that change them."""
-    fp = env.get("fingerprint") or {}
-    workers = env.get("backends") if isinstance(env.get("backends"), Mapping) else {}
-    rows = ([("CPU features", " ".join(map(str, fp["cpu_isa"])))]
-            if isinstance(fp, Mapping) and fp.get("cpu_isa") else [])
-    rows += [(f"kernels ({config})", text) for config, info in workers.items()
-             if isinstance(info, Mapping) and (text := library_kernels(info))]
-    return rows + [("kernel variables", knobs_text(env.get("kernel_env")))]
-
-
 def _section(anchor: str, title: str, kind: str, *, toc: str | None = None, **content: Any) -> dict[str, Any]:
     return {"anchor": anchor, "title": title, "toc": toc or title, "kind": kind, **content}
 
@@ -253,10 +226,6 @@ def _by_workload(shown: Sequence[Record]) -> dict[str, list[tuple[str, list[Reco
     for (workload, label), group in grouped(shown).items():
         out.setdefault(workload, []).append((label, group))
     return out
-
-
-def _unavailable(unavailable: Mapping[tuple[str, str, str], str]) -> list[tuple[str, str]]:
-    return [(config_label(b, d, environment=e), reason) for (b, d, e), reason in unavailable.items()]
 
 
 def _subtitle(results: Results) -> str:
@@ -281,7 +250,7 @@ def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]], ceilings:
         ("share of ceiling", columns["share"]), ("first call", True), ("peak memory", columns["peak"]),
         ("energy", columns["energy"]), ("error / tolerance", True), ("samples", True), ("used", True),
         ("status", True)) if shown]
-    book, every = notebook({(g[0].workload, label): g for label, g in sizes}, workload=False)
+    book = notebook({(g[0].workload, label): g for label, g in sizes}, workload=False)
     groups = []
     for _label, group in sizes:
         best = decided_winner(group, pairs) if sum(1 for r in group if is_valid(r)) > 1 else None
@@ -291,7 +260,7 @@ def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]], ceilings:
                  refs=book.refs(r.key), pairs=pairs) for r in group]})
     return {"anchor": anchor, "head": head, "text_columns": ("size", "library / device", "machine", "status"),
             "machine": columns["machine"], "achieved": columns["achieved"], "share": columns["share"],
-            "device_time": device_time, "groups": groups, "notes": note_texts(book, every),
+            "device_time": device_time, "groups": groups, "notes": note_texts(book),
             "peak": columns["peak"], "energy": columns["energy"],
             "energy_absent": [] if columns["energy"] else energy_absent(r for _, g in sizes for r in g),
             "legend": CI_LEGEND + (f". {RANGES_LEGEND}" if book.ranged else ""), "everywhere": everywhere_mark(book).capitalize()}

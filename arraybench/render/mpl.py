@@ -6,12 +6,11 @@ and a notebook's own settings untouched (the style applies only while a figure i
 
 from __future__ import annotations
 
-import functools
 import io
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, Callable, TypeVar, TYPE_CHECKING
+from typing import Callable, TYPE_CHECKING
 
 import matplotlib
 from matplotlib.axes import Axes
@@ -50,18 +49,9 @@ STYLE = {
     "axes.titley": 1.0,
 }
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def styled(draw: F) -> F:
-    """Run a drawing function with arraybench's style (axes read it when they are created)."""
-
-    @functools.wraps(draw)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with matplotlib.rc_context(STYLE):
-            return draw(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
+#: A decorator that draws with arraybench's style (axes read it when they are created); rc_context
+#: starts afresh at each call.
+styled = matplotlib.rc_context(STYLE)
 
 
 class _PlainLog(LogFormatter):
@@ -247,9 +237,5 @@ def history_figure(history: "History", workload: str) -> Figure | None:
 
 def write_history_plots(history: "History", out_dir: Path) -> list[Path]:
     """``history_<workload>.svg`` for every workload in the history; returns the files written."""
-    written = []
-    for workload in dict.fromkeys(s.workload for s in history.series):
-        fig = history_figure(history, workload)
-        if fig is not None:
-            written.append(save(fig, Path(out_dir) / run_plot_name("history", workload)))
-    return written
+    figures = ((w, history_figure(history, w)) for w in dict.fromkeys(s.workload for s in history.series))
+    return [save(fig, Path(out_dir) / run_plot_name("history", w)) for w, fig in figures if fig is not None]

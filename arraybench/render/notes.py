@@ -58,8 +58,9 @@ class Note:
 class NoteBook:
     """The notes of one table. ``add`` every row's texts first, then read ``refs`` and ``notes``."""
 
-    _rows: list[Row] = field(default_factory=list)
-    _measured: list[Row] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
+    #: The rows that were measured (those whose notes are warnings, not a reason).
+    measured: list[Row] = field(default_factory=list)
     _by_kind: dict[str, dict[str, list[tuple[str, Row]]]] = field(default_factory=dict)
     _of_row: dict[Hashable, list[str]] = field(default_factory=dict)
     _built: list[Note] | None = None
@@ -68,9 +69,9 @@ class NoteBook:
 
     def add(self, key: Hashable, row: Row, texts: Iterable[str], *, measured: bool = True) -> None:
         """The notes of one row (``key`` identifies it for ``refs``)."""
-        self._rows.append(row)
+        self.rows.append(row)
         if measured:
-            self._measured.append(row)
+            self.measured.append(row)
         kinds = self._of_row.setdefault(key, [])
         for text in texts:
             text = " ".join(str(text).split())
@@ -87,7 +88,7 @@ class NoteBook:
         came."""
         if self._built is None:
             self.ranged = False
-            everyone = set(self._measured)
+            everyone = set(self.measured)
             built = []
             for kind, templates in self._by_kind.items():
                 items = [Item(merge_numbers([t for t, _ in members]),
@@ -110,16 +111,6 @@ class NoteBook:
         by_kind = {n.kind: n for n in self.notes() if not n.everywhere}
         return sorted({by_kind[kind].number for kind in self._of_row.get(key, []) if kind in by_kind})
 
-    @property
-    def measured(self) -> list[Row]:
-        """The rows that were measured (those whose notes are warnings, not a reason)."""
-        return list(self._measured)
-
-    @property
-    def all_measured(self) -> bool:
-        """Whether every row was measured (then "all rows" says it; else "all measured rows")."""
-        return len(self._measured) == len(self._rows)
-
     def __len__(self) -> int:
         return len(self.notes())
 
@@ -130,7 +121,7 @@ RANGES_LEGEND = "In a note for several rows, a–b is the range of a number over
 
 def everywhere_mark(book: NoteBook) -> str:
     """``all rows:``, or ``all measured rows:`` when some failed or were skipped."""
-    return "all rows:" if book.all_measured else "all measured rows:"
+    return "all rows:" if len(book.measured) == len(book.rows) else "all measured rows:"
 
 
 def heading_of(text: str) -> str:
@@ -200,9 +191,9 @@ PATTERNS = {"bimodal": "samples fall into two clusters, a fast and a slow mode (
 BRIEF_ITEMS = 5
 
 
-def note_texts(book: NoteBook, every: Sequence[Row], *, brief: bool = False) -> list[NoteText]:
-    """Each note of ``book`` as text, naming the rows it covers (of ``every``, the table's rows)."""
-    out = []
+def note_texts(book: NoteBook, *, brief: bool = False) -> list[NoteText]:
+    """Each note of ``book`` as text, naming the rows it covers (of the table's rows)."""
+    out, every = [], book.rows
     for note in book.notes():
         number = None if note.everywhere else note.number
         measured = set(book.measured)
@@ -300,19 +291,15 @@ def case_lines(workload: str, group: list[Record]) -> list[str]:
     return out + [""] * (len(group) - len(out))
 
 
-def notebook(groups: dict[tuple[str, str], list[Record]], *,
-             workload: bool = True) -> tuple[NoteBook, list[Row]]:
-    """The notes of a table's rows (each row keyed by its record's key), and every row."""
+def notebook(groups: dict[tuple[str, str], list[Record]], *, workload: bool = True) -> NoteBook:
+    """The notes of a table's rows, each row keyed by its record's key."""
     book = NoteBook()
-    rows = []
     for (name, label), group in groups.items():
         for r in group:
-            row = Row(f"{name} {label}" if workload else label, r.config_label)
-            rows.append(row)
             # A row's notes say why it is not ``ok``, or its warnings.
-            book.add(r.key, row, [r.reason] if r.status != "ok" and r.reason else r.warnings,
-                     measured=r.status == "ok")
-    return book, rows
+            book.add(r.key, Row(f"{name} {label}" if workload else label, r.config_label),
+                     [r.reason] if r.status != "ok" and r.reason else r.warnings, measured=r.status == "ok")
+    return book
 
 
 def unavailable_configs(records: Iterable[Record]) -> dict[tuple[str, str, str], str]:

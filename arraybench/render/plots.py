@@ -15,6 +15,7 @@ from ..analysis.crossover import crossovers
 from ..analysis.grouping import (baselines, comparison, config_sort_key, grouped, is_valid, size_text,
                                  swept_workloads)
 from ..analysis.roofline import ceiling_key, ceilings
+from ..errors import unknown_name
 from ..files import write_atomic
 from ..model.results import Pairs
 from ..model.record import Record
@@ -181,8 +182,6 @@ def figure(records: Sequence[Record], kind: str = "summary", *, workload: str | 
            size: str | None = None, pairs: Pairs = Pairs()) -> Figure:
     """One plot as a matplotlib figure, for notebooks (``Results.plot``)."""
     if kind not in KINDS:
-        from ..errors import unknown_name
-
         raise ValueError(unknown_name("plot", kind, list(KINDS)))
     records = list(records)
     workloads = list(dict.fromkeys(r.workload for r in records))
@@ -253,10 +252,6 @@ def roofline_figure(records: Sequence[Record]) -> Figure | None:
     return fig
 
 
-def _is_transfer(records: Sequence[Record]) -> bool:
-    return all((r.flops == 0 and (r.bytes or 0) > 0) for r in records if is_valid(r))
-
-
 def size_axis_label(workload: str) -> str:
     """The size axis in the workload's own words (``size n: the side of each n x n matrix``), or ``size n``."""
     from ..workloads.registry import REGISTRY
@@ -272,7 +267,7 @@ def sweep_figure(records: Sequence[Record], workload: str) -> Figure | None:
     mine = [r for r in records if r.workload == workload and is_valid(r)]
     if len({r.size for r in mine}) < 3:
         return None
-    rate = _is_transfer(mine)
+    rate = all(r.flops == 0 and (r.bytes or 0) > 0 for r in mine)  # a transfer: its rate, not its time
     by_config: dict[tuple, list[Record]] = {}
     for r in sorted(mine, key=lambda r: r.size):
         by_config.setdefault(config_sort_key(r), []).append(r)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import sys
 import threading
 import time
@@ -21,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from .notes import ci_text
 from .terminal import console as safe_console
 from ..errors import printable
+from ..files import discard
 from ..model.cell import Cell, config_label
 from ..model.record import Record
 from ..model.replicate import Replicate
@@ -206,11 +206,7 @@ def live_line(r: Record) -> str:
     return f"[{colour}]✗ {escape(printable(head))}  {r.status}: {escape(printable(r.reason))}[/]"
 
 
-class QuietReporter(Reporter):
-    """Nothing while running (``-q``)."""
-
-
-class JsonLinesReporter(QuietReporter):
+class JsonLinesReporter(Reporter):
     """One JSON record per line on stdout as each cell is final (``--json``), for scripts."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
@@ -228,9 +224,7 @@ class JsonLinesReporter(QuietReporter):
             # measuring and saving, and stop writing (also at exit, where Python flushes stdout).
             self.reader_left = True
             if self.stream is sys.stdout:
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, sys.stdout.fileno())
-                os.close(devnull)
+                discard(sys.stdout)
 
 
 #: Seconds between two updates of the line, at least.

@@ -12,18 +12,22 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
+from jinja2 import Environment, PackageLoader, StrictUndefined
 from rich.console import Console
 from rich.markup import escape
 
+from .comparison import (DisplayedComparison, change_cells, one_process_line, series_rows, shown_series,
+                         step_sentence, summary)
 from .files import remember, write_csv
 from .findings import findings as compute_findings, self_check_lines
-from .html import results_table_html, write_html
+from .html import results_table_html as table_html, write_html  # noqa: F401  (Results.table_html)
 from .notes import (CI_LEGEND, RANGES_LEGEND, ci_text, error_text, everywhere_mark, not_run, note_texts, notebook,
                     speedup_text, unavailable_configs)
 from .tables import (FINDINGS_LINES, energy_absent, energy_measured, energy_why, format_energy, peak_sub, peak_text,
                      print_findings, print_table, table_text)
 from ..analysis.compare import Comparison, compare as compare_runs
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, size_text
+from ..analysis.memory import memory_changes
 from ..backends import SPECS
 from ..errors import one_line
 from ..files import write_atomic
@@ -80,11 +84,6 @@ def table(results: Results, width: int = 120) -> str:
     return table_text(results.records, width=width, pairs=Pairs(results.pairs))
 
 
-def table_html(results: Results) -> str:
-    """The results tables as an HTML fragment for Jupyter."""
-    return results_table_html(results)
-
-
 def show(results: Results, console: Console, *, errors: bool = False, with_findings: bool = True,
          verbose: bool = False) -> None:
     """Print the table, the errors (with ``errors``) and the findings: a screenful, all with ``verbose``."""
@@ -133,8 +132,6 @@ def plot(results: Results, kind: str = "summary", *, workload: str | None = None
 def compare(base: Results, new: Results, *, threshold: float | None = None, alpha: float | None = None,
             cross_machine: bool = False) -> Comparison:
     """``base`` against ``new``, per cell; runs of two machines raise unless ``cross_machine``."""
-    from .comparison import DisplayedComparison
-
     check_same_machine(base, new, cross_machine)
     return DisplayedComparison.of(compare_runs(base, new, **{
         k: v for k, v in (("threshold", threshold), ("alpha", alpha)) if v is not None}))
@@ -169,17 +166,19 @@ def md(value: Any) -> str:
     return _SPECIAL.sub(r"\\\1", text)
 
 
+# Markdown, not HTML: the templates escape nothing themselves; ``md`` escapes every text from data.
+_MARKDOWN = Environment(loader=PackageLoader("arraybench.render", "templates"), trim_blocks=True,
+                        lstrip_blocks=True, undefined=StrictUndefined)
+_MARKDOWN.filters["md"] = md
+
+
 def markdown_report(results: Results, findings: Sequence[str] | None = None,
                     title: str = "arraybench results") -> str:
     """A heading, the environment line, findings, the table and its notes, as GitHub Markdown."""
     used = {r.backend for r in results.records}
-    lines = [f"### {md(title)}", "", md(environment_line(results.environment, results.settings, used)), ""]
-    if not results.complete:
-        lines += ["**Interrupted run: some cells were not measured.**", ""]
-    if findings:
-        lines += [f"- {md(f)}" for f in findings] + [""]
-    lines += markdown_table(results.records, Pairs(results.pairs))
-    return "\n".join(lines).rstrip() + "\n"
+    return _markdown("results.md", title=title, findings=findings or [], complete=results.complete,
+                     environment=environment_line(results.environment, results.settings, used),
+                     table="\n".join(markdown_table(results.records, Pairs(results.pairs))))
 
 
 def markdown_table(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[str]:
@@ -188,48 +187,30 @@ def markdown_table(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[st
     unavailable = unavailable_configs(records)
     shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
     groups = grouped(shown)
-    book, every = notebook(groups)
+    book = notebook(groups)
     peak = any(r.peak_bytes is not None for r in shown)
     energy = energy_measured(shown)  # without a figure anywhere, lines under the table say why
-    head = "| case | library / device | median | 95% CI | vs NumPy |"
-    rule = "|:-----|:-----------------|-------:|-------:|---------:|"
-    if peak:
-        head, rule = head + " peak mem |", rule + "---------:|"
-    if energy:
-        head, rule = head + " energy |", rule + "-------:|"
-    lines = [head + " rel. error | status |", rule + "-----------:|:-------|"]
+    rows = []
     for (workload, _label), group in groups.items():
         best = decided_winner(group, pairs) if sum(1 for r in group if is_valid(r)) > 1 else None
         bases = baselines(group)
         for i, r in enumerate(group):
-            case = f"{workload} {size_text(r)}" if i == 0 else ""
-            label = md(r.config_label)
-            median = format_seconds(r.median_s) if is_valid(r) else "—"
+            label, median = md(r.config_label), format_seconds(r.median_s) if is_valid(r) else "—"
             if r is best:
                 label, median = f"**{label}**", f"**{median}**"
-            status = r.status
             refs = book.refs(r.key)
-            if refs:
-                status += f" \\[{','.join(map(str, refs))}\\]"
-            cells = [md(case), label, median, md(ci_text(r) if is_valid(r) else "—"),
-                     md(speedup_text(r, bases.get(r.machine), pairs))]
+            cells = [md(f"{workload} {size_text(r)}" if i == 0 else ""), label, median,
+                     md(ci_text(r) if is_valid(r) else "—"), md(speedup_text(r, bases.get(r.machine), pairs))]
             if peak:  # "24 MB (2.1× the output)", or "—" and why not
                 cells.append(md(" ".join([peak_text(r)] + [f"({x})" for x in peak_sub(r)])))
             if energy:
                 why = energy_why(r) if is_valid(r) else ""
                 cells.append(md(format_energy(r.energy_j) + (f" ({why})" if why else "")))
-            lines.append("| " + " | ".join(cells + [md(error_text(r)), status]) + " |")
-    texts = note_texts(book, every)
-    lines += ["", md(CI_LEGEND) + "." + (f" {md(RANGES_LEGEND)}." if book.ranged else ""), ""]
-    for note in texts:
-        head = everywhere_mark(book).capitalize() if note.number is None else f"{note.number}."
-        lines.append(f"{head} {md(note.text)}" if note.number is not None else f"- {head} {md(note.text)}")
-        lines += [f"   - {md(sub)}" for sub in note.subs]
-    if not energy:
-        lines += [f"- {md(line)}." for line in energy_absent(shown)]
-    for reason, labels in not_run(unavailable).items():
-        lines.append(f"- not run: {md(', '.join(labels))}: {md(reason)}")
-    return lines
+            rows.append(cells + [md(error_text(r)), r.status + (f" \\[{','.join(map(str, refs))}\\]" if refs else "")])
+    return _markdown("table.md", rows=rows, peak=peak, energy=energy, legend=CI_LEGEND, ranges=RANGES_LEGEND,
+                     ranged=book.ranged, notes=note_texts(book), everywhere=everywhere_mark(book).capitalize(),
+                     energy_absent=[] if energy else energy_absent(shown), not_run=not_run(unavailable),
+                     ).splitlines()
 
 
 def write_markdown(results: Results, out_dir: Path, findings: Sequence[str] | None = None) -> Path:
@@ -239,53 +220,28 @@ def write_markdown(results: Results, out_dir: Path, findings: Sequence[str] | No
 
 def history_markdown(history: "History", where: str, last: int) -> str:
     """``arraybench history``'s table as Markdown, steps in bold and each called in a sentence."""
-    from .comparison import one_process_line, series_rows, shown_series, step_sentence, summary
-
-    lines = ["### arraybench history: time per call (median) over the stored runs", "",
-             md(f"{summary(history)}; store {where}"), ""]
-    if history.one_process:
-        lines += [md(one_process_line(history)), ""]
-    lines += ["| case | library / device | machine | run | median | 95% CI | vs previous | note |",
-              "|:-----|:-----------------|:--------|:----|-------:|-------:|------------:|:-----|"]
+    rows = []
     for s in shown_series(history):
-        for i, (when, median, ci, vs, note) in enumerate(series_rows(history, s, last)):
+        for i, (_, _, (when, median, ci, vs, note)) in enumerate(series_rows(history, s, last)):
             cells = [md(f"{s.workload} {s.size_label}") if i == 0 else "", md(s.label) if i == 0 else "",
                      md(s.machine_id) if i == 0 else "", md(when), md(median), md(ci), md(vs), md(note)]
             if note.startswith("STEP"):
                 cells[4:] = [f"**{c}**" if c else c for c in cells[4:]]
-            lines.append("| " + " | ".join(cells) + " |")
-    if history.steps:
-        lines += [""] + [f"- step: {md(step_sentence(st))}" for st in history.steps]
-    return "\n".join(lines).rstrip() + "\n"
+            rows.append(cells)
+    return _markdown("history.md", summary=f"{summary(history)}; store {where}", rows=rows,
+                     one_process=history.one_process and one_process_line(history),
+                     steps=[step_sentence(st) for st in history.steps])
 
 
 def comparison_markdown(comparison: "Comparison") -> str:
     """A comparison of two runs as Markdown: the summary, the table, one-sided cells."""
-    from .comparison import change_cells
+    rows = [[md(c.new.workload + " " + size_text(c.new)), md(c.new.config_label), *map(md, change_cells(c)),
+             (f"**{c.verdict}**" if c.verdict in ("faster", "slower") else c.verdict)
+             + (f" ({md(c.note)})" if c.note else "")] for c in comparison.shown]
+    return _markdown("comparison.md", c=comparison, rows=rows, moved=memory_changes(comparison),
+                     size_text=size_text)
 
-    lines = ["### arraybench compare: new vs base", "", md(comparison.summary()), ""]
-    if comparison.environment_differences:
-        lines += ["Differences between the runs: " + "; ".join(
-            f"{md(k)}: {md(a)} → {md(b)}" for k, a, b in comparison.environment_differences), ""]
-    lines += ["| case | library / device | base | new | new / base | change | p | q (BH) | verdict |",
-              "|:-----|:-----------------|-----:|----:|-----------:|-------:|--:|-------:|:--------|"]
-    for c in comparison.shown:
-        verdict = f"**{c.verdict}**" if c.verdict in ("faster", "slower") else c.verdict
-        cells = [md(c.new.workload + " " + size_text(c.new)), md(c.new.config_label), *map(md, change_cells(c)),
-                 verdict + (f" ({md(c.note)})" if c.note else "")]
-        lines.append("| " + " | ".join(cells) + " |")
-    from ..analysis.memory import memory_changes
 
-    moved = memory_changes(comparison)
-    if moved:
-        lines += ["", "Peak memory per call:", ""] + [f"- {md(m.text())}" for m in moved]
-    skipped = comparison.skipped_in_both
-    if skipped:
-        labels = ", ".join(dict.fromkeys(c.new.config_label for c in skipped))
-        lines += ["", f"Skipped in both runs: {md(labels)} ({len(skipped)} cells)."]
-    for side, recs in (("base", comparison.only_base), ("new", comparison.only_new)):
-        if recs:
-            lines += ["", f"Only in {side}:", ""]
-            lines += [f"- {md(r.workload + ' ' + size_text(r))} · {md(r.config_label)} ({md(r.status)})"
-                      for r in recs]
-    return "\n".join(lines).rstrip() + "\n"
+def _markdown(template: str, **values: Any) -> str:
+    """A Markdown template rendered, ending in one newline."""
+    return _MARKDOWN.get_template(template).render(**values).rstrip() + "\n"

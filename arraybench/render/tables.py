@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from typing import Any, Iterable, Mapping, Sequence
 
 from rich.console import Console, Group, RenderableType
@@ -16,10 +17,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from .notes import (CI_LEGEND, RANGES_LEGEND, NoteBook, Row, case_lines, ci_text, error_text, everywhere_mark,
+from .notes import (CI_LEGEND, RANGES_LEGEND, NoteBook, case_lines, ci_text, error_text, everywhere_mark,
                     not_run, note_texts, notebook, speedup_text, unavailable_configs)
 from .terminal import (Column, Row as TableRow, build_table, fitted_table, measure, console as safe_console,
-                       plain)
+                       plain, widened)
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, library_label, size_text
 from ..analysis.modes import Histogram, record_histogram
 from ..analysis.memory import FLOOR_BYTES, MemoryGap, allocator_reserve, times_output
@@ -122,7 +123,7 @@ def results_table(records: Iterable[Record], width: int | None = None, pairs: Pa
     unavailable = unavailable_configs(records)
     shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
     groups = grouped(shown)
-    book, every = notebook(groups)
+    book = notebook(groups)
     present = {"machine": any(r.machine for r in records),  # results of several machines
                "device": any(r.device_median_s is not None for r in records),  # CUDA events
                "of peak": bool(roof),  # ceilings measured (--roofline)
@@ -165,7 +166,7 @@ def results_table(records: Iterable[Record], width: int | None = None, pairs: Pa
     if any(c.name == "95% CI" and c.name not in dropped for c in columns):
         footer.append(Text(CI_LEGEND + ".", style="dim"))
     if len(book):
-        notes = notes_grid(book, every)
+        notes = notes_grid(book)
         if book.ranged:
             footer.append(Text(RANGES_LEGEND + ".", style="dim"))
         footer.append(notes)
@@ -174,9 +175,9 @@ def results_table(records: Iterable[Record], width: int | None = None, pairs: Pa
     return Group(table, *footer)
 
 
-def notes_grid(book: NoteBook, every: list[Row]) -> Group:
+def notes_grid(book: NoteBook) -> Group:
     """The notes under the table: those of every row first, then the numbered ones."""
-    texts = note_texts(book, every, brief=True)  # the terminal: each pattern once
+    texts = note_texts(book, brief=True)  # the terminal: each pattern once
     parts: list[RenderableType] = []
     for everywhere in (True, False):
         grid = Table.grid(padding=(0, 1))
@@ -197,8 +198,6 @@ def notes_grid(book: NoteBook, every: list[Row]) -> Group:
 
 def print_table(records: Iterable[Record], console: Console | None = None, pairs: Pairs = Pairs()) -> None:
     """Print the table, fitted to the console's width."""
-    from .terminal import widened
-
     console = widened(console or safe_console())
     console.print(results_table(records, width=console.width, pairs=pairs))
 
@@ -210,8 +209,6 @@ FINDINGS_LINES = 12
 def print_findings(findings: Iterable[str], console: Console, *, limit: int | None = FINDINGS_LINES) -> None:
     """The findings, one plain sentence each, in at most ``limit`` lines (None: all), then where the rest
     are."""
-    import textwrap
-
     found = list(findings)
     if not found:
         return

@@ -72,9 +72,8 @@ def plain(text: object) -> Text:
     return Text(printable(str(text)))
 
 
-def console(**kwargs: Any) -> SafeConsole:
-    """A ``SafeConsole`` (``stderr=True`` for standard error; other keywords as rich's)."""
-    return SafeConsole(**kwargs)
+#: A ``SafeConsole`` (``stderr=True`` for standard error; other keywords as rich's).
+console = SafeConsole
 
 
 def stdout_console(width: int = TABLE_WIDTH) -> Console:
@@ -220,64 +219,60 @@ def nodes_json(nodes: list[Node]) -> list[dict[str, Any]]:
 def print_info(env: Mapping[str, Any], state: Mapping[str, Any], defaults: Mapping[str, Any],
                console: Console) -> None:
     """The machine, the backends, what each library reported, and the project defaults."""
-    console.print(machine_table(env, state))
+    machine = Table(title=f"arraybench {env.get('arraybench')}", title_justify="left", show_header=False,
+                    pad_edge=False, box=None)
+    machine.add_column(style="bold", no_wrap=True)
+    machine.add_column(overflow="fold")
+    for name, text in machine_rows(env, state):
+        machine.add_row(name, text)
+    console.print(machine)
     console.print(backends_table(state))
     console.print(details_table(state))
-    console.print(defaults_text(defaults), soft_wrap=True, markup=False, highlight=False)
+    # Each option default [tool.arraybench] changes, and the file, or that there are none.
+    where = f" in {defaults['file']}" if defaults["file"] else ""
+    said = ([f"project defaults from {defaults['file']} [tool.arraybench] (the command line wins):"]
+            + [f"  {k} = {v!r}" for k, v in defaults["options"].items()] if defaults["options"]
+            else [f"project defaults: none ([tool.arraybench]{where} sets no option)"])
+    console.print("\n".join(said), soft_wrap=True, markup=False, highlight=False)
 
 
-def defaults_text(defaults: Mapping[str, Any]) -> str:
-    """Each option default [tool.arraybench] changes, and the file, or that there are none."""
-    if not defaults["options"]:
-        where = f" in {defaults['file']}" if defaults["file"] else ""
-        return f"project defaults: none ([tool.arraybench]{where} sets no option)"
-    lines = [f"project defaults from {defaults['file']} [tool.arraybench] (the command line wins):"]
-    lines += [f"  {k} = {v!r}" for k, v in defaults["options"].items()]
-    return "\n".join(lines)
-
-
-def machine_table(env: Mapping[str, Any], state: Mapping[str, Any]) -> Table:
-    """Python, platform, CPU, memory, GPUs, threads and library versions."""
-    t = Table(title=f"arraybench {env.get('arraybench')}", title_justify="left", show_header=False,
-              pad_edge=False, box=None)
-    t.add_column(style="bold", no_wrap=True)
-    t.add_column(overflow="fold")
+def machine_rows(env: Mapping[str, Any], state: Mapping[str, Any] | None = None,
+                 threads: str | None = None) -> list[tuple[str, str]]:
+    """A machine as (name, text) rows, those with nothing to say left out: ``info``'s, and the report's
+    Environment section's (``threads``: the run's own)."""
+    fp = env.get("fingerprint") if isinstance(env.get("fingerprint"), Mapping) else {}
+    libs = env.get("libraries") if isinstance(env.get("libraries"), Mapping) else {}
     physical = f", {env['cpu_physical_cores']} physical" if env.get("cpu_physical_cores") else ""
-    fp, libs = env.get("fingerprint") or {}, env.get("libraries") or {}
-    rows = [("Python", f"{env['python']} ({env['python_implementation']})"), ("platform", env["platform"]),
-            ("CPU", f"{env['cpu_model']} ({env['cpu_count']} logical{physical}; {env['cpus_available']} "
-                    "available to arraybench)"),
-            ("memory", f"{env['memory_gib']} GiB" if env.get("memory_gib") else ""), ("GPUs", gpu_text(env, state)),
+    if threads is None:  # info's: the thread-limiting variables, or that there are none
+        threads = ("set: " + ", ".join(f"{k}={v}" for k, v in env["thread_env"].items()) if env.get("thread_env")
+                   else "no limit set (OMP_NUM_THREADS, MKL_NUM_THREADS, OPENBLAS_NUM_THREADS unset): every "
+                   "library uses the available cores; `arraybench run --threads N` limits them all alike")
+    rows = [("Python", f"{env.get('python', '?')} ({env.get('python_implementation', '?')})"),
+            ("platform", env.get("platform")),
+            ("CPU", f"{env.get('cpu_model', '?')} ({env.get('cpu_count', '?')} logical{physical}; "
+                    f"{env.get('cpus_available', '?')} available to arraybench)"),
+            ("memory", f"{env['memory_gib']} GiB" if env.get("memory_gib") else ""),
+            ("GPUs", gpu_text(env, state or {})),
             ("machine id", f"{env['machine_id']} (history and compare tell machines apart by it)"
              if env.get("machine_id") else ""),
-            ("threads", threads_text(env)), ("kernel variables", knobs_text(env.get("kernel_env"))),
-            ("CPU features", " ".join(fp.get("cpu_isa") or [])),
+            ("threads", threads),
+            ("kernel variables", knobs_text(env.get("kernel_env"))),
+            ("CPU features", " ".join(map(str, fp.get("cpu_isa") or []))),
             ("libraries", ", ".join(f"{k} {v}" for k, v in libs.items() if v) or "none"),
             ("not installed", ", ".join(k for k, v in libs.items() if not v))]
-    for name, text in rows:
-        if text:
-            t.add_row(name, text)
-    return t
+    return [(name, str(text)) for name, text in rows if text]
 
 
 def gpu_text(env: Mapping[str, Any], state: Mapping[str, Any]) -> str:
     """The GPUs nvidia-smi lists, or those a backend opened, or why none were found."""
     found = [", ".join(str(g[k]) for k in ("name", "memory", "driver") if g.get(k))
-             for g in env.get("gpus") or []]
+             for g in env.get("gpus") or [] if isinstance(g, Mapping)]
     if found:
         return "; ".join(found)
     opened = {s["info"].get("device_name") for s in state.values()
               if s.get("devices", {}).get("gpu") is None and "gpu" in s.get("devices", {})
               and s.get("info", {}).get("device_name") not in (None, "cpu")}
     return ", ".join(sorted(opened)) or "none found (no nvidia-smi, or it lists no GPU)"
-
-
-def threads_text(env: Mapping[str, Any]) -> str:
-    """The thread-limiting environment variables, or that there are none."""
-    if env.get("thread_env"):
-        return "set: " + ", ".join(f"{k}={v}" for k, v in env["thread_env"].items())
-    return ("no limit set (OMP_NUM_THREADS, MKL_NUM_THREADS, OPENBLAS_NUM_THREADS unset): "
-            "every library uses the available cores; `arraybench run --threads N` limits them all alike")
 
 
 def linalg_text(info: Mapping[str, Any]) -> str:

@@ -23,7 +23,7 @@ from arraybench.render.comparison import step_sentence
 from arraybench.model.runs import Entry, RunInfo
 from arraybench.numeric.medians import replicate_interval
 from arraybench.analysis.significance import welch
-from arraybench.commands.history import parse_since
+from arraybench.commands.compare import parse_since
 from arraybench.model.runs import machine_id
 from arraybench.render.comparison import history_section, print_history
 from arraybench.store import open_store

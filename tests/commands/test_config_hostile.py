@@ -12,7 +12,7 @@ import pytest
 
 from arraybench import config
 from arraybench.commands.main import build_parser
-from arraybench.commands.history import parse_since
+from arraybench.commands.compare import parse_since
 from arraybench.errors import UsageError
 
 from ..conftest import run_cli, run_here

@@ -265,11 +265,10 @@ def test_a_bimodal_note_states_the_pattern_once_with_its_rows():
     quiet = [Row(f"other{i} small", "NumPy CPU") for i in range(7)]
     for row in quiet:
         book.add(row, row, [])
-    every = [*rows, *quiet]
-    (brief,) = note_texts(book, every, brief=True)
+    (brief,) = note_texts(book, brief=True)
     assert brief.text.count("bimodal") == 1 and brief.text.count("cluster") == 1 and not brief.subs
     assert all(r.case in brief.text for r in rows)
-    (full,) = note_texts(book, every)
+    (full,) = note_texts(book)
     assert len(full.subs) == 3  # the files keep each cause
 
 

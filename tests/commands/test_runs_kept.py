@@ -17,7 +17,7 @@ from arraybench import config
 from arraybench.commands import main as cli
 from arraybench.commands.run import run_store_choice
 from arraybench.errors import UsageError, unknown_name
-from arraybench.outdir.own_files import clear_previous
+from arraybench.outdir import clear_previous
 from arraybench.render.files import MANIFEST_NAME, manifest
 from arraybench.store import open_store
 from arraybench.store.refs import run_id_of

@@ -20,7 +20,7 @@ from arraybench.host import environments
 from arraybench.host.threads import choice_ignored
 from arraybench.model.cell import Config
 from arraybench.model.options import RunOptions
-from arraybench.outdir.own_files import WORKER_LOG
+from arraybench.outdir import WORKER_LOG
 
 from ..conftest import FAST, run_here
 

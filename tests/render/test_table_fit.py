@@ -276,7 +276,7 @@ def test_numbers_that_differ_become_ranges_and_other_texts_stay_apart():
     book.add(1, rows[0], ["bimodal: samples cluster at 1 ms and 2 ms", "compiled on first call"])
     book.add(2, rows[1], ["bimodal: samples cluster at 3 ms and 5 ms"])
     book.add(3, rows[2], [])
-    texts = note_texts(book, rows)
+    texts = note_texts(book)
     assert [(t.number, t.text) for t in texts] == [
         (1, "bimodal: samples cluster at 1–3 ms and 2–5 ms (sort small: NumPy CPU, PyTorch CPU)"),
         (2, "compiled on first call (sort small: NumPy CPU)")]
