@@ -6,6 +6,7 @@ checked: a call that raises makes its cell ``failed``; a library or device missi
 from __future__ import annotations
 
 import copy
+import gc
 import time
 import uuid
 from datetime import datetime, timezone
@@ -62,6 +63,11 @@ class CalledOnce:
                     opened = f"cannot import {cell.backend}: {exc}"
                 except Exception as exc:  # a broken install is the library's, not the workload's
                     opened = f"{cell.backend} failed to start: {describe_exception(exc)}"
+                else:
+                    # What the import made (~170k objects for PyTorch, as many for JAX) is out of
+                    # the collector's sight: pytest's collections at the session's end walked
+                    # them five times (0.5 s of CPU with both), as every automatic one would.
+                    gc.freeze()
             self._opened[key] = opened
         return self._opened[key]
 
