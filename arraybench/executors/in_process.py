@@ -63,10 +63,7 @@ class CalledOnce:
                     opened = f"cannot import {cell.backend}: {exc}"
                 except Exception as exc:  # a broken install is the library's, not the workload's
                     opened = f"{cell.backend} failed to start: {describe_exception(exc)}"
-                else:
-                    # What the import made (~170k objects for PyTorch, as many for JAX) is out of
-                    # the collector's sight: pytest's collections at the session's end walked
-                    # them five times (0.5 s of CPU with both), as every automatic one would.
+                else:  # what the import made, out of later collections' sight (1 s of CPU: PyTorch, JAX)
                     gc.freeze()
             self._opened[key] = opened
         return self._opened[key]

@@ -131,9 +131,7 @@ class Suite:
         for r in results.records:
             self._measured_by[r.key] = test
         self.runs.append(results)
-        # What the run imported (the API, SciPy) and the runs kept for the session's end, out of
-        # the collector's sight (as CalledOnce does each library's): pytest's five collections at
-        # the end walked them (0.13 s of CPU), as did every automatic collection between tests.
+        # What the run imported and the runs kept, out of sight of pytest's five collections at its end
         gc.freeze()
 
     def close(self) -> None:
