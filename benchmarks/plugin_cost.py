@@ -13,6 +13,9 @@ same input (a standard-normal vector of 100,000 float64). Nothing here touches t
 every process gets a data folder of its own (``XDG_DATA_HOME``), and bytecode is cached in the
 run's folder, made once before the rounds. ``--arraybench-processes=1`` is printed for scale only:
 it shows what the plugin's processes cost, and measures less than the plugin does by design.
+Each measuring session also says where its seconds went (before its first test, sampling, the
+rest of measuring, after its last test; CPU in pytest and in its workers), and importing the
+libraries a disabled session calls is timed alone: the floor of ``--arraybench-disable``.
 
 Goals: the plugin within 1.5x of pytest-benchmark on the same two functions; ``--arraybench-disable``
 at most pytest-benchmark's time; a 2-cell session at the plugin's defaults within 10 s;
@@ -239,10 +242,15 @@ def _measure(folder: Path, rounds: int) -> int:
         "plugin, the same 2 (a 2-cell session at its defaults)"]
     checks = [
         ("plugin / pytest-benchmark on the same 2 functions", plugin / anchor, 1.5, "x"),
+        ("  its floor: the plugin's sampling alone / pytest-benchmark",
+         statistics.median(r[3] for r in sessions["plugin, the same 2 (a 2-cell session at its defaults)"])
+         / anchor, None, "x"),
         ("--arraybench-disable (NumPy named) / pytest-benchmark timed",
          median["plugin --arraybench-disable, NumPy named"] / anchor, 1.0, "x"),
         ("--arraybench-disable (every library) / pytest-benchmark timed",
          median["plugin --arraybench-disable, every installed library"] / anchor, 1.0, "x"),
+        ("  its floor: importing its libraries alone / pytest-benchmark",
+         median[f"python -c 'import {libraries}' (for scale)"] / anchor, None, "x"),
         ("--arraybench-disable (NumPy named) / --benchmark-disable",
          median["plugin --arraybench-disable, NumPy named"] / median["pytest-benchmark --benchmark-disable"],
          None, "x"),
