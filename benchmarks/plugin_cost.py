@@ -13,6 +13,9 @@ same input (a standard-normal vector of 100,000 float64). Nothing here touches t
 every process gets a data folder of its own (``XDG_DATA_HOME``), and bytecode is cached in the
 run's folder, made once before the rounds. ``--arraybench-processes=1`` is printed for scale only:
 it shows what the plugin's processes cost, and measures less than the plugin does by design.
+Each measuring session also says where its seconds went (before its first test, sampling, the
+rest of measuring, after its last test; CPU in pytest and in its workers), and importing the
+libraries a disabled session calls is timed alone: the floor of ``--arraybench-disable``.
 
 Goals: the plugin within 1.5x of pytest-benchmark on the same two functions; ``--arraybench-disable``
 at most pytest-benchmark's time; a 2-cell session at the plugin's defaults within 10 s;
@@ -23,6 +26,7 @@ within 0.3 s.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import resource
 import shutil
@@ -75,17 +79,44 @@ def test_norm(arraybench_run):
     arraybench_run(norm)
 """
 
-#: Counts the worker processes a plugin session kept (its pool's logs, one per worker) as it ends.
-COUNT_WORKERS = """
-import glob, os, tempfile
+#: What each plugin session spent, written as it ends (one line a session, tab-separated): its
+#: arguments, the worker processes it kept (its pool's logs, one per worker), the seconds its
+#: workers sampled (the replicates' own sampling time), the CPU of the pytest process and of its
+#: children, and the wall-clock moments its first test began, its last test ended and it ended.
+SESSION_FACTS = """
+import glob, os, resource, tempfile, time
 import pytest
+
+_facts = {}
+
+def pytest_runtest_setup(item):
+    _facts.setdefault("first", time.time())
+
+def pytest_runtest_teardown(item):
+    _facts["last"] = time.time()
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session):
-    logs = glob.glob(os.path.join(tempfile.gettempdir(), f"arraybench-workers-{os.getpid()}-*", "*.log"))
-    if logs:
-        with open("workers.txt", "a") as f:
-            f.write(" ".join(session.config.invocation_params.args) + f"\\t{len(logs)}\\n")
+    from arraybench.pytest.plugin import _SUITE
+    suite = session.config.stash.get(_SUITE, None)
+    if suite is None or not suite.runs or suite.settings.disable:
+        return
+    _facts["workers"] = len(glob.glob(os.path.join(tempfile.gettempdir(), f"arraybench-workers-{os.getpid()}-*", "*.log")))
+    reps = [rep for run in suite.runs for rec in run.records for rep in rec.replicates]
+    # The fresh-pages side's turns too: its calls' own wall time (it says no elapsed time).
+    _facts["sampling"] = sum(rep.elapsed_s or 0.0 for rep in reps) + sum(
+        rep.other_allocator.usage.wall_s for rep in reps if rep.other_allocator and rep.other_allocator.usage)
+    _facts["args"] = " ".join(session.config.invocation_params.args)
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    if "args" not in _facts:
+        return
+    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    values = (_facts["workers"], _facts["sampling"], own.ru_utime + own.ru_stime,
+              children.ru_utime + children.ru_stime, _facts["first"], _facts["last"], time.time())
+    with open("sessions.txt", "a") as f:
+        f.write(_facts["args"] + "".join(f"\\t{v}" for v in values) + "\\n")
 """
 
 #: A finished 4-cell run for ``report`` to rebuild (measured once, before the rounds).
@@ -100,8 +131,6 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="alternated rounds (default 5)")
     args = parser.parse_args()
-    import importlib.util
-
     if importlib.util.find_spec("pytest_benchmark") is None:  # the anchor every figure is set against
         print("plugin_cost: pytest-benchmark is not installed: pip install -e '.[bench]'", file=sys.stderr)
         return 2
@@ -119,7 +148,7 @@ def _measure(folder: Path, rounds: int) -> int:
     (folder / "test_anchor.py").write_text(ANCHOR)
     (folder / "test_numpy.py").write_text(PLUGIN.format(marker='@pytest.mark.arraybench(backends="numpy")'))
     (folder / "test_defaults.py").write_text(PLUGIN.format(marker=""))
-    (folder / "conftest.py").write_text(COUNT_WORKERS)
+    (folder / "conftest.py").write_text(SESSION_FACTS)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PYTEST_", "ARRAYBENCH_")) and k != "PYTHONDONTWRITEBYTECODE"}
     env["XDG_DATA_HOME"] = str(folder / "data")
@@ -142,7 +171,7 @@ def _measure(folder: Path, rounds: int) -> int:
     for args in (["test_numpy.py", "--arraybench-processes=1", "--arraybench-max-time=0.05"],
                  ["test_defaults.py", "--arraybench-disable"]):
         subprocess.run([*pytest, *args], cwd=folder, env={**env, "PYTHONDONTWRITEBYTECODE": ""}, capture_output=True)
-    (folder / "workers.txt").unlink(missing_ok=True)
+    (folder / "sessions.txt").unlink(missing_ok=True)
     run_dir = folder / "run"
     made = subprocess.run([sys.executable, "-c", MAKE_RUN, str(run_dir)], cwd=folder, env=env,
                           capture_output=True, text=True)
@@ -163,14 +192,23 @@ def _measure(folder: Path, rounds: int) -> int:
         "pytest --version (for scale)": [*pytest[:3], "--version"],
         "python -c pass (for scale)": [sys.executable, "-c", "pass"],
     }
+    # What a disabled session at the defaults cannot do without: each library it calls, imported.
+    libraries = ", ".join(m for m in ("numpy", "torch", "jax") if importlib.util.find_spec(m) is not None)
+    variants[f"python -c 'import {libraries}' (for scale)"] = [sys.executable, "-c", f"import {libraries}"]
     times: dict[str, list[float]] = {name: [] for name in variants}
     cpu: dict[str, list[float]] = {name: [] for name in variants}
+    sessions: dict[str, list[list[float]]] = {name: [] for name in variants}  # SESSION_FACTS, by variant
+    facts = folder / "sessions.txt"
     for round_ in range(rounds):
         order = list(variants) if round_ % 2 == 0 else list(reversed(variants))
         for name in order:
-            before, started = _children_cpu(), time.perf_counter()
+            before, started, began = _children_cpu(), time.perf_counter(), time.time()
             done = subprocess.run(variants[name], cwd=folder, env=env, capture_output=True, text=True)
             took = time.perf_counter() - started
+            if facts.exists():
+                values = [float(v) for v in facts.read_text().split("\t")[1:]]
+                facts.unlink()
+                sessions[name].append([began, began + took, *values])
             cpu[name].append(_children_cpu() - before)  # its workers too: reaped by it, then it by us
             if done.returncode != 0:
                 print(f"{name}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
@@ -179,15 +217,20 @@ def _measure(folder: Path, rounds: int) -> int:
         print(f"round {round_ + 1} of {rounds} done", file=sys.stderr)
 
     median = {name: statistics.median(t) for name, t in times.items()}
-    kept: dict[str, list[int]] = {}
-    if (folder / "workers.txt").exists():
-        for line in (folder / "workers.txt").read_text().splitlines():
-            session, count = line.rsplit("\t", 1)
-            kept.setdefault(session, []).append(int(count))
-    print("worker processes a plugin session kept (one per replicate index, shared by its tests; a large "
-          "output's other allocator state adds one, shared too):")
-    for session, counts in kept.items():
-        print(f"  pytest {session}: {counts}")
+    print("where a measuring plugin session's wall time went (medians over the rounds; sampling: the "
+          "seconds its processes sampled, one at a time; measuring's rest: starting, preparing and "
+          "ending worker processes, and the parent's bookkeeping):")
+    for name, rows in sessions.items():
+        if not rows:
+            continue
+        parts = {"before the first test": [r[6] - r[0] for r in rows], "sampling": [r[3] for r in rows],
+                 "measuring's rest": [r[7] - r[6] - r[3] for r in rows],
+                 "after the last test": [r[1] - r[7] for r in rows]}
+        workers = sorted(int(r[2]) for r in rows)
+        print(f"  {name}: " + ", ".join(f"{what} {statistics.median(v):.2f} s" for what, v in parts.items())
+              + f"; CPU {statistics.median(r[4] for r in rows):.2f} s in pytest, "
+              f"{statistics.median(r[5] for r in rows):.2f} s in its {workers} worker processes "
+              "(one per replicate index, shared by its tests; a large output's fresh pages add one)")
     print(f"{rounds} alternated rounds, wall time of each whole process; median [range]; CPU time, median "
           f"(its ratio to pytest-benchmark's)")
     anchor_cpu = statistics.median(cpu["pytest-benchmark, 2 NumPy functions"])
@@ -199,10 +242,15 @@ def _measure(folder: Path, rounds: int) -> int:
         "plugin, the same 2 (a 2-cell session at its defaults)"]
     checks = [
         ("plugin / pytest-benchmark on the same 2 functions", plugin / anchor, 1.5, "x"),
+        ("  its floor: the plugin's sampling alone / pytest-benchmark",
+         statistics.median(r[3] for r in sessions["plugin, the same 2 (a 2-cell session at its defaults)"])
+         / anchor, None, "x"),
         ("--arraybench-disable (NumPy named) / pytest-benchmark timed",
          median["plugin --arraybench-disable, NumPy named"] / anchor, 1.0, "x"),
         ("--arraybench-disable (every library) / pytest-benchmark timed",
          median["plugin --arraybench-disable, every installed library"] / anchor, 1.0, "x"),
+        ("  its floor: importing its libraries alone / pytest-benchmark",
+         median[f"python -c 'import {libraries}' (for scale)"] / anchor, None, "x"),
         ("--arraybench-disable (NumPy named) / --benchmark-disable",
          median["plugin --arraybench-disable, NumPy named"] / median["pytest-benchmark --benchmark-disable"],
          None, "x"),

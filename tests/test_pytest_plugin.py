@@ -471,6 +471,27 @@ def test_disable_starts_no_worker_and_calls_each_cell_once_in_the_session(pytest
     assert all(r.status == "ok" and r.backend == "numpy" and len(r.replicates) == 1 for r in records)
 
 
+def test_disable_keeps_what_a_library_import_made_out_of_the_collectors_sight(pytester, registry_restored):
+    # In a fresh process: what a library's import made is frozen once it is opened, so that no
+    # collection of the session walks it again (pytest collects five times at its end).
+    pytester.makepyfile(test_frozen="""
+import gc
+import arraybench
+
+@arraybench.workload(sizes=[10])
+def plus_one(xp, x):
+    return x + 1
+
+def test_frozen(arraybench_run):
+    assert gc.get_freeze_count() == 0
+    arraybench_run(plus_one, backends=["numpy"])
+    assert gc.get_freeze_count() > 0
+""")
+    named = () if _installed() else ("-p", PLUGIN)
+    result = pytester.runpytest_subprocess(*named, "-p", "no:cacheprovider", "--arraybench-disable")
+    result.assert_outcomes(passed=1)
+
+
 def test_disable_fails_a_test_whose_workload_raises(pytester, registry_restored):
     pytester.makepyfile(test_broken=TWO.split("def test_cube")[0])
     result = run(pytester, "--arraybench-backends=numpy", "--arraybench-disable")

@@ -6,6 +6,7 @@ checked: a call that raises makes its cell ``failed``; a library or device missi
 from __future__ import annotations
 
 import copy
+import gc
 import time
 import uuid
 from datetime import datetime, timezone
@@ -62,6 +63,8 @@ class CalledOnce:
                     opened = f"cannot import {cell.backend}: {exc}"
                 except Exception as exc:  # a broken install is the library's, not the workload's
                     opened = f"{cell.backend} failed to start: {describe_exception(exc)}"
+                else:  # what the import made, out of later collections' sight (1 s of CPU: PyTorch, JAX)
+                    gc.freeze()
             self._opened[key] = opened
         return self._opened[key]
 
