@@ -23,7 +23,7 @@ from .plan import Cell, Plan, build_plan, validate
 from .model.reporter import Reporter
 from .model.results import LEGACY_NAMES, Results, legacy_names, load, resolve
 from .executors.session import Interrupted
-from .store.keeping import StoreChoice
+from .store.store import StoreChoice
 from .workloads.definition import Workload
 from .workloads.registry import BUILTIN, REGISTRY, register
 from .workloads.shipping import needs_shipping, pack

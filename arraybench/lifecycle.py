@@ -25,7 +25,7 @@ from .model.reporter import Reporter
 from .model.results import Results
 from .analysis.policy import RunState
 from .executors.session import Interrupted, Session, stop_signals
-from .store.keeping import StoreChoice, store_run
+from .store.store import StoreChoice, store_run
 from .workloads.trust import check_code, code_of
 from .workloads.registry import REGISTRY
 from .workloads.shipping import ShippingError, receive, ship
