@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ..numeric import medians as stats
 from ..model.cell import case_key
-from ..model.record import Record, Summary
+from ..model.record import Record
 from ..errors import spell
 from ..units import format_change
 from . import significance
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 FASTER, SLOWER, SAME, NOT_COMPARABLE = "faster", "slower", "negligible", "not comparable"
 #: A change the test does not call (as pyperf says it), and one beyond the threshold no test can judge.
 NOT_SIGNIFICANT, CANNOT_TELL = "not significant", "cannot tell"
-ONE_PROCESS_NOTE = "a single process on a side"
 
 DEFAULT_THRESHOLD = 0.02  # ratios within 2% of 1 are "negligible", however significant
 DEFAULT_ALPHA = 0.05
@@ -228,11 +227,9 @@ ROW_COLUMNS = ("workload", "size_label", "size", "config", "backend", "device", 
 
 def _row(r: Record, base_s: float | None, new_s: float | None, ratio: float | None, verdict: str,
          p: float | None, q: float | None, note: str) -> dict[str, Any]:
-    return {"workload": r.workload, "size_label": r.size_label, "size": r.size,
-            "config": r.config_label, "backend": r.backend, "device": r.device, "dtype": r.dtype,
-            "mode": r.mode, "machine": r.machine, "base_median_s": base_s, "new_median_s": new_s,
-            "ratio": ratio, "change": format_change(ratio) if ratio is not None else "",
-            "verdict": verdict, "p_value": p, "q_value": q, "note": note}
+    return dict(zip(ROW_COLUMNS, (r.workload, r.size_label, r.size, r.config_label, r.backend, r.device,
+                                  r.dtype, r.mode, r.machine, base_s, new_s, ratio,
+                                  format_change(ratio) if ratio is not None else "", verdict, p, q, note)))
 
 
 def beyond(ratio: float, threshold: float) -> bool:
@@ -252,7 +249,8 @@ def compare_records(base: Record, new: Record, threshold: float = DEFAULT_THRESH
             change.note = f"{side} is {r.status}" + (f": {r.reason}" if r.reason else "")
             return change
     change.ratio = new.median_s / base.median_s
-    change.one_process = min(_processes(base), _processes(new)) < 2
+    # Version 1 files keep the count of processes as well as their medians.
+    change.one_process = min(r.n_replicates or len(r.replicate_medians_s) for r in (base, new)) < 2
     if None not in (base.ci_low_s, base.ci_high_s, new.ci_low_s, new.ci_high_s):
         change.ci_overlap = not (new.ci_low_s > base.ci_high_s or new.ci_high_s < base.ci_low_s)
     test = significance.welch(base.replicate_medians_s, new.replicate_medians_s)
@@ -262,16 +260,11 @@ def compare_records(base: Record, new: Record, threshold: float = DEFAULT_THRESH
     return change
 
 
-def _processes(r: Record | Summary) -> int:
-    """The processes that measured a record (version 1 files keep the count as well)."""
-    return r.n_replicates or len(r.replicate_medians_s)
-
-
 def _judge(change: CellChange, alpha: float, threshold: float) -> None:
     """The verdict from the (adjusted) p-value, or from the intervals where there is none."""
     if change.one_process:
         change.significant = False
-        change.note = ONE_PROCESS_NOTE
+        change.note = "a single process on a side"
         change.verdict = CANNOT_TELL if beyond(change.ratio, threshold) else SAME
         return
     if change.q_value is not None:

@@ -21,7 +21,7 @@ from .notes import (CI_LEGEND, RANGES_LEGEND, NoteBook, Row, case_lines, ci_text
 from .terminal import (Column, Row as TableRow, build_table, fitted_table, measure, console as safe_console,
                        plain)
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, library_label, size_text
-from ..analysis.modes import Histogram, record_histogram
+from ..analysis.aggregate import Histogram, record_histogram
 from ..analysis.memory import FLOOR_BYTES, MemoryGap, allocator_reserve, times_output
 from ..analysis.roofline import ceilings, share
 from ..errors import printable
