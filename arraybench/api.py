@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from .executors.cluster import check_options as check_cluster_options
 from .errors import UsageError, option_name, unknown_name
 from .model.options import DTYPES, RunOptions, parse_context
-from .workloads.sizes import parse_sizes
 from .options import KEYWORDS
 from .lifecycle import ContextLabels, execute, reporter_for, resume
 from .plan import Cell, Plan, build_plan, validate
@@ -24,7 +23,7 @@ from .model.reporter import Reporter
 from .model.results import LEGACY_NAMES, Results, legacy_names, load, resolve
 from .executors.session import Interrupted
 from .store.store import StoreChoice
-from .workloads.definition import Workload
+from .workloads.definition import Workload, parse_sizes
 from .workloads.registry import BUILTIN, REGISTRY, register
 from .workloads.shipping import needs_shipping, pack
 from .workloads.userfile import load_files

@@ -47,7 +47,8 @@ def pack(workloads: list[Workload]) -> bytes:
                 "inside the function, or define the workload in a file and pass it with "
                 "--workload-files (workload_files=)") from None
     payload = {"workloads": workloads, "sources": _sources(workloads),
-               "filenames": [[_filename(fn) for fn in wl.functions()] for wl in workloads]}
+               "filenames": [[c.co_filename if isinstance(c := getattr(fn, "__code__", None), types.CodeType)
+                              else None for fn in wl.functions()] for wl in workloads]}
     return cloudpickle.dumps(payload)
 
 
@@ -75,7 +76,9 @@ def receive(path: str | os.PathLike[str]) -> list[str]:
     shipped = payload.get("workloads", [])
     for wl, filenames in zip(shipped, payload.get("filenames") or [[]] * len(shipped)):
         for fn, filename in zip(wl.functions(), filenames):
-            _refile(fn, filename)
+            # Its file given back: cloudpickle (>= 3.1.3) ships code as ``<dynamic-code>``.
+            if isinstance(fn, types.FunctionType) and filename:
+                fn.__code__ = _with_filename(fn.__code__, filename)
         register(wl)
         names.append(wl.name)
     return names
@@ -97,17 +100,6 @@ def _by_value(fn: Any) -> None:
         return
     with contextlib.suppress(ValueError):  # one cloudpickle refuses (a package's submodule): by reference
         cloudpickle.register_pickle_by_value(module)
-
-
-def _filename(fn: Any) -> str | None:
-    code = getattr(fn, "__code__", None)
-    return code.co_filename if isinstance(code, types.CodeType) else None
-
-
-def _refile(fn: Any, filename: str | None) -> None:
-    """Give ``fn``'s code back its file: cloudpickle (>= 3.1.3) ships code as ``<dynamic-code>``."""
-    if isinstance(fn, types.FunctionType) and filename:
-        fn.__code__ = _with_filename(fn.__code__, filename)
 
 
 def _with_filename(code: types.CodeType, filename: str) -> types.CodeType:

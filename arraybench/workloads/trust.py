@@ -34,7 +34,7 @@ _KEY_BYTES = 32
 
 
 def key_path() -> Path:
-    import platformdirs  # the store's data folder (``store.location``), named without importing it
+    import platformdirs  # the store's data folder (``store.database``), named without importing it
 
     return Path(platformdirs.user_data_dir("arraybench", appauthor=False)) / KEY_NAME
 

@@ -236,11 +236,6 @@ def load_files(paths: list[str], *, missing_ok: bool = False) -> LoadedFiles:
     return loaded
 
 
-def load_workload_files(paths: list[str]) -> dict[str, str]:
-    """Import files inside a worker; return {file: error} for those that fail (nothing raises)."""
-    return load_files(paths, missing_ok=True).errors
-
-
 def missing_workload_reason(name: str, errors: dict[str, str]) -> str:
     """Why a planned workload is not defined in a worker: the files that did not load there."""
     if not errors:
