@@ -227,9 +227,10 @@ ROW_COLUMNS = ("workload", "size_label", "size", "config", "backend", "device", 
 
 def _row(r: Record, base_s: float | None, new_s: float | None, ratio: float | None, verdict: str,
          p: float | None, q: float | None, note: str) -> dict[str, Any]:
-    return dict(zip(ROW_COLUMNS, (r.workload, r.size_label, r.size, r.config_label, r.backend, r.device,
-                                  r.dtype, r.mode, r.machine, base_s, new_s, ratio,
-                                  format_change(ratio) if ratio is not None else "", verdict, p, q, note)))
+    change = format_change(ratio) if ratio is not None else ""
+    return dict(zip(ROW_COLUMNS, (r.workload, r.size_label, r.size, r.config_label, r.backend,
+                                  r.device, r.dtype, r.mode, r.machine, base_s, new_s, ratio, change,
+                                  verdict, p, q, note)))
 
 
 def beyond(ratio: float, threshold: float) -> bool:
@@ -275,14 +276,8 @@ def _judge(change: CellChange, alpha: float, threshold: float) -> None:
         change.note = "no processes' medians saved: judged on the confidence intervals"
     else:
         change.note = "no processes' medians or confidence intervals: cannot judge significance"
-    if change.significant and change.ratio > 1 + threshold:
-        change.verdict = SLOWER
-    elif change.significant and change.ratio < 1 / (1 + threshold):
-        change.verdict = FASTER
-    elif change.significant:
-        change.verdict = SAME
-    else:
-        change.verdict = NOT_SIGNIFICANT
+    change.verdict = (NOT_SIGNIFICANT if not change.significant else SLOWER if change.ratio > 1 + threshold
+                      else FASTER if change.ratio < 1 / (1 + threshold) else SAME)
 
 
 def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,

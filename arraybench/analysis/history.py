@@ -213,7 +213,8 @@ def causes(before: Point, after: Point) -> list[str]:
         return None
 
     a, b = code(before), code(after)
-    out = [f"the workload's code ({str(a)[:8]} → {str(b)[:8]})"] if None not in (a, b) and a != b else []
+    changed = None not in (a, b) and a != b
+    out = [f"the workload's code ({str(a)[:8]} → {str(b)[:8]})"] if changed else []
     out += [f"{name} {a} → {b}" for name, a, b in library_changes(env_a, env_b)]
     if env_a.get("blas") != env_b.get("blas") and env_a.get("blas") and env_b.get("blas"):
         out.append(f"BLAS {env_a.get('blas')} → {env_b.get('blas')}")
@@ -254,7 +255,8 @@ def version_changes(series: Sequence[Series]) -> list[VersionChange]:
     return [VersionChange(machine_id, run, tuple(changed))
             for machine_id, ordered in _runs_by_machine(series).items()
             for (prev, prev_label), (run, label) in zip(ordered, ordered[1:])
-            if (changed := library_changes(prev.machine_environment(prev_label), run.machine_environment(label)))]
+            if (changed := library_changes(prev.machine_environment(prev_label),
+                                           run.machine_environment(label)))]
 
 
 def history(entries: Iterable[Entry], runs: Mapping[str, RunInfo], *,

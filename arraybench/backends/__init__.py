@@ -82,7 +82,8 @@ SPECS: dict[str, BackendSpec] = {s.name: s for s in (
     BackendSpec("torch", "PyTorch", ("cpu", "gpu")),
     BackendSpec("jax", "JAX", ("cpu", "gpu")),
     BackendSpec("mlx", "MLX", ("cpu", "gpu")),
-    BackendSpec("cupy", "CuPy", ("gpu",), ("cupy", "cupy-cuda12x", "cupy-cuda13x", "cupy-cuda11x", "cupy-rocm-6-0")),
+    BackendSpec("cupy", "CuPy", ("gpu",),
+                ("cupy", "cupy-cuda12x", "cupy-cuda13x", "cupy-cuda11x", "cupy-rocm-6-0")),
 )}
 
 

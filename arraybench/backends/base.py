@@ -141,7 +141,8 @@ class Backend(abc.ABC):
         """Why this device cannot compute in ``dtype`` (no float64 on Apple GPUs), or None."""
         if not self.metal_lacks or dtype not in METAL_MISSING:
             return None
-        return f"{self.metal_lacks.format(dtype=dtype)} (Metal has no 64-bit floating point); --dtype float32 runs it"
+        return (f"{self.metal_lacks.format(dtype=dtype)} (Metal has no 64-bit floating point); "
+                "--dtype float32 runs it")
 
     def evaluated(self, op: Callable[..., Any]) -> Callable[..., Any]:
         """``op`` made to compute all it returns before it returns (a lazy library's evaluation)."""
