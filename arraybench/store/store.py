@@ -126,10 +126,9 @@ class Store:
         return Added(rid, ADDED if inserted else UPDATED, len(rows))
 
     # -- reading --------------------------------------------------------------------------------
-    def runs(self, *, since: str | None = None, machine: str | None = None,
-             project: str | None = None) -> list[StoredRun]:
-        """The runs stored, oldest first, since an ISO time, of a machine id prefix, of a project."""
-        where, params = _where(since=since, machine=machine, project=project, table="runs")
+    def runs(self, *, machine: str | None = None, project: str | None = None) -> list[StoredRun]:
+        """The runs stored, oldest first, of a machine id prefix, of a project."""
+        where, params = _where(machine=machine, project=project, table="runs")
         rows = self.db.execute(
             "SELECT run_id, started_at, stored_at, complete, arraybench, machine_id, source, context, "
             "(SELECT COUNT(*) FROM records WHERE records.run_id = runs.run_id), "
@@ -261,7 +260,7 @@ def _record_row(rid: str, results: "Results", r: Any) -> tuple:
             r.median_s, r.ci_low_s, r.ci_high_s, r.n_replicates)
 
 
-def _where(*, since: str | None, machine: str | None, table: str, project: str | None = None,
+def _where(*, since: str | None = None, machine: str | None, table: str, project: str | None = None,
            workloads: Iterable[str] = (), backends: Iterable[str] = ()) -> tuple[str, list[Any]]:
     given = [("runs.started_at >= ?", since or None), ("runs.project = ?", project),
              (f"{table}.machine_id LIKE ?", f"{machine}%" if machine else None)]
