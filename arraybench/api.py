@@ -25,7 +25,7 @@ from .executors.session import Interrupted
 from .store.store import StoreChoice
 from .workloads.definition import Workload, parse_sizes
 from .workloads.registry import BUILTIN, REGISTRY, register
-from .workloads.shipping import needs_shipping, pack
+from .workloads.trust import needs_shipping, pack
 from .workloads.userfile import load_files
 from .outdir import claim_for_report
 from .store.refs import load_run

@@ -26,9 +26,8 @@ from .model.results import Results
 from .analysis.policy import RunState
 from .executors.session import Interrupted, Session, stop_signals
 from .store.store import StoreChoice, store_run
-from .workloads.trust import check_code, code_of
+from .workloads.trust import ShippingError, check_code, code_of, receive, ship
 from .workloads.registry import REGISTRY
-from .workloads.shipping import ShippingError, receive, ship
 from .workloads.userfile import LoadedFiles, load_files
 
 if TYPE_CHECKING:

@@ -153,7 +153,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     from .prepare import ReferenceCache, finish, prepare
     from ..model.replicate import Replicate
     from ..workloads import REGISTRY
-    from ..workloads.shipping import ShippingError, receive
+    from ..workloads.trust import ShippingError, receive
     from ..workloads.userfile import describe_exception, load_files, missing_workload_reason
 
     files = list(job.workload_files)
