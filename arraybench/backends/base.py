@@ -22,11 +22,8 @@ Gradient = Literal["autodiff", "finite_differences", "analytic"]
 def tf32_in_effect(allowed: bool, dtype: str, compute_capability: tuple[int, int] | None) -> bool:
     """Whether a library that allows TF32 really runs float32 matmuls in it on this GPU: from
     compute capability 8.0, for float32 and complex64, unless ``NVIDIA_TF32_OVERRIDE=0``."""
-    if not allowed or dtype not in ("float32", "complex64") or compute_capability is None:
-        return False
-    if os.environ.get("NVIDIA_TF32_OVERRIDE", "").strip() == "0":
-        return False
-    return compute_capability >= (8, 0)
+    return (allowed and dtype in ("float32", "complex64") and compute_capability is not None
+            and os.environ.get("NVIDIA_TF32_OVERRIDE", "").strip() != "0" and compute_capability >= (8, 0))
 
 
 #: The GPU variables every CUDA library reads (the whole list is ``knobs.GPU``).
