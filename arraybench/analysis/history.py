@@ -13,9 +13,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..model.cell import config_label, environment_in_key
-from ..model.runs import Entry, RunInfo, describe, fingerprint_changes
-from .compare import DEFAULT_THRESHOLD, beyond, settings_differences
-from .significance import LogEstimate, benjamini_hochberg, welch_test
+from ..model.runs import Entry, RunInfo, describe, fingerprint_changes, settings_differences
+from .compare import DEFAULT_THRESHOLD, LogEstimate, benjamini_hochberg, beyond, welch_test
 
 #: The false discovery rate allowed across all the steps of one history.
 DEFAULT_FDR = 0.05
