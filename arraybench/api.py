@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from .executors.cluster import check_options as check_cluster_options
 from .errors import UsageError, option_name, unknown_name
 from .model.options import DTYPES, RunOptions, parse_context
-from .workloads.sizes import parse_sizes
 from .options import KEYWORDS
 from .lifecycle import ContextLabels, execute, reporter_for, resume
 from .plan import Cell, Plan, build_plan, validate
@@ -25,10 +24,10 @@ from .model.results import LEGACY_NAMES, Results, legacy_names, load, resolve
 from .model.runs import default_label, merge as merge_runs
 from .model.schema import problem
 from .executors.session import Interrupted
-from .store.keeping import StoreChoice
-from .workloads.definition import Workload
+from .store.store import StoreChoice
+from .workloads.definition import Workload, parse_sizes
 from .workloads.registry import BUILTIN, REGISTRY, expand, register
-from .workloads.shipping import needs_shipping, pack
+from .workloads.trust import needs_shipping, pack
 from .workloads.userfile import load_files
 from .outdir import claim_for_report, prepare
 from .store.refs import load_run

@@ -27,11 +27,10 @@ from .model.reporter import Reporter
 from .model.results import Results
 from .analysis.policy import RunState
 from .executors.session import Interrupted, Session, stop_signals
-from .store.keeping import StoreChoice, store_run
+from .store.store import StoreChoice, store_run
 from .workloads import trust
-from .workloads.trust import check_code, code_of
+from .workloads.trust import ShippingError, check_code, code_of, receive, ship
 from .workloads.registry import REGISTRY
-from .workloads.shipping import ShippingError, receive, ship
 from .workloads.userfile import LoadedFiles, load_files
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from .host import environments
 from .errors import UsageError, from_command_line, option_name, unknown_name
 from .model.cell import DTYPES, MODES, Cell
 from .model.options import MAX_PROCESSES, RunOptions
-from .workloads.sizes import parse_size
+from .workloads.definition import parse_size
 from .options import ALLOCATOR_CHOICES
 from .workloads.definition import Workload
 from .workloads.registry import CEILING_WORKLOADS, GROUPS, expand

@@ -37,7 +37,7 @@ from arraybench import Check, workload  # noqa: E402
 from arraybench import backends  # noqa: E402
 from arraybench.model.cell import Cell  # noqa: E402
 from arraybench.worker.prepare import ReferenceCache, prepare  # noqa: E402
-from arraybench.model.timer_settings import TimerSettings  # noqa: E402
+from arraybench.model.replicate import TimerSettings  # noqa: E402
 from arraybench.workloads.definition import Workload  # noqa: E402
 from arraybench.workloads.registry import REGISTRY  # noqa: E402
 from arraybench.workloads.userfile import import_workload_file  # noqa: E402

@@ -9,10 +9,9 @@ from __future__ import annotations
 import gc
 from typing import Any, Callable
 
-from arraybench.model.replicate import Replicate
+from arraybench.model.replicate import Replicate, TimerSettings
 from arraybench.model.cell import Cell
 from arraybench.worker.prepare import ReferenceCache, finish, prepare
-from arraybench.model.timer_settings import TimerSettings
 from arraybench.worker.sampling import gc_paused
 from arraybench.workloads.definition import Workload
 

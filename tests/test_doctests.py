@@ -10,7 +10,7 @@ import pytest
 #: Every module whose docstrings hold examples (``>>>``); the test below fails on one left out.
 MODULES = ("arraybench.model.schema", "arraybench.worker.timer", "arraybench.worker.counters",
            "arraybench.render.comparison", "arraybench.api", "arraybench.numeric.medians",
-           "arraybench.analysis.significance")
+           "arraybench.analysis.compare")
 
 
 @pytest.mark.parametrize("name", MODULES)

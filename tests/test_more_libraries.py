@@ -243,7 +243,7 @@ def _judged_on_mlx(wl, n, dtype="float64", mode="latency"):
     """One cell prepared and judged in this process by the worker's own code, on the real MLX."""
     from arraybench.model.cell import Cell
     from arraybench.worker.prepare import ReferenceCache, prepare
-    from arraybench.model.timer_settings import TimerSettings
+    from arraybench.model.replicate import TimerSettings
 
     quick = TimerSettings(min_samples=1, max_samples=1, budget_s=0.0, warmup_s=0.0, target_sample_s=1e-6)
     cell = Cell(wl.name, str(n), n, "mlx", "cpu", dtype, mode, params=wl.params_for(n))

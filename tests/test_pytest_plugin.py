@@ -20,7 +20,7 @@ import arraybench.api  # noqa: F401
 import arraybench.commands.compare  # noqa: F401
 import arraybench.store.refs  # noqa: F401
 import arraybench.render.report  # noqa: F401
-import arraybench.store.keeping  # noqa: F401
+import arraybench.store.store  # noqa: F401
 import scipy.special  # noqa: F401
 
 pytest_plugins = ["pytester"]

@@ -1,31 +1,125 @@
 """Two runs side by side: per cell, the ratio of medians and whether the change is real.
 
-A change is called where it is significant (``significance``: Welch's t on the processes' log
-medians, Benjamini–Hochberg over every cell; a version 1 file without them is judged on its
-intervals) and beyond ``threshold``. A side measured in one process cannot show the variation
-between processes: its change is "cannot tell". Cells in one run only are listed, never dropped.
+A change is called where it is significant and beyond ``threshold``. The one test, here and in
+``history``: Welch's t on the log of a cell's time, the process being the unit that repeats, the
+log making a change a ratio, Welch's form letting the runs differ in spread and in processes;
+Benjamini–Hochberg keeps the share of false discoveries among many cells at ``alpha``. A version 1 file without processes' medians is judged on its intervals. A side
+measured in one process cannot show the variation between processes: its change is "cannot tell".
+Cells in one run only are listed, never dropped.
+
+>>> round(welch([1.0, 1.02, 0.98], [1.5, 1.53, 1.47]).p_value, 6) < 0.001
+True
+>>> [round(v, 4) for v in q_values([0.01, 0.04, 0.03, 0.5])]
+[0.04, 0.0533, 0.0533, 0.5]
+>>> benjamini_hochberg([0.001, 0.04, 0.03, 0.5], q=0.05)
+[True, False, False, False]
 """
 
 from __future__ import annotations
 
+import math
+import statistics
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Sequence
 
 from ..numeric import medians as stats
 from ..model.cell import case_key
-from ..model.record import Record, Summary
+from ..model.record import Record
+from ..model.results import Results, pandas
+from ..model.runs import environment_differences, settings_differences
 from ..errors import spell
 from ..units import format_change
-from . import significance
 from .grouping import config_sort_key, is_valid, size_sort_key
 
-if TYPE_CHECKING:
-    from ..model.results import Results
+TEST = "Welch's t-test on the processes' log medians"
+#: How the correction is named in what arraybench prints.
+CORRECTION = "Benjamini–Hochberg"
+
+
+@dataclass(frozen=True)
+class TTest:
+    """A two-sided Welch t-test: the statistic, its degrees of freedom, the p-value."""
+
+    t: float
+    df: float
+    p_value: float
+
+
+@dataclass(frozen=True)
+class LogEstimate:
+    """A cell's log time in one run: its estimate, standard error and degrees of freedom."""
+
+    mean: float
+    se: float
+    df: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> LogEstimate | None:
+        """The mean of the logs of each process's median and its standard error; None for fewer than two."""
+        if len(values) < 2 or min(values) <= 0:
+            return None
+        logs = [math.log(v) for v in values]
+        k = len(logs)
+        return cls(statistics.fmean(logs), statistics.stdev(logs) / math.sqrt(k), k - 1)
+
+    @classmethod
+    def from_interval(cls, center: float, low: float | None, high: float | None, processes: int,
+                      confidence: float = stats.CONFIDENCE) -> LogEstimate | None:
+        """The estimate an interval over ``processes`` processes was built from, read back off its
+        width; None for no interval, a degenerate one or one process."""
+        if processes < 2 or low is None or high is None or min(center, low, high) <= 0:
+            return None
+        half = (math.log(high) - math.log(low)) / 2
+        return cls(math.log(center), half / stats.spread_factor(processes, confidence), processes - 1)
+
+
+def welch_test(base: LogEstimate, new: LogEstimate) -> TTest:
+    """Welch's two-sided t-test of a change from ``base`` to ``new`` (Welch–Satterthwaite df)."""
+    va, vb = base.se**2, new.se**2
+    se = math.sqrt(va + vb)
+    if se == 0:
+        same = math.isclose(base.mean, new.mean, rel_tol=0, abs_tol=1e-12)
+        return TTest(0.0 if same else math.copysign(math.inf, new.mean - base.mean), math.inf,
+                     1.0 if same else 0.0)
+    t = (new.mean - base.mean) / se
+    # Welch–Satterthwaite; an error known exactly (df = inf) adds nothing, and two such are a z-test.
+    spread = sum(v**2 / d for v, d in ((va, base.df), (vb, new.df)) if v)
+    df = (va + vb) ** 2 / spread if spread else math.inf
+    # Imported here: scipy.special costs a third of scipy.stats's second, which only a comparison pays.
+    from scipy.special import stdtr
+
+    return TTest(t, df, min(1.0, float(2 * stdtr(df, -abs(t)))))
+
+
+def welch(base: Sequence[float], new: Sequence[float]) -> TTest | None:
+    """Welch's t-test of the logs of each process's median; None where a side has fewer than two."""
+    a, b = LogEstimate.of(base), LogEstimate.of(new)
+    return None if a is None or b is None else welch_test(a, b)
+
+
+def q_values(p_values: Sequence[float]) -> list[float]:
+    """Benjamini–Hochberg adjusted p-values, in the order given."""
+    # The step-up rule itself, as scipy.stats.false_discovery_control computes it (the tests
+    # hold the two equal): importing scipy.stats costs a run or a report most of a second.
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    q = [0.0] * m
+    running = 1.0
+    for rank in range(m, 0, -1):
+        i = order[rank - 1]
+        running = min(running, p_values[i] * m / rank)
+        q[i] = running
+    return q
+
+
+def benjamini_hochberg(p_values: Sequence[float], q: float = 0.05) -> list[bool]:
+    """Which hypotheses to reject at false discovery rate ``q``, in the order given."""
+    return [v <= q for v in q_values(p_values)]
+
 
 FASTER, SLOWER, SAME, NOT_COMPARABLE = "faster", "slower", "negligible", "not comparable"
 #: A change the test does not call (as pyperf says it), and one beyond the threshold no test can judge.
 NOT_SIGNIFICANT, CANNOT_TELL = "not significant", "cannot tell"
-ONE_PROCESS_NOTE = "a single process on a side"
 
 DEFAULT_THRESHOLD = 0.02  # ratios within 2% of 1 are "negligible", however significant
 DEFAULT_ALPHA = 0.05
@@ -72,8 +166,8 @@ class Comparison:
     threshold: float
     alpha: float
     environment_differences: list[tuple[str, str, str]] = field(default_factory=list)
-    test: str = significance.TEST
-    correction: str = significance.CORRECTION
+    test: str = TEST
+    correction: str = CORRECTION
     new_complete: bool = True
     #: Which backends, devices and modes the new run chose to measure.
     new_settings: dict[str, Any] = field(default_factory=dict)
@@ -100,12 +194,7 @@ class Comparison:
 
     def to_dataframe(self) -> Any:
         """``rows()`` as a pandas DataFrame, one row per cell (pandas is not a dependency)."""
-        try:
-            import pandas as pd
-        except ImportError:
-            raise ImportError("Comparison.to_dataframe() needs pandas, which arraybench does not "
-                              "install: pip install pandas") from None
-        return pd.DataFrame(self.rows(), columns=list(ROW_COLUMNS))
+        return pandas("Comparison.to_dataframe()").DataFrame(self.rows(), columns=list(ROW_COLUMNS))
 
     @property
     def method(self) -> str:
@@ -228,11 +317,10 @@ ROW_COLUMNS = ("workload", "size_label", "size", "config", "backend", "device", 
 
 def _row(r: Record, base_s: float | None, new_s: float | None, ratio: float | None, verdict: str,
          p: float | None, q: float | None, note: str) -> dict[str, Any]:
-    return {"workload": r.workload, "size_label": r.size_label, "size": r.size,
-            "config": r.config_label, "backend": r.backend, "device": r.device, "dtype": r.dtype,
-            "mode": r.mode, "machine": r.machine, "base_median_s": base_s, "new_median_s": new_s,
-            "ratio": ratio, "change": format_change(ratio) if ratio is not None else "",
-            "verdict": verdict, "p_value": p, "q_value": q, "note": note}
+    change = format_change(ratio) if ratio is not None else ""
+    return dict(zip(ROW_COLUMNS, (r.workload, r.size_label, r.size, r.config_label, r.backend,
+                                  r.device, r.dtype, r.mode, r.machine, base_s, new_s, ratio, change,
+                                  verdict, p, q, note)))
 
 
 def beyond(ratio: float, threshold: float) -> bool:
@@ -252,26 +340,22 @@ def compare_records(base: Record, new: Record, threshold: float = DEFAULT_THRESH
             change.note = f"{side} is {r.status}" + (f": {r.reason}" if r.reason else "")
             return change
     change.ratio = new.median_s / base.median_s
-    change.one_process = min(_processes(base), _processes(new)) < 2
+    # Version 1 files keep the count of processes as well as their medians.
+    change.one_process = min(r.n_replicates or len(r.replicate_medians_s) for r in (base, new)) < 2
     if None not in (base.ci_low_s, base.ci_high_s, new.ci_low_s, new.ci_high_s):
         change.ci_overlap = not (new.ci_low_s > base.ci_high_s or new.ci_high_s < base.ci_low_s)
-    test = significance.welch(base.replicate_medians_s, new.replicate_medians_s)
+    test = welch(base.replicate_medians_s, new.replicate_medians_s)
     if test is not None:
         change.p_value = change.q_value = test.p_value
     _judge(change, alpha, threshold)
     return change
 
 
-def _processes(r: Record | Summary) -> int:
-    """The processes that measured a record (version 1 files keep the count as well)."""
-    return r.n_replicates or len(r.replicate_medians_s)
-
-
 def _judge(change: CellChange, alpha: float, threshold: float) -> None:
     """The verdict from the (adjusted) p-value, or from the intervals where there is none."""
     if change.one_process:
         change.significant = False
-        change.note = ONE_PROCESS_NOTE
+        change.note = "a single process on a side"
         change.verdict = CANNOT_TELL if beyond(change.ratio, threshold) else SAME
         return
     if change.q_value is not None:
@@ -282,14 +366,8 @@ def _judge(change: CellChange, alpha: float, threshold: float) -> None:
         change.note = "no processes' medians saved: judged on the confidence intervals"
     else:
         change.note = "no processes' medians or confidence intervals: cannot judge significance"
-    if change.significant and change.ratio > 1 + threshold:
-        change.verdict = SLOWER
-    elif change.significant and change.ratio < 1 / (1 + threshold):
-        change.verdict = FASTER
-    elif change.significant:
-        change.verdict = SAME
-    else:
-        change.verdict = NOT_SIGNIFICANT
+    change.verdict = (NOT_SIGNIFICANT if not change.significant else SLOWER if change.ratio > 1 + threshold
+                      else FASTER if change.ratio < 1 / (1 + threshold) else SAME)
 
 
 def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
@@ -304,7 +382,7 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
                    key=lambda r: (r.workload, size_sort_key(r), config_sort_key(r)))
     changes = [compare_records(base_by[match(r)], r, threshold, alpha) for r in order]
     tested = [c for c in changes if c.p_value is not None]
-    for c, q in zip(tested, significance.q_values([c.p_value for c in tested])):
+    for c, q in zip(tested, q_values([c.p_value for c in tested])):
         c.q_value = q
         _judge(c, alpha, threshold)
     return Comparison(
@@ -317,32 +395,3 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
                                  + settings_differences(base.settings, new.settings)),
         new_complete=new.complete, new_settings=dict(new.settings),
     )
-
-
-_ENV_KEYS = ("cpu_model", "cpu_count", "cpus_available", "gpu_name", "python", "platform", "blas")
-
-
-def environment_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    """(what, in base, in new) for the machine facts and library versions that differ."""
-    out = [(k, str(base.get(k)), str(new.get(k))) for k in _ENV_KEYS if base.get(k) != new.get(k)]
-    libs_a = base.get("libraries") or {}
-    libs_b = new.get("libraries") or {}
-    if isinstance(libs_a, Mapping) and isinstance(libs_b, Mapping):
-        for name in dict.fromkeys([*libs_a, *libs_b]):
-            if libs_a.get(name) != libs_b.get(name):
-                out.append((name, str(libs_a.get(name)), str(libs_b.get(name))))
-    return out
-
-
-_SETTING_KEYS = ("threads", "processes", "max_processes", "max_time", "min_samples", "rel_ci", "cold",
-                 "allow_tf32")
-
-
-#: Settings whose command-line name is not their own.
-_SETTING_NAMES = {"processes": "--processes (least)", "max_processes": "--processes (most)"}
-
-
-def settings_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    """(setting, in base, in new) for the run settings that change what a time means."""
-    return [(_SETTING_NAMES.get(k, f"--{k.replace('_', '-')}"), str(base.get(k)), str(new.get(k)))
-            for k in _SETTING_KEYS if k in base and k in new and base.get(k) != new.get(k)]

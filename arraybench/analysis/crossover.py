@@ -22,22 +22,11 @@ class Point:
     low: float | None = None
     high: float | None = None
 
-    @property
-    def lo(self) -> float:
-        return self.low if self.low is not None else self.median
-
-    @property
-    def hi(self) -> float:
-        return self.high if self.high is not None else self.median
-
 
 def outcome(a: Point, b: Point) -> str:
-    """'win', 'loss' or 'level' for a against b at one size."""
-    if a.hi < b.lo:
-        return "win"
-    if a.lo > b.hi:
-        return "loss"
-    return "level"
+    """'win', 'loss' or 'level' for a against b at one size (a missing end of a CI is its median)."""
+    a_lo, a_hi, b_lo, b_hi = (p.median if v is None else v for p in (a, b) for v in (p.low, p.high))
+    return "win" if a_hi < b_lo else "loss" if a_lo > b_hi else "level"
 
 
 @dataclass(frozen=True)

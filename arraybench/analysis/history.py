@@ -13,9 +13,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..model.cell import config_label, environment_in_key
-from ..model.runs import Entry, RunInfo, describe, fingerprint_changes
-from .compare import DEFAULT_THRESHOLD, beyond, settings_differences
-from .significance import LogEstimate, benjamini_hochberg, welch_test
+from ..model.runs import Entry, RunInfo, describe, fingerprint_changes, settings_differences
+from .compare import DEFAULT_THRESHOLD, LogEstimate, benjamini_hochberg, beyond, welch_test
 
 #: The false discovery rate allowed across all the steps of one history.
 DEFAULT_FDR = 0.05
@@ -205,7 +204,16 @@ def causes(before: Point, after: Point) -> list[str]:
     """What both runs of a step recorded and recorded differently, in words."""
     env_a = before.run.machine_environment(before.entry.machine)
     env_b = after.run.machine_environment(after.entry.machine)
-    out = code_change(before, after)
+    def code(point: Point) -> Any:  # the workload's code's fingerprint, where the run recorded it
+        for env in (point.run.machine_environment(point.entry.machine), point.run.environment):
+            table = env.get("workload_code")
+            if isinstance(table, Mapping) and point.entry.workload in table:
+                return table[point.entry.workload]
+        return None
+
+    a, b = code(before), code(after)
+    changed = None not in (a, b) and a != b
+    out = [f"the workload's code ({str(a)[:8]} → {str(b)[:8]})"] if changed else []
     out += [f"{name} {a} → {b}" for name, a, b in library_changes(env_a, env_b)]
     if env_a.get("blas") != env_b.get("blas") and env_a.get("blas") and env_b.get("blas"):
         out.append(f"BLAS {env_a.get('blas')} → {env_b.get('blas')}")
@@ -217,21 +225,6 @@ def causes(before: Point, after: Point) -> list[str]:
     out += [f"setting {name}: {a} → {b}"
             for name, a, b in settings_differences(before.run.settings, after.run.settings)]
     return out
-
-
-def code_change(before: Point, after: Point) -> list[str]:
-    """The workload's code, where both runs recorded its fingerprint and they differ."""
-    def code(point: Point) -> Any:
-        for env in (point.run.machine_environment(point.entry.machine), point.run.environment):
-            table = env.get("workload_code")
-            if isinstance(table, Mapping) and point.entry.workload in table:
-                return table[point.entry.workload]
-        return None
-
-    a, b = code(before), code(after)
-    if a is None or b is None or a == b:
-        return []
-    return [f"the workload's code ({str(a)[:8]} → {str(b)[:8]})"]
 
 
 def library_changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[str, str, str]]:
@@ -258,13 +251,11 @@ def _runs_by_machine(series: Sequence[Series]) -> dict[str, list[tuple[RunInfo, 
 
 def version_changes(series: Sequence[Series]) -> list[VersionChange]:
     """For each machine, the runs where library versions changed from the machine's run before."""
-    out = []
-    for machine_id, ordered in _runs_by_machine(series).items():
-        for (prev, prev_label), (run, label) in zip(ordered, ordered[1:]):
-            changed = library_changes(prev.machine_environment(prev_label), run.machine_environment(label))
-            if changed:
-                out.append(VersionChange(machine_id, run, tuple(changed)))
-    return out
+    return [VersionChange(machine_id, run, tuple(changed))
+            for machine_id, ordered in _runs_by_machine(series).items()
+            for (prev, prev_label), (run, label) in zip(ordered, ordered[1:])
+            if (changed := library_changes(prev.machine_environment(prev_label),
+                                           run.machine_environment(label)))]
 
 
 def history(entries: Iterable[Entry], runs: Mapping[str, RunInfo], *,
@@ -289,11 +280,9 @@ def history(entries: Iterable[Entry], runs: Mapping[str, RunInfo], *,
             if p is not None:
                 candidates.append((s, a, b, p))
     reject = benjamini_hochberg([c[3] for c in candidates], fdr)
-    steps = []
-    for (s, a, b, p), significant in zip(candidates, reject):
-        ratio = b.median_s / a.median_s
-        if significant and beyond(ratio, threshold) and separated(a, b):
-            steps.append(Step(s, a, b, ratio, p, causes(a, b)))
+    steps = [Step(s, a, b, b.median_s / a.median_s, p, causes(a, b))
+             for (s, a, b, p), significant in zip(candidates, reject)
+             if significant and beyond(b.median_s / a.median_s, threshold) and separated(a, b)]
     ordered_runs = sorted({p.run.run_id: p.run for s in series for p in s.points}.values(), key=_order)
     return History(series, steps, ordered_runs, version_changes(series), threshold, fdr, len(candidates),
                    one_process, latest)

@@ -111,16 +111,10 @@ def _apart(base: Record, new: Record) -> bool:
 def memory_changes(comparison: "Comparison", threshold: float | None = None) -> list[MemoryChange]:
     """Cells whose peak per call moved by more than ``threshold`` and ``FLOOR_BYTES``, processes apart."""
     limit = comparison.threshold if threshold is None else threshold
-    out = []
-    for c in comparison.changes:
-        base, new = c.base, c.new
-        if c.ratio is None or base.peak_bytes is None or new.peak_bytes is None:  # not both valid
-            continue
-        if abs(new.peak_bytes - base.peak_bytes) < FLOOR_BYTES or not _apart(base, new):
-            continue
-        if new.peak_bytes > (1 + limit) * base.peak_bytes or base.peak_bytes > (1 + limit) * new.peak_bytes:
-            out.append(MemoryChange(base, new))
-    return out
+    return [MemoryChange(c.base, c.new) for c in comparison.changes
+            if c.ratio is not None and (a := c.base.peak_bytes) is not None  # both valid, both measured
+            and (b := c.new.peak_bytes) is not None and abs(b - a) >= FLOOR_BYTES
+            and _apart(c.base, c.new) and (b > (1 + limit) * a or a > (1 + limit) * b)]
 
 
 def memory_growth_above(comparison: "Comparison", limit: float) -> list[MemoryChange]:

@@ -11,14 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
-from . import modes
 from ..numeric import medians as stats
+from .aggregate import Contrast, explain, find_modes
 from .grouping import is_valid
 from ..model.runs import machine_environment, machine_id_of
 from ..model.cell import Cell, worker_key
 from ..model.record import BUSY_OTHERS_SHARE, Record
-from ..model.replicate import Replicate
-from ..model.usage import Usage
+from ..model.replicate import Replicate, Usage
 
 #: A pool competes for cores when its threads outnumber the cores other processes left it by this
 #: much: /proc/stat counts in 10 ms ticks, so a fraction of a core either way is noise.
@@ -93,7 +92,7 @@ class Contention:
     between: tuple[int, int, float, float] | None = None
     #: (fast mode, slow mode, what differs between them), where every process competed and its
     #: samples split on the load.
-    split: tuple[float, float, modes.Contrast] | None = None
+    split: tuple[float, float, Contrast] | None = None
     #: The same cell measured with fewer threads on the same machine, and how many.
     fewer: tuple[Record, int] | None = None
 
@@ -154,8 +153,8 @@ def _contention(r: Record, records: list[Record], environment: Mapping[str, Any]
         between = (len(contended), len(timed), _median_time(contended), _median_time(free))
     else:
         medians = [stats.median(rep.samples_s) for rep in timed]
-        clusters = modes.find_modes(medians, [x for rep in timed for x in rep.samples_s])
-        contrast = modes.explain(timed, clusters) if clusters is not None else None
+        clusters = find_modes(medians, [x for rep in timed for x in rep.samples_s])
+        contrast = explain(timed, clusters) if clusters is not None else None
         if clusters is not None and contrast is not None and contrast.quantity.name in CONTENTION_QUANTITIES:
             split = (clusters[0], clusters[1], contrast)
     switches = [rep.usage.involuntary_switches_per_call for rep in contended

@@ -72,13 +72,8 @@ def _quiet_sides_ratio(a: Replicate, b: Replicate) -> _ProcessRatio | None:
 
 def verdict(low: float, high: float) -> str:
     """The verdict of a ratio A/B whose 95% interval is [low, high] (below 1: A takes less time)."""
-    if high < 1.0:
-        return "faster"
-    if low > 1.0:
-        return "slower"
-    if low >= 1.0 / (1.0 + LEVEL_WITHIN) and high <= 1.0 + LEVEL_WITHIN:
-        return "level"
-    return "undecided"
+    level = low >= 1.0 / (1.0 + LEVEL_WITHIN) and high <= 1.0 + LEVEL_WITHIN
+    return "faster" if high < 1.0 else "slower" if low > 1.0 else "level" if level else "undecided"
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,7 @@ from ..host.environments import TWIN, twin_of
 from ..model.cell import Cell, Config, case_key
 from ..model.journal import JournalState
 from ..model.options import RunOptions
-from ..model.replicate import Replicate
-from ..model.timer_settings import TimerSettings
+from ..model.replicate import Replicate, TimerSettings
 from ..numeric.stopping import (LEVEL_WITHIN, BETWEEN_BURSTS, LEAST_SAMPLES_PER_PROCESS, OPEN_BUDGET,
                                 PAIR_ON_TURNS, PAIR_ON_WITHIN, QUIET_ROUNDS, QUIET_STRETCH, RESTED_SHARE,
                                 STRETCH_S)

@@ -22,20 +22,19 @@ DEVICES = ("cpu", "gpu")
 class BackendSpec:
     """A backend as the parent process knows it, without importing its library."""
 
-    name: str
+    name: str  # also the library's import name, and ``arraybench[name]`` installs it
     label: str
-    module: str  # the library's import name
-    distributions: tuple[str, ...]  # pip names that provide it, to report a version
     devices: tuple[str, ...]
-    extra: str  # arraybench[extra] installs it
-    backend_class: str
+    #: pip names that provide it, to report a version (default: its name).
+    distributions: tuple[str, ...] = ()
 
     def missing_reason(self) -> str | None:
         """Why the library cannot be imported here, or None when it is installed."""
         with suppress(ImportError, ValueError):
-            if importlib.util.find_spec(self.module) is not None:
+            if importlib.util.find_spec(self.name) is not None:
                 return None
-        return f"{self.label} is not installed (pip install 'arraybench[{self.extra}]')"
+        extra = "cpu" if self.name == "numpy" else self.name
+        return f"{self.label} is not installed (pip install 'arraybench[{extra}]')"
 
     def preflight(self, device: str) -> str | None:
         """A cheap reason why ``device`` cannot work, found without importing the library (a worker
@@ -57,7 +56,7 @@ class BackendSpec:
 
     def version(self) -> str | None:
         """The installed version from package metadata (no import)."""
-        for dist in self.distributions:
+        for dist in self.distributions or (self.name,):
             with suppress(importlib.metadata.PackageNotFoundError):
                 return importlib.metadata.version(dist)
         return None
@@ -78,20 +77,14 @@ def _jax_gpu_plugin() -> bool:
     return False
 
 
-SPECS: dict[str, BackendSpec] = {
-    s.name: s
-    for s in (
-        BackendSpec("numpy", "NumPy", "numpy", ("numpy",), ("cpu",), "cpu", "NumpyBackend"),
-        BackendSpec("torch", "PyTorch", "torch", ("torch",), ("cpu", "gpu"), "torch", "TorchBackend"),
-        BackendSpec("jax", "JAX", "jax", ("jax",), ("cpu", "gpu"), "jax", "JaxBackend"),
-        BackendSpec("mlx", "MLX", "mlx", ("mlx",), ("cpu", "gpu"), "mlx", "MlxBackend"),
-        BackendSpec(
-            "cupy", "CuPy", "cupy",
-            ("cupy", "cupy-cuda12x", "cupy-cuda13x", "cupy-cuda11x", "cupy-rocm-6-0"),
-            ("gpu",), "cupy", "CupyBackend",
-        ),
-    )
-}
+SPECS: dict[str, BackendSpec] = {s.name: s for s in (
+    BackendSpec("numpy", "NumPy", ("cpu",)),
+    BackendSpec("torch", "PyTorch", ("cpu", "gpu")),
+    BackendSpec("jax", "JAX", ("cpu", "gpu")),
+    BackendSpec("mlx", "MLX", ("cpu", "gpu")),
+    BackendSpec("cupy", "CuPy", ("gpu",),
+                ("cupy", "cupy-cuda12x", "cupy-cuda13x", "cupy-cuda11x", "cupy-rocm-6-0")),
+)}
 
 
 #: The libraries a run uses unless told (the seed's NumPy, PyTorch and JAX, and CuPy on a GPU).
@@ -110,6 +103,5 @@ def spec(name: str) -> BackendSpec:
 
 def load(name: str) -> type[Backend]:
     """Import a backend's module (and so its library) and return its class. Worker processes only."""
-    s = spec(name)
-    module = importlib.import_module(f"{__name__}.{s.name}")
-    return getattr(module, s.backend_class)
+    module = importlib.import_module(f"{__name__}.{spec(name).name}")
+    return getattr(module, f"{name.capitalize()}Backend")  # NumpyBackend, TorchBackend...

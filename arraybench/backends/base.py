@@ -6,6 +6,7 @@ from __future__ import annotations
 import abc
 import os
 import time
+import types
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Literal
@@ -21,11 +22,8 @@ Gradient = Literal["autodiff", "finite_differences", "analytic"]
 def tf32_in_effect(allowed: bool, dtype: str, compute_capability: tuple[int, int] | None) -> bool:
     """Whether a library that allows TF32 really runs float32 matmuls in it on this GPU: from
     compute capability 8.0, for float32 and complex64, unless ``NVIDIA_TF32_OVERRIDE=0``."""
-    if not allowed or dtype not in ("float32", "complex64") or compute_capability is None:
-        return False
-    if os.environ.get("NVIDIA_TF32_OVERRIDE", "").strip() == "0":
-        return False
-    return compute_capability >= (8, 0)
+    return (allowed and dtype in ("float32", "complex64") and compute_capability is not None
+            and os.environ.get("NVIDIA_TF32_OVERRIDE", "").strip() != "0" and compute_capability >= (8, 0))
 
 
 #: The GPU variables every CUDA library reads (the whole list is ``knobs.GPU``).
@@ -37,10 +35,15 @@ def gpu_env(*extra: str) -> dict[str, str]:
     return {k: os.environ[k] for k in (*GPU_ENV_VARS, *extra) if k in os.environ}
 
 
-def analytic_method(method: str) -> str:
-    """How a workload's own gradient (``@wl.gradient``) is computed: "analytic gradient", or
-    "jax.jit of analytic gradient" where ``method`` is "jax.jit"."""
-    return "analytic gradient" if method == "eager" else f"{method} of analytic gradient"
+def module_copy(module: Any, name: str | None = None) -> types.ModuleType:
+    """A module (named ``name``, else as ``module``) holding ``module``'s names, to change some."""
+    copy = types.ModuleType(name or module.__name__, module.__doc__)
+    copy.__dict__.update({k: v for k, v in vars(module).items() if k not in ("__name__", "__doc__")})
+    return copy
+
+
+#: The dtypes an Apple GPU cannot hold: Metal has no 64-bit floating point.
+METAL_MISSING = ("float64", "complex128")
 
 
 class Unavailable(Exception):
@@ -128,9 +131,15 @@ class Backend(abc.ABC):
         """The dtype of a result, spelled as NumPy spells it ("float64", "complex64")."""
         return str(x.dtype).rsplit(".", 1)[-1]
 
+    #: On an Apple GPU, who lacks ``METAL_MISSING`` ("jax-metal has no {dtype}"); "" elsewhere.
+    metal_lacks = ""
+
     def unsupported_dtype(self, dtype: str) -> str | None:
         """Why this device cannot compute in ``dtype`` (no float64 on Apple GPUs), or None."""
-        return None
+        if not self.metal_lacks or dtype not in METAL_MISSING:
+            return None
+        return (f"{self.metal_lacks.format(dtype=dtype)} (Metal has no 64-bit floating point); "
+                "--dtype float32 runs it")
 
     def evaluated(self, op: Callable[..., Any]) -> Callable[..., Any]:
         """``op`` made to compute all it returns before it returns (a lazy library's evaluation)."""
@@ -202,7 +211,9 @@ class Backend(abc.ABC):
 
     def flush_cache(self) -> Callable[[], None] | None:
         """A function that evicts the device's caches, for cold-cache measurements."""
-        return None
+        from .cpu import cpu_flush
+
+        return cpu_flush() if self.device == "cpu" else None
 
     # -- transformations ------------------------------------------------------------------------
     def grad(self, fn: Callable[..., Any]) -> Callable[..., Any]:

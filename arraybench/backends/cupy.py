@@ -33,17 +33,6 @@ def is_out_of_memory(exc: BaseException) -> bool:
         "cudaErrorMemoryAllocation" in text or "ALLOC_FAILED" in text or "out of memory" in text.lower())
 
 
-#: Where CuPy's CUDA errors are defined: matched by module, as the bindings load lazily.
-_CUDA_ERROR_MODULES = ("cupy_backends.cuda.", "cupy.cuda.")
-
-
-def is_device_error(exc: BaseException) -> bool:
-    """Whether ``exc`` comes from CUDA or a CUDA library, not from cupy.fuse tracing a function
-    (its ``CompileException`` is the fuser's limit, not the device's)."""
-    return any((cls.__module__ or "").startswith(_CUDA_ERROR_MODULES) and cls.__name__ != "CompileException"
-               for cls in type(exc).__mro__)
-
-
 #: The blocking kernel queued before each timed call of the device pass (``CudaEvents.hold``).
 _SPIN_SOURCE = r"""
 extern "C" __global__ void arraybench_spin(long long cycles) {
@@ -60,8 +49,10 @@ _FUSION_TYPES = re.compile(r"\b_(?:Fusion\w+|ArrayProxy|ScalarProxy|VariableProx
 def is_fuse_refusal(exc: BaseException) -> bool:
     """Whether ``exc`` is CuPy saying it cannot fuse a function, not a bug in the function: raised
     by CuPy's own code as it traces (the innermost frame is in the cupy package), or naming fusion
-    or one of its types."""
-    if is_device_error(exc):
+    or one of its types. An error of CUDA or a CUDA library (matched by module, as the bindings load
+    lazily) is the device's, but cupy.fuse's ``CompileException`` is the fuser's limit."""
+    if any((cls.__module__ or "").startswith(("cupy_backends.cuda.", "cupy.cuda."))
+           and cls.__name__ != "CompileException" for cls in type(exc).__mro__):
         return False
     frames = traceback.extract_tb(exc.__traceback__)
     if frames and {"cupy", "cupyx"} & set(os.path.normpath(frames[-1].filename).split(os.sep)):

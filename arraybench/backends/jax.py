@@ -18,7 +18,7 @@ import jax.numpy as jnp  # noqa: E402
 
 from .gpu import first_line, l2_cache_bytes  # noqa: E402
 from .base import Backend, Unavailable, batched_loop, gpu_env, tf32_in_effect  # noqa: E402
-from .cpu import cpu_flush, cpu_threads_info  # noqa: E402
+from .cpu import cpu_threads_info  # noqa: E402
 
 
 def fresh_view(x: Any) -> Any:
@@ -60,10 +60,6 @@ _FULL_FLOAT32 = ("highest", "float32", "F32_F32_F32", "F64_F64_F64", "TF32_TF32_
                  "BF16_BF16_F32_X6", "BF16_BF16_F32_X9")
 
 
-#: The dtypes Apple GPUs cannot hold: Metal has no 64-bit floating point.
-METAL_UNSUPPORTED = ("float64", "complex128")
-
-
 def gpu_devices() -> list[Any]:
     """JAX's GPUs: CUDA or ROCm (the ``gpu`` platform), else Apple's (jax-metal's ``METAL``)."""
     try:
@@ -98,6 +94,7 @@ class JaxBackend(Backend):
         self.jax_device = devices[0]
         if device == "gpu" and self.is_metal:
             self.health_note = "Apple GPUs have no NVML"
+            self.metal_lacks = "jax-metal has no {dtype}"
             self.device_timer_note = "wall clock + block_until_ready (jax-metal has no device-event API)"
         elif device == "gpu":
             self.open_gpu_health()
@@ -110,12 +107,6 @@ class JaxBackend(Backend):
     def is_metal(self) -> bool:
         """Whether the device is an Apple GPU through jax-metal (platform ``METAL``)."""
         return str(getattr(self.jax_device, "platform", "")).lower() == "metal"
-
-    def unsupported_dtype(self, dtype: str) -> str | None:
-        if self.device == "gpu" and self.is_metal and dtype in METAL_UNSUPPORTED:
-            return (f"jax-metal has no {dtype} (Metal has no 64-bit floating point); "
-                    "--dtype float32 runs it")
-        return None
 
     def hardware_ordinal(self) -> int | None:
         """The device's CUDA ordinal (``local_hardware_id``), or None where the plugin gives none."""
@@ -195,7 +186,7 @@ class JaxBackend(Backend):
 
     def flush_cache(self) -> Callable[[], None] | None:
         if self.device == "cpu":
-            return cpu_flush()
+            return super().flush_cache()
         # JAX has no API for the L2 size; the CUDA driver has (torch and CuPy read theirs). Apple
         # GPUs have no driver to ask: the fallback exceeds their caches.
         l2 = FALLBACK_L2_BYTES if self.is_metal else self.l2_bytes()

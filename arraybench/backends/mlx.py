@@ -20,18 +20,14 @@ from typing import Any, Callable, Iterable
 import mlx.core as mx
 import numpy as np
 
-from .base import Backend, Unavailable, WrongResult, batched_loop
-from .cpu import cpu_flush, cpu_threads_info
+from .base import METAL_MISSING, Backend, Unavailable, WrongResult, batched_loop, module_copy
+from .cpu import cpu_threads_info
 
 #: NumPy's dtype names to MLX's dtypes (MLX has no complex128).
 _DTYPES = {name: getattr(mx, name) for name in (
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64") if hasattr(mx, name)}
 _DTYPES["bool"] = mx.bool_
-
-#: The dtypes the GPU cannot hold: Metal has no 64-bit floating point, and MLX has no float64
-#: kernels on its GPU backends ("float64 is not supported on the GPU").
-GPU_UNSUPPORTED = ("float64", "complex128")
 
 #: The Array API names ``mlx.core`` spells otherwise (it follows NumPy's older names).
 _ARRAY_API_ALIASES = {
@@ -53,19 +49,12 @@ def mlx_dtype(name: str) -> Any:
 def array_api_namespace() -> types.ModuleType:
     """``mlx.core`` with the Array API's names where MLX spells them the NumPy way (MLX has no
     Array API namespace; a workload gives MLX its own spelling with ``@wl.override("mlx")``)."""
-    ns = _copy(mx, "arraybench.mlx_array_api", "mlx.core with Array API names")
+    ns = module_copy(mx, "arraybench.mlx_array_api")
     for standard, own in _ARRAY_API_ALIASES.items():
         if not hasattr(mx, standard) and hasattr(mx, own):
             setattr(ns, standard, getattr(mx, own))
     if not hasattr(mx, "astype"):
         ns.astype = lambda x, dtype, /, *, copy=True, device=None: x.astype(dtype)
-    return ns
-
-
-def _copy(module: Any, name: str, doc: str | None = None) -> types.ModuleType:
-    """A module named ``name`` holding ``module``'s public names, to change some of them."""
-    ns = types.ModuleType(name, doc)
-    ns.__dict__.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
     return ns
 
 
@@ -110,17 +99,13 @@ class MlxBackend(Backend):
                 raise Unavailable(why)
             self.mx_device = mx.gpu
             self.health_note = "MLX's GPU is not watched through NVML"
+            # Nor has MLX float64 kernels on its CUDA backend ("float64 is not supported on the GPU").
+            self.metal_lacks = "MLX has no {dtype} on the GPU"
         else:
             raise Unavailable(f"MLX has no device {device!r}")
         # So that a workload's mx.* calls run where its inputs are.
         mx.set_default_device(self.mx_device)
         self.sync = _eval
-
-    def unsupported_dtype(self, dtype: str) -> str | None:
-        if self.device == "gpu" and dtype in GPU_UNSUPPORTED:
-            return (f"MLX has no {dtype} on the GPU (Metal has no 64-bit floating point); "
-                    "--dtype float32 runs it")
-        return None
 
     def namespace(self, kind: str = "native") -> Any:
         return array_api_namespace() if kind == "array_api" else mx
@@ -198,7 +183,7 @@ class MlxBackend(Backend):
 
     def flush_cache(self) -> Callable[[], None] | None:
         if self.device == "cpu":
-            return cpu_flush()
+            return super().flush_cache()
         # MLX has no API for the GPU's cache size; 256 MiB is larger than any Apple GPU's.
         buf = mx.zeros((64 * 1024**2,), dtype=mx.float32)
         mx.eval(buf)
@@ -254,7 +239,7 @@ class MlxBackend(Backend):
             "default_device": str(mx.default_device()),
             "metal_available": bool(mx.metal.is_available()),
             "timer": self.device_timer_note,
-            "gpu_dtypes_missing": list(GPU_UNSUPPORTED),
+            "gpu_dtypes_missing": list(METAL_MISSING),
         }
         try:
             device_info = mx.device_info() if hasattr(mx, "device_info") else mx.metal.device_info()
@@ -319,19 +304,15 @@ def float32_accurate() -> tuple[str, ...]:
     return tuple(found)
 
 
-def _is_float64(a: Any) -> bool:
-    return isinstance(a, mx.array) and a.dtype == mx.float64
-
-
 def _on_float64(module: Any, suffix: str, names: Iterable[str], called: list[str],
                 instead: Callable[[str], Callable[..., Any]] | None = None) -> types.ModuleType:
     """A copy of ``module`` whose functions ``names`` append their name to ``called`` where they get
     a float64 array, and then call ``instead(name)`` in their place (where given)."""
-    ns = _copy(module, getattr(module, "__name__", "mlx.core") + suffix)
+    ns = module_copy(module, getattr(module, "__name__", "mlx.core") + suffix)
 
     def watched(name: str, own: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
-            if not any(_is_float64(a) for a in args):
+            if not any(isinstance(a, mx.array) and a.dtype == mx.float64 for a in args):
                 return own(*args, **kwargs)
             called.append(name)
             return (instead(name) if instead else own)(*args, **kwargs)
@@ -359,22 +340,16 @@ def in_float64(namespace: Any, names: tuple[str, ...], called: list[str]) -> typ
     return _on_float64(namespace, "_float64", names, called, on_host)
 
 
-def recording_fft(namespace: Any, called: list[str]) -> types.ModuleType:
-    """``namespace`` whose ``fft`` functions append their name to ``called`` where they get a
-    float64 array (which each computes in complex64)."""
-    ns = _copy(namespace, getattr(namespace, "__name__", "mlx.core") + "_fft_seen")
-    ns.fft = _on_float64(namespace.fft, "", [name for name in vars(namespace.fft) if not name.startswith("_")
-                                              and "freq" not in name and "shift" not in name], called)
-    return ns
-
-
 def fft_without_complex128(rerun: Callable[[Any], Any], namespace: Any) -> tuple[str, ...]:
     """The FFTs of float64 arrays a workload (called again) made, where that explains its float32 or
     complex64 result as MLX's missing complex128; else empty."""
     if hasattr(mx, "complex128") or not hasattr(namespace, "fft"):
         return ()
-    called: list[str] = []
-    out = rerun(recording_fft(namespace, called))
+    called: list[str] = []  # the fft functions that got a float64 array (each computes in complex64)
+    ns = module_copy(namespace, getattr(namespace, "__name__", "mlx.core") + "_fft_seen")
+    ns.fft = _on_float64(namespace.fft, "", [name for name in vars(namespace.fft) if not name.startswith("_")
+                                              and "freq" not in name and "shift" not in name], called)
+    out = rerun(ns)
     outs = out if isinstance(out, (tuple, list)) else (out,)
     narrow = any(np.asarray(o).dtype in (np.float32, np.complex64) for o in outs)
     return tuple(dict.fromkeys(called)) if called and narrow else ()

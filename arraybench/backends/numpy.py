@@ -7,7 +7,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .base import Backend, Unavailable
-from .cpu import cpu_flush, cpu_threads_info
+from .cpu import cpu_threads_info
 
 
 class NumpyBackend(Backend):
@@ -38,9 +38,6 @@ class NumpyBackend(Backend):
 
     def to_numpy(self, x: Any) -> np.ndarray:
         return np.asarray(x)
-
-    def flush_cache(self):
-        return cpu_flush()
 
     def compile_workload(self, fn: Callable[..., Any], xp: Any, settings: dict[str, Any], *,
                          grad: bool = False) -> Callable[..., Any]:

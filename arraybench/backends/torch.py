@@ -10,9 +10,9 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from .base import Backend, Unavailable, batches, gpu_env, tf32_in_effect
+from .base import METAL_MISSING, Backend, Unavailable, batches, gpu_env, tf32_in_effect
 from .gpu import CudaEvents, SpinKernel, first_line
-from .cpu import cpu_flush, cpu_threads_info
+from .cpu import cpu_threads_info
 from .torch_support import (HAS_ISOLATE_RECOMPILES, CompiledNothing, cache_notes, device_namespace,
                             fail_on_recompile_limit, own_code, torch_build_linalg, torch_cpu_kernels)
 
@@ -56,10 +56,6 @@ def _elapsed_ms(start: Any, end: Any) -> float:
     return start.elapsed_time(end)
 
 
-#: The dtypes Apple GPUs cannot hold: Metal has no 64-bit floating point.
-MPS_UNSUPPORTED = ("float64", "complex128")
-
-
 class TorchBackend(Backend):
     name = "torch"
     label = "PyTorch"
@@ -80,6 +76,7 @@ class TorchBackend(Backend):
             self.sync = lambda _result: torch.mps.synchronize()
             self.device_timer_note = "MPS events"
             self.health_note = "Apple GPUs have no NVML"
+            self.metal_lacks = "PyTorch's MPS device has no {dtype}"
         elif device == "gpu":
             if torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
                 raise Unavailable(f"PyTorch {torch.__version__} is a CPU-only build (no CUDA, no MPS)")
@@ -103,12 +100,6 @@ class TorchBackend(Backend):
     @property
     def is_mps(self) -> bool:
         return self.torch_device.type == "mps"
-
-    def unsupported_dtype(self, dtype: str) -> str | None:
-        if self.is_mps and dtype in MPS_UNSUPPORTED:
-            return (f"PyTorch's MPS device has no {dtype} (Metal has no 64-bit floating point); "
-                    "--dtype float32 runs it")
-        return None
 
     def namespace(self, kind: str = "native") -> Any:
         xp = super().namespace(kind)
@@ -191,7 +182,7 @@ class TorchBackend(Backend):
 
     def flush_cache(self) -> Callable[[], None] | None:
         if self.device == "cpu":
-            return cpu_flush()
+            return super().flush_cache()
         # torch.mps has no cache-size query; 128 MiB exceeds any Apple GPU's caches.
         l2 = 128 * 1024**2 if self.is_mps else \
             torch.cuda.get_device_properties(self.torch_device).L2_cache_size or 64 * 1024**2
@@ -310,7 +301,7 @@ class TorchBackend(Backend):
         info.update(torch_build_linalg(torch.__config__.show()))
         if self.device == "gpu" and self.is_mps:
             info["device_name"] = "Apple GPU (mps)"
-            info["mps_dtypes_missing"] = list(MPS_UNSUPPORTED)
+            info["mps_dtypes_missing"] = list(METAL_MISSING)
             info["gpu_monitor"] = self.health_note
         elif self.device == "gpu":
             props = torch.cuda.get_device_properties(self.torch_device)

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import torch
 
+from .base import module_copy
 from .cpu import captured_stdout
 
 # -- the build --------------------------------------------------------------------------------------
@@ -139,10 +140,10 @@ def device_namespace(xp: Any, device: Any) -> types.ModuleType:
     """``xp`` (array_api_compat's torch namespace) whose functions that make arrays from no array
     default to ``device``: array_api_compat creates on the CPU, and ``torch.set_default_device``
     would cost every torch call. A ``device=`` the workload passes still wins."""
-    ns = _module_copy(xp)
+    ns = module_copy(xp)
     for name in (*ARRAY_API_CREATION, "from_dlpack"):
         setattr(ns, name, functools.partial(getattr(xp, name), device=device))
-    fft = _module_copy(xp.fft)
+    fft = module_copy(xp.fft)
     for name in ("fftfreq", "rfftfreq"):
         setattr(fft, name, functools.partial(getattr(xp.fft, name), device=device))
     ns.fft = fft
@@ -151,8 +152,3 @@ def device_namespace(xp: Any, device: Any) -> types.ModuleType:
         "default_device": lambda self: device, "__module__": info.__module__, "__doc__": info.__doc__})
     return ns
 
-
-def _module_copy(module: types.ModuleType) -> types.ModuleType:
-    copy = types.ModuleType(module.__name__, module.__doc__)
-    copy.__dict__.update({k: v for k, v in vars(module).items() if k not in ("__name__", "__doc__")})
-    return copy

@@ -82,7 +82,7 @@ def project_defaults(project: Any) -> dict[str, Any]:
 
 def _redacted(value: object) -> object:
     """A project option's value as shown: passwords in it (a store URL's) replaced by ``***``."""
-    from ..store.location import redact
+    from ..store.database import redact
 
     if isinstance(value, str):
         return redact(value, value)

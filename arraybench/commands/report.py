@@ -78,7 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     from ..model.runs import run_id
     from ..outdir import claim_for_report, prepare
-    from ..store.keeping import history_of_run
+    from ..store.store import history_of_run
     from ..store.refs import load_run
     from ..render import report
 

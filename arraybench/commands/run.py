@@ -21,7 +21,7 @@ from ..errors import UsageError
 from ..executors.session import Interrupted
 from ..model.journal import JOURNAL_NAME, JournalState, read as read_journal
 from ..model.options import RunOptions, parse_context, refuse_other_settings
-from ..workloads.sizes import parse_sizes
+from ..workloads.definition import parse_sizes
 from ..model.reporter import Reporter
 from ..model.results import Results
 from ..analysis.policy import RunState

@@ -23,7 +23,7 @@ from ..model.replicate import HEADLINE, LARGE_OUTPUT_BYTES, OTHER, WORDS, Replic
 from ..model.cell import Cell, Config
 from ..model.options import RunOptions
 from ..worker.protocol import Job, Message, Ready, ReplicateDone, Unavailable
-from ..workloads.shipping import SHIPPED_NAME
+from ..workloads.trust import SHIPPED_NAME
 from .pool import PER_TEST, EarlyWorkers, current as shared_pool
 from .session import RunHandle
 from .turns import take_turns

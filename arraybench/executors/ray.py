@@ -30,7 +30,7 @@ from ..model.replicate import Replicate
 from ..model.results import arraybench_version
 from ..model.options import RunOptions
 from ..model.cell import Cell
-from ..workloads.shipping import SHIPPED_NAME
+from ..workloads.trust import SHIPPED_NAME
 from .session import RunHandle
 from .ray_agent import ShardRunner
 from .ray_nodes import HeadWatch, connect, discover, first_line

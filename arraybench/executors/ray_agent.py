@@ -28,7 +28,7 @@ from ..model.options import RunOptions
 from ..model.reporter import Reporter
 from ..analysis.policy import RunState
 from .session import Session
-from ..workloads.shipping import SHIPPED_NAME
+from ..workloads.trust import SHIPPED_NAME
 from .local import LocalExecutor
 from .cluster import (Ended, Interpreters, ReplicateSent, ShardJob, Started, Unavailable, WorkerInfo,
                       WorkerStarted, encode)

@@ -52,7 +52,7 @@ class RunOptions:
     timeout: float = 300.0
     seed: int = 0
     workload_files: list[str] = field(default_factory=list)
-    shipped_workloads: list[str] = field(default_factory=list)  # ``workloads.shipping``
+    shipped_workloads: list[str] = field(default_factory=list)  # ``workloads.trust``
     #: Each becomes its workload's own type when the plan is built (``workloads.params.coerce``).
     params: dict[str, ParamValue] = field(default_factory=dict)
     cluster: str | None = None  # None: this machine only

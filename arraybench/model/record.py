@@ -18,8 +18,7 @@ from ..backends.base import Gradient
 from ..errors import ResultsError
 from ..numeric.medians import Interval, coefficient_of_variation, iqr, median, replicate_interval
 from .cell import Cell, Dtype, Mode, config_label
-from .replicate import Replicate, StateSamples, Status
-from .usage import SCALARS as USAGE_SCALARS, Usage, combine
+from .replicate import SCALARS as USAGE_SCALARS, Replicate, StateSamples, Status, Usage, combine
 from ..workloads.params import ParamValue, text as params_text
 
 _NON_NEGATIVE = {"min": 0}
@@ -131,7 +130,7 @@ class Summary(Figures):
     ci_method: str = ""  # how the interval was computed
     #: Why the cell got no more processes (``analysis.policy``); "" while it might get more.
     replication_stop: str = ""
-    usage: Usage | None = None  # its processes' counters together (``usage.combine``)
+    usage: Usage | None = None  # its processes' counters together (``replicate.combine``)
     busy: bool | None = None  # whether other processes loaded the machine (None: not measured)
     params: dict[str, ParamValue] = field(default_factory=dict)
     #: The ``--python``/``--variant`` environment it ran in; "" for the run's own.

@@ -241,13 +241,7 @@ class Results:
             df = arraybench.load_results("benchmark_plots").to_dataframe()
             df.pivot_table(index="workload", columns="config", values="median_s")
         """
-        try:
-            import pandas as pd
-        except ImportError:
-            raise ImportError(
-                "Results.to_dataframe() needs pandas, which arraybench does not install: "
-                "pip install pandas"
-            ) from None
+        pd = pandas("Results.to_dataframe()")
         columns = ["key", "config", *COLUMNS]
         if not samples:
             return pd.DataFrame([r.to_row() for r in self.records], columns=columns)
@@ -255,6 +249,14 @@ class Results:
                 for r in self.records for i, rep in enumerate(r.replicates)
                 for j, s in enumerate(rep.samples_s)]
         return pd.DataFrame(rows, columns=[*columns, "replicate", "sample", "sample_s"])
+
+
+def pandas(who: str) -> ModuleType:
+    """pandas, which arraybench does not install; ``ImportError`` says that ``who`` needs it."""
+    try:
+        return importlib.import_module("pandas")
+    except ImportError:
+        raise ImportError(f"{who} needs pandas, which arraybench does not install: pip install pandas") from None
 
 
 def resolve(path: str | os.PathLike[str]) -> Path:

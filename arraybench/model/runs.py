@@ -1,6 +1,7 @@
 """Runs as wholes and the machines that measured them: a machine's identity and what changed on
-one, a run's identity in the results store, several runs merged into one, and what the store gives
-back to be read as history (``RunInfo``, ``Entry``).
+one, what differs between two runs' environments and settings, a run's identity in the results
+store, several runs merged into one, and what the store gives back to be read as history
+(``RunInfo``, ``Entry``).
 
 Results of several machines label each record with its machine, ``environment["machines"][label]``
 being that machine's environment; records of different machines are never compared silently.
@@ -129,6 +130,35 @@ def check_same_machine(base: Results, new: Results, cross_machine: bool) -> list
             "machines' as much as the code's. Compare anyway with --cross-machine "
             "(cross_machine=True in Python)")
     return pairs
+
+
+_ENV_KEYS = ("cpu_model", "cpu_count", "cpus_available", "gpu_name", "python", "platform", "blas")
+
+
+def environment_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(what, in base, in new) for the machine facts and library versions that differ."""
+    out = [(k, str(base.get(k)), str(new.get(k))) for k in _ENV_KEYS if base.get(k) != new.get(k)]
+    libs_a = base.get("libraries") or {}
+    libs_b = new.get("libraries") or {}
+    if isinstance(libs_a, Mapping) and isinstance(libs_b, Mapping):
+        for name in dict.fromkeys([*libs_a, *libs_b]):
+            if libs_a.get(name) != libs_b.get(name):
+                out.append((name, str(libs_a.get(name)), str(libs_b.get(name))))
+    return out
+
+
+_SETTING_KEYS = ("threads", "processes", "max_processes", "max_time", "min_samples", "rel_ci", "cold",
+                 "allow_tf32")
+
+
+#: Settings whose command-line name is not their own.
+_SETTING_NAMES = {"processes": "--processes (least)", "max_processes": "--processes (most)"}
+
+
+def settings_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(setting, in base, in new) for the run settings that change what a time means."""
+    return [(_SETTING_NAMES.get(k, f"--{k.replace('_', '-')}"), str(base.get(k)), str(new.get(k)))
+            for k in _SETTING_KEYS if k in base and k in new and base.get(k) != new.get(k)]
 
 
 @dataclass(frozen=True)

@@ -237,7 +237,7 @@ class Suite:
         from ..errors import StoreWarning
         from ..model.runs import run_id
         from ..store import describe_location, resolve_location
-        from ..store.keeping import store_run
+        from ..store.store import store_run
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

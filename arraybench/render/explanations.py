@@ -10,8 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Collection, Iterable, Mapping
 
-from ..analysis import modes
-from ..analysis.aggregate import allocator_states_apart
+from ..analysis.aggregate import allocator_states_apart, explain, find_modes
 from ..analysis.grouping import is_valid, size_text
 from ..backends import SPECS
 from ..analysis.oversubscription import CONTENTION_QUANTITIES, Contention, oversubscribed
@@ -296,10 +295,10 @@ def bimodal_causes(records: Iterable[Record], oversubscribed: Collection[str] = 
     for r in records:
         if not is_valid(r) or len(r.replicates) < 2:
             continue
-        clusters = modes.find_modes(r.replicate_medians_s, r.samples_s)
+        clusters = find_modes(r.replicate_medians_s, r.samples_s)
         if clusters is None:
             continue
-        contrast = modes.explain(r.timed, clusters)
+        contrast = explain(r.timed, clusters)
         if contrast is None or (contrast.quantity.name == "minor_faults_per_call"
                                 and bool(page_faults([r]))):
             continue  # said by page_faults

@@ -33,7 +33,7 @@ from ..files import write_atomic
 from ..model.runs import describe
 from ..model.results import Pairs
 from ..model.record import Record
-from ..model.usage import RATES, Usage
+from ..model.replicate import RATES, Usage
 from ..units import format_seconds, format_share
 
 if TYPE_CHECKING:

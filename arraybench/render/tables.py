@@ -22,7 +22,7 @@ from .notes import (CI_LEGEND, RANGES_LEGEND, NoteBook, case_lines, ci_text, err
 from .terminal import (Column, Row as TableRow, build_table, fitted_table, measure, console as safe_console,
                        plain, widened)
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, library_label, size_text
-from ..analysis.modes import Histogram, record_histogram
+from ..analysis.aggregate import Histogram, record_histogram
 from ..analysis.memory import FLOOR_BYTES, MemoryGap, allocator_reserve, times_output
 from ..analysis.roofline import ceilings, share
 from ..errors import printable

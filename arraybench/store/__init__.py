@@ -4,7 +4,7 @@ a run's ``results.json`` stays the source of truth. ``open_store(location)`` ope
 from __future__ import annotations
 
 from ..errors import StoreError, StoreWarning
-from .location import default_location, describe_location, resolve_location
+from .database import default_location, describe_location, resolve_location
 from .store import Added, Store, StoredRun, open_store
 
 __all__ = ["Added", "Store", "StoreError", "StoreWarning", "StoredRun", "default_location", "describe_location",

@@ -26,11 +26,6 @@ _ID = re.compile(r"[0-9a-f]{4,64}")
 FORMS = "a stored run's id or its first characters, last or last~N (this project's), or machine:last"
 
 
-def is_reference(text: str) -> bool:
-    """Whether ``text`` can name a stored run (it may still name none)."""
-    return bool(LAST.fullmatch(text) or _ID.fullmatch(text))
-
-
 def run_id_of(store: "Store", ref: str, machine: str | None = None, project: str | None = None) -> str:
     """The id of the run ``ref`` names; ``last`` counts ``machine``'s runs of ``project`` (None: all); ``StoreError`` if none."""
     last = LAST.fullmatch(ref)
@@ -116,7 +111,7 @@ def load_run(given: "str | os.PathLike[str]", location: "str | os.PathLike[str] 
 
     text = os.fspath(given)
     path = Path(text)
-    if path.exists() or path.is_symlink() or not is_reference(text):
+    if path.exists() or path.is_symlink() or not (LAST.fullmatch(text) or _ID.fullmatch(text)):
         try:
             return load(resolve(path))
         except ResultsError as exc:
@@ -154,9 +149,7 @@ def check_named(store: "Store", text: str) -> None:
 
 def find(store: "Store", text: str, new: "Results") -> tuple["Results | None", str]:
     """The baseline for ``new`` and a line saying which run it is (or why there is none)."""
-    from ..model.runs import machine_id_of
-
-    from ..model.runs import run_id
+    from ..model.runs import machine_id_of, run_id
 
     last = LAST.fullmatch(text)
     if not last:

@@ -1,7 +1,8 @@
 """The store: runs in, history out. ``Store.add`` appends a run in one transaction, idempotently; a
 run that went on (``--resume``) replaces its interrupted self, but a copy lacking a measurement the
 stored one holds never does (a results.json is anyone's to edit). Rows are read as untrusted: one
-of the wrong shape is skipped, and ``Store.notes`` says which."""
+of the wrong shape is skipped, and ``Store.notes`` says which. A run is saved before it is stored,
+so ``store_run`` may not undo it: a store that fails is one ``StoreWarning``."""
 
 from __future__ import annotations
 
@@ -9,17 +10,19 @@ import datetime as _dt
 import json
 import math
 import os
+import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence, Union
 
-from ..errors import one_line
+from ..errors import StoreWarning, UsageError, one_line
 from ..model import schema
 from ..model.schema import check_environment
 from ..model.runs import Entry, RunInfo, content_sha, machine_environment, machine_id_of, run_id
-from .location import default_location, describe_location, is_postgres, redact, resolve_location
-from .database import Database, StoreError, connect, migrate
+from .database import (Database, StoreError, connect, default_location, describe_location, is_postgres,
+                       migrate, redact, resolve_location)
 
 if TYPE_CHECKING:
+    from ..analysis.history import History
     from ..model.results import Results
 
 ADDED, SAME, UPDATED, KEPT, NOT_A_RUN, REFUSED = ("added", "already stored", "updated", "kept",
@@ -123,10 +126,9 @@ class Store:
         return Added(rid, ADDED if inserted else UPDATED, len(rows))
 
     # -- reading --------------------------------------------------------------------------------
-    def runs(self, *, since: str | None = None, machine: str | None = None,
-             project: str | None = None) -> list[StoredRun]:
-        """The runs stored, oldest first, since an ISO time, of a machine id prefix, of a project."""
-        where, params = _where(since=since, machine=machine, project=project, table="runs")
+    def runs(self, *, machine: str | None = None, project: str | None = None) -> list[StoredRun]:
+        """The runs stored, oldest first, of a machine id prefix, of a project."""
+        where, params = _where(machine=machine, project=project, table="runs")
         rows = self.db.execute(
             "SELECT run_id, started_at, stored_at, complete, arraybench, machine_id, source, context, "
             "(SELECT COUNT(*) FROM records WHERE records.run_id = runs.run_id), "
@@ -258,7 +260,7 @@ def _record_row(rid: str, results: "Results", r: Any) -> tuple:
             r.median_s, r.ci_low_s, r.ci_high_s, r.n_replicates)
 
 
-def _where(*, since: str | None, machine: str | None, table: str, project: str | None = None,
+def _where(*, since: str | None = None, machine: str | None, table: str, project: str | None = None,
            workloads: Iterable[str] = (), backends: Iterable[str] = ()) -> tuple[str, list[Any]]:
     given = [("runs.started_at >= ?", since or None), ("runs.project = ?", project),
              (f"{table}.machine_id LIKE ?", f"{machine}%" if machine else None)]
@@ -277,13 +279,10 @@ def _json(value: Any) -> str:
 
 def _loads(text: Any) -> Any:
     """A stored JSON column, parsed as untrusted (plain JSON, bounded); None where it is not JSON."""
-    if not isinstance(text, str):
-        return None
     try:
-        data = schema.loads(text)
-    except (TypeError, ValueError, RecursionError):
+        return schema.loads(text) if isinstance(text, str) else None
+    except ValueError:
         return None
-    return None if schema.too_deep(data) else data
 
 
 def _kind(value: Any) -> str:
@@ -319,3 +318,73 @@ def _continues(stored: Any, results: "Results") -> bool:
                 return False
             have.remove(rep)
     return True
+
+
+#: Where a run is stored: ``True`` the default store (the user's data folder), ``False`` none, or
+#: a file path (SQLite) or ``postgresql://`` URL.
+StoreChoice = Union[bool, str, "os.PathLike[str]"]
+
+
+def store_run(results: Results, store: StoreChoice = True, *, source: str = "",
+              history: bool = False) -> "History | None":
+    """Append ``results`` to a store (see ``run``), never raising for the store's sake; with ``history``,
+    the history of its cells on its machine where the store holds earlier runs of them."""
+    if store is False or store is None:
+        return None
+    location = None if store is True else store
+    where = f" (`arraybench store import {source}` adds it later)" if source else ""
+    try:
+        opened = open_store(location)
+    except Exception as exc:  # the run is measured and saved: the store must not undo that
+        _warn(f"the run was not stored: {_text(exc, location)}{where}")
+        return None
+    with opened:
+        try:
+            added = opened.add(results, source=source)
+        except Exception as exc:
+            _warn(f"the run was not stored: {_text(exc, location)}{where}")
+            return None
+        if added.outcome == REFUSED:
+            _warn(f"the run was not stored: the store {opened.describe()} holds another run with its id "
+                  f"{added.run_id}, with measurements this one lacks")
+        if not history:
+            return None
+        try:
+            return _history_of_run(opened, results)
+        except Exception as exc:  # the run is stored; its report goes without history
+            _warn(f"the run was stored, but its report has no history: {_text(exc, location)}")
+            return None
+
+
+def _text(exc: Exception, location: Any) -> str:
+    """An exception as one line, its passwords redacted."""
+    text = str(exc) if isinstance(exc, UsageError) else one_line(f"{exc.__class__.__name__}: {exc}")
+    return redact(text, None if location is None else os.fspath(location))
+
+
+def _warn(text: str) -> None:
+    warnings.warn(StoreWarning(text), stacklevel=3)
+
+
+def history_of_run(results: Results, store: StoreChoice = True) -> "History | None":
+    """The history of ``results``' cells on its machine from a store, or None (a failure is a ``StoreWarning``)."""
+    if store is False or store is None:
+        return None
+    try:
+        with open_store(None if store is True else store) as opened:
+            return _history_of_run(opened, results)
+    except Exception as exc:  # a report is still written without it
+        _warn(f"no history in the report: {_text(exc, None if store is True else store)}")
+        return None
+
+
+def _history_of_run(opened: Store, results: Results) -> "History | None":
+    """The history of the run's own cells, from the store; None where no cell has two runs."""
+    from ..analysis.history import history
+
+    single = "machines" not in results.environment
+    entries, runs = opened.entries(workloads=sorted({r.workload for r in results.records}),
+                                   machine=(machine_id_of(results.environment) or None) if single else None)
+    cells = {r.key for r in results.records}
+    found = history([e for e in entries if e.cell in cells], runs).restricted(cells)
+    return found if found.series else None

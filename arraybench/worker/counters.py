@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 
 from ..host.cpu_time import MachineTime
-from ..model.usage import Usage
+from ..model.replicate import Usage
 
 #: The system call's number, per architecture.
 _SYSCALL = {"x86_64": 298, "amd64": 298, "aarch64": 241, "arm64": 241, "riscv64": 241,

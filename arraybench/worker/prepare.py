@@ -14,9 +14,8 @@ import numpy as np
 
 from . import accuracy, footprint
 from ..backends.base import Backend, Unavailable
-from ..model.replicate import Replicate, Status
+from ..model.replicate import Replicate, Status, TimerSettings
 from ..model.cell import Cell
-from ..model.timer_settings import TimerSettings
 from .sampling import Sampling
 from .timer import FreshInputs, Timer, fresh_inputs
 from ..workloads.userfile import describe_exception

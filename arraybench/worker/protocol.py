@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, Union
 
 from ..model import schema
-from ..model.replicate import Replicate
+from ..model.replicate import Replicate, TimerSettings
 from ..model.cell import Cell
-from ..model.timer_settings import TimerSettings
 
 Task = Literal["measure", "probe", "selfcheck"]
 CheckName = Literal["sync", "unsynced", "events", "float64", "precision", "harness", "memory", "clocks",

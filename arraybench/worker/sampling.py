@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ..model.timer_settings import TimerSettings
+from ..model.replicate import TimerSettings
 from ..numeric import medians
 from ..numeric.stopping import (FULL_BATCH, MAX_WARMUP_CALLS, MAX_WARMUP_SAMPLES, MOST_REGROWS, REGROW_BELOW,
                                 SLOW_CALL_S, WARMUP_GROWTH_BYTES)

@@ -19,7 +19,7 @@ from ..workloads.check import REDUCED_PRECISION_EPS, Check
 from .accuracy import judge
 from ..backends.base import Backend
 from .protocol import CHECKS, CheckDone, check_applies
-from ..model.timer_settings import TimerSettings
+from ..model.replicate import TimerSettings
 from .timer import Timer
 from ..units import format_seconds
 

@@ -20,8 +20,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..errors import UsageError, option_name
-from .sizes import parse_size, parse_sizes
-from .definition import DEFAULT_SIZES, Namespace, Workload, define
+from .definition import DEFAULT_SIZES, Namespace, Workload, define, parse_size, parse_sizes
 from .params import is_numpy_setting, is_setting, plain
 from .registry import REGISTRY, register
 
@@ -129,8 +128,7 @@ def from_expression(expression: str, setup: str = "", sizes: Mapping[str, int] |
     if not reads_n:  # one size: what the inputs hold, as a table's "n" should say
         size = max([made[0][x].size for x in arrays] + [1])
         chosen, made = {str(size): size}, {size: made[0]}
-    source = _function_source(expression, arrays, list(settings))
-    fn = _compiled(source)
+    fn = _compiled(expression, arrays, list(settings))
     fn.__kwdefaults__ = dict(settings) or None
     table = {n: {k: plain(values[k]) for k in settings} for n, values in made.items()}
     varies = len({tuple(sorted(t.items())) for t in table.values()}) > 1
@@ -161,7 +159,8 @@ def _arguments(tree: ast.AST, made: Mapping[int, dict[str, Any]]) -> tuple[list[
     arrays: list[str] = []
     settings: dict[str, Any] = {}
     for x in (k for k in first if k in free):
-        kinds = {_kind(values[x]) for values in made.values()}
+        kinds = {"array" if isinstance(v, np.ndarray) else "setting" if is_setting(v) or is_numpy_setting(v)
+                 else "other" for v in (values[x] for values in made.values())}
         if kinds == {"array"}:
             arrays.append(x)
         elif kinds == {"setting"}:
@@ -171,14 +170,6 @@ def _arguments(tree: ast.AST, made: Mapping[int, dict[str, Any]]) -> tuple[list[
             raise ExpressionError(f"{option_name('setup')} binds {x} to {what}: the expression's names must "
                                   "be NumPy arrays (randn(n), np.ones(n)...) or numbers")
     return arrays, settings
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, np.ndarray):
-        return "array"
-    if is_setting(value) or is_numpy_setting(value):
-        return "setting"
-    return "other"
 
 
 def _names(tree: ast.AST) -> tuple[list[str], set[str]]:
@@ -214,13 +205,10 @@ def _parse(text: str, mode: str, what: str) -> ast.AST:
         raise ExpressionError(f"{what} is not valid Python: {exc}") from None
 
 
-def _function_source(expression: str, arrays: list[str], settings: list[str]) -> str:
+def _compiled(expression: str, arrays: list[str], settings: list[str]) -> Callable[..., Any]:
     """``def timeit(xp, a, *, k): return EXPR``: arrays positional, settings keyword-only."""
     parameters = ", ".join(["xp", *arrays, *(["*", *settings] if settings else [])])
-    return f"def timeit({parameters}):\n    return {expression.strip()}\n"
-
-
-def _compiled(source: str) -> Callable[..., Any]:
+    source = f"def timeit({parameters}):\n    return {expression.strip()}\n"
     # A module name no worker can import: cloudpickle sends it by value, and it is not a built-in.
     scope: dict[str, Any] = {"__name__": "arraybench_expression", "__builtins__": builtins}
     _remember(EXPRESSION_FILE, source)

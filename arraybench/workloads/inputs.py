@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..backends.base import Gradient, Unavailable, analytic_method
+from ..backends.base import Gradient, Unavailable
 from .definition import Workload
 from .params import (POSITIONAL, InputsFn, Params, accepted, array_parameters, definition_line,
                      is_setting_parameter)
@@ -154,8 +154,9 @@ def bind(wl: Workload, backend: "Backend", mode: str, arrays: tuple[Any, ...],
     "compiled"); ``params`` reach the function by keyword (static under compilers)."""
     own = wl.analytic_gradient(backend.name)
     if own is not None:  # the workload's own gradient: a plain function, timed as written
-        bound = bind(own, backend, mode, arrays, dtype, params)
-        return replace(bound, method=analytic_method(bound.method), gradient="analytic")
+        bound = bind(own, backend, mode, arrays, dtype, params)  # "jax.jit of analytic gradient"
+        method = "analytic gradient" if bound.method == "eager" else f"{bound.method} of analytic gradient"
+        return replace(bound, method=method, gradient="analytic")
     fn = wl.function_for(backend.name)
     if wl.namespace == "backend":
         xp: Any = Context(backend, dtype, backend.namespace("native"))

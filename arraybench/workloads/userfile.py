@@ -26,16 +26,11 @@ from ..errors import UsageError
 from .registry import REGISTRY
 
 
-def _library_roots() -> tuple[str, ...]:
-    """Folders whose code is not the user's: arraybench itself, the standard library, installed packages."""
-    roots = {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}  # the arraybench package
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        with contextlib.suppress(KeyError):
-            roots.add(os.path.abspath(sysconfig.get_paths()[key]))
-    return tuple(r + os.sep for r in roots)
-
-
-_LIBRARY_ROOTS = _library_roots()
+#: Folders whose code is not the user's: arraybench itself, the standard library, installed packages.
+_LIBRARY_ROOTS = tuple(root + os.sep for root in {
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # the arraybench package
+    *(os.path.abspath(path) for key, path in sysconfig.get_paths().items()
+      if key in ("stdlib", "platstdlib", "purelib", "platlib"))})
 
 
 def is_user_file(path: str) -> bool:
@@ -234,11 +229,6 @@ def load_files(paths: list[str], *, missing_ok: bool = False) -> LoadedFiles:
         except WorkloadFileError as exc:
             loaded.errors[str(p)] = str(exc)
     return loaded
-
-
-def load_workload_files(paths: list[str]) -> dict[str, str]:
-    """Import files inside a worker; return {file: error} for those that fail (nothing raises)."""
-    return load_files(paths, missing_ok=True).errors
 
 
 def missing_workload_reason(name: str, errors: dict[str, str]) -> str:

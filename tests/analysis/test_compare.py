@@ -15,8 +15,7 @@ import scipy.stats
 
 from arraybench.analysis.compare import (CANNOT_TELL, FASTER, NOT_COMPARABLE, NOT_SIGNIFICANT, SAME, SLOWER,
                                        compare, compare_records)
-from arraybench.analysis.significance import q_values as benjamini_hochberg
-from arraybench.analysis.significance import welch
+from arraybench.analysis.compare import q_values as benjamini_hochberg, welch
 from arraybench.model.replicate import Replicate
 from arraybench.model.cell import Cell
 

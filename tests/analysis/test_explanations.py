@@ -10,9 +10,8 @@ from arraybench.render.explanations import (bimodal_causes, busy_machine, cores_
                                               page_faults)
 from arraybench.analysis.oversubscription import oversubscribed
 from arraybench.render.findings import findings
-from arraybench.model.replicate import Replicate
 from arraybench.model.cell import Cell
-from arraybench.model.usage import Usage
+from arraybench.model.replicate import Replicate, Usage
 
 from ..synthetic import spread
 

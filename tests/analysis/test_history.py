@@ -22,7 +22,7 @@ from arraybench.analysis.history import Point, history, step_p_value
 from arraybench.render.comparison import step_sentence
 from arraybench.model.runs import Entry, RunInfo
 from arraybench.numeric.medians import replicate_interval
-from arraybench.analysis.significance import welch
+from arraybench.analysis.compare import welch
 from arraybench.commands.compare import parse_since
 from arraybench.model.runs import machine_id
 from arraybench.render.comparison import history_section, print_history

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from arraybench.numeric.medians import Interval, median, median_ci, replicate_interval, spread_factor
-from arraybench.analysis.significance import LogEstimate, welch_test
+from arraybench.analysis.compare import LogEstimate, welch_test
 
 
 def pooled_interval(per_process, confidence=0.95):

@@ -13,8 +13,7 @@ from arraybench.numeric.stopping import BETWEEN_BURSTS
 from arraybench.model.cell import Cell, case_key
 from arraybench.model.results import Pair, Pairs
 from arraybench.model.record import Record
-from arraybench.model.replicate import Replicate
-from arraybench.model.usage import Usage
+from arraybench.model.replicate import Replicate, Usage
 from arraybench.render.notes import speedup_text
 
 

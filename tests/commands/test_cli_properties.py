@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from arraybench import backends
 from arraybench.model import options as plan
-from arraybench.workloads import sizes
+from arraybench.workloads import definition as sizes
 from arraybench.plan import validate
 from arraybench.plan import build_plan
 from arraybench.commands.main import parse

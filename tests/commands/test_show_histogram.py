@@ -1,4 +1,4 @@
-"""A cell's samples as a histogram, per process: the bins (``analysis.modes``), ``arraybench
+"""A cell's samples as a histogram, per process: the bins (``analysis.aggregate``), ``arraybench
 show RUN --histogram`` in the terminal, and the small bars in report.html's samples column."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from statistics import median
 
 import pytest
 
-from arraybench.analysis.modes import bin_count, histogram, record_histogram
+from arraybench.analysis.aggregate import bin_count, histogram, record_histogram
 from arraybench.model.replicate import Replicate
 from arraybench.render.html import render_html
 from arraybench.units import format_seconds

@@ -118,7 +118,7 @@ def test_run_compare_gate_judges_what_the_run_chose_and_lists_the_rest(tmp_path:
 
 
 def _busy(res, cores: float):
-    from arraybench.model.usage import Usage
+    from arraybench.model.replicate import Usage
 
     for rep in (rep for r in res.records for rep in r.replicates):  # what each process counted
         rep.usage = Usage(calls=40, wall_s=0.04, user_s=0.04, machine_busy_s=0.04 * (1 + cores),

@@ -12,7 +12,7 @@ import arraybench
 from arraybench.executors.worker_process import WorkerProcess
 from arraybench.model.cell import Cell
 from arraybench.model.results import Results
-from arraybench.model.timer_settings import TimerSettings
+from arraybench.model.replicate import TimerSettings
 from arraybench.worker.protocol import FINISH, Job, Prepare, Prepared, Ready, ReplicateDone, Sampled, Start, Turn
 
 

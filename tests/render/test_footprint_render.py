@@ -82,7 +82,7 @@ sys.path.insert(0, {tests!r})
 from arraybench import workload
 from arraybench.backends import load
 from arraybench.model.cell import Cell
-from arraybench.model.timer_settings import TimerSettings
+from arraybench.model.replicate import TimerSettings
 from arraybench.worker.prepare import ReferenceCache
 from measuring import measure_cell
 wl = workload(name="peak_export_16mb", sizes={{"small": 8}})(

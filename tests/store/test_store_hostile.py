@@ -25,8 +25,8 @@ import pytest
 from arraybench.model.replicate import Replicate
 from arraybench.store import StoreWarning, open_store
 from arraybench.store import database
-from arraybench.store.keeping import store_run
-from arraybench.store.location import describe_location, redact
+from arraybench.store.store import store_run
+from arraybench.store.database import describe_location, redact
 from arraybench.store.store import REFUSED
 
 from ..conftest import FAST, ROOT, default_signals, run_here, wait_for

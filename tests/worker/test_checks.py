@@ -10,7 +10,7 @@ from arraybench import Check, workload
 from arraybench.model.cell import Cell
 from arraybench.worker import accuracy
 from arraybench.worker.prepare import ReferenceCache, prepare
-from arraybench.model.timer_settings import TimerSettings
+from arraybench.model.replicate import TimerSettings
 from arraybench.workloads.check import STABLE_ELEMENTWISE_ULPS
 from arraybench.workloads.reference import reference_noise, reference_result
 from arraybench.workloads import REGISTRY  # importing the package registers the built-ins

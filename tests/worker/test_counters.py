@@ -23,15 +23,14 @@ import arraybench
 from arraybench.worker import counters as perf_events
 from arraybench.analysis.aggregate import aggregate
 from arraybench.worker.counters import SampleCounters
-from arraybench.model.replicate import Replicate
-from arraybench.model.usage import Usage
+from arraybench.model.replicate import Replicate, Usage
 from arraybench.model.cell import Cell
 
 MIB = 1 << 20
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 
-def _windows(fn, calls: int = 5) -> "arraybench.model.usage.Usage":
+def _windows(fn, calls: int = 5) -> "arraybench.model.replicate.Usage":
     """``fn`` called ``calls`` times, each in a counted window, as the worker counts samples."""
     counters = SampleCounters(1)
     try:

@@ -8,8 +8,7 @@ import pytest
 
 from arraybench import workload
 from arraybench.model.cell import Cell
-from arraybench.model.replicate import Replicate
-from arraybench.model.timer_settings import TimerSettings
+from arraybench.model.replicate import Replicate, TimerSettings
 from arraybench.worker import footprint
 from arraybench.worker.prepare import ReferenceCache
 

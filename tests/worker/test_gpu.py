@@ -16,9 +16,8 @@ from arraybench.worker import accuracy
 from arraybench.backends.base import tf32_in_effect
 from arraybench.backends.numpy import NumpyBackend
 from arraybench.worker.prepare import ReferenceCache, prepare
-from arraybench.model.replicate import Replicate
+from arraybench.model.replicate import Replicate, TimerSettings
 from arraybench.model.cell import Cell
-from arraybench.model.timer_settings import TimerSettings
 from arraybench.workloads import REGISTRY
 
 from ..conftest import backend_or_skip

@@ -187,7 +187,7 @@ def test_the_doctor_tells_tf32_from_bfloat16_and_float32():
 ])
 def test_fresh_inputs_keep_the_batch_in_throughput_mode_on_an_asynchronous_device(mode, sync, batched):
     from arraybench.worker.timer import FreshInputs
-    from arraybench.model.timer_settings import TimerSettings
+    from arraybench.model.replicate import TimerSettings
 
     x = np.zeros(8)
     waits = []
@@ -385,7 +385,7 @@ def test_a_record_says_when_the_hold_did_not_cover_the_issuing():
     from arraybench.backends.numpy import NumpyBackend
     from arraybench.model.cell import Cell
     from arraybench.worker.prepare import ReferenceCache, finish, prepare
-    from arraybench.model.timer_settings import TimerSettings
+    from arraybench.model.replicate import TimerSettings
     from arraybench.workloads import REGISTRY
 
     stream = FakeStream()

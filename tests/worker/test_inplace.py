@@ -19,7 +19,7 @@ from arraybench.model.options import RunOptions
 from arraybench.plan import validate
 from arraybench.plan import Cell, build_plan
 from arraybench.model.record import Record
-from arraybench.model.timer_settings import TimerSettings
+from arraybench.model.replicate import TimerSettings
 from arraybench.worker.timer import Timer
 from arraybench.workloads.inputs import build_inputs, make_inputs
 

@@ -8,7 +8,7 @@ import pytest
 
 from arraybench import workload
 from arraybench.model.cell import Cell
-from arraybench.model.timer_settings import TimerSettings
+from arraybench.model.replicate import TimerSettings
 from arraybench.worker.prepare import ReferenceCache, prepare
 
 from ..conftest import backend_or_skip

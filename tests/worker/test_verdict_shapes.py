@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from arraybench.model.cell import Cell
-from arraybench.model.timer_settings import TimerSettings
+from arraybench.model.replicate import TimerSettings
 from arraybench.worker import accuracy
 from arraybench.worker.prepare import ReferenceCache, prepare
 from arraybench.workloads.check import Check

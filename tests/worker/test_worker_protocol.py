@@ -9,12 +9,11 @@ from pathlib import Path
 import pytest
 
 from arraybench.executors.worker_process import WorkerExited, WorkerProcess
-from arraybench.model.replicate import Replicate
+from arraybench.model.replicate import Replicate, TimerSettings
 from arraybench.model.schema import SchemaError
 from arraybench.model.cell import Cell
 from arraybench.worker.protocol import (FINISH, CheckDone, Done, Job, Prepare, Prepared, Ready, ReplicateDone,
                                         Sampled, Start, Turn, Unavailable, encode, parse)
-from arraybench.model.timer_settings import TimerSettings
 
 CELL = Cell(workload="sort", size_label="1k", size=1000, backend="numpy", device="cpu",
             dtype="float32", mode="latency", params={"k": 3})

@@ -11,7 +11,7 @@ import pytest
 from arraybench import load_results
 from ..measuring import measure_cell, shared_references
 from arraybench.model.cell import Cell
-from arraybench.model.timer_settings import TimerSettings
+from arraybench.model.replicate import TimerSettings
 from arraybench.workloads.userfile import import_workload_file
 from arraybench.workloads import REGISTRY
 

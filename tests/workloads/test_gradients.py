@@ -9,7 +9,7 @@ import pytest
 from arraybench import workload
 from arraybench.model.cell import Cell
 from arraybench.worker.prepare import ReferenceCache
-from arraybench.model.timer_settings import TimerSettings
+from arraybench.model.replicate import TimerSettings
 
 from ..conftest import backend_or_skip
 from ..measuring import measure_cell

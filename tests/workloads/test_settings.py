@@ -12,7 +12,7 @@ from arraybench.model.options import RunOptions
 from arraybench.plan import validate
 from arraybench.plan import build_plan
 from arraybench.worker.prepare import ReferenceCache
-from arraybench.model.timer_settings import TimerSettings
+from arraybench.model.replicate import TimerSettings
 
 from ..conftest import backend_or_skip, run_here
 from ..measuring import measure_cell

@@ -21,7 +21,7 @@ from arraybench.worker.prepare import ReferenceCache
 from ..measuring import measure_cell
 from arraybench.workloads.userfile import is_user_file
 from arraybench.model.cell import Cell
-from arraybench.model.timer_settings import TimerSettings
+from arraybench.model.replicate import TimerSettings
 from arraybench.workloads.userfile import WorkloadFileError, import_workload_file, load_files
 from arraybench.workloads import REGISTRY
 from arraybench.workloads.inputs import build_inputs

@@ -15,7 +15,7 @@ from arraybench.worker import accuracy
 from arraybench.worker.prepare import ReferenceCache
 from ..measuring import measure_cell, shared_references
 from arraybench.model.cell import Cell
-from arraybench.model.timer_settings import TimerSettings
+from arraybench.model.replicate import TimerSettings
 from arraybench.workloads import BUILTIN, REGISTRY, Workload
 from arraybench.workloads.inputs import build_inputs
 from arraybench.workloads.inputs import bind
