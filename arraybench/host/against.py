@@ -7,19 +7,17 @@ read as git stores them (``cat-file``), never through filters; the commit is rec
 from __future__ import annotations
 
 import atexit
-import fcntl
 import os
 import re
 import shutil
-import stat
 import subprocess
 import tempfile
-import time
 from pathlib import Path, PurePosixPath
-from typing import IO, Mapping
+from typing import Mapping
 
 from ..errors import UsageError, from_command_line
 from . import git
+from .environments import remove_stale_folders
 
 #: The environment of the work tree's own code in a run ``--against REF``.
 HERE = "here"
@@ -27,10 +25,9 @@ HERE = "here"
 SOURCE_MAP = "ARRAYBENCH_SOURCE_MAP"
 #: The commit REF named when the run began, kept in REF's environment (and so in the journal).
 COMMIT = "ARRAYBENCH_AGAINST_COMMIT"
-#: How an exported tree's folder is named in the temporary folder; its ``LOCK`` is held while
-#: the process that made it lives, so a later export can tell a killed run's leftovers.
+#: How an exported tree's folder is named in the temporary folder (then the id of the process
+#: that made it, so a later export can tell a killed run's leftovers).
 PREFIX = "arraybench-against-"
-LOCK = ".lock"
 #: What an ignored file may be and still change what the code does when imported.
 _IMPORTED = (".py", ".so", ".pyd", ".dylib")
 #: What an ignored folder or file in a package may be without changing the code.
@@ -59,8 +56,6 @@ def _git(args: list[str], cwd: Path, *, timeout: float = 120) -> subprocess.Comp
 _EXPORTED: dict[tuple[str, Path], tuple[Path, Path]] = {}
 #: The commit each exported tree holds.
 _COMMIT_OF: dict[Path, str] = {}
-#: The locks of this process's exported trees, held open until it ends.
-_HELD: list[IO[bytes]] = []
 
 
 def export(ref: str, where: Path | None = None, *, label: str | None = None) -> tuple[Path, Path]:
@@ -74,11 +69,8 @@ def export(ref: str, where: Path | None = None, *, label: str | None = None) -> 
         raise UsageError(f"--against {ref}: {where} is not in a git work tree")
     root = Path(os.fsdecode(top.stdout.strip()))
     commit = resolve(ref, root)
-    _sweep()
-    folder = Path(tempfile.mkdtemp(prefix=PREFIX))
-    lock = (folder / LOCK).open("wb")
-    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    _HELD.append(lock)
+    remove_stale_folders(prefix=PREFIX)
+    folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
     atexit.register(shutil.rmtree, folder, True)
     tree = folder / (label or label_for(ref))
     _write_commit(root, commit, tree, ref)
@@ -93,36 +85,6 @@ def resolve(ref: str, root: Path) -> str:
     if found.returncode != 0 or not found.stdout.strip():
         raise UsageError(f"--against {ref}: no such commit, branch or tag in {root}")
     return found.stdout.decode().strip()
-
-
-def _sweep() -> None:
-    """Remove this user's exported trees whose lock no living process holds (runs that were killed)."""
-    base = Path(tempfile.gettempdir())
-    try:
-        names = [n for n in os.listdir(base) if n.startswith(PREFIX)]
-    except OSError:
-        return
-    for name in names:
-        folder = base / name
-        try:
-            st = os.lstat(folder)
-            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
-                continue
-            with (folder / LOCK).open("rb") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: its run is alive
-                shutil.rmtree(folder, ignore_errors=True)
-        except FileNotFoundError:  # no lock: a run still writing it, or one from before locks
-            if _older_than(folder, 24 * 3600):
-                shutil.rmtree(folder, ignore_errors=True)
-        except OSError:
-            continue
-
-
-def _older_than(folder: Path, seconds: float) -> bool:
-    try:
-        return time.time() - os.lstat(folder).st_mtime > seconds
-    except OSError:
-        return False
 
 
 def _write_commit(root: Path, commit: str, tree: Path, ref: str) -> None:
