@@ -264,7 +264,7 @@ def _take_turns(job: Job, runs: dict[int, "Sampling"], channel: Channel, stop: S
                 continue
             board.mark(turn.cell)
             counters.begin(turn.cell)
-            before = len(run.samples)
+            before = len(run.samples_s)
             if run.error is None:
                 # Every turn follows other processes' turns: caches and thread pools are another
                 # library's (unre-warmed, PyTorch's 1M elementwise timed 21% slow).
@@ -273,13 +273,13 @@ def _take_turns(job: Job, runs: dict[int, "Sampling"], channel: Channel, stop: S
                 counters.cancel()  # a warm-up sample: neither its time nor its usage count
             else:
                 counters.end(turn.cell, run.calls_last)
-            kept = len(run.samples) > before
+            kept = len(run.samples_s) > before
             # Samples taken back (a batch regrown) take their rounds with them.
-            del rounds[turn.cell][len(run.samples) - kept:]
+            del rounds[turn.cell][len(run.samples_s) - kept:]
             if kept:
                 rounds[turn.cell].append(turn.round)
             channel.send(Sampled(job.cells[turn.cell].key, turn.round, run.done, error=run.error is not None,
-                                 seconds=run.samples[-1] if kept else 0.0))
+                                 seconds=run.samples_s[-1] if kept else 0.0))
     return rounds
 
 

@@ -214,11 +214,10 @@ def finish(backend: Backend, prepared: Prepared, footprint_too: bool = True) -> 
     if run.error is not None:
         rep.status, rep.reason = _classify(backend, prepared.cell, "timing", run.error, prepared.origin)
         return rep
-    m = run.sample_set()
-    for name in ("samples_s", "number", "first_call_s", "warmup_calls", "stop_reason", "elapsed_s",
-                 "device_samples_s"):
-        setattr(rep, name, getattr(m, name))
-    if getattr(prepared.device_timer, "uncovered", 0) and m.device_samples_s:
+    for name in ("samples_s", "number", "first_call_s", "warmup_calls", "elapsed_s"):
+        setattr(rep, name, getattr(run, name))
+    rep.stop_reason, rep.device_samples_s = run.stop_reason or "stopped", run.device_samples_s or None
+    if getattr(prepared.device_timer, "uncovered", 0) and run.device_samples_s:
         # The same words in every process, so that the record says it once.
         rep.warnings.append("device time: some calls took the host longer to issue than the blocking "
                             "kernel held the GPU (10 ms at most), so their device time includes host time")
@@ -228,8 +227,8 @@ def finish(backend: Backend, prepared: Prepared, footprint_too: bool = True) -> 
         rep.energy_j, rep.energy_note = spent.joules, spent.note
     health = rep.gpu_health
     if health and "before" in health and backend.health is not None:
-        health.update(after=backend.health.snapshot(), samples=len(m.samples_s),
-                      throttled_samples=len(m.throttled), reasons=m.throttle_reasons)
+        health.update(after=backend.health.snapshot(), samples=len(run.samples_s),
+                      throttled_samples=len(run.throttled), reasons=run.throttle_reasons)
     return rep
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from ..backends.gpu import DeviceTimer
 from .effects import output_bytes
 from ..numeric.stopping import FULL_BATCH, SLOW_CALL_S
-from .sampling import Draw, SampleSet, Sampling, TimerSettings, gc_paused, warmed_up
+from .sampling import Draw, Sampling, TimerSettings, gc_paused, warmed_up
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
@@ -324,16 +324,16 @@ class Timer:
                        self.clock() - started, regrows=regrows)
         if number == 1 and last >= SLOW_CALL_S and settings.mode == "latency" and not settings.cold:
             # A slow call after the first is a sample in its own right: the first took the one-time costs.
-            run.samples.append(last)
+            run.samples_s.append(last)
         return run
 
-    def measure(self, settings: TimerSettings) -> SampleSet:
+    def measure(self, settings: TimerSettings) -> Sampling:
         """First call, warm-up, calibration, then samples until the CI target or the budget is met."""
         run = self.start(settings)
         with gc_paused():
             while not run.done:
                 run.sample()
-        return run.sample_set()
+        return run
 
     def _calibrate(self, per_call: float, settings: TimerSettings, first_result: Any) -> int:
         """Calls per sample so that one lasts ``target_sample_s``: like ``timeit.autorange``, the
