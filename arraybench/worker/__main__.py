@@ -4,7 +4,7 @@ import atexit
 import os
 import sys
 
-from .main import SOURCE_MAP, main
+from .main import SOURCE_MAP, serve
 
 if os.environ.get(SOURCE_MAP):
     from ..host.against import mapped
@@ -12,7 +12,7 @@ if os.environ.get(SOURCE_MAP):
     # A worker of REF's code (--against REF): its path's work-tree folders are REF's, so that
     # `import mypkg` finds REF's version (its working folder stays: the job's paths are relative).
     sys.path[:] = [mapped(p or os.getcwd(), os.environ[SOURCE_MAP]) for p in sys.path]
-status = main()
+status = serve()
 # The work is sent. End without the interpreter's finalization (0.4-0.5 s of CPU for a PyTorch
 # worker) and without waiting for threads a workload left running; atexit handlers still run.
 atexit._run_exitfuncs()
