@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from ..host.cpu_time import MachineTime
 from ..model.usage import Usage
+from .footprint import status_bytes
 
 #: The system call's number, per architecture.
 _SYSCALL = {"x86_64": 298, "amd64": 298, "aarch64": 241, "arm64": 241, "riscv64": 241,
@@ -206,20 +207,10 @@ class SampleCounters:
         self._hw: Counters | None = open_counters() if hardware else None
         self._begin: _Snapshot | None = None
 
-    def _status_kb(self, key: bytes) -> int | None:
-        if self._status is None:
-            return None
-        try:
-            text = os.pread(self._status, 4096, 0)
-            start = text.index(key) + len(key)
-            return int(text[start:text.index(b"kB", start)].strip(b": \t")) * 1024
-        except (OSError, ValueError):
-            return None
-
     def _snapshot(self) -> _Snapshot:
         ru = resource.getrusage(resource.RUSAGE_SELF)
         busy, steal, total = self._machine_time.read() or (None, None, None)
-        return _Snapshot(time.perf_counter(), ru, busy, steal, total, self._status_kb(b"VmRSS"),
+        return _Snapshot(time.perf_counter(), ru, busy, steal, total, status_bytes(b"VmRSS", self._status),
                          self._hw.read() if self._hw else None)
 
     def begin(self, cell: int) -> None:
@@ -235,7 +226,7 @@ class SampleCounters:
 
     def resident_growth(self) -> int | None:
         """How much the resident memory grew since ``begin`` (None where it cannot be read)."""
-        now = self._status_kb(b"VmRSS")
+        now = status_bytes(b"VmRSS", self._status)
         if now is None or self._begin is None or self._begin.rss is None:
             return None
         return now - self._begin.rss
@@ -277,7 +268,7 @@ class SampleCounters:
         if load is not None:
             u.load_sum += load
             u.load_readings += 1
-        peak = self._status_kb(b"VmHWM") if self._clear_refs is not None else None
+        peak = status_bytes(b"VmHWM", self._status) if self._clear_refs is not None else None
         if peak is not None and a.rss is not None:
             growth = max(peak - a.rss, 0)
             self._peak[cell] = growth if self._peak[cell] is None else max(self._peak[cell], growth)

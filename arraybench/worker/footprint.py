@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import gc
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -47,14 +48,15 @@ class Energy:
     note: str = ""
 
 
-def _status_kib(*names: str) -> dict[str, int]:
-    """``VmHWM``, ``VmRSS``... from /proc/self/status, in bytes."""
-    found: dict[str, int] = {}
-    for line in _STATUS.read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in names:
-            found[key] = int(value.split()[0]) * 1024
-    return found
+def status_bytes(key: bytes, fd: int | None = None) -> int | None:
+    """A ``kB`` line of /proc/self/status (``VmRSS``, ``VmHWM``) in bytes, read through ``fd`` where
+    it is kept open (around every sample); None where it cannot be read."""
+    try:
+        text = os.pread(fd, 4096, 0) if fd is not None else _STATUS.read_bytes()
+        start = text.index(key + b":") + len(key) + 1
+        return int(text[start:text.index(b"kB", start)].strip()) * 1024
+    except (OSError, ValueError):
+        return None
 
 
 @functools.cache
@@ -82,10 +84,8 @@ def _allocated() -> int | None:
 
 def host_peak(call: Callable[[], Any]) -> Peak:
     """Resident bytes one ``call`` added at its highest (``VmHWM`` after minus ``VmRSS`` before)."""
-    try:
-        _status_kib("VmRSS")
-    except (OSError, ValueError) as exc:
-        return Peak(None, f"host peak memory not measured: /proc/self/status not readable ({exc})")
+    if status_bytes(b"VmRSS") is None:
+        return Peak(None, "host peak memory not measured: /proc/self/status not readable")
     gc.collect()
     try:  # the C allocator's free memory back to the kernel, so the call's allocations show (glibc)
         _libc().malloc_trim(0)
@@ -97,16 +97,16 @@ def host_peak(call: Callable[[], Any]) -> Peak:
         return Peak(None, "host peak memory not measured: /proc/self/clear_refs not writable "
                           f"({exc.strerror or exc}), so the resident high-water mark cannot be reset")
     allocated = _allocated()
-    before = _status_kib("VmRSS", "VmHWM")
+    before = status_bytes(b"VmRSS")
     result = call()
-    after = _status_kib("VmHWM")
+    after = status_bytes(b"VmHWM")
     # What the call still holds counts even where it reused resident memory: other threads' malloc
     # arenas (glibc trims only the main one) would otherwise hide a JAX matmul's 32 MB output.
     held = _allocated()
     del result
-    if "VmHWM" not in after or "VmRSS" not in before:
+    if after is None or before is None:
         return Peak(None, "host peak memory not measured: this kernel reports no VmHWM")
-    grown = max(after["VmHWM"] - before["VmRSS"], 0)
+    grown = max(after - before, 0)
     kept = held - allocated if held is not None and allocated is not None else 0
     return Peak(max(grown, kept),
                 "host resident high-water mark over one call (clear_refs 5, VmHWM - VmRSS before), "
