@@ -109,13 +109,18 @@ def _read_count(fd: int) -> int:
 
 
 class Counters:
-    """Events counted on every thread of this process; threads started later are added by
-    ``refresh``. ``reason`` is empty when counting works, else why nothing is counted."""
+    """Events (the hardware's by default) counted on every thread of this process; threads started
+    later are added by ``refresh``. ``reason`` is empty when counting works, else why nothing is.
 
-    def __init__(self, events: dict[str, tuple[int, int]]) -> None:
-        self.events = events
+    >>> isinstance(Counters().reason, str)
+    True
+    """
+
+    def __init__(self, events: dict[str, tuple[int, int]] | None = None) -> None:
+        self.events = events or {name: (PERF_TYPE_HARDWARE, config) for name, config in HARDWARE_EVENTS.items()}
         self.reason = ""
         self._fds: dict[int, dict[str, int]] = {}
+        self.refresh()
 
     def refresh(self) -> None:
         """Open the events on threads not counted yet (a thread pool started since)."""
@@ -161,19 +166,6 @@ class Counters:
         self._fds.clear()
 
 
-def open_counters(events: dict[str, tuple[int, int]] | None = None) -> Counters:
-    """Hardware counters on every thread of this process (``reason`` says why not, where not).
-
-    >>> counters = open_counters()
-    >>> isinstance(counters.reason, str)
-    True
-    """
-    chosen = events or {name: (PERF_TYPE_HARDWARE, config) for name, config in HARDWARE_EVENTS.items()}
-    counters = Counters(chosen)
-    counters.refresh()
-    return counters
-
-
 def _open(path: str, flags: int = os.O_RDONLY) -> int | None:
     try:
         return os.open(path, flags)
@@ -204,7 +196,7 @@ class SampleCounters:
         # Writing 5 to clear_refs resets the peak resident size (VmHWM) to the current one.
         self._clear_refs = _open("/proc/self/clear_refs", os.O_WRONLY)
         self._cpus = os.cpu_count() or 1
-        self._hw: Counters | None = open_counters() if hardware else None
+        self._hw: Counters | None = Counters() if hardware else None
         self._begin: _Snapshot | None = None
 
     def _snapshot(self) -> _Snapshot:
