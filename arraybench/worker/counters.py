@@ -177,9 +177,7 @@ def _open(path: str, flags: int = os.O_RDONLY) -> int | None:
 class _Snapshot:
     wall: float
     ru: resource.struct_rusage
-    busy: float | None  # the machine's CPU seconds (all CPUs), steal excluded
-    steal: float | None
-    total: float | None
+    machine: tuple[float, float, float] | None  # the machine's CPU seconds (``MachineTime.read``)
     rss: int | None
     hardware: dict[str, int] | None
 
@@ -200,10 +198,8 @@ class SampleCounters:
         self._begin: _Snapshot | None = None
 
     def _snapshot(self) -> _Snapshot:
-        ru = resource.getrusage(resource.RUSAGE_SELF)
-        busy, steal, total = self._machine_time.read() or (None, None, None)
-        return _Snapshot(time.perf_counter(), ru, busy, steal, total, status_bytes(b"VmRSS", self._status),
-                         self._hw.read() if self._hw else None)
+        return _Snapshot(time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF), self._machine_time.read(),
+                         status_bytes(b"VmRSS", self._status), self._hw.read() if self._hw else None)
 
     def begin(self, cell: int) -> None:
         """Just before a sample of ``cell``."""
@@ -247,11 +243,11 @@ class SampleCounters:
         u.voluntary_switches += b.ru.ru_nvcsw - a.ru.ru_nvcsw
         u.involuntary_switches += b.ru.ru_nivcsw - a.ru.ru_nivcsw
         others = None
-        if None not in (a.busy, b.busy, a.total, b.total, a.steal, b.steal):
-            busy = max(b.busy - a.busy, 0.0)  # type: ignore[operator]
+        if a.machine is not None and b.machine is not None:
+            busy, steal, total = (max(y - x, 0.0) for x, y in zip(a.machine, b.machine))
             u.machine_busy_s += busy
-            u.steal_s += max(b.steal - a.steal, 0.0)  # type: ignore[operator]
-            u.machine_total_s += max(b.total - a.total, 0.0)  # type: ignore[operator]
+            u.steal_s += steal
+            u.machine_total_s += total
             others = max(busy - user - system, 0.0) / wall if wall > 0 else None
         try:
             load = float(os.pread(self._loadavg, 128, 0).split()[0]) if self._loadavg is not None else None
