@@ -205,82 +205,70 @@ def _parts(value: Any) -> list[np.ndarray] | None:
 
 
 class SharedReferences:
-    """The run's folder of references."""
+    """The run's folder of references: each file a JSON header then .npy records, read back without
+    pickle and written atomically (a worker reads a whole file or none)."""
 
     def __init__(self, folder: str) -> None:
         self.folder = Path(folder)
 
     def load(self, name: str) -> Reference | None:
         """The reference stored under ``name``, or None."""
-        path = self.folder / f"{name}.npys"
-        try:
-            with open(path, "rb") as f:
-                meta = json.loads(str(read_array(f, allow_pickle=False)))
-                value = [read_array(f, allow_pickle=False) for _ in range(meta["values"])]
-                plain = [read_array(f, allow_pickle=False) for _ in range(meta["plains"])] \
-                    if meta["plains"] else None
-        except (OSError, KeyError, ValueError):
+        found = self._read(f"{name}.npys")
+        if found is None:
             return None
+        meta, arrays = found
         unpack = (lambda parts: tuple(parts) if meta["tuple"] else
                   (parts[0].item() if meta["scalar"] else parts[0]))
-        return Reference(unpack(value), meta["error"], meta["note"], unpack(plain) if plain is not None else None)
+        value, plain = arrays[:meta["values"]], arrays[meta["values"]:]
+        return Reference(unpack(value), meta["error"], meta["note"], unpack(plain) if plain else None)
 
     def put(self, name: str, ref: Reference) -> None:
         """Keep ``ref`` under ``name`` where it is arrays (quietly nothing otherwise)."""
         value, plain = _parts(ref.value), _parts(ref.plain) if ref.plain is not None else []
-        if value is None or plain is None:
-            return
-        meta = {"values": len(value), "plains": len(plain), "tuple": isinstance(ref.value, tuple),
-                "scalar": not isinstance(ref.value, (tuple, np.ndarray)), "error": ref.error, "note": ref.note}
-        self._write_arrays(f"{name}.npys", (np.asarray(json.dumps(meta)), *value, *plain))
+        if value is not None and plain is not None:
+            self._write(f"{name}.npys", {"values": len(value), "tuple": isinstance(ref.value, tuple),
+                                         "scalar": not isinstance(ref.value, (tuple, np.ndarray)),
+                                         "error": ref.error, "note": ref.note}, (*value, *plain))
 
     def load_inputs(self, name: str) -> tuple[tuple[np.ndarray, ...], tuple[bool, ...]] | None:
         """The inputs stored under ``name`` (arrays, and which keep a fixed dtype), or None."""
-        try:
-            with open(self.folder / f"{name}.inputs.npys", "rb") as f:
-                fixed = tuple(bool(x) for x in read_array(f, allow_pickle=False))
-                return tuple(read_array(f, allow_pickle=False) for _ in fixed), fixed
-        except (OSError, ValueError):
-            return None
+        found = self._read(f"{name}.inputs.npys")
+        return None if found is None else (tuple(found[1]), tuple(found[0]["fixed"]))
 
     def put_inputs(self, name: str, arrays: tuple[Any, ...], fixed: tuple[bool, ...]) -> None:
         """Keep a cell's inputs under ``name`` where they are plain arrays of at most
         ``SHARED_INPUT_BYTES`` (quietly nothing otherwise: the folder may be memory)."""
-        if not all(isinstance(a, np.ndarray) and a.dtype != object for a in arrays) \
-                or sum(a.nbytes for a in arrays) > SHARED_INPUT_BYTES:
-            return
-        self._write_arrays(f"{name}.inputs.npys", (np.asarray(fixed, dtype=bool), *arrays))
+        if all(isinstance(a, np.ndarray) and a.dtype != object for a in arrays) \
+                and sum(a.nbytes for a in arrays) <= SHARED_INPUT_BYTES:
+            self._write(f"{name}.inputs.npys", {"fixed": list(fixed)}, arrays)
 
     def load_noise(self, name: str) -> tuple[bool, Any]:
         """(found, the noise stored under ``name``: a Noise, a tuple of them, or None)."""
-        try:
-            data = json.loads((self.folder / f"{name}.noise.json").read_text())
-        except (OSError, ValueError):
-            return False, None
-        return True, (tuple(Noise(**n) for n in data) if isinstance(data, list)
-                      else None if data is None else Noise(**data))
+        found = self._read(f"{name}.noise.npys")
+        data = None if found is None else found[0]["noise"]
+        return found is not None, (tuple(Noise(**n) for n in data) if isinstance(data, list)
+                                   else None if data is None else Noise(**data))
 
     def put_noise(self, name: str, noise: Any) -> None:
         """Keep ``noise`` under ``name``."""
         data = ([asdict(n) for n in noise] if isinstance(noise, tuple)
                 else None if noise is None else asdict(noise))
-        self._write(f"{name}.noise.json", lambda f: f.write(json.dumps(data).encode()))
+        self._write(f"{name}.noise.npys", {"noise": data}, ())
 
-    def _write_arrays(self, name: str, arrays: tuple[np.ndarray, ...]) -> None:
-        """Write ``arrays`` as .npy records one after another."""
+    def _read(self, name: str) -> tuple[dict[str, Any], list[np.ndarray]] | None:
+        try:
+            with open(self.folder / name, "rb") as f:
+                meta = json.loads(str(read_array(f, allow_pickle=False)))
+                return meta, [read_array(f, allow_pickle=False) for _ in range(meta["arrays"])]
+        except (OSError, KeyError, ValueError):
+            return None
 
-        def write(f: Any) -> None:
-            for array in arrays:
-                write_array(f, array, allow_pickle=False)
-
-        self._write(name, write)
-
-    def _write(self, name: str, write: Any) -> None:
-        """Write atomically: a worker reads a whole file or none."""
+    def _write(self, name: str, meta: dict[str, Any], arrays: tuple[np.ndarray, ...]) -> None:
         try:
             fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".part-")
             with os.fdopen(fd, "wb") as f:
-                write(f)
+                for array in (np.asarray(json.dumps({**meta, "arrays": len(arrays)})), *arrays):
+                    write_array(f, array, allow_pickle=False)
             os.replace(tmp, self.folder / name)
         except OSError:
             pass  # a full disk costs the sharing, never the cell
