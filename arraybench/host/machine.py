@@ -18,7 +18,7 @@ from typing import Any
 from ..backends import SPECS
 from ..model.runs import machine_id
 from ..model.results import arraybench_version
-from . import knobs
+from .threads import GPU, recorded
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS")
 
@@ -143,10 +143,10 @@ def collect(threads: int | None = None) -> dict[str, Any]:
         "threads_requested": threads,
         "thread_env": {k: os.environ[k] for k in _THREAD_VARS if k in os.environ},
         # every variable that changes kernels, threads or precision (``knobs``)
-        "kernel_env": knobs.recorded(os.environ),
+        "kernel_env": recorded(os.environ),
         "fingerprint": fp,
         "machine_id": machine_id(fp),
-        "gpu_env": knobs.gpu(os.environ),
+        "gpu_env": {k: os.environ[k] for k in GPU if k in os.environ},
         "backends": {},
     }
 

@@ -127,7 +127,7 @@ def _open_backend(job: Job, channel: Channel) -> "Backend | None":
 def _info(backend: "Backend", started: float, describe: bool = True) -> dict[str, Any]:
     """What ``Ready`` reports: the backend's own info, its start-up time and settings, and
     (``describe``) the code paths it runs."""
-    from ..host.knobs import recorded
+    from ..host.threads import recorded
 
     info = getattr(backend, "ready_info", None)  # a reused worker's library is the same
     if info is None:
