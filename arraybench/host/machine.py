@@ -23,35 +23,26 @@ from .threads import GPU, recorded
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS")
 
 
-def _cpuinfo() -> list[tuple[str, str]] | None:
-    """/proc/cpuinfo as (key in lower case, value) lines, ("", "") between CPUs; None without it."""
+def _cpuinfo() -> list[dict[str, str]]:
+    """/proc/cpuinfo, one dict a CPU (keys in lower case); empty without it."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            return [(k.strip().lower(), v.strip()) for k, _, v in (line.partition(":") for line in f)]
+            blocks = f.read().split("\n\n")
     except OSError:
-        return None
+        return []
+    return [{k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in block.splitlines())}
+            for block in blocks if block.strip()]
 
 
 def cpu_model() -> str:
     """The CPU's marketing name, from /proc/cpuinfo where there is one."""
-    name = next((v for k, v in _cpuinfo() or () if k == "model name"), None)
+    name = next((cpu["model name"] for cpu in _cpuinfo() if cpu.get("model name")), None)
     return name or platform.processor() or platform.machine()
 
 
 def physical_cores() -> int | None:
     """Physical cores (distinct socket/core pairs in /proc/cpuinfo); None where it does not say."""
-    pairs = set()
-    phys = core = None
-    for key, value in [*(_cpuinfo() or [("", "")]), ("", "")]:
-        if key == "physical id":
-            phys = value
-        elif key == "core id":
-            core = value
-        elif not key:
-            if core is not None:
-                pairs.add((phys, core))
-            phys = core = None
-    return len(pairs) or None
+    return len({(cpu.get("physical id"), cpu["core id"]) for cpu in _cpuinfo() if "core id" in cpu}) or None
 
 
 def memory_gib() -> float | None:
@@ -96,7 +87,7 @@ ISA_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", 
 
 def cpu_flags() -> list[str]:
     """The CPU's feature flags as the kernel lists them (``flags`` on x86, ``Features`` on Arm)."""
-    return next((v.split() for k, v in _cpuinfo() or () if k in ("flags", "features")), [])
+    return next((cpu[k].split() for cpu in _cpuinfo() for k in ("flags", "features") if k in cpu), [])
 
 
 def fingerprint(found_gpus: list[dict[str, str]] | None = None) -> dict[str, Any]:
