@@ -20,7 +20,7 @@ from ..model.timer_settings import TimerSettings
 from .sampling import Sampling
 from .timer import FreshInputs, Timer, fresh_inputs
 from ..workloads.userfile import describe_exception
-from ..workloads.inputs import Bound, bind, input_bytes
+from ..workloads.inputs import Bound, bind
 from ..workloads.definition import Workload
 from .references import UNCHECKED, ReferenceCache, is_none, narrower_than_numpys
 from .effects import (FirstCall, ForeignResult, Watch, dtype_of, fingerprint, input_names, look, output_bytes, to_host,
@@ -35,7 +35,6 @@ class Prepared:
     cell: Cell
     replicate: Replicate
     run: Sampling | None = None
-    input_bytes: int = 0
     #: Where a user's workload function is defined, for errors that carry no line of theirs.
     origin: str = ""
     #: The device-event timer of the device pass, asked at the end how many calls its hold missed.
@@ -82,7 +81,6 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
     try:
         built = references.inputs(wl, cell.size, cell.dtype, seed, params)
         host = built.arrays
-        prepared.input_bytes = input_bytes(host)
         stage = "moving inputs to the device"
         arrays: tuple[Any, ...] | None = None  # with transfer, each call moves fresh inputs itself
         if cell.transfer:

@@ -18,6 +18,7 @@ import numpy as np
 from ..backends.gpu import DeviceTimer
 from .effects import output_bytes
 from ..numeric.stopping import FULL_BATCH, SLOW_CALL_S
+from ..workloads.inputs import input_bytes
 from .sampling import Draw, Sampling, TimerSettings, gc_paused, warmed_up
 
 if TYPE_CHECKING:
@@ -177,10 +178,9 @@ def fresh_inputs(backend: "Backend", args: Sequence[Any], prefix: int, arrays: S
     """Fresh copies of ``arrays[i]`` for ``i`` in ``positions``, where they live (device or host);
     ``args`` are the bound call's arguments, the arrays from ``prefix``; ``host`` the pristine values."""
     pristine = [_pristine(backend, arrays[i], host[i]) for i in positions]
-    slot_bytes = sum(int(getattr(p, "nbytes", 8 * len(p) if isinstance(p, list) else 0)) for p in pristine)
     return FreshInputs(args, [prefix + i for i in positions], pristine,
                        clone=backend.clone, copy_into=backend.copy_into, sync=backend.sync,
-                       capacity=pool_capacity(restore, slot_bytes, budget_bytes), restore=restore)
+                       capacity=pool_capacity(restore, input_bytes(pristine), budget_bytes), restore=restore)
 
 
 def _pristine(backend: "Backend", arg: Any, host: Any) -> Any:
