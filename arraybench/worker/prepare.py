@@ -109,7 +109,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         run = timer.start(settings, first=first)
         if isinstance(timer.fresh, FreshInputs):  # how it restores, chosen now, and what it subtracts
             if timer.fresh.per_call:
-                rep.restore_overhead_s = timer.span_overhead_s()
+                rep.restore_overhead_s = timer.span_overhead_s
             rep.warnings.append(timer.fresh.describe(rep.restored))
         if cell.mode == "compiled":
             rep.warnings += backend.compile_notes()

@@ -7,7 +7,9 @@ restoring per call is 3-6% slow; from 0.8 ms both are within 2%, so ``auto`` res
 
 from __future__ import annotations
 
+import functools
 import math
+import statistics
 import time
 from dataclasses import KW_ONLY, dataclass, field
 from functools import partial
@@ -219,7 +221,6 @@ class Timer:
         self.args = tuple(self.args)
         self.kwargs = dict(self.kwargs)
         self._loops: dict[tuple[str, bool], Callable[..., Any]] = {}
-        self._span_overhead_s: float | None = None
 
     def _loop(self, mode: str, pooled: bool = False) -> Callable[..., Any]:
         if (mode, pooled) not in self._loops:
@@ -269,18 +270,16 @@ class Timer:
             left -= len(pool)
             spans += 1
         if spans > 1 and mode != "device":
-            wall = max(wall - (spans - 1) * self.span_overhead_s(), 0.0)
+            wall = max(wall - (spans - 1) * self.span_overhead_s, 0.0)
         return wall, device
 
+    @functools.cached_property
     def span_overhead_s(self) -> float:
         """What one timed span costs beyond its calls (two clock reads, the loop's set-up): the
         median of 201 empty spans, measured once."""
-        if self._span_overhead_s is None:
-            loop = self._loop("latency", pooled=True)
-            settings = tuple(self.kwargs.values())
-            spans = sorted(loop((), self.op, *settings, self.sync, self.clock, None)[0] for _ in range(201))
-            self._span_overhead_s = spans[len(spans) // 2]
-        return self._span_overhead_s
+        loop = self._loop("latency", pooled=True)
+        settings = tuple(self.kwargs.values())
+        return statistics.median(loop((), self.op, *settings, self.sync, self.clock, None)[0] for _ in range(201))
 
     def draw(self, settings: TimerSettings, number: int, rewarm: bool = False) -> Draw:
         """One sample of ``number`` calls, as ``settings`` ask (cold caches, a device pass), and the
