@@ -1,6 +1,7 @@
 """``python -m arraybench.worker``: a worker process (job on stdin, messages on stdout)."""
 
 import atexit
+import contextlib
 import os
 import sys
 
@@ -17,8 +18,6 @@ status = serve()
 # worker) and without waiting for threads a workload left running; atexit handlers still run.
 atexit._run_exitfuncs()
 for stream in (sys.stdout, sys.stderr):
-    try:
+    with contextlib.suppress(OSError, ValueError):
         stream.flush()
-    except (OSError, ValueError):
-        pass
 os._exit(status if isinstance(status, int) else 1)

@@ -79,8 +79,7 @@ def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
                     for o, r, n in zip(out, ref, noises)]
         errors = tuple(v.max_rel_error for v in verdicts)
         bad = next((v for v in verdicts if not v.ok), None)
-        known = [e for e in errors if e is not None]
-        worst = max(known) if known else None
+        worst = max((e for e in errors if e is not None), default=None)
         note = "; ".join(dict.fromkeys(v.note for v in verdicts if v.note))
         tol = max(v.tolerance for v in verdicts) if verdicts else tol
         if bad is not None:

@@ -9,6 +9,7 @@ comes from RAPL or NVML's counter, judged (frozen, backwards, a jump) before it 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import gc
@@ -87,10 +88,8 @@ def host_peak(call: Callable[[], Any]) -> Peak:
     if status_bytes(b"VmRSS") is None:
         return Peak(None, "host peak memory not measured: /proc/self/status not readable")
     gc.collect()
-    try:  # the C allocator's free memory back to the kernel, so the call's allocations show (glibc)
+    with contextlib.suppress(OSError, AttributeError):  # free memory back, so a call's allocations show
         _libc().malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
     try:
         _CLEAR_REFS.write_text("5")  # the high-water mark is the present resident size again
     except OSError as exc:

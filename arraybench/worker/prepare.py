@@ -6,6 +6,7 @@ samples into the cell's ``Replicate``. Exceptions from the library or a user's w
 
 from __future__ import annotations
 
+import contextlib
 import gc
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
@@ -262,10 +263,8 @@ def _ended(backend: Backend, prepared: Prepared, status: Status, reason: str) ->
     prepared.replicate.reason = reason
     prepared.run = prepared.call = None
     gc.collect()
-    try:
+    with contextlib.suppress(Exception):
         backend.free()
-    except Exception:
-        pass
     return prepared
 
 
