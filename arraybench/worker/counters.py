@@ -54,10 +54,6 @@ class _Attr(ctypes.Structure):
                 ("sample_max_stack", ctypes.c_uint16), ("reserved_2", ctypes.c_uint16)]
 
 
-class PerfError(OSError):
-    """perf_event_open refused; the message says why in words."""
-
-
 def paranoid_level() -> int | None:
     """``/proc/sys/kernel/perf_event_paranoid``: 2 (the usual default) allows user-space counting
     of one's own process; 3 or more (some distributions) forbids it."""
@@ -69,43 +65,40 @@ def paranoid_level() -> int | None:
 
 
 def _open_event(kind: int, config: int, tid: int) -> int:
-    """A file descriptor counting one event for thread ``tid``, enabled; ``PerfError`` with the
-    reason when the kernel refuses."""
+    """A file descriptor counting one event for thread ``tid``, enabled; ``OSError`` with the
+    reason in words when the kernel refuses."""
     number = _SYSCALL.get(platform.machine().lower())
     if number is None:
-        raise PerfError(errno.ENOSYS, f"no perf_event_open binding for {platform.machine()}")
+        raise OSError(errno.ENOSYS, f"no perf_event_open binding for {platform.machine()}")
     attr = _Attr(type=kind, size=ctypes.sizeof(_Attr), config=config, read_format=_READ_TIMES,
                  flags=_DISABLED | _EXCLUDE_KERNEL | _EXCLUDE_HV)
     libc = ctypes.CDLL(None, use_errno=True)
     fd = libc.syscall(number, ctypes.byref(attr), tid, -1, -1, 0)
     if fd < 0:
         code = ctypes.get_errno()
-        raise PerfError(code, _reason(code))
+        raise OSError(code, _reason(code))
     libc.ioctl(fd, _IOC_ENABLE, 0)
     return fd
 
 
+_NO_PMU = "this machine exposes no hardware counters (no PMU; usual in VMs)"
+_FORBIDDEN = "not permitted (perf_event_paranoid or a seccomp profile forbids it)"
+#: Why perf_event_open failed, in words, by its errno.
+_WHY = {errno.ENOENT: _NO_PMU, errno.EOPNOTSUPP: _NO_PMU, errno.EACCES: _FORBIDDEN, errno.EPERM: _FORBIDDEN,
+        errno.ENOSYS: "the kernel has no perf_event_open"}
+
+
 def _reason(code: int) -> str:
-    name = errno.errorcode.get(code, str(code))
     level = paranoid_level()
     paranoid = "" if level is None else f"; perf_event_paranoid is {level}"
-    if code == errno.ENOENT or code == errno.EOPNOTSUPP:
-        why = "this machine exposes no hardware counters (no PMU; usual in VMs)"
-    elif code in (errno.EACCES, errno.EPERM):
-        why = "not permitted (perf_event_paranoid or a seccomp profile forbids it)"
-    elif code == errno.ENOSYS:
-        why = "the kernel has no perf_event_open"
-    else:
-        why = os.strerror(code)
-    return f"perf_event_open failed with {name}: {why}{paranoid}"
+    return (f"perf_event_open failed with {errno.errorcode.get(code, str(code))}: "
+            f"{_WHY.get(code) or os.strerror(code)}{paranoid}")
 
 
 def _read_count(fd: int) -> int:
     """The event's count so far, scaled up where the kernel multiplexed it with other events."""
     value, enabled, running = struct.unpack("QQQ", os.read(fd, 24))
-    if running and running < enabled:
-        return int(value * enabled / running)
-    return int(value)
+    return int(value * enabled / running) if running and running < enabled else int(value)
 
 
 class Counters:
@@ -137,7 +130,7 @@ class Counters:
             try:
                 for name, (kind, config) in self.events.items():
                     opened[name] = _open_event(kind, config, tid)
-            except PerfError as exc:
+            except OSError as exc:
                 for fd in opened.values():
                     os.close(fd)
                 if not self._fds:
