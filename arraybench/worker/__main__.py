@@ -8,7 +8,7 @@ import sys
 from .main import SOURCE_MAP, serve
 
 if os.environ.get(SOURCE_MAP):
-    from ..host.against import mapped
+    from ..host.git import mapped
 
     # A worker of REF's code (--against REF): its path's work-tree folders are REF's, so that
     # `import mypkg` finds REF's version (its working folder stays: the job's paths are relative).

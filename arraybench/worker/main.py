@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from .prepare import Prepared as PreparedCell
     from .sampling import Sampling
 
-#: ``host.against.SOURCE_MAP``, spelled here so that a worker imports that module (git,
+#: ``host.git.SOURCE_MAP``, spelled here so that a worker imports that module (git,
 #: subprocess) only in a run ``--against REF``, where it is set.
 SOURCE_MAP = "ARRAYBENCH_SOURCE_MAP"
 
@@ -158,7 +158,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: threading.Eve
 
     files = list(job.workload_files)
     if os.environ.get(SOURCE_MAP):  # a run --against REF: REF's environment reads REF's files
-        from ..host.against import mapped
+        from ..host.git import mapped
 
         files = [mapped(f, os.environ[SOURCE_MAP]) for f in files]
     load_errors = load_workload_files(files)
