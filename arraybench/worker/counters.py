@@ -10,6 +10,7 @@ most cloud VMs expose no PMU, and ``Counters.reason`` then says so in one line.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -95,12 +96,6 @@ def _reason(code: int) -> str:
             f"{_WHY.get(code) or os.strerror(code)}{paranoid}")
 
 
-def _read_count(fd: int) -> int:
-    """The event's count so far, scaled up where the kernel multiplexed it with other events."""
-    value, enabled, running = struct.unpack("QQQ", os.read(fd, 24))
-    return int(value * enabled / running) if running and running < enabled else int(value)
-
-
 class Counters:
     """Events (the hardware's by default) counted on every thread of this process; threads started
     later are added by ``refresh``. ``reason`` is empty when counting works, else why nothing is.
@@ -146,10 +141,10 @@ class Counters:
         totals = dict.fromkeys(self.events, 0)
         for opened in self._fds.values():
             for name, fd in opened.items():
-                try:
-                    totals[name] += _read_count(fd)
-                except OSError:
-                    pass
+                with contextlib.suppress(OSError):
+                    # Scaled up where the kernel multiplexed the event with others.
+                    value, enabled, running = struct.unpack("QQQ", os.read(fd, 24))
+                    totals[name] += int(value * enabled / running) if running and running < enabled else value
         return totals
 
     def close(self) -> None:

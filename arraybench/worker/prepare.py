@@ -236,7 +236,14 @@ def _classify(backend: Backend, cell: Cell, stage: str, exc: BaseException,
     """(status, reason) for an exception raised while preparing or timing a cell: out of memory
     first, then the compiler's own refusals; anything else is a failure."""
     if backend.is_out_of_memory(exc):
-        return "failed", _out_of_memory(backend, stage, exc)
+        gc.collect()  # what the failed attempt left behind is not "in use"
+        try:
+            backend.free()
+            available = backend.memory_available()
+        except Exception:  # asked right after a failure: the device may refuse to answer
+            available = None
+        where = "host memory" if backend.device == "cpu" else f"on the {backend.device.upper()}"
+        return "failed", footprint.describe(str(exc).strip() or type(exc).__name__, stage, available, where)
     if cell.mode == "compiled" and backend.recompile_limit_hit(exc):
         return "failed", (f"{backend.compile_method} reached its recompile limit during {stage}: "
                           "past it the calls would run eager, so this cell is not timed as compiled")
@@ -244,18 +251,6 @@ def _classify(backend: Backend, cell: Cell, stage: str, exc: BaseException,
         return "skipped", (f"not applicable: {backend.compile_method} cannot compile this workload "
                            f"({backend.compile_refusal(exc) or describe_exception(exc)})")
     return "failed", f"{describe_exception(exc, origin)} (during {stage})"
-
-
-def _out_of_memory(backend: Backend, stage: str, exc: BaseException) -> str:
-    """``out of memory during ... (needed X, available Y of Z ...): the library's words``."""
-    gc.collect()  # what the failed attempt left behind is not "in use"
-    try:
-        backend.free()
-        available = backend.memory_available()
-    except Exception:  # asked right after a failure: the device may refuse to answer
-        available = None
-    where = "host memory" if backend.device == "cpu" else f"on the {backend.device.upper()}"
-    return footprint.describe(str(exc).strip() or type(exc).__name__, stage, available, where)
 
 
 def _ended(backend: Backend, prepared: Prepared, status: Status, reason: str) -> Prepared:

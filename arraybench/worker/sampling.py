@@ -28,10 +28,6 @@ class Draw:
     spent_s: float  # the whole draw: flushing, re-warming, the device pass and the monitor too
 
 
-#: ``draw(number, rewarm)``: one sample of ``number`` calls; ``rewarm``: one untimed call first.
-DrawSample = Callable[[int, bool], Draw]
-
-
 class gc_paused:
     """Collect garbage before, and never during, the timed loops (as ``timeit`` does)."""
 
@@ -46,10 +42,12 @@ class gc_paused:
 
 
 class Sampling:
-    """A calibrated operation being sampled; ``sample()`` draws one, ``done`` says when to stop."""
+    """A calibrated operation being sampled; ``sample()`` draws one, ``done`` says when to stop.
+    ``draw(number, rewarm)`` takes one sample of ``number`` calls (``rewarm``: one untimed call first)."""
 
-    def __init__(self, draw: DrawSample, settings: TimerSettings, number: int, first_call_s: float,
-                 warmup_calls: int, per_call_s: float, setup_s: float, regrows: bool = False) -> None:
+    def __init__(self, draw: Callable[[int, bool], Draw], settings: TimerSettings, number: int,
+                 first_call_s: float, warmup_calls: int, per_call_s: float, setup_s: float,
+                 regrows: bool = False) -> None:
         self.draw = draw
         self.settings = settings
         self.number = number
