@@ -158,19 +158,11 @@ class Rapl:
         """Microjoules per package, now."""
         return [int(path.read_text()) for path, _ in self.zones]
 
-    def joules(self, before: list[int], after: list[int]) -> float:
-        """Joules between two reads, each counter's wrap-around undone (see ``fault`` first)."""
-        return sum(_moved(a, b, wrap) or 0 for (_, wrap), a, b in zip(self.zones, before, after)) / 1e6
-
-    def fault(self, before: list[int], after: list[int], elapsed: float) -> str:
-        """Why two reads ``elapsed`` seconds apart are no reading ("" where they are one)."""
-        for (path, wrap), a, b in zip(self.zones, before, after):
-            moved = _moved(a, b, wrap)
-            why = _judge(f"RAPL counter {path.parent.name}", None if moved is None else moved / 1e6,
-                         elapsed, PACKAGE_MAX_W)
-            if why:
-                return why
-        return ""
+    def moved(self, before: list[int], after: list[int]) -> list[tuple[str, float | None]]:
+        """(counter, joules) each package's counter moved between two reads, its wrap-around undone
+        (None: backwards)."""
+        return [(f"RAPL counter {path.parent.name}", None if (uj := _moved(a, b, wrap)) is None else uj / 1e6)
+                for (path, wrap), a, b in zip(self.zones, before, after)]
 
 
 def _moved(a: int, b: int, wrap: int) -> int | None:
@@ -230,29 +222,23 @@ def energy(backend: Any, call: Callable[[], Any], span_s: float = ENERGY_SPAN_S,
             began = time.perf_counter()
             start = counter()
             calls = _repeat(call, span_s)
-            joules = (counter() - start) / 1e3
-            why = _judge("GPU's NVML energy counter", joules, time.perf_counter() - began,
-                         BOARD_MAX_W)
-            if why:
-                return Energy(None, why)
-            return Energy(joules / calls, "GPU board energy from NVML's total-energy counter, "
-                                          "its idle draw included")
-        rapl = rapl if rapl is not None else Rapl()
-        if not rapl.zones:
-            return Energy(None, rapl.why)
-        try:
-            began = time.perf_counter()
-            before = rapl.read()
-            calls = _repeat(call, span_s)
-            after = rapl.read()
-            elapsed = time.perf_counter() - began
-        except (OSError, ValueError) as exc:
-            return Energy(None, f"RAPL not readable: {exc}")
-        why = rapl.fault(before, after, elapsed)
-        if why:
-            return Energy(None, why)
-        return Energy(rapl.joules(before, after) / calls,
-                      "CPU package energy from RAPL, the machine's idle draw included")
+            moved: list[tuple[str, float | None]] = [("GPU's NVML energy counter", (counter() - start) / 1e3)]
+            note, ceiling = "GPU board energy from NVML's total-energy counter, its idle draw included", BOARD_MAX_W
+        else:
+            rapl = rapl if rapl is not None else Rapl()
+            if not rapl.zones:
+                return Energy(None, rapl.why)
+            try:
+                began = time.perf_counter()
+                before = rapl.read()
+                calls = _repeat(call, span_s)
+                moved = rapl.moved(before, rapl.read())
+            except (OSError, ValueError) as exc:
+                return Energy(None, f"RAPL not readable: {exc}")
+            note, ceiling = "CPU package energy from RAPL, the machine's idle draw included", PACKAGE_MAX_W
+        elapsed = time.perf_counter() - began
+        why = next(filter(None, (_judge(what, joules, elapsed, ceiling) for what, joules in moved)), "")
+        return Energy(None, why) if why else Energy(sum(j or 0.0 for _, j in moved) / calls, note)
     except Exception as exc:  # the extra calls or the counters: a side reading, never the samples
         return Energy(None, f"energy not measured: {type(exc).__name__}: {exc}")
 
