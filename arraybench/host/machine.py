@@ -73,10 +73,9 @@ def library_versions() -> dict[str, str | None]:
     versions: dict[str, str | None] = {name: s.version() for name, s in SPECS.items()}
     # numba and llvmlite: NumPy's compiled mode; jax-metal: JAX on Apple GPUs.
     for extra in ("jaxlib", "numba", "llvmlite", "jax-metal", "threadpoolctl", "array-api-compat", "matplotlib"):
-        try:
+        versions[extra] = None
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             versions[extra] = importlib.metadata.version(extra)
-        except importlib.metadata.PackageNotFoundError:
-            versions[extra] = None
     return versions
 
 

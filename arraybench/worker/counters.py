@@ -29,11 +29,8 @@ _SYSCALL = {"x86_64": 298, "amd64": 298, "aarch64": 241, "arm64": 241, "riscv64"
             "ppc64le": 319, "ppc64": 319, "s390x": 331, "i386": 336, "i686": 336}
 
 PERF_TYPE_HARDWARE = 0
-PERF_TYPE_SOFTWARE = 1
 #: Hardware event ids (``PERF_COUNT_HW_*``).
 HARDWARE_EVENTS = {"cycles": 0, "instructions": 1, "cache_references": 2, "cache_misses": 3}
-#: Software events, which every Linux kernel has: used to test the binding where no PMU exists.
-SOFTWARE_TASK_CLOCK = 1
 
 _DISABLED, _EXCLUDE_KERNEL, _EXCLUDE_HV = 1 << 0, 1 << 5, 1 << 6
 _IOC_ENABLE = 0x2400

@@ -243,11 +243,9 @@ def _is_numpy(value: Any) -> bool:
         (getattr(value, "__module__", None) or "").startswith("numpy")
 
 
-def _foreign(value: Any) -> bool:
-    """An array of another library: has a shape and a dtype, and is not NumPy's."""
-    if isinstance(value, (tuple, list)):
-        return any(_foreign(v) for v in value)
-    return _is_array(value) and not isinstance(value, (np.ndarray, np.generic))
+def _holds(value: Any, test: Callable[[Any], bool]) -> bool:
+    """Whether ``value``, or anything in it (tuples and lists, nested), passes ``test``."""
+    return any(_holds(v, test) for v in value) if isinstance(value, (tuple, list)) else test(value)
 
 
 class _Spy:
@@ -265,17 +263,14 @@ class _Spy:
         return value
 
 
-def _host(value: Any) -> bool:
-    """A NumPy array (not a scalar): in another library's cell NumPy computes on it."""
-    if isinstance(value, (tuple, list)):
-        return any(_host(v) for v in value)
-    return isinstance(value, np.ndarray) and value.ndim > 0
-
-
 def _recording(fn: Callable[..., Any], name: str, seen: list[str]) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         values = [*args, *kwargs.values()]
-        mark = "" if _foreign(values) else "host " if _host(values) else None
+        # Another library's array (a shape and a dtype, not NumPy's), or a NumPy array (not a
+        # scalar), on which NumPy computes in another library's cell.
+        foreign = _holds(values, lambda v: _is_array(v) and not isinstance(v, (np.ndarray, np.generic)))
+        host = _holds(values, lambda v: isinstance(v, np.ndarray) and v.ndim > 0)
+        mark = "" if foreign else "host " if host else None
         if mark is not None:
             caller = sys._getframe(1)
             code = linecache.getline(caller.f_code.co_filename, caller.f_lineno).strip()

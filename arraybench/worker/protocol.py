@@ -26,7 +26,6 @@ from ..model.replicate import Replicate
 from ..model.cell import Cell
 from ..model.timer_settings import TimerSettings
 
-Task = Literal["measure", "probe", "selfcheck"]
 CheckName = Literal["sync", "unsynced", "events", "float64", "precision", "harness", "memory", "clocks",
                     "transfers", "numba"]
 #: The doctor's checks, in the order they run.
@@ -58,7 +57,7 @@ class Job:
 
     backend: str
     device: str
-    task: Task = "measure"
+    task: Literal["measure", "probe", "selfcheck"] = "measure"
     replicate: int = field(default=0, metadata={"min": 0})
     cells: tuple[Cell, ...] = ()
     timer: TimerSettings = field(default_factory=TimerSettings)

@@ -170,8 +170,8 @@ def test_the_per_thread_binding_sums_every_thread_software_task_clock():
     threads = [threading.Thread(target=work) for _ in range(2)]
     for t in threads:
         t.start()
-    counters = perf_events.Counters({"task_clock": (perf_events.PERF_TYPE_SOFTWARE,
-                                                         perf_events.SOFTWARE_TASK_CLOCK)})
+    # PERF_TYPE_SOFTWARE's task clock, which every Linux kernel has, where no PMU exists.
+    counters = perf_events.Counters({"task_clock": (1, 1)})
     try:
         if counters.reason:
             pytest.skip(f"no software events here either: {counters.reason}")
