@@ -125,8 +125,6 @@ _HARMLESS = ("__pycache__", ".pyc", ".egg-info", ".dist-info")
 def label_for(ref: str) -> str:
     """An environment label for ``ref`` (``main``, ``v1.2``); never ``here``, the work tree's own."""
     text = re.sub(r"[^A-Za-z0-9_.+-]+", "-", ref).strip("-.+_") or "ref"
-    if not text[0].isalnum():
-        text = "r" + text
     return text[:40] if text[:40] != HERE else f"ref-{HERE}"
 
 

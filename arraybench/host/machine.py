@@ -18,7 +18,7 @@ from typing import Any
 from ..backends import SPECS
 from ..model.runs import machine_id
 from ..model.results import arraybench_version
-from .threads import GPU, recorded
+from .threads import GPU, available_cpus, recorded
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS")
 
@@ -109,10 +109,6 @@ def fingerprint(found_gpus: list[dict[str, str]] | None = None) -> dict[str, Any
 
 def collect(threads: int | None = None) -> dict[str, Any]:
     """The parent's view of the machine."""
-    try:
-        affinity = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        affinity = os.cpu_count()
     found_gpus = gpus()
     fp = fingerprint(found_gpus)
     return {
@@ -122,17 +118,14 @@ def collect(threads: int | None = None) -> dict[str, Any]:
         "python_implementation": platform.python_implementation(),
         "platform": platform.platform(),
         "machine": platform.machine(),
-        "cpu_model": cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "cpu_physical_cores": physical_cores(),
-        "cpus_available": affinity,
-        "memory_gib": memory_gib(),
+        **{k: fp[k] for k in ("cpu_model", "cpu_count", "cpu_physical_cores", "memory_gib")},
+        "cpus_available": len(available_cpus()),
         "gpus": found_gpus,
         "gpu_name": found_gpus[0]["name"] if found_gpus else None,
         "libraries": library_versions(),
         "threads_requested": threads,
         "thread_env": {k: os.environ[k] for k in _THREAD_VARS if k in os.environ},
-        # every variable that changes kernels, threads or precision (``knobs``)
+        # every variable that changes kernels, threads or precision
         "kernel_env": recorded(os.environ),
         "fingerprint": fp,
         "machine_id": machine_id(fp),
