@@ -234,13 +234,10 @@ class SampleCounters:
             u.steal_s += steal
             u.machine_total_s += total
             others = max(busy - user - system, 0.0) / wall if wall > 0 else None
-        try:
-            load = float(os.pread(self._loadavg, 128, 0).split()[0]) if self._loadavg is not None else None
-        except (OSError, ValueError, IndexError):
-            load = None
-        if load is not None:
-            u.load_sum += load
-            u.load_readings += 1
+        if self._loadavg is not None:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                u.load_sum += float(os.pread(self._loadavg, 128, 0).split()[0])
+                u.load_readings += 1
         peak = status_bytes(b"VmHWM", self._status) if self._clear_refs is not None else None
         if peak is not None and a.rss is not None:
             growth = max(peak - a.rss, 0)
@@ -262,10 +259,7 @@ class SampleCounters:
             return None
         u.peak_growth_bytes = self._peak[cell]
         u.machine_cpus = self._cpus
-        if self._hw is not None and self._hw.reason:
-            u.hardware_absent = self._hw.reason
-        elif self._hw is None:
-            u.hardware_absent = "hardware counters not requested"
+        u.hardware_absent = self._hw.reason if self._hw is not None else "hardware counters not requested"
         return u.derive()
 
     def close(self) -> None:
