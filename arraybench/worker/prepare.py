@@ -19,9 +19,9 @@ from ..model.replicate import Replicate, Status
 from ..model.cell import Cell
 from ..model.timer_settings import TimerSettings
 from .sampling import Sampling
-from .timer import FreshInputs, Timer, fresh_inputs
+from .timer import FreshInputs, Timer, pool_capacity
 from ..workloads.userfile import describe_exception
-from ..workloads.inputs import Bound, bind
+from ..workloads.inputs import Bound, bind, input_bytes
 from ..workloads.definition import Workload
 from .references import UNCHECKED, ReferenceCache, is_none, narrower_than_numpys
 from .effects import (FirstCall, ForeignResult, Watch, dtype_of, fingerprint, input_names, look, output_bytes, to_host,
@@ -299,9 +299,14 @@ def _look_at_first_call(backend: Backend, wl: Workload, timer: Timer, bound: Bou
 
 def _restore(backend: Backend, timer: Timer, bound: Bound, arrays: tuple[Any, ...],
              host: tuple[Any, ...], positions: Sequence[int], settings: TimerSettings) -> None:
-    """Give the timer fresh copies of the inputs at ``positions`` that can change (not JAX's)."""
+    """Give the timer fresh copies of the inputs at ``positions`` that can change (not JAX's), its
+    pristine ones where they live: on the device, restoring is a device-to-device copy."""
     mutable = [i for i in positions
                if isinstance(arrays[i], (np.ndarray, list)) or backend.mutable_arrays]
     if mutable:
-        timer.fresh = fresh_inputs(backend, bound.args, bound.prefix, arrays, host, mutable,
-                                   settings.restore, settings.pool_bytes)
+        pristine = [list(host[i]) if isinstance(arrays[i], list) else host[i].copy()
+                    if isinstance(arrays[i], np.ndarray) else backend.asarray(host[i]) for i in mutable]
+        capacity = pool_capacity(settings.restore, input_bytes(pristine), settings.pool_bytes)
+        timer.fresh = FreshInputs(bound.args, [bound.prefix + i for i in mutable], pristine, clone=backend.clone,
+                                  copy_into=backend.copy_into, sync=backend.sync, capacity=capacity,
+                                  restore=settings.restore)

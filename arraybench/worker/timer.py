@@ -13,18 +13,12 @@ import statistics
 import time
 from dataclasses import KW_ONLY, dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Callable, Sequence
-
-import numpy as np
+from typing import Any, Callable, Sequence
 
 from ..backends.gpu import DeviceTimer
 from .effects import output_bytes
 from ..numeric.stopping import FULL_BATCH, SLOW_CALL_S
-from ..workloads.inputs import input_bytes
 from .sampling import Draw, Sampling, TimerSettings, gc_paused, warmed_up
-
-if TYPE_CHECKING:
-    from ..backends.base import Backend
 
 Clock = Callable[[], float]
 
@@ -172,25 +166,6 @@ def pool_capacity(restore: str, slot_bytes: int, budget_bytes: float) -> int:
     if restore == "per_call":
         return 1
     return max(1, min(MAX_POOL, math.floor(budget_bytes / max(slot_bytes, 1))))
-
-
-def fresh_inputs(backend: "Backend", args: Sequence[Any], prefix: int, arrays: Sequence[Any],
-                 host: Sequence[Any], positions: Sequence[int], restore: str,
-                 budget_bytes: float) -> FreshInputs:
-    """Fresh copies of ``arrays[i]`` for ``i`` in ``positions``, where they live (device or host);
-    ``args`` are the bound call's arguments, the arrays from ``prefix``; ``host`` the pristine values."""
-    pristine = [_pristine(backend, arrays[i], host[i]) for i in positions]
-    return FreshInputs(args, [prefix + i for i in positions], pristine,
-                       clone=backend.clone, copy_into=backend.copy_into, sync=backend.sync,
-                       capacity=pool_capacity(restore, input_bytes(pristine), budget_bytes), restore=restore)
-
-
-def _pristine(backend: "Backend", arg: Any, host: Any) -> Any:
-    if isinstance(arg, list):
-        return list(host)
-    if isinstance(arg, np.ndarray):
-        return host.copy()
-    return backend.asarray(host)  # on the device, so that restoring is a device-to-device copy
 
 
 @dataclass(eq=False)
