@@ -106,9 +106,7 @@ class Sampling:
         against 15-17 ms). Memory returned between calls leaves the resident size where it was, so
         its faults stay in every sample.
         """
-        if not self.warming or not self.samples_s:
-            return False
-        if growth_bytes is None or growth_bytes <= WARMUP_GROWTH_BYTES:
+        if not self.warming or not self.samples_s or growth_bytes is None or growth_bytes <= WARMUP_GROWTH_BYTES:
             return False
         self.samples_s.pop()
         if self.device_samples_s:
@@ -127,9 +125,9 @@ class Sampling:
         """Draw one sample. ``rewarm``: one untimed call first, because another operation ran since."""
         drawn = self.draw(self.number, rewarm)
         self.calls_last = drawn.calls
+        self.sampling_s += drawn.spent_s
         self.regrew_last = self._regrow(drawn)
         if self.regrew_last:
-            self.sampling_s += drawn.spent_s
             return
         self.samples_s.append(drawn.wall_s / self.number)
         if drawn.device_s is not None:
@@ -137,7 +135,6 @@ class Sampling:
         if drawn.throttling:
             self.throttled.append(len(self.samples_s) - 1)
             self.throttle_reasons += [r for r in drawn.throttling if r not in self.throttle_reasons]
-        self.sampling_s += drawn.spent_s
         reason = self._stop_reason()
         if reason:  # (a caller may sample past the stop; the first reason stands)
             self.stop_reason = reason

@@ -100,8 +100,6 @@ class FreshInputs:
                  clone: Callable[[Any], Any], copy_into: Callable[[Any, Any], None],
                  sync: Callable[[Any], None] | None = None, capacity: int = 1,
                  restore: str = "pool") -> None:
-        if len(positions) != len(pristine) or not positions:
-            raise ValueError("FreshInputs needs one pristine copy per changed input")
         self.args = tuple(args)
         self.positions = tuple(positions)
         self.pristine = tuple(pristine)
