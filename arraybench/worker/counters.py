@@ -39,17 +39,13 @@ _READ_TIMES = 1 | 2
 
 
 class _Attr(ctypes.Structure):
-    """``struct perf_event_attr`` up to PERF_ATTR_SIZE_VER5 (112 bytes)."""
+    """``struct perf_event_attr`` up to PERF_ATTR_SIZE_VER0 (64 bytes), every kernel's: the fields
+    this binding sets; a later field the kernel reads as zero."""
 
     _fields_ = [("type", ctypes.c_uint32), ("size", ctypes.c_uint32), ("config", ctypes.c_uint64),
                 ("sample_period", ctypes.c_uint64), ("sample_type", ctypes.c_uint64),
                 ("read_format", ctypes.c_uint64), ("flags", ctypes.c_uint64),
-                ("wakeup_events", ctypes.c_uint32), ("bp_type", ctypes.c_uint32),
-                ("config1", ctypes.c_uint64), ("config2", ctypes.c_uint64),
-                ("branch_sample_type", ctypes.c_uint64), ("sample_regs_user", ctypes.c_uint64),
-                ("sample_stack_user", ctypes.c_uint32), ("clockid", ctypes.c_int32),
-                ("sample_regs_intr", ctypes.c_uint64), ("aux_watermark", ctypes.c_uint32),
-                ("sample_max_stack", ctypes.c_uint16), ("reserved_2", ctypes.c_uint16)]
+                ("wakeup_events", ctypes.c_uint32), ("bp_type", ctypes.c_uint32), ("config1", ctypes.c_uint64)]
 
 
 def paranoid_level() -> int | None:
