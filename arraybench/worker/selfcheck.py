@@ -60,16 +60,6 @@ class Matmul:
         return float(np.median(launches)), float(np.median(completes))
 
 
-class Sum:
-    """``a.sum()``: one thread in every library up to 32,768 elements, and no result array whose
-    placement could differ between two timers (an elementwise result's did, by 20%)."""
-
-    def __init__(self, backend: Backend, n: int, seed: int = 0) -> None:
-        self.a = backend.asarray(np.random.default_rng(seed).standard_normal(n))
-
-    def __call__(self) -> Any:
-        return self.a.sum()
-
 
 def _size(backend: Backend) -> int:
     return 4096 if backend.device != "cpu" else 384
@@ -232,8 +222,9 @@ def check_harness(backend: Backend) -> CheckDone:
     CPU a one-thread sum: a multi-threaded BLAS on a shared machine would time the neighbours."""
     if backend.device != "cpu":
         op, what = Matmul(backend, 4096, "float32", seed=3), "4096² float32 matmul"
-    else:
-        op, what = Sum(backend, 1 << 15), "sum of 32,768 float64"
+    else:  # a.sum(): one thread in every library up to 32,768 elements, and no result array whose
+        # placement could differ between two timers (an elementwise result's did, by 20%).
+        op, what = backend.asarray(np.random.default_rng(0).standard_normal(1 << 15)).sum, "sum of 32,768 float64"
     timer, tries, tool = Timer(op, sync=backend.sync), [], ""
     for _ in range(2):
         rounds = []  # per round: a burst that spoils one round leaves the median of rounds alone
