@@ -10,6 +10,7 @@ library's: during the first call ``Watch`` replaces NumPy in the function's glob
 
 from __future__ import annotations
 
+import copy
 import linecache
 import sys
 import types
@@ -105,7 +106,7 @@ def look(backend: "Backend", wl: Workload, arrays: Sequence[Any], pristine: Sequ
                             "return the library's array (xp.sum(x), not float(...) or .item())") from None
     if aliased:
         # A later call (or the restoring of a changed input) would change what is judged.
-        host = _copied(host)
+        host = copy.deepcopy(host)
     notes = []
     if changed:
         which = ", ".join(repr(names[i]) for i in changed)
@@ -193,12 +194,6 @@ def _shares(backend: "Backend", a: Any, b: Any) -> bool:
         return backend.shares_memory(a, b)
     except Exception:  # an exotic array type: no claim either way
         return False
-
-
-def _copied(host: Any) -> Any:
-    if isinstance(host, tuple):
-        return tuple(_copied(h) for h in host)
-    return np.array(host, copy=True)
 
 
 def _changed(backend: "Backend", arg: Any, before: Any) -> bool:

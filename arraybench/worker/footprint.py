@@ -223,7 +223,8 @@ def energy(backend: Any, call: Callable[[], Any], span_s: float = ENERGY_SPAN_S,
             start = counter()
             calls = _repeat(call, span_s)
             moved: list[tuple[str, float | None]] = [("GPU's NVML energy counter", (counter() - start) / 1e3)]
-            note, ceiling = "GPU board energy from NVML's total-energy counter, its idle draw included", BOARD_MAX_W
+            note, ceiling = "GPU board energy from NVML's total-energy counter, its idle draw included", \
+                BOARD_MAX_W
         else:
             rapl = rapl if rapl is not None else Rapl()
             if not rapl.zones:
@@ -311,8 +312,8 @@ def describe(message: str, stage: str, available: tuple[int, int] | None, where:
     head = f"out of memory during {stage}"
     if parts:
         head += f" ({', '.join(parts)})"
-    detail = " ".join(message.split())
-    detail = _ENFORCE.sub("", detail)  # PyTorch's C++ assertion prefix says nothing to a user
+    # PyTorch's C++ assertion prefix says nothing to a user.
+    detail = _ENFORCE.sub("", " ".join(message.split()))
     if len(detail) > 240:
         detail = detail[:239] + "…"
     return f"{head}: {detail}" if detail else head

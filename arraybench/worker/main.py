@@ -46,8 +46,7 @@ class Channel:
         self.stream = os.fdopen(fd, "w", buffering=1, encoding="utf-8")
 
     def send(self, message: Message) -> None:
-        self.stream.write(encode(message) + "\n")
-        self.stream.flush()
+        self.stream.write(encode(message) + "\n")  # line-buffered: written through at once
 
 
 def serve() -> int:
