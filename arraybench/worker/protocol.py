@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import mmap
-import os
 import struct
 import typing
 from dataclasses import dataclass, field, replace
@@ -285,11 +284,8 @@ class Board:
         self._map: mmap.mmap | None = None
         self._counter = 0
         if path:
-            fd = os.open(path, os.O_RDWR)
-            try:
-                self._map = mmap.mmap(fd, _BOARD_SIZE)
-            finally:
-                os.close(fd)
+            with open(path, "r+b") as f:  # the map keeps the file open itself
+                self._map = mmap.mmap(f.fileno(), _BOARD_SIZE)
 
     @staticmethod
     def create(path: Path) -> None:
@@ -303,9 +299,8 @@ class Board:
     def read(path: Path) -> tuple[int, int]:
         """(cell index, counter) as last written; (-1, 0) if unreadable."""
         try:
-            data = path.read_bytes()[:_BOARD_SIZE]
-            return struct.unpack(_BOARD, data) if len(data) == _BOARD_SIZE else (-1, 0)
-        except OSError:
+            return struct.unpack(_BOARD, path.read_bytes()[:_BOARD_SIZE])
+        except (OSError, struct.error):  # unreadable, or shorter than a board
             return -1, 0
 
     def mark(self, index: int) -> None:
