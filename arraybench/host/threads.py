@@ -83,9 +83,7 @@ def worker_cpus(threads: int | None) -> list[int] | None:
 def jax_gpu_platform(plugins: list[str] | None = None) -> str:
     """The JAX platform a GPU worker asks for: "METAL" with only jax-metal, "rocm" with only a ROCm
     plugin, else "cuda". ``plugins``: the installed plugins' names, found without importing jax."""
-    if plugins is None:
-        plugins = _jax_plugins()
-    names = " ".join(plugins).lower()
+    names = " ".join(_jax_plugins() if plugins is None else plugins).lower()
     if "metal" in names and "cuda" not in names and "rocm" not in names:
         return "METAL"  # jax-metal registers its platform under this name (Apple GPUs)
     return "rocm" if "rocm" in names and "cuda" not in names else "cuda"
