@@ -135,9 +135,8 @@ class Sampling:
         if drawn.throttling:
             self.throttled.append(len(self.samples_s) - 1)
             self.throttle_reasons += [r for r in drawn.throttling if r not in self.throttle_reasons]
-        reason = self._stop_reason()
-        if reason:  # (a caller may sample past the stop; the first reason stands)
-            self.stop_reason = reason
+        # A caller may sample past the stop: a reason found since replaces it, none leaves it.
+        self.stop_reason = self._stop_reason() or self.stop_reason
 
     def take_turn(self, rewarm: bool = False) -> None:
         """Draw one sample, as ``sample`` does; an operation that raises ends its own sampling
@@ -196,6 +195,5 @@ def warmed_up(calls: int, spent_s: float, last_s: float, settings: TimerSettings
     """Whether the warm-up, ``calls`` untimed calls that took ``spent_s`` (the last ``last_s``),
     is over: ``settings.warmup_s`` spent, in two calls at least unless the one is slow (a one-time
     cost left after the first call made a 35 µs matmul's only warm-up call last 5 ms)."""
-    if calls >= MAX_WARMUP_CALLS:
-        return True
-    return calls >= 1 and spent_s >= settings.warmup_s and (calls >= 2 or last_s >= SLOW_CALL_S)
+    return calls >= MAX_WARMUP_CALLS or (calls >= 1 and spent_s >= settings.warmup_s
+                                         and (calls >= 2 or last_s >= SLOW_CALL_S))
