@@ -236,8 +236,7 @@ class SampleCounters:
                 u.load_readings += 1
         peak = status_bytes(b"VmHWM", self._status) if self._clear_refs is not None else None
         if peak is not None and a.rss is not None:
-            growth = max(peak - a.rss, 0)
-            self._peak[cell] = growth if self._peak[cell] is None else max(self._peak[cell], growth)
+            self._peak[cell] = max(peak - a.rss, 0, self._peak[cell] or 0)
         if a.hardware is not None and b.hardware is not None:
             for name, value in b.hardware.items():
                 setattr(u, name, (getattr(u, name) or 0) + max(value - a.hardware[name], 0))

@@ -205,8 +205,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
 def finish(backend: Backend, prepared: Prepared, footprint_too: bool = True) -> Replicate:
     """The replicate of a prepared cell once sampling is over; ``footprint_too``: with its peak
     memory and energy per call (calls of their own: one process of a cell is enough)."""
-    rep = prepared.replicate
-    run = prepared.run
+    rep, run = prepared.replicate, prepared.run
     if run is None:
         return rep
     prepared.run = None
