@@ -163,10 +163,9 @@ class Sampling:
         per_call = drawn.wall_s / self.number
         if not self.regrows or self.regrown >= MOST_REGROWS or drawn.wall_s <= 0:
             return False
-        if self.regrown:  # growing, as calibration grows a batch, until one lasts the target
-            short = drawn.wall_s < FULL_BATCH * target
-        else:
-            short = drawn.wall_s < REGROW_BELOW * target and per_call < REGROW_BELOW * self.per_call_s
+        # Once growing, as calibration grows a batch, until one lasts the target.
+        short = drawn.wall_s < FULL_BATCH * target if self.regrown else \
+            drawn.wall_s < REGROW_BELOW * target and per_call < REGROW_BELOW * self.per_call_s
         if not short:
             return False
         self.warmup_calls += drawn.calls + len(self.samples_s) * self.number
