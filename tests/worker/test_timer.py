@@ -309,7 +309,8 @@ def test_throughput_mode_records_one_event_pair_per_batch():
 def test_samples_taken_while_the_device_throttles_are_flagged():
     state = {"reasons": []}
     timer = Timer(lambda: None, monitor=lambda: state["reasons"])
-    run = timer.start(TimerSettings(min_samples=4, max_samples=4, warmup_s=0))
+    # One call a sample (no target length), so that no batch regrows and takes back the first.
+    run = timer.start(TimerSettings(min_samples=4, max_samples=4, warmup_s=0, target_sample_s=0))
     run.sample()
     state["reasons"] = ["SW power cap"]
     run.sample()
