@@ -130,13 +130,13 @@ def plan(options: RunOptions) -> Plan:
 
 
 def _with_against(options: RunOptions) -> RunOptions:
-    from .host import against
+    from .host import git
 
     if options.variants or options.pythons:
         raise UsageError(f"{option_name('against')} compares two versions of the code in this interpreter; "
                          f"it cannot be combined with {option_name('variants')} or {option_name('pythons')}")
-    root, tree = against.export(options.against)
-    return replace(options, variants=against.variants(options.against, root, tree, os.environ.get("PYTHONPATH", "")))
+    root, tree = git.export(options.against)
+    return replace(options, variants=git.variants(options.against, root, tree, os.environ.get("PYTHONPATH", "")))
 
 
 def _check_saveable(options: RunOptions, cells: list[Cell]) -> None:

@@ -141,11 +141,11 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
         if left:
             _refuse_other_commit(state)
             if state.options.against:
-                from .host import against
+                from .host import git
 
                 # The exported tree went with the process that made it: the recorded commit again.
                 state = replace(state, options=replace(
-                    state.options, variants=against.reexport(state.options.against, state.options.variants)))
+                    state.options, variants=git.reexport(state.options.against, state.options.variants)))
         try:
             validate(state.options, [*REGISTRY, *unrun])
         except UsageError as exc:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from arraybench.errors import UsageError
-from arraybench.host import against
+from arraybench.host import git
 
 from .conftest import run_cli, run_here
 
@@ -76,17 +76,17 @@ def test_against_outside_a_git_work_tree_or_with_no_such_ref_is_one_line(tmp_pat
     nowhere = tmp_path / "nowhere"
     nowhere.mkdir()
     with pytest.raises(UsageError, match="is not in a git work tree"):
-        against.export("HEAD", nowhere)
+        git.export("HEAD", nowhere)
     with pytest.raises(UsageError, match="no such commit, branch or tag"):
-        against.export("no-such-branch", repo)
+        git.export("no-such-branch", repo)
 
 
 def test_a_refs_label_and_its_files_are_found_where_the_work_trees_are():
-    assert against.label_for("HEAD~1") == "HEAD-1" and against.label_for("origin/main") == "origin-main"
+    assert git.label_for("HEAD~1") == "HEAD-1" and git.label_for("origin/main") == "origin-main"
     mapping = f"/work/tree{os.pathsep}/tmp/ref"
-    assert against.mapped("/work/tree/src/bench.py", mapping) == "/tmp/ref/src/bench.py"
-    assert against.mapped("/elsewhere/bench.py", mapping) == "/elsewhere/bench.py"
-    assert against.mapped("/work/treehouse/x.py", mapping) == "/work/treehouse/x.py"
+    assert git.mapped("/work/tree/src/bench.py", mapping) == "/tmp/ref/src/bench.py"
+    assert git.mapped("/elsewhere/bench.py", mapping) == "/elsewhere/bench.py"
+    assert git.mapped("/work/treehouse/x.py", mapping) == "/work/treehouse/x.py"
 
 
 def test_a_gate_across_an_ignored_build_artifact_only_the_work_tree_has_is_refused(tmp_path: Path):
@@ -113,5 +113,5 @@ def test_a_gate_across_an_ignored_build_artifact_only_the_work_tree_has_is_refus
     assert "--fail-above across --against HEAD" in line and "pkg/_version.py" in line, line
     assert not (repo / "out").exists()
     # Bytecode and a virtual environment at the top are no part of the code compared.
-    root, tree = against.export("HEAD", repo)
-    assert against.lacking(root, tree) == ["pkg/_fast.cpython-311-x86_64-linux-gnu.so", "pkg/_version.py"]
+    root, tree = git.export("HEAD", repo)
+    assert git.lacking(root, tree) == ["pkg/_fast.cpython-311-x86_64-linux-gnu.so", "pkg/_version.py"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from arraybench.host import against, git
+from arraybench.host import git
 
 from .conftest import run_here
 
@@ -64,7 +64,7 @@ def test_the_git_facts_of_a_run_run_nothing_the_repository_names(hostile: tuple[
 
 def test_against_exports_the_blobs_as_stored_and_runs_no_filter(hostile: tuple[Path, Path]):
     repo, marker = hostile
-    root, tree = against.export("HEAD", repo)
+    root, tree = git.export("HEAD", repo)
     assert root == repo and (tree / "bench.py").read_text() == WORKLOAD
     assert (tree / "notes.txt").read_text() == "x\n"
     assert not marker.exists(), marker.read_text()

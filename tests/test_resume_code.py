@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from arraybench.host import against
+from arraybench.host import git
 
 from .conftest import ROOT, default_signals, run_cli, wait_for
 
@@ -118,7 +118,7 @@ def test_a_run_against_a_ref_resumes_at_the_commit_it_recorded(repo: Path):
     assert done.returncode == 0, done.stderr
     data = json.loads((repo / "out" / "results.json").read_text())
     assert all(r["status"] == "ok" and len(r["replicates"]) == 3 for r in data["records"]), data["records"]
-    assert data["settings"]["variants"]["base"][against.COMMIT] == recorded
+    assert data["settings"]["variants"]["base"][git.COMMIT] == recorded
     # Workers still to measure imported both versions of the helper again, never the moved branch's.
     assert {m.name for m in marks.iterdir()} <= {"one", "here"} and "one" in {m.name for m in marks.iterdir()}
 
@@ -148,12 +148,12 @@ def test_a_killed_runs_exported_tree_goes_with_the_next_export(repo: Path, monke
     [left] = [p for p in tmp.iterdir() if p.name.startswith("arraybench-against-")]
     assert (left / "HEAD" / "helper.py").is_file()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))
-    _, tree = against.export("HEAD", repo)
+    _, tree = git.export("HEAD", repo)
     assert not left.exists() and tree.is_dir()
     assert [p for p in tmp.iterdir() if p.name.startswith("arraybench-against-")] == [tree.parent]
 
 
 def test_a_branch_named_here_does_not_replace_the_work_trees_side(repo: Path):
     _git(repo, "branch", "here")
-    root, tree = against.export("here", repo)
-    assert set(against.variants("here", root, tree)) == {"ref-here", "here"}
+    root, tree = git.export("here", repo)
+    assert set(git.variants("here", root, tree)) == {"ref-here", "here"}

@@ -26,7 +26,7 @@ def tf32_in_effect(allowed: bool, dtype: str, compute_capability: tuple[int, int
             and os.environ.get("NVIDIA_TF32_OVERRIDE", "").strip() != "0" and compute_capability >= (8, 0))
 
 
-#: The GPU variables every CUDA library reads (the whole list is ``knobs.GPU``).
+#: The GPU variables every CUDA library reads (the whole list is ``host.threads.GPU``).
 GPU_ENV_VARS = ("NVIDIA_TF32_OVERRIDE", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
 
 

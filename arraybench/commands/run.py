@@ -232,7 +232,7 @@ def write_table_files(args: argparse.Namespace, results: Results) -> bool:
 def check_against_sides(args: argparse.Namespace) -> None:
     """Say where ``--against REF``'s export (tracked files only) lacks ignored files the work tree
     imports (a generated ``_version.py``, an extension); a ``--fail-above`` across them is refused."""
-    from ..host.against import export, lacking
+    from ..host.git import export, lacking
 
     root, tree = export(args.against)
     extra = lacking(root, tree)
@@ -306,7 +306,7 @@ def gate_reference(args: argparse.Namespace) -> str | None:
 def against_gate(args: argparse.Namespace, results: Results) -> int:
     """``--against REF --fail-above N``: 1 where the work tree is slower than REF's by more than N (95%)."""
     from ..analysis.pairs import against_regressions
-    from ..host.against import HERE
+    from ..host.git import HERE
 
     if args.fail_above is None:
         return 0

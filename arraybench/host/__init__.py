@@ -1,3 +1,3 @@
-"""This machine: its facts (``machine``), its CPU time (``cpu_time``), the variables that change
-kernels (``knobs``), the CPUs, threads and allocator state a worker starts with (``threads``), the
-builds side by side (``environments``, ``against``) and the commit a run was made at (``git``)."""
+"""This machine: its facts (``machine``), its CPU time (``cpu_time``), the CPUs, threads, allocator
+state and kernel variables a worker starts with (``threads``), the builds side by side
+(``environments``) and the code as git knows it: a run's commit, and one it measures against (``git``)."""

@@ -4,8 +4,6 @@ around each sample and by the parent while workers take turns; others' load is b
 from __future__ import annotations
 
 import os
-import resource
-import time
 
 #: The length of one tick of /proc's CPU counts.
 TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
@@ -48,23 +46,3 @@ def process_seconds(pid: int | str) -> float:
         return 0.0
     fields = text[text.rindex(b")") + 2:].split()
     return (int(fields[11]) + int(fields[12])) * TICK_S  # utime, stime: fields 14 and 15 of stat
-
-
-class OthersLoad:
-    """How many cores other processes kept busy since it was made: the machine's busy time less ours, per wall second."""
-
-    def __init__(self) -> None:
-        self._machine = MachineTime()
-        self._start = (self._machine.read(), _own_cpu_s(), time.perf_counter())
-
-    def cores(self) -> float | None:
-        (then, own, wall), now = self._start, self._machine.read()
-        self._machine.close()
-        if then is None or now is None or time.perf_counter() <= wall:
-            return None
-        return max(now[0] - then[0] - (_own_cpu_s() - own), 0.0) / (time.perf_counter() - wall)
-
-
-def _own_cpu_s() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime

@@ -172,8 +172,8 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OverflowError, OSError):
-        return True  # another user's process, or not a pid we can ask about: leave it
+    except (OverflowError, OSError):
+        pass  # another user's process, or not a pid we can ask about: leave it
     return True
 
 

@@ -18,40 +18,31 @@ from typing import Any
 from ..backends import SPECS
 from ..model.runs import machine_id
 from ..model.results import arraybench_version
-from . import knobs
+from .threads import GPU, available_cpus, recorded
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS")
 
 
-def _cpuinfo() -> list[tuple[str, str]] | None:
-    """/proc/cpuinfo as (key in lower case, value) lines, ("", "") between CPUs; None without it."""
+def _cpuinfo() -> list[dict[str, str]]:
+    """/proc/cpuinfo, one dict a CPU (keys in lower case); empty without it."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            return [(k.strip().lower(), v.strip()) for k, _, v in (line.partition(":") for line in f)]
+            blocks = f.read().split("\n\n")
     except OSError:
-        return None
+        return []
+    return [{k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in block.splitlines())}
+            for block in blocks if block.strip()]
 
 
 def cpu_model() -> str:
     """The CPU's marketing name, from /proc/cpuinfo where there is one."""
-    name = next((v for k, v in _cpuinfo() or () if k == "model name"), None)
+    name = next((cpu["model name"] for cpu in _cpuinfo() if cpu.get("model name")), None)
     return name or platform.processor() or platform.machine()
 
 
 def physical_cores() -> int | None:
     """Physical cores (distinct socket/core pairs in /proc/cpuinfo); None where it does not say."""
-    pairs = set()
-    phys = core = None
-    for key, value in [*(_cpuinfo() or [("", "")]), ("", "")]:
-        if key == "physical id":
-            phys = value
-        elif key == "core id":
-            core = value
-        elif not key:
-            if core is not None:
-                pairs.add((phys, core))
-            phys = core = None
-    return len(pairs) or None
+    return len({(cpu.get("physical id"), cpu["core id"]) for cpu in _cpuinfo() if "core id" in cpu}) or None
 
 
 def memory_gib() -> float | None:
@@ -82,10 +73,9 @@ def library_versions() -> dict[str, str | None]:
     versions: dict[str, str | None] = {name: s.version() for name, s in SPECS.items()}
     # numba and llvmlite: NumPy's compiled mode; jax-metal: JAX on Apple GPUs.
     for extra in ("jaxlib", "numba", "llvmlite", "jax-metal", "threadpoolctl", "array-api-compat", "matplotlib"):
-        try:
+        versions[extra] = None
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             versions[extra] = importlib.metadata.version(extra)
-        except importlib.metadata.PackageNotFoundError:
-            versions[extra] = None
     return versions
 
 
@@ -96,7 +86,7 @@ ISA_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", 
 
 def cpu_flags() -> list[str]:
     """The CPU's feature flags as the kernel lists them (``flags`` on x86, ``Features`` on Arm)."""
-    return next((v.split() for k, v in _cpuinfo() or () if k in ("flags", "features")), [])
+    return next((cpu[k].split() for cpu in _cpuinfo() for k in ("flags", "features") if k in cpu), [])
 
 
 def fingerprint(found_gpus: list[dict[str, str]] | None = None) -> dict[str, Any]:
@@ -119,10 +109,6 @@ def fingerprint(found_gpus: list[dict[str, str]] | None = None) -> dict[str, Any
 
 def collect(threads: int | None = None) -> dict[str, Any]:
     """The parent's view of the machine."""
-    try:
-        affinity = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        affinity = os.cpu_count()
     found_gpus = gpus()
     fp = fingerprint(found_gpus)
     return {
@@ -132,21 +118,18 @@ def collect(threads: int | None = None) -> dict[str, Any]:
         "python_implementation": platform.python_implementation(),
         "platform": platform.platform(),
         "machine": platform.machine(),
-        "cpu_model": cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "cpu_physical_cores": physical_cores(),
-        "cpus_available": affinity,
-        "memory_gib": memory_gib(),
+        **{k: fp[k] for k in ("cpu_model", "cpu_count", "cpu_physical_cores", "memory_gib")},
+        "cpus_available": len(available_cpus()),
         "gpus": found_gpus,
         "gpu_name": found_gpus[0]["name"] if found_gpus else None,
         "libraries": library_versions(),
         "threads_requested": threads,
         "thread_env": {k: os.environ[k] for k in _THREAD_VARS if k in os.environ},
-        # every variable that changes kernels, threads or precision (``knobs``)
-        "kernel_env": knobs.recorded(os.environ),
+        # every variable that changes kernels, threads or precision
+        "kernel_env": recorded(os.environ),
         "fingerprint": fp,
         "machine_id": machine_id(fp),
-        "gpu_env": knobs.gpu(os.environ),
+        "gpu_env": {k: os.environ[k] for k in GPU if k in os.environ},
         "backends": {},
     }
 

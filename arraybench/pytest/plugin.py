@@ -54,7 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         settings = read(config.getoption)
         if settings.against is not None:
-            from ..host.against import export
+            from ..host.git import export
 
             export(settings.against)  # no git work tree, or no such ref: said before any test runs
         elif settings.compare is not None:

@@ -216,7 +216,7 @@ class Suite:
         """The gate of ``git:REF``: each test's cells were measured on both versions of the code,
         side by side, and each pair has its verdict (``analysis.pairs``)."""
         from ..analysis.pairs import against_regressions
-        from ..host.against import HERE
+        from ..host.git import HERE
         from ..units import format_ratio
 
         limit = self.settings.fail_above

@@ -1,24 +1,23 @@
 """``python -m arraybench.worker``: a worker process (job on stdin, messages on stdout)."""
 
 import atexit
+import contextlib
 import os
 import sys
 
-from .main import SOURCE_MAP, main
+from .main import SOURCE_MAP, serve
 
 if os.environ.get(SOURCE_MAP):
-    from ..host.against import mapped
+    from ..host.git import mapped
 
     # A worker of REF's code (--against REF): its path's work-tree folders are REF's, so that
     # `import mypkg` finds REF's version (its working folder stays: the job's paths are relative).
     sys.path[:] = [mapped(p or os.getcwd(), os.environ[SOURCE_MAP]) for p in sys.path]
-status = main()
+status = serve()
 # The work is sent. End without the interpreter's finalization (0.4-0.5 s of CPU for a PyTorch
 # worker) and without waiting for threads a workload left running; atexit handlers still run.
 atexit._run_exitfuncs()
 for stream in (sys.stdout, sys.stderr):
-    try:
+    with contextlib.suppress(OSError, ValueError):
         stream.flush()
-    except (OSError, ValueError):
-        pass
 os._exit(status if isinstance(status, int) else 1)

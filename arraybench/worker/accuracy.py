@@ -26,13 +26,11 @@ if TYPE_CHECKING:
 
 #: Above this, a finite-difference "gradient" is not a gradient, whatever the rounding model says.
 FINITE_DIFFERENCE_CAP = 1e-2
-#: How reduced precisions are named in reports.
-PRECISION_LABELS: dict[str, str] = {"tf32": "TF32", "bf16": "bfloat16"}
 
 
 def reduced_precision_note(precision: str, dtype: str) -> str:
     """What a record says when its matmuls ran in a reduced precision."""
-    label = PRECISION_LABELS.get(precision, precision)
+    label = {"tf32": "TF32", "bf16": "bfloat16"}.get(precision, precision)  # as reports name them
     return (f"{dtype} matmuls ran in {label} (--allow-tf32): checked against {label}'s unit roundoff "
             f"{REDUCED_PRECISION_EPS[precision] / 2:.1e} (√n-scaled), not {dtype}'s")
 
@@ -79,8 +77,7 @@ def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
                     for o, r, n in zip(out, ref, noises)]
         errors = tuple(v.max_rel_error for v in verdicts)
         bad = next((v for v in verdicts if not v.ok), None)
-        known = [e for e in errors if e is not None]
-        worst = max(known) if known else None
+        worst = max((e for e in errors if e is not None), default=None)
         note = "; ".join(dict.fromkeys(v.note for v in verdicts if v.note))
         tol = max(v.tolerance for v in verdicts) if verdicts else tol
         if bad is not None:

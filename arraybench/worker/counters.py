@@ -10,6 +10,7 @@ most cloud VMs expose no PMU, and ``Counters.reason`` then says so in one line.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -21,17 +22,15 @@ from dataclasses import dataclass
 
 from ..host.cpu_time import MachineTime
 from ..model.replicate import Usage
+from .footprint import status_bytes
 
 #: The system call's number, per architecture.
 _SYSCALL = {"x86_64": 298, "amd64": 298, "aarch64": 241, "arm64": 241, "riscv64": 241,
             "ppc64le": 319, "ppc64": 319, "s390x": 331, "i386": 336, "i686": 336}
 
 PERF_TYPE_HARDWARE = 0
-PERF_TYPE_SOFTWARE = 1
 #: Hardware event ids (``PERF_COUNT_HW_*``).
 HARDWARE_EVENTS = {"cycles": 0, "instructions": 1, "cache_references": 2, "cache_misses": 3}
-#: Software events, which every Linux kernel has: used to test the binding where no PMU exists.
-SOFTWARE_TASK_CLOCK = 1
 
 _DISABLED, _EXCLUDE_KERNEL, _EXCLUDE_HV = 1 << 0, 1 << 5, 1 << 6
 _IOC_ENABLE = 0x2400
@@ -40,21 +39,13 @@ _READ_TIMES = 1 | 2
 
 
 class _Attr(ctypes.Structure):
-    """``struct perf_event_attr`` up to PERF_ATTR_SIZE_VER5 (112 bytes)."""
+    """``struct perf_event_attr`` up to PERF_ATTR_SIZE_VER0 (64 bytes), every kernel's: the fields
+    this binding sets; a later field the kernel reads as zero."""
 
     _fields_ = [("type", ctypes.c_uint32), ("size", ctypes.c_uint32), ("config", ctypes.c_uint64),
                 ("sample_period", ctypes.c_uint64), ("sample_type", ctypes.c_uint64),
                 ("read_format", ctypes.c_uint64), ("flags", ctypes.c_uint64),
-                ("wakeup_events", ctypes.c_uint32), ("bp_type", ctypes.c_uint32),
-                ("config1", ctypes.c_uint64), ("config2", ctypes.c_uint64),
-                ("branch_sample_type", ctypes.c_uint64), ("sample_regs_user", ctypes.c_uint64),
-                ("sample_stack_user", ctypes.c_uint32), ("clockid", ctypes.c_int32),
-                ("sample_regs_intr", ctypes.c_uint64), ("aux_watermark", ctypes.c_uint32),
-                ("sample_max_stack", ctypes.c_uint16), ("reserved_2", ctypes.c_uint16)]
-
-
-class PerfError(OSError):
-    """perf_event_open refused; the message says why in words."""
+                ("wakeup_events", ctypes.c_uint32), ("bp_type", ctypes.c_uint32), ("config1", ctypes.c_uint64)]
 
 
 def paranoid_level() -> int | None:
@@ -68,53 +59,49 @@ def paranoid_level() -> int | None:
 
 
 def _open_event(kind: int, config: int, tid: int) -> int:
-    """A file descriptor counting one event for thread ``tid``, enabled; ``PerfError`` with the
-    reason when the kernel refuses."""
+    """A file descriptor counting one event for thread ``tid``, enabled; ``OSError`` with the
+    reason in words when the kernel refuses."""
     number = _SYSCALL.get(platform.machine().lower())
     if number is None:
-        raise PerfError(errno.ENOSYS, f"no perf_event_open binding for {platform.machine()}")
+        raise OSError(errno.ENOSYS, f"no perf_event_open binding for {platform.machine()}")
     attr = _Attr(type=kind, size=ctypes.sizeof(_Attr), config=config, read_format=_READ_TIMES,
                  flags=_DISABLED | _EXCLUDE_KERNEL | _EXCLUDE_HV)
     libc = ctypes.CDLL(None, use_errno=True)
     fd = libc.syscall(number, ctypes.byref(attr), tid, -1, -1, 0)
     if fd < 0:
         code = ctypes.get_errno()
-        raise PerfError(code, _reason(code))
+        raise OSError(code, _reason(code))
     libc.ioctl(fd, _IOC_ENABLE, 0)
     return fd
 
 
+_NO_PMU = "this machine exposes no hardware counters (no PMU; usual in VMs)"
+_FORBIDDEN = "not permitted (perf_event_paranoid or a seccomp profile forbids it)"
+#: Why perf_event_open failed, in words, by its errno.
+_WHY = {errno.ENOENT: _NO_PMU, errno.EOPNOTSUPP: _NO_PMU, errno.EACCES: _FORBIDDEN, errno.EPERM: _FORBIDDEN,
+        errno.ENOSYS: "the kernel has no perf_event_open"}
+
+
 def _reason(code: int) -> str:
-    name = errno.errorcode.get(code, str(code))
     level = paranoid_level()
     paranoid = "" if level is None else f"; perf_event_paranoid is {level}"
-    if code == errno.ENOENT or code == errno.EOPNOTSUPP:
-        why = "this machine exposes no hardware counters (no PMU; usual in VMs)"
-    elif code in (errno.EACCES, errno.EPERM):
-        why = "not permitted (perf_event_paranoid or a seccomp profile forbids it)"
-    elif code == errno.ENOSYS:
-        why = "the kernel has no perf_event_open"
-    else:
-        why = os.strerror(code)
-    return f"perf_event_open failed with {name}: {why}{paranoid}"
-
-
-def _read_count(fd: int) -> int:
-    """The event's count so far, scaled up where the kernel multiplexed it with other events."""
-    value, enabled, running = struct.unpack("QQQ", os.read(fd, 24))
-    if running and running < enabled:
-        return int(value * enabled / running)
-    return int(value)
+    return (f"perf_event_open failed with {errno.errorcode.get(code, str(code))}: "
+            f"{_WHY.get(code) or os.strerror(code)}{paranoid}")
 
 
 class Counters:
-    """Events counted on every thread of this process; threads started later are added by
-    ``refresh``. ``reason`` is empty when counting works, else why nothing is counted."""
+    """Events (the hardware's by default) counted on every thread of this process; threads started
+    later are added by ``refresh``. ``reason`` is empty when counting works, else why nothing is.
 
-    def __init__(self, events: dict[str, tuple[int, int]]) -> None:
-        self.events = events
+    >>> isinstance(Counters().reason, str)
+    True
+    """
+
+    def __init__(self, events: dict[str, tuple[int, int]] | None = None) -> None:
+        self.events = events or {name: (PERF_TYPE_HARDWARE, config) for name, config in HARDWARE_EVENTS.items()}
         self.reason = ""
         self._fds: dict[int, dict[str, int]] = {}
+        self.refresh()
 
     def refresh(self) -> None:
         """Open the events on threads not counted yet (a thread pool started since)."""
@@ -131,7 +118,7 @@ class Counters:
             try:
                 for name, (kind, config) in self.events.items():
                     opened[name] = _open_event(kind, config, tid)
-            except PerfError as exc:
+            except OSError as exc:
                 for fd in opened.values():
                     os.close(fd)
                 if not self._fds:
@@ -147,10 +134,10 @@ class Counters:
         totals = dict.fromkeys(self.events, 0)
         for opened in self._fds.values():
             for name, fd in opened.items():
-                try:
-                    totals[name] += _read_count(fd)
-                except OSError:
-                    pass
+                with contextlib.suppress(OSError):
+                    # Scaled up where the kernel multiplexed the event with others.
+                    value, enabled, running = struct.unpack("QQQ", os.read(fd, 24))
+                    totals[name] += int(value * enabled / running) if running and running < enabled else value
         return totals
 
     def close(self) -> None:
@@ -158,19 +145,6 @@ class Counters:
             for fd in opened.values():
                 os.close(fd)
         self._fds.clear()
-
-
-def open_counters(events: dict[str, tuple[int, int]] | None = None) -> Counters:
-    """Hardware counters on every thread of this process (``reason`` says why not, where not).
-
-    >>> counters = open_counters()
-    >>> isinstance(counters.reason, str)
-    True
-    """
-    chosen = events or {name: (PERF_TYPE_HARDWARE, config) for name, config in HARDWARE_EVENTS.items()}
-    counters = Counters(chosen)
-    counters.refresh()
-    return counters
 
 
 def _open(path: str, flags: int = os.O_RDONLY) -> int | None:
@@ -184,9 +158,7 @@ def _open(path: str, flags: int = os.O_RDONLY) -> int | None:
 class _Snapshot:
     wall: float
     ru: resource.struct_rusage
-    busy: float | None  # the machine's CPU seconds (all CPUs), steal excluded
-    steal: float | None
-    total: float | None
+    machine: tuple[float, float, float] | None  # the machine's CPU seconds (``MachineTime.read``)
     rss: int | None
     hardware: dict[str, int] | None
 
@@ -203,24 +175,12 @@ class SampleCounters:
         # Writing 5 to clear_refs resets the peak resident size (VmHWM) to the current one.
         self._clear_refs = _open("/proc/self/clear_refs", os.O_WRONLY)
         self._cpus = os.cpu_count() or 1
-        self._hw: Counters | None = open_counters() if hardware else None
+        self._hw: Counters | None = Counters() if hardware else None
         self._begin: _Snapshot | None = None
 
-    def _status_kb(self, key: bytes) -> int | None:
-        if self._status is None:
-            return None
-        try:
-            text = os.pread(self._status, 4096, 0)
-            start = text.index(key) + len(key)
-            return int(text[start:text.index(b"kB", start)].strip(b": \t")) * 1024
-        except (OSError, ValueError):
-            return None
-
     def _snapshot(self) -> _Snapshot:
-        ru = resource.getrusage(resource.RUSAGE_SELF)
-        busy, steal, total = self._machine_time.read() or (None, None, None)
-        return _Snapshot(time.perf_counter(), ru, busy, steal, total, self._status_kb(b"VmRSS"),
-                         self._hw.read() if self._hw else None)
+        return _Snapshot(time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF), self._machine_time.read(),
+                         status_bytes(b"VmRSS", self._status), self._hw.read() if self._hw else None)
 
     def begin(self, cell: int) -> None:
         """Just before a sample of ``cell``."""
@@ -235,7 +195,7 @@ class SampleCounters:
 
     def resident_growth(self) -> int | None:
         """How much the resident memory grew since ``begin`` (None where it cannot be read)."""
-        now = self._status_kb(b"VmRSS")
+        now = status_bytes(b"VmRSS", self._status)
         if now is None or self._begin is None or self._begin.rss is None:
             return None
         return now - self._begin.rss
@@ -264,23 +224,19 @@ class SampleCounters:
         u.voluntary_switches += b.ru.ru_nvcsw - a.ru.ru_nvcsw
         u.involuntary_switches += b.ru.ru_nivcsw - a.ru.ru_nivcsw
         others = None
-        if None not in (a.busy, b.busy, a.total, b.total, a.steal, b.steal):
-            busy = max(b.busy - a.busy, 0.0)  # type: ignore[operator]
+        if a.machine is not None and b.machine is not None:
+            busy, steal, total = (max(y - x, 0.0) for x, y in zip(a.machine, b.machine))
             u.machine_busy_s += busy
-            u.steal_s += max(b.steal - a.steal, 0.0)  # type: ignore[operator]
-            u.machine_total_s += max(b.total - a.total, 0.0)  # type: ignore[operator]
+            u.steal_s += steal
+            u.machine_total_s += total
             others = max(busy - user - system, 0.0) / wall if wall > 0 else None
-        try:
-            load = float(os.pread(self._loadavg, 128, 0).split()[0]) if self._loadavg is not None else None
-        except (OSError, ValueError, IndexError):
-            load = None
-        if load is not None:
-            u.load_sum += load
-            u.load_readings += 1
-        peak = self._status_kb(b"VmHWM") if self._clear_refs is not None else None
+        if self._loadavg is not None:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                u.load_sum += float(os.pread(self._loadavg, 128, 0).split()[0])
+                u.load_readings += 1
+        peak = status_bytes(b"VmHWM", self._status) if self._clear_refs is not None else None
         if peak is not None and a.rss is not None:
-            growth = max(peak - a.rss, 0)
-            self._peak[cell] = growth if self._peak[cell] is None else max(self._peak[cell], growth)
+            self._peak[cell] = max(peak - a.rss, 0, self._peak[cell] or 0)
         if a.hardware is not None and b.hardware is not None:
             for name, value in b.hardware.items():
                 setattr(u, name, (getattr(u, name) or 0) + max(value - a.hardware[name], 0))
@@ -298,10 +254,7 @@ class SampleCounters:
             return None
         u.peak_growth_bytes = self._peak[cell]
         u.machine_cpus = self._cpus
-        if self._hw is not None and self._hw.reason:
-            u.hardware_absent = self._hw.reason
-        elif self._hw is None:
-            u.hardware_absent = "hardware counters not requested"
+        u.hardware_absent = self._hw.reason if self._hw is not None else "hardware counters not requested"
         return u.derive()
 
     def close(self) -> None:

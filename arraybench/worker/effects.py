@@ -10,6 +10,7 @@ library's: during the first call ``Watch`` replaces NumPy in the function's glob
 
 from __future__ import annotations
 
+import copy
 import linecache
 import sys
 import types
@@ -105,7 +106,7 @@ def look(backend: "Backend", wl: Workload, arrays: Sequence[Any], pristine: Sequ
                             "return the library's array (xp.sum(x), not float(...) or .item())") from None
     if aliased:
         # A later call (or the restoring of a changed input) would change what is judged.
-        host = _copied(host)
+        host = copy.deepcopy(host)
     notes = []
     if changed:
         which = ", ".join(repr(names[i]) for i in changed)
@@ -195,12 +196,6 @@ def _shares(backend: "Backend", a: Any, b: Any) -> bool:
         return False
 
 
-def _copied(host: Any) -> Any:
-    if isinstance(host, tuple):
-        return tuple(_copied(h) for h in host)
-    return np.array(host, copy=True)
-
-
 def _changed(backend: "Backend", arg: Any, before: Any) -> bool:
     """Whether an input no longer holds the values it held before the call."""
     if isinstance(before, list):
@@ -243,11 +238,9 @@ def _is_numpy(value: Any) -> bool:
         (getattr(value, "__module__", None) or "").startswith("numpy")
 
 
-def _foreign(value: Any) -> bool:
-    """An array of another library: has a shape and a dtype, and is not NumPy's."""
-    if isinstance(value, (tuple, list)):
-        return any(_foreign(v) for v in value)
-    return _is_array(value) and not isinstance(value, (np.ndarray, np.generic))
+def _holds(value: Any, test: Callable[[Any], bool]) -> bool:
+    """Whether ``value``, or anything in it (tuples and lists, nested), passes ``test``."""
+    return any(_holds(v, test) for v in value) if isinstance(value, (tuple, list)) else test(value)
 
 
 class _Spy:
@@ -265,17 +258,14 @@ class _Spy:
         return value
 
 
-def _host(value: Any) -> bool:
-    """A NumPy array (not a scalar): in another library's cell NumPy computes on it."""
-    if isinstance(value, (tuple, list)):
-        return any(_host(v) for v in value)
-    return isinstance(value, np.ndarray) and value.ndim > 0
-
-
 def _recording(fn: Callable[..., Any], name: str, seen: list[str]) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         values = [*args, *kwargs.values()]
-        mark = "" if _foreign(values) else "host " if _host(values) else None
+        # Another library's array (a shape and a dtype, not NumPy's), or a NumPy array (not a
+        # scalar), on which NumPy computes in another library's cell.
+        foreign = _holds(values, lambda v: _is_array(v) and not isinstance(v, (np.ndarray, np.generic)))
+        host = _holds(values, lambda v: isinstance(v, np.ndarray) and v.ndim > 0)
+        mark = "" if foreign else "host " if host else None
         if mark is not None:
             caller = sys._getframe(1)
             code = linecache.getline(caller.f_code.co_filename, caller.f_lineno).strip()

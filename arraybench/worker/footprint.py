@@ -9,9 +9,11 @@ comes from RAPL or NVML's counter, judged (frozen, backwards, a jump) before it 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import gc
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -47,14 +49,15 @@ class Energy:
     note: str = ""
 
 
-def _status_kib(*names: str) -> dict[str, int]:
-    """``VmHWM``, ``VmRSS``... from /proc/self/status, in bytes."""
-    found: dict[str, int] = {}
-    for line in _STATUS.read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in names:
-            found[key] = int(value.split()[0]) * 1024
-    return found
+def status_bytes(key: bytes, fd: int | None = None) -> int | None:
+    """A ``kB`` line of /proc/self/status (``VmRSS``, ``VmHWM``) in bytes, read through ``fd`` where
+    it is kept open (around every sample); None where it cannot be read."""
+    try:
+        text = os.pread(fd, 4096, 0) if fd is not None else _STATUS.read_bytes()
+        start = text.index(key + b":") + len(key) + 1
+        return int(text[start:text.index(b"kB", start)].strip()) * 1024
+    except (OSError, ValueError):
+        return None
 
 
 @functools.cache
@@ -82,31 +85,27 @@ def _allocated() -> int | None:
 
 def host_peak(call: Callable[[], Any]) -> Peak:
     """Resident bytes one ``call`` added at its highest (``VmHWM`` after minus ``VmRSS`` before)."""
-    try:
-        _status_kib("VmRSS")
-    except (OSError, ValueError) as exc:
-        return Peak(None, f"host peak memory not measured: /proc/self/status not readable ({exc})")
+    if status_bytes(b"VmRSS") is None:
+        return Peak(None, "host peak memory not measured: /proc/self/status not readable")
     gc.collect()
-    try:  # the C allocator's free memory back to the kernel, so the call's allocations show (glibc)
+    with contextlib.suppress(OSError, AttributeError):  # free memory back, so a call's allocations show
         _libc().malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
     try:
         _CLEAR_REFS.write_text("5")  # the high-water mark is the present resident size again
     except OSError as exc:
         return Peak(None, "host peak memory not measured: /proc/self/clear_refs not writable "
                           f"({exc.strerror or exc}), so the resident high-water mark cannot be reset")
     allocated = _allocated()
-    before = _status_kib("VmRSS", "VmHWM")
+    before = status_bytes(b"VmRSS")
     result = call()
-    after = _status_kib("VmHWM")
+    after = status_bytes(b"VmHWM")
     # What the call still holds counts even where it reused resident memory: other threads' malloc
     # arenas (glibc trims only the main one) would otherwise hide a JAX matmul's 32 MB output.
     held = _allocated()
     del result
-    if "VmHWM" not in after or "VmRSS" not in before:
+    if after is None or before is None:
         return Peak(None, "host peak memory not measured: this kernel reports no VmHWM")
-    grown = max(after["VmHWM"] - before["VmRSS"], 0)
+    grown = max(after - before, 0)
     kept = held - allocated if held is not None and allocated is not None else 0
     return Peak(max(grown, kept),
                 "host resident high-water mark over one call (clear_refs 5, VmHWM - VmRSS before), "
@@ -159,19 +158,11 @@ class Rapl:
         """Microjoules per package, now."""
         return [int(path.read_text()) for path, _ in self.zones]
 
-    def joules(self, before: list[int], after: list[int]) -> float:
-        """Joules between two reads, each counter's wrap-around undone (see ``fault`` first)."""
-        return sum(_moved(a, b, wrap) or 0 for (_, wrap), a, b in zip(self.zones, before, after)) / 1e6
-
-    def fault(self, before: list[int], after: list[int], elapsed: float) -> str:
-        """Why two reads ``elapsed`` seconds apart are no reading ("" where they are one)."""
-        for (path, wrap), a, b in zip(self.zones, before, after):
-            moved = _moved(a, b, wrap)
-            why = _judge(f"RAPL counter {path.parent.name}", None if moved is None else moved / 1e6,
-                         elapsed, PACKAGE_MAX_W)
-            if why:
-                return why
-        return ""
+    def moved(self, before: list[int], after: list[int]) -> list[tuple[str, float | None]]:
+        """(counter, joules) each package's counter moved between two reads, its wrap-around undone
+        (None: backwards)."""
+        return [(f"RAPL counter {path.parent.name}", None if (uj := _moved(a, b, wrap)) is None else uj / 1e6)
+                for (path, wrap), a, b in zip(self.zones, before, after)]
 
 
 def _moved(a: int, b: int, wrap: int) -> int | None:
@@ -231,29 +222,24 @@ def energy(backend: Any, call: Callable[[], Any], span_s: float = ENERGY_SPAN_S,
             began = time.perf_counter()
             start = counter()
             calls = _repeat(call, span_s)
-            joules = (counter() - start) / 1e3
-            why = _judge("GPU's NVML energy counter", joules, time.perf_counter() - began,
-                         BOARD_MAX_W)
-            if why:
-                return Energy(None, why)
-            return Energy(joules / calls, "GPU board energy from NVML's total-energy counter, "
-                                          "its idle draw included")
-        rapl = rapl if rapl is not None else Rapl()
-        if not rapl.zones:
-            return Energy(None, rapl.why)
-        try:
-            began = time.perf_counter()
-            before = rapl.read()
-            calls = _repeat(call, span_s)
-            after = rapl.read()
-            elapsed = time.perf_counter() - began
-        except (OSError, ValueError) as exc:
-            return Energy(None, f"RAPL not readable: {exc}")
-        why = rapl.fault(before, after, elapsed)
-        if why:
-            return Energy(None, why)
-        return Energy(rapl.joules(before, after) / calls,
-                      "CPU package energy from RAPL, the machine's idle draw included")
+            moved: list[tuple[str, float | None]] = [("GPU's NVML energy counter", (counter() - start) / 1e3)]
+            note, ceiling = "GPU board energy from NVML's total-energy counter, its idle draw included", \
+                BOARD_MAX_W
+        else:
+            rapl = rapl if rapl is not None else Rapl()
+            if not rapl.zones:
+                return Energy(None, rapl.why)
+            try:
+                began = time.perf_counter()
+                before = rapl.read()
+                calls = _repeat(call, span_s)
+                moved = rapl.moved(before, rapl.read())
+            except (OSError, ValueError) as exc:
+                return Energy(None, f"RAPL not readable: {exc}")
+            note, ceiling = "CPU package energy from RAPL, the machine's idle draw included", PACKAGE_MAX_W
+        elapsed = time.perf_counter() - began
+        why = next(filter(None, (_judge(what, joules, elapsed, ceiling) for what, joules in moved)), "")
+        return Energy(None, why) if why else Energy(sum(j or 0.0 for _, j in moved) / calls, note)
     except Exception as exc:  # the extra calls or the counters: a side reading, never the samples
         return Energy(None, f"energy not measured: {type(exc).__name__}: {exc}")
 
@@ -326,8 +312,8 @@ def describe(message: str, stage: str, available: tuple[int, int] | None, where:
     head = f"out of memory during {stage}"
     if parts:
         head += f" ({', '.join(parts)})"
-    detail = " ".join(message.split())
-    detail = _ENFORCE.sub("", detail)  # PyTorch's C++ assertion prefix says nothing to a user
+    # PyTorch's C++ assertion prefix says nothing to a user.
+    detail = _ENFORCE.sub("", " ".join(message.split()))
     if len(detail) > 240:
         detail = detail[:239] + "…"
     return f"{head}: {detail}" if detail else head

@@ -16,6 +16,7 @@ import platform
 import random
 import signal
 import sys
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from .prepare import Prepared as PreparedCell
     from .sampling import Sampling
 
-#: ``host.against.SOURCE_MAP``, spelled here so that a worker imports that module (git,
+#: ``host.git.SOURCE_MAP``, spelled here so that a worker imports that module (git,
 #: subprocess) only in a run ``--against REF``, where it is set.
 SOURCE_MAP = "ARRAYBENCH_SOURCE_MAP"
 
@@ -45,50 +46,47 @@ class Channel:
         self.stream = os.fdopen(fd, "w", buffering=1, encoding="utf-8")
 
     def send(self, message: Message) -> None:
-        self.stream.write(encode(message) + "\n")
-        self.stream.flush()
+        self.stream.write(encode(message) + "\n")  # line-buffered: written through at once
 
 
-class StopFlag:
-    """Set by SIGTERM or SIGINT; checked between samples and between cells, never mid-sample."""
-
-    def __init__(self) -> None:
-        self.set = False
-        for s in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(s, self._on_signal)
-
-    def _on_signal(self, _signum: int, _frame: Any) -> None:
-        self.set = True
-
-
-def serve(job: Job, channel: Channel, stop: StopFlag) -> int:
-    """Open the job's library on its device and do the job, then (``Job.reuse``) the jobs that
-    follow on stdin for the same library, device and settings; the exit status."""
-    started = time.perf_counter()
-    backend = _open_backend(job, channel)
-    if backend is None:
-        return 0
-    if job.threads is not None:
-        backend.limit_threads(job.threads)
-    opened = (job.backend, job.device, job.allow_tf32, job.threads)
+def serve() -> int:
+    """Read the job from stdin, open its library on its device and do the job, then (``Job.reuse``)
+    the jobs that follow on stdin for the same library, device and settings; the exit status."""
+    stop = threading.Event()  # checked between samples and between cells, never mid-sample
+    for s in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(s, lambda *_: stop.set())
+    faulthandler.enable(file=sys.stderr, all_threads=False)
+    channel = Channel()
+    line, what = sys.stdin.readline(), "the job"
+    if not line:
+        return 2
+    opened = backend = None
     while True:
-        _do(job, backend, channel, stop, started)
-        if not job.reuse or stop.set:
-            return 0
-        line = sys.stdin.readline()
-        if not line.strip():
-            return 0
         try:
             job = Job.from_json(line)
-        except SchemaError as exc:
-            print(f"arraybench worker: the next job does not fit the protocol: {exc}", file=sys.stderr)
+        except SchemaError as exc:  # a parent of another version, or a bug: one line on stderr
+            print(f"arraybench worker: {what} does not fit the protocol: {exc}", file=sys.stderr)
             return 2
-        if (job.backend, job.device, job.allow_tf32, job.threads) != opened:
+        if backend is None:
+            started = time.perf_counter()
+            backend = _open_backend(job, channel)
+            if backend is None:
+                return 0
+            if job.threads is not None:
+                backend.limit_threads(job.threads)
+            opened = (job.backend, job.device, job.allow_tf32, job.threads)
+        elif (job.backend, job.device, job.allow_tf32, job.threads) != opened:
             print("arraybench worker: a job for another library, device or settings", file=sys.stderr)
             return 2
+        _do(job, backend, channel, stop, started)
+        if not job.reuse or stop.is_set():
+            return 0
+        line, what = sys.stdin.readline(), "the next job"
+        if not line.strip():
+            return 0
 
 
-def _do(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, started: float) -> None:
+def _do(job: Job, backend: "Backend", channel: Channel, stop: threading.Event, started: float) -> None:
     """Do the job's task with its library open (since ``started``, by ``perf_counter``)."""
     if job.task == "measure":
         _measure(job, backend, channel, stop, started)
@@ -128,7 +126,7 @@ def _open_backend(job: Job, channel: Channel) -> "Backend | None":
 def _info(backend: "Backend", started: float, describe: bool = True) -> dict[str, Any]:
     """What ``Ready`` reports: the backend's own info, its start-up time and settings, and
     (``describe``) the code paths it runs."""
-    from ..host.knobs import recorded
+    from ..host.threads import recorded
 
     info = getattr(backend, "ready_info", None)  # a reused worker's library is the same
     if info is None:
@@ -146,7 +144,7 @@ def _info(backend: "Backend", started: float, describe: bool = True) -> dict[str
     return dict(info)
 
 
-def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, started: float) -> None:
+def _measure(job: Job, backend: "Backend", channel: Channel, stop: threading.Event, started: float) -> None:
     """Prepare each of the job's cells, in a shuffled order, then sample them turn by turn."""
     from .counters import SampleCounters
     from .footprint import energy_metered
@@ -158,7 +156,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
 
     files = list(job.workload_files)
     if os.environ.get(SOURCE_MAP):  # a run --against REF: REF's environment reads REF's files
-        from ..host.against import mapped
+        from ..host.git import mapped
 
         files = [mapped(f, os.environ[SOURCE_MAP]) for f in files]
     load_errors = load_files(files, missing_ok=True).errors  # nothing raises in a worker
@@ -193,7 +191,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     # Counted around each sample, attributed to the cell sampled (the reason behind a time).
     counters = SampleCounters(len(cells))
     for i in order:
-        if stop.set:
+        if stop.is_set():
             break
         if only is not None and i not in only:
             continue  # not this worker's after all
@@ -218,7 +216,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
     if batch:
         rounds = _take_turns(job, {i: p.run for i, p in batch}, channel, stop, board, counters)
         for i, p in batch:
-            if stop.set and not p.run.done:
+            if stop.is_set() and not p.run.done:
                 continue  # partly sampled: not a measurement with the run's settings
             board.mark(i)
             # Peak memory and energy in the first process of the headline's state only.
@@ -230,10 +228,10 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: StopFlag, sta
             channel.send(ReplicateDone(cells[i].key, replicate))
         backend.free()
     counters.close()
-    channel.send(Done(stopped=stop.set))
+    channel.send(Done(stopped=stop.is_set()))
 
 
-def _take_turns(job: Job, runs: dict[int, "Sampling"], channel: Channel, stop: StopFlag, board: Board,
+def _take_turns(job: Job, runs: dict[int, "Sampling"], channel: Channel, stop: threading.Event, board: Board,
                 counters: "SampleCounters") -> dict[int, list[int]]:
     """Sample the prepared ``runs`` (by cell index) one sample a ``Turn``, every other worker
     paused meanwhile; the round each cell's samples were taken in."""
@@ -247,7 +245,7 @@ def _take_turns(job: Job, runs: dict[int, "Sampling"], channel: Channel, stop: S
     channel.send(Prepared())
     with gc_paused():
         for line in sys.stdin:
-            if stop.set:
+            if stop.is_set():
                 break
             try:
                 turn = Turn.from_json(line)
@@ -263,7 +261,7 @@ def _take_turns(job: Job, runs: dict[int, "Sampling"], channel: Channel, stop: S
                 continue
             board.mark(turn.cell)
             counters.begin(turn.cell)
-            before = len(run.samples)
+            before = len(run.samples_s)
             if run.error is None:
                 # Every turn follows other processes' turns: caches and thread pools are another
                 # library's (unre-warmed, PyTorch's 1M elementwise timed 21% slow).
@@ -272,27 +270,12 @@ def _take_turns(job: Job, runs: dict[int, "Sampling"], channel: Channel, stop: S
                 counters.cancel()  # a warm-up sample: neither its time nor its usage count
             else:
                 counters.end(turn.cell, run.calls_last)
-            kept = len(run.samples) > before
+            kept = len(run.samples_s) > before
             # Samples taken back (a batch regrown) take their rounds with them.
-            del rounds[turn.cell][len(run.samples) - kept:]
+            del rounds[turn.cell][len(run.samples_s) - kept:]
             if kept:
                 rounds[turn.cell].append(turn.round)
             channel.send(Sampled(job.cells[turn.cell].key, turn.round, run.done, error=run.error is not None,
-                                 seconds=run.samples[-1] if kept else 0.0))
+                                 seconds=run.samples_s[-1] if kept else 0.0))
     return rounds
 
-
-def main() -> int:
-    """Read the job from stdin, do it, answer on the protocol channel; the exit status."""
-    stop = StopFlag()
-    faulthandler.enable(file=sys.stderr, all_threads=False)
-    channel = Channel()
-    line = sys.stdin.readline()
-    if not line:
-        return 2
-    try:
-        job = Job.from_json(line)
-    except SchemaError as exc:  # a parent of another version, or a bug: one line on stderr
-        print(f"arraybench worker: the job does not fit the protocol: {exc}", file=sys.stderr)
-        return 2
-    return serve(job, channel, stop)

@@ -6,6 +6,7 @@ samples into the cell's ``Replicate``. Exceptions from the library or a user's w
 
 from __future__ import annotations
 
+import contextlib
 import gc
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
@@ -17,7 +18,7 @@ from ..backends.base import Backend, Unavailable
 from ..model.replicate import Replicate, Status, TimerSettings
 from ..model.cell import Cell
 from .sampling import Sampling
-from .timer import FreshInputs, Timer, fresh_inputs
+from .timer import FreshInputs, Timer, pool_capacity
 from ..workloads.userfile import describe_exception
 from ..workloads.inputs import Bound, bind, input_bytes
 from ..workloads.definition import Workload
@@ -34,7 +35,6 @@ class Prepared:
     cell: Cell
     replicate: Replicate
     run: Sampling | None = None
-    input_bytes: int = 0
     #: Where a user's workload function is defined, for errors that carry no line of theirs.
     origin: str = ""
     #: The device-event timer of the device pass, asked at the end how many calls its hold missed.
@@ -81,7 +81,6 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
     try:
         built = references.inputs(wl, cell.size, cell.dtype, seed, params)
         host = built.arrays
-        prepared.input_bytes = input_bytes(host)
         stage = "moving inputs to the device"
         arrays: tuple[Any, ...] | None = None  # with transfer, each call moves fresh inputs itself
         if cell.transfer:
@@ -110,7 +109,7 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
         run = timer.start(settings, first=first)
         if isinstance(timer.fresh, FreshInputs):  # how it restores, chosen now, and what it subtracts
             if timer.fresh.per_call:
-                rep.restore_overhead_s = timer.span_overhead_s()
+                rep.restore_overhead_s = timer.span_overhead_s
             rep.warnings.append(timer.fresh.describe(rep.restored))
         if cell.mode == "compiled":
             rep.warnings += backend.compile_notes()
@@ -205,19 +204,17 @@ def prepare(backend: Backend, wl: Workload, cell: Cell, base: TimerSettings,
 def finish(backend: Backend, prepared: Prepared, footprint_too: bool = True) -> Replicate:
     """The replicate of a prepared cell once sampling is over; ``footprint_too``: with its peak
     memory and energy per call (calls of their own: one process of a cell is enough)."""
-    rep = prepared.replicate
-    run = prepared.run
+    rep, run = prepared.replicate, prepared.run
     if run is None:
         return rep
     prepared.run = None
     if run.error is not None:
         rep.status, rep.reason = _classify(backend, prepared.cell, "timing", run.error, prepared.origin)
         return rep
-    m = run.sample_set()
-    for name in ("samples_s", "number", "first_call_s", "warmup_calls", "stop_reason", "elapsed_s",
-                 "device_samples_s"):
-        setattr(rep, name, getattr(m, name))
-    if getattr(prepared.device_timer, "uncovered", 0) and m.device_samples_s:
+    for name in ("samples_s", "number", "first_call_s", "warmup_calls", "elapsed_s"):
+        setattr(rep, name, getattr(run, name))
+    rep.stop_reason, rep.device_samples_s = run.stop_reason or "stopped", run.device_samples_s or None
+    if getattr(prepared.device_timer, "uncovered", 0) and run.device_samples_s:
         # The same words in every process, so that the record says it once.
         rep.warnings.append("device time: some calls took the host longer to issue than the blocking "
                             "kernel held the GPU (10 ms at most), so their device time includes host time")
@@ -227,8 +224,8 @@ def finish(backend: Backend, prepared: Prepared, footprint_too: bool = True) -> 
         rep.energy_j, rep.energy_note = spent.joules, spent.note
     health = rep.gpu_health
     if health and "before" in health and backend.health is not None:
-        health.update(after=backend.health.snapshot(), samples=len(m.samples_s),
-                      throttled_samples=len(m.throttled), reasons=m.throttle_reasons)
+        health.update(after=backend.health.snapshot(), samples=len(run.samples_s),
+                      throttled_samples=len(run.throttled), reasons=run.throttle_reasons)
     return rep
 
 
@@ -237,7 +234,14 @@ def _classify(backend: Backend, cell: Cell, stage: str, exc: BaseException,
     """(status, reason) for an exception raised while preparing or timing a cell: out of memory
     first, then the compiler's own refusals; anything else is a failure."""
     if backend.is_out_of_memory(exc):
-        return "failed", _out_of_memory(backend, stage, exc)
+        gc.collect()  # what the failed attempt left behind is not "in use"
+        try:
+            backend.free()
+            available = backend.memory_available()
+        except Exception:  # asked right after a failure: the device may refuse to answer
+            available = None
+        where = "host memory" if backend.device == "cpu" else f"on the {backend.device.upper()}"
+        return "failed", footprint.describe(str(exc).strip() or type(exc).__name__, stage, available, where)
     if cell.mode == "compiled" and backend.recompile_limit_hit(exc):
         return "failed", (f"{backend.compile_method} reached its recompile limit during {stage}: "
                           "past it the calls would run eager, so this cell is not timed as compiled")
@@ -247,27 +251,13 @@ def _classify(backend: Backend, cell: Cell, stage: str, exc: BaseException,
     return "failed", f"{describe_exception(exc, origin)} (during {stage})"
 
 
-def _out_of_memory(backend: Backend, stage: str, exc: BaseException) -> str:
-    """``out of memory during ... (needed X, available Y of Z ...): the library's words``."""
-    gc.collect()  # what the failed attempt left behind is not "in use"
-    try:
-        backend.free()
-        available = backend.memory_available()
-    except Exception:  # asked right after a failure: the device may refuse to answer
-        available = None
-    where = "host memory" if backend.device == "cpu" else f"on the {backend.device.upper()}"
-    return footprint.describe(str(exc).strip() or type(exc).__name__, stage, available, where)
-
-
 def _ended(backend: Backend, prepared: Prepared, status: Status, reason: str) -> Prepared:
     prepared.replicate.status = status
     prepared.replicate.reason = reason
     prepared.run = prepared.call = None
     gc.collect()
-    try:
+    with contextlib.suppress(Exception):
         backend.free()
-    except Exception:
-        pass
     return prepared
 
 
@@ -307,9 +297,14 @@ def _look_at_first_call(backend: Backend, wl: Workload, timer: Timer, bound: Bou
 
 def _restore(backend: Backend, timer: Timer, bound: Bound, arrays: tuple[Any, ...],
              host: tuple[Any, ...], positions: Sequence[int], settings: TimerSettings) -> None:
-    """Give the timer fresh copies of the inputs at ``positions`` that can change (not JAX's)."""
+    """Give the timer fresh copies of the inputs at ``positions`` that can change (not JAX's), its
+    pristine ones where they live: on the device, restoring is a device-to-device copy."""
     mutable = [i for i in positions
                if isinstance(arrays[i], (np.ndarray, list)) or backend.mutable_arrays]
     if mutable:
-        timer.fresh = fresh_inputs(backend, bound.args, bound.prefix, arrays, host, mutable,
-                                   settings.restore, settings.pool_bytes)
+        pristine = [list(host[i]) if isinstance(arrays[i], list) else host[i].copy()
+                    if isinstance(arrays[i], np.ndarray) else backend.asarray(host[i]) for i in mutable]
+        capacity = pool_capacity(settings.restore, input_bytes(pristine), settings.pool_bytes)
+        timer.fresh = FreshInputs(bound.args, [bound.prefix + i for i in mutable], pristine, clone=backend.clone,
+                                  copy_into=backend.copy_into, sync=backend.sync, capacity=capacity,
+                                  restore=settings.restore)

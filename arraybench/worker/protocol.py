@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import mmap
-import os
 import struct
 import typing
 from dataclasses import dataclass, field, replace
@@ -25,7 +24,6 @@ from ..model import schema
 from ..model.replicate import Replicate, TimerSettings
 from ..model.cell import Cell
 
-Task = Literal["measure", "probe", "selfcheck"]
 CheckName = Literal["sync", "unsynced", "events", "float64", "precision", "harness", "memory", "clocks",
                     "transfers", "numba"]
 #: The doctor's checks, in the order they run.
@@ -57,7 +55,7 @@ class Job:
 
     backend: str
     device: str
-    task: Task = "measure"
+    task: Literal["measure", "probe", "selfcheck"] = "measure"
     replicate: int = field(default=0, metadata={"min": 0})
     cells: tuple[Cell, ...] = ()
     timer: TimerSettings = field(default_factory=TimerSettings)
@@ -285,11 +283,8 @@ class Board:
         self._map: mmap.mmap | None = None
         self._counter = 0
         if path:
-            fd = os.open(path, os.O_RDWR)
-            try:
-                self._map = mmap.mmap(fd, _BOARD_SIZE)
-            finally:
-                os.close(fd)
+            with open(path, "r+b") as f:  # the map keeps the file open itself
+                self._map = mmap.mmap(f.fileno(), _BOARD_SIZE)
 
     @staticmethod
     def create(path: Path) -> None:
@@ -303,9 +298,8 @@ class Board:
     def read(path: Path) -> tuple[int, int]:
         """(cell index, counter) as last written; (-1, 0) if unreadable."""
         try:
-            data = path.read_bytes()[:_BOARD_SIZE]
-            return struct.unpack(_BOARD, data) if len(data) == _BOARD_SIZE else (-1, 0)
-        except OSError:
+            return struct.unpack(_BOARD, path.read_bytes()[:_BOARD_SIZE])
+        except (OSError, struct.error):  # unreadable, or shorter than a board
             return -1, 0
 
     def mark(self, index: int) -> None:

@@ -45,19 +45,22 @@ class ReferenceCache:
             self._names[key] = digest(key, inputs)
         return self._names[key]
 
-    def inputs(self, wl: Workload, size: int, dtype: str, seed: int, params: dict[str, Any] | None) -> Inputs:
-        """The cell's host inputs: read back where another worker of the run built them, else
-        built (``make_inputs``) and kept for the others."""
+    def _made(self, kind: str, key: tuple[Any, ...], inputs: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        """What a worker of the run kept of ``kind`` for ``key``, else ``make()``, kept for the others."""
         if self._shared is None:
-            return make_inputs(wl, size, dtype, seed, params)
+            return make()
+        name = self._name(key, inputs)
+        found, value = self._shared.load(kind, name)
+        if not found:
+            value = make()
+            self._shared.put(kind, name, value)
+        return value
+
+    def inputs(self, wl: Workload, size: int, dtype: str, seed: int, params: dict[str, Any] | None) -> Inputs:
+        """The cell's host inputs (``make_inputs``), built by one worker of the run."""
         where = (wl.source, getattr(wl.fn, "__module__", ""), getattr(wl.fn, "__qualname__", ""))
-        name = digest((wl.name, *where, size, dtype, params_text(params or {}), seed), ())
-        found = self._shared.load_inputs(name)
-        if found is not None:
-            return Inputs(*found)
-        built = make_inputs(wl, size, dtype, seed, params)
-        self._shared.put_inputs(name, built.arrays, built.fixed)
-        return built
+        return self._made("inputs", (wl.name, *where, size, dtype, params_text(params or {}), seed), (),
+                          lambda: make_inputs(wl, size, dtype, seed, params))
 
     def reference(self, wl: Workload, size: int, dtype: str, inputs: tuple[np.ndarray, ...],
                   params: dict[str, Any] | None = None) -> Reference:
@@ -65,14 +68,8 @@ class ReferenceCache:
         key = (wl.name, size, dtype, params_text(params or {}))
         if key not in self._cache:
             self._cache.clear()  # large references are big; keep one
-            name = self._name(key, inputs) if self._shared else ""
-            found = self._shared.load(name) if self._shared else None
-            if found is None:
-                extended = extended_allowed(inputs, _declared_flops(wl, size, params))
-                found = single_threaded(lambda: reference_result(wl, inputs, params, extended))
-                if self._shared:
-                    self._shared.put(name, found)
-            self._cache[key] = found
+            self._cache[key] = self._made("reference", key, inputs, lambda: single_threaded(
+                lambda: reference_result(wl, inputs, params, _extended(wl, size, params, inputs))))
         return self._cache[key]
 
     def noise(self, wl: Workload, size: int, dtype: str, inputs: tuple[np.ndarray, ...],
@@ -81,26 +78,19 @@ class ReferenceCache:
         key = (wl.name, size, dtype, params_text(params or {}))
         if key not in self._noise:
             ref = self.reference(wl, size, dtype, inputs, params)
-            name = self._name(key, inputs) if self._shared else ""
-            found, noise = self._shared.load_noise(name) if self._shared else (False, None)
-            if not found:
-                extended = extended_allowed(inputs, _declared_flops(wl, size, params))
-                noise = single_threaded(
-                    lambda: reference_noise(wl, inputs, ref.value, params, dtype, ref.plain, extended))
-                if self._shared:
-                    self._shared.put_noise(name, noise)
-            self._noise.clear()
-            self._noise[key] = noise
+            self._noise = {key: self._made("noise", key, inputs, lambda: single_threaded(
+                lambda: reference_noise(wl, inputs, ref.value, params, dtype, ref.plain,
+                                        _extended(wl, size, params, inputs))))}
         return self._noise[key]
 
 
-def _declared_flops(wl: Workload, size: int, params: dict[str, Any] | None) -> float | None:
-    """The float64 work the workload declares for one call at ``size``, or None."""
+def _extended(wl: Workload, size: int, params: dict[str, Any] | None, inputs: tuple[np.ndarray, ...]) -> bool:
+    """Whether the reference reruns in long double, by the inputs and the float64 work declared."""
     try:
         work = wl.work_for(size, 8, params)
     except Exception:  # a work model that fails is reported where the cell reads it
-        return None
-    return work.flops if work is not None else None
+        work = None
+    return extended_allowed(inputs, work.flops if work is not None else None)
 
 
 def single_threaded(fn: Callable[[], Any]) -> Any:
@@ -205,82 +195,61 @@ def _parts(value: Any) -> list[np.ndarray] | None:
 
 
 class SharedReferences:
-    """The run's folder of references."""
+    """The run's folder of references, their noise and cells' inputs: each file a JSON header then
+    .npy records, read back without pickle and written atomically (a worker reads all or none)."""
 
     def __init__(self, folder: str) -> None:
         self.folder = Path(folder)
 
-    def load(self, name: str) -> Reference | None:
-        """The reference stored under ``name``, or None."""
-        path = self.folder / f"{name}.npys"
-        try:
-            with open(path, "rb") as f:
-                meta = json.loads(str(read_array(f, allow_pickle=False)))
-                value = [read_array(f, allow_pickle=False) for _ in range(meta["values"])]
-                plain = [read_array(f, allow_pickle=False) for _ in range(meta["plains"])] \
-                    if meta["plains"] else None
-        except (OSError, KeyError, ValueError):
-            return None
+    def load(self, kind: str, name: str) -> tuple[bool, Any]:
+        """(found, the ``Reference``, noise or ``Inputs`` (``kind``) stored under ``name``)."""
+        found = self._read(f"{name}.{kind}.npys")
+        if found is None:
+            return False, None
+        meta, arrays = found
+        if kind == "inputs":
+            return True, Inputs(tuple(arrays), tuple(meta["fixed"]))
+        if kind == "noise":
+            data = meta["noise"]
+            return True, (tuple(Noise(**n) for n in data) if isinstance(data, list)
+                          else None if data is None else Noise(**data))
         unpack = (lambda parts: tuple(parts) if meta["tuple"] else
                   (parts[0].item() if meta["scalar"] else parts[0]))
-        return Reference(unpack(value), meta["error"], meta["note"], unpack(plain) if plain is not None else None)
+        value, plain = arrays[:meta["values"]], arrays[meta["values"]:]
+        return True, Reference(unpack(value), meta["error"], meta["note"], unpack(plain) if plain else None)
 
-    def put(self, name: str, ref: Reference) -> None:
-        """Keep ``ref`` under ``name`` where it is arrays (quietly nothing otherwise)."""
-        value, plain = _parts(ref.value), _parts(ref.plain) if ref.plain is not None else []
-        if value is None or plain is None:
-            return
-        meta = {"values": len(value), "plains": len(plain), "tuple": isinstance(ref.value, tuple),
-                "scalar": not isinstance(ref.value, (tuple, np.ndarray)), "error": ref.error, "note": ref.note}
-        self._write_arrays(f"{name}.npys", (np.asarray(json.dumps(meta)), *value, *plain))
+    def put(self, kind: str, name: str, value: Any) -> None:
+        """Keep ``value`` under ``name``; quietly nothing for a reference that is not arrays, or
+        inputs that are not plain arrays of at most ``SHARED_INPUT_BYTES`` (the folder may be memory)."""
+        if kind == "inputs":
+            arrays = value.arrays
+            if all(isinstance(a, np.ndarray) and a.dtype != object for a in arrays) \
+                    and sum(a.nbytes for a in arrays) <= SHARED_INPUT_BYTES:
+                self._write(f"{name}.inputs.npys", {"fixed": list(value.fixed)}, arrays)
+        elif kind == "noise":
+            self._write(f"{name}.noise.npys", {"noise": [asdict(n) for n in value] if isinstance(value, tuple)
+                                               else None if value is None else asdict(value)}, ())
+        else:
+            parts, plain = _parts(value.value), _parts(value.plain) if value.plain is not None else []
+            if parts is not None and plain is not None:
+                self._write(f"{name}.{kind}.npys", {"values": len(parts), "tuple": isinstance(value.value, tuple),
+                                                    "scalar": not isinstance(value.value, (tuple, np.ndarray)),
+                                                    "error": value.error, "note": value.note}, (*parts, *plain))
 
-    def load_inputs(self, name: str) -> tuple[tuple[np.ndarray, ...], tuple[bool, ...]] | None:
-        """The inputs stored under ``name`` (arrays, and which keep a fixed dtype), or None."""
+    def _read(self, name: str) -> tuple[dict[str, Any], list[np.ndarray]] | None:
         try:
-            with open(self.folder / f"{name}.inputs.npys", "rb") as f:
-                fixed = tuple(bool(x) for x in read_array(f, allow_pickle=False))
-                return tuple(read_array(f, allow_pickle=False) for _ in fixed), fixed
-        except (OSError, ValueError):
+            with open(self.folder / name, "rb") as f:
+                meta = json.loads(str(read_array(f, allow_pickle=False)))
+                return meta, [read_array(f, allow_pickle=False) for _ in range(meta["arrays"])]
+        except (OSError, KeyError, ValueError):
             return None
 
-    def put_inputs(self, name: str, arrays: tuple[Any, ...], fixed: tuple[bool, ...]) -> None:
-        """Keep a cell's inputs under ``name`` where they are plain arrays of at most
-        ``SHARED_INPUT_BYTES`` (quietly nothing otherwise: the folder may be memory)."""
-        if not all(isinstance(a, np.ndarray) and a.dtype != object for a in arrays) \
-                or sum(a.nbytes for a in arrays) > SHARED_INPUT_BYTES:
-            return
-        self._write_arrays(f"{name}.inputs.npys", (np.asarray(fixed, dtype=bool), *arrays))
-
-    def load_noise(self, name: str) -> tuple[bool, Any]:
-        """(found, the noise stored under ``name``: a Noise, a tuple of them, or None)."""
-        try:
-            data = json.loads((self.folder / f"{name}.noise.json").read_text())
-        except (OSError, ValueError):
-            return False, None
-        return True, (tuple(Noise(**n) for n in data) if isinstance(data, list)
-                      else None if data is None else Noise(**data))
-
-    def put_noise(self, name: str, noise: Any) -> None:
-        """Keep ``noise`` under ``name``."""
-        data = ([asdict(n) for n in noise] if isinstance(noise, tuple)
-                else None if noise is None else asdict(noise))
-        self._write(f"{name}.noise.json", lambda f: f.write(json.dumps(data).encode()))
-
-    def _write_arrays(self, name: str, arrays: tuple[np.ndarray, ...]) -> None:
-        """Write ``arrays`` as .npy records one after another."""
-
-        def write(f: Any) -> None:
-            for array in arrays:
-                write_array(f, array, allow_pickle=False)
-
-        self._write(name, write)
-
-    def _write(self, name: str, write: Any) -> None:
-        """Write atomically: a worker reads a whole file or none."""
+    def _write(self, name: str, meta: dict[str, Any], arrays: tuple[np.ndarray, ...]) -> None:
         try:
             fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".part-")
             with os.fdopen(fd, "wb") as f:
-                write(f)
+                for array in (np.asarray(json.dumps({**meta, "arrays": len(arrays)})), *arrays):
+                    write_array(f, array, allow_pickle=False)
             os.replace(tmp, self.folder / name)
         except OSError:
             pass  # a full disk costs the sharing, never the cell

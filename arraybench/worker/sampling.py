@@ -9,33 +9,13 @@ from __future__ import annotations
 
 import gc
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..model.replicate import TimerSettings
 from ..numeric import medians
 from ..numeric.stopping import (FULL_BATCH, MAX_WARMUP_CALLS, MAX_WARMUP_SAMPLES, MOST_REGROWS, REGROW_BELOW,
                                 SLOW_CALL_S, WARMUP_GROWTH_BYTES)
-
-@dataclass
-class SampleSet:
-    """Raw samples of one operation, in seconds per call, with how they were taken."""
-
-    samples_s: list[float]
-    number: int  # calls per sample
-    first_call_s: float
-    warmup_calls: int
-    stop_reason: str  # "converged" | "budget" | "max_samples"
-    elapsed_s: float
-    device_samples_s: list[float] | None = None
-    #: Indices of the samples after which the monitor reported throttling, and its reasons.
-    throttled: list[int] = field(default_factory=list)
-    throttle_reasons: list[str] = field(default_factory=list)
-
-    @property
-    def median_s(self) -> float:
-        return medians.median(self.samples_s)
-
 
 @dataclass(frozen=True)
 class Draw:
@@ -46,10 +26,6 @@ class Draw:
     calls: int  # calls made, an untimed re-warming call included
     throttling: Sequence[str]  # the monitor's reasons after the sample (empty: not throttling)
     spent_s: float  # the whole draw: flushing, re-warming, the device pass and the monitor too
-
-
-#: ``draw(number, rewarm)``: one sample of ``number`` calls; ``rewarm``: one untimed call first.
-DrawSample = Callable[[int, bool], Draw]
 
 
 class gc_paused:
@@ -66,10 +42,12 @@ class gc_paused:
 
 
 class Sampling:
-    """A calibrated operation being sampled; ``sample()`` draws one, ``done`` says when to stop."""
+    """A calibrated operation being sampled; ``sample()`` draws one, ``done`` says when to stop.
+    ``draw(number, rewarm)`` takes one sample of ``number`` calls (``rewarm``: one untimed call first)."""
 
-    def __init__(self, draw: DrawSample, settings: TimerSettings, number: int, first_call_s: float,
-                 warmup_calls: int, per_call_s: float, setup_s: float, regrows: bool = False) -> None:
+    def __init__(self, draw: Callable[[int, bool], Draw], settings: TimerSettings, number: int,
+                 first_call_s: float, warmup_calls: int, per_call_s: float, setup_s: float,
+                 regrows: bool = False) -> None:
         self.draw = draw
         self.settings = settings
         self.number = number
@@ -77,17 +55,18 @@ class Sampling:
         self.warmup_calls = warmup_calls
         self.per_call_s = per_call_s
         self.setup_s = setup_s
-        self.samples: list[float] = []
-        self.device_samples: list[float] = []
+        #: Seconds per call, one per sample (and the device's, where a device pass times them).
+        self.samples_s: list[float] = []
+        self.device_samples_s: list[float] = []
+        #: Indices of the samples after which the monitor reported throttling, and its reasons.
         self.throttled: list[int] = []
         self.throttle_reasons: list[str] = []
         self.sampling_s = 0.0  # this operation's own time spent sampling, rewarming included
         self.calls_last = 0  # calls made by the last sample, a re-warming call included
-        self.stop_reason = ""
+        self.stop_reason = ""  # then "converged" | "budget" | "max_samples" | "error"
         self.error: BaseException | None = None
         #: Whether samples that grew resident memory are still taken back (``take_back_warmup``).
         self.warming = True
-        self.taken_back_calls = 0  # calls of the samples taken back
         self.grew_samples = 0  # samples taken back for growing memory (``take_back_warmup``'s cap)
         #: Whether a batch far shorter than calibrated grows ``number`` (``_regrow``): calls the
         #: timer may batch freely, timed for their latency.
@@ -100,10 +79,19 @@ class Sampling:
     def done(self) -> bool:
         return bool(self.stop_reason)
 
+    @property
+    def median_s(self) -> float:
+        return medians.median(self.samples_s)
+
+    @property
+    def elapsed_s(self) -> float:
+        """Set-up (first call, warm-up, calibration) and sampling together."""
+        return self.setup_s + self.sampling_s
+
     def drop_samples(self) -> None:
         """Forget the samples taken so far (their time stays spent)."""
-        self.samples.clear()
-        self.device_samples.clear()
+        self.samples_s.clear()
+        self.device_samples_s.clear()
         self.throttled.clear()
         self.throttle_reasons.clear()
         self.stop_reason = ""
@@ -118,16 +106,14 @@ class Sampling:
         against 15-17 ms). Memory returned between calls leaves the resident size where it was, so
         its faults stay in every sample.
         """
-        if not self.warming or not self.samples:
+        if not self.warming or not self.samples_s or growth_bytes is None or growth_bytes <= WARMUP_GROWTH_BYTES:
             return False
-        if growth_bytes is None or growth_bytes <= WARMUP_GROWTH_BYTES:
-            return False
-        self.samples.pop()
-        if self.device_samples:
-            self.device_samples.pop()
-        if self.throttled and self.throttled[-1] == len(self.samples):
+        self.samples_s.pop()
+        if self.device_samples_s:
+            self.device_samples_s.pop()
+        if self.throttled and self.throttled[-1] == len(self.samples_s):
             self.throttled.pop()
-        self.taken_back_calls += self.calls_last
+        self.warmup_calls += self.calls_last
         # Counted apart from regrowths: a batch calibrated under a neighbour's burst must not use
         # up the memory's warm-up.
         self.grew_samples += 1
@@ -139,20 +125,18 @@ class Sampling:
         """Draw one sample. ``rewarm``: one untimed call first, because another operation ran since."""
         drawn = self.draw(self.number, rewarm)
         self.calls_last = drawn.calls
+        self.sampling_s += drawn.spent_s
         self.regrew_last = self._regrow(drawn)
         if self.regrew_last:
-            self.sampling_s += drawn.spent_s
             return
-        self.samples.append(drawn.wall_s / self.number)
+        self.samples_s.append(drawn.wall_s / self.number)
         if drawn.device_s is not None:
-            self.device_samples.append(drawn.device_s / self.number)
+            self.device_samples_s.append(drawn.device_s / self.number)
         if drawn.throttling:
-            self.throttled.append(len(self.samples) - 1)
+            self.throttled.append(len(self.samples_s) - 1)
             self.throttle_reasons += [r for r in drawn.throttling if r not in self.throttle_reasons]
-        self.sampling_s += drawn.spent_s
-        reason = self._stop_reason()
-        if reason:  # (a caller may sample past the stop; the first reason stands)
-            self.stop_reason = reason
+        # A caller may sample past the stop: a reason found since replaces it, none leaves it.
+        self.stop_reason = self._stop_reason() or self.stop_reason
 
     def take_turn(self, rewarm: bool = False) -> None:
         """Draw one sample, as ``sample`` does; an operation that raises ends its own sampling
@@ -179,13 +163,12 @@ class Sampling:
         per_call = drawn.wall_s / self.number
         if not self.regrows or self.regrown >= MOST_REGROWS or drawn.wall_s <= 0:
             return False
-        if self.regrown:  # growing, as calibration grows a batch, until one lasts the target
-            short = drawn.wall_s < FULL_BATCH * target
-        else:
-            short = drawn.wall_s < REGROW_BELOW * target and per_call < REGROW_BELOW * self.per_call_s
+        # Once growing, as calibration grows a batch, until one lasts the target.
+        short = drawn.wall_s < FULL_BATCH * target if self.regrown else \
+            drawn.wall_s < REGROW_BELOW * target and per_call < REGROW_BELOW * self.per_call_s
         if not short:
             return False
-        self.taken_back_calls += drawn.calls + len(self.samples) * self.number
+        self.warmup_calls += drawn.calls + len(self.samples_s) * self.number
         self.drop_samples()
         self.number = max(self.number + 1, math.ceil(self.number * target / drawn.wall_s))
         self.per_call_s = per_call
@@ -196,35 +179,20 @@ class Sampling:
         """Why to stop now ("" : draw another): the most samples, a tight enough interval, or the
         budget spent, once the fewest samples are taken."""
         s = self.settings
-        n = len(self.samples)
+        n = len(self.samples_s)
         if n >= s.max_samples:
             return "max_samples"
         if n >= s.min_samples:
-            if medians.relative_ci_halfwidth(self.samples) <= s.rel_ci:
+            if medians.relative_ci_halfwidth(self.samples_s) <= s.rel_ci:
                 return "converged"
             if self.sampling_s >= s.budget_s:
                 return "budget"
         return ""
-
-    def sample_set(self) -> SampleSet:
-        """The samples taken so far, with how they were taken."""
-        return SampleSet(
-            samples_s=self.samples,
-            number=self.number,
-            first_call_s=self.first_call_s,
-            warmup_calls=self.warmup_calls + self.taken_back_calls,
-            stop_reason=self.stop_reason or "stopped",
-            elapsed_s=self.setup_s + self.sampling_s,
-            device_samples_s=self.device_samples or None,
-            throttled=list(self.throttled),
-            throttle_reasons=list(self.throttle_reasons),
-        )
 
 
 def warmed_up(calls: int, spent_s: float, last_s: float, settings: TimerSettings) -> bool:
     """Whether the warm-up, ``calls`` untimed calls that took ``spent_s`` (the last ``last_s``),
     is over: ``settings.warmup_s`` spent, in two calls at least unless the one is slow (a one-time
     cost left after the first call made a 35 µs matmul's only warm-up call last 5 ms)."""
-    if calls >= MAX_WARMUP_CALLS:
-        return True
-    return calls >= 1 and spent_s >= settings.warmup_s and (calls >= 2 or last_s >= SLOW_CALL_S)
+    return calls >= MAX_WARMUP_CALLS or (calls >= 1 and spent_s >= settings.warmup_s
+                                         and (calls >= 2 or last_s >= SLOW_CALL_S))

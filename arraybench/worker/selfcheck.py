@@ -14,9 +14,9 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..host.cpu_time import OthersLoad
 from ..workloads.check import REDUCED_PRECISION_EPS, Check
 from .accuracy import judge
+from .counters import SampleCounters
 from ..backends.base import Backend
 from .protocol import CHECKS, CheckDone, check_applies
 from ..model.replicate import TimerSettings
@@ -50,29 +50,15 @@ class Matmul:
     def launch_and_complete_s(self, repeats: int = 9) -> tuple[float, float]:
         """Median seconds of (the dispatch alone, the device idle before it; a call and one of its
         values read on the host), taken in turns so that a noisy neighbour slows both alike."""
-        read = self.backend.to_numpy
         launches, completes = [], []
         for _ in range(repeats):
             t, result = Timer(self).first_call()
             if self.backend.sync is not None:
                 self.backend.sync(result)
             launches.append(t)
-            completes.append(Timer(lambda: read(self()[0:1, 0:1])).first_call()[0])
+            completes.append(Timer(lambda: self.backend.to_numpy(self()[0:1, 0:1])).first_call()[0])
         return float(np.median(launches)), float(np.median(completes))
 
-    def reference(self) -> np.ndarray:
-        return np.matmul(*(h.astype(np.float64) for h in self.host))
-
-
-class Sum:
-    """``a.sum()``: one thread in every library up to 32,768 elements, and no result array whose
-    placement could differ between two timers (an elementwise result's did, by 20%)."""
-
-    def __init__(self, backend: Backend, n: int, seed: int = 0) -> None:
-        self.a = backend.asarray(np.random.default_rng(seed).standard_normal(n))
-
-    def __call__(self) -> Any:
-        return self.a.sum()
 
 
 def _size(backend: Backend) -> int:
@@ -85,13 +71,10 @@ def check_sync(backend: Backend) -> CheckDone:
     if backend.sync is None:
         # Each call paired with the read of its value right after it: two separate timings failed
         # synchronous PyTorch and NumPy while the BLAS's threads fought for cores.
-        def read(result: Any) -> Any:
-            return backend.to_numpy(result[0:1, 0:1])
-
         pairs = []
         for _ in range(15):
             t, result = Timer(mm).first_call()
-            pairs.append((t, Timer(read, (result,)).first_call()[0]))
+            pairs.append((t, Timer(lambda: backend.to_numpy(result[0:1, 0:1])).first_call()[0]))
         launch, after = (float(m) for m in np.median(pairs, axis=0))
         ok = after <= COVERS * launch
         detail = (f"synchronous: a {mm.n}² matmul call returns in {format_seconds(launch)}, its value "
@@ -154,7 +137,7 @@ def check_float64(backend: Backend) -> CheckDone:
     for dtype in ("float64", "float32"):
         mm = Matmul(backend, n, dtype)
         result = mm()
-        out, ref = backend.to_numpy(result), mm.reference()
+        out, ref = backend.to_numpy(result), np.matmul(*(h.astype(np.float64) for h in mm.host))
         v = judge(out, ref, MATMUL_CHECK, dtype, n, out_dtype=backend.dtype_name(result),
                   tolerance=MATMUL_CHECK.tolerance(dtype, n, backend.reduced_precision(dtype)))
         ok &= v.ok
@@ -239,8 +222,9 @@ def check_harness(backend: Backend) -> CheckDone:
     CPU a one-thread sum: a multi-threaded BLAS on a shared machine would time the neighbours."""
     if backend.device != "cpu":
         op, what = Matmul(backend, 4096, "float32", seed=3), "4096² float32 matmul"
-    else:
-        op, what = Sum(backend, 1 << 15), "sum of 32,768 float64"
+    else:  # a.sum(): one thread in every library up to 32,768 elements, and no result array whose
+        # placement could differ between two timers (an elementwise result's did, by 20%).
+        op, what = backend.asarray(np.random.default_rng(0).standard_normal(1 << 15)).sum, "sum of 32,768 float64"
     timer, tries, tool = Timer(op, sync=backend.sync), [], ""
     for _ in range(2):
         rounds = []  # per round: a burst that spoils one round leaves the median of rounds alone
@@ -393,8 +377,13 @@ def run_checks(backend: Backend, only: tuple[str, ...] = CHECKS) -> Iterator[Che
     for name in only:
         if not check_applies(name, backend.name, backend.device):
             continue
-        others = OthersLoad()
+        window = SampleCounters(1, hardware=False)  # to see how busy others kept the machine
+        window.begin(0)
         try:
-            yield judged_at(globals()[f"check_{name}"](backend), others.cores())
+            outcome = globals()[f"check_{name}"](backend)
+            window.end(0, 1)
+            outcome = judged_at(outcome, window.usage(0).others_cores)  # type: ignore[union-attr]
         except Exception as exc:  # a check that cannot run is a finding, not a crash
-            yield CheckDone(name, "failed", describe_exception(exc))
+            outcome = CheckDone(name, "failed", describe_exception(exc))
+        window.close()
+        yield outcome

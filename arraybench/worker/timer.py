@@ -7,21 +7,18 @@ restoring per call is 3-6% slow; from 0.8 ms both are within 2%, so ``auto`` res
 
 from __future__ import annotations
 
+import functools
 import math
+import statistics
 import time
 from dataclasses import KW_ONLY, dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Callable, Sequence
-
-import numpy as np
+from typing import Any, Callable, Sequence
 
 from ..backends.gpu import DeviceTimer
 from .effects import output_bytes
 from ..numeric.stopping import FULL_BATCH, SLOW_CALL_S
-from .sampling import Draw, SampleSet, Sampling, TimerSettings, gc_paused, warmed_up
-
-if TYPE_CHECKING:
-    from ..backends.base import Backend
+from .sampling import Draw, Sampling, TimerSettings, gc_paused, warmed_up
 
 Clock = Callable[[], float]
 
@@ -103,8 +100,6 @@ class FreshInputs:
                  clone: Callable[[Any], Any], copy_into: Callable[[Any, Any], None],
                  sync: Callable[[Any], None] | None = None, capacity: int = 1,
                  restore: str = "pool") -> None:
-        if len(positions) != len(pristine) or not positions:
-            raise ValueError("FreshInputs needs one pristine copy per changed input")
         self.args = tuple(args)
         self.positions = tuple(positions)
         self.pristine = tuple(pristine)
@@ -171,26 +166,6 @@ def pool_capacity(restore: str, slot_bytes: int, budget_bytes: float) -> int:
     return max(1, min(MAX_POOL, math.floor(budget_bytes / max(slot_bytes, 1))))
 
 
-def fresh_inputs(backend: "Backend", args: Sequence[Any], prefix: int, arrays: Sequence[Any],
-                 host: Sequence[Any], positions: Sequence[int], restore: str,
-                 budget_bytes: float) -> FreshInputs:
-    """Fresh copies of ``arrays[i]`` for ``i`` in ``positions``, where they live (device or host);
-    ``args`` are the bound call's arguments, the arrays from ``prefix``; ``host`` the pristine values."""
-    pristine = [_pristine(backend, arrays[i], host[i]) for i in positions]
-    slot_bytes = sum(int(getattr(p, "nbytes", 8 * len(p) if isinstance(p, list) else 0)) for p in pristine)
-    return FreshInputs(args, [prefix + i for i in positions], pristine,
-                       clone=backend.clone, copy_into=backend.copy_into, sync=backend.sync,
-                       capacity=pool_capacity(restore, slot_bytes, budget_bytes), restore=restore)
-
-
-def _pristine(backend: "Backend", arg: Any, host: Any) -> Any:
-    if isinstance(arg, list):
-        return list(host)
-    if isinstance(arg, np.ndarray):
-        return host.copy()
-    return backend.asarray(host)  # on the device, so that restoring is a device-to-device copy
-
-
 @dataclass(eq=False)
 class Timer:
     """Times ``op(*args)``, waiting for each result with ``sync`` where the library is asynchronous.
@@ -219,7 +194,6 @@ class Timer:
         self.args = tuple(self.args)
         self.kwargs = dict(self.kwargs)
         self._loops: dict[tuple[str, bool], Callable[..., Any]] = {}
-        self._span_overhead_s: float | None = None
 
     def _loop(self, mode: str, pooled: bool = False) -> Callable[..., Any]:
         if (mode, pooled) not in self._loops:
@@ -269,18 +243,16 @@ class Timer:
             left -= len(pool)
             spans += 1
         if spans > 1 and mode != "device":
-            wall = max(wall - (spans - 1) * self.span_overhead_s(), 0.0)
+            wall = max(wall - (spans - 1) * self.span_overhead_s, 0.0)
         return wall, device
 
+    @functools.cached_property
     def span_overhead_s(self) -> float:
         """What one timed span costs beyond its calls (two clock reads, the loop's set-up): the
         median of 201 empty spans, measured once."""
-        if self._span_overhead_s is None:
-            loop = self._loop("latency", pooled=True)
-            settings = tuple(self.kwargs.values())
-            spans = sorted(loop((), self.op, *settings, self.sync, self.clock, None)[0] for _ in range(201))
-            self._span_overhead_s = spans[len(spans) // 2]
-        return self._span_overhead_s
+        loop = self._loop("latency", pooled=True)
+        settings = tuple(self.kwargs.values())
+        return statistics.median(loop((), self.op, *settings, self.sync, self.clock, None)[0] for _ in range(201))
 
     def draw(self, settings: TimerSettings, number: int, rewarm: bool = False) -> Draw:
         """One sample of ``number`` calls, as ``settings`` ask (cold caches, a device pass), and the
@@ -324,16 +296,16 @@ class Timer:
                        self.clock() - started, regrows=regrows)
         if number == 1 and last >= SLOW_CALL_S and settings.mode == "latency" and not settings.cold:
             # A slow call after the first is a sample in its own right: the first took the one-time costs.
-            run.samples.append(last)
+            run.samples_s.append(last)
         return run
 
-    def measure(self, settings: TimerSettings) -> SampleSet:
+    def measure(self, settings: TimerSettings) -> Sampling:
         """First call, warm-up, calibration, then samples until the CI target or the budget is met."""
         run = self.start(settings)
         with gc_paused():
             while not run.done:
                 run.sample()
-        return run.sample_set()
+        return run
 
     def _calibrate(self, per_call: float, settings: TimerSettings, first_result: Any) -> int:
         """Calls per sample so that one lasts ``target_sample_s``: like ``timeit.autorange``, the

@@ -140,7 +140,7 @@ def test_a_quiet_machine_is_not_called_busy():
 
 
 def test_hardware_counters_count_or_say_why_not():
-    counters = perf_events.open_counters()
+    counters = perf_events.Counters()
     try:
         if counters.reason:  # these VMs expose no PMU: ENOENT, with the paranoid level said
             assert counters.reason.startswith("perf_event_open failed with E")
@@ -169,8 +169,8 @@ def test_the_per_thread_binding_sums_every_thread_software_task_clock():
     threads = [threading.Thread(target=work) for _ in range(2)]
     for t in threads:
         t.start()
-    counters = perf_events.open_counters({"task_clock": (perf_events.PERF_TYPE_SOFTWARE,
-                                                         perf_events.SOFTWARE_TASK_CLOCK)})
+    # PERF_TYPE_SOFTWARE's task clock, which every Linux kernel has, where no PMU exists.
+    counters = perf_events.Counters({"task_clock": (1, 1)})
     try:
         if counters.reason:
             pytest.skip(f"no software events here either: {counters.reason}")

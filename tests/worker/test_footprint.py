@@ -95,7 +95,8 @@ def test_rapl_counts_packages_not_subzones_and_undoes_wraparound(tmp_path):
     before = rapl.read()
     (tmp_path / "intel-rapl:0" / "energy_uj").write_text("100\n")  # wrapped: 900 -> 1000 -> 100
     (tmp_path / "intel-rapl:1" / "energy_uj").write_text("400\n")
-    assert rapl.joules(before, rapl.read()) == pytest.approx((200 + 300) / 1e6)
+    assert rapl.moved(before, rapl.read()) == [("RAPL counter intel-rapl:0", pytest.approx(200 / 1e6)),
+                                               ("RAPL counter intel-rapl:1", pytest.approx(300 / 1e6))]
 
 
 def test_energy_from_rapl_is_per_call(tmp_path):

@@ -97,7 +97,7 @@ def test_auto_restores_before_each_slow_call_and_pools_fast_ones(call_s, per_cal
     run = timer.start(TimerSettings(warmup_s=0.0, target_sample_s=1e-4))
     assert fresh.per_call is per_call
     run.sample()
-    assert run.samples[-1] == pytest.approx(call_s, rel=1e-9)  # restoring (1 s) is never in it
+    assert run.samples_s[-1] == pytest.approx(call_s, rel=1e-9)  # restoring (1 s) is never in it
 
 
 def test_a_pool_is_bounded_by_its_memory_budget():

@@ -10,28 +10,28 @@ from arraybench.model.cell import Cell
 from arraybench.worker.references import ReferenceCache, SharedReferences, digest
 from arraybench.workloads import REGISTRY
 from arraybench.workloads.check import Noise
-from arraybench.workloads.inputs import make_inputs
+from arraybench.workloads.inputs import Inputs, make_inputs
 from arraybench.workloads.reference import Reference
 
 
 def test_a_reference_and_its_noise_read_back_as_written(tmp_path):
     shared = SharedReferences(str(tmp_path))
     one = Reference(np.arange(6.0).reshape(2, 3), 0.0, "", np.arange(6.0).reshape(2, 3) + 1e-16)
-    shared.put("a", one)
-    back = shared.load("a")
+    shared.put("reference", "a", one)
+    back = shared.load("reference", "a")[1]
     assert np.array_equal(back.value, one.value) and np.array_equal(back.plain, one.plain)
     several = Reference((np.ones(3), np.zeros(2)), 1e-9, "finite differences")
-    shared.put("b", several)
-    back = shared.load("b")
+    shared.put("reference", "b", several)
+    back = shared.load("reference", "b")[1]
     assert isinstance(back.value, tuple) and len(back.value) == 2 and back.error == 1e-9 and back.plain is None
-    shared.put("c", Reference(2.5))
-    assert shared.load("c").value == 2.5
-    shared.put("d", Reference(["not", "arrays"]))  # kept by no file: each worker computes its own
-    assert shared.load("d") is None and not list(tmp_path.glob("d*"))
-    shared.put_noise("a", (Noise(1.0, 2.0, "inputs", 6, True, 12.5), Noise(3.0, 4.0)))
-    assert shared.load_noise("a") == (True, (Noise(1.0, 2.0, "inputs", 6, True, 12.5), Noise(3.0, 4.0)))
-    shared.put_noise("n", None)
-    assert shared.load_noise("n") == (True, None) and shared.load_noise("missing") == (False, None)
+    shared.put("reference", "c", Reference(2.5))
+    assert shared.load("reference", "c")[1].value == 2.5
+    shared.put("reference", "d", Reference(["not", "arrays"]))  # kept by no file: each worker computes its own
+    assert shared.load("reference", "d") == (False, None) and not list(tmp_path.glob("d*"))
+    shared.put("noise", "a", (Noise(1.0, 2.0, "inputs", 6, True, 12.5), Noise(3.0, 4.0)))
+    assert shared.load("noise", "a") == (True, (Noise(1.0, 2.0, "inputs", 6, True, 12.5), Noise(3.0, 4.0)))
+    shared.put("noise", "n", None)
+    assert shared.load("noise", "n") == (True, None) and shared.load("noise", "missing") == (False, None)
 
 
 def test_the_name_changes_with_the_inputs_not_only_the_cell():
@@ -49,8 +49,8 @@ def test_a_second_worker_reads_the_reference_the_first_computed(tmp_path):
     assert len(list(tmp_path.glob("*.npys"))) == 1
     # The file is what the second reads: planted, it is what the second gets.
     [path] = tmp_path.glob("*.npys")
-    name = path.name[:-len(".npys")]
-    SharedReferences(str(tmp_path)).put(name, Reference(first.value * 0 + 7.0))
+    name = path.name[:-len(".reference.npys")]
+    SharedReferences(str(tmp_path)).put("reference", name, Reference(first.value * 0 + 7.0))
     second = ReferenceCache(str(tmp_path)).reference(wl, cell.size, cell.dtype, inputs)
     assert np.all(second.value == 7.0)
 
@@ -96,7 +96,8 @@ def test_a_second_worker_reads_the_inputs_the_first_built(tmp_path):
     assert all(np.array_equal(a, b) for a, b in zip(first.arrays, make_inputs(wl, 64, "float64", 0, {}).arrays))
     [path] = tmp_path.glob("*.inputs.npys")
     name = path.name[:-len(".inputs.npys")]
-    SharedReferences(str(tmp_path)).put_inputs(name, tuple(np.full_like(a, 3.0) for a in first.arrays), first.fixed)
+    planted = Inputs(tuple(np.full_like(a, 3.0) for a in first.arrays), first.fixed)
+    SharedReferences(str(tmp_path)).put("inputs", name, planted)
     second = ReferenceCache(str(tmp_path)).inputs(wl, 64, "float64", 0, {})
     assert all(np.all(a == 3.0) and a.flags.writeable and a.flags.c_contiguous for a in second.arrays)
     # Another seed, size or dtype is another file.

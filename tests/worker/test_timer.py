@@ -88,12 +88,12 @@ def test_a_batch_regrows_only_from_calls_far_shorter_than_calibrated_and_at_most
     run = sampling([0.003] * 3)
     for _ in range(3):
         run.sample()
-    assert run.number == 1 and len(run.samples) == 3
+    assert run.number == 1 and len(run.samples_s) == 3
     # At 150 µs, then 40 µs: 34 calls, then as many as fill the target.
     run = sampling([0.003, 150e-6, 40e-6, 40e-6, 40e-6])
     for _ in range(5):
         run.sample()
-    assert run.number == 125 and run.regrown == 2 and len(run.samples) == 2
+    assert run.number == 125 and run.regrown == 2 and len(run.samples_s) == 2
     # Calls that keep getting faster stop growing the batch after MOST_REGROWS.
     run = sampling([1e-3 / 4 ** k for k in range(1, 12)])
     for _ in range(11):
@@ -232,7 +232,7 @@ def test_an_operation_that_fails_in_its_turn_ends_its_own_sampling_only():
         if bad.done and good.done:
             break
     assert isinstance(bad.error, RuntimeError) and bad.stop_reason == "error" and bad.calls_last == 0
-    assert good.done and good.error is None and len(good.samples) >= 3
+    assert good.done and good.error is None and len(good.samples_s) >= 3
 
 
 class _SpanClock:
@@ -292,10 +292,9 @@ def test_device_events_stay_out_of_the_wall_clock_time_in_latency_mode():
     run = timer.start(TimerSettings(min_samples=3, max_samples=3, warmup_s=0, target_sample_s=0))
     while not run.done:
         run.sample()
-    m = run.sample_set()
-    assert events.calls >= 4 * 3 * m.number  # a device pass per sample: hold, begin, end, elapsed per call
+    assert events.calls >= 4 * 3 * run.number  # a device pass per sample: hold, begin, end, elapsed per call
     assert events.calls_inside == 0
-    assert m.device_samples_s == [pytest.approx(0.002)] * 3  # seconds per call, one per sample
+    assert run.device_samples_s == [pytest.approx(0.002)] * 3  # seconds per call, one per sample
 
 
 def test_throughput_mode_records_one_event_pair_per_batch():
@@ -310,16 +309,16 @@ def test_throughput_mode_records_one_event_pair_per_batch():
 def test_samples_taken_while_the_device_throttles_are_flagged():
     state = {"reasons": []}
     timer = Timer(lambda: None, monitor=lambda: state["reasons"])
-    run = timer.start(TimerSettings(min_samples=4, max_samples=4, warmup_s=0))
+    # One call a sample (no target length), so that no batch regrows and takes back the first.
+    run = timer.start(TimerSettings(min_samples=4, max_samples=4, warmup_s=0, target_sample_s=0))
     run.sample()
     state["reasons"] = ["SW power cap"]
     run.sample()
     run.sample()
     state["reasons"] = []
     run.sample()
-    m = run.sample_set()
-    assert m.throttled == [1, 2]
-    assert m.throttle_reasons == ["SW power cap"]
+    assert run.throttled == [1, 2]
+    assert run.throttle_reasons == ["SW power cap"]
 
 
 def _sampling(draws, **settings) -> Sampling:
@@ -338,17 +337,17 @@ def test_sampling_decides_when_to_stop_without_a_timer():
     steady = _sampling([1e-3] * 100, min_samples=6, rel_ci=0.02)
     while not steady.done:
         steady.sample()
-    assert steady.stop_reason == "converged" and len(steady.samples) == 6
-    assert steady.samples[0] == pytest.approx(1e-4)  # seconds per call: the batch over its 10 calls
+    assert steady.stop_reason == "converged" and len(steady.samples_s) == 6
+    assert steady.samples_s[0] == pytest.approx(1e-4)  # seconds per call: the batch over its 10 calls
     # Samples spread wider than the target: the budget (5 draws of 1 ms) ends it.
     noisy = _sampling([1e-3, 2e-3, 4e-3] * 40, min_samples=3, rel_ci=0.01, budget_s=0.005)
     while not noisy.done:
         noisy.sample(rewarm=True)
-    assert noisy.stop_reason == "budget" and len(noisy.samples) == 5 and noisy.calls_last == 11
+    assert noisy.stop_reason == "budget" and len(noisy.samples_s) == 5 and noisy.calls_last == 11
     capped = _sampling([1e-3, 2e-3] * 10, min_samples=2, max_samples=4, rel_ci=0.0, budget_s=10)
     while not capped.done:
         capped.sample()
-    assert capped.stop_reason == "max_samples" and capped.sample_set().samples_s == capped.samples
+    assert capped.stop_reason == "max_samples" and len(capped.samples_s) == 4
 
 
 def test_the_timer_and_its_sampling_do_not_import_each_other_and_a_worker_never_imports_analysis():

@@ -113,11 +113,11 @@ def test_the_rule_takes_back_growth_wherever_it_falls_up_to_the_cap():
     big = WARMUP_GROWTH_BYTES + 1
     run, taken = _sampling([0, big, 0, None, big, WARMUP_GROWTH_BYTES, 0])
     assert taken == [False, True, False, False, True, False, False]
-    assert len(run.samples) == 5 and run.sample_set().warmup_calls == 5 + 2 * 2
+    assert len(run.samples_s) == 5 and run.warmup_calls == 5 + 2 * 2
     # A cap: memory that grows in every sample is taken back MAX_WARMUP_SAMPLES times at most.
     run, taken = _sampling([big] * (MAX_WARMUP_SAMPLES + 5))
     assert sum(taken) == MAX_WARMUP_SAMPLES and not run.warming
-    assert len(run.samples) == 5
+    assert len(run.samples_s) == 5
 
 
 def test_the_counters_read_how_much_resident_memory_a_sample_kept():
