@@ -402,8 +402,8 @@ def test_param_on_the_command_line_reaches_the_workload_and_a_resume_keeps_it(tm
 
     out = tmp_path / "run"
     common = ("--workload-file", str(ROOT / "examples" / "jacobi_2d.py"), "--backends", "numpy",
-              "--devices", "cpu", "--sizes", "small", "--processes", "2", "--max-time", "0.2", "--no-store",
-              "--no-plots", "-q")
+              "--devices", "cpu", "--sizes", "small", "--processes", "1", "--max-time", "0.05", "--no-store",
+              "--no-plots", "-q")  # one short process: the setting and the resume are what is looked at
     done = run_here("run", *common, "--param", "tsteps=3", "-o", str(out), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     (record,) = arraybench.load_results(out).records
