@@ -36,8 +36,7 @@ from .cluster import (Ended, Interpreters, ReplicateSent, ShardJob, Started, Una
 
 #: Variables Ray sets in the processes it starts; a benchmark's workers get the node's own.
 RAY_SET = ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
-#: A shard's folder, named by its agent's process id (``remove_stale_folders``).
-SHARD_PREFIX = "arraybench-shard-"
+SHARD_PREFIX = "arraybench-shard-"  #: then its agent's process id (``remove_stale_folders``)
 #: The tail of each worker log sent home with a shard's end.
 LOG_TAIL_BYTES = 64 * 1024
 
@@ -140,8 +139,7 @@ class ShardRunner:
                 self._session.request_stop()
 
     def _run(self, data: dict[str, Any]) -> None:
-        # An agent killed mid-shard (its node lost, the cluster torn down, the head's ``ray.kill``)
-        # never reaches ``finally``: the node's next agent removes what its process left.
+        # An agent killed mid-shard (a node lost, a cluster torn down) never reaches ``finally``.
         remove_stale_folders(prefix=SHARD_PREFIX)
         folder = Path(tempfile.mkdtemp(prefix=f"{SHARD_PREFIX}{os.getpid()}-"))
         outcome: Literal["done", "stopped", "error"] = "done"
