@@ -23,6 +23,7 @@ import ray
 from ..errors import command_line
 from ..files import write_atomic, write_bytes_atomic
 from ..host import machine
+from ..host.environments import remove_stale_folders
 from ..model.replicate import Replicate
 from ..model.options import RunOptions
 from ..model.reporter import Reporter
@@ -35,6 +36,7 @@ from .cluster import (Ended, Interpreters, ReplicateSent, ShardJob, Started, Una
 
 #: Variables Ray sets in the processes it starts; a benchmark's workers get the node's own.
 RAY_SET = ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+SHARD_PREFIX = "arraybench-shard-"  #: then its agent's process id (``remove_stale_folders``)
 #: The tail of each worker log sent home with a shard's end.
 LOG_TAIL_BYTES = 64 * 1024
 
@@ -137,7 +139,9 @@ class ShardRunner:
                 self._session.request_stop()
 
     def _run(self, data: dict[str, Any]) -> None:
-        folder = Path(tempfile.mkdtemp(prefix="arraybench-shard-"))
+        # An agent killed mid-shard (a node lost, a cluster torn down) never reaches ``finally``.
+        remove_stale_folders(prefix=SHARD_PREFIX)
+        folder = Path(tempfile.mkdtemp(prefix=f"{SHARD_PREFIX}{os.getpid()}-"))
         outcome: Literal["done", "stopped", "error"] = "done"
         reason = ""
         try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -144,6 +145,8 @@ class LocalCluster:
         self.address = address
         self.pid = pid
         self.temp = temp
+        #: The nodes' ``TMPDIR``: where their agents make their shard folders.
+        self.node_tmp = Path(temp) / "nodes"
         self.removed: set[str] = set()
 
     def argv(self, *args: str) -> list[str]:
@@ -186,10 +189,12 @@ def _namespace_or_skip() -> None:
 def ray_cluster(tmp_path_factory):
     _namespace_or_skip()
     temp = tempfile.mkdtemp(prefix="abray")  # short: Ray's socket paths must fit in 107 bytes
+    (Path(temp) / "nodes").mkdir()
     log = open(tmp_path_factory.mktemp("cluster") / "holder.log", "w")
     holder = subprocess.Popen(
         ["unshare", "-n", "sh", "-c", f'ip link set lo up && exec "{sys.executable}" tests/cluster_holder.py "{temp}"'],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, cwd=ROOT,
+        env={**os.environ, "TMPDIR": str(Path(temp) / "nodes")},  # what the nodes leave, the test sees
         start_new_session=True)  # Ray's reaper signals its whole process group: never pytest's
     first: list[str] = []
     reader = threading.Thread(target=lambda: first.append(holder.stdout.readline()), daemon=True)
@@ -406,6 +411,12 @@ def _journalled(out: Path, key_part: str) -> int:
     return sum(1 for ln in lines[1:] if f'"key": "{key_part}' in ln and '"type": "replicate"' in ln)
 
 
+def _shard_folders(cluster: LocalCluster) -> list[Path]:
+    from arraybench.executors.ray_agent import SHARD_PREFIX
+
+    return sorted(cluster.node_tmp.glob(SHARD_PREFIX + "*"))
+
+
 def test_every_node_a_node_lost_mid_shard_loses_only_that_shard_and_resume_completes(ray_cluster, tmp_path):
     out = tmp_path / "lost"
     run = ray_cluster.start("run", "--cluster", ray_cluster.address, "--on", "every-node", *TINY,
@@ -459,6 +470,32 @@ def test_any_node_a_lost_shard_finishes_on_the_other_node(ray_cluster, tmp_path)
     outcomes = [(e["shard"], e["node"], e["outcome"]) for e in _ended(out) if e["shard"] == "slow|small"]
     assert outcomes == [("slow|small", first["node"], "lost"), ("slow|small", other, "done")]
     ray_cluster.command(f"add {first['node']}")
+
+
+def test_a_shard_folder_an_agent_killed_mid_shard_left_is_removed_by_a_later_agent(ray_cluster, tmp_path):
+    for name in sorted(ray_cluster.removed):
+        ray_cluster.command(f"add {name}")
+    gate = tmp_path / "gate"
+    gate.touch()
+    (tmp_path / "gated.py").write_text(_GATED.format(gate=str(gate)))
+    out = tmp_path / "killed"
+    before = set(_shard_folders(ray_cluster))  # an earlier test's, if no agent has come since
+    run = ray_cluster.start("run", "--cluster", ray_cluster.address, "--on", "every-node", *TINY,
+                            "--workload-file", str(tmp_path / "gated.py"), "--workloads", "gated",
+                            "--processes", "1", "-o", str(out))
+    _wait_for(lambda: len(set(_shard_folders(ray_cluster)) - before) == 2, "a shard under way on each node", run)
+    under_way = set(_shard_folders(ray_cluster)) - before
+    ray_cluster.command("remove n2")  # its agent is killed at the gate: its ``finally`` never runs
+    gate.unlink()
+    _, err = run.communicate(timeout=300)
+    assert run.returncode == 1, err[-3000:]
+    left = set(_shard_folders(ray_cluster)) - before
+    assert len(left) == 1 and left < under_way  # n1's agent removed its own; n2's could not
+
+    ray_cluster.command("add n2")
+    done = ray_cluster.cli("run", "--resume", str(out), "-q")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _shard_folders(ray_cluster) == []  # the next agents removed what the killed ones left
 
 
 def test_a_cluster_lost_mid_run_ends_the_run_with_its_results_and_how_to_go_on(ray_cluster, tmp_path):

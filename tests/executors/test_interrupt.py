@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from arraybench import load_results
+from arraybench.worker.protocol import Board
 
 from ..conftest import default_signals, run_cli, run_here, wait_for
 
@@ -125,14 +126,15 @@ def _refuses_other_settings(out: Path, cwd: Path) -> None:
 
 def test_the_worker_hands_over_finished_cells_when_asked_to_stop(workload_file: Path,
                                                                 tmp_path: Path):
-    """SIGTERM mid-worker: ok_a finished sampling long ago, bimodal never finishes; the worker
-    sends ok_a's replicate before it goes (the replicates of a batch otherwise come at its end)."""
+    """SIGTERM mid-worker: ok_a has finished sampling, bimodal never finishes; the worker sends
+    ok_a's replicate before it goes (the replicates of a batch otherwise come at its end)."""
     out = tmp_path / "out"
     proc = start("--workload-file", str(workload_file), "--workloads", "bimodal,ok_a",
                  "--sizes", "small", "--backends", "numpy", "--devices", "cpu",
                  "--processes", "1", "--max-time", "60", "--min-samples", "10", "--rel-ci", "0.3",
                  "-q", "--no-plots", "-o", str(out), cwd=tmp_path)
     wait_for(lambda: (tmp_path / "bimodal_calls.txt").exists(), proc)
+    wait_for(_one_cell_samples_alone(out), proc, timeout=600)  # ok_a's own sampling is over
     assert replicate_pairs(out) == Counter()  # nothing sent yet: both cells are in one batch
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=60)
@@ -151,6 +153,27 @@ def test_the_worker_hands_over_finished_cells_when_asked_to_stop(workload_file: 
     assert final["bimodal"].status == "ok"
     assert final["ok_a"].samples_s == kept[("ok_a|small|numpy|cpu|float64|latency", 0)]
     assert set(replicate_pairs(out).values()) == {1}
+
+
+def _one_cell_samples_alone(out: Path):
+    """A condition: the worker's heartbeat board showed one cell take three turns in a row.
+
+    While two cells sample, each round gives each of them one turn (one mark on the board), in
+    either order; three marks of one cell in a row span a whole round that the other sat out, its
+    own sampling over. How long that takes depends on the machine's load, so the test waits for
+    it rather than for a time."""
+    seen: dict[int, int] = {}  # the cell marked, by the board's counter
+
+    def condition() -> bool:
+        boards = list(out.glob("logs/*.board"))  # one worker, one board
+        deadline = time.monotonic() + 0.5
+        while boards and time.monotonic() < deadline:  # a turn lasts 11 ms at least: read within one
+            cell, counter = Board.read(boards[0])
+            if counter > 0:
+                seen[counter] = cell
+            time.sleep(0.002)
+        return any(seen.get(c + 1) == seen.get(c + 2) == cell for c, cell in seen.items())
+    return condition
 
 
 def _gone(pid: int) -> bool:

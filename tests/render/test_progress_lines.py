@@ -110,6 +110,37 @@ def test_the_api_in_a_script_says_what_it_does_unless_asked_to_be_quiet(tmp_path
     assert quiet == ""
 
 
+_RESUMES = textwrap.dedent('''
+    import json, sys
+    from pathlib import Path
+    import arraybench
+
+    out = Path("out")
+    arraybench.run(["sort"], backends=["numpy"], devices=["cpu"], sizes=["small"], processes=2,
+                   max_time=0.05, min_samples=3, store=False, plots=False, progress=False, output_dir=out)
+    journal = out / "journal.jsonl"
+    # What a run stopped after its first process leaves: the header and that process's lines.
+    first = "".join(line for line in journal.read_text().splitlines(keepends=True)
+                    if json.loads(line).get("index", 0) == 0)
+    for progress in (False, True):
+        journal.write_text(first)
+        print(f"RESUMED progress={progress}", file=sys.stderr, flush=True)
+        resumed = arraybench.resume(out, progress=progress, store=False, plots=False)
+        assert len(resumed.records[0].replicates) >= 2  # process 1 measured again (more if they disagree)
+''')
+
+
+def test_resume_in_a_script_says_what_it_measures_unless_asked_to_be_quiet(tmp_path: Path):
+    (tmp_path / "resume.py").write_text(_RESUMES)
+    done = subprocess.run([sys.executable, "resume.py"], cwd=tmp_path, capture_output=True, text=True,
+                          env=_pipe_env(), timeout=300, preexec_fn=default_signals)
+    assert done.returncode == 0, done.stderr[-3000:]
+    before, quiet, said = done.stderr.split("RESUMED progress=")
+    assert before == "" and quiet == "False\n"
+    assert said.startswith("True\nmeasuring 1 cell, 1 measurement planned"), said
+    assert "✓ sort small  NumPy CPU" in said
+
+
 def test_a_heartbeat_names_what_is_still_measured_while_no_line_comes():
     shown = io.StringIO()
     reporter = ConsoleReporter(console=Console(file=shown, width=100, force_terminal=False), cells=2,
