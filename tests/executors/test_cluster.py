@@ -27,10 +27,8 @@ from arraybench.executors.cluster import Node, differences, is_free, labels, rea
 
 from ..conftest import ROOT, default_signals
 
-DATA = Path(__file__).resolve().parents[1] / "data"
 TINY = ("--backends", "numpy", "--devices", "cpu", "--sizes", "small", "--max-time", "0.05",
         "--min-samples", "3", "-q")
-SLOW = str(DATA / "cluster_workloads.py")
 
 
 # -- without a cluster ---------------------------------------------------------------------------
@@ -417,14 +415,42 @@ def _shard_folders(cluster: LocalCluster) -> list[Path]:
     return sorted(cluster.node_tmp.glob(SHARD_PREFIX + "*"))
 
 
+# Each call sleeps, so a replicate takes about two seconds, and holds while the hold file exists: a
+# test that sees a shard's first replicate journalled makes the file, and the second replicate
+# cannot finish before the test has removed the node, whatever the machine's load.
+_HELD = """
+import os, time
+import arraybench
+
+@arraybench.workload(sizes={{"small": 16}}, inputs=lambda n, rng: rng.standard_normal(n),
+                     reference=lambda x: 2 * x)
+def slow(xp, x):
+    time.sleep(0.4)
+    deadline = time.monotonic() + 120  # never forever, whatever the test does
+    while os.path.exists({hold!r}) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return 2 * x
+"""
+
+
+def _held(tmp_path: Path) -> tuple[str, Path]:
+    """A workload file of ``slow`` and the file that holds its calls while it exists."""
+    hold = tmp_path / "hold"
+    (tmp_path / "held.py").write_text(_HELD.format(hold=str(hold)))
+    return str(tmp_path / "held.py"), hold
+
+
 def test_every_node_a_node_lost_mid_shard_loses_only_that_shard_and_resume_completes(ray_cluster, tmp_path):
     out = tmp_path / "lost"
+    held, hold = _held(tmp_path)
     run = ray_cluster.start("run", "--cluster", ray_cluster.address, "--on", "every-node", *TINY,
-                            "--workload-file", SLOW, "--workloads", "slow,sort", "--processes", "2",
+                            "--workload-file", held, "--workloads", "slow,sort", "--processes", "2",
                             "-o", str(out))
     _wait_for(lambda: _journalled(out, "slow|small|numpy|cpu|float64|latency@n2") >= 1,
               "the first replicate of n2's slow shard", run)
+    hold.touch()
     ray_cluster.command("remove n2")
+    hold.unlink()
     _, err = run.communicate(timeout=300)
     assert run.returncode == 1, err[-3000:]
     assert "not fully measured" in err and "--resume" in err and "Traceback" not in err
@@ -454,12 +480,15 @@ def test_any_node_a_lost_shard_finishes_on_the_other_node(ray_cluster, tmp_path)
     for name in sorted(ray_cluster.removed):
         ray_cluster.command(f"add {name}")
     out = tmp_path / "moved"
+    held, hold = _held(tmp_path)
     run = ray_cluster.start("run", "--cluster", ray_cluster.address, "--on", "any-node", *TINY,
-                            "--workload-file", SLOW, "--workloads", "slow,sort", "--processes", "2",
+                            "--workload-file", held, "--workloads", "slow,sort", "--processes", "2",
                             "-o", str(out))
     _wait_for(lambda: _journalled(out, "slow|") >= 1, "the first replicate of the slow shard", run)
+    hold.touch()
     first = next(e for e in read_shard_log(out) if e.get("type") == "shard_started" and e["shard"] == "slow|small")
     ray_cluster.command(f"remove {first['node']}")
+    hold.unlink()
     _, err = run.communicate(timeout=300)
     assert run.returncode == 0, err[-3000:]
     res = _results(out)
@@ -505,13 +534,16 @@ def test_a_cluster_lost_mid_run_ends_the_run_with_its_results_and_how_to_go_on(r
     for name in sorted(ray_cluster.removed):
         ray_cluster.command(f"add {name}")
     out = tmp_path / "headless"
+    held, hold = _held(tmp_path)
     run = ray_cluster.start("run", "--cluster", ray_cluster.address, "--on", "every-node", *TINY,
-                            "--workload-file", SLOW, "--workloads", "slow,sort", "--processes", "2",
+                            "--workload-file", held, "--workloads", "slow,sort", "--processes", "2",
                             "-o", str(out))
     _wait_for(lambda: _journalled(out, "slow|") >= 1, "the first replicate of a slow shard", run)
+    hold.touch()  # the run is still under way when its head goes, however slow the command
     lost_at = time.monotonic()
     ray_cluster.command("lose-head")  # the head's GCS killed, as `ray stop --force` there does
     _, err = run.communicate(timeout=120)
+    hold.unlink()
     took = time.monotonic() - lost_at
     assert run.returncode == 1, err[-3000:]
     assert took < 45, took  # well before Ray's own end of a driver without its head (60 s)
