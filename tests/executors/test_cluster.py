@@ -9,10 +9,12 @@ Without Ray, or where no namespace can be made, the cluster tests skip and say w
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -212,6 +214,10 @@ def ray_cluster(tmp_path_factory):
     except (OSError, subprocess.TimeoutExpired):
         holder.kill()
         holder.wait()
+    # A node killed without grace leaves its dashboard and runtime-env agents behind, orphaned in
+    # the holder's session: they would outlive the suite.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(holder.pid, signal.SIGKILL)
     log.close()
     shutil.rmtree(temp, ignore_errors=True)
 
