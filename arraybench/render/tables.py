@@ -215,13 +215,17 @@ def print_findings(findings: Iterable[str], console: Console, *, limit: int | No
     console.print("\n[bold]Findings[/]")
     used = 0
     for n, f in enumerate(found):
-        lines = len(textwrap.wrap(f"- {f}", width=max(console.width, 20), break_long_words=False)) or 1
+        lines = len(textwrap.wrap(f, width=max(console.width - 2, 18), break_long_words=False)) or 1
         if limit is not None and used + lines > limit - (1 if n < len(found) - 1 else 0):
             rest = len(found) - n
             console.print(f"… {rest} more in findings.md (all: arraybench report RUN --verbose)",
                           style="dim", markup=False, highlight=False)
             return
-        console.print(f"- {f}", markup=False, highlight=False)
+        bullet = Table.grid()  # a wrapped finding's lines hang under its first word, not the dash
+        bullet.add_column(width=2, no_wrap=True)
+        bullet.add_column()
+        bullet.add_row("-", plain(f))
+        console.print(bullet)
         used += lines
 
 

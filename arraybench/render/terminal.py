@@ -50,8 +50,33 @@ class SafeConsole(Console):
             return super().render_str(text, **{**kwargs, "markup": False})
 
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
-        for segment in super().render(renderable, options):
-            yield safe_segment(segment)
+        segments = (safe_segment(s) for s in super().render(renderable, options))
+        # rich pads a line to the width; in a log or a file those spaces are noise a diff shows
+        yield from segments if self.is_terminal else _without_trailing_spaces(segments)
+
+
+def _without_trailing_spaces(segments: Iterable[Segment]) -> Iterable[Segment]:
+    """``segments`` with the spaces before each line's end dropped; a segment that ends in spaces is
+    held until the next shows whether a line ends there."""
+    held: Segment | None = None
+    for segment in segments:
+        if not segment.control:
+            segment = Segment(_TRAILING.sub("\n", segment.text), segment.style)
+        if held is not None:
+            if segment.text.startswith("\n"):
+                held = Segment(held.text.rstrip(" "), held.style)
+            if held.text:
+                yield held
+            held = None
+        if not segment.control and segment.text.endswith(" "):
+            held = segment
+        else:
+            yield segment
+    if held is not None:
+        yield held
+
+
+_TRAILING = re.compile(r" +\n")
 
 
 def safe_segment(segment: Segment) -> Segment:

@@ -255,6 +255,24 @@ def test_findings_take_a_screenful_and_say_where_the_rest_are():
     assert everything.getvalue().count("\n- ") == 20
 
 
+def test_piped_findings_hang_under_their_first_word_and_no_line_ends_in_a_space():
+    import io
+
+    from arraybench.render.tables import print_findings
+    from arraybench.render.terminal import console
+
+    found = ["On elementwise large (n = 1,000,000), PyTorch CPU is fastest at 2.91 ms, 3.0× faster "
+             "than JAX CPU and 4.5× faster than NumPy CPU.", "On sort small, NumPy CPU is fastest."]
+    out = io.StringIO()
+    print_findings(found, console(file=out, width=50, color_system=None), limit=None)
+    lines = out.getvalue().splitlines()
+    assert [x for x in lines if x != x.rstrip()] == []  # a log or a diff shows no padding
+    bullets = lines[lines.index("Findings") + 1:]
+    starts = [x[:2] for x in bullets]
+    assert starts.count("- ") == 2 and set(starts) == {"- ", "  "}  # wrapped lines hang
+    assert " ".join(x[2:] for x in bullets[:3]) == found[0]  # the first finding, whole, in 3 lines
+
+
 def test_a_bimodal_note_states_the_pattern_once_with_its_rows():
     from arraybench.render.notes import NoteBook, Row, note_texts
 
