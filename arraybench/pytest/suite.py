@@ -10,7 +10,6 @@ one run per session, as pytest-benchmark saves one file per session.
 
 from __future__ import annotations
 
-import gc
 import shutil
 import tempfile
 import uuid
@@ -131,8 +130,6 @@ class Suite:
         for r in results.records:
             self._measured_by[r.key] = test
         self.runs.append(results)
-        # What the run imported and the runs kept, out of sight of pytest's five collections at its end
-        gc.freeze()
 
     def close(self) -> None:
         """End the workers the session kept."""
