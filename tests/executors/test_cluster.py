@@ -247,13 +247,17 @@ def test_info_lists_the_nodes_their_machines_and_which_are_free(ray_cluster):
     assert as_text.returncode == 0 and "n1" in text and "n2" in text and "busy" not in text
 
 
+# A workload whose every call waits while its gate file exists (``slow`` also sleeps 0.4 s a call,
+# so that a replicate takes about two seconds): a test holds a shard under way for as long as it
+# needs, whatever the machine's load.
 _GATED = """
 import os, time
 import arraybench
 
 @arraybench.workload(sizes={{"small": 16}}, inputs=lambda n, rng: rng.standard_normal(n),
                      reference=lambda x: 2 * x)
-def gated(xp, x):
+def {name}(xp, x):
+    time.sleep({sleep})
     deadline = time.monotonic() + 120  # never forever, whatever the test does
     while os.path.exists({gate!r}) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -268,7 +272,7 @@ def test_every_node_and_any_node_runs_side_by_side_never_share_a_node(ray_cluste
     gate = tmp_path / "gate"
     gate.touch()
     gated = tmp_path / "gated.py"
-    gated.write_text(_GATED.format(gate=str(gate)))
+    gated.write_text(_GATED.format(name="gated", sleep=0, gate=str(gate)))
     every, anyn = tmp_path / "every", tmp_path / "any"
     a = ray_cluster.start("run", "--cluster", ray_cluster.address, "--on", "every-node", *TINY,
                           "--workload-file", str(gated), "--workloads", "gated,elementwise,sort",
@@ -421,42 +425,25 @@ def _shard_folders(cluster: LocalCluster) -> list[Path]:
     return sorted(cluster.node_tmp.glob(SHARD_PREFIX + "*"))
 
 
-# Each call sleeps, so a replicate takes about two seconds, and holds while the hold file exists: a
-# test that sees a shard's first replicate journalled makes the file, and the second replicate
-# cannot finish before the test has removed the node, whatever the machine's load.
-_HELD = """
-import os, time
-import arraybench
-
-@arraybench.workload(sizes={{"small": 16}}, inputs=lambda n, rng: rng.standard_normal(n),
-                     reference=lambda x: 2 * x)
-def slow(xp, x):
-    time.sleep(0.4)
-    deadline = time.monotonic() + 120  # never forever, whatever the test does
-    while os.path.exists({hold!r}) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return 2 * x
-"""
-
-
-def _held(tmp_path: Path) -> tuple[str, Path]:
-    """A workload file of ``slow`` and the file that holds its calls while it exists."""
-    hold = tmp_path / "hold"
-    (tmp_path / "held.py").write_text(_HELD.format(hold=str(hold)))
-    return str(tmp_path / "held.py"), hold
+def _slow(tmp_path: Path) -> tuple[str, Path]:
+    """A workload file of ``slow``, and its gate, not yet made: a test makes it once it has seen
+    a shard's first replicate journalled, so the second cannot finish before the test acts."""
+    gate = tmp_path / "gate"
+    (tmp_path / "slow.py").write_text(_GATED.format(name="slow", sleep=0.4, gate=str(gate)))
+    return str(tmp_path / "slow.py"), gate
 
 
 def test_every_node_a_node_lost_mid_shard_loses_only_that_shard_and_resume_completes(ray_cluster, tmp_path):
     out = tmp_path / "lost"
-    held, hold = _held(tmp_path)
+    slow, gate = _slow(tmp_path)
     run = ray_cluster.start("run", "--cluster", ray_cluster.address, "--on", "every-node", *TINY,
-                            "--workload-file", held, "--workloads", "slow,sort", "--processes", "2",
+                            "--workload-file", slow, "--workloads", "slow,sort", "--processes", "2",
                             "-o", str(out))
     _wait_for(lambda: _journalled(out, "slow|small|numpy|cpu|float64|latency@n2") >= 1,
               "the first replicate of n2's slow shard", run)
-    hold.touch()
+    gate.touch()
     ray_cluster.command("remove n2")
-    hold.unlink()
+    gate.unlink()
     _, err = run.communicate(timeout=300)
     assert run.returncode == 1, err[-3000:]
     assert "not fully measured" in err and "--resume" in err and "Traceback" not in err
@@ -486,15 +473,15 @@ def test_any_node_a_lost_shard_finishes_on_the_other_node(ray_cluster, tmp_path)
     for name in sorted(ray_cluster.removed):
         ray_cluster.command(f"add {name}")
     out = tmp_path / "moved"
-    held, hold = _held(tmp_path)
+    slow, gate = _slow(tmp_path)
     run = ray_cluster.start("run", "--cluster", ray_cluster.address, "--on", "any-node", *TINY,
-                            "--workload-file", held, "--workloads", "slow,sort", "--processes", "2",
+                            "--workload-file", slow, "--workloads", "slow,sort", "--processes", "2",
                             "-o", str(out))
     _wait_for(lambda: _journalled(out, "slow|") >= 1, "the first replicate of the slow shard", run)
-    hold.touch()
+    gate.touch()
     first = next(e for e in read_shard_log(out) if e.get("type") == "shard_started" and e["shard"] == "slow|small")
     ray_cluster.command(f"remove {first['node']}")
-    hold.unlink()
+    gate.unlink()
     _, err = run.communicate(timeout=300)
     assert run.returncode == 0, err[-3000:]
     res = _results(out)
@@ -512,7 +499,7 @@ def test_a_shard_folder_an_agent_killed_mid_shard_left_is_removed_by_a_later_age
         ray_cluster.command(f"add {name}")
     gate = tmp_path / "gate"
     gate.touch()
-    (tmp_path / "gated.py").write_text(_GATED.format(gate=str(gate)))
+    (tmp_path / "gated.py").write_text(_GATED.format(name="gated", sleep=0, gate=str(gate)))
     out = tmp_path / "killed"
     before = set(_shard_folders(ray_cluster))  # an earlier test's, if no agent has come since
     run = ray_cluster.start("run", "--cluster", ray_cluster.address, "--on", "every-node", *TINY,
@@ -540,16 +527,16 @@ def test_a_cluster_lost_mid_run_ends_the_run_with_its_results_and_how_to_go_on(r
     for name in sorted(ray_cluster.removed):
         ray_cluster.command(f"add {name}")
     out = tmp_path / "headless"
-    held, hold = _held(tmp_path)
+    slow, gate = _slow(tmp_path)
     run = ray_cluster.start("run", "--cluster", ray_cluster.address, "--on", "every-node", *TINY,
-                            "--workload-file", held, "--workloads", "slow,sort", "--processes", "2",
+                            "--workload-file", slow, "--workloads", "slow,sort", "--processes", "2",
                             "-o", str(out))
     _wait_for(lambda: _journalled(out, "slow|") >= 1, "the first replicate of a slow shard", run)
-    hold.touch()  # the run is still under way when its head goes, however slow the command
+    gate.touch()  # the run is still under way when its head goes, however slow the command
     lost_at = time.monotonic()
     ray_cluster.command("lose-head")  # the head's GCS killed, as `ray stop --force` there does
     _, err = run.communicate(timeout=120)
-    hold.unlink()
+    gate.unlink()
     took = time.monotonic() - lost_at
     assert run.returncode == 1, err[-3000:]
     assert took < 45, took  # well before Ray's own end of a driver without its head (60 s)
