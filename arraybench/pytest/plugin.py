@@ -1,20 +1,5 @@
 """The pytest plugin (entry point ``pytest11``): the ``arraybench_run`` fixture, the ``arraybench``
-marker, the ``--arraybench-*`` options and the session's summary.
-
-::
-
-    import arraybench
-
-    @arraybench.workload(sizes=[10_000])
-    def softplus(xp, x):
-        return xp.log1p(xp.exp(x))
-
-    def test_softplus(arraybench_run):
-        results = arraybench_run(softplus)          # arraybench.run, on the session's libraries
-        assert all(r.status == "ok" for r in results.select(backend="numpy"))
-
-``pytest --arraybench-save`` stores the session's run; ``pytest --arraybench-compare=last
---arraybench-fail-above=10%`` fails the session on a significant slowdown (docs/pytest.md).
+marker, the ``--arraybench-*`` options and the session's summary (docs/pytest.md shows them).
 
 pytest loads this module in every session of an environment where arraybench is installed, so
 until a session gives an option or a test measures, it imports only its own small modules (no
@@ -23,6 +8,7 @@ NumPy, no rich, no array library).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -101,6 +87,7 @@ def _check_baseline(settings: "Settings") -> None:
         check_named(store, settings.compare)
 
 
+@dataclass(frozen=True)
 class ArraybenchRun:
     """The ``arraybench_run`` fixture: ``arraybench_run(workload, **options)`` measures as
     ``arraybench.run`` does and returns its ``Results``.
@@ -112,10 +99,9 @@ class ArraybenchRun:
     its record is still part of the session's run.
     """
 
-    def __init__(self, suite: "Suite", test: str, defaults: dict[str, Any]) -> None:
-        self._suite = suite
-        self._test = test
-        self._defaults = defaults
+    _suite: "Suite"
+    _test: str
+    _defaults: dict[str, Any]
 
     def __call__(self, workload: Any, **options: Any) -> Any:
         from ..errors import UsageError, printable

@@ -57,11 +57,6 @@ class Settings:
             return self.compare[len(GIT):]
         return None
 
-    @property
-    def store_choice(self) -> bool | str:
-        """Where the run is stored and the baseline read: a location, or the default store."""
-        return self.store if self.store is not None else True
-
 
 #: ``--arraybench-compare=git:REF``: the same session measures REF's code beside this code.
 GIT = "git:"

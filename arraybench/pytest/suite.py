@@ -206,8 +206,7 @@ class Suite:
                                               processes_option="--arraybench-processes",
                                               memory=self.settings.memory)
             notes = gate_notes(outcome.comparison, limit, against_option="--arraybench-compare=git:REF")
-            if notes:
-                outcome.compared = "; ".join([outcome.compared, *notes]) if outcome.compared else "; ".join(notes)
+            outcome.compared = "; ".join(filter(None, [outcome.compared, *notes]))
 
     def _compare_against(self, results: "Results", outcome: Outcome) -> None:
         """The gate of ``git:REF``: each test's cells were measured on both versions of the code,
@@ -238,7 +237,7 @@ class Suite:
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            store_run(results, self.settings.store_choice)
+            store_run(results, self.settings.store or True)  # a location, or the default store
         problems = [w for w in caught if issubclass(w.category, StoreWarning)]
         for w in caught:
             if w not in problems:
