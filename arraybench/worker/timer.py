@@ -20,8 +20,6 @@ from .effects import output_bytes
 from ..numeric.stopping import FULL_BATCH, SLOW_CALL_S
 from .sampling import Draw, Sampling, TimerSettings, gc_paused, warmed_up
 
-Clock = Callable[[], float]
-
 _LOOP_TEMPLATE = """
 def _loop(_it, _op, {params}_sync, _clock, _dt):
 {body}
@@ -184,7 +182,7 @@ class Timer:
     flush: Callable[[], None] | None = None
     #: Asked after every sample: the reasons the device is throttling now (empty: it is not).
     monitor: Callable[[], Sequence[str]] | None = None
-    clock: Clock = time.perf_counter
+    clock: Callable[[], float] = time.perf_counter
     kwargs: dict[str, Any] = field(default_factory=dict)
     fresh: FreshInputs | None = None
 
@@ -219,11 +217,6 @@ class Timer:
         loop = self._loop(mode)
         return loop(range(number), self.op, *self.args, *self.kwargs.values(), self.sync, self.clock,
                     self.device_timer)
-
-    def device_time(self, number: int) -> float | None:
-        """Device seconds of ``number`` calls, in a pass apart from the wall clock's (neither
-        carries the other's costs)."""
-        return None if self.device_timer is None else self.timeit(number, "device")[1]
 
     def _timeit_fresh(self, number: int, mode: str) -> tuple[float, float | None]:
         """``number`` calls, each on fresh inputs refilled outside the timed spans; what each
@@ -270,7 +263,8 @@ class Timer:
         if device is None and settings.mode == "latency" and self.device_timer is not None:
             if flush is not None:
                 flush()  # the device pass is cold too
-            device = self.device_time(number)
+            # A pass apart from the wall clock's: neither carries the other's costs.
+            device = self.timeit(number, "device")[1]
         throttling = self.monitor() if self.monitor is not None else ()
         return Draw(wall, device, calls, tuple(throttling or ()), self.clock() - t0)
 
