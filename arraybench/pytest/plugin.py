@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from .settings import Settings
-    from .suite import Suite
+    from .suite import Settings, Suite
 
 _SUITE = pytest.StashKey["Suite"]()
 _OUTCOME = pytest.StashKey["Outcome"]()
@@ -35,7 +34,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "arraybench(**options): arraybench.run options for this test's arraybench_run "
                    "calls (sizes=, backends=, params=, max_time=...)")
     from ..errors import UsageError
-    from .settings import read
+    from .suite import Suite, read
 
     try:
         settings = read(config.getoption)
@@ -47,8 +46,6 @@ def pytest_configure(config: pytest.Config) -> None:
             _check_baseline(settings)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
-    from .suite import Suite
-
     config.stash[_SUITE] = Suite(settings)
     # pytest-xdist's workers run tests side by side on the same cores: timings taken there would
     # measure the contention. The tests that measure are skipped there, saying so.
