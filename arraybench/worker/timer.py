@@ -20,12 +20,6 @@ from .effects import output_bytes
 from ..numeric.stopping import FULL_BATCH, SLOW_CALL_S
 from .sampling import Draw, Sampling, TimerSettings, gc_paused, warmed_up
 
-_LOOP_TEMPLATE = """
-def _loop(_it, _op, {params}_sync, _clock, _dt):
-{body}
-"""
-
-
 def _loop_source(arity: int, mode: str, has_sync: bool, has_device_timer: bool,
                  keywords: Sequence[str] = (), pooled: bool = False) -> str:
     """The timed loop. ``keywords``: settings passed by name (``_op(_a0, tsteps=_k0)``).
@@ -79,7 +73,7 @@ def _loop_source(arity: int, mode: str, has_sync: bool, has_device_timer: bool,
             lines.append("    _sync(_keep)")
         lines.append("    _t1 = _clock()")
         lines.append("    return _t1 - _t0, " + ("_dt.elapsed()" if has_device_timer else "None"))
-    return _LOOP_TEMPLATE.format(params=params, body="\n".join(lines))
+    return "\n".join([f"def _loop(_it, _op, {params}_sync, _clock, _dt):", *lines, ""])
 
 
 #: How inputs are restored: a pool of copies per batch, before every call, or (``auto``) by call time.
@@ -187,8 +181,6 @@ class Timer:
     fresh: FreshInputs | None = None
 
     def __post_init__(self) -> None:
-        if self.device_timer is not None and self.sync is None:
-            raise ValueError("a device timer needs a sync function to wait for the device")
         self.args = tuple(self.args)
         self.kwargs = dict(self.kwargs)
         self._loops: dict[tuple[str, bool], Callable[..., Any]] = {}
