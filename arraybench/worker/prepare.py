@@ -219,9 +219,8 @@ def finish(backend: Backend, prepared: Prepared, footprint_too: bool = True) -> 
         rep.warnings.append("device time: some calls took the host longer to issue than the blocking "
                             "kernel held the GPU (10 ms at most), so their device time includes host time")
     if prepared.call is not None and footprint_too:
-        peak, spent = footprint.peak(backend, prepared.call), footprint.energy(backend, prepared.call)
-        rep.peak_bytes, rep.peak_note = peak.bytes, peak.note
-        rep.energy_j, rep.energy_note = spent.joules, spent.note
+        rep.peak_bytes, rep.peak_note = footprint.peak(backend, prepared.call)
+        rep.energy_j, rep.energy_note = footprint.energy(backend, prepared.call)
     health = rep.gpu_health
     if health and "before" in health and backend.health is not None:
         health.update(after=backend.health.snapshot(), samples=len(run.samples_s),
