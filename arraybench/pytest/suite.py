@@ -232,23 +232,20 @@ class Suite:
             # --benchmark-disable calls its function; a worker would cost a library's import.
             from ..executors.in_process import CalledOnce
 
-            if self._called_once is None:
-                self._called_once = CalledOnce()
+            self._called_once = self._called_once or CalledOnce()
             results = self._called_once.run(planned.cells, planned.options)
-            self._keep(test, results)
-            return results
-        from ..executors.pool import sharing, WorkerPool
+        else:
+            from ..executors.pool import sharing, WorkerPool
 
-        if self._workers is None:
-            self._workers = WorkerPool()
-        try:
-            # Notes name the plugin's options, not the command line's; each library is imported
-            # once per replicate index for the whole session.
-            with pytest_session(PYTEST_NAMES), sharing(self._workers), asked_once(self._git):
-                results = api.execute(planned, None, context=context, store=False, plots=False)
-        except Interrupted as stop:  # what was measured before the signal is the session's too
-            self._keep(test, stop.results)
-            raise
+            self._workers = self._workers or WorkerPool()
+            try:
+                # Notes name the plugin's options, not the command line's; each library is
+                # imported once per replicate index for the whole session.
+                with pytest_session(PYTEST_NAMES), sharing(self._workers), asked_once(self._git):
+                    results = api.execute(planned, None, context=context, store=False, plots=False)
+            except Interrupted as stop:  # what was measured before the signal is the session's too
+                self._keep(test, stop.results)
+                raise
         self._keep(test, results)
         return results
 
