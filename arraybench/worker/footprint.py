@@ -236,11 +236,8 @@ def energy(backend: Any, call: Callable[[], Any], span_s: float = ENERGY_SPAN_S,
 
 # -- out of memory: each library's own message (checked against its source), in words
 
-_UNITS = {
-    "": 1, "b": 1, "byte": 1, "bytes": 1,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50, "eib": 2**60,
-    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15,
-}
+_UNITS = {"": 1, "b": 1, "byte": 1, "bytes": 1, **{f"{p}ib": 1024 ** (i + 1) for i, p in enumerate("kmgtpe")},
+          **{f"{p}b": 1000 ** (i + 1) for i, p in enumerate("kmgtpe")}}
 # NumPy prints sizes with "%.3g" and a trailing point: "Unable to allocate 149. GiB".
 _SIZE = r"(\d[\d,]*(?:\.\d*)?)\s*(bytes|byte|[KMGTPE]i?B|B)?\b"
 _NEEDED = re.compile(r"(?:tried to allocate|trying to allocate|unable to allocate|allocating)\s+" + _SIZE,
