@@ -87,14 +87,8 @@ def _check_baseline(settings: "Settings") -> None:
 @dataclass(frozen=True)
 class ArraybenchRun:
     """The ``arraybench_run`` fixture: ``arraybench_run(workload, **options)`` measures as
-    ``arraybench.run`` does and returns its ``Results``.
-
-    ``workload`` is an ``@arraybench.workload`` function, a plain ``f(xp, ...)`` (a workload with
-    the defaults), a built-in's name or a list of them. ``options`` are ``arraybench.run``'s
-    (``sizes=``, ``params=``, ``max_time=``...), over the ``arraybench`` marker's, over the
-    command line's ``--arraybench-*``. A cell that failed or gave a wrong result fails the test;
-    its record is still part of the session's run.
-    """
+    ``arraybench.run`` does (its options over the marker's, over ``--arraybench-*``) and returns
+    its ``Results``; a cell that failed or was wrong fails the test, its record kept in the run."""
 
     _suite: "Suite"
     _test: str

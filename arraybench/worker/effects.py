@@ -73,13 +73,9 @@ class FirstCall:
 
 def look(backend: "Backend", wl: Workload, arrays: Sequence[Any], pristine: Sequence[Any],
          result: Any) -> FirstCall:
-    """Inspect the first call's ``result`` and its inputs (``arrays``) after it ran, against
-    ``pristine`` host copies of them.
-
-    An input changed that ``mutates=`` does not declare is named, with the fix, and restored
-    before every later call; a result that aliases an input (``Backend.shares_memory``) is copied
-    to the host before it is checked, and said.
-    """
+    """Inspect the first call's ``result`` and its inputs (``arrays``) against ``pristine`` host
+    copies: an input changed that ``mutates=`` does not declare is named, with the fix, and
+    restored before every later call; a result that aliases an input is copied, and said."""
     names = input_names(wl, len(arrays))
     declared = set(wl.mutated_positions(len(arrays)))
     changed = tuple(i for i, (a, p) in enumerate(zip(arrays, pristine))

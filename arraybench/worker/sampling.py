@@ -97,15 +97,11 @@ class Sampling:
         self.stop_reason = ""
 
     def take_back_warmup(self, growth_bytes: int | None) -> bool:
-        """After a sample: take it back, as warm-up, if the process's resident memory grew by more
-        than ``WARMUP_GROWTH_BYTES`` over it (``growth_bytes``), up to ``MAX_WARMUP_SAMPLES``; True
-        when it was taken back.
-
-        Such a sample paid for memory touched for the first time, once a process, and not always in
-        the first samples (PyTorch's FFT at n = 10⁶ grew the heap in three of its first eight, 21-23
-        against 15-17 ms). Memory returned between calls leaves the resident size where it was, so
-        its faults stay in every sample.
-        """
+        """Take the last sample back, as warm-up, where resident memory grew over it by more than
+        ``WARMUP_GROWTH_BYTES`` (up to ``MAX_WARMUP_SAMPLES``); True where it did. Such a sample paid
+        for memory touched for the first time, not always in the first samples (PyTorch's FFT at
+        n = 10⁶ grew the heap in three of its first eight, 21-23 against 15-17 ms); memory returned
+        between calls leaves the resident size alone, so its faults stay in every sample."""
         if not self.warming or not self.samples_s or growth_bytes is None or growth_bytes <= WARMUP_GROWTH_BYTES:
             return False
         self.samples_s.pop()
