@@ -187,7 +187,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     console = safe_console(file=buffer, width=width, force_terminal=colour, highlight=False,
                            color_system="standard" if colour else None, soft_wrap=False)
     with pytest_session(PYTEST_NAMES):  # notes name the plugin's options (--arraybench-processes=2)
-        if outcome.disabled:  # checks only: times taken this way are not worth showing
+        if config.stash[_SUITE].settings.disable:  # checks only: times taken so are not worth showing
             records = outcome.results.records
             counts = Counter(r.status for r in records)
             console.print(f"{len(records)} cells checked, not timed (--arraybench-disable): "

@@ -174,8 +174,6 @@ class Outcome:
     stored: str = ""
     #: Ctrl-C came while the run was compared or stored.
     interrupted: bool = False
-    #: --arraybench-disable: the cells were checked, not timed.
-    disabled: bool = False
 
 
 class Suite:
@@ -281,7 +279,7 @@ class Suite:
         """Compare (and gate) the session's run, then store it where asked."""
         self.close()  # nothing is measured after the last test: free their cores and memory
         results = self.combined()
-        outcome = Outcome(results, disabled=self.settings.disable)
+        outcome = Outcome(results)
         if results is None:
             return outcome
         try:
