@@ -23,8 +23,8 @@ from ..workloads.userfile import describe_exception
 from ..workloads.inputs import Bound, bind, input_bytes
 from ..workloads.definition import Workload
 from .references import UNCHECKED, ReferenceCache, is_none, narrower_than_numpys
-from .effects import (FirstCall, ForeignResult, Watch, dtype_of, fingerprint, input_names, look, output_bytes, to_host,
-                      workload_arrays)
+from .effects import (FirstCall, ForeignResult, Watch, dtype_of, fingerprint, host_copy, input_names, look,
+                      output_bytes, to_host, workload_arrays)
 from .accuracy import known_limitation, second_opinion
 
 
@@ -251,8 +251,7 @@ def _classify(backend: Backend, cell: Cell, stage: str, exc: BaseException,
 
 
 def _ended(backend: Backend, prepared: Prepared, status: Status, reason: str) -> Prepared:
-    prepared.replicate.status = status
-    prepared.replicate.reason = reason
+    prepared.replicate.status, prepared.replicate.reason = status, reason
     prepared.run = prepared.call = None
     gc.collect()
     with contextlib.suppress(Exception):
@@ -301,8 +300,8 @@ def _restore(backend: Backend, timer: Timer, bound: Bound, arrays: tuple[Any, ..
     mutable = [i for i in positions
                if isinstance(arrays[i], (np.ndarray, list)) or backend.mutable_arrays]
     if mutable:
-        pristine = [list(host[i]) if isinstance(arrays[i], list) else host[i].copy()
-                    if isinstance(arrays[i], np.ndarray) else backend.asarray(host[i]) for i in mutable]
+        pristine = [host_copy(host[i]) if isinstance(arrays[i], (np.ndarray, list)) else backend.asarray(host[i])
+                    for i in mutable]
         capacity = pool_capacity(settings.restore, input_bytes(pristine), settings.pool_bytes)
         timer.fresh = FreshInputs(bound.args, [bound.prefix + i for i in mutable], pristine, clone=backend.clone,
                                   copy_into=backend.copy_into, sync=backend.sync, capacity=capacity,
