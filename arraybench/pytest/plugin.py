@@ -52,17 +52,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_WORKER] = hasattr(config, "workerinput")
 
 
-#: Why --arraybench-only skips a test.
-NOT_MEASURING = "does not use arraybench_run (--arraybench-only)"
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     suite = config.stash.get(_SUITE, None)
     if suite is None or not suite.settings.only:
         return
     # Marked at collection, as pytest-benchmark's --benchmark-only skips: the skip and its reason
     # show in -rs, and the fixtures of a skipped test never set up.
-    skip = pytest.mark.skip(reason=NOT_MEASURING)
+    skip = pytest.mark.skip(reason="does not use arraybench_run (--arraybench-only)")
     for item in items:
         if "arraybench_run" not in getattr(item, "fixturenames", ()):
             item.add_marker(skip)
