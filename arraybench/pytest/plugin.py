@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from .suite import Settings, Suite
+    from .suite import Suite
 
 _SUITE = pytest.StashKey["Suite"]()
 _OUTCOME = pytest.StashKey["Outcome"]()
@@ -42,8 +42,18 @@ def pytest_configure(config: pytest.Config) -> None:
             from ..host.git import export
 
             export(settings.against)  # no git work tree, or no such ref: said before any test runs
-        elif settings.compare is not None:
-            _check_baseline(settings)
+        elif settings.compare is not None and not settings.compare.startswith("last"):
+            # A named baseline must exist before minutes of measuring (``last`` is found at the
+            # end: a store not made yet holds none, which the end of the session says).
+            from ..store import open_store, StoreError
+            from ..store.refs import check_named
+
+            try:
+                store = open_store(settings.store, create=False)
+            except StoreError as exc:  # a mistyped path: said, never made
+                raise StoreError(f"--arraybench-compare={settings.compare}: {exc}") from None
+            with store:
+                check_named(store, settings.compare)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_SUITE] = Suite(settings)
@@ -62,22 +72,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "arraybench_run" not in getattr(item, "fixturenames", ()):
             item.add_marker(skip)
-
-
-def _check_baseline(settings: "Settings") -> None:
-    """A named baseline must exist before minutes of measuring (``last`` is found at the end:
-    a store not made yet holds none, which the end of the session says)."""
-    from ..store import open_store, StoreError
-    from ..store.refs import check_named
-
-    if settings.compare is not None and settings.compare.startswith("last"):
-        return
-    try:
-        store = open_store(settings.store, create=False)
-    except StoreError as exc:  # a mistyped path: said, never made
-        raise StoreError(f"--arraybench-compare={settings.compare}: {exc}") from None
-    with store:
-        check_named(store, settings.compare)
 
 
 @dataclass(frozen=True)
