@@ -181,6 +181,8 @@ class Timer:
     fresh: FreshInputs | None = None
 
     def __post_init__(self) -> None:
+        if self.device_timer is not None and self.sync is None:
+            raise ValueError("a device timer needs a sync function to wait for the device")
         self.args = tuple(self.args)
         self.kwargs = dict(self.kwargs)
         self._loops: dict[tuple[str, bool], Callable[..., Any]] = {}
