@@ -360,7 +360,7 @@ PYTEST_NAMES["max_processes"] = PYTEST_NAMES["processes"]  # --processes sets bo
 
 def pytest_options() -> list[tuple[str, dict[str, Any]]]:
     """The plugin's options, as pytest's ``addoption`` takes them; values stay text, parsed in
-    ``pytest.settings.read`` so that a bad one is one line, not argparse's usage block."""
+    ``pytest.suite.read`` so that a bad one is one line, not argparse's usage block."""
     out = []
     for o in on(PYTEST):
         kw = {"action": "store_true"} if o.action == "store_true" else {"metavar": o.metavar}

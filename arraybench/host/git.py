@@ -72,11 +72,9 @@ def _answer(cwd: Path, *args: str) -> str | None:
     if _answers is not None and key in _answers:
         return _answers[key]
     try:
-        argv, env = command(cwd, *args)
-        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT_S,
-                              stdin=subprocess.DEVNULL, env=env)
-        answer = done.stdout.strip() if done.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError, ValueError):
+        done = _git(list(args), cwd, timeout=TIMEOUT_S)
+        answer = os.fsdecode(done.stdout).strip() if done.returncode == 0 else None
+    except (UsageError, OSError, ValueError):  # no git, too slow, or no such folder
         answer = None
     if _answers is not None:
         _answers[key] = answer

@@ -1,20 +1,5 @@
 """The pytest plugin (entry point ``pytest11``): the ``arraybench_run`` fixture, the ``arraybench``
-marker, the ``--arraybench-*`` options and the session's summary.
-
-::
-
-    import arraybench
-
-    @arraybench.workload(sizes=[10_000])
-    def softplus(xp, x):
-        return xp.log1p(xp.exp(x))
-
-    def test_softplus(arraybench_run):
-        results = arraybench_run(softplus)          # arraybench.run, on the session's libraries
-        assert all(r.status == "ok" for r in results.select(backend="numpy"))
-
-``pytest --arraybench-save`` stores the session's run; ``pytest --arraybench-compare=last
---arraybench-fail-above=10%`` fails the session on a significant slowdown (docs/pytest.md).
+marker, the ``--arraybench-*`` options and the session's summary (docs/pytest.md shows them).
 
 pytest loads this module in every session of an environment where arraybench is installed, so
 until a session gives an option or a test measures, it imports only its own small modules (no
@@ -23,12 +8,12 @@ NumPy, no rich, no array library).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
-    from .settings import Settings
     from .suite import Suite
 
 _SUITE = pytest.StashKey["Suite"]()
@@ -49,7 +34,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "arraybench(**options): arraybench.run options for this test's arraybench_run "
                    "calls (sizes=, backends=, params=, max_time=...)")
     from ..errors import UsageError
-    from .settings import read
+    from .suite import Suite, read
 
     try:
         settings = read(config.getoption)
@@ -57,20 +42,24 @@ def pytest_configure(config: pytest.Config) -> None:
             from ..host.git import export
 
             export(settings.against)  # no git work tree, or no such ref: said before any test runs
-        elif settings.compare is not None:
-            _check_baseline(settings)
+        elif settings.compare is not None and not settings.compare.startswith("last"):
+            # A named baseline must exist before minutes of measuring (``last`` is found at the
+            # end: a store not made yet holds none, which the end of the session says).
+            from ..store import open_store, StoreError
+            from ..store.refs import check_named
+
+            try:
+                store = open_store(settings.store, create=False)
+            except StoreError as exc:  # a mistyped path: said, never made
+                raise StoreError(f"--arraybench-compare={settings.compare}: {exc}") from None
+            with store:
+                check_named(store, settings.compare)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
-    from .suite import Suite
-
     config.stash[_SUITE] = Suite(settings)
     # pytest-xdist's workers run tests side by side on the same cores: timings taken there would
     # measure the contention. The tests that measure are skipped there, saying so.
     config.stash[_WORKER] = hasattr(config, "workerinput")
-
-
-#: Why --arraybench-only skips a test.
-NOT_MEASURING = "does not use arraybench_run (--arraybench-only)"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -79,43 +68,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     # Marked at collection, as pytest-benchmark's --benchmark-only skips: the skip and its reason
     # show in -rs, and the fixtures of a skipped test never set up.
-    skip = pytest.mark.skip(reason=NOT_MEASURING)
+    skip = pytest.mark.skip(reason="does not use arraybench_run (--arraybench-only)")
     for item in items:
         if "arraybench_run" not in getattr(item, "fixturenames", ()):
             item.add_marker(skip)
 
 
-def _check_baseline(settings: "Settings") -> None:
-    """A named baseline must exist before minutes of measuring (``last`` is found at the end:
-    a store not made yet holds none, which the end of the session says)."""
-    from ..store import open_store, StoreError
-    from ..store.refs import check_named
-
-    if settings.compare is not None and settings.compare.startswith("last"):
-        return
-    try:
-        store = open_store(settings.store, create=False)
-    except StoreError as exc:  # a mistyped path: said, never made
-        raise StoreError(f"--arraybench-compare={settings.compare}: {exc}") from None
-    with store:
-        check_named(store, settings.compare)
-
-
+@dataclass(frozen=True)
 class ArraybenchRun:
     """The ``arraybench_run`` fixture: ``arraybench_run(workload, **options)`` measures as
-    ``arraybench.run`` does and returns its ``Results``.
+    ``arraybench.run`` does (its options over the marker's, over ``--arraybench-*``) and returns
+    its ``Results``; a cell that failed or was wrong fails the test, its record kept in the run."""
 
-    ``workload`` is an ``@arraybench.workload`` function, a plain ``f(xp, ...)`` (a workload with
-    the defaults), a built-in's name or a list of them. ``options`` are ``arraybench.run``'s
-    (``sizes=``, ``params=``, ``max_time=``...), over the ``arraybench`` marker's, over the
-    command line's ``--arraybench-*``. A cell that failed or gave a wrong result fails the test;
-    its record is still part of the session's run.
-    """
-
-    def __init__(self, suite: "Suite", test: str, defaults: dict[str, Any]) -> None:
-        self._suite = suite
-        self._test = test
-        self._defaults = defaults
+    _suite: "Suite"
+    _test: str
+    _defaults: dict[str, Any]
 
     def __call__(self, workload: Any, **options: Any) -> Any:
         from ..errors import UsageError, printable
@@ -210,7 +177,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     console = safe_console(file=buffer, width=width, force_terminal=colour, highlight=False,
                            color_system="standard" if colour else None, soft_wrap=False)
     with pytest_session(PYTEST_NAMES):  # notes name the plugin's options (--arraybench-processes=2)
-        if outcome.disabled:  # checks only: times taken this way are not worth showing
+        if config.stash[_SUITE].settings.disable:  # checks only: times taken so are not worth showing
             records = outcome.results.records
             counts = Counter(r.status for r in records)
             console.print(f"{len(records)} cells checked, not timed (--arraybench-disable): "

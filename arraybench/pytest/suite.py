@@ -1,32 +1,158 @@
-"""A pytest session's measurements: each test's run, the session's run made of them, and its
-verdict against a baseline.
+"""A pytest session: its options, checked once, each test's run, the session's run made of them,
+and its verdict against a baseline.
 
-Each call of the ``arraybench_run`` fixture is one ``arraybench.run`` (the API: the same plan,
-worker processes, checks and analysis as the command line), kept in memory. At the end of the
-session its records become one run, the session's, which is compared with the baseline
-(``store.refs``), judged by the gate ``arraybench compare --fail-above`` uses, and stored when asked:
-one run per session, as pytest-benchmark saves one file per session.
+Every option is checked in ``pytest_configure``, before any test runs: a bad one is a ``UsageError``
+that pytest prints as one line and exits 4, instead of a failure after minutes of measuring. Each
+call of the ``arraybench_run`` fixture is one ``arraybench.run`` (the API: the same plan, worker
+processes, checks and analysis as the command line), kept in memory. At the end of the session its
+records become one run, the session's, which is compared with the baseline (``store.refs``), judged
+by the gate ``arraybench compare --fail-above`` uses, and stored when asked: one run per session,
+as pytest-benchmark saves one file per session.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import shutil
 import tempfile
 import uuid
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import UsageError, pytest_session
-from ..options import PYTEST_NAMES
+from ..options import API, PYTEST, PYTEST_NAMES, on, option
 
 if TYPE_CHECKING:
     from ..analysis.compare import Comparison
     from ..executors.in_process import CalledOnce
     from ..executors.pool import WorkerPool
     from ..model.results import Results
-    from .settings import Settings
+
+#: What --arraybench-disable's run says it ran with: one call, in one process.
+DISABLED_RUN = {"processes": 1, "max_processes": 1, "max_time": 1e-3, "min_samples": 1}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The session's options (``options.OPTIONS`` on ``PYTEST``, whose help says what each means),
+    checked; ``None`` where not given (the API's defaults apply)."""
+
+    backends: list[str] | None = None
+    processes: int | None = None
+    max_processes: int | None = None
+    max_time: float | None = None
+    compare: str | None = None  # "last", "last~N", a run id (a prefix of one) or "git:REF"
+    fail_above: float | None = None
+    memory: bool = False
+    store: str | None = None
+    save: bool = False
+    skip: bool = False
+    only: bool = False
+    disable: bool = False
+    json: str | None = None
+
+    def run_options(self) -> dict[str, Any]:
+        """Keywords for ``arraybench.run`` from the options given."""
+        out = {o.name: getattr(self, o.name) for o in on(PYTEST)
+               if API in o.on and getattr(self, o.name) is not None}
+        if self.processes is not None and self.max_processes is not None:  # processes= alone: exactly N
+            out["max_processes"] = self.max_processes
+        if self.disable:
+            out.update(DISABLED_RUN)
+        if self.against is not None:
+            out["against"] = self.against
+        return out
+
+    @property
+    def against(self) -> str | None:
+        """The git ref of ``--arraybench-compare=git:REF``: measured beside this code, each test."""
+        return self.compare[len(GIT):] if self.compare is not None and self.compare.startswith(GIT) else None
+
+
+#: ``--arraybench-compare=git:REF``: the same session measures REF's code beside this code.
+GIT = "git:"
+
+
+def read(get: Callable[[str], Any]) -> Settings:
+    """The checked settings from ``get(dest)`` (``config.getoption``); ``UsageError`` names the
+    option and what is wrong with it in one line."""
+    def parsed(name: str) -> Any:
+        """The option's text, read by the command line's own value type."""
+        text = get("arraybench_" + name)
+        if text is None:
+            return None
+        try:
+            return option(name, PYTEST).type(text)
+        except argparse.ArgumentTypeError as exc:
+            raise UsageError(f"--arraybench-{name.replace('_', '-')}: {exc}") from None
+
+    backends = parsed("backends")
+    if backends is not None:  # as ``arraybench run --backends`` checks them (without importing one)
+        from ..model.options import RunOptions
+        from ..plan import validate
+
+        if not backends:
+            raise UsageError("--arraybench-backends names no library; e.g. --arraybench-backends=numpy,torch")
+        try:
+            validate(RunOptions(backends=backends), ())
+        except UsageError as exc:
+            raise UsageError(f"--arraybench-backends: {exc}") from None
+    counts = parsed("processes")
+    compare = get("arraybench_compare")
+    if compare is not None:
+        compare = compare.strip()
+        from ..store.refs import check_choice
+
+        if compare.startswith(GIT):
+            if not compare[len(GIT):].strip():
+                raise UsageError("--arraybench-compare=git:REF needs a ref, such as git:main or git:HEAD~1")
+        else:
+            check_choice(compare)
+    flags = {o.name: bool(get("arraybench_" + o.name)) for o in on(PYTEST) if o.action == "store_true"}
+    settings = Settings(
+        backends=backends, processes=None if counts is None else counts[0],
+        max_processes=None if counts is None else counts[1], max_time=parsed("max_time"), compare=compare,
+        fail_above=parsed("fail_above"), store=_store(get("arraybench_store")),
+        json=_json_path(get("arraybench_json")), **flags)
+    if settings.disable and (settings.compare is not None or settings.save):
+        raise UsageError("--arraybench-disable times nothing worth keeping: leave out "
+                         + ("--arraybench-compare" if settings.compare is not None else "--arraybench-save"))
+    if settings.only and settings.skip:
+        raise UsageError("--arraybench-only and --arraybench-skip together would skip every test: "
+                         "give one of them")
+    if settings.fail_above is not None and settings.compare is None:
+        raise UsageError("--arraybench-fail-above needs a run to compare with: add "
+                         "--arraybench-compare=last (or a run id)")
+    if settings.memory and settings.fail_above is None:
+        raise UsageError("--arraybench-memory gates peak memory with --arraybench-fail-above's limit: "
+                         "add --arraybench-fail-above=PERCENT (e.g. 10%)")
+    return settings
+
+
+def _store(text: str | None) -> str | None:
+    if text is None:
+        return None
+    if not text.strip():
+        raise UsageError("--arraybench-store is empty; give a file path or a postgresql:// URL")
+    from ..store import resolve_location
+
+    return resolve_location(text)  # a path made absolute, as --store
+
+
+def _json_path(text: str | None) -> str | None:
+    """``--arraybench-json PATH``, absolute (tests may change the folder), its folder existing."""
+    if text is None:
+        return None
+    if not text.strip():
+        raise UsageError("--arraybench-json is empty; give a file path")
+    path = os.path.abspath(text)
+    if not os.path.isdir(os.path.dirname(path)):
+        raise UsageError(f"--arraybench-json {text}: no folder {os.path.dirname(path)}")
+    return path
+
 
 #: Keywords of ``arraybench.run`` that belong to the plugin: where a run goes is the session's.
 _THE_SESSIONS = {"store": "--arraybench-store and --arraybench-save", "output_dir": "the session",
@@ -48,8 +174,6 @@ class Outcome:
     stored: str = ""
     #: Ctrl-C came while the run was compared or stored.
     interrupted: bool = False
-    #: --arraybench-disable: the cells were checked, not timed.
-    disabled: bool = False
 
 
 class Suite:
@@ -106,23 +230,20 @@ class Suite:
             # --benchmark-disable calls its function; a worker would cost a library's import.
             from ..executors.in_process import CalledOnce
 
-            if self._called_once is None:
-                self._called_once = CalledOnce()
+            self._called_once = self._called_once or CalledOnce()
             results = self._called_once.run(planned.cells, planned.options)
-            self._keep(test, results)
-            return results
-        from ..executors.pool import sharing, WorkerPool
+        else:
+            from ..executors.pool import sharing, WorkerPool
 
-        if self._workers is None:
-            self._workers = WorkerPool()
-        try:
-            # Notes name the plugin's options, not the command line's; each library is imported
-            # once per replicate index for the whole session.
-            with pytest_session(PYTEST_NAMES), sharing(self._workers), asked_once(self._git):
-                results = api.execute(planned, None, context=context, store=False, plots=False)
-        except Interrupted as stop:  # what was measured before the signal is the session's too
-            self._keep(test, stop.results)
-            raise
+            self._workers = self._workers or WorkerPool()
+            try:
+                # Notes name the plugin's options, not the command line's; each library is
+                # imported once per replicate index for the whole session.
+                with pytest_session(PYTEST_NAMES), sharing(self._workers), asked_once(self._git):
+                    results = api.execute(planned, None, context=context, store=False, plots=False)
+            except Interrupted as stop:  # what was measured before the signal is the session's too
+                self._keep(test, stop.results)
+                raise
         self._keep(test, results)
         return results
 
@@ -158,7 +279,7 @@ class Suite:
         """Compare (and gate) the session's run, then store it where asked."""
         self.close()  # nothing is measured after the last test: free their cores and memory
         results = self.combined()
-        outcome = Outcome(results, disabled=self.settings.disable)
+        outcome = Outcome(results)
         if results is None:
             return outcome
         try:
@@ -206,8 +327,7 @@ class Suite:
                                               processes_option="--arraybench-processes",
                                               memory=self.settings.memory)
             notes = gate_notes(outcome.comparison, limit, against_option="--arraybench-compare=git:REF")
-            if notes:
-                outcome.compared = "; ".join([outcome.compared, *notes]) if outcome.compared else "; ".join(notes)
+            outcome.compared = "; ".join(filter(None, [outcome.compared, *notes]))
 
     def _compare_against(self, results: "Results", outcome: Outcome) -> None:
         """The gate of ``git:REF``: each test's cells were measured on both versions of the code,
@@ -238,7 +358,7 @@ class Suite:
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            store_run(results, self.settings.store_choice)
+            store_run(results, self.settings.store or True)  # a location, or the default store
         problems = [w for w in caught if issubclass(w.category, StoreWarning)]
         for w in caught:
             if w not in problems:

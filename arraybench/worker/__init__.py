@@ -1,9 +1,2 @@
-"""Everything that runs in a worker process: one library, one device, a typed job in, messages out.
-
-``python -m arraybench.worker`` starts one (``main``). It prepares each cell on the device
-(``prepare``), times it with inputs fresh for in-place code (``timer``, ``sampling``), reads
-counters around the timed loop (``counters``), looks at what a call did and how
-exact it was (``effects``, ``references``, ``accuracy``), measures memory and energy
-(``footprint``) and runs the doctor's self-checks (``selfcheck``). The parent only reads the
-protocol's messages and heartbeat board (``protocol``).
-"""
+"""Everything that runs in a worker process (``python -m arraybench.worker``): one library, one
+device, a typed job in, messages out; the parent reads only ``protocol``'s messages and board."""

@@ -59,14 +59,11 @@ def judge(out: Any, ref: Any, check: Check, dtype: str, size: int,
           fixed: dict[str, str] | None = None,
           noise: "Noise | tuple[Noise | None, ...] | None" = None,
           inputs: tuple[Any, ...] = ()) -> Verdict:
-    """Compare a result (already on the host) with the float64 reference.
-
-    Shape, dtype and NaNs first, then the error against the tolerance. A dtype the workload chose
-    (wider than the run's, or following an input it fixed: ``fixed``, name -> dtype) is judged in
-    its own dtype and said in ``note``. ``noise``, the reference's own (one per output), sets a
-    ``derived`` check's tolerance and is quoted by every ``wrong`` reason. Integers are judged by
-    value; a permutation that orders one of ``inputs`` as the reference's does is right.
-    """
+    """Compare a result (on the host) with the float64 reference: shape, dtype and NaNs, then the
+    error against the tolerance. A dtype the workload chose (wider, or following an input it fixed:
+    ``fixed``, name -> dtype) is judged in its own and said in ``note``. ``noise``, the reference's
+    own (one per output), sets a ``derived`` check's tolerance and is quoted by every ``wrong``
+    reason. Integers are judged by value; a permutation ordering one of ``inputs`` alike is right."""
     if isinstance(ref, (tuple, list)):
         noises = noise if isinstance(noise, tuple) else (noise,) * len(ref)
         tol = check.settle(None, dtype).tolerance(dtype, size) if tolerance is None else tolerance

@@ -111,9 +111,7 @@ class Counters:
             threads = sorted(int(t) for t in os.listdir("/proc/self/task"))
         except OSError:
             threads = [0]
-        for tid in threads:
-            if tid in self._fds:
-                continue
+        for tid in (t for t in threads if t not in self._fds):
             opened: dict[str, int] = {}
             try:
                 for name, (kind, config) in self.events.items():

@@ -43,9 +43,7 @@ def host_copy(h: Any) -> Any:
 
 def workload_arrays(backend: "Backend", wl: Workload, host: Sequence[Any]) -> tuple[Any, ...]:
     """A call's inputs from the host ones: copies where the workload keeps them on the host."""
-    if wl.placement == "host":
-        return tuple(host_copy(h) for h in host)
-    return tuple(backend.asarray(h) for h in host)
+    return tuple(host_copy(h) if wl.placement == "host" else backend.asarray(h) for h in host)
 
 
 def input_names(wl: Workload, count: int) -> list[str]:
@@ -73,13 +71,9 @@ class FirstCall:
 
 def look(backend: "Backend", wl: Workload, arrays: Sequence[Any], pristine: Sequence[Any],
          result: Any) -> FirstCall:
-    """Inspect the first call's ``result`` and its inputs (``arrays``) after it ran, against
-    ``pristine`` host copies of them.
-
-    An input changed that ``mutates=`` does not declare is named, with the fix, and restored
-    before every later call; a result that aliases an input (``Backend.shares_memory``) is copied
-    to the host before it is checked, and said.
-    """
+    """Inspect the first call's ``result`` and its inputs (``arrays``) against ``pristine`` host
+    copies: an input changed that ``mutates=`` does not declare is named, with the fix, and
+    restored before every later call; a result that aliases an input is copied, and said."""
     names = input_names(wl, len(arrays))
     declared = set(wl.mutated_positions(len(arrays)))
     changed = tuple(i for i, (a, p) in enumerate(zip(arrays, pristine))
@@ -154,10 +148,8 @@ def foreign_result(backend: "Backend", wl: Workload, produced: Any) -> str:
 
 def own_type_name(backend: "Backend") -> str:
     """How users name the library's own array type (``torch.Tensor``)."""
-    if backend.name in _OWN_TYPES:
-        return _OWN_TYPES[backend.name]
     own = type(backend.asarray(np.zeros(1)))
-    return f"{own.__module__}.{own.__qualname__}"
+    return _OWN_TYPES.get(backend.name, f"{own.__module__}.{own.__qualname__}")
 
 
 def fingerprint(host: Any) -> tuple[int, ...]:
@@ -208,9 +200,8 @@ def _changed(backend: "Backend", arg: Any, before: Any) -> bool:
     if after.shape != before.shape or after.dtype != before.dtype:
         return True
     # ``equal_nan`` costs 10x plain equality, so it only settles what plain equality denies.
-    if np.array_equal(after, before):
-        return False
-    return not (np.issubdtype(before.dtype, np.inexact) and np.array_equal(after, before, equal_nan=True))
+    return not np.array_equal(after, before) and not (
+        np.issubdtype(before.dtype, np.inexact) and np.array_equal(after, before, equal_nan=True))
 
 
 def dtype_of(backend: "Backend", x: Any) -> str | None:

@@ -16,9 +16,8 @@ import gc
 import os
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
@@ -33,19 +32,10 @@ BOARD_MAX_W = 3000.0
 _UPDATE_SLACK_S = 0.01
 
 
-@dataclass(frozen=True)
-class Peak:
-    """Bytes a call added at its highest, or None and why not."""
+class Reading(NamedTuple):
+    """A call's peak bytes or joules, or None and why not; how it was measured."""
 
-    bytes: int | None
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class Energy:
-    """Joules per call, or None and why not."""
-
-    joules: float | None
+    value: float | None
     note: str = ""
 
 
@@ -83,17 +73,17 @@ def _allocated() -> int | None:
     return int(info.uordblks + info.hblkhd)
 
 
-def host_peak(call: Callable[[], Any]) -> Peak:
+def host_peak(call: Callable[[], Any]) -> Reading:
     """Resident bytes one ``call`` added at its highest (``VmHWM`` after minus ``VmRSS`` before)."""
     if status_bytes(b"VmRSS") is None:
-        return Peak(None, "host peak memory not measured: /proc/self/status not readable")
+        return Reading(None, "host peak memory not measured: /proc/self/status not readable")
     gc.collect()
     with contextlib.suppress(OSError, AttributeError):  # free memory back, so a call's allocations show
         _libc().malloc_trim(0)
     try:
         _CLEAR_REFS.write_text("5")  # the high-water mark is the present resident size again
     except OSError as exc:
-        return Peak(None, "host peak memory not measured: /proc/self/clear_refs not writable "
+        return Reading(None, "host peak memory not measured: /proc/self/clear_refs not writable "
                           f"({exc.strerror or exc}), so the resident high-water mark cannot be reset")
     allocated = _allocated()
     before = status_bytes(b"VmRSS")
@@ -104,27 +94,27 @@ def host_peak(call: Callable[[], Any]) -> Peak:
     held = _allocated()
     del result
     if after is None or before is None:
-        return Peak(None, "host peak memory not measured: this kernel reports no VmHWM")
+        return Reading(None, "host peak memory not measured: this kernel reports no VmHWM")
     grown = max(after - before, 0)
     kept = held - allocated if held is not None and allocated is not None else 0
-    return Peak(max(grown, kept),
+    return Reading(max(grown, kept),
                 "host resident high-water mark over one call (clear_refs 5, VmHWM - VmRSS before), "
                 "at least what the call still holds allocated at its end (mallinfo2)")
 
 
-def peak(backend: Any, call: Callable[[], Any]) -> Peak:
+def peak(backend: Any, call: Callable[[], Any]) -> Reading:
     """One call's peak memory: from the library's accounting on a device, else on the host."""
     if backend.device != "cpu":
         try:
             measured = backend.device_peak(call)
         except Exception as exc:  # the extra call or the library's counters; never the samples
-            return Peak(None, f"device peak memory not measured: {type(exc).__name__}: {exc}")
+            return Reading(None, f"device peak memory not measured: {type(exc).__name__}: {exc}")
         if measured is not None:
-            return Peak(*measured)
+            return Reading(*measured)
     try:
         return host_peak(call)
     except Exception as exc:
-        return Peak(None, f"host peak memory not measured: {type(exc).__name__}: {exc}")
+        return Reading(None, f"host peak memory not measured: {type(exc).__name__}: {exc}")
 
 
 # -- energy --
@@ -210,7 +200,7 @@ def energy_metered(backend: Any) -> bool:
 
 
 def energy(backend: Any, call: Callable[[], Any], span_s: float = ENERGY_SPAN_S,
-           rapl: Rapl | None = None) -> Energy:
+           rapl: Rapl | None = None) -> Reading:
     """Joules per call from the counters read around a burst of calls: NVML's on an NVIDIA GPU
     (the board's energy), RAPL's on the CPU (the packages'); None and why where neither reads, or
     where what it read is no plausible reading (frozen, backwards, a jump)."""
@@ -218,7 +208,7 @@ def energy(backend: Any, call: Callable[[], Any], span_s: float = ENERGY_SPAN_S,
         if backend.device != "cpu":
             counter = backend.energy_counter_mj()
             if isinstance(counter, str):
-                return Energy(None, counter)
+                return Reading(None, counter)
             began = time.perf_counter()
             start = counter()
             calls = _repeat(call, span_s)
@@ -228,29 +218,26 @@ def energy(backend: Any, call: Callable[[], Any], span_s: float = ENERGY_SPAN_S,
         else:
             rapl = rapl if rapl is not None else Rapl()
             if not rapl.zones:
-                return Energy(None, rapl.why)
+                return Reading(None, rapl.why)
             try:
                 began = time.perf_counter()
                 before = rapl.read()
                 calls = _repeat(call, span_s)
                 moved = rapl.moved(before, rapl.read())
             except (OSError, ValueError) as exc:
-                return Energy(None, f"RAPL not readable: {exc}")
+                return Reading(None, f"RAPL not readable: {exc}")
             note, ceiling = "CPU package energy from RAPL, the machine's idle draw included", PACKAGE_MAX_W
         elapsed = time.perf_counter() - began
         why = next(filter(None, (_judge(what, joules, elapsed, ceiling) for what, joules in moved)), "")
-        return Energy(None, why) if why else Energy(sum(j or 0.0 for _, j in moved) / calls, note)
+        return Reading(None, why) if why else Reading(sum(j or 0.0 for _, j in moved) / calls, note)
     except Exception as exc:  # the extra calls or the counters: a side reading, never the samples
-        return Energy(None, f"energy not measured: {type(exc).__name__}: {exc}")
+        return Reading(None, f"energy not measured: {type(exc).__name__}: {exc}")
 
 
 # -- out of memory: each library's own message (checked against its source), in words
 
-_UNITS = {
-    "": 1, "b": 1, "byte": 1, "bytes": 1,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50, "eib": 2**60,
-    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15,
-}
+_UNITS = {"": 1, "b": 1, "byte": 1, "bytes": 1, **{f"{p}ib": 1024 ** (i + 1) for i, p in enumerate("kmgtpe")},
+          **{f"{p}b": 1000 ** (i + 1) for i, p in enumerate("kmgtpe")}}
 # NumPy prints sizes with "%.3g" and a trailing point: "Unable to allocate 149. GiB".
 _SIZE = r"(\d[\d,]*(?:\.\d*)?)\s*(bytes|byte|[KMGTPE]i?B|B)?\b"
 _NEEDED = re.compile(r"(?:tried to allocate|trying to allocate|unable to allocate|allocating)\s+" + _SIZE,

@@ -28,7 +28,6 @@ from .protocol import (Board, Done, Job, Message, Prepare, Prepared, Ready, Repl
 if TYPE_CHECKING:
     from ..backends.base import Backend
     from .counters import SampleCounters
-    from .prepare import Prepared as PreparedCell
     from .sampling import Sampling
 
 #: ``host.git.SOURCE_MAP``, spelled here so that a worker imports that module (git,
@@ -148,7 +147,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: threading.Eve
     """Prepare each of the job's cells, in a shuffled order, then sample them turn by turn."""
     from .counters import SampleCounters
     from .footprint import energy_metered
-    from .prepare import ReferenceCache, finish, prepare
+    from .prepare import Prepared as PreparedCell, ReferenceCache, finish, prepare
     from ..model.replicate import Replicate
     from ..workloads import REGISTRY
     from ..workloads.trust import ShippingError, receive
@@ -199,16 +198,12 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: threading.Eve
         board.mark(i)
         channel.send(Start(cell.key))
         wl = REGISTRY.get(cell.workload)
-        if wl is None:
-            reason = missing_workload_reason(cell.workload, load_errors)
-            channel.send(ReplicateDone(cell.key, Replicate.ended("failed", reason)))
-            continue
         try:
             p = prepare(backend, wl, cell, settings, references, seed=job.seed, flush=flush,
-                        check=job.allocator != OTHER and i not in judged)
+                        check=job.allocator != OTHER and i not in judged) if wl is not None else \
+                PreparedCell(cell, Replicate.ended("failed", missing_workload_reason(cell.workload, load_errors)))
         except Exception as exc:  # prepare reports its own errors; this is a last resort
-            channel.send(ReplicateDone(cell.key, Replicate.ended("failed", describe_exception(exc))))
-            continue
+            p = PreparedCell(cell, Replicate.ended("failed", describe_exception(exc)))
         if p.run is None:
             channel.send(ReplicateDone(cell.key, p.replicate))
             continue

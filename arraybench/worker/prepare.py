@@ -23,8 +23,8 @@ from ..workloads.userfile import describe_exception
 from ..workloads.inputs import Bound, bind, input_bytes
 from ..workloads.definition import Workload
 from .references import UNCHECKED, ReferenceCache, is_none, narrower_than_numpys
-from .effects import (FirstCall, ForeignResult, Watch, dtype_of, fingerprint, input_names, look, output_bytes, to_host,
-                      workload_arrays)
+from .effects import (FirstCall, ForeignResult, Watch, dtype_of, fingerprint, host_copy, input_names, look,
+                      output_bytes, to_host, workload_arrays)
 from .accuracy import known_limitation, second_opinion
 
 
@@ -219,9 +219,8 @@ def finish(backend: Backend, prepared: Prepared, footprint_too: bool = True) -> 
         rep.warnings.append("device time: some calls took the host longer to issue than the blocking "
                             "kernel held the GPU (10 ms at most), so their device time includes host time")
     if prepared.call is not None and footprint_too:
-        peak, spent = footprint.peak(backend, prepared.call), footprint.energy(backend, prepared.call)
-        rep.peak_bytes, rep.peak_note = peak.bytes, peak.note
-        rep.energy_j, rep.energy_note = spent.joules, spent.note
+        rep.peak_bytes, rep.peak_note = footprint.peak(backend, prepared.call)
+        rep.energy_j, rep.energy_note = footprint.energy(backend, prepared.call)
     health = rep.gpu_health
     if health and "before" in health and backend.health is not None:
         health.update(after=backend.health.snapshot(), samples=len(run.samples_s),
@@ -252,8 +251,7 @@ def _classify(backend: Backend, cell: Cell, stage: str, exc: BaseException,
 
 
 def _ended(backend: Backend, prepared: Prepared, status: Status, reason: str) -> Prepared:
-    prepared.replicate.status = status
-    prepared.replicate.reason = reason
+    prepared.replicate.status, prepared.replicate.reason = status, reason
     prepared.run = prepared.call = None
     gc.collect()
     with contextlib.suppress(Exception):
@@ -302,8 +300,8 @@ def _restore(backend: Backend, timer: Timer, bound: Bound, arrays: tuple[Any, ..
     mutable = [i for i in positions
                if isinstance(arrays[i], (np.ndarray, list)) or backend.mutable_arrays]
     if mutable:
-        pristine = [list(host[i]) if isinstance(arrays[i], list) else host[i].copy()
-                    if isinstance(arrays[i], np.ndarray) else backend.asarray(host[i]) for i in mutable]
+        pristine = [host_copy(host[i]) if isinstance(arrays[i], (np.ndarray, list)) else backend.asarray(host[i])
+                    for i in mutable]
         capacity = pool_capacity(settings.restore, input_bytes(pristine), settings.pool_bytes)
         timer.fresh = FreshInputs(bound.args, [bound.prefix + i for i in mutable], pristine, clone=backend.clone,
                                   copy_into=backend.copy_into, sync=backend.sync, capacity=capacity,

@@ -97,15 +97,11 @@ class Sampling:
         self.stop_reason = ""
 
     def take_back_warmup(self, growth_bytes: int | None) -> bool:
-        """After a sample: take it back, as warm-up, if the process's resident memory grew by more
-        than ``WARMUP_GROWTH_BYTES`` over it (``growth_bytes``), up to ``MAX_WARMUP_SAMPLES``; True
-        when it was taken back.
-
-        Such a sample paid for memory touched for the first time, once a process, and not always in
-        the first samples (PyTorch's FFT at n = 10⁶ grew the heap in three of its first eight, 21-23
-        against 15-17 ms). Memory returned between calls leaves the resident size where it was, so
-        its faults stay in every sample.
-        """
+        """Take the last sample back, as warm-up, where resident memory grew over it by more than
+        ``WARMUP_GROWTH_BYTES`` (up to ``MAX_WARMUP_SAMPLES``); True where it did. Such a sample paid
+        for memory touched for the first time, not always in the first samples (PyTorch's FFT at
+        n = 10⁶ grew the heap in three of its first eight, 21-23 against 15-17 ms); memory returned
+        between calls leaves the resident size alone, so its faults stay in every sample."""
         if not self.warming or not self.samples_s or growth_bytes is None or growth_bytes <= WARMUP_GROWTH_BYTES:
             return False
         self.samples_s.pop()
@@ -150,20 +146,14 @@ class Sampling:
             self.calls_last = 0
 
     def _regrow(self, drawn: Draw) -> bool:
-        """Grow the batch, and take back the samples drawn so far, where ``drawn`` took less than
-        ``REGROW_BELOW`` of the target sample and its calls less than that share of the time
-        calibration went by; True where it did.
-
-        A neighbour's burst during calibration can make the warm-up calls last many times longer
-        (PyTorch's 100x100 matmul: 4-17 ms instead of 38 µs), and one call a sample then times its
-        thread pool waking for every call, another quantity. The batch grows as calibration grows
-        it, until one lasts ``FULL_BATCH`` of the target, at most ``MOST_REGROWS`` times.
-        """
+        """Grow a batch far shorter than calibrated, taking back its samples; True where it did. A
+        neighbour's burst during calibration can make warm-up calls last 100x longer (PyTorch's
+        100x100 matmul), and one call a sample then times its thread pool waking, another quantity."""
         target = self.settings.target_sample_s
         per_call = drawn.wall_s / self.number
         if not self.regrows or self.regrown >= MOST_REGROWS or drawn.wall_s <= 0:
             return False
-        # Once growing, as calibration grows a batch, until one lasts the target.
+        # Once growing, as calibration grows a batch, until one lasts FULL_BATCH of the target.
         short = drawn.wall_s < FULL_BATCH * target if self.regrown else \
             drawn.wall_s < REGROW_BELOW * target and per_call < REGROW_BELOW * self.per_call_s
         if not short:

@@ -60,7 +60,6 @@ class Matmul:
         return float(np.median(launches)), float(np.median(completes))
 
 
-
 def _size(backend: Backend) -> int:
     return 4096 if backend.device != "cpu" else 384
 

@@ -20,14 +20,6 @@ from .effects import output_bytes
 from ..numeric.stopping import FULL_BATCH, SLOW_CALL_S
 from .sampling import Draw, Sampling, TimerSettings, gc_paused, warmed_up
 
-Clock = Callable[[], float]
-
-_LOOP_TEMPLATE = """
-def _loop(_it, _op, {params}_sync, _clock, _dt):
-{body}
-"""
-
-
 def _loop_source(arity: int, mode: str, has_sync: bool, has_device_timer: bool,
                  keywords: Sequence[str] = (), pooled: bool = False) -> str:
     """The timed loop. ``keywords``: settings passed by name (``_op(_a0, tsteps=_k0)``).
@@ -81,7 +73,7 @@ def _loop_source(arity: int, mode: str, has_sync: bool, has_device_timer: bool,
             lines.append("    _sync(_keep)")
         lines.append("    _t1 = _clock()")
         lines.append("    return _t1 - _t0, " + ("_dt.elapsed()" if has_device_timer else "None"))
-    return _LOOP_TEMPLATE.format(params=params, body="\n".join(lines))
+    return "\n".join([f"def _loop(_it, _op, {params}_sync, _clock, _dt):", *lines, ""])
 
 
 #: How inputs are restored: a pool of copies per batch, before every call, or (``auto``) by call time.
@@ -184,7 +176,7 @@ class Timer:
     flush: Callable[[], None] | None = None
     #: Asked after every sample: the reasons the device is throttling now (empty: it is not).
     monitor: Callable[[], Sequence[str]] | None = None
-    clock: Clock = time.perf_counter
+    clock: Callable[[], float] = time.perf_counter
     kwargs: dict[str, Any] = field(default_factory=dict)
     fresh: FreshInputs | None = None
 
@@ -219,11 +211,6 @@ class Timer:
         loop = self._loop(mode)
         return loop(range(number), self.op, *self.args, *self.kwargs.values(), self.sync, self.clock,
                     self.device_timer)
-
-    def device_time(self, number: int) -> float | None:
-        """Device seconds of ``number`` calls, in a pass apart from the wall clock's (neither
-        carries the other's costs)."""
-        return None if self.device_timer is None else self.timeit(number, "device")[1]
 
     def _timeit_fresh(self, number: int, mode: str) -> tuple[float, float | None]:
         """``number`` calls, each on fresh inputs refilled outside the timed spans; what each
@@ -270,7 +257,8 @@ class Timer:
         if device is None and settings.mode == "latency" and self.device_timer is not None:
             if flush is not None:
                 flush()  # the device pass is cold too
-            device = self.device_time(number)
+            # A pass apart from the wall clock's: neither carries the other's costs.
+            device = self.timeit(number, "device")[1]
         throttling = self.monitor() if self.monitor is not None else ()
         return Draw(wall, device, calls, tuple(throttling or ()), self.clock() - t0)
 

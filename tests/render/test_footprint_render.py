@@ -104,7 +104,7 @@ def test_csv_and_dataframe_carry_a_real_peak():
 
     from arraybench.model.replicate import Replicate
 
-    if footprint.host_peak(lambda: None).bytes is None:
+    if footprint.host_peak(lambda: None).value is None:
         pytest.skip("the host's resident high-water mark cannot be reset here")
     backend_or_skip("numpy")
     code = _MEASURE_IN_A_FRESH_PROCESS.format(tests=str(Path(__file__).parent.parent))

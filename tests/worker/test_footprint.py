@@ -30,7 +30,7 @@ def _nothing(xp, x):
 
 def _host_peak_or_skip() -> None:
     probe = footprint.host_peak(lambda: None)
-    if probe.bytes is None:
+    if probe.value is None:
         pytest.skip(probe.note)
 
 
@@ -74,7 +74,7 @@ def test_a_cell_left_unchecked_still_has_its_peak_measured():
 def test_without_clear_refs_the_replicate_says_why(monkeypatch, tmp_path):
     monkeypatch.setattr(footprint, "_CLEAR_REFS", tmp_path / "absent" / "clear_refs")
     peak = footprint.host_peak(lambda: bytearray(10**6))
-    assert peak.bytes is None
+    assert peak.value is None
     assert "clear_refs not writable" in peak.note
 
 
@@ -108,14 +108,14 @@ def test_energy_from_rapl_is_per_call(tmp_path):
         zone.joinpath("energy_uj").write_text(f"{len(calls) * 2_000_000}\n")  # 2 J a call
 
     spent = footprint.energy(backend_or_skip("numpy"), call, span_s=0.0, rapl=footprint.Rapl(tmp_path))
-    assert spent.joules == pytest.approx(2.0)
+    assert spent.value == pytest.approx(2.0)
     assert "RAPL" in spent.note
 
 
 def test_unreadable_rapl_says_why_and_gives_no_figure(tmp_path):
     spent = footprint.energy(backend_or_skip("numpy"), lambda: None, span_s=0.0,
                              rapl=footprint.Rapl(tmp_path / "powercap"))
-    assert spent.joules is None
+    assert spent.value is None
     assert spent.note.startswith("RAPL not readable")
 
 
@@ -150,7 +150,7 @@ pool = ThreadPoolExecutor(1)
 make = lambda: np.ones(4_000_000)
 for _ in range(3):
     pool.submit(make).result()  # the thread's own arena keeps the freed 32 MB resident
-print(host_peak(lambda: pool.submit(make).result()).bytes)
+print(host_peak(lambda: pool.submit(make).result()).value)
 """
 
 

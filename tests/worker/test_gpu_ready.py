@@ -80,8 +80,8 @@ def _fast_call(stream: FakeStream, kernels: int = 3, issue_s: float = 10e-6, ker
 def _device_time_per_call(events: CudaEvents, stream: FakeStream, calls: int = 200) -> float:
     op = _fast_call(stream)
     timer = Timer(op, sync=stream.sync, device_timer=events, clock=stream.clock)
-    timer.device_time(20)  # the hold settles on twice the issuing
-    return timer.device_time(calls) / calls
+    timer.timeit(20, "device")  # the hold settles on twice the issuing
+    return timer.timeit(calls, "device")[1] / calls
 
 
 def test_without_a_blocking_kernel_the_events_time_the_host_issuing():
@@ -107,14 +107,14 @@ def test_a_slow_issue_raises_the_hold_at_once_and_fast_ones_lower_it():
                                                                    _elapsed_ms), clock=stream.clock)
     slow = _fast_call(stream, issue_s=1e-3)  # 3 ms of issuing: more than the first 1 ms hold
     timer = Timer(slow, sync=stream.sync, device_timer=events, clock=stream.clock)
-    timer.device_time(1)
+    timer.timeit(1, "device")
     assert events.uncovered == 1 and events.hold_s == pytest.approx(2 * 3e-3)
-    assert timer.device_time(1) == pytest.approx(6e-6)  # covered now
+    assert timer.timeit(1, "device")[1] == pytest.approx(6e-6)  # covered now
     fast = Timer(_fast_call(stream), sync=stream.sync, device_timer=events, clock=stream.clock)
-    fast.device_time(40)
+    fast.timeit(40, "device")
     assert events.hold_s == pytest.approx(60e-6)
     huge = Timer(_fast_call(stream, issue_s=0.1), sync=stream.sync, device_timer=events, clock=stream.clock)
-    huge.device_time(2)
+    huge.timeit(2, "device")
     assert events.hold_s == MAX_HOLD_S  # a call this slow to issue keeps the rest in its events
 
 
@@ -127,7 +127,7 @@ def test_throughput_and_the_wall_clock_pass_queue_no_blocking_kernel():
     timer.timeit(10, "latency")
     timer.timeit(10, "throughput")
     assert spins == []
-    timer.device_time(10)
+    timer.timeit(10, "device")
     assert len(spins) == 10
 
 
