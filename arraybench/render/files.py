@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .comparison import series_rows, shown_series
+from .comparison import series_rows
 from ..analysis.compare import ROW_COLUMNS, Comparison
 from ..analysis.grouping import config_sort_key, is_valid
 from ..analysis.history import History
@@ -74,7 +74,7 @@ def history_csv(history: History, last: int) -> str:
     rows = ((s.workload, s.size_label, s.size, s.label, s.machine_id, p.run.run_id, p.run.started_at,
              p.entry.status, *((p.median_s, p.entry.ci_low_s, p.entry.ci_high_s) if p.valid else (None,) * 3),
              p.median_s / previous.median_s if p.valid and previous else None, note)
-            for s in shown_series(history) for p, previous, (*_, note) in series_rows(history, s, last))
+            for s, rows in series_rows(history, last) for p, previous, (*_, note) in rows)
     return rows_text(HISTORY_COLUMNS, (dict(zip(HISTORY_COLUMNS, row)) for row in rows))
 
 
