@@ -38,14 +38,10 @@ if TYPE_CHECKING:
 CSV_NAME = "results.csv"
 
 
-def csv_columns() -> list[str]:
-    """The columns, in order: ``key``, ``config``, then every field of a record but its replicates."""
-    return ["key", "config", *COLUMNS]
-
-
 def csv_text(results: Results) -> str:
-    """The CSV document: a header row, then ``Record.to_row()`` of every record."""
-    return rows_text(csv_columns(), (r.to_row() for r in results.records))
+    """The CSV document: a header (``key``, ``config``, then every field of a record but its replicates), then
+    ``Record.to_row()`` of every record."""
+    return rows_text(["key", "config", *COLUMNS], (r.to_row() for r in results.records))
 
 
 def rows_text(columns: Sequence[str], rows: Iterable[Mapping[str, object]]) -> str:
