@@ -118,7 +118,8 @@ def main(args: argparse.Namespace) -> int:
     from .. import api
     from ..model.runs import cross_machine_pairs
     from ..store.refs import run_fields, run_line
-    from ..render.files import comparison_csv
+    from ..analysis.compare import ROW_COLUMNS
+    from ..render.files import rows_text
     from ..render.report import comparison_markdown
 
     if args.memory and args.fail_above is None:  # before any work: the gate would be silently off
@@ -129,7 +130,7 @@ def main(args: argparse.Namespace) -> int:
     comparison = api.compare(base, new, threshold=args.threshold, alpha=args.alpha,
                              cross_machine=args.cross_machine)
     # The comparison's rows (every number) and its table (compare.md's).
-    write_tables(args, {"--csv": lambda: comparison_csv(comparison),
+    write_tables(args, {"--csv": lambda: rows_text(ROW_COLUMNS, comparison.rows()),  # times in seconds
                         "--markdown": lambda: comparison_markdown(comparison)})
     across = cross_machine_pairs(base, new)
     out = None

@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .comparison import series_rows
-from ..analysis.compare import ROW_COLUMNS, Comparison
+from ..analysis.compare import Comparison
 from ..analysis.grouping import config_sort_key, is_valid
 from ..analysis.history import History
 from ..files import write_atomic
@@ -52,11 +52,6 @@ def rows_text(columns: Sequence[str], rows: Iterable[Mapping[str, object]]) -> s
     for row in rows:
         writer.writerow({k: neutral(row.get(k)) for k in columns})
     return buffer.getvalue()
-
-
-def comparison_csv(comparison: Comparison) -> str:
-    """A comparison as CSV: ``Comparison.rows()``, times in seconds."""
-    return rows_text(ROW_COLUMNS, comparison.rows())
 
 
 #: The columns of ``history --csv``: a row per run of a series, as its table shows them.
