@@ -21,14 +21,6 @@ from __future__ import annotations
 
 import importlib
 
-# Type checkers read __init__.pyi. Nothing of arraybench is imported up front (not even typing): a
-# Ctrl-C in those milliseconds would be a traceback from inside arraybench.
-__all__ = [
-    "Check", "Interrupted", "Record", "Replicate", "Reporter", "Results", "ResultsError",
-    "RunOptions", "SaveError", "UsageError", "Work", "Workload", "compare", "fixed",
-    "load_results", "merge", "numerics", "resume", "run", "sweep", "workload",
-]
-
 #: Where each public name lives. They are imported on first use (PEP 562), not with the package:
 #: ``arraybench`` on the command line and every worker import the package first, and importing
 #: NumPy and the rest here would leave a Ctrl-C during that second with nothing but a traceback
@@ -41,6 +33,7 @@ _HOMES = {
     "Work": "workloads.definition", "Workload": "workloads.definition",
     "workload": "workloads.registry", "fixed": "workloads.inputs", "load_results": "api",
 }
+__all__ = sorted(_HOMES)  # type checkers read __init__.pyi
 
 
 def __getattr__(name: str) -> object:

@@ -141,8 +141,6 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
         if left:
             _refuse_other_commit(state)
             if state.options.against:
-                from .host import git
-
                 # The exported tree went with the process that made it: the recorded commit again.
                 state = replace(state, options=replace(
                     state.options, variants=git.reexport(state.options.against, state.options.variants)))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import math
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Iterable
 
 from . import backends
@@ -95,9 +96,9 @@ def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
 
     settings_of: dict[str, set[str]] = {}
     labels = [e.label for e in environments.of(options) if e.label != environments.TWIN]
+    configs = [(b, d) for b in options.backends for d in options.devices if d in backends.SPECS[b].devices]
     # The self-check's twin: the first configuration of the plan again, in every case it measures.
-    twin = next(((b, d) for b in options.backends for d in options.devices if d in backends.SPECS[b].devices),
-                None) if options.self_check else None
+    twin = configs[0] if options.self_check and configs else None
     for wname in selected:
         wl = workloads_by_name[wname]
         for s in options.sizes or list(wl.sizes):
@@ -113,20 +114,15 @@ def build_plan(options: RunOptions, workloads_by_name: dict[str, Any],
                 label = next((k for k, v in wl.sizes.items() if v == n), str(n))
             params = _params(wl, n, options.params)
             settings_of.setdefault(wname, set()).update(params)
-            for bname in options.backends:
-                for dev in options.devices:
-                    if dev not in backends.SPECS[bname].devices:
-                        continue
-                    for mode in options.modes:
-                        for env in labels:
-                            add(Cell(wname, label, n, bname, dev, options.dtype, mode,
-                                     params=params, environment=env))
-                            if options.include_transfer and dev != "cpu":
-                                add(Cell(wname, label, n, bname, dev, options.dtype, mode, True,
-                                         params=params, environment=env))
-                        if twin == (bname, dev):
-                            add(Cell(wname, label, n, bname, dev, options.dtype, mode,
-                                     params=params, environment=environments.TWIN))
+            for bname, dev in configs:
+                for mode in options.modes:
+                    cell = partial(Cell, wname, label, n, bname, dev, options.dtype, mode, params=params)
+                    for env in labels:
+                        add(cell(environment=env))
+                        if options.include_transfer and dev != "cpu":
+                            add(cell(True, environment=env))
+                    if twin == (bname, dev):
+                        add(cell(environment=environments.TWIN))
     _check_params_used(options.params, settings_of)
     if not cells:
         raise UsageError("the selection gives nothing to run (check --backends against --devices)")

@@ -58,9 +58,12 @@ def unwritable(path: str) -> str | None:
     return None
 
 
-def write_tables(args: argparse.Namespace, render: dict[str, Callable[[], str]]) -> list[str]:
-    """Write each asked-for table (``render``: its text by option); the paths written, or ``UsageError``."""
-    return [write_named(path, render[option](), f"{option} ") for option, path in wanted(args)]
+def write_tables(args: argparse.Namespace, render: dict[str, Callable[[], str]]) -> None:
+    """Write each asked-for table (``render``: its text by option), then ``wrote PATH`` on stderr (stdout may be
+    JSON) unless the command is quiet; ``UsageError`` where one cannot be written."""
+    written = [write_named(path, render[option](), f"{option} ") for option, path in wanted(args)]
+    if written and not getattr(args, "quiet", False):
+        print("wrote " + ", ".join(written), file=sys.stderr)
 
 
 def write_named(path: str, text: str, what: str = "") -> str:
@@ -72,12 +75,6 @@ def write_named(path: str, text: str, what: str = "") -> str:
     except OSError as exc:
         raise UsageError(f"{what}{one_line(path)}: cannot write there ({exc.strerror or exc})") from None
     return path
-
-
-def say_written(args: argparse.Namespace, written: list[str]) -> None:
-    """``wrote PATH`` on stderr (stdout may be JSON), unless the command is quiet."""
-    if written and not getattr(args, "quiet", False):
-        print("wrote " + ", ".join(written), file=sys.stderr)
 
 
 def add(p: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, *, what: str = "",

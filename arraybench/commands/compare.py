@@ -21,7 +21,7 @@ from ..render.comparison import gate_failures, gate_notes, print_comparison, pri
 from ..render.terminal import stdout_console
 from ..store.refs import load_run, this_machine
 from ..units import format_change
-from . import add, add_filters, check_targets, say_written, store_location, write_tables
+from . import add, add_filters, check_targets, store_location, write_tables
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -118,7 +118,8 @@ def main(args: argparse.Namespace) -> int:
     from .. import api
     from ..model.runs import cross_machine_pairs
     from ..store.refs import run_fields, run_line
-    from ..render.files import comparison_csv
+    from ..analysis.compare import ROW_COLUMNS
+    from ..render.files import rows_text
     from ..render.report import comparison_markdown
 
     if args.memory and args.fail_above is None:  # before any work: the gate would be silently off
@@ -129,8 +130,8 @@ def main(args: argparse.Namespace) -> int:
     comparison = api.compare(base, new, threshold=args.threshold, alpha=args.alpha,
                              cross_machine=args.cross_machine)
     # The comparison's rows (every number) and its table (compare.md's).
-    say_written(args, write_tables(args, {"--csv": lambda: comparison_csv(comparison),
-                                          "--markdown": lambda: comparison_markdown(comparison)}))
+    write_tables(args, {"--csv": lambda: rows_text(ROW_COLUMNS, comparison.rows()),  # times in seconds
+                        "--markdown": lambda: comparison_markdown(comparison)})
     across = cross_machine_pairs(base, new)
     out = None
     if args.output_dir:
@@ -222,8 +223,8 @@ def history_main(args: argparse.Namespace) -> int:
         entries = _up_to(target, entries, runs)
     found = history(entries, runs, threshold=args.threshold, fdr=args.alpha)
     # --csv/--markdown: the table as printed (CSV times in seconds), empty where nothing matches.
-    say_written(args, write_tables(args, {"--csv": lambda: history_csv(found, args.last),
-                                          "--markdown": lambda: history_markdown(found, where, args.last)}))
+    write_tables(args, {"--csv": lambda: history_csv(found, args.last),
+                        "--markdown": lambda: history_markdown(found, where, args.last)})
     failures = None if args.fail_above is None else regression_lines(found, args.fail_above)
     console = stdout_console()
     if args.json:

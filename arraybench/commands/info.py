@@ -62,18 +62,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=doctor)
 
 
-def cluster_main(args: argparse.Namespace) -> int:
-    """``info --cluster``: each node, asked on the node itself."""
-    from ..executors import cluster_nodes
-
-    nodes = cluster_nodes(args.cluster)
-    if args.json:
-        print(json.dumps({"cluster": args.cluster, "nodes": nodes_json(nodes)}, indent=1, default=str))
-    else:
-        safe_console(width=max(safe_console().width, 120)).print(nodes_table(nodes, args.cluster))
-    return 0
-
-
 def project_defaults(project: Any) -> dict[str, Any]:
     """The project file and its options as ``info`` shows them, a store URL's password redacted."""
     return {"file": str(project.source) if project and project.source else None,
@@ -92,8 +80,15 @@ def _redacted(value: object) -> object:
 
 
 def main(args: argparse.Namespace) -> int:
-    if getattr(args, "cluster", None):
-        return cluster_main(args)
+    if getattr(args, "cluster", None):  # each node, asked on the node itself
+        from ..executors import cluster_nodes
+
+        nodes = cluster_nodes(args.cluster)
+        if args.json:
+            print(json.dumps({"cluster": args.cluster, "nodes": nodes_json(nodes)}, indent=1, default=str))
+        else:
+            safe_console(width=max(safe_console().width, 120)).print(nodes_table(nodes, args.cluster))
+        return 0
     from ..executors.probe import probe_backends
     from ..host.machine import collect as collect_machine
 
@@ -104,8 +99,7 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps({"environment": env, "backends": backends_state,
                           "project_defaults": defaults}, indent=1, default=str))
         return 0
-    console = stdout_console()
-    print_info(env, backends_state, defaults, console)
+    print_info(env, backends_state, defaults, stdout_console())
     return 0
 
 

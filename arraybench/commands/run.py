@@ -31,7 +31,7 @@ from ..render.terminal import console as safe_console
 from ..units import format_ratio
 from ..workloads.expression import expression_workload
 from ..workloads.userfile import load_files
-from . import add_run_options, check_targets, say_written, store_location, write_tables
+from . import add_run_options, check_targets, store_location, write_tables
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
     """The run options an ``arraybench run`` (or ``sweep``) command line gives."""
@@ -219,13 +219,12 @@ def write_table_files(args: argparse.Namespace, results: Results) -> bool:
     from ..render.report import findings, markdown_report
 
     try:
-        written = write_tables(args, {"--csv": lambda: csv_text(results),
-                                      "--markdown": lambda: markdown_report(results, findings(results))})
+        write_tables(args, {"--csv": lambda: csv_text(results),
+                            "--markdown": lambda: markdown_report(results, findings(results))})
     except UsageError as exc:
         kept = "" if results.output_dir is None else f"; the run is kept in {results.output_dir / 'results.json'}"
         print(f"arraybench: error: {exc}{kept}", file=sys.stderr)
         return False
-    say_written(args, written)
     return True
 
 

@@ -116,8 +116,7 @@ def unfinished(out: Path) -> str | None:
 def finished(out: Path) -> str | None:
     """Why ``out`` holds a finished run a plain run would replace (after ``unfinished``), or None."""
     journal = out / JOURNAL_NAME
-    if not ((out / REPLACED[0]).is_file()
-            or (journal.is_file() and not journal.is_symlink() and not _nothing_journalled(journal))):
+    if not ((out / REPLACED[0]).is_file() or (_regular(journal) and not _nothing_journalled(journal))):
         return None
     return (f"{out} holds a finished run; keep it and give another {option_name('output_dir')}, "
             f"or replace it with {spell('overwrite')} (the files the run wrote there go first)")

@@ -19,7 +19,7 @@ from rich.text import Text
 
 from .terminal import Column, Row, fitted, console as safe_console, plain
 from ..analysis.compare import CANNOT_TELL, FASTER, SLOWER, CellChange, Comparison
-from ..analysis.gate import GateVerdict, judge_gate
+from ..analysis.gate import judge_gate
 from ..analysis.memory import memory_changes
 from ..errors import one_line, spell
 from ..units import format_change, format_seconds, format_ratio, format_interval
@@ -124,10 +124,11 @@ def said(items: Sequence[Any], text: str, name: Any = str, sep: str = ", ") -> l
                         was="were" if many else "was", are="are" if many else "is")] if items else []
 
 
-def gate_lines(verdict: GateVerdict, *, fail_option: str = "--fail-above",
-               processes_option: str = "--processes") -> list[str]:
-    """Why the new run must not pass (none: it passes)."""
-    limit, unseen = verdict.limit, f"; {fail_option} passes nothing unseen"
+def gate_failures(comparison: "Comparison", limit: float, *, fail_option: str = "--fail-above",
+                  processes_option: str = "--processes", memory: bool = False) -> list[str]:
+    """Why the new run must not pass a gate of ``limit``, one line per reason; none: it passes."""
+    verdict = judge_gate(comparison, limit, memory=memory)
+    unseen = f"; {fail_option} passes nothing unseen"
 
     def cell(detail: Any) -> Any:
         return lambda c: f"{c.new.workload} {c.new.size_label} {c.new.config_label}{detail(c)}"
@@ -166,13 +167,6 @@ def gate_notes(comparison: "Comparison", limit: float, *, against_option: str = 
     return lines
 
 
-def gate_failures(comparison: "Comparison", limit: float, *, fail_option: str = "--fail-above",
-                  processes_option: str = "--processes", memory: bool = False) -> list[str]:
-    """Why the new run must not pass a gate of ``limit``, one line per reason; none: it passes."""
-    return gate_lines(judge_gate(comparison, limit, memory=memory), fail_option=fail_option,
-                      processes_option=processes_option)
-
-
 #: Runs shown per series unless told otherwise; the plots show all of them.
 DEFAULT_LAST = 10
 
@@ -186,8 +180,11 @@ def step_sentence(step: "Step") -> str:
             f"in the run of {step.after.run.started_at[:16].replace('T', ' ')}; changed: {causes}.")
 
 
-def _walk(history: "History", s: "Series") -> list[tuple["Point", "Point | None", tuple[str, ...]]]:
-    """Each point of a series, the valid point before it, and its row (``series_rows``)."""
+_Row = tuple["Point", "Point | None", tuple[str, ...]]
+
+
+def _walk(history: "History", s: "Series") -> list[_Row]:
+    """Each point of a series, the valid point before it, and its row: (when, median, CI, vs previous, note)."""
     steps = {st.after.run.run_id: st for st in history.steps if st.series is s}
     untested = {u.after.run.run_id for u in history.one_process if u.series is s}
     versions = {(c.machine_id, c.run.run_id): c for c in history.version_changes}
@@ -221,11 +218,9 @@ def _walk(history: "History", s: "Series") -> list[tuple["Point", "Point | None"
     return out
 
 
-def series_rows(history: "History", s: "Series", last: int
-                ) -> list[tuple["Point", "Point | None", tuple[str, ...]]]:
-    """The latest ``last`` points of a series, each with the valid point before it and its row: (when,
-    median, CI, vs previous, note)."""
-    return _walk(history, s)[-last:]
+def series_rows(history: "History", last: int) -> list[tuple["Series", list[_Row]]]:
+    """Each series with a measured time and its latest ``last`` points, as ``_walk`` gives them."""
+    return [(s, _walk(history, s)[-last:]) for s in shown_series(history)]
 
 
 def shown_series(history: "History") -> list["Series"]:
@@ -251,10 +246,9 @@ def history_table(history: "History", last: int = DEFAULT_LAST, width: int | Non
     columns = (Column("case"), Column("library / device"), Column("machine", False, 5), Column("run", whole=True),
                Column("median", True), Column("95% CI", True, 2), Column("vs previous", True),
                Column("note", False, 1))
-    shown = shown_series(history)
+    shown = series_rows(history, last)
     table_rows = []
-    for n, s in enumerate(shown):
-        rows = series_rows(history, s, last)
+    for n, (s, rows) in enumerate(shown):
         for i, (_, _, (when, median, ci, vs, note)) in enumerate(rows):
             style = ("bold red" if "slower" in note[:12] else "bold green") if note.startswith("STEP") else None
             cells = (f"{s.workload} {s.size_label}" if i == 0 else "", s.label if i == 0 else "",
@@ -288,8 +282,7 @@ def history_section(history: "History", figures: Sequence[tuple[str, str]],
     """The report's History section as plain values for ``templates/history.html``."""
     rows = [{"case": f"{s.workload} {s.case}" if i == 0 else "", "library": s.label if i == 0 else "",
              "when": when, "median": median, "ci": ci, "vs": vs, "note": note, "step": note.startswith("STEP")}
-            for s in shown_series(history)
-            for i, (_, _, (when, median, ci, vs, note)) in enumerate(series_rows(history, s, last))]
+            for s, rows in series_rows(history, last) for i, (_, _, (when, median, ci, vs, note)) in enumerate(rows)]
     summary_line = ". ".join(filter(None, (summary(history), one_process_line(history))))
     return {"summary": summary_line, "steps": [(st.slower, step_sentence(st)) for st in history.steps],
             "figures": list(figures), "rows": rows}

@@ -72,14 +72,10 @@ def build_label(r: Record, environment: Mapping[str, Any] | None) -> str:
         workers = machines[r.machine].get("backends")
     info = workers.get(worker_key(r.backend, r.device, r.environment)) if isinstance(workers, Mapping) else None
     info = info if isinstance(info, Mapping) else {}
-    name = SPECS[r.backend].label if r.backend in SPECS else r.backend
-    version = info.get("version")
-    text = f"{name} {version}" if version else name
-    if r.device != "cpu":
-        text += f" {r.device.upper()}"
     build = build_text(info)
-    if build:
-        text += f" ({build})"
+    text = " ".join(filter(None, [SPECS[r.backend].label if r.backend in SPECS else r.backend,
+                                  str(info.get("version") or ""), r.device.upper() if r.device != "cpu" else "",
+                                  f"({build})" if build else ""]))
     if not r.environment:
         return text
     # A variant's variables are what sets it apart (its build may be the same): said with it.

@@ -20,8 +20,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .comparison import series_rows, shown_series
-from ..analysis.compare import ROW_COLUMNS, Comparison
+from .comparison import series_rows
+from ..analysis.compare import Comparison
 from ..analysis.grouping import config_sort_key, is_valid
 from ..analysis.history import History
 from ..files import write_atomic
@@ -38,14 +38,10 @@ if TYPE_CHECKING:
 CSV_NAME = "results.csv"
 
 
-def csv_columns() -> list[str]:
-    """The columns, in order: ``key``, ``config``, then every field of a record but its replicates."""
-    return ["key", "config", *COLUMNS]
-
-
 def csv_text(results: Results) -> str:
-    """The CSV document: a header row, then ``Record.to_row()`` of every record."""
-    return rows_text(csv_columns(), (r.to_row() for r in results.records))
+    """The CSV document: a header (``key``, ``config``, then every field of a record but its replicates), then
+    ``Record.to_row()`` of every record."""
+    return rows_text(["key", "config", *COLUMNS], (r.to_row() for r in results.records))
 
 
 def rows_text(columns: Sequence[str], rows: Iterable[Mapping[str, object]]) -> str:
@@ -56,11 +52,6 @@ def rows_text(columns: Sequence[str], rows: Iterable[Mapping[str, object]]) -> s
     for row in rows:
         writer.writerow({k: neutral(row.get(k)) for k in columns})
     return buffer.getvalue()
-
-
-def comparison_csv(comparison: Comparison) -> str:
-    """A comparison as CSV: ``Comparison.rows()``, times in seconds."""
-    return rows_text(ROW_COLUMNS, comparison.rows())
 
 
 #: The columns of ``history --csv``: a row per run of a series, as its table shows them.
@@ -74,7 +65,7 @@ def history_csv(history: History, last: int) -> str:
     rows = ((s.workload, s.size_label, s.size, s.label, s.machine_id, p.run.run_id, p.run.started_at,
              p.entry.status, *((p.median_s, p.entry.ci_low_s, p.entry.ci_high_s) if p.valid else (None,) * 3),
              p.median_s / previous.median_s if p.valid and previous else None, note)
-            for s in shown_series(history) for p, previous, (*_, note) in series_rows(history, s, last))
+            for s, rows in series_rows(history, last) for p, previous, (*_, note) in rows)
     return rows_text(HISTORY_COLUMNS, (dict(zip(HISTORY_COLUMNS, row)) for row in rows))
 
 

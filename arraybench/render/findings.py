@@ -15,7 +15,7 @@ from .explanations import build_label, explanations
 from .tables import gap_sentence
 from ..analysis.crossover import Crossover, Point, crossovers, find
 from ..analysis.grouping import (baseline, comparison, grouped, is_valid, library_label, significantly_faster,
-                                 size_text)
+                                 size_text, swept_workloads)
 from ..analysis.memory import memory_gaps
 from ..analysis.roofline import ceiling_key, ceilings, share
 from ..analysis.pairs import SelfCheck
@@ -159,7 +159,7 @@ def winners(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[str]:
     """For each workload and size: the fastest configuration and its margin over the runner-up."""
     records = list(records)
     out = []
-    swept = {w for w in {r.workload for r in records} if _swept(records, w)}
+    swept = swept_workloads(records)
     for (workload, label), whole in grouped(records).items():
         if workload.startswith("ceiling_") or (not label.isidentifier() and workload in swept):
             continue  # a sweep is summed up by its crossovers, not size by size
@@ -252,10 +252,6 @@ def _crossover(c: Crossover, records: list[Record]) -> str:
     named = [r for r in records if r.workload == c.workload and r.config_label in (c.a, c.b)]
     clause = _unequal_gradients(named, c.workload)
     return crossover_sentence(c) + (f" That is{clause[1:]}." if clause else "")
-
-
-def _swept(records: list[Record], workload: str) -> bool:
-    return len({r.size for r in records if r.workload == workload}) >= 3
 
 
 def overheads(records: Iterable[Record]) -> list[str]:
@@ -371,11 +367,12 @@ def findings(records: Iterable[Record], environment: Mapping[str, Any] | None = 
              pairs: Pairs = Pairs()) -> list[str]:
     """Every finding, in reading order, its verdicts those of the run's ``pairs``."""
     records = list(records)
+    swept = swept_workloads(records)
     return (
         winners(records, pairs)
         + machine_findings(records, pairs)
         + environment_findings(records, environment, pairs)
-        + [_crossover(c, records) for c in crossovers(records) if _swept(records, c.workload)]
+        + [_crossover(c, records) for c in crossovers(records) if c.workload in swept]
         + overheads(records)
         + compiled_vs_eager(records, pairs)
         + ceiling_shares(records)

@@ -35,11 +35,43 @@ if TYPE_CHECKING:
 HEARTBEAT_S = 30.0
 
 
-class ConsoleReporter(Reporter):
+class _Counting(Reporter):
+    """Measurements made of how many, and cells done of how many: a cell that will not run is no cell
+    done, and takes its share off the measurements still to come."""
+
+    def __init__(self, cells: int | None = None, cells_done: int = 0) -> None:
+        self.cells_total = cells
+        self.cells_done = cells_done  # on --resume, the cells measured before
+        self.total = self.measured = 0
+        self.per_cell = 0.0
+        self.started = time.monotonic()
+
+    def run_started(self, total: int) -> None:
+        self.started, self.total = time.monotonic(), max(total, 1)
+        if self.cells_total:
+            self.per_cell = total / max(self.cells_total - self.cells_done, 1)
+
+    def replicate_done(self, cell: Cell, index: int, replicate: Replicate) -> None:
+        self.measured += 1
+
+    def more_wanted(self, cell: Cell, extra: int) -> None:
+        self.total += extra  # adaptive replication: the total grows as cells ask for more
+
+    def record_done(self, record: Record) -> None:
+        if record.status == "skipped" and not record.replicates:
+            self.total = max(round(self.total - self.per_cell), self.measured, 1)
+            if self.cells_total is not None:
+                self.cells_total -= 1
+        else:
+            self.cells_done += 1
+
+
+class ConsoleReporter(_Counting):
     """A rich progress bar with ETA and one line per finished cell."""
 
     def __init__(self, console: Console | None = None, cells: int | None = None,
                  cells_done: int = 0, heartbeat_s: float = HEARTBEAT_S) -> None:
+        super().__init__(cells, cells_done)
         self.console = console or safe_console(stderr=True)
         #: No terminal: lines only (a log keeps every line; a bar's frames would be noise).
         self.plain = not self.console.is_terminal or self.console.is_dumb_terminal
@@ -50,8 +82,6 @@ class ConsoleReporter(Reporter):
         self.last_cell = ""
         self.said_at = time.monotonic()
         self._quiet_now = threading.Event()
-        self.cells_total = cells
-        self.cells_done = cells_done  # on --resume, the cells measured before
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -65,17 +95,10 @@ class ConsoleReporter(Reporter):
             refresh_per_second=2,  # the parent shares the cores with the operation being timed
         )
         self.task: Any = None
-        #: Measurements made, and when the first began: the ETA is drawn from these alone.
-        self.measured = 0
-        self.started: float | None = None
-        self.per_cell = 1.0
 
     def run_started(self, total: int) -> None:
-        self.started = time.monotonic()
-        if self.cells_total:
-            self.per_cell = total / max(self.cells_total - self.cells_done, 1)
-        self.task = self.progress.add_task("measuring", total=max(total, 1), cells=self._cells_text(),
-                                           eta="ETA …")
+        super().run_started(total)
+        self.task = self.progress.add_task("measuring", total=self.total, cells=self._cells_text(), eta="ETA …")
         if not self.plain:
             self.progress.start()
             return
@@ -97,33 +120,29 @@ class ConsoleReporter(Reporter):
         self._say(f"[dim]skip {backend}/{device}: {escape(reason)}[/]")
 
     def replicate_done(self, cell: Cell, index: int, replicate: Replicate) -> None:
+        super().replicate_done(cell, index, replicate)
         if cell is not None:
             config = config_label(cell.backend, cell.device, cell.mode, transfer=cell.transfer,
                                   machine=cell.machine, environment=cell.environment)
             label = f"{cell.workload} {cell.size_label} {config}"
             self.processes[cell.key] = (label, self.processes.get(cell.key, ("", 0))[1] + 1)
             self.last_cell = cell.key
-        self.measured += 1
-        if self.task is not None:
-            self.progress.advance(self.task)
-            self.progress.update(self.task, eta=self._eta())
+        self._update()
 
     def more_wanted(self, cell: Cell, extra: int) -> None:
-        if self.task is not None:  # adaptive replication: the total grows as cells ask for more
-            self._add_to_total(extra)
+        super().more_wanted(cell, extra)
+        self._update()
 
-    def _add_to_total(self, extra: float) -> None:
-        task = self.progress.tasks[0]  # called once the bar has its task
-        self.progress.update(self.task, total=max(round((task.total or 0) + extra), task.completed, 1),
-                             eta=self._eta())
+    def _update(self) -> None:
+        if self.task is not None:
+            self.progress.update(self.task, total=self.total, completed=self.measured, cells=self._cells_text(),
+                                 eta=self._eta())
 
     def _eta(self) -> str:
         """The time left at the pace of the measurements made so far (never a guess before one)."""
-        task = self.progress.tasks[0] if self.progress.tasks else None
-        if task is None or self.started is None or not self.measured or task.total is None:
+        if not self.measured:
             return "ETA …"
-        left = max(task.total - task.completed, 0)
-        seconds = (time.monotonic() - self.started) / self.measured * left
+        seconds = (time.monotonic() - self.started) / self.measured * max(self.total - self.measured, 0)
         minutes, secs = divmod(int(round(seconds)), 60)
         return f"ETA {minutes}:{secs:02d}"
 
@@ -131,16 +150,8 @@ class ConsoleReporter(Reporter):
         return "" if self.cells_total is None else f"· {self.cells_done}/{self.cells_total} cells"
 
     def record_done(self, record: Record) -> None:
-        unmeasured = record.status == "skipped" and not record.replicates
-        if unmeasured and self.cells_total is not None:
-            # A cell that will not run is no cell done: it leaves the count and the bar's total.
-            self.cells_total -= 1
-            if self.task is not None:
-                self._add_to_total(-self.per_cell)
-        else:
-            self.cells_done += 1
-        if self.task is not None:
-            self.progress.update(self.task, cells=self._cells_text())
+        super().record_done(record)
+        self._update()
         if record.status == "skipped" and record.n_samples == 0 and record.reason and "not measured" not in record.reason:
             return  # the unavailable line already said it, once per backend
         self._say(live_line(record))
@@ -153,9 +164,8 @@ class ConsoleReporter(Reporter):
         """What a run with no terminal says when nothing was said for ``heartbeat_s`` by ``now``, or None."""
         if now - self.said_at < self.heartbeat_s:
             return None
-        minutes, secs = divmod(int(now - (self.started or now)), 60)
-        task = self.progress.tasks[0] if self.progress.tasks else None
-        counts = f"{self.measured}/{round(task.total) if task and task.total else '?'} measurements"
+        minutes, secs = divmod(int(now - self.started), 60)
+        counts = f"{self.measured}/{self.total or '?'} measurements"
         if self.cells_total is not None:
             counts += f", {self.cells_done}/{self.cells_total} cells done"
         line = f"still measuring after {minutes}:{secs:02d}: {self.under_way or 'starting workers'}; {counts}"
@@ -243,27 +253,20 @@ def in_notebook() -> bool:
     return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
 
 
-class NotebookProgress(Reporter):
+class NotebookProgress(_Counting):
     """The run's progress in one line of the running cell, updated in place."""
 
     def __init__(self, cells: int | None = None) -> None:
-        #: The cells planned, when known: a cell that will not run takes its share off the total.
-        self.planned = cells
-        self.per_cell = 0.0
-        self.total = 0
-        self.done = 0
-        self.cells = 0
+        super().__init__(cells)
         self.last = ""
         self.skipped: list[str] = []
-        self.started = time.monotonic()
         self.shown = 0.0
         self.handle: Any = None
 
     def run_started(self, total: int) -> None:
         from IPython.display import display
 
-        self.total, self.started = max(total, 1), time.monotonic()
-        self.per_cell = total / self.planned if self.planned else 0.0
+        super().run_started(total)
         self.handle = display(self._data("starting"), raw=True, display_id=True)
         self.shown = self.started
 
@@ -272,18 +275,11 @@ class NotebookProgress(Reporter):
         self._show()
 
     def replicate_done(self, cell: "Cell", index: int, replicate: "Replicate") -> None:
-        self.done += 1
+        super().replicate_done(cell, index, replicate)
         self._show()
 
-    def more_wanted(self, cell: "Cell", extra: int) -> None:
-        self.total += extra
-
     def record_done(self, record: "Record") -> None:
-        if record.status == "skipped" and not record.replicates:
-            # A cell that will not run is no cell done, and no measurement still to come.
-            self.total = max(self.done, round(self.total - self.per_cell), 1)
-        else:
-            self.cells += 1
+        super().record_done(record)
         time_text = f" {format_seconds(record.median_s)}" if record.status == "ok" else f" {record.status}"
         self.last = printable(f"{record.workload} {record.size_label} {record.config_label}{time_text}")
         self._show()
@@ -300,12 +296,12 @@ class NotebookProgress(Reporter):
 
     def _data(self, state: str) -> dict[str, str]:
         elapsed = time.monotonic() - self.started
-        parts = [f"{self.done}/{self.total} measurements", f"{self.cells} cells done",
+        parts = [f"{self.measured}/{self.total} measurements", f"{self.cells_done} cells done",
                  f"{elapsed:.0f} s"]
         if self.last:
             parts.append(f"last: {self.last}")
         if self.skipped:
             parts.append(f"not available here: {', '.join(self.skipped)}")
         text = f"arraybench {state}: " + " · ".join(parts)
-        bar = f"<progress value='{self.done}' max='{self.total}' style='width: 12em'></progress> "
+        bar = f"<progress value='{self.measured}' max='{self.total}' style='width: 12em'></progress> "
         return {"text/plain": text, "text/html": f"<div>{bar}{html.escape(text)}</div>"}

@@ -16,8 +16,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from rich.console import Console
 from rich.markup import escape
 
-from .comparison import (DisplayedComparison, change_cells, one_process_line, series_rows, shown_series,
-                         step_sentence, summary)
+from .comparison import (DisplayedComparison, change_cells, one_process_line, series_rows, step_sentence, summary)
 from .files import remember, write_csv
 from .findings import findings as compute_findings, self_check_lines
 from .html import results_table_html as table_html, write_html  # noqa: F401  (Results.table_html)
@@ -221,8 +220,8 @@ def write_markdown(results: Results, out_dir: Path, findings: Sequence[str] | No
 def history_markdown(history: "History", where: str, last: int) -> str:
     """``arraybench history``'s table as Markdown, steps in bold and each called in a sentence."""
     rows = []
-    for s in shown_series(history):
-        for i, (_, _, (when, median, ci, vs, note)) in enumerate(series_rows(history, s, last)):
+    for s, series in series_rows(history, last):
+        for i, (_, _, (when, median, ci, vs, note)) in enumerate(series):
             cells = [md(f"{s.workload} {s.size_label}") if i == 0 else "", md(s.label) if i == 0 else "",
                      md(s.machine_id) if i == 0 else "", md(when), md(median), md(ci), md(vs), md(note)]
             if note.startswith("STEP"):

@@ -393,10 +393,10 @@ def test_the_notebook_line_counts_only_cells_that_run():
     gpu = Record(workload="matmul", size_label="small", size=100, backend="torch", device="gpu",
                  dtype="float64", mode="latency", status="skipped", reason="no GPU on this machine")
     shown.record_done(gpu)
-    assert (shown.cells, shown.total) == (0, 6)
+    assert (shown.cells_done, shown.total) == (0, 6)
     done = record("sort", "numpy", samples=spread(1e-3), replicates=2)
     for i, rep in enumerate(done.replicates):
         shown.replicate_done(None, i, rep)
     shown.record_done(done)
-    assert (shown.cells, shown.done, shown.total) == (1, 2, 6)
+    assert (shown.cells_done, shown.measured, shown.total) == (1, 2, 6)
     assert "2/6 measurements · 1 cells done" in shown._data("measuring")["text/plain"]
