@@ -320,7 +320,8 @@ def _reader_left(console: Any) -> None:
     _discard(console.file)
 
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+#: The package's root: a warning raised in any of its modules is arraybench's own.
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _python_showwarning = warnings.showwarning
 
 

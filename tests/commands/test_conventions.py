@@ -400,3 +400,18 @@ def test_the_notebook_line_counts_only_cells_that_run():
     shown.record_done(done)
     assert (shown.cells_done, shown.measured, shown.total) == (1, 2, 6)
     assert "2/6 measurements · 1 cells done" in shown._data("measuring")["text/plain"]
+
+
+def test_a_warning_from_any_module_of_the_package_is_one_line(capsys):
+    """The command line words arraybench's own warnings, from whichever folder raised them, as
+    one line; a library's keep Python's form (its file and line say where to look)."""
+    import arraybench
+    from arraybench.commands.main import _show_warning
+
+    root = Path(arraybench.__file__).parent
+    _show_warning(UserWarning("the run did not finish"), UserWarning, str(root / "lifecycle.py"), 99)
+    _show_warning(UserWarning("not drawn"), UserWarning, str(root / "render" / "mpl.py"), 111)
+    _show_warning(UserWarning("deprecated"), UserWarning, "/elsewhere/numpy/core.py", 7)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[:2] == ["arraybench: warning: the run did not finish", "arraybench: warning: not drawn"]
+    assert "arraybench: warning: deprecated" not in lines  # Python's own form (pytest may record it)
