@@ -17,7 +17,7 @@ from ..analysis.oversubscription import CONTENTION_QUANTITIES, Contention, overs
 from ..errors import spell
 from ..model.replicate import WORDS, shell_words
 from ..model.cell import worker_key
-from ..model.record import Record
+from ..model.record import BUSY_OTHERS_SHARE, BUSY_STEAL_SHARE, Record
 from ..numeric import medians as stats
 from ..units import format_seconds, format_speedup
 
@@ -353,22 +353,23 @@ def oversubscription(found: Iterable[Contention]) -> list[str]:
 
 
 def busy_machine(records: Iterable[Record]) -> list[str]:
-    """How many cells were measured while other processes loaded the machine."""
+    """How many cells were measured on a busy machine, and what made it busy: other processes,
+    the hypervisor, or both (each named only where it passed its threshold)."""
     measured = [r for r in records if is_valid(r) and r.busy is not None]
-    busy = [r for r in measured if r.busy]
+    busy = [r for r in measured if r.busy and r.usage]
     if not busy:
         return []
-    worst = max(busy, key=lambda r: (r.usage.others_cores or 0) if r.usage else 0)
-    u = worst.usage
-    cpus = (u.machine_cpus if u else None) or 1
-    steal = max((r.usage.steal_share or 0) for r in busy if r.usage)
-    text = (f"{len(busy)} of {len(measured)} cells were measured while other processes loaded the "
-            f"machine (up to {u.others_cores:.1f} of {cpus} cores, on {_label(worst)} {_where(worst)}"
-            if u and u.others_cores is not None else f"{len(busy)} of {len(measured)} cells were "
-            "measured on a busy machine (")
-    if steal >= 0.01:
-        text += f"; up to {steal:.0%} of the CPU time stolen by the hypervisor"
-    return [text + "): their times are slower and less repeatable than on a quiet machine; each says so."]
+    loaded = [r for r in busy if r.usage.others_cores >= BUSY_OTHERS_SHARE * (r.usage.machine_cpus or 1)]
+    steal = max(r.usage.steal_share or 0 for r in busy)
+    causes = []
+    if loaded:
+        worst = max(loaded, key=lambda r: r.usage.others_cores)
+        causes.append(f"while other processes loaded the machine (up to {worst.usage.others_cores:.1f} of "
+                      f"{worst.usage.machine_cpus or 1} cores, on {_label(worst)} {_where(worst)})")
+    if steal >= BUSY_STEAL_SHARE:
+        causes.append(f"while the hypervisor stole up to {steal:.0%} of the CPU time")
+    return [f"{len(busy)} of {len(measured)} cells were measured {' and '.join(causes)}: their times "
+            "are slower and less repeatable than on a quiet machine; each says so."]
 
 
 def explanations(records: Iterable[Record], environment: Mapping[str, Any] | None = None) -> list[str]:

@@ -146,6 +146,17 @@ def test_a_busy_machine_is_named_once_for_the_run():
     assert busy_machine([quiet]) == []
 
 
+def test_a_machine_busy_only_with_the_hypervisor_says_so_and_names_no_cores():
+    stolen = _usage(others=0.0)
+    stolen.steal_s = 0.08 * stolen.machine_total_s
+    stolen.derive()
+    rec = _record("matmul", "numpy", [(0.2, stolen) for _ in range(3)])
+    assert rec.busy is True
+    assert busy_machine([rec]) == ["1 of 1 cells were measured while the hypervisor stole up to 8% of the "
+                                   "CPU time: their times are slower and less repeatable than on a quiet "
+                                   "machine; each says so."]
+
+
 def test_findings_include_the_explanations_with_the_environment():
     rec = _fft_with_fresh_pages()
     env = _environment("Haswell", ["avx", "avx2", "avx512f"], "Haswell")
