@@ -186,7 +186,7 @@ class RayExecutor:
             if stopping_since is None and session.stop_requested():
                 stopping_since = time.monotonic()
                 for f in flights.values():
-                    f.actor.stop.remote(False)
+                    f.actor.stop.remote()
             if stopping_since is None:
                 for node in usable:
                     q = queues.get(node.label if every else "")

@@ -105,7 +105,7 @@ class ShardRunner:
         restore_node_environ()
         self._events: queue.Queue[dict[str, Any]] = queue.Queue()
         self._session: Session | None = None
-        self._stops = 0
+        self._stopping = False
         self._lock = threading.Lock()
 
     def start(self, job: dict[str, Any]) -> None:
@@ -125,17 +125,11 @@ class ShardRunner:
             except queue.Empty:
                 return events
 
-    def stop(self, now: bool = False) -> None:
-        """Finish the measurement under way and go no further (``now``: not even that)."""
+    def stop(self) -> None:
+        """Finish the measurement under way and go no further (a head in a hurry kills the actor)."""
         with self._lock:
-            self._stops = max(self._stops, 2 if now else 1)
-            self._apply_stops()
-
-    def _apply_stops(self) -> None:
-        """The session told of the stops asked so far, each as a signal would."""
-        if self._session is not None:
-            told = 2 if self._session.stop_now() else int(self._session.stop_requested())
-            for _ in range(self._stops - told):
+            self._stopping = True
+            if self._session is not None and not self._session.stop_requested():
                 self._session.request_stop()
 
     def _run(self, data: dict[str, Any]) -> None:
@@ -149,7 +143,8 @@ class ShardRunner:
             session = self._session_for(job, folder)
             with self._lock:
                 self._session = session
-                self._apply_stops()
+                if self._stopping:  # asked before the session existed
+                    session.request_stop()
             self._check_interpreters(session, job)
             LocalExecutor().run(session, session.options, folder)
             if session.stop_requested() and session.missing():
