@@ -170,19 +170,12 @@ def shards(cells: Iterable[Cell]) -> dict[Shard, list[Cell]]:
 LOG_NAME = "cluster.jsonl"
 
 
-class ShardLog:
-    """Append-only, a line per event, fsynced."""
-
-    def __init__(self, out_dir: Path) -> None:
-        self._stream = open(out_dir / LOG_NAME, "a", encoding="utf-8")
-
-    def write(self, entry: dict[str, Any]) -> None:
-        self._stream.write(json.dumps(entry, allow_nan=False, default=str) + "\n")
-        self._stream.flush()
-        os.fsync(self._stream.fileno())
-
-    def close(self) -> None:
-        self._stream.close()
+def log_event(out_dir: Path, entry: dict[str, Any]) -> None:
+    """Append ``entry`` to the run's shard log as one fsynced line."""
+    with open(out_dir / LOG_NAME, "a", encoding="utf-8") as stream:
+        stream.write(json.dumps(entry, allow_nan=False, default=str) + "\n")
+        stream.flush()
+        os.fsync(stream.fileno())
 
 
 def read_shard_log(out_dir: Path) -> list[dict[str, Any]]:
