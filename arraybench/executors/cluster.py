@@ -21,7 +21,7 @@ import os
 import re
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterable, Literal, Union
+from typing import Any, ClassVar, Iterable, Literal, Union, get_args
 
 from ..errors import UsageError
 from ..model import schema
@@ -353,8 +353,7 @@ class Ended:
 
 
 Message = Union[Started, WorkerStarted, WorkerInfo, Interpreters, ReplicateSent, Unavailable, Ended]
-_TYPES: dict[str, type] = {t.EVENT: t for t in (Started, WorkerStarted, WorkerInfo, Interpreters,
-                                                ReplicateSent, Unavailable, Ended)}
+_TYPES: dict[str, type] = {t.EVENT: t for t in get_args(Message)}
 
 
 def encode(message: Message) -> dict[str, Any]:

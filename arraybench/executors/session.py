@@ -310,9 +310,9 @@ class Session:
         if overwrite or cell.key not in self.missing_reasons:
             self.missing_reasons[cell.key] = reason
 
-    def request_stop(self, signum: int = signal.SIGINT) -> None:
-        """Stop as a signal would (a cluster node is told to stop by the head, not by a signal)."""
-        self._on_signal(signum, None)
+    def request_stop(self) -> None:
+        """Stop as Ctrl-C would (a cluster node is told to stop by the head, not by a signal)."""
+        self._on_signal(signal.SIGINT, None)
 
     # -- internals ------------------------------------------------------------------------------
     def _on_signal(self, signum: int, _frame: Any) -> None:

@@ -23,10 +23,9 @@ from typing import Callable, Hashable, Iterator, Mapping
 
 from ..files import open_append
 from ..host.threads import child_setup
-from ..worker.protocol import Board
+from ..worker.protocol import Board, Done, Job, Message, Unavailable, parse
 from .watcher import unwatch, watch
 from .worker_log import CappedLog, crash_site, describe_exit, last_error
-from ..worker.protocol import Done, Job, Message, Unavailable, parse
 
 #: How long a worker may take to import its library and open its device, however short ``--timeout``.
 STARTUP_TIMEOUT_S = 120.0
