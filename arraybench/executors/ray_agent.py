@@ -115,15 +115,12 @@ class ShardRunner:
 
     def poll(self, timeout: float) -> list[dict[str, Any]]:
         """The events since the last poll, waiting up to ``timeout`` seconds for the first."""
-        try:
-            events = [self._events.get(timeout=timeout)]
-        except queue.Empty:
-            return []
-        while True:
-            try:
+        events: list[dict[str, Any]] = []
+        with suppress(queue.Empty):
+            events.append(self._events.get(timeout=timeout))
+            while True:
                 events.append(self._events.get_nowait())
-            except queue.Empty:
-                return events
+        return events
 
     def stop(self) -> None:
         """Finish the measurement under way and go no further (a head in a hurry kills the actor)."""

@@ -291,16 +291,12 @@ class WorkerProcess:
         """Whether the worker process is still running."""
         return not self._exited()
 
-    def wait_started(self, timeout: float) -> bool:
+    def wait_started(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for the worker's first word (``Ready``, or why it cannot
-        start), leaving it for ``messages`` to read; whether it came (or the output ended)."""
-        if self._early:
-            return True
-        try:
-            self._early.append(self._queue.get(timeout=max(timeout, 0.0)))
-        except queue.Empty:
-            return False
-        return True
+        start, or the end of its output), leaving it for ``messages`` to read."""
+        if not self._early:
+            with suppress(queue.Empty):
+                self._early.append(self._queue.get(timeout=max(timeout, 0.0)))
 
     def request_stop(self) -> None:
         """Ask the worker to stop after its current sample and send what it has completed."""
