@@ -252,10 +252,7 @@ class ShardJob(_PlainJob):
 
     def to_dict(self) -> dict[str, Any]:
         """The job as Ray carries it: plain data (the shipped workloads as bytes)."""
-        return {"options": self.options, "cells": [c.to_dict() for c in self.cells],
-                "files": [list(f) for f in self.files], "shipped": self.shipped,
-                "done": {key: {str(i): r.to_dict() for i, r in have.items()} for key, have in self.done.items()},
-                "node": self.node, "interpreters": dict(self.interpreters), "command_line": self.command_line}
+        return schema.to_json(self)
 
     @classmethod
     def from_dict(cls, data: Any) -> "ShardJob":
@@ -358,12 +355,7 @@ _TYPES: dict[str, type] = {t.EVENT: t for t in get_args(Message)}
 
 def encode(message: Message) -> dict[str, Any]:
     """One message as the plain dict Ray carries, its type named by ``event``."""
-    if isinstance(message, ReplicateSent):  # the replicate's own format (its inf and NaN as null)
-        data: dict[str, Any] = {"key": message.key, "index": message.index,
-                                "replicate": message.replicate.to_dict()}
-    else:
-        data = schema.to_json(message)
-    return {"event": message.EVENT, **data}
+    return {"event": message.EVENT, **schema.to_json(message)}
 
 
 def parse(data: Any, sender: str = "the node") -> Message | None:
