@@ -97,9 +97,8 @@ class LocalExecutor:
 
     def _measure_index(self, session: RunHandle, options: RunOptions, out_dir: Path, order: list[Config],
                        index: int, attempt: int) -> list[Config]:
-        """Measure the ``index``-th replicates of ``order``'s configurations with their workers
-        taking turns (``turns``); the configurations with cells handed back (a worker that
-        crashed or hung) to take turns again. ``attempt``: how many times this index took turns."""
+        """Measure ``order``'s ``index``-th replicates taking turns; the configurations whose cells
+        a crashed or hung worker handed back. ``attempt``: how many times this index took turns."""
         plan = {config: cells for config in order if (cells := session.todo(config, index))}
         if not plan:
             return []

@@ -155,8 +155,7 @@ class RayExecutor:
                                        f"{self.node_wait:g} s); continue with --resume once it is back")
 
     def _describe(self, session: RunHandle, before: list[dict[str, Any]]) -> None:
-        """Each node's environment into the results (``environment["machines"]``), with what the
-        shard log says of earlier attempts; the nodes as found now into the shard log."""
+        """The nodes as found now into the shard log, and with earlier attempts into the results."""
         found = {n.label: {**n.environment, "ray": {"node_id": n.node_id, "address": n.address,
                                                     "resources": n.resources}} for n in self.nodes}
         first = identity(self.nodes[0].environment) if self.nodes else {}

@@ -176,8 +176,7 @@ class ShardRunner:
                                                      f"{answers[python]}")
 
     def _session_for(self, job: ShardJob, folder: Path) -> Session:
-        """A session over the shard's cells, its workload files and shipped workloads on disk
-        here, and the replicates the head already has (only the missing ones are measured)."""
+        """A session over the shard's cells and the replicates the head has, its files on disk here."""
         options = RunOptions.from_dict(job.options)
         (folder / "workloads").mkdir()
         files = [folder / "workloads" / f"{i}-{name}" for i, (name, _) in enumerate(job.files)]
