@@ -103,16 +103,15 @@ class LocalExecutor:
         if not plan:
             return []
         helds: dict[Config, dict[str, tuple[Cell, Replicate]]] = {}
-        environments_of = {config: environments.find(options, config.environment) for config in plan}
 
         def start(config: Config, cells: list[Cell]) -> tuple[WorkerProcess, Listener, dict[str, Cell]]:
-            environment = environments_of[config]
+            environment = environments.find(options, config.environment)
             state = allocator_state(options, environment)
             held = helds.setdefault(config, {}) if other_state_wanted(options, config, state, index) else None
             remaining = {c.key: c for c in cells}
             session.worker_started(config, index, len(cells))
             worker = self._early.take((config, index, ""), remaining) \
-                or self._worker(options, out_dir, config, index, cells, environment, attempt=attempt)
+                or self._worker(options, out_dir, config, index, cells, attempt=attempt)
             return worker, Listener(session, config, index, remaining, held,
                                      allocator_note(options, environment)), remaining
 
@@ -121,7 +120,7 @@ class LocalExecutor:
         def start_other(config: Config, cells: list[Cell]) -> tuple[WorkerProcess, "OtherState", dict[str, Cell]]:
             remaining = {c.key: c for c in cells}
             worker = self._early.take((config, index, OTHER), remaining) \
-                or self._worker(options, out_dir, config, index, cells, environments_of[config], other=True)
+                or self._worker(options, out_dir, config, index, cells, other=True)
             others[config] = OtherState(remaining)
             return worker, others[config], remaining
 
@@ -133,7 +132,7 @@ class LocalExecutor:
                               retry=attempt > 0)
 
         try:
-            self._start_early(session, options, out_dir, list(plan), environments_of, index)
+            self._start_early(session, options, out_dir, list(plan), index)
             # The other allocator state of large CPU outputs takes turns beside them, in a worker of
             # its own, where the first process said which outputs are large...
             left = turns(plan, {config: [c for c in cells if large(session.replicates_of(c).get(0))]
@@ -154,10 +153,11 @@ class LocalExecutor:
         return [config for config in order if config in left]
 
     def _worker(self, options: RunOptions, out_dir: Path, config: Config, index: int, cells: list[Cell],
-                environment: environments.Environment, other: bool = False, attempt: int = 0) -> WorkerProcess:
+                other: bool = False, attempt: int = 0) -> WorkerProcess:
         """A worker for ``config``'s ``index``-th replicates of ``cells`` (``other``: in the other
         allocator state); a retry's (``attempt``) gets another order of its cells. In a session
         with a pool, a CPU worker comes from it where one was made alike (its state included)."""
+        environment = environments.find(options, config.environment)
         state = OTHER if other else allocator_state(options, environment)
         # The run's first worker of a configuration in the headline's state reports its code paths
         # (``Job.describe``): what it says holds for the rest.
@@ -204,7 +204,7 @@ class LocalExecutor:
         return True
 
     def _start_early(self, session: RunHandle, options: RunOptions, out_dir: Path, order: list[Config],
-                     environments_of: dict[Config, environments.Environment], index: int) -> None:
+                     index: int) -> None:
         """Start the workers of the replicate indices after ``index`` that the run wants so far
         now, beside ``index``'s (``pool.EarlyWorkers``): they wait, paused, for their index's turns."""
         wanted = max((session.wanted(c) for c in session.cells), default=0)
@@ -220,8 +220,8 @@ class LocalExecutor:
                 other = other_state_beside(options, config, later) and shared_pool() is None
                 for state in ("", OTHER) if other else ("",):
                     if (config, later, state) not in self._early:
-                        self._early[config, later, state] = self._worker(
-                            options, out_dir, config, later, cells, environments_of[config], other=bool(state))
+                        self._early[config, later, state] = self._worker(options, out_dir, config, later, cells,
+                                                                         other=bool(state))
 
 
 # -- what a worker is started with ----------------------------------------------------------------
