@@ -34,7 +34,7 @@ from ..workloads.trust import SHIPPED_NAME
 from .session import RunHandle
 from .ray_agent import ShardRunner
 from .ray_nodes import HeadWatch, connect, discover, first_line
-from .worker_process import STOP_GRACE_S, StopRequested
+from .worker_process import STOP_GRACE_S
 
 __all__ = ["RayExecutor"]
 
@@ -112,14 +112,11 @@ class RayExecutor:
         stop (the shards under way send what they finished)."""
         self._out_dir = out_dir
         before = read_shard_log(out_dir)
-        try:
-            self._check_resumed(before)
-            self._wait_for_nodes(run)
-            self._describe(run, before)
-            run.begin()
-            self._dispatch(run)
-        except StopRequested:
-            pass  # the run says it stopped; what came home before is journalled
+        self._check_resumed(before)
+        self._wait_for_nodes(run)
+        self._describe(run, before)
+        run.begin()
+        self._dispatch(run)  # a stop ends it early: the run says it stopped, what came home is journalled
 
     def _check_resumed(self, before: list[dict[str, Any]]) -> None:
         """An any-node run resumed on nodes unlike those it started on stops here."""
@@ -233,8 +230,6 @@ class RayExecutor:
                 _leave(session, [s for q in queues.values() for s in q],
                        "no node of the cluster is left to measure it; continue with --resume")
                 break
-        if stopping_since is not None:
-            raise StopRequested()
 
     def _launch(self, session: RunHandle, shard: Shard, node: Node, attempt: int) -> _Flight:
         cells = [c for c in shards(session.cells)[shard] if _missing(session, c)]
