@@ -8,6 +8,7 @@ killed with it, while the worker is still a zombie, so that the group's id canno
 
 from __future__ import annotations
 
+import math
 import os
 import queue
 import selectors
@@ -223,8 +224,7 @@ class WorkerProcess:
         """The index (in the job's cells) of the cell the worker last said it was working on."""
         return Board.read(self.board_path)[0]
 
-    def messages(self, timeout: float, *, startup_timeout: float | None = None,
-                 deadline: float | None = None,
+    def messages(self, timeout: float, *, startup_timeout: float = 0.0, deadline: float = math.inf,
                  stop: Callable[[], bool] | None = None) -> Iterator[Message]:
         """Messages as they come, while the worker shows progress (a message, or a change on its
         heartbeat board) at least every ``timeout`` seconds; ``startup_timeout`` until the first.
@@ -233,7 +233,7 @@ class WorkerProcess:
         ``WorkerExited`` or ``StopRequested``; returns after ``Done`` or ``Unavailable``."""
         last_beat = Board.read(self.board_path)
         last_progress = time.monotonic()
-        allowance = max(timeout, startup_timeout or 0.0)
+        allowance = max(timeout, startup_timeout)
         while True:
             if stop is not None and stop():
                 raise StopRequested()
@@ -243,8 +243,7 @@ class WorkerProcess:
             wait = max(0.01, min(1.0, last_progress + allowance - now))
             if self._exited_at is not None:
                 wait = min(wait, 0.1)
-            if deadline is not None:
-                wait = max(0.0, min(wait, deadline - now))
+            wait = max(0.0, min(wait, deadline - now))
             try:
                 line = self._early.pop() if self._early else self._queue.get(timeout=wait)
             except queue.Empty:
@@ -260,7 +259,7 @@ class WorkerProcess:
                 beat = Board.read(self.board_path)
                 now = time.monotonic()
                 last_progress = max(last_progress, self.asked_at)  # paused or unasked: not stuck
-                if deadline is not None and now >= deadline:
+                if now >= deadline:
                     raise WorkerTimeout(beat[0], now - last_progress) from None
                 if beat != last_beat:
                     last_beat, last_progress = beat, now
