@@ -21,7 +21,7 @@ import os
 import re
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterable, Literal, Union
+from typing import Any, ClassVar, Iterable, Literal, Union, get_args
 
 from ..errors import UsageError
 from ..model import schema
@@ -170,19 +170,12 @@ def shards(cells: Iterable[Cell]) -> dict[Shard, list[Cell]]:
 LOG_NAME = "cluster.jsonl"
 
 
-class ShardLog:
-    """Append-only, a line per event, fsynced."""
-
-    def __init__(self, out_dir: Path) -> None:
-        self._stream = open(out_dir / LOG_NAME, "a", encoding="utf-8")
-
-    def write(self, entry: dict[str, Any]) -> None:
-        self._stream.write(json.dumps(entry, allow_nan=False, default=str) + "\n")
-        self._stream.flush()
-        os.fsync(self._stream.fileno())
-
-    def close(self) -> None:
-        self._stream.close()
+def log_event(out_dir: Path, entry: dict[str, Any]) -> None:
+    """Append ``entry`` to the run's shard log as one fsynced line."""
+    with open(out_dir / LOG_NAME, "a", encoding="utf-8") as stream:
+        stream.write(json.dumps(entry, allow_nan=False, default=str) + "\n")
+        stream.flush()
+        os.fsync(stream.fileno())
 
 
 def read_shard_log(out_dir: Path) -> list[dict[str, Any]]:
@@ -259,10 +252,7 @@ class ShardJob(_PlainJob):
 
     def to_dict(self) -> dict[str, Any]:
         """The job as Ray carries it: plain data (the shipped workloads as bytes)."""
-        return {"options": self.options, "cells": [c.to_dict() for c in self.cells],
-                "files": [list(f) for f in self.files], "shipped": self.shipped,
-                "done": {key: {str(i): r.to_dict() for i, r in have.items()} for key, have in self.done.items()},
-                "node": self.node, "interpreters": dict(self.interpreters), "command_line": self.command_line}
+        return schema.to_json(self)
 
     @classmethod
     def from_dict(cls, data: Any) -> "ShardJob":
@@ -360,18 +350,12 @@ class Ended:
 
 
 Message = Union[Started, WorkerStarted, WorkerInfo, Interpreters, ReplicateSent, Unavailable, Ended]
-_TYPES: dict[str, type] = {t.EVENT: t for t in (Started, WorkerStarted, WorkerInfo, Interpreters,
-                                                ReplicateSent, Unavailable, Ended)}
+_TYPES: dict[str, type] = {t.EVENT: t for t in get_args(Message)}
 
 
 def encode(message: Message) -> dict[str, Any]:
     """One message as the plain dict Ray carries, its type named by ``event``."""
-    if isinstance(message, ReplicateSent):  # the replicate's own format (its inf and NaN as null)
-        data: dict[str, Any] = {"key": message.key, "index": message.index,
-                                "replicate": message.replicate.to_dict()}
-    else:
-        data = schema.to_json(message)
-    return {"event": message.EVENT, **data}
+    return {"event": message.EVENT, **schema.to_json(message)}
 
 
 def parse(data: Any, sender: str = "the node") -> Message | None:

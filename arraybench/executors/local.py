@@ -12,7 +12,7 @@ import random
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import backends
@@ -38,30 +38,14 @@ REFERENCES_PREFIX = "arraybench-references-"
 class LocalExecutor:
     """Runs a run's missing replicates in worker processes on this machine (an ``Executor``)."""
 
-    _references: str | None = None
+    #: The run's folder of shared references (float64), set by ``run``.
+    _references: str
 
     def __init__(self) -> None:
         #: Workers started ahead of their replicate index (``_start_early``).
         self._early = EarlyWorkers()
-        #: The configurations one of this run's workers was asked to describe (``_describes``).
+        #: The configurations one of this run's workers was asked to describe (``Job.describe``).
         self._described: set[Config] = set()
-
-    def _describes(self, config: Config, state: str) -> bool:
-        """Whether the worker about to start reports ``config``'s code paths (``Job.describe``):
-        the run's first in the headline's allocator state does; what it says holds for the rest."""
-        if state == OTHER or config in self._described:
-            return False
-        self._described.add(config)
-        return True
-
-    def _references_for(self, config: Config) -> str | None:
-        """The run's shared references for ``config``'s environment: another interpreter, or
-        another version of the code (``--against``), computes its own."""
-        if self._references is None:
-            return None
-        folder = os.path.join(self._references, config.environment.replace("/", "@") or "_")
-        os.makedirs(folder, exist_ok=True)
-        return folder
 
     def plan(self, cells: list[Cell]) -> list[Cell]:
         """The cells as given: this machine measures each once per replicate."""
@@ -92,7 +76,6 @@ class LocalExecutor:
         finally:
             self._early.close()  # those a stop, or a crash, left unused
             shutil.rmtree(self._references, ignore_errors=True)
-            self._references = None
 
     def close(self) -> None:
         """Nothing is held between runs: each worker ends with its replicate."""
@@ -114,23 +97,21 @@ class LocalExecutor:
 
     def _measure_index(self, session: RunHandle, options: RunOptions, out_dir: Path, order: list[Config],
                        index: int, attempt: int) -> list[Config]:
-        """Measure the ``index``-th replicates of ``order``'s configurations with their workers
-        taking turns (``turns``); the configurations with cells handed back (a worker that
-        crashed or hung) to take turns again. ``attempt``: how many times this index took turns."""
+        """Measure ``order``'s ``index``-th replicates taking turns; the configurations whose cells
+        a crashed or hung worker handed back. ``attempt``: how many times this index took turns."""
         plan = {config: cells for config in order if (cells := session.todo(config, index))}
         if not plan:
             return []
         helds: dict[Config, dict[str, tuple[Cell, Replicate]]] = {}
-        environments_of = {config: environments.find(options, config.environment) for config in plan}
 
         def start(config: Config, cells: list[Cell]) -> tuple[WorkerProcess, Listener, dict[str, Cell]]:
-            environment = environments_of[config]
+            environment = environments.find(options, config.environment)
             state = allocator_state(options, environment)
             held = helds.setdefault(config, {}) if other_state_wanted(options, config, state, index) else None
             remaining = {c.key: c for c in cells}
             session.worker_started(config, index, len(cells))
             worker = self._early.take((config, index, ""), remaining) \
-                or self._worker(options, out_dir, config, index, cells, environment, attempt=attempt)
+                or self._worker(options, out_dir, config, index, cells, attempt=attempt)
             return worker, Listener(session, config, index, remaining, held,
                                      allocator_note(options, environment)), remaining
 
@@ -139,7 +120,7 @@ class LocalExecutor:
         def start_other(config: Config, cells: list[Cell]) -> tuple[WorkerProcess, "OtherState", dict[str, Cell]]:
             remaining = {c.key: c for c in cells}
             worker = self._early.take((config, index, OTHER), remaining) \
-                or self._worker(options, out_dir, config, index, cells, environments_of[config], other=True)
+                or self._worker(options, out_dir, config, index, cells, other=True)
             others[config] = OtherState(remaining)
             return worker, others[config], remaining
 
@@ -151,7 +132,7 @@ class LocalExecutor:
                               retry=attempt > 0)
 
         try:
-            self._start_early(session, options, out_dir, list(plan), environments_of, index)
+            self._start_early(session, options, out_dir, list(plan), index)
             # The other allocator state of large CPU outputs takes turns beside them, in a worker of
             # its own, where the first process said which outputs are large...
             left = turns(plan, {config: [c for c in cells if large(session.replicates_of(c).get(0))]
@@ -172,29 +153,45 @@ class LocalExecutor:
         return [config for config in order if config in left]
 
     def _worker(self, options: RunOptions, out_dir: Path, config: Config, index: int, cells: list[Cell],
-                environment: environments.Environment, other: bool = False, attempt: int = 0) -> WorkerProcess:
+                other: bool = False, attempt: int = 0) -> WorkerProcess:
         """A worker for ``config``'s ``index``-th replicates of ``cells`` (``other``: in the other
         allocator state); a retry's (``attempt``) gets another order of its cells. In a session
         with a pool, a CPU worker comes from it where one was made alike (its state included)."""
+        environment = environments.find(options, config.environment)
         state = OTHER if other else allocator_state(options, environment)
-        job = job_for(options, out_dir, config, index, cells,
-                      hash((options.seed, index, OTHER if other else attempt)) & 0xFFFFFFFF, state,
-                      self._references_for(config), self._describes(config, state))
+        # The run's first worker of a configuration in the headline's state reports its code paths
+        # (``Job.describe``): what it says holds for the rest.
+        describe = state != OTHER and config not in self._described
+        if describe:
+            self._described.add(config)
+        # Shared references by environment: another interpreter, or another version of the code
+        # (``--against``), computes its own.
+        references = os.path.join(self._references, config.environment.replace("/", "@") or "_")
+        os.makedirs(references, exist_ok=True)
+        shared = shared_pool()
+        pooled = shared is not None and config.device == "cpu"  # a GPU's memory is not shared
+        job = Job(backend=config.backend, device=config.device, replicate=index, cells=tuple(cells),
+                  timer=timer_settings(options), seed=options.seed,
+                  shuffle_seed=hash((options.seed, index, OTHER if other else attempt)) & 0xFFFFFFFF,
+                  threads=options.threads, allow_tf32=options.allow_tf32,
+                  workload_files=tuple(str(Path(p).resolve()) for p in options.workload_files),
+                  shipped=str((out_dir / SHIPPED_NAME).resolve()) if options.shipped_workloads else None,
+                  allocator=state, references=references, describe=describe, reuse=pooled)
         env, name = worker_variables(options, config, environment, state)
         cpus = worker_cpus(options.threads)
-        log_path = out_dir / "logs" / (f"{name}-p{index}-{OTHER}.log" if other else f"{name}-p{index}.log")
-        shared = shared_pool()
-        if shared is None or config.device != "cpu":  # a GPU's memory is not shared (``_start_early``)
-            return WorkerProcess(job, env=env, cpus=cpus, log_path=log_path, python=environment.python)
+        log_name = f"{name}-p{index}-{OTHER}.log" if other else f"{name}-p{index}.log"
+        if shared is None or not pooled:
+            return WorkerProcess(job, env=env, cpus=cpus, log_path=out_dir / "logs" / log_name,
+                                 python=environment.python)
         # What made the worker: a kept one made otherwise cannot take this job.
         key = (config, index, state, environment.python,
                tuple(sorted((k, v) for k, v in env.items() if k not in PER_TEST)), tuple(cpus or ()))
         worker = shared.take(key)
         if worker is not None:
-            worker.assign(replace(job, reuse=True))
+            worker.assign(job)
         else:  # its log lives as long as the worker, longer than this run's folder
-            worker = WorkerProcess(replace(job, reuse=True), env=env, cpus=cpus,
-                                   log_path=shared.folder / log_path.name, python=environment.python)
+            worker = WorkerProcess(job, env=env, cpus=cpus, log_path=shared.folder / log_name,
+                                   python=environment.python)
         worker.pool_key = key
         return worker
 
@@ -207,7 +204,7 @@ class LocalExecutor:
         return True
 
     def _start_early(self, session: RunHandle, options: RunOptions, out_dir: Path, order: list[Config],
-                     environments_of: dict[Config, environments.Environment], index: int) -> None:
+                     index: int) -> None:
         """Start the workers of the replicate indices after ``index`` that the run wants so far
         now, beside ``index``'s (``pool.EarlyWorkers``): they wait, paused, for their index's turns."""
         wanted = max((session.wanted(c) for c in session.cells), default=0)
@@ -223,8 +220,8 @@ class LocalExecutor:
                 other = other_state_beside(options, config, later) and shared_pool() is None
                 for state in ("", OTHER) if other else ("",):
                     if (config, later, state) not in self._early:
-                        self._early[config, later, state] = self._worker(
-                            options, out_dir, config, later, cells, environments_of[config], other=bool(state))
+                        self._early[config, later, state] = self._worker(options, out_dir, config, later, cells,
+                                                                         other=bool(state))
 
 
 # -- what a worker is started with ----------------------------------------------------------------
@@ -279,19 +276,6 @@ def worker_variables(options: RunOptions, config: Config, environment: environme
         # "@", which no label holds, keeps ``a/b+c`` and ``a+b/c`` in logs of their own.
         name += "-" + label.replace(environments.JOIN, "@")
     return env, name
-
-
-def job_for(options: RunOptions, out_dir: Path, config: Config, index: int, cells: list[Cell],
-            shuffle_seed: int, allocator: str, references: str | None, describe: bool) -> Job:
-    """The job of a worker taking turns on ``cells`` as replicate ``index``, its allocator started
-    in ``allocator`` ("": left alone), reading the run's shared ``references`` folder."""
-    shipped = out_dir / SHIPPED_NAME
-    return Job(backend=config.backend, device=config.device, replicate=index, cells=tuple(cells),
-               timer=timer_settings(options), seed=options.seed, shuffle_seed=shuffle_seed,
-               threads=options.threads, allow_tf32=options.allow_tf32,
-               workload_files=tuple(str(Path(p).resolve()) for p in options.workload_files),
-               shipped=str(shipped.resolve()) if options.shipped_workloads else None,
-               allocator=allocator, references=references, describe=describe)
 
 
 # -- what the parent does with a worker's messages -------------------------------------------------

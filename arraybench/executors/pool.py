@@ -12,6 +12,7 @@ import shutil
 import tempfile
 import time
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
 from typing import Hashable, Iterator
 
@@ -63,17 +64,14 @@ class WorkerPool:
 
     def __init__(self) -> None:
         self._idle: dict[Hashable, WorkerProcess] = {}
-        self._folder: Path | None = None
 
-    @property
+    @cached_property
     def folder(self) -> Path:
         """Where the pool's workers write their logs (made when first asked)."""
-        if self._folder is None:
-            from ..host.environments import remove_stale_folders
+        from ..host.environments import remove_stale_folders
 
-            remove_stale_folders(prefix=POOL_PREFIX)
-            self._folder = Path(tempfile.mkdtemp(prefix=f"{POOL_PREFIX}{os.getpid()}-"))
-        return self._folder
+        remove_stale_folders(prefix=POOL_PREFIX)
+        return Path(tempfile.mkdtemp(prefix=f"{POOL_PREFIX}{os.getpid()}-"))
 
     def take(self, key: Hashable) -> WorkerProcess | None:
         """The idle worker made as ``key`` says, no longer idle; None where there is none alive."""
@@ -101,9 +99,8 @@ class WorkerPool:
         for worker in idle:
             worker.kill()
             worker.close()
-        if self._folder is not None:
-            shutil.rmtree(self._folder, ignore_errors=True)
-            self._folder = None
+        if "folder" in self.__dict__:  # made, by ``cached_property``
+            shutil.rmtree(self.__dict__.pop("folder"), ignore_errors=True)
 
 
 #: Variables that differ from one test to the next and say nothing to a library: a worker

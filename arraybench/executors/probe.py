@@ -227,16 +227,15 @@ def wrapped(text: str, width: int, indent: int = 0) -> str:
                          break_long_words=False, break_on_hyphens=False) or text
 
 
-def main(names: Sequence[str], devices: Sequence[str], timeout: float = TIMEOUT_S,
-         write=print, *, json_lines: bool = False, width: int | None = None) -> int:
+def main(names: Sequence[str], devices: Sequence[str], timeout: float = TIMEOUT_S, *,
+         json_lines: bool = False) -> int:
     """Print the header, one line per check as it finishes, and a summary; 1 if any failed.
-    Each is wrapped to ``width`` (default: the terminal's, 80 for a pipe unless $COLUMNS says),
-    a check's detail under its own column. ``json_lines``: one JSON object per check instead."""
-    if width is None:
-        width = shutil.get_terminal_size((80, 24)).columns
+    Each is wrapped to the terminal's width (80 for a pipe unless $COLUMNS says), a check's
+    detail under its own column. ``json_lines``: one JSON object per check instead."""
+    width = shutil.get_terminal_size((80, 24)).columns
     started = time.perf_counter()
     if not json_lines:
-        write(wrapped(header(), width, 2))
+        print(wrapped(header(), width, 2))
     lines: list[Line] = []
     for backend, device in configs(names, devices):
         found = check_config(backend, device, timeout=timeout)
@@ -244,11 +243,11 @@ def main(names: Sequence[str], devices: Sequence[str], timeout: float = TIMEOUT_
             # Opened: does the recorded precision follow the flag?
             found += check_config(backend, device, allow_tf32=True, only=("precision",), timeout=timeout)
         for x in found:
-            write(json.dumps(asdict(x)) if json_lines else wrapped(x.text, width, DETAIL_COLUMN))
+            print(json.dumps(asdict(x)) if json_lines else wrapped(x.text, width, DETAIL_COLUMN))
         lines += found
     if not json_lines:  # 10 passed, 0 failed, 5 skipped in 4 s
         counts = ", ".join(f"{sum(1 for x in lines if x.status == s)} {s}" for s in ("passed", "failed", "skipped"))
-        write(f"{counts} in {time.perf_counter() - started:.0f} s")
+        print(f"{counts} in {time.perf_counter() - started:.0f} s")
     return 1 if any(x.status == "failed" for x in lines) else 0
 
 

@@ -22,8 +22,8 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..files import write_atomic
 from ..host import machine
-from .cluster import (Ended, Interpreters, Message, Node, ReplicateSent, Shard, ShardJob, ShardLog,
-                      Started, Unavailable, WorkerInfo, WorkerStarted, differences, identity,
+from .cluster import (Ended, Interpreters, Message, Node, ReplicateSent, Shard, ShardJob, Started,
+                      Unavailable, WorkerInfo, WorkerStarted, differences, identity, log_event,
                       merge_worker, parse, read_shard_log, restore_shard_log, select, shards)
 from ..errors import UsageError, from_command_line
 from ..model.replicate import Replicate
@@ -34,7 +34,7 @@ from ..workloads.trust import SHIPPED_NAME
 from .session import RunHandle
 from .ray_agent import ShardRunner
 from .ray_nodes import HeadWatch, connect, discover, first_line
-from .worker_process import STOP_GRACE_S, StopRequested
+from .worker_process import STOP_GRACE_S
 
 __all__ = ["RayExecutor"]
 
@@ -56,7 +56,6 @@ class _Flight:
     attempt: int
     started: float | None = None
     ended: bool = False
-    outcome: str = ""
 
 
 class RayExecutor:
@@ -113,17 +112,11 @@ class RayExecutor:
         stop (the shards under way send what they finished)."""
         self._out_dir = out_dir
         before = read_shard_log(out_dir)
-        log = ShardLog(out_dir)
-        try:
-            self._check_resumed(before)
-            self._wait_for_nodes(run)
-            self._describe(run, before, log)
-            run.begin()
-            self._dispatch(run, log)
-        except StopRequested:
-            pass  # the run says it stopped; what came home before is journalled
-        finally:
-            log.close()
+        self._check_resumed(before)
+        self._wait_for_nodes(run)
+        self._describe(run, before)
+        run.begin()
+        self._dispatch(run)  # a stop ends it early: the run says it stopped, what came home is journalled
 
     def _check_resumed(self, before: list[dict[str, Any]]) -> None:
         """An any-node run resumed on nodes unlike those it started on stops here."""
@@ -158,21 +151,20 @@ class RayExecutor:
                 session.why_missing(c, f"node {c.machine} is not in the cluster (waited "
                                        f"{self.node_wait:g} s); continue with --resume once it is back")
 
-    def _describe(self, session: RunHandle, before: list[dict[str, Any]], log: ShardLog) -> None:
-        """Each node's environment into the results (``environment["machines"]``), with what the
-        shard log says of earlier attempts; the nodes as found now into the shard log."""
+    def _describe(self, session: RunHandle, before: list[dict[str, Any]]) -> None:
+        """The nodes as found now into the shard log, and with earlier attempts into the results."""
         found = {n.label: {**n.environment, "ray": {"node_id": n.node_id, "address": n.address,
                                                     "resources": n.resources}} for n in self.nodes}
         first = identity(self.nodes[0].environment) if self.nodes else {}
         entry = {"type": "nodes", "time": time.time(), "nodes": found,
                  "identity": first if self.options.on == "any-node" else None}
-        log.write(entry)
+        log_event(self._out_dir, entry)
         restore_shard_log(session.environment, before + [entry], self.options.on)
         session.environment["cluster"].update({"address": self.options.cluster, "on": self.options.on,
                                                "gpu_type": self.options.gpu_type,
                                                "driver": self._driver.get("machine_id")})
 
-    def _dispatch(self, session: RunHandle, log: ShardLog) -> None:
+    def _dispatch(self, session: RunHandle) -> None:
         every = self.options.on == "every-node"
         queues: dict[str, deque[Shard]] = {}
         for s, cells in shards(session.cells).items():
@@ -186,7 +178,7 @@ class RayExecutor:
             if stopping_since is None and session.stop_requested():
                 stopping_since = time.monotonic()
                 for f in flights.values():
-                    f.actor.stop.remote(False)
+                    f.actor.stop.remote()
             if stopping_since is None:
                 for node in usable:
                     q = queues.get(node.label if every else "")
@@ -199,11 +191,15 @@ class RayExecutor:
             if stopping_since is not None and (session.stop_now() or
                                                time.monotonic() - stopping_since > 2 * STOP_GRACE_S):
                 for f in flights.values():
-                    self._lost(session, f, "stopped at once", log)
+                    self._lost(session, f, "stopped at once")
                     ray.kill(f.actor, no_restart=True)
                 break
-            if self._head.lost():
-                self._head_lost(session, flights, queues, log)
+            if self._head.lost():  # the whole cluster is gone: Ray is asked nothing more
+                for f in flights.values():
+                    self._lost(session, f, f"the cluster's head at {self._head.head} stopped answering "
+                                           "(the cluster was lost) mid-shard")
+                _leave(session, [s for q in queues.values() for s in q],
+                       "the cluster was lost before measuring it; continue with --resume once it is back")
                 break
             by_ref = {f.poll: f for f in flights.values()}
             ready, _ = ray.wait(list(by_ref), num_returns=1, timeout=0.5)
@@ -214,7 +210,7 @@ class RayExecutor:
                 except RayError as exc:
                     del flights[f.node.label]
                     usable = [n for n in usable if n.label != f.node.label]
-                    self._lost(session, f, f"node {f.node.label} was lost mid-shard ({first_line(exc)})", log)
+                    self._lost(session, f, f"node {f.node.label} was lost mid-shard ({first_line(exc)})")
                     if every:
                         _leave(session, queues.pop(f.node.label, deque()), f"node {f.node.label} was lost "
                                "before measuring it; continue with --resume once it is back", overwrite=True)
@@ -224,7 +220,7 @@ class RayExecutor:
                 for e in events:
                     message = parse(e, f"node {f.node.label}")
                     if message is not None:  # one without its shape is not acted on
-                        self._handle(session, f, message, log)
+                        self._handle(session, f, message)
                 if f.ended:
                     del flights[f.node.label]
                     ray.kill(f.actor, no_restart=True)  # gives the node's CPUs and GPUs back
@@ -234,8 +230,6 @@ class RayExecutor:
                 _leave(session, [s for q in queues.values() for s in q],
                        "no node of the cluster is left to measure it; continue with --resume")
                 break
-        if stopping_since is not None:
-            raise StopRequested()
 
     def _launch(self, session: RunHandle, shard: Shard, node: Node, attempt: int) -> _Flight:
         cells = [c for c in shards(session.cells)[shard] if _missing(session, c)]
@@ -261,13 +255,13 @@ class RayExecutor:
             interpreters=dict(node.interpreters),
             command_line=from_command_line())  # how the node's messages spell an option
 
-    def _handle(self, session: RunHandle, f: _Flight, m: Message, log: ShardLog) -> None:
+    def _handle(self, session: RunHandle, f: _Flight, m: Message) -> None:
         """One message from a node's agent."""
         label = f.node.label
         if isinstance(m, Started):
             f.started = m.time
-            log.write({"type": "shard_started", "shard": f.shard.key, "node": label,
-                       "attempt": f.attempt, "time": f.started})
+            log_event(self._out_dir, {"type": "shard_started", "shard": f.shard.key, "node": label,
+                                      "attempt": f.attempt, "time": f.started})
         elif isinstance(m, WorkerStarted):
             session.worker_started(m.config, m.index, m.cells)
         elif isinstance(m, Interpreters):  # the node's later shards are not asked again
@@ -275,7 +269,7 @@ class RayExecutor:
         elif isinstance(m, WorkerInfo):
             entry = {"type": "worker", "node": label, "backend": m.backend, "device": m.device,
                      "environment": m.environment, "index": m.index, "info": m.info}
-            log.write(entry)
+            log_event(self._out_dir, entry)
             merge_worker(session.environment, entry, self.options.on)
         elif isinstance(m, ReplicateSent):
             cell = f.cells.get(m.key)
@@ -292,10 +286,9 @@ class RayExecutor:
                     self._end_missing(session, cell, "skipped", reason, label)
         elif isinstance(m, Ended):
             f.ended = True
-            f.outcome = m.outcome
             self._save_logs(self._out_dir, label, m.logs)
-            _ended(session, f, log, m.time, f.outcome, m.reason)
-            if f.outcome == "error":
+            self._ended(session, f, m.time, m.outcome, m.reason)
+            if m.outcome == "error":
                 for cell in f.cells.values():
                     self._end_missing(session, cell, "failed", f"the node agent on {label} failed: {m.reason}",
                                       label)
@@ -307,21 +300,17 @@ class RayExecutor:
         for i in session.missing_indices(cell):
             session.keep(cell, i, Replicate(status=status, reason=reason, machine=label))
 
-    def _head_lost(self, session: RunHandle, flights: dict[str, _Flight], queues: dict[str, deque[Shard]],
-                   log: ShardLog) -> None:
-        """The whole cluster is gone: every shard under way is lost, every queued one waits for
-        ``--resume``; Ray is asked nothing more."""
-        reason = (f"the cluster's head at {self._head.head} stopped answering (the cluster was lost) "
-                  f"mid-shard")
-        for f in flights.values():
-            self._lost(session, f, reason, log)
-        _leave(session, [s for q in queues.values() for s in q],
-               "the cluster was lost before measuring it; continue with --resume once it is back")
-
-    def _lost(self, session: RunHandle, f: _Flight, reason: str, log: ShardLog) -> None:
-        _ended(session, f, log, time.time(), "lost", reason)
+    def _lost(self, session: RunHandle, f: _Flight, reason: str) -> None:
+        self._ended(session, f, time.time(), "lost", reason)
         for cell in f.cells.values():
             session.why_missing(cell, f"{reason}; continue with --resume")
+
+    def _ended(self, session: RunHandle, f: _Flight, ended: float, outcome: str, reason: str) -> None:
+        """A shard's end, in the shard log and the run's environment."""
+        entry = {"shard": f.shard.key, "node": f.node.label, "started": f.started, "ended": ended,
+                 "outcome": outcome}
+        log_event(self._out_dir, {"type": "shard_ended", **entry, "attempt": f.attempt, "reason": reason})
+        session.environment.setdefault("cluster", {}).setdefault("shards", []).append(entry)
 
     @staticmethod
     def _save_logs(out: Path, label: str, logs: dict[str, str]) -> None:
@@ -341,13 +330,6 @@ class RayExecutor:
 
 def _missing(session: RunHandle, cell: Cell) -> bool:
     return not session.is_unavailable(cell.config) and bool(session.missing_indices(cell))
-
-
-def _ended(session: RunHandle, f: _Flight, log: ShardLog, ended: float, outcome: str, reason: str) -> None:
-    """A shard's end, in the shard log and the run's environment."""
-    entry = {"shard": f.shard.key, "node": f.node.label, "started": f.started, "ended": ended, "outcome": outcome}
-    log.write({"type": "shard_ended", **entry, "attempt": f.attempt, "reason": reason})
-    session.environment.setdefault("cluster", {}).setdefault("shards", []).append(entry)
 
 
 def _leave(session: RunHandle, queued: Iterable[Shard], reason: str, overwrite: bool = False) -> None:

@@ -105,7 +105,7 @@ class ShardRunner:
         restore_node_environ()
         self._events: queue.Queue[dict[str, Any]] = queue.Queue()
         self._session: Session | None = None
-        self._stops = 0
+        self._stopping = False
         self._lock = threading.Lock()
 
     def start(self, job: dict[str, Any]) -> None:
@@ -115,27 +115,18 @@ class ShardRunner:
 
     def poll(self, timeout: float) -> list[dict[str, Any]]:
         """The events since the last poll, waiting up to ``timeout`` seconds for the first."""
-        try:
-            events = [self._events.get(timeout=timeout)]
-        except queue.Empty:
-            return []
-        while True:
-            try:
+        events: list[dict[str, Any]] = []
+        with suppress(queue.Empty):
+            events.append(self._events.get(timeout=timeout))
+            while True:
                 events.append(self._events.get_nowait())
-            except queue.Empty:
-                return events
+        return events
 
-    def stop(self, now: bool = False) -> None:
-        """Finish the measurement under way and go no further (``now``: not even that)."""
+    def stop(self) -> None:
+        """Finish the measurement under way and go no further (a head in a hurry kills the actor)."""
         with self._lock:
-            self._stops = max(self._stops, 2 if now else 1)
-            self._apply_stops()
-
-    def _apply_stops(self) -> None:
-        """The session told of the stops asked so far, each as a signal would."""
-        if self._session is not None:
-            told = 2 if self._session.stop_now() else int(self._session.stop_requested())
-            for _ in range(self._stops - told):
+            self._stopping = True
+            if self._session is not None and not self._session.stop_requested():
                 self._session.request_stop()
 
     def _run(self, data: dict[str, Any]) -> None:
@@ -149,7 +140,8 @@ class ShardRunner:
             session = self._session_for(job, folder)
             with self._lock:
                 self._session = session
-                self._apply_stops()
+                if self._stopping:  # asked before the session existed
+                    session.request_stop()
             self._check_interpreters(session, job)
             LocalExecutor().run(session, session.options, folder)
             if session.stop_requested() and session.missing():
@@ -184,8 +176,7 @@ class ShardRunner:
                                                      f"{answers[python]}")
 
     def _session_for(self, job: ShardJob, folder: Path) -> Session:
-        """A session over the shard's cells, its workload files and shipped workloads on disk
-        here, and the replicates the head already has (only the missing ones are measured)."""
+        """A session over the shard's cells and the replicates the head has, its files on disk here."""
         options = RunOptions.from_dict(job.options)
         (folder / "workloads").mkdir()
         files = [folder / "workloads" / f"{i}-{name}" for i, (name, _) in enumerate(job.files)]

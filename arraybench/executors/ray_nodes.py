@@ -5,6 +5,7 @@ nodes (each asked for its environment on the node itself), for ``executors/ray.p
 from __future__ import annotations
 
 import logging
+import socket
 import time
 
 import ray
@@ -32,8 +33,8 @@ def connect(address: str) -> str | None:
         raise UsageError(f"--cluster {address}: {exc.name or exc} is missing; a ray:// address needs "
                          "pip install 'ray[client]'") from None
     except (ConnectionError, RuntimeError, ValueError, OSError, RayError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UsageError(f"--cluster {address}: cannot connect to a Ray cluster there ({first})") from None
+        raise UsageError(f"--cluster {address}: cannot connect to a Ray cluster there "
+                         f"({first_line(exc)})") from None
     return head
 
 
@@ -41,21 +42,23 @@ def connect(address: str) -> str | None:
 CONNECT_TIMEOUT_S = 10.0
 
 
+def _knock(host_port: str, timeout: float) -> None:
+    """Open and close a TCP connection to ``host:port``; ``OSError`` or ``ValueError`` if none."""
+    host, _, port = host_port.rpartition(":")
+    socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+
+
 def _reachable(address: str) -> str:
     """The head's ``host:port``; ``UsageError`` unless something listens at the cluster's
     address: Ray itself would retry an unreachable one for minutes, deaf to Ctrl-C."""
-    import socket
-
     try:
         from ray._private.services import canonicalize_bootstrap_address_or_die  # no public one
 
         resolved = canonicalize_bootstrap_address_or_die(address)
     except Exception as exc:
         raise UsageError(f"--cluster {address}: no Ray cluster found there ({first_line(exc)})") from None
-    host, _, port = resolved.rpartition(":")
     try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
-            pass
+        _knock(resolved, CONNECT_TIMEOUT_S)
     except (OSError, ValueError) as exc:
         raise UsageError(f"--cluster {address}: nothing answers at {resolved} "
                          f"({getattr(exc, 'strerror', None) or exc})") from None
@@ -79,17 +82,14 @@ class HeadWatch:
 
     def lost(self) -> bool:
         """True once the head has answered no connection for ``HEAD_LOST_S``."""
-        import socket
-
         now = time.monotonic()
         if self.head is None or now - self._checked < HEAD_CHECK_S:
             return False
         self._checked = now
-        host, _, port = self.head.rpartition(":")
         try:
-            with socket.create_connection((host.strip("[]"), int(port)), timeout=HEAD_CHECK_S):
-                self._failing_since = None
-                return False
+            _knock(self.head, HEAD_CHECK_S)
+            self._failing_since = None
+            return False
         except (OSError, ValueError):
             if self._failing_since is None:
                 self._failing_since = now

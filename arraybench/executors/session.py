@@ -15,11 +15,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..analysis.aggregate import aggregate
-from ..analysis.policy import timer_settings
-from ..errors import SaveError
 from ..analysis import pairs
-from ..analysis.pairs import pairs_of
+from ..analysis.aggregate import aggregate
+from ..analysis.policy import RunState, timer_settings
+from ..errors import SaveError
 from ..host import git, machine, environments
 from ..model.journal import Journal, JournalSink, JournalState
 from ..model.record import Record
@@ -28,7 +27,6 @@ from ..model.results import Results
 from ..model.options import RunOptions
 from ..model.cell import Cell, Config, worker_key
 from ..model.reporter import Reporter
-from ..analysis.policy import RunState
 
 
 class RunHandle(Protocol):
@@ -204,7 +202,7 @@ class Session:
         records, twins = pairs.split(self.record(c) for c in self.cells)
         checked = pairs.twin_pairs(twins, records, environments.twin_of(self.options)) if twins else []
         return Results(environment=self.environment, settings=self._settings(), records=records,
-                       complete=complete, errors=errors, pairs=pairs_of(records), twins=twins,
+                       complete=complete, errors=errors, pairs=pairs.pairs_of(records), twins=twins,
                        self_check=checked, output_dir=self.out_dir)
 
     def record(self, cell: Cell) -> Record:
@@ -312,9 +310,9 @@ class Session:
         if overwrite or cell.key not in self.missing_reasons:
             self.missing_reasons[cell.key] = reason
 
-    def request_stop(self, signum: int = signal.SIGINT) -> None:
-        """Stop as a signal would (a cluster node is told to stop by the head, not by a signal)."""
-        self._on_signal(signum, None)
+    def request_stop(self) -> None:
+        """Stop as Ctrl-C would (a cluster node is told to stop by the head, not by a signal)."""
+        self._on_signal(signal.SIGINT, None)
 
     # -- internals ------------------------------------------------------------------------------
     def _on_signal(self, signum: int, _frame: Any) -> None:

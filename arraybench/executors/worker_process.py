@@ -8,6 +8,7 @@ killed with it, while the worker is still a zombie, so that the group's id canno
 
 from __future__ import annotations
 
+import math
 import os
 import queue
 import selectors
@@ -23,10 +24,9 @@ from typing import Callable, Hashable, Iterator, Mapping
 
 from ..files import open_append
 from ..host.threads import child_setup
-from ..worker.protocol import Board
+from ..worker.protocol import Board, Done, Job, Message, Unavailable, parse
 from .watcher import unwatch, watch
 from .worker_log import CappedLog, crash_site, describe_exit, last_error
-from ..worker.protocol import Done, Job, Message, Unavailable, parse
 
 #: How long a worker may take to import its library and open its device, however short ``--timeout``.
 STARTUP_TIMEOUT_S = 120.0
@@ -224,8 +224,7 @@ class WorkerProcess:
         """The index (in the job's cells) of the cell the worker last said it was working on."""
         return Board.read(self.board_path)[0]
 
-    def messages(self, timeout: float, *, startup_timeout: float | None = None,
-                 deadline: float | None = None,
+    def messages(self, timeout: float, *, startup_timeout: float = 0.0, deadline: float = math.inf,
                  stop: Callable[[], bool] | None = None) -> Iterator[Message]:
         """Messages as they come, while the worker shows progress (a message, or a change on its
         heartbeat board) at least every ``timeout`` seconds; ``startup_timeout`` until the first.
@@ -234,7 +233,7 @@ class WorkerProcess:
         ``WorkerExited`` or ``StopRequested``; returns after ``Done`` or ``Unavailable``."""
         last_beat = Board.read(self.board_path)
         last_progress = time.monotonic()
-        allowance = max(timeout, startup_timeout or 0.0)
+        allowance = max(timeout, startup_timeout)
         while True:
             if stop is not None and stop():
                 raise StopRequested()
@@ -244,8 +243,7 @@ class WorkerProcess:
             wait = max(0.01, min(1.0, last_progress + allowance - now))
             if self._exited_at is not None:
                 wait = min(wait, 0.1)
-            if deadline is not None:
-                wait = max(0.0, min(wait, deadline - now))
+            wait = max(0.0, min(wait, deadline - now))
             try:
                 line = self._early.pop() if self._early else self._queue.get(timeout=wait)
             except queue.Empty:
@@ -261,7 +259,7 @@ class WorkerProcess:
                 beat = Board.read(self.board_path)
                 now = time.monotonic()
                 last_progress = max(last_progress, self.asked_at)  # paused or unasked: not stuck
-                if deadline is not None and now >= deadline:
+                if now >= deadline:
                     raise WorkerTimeout(beat[0], now - last_progress) from None
                 if beat != last_beat:
                     last_beat, last_progress = beat, now
@@ -292,16 +290,12 @@ class WorkerProcess:
         """Whether the worker process is still running."""
         return not self._exited()
 
-    def wait_started(self, timeout: float) -> bool:
+    def wait_started(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for the worker's first word (``Ready``, or why it cannot
-        start), leaving it for ``messages`` to read; whether it came (or the output ended)."""
-        if self._early:
-            return True
-        try:
-            self._early.append(self._queue.get(timeout=max(timeout, 0.0)))
-        except queue.Empty:
-            return False
-        return True
+        start, or the end of its output), leaving it for ``messages`` to read."""
+        if not self._early:
+            with suppress(queue.Empty):
+                self._early.append(self._queue.get(timeout=max(timeout, 0.0)))
 
     def request_stop(self) -> None:
         """Ask the worker to stop after its current sample and send what it has completed."""
