@@ -15,10 +15,11 @@ import datetime as _dt
 import hashlib
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from ..errors import UsageError
+from . import schema
 from .results import Results, arraybench_version
 
 
@@ -194,9 +195,9 @@ class Entry:
     mode: str
     transfer: bool
     status: str
-    median_s: float | None
-    ci_low_s: float | None
-    ci_high_s: float | None
+    median_s: float | None = field(metadata=schema.SECONDS)
+    ci_low_s: float | None = field(metadata=schema.SECONDS)
+    ci_high_s: float | None = field(metadata=schema.SECONDS)
     n_replicates: int
 
 
