@@ -27,7 +27,7 @@ from ..model.replicate import Replicate
 from ..model.results import Results
 from ..model.options import RunOptions
 from ..model.cell import Cell, Config, worker_key
-from ..model.reporter import Reporter
+from ..model.journal import Reporter
 from ..analysis.policy import RunState
 
 
