@@ -13,7 +13,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..model.cell import config_label, environment_in_key
-from ..model.runs import Entry, RunInfo, describe, fingerprint_changes, settings_differences
+from ..model.runs import (Entry, RunInfo, describe, fingerprint_changes, machine_environment,
+                          settings_differences)
 from .compare import DEFAULT_THRESHOLD, LogEstimate, benjamini_hochberg, beyond, welch_test
 
 #: The false discovery rate allowed across all the steps of one history.
@@ -47,6 +48,11 @@ class Point:
     def processes(self) -> int:
         """The processes that measured this point."""
         return self.entry.n_replicates
+
+    @property
+    def environment(self) -> Mapping[str, Any]:
+        """The environment of the machine that measured it."""
+        return machine_environment(self.run.environment, self.entry.machine)
 
 
 @dataclass
@@ -181,7 +187,7 @@ def build_series(entries: Iterable[Entry], runs: Mapping[str, RunInfo]) -> list[
             label = config_label(e.backend, e.device, e.mode, transfer=e.transfer,
                                  environment=environment_in_key(e.cell))
             by_key[key] = Series(e.machine_id, e.cell, label, e.workload, e.size_label, e.size,
-                                 describe(run.machine_environment(e.machine)))
+                                 describe(machine_environment(run.environment, e.machine)))
         by_key[key].points.append(Point(run, e))
     for s in by_key.values():
         s.points.sort(key=lambda p: _order(p.run))
@@ -195,17 +201,12 @@ def step_p_value(a: Point, b: Point) -> float | None:
     return None if before is None or after is None else welch_test(before, after).p_value
 
 
-def separated(a: Point, b: Point) -> bool:
-    """The two 95% intervals do not overlap."""
-    return b.low > a.high or b.high < a.low
-
-
 def causes(before: Point, after: Point) -> list[str]:
     """What both runs of a step recorded and recorded differently, in words."""
-    env_a = before.run.machine_environment(before.entry.machine)
-    env_b = after.run.machine_environment(after.entry.machine)
+    env_a, env_b = before.environment, after.environment
+
     def code(point: Point) -> Any:  # the workload's code's fingerprint, where the run recorded it
-        for env in (point.run.machine_environment(point.entry.machine), point.run.environment):
+        for env in (point.environment, point.run.environment):
             table = env.get("workload_code")
             if isinstance(table, Mapping) and point.entry.workload in table:
                 return table[point.entry.workload]
@@ -254,8 +255,8 @@ def version_changes(series: Sequence[Series]) -> list[VersionChange]:
     return [VersionChange(machine_id, run, tuple(changed))
             for machine_id, ordered in _runs_by_machine(series).items()
             for (prev, prev_label), (run, label) in zip(ordered, ordered[1:])
-            if (changed := library_changes(prev.machine_environment(prev_label),
-                                           run.machine_environment(label)))]
+            if (changed := library_changes(machine_environment(prev.environment, prev_label),
+                                           machine_environment(run.environment, label)))]
 
 
 def history(entries: Iterable[Entry], runs: Mapping[str, RunInfo], *,
@@ -282,7 +283,8 @@ def history(entries: Iterable[Entry], runs: Mapping[str, RunInfo], *,
     reject = benjamini_hochberg([c[3] for c in candidates], fdr)
     steps = [Step(s, a, b, b.median_s / a.median_s, p, causes(a, b))
              for (s, a, b, p), significant in zip(candidates, reject)
-             if significant and beyond(b.median_s / a.median_s, threshold) and separated(a, b)]
+             if significant and beyond(b.median_s / a.median_s, threshold)
+             and (b.low > a.high or b.high < a.low)]  # the 95% intervals do not overlap
     ordered_runs = sorted({p.run.run_id: p.run for s in series for p in s.points}.values(), key=_order)
     return History(series, steps, ordered_runs, version_changes(series), threshold, fdr, len(candidates),
                    one_process, latest)

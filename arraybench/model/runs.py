@@ -173,10 +173,6 @@ class RunInfo:
     settings: dict[str, Any]
     context: dict[str, Any]
 
-    def machine_environment(self, label: str) -> Mapping[str, Any]:
-        """The environment of the machine labelled ``label`` in this run ("": the run's own)."""
-        return machine_environment(self.environment, label)
-
 
 @dataclass(frozen=True)
 class Entry:
