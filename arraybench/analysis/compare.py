@@ -166,8 +166,6 @@ class Comparison:
     threshold: float
     alpha: float
     environment_differences: list[tuple[str, str, str]] = field(default_factory=list)
-    test: str = TEST
-    correction: str = CORRECTION
     new_complete: bool = True
     #: Which backends, devices and modes the new run chose to measure.
     new_settings: dict[str, Any] = field(default_factory=dict)
@@ -202,7 +200,7 @@ class Comparison:
         tested = [c for c in self.changes if c.p_value is not None]
         by_ci = [c for c in self.changes if c.ratio is not None and c.p_value is None
                  and not c.one_process]
-        text = (f"significance: {self.test}, {self.correction} over {len(tested)} "
+        text = (f"significance: {TEST}, {CORRECTION} over {len(tested)} "
                 f"cell{'s' if len(tested) != 1 else ''} (false discovery rate {self.alpha:g})")
         if by_ci:
             text += (f"; {len(by_ci)} cell{'s' if len(by_ci) != 1 else ''} without processes' "
