@@ -124,7 +124,8 @@ class Store:
 
     # -- reading --------------------------------------------------------------------------------
     def runs(self, *, machine: str | None = None, project: str | None = None) -> list[StoredRun]:
-        """The runs stored, oldest first, of a machine id prefix, of a project."""
+        """The runs stored, oldest first, of a machine id prefix, of a project (columns in
+        ``StoredRun``'s order)."""
         where, params = _where(machine=machine, project=project, table="runs")
         rows = self.db.execute(
             "SELECT run_id, started_at, stored_at, complete, arraybench, machine_id, source, context, "
@@ -134,8 +135,7 @@ class Store:
             f"FROM runs{where} ORDER BY started_at, run_id", params)
         out = []
         for r in rows:
-            data = dict(zip(("run_id", "started_at", "stored_at", "complete", "arraybench", "machine_id",
-                             "source", "context", "records", "measured", "project"), r))
+            data = dict(zip((f.name for f in fields(StoredRun)), r))
             data.update(complete=bool(r[3]) if isinstance(r[3], int) else r[3], context=_loads(r[7]))
             try:
                 out.append(schema.from_json(StoredRun, data))
@@ -183,7 +183,7 @@ class Store:
 
     def _run_info(self, row: Sequence[Any]) -> RunInfo | None:
         """A run row as history's ``RunInfo``; None (and a note) where its parts have the wrong shape."""
-        data = dict(zip(("run_id", "started_at", "complete", "environment", "settings", "context"), row))
+        data = dict(zip((f.name for f in fields(RunInfo)), row))
         data.update({k: _loads(data[k]) for k in ("environment", "settings", "context")},
                     complete=bool(data["complete"]))
         try:
