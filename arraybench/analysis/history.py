@@ -148,17 +148,12 @@ class History:
     def unseen_in_latest(self) -> list[Series]:
         """Series valid in their machine's complete run before the latest that the latest did not
         measure validly: a gate passing them passes what it never saw."""
-        out = []
-        for machine, ordered in _runs_by_machine(self.series).items():
-            if len(ordered) < 2:
-                continue
-            last, before = ordered[-1][0].run_id, ordered[-2][0].run_id
-            for s in self.series:
-                at = {p.run.run_id: p for p in s.points}
-                if s.machine_id == machine and before in at and at[before].valid \
-                        and not (last in at and at[last].valid):
-                    out.append(s)
-        return out
+        def valid_in(s: Series, run: RunInfo) -> bool:
+            return any(p.run.run_id == run.run_id and p.valid for p in s.points)
+
+        return [s for machine, ordered in _runs_by_machine(self.series).items() if len(ordered) >= 2
+                for s in self.series if s.machine_id == machine
+                and valid_in(s, ordered[-2][0]) and not valid_in(s, ordered[-1][0])]
 
     def restricted(self, cells: set[str], min_points: int = 2) -> "History":
         """Only the series of ``cells`` with ``min_points`` valid points or more, and their steps."""
