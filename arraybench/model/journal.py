@@ -214,10 +214,8 @@ def read(out_dir: Path) -> JournalState:
         data = read_regular(path, follow_links=False)
     except OSError as exc:
         raise JournalError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    if not data.endswith(b"\n"):
-        data = data[: data.rfind(b"\n") + 1]  # a torn last line from a kill mid-write
-    try:
-        lines = data.decode("utf-8").splitlines()
+    try:  # up to the last newline: a torn last line from a kill mid-write is not read
+        lines = data[: data.rfind(b"\n") + 1].decode("utf-8").splitlines()
     except UnicodeDecodeError:
         raise JournalError(f"{path}: not text; not an arraybench journal") from None
     entries: list[dict[str, Any]] = []

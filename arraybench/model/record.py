@@ -157,9 +157,8 @@ class Summary(Figures):
 #: Every figure, in the order results.json writes them.
 NAMES = tuple(f.name for f in fields(Summary))
 
-#: The fields every record in a results file carries, whatever else it has.
-CONTRACT = ("workload", "size_label", "size", "backend", "device", "dtype", "mode", "status",
-            "reason", "median_s", "iqr_s", "min_s", "n_samples", "first_call_s", "max_rel_error")
+#: The fields every record in a results file carries, whatever else it has: ``Summary``'s core.
+CONTRACT = NAMES[:NAMES.index("transfer")]
 
 COLUMNS: tuple[str, ...] = tuple(
     column for name in NAMES if name != "replicates"
