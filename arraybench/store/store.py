@@ -6,10 +6,12 @@ so ``store_run`` may not undo it: a store that fails is one ``StoreWarning``."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
 import warnings
+from collections import Counter
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Iterable, Sequence, Union
 
@@ -66,7 +68,7 @@ _INSERT_RUN = ("INSERT INTO runs (run_id, content_sha, started_at, stored_at, co
 _RECORD_COLUMNS = tuple(f.name for f in fields(Entry))
 
 
-class Store:
+class Store(contextlib.AbstractContextManager):
     """An open store; use ``open_store``, and close it (or use it in ``with``)."""
 
     def __init__(self, db: Database) -> None:
@@ -74,9 +76,6 @@ class Store:
         self.location = db.location
         #: What reading skipped, one line each ("run 1a2b…: context is not an object").
         self.notes: list[str] = []
-
-    def __enter__(self) -> "Store":
-        return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
@@ -268,13 +267,7 @@ def _replicates(data: Any) -> dict[tuple[str, str], list[str]]:
 def _continues(stored: Any, results: "Results") -> bool:
     """Whether ``results`` holds every replicate the stored copy holds (it went on), so replacing loses none."""
     new = _replicates(json.loads(_json(results.to_dict())))
-    for key, replicates in _replicates(stored).items():
-        have = list(new.get(key, ()))
-        for rep in replicates:
-            if rep not in have:
-                return False
-            have.remove(rep)
-    return True
+    return all(not Counter(reps) - Counter(new.get(key, [])) for key, reps in _replicates(stored).items())
 
 
 #: Where a run is stored: ``True`` the default store (the user's data folder), ``False`` none, or
