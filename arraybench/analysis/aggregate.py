@@ -119,19 +119,14 @@ def between_processes(timed: Sequence[Replicate], threshold: float) -> Contrast 
 
 def within_processes(timed: Sequence[Replicate], threshold: float) -> Contrast | None:
     """The quantity that tells samples slower than ``threshold`` from the rest."""
-    found = []
     by_name = {q.name: q for q in QUANTITIES}
+    found = []
     for name, series in SAMPLE_SERIES.items():
-        slow: list[float] = []
-        fast: list[float] = []
-        for r in timed:
-            values = getattr(r.usage, series) if r.usage is not None else []
-            if not values:
-                continue
-            times = r.samples_s[-len(values):]  # the windows cover the last samples
-            for t, v in zip(times, values):
-                (slow if t > threshold else fast).append(v)
-        found.append(_differs(by_name[name], slow, fast, "samples"))
+        # Each window's value beside its sample's time: the windows cover the last samples.
+        paired = [(t, v) for r in timed if r.usage is not None and (values := getattr(r.usage, series))
+                  for t, v in zip(r.samples_s[-len(values):], values)]
+        found.append(_differs(by_name[name], [v for t, v in paired if t > threshold],
+                              [v for t, v in paired if t <= threshold], "samples"))
     return _best(found)
 
 

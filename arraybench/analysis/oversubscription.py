@@ -49,8 +49,7 @@ def pool_threads(r: Record, environment: Mapping[str, Any]) -> int | None:
     counts += [p.get("num_threads") for p in pools if isinstance(p, Mapping)] if isinstance(pools, list) else []
     if r.backend == "jax":
         counts.append(info.get("affinity_cpus"))  # XLA sizes its pool by the CPUs it may run on
-    found = [c for c in map(_count, counts) if c is not None]
-    return max(found) if found else None
+    return max(filter(None, map(_count, counts)), default=None)
 
 
 def _cpus(u: Usage, affinity: int | None) -> int:
