@@ -109,16 +109,10 @@ def fingerprint_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> 
 def cross_machine_pairs(base: Results, new: Results) -> list[tuple[str, str]]:
     """(base machine, new machine) described, for each label whose identity differs between runs."""
     a, b = machines_of(base), machines_of(new)
-    pairs = []
-    for label in a:
-        if label not in b and not (label == "" and len(b) == 1):
-            continue
-        env_a = a[label]
-        env_b = b.get(label) or next(iter(b.values()))
-        ida, idb = machine_id_of(env_a), machine_id_of(env_b)
-        if ida and idb and ida != idb:
-            pairs.append((describe(env_a), describe(env_b)))
-    return pairs
+    sides = [(env, b.get(label) or next(iter(b.values()))) for label, env in a.items()
+             if label in b or (label == "" and len(b) == 1)]
+    return [(describe(x), describe(y)) for x, y in sides
+            if "" not in (ids := (machine_id_of(x), machine_id_of(y))) and ids[0] != ids[1]]
 
 
 def check_same_machine(base: Results, new: Results, cross_machine: bool) -> list[tuple[str, str]]:
@@ -142,9 +136,8 @@ def environment_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> 
     libs_a = base.get("libraries") or {}
     libs_b = new.get("libraries") or {}
     if isinstance(libs_a, Mapping) and isinstance(libs_b, Mapping):
-        for name in dict.fromkeys([*libs_a, *libs_b]):
-            if libs_a.get(name) != libs_b.get(name):
-                out.append((name, str(libs_a.get(name)), str(libs_b.get(name))))
+        out += [(name, str(libs_a.get(name)), str(libs_b.get(name)))
+                for name in dict.fromkeys([*libs_a, *libs_b]) if libs_a.get(name) != libs_b.get(name)]
     return out
 
 
