@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
@@ -199,13 +200,9 @@ def histogram(per_process: Sequence[Sequence[float]], bins: int | None = None) -
         return Histogram((lo, hi), tuple((len(s),) for s in kept), tuple(stats.median(s) for s in kept))
     width = (hi - lo) / k
     edges = tuple(lo + width * i for i in range(k)) + (hi,)
-    counts = []
-    for samples in kept:
-        row = [0] * k
-        for x in samples:
-            row[min(k - 1, int((x - lo) / width))] += 1
-        counts.append(tuple(row))
-    return Histogram(edges, tuple(counts), tuple(stats.median(s) for s in kept))
+    at = [Counter(min(k - 1, int((x - lo) / width)) for x in samples) for samples in kept]
+    return Histogram(edges, tuple(tuple(c[i] for i in range(k)) for c in at),
+                     tuple(stats.median(s) for s in kept))
 
 
 def record_histogram(record: Record, bins: int | None = None) -> Histogram | None:
