@@ -10,6 +10,7 @@ passes ``threshold``. A step is attributed to what both runs recorded, and recor
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..model.cell import config_label, environment_in_key
@@ -201,11 +202,9 @@ def causes(before: Point, after: Point) -> list[str]:
     env_a, env_b = before.environment, after.environment
 
     def code(point: Point) -> Any:  # the workload's code's fingerprint, where the run recorded it
-        for env in (point.environment, point.run.environment):
-            table = env.get("workload_code")
-            if isinstance(table, Mapping) and point.entry.workload in table:
-                return table[point.entry.workload]
-        return None
+        tables = [t for env in (point.environment, point.run.environment)
+                  if isinstance(t := env.get("workload_code"), Mapping) and point.entry.workload in t]
+        return tables[0][point.entry.workload] if tables else None
 
     a, b = code(before), code(after)
     changed = None not in (a, b) and a != b
@@ -264,17 +263,10 @@ def history(entries: Iterable[Entry], runs: Mapping[str, RunInfo], *,
         run = runs.get(e.run_id)
         if run is not None and (e.machine_id not in latest or _order(latest[e.machine_id]) < _order(run)):
             latest[e.machine_id] = run
-    candidates: list[tuple[Series, Point, Point, float]] = []
-    one_process: list[Untested] = []
-    for s in series:
-        valid = [p for p in s.points if p.valid]
-        for a, b in zip(valid, valid[1:]):
-            if a.processes < 2 or b.processes < 2:
-                one_process.append(Untested(s, a, b))
-                continue
-            p = step_p_value(a, b)
-            if p is not None:
-                candidates.append((s, a, b, p))
+    consecutive = [(s, a, b) for s in series for a, b in pairwise([p for p in s.points if p.valid])]
+    one_process = [Untested(s, a, b) for s, a, b in consecutive if a.processes < 2 or b.processes < 2]
+    # step_p_value is None for those, and where an interval is missing.
+    candidates = [(s, a, b, p) for s, a, b in consecutive if (p := step_p_value(a, b)) is not None]
     reject = benjamini_hochberg([c[3] for c in candidates], fdr)
     steps = [Step(s, a, b, b.median_s / a.median_s, p, causes(a, b))
              for (s, a, b, p), significant in zip(candidates, reject)
