@@ -144,16 +144,14 @@ class CellChange:
     @property
     def ratio_low(self) -> float | None:
         """A conservative low end of the ratio: new CI low over base CI high."""
-        if self.ratio is None or self.new.ci_low_s is None or not self.base.ci_high_s:
-            return None
-        return self.new.ci_low_s / self.base.ci_high_s
+        missing = self.ratio is None or self.new.ci_low_s is None or not self.base.ci_high_s
+        return None if missing else self.new.ci_low_s / self.base.ci_high_s
 
     @property
     def ratio_high(self) -> float | None:
         """A conservative high end of the ratio: new CI high over base CI low."""
-        if self.ratio is None or self.new.ci_high_s is None or not self.base.ci_low_s:
-            return None
-        return self.new.ci_high_s / self.base.ci_low_s
+        missing = self.ratio is None or self.new.ci_high_s is None or not self.base.ci_low_s
+        return None if missing else self.new.ci_high_s / self.base.ci_low_s
 
 
 @dataclass
@@ -280,19 +278,16 @@ class Comparison:
         """One sentence: the geometric mean and the counts."""
         counts = self.counts()
         n = len(self.comparable)
-        parts = [f"{counts[FASTER]} faster, {counts[SLOWER]} slower, "
-                 f"{counts[NOT_SIGNIFICANT]} not significant"]
-        if counts[SAME]:
-            parts.append(f"{counts[SAME]} negligible (under {self.threshold:.0%})")
-        if counts[CANNOT_TELL]:
-            parts.append(f"{counts[CANNOT_TELL]} cannot tell")
         skipped = len(self.skipped_in_both)
-        if counts[NOT_COMPARABLE] - skipped:
-            parts.append(f"{counts[NOT_COMPARABLE] - skipped} not comparable")
-        if skipped:
-            parts.append(f"{skipped} skipped in both")
-        if self.only_base or self.only_new:
-            parts.append(f"{len(self.only_base)} only in base, {len(self.only_new)} only in new")
+        parts = [text for said, text in [
+            (True, f"{counts[FASTER]} faster, {counts[SLOWER]} slower, {counts[NOT_SIGNIFICANT]} not significant"),
+            (counts[SAME], f"{counts[SAME]} negligible (under {self.threshold:.0%})"),
+            (counts[CANNOT_TELL], f"{counts[CANNOT_TELL]} cannot tell"),
+            (counts[NOT_COMPARABLE] - skipped, f"{counts[NOT_COMPARABLE] - skipped} not comparable"),
+            (skipped, f"{skipped} skipped in both"),
+            (self.only_base or self.only_new,
+             f"{len(self.only_base)} only in base, {len(self.only_new)} only in new"),
+        ] if said]
         g = self.geometric_mean
         if g is None:
             return "no cell could be compared; " + ", ".join(parts)

@@ -62,10 +62,8 @@ def decided_winner(group: Iterable[Record], pairs: Pairs = Pairs()) -> Record | 
     """The valid record of a group faster than every other with 95% confidence; None where the
     run cannot name one (not always the lowest median: a pair's verdict reads paired turns)."""
     valid = [r for r in group if is_valid(r)]
-    for best in sorted(valid, key=lambda r: r.median_s):
-        if all(significantly_faster(best, r, pairs) for r in valid if r is not best):
-            return best
-    return None
+    return next((best for best in sorted(valid, key=lambda r: r.median_s)
+                 if all(significantly_faster(best, r, pairs) for r in valid if r is not best)), None)
 
 
 def significantly_faster(a: Record, b: Record, pairs: Pairs = Pairs()) -> bool:
