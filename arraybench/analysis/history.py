@@ -17,6 +17,7 @@ from ..model.cell import config_label, environment_in_key
 from ..model.runs import (Entry, RunInfo, describe, fingerprint_changes, machine_environment,
                           settings_differences)
 from .compare import DEFAULT_THRESHOLD, LogEstimate, benjamini_hochberg, beyond, welch_test
+from .grouping import is_valid
 
 #: The false discovery rate allowed across all the steps of one history.
 DEFAULT_FDR = 0.05
@@ -31,7 +32,7 @@ class Point:
 
     @property
     def valid(self) -> bool:
-        return self.entry.status == "ok" and bool(self.entry.median_s) and self.entry.median_s > 0
+        return is_valid(self.entry)
 
     @property
     def median_s(self) -> float:
