@@ -102,11 +102,9 @@ def _differs(q: Quantity, slow: Sequence[float], fast: Sequence[float],
 
 
 def _best(found: Iterable[tuple[float, Contrast] | None]) -> Contrast | None:
-    candidates = [c for c in found if c is not None]
-    if not candidates:
-        return None
     order = {q.name: i for i, q in enumerate(QUANTITIES)}
-    return max(candidates, key=lambda sc: (min(sc[0], CLEAR), -order[sc[1].quantity.name]))[1]
+    return max((c for c in found if c is not None), default=(0.0, None),
+               key=lambda sc: (min(sc[0], CLEAR), -order[sc[1].quantity.name]))[1]
 
 
 def between_processes(timed: Sequence[Replicate], threshold: float) -> Contrast | None:

@@ -98,14 +98,9 @@ class Contention:
     @property
     def slowdowns(self) -> list[float]:
         """Each measured cost as a ratio of times (slow over fast)."""
-        out = []
-        if self.between is not None:
-            out.append(self.between[2] / self.between[3])
-        if self.split is not None:
-            out.append(self.split[1] / self.split[0])
-        if self.fewer is not None:
-            out.append(self.record.median_s / self.fewer[0].median_s)
-        return out
+        return [*([self.between[2] / self.between[3]] if self.between is not None else []),
+                *([self.split[1] / self.split[0]] if self.split is not None else []),
+                *([self.record.median_s / self.fewer[0].median_s] if self.fewer is not None else [])]
 
     @property
     def threads_to_use(self) -> int:
