@@ -347,13 +347,11 @@ def compare_records(base: Record, new: Record, threshold: float = DEFAULT_THRESH
 def _judge(change: CellChange, alpha: float, threshold: float) -> None:
     """The verdict from the (adjusted) p-value, or from the intervals where there is none."""
     if change.one_process:
-        change.significant = False
         change.note = "a single process on a side"
         change.verdict = CANNOT_TELL if beyond(change.ratio, threshold) else SAME
         return
     if change.q_value is not None:
         change.significant = change.q_value < alpha
-        change.note = ""
     elif change.ci_overlap is not None:
         change.significant = not change.ci_overlap
         change.note = "no processes' medians saved: judged on the confidence intervals"
