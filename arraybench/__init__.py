@@ -29,7 +29,7 @@ _HOMES = {
     "Check": "workloads.check", "compare": "api", "merge": "api", "numerics": "api", "resume": "api",
     "run": "api", "sweep": "api", "ResultsError": "errors", "SaveError": "errors", "UsageError": "errors",
     "Replicate": "model.replicate", "RunOptions": "model.options", "Record": "model.record",
-    "Reporter": "model.reporter", "Results": "model.results", "Interrupted": "executors.session",
+    "Reporter": "model.journal", "Results": "model.results", "Interrupted": "executors.session",
     "Work": "workloads.definition", "Workload": "workloads.definition",
     "workload": "workloads.registry", "fixed": "workloads.inputs", "load_results": "api",
 }

@@ -19,7 +19,7 @@ from .model.options import DTYPES, RunOptions, parse_context
 from .options import KEYWORDS
 from .lifecycle import ContextLabels, execute, reporter_for, resume
 from .plan import Cell, Plan, build_plan, validate
-from .model.reporter import Reporter
+from .model.journal import Reporter
 from .model.results import LEGACY_NAMES, Results, legacy_names, load, resolve
 from .model.runs import default_label, merge as merge_runs
 from .model.schema import problem

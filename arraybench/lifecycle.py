@@ -23,7 +23,7 @@ from .plan import Plan, validate
 from .host import git
 from .model import journal
 from .model.journal import JOURNAL_NAME, JournalState
-from .model.reporter import Reporter
+from .model.journal import Reporter
 from .model.results import Results
 from .analysis.policy import RunState
 from .executors.session import Interrupted, Session, stop_signals

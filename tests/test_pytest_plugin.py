@@ -284,7 +284,7 @@ def test_last_is_the_newest_run_of_these_cells_on_this_machine(tmp_path):
         assert run_id(found) == run_id(elsewhere)
 
         baseline.check_named(store, run_id(older)[:8])
-        with pytest.raises(UsageError, match=r"--arraybench-compare=ffff0000: no run in store"):
+        with pytest.raises(UsageError, match=r"--arraybench-compare=ffff0000: ffff0000: the store .* holds no run"):
             baseline.check_named(store, "ffff0000")
 
 

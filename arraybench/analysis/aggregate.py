@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
@@ -101,11 +102,9 @@ def _differs(q: Quantity, slow: Sequence[float], fast: Sequence[float],
 
 
 def _best(found: Iterable[tuple[float, Contrast] | None]) -> Contrast | None:
-    candidates = [c for c in found if c is not None]
-    if not candidates:
-        return None
     order = {q.name: i for i, q in enumerate(QUANTITIES)}
-    return max(candidates, key=lambda sc: (min(sc[0], CLEAR), -order[sc[1].quantity.name]))[1]
+    return max((c for c in found if c is not None), default=(0.0, None),
+               key=lambda sc: (min(sc[0], CLEAR), -order[sc[1].quantity.name]))[1]
 
 
 def between_processes(timed: Sequence[Replicate], threshold: float) -> Contrast | None:
@@ -119,19 +118,14 @@ def between_processes(timed: Sequence[Replicate], threshold: float) -> Contrast 
 
 def within_processes(timed: Sequence[Replicate], threshold: float) -> Contrast | None:
     """The quantity that tells samples slower than ``threshold`` from the rest."""
-    found = []
     by_name = {q.name: q for q in QUANTITIES}
+    found = []
     for name, series in SAMPLE_SERIES.items():
-        slow: list[float] = []
-        fast: list[float] = []
-        for r in timed:
-            values = getattr(r.usage, series) if r.usage is not None else []
-            if not values:
-                continue
-            times = r.samples_s[-len(values):]  # the windows cover the last samples
-            for t, v in zip(times, values):
-                (slow if t > threshold else fast).append(v)
-        found.append(_differs(by_name[name], slow, fast, "samples"))
+        # Each window's value beside its sample's time: the windows cover the last samples.
+        paired = [(t, v) for r in timed if r.usage is not None and (values := getattr(r.usage, series))
+                  for t, v in zip(r.samples_s[-len(values):], values)]
+        found.append(_differs(by_name[name], [v for t, v in paired if t > threshold],
+                              [v for t, v in paired if t <= threshold], "samples"))
     return _best(found)
 
 
@@ -204,13 +198,9 @@ def histogram(per_process: Sequence[Sequence[float]], bins: int | None = None) -
         return Histogram((lo, hi), tuple((len(s),) for s in kept), tuple(stats.median(s) for s in kept))
     width = (hi - lo) / k
     edges = tuple(lo + width * i for i in range(k)) + (hi,)
-    counts = []
-    for samples in kept:
-        row = [0] * k
-        for x in samples:
-            row[min(k - 1, int((x - lo) / width))] += 1
-        counts.append(tuple(row))
-    return Histogram(edges, tuple(counts), tuple(stats.median(s) for s in kept))
+    at = [Counter(min(k - 1, int((x - lo) / width)) for x in samples) for samples in kept]
+    return Histogram(edges, tuple(tuple(c[i] for i in range(k)) for c in at),
+                     tuple(stats.median(s) for s in kept))
 
 
 def record_histogram(record: Record, bins: int | None = None) -> Histogram | None:

@@ -144,16 +144,14 @@ class CellChange:
     @property
     def ratio_low(self) -> float | None:
         """A conservative low end of the ratio: new CI low over base CI high."""
-        if self.ratio is None or self.new.ci_low_s is None or not self.base.ci_high_s:
-            return None
-        return self.new.ci_low_s / self.base.ci_high_s
+        missing = self.ratio is None or self.new.ci_low_s is None or not self.base.ci_high_s
+        return None if missing else self.new.ci_low_s / self.base.ci_high_s
 
     @property
     def ratio_high(self) -> float | None:
         """A conservative high end of the ratio: new CI high over base CI low."""
-        if self.ratio is None or self.new.ci_high_s is None or not self.base.ci_low_s:
-            return None
-        return self.new.ci_high_s / self.base.ci_low_s
+        missing = self.ratio is None or self.new.ci_high_s is None or not self.base.ci_low_s
+        return None if missing else self.new.ci_high_s / self.base.ci_low_s
 
 
 @dataclass
@@ -166,8 +164,6 @@ class Comparison:
     threshold: float
     alpha: float
     environment_differences: list[tuple[str, str, str]] = field(default_factory=list)
-    test: str = TEST
-    correction: str = CORRECTION
     new_complete: bool = True
     #: Which backends, devices and modes the new run chose to measure.
     new_settings: dict[str, Any] = field(default_factory=dict)
@@ -202,7 +198,7 @@ class Comparison:
         tested = [c for c in self.changes if c.p_value is not None]
         by_ci = [c for c in self.changes if c.ratio is not None and c.p_value is None
                  and not c.one_process]
-        text = (f"significance: {self.test}, {self.correction} over {len(tested)} "
+        text = (f"significance: {TEST}, {CORRECTION} over {len(tested)} "
                 f"cell{'s' if len(tested) != 1 else ''} (false discovery rate {self.alpha:g})")
         if by_ci:
             text += (f"; {len(by_ci)} cell{'s' if len(by_ci) != 1 else ''} without processes' "
@@ -282,19 +278,16 @@ class Comparison:
         """One sentence: the geometric mean and the counts."""
         counts = self.counts()
         n = len(self.comparable)
-        parts = [f"{counts[FASTER]} faster, {counts[SLOWER]} slower, "
-                 f"{counts[NOT_SIGNIFICANT]} not significant"]
-        if counts[SAME]:
-            parts.append(f"{counts[SAME]} negligible (under {self.threshold:.0%})")
-        if counts[CANNOT_TELL]:
-            parts.append(f"{counts[CANNOT_TELL]} cannot tell")
         skipped = len(self.skipped_in_both)
-        if counts[NOT_COMPARABLE] - skipped:
-            parts.append(f"{counts[NOT_COMPARABLE] - skipped} not comparable")
-        if skipped:
-            parts.append(f"{skipped} skipped in both")
-        if self.only_base or self.only_new:
-            parts.append(f"{len(self.only_base)} only in base, {len(self.only_new)} only in new")
+        parts = [text for said, text in [
+            (True, f"{counts[FASTER]} faster, {counts[SLOWER]} slower, {counts[NOT_SIGNIFICANT]} not significant"),
+            (counts[SAME], f"{counts[SAME]} negligible (under {self.threshold:.0%})"),
+            (counts[CANNOT_TELL], f"{counts[CANNOT_TELL]} cannot tell"),
+            (counts[NOT_COMPARABLE] - skipped, f"{counts[NOT_COMPARABLE] - skipped} not comparable"),
+            (skipped, f"{skipped} skipped in both"),
+            (self.only_base or self.only_new,
+             f"{len(self.only_base)} only in base, {len(self.only_new)} only in new"),
+        ] if said]
         g = self.geometric_mean
         if g is None:
             return "no cell could be compared; " + ", ".join(parts)
@@ -354,13 +347,11 @@ def compare_records(base: Record, new: Record, threshold: float = DEFAULT_THRESH
 def _judge(change: CellChange, alpha: float, threshold: float) -> None:
     """The verdict from the (adjusted) p-value, or from the intervals where there is none."""
     if change.one_process:
-        change.significant = False
         change.note = "a single process on a side"
         change.verdict = CANNOT_TELL if beyond(change.ratio, threshold) else SAME
         return
     if change.q_value is not None:
         change.significant = change.q_value < alpha
-        change.note = ""
     elif change.ci_overlap is not None:
         change.significant = not change.ci_overlap
         change.note = "no processes' medians saved: judged on the confidence intervals"

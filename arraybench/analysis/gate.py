@@ -38,7 +38,7 @@ class Undecided:
 
 @dataclass(frozen=True)
 class GateVerdict:
-    """What fails a gate of ``limit`` (0.1: 10%); ``passed`` where nothing does."""
+    """What fails a gate of ``limit`` (0.1: 10%); ``render/comparison.gate_lines`` says each."""
 
     limit: float
     # Each list as ``Comparison``'s method of that name says; ``grown``: memory gates only.
@@ -53,12 +53,6 @@ class GateVerdict:
     comparable: bool = True  # whether any cell was valid in both runs
     #: Slowdowns the gate cannot tell from the machine's drift: said, and not failed.
     undecided: list[Undecided] = field(default_factory=list)
-
-    @property
-    def passed(self) -> bool:
-        return self.comparable and self.complete and not (
-            self.slower or self.broken or self.unmeasured or self.missing or self.incomparable
-            or self.unjudged or self.grown)
 
 
 def _busy(r: "Record") -> tuple[float, int, float] | None:

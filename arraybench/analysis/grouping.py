@@ -8,6 +8,7 @@ from ..backends import SPECS
 from ..model.cell import config_label
 from ..model.results import Pairs
 from ..model.record import Record
+from ..model.runs import Entry
 from ..workloads.params import describe as describe_params
 from .pairs import verdict
 
@@ -41,8 +42,8 @@ def grouped(records: Iterable[Record]) -> dict[tuple[str, str], list[Record]]:
     return {key: sorted(group, key=config_sort_key) for key, group in out.items()}
 
 
-def is_valid(r: Record) -> bool:
-    """A time that may be shown as a result: measured and correct."""
+def is_valid(r: Record | Entry) -> bool:
+    """A time that may be shown as a result: measured and correct (a record, or a stored one)."""
     return r.status == "ok" and r.median_s is not None and r.median_s > 0
 
 
@@ -62,10 +63,8 @@ def decided_winner(group: Iterable[Record], pairs: Pairs = Pairs()) -> Record | 
     """The valid record of a group faster than every other with 95% confidence; None where the
     run cannot name one (not always the lowest median: a pair's verdict reads paired turns)."""
     valid = [r for r in group if is_valid(r)]
-    for best in sorted(valid, key=lambda r: r.median_s):
-        if all(significantly_faster(best, r, pairs) for r in valid if r is not best):
-            return best
-    return None
+    return next((best for best in sorted(valid, key=lambda r: r.median_s)
+                 if all(significantly_faster(best, r, pairs) for r in valid if r is not best)), None)
 
 
 def significantly_faster(a: Record, b: Record, pairs: Pairs = Pairs()) -> bool:

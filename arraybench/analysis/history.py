@@ -10,11 +10,14 @@ passes ``threshold``. A step is attributed to what both runs recorded, and recor
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..model.cell import config_label, environment_in_key
-from ..model.runs import Entry, RunInfo, describe, fingerprint_changes, settings_differences
+from ..model.runs import (Entry, RunInfo, describe, fingerprint_changes, machine_environment,
+                          settings_differences)
 from .compare import DEFAULT_THRESHOLD, LogEstimate, benjamini_hochberg, beyond, welch_test
+from .grouping import is_valid
 
 #: The false discovery rate allowed across all the steps of one history.
 DEFAULT_FDR = 0.05
@@ -29,7 +32,7 @@ class Point:
 
     @property
     def valid(self) -> bool:
-        return self.entry.status == "ok" and bool(self.entry.median_s) and self.entry.median_s > 0
+        return is_valid(self.entry)
 
     @property
     def median_s(self) -> float:
@@ -47,6 +50,11 @@ class Point:
     def processes(self) -> int:
         """The processes that measured this point."""
         return self.entry.n_replicates
+
+    @property
+    def environment(self) -> Mapping[str, Any]:
+        """The environment of the machine that measured it."""
+        return machine_environment(self.run.environment, self.entry.machine)
 
 
 @dataclass
@@ -142,17 +150,12 @@ class History:
     def unseen_in_latest(self) -> list[Series]:
         """Series valid in their machine's complete run before the latest that the latest did not
         measure validly: a gate passing them passes what it never saw."""
-        out = []
-        for machine, ordered in _runs_by_machine(self.series).items():
-            if len(ordered) < 2:
-                continue
-            last, before = ordered[-1][0].run_id, ordered[-2][0].run_id
-            for s in self.series:
-                at = {p.run.run_id: p for p in s.points}
-                if s.machine_id == machine and before in at and at[before].valid \
-                        and not (last in at and at[last].valid):
-                    out.append(s)
-        return out
+        def valid_in(s: Series, run: RunInfo) -> bool:
+            return any(p.run.run_id == run.run_id and p.valid for p in s.points)
+
+        return [s for machine, ordered in _runs_by_machine(self.series).items() if len(ordered) >= 2
+                for s in self.series if s.machine_id == machine
+                and valid_in(s, ordered[-2][0]) and not valid_in(s, ordered[-1][0])]
 
     def restricted(self, cells: set[str], min_points: int = 2) -> "History":
         """Only the series of ``cells`` with ``min_points`` valid points or more, and their steps."""
@@ -181,7 +184,7 @@ def build_series(entries: Iterable[Entry], runs: Mapping[str, RunInfo]) -> list[
             label = config_label(e.backend, e.device, e.mode, transfer=e.transfer,
                                  environment=environment_in_key(e.cell))
             by_key[key] = Series(e.machine_id, e.cell, label, e.workload, e.size_label, e.size,
-                                 describe(run.machine_environment(e.machine)))
+                                 describe(machine_environment(run.environment, e.machine)))
         by_key[key].points.append(Point(run, e))
     for s in by_key.values():
         s.points.sort(key=lambda p: _order(p.run))
@@ -195,21 +198,14 @@ def step_p_value(a: Point, b: Point) -> float | None:
     return None if before is None or after is None else welch_test(before, after).p_value
 
 
-def separated(a: Point, b: Point) -> bool:
-    """The two 95% intervals do not overlap."""
-    return b.low > a.high or b.high < a.low
-
-
 def causes(before: Point, after: Point) -> list[str]:
     """What both runs of a step recorded and recorded differently, in words."""
-    env_a = before.run.machine_environment(before.entry.machine)
-    env_b = after.run.machine_environment(after.entry.machine)
+    env_a, env_b = before.environment, after.environment
+
     def code(point: Point) -> Any:  # the workload's code's fingerprint, where the run recorded it
-        for env in (point.run.machine_environment(point.entry.machine), point.run.environment):
-            table = env.get("workload_code")
-            if isinstance(table, Mapping) and point.entry.workload in table:
-                return table[point.entry.workload]
-        return None
+        tables = [t for env in (point.environment, point.run.environment)
+                  if isinstance(t := env.get("workload_code"), Mapping) and point.entry.workload in t]
+        return tables[0][point.entry.workload] if tables else None
 
     a, b = code(before), code(after)
     changed = None not in (a, b) and a != b
@@ -254,8 +250,8 @@ def version_changes(series: Sequence[Series]) -> list[VersionChange]:
     return [VersionChange(machine_id, run, tuple(changed))
             for machine_id, ordered in _runs_by_machine(series).items()
             for (prev, prev_label), (run, label) in zip(ordered, ordered[1:])
-            if (changed := library_changes(prev.machine_environment(prev_label),
-                                           run.machine_environment(label)))]
+            if (changed := library_changes(machine_environment(prev.environment, prev_label),
+                                           machine_environment(run.environment, label)))]
 
 
 def history(entries: Iterable[Entry], runs: Mapping[str, RunInfo], *,
@@ -268,21 +264,15 @@ def history(entries: Iterable[Entry], runs: Mapping[str, RunInfo], *,
         run = runs.get(e.run_id)
         if run is not None and (e.machine_id not in latest or _order(latest[e.machine_id]) < _order(run)):
             latest[e.machine_id] = run
-    candidates: list[tuple[Series, Point, Point, float]] = []
-    one_process: list[Untested] = []
-    for s in series:
-        valid = [p for p in s.points if p.valid]
-        for a, b in zip(valid, valid[1:]):
-            if a.processes < 2 or b.processes < 2:
-                one_process.append(Untested(s, a, b))
-                continue
-            p = step_p_value(a, b)
-            if p is not None:
-                candidates.append((s, a, b, p))
+    consecutive = [(s, a, b) for s in series for a, b in pairwise([p for p in s.points if p.valid])]
+    one_process = [Untested(s, a, b) for s, a, b in consecutive if a.processes < 2 or b.processes < 2]
+    # step_p_value is None for those, and where an interval is missing.
+    candidates = [(s, a, b, p) for s, a, b in consecutive if (p := step_p_value(a, b)) is not None]
     reject = benjamini_hochberg([c[3] for c in candidates], fdr)
     steps = [Step(s, a, b, b.median_s / a.median_s, p, causes(a, b))
              for (s, a, b, p), significant in zip(candidates, reject)
-             if significant and beyond(b.median_s / a.median_s, threshold) and separated(a, b)]
+             if significant and beyond(b.median_s / a.median_s, threshold)
+             and (b.low > a.high or b.high < a.low)]  # the 95% intervals do not overlap
     ordered_runs = sorted({p.run.run_id: p.run for s in series for p in s.points}.values(), key=_order)
     return History(series, steps, ordered_runs, version_changes(series), threshold, fdr, len(candidates),
                    one_process, latest)

@@ -96,16 +96,12 @@ class MemoryChange:
                 f"{format_size(r.peak_bytes)} ({how})")
 
 
-def _process_peaks(r: Record) -> list[int]:
-    return [rep.peak_bytes for rep in r.replicates if rep.timed and rep.peak_bytes is not None]
-
-
 def _apart(base: Record, new: Record) -> bool:
-    """Whether every process of one run peaked beyond every process of the other."""
-    a, b = _process_peaks(base), _process_peaks(new)
-    if not a or not b:
-        return True  # the records' medians only (an older file): judged on them
-    return min(b) > max(a) or max(b) < min(a)
+    """Whether every process of one run peaked beyond every process of the other (true where a
+    record keeps its median only, an older file's: judged on it)."""
+    a, b = ([rep.peak_bytes for rep in r.replicates if rep.timed and rep.peak_bytes is not None]
+            for r in (base, new))
+    return not a or not b or min(b) > max(a) or max(b) < min(a)
 
 
 def memory_changes(comparison: "Comparison", threshold: float | None = None) -> list[MemoryChange]:

@@ -49,8 +49,7 @@ def pool_threads(r: Record, environment: Mapping[str, Any]) -> int | None:
     counts += [p.get("num_threads") for p in pools if isinstance(p, Mapping)] if isinstance(pools, list) else []
     if r.backend == "jax":
         counts.append(info.get("affinity_cpus"))  # XLA sizes its pool by the CPUs it may run on
-    found = [c for c in map(_count, counts) if c is not None]
-    return max(found) if found else None
+    return max(filter(None, map(_count, counts)), default=None)
 
 
 def _cpus(u: Usage, affinity: int | None) -> int:
@@ -99,14 +98,9 @@ class Contention:
     @property
     def slowdowns(self) -> list[float]:
         """Each measured cost as a ratio of times (slow over fast)."""
-        out = []
-        if self.between is not None:
-            out.append(self.between[2] / self.between[3])
-        if self.split is not None:
-            out.append(self.split[1] / self.split[0])
-        if self.fewer is not None:
-            out.append(self.record.median_s / self.fewer[0].median_s)
-        return out
+        return [*([self.between[2] / self.between[3]] if self.between is not None else []),
+                *([self.split[1] / self.split[0]] if self.split is not None else []),
+                *([self.record.median_s / self.fewer[0].median_s] if self.fewer is not None else [])]
 
     @property
     def threads_to_use(self) -> int:

@@ -136,12 +136,10 @@ def _interval(per_process: Sequence[_ProcessRatio]) -> tuple[float, float, float
 def _quiet_ratios(both: Sequence[tuple[Replicate, Replicate]], least: int) -> tuple[list[_ProcessRatio], str] | None:
     """The processes' ratios from quiet turns, paired by round, else by process, where ``least``
     processes have them."""
-    quiet = [p for p in (_process_ratio(x, y, quiet=True) for x, y in both) if p is not None]
-    if len(quiet) >= least:
-        return quiet, "rounds"
-    sides = [p for p in (_quiet_sides_ratio(x, y) for x, y in both) if p is not None]
-    if len(sides) >= least:
-        return sides, "sides"
+    for how, ratio in (("rounds", lambda x, y: _process_ratio(x, y, quiet=True)), ("sides", _quiet_sides_ratio)):
+        found = [p for p in (ratio(x, y) for x, y in both) if p is not None]
+        if len(found) >= least:
+            return found, how
     return None
 
 
@@ -160,12 +158,11 @@ def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None
     if any(x.busy_rounds or y.busy_rounds for x, y in both):
         shared = sum(p.rounds for p in every)
         found = _quiet_ratios(both, QUIET_PROCESSES)
-        if found is not None and found[1] == "rounds":
+        if found is not None:
             per_process = found[0]
-            note = f"; {shared - sum(p.rounds for p in per_process)} of {shared} rounds left out: other processes loaded the machine"
-        elif found is not None:
-            per_process = found[0]
-            note = ("; each side's fastest quiet turn, paired by process: too few rounds had both "
+            note = (f"; {shared - sum(p.rounds for p in per_process)} of {shared} rounds left out: other "
+                    "processes loaded the machine" if found[1] == "rounds" else
+                    "; each side's fastest quiet turn, paired by process: too few rounds had both "
                     "sides' turns quiet while other processes loaded the machine")
         else:
             busy = sum(len((set(x.busy_rounds) | set(y.busy_rounds)) & set(x.rounds or ()) & set(y.rounds or ()))
@@ -231,10 +228,8 @@ def against_regressions(pairs: Iterable[Pair], here: str, limit: float) -> tuple
 
 def split(records: Iterable[Record]) -> tuple[list[Record], list[Record]]:
     """(the run's own records, the self-check twin's)."""
-    own, twins = [], []
-    for r in records:
-        (twins if r.environment == TWIN else own).append(r)
-    return own, twins
+    records = list(records)
+    return [r for r in records if r.environment != TWIN], [r for r in records if r.environment == TWIN]
 
 
 def twin_pairs(twins: Sequence[Record], own: Sequence[Record], original: str) -> list[Pair]:
@@ -260,11 +255,6 @@ class SelfCheck:
     @property
     def level(self) -> int:
         return sum(1 for p in self.pairs if p.verdict == "level")
-
-    @property
-    def reliable(self) -> bool:
-        """No identical pair was called faster or slower."""
-        return bool(self.pairs) and not self.false
 
     @property
     def worst(self) -> float:

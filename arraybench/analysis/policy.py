@@ -238,9 +238,8 @@ def takes_turn(extra: bool, taken: int, done_at: int | None, short_of_quiet: boo
     """Whether a cell that took ``taken`` turns, done by its own rule after ``done_at`` (None:
     not done), takes the next: for ``PAIR_ON_TURNS`` times ``done_at`` at most (``QUIET_STRETCH``
     where ``short_of_quiet``); a cell in the other allocator state (``extra``) pairs with nothing."""
-    if done_at is None:
-        return True
-    return not extra and taken < (QUIET_STRETCH if short_of_quiet else PAIR_ON_TURNS) * done_at
+    stretch = QUIET_STRETCH if short_of_quiet else PAIR_ON_TURNS
+    return done_at is None or (not extra and taken < stretch * done_at)
 
 
 class RunState:

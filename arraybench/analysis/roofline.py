@@ -42,9 +42,7 @@ def achieved(r: Record) -> tuple[float | None, float | None]:
     """(FLOP/s, bytes/s) that a valid record reached; None where its workload has no model."""
     if not is_valid(r):
         return None, None
-    flops = r.flops / r.median_s if r.flops else None
-    moved = r.bytes / r.median_s if r.bytes else None
-    return flops, moved
+    return r.flops / r.median_s if r.flops else None, r.bytes / r.median_s if r.bytes else None
 
 
 def ceiling_key(r: Record) -> CeilingKey:

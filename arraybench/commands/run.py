@@ -22,7 +22,7 @@ from ..executors.session import Interrupted
 from ..model.journal import JOURNAL_NAME, JournalState, read as read_journal
 from ..model.options import RunOptions, parse_context, refuse_other_settings
 from ..workloads.definition import parse_sizes
-from ..model.reporter import Reporter
+from ..model.journal import Reporter
 from ..model.results import Results
 from ..analysis.policy import RunState
 from ..options import API, CLI, DEFAULT_OUTPUT_DIR, apply_preset, dashed, on, unique_assignments

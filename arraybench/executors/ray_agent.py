@@ -26,7 +26,7 @@ from ..host import machine
 from ..host.environments import remove_stale_folders
 from ..model.replicate import Replicate
 from ..model.options import RunOptions
-from ..model.reporter import Reporter
+from ..model.journal import Reporter
 from ..analysis.policy import RunState
 from .session import Session
 from ..workloads.trust import SHIPPED_NAME

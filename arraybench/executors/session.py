@@ -20,13 +20,12 @@ from ..analysis.aggregate import aggregate
 from ..analysis.policy import RunState, timer_settings
 from ..errors import SaveError
 from ..host import git, machine, environments
-from ..model.journal import Journal, JournalSink, JournalState
+from ..model.journal import Journal, JournalSink, JournalState, Reporter
 from ..model.record import Record
 from ..model.replicate import Replicate
 from ..model.results import Results
 from ..model.options import RunOptions
 from ..model.cell import Cell, Config, worker_key
-from ..model.reporter import Reporter
 
 
 class RunHandle(Protocol):

@@ -1,4 +1,5 @@
-"""The journal: every measurement appended to disk the moment it exists, so none is ever lost.
+"""What a run tells as it goes: the journal, every measurement appended to disk the moment it
+exists, so none is ever lost; and the ``Reporter`` a user interface subclasses.
 
 ``journal.jsonl`` is a header (options, plan, environment), then a line per replicate, worker
 report or unavailable backend; ``--resume`` reads it back. Each line is written whole and fsynced,
@@ -14,7 +15,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import SaveError, UsageError
 from .replicate import Replicate
@@ -23,6 +24,10 @@ from .cell import Cell, Config
 from .schema import NotPlainJson, SchemaError, check_environment, dumps, loads, read_regular
 from ..files import new_beside, private
 from ..workloads import trust
+
+if TYPE_CHECKING:
+    from .record import Record
+    from .results import Results
 
 try:
     import fcntl
@@ -87,10 +92,8 @@ class Journal:
         header: dict[str, Any] = {
             "type": "header", "tool": "arraybench", "version": JOURNAL_VERSION,
             "options": options.to_dict(), "cells": [c.to_dict() for c in cells],
-            "environment": environment,
+            "environment": environment, **({"code": dict(code)} if code else {}),
         }
-        if code:
-            header["code"] = dict(code)
         _encode(header, path)  # a header the reader would refuse: nothing is touched
         try:
             if options.shipped_workloads:  # --resume loads the pickle only if it is this one
@@ -211,10 +214,8 @@ def read(out_dir: Path) -> JournalState:
         data = read_regular(path, follow_links=False)
     except OSError as exc:
         raise JournalError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    if not data.endswith(b"\n"):
-        data = data[: data.rfind(b"\n") + 1]  # a torn last line from a kill mid-write
-    try:
-        lines = data.decode("utf-8").splitlines()
+    try:  # up to the last newline: a torn last line from a kill mid-write is not read
+        lines = data[: data.rfind(b"\n") + 1].decode("utf-8").splitlines()
     except UnicodeDecodeError:
         raise JournalError(f"{path}: not text; not an arraybench journal") from None
     entries: list[dict[str, Any]] = []
@@ -293,3 +294,33 @@ def _apply(e: dict[str, Any], state: JournalState, keys: set[str]) -> None:
         state.worker_info.setdefault(Config(b, d, env), {}).update(info)
     else:
         _need(False, f"unknown entry type {kind!r}")
+
+
+class Reporter:
+    """Progress events of a run; every method is optional."""
+
+    def run_started(self, total: int) -> None:
+        """``total`` measurements (cells times replicates) are about to be made."""
+
+    def worker_started(self, backend: str, device: str, replicate: int, cells: int,
+                       environment: str = "") -> None:
+        """A worker process starts on ``cells`` cells, as their ``replicate``-th measurement;
+        ``environment`` is passed only in a run that has some."""
+
+    def config_unavailable(self, backend: str, device: str, reason: str) -> None:
+        """A library or device cannot run here; its cells are skipped."""
+
+    def replicate_done(self, cell: "Cell", index: int, replicate: "Replicate") -> None:
+        """One process finished one cell."""
+
+    def more_wanted(self, cell: "Cell", extra: int) -> None:
+        """A cell wants ``extra`` more processes than counted so far (its interval is still wide)."""
+
+    def record_done(self, record: "Record") -> None:
+        """A cell's record is final (all its replicates are done, or it was skipped)."""
+
+    def run_finished(self, results: "Results") -> None:
+        """The run is over."""
+
+    def stopping(self, signum: int) -> None:
+        """A stop signal arrived; called inside the signal handler, so do nothing slow."""

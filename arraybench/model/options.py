@@ -88,10 +88,6 @@ class RunOptions:
         return f"{self.processes}:{self.max_processes}" if self.adaptive else str(self.processes)
 
 
-#: The run options ``--processes`` (and ``processes=``) sets together.
-_PROCESSES = ("processes", "max_processes")
-
-
 def refuse_other_settings(saved: RunOptions, given: Mapping[str, Any]) -> None:
     """``UsageError`` naming every option in ``given`` that differs from a saved run's own, each
     as ``name (saved X, given Y)``."""
@@ -103,7 +99,7 @@ def refuse_other_settings(saved: RunOptions, given: Mapping[str, Any]) -> None:
             if others:
                 differs.append(f"workload_files ({others[0]} is not one the run used; saved "
                                f"{wanted[name]!r})")
-        elif name in _PROCESSES:  # set together: one entry, spelled as it is typed
+        elif name in ("processes", "max_processes"):  # --processes sets both: one entry, as typed
             typed = RunOptions(processes=given.get("processes", wanted["processes"]),
                                max_processes=given.get("max_processes", wanted["max_processes"]))
             entry = f"processes (saved {saved.processes_text}, given {typed.processes_text})"

@@ -29,9 +29,7 @@ class Figures:
 
     @property
     def cell(self) -> Cell:
-        return Cell(self.workload, self.size_label, self.size, self.backend, self.device, self.dtype,
-                    self.mode, self.transfer, machine=self.machine, params=dict(self.params),
-                    environment=self.environment)
+        return Cell(**{f.name: getattr(self, f.name) for f in fields(Cell)} | {"params": dict(self.params)})
 
     @property
     def key(self) -> str:
@@ -159,9 +157,8 @@ class Summary(Figures):
 #: Every figure, in the order results.json writes them.
 NAMES = tuple(f.name for f in fields(Summary))
 
-#: The fields every record in a results file carries, whatever else it has.
-CONTRACT = ("workload", "size_label", "size", "backend", "device", "dtype", "mode", "status",
-            "reason", "median_s", "iqr_s", "min_s", "n_samples", "first_call_s", "max_rel_error")
+#: The fields every record in a results file carries, whatever else it has: ``Summary``'s core.
+CONTRACT = NAMES[:NAMES.index("transfer")]
 
 COLUMNS: tuple[str, ...] = tuple(
     column for name in NAMES if name != "replicates"
@@ -233,9 +230,7 @@ class Record(Figures):
     @classmethod
     def for_cell(cls, cell: Cell, status: Status = "skipped", reason: str = "") -> "Record":
         """An empty record of a cell (nothing measured yet)."""
-        return cls(cell.workload, cell.size_label, cell.size, cell.backend, cell.device, cell.dtype,
-                   cell.mode, status, reason, cell.transfer, machine=cell.machine,
-                   params=dict(cell.params), environment=cell.environment)
+        return cls(status=status, reason=reason, **cell.to_dict())
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "record") -> "Record | Summary":

@@ -1,15 +1,7 @@
-"""One worker process's measurement of one cell: the ``Replicate``, the unit that repeats, how it
-samples (``TimerSettings``, chosen by the parent from the run's options: ``analysis/policy``), what
-the process used while it sampled (``Usage``), and the C allocator's state it was measured in.
-
-A worker sends a ``Replicate`` per cell, the journal stores it, the aggregation reads it: one shape
-from the timer to results.json, validated in one place (``schema``). Every interval and test treats
-the replicate, not the sample, as the independent unit: a process can run slow for its whole life.
-
-``Usage`` holds totals counted around the samples (never inside the timed loop), what the rest of
-the machine was doing meanwhile, and the rates derived from them; a record's usage is its
-replicates' totals, rates derived again (``combine``). The ``sample_*`` lists align with the *last*
-samples of the replicate: they tell a bimodal cell's modes apart.
+"""One worker process's measurement of one cell: the ``Replicate``, the unit that repeats (a process
+can run slow for its whole life), how it samples (``TimerSettings``), what the process used while it
+sampled (``Usage``), and the C allocator's state it was measured in. One shape from the timer to
+results.json, validated in one place (``schema``).
 
 glibc serves a request of 128 KiB or more with ``mmap`` unless an earlier free raised its dynamic
 threshold, so a call gets **fresh pages** (zeroed, a fault per 4 KiB: NumPy's FFT at n = 10⁶ took
@@ -63,7 +55,8 @@ _HARDWARE = ("instructions", "cycles", "cache_references", "cache_misses")
 
 @dataclass
 class Usage:
-    """Totals over the sample windows of a cell, and per-call rates derived from them."""
+    """Totals counted around a cell's samples (never inside the timed loop), the rest of the
+    machine's load meanwhile, and per-call rates derived from them."""
 
     calls: int = field(default=0, metadata=_NON_NEGATIVE)
     wall_s: float = field(default=0.0, metadata=_NON_NEGATIVE)
@@ -105,7 +98,7 @@ class Usage:
     steal_share: float | None = field(default=None, metadata=_NON_NEGATIVE)
     load_average: float | None = field(default=None, metadata=_NON_NEGATIVE)
 
-    # -- per sample, aligned with the replicate's last samples --
+    # -- per sample, aligned with the replicate's *last* samples: they tell a bimodal cell's modes apart --
     sample_minor_faults: list[float] = field(default_factory=list, metadata=_NON_NEGATIVE)
     sample_cores: list[float] = field(default_factory=list, metadata=_NON_NEGATIVE)
     sample_kernel_share: list[float] = field(default_factory=list, metadata=_NON_NEGATIVE)
@@ -198,7 +191,7 @@ def environment(state: State) -> dict[str, str]:
 
 def shell_words(state: State) -> str:
     """``MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=2147483647``: as typed before a command."""
-    return " ".join(f"{k}={v}" for k, v in environment(state).items())
+    return " ".join(f"{k}={v}" for k, v in SETTINGS[state].items())
 
 
 @dataclass
@@ -281,12 +274,10 @@ class Replicate:
 
     def samples_by_load(self) -> tuple[list[float], list[float]]:
         """(the samples of its quiet turns, those of its ``busy_rounds``)."""
-        busy = set(self.busy_rounds)
-        quiet: list[float] = []
-        loaded: list[float] = []
-        for s, r in zip(self.samples_s, self.rounds or [None] * len(self.samples_s)):
-            (loaded if r in busy else quiet).append(s)
-        return quiet, loaded
+        loaded = set(self.busy_rounds)
+        busy = [r in loaded for r in self.rounds or [None] * len(self.samples_s)]
+        return ([s for s, b in zip(self.samples_s, busy) if not b],
+                [s for s, b in zip(self.samples_s, busy) if b])
 
     def to_dict(self) -> dict[str, Any]:
         return schema.to_json(self)

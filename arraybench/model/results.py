@@ -96,15 +96,12 @@ class Pairs:
     """A run's pairs, found by their two sides' cells."""
 
     def __init__(self, pairs: Iterable[Pair] = ()) -> None:
-        self._by_sides = {(p.a, p.b): p for p in pairs}
+        pairs = list(pairs)
+        self._by_sides = {(p.b, p.a): p.reversed() for p in pairs} | {(p.a, p.b): p for p in pairs}
 
     def between(self, a: Cell, b: Cell) -> Pair | None:
         """``a`` against ``b``, whichever way round judged; None where they took no turns together."""
-        found = self._by_sides.get((a, b))
-        if found is not None:
-            return found
-        found = self._by_sides.get((b, a))
-        return found.reversed() if found is not None else None
+        return self._by_sides.get((a, b))
 
 
 SCHEMA_VERSION = 2
@@ -272,17 +269,12 @@ def load(path: str | os.PathLike[str]) -> Results:
     path = Path(path)
     try:
         text = read_regular(path).decode("utf-8")
-    except FileNotFoundError:
-        raise ResultsError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ResultsError(f"{path}: is a folder; give its results.json") from None
-    except NotRegularFile:
-        raise ResultsError(f"{path}: is not a regular file (a named pipe or a device); give a "
-                           "results.json") from None
-    except OSError as exc:
-        raise ResultsError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise ResultsError(f"{path}: cannot be read (not UTF-8 text; not an arraybench results file)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        why = {FileNotFoundError: "no such file", IsADirectoryError: "is a folder; give its results.json",
+               NotRegularFile: "is not a regular file (a named pipe or a device); give a results.json",
+               UnicodeDecodeError: "cannot be read (not UTF-8 text; not an arraybench results file)"}
+        said = why.get(type(exc)) or f"cannot be read ({getattr(exc, 'strerror', None) or exc})"
+        raise ResultsError(f"{path}: {said}") from None
     if not text.strip():
         raise ResultsError(f"{path}: is empty")
     try:

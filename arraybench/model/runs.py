@@ -15,10 +15,11 @@ import datetime as _dt
 import hashlib
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from ..errors import UsageError
+from . import schema
 from .results import Results, arraybench_version
 
 
@@ -108,16 +109,10 @@ def fingerprint_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> 
 def cross_machine_pairs(base: Results, new: Results) -> list[tuple[str, str]]:
     """(base machine, new machine) described, for each label whose identity differs between runs."""
     a, b = machines_of(base), machines_of(new)
-    pairs = []
-    for label in a:
-        if label not in b and not (label == "" and len(b) == 1):
-            continue
-        env_a = a[label]
-        env_b = b.get(label) or next(iter(b.values()))
-        ida, idb = machine_id_of(env_a), machine_id_of(env_b)
-        if ida and idb and ida != idb:
-            pairs.append((describe(env_a), describe(env_b)))
-    return pairs
+    sides = [(env, b.get(label) or next(iter(b.values()))) for label, env in a.items()
+             if label in b or (label == "" and len(b) == 1)]
+    return [(describe(x), describe(y)) for x, y in sides
+            if "" not in (ids := (machine_id_of(x), machine_id_of(y))) and ids[0] != ids[1]]
 
 
 def check_same_machine(base: Results, new: Results, cross_machine: bool) -> list[tuple[str, str]]:
@@ -141,9 +136,8 @@ def environment_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> 
     libs_a = base.get("libraries") or {}
     libs_b = new.get("libraries") or {}
     if isinstance(libs_a, Mapping) and isinstance(libs_b, Mapping):
-        for name in dict.fromkeys([*libs_a, *libs_b]):
-            if libs_a.get(name) != libs_b.get(name):
-                out.append((name, str(libs_a.get(name)), str(libs_b.get(name))))
+        out += [(name, str(libs_a.get(name)), str(libs_b.get(name)))
+                for name in dict.fromkeys([*libs_a, *libs_b]) if libs_a.get(name) != libs_b.get(name)]
     return out
 
 
@@ -172,10 +166,6 @@ class RunInfo:
     settings: dict[str, Any]
     context: dict[str, Any]
 
-    def machine_environment(self, label: str) -> Mapping[str, Any]:
-        """The environment of the machine labelled ``label`` in this run ("": the run's own)."""
-        return machine_environment(self.environment, label)
-
 
 @dataclass(frozen=True)
 class Entry:
@@ -194,9 +184,9 @@ class Entry:
     mode: str
     transfer: bool
     status: str
-    median_s: float | None
-    ci_low_s: float | None
-    ci_high_s: float | None
+    median_s: float | None = field(metadata=schema.SECONDS)
+    ci_low_s: float | None = field(metadata=schema.SECONDS)
+    ci_high_s: float | None = field(metadata=schema.SECONDS)
     n_replicates: int
 
 

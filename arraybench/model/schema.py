@@ -154,15 +154,13 @@ def _check(tp: Any, value: Any, name: str) -> Any:
     if origin in (list, tuple):
         if not isinstance(value, list):
             raise SchemaError(f"{name}: expected a list, got {_kind(value)}")
-        args = typing.get_args(tp)
-        item = args[0] if args else Any
+        item = (typing.get_args(tp) or (Any,))[0]
         checked = [_check(item, v, f"{name}[{i}]") for i, v in enumerate(value)]
         return tuple(checked) if origin is tuple else checked
     if origin is dict:
         if not isinstance(value, dict):
             raise SchemaError(f"{name}: expected an object, got {_kind(value)}")
-        args = typing.get_args(tp)
-        item = args[1] if len(args) == 2 else Any
+        item = (typing.get_args(tp) or (Any, Any))[-1]
         return {str(k): _check(item, v, f"{name}.{k}") for k, v in value.items()}
     if dataclasses.is_dataclass(tp):
         return from_json(tp, value, where=name)

@@ -24,7 +24,7 @@ from ..files import discard
 from ..model.cell import Cell, config_label
 from ..model.record import Record
 from ..model.replicate import Replicate
-from ..model.reporter import Reporter
+from ..model.journal import Reporter
 from ..units import format_seconds
 
 if TYPE_CHECKING:

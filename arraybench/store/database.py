@@ -73,11 +73,8 @@ def redact(text: object, location: str | None = None) -> str:
 
 def _secrets(location: str) -> list[str]:
     """The passwords a location holds, as written and as decoded (longest first)."""
-    found: set[str] = set()
-    for m in _USERINFO.finditer(location):
-        found.add(m.group(0)[len(m.group(1)):-1])
-    for m in _PASSWORD.finditer(location):
-        found.add(m.group(2).strip("'"))
+    found = {m.group(0)[len(m.group(1)):-1] for m in _USERINFO.finditer(location)}
+    found |= {m.group(2).strip("'") for m in _PASSWORD.finditer(location)}
     with contextlib.suppress(ValueError):  # a malformed URL: what the patterns found is all there is
         parts = urlsplit(location)
         found.add(parts.password or "")

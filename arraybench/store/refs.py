@@ -137,14 +137,11 @@ def check_choice(text: str) -> None:
 
 def check_named(store: "Store", text: str) -> None:
     """A named run must be in the store before anything is measured (``UsageError`` if not)."""
-    if LAST.fullmatch(text):
-        return
-    matches = [r.run_id for r in store.runs() if r.run_id.startswith(text)]
-    if len(matches) != 1:
-        how = "no run" if not matches else f"{len(matches)} runs"
-        raise UsageError(f"--arraybench-compare={text}: {how} in store {store.describe()} "
-                         f"{'has' if not matches else 'have'} that id "
-                         f"({'arraybench store list shows them' if not matches else 'give more of it'})")
+    if not LAST.fullmatch(text):
+        try:
+            run_id_of(store, text)
+        except StoreError as exc:
+            raise UsageError(f"--arraybench-compare={text}: {exc} (arraybench store list shows them)") from None
 
 
 def find(store: "Store", text: str, new: "Results") -> tuple["Results | None", str]:
@@ -153,7 +150,7 @@ def find(store: "Store", text: str, new: "Results") -> tuple["Results | None", s
 
     last = LAST.fullmatch(text)
     if not last:
-        base = store.results(text)
+        base = stored_results(store, text)
         return base, f"compared with run {run_id(base)} (--arraybench-compare={text})"
     back = int(last.group(2) or 0)
     cells = {r.key for r in new.records}

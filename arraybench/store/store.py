@@ -6,12 +6,13 @@ so ``store_run`` may not undo it: a store that fails is one ``StoreWarning``."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
-import math
 import os
 import warnings
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Iterable, Sequence, Union
 
 from ..errors import StoreWarning, UsageError, one_line
@@ -64,12 +65,10 @@ class StoredRun:
 _INSERT_RUN = ("INSERT INTO runs (run_id, content_sha, started_at, stored_at, complete, arraybench, "
                "machine_id, source, context, settings, environment, results, project) "
                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-_RECORD_COLUMNS = ("run_id", "machine", "machine_id", "cell", "workload", "size_label", "size",
-                   "backend", "device", "dtype", "mode", "transfer", "status", "median_s",
-                   "ci_low_s", "ci_high_s", "n_replicates")
+_RECORD_COLUMNS = tuple(f.name for f in fields(Entry))
 
 
-class Store:
+class Store(contextlib.AbstractContextManager):
     """An open store; use ``open_store``, and close it (or use it in ``with``)."""
 
     def __init__(self, db: Database) -> None:
@@ -77,9 +76,6 @@ class Store:
         self.location = db.location
         #: What reading skipped, one line each ("run 1a2b…: context is not an object").
         self.notes: list[str] = []
-
-    def __enter__(self) -> "Store":
-        return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
@@ -127,7 +123,8 @@ class Store:
 
     # -- reading --------------------------------------------------------------------------------
     def runs(self, *, machine: str | None = None, project: str | None = None) -> list[StoredRun]:
-        """The runs stored, oldest first, of a machine id prefix, of a project."""
+        """The runs stored, oldest first, of a machine id prefix, of a project (columns in
+        ``StoredRun``'s order)."""
         where, params = _where(machine=machine, project=project, table="runs")
         rows = self.db.execute(
             "SELECT run_id, started_at, stored_at, complete, arraybench, machine_id, source, context, "
@@ -137,19 +134,12 @@ class Store:
             f"FROM runs{where} ORDER BY started_at, run_id", params)
         out = []
         for r in rows:
-            context = _loads(r[7])
-            problem = _not_text(dict(zip(("run_id", "started_at", "stored_at", "arraybench", "machine_id",
-                                          "source"), (r[0], r[1], r[2], r[4], r[5], r[6]))))
-            if problem is None and not isinstance(context, dict):
-                problem = f"context is {_kind(context)}, not an object"
-            if problem is None and not all(isinstance(v, int) for v in (r[3], r[8], r[9])):
-                problem = "complete is not a number"
-            if problem is not None:
-                self._skip(r[0], problem)
-                continue
-            out.append(StoredRun(r[0], r[1], r[2], bool(r[3]), r[4], r[5], r[6],
-                                 {str(k): str(v) for k, v in context.items()}, r[8], r[9],
-                                 r[10] if isinstance(r[10], str) else None))
+            data = dict(zip((f.name for f in fields(StoredRun)), r))
+            data.update(complete=bool(r[3]) if isinstance(r[3], int) else r[3], context=_loads(r[7]))
+            try:
+                out.append(schema.from_json(StoredRun, data))
+            except schema.SchemaError as exc:
+                self._skip(r[0], str(exc))
         return out
 
     def entries(self, *, workloads: Sequence[str] = (), backends: Sequence[str] = (),
@@ -182,57 +172,34 @@ class Store:
     def _entry(self, row: Sequence[Any]) -> Entry | None:
         """A record row as an ``Entry``; None (and a note) where a value does not have its type."""
         data = dict(zip(_RECORD_COLUMNS, row))
-        if isinstance(data["transfer"], int) and not isinstance(data["transfer"], bool):
+        if isinstance(data["transfer"], int):
             data["transfer"] = bool(data["transfer"])
-        what = f"{str(data['cell'])[:80]} of run {str(data['run_id'])[:16]}"
-        for name in ("median_s", "ci_low_s", "ci_high_s"):
-            value = data[name]
-            if isinstance(value, int) and not isinstance(value, bool):
-                value = data[name] = float(value)
-            if isinstance(value, float) and not (math.isfinite(value) and 0 <= value <= schema.MAX_SECONDS):
-                self._skip(what, f"{name} is {value!r}, not a time", "record")
-                return None
         try:
             return schema.from_json(Entry, data)
         except schema.SchemaError as exc:
-            self._skip(what, str(exc), "record")
+            self._skip(f"{str(data['cell'])[:80]} of run {str(data['run_id'])[:16]}", str(exc), "record")
             return None
 
     def _run_info(self, row: Sequence[Any]) -> RunInfo | None:
         """A run row as history's ``RunInfo``; None (and a note) where its parts have the wrong shape."""
-        run, started, complete, environment, settings, context = row
-        environment, settings, context = _loads(environment), _loads(settings), _loads(context)
-        problem = _not_text({"run_id": run, "started_at": started})
-        for name, value in (("settings", settings), ("context", context)):
-            if problem is None and not isinstance(value, dict):
-                problem = f"{name} is {_kind(value)}, not an object"
-        if problem is None:
-            try:
-                check_environment(environment)
-            except schema.SchemaError as exc:
-                problem = str(exc)
-        if problem is not None:
-            self._skip(run, problem)
+        data = dict(zip((f.name for f in fields(RunInfo)), row))
+        data.update({k: _loads(data[k]) for k in ("environment", "settings", "context")},
+                    complete=bool(data["complete"]))
+        try:
+            check_environment(data["environment"])
+            return schema.from_json(RunInfo, data)
+        except schema.SchemaError as exc:
+            self._skip(row[0], str(exc))
             return None
-        return RunInfo(run_id=run, started_at=started, complete=bool(complete), environment=environment,
-                       settings=settings, context={str(k): str(v) for k, v in context.items()})
 
     def results(self, run: str) -> "Results":
-        """A stored run back whole, by its id (or a unique prefix of it)."""
+        """A stored run back whole, by its id (``refs.run_id_of`` finds one from a prefix)."""
         from ..model.results import from_dict
 
-        rows = self.db.execute("SELECT run_id, results FROM runs WHERE run_id = ?", (run,))
+        rows = self.db.execute("SELECT results FROM runs WHERE run_id = ?", (run,))
         if not rows:
-            # A prefix, matched with case (SQLite's LIKE ignores it: an imported ``ABCD…`` would
-            # make the real ``abcd…`` unnameable) and literally (LIKE's ``_`` is any character).
-            ids = [i for (i,) in self.db.execute("SELECT run_id FROM runs WHERE run_id LIKE ?", (run + "%",))
-                   if i.startswith(run)]
-            rows = [row for i in ids[:2] for row in
-                    self.db.execute("SELECT run_id, results FROM runs WHERE run_id = ?", (i,))]
-        if len(rows) != 1:
-            raise StoreError(f"store {self.describe()}: {'no' if not rows else 'more than one'} "
-                             f"run {run!r}")
-        return from_dict(_loads(rows[0][1]), f"stored run {rows[0][0]}")
+            raise StoreError(f"store {self.describe()}: no run {run!r}")
+        return from_dict(_loads(rows[0][0]), f"stored run {run}")
 
 
 def open_store(location: str | os.PathLike[str] | None = None, *, create: bool = True) -> Store:
@@ -285,17 +252,6 @@ def _loads(text: Any) -> Any:
         return None
 
 
-def _kind(value: Any) -> str:
-    return "not JSON" if value is None else {dict: "an object", list: "a list", str: "text"}.get(
-        type(value), type(value).__name__)
-
-
-def _not_text(values: dict[str, Any]) -> str | None:
-    """What is wrong with columns that must be text; None where all are."""
-    return next((f"{name} is {_kind(value)}, not text" for name, value in values.items()
-                 if not isinstance(value, str)), None)
-
-
 def _replicates(data: Any) -> dict[tuple[str, str], list[str]]:
     """A results dict's replicates by (machine, cell), each as canonical JSON."""
     out: dict[tuple[str, str], list[str]] = {}
@@ -311,13 +267,7 @@ def _replicates(data: Any) -> dict[tuple[str, str], list[str]]:
 def _continues(stored: Any, results: "Results") -> bool:
     """Whether ``results`` holds every replicate the stored copy holds (it went on), so replacing loses none."""
     new = _replicates(json.loads(_json(results.to_dict())))
-    for key, replicates in _replicates(stored).items():
-        have = list(new.get(key, ()))
-        for rep in replicates:
-            if rep not in have:
-                return False
-            have.remove(rep)
-    return True
+    return all(not Counter(reps) - Counter(new.get(key, [])) for key, reps in _replicates(stored).items())
 
 
 #: Where a run is stored: ``True`` the default store (the user's data folder), ``False`` none, or

@@ -264,7 +264,7 @@ def test_findings_stay_a_list_and_progress_is_on_where_asked():
     from arraybench.api import reporter_for
     from arraybench.render.progress import ConsoleReporter
     from arraybench.render.report import Findings
-    from arraybench.model.reporter import Reporter
+    from arraybench.model.journal import Reporter
 
     found = Findings(["NumPy wins.", "PyTorch <b>loses</b>."])
     assert found == ["NumPy wins.", "PyTorch <b>loses</b>."] and found[1].startswith("PyTorch")

@@ -270,7 +270,7 @@ def test_a_node_journals_into_a_queue_and_writes_no_journal(tmp_path: Path):
 
     pytest.importorskip("ray")
     from arraybench.executors.ray_agent import _QueueSink
-    from arraybench.model.reporter import Reporter
+    from arraybench.model.journal import Reporter
     from arraybench.analysis.policy import RunState
 
     options = RunOptions(**{**OPTIONS.to_dict(), "processes": 3, "max_processes": None})
