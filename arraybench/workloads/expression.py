@@ -64,18 +64,6 @@ def _inputs(setup: str, arrays: tuple[str, ...], reads_n: bool) -> Callable[...,
     return inputs
 
 
-def expression_workload(expression: str, setup: str = "", *, sizes: Any = None, name: str | None = None,
-                        namespace: Namespace = "array_api", seed: int = 0) -> Workload:
-    """``from_expression``'s workload, registered: ``arraybench.run(expression_workload("xp.sort(a)",
-    "a = randn(n)"))``; ``sizes`` are values of ``n`` as ``run`` takes sizes (``"1000,1e6"``, ``[1000]``)."""
-    if isinstance(sizes, (int, list, tuple)):
-        sizes = ",".join(str(s) for s in (sizes if isinstance(sizes, (list, tuple)) else [sizes]))
-    named = None if sizes is None else dict(map(_value_of_n, parse_sizes(str(sizes))))
-    wl = from_expression(expression, setup, named, name=name, namespace=namespace, seed=seed)
-    register(wl)
-    return wl
-
-
 def _value_of_n(label: str) -> tuple[str, int]:
     """A size given for ``n``: ``small`` and ``large`` as a workload file's, a count named by itself."""
     if label in DEFAULT_SIZES:
@@ -86,20 +74,23 @@ def _value_of_n(label: str) -> tuple[str, int]:
     return str(n), n
 
 
-def from_expression(expression: str, setup: str = "", sizes: Mapping[str, int] | None = None, *,
-                    name: str | None = None, namespace: Namespace = "array_api", seed: int = 0) -> Workload:
-    """The workload of ``expression`` (of ``xp`` and the names ``setup`` binds), not registered.
-
-    ``sizes``: the values of ``n`` by label (default: small and large); a setup that does not read
-    ``n`` makes one size, its largest input's elements. ``ExpressionError`` says what is wrong.
-    """
+def expression_workload(expression: str, setup: str = "", *, sizes: Any = None, name: str | None = None,
+                        namespace: Namespace = "array_api", seed: int = 0) -> Workload:
+    """The workload of ``expression`` (of ``xp`` and the names ``setup`` binds), registered:
+    ``arraybench.run(expression_workload("xp.sort(a)", "a = randn(n)"))``. ``sizes`` are values of
+    ``n`` as ``run`` takes sizes (``"1000,1e6"``, ``[1000]``; default: small and large); a setup that
+    does not read ``n`` makes one size, its largest input's elements. ``ExpressionError`` says what
+    is wrong."""
+    if isinstance(sizes, (int, list, tuple)):
+        sizes = ",".join(str(s) for s in (sizes if isinstance(sizes, (list, tuple)) else [sizes]))
+    named = None if sizes is None else dict(map(_value_of_n, parse_sizes(str(sizes))))
     expr_tree = _parse(expression, "eval", "the expression")
     setup_tree = _parse(setup, "exec", option_name("setup"))
     if any(isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)) for node in ast.walk(expr_tree)):
         raise ExpressionError("the expression cannot yield or await: it is the body of one call")
     loaded, stored = _names(setup_tree)
     reads_n = "n" in loaded and "n" not in stored  # a setup that sets its own n has its own size
-    if sizes and not reads_n:
+    if named and not reads_n:
         raise ExpressionError(f"{option_name('sizes')} gives n, which {option_name('setup')} does not "
                               "read: write, e.g., a = randn(n)")
     wl_name = name or _default_name(expression)
@@ -117,7 +108,7 @@ def from_expression(expression: str, setup: str = "", sizes: Mapping[str, int] |
             raise ExpressionError(f"{option_name('setup')} failed{where}: {_described(exc)}") from None
 
     if reads_n:
-        chosen = dict(sizes or DEFAULT_SIZES)
+        chosen = dict(named or DEFAULT_SIZES)
         made = {n: at(n, n) for n in chosen.values()}
     else:
         made = {0: at(None, 0)}
@@ -133,13 +124,15 @@ def from_expression(expression: str, setup: str = "", sizes: Mapping[str, int] |
     table = {n: {k: plain(values[k]) for k in settings} for n, values in made.items()}
     varies = len({tuple(sorted(t.items())) for t in table.values()}) > 1
     try:
-        return define(
+        wl = define(
             fn, name=wl_name, sizes=chosen, inputs=_inputs(setup, tuple(arrays), reads_n),
             description=" ".join(expression.split()), namespace=namespace,
             params=(lambda n: dict(table[n])) if varies else None,
             size_means="n, as the setup reads it" if reads_n else "elements of the largest input")
     except (TypeError, ValueError) as exc:  # a --name the cell keys cannot hold, say
         raise ExpressionError(str(exc)) from None
+    register(wl)
+    return wl
 
 
 def _arguments(tree: ast.AST, made: Mapping[int, dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
