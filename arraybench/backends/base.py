@@ -241,13 +241,9 @@ class Backend(abc.ABC):
 
     compile_method: ClassVar[str] = "none"
 
-    def compile_unsupported(self, exc: BaseException) -> bool:
-        """Whether an exception from a compiled call means "this compiler cannot compile that"
-        (not applicable) rather than a failure."""
-        return False
-
     def compile_refusal(self, exc: BaseException) -> str | None:
-        """The compiler's own reason for refusing, where the exception's first line is not it."""
+        """Where an exception from a compiled call means "this compiler cannot compile that" (not
+        applicable, not failed): the compiler's own reason, or "" where the exception says it; else None."""
         return None
 
     def recompile_limit_hit(self, exc: BaseException) -> bool:

@@ -169,8 +169,8 @@ class CupyBackend(Backend):
         # cupy.fuse makes element-wise Python one kernel; others raise at the first call.
         return cupy.fuse(fn)
 
-    def compile_unsupported(self, exc: BaseException) -> bool:
-        return is_fuse_refusal(exc)
+    def compile_refusal(self, exc: BaseException) -> str | None:
+        return "" if is_fuse_refusal(exc) else None
 
     def free(self) -> None:
         cupy.get_default_memory_pool().free_all_blocks()

@@ -49,11 +49,6 @@ class NumpyBackend(Backend):
                               f"installed (pip install 'arraybench[numba]'; {exc})") from None
         return numba_jit.compile_workload(fn, settings, grad)
 
-    def compile_unsupported(self, exc: BaseException) -> bool:
-        from . import numba_jit
-
-        return numba_jit.is_refusal(exc)
-
     def compile_refusal(self, exc: BaseException) -> str | None:
         from . import numba_jit
 

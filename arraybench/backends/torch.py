@@ -216,8 +216,8 @@ class TorchBackend(Backend):
         options = {"isolate_recompiles": True} if HAS_ISOLATE_RECOMPILES else {}
         return torch.compile(own_code(fn), dynamic=False, **options)
 
-    def compile_unsupported(self, exc: BaseException) -> bool:
-        return isinstance(exc, CompiledNothing)
+    def compile_refusal(self, exc: BaseException) -> str | None:
+        return "" if isinstance(exc, CompiledNothing) else None
 
     def recompile_limit_hit(self, exc: BaseException) -> bool:
         # By name: torch 2.13 raises FailOnRecompileLimitHit, older releases FailOnCacheLimitHit.
