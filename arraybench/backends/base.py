@@ -209,11 +209,20 @@ class Backend(abc.ABC):
         timer = timeit.Timer(fn)
         return batches(lambda number: timer.timeit(number) / number, min_time_s), "timeit"
 
-    def flush_cache(self) -> Callable[[], None] | None:
-        """A function that evicts the device's caches, for cold-cache measurements."""
-        from .cpu import cpu_flush
+    def flush_cache(self) -> Callable[[], None]:
+        """A function that evicts the device's caches, for cold-cache measurements: on a GPU, it
+        reads and writes a buffer twice the L2's size, and waits."""
+        if self.device == "cpu":
+            from .cpu import cpu_flush
 
-        return cpu_flush() if self.device == "cpu" else None
+            return cpu_flush()
+        buf = self.asarray(np.zeros(2 * self.l2_bytes() // 4, dtype=np.float32))
+        touch, sync = self.evaluated(lambda: buf + 1.0), self.sync or (lambda _result: None)
+        return lambda: sync(touch())
+
+    def l2_bytes(self) -> int:
+        """The GPU's L2 cache size; 128 MiB where the library cannot say (more than any GPU's)."""
+        return 128 * 1024**2
 
     # -- transformations ------------------------------------------------------------------------
     def grad(self, fn: Callable[..., Any]) -> Callable[..., Any]:

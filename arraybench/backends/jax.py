@@ -122,7 +122,8 @@ class JaxBackend(Backend):
             self.health_note = "JAX gives this device no local_hardware_id, so its GPU is not known to NVML"
 
     def l2_bytes(self) -> int:
-        """The GPU's L2 size from the CUDA driver (JAX has no API for it), or FALLBACK_L2_BYTES."""
+        """The GPU's L2 size from the CUDA driver (JAX has no API for it), or FALLBACK_L2_BYTES
+        (Apple GPUs have no driver to ask)."""
         return l2_cache_bytes(self.hardware_ordinal()) or FALLBACK_L2_BYTES
 
     def namespace(self, kind: str = "native") -> Any:
@@ -183,16 +184,6 @@ class JaxBackend(Backend):
         except Exception:  # sharded or deleted arrays have no single buffer
             return None
         return start, start + max(int(x.nbytes), 1)
-
-    def flush_cache(self) -> Callable[[], None] | None:
-        if self.device == "cpu":
-            return super().flush_cache()
-        # JAX has no API for the L2 size; the CUDA driver has (torch and CuPy read theirs). Apple
-        # GPUs have no driver to ask: the fallback exceeds their caches.
-        l2 = FALLBACK_L2_BYTES if self.is_metal else self.l2_bytes()
-        buf = jax.device_put(np.zeros(2 * l2 // 4, dtype=np.float32), self.jax_device)
-        touch = jax.jit(lambda b: b + 1.0)
-        return lambda: touch(buf).block_until_ready()
 
     def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
         """JAX's documentation times ``jax.block_until_ready(f(x))`` in a loop."""

@@ -180,19 +180,6 @@ class MlxBackend(Backend):
         else:
             super().copy_into(dst, src)
 
-
-    def flush_cache(self) -> Callable[[], None] | None:
-        if self.device == "cpu":
-            return super().flush_cache()
-        # MLX has no API for the GPU's cache size; 256 MiB is larger than any Apple GPU's.
-        buf = mx.zeros((64 * 1024**2,), dtype=mx.float32)
-        mx.eval(buf)
-
-        def flush() -> None:
-            mx.eval(buf + 1.0)
-
-        return flush
-
     def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
         """MLX's examples time ``mx.eval(f(x))`` in a loop."""
         return batched_loop(lambda: _eval(fn()), min_time_s), "an mx.eval loop"

@@ -180,20 +180,10 @@ class TorchBackend(Backend):
         blocks = batches(lambda number: float(timer.timeit(number).median), min_time_s)
         return blocks, "torch.utils.benchmark.Timer" + (f" + {sync}" if sync else "")
 
-    def flush_cache(self) -> Callable[[], None] | None:
-        if self.device == "cpu":
-            return super().flush_cache()
-        # torch.mps has no cache-size query; 128 MiB exceeds any Apple GPU's caches.
-        l2 = 128 * 1024**2 if self.is_mps else \
-            torch.cuda.get_device_properties(self.torch_device).L2_cache_size or 64 * 1024**2
-        buf = torch.empty(2 * l2 // 4, dtype=torch.float32, device=self.torch_device)
-        sync = self.sync
-
-        def flush() -> None:
-            buf.zero_()
-            sync(buf)
-
-        return flush
+    def l2_bytes(self) -> int:
+        # torch.mps has no cache-size query.
+        return (not self.is_mps and torch.cuda.get_device_properties(self.torch_device).L2_cache_size) \
+            or super().l2_bytes()
 
     def grad(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         def grad(w: Any, *rest: Any) -> Any:
