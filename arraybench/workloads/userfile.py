@@ -20,7 +20,7 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..errors import UsageError
 from .registry import REGISTRY
@@ -111,7 +111,7 @@ def import_workload_file(path: str | Path) -> list[str]:
 
     threads_before = set(threading.enumerate())
     try:
-        with _exits_raise(), _prints_to_stderr():
+        with _importing():
             try:
                 spec.loader.exec_module(module)
             finally:  # a file that fails to load may have started one all the same
@@ -154,10 +154,16 @@ def threads_left() -> list[tuple[str, str]]:
             if t.is_alive() and not t.daemon]
 
 
+class _ExitAtImport(BaseException):
+    """``os._exit`` or ``os.abort`` called by a workload file as it was imported."""
+
+
 @contextmanager
-def _prints_to_stderr() -> Iterator[None]:
-    """While a workload file is imported, what it prints (Python or C) goes to standard error:
-    standard output carries ``--json``'s one document, which a line of the file's would corrupt."""
+def _importing() -> Iterator[None]:
+    """While a workload file is imported: ``os._exit`` and ``os.abort`` raise instead of ending the
+    run without a word (a child the file forks still exits), no bytecode is cached beside the
+    file, the working folder is put back afterwards, and what it prints (Python or C) goes to
+    standard error: standard output carries ``--json``'s one document."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(AttributeError, OSError, ValueError):
             stream.flush()
@@ -167,26 +173,6 @@ def _prints_to_stderr() -> Iterator[None]:
     except OSError:  # no descriptor 1 or 2 (closed by the caller): Python's own streams only
         saved = None
     stdout, sys.stdout = sys.stdout, sys.stderr
-    try:
-        yield
-    finally:
-        with contextlib.suppress(AttributeError, OSError, ValueError):
-            sys.stdout.flush()
-        sys.stdout = stdout
-        if saved is not None:
-            os.dup2(saved, 1)
-            os.close(saved)
-
-
-class _ExitAtImport(BaseException):
-    """``os._exit`` or ``os.abort`` called by a workload file as it was imported."""
-
-
-@contextmanager
-def _exits_raise() -> Iterator[None]:
-    """While a workload file is imported, ``os._exit`` and ``os.abort`` raise instead of ending the
-    run without a word (a child the file forks still exits), no bytecode is cached beside the
-    file, and the working folder is put back afterwards."""
     importer = os.getpid()
     real_exit, real_abort = os._exit, os.abort
     try:
@@ -197,22 +183,26 @@ def _exits_raise() -> Iterator[None]:
     writes_bytecode = sys.dont_write_bytecode
     sys.dont_write_bytecode = True
 
-    def _exit(status: int) -> Any:
-        if os.getpid() != importer:
-            real_exit(status)
-        raise _ExitAtImport(f"os._exit({status!r})")
+    def raising(real: Callable[..., Any], call: str) -> Callable[..., Any]:
+        def stop(*args: Any) -> Any:
+            if os.getpid() != importer:
+                real(*args)
+            raise _ExitAtImport(call.format(*map(repr, args)))
 
-    def _abort() -> Any:
-        if os.getpid() != importer:
-            real_abort()
-        raise _ExitAtImport("os.abort()")
+        return stop
 
-    os._exit, os.abort = _exit, _abort  # type: ignore[assignment]
+    os._exit, os.abort = raising(real_exit, "os._exit({})"), raising(real_abort, "os.abort()")
     try:
         yield
     finally:
         os._exit, os.abort = real_exit, real_abort  # type: ignore[assignment]
         sys.dont_write_bytecode = writes_bytecode
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            sys.stdout.flush()
+        sys.stdout = stdout
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
         if cwd is not None:
             with contextlib.suppress(OSError):
                 os.fchdir(cwd)
