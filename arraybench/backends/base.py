@@ -290,9 +290,16 @@ class Backend(abc.ABC):
             return f"GPU energy not readable: {self.health_note or 'no GPU monitor (NVML)'}"
         return self.health.energy_counter_mj()
 
-    def is_out_of_memory(self, exc: BaseException) -> bool:
-        """Whether an exception is this library's out-of-memory error."""
-        return isinstance(exc, MemoryError)
+    #: The library's own out-of-memory exceptions, and what its other RuntimeErrors say (in lower
+    #: case) when memory ran out.
+    out_of_memory_types: ClassVar[tuple[type[BaseException], ...]] = ()
+    out_of_memory_text: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def is_out_of_memory(cls, exc: BaseException) -> bool:
+        """Whether an exception is this library's (or Python's) out-of-memory error."""
+        return isinstance(exc, (MemoryError, *cls.out_of_memory_types)) or isinstance(exc, RuntimeError) \
+            and any(t in str(exc).lower() for t in cls.out_of_memory_text)
 
     def memory_available(self) -> tuple[int, int] | None:
         """(free, total) bytes of the device's memory (the host's on the CPU); None if unknown."""

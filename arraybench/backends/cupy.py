@@ -23,16 +23,6 @@ def _cuda_reason(exc: BaseException) -> str:
     return f"no usable NVIDIA GPU for CuPy ({first_line(exc)})"
 
 
-def is_out_of_memory(exc: BaseException) -> bool:
-    """Whether ``exc`` is CuPy running out of device memory: the pool's ``OutOfMemoryError``,
-    ``cudaErrorMemoryAllocation`` outside it, or a CUDA library's ``..._STATUS_ALLOC_FAILED``."""
-    if isinstance(exc, (MemoryError, cupy.cuda.memory.OutOfMemoryError)):
-        return True
-    text = str(exc)
-    return isinstance(exc, RuntimeError) and (
-        "cudaErrorMemoryAllocation" in text or "ALLOC_FAILED" in text or "out of memory" in text.lower())
-
-
 #: The blocking kernel queued before each timed call of the device pass (``CudaEvents.hold``).
 _SPIN_SOURCE = r"""
 extern "C" __global__ void arraybench_spin(long long cycles) {
@@ -66,7 +56,10 @@ class CupyBackend(Backend):
     label = "CuPy"
     native = cupy
     compile_method = "cupy.fuse"
-    is_out_of_memory = staticmethod(is_out_of_memory)
+    #: The pool's ``OutOfMemoryError``; ``cudaErrorMemoryAllocation`` outside it, or a CUDA library's
+    #: ``..._STATUS_ALLOC_FAILED``.
+    out_of_memory_types = (cupy.cuda.memory.OutOfMemoryError,)
+    out_of_memory_text = ("cudaerrormemoryallocation", "alloc_failed", "out of memory")
     device_timer_note = "CUDA events"
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:

@@ -78,6 +78,8 @@ class JaxBackend(Backend):
     gradient = "autodiff"
     compile_method = "jax.jit"
     device_timer_note = "wall clock + block_until_ready (JAX has no device-event API)"
+    #: XLA's RESOURCE_EXHAUSTED: "Out of memory allocating N bytes", as a JaxRuntimeError.
+    out_of_memory_text = ("resource_exhausted",)
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
         super().__init__(device, allow_tf32=allow_tf32)
@@ -202,10 +204,6 @@ class JaxBackend(Backend):
             return []
         return [f"JAX's persistent compilation cache is on ({where}): the first call may be served "
                 f"from a disk cache, so its compile time may be a cache load, not a compile"]
-
-    def is_out_of_memory(self, exc: BaseException) -> bool:
-        # XLA's RESOURCE_EXHAUSTED: "Out of memory allocating N bytes", as a JaxRuntimeError.
-        return isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in str(exc)
 
     def device_peak(self, call: Callable[[], Any]) -> tuple[int | None, str] | None:
         stats = self.jax_device.memory_stats()

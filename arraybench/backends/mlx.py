@@ -88,6 +88,8 @@ class MlxBackend(Backend):
     gradient = "autodiff"
     compile_method = "mx.compile"
     device_timer_note = "wall clock + mx.eval (MLX has no device-event API)"
+    #: "[metal::malloc] Attempting to allocate N bytes ..."; "[malloc_or_wait] Unable to allocate".
+    out_of_memory_text = ("malloc] attempting to allocate", "unable to allocate")
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
         super().__init__(device, allow_tf32=allow_tf32)
@@ -193,12 +195,6 @@ class MlxBackend(Backend):
     def free(self) -> None:
         if hasattr(mx, "clear_cache"):  # MLX >= 0.26; before, mx.metal.clear_cache on Metal only
             mx.clear_cache()
-
-    def is_out_of_memory(self, exc: BaseException) -> bool:
-        # "[metal::malloc] Attempting to allocate N bytes ..."; "[malloc_or_wait] Unable to allocate".
-        text = str(exc).lower()
-        return isinstance(exc, MemoryError) or (
-            isinstance(exc, RuntimeError) and ("allocate" in text and ("malloc" in text or "unable" in text)))
 
     def device_peak(self, call: Callable[[], Any]) -> tuple[int | None, str] | None:
         if not hasattr(mx, "reset_peak_memory"):  # MLX >= 0.24; before, under mx.metal

@@ -17,23 +17,6 @@ from .torch_support import (HAS_ISOLATE_RECOMPILES, CompiledNothing, cache_notes
                             fail_on_recompile_limit, own_code, torch_build_linalg, torch_cpu_kernels)
 
 
-#: torch.OutOfMemoryError (CUDA caching allocator; torch.cuda.OutOfMemoryError is the same class).
-_OOM_TYPES = tuple(t for t in (getattr(torch, "OutOfMemoryError", None),
-                               getattr(torch.cuda, "OutOfMemoryError", None)) if t is not None)
-#: What a plain RuntimeError says when memory ran out: the CPU allocator ("can't allocate memory";
-#: "not enough memory" before 2.x), CUDA outside the caching allocator, and CUDA libraries'
-#: workspaces ("CUBLAS_STATUS_ALLOC_FAILED", "CUFFT_ALLOC_FAILED", cuSOLVER, cuSPARSE).
-_OOM_TEXT = ("out of memory", "can't allocate memory", "not enough memory", "alloc_failed")
-
-
-def is_out_of_memory(exc: BaseException) -> bool:
-    """Whether ``exc`` is PyTorch (or Python) running out of memory, on the CPU or a GPU."""
-    if isinstance(exc, MemoryError) or (_OOM_TYPES and isinstance(exc, _OOM_TYPES)):
-        return True
-    text = str(exc).lower()
-    return isinstance(exc, RuntimeError) and any(t in text for t in _OOM_TEXT)
-
-
 def cuda_init_error() -> str:
     """Why CUDA cannot start here, in torch.cuda's own words ("The NVIDIA driver on your system is
     too old"...), or "": ``is_available()`` only counts devices, ``init()`` raises the reason."""
@@ -63,7 +46,12 @@ class TorchBackend(Backend):
     grad_method = "autodiff (torch.autograd, fresh leaf per call)"
     gradient = "autodiff"
     compile_method = "torch.compile"
-    is_out_of_memory = staticmethod(is_out_of_memory)
+    #: torch.OutOfMemoryError (CUDA caching allocator; torch.cuda.OutOfMemoryError is the same class).
+    out_of_memory_types = tuple(t for t in (getattr(torch, "OutOfMemoryError", None),
+                                            getattr(torch.cuda, "OutOfMemoryError", None)) if t is not None)
+    #: The CPU allocator ("can't allocate memory"; "not enough memory" before 2.x), CUDA outside the
+    #: caching allocator, and CUDA libraries' workspaces ("CUBLAS_STATUS_ALLOC_FAILED", "CUFFT_ALLOC_FAILED").
+    out_of_memory_text = ("out of memory", "can't allocate memory", "not enough memory", "alloc_failed")
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
         super().__init__(device, allow_tf32=allow_tf32)
