@@ -224,15 +224,13 @@ def _sizes(sizes: Mapping[str, int] | Sequence[int] | int | None) -> dict[str, i
         return dict(DEFAULT_SIZES)
     if isinstance(sizes, Mapping):
         out = {k: int(v) if isinstance(v, np.integer) else v for k, v in sizes.items()}
-    elif isinstance(sizes, (int, np.integer, list, tuple)) and not isinstance(sizes, bool):
-        out = {}
-        for n in sizes if isinstance(sizes, (list, tuple)) else [sizes]:
-            if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
-                raise TypeError(f"sizes must be whole numbers, not {n!r}")
-            out[str(int(n))] = int(n)
     else:
-        raise TypeError(f"sizes must be a dict such as {{'small': 1000}}, a list of numbers or a "
-                        f"number, not {type(sizes).__name__}")
+        numbers = sizes if isinstance(sizes, (list, tuple)) else [sizes]
+        bad = [n for n in numbers if not isinstance(n, (int, np.integer)) or isinstance(n, bool)]
+        if bad:
+            raise TypeError(f"sizes must be a dict such as {{'small': 1000}}, a list of whole numbers or "
+                            f"a whole number, not {bad[0]!r}")
+        out = {str(int(n)): int(n) for n in numbers}
     if not out:
         raise ValueError("sizes is empty; leave it out for the default small and large sizes")
     for label, n in out.items():

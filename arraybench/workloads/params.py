@@ -115,17 +115,12 @@ def check_settings(owner: str, params: Mapping[str, Any], *, aimable: bool = Fal
         if not isinstance(bare, str) or not bare.isidentifier() or target == "":
             raise TypeError(f"{owner}: params key {name!r} is not a parameter name"
                             + (" (NAME, or WORKLOAD.NAME for one workload's)" if aimable else ""))
-        if isinstance(value, bool) or value is None or isinstance(value, str):
-            out[name] = value
-        elif isinstance(value, int):
-            out[name] = int(value)  # a NumPy integer too: the record holds plain JSON
-        elif isinstance(value, float):
-            out[name] = float(value)
-        elif hasattr(value, "item") and getattr(value, "ndim", None) == 0 and is_setting(value.item()):
-            out[name] = value.item()  # np.int64(20), np.float64(0.5)
-        else:
+        # np.int64(20) and np.float64(0.5) as their Python values: the record holds plain JSON.
+        v = value.item() if hasattr(value, "item") and getattr(value, "ndim", None) == 0 else value
+        if v is not None and not isinstance(v, _SCALARS):
             raise TypeError(f"{owner}: setting {name}={value!r} must be a Python bool, int, float, "
                             "str or None (arrays go in inputs=)")
+        out[name] = v if v is None or isinstance(v, (bool, str)) else int(v) if isinstance(v, int) else float(v)
     return out
 
 
@@ -145,28 +140,18 @@ def coerce(name: str, value: ParamValue, default: ParamValue) -> ParamValue:
     if default is None or isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
         return value
     text_value = value.strip() if isinstance(value, str) else None
-    if kind is bool:
-        if text_value is not None and text_value.lower() in _TRUE + _FALSE:
-            return text_value.lower() in _TRUE
-        raise ValueError(f"setting {name} is true or false (its default is {default!r}), not {value!r}")
-    if kind is int:
-        with contextlib.suppress(ValueError):
-            if text_value is not None:
-                return int(text_value)
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
-        raise ValueError(f"setting {name} is a whole number (its default is {default!r}), not {value!r}")
-    if kind is float:
-        try:
-            out = float(text_value) if text_value is not None else float(value)  # an int is a float
-        except (TypeError, ValueError):
-            out = None
-        if isinstance(value, bool) or out is None or not math.isfinite(out):
-            raise ValueError(f"setting {name} is a finite number (its default is {default!r}), not {value!r}")
-        return out
-    if isinstance(value, str):
-        return value
-    raise ValueError(f"setting {name} is text (its default is {default!r}), not {value!r}")
+    out: ParamValue = None
+    with contextlib.suppress(TypeError, ValueError, OverflowError):
+        if kind is bool and text_value is not None and text_value.lower() in _TRUE + _FALSE:
+            out = text_value.lower() in _TRUE
+        elif kind is int and (text_value is not None or isinstance(value, float) and value.is_integer()):
+            out = int(text_value if text_value is not None else value)  # type: ignore[arg-type]
+        elif kind is float and not isinstance(value, bool):
+            out = float(text_value if text_value is not None else value)  # type: ignore[arg-type]
+    if out is None or isinstance(out, float) and not math.isfinite(out):
+        what = {bool: "true or false", int: "a whole number", float: "a finite number"}.get(kind, "text")
+        raise ValueError(f"setting {name} is {what} (its default is {default!r}), not {value!r}")
+    return out
 
 
 def text(params: Mapping[str, Any]) -> str:
