@@ -33,13 +33,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..errors import UsageError
-from ..files import write_bytes_atomic
 from .registry import register
 
 if TYPE_CHECKING:
     from .definition import Workload
 
-#: The workloads a run defined in Python, pickled into its output folder (``ship``).
+#: The workloads a run defined in Python, pickled (``pack``) into its output folder.
 SHIPPED_NAME = "workloads.pickle"
 KEY_NAME = "folder.key"
 _KEY_BYTES = 32
@@ -325,11 +324,6 @@ def pack(workloads: list[Workload]) -> bytes:
                "filenames": [[c.co_filename if isinstance(c := getattr(fn, "__code__", None), types.CodeType)
                               else None for fn in wl.functions()] for wl in workloads]}
     return cloudpickle.dumps(payload)
-
-
-def ship(workloads: list[Workload], out_dir: Path, payload: bytes | None = None) -> Path:
-    """Write the workloads (``payload``, or packed now) to ``out_dir``; return the path."""
-    return write_bytes_atomic(out_dir / SHIPPED_NAME, payload if payload is not None else pack(workloads))
 
 
 def receive(path: str | os.PathLike[str]) -> list[str]:
