@@ -80,6 +80,11 @@ class Backend(abc.ABC):
     device_timer_note: ClassVar[str] = "wall clock (computation is synchronous)"
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
+        from . import SPECS
+
+        devices = SPECS[self.name].devices
+        if device not in devices:
+            raise Unavailable(f"{self.label} has no device {device!r} (only {', '.join(devices)})")
         self.device = device
         self.allow_tf32 = allow_tf32
         #: The GPU's health (NVML) where it can be read; ``health_note`` says why not.
@@ -128,8 +133,10 @@ class Backend(abc.ABC):
         """Bring an array back to the host as NumPy (waits for it)."""
 
     def dtype_name(self, x: Any) -> str:
-        """The dtype of a result, spelled as NumPy spells it ("float64", "complex64")."""
-        return str(x.dtype).rsplit(".", 1)[-1]
+        """The dtype of a result, spelled as NumPy spells it ("float64", "complex64"; "bool", not
+        MLX's "bool_"), from "torch.float64" or "mlx.core.float64" too."""
+        name = str(x.dtype).rsplit(".", 1)[-1]
+        return "bool" if name == "bool_" else name
 
     #: On an Apple GPU, who lacks ``METAL_MISSING`` ("jax-metal has no {dtype}"); "" elsewhere.
     metal_lacks = ""
@@ -201,13 +208,19 @@ class Backend(abc.ABC):
         """A device-event timer, where the library has one."""
         return None
 
+    #: How a library with no benchmarking tool is timed in its documentation: a loop of calls, each
+    #: waited for (``sync``); "" where it has a tool.
+    timing_loop: ClassVar[str] = ""
+
     def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
         """(seconds per call of ``fn`` in each batch of about 1 ms, the tool) by the library's own
         benchmarking tool, for the doctor's ``harness`` check; here the standard library's ``timeit``."""
         import timeit
 
-        timer = timeit.Timer(fn)
-        return batches(lambda number: timer.timeit(number) / number, min_time_s), "timeit"
+        # A documentation's loop runs with the collector on; timeit turns it off.
+        timer = timeit.Timer((lambda: self.sync(fn())) if self.timing_loop else fn,  # type: ignore[misc]
+                             "gc.enable()" if self.timing_loop else "pass")
+        return batches(lambda number: timer.timeit(number) / number, min_time_s), self.timing_loop or "timeit"
 
     def flush_cache(self) -> Callable[[], None]:
         """A function that evicts the device's caches, for cold-cache measurements: on a GPU, it
@@ -331,15 +344,3 @@ def batches(per_call: Callable[[int], float], min_time_s: float) -> list[float]:
         out.append(per_call(number))
     return out
 
-
-def batched_loop(call: Callable[[], Any], min_time_s: float) -> list[float]:
-    """``batches`` of ``call`` (which waits for its result) in a plain loop: how a library's
-    documentation times where it has no benchmarking tool."""
-
-    def per_call(number: int) -> float:
-        t0 = time.perf_counter()
-        for _ in range(number):
-            call()
-        return (time.perf_counter() - t0) / number
-
-    return batches(per_call, min_time_s)

@@ -17,7 +17,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 
 from .gpu import first_line, l2_cache_bytes  # noqa: E402
-from .base import Backend, Unavailable, batched_loop, gpu_env, tf32_in_effect  # noqa: E402
+from .base import Backend, Unavailable, gpu_env, tf32_in_effect  # noqa: E402
 from .cpu import cpu_threads_info  # noqa: E402
 
 
@@ -80,11 +80,10 @@ class JaxBackend(Backend):
     device_timer_note = "wall clock + block_until_ready (JAX has no device-event API)"
     #: XLA's RESOURCE_EXHAUSTED: "Out of memory allocating N bytes", as a JaxRuntimeError.
     out_of_memory_text = ("resource_exhausted",)
+    timing_loop = "a jax.block_until_ready loop"
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
         super().__init__(device, allow_tf32=allow_tf32)
-        if device not in ("cpu", "gpu"):
-            raise Unavailable(f"JAX has no device {device!r}")
         try:
             devices = gpu_devices() if device == "gpu" else jax.devices("cpu")
         except RuntimeError as exc:
@@ -186,10 +185,6 @@ class JaxBackend(Backend):
         except Exception:  # sharded or deleted arrays have no single buffer
             return None
         return start, start + max(int(x.nbytes), 1)
-
-    def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
-        """JAX's documentation times ``jax.block_until_ready(f(x))`` in a loop."""
-        return batched_loop(lambda: jax.block_until_ready(fn()), min_time_s), "a jax.block_until_ready loop"
 
     def grad(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         return jax.grad(fn)

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable
 import mlx.core as mx
 import numpy as np
 
-from .base import METAL_MISSING, Backend, Unavailable, WrongResult, batched_loop, module_copy
+from .base import METAL_MISSING, Backend, Unavailable, WrongResult, module_copy
 from .cpu import cpu_threads_info
 
 #: NumPy's dtype names to MLX's dtypes (MLX has no complex128).
@@ -90,12 +90,13 @@ class MlxBackend(Backend):
     device_timer_note = "wall clock + mx.eval (MLX has no device-event API)"
     #: "[metal::malloc] Attempting to allocate N bytes ..."; "[malloc_or_wait] Unable to allocate".
     out_of_memory_text = ("malloc] attempting to allocate", "unable to allocate")
+    timing_loop = "an mx.eval loop"
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
         super().__init__(device, allow_tf32=allow_tf32)
         if device == "cpu":
             self.mx_device = mx.cpu
-        elif device == "gpu":
+        else:
             why = gpu_unavailable_reason()
             if why:
                 raise Unavailable(why)
@@ -103,8 +104,6 @@ class MlxBackend(Backend):
             self.health_note = "MLX's GPU is not watched through NVML"
             # Nor has MLX float64 kernels on its CUDA backend ("float64 is not supported on the GPU").
             self.metal_lacks = "MLX has no {dtype} on the GPU"
-        else:
-            raise Unavailable(f"MLX has no device {device!r}")
         # So that a workload's mx.* calls run where its inputs are.
         mx.set_default_device(self.mx_device)
         self.sync = _eval
@@ -164,10 +163,6 @@ class MlxBackend(Backend):
             return np.array(x)  # evaluates it, and copies out of MLX's buffer
         return np.asarray(x)
 
-    def dtype_name(self, x: Any) -> str:
-        name = str(x.dtype).rsplit(".", 1)[-1]
-        return "bool" if name == "bool_" else name
-
     def clone(self, x: Any) -> Any:
         if isinstance(x, mx.array):
             copy = mx.array(x)
@@ -181,10 +176,6 @@ class MlxBackend(Backend):
             mx.eval(dst)
         else:
             super().copy_into(dst, src)
-
-    def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
-        """MLX's examples time ``mx.eval(f(x))`` in a loop."""
-        return batched_loop(lambda: _eval(fn()), min_time_s), "an mx.eval loop"
 
     def grad(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         return mx.grad(fn)

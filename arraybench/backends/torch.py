@@ -65,7 +65,7 @@ class TorchBackend(Backend):
             self.device_timer_note = "MPS events"
             self.health_note = "Apple GPUs have no NVML"
             self.metal_lacks = "PyTorch's MPS device has no {dtype}"
-        elif device == "gpu":
+        else:
             if torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
                 raise Unavailable(f"PyTorch {torch.__version__} is a CPU-only build (no CUDA, no MPS)")
             if not torch.cuda.is_available():
@@ -76,8 +76,6 @@ class TorchBackend(Backend):
             self.sync = lambda _result: torch.cuda.synchronize(dev)
             self.device_timer_note = "CUDA events"
             self.open_health(dev.index)
-        else:
-            raise Unavailable(f"PyTorch has no device {device!r}")
         # Pin matmul precision: TF32 is ~1000x less accurate, a different benchmark. On the CPU
         # "high" would let oneDNN run float32 matmuls in reduced precision (AMX) unrecorded.
         tf32 = allow_tf32 and device == "gpu"
@@ -120,9 +118,6 @@ class TorchBackend(Backend):
             allowed = allowed and os.environ.get("HIPBLASLT_ALLOW_TF32") == "1"
         props = torch.cuda.get_device_properties(self.torch_device)
         return "tf32" if tf32_in_effect(allowed, dtype, (props.major, props.minor)) else None
-
-    def dtype_name(self, x: Any) -> str:
-        return str(x.dtype).removeprefix("torch.")
 
     def clone(self, x: Any) -> Any:
         return x.clone() if isinstance(x, torch.Tensor) else super().clone(x)
