@@ -102,20 +102,9 @@ def host_memory() -> tuple[int, int] | None:
             return None
     if available is None:
         available = total
-    limit = _cgroup_limit()
-    if limit is not None and limit[0] < total:
-        total = limit[0]
-        available = min(available, max(0, limit[0] - limit[1]))
-    return available, total
-
-
-def _cgroup_limit() -> tuple[int, int] | None:
-    """(limit, usage) of a cgroup v2 memory limit, where one is set."""
-    try:
+    with suppress(OSError):  # a cgroup v2 memory limit, where one is set ("max": none)
         limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
         usage = Path("/sys/fs/cgroup/memory.current").read_text().strip()
-    except OSError:
-        return None
-    if not limit.isdigit() or not usage.isdigit():
-        return None  # "max": no limit
-    return int(limit), int(usage)
+        if limit.isdigit() and usage.isdigit() and int(limit) < total:
+            total, available = int(limit), min(available, max(0, int(limit) - int(usage)))
+    return available, total
