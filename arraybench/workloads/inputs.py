@@ -5,7 +5,6 @@ worker, its call bound to one library (eager, ``jax.jit``, ``torch.compile``, au
 
 from __future__ import annotations
 
-import inspect
 import zlib
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
@@ -14,8 +13,7 @@ import numpy as np
 
 from ..backends.base import Gradient, Unavailable
 from .definition import Workload
-from .params import (POSITIONAL, InputsFn, Params, accepted, array_parameters, definition_line,
-                     is_setting_parameter)
+from .params import (InputsFn, Params, accepted, array_parameters, definition_line)
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
@@ -97,14 +95,9 @@ def arrange(wl: Workload, made: Any) -> tuple[Any, ...]:
 def _call_inputs(inputs: InputsFn, size: int, rng: np.random.Generator, params: Params) -> Any:
     # Settings go to an ``inputs`` that takes them by name (``def inputs(n, rng, *, tsteps)``); the
     # generator to one that takes a second array-like argument, *args, or a signature none can read.
-    try:
-        ps = inspect.signature(inputs).parameters.values()
-    except (TypeError, ValueError):
-        ps = None
-    if ps is None or any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in ps) \
-            or sum(1 for p in ps if p.kind in POSITIONAL and not is_setting_parameter(p)) >= 2:
-        return inputs(size, rng, **accepted(inputs, params, filled=2))
-    return inputs(size, **accepted(inputs, params, filled=1))
+    if array_parameters(inputs) == []:  # ``(n)`` alone
+        return inputs(size, **accepted(inputs, params, filled=1))
+    return inputs(size, rng, **accepted(inputs, params, filled=2))
 
 
 def _cast(a: np.ndarray, dtype: str) -> np.ndarray:
