@@ -15,9 +15,8 @@ import numpy as np
 
 from ..errors import UsageError
 from .check import Check
-from .params import (ArrayFn, InputsFn, Params, ParamsSpec, accepted, array_parameters, check_params, check_settings,
-                     default_inputs, default_settings, definition_line, mutated_inputs, refused, resolve, source_of,
-                     typed)
+from .params import (ArrayFn, InputsFn, Params, ParamsSpec, accepted, array_parameters, check_settings, check_takes,
+                     default_inputs, default_settings, definition_line, mutated_inputs, source_of, typed)
 
 Namespace = Literal["array_api", "native", "backend"]
 Placement = Literal["device", "host"]
@@ -129,11 +128,7 @@ class Workload:
             settings = dict(default_settings(self.fn))
             if self.params is not None and not callable(self.params):
                 settings.update(check_settings(self.name, self.params))
-            bad = refused(fn, settings)
-            if bad:
-                raise TypeError(f"{self.name}: {what} {getattr(fn, '__name__', fn)} takes no keyword "
-                                f"{', '.join(map(repr, bad))}, a setting of the workload "
-                                f"({definition_line(fn)})")
+            check_takes(self.name, fn, settings, what)
             for b in backends:
                 functions[b] = fn
                 if namespace is None:
@@ -192,7 +187,8 @@ class Workload:
 
     def params_for(self, size: int) -> Params:
         """The settings at a size: the function's keyword defaults, updated by ``params=``."""
-        return resolve(self.name, self.fn, self.params, size)
+        given = self.params(size) if callable(self.params) else self.params or {}
+        return {**default_settings(self.fn), **check_settings(self.name, given)}
 
     def call_settings(self, size: int, given: Mapping[str, Any]) -> dict[str, Any]:
         """The settings a call gets: its own at a size, ``given`` (the cell's) over them, typed."""
@@ -359,7 +355,9 @@ def define(
         if check is not None and not isinstance(check, Check):
             raise TypeError(f"{wl_name}: check must be an arraybench.Check, e.g. Check.normwise(...)")
         changed = mutated_inputs(wl_name, f, mutates)
-        check_params(wl_name, f, params)
+        if params is not None and not callable(params):  # an n -> dict is checked at each size
+            given = check_settings(wl_name, params)
+            check_takes(wl_name, f, given, f"params={given!r}:")
         return Workload(
             name=wl_name,
             fn=f,

@@ -90,9 +90,12 @@ def accepted(fn: Any, params: Mapping[str, Any], filled: int = 0) -> dict[str, A
     return {k: v for k, v in params.items() if (anything or k in names) and k not in taken}
 
 
-def refused(fn: Any, names: Any) -> list[str]:
-    """The setting names ``fn`` cannot take by keyword."""
-    return [n for n in names if n not in accepted(fn, {n: None})]
+def check_takes(owner: str, fn: Any, names: Any, what: str) -> None:
+    """``TypeError`` where ``fn`` (``what`` of ``owner``) cannot take one of the settings ``names`` by keyword."""
+    bad = [n for n in names if n not in accepted(fn, {n: None})]
+    if bad:
+        raise TypeError(f"{owner}: {what} {getattr(fn, '__name__', 'the function')} takes no keyword "
+                        f"{', '.join(map(repr, bad))} ({definition_line(fn)})")
 
 
 def aimed(key: str) -> tuple[str | None, str]:
@@ -122,12 +125,6 @@ def check_settings(owner: str, params: Mapping[str, Any], *, aimable: bool = Fal
                             "str or None (arrays go in inputs=)")
         out[name] = v if v is None or isinstance(v, (bool, str)) else int(v) if isinstance(v, int) else float(v)
     return out
-
-
-def resolve(owner: str, fn: Any, spec: ParamsSpec, size: int) -> Params:
-    """A workload's settings at a size: its keyword defaults, updated by ``params``."""
-    given = spec(size) if callable(spec) else spec or {}
-    return {**default_settings(fn), **check_settings(owner, given)}
 
 
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
@@ -246,13 +243,3 @@ def mutated_inputs(name: str, fn: ArrayFn, mutates: Sequence[str] | str | bool) 
                         f"input of {getattr(fn, '__name__', 'the function')} ({', '.join(known) or 'none'})")
     return names
 
-
-def check_params(name: str, fn: ArrayFn, params: ParamsSpec) -> None:
-    """A ``params=`` dict must hold settings the function takes (checked again per size if n -> dict)."""
-    if params is None or callable(params):
-        return
-    given = check_settings(name, params)
-    bad = refused(fn, given)
-    if bad:
-        raise TypeError(f"{name}: params={given!r}: {getattr(fn, '__name__', 'the function')} takes no "
-                        f"keyword {', '.join(map(repr, bad))} ({definition_line(fn)})")
