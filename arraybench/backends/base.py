@@ -13,7 +13,7 @@ from typing import Any, Callable, ClassVar, Literal
 
 import numpy as np
 
-from .gpu import DeviceTimer, GpuMonitor, open_monitor
+from .gpu import CudaEvents, GpuMonitor, open_monitor
 
 #: How a gradient was computed (``Backend.gradient``, and a replicate's record of it).
 Gradient = Literal["autodiff", "finite_differences", "analytic"]
@@ -204,7 +204,7 @@ class Backend(abc.ABC):
     #: Wait for a result; None where every call returns only once its work is done.
     sync: Callable[[Any], None] | None = None
 
-    def device_timer(self) -> DeviceTimer | None:
+    def device_timer(self) -> CudaEvents | None:
         """A device-event timer, where the library has one."""
         return None
 
