@@ -70,17 +70,6 @@ def _eval(out: Any) -> None:
         mx.eval(out)
 
 
-def gpu_unavailable_reason() -> str | None:
-    """Why MLX has no GPU here, or None where it has one (Metal, or CUDA in an ``mlx[cuda]`` build)."""
-    if mx.metal.is_available():
-        return None
-    cuda = getattr(mx, "cuda", None)
-    if cuda is not None and getattr(cuda, "is_available", lambda: False)():
-        return None
-    return (f"MLX {mx.__version__} has no GPU backend here (mlx.core.metal.is_available() is False: "
-            "Metal needs Apple silicon; on Linux the GPU build is mlx[cuda])")
-
-
 class MlxBackend(Backend):
     name = "mlx"
     label = "MLX"
@@ -97,9 +86,10 @@ class MlxBackend(Backend):
         if device == "cpu":
             self.mx_device = mx.cpu
         else:
-            why = gpu_unavailable_reason()
-            if why:
-                raise Unavailable(why)
+            cuda = getattr(mx, "cuda", None)  # the GPU of an mlx[cuda] build
+            if not mx.metal.is_available() and not (cuda and getattr(cuda, "is_available", lambda: False)()):
+                raise Unavailable(f"MLX {mx.__version__} has no GPU backend here (mlx.core.metal.is_available() "
+                                  "is False: Metal needs Apple silicon; on Linux the GPU build is mlx[cuda])")
             self.mx_device = mx.gpu
             self.health_note = "MLX's GPU is not watched through NVML"
             # Nor has MLX float64 kernels on its CUDA backend ("float64 is not supported on the GPU").
