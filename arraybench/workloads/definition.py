@@ -240,8 +240,11 @@ MAX_SIZE = 10**10  # elements; beyond this no machine holds the inputs
 MAX_STEPS = 1000  # sizes in one LO:HI:STEPS range; more would take days, not a benchmark
 
 
-def parse_sizes(text: str) -> list[str]:
-    """``small,large``, explicit sizes ``100,1000``, or a geometric range ``16:4096[:steps]``."""
+def parse_sizes(text: str | int | Sequence[Any]) -> list[str]:
+    """``small,large``, explicit sizes ``100,1000``, or a geometric range ``16:4096[:steps]``; a
+    number, or a list of these, as the API takes them."""
+    if not isinstance(text, str):
+        text = ",".join(str(s) for s in ([text] if isinstance(text, (int, np.integer)) else text))
     out: list[str] = []
     for part in (p.strip() for p in text.split(",")):
         if not part:

@@ -81,9 +81,7 @@ def expression_workload(expression: str, setup: str = "", *, sizes: Any = None, 
     ``n`` as ``run`` takes sizes (``"1000,1e6"``, ``[1000]``; default: small and large); a setup that
     does not read ``n`` makes one size, its largest input's elements. ``ExpressionError`` says what
     is wrong."""
-    if isinstance(sizes, (int, list, tuple)):
-        sizes = ",".join(str(s) for s in (sizes if isinstance(sizes, (list, tuple)) else [sizes]))
-    named = None if sizes is None else dict(map(_value_of_n, parse_sizes(str(sizes))))
+    named = None if sizes is None else dict(map(_value_of_n, parse_sizes(sizes)))
     expr_tree = _parse(expression, "eval", "the expression")
     setup_tree = _parse(setup, "exec", option_name("setup"))
     if any(isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)) for node in ast.walk(expr_tree)):
