@@ -46,9 +46,8 @@ class TorchBackend(Backend):
     grad_method = "autodiff (torch.autograd, fresh leaf per call)"
     gradient = "autodiff"
     compile_method = "torch.compile"
-    #: torch.OutOfMemoryError (CUDA caching allocator; torch.cuda.OutOfMemoryError is the same class).
-    out_of_memory_types = tuple(t for t in (getattr(torch, "OutOfMemoryError", None),
-                                            getattr(torch.cuda, "OutOfMemoryError", None)) if t is not None)
+    #: The CUDA caching allocator's (torch.OutOfMemoryError since 2.5: the same class).
+    out_of_memory_types = (torch.cuda.OutOfMemoryError,)
     #: The CPU allocator ("can't allocate memory"; "not enough memory" before 2.x), CUDA outside the
     #: caching allocator, and CUDA libraries' workspaces ("CUBLAS_STATUS_ALLOC_FAILED", "CUFFT_ALLOC_FAILED").
     out_of_memory_text = ("out of memory", "can't allocate memory", "not enough memory", "alloc_failed")
