@@ -80,8 +80,7 @@ class Backend(abc.ABC):
     device_timer_note: ClassVar[str] = "wall clock (computation is synchronous)"
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
-        # One of the devices ``SPECS`` lists for it: the plan makes cells on no other.
-        self.device = device
+        self.device = device  # "cpu" or "gpu" (``DEVICES``); a library with one refuses the other
         self.allow_tf32 = allow_tf32
         #: The GPU's health (NVML) where it can be read; ``health_note`` says why not.
         self.health: GpuMonitor | None = None

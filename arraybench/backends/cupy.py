@@ -63,6 +63,8 @@ class CupyBackend(Backend):
     device_timer_note = "CUDA events"
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
+        if device != "gpu":
+            raise Unavailable("CuPy runs only on NVIDIA GPUs")
         super().__init__(device, allow_tf32=allow_tf32)
         self._spin: SpinKernel | None = None
         try:

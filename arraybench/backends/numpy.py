@@ -18,6 +18,11 @@ class NumpyBackend(Backend):
     compile_method = "numba.njit"
     compiles_functions = True
 
+    def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
+        if device != "cpu":
+            raise Unavailable("NumPy runs only on the CPU")
+        super().__init__(device, allow_tf32=allow_tf32)
+
     def asarray(self, host: np.ndarray) -> Any:
         # A fresh, owned copy: the benchmark must not alias the caller's arrays.
         return np.array(host, copy=True, order="C")
