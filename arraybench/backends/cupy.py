@@ -56,6 +56,8 @@ class CupyBackend(Backend):
     label = "CuPy"
     native = cupy
     compile_method = "cupy.fuse"
+    #: cupy.fuse makes element-wise Python one kernel; others raise at the first call.
+    compile = staticmethod(cupy.fuse)
     #: The pool's ``OutOfMemoryError``; ``cudaErrorMemoryAllocation`` outside it, or a CUDA library's
     #: ``..._STATUS_ALLOC_FAILED``.
     out_of_memory_types = (cupy.cuda.memory.OutOfMemoryError,)
@@ -87,17 +89,10 @@ class CupyBackend(Backend):
         cupy.cuda.get_current_stream().synchronize()
         return x
 
-    def from_numpy(self, host: np.ndarray) -> Any:
-        return cupy.asarray(host)
-
-    def copy_from_numpy(self, host: np.ndarray) -> Any:
-        return cupy.array(host)
-
-    def from_list(self, data: list, dtype: str) -> Any:
-        return cupy.array(data, dtype=dtype)
-
-    def to_numpy(self, x: Any) -> np.ndarray:
-        return cupy.asnumpy(x)
+    # The library's own calls, as a user makes them: ``cupy.array(data, dtype)`` builds from a list.
+    from_numpy = staticmethod(cupy.asarray)
+    copy_from_numpy = from_list = staticmethod(cupy.array)
+    to_numpy = staticmethod(cupy.asnumpy)
 
     def reduced_precision(self, dtype: str) -> str | None:
         if dtype not in ("float32", "complex64"):
@@ -150,10 +145,6 @@ class CupyBackend(Backend):
     def l2_bytes(self) -> int:
         props = cupy.cuda.runtime.getDeviceProperties(self.cuda_device.id)
         return int(props.get("l2CacheSize", 0)) or super().l2_bytes()
-
-    def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        # cupy.fuse makes element-wise Python one kernel; others raise at the first call.
-        return cupy.fuse(fn)
 
     def compile_refusal(self, exc: BaseException) -> str | None:
         return "" if is_fuse_refusal(exc) else None

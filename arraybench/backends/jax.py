@@ -77,6 +77,8 @@ class JaxBackend(Backend):
     grad_method = "autodiff (jax.grad)"
     gradient = "autodiff"
     compile_method = "jax.jit"
+    grad = staticmethod(jax.grad)
+    compile = staticmethod(jax.jit)
     device_timer_note = "wall clock + block_until_ready (JAX has no device-event API)"
     #: XLA's RESOURCE_EXHAUSTED: "Out of memory allocating N bytes", as a JaxRuntimeError.
     out_of_memory_text = ("resource_exhausted",)
@@ -185,12 +187,6 @@ class JaxBackend(Backend):
         except Exception:  # sharded or deleted arrays have no single buffer
             return None
         return start, start + max(int(x.nbytes), 1)
-
-    def grad(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        return jax.grad(fn)
-
-    def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        return jax.jit(fn)
 
     def compile_notes(self) -> list[str]:
         """JAX's persistent compilation cache, where one is configured (it counts no hits)."""

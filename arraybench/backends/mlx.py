@@ -60,13 +60,9 @@ def array_api_namespace() -> types.ModuleType:
 
 def _eval(out: Any) -> None:
     # mx.eval takes arrays and trees of them; other leaves (a Python float) are left out.
-    if isinstance(out, mx.array):
-        mx.eval(out)
-    elif isinstance(out, (tuple, list)):
-        arrays = [o for o in out if isinstance(o, (mx.array, tuple, list, dict))]
-        if arrays:
-            mx.eval(arrays)
-    elif isinstance(out, dict):
+    if isinstance(out, (tuple, list)):
+        out = [o for o in out if isinstance(o, (mx.array, tuple, list, dict))]
+    if isinstance(out, (mx.array, dict)) or isinstance(out, list) and out:
         mx.eval(out)
 
 
@@ -76,6 +72,8 @@ class MlxBackend(Backend):
     grad_method = "autodiff (mx.grad)"
     gradient = "autodiff"
     compile_method = "mx.compile"
+    grad = staticmethod(mx.grad)
+    compile = staticmethod(mx.compile)
     device_timer_note = "wall clock + mx.eval (MLX has no device-event API)"
     #: "[metal::malloc] Attempting to allocate N bytes ..."; "[malloc_or_wait] Unable to allocate".
     out_of_memory_text = ("malloc] attempting to allocate", "unable to allocate")
@@ -154,11 +152,7 @@ class MlxBackend(Backend):
         return np.asarray(x)
 
     def clone(self, x: Any) -> Any:
-        if isinstance(x, mx.array):
-            copy = mx.array(x)
-            mx.eval(copy)
-            return copy
-        return super().clone(x)
+        return self.evaluated(mx.array)(x) if isinstance(x, mx.array) else super().clone(x)
 
     def copy_into(self, dst: Any, src: Any) -> None:
         if isinstance(dst, mx.array):
@@ -166,12 +160,6 @@ class MlxBackend(Backend):
             mx.eval(dst)
         else:
             super().copy_into(dst, src)
-
-    def grad(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        return mx.grad(fn)
-
-    def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        return mx.compile(fn)
 
     def free(self) -> None:
         if hasattr(mx, "clear_cache"):  # MLX >= 0.26; before, mx.metal.clear_cache on Metal only

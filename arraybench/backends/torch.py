@@ -29,10 +29,7 @@ def cuda_init_error() -> str:
 
 def mps_available() -> bool:
     """Whether PyTorch runs on an Apple GPU here (``mps``) and has no CUDA device, which comes first."""
-    mps = getattr(torch.backends, "mps", None)
-    if mps is None or not mps.is_available():
-        return False
-    return torch.version.cuda is None or not torch.cuda.is_available()
+    return torch.backends.mps.is_available() and (torch.version.cuda is None or not torch.cuda.is_available())
 
 
 def _elapsed_ms(start: Any, end: Any) -> float:
@@ -93,12 +90,10 @@ class TorchBackend(Backend):
 
     def asarray(self, host: np.ndarray) -> Any:
         # clone(): memory owned and aligned by torch, not a view of the caller's NumPy buffer.
-        t = torch.from_numpy(np.ascontiguousarray(host)).clone()
-        return t.to(self.torch_device) if self.device == "gpu" else t
+        return torch.from_numpy(np.ascontiguousarray(host)).clone().to(self.torch_device)
 
     def from_numpy(self, host: np.ndarray) -> Any:
-        t = torch.from_numpy(host)  # zero-copy on the CPU
-        return t.to(self.torch_device) if self.device == "gpu" else t
+        return torch.from_numpy(host).to(self.torch_device)  # zero-copy on the CPU: to() returns it
 
     def copy_from_numpy(self, host: np.ndarray) -> Any:
         return torch.tensor(host, device=self.torch_device)
