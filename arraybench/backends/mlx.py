@@ -133,9 +133,7 @@ class MlxBackend(Backend):
                 "result is within it; --dtype float32 runs it")
 
     def asarray(self, host: np.ndarray) -> Any:
-        x = mx.array(np.ascontiguousarray(host), dtype=mlx_dtype(host.dtype.name))
-        mx.eval(x)
-        return x
+        return self.evaluated(self.from_numpy)(np.ascontiguousarray(host))
 
     def from_numpy(self, host: np.ndarray) -> Any:
         # mx.array(a float64 NumPy array) alone makes float32: the dtype is always given.
@@ -147,9 +145,8 @@ class MlxBackend(Backend):
         return mx.array(data, dtype=mlx_dtype(dtype))
 
     def to_numpy(self, x: Any) -> np.ndarray:
-        if isinstance(x, mx.array):
-            return np.array(x)  # evaluates it, and copies out of MLX's buffer
-        return np.asarray(x)
+        # np.array evaluates an MLX array, and copies out of its buffer.
+        return np.array(x) if isinstance(x, mx.array) else np.asarray(x)
 
     def clone(self, x: Any) -> Any:
         return self.evaluated(mx.array)(x) if isinstance(x, mx.array) else super().clone(x)
