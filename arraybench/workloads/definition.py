@@ -125,9 +125,8 @@ class Workload:
             raise ValueError(f"namespace must be one of {NAMESPACES}, not {namespace!r}")
 
         def register(fn: ArrayFn) -> ArrayFn:
-            settings = dict(default_settings(self.fn))
-            if self.params is not None and not callable(self.params):
-                settings.update(check_settings(self.name, self.params))
+            # A dict of params holds the same settings at every size; an n -> dict is checked per size.
+            settings = default_settings(self.fn) if callable(self.params) else self.params_for(0)
             check_takes(self.name, fn, settings, what)
             for b in backends:
                 functions[b] = fn
