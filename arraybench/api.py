@@ -72,7 +72,7 @@ def options_from(workloads: Any = None, *, options: RunOptions | None = None,
         elif name in changes:
             changes[name] = list(changes[name])
     if "sizes" in changes:
-        changes["sizes"] = _sizes(changes["sizes"])
+        changes["sizes"] = parse_sizes(changes["sizes"])
     if "workload_files" in changes:
         changes["workload_files"] = [str(Path(f).expanduser().resolve()) for f in changes["workload_files"]]
     return replace(base, **changes)
@@ -95,12 +95,6 @@ def _workload_names(workloads: Any) -> list[str]:
         raise UsageError("workloads: none given (an empty list); name at least one, or leave "
                          "workloads out to measure the built-in suite")
     return names
-
-
-def _sizes(sizes: Any) -> list[str]:
-    if isinstance(sizes, int):
-        sizes = [sizes]
-    return parse_sizes(sizes if isinstance(sizes, str) else ",".join(str(s) for s in sizes))
 
 
 def plan(options: RunOptions) -> Plan:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence, Union
 
 from .errors import SaveError, StoreWarning, UsageError, from_command_line, one_line
+from .files import write_bytes_atomic
 from .outdir import FolderLock, claim, resume_command
 from .model.options import RunOptions, parse_context, refuse_other_settings
 from .plan import Plan, validate
@@ -29,7 +30,7 @@ from .analysis.policy import RunState
 from .executors.session import Interrupted, Session, stop_signals
 from .store.store import StoreChoice, store_run
 from .workloads import trust
-from .workloads.trust import ShippingError, check_code, code_of, receive, ship
+from .workloads.trust import check_code, code_of, receive
 from .workloads.registry import REGISTRY
 from .workloads.userfile import LoadedFiles, load_files
 
@@ -69,7 +70,7 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
         source = "" if temporary else str(out.resolve())
         with lock, _saving(out):
             if checked.shipped:
-                ship(checked.shipped, out, checked.packed)
+                write_bytes_atomic(out / trust.SHIPPED_NAME, checked.packed)
             session = Session.start(checked.cells, checked.options, out, reporter, context=labels,
                                     code=code_of(checked.cells, REGISTRY))
             results = _run(session, executor, checked.files, out, report=not temporary, plots=plots,
@@ -131,10 +132,7 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
                                environments=bool(state.options.pythons or state.options.variants))
             loaded = load_files(state.options.workload_files)
             if state.options.shipped_workloads:
-                try:
-                    receive(out / trust.SHIPPED_NAME)
-                except ShippingError as exc:
-                    raise UsageError(str(exc)) from None
+                receive(out / trust.SHIPPED_NAME)
         else:  # nothing to measure and no one vouches for the code: its results, unrun
             loaded = LoadedFiles()
             unrun = [c.workload for c in state.cells]

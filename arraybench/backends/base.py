@@ -13,7 +13,7 @@ from typing import Any, Callable, ClassVar, Literal
 
 import numpy as np
 
-from .gpu import DeviceTimer, GpuMonitor, open_monitor
+from .gpu import CudaEvents, GpuMonitor, open_monitor
 
 #: How a gradient was computed (``Backend.gradient``, and a replicate's record of it).
 Gradient = Literal["autodiff", "finite_differences", "analytic"]
@@ -80,7 +80,7 @@ class Backend(abc.ABC):
     device_timer_note: ClassVar[str] = "wall clock (computation is synchronous)"
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
-        self.device = device
+        self.device = device  # "cpu" or "gpu" (``DEVICES``); a library with one refuses the other
         self.allow_tf32 = allow_tf32
         #: The GPU's health (NVML) where it can be read; ``health_note`` says why not.
         self.health: GpuMonitor | None = None
@@ -128,8 +128,10 @@ class Backend(abc.ABC):
         """Bring an array back to the host as NumPy (waits for it)."""
 
     def dtype_name(self, x: Any) -> str:
-        """The dtype of a result, spelled as NumPy spells it ("float64", "complex64")."""
-        return str(x.dtype).rsplit(".", 1)[-1]
+        """The dtype of a result, spelled as NumPy spells it ("float64", "complex64"; "bool", not
+        MLX's "bool_"), from "torch.float64" or "mlx.core.float64" too."""
+        name = str(x.dtype).rsplit(".", 1)[-1]
+        return "bool" if name == "bool_" else name
 
     #: On an Apple GPU, who lacks ``METAL_MISSING`` ("jax-metal has no {dtype}"); "" elsewhere.
     metal_lacks = ""
@@ -197,23 +199,38 @@ class Backend(abc.ABC):
     #: Wait for a result; None where every call returns only once its work is done.
     sync: Callable[[Any], None] | None = None
 
-    def device_timer(self) -> DeviceTimer | None:
+    def device_timer(self) -> CudaEvents | None:
         """A device-event timer, where the library has one."""
         return None
+
+    #: How a library with no benchmarking tool is timed in its documentation: a loop of calls, each
+    #: waited for (``sync``); "" where it has a tool.
+    timing_loop: ClassVar[str] = ""
 
     def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
         """(seconds per call of ``fn`` in each batch of about 1 ms, the tool) by the library's own
         benchmarking tool, for the doctor's ``harness`` check; here the standard library's ``timeit``."""
         import timeit
 
-        timer = timeit.Timer(fn)
-        return batches(lambda number: timer.timeit(number) / number, min_time_s), "timeit"
+        # A documentation's loop runs with the collector on; timeit turns it off.
+        timer = timeit.Timer((lambda: self.sync(fn())) if self.timing_loop else fn,  # type: ignore[misc]
+                             "gc.enable()" if self.timing_loop else "pass")
+        return batches(lambda number: timer.timeit(number) / number, min_time_s), self.timing_loop or "timeit"
 
-    def flush_cache(self) -> Callable[[], None] | None:
-        """A function that evicts the device's caches, for cold-cache measurements."""
-        from .cpu import cpu_flush
+    def flush_cache(self) -> Callable[[], None]:
+        """A function that evicts the device's caches, for cold-cache measurements: on a GPU, it
+        reads and writes a buffer twice the L2's size, and waits."""
+        if self.device == "cpu":
+            from .cpu import cpu_flush
 
-        return cpu_flush() if self.device == "cpu" else None
+            return cpu_flush()
+        buf = self.asarray(np.zeros(2 * self.l2_bytes() // 4, dtype=np.float32))
+        touch, sync = self.evaluated(lambda: buf + 1.0), self.sync or (lambda _result: None)
+        return lambda: sync(touch())
+
+    def l2_bytes(self) -> int:
+        """The GPU's L2 cache size; 128 MiB where the library cannot say (more than any GPU's)."""
+        return 128 * 1024**2
 
     # -- transformations ------------------------------------------------------------------------
     def grad(self, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -241,13 +258,9 @@ class Backend(abc.ABC):
 
     compile_method: ClassVar[str] = "none"
 
-    def compile_unsupported(self, exc: BaseException) -> bool:
-        """Whether an exception from a compiled call means "this compiler cannot compile that"
-        (not applicable) rather than a failure."""
-        return False
-
     def compile_refusal(self, exc: BaseException) -> str | None:
-        """The compiler's own reason for refusing, where the exception's first line is not it."""
+        """Where an exception from a compiled call means "this compiler cannot compile that" (not
+        applicable, not failed): the compiler's own reason, or "" where the exception says it; else None."""
         return None
 
     def recompile_limit_hit(self, exc: BaseException) -> bool:
@@ -285,9 +298,16 @@ class Backend(abc.ABC):
             return f"GPU energy not readable: {self.health_note or 'no GPU monitor (NVML)'}"
         return self.health.energy_counter_mj()
 
-    def is_out_of_memory(self, exc: BaseException) -> bool:
-        """Whether an exception is this library's out-of-memory error."""
-        return isinstance(exc, MemoryError)
+    #: The library's own out-of-memory exceptions, and what its other RuntimeErrors say (in lower
+    #: case) when memory ran out.
+    out_of_memory_types: ClassVar[tuple[type[BaseException], ...]] = ()
+    out_of_memory_text: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def is_out_of_memory(cls, exc: BaseException) -> bool:
+        """Whether an exception is this library's (or Python's) out-of-memory error."""
+        return isinstance(exc, (MemoryError, *cls.out_of_memory_types)) or isinstance(exc, RuntimeError) \
+            and any(t in str(exc).lower() for t in cls.out_of_memory_text)
 
     def memory_available(self) -> tuple[int, int] | None:
         """(free, total) bytes of the device's memory (the host's on the CPU); None if unknown."""
@@ -319,15 +339,3 @@ def batches(per_call: Callable[[int], float], min_time_s: float) -> list[float]:
         out.append(per_call(number))
     return out
 
-
-def batched_loop(call: Callable[[], Any], min_time_s: float) -> list[float]:
-    """``batches`` of ``call`` (which waits for its result) in a plain loop: how a library's
-    documentation times where it has no benchmarking tool."""
-
-    def per_call(number: int) -> float:
-        t0 = time.perf_counter()
-        for _ in range(number):
-            call()
-        return (time.perf_counter() - t0) / number
-
-    return batches(per_call, min_time_s)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
-from contextlib import suppress
+import sys
+import tempfile
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -57,30 +60,35 @@ def cpu_threads_info() -> dict[str, Any]:
     return info
 
 
-def captured_stdout(fn: Callable[[], Any]) -> str:
-    """What ``fn`` writes to file descriptor 1 (C libraries' verbose modes print there), as text;
-    the descriptor is borrowed for the call and given back."""
-    import sys
-    import tempfile
+@contextmanager
+def stdout_to(fd: int) -> Iterator[None]:
+    """File descriptor 1, where C libraries print, pointed at ``fd`` for the block and given back;
+    what was written on either side is flushed first (C stdio buffers what printf writes to a file)."""
 
-    sys.stdout.flush()
+    def flush() -> None:
+        with suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+            ctypes.CDLL(None).fflush(None)
+
+    flush()
     saved = os.dup(1)
+    os.dup2(fd, 1)
     try:
-        with tempfile.TemporaryFile() as tmp:
-            os.dup2(tmp.fileno(), 1)
-            try:
-                fn()
-            finally:
-                with suppress(Exception):
-                    sys.stdout.flush()
-                    import ctypes
-
-                    ctypes.CDLL(None).fflush(None)  # C stdio buffers what printf wrote to a file
-                os.dup2(saved, 1)
-            tmp.seek(0)
-            return tmp.read().decode("utf-8", "replace")
+        yield
     finally:
+        flush()
+        os.dup2(saved, 1)
         os.close(saved)
+
+
+def captured_stdout(fn: Callable[[], Any]) -> str:
+    """What ``fn`` writes to file descriptor 1 (C libraries' verbose modes print there), as text."""
+    with tempfile.TemporaryFile() as tmp:
+        with stdout_to(tmp.fileno()):
+            fn()
+        tmp.seek(0)
+        return tmp.read().decode("utf-8", "replace")
 
 
 def host_memory() -> tuple[int, int] | None:
@@ -102,20 +110,9 @@ def host_memory() -> tuple[int, int] | None:
             return None
     if available is None:
         available = total
-    limit = _cgroup_limit()
-    if limit is not None and limit[0] < total:
-        total = limit[0]
-        available = min(available, max(0, limit[0] - limit[1]))
-    return available, total
-
-
-def _cgroup_limit() -> tuple[int, int] | None:
-    """(limit, usage) of a cgroup v2 memory limit, where one is set."""
-    try:
+    with suppress(OSError):  # a cgroup v2 memory limit, where one is set ("max": none)
         limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
         usage = Path("/sys/fs/cgroup/memory.current").read_text().strip()
-    except OSError:
-        return None
-    if not limit.isdigit() or not usage.isdigit():
-        return None  # "max": no limit
-    return int(limit), int(usage)
+        if limit.isdigit() and usage.isdigit() and int(limit) < total:
+            total, available = int(limit), min(available, max(0, int(limit) - int(usage)))
+    return available, total

@@ -23,16 +23,6 @@ def _cuda_reason(exc: BaseException) -> str:
     return f"no usable NVIDIA GPU for CuPy ({first_line(exc)})"
 
 
-def is_out_of_memory(exc: BaseException) -> bool:
-    """Whether ``exc`` is CuPy running out of device memory: the pool's ``OutOfMemoryError``,
-    ``cudaErrorMemoryAllocation`` outside it, or a CUDA library's ``..._STATUS_ALLOC_FAILED``."""
-    if isinstance(exc, (MemoryError, cupy.cuda.memory.OutOfMemoryError)):
-        return True
-    text = str(exc)
-    return isinstance(exc, RuntimeError) and (
-        "cudaErrorMemoryAllocation" in text or "ALLOC_FAILED" in text or "out of memory" in text.lower())
-
-
 #: The blocking kernel queued before each timed call of the device pass (``CudaEvents.hold``).
 _SPIN_SOURCE = r"""
 extern "C" __global__ void arraybench_spin(long long cycles) {
@@ -66,7 +56,12 @@ class CupyBackend(Backend):
     label = "CuPy"
     native = cupy
     compile_method = "cupy.fuse"
-    is_out_of_memory = staticmethod(is_out_of_memory)
+    #: cupy.fuse makes element-wise Python one kernel; others raise at the first call.
+    compile = staticmethod(cupy.fuse)
+    #: The pool's ``OutOfMemoryError``; ``cudaErrorMemoryAllocation`` outside it, or a CUDA library's
+    #: ``..._STATUS_ALLOC_FAILED``.
+    out_of_memory_types = (cupy.cuda.memory.OutOfMemoryError,)
+    out_of_memory_text = ("cudaerrormemoryallocation", "alloc_failed", "out of memory")
     device_timer_note = "CUDA events"
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
@@ -94,17 +89,10 @@ class CupyBackend(Backend):
         cupy.cuda.get_current_stream().synchronize()
         return x
 
-    def from_numpy(self, host: np.ndarray) -> Any:
-        return cupy.asarray(host)
-
-    def copy_from_numpy(self, host: np.ndarray) -> Any:
-        return cupy.array(host)
-
-    def from_list(self, data: list, dtype: str) -> Any:
-        return cupy.array(data, dtype=dtype)
-
-    def to_numpy(self, x: Any) -> np.ndarray:
-        return cupy.asnumpy(x)
+    # The library's own calls, as a user makes them: ``cupy.array(data, dtype)`` builds from a list.
+    from_numpy = staticmethod(cupy.asarray)
+    copy_from_numpy = from_list = staticmethod(cupy.array)
+    to_numpy = staticmethod(cupy.asnumpy)
 
     def reduced_precision(self, dtype: str) -> str | None:
         if dtype not in ("float32", "complex64"):
@@ -154,23 +142,12 @@ class CupyBackend(Backend):
                            name=getattr(fn, "__name__", type(fn).__name__))
         return [float(t) for t in result.gpu_times[0]], "cupyx.profiler.benchmark (gpu_times)"
 
-    def flush_cache(self) -> Callable[[], None] | None:
+    def l2_bytes(self) -> int:
         props = cupy.cuda.runtime.getDeviceProperties(self.cuda_device.id)
-        l2 = int(props.get("l2CacheSize", 0)) or 64 * 1024**2
-        buf = cupy.empty(2 * l2 // 4, dtype=cupy.float32)
+        return int(props.get("l2CacheSize", 0)) or super().l2_bytes()
 
-        def flush() -> None:
-            buf.fill(0)
-            cupy.cuda.get_current_stream().synchronize()
-
-        return flush
-
-    def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        # cupy.fuse makes element-wise Python one kernel; others raise at the first call.
-        return cupy.fuse(fn)
-
-    def compile_unsupported(self, exc: BaseException) -> bool:
-        return is_fuse_refusal(exc)
+    def compile_refusal(self, exc: BaseException) -> str | None:
+        return "" if is_fuse_refusal(exc) else None
 
     def free(self) -> None:
         cupy.get_default_memory_pool().free_all_blocks()

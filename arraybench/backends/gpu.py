@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 import time
 from contextlib import suppress
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
 # -- the CUDA driver ------------------------------------------------------------------------------
 # JAX has no API for a GPU's L2 size or PCI bus id; every NVIDIA driver's libcuda answers for any
@@ -216,23 +216,11 @@ MIN_HOLD_S = 20e-6
 MAX_HOLD_S = 10e-3
 
 
-class DeviceTimer(Protocol):
-    """Device-side timing: ``begin`` and ``end`` mark the stream, ``elapsed`` waits; ``hold``,
-    before ``begin`` in the device pass, keeps the stream busy while a call is issued."""
-
-    def hold(self) -> None: ...
-
-    def begin(self) -> None: ...
-
-    def end(self) -> None: ...
-
-    def elapsed(self) -> float: ...
-
-
 class CudaEvents:
-    """A pair of CUDA events around the timed calls. ``spin(seconds)`` queues a kernel that keeps
-    the stream busy while the host issues the call (``hold``, nvbench's way): else a fast call's
-    events would span the host issuing its kernels."""
+    """Device-side timing, a pair of CUDA (or MPS) events around the timed calls: ``begin`` and
+    ``end`` mark the stream, ``elapsed`` waits. ``hold``, before ``begin`` in the device pass, runs
+    ``spin(seconds)``, a kernel that keeps the stream busy while the host issues the call
+    (nvbench's way): else a fast call's events would span the host issuing its kernels."""
 
     def __init__(self, make_event: Callable[[], Any], elapsed_ms: Callable[[Any, Any], float],
                  spin: Callable[[float], None] | None = None,

@@ -17,7 +17,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 
 from .gpu import first_line, l2_cache_bytes  # noqa: E402
-from .base import Backend, Unavailable, batched_loop, gpu_env, tf32_in_effect  # noqa: E402
+from .base import Backend, Unavailable, gpu_env, tf32_in_effect  # noqa: E402
 from .cpu import cpu_threads_info  # noqa: E402
 
 
@@ -77,12 +77,15 @@ class JaxBackend(Backend):
     grad_method = "autodiff (jax.grad)"
     gradient = "autodiff"
     compile_method = "jax.jit"
+    grad = staticmethod(jax.grad)
+    compile = staticmethod(jax.jit)
     device_timer_note = "wall clock + block_until_ready (JAX has no device-event API)"
+    #: XLA's RESOURCE_EXHAUSTED: "Out of memory allocating N bytes", as a JaxRuntimeError.
+    out_of_memory_text = ("resource_exhausted",)
+    timing_loop = "a jax.block_until_ready loop"
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
         super().__init__(device, allow_tf32=allow_tf32)
-        if device not in ("cpu", "gpu"):
-            raise Unavailable(f"JAX has no device {device!r}")
         try:
             devices = gpu_devices() if device == "gpu" else jax.devices("cpu")
         except RuntimeError as exc:
@@ -122,7 +125,8 @@ class JaxBackend(Backend):
             self.health_note = "JAX gives this device no local_hardware_id, so its GPU is not known to NVML"
 
     def l2_bytes(self) -> int:
-        """The GPU's L2 size from the CUDA driver (JAX has no API for it), or FALLBACK_L2_BYTES."""
+        """The GPU's L2 size from the CUDA driver (JAX has no API for it), or FALLBACK_L2_BYTES
+        (Apple GPUs have no driver to ask)."""
         return l2_cache_bytes(self.hardware_ordinal()) or FALLBACK_L2_BYTES
 
     def namespace(self, kind: str = "native") -> Any:
@@ -184,26 +188,6 @@ class JaxBackend(Backend):
             return None
         return start, start + max(int(x.nbytes), 1)
 
-    def flush_cache(self) -> Callable[[], None] | None:
-        if self.device == "cpu":
-            return super().flush_cache()
-        # JAX has no API for the L2 size; the CUDA driver has (torch and CuPy read theirs). Apple
-        # GPUs have no driver to ask: the fallback exceeds their caches.
-        l2 = FALLBACK_L2_BYTES if self.is_metal else self.l2_bytes()
-        buf = jax.device_put(np.zeros(2 * l2 // 4, dtype=np.float32), self.jax_device)
-        touch = jax.jit(lambda b: b + 1.0)
-        return lambda: touch(buf).block_until_ready()
-
-    def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
-        """JAX's documentation times ``jax.block_until_ready(f(x))`` in a loop."""
-        return batched_loop(lambda: jax.block_until_ready(fn()), min_time_s), "a jax.block_until_ready loop"
-
-    def grad(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        return jax.grad(fn)
-
-    def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        return jax.jit(fn)
-
     def compile_notes(self) -> list[str]:
         """JAX's persistent compilation cache, where one is configured (it counts no hits)."""
         where = jax.config.jax_compilation_cache_dir
@@ -211,10 +195,6 @@ class JaxBackend(Backend):
             return []
         return [f"JAX's persistent compilation cache is on ({where}): the first call may be served "
                 f"from a disk cache, so its compile time may be a cache load, not a compile"]
-
-    def is_out_of_memory(self, exc: BaseException) -> bool:
-        # XLA's RESOURCE_EXHAUSTED: "Out of memory allocating N bytes", as a JaxRuntimeError.
-        return isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in str(exc)
 
     def device_peak(self, call: Callable[[], Any]) -> tuple[int | None, str] | None:
         stats = self.jax_device.memory_stats()

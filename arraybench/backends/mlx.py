@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable
 import mlx.core as mx
 import numpy as np
 
-from .base import METAL_MISSING, Backend, Unavailable, WrongResult, batched_loop, module_copy
+from .base import METAL_MISSING, Backend, Unavailable, WrongResult, module_copy
 from .cpu import cpu_threads_info
 
 #: NumPy's dtype names to MLX's dtypes (MLX has no complex128).
@@ -60,25 +60,10 @@ def array_api_namespace() -> types.ModuleType:
 
 def _eval(out: Any) -> None:
     # mx.eval takes arrays and trees of them; other leaves (a Python float) are left out.
-    if isinstance(out, mx.array):
+    if isinstance(out, (tuple, list)):
+        out = [o for o in out if isinstance(o, (mx.array, tuple, list, dict))]
+    if isinstance(out, (mx.array, dict)) or isinstance(out, list) and out:
         mx.eval(out)
-    elif isinstance(out, (tuple, list)):
-        arrays = [o for o in out if isinstance(o, (mx.array, tuple, list, dict))]
-        if arrays:
-            mx.eval(arrays)
-    elif isinstance(out, dict):
-        mx.eval(out)
-
-
-def gpu_unavailable_reason() -> str | None:
-    """Why MLX has no GPU here, or None where it has one (Metal, or CUDA in an ``mlx[cuda]`` build)."""
-    if mx.metal.is_available():
-        return None
-    cuda = getattr(mx, "cuda", None)
-    if cuda is not None and getattr(cuda, "is_available", lambda: False)():
-        return None
-    return (f"MLX {mx.__version__} has no GPU backend here (mlx.core.metal.is_available() is False: "
-            "Metal needs Apple silicon; on Linux the GPU build is mlx[cuda])")
 
 
 class MlxBackend(Backend):
@@ -87,22 +72,26 @@ class MlxBackend(Backend):
     grad_method = "autodiff (mx.grad)"
     gradient = "autodiff"
     compile_method = "mx.compile"
+    grad = staticmethod(mx.grad)
+    compile = staticmethod(mx.compile)
     device_timer_note = "wall clock + mx.eval (MLX has no device-event API)"
+    #: "[metal::malloc] Attempting to allocate N bytes ..."; "[malloc_or_wait] Unable to allocate".
+    out_of_memory_text = ("malloc] attempting to allocate", "unable to allocate")
+    timing_loop = "an mx.eval loop"
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
         super().__init__(device, allow_tf32=allow_tf32)
         if device == "cpu":
             self.mx_device = mx.cpu
-        elif device == "gpu":
-            why = gpu_unavailable_reason()
-            if why:
-                raise Unavailable(why)
+        else:
+            cuda = getattr(mx, "cuda", None)  # the GPU of an mlx[cuda] build
+            if not mx.metal.is_available() and not (cuda and getattr(cuda, "is_available", lambda: False)()):
+                raise Unavailable(f"MLX {mx.__version__} has no GPU backend here (mlx.core.metal.is_available() "
+                                  "is False: Metal needs Apple silicon; on Linux the GPU build is mlx[cuda])")
             self.mx_device = mx.gpu
             self.health_note = "MLX's GPU is not watched through NVML"
             # Nor has MLX float64 kernels on its CUDA backend ("float64 is not supported on the GPU").
             self.metal_lacks = "MLX has no {dtype} on the GPU"
-        else:
-            raise Unavailable(f"MLX has no device {device!r}")
         # So that a workload's mx.* calls run where its inputs are.
         mx.set_default_device(self.mx_device)
         self.sync = _eval
@@ -144,9 +133,7 @@ class MlxBackend(Backend):
                 "result is within it; --dtype float32 runs it")
 
     def asarray(self, host: np.ndarray) -> Any:
-        x = mx.array(np.ascontiguousarray(host), dtype=mlx_dtype(host.dtype.name))
-        mx.eval(x)
-        return x
+        return self.evaluated(self.from_numpy)(np.ascontiguousarray(host))
 
     def from_numpy(self, host: np.ndarray) -> Any:
         # mx.array(a float64 NumPy array) alone makes float32: the dtype is always given.
@@ -158,20 +145,11 @@ class MlxBackend(Backend):
         return mx.array(data, dtype=mlx_dtype(dtype))
 
     def to_numpy(self, x: Any) -> np.ndarray:
-        if isinstance(x, mx.array):
-            return np.array(x)  # evaluates it, and copies out of MLX's buffer
-        return np.asarray(x)
-
-    def dtype_name(self, x: Any) -> str:
-        name = str(x.dtype).rsplit(".", 1)[-1]
-        return "bool" if name == "bool_" else name
+        # np.array evaluates an MLX array, and copies out of its buffer.
+        return np.array(x) if isinstance(x, mx.array) else np.asarray(x)
 
     def clone(self, x: Any) -> Any:
-        if isinstance(x, mx.array):
-            copy = mx.array(x)
-            mx.eval(copy)
-            return copy
-        return super().clone(x)
+        return self.evaluated(mx.array)(x) if isinstance(x, mx.array) else super().clone(x)
 
     def copy_into(self, dst: Any, src: Any) -> None:
         if isinstance(dst, mx.array):
@@ -180,38 +158,9 @@ class MlxBackend(Backend):
         else:
             super().copy_into(dst, src)
 
-
-    def flush_cache(self) -> Callable[[], None] | None:
-        if self.device == "cpu":
-            return super().flush_cache()
-        # MLX has no API for the GPU's cache size; 256 MiB is larger than any Apple GPU's.
-        buf = mx.zeros((64 * 1024**2,), dtype=mx.float32)
-        mx.eval(buf)
-
-        def flush() -> None:
-            mx.eval(buf + 1.0)
-
-        return flush
-
-    def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
-        """MLX's examples time ``mx.eval(f(x))`` in a loop."""
-        return batched_loop(lambda: _eval(fn()), min_time_s), "an mx.eval loop"
-
-    def grad(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        return mx.grad(fn)
-
-    def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        return mx.compile(fn)
-
     def free(self) -> None:
         if hasattr(mx, "clear_cache"):  # MLX >= 0.26; before, mx.metal.clear_cache on Metal only
             mx.clear_cache()
-
-    def is_out_of_memory(self, exc: BaseException) -> bool:
-        # "[metal::malloc] Attempting to allocate N bytes ..."; "[malloc_or_wait] Unable to allocate".
-        text = str(exc).lower()
-        return isinstance(exc, MemoryError) or (
-            isinstance(exc, RuntimeError) and ("allocate" in text and ("malloc" in text or "unable" in text)))
 
     def device_peak(self, call: Callable[[], Any]) -> tuple[int | None, str] | None:
         if not hasattr(mx, "reset_peak_memory"):  # MLX >= 0.24; before, under mx.metal

@@ -66,8 +66,10 @@ def _compiled_forward_difference(loss: Any, settings: dict[str, Any]) -> Callabl
 
 
 def refusal(exc: BaseException) -> str | None:
-    """Numba's own reason, in one line: the first after the failed pipeline stage's lines."""
-    if not isinstance(exc, errors.NumbaError):
+    """Where Numba refused to compile (typing, unsupported features: not applicable, not failed), its
+    own reason in one line: the first after the failed pipeline stage's lines; else None."""
+    if not isinstance(exc, (errors.TypingError, errors.UnsupportedError, errors.NumbaNotImplementedError,
+                            errors.LoweringError, errors.UnsupportedBytecodeError)):
         return None
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     for line in lines:
@@ -77,12 +79,6 @@ def refusal(exc: BaseException) -> str | None:
         line = re.sub(r"Module\(<module '([^']+)'[^>]*>\)", r"module \1", line)
         return f"Numba: {line}"[:300]
     return f"Numba: {lines[0]}" if lines else type(exc).__name__
-
-
-def is_refusal(exc: BaseException) -> bool:
-    """Whether Numba refused to compile (typing, unsupported features): not applicable, not failed."""
-    return isinstance(exc, (errors.TypingError, errors.UnsupportedError, errors.NumbaNotImplementedError,
-                            errors.LoweringError, errors.UnsupportedBytecodeError))
 
 
 def threading() -> tuple[str, int]:

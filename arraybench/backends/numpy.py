@@ -27,17 +27,9 @@ class NumpyBackend(Backend):
         # A fresh, owned copy: the benchmark must not alias the caller's arrays.
         return np.array(host, copy=True, order="C")
 
-    def from_numpy(self, host: np.ndarray) -> Any:
-        return np.asarray(host)
-
-    def copy_from_numpy(self, host: np.ndarray) -> Any:
-        return np.array(host)
-
-    def from_list(self, data: list, dtype: str) -> Any:
-        return np.array(data, dtype=dtype)
-
-    def to_numpy(self, x: Any) -> np.ndarray:
-        return np.asarray(x)
+    # The library's own calls, as a user makes them: ``np.array(data, dtype)`` builds from a list.
+    from_numpy = to_numpy = staticmethod(np.asarray)
+    copy_from_numpy = from_list = staticmethod(np.array)
 
     def compile_workload(self, fn: Callable[..., Any], xp: Any, settings: dict[str, Any], *,
                          grad: bool = False) -> Callable[..., Any]:
@@ -48,11 +40,6 @@ class NumpyBackend(Backend):
             raise Unavailable(f"not applicable: NumPy's compiled mode is Numba, which is not "
                               f"installed (pip install 'arraybench[numba]'; {exc})") from None
         return numba_jit.compile_workload(fn, settings, grad)
-
-    def compile_unsupported(self, exc: BaseException) -> bool:
-        from . import numba_jit
-
-        return numba_jit.is_refusal(exc)
 
     def compile_refusal(self, exc: BaseException) -> str | None:
         from . import numba_jit

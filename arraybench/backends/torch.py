@@ -17,23 +17,6 @@ from .torch_support import (HAS_ISOLATE_RECOMPILES, CompiledNothing, cache_notes
                             fail_on_recompile_limit, own_code, torch_build_linalg, torch_cpu_kernels)
 
 
-#: torch.OutOfMemoryError (CUDA caching allocator; torch.cuda.OutOfMemoryError is the same class).
-_OOM_TYPES = tuple(t for t in (getattr(torch, "OutOfMemoryError", None),
-                               getattr(torch.cuda, "OutOfMemoryError", None)) if t is not None)
-#: What a plain RuntimeError says when memory ran out: the CPU allocator ("can't allocate memory";
-#: "not enough memory" before 2.x), CUDA outside the caching allocator, and CUDA libraries'
-#: workspaces ("CUBLAS_STATUS_ALLOC_FAILED", "CUFFT_ALLOC_FAILED", cuSOLVER, cuSPARSE).
-_OOM_TEXT = ("out of memory", "can't allocate memory", "not enough memory", "alloc_failed")
-
-
-def is_out_of_memory(exc: BaseException) -> bool:
-    """Whether ``exc`` is PyTorch (or Python) running out of memory, on the CPU or a GPU."""
-    if isinstance(exc, MemoryError) or (_OOM_TYPES and isinstance(exc, _OOM_TYPES)):
-        return True
-    text = str(exc).lower()
-    return isinstance(exc, RuntimeError) and any(t in text for t in _OOM_TEXT)
-
-
 def cuda_init_error() -> str:
     """Why CUDA cannot start here, in torch.cuda's own words ("The NVIDIA driver on your system is
     too old"...), or "": ``is_available()`` only counts devices, ``init()`` raises the reason."""
@@ -46,10 +29,7 @@ def cuda_init_error() -> str:
 
 def mps_available() -> bool:
     """Whether PyTorch runs on an Apple GPU here (``mps``) and has no CUDA device, which comes first."""
-    mps = getattr(torch.backends, "mps", None)
-    if mps is None or not mps.is_available():
-        return False
-    return torch.version.cuda is None or not torch.cuda.is_available()
+    return torch.backends.mps.is_available() and (torch.version.cuda is None or not torch.cuda.is_available())
 
 
 def _elapsed_ms(start: Any, end: Any) -> float:
@@ -63,7 +43,11 @@ class TorchBackend(Backend):
     grad_method = "autodiff (torch.autograd, fresh leaf per call)"
     gradient = "autodiff"
     compile_method = "torch.compile"
-    is_out_of_memory = staticmethod(is_out_of_memory)
+    #: The CUDA caching allocator's (torch.OutOfMemoryError since 2.5: the same class).
+    out_of_memory_types = (torch.cuda.OutOfMemoryError,)
+    #: The CPU allocator ("can't allocate memory"; "not enough memory" before 2.x), CUDA outside the
+    #: caching allocator, and CUDA libraries' workspaces ("CUBLAS_STATUS_ALLOC_FAILED", "CUFFT_ALLOC_FAILED").
+    out_of_memory_text = ("out of memory", "can't allocate memory", "not enough memory", "alloc_failed")
 
     def __init__(self, device: str, *, allow_tf32: bool = False) -> None:
         super().__init__(device, allow_tf32=allow_tf32)
@@ -77,7 +61,7 @@ class TorchBackend(Backend):
             self.device_timer_note = "MPS events"
             self.health_note = "Apple GPUs have no NVML"
             self.metal_lacks = "PyTorch's MPS device has no {dtype}"
-        elif device == "gpu":
+        else:
             if torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
                 raise Unavailable(f"PyTorch {torch.__version__} is a CPU-only build (no CUDA, no MPS)")
             if not torch.cuda.is_available():
@@ -88,8 +72,6 @@ class TorchBackend(Backend):
             self.sync = lambda _result: torch.cuda.synchronize(dev)
             self.device_timer_note = "CUDA events"
             self.open_health(dev.index)
-        else:
-            raise Unavailable(f"PyTorch has no device {device!r}")
         # Pin matmul precision: TF32 is ~1000x less accurate, a different benchmark. On the CPU
         # "high" would let oneDNN run float32 matmuls in reduced precision (AMX) unrecorded.
         tf32 = allow_tf32 and device == "gpu"
@@ -108,12 +90,10 @@ class TorchBackend(Backend):
 
     def asarray(self, host: np.ndarray) -> Any:
         # clone(): memory owned and aligned by torch, not a view of the caller's NumPy buffer.
-        t = torch.from_numpy(np.ascontiguousarray(host)).clone()
-        return t.to(self.torch_device) if self.device == "gpu" else t
+        return torch.from_numpy(np.ascontiguousarray(host)).clone().to(self.torch_device)
 
     def from_numpy(self, host: np.ndarray) -> Any:
-        t = torch.from_numpy(host)  # zero-copy on the CPU
-        return t.to(self.torch_device) if self.device == "gpu" else t
+        return torch.from_numpy(host).to(self.torch_device)  # zero-copy on the CPU: to() returns it
 
     def copy_from_numpy(self, host: np.ndarray) -> Any:
         return torch.tensor(host, device=self.torch_device)
@@ -132,9 +112,6 @@ class TorchBackend(Backend):
             allowed = allowed and os.environ.get("HIPBLASLT_ALLOW_TF32") == "1"
         props = torch.cuda.get_device_properties(self.torch_device)
         return "tf32" if tf32_in_effect(allowed, dtype, (props.major, props.minor)) else None
-
-    def dtype_name(self, x: Any) -> str:
-        return str(x.dtype).removeprefix("torch.")
 
     def clone(self, x: Any) -> Any:
         return x.clone() if isinstance(x, torch.Tensor) else super().clone(x)
@@ -180,20 +157,10 @@ class TorchBackend(Backend):
         blocks = batches(lambda number: float(timer.timeit(number).median), min_time_s)
         return blocks, "torch.utils.benchmark.Timer" + (f" + {sync}" if sync else "")
 
-    def flush_cache(self) -> Callable[[], None] | None:
-        if self.device == "cpu":
-            return super().flush_cache()
-        # torch.mps has no cache-size query; 128 MiB exceeds any Apple GPU's caches.
-        l2 = 128 * 1024**2 if self.is_mps else \
-            torch.cuda.get_device_properties(self.torch_device).L2_cache_size or 64 * 1024**2
-        buf = torch.empty(2 * l2 // 4, dtype=torch.float32, device=self.torch_device)
-        sync = self.sync
-
-        def flush() -> None:
-            buf.zero_()
-            sync(buf)
-
-        return flush
+    def l2_bytes(self) -> int:
+        # torch.mps has no cache-size query.
+        return (not self.is_mps and torch.cuda.get_device_properties(self.torch_device).L2_cache_size) \
+            or super().l2_bytes()
 
     def grad(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         def grad(w: Any, *rest: Any) -> Any:
@@ -216,8 +183,8 @@ class TorchBackend(Backend):
         options = {"isolate_recompiles": True} if HAS_ISOLATE_RECOMPILES else {}
         return torch.compile(own_code(fn), dynamic=False, **options)
 
-    def compile_unsupported(self, exc: BaseException) -> bool:
-        return isinstance(exc, CompiledNothing)
+    def compile_refusal(self, exc: BaseException) -> str | None:
+        return "" if isinstance(exc, CompiledNothing) else None
 
     def recompile_limit_hit(self, exc: BaseException) -> bool:
         # By name: torch 2.13 raises FailOnRecompileLimitHit, older releases FailOnCacheLimitHit.

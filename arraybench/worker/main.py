@@ -150,7 +150,8 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: threading.Eve
     from .prepare import Prepared as PreparedCell, ReferenceCache, finish, prepare
     from ..model.replicate import Replicate
     from ..workloads import REGISTRY
-    from ..workloads.trust import ShippingError, receive
+    from ..errors import UsageError
+    from ..workloads.trust import receive
     from ..workloads.userfile import describe_exception, load_files, missing_workload_reason
 
     files = list(job.workload_files)
@@ -162,7 +163,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: threading.Eve
     if job.shipped:
         try:
             receive(job.shipped)
-        except ShippingError as exc:
+        except UsageError as exc:  # the shipped workloads cannot be loaded here
             load_errors[job.shipped] = str(exc)
     footprint_too = job.replicate == 0 and job.allocator != OTHER
     channel.send(Ready(info=_info(backend, started, job.describe), pid=os.getpid(),

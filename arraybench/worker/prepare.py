@@ -244,9 +244,10 @@ def _classify(backend: Backend, cell: Cell, stage: str, exc: BaseException,
     if cell.mode == "compiled" and backend.recompile_limit_hit(exc):
         return "failed", (f"{backend.compile_method} reached its recompile limit during {stage}: "
                           "past it the calls would run eager, so this cell is not timed as compiled")
-    if cell.mode == "compiled" and backend.compile_unsupported(exc):
+    refusal = backend.compile_refusal(exc) if cell.mode == "compiled" else None
+    if refusal is not None:
         return "skipped", (f"not applicable: {backend.compile_method} cannot compile this workload "
-                           f"({backend.compile_refusal(exc) or describe_exception(exc)})")
+                           f"({refusal or describe_exception(exc)})")
     return "failed", f"{describe_exception(exc, origin)} (during {stage})"
 
 

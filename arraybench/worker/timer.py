@@ -15,7 +15,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from functools import partial
 from typing import Any, Callable, Sequence
 
-from ..backends.gpu import DeviceTimer
+from ..backends.gpu import CudaEvents
 from .effects import output_bytes
 from ..numeric.stopping import FULL_BATCH, SLOW_CALL_S
 from .sampling import Draw, Sampling, TimerSettings, gc_paused, warmed_up
@@ -172,7 +172,7 @@ class Timer:
     args: Sequence[Any] = ()
     _: KW_ONLY
     sync: Callable[[Any], None] | None = None
-    device_timer: DeviceTimer | None = None
+    device_timer: CudaEvents | None = None
     flush: Callable[[], None] | None = None
     #: Asked after every sample: the reasons the device is throttling now (empty: it is not).
     monitor: Callable[[], Sequence[str]] | None = None

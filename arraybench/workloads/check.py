@@ -168,7 +168,10 @@ class Check:
         reduced = REDUCED_PRECISION_EPS[precision] if precision and self.matmul else 0.0
         if self.rtol is not None:  # the user's own bound, widened by the precision's epsilon
             return self.rtol_for(dtype) * max(eps, reduced) / eps
-        growth = max(self._growth(size, dtype) if (self.kind == "normwise" and self.growth) else 1.0, 1.0)
+        growth = 1.0
+        if self.kind == "normwise" and self.growth:
+            growth = max(float(self.growth(size, np.dtype(dtype).name) if _takes_two(self.growth)
+                               else self.growth(size)), 1.0)
         full = self.ulps * eps * growth
         if reduced <= eps:
             return full
@@ -186,11 +189,6 @@ class Check:
         eps = machine_epsilon(dtype)
         nearest = min(given, key=lambda d: abs(math.log(machine_epsilon(d) / eps)))
         return given[nearest] * eps / machine_epsilon(nearest)
-
-    def _growth(self, size: int, dtype: str) -> float:
-        fn = self.growth
-        assert fn is not None
-        return float(fn(size, np.dtype(dtype).name) if _takes_two(fn) else fn(size))
 
     def error(self, out: np.ndarray, ref: np.ndarray) -> float:
         """The error measure this check bounds."""

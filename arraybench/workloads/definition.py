@@ -15,9 +15,8 @@ import numpy as np
 
 from ..errors import UsageError
 from .check import Check
-from .params import (ArrayFn, InputsFn, Params, ParamsSpec, accepted, array_parameters, check_params, check_settings,
-                     default_inputs, default_settings, definition_line, mutated_inputs, refused, resolve, source_of,
-                     typed)
+from .params import (ArrayFn, InputsFn, Params, ParamsSpec, accepted, array_parameters, check_settings, check_takes,
+                     default_inputs, default_settings, definition_line, mutated_inputs, source_of, typed)
 
 Namespace = Literal["array_api", "native", "backend"]
 Placement = Literal["device", "host"]
@@ -126,14 +125,9 @@ class Workload:
             raise ValueError(f"namespace must be one of {NAMESPACES}, not {namespace!r}")
 
         def register(fn: ArrayFn) -> ArrayFn:
-            settings = dict(default_settings(self.fn))
-            if self.params is not None and not callable(self.params):
-                settings.update(check_settings(self.name, self.params))
-            bad = refused(fn, settings)
-            if bad:
-                raise TypeError(f"{self.name}: {what} {getattr(fn, '__name__', fn)} takes no keyword "
-                                f"{', '.join(map(repr, bad))}, a setting of the workload "
-                                f"({definition_line(fn)})")
+            # A dict of params holds the same settings at every size; an n -> dict is checked per size.
+            settings = default_settings(self.fn) if callable(self.params) else self.params_for(0)
+            check_takes(self.name, fn, settings, what)
             for b in backends:
                 functions[b] = fn
                 if namespace is None:
@@ -192,7 +186,8 @@ class Workload:
 
     def params_for(self, size: int) -> Params:
         """The settings at a size: the function's keyword defaults, updated by ``params=``."""
-        return resolve(self.name, self.fn, self.params, size)
+        given = self.params(size) if callable(self.params) else self.params or {}
+        return {**default_settings(self.fn), **check_settings(self.name, given)}
 
     def call_settings(self, size: int, given: Mapping[str, Any]) -> dict[str, Any]:
         """The settings a call gets: its own at a size, ``given`` (the cell's) over them, typed."""
@@ -224,15 +219,13 @@ def _sizes(sizes: Mapping[str, int] | Sequence[int] | int | None) -> dict[str, i
         return dict(DEFAULT_SIZES)
     if isinstance(sizes, Mapping):
         out = {k: int(v) if isinstance(v, np.integer) else v for k, v in sizes.items()}
-    elif isinstance(sizes, (int, np.integer, list, tuple)) and not isinstance(sizes, bool):
-        out = {}
-        for n in sizes if isinstance(sizes, (list, tuple)) else [sizes]:
-            if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
-                raise TypeError(f"sizes must be whole numbers, not {n!r}")
-            out[str(int(n))] = int(n)
     else:
-        raise TypeError(f"sizes must be a dict such as {{'small': 1000}}, a list of numbers or a "
-                        f"number, not {type(sizes).__name__}")
+        numbers = sizes if isinstance(sizes, (list, tuple)) else [sizes]
+        bad = [n for n in numbers if not isinstance(n, (int, np.integer)) or isinstance(n, bool)]
+        if bad:
+            raise TypeError(f"sizes must be a dict such as {{'small': 1000}}, a list of whole numbers or "
+                            f"a whole number, not {bad[0]!r}")
+        out = {str(int(n)): int(n) for n in numbers}
     if not out:
         raise ValueError("sizes is empty; leave it out for the default small and large sizes")
     for label, n in out.items():
@@ -246,8 +239,11 @@ MAX_SIZE = 10**10  # elements; beyond this no machine holds the inputs
 MAX_STEPS = 1000  # sizes in one LO:HI:STEPS range; more would take days, not a benchmark
 
 
-def parse_sizes(text: str) -> list[str]:
-    """``small,large``, explicit sizes ``100,1000``, or a geometric range ``16:4096[:steps]``."""
+def parse_sizes(text: str | int | Sequence[Any]) -> list[str]:
+    """``small,large``, explicit sizes ``100,1000``, or a geometric range ``16:4096[:steps]``; a
+    number, or a list of these, as the API takes them."""
+    if not isinstance(text, str):
+        text = ",".join(str(s) for s in ([text] if isinstance(text, (int, np.integer)) else text))
     out: list[str] = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -361,7 +357,9 @@ def define(
         if check is not None and not isinstance(check, Check):
             raise TypeError(f"{wl_name}: check must be an arraybench.Check, e.g. Check.normwise(...)")
         changed = mutated_inputs(wl_name, f, mutates)
-        check_params(wl_name, f, params)
+        if params is not None and not callable(params):  # an n -> dict is checked at each size
+            given = check_settings(wl_name, params)
+            check_takes(wl_name, f, given, f"params={given!r}:")
         return Workload(
             name=wl_name,
             fn=f,

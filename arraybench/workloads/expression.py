@@ -34,10 +34,6 @@ _LIBRARIES = ("np", "numpy", "torch", "jnp", "jax", "cupy", "cp", "mx", "mlx")
 _UNSET = object()
 
 
-class ExpressionError(UsageError):
-    """An expression or a setup that cannot be a workload; the message is one line."""
-
-
 def run_setup(setup: str, n: int | None, rng: np.random.Generator) -> dict[str, Any]:
     """The names ``setup`` binds, with their values (the names it started with, unless rebound)."""
     # It starts with randn, rand, arange (float64), NumPy, the generator, and n where it reads it.
@@ -64,48 +60,37 @@ def _inputs(setup: str, arrays: tuple[str, ...], reads_n: bool) -> Callable[...,
     return inputs
 
 
-def expression_workload(expression: str, setup: str = "", *, sizes: Any = None, name: str | None = None,
-                        namespace: Namespace = "array_api", seed: int = 0) -> Workload:
-    """``from_expression``'s workload, registered: ``arraybench.run(expression_workload("xp.sort(a)",
-    "a = randn(n)"))``; ``sizes`` are values of ``n`` as ``run`` takes sizes (``"1000,1e6"``, ``[1000]``)."""
-    if isinstance(sizes, (int, list, tuple)):
-        sizes = ",".join(str(s) for s in (sizes if isinstance(sizes, (list, tuple)) else [sizes]))
-    named = None if sizes is None else dict(map(_value_of_n, parse_sizes(str(sizes))))
-    wl = from_expression(expression, setup, named, name=name, namespace=namespace, seed=seed)
-    register(wl)
-    return wl
-
-
 def _value_of_n(label: str) -> tuple[str, int]:
     """A size given for ``n``: ``small`` and ``large`` as a workload file's, a count named by itself."""
     if label in DEFAULT_SIZES:
         return label, DEFAULT_SIZES[label]
     if label.isidentifier():
-        raise ExpressionError(f"size {label!r}: give values of n (1000,1e6), a range LO:HI or small,large")
+        raise UsageError(f"size {label!r}: give values of n (1000,1e6), a range LO:HI or small,large")
     n = parse_size(label)
     return str(n), n
 
 
-def from_expression(expression: str, setup: str = "", sizes: Mapping[str, int] | None = None, *,
-                    name: str | None = None, namespace: Namespace = "array_api", seed: int = 0) -> Workload:
-    """The workload of ``expression`` (of ``xp`` and the names ``setup`` binds), not registered.
-
-    ``sizes``: the values of ``n`` by label (default: small and large); a setup that does not read
-    ``n`` makes one size, its largest input's elements. ``ExpressionError`` says what is wrong.
-    """
+def expression_workload(expression: str, setup: str = "", *, sizes: Any = None, name: str | None = None,
+                        namespace: Namespace = "array_api", seed: int = 0) -> Workload:
+    """The workload of ``expression`` (of ``xp`` and the names ``setup`` binds), registered:
+    ``arraybench.run(expression_workload("xp.sort(a)", "a = randn(n)"))``. ``sizes`` are values of
+    ``n`` as ``run`` takes sizes (``"1000,1e6"``, ``[1000]``; default: small and large); a setup that
+    does not read ``n`` makes one size, its largest input's elements. ``UsageError`` says what
+    is wrong."""
+    named = None if sizes is None else dict(map(_value_of_n, parse_sizes(sizes)))
     expr_tree = _parse(expression, "eval", "the expression")
     setup_tree = _parse(setup, "exec", option_name("setup"))
     if any(isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)) for node in ast.walk(expr_tree)):
-        raise ExpressionError("the expression cannot yield or await: it is the body of one call")
+        raise UsageError("the expression cannot yield or await: it is the body of one call")
     loaded, stored = _names(setup_tree)
     reads_n = "n" in loaded and "n" not in stored  # a setup that sets its own n has its own size
-    if sizes and not reads_n:
-        raise ExpressionError(f"{option_name('sizes')} gives n, which {option_name('setup')} does not "
+    if named and not reads_n:
+        raise UsageError(f"{option_name('sizes')} gives n, which {option_name('setup')} does not "
                               "read: write, e.g., a = randn(n)")
     wl_name = name or _default_name(expression)
     taken = REGISTRY.get(wl_name)
     if taken is not None and taken.source == "builtin":
-        raise ExpressionError(f"{option_name('name')} {wl_name}: a built-in workload has that name; "
+        raise UsageError(f"{option_name('name')} {wl_name}: a built-in workload has that name; "
                               "give another")
 
     def at(n: int | None, size: int) -> dict[str, Any]:
@@ -114,15 +99,15 @@ def from_expression(expression: str, setup: str = "", sizes: Mapping[str, int] |
             return run_setup(setup, n, rng)
         except (Exception, SystemExit) as exc:  # the user's code: anything may fail
             where = f" at n = {n}" if n is not None else ""
-            raise ExpressionError(f"{option_name('setup')} failed{where}: {_described(exc)}") from None
+            raise UsageError(f"{option_name('setup')} failed{where}: {_described(exc)}") from None
 
     if reads_n:
-        chosen = dict(sizes or DEFAULT_SIZES)
+        chosen = dict(named or DEFAULT_SIZES)
         made = {n: at(n, n) for n in chosen.values()}
     else:
         made = {0: at(None, 0)}
     if "xp" in made[next(iter(made))]:
-        raise ExpressionError(f"{option_name('setup')} binds xp, which is each library's namespace in the "
+        raise UsageError(f"{option_name('setup')} binds xp, which is each library's namespace in the "
                               "expression")
     arrays, settings = _arguments(expr_tree, made)
     if not reads_n:  # one size: what the inputs hold, as a table's "n" should say
@@ -133,13 +118,15 @@ def from_expression(expression: str, setup: str = "", sizes: Mapping[str, int] |
     table = {n: {k: plain(values[k]) for k in settings} for n, values in made.items()}
     varies = len({tuple(sorted(t.items())) for t in table.values()}) > 1
     try:
-        return define(
+        wl = define(
             fn, name=wl_name, sizes=chosen, inputs=_inputs(setup, tuple(arrays), reads_n),
             description=" ".join(expression.split()), namespace=namespace,
             params=(lambda n: dict(table[n])) if varies else None,
             size_means="n, as the setup reads it" if reads_n else "elements of the largest input")
     except (TypeError, ValueError) as exc:  # a --name the cell keys cannot hold, say
-        raise ExpressionError(str(exc)) from None
+        raise UsageError(str(exc)) from None
+    register(wl)
+    return wl
 
 
 def _arguments(tree: ast.AST, made: Mapping[int, dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
@@ -154,7 +141,7 @@ def _arguments(tree: ast.AST, made: Mapping[int, dict[str, Any]]) -> tuple[list[
         hint = ("; write xp, each library's namespace, where you mean a library" if x in _LIBRARIES
                 else f"; {x} is the setup's own: bind what the expression needs, e.g. a = randn(n)"
                 if x in SETUP_NAMES else "")
-        raise ExpressionError(f"unknown name {x!r} in the expression: it reads xp and what "
+        raise UsageError(f"unknown name {x!r} in the expression: it reads xp and what "
                               f"{option_name('setup')} binds ({defined}){hint}")
     arrays: list[str] = []
     settings: dict[str, Any] = {}
@@ -167,7 +154,7 @@ def _arguments(tree: ast.AST, made: Mapping[int, dict[str, Any]]) -> tuple[list[
             settings[x] = first[x]
         else:
             what = f"a {type(first[x]).__name__}" if len(kinds) == 1 else "an array at one size, not another"
-            raise ExpressionError(f"{option_name('setup')} binds {x} to {what}: the expression's names must "
+            raise UsageError(f"{option_name('setup')} binds {x} to {what}: the expression's names must "
                                   "be NumPy arrays (randn(n), np.ones(n)...) or numbers")
     return arrays, settings
 
@@ -193,16 +180,16 @@ def _names(tree: ast.AST) -> tuple[list[str], set[str]]:
 
 def _parse(text: str, mode: str, what: str) -> ast.AST:
     if mode == "eval" and not text.strip():
-        raise ExpressionError("the expression is empty: give one, e.g. 'xp.sort(a)'")
+        raise UsageError("the expression is empty: give one, e.g. 'xp.sort(a)'")
     try:
         return ast.parse(text.strip() if mode == "eval" else text, mode=mode)
     except SyntaxError as exc:
         line = (exc.text or "").strip()
         where = f"line {exc.lineno}, column {exc.offset}" if "\n" in text.strip() else f"column {exc.offset}"
-        raise ExpressionError(f"{what} is not valid Python: {exc.msg} at {where}"
+        raise UsageError(f"{what} is not valid Python: {exc.msg} at {where}"
                               + (f": {line}" if line else "")) from None
     except ValueError as exc:  # a NUL character
-        raise ExpressionError(f"{what} is not valid Python: {exc}") from None
+        raise UsageError(f"{what} is not valid Python: {exc}") from None
 
 
 def _compiled(expression: str, arrays: list[str], settings: list[str]) -> Callable[..., Any]:

@@ -5,7 +5,6 @@ worker, its call bound to one library (eager, ``jax.jit``, ``torch.compile``, au
 
 from __future__ import annotations
 
-import inspect
 import zlib
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
@@ -14,8 +13,7 @@ import numpy as np
 
 from ..backends.base import Gradient, Unavailable
 from .definition import Workload
-from .params import (POSITIONAL, InputsFn, Params, accepted, array_parameters, definition_line,
-                     is_setting_parameter)
+from .params import Params, accepted, array_parameters, definition_line
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
@@ -58,7 +56,10 @@ def make_inputs(wl: Workload, size: int, dtype: str, seed: int = 0,
     """``build_inputs``, saying which inputs kept a dtype the workload fixed (``fixed(...)``)."""
     rng = np.random.default_rng([seed, zlib.crc32(wl.name.encode()), size])
     settings = params if params is not None else wl.params_for(size)
-    made = arrange(wl, _call_inputs(wl.inputs, size, rng, settings))
+    # Settings go to an ``inputs`` that takes them by name (``def inputs(n, rng, *, tsteps)``); the
+    # generator to any but an ``inputs(n)``: *args, or a signature none can read, takes it too.
+    args = (size,) if array_parameters(wl.inputs) == [] else (size, rng)
+    made = arrange(wl, wl.inputs(*args, **accepted(wl.inputs, settings, filled=len(args))))
     # A Python list's floats made exactly representable in ``dtype``.
     arrays = tuple(np.asarray(a, dtype=np.dtype(dtype)).tolist() if isinstance(a, list)
                    else np.array(a.array, order="C") if isinstance(a, Fixed)
@@ -92,19 +93,6 @@ def arrange(wl: Workload, made: Any) -> tuple[Any, ...]:
             raise TypeError(f"{wl.name}: inputs made {len(arrays)} array(s), but "
                             f"{wl.fn.__name__} takes {takes} after xp ({definition_line(wl.fn)})")
     return arrays
-
-
-def _call_inputs(inputs: InputsFn, size: int, rng: np.random.Generator, params: Params) -> Any:
-    # Settings go to an ``inputs`` that takes them by name (``def inputs(n, rng, *, tsteps)``); the
-    # generator to one that takes a second array-like argument, *args, or a signature none can read.
-    try:
-        ps = inspect.signature(inputs).parameters.values()
-    except (TypeError, ValueError):
-        ps = None
-    if ps is None or any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in ps) \
-            or sum(1 for p in ps if p.kind in POSITIONAL and not is_setting_parameter(p)) >= 2:
-        return inputs(size, rng, **accepted(inputs, params, filled=2))
-    return inputs(size, **accepted(inputs, params, filled=1))
 
 
 def _cast(a: np.ndarray, dtype: str) -> np.ndarray:

@@ -90,9 +90,12 @@ def accepted(fn: Any, params: Mapping[str, Any], filled: int = 0) -> dict[str, A
     return {k: v for k, v in params.items() if (anything or k in names) and k not in taken}
 
 
-def refused(fn: Any, names: Any) -> list[str]:
-    """The setting names ``fn`` cannot take by keyword."""
-    return [n for n in names if n not in accepted(fn, {n: None})]
+def check_takes(owner: str, fn: Any, names: Any, what: str) -> None:
+    """``TypeError`` where ``fn`` (``what`` of ``owner``) cannot take one of the settings ``names`` by keyword."""
+    bad = [n for n in names if n not in accepted(fn, {n: None})]
+    if bad:
+        raise TypeError(f"{owner}: {what} {getattr(fn, '__name__', 'the function')} takes no keyword "
+                        f"{', '.join(map(repr, bad))} ({definition_line(fn)})")
 
 
 def aimed(key: str) -> tuple[str | None, str]:
@@ -115,24 +118,13 @@ def check_settings(owner: str, params: Mapping[str, Any], *, aimable: bool = Fal
         if not isinstance(bare, str) or not bare.isidentifier() or target == "":
             raise TypeError(f"{owner}: params key {name!r} is not a parameter name"
                             + (" (NAME, or WORKLOAD.NAME for one workload's)" if aimable else ""))
-        if isinstance(value, bool) or value is None or isinstance(value, str):
-            out[name] = value
-        elif isinstance(value, int):
-            out[name] = int(value)  # a NumPy integer too: the record holds plain JSON
-        elif isinstance(value, float):
-            out[name] = float(value)
-        elif hasattr(value, "item") and getattr(value, "ndim", None) == 0 and is_setting(value.item()):
-            out[name] = value.item()  # np.int64(20), np.float64(0.5)
-        else:
+        # np.int64(20) and np.float64(0.5) as their Python values: the record holds plain JSON.
+        v = value.item() if hasattr(value, "item") and getattr(value, "ndim", None) == 0 else value
+        if v is not None and not isinstance(v, _SCALARS):
             raise TypeError(f"{owner}: setting {name}={value!r} must be a Python bool, int, float, "
                             "str or None (arrays go in inputs=)")
+        out[name] = v if v is None or isinstance(v, (bool, str)) else int(v) if isinstance(v, int) else float(v)
     return out
-
-
-def resolve(owner: str, fn: Any, spec: ParamsSpec, size: int) -> Params:
-    """A workload's settings at a size: its keyword defaults, updated by ``params``."""
-    given = spec(size) if callable(spec) else spec or {}
-    return {**default_settings(fn), **check_settings(owner, given)}
 
 
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
@@ -145,28 +137,18 @@ def coerce(name: str, value: ParamValue, default: ParamValue) -> ParamValue:
     if default is None or isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
         return value
     text_value = value.strip() if isinstance(value, str) else None
-    if kind is bool:
-        if text_value is not None and text_value.lower() in _TRUE + _FALSE:
-            return text_value.lower() in _TRUE
-        raise ValueError(f"setting {name} is true or false (its default is {default!r}), not {value!r}")
-    if kind is int:
-        with contextlib.suppress(ValueError):
-            if text_value is not None:
-                return int(text_value)
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
-        raise ValueError(f"setting {name} is a whole number (its default is {default!r}), not {value!r}")
-    if kind is float:
-        try:
-            out = float(text_value) if text_value is not None else float(value)  # an int is a float
-        except (TypeError, ValueError):
-            out = None
-        if isinstance(value, bool) or out is None or not math.isfinite(out):
-            raise ValueError(f"setting {name} is a finite number (its default is {default!r}), not {value!r}")
-        return out
-    if isinstance(value, str):
-        return value
-    raise ValueError(f"setting {name} is text (its default is {default!r}), not {value!r}")
+    out: ParamValue = None
+    with contextlib.suppress(TypeError, ValueError, OverflowError):
+        if kind is bool and text_value is not None and text_value.lower() in _TRUE + _FALSE:
+            out = text_value.lower() in _TRUE
+        elif kind is int and (text_value is not None or isinstance(value, float) and value.is_integer()):
+            out = int(text_value if text_value is not None else value)  # type: ignore[arg-type]
+        elif kind is float and not isinstance(value, bool):
+            out = float(text_value if text_value is not None else value)  # type: ignore[arg-type]
+    if out is None or isinstance(out, float) and not math.isfinite(out):
+        what = {bool: "true or false", int: "a whole number", float: "a finite number"}.get(kind, "text")
+        raise ValueError(f"setting {name} is {what} (its default is {default!r}), not {value!r}")
+    return out
 
 
 def text(params: Mapping[str, Any]) -> str:
@@ -261,13 +243,3 @@ def mutated_inputs(name: str, fn: ArrayFn, mutates: Sequence[str] | str | bool) 
                         f"input of {getattr(fn, '__name__', 'the function')} ({', '.join(known) or 'none'})")
     return names
 
-
-def check_params(name: str, fn: ArrayFn, params: ParamsSpec) -> None:
-    """A ``params=`` dict must hold settings the function takes (checked again per size if n -> dict)."""
-    if params is None or callable(params):
-        return
-    given = check_settings(name, params)
-    bad = refused(fn, given)
-    if bad:
-        raise TypeError(f"{name}: params={given!r}: {getattr(fn, '__name__', 'the function')} takes no "
-                        f"keyword {', '.join(map(repr, bad))} ({definition_line(fn)})")

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..backends.numpy import NumpyBackend
 from .check import DERIVED_NEAR_ZERO, Check, Noise, machine_epsilon, own_size_floor
 from ..numeric.finite_diff import central_difference_grad_with_error
 from .definition import Workload
@@ -264,9 +265,5 @@ def _as_host(x: Any) -> Any:
 
 
 def numpy_namespace(kind: str) -> Any:
-    """NumPy as a workload of namespace ``kind`` sees it (array-api-compat's wrapper, or NumPy)."""
-    if kind == "array_api":
-        import array_api_compat
-
-        return array_api_compat.array_namespace(np.empty(0))
-    return np
+    """NumPy as a workload of namespace ``kind`` sees it: the NumPy backend's own namespace."""
+    return NumpyBackend("cpu").namespace(kind)

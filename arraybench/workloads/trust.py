@@ -33,13 +33,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..errors import UsageError
-from ..files import write_bytes_atomic
 from .registry import register
 
 if TYPE_CHECKING:
     from .definition import Workload
 
-#: The workloads a run defined in Python, pickled into its output folder (``ship``).
+#: The workloads a run defined in Python, pickled (``pack``) into its output folder.
 SHIPPED_NAME = "workloads.pickle"
 KEY_NAME = "folder.key"
 _KEY_BYTES = 32
@@ -305,7 +304,7 @@ def needs_shipping(wl: Workload, files: Iterable[str]) -> bool:
 
 
 def pack(workloads: list[Workload]) -> bytes:
-    """The workloads, by value, with their source lines; ``ShippingError`` names a workload and
+    """The workloads, by value, with their source lines; ``UsageError`` names a workload and
     what of it could not be pickled (a lock, an open file), before anything is written."""
     import cloudpickle
 
@@ -316,7 +315,7 @@ def pack(workloads: list[Workload]) -> bytes:
             cloudpickle.dumps(wl)
         except Exception as exc:  # pickling calls arbitrary __reduce__ code: anything can fail
             first = (str(exc).strip().splitlines() or [""])[0]
-            raise ShippingError(
+            raise UsageError(
                 f"workload {wl.name!r} cannot be sent to the worker processes ({type(exc).__name__}: "
                 f"{first}): what its functions refer to must be picklable; create such an object "
                 "inside the function, or define the workload in a file and pass it with "
@@ -327,22 +326,17 @@ def pack(workloads: list[Workload]) -> bytes:
     return cloudpickle.dumps(payload)
 
 
-def ship(workloads: list[Workload], out_dir: Path, payload: bytes | None = None) -> Path:
-    """Write the workloads (``payload``, or packed now) to ``out_dir``; return the path."""
-    return write_bytes_atomic(out_dir / SHIPPED_NAME, payload if payload is not None else pack(workloads))
-
-
 def receive(path: str | os.PathLike[str]) -> list[str]:
-    """Load shipped workloads into this process's registry; return their names (``ShippingError``
+    """Load shipped workloads into this process's registry; return their names (``UsageError``
     where the file cannot be read or unpickled here)."""
     try:
         with open(path, "rb") as f:
             payload = pickle.load(f)
     except FileNotFoundError:
-        raise ShippingError(f"{path}: the workloads defined in Python are missing") from None
+        raise UsageError(f"{path}: the workloads defined in Python are missing") from None
     except Exception as exc:  # unpickling runs arbitrary reconstruction code: anything can fail
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise ShippingError(f"{path}: the workloads defined in Python cannot be loaded here "
+        raise UsageError(f"{path}: the workloads defined in Python cannot be loaded here "
                             f"({type(exc).__name__}: {first})") from None
     for filename, lines in payload.get("sources", {}).items():
         # mtime None: linecache.checkcache leaves the entry alone.
@@ -357,10 +351,6 @@ def receive(path: str | os.PathLike[str]) -> list[str]:
         register(wl)
         names.append(wl.name)
     return names
-
-
-class ShippingError(UsageError):
-    """Shipped workloads that cannot be pickled or loaded; the message is one line."""
 
 
 def _by_value(fn: Any) -> None:

@@ -20,8 +20,9 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
+from ..backends.cpu import stdout_to
 from ..errors import UsageError
 from .registry import REGISTRY
 
@@ -109,13 +110,9 @@ def import_workload_file(path: str | Path) -> list[str]:
         REGISTRY.update(before)
         return WorkloadFileError(f"workload file {path}: {message}")
 
-    threads_before = set(threading.enumerate())
     try:
-        with _exits_raise(), _prints_to_stderr():
-            try:
-                spec.loader.exec_module(module)
-            finally:  # a file that fails to load may have started one all the same
-                _STARTED[str(path)] = [t for t in threading.enumerate() if t not in threads_before]
+        with _importing(path):
+            spec.loader.exec_module(module)
     except _ExitAtImport as exc:
         raise fail(f"called {exc} at import, which would end arraybench itself; guard script "
                    "code with `if __name__ == '__main__':`") from None
@@ -154,40 +151,23 @@ def threads_left() -> list[tuple[str, str]]:
             if t.is_alive() and not t.daemon]
 
 
-@contextmanager
-def _prints_to_stderr() -> Iterator[None]:
-    """While a workload file is imported, what it prints (Python or C) goes to standard error:
-    standard output carries ``--json``'s one document, which a line of the file's would corrupt."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(AttributeError, OSError, ValueError):
-            stream.flush()
-    try:
-        saved: int | None = os.dup(1)
-        os.dup2(2, 1)
-    except OSError:  # no descriptor 1 or 2 (closed by the caller): Python's own streams only
-        saved = None
-    stdout, sys.stdout = sys.stdout, sys.stderr
-    try:
-        yield
-    finally:
-        with contextlib.suppress(AttributeError, OSError, ValueError):
-            sys.stdout.flush()
-        sys.stdout = stdout
-        if saved is not None:
-            os.dup2(saved, 1)
-            os.close(saved)
-
-
 class _ExitAtImport(BaseException):
     """``os._exit`` or ``os.abort`` called by a workload file as it was imported."""
 
 
 @contextmanager
-def _exits_raise() -> Iterator[None]:
-    """While a workload file is imported, ``os._exit`` and ``os.abort`` raise instead of ending the
-    run without a word (a child the file forks still exits), no bytecode is cached beside the
-    file, and the working folder is put back afterwards."""
+def _importing(path: Path) -> Iterator[None]:
+    """While the workload file ``path`` is imported: the threads it starts are remembered;
+    ``os._exit`` and ``os.abort`` raise instead of ending the run without a word (a child the file
+    forks still exits); no bytecode is cached beside the file; the working folder is put back
+    afterwards; and what it prints (Python or C) goes to standard error: standard output carries
+    ``--json``'s one document."""
+    streams = contextlib.ExitStack()
+    with contextlib.suppress(OSError):  # no descriptor 1 or 2 (closed by the caller): Python's streams only
+        streams.enter_context(stdout_to(2))
+    streams.enter_context(contextlib.redirect_stdout(sys.stderr))
     importer = os.getpid()
+    threads_before = set(threading.enumerate())
     real_exit, real_abort = os._exit, os.abort
     try:
         # O_PATH: a folder the user may enter but not list is returned to all the same.
@@ -197,22 +177,22 @@ def _exits_raise() -> Iterator[None]:
     writes_bytecode = sys.dont_write_bytecode
     sys.dont_write_bytecode = True
 
-    def _exit(status: int) -> Any:
-        if os.getpid() != importer:
-            real_exit(status)
-        raise _ExitAtImport(f"os._exit({status!r})")
+    def raising(real: Callable[..., Any], call: str) -> Callable[..., Any]:
+        def stop(*args: Any) -> Any:
+            if os.getpid() != importer:
+                real(*args)
+            raise _ExitAtImport(call.format(*map(repr, args)))
 
-    def _abort() -> Any:
-        if os.getpid() != importer:
-            real_abort()
-        raise _ExitAtImport("os.abort()")
+        return stop
 
-    os._exit, os.abort = _exit, _abort  # type: ignore[assignment]
+    os._exit, os.abort = raising(real_exit, "os._exit({})"), raising(real_abort, "os.abort()")
     try:
         yield
-    finally:
+    finally:  # a file that fails to load may have started threads all the same
+        _STARTED[str(path)] = [t for t in threading.enumerate() if t not in threads_before]
         os._exit, os.abort = real_exit, real_abort  # type: ignore[assignment]
         sys.dont_write_bytecode = writes_bytecode
+        streams.close()
         if cwd is not None:
             with contextlib.suppress(OSError):
                 os.fchdir(cwd)

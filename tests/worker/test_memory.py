@@ -94,14 +94,14 @@ def test_cupy_out_of_memory_classes():
     from cupy_backends.cuda.api.runtime import CUDARuntimeError
 
     pool = cupy.cuda.memory.OutOfMemoryError(8_000_000_000, 1_000)
-    assert cupy_backend.is_out_of_memory(pool)
+    assert cupy_backend.CupyBackend.is_out_of_memory(pool)
     assert memory.needed_bytes(str(pool)) == 8_000_000_000
     runtime = CUDARuntimeError(2)  # cudaErrorMemoryAllocation
-    assert cupy_backend.is_out_of_memory(runtime)
+    assert cupy_backend.CupyBackend.is_out_of_memory(runtime)
     assert memory.describe(str(runtime), "moving inputs to the device", (1 << 30, 1 << 34),
                            "on the GPU").startswith(
         "out of memory during moving inputs to the device (available 1 GiB of 16 GiB on the GPU)")
-    assert not cupy_backend.is_out_of_memory(CUDARuntimeError(1))  # cudaErrorInvalidValue
+    assert not cupy_backend.CupyBackend.is_out_of_memory(CUDARuntimeError(1))  # cudaErrorInvalidValue
 
 
 def test_jax_resource_exhausted_for_real():
