@@ -59,6 +59,15 @@ def default_signals() -> None:
         signal.signal(s, signal.SIG_DFL)
 
 
+def signals_setup():
+    """``preexec_fn`` for a command a test starts: ``default_signals`` where this process ignores a
+    signal a test may send, else None. Exec itself resets handled signals (and ``restore_signals``
+    SIGPIPE); only an ignored one survives it. A preexec_fn makes Python fork with its at-fork
+    hooks, which JAX answers, once its threads run, with a warning of a deadlock."""
+    ignored = any(signal.getsignal(s) == signal.SIG_IGN for s in _SENT if s != signal.SIGPIPE)
+    return default_signals if ignored else None
+
+
 def wait_for(condition, proc: subprocess.Popen, timeout: float = 120) -> None:
     """Poll ``condition`` until it holds; fail if ``proc`` (a run started by the test) ends first."""
     deadline = time.monotonic() + timeout
@@ -93,7 +102,7 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600,
     full_env = {k: v for k, v in {**inherited, **(env or {})}.items() if v is not None}  # None: unset
     return subprocess.run([sys.executable, "-m", "arraybench", *args], capture_output=True,
                           text=True, cwd=cwd or ROOT, timeout=timeout, env=full_env,
-                          preexec_fn=default_signals)
+                          preexec_fn=signals_setup())
 
 
 #: The names workload files are imported under (``workloads/userfile.import_workload_file``).

@@ -108,7 +108,9 @@ def test_the_api_still_takes_the_old_name_replicates_with_a_deprecation_warning(
 
     with pytest.warns(DeprecationWarning, match="replicates= is now called processes="):
         assert options_from(replicates=1).processes == 1
-    with pytest.warns(DeprecationWarning, match="max_replicates= is now called max_processes="):
+    # Both old names, each warned of: the outer one catches what the inner one does not match.
+    with pytest.warns(DeprecationWarning, match="replicates= is now called processes="), \
+            pytest.warns(DeprecationWarning, match="max_replicates= is now called max_processes="):
         assert options_from(replicates=4, max_replicates=8).processes_text == "4:8"
 
 

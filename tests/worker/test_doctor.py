@@ -4,6 +4,7 @@ the assumption it guards (fakes standing for GPU libraries, each saying which be
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import threading
 import time
@@ -171,8 +172,13 @@ def pool():
 
 
 @pytest.mark.slow
-def test_the_sync_check_fails_a_library_whose_wait_does_not_wait(pool):
+def test_the_sync_check_fails_a_library_whose_wait_does_not_wait(pool, monkeypatch):
     assert selfcheck.check_sync(AsyncNumpy(pool, waits=True)).status == "passed"
+    # A call per sample: launches that return at once while the fake's queue has room calibrate a
+    # batch of hundreds of calls, each of which then waits for a place in the queue (5-30 s of
+    # sleeping per run); one call per sample times the same unwaited launch (microseconds, at most
+    # the queue's 5 ms a place) against the same 20 ms to a value on the host.
+    monkeypatch.setattr(selfcheck, "_QUICK", dataclasses.replace(selfcheck._QUICK, target_sample_s=0.0))
     broken = selfcheck.check_sync(AsyncNumpy(pool, waits=False))
     assert broken.status == "failed", broken.detail
 
