@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable, Hashable, Iterator, Mapping
 
 from ..files import open_append
-from ..host.threads import child_setup
+from ..host.threads import child_env
 from ..worker.protocol import Board, Done, Job, Message, Unavailable, parse
 from .watcher import unwatch, watch
 from .worker_log import CappedLog, crash_site, describe_exit, last_error
@@ -96,9 +96,8 @@ class WorkerProcess:
                 stdout=subprocess.PIPE,
                 # Through the parent, which caps it (worker_log): never straight into the file.
                 stderr=subprocess.PIPE,
-                env=dict(env),
+                env={**env, **child_env(cpus)},
                 start_new_session=True,
-                preexec_fn=child_setup(cpus),
             )
         except BaseException:  # no process (out of memory, or of processes): nothing left behind
             self._log.close()

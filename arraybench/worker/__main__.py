@@ -5,7 +5,10 @@ import contextlib
 import os
 import sys
 
-from .main import SOURCE_MAP, serve
+from ..host.threads import settle_worker
+
+settle_worker()  # before the imports below start any library's threads
+from .main import SOURCE_MAP, serve  # noqa: E402
 
 if os.environ.get(SOURCE_MAP):
     from ..host.git import mapped

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -144,3 +146,19 @@ def test_roofline_measures_ceilings_and_shares(tmp_path: Path, monkeypatch):
     assert all(r.status == "ok" for r in res.records)
     assert (tmp_path / "roofline.svg").exists()
     assert "of peak" in result.stdout
+
+
+def test_a_worker_starts_without_running_the_parents_fork_hooks(tmp_path: Path):
+    """JAX warns at every fork of a process whose threads it started (a notebook, a pytest
+    session): a worker's start forks through no Python hook, and is still pinned to its CPUs."""
+    script = ("import os, sys\nforks = []\nos.register_at_fork(before=lambda: forks.append(1))\n"
+              "import arraybench\n"
+              "res = arraybench.run('sort', backends='numpy', devices='cpu', sizes='small', processes=1,"
+              " max_time=0.05, min_samples=3, threads=1, plots=False, store=False, progress=False,"
+              " output_dir=sys.argv[1])\n"
+              "print(len(forks), [r.status for r in res.records],"
+              " res.environment['backends']['numpy/cpu']['affinity_cpus'])\n")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "out")], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == "0 ['ok'] 1"
