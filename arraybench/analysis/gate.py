@@ -38,7 +38,7 @@ class Undecided:
 
 @dataclass(frozen=True)
 class GateVerdict:
-    """What fails a gate of ``limit`` (0.1: 10%); ``render/comparison.gate_lines`` says each."""
+    """What fails a gate of ``limit`` (0.1: 10%); ``render/comparison.gate_failures`` says each."""
 
     limit: float
     # Each list as ``Comparison``'s method of that name says; ``grown``: memory gates only.

@@ -148,7 +148,7 @@ def test_a_slowdown_measured_while_others_loaded_the_machine_is_undecided_not_fa
 def test_cells_that_all_moved_together_are_the_machines_drift_not_a_slowdown():
     from arraybench.analysis.compare import compare
     from arraybench.analysis.gate import judge_gate
-    from arraybench.render.comparison import gate_lines
+    from arraybench.render.comparison import gate_failures
 
     from ..synthetic import record, results, spread
 
@@ -157,9 +157,11 @@ def test_cells_that_all_moved_together_are_the_machines_drift_not_a_slowdown():
                        replicates=3) for w, t in (("matmul", 1e-3), ("sort", 2e-3), ("fft", 3e-3), ("add", 4e-3))]
         return results(recs, timestamp=f"2026-01-0{day}T00:00:00+00:00")
 
-    moved = judge_gate(compare(run(1, 1.0), run(2, 1.4)), 0.1)
-    assert not gate_lines(moved) and len(moved.undecided) == 4 and not moved.slower
+    drifted = compare(run(1, 1.0), run(2, 1.4))
+    moved = judge_gate(drifted, 0.1)
+    assert not gate_failures(drifted, 0.1) and len(moved.undecided) == 4 and not moved.slower
     assert moved.undecided[0].cells == 4 and abs(moved.undecided[0].drift - 1.4) < 0.01
     # One cell slower beyond the rest: the code's, whatever the machine did.
-    one = judge_gate(compare(run(1, 1.0), run(2, 1.0, sort_factor=1.5)), 0.1)
-    assert gate_lines(one) and [c.new.workload for c in one.slower] == ["sort"]
+    slower = compare(run(1, 1.0), run(2, 1.0, sort_factor=1.5))
+    one = judge_gate(slower, 0.1)
+    assert gate_failures(slower, 0.1) and [c.new.workload for c in one.slower] == ["sort"]
