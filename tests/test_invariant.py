@@ -33,7 +33,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from arraybench import load_results
 
-from .conftest import default_signals, run_here
+from .conftest import signals_setup, run_here
 
 EXAMPLES = int(os.environ.get("ARRAYBENCH_FAULT_EXAMPLES", "4"))
 WORKLOADS = '''
@@ -103,7 +103,7 @@ class Faults(RuleBasedStateMachine):
     def _start(self, *args: str) -> subprocess.Popen:
         return subprocess.Popen([sys.executable, "-m", "arraybench", *args], cwd=self.root,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                preexec_fn=default_signals)
+                                preexec_fn=signals_setup())
 
     @staticmethod
     def _stop(proc: subprocess.Popen, stop: str | None, delay: float) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from arraybench.host import git
 
-from .conftest import ROOT, default_signals, run_cli, wait_for
+from .conftest import ROOT, signals_setup, run_cli, wait_for
 
 # Runs of exported git trees, killed and resumed: real workers throughout.
 pytestmark = [pytest.mark.slow, pytest.mark.budget(45)]
@@ -78,7 +78,7 @@ def _start(repo: Path, *args: str) -> subprocess.Popen:
                              "--backends", "numpy", "--processes", "3", "--max-time", "1.5", "--no-store",
                              "--no-plots", "-o", "out", "-q", *args], cwd=repo, env={**env, **_env(repo)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=default_signals)
+                            preexec_fn=signals_setup())
 
 
 def _replicates(out: Path) -> int:

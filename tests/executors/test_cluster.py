@@ -27,7 +27,7 @@ import pytest
 from arraybench.errors import UsageError
 from arraybench.executors.cluster import Node, differences, is_free, labels, read_shard_log, select
 
-from ..conftest import ROOT, default_signals
+from ..conftest import ROOT, signals_setup
 
 TINY = ("--backends", "numpy", "--devices", "cpu", "--sizes", "small", "--max-time", "0.05",
         "--min-samples", "3", "-q")
@@ -157,7 +157,7 @@ class LocalCluster:
 
     def start(self, *args: str) -> subprocess.Popen:
         return subprocess.Popen(self.argv(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, cwd=ROOT, preexec_fn=default_signals)
+                                text=True, cwd=ROOT, preexec_fn=signals_setup())
 
     def command(self, line: str) -> None:
         assert self.holder.stdin is not None and self.holder.stdout is not None

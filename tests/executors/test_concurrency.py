@@ -21,7 +21,7 @@ import pytest
 from arraybench.model import journal
 from arraybench import load_results
 
-from ..conftest import default_signals, run_here, wait_for
+from ..conftest import signals_setup, run_here, wait_for
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 # ``bimodal`` samples for its whole budget: with --max-time 2 a run lasts a couple of seconds.
@@ -39,7 +39,7 @@ pytestmark = pytest.mark.slow
 def start(*args: str, cwd: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "arraybench", "run", *args], cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=default_signals)
+                            preexec_fn=signals_setup())
 
 
 def replicates(out: Path) -> list[dict]:
@@ -152,7 +152,7 @@ def test_a_command_a_test_starts_acts_on_sighup_even_under_nohup():
     previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as under nohup
     try:
         proc = subprocess.Popen([sys.executable, "-c", show], stdout=subprocess.PIPE, text=True,
-                                preexec_fn=default_signals)
+                                preexec_fn=signals_setup())
         inherited = subprocess.run([sys.executable, "-c", show], capture_output=True, text=True)
     finally:
         signal.signal(signal.SIGHUP, previous)

@@ -18,7 +18,7 @@ import pytest
 from arraybench import load_results
 from arraybench.worker.protocol import Board
 
-from ..conftest import default_signals, run_here, wait_for
+from ..conftest import signals_setup, run_here, wait_for
 
 # Real signals to real runs, each then resumed: out of the quick lane.
 pytestmark = pytest.mark.slow
@@ -34,7 +34,7 @@ RUN = ("--workloads", "bimodal,ok_a,ok_b", "--sizes", "small", "--backends", "nu
 def start(*args: str, cwd: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "arraybench", "run", *args], cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "COLUMNS": "200"}, preexec_fn=default_signals)
+                            env={**os.environ, "COLUMNS": "200"}, preexec_fn=signals_setup())
 
 
 def entries(out: Path) -> list[dict]:

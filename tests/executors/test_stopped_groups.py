@@ -18,7 +18,7 @@ import pytest
 from arraybench import load_results
 from arraybench.executors.session import stop_signals
 
-from ..conftest import default_signals
+from ..conftest import signals_setup
 
 # Process groups stopped and their parent killed: real process trees.
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")]
@@ -82,7 +82,7 @@ def _start(folder: Path) -> subprocess.Popen:
          "--max-time", "60", "--min-samples", "500", "--rel-ci", "0.0001", "-q", "--no-plots", "--no-store",
          "-o", str(folder / "out")],
         cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=default_signals)
+        preexec_fn=signals_setup())
 
 
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGHUP], ids=["SIGKILL", "SIGHUP"])

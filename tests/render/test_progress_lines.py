@@ -14,7 +14,7 @@ from rich.console import Console
 
 from arraybench.render.progress import ConsoleReporter
 
-from ..conftest import ROOT, default_signals
+from ..conftest import ROOT, signals_setup
 from ..synthetic import record, spread
 
 #: A workload whose workers, as they end, wait until the test has read a cell's line from the
@@ -61,7 +61,7 @@ def test_a_run_without_a_terminal_prints_each_cell_as_it_finishes(tmp_path: Path
             "--max-time", "0.05", "--min-samples", "3", "--no-plots", "--no-store",
             "--output-dir", str(tmp_path / "out")]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_pipe_env(ARRAYBENCH_TEST_GATE=str(gate)), preexec_fn=default_signals)
+                            env=_pipe_env(ARRAYBENCH_TEST_GATE=str(gate)), preexec_fn=signals_setup())
     lines: list[str] = []
     try:
         assert proc.stderr is not None
@@ -102,7 +102,7 @@ def test_the_api_in_a_script_says_what_it_does_unless_asked_to_be_quiet(tmp_path
     script = tmp_path / "bench.py"
     script.write_text(_SCRIPT)
     done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
-                          env=_pipe_env(), timeout=300, preexec_fn=default_signals)
+                          env=_pipe_env(), timeout=300, preexec_fn=signals_setup())
     assert done.returncode == 0, done.stderr[-3000:]
     said, quiet = done.stderr.split("QUIET FROM HERE\n")
     assert said.startswith("measuring 1 cell, 1 measurement planned"), said
@@ -133,7 +133,7 @@ _RESUMES = textwrap.dedent('''
 def test_resume_in_a_script_says_what_it_measures_unless_asked_to_be_quiet(tmp_path: Path):
     (tmp_path / "resume.py").write_text(_RESUMES)
     done = subprocess.run([sys.executable, "resume.py"], cwd=tmp_path, capture_output=True, text=True,
-                          env=_pipe_env(), timeout=300, preexec_fn=default_signals)
+                          env=_pipe_env(), timeout=300, preexec_fn=signals_setup())
     assert done.returncode == 0, done.stderr[-3000:]
     before, quiet, said = done.stderr.split("RESUMED progress=")
     assert before == "" and quiet == "False\n"

@@ -17,7 +17,7 @@ import pytest
 
 from arraybench import load_results
 
-from ..conftest import ROOT, default_signals, run_cli, run_here
+from ..conftest import ROOT, signals_setup, run_cli, run_here
 
 QUICK = ("--workloads", "sort,matmul", "--sizes", "small", "--backends", "numpy", "--devices",
          "cpu", "--processes", "1", "--max-time", "0.05", "--min-samples", "3", "--no-plots")
@@ -87,7 +87,7 @@ def test_ctrl_c_while_arraybench_starts_is_one_line(tmp_path: Path):
     the fix, a KeyboardInterrupt traceback from inside ``import arraybench``."""
     proc = subprocess.Popen([sys.executable, "-m", "arraybench", "run", *QUICK, "-o",
                              str(tmp_path / "out")], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=signals_setup())
     maps = Path(f"/proc/{proc.pid}/maps")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:

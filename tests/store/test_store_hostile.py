@@ -29,7 +29,7 @@ from arraybench.store.store import store_run
 from arraybench.store.database import describe_location, redact
 from arraybench.store.store import REFUSED
 
-from ..conftest import FAST, ROOT, default_signals, run_here, wait_for
+from ..conftest import FAST, ROOT, signals_setup, run_here, wait_for
 from ..synthetic import timed_run
 
 
@@ -197,7 +197,7 @@ def test_a_signal_while_waiting_on_a_locked_store_acts_at_once(signum, kind, tmp
         proc = subprocess.Popen(
             [sys.executable, "-m", "arraybench", "run", "--backends", "numpy", "--workloads", "matmul",
              "--sizes", "small", *FAST, "--no-plots", "-o", str(out), "--store", location],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=signals_setup())
         try:
             wait_for(lambda: (out / "results.json").is_file(), proc)  # measured: now it waits on the store
             time.sleep(1.0)

@@ -20,7 +20,7 @@ import pytest
 from arraybench.worker import footprint
 from arraybench.worker.protocol import ReplicateDone, parse
 
-from ..conftest import ROOT, backend_or_skip, default_signals
+from ..conftest import ROOT, backend_or_skip, signals_setup
 
 #: A real package's counter range (microjoules), where the kernel wraps it.
 RANGE = 262_143_328_850
@@ -129,7 +129,7 @@ def test_a_run_reading_a_bad_counter_keeps_its_timing(tmp_path, step, wrap):
              "run", "--workloads", "sort", "--sizes", "1000", "--backends", "numpy", "--devices", "cpu",
              "--processes", "1", "--max-time", "0.3", "--min-samples", "5", "-q", "--no-plots",
              "--no-store", "-o", str(out)],
-            capture_output=True, text=True, cwd=ROOT, env=env, timeout=120, preexec_fn=default_signals)
+            capture_output=True, text=True, cwd=ROOT, env=env, timeout=120, preexec_fn=signals_setup())
     finally:
         done.set()
         if step:

@@ -29,7 +29,7 @@ from arraybench.plan import MAX_CELLS
 from arraybench.workloads.trust import fingerprint
 from arraybench.workloads.params import accepted
 
-from ..conftest import FAST, default_signals, run_cli, run_here, wait_for
+from ..conftest import FAST, signals_setup, run_cli, run_here, wait_for
 
 pytestmark = pytest.mark.usefixtures("registry_restored")  # conftest.py
 
@@ -256,7 +256,7 @@ def test_sigterm_while_a_file_is_imported_ends_the_command_at_once(tmp_path: Pat
     proc = subprocess.Popen([sys.executable, "-m", "arraybench", "run", "--workload-file",
                              str(tmp_path / "slow.py"), "--output-dir", str(out), "--no-store"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
-                            preexec_fn=default_signals)
+                            preexec_fn=signals_setup())
     try:
         wait_for(marker.exists, proc)
         sent = time.monotonic()
@@ -437,7 +437,7 @@ def test_ctrl_c_in_a_run_without_a_folder(kept: bool, tmp_path: Path):
         mark.touch()  # the first replicate hangs
     proc = subprocess.Popen([sys.executable, str(script), str(mark)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-                            env={**os.environ, "TMPDIR": str(scratch)}, preexec_fn=default_signals)
+                            env={**os.environ, "TMPDIR": str(scratch)}, preexec_fn=signals_setup())
 
     def journalled() -> bool:
         journals = list(scratch.glob("arraybench-*/" + JOURNAL_NAME))
