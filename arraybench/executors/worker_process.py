@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable, Hashable, Iterator, Mapping
 
 from ..files import open_append
-from ..host.threads import child_env
+from ..worker import WORKER_CPUS, WORKER_PARENT
 from ..worker.protocol import Board, Done, Job, Message, Unavailable, parse
 from .watcher import unwatch, watch
 from .worker_log import CappedLog, crash_site, describe_exit, last_error
@@ -68,6 +68,15 @@ class WorkerExited(Exception):
         super().__init__(describe_exit(returncode, last_error))
 
 
+def child_env(cpus: list[int] | None) -> dict[str, str]:
+    """What a worker is told to do first (``worker.settle``). Not a ``preexec_fn``: it would fork
+    through Python's at-fork hooks (JAX warns at each, in a parent that ran it)."""
+    told = {WORKER_PARENT: str(os.getpid())}
+    if cpus is not None:
+        told[WORKER_CPUS] = ",".join(map(str, cpus))
+    return told
+
+
 class WorkerProcess:
     """One running worker."""
 
@@ -96,7 +105,7 @@ class WorkerProcess:
                 stdout=subprocess.PIPE,
                 # Through the parent, which caps it (worker_log): never straight into the file.
                 stderr=subprocess.PIPE,
-                env={**env, **child_env(cpus)},
+                env={**env, **child_env(cpus)},  # nothing runs between fork and exec (child_env)
                 start_new_session=True,
             )
         except BaseException:  # no process (out of memory, or of processes): nothing left behind

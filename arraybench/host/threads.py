@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import sys
 from typing import Mapping
 
 from ..model.replicate import USER_VARIABLES, State, environment
@@ -133,35 +131,6 @@ def worker_env(base: Mapping[str, str], *, threads: int | None, backend: str, de
     if backend == "cupy":
         env["CUPY_TF32"] = "1" if allow_tf32 else "0"
     return env
-
-
-#: How a worker learns what to do first (``settle_worker``): its CPUs, and its parent's pid.
-WORKER_CPUS, WORKER_PARENT = "ARRAYBENCH_WORKER_CPUS", "ARRAYBENCH_WORKER_PARENT"
-
-
-def child_env(cpus: list[int] | None) -> dict[str, str]:
-    """What a child is told to do as it starts (``settle_worker``). Nothing runs between fork and
-    exec: a ``preexec_fn`` forks through Python's at-fork hooks (JAX warns at each, in a parent
-    that ran it) and rules out a cheaper spawn."""
-    told = {WORKER_PARENT: str(os.getpid())}
-    if cpus is not None:
-        told[WORKER_CPUS] = ",".join(map(str, cpus))
-    return told
-
-
-def settle_worker() -> None:
-    """A worker's first act, before any library starts a thread: its CPU affinity (which threads
-    created later inherit), and dying with its parent; the variables that said so are removed."""
-    cpus, parent = os.environ.pop(WORKER_CPUS, None), os.environ.pop(WORKER_PARENT, None)
-    if cpus and hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
-    if parent and sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            import ctypes
-
-            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-        if os.getppid() != int(parent):  # the parent died before the line above took effect
-            os._exit(1)
 
 
 def uncontrolled_reason(env: Mapping[str, str]) -> str:

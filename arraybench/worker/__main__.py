@@ -5,9 +5,9 @@ import contextlib
 import os
 import sys
 
-from ..host.threads import settle_worker
+from . import settle
 
-settle_worker()  # before the imports below start any library's threads
+settle()  # before the imports below load NumPy, whose BLAS starts its threads as it loads
 from .main import SOURCE_MAP, serve  # noqa: E402
 
 if os.environ.get(SOURCE_MAP):

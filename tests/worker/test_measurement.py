@@ -162,3 +162,16 @@ def test_a_worker_starts_without_running_the_parents_fork_hooks(tmp_path: Path):
                           text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[-2] == "0 ['ok'] 1"
+    # A worker is pinned before NumPy loads: its BLAS starts its threads as it loads, and threads
+    # started before the affinity is set keep every CPU.
+    spy = ("import os, runpy, sys\n"
+           "class Spy:\n"
+           "    def find_spec(self, name, path=None, target=None):\n"
+           "        if name == 'numpy' and not hasattr(Spy, 'seen'):\n"
+           "            Spy.seen = os.write(1, f'{sorted(os.sched_getaffinity(0))}\\n'.encode())\n"
+           "sys.meta_path.insert(0, Spy())\n"
+           "os.environ['ARRAYBENCH_WORKER_CPUS'] = '0'\n"
+           "runpy.run_module('arraybench.worker', run_name='__main__')\n")
+    pinned = subprocess.run([sys.executable, "-c", spy], stdin=subprocess.DEVNULL, capture_output=True,
+                            text=True, timeout=60, cwd=tmp_path)
+    assert pinned.stdout.splitlines()[:1] == ["[0]"], (pinned.stdout, pinned.stderr)
