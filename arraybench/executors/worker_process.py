@@ -69,7 +69,7 @@ class WorkerExited(Exception):
 
 
 def child_env(cpus: list[int] | None) -> dict[str, str]:
-    """What a worker is told to do first (``worker.settle``). Not a ``preexec_fn``: it would fork
+    """What a worker is told to do first (``worker.pin`` and ``worker.settle``). Not a ``preexec_fn``: it would fork
     through Python's at-fork hooks (JAX warns at each, in a parent that ran it)."""
     told = {WORKER_PARENT: str(os.getpid())}
     if cpus is not None:

@@ -10,13 +10,18 @@ import sys
 WORKER_CPUS, WORKER_PARENT = "ARRAYBENCH_WORKER_CPUS", "ARRAYBENCH_WORKER_PARENT"
 
 
-def settle() -> None:
-    """A worker's first act, before any library is imported (NumPy's BLAS starts its threads as
-    it loads): its CPU affinity, which threads created later inherit, and dying with its parent.
-    The variables that said so are removed. Lives here, where importing it loads no library."""
-    cpus, parent = os.environ.pop(WORKER_CPUS, None), os.environ.pop(WORKER_PARENT, None)
+def pin() -> None:
+    """A worker's first act, before any library is imported (NumPy's BLAS starts its threads as it
+    loads): its CPU affinity, which threads created later inherit. Lives here, where importing it
+    loads no library."""
+    cpus = os.environ.pop(WORKER_CPUS, None)
     if cpus and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
+
+
+def settle() -> None:
+    """Dying with its parent; the variable that said who it is is removed."""
+    parent = os.environ.pop(WORKER_PARENT, None)
     if parent and sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             import ctypes

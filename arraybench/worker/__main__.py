@@ -5,10 +5,12 @@ import contextlib
 import os
 import sys
 
-from . import settle
+from . import pin, settle
 
-settle()  # before the imports below load NumPy, whose BLAS starts its threads as it loads
+pin()  # before the imports below load NumPy, whose BLAS starts its threads as it loads
 from .main import SOURCE_MAP, serve  # noqa: E402
+
+settle()
 
 if os.environ.get(SOURCE_MAP):
     from ..host.git import mapped
