@@ -28,8 +28,10 @@ if TYPE_CHECKING:
     from ..analysis.history import History, Point, Series, Step
 
 
-_TEMPLATES = Environment(loader=PackageLoader("arraybench.render", "templates"), autoescape=True,
-                         undefined=StrictUndefined)
+# The HTML templates', autoescaped: a user (or a hostile results.json) controls the names shown.
+HTML_TEMPLATES = Environment(loader=PackageLoader("arraybench.render", "templates"), autoescape=True,
+                             trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined,
+                             keep_trailing_newline=True)
 _COLOURS = {FASTER: "#2a7d2a", SLOWER: "#c0392b", CANNOT_TELL: "#a06a00"}
 
 
@@ -66,7 +68,7 @@ def comparison_html(comparison: Comparison) -> str:
              **dict(zip(("base", "new", "ratio", "change"), change_cells(c))),
              "verdict": c.verdict, "note": c.note, "colour": _COLOURS.get(c.verdict, "")}
             for c in comparison.shown]
-    return _TEMPLATES.get_template("comparison.html").render(
+    return HTML_TEMPLATES.get_template("comparison.html").render(
         title="arraybench compare: time per call, new vs base", rows=rows, lines=side_lines(comparison),
         summary=comparison.summary())
 

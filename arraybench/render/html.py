@@ -15,10 +15,9 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from .comparison import history_section
+from .comparison import HTML_TEMPLATES, history_section
 from .terminal import machine_rows
 from .files import plot_file_name, run_plot_name
 from .findings import self_check_lines
@@ -43,13 +42,8 @@ if TYPE_CHECKING:
 
 REPORT_NAME = "report.html"
 
-# Autoescape for every template: a user (or a hostile results.json) controls the names shown.
-_TEMPLATES = Environment(loader=PackageLoader("arraybench.render", "templates"), autoescape=True,
-                         trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined,
-                         keep_trailing_newline=True)
-
 # The page's one script, allowed by its hash in the Content-Security-Policy: no other can run.
-_SORT_SCRIPT = _TEMPLATES.loader.get_source(_TEMPLATES, "sort.js")[0]
+_SORT_SCRIPT = HTML_TEMPLATES.loader.get_source(HTML_TEMPLATES, "sort.js")[0]
 _SORT_HASH = "sha256-" + base64.b64encode(hashlib.sha256(_SORT_SCRIPT.encode("utf-8")).digest()).decode("ascii")
 
 
@@ -102,7 +96,7 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
               "status": r.status, "reason": r.reason} for r in bad]))
     sections.append(_section("environment", "Environment and settings", "environment",
                              toc="Environment", **environment_section(results)))
-    return _TEMPLATES.get_template("report.html").render(
+    return HTML_TEMPLATES.get_template("report.html").render(
         script=Markup(_SORT_SCRIPT), script_hash=_SORT_HASH,
         title=f"arraybench — {results.environment.get('cpu_model', '')}",
         subtitle=_subtitle(results), complete=results.complete, sections=sections,
@@ -119,7 +113,7 @@ def results_table_html(results: Results) -> str:
     workloads = [{"name": workload,
                   "table": _records_table(f"nb-{id(results)}-{i}", sizes, ceilings, columns, Pairs(results.pairs))}
                  for i, (workload, sizes) in enumerate(_by_workload(shown).items())]
-    return _TEMPLATES.get_template("results.html").render(
+    return HTML_TEMPLATES.get_template("results.html").render(
         complete=results.complete, workloads=workloads, unavailable=not_run(unavailable))
 
 
