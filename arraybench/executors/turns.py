@@ -68,8 +68,7 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
     crashed or hung) to take turns again. ``start(config, cells)`` gives a worker, its listener and
     the cells it answers for; ``extra`` sides (``start_extra``: the other allocator state) take turns
     beside them. ``before_prepare`` runs once every worker is ready, ``before_turns`` once each has
-    prepared; ``keep(worker)`` may keep one that finished cleanly (``pool``); ``judged(cell)``: an
-    earlier process judged its result."""
+    prepared; ``keep(worker)`` may keep one that finished cleanly; ``judged(cell)``: judged before."""
     rng = random.Random(seed)
     every: list[_Side] = []  # each worker started, closed at the end whatever happened
     left: dict[Config, list[Cell]] = {}

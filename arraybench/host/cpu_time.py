@@ -1,9 +1,16 @@
 """CPU time from /proc, the machine's and one process's (Linux; elsewhere none): read by a worker
-around each sample and by the parent while workers take turns; others' load is busy time less ours."""
+around each sample and by the parent while workers take turns; others' load is busy time less ours.
+And a worker's own threads, which it lets settle before each cell's calls."""
 
 from __future__ import annotations
 
 import os
+import threading
+import time
+from contextlib import suppress
+from typing import Collection
+
+from ..numeric.stopping import SETTLE_S
 
 #: The length of one tick of /proc's CPU counts.
 TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
@@ -37,12 +44,52 @@ class MachineTime:
             self._fd = None
 
 
+def _read(path: str) -> bytes:
+    with suppress(OSError), open(path, "rb") as f:
+        return f.read()
+    return b""
+
+
 def process_seconds(pid: int | str) -> float:
     """A process's user and system CPU seconds, its threads' together (0 once it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            text = f.read()
-    except OSError:
-        return 0.0
-    fields = text[text.rindex(b")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) * TICK_S  # utime, stime: fields 14 and 15 of stat
+    fields = (text := _read(f"/proc/{pid}/stat"))[text.rfind(b")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) * TICK_S if text else 0.0  # utime, stime: fields 14, 15
+
+
+def _others() -> list[str]:
+    """This process's threads but the caller's."""
+    with suppress(OSError):
+        return [tid for tid in os.listdir("/proc/self/task") if tid != str(threading.get_native_id())]
+    return []
+
+
+def thread_seconds() -> dict[str, float]:
+    """Each of this process's other threads' seconds on a CPU (schedstat's first field, in ns)."""
+    return {tid: int(text.split()[0]) / 1e9 for tid in _others() if (text := _read(f"/proc/self/task/{tid}/schedstat"))}
+
+
+class OwnThreads:
+    """This process's other threads, running or not (Linux; elsewhere none)."""
+
+    def __init__(self) -> None:
+        #: Threads that ran on past one whole wait: a library's own busy thread, not waited for again.
+        self.always_busy: set[str] = set()
+
+    def running(self) -> set[str]:
+        """The threads running or ready to run (state R), but those always busy."""
+        stats = {tid: _read(f"/proc/self/task/{tid}/stat") for tid in _others() if tid not in self.always_busy}
+        return {tid for tid, text in stats.items() if text[text.rfind(b")") + 2:][:1] == b"R"}
+
+    def settle(self, own: Collection[str] = (), most_s: float = SETTLE_S) -> float:
+        """Wait up to ``most_s`` until no other thread runs but ``own`` (the pool of the calls to
+        come); the seconds waited. A BLAS pool spins after a call (OpenBLAS's for ~0.1 s of a
+        core): left by another operation, a neighbour a user's loop of one operation never has."""
+        start, quiet = time.monotonic(), 0
+        while quiet < 2:  # twice in a row: a pool's thread may be between two spins for a moment
+            running = self.running() - set(own)
+            quiet = 0 if running else quiet + 1
+            if running and time.monotonic() - start >= most_s:
+                self.always_busy |= running
+                break
+            time.sleep(0.001)
+        return time.monotonic() - start

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..backends.base import Backend
     from .counters import SampleCounters
     from .sampling import Sampling
+    from ..host.cpu_time import OwnThreads
 
 #: ``host.git.SOURCE_MAP``, spelled here so that a worker imports that module (git,
 #: subprocess) only in a run ``--against REF``, where it is set.
@@ -147,6 +148,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: threading.Eve
     """Prepare each of the job's cells, in a shuffled order, then sample them turn by turn."""
     from .counters import SampleCounters
     from .footprint import energy_metered
+    from ..host.cpu_time import OwnThreads
     from .prepare import Prepared as PreparedCell, ReferenceCache, finish, prepare
     from ..model.replicate import Replicate
     from ..workloads import REGISTRY
@@ -190,6 +192,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: threading.Eve
     batch: list[tuple[int, "PreparedCell"]] = []
     # Counted around each sample, attributed to the cell sampled (the reason behind a time).
     counters = SampleCounters(len(cells))
+    threads = OwnThreads()
     for i in order:
         if stop.is_set():
             break
@@ -199,6 +202,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: threading.Eve
         board.mark(i)
         channel.send(Start(cell.key))
         wl = REGISTRY.get(cell.workload)
+        threads.settle()
         try:
             p = prepare(backend, wl, cell, settings, references, seed=job.seed, flush=flush,
                         check=job.allocator != OTHER and i not in judged) if wl is not None else \
@@ -210,7 +214,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: threading.Eve
             continue
         batch.append((i, p))
     if batch:
-        rounds = _take_turns(job, {i: p.run for i, p in batch}, channel, stop, board, counters)
+        rounds = _take_turns(job, {i: p.run for i, p in batch}, channel, stop, board, counters, threads)
         for i, p in batch:
             if stop.is_set() and not p.run.done:
                 continue  # partly sampled: not a measurement with the run's settings
@@ -228,7 +232,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: threading.Eve
 
 
 def _take_turns(job: Job, runs: dict[int, "Sampling"], channel: Channel, stop: threading.Event, board: Board,
-                counters: "SampleCounters") -> dict[int, list[int]]:
+                counters: "SampleCounters", threads: "OwnThreads") -> dict[int, list[int]]:
     """Sample the prepared ``runs`` (by cell index) one sample a ``Turn``, every other worker
     paused meanwhile; the round each cell's samples were taken in."""
     from ..numeric.stopping import REWARM_BELOW_S
@@ -256,6 +260,8 @@ def _take_turns(job: Job, runs: dict[int, "Sampling"], channel: Channel, stop: t
                                      turn.round, True, error=True))
                 continue
             board.mark(turn.cell)
+            if run.pool:
+                threads.settle(own=run.pool)
             counters.begin(turn.cell)
             before = len(run.samples_s)
             if run.error is None:

@@ -47,8 +47,11 @@ class Sampling:
 
     def __init__(self, draw: Callable[[int, bool], Draw], settings: TimerSettings, number: int,
                  first_call_s: float, warmup_calls: int, per_call_s: float, setup_s: float,
-                 regrows: bool = False) -> None:
+                 regrows: bool = False, pool: frozenset[str] = frozenset()) -> None:
         self.draw = draw
+        #: The threads that ran beside its calls: where there are some, its turns wait for any other
+        #: thread to stop running (``host.cpu_time.OwnThreads``).
+        self.pool = pool
         self.settings = settings
         self.number = number
         self.first_call_s = first_call_s

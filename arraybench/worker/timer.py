@@ -17,7 +17,8 @@ from typing import Any, Callable, Sequence
 
 from ..backends.gpu import CudaEvents
 from .effects import output_bytes
-from ..numeric.stopping import FULL_BATCH, SLOW_CALL_S
+from ..host.cpu_time import thread_seconds
+from ..numeric.stopping import FULL_BATCH, OWN_THREAD_SHARE, SLOW_CALL_S
 from .sampling import Draw, Sampling, TimerSettings, gc_paused, warmed_up
 
 def _loop_source(arity: int, mode: str, has_sync: bool, has_device_timer: bool,
@@ -268,8 +269,11 @@ class Timer:
         started = self.clock() - (first[0] if first is not None else 0.0)
         first_s, first_result = first if first is not None else self.first_call()
         warm: list[float] = []  # the warm-up calls' seconds
+        before = thread_seconds()  # the other threads that run beside its calls are its pool
         while not warmed_up(len(warm), sum(warm), warm[-1] if warm else 0.0, settings):
             warm.append(self.timeit(1, "latency")[0])
+        pool = frozenset(tid for tid, s in thread_seconds().items()
+                         if s - before.get(tid, 0.0) >= OWN_THREAD_SHARE * sum(warm))
         # Calibrated from the warm-up's lower median: not its mean, which carries the first calls'
         # one-time costs, nor its last call, often the one a neighbour's burst took past warmup_s
         # (a 16 µs call's last warm-up call took 168 ms at load 9, and its samples were single calls).
@@ -281,7 +285,7 @@ class Timer:
         # eviction), fresh inputs (a pool sized for the batch) or throughput (bounded by bytes).
         regrows = settings.mode == "latency" and not settings.cold and self.fresh is None
         run = Sampling(partial(self.draw, settings), settings, number, first_s, warm_calls, per_call,
-                       self.clock() - started, regrows=regrows)
+                       self.clock() - started, regrows=regrows, pool=pool)
         if number == 1 and last >= SLOW_CALL_S and settings.mode == "latency" and not settings.cold:
             # A slow call after the first is a sample in its own right: the first took the one-time costs.
             run.samples_s.append(last)
