@@ -127,12 +127,12 @@ class LocalExecutor:
         def turns(plan: dict[Config, list[Cell]], extra: dict[Config, list[Cell]]) -> dict[Config, list[Cell]]:
             return take_turns(session, plan, start, timeout=options.timeout,
                               seed=hash((options.seed, index, "turns")) & 0xFFFFFFFF, extra=extra,
-                              start_extra=start_other, before_turns=self._early.hold, keep=self._keep,
-                              before_prepare=lambda: self._start_early(session, options, out_dir, order, index),
+                              start_extra=start_other, before_prepare=self._early.hold, keep=self._keep,
                               judged=lambda cell: judged_before(session.replicates_of(cell), index),
                               retry=attempt > 0)
 
         try:
+            self._start_early(session, options, out_dir, list(plan), index)
             # The other allocator state of large CPU outputs takes turns beside them, in a worker of
             # its own, where the first process said which outputs are large...
             left = turns(plan, {config: [c for c in cells if large(session.replicates_of(c).get(0))]
@@ -205,11 +205,10 @@ class LocalExecutor:
 
     def _start_early(self, session: RunHandle, options: RunOptions, out_dir: Path, order: list[Config],
                      index: int) -> None:
-        """Start the next index's workers (``pool.EarlyWorkers``) once ``index``'s are ready: they import
-        while these prepare, then wait paused (beside ``index``'s own, 12 importing on 2 cores, 9.9 s passed
-        before its first preparation began; 2.8 s now)."""
+        """Start the workers of the replicate indices after ``index`` that the run wants so far
+        now, beside ``index``'s (``pool.EarlyWorkers``): they wait, paused, for their index's turns."""
         wanted = max((session.wanted(c) for c in session.cells), default=0)
-        for later in range(index + 1, min(index + 2, wanted)):
+        for later in range(index + 1, wanted):
             for config in order:
                 cells = session.todo(config, later)
                 # On the CPU only: a GPU worker takes its device's memory as it starts (JAX 75%),

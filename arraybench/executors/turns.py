@@ -61,14 +61,13 @@ StartWorker = Callable[[Config, list[Cell]], tuple[WorkerProcess, Listener, dict
 
 def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartWorker, *,
                timeout: float, seed: int, extra: dict[Config, list[Cell]], start_extra: StartWorker,
-               before_prepare: Callable[[], None], before_turns: Callable[[], None],
-               keep: Callable[[WorkerProcess], bool], judged: Callable[[Cell], bool],
-               retry: bool) -> dict[Config, list[Cell]]:
+               before_prepare: Callable[[], None], keep: Callable[[WorkerProcess], bool],
+               judged: Callable[[Cell], bool], retry: bool) -> dict[Config, list[Cell]]:
     """Measure ``plan`` with its workers taking turns; return the cells handed back (a worker that
     crashed or hung) to take turns again. ``start(config, cells)`` gives a worker, its listener and
     the cells it answers for; ``extra`` sides (``start_extra``: the other allocator state) take turns
-    beside them. ``before_prepare`` runs once every worker is ready, ``before_turns`` once each has
-    prepared; ``keep(worker)`` may keep one that finished cleanly; ``judged(cell)``: judged before."""
+    beside them. ``before_prepare`` runs once every worker is ready; ``keep(worker)`` may keep one
+    that finished cleanly (``pool``); ``judged(cell)``: an earlier process judged its result."""
     rng = random.Random(seed)
     every: list[_Side] = []  # each worker started, closed at the end whatever happened
     left: dict[Config, list[Cell]] = {}
@@ -80,8 +79,8 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
         for config, cells in extra.items():
             if cells:
                 every.append(_start(session, config, cells, start_extra, timeout, extra=True))
-        # This index's workers import their libraries at once (nothing is timed yet), then each prepares
-        # its cells alone among them, first calls and all, while the next index's workers import.
+        # Every worker imports its library at once (nothing is timed yet), then each prepares
+        # its cells alone, first calls and all, while the others wait.
         sides = [side for side in every if _until(session, side, Ready, left)]
         before_prepare()
         for side in sides:
@@ -93,7 +92,6 @@ def take_turns(session: RunHandle, plan: dict[Config, list[Cell]], start: StartW
                 side.sampling = {i for i, c in enumerate(side.cells) if c.key in side.remaining}
                 side.worker.pause()
         sides = [side for side in sides if side.alive]
-        before_turns()
         with LoadWatch([side.worker.proc.pid for side in sides]) as watch:
             spans = _turns(session, sides, rng, left, watch)
         busy = {turn: watch.busy(*span) for turn, span in spans.items()}

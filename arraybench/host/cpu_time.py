@@ -84,11 +84,9 @@ class OwnThreads:
         """Wait up to ``most_s`` until no other thread runs but ``own`` (the pool of the calls to
         come); the seconds waited. A BLAS pool spins after a call (OpenBLAS's for ~0.1 s of a
         core): left by another operation, a neighbour a user's loop of one operation never has."""
-        start, quiet = time.monotonic(), 0
-        while quiet < 2:  # twice in a row: a pool's thread may be between two spins for a moment
-            running = self.running() - set(own)
-            quiet = 0 if running else quiet + 1
-            if running and time.monotonic() - start >= most_s:
+        start = time.monotonic()
+        while running := self.running() - set(own):
+            if time.monotonic() - start >= most_s:
                 self.always_busy |= running
                 break
             time.sleep(0.001)

@@ -29,14 +29,15 @@ MAX_WARMUP_SAMPLES = 20
 #: Calls shorter than this are re-warmed (one untimed call) before a sample that follows another
 #: operation's; longer calls are their own warm-up, near enough, and re-warming would double them.
 REWARM_BELOW_S = 0.01
-#: Before a cell's first call, and each turn of a threaded one, its worker waits at most this long for
-#: its other threads to stop running: a BLAS pool spins after a call (OpenBLAS's for ~0.1 s), which took
-#: a core from JAX's correlation (1.35-1.6x slower after contour_integral's inverse)...
+#: Before each turn of a threaded cell, its worker waits at most this long for its other threads to
+#: stop running: a BLAS pool spins after a call (OpenBLAS's for ~0.1 s), which took a core from JAX's
+#: correlation (1.35-1.6x slower after contour_integral's inverse)...
 SETTLE_S = 0.3
-#: ...its pool being the threads that ran this share of its warm-up's time beside it. Calls of one
-#: thread lost nothing to a pool spinning beside them (NumPy's 1M elementwise, sort and FFT after a
-#: matmul: 0.85-1.01x), and waiting on each turn of a NumPy worker took 7.7 s a process.
-OWN_THREAD_SHARE = 0.1
+#: ...its pool being the threads that ran this share of its warm-up's time beside it (under load, JAX's
+#: second XLA thread got under a tenth). Calls of one thread lost nothing to a pool spinning beside
+#: them (NumPy's 1M elementwise, sort and FFT after a matmul: 0.85-1.01x), and waiting on each turn of
+#: a NumPy worker took 7.7 s a process.
+OWN_THREAD_SHARE = 0.02
 
 # -- who takes a round's turn ----------------------------------------------------------------------
 

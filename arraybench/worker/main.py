@@ -202,7 +202,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: threading.Eve
         board.mark(i)
         channel.send(Start(cell.key))
         wl = REGISTRY.get(cell.workload)
-        threads.settle()
+        foreign = threads.running()  # another cell's pool, still spinning: not this one's
         try:
             p = prepare(backend, wl, cell, settings, references, seed=job.seed, flush=flush,
                         check=job.allocator != OTHER and i not in judged) if wl is not None else \
@@ -212,6 +212,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: threading.Eve
         if p.run is None:
             channel.send(ReplicateDone(cell.key, p.replicate))
             continue
+        p.run.pool -= foreign
         batch.append((i, p))
     if batch:
         rounds = _take_turns(job, {i: p.run for i, p in batch}, channel, stop, board, counters, threads)

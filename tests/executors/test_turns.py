@@ -3,7 +3,6 @@ round, so that the pairs compare samples taken seconds apart, never a sample tak
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
@@ -189,53 +188,3 @@ def test_a_stopping_worker_gets_longer_to_send_its_cells_where_processes_queue_f
     monkeypatch.setattr(os, "getloadavg", lambda: (400.0, 1.0, 1.0))
     assert worker_process.stop_grace_s() == worker_process.STOP_GRACE_MOST_S
 
-
-def test_the_next_index_workers_start_once_this_index_is_ready_and_are_ready_before_its_turns(tmp_path, monkeypatch):
-    """Workers of the next replicate index start early, but not beside this index's own: started
-    together, their imports held up this index's first preparation. They import while it prepares
-    and have finished starting before its first turn, so that no turn shares the machine with them."""
-    events: list[tuple[str, int]] = []  # (what, replicate index), in the order the parent saw them
-    init, send, messages, started = (WorkerProcess.__init__, WorkerProcess.send, WorkerProcess.messages,
-                                     WorkerProcess.wait_started)
-
-    def recorded_init(self, job, *args, **kwargs):
-        events.append(("start", job.replicate))
-        init(self, job, *args, **kwargs)
-        self.index = job.replicate
-
-    def recorded_send(self, line):
-        event = json.loads(line).get("event")
-        if event in ("prepare", "turn"):
-            events.append((event, self.index))
-        send(self, line)
-
-    def ready(self):
-        if not getattr(self, "seen_ready", False):  # read by the one or the other, once
-            self.seen_ready = True
-            events.append(("ready", self.index))
-
-    def recorded_messages(self, *args, **kwargs):
-        for msg in messages(self, *args, **kwargs):
-            if isinstance(msg, Ready):
-                ready(self)
-            yield msg
-
-    def recorded_wait_started(self, *args, **kwargs):
-        answer = started(self, *args, **kwargs)
-        ready(self)
-        return answer
-
-    monkeypatch.setattr(WorkerProcess, "__init__", recorded_init)
-    monkeypatch.setattr(WorkerProcess, "messages", recorded_messages)
-    monkeypatch.setattr(WorkerProcess, "wait_started", recorded_wait_started)
-    monkeypatch.setattr(WorkerProcess, "send", recorded_send)
-    results = arraybench.run(
-        ["sort"], sizes="small", backends="numpy", devices="cpu", variants={"a": {}, "b": {"ARRAYBENCH_UNUSED": "1"}},
-        processes=3, max_time=0.05, min_samples=3, output_dir=tmp_path / "out", store=False, plots=False)
-    assert {r.status for r in results.records} == {"ok"}
-    for index in (1, 2):
-        first_start = events.index(("start", index))
-        last_ready = len(events) - 1 - events[::-1].index(("ready", index))
-        # After every worker of the index before said it was ready; ready before that index's turns.
-        assert first_start > max(i for i, e in enumerate(events) if e == ("ready", index - 1)), events
-        assert last_ready < events.index(("turn", index - 1)), events
