@@ -22,7 +22,7 @@ from .terminal import machine_rows
 from .files import plot_file_name, run_plot_name
 from .findings import self_check_lines
 from .notes import (CI_LEGEND, RANGES_LEGEND, achieved_text, ci_text, error_text, everywhere_mark, library_kernels,
-                    not_run, note_texts, notebook, speedup, speedup_text, unavailable_configs)
+                    note_texts, notebook, speedup, speedup_text, unavailable)
 from .tables import (energy_absent, energy_measured, energy_why, format_energy, histogram_cell, peak_sub,
                      peak_text)
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, library_label, size_text
@@ -61,8 +61,7 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
     svgs = _read_plots(plots)
     used: set[str] = set()
     records, pairs = results.records, Pairs(results.pairs)
-    unavailable = unavailable_configs(records)
-    shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
+    not_run, shown = unavailable(records)
     ceilings = ceilings_of_run(records)
     columns = _columns(shown, ceilings)
 
@@ -88,12 +87,10 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
     others = [(n, t) for n, t in svgs.items() if n not in used]
     if others:
         sections.append(_section("more-plots", "More plots", "figures", figures=others, wide=False))
-    bad = [r for r in records if r.status != "ok" and (r.backend, r.device, r.environment) not in unavailable]
     sections.append(_section(
-        "not-measured", "Not measured, failed or wrong", "not-measured", toc="Not measured",
-        unavailable=not_run(unavailable),
+        "not-measured", "Not measured, failed or wrong", "not-measured", toc="Not measured", unavailable=not_run,
         bad=[{"key": r.key, "case": f"{r.workload} {size_text(r)}", "library": r.config_label,
-              "status": r.status, "reason": r.reason} for r in bad]))
+              "status": r.status, "reason": r.reason} for r in shown if r.status != "ok"]))
     sections.append(_section("environment", "Environment and settings", "environment",
                              toc="Environment", **environment_section(results)))
     return HTML_TEMPLATES.get_template("report.html").render(
@@ -106,15 +103,14 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
 def results_table_html(results: Results) -> str:
     """The results tables as an HTML fragment, for Jupyter (``Results._repr_html_``)."""
     records = results.records
-    unavailable = unavailable_configs(records)
-    shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
+    not_run, shown = unavailable(records)
     ceilings = ceilings_of_run(records)
     columns = _columns(shown, ceilings, machine=False)
     workloads = [{"name": workload,
                   "table": _records_table(f"nb-{id(results)}-{i}", sizes, ceilings, columns, Pairs(results.pairs))}
                  for i, (workload, sizes) in enumerate(_by_workload(shown).items())]
     return HTML_TEMPLATES.get_template("results.html").render(
-        complete=results.complete, workloads=workloads, unavailable=not_run(unavailable))
+        complete=results.complete, workloads=workloads, unavailable=not_run)
 
 
 def environment_section(results: Results) -> dict[str, Any]:

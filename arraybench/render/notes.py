@@ -302,18 +302,16 @@ def notebook(groups: dict[tuple[str, str], list[Record]], *, workload: bool = Tr
     return book
 
 
-def unavailable_configs(records: Iterable[Record]) -> dict[tuple[str, str, str], str]:
-    """Configurations skipped in every cell for one reason: unavailable here, said once."""
+def unavailable(records: Iterable[Record]) -> tuple[dict[str, list[str]], list[Record]]:
+    """The configurations skipped in every cell for one reason (unavailable here), by reason
+    (``no GPU: PyTorch GPU, JAX GPU`` said once), and the records of the others, which tables show."""
+    records = list(records)
     by_config: dict[tuple[str, str, str], list[Record]] = {}
     for r in records:
         by_config.setdefault((r.backend, r.device, r.environment), []).append(r)
-    return {config: recs[0].reason for config, recs in by_config.items()
+    gone = {config: recs[0].reason for config, recs in by_config.items()
             if all(r.status == "skipped" for r in recs) and len({r.reason for r in recs}) == 1}
-
-
-def not_run(unavailable: dict[tuple[str, str, str], str]) -> dict[str, list[str]]:
-    """The configurations unavailable here, by reason: ``no GPU: PyTorch GPU, JAX GPU`` said once."""
     out: dict[str, list[str]] = {}
-    for (backend, device, environment), reason in unavailable.items():
+    for (backend, device, environment), reason in gone.items():
         out.setdefault(reason, []).append(config_label(backend, device, environment=environment))
-    return out
+    return out, [r for r in records if (r.backend, r.device, r.environment) not in gone]

@@ -20,8 +20,8 @@ from .comparison import (DisplayedComparison, change_cells, one_process_line, se
 from .files import remember, write_csv
 from .findings import findings as compute_findings, self_check_lines
 from .html import results_table_html as table_html, write_html  # noqa: F401  (Results.table_html)
-from .notes import (CI_LEGEND, RANGES_LEGEND, ci_text, error_text, everywhere_mark, not_run, note_texts, notebook,
-                    speedup_text, unavailable_configs)
+from .notes import (CI_LEGEND, RANGES_LEGEND, ci_text, error_text, everywhere_mark, note_texts, notebook,
+                    speedup_text, unavailable)
 from .tables import (FINDINGS_LINES, energy_absent, energy_measured, energy_why, format_energy, peak_sub, peak_text,
                      print_findings, print_table, table_text)
 from ..analysis.compare import Comparison, compare as compare_runs
@@ -182,9 +182,7 @@ def markdown_report(results: Results, findings: Sequence[str] | None = None,
 
 def markdown_table(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[str]:
     """The table and its notes as lines of Markdown."""
-    records = list(records)
-    unavailable = unavailable_configs(records)
-    shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
+    not_run, shown = unavailable(records)
     groups = grouped(shown)
     book = notebook(groups)
     peak = any(r.peak_bytes is not None for r in shown)
@@ -208,7 +206,7 @@ def markdown_table(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[st
             rows.append(cells + [md(error_text(r)), r.status + (f" \\[{','.join(map(str, refs))}\\]" if refs else "")])
     return _markdown("table.md", rows=rows, peak=peak, energy=energy, legend=CI_LEGEND, ranges=RANGES_LEGEND,
                      ranged=book.ranged, notes=note_texts(book), everywhere=everywhere_mark(book).capitalize(),
-                     energy_absent=[] if energy else energy_absent(shown), not_run=not_run(unavailable),
+                     energy_absent=[] if energy else energy_absent(shown), not_run=not_run,
                      ).splitlines()
 
 

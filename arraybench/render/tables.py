@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .notes import (CI_LEGEND, RANGES_LEGEND, NoteBook, case_lines, ci_text, error_text, everywhere_mark,
-                    not_run, note_texts, notebook, speedup_text, unavailable_configs)
+                    note_texts, notebook, speedup_text, unavailable)
 from .terminal import (Column, Row as TableRow, build_table, fitted_table, measure, console as safe_console,
                        plain, widened)
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, library_label, size_text
@@ -120,8 +120,7 @@ def results_table(records: Iterable[Record], width: int | None = None, pairs: Pa
     column)."""
     records = list(records)
     roof = ceilings(records)
-    unavailable = unavailable_configs(records)
-    shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
+    not_run, shown = unavailable(records)
     groups = grouped(shown)
     book = notebook(groups)
     present = {"machine": any(r.machine for r in records),  # results of several machines
@@ -170,7 +169,7 @@ def results_table(records: Iterable[Record], width: int | None = None, pairs: Pa
         if book.ranged:
             footer.append(Text(RANGES_LEGEND + ".", style="dim"))
         footer.append(notes)
-    for reason, labels in not_run(unavailable).items():
+    for reason, labels in not_run.items():
         footer.append(Text(f"not run: {', '.join(labels)}: {printable(reason)}", style="dim"))
     return Group(table, *footer)
 
