@@ -223,9 +223,7 @@ def numerics(workloads: Any = ("numerics",), *, dtype: Iterable[str] | str | Non
         dtype = dtypes if dtype is None else dtype
     chosen = DTYPES if dtype is None else dtype
     dtypes = [d.strip() for d in chosen.split(",")] if isinstance(chosen, str) else list(chosen)
-    for dtype in dtypes:
-        if dtype not in DTYPES:  # checked here too: before the first dtype's run starts
-            raise UsageError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}")
+    # Every dtype planned (and so checked) before the first one's run starts.
     checked = [plan(options_from(workloads, sizes=sizes, dtype=dtype, processes=1, max_time=0.05,
                                  min_samples=3, **kwargs)) for dtype in dtypes]
     out = None if output_dir is None else prepare(output_dir, overwrite=overwrite)
