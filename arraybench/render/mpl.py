@@ -21,7 +21,7 @@ from .files import run_plot_name
 from ..analysis.compare import FASTER, SLOWER, Comparison
 from ..analysis.grouping import size_text
 from ..files import write_atomic
-from ..units import format_factor, format_seconds
+from ..units import format_seconds
 
 if TYPE_CHECKING:
     from ..analysis.history import History
@@ -68,7 +68,7 @@ class _PlainLog(LogFormatter):
 
 _TICKS: dict[str, Callable[[float], str]] = {
     "seconds": format_seconds,
-    "ratio": format_factor,
+    "ratio": "{:g}×".format,  # a round factor: 0.1×, 1×, 30×
     "number": lambda x: f"{x:,.0f}" if x >= 1 else f"{x:g}",
 }
 
