@@ -186,9 +186,10 @@ def _python(code: str) -> subprocess.CompletedProcess:
 
 def test_a_plain_run_never_imports_ray():
     code = ("import sys; from arraybench.commands.main import build_parser; "
-            "from arraybench.commands.run import plan_from_args; "
+            "from arraybench.commands.run import options_from_args; "
             "import arraybench.api, arraybench.executors, arraybench.executors.cluster; "
-            "plan_from_args(build_parser().parse_args(['run'])); print('ray' in sys.modules)")
+            "arraybench.api.plan(options_from_args(build_parser().parse_args(['run']))); "
+            "print('ray' in sys.modules)")
     done = _python(code)
     assert done.stdout.strip() == "False"
 
@@ -221,8 +222,8 @@ def test_a_table_and_the_html_report_never_import_matplotlib():
 
 def test_planning_a_run_from_the_command_line_imports_no_array_library_but_numpy():
     code = ("import sys; from arraybench.commands.main import build_parser; "
-            "from arraybench.commands.run import plan_from_args; "
-            "p = plan_from_args(build_parser().parse_args(['run'])); "
+            "from arraybench.api import plan; from arraybench.commands.run import options_from_args; "
+            "p = plan(options_from_args(build_parser().parse_args(['run']))); "
             "print(len(p.cells), [m for m in ('torch', 'jax', 'cupy', 'mlx', 'numba', 'matplotlib') "
             "if m in sys.modules])")
     done = _python(code)

@@ -115,11 +115,6 @@ def reporter_for(args: argparse.Namespace, cells: int | None = None, done: int =
     return ConsoleReporter(cells=cells, cells_done=done)
 
 
-def plan_from_args(args: argparse.Namespace) -> api.Plan:
-    """Options and cells from parsed arguments, checked (``UsageError``); workload files are imported, nothing run."""
-    return api.plan(options_from_args(args))
-
-
 def resume_state(args: argparse.Namespace) -> JournalState:
     """The run saved in ``--resume DIR``, checked against what else the command line says."""
     out = Path(args.resume)
@@ -162,7 +157,7 @@ def main(args: argparse.Namespace) -> int:
         else:
             if args.against:
                 check_against_sides(args)
-            checked = plan_from_args(args)
+            checked = api.plan(options_from_args(args))
             for error in checked.files.errors.values():  # said at once; the rest of the run goes on
                 print(f"arraybench: {error}; its workloads are not run", file=sys.stderr)
             refuse_nothing_to_run(checked)
