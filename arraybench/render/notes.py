@@ -111,9 +111,6 @@ class NoteBook:
         by_kind = {n.kind: n for n in self.notes() if not n.everywhere}
         return sorted({by_kind[kind].number for kind in self._of_row.get(key, []) if kind in by_kind})
 
-    def __len__(self) -> int:
-        return len(self.notes())
-
 
 #: Said under a table whose notes give ranges.
 RANGES_LEGEND = "In a note for several rows, a–b is the range of a number over those rows"

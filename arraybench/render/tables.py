@@ -164,11 +164,10 @@ def results_table(records: Iterable[Record], width: int | None = None, pairs: Pa
                            style="dim"))
     if any(c.name == "95% CI" and c.name not in dropped for c in columns):
         footer.append(Text(CI_LEGEND + ".", style="dim"))
-    if len(book):
-        notes = notes_grid(book)
+    if book.notes():  # which sets book.ranged
         if book.ranged:
             footer.append(Text(RANGES_LEGEND + ".", style="dim"))
-        footer.append(notes)
+        footer.append(notes_grid(book))
     for reason, labels in not_run.items():
         footer.append(Text(f"not run: {', '.join(labels)}: {printable(reason)}", style="dim"))
     return Group(table, *footer)
