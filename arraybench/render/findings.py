@@ -290,11 +290,9 @@ def compiled_vs_eager(records: Iterable[Record], pairs: Pairs = Pairs()) -> list
         where = f"{r.workload} {size_text(r)}"
         compile_note = f"; compiling took {format_seconds(r.compile_s)}{_cached(r)}" if r.compile_s else ""
         name = f"{r.method} on {e.config_label}"
-        if significantly_faster(r, e, pairs):
-            out.append(f"{name} is {faster_by(r, e, pairs)} than eager on {where} "
-                       f"({format_seconds(r.median_s)} vs {format_seconds(e.median_s)}{compile_note}).")
-        elif significantly_faster(e, r, pairs):
-            out.append(f"{name} is slower than eager on {where} ({format_seconds(r.median_s)} vs "
+        if significantly_faster(r, e, pairs) or significantly_faster(e, r, pairs):
+            how = faster_by(r, e, pairs) if significantly_faster(r, e, pairs) else "slower"
+            out.append(f"{name} is {how} than eager on {where} ({format_seconds(r.median_s)} vs "
                        f"{format_seconds(e.median_s)}{compile_note}).")
         else:
             out.append(f"{name} and eager are {not_apart(r, e, pairs)} on {where}{compile_note}.")
