@@ -242,10 +242,8 @@ def _finish(results: Results, files: LoadedFiles, out: Path, *, report: bool, pl
     if report:
         try:
             results.write_report(out, plots=plots, history=found)
-        except (OSError, SaveError):
-            raise
         except Exception as exc:
-            if found is None:
+            if found is None or isinstance(exc, (OSError, SaveError)):
                 raise
             # The store's history is the store's: it must not cost the run its report.
             warnings.warn(StoreWarning(f"the report is written without the store's history ({one_line(exc)})"),
