@@ -85,17 +85,13 @@ def machine_findings(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[
     records = list(records)
     if len({r.machine for r in records}) < 2:
         return []
-    sizes_of: dict[str, set[int]] = {}
-    for r in records:
-        if is_valid(r):
-            sizes_of.setdefault(r.workload, set()).add(r.size)
+    # A sweep's largest size (a sweep gets one sentence, there).
+    largest = {w: max(r.size for r in records if r.workload == w and is_valid(r)) for w in swept_workloads(records)}
     out = []
     for (workload, _label), group in grouped(records).items():
-        if workload.startswith("ceiling_"):
+        swept = workload in largest
+        if workload.startswith("ceiling_") or (swept and group[0].size != largest[workload]):
             continue
-        swept = len(sizes_of.get(workload, ())) >= 3
-        if swept and group[0].size != max(sizes_of[workload]):
-            continue  # a sweep: one sentence, at its largest size
         best: dict[str, Record] = {}  # each machine's fastest, fastest first
         for r in sorted((r for r in group if is_valid(r)), key=lambda r: r.median_s):
             best.setdefault(r.machine, r)
