@@ -249,9 +249,7 @@ def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]], ceilings:
             _row(r, is_best=r is best, base=bases.get(r.machine), ceilings=ceilings, machine=columns["machine"],
                  refs=book.refs(r.key), pairs=pairs) for r in group]})
     return {"anchor": anchor, "head": head, "text_columns": ("size", "library / device", "machine", "status"),
-            "machine": columns["machine"], "achieved": columns["achieved"], "share": columns["share"],
-            "device_time": device_time, "groups": groups, "notes": note_texts(book),
-            "peak": columns["peak"], "energy": columns["energy"],
+            **columns, "device_time": device_time, "groups": groups, "notes": note_texts(book),
             "energy_absent": [] if columns["energy"] else energy_absent(r for _, g in sizes for r in g),
             "legend": CI_LEGEND + (f". {RANGES_LEGEND}" if book.ranged else ""), "everywhere": everywhere_mark(book).capitalize()}
 

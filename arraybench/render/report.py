@@ -171,11 +171,10 @@ _MARKDOWN = Environment(loader=PackageLoader("arraybench.render", "templates"), 
 _MARKDOWN.filters["md"] = md
 
 
-def markdown_report(results: Results, findings: Sequence[str] | None = None,
-                    title: str = "arraybench results") -> str:
+def markdown_report(results: Results, findings: Sequence[str] | None = None) -> str:
     """A heading, the environment line, findings, the table and its notes, as GitHub Markdown."""
     used = {r.backend for r in results.records}
-    return _markdown("results.md", title=title, findings=findings or [], complete=results.complete,
+    return _markdown("results.md", title="arraybench results", findings=findings or [], complete=results.complete,
                      environment=environment_line(results.environment, results.settings, used),
                      table="\n".join(markdown_table(results.records, Pairs(results.pairs))))
 
