@@ -266,11 +266,7 @@ def speedup_text(r: Record, base: Record | None, pairs: Pairs = Pairs()) -> str:
 def achieved_text(r: Record) -> str:
     """``"12.3 GFLOP/s · 1.2 GB/s"``, or ``"—"``."""
     flops, moved = achieved(r)
-    parts = []
-    if flops is not None:
-        parts.append(format_rate(flops, "FLOP/s"))
-    if moved is not None:
-        parts.append(format_rate(moved, "B/s"))
+    parts = [format_rate(v, unit) for v, unit in ((flops, "FLOP/s"), (moved, "B/s")) if v is not None]
     return " · ".join(parts) or "—"
 
 
