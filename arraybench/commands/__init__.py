@@ -93,9 +93,7 @@ def add(p: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, *, what
     if o.const is not None:
         # A preset as the options it stands for: ``--processes 2 --max-time 0.25 ...``.
         fill["preset"] = " ".join(f"--{dashed(k)} {_shown(v)}" for k, v in PRESETS[o.const].items())
-    kw: dict[str, Any] = {"help": o.help.format(**fill), "default": default}
-    if o.dest or o.aliases:
-        kw["dest"] = o.dest or o.name
+    kw: dict[str, Any] = {"help": o.help.format(**fill), "default": default, "dest": o.dest or o.name}
     kw.update({k: getattr(o, k) for k in ("type", "metavar", "action", "const") if getattr(o, k) is not None})
     if o.choices is not None:
         kw["choices"] = o.choices() if callable(o.choices) else o.choices
