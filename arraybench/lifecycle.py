@@ -58,31 +58,27 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
     # Connected and checked before the output folder is touched: a bad cluster costs nothing.
     executor = _executor(checked.options, measure=True)
     checked = replace(checked, cells=executor.plan(checked.cells))
-    temporary = output_dir is None
-    scratch: Path | None = None
+    scratch: Path | None = None  # output_dir=None: a temporary folder, removed at the end
     try:
-        if temporary:
+        if output_dir is None:
             scratch = Path(tempfile.mkdtemp(prefix="arraybench-"))
-            lock = FolderLock.acquire(scratch)
-        else:
-            lock = claim(output_dir, overwrite=overwrite)
+        lock = FolderLock.acquire(scratch) if scratch is not None else claim(output_dir, overwrite=overwrite)
         out = lock.folder
-        source = "" if temporary else str(out.resolve())
         with lock, _saving(out):
             if checked.shipped:
                 write_bytes_atomic(out / trust.SHIPPED_NAME, checked.packed)
             session = Session.start(checked.cells, checked.options, out, reporter, context=labels,
                                     code=code_of(checked.cells, REGISTRY))
-            results = _run(session, executor, checked.files, out, report=not temporary, plots=plots,
-                           store=store, source=source)
+            results = _run(session, executor, checked.files, out, report=scratch is None, plots=plots,
+                           store=store, source="" if scratch is not None else str(out.resolve()))
     except BaseException as exc:
         if scratch is not None and not _keep_scratch(scratch) and isinstance(exc, Interrupted):
             exc.results.output_dir = None  # removed: the results are only in memory
         raise
     finally:
         executor.close()
-    if temporary:
-        shutil.rmtree(out, ignore_errors=True)
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
         results.output_dir = None
     return results
 
