@@ -200,16 +200,14 @@ def _saving(out: Path) -> Iterator[None]:
     journal is kept, and ``--resume`` rewrites the rest from it."""
     try:
         yield
-    except SaveError as exc:
-        raise SaveError(_resume_hint(str(exc), out), exc.path) from None
-    except OSError as exc:  # a file named in the error could not be written; else, say what failed
-        what = str(SaveError.from_os(exc)) if exc.filename else f"the run stopped ({exc.strerror or exc})"
-        raise SaveError(_resume_hint(what, out), exc.filename) from None
-
-
-def _resume_hint(what: str, out: Path) -> str:
-    return (f"{what}; every measurement made before it is kept in {out / JOURNAL_NAME}; once the "
-            f"cause is fixed, continue with: {resume_command(out)}")
+    except (SaveError, OSError) as exc:
+        if isinstance(exc, SaveError):
+            what, path = str(exc), exc.path
+        else:  # a file named in the error could not be written; else, say what failed
+            what = str(SaveError.from_os(exc)) if exc.filename else f"the run stopped ({exc.strerror or exc})"
+            path = exc.filename
+        raise SaveError(f"{what}; every measurement made before it is kept in {out / JOURNAL_NAME}; once the "
+                        f"cause is fixed, continue with: {resume_command(out)}", path) from None
 
 
 def _run(session: Session, executor: Executor, files: LoadedFiles, out: Path, **finish: Any) -> Results:
