@@ -199,14 +199,12 @@ import sys, tempfile
 from pathlib import Path
 sys.path.insert(0, {tests!r})
 from synthetic import record, results, spread
-from arraybench.render.html import write_html
-from arraybench.render.report import write_markdown
-from arraybench.render.files import write_csv
+from arraybench.render.report import write_report
 res = results([record(samples=spread(1e-3)), record(backend="torch", samples=spread(2e-3))])
 out = Path(tempfile.mkdtemp())
 text = res.table()
 assert "NumPy CPU" in text and "PyTorch CPU" in text, text
-write_html(res, out); write_markdown(res, out); write_csv(res, out)
+write_report(res, out, plots=False)
 res._repr_html_(); repr(res); res.findings()
 assert (out / "report.html").stat().st_size > 1000
 loaded = [m for m in ("matplotlib", "torch", "jax", "cupy", "mlx", "numba") if m in sys.modules]

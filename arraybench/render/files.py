@@ -86,11 +86,6 @@ def neutral(value: object) -> object:
     return value.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def write_csv(results: Results, out_dir: Path) -> Path:
-    """Write ``out_dir/results.csv``."""
-    return write_atomic(Path(out_dir) / CSV_NAME, csv_text(results))
-
-
 FOOTNOTE = ("† judged against its own, looser tolerance: finite differences lose about sqrt(eps) "
             "times the loss's scale. ✗ / red: over tolerance, marked wrong (or skipped: a known "
             "limitation of the library, its reason in the run's table).")

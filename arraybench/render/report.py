@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from .comparison import (DisplayedComparison, change_cells, one_process_line, series_rows, step_sentence, summary)
-from .files import remember, write_csv
+from .files import CSV_NAME, csv_text, remember
 from .findings import findings as compute_findings, self_check_lines
 from .html import results_table_html as table_html, write_html  # noqa: F401  (Results.table_html)
 from .notes import (CI_LEGEND, RANGES_LEGEND, ci_text, error_text, everywhere_mark, note_texts, notebook,
@@ -112,9 +112,9 @@ def write_report(results: Results, out_dir: str | Path, *, plots: bool = True,
         if history is not None:
             written += write_history_plots(history, out_dir)
     written.append(write_html(results, out_dir, plots=list(written), findings=found, history=history))
-    written.append(write_markdown(results, out_dir, findings=found))
-    written.append(write_csv(results, out_dir))
-    written.append(write_atomic(out_dir / FINDINGS_NAME, "".join(f"- {f}\n" for f in found)))
+    written += [write_atomic(out_dir / MARKDOWN_NAME, markdown_report(results, found)),
+                write_atomic(out_dir / CSV_NAME, csv_text(results)),
+                write_atomic(out_dir / FINDINGS_NAME, "".join(f"- {f}\n" for f in found))]
     # The plots' names, for --overwrite to remove before another run starts here (outdir).
     remember(out_dir, written)
     return written
@@ -207,11 +207,6 @@ def markdown_table(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[st
                      ranged=book.ranged, notes=note_texts(book), everywhere=everywhere_mark(book).capitalize(),
                      energy_absent=[] if energy else energy_absent(shown), not_run=not_run,
                      ).splitlines()
-
-
-def write_markdown(results: Results, out_dir: Path, findings: Sequence[str] | None = None) -> Path:
-    """Write ``out_dir/results.md``."""
-    return write_atomic(Path(out_dir) / MARKDOWN_NAME, markdown_report(results, findings))
 
 
 def history_markdown(history: "History", where: str, last: int) -> str:
