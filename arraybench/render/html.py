@@ -28,7 +28,6 @@ from .tables import (energy_absent, energy_measured, energy_why, format_energy, 
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, library_label, size_text
 from ..analysis.roofline import achieved
 from ..analysis.roofline import Ceiling, ceilings as ceilings_of_run, share as share_of_ceiling
-from ..files import write_atomic
 from ..model.runs import describe
 from ..model.results import Pairs
 from ..model.record import Record
@@ -45,13 +44,6 @@ REPORT_NAME = "report.html"
 # The page's one script, allowed by its hash in the Content-Security-Policy: no other can run.
 _SORT_SCRIPT = HTML_TEMPLATES.loader.get_source(HTML_TEMPLATES, "sort.js")[0]
 _SORT_HASH = "sha256-" + base64.b64encode(hashlib.sha256(_SORT_SCRIPT.encode("utf-8")).digest()).decode("ascii")
-
-
-def write_html(results: Results, out_dir: Path, *, plots: Sequence[Path] = (),
-               findings: Sequence[str] | None = None, history: "History | None" = None) -> Path:
-    """Write ``out_dir/report.html`` and return its path (see ``render_html``)."""
-    return write_atomic(Path(out_dir) / REPORT_NAME,
-                        render_html(results, plots=plots, findings=findings, history=history))
 
 
 def render_html(results: Results, *, plots: Sequence[Path] = (),

@@ -19,7 +19,7 @@ from rich.markup import escape
 from .comparison import (DisplayedComparison, change_cells, one_process_line, series_rows, step_sentence, summary)
 from .files import CSV_NAME, csv_text, remember
 from .findings import findings as compute_findings, self_check_lines
-from .html import results_table_html as table_html, write_html  # noqa: F401  (Results.table_html)
+from .html import REPORT_NAME, render_html, results_table_html as table_html  # noqa: F401  (Results.table_html)
 from .notes import (CI_LEGEND, RANGES_LEGEND, ci_text, error_text, everywhere_mark, note_texts, notebook,
                     speedup_text, unavailable)
 from .tables import (FINDINGS_LINES, energy_absent, energy_measured, energy_why, format_energy, peak_sub, peak_text,
@@ -111,8 +111,9 @@ def write_report(results: Results, out_dir: str | Path, *, plots: bool = True,
         written += write_plots(results.records, out_dir, Pairs(results.pairs))
         if history is not None:
             written += write_history_plots(history, out_dir)
-    written.append(write_html(results, out_dir, plots=list(written), findings=found, history=history))
-    written += [write_atomic(out_dir / MARKDOWN_NAME, markdown_report(results, found)),
+    written += [write_atomic(out_dir / REPORT_NAME,
+                             render_html(results, plots=list(written), findings=found, history=history)),
+                write_atomic(out_dir / MARKDOWN_NAME, markdown_report(results, found)),
                 write_atomic(out_dir / CSV_NAME, csv_text(results)),
                 write_atomic(out_dir / FINDINGS_NAME, "".join(f"- {f}\n" for f in found))]
     # The plots' names, for --overwrite to remove before another run starts here (outdir).
