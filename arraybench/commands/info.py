@@ -163,7 +163,7 @@ def list_main(args: argparse.Namespace) -> int:
 
 def numerics(args: argparse.Namespace) -> int:
     """``arraybench numerics``: a brief run per dtype, and the table of errors."""
-    from ..render.files import numerics_markdown, print_numerics
+    from ..render.files import FOOTNOTE, numerics_markdown, numerics_table
 
     workloads = args.workloads
     if args.workload_files and workloads == ["numerics"]:
@@ -182,7 +182,8 @@ def numerics(args: argparse.Namespace) -> int:
         write_atomic(out / "numerics.md", numerics_markdown(results.records))
     if not args.quiet:
         console = stdout_console(160)
-        print_numerics(results.records, console)
+        console.print(numerics_table(results.records))
+        console.print(f"[dim]{FOOTNOTE}[/]")  # what the table's marks mean
         if out is not None:
             console.print(f"numerics: {out / 'numerics.md'}; results per dtype in {out}/<dtype>/results.json")
     return code

@@ -16,7 +16,6 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence, Any
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -89,12 +88,6 @@ def neutral(value: object) -> object:
 FOOTNOTE = ("† judged against its own, looser tolerance: finite differences lose about sqrt(eps) "
             "times the loss's scale. ✗ / red: over tolerance, marked wrong (or skipped: a known "
             "limitation of the library, its reason in the run's table).")
-
-
-def print_numerics(records: Iterable[Record], console: Console) -> None:
-    """The table ``arraybench numerics`` prints, and the footnote that reads its marks."""
-    console.print(numerics_table(records))
-    console.print(f"[dim]{FOOTNOTE}[/]")
 
 
 def _grid(records: Iterable[Record]) -> tuple[list[str], list[tuple[list[str], list[tuple | None]]]]:
