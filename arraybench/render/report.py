@@ -19,11 +19,12 @@ from rich.markup import escape
 from .comparison import (DisplayedComparison, change_cells, one_process_line, series_rows, step_sentence, summary)
 from .files import CSV_NAME, csv_text, remember
 from .findings import findings as compute_findings, self_check_lines
+from .terminal import widened
 from .html import REPORT_NAME, render_html, results_table_html as table_html  # noqa: F401  (Results.table_html)
 from .notes import (CI_LEGEND, RANGES_LEGEND, ci_text, error_text, everywhere_mark, note_texts, notebook,
                     speedup_text, unavailable)
 from .tables import (FINDINGS_LINES, energy_absent, energy_measured, energy_why, format_energy, peak_sub, peak_text,
-                     print_findings, print_table, table_text)
+                     print_findings, results_table, table_text)
 from ..analysis.compare import Comparison, compare as compare_runs
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, size_text
 from ..analysis.memory import memory_changes
@@ -88,7 +89,8 @@ def show(results: Results, console: Console, *, errors: bool = False, with_findi
     """Print the table, the errors (with ``errors``) and the findings: a screenful, all with ``verbose``."""
     for line in self_check_lines(results):
         console.print(escape(line), style="bold red" if "unreliable" in line else None, soft_wrap=True)
-    print_table(results.records, console, Pairs(results.pairs))
+    wide = widened(console)  # the table fitted to the console's width
+    wide.print(results_table(results.records, width=wide.width, pairs=Pairs(results.pairs)))
     if errors:
         for e in results.errors:
             console.print(f"[red]not run:[/] {escape(e['error'])}", soft_wrap=True)

@@ -20,7 +20,7 @@ from rich.text import Text
 from .notes import (CI_LEGEND, RANGES_LEGEND, NoteBook, case_lines, ci_text, error_text, everywhere_mark,
                     note_texts, notebook, speedup_text, unavailable)
 from .terminal import (Column, Row as TableRow, build_table, fitted_table, measure, console as safe_console,
-                       plain, widened)
+                       plain)
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, library_label, size_text
 from ..analysis.aggregate import Histogram, record_histogram
 from ..analysis.memory import FLOOR_BYTES, MemoryGap, allocator_reserve, times_output
@@ -192,12 +192,6 @@ def notes_grid(book: NoteBook) -> Group:
                 parts.append(Text(everywhere_mark(book).capitalize(), style="dim"))
             parts.append(grid)
     return Group(*parts)
-
-
-def print_table(records: Iterable[Record], console: Console | None = None, pairs: Pairs = Pairs()) -> None:
-    """Print the table, fitted to the console's width."""
-    console = widened(console or safe_console())
-    console.print(results_table(records, width=console.width, pairs=pairs))
 
 
 #: The most lines of findings a terminal gets; the rest are in findings.md and ``report --verbose``.
