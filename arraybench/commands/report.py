@@ -137,9 +137,8 @@ def show(args: argparse.Namespace) -> int:
                          f"{_names(r.backend for r in results.records)}")
     console = stdout_console()
     if not args.histogram:
-        narrowed = len(chosen) < len(results.records)
         # Findings speak of the whole run: left out where the table shows part of it.
-        report.show(replace(results, records=chosen), console, with_findings=not narrowed)
+        report.show(replace(results, records=chosen), console, with_findings=len(chosen) == len(results.records))
         return 0
     if not print_histograms(chosen, console):
         raise UsageError(f"no cell of {args.results} chosen here holds samples (each was skipped, "
