@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from .executors.cluster import check_options as check_cluster_options
 from .errors import UsageError, option_name, unknown_name
 from .model.options import DTYPES, RunOptions, parse_context
-from .options import KEYWORDS
+from .options import KEYWORDS, csv_list
 from .lifecycle import ContextLabels, execute, reporter_for, resume
 from .plan import Cell, Plan, build_plan, validate
 from .model.journal import Reporter
@@ -66,11 +66,8 @@ def options_from(workloads: Any = None, *, options: RunOptions | None = None,
         changes["max_processes"] = None  # processes=N alone is a fixed count, as --processes N
     if workloads is not None:
         changes["workloads"] = _workload_names(workloads)
-    for name in ("backends", "devices", "modes", "workload_files"):
-        if isinstance(changes.get(name), str):
-            changes[name] = [p.strip() for p in changes[name].split(",") if p.strip()]
-        elif name in changes:
-            changes[name] = list(changes[name])
+    for name in {"backends", "devices", "modes", "workload_files"} & set(changes):
+        changes[name] = csv_list(changes[name]) if isinstance(changes[name], str) else list(changes[name])
     if "sizes" in changes:
         changes["sizes"] = parse_sizes(changes["sizes"])
     if "workload_files" in changes:
@@ -201,10 +198,8 @@ def sweep_sizes(names: Sequence[str]) -> str:
     missing = [n for n in expand(list(names)) if n not in REGISTRY]
     if missing:
         raise UsageError(unknown_name("workload", missing[0], sorted(REGISTRY), more="see `arraybench list`"))
-    ranges = set()
-    for n in expand(list(names)):
-        known = sorted(REGISTRY[n].sizes.values())
-        ranges.add(f"{max(2, known[0] // 10)}:{known[-1]}:8")
+    ranges = {f"{max(2, min(REGISTRY[n].sizes.values()) // 10)}:{max(REGISTRY[n].sizes.values())}:8"
+              for n in expand(list(names))}
     if len(ranges) > 1:
         raise UsageError("these workloads have different natural sizes; give --sizes, e.g. 16:4096")
     return ranges.pop()
@@ -223,9 +218,7 @@ def numerics(workloads: Any = ("numerics",), *, dtype: Iterable[str] | str | Non
         dtype = dtypes if dtype is None else dtype
     chosen = DTYPES if dtype is None else dtype
     dtypes = [d.strip() for d in chosen.split(",")] if isinstance(chosen, str) else list(chosen)
-    for dtype in dtypes:
-        if dtype not in DTYPES:  # checked here too: before the first dtype's run starts
-            raise UsageError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}")
+    # Every dtype planned (and so checked) before the first one's run starts.
     checked = [plan(options_from(workloads, sizes=sizes, dtype=dtype, processes=1, max_time=0.05,
                                  min_samples=3, **kwargs)) for dtype in dtypes]
     out = None if output_dir is None else prepare(output_dir, overwrite=overwrite)

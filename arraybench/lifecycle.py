@@ -58,31 +58,27 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
     # Connected and checked before the output folder is touched: a bad cluster costs nothing.
     executor = _executor(checked.options, measure=True)
     checked = replace(checked, cells=executor.plan(checked.cells))
-    temporary = output_dir is None
-    scratch: Path | None = None
+    scratch: Path | None = None  # output_dir=None: a temporary folder, removed at the end
     try:
-        if temporary:
+        if output_dir is None:
             scratch = Path(tempfile.mkdtemp(prefix="arraybench-"))
-            lock = FolderLock.acquire(scratch)
-        else:
-            lock = claim(output_dir, overwrite=overwrite)
+        lock = FolderLock.acquire(scratch) if scratch is not None else claim(output_dir, overwrite=overwrite)
         out = lock.folder
-        source = "" if temporary else str(out.resolve())
         with lock, _saving(out):
             if checked.shipped:
                 write_bytes_atomic(out / trust.SHIPPED_NAME, checked.packed)
             session = Session.start(checked.cells, checked.options, out, reporter, context=labels,
                                     code=code_of(checked.cells, REGISTRY))
-            results = _run(session, executor, checked.files, out, report=not temporary, plots=plots,
-                           store=store, source=source)
+            results = _run(session, executor, checked.files, out, report=scratch is None, plots=plots,
+                           store=store, source="" if scratch is not None else str(out.resolve()))
     except BaseException as exc:
         if scratch is not None and not _keep_scratch(scratch) and isinstance(exc, Interrupted):
             exc.results.output_dir = None  # removed: the results are only in memory
         raise
     finally:
         executor.close()
-    if temporary:
-        shutil.rmtree(out, ignore_errors=True)
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
         results.output_dir = None
     return results
 
@@ -204,16 +200,14 @@ def _saving(out: Path) -> Iterator[None]:
     journal is kept, and ``--resume`` rewrites the rest from it."""
     try:
         yield
-    except SaveError as exc:
-        raise SaveError(_resume_hint(str(exc), out), exc.path) from None
-    except OSError as exc:  # a file named in the error could not be written; else, say what failed
-        what = str(SaveError.from_os(exc)) if exc.filename else f"the run stopped ({exc.strerror or exc})"
-        raise SaveError(_resume_hint(what, out), exc.filename) from None
-
-
-def _resume_hint(what: str, out: Path) -> str:
-    return (f"{what}; every measurement made before it is kept in {out / JOURNAL_NAME}; once the "
-            f"cause is fixed, continue with: {resume_command(out)}")
+    except (SaveError, OSError) as exc:
+        if isinstance(exc, SaveError):
+            what, path = str(exc), exc.path
+        else:  # a file named in the error could not be written; else, say what failed
+            what = str(SaveError.from_os(exc)) if exc.filename else f"the run stopped ({exc.strerror or exc})"
+            path = exc.filename
+        raise SaveError(f"{what}; every measurement made before it is kept in {out / JOURNAL_NAME}; once the "
+                        f"cause is fixed, continue with: {resume_command(out)}", path) from None
 
 
 def _run(session: Session, executor: Executor, files: LoadedFiles, out: Path, **finish: Any) -> Results:
@@ -242,10 +236,8 @@ def _finish(results: Results, files: LoadedFiles, out: Path, *, report: bool, pl
     if report:
         try:
             results.write_report(out, plots=plots, history=found)
-        except (OSError, SaveError):
-            raise
         except Exception as exc:
-            if found is None:
+            if found is None or isinstance(exc, (OSError, SaveError)):
                 raise
             # The store's history is the store's: it must not cost the run its report.
             warnings.warn(StoreWarning(f"the report is written without the store's history ({one_line(exc)})"),

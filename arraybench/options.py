@@ -361,11 +361,9 @@ PYTEST_NAMES["max_processes"] = PYTEST_NAMES["processes"]  # --processes sets bo
 def pytest_options() -> list[tuple[str, dict[str, Any]]]:
     """The plugin's options, as pytest's ``addoption`` takes them; values stay text, parsed in
     ``pytest.suite.read`` so that a bad one is one line, not argparse's usage block."""
-    out = []
-    for o in on(PYTEST):
-        kw = {"action": "store_true"} if o.action == "store_true" else {"metavar": o.metavar}
-        out.append((PYTEST_NAMES[o.name], {**kw, "help": o.pytest_help or o.help}))
-    return out
+    return [(PYTEST_NAMES[o.name], {"help": o.pytest_help or o.help,
+             **({"action": "store_true"} if o.action == "store_true" else {"metavar": o.metavar})})
+            for o in on(PYTEST)]
 
 
 #: pyperf-style presets: budgets for options ``how to measure`` already has; an option typed beside

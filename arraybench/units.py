@@ -65,11 +65,6 @@ def format_ratio(x: float) -> str:
     return f"{x:,.0f}×"
 
 
-def format_factor(x: float) -> str:
-    """A round factor, as a log axis's tick says it: ``0.1×``, ``1×``, ``30×``."""
-    return f"{x:g}×"
-
-
 def format_speedup(factor: float) -> str:
     """How many times faster ``factor`` says, with its direction: ``1.50× faster``, and below 1
     ``139× slower`` (a bare ``0.0072×`` says neither)."""
@@ -112,8 +107,8 @@ def format_size(n: float | None) -> str:
     if n is None:
         return "-"
     value = float(n)
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if abs(value) < 999.5 or unit == "TB":  # 999.6 kB shows as "1 MB", not "1e+03 kB"
+    for unit in ("B", "kB", "MB", "GB"):
+        if abs(value) < 999.5:  # 999.6 kB shows as "1 MB", not "1e+03 kB"
             return f"{int(value)} B" if unit == "B" else f"{value:.3g} {unit}"
         value /= 1000
-    return f"{n} B"  # unreachable
+    return f"{value:.3g} TB"

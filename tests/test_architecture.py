@@ -186,9 +186,10 @@ def _python(code: str) -> subprocess.CompletedProcess:
 
 def test_a_plain_run_never_imports_ray():
     code = ("import sys; from arraybench.commands.main import build_parser; "
-            "from arraybench.commands.run import plan_from_args; "
+            "from arraybench.commands.run import options_from_args; "
             "import arraybench.api, arraybench.executors, arraybench.executors.cluster; "
-            "plan_from_args(build_parser().parse_args(['run'])); print('ray' in sys.modules)")
+            "arraybench.api.plan(options_from_args(build_parser().parse_args(['run']))); "
+            "print('ray' in sys.modules)")
     done = _python(code)
     assert done.stdout.strip() == "False"
 
@@ -198,14 +199,12 @@ import sys, tempfile
 from pathlib import Path
 sys.path.insert(0, {tests!r})
 from synthetic import record, results, spread
-from arraybench.render.html import write_html
-from arraybench.render.report import write_markdown
-from arraybench.render.files import write_csv
+from arraybench.render.report import write_report
 res = results([record(samples=spread(1e-3)), record(backend="torch", samples=spread(2e-3))])
 out = Path(tempfile.mkdtemp())
 text = res.table()
 assert "NumPy CPU" in text and "PyTorch CPU" in text, text
-write_html(res, out); write_markdown(res, out); write_csv(res, out)
+write_report(res, out, plots=False)
 res._repr_html_(); repr(res); res.findings()
 assert (out / "report.html").stat().st_size > 1000
 loaded = [m for m in ("matplotlib", "torch", "jax", "cupy", "mlx", "numba") if m in sys.modules]
@@ -221,8 +220,8 @@ def test_a_table_and_the_html_report_never_import_matplotlib():
 
 def test_planning_a_run_from_the_command_line_imports_no_array_library_but_numpy():
     code = ("import sys; from arraybench.commands.main import build_parser; "
-            "from arraybench.commands.run import plan_from_args; "
-            "p = plan_from_args(build_parser().parse_args(['run'])); "
+            "from arraybench.api import plan; from arraybench.commands.run import options_from_args; "
+            "p = plan(options_from_args(build_parser().parse_args(['run']))); "
             "print(len(p.cells), [m for m in ('torch', 'jax', 'cupy', 'mlx', 'numba', 'matplotlib') "
             "if m in sys.modules])")
     done = _python(code)

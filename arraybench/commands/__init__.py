@@ -15,6 +15,28 @@ from typing import Any, Callable
 from ..errors import UsageError, one_line
 from ..options import CLI, PRESETS, RUN_DEFAULT, CsvExtend, csv_list, dashed, on, option
 
+#: Each command and its line in ``arraybench --help``, in that order: ``--help`` and ``--version``
+#: are answered from here, without importing the commands (they bring NumPy, rich and the rest: a
+#: second or more, against a few hundredths). The commands' parsers take their help from here.
+SUMMARY = {
+    "run": "run benchmarks (the default suite without options)",
+    "sweep": "run workloads across sizes and find the crossovers",
+    "timeit": "time one expression on every library, no workload file (as pyperf timeit)",
+    "report": "rebuild plots, report.html, results.md and results.csv from a results.json",
+    "show": "a saved run's table, or each cell's samples per process as a histogram",
+    "merge": "one report for several runs (machines), the machine a dimension",
+    "export": "results as JSON for github-action-benchmark or Bencher",
+    "compare": "compare two runs cell by cell: faster, slower or not significant",
+    "history": "each cell's results over the stored runs, with the steps in them",
+    "store": "the results store: import earlier runs, list what it holds",
+    "numerics": "each library's error against float64, per workload and dtype",
+    "list": "list workloads, their sizes and what each measures",
+    "info": "Python, libraries, BLAS, threads, CPU, GPUs, and which backends work",
+    "doctor": "check that timing (against each library's own timer), sync, precision, memory, "
+              "clocks and transfers behave on this machine (run it first on a GPU)",
+    "completion": "print a shell completion script for bash, zsh or fish",
+}
+
 
 def wanted(args: argparse.Namespace) -> list[tuple[str, str]]:
     """(option, path) of each table file the command line asks for."""
@@ -93,9 +115,7 @@ def add(p: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, *, what
     if o.const is not None:
         # A preset as the options it stands for: ``--processes 2 --max-time 0.25 ...``.
         fill["preset"] = " ".join(f"--{dashed(k)} {_shown(v)}" for k, v in PRESETS[o.const].items())
-    kw: dict[str, Any] = {"help": o.help.format(**fill), "default": default}
-    if o.dest or o.aliases:
-        kw["dest"] = o.dest or o.name
+    kw: dict[str, Any] = {"help": o.help.format(**fill), "default": default, "dest": o.dest or o.name}
     kw.update({k: getattr(o, k) for k in ("type", "metavar", "action", "const") if getattr(o, k) is not None})
     if o.choices is not None:
         kw["choices"] = o.choices() if callable(o.choices) else o.choices

@@ -21,7 +21,7 @@ from ..render.comparison import gate_failures, gate_notes, print_comparison, pri
 from ..render.terminal import stdout_console
 from ..store.refs import load_run, this_machine
 from ..units import format_change
-from . import add, add_filters, check_targets, store_location, write_tables
+from . import SUMMARY, add, add_filters, check_targets, store_location, write_tables
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from ..render.comparison import DEFAULT_LAST
 
     p = sub.add_parser(
-        "compare", help="compare two runs cell by cell: faster, slower or not significant",
+        "compare", help=SUMMARY["compare"],
         description="Compare two runs cell by cell (results files, folders, or runs in the results "
                     "store: `arraybench compare last~1 last`). A change is called only when it is "
                     "significant (Welch's t-test on the processes' log medians, the p-values of all "
@@ -64,7 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="compare runs from different machines (refused without it: a difference "
                         "would be the machines' as much as the code's)")
     p.set_defaults(handler=main)
-    p = sub.add_parser("history", help="each cell's results over the stored runs, with the steps in them",
+    p = sub.add_parser("history", help=SUMMARY["history"],
                        description="Show each cell's median and 95% CI over the runs in the results "
                                    "store, detect steps (intervals apart, false discovery rate "
                                    "controlled across all series) and say what changed with each.")
@@ -95,7 +95,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add(p, "csv", what="the table as CSV (each series' latest --last runs, times in seconds)")
     add(p, "markdown", what="the table as Markdown, with the steps called")
     p.set_defaults(handler=history_main)
-    p = sub.add_parser("store", help="the results store: import earlier runs, list what it holds",
+    p = sub.add_parser("store", help=SUMMARY["store"],
                        description="The results store every run is appended to (SQLite in your data "
                                    "folder by default, or a postgresql:// URL).")
     actions = p.add_subparsers(dest="store_action", metavar="ACTION", parser_class=type(p))

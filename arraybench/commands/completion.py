@@ -13,8 +13,9 @@ from functools import partial
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from . import SUMMARY
+
 SHELLS = ("bash", "zsh", "fish")
-HELP = "print a shell completion script for bash, zsh or fish"
 #: A description longer than this is cut (shells show them in a column beside the names).
 DESCRIPTION_WIDTH = 72
 
@@ -47,7 +48,7 @@ class Command:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("completion", help=HELP,
+    p = sub.add_parser("completion", help=SUMMARY["completion"],
                        description="Print a completion script for your shell, made from this "
                                    "program's own options: `arraybench completion bash > "
                                    "~/.local/share/bash-completion/completions/arraybench` "

@@ -18,14 +18,14 @@ from ..executors.session import Interrupted
 from ..files import write_atomic
 from ..options import csv_list, positive_float
 from ..render.terminal import console as safe_console, nodes_json, nodes_table, print_info, stdout_console
-from . import add
+from . import SUMMARY, add
 from .run import reporter_for
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     from ..backends import DEVICES, SPECS
 
-    p = sub.add_parser("numerics", help="each library's error against float64, per workload and dtype",
+    p = sub.add_parser("numerics", help=SUMMARY["numerics"],
                        description="Run the workloads briefly in each dtype and tabulate each library's "
                                    "error against the NumPy float64 reference.")
     add(p, "backends")
@@ -40,18 +40,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     add(p, "overwrite")
     add(p, "quiet")
     p.set_defaults(handler=numerics, json=False)
-    p = sub.add_parser("list", help="list workloads, their sizes and what each measures")
+    p = sub.add_parser("list", help=SUMMARY["list"])
     add(p, "workload_files", help="also list the workloads of a Python file (repeatable)")
     p.add_argument("--json", action="store_true", help="print as JSON")
     p.set_defaults(handler=list_main)
-    p = sub.add_parser("info", help="Python, libraries, BLAS, threads, CPU, GPUs, and which backends work")
+    p = sub.add_parser("info", help=SUMMARY["info"])
     p.add_argument("--json", action="store_true", help="print as JSON")
     p.add_argument("--cluster", default=None, metavar="ADDRESS",
                    help="list the nodes of the Ray cluster at ADDRESS instead: their machines "
                         "(fingerprints) and which are free (docs/cluster.md)")
     p.set_defaults(handler=main)
-    p = sub.add_parser("doctor", help="check that timing (against each library's own timer), sync, precision, "
-                                      "memory, clocks and transfers behave on this machine (run it first on a GPU)")
+    p = sub.add_parser("doctor", help=SUMMARY["doctor"])
     p.add_argument("--backends", type=csv_list, default=list(SPECS), metavar="LIST",
                    help=f"libraries to check (default: all: {','.join(SPECS)})")
     p.add_argument("--devices", type=csv_list, default=list(DEVICES), metavar="LIST",
@@ -164,7 +163,7 @@ def list_main(args: argparse.Namespace) -> int:
 
 def numerics(args: argparse.Namespace) -> int:
     """``arraybench numerics``: a brief run per dtype, and the table of errors."""
-    from ..render.files import numerics_markdown, print_numerics
+    from ..render.files import FOOTNOTE, numerics_markdown, numerics_table
 
     workloads = args.workloads
     if args.workload_files and workloads == ["numerics"]:
@@ -183,7 +182,8 @@ def numerics(args: argparse.Namespace) -> int:
         write_atomic(out / "numerics.md", numerics_markdown(results.records))
     if not args.quiet:
         console = stdout_console(160)
-        print_numerics(results.records, console)
+        console.print(numerics_table(results.records))
+        console.print(f"[dim]{FOOTNOTE}[/]")  # what the table's marks mean
         if out is not None:
             console.print(f"numerics: {out / 'numerics.md'}; results per dtype in {out}/<dtype>/results.json")
     return code

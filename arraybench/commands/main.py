@@ -12,6 +12,7 @@ import sys
 import warnings
 from typing import TYPE_CHECKING, Any, Sequence
 
+from . import SUMMARY
 from ..errors import SaveError, StoreWarning, UsageError, command_line, one_line, unknown_name
 from ..files import discard as _discard
 
@@ -34,27 +35,6 @@ RENAMED = {
 }
 
 
-#: Each command and its line in ``arraybench --help``, in that order: ``--help`` and ``--version``
-#: are answered from here, without importing the commands (they bring NumPy, rich and the rest: a
-#: second or more, against a few hundredths). The suite checks it against the commands' parsers.
-SUMMARY = (
-    ("run", "run benchmarks (the default suite without options)"),
-    ("sweep", "run workloads across sizes and find the crossovers"),
-    ("timeit", "time one expression on every library, no workload file (as pyperf timeit)"),
-    ("report", "rebuild plots, report.html, results.md and results.csv from a results.json"),
-    ("show", "a saved run's table, or each cell's samples per process as a histogram"),
-    ("merge", "one report for several runs (machines), the machine a dimension"),
-    ("export", "results as JSON for github-action-benchmark or Bencher"),
-    ("compare", "compare two runs cell by cell: faster, slower or not significant"),
-    ("history", "each cell's results over the stored runs, with the steps in them"),
-    ("store", "the results store: import earlier runs, list what it holds"),
-    ("numerics", "each library's error against float64, per workload and dtype"),
-    ("list", "list workloads, their sizes and what each measures"),
-    ("info", "Python, libraries, BLAS, threads, CPU, GPUs, and which backends work"),
-    ("doctor", "check that timing (against each library's own timer), sync, precision, memory, "
-               "clocks and transfers behave on this machine (run it first on a GPU)"),
-    ("completion", "print a shell completion script for bash, zsh or fish"),
-)
 #: The command lines answered from ``SUMMARY`` alone.
 LIGHT = ((), ("-h",), ("--help",), ("-V",), ("--version",))
 
@@ -140,7 +120,7 @@ def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
 def light_parser() -> argparse.ArgumentParser:
     """``build_parser``'s ``--help`` and ``--version`` from ``SUMMARY``, importing no command."""
     parser, sub = _top_parser()
-    for name, text in SUMMARY:
+    for name, text in SUMMARY.items():
         sub.add_parser(name, help=text)
     return parser
 

@@ -16,7 +16,7 @@ from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
-from . import add, add_filters, store_location, write_named
+from . import SUMMARY, add, add_filters, store_location, write_named
 from ..errors import SaveError, UsageError, one_line
 from ..render.terminal import stdout_console
 
@@ -24,9 +24,8 @@ from ..render.terminal import stdout_console
 def register(sub: argparse._SubParsersAction) -> None:
     from ..render.files import FORMATS
 
-    p = sub.add_parser(
-        "report", help="rebuild plots, report.html, results.md and results.csv from a results.json",
-        description="Rebuild every report file from saved results, without measuring anything.")
+    p = sub.add_parser("report", help=SUMMARY["report"],
+                       description="Rebuild every report file from saved results, without measuring anything.")
     p.add_argument("results", metavar="RUN",
                    help="a results.json written by `arraybench run` (or the folder holding it), or "
                         "a stored run's id, last or last~N")
@@ -40,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-v", "--verbose", action="store_true",
                    help="also print every finding (a run prints the first screenful)")
     p.set_defaults(handler=main)
-    p = sub.add_parser("show", help="a saved run's table, or each cell's samples per process as a histogram",
+    p = sub.add_parser("show", help=SUMMARY["show"],
                        description="Print a saved run's table, or with --histogram each cell's samples "
                                    "in bins, each process in its own mark, so that a process that ran "
                                    "slow shows apart from the others. Measures and writes nothing.")
@@ -51,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_filters(p, "workloads", "sizes", "backends")
     add(p, "store", what="that run ids, last and last~N are looked up in")
     p.set_defaults(handler=show)
-    p = sub.add_parser("merge", help="one report for several runs (machines), the machine a dimension",
+    p = sub.add_parser("merge", help=SUMMARY["merge"],
                        description="Merge runs from several machines into one results.json and report, "
                                    "with the machine as a dimension and findings across machines.")
     p.add_argument("runs", nargs="+", metavar="[LABEL=]DIR",
@@ -62,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-plots", action="store_true", help="skip the SVG plots")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     p.set_defaults(handler=merge)
-    p = sub.add_parser("export", help="results as JSON for github-action-benchmark or Bencher",
+    p = sub.add_parser("export", help=SUMMARY["export"],
                        description="Write a run's results in a format other tools read: "
                                    "github-action-benchmark (customSmallerIsBetter) or Bencher "
                                    "Metric Format. Times are nanoseconds per call.")
@@ -138,9 +137,8 @@ def show(args: argparse.Namespace) -> int:
                          f"{_names(r.backend for r in results.records)}")
     console = stdout_console()
     if not args.histogram:
-        narrowed = len(chosen) < len(results.records)
         # Findings speak of the whole run: left out where the table shows part of it.
-        report.show(replace(results, records=chosen), console, with_findings=not narrowed)
+        report.show(replace(results, records=chosen), console, with_findings=len(chosen) == len(results.records))
         return 0
     if not print_histograms(chosen, console):
         raise UsageError(f"no cell of {args.results} chosen here holds samples (each was skipped, "

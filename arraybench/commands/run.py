@@ -31,7 +31,7 @@ from ..render.terminal import console as safe_console
 from ..units import format_ratio
 from ..workloads.expression import expression_workload
 from ..workloads.userfile import load_files
-from . import add_run_options, check_targets, store_location, write_tables
+from . import SUMMARY, add_run_options, check_targets, store_location, write_tables
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
     """The run options an ``arraybench run`` (or ``sweep``) command line gives."""
@@ -45,7 +45,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="run benchmarks (the default suite without options)",
+    p = sub.add_parser("run", help=SUMMARY["run"],
                        description="Measure workloads on every selected library and device.")
     add_run_options(p)
     p.add_argument("--trust-folder", action="store_true",
@@ -53,12 +53,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "pickled workloads) though your arraybench did not write it; only for a "
                         "folder whose source you trust (docs/faults.md)")
     p.set_defaults(handler=main)
-    p = sub.add_parser("sweep", help="run workloads across sizes and find the crossovers",
+    p = sub.add_parser("sweep", help=SUMMARY["sweep"],
                        description="Measure workloads across a range of sizes, plot time against size "
                                    "and report from which size one library beats another.")
     add_run_options(p)
     p.set_defaults(handler=sweep, sizes=None)
-    p = sub.add_parser("timeit", help="time one expression on every library, no workload file (as pyperf timeit)",
+    p = sub.add_parser("timeit", help=SUMMARY["timeit"],
                        description="Time one expression of xp (each library's namespace) on every selected "
                                    "library and device, with the verdicts, checks and report of a workload "
                                    "file defining it. The setup makes NumPy inputs on the host, as a "
@@ -115,11 +115,6 @@ def reporter_for(args: argparse.Namespace, cells: int | None = None, done: int =
     return ConsoleReporter(cells=cells, cells_done=done)
 
 
-def plan_from_args(args: argparse.Namespace) -> api.Plan:
-    """Options and cells from parsed arguments, checked (``UsageError``); workload files are imported, nothing run."""
-    return api.plan(options_from_args(args))
-
-
 def resume_state(args: argparse.Namespace) -> JournalState:
     """The run saved in ``--resume DIR``, checked against what else the command line says."""
     out = Path(args.resume)
@@ -162,7 +157,7 @@ def main(args: argparse.Namespace) -> int:
         else:
             if args.against:
                 check_against_sides(args)
-            checked = plan_from_args(args)
+            checked = api.plan(options_from_args(args))
             for error in checked.files.errors.values():  # said at once; the rest of the run goes on
                 print(f"arraybench: {error}; its workloads are not run", file=sys.stderr)
             refuse_nothing_to_run(checked)

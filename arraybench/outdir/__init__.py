@@ -7,6 +7,7 @@ journal until its report is written: two writers would interleave journal lines.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -213,11 +214,9 @@ class FolderLock:
                 lock.release()  # replaced meanwhile: lock what the name now holds
                 continue
             break
-        try:  # only said to a second run, in its message; a full disk must not stop this one
+        with contextlib.suppress(OSError):  # only said to a second run; a full disk must not stop this one
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        except OSError:
-            pass
         return lock
 
     @classmethod

@@ -91,13 +91,11 @@ def read(get: Callable[[str], Any]) -> Settings:
 
     backends = parsed("backends")
     if backends is not None:  # as ``arraybench run --backends`` checks them (without importing one)
-        from ..model.options import RunOptions
-        from ..plan import validate
+        from ..backends import SPECS
+        from ..plan import check_choices
 
-        if not backends:
-            raise UsageError("--arraybench-backends names no library; e.g. --arraybench-backends=numpy,torch")
         try:
-            validate(RunOptions(backends=backends), ())
+            check_choices("backend", backends, SPECS)
         except UsageError as exc:
             raise UsageError(f"--arraybench-backends: {exc}") from None
     counts = parsed("processes")

@@ -279,12 +279,11 @@ def one_process_line(history: "History") -> str:
             f"use {spell('processes', 2)} or more")
 
 
-def history_section(history: "History", figures: Sequence[tuple[str, str]],
-                    last: int = DEFAULT_LAST) -> dict[str, Any]:
+def history_section(history: "History", figures: Sequence[tuple[str, str]]) -> dict[str, Any]:
     """The report's History section as plain values for ``templates/history.html``."""
     rows = [{"case": f"{s.workload} {s.case}" if i == 0 else "", "library": s.label if i == 0 else "",
              "when": when, "median": median, "ci": ci, "vs": vs, "note": note, "step": note.startswith("STEP")}
-            for s, rows in series_rows(history, last) for i, (_, _, (when, median, ci, vs, note)) in enumerate(rows)]
+            for s, rows in series_rows(history, DEFAULT_LAST) for i, (_, _, (when, median, ci, vs, note)) in enumerate(rows)]
     summary_line = ". ".join(filter(None, (summary(history), one_process_line(history))))
     return {"summary": summary_line, "steps": [(st.slower, step_sentence(st)) for st in history.steps],
             "figures": list(figures), "rows": rows}

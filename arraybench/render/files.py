@@ -16,7 +16,6 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence, Any
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -86,20 +85,9 @@ def neutral(value: object) -> object:
     return value.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def write_csv(results: Results, out_dir: Path) -> Path:
-    """Write ``out_dir/results.csv``."""
-    return write_atomic(Path(out_dir) / CSV_NAME, csv_text(results))
-
-
 FOOTNOTE = ("† judged against its own, looser tolerance: finite differences lose about sqrt(eps) "
             "times the loss's scale. ✗ / red: over tolerance, marked wrong (or skipped: a known "
             "limitation of the library, its reason in the run's table).")
-
-
-def print_numerics(records: Iterable[Record], console: Console) -> None:
-    """The table ``arraybench numerics`` prints, and the footnote that reads its marks."""
-    console.print(numerics_table(records))
-    console.print(f"[dim]{FOOTNOTE}[/]")
 
 
 def _grid(records: Iterable[Record]) -> tuple[list[str], list[tuple[list[str], list[tuple | None]]]]:
@@ -207,9 +195,7 @@ def bencher_metric_format(results: "Results") -> dict[str, Any]:
 
 
 def export_text(results: "Results", fmt: str) -> str:
-    """The results in ``fmt`` (one of ``FORMATS``) as JSON text."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    """The results in ``fmt`` (one of ``FORMATS``, which ``export --format`` takes) as JSON text."""
     data: Any = github_action_benchmark(results) if fmt == "github" else bencher_metric_format(results)
     return json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 

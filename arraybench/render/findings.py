@@ -85,17 +85,13 @@ def machine_findings(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[
     records = list(records)
     if len({r.machine for r in records}) < 2:
         return []
-    sizes_of: dict[str, set[int]] = {}
-    for r in records:
-        if is_valid(r):
-            sizes_of.setdefault(r.workload, set()).add(r.size)
+    # A sweep's largest size (a sweep gets one sentence, there).
+    largest = {w: max(r.size for r in records if r.workload == w and is_valid(r)) for w in swept_workloads(records)}
     out = []
     for (workload, _label), group in grouped(records).items():
-        if workload.startswith("ceiling_"):
+        swept = workload in largest
+        if workload.startswith("ceiling_") or (swept and group[0].size != largest[workload]):
             continue
-        swept = len(sizes_of.get(workload, ())) >= 3
-        if swept and group[0].size != max(sizes_of[workload]):
-            continue  # a sweep: one sentence, at its largest size
         best: dict[str, Record] = {}  # each machine's fastest, fastest first
         for r in sorted((r for r in group if is_valid(r)), key=lambda r: r.median_s):
             best.setdefault(r.machine, r)
@@ -290,11 +286,9 @@ def compiled_vs_eager(records: Iterable[Record], pairs: Pairs = Pairs()) -> list
         where = f"{r.workload} {size_text(r)}"
         compile_note = f"; compiling took {format_seconds(r.compile_s)}{_cached(r)}" if r.compile_s else ""
         name = f"{r.method} on {e.config_label}"
-        if significantly_faster(r, e, pairs):
-            out.append(f"{name} is {faster_by(r, e, pairs)} than eager on {where} "
-                       f"({format_seconds(r.median_s)} vs {format_seconds(e.median_s)}{compile_note}).")
-        elif significantly_faster(e, r, pairs):
-            out.append(f"{name} is slower than eager on {where} ({format_seconds(r.median_s)} vs "
+        if significantly_faster(r, e, pairs) or significantly_faster(e, r, pairs):
+            how = faster_by(r, e, pairs) if significantly_faster(r, e, pairs) else "slower"
+            out.append(f"{name} is {how} than eager on {where} ({format_seconds(r.median_s)} vs "
                        f"{format_seconds(e.median_s)}{compile_note}).")
         else:
             out.append(f"{name} and eager are {not_apart(r, e, pairs)} on {where}{compile_note}.")

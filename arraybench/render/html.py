@@ -22,13 +22,12 @@ from .terminal import machine_rows
 from .files import plot_file_name, run_plot_name
 from .findings import self_check_lines
 from .notes import (CI_LEGEND, RANGES_LEGEND, achieved_text, ci_text, error_text, everywhere_mark, library_kernels,
-                    not_run, note_texts, notebook, speedup, speedup_text, unavailable_configs)
+                    note_texts, notebook, speedup, speedup_text, unavailable)
 from .tables import (energy_absent, energy_measured, energy_why, format_energy, histogram_cell, peak_sub,
                      peak_text)
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, library_label, size_text
 from ..analysis.roofline import achieved
 from ..analysis.roofline import Ceiling, ceilings as ceilings_of_run, share as share_of_ceiling
-from ..files import write_atomic
 from ..model.runs import describe
 from ..model.results import Pairs
 from ..model.record import Record
@@ -47,13 +46,6 @@ _SORT_SCRIPT = HTML_TEMPLATES.loader.get_source(HTML_TEMPLATES, "sort.js")[0]
 _SORT_HASH = "sha256-" + base64.b64encode(hashlib.sha256(_SORT_SCRIPT.encode("utf-8")).digest()).decode("ascii")
 
 
-def write_html(results: Results, out_dir: Path, *, plots: Sequence[Path] = (),
-               findings: Sequence[str] | None = None, history: "History | None" = None) -> Path:
-    """Write ``out_dir/report.html`` and return its path (see ``render_html``)."""
-    return write_atomic(Path(out_dir) / REPORT_NAME,
-                        render_html(results, plots=plots, findings=findings, history=history))
-
-
 def render_html(results: Results, *, plots: Sequence[Path] = (),
                 findings: Sequence[str] | None = None, history: "History | None" = None) -> str:
     """The report as one HTML document."""
@@ -61,8 +53,7 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
     svgs = _read_plots(plots)
     used: set[str] = set()
     records, pairs = results.records, Pairs(results.pairs)
-    unavailable = unavailable_configs(records)
-    shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
+    not_run, shown = unavailable(records)
     ceilings = ceilings_of_run(records)
     columns = _columns(shown, ceilings)
 
@@ -88,12 +79,10 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
     others = [(n, t) for n, t in svgs.items() if n not in used]
     if others:
         sections.append(_section("more-plots", "More plots", "figures", figures=others, wide=False))
-    bad = [r for r in records if r.status != "ok" and (r.backend, r.device, r.environment) not in unavailable]
     sections.append(_section(
-        "not-measured", "Not measured, failed or wrong", "not-measured", toc="Not measured",
-        unavailable=not_run(unavailable),
+        "not-measured", "Not measured, failed or wrong", "not-measured", toc="Not measured", unavailable=not_run,
         bad=[{"key": r.key, "case": f"{r.workload} {size_text(r)}", "library": r.config_label,
-              "status": r.status, "reason": r.reason} for r in bad]))
+              "status": r.status, "reason": r.reason} for r in shown if r.status != "ok"]))
     sections.append(_section("environment", "Environment and settings", "environment",
                              toc="Environment", **environment_section(results)))
     return HTML_TEMPLATES.get_template("report.html").render(
@@ -106,15 +95,14 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
 def results_table_html(results: Results) -> str:
     """The results tables as an HTML fragment, for Jupyter (``Results._repr_html_``)."""
     records = results.records
-    unavailable = unavailable_configs(records)
-    shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
+    not_run, shown = unavailable(records)
     ceilings = ceilings_of_run(records)
     columns = _columns(shown, ceilings, machine=False)
     workloads = [{"name": workload,
                   "table": _records_table(f"nb-{id(results)}-{i}", sizes, ceilings, columns, Pairs(results.pairs))}
                  for i, (workload, sizes) in enumerate(_by_workload(shown).items())]
     return HTML_TEMPLATES.get_template("results.html").render(
-        complete=results.complete, workloads=workloads, unavailable=not_run(unavailable))
+        complete=results.complete, workloads=workloads, unavailable=not_run)
 
 
 def environment_section(results: Results) -> dict[str, Any]:
@@ -253,9 +241,7 @@ def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]], ceilings:
             _row(r, is_best=r is best, base=bases.get(r.machine), ceilings=ceilings, machine=columns["machine"],
                  refs=book.refs(r.key), pairs=pairs) for r in group]})
     return {"anchor": anchor, "head": head, "text_columns": ("size", "library / device", "machine", "status"),
-            "machine": columns["machine"], "achieved": columns["achieved"], "share": columns["share"],
-            "device_time": device_time, "groups": groups, "notes": note_texts(book),
-            "peak": columns["peak"], "energy": columns["energy"],
+            **columns, "device_time": device_time, "groups": groups, "notes": note_texts(book),
             "energy_absent": [] if columns["energy"] else energy_absent(r for _, g in sizes for r in g),
             "legend": CI_LEGEND + (f". {RANGES_LEGEND}" if book.ranged else ""), "everywhere": everywhere_mark(book).capitalize()}
 

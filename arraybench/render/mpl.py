@@ -21,14 +21,14 @@ from .files import run_plot_name
 from ..analysis.compare import FASTER, SLOWER, Comparison
 from ..analysis.grouping import size_text
 from ..files import write_atomic
-from ..units import format_factor, format_seconds
+from ..units import format_seconds
 
 if TYPE_CHECKING:
     from ..analysis.history import History
 
 
 __all__ = ["Axes", "Figure", "PALETTE", "PlotWarning", "drawn", "log_axis", "plain",
-           "render_svg", "save", "styled"]
+           "render_svg", "styled"]
 
 PALETTE = {
     "numpy": "#4c72b0",
@@ -68,7 +68,7 @@ class _PlainLog(LogFormatter):
 
 _TICKS: dict[str, Callable[[float], str]] = {
     "seconds": format_seconds,
-    "ratio": format_factor,
+    "ratio": "{:g}×".format,  # a round factor: 0.1×, 1×, 30×
     "number": lambda x: f"{x:,.0f}" if x >= 1 else f"{x:g}",
 }
 
@@ -111,11 +111,6 @@ def drawn(draw: Callable[[], Figure | None], name: str) -> str | None:
         warnings.warn(PlotWarning(f"{name} could not be drawn ({type(exc).__name__}: "
                                   f"{' '.join(str(exc).split())[:200]}); it is left out"), stacklevel=2)
         return None
-
-
-def save(fig: Figure, path: Path) -> Path:
-    """Write an SVG atomically (as results.json is): a reader never sees half a plot."""
-    return write_atomic(path, render_svg(fig))
 
 
 def show_in_notebooks() -> None:
@@ -238,4 +233,5 @@ def history_figure(history: "History", workload: str) -> Figure | None:
 def write_history_plots(history: "History", out_dir: Path) -> list[Path]:
     """``history_<workload>.svg`` for every workload in the history; returns the files written."""
     figures = ((w, history_figure(history, w)) for w in dict.fromkeys(s.workload for s in history.series))
-    return [save(fig, Path(out_dir) / run_plot_name("history", w)) for w, fig in figures if fig is not None]
+    return [write_atomic(Path(out_dir) / run_plot_name("history", w), render_svg(fig))
+            for w, fig in figures if fig is not None]

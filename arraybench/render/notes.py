@@ -111,9 +111,6 @@ class NoteBook:
         by_kind = {n.kind: n for n in self.notes() if not n.everywhere}
         return sorted({by_kind[kind].number for kind in self._of_row.get(key, []) if kind in by_kind})
 
-    def __len__(self) -> int:
-        return len(self.notes())
-
 
 #: Said under a table whose notes give ranges.
 RANGES_LEGEND = "In a note for several rows, a–b is the range of a number over those rows"
@@ -269,11 +266,7 @@ def speedup_text(r: Record, base: Record | None, pairs: Pairs = Pairs()) -> str:
 def achieved_text(r: Record) -> str:
     """``"12.3 GFLOP/s · 1.2 GB/s"``, or ``"—"``."""
     flops, moved = achieved(r)
-    parts = []
-    if flops is not None:
-        parts.append(format_rate(flops, "FLOP/s"))
-    if moved is not None:
-        parts.append(format_rate(moved, "B/s"))
+    parts = [format_rate(v, unit) for v, unit in ((flops, "FLOP/s"), (moved, "B/s")) if v is not None]
     return " · ".join(parts) or "—"
 
 
@@ -302,18 +295,16 @@ def notebook(groups: dict[tuple[str, str], list[Record]], *, workload: bool = Tr
     return book
 
 
-def unavailable_configs(records: Iterable[Record]) -> dict[tuple[str, str, str], str]:
-    """Configurations skipped in every cell for one reason: unavailable here, said once."""
+def unavailable(records: Iterable[Record]) -> tuple[dict[str, list[str]], list[Record]]:
+    """The configurations skipped in every cell for one reason (unavailable here), by reason
+    (``no GPU: PyTorch GPU, JAX GPU`` said once), and the records of the others, which tables show."""
+    records = list(records)
     by_config: dict[tuple[str, str, str], list[Record]] = {}
     for r in records:
         by_config.setdefault((r.backend, r.device, r.environment), []).append(r)
-    return {config: recs[0].reason for config, recs in by_config.items()
+    gone = {config: recs[0].reason for config, recs in by_config.items()
             if all(r.status == "skipped" for r in recs) and len({r.reason for r in recs}) == 1}
-
-
-def not_run(unavailable: dict[tuple[str, str, str], str]) -> dict[str, list[str]]:
-    """The configurations unavailable here, by reason: ``no GPU: PyTorch GPU, JAX GPU`` said once."""
     out: dict[str, list[str]] = {}
-    for (backend, device, environment), reason in unavailable.items():
+    for (backend, device, environment), reason in gone.items():
         out.setdefault(reason, []).append(config_label(backend, device, environment=environment))
-    return out
+    return out, [r for r in records if (r.backend, r.device, r.environment) not in gone]

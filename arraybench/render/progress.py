@@ -6,6 +6,7 @@ what it starts, a line per cell, and a heartbeat while nothing else was said.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import sys
@@ -185,10 +186,8 @@ class ConsoleReporter(_Counting):
         """Print a line above the bar (or alone), flushed at once so that a log shows it as it happens."""
         self.progress.console.print(line, markup=markup, soft_wrap=self.plain)
         self.said_at = time.monotonic()
-        try:
+        with contextlib.suppress(OSError, ValueError):  # a closed or broken stream: the run goes on
             self.progress.console.file.flush()
-        except (OSError, ValueError):  # a closed or broken stream: the run goes on regardless
-            pass
 
     def stopping(self, signum: int) -> None:
         """A stop signal arrived (runs inside the signal handler: print, nothing more)."""
@@ -243,13 +242,8 @@ MIN_INTERVAL = 0.5
 
 def in_notebook() -> bool:
     """Whether this process is a Jupyter kernel (IPython is never imported for the question's sake)."""
-    if "IPython" not in sys.modules:
-        return False
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    shell = get_ipython()
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
     return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
 
 

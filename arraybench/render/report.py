@@ -17,13 +17,14 @@ from rich.console import Console
 from rich.markup import escape
 
 from .comparison import (DisplayedComparison, change_cells, one_process_line, series_rows, step_sentence, summary)
-from .files import remember, write_csv
+from .files import CSV_NAME, csv_text, remember
 from .findings import findings as compute_findings, self_check_lines
-from .html import results_table_html as table_html, write_html  # noqa: F401  (Results.table_html)
-from .notes import (CI_LEGEND, RANGES_LEGEND, ci_text, error_text, everywhere_mark, not_run, note_texts, notebook,
-                    speedup_text, unavailable_configs)
+from .terminal import widened
+from .html import REPORT_NAME, render_html, results_table_html as table_html  # noqa: F401  (Results.table_html)
+from .notes import (CI_LEGEND, RANGES_LEGEND, ci_text, error_text, everywhere_mark, note_texts, notebook,
+                    speedup_text, unavailable)
 from .tables import (FINDINGS_LINES, energy_absent, energy_measured, energy_why, format_energy, peak_sub, peak_text,
-                     print_findings, print_table, table_text)
+                     print_findings, results_table, table_text)
 from ..analysis.compare import Comparison, compare as compare_runs
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, size_text
 from ..analysis.memory import memory_changes
@@ -88,7 +89,8 @@ def show(results: Results, console: Console, *, errors: bool = False, with_findi
     """Print the table, the errors (with ``errors``) and the findings: a screenful, all with ``verbose``."""
     for line in self_check_lines(results):
         console.print(escape(line), style="bold red" if "unreliable" in line else None, soft_wrap=True)
-    print_table(results.records, console, Pairs(results.pairs))
+    wide = widened(console)  # the table fitted to the console's width
+    wide.print(results_table(results.records, width=wide.width, pairs=Pairs(results.pairs)))
     if errors:
         for e in results.errors:
             console.print(f"[red]not run:[/] {escape(e['error'])}", soft_wrap=True)
@@ -111,10 +113,11 @@ def write_report(results: Results, out_dir: str | Path, *, plots: bool = True,
         written += write_plots(results.records, out_dir, Pairs(results.pairs))
         if history is not None:
             written += write_history_plots(history, out_dir)
-    written.append(write_html(results, out_dir, plots=list(written), findings=found, history=history))
-    written.append(write_markdown(results, out_dir, findings=found))
-    written.append(write_csv(results, out_dir))
-    written.append(write_atomic(out_dir / FINDINGS_NAME, "".join(f"- {f}\n" for f in found)))
+    written += [write_atomic(out_dir / REPORT_NAME,
+                             render_html(results, plots=list(written), findings=found, history=history)),
+                write_atomic(out_dir / MARKDOWN_NAME, markdown_report(results, found)),
+                write_atomic(out_dir / CSV_NAME, csv_text(results)),
+                write_atomic(out_dir / FINDINGS_NAME, "".join(f"- {f}\n" for f in found))]
     # The plots' names, for --overwrite to remove before another run starts here (outdir).
     remember(out_dir, written)
     return written
@@ -171,20 +174,17 @@ _MARKDOWN = Environment(loader=PackageLoader("arraybench.render", "templates"), 
 _MARKDOWN.filters["md"] = md
 
 
-def markdown_report(results: Results, findings: Sequence[str] | None = None,
-                    title: str = "arraybench results") -> str:
+def markdown_report(results: Results, findings: Sequence[str] | None = None) -> str:
     """A heading, the environment line, findings, the table and its notes, as GitHub Markdown."""
     used = {r.backend for r in results.records}
-    return _markdown("results.md", title=title, findings=findings or [], complete=results.complete,
+    return _markdown("results.md", title="arraybench results", findings=findings or [], complete=results.complete,
                      environment=environment_line(results.environment, results.settings, used),
                      table="\n".join(markdown_table(results.records, Pairs(results.pairs))))
 
 
 def markdown_table(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[str]:
     """The table and its notes as lines of Markdown."""
-    records = list(records)
-    unavailable = unavailable_configs(records)
-    shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
+    not_run, shown = unavailable(records)
     groups = grouped(shown)
     book = notebook(groups)
     peak = any(r.peak_bytes is not None for r in shown)
@@ -208,13 +208,8 @@ def markdown_table(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[st
             rows.append(cells + [md(error_text(r)), r.status + (f" \\[{','.join(map(str, refs))}\\]" if refs else "")])
     return _markdown("table.md", rows=rows, peak=peak, energy=energy, legend=CI_LEGEND, ranges=RANGES_LEGEND,
                      ranged=book.ranged, notes=note_texts(book), everywhere=everywhere_mark(book).capitalize(),
-                     energy_absent=[] if energy else energy_absent(shown), not_run=not_run(unavailable),
+                     energy_absent=[] if energy else energy_absent(shown), not_run=not_run,
                      ).splitlines()
-
-
-def write_markdown(results: Results, out_dir: Path, findings: Sequence[str] | None = None) -> Path:
-    """Write ``out_dir/results.md``."""
-    return write_atomic(Path(out_dir) / MARKDOWN_NAME, markdown_report(results, findings))
 
 
 def history_markdown(history: "History", where: str, last: int) -> str:

@@ -18,9 +18,9 @@ from rich.table import Table
 from rich.text import Text
 
 from .notes import (CI_LEGEND, RANGES_LEGEND, NoteBook, case_lines, ci_text, error_text, everywhere_mark,
-                    not_run, note_texts, notebook, speedup_text, unavailable_configs)
+                    note_texts, notebook, speedup_text, unavailable)
 from .terminal import (Column, Row as TableRow, build_table, fitted_table, measure, console as safe_console,
-                       plain, widened)
+                       plain)
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, library_label, size_text
 from ..analysis.aggregate import Histogram, record_histogram
 from ..analysis.memory import FLOOR_BYTES, MemoryGap, allocator_reserve, times_output
@@ -120,8 +120,7 @@ def results_table(records: Iterable[Record], width: int | None = None, pairs: Pa
     column)."""
     records = list(records)
     roof = ceilings(records)
-    unavailable = unavailable_configs(records)
-    shown = [r for r in records if (r.backend, r.device, r.environment) not in unavailable]
+    not_run, shown = unavailable(records)
     groups = grouped(shown)
     book = notebook(groups)
     present = {"machine": any(r.machine for r in records),  # results of several machines
@@ -165,12 +164,11 @@ def results_table(records: Iterable[Record], width: int | None = None, pairs: Pa
                            style="dim"))
     if any(c.name == "95% CI" and c.name not in dropped for c in columns):
         footer.append(Text(CI_LEGEND + ".", style="dim"))
-    if len(book):
-        notes = notes_grid(book)
+    if book.notes():  # which sets book.ranged
         if book.ranged:
             footer.append(Text(RANGES_LEGEND + ".", style="dim"))
-        footer.append(notes)
-    for reason, labels in not_run(unavailable).items():
+        footer.append(notes_grid(book))
+    for reason, labels in not_run.items():
         footer.append(Text(f"not run: {', '.join(labels)}: {printable(reason)}", style="dim"))
     return Group(table, *footer)
 
@@ -194,12 +192,6 @@ def notes_grid(book: NoteBook) -> Group:
                 parts.append(Text(everywhere_mark(book).capitalize(), style="dim"))
             parts.append(grid)
     return Group(*parts)
-
-
-def print_table(records: Iterable[Record], console: Console | None = None, pairs: Pairs = Pairs()) -> None:
-    """Print the table, fitted to the console's width."""
-    console = widened(console or safe_console())
-    console.print(results_table(records, width=console.width, pairs=pairs))
 
 
 #: The most lines of findings a terminal gets; the rest are in findings.md and ``report --verbose``.

@@ -81,15 +81,13 @@ _TRAILING = re.compile(r" +\n")
 
 def safe_segment(segment: Segment) -> Segment:
     """``segment`` with control characters escaped and any hyperlink dropped (rich's control segments kept)."""
+    style = segment.style
     if segment.control:
         return segment
-    text, style = segment.text, segment.style
     if style is not None and style.link:
         style = style.update_link(None)
-    cleaned = printable(text)
-    if cleaned == text and style is segment.style:
-        return segment
-    return Segment(cleaned, style, segment.control)
+    cleaned = printable(segment.text)
+    return segment if cleaned == segment.text and style is segment.style else Segment(cleaned, style)
 
 
 def plain(text: object) -> Text:

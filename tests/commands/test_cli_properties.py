@@ -1,7 +1,7 @@
 """Property-based tests of the command line's front end: any argument list for ``arraybench run``
 either becomes a valid plan or a one-line ``UsageError``; never another exception.
 
-They drive the real parser and the real parse-and-check stage of ``run`` (``plan_from_args``,
+They drive the real parser and the real parse-and-check stage of ``run`` (``api.plan``,
 ``resume_state``), which is everything ``arraybench run`` does before it starts a worker.
 """
 
@@ -19,7 +19,8 @@ from arraybench.workloads import definition as sizes
 from arraybench.plan import validate
 from arraybench.plan import build_plan
 from arraybench.commands.main import parse
-from arraybench.commands.run import plan_from_args, resume_state
+from arraybench import api
+from arraybench.commands.run import options_from_args, resume_state
 from arraybench.errors import UsageError
 from arraybench.model.journal import JournalState
 from arraybench.workloads import BUILTIN, REGISTRY
@@ -95,7 +96,7 @@ def front_end(argv: list[str], tmp: Path):
     args = parse(["run", *argv])
     if args.resume:
         return resume_state(args)
-    return plan_from_args(args)
+    return api.plan(options_from_args(args))
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

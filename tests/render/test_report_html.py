@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
 
-from arraybench.render.html import inline_svg, render_html, write_html
+from arraybench.render.html import inline_svg, render_html
 from arraybench.render.plots import write_plots
 
 from ..synthetic import record, results, spread
@@ -142,8 +142,7 @@ def test_plots_are_inlined_with_ids_that_cannot_collide(tmp_path: Path):
     res = sample_results()
     plots = write_plots(res.records, tmp_path)
     assert len(plots) == 3  # matmul, sort, summary
-    path = write_html(res, tmp_path, plots=plots)
-    page = path.read_text()
+    page = render_html(res, plots=plots)
     assert page.count("<svg") == 3 and "<?xml" not in page and "<!DOCTYPE svg" not in page
     ids = re.findall(r'\bid="([^"]+)"', page)
     assert ids and len(ids) == len(set(ids))
