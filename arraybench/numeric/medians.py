@@ -1,5 +1,5 @@
 """Statistics over timing samples, the worker's and the parent's: the median and its
-distribution-free interval, the quantile, spread and clusters, and a cell's interval over its
+distribution-free interval, the spread and clusters, and a cell's interval over its
 processes. Standard library only: ``scipy.stats`` takes seconds to import (3.7 to 6.4 s on the
 shared 2-core machine), which every worker would pay before its first sample.
 
@@ -24,17 +24,6 @@ from typing import Sequence
 #: Above this many samples the binomial ranks come from the normal approximation: the exact sum
 #: would be slow, and the ranks it gives the same.
 EXACT_RANKS_UP_TO = 2000
-
-
-def quantile(values: Sequence[float], q: float) -> float:
-    """The q-quantile by linear interpolation between order statistics (NumPy's default method)."""
-    if not values:
-        raise ValueError("quantile of no values")
-    data = sorted(values)
-    pos = (len(data) - 1) * q
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(data) - 1)
-    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
 
 
 def median(values: Sequence[float]) -> float:
@@ -85,8 +74,12 @@ def relative_ci_halfwidth(values: Sequence[float], confidence: float = 0.95) -> 
 
 
 def iqr(values: Sequence[float]) -> float:
-    """The interquartile range: the spread of the middle half, insensitive to outliers."""
-    return quantile(values, 0.75) - quantile(values, 0.25)
+    """The interquartile range: the spread of the middle half, insensitive to outliers (quartiles
+    interpolated as NumPy's default method does)."""
+    if len(values) == 1:
+        return 0.0
+    low, _, high = statistics.quantiles(values, n=4, method="inclusive")
+    return high - low
 
 
 def coefficient_of_variation(values: Sequence[float]) -> float:
