@@ -283,15 +283,11 @@ def store_run(results: Results, store: StoreChoice = True, *, source: str = "",
         return None
     location = None if store is True else store
     where = f" (`arraybench store import {source}` adds it later)" if source else ""
-    try:
-        opened = open_store(location)
-    except Exception as exc:  # the run is measured and saved: the store must not undo that
-        _warn(f"the run was not stored: {_text(exc, location)}{where}")
-        return None
-    with opened:
+    with contextlib.ExitStack() as stack:
         try:
+            opened = stack.enter_context(open_store(location))
             added = opened.add(results, source=source)
-        except Exception as exc:
+        except Exception as exc:  # the run is measured and saved: the store must not undo that
             _warn(f"the run was not stored: {_text(exc, location)}{where}")
             return None
         if added.outcome == REFUSED:
