@@ -195,9 +195,7 @@ def definition_line(fn: Any) -> str:
 def array_parameters(fn: Any) -> list[inspect.Parameter] | None:
     """The positional parameters after ``xp``; None where the function takes ``*args``."""
     params = parameters(fn)
-    if params is None:
-        return None
-    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+    if params is None or any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
         return None
     # Settings (``tsteps=20``) are passed by keyword, never filled by ``inputs``.
     return [p for p in [p for p in params if p.kind in POSITIONAL][1:] if not is_setting_parameter(p)]
