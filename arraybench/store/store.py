@@ -159,8 +159,7 @@ class Store(contextlib.AbstractContextManager):
             for r in self.db.execute(
                     "SELECT run_id, started_at, complete, environment, settings, context FROM runs "
                     f"WHERE run_id IN ({', '.join('?' for _ in part)})", part):
-                info = self._run_info(r)
-                if info is not None:
+                if (info := self._run_info(r)) is not None:
                     runs[r[0]] = info
         return [e for e in entries if e.run_id in runs], runs
 
