@@ -37,9 +37,12 @@ def two_sided_z(confidence: float) -> float:
 
 
 @lru_cache(maxsize=4096)
-def _median_ci_ranks(n: int, confidence: float) -> tuple[int, int] | None:
+def _median_ci_ranks(n: int, confidence: float) -> tuple[int, int]:
     """0-based ranks (j, k) with P(X_(j) <= median <= X_(k)) >= confidence, from Binomial(n, 1/2):
     nothing assumed of the timing distribution's shape, usually skewed and often multimodal."""
+    if n > EXACT_RANKS_UP_TO:
+        half = two_sided_z(confidence) * math.sqrt(n) / 2
+        return max(0, int(math.floor(n / 2 - half)) - 1), min(n - 1, int(math.ceil(n / 2 + half)))
     alpha = 1.0 - confidence
     # Largest j with P(Bin(n, 1/2) < j) <= alpha / 2, counted from 1; exact integer arithmetic.
     cumulative = 0
@@ -47,7 +50,7 @@ def _median_ci_ranks(n: int, confidence: float) -> tuple[int, int] | None:
         cumulative += math.comb(n, j)
         if cumulative / 2**n > alpha / 2:
             break  # P(B <= j-1) <= alpha/2 < P(B <= j): the lower bound is X_(j), 1-based
-    return (j - 1, n - j) if j >= 1 else None
+    return (j - 1, n - j) if j >= 1 else (0, n - 1)
 
 
 def median_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
@@ -56,14 +59,8 @@ def median_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float,
     if not values:
         raise ValueError("confidence interval of no values")
     data = sorted(values)
-    n = len(data)
-    if n > EXACT_RANKS_UP_TO:
-        half = two_sided_z(confidence) * math.sqrt(n) / 2
-        lo = max(0, int(math.floor(n / 2 - half)) - 1)
-        hi = min(n - 1, int(math.ceil(n / 2 + half)))
-        return data[lo], data[hi]
-    ranks = _median_ci_ranks(n, confidence)
-    return (data[0], data[-1]) if ranks is None else (data[ranks[0]], data[ranks[1]])
+    lo, hi = _median_ci_ranks(len(data), confidence)
+    return data[lo], data[hi]
 
 
 def relative_ci_halfwidth(values: Sequence[float], confidence: float = 0.95) -> float:
