@@ -115,9 +115,7 @@ def _better(plain: Any, long: Any) -> Any:
             or long.shape != plain.shape):
         return plain
     narrowed = long.astype(plain.dtype)
-    if np.any(np.isfinite(plain) & ~np.isfinite(narrowed)):
-        return plain
-    return narrowed
+    return plain if np.any(np.isfinite(plain) & ~np.isfinite(narrowed)) else narrowed
 
 
 def reference_noise(wl: Workload, inputs: tuple[Any, ...], value: Any,
