@@ -214,10 +214,8 @@ def _feed(h: Any, value: Any, seen: set[int], depth: int) -> None:
             _feed(h, v, seen, depth - 1)
         h.update(b"]")
     elif isinstance(value, (set, frozenset)):  # iteration order varies with hash randomisation
-        h.update(b"set[")
-        for item in sorted(repr(v) for v in value if isinstance(v, (int, float, str, bytes))):
-            h.update(item.encode())
-        h.update(b"]")
+        items = sorted(repr(v) for v in value if isinstance(v, (int, float, str, bytes)))
+        h.update(f"set[{''.join(items)}]".encode())
     elif isinstance(value, dict):
         h.update(b"dict[")
         for k in sorted(value, key=repr):
