@@ -49,9 +49,7 @@ class SchemaError(ValueError):
     """A value that does not have the shape its dataclass declares; the message names the field."""
 
 
-@lru_cache(maxsize=None)
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+_hints = lru_cache(maxsize=None)(typing.get_type_hints)
 
 
 def from_json(cls: type[T], data: Any, *, where: str = "") -> T:
