@@ -43,6 +43,8 @@ T = TypeVar("T")
 MAX_SECONDS = 1e6
 #: The metadata of a field that holds seconds.
 SECONDS = {"min": 0, "max": MAX_SECONDS}
+#: The metadata of a field that holds a count, a share or a size: never below zero.
+NON_NEGATIVE = {"min": 0}
 
 
 class SchemaError(ValueError):
