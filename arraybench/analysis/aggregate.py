@@ -24,6 +24,7 @@ from ..model.record import Record, Summary, busy_reason
 from ..model.replicate import HEADLINE, LARGE_OUTPUT_BYTES, WORDS, Replicate
 from ..errors import option_name, spell
 from ..units import format_interval, format_seconds
+from .crossover import Point, outcome
 from .policy import EXPLAINED, explained
 
 def _count(v: float) -> str:
@@ -316,12 +317,9 @@ def allocator_states_differ(rec: Record | Summary) -> bool:
 
 def allocator_states_apart(rec: Record | Summary) -> bool:
     """Whether they differ and their 95% intervals do not overlap: a difference to state as one."""
-    if not allocator_states_differ(rec):
-        return False
-    assert rec.median_s and rec.other_median_s
-    own_low, own_high = rec.ci_low_s or rec.median_s, rec.ci_high_s or rec.median_s
-    other_low, other_high = rec.other_ci_low_s or rec.other_median_s, rec.other_ci_high_s or rec.other_median_s
-    return own_high < other_low if rec.other_median_s > rec.median_s else other_high < own_low
+    return allocator_states_differ(rec) and outcome(
+        Point(rec.size, rec.median_s or 0.0, rec.ci_low_s, rec.ci_high_s),
+        Point(rec.size, rec.other_median_s or 0.0, rec.other_ci_low_s, rec.other_ci_high_s)) != "level"
 
 
 def allocator_note(rec: Record | Summary) -> str:

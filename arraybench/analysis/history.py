@@ -259,11 +259,9 @@ def history(entries: Iterable[Entry], runs: Mapping[str, RunInfo], *,
     """Series from stored entries, with the steps called in them (see the module's docstring)."""
     entries = list(entries)
     series = build_series(entries, runs)
-    latest: dict[str, RunInfo] = {}
-    for e in entries:
-        run = runs.get(e.run_id)
-        if run is not None and (e.machine_id not in latest or _order(latest[e.machine_id]) < _order(run)):
-            latest[e.machine_id] = run
+    # Each machine's latest run: the last of its runs in time order.
+    latest = dict(sorted(((e.machine_id, runs[e.run_id]) for e in entries if e.run_id in runs),
+                         key=lambda machine_run: _order(machine_run[1])))
     consecutive = [(s, a, b) for s in series for a, b in pairwise([p for p in s.points if p.valid])]
     one_process = [Untested(s, a, b) for s, a, b in consecutive if a.processes < 2 or b.processes < 2]
     # step_p_value is None for those, and where an interval is missing.

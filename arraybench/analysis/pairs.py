@@ -190,9 +190,7 @@ def paired_ratio(a: Sequence[Replicate], b: Sequence[Replicate]) -> Ratio | None
 
 def pair(a: Record, b: Record) -> Pair | None:
     """The verdict of ``a`` against ``b`` (a's time over b's); None where they took no turns together."""
-    if case_key(a.cell) != case_key(b.cell):
-        return None
-    found = paired_ratio(a.replicates, b.replicates)
+    found = paired_ratio(a.replicates, b.replicates) if case_key(a.cell) == case_key(b.cell) else None
     return None if found is None else Pair(
         a=a.cell, b=b.cell, a_label=a.config_label, b_label=b.config_label, ratio=found.ratio,
         ci_low=found.low, ci_high=found.high, verdict=found.verdict, processes=found.processes,

@@ -68,13 +68,10 @@ def _jax_gpu_plugin() -> bool:
     with suppress(importlib.metadata.PackageNotFoundError):
         if any(k in importlib.metadata.version("jaxlib") for k in ("cuda", "rocm")):
             return True
-    for dist in importlib.metadata.distributions():
-        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
-        if name.startswith(("jax-cuda", "jax-rocm")) and name.endswith("plugin"):
-            return True
-        if name == "jax-metal":  # Apple's PJRT plugin (platform METAL)
-            return True
-    return False
+    names = ((d.metadata["Name"] or "").lower().replace("_", "-") for d in importlib.metadata.distributions())
+    # jax-metal: Apple's PJRT plugin (platform METAL).
+    return any(n.startswith(("jax-cuda", "jax-rocm")) and n.endswith("plugin") or n == "jax-metal"
+               for n in names)
 
 
 SPECS: dict[str, BackendSpec] = {s.name: s for s in (

@@ -100,35 +100,32 @@ def total_memory(ordinal: int, driver: Driver | None = None) -> int | None:
 # for reasons that have nothing to do with the code measured, so a worker snapshots its GPU around
 # each cell and asks after every sample whether it is throttling.
 
-#: NVML clock event reasons that slow a busy GPU down. Left out: GpuIdle (0x1),
-#: ApplicationsClocksSetting (0x2), SyncBoost (0x10) and DisplayClockSetting (0x100) say why clocks
-#: are where they are, not that work is slowed. 0x200 and 0x400 are in nvidia-ml-py 13.615's
-#: ``nvmlClocksThrottleReasonAll``, though its ``nvmlClocksEventReason*`` set stops at 0x100.
-THROTTLE_REASONS: dict[int, str] = {
-    0x4: "SW power cap",
-    0x8: "HW slowdown",
-    0x20: "SW thermal slowdown",
-    0x40: "HW thermal slowdown",
-    0x80: "HW power brake",
-    0x200: "board limit",
-    0x400: "reliability",
+#: NVML clock event reasons that slow a busy GPU down, each with how the bindings name its bit
+#: (``nvmlClocksEventReason<this>``, or in older bindings ``nvmlClocksThrottleReason<this>``). Left
+#: out: GpuIdle (0x1), ApplicationsClocksSetting (0x2), SyncBoost (0x10) and DisplayClockSetting
+#: (0x100) say why clocks are where they are, not that work is slowed. 0x200 and 0x400 are in
+#: nvidia-ml-py 13.615's ``nvmlClocksThrottleReasonAll``, though its ``nvmlClocksEventReason*`` set
+#: stops at 0x100.
+THROTTLE_REASONS: dict[int, tuple[str, str]] = {
+    0x4: ("SW power cap", "SwPowerCap"),
+    0x8: ("HW slowdown", "HwSlowdown"),
+    0x20: ("SW thermal slowdown", "SwThermalSlowdown"),
+    0x40: ("HW thermal slowdown", "HwThermalSlowdown"),
+    0x80: ("HW power brake", "HwPowerBrakeSlowdown"),
+    0x200: ("board limit", "BoardLimit"),
+    0x400: ("reliability", "Reliability"),
 }
 
 INSTALL_HINT = "pip install 'arraybench[nvml]'"
 
-#: How the bindings name THROTTLE_REASONS' bits: ``nvmlClocksEventReason<this>``, or in older
-#: bindings ``nvmlClocksThrottleReason<this>``.
-_CONSTANTS = {0x4: "SwPowerCap", 0x8: "HwSlowdown", 0x20: "SwThermalSlowdown", 0x40: "HwThermalSlowdown",
-              0x80: "HwPowerBrakeSlowdown", 0x200: "BoardLimit", 0x400: "Reliability"}
-
 
 def throttle_reasons(nvml: Any = None) -> dict[int, str]:
     """Bit -> reason: the bindings' own constants where ``nvml`` (pynvml) defines them, else ours."""
-    if nvml is None:
-        return THROTTLE_REASONS
-    names = {bit: (f"nvmlClocksEventReason{c}", f"nvmlClocksThrottleReason{c}") for bit, c in _CONSTANTS.items()}
-    return {next((getattr(nvml, c) for c in names[bit] if isinstance(getattr(nvml, c, None), int)), bit): name
-            for bit, name in THROTTLE_REASONS.items()}
+    def bit(ours: int, name: str) -> int:
+        found = (getattr(nvml, f"nvmlClocks{kind}Reason{name}", None) for kind in ("Event", "Throttle"))
+        return next((b for b in found if isinstance(b, int)), ours)
+
+    return {bit(ours, name): words for ours, (words, name) in THROTTLE_REASONS.items()}
 
 
 class GpuMonitor:

@@ -251,15 +251,15 @@ class JaxBackend(Backend):
 def xla_cpu_target() -> dict[str, Any]:
     """What XLA compiles CPU code for: the ``--xla_cpu_max_isa`` cap, and the target triple, CPU and
     vector width from the LLVM IR of one tiny compiled function."""
+    import contextlib
     import re
-    import shutil
     import tempfile
 
     out: dict[str, Any] = {}
     cap = re.search(r"--xla_cpu_max_isa=(\S+)", os.environ.get("XLA_FLAGS", ""))
     out["xla_cpu_max_isa"] = cap.group(1) if cap else "none (the host CPU's features)"
-    folder = tempfile.mkdtemp(prefix="xla-dump-for-arraybench-")
-    try:
+    with tempfile.TemporaryDirectory(prefix="xla-dump-for-arraybench-", ignore_cleanup_errors=True) as folder, \
+            contextlib.suppress(Exception):  # a target it cannot tell is left unsaid
         x = jnp.ones(64, dtype=jnp.float32)
         jax.jit(lambda v: v * 2.0 + 1.0).lower(x).compile(compiler_options={"xla_dump_to": folder})
         dumps = sorted(Path(folder).glob("*ir-with-opt.ll"))
@@ -272,8 +272,4 @@ def xla_cpu_target() -> dict[str, Any]:
                  f"{width.group(1)}-bit vectors" if width else None]
         if any(parts):
             out["xla_cpu_target"] = ", ".join(p for p in parts if p)
-    except Exception:
-        pass
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
     return out

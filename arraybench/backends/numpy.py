@@ -78,10 +78,6 @@ def numpy_build_linalg() -> dict[str, str]:
         deps = np.show_config(mode="dicts")["Build Dependencies"]  # NumPy >= 1.25
     except Exception:  # older NumPy prints instead of returning; never fail a worker over it
         return {}
-    out = {}
-    for key, name in (("blas", "blas_build"), ("lapack", "lapack")):
-        dep = deps.get(key) or {}
-        text = " ".join(str(dep[k]) for k in ("name", "version") if dep.get(k))
-        if text:
-            out[name] = text
-    return out
+    texts = {name: " ".join(str(dep[k]) for k in ("name", "version") if dep.get(k))
+             for key, name in (("blas", "blas_build"), ("lapack", "lapack")) for dep in [deps.get(key) or {}]}
+    return {name: text for name, text in texts.items() if text}

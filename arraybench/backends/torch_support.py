@@ -64,11 +64,8 @@ def torch_build_linalg(config: str) -> dict[str, str]:
     """BLAS and LAPACK from ``torch.__config__.show()`` (``BLAS_INFO=mkl, ..., LAPACK_INFO=mkl``),
     and the MKL or OpenBLAS release line as ``torch_blas_detail``. torch links its BLAS statically,
     out of threadpoolctl's sight: the build configuration is the only witness."""
-    out: dict[str, str] = {}
-    for key, name in (("BLAS_INFO", "torch_blas"), ("LAPACK_INFO", "torch_lapack")):
-        m = re.search(rf"\b{key}=([^,\s]+)", config)
-        if m:
-            out[name] = m.group(1)
+    out = {name: m.group(1) for key, name in (("BLAS_INFO", "torch_blas"), ("LAPACK_INFO", "torch_lapack"))
+           if (m := re.search(rf"\b{key}=([^,\s]+)", config))}
     for line in config.splitlines():
         text = line.strip().lstrip("- ").strip()
         if "Math Kernel Library" in text or text.lower().startswith("openblas"):

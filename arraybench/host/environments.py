@@ -217,8 +217,7 @@ def import_dir() -> str:
 def worker_env(environment: Environment, env: dict[str, str]) -> dict[str, str]:
     """A worker's variables in ``environment``: the variant's over ``threads.worker_env``'s (it is the knob
     measured), and for another interpreter this arraybench first on its path."""
-    out = dict(env)
-    out.update(environment.variables)
+    out = {**env, **environment.variables}
     if environment.python is not None:
         out["PYTHONPATH"] = os.pathsep.join(filter(None, (import_dir(), env.get("PYTHONPATH", ""))))
     return out

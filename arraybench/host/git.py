@@ -36,17 +36,16 @@ def command(cwd: Path, *args: str) -> tuple[list[str], dict[str, str]]:
     (``NEUTRAL``, and every filter driver its configuration defines emptied)."""
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0",  # never lock (or rewrite) the index
            "GIT_NO_LAZY_FETCH": "1", "GIT_TERMINAL_PROMPT": "0"}
-    filters: list[str] = []
     try:  # reading configuration runs nothing; git config lists what includes bring in too
         found = subprocess.run(["git", *NEUTRAL, "config", "--null", "--name-only", "--get-regexp", r"^filter\."],
                                cwd=cwd, capture_output=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL, env=env)
         keys = found.stdout.decode("utf-8", "surrogateescape").split("\0")
     except (OSError, subprocess.SubprocessError, ValueError):
         keys = []
-    for name in sorted({k[len("filter."):k.rindex(".")] for k in keys if k.count(".") >= 2}):
-        for var in ("clean", "smudge", "process"):
-            filters += ["-c", f"filter.{name}.{var}="]  # empty: no command
-        filters += ["-c", f"filter.{name}.required=false"]
+    names = sorted({k[len("filter."):k.rindex(".")] for k in keys if k.count(".") >= 2})
+    # An empty command is none.
+    filters = [arg for name in names for setting in ("clean=", "smudge=", "process=", "required=false")
+               for arg in ("-c", f"filter.{name}.{setting}")]
     return ["git", *NEUTRAL, *filters, *args], env
 
 

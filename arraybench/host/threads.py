@@ -61,7 +61,6 @@ def recorded(environ: Mapping[str, str]) -> dict[str, str]:
             if k in NAMES or any(k.startswith(p) for p in PREFIXES)}
 
 
-
 def available_cpus() -> list[int]:
     """The CPUs this process may run on."""
     try:

@@ -22,7 +22,7 @@ from .replicate import Replicate
 from .options import RunOptions
 from .cell import Cell, Config
 from .schema import NotPlainJson, SchemaError, check_environment, dumps, loads, read_regular
-from ..files import new_beside, private
+from ..files import kind, new_beside, private
 from ..workloads import trust
 
 if TYPE_CHECKING:
@@ -195,14 +195,9 @@ def check_present(out_dir: Path) -> None:
                            "output folder?)") from None
     except OSError as exc:
         raise JournalError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    if stat.S_ISLNK(mode):
-        raise JournalError(f"{path}: is a symbolic link; arraybench reads and appends to a "
-                           "journal only inside its output folder")
-    if stat.S_ISDIR(mode):
-        raise JournalError(f"{path}: is a folder, not a journal")
     if not stat.S_ISREG(mode):
-        raise JournalError(f"{path}: is not a regular file (a named pipe or a device), "
-                           "not a journal")
+        raise JournalError(f"{path}: is {kind(mode)}" + ("; arraybench reads and appends to a journal "
+                           "only inside its output folder" if stat.S_ISLNK(mode) else ", not a journal"))
 
 
 def read(out_dir: Path) -> JournalState:

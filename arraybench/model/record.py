@@ -21,8 +21,6 @@ from .cell import Cell, Dtype, Mode, config_label
 from .replicate import SCALARS as USAGE_SCALARS, Replicate, StateSamples, Status, Usage, combine
 from ..workloads.params import ParamValue, text as params_text
 
-_NON_NEGATIVE = {"min": 0}
-
 
 class Figures:
     """What a record and a summary are read by: the cell, its names, its row and its JSON."""
@@ -95,29 +93,29 @@ class Summary(Figures):
     median_s: float | None = field(default=None, metadata=schema.SECONDS)
     iqr_s: float | None = field(default=None, metadata=schema.SECONDS)
     min_s: float | None = field(default=None, metadata=schema.SECONDS)
-    n_samples: int = field(default=0, metadata=_NON_NEGATIVE)
+    n_samples: int = field(default=0, metadata=schema.NON_NEGATIVE)
     first_call_s: float | None = field(default=None, metadata=schema.SECONDS)
-    max_rel_error: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    max_rel_error: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
     # -- beyond the core contract --
     transfer: bool = False
-    tolerance: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    tolerance: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
     method: str = ""  # how the library computed it: eager, jax.jit, autodiff (jax.grad)...
     gradient: Gradient | None = None
     ci_low_s: float | None = field(default=None, metadata=schema.SECONDS)
     ci_high_s: float | None = field(default=None, metadata=schema.SECONDS)
-    cv: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    cv: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
     warnings: list[str] = field(default_factory=list)
-    n_replicates: int = field(default=0, metadata=_NON_NEGATIVE)
+    n_replicates: int = field(default=0, metadata=schema.NON_NEGATIVE)
     replicate_medians_s: list[float] = field(default_factory=list, metadata=schema.SECONDS)
     #: (max - min) of the replicates' medians over the median.
-    replicate_spread: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    replicate_spread: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
     number: int | None = field(default=None, metadata={"min": 1})  # calls per sample
     device_median_s: float | None = field(default=None, metadata=schema.SECONDS)
     timer: str = ""
-    flops: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    bytes: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    flops: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
+    bytes: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
     compile_s: float | None = field(default=None, metadata=schema.SECONDS)
-    output_errors: list[float | None] = field(default_factory=list, metadata=_NON_NEGATIVE)
+    output_errors: list[float | None] = field(default_factory=list, metadata=schema.NON_NEGATIVE)
     output_names: list[str] = field(default_factory=list)
     reduced_precision: str = ""  # "tf32" where float32 matmuls ran in it
     #: GPU clocks, temperature, power and throttling around the cell, or ``{"unavailable": why}``.
@@ -140,14 +138,14 @@ class Summary(Figures):
     other_median_s: float | None = field(default=None, metadata=schema.SECONDS)
     other_ci_low_s: float | None = field(default=None, metadata=schema.SECONDS)
     other_ci_high_s: float | None = field(default=None, metadata=schema.SECONDS)
-    other_n_replicates: int = field(default=0, metadata=_NON_NEGATIVE)
-    other_faults_per_call: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    other_n_replicates: int = field(default=0, metadata=schema.NON_NEGATIVE)
+    other_faults_per_call: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
     #: Bytes one call added at its highest, and the bytes of its result; ``peak_note`` says how
     #: or why not measured. Joules per call, and ``energy_note`` likewise.
-    peak_bytes: int | None = field(default=None, metadata=_NON_NEGATIVE)
+    peak_bytes: int | None = field(default=None, metadata=schema.NON_NEGATIVE)
     peak_note: str = ""
-    output_bytes: int | None = field(default=None, metadata=_NON_NEGATIVE)
-    energy_j: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    output_bytes: int | None = field(default=None, metadata=schema.NON_NEGATIVE)
+    energy_j: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
     energy_note: str = ""
 
     def summary(self) -> "Summary":

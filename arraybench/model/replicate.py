@@ -44,8 +44,6 @@ class TimerSettings:
             raise ValueError(f"unknown timer mode {self.mode!r}; expected one of {', '.join(TIMER_MODES)}")
 
 
-_NON_NEGATIVE = {"min": 0}
-
 #: Totals that add up across windows and across processes.
 _SUMMED = ("calls", "wall_s", "user_s", "system_s", "minor_faults", "major_faults",
            "voluntary_switches", "involuntary_switches", "machine_busy_s", "steal_s",
@@ -58,51 +56,51 @@ class Usage:
     """Totals counted around a cell's samples (never inside the timed loop), the rest of the
     machine's load meanwhile, and per-call rates derived from them."""
 
-    calls: int = field(default=0, metadata=_NON_NEGATIVE)
-    wall_s: float = field(default=0.0, metadata=_NON_NEGATIVE)
-    user_s: float = field(default=0.0, metadata=_NON_NEGATIVE)
-    system_s: float = field(default=0.0, metadata=_NON_NEGATIVE)
-    minor_faults: int = field(default=0, metadata=_NON_NEGATIVE)
-    major_faults: int = field(default=0, metadata=_NON_NEGATIVE)
-    voluntary_switches: int = field(default=0, metadata=_NON_NEGATIVE)
-    involuntary_switches: int = field(default=0, metadata=_NON_NEGATIVE)
+    calls: int = field(default=0, metadata=schema.NON_NEGATIVE)
+    wall_s: float = field(default=0.0, metadata=schema.NON_NEGATIVE)
+    user_s: float = field(default=0.0, metadata=schema.NON_NEGATIVE)
+    system_s: float = field(default=0.0, metadata=schema.NON_NEGATIVE)
+    minor_faults: int = field(default=0, metadata=schema.NON_NEGATIVE)
+    major_faults: int = field(default=0, metadata=schema.NON_NEGATIVE)
+    voluntary_switches: int = field(default=0, metadata=schema.NON_NEGATIVE)
+    involuntary_switches: int = field(default=0, metadata=schema.NON_NEGATIVE)
     #: The largest rise of resident memory within one sample, above its level when the sample began.
-    peak_growth_bytes: int | None = field(default=None, metadata=_NON_NEGATIVE)
+    peak_growth_bytes: int | None = field(default=None, metadata=schema.NON_NEGATIVE)
     #: The whole machine (/proc/stat): CPU seconds busy (this process too), stolen, and available.
-    machine_busy_s: float = field(default=0.0, metadata=_NON_NEGATIVE)
-    steal_s: float = field(default=0.0, metadata=_NON_NEGATIVE)
-    machine_total_s: float = field(default=0.0, metadata=_NON_NEGATIVE)
+    machine_busy_s: float = field(default=0.0, metadata=schema.NON_NEGATIVE)
+    steal_s: float = field(default=0.0, metadata=schema.NON_NEGATIVE)
+    machine_total_s: float = field(default=0.0, metadata=schema.NON_NEGATIVE)
     machine_cpus: int | None = field(default=None, metadata={"min": 1})
     #: 1-minute load averages read at the end of each window, summed, and how many.
-    load_sum: float = field(default=0.0, metadata=_NON_NEGATIVE)
-    load_readings: int = field(default=0, metadata=_NON_NEGATIVE)
+    load_sum: float = field(default=0.0, metadata=schema.NON_NEGATIVE)
+    load_readings: int = field(default=0, metadata=schema.NON_NEGATIVE)
     #: Hardware counts (user space, every thread), None where not counted, and why not.
-    instructions: int | None = field(default=None, metadata=_NON_NEGATIVE)
-    cycles: int | None = field(default=None, metadata=_NON_NEGATIVE)
-    cache_references: int | None = field(default=None, metadata=_NON_NEGATIVE)
-    cache_misses: int | None = field(default=None, metadata=_NON_NEGATIVE)
+    instructions: int | None = field(default=None, metadata=schema.NON_NEGATIVE)
+    cycles: int | None = field(default=None, metadata=schema.NON_NEGATIVE)
+    cache_references: int | None = field(default=None, metadata=schema.NON_NEGATIVE)
+    cache_misses: int | None = field(default=None, metadata=schema.NON_NEGATIVE)
     hardware_absent: str = ""
 
     # -- derived (``derive``) --
-    cores: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    kernel_share: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    minor_faults_per_call: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    major_faults_per_call: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    voluntary_switches_per_call: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    involuntary_switches_per_call: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    instructions_per_call: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    cycles_per_call: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    ipc: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    cache_misses_per_call: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    others_cores: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    steal_share: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    load_average: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    cores: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
+    kernel_share: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
+    minor_faults_per_call: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
+    major_faults_per_call: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
+    voluntary_switches_per_call: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
+    involuntary_switches_per_call: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
+    instructions_per_call: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
+    cycles_per_call: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
+    ipc: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
+    cache_misses_per_call: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
+    others_cores: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
+    steal_share: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
+    load_average: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
 
     # -- per sample, aligned with the replicate's *last* samples: they tell a bimodal cell's modes apart --
-    sample_minor_faults: list[float] = field(default_factory=list, metadata=_NON_NEGATIVE)
-    sample_cores: list[float] = field(default_factory=list, metadata=_NON_NEGATIVE)
-    sample_kernel_share: list[float] = field(default_factory=list, metadata=_NON_NEGATIVE)
-    sample_others_cores: list[float] = field(default_factory=list, metadata=_NON_NEGATIVE)
+    sample_minor_faults: list[float] = field(default_factory=list, metadata=schema.NON_NEGATIVE)
+    sample_cores: list[float] = field(default_factory=list, metadata=schema.NON_NEGATIVE)
+    sample_kernel_share: list[float] = field(default_factory=list, metadata=schema.NON_NEGATIVE)
+    sample_others_cores: list[float] = field(default_factory=list, metadata=schema.NON_NEGATIVE)
 
     def derive(self) -> "Usage":
         """This usage with its rates computed from its totals (returns self)."""
@@ -229,16 +227,16 @@ class Replicate:
     device_samples_s: list[float] | None = field(default=None, metadata=schema.SECONDS)
     number: int | None = field(default=None, metadata={"min": 1})
     first_call_s: float | None = field(default=None, metadata=schema.SECONDS)
-    warmup_calls: int | None = field(default=None, metadata=_NON_NEGATIVE)
+    warmup_calls: int | None = field(default=None, metadata=schema.NON_NEGATIVE)
     #: Why sampling ended: "converged", "budget", "max_samples", "stopped", "error".
     stop_reason: str = ""
     elapsed_s: float | None = field(default=None, metadata=schema.SECONDS)
-    max_rel_error: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    tolerance: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    max_rel_error: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
+    tolerance: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
     #: The work of one call, from the workload's model.
-    flops: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    bytes: float | None = field(default=None, metadata=_NON_NEGATIVE)
-    output_errors: list[float | None] = field(default_factory=list, metadata=_NON_NEGATIVE)
+    flops: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
+    bytes: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
+    output_errors: list[float | None] = field(default_factory=list, metadata=schema.NON_NEGATIVE)
     output_names: list[str] = field(default_factory=list)
     reduced_precision: str = ""  # "tf32" where float32 matmuls ran in it
     #: The GPU's clocks, temperature, power and throttling around the cell, or ``{"unavailable": why}``.
@@ -253,13 +251,13 @@ class Replicate:
     #: state's samples where outputs are ``LARGE_OUTPUT_BYTES`` or more.
     allocator: str = ""
     other_allocator: StateSamples | None = None
-    output_bytes: int | None = field(default=None, metadata=_NON_NEGATIVE)
+    output_bytes: int | None = field(default=None, metadata=schema.NON_NEGATIVE)
 
     # -- what a call costs besides time (``worker/footprint``), measured after sampling: bytes
     # one call added at its highest, joules per call; the notes say how, or why not --
-    peak_bytes: int | None = field(default=None, metadata=_NON_NEGATIVE)
+    peak_bytes: int | None = field(default=None, metadata=schema.NON_NEGATIVE)
     peak_note: str = ""
-    energy_j: float | None = field(default=None, metadata=_NON_NEGATIVE)
+    energy_j: float | None = field(default=None, metadata=schema.NON_NEGATIVE)
     energy_note: str = ""
 
     @classmethod

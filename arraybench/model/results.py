@@ -27,8 +27,8 @@ from ..files import write_atomic
 from . import schema
 from .cell import Cell, case_key
 from .record import COLUMNS, Record, Summary
-from .schema import (MAX_DEPTH, NotPlainJson, NotRegularFile, SchemaError, check_environment, dumps,
-                     loads, read_regular, to_json, too_deep)
+from .schema import (NotPlainJson, NotRegularFile, SchemaError, check_environment, dumps, loads,
+                     read_regular, to_json)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -289,7 +289,8 @@ def load(path: str | os.PathLike[str]) -> Results:
 
 
 def from_dict(data: Any, origin: str = "results") -> Results:
-    """Validate parsed JSON as arraybench results (this version's, or version 1's)."""
+    """Validate JSON parsed by ``schema.loads`` (plain, bounded) as arraybench results (this
+    version's, or version 1's)."""
     if not isinstance(data, dict):
         raise ResultsError(f"{origin}: not an arraybench results file (top level is not an object)")
     if data.get("tool") != TOOL:
@@ -306,9 +307,6 @@ def from_dict(data: Any, origin: str = "results") -> Results:
     settings = data.get("settings", {})
     if not isinstance(env, dict) or not isinstance(settings, dict):
         raise ResultsError(f"{origin}: 'environment' and 'settings' must be objects")
-    if too_deep(data):
-        raise ResultsError(f"{origin}: not an arraybench results file (nested too deeply: more than "
-                           f"{MAX_DEPTH} levels)")
     try:
         check_environment(env)
         parsed: list[Record | Summary] = []

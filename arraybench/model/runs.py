@@ -90,20 +90,15 @@ _ATTRIBUTES = {"os": "kernel", "memory_gib": "memory (GiB)", "cpu_isa": "CPU fea
 
 def fingerprint_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """(what, before, after) for the facts of one machine that changed between two runs."""
-    def drivers(fp: Mapping[str, Any]) -> str:
-        gpus = fp.get("gpus") or []
-        return ", ".join(sorted({str(g.get("driver")) for g in gpus if isinstance(g, Mapping)}))
+    def value(fp: Mapping[str, Any], key: str) -> Any:
+        if key == "gpu_drivers":
+            gpus = fp.get("gpus") or []
+            return ", ".join(sorted({str(g.get("driver")) for g in gpus if isinstance(g, Mapping)}))
+        found = fp.get(key)
+        return " ".join(map(str, found)) if isinstance(found, list) else found
 
-    out = []
-    for key, words in _ATTRIBUTES.items():
-        a = drivers(before) if key == "gpu_drivers" else before.get(key)
-        b = drivers(after) if key == "gpu_drivers" else after.get(key)
-        if a is None or b is None or a == b:
-            continue
-        if isinstance(a, list) or isinstance(b, list):
-            a, b = " ".join(map(str, a or [])), " ".join(map(str, b or []))
-        out.append((words, str(a), str(b)))
-    return out
+    seen = [(words, value(before, key), value(after, key)) for key, words in _ATTRIBUTES.items()]
+    return [(words, str(a), str(b)) for words, a, b in seen if a is not None and b is not None and a != b]
 
 
 def cross_machine_pairs(base: Results, new: Results) -> list[tuple[str, str]]:

@@ -43,15 +43,15 @@ T = TypeVar("T")
 MAX_SECONDS = 1e6
 #: The metadata of a field that holds seconds.
 SECONDS = {"min": 0, "max": MAX_SECONDS}
+#: The metadata of a field that holds a count, a share or a size: never below zero.
+NON_NEGATIVE = {"min": 0}
 
 
 class SchemaError(ValueError):
     """A value that does not have the shape its dataclass declares; the message names the field."""
 
 
-@lru_cache(maxsize=None)
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+_hints = lru_cache(maxsize=None)(typing.get_type_hints)
 
 
 def from_json(cls: type[T], data: Any, *, where: str = "") -> T:

@@ -1,5 +1,5 @@
 """Statistics over timing samples, the worker's and the parent's: the median and its
-distribution-free interval, the quantile, spread and clusters, and a cell's interval over its
+distribution-free interval, the spread and clusters, and a cell's interval over its
 processes. Standard library only: ``scipy.stats`` takes seconds to import (3.7 to 6.4 s on the
 shared 2-core machine), which every worker would pay before its first sample.
 
@@ -26,17 +26,6 @@ from typing import Sequence
 EXACT_RANKS_UP_TO = 2000
 
 
-def quantile(values: Sequence[float], q: float) -> float:
-    """The q-quantile by linear interpolation between order statistics (NumPy's default method)."""
-    if not values:
-        raise ValueError("quantile of no values")
-    data = sorted(values)
-    pos = (len(data) - 1) * q
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(data) - 1)
-    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
-
-
 def median(values: Sequence[float]) -> float:
     """The median of the values (``statistics.StatisticsError``, a ``ValueError``, for none)."""
     return statistics.median(values)
@@ -48,9 +37,12 @@ def two_sided_z(confidence: float) -> float:
 
 
 @lru_cache(maxsize=4096)
-def _median_ci_ranks(n: int, confidence: float) -> tuple[int, int] | None:
+def _median_ci_ranks(n: int, confidence: float) -> tuple[int, int]:
     """0-based ranks (j, k) with P(X_(j) <= median <= X_(k)) >= confidence, from Binomial(n, 1/2):
     nothing assumed of the timing distribution's shape, usually skewed and often multimodal."""
+    if n > EXACT_RANKS_UP_TO:
+        half = two_sided_z(confidence) * math.sqrt(n) / 2
+        return max(0, int(math.floor(n / 2 - half)) - 1), min(n - 1, int(math.ceil(n / 2 + half)))
     alpha = 1.0 - confidence
     # Largest j with P(Bin(n, 1/2) < j) <= alpha / 2, counted from 1; exact integer arithmetic.
     cumulative = 0
@@ -58,7 +50,7 @@ def _median_ci_ranks(n: int, confidence: float) -> tuple[int, int] | None:
         cumulative += math.comb(n, j)
         if cumulative / 2**n > alpha / 2:
             break  # P(B <= j-1) <= alpha/2 < P(B <= j): the lower bound is X_(j), 1-based
-    return (j - 1, n - j) if j >= 1 else None
+    return (j - 1, n - j) if j >= 1 else (0, n - 1)
 
 
 def median_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
@@ -67,14 +59,8 @@ def median_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float,
     if not values:
         raise ValueError("confidence interval of no values")
     data = sorted(values)
-    n = len(data)
-    if n > EXACT_RANKS_UP_TO:
-        half = two_sided_z(confidence) * math.sqrt(n) / 2
-        lo = max(0, int(math.floor(n / 2 - half)) - 1)
-        hi = min(n - 1, int(math.ceil(n / 2 + half)))
-        return data[lo], data[hi]
-    ranks = _median_ci_ranks(n, confidence)
-    return (data[0], data[-1]) if ranks is None else (data[ranks[0]], data[ranks[1]])
+    lo, hi = _median_ci_ranks(len(data), confidence)
+    return data[lo], data[hi]
 
 
 def relative_ci_halfwidth(values: Sequence[float], confidence: float = 0.95) -> float:
@@ -85,8 +71,12 @@ def relative_ci_halfwidth(values: Sequence[float], confidence: float = 0.95) -> 
 
 
 def iqr(values: Sequence[float]) -> float:
-    """The interquartile range: the spread of the middle half, insensitive to outliers."""
-    return quantile(values, 0.75) - quantile(values, 0.25)
+    """The interquartile range: the spread of the middle half, insensitive to outliers (quartiles
+    interpolated as NumPy's default method does)."""
+    if len(values) == 1:
+        return 0.0
+    low, _, high = statistics.quantiles(values, n=4, method="inclusive")
+    return high - low
 
 
 def coefficient_of_variation(values: Sequence[float]) -> float:

@@ -159,8 +159,7 @@ class Store(contextlib.AbstractContextManager):
             for r in self.db.execute(
                     "SELECT run_id, started_at, complete, environment, settings, context FROM runs "
                     f"WHERE run_id IN ({', '.join('?' for _ in part)})", part):
-                info = self._run_info(r)
-                if info is not None:
+                if (info := self._run_info(r)) is not None:
                     runs[r[0]] = info
         return [e for e in entries if e.run_id in runs], runs
 
@@ -283,15 +282,11 @@ def store_run(results: Results, store: StoreChoice = True, *, source: str = "",
         return None
     location = None if store is True else store
     where = f" (`arraybench store import {source}` adds it later)" if source else ""
-    try:
-        opened = open_store(location)
-    except Exception as exc:  # the run is measured and saved: the store must not undo that
-        _warn(f"the run was not stored: {_text(exc, location)}{where}")
-        return None
-    with opened:
+    with contextlib.ExitStack() as stack:
         try:
+            opened = stack.enter_context(open_store(location))
             added = opened.add(results, source=source)
-        except Exception as exc:
+        except Exception as exc:  # the run is measured and saved: the store must not undo that
             _warn(f"the run was not stored: {_text(exc, location)}{where}")
             return None
         if added.outcome == REFUSED:

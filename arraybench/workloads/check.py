@@ -8,12 +8,13 @@ by more than 8 ulp wherever it reduces, and a fixed bound would call it wrong.
 
 from __future__ import annotations
 
-import inspect
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+
+from .params import POSITIONAL, parameters
 
 #: Machine epsilon of the reduced precisions a GPU may run float32 matmuls in (``--allow-tf32``).
 REDUCED_PRECISION_EPS: dict[str, float] = {"tf32": 2.0**-10, "bf16": 2.0**-7}
@@ -211,12 +212,8 @@ class Check:
 
 
 def _takes_two(fn: Callable[..., float]) -> bool:
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+    params = parameters(fn) or []
+    return sum(p.kind in POSITIONAL for p in params) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
 
 
 def _positive(name: str, value: Any) -> float:

@@ -244,14 +244,8 @@ def parse_sizes(text: str | int | Sequence[Any]) -> list[str]:
     number, or a list of these, as the API takes them."""
     if not isinstance(text, str):
         text = ",".join(str(s) for s in ([text] if isinstance(text, (int, np.integer)) else text))
-    out: list[str] = []
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
-        if ":" in part:
-            out.extend(str(n) for n in geometric_range(part))
-        else:
-            out.append(part)
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    out = [s for part in parts for s in (map(str, geometric_range(part)) if ":" in part else [part])]
     if not out:
         raise UsageError(f"--sizes {text!r} names no size; use e.g. small,large or 100,1000 or 16:4096")
     return out

@@ -44,9 +44,10 @@ def plain(value: Any) -> Any:
     return value.item() if is_numpy_setting(value) else value
 
 
-def _signature(fn: Any) -> inspect.Signature | None:
+def parameters(fn: Any) -> list[inspect.Parameter] | None:
+    """``fn``'s parameters in order; None where its signature cannot be read (a builtin's)."""
     with contextlib.suppress(TypeError, ValueError):
-        return inspect.signature(fn)
+        return list(inspect.signature(fn).parameters.values())
     return None
 
 
@@ -59,19 +60,14 @@ def is_setting_parameter(p: inspect.Parameter) -> bool:
 
 def default_settings(fn: Any) -> Params:
     """The settings a function declares by its keyword defaults, NumPy scalars as Python values."""
-    sig = _signature(fn)
-    if sig is None:
-        return {}
-    return {p.name: plain(p.default) for p in list(sig.parameters.values())[1:]
+    return {p.name: plain(p.default) for p in (parameters(fn) or [])[1:]
             if is_setting_parameter(p) and (is_setting(p.default) or is_numpy_setting(p.default))}
 
 
 def typed(fn: Any, params: Mapping[str, Any]) -> dict[str, Any]:
     """``params`` as ``fn`` is called with them: a setting whose default is a NumPy scalar in that
     NumPy type (``np.float64(2.0)`` for ``--param alpha=2.0`` over ``alpha=np.float64(1.5)``)."""
-    sig = _signature(fn)
-    defaults = {} if sig is None else {p.name: p.default for p in sig.parameters.values()
-                                       if is_numpy_setting(p.default)}
+    defaults = {p.name: p.default for p in parameters(fn) or [] if is_numpy_setting(p.default)}
     return {k: type(defaults[k])(v) if k in defaults and v is not None else v for k, v in params.items()}
 
 
@@ -79,10 +75,9 @@ def accepted(fn: Any, params: Mapping[str, Any], filled: int = 0) -> dict[str, A
     """The settings ``fn`` can take by keyword (all of them if it has ``**kwargs``), when a call
     fills its first ``filled`` positional parameters: a setting of the same name as one of those
     (``n`` for ``inputs(n, rng)``) is not passed again, where it would fail every call."""
-    sig = _signature(fn)
-    if sig is None:
+    ps = parameters(fn)
+    if ps is None:
         return {}
-    ps = list(sig.parameters.values())
     taken = set([p.name for p in ps if p.kind in POSITIONAL][:filled])
     anything = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in ps)
     names = {p.name for p in ps
@@ -199,11 +194,8 @@ def definition_line(fn: Any) -> str:
 
 def array_parameters(fn: Any) -> list[inspect.Parameter] | None:
     """The positional parameters after ``xp``; None where the function takes ``*args``."""
-    sig = _signature(fn)
-    if sig is None:
-        return None
-    params = list(sig.parameters.values())
-    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+    params = parameters(fn)
+    if params is None or any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
         return None
     # Settings (``tsteps=20``) are passed by keyword, never filled by ``inputs``.
     return [p for p in [p for p in params if p.kind in POSITIONAL][1:] if not is_setting_parameter(p)]

@@ -115,9 +115,7 @@ def _better(plain: Any, long: Any) -> Any:
             or long.shape != plain.shape):
         return plain
     narrowed = long.astype(plain.dtype)
-    if np.any(np.isfinite(plain) & ~np.isfinite(narrowed)):
-        return plain
-    return narrowed
+    return plain if np.any(np.isfinite(plain) & ~np.isfinite(narrowed)) else narrowed
 
 
 def reference_noise(wl: Workload, inputs: tuple[Any, ...], value: Any,
@@ -137,38 +135,39 @@ def reference_noise(wl: Workload, inputs: tuple[Any, ...], value: Any,
     eps = machine_epsilon("float64")
     variants: list[tuple[Any, float]] = []
     sources = [f"inputs perturbed by {PERTURB_ULPS:g} ulp"]
-    for _ in range(PERTURBED_RUNS):
-        got = _quietly(call, tuple(_perturbed(a, rng) for a in wide))
+
+    def rerun(args: Any, source: str = "", ulp: Callable[[Any], float] = lambda _got: eps) -> bool:
+        """Whether ``call`` ran on ``args`` (then kept, its move in ``ulp``s of its result)."""
+        got = _quietly(call, tuple(args))
         if got is not None:
-            variants.append((got, eps))
+            variants.append((got, ulp(got)))
+            if source:
+                sources.append(source)
+        return got is not None
+
+    for _ in range(PERTURBED_RUNS):
+        rerun(_floats(a, lambda f: f * (1.0 + eps * rng.uniform(-PERTURB_ULPS, PERTURB_ULPS, f.shape)))
+              for a in wide)
     float64_only = plain is None
     if plain is not None:
         variants.append((plain, eps))
         sources.append("NumPy's float64 against its long double")
     elif extended if extended is not None else extended_allowed(wide):
-        got = _quietly(call, tuple(_long(a) for a in wide))
-        if got is not None:
-            variants.append((got, eps))
-            sources.append("in long double")
-            float64_only = False
+        float64_only = not rerun(map(_long, wide), "in long double")
     if float64_only and any(isinstance(a, np.ndarray) and a.ndim >= 2 for a in wide):
         # No long double: float64's own rounding, which perturbed inputs barely move (1.5 ulp seen,
         # 56 ulp off), shows in another summation order (NumPy sums Fortran-ordered columns pairwise).
-        got = _quietly(call, tuple(_reordered(a) for a in wide))
-        if got is not None:
-            variants.append((got, eps))
-            sources.append("NumPy's float64 on Fortran-ordered inputs (another summation order)")
+        rerun((np.array(a, order="F") if isinstance(a, np.ndarray) else a for a in wide),
+              "NumPy's float64 on Fortran-ordered inputs (another summation order)")
     narrow = max([machine_epsilon(dtype)] + [machine_epsilon(a.dtype) for a in inputs
                                              if isinstance(a, np.ndarray) and np.issubdtype(a.dtype, np.inexact)])
     if narrow > eps:
         # The run's dtype, or an input fixed narrower: NumPy on the inputs as given shows its
         # rounding, in ulps of the type its result came out in.
-        got = _quietly(call, tuple(a.copy() if isinstance(a, np.ndarray) else a for a in inputs))
-        if got is not None:
-            run_narrow = machine_epsilon(dtype) > eps
-            variants.append((got, machine_epsilon(dtype) if run_narrow else max(eps, _result_eps(got))))
-            sources.append(f"by NumPy in {np.dtype(dtype).name}" if run_narrow
-                           else "by NumPy on the inputs as given (fixed narrower)")
+        run_narrow = machine_epsilon(dtype) > eps
+        rerun(map(_copy, inputs), f"by NumPy in {np.dtype(dtype).name}" if run_narrow
+              else "by NumPy on the inputs as given (fixed narrower)",
+              lambda got: machine_epsilon(dtype) if run_narrow else max(eps, _result_eps(got)))
     how = ", ".join(sources)
     elements = sum(int(np.size(a)) for a in wide)
     if isinstance(value, tuple):
@@ -229,23 +228,17 @@ def _quietly(call: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         return None
 
 
-def _perturbed(a: Any, rng: np.random.Generator) -> Any:
-    if not isinstance(a, np.ndarray) or not np.issubdtype(a.dtype, np.inexact):
-        return a.copy() if isinstance(a, np.ndarray) else a
-    return a * (1.0 + np.finfo(np.float64).eps * rng.uniform(-PERTURB_ULPS, PERTURB_ULPS, a.shape))
+def _copy(a: Any) -> Any:
+    return a.copy() if isinstance(a, np.ndarray) else a
 
 
-def _reordered(a: Any) -> Any:
-    """A copy of ``a`` in Fortran order where it has two axes or more (the same values)."""
-    if not isinstance(a, np.ndarray):
-        return a
-    return np.array(a, order="F") if a.ndim >= 2 else a.copy()
+def _floats(a: Any, change: Callable[[np.ndarray], Any]) -> Any:
+    """``change(a)`` where ``a`` is a floating array; a copy of another array; anything else as it is."""
+    return change(a) if isinstance(a, np.ndarray) and np.issubdtype(a.dtype, np.inexact) else _copy(a)
 
 
 def _long(a: Any) -> Any:
-    if not isinstance(a, np.ndarray) or not np.issubdtype(a.dtype, np.inexact):
-        return a.copy() if isinstance(a, np.ndarray) else a
-    return a.astype(np.clongdouble if np.issubdtype(a.dtype, np.complexfloating) else np.longdouble)
+    return _floats(a, lambda f: f.astype(np.clongdouble if np.iscomplexobj(f) else np.longdouble))
 
 
 def _widen(a: Any) -> Any:

@@ -175,6 +175,8 @@ def _moved(n, itemsize):
 #: What the family shares: an exact check against its own input (a conversion changes no value).
 _FAMILY = dict(reference=lambda a: a, check=Check.exact(), work=_moved, namespace="backend",
                modes=("latency", "throughput"))
+#: ...and what its members that take a NumPy array share.
+_FROM_ARRAY = dict(size_means="elements of the array", inputs=_vector, **_FAMILY)
 
 
 @workload(
@@ -189,33 +191,27 @@ def from_list(ctx, data):
 
 
 @workload(
-    size_means="elements of the array",
-    inputs=_vector,
     description="NumPy array into the library as users do (torch.from_numpy: zero-copy on the CPU; "
                 "on a GPU: the host-to-device copy)",
     placement="host",
-    **_FAMILY,
+    **_FROM_ARRAY,
 )
 def from_numpy(ctx, host):
     return ctx.backend.from_numpy(host)
 
 
 @workload(
-    size_means="elements of the array",
-    inputs=_vector,
     description="NumPy array copied by the library's constructor (np.array, torch.tensor, jnp.array, cp.array)",
     placement="host",
-    **_FAMILY,
+    **_FROM_ARRAY,
 )
 def copy_from_numpy(ctx, host):
     return ctx.backend.copy_from_numpy(host)
 
 
 @workload(
-    size_means="elements of the array",
-    inputs=_vector,
     description="an array back to NumPy (.numpy(), np.asarray, .get(); on a GPU: the device-to-host copy)",
-    **_FAMILY,
+    **_FROM_ARRAY,
 )
 def to_numpy(ctx, x):
     return ctx.backend.to_numpy(x)

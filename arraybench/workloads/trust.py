@@ -82,10 +82,9 @@ def _key(create: bool) -> bytes | None:
             os.fsync(fd)
         finally:
             os.close(fd)
-        try:
-            os.link(tmp, path)  # never replaces: of runs starting together, the first key wins
-        except FileExistsError:
-            pass
+        try:  # never replaces: of runs starting together, the first key wins
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, path)
         finally:
             os.unlink(tmp)
     except OSError:
@@ -215,10 +214,8 @@ def _feed(h: Any, value: Any, seen: set[int], depth: int) -> None:
             _feed(h, v, seen, depth - 1)
         h.update(b"]")
     elif isinstance(value, (set, frozenset)):  # iteration order varies with hash randomisation
-        h.update(b"set[")
-        for item in sorted(repr(v) for v in value if isinstance(v, (int, float, str, bytes))):
-            h.update(item.encode())
-        h.update(b"]")
+        items = sorted(repr(v) for v in value if isinstance(v, (int, float, str, bytes)))
+        h.update(f"set[{''.join(items)}]".encode())
     elif isinstance(value, dict):
         h.update(b"dict[")
         for k in sorted(value, key=repr):
@@ -265,11 +262,8 @@ def nested_codes(code: types.CodeType | None) -> list[types.CodeType]:
     """``code`` and every code object nested in it (its lambdas, comprehensions, inner functions)."""
     if code is None:
         return []
-    found = [code]
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            found += nested_codes(const)
-    return found
+    return [code, *(c for const in code.co_consts if isinstance(const, types.CodeType)
+                    for c in nested_codes(const))]
 
 
 def code_of(cells: Iterable[Any], workloads: Mapping[str, Workload]) -> dict[str, str]:
@@ -335,9 +329,9 @@ def receive(path: str | os.PathLike[str]) -> list[str]:
     except FileNotFoundError:
         raise UsageError(f"{path}: the workloads defined in Python are missing") from None
     except Exception as exc:  # unpickling runs arbitrary reconstruction code: anything can fail
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        first = (str(exc).strip().splitlines() or [""])[0]
         raise UsageError(f"{path}: the workloads defined in Python cannot be loaded here "
-                            f"({type(exc).__name__}: {first})") from None
+                         f"({type(exc).__name__}: {first})") from None
     for filename, lines in payload.get("sources", {}).items():
         # mtime None: linecache.checkcache leaves the entry alone.
         linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
@@ -375,13 +369,6 @@ def _with_filename(code: types.CodeType, filename: str) -> types.CodeType:
 
 def _sources(workloads: list[Workload]) -> dict[str, list[str]]:
     """Source lines of every file the workloads' code comes from, as ``linecache`` holds them."""
-    out: dict[str, list[str]] = {}
-    for wl in workloads:
-        for fn in wl.functions():
-            for code in nested_codes(getattr(fn, "__code__", None)):
-                name = code.co_filename
-                if name not in out:
-                    lines = linecache.getlines(name)
-                    if lines:
-                        out[name] = lines
-    return out
+    names = dict.fromkeys(code.co_filename for wl in workloads for fn in wl.functions()
+                          for code in nested_codes(getattr(fn, "__code__", None)))
+    return {name: lines for name in names if (lines := linecache.getlines(name))}

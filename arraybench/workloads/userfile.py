@@ -125,10 +125,7 @@ def import_workload_file(path: str | Path) -> list[str]:
         raise fail(f"exited at import (SystemExit: {exc.code}); guard script code with "
                    "`if __name__ == '__main__':`") from None
     added = [n for n, wl in REGISTRY.items() if before.get(n) is not wl]
-    for n in added:
-        previous = before.get(n)
-        if previous is None:
-            continue
+    for n, previous in ((n, before[n]) for n in added if n in before):
         if previous.source == "builtin":
             raise fail(f"defines {n!r}, which is a built-in workload; rename it (name=...)")
         if previous.source != REGISTRY[n].source:
