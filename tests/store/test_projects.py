@@ -14,7 +14,7 @@ from arraybench.model.runs import run_id
 from arraybench.store import StoreError, open_store
 from arraybench.store.refs import load_run, run_line, this_machine
 
-from ..conftest import run_cli, run_here
+from ..conftest import run_here
 from ..synthetic import timed_run
 
 ONE_CELL = ("--backends", "numpy", "--devices", "cpu", "--workloads", "sort", "--sizes", "small",
@@ -97,7 +97,7 @@ def test_compare_names_the_two_runs_it_compared(tmp_path: Path):
 def test_a_run_records_its_project_and_run_compare_names_both_runs(tmp_path: Path):
     repo = _git_repo(tmp_path / "repo")
     store = str(tmp_path / "runs.sqlite")
-    first = run_cli("run", *ONE_CELL, "-o", str(tmp_path / "one"), "--store", store, cwd=repo / "sub")
+    first = run_here("run", *ONE_CELL, "-o", str(tmp_path / "one"), "--store", store, cwd=repo / "sub")
     assert first.returncode == 0, first.stderr[-2000:]
     with open_store(store) as opened:
         (stored,) = opened.runs()
@@ -108,8 +108,8 @@ def test_a_run_records_its_project_and_run_compare_names_both_runs(tmp_path: Pat
                             text=True, check=True).stdout.strip()
     assert run_line("base", base).endswith(f", {repo.resolve()}, commit {commit}")
 
-    second = run_cli("run", *ONE_CELL, "-o", str(tmp_path / "two"), "--store", store, "--compare", "last",
-                     cwd=repo)
+    second = run_here("run", *ONE_CELL, "-o", str(tmp_path / "two"), "--store", store, "--compare", "last",
+                      cwd=repo)
     assert second.returncode == 0, second.stderr[-2000:]
     new = load_run(tmp_path / "two")
     said = " ".join(second.stdout.split())

@@ -198,8 +198,8 @@ def test_a_named_pipe_planted_in_logs_is_refused_in_one_line(name: str, tmp_path
     out = tmp_path / "out"
     (out / "logs" / name).parent.mkdir(parents=True)
     os.mkfifo(out / "logs" / name)
-    result = run_cli("run", "--workloads", "sort", "--sizes", "small", "--backends", "numpy",
-                     *FAST, "--output-dir", str(out), "--no-store", cwd=tmp_path, timeout=120)
+    result = run_here("run", "--workloads", "sort", "--sizes", "small", "--backends", "numpy",
+                      *FAST, "--output-dir", str(out), "--no-store", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.strip() == (
         f"arraybench: error: {out}/logs/{name}: is a named pipe, not a log; arraybench "
@@ -229,8 +229,8 @@ def test_a_plan_of_too_many_cells_is_refused_before_anything_is_made(tmp_path: P
     sizes = ",".join(str(n) for n in range(1, 20_001))
     out = tmp_path / "out"
     started = time.monotonic()
-    result = run_cli("run", "--workloads", "sort", "--sizes", sizes, "--backends", "numpy",
-                     "--output-dir", str(out), "--no-store", cwd=tmp_path, timeout=120)
+    result = run_here("run", "--workloads", "sort", "--sizes", sizes, "--backends", "numpy",
+                      "--output-dir", str(out), "--no-store", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.strip() == (
         f"arraybench: error: the run would measure more than {MAX_CELLS:,} cells (it asks for "
