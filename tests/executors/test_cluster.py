@@ -259,6 +259,8 @@ import arraybench
 def {name}(xp, x):
     time.sleep({sleep})
     deadline = time.monotonic() + 120  # never forever, whatever the test does
+    if os.path.exists({gate!r}):  # who waits at the gate, by pid
+        open({gate!r} + "." + str(os.getpid()), "w").close()
     while os.path.exists({gate!r}) and time.monotonic() < deadline:
         time.sleep(0.05)
     return 2 * x
@@ -506,8 +508,13 @@ def test_a_shard_folder_an_agent_killed_mid_shard_left_is_removed_by_a_later_age
                             "--workload-file", str(tmp_path / "gated.py"), "--workloads", "gated",
                             "--processes", "1", "-o", str(out))
     _wait_for(lambda: len(set(_shard_folders(ray_cluster)) - before) == 2, "a shard under way on each node", run)
+    waiting = lambda: {int(p.suffix[1:]) for p in tmp_path.glob("gate.*")}  # noqa: E731
+    _wait_for(lambda: len(waiting()) == 2, "a worker at the gate on each node", run)
     under_way = set(_shard_folders(ray_cluster)) - before
     ray_cluster.command("remove n2")  # its agent is killed at the gate: its ``finally`` never runs
+    # The gate opens once n2's worker is gone with its agent: opened before, the shard could end
+    # and its agent's process (not yet ended by Ray) hand it to the head, and the run succeed.
+    _wait_for(lambda: not all(os.path.exists(f"/proc/{pid}") for pid in waiting()), "n2's worker gone", run)
     gate.unlink()
     _, err = run.communicate(timeout=300)
     assert run.returncode == 1, err[-3000:]
