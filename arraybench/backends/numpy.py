@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -22,6 +23,11 @@ class NumpyBackend(Backend):
         if device != "cpu":
             raise Unavailable("NumPy runs only on the CPU")
         super().__init__(device, allow_tf32=allow_tf32)
+
+    def namespace(self, kind: str = "native") -> Any:
+        if kind == "array_api" and "array_api_compat.numpy" not in sys.modules:
+            _import_compat_namespace()
+        return super().namespace(kind)
 
     def asarray(self, host: np.ndarray) -> Any:
         # A fresh, owned copy: the benchmark must not alias the caller's arrays.
@@ -55,6 +61,31 @@ class NumpyBackend(Backend):
             **numba_info(),
             **cpu_threads_info(),
         }
+
+
+def _import_compat_namespace() -> None:
+    """Import array_api_compat's NumPy namespace without the NumPy submodules that load on first use.
+
+    Cloning NumPy's namespace, array_api_compat touches every name NumPy lists, which imports each
+    such submodule (f2py, testing, ma...: 0.11 of the 0.25 CPU s of that import, in every worker).
+    None of them is an array function: they are hidden while it clones, and reached through NumPy
+    where a workload asks for one.
+    """
+    lazy = {name for name in getattr(np, "__numpy_submodules__", ()) if name not in vars(np)}
+    listed, listing = np.__all__, np.__dir__
+    np.__all__ = [name for name in listed if name not in lazy]
+    np.__dir__ = lambda: [name for name in listing() if name not in lazy]
+    try:
+        import array_api_compat.numpy as compat
+    finally:
+        np.__all__, np.__dir__ = listed, listing
+
+    def reach(name: str) -> Any:
+        if name in lazy:
+            return getattr(np, name)
+        raise AttributeError(f"module {compat.__name__!r} has no attribute {name!r}")
+
+    compat.__getattr__ = reach
 
 
 def numba_info() -> dict[str, Any]:
