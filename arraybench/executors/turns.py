@@ -24,8 +24,6 @@ from .session import RunHandle
 from .worker_process import (STARTUP_TIMEOUT_S, StopRequested, WorkerExited, WorkerProcess, WorkerTimeout,
                              end_together, stop_grace_s)
 
-__all__ = ["LoadWatch", "take_turns"]
-
 @dataclass
 class _Side:
     """One configuration's worker during the turns."""
