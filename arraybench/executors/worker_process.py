@@ -68,15 +68,6 @@ class WorkerExited(Exception):
         super().__init__(describe_exit(returncode, last_error))
 
 
-def child_env(cpus: list[int] | None) -> dict[str, str]:
-    """What a worker is told to do first (``worker.pin`` and ``worker.settle``). Not a ``preexec_fn``: it would fork
-    through Python's at-fork hooks (JAX warns at each, in a parent that ran it)."""
-    told = {WORKER_PARENT: str(os.getpid())}
-    if cpus is not None:
-        told[WORKER_CPUS] = ",".join(map(str, cpus))
-    return told
-
-
 class WorkerProcess:
     """One running worker."""
 
@@ -98,6 +89,11 @@ class WorkerProcess:
         # Several workers (retries after a crash) share a log: read back only this one's part.
         self._output = CappedLog(log_path, self._log)
         self._output_ended = threading.Event()
+        # What the worker does first (``worker.pin`` and ``worker.settle``), told in its variables: a
+        # ``preexec_fn`` would fork through Python's at-fork hooks (JAX warns at each, in a parent that ran it).
+        env = {**env, WORKER_PARENT: str(os.getpid())}
+        if cpus is not None:
+            env[WORKER_CPUS] = ",".join(map(str, cpus))
         try:
             self.proc = subprocess.Popen(
                 [python or sys.executable, "-m", "arraybench.worker"],
@@ -105,7 +101,7 @@ class WorkerProcess:
                 stdout=subprocess.PIPE,
                 # Through the parent, which caps it (worker_log): never straight into the file.
                 stderr=subprocess.PIPE,
-                env={**env, **child_env(cpus)},  # nothing runs between fork and exec (child_env)
+                env=env,
                 start_new_session=True,
             )
         except BaseException:  # no process (out of memory, or of processes): nothing left behind
@@ -227,10 +223,6 @@ class WorkerProcess:
             return _waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
         except ChildProcessError:
             return True
-
-    def current_cell(self) -> int:
-        """The index (in the job's cells) of the cell the worker last said it was working on."""
-        return Board.read(self.board_path)[0]
 
     def messages(self, timeout: float, *, startup_timeout: float = 0.0, deadline: float = math.inf,
                  stop: Callable[[], bool] | None = None) -> Iterator[Message]:
