@@ -141,7 +141,7 @@ class WorkerProcess:
             stdin.flush()
 
     def _signal_group(self, sig: int) -> None:
-        if self._exited():
+        if not self.alive():
             return
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, sig)  # the workload's own children pause with it
@@ -212,17 +212,17 @@ class WorkerProcess:
             self._output.finish()
             self._output_ended.set()
 
-    def _exited(self) -> bool:
-        """Whether the worker itself has exited; it is left a zombie (not reaped), so that its
-        process group id stays its own until ``kill`` has killed the group."""
+    def alive(self) -> bool:
+        """Whether the worker process is still running; one that exited is left a zombie (not reaped),
+        so that its process group id stays its own until ``kill`` has killed the group."""
         if self.proc.returncode is not None:
-            return True
+            return False
         if _waitid is None:
-            return self.proc.poll() is not None
+            return self.proc.poll() is None
         try:
-            return _waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+            return _waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
         except ChildProcessError:
-            return True
+            return False
 
     def messages(self, timeout: float, *, startup_timeout: float = 0.0, deadline: float = math.inf,
                  stop: Callable[[], bool] | None = None) -> Iterator[Message]:
@@ -247,7 +247,7 @@ class WorkerProcess:
             try:
                 line = self._early.pop() if self._early else self._queue.get(timeout=wait)
             except queue.Empty:
-                if self._exited():
+                if not self.alive():
                     # The worker is gone but its output has not ended: a child it started holds
                     # the pipe. End the group; read what is left, then stop waiting for the end.
                     if self._exited_at is None:
@@ -286,10 +286,6 @@ class WorkerProcess:
         self.resume()
         self.send(replace(job, board=str(self.board_path)).to_json())
 
-    def alive(self) -> bool:
-        """Whether the worker process is still running."""
-        return not self._exited()
-
     def wait_started(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for the worker's first word (``Ready``, or why it cannot
         start, or the end of its output), leaving it for ``messages`` to read."""
@@ -299,7 +295,7 @@ class WorkerProcess:
 
     def request_stop(self) -> None:
         """Ask the worker to stop after its current sample and send what it has completed."""
-        if not self._exited():
+        if self.alive():
             with suppress(ProcessLookupError):
                 os.kill(self.proc.pid, signal.SIGTERM)  # not Popen.send_signal: it would reap
             self.resume()  # a paused worker acts on its signal only once it runs
@@ -313,14 +309,14 @@ class WorkerProcess:
     def _wait_exit(self) -> int | None:
         """Wait up to 10 s for the worker to exit, then end its group; its exit code."""
         deadline = time.monotonic() + 10
-        while not self._exited() and time.monotonic() < deadline:
+        while self.alive() and time.monotonic() < deadline:
             time.sleep(0.01)
         self.kill()  # whatever it left behind goes with it
         return self.proc.returncode
 
     def last_error_line(self) -> str:
         """What this worker last said on stderr: where it crashed, or its last error line."""
-        if self._exited():  # what it wrote as it ended may still be in the pipe
+        if not self.alive():  # what it wrote as it ended may still be in the pipe
             self._output_ended.wait(PIPE_GRACE_S)
         data = self._output.text()
         return crash_site(data) or last_error(data)
