@@ -24,8 +24,6 @@ from ..workloads.inputs import bind, build_inputs
 from ..workloads.registry import REGISTRY
 from ..workloads.userfile import describe_exception
 
-__all__ = ["CalledOnce", "ONE_CALL"]
-
 #: How a replicate of this module says what its one sample is.
 ONE_CALL = "one call in the calling process (no worker, no warm-up): a check, not a measurement"
 

@@ -29,8 +29,6 @@ from .session import RunHandle
 from .turns import take_turns
 from .worker_process import StopRequested, WorkerProcess
 
-__all__ = ["LocalExecutor"]
-
 #: The shared references' folder of a run: this, the parent's process id, "-" and a random part.
 REFERENCES_PREFIX = "arraybench-references-"
 

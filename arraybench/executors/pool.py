@@ -19,8 +19,6 @@ from typing import Hashable, Iterator
 from ..model.cell import Cell, Config
 from .worker_process import STARTUP_TIMEOUT_S, WorkerProcess, end_together
 
-__all__ = ["EarlyWorkers", "Key", "WorkerPool", "current", "sharing"]
-
 #: (configuration, replicate index, allocator state: "" for the headline's, or the other).
 Key = tuple[Config, int, str]
 

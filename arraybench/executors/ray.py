@@ -36,8 +36,6 @@ from .ray_agent import ShardRunner
 from .ray_nodes import HeadWatch, connect, discover, first_line
 from .worker_process import STOP_GRACE_S
 
-__all__ = ["RayExecutor"]
-
 #: How long a node's agent holds a poll open waiting for an event.
 POLL_S = 2.0
 #: A shard lost on this many nodes is left for --resume (it may be what kills them).

@@ -19,12 +19,10 @@ from typing import Callable, Iterator, Protocol
 from ..analysis.policy import pairs_on, short_of_quiet, takes_turn
 from ..host.cpu_time import MachineTime, process_seconds
 from ..model.cell import Cell, Config, case_key
-from ..worker.protocol import FINISH, Message, Prepare, Prepared, Ready, ReplicateDone, Sampled, Turn
+from ..worker.protocol import FINISH, Board, Message, Prepare, Prepared, Ready, ReplicateDone, Sampled, Turn
 from .session import RunHandle
 from .worker_process import (STARTUP_TIMEOUT_S, StopRequested, WorkerExited, WorkerProcess, WorkerTimeout,
                              end_together, stop_grace_s)
-
-__all__ = ["LoadWatch", "take_turns"]
 
 @dataclass
 class _Side:
@@ -285,7 +283,7 @@ def _failed(session: RunHandle, side: _Side, exc: Exception, cell: Cell | None,
         side.remaining.clear()
         return
     if cell is None:  # while preparing or finishing: the cell its heartbeat board names
-        position = exc.cell if isinstance(exc, WorkerTimeout) else side.worker.current_cell()
+        position = exc.cell if isinstance(exc, WorkerTimeout) else Board.read(side.worker.board_path)[0]
         cell = side.cells[position] if 0 <= position < len(side.cells) else None
     why = (f"timed out after {side.timeout:g} s without progress (--timeout)" if isinstance(exc, WorkerTimeout)
            else f"worker crashed: {exc}")

@@ -14,8 +14,6 @@ import sys
 import threading
 from contextlib import suppress
 
-__all__ = ["unwatch", "watch"]
-
 #: What the watcher runs (``python -I -S``: nothing from the environment or site-packages).
 _SCRIPT = """
 import os, signal

@@ -68,15 +68,6 @@ class WorkerExited(Exception):
         super().__init__(describe_exit(returncode, last_error))
 
 
-def child_env(cpus: list[int] | None) -> dict[str, str]:
-    """What a worker is told to do first (``worker.pin`` and ``worker.settle``). Not a ``preexec_fn``: it would fork
-    through Python's at-fork hooks (JAX warns at each, in a parent that ran it)."""
-    told = {WORKER_PARENT: str(os.getpid())}
-    if cpus is not None:
-        told[WORKER_CPUS] = ",".join(map(str, cpus))
-    return told
-
-
 class WorkerProcess:
     """One running worker."""
 
@@ -98,6 +89,11 @@ class WorkerProcess:
         # Several workers (retries after a crash) share a log: read back only this one's part.
         self._output = CappedLog(log_path, self._log)
         self._output_ended = threading.Event()
+        # What the worker does first (``worker.pin`` and ``worker.settle``), told in its variables: a
+        # ``preexec_fn`` would fork through Python's at-fork hooks (JAX warns at each, in a parent that ran it).
+        env = {**env, WORKER_PARENT: str(os.getpid())}
+        if cpus is not None:
+            env[WORKER_CPUS] = ",".join(map(str, cpus))
         try:
             self.proc = subprocess.Popen(
                 [python or sys.executable, "-m", "arraybench.worker"],
@@ -105,7 +101,7 @@ class WorkerProcess:
                 stdout=subprocess.PIPE,
                 # Through the parent, which caps it (worker_log): never straight into the file.
                 stderr=subprocess.PIPE,
-                env={**env, **child_env(cpus)},  # nothing runs between fork and exec (child_env)
+                env=env,
                 start_new_session=True,
             )
         except BaseException:  # no process (out of memory, or of processes): nothing left behind
@@ -145,7 +141,7 @@ class WorkerProcess:
             stdin.flush()
 
     def _signal_group(self, sig: int) -> None:
-        if self._exited():
+        if not self.alive():
             return
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, sig)  # the workload's own children pause with it
@@ -216,21 +212,17 @@ class WorkerProcess:
             self._output.finish()
             self._output_ended.set()
 
-    def _exited(self) -> bool:
-        """Whether the worker itself has exited; it is left a zombie (not reaped), so that its
-        process group id stays its own until ``kill`` has killed the group."""
+    def alive(self) -> bool:
+        """Whether the worker process is still running; one that exited is left a zombie (not reaped),
+        so that its process group id stays its own until ``kill`` has killed the group."""
         if self.proc.returncode is not None:
-            return True
+            return False
         if _waitid is None:
-            return self.proc.poll() is not None
+            return self.proc.poll() is None
         try:
-            return _waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+            return _waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
         except ChildProcessError:
-            return True
-
-    def current_cell(self) -> int:
-        """The index (in the job's cells) of the cell the worker last said it was working on."""
-        return Board.read(self.board_path)[0]
+            return False
 
     def messages(self, timeout: float, *, startup_timeout: float = 0.0, deadline: float = math.inf,
                  stop: Callable[[], bool] | None = None) -> Iterator[Message]:
@@ -255,7 +247,7 @@ class WorkerProcess:
             try:
                 line = self._early.pop() if self._early else self._queue.get(timeout=wait)
             except queue.Empty:
-                if self._exited():
+                if not self.alive():
                     # The worker is gone but its output has not ended: a child it started holds
                     # the pipe. End the group; read what is left, then stop waiting for the end.
                     if self._exited_at is None:
@@ -294,10 +286,6 @@ class WorkerProcess:
         self.resume()
         self.send(replace(job, board=str(self.board_path)).to_json())
 
-    def alive(self) -> bool:
-        """Whether the worker process is still running."""
-        return not self._exited()
-
     def wait_started(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for the worker's first word (``Ready``, or why it cannot
         start, or the end of its output), leaving it for ``messages`` to read."""
@@ -307,7 +295,7 @@ class WorkerProcess:
 
     def request_stop(self) -> None:
         """Ask the worker to stop after its current sample and send what it has completed."""
-        if not self._exited():
+        if self.alive():
             with suppress(ProcessLookupError):
                 os.kill(self.proc.pid, signal.SIGTERM)  # not Popen.send_signal: it would reap
             self.resume()  # a paused worker acts on its signal only once it runs
@@ -321,14 +309,14 @@ class WorkerProcess:
     def _wait_exit(self) -> int | None:
         """Wait up to 10 s for the worker to exit, then end its group; its exit code."""
         deadline = time.monotonic() + 10
-        while not self._exited() and time.monotonic() < deadline:
+        while self.alive() and time.monotonic() < deadline:
             time.sleep(0.01)
         self.kill()  # whatever it left behind goes with it
         return self.proc.returncode
 
     def last_error_line(self) -> str:
         """What this worker last said on stderr: where it crashed, or its last error line."""
-        if self._exited():  # what it wrote as it ended may still be in the pipe
+        if not self.alive():  # what it wrote as it ended may still be in the pipe
             self._output_ended.wait(PIPE_GRACE_S)
         data = self._output.text()
         return crash_site(data) or last_error(data)

@@ -70,7 +70,10 @@ def _open_event(kind: int, config: int, tid: int) -> int:
     fd = libc.syscall(number, ctypes.byref(attr), tid, -1, -1, 0)
     if fd < 0:
         code = ctypes.get_errno()
-        raise OSError(code, _reason(code))
+        level = paranoid_level()
+        paranoid = "" if level is None else f"; perf_event_paranoid is {level}"
+        raise OSError(code, f"perf_event_open failed with {errno.errorcode.get(code, str(code))}: "
+                            f"{_WHY.get(code) or os.strerror(code)}{paranoid}")
     libc.ioctl(fd, _IOC_ENABLE, 0)
     return fd
 
@@ -80,13 +83,6 @@ _FORBIDDEN = "not permitted (perf_event_paranoid or a seccomp profile forbids it
 #: Why perf_event_open failed, in words, by its errno.
 _WHY = {errno.ENOENT: _NO_PMU, errno.EOPNOTSUPP: _NO_PMU, errno.EACCES: _FORBIDDEN, errno.EPERM: _FORBIDDEN,
         errno.ENOSYS: "the kernel has no perf_event_open"}
-
-
-def _reason(code: int) -> str:
-    level = paranoid_level()
-    paranoid = "" if level is None else f"; perf_event_paranoid is {level}"
-    return (f"perf_event_open failed with {errno.errorcode.get(code, str(code))}: "
-            f"{_WHY.get(code) or os.strerror(code)}{paranoid}")
 
 
 class Counters:

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..model.replicate import OTHER
 from ..model.schema import SchemaError
-from .protocol import (Board, Done, Job, Message, Prepare, Prepared, Ready, ReplicateDone, Sampled, Start,
-                       Turn, Unavailable, encode)
+from .protocol import (Board, Done, Job, Message, Prepare, Prepared, Ready, ReplicateDone, Sampled, Turn,
+                       Unavailable, encode)
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
@@ -199,8 +199,7 @@ def _measure(job: Job, backend: "Backend", channel: Channel, stop: threading.Eve
         if only is not None and i not in only:
             continue  # not this worker's after all
         cell = cells[i]
-        board.mark(i)
-        channel.send(Start(cell.key))
+        board.mark(i)  # the cell under way, for the parent to tell a hang and where a crash was
         wl = REGISTRY.get(cell.workload)
         foreign = threads.running()  # another cell's pool, still spinning: not this one's
         try:

@@ -1,7 +1,7 @@
 """What a worker process is asked and what it answers: one typed job in, typed messages out.
 
 The parent writes one ``Job`` as a JSON line on the worker's stdin; the worker answers ``Ready``
-(or ``Unavailable``), then per task: ``Start``/``ReplicateDone`` per cell (``measure``: after
+(or ``Unavailable``), then per task: ``ReplicateDone`` per cell (``measure``: after
 ``Prepare``/``Prepared``, one ``Sampled`` per ``Turn`` until ``FINISH``, a sample only when the
 parent hands a turn, so that the configurations a verdict compares sample the same seconds of
 the machine), ``CheckDone`` per check (``selfcheck``), nothing (``probe``); ``Done`` last. Both
@@ -117,14 +117,6 @@ class Unavailable:
 
 
 @dataclass(frozen=True)
-class Start:
-    """The worker begins the cell ``key``."""
-
-    EVENT: ClassVar[str] = "start"
-    key: str
-
-
-@dataclass(frozen=True)
 class ReplicateDone:
     """The cell ``key`` is measured (or failed, or was skipped): its replicate."""
 
@@ -216,7 +208,7 @@ class Done:
     stopped: bool = False
 
 
-Message = Union[Ready, Unavailable, Start, ReplicateDone, Prepared, Sampled, CheckDone, Done]
+Message = Union[Ready, Unavailable, ReplicateDone, Prepared, Sampled, CheckDone, Done]
 _TYPES: dict[str, type] = {t.EVENT: t for t in typing.get_args(Message)}
 
 

@@ -13,7 +13,7 @@ from arraybench.model.replicate import Replicate, TimerSettings
 from arraybench.model.schema import SchemaError
 from arraybench.model.cell import Cell
 from arraybench.worker.protocol import (FINISH, CheckDone, Done, Job, Prepare, Prepared, Ready, ReplicateDone,
-                                        Sampled, Start, Turn, Unavailable, encode, parse)
+                                        Sampled, Turn, Unavailable, encode, parse)
 
 CELL = Cell(workload="sort", size_label="1k", size=1000, backend="numpy", device="cpu",
             dtype="float32", mode="latency", params={"k": 3})
@@ -55,7 +55,6 @@ def test_a_cell_of_a_job_is_checked_by_the_cells_own_reader():
     Ready(info={"version": "2.0", "threads": 4}, pid=123),
     Unavailable("no GPU"),
     Unavailable("torch failed to start: OSError", broken=True),
-    Start(CELL.key),
     ReplicateDone(CELL.key, Replicate.ended("failed", "boom")),
     CheckDone("sync", "passed", "fine"),
     Done(stopped=True),
@@ -112,7 +111,7 @@ def test_a_measure_job_answers_each_cell_once_its_turns_are_over(tmp_path: Path)
         received = worker.messages(120)
         messages = [next(received)]
         worker.send(Prepare().to_json())
-        messages += [next(received), next(received)]
+        messages.append(next(received))
         for round_ in range(1000):  # alone: every round is this cell's turn, until it is done
             worker.send(Turn(0, round_).to_json())
             sampled = next(received)
@@ -123,9 +122,9 @@ def test_a_measure_job_answers_each_cell_once_its_turns_are_over(tmp_path: Path)
         messages += list(received)
     finally:
         worker.close()
-    assert [type(m) for m in messages] == [Ready, Start, Prepared, ReplicateDone, Done]
-    assert messages[1].key == messages[3].key == SORT.key
-    replicate = messages[3].replicate
+    assert [type(m) for m in messages] == [Ready, Prepared, ReplicateDone, Done]
+    assert messages[2].key == SORT.key
+    replicate = messages[2].replicate
     assert replicate.status == "ok", replicate.reason
     assert len(replicate.samples_s) >= 3
     assert len(replicate.rounds) == len(replicate.samples_s) and replicate.rounds == sorted(set(replicate.rounds))
