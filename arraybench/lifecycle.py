@@ -244,16 +244,12 @@ def _finish(results: Results, files: LoadedFiles, out: Path, *, report: bool, pl
                           stacklevel=2)
             results.write_report(out, plots=plots)
     if stopped is not None:
-        raise Interrupted(results, stopped.signum, storing=True)
+        raise Interrupted(results, stopped.args[0], storing=True)
 
 
 class _Stopped(KeyboardInterrupt):
-    """SIGINT or SIGTERM while a finished run was stored: a ``KeyboardInterrupt``, so that psycopg
-    cancels its query and no ``except Exception`` swallows it."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
+    """SIGINT or SIGTERM (its number the one argument) while a finished run was stored: a
+    ``KeyboardInterrupt``, so that psycopg cancels its query and no ``except Exception`` swallows it."""
 
 
 @contextmanager
