@@ -117,7 +117,7 @@ def plan(options: RunOptions) -> Plan:
     shipped = [known[n] for n in names if needs_shipping(known[n], options.workload_files)]
     options = replace(options, shipped_workloads=[w.name for w in shipped])
     _check_saveable(options, cells)
-    return Plan(options, cells, loaded, shipped, pack(shipped) if shipped else None)
+    return Plan(options, cells, loaded, pack(shipped) if shipped else None)
 
 
 def _with_against(options: RunOptions) -> RunOptions:

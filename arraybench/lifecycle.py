@@ -65,7 +65,7 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
         lock = FolderLock.acquire(scratch) if scratch is not None else claim(output_dir, overwrite=overwrite)
         out = lock.folder
         with lock, _saving(out):
-            if checked.shipped:
+            if checked.packed is not None:
                 write_bytes_atomic(out / trust.SHIPPED_NAME, checked.packed)
             session = Session.start(checked.cells, checked.options, out, reporter, context=labels,
                                     code=code_of(checked.cells, REGISTRY))

@@ -16,7 +16,6 @@ from .model.cell import DTYPES, MODES, Cell
 from .model.options import MAX_PROCESSES, RunOptions
 from .workloads.definition import parse_size
 from .options import ALLOCATOR_CHOICES
-from .workloads.definition import Workload
 from .workloads.registry import CEILING_WORKLOADS, GROUPS, expand
 from .workloads.userfile import LoadedFiles, describe_exception
 from .workloads.params import ParamValue, aimed, check_settings, coerce
@@ -144,9 +143,8 @@ class Plan:
     options: RunOptions
     cells: list[Cell]
     files: LoadedFiles
-    #: Workloads defined in Python (a notebook) that the workers receive by value.
-    shipped: list[Workload]
-    #: ``shipped`` pickled when planning (so one that cannot be is refused early); None: at the start.
+    #: The workloads defined in Python (a notebook) that the workers receive by value, pickled when
+    #: planning (so one that cannot be is refused early); None where there are none.
     packed: bytes | None = None
 
 
