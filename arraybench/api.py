@@ -117,7 +117,7 @@ def plan(options: RunOptions) -> Plan:
     shipped = [known[n] for n in names if needs_shipping(known[n], options.workload_files)]
     options = replace(options, shipped_workloads=[w.name for w in shipped])
     _check_saveable(options, cells)
-    return Plan(options, cells, loaded, shipped, pack(shipped) if shipped else None)
+    return Plan(options, cells, loaded, pack(shipped) if shipped else None)
 
 
 def _with_against(options: RunOptions) -> RunOptions:
@@ -257,11 +257,9 @@ def merge(runs: Sequence[Results | str | os.PathLike[str]], *, labels: Sequence[
     """Several runs (usually one per machine) as one ``Results``, the machine a dimension: each record
     labelled with its run's label (``labels``, default: each folder's name). With ``output_dir``,
     writes results.json and the report there."""
-    loaded: list[Results] = []
+    loaded = [run if isinstance(run, Results) else load_results(run) for run in runs]
     names: list[str] = []
-    for i, run in enumerate(runs):
-        res = run if isinstance(run, Results) else load_results(run)
-        loaded.append(res)
+    for i, res in enumerate(loaded):
         given = labels[i] if labels and i < len(labels) else None
         names.append(given or default_label(res, i, names))
     merged = merge_runs(loaded, names)

@@ -65,7 +65,7 @@ def execute(checked: Plan, output_dir: str | os.PathLike[str] | None, *, overwri
         lock = FolderLock.acquire(scratch) if scratch is not None else claim(output_dir, overwrite=overwrite)
         out = lock.folder
         with lock, _saving(out):
-            if checked.shipped:
+            if checked.packed is not None:
                 write_bytes_atomic(out / trust.SHIPPED_NAME, checked.packed)
             session = Session.start(checked.cells, checked.options, out, reporter, context=labels,
                                     code=code_of(checked.cells, REGISTRY))
@@ -244,16 +244,12 @@ def _finish(results: Results, files: LoadedFiles, out: Path, *, report: bool, pl
                           stacklevel=2)
             results.write_report(out, plots=plots)
     if stopped is not None:
-        raise Interrupted(results, stopped.signum, storing=True)
+        raise Interrupted(results, stopped.args[0], storing=True)
 
 
 class _Stopped(KeyboardInterrupt):
-    """SIGINT or SIGTERM while a finished run was stored: a ``KeyboardInterrupt``, so that psycopg
-    cancels its query and no ``except Exception`` swallows it."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
+    """SIGINT or SIGTERM (its number the one argument) while a finished run was stored: a
+    ``KeyboardInterrupt``, so that psycopg cancels its query and no ``except Exception`` swallows it."""
 
 
 @contextmanager

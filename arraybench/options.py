@@ -27,14 +27,14 @@ def file_path(text: str) -> str:
     return text
 
 
-def _number(text: str, kind: type, hint: str) -> float:
+def _number(text: str, kind: Callable[[str], Any], hint: str) -> Any:
     try:
         return kind(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not {hint}") from None
 
 
-def _at_least(kind: type, hint: str, ok: Callable[[Any], bool], must: str) -> Callable[[str], Any]:
+def _at_least(kind: Callable[[str], Any], hint: str, ok: Callable[[Any], bool], must: str) -> Callable[[str], Any]:
     def parse(text: str) -> Any:
         value = _number(text, kind, hint)
         if not ok(value):
@@ -43,33 +43,24 @@ def _at_least(kind: type, hint: str, ok: Callable[[Any], bool], must: str) -> Ca
     return parse
 
 
+def _share(text: str) -> float:
+    """``2%`` or ``0.02`` -> 0.02."""
+    raw = text.strip()
+    return float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+
+
 positive_float = _at_least(float, "a number", lambda v: math.isfinite(v) and v > 0, "a positive number")
 #: Seconds that may be none, as a warm-up.
 non_negative_float = _at_least(float, "a number", lambda v: math.isfinite(v) and v >= 0, "0 or more seconds")
 positive_int = _at_least(int, "a whole number", lambda v: v >= 1, "at least 1")
 #: NumPy's generators refuse negative seeds.
 seed = _at_least(int, "a whole number", lambda v: v >= 0, "0 or more")
-
-
-def _share(text: str, hint: str) -> float:
-    raw = text.strip()
-    return _number(raw[:-1], float, hint) / 100 if raw.endswith("%") else _number(raw, float, hint)
-
-
-def fraction(text: str) -> float:
-    """``0.02`` or ``2%``: strictly between 0 and 1."""
-    value = _share(text, "a fraction (0.02) or a percentage (2%)")
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (or 0% and 100%)")
-    return value
-
-
-def percent(text: str) -> float:
-    """``10%`` or ``0.1`` -> 0.1; any positive amount (``150%`` is allowed)."""
-    value = _share(text, "a percentage (10%) or a fraction (0.1)")
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive percentage")
-    return value
+#: ``0.02`` or ``2%``: strictly between 0 and 1.
+fraction = _at_least(_share, "a fraction (0.02) or a percentage (2%)", lambda v: 0 < v < 1,
+                     "between 0 and 1 (or 0% and 100%)")
+#: ``10%`` or ``0.1`` -> 0.1; any positive amount (``150%`` is allowed).
+percent = _at_least(_share, "a percentage (10%) or a fraction (0.1)", lambda v: math.isfinite(v) and v > 0,
+                    "a positive percentage")
 
 
 def processes(text: str) -> tuple[int, int | None]:

@@ -16,7 +16,6 @@ from .model.cell import DTYPES, MODES, Cell
 from .model.options import MAX_PROCESSES, RunOptions
 from .workloads.definition import parse_size
 from .options import ALLOCATOR_CHOICES
-from .workloads.definition import Workload
 from .workloads.registry import CEILING_WORKLOADS, GROUPS, expand
 from .workloads.userfile import LoadedFiles, describe_exception
 from .workloads.params import ParamValue, aimed, check_settings, coerce
@@ -144,9 +143,8 @@ class Plan:
     options: RunOptions
     cells: list[Cell]
     files: LoadedFiles
-    #: Workloads defined in Python (a notebook) that the workers receive by value.
-    shipped: list[Workload]
-    #: ``shipped`` pickled when planning (so one that cannot be is refused early); None: at the start.
+    #: The workloads defined in Python (a notebook) that the workers receive by value, pickled when
+    #: planning (so one that cannot be is refused early); None where there are none.
     packed: bytes | None = None
 
 
@@ -221,11 +219,11 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
     if options.allocator not in ALLOCATOR_CHOICES:
         raise UsageError(f"{option_name('allocator')} must be one of {', '.join(ALLOCATOR_CHOICES)}, "
                          f"not {_short(options.allocator)}")
-    if options.threads is not None and (not isinstance(options.threads, int) or options.threads < 1):
-        raise UsageError(f"{option_name('threads')} must be >= 1, not {_short(options.threads)}")
     if options.threads is not None:
         from .host.threads import available_cpus
 
+        if not isinstance(options.threads, int) or options.threads < 1:
+            raise UsageError(f"{option_name('threads')} must be >= 1, not {_short(options.threads)}")
         cpus = len(available_cpus())
         if options.threads > cpus:  # more threads than CPUs only measures contention (and can crash torch)
             raise UsageError(f"{option_name('threads')} must be at most {cpus} (the CPUs this process may use), "
@@ -233,8 +231,6 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
     for s in options.sizes:
         if not s.isidentifier():
             parse_size(s)
-    if not isinstance(options.params, dict):
-        raise UsageError(f"params must be a dict of settings such as {{'tsteps': 50}}, not {_short(options.params)}")
     try:
         changes["params"] = check_settings("--params", options.params, aimable=True)
     except TypeError as exc:

@@ -207,11 +207,11 @@ def test_jax_finds_apple_gpus_through_jax_metal(monkeypatch):
 def test_on_a_mac_the_gpu_preflight_leaves_metal_to_the_worker(monkeypatch):
     monkeypatch.setattr(sys, "platform", "darwin")
     for name in ("mlx", "torch"):
-        spec = backends.spec(name)
+        spec = backends.SPECS[name]
         if spec.missing_reason() is None:
             assert spec.preflight("gpu") is None
-    if backends.spec("cupy").missing_reason() is None:
-        assert "no Apple GPU support" in backends.spec("cupy").preflight("gpu")
+    if backends.SPECS["cupy"].missing_reason() is None:
+        assert "no Apple GPU support" in backends.SPECS["cupy"].preflight("gpu")
 
 
 def test_without_numba_numpys_compiled_cells_are_skipped_with_the_install_line(monkeypatch):

@@ -11,9 +11,7 @@ import sys
 from contextlib import suppress
 from dataclasses import dataclass
 
-from .base import Backend, Unavailable
-
-__all__ = ["Backend", "BackendSpec", "SPECS", "DEVICES", "Unavailable", "spec", "load"]
+from .base import Backend, Unavailable as Unavailable
 
 DEVICES = ("cpu", "gpu")
 
@@ -90,15 +88,7 @@ SPECS: dict[str, BackendSpec] = {s.name: s for s in (
 DEFAULT_BACKENDS: tuple[str, ...] = ("numpy", "torch", "jax", "cupy")
 
 
-def spec(name: str) -> BackendSpec:
-    """The spec of a backend by name; ``KeyError`` names the known ones."""
-    try:
-        return SPECS[name]
-    except KeyError:
-        raise KeyError(f"unknown backend {name!r}; known: {', '.join(SPECS)}") from None
-
-
 def load(name: str) -> type[Backend]:
     """Import a backend's module (and so its library) and return its class. Worker processes only."""
-    module = importlib.import_module(f"{__name__}.{spec(name).name}")
+    module = importlib.import_module(f"{__name__}.{name}")
     return getattr(module, f"{name.capitalize()}Backend")  # NumpyBackend, TorchBackend...

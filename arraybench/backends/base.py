@@ -111,17 +111,12 @@ class Backend(abc.ABC):
     def asarray(self, host: np.ndarray) -> Any:
         """A copy of a host NumPy array on this backend's device, with the same dtype."""
 
-    def from_numpy(self, host: np.ndarray) -> Any:
-        """Bring a NumPy array in as a user would (zero-copy where the library allows it)."""
-        return self.asarray(host)
-
-    def copy_from_numpy(self, host: np.ndarray) -> Any:
-        """A copy of a NumPy array, with the library's copying constructor (``torch.tensor``...)."""
-        return self.asarray(host)
-
-    def from_list(self, data: list, dtype: str) -> Any:
-        """An array built from a Python list by the library's constructor, on this device."""
-        return self.asarray(np.array(data, dtype=dtype))
+    # Each library's own calls, as the interop workloads time them: ``from_numpy(host)`` as a user
+    # brings a NumPy array in (zero-copy where it can), ``copy_from_numpy(host)`` by its copying
+    # constructor (``torch.tensor``...), ``from_list(data, dtype)`` from a Python list, on this device.
+    from_numpy: Callable[[np.ndarray], Any]
+    copy_from_numpy: Callable[[np.ndarray], Any]
+    from_list: Callable[[list, str], Any]
 
     @abc.abstractmethod
     def to_numpy(self, x: Any) -> np.ndarray:

@@ -16,9 +16,8 @@ from typing import Any, Callable
 # JAX has no API for a GPU's L2 size or PCI bus id; every NVIDIA driver's libcuda answers for any
 # library. Ordinals are the CUDA runtime's, counted after CUDA_VISIBLE_DEVICES.
 
-#: ``CUdevice_attribute`` values from cuda.h.
+#: ``CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE`` from cuda.h.
 L2_CACHE_SIZE = 38
-COMPUTE_CAPABILITY_MAJOR = 75
 
 _LIBRARIES = ("libcuda.so.1", "libcuda.so", "nvcuda.dll")
 

@@ -52,9 +52,6 @@ def memory_settings(environ: Mapping[str, str]) -> dict[str, Any]:
     return {"allocator": allocator, "preallocate": preallocate, "fraction": fraction}
 
 
-#: The L2 size assumed where the driver cannot say (ROCm): larger than any current GPU's.
-FALLBACK_L2_BYTES = 128 * 1024**2
-
 #: Matmul precision settings that keep float32 arithmetic (6 or 9 bfloat16 passes come close enough).
 _FULL_FLOAT32 = ("highest", "float32", "F32_F32_F32", "F64_F64_F64", "TF32_TF32_F32_X3",
                  "BF16_BF16_F32_X6", "BF16_BF16_F32_X9")
@@ -125,9 +122,9 @@ class JaxBackend(Backend):
             self.health_note = "JAX gives this device no local_hardware_id, so its GPU is not known to NVML"
 
     def l2_bytes(self) -> int:
-        """The GPU's L2 size from the CUDA driver (JAX has no API for it), or FALLBACK_L2_BYTES
-        (Apple GPUs have no driver to ask)."""
-        return l2_cache_bytes(self.hardware_ordinal()) or FALLBACK_L2_BYTES
+        """The GPU's L2 size from the CUDA driver (JAX has no API for it; ROCm and Apple GPUs have no
+        driver to ask)."""
+        return l2_cache_bytes(self.hardware_ordinal()) or super().l2_bytes()
 
     def namespace(self, kind: str = "native") -> Any:
         return jnp  # jax.numpy implements the Array API standard itself

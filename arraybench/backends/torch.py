@@ -32,10 +32,6 @@ def mps_available() -> bool:
     return torch.backends.mps.is_available() and (torch.version.cuda is None or not torch.cuda.is_available())
 
 
-def _elapsed_ms(start: Any, end: Any) -> float:
-    return start.elapsed_time(end)
-
-
 class TorchBackend(Backend):
     name = "torch"
     label = "PyTorch"
@@ -136,14 +132,14 @@ class TorchBackend(Backend):
             return None
         if self.is_mps:
             # MPS events work as CUDA's; with no spin kernel, there is no hold.
-            return CudaEvents(functools.partial(torch.mps.Event, enable_timing=True), _elapsed_ms)
+            return CudaEvents(functools.partial(torch.mps.Event, enable_timing=True), torch.mps.Event.elapsed_time)
 
-        make = functools.partial(torch.cuda.Event, enable_timing=True)
+        make, elapsed_ms = functools.partial(torch.cuda.Event, enable_timing=True), torch.cuda.Event.elapsed_time
         # torch.cuda._sleep(cycles) queues ATen's spin kernel on the current stream.
         sleep = getattr(torch.cuda, "_sleep", None)
         if self._spin is None and sleep is not None:
-            self._spin = SpinKernel(sleep, make, _elapsed_ms)
-        return CudaEvents(make, _elapsed_ms, spin=self._spin)
+            self._spin = SpinKernel(sleep, make, elapsed_ms)
+        return CudaEvents(make, elapsed_ms, spin=self._spin)
 
     def library_timing(self, fn: Callable[[], Any], min_time_s: float = 0.05) -> tuple[list[float], str]:
         """``torch.utils.benchmark.Timer`` in blocks of about 1 ms (``blocked_autorange``'s would be

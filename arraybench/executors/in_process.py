@@ -20,7 +20,7 @@ from ..model.cell import Cell
 from ..model.options import RunOptions
 from ..model.replicate import Replicate
 from ..model.results import Results
-from ..workloads.inputs import bind, build_inputs
+from ..workloads.inputs import bind, make_inputs
 from ..workloads.registry import REGISTRY
 from ..workloads.userfile import describe_exception
 
@@ -80,7 +80,7 @@ class CalledOnce:
         origin = "" if wl.source == "builtin" else wl.origin(backend.name)
         try:
             params = wl.call_settings(cell.size, cell.params)
-            host = build_inputs(wl, cell.size, cell.dtype, options.seed, params)
+            host = make_inputs(wl, cell.size, cell.dtype, options.seed, params).arrays
             # Host-placed inputs are the workload's own to take; built for this one call, they
             # need no copy.
             arrays: tuple[Any, ...] = host if wl.placement == "host" else tuple(backend.asarray(h) for h in host)

@@ -45,15 +45,9 @@ class Inputs:
         return {name: str(a.dtype) for name, a, f in zip(names, self.arrays, self.fixed) if f}
 
 
-def build_inputs(wl: Workload, size: int, dtype: str, seed: int = 0,
-                 params: Params | None = None) -> tuple[Any, ...]:
-    """The host inputs of ``wl`` at a size, cast to ``dtype``; identical for every backend and process."""
-    return make_inputs(wl, size, dtype, seed, params).arrays
-
-
 def make_inputs(wl: Workload, size: int, dtype: str, seed: int = 0,
                 params: Params | None = None) -> Inputs:
-    """``build_inputs``, saying which inputs kept a dtype the workload fixed (``fixed(...)``)."""
+    """The host inputs of ``wl`` at a size, cast to ``dtype`` unless fixed; identical for every backend and process."""
     rng = np.random.default_rng([seed, zlib.crc32(wl.name.encode()), size])
     settings = params if params is not None else wl.params_for(size)
     # Settings go to an ``inputs`` that takes them by name (``def inputs(n, rng, *, tsteps)``); the

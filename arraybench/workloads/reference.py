@@ -244,11 +244,7 @@ def _long(a: Any) -> Any:
 def _widen(a: Any) -> Any:
     if isinstance(a, list):
         return np.asarray(a, dtype=np.float64)
-    if np.issubdtype(a.dtype, np.complexfloating):
-        return a.astype(np.complex128)
-    if np.issubdtype(a.dtype, np.floating):
-        return a.astype(np.float64)
-    return a.copy()
+    return _floats(a, lambda f: f.astype(np.complex128 if np.iscomplexobj(f) else np.float64))
 
 
 def _as_host(x: Any) -> Any:

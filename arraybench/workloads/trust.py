@@ -320,9 +320,9 @@ def pack(workloads: list[Workload]) -> bytes:
     return cloudpickle.dumps(payload)
 
 
-def receive(path: str | os.PathLike[str]) -> list[str]:
-    """Load shipped workloads into this process's registry; return their names (``UsageError``
-    where the file cannot be read or unpickled here)."""
+def receive(path: str | os.PathLike[str]) -> None:
+    """Load shipped workloads into this process's registry (``UsageError`` where the file cannot be
+    read or unpickled here)."""
     try:
         with open(path, "rb") as f:
             payload = pickle.load(f)
@@ -335,7 +335,6 @@ def receive(path: str | os.PathLike[str]) -> list[str]:
     for filename, lines in payload.get("sources", {}).items():
         # mtime None: linecache.checkcache leaves the entry alone.
         linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
-    names = []
     shipped = payload.get("workloads", [])
     for wl, filenames in zip(shipped, payload.get("filenames") or [[]] * len(shipped)):
         for fn, filename in zip(wl.functions(), filenames):
@@ -343,8 +342,6 @@ def receive(path: str | os.PathLike[str]) -> list[str]:
             if isinstance(fn, types.FunctionType) and filename:
                 fn.__code__ = _with_filename(fn.__code__, filename)
         register(wl)
-        names.append(wl.name)
-    return names
 
 
 def _by_value(fn: Any) -> None:

@@ -11,7 +11,7 @@ import pytest
 import arraybench
 from arraybench.workloads.expression import expression_workload
 from arraybench.workloads.definition import define
-from arraybench.workloads.inputs import build_inputs
+from arraybench.workloads.inputs import make_inputs
 
 from ..conftest import run_here
 
@@ -70,10 +70,10 @@ def test_the_expression_gets_the_inputs_a_workload_file_gets(registry_restored):
                                     sizes=[7], name="mm")
     written = define(name="mm", sizes=[7], inputs=lambda n, rng: (
         rng.standard_normal((n, 3)), rng.random((3, n)), np.arange(n, dtype=float)))(lambda xp, a, b, c: 0)
-    for ours, theirs in zip(build_inputs(timed, 7, "float32", seed=3), build_inputs(written, 7, "float32", seed=3),
-                            strict=True):
+    for ours, theirs in zip(make_inputs(timed, 7, "float32", seed=3).arrays,
+                            make_inputs(written, 7, "float32", seed=3).arrays, strict=True):
         assert ours.dtype == np.float32 and np.array_equal(ours, theirs)
-    assert timed.fn(np, *build_inputs(timed, 7, "float64")).shape == (7, 7)
+    assert timed.fn(np, *make_inputs(timed, 7, "float64").arrays).shape == (7, 7)
 
 
 def test_a_setup_that_does_not_read_n_has_its_largest_inputs_size(registry_restored):
@@ -87,7 +87,7 @@ def test_a_setup_that_does_not_read_n_has_its_largest_inputs_size(registry_resto
 def test_numbers_the_setup_binds_are_settings_of_each_size(registry_restored):
     wl = expression_workload("xp.roll(a, k)", "a = randn(n); k = n // 2", sizes=[10, 20])
     assert wl.params_for(10) == {"k": 5} and wl.params_for(20) == {"k": 10}
-    (a,) = build_inputs(wl, 10, "float64")  # k is no input
+    (a,) = make_inputs(wl, 10, "float64").arrays  # k is no input
     assert a.shape == (10,)
     assert expression_workload("a * k", "a = randn(n); k = 2.5", sizes=[10]).params_for(10) == {"k": 2.5}
 

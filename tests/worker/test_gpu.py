@@ -342,7 +342,7 @@ def test_the_cuda_driver_answers_for_l2_size_and_pci_bus_id():
     driver = cuda_driver.Driver(_FakeLibcuda(50 * 2**20))
     assert cuda_driver.l2_cache_bytes(0, driver) == 50 * 2**20
     assert cuda_driver.pci_bus_id(0, driver) == "0000:3B:00.0"
-    assert driver.attribute(0, cuda_driver.COMPUTE_CAPABILITY_MAJOR) == 9
+    assert driver.attribute(0, 75) == 9  # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
     with pytest.raises(cuda_driver.DriverError):
         cuda_driver.Driver(_FakeLibcuda(0, fail=100))  # CUDA_ERROR_NO_DEVICE
 

@@ -346,7 +346,7 @@ def test_a_jax_device_without_local_hardware_id_has_no_monitor_and_the_assumed_l
     """jaxlib's ``local_hardware_id`` is an optional (jax/_src/array.py's ``__dlpack_device__``
     checks it for None); the old code passed None to ``int()`` (flush) or guessed GPU 0 (NVML)."""
     from arraybench.backends import gpu as cuda_driver
-    from arraybench.backends.jax import FALLBACK_L2_BYTES
+    from arraybench.backends.base import Backend
 
     from ..conftest import backend_or_skip
 
@@ -355,7 +355,7 @@ def test_a_jax_device_without_local_hardware_id_has_no_monitor_and_the_assumed_l
     assert backend.hardware_ordinal() is None
     backend.open_gpu_health()
     assert backend.health is None and "local_hardware_id" in backend.health_note
-    assert backend.l2_bytes() == FALLBACK_L2_BYTES
+    assert backend.l2_bytes() == Backend.l2_bytes(backend)
     assert cuda_driver.l2_cache_bytes(None) is None
 
 

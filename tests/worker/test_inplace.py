@@ -21,7 +21,7 @@ from arraybench.plan import Cell, build_plan
 from arraybench.model.record import Record
 from arraybench.model.replicate import TimerSettings
 from arraybench.worker.timer import Timer
-from arraybench.workloads.inputs import build_inputs, make_inputs
+from arraybench.workloads.inputs import make_inputs
 
 from ..conftest import backend_or_skip, run_here
 
@@ -421,7 +421,7 @@ def test_a_zero_d_input_stays_zero_d():
     def scaled(xp, x, s, k):
         return x * s + k
 
-    x, s, k = build_inputs(scaled, 8, "float32")
+    x, s, k = make_inputs(scaled, 8, "float32").arrays
     assert x.shape == (8,) and s.shape == () and k.shape == ()
     assert s.dtype == np.float32 and k.dtype == np.int64 and float(s) == 2.5
 
@@ -439,7 +439,7 @@ def test_a_fixed_input_keeps_its_dtype_and_the_rest_follow_the_run():
     built = make_inputs(mixed, 8, "float32")
     assert [str(a.dtype) for a in built.arrays] == ["float32", "float32", "complex128", "complex64"]
     assert built.fixed == (False, True, True, False)
-    assert build_inputs(mixed, 8, "float64")[1].dtype == np.float32
+    assert make_inputs(mixed, 8, "float64").arrays[1].dtype == np.float32
 
 
 @pytest.mark.parametrize("backend_name", ["numpy", "torch", "jax"])

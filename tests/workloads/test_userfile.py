@@ -24,7 +24,7 @@ from arraybench.model.cell import Cell
 from arraybench.model.replicate import TimerSettings
 from arraybench.workloads.userfile import WorkloadFileError, import_workload_file, load_files
 from arraybench.workloads import REGISTRY
-from arraybench.workloads.inputs import build_inputs
+from arraybench.workloads.inputs import make_inputs
 from arraybench.workloads.inputs import bind
 
 from ..conftest import FAST, backend_or_skip, run_here
@@ -382,7 +382,7 @@ def test_a_bare_decorator_takes_the_defaults():
         return xp.log1p(xp.exp(x)) + y
 
     assert softplus.sizes == {"small": 1_000, "large": 1_000_000}
-    x, y = build_inputs(softplus, 1_000, "float32")
+    x, y = make_inputs(softplus, 1_000, "float32").arrays
     assert x.shape == y.shape == (1_000,) and x.dtype == np.float32
     assert not np.array_equal(x, y)
     assert softplus.description == "docstring line"
@@ -413,7 +413,7 @@ def test_inputs_may_be_a_dict_by_name_a_list_or_take_only_n():
     def by_name(xp, x, y):
         return x + y
 
-    x, y = build_inputs(by_name, 4, "float64")
+    x, y = make_inputs(by_name, 4, "float64").arrays
     np.testing.assert_array_equal(x, np.arange(4))  # ordered by parameter, ints kept as ints
     assert x.dtype == np.int64 and y.dtype == np.float64
 
@@ -421,7 +421,7 @@ def test_inputs_may_be_a_dict_by_name_a_list_or_take_only_n():
     def listed(xp, a, b):
         return a * b
 
-    a, b = build_inputs(listed, 3, "float32")
+    a, b = make_inputs(listed, 3, "float32").arrays
     assert a.dtype == np.float32 and float(b[0]) == 3.0
 
 
@@ -431,7 +431,7 @@ def test_inputs_that_do_not_match_the_function_name_its_line():
         return a + b
 
     with pytest.raises(TypeError) as info:
-        build_inputs(two_args, 4, "float64")
+        make_inputs(two_args, 4, "float64").arrays
     message = str(info.value)
     assert "3 array(s)" in message and "takes 2" in message
     here = Path(__file__)
@@ -442,7 +442,7 @@ def test_inputs_that_do_not_match_the_function_name_its_line():
         return a + b
 
     with pytest.raises(TypeError, match="unknown: \\['z'\\]"):
-        build_inputs(named, 4, "float64")
+        make_inputs(named, 4, "float64").arrays
 
 
 def test_a_function_without_array_parameters_is_refused_at_definition():
@@ -531,14 +531,14 @@ def test_grad_through_the_array_api_namespace_uses_autograd_with_a_fresh_leaf():
     wl = workload(name="api_grad", sizes={"small": 50}, grad=True,
                   reference=_analytic, check=Check.normwise(lambda n: n))(_loss)
     assert wl.namespace == "array_api"
-    w, x = (backend.asarray(a) for a in build_inputs(wl, 50, "float64"))
+    w, x = (backend.asarray(a) for a in make_inputs(wl, 50, "float64").arrays)
     bound = bind(wl, backend, "latency", (w, x))
     assert "autograd" in bound.method
     first = backend.to_numpy(bound.op(*bound.args)).copy()
     again = backend.to_numpy(bound.op(*bound.args))
     np.testing.assert_array_equal(first, again)  # nothing accumulates across calls
     assert w.grad is None
-    np.testing.assert_allclose(first, _analytic(*build_inputs(wl, 50, "float64")), rtol=1e-12)
+    np.testing.assert_allclose(first, _analytic(*make_inputs(wl, 50, "float64").arrays), rtol=1e-12)
 
 
 def test_a_non_scalar_loss_is_named_as_such():

@@ -17,7 +17,7 @@ from ..measuring import measure_cell, shared_references
 from arraybench.model.cell import Cell
 from arraybench.model.replicate import TimerSettings
 from arraybench.workloads import BUILTIN, REGISTRY, Workload
-from arraybench.workloads.inputs import build_inputs
+from arraybench.workloads.inputs import make_inputs
 from arraybench.workloads.inputs import bind
 
 from ..conftest import backend_or_skip
@@ -150,7 +150,7 @@ def test_autodiff_matches_the_analytic_gradient(backend_name):
 def test_torch_gradient_does_not_accumulate_across_calls():
     backend = backend_or_skip("torch")
     wl = REGISTRY["gradient"]
-    w, x = (backend.asarray(a) for a in build_inputs(wl, 100, "float64"))
+    w, x = (backend.asarray(a) for a in make_inputs(wl, 100, "float64").arrays)
     bound = bind(wl, backend, "latency", (w, x))
     first = backend.to_numpy(bound.op(*bound.args)).copy()
     for _ in range(3):
@@ -161,11 +161,11 @@ def test_torch_gradient_does_not_accumulate_across_calls():
 
 def test_inputs_are_identical_for_every_backend_and_process():
     wl = REGISTRY["matmul"]
-    a1, b1 = build_inputs(wl, 50, "float32", seed=0)
-    a2, b2 = build_inputs(wl, 50, "float32", seed=0)
+    a1, b1 = make_inputs(wl, 50, "float32", seed=0).arrays
+    a2, b2 = make_inputs(wl, 50, "float32", seed=0).arrays
     np.testing.assert_array_equal(a1, a2)
     assert a1.dtype == np.float32
-    assert not np.array_equal(a1, build_inputs(wl, 50, "float32", seed=1)[0])
+    assert not np.array_equal(a1, make_inputs(wl, 50, "float32", seed=1).arrays[0])
 
 
 def test_jax_jit_mode_compiles_and_matches():
