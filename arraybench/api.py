@@ -18,7 +18,7 @@ from .errors import UsageError, option_name, unknown_name
 from .model.options import DTYPES, RunOptions, parse_context
 from .options import KEYWORDS, csv_list
 from .lifecycle import ContextLabels, execute, reporter_for, resume
-from .plan import Cell, Plan, build_plan, validate
+from .plan import Cell, Plan, build_plan, check_choices, validate
 from .model.journal import Reporter
 from .model.results import LEGACY_NAMES, Results, legacy_names, load, resolve
 from .model.runs import default_label, merge as merge_runs
@@ -217,7 +217,8 @@ def numerics(workloads: Any = ("numerics",), *, dtype: Iterable[str] | str | Non
         warnings.warn("numerics(dtypes=...) is now numerics(dtype=...)", DeprecationWarning, stacklevel=2)
         dtype = dtypes if dtype is None else dtype
     chosen = DTYPES if dtype is None else dtype
-    dtypes = [d.strip() for d in chosen.split(",")] if isinstance(chosen, str) else list(chosen)
+    dtypes = csv_list(chosen) if isinstance(chosen, str) else list(chosen)
+    dtypes = check_choices("dtype", dtypes, DTYPES)  # none at all is refused here, not after the runs
     # Every dtype planned (and so checked) before the first one's run starts.
     checked = [plan(options_from(workloads, sizes=sizes, dtype=dtype, processes=1, max_time=0.05,
                                  min_samples=3, **kwargs)) for dtype in dtypes]

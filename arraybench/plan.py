@@ -179,6 +179,8 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
         "devices": check_choices("device", options.devices, backends.DEVICES),
         "modes": check_choices("mode", options.modes, MODES),
     }
+    if not isinstance(options.dtype, str):  # a list would fail as unhashable, not as a usage error
+        raise UsageError(f"dtype={_short(options.dtype)}: a run measures one dtype, one of {', '.join(DTYPES)}")
     check_choices("dtype", [options.dtype], DTYPES)
     if options.workloads:
         known = list(known_workloads)

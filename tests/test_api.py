@@ -127,6 +127,11 @@ def test_bad_options_fail_before_anything_runs():
         arraybench.run(["sort"], output_dri="out")
     with pytest.raises(UsageError, match="no size"):
         arraybench.run(["sort"], sizes=["medium"], backends="numpy")
+    with pytest.raises(UsageError, match=r"dtype=\['float32'\]: a run measures one dtype, one of float64"):
+        arraybench.run(["sort"], dtype=["float32"], backends="numpy")
+    for none in ([], " , "):  # numerics takes several, but not none
+        with pytest.raises(UsageError, match="no dtype selected; valid: float64, float32"):
+            arraybench.numerics(dtype=none)
 
 
 def test_run_into_a_folder_writes_every_file_and_resume_finishes_nothing_twice(tmp_path: Path):
