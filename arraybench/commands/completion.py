@@ -60,9 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace, commands: argparse._SubParsersAction) -> int:
-    root = getattr(commands, "container", None)
-    actions = root._actions if root is not None else [commands]
-    print(script_of(args.shell, actions, commands._prog_prefix.split()[0]), end="")
+    # argparse keeps the group an action was added to (``container``), which shares its parser's actions.
+    print(script_of(args.shell, commands.container._actions, commands._prog_prefix.split()[0]), end="")
     return 0
 
 

@@ -38,11 +38,7 @@ _COLOURS = {FASTER: "#2a7d2a", SLOWER: "#c0392b", CANNOT_TELL: "#a06a00"}
 @dataclass(repr=False)
 class DisplayedComparison(Comparison):
     """A ``Comparison`` that shows itself: a table in a notebook (``_repr_html_``), the terminal's
-    table as text (``table()``, ``str()``), one line as its ``repr``, and ``to_dataframe()``.
-
-    >>> c = new.compare(base)        # doctest: +SKIP
-    >>> c                            # doctest: +SKIP
-    """
+    table as text (``table()``, ``str()``), one line as its ``repr``, and ``to_dataframe()``."""
 
     @classmethod
     def of(cls, comparison: Comparison) -> "DisplayedComparison":
@@ -59,18 +55,14 @@ class DisplayedComparison(Comparison):
         return self.table()
 
     def _repr_html_(self) -> str:
-        return comparison_html(self)
-
-
-def comparison_html(comparison: Comparison) -> str:
-    """The comparison as an HTML fragment: a row per cell, what differs between the runs, and the summary."""
-    rows = [{"case": f"{c.new.workload} {c.new.size_label}", "config": c.new.config_label,
-             **dict(zip(("base", "new", "ratio", "change"), change_cells(c))),
-             "verdict": c.verdict, "note": c.note, "colour": _COLOURS.get(c.verdict, "")}
-            for c in comparison.shown]
-    return HTML_TEMPLATES.get_template("comparison.html").render(
-        title="arraybench compare: time per call, new vs base", rows=rows, lines=side_lines(comparison),
-        summary=comparison.summary())
+        """An HTML fragment: a row per cell, what differs between the runs, and the summary."""
+        rows = [{"case": f"{c.new.workload} {c.new.size_label}", "config": c.new.config_label,
+                 **dict(zip(("base", "new", "ratio", "change"), change_cells(c))),
+                 "verdict": c.verdict, "note": c.note, "colour": _COLOURS.get(c.verdict, "")}
+                for c in self.shown]
+        return HTML_TEMPLATES.get_template("comparison.html").render(
+            title="arraybench compare: time per call, new vs base", rows=rows, lines=side_lines(self),
+            summary=self.summary())
 
 
 def print_comparison(comparison: Comparison, console: Console,
@@ -225,6 +217,12 @@ def series_rows(history: "History", last: int) -> list[tuple["Series", list[_Row
     return [(s, _walk(history, s)[-last:]) for s in shown_series(history)]
 
 
+def history_cells(history: "History", last: int) -> list[list[tuple[str, ...]]]:
+    """Each series' rows as the tables show them: case, library and machine (on its first row), then the row."""
+    return [[((f"{s.workload} {s.size_label}", s.label, s.machine_id) if i == 0 else ("", "", "")) + cells
+             for i, (_, _, cells) in enumerate(rows)] for s, rows in series_rows(history, last)]
+
+
 def shown_series(history: "History") -> list["Series"]:
     """The series with a measured time in at least one run."""
     return [s for s in history.series if any(p.valid for p in s.points)]
@@ -248,13 +246,12 @@ def history_table(history: "History", last: int = DEFAULT_LAST, width: int | Non
     columns = (Column("case"), Column("library / device"), Column("machine", False, 5), Column("run", whole=True),
                Column("median", True), Column("95% CI", True, 2), Column("vs previous", True),
                Column("note", False, 1))
-    shown = series_rows(history, last)
+    shown = history_cells(history, last)
     table_rows = []
-    for n, (s, rows) in enumerate(shown):
-        for i, (_, _, (when, median, ci, vs, note)) in enumerate(rows):
+    for n, rows in enumerate(shown):
+        for i, cells in enumerate(rows):
+            note = cells[-1]
             style = ("bold red" if "slower" in note[:12] else "bold green") if note.startswith("STEP") else None
-            cells = (f"{s.workload} {s.size_label}" if i == 0 else "", s.label if i == 0 else "",
-                     s.machine_id if i == 0 else "", when, median, ci, vs, note)
             table_rows.append(Row([plain(c) for c in cells], style=style,
                                   end_section=(i == len(rows) - 1 and n < len(shown) - 1)))
     return fitted("arraybench history: time per call (median) over the stored runs", columns, table_rows,
