@@ -67,8 +67,7 @@ class DisplayedComparison(Comparison):
 
 def print_comparison(comparison: Comparison, console: Console,
                      across: Sequence[tuple[str, str]] = ()) -> None:
-    """Everything ``arraybench compare`` prints; ``across`` names the machines (base, new) of a cross-machine
-    one."""
+    """Everything ``arraybench compare`` prints; ``across``: the machines (base, new) of a cross-machine one."""
     for a, b in across:
         console.print(f"[bold yellow]across machines (--cross-machine):[/] base on {escape(a)}, "
                       f"new on {escape(b)}: differences are the machines' as much as the code's")
@@ -81,8 +80,7 @@ def print_comparison(comparison: Comparison, console: Console,
 
 
 def side_lines(comparison: Comparison) -> list[str]:
-    """What differs between the runs, the cells only one of them has, and those skipped in both (one line per
-    library/device and reason)."""
+    """What differs between the runs, the cells only one has, and those skipped in both (a line per reason)."""
     skipped = Counter((c.new.config_label, c.new.reason or c.base.reason) for c in comparison.skipped_in_both)
     return ([f"differs: {what}: {a} → {b}" for what, a, b in comparison.environment_differences]
             + [f"only in {side}: {r.workload} {r.size_label} {r.config_label} ({r.status})"
@@ -229,8 +227,7 @@ def shown_series(history: "History") -> list["Series"]:
 
 
 def print_history(history: "History", console: Console, where: str, last: int = DEFAULT_LAST) -> None:
-    """What ``arraybench history`` prints: the table, a summary naming the store (``where``), each step
-    called."""
+    """What ``arraybench history`` prints: the table, a summary naming the store (``where``), each step called."""
     console.print(history_table(history, last=last, width=console.width))
     console.print(summary(history) + f"; store {where}", markup=False, highlight=False)
     if history.one_process:

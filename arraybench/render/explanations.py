@@ -265,8 +265,7 @@ def _build(info: Mapping[str, Any]) -> tuple:
 
 
 def forced_kernels(environment: Mapping[str, Any] | None) -> list[str]:
-    """BLAS kernels below the CPU's ISA (and why), and each library's kernels; per environment where builds
-    differ."""
+    """BLAS kernels below the CPU's ISA (and why), and each library's kernels; per environment where builds differ."""
     if not environment:
         return []
     out: list[str] = []
@@ -327,8 +326,7 @@ def _costs(c: Contention) -> list[str]:
 
 
 def oversubscription(found: Iterable[Contention]) -> list[str]:
-    """For each library whose thread pool outnumbered its cores: its costliest cell and the fix, then the
-    others."""
+    """For each library whose thread pool outnumbered its cores: its costliest cell and the fix, then the others."""
     by_label: dict[str, list[Contention]] = {}
     for c in found:
         by_label.setdefault(_label(c.record), []).append(c)
@@ -353,8 +351,7 @@ def oversubscription(found: Iterable[Contention]) -> list[str]:
 
 
 def busy_machine(records: Iterable[Record]) -> list[str]:
-    """How many cells were measured on a busy machine, and what made it busy: other processes,
-    the hypervisor, or both (each named only where it passed its threshold)."""
+    """How many cells were measured on a busy machine, and what made it busy: other processes, the hypervisor."""
     measured = [r for r in records if is_valid(r) and r.busy is not None]
     busy = [r for r in measured if r.busy and r.usage]
     if not busy:

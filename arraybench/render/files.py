@@ -38,8 +38,7 @@ CSV_NAME = "results.csv"
 
 
 def csv_text(results: Results) -> str:
-    """The CSV document: a header (``key``, ``config``, then every field of a record but its replicates), then
-    ``Record.to_row()`` of every record."""
+    """The CSV document: a header (``key``, ``config``, each field but the replicates), a ``Record.to_row()`` each."""
     return rows_text(["key", "config", *COLUMNS], (r.to_row() for r in results.records))
 
 
@@ -59,8 +58,7 @@ HISTORY_COLUMNS = ("workload", "size_label", "size", "config", "machine_id", "ru
 
 
 def history_csv(history: History, last: int) -> str:
-    """The history table as CSV: times in seconds, ``vs_previous`` a ratio (above 1: slower than the run
-    before)."""
+    """The history table as CSV: times in seconds, ``vs_previous`` a ratio (above 1: slower than the run before)."""
     rows = ((s.workload, s.size_label, s.size, s.label, s.machine_id, p.run.run_id, p.run.started_at,
              p.entry.status, *((p.median_s, p.entry.ci_low_s, p.entry.ci_high_s) if p.valid else (None,) * 3),
              p.median_s / previous.median_s if p.valid and previous else None, note)

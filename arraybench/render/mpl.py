@@ -74,8 +74,7 @@ _TICKS: dict[str, Callable[[float], str]] = {
 
 
 def log_axis(ax: Axes, which: str, ticks: str = "number", scale: float = 1.0) -> None:
-    """Put ``ax``'s ``which`` axis on a log scale labelled as ``ticks`` says; ``scale``: one unit of the
-    data."""
+    """Put ``ax``'s ``which`` axis on a log scale labelled as ``ticks`` says; ``scale``: one unit of the data."""
     axis = ax.xaxis if which == "x" else ax.yaxis
     (ax.set_xscale if which == "x" else ax.set_yscale)("log")
     text = _TICKS[ticks]
@@ -89,8 +88,7 @@ def plain(text: object) -> str:
 
 
 def render_svg(fig: Figure) -> str:
-    """The figure as SVG markup: drawing happens here, so a figure that cannot be drawn raises before any file
-    is written."""
+    """The figure as SVG markup, drawn here: a figure that cannot be drawn raises before any file is written."""
     buffer = io.StringIO()
     with matplotlib.rc_context(STYLE):
         fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
@@ -137,8 +135,7 @@ def compare_plot(comparison: Comparison, path: Path) -> Path | None:
 
 @styled
 def compare_figure(comparison: Comparison) -> Figure | None:
-    """Horizontal bars from 1 to new/base (left of 1: faster), with a conservative interval from the two
-    CIs; None when no cell could be compared."""
+    """Bars from 1 to new/base (left of 1: faster), an interval from the two CIs; None when no cell was compared."""
     cells = comparison.comparable
     if not cells:
         return None

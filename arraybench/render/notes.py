@@ -44,8 +44,7 @@ class Item:
 
 @dataclass
 class Note:
-    """One numbered note: a heading and its items; ``everywhere`` when it covers every row (no row carries
-    it)."""
+    """One numbered note: a heading and its items; ``everywhere`` when it covers every row (no row carries it)."""
 
     number: int
     kind: str
@@ -84,8 +83,7 @@ class NoteBook:
         self._built = None
 
     def notes(self) -> list[Note]:
-        """Every note: those covering every row first, then the others numbered in the order their first row
-        came."""
+        """Every note: those covering every row first, then the others numbered in their first rows' order."""
         if self._built is None:
             self.ranged = False
             everyone = set(self.measured)
@@ -249,8 +247,7 @@ def speedup(r: Record, base: Record | None) -> float | None:
 
 
 def speedup_text(r: Record, base: Record | None, pairs: Pairs = Pairs()) -> str:
-    """``3.8× faster``, ``16× slower``, ``level``, ``undecided``, ``baseline`` or ``—``: the verdict of the
-    pair with NumPy."""
+    """``3.8× faster``, ``16× slower``, ``level``, ``undecided``, ``baseline`` or ``—``: its pair's with NumPy."""
     if base is None or not is_valid(r) or not is_valid(base):
         return "—"
     if r is base:

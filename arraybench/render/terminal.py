@@ -105,8 +105,7 @@ def stdout_console(width: int = TABLE_WIDTH) -> Console:
 
 
 def widened(console: Console, width: int = TABLE_WIDTH) -> Console:
-    """``console``, or one ``width`` wide without colour where it writes to a file or a pipe and $COLUMNS is
-    unset."""
+    """``console``, or one ``width`` wide without colour where it writes to a file or pipe and $COLUMNS is unset."""
     if console.is_terminal or console.width >= width or os.environ.get("COLUMNS", "").strip().isdigit():
         return console
     return SafeConsole(width=width, file=console.file, color_system=None)
@@ -118,8 +117,7 @@ TEXT_MIN_WIDTH = 13
 
 @dataclass(frozen=True)
 class Column:
-    """``numeric``: right-aligned, never wraps; ``whole``: never wraps or shortens; higher ``drop`` goes
-    first."""
+    """``numeric``: right-aligned, never wraps; ``whole``: never wraps or shortens; higher ``drop`` goes first."""
 
     name: str
     numeric: bool = False
@@ -261,8 +259,7 @@ def print_info(env: Mapping[str, Any], state: Mapping[str, Any], defaults: Mappi
 
 def machine_rows(env: Mapping[str, Any], state: Mapping[str, Any] | None = None,
                  threads: str | None = None) -> list[tuple[str, str]]:
-    """A machine as (name, text) rows, those with nothing to say left out: ``info``'s, and the report's
-    Environment section's (``threads``: the run's own)."""
+    """A machine as (name, text) rows, empty ones left out: ``info``'s, and the report's (``threads``: the run's)."""
     fp = env.get("fingerprint") if isinstance(env.get("fingerprint"), Mapping) else {}
     libs = env.get("libraries") if isinstance(env.get("libraries"), Mapping) else {}
     physical = f", {env['cpu_physical_cores']} physical" if env.get("cpu_physical_cores") else ""
