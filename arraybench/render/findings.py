@@ -314,8 +314,7 @@ def ceiling_shares(records: Iterable[Record]) -> list[str]:
     for (workload, _label), group in grouped(records).items():
         if workload.startswith("ceiling_"):
             continue
-        shares = [(share(r, table), r) for r in group if is_valid(r)]
-        shares = [(s, r) for s, r in shares if s is not None]
+        shares = [(s, r) for r in group if is_valid(r) and (s := share(r, table)) is not None]
         if not shares:
             continue
         s, r = max(shares, key=lambda sr: sr[0])

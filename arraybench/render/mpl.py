@@ -27,9 +27,6 @@ if TYPE_CHECKING:
     from ..analysis.history import History
 
 
-__all__ = ["Axes", "Figure", "PALETTE", "PlotWarning", "drawn", "log_axis", "plain",
-           "render_svg", "styled"]
-
 PALETTE = {
     "numpy": "#4c72b0",
     "torch": "#dd8452",
