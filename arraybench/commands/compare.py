@@ -1,11 +1,6 @@
-"""Runs set against others. ``arraybench compare BASE NEW``: per cell, faster / slower / not
-significant, and a CI gate. ``arraybench history [RUN]``: each cell's results over the stored runs, the
-steps and what changed with each (RUN: only its cells on its machine, up to it); ``--output-dir``
-writes the plots (no file unless asked); ``--fail-above 10%`` is a CI gate: status 1 when a latest run
-is a step that much slower. ``arraybench store``: ``import`` adds earlier runs' folders, ``list`` shows
-what the store holds. Importing is idempotent, each run whole or not at all; a folder that cannot be
-read, or a copy that lacks measurements the stored run holds, is one line (status 2 at the end), the
-others imported."""
+"""Runs set against others: ``compare`` (two runs cell by cell, and a CI gate), ``history`` (each cell over the
+stored runs, the steps called and what changed with each) and ``store`` (``list``, and ``import``: idempotent, each
+run whole or not at all; one that cannot be read, or lacks measurements the store holds, is a line and status 2)."""
 
 from __future__ import annotations
 
@@ -168,9 +163,9 @@ def main(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
-def gate(comparison, limit: float, memory: bool = False) -> int:
-    """``--fail-above``: 1 (a line on stderr per reason) when the new run must not pass; ``memory`` gates peaks too."""
-    failures = gate_failures(comparison, limit, memory=memory)
+def gate(comparison, limit: float) -> int:
+    """``--fail-above``: 1 (a line on stderr per reason) when the new run must not pass."""
+    failures = gate_failures(comparison, limit)
     for line in [*gate_notes(comparison, limit), *failures]:
         print(f"arraybench: {line}", file=sys.stderr)
     return 1 if failures else 0

@@ -1,9 +1,6 @@
-"""What is here: ``arraybench info``, the machine, the libraries, and which backends work (each asked
-in its own worker, ``probe``: the parent never imports torch, jax or cupy); ``arraybench doctor``,
-whether timing, sync, precision and the GPU behave; ``arraybench numerics``, each library's error
-against the NumPy float64 reference in every dtype (each cell measured briefly, one process, a few
-samples: the time is not the point); ``arraybench list``, the workloads, their sizes and what each
-measures."""
+"""What is here: ``info`` (the machine, the libraries and which backends work, each asked in its own worker so
+that the parent never imports torch, jax or cupy), ``doctor``, ``numerics`` (each library's error against the
+float64 reference, each cell measured briefly: the time is not the point) and ``list`` (the workloads)."""
 
 from __future__ import annotations
 
@@ -116,7 +113,7 @@ def doctor(args: argparse.Namespace) -> int:
 
 
 def catalog(workload_files: list[str] = ()) -> tuple[list[dict[str, Any]], list[str]]:
-    """Every known workload (name, sizes, what it measures, its check, its work per call), and the files that did not load."""
+    """Every known workload (name, sizes, what it measures, its check, its work per call), and the files not loaded."""
     from ..workloads.registry import REGISTRY
     from ..workloads.userfile import load_files
 

@@ -1,10 +1,6 @@
-"""A saved run, shown again without measuring anything: ``arraybench report`` rebuilds its files;
-``arraybench show`` prints its table, or with ``--histogram`` each cell's samples per process (as
-pyperf's ``hist``); ``arraybench merge RUN... -o DIR`` makes several runs (machines) one report, the
-machine a dimension, each run labelled by its folder's name or ``LABEL=DIR`` (each machine's settings
-stay with its records); ``arraybench export RESULTS --format github|bencher`` writes
-github-action-benchmark's ``customSmallerIsBetter`` JSON or Bencher Metric Format, on stdout or to
-``-o FILE`` (docs/history.md).
+"""A saved run, shown again without measuring anything: ``report`` rebuilds its files, ``show`` prints its
+table or each cell's samples per process (as pyperf's ``hist``), ``merge`` makes several runs (machines) one
+report, each machine's settings kept with its records, and ``export`` writes it for other tools (docs/history.md).
 """
 
 from __future__ import annotations
