@@ -122,12 +122,11 @@ class ConsoleReporter(_Counting):
 
     def replicate_done(self, cell: Cell, index: int, replicate: Replicate) -> None:
         super().replicate_done(cell, index, replicate)
-        if cell is not None:
-            config = config_label(cell.backend, cell.device, cell.mode, transfer=cell.transfer,
-                                  machine=cell.machine, environment=cell.environment)
-            label = f"{cell.workload} {cell.size_label} {config}"
-            self.processes[cell.key] = (label, self.processes.get(cell.key, ("", 0))[1] + 1)
-            self.last_cell = cell.key
+        config = config_label(cell.backend, cell.device, cell.mode, transfer=cell.transfer, machine=cell.machine,
+                              environment=cell.environment)
+        self.processes[cell.key] = (f"{cell.workload} {cell.size_label} {config}",
+                                    self.processes.get(cell.key, ("", 0))[1] + 1)
+        self.last_cell = cell.key
         self._update()
 
     def more_wanted(self, cell: Cell, extra: int) -> None:
