@@ -8,6 +8,7 @@ import argparse
 import datetime as _dt
 import re
 import sys
+from collections import Counter
 
 from ..errors import SaveError, UsageError, one_line
 from ..model.runs import machine_id_of, run_id
@@ -276,8 +277,8 @@ def import_main(args: argparse.Namespace) -> int:
     from ..model.results import load, resolve
     from ..store import open_store
 
-    failed = refused = 0
-    counts: dict[str, int] = {}
+    failed = 0
+    counts: Counter[str] = Counter()
     with open_store(store_location(args)) as store:
         for given in args.runs:
             path = resolve(given)
@@ -288,18 +289,17 @@ def import_main(args: argparse.Namespace) -> int:
                 failed += 1
                 continue
             added = store.add(results, source=str(path.parent.resolve()))
-            counts[added.outcome] = counts.get(added.outcome, 0) + 1
+            counts[added.outcome] += 1
             detail = f", {added.records} records" if added.records else ""
             note = {"not a run": "; a merge of runs: import the runs themselves",
                     "kept": "; the store holds it complete, this copy is not",
                     "refused": "; the store holds another run with this id, with measurements this "
                                "copy lacks: it is left as it is"}.get(added.outcome, "")
-            refused += added.outcome == "refused"
             print(one_line(f"{given}: {added.outcome} (run {added.run_id}{detail}{note})"),
                   file=sys.stderr if added.outcome == "refused" else sys.stdout)
         total = ", ".join(f"{n} {what}" for what, n in counts.items()) or "nothing imported"
         print(f"store {store.describe()}: {total}" + (f"; {failed} could not be read" if failed else ""))
-    return 2 if failed or refused else 0
+    return 2 if failed or counts["refused"] else 0
 
 
 def list_main(args: argparse.Namespace) -> int:

@@ -203,8 +203,7 @@ def _walk(history: "History", s: "Series") -> list[_Row]:
         if p.run.context and p.run.context != context and step is None:
             notes.append(", ".join(f"{k}={v}" for k, v in p.run.context.items()))
         context = p.run.context
-        ci = ("—" if p.entry.ci_low_s is None or p.entry.ci_high_s is None
-              else format_interval(p.low, p.median_s, p.high))
+        ci = format_interval(p.entry.ci_low_s, p.median_s, p.entry.ci_high_s)  # "—" without an interval
         out.append((p, previous, (when, format_seconds(p.median_s), ci, vs, " · ".join(notes))))
         previous = p
     return out
