@@ -14,7 +14,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence, Any
+from typing import Any, Iterable, Mapping, Sequence
 
 from rich.table import Table
 from rich.text import Text
@@ -25,13 +25,10 @@ from ..analysis.grouping import config_sort_key, is_valid
 from ..analysis.history import History
 from ..files import write_atomic
 from ..model.cell import config_label
-from ..model.record import COLUMNS
+from ..model.record import COLUMNS, Record
+from ..model.results import Results
 from ..model.schema import read_regular
 from ..units import format_change
-
-if TYPE_CHECKING:
-    from ..model.results import Results
-    from ..model.record import Record
 
 
 CSV_NAME = "results.csv"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from .explanations import build_label, explanations
 from .tables import gap_sentence
@@ -21,12 +21,9 @@ from ..analysis.roofline import ceiling_key, ceilings, share
 from ..analysis.pairs import SelfCheck
 from ..numeric.stopping import LEVEL_WITHIN
 from ..model.cell import config_label
-from ..model.results import Pairs
+from ..model.results import Pairs, Results
 from ..model.record import Record
 from ..units import format_ratio, format_seconds, format_speedup
-
-if TYPE_CHECKING:
-    from ..model.results import Results
 
 
 def faster_by(a: Record, b: Record, pairs: Pairs) -> str:

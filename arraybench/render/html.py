@@ -13,7 +13,7 @@ import hashlib
 import re
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from markupsafe import Markup
 
@@ -26,17 +26,13 @@ from .notes import (CI_LEGEND, RANGES_LEGEND, achieved_text, ci_text, error_text
 from .tables import (energy_absent, energy_measured, energy_why, format_energy, histogram_cell, peak_sub,
                      peak_text)
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, library_label, size_text
-from ..analysis.roofline import achieved
-from ..analysis.roofline import Ceiling, ceilings as ceilings_of_run, share as share_of_ceiling
+from ..analysis.history import History
+from ..analysis.roofline import Ceiling, achieved, ceilings as ceilings_of_run, share as share_of_ceiling
 from ..model.runs import describe
-from ..model.results import Pairs
+from ..model.results import Pairs, Results
 from ..model.record import Record
 from ..model.replicate import RATES, Usage
 from ..units import format_seconds, format_share
-
-if TYPE_CHECKING:
-    from ..analysis.history import History
-    from ..model.results import Results
 
 
 REPORT_NAME = "report.html"

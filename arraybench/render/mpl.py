@@ -10,7 +10,7 @@ import io
 import sys
 import warnings
 from pathlib import Path
-from typing import Callable, TYPE_CHECKING
+from typing import Callable
 
 import matplotlib
 from matplotlib.axes import Axes
@@ -20,11 +20,9 @@ from matplotlib.ticker import LogFormatter
 from .files import run_plot_name
 from ..analysis.compare import FASTER, SLOWER, Comparison
 from ..analysis.grouping import size_text
+from ..analysis.history import History
 from ..files import write_atomic
 from ..units import format_seconds
-
-if TYPE_CHECKING:
-    from ..analysis.history import History
 
 
 PALETTE = {

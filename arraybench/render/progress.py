@@ -12,7 +12,7 @@ import json
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
@@ -24,12 +24,10 @@ from ..errors import printable
 from ..files import discard
 from ..model.cell import Cell, config_label
 from ..model.record import Record
+from ..model.results import Results
 from ..model.replicate import Replicate
 from ..model.journal import Reporter
 from ..units import format_seconds
-
-if TYPE_CHECKING:
-    from ..model.results import Results
 
 
 #: Seconds without a line after which a run with no terminal says what it is still measuring.

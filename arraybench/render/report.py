@@ -27,19 +27,18 @@ from .tables import (FINDINGS_LINES, energy_absent, energy_measured, energy_why,
                      print_findings, results_table, table_text)
 from ..analysis.compare import Comparison, compare as compare_runs
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, size_text
+from ..analysis.history import History
 from ..analysis.memory import memory_changes
 from ..backends import SPECS
 from ..errors import one_line
 from ..files import write_atomic
 from ..model.runs import check_same_machine
-from ..model.results import Pairs
+from ..model.results import Pairs, Results
 from ..model.record import Record
 from ..units import format_seconds
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-    from ..analysis.history import History
-    from ..model.results import Results
 
 
 FINDINGS_NAME = "findings.md"
