@@ -65,11 +65,6 @@ def main(args: argparse.Namespace, commands: argparse._SubParsersAction) -> int:
     return 0
 
 
-def script(shell: str, parser: argparse.ArgumentParser) -> str:
-    """The completion script for ``shell`` (one of ``SHELLS``) of ``parser``'s commands."""
-    return script_of(shell, parser._actions, parser.prog)
-
-
 def script_of(shell: str, actions: list[argparse.Action], prog: str) -> str:
     """The completion script for ``shell`` of the program ``prog`` whose parser has ``actions``."""
     fn = ("__" if shell == "fish" else "_") + re.sub(r"\W", "_", prog)
