@@ -160,10 +160,9 @@ def write_plots(records: Iterable[Record], out_dir: Path, pairs: Pairs = Pairs()
     plots += [(lambda w=workload: sweep_figure(records, w), run_plot_name("sweep", workload))
               for workload in swept]
     plots.append((lambda: roofline_figure(records), "roofline.svg"))
-    for label in ("small", "large"):
+    for label in ("small", "large"):  # a size nothing was measured at draws no summary (None)
         measured = [r for r in records if r.size_label == label]
-        if measured:
-            plots.append((lambda m=measured, s=label: summary_figure(m, s), run_plot_name("summary", label)))
+        plots.append((lambda m=measured, s=label: summary_figure(m, s), run_plot_name("summary", label)))
     written: list[Path] = []
     for draw, name in plots:
         svg = drawn(draw, name)
