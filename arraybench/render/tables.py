@@ -163,7 +163,7 @@ def results_table(records: Iterable[Record], width: int | None = None, pairs: Pa
                            style="dim"))
     if any(c.name == "95% CI" and c.name not in dropped for c in columns):
         footer.append(Text(CI_LEGEND + ".", style="dim"))
-    if book.notes():  # which sets book.ranged
+    if book.notes:
         if book.ranged:
             footer.append(Text(RANGES_LEGEND + ".", style="dim"))
         footer.append(notes_grid(book))
