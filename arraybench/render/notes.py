@@ -37,8 +37,7 @@ class Row:
 
 @dataclass
 class Item:
-    """One text of a note (its numbers merged across rows), the rows it covers, and whether a number in it is
-    its range over them (``0.3–0.6 of 2 cores``)."""
+    """One text of a note, its numbers merged across the rows it covers (``ranged``: as ``0.3–0.6 of 2 cores``)."""
 
     text: str
     rows: list[Row]
