@@ -1,8 +1,7 @@
 """Findings that explain: the measured reason behind a number, in a sentence.
 
 From the counters read around the samples, the kernels each library reported when its worker started
-and the CPU's own features: page faults, cores used, BLAS kernels below the CPU's ISA, the quantity that
-splits a bimodal cell, oversubscribed thread pools, and a busy machine. Nothing is written in advance.
+and the CPU's own features, each function one kind of reason. Nothing is written in advance.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""What a run finds, in plain sentences computed from its records alone (once per run), and the
-numerical agreement of its libraries against the float64 reference.
+"""What a run finds, in plain sentences computed from its records alone (once per run).
 
 Nothing is written in advance: change the records and the sentences change. Speed-ups between
 libraries stay within one machine and one environment; machines and builds get sentences of their own.
