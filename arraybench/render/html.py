@@ -46,8 +46,7 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
                 findings: Sequence[str] | None = None, history: "History | None" = None) -> str:
     """The report as one HTML document."""
     findings = list(findings or [])
-    svgs = _read_plots(plots)
-    used: set[str] = set()
+    svgs = _read_plots(plots)  # each section takes its own plots out; "More plots" shows what is left
     records, pairs = results.records, Pairs(results.pairs)
     not_run, shown = unavailable(records)
     ceilings = ceilings_of_run(records)
@@ -57,24 +56,20 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
     if findings:
         sections.append(_section("findings", "Findings", "findings", findings=findings))
     summary_names = [run_plot_name("summary", label) for label in dict.fromkeys(r.size_label for r in shown)]
-    summary = [(n, svgs[n]) for n in summary_names if n in svgs]
+    summary = [(n, svgs.pop(n)) for n in summary_names if n in svgs]
     if summary:
-        used.update(n for n, _ in summary)
         sections.append(_section("summary", "Summary", "figures", figures=summary, wide=True))
     for i, (workload, sizes) in enumerate(_by_workload(shown).items()):
         anchor = f"workload-{i}"
-        names = [name for name in (plot_file_name(workload, label) for label, _ in sizes) if name in svgs]
-        used.update(names)
-        sections.append(_section(anchor, workload, "workload", figures=[(n, svgs[n]) for n in names],
+        figures = [(n, svgs.pop(n)) for n in (plot_file_name(workload, label) for label, _ in sizes) if n in svgs]
+        sections.append(_section(anchor, workload, "workload", figures=figures,
                                  table=_records_table(anchor, sizes, ceilings, columns, pairs)))
     if history is not None:
         names = [run_plot_name("history", w) for w in dict.fromkeys(s.workload for s in history.series)]
-        used.update(names)
         sections.append(_section("history", "History", "history",
-                                 **history_section(history, [(n, svgs[n]) for n in names if n in svgs])))
-    others = [(n, t) for n, t in svgs.items() if n not in used]
-    if others:
-        sections.append(_section("more-plots", "More plots", "figures", figures=others, wide=False))
+                                 **history_section(history, [(n, svgs.pop(n)) for n in names if n in svgs])))
+    if svgs:
+        sections.append(_section("more-plots", "More plots", "figures", figures=list(svgs.items()), wide=False))
     sections.append(_section(
         "not-measured", "Not measured, failed or wrong", "not-measured", toc="Not measured", unavailable=not_run,
         bad=[{"key": r.key, "case": f"{r.workload} {size_text(r)}", "library": r.config_label,
