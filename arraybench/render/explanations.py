@@ -65,12 +65,10 @@ def build_text(info: Mapping[str, Any]) -> str:
 
 def build_label(r: Record, environment: Mapping[str, Any] | None) -> str:
     """``NumPy 2.4.6 (OpenBLAS 0.3.31 SkylakeX) [np2]``: what ``r``'s workers ran, and their environment."""
-    workers = (environment or {}).get("backends")
-    machines = (environment or {}).get("machines")
-    if r.machine and isinstance(machines, Mapping) and isinstance(machines.get(r.machine), Mapping):
-        workers = machines[r.machine].get("backends")
-    info = workers.get(worker_key(r.backend, r.device, r.environment)) if isinstance(workers, Mapping) else None
-    info = info if isinstance(info, Mapping) else {}
+    # The containers of an environment (machines, backends) had their shapes checked as results were read.
+    environment = environment or {}
+    own = (environment.get("machines") or {}).get(r.machine, environment) if r.machine else environment
+    info = (own.get("backends") or {}).get(worker_key(r.backend, r.device, r.environment)) or {}
     build = build_text(info)
     text = " ".join(filter(None, [SPECS[r.backend].label if r.backend in SPECS else r.backend,
                                   str(info.get("version") or ""), r.device.upper() if r.device != "cpu" else "",
@@ -78,7 +76,7 @@ def build_label(r: Record, environment: Mapping[str, Any] | None) -> str:
     if not r.environment:
         return text
     # A variant's variables are what sets it apart (its build may be the same): said with it.
-    described = (environment or {}).get("environments")
+    described = environment.get("environments")
     own = described.get(r.environment) if isinstance(described, Mapping) else None
     variables = own.get("variables") if isinstance(own, Mapping) else None
     if isinstance(variables, Mapping) and variables:
@@ -187,13 +185,11 @@ def _workers(environment: Mapping[str, Any], backend: str) -> list[_Report]:
     environments started (``numpy/cpu``, ``numpy/cpu[np126]``...), in the order they reported; "" for a run
     without environments."""
     found: list[tuple[str, str, Mapping[str, Any], Mapping[str, Any]]] = []
-    machines = environment.get("machines")
-    sources = [("", environment)] + (sorted(machines.items()) if isinstance(machines, Mapping) else [])
+    sources = [("", environment)] + sorted((environment.get("machines") or {}).items())
     ours = re.compile(re.escape(worker_key(backend, "cpu")) + r"(?:\[(.*)\])?", re.DOTALL)
     for machine, env in sources:
-        workers = env.get("backends") if isinstance(env, Mapping) else None
-        for key, info in (workers.items() if isinstance(workers, Mapping) else ()):
-            named = ours.fullmatch(key) if isinstance(key, str) and isinstance(info, Mapping) else None
+        for key, info in (env.get("backends") or {}).items():  # shapes checked as the results were read
+            named = ours.fullmatch(key)
             if named is None:
                 continue
             label = named[1] or ""

@@ -172,7 +172,7 @@ def github_action_benchmark(results: "Results") -> list[dict[str, Any]]:
         if r.ci_low_s is not None and r.ci_high_s is not None:
             entry["range"] = f"± {(r.ci_high_s - r.ci_low_s) / 2 * _NS:.4g}"
             extra.append(f"95% CI {r.ci_low_s * _NS:.4g}–{r.ci_high_s * _NS:.4g} ns")
-        version = libs.get(r.backend) if isinstance(libs, dict) else None
+        version = libs.get(r.backend)
         if version:
             extra.append(f"{r.backend} {version}")
         entry["extra"] = "\n".join(extra)

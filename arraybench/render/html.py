@@ -99,36 +99,33 @@ def results_table_html(results: Results) -> str:
 def environment_section(results: Results) -> dict[str, Any]:
     """The report's Environment section: each machine's environment, settings and workers' reports."""
     machines = results.environment.get("machines")
-    if isinstance(machines, Mapping) and machines:
+    if machines:  # each an environment, its shape checked as the results were read
         per_run = results.settings.get("machines") or {}
         return {"merged_from": ", ".join(results.settings.get("merged_from") or []),
                 "machines": [{"heading": f"{label}: {describe(env)}",
                               **_machine_environment(env, per_run.get(label.split("/")[0]) or {})}
-                             for label, env in machines.items() if isinstance(env, Mapping)]}
+                             for label, env in machines.items()]}
     return {"merged_from": "",
             "machines": [{"heading": "", **_machine_environment(results.environment, results.settings)}]}
 
 
 def _machine_environment(env: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
     """One machine's environment and the run's settings as (name, text) rows, and its workers' reports."""
-    workers = env.get("backends") if isinstance(env.get("backends"), Mapping) else {}
+    workers = env.get("backends") or {}
     blas = ([f"NumPy: {env['blas']}"] if env.get("blas") else []) + [
-        f"PyTorch ({config}): {info['torch_blas']}" for config, info in workers.items()
-        if isinstance(info, Mapping) and info.get("torch_blas")]
+        f"PyTorch ({config}): {info['torch_blas']}" for config, info in workers.items() if info.get("torch_blas")]
     threads = [str(settings.get("threads_applied") or settings.get("threads") or "all cores")]
     if env.get("thread_env"):
         threads.append(", ".join(f"{k}={v}" for k, v in env["thread_env"].items()))
     rows = [("when", env.get("timestamp")), ("context", env.get("context") or None),
             ("arraybench", env.get("arraybench")), *machine_rows(env, threads="; ".join(threads)),
             ("BLAS", "; ".join(blas) or None)]
-    rows += [(f"kernels ({config})", text) for config, info in workers.items()
-             if isinstance(info, Mapping) and (text := library_kernels(info))]
+    rows += [(f"kernels ({config})", text) for config, info in workers.items() if (text := library_kernels(info))]
     measure = [(k, settings.get(k)) for k in ("dtype", "modes", "processes", "max_processes", "max_time",
                                              "min_samples", "rel_ci", "cold", "allow_tf32", "seed")
                if k in settings]
     pairs = [(k, v) for k, v in rows if v not in (None, "")] + [(f"setting: {k}", v) for k, v in measure]
-    reported = [(str(config), [(str(k), _plain(v)) for k, v in info.items()])
-                for config, info in workers.items() if isinstance(info, Mapping)]
+    reported = [(str(config), [(str(k), _plain(v)) for k, v in info.items()]) for config, info in workers.items()]
     return {"rows": [(str(k), _plain(v)) for k, v in pairs], "workers": reported}
 
 

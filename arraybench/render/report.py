@@ -10,7 +10,7 @@ import html
 import re
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from rich.console import Console
@@ -148,8 +148,8 @@ def environment_line(results: Results) -> str:
     """One line naming the machine and the libraries used: ``CPU (2 cores) · Python 3.11 · NumPy 2.4 …``."""
     env, libs = results.environment, results.environment.get("libraries") or {}
     used = {r.backend for r in results.records}
-    gpus = [g.get("name") for g in env.get("gpus") or [] if isinstance(g, Mapping) and g.get("name")]
-    versions = [f"{SPECS[n].label} {libs[n]}" for n in SPECS if n in used and isinstance(libs, Mapping) and libs.get(n)]
+    gpus = [g.get("name") for g in env.get("gpus") or [] if g.get("name")]
+    versions = [f"{SPECS[n].label} {libs[n]}" for n in SPECS if n in used and libs.get(n)]
     parts = [f"{env['cpu_model']} ({env.get('cpu_count', '?')} cores)" if env.get("cpu_model") else "",
              ", ".join(gpus), f"Python {env['python']}" if env.get("python") else "", ", ".join(versions),
              f"BLAS {env['blas']}" if env.get("blas") else "", str(results.settings.get("dtype") or ""),

@@ -260,8 +260,7 @@ def print_info(env: Mapping[str, Any], state: Mapping[str, Any], defaults: Mappi
 def machine_rows(env: Mapping[str, Any], state: Mapping[str, Any] | None = None,
                  threads: str | None = None) -> list[tuple[str, str]]:
     """A machine as (name, text) rows, empty ones left out: ``info``'s, and the report's (``threads``: the run's)."""
-    fp = env.get("fingerprint") if isinstance(env.get("fingerprint"), Mapping) else {}
-    libs = env.get("libraries") if isinstance(env.get("libraries"), Mapping) else {}
+    fp, libs = env.get("fingerprint") or {}, env.get("libraries") or {}
     physical = f", {env['cpu_physical_cores']} physical" if env.get("cpu_physical_cores") else ""
     if threads is None:  # info's: the thread-limiting variables, or that there are none
         threads = ("set: " + ", ".join(f"{k}={v}" for k, v in env["thread_env"].items()) if env.get("thread_env")
@@ -286,7 +285,7 @@ def machine_rows(env: Mapping[str, Any], state: Mapping[str, Any] | None = None,
 def gpu_text(env: Mapping[str, Any], state: Mapping[str, Any]) -> str:
     """The GPUs nvidia-smi lists, or those a backend opened, or why none were found."""
     found = [", ".join(str(g[k]) for k in ("name", "memory", "driver") if g.get(k))
-             for g in env.get("gpus") or [] if isinstance(g, Mapping)]
+             for g in env.get("gpus") or []]
     if found:
         return "; ".join(found)
     opened = {s["info"].get("device_name") for s in state.values()
