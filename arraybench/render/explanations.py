@@ -169,8 +169,7 @@ def cores_used(records: Iterable[Record]) -> list[str]:
 
 
 def _cpu_level(environment: Mapping[str, Any]) -> int | None:
-    fp = environment.get("fingerprint") or {}
-    isa = fp.get("cpu_isa") if isinstance(fp, Mapping) else None
+    isa = (environment.get("fingerprint") or {}).get("cpu_isa")  # a fingerprint's own keys are free
     if not isinstance(isa, list):
         return None
     return next((level for level, flag in ((4, "avx512f"), (3, "avx2"), (2, "avx")) if flag in isa),
