@@ -338,7 +338,7 @@ def backends_table(state: Mapping[str, Any]) -> Table:
         found = s["devices"]
         cells = ["[dim]—[/]" if dev not in found else "[green]usable[/]" if found[dev] is None
                  else f"[yellow]{escape(found[dev])}[/]" for dev in DEVICES]
-        t.add_row(_library(name), s.get("version") or "not installed", *cells)
+        t.add_row(SPECS[name].label, s.get("version") or "not installed", *cells)  # probe_backends: SPECS's
     return t
 
 
@@ -362,9 +362,5 @@ def details_table(state: Mapping[str, Any]) -> Table:
                              "cuda", "gpu_monitor", "numba", "metal_available", "gpu_dtypes_missing",
                              "mps_dtypes_missing")]
         for i, (key, text) in enumerate([(k, text) for k, text in rows if text]):
-            t.add_row(_library(name) if i == 0 else "", key, escape(text))
+            t.add_row(SPECS[name].label if i == 0 else "", key, escape(text))
     return t
-
-
-def _library(name: str) -> str:
-    return SPECS[name].label if name in SPECS else name
