@@ -58,10 +58,8 @@ def not_apart(a: Record, b: Record, pairs: Pairs) -> str:
     return "level" if comparison(a, b, pairs)[0] == "level" else "not told apart"
 
 
-def two_figures(x: float | None) -> int:
-    """An interpolated size is no more precise than two significant figures."""
-    if x is None:
-        return 0
+def two_figures(x: float) -> int:
+    """An interpolated size (a "from" crossover always has one) is no more precise than two significant figures."""
     digits = max(0, int(math.floor(math.log10(max(x, 1)))) - 1)
     return int(round(x, -digits))
 
