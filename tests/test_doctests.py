@@ -8,9 +8,8 @@ import importlib
 import pytest
 
 #: Every module whose docstrings hold examples (``>>>``); the test below fails on one left out.
-MODULES = ("arraybench.model.schema", "arraybench.worker.timer", "arraybench.worker.counters",
-           "arraybench.render.comparison", "arraybench.api", "arraybench.numeric.medians",
-           "arraybench.analysis.compare")
+MODULES = ("arraybench.model.schema", "arraybench.worker.timer", "arraybench.worker.counters", "arraybench.api",
+           "arraybench.numeric.medians", "arraybench.analysis.compare")
 
 
 @pytest.mark.parametrize("name", MODULES)

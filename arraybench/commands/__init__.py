@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import UsageError, one_line
+from ..files import write_atomic
 from ..options import CLI, PRESETS, RUN_DEFAULT, CsvExtend, csv_list, dashed, on, option
 
 #: Each command and its line in ``arraybench --help``, in that order: ``--help`` and ``--version``
@@ -90,8 +91,6 @@ def write_tables(args: argparse.Namespace, render: dict[str, Callable[[], str]])
 
 def write_named(path: str, text: str, what: str = "") -> str:
     """Write a file the user named (a device, pipe or link there is written through), or ``UsageError``."""
-    from ..files import write_atomic
-
     try:
         write_atomic(path, text, through=True)
     except OSError as exc:

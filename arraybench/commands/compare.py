@@ -1,34 +1,36 @@
-"""Runs set against others. ``arraybench compare BASE NEW``: per cell, faster / slower / not
-significant, and a CI gate. ``arraybench history [RUN]``: each cell's results over the stored runs, the
-steps and what changed with each (RUN: only its cells on its machine, up to it); ``--output-dir``
-writes the plots (no file unless asked); ``--fail-above 10%`` is a CI gate: status 1 when a latest run
-is a step that much slower. ``arraybench store``: ``import`` adds earlier runs' folders, ``list`` shows
-what the store holds. Importing is idempotent, each run whole or not at all; a folder that cannot be
-read, or a copy that lacks measurements the stored run holds, is one line (status 2 at the end), the
-others imported."""
+"""Runs set against others: ``compare`` (two runs cell by cell, and a CI gate), ``history`` (each cell over the
+stored runs, the steps called and what changed with each) and ``store`` (``list``, and ``import``: idempotent, each
+run whole or not at all; one that cannot be read, or lacks measurements the store holds, is a line and status 2)."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as _dt
+import json
 import re
 import sys
+from collections import Counter
 
+from .. import api
+from ..analysis.compare import DEFAULT_ALPHA, DEFAULT_THRESHOLD, ROW_COLUMNS
+from ..analysis.history import DEFAULT_FDR, history
 from ..errors import SaveError, UsageError, one_line
-from ..model.runs import machine_id_of, run_id
+from ..files import write_atomic
+from ..model.results import load, resolve
+from ..model.runs import cross_machine_pairs, machine_id_of, run_id
 from ..options import fraction, percent, positive_int
-from ..render.comparison import gate_failures, gate_notes, print_comparison, print_history, said
-from ..render.terminal import stdout_console
-from ..store.refs import load_run, this_machine
+from ..outdir import prepare
+from ..render.comparison import DEFAULT_LAST, gate_failures, gate_notes, print_comparison, print_history, said
+from ..render.files import comparison_json, history_csv, history_json, rows_text
+from ..render.terminal import runs_table, stdout_console
+from ..store import open_store
+from ..store.refs import load_run, run_fields, run_line, this_machine
 from ..units import format_change
 from . import SUMMARY, add, add_filters, check_targets, store_location, write_tables
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..analysis.compare import DEFAULT_ALPHA, DEFAULT_THRESHOLD
-    from ..analysis.history import DEFAULT_FDR
-    from ..render.comparison import DEFAULT_LAST
-
     p = sub.add_parser(
         "compare", help=SUMMARY["compare"],
         description="Compare two runs cell by cell (results files, folders, or runs in the results "
@@ -115,11 +117,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from .. import api
-    from ..model.runs import cross_machine_pairs
-    from ..store.refs import run_fields, run_line
-    from ..analysis.compare import ROW_COLUMNS
-    from ..render.files import rows_text
     from ..render.report import comparison_markdown
 
     if args.memory and args.fail_above is None:  # before any work: the gate would be silently off
@@ -135,15 +132,11 @@ def main(args: argparse.Namespace) -> int:
     across = cross_machine_pairs(base, new)
     out = None
     if args.output_dir:
-        from ..outdir import prepare
-
         out = prepare(args.output_dir, overwrite=True)
     failures = None if args.fail_above is None else gate_failures(comparison, args.fail_above,
                                                                     memory=args.memory)
     notes = [] if args.fail_above is None else gate_notes(comparison, args.fail_above)
     if args.json:
-        from ..render.files import comparison_json
-
         # Which two runs were compared comes first, as in the table's output.
         print(comparison_json(comparison, failures=failures, undecided=notes,
                               runs={"base": run_fields(base), "new": run_fields(new)}))
@@ -153,7 +146,6 @@ def main(args: argparse.Namespace) -> int:
             console.print(line, markup=False, highlight=False, soft_wrap=True)
         print_comparison(comparison, console, across)
     if out is not None and not args.json:
-        from ..files import write_atomic
         from ..render.mpl import compare_plot
 
         try:
@@ -168,9 +160,9 @@ def main(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
-def gate(comparison, limit: float, memory: bool = False) -> int:
-    """``--fail-above``: 1 (a line on stderr per reason) when the new run must not pass; ``memory`` gates peaks too."""
-    failures = gate_failures(comparison, limit, memory=memory)
+def gate(comparison, limit: float) -> int:
+    """``--fail-above``: 1 (a line on stderr per reason) when the new run must not pass."""
+    failures = gate_failures(comparison, limit)
     for line in [*gate_notes(comparison, limit), *failures]:
         print(f"arraybench: {line}", file=sys.stderr)
     return 1 if failures else 0
@@ -200,9 +192,6 @@ def parse_since(text: str | None, now: _dt.datetime | None = None) -> str | None
 
 def history_main(args: argparse.Namespace) -> int:
     """``arraybench history``: the table (or JSON, CSV, Markdown), the plots asked for, and the gate."""
-    from ..analysis.history import history
-    from ..store import open_store
-    from ..render.files import history_csv, history_json
     from ..render.report import history_markdown
 
     check_targets(args)
@@ -239,7 +228,6 @@ def history_main(args: argparse.Namespace) -> int:
         if args.output_dir is None and not args.no_plots:
             console.print("[dim]add --output-dir DIR to write each workload's plot (history_<workload>.svg)[/]")
         elif not args.no_plots:
-            from ..outdir import prepare
             from ..render.mpl import write_history_plots
 
             written = write_history_plots(found, prepare(args.output_dir, overwrite=True))
@@ -278,11 +266,8 @@ def _up_to(target, entries: list, runs: dict) -> list:
 
 def import_main(args: argparse.Namespace) -> int:
     """``arraybench store import``: each run added whole, or one line saying why not."""
-    from ..model.results import load, resolve
-    from ..store import open_store
-
-    failed = refused = 0
-    counts: dict[str, int] = {}
+    failed = 0
+    counts: Counter[str] = Counter()
     with open_store(store_location(args)) as store:
         for given in args.runs:
             path = resolve(given)
@@ -293,34 +278,27 @@ def import_main(args: argparse.Namespace) -> int:
                 failed += 1
                 continue
             added = store.add(results, source=str(path.parent.resolve()))
-            counts[added.outcome] = counts.get(added.outcome, 0) + 1
+            counts[added.outcome] += 1
             detail = f", {added.records} records" if added.records else ""
             note = {"not a run": "; a merge of runs: import the runs themselves",
                     "kept": "; the store holds it complete, this copy is not",
                     "refused": "; the store holds another run with this id, with measurements this "
                                "copy lacks: it is left as it is"}.get(added.outcome, "")
-            refused += added.outcome == "refused"
             print(one_line(f"{given}: {added.outcome} (run {added.run_id}{detail}{note})"),
                   file=sys.stderr if added.outcome == "refused" else sys.stdout)
         total = ", ".join(f"{n} {what}" for what, n in counts.items()) or "nothing imported"
         print(f"store {store.describe()}: {total}" + (f"; {failed} could not be read" if failed else ""))
-    return 2 if failed or refused else 0
+    return 2 if failed or counts["refused"] else 0
 
 
 def list_main(args: argparse.Namespace) -> int:
     """``arraybench store list``: the stored runs, oldest first, as a table or JSON lines."""
-    from ..render.terminal import runs_table
-    from ..store import open_store
-
     with open_store(store_location(args), create=False) as store:
         runs = store.runs(machine=args.machine)
         where = store.describe()
         for note in store.notes:  # rows of the wrong shape: skipped, said
             print(f"arraybench: warning: {note}", file=sys.stderr)
     if args.json:
-        import dataclasses
-        import json
-
         for run in runs:
             print(json.dumps(dataclasses.asdict(run)))
         return 0

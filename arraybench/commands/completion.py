@@ -60,15 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace, commands: argparse._SubParsersAction) -> int:
-    root = getattr(commands, "container", None)
-    actions = root._actions if root is not None else [commands]
-    print(script_of(args.shell, actions, commands._prog_prefix.split()[0]), end="")
+    # argparse keeps the group an action was added to (``container``), which shares its parser's actions.
+    print(script_of(args.shell, commands.container._actions, commands._prog_prefix.split()[0]), end="")
     return 0
-
-
-def script(shell: str, parser: argparse.ArgumentParser) -> str:
-    """The completion script for ``shell`` (one of ``SHELLS``) of ``parser``'s commands."""
-    return script_of(shell, parser._actions, parser.prog)
 
 
 def script_of(shell: str, actions: list[argparse.Action], prog: str) -> str:

@@ -1,9 +1,6 @@
-"""What is here: ``arraybench info``, the machine, the libraries, and which backends work (each asked
-in its own worker, ``probe``: the parent never imports torch, jax or cupy); ``arraybench doctor``,
-whether timing, sync, precision and the GPU behave; ``arraybench numerics``, each library's error
-against the NumPy float64 reference in every dtype (each cell measured briefly, one process, a few
-samples: the time is not the point); ``arraybench list``, the workloads, their sizes and what each
-measures."""
+"""What is here: ``info`` (the machine, the libraries and which backends work, each asked in its own worker so
+that the parent never imports torch, jax or cupy), ``doctor``, ``numerics`` (each library's error against the
+float64 reference, each cell measured briefly: the time is not the point) and ``list`` (the workloads)."""
 
 from __future__ import annotations
 
@@ -13,18 +10,24 @@ import sys
 from typing import Any
 
 from .. import api
+from ..backends import DEVICES, SPECS
 from ..errors import UsageError, printable
+from ..executors import cluster_nodes
 from ..executors.session import Interrupted
 from ..files import write_atomic
+from ..host.machine import collect as collect_machine
 from ..options import csv_list, positive_float
+from ..plan import check_choices
+from ..render.files import FOOTNOTE, numerics_markdown, numerics_table
 from ..render.terminal import console as safe_console, nodes_json, nodes_table, print_info, stdout_console
+from ..store.database import redact
+from ..workloads.registry import REGISTRY
+from ..workloads.userfile import load_files
 from . import SUMMARY, add
 from .run import reporter_for
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..backends import DEVICES, SPECS
-
     p = sub.add_parser("numerics", help=SUMMARY["numerics"],
                        description="Run the workloads briefly in each dtype and tabulate each library's "
                                    "error against the NumPy float64 reference.")
@@ -69,8 +72,6 @@ def project_defaults(project: Any) -> dict[str, Any]:
 
 def _redacted(value: object) -> object:
     """A project option's value as shown: passwords in it (a store URL's) replaced by ``***``."""
-    from ..store.database import redact
-
     if isinstance(value, str):
         return redact(value, value)
     if isinstance(value, list):
@@ -80,8 +81,6 @@ def _redacted(value: object) -> object:
 
 def main(args: argparse.Namespace) -> int:
     if getattr(args, "cluster", None):  # each node, asked on the node itself
-        from ..executors import cluster_nodes
-
         nodes = cluster_nodes(args.cluster)
         if args.json:
             print(json.dumps({"cluster": args.cluster, "nodes": nodes_json(nodes)}, indent=1, default=str))
@@ -89,7 +88,6 @@ def main(args: argparse.Namespace) -> int:
             safe_console(width=max(safe_console().width, 120)).print(nodes_table(nodes, args.cluster))
         return 0
     from ..executors.probe import probe_backends
-    from ..host.machine import collect as collect_machine
 
     env = collect_machine()
     backends_state = probe_backends()
@@ -104,9 +102,7 @@ def main(args: argparse.Namespace) -> int:
 
 def doctor(args: argparse.Namespace) -> int:
     """``arraybench doctor``: each check, run in the libraries' own workers."""
-    from ..backends import DEVICES, SPECS
     from ..executors.probe import configs as doctor_configs, main as doctor
-    from ..plan import check_choices
 
     backends = check_choices("backend", args.backends, SPECS)
     devices = check_choices("device", args.devices, DEVICES)
@@ -116,10 +112,7 @@ def doctor(args: argparse.Namespace) -> int:
 
 
 def catalog(workload_files: list[str] = ()) -> tuple[list[dict[str, Any]], list[str]]:
-    """Every known workload (name, sizes, what it measures, its check, its work per call), and the files that did not load."""
-    from ..workloads.registry import REGISTRY
-    from ..workloads.userfile import load_files
-
+    """Every known workload (name, sizes, what it measures, its check, its work per call), and the files not loaded."""
     loaded = load_files(list(workload_files))
     out = []
     for name, wl in REGISTRY.items():
@@ -163,8 +156,6 @@ def list_main(args: argparse.Namespace) -> int:
 
 def numerics(args: argparse.Namespace) -> int:
     """``arraybench numerics``: a brief run per dtype, and the table of errors."""
-    from ..render.files import FOOTNOTE, numerics_markdown, numerics_table
-
     workloads = args.workloads
     if args.workload_files and workloads == ["numerics"]:
         workloads = None  # the files' own workloads, as `run --workload-files` does

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import os
+import re
 import sys
 import warnings
 from typing import TYPE_CHECKING, Any, Sequence
@@ -56,8 +58,6 @@ class _Parser(argparse.ArgumentParser):
 def _unrecognized(parser: argparse.ArgumentParser, parsed: argparse.Namespace,
                   extras: list[str]) -> str:
     """``unrecognized arguments: --proceses 2; did you mean --processes?``"""
-    import difflib
-
     text = f"unrecognized arguments: {' '.join(extras)}"
     command = getattr(parsed, "command", None)
     sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
@@ -88,8 +88,6 @@ def renamed(argv: list[str]) -> list[str]:
 
 def _suggesting(message: str) -> str:
     """argparse's ``invalid choice`` as ``unknown command 'runn'; did you mean 'run'?`` (none before 3.14)."""
-    import re
-
     m = re.fullmatch(r"argument (\S+): invalid choice: '(.*)' \(choose from (.*)\)", message)
     if not m:
         return message

@@ -1,10 +1,6 @@
-"""A saved run, shown again without measuring anything: ``arraybench report`` rebuilds its files;
-``arraybench show`` prints its table, or with ``--histogram`` each cell's samples per process (as
-pyperf's ``hist``); ``arraybench merge RUN... -o DIR`` makes several runs (machines) one report, the
-machine a dimension, each run labelled by its folder's name or ``LABEL=DIR`` (each machine's settings
-stay with its records); ``arraybench export RESULTS --format github|bencher`` writes
-github-action-benchmark's ``customSmallerIsBetter`` JSON or Bencher Metric Format, on stdout or to
-``-o FILE`` (docs/history.md).
+"""A saved run, shown again without measuring anything: ``report`` rebuilds its files, ``show`` prints its
+table or each cell's samples per process (as pyperf's ``hist``), ``merge`` makes several runs (machines) one
+report, each machine's settings kept with its records, and ``export`` writes it for other tools (docs/history.md).
 """
 
 from __future__ import annotations
@@ -17,13 +13,18 @@ from dataclasses import replace
 from pathlib import Path
 
 from . import SUMMARY, add, add_filters, store_location, write_named
+from .. import api
 from ..errors import SaveError, UsageError, one_line
+from ..model.results import load, resolve
+from ..model.runs import run_id, same_machine_notes
+from ..outdir import claim_for_report, prepare
+from ..render.files import FORMATS, export_text
 from ..render.terminal import stdout_console
+from ..store.refs import load_run
+from ..store.store import history_of_run
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..render.files import FORMATS
-
     p = sub.add_parser("report", help=SUMMARY["report"],
                        description="Rebuild every report file from saved results, without measuring anything.")
     p.add_argument("results", metavar="RUN",
@@ -75,10 +76,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..model.runs import run_id
-    from ..outdir import claim_for_report, prepare
-    from ..store.store import history_of_run
-    from ..store.refs import load_run
     from ..render import report
 
     results = load_run(args.results, store_location(args))
@@ -121,7 +118,6 @@ def _same_folder(target: Path, own: Path | None) -> bool:
 
 def show(args: argparse.Namespace) -> int:
     """``arraybench show RUN``: the table (or histograms) of the cells chosen."""
-    from ..store.refs import load_run
     from ..render import report
     from ..render.tables import print_histograms
 
@@ -160,9 +156,6 @@ def split_label(text: str) -> tuple[str | None, str]:
 
 def merge(args: argparse.Namespace) -> int:
     """``arraybench merge``: the runs as one results.json and report in ``--output-dir``."""
-    from .. import api
-    from ..model.runs import same_machine_notes
-    from ..model.results import load, resolve
     from ..render import report
 
     pairs = [split_label(t) for t in args.runs]
@@ -183,9 +176,6 @@ def merge(args: argparse.Namespace) -> int:
 
 def export(args: argparse.Namespace) -> int:
     """``arraybench export``: the run in another tool's format, on stdout or to ``--output``."""
-    from ..store.refs import load_run
-    from ..render.files import export_text
-
     # Named as every other command names a run: a folder, a file, or one in the store.
     text = export_text(load_run(args.results, store_location(args)), args.format)
     if args.output is None:

@@ -10,28 +10,35 @@ died as it started, or a file could not be written; 2 for bad input, before anyt
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from rich.console import Console
 
 from .. import api
+from ..analysis.pairs import against_regressions
+from ..analysis.policy import RunState
 from ..backends import SPECS
 from ..errors import UsageError
 from ..executors.session import Interrupted
-from ..model.journal import JOURNAL_NAME, JournalState, read as read_journal
+from ..host.git import HERE, export, lacking
+from ..model.journal import JOURNAL_NAME, JournalState, Reporter, read as read_journal
 from ..model.options import RunOptions, parse_context, refuse_other_settings
-from ..workloads.definition import parse_sizes
-from ..model.journal import Reporter
 from ..model.results import Results
-from ..analysis.policy import RunState
 from ..options import API, CLI, DEFAULT_OUTPUT_DIR, apply_preset, dashed, on, unique_assignments
 from ..outdir import resume_command
+from ..render.comparison import print_comparison
+from ..render.files import csv_text
 from ..render.terminal import console as safe_console
+from ..store import open_store
+from ..store.refs import check_choice, check_named, find, run_fields, run_line
 from ..units import format_ratio
+from ..workloads.definition import parse_sizes
 from ..workloads.expression import expression_workload
 from ..workloads.userfile import load_files
 from . import SUMMARY, add_run_options, check_targets, store_location, write_tables
+from .compare import gate
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
     """The run options an ``arraybench run`` (or ``sweep``) command line gives."""
@@ -210,7 +217,6 @@ def outcome_status(args: argparse.Namespace, results: Results, reference: str | 
 
 def write_table_files(args: argparse.Namespace, results: Results) -> bool:
     """Write ``--csv``/``--markdown``; whether it went (a failure is one line, the run kept)."""
-    from ..render.files import csv_text
     from ..render.report import findings, markdown_report
 
     try:
@@ -226,8 +232,6 @@ def write_table_files(args: argparse.Namespace, results: Results) -> bool:
 def check_against_sides(args: argparse.Namespace) -> None:
     """Say where ``--against REF``'s export (tracked files only) lacks ignored files the work tree
     imports (a generated ``_version.py``, an extension); a ``--fail-above`` across them is refused."""
-    from ..host.git import export, lacking
-
     root, tree = export(args.against)
     extra = lacking(root, tree)
     if not extra:
@@ -281,9 +285,6 @@ def gate_reference(args: argparse.Namespace) -> str | None:
                          "in this run) or --compare last (a stored run)")
     if reference is None:
         return None
-    from ..store import open_store
-    from ..store.refs import check_choice, check_named
-
     try:
         check_choice(reference)
     except UsageError:
@@ -299,9 +300,6 @@ def gate_reference(args: argparse.Namespace) -> str | None:
 
 def against_gate(args: argparse.Namespace, results: Results) -> int:
     """``--against REF --fail-above N``: 1 where the work tree is slower than REF's by more than N (95%)."""
-    from ..analysis.pairs import against_regressions
-    from ..host.git import HERE
-
     if args.fail_above is None:
         return 0
     slower, undecided = against_regressions(results.pairs, HERE, args.fail_above)
@@ -322,11 +320,6 @@ def against_gate(args: argparse.Namespace, results: Results) -> int:
 
 def run_gate(args: argparse.Namespace, results: Results, reference: str) -> int:
     """The run against ``reference``: the comparison printed, then ``--fail-above``'s status (0: passes)."""
-    from ..store import open_store
-    from ..store.refs import find, run_line
-    from ..render.comparison import print_comparison
-    from .compare import gate
-
     with open_store(store_location(args)) as opened:
         base, line = find(opened, reference, results)
     line = line.replace("--arraybench-compare=", "--compare ").replace(
@@ -337,8 +330,6 @@ def run_gate(args: argparse.Namespace, results: Results, reference: str) -> int:
         return 1 if args.fail_above is not None else 0
     comparison = api.compare(base, results)
     if getattr(args, "json", False):  # which run `last` was, as one JSON line a script can read
-        import json
-        from ..store.refs import run_fields
         print(json.dumps({"compared": {"base": run_fields(base), "new": run_fields(results)}}), flush=True)
     if not quiet:
         console = safe_console()

@@ -38,11 +38,7 @@ _COLOURS = {FASTER: "#2a7d2a", SLOWER: "#c0392b", CANNOT_TELL: "#a06a00"}
 @dataclass(repr=False)
 class DisplayedComparison(Comparison):
     """A ``Comparison`` that shows itself: a table in a notebook (``_repr_html_``), the terminal's
-    table as text (``table()``, ``str()``), one line as its ``repr``, and ``to_dataframe()``.
-
-    >>> c = new.compare(base)        # doctest: +SKIP
-    >>> c                            # doctest: +SKIP
-    """
+    table as text (``table()``, ``str()``), one line as its ``repr``, and ``to_dataframe()``."""
 
     @classmethod
     def of(cls, comparison: Comparison) -> "DisplayedComparison":
@@ -59,24 +55,19 @@ class DisplayedComparison(Comparison):
         return self.table()
 
     def _repr_html_(self) -> str:
-        return comparison_html(self)
-
-
-def comparison_html(comparison: Comparison) -> str:
-    """The comparison as an HTML fragment: a row per cell, what differs between the runs, and the summary."""
-    rows = [{"case": f"{c.new.workload} {c.new.size_label}", "config": c.new.config_label,
-             **dict(zip(("base", "new", "ratio", "change"), change_cells(c))),
-             "verdict": c.verdict, "note": c.note, "colour": _COLOURS.get(c.verdict, "")}
-            for c in comparison.shown]
-    return HTML_TEMPLATES.get_template("comparison.html").render(
-        title="arraybench compare: time per call, new vs base", rows=rows, lines=side_lines(comparison),
-        summary=comparison.summary())
+        """An HTML fragment: a row per cell, what differs between the runs, and the summary."""
+        rows = [{"case": f"{c.new.workload} {c.new.size_label}", "config": c.new.config_label,
+                 **dict(zip(("base", "new", "ratio", "change"), change_cells(c))),
+                 "verdict": c.verdict, "note": c.note, "colour": _COLOURS.get(c.verdict, "")}
+                for c in self.shown]
+        return HTML_TEMPLATES.get_template("comparison.html").render(
+            title="arraybench compare: time per call, new vs base", rows=rows, lines=side_lines(self),
+            summary=self.summary())
 
 
 def print_comparison(comparison: Comparison, console: Console,
                      across: Sequence[tuple[str, str]] = ()) -> None:
-    """Everything ``arraybench compare`` prints; ``across`` names the machines (base, new) of a cross-machine
-    one."""
+    """Everything ``arraybench compare`` prints; ``across``: the machines (base, new) of a cross-machine one."""
     for a, b in across:
         console.print(f"[bold yellow]across machines (--cross-machine):[/] base on {escape(a)}, "
                       f"new on {escape(b)}: differences are the machines' as much as the code's")
@@ -89,8 +80,7 @@ def print_comparison(comparison: Comparison, console: Console,
 
 
 def side_lines(comparison: Comparison) -> list[str]:
-    """What differs between the runs, the cells only one of them has, and those skipped in both (one line per
-    library/device and reason)."""
+    """What differs between the runs, the cells only one has, and those skipped in both (a line per reason)."""
     skipped = Counter((c.new.config_label, c.new.reason or c.base.reason) for c in comparison.skipped_in_both)
     return ([f"differs: {what}: {a} → {b}" for what, a, b in comparison.environment_differences]
             + [f"only in {side}: {r.workload} {r.size_label} {r.config_label} ({r.status})"
@@ -213,8 +203,7 @@ def _walk(history: "History", s: "Series") -> list[_Row]:
         if p.run.context and p.run.context != context and step is None:
             notes.append(", ".join(f"{k}={v}" for k, v in p.run.context.items()))
         context = p.run.context
-        ci = ("—" if p.entry.ci_low_s is None or p.entry.ci_high_s is None
-              else format_interval(p.low, p.median_s, p.high))
+        ci = format_interval(p.entry.ci_low_s, p.median_s, p.entry.ci_high_s)  # "—" without an interval
         out.append((p, previous, (when, format_seconds(p.median_s), ci, vs, " · ".join(notes))))
         previous = p
     return out
@@ -225,14 +214,19 @@ def series_rows(history: "History", last: int) -> list[tuple["Series", list[_Row
     return [(s, _walk(history, s)[-last:]) for s in shown_series(history)]
 
 
+def history_cells(history: "History", last: int) -> list[list[tuple[str, ...]]]:
+    """Each series' rows as the tables show them: case, library and machine (on its first row), then the row."""
+    return [[((f"{s.workload} {s.size_label}", s.label, s.machine_id) if i == 0 else ("", "", "")) + cells
+             for i, (_, _, cells) in enumerate(rows)] for s, rows in series_rows(history, last)]
+
+
 def shown_series(history: "History") -> list["Series"]:
     """The series with a measured time in at least one run."""
     return [s for s in history.series if any(p.valid for p in s.points)]
 
 
 def print_history(history: "History", console: Console, where: str, last: int = DEFAULT_LAST) -> None:
-    """What ``arraybench history`` prints: the table, a summary naming the store (``where``), each step
-    called."""
+    """What ``arraybench history`` prints: the table, a summary naming the store (``where``), each step called."""
     console.print(history_table(history, last=last, width=console.width))
     console.print(summary(history) + f"; store {where}", markup=False, highlight=False)
     if history.one_process:
@@ -248,13 +242,12 @@ def history_table(history: "History", last: int = DEFAULT_LAST, width: int | Non
     columns = (Column("case"), Column("library / device"), Column("machine", False, 5), Column("run", whole=True),
                Column("median", True), Column("95% CI", True, 2), Column("vs previous", True),
                Column("note", False, 1))
-    shown = series_rows(history, last)
+    shown = history_cells(history, last)
     table_rows = []
-    for n, (s, rows) in enumerate(shown):
-        for i, (_, _, (when, median, ci, vs, note)) in enumerate(rows):
+    for n, rows in enumerate(shown):
+        for i, cells in enumerate(rows):
+            note = cells[-1]
             style = ("bold red" if "slower" in note[:12] else "bold green") if note.startswith("STEP") else None
-            cells = (f"{s.workload} {s.size_label}" if i == 0 else "", s.label if i == 0 else "",
-                     s.machine_id if i == 0 else "", when, median, ci, vs, note)
             table_rows.append(Row([plain(c) for c in cells], style=style,
                                   end_section=(i == len(rows) - 1 and n < len(shown) - 1)))
     return fitted("arraybench history: time per call (median) over the stored runs", columns, table_rows,

@@ -1,8 +1,7 @@
 """Findings that explain: the measured reason behind a number, in a sentence.
 
 From the counters read around the samples, the kernels each library reported when its worker started
-and the CPU's own features: page faults, cores used, BLAS kernels below the CPU's ISA, the quantity that
-splits a bimodal cell, oversubscribed thread pools, and a busy machine. Nothing is written in advance.
+and the CPU's own features, each function one kind of reason. Nothing is written in advance.
 """
 
 from __future__ import annotations
@@ -66,12 +65,10 @@ def build_text(info: Mapping[str, Any]) -> str:
 
 def build_label(r: Record, environment: Mapping[str, Any] | None) -> str:
     """``NumPy 2.4.6 (OpenBLAS 0.3.31 SkylakeX) [np2]``: what ``r``'s workers ran, and their environment."""
-    workers = (environment or {}).get("backends")
-    machines = (environment or {}).get("machines")
-    if r.machine and isinstance(machines, Mapping) and isinstance(machines.get(r.machine), Mapping):
-        workers = machines[r.machine].get("backends")
-    info = workers.get(worker_key(r.backend, r.device, r.environment)) if isinstance(workers, Mapping) else None
-    info = info if isinstance(info, Mapping) else {}
+    # The containers of an environment (machines, backends) had their shapes checked as results were read.
+    environment = environment or {}
+    own = (environment.get("machines") or {}).get(r.machine, environment) if r.machine else environment
+    info = (own.get("backends") or {}).get(worker_key(r.backend, r.device, r.environment)) or {}
     build = build_text(info)
     text = " ".join(filter(None, [SPECS[r.backend].label if r.backend in SPECS else r.backend,
                                   str(info.get("version") or ""), r.device.upper() if r.device != "cpu" else "",
@@ -79,7 +76,7 @@ def build_label(r: Record, environment: Mapping[str, Any] | None) -> str:
     if not r.environment:
         return text
     # A variant's variables are what sets it apart (its build may be the same): said with it.
-    described = (environment or {}).get("environments")
+    described = environment.get("environments")
     own = described.get(r.environment) if isinstance(described, Mapping) else None
     variables = own.get("variables") if isinstance(own, Mapping) else None
     if isinstance(variables, Mapping) and variables:
@@ -172,8 +169,7 @@ def cores_used(records: Iterable[Record]) -> list[str]:
 
 
 def _cpu_level(environment: Mapping[str, Any]) -> int | None:
-    fp = environment.get("fingerprint") or {}
-    isa = fp.get("cpu_isa") if isinstance(fp, Mapping) else None
+    isa = (environment.get("fingerprint") or {}).get("cpu_isa")  # a fingerprint's own keys are free
     if not isinstance(isa, list):
         return None
     return next((level for level, flag in ((4, "avx512f"), (3, "avx2"), (2, "avx")) if flag in isa),
@@ -188,13 +184,11 @@ def _workers(environment: Mapping[str, Any], backend: str) -> list[_Report]:
     environments started (``numpy/cpu``, ``numpy/cpu[np126]``...), in the order they reported; "" for a run
     without environments."""
     found: list[tuple[str, str, Mapping[str, Any], Mapping[str, Any]]] = []
-    machines = environment.get("machines")
-    sources = [("", environment)] + (sorted(machines.items()) if isinstance(machines, Mapping) else [])
+    sources = [("", environment)] + sorted((environment.get("machines") or {}).items())
     ours = re.compile(re.escape(worker_key(backend, "cpu")) + r"(?:\[(.*)\])?", re.DOTALL)
     for machine, env in sources:
-        workers = env.get("backends") if isinstance(env, Mapping) else None
-        for key, info in (workers.items() if isinstance(workers, Mapping) else ()):
-            named = ours.fullmatch(key) if isinstance(key, str) and isinstance(info, Mapping) else None
+        for key, info in (env.get("backends") or {}).items():  # shapes checked as the results were read
+            named = ours.fullmatch(key)
             if named is None:
                 continue
             label = named[1] or ""
@@ -265,8 +259,7 @@ def _build(info: Mapping[str, Any]) -> tuple:
 
 
 def forced_kernels(environment: Mapping[str, Any] | None) -> list[str]:
-    """BLAS kernels below the CPU's ISA (and why), and each library's kernels; per environment where builds
-    differ."""
+    """BLAS kernels below the CPU's ISA (and why), and each library's kernels; per environment where builds differ."""
     if not environment:
         return []
     out: list[str] = []
@@ -327,8 +320,7 @@ def _costs(c: Contention) -> list[str]:
 
 
 def oversubscription(found: Iterable[Contention]) -> list[str]:
-    """For each library whose thread pool outnumbered its cores: its costliest cell and the fix, then the
-    others."""
+    """For each library whose thread pool outnumbered its cores: its costliest cell and the fix, then the others."""
     by_label: dict[str, list[Contention]] = {}
     for c in found:
         by_label.setdefault(_label(c.record), []).append(c)
@@ -353,8 +345,7 @@ def oversubscription(found: Iterable[Contention]) -> list[str]:
 
 
 def busy_machine(records: Iterable[Record]) -> list[str]:
-    """How many cells were measured on a busy machine, and what made it busy: other processes,
-    the hypervisor, or both (each named only where it passed its threshold)."""
+    """How many cells were measured on a busy machine, and what made it busy: other processes, the hypervisor."""
     measured = [r for r in records if is_valid(r) and r.busy is not None]
     busy = [r for r in measured if r.busy and r.usage]
     if not busy:

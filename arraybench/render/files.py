@@ -11,10 +11,9 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence, Any
+from typing import Any, Iterable, Mapping, Sequence
 
 from rich.table import Table
 from rich.text import Text
@@ -25,21 +24,17 @@ from ..analysis.grouping import config_sort_key, is_valid
 from ..analysis.history import History
 from ..files import write_atomic
 from ..model.cell import config_label
-from ..model.record import COLUMNS
-from ..model.schema import read_regular
+from ..model.record import COLUMNS, Record
+from ..model.results import Results
+from ..model.schema import read_regular, to_json
 from ..units import format_change
-
-if TYPE_CHECKING:
-    from ..model.results import Results
-    from ..model.record import Record
 
 
 CSV_NAME = "results.csv"
 
 
 def csv_text(results: Results) -> str:
-    """The CSV document: a header (``key``, ``config``, then every field of a record but its replicates), then
-    ``Record.to_row()`` of every record."""
+    """The CSV document: a header (``key``, ``config``, each field but the replicates), a ``Record.to_row()`` each."""
     return rows_text(["key", "config", *COLUMNS], (r.to_row() for r in results.records))
 
 
@@ -59,8 +54,7 @@ HISTORY_COLUMNS = ("workload", "size_label", "size", "config", "machine_id", "ru
 
 
 def history_csv(history: History, last: int) -> str:
-    """The history table as CSV: times in seconds, ``vs_previous`` a ratio (above 1: slower than the run
-    before)."""
+    """The history table as CSV: times in seconds, ``vs_previous`` a ratio (above 1: slower than the run before)."""
     rows = ((s.workload, s.size_label, s.size, s.label, s.machine_id, p.run.run_id, p.run.started_at,
              p.entry.status, *((p.median_s, p.entry.ci_low_s, p.entry.ci_high_s) if p.valid else (None,) * 3),
              p.median_s / previous.median_s if p.valid and previous else None, note)
@@ -178,7 +172,7 @@ def github_action_benchmark(results: "Results") -> list[dict[str, Any]]:
         if r.ci_low_s is not None and r.ci_high_s is not None:
             entry["range"] = f"± {(r.ci_high_s - r.ci_low_s) / 2 * _NS:.4g}"
             extra.append(f"95% CI {r.ci_low_s * _NS:.4g}–{r.ci_high_s * _NS:.4g} ns")
-        version = libs.get(r.backend) if isinstance(libs, dict) else None
+        version = libs.get(r.backend)
         if version:
             extra.append(f"{r.backend} {version}")
         entry["extra"] = "\n".join(extra)
@@ -200,25 +194,19 @@ def export_text(results: "Results", fmt: str) -> str:
     return json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def _plain(value: Any) -> Any:
-    """JSON has no NaN or infinity: they are null, as a missing value is."""
-    return None if isinstance(value, float) and not math.isfinite(value) else value
-
-
 def comparison_json(comparison: Comparison, *, failures: list[str] | None = None,
                     runs: Mapping[str, Any] | None = None, undecided: Sequence[str] = ()) -> str:
     """The comparison: which ``runs``, its counts, geometric mean, every cell's row, and (with a gate) why
     it fails and what it could not decide."""
     g = comparison.geometric_mean
     doc = {**(runs or {}), "summary": comparison.summary(), "counts": comparison.counts(),
-           "geometric_mean": _plain(g), "change": format_change(g) if g is not None else None,
-           "threshold": comparison.threshold, "alpha": comparison.alpha,
-           "cells": [{k: _plain(v) for k, v in row.items()} for row in comparison.rows()]}
+           "geometric_mean": g, "change": format_change(g) if g is not None else None,
+           "threshold": comparison.threshold, "alpha": comparison.alpha, "cells": comparison.rows()}
     if failures is not None:
         doc["gate"] = {"passed": not failures, "failures": failures}
     if undecided:
         doc["undecided"] = list(undecided)
-    return json.dumps(doc, allow_nan=False)
+    return json.dumps(to_json(doc), allow_nan=False)  # NaN and infinity (JSON has neither) as null
 
 
 def history_json(found: History, *, regressions: list[str] | None = None) -> str:
@@ -226,18 +214,18 @@ def history_json(found: History, *, regressions: list[str] | None = None) -> str
     series = [{"machine_id": s.machine_id, "machine": s.machine, "cell": s.cell, "label": s.label,
                "workload": s.workload, "size_label": s.size_label, "size": s.size,
                "points": [{"run_id": p.run.run_id, "started_at": p.run.started_at,
-                           "status": p.entry.status, "median_s": _plain(p.entry.median_s),
-                           "ci_low_s": _plain(p.entry.ci_low_s), "ci_high_s": _plain(p.entry.ci_high_s),
+                           "status": p.entry.status, "median_s": p.entry.median_s,
+                           "ci_low_s": p.entry.ci_low_s, "ci_high_s": p.entry.ci_high_s,
                            "processes": p.processes, "context": p.run.context} for p in s.points]}
               for s in found.series]
     steps = [{"cell": st.series.cell, "machine_id": st.series.machine_id, "label": st.series.label,
               "before_run": st.before.run.run_id, "after_run": st.after.run.run_id,
-              "ratio": _plain(st.ratio), "change": format_change(st.ratio), "p_value": _plain(st.p_value),
+              "ratio": st.ratio, "change": format_change(st.ratio), "p_value": st.p_value,
               "causes": list(st.causes)} for st in found.steps]
     doc: dict[str, Any] = {"threshold": found.threshold, "alpha": found.fdr, "series": series, "steps": steps}
     if regressions is not None:
         doc["gate"] = {"passed": not regressions, "failures": regressions}
-    return json.dumps(doc, allow_nan=False)
+    return json.dumps(to_json(doc), allow_nan=False)
 
 
 MANIFEST_NAME = ".arraybench-files"

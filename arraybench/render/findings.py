@@ -1,5 +1,4 @@
-"""What a run finds, in plain sentences computed from its records alone (once per run), and the
-numerical agreement of its libraries against the float64 reference.
+"""What a run finds, in plain sentences computed from its records alone (once per run).
 
 Nothing is written in advance: change the records and the sentences change. Speed-ups between
 libraries stay within one machine and one environment; machines and builds get sentences of their own.
@@ -9,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from .explanations import build_label, explanations
 from .tables import gap_sentence
@@ -21,12 +20,9 @@ from ..analysis.roofline import ceiling_key, ceilings, share
 from ..analysis.pairs import SelfCheck
 from ..numeric.stopping import LEVEL_WITHIN
 from ..model.cell import config_label
-from ..model.results import Pairs
+from ..model.results import Pairs, Results
 from ..model.record import Record
 from ..units import format_ratio, format_seconds, format_speedup
-
-if TYPE_CHECKING:
-    from ..model.results import Results
 
 
 def faster_by(a: Record, b: Record, pairs: Pairs) -> str:
@@ -62,10 +58,8 @@ def not_apart(a: Record, b: Record, pairs: Pairs) -> str:
     return "level" if comparison(a, b, pairs)[0] == "level" else "not told apart"
 
 
-def two_figures(x: float | None) -> int:
-    """An interpolated size is no more precise than two significant figures."""
-    if x is None:
-        return 0
+def two_figures(x: float) -> int:
+    """An interpolated size (a "from" crossover always has one) is no more precise than two significant figures."""
     digits = max(0, int(math.floor(math.log10(max(x, 1)))) - 1)
     return int(round(x, -digits))
 
@@ -314,8 +308,7 @@ def ceiling_shares(records: Iterable[Record]) -> list[str]:
     for (workload, _label), group in grouped(records).items():
         if workload.startswith("ceiling_"):
             continue
-        shares = [(share(r, table), r) for r in group if is_valid(r)]
-        shares = [(s, r) for s, r in shares if s is not None]
+        shares = [(s, r) for r in group if is_valid(r) and (s := share(r, table)) is not None]
         if not shares:
             continue
         s, r = max(shares, key=lambda sr: sr[0])

@@ -13,7 +13,7 @@ import hashlib
 import re
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from markupsafe import Markup
 
@@ -26,17 +26,13 @@ from .notes import (CI_LEGEND, RANGES_LEGEND, achieved_text, ci_text, error_text
 from .tables import (energy_absent, energy_measured, energy_why, format_energy, histogram_cell, peak_sub,
                      peak_text)
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, library_label, size_text
-from ..analysis.roofline import achieved
-from ..analysis.roofline import Ceiling, ceilings as ceilings_of_run, share as share_of_ceiling
+from ..analysis.history import History
+from ..analysis.roofline import Ceiling, achieved, ceilings as ceilings_of_run, share as share_of_ceiling
 from ..model.runs import describe
-from ..model.results import Pairs
+from ..model.results import Pairs, Results
 from ..model.record import Record
 from ..model.replicate import RATES, Usage
 from ..units import format_seconds, format_share
-
-if TYPE_CHECKING:
-    from ..analysis.history import History
-    from ..model.results import Results
 
 
 REPORT_NAME = "report.html"
@@ -50,8 +46,7 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
                 findings: Sequence[str] | None = None, history: "History | None" = None) -> str:
     """The report as one HTML document."""
     findings = list(findings or [])
-    svgs = _read_plots(plots)
-    used: set[str] = set()
+    svgs = _read_plots(plots)  # each section takes its own plots out; "More plots" shows what is left
     records, pairs = results.records, Pairs(results.pairs)
     not_run, shown = unavailable(records)
     ceilings = ceilings_of_run(records)
@@ -61,24 +56,20 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
     if findings:
         sections.append(_section("findings", "Findings", "findings", findings=findings))
     summary_names = [run_plot_name("summary", label) for label in dict.fromkeys(r.size_label for r in shown)]
-    summary = [(n, svgs[n]) for n in summary_names if n in svgs]
+    summary = [(n, svgs.pop(n)) for n in summary_names if n in svgs]
     if summary:
-        used.update(n for n, _ in summary)
         sections.append(_section("summary", "Summary", "figures", figures=summary, wide=True))
     for i, (workload, sizes) in enumerate(_by_workload(shown).items()):
         anchor = f"workload-{i}"
-        names = [name for name in (plot_file_name(workload, label) for label, _ in sizes) if name in svgs]
-        used.update(names)
-        sections.append(_section(anchor, workload, "workload", figures=[(n, svgs[n]) for n in names],
+        figures = [(n, svgs.pop(n)) for n in (plot_file_name(workload, label) for label, _ in sizes) if n in svgs]
+        sections.append(_section(anchor, workload, "workload", figures=figures,
                                  table=_records_table(anchor, sizes, ceilings, columns, pairs)))
     if history is not None:
         names = [run_plot_name("history", w) for w in dict.fromkeys(s.workload for s in history.series)]
-        used.update(names)
         sections.append(_section("history", "History", "history",
-                                 **history_section(history, [(n, svgs[n]) for n in names if n in svgs])))
-    others = [(n, t) for n, t in svgs.items() if n not in used]
-    if others:
-        sections.append(_section("more-plots", "More plots", "figures", figures=others, wide=False))
+                                 **history_section(history, [(n, svgs.pop(n)) for n in names if n in svgs])))
+    if svgs:
+        sections.append(_section("more-plots", "More plots", "figures", figures=list(svgs.items()), wide=False))
     sections.append(_section(
         "not-measured", "Not measured, failed or wrong", "not-measured", toc="Not measured", unavailable=not_run,
         bad=[{"key": r.key, "case": f"{r.workload} {size_text(r)}", "library": r.config_label,
@@ -108,36 +99,33 @@ def results_table_html(results: Results) -> str:
 def environment_section(results: Results) -> dict[str, Any]:
     """The report's Environment section: each machine's environment, settings and workers' reports."""
     machines = results.environment.get("machines")
-    if isinstance(machines, Mapping) and machines:
+    if machines:  # each an environment, its shape checked as the results were read
         per_run = results.settings.get("machines") or {}
         return {"merged_from": ", ".join(results.settings.get("merged_from") or []),
                 "machines": [{"heading": f"{label}: {describe(env)}",
                               **_machine_environment(env, per_run.get(label.split("/")[0]) or {})}
-                             for label, env in machines.items() if isinstance(env, Mapping)]}
+                             for label, env in machines.items()]}
     return {"merged_from": "",
             "machines": [{"heading": "", **_machine_environment(results.environment, results.settings)}]}
 
 
 def _machine_environment(env: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
     """One machine's environment and the run's settings as (name, text) rows, and its workers' reports."""
-    workers = env.get("backends") if isinstance(env.get("backends"), Mapping) else {}
+    workers = env.get("backends") or {}
     blas = ([f"NumPy: {env['blas']}"] if env.get("blas") else []) + [
-        f"PyTorch ({config}): {info['torch_blas']}" for config, info in workers.items()
-        if isinstance(info, Mapping) and info.get("torch_blas")]
+        f"PyTorch ({config}): {info['torch_blas']}" for config, info in workers.items() if info.get("torch_blas")]
     threads = [str(settings.get("threads_applied") or settings.get("threads") or "all cores")]
     if env.get("thread_env"):
         threads.append(", ".join(f"{k}={v}" for k, v in env["thread_env"].items()))
     rows = [("when", env.get("timestamp")), ("context", env.get("context") or None),
             ("arraybench", env.get("arraybench")), *machine_rows(env, threads="; ".join(threads)),
             ("BLAS", "; ".join(blas) or None)]
-    rows += [(f"kernels ({config})", text) for config, info in workers.items()
-             if isinstance(info, Mapping) and (text := library_kernels(info))]
+    rows += [(f"kernels ({config})", text) for config, info in workers.items() if (text := library_kernels(info))]
     measure = [(k, settings.get(k)) for k in ("dtype", "modes", "processes", "max_processes", "max_time",
                                              "min_samples", "rel_ci", "cold", "allow_tf32", "seed")
                if k in settings]
     pairs = [(k, v) for k, v in rows if v not in (None, "")] + [(f"setting: {k}", v) for k, v in measure]
-    reported = [(str(config), [(str(k), _plain(v)) for k, v in info.items()])
-                for config, info in workers.items() if isinstance(info, Mapping)]
+    reported = [(str(config), [(str(k), _plain(v)) for k, v in info.items()]) for config, info in workers.items()]
     return {"rows": [(str(k), _plain(v)) for k, v in pairs], "workers": reported}
 
 

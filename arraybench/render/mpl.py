@@ -10,7 +10,7 @@ import io
 import sys
 import warnings
 from pathlib import Path
-from typing import Callable, TYPE_CHECKING
+from typing import Callable
 
 import matplotlib
 from matplotlib.axes import Axes
@@ -20,15 +20,10 @@ from matplotlib.ticker import LogFormatter
 from .files import run_plot_name
 from ..analysis.compare import FASTER, SLOWER, Comparison
 from ..analysis.grouping import size_text
+from ..analysis.history import History
 from ..files import write_atomic
 from ..units import format_seconds
 
-if TYPE_CHECKING:
-    from ..analysis.history import History
-
-
-__all__ = ["Axes", "Figure", "PALETTE", "PlotWarning", "drawn", "log_axis", "plain",
-           "render_svg", "styled"]
 
 PALETTE = {
     "numpy": "#4c72b0",
@@ -74,8 +69,7 @@ _TICKS: dict[str, Callable[[float], str]] = {
 
 
 def log_axis(ax: Axes, which: str, ticks: str = "number", scale: float = 1.0) -> None:
-    """Put ``ax``'s ``which`` axis on a log scale labelled as ``ticks`` says; ``scale``: one unit of the
-    data."""
+    """Put ``ax``'s ``which`` axis on a log scale labelled as ``ticks`` says; ``scale``: one unit of the data."""
     axis = ax.xaxis if which == "x" else ax.yaxis
     (ax.set_xscale if which == "x" else ax.set_yscale)("log")
     text = _TICKS[ticks]
@@ -89,8 +83,7 @@ def plain(text: object) -> str:
 
 
 def render_svg(fig: Figure) -> str:
-    """The figure as SVG markup: drawing happens here, so a figure that cannot be drawn raises before any file
-    is written."""
+    """The figure as SVG markup, drawn here: a figure that cannot be drawn raises before any file is written."""
     buffer = io.StringIO()
     with matplotlib.rc_context(STYLE):
         fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
@@ -137,8 +130,7 @@ def compare_plot(comparison: Comparison, path: Path) -> Path | None:
 
 @styled
 def compare_figure(comparison: Comparison) -> Figure | None:
-    """Horizontal bars from 1 to new/base (left of 1: faster), with a conservative interval from the two
-    CIs; None when no cell could be compared."""
+    """Bars from 1 to new/base (left of 1: faster), an interval from the two CIs; None when no cell was compared."""
     cells = comparison.comparable
     if not cells:
         return None

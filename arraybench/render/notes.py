@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Hashable, Iterable, Mapping, Sequence
 
 from ..analysis.grouping import comparison, is_valid, size_detail, size_text
@@ -36,16 +37,16 @@ class Row:
 
 @dataclass
 class Item:
-    """One text of a note (its numbers merged across rows) and the rows it covers."""
+    """One text of a note, its numbers merged across the rows it covers (``ranged``: as ``0.3–0.6 of 2 cores``)."""
 
     text: str
     rows: list[Row]
+    ranged: bool = False
 
 
 @dataclass
 class Note:
-    """One numbered note: a heading and its items; ``everywhere`` when it covers every row (no row carries
-    it)."""
+    """One numbered note: a heading and its items; ``everywhere`` when it covers every row (no row carries it)."""
 
     number: int
     kind: str
@@ -63,9 +64,6 @@ class NoteBook:
     measured: list[Row] = field(default_factory=list)
     _by_kind: dict[str, dict[str, list[tuple[str, Row]]]] = field(default_factory=dict)
     _of_row: dict[Hashable, list[str]] = field(default_factory=dict)
-    _built: list[Note] | None = None
-    #: Whether a note gives a number as its range over the rows it covers (``0.3–0.6 of 2 cores``).
-    ranged: bool = False
 
     def add(self, key: Hashable, row: Row, texts: Iterable[str], *, measured: bool = True) -> None:
         """The notes of one row (``key`` identifies it for ``refs``)."""
@@ -81,34 +79,34 @@ class NoteBook:
             self._by_kind.setdefault(kind, {}).setdefault(_mask(text), []).append((text, row))
             if kind not in kinds:
                 kinds.append(kind)
-        self._built = None
 
+    @cached_property
     def notes(self) -> list[Note]:
-        """Every note: those covering every row first, then the others numbered in the order their first row
-        came."""
-        if self._built is None:
-            self.ranged = False
-            everyone = set(self.measured)
-            built = []
-            for kind, templates in self._by_kind.items():
-                items = [Item(merge_numbers([t for t, _ in members]),
-                              list(dict.fromkeys(row for _, row in members)))
-                         for members in templates.values()]
-                self.ranged = self.ranged or any(
-                    item.text not in {t for t, _ in members} for item, members in zip(items, templates.values()))
-                texts = [t for members in templates.values() for t, _ in members]
-                heading = merge_numbers([heading_of(t) for t in texts])
-                covered = {row for item in items for row in item.rows}
-                built.append(Note(0, kind, heading, items, everywhere=len(everyone) > 1 and covered >= everyone))
-            built.sort(key=lambda n: not n.everywhere)  # stable: first-seen order otherwise
-            for i, note in enumerate((n for n in built if not n.everywhere), 1):
-                note.number = i
-            self._built = built
-        return self._built
+        """Every note: those covering every row first, then the others numbered in their first rows' order."""
+        everyone = set(self.measured)
+        built = []
+        for kind, templates in self._by_kind.items():
+            items = []
+            for members in templates.values():
+                texts = [t for t, _ in members]
+                merged = merge_numbers(texts)
+                items.append(Item(merged, list(dict.fromkeys(row for _, row in members)), merged not in texts))
+            heading = merge_numbers([heading_of(t) for members in templates.values() for t, _ in members])
+            covered = {row for item in items for row in item.rows}
+            built.append(Note(0, kind, heading, items, everywhere=len(everyone) > 1 and covered >= everyone))
+        built.sort(key=lambda n: not n.everywhere)  # stable: first-seen order otherwise
+        for i, note in enumerate((n for n in built if not n.everywhere), 1):
+            note.number = i
+        return built
+
+    @property
+    def ranged(self) -> bool:
+        """Whether a note gives a number as its range over the rows it covers."""
+        return any(item.ranged for note in self.notes for item in note.items)
 
     def refs(self, key: Hashable) -> list[int]:
         """The numbers of the notes a row carries (not those that cover every row)."""
-        by_kind = {n.kind: n for n in self.notes() if not n.everywhere}
+        by_kind = {n.kind: n for n in self.notes if not n.everywhere}
         return sorted({by_kind[kind].number for kind in self._of_row.get(key, []) if kind in by_kind})
 
 
@@ -191,7 +189,7 @@ BRIEF_ITEMS = 5
 def note_texts(book: NoteBook, *, brief: bool = False) -> list[NoteText]:
     """Each note of ``book`` as text, naming the rows it covers (of the table's rows)."""
     out, every = [], book.rows
-    for note in book.notes():
+    for note in book.notes:
         number = None if note.everywhere else note.number
         measured = set(book.measured)
         if brief and len(note.items) > (1 if note.kind in PATTERNS else BRIEF_ITEMS):
@@ -249,8 +247,7 @@ def speedup(r: Record, base: Record | None) -> float | None:
 
 
 def speedup_text(r: Record, base: Record | None, pairs: Pairs = Pairs()) -> str:
-    """``3.8× faster``, ``16× slower``, ``level``, ``undecided``, ``baseline`` or ``—``: the verdict of the
-    pair with NumPy."""
+    """``3.8× faster``, ``16× slower``, ``level``, ``undecided``, ``baseline`` or ``—``: its pair's with NumPy."""
     if base is None or not is_valid(r) or not is_valid(base):
         return "—"
     if r is base:

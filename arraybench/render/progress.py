@@ -12,7 +12,7 @@ import json
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
@@ -24,12 +24,10 @@ from ..errors import printable
 from ..files import discard
 from ..model.cell import Cell, config_label
 from ..model.record import Record
+from ..model.results import Results
 from ..model.replicate import Replicate
 from ..model.journal import Reporter
 from ..units import format_seconds
-
-if TYPE_CHECKING:
-    from ..model.results import Results
 
 
 #: Seconds without a line after which a run with no terminal says what it is still measuring.
@@ -122,12 +120,11 @@ class ConsoleReporter(_Counting):
 
     def replicate_done(self, cell: Cell, index: int, replicate: Replicate) -> None:
         super().replicate_done(cell, index, replicate)
-        if cell is not None:
-            config = config_label(cell.backend, cell.device, cell.mode, transfer=cell.transfer,
-                                  machine=cell.machine, environment=cell.environment)
-            label = f"{cell.workload} {cell.size_label} {config}"
-            self.processes[cell.key] = (label, self.processes.get(cell.key, ("", 0))[1] + 1)
-            self.last_cell = cell.key
+        config = config_label(cell.backend, cell.device, cell.mode, transfer=cell.transfer, machine=cell.machine,
+                              environment=cell.environment)
+        self.processes[cell.key] = (f"{cell.workload} {cell.size_label} {config}",
+                                    self.processes.get(cell.key, ("", 0))[1] + 1)
+        self.last_cell = cell.key
         self._update()
 
     def more_wanted(self, cell: Cell, extra: int) -> None:

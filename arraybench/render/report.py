@@ -10,13 +10,13 @@ import html
 import re
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from rich.console import Console
 from rich.markup import escape
 
-from .comparison import (DisplayedComparison, change_cells, one_process_line, series_rows, step_sentence, summary)
+from .comparison import (DisplayedComparison, change_cells, history_cells, one_process_line, step_sentence, summary)
 from .files import CSV_NAME, csv_text, remember
 from .findings import findings as compute_findings, self_check_lines
 from .terminal import widened
@@ -27,19 +27,18 @@ from .tables import (FINDINGS_LINES, energy_absent, energy_measured, energy_why,
                      print_findings, results_table, table_text)
 from ..analysis.compare import Comparison, compare as compare_runs
 from ..analysis.grouping import baselines, decided_winner, grouped, is_valid, size_text
+from ..analysis.history import History
 from ..analysis.memory import memory_changes
 from ..backends import SPECS
 from ..errors import one_line
 from ..files import write_atomic
 from ..model.runs import check_same_machine
-from ..model.results import Pairs
+from ..model.results import Pairs, Results
 from ..model.record import Record
 from ..units import format_seconds
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-    from ..analysis.history import History
-    from ..model.results import Results
 
 
 FINDINGS_NAME = "findings.md"
@@ -145,25 +144,21 @@ MARKDOWN_NAME = "results.md"
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
 
 
-def environment_line(environment: Mapping[str, Any], settings: Mapping[str, Any] | None = None,
-                     backends: Iterable[str] | None = None) -> str:
-    """One line naming the machine and libraries: ``CPU (2 cores) · Python 3.11 · NumPy 2.4 …``."""
-    env, libs = environment, environment.get("libraries") or {}
-    wanted = set(SPECS if backends is None else backends)
-    gpus = [g.get("name") for g in env.get("gpus") or [] if isinstance(g, Mapping) and g.get("name")]
-    versions = [f"{SPECS[n].label} {libs[n]}" for n in SPECS
-                if n in wanted and isinstance(libs, Mapping) and libs.get(n)]
+def environment_line(results: Results) -> str:
+    """One line naming the machine and the libraries used: ``CPU (2 cores) · Python 3.11 · NumPy 2.4 …``."""
+    env, libs = results.environment, results.environment.get("libraries") or {}
+    used = {r.backend for r in results.records}
+    gpus = [g.get("name") for g in env.get("gpus") or [] if g.get("name")]
+    versions = [f"{SPECS[n].label} {libs[n]}" for n in SPECS if n in used and libs.get(n)]
     parts = [f"{env['cpu_model']} ({env.get('cpu_count', '?')} cores)" if env.get("cpu_model") else "",
              ", ".join(gpus), f"Python {env['python']}" if env.get("python") else "", ", ".join(versions),
-             f"BLAS {env['blas']}" if env.get("blas") else "",
-             str(settings["dtype"]) if settings and settings.get("dtype") else "",
+             f"BLAS {env['blas']}" if env.get("blas") else "", str(results.settings.get("dtype") or ""),
              str(env["timestamp"])[:10] if env.get("timestamp") else ""]
     return " · ".join(part for part in parts if part)
 
 
 def md(value: Any) -> str:
-    """Text escaped for a Markdown table cell: markup and pipes escaped, on one line, control characters
-    shown."""
+    """Text escaped for a Markdown table cell: markup and pipes escaped, on one line, control characters shown."""
     text = one_line(" ".join(str(value).split()))
     return _SPECIAL.sub(r"\\\1", text)
 
@@ -176,9 +171,8 @@ _MARKDOWN.filters["md"] = md
 
 def markdown_report(results: Results, findings: Sequence[str] | None = None) -> str:
     """A heading, the environment line, findings, the table and its notes, as GitHub Markdown."""
-    used = {r.backend for r in results.records}
     return _markdown("results.md", title="arraybench results", findings=findings or [], complete=results.complete,
-                     environment=environment_line(results.environment, results.settings, used),
+                     environment=environment_line(results),
                      table="\n".join(markdown_table(results.records, Pairs(results.pairs))))
 
 
@@ -214,14 +208,10 @@ def markdown_table(records: Iterable[Record], pairs: Pairs = Pairs()) -> list[st
 
 def history_markdown(history: "History", where: str, last: int) -> str:
     """``arraybench history``'s table as Markdown, steps in bold and each called in a sentence."""
-    rows = []
-    for s, series in series_rows(history, last):
-        for i, (_, _, (when, median, ci, vs, note)) in enumerate(series):
-            cells = [md(f"{s.workload} {s.size_label}") if i == 0 else "", md(s.label) if i == 0 else "",
-                     md(s.machine_id) if i == 0 else "", md(when), md(median), md(ci), md(vs), md(note)]
-            if note.startswith("STEP"):
-                cells[4:] = [f"**{c}**" if c else c for c in cells[4:]]
-            rows.append(cells)
+    rows = [[md(c) for c in cells] for series in history_cells(history, last) for cells in series]
+    for row in rows:
+        if row[-1].startswith("STEP"):
+            row[4:] = [f"**{c}**" if c else c for c in row[4:]]
     return _markdown("history.md", summary=f"{summary(history)}; store {where}", rows=rows,
                      one_process=history.one_process and one_process_line(history),
                      steps=[step_sentence(st) for st in history.steps])

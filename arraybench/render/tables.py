@@ -116,8 +116,7 @@ _COLUMNS = (Column("case"), Column("library / device"), Column("machine"),
 
 
 def results_table(records: Iterable[Record], width: int | None = None, pairs: Pairs = Pairs()) -> Group:
-    """One row per record, grouped by case, the winner in bold green; fitted to ``width`` (None: every
-    column)."""
+    """One row per record, grouped by case, the winner in bold green; fitted to ``width`` (None: every column)."""
     records = list(records)
     roof = ceilings(records)
     not_run, shown = unavailable(records)
@@ -164,7 +163,7 @@ def results_table(records: Iterable[Record], width: int | None = None, pairs: Pa
                            style="dim"))
     if any(c.name == "95% CI" and c.name not in dropped for c in columns):
         footer.append(Text(CI_LEGEND + ".", style="dim"))
-    if book.notes():  # which sets book.ranged
+    if book.notes:
         if book.ranged:
             footer.append(Text(RANGES_LEGEND + ".", style="dim"))
         footer.append(notes_grid(book))
@@ -199,8 +198,7 @@ FINDINGS_LINES = 12
 
 
 def print_findings(findings: Iterable[str], console: Console, *, limit: int | None = FINDINGS_LINES) -> None:
-    """The findings, one plain sentence each, in at most ``limit`` lines (None: all), then where the rest
-    are."""
+    """The findings, a plain sentence each, in at most ``limit`` lines (None: all), then where the rest are."""
     found = list(findings)
     if not found:
         return

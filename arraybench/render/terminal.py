@@ -105,8 +105,7 @@ def stdout_console(width: int = TABLE_WIDTH) -> Console:
 
 
 def widened(console: Console, width: int = TABLE_WIDTH) -> Console:
-    """``console``, or one ``width`` wide without colour where it writes to a file or a pipe and $COLUMNS is
-    unset."""
+    """``console``, or one ``width`` wide without colour where it writes to a file or pipe and $COLUMNS is unset."""
     if console.is_terminal or console.width >= width or os.environ.get("COLUMNS", "").strip().isdigit():
         return console
     return SafeConsole(width=width, file=console.file, color_system=None)
@@ -118,8 +117,7 @@ TEXT_MIN_WIDTH = 13
 
 @dataclass(frozen=True)
 class Column:
-    """``numeric``: right-aligned, never wraps; ``whole``: never wraps or shortens; higher ``drop`` goes
-    first."""
+    """``numeric``: right-aligned, never wraps; ``whole``: never wraps or shortens; higher ``drop`` goes first."""
 
     name: str
     numeric: bool = False
@@ -261,10 +259,8 @@ def print_info(env: Mapping[str, Any], state: Mapping[str, Any], defaults: Mappi
 
 def machine_rows(env: Mapping[str, Any], state: Mapping[str, Any] | None = None,
                  threads: str | None = None) -> list[tuple[str, str]]:
-    """A machine as (name, text) rows, those with nothing to say left out: ``info``'s, and the report's
-    Environment section's (``threads``: the run's own)."""
-    fp = env.get("fingerprint") if isinstance(env.get("fingerprint"), Mapping) else {}
-    libs = env.get("libraries") if isinstance(env.get("libraries"), Mapping) else {}
+    """A machine as (name, text) rows, empty ones left out: ``info``'s, and the report's (``threads``: the run's)."""
+    fp, libs = env.get("fingerprint") or {}, env.get("libraries") or {}
     physical = f", {env['cpu_physical_cores']} physical" if env.get("cpu_physical_cores") else ""
     if threads is None:  # info's: the thread-limiting variables, or that there are none
         threads = ("set: " + ", ".join(f"{k}={v}" for k, v in env["thread_env"].items()) if env.get("thread_env")
@@ -289,7 +285,7 @@ def machine_rows(env: Mapping[str, Any], state: Mapping[str, Any] | None = None,
 def gpu_text(env: Mapping[str, Any], state: Mapping[str, Any]) -> str:
     """The GPUs nvidia-smi lists, or those a backend opened, or why none were found."""
     found = [", ".join(str(g[k]) for k in ("name", "memory", "driver") if g.get(k))
-             for g in env.get("gpus") or [] if isinstance(g, Mapping)]
+             for g in env.get("gpus") or []]
     if found:
         return "; ".join(found)
     opened = {s["info"].get("device_name") for s in state.values()
@@ -342,7 +338,7 @@ def backends_table(state: Mapping[str, Any]) -> Table:
         found = s["devices"]
         cells = ["[dim]—[/]" if dev not in found else "[green]usable[/]" if found[dev] is None
                  else f"[yellow]{escape(found[dev])}[/]" for dev in DEVICES]
-        t.add_row(_library(name), s.get("version") or "not installed", *cells)
+        t.add_row(SPECS[name].label, s.get("version") or "not installed", *cells)  # probe_backends: SPECS's
     return t
 
 
@@ -366,9 +362,5 @@ def details_table(state: Mapping[str, Any]) -> Table:
                              "cuda", "gpu_monitor", "numba", "metal_available", "gpu_dtypes_missing",
                              "mps_dtypes_missing")]
         for i, (key, text) in enumerate([(k, text) for k, text in rows if text]):
-            t.add_row(_library(name) if i == 0 else "", key, escape(text))
+            t.add_row(SPECS[name].label if i == 0 else "", key, escape(text))
     return t
-
-
-def _library(name: str) -> str:
-    return SPECS[name].label if name in SPECS else name

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from arraybench.commands.completion import SHELLS, script
+from arraybench.commands.completion import SHELLS, script_of
 from arraybench.commands.main import SUMMARY, build_parser
 
 from ..conftest import run_here
@@ -25,6 +25,10 @@ def _commands(parser: argparse.ArgumentParser, path: str = "") -> dict[str, argp
             for name, sub in action.choices.items():
                 out.update(_commands(sub, f"{path} {name}".strip()))
     return out
+
+
+def script(shell: str, parser: argparse.ArgumentParser) -> str:
+    return script_of(shell, parser._actions, parser.prog)
 
 
 @pytest.fixture(scope="module")

@@ -228,7 +228,7 @@ def test_progress_counts_only_cells_that_run_and_draws_its_eta_from_measurements
     assert reporter.progress.tasks[0].total == 6
     done = record("sort", "numpy", samples=spread(1e-3), replicates=2)
     for i, rep in enumerate(done.replicates):
-        reporter.replicate_done(None, i, rep)
+        reporter.replicate_done(done.cell, i, rep)
     reporter.record_done(done)
     assert reporter._cells_text() == "· 1/3 cells" and reporter._eta().startswith("ETA 0:")
     reporter.run_finished(None)
@@ -397,7 +397,7 @@ def test_the_notebook_line_counts_only_cells_that_run():
     assert (shown.cells_done, shown.total) == (0, 6)
     done = record("sort", "numpy", samples=spread(1e-3), replicates=2)
     for i, rep in enumerate(done.replicates):
-        shown.replicate_done(None, i, rep)
+        shown.replicate_done(done.cell, i, rep)
     shown.record_done(done)
     assert (shown.cells_done, shown.measured, shown.total) == (1, 2, 6)
     assert "2/6 measurements · 1 cells done" in shown._data("measuring")["text/plain"]
