@@ -63,14 +63,13 @@ class LogEstimate:
         return cls(statistics.fmean(logs), statistics.stdev(logs) / math.sqrt(k), k - 1)
 
     @classmethod
-    def from_interval(cls, center: float, low: float | None, high: float | None, processes: int,
-                      confidence: float = stats.CONFIDENCE) -> LogEstimate | None:
+    def from_interval(cls, center: float, low: float | None, high: float | None, processes: int) -> LogEstimate | None:
         """The estimate an interval over ``processes`` processes was built from, read back off its
         width; None for no interval, a degenerate one or one process."""
         if processes < 2 or low is None or high is None or min(center, low, high) <= 0:
             return None
         half = (math.log(high) - math.log(low)) / 2
-        return cls(math.log(center), half / stats.spread_factor(processes, confidence), processes - 1)
+        return cls(math.log(center), half / stats.spread_factor(processes), processes - 1)
 
 
 def welch_test(base: LogEstimate, new: LogEstimate) -> TTest:

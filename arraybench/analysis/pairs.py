@@ -20,7 +20,7 @@ from ..model.cell import case_key
 from ..model.results import Pair
 from ..model.record import Record
 from ..model.replicate import Replicate
-from ..numeric.medians import CONFIDENCE, median_ci, spread_factor
+from ..numeric.medians import median_ci, spread_factor
 from ..numeric.stopping import LEVEL_WITHIN
 
 #: Fewest rounds a process must share for its ratio to count.
@@ -52,7 +52,7 @@ def _process_ratio(a: Replicate, b: Replicate, quiet: bool) -> _ProcessRatio | N
             if r in b_at and r not in skip and x > 0 and b_at[r] > 0]
     if len(logs) < MIN_ROUNDS:
         return None
-    low, high = median_ci(logs, CONFIDENCE)
+    low, high = median_ci(logs)
     return _ProcessRatio(statistics.median(logs), low, high, len(logs))
 
 
