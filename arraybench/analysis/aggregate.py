@@ -219,9 +219,7 @@ def aggregate(cell: Cell, replicates: Sequence[Replicate], wanted: int, rel_ci: 
               stop: str = "") -> Record:
     """The record of a cell from its replicates so far, with its status and warnings; ``stop``
     says why it got no more processes (``policy``), "" while it may get more."""
-    rec = Record.for_cell(cell)
-    rec.replication_stop = stop
-    rec.replicates = list(replicates)
+    rec = Record(replication_stop=stop, replicates=list(replicates), **cell.to_dict())
     for status in ("failed", "wrong"):
         bad = [rep for rep in replicates if rep.status == status]
         if bad:
@@ -245,14 +243,14 @@ def _timing_warnings(rec: Record, wanted: int, rel_ci: float) -> list[str]:
     timed = rec.timed
     assert rec.median_s is not None and rec.ci_low_s is not None and rec.ci_high_s is not None
     spread = rec.replicate_spread or 0.0
-    lo, hi = min(rec.replicate_medians_s), max(rec.replicate_medians_s)
+    medians = rec.replicate_medians_s
     warnings = list(dict.fromkeys(w for rep in timed for w in rep.warnings))
     if rec.mode == "compiled" and rec.first_call_s is not None and rec.compile_s is None:
         warnings.append("compiling not seen: the first call was no slower than the fastest later one "
                         "(a cache may have served the compiled code)")
     if len(timed) < wanted:
         warnings.append(f"measured in {len(timed)} of {wanted} processes")
-    clusters = find_modes(rec.replicate_medians_s, rec.samples_s)
+    clusters = find_modes(medians, rec.samples_s)
     if clusters is not None:
         contrast = explain(timed, clusters)
         warnings.append(
@@ -262,11 +260,9 @@ def _timing_warnings(rec: Record, wanted: int, rel_ci: float) -> list[str]:
                if spread > PROCESS_SPREAD_WARN else "")
         )
     elif spread > PROCESS_SPREAD_WARN and len(timed) > 1:
-        contrast = between_processes(timed, stats.median(rec.replicate_medians_s))
-        warnings.append(
-            f"processes disagree: their medians span {spread:.0%} "
-            f"({format_seconds(lo)} to {format_seconds(hi)})" + (f"; {contrast.sentence()}" if contrast is not None else "")
-        )
+        contrast = between_processes(timed, stats.median(medians))
+        warnings.append(f"processes disagree: their medians span {spread:.0%} ({format_seconds(min(medians))} "
+                        f"to {format_seconds(max(medians))})" + (f"; {contrast.sentence()}" if contrast else ""))
     busy = busy_reason(rec)
     if busy is not None:
         rounds = sum(len(rep.rounds or ()) for rep in timed)

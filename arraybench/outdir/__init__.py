@@ -134,8 +134,16 @@ def _nothing_journalled(path: Path) -> bool:
         return False
 
 
-def unsealed_note(out: str | os.PathLike[str]) -> str:
-    """Where the run in ``out`` needs trust to resume but was not sealed as this user's, the flag and why; else ""."""
+def resume_command(out: "str | os.PathLike[str]") -> str:
+    """How the caller continues the run in ``out`` (command or API), with the trust an unsealed run needs."""
+    why = _unsealed(out)
+    if from_command_line():
+        return f"arraybench run --resume {out}" + (f" --trust-folder {why}" if why else "")
+    return f"arraybench.resume({str(out)!r}" + (f", trust_folder=True) {why}" if why else ")")
+
+
+def _unsealed(out: str | os.PathLike[str]) -> str:
+    """Where the run in ``out`` needs trust to resume but was not sealed as this user's, why; else ""."""
     from ..model.schema import loads
     from ..workloads.trust import key_path
 
@@ -153,17 +161,8 @@ def unsealed_note(out: str | os.PathLike[str]) -> str:
         where = str(key_path().parent)
     except (RuntimeError, OSError):
         where = "your data folder"
-    return (f" --trust-folder (the run could not be sealed as yours: {where} cannot keep "
-            "arraybench's key, so without it the code the run names is not run)")
-
-
-def resume_command(out: "str | os.PathLike[str]") -> str:
-    """How the caller continues the run in ``out`` (command or API), with the trust an unsealed run needs."""
-    note = unsealed_note(out)
-    if from_command_line():
-        return f"arraybench run --resume {out}{note}"
-    return (f"arraybench.resume({str(out)!r}" + (", trust_folder=True)" + note.replace(" --trust-folder", "", 1)
-                                                  if note else ")"))
+    return (f"(the run could not be sealed as yours: {where} cannot keep arraybench's key, so without it "
+            "the code the run names is not run)")
 
 
 LOCK_NAME = ".arraybench.lock"
