@@ -191,7 +191,7 @@ class FolderLock:
                 # O_NOFOLLOW: a link planted under the lock's name must not create a file elsewhere.
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o666)
             except OSError as exc:
-                raise UsageError(f"{path}: cannot be opened to lock the folder ({reason(exc)})") from None
+                raise UsageError(f"{path}: cannot be opened to lock the folder ({exc.strerror or exc})") from None
             lock = cls._locked(folder, path, fd)
             held = os.fstat(fd)
             if held.st_nlink > 1:
@@ -202,7 +202,7 @@ class FolderLock:
                 except OSError as exc:
                     lock.release()
                     raise UsageError(f"{path}: cannot be replaced by a lock of this folder's own "
-                                     f"({reason(exc)})") from None
+                                     f"({exc.strerror or exc})") from None
                 lock.release()
                 continue
             try:
@@ -249,9 +249,9 @@ class FolderLock:
         except OSError as exc:
             if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
                 os.close(fd)
-                raise UsageError(f"{path}: cannot lock the folder ({reason(exc)})") from None
+                raise UsageError(f"{path}: cannot lock the folder ({exc.strerror or exc})") from None
             # A file system without locks (some network mounts): unlocked rather than not at all.
-            warnings.warn(f"{folder}: this file system cannot lock the folder ({reason(exc)}); "
+            warnings.warn(f"{folder}: this file system cannot lock the folder ({exc.strerror or exc}); "
                           "make sure no other run writes there at the same time", stacklevel=3)
         return cls(folder, fd)
 
@@ -288,7 +288,7 @@ def check_writable(out: Path, what: str = "") -> None:
             os.close(fd)
             os.unlink(probe)
     except OSError as exc:
-        raise UsageError(f"{what}{out}: cannot write there ({reason(exc)})") from None
+        raise UsageError(f"{what}{out}: cannot write there ({exc.strerror or exc})") from None
 
 
 def check_own_files(out: Path) -> None:
@@ -357,7 +357,8 @@ def clear_previous(out: Path) -> list[str]:
         try:
             entries = list(os.scandir(logs))
         except OSError as exc:
-            raise UsageError(f"{logs}: cannot be read to clear the earlier run's logs ({reason(exc)})") from None
+            raise UsageError(f"{logs}: cannot be read to clear the earlier run's logs "
+                             f"({exc.strerror or exc})") from None
         for entry in entries:
             # Only the names a worker's log has (``numpy-cpu-p0.log``): a user's app.log stays.
             if WORKER_LOG.fullmatch(entry.name) and _remove_file(Path(entry.path)):
@@ -376,7 +377,7 @@ def _remove_file(path: Path) -> bool:
     except FileNotFoundError:
         return False
     except OSError as exc:
-        raise UsageError(f"{path}: cannot be examined to clear the earlier run ({reason(exc)})") from None
+        raise UsageError(f"{path}: cannot be examined to clear the earlier run ({exc.strerror or exc})") from None
     if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
         return False
     try:
@@ -384,11 +385,6 @@ def _remove_file(path: Path) -> bool:
     except FileNotFoundError:
         return False
     except OSError as exc:
-        raise UsageError(f"{path}: the earlier run's file cannot be removed ({reason(exc)}); remove it, "
+        raise UsageError(f"{path}: the earlier run's file cannot be removed ({exc.strerror or exc}); remove it, "
                          "or choose another folder") from None
     return True
-
-
-def reason(exc: OSError) -> str:
-    """What the system said of a failed file operation, in words."""
-    return exc.strerror or str(exc)
