@@ -37,7 +37,7 @@ class RunOptions:
     modes: list[str] = field(default_factory=lambda: ["latency"])
     include_transfer: bool = False
     roofline: bool = False
-    processes: int = 3
+    processes: int = field(default=3, metadata={"min": 1})
     max_time: float = 1.0
     min_samples: int = 10
     rel_ci: float = 0.02
