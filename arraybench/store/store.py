@@ -96,7 +96,9 @@ class Store(contextlib.AbstractContextManager):
             return Added(rid, NOT_A_RUN)
         sha = content_sha(results)
         env = results.environment
-        rows = [_record_row(rid, results, r) for r in results.records]
+        rows = [(rid, r.machine, machine_id_of(machine_environment(env, r.machine)), r.key, r.workload,
+                 r.size_label, r.size, r.backend, r.device, r.dtype, r.mode, int(r.transfer), r.status,
+                 r.median_s, r.ci_low_s, r.ci_high_s, r.n_replicates) for r in results.records]  # ``Entry``'s order
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         project = env.get("project")
         run_row = (rid, sha, str(env.get("timestamp") or now), now, int(results.complete),
@@ -209,13 +211,6 @@ def open_store(location: str | os.PathLike[str] | None = None, *, create: bool =
         db.close()
         raise
     return Store(db)
-
-
-def _record_row(rid: str, results: "Results", r: Any) -> tuple:
-    measured_on = machine_environment(results.environment, r.machine)
-    return (rid, r.machine, machine_id_of(measured_on), r.key, r.workload,
-            r.size_label, r.size, r.backend, r.device, r.dtype, r.mode, int(r.transfer), r.status,
-            r.median_s, r.ci_low_s, r.ci_high_s, r.n_replicates)
 
 
 def _where(*, since: str | None = None, machine: str | None, table: str, project: str | None = None,
