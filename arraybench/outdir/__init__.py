@@ -203,16 +203,12 @@ class FolderLock:
                     lock.release()
                     raise UsageError(f"{path}: cannot be replaced by a lock of this folder's own "
                                      f"({exc.strerror or exc})") from None
-                lock.release()
-                continue
-            try:
-                named = os.lstat(path)
-            except OSError:
-                named = None
-            if named is None or (named.st_ino, named.st_dev) != (held.st_ino, held.st_dev):
-                lock.release()  # replaced meanwhile: lock what the name now holds
-                continue
-            break
+            else:
+                with contextlib.suppress(OSError):
+                    named = os.lstat(path)
+                    if (named.st_ino, named.st_dev) == (held.st_ino, held.st_dev):
+                        break
+            lock.release()  # replaced meanwhile (or by this folder's own): lock what the name now holds
         with contextlib.suppress(OSError):  # only said to a second run; a full disk must not stop this one
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
