@@ -62,8 +62,6 @@ def from_json(cls: type[T], data: Any, *, where: str = "") -> T:
     hints = _hints(cls)
     values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
-        if not f.init:
-            continue
         name = f"{where}.{f.name}" if where else f.name
         if f.name not in data:
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
