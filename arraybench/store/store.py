@@ -206,7 +206,7 @@ def open_store(location: str | os.PathLike[str] | None = None, *, create: bool =
             ": nothing was ever stored there (a mistyped path?)"))
     db = connect(resolved)
     try:
-        migrate(db)
+        migrate(db)  # a file that is no database says so at its first statement, here
     except BaseException:
         db.close()
         raise
