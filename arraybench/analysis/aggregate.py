@@ -241,7 +241,6 @@ def aggregate(cell: Cell, replicates: Sequence[Replicate], wanted: int, rel_ci: 
 
 def _timing_warnings(rec: Record, wanted: int, rel_ci: float) -> list[str]:
     timed = rec.timed
-    assert rec.median_s is not None and rec.ci_low_s is not None and rec.ci_high_s is not None
     spread = rec.replicate_spread or 0.0
     medians = rec.replicate_medians_s
     warnings = list(dict.fromkeys(w for rep in timed for w in rep.warnings))
@@ -322,7 +321,6 @@ def allocator_note(rec: Record | Summary) -> str:
     """``the median is with reused memory (glibc's malloc held so); with fresh pages: 37.8 ms
     ±1.1% in 1 process (8,438 page faults per call against 0)``. No multiple of the two: one
     process a state says nothing of the variation between processes."""
-    assert rec.median_s and rec.other_median_s
     k = rec.other_n_replicates or 1
     text = (f"the median is with {WORDS.get(rec.allocator, rec.allocator)} (glibc's malloc held so); "
             f"with {WORDS.get(rec.other_allocator, rec.other_allocator)}: {format_seconds(rec.other_median_s)} "

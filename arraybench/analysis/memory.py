@@ -47,7 +47,6 @@ class MemoryGap:
     @property
     def ratio(self) -> float:
         """The larger peak over the smaller (infinite where the smaller is none)."""
-        assert self.more.peak_bytes is not None and self.less.peak_bytes is not None
         return self.more.peak_bytes / self.less.peak_bytes if self.less.peak_bytes else float("inf")
 
 
@@ -78,7 +77,6 @@ class MemoryChange:
     @property
     def ratio(self) -> float:
         """new/base peak (infinite where the base call added none)."""
-        assert self.base.peak_bytes is not None and self.new.peak_bytes is not None
         return self.new.peak_bytes / self.base.peak_bytes if self.base.peak_bytes else float("inf")
 
     @property

@@ -45,7 +45,6 @@ class _ProcessRatio:
 
 def _process_ratio(a: Replicate, b: Replicate, quiet: bool) -> _ProcessRatio | None:
     """One process's paired log ratio from the rounds both sides sampled in (``quiet``: unloaded ones)."""
-    assert a.rounds is not None and b.rounds is not None
     skip = set(a.busy_rounds) | set(b.busy_rounds) if quiet else set()
     b_at = {r: s for s, r in reversed(list(zip(b.samples_s, b.rounds)))}  # a round's first sample
     logs = [math.log(x / b_at[r]) for x, r in zip(a.samples_s, a.rounds)
