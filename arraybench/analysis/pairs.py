@@ -231,9 +231,8 @@ def split(records: Iterable[Record]) -> tuple[list[Record], list[Record]]:
 
 def twin_pairs(twins: Sequence[Record], own: Sequence[Record], original: str) -> list[Pair]:
     """Each twin against its original (the same configuration in environment ``original``)."""
-    by_config = {(case_key(r.cell), r.backend, r.device, r.mode, r.environment): r for r in own}
-    sames = ((t, by_config.get((case_key(t.cell), t.backend, t.device, t.mode, original)))
-             for t in twins)
+    by_key = {r.key: r for r in own}
+    sames = ((t, by_key.get(replace(t.cell, environment=original).key)) for t in twins)
     return [p for t, same in sames if same is not None and t.status == same.status == "ok"
             and (p := pair(t, same)) is not None]
 
