@@ -73,8 +73,6 @@ class RunOptions:
         """Options read back from a journal or results file, each checked against its type."""
         if isinstance(data, dict):  # no max_processes: written before adaptive replication, fixed
             data = {"max_processes": None, **legacy_names(data)}
-            # Saved when a run could measure one worker after another; every run takes turns now.
-            data.pop("side_by_side", None)
         return schema.from_json(cls, data, where="options")
 
     @property
