@@ -187,11 +187,10 @@ def run_id(results: Results) -> str:
     given = env.get("run_id")
     if isinstance(given, str) and given:
         return given
-    data = results.to_dict()
     header = {
         "started": env.get("timestamp"),
         "machine": machine_id_of(env) or [env.get("platform"), env.get("cpu_model")],
-        "settings": {k: v for k, v in data["settings"].items() if k != "timer"},
+        "settings": {k: v for k, v in schema.to_json(results.settings).items() if k != "timer"},
         "cells": sorted(f"{r.machine}|{r.key}" for r in results.records),
     }
     return _sha(header)[:16]
