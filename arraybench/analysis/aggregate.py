@@ -182,9 +182,9 @@ class Histogram:
         return sum(map(sum, self.counts))
 
 
-def bin_count(n: int, most: int = MAX_BINS) -> int:
-    """Bins for ``n`` samples: Rice's rule (twice the cube root), at least one, at most ``most``."""
-    return max(1, min(most, math.ceil(2 * n ** (1 / 3))))
+def bin_count(n: int) -> int:
+    """Bins for ``n`` samples: Rice's rule (twice the cube root), at least one, at most ``MAX_BINS``."""
+    return max(1, min(MAX_BINS, math.ceil(2 * n ** (1 / 3))))
 
 
 def histogram(per_process: Sequence[Sequence[float]], bins: int | None = None) -> Histogram | None:

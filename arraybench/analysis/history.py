@@ -157,9 +157,9 @@ class History:
                 for s in self.series if s.machine_id == machine
                 and valid_in(s, ordered[-2][0]) and not valid_in(s, ordered[-1][0])]
 
-    def restricted(self, cells: set[str], min_points: int = 2) -> "History":
-        """Only the series of ``cells`` with ``min_points`` valid points or more, and their steps."""
-        series = [s for s in self.series if s.cell in cells and sum(p.valid for p in s.points) >= min_points]
+    def restricted(self, cells: set[str]) -> "History":
+        """Only the series of ``cells`` with two valid points or more, and their steps."""
+        series = [s for s in self.series if s.cell in cells and sum(p.valid for p in s.points) >= 2]
         keep = {id(s) for s in series}
         return replace(self, series=series, steps=[st for st in self.steps if id(st.series) in keep],
                        one_process=[u for u in self.one_process if id(u.series) in keep])
