@@ -43,10 +43,10 @@ def claim(path: str | Path, *, overwrite: bool = False, resume: bool = False,
     return _locked(path, what, refuse, settle)
 
 
-def claim_for_report(path: str | Path, what: str = "--output-dir") -> FolderLock:
+def claim_for_report(path: str | Path) -> FolderLock:
     """Lock a folder for report files alone (``merge -o``): refused while a run holds it or where it holds a run's journal."""
     # Refused again under the lock: a run may have started meanwhile.
-    return _locked(path, what, _refuse_run, _refuse_run)
+    return _locked(path, "--output-dir", _refuse_run, _refuse_run)
 
 
 def _locked(path: str | Path, what: str, refuse: Callable[[Path], None],
@@ -75,10 +75,10 @@ def _refuse_run(out: Path) -> None:
                          "its own, so write this elsewhere: choose another --output-dir")
 
 
-def prepare(path: str | Path, *, overwrite: bool, what: str = "--output-dir") -> Path:
+def prepare(path: str | Path, *, overwrite: bool) -> Path:
     """Create a folder for report files, proven writable (no lock); an unfinished run there needs ``overwrite``."""
-    out = _folder(path, what)
-    check_writable(out, f"{what} ")
+    out = _folder(path, "--output-dir")
+    check_writable(out, "--output-dir ")
     why = None if overwrite else unfinished(out)
     if why:
         raise UsageError(why)
