@@ -97,13 +97,12 @@ class Usage:
     def derive(self) -> "Usage":
         """This usage with its rates computed from its totals (returns self)."""
         cpu = self.user_s + self.system_s
-        per_call = (lambda v: v / self.calls) if self.calls else (lambda v: None)
         self.cores = cpu / self.wall_s if self.wall_s > 0 else None
         self.kernel_share = self.system_s / cpu if cpu > 0 else None
         for name in ("minor_faults", "major_faults", "voluntary_switches", "involuntary_switches",
                      "instructions", "cycles", "cache_misses"):
             total = getattr(self, name)
-            setattr(self, f"{name}_per_call", None if total is None else per_call(total))
+            setattr(self, f"{name}_per_call", None if total is None or not self.calls else total / self.calls)
         self.ipc = (self.instructions / self.cycles
                     if self.instructions is not None and self.cycles else None)
         if self.wall_s > 0 and self.machine_total_s > 0:
