@@ -24,7 +24,7 @@ def record(workload: str = "matmul", backend: str = "numpy", device: str = "cpu"
     """
     cell = Cell(workload, size_label, size, backend, device, "float64", "latency")
     if not samples:
-        r = Record.for_cell(cell, status)
+        r = Record(status=status, **cell.to_dict())
         for k, v in fields.items():
             setattr(r, k, v)
         return r

@@ -182,9 +182,9 @@ class Histogram:
         return sum(map(sum, self.counts))
 
 
-def bin_count(n: int, most: int = MAX_BINS) -> int:
-    """Bins for ``n`` samples: Rice's rule (twice the cube root), at least one, at most ``most``."""
-    return max(1, min(most, math.ceil(2 * n ** (1 / 3))))
+def bin_count(n: int) -> int:
+    """Bins for ``n`` samples: Rice's rule (twice the cube root), at least one, at most ``MAX_BINS``."""
+    return max(1, min(MAX_BINS, math.ceil(2 * n ** (1 / 3))))
 
 
 def histogram(per_process: Sequence[Sequence[float]], bins: int | None = None) -> Histogram | None:
@@ -219,9 +219,7 @@ def aggregate(cell: Cell, replicates: Sequence[Replicate], wanted: int, rel_ci: 
               stop: str = "") -> Record:
     """The record of a cell from its replicates so far, with its status and warnings; ``stop``
     says why it got no more processes (``policy``), "" while it may get more."""
-    rec = Record.for_cell(cell)
-    rec.replication_stop = stop
-    rec.replicates = list(replicates)
+    rec = Record(replication_stop=stop, replicates=list(replicates), **cell.to_dict())
     for status in ("failed", "wrong"):
         bad = [rep for rep in replicates if rep.status == status]
         if bad:
@@ -243,16 +241,15 @@ def aggregate(cell: Cell, replicates: Sequence[Replicate], wanted: int, rel_ci: 
 
 def _timing_warnings(rec: Record, wanted: int, rel_ci: float) -> list[str]:
     timed = rec.timed
-    assert rec.median_s is not None and rec.ci_low_s is not None and rec.ci_high_s is not None
     spread = rec.replicate_spread or 0.0
-    lo, hi = min(rec.replicate_medians_s), max(rec.replicate_medians_s)
+    medians = rec.replicate_medians_s
     warnings = list(dict.fromkeys(w for rep in timed for w in rep.warnings))
     if rec.mode == "compiled" and rec.first_call_s is not None and rec.compile_s is None:
         warnings.append("compiling not seen: the first call was no slower than the fastest later one "
                         "(a cache may have served the compiled code)")
     if len(timed) < wanted:
         warnings.append(f"measured in {len(timed)} of {wanted} processes")
-    clusters = find_modes(rec.replicate_medians_s, rec.samples_s)
+    clusters = find_modes(medians, rec.samples_s)
     if clusters is not None:
         contrast = explain(timed, clusters)
         warnings.append(
@@ -262,11 +259,9 @@ def _timing_warnings(rec: Record, wanted: int, rel_ci: float) -> list[str]:
                if spread > PROCESS_SPREAD_WARN else "")
         )
     elif spread > PROCESS_SPREAD_WARN and len(timed) > 1:
-        contrast = between_processes(timed, stats.median(rec.replicate_medians_s))
-        warnings.append(
-            f"processes disagree: their medians span {spread:.0%} "
-            f"({format_seconds(lo)} to {format_seconds(hi)})" + (f"; {contrast.sentence()}" if contrast is not None else "")
-        )
+        contrast = between_processes(timed, stats.median(medians))
+        warnings.append(f"processes disagree: their medians span {spread:.0%} ({format_seconds(min(medians))} "
+                        f"to {format_seconds(max(medians))})" + (f"; {contrast.sentence()}" if contrast else ""))
     busy = busy_reason(rec)
     if busy is not None:
         rounds = sum(len(rep.rounds or ()) for rep in timed)
@@ -326,7 +321,6 @@ def allocator_note(rec: Record | Summary) -> str:
     """``the median is with reused memory (glibc's malloc held so); with fresh pages: 37.8 ms
     ±1.1% in 1 process (8,438 page faults per call against 0)``. No multiple of the two: one
     process a state says nothing of the variation between processes."""
-    assert rec.median_s and rec.other_median_s
     k = rec.other_n_replicates or 1
     text = (f"the median is with {WORDS.get(rec.allocator, rec.allocator)} (glibc's malloc held so); "
             f"with {WORDS.get(rec.other_allocator, rec.other_allocator)}: {format_seconds(rec.other_median_s)} "

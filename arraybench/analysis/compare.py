@@ -63,14 +63,13 @@ class LogEstimate:
         return cls(statistics.fmean(logs), statistics.stdev(logs) / math.sqrt(k), k - 1)
 
     @classmethod
-    def from_interval(cls, center: float, low: float | None, high: float | None, processes: int,
-                      confidence: float = stats.CONFIDENCE) -> LogEstimate | None:
+    def from_interval(cls, center: float, low: float | None, high: float | None, processes: int) -> LogEstimate | None:
         """The estimate an interval over ``processes`` processes was built from, read back off its
         width; None for no interval, a degenerate one or one process."""
         if processes < 2 or low is None or high is None or min(center, low, high) <= 0:
             return None
         half = (math.log(high) - math.log(low)) / 2
-        return cls(math.log(center), half / stats.spread_factor(processes, confidence), processes - 1)
+        return cls(math.log(center), half / stats.spread_factor(processes), processes - 1)
 
 
 def welch_test(base: LogEstimate, new: LogEstimate) -> TTest:
@@ -363,23 +362,20 @@ def _judge(change: CellChange, alpha: float, threshold: float) -> None:
 
 def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
             alpha: float = DEFAULT_ALPHA) -> Comparison:
-    """Match the records of two runs by cell and judge each change."""
-    def match(r: Record) -> tuple[str, str]:
-        return (r.machine, r.key)  # results of several machines hold each cell once per machine
-
-    base_by = {match(r): r for r in base.records}
-    new_by = {match(r): r for r in new.records}
-    order = sorted((r for r in new.records if match(r) in base_by),
+    """Match the records of two runs by cell (its key names its machine too) and judge each change."""
+    base_by = {r.key: r for r in base.records}
+    new_by = {r.key: r for r in new.records}
+    order = sorted((r for r in new.records if r.key in base_by),
                    key=lambda r: (r.workload, size_sort_key(r), config_sort_key(r)))
-    changes = [compare_records(base_by[match(r)], r, threshold, alpha) for r in order]
+    changes = [compare_records(base_by[r.key], r, threshold, alpha) for r in order]
     tested = [c for c in changes if c.p_value is not None]
     for c, q in zip(tested, q_values([c.p_value for c in tested])):
         c.q_value = q
         _judge(c, alpha, threshold)
     return Comparison(
         changes=changes,
-        only_base=[r for r in base.records if match(r) not in new_by],
-        only_new=[r for r in new.records if match(r) not in base_by],
+        only_base=[r for r in base.records if r.key not in new_by],
+        only_new=[r for r in new.records if r.key not in base_by],
         threshold=threshold,
         alpha=alpha,
         environment_differences=(environment_differences(base.environment, new.environment)

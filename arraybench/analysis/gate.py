@@ -38,9 +38,8 @@ class Undecided:
 
 @dataclass(frozen=True)
 class GateVerdict:
-    """What fails a gate of ``limit`` (0.1: 10%); ``render/comparison.gate_failures`` says each."""
+    """What fails a gate; ``render/comparison.gate_failures`` says each."""
 
-    limit: float
     # Each list as ``Comparison``'s method of that name says; ``grown``: memory gates only.
     slower: list["CellChange"] = field(default_factory=list)
     broken: list["CellChange"] = field(default_factory=list)
@@ -72,9 +71,9 @@ def _moved(comparison: "Comparison", limit: float) -> tuple[list["CellChange"], 
     slower, undecided = [], []
     for c in comparison.slowdowns_above(limit):
         busy = _busy(c.base) or _busy(c.new)
-        if busy is not None and c.ratio is not None and c.ratio <= (1 + limit) * busy[2]:
+        if busy is not None and c.ratio <= (1 + limit) * busy[2]:  # a slowdown's ratio is never None
             undecided.append(Undecided(c, others_cores=busy[0], cpus=busy[1], load_factor=busy[2]))
-        elif drift is not None and c.ratio is not None and c.ratio / drift <= 1 + limit:
+        elif drift is not None and c.ratio / drift <= 1 + limit:
             undecided.append(Undecided(c, drift=drift, cells=n))
         else:
             slower.append(c)
@@ -88,7 +87,7 @@ def judge_gate(comparison: "Comparison", limit: float, *, memory: bool = False) 
     machine's drift may explain is ``undecided``: said, not failed."""
     grown = memory_growth_above(comparison, limit) if memory else []
     slower, undecided = _moved(comparison, limit)
-    return GateVerdict(limit, slower=slower, undecided=undecided, broken=comparison.broken(),
+    return GateVerdict(slower=slower, undecided=undecided, broken=comparison.broken(),
                        unmeasured=comparison.unmeasured(), missing=comparison.missing(),
                        incomparable=comparison.incomparable(), complete=comparison.new_complete,
                        unjudged=comparison.unjudged_above(limit), grown=grown,

@@ -157,9 +157,9 @@ class History:
                 for s in self.series if s.machine_id == machine
                 and valid_in(s, ordered[-2][0]) and not valid_in(s, ordered[-1][0])]
 
-    def restricted(self, cells: set[str], min_points: int = 2) -> "History":
-        """Only the series of ``cells`` with ``min_points`` valid points or more, and their steps."""
-        series = [s for s in self.series if s.cell in cells and sum(p.valid for p in s.points) >= min_points]
+    def restricted(self, cells: set[str]) -> "History":
+        """Only the series of ``cells`` with two valid points or more, and their steps."""
+        series = [s for s in self.series if s.cell in cells and sum(p.valid for p in s.points) >= 2]
         keep = {id(s) for s in series}
         return replace(self, series=series, steps=[st for st in self.steps if id(st.series) in keep],
                        one_process=[u for u in self.one_process if id(u.series) in keep])
@@ -214,7 +214,7 @@ def causes(before: Point, after: Point) -> list[str]:
     if env_a.get("blas") != env_b.get("blas") and env_a.get("blas") and env_b.get("blas"):
         out.append(f"BLAS {env_a.get('blas')} → {env_b.get('blas')}")
     fp_a, fp_b = env_a.get("fingerprint"), env_b.get("fingerprint")
-    if isinstance(fp_a, Mapping) and isinstance(fp_b, Mapping):
+    if fp_a and fp_b:
         out += [f"machine: {what} {a} → {b}" for what, a, b in fingerprint_changes(fp_a, fp_b)]
     ctx_a, ctx_b = before.run.context or {}, after.run.context or {}
     out += [f"context {k}: {ctx_a[k]} → {ctx_b[k]}" for k in ctx_b if k in ctx_a and ctx_a[k] != ctx_b[k]]
@@ -226,8 +226,7 @@ def causes(before: Point, after: Point) -> list[str]:
 def library_changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """(name, before, after) for the libraries, Python and arraybench whose versions differ, among
     those both runs list (``None``: not installed; an older arraybench did not look for others)."""
-    libs_a = a.get("libraries") if isinstance(a.get("libraries"), Mapping) else {}
-    libs_b = b.get("libraries") if isinstance(b.get("libraries"), Mapping) else {}
+    libs_a, libs_b = a.get("libraries") or {}, b.get("libraries") or {}
     return [*((name, str(libs_a[name] or "none"), str(libs_b[name] or "none"))
               for name in libs_b if name in libs_a and libs_a[name] != libs_b[name]),
             *(("Python" if name == "python" else name, str(a[name]), str(b[name]))

@@ -47,25 +47,22 @@ class MemoryGap:
     @property
     def ratio(self) -> float:
         """The larger peak over the smaller (infinite where the smaller is none)."""
-        assert self.more.peak_bytes is not None and self.less.peak_bytes is not None
         return self.more.peak_bytes / self.less.peak_bytes if self.less.peak_bytes else float("inf")
 
 
-def memory_gaps(records: Iterable[Record], ratio: float = GAP_RATIO) -> list[MemoryGap]:
-    """Per case and machine, the largest and smallest peak per call where they are ``ratio`` apart."""
+def memory_gaps(records: Iterable[Record]) -> list[MemoryGap]:
+    """Per case and machine, the largest and smallest peak per call where they are ``GAP_RATIO`` apart."""
     out = []
     for (workload, _label), whole in grouped(records).items():
         if workload.startswith("ceiling_"):
             continue
         for machine in dict.fromkeys(r.machine for r in whole):
             measured = sorted((r for r in whole if r.machine == machine and is_valid(r)
-                               and r.peak_bytes is not None), key=lambda r: r.peak_bytes or 0)
+                               and r.peak_bytes is not None), key=lambda r: r.peak_bytes)
             if len(measured) < 2:
                 continue
             less, more = measured[0], measured[-1]
-            assert less.peak_bytes is not None and more.peak_bytes is not None
-            if (more.peak_bytes - less.peak_bytes >= FLOOR_BYTES
-                    and more.peak_bytes >= ratio * less.peak_bytes):
+            if more.peak_bytes - less.peak_bytes >= FLOOR_BYTES and more.peak_bytes >= GAP_RATIO * less.peak_bytes:
                 out.append(MemoryGap(more, less))
     return out
 
@@ -80,7 +77,6 @@ class MemoryChange:
     @property
     def ratio(self) -> float:
         """new/base peak (infinite where the base call added none)."""
-        assert self.base.peak_bytes is not None and self.new.peak_bytes is not None
         return self.new.peak_bytes / self.base.peak_bytes if self.base.peak_bytes else float("inf")
 
     @property

@@ -32,9 +32,8 @@ CONTENTION_QUANTITIES = frozenset({"others_cores", "involuntary_switches_per_cal
 
 
 def _worker_info(r: Record, environment: Mapping[str, Any]) -> Mapping[str, Any]:
-    workers = machine_environment(environment, r.machine).get("backends")
-    info = workers.get(worker_key(r.backend, r.device, r.environment)) if isinstance(workers, Mapping) else None
-    return info if isinstance(info, Mapping) else {}
+    workers = machine_environment(environment, r.machine).get("backends") or {}
+    return workers.get(worker_key(r.backend, r.device, r.environment)) or {}
 
 
 def _count(value: Any) -> int | None:

@@ -20,7 +20,7 @@ from ..model.cell import case_key
 from ..model.results import Pair
 from ..model.record import Record
 from ..model.replicate import Replicate
-from ..numeric.medians import CONFIDENCE, median_ci, spread_factor
+from ..numeric.medians import median_ci, spread_factor
 from ..numeric.stopping import LEVEL_WITHIN
 
 #: Fewest rounds a process must share for its ratio to count.
@@ -45,14 +45,13 @@ class _ProcessRatio:
 
 def _process_ratio(a: Replicate, b: Replicate, quiet: bool) -> _ProcessRatio | None:
     """One process's paired log ratio from the rounds both sides sampled in (``quiet``: unloaded ones)."""
-    assert a.rounds is not None and b.rounds is not None
     skip = set(a.busy_rounds) | set(b.busy_rounds) if quiet else set()
     b_at = {r: s for s, r in reversed(list(zip(b.samples_s, b.rounds)))}  # a round's first sample
     logs = [math.log(x / b_at[r]) for x, r in zip(a.samples_s, a.rounds)
             if r in b_at and r not in skip and x > 0 and b_at[r] > 0]
     if len(logs) < MIN_ROUNDS:
         return None
-    low, high = median_ci(logs, CONFIDENCE)
+    low, high = median_ci(logs)
     return _ProcessRatio(statistics.median(logs), low, high, len(logs))
 
 
@@ -232,9 +231,8 @@ def split(records: Iterable[Record]) -> tuple[list[Record], list[Record]]:
 
 def twin_pairs(twins: Sequence[Record], own: Sequence[Record], original: str) -> list[Pair]:
     """Each twin against its original (the same configuration in environment ``original``)."""
-    by_config = {(case_key(r.cell), r.backend, r.device, r.mode, r.environment): r for r in own}
-    sames = ((t, by_config.get((case_key(t.cell), t.backend, t.device, t.mode, original)))
-             for t in twins)
+    by_key = {r.key: r for r in own}
+    sames = ((t, by_key.get(replace(t.cell, environment=original).key)) for t in twins)
     return [p for t, same in sames if same is not None and t.status == same.status == "ok"
             and (p := pair(t, same)) is not None]
 

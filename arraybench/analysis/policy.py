@@ -193,24 +193,13 @@ def policy_for(options: RunOptions) -> Policy:
                   budget_s=options.max_time)
 
 
-def per_process(options: RunOptions) -> tuple[float, int]:
-    """(sampling budget in seconds, fewest samples) of one process's measurement of a cell: the
-    cell's shared among the most processes it may take, so the budget pays for every one."""
-    count = policy_for(options).most
-    return options.max_time / count, max(LEAST_SAMPLES_PER_PROCESS, -(-options.min_samples // count))
-
-
 def timer_settings(options: RunOptions) -> TimerSettings:
-    """Each process's timer settings (``per_process``): for the workers' jobs and ``results.json``."""
-    budget, least = per_process(options)
-    return TimerSettings(
-        target_sample_s=options.target_sample,
-        min_samples=least,
-        budget_s=budget,
-        rel_ci=options.rel_ci,
-        warmup_s=options.warmup,
-        cold=options.cold,
-    )
+    """Each process's timer settings, for the workers' jobs and ``results.json``: the cell's budget
+    and fewest samples shared among the most processes it may take, so the budget pays for every one."""
+    count = policy_for(options).most
+    return TimerSettings(target_sample_s=options.target_sample, budget_s=options.max_time / count,
+                         min_samples=max(LEAST_SAMPLES_PER_PROCESS, -(-options.min_samples // count)),
+                         rel_ci=options.rel_ci, warmup_s=options.warmup, cold=options.cold)
 
 
 def short_of_quiet(quiet: int, spent_s: float, rested: int, rounds: int) -> bool:

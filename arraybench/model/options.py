@@ -37,7 +37,7 @@ class RunOptions:
     modes: list[str] = field(default_factory=lambda: ["latency"])
     include_transfer: bool = False
     roofline: bool = False
-    processes: int = 3
+    processes: int = field(default=3, metadata={"min": 1})
     max_time: float = 1.0
     min_samples: int = 10
     rel_ci: float = 0.02
@@ -73,8 +73,6 @@ class RunOptions:
         """Options read back from a journal or results file, each checked against its type."""
         if isinstance(data, dict):  # no max_processes: written before adaptive replication, fixed
             data = {"max_processes": None, **legacy_names(data)}
-            # Saved when a run could measure one worker after another; every run takes turns now.
-            data.pop("side_by_side", None)
         return schema.from_json(cls, data, where="options")
 
     @property

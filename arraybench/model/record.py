@@ -226,11 +226,6 @@ class Record(Figures):
     environment: str = ""
 
     @classmethod
-    def for_cell(cls, cell: Cell, status: Status = "skipped", reason: str = "") -> "Record":
-        """An empty record of a cell (nothing measured yet)."""
-        return cls(status=status, reason=reason, **cell.to_dict())
-
-    @classmethod
     def from_dict(cls, data: Any, where: str = "record") -> "Record | Summary":
         """A record read back from JSON, every field checked (``ResultsError``): a ``Record`` where
         it kept its replicates, else the ``Summary`` it stored."""

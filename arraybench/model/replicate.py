@@ -18,15 +18,11 @@ from typing import Any, Iterable, Literal
 from ..backends.base import Gradient
 from . import schema
 
-#: The timer's modes: each call waited for, or a batch issued and waited for once.
-TIMER_MODES = ("latency", "throughput")
-
-
 @dataclass(frozen=True)
 class TimerSettings:
     """How to sample one cell in one worker process."""
 
-    mode: str = "latency"
+    mode: Literal["latency", "throughput"] = "latency"  # each call waited for, or a batch issued and waited for once
     target_sample_s: float = 0.005  # one sample (a batch of calls) lasts at least this long
     min_samples: int = 5
     max_samples: int = 2000
@@ -38,10 +34,6 @@ class TimerSettings:
     # -- inputs a call changes (``mutates=``), fresh for every call (``worker/timer``) --
     restore: str = "auto"  # "pool": copies refilled per batch; "per_call": before each call; "auto": by speed
     pool_bytes: float = 256 * 1024**2  # the most a pool of copies may take
-
-    def __post_init__(self) -> None:
-        if self.mode not in TIMER_MODES:
-            raise ValueError(f"unknown timer mode {self.mode!r}; expected one of {', '.join(TIMER_MODES)}")
 
 
 #: Totals that add up across windows and across processes.
@@ -105,13 +97,12 @@ class Usage:
     def derive(self) -> "Usage":
         """This usage with its rates computed from its totals (returns self)."""
         cpu = self.user_s + self.system_s
-        per_call = (lambda v: v / self.calls) if self.calls else (lambda v: None)
         self.cores = cpu / self.wall_s if self.wall_s > 0 else None
         self.kernel_share = self.system_s / cpu if cpu > 0 else None
         for name in ("minor_faults", "major_faults", "voluntary_switches", "involuntary_switches",
                      "instructions", "cycles", "cache_misses"):
             total = getattr(self, name)
-            setattr(self, f"{name}_per_call", None if total is None else per_call(total))
+            setattr(self, f"{name}_per_call", None if total is None or not self.calls else total / self.calls)
         self.ipc = (self.instructions / self.cycles
                     if self.instructions is not None and self.cycles else None)
         if self.wall_s > 0 and self.machine_total_s > 0:

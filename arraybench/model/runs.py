@@ -55,22 +55,17 @@ def machine_id_of(env: Mapping[str, Any]) -> str:
 
 def machines_of(results: Results) -> dict[str, Mapping[str, Any]]:
     """Each machine's environment by label: ``{"": env}`` for one machine's run."""
-    several = results.environment.get("machines")
-    if isinstance(several, Mapping) and several:
-        return {str(k): v for k, v in several.items() if isinstance(v, Mapping)}
-    return {"": results.environment}
+    return results.environment.get("machines") or {"": results.environment}
 
 
 def machine_environment(env: Mapping[str, Any], label: str) -> Mapping[str, Any]:
     """The environment of the machine labelled ``label`` in a run's ``env`` ("": the run's own)."""
-    several = env.get("machines")
-    own = several.get(label) if label and isinstance(several, Mapping) else None
-    return own if isinstance(own, Mapping) else env
+    return (env.get("machines") or {}).get(label) or env
 
 
 def describe(env: Mapping[str, Any]) -> str:
     """A machine in a few words: ``"AMD EPYC 7B13, 2 cores, NVIDIA A100 (3f9c2a1b7d4e)"``."""
-    fp = env.get("fingerprint") if isinstance(env.get("fingerprint"), Mapping) else {}
+    fp = env.get("fingerprint") or {}
     cpu = env.get("cpu_model") or fp.get("cpu_model") or "unknown CPU"
     cores = env.get("cpu_count") or fp.get("cpu_count")
     parts = [str(cpu)] + ([f"{cores} cores"] if cores else [])
@@ -128,12 +123,9 @@ _ENV_KEYS = ("cpu_model", "cpu_count", "cpus_available", "gpu_name", "python", "
 def environment_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """(what, in base, in new) for the machine facts and library versions that differ."""
     out = [(k, str(base.get(k)), str(new.get(k))) for k in _ENV_KEYS if base.get(k) != new.get(k)]
-    libs_a = base.get("libraries") or {}
-    libs_b = new.get("libraries") or {}
-    if isinstance(libs_a, Mapping) and isinstance(libs_b, Mapping):
-        out += [(name, str(libs_a.get(name)), str(libs_b.get(name)))
-                for name in dict.fromkeys([*libs_a, *libs_b]) if libs_a.get(name) != libs_b.get(name)]
-    return out
+    libs_a, libs_b = base.get("libraries") or {}, new.get("libraries") or {}
+    return out + [(name, str(libs_a.get(name)), str(libs_b.get(name)))
+                  for name in dict.fromkeys([*libs_a, *libs_b]) if libs_a.get(name) != libs_b.get(name)]
 
 
 _SETTING_KEYS = ("threads", "processes", "max_processes", "max_time", "min_samples", "rel_ci", "cold",
@@ -195,11 +187,10 @@ def run_id(results: Results) -> str:
     given = env.get("run_id")
     if isinstance(given, str) and given:
         return given
-    data = results.to_dict()
     header = {
         "started": env.get("timestamp"),
         "machine": machine_id_of(env) or [env.get("platform"), env.get("cpu_model")],
-        "settings": {k: v for k, v in data["settings"].items() if k != "timer"},
+        "settings": {k: v for k, v in schema.to_json(results.settings).items() if k != "timer"},
         "cells": sorted(f"{r.machine}|{r.key}" for r in results.records),
     }
     return _sha(header)[:16]

@@ -62,8 +62,6 @@ def from_json(cls: type[T], data: Any, *, where: str = "") -> T:
     hints = _hints(cls)
     values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
-        if not f.init:
-            continue
         name = f"{where}.{f.name}" if where else f.name
         if f.name not in data:
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
@@ -284,13 +282,13 @@ def dumps(data: Any, **kwargs: Any) -> str:
     return json.dumps(data, allow_nan=False, **kwargs)
 
 
-def too_deep(data: Any, limit: int = MAX_DEPTH) -> bool:
-    """Whether lists and objects in ``data`` nest deeper than ``limit`` (checked without recursion)."""
+def too_deep(data: Any) -> bool:
+    """Whether lists and objects in ``data`` nest deeper than ``MAX_DEPTH`` (checked without recursion)."""
     stack = [(data, 0)]
     while stack:
         value, depth = stack.pop()
         if isinstance(value, (dict, list)):
-            if depth >= limit:
+            if depth >= MAX_DEPTH:
                 return True
             items = value.values() if isinstance(value, dict) else value
             stack.extend((v, depth + 1) for v in items if isinstance(v, (dict, list)))

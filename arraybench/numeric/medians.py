@@ -18,17 +18,14 @@ import statistics
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
-from statistics import geometric_mean  # noqa: F401  (the parent's mean of ratios, from here as the rest)
+# The median and the parent's mean of ratios, read from here as the rest (``StatisticsError``, a
+# ``ValueError``, for no values).
+from statistics import geometric_mean, median  # noqa: F401
 from typing import Sequence
 
 #: Above this many samples the binomial ranks come from the normal approximation: the exact sum
 #: would be slow, and the ranks it gives the same.
 EXACT_RANKS_UP_TO = 2000
-
-
-def median(values: Sequence[float]) -> float:
-    """The median of the values (``statistics.StatisticsError``, a ``ValueError``, for none)."""
-    return statistics.median(values)
 
 
 def two_sided_z(confidence: float) -> float:
@@ -63,9 +60,9 @@ def median_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float,
     return data[lo], data[hi]
 
 
-def relative_ci_halfwidth(values: Sequence[float], confidence: float = 0.95) -> float:
-    """Half the width of the median's confidence interval, relative to the median."""
-    lo, hi = median_ci(values, confidence)
+def relative_ci_halfwidth(values: Sequence[float]) -> float:
+    """Half the width of the median's 95% confidence interval, relative to the median."""
+    lo, hi = median_ci(values)
     m = median(values)
     return (hi - lo) / (2 * m) if m > 0 else math.inf
 
@@ -133,16 +130,16 @@ class Interval:
 
 
 @lru_cache(maxsize=256)
-def spread_factor(processes: int, confidence: float = CONFIDENCE) -> float:
+def spread_factor(processes: int) -> float:
     """How many standard errors of the log median an interval spans on each side: Student's t on
     ``processes - 1`` degrees of freedom, or the normal quantile for one process."""
     if processes < 2:
-        return two_sided_z(confidence)
+        return two_sided_z(CONFIDENCE)
     # scipy.special's t quantile (what scipy.stats.t.ppf calls), imported here: scipy.stats costs
     # ~1 s of CPU to import, scipy.special a third of it, and --help or doctor should pay neither.
     from scipy.special import stdtrit
 
-    return float(stdtrit(processes - 1, 0.5 + confidence / 2))
+    return float(stdtrit(processes - 1, 0.5 + CONFIDENCE / 2))
 
 
 def _median_se(samples: Sequence[float]) -> float:
@@ -153,8 +150,7 @@ def _median_se(samples: Sequence[float]) -> float:
     return (math.log(hi) - math.log(lo)) / (2 * 1.96)
 
 
-def replicate_interval(per_process: Sequence[Sequence[float]],
-                       confidence: float = CONFIDENCE) -> Interval:
+def replicate_interval(per_process: Sequence[Sequence[float]]) -> Interval:
     """The interval of a cell's median from each process's samples (seconds per call).
 
     >>> iv = replicate_interval([[1.0, 1.01, 0.99] * 5, [1.1, 1.11, 1.09] * 5, [1.05] * 15])
@@ -167,7 +163,7 @@ def replicate_interval(per_process: Sequence[Sequence[float]],
     if not groups:
         raise ValueError("an interval needs samples")
     if len(groups) == 1:
-        lo, hi = median_ci(groups[0], confidence)
+        lo, hi = median_ci(groups[0])
         return Interval(median(groups[0]), lo, hi, 1,
                         "order statistics of one process's samples (blind to variation between processes)")
     medians = [median(g) for g in groups]
@@ -175,21 +171,20 @@ def replicate_interval(per_process: Sequence[Sequence[float]],
     if min(medians) <= 0:  # never from a real timer; keep the arithmetic defined
         mean = sum(medians) / k
         sd = math.sqrt(sum((m - mean) ** 2 for m in medians) / (k - 1))
-        half = spread_factor(k, confidence) * sd / math.sqrt(k)
+        half = spread_factor(k) * sd / math.sqrt(k)
         return Interval(mean, max(mean - half, 0.0), mean + half, k, f"t over {k} processes' medians")
     logs = [math.log(m) for m in medians]
     mu = sum(logs) / k
     if k == 2:
         # Student's t on one degree of freedom is 12.7 standard errors wide (a busy machine made it
         # ±5·10¹²%): the span of the two processes' own intervals is what two can honestly say.
-        ends = [median_ci(g, confidence) for g in groups]
+        ends = [median_ci(g) for g in groups]
         return Interval(math.exp(mu), min(lo for lo, _ in ends), max(hi for _, hi in ends), 2,
                         "span of 2 processes' own intervals (too few processes for a t interval)")
     sd = math.sqrt(sum((v - mu) ** 2 for v in logs) / (k - 1))
-    between = spread_factor(k, confidence) * sd / math.sqrt(k)
+    between = spread_factor(k) * sd / math.sqrt(k)
     # The floor: what the samples alone say about the mean of the log medians.
-    z = two_sided_z(confidence)
-    within = z * math.sqrt(sum(_median_se(g) ** 2 for g in groups)) / k
+    within = two_sided_z(CONFIDENCE) * math.sqrt(sum(_median_se(g) ** 2 for g in groups)) / k
     half = max(between, within)
     method = f"t over {k} processes' medians (log scale)"
     if within > between:

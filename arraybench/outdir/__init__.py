@@ -43,10 +43,10 @@ def claim(path: str | Path, *, overwrite: bool = False, resume: bool = False,
     return _locked(path, what, refuse, settle)
 
 
-def claim_for_report(path: str | Path, what: str = "--output-dir") -> FolderLock:
+def claim_for_report(path: str | Path) -> FolderLock:
     """Lock a folder for report files alone (``merge -o``): refused while a run holds it or where it holds a run's journal."""
     # Refused again under the lock: a run may have started meanwhile.
-    return _locked(path, what, _refuse_run, _refuse_run)
+    return _locked(path, "--output-dir", _refuse_run, _refuse_run)
 
 
 def _locked(path: str | Path, what: str, refuse: Callable[[Path], None],
@@ -75,10 +75,10 @@ def _refuse_run(out: Path) -> None:
                          "its own, so write this elsewhere: choose another --output-dir")
 
 
-def prepare(path: str | Path, *, overwrite: bool, what: str = "--output-dir") -> Path:
+def prepare(path: str | Path, *, overwrite: bool) -> Path:
     """Create a folder for report files, proven writable (no lock); an unfinished run there needs ``overwrite``."""
-    out = _folder(path, what)
-    check_writable(out, f"{what} ")
+    out = _folder(path, "--output-dir")
+    check_writable(out, "--output-dir ")
     why = None if overwrite else unfinished(out)
     if why:
         raise UsageError(why)
@@ -134,8 +134,16 @@ def _nothing_journalled(path: Path) -> bool:
         return False
 
 
-def unsealed_note(out: str | os.PathLike[str]) -> str:
-    """Where the run in ``out`` needs trust to resume but was not sealed as this user's, the flag and why; else ""."""
+def resume_command(out: "str | os.PathLike[str]") -> str:
+    """How the caller continues the run in ``out`` (command or API), with the trust an unsealed run needs."""
+    why = _unsealed(out)
+    if from_command_line():
+        return f"arraybench run --resume {out}" + (f" --trust-folder {why}" if why else "")
+    return f"arraybench.resume({str(out)!r}" + (f", trust_folder=True) {why}" if why else ")")
+
+
+def _unsealed(out: str | os.PathLike[str]) -> str:
+    """Where the run in ``out`` needs trust to resume but was not sealed as this user's, why; else ""."""
     from ..model.schema import loads
     from ..workloads.trust import key_path
 
@@ -153,17 +161,8 @@ def unsealed_note(out: str | os.PathLike[str]) -> str:
         where = str(key_path().parent)
     except (RuntimeError, OSError):
         where = "your data folder"
-    return (f" --trust-folder (the run could not be sealed as yours: {where} cannot keep "
-            "arraybench's key, so without it the code the run names is not run)")
-
-
-def resume_command(out: "str | os.PathLike[str]") -> str:
-    """How the caller continues the run in ``out`` (command or API), with the trust an unsealed run needs."""
-    note = unsealed_note(out)
-    if from_command_line():
-        return f"arraybench run --resume {out}{note}"
-    return (f"arraybench.resume({str(out)!r}" + (", trust_folder=True)" + note.replace(" --trust-folder", "", 1)
-                                                  if note else ")"))
+    return (f"(the run could not be sealed as yours: {where} cannot keep arraybench's key, so without it "
+            "the code the run names is not run)")
 
 
 LOCK_NAME = ".arraybench.lock"
@@ -192,7 +191,7 @@ class FolderLock:
                 # O_NOFOLLOW: a link planted under the lock's name must not create a file elsewhere.
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o666)
             except OSError as exc:
-                raise UsageError(f"{path}: cannot be opened to lock the folder ({reason(exc)})") from None
+                raise UsageError(f"{path}: cannot be opened to lock the folder ({exc.strerror or exc})") from None
             lock = cls._locked(folder, path, fd)
             held = os.fstat(fd)
             if held.st_nlink > 1:
@@ -203,17 +202,13 @@ class FolderLock:
                 except OSError as exc:
                     lock.release()
                     raise UsageError(f"{path}: cannot be replaced by a lock of this folder's own "
-                                     f"({reason(exc)})") from None
-                lock.release()
-                continue
-            try:
-                named = os.lstat(path)
-            except OSError:
-                named = None
-            if named is None or (named.st_ino, named.st_dev) != (held.st_ino, held.st_dev):
-                lock.release()  # replaced meanwhile: lock what the name now holds
-                continue
-            break
+                                     f"({exc.strerror or exc})") from None
+            else:
+                with contextlib.suppress(OSError):
+                    named = os.lstat(path)
+                    if (named.st_ino, named.st_dev) == (held.st_ino, held.st_dev):
+                        break
+            lock.release()  # replaced meanwhile (or by this folder's own): lock what the name now holds
         with contextlib.suppress(OSError):  # only said to a second run; a full disk must not stop this one
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
@@ -250,9 +245,9 @@ class FolderLock:
         except OSError as exc:
             if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
                 os.close(fd)
-                raise UsageError(f"{path}: cannot lock the folder ({reason(exc)})") from None
+                raise UsageError(f"{path}: cannot lock the folder ({exc.strerror or exc})") from None
             # A file system without locks (some network mounts): unlocked rather than not at all.
-            warnings.warn(f"{folder}: this file system cannot lock the folder ({reason(exc)}); "
+            warnings.warn(f"{folder}: this file system cannot lock the folder ({exc.strerror or exc}); "
                           "make sure no other run writes there at the same time", stacklevel=3)
         return cls(folder, fd)
 
@@ -289,7 +284,7 @@ def check_writable(out: Path, what: str = "") -> None:
             os.close(fd)
             os.unlink(probe)
     except OSError as exc:
-        raise UsageError(f"{what}{out}: cannot write there ({reason(exc)})") from None
+        raise UsageError(f"{what}{out}: cannot write there ({exc.strerror or exc})") from None
 
 
 def check_own_files(out: Path) -> None:
@@ -358,7 +353,8 @@ def clear_previous(out: Path) -> list[str]:
         try:
             entries = list(os.scandir(logs))
         except OSError as exc:
-            raise UsageError(f"{logs}: cannot be read to clear the earlier run's logs ({reason(exc)})") from None
+            raise UsageError(f"{logs}: cannot be read to clear the earlier run's logs "
+                             f"({exc.strerror or exc})") from None
         for entry in entries:
             # Only the names a worker's log has (``numpy-cpu-p0.log``): a user's app.log stays.
             if WORKER_LOG.fullmatch(entry.name) and _remove_file(Path(entry.path)):
@@ -377,7 +373,7 @@ def _remove_file(path: Path) -> bool:
     except FileNotFoundError:
         return False
     except OSError as exc:
-        raise UsageError(f"{path}: cannot be examined to clear the earlier run ({reason(exc)})") from None
+        raise UsageError(f"{path}: cannot be examined to clear the earlier run ({exc.strerror or exc})") from None
     if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
         return False
     try:
@@ -385,11 +381,6 @@ def _remove_file(path: Path) -> bool:
     except FileNotFoundError:
         return False
     except OSError as exc:
-        raise UsageError(f"{path}: the earlier run's file cannot be removed ({reason(exc)}); remove it, "
+        raise UsageError(f"{path}: the earlier run's file cannot be removed ({exc.strerror or exc}); remove it, "
                          "or choose another folder") from None
     return True
-
-
-def reason(exc: OSError) -> str:
-    """What the system said of a failed file operation, in words."""
-    return exc.strerror or str(exc)

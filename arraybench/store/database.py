@@ -149,11 +149,6 @@ class SQLite(Database):
             raise StoreError(f"store {path}: cannot create it ({exc.strerror or exc})") from None
         except sqlite3.Error as exc:
             raise self._fail(exc) from None
-        try:
-            self.execute("PRAGMA schema_version")  # "file is not a database" here
-        except BaseException:
-            self._conn.close()
-            raise
 
     def _patiently(self, call: Callable[[], T]) -> T:
         """``call()``, retried in short waits (so a signal is handled) while another process holds the database."""

@@ -80,7 +80,7 @@ def run_fields(results: "Results") -> dict[str, str | None]:
             "folder": _text(env.get("project")), "commit": _text(commit)}
 
 
-def run_line(role: str, results: "Results", width: int | None = None) -> str:
+def run_line(role: str, results: "Results", width: int) -> str:
     """``base: run 1a2b…, 2026-12-06 07:29:41 UTC, /src/proj, commit abc123``, wrapped to ``width``."""
     fields = run_fields(results)
     date = fields["date"]
@@ -89,8 +89,6 @@ def run_line(role: str, results: "Results", width: int | None = None) -> str:
     line = (f"{role + ':':<5} run {fields['id']}, {date or 'date not recorded'}, "
             f"{fields['folder'] or 'folder not recorded'}, "
             + (f"commit {fields['commit']}" if fields["commit"] else "no commit recorded"))
-    if width is None:
-        return line
     import textwrap
 
     return textwrap.fill(line, width=max(width, 40), subsequent_indent=" " * 6, break_long_words=False,

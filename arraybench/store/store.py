@@ -13,7 +13,7 @@ import os
 import warnings
 from collections import Counter
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Iterable, Sequence, Union
+from typing import TYPE_CHECKING, Any, Iterable, Sequence, TypeVar, Union
 
 from ..errors import StoreWarning, UsageError, one_line
 from ..model import schema
@@ -25,6 +25,8 @@ from .database import (Database, StoreError, connect, default_location, describe
 if TYPE_CHECKING:
     from ..analysis.history import History
     from ..model.results import Results
+
+T = TypeVar("T")
 
 ADDED, SAME, UPDATED, KEPT, NOT_A_RUN, REFUSED = ("added", "already stored", "updated", "kept",
                                                   "not a run", "refused")
@@ -94,7 +96,9 @@ class Store(contextlib.AbstractContextManager):
             return Added(rid, NOT_A_RUN)
         sha = content_sha(results)
         env = results.environment
-        rows = [_record_row(rid, results, r) for r in results.records]
+        rows = [(rid, r.machine, machine_id_of(machine_environment(env, r.machine)), r.key, r.workload,
+                 r.size_label, r.size, r.backend, r.device, r.dtype, r.mode, int(r.transfer), r.status,
+                 r.median_s, r.ci_low_s, r.ci_high_s, r.n_replicates) for r in results.records]  # ``Entry``'s order
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         project = env.get("project")
         run_row = (rid, sha, str(env.get("timestamp") or now), now, int(results.complete),
@@ -136,10 +140,8 @@ class Store(contextlib.AbstractContextManager):
         for r in rows:
             data = dict(zip((f.name for f in fields(StoredRun)), r))
             data.update(complete=bool(r[3]) if isinstance(r[3], int) else r[3], context=_loads(r[7]))
-            try:
-                out.append(schema.from_json(StoredRun, data))
-            except schema.SchemaError as exc:
-                self._skip(r[0], str(exc))
+            if (run := self._read(StoredRun, data, f"run {str(r[0])[:120]}")) is not None:
+                out.append(run)
         return out
 
     def entries(self, *, workloads: Sequence[str] = (), backends: Sequence[str] = (),
@@ -151,7 +153,13 @@ class Store(contextlib.AbstractContextManager):
         rows = self.db.execute(
             f"SELECT {cols} FROM records JOIN runs ON runs.run_id = records.run_id{where} "
             "ORDER BY runs.started_at, records.run_id", params)
-        entries = [e for e in map(self._entry, rows) if e is not None]
+        entries = []
+        for row in rows:
+            data = dict(zip(_RECORD_COLUMNS, row))
+            data["transfer"] = bool(data["transfer"]) if isinstance(data["transfer"], int) else data["transfer"]
+            label = f"record {str(data['cell'])[:80]} of run {str(data['run_id'])[:16]}"
+            if (entry := self._read(Entry, data, label)) is not None:
+                entries.append(entry)
         ids = sorted({e.run_id for e in entries})
         runs: dict[str, RunInfo] = {}
         for chunk in range(0, len(ids), 500):
@@ -159,36 +167,22 @@ class Store(contextlib.AbstractContextManager):
             for r in self.db.execute(
                     "SELECT run_id, started_at, complete, environment, settings, context FROM runs "
                     f"WHERE run_id IN ({', '.join('?' for _ in part)})", part):
-                if (info := self._run_info(r)) is not None:
+                data = dict(zip((f.name for f in fields(RunInfo)), r))
+                data.update({k: _loads(data[k]) for k in ("environment", "settings", "context")},
+                            complete=bool(data["complete"]))
+                if (info := self._read(RunInfo, data, f"run {str(r[0])[:120]}")) is not None:
                     runs[r[0]] = info
         return [e for e in entries if e.run_id in runs], runs
 
-    def _skip(self, run: Any, problem: str, what: str = "") -> None:
-        note = one_line(f"store {self.describe()}: skipped {what or 'run'} {str(run)[:120]}: {problem}")
-        if note not in self.notes:
-            self.notes.append(note)
-
-    def _entry(self, row: Sequence[Any]) -> Entry | None:
-        """A record row as an ``Entry``; None (and a note) where a value does not have its type."""
-        data = dict(zip(_RECORD_COLUMNS, row))
-        if isinstance(data["transfer"], int):
-            data["transfer"] = bool(data["transfer"])
+    def _read(self, cls: type[T], data: dict[str, Any], label: str) -> T | None:
+        """A row as ``cls``; None, and a note naming ``label``, where a part has the wrong type or shape."""
         try:
-            return schema.from_json(Entry, data)
+            check_environment(data.get("environment", {}))
+            return schema.from_json(cls, data)
         except schema.SchemaError as exc:
-            self._skip(f"{str(data['cell'])[:80]} of run {str(data['run_id'])[:16]}", str(exc), "record")
-            return None
-
-    def _run_info(self, row: Sequence[Any]) -> RunInfo | None:
-        """A run row as history's ``RunInfo``; None (and a note) where its parts have the wrong shape."""
-        data = dict(zip((f.name for f in fields(RunInfo)), row))
-        data.update({k: _loads(data[k]) for k in ("environment", "settings", "context")},
-                    complete=bool(data["complete"]))
-        try:
-            check_environment(data["environment"])
-            return schema.from_json(RunInfo, data)
-        except schema.SchemaError as exc:
-            self._skip(row[0], str(exc))
+            note = one_line(f"store {self.describe()}: skipped {label}: {exc}")
+            if note not in self.notes:
+                self.notes.append(note)
             return None
 
     def results(self, run: str) -> "Results":
@@ -212,18 +206,11 @@ def open_store(location: str | os.PathLike[str] | None = None, *, create: bool =
             ": nothing was ever stored there (a mistyped path?)"))
     db = connect(resolved)
     try:
-        migrate(db)
+        migrate(db)  # a file that is no database says so at its first statement, here
     except BaseException:
         db.close()
         raise
     return Store(db)
-
-
-def _record_row(rid: str, results: "Results", r: Any) -> tuple:
-    measured_on = machine_environment(results.environment, r.machine)
-    return (rid, r.machine, machine_id_of(measured_on), r.key, r.workload,
-            r.size_label, r.size, r.backend, r.device, r.dtype, r.mode, int(r.transfer), r.status,
-            r.median_s, r.ci_low_s, r.ci_high_s, r.n_replicates)
 
 
 def _where(*, since: str | None = None, machine: str | None, table: str, project: str | None = None,

@@ -12,7 +12,7 @@ import pytest
 
 import arraybench
 from arraybench.analysis.policy import (BUDGET, CONVERGED, ENDED, FIXED, MOST, Policy, decide,
-                                        per_process, policy_for)
+                                        policy_for, timer_settings)
 from arraybench.model.replicate import Replicate
 from arraybench.model.options import RunOptions
 
@@ -78,10 +78,12 @@ def test_options_give_the_policy_and_each_process_its_share():
     default = RunOptions()
     assert default.adaptive and default.processes_text == "3:6"
     assert policy_for(default) == Policy(3, 6, 0.02, 1.0)
-    assert per_process(default) == (1.0 / 6, 3)  # the budget over the most processes
+    each = timer_settings(default)
+    assert (each.budget_s, each.min_samples) == (1.0 / 6, 3)  # the budget over the most processes
     fixed = RunOptions(processes=3, max_processes=None)
     assert not fixed.adaptive and fixed.processes_text == "3"
-    assert per_process(fixed) == (1.0 / 3, 4)  # as before adaptive replication
+    each = timer_settings(fixed)
+    assert (each.budget_s, each.min_samples) == (1.0 / 3, 4)  # as before adaptive replication
     # A journal written before adaptive replication resumes with its fixed count; one written
     # before the options were named as --processes is, reads back under the new names.
     old = {k: v for k, v in RunOptions(processes=5).to_dict().items() if k != "max_processes"}

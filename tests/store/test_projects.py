@@ -106,14 +106,14 @@ def test_a_run_records_its_project_and_run_compare_names_both_runs(tmp_path: Pat
     assert base.environment["project"] == str(repo.resolve())
     commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=repo, capture_output=True,
                             text=True, check=True).stdout.strip()
-    assert run_line("base", base).endswith(f", {repo.resolve()}, commit {commit}")
+    assert run_line("base", base, 1000).endswith(f", {repo.resolve()}, commit {commit}")
 
     second = run_here("run", *ONE_CELL, "-o", str(tmp_path / "two"), "--store", store, "--compare", "last",
                       cwd=repo)
     assert second.returncode == 0, second.stderr[-2000:]
     new = load_run(tmp_path / "two")
     said = " ".join(second.stdout.split())
-    assert " ".join(run_line("base", base).split()) in said and " ".join(run_line("new", new).split()) in said
+    assert all(" ".join(run_line(role, run, 1000).split()) in said for role, run in (("base", base), ("new", new)))
 
 
 def test_pytests_last_is_this_projects_session_too(tmp_path: Path):

@@ -50,7 +50,7 @@ def test_a_run_is_added_once_and_read_back_whole(store_location):
 def test_a_resumed_run_replaces_its_interrupted_self_and_never_the_reverse(store_location):
     finished = timed_run(2)
     interrupted = timed_run(2, complete=False)  # the same run, stopped before its second cell
-    interrupted.records[1] = Record.for_cell(interrupted.records[1].cell, "skipped", "not measured")
+    interrupted.records[1] = Record(reason="not measured", **interrupted.records[1].cell.to_dict())
     assert run_id(interrupted) == run_id(finished)
     with open_store(store_location) as s:
         assert s.add(interrupted).outcome == "added"

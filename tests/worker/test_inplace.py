@@ -323,14 +323,14 @@ def test_settings_are_part_of_the_cell_and_the_record():
                          {"stepper": wl})
     assert cell.params == {"steps": 3, "mode": "double"}
     assert cell.key == "stepper|small|numpy|cpu|float64|latency|steps=3,mode=double"
-    rec = Record.for_cell(cell)
+    rec = Record(**cell.to_dict())
     back = Record.from_dict(rec.to_dict())
     assert back.params == cell.params and back.key == cell.key and back.cell.key == cell.key
     assert rec.to_row()["params"] == "steps=3,mode=double"
     # A workload without settings keeps the key it always had; a record without params still loads.
     plain = Cell("matmul", "small", 100, "numpy", "cpu", "float64", "latency")
     assert plain.key == "matmul|small|numpy|cpu|float64|latency"
-    old = Record.for_cell(plain).to_dict()
+    old = Record(**plain.to_dict()).to_dict()
     del old["params"]
     assert Record.from_dict(old).params == {} and Cell.from_dict(plain.to_dict()).params == {}
 
