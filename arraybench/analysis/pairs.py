@@ -20,7 +20,7 @@ from ..model.cell import case_key
 from ..model.results import Pair
 from ..model.record import Record
 from ..model.replicate import Replicate
-from ..numeric.medians import median_ci, spread_factor
+from ..numeric.medians import chi2_upper_10, median_ci, spread_factor
 from ..numeric.stopping import LEVEL_WITHIN
 
 #: Fewest rounds a process must share for its ratio to count.
@@ -109,11 +109,8 @@ class Ratio:
         k = self.processes
         if k < 3 or most <= k or self.loaded:
             return True
-        # scipy.special's chi-squared quantile, imported here as spread_factor imports its t.
-        from scipy.special import chdtri
-
         half = math.log(self.high / self.low) / 2
-        smallest = math.sqrt((k - 1) / chdtri(k - 1, 0.1))
+        smallest = math.sqrt((k - 1) / chi2_upper_10(k - 1))
         projected = half * smallest * spread_factor(most) / spread_factor(k) * math.sqrt(k / most)
         return abs(math.log(self.ratio)) >= projected / 2 or projected <= math.log1p(level)
 

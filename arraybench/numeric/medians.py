@@ -129,17 +129,43 @@ class Interval:
         return (self.high - self.low) / (2 * self.center) if self.center > 0 else math.inf
 
 
-@lru_cache(maxsize=256)
+#: Student's t leaving 2.5% in the upper tail, and the chi-squared value exceeded with probability 0.1,
+#: for 1 to 31 degrees of freedom: scipy.special's ``stdtrit`` and ``chdtri`` to 12 digits (a test
+#: holds them equal). Importing scipy.special cost every run, report and pytest session 0.15-0.2 s of
+#: CPU, a third of its imports, for numbers that only a process count picks; more processes ask scipy.
+_T_975 = (
+    12.7062047362, 4.30265272975, 3.18244630528, 2.7764451052, 2.57058183564, 2.44691185114, 2.36462425159,
+    2.3060041352, 2.2621571628, 2.22813885199, 2.20098516009, 2.17881282967, 2.16036865646, 2.14478668792,
+    2.13144954556, 2.11990529922, 2.10981557783, 2.10092204024, 2.09302405441, 2.08596344727, 2.07961384473,
+    2.0738730679, 2.06865761042, 2.06389856163, 2.05953855275, 2.05552943864, 2.05183051648, 2.0484071418,
+    2.04522964213, 2.0422724563, 2.0395134464)
+_CHI2_UPPER_10 = (
+    2.7055434541, 4.60517018599, 6.25138863117, 7.77944033973, 9.23635689978, 10.6446406757, 12.0170366238,
+    13.3615661365, 14.6836565733, 15.9871791721, 17.2750085175, 18.5493477867, 19.8119293071, 21.064144213,
+    22.3071295816, 23.5418289231, 24.7690353439, 25.9894230826, 27.2035710294, 28.4119805843, 29.6150894362,
+    30.813282344, 32.0068996817, 33.1962442886, 34.3815870176, 35.5631712719, 36.7412167478, 37.9159225447,
+    39.0874697707, 40.2560237387, 41.4217358298)
+
+
 def spread_factor(processes: int) -> float:
     """How many standard errors of the log median an interval spans on each side: Student's t on
     ``processes - 1`` degrees of freedom, or the normal quantile for one process."""
     if processes < 2:
         return two_sided_z(CONFIDENCE)
-    # scipy.special's t quantile (what scipy.stats.t.ppf calls), imported here: scipy.stats costs
-    # ~1 s of CPU to import, scipy.special a third of it, and --help or doctor should pay neither.
+    if processes - 1 <= len(_T_975):
+        return _T_975[processes - 2]
     from scipy.special import stdtrit
 
     return float(stdtrit(processes - 1, 0.5 + CONFIDENCE / 2))
+
+
+def chi2_upper_10(df: int) -> float:
+    """The chi-squared value on ``df`` degrees of freedom that is exceeded with probability 0.1."""
+    if df <= len(_CHI2_UPPER_10):
+        return _CHI2_UPPER_10[df - 1]
+    from scipy.special import chdtri
+
+    return float(chdtri(df, 0.1))
 
 
 def _median_se(samples: Sequence[float]) -> float:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 import random
+import subprocess
+import sys
 
 import pytest
 
@@ -116,6 +118,25 @@ def _p(t: float, df: float) -> float:
 def test_t_quantiles_match_the_tables(df, value):
     assert spread_factor(df + 1) == pytest.approx(value, abs=1e-3)
     assert _p(value, df) == pytest.approx(0.05, abs=1e-4)
+
+
+def test_the_tabled_quantiles_are_scipys_and_more_processes_ask_scipy():
+    from scipy.special import chdtri, stdtrit
+
+    from arraybench.numeric.medians import chi2_upper_10
+
+    for df in range(1, 41):  # the table holds 1-31; the rest are scipy's own
+        assert spread_factor(df + 1) == pytest.approx(stdtrit(df, 0.975), rel=1e-11)
+        assert chi2_upper_10(df) == pytest.approx(chdtri(df, 0.1), rel=1e-11)
+
+
+def test_a_run_reads_its_quantiles_without_importing_scipy():
+    # A fresh interpreter: this one has scipy loaded. A run's intervals and its pairs' reach.
+    script = ("import sys; from arraybench.numeric.medians import chi2_upper_10, spread_factor; "
+              "[spread_factor(k) + chi2_upper_10(k - 1) for k in range(2, 21)]; "
+              "print(sorted(m for m in sys.modules if m.startswith('scipy')))")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_t_tails_are_symmetric_and_approach_the_normal():
