@@ -116,6 +116,22 @@ def test_a_cell_is_judged_once_in_the_first_process_whose_result_was_right():
     assert not judged_before({0: unjudged}, 1)
 
 
+def test_the_next_process_starts_early_only_where_the_run_wants_it_or_likely_will():
+    from arraybench.executors.local import early_indices
+    from arraybench.model.options import RunOptions
+
+    adaptive = RunOptions(processes=3, max_processes=6)
+    assert list(early_indices(adaptive, 0, 3)) == [1, 2]  # the first processes: those wanted
+    assert list(early_indices(adaptive, 2, 3)) == []  # the last of them: nothing more is wanted yet
+    assert list(early_indices(adaptive, 3, 4)) == [4]  # an extra process: the next beside it
+    assert list(early_indices(adaptive, 3, 5)) == [4]  # the next is wanted already: no more
+    assert list(early_indices(adaptive, 4, 5)) == [5]
+    assert list(early_indices(adaptive, 5, 6)) == []  # the sixth is the most allowed
+    fixed = RunOptions(processes=3, max_processes=3)
+    assert list(early_indices(fixed, 0, 3)) == [1, 2]  # a fixed count
+    assert list(early_indices(fixed, 2, 3)) == []
+
+
 def test_one_worker_of_a_configuration_reports_its_code_paths_and_the_record_keeps_them(tmp_path):
     """PyTorch's code paths come from MKL's verbose mode, which takes 0.6 s to start in every
     process that asks: one worker of the run asks, and neither the later workers' reports nor a
