@@ -404,17 +404,26 @@ def test_a_workload_closing_over_a_lock_is_refused_by_name_before_the_folder(tmp
 
 
 INTERRUPTED = '''
-import os, sys, time, warnings
+import os, signal, sys, time, warnings
 import arraybench
 
 warnings.simplefilter("always")
 MARK = sys.argv[1]
+ASKED = []  # the worker was asked to stop
 
 
 @arraybench.workload(sizes={"tiny": 8})
 def stalls(xp, x):
-    if os.path.exists(MARK):  # from then on every call hangs
-        time.sleep(300)
+    if os.path.exists(MARK) and not ASKED:  # from then on a call lasts until the worker is asked to stop
+        stop = signal.getsignal(signal.SIGTERM)  # the worker's own: it must still hear the request
+
+        def asked(signum, frame):
+            ASKED.append(signum)
+            stop(signum, frame)
+
+        signal.signal(signal.SIGTERM, asked)
+        while not ASKED:
+            time.sleep(0.01)
     return x + 1
 
 
