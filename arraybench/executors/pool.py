@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Hashable, Iterator
 
 from ..model.cell import Cell, Config
-from .worker_process import STARTUP_TIMEOUT_S, WorkerProcess, end_together
+from ..worker.protocol import Done, Prepare
+from .worker_process import STARTUP_TIMEOUT_S, WorkerExited, WorkerProcess, WorkerTimeout, end_together
 
 #: (configuration, replicate index, allocator state: "" for the headline's, or the other).
 Key = tuple[Config, int, str]
@@ -47,10 +48,12 @@ class EarlyWorkers(dict[Key, WorkerProcess]):
                 worker.wait_started(deadline - time.monotonic())
                 worker.pause()
 
-    def close(self, index: int | None = None) -> None:
-        """End the workers of replicate index ``index`` (None: all) that nothing took."""
+    def close(self, index: int | None = None, keep: bool = False) -> None:
+        """End the workers of replicate index ``index`` (None: all) that nothing took; ``keep``:
+        in a session with a pool, those that can take another job wait there for a later run's."""
         keys = [key for key in self if index is None or key[1] == index]
-        end_together([self.pop(key) for key in keys])
+        pool = current() if keep else None
+        end_together([worker for worker in map(self.pop, keys) if pool is None or not pool.keep_unused(worker)])
 
 
 #: The folder of a pool's workers' logs and boards: this, the parent's id, "-" and a random part.
@@ -86,6 +89,23 @@ class WorkerPool:
         if old is not None:
             old.close()
         self._idle[key] = worker
+
+    def keep_unused(self, worker: WorkerProcess) -> bool:
+        """Keep a worker started for a job it was never asked to prepare: told to prepare none of
+        its cells, it ends that job and waits for the next. False (left to the caller) where it
+        cannot be kept: not made for a pool, or it did not end the job cleanly."""
+        if worker.pool_key is None:
+            return False
+        worker.resume()
+        worker.send(Prepare(only=[]).to_json())
+        try:
+            for msg in worker.messages(STARTUP_TIMEOUT_S):
+                if isinstance(msg, Done) and not msg.stopped:
+                    self.keep(worker.pool_key, worker)
+                    return True
+        except (WorkerTimeout, WorkerExited):
+            pass
+        return False
 
     def close(self) -> None:
         """End every idle worker and remove the folder. An idle worker has sent everything it

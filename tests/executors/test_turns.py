@@ -92,6 +92,63 @@ def test_a_worker_measures_the_cells_it_is_told_and_judges_those_not_judged_befo
         worker.close()
 
 
+def test_a_worker_started_early_and_never_used_waits_in_the_sessions_pool_for_a_later_job(tmp_path):
+    # A pytest session's worker started ahead for a process its cell did not get: the next test
+    # that wants that process takes it, its library imported already, instead of starting one.
+    from arraybench.executors.pool import EarlyWorkers, WorkerPool, sharing
+
+    def job(n: int) -> Job:
+        cell = Cell(workload="sort", size_label=f"n{n}", size=n, backend="numpy", device="cpu",
+                    dtype="float64", mode="latency")
+        return Job(backend="numpy", device="cpu", cells=(cell,), reuse=True,
+                   timer=TimerSettings(min_samples=3, budget_s=0.05, warmup_s=0.0))
+
+    pool, early = WorkerPool(), EarlyWorkers()
+    worker = WorkerProcess(job(1000), env=os.environ, cpus=None, log_path=tmp_path / "worker.log")
+    worker.pool_key = "numpy, index 4"
+    try:
+        early["numpy", 4, ""] = worker
+        with sharing(pool):
+            early.close(4, keep=True)
+        assert not early and worker.alive() and worker.paused
+        assert pool.take("numpy, index 4") is worker  # kept, not ended
+        worker.assign(job(1001))
+        messages = worker.messages(30, startup_timeout=120)
+        assert isinstance(next(messages), Ready)
+        worker.send(Prepare().to_json())
+        _until(messages, Prepared)
+        worker.send(Turn(0, 0).to_json())
+        _until(messages, Sampled)
+        worker.send(FINISH.to_json())
+        [done] = [m for m in _until(messages, type(None)) if isinstance(m, ReplicateDone)]
+        assert done.key == job(1001).cells[0].key and done.replicate.status == "ok"
+    finally:
+        pool.close()
+        worker.kill()
+        worker.close()
+
+
+def test_a_stopped_runs_early_workers_end_with_it(tmp_path):
+    # Where the run ended by a stop or a crash, its unused workers are not kept for another.
+    from arraybench.executors.pool import EarlyWorkers, WorkerPool, sharing
+
+    cell = Cell(workload="sort", size_label="1k", size=1000, backend="numpy", device="cpu",
+                dtype="float64", mode="latency")
+    worker = WorkerProcess(Job(backend="numpy", device="cpu", cells=(cell,), reuse=True,
+                               timer=TimerSettings(min_samples=3, budget_s=0.05)),
+                           env=os.environ, cpus=None, log_path=tmp_path / "worker.log")
+    worker.pool_key = "numpy, index 1"
+    pool, early = WorkerPool(), EarlyWorkers()
+    early["numpy", 1, ""] = worker
+    try:
+        with sharing(pool):
+            early.close()
+        assert not worker.alive() and pool.take("numpy, index 1") is None
+    finally:
+        worker.kill()
+        pool.close()
+
+
 def _until(messages, kind):
     """The messages up to and including the first of ``kind`` (all of them, for ``NoneType``)."""
     out = []
