@@ -67,14 +67,12 @@ class LocalExecutor:
         # id, so that the next run removes the folder of one killed before it could clean up.
         environments.remove_stale_folders(prefix=REFERENCES_PREFIX)
         self._references = tempfile.mkdtemp(prefix=f"{REFERENCES_PREFIX}{os.getpid()}-")
-        ended = False
         try:
             self._rounds(run, options, out_dir)
-            ended = True
         except StopRequested:
             pass  # the run says it stopped; what came home before is journalled
         finally:
-            self._early.close(keep=ended)  # those the run, a stop or a crash left unused
+            self._early.close()  # those the run, a stop or a crash left unused
             shutil.rmtree(self._references, ignore_errors=True)
 
     def close(self) -> None:
@@ -131,7 +129,6 @@ class LocalExecutor:
                               judged=lambda cell: judged_before(session.replicates_of(cell), index),
                               retry=attempt > 0)
 
-        measured = False
         try:
             self._start_early(session, options, out_dir, list(plan), index)
             # The other allocator state of large CPU outputs takes turns beside them, in a worker of
@@ -146,12 +143,11 @@ class LocalExecutor:
             for config, held in helds.items():
                 if held:
                     others[config].attach(held)
-            measured = True
         finally:
             for held in helds.values():
                 for cell, replicate in held.values():
                     session.keep(cell, index, replicate)
-            self._early.close(index, keep=measured)  # started for this index, and needed by none of it
+            self._early.close(index)  # started for this index, and needed by none of it
         return [config for config in order if config in left]
 
     def _worker(self, options: RunOptions, out_dir: Path, config: Config, index: int, cells: list[Cell],

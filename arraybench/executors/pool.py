@@ -11,7 +11,7 @@ import os
 import shutil
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import cached_property
 from pathlib import Path
 from typing import Hashable, Iterator
@@ -48,12 +48,12 @@ class EarlyWorkers(dict[Key, WorkerProcess]):
                 worker.wait_started(deadline - time.monotonic())
                 worker.pause()
 
-    def close(self, index: int | None = None, keep: bool = False) -> None:
-        """End the workers of replicate index ``index`` (None: all) that nothing took; ``keep``:
-        in a session with a pool, those that can take another job wait there for a later run's."""
-        keys = [key for key in self if index is None or key[1] == index]
-        pool = current() if keep else None
-        end_together([worker for worker in map(self.pop, keys) if pool is None or not pool.keep_unused(worker)])
+    def close(self, index: int | None = None) -> None:
+        """End the workers of replicate index ``index`` (None: all) that nothing took; in a pytest
+        session, those that can take another job wait in its pool for a later test's."""
+        pool = current()
+        unused = [self.pop(key) for key in list(self) if index is None or key[1] == index]
+        end_together([worker for worker in unused if pool is None or not pool.keep_unused(worker)])
 
 
 #: The folder of a pool's workers' logs and boards: this, the parent's id, "-" and a random part.
@@ -91,20 +91,16 @@ class WorkerPool:
         self._idle[key] = worker
 
     def keep_unused(self, worker: WorkerProcess) -> bool:
-        """Keep a worker started for a job it was never asked to prepare: told to prepare none of
-        its cells, it ends that job and waits for the next. False (left to the caller) where it
-        cannot be kept: not made for a pool, or it did not end the job cleanly."""
+        """Keep a worker never asked to prepare its job's cells: told to prepare none, it ends the
+        job and waits for the next. False where it cannot: no pool's, or a stop ended the job."""
         if worker.pool_key is None:
             return False
         worker.resume()
         worker.send(Prepare(only=[]).to_json())
-        try:
-            for msg in worker.messages(STARTUP_TIMEOUT_S):
-                if isinstance(msg, Done) and not msg.stopped:
-                    self.keep(worker.pool_key, worker)
-                    return True
-        except (WorkerTimeout, WorkerExited):
-            pass
+        with suppress(WorkerTimeout, WorkerExited):
+            if [m for m in worker.messages(STARTUP_TIMEOUT_S)][-1] == Done():
+                self.keep(worker.pool_key, worker)
+                return True
         return False
 
     def close(self) -> None:
