@@ -21,7 +21,7 @@ from .comparison import HTML_TEMPLATES, history_section
 from .terminal import machine_rows
 from .files import plot_file_name, run_plot_name
 from .findings import self_check_lines
-from .notes import (CI_LEGEND, RANGES_LEGEND, achieved_text, ci_text, error_text, everywhere_mark, library_kernels,
+from .notes import (RANGES_LEGEND, ci_legend, interval_target, achieved_text, ci_text, error_text, everywhere_mark, library_kernels,
                     note_texts, notebook, speedup, speedup_text, unavailable)
 from .tables import (energy_absent, energy_measured, energy_why, format_energy, histogram_cell, peak_sub,
                      peak_text)
@@ -63,7 +63,7 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
         anchor = f"workload-{i}"
         figures = [(n, svgs.pop(n)) for n in (plot_file_name(workload, label) for label, _ in sizes) if n in svgs]
         sections.append(_section(anchor, workload, "workload", figures=figures,
-                                 table=_records_table(anchor, sizes, ceilings, columns, pairs)))
+                                 table=_records_table(anchor, sizes, ceilings, columns, pairs, interval_target(results))))
     if history is not None:
         names = [run_plot_name("history", w) for w in dict.fromkeys(s.workload for s in history.series)]
         sections.append(_section("history", "History", "history",
@@ -90,7 +90,8 @@ def results_table_html(results: Results) -> str:
     ceilings = ceilings_of_run(records)
     columns = _columns(shown, ceilings, machine=False)
     workloads = [{"name": workload,
-                  "table": _records_table(f"nb-{id(results)}-{i}", sizes, ceilings, columns, Pairs(results.pairs))}
+                  "table": _records_table(f"nb-{id(results)}-{i}", sizes, ceilings, columns, Pairs(results.pairs),
+                                          interval_target(results))}
                  for i, (workload, sizes) in enumerate(_by_workload(shown).items())]
     return HTML_TEMPLATES.get_template("results.html").render(
         complete=results.complete, workloads=workloads, unavailable=not_run)
@@ -211,7 +212,7 @@ def _subtitle(results: Results) -> str:
 
 
 def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]], ceilings: Mapping[tuple[str, str], Ceiling],
-                   columns: Mapping[str, bool], pairs: Pairs) -> dict[str, Any]:
+                   columns: Mapping[str, bool], pairs: Pairs, target: float | None) -> dict[str, Any]:
     """One workload's table: its columns, a group of rows per size, and the numbered notes."""
     device_time = any(r.device_median_s is not None for _, group in sizes for r in group)
     head = [name for name, shown in (
@@ -231,7 +232,7 @@ def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]], ceilings:
     return {"anchor": anchor, "head": head, "text_columns": ("size", "library / device", "machine", "status"),
             **columns, "device_time": device_time, "groups": groups, "notes": note_texts(book),
             "energy_absent": [] if columns["energy"] else energy_absent(r for _, g in sizes for r in g),
-            "legend": CI_LEGEND + (f". {RANGES_LEGEND}" if book.ranged else ""), "everywhere": everywhere_mark(book).capitalize()}
+            "legend": ci_legend(target) + (f". {RANGES_LEGEND}" if book.ranged else ""), "everywhere": everywhere_mark(book).capitalize()}
 
 
 def _row(r: Record, *, is_best: bool, base: Record | None, ceilings: Mapping[tuple[str, str], Ceiling],

@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from .notes import (CI_LEGEND, RANGES_LEGEND, NoteBook, case_lines, ci_text, error_text, everywhere_mark,
+from .notes import (RANGES_LEGEND, ci_legend, NoteBook, case_lines, ci_text, error_text, everywhere_mark,
                     note_texts, notebook, speedup_text, unavailable)
 from .terminal import (Column, Row as TableRow, build_table, fitted_table, measure, console as safe_console,
                        plain)
@@ -115,8 +115,10 @@ _COLUMNS = (Column("case"), Column("library / device"), Column("machine"),
             Column("of peak", True, 7), Column("peak mem", True, 8), Column("status"))
 
 
-def results_table(records: Iterable[Record], width: int | None = None, pairs: Pairs = Pairs()) -> Group:
-    """One row per record, grouped by case, the winner in bold green; fitted to ``width`` (None: every column)."""
+def results_table(records: Iterable[Record], width: int | None = None, pairs: Pairs = Pairs(),
+                  target: float | None = None) -> Group:
+    """One row per record, grouped by case, the winner in bold green; fitted to ``width`` (None: every
+    column); ``target``: the run's interval target, which the legend names."""
     records = list(records)
     roof = ceilings(records)
     not_run, shown = unavailable(records)
@@ -162,7 +164,7 @@ def results_table(records: Iterable[Record], width: int | None = None, pairs: Pa
                            f"wide shows them (or COLUMNS={full}), as do results.md and report.html.",
                            style="dim"))
     if any(c.name == "95% CI" and c.name not in dropped for c in columns):
-        footer.append(Text(CI_LEGEND + ".", style="dim"))
+        footer.append(Text(ci_legend(target) + ".", style="dim"))
     if book.notes:
         if book.ranged:
             footer.append(Text(RANGES_LEGEND + ".", style="dim"))
@@ -219,10 +221,11 @@ def print_findings(findings: Iterable[str], console: Console, *, limit: int | No
         used += lines
 
 
-def table_text(records: Iterable[Record], width: int = 120, pairs: Pairs = Pairs()) -> str:
+def table_text(records: Iterable[Record], width: int = 120, pairs: Pairs = Pairs(),
+               target: float | None = None) -> str:
     """The table as plain text (no colour), fitted to ``width`` characters."""
     console = safe_console(width=width, color_system=None, record=True, file=io.StringIO(), force_jupyter=False)
-    console.print(results_table(records, width=width, pairs=pairs))
+    console.print(results_table(records, width=width, pairs=pairs, target=target))
     return console.export_text().rstrip("\n")
 
 

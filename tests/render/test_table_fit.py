@@ -281,3 +281,20 @@ def test_numbers_that_differ_become_ranges_and_other_texts_stay_apart():
         (1, "bimodal: samples cluster at 1–3 ms and 2–5 ms (sort small: NumPy CPU, PyTorch CPU)"),
         (2, "compiled on first call (sort small: NumPy CPU)")]
     assert book.refs(1) == [1, 2] and book.refs(2) == [1] and book.refs(3) == [] and book.ranged
+
+
+def test_the_interval_legend_names_the_target_the_run_was_measured_to():
+    # A pytest session's cells are measured to ±5%, a run's to ±2% unless told: the legend under
+    # every table says the run's own, and no number where the records come without their run.
+    from arraybench.render.html import results_table_html
+    from arraybench.render.report import markdown_report, table
+
+    res = results([record(samples=spread(1e-3), replicates=3), record(backend="torch", samples=spread(2e-3),
+                                                                       replicates=3)])
+    res.settings["rel_ci"] = 0.05
+    assert "(the same measure as the ±5% target)" in table(res, width=160)
+    assert "(the same measure as the ±5% target)" in markdown_report(res)
+    assert "(the same measure as the ±5% target)" in results_table_html(res)
+    res.settings["rel_ci"] = 0.02
+    assert "(the same measure as the ±2% target)" in table(res, width=160)
+    assert "(the same measure as the run's interval target)" in table_text(res.records, width=160)
