@@ -254,7 +254,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("warmup", "seconds of untimed calls per cell and process before its samples, two calls at least "
            "(default: {default})", HOW, non_negative_float, "SECONDS"),
     Option("rel_ci", "stop sampling once the median's 95%% CI is within this (default: 0.02 = 2%%)", HOW,
-           fraction, "FRACTION"),
+           fraction, "FRACTION", on=RUN | {PYTEST}, pytest_help="stop sampling a cell once its median's 95%% CI "
+           "is within this (default: 5%%, where arraybench run has 2%%: a session's cells are gated, not "
+           "published, and ±5%% takes about half the processes)"),
     Option("threads", "CPU threads for every library (default: all cores)", HOW, positive_int, "N"),
     Option("allocator", "the C allocator's state on the CPU: memory reused between calls (the headline), fresh "
            "pages, or both, large outputs timed in each (default: {default}; one state needs no second worker)",

@@ -58,6 +58,7 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     (["--arraybench-compare=0123abcd"], "--arraybench-compare=0123abcd: no store at "),
     (["--arraybench-store="], "--arraybench-store is empty"),
     (["--arraybench-only", "--arraybench-skip"], "--arraybench-only and --arraybench-skip together"),
+    (["--arraybench-rel-ci=7"], "--arraybench-rel-ci: '7' must be between 0 and 1"),
 ])
 def test_a_bad_option_value_is_one_line_and_a_usage_error(pytester, tmp_path, args, message):
     pytester.makepyfile(test_nothing="def test_nothing(arraybench_run):\n    raise AssertionError\n")
@@ -311,10 +312,12 @@ def test_disable_checks_each_cell_once_and_json_writes_the_sessions_run(pytester
         'raise ValueError("no such luck\\x1b]0;retitled\\x07\\x1b[2J")', "return x + 1"))
     written = tmp_path / "session.json"
     result = run(pytester, "--arraybench-backends=numpy", "--arraybench-disable",
-                 f"--arraybench-json={written}", f"--arraybench-store={tmp_path / 's.sqlite'}")
+                 f"--arraybench-json={written}", f"--arraybench-store={tmp_path / 's.sqlite'}",
+                 "--arraybench-rel-ci=2%")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*1 cells checked, not timed (--arraybench-disable): 1 ok*",
                                  f"*written to {written}*"])
+    assert load_results(written).settings["rel_ci"] == 0.02  # as arraybench run's, where asked
     [record] = load_results(written).records
     assert record.workload == "fine" and record.status == "ok" and len(record.replicates) == 1
     assert not (tmp_path / "s.sqlite").exists()  # nothing stored or compared
@@ -330,7 +333,8 @@ def test_the_plugins_notes_name_its_own_options():
     with pytest_session(PYTEST_NAMES):
         assert "--arraybench-processes=N" in explained(FIXED)
         assert spell("processes", 2) == "--arraybench-processes=2"
-        assert spell("rel_ci", 0.01) == "rel_ci=0.01"  # no plugin option: the marker's keyword
+        assert spell("rel_ci", 0.01) == "--arraybench-rel-ci=0.01"
+        assert spell("warmup", 0.1) == "warmup=0.1"  # no plugin option: the marker's keyword
     with command_line():
         assert "--processes N" in explained(FIXED)
     assert "processes=N" in explained(FIXED)  # the API's, in a notebook
@@ -385,7 +389,9 @@ def test_a_sessions_tests_share_their_workers_one_process_per_replicate_index(py
     result.assert_outcomes(passed=2)
     from arraybench import load_results
 
-    records = load_results(tmp_path / "session.json").records
+    session = load_results(tmp_path / "session.json")
+    assert session.settings["rel_ci"] == 0.05  # a session's own target, where none is given
+    records = session.records
     assert sorted(r.workload for r in records) == ["first", "second"]
     assert all((r.replicates[1].other_allocator is not None) == fresh for r in records)  # measured both ways
     seen: dict[str, set[str]] = {}

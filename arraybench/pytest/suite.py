@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 
 #: What --arraybench-disable's run says it ran with: one call, in one process.
 DISABLED_RUN = {"processes": 1, "max_processes": 1, "max_time": 1e-3, "min_samples": 1}
+#: A session's interval target where none is given: a gate fails above 5% or more, and ±5% needs
+#: about half the processes ±2% does (two NumPy tests: 1.7-2.1 s against 1.8-4.2 s).
+SESSION_REL_CI = 0.05
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class Settings:
     processes: int | None = None
     max_processes: int | None = None
     max_time: float | None = None
+    rel_ci: float = SESSION_REL_CI
     compare: str | None = None  # "last", "last~N", a run id (a prefix of one) or "git:REF"
     fail_above: float | None = None
     memory: bool = False
@@ -112,7 +116,8 @@ def read(get: Callable[[str], Any]) -> Settings:
     flags = {o.name: bool(get("arraybench_" + o.name)) for o in on(PYTEST) if o.action == "store_true"}
     settings = Settings(
         backends=backends, processes=None if counts is None else counts[0],
-        max_processes=None if counts is None else counts[1], max_time=parsed("max_time"), compare=compare,
+        max_processes=None if counts is None else counts[1], max_time=parsed("max_time"),
+        rel_ci=parsed("rel_ci") or SESSION_REL_CI, compare=compare,
         fail_above=parsed("fail_above"), store=_store(get("arraybench_store")),
         json=_json_path(get("arraybench_json")), **flags)
     if settings.disable and (settings.compare is not None or settings.save):
