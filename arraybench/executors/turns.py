@@ -9,6 +9,7 @@ core from the library timed. ``LoadWatch`` says which rounds other processes loa
 from __future__ import annotations
 
 import bisect
+import math
 import random
 import threading
 import time
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol
 
 from ..analysis.policy import pairs_on, short_of_quiet, takes_turn
-from ..host.cpu_time import MachineTime, process_seconds
+from ..host.cpu_time import TICK_S, MachineTime, process_seconds
 from ..model.cell import Cell, Config, case_key
 from ..worker.protocol import FINISH, Board, Message, Prepare, Prepared, Ready, ReplicateDone, Sampled, Turn
 from .session import RunHandle
@@ -378,8 +379,11 @@ class LoadWatch:
         if last <= first:
             return None
         span = self._times[last] - self._times[first]
-        # A worker's ticks can lag the machine's by one read: never below nothing.
-        return max(self._others[last] - self._others[first], 0.0) / span
+        # Each count is cut to a 10 ms unit (the machine's, ours and each worker's user and system
+        # time): what is within twice that error's spread is no one's (a 30 ms span of an idle
+        # machine read 0.67 of a core).
+        used = self._others[last] - self._others[first]
+        return used / span if used > 2 * TICK_S * math.sqrt((len(self._pids) + 2) / 3) else 0.0
 
     def busy(self, start: float, end: float) -> bool:
         """Whether other processes used ``BUSY_CORES`` or more from ``start`` to ``end``, or over any

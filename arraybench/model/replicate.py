@@ -12,6 +12,7 @@ with large outputs is measured again in ``OTHER`` (``StateSamples``), kept besid
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterable, Literal
 
@@ -36,6 +37,8 @@ class TimerSettings:
     pool_bytes: float = 256 * 1024**2  # the most a pool of copies may take
 
 
+#: /proc/stat's unit: USER_HZ is 100 on Linux, whatever the kernel's own tick.
+STAT_UNIT_S = 0.01
 #: Totals that add up across windows and across processes.
 _SUMMED = ("calls", "wall_s", "user_s", "system_s", "minor_faults", "major_faults",
            "voluntary_switches", "involuntary_switches", "machine_busy_s", "steal_s",
@@ -106,8 +109,12 @@ class Usage:
         self.ipc = (self.instructions / self.cycles
                     if self.instructions is not None and self.cycles else None)
         if self.wall_s > 0 and self.machine_total_s > 0:
-            # /proc/stat counts 10 ms ticks: over short windows this is right only on average.
-            self.others_cores = max(self.machine_busy_s - cpu, 0.0) / self.wall_s
+            # /proc/stat counts in 10 ms units, a window's user and system time each cut to one:
+            # what is within twice that error's spread over the windows is no one's (nine 5 ms
+            # windows of an idle machine read 0.3 of 2 cores taken by others).
+            others = self.machine_busy_s - cpu
+            blur = 2 * STAT_UNIT_S * math.sqrt(self.load_readings / 3)
+            self.others_cores = others / self.wall_s if others > blur else 0.0
             self.steal_share = self.steal_s / self.machine_total_s
         else:
             self.others_cores = self.steal_share = None

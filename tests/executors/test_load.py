@@ -64,6 +64,17 @@ def test_others_are_read_over_a_window_of_a_fifth_of_a_second_at_least():
     assert LoadWatch([]).others(0.0, 1.0) is None  # never read
 
 
+def test_a_tick_of_counting_error_over_a_short_span_is_no_load():
+    # Counts cut to 10 ms units: over 30 ms of reads, an idle machine's one stray unit read as
+    # 0.33 of a core, over two reads 0.67, and a short round of turns was called busy.
+    watch = LoadWatch([])
+    watch._times = [0.0, 0.015, 0.03]
+    watch._others = [0.0, 0.01, 0.01]
+    assert watch.others(0.0, 0.03) == 0.0 and not watch.busy(0.0, 0.03)
+    watch._others = [0.0, 0.01, 0.03]  # a core busy over the span: beyond what cutting explains
+    assert watch.others(0.0, 0.03) == pytest.approx(1.0) and watch.busy(0.0, 0.03)
+
+
 def test_a_case_short_of_quiet_rounds_pairs_on_for_longer_but_not_forever():
     """Up to four times the turns its own rule took where its case lacks quiet rounds; the other
     allocator state, paired with nothing, never."""

@@ -139,6 +139,17 @@ def test_a_quiet_machine_is_not_called_busy():
     assert rec.busy is False and not any("busy" in w for w in rec.warnings)
 
 
+def test_short_windows_are_not_called_busy_for_one_unit_of_proc_stat():
+    # /proc/stat counts in 10 ms units: nine 5 ms windows on an idle machine counted one unit more
+    # than the worker's own 45 ms, which read as others taking 0.2 of 2 cores.
+    idle = Usage(calls=9, wall_s=0.045, user_s=0.045, machine_busy_s=0.055, machine_total_s=0.09,
+                 machine_cpus=2, load_sum=4.5, load_readings=9).derive()
+    assert idle.others_cores == 0.0
+    loaded = Usage(calls=9, wall_s=0.045, user_s=0.045, machine_busy_s=0.135, machine_total_s=0.09,
+                   machine_cpus=2, load_sum=4.5, load_readings=9).derive()
+    assert loaded.others_cores == pytest.approx(2.0)  # both cores' worth beside it: beyond the units
+
+
 def test_hardware_counters_count_or_say_why_not():
     counters = perf_events.Counters()
     try:
