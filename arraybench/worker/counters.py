@@ -220,6 +220,10 @@ class SampleCounters:
         others = None
         if a.machine is not None and b.machine is not None:
             busy, steal, total = (max(y - x, 0.0) for x, y in zip(a.machine, b.machine))
+            # Busy time is sampled at the ticks, which turns can fall in step with (a worker's nine
+            # 5.5 ms windows each read 10-20 ms busy); idle time is kept to the microsecond, so
+            # busy is what of the CPUs' wall time was not idle.
+            busy = max(self._cpus * wall - (total - busy), 0.0)
             u.machine_busy_s += busy
             u.steal_s += steal
             u.machine_total_s += total
