@@ -56,6 +56,9 @@ class EarlyWorkers(dict[Key, WorkerProcess]):
         end_together([worker for worker in unused if pool is None or not pool.keep_unused(worker)])
 
 
+#: How long an unused worker may take to end its job before it is ended instead (its library is
+#: loaded: it answers in well under a second; one still importing after a stop is not waited for).
+KEEP_WAIT_S = 10.0
 #: The folder of a pool's workers' logs and boards: this, the parent's id, "-" and a random part.
 POOL_PREFIX = "arraybench-workers-"
 
@@ -98,7 +101,7 @@ class WorkerPool:
         worker.resume()
         worker.send(Prepare(only=[]).to_json())
         with suppress(WorkerTimeout, WorkerExited):
-            if [m for m in worker.messages(STARTUP_TIMEOUT_S)][-1] == Done():
+            if [m for m in worker.messages(KEEP_WAIT_S)][-1] == Done():
                 self.keep(worker.pool_key, worker)
                 return True
         return False

@@ -21,7 +21,7 @@ from .comparison import HTML_TEMPLATES, history_section
 from .terminal import machine_rows
 from .files import plot_file_name, run_plot_name
 from .findings import self_check_lines
-from .notes import (RANGES_LEGEND, ci_legend, interval_target, achieved_text, ci_text, error_text, everywhere_mark, library_kernels,
+from .notes import (RANGES_LEGEND, ci_legend, achieved_text, ci_text, error_text, everywhere_mark, library_kernels,
                     note_texts, notebook, speedup, speedup_text, unavailable)
 from .tables import (energy_absent, energy_measured, energy_why, format_energy, histogram_cell, peak_sub,
                      peak_text)
@@ -63,7 +63,8 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
         anchor = f"workload-{i}"
         figures = [(n, svgs.pop(n)) for n in (plot_file_name(workload, label) for label, _ in sizes) if n in svgs]
         sections.append(_section(anchor, workload, "workload", figures=figures,
-                                 table=_records_table(anchor, sizes, ceilings, columns, pairs, interval_target(results))))
+                                 table=_records_table(anchor, sizes, ceilings, columns, pairs,
+                                                      results.settings.get("rel_ci"))))
     if history is not None:
         names = [run_plot_name("history", w) for w in dict.fromkeys(s.workload for s in history.series)]
         sections.append(_section("history", "History", "history",
@@ -91,7 +92,7 @@ def results_table_html(results: Results) -> str:
     columns = _columns(shown, ceilings, machine=False)
     workloads = [{"name": workload,
                   "table": _records_table(f"nb-{id(results)}-{i}", sizes, ceilings, columns, Pairs(results.pairs),
-                                          interval_target(results))}
+                                          results.settings.get("rel_ci"))}
                  for i, (workload, sizes) in enumerate(_by_workload(shown).items())]
     return HTML_TEMPLATES.get_template("results.html").render(
         complete=results.complete, workloads=workloads, unavailable=not_run)
