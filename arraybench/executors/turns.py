@@ -9,7 +9,6 @@ core from the library timed. ``LoadWatch`` says which rounds other processes loa
 from __future__ import annotations
 
 import bisect
-import math
 import random
 import threading
 import time
@@ -18,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol
 
 from ..analysis.policy import pairs_on, short_of_quiet, takes_turn
-from ..host.cpu_time import TICK_S, MachineTime, process_seconds
+from ..host.cpu_time import MachineTime, process_seconds
 from ..model.cell import Cell, Config, case_key
+from ..model.replicate import cut_error
 from ..worker.protocol import FINISH, Board, Message, Prepare, Prepared, Ready, ReplicateDone, Sampled, Turn
 from .session import RunHandle
 from .worker_process import (STARTUP_TIMEOUT_S, StopRequested, WorkerExited, WorkerProcess, WorkerTimeout,
@@ -379,11 +379,10 @@ class LoadWatch:
         if last <= first:
             return None
         span = self._times[last] - self._times[first]
-        # Each count is cut to a 10 ms unit (the machine's, ours and each worker's user and system
-        # time): what is within twice that error's spread is no one's (a 30 ms span of an idle
-        # machine read 0.67 of a core).
+        # Two counts each of the machine, ours and every worker, each cut to a whole unit: a 30 ms
+        # span of an idle machine read 0.67 of a core.
         used = self._others[last] - self._others[first]
-        return used / span if used > 2 * TICK_S * math.sqrt((len(self._pids) + 2) / 3) else 0.0
+        return used / span if used > cut_error(2 * (len(self._pids) + 2)) else 0.0
 
     def busy(self, start: float, end: float) -> bool:
         """Whether other processes used ``BUSY_CORES`` or more from ``start`` to ``end``, or over any

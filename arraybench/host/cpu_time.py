@@ -10,10 +10,8 @@ import time
 from contextlib import suppress
 from typing import Collection
 
+from ..model.replicate import TICK_S
 from ..numeric.stopping import SETTLE_S
-
-#: The length of one tick of /proc's CPU counts.
-TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
 
 
 class MachineTime:

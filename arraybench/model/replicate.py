@@ -13,6 +13,7 @@ with large outputs is measured again in ``OTHER`` (``StateSamples``), kept besid
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterable, Literal
 
@@ -37,8 +38,16 @@ class TimerSettings:
     pool_bytes: float = 256 * 1024**2  # the most a pool of copies may take
 
 
-#: /proc/stat's unit: USER_HZ is 100 on Linux, whatever the kernel's own tick.
-STAT_UNIT_S = 0.01
+#: The unit /proc counts CPU time in (USER_HZ, whatever the kernel's own tick).
+TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
+
+
+def cut_error(counts: int) -> float:
+    """Twice the spread of what the differences of ``counts`` /proc counts, each cut to a whole
+    unit, may add up to on an idle machine: a load within it is no one's."""
+    return 2 * TICK_S * math.sqrt(counts / 6)
+
+
 #: Totals that add up across windows and across processes.
 _SUMMED = ("calls", "wall_s", "user_s", "system_s", "minor_faults", "major_faults",
            "voluntary_switches", "involuntary_switches", "machine_busy_s", "steal_s",
@@ -109,12 +118,10 @@ class Usage:
         self.ipc = (self.instructions / self.cycles
                     if self.instructions is not None and self.cycles else None)
         if self.wall_s > 0 and self.machine_total_s > 0:
-            # /proc/stat counts in 10 ms units, a window's user and system time each cut to one:
-            # what is within twice that error's spread over the windows is no one's (nine 5 ms
-            # windows of an idle machine read 0.3 of 2 cores taken by others).
+            # Two /proc/stat counts a window, each cut to a whole unit: nine 5 ms windows of an
+            # idle machine read 0.3 of 2 cores taken by others.
             others = self.machine_busy_s - cpu
-            blur = 2 * STAT_UNIT_S * math.sqrt(self.load_readings / 3)
-            self.others_cores = others / self.wall_s if others > blur else 0.0
+            self.others_cores = others / self.wall_s if others > cut_error(2 * self.load_readings) else 0.0
             self.steal_share = self.steal_s / self.machine_total_s
         else:
             self.others_cores = self.steal_share = None
