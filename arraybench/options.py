@@ -260,7 +260,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("threads", "CPU threads for every library (default: all cores)", HOW, positive_int, "N"),
     Option("allocator", "the C allocator's state on the CPU: memory reused between calls (the headline), fresh "
            "pages, or both, large outputs timed in each (default: {default}; one state needs no second worker)",
-           HOW, choices=ALLOCATOR_CHOICES),
+           HOW, choices=ALLOCATOR_CHOICES, on=RUN | {PYTEST}, pytest_help="the C allocator's state large outputs are "
+           "timed in: reused, fresh or both (default: reused, where arraybench run has both: a gate compares the "
+           "headline's state, and the other takes a worker more per library)"),
     _flag("cold", "evict caches before every sample", HOW),
     _flag("allow_tf32", "let GPUs use TF32 for float32 matmuls (off: full precision, recorded)", HOW),
     _flag("self_check", "measure the first library against itself beside the run (A/A): how often this machine, "

@@ -59,6 +59,7 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     (["--arraybench-store="], "--arraybench-store is empty"),
     (["--arraybench-only", "--arraybench-skip"], "--arraybench-only and --arraybench-skip together"),
     (["--arraybench-rel-ci=7"], "--arraybench-rel-ci: '7' must be between 0 and 1"),
+    (["--arraybench-allocator=fersh"], "--arraybench-allocator: 'fersh' is not one of both, reused, fresh"),
 ])
 def test_a_bad_option_value_is_one_line_and_a_usage_error(pytester, tmp_path, args, message):
     pytester.makepyfile(test_nothing="def test_nothing(arraybench_run):\n    raise AssertionError\n")
@@ -373,7 +374,7 @@ def test_a_sessions_tests_share_their_workers_one_process_per_replicate_index(py
                                                                             registry_restored):
     # Each test's run has 2 processes; the second test's are the first's, given a new job: the
     # library is imported once per replicate index for the session, not once per test. Outputs of
-    # 256 KiB are large: the second process measures them with fresh pages too (where glibc's
+    # 256 KiB are large: asked for both states, the second process measures them with fresh pages too (where glibc's
     # allocator is arraybench's to set), in a worker of that state, which the second test gets
     # from the session as the others.
     from arraybench.host.threads import uncontrolled_reason
@@ -385,7 +386,7 @@ def test_a_sessions_tests_share_their_workers_one_process_per_replicate_index(py
     pids = tmp_path / "pids.txt"
     pytester.makepyfile(test_two=_REUSED.format(pids=str(pids)).replace("sizes=[1000]", "sizes=[32768]"))
     result = run(pytester, "--arraybench-backends=numpy", "--arraybench-processes=2",
-                 f"--arraybench-json={tmp_path / 'session.json'}")
+                 "--arraybench-allocator=both", f"--arraybench-json={tmp_path / 'session.json'}")
     result.assert_outcomes(passed=2)
     from arraybench import load_results
 
@@ -452,9 +453,11 @@ def test_a_session_starts_workers_only_for_the_libraries_its_tests_measure(pytes
                                                                           registry_restored):
     # No --arraybench-backends: every installed library is the session's default, and the tests
     # name NumPy alone. Two processes per cell, shared by both tests: two NumPy workers in all.
+    # Their outputs of 256 KiB are large, timed at a session's default in the headline's allocator
+    # state alone: no worker for fresh pages.
     seen = tmp_path / "workers.txt"
     pytester.makeconftest(_WORKER_LOGS.format(seen=str(seen)))
-    pytester.makepyfile(test_one=_ONE_LIBRARY)
+    pytester.makepyfile(test_one=_ONE_LIBRARY.replace("sizes=[1000]", "sizes=[32768]"))
     result = run(pytester, "--arraybench-processes=2")
     result.assert_outcomes(passed=3)
     assert _worker_logs(seen) == ["numpy-cpu-p0.log", "numpy-cpu-p1.log"]

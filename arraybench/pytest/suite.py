@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import UsageError, pytest_session
-from ..options import API, PYTEST, PYTEST_NAMES, on, option
+from ..options import ALLOCATOR_CHOICES, API, PYTEST, PYTEST_NAMES, on, option
 
 if TYPE_CHECKING:
     from ..analysis.compare import Comparison
@@ -36,6 +36,10 @@ DISABLED_RUN = {"processes": 1, "max_processes": 1, "max_time": 1e-3, "min_sampl
 #: A session's interval target where none is given: a gate fails above 5% or more, and ±5% needs
 #: about half the processes ±2% does (two NumPy tests: 1.7-2.1 s against 1.8-4.2 s).
 SESSION_REL_CI = 0.05
+#: A session's allocator state where none is given: a gate compares the headline's state (reused
+#: memory), and timing the other takes a worker more per library (a 3-library 2-cell session: median
+#: 7.5 s against 8.9 s).
+SESSION_ALLOCATOR = "reused"
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,7 @@ class Settings:
     max_processes: int | None = None
     max_time: float | None = None
     rel_ci: float = SESSION_REL_CI
+    allocator: str = SESSION_ALLOCATOR
     compare: str | None = None  # "last", "last~N", a run id (a prefix of one) or "git:REF"
     fail_above: float | None = None
     memory: bool = False
@@ -103,6 +108,9 @@ def read(get: Callable[[str], Any]) -> Settings:
         except UsageError as exc:
             raise UsageError(f"--arraybench-backends: {exc}") from None
     counts = parsed("processes")
+    allocator = get("arraybench_allocator")
+    if allocator is not None and allocator not in ALLOCATOR_CHOICES:
+        raise UsageError(f"--arraybench-allocator: {allocator!r} is not one of {', '.join(ALLOCATOR_CHOICES)}")
     compare = get("arraybench_compare")
     if compare is not None:
         compare = compare.strip()
@@ -117,7 +125,7 @@ def read(get: Callable[[str], Any]) -> Settings:
     settings = Settings(
         backends=backends, processes=None if counts is None else counts[0],
         max_processes=None if counts is None else counts[1], max_time=parsed("max_time"),
-        rel_ci=parsed("rel_ci") or SESSION_REL_CI, compare=compare,
+        rel_ci=parsed("rel_ci") or SESSION_REL_CI, allocator=allocator or SESSION_ALLOCATOR, compare=compare,
         fail_above=parsed("fail_above"), store=_store(get("arraybench_store")),
         json=_json_path(get("arraybench_json")), **flags)
     if settings.disable and (settings.compare is not None or settings.save):
