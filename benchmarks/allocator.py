@@ -8,7 +8,7 @@ numbers against the plainest reference, cell by cell (a shared machine's load dr
 cell's arraybench run comes just before its plain processes):
 
 1. ``arraybench run`` of one built-in workload at its large size on one library's CPU
-   (``--processes``, ``--threads``, default 1, the same for every process below);
+   (``--processes``, ``--threads``, default 1, 0 for every core, the same for every process below);
 2. if it was timed in both states, ``--plain-processes`` plain Python processes per state, each
    started with glibc's own variables for that state (``model/replicate.SETTINGS``:
    ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``), the same thread variables and CPU
@@ -24,7 +24,7 @@ A script that prints figures, not a test. Run from the repository root::
 
     python benchmarks/allocator.py                        # numpy,torch,jax; the built-ins, large
     python benchmarks/allocator.py --backends numpy --workloads fft --processes 3
-    python benchmarks/allocator.py --results DIR           # the cells of an existing run
+    python benchmarks/allocator.py --results DIR           # an existing run's cells, measured earlier
 
 On a shared machine the figures are noisy: say so next to them.
 """
@@ -106,7 +106,7 @@ def _one_cell(workload: str, backend: str, args: argparse.Namespace) -> Record |
     out = Path(tempfile.mkdtemp(prefix="allocator-"))
     cmd = [sys.executable, "-m", "arraybench", "run", "-q", "--no-plots", "--no-store", "-o", str(out),
            "--backends", backend, "--devices", "cpu", "--sizes", "large", "--workloads", workload,
-           "--processes", args.processes, "--threads", str(args.threads)]
+           "--processes", args.processes, *(["--threads", str(args.threads)] if args.threads else [])]
     subprocess.run(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True)
     try:
         (record,) = arraybench.load_results(out).records
@@ -124,7 +124,8 @@ def main() -> int:
     parser.add_argument("--backends", default="numpy,torch,jax")
     parser.add_argument("--workloads", default="", help="default: the built-ins with large outputs")
     parser.add_argument("--threads", type=int, default=1,
-                        help="for every process (default 1; with --results, the run's own)")
+                        help="for every process (default 1; 0: every core, as a default run has; with "
+                             "--results, the run's own)")
     # Five a side: with three, a group's median moved by more than 10% on a 2-core VM with the
     # same page faults on both sides (21 of 24 pairs in range, against 24 of 24 with five).
     parser.add_argument("--processes", default="5", help="arraybench's --processes (default 5)")
@@ -135,6 +136,7 @@ def main() -> int:
     parser.add_argument("--default", action="store_true", help="also a plain process left alone")
     parser.add_argument("--results", type=Path, help="an arraybench run to check instead of a new one")
     args = parser.parse_args()
+    args.threads = args.threads or None  # 0: the libraries' own default, every core
 
     if args.results is not None:
         given = arraybench.load_results(args.results)
@@ -146,9 +148,12 @@ def main() -> int:
     # The built-ins whose large size returns 128 KiB or more (stats and gradient return less).
     workloads = args.workloads.split(",") if args.workloads else ["elementwise", "matmul", "fft", "sort"]
     backends = args.backends.split(",")
+    when = ("each cell's arraybench run just before its plain processes (a shared machine's load drifts)"
+            if args.results is None else f"arraybench's figures from {args.results}, measured before the plain "
+            "processes: each ratio holds the machine's drift between the two moments (without --results, "
+            "each cell is measured just before its plain processes)")
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; threads "
-          f"{args.threads}; each cell's arraybench run just before its plain processes (a shared "
-          "machine's load drifts)")
+          f"{args.threads}; {when}")
     print(f"{'cell':38} {'state':7} {'arraybench ms':>13} {'timeit ms':>10} {'ratio':>6} "
           f"{'faults/call (ab, timeit)':>26}  load")
     flagged = 0
