@@ -59,7 +59,7 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     (["--arraybench-store="], "--arraybench-store is empty"),
     (["--arraybench-only", "--arraybench-skip"], "--arraybench-only and --arraybench-skip together"),
     (["--arraybench-rel-ci=7"], "--arraybench-rel-ci: '7' must be between 0 and 1"),
-    (["--arraybench-allocator=fersh"], "--arraybench-allocator: 'fersh' is not one of both, reused, fresh"),
+    (["--arraybench-allocator=fersh"], "--arraybench-allocator: unknown allocator 'fersh'; did you mean 'fresh'?"),
 ])
 def test_a_bad_option_value_is_one_line_and_a_usage_error(pytester, tmp_path, args, message):
     pytester.makepyfile(test_nothing="def test_nothing(arraybench_run):\n    raise AssertionError\n")

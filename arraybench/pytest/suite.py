@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import UsageError, pytest_session
-from ..options import ALLOCATOR_CHOICES, API, PYTEST, PYTEST_NAMES, on, option
+from ..options import API, PYTEST, PYTEST_NAMES, on, option
 
 if TYPE_CHECKING:
     from ..analysis.compare import Comparison
@@ -87,13 +87,18 @@ def read(get: Callable[[str], Any]) -> Settings:
     """The checked settings from ``get(dest)`` (``config.getoption``); ``UsageError`` names the
     option and what is wrong with it in one line."""
     def parsed(name: str) -> Any:
-        """The option's text, read by the command line's own value type."""
-        text = get("arraybench_" + name)
+        """The option's text, read by the command line's own value type, or one of its choices."""
+        text, declared = get("arraybench_" + name), option(name, PYTEST)
         if text is None:
             return None
         try:
-            return option(name, PYTEST).type(text)
-        except argparse.ArgumentTypeError as exc:
+            if declared.choices is None:
+                return declared.type(text)
+            from ..plan import check_choices
+
+            valid = declared.choices() if callable(declared.choices) else declared.choices
+            return check_choices(name.replace("_", " "), [text], valid)[0]
+        except (argparse.ArgumentTypeError, UsageError) as exc:
             raise UsageError(f"--arraybench-{name.replace('_', '-')}: {exc}") from None
 
     backends = parsed("backends")
@@ -106,9 +111,6 @@ def read(get: Callable[[str], Any]) -> Settings:
         except UsageError as exc:
             raise UsageError(f"--arraybench-backends: {exc}") from None
     counts = parsed("processes")
-    allocator = get("arraybench_allocator")
-    if allocator is not None and allocator not in ALLOCATOR_CHOICES:
-        raise UsageError(f"--arraybench-allocator: {allocator!r} is not one of {', '.join(ALLOCATOR_CHOICES)}")
     compare = get("arraybench_compare")
     if compare is not None:
         compare = compare.strip()
@@ -123,7 +125,7 @@ def read(get: Callable[[str], Any]) -> Settings:
     settings = Settings(
         backends=backends, processes=None if counts is None else counts[0],
         max_processes=None if counts is None else counts[1], max_time=parsed("max_time"),
-        rel_ci=parsed("rel_ci") or SESSION_REL_CI, allocator=allocator or SESSION_ALLOCATOR, compare=compare,
+        rel_ci=parsed("rel_ci") or SESSION_REL_CI, allocator=parsed("allocator") or SESSION_ALLOCATOR, compare=compare,
         fail_above=parsed("fail_above"), store=_store(get("arraybench_store")),
         json=_json_path(get("arraybench_json")), **flags)
     if settings.disable and (settings.compare is not None or settings.save):
