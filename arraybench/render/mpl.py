@@ -82,11 +82,11 @@ def plain(text: object) -> str:
     return str(text).replace("$", r"\$")
 
 
+@styled
 def render_svg(fig: Figure) -> str:
     """The figure as SVG markup, drawn here: a figure that cannot be drawn raises before any file is written."""
     buffer = io.StringIO()
-    with matplotlib.rc_context(STYLE):
-        fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
     return buffer.getvalue()
 
 
@@ -119,7 +119,6 @@ def show_in_notebooks() -> None:
 
 
 _COLOURS = {FASTER: "#2e7d32", SLOWER: "#c62828"}
-_SAME = "#9e9e9e"
 
 
 def compare_plot(comparison: Comparison, path: Path) -> Path | None:
@@ -141,7 +140,7 @@ def compare_figure(comparison: Comparison) -> Figure | None:
     ax.axvspan(1 / (1 + t), 1 + t, color="#eeeeee", zorder=0, label=f"±{t:.0%}: negligible")
     ax.axvline(1.0, color="#333333", lw=0.8, zorder=1)
     for y, c in zip(ys, cells):
-        colour = _COLOURS.get(c.verdict, _SAME)
+        colour = _COLOURS.get(c.verdict, "#9e9e9e")
         ax.barh(y, c.ratio - 1, left=1, height=0.6, color=colour, zorder=2)
         lo, hi = c.ratio_low, c.ratio_high
         if lo is not None and hi is not None:
@@ -164,7 +163,6 @@ def compare_figure(comparison: Comparison) -> Figure | None:
         title += f" — geometric mean {g:.3f}"
         ax.axvline(g, color="#1565c0", lw=1, ls="--", zorder=1, label=f"geometric mean {g:.3f}")
     ax.set_title(title)
-    ax.spines[["top", "right"]].set_visible(False)
     ax.legend(fontsize=7, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.1 - 1.2 / (len(cells) + 4)),
               ncol=2)
     return fig
