@@ -1,8 +1,4 @@
-"""A run set against others: a comparison of two runs, the reasons a gate fails it, and history.
-
-A history series (one cell on one machine) lists its latest runs with the change from the run before
-and a note where a step was called, versions changed, or one process left a change untested.
-"""
+"""A run set against others: a comparison of two runs, the reasons a gate fails it, and history."""
 
 from __future__ import annotations
 
