@@ -1,8 +1,5 @@
-"""Findings that explain: the measured reason behind a number, in a sentence.
-
-From the counters read around the samples, the kernels each library reported when its worker started
-and the CPU's own features, each function one kind of reason. Nothing is written in advance.
-"""
+"""Findings that explain: the measured reason behind a number, in a sentence, each function one kind of
+reason (the counters read around the samples, the kernels each library reported, the CPU's features)."""
 
 from __future__ import annotations
 
@@ -176,10 +173,7 @@ def _cpu_level(environment: Mapping[str, Any]) -> int | None:
                 1 if isa else None)
 
 
-_Report = tuple[str, Mapping[str, Any], Mapping[str, Any]]
-
-
-def _workers(environment: Mapping[str, Any], backend: str) -> list[_Report]:
+def _workers(environment: Mapping[str, Any], backend: str) -> list[tuple[str, Mapping[str, Any], Mapping[str, Any]]]:
     """(environment label, self-report, the machine's environment) of each ``backend``/cpu worker the run's
     environments started (``numpy/cpu``, ``numpy/cpu[np126]``...), in the order they reported; "" for a run
     without environments."""
