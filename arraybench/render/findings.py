@@ -1,8 +1,5 @@
-"""What a run finds, in plain sentences computed from its records alone (once per run).
-
-Nothing is written in advance: change the records and the sentences change. Speed-ups between
-libraries stay within one machine and one environment; machines and builds get sentences of their own.
-"""
+"""What a run finds, in plain sentences computed from its records alone (once per run). Speed-ups between
+libraries stay within one machine and one environment; machines and builds get sentences of their own."""
 
 from __future__ import annotations
 
