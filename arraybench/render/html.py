@@ -1,9 +1,6 @@
 """The HTML report: one self-contained page (plots inlined, no network) per run, its environment
-section, and the notebook's results fragment.
-
-The markup is in ``templates/`` (autoescaped: every string from data is escaped); a
-Content-Security-Policy lets the page load nothing and run only its own sorting script, allowed by its
-hash. This module turns results into plain values for the templates.
+section, and the notebook's results fragment, as values for ``templates/`` (autoescaped); a
+Content-Security-Policy lets the page load nothing and run only its own sorting script, allowed by its hash.
 """
 
 from __future__ import annotations
@@ -274,7 +271,6 @@ def _row(r: Record, *, is_best: bool, base: Record | None, ceilings: Mapping[tup
               "speedup": _v(1 / ratio if ratio else None), "share": _v(share),
               "first_call": _v(r.first_call_s), "error": _v(r.max_rel_error),
               "peak": _v(r.peak_bytes if valid else None), "energy": _v(r.energy_j if valid else None)},
-        # what the processes used, and whether the machine was busy
         "used": usage_lines(r), "used_title": usage_title(r.usage),
         "refs": refs,
     }

@@ -3,7 +3,6 @@
 A busy run gives nearly every row a warning of its own. A note's kind is its heading (the text before
 ``": "``) with numbers masked; texts alike but for their numbers are said once with each number's range
 over the rows, naming the rows covered; a note covering every row is said once above the others.
-The terminal, Markdown and HTML tables all take their cells' text and notes from here.
 """
 
 from __future__ import annotations
@@ -289,7 +288,6 @@ def notebook(groups: dict[tuple[str, str], list[Record]], *, workload: bool = Tr
     book = NoteBook()
     for (name, label), group in groups.items():
         for r in group:
-            # A row's notes say why it is not ``ok``, or its warnings.
             book.add(r.key, Row(f"{name} {label}" if workload else label, r.config_label),
                      [r.reason] if r.status != "ok" and r.reason else r.warnings, measured=r.status == "ok")
     return book

@@ -1,7 +1,6 @@
-"""A run's plots: one per case, the summary per size, the sweeps and the roofline.
-
-Valid times are bars with their 95% CI; a wrong, failed or skipped cell gets an empty slot labelled
-with its status, never a bar that could be read as a time.
+"""A run's plots: one per case, the summary per size, the sweeps and the roofline. Valid times are bars
+with their 95% CI; a wrong or failed cell gets an empty slot labelled with its status, never a bar that
+could be read as a time (a skipped cell is left out: the table gives its reason).
 """
 
 from __future__ import annotations
