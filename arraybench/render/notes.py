@@ -129,22 +129,14 @@ def _mask(text: str) -> str:
 
 def merge_numbers(texts: Sequence[str]) -> str:
     """Texts alike but for their numbers as one, each number that differs as its range; else the first."""
-    texts = list(dict.fromkeys(texts))
-    if len(texts) == 1:
-        return texts[0]
     words = [_NUMBER.split(t) for t in texts]
     numbers = [_NUMBER.findall(t) for t in texts]
     if any(w != words[0] for w in words):
         return texts[0]
     out = [words[0][0]]
     for i, between in enumerate(words[0][1:]):
-        values = list(dict.fromkeys(n[i] for n in numbers))
-        if len(values) == 1:
-            out.append(values[0])
-        else:
-            ordered = sorted(values, key=lambda v: float(v.replace(",", "")))
-            out.append(f"{ordered[0]}–{ordered[-1]}")
-        out.append(between)
+        values = sorted(dict.fromkeys(n[i] for n in numbers), key=lambda v: float(v.replace(",", "")))
+        out += [values[0] if len(values) == 1 else f"{values[0]}–{values[-1]}", between]
     return "".join(out)
 
 
@@ -161,10 +153,8 @@ def rows_text(rows: Sequence[Row], every: Sequence[Row] = ()) -> str:
     parts = []
     for case, libraries in by_case.items():
         libraries = list(dict.fromkeys(libraries))
-        if in_case.get(case, 0) > 1 and len(libraries) >= in_case[case]:
-            parts.append(f"{case} (all)")
-        else:
-            parts.append(f"{case}: {', '.join(libraries)}")
+        whole = in_case.get(case, 0) > 1 and len(libraries) >= in_case[case]
+        parts.append(f"{case} (all)" if whole else f"{case}: {', '.join(libraries)}")
     return "; ".join(parts)
 
 
