@@ -157,10 +157,8 @@ def cores_used(records: Iterable[Record]) -> list[str]:
     for label, items in sorted(by_label.items(), key=lambda kv: -stats.median([c for c, _ in kv[1]])):
         typical = stats.median([c for c, _ in items])
         most, rec = max(items, key=lambda cr: cr[0])
-        part = f"{label} {typical:.1f}"
-        if most - typical >= 0.3:
-            part += f" (up to {most:.1f} on {_where(rec)})"
-        parts.append(part)
+        parts.append(f"{label} {typical:.1f}"
+                     + (f" (up to {most:.1f} on {_where(rec)})" if most - typical >= 0.3 else ""))
     return ["Cores used while timed (CPU time ÷ wall time, the median over each library's cells): "
             + "; ".join(parts) + "."]
 
