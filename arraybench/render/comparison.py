@@ -47,8 +47,7 @@ class DisplayedComparison(Comparison):
         print_comparison(self, console)
         return console.export_text().rstrip("\n")
 
-    def __str__(self) -> str:
-        return self.table()
+    __str__ = table
 
     def _repr_html_(self) -> str:
         """An HTML fragment: a row per cell, what differs between the runs, and the summary."""

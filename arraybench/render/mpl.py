@@ -32,6 +32,7 @@ PALETTE = {
     "cupy": "#c44e52",
     "mlx": "#8172b3",
 }
+MARKERS = "osD^v<>p"
 
 STYLE = {
     "svg.fonttype": "none",  # text stays text: searchable, small files
@@ -181,7 +182,6 @@ def history_figure(history: "History", workload: str) -> Figure | None:
     fig = Figure(figsize=(max(7.0, 0.5 * len(used) + 4), 3.0 * len(sizes) + 1.0))
     axes = fig.subplots(len(sizes), 1, squeeze=False, sharex=True)[:, 0]
     steps = {(id(st.series), st.after.run.run_id): st for st in history.steps}
-    markers = "osD^v<>p"
     for ax, label in zip(axes, sizes):
         mine = [s for s in series if s.size_label == label]
         for i, s in enumerate(mine):
@@ -191,7 +191,7 @@ def history_figure(history: "History", workload: str) -> Figure | None:
             err = [[max(p.median_s - p.low, 0) for p in pts], [max(p.high - p.median_s, 0) for p in pts]]
             colour = PALETTE.get(pts[0].entry.backend, "#8172b2") if pts else "#8172b2"
             name = s.label + (f" @ {s.machine_id[:6]}" if len(machines) > 1 else "")
-            ax.errorbar(xs, ys, yerr=err, fmt="-", marker=markers[i % len(markers)], ms=4, capsize=2,
+            ax.errorbar(xs, ys, yerr=err, fmt="-", marker=MARKERS[i % len(MARKERS)], ms=4, capsize=2,
                         color=colour, lw=1, label=name)
             for p in pts:
                 step = steps.get((id(s), p.run.run_id))
