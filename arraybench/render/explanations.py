@@ -226,14 +226,10 @@ def _torch(name: str, info: Mapping[str, Any], environment: Mapping[str, Any]) -
     """The kernels ``name`` (PyTorch) runs: ATen's, MKL's code path, oneDNN's."""
     if not (info.get("mkl_isa") or info.get("cpu_capability")):
         return []
-    bits = []
-    if info.get("cpu_capability"):
-        bits.append(f"ATen's {info['cpu_capability']} kernels")
-    if info.get("mkl_code_path"):
-        bits.append(f"MKL's code path for {info['mkl_code_path']}"
-                    + (" (generic, not its AVX2 or AVX-512 path)" if info.get("mkl_isa") == "generic" else ""))
-    if info.get("onednn_isa"):
-        bits.append(f"oneDNN's {info['onednn_isa']} kernels")
+    generic = " (generic, not its AVX2 or AVX-512 path)" if info.get("mkl_isa") == "generic" else ""
+    bits = [f"{words} {info[key]}{tail}" for key, words, tail in (
+        ("cpu_capability", "ATen's", " kernels"), ("mkl_code_path", "MKL's code path for", generic),
+        ("onednn_isa", "oneDNN's", " kernels")) if info.get(key)]
     cpu = environment.get("cpu_model") or ""
     vendor = " on an AMD CPU" if "AMD" in str(cpu).upper() and info.get("torch_blas") == "mkl" else ""
     return [f"{name} runs {', '.join(bits)}{vendor}."]
