@@ -152,8 +152,7 @@ def _unsealed(out: str | os.PathLike[str]) -> str:
         return ""
     if not isinstance(header, dict) or "seal" in header or not isinstance(header.get("options"), dict):
         return ""
-    options = header["options"]
-    if not any(options.get(k) for k in ("workload_files", "shipped_workloads", "pythons", "variants")):
+    if not any(header["options"].get(k) for k in ("workload_files", "shipped_workloads", "pythons", "variants")):
         return ""
     try:
         where = str(key_path().parent)

@@ -194,11 +194,9 @@ def _by_workload(shown: Sequence[Record]) -> dict[str, list[tuple[str, list[Reco
 
 def _subtitle(results: Results) -> str:
     env = results.environment
-    counts = Counter(r.status for r in results.records)
-    status = ", ".join(f"{n} {s}" for s, n in counts.items())
+    status = ", ".join(f"{n} {s}" for s, n in Counter(r.status for r in results.records).items())
     return " · ".join(str(x) for x in (
-        env.get("timestamp", ""), env.get("cpu_model", ""),
-        f"{results.settings.get('dtype', '')}" if results.settings.get("dtype") else "",
+        env.get("timestamp", ""), env.get("cpu_model", ""), results.settings.get("dtype"),
         f"{len(results.records)} cells: {status}" if results.records else "no records",
         *self_check_lines(results),
     ) if x)

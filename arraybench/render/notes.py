@@ -254,8 +254,7 @@ def speedup_text(r: Record, base: Record | None, pairs: Pairs = Pairs()) -> str:
 
 def achieved_text(r: Record) -> str:
     """``"12.3 GFLOP/s · 1.2 GB/s"``, or ``"—"``."""
-    flops, moved = achieved(r)
-    parts = [format_rate(v, unit) for v, unit in ((flops, "FLOP/s"), (moved, "B/s")) if v is not None]
+    parts = [format_rate(v, unit) for v, unit in zip(achieved(r), ("FLOP/s", "B/s")) if v is not None]
     return " · ".join(parts) or "—"
 
 
