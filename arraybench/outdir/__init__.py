@@ -1,9 +1,7 @@
 """The output folder of a run: created, proven writable, locked, and never clobbering a run, finished
-or not, unless told to (``--overwrite``, which removes by name only the files the earlier run wrote:
-report files, the plots its manifest lists, shipped workloads, logs; each checked to be a plain file
-before a run starts). The folder is the run, named by ``report``, ``compare`` and ``--resume``. A run
-holds the folder's lock (a ``flock``, dropped however the process dies) from before it touches the
-journal until its report is written: two writers would interleave journal lines."""
+or not, unless told to (``--overwrite``). A run holds the folder's lock (a ``flock``, dropped however
+the process dies) from before it touches the journal until its report is written: two writers would
+interleave journal lines."""
 
 from __future__ import annotations
 
@@ -154,8 +152,7 @@ def _unsealed(out: str | os.PathLike[str]) -> str:
         return ""
     if not isinstance(header, dict) or "seal" in header or not isinstance(header.get("options"), dict):
         return ""
-    options = header["options"]
-    if not any(options.get(k) for k in ("workload_files", "shipped_workloads", "pythons", "variants")):
+    if not any(header["options"].get(k) for k in ("workload_files", "shipped_workloads", "pythons", "variants")):
         return ""
     try:
         where = str(key_path().parent)
@@ -274,15 +271,11 @@ WORKER_LOG = re.compile(r"[^/]+-p[0-9]+(?:-(?:fresh|reused))?\.log")
 
 
 def check_writable(out: Path, what: str = "") -> None:
-    """Create ``out`` if needed and write a uniquely named file in it; ``UsageError`` if that cannot be done."""
+    """Create ``out`` if needed and write a temporary file in it; ``UsageError`` if that cannot be done."""
     try:
         out.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".arraybench-write-test-", dir=out)
-        try:
-            os.write(fd, b"ok")
-        finally:
-            os.close(fd)
-            os.unlink(probe)
+        with tempfile.TemporaryFile(buffering=0, prefix=".arraybench-write-test-", dir=out) as probe:
+            probe.write(b"ok")
     except OSError as exc:
         raise UsageError(f"{what}{out}: cannot write there ({exc.strerror or exc})") from None
 

@@ -1,8 +1,4 @@
-"""A run set against others: a comparison of two runs, the reasons a gate fails it, and history.
-
-A history series (one cell on one machine) lists its latest runs with the change from the run before
-and a note where a step was called, versions changed, or one process left a change untested.
-"""
+"""A run set against others: a comparison of two runs, the reasons a gate fails it, and history."""
 
 from __future__ import annotations
 
@@ -51,8 +47,7 @@ class DisplayedComparison(Comparison):
         print_comparison(self, console)
         return console.export_text().rstrip("\n")
 
-    def __str__(self) -> str:
-        return self.table()
+    __str__ = table
 
     def _repr_html_(self) -> str:
         """An HTML fragment: a row per cell, what differs between the runs, and the summary."""

@@ -1,8 +1,5 @@
-"""Findings that explain: the measured reason behind a number, in a sentence.
-
-From the counters read around the samples, the kernels each library reported when its worker started
-and the CPU's own features, each function one kind of reason. Nothing is written in advance.
-"""
+"""Findings that explain: the measured reason behind a number, in a sentence, each function one kind of
+reason (the counters read around the samples, the kernels each library reported, the CPU's features)."""
 
 from __future__ import annotations
 
@@ -160,10 +157,8 @@ def cores_used(records: Iterable[Record]) -> list[str]:
     for label, items in sorted(by_label.items(), key=lambda kv: -stats.median([c for c, _ in kv[1]])):
         typical = stats.median([c for c, _ in items])
         most, rec = max(items, key=lambda cr: cr[0])
-        part = f"{label} {typical:.1f}"
-        if most - typical >= 0.3:
-            part += f" (up to {most:.1f} on {_where(rec)})"
-        parts.append(part)
+        parts.append(f"{label} {typical:.1f}"
+                     + (f" (up to {most:.1f} on {_where(rec)})" if most - typical >= 0.3 else ""))
     return ["Cores used while timed (CPU time ÷ wall time, the median over each library's cells): "
             + "; ".join(parts) + "."]
 
@@ -176,10 +171,7 @@ def _cpu_level(environment: Mapping[str, Any]) -> int | None:
                 1 if isa else None)
 
 
-_Report = tuple[str, Mapping[str, Any], Mapping[str, Any]]
-
-
-def _workers(environment: Mapping[str, Any], backend: str) -> list[_Report]:
+def _workers(environment: Mapping[str, Any], backend: str) -> list[tuple[str, Mapping[str, Any], Mapping[str, Any]]]:
     """(environment label, self-report, the machine's environment) of each ``backend``/cpu worker the run's
     environments started (``numpy/cpu``, ``numpy/cpu[np126]``...), in the order they reported; "" for a run
     without environments."""
@@ -234,14 +226,10 @@ def _torch(name: str, info: Mapping[str, Any], environment: Mapping[str, Any]) -
     """The kernels ``name`` (PyTorch) runs: ATen's, MKL's code path, oneDNN's."""
     if not (info.get("mkl_isa") or info.get("cpu_capability")):
         return []
-    bits = []
-    if info.get("cpu_capability"):
-        bits.append(f"ATen's {info['cpu_capability']} kernels")
-    if info.get("mkl_code_path"):
-        bits.append(f"MKL's code path for {info['mkl_code_path']}"
-                    + (" (generic, not its AVX2 or AVX-512 path)" if info.get("mkl_isa") == "generic" else ""))
-    if info.get("onednn_isa"):
-        bits.append(f"oneDNN's {info['onednn_isa']} kernels")
+    generic = " (generic, not its AVX2 or AVX-512 path)" if info.get("mkl_isa") == "generic" else ""
+    bits = [f"{words} {info[key]}{tail}" for key, words, tail in (
+        ("cpu_capability", "ATen's", " kernels"), ("mkl_code_path", "MKL's code path for", generic),
+        ("onednn_isa", "oneDNN's", " kernels")) if info.get(key)]
     cpu = environment.get("cpu_model") or ""
     vendor = " on an AMD CPU" if "AMD" in str(cpu).upper() and info.get("torch_blas") == "mkl" else ""
     return [f"{name} runs {', '.join(bits)}{vendor}."]

@@ -1,8 +1,5 @@
-"""What a run finds, in plain sentences computed from its records alone (once per run).
-
-Nothing is written in advance: change the records and the sentences change. Speed-ups between
-libraries stay within one machine and one environment; machines and builds get sentences of their own.
-"""
+"""What a run finds, in plain sentences computed from its records alone (once per run). Speed-ups between
+libraries stay within one machine and one environment; machines and builds get sentences of their own."""
 
 from __future__ import annotations
 
@@ -133,10 +130,9 @@ def environment_findings(records: Iterable[Record], environment: Mapping[str, An
             slow = rest[0]
             b = build_label(slow, environment)
             times = f"{format_seconds(fast.median_s)} against {format_seconds(slow.median_s)}"
-            if significantly_faster(fast, slow, pairs):
-                out.append(f"On {where}, {a} is {faster_by(fast, slow, pairs)} than {b} ({times}).")
-            else:
-                out.append(f"On {where}, {a} and {b} are {not_apart(fast, slow, pairs)} ({times}).")
+            said = (f"{a} is {faster_by(fast, slow, pairs)} than {b}" if significantly_faster(fast, slow, pairs)
+                    else f"{a} and {b} are {not_apart(fast, slow, pairs)}")
+            out.append(f"On {where}, {said} ({times}).")
             continue
         parts = [(f"{faster_by(fast, o, pairs)} than " if significantly_faster(fast, o, pairs)
                   else f"{not_apart(fast, o, pairs)}: ") + f"{build_label(o, environment)} ({format_seconds(o.median_s)})"

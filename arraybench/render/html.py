@@ -1,9 +1,6 @@
 """The HTML report: one self-contained page (plots inlined, no network) per run, its environment
-section, and the notebook's results fragment.
-
-The markup is in ``templates/`` (autoescaped: every string from data is escaped); a
-Content-Security-Policy lets the page load nothing and run only its own sorting script, allowed by its
-hash. This module turns results into plain values for the templates.
+section, and the notebook's results fragment, as values for ``templates/`` (autoescaped); a
+Content-Security-Policy lets the page load nothing and run only its own sorting script, allowed by its hash.
 """
 
 from __future__ import annotations
@@ -47,9 +44,8 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
     """The report as one HTML document."""
     findings = list(findings or [])
     svgs = _read_plots(plots)  # each section takes its own plots out; "More plots" shows what is left
-    records, pairs = results.records, Pairs(results.pairs)
-    not_run, shown = unavailable(records)
-    ceilings = ceilings_of_run(records)
+    not_run, shown = unavailable(results.records)
+    ceilings = ceilings_of_run(results.records)
     columns = _columns(shown, ceilings)
 
     sections: list[dict[str, Any]] = []
@@ -63,8 +59,7 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
         anchor = f"workload-{i}"
         figures = [(n, svgs.pop(n)) for n in (plot_file_name(workload, label) for label, _ in sizes) if n in svgs]
         sections.append(_section(anchor, workload, "workload", figures=figures,
-                                 table=_records_table(anchor, sizes, ceilings, columns, pairs,
-                                                      results.settings.get("rel_ci"))))
+                                 table=_records_table(anchor, sizes, ceilings, columns, results)))
     if history is not None:
         names = [run_plot_name("history", w) for w in dict.fromkeys(s.workload for s in history.series)]
         sections.append(_section("history", "History", "history",
@@ -86,13 +81,10 @@ def render_html(results: Results, *, plots: Sequence[Path] = (),
 
 def results_table_html(results: Results) -> str:
     """The results tables as an HTML fragment, for Jupyter (``Results._repr_html_``)."""
-    records = results.records
-    not_run, shown = unavailable(records)
-    ceilings = ceilings_of_run(records)
+    not_run, shown = unavailable(results.records)
+    ceilings = ceilings_of_run(results.records)
     columns = _columns(shown, ceilings, machine=False)
-    workloads = [{"name": workload,
-                  "table": _records_table(f"nb-{id(results)}-{i}", sizes, ceilings, columns, Pairs(results.pairs),
-                                          results.settings.get("rel_ci"))}
+    workloads = [{"name": workload, "table": _records_table(f"nb-{id(results)}-{i}", sizes, ceilings, columns, results)}
                  for i, (workload, sizes) in enumerate(_by_workload(shown).items())]
     return HTML_TEMPLATES.get_template("results.html").render(
         complete=results.complete, workloads=workloads, unavailable=not_run)
@@ -202,19 +194,18 @@ def _by_workload(shown: Sequence[Record]) -> dict[str, list[tuple[str, list[Reco
 
 def _subtitle(results: Results) -> str:
     env = results.environment
-    counts = Counter(r.status for r in results.records)
-    status = ", ".join(f"{n} {s}" for s, n in counts.items())
+    status = ", ".join(f"{n} {s}" for s, n in Counter(r.status for r in results.records).items())
     return " · ".join(str(x) for x in (
-        env.get("timestamp", ""), env.get("cpu_model", ""),
-        f"{results.settings.get('dtype', '')}" if results.settings.get("dtype") else "",
+        env.get("timestamp", ""), env.get("cpu_model", ""), results.settings.get("dtype"),
         f"{len(results.records)} cells: {status}" if results.records else "no records",
         *self_check_lines(results),
     ) if x)
 
 
 def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]], ceilings: Mapping[tuple[str, str], Ceiling],
-                   columns: Mapping[str, bool], pairs: Pairs, target: float | None) -> dict[str, Any]:
-    """One workload's table: its columns, a group of rows per size, and the numbered notes."""
+                   columns: Mapping[str, bool], results: Results) -> dict[str, Any]:
+    """One workload's table of ``results``: its columns, a group of rows per size, and the numbered notes."""
+    pairs = Pairs(results.pairs)
     device_time = any(r.device_median_s is not None for _, group in sizes for r in group)
     head = [name for name, shown in (
         ("size", True), ("library / device", True), ("machine", columns["machine"]), ("median", True),
@@ -233,7 +224,8 @@ def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]], ceilings:
     return {"anchor": anchor, "head": head, "text_columns": ("size", "library / device", "machine", "status"),
             **columns, "device_time": device_time, "groups": groups, "notes": note_texts(book),
             "energy_absent": [] if columns["energy"] else energy_absent(r for _, g in sizes for r in g),
-            "legend": ci_legend(target) + (f". {RANGES_LEGEND}" if book.ranged else ""), "everywhere": everywhere_mark(book).capitalize()}
+            "legend": ci_legend(results.settings.get("rel_ci")) + (f". {RANGES_LEGEND}" if book.ranged else ""),
+            "everywhere": everywhere_mark(book).capitalize()}
 
 
 def _row(r: Record, *, is_best: bool, base: Record | None, ceilings: Mapping[tuple[str, str], Ceiling],
@@ -274,7 +266,6 @@ def _row(r: Record, *, is_best: bool, base: Record | None, ceilings: Mapping[tup
               "speedup": _v(1 / ratio if ratio else None), "share": _v(share),
               "first_call": _v(r.first_call_s), "error": _v(r.max_rel_error),
               "peak": _v(r.peak_bytes if valid else None), "energy": _v(r.energy_j if valid else None)},
-        # what the processes used, and whether the machine was busy
         "used": usage_lines(r), "used_title": usage_title(r.usage),
         "refs": refs,
     }

@@ -32,6 +32,7 @@ PALETTE = {
     "cupy": "#c44e52",
     "mlx": "#8172b3",
 }
+MARKERS = "osD^v<>p"
 
 STYLE = {
     "svg.fonttype": "none",  # text stays text: searchable, small files
@@ -82,11 +83,11 @@ def plain(text: object) -> str:
     return str(text).replace("$", r"\$")
 
 
+@styled
 def render_svg(fig: Figure) -> str:
     """The figure as SVG markup, drawn here: a figure that cannot be drawn raises before any file is written."""
     buffer = io.StringIO()
-    with matplotlib.rc_context(STYLE):
-        fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
     return buffer.getvalue()
 
 
@@ -119,7 +120,6 @@ def show_in_notebooks() -> None:
 
 
 _COLOURS = {FASTER: "#2e7d32", SLOWER: "#c62828"}
-_SAME = "#9e9e9e"
 
 
 def compare_plot(comparison: Comparison, path: Path) -> Path | None:
@@ -141,7 +141,7 @@ def compare_figure(comparison: Comparison) -> Figure | None:
     ax.axvspan(1 / (1 + t), 1 + t, color="#eeeeee", zorder=0, label=f"±{t:.0%}: negligible")
     ax.axvline(1.0, color="#333333", lw=0.8, zorder=1)
     for y, c in zip(ys, cells):
-        colour = _COLOURS.get(c.verdict, _SAME)
+        colour = _COLOURS.get(c.verdict, "#9e9e9e")
         ax.barh(y, c.ratio - 1, left=1, height=0.6, color=colour, zorder=2)
         lo, hi = c.ratio_low, c.ratio_high
         if lo is not None and hi is not None:
@@ -164,7 +164,6 @@ def compare_figure(comparison: Comparison) -> Figure | None:
         title += f" — geometric mean {g:.3f}"
         ax.axvline(g, color="#1565c0", lw=1, ls="--", zorder=1, label=f"geometric mean {g:.3f}")
     ax.set_title(title)
-    ax.spines[["top", "right"]].set_visible(False)
     ax.legend(fontsize=7, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.1 - 1.2 / (len(cells) + 4)),
               ncol=2)
     return fig
@@ -183,7 +182,6 @@ def history_figure(history: "History", workload: str) -> Figure | None:
     fig = Figure(figsize=(max(7.0, 0.5 * len(used) + 4), 3.0 * len(sizes) + 1.0))
     axes = fig.subplots(len(sizes), 1, squeeze=False, sharex=True)[:, 0]
     steps = {(id(st.series), st.after.run.run_id): st for st in history.steps}
-    markers = "osD^v<>p"
     for ax, label in zip(axes, sizes):
         mine = [s for s in series if s.size_label == label]
         for i, s in enumerate(mine):
@@ -193,7 +191,7 @@ def history_figure(history: "History", workload: str) -> Figure | None:
             err = [[max(p.median_s - p.low, 0) for p in pts], [max(p.high - p.median_s, 0) for p in pts]]
             colour = PALETTE.get(pts[0].entry.backend, "#8172b2") if pts else "#8172b2"
             name = s.label + (f" @ {s.machine_id[:6]}" if len(machines) > 1 else "")
-            ax.errorbar(xs, ys, yerr=err, fmt="-", marker=markers[i % len(markers)], ms=4, capsize=2,
+            ax.errorbar(xs, ys, yerr=err, fmt="-", marker=MARKERS[i % len(MARKERS)], ms=4, capsize=2,
                         color=colour, lw=1, label=name)
             for p in pts:
                 step = steps.get((id(s), p.run.run_id))

@@ -3,7 +3,6 @@
 A busy run gives nearly every row a warning of its own. A note's kind is its heading (the text before
 ``": "``) with numbers masked; texts alike but for their numbers are said once with each number's range
 over the rows, naming the rows covered; a note covering every row is said once above the others.
-The terminal, Markdown and HTML tables all take their cells' text and notes from here.
 """
 
 from __future__ import annotations
@@ -130,22 +129,14 @@ def _mask(text: str) -> str:
 
 def merge_numbers(texts: Sequence[str]) -> str:
     """Texts alike but for their numbers as one, each number that differs as its range; else the first."""
-    texts = list(dict.fromkeys(texts))
-    if len(texts) == 1:
-        return texts[0]
     words = [_NUMBER.split(t) for t in texts]
     numbers = [_NUMBER.findall(t) for t in texts]
     if any(w != words[0] for w in words):
         return texts[0]
     out = [words[0][0]]
     for i, between in enumerate(words[0][1:]):
-        values = list(dict.fromkeys(n[i] for n in numbers))
-        if len(values) == 1:
-            out.append(values[0])
-        else:
-            ordered = sorted(values, key=lambda v: float(v.replace(",", "")))
-            out.append(f"{ordered[0]}–{ordered[-1]}")
-        out.append(between)
+        values = sorted(dict.fromkeys(n[i] for n in numbers), key=lambda v: float(v.replace(",", "")))
+        out += [values[0] if len(values) == 1 else f"{values[0]}–{values[-1]}", between]
     return "".join(out)
 
 
@@ -162,10 +153,8 @@ def rows_text(rows: Sequence[Row], every: Sequence[Row] = ()) -> str:
     parts = []
     for case, libraries in by_case.items():
         libraries = list(dict.fromkeys(libraries))
-        if in_case.get(case, 0) > 1 and len(libraries) >= in_case[case]:
-            parts.append(f"{case} (all)")
-        else:
-            parts.append(f"{case}: {', '.join(libraries)}")
+        whole = in_case.get(case, 0) > 1 and len(libraries) >= in_case[case]
+        parts.append(f"{case} (all)" if whole else f"{case}: {', '.join(libraries)}")
     return "; ".join(parts)
 
 
@@ -265,8 +254,7 @@ def speedup_text(r: Record, base: Record | None, pairs: Pairs = Pairs()) -> str:
 
 def achieved_text(r: Record) -> str:
     """``"12.3 GFLOP/s · 1.2 GB/s"``, or ``"—"``."""
-    flops, moved = achieved(r)
-    parts = [format_rate(v, unit) for v, unit in ((flops, "FLOP/s"), (moved, "B/s")) if v is not None]
+    parts = [format_rate(v, unit) for v, unit in zip(achieved(r), ("FLOP/s", "B/s")) if v is not None]
     return " · ".join(parts) or "—"
 
 
@@ -289,7 +277,6 @@ def notebook(groups: dict[tuple[str, str], list[Record]], *, workload: bool = Tr
     book = NoteBook()
     for (name, label), group in groups.items():
         for r in group:
-            # A row's notes say why it is not ``ok``, or its warnings.
             book.add(r.key, Row(f"{name} {label}" if workload else label, r.config_label),
                      [r.reason] if r.status != "ok" and r.reason else r.warnings, measured=r.status == "ok")
     return book

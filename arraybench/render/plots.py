@@ -1,7 +1,6 @@
-"""A run's plots: one per case, the summary per size, the sweeps and the roofline.
-
-Valid times are bars with their 95% CI; a wrong, failed or skipped cell gets an empty slot labelled
-with its status, never a bar that could be read as a time.
+"""A run's plots: one per case, the summary per size, the sweeps and the roofline. Valid times are bars
+with their 95% CI; a wrong or failed cell gets an empty slot labelled with its status, never a bar that
+could be read as a time (a skipped cell is left out: the table gives its reason).
 """
 
 from __future__ import annotations
@@ -10,7 +9,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from .files import plot_file_name, run_plot_name
-from .mpl import PALETTE, Axes, Figure, drawn, log_axis, plain, show_in_notebooks, styled
+from .mpl import MARKERS, PALETTE, Axes, Figure, drawn, log_axis, plain, show_in_notebooks, styled
 from ..analysis.crossover import crossovers
 from ..analysis.grouping import (baselines, comparison, config_sort_key, grouped, is_valid, size_text,
                                  swept_workloads)
@@ -97,15 +96,13 @@ def summary_figure(records: Sequence[Record], size_label: str) -> Figure | None:
     """Speed relative to NumPy for every workload at one size label (log scale, higher is faster)."""
     groups = {k: _shown(v) for k, v in grouped(records).items() if k[1] == size_label}
     groups = {k: v for k, v in groups.items() if v}
-    if not groups:
-        return None
+    if not any(is_valid(r) for g in groups.values() for r in g):
+        return None  # nothing at this size has a time: a log axis would have nothing to show
     configs: dict[tuple, Record] = {}
     for group in groups.values():
         for r in group:
             configs.setdefault(config_sort_key(r), r)
     ordered = sorted(configs.values(), key=config_sort_key)
-    if not any(is_valid(r) for g in groups.values() for r in g):
-        return None  # nothing at this size has a time: a log axis would have nothing to show
     relative = all(b is not None for g in groups.values() for b in baselines(g).values())
     fig = Figure(figsize=(max(7.0, 1.7 * len(groups) + 3), 4.6))
     ax = fig.subplots()
@@ -163,12 +160,8 @@ def write_plots(records: Iterable[Record], out_dir: Path, pairs: Pairs = Pairs()
     for label in ("small", "large"):  # a size nothing was measured at draws no summary (None)
         measured = [r for r in records if r.size_label == label]
         plots.append((lambda m=measured, s=label: summary_figure(m, s), run_plot_name("summary", label)))
-    written: list[Path] = []
-    for draw, name in plots:
-        svg = drawn(draw, name)
-        if svg is not None:  # a file that cannot be written is not a drawing problem: it raises
-            written.append(write_atomic(out_dir / name, svg))
-    return written
+    # A file that cannot be written is not a drawing problem: it raises.
+    return [write_atomic(out_dir / name, svg) for draw, name in plots if (svg := drawn(draw, name)) is not None]
 
 
 KINDS = ("summary", "case", "sweep", "roofline")
@@ -269,7 +262,6 @@ def sweep_figure(records: Sequence[Record], workload: str) -> Figure | None:
         by_config.setdefault(config_sort_key(r), []).append(r)
     fig = Figure(figsize=(7.5, 4.6))
     ax = fig.subplots()
-    markers = "osD^v<>p"
     for i, key in enumerate(sorted(by_config)):
         rs = by_config[key]
         xs = [r.size for r in rs]
@@ -279,7 +271,7 @@ def sweep_figure(records: Sequence[Record], workload: str) -> Figure | None:
         ends = [sorted((shown(r, r.ci_low_s or r.median_s), shown(r, r.ci_high_s or r.median_s))) for r in rs]
         colour = PALETTE.get(rs[0].backend, "#8172b2")
         style = "--" if rs[0].device == "gpu" else (":" if rs[0].mode != "latency" else "-")
-        ax.plot(xs, ys, style, marker=markers[i % len(markers)], ms=4, color=colour, label=plain(rs[0].config_label))
+        ax.plot(xs, ys, style, marker=MARKERS[i % len(MARKERS)], ms=4, color=colour, label=plain(rs[0].config_label))
         ax.fill_between(xs, *zip(*ends), color=colour, alpha=0.15, linewidth=0)
     log_axis(ax, "x")
     log_axis(ax, "y", "number" if rate else "seconds")

@@ -159,8 +159,7 @@ def environment_line(results: Results) -> str:
 
 def md(value: Any) -> str:
     """Text escaped for a Markdown table cell: markup and pipes escaped, on one line, control characters shown."""
-    text = one_line(" ".join(str(value).split()))
-    return _SPECIAL.sub(r"\\\1", text)
+    return _SPECIAL.sub(r"\\\1", one_line(" ".join(str(value).split())))
 
 
 # Markdown, not HTML: the templates escape nothing themselves; ``md`` escapes every text from data.

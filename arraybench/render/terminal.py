@@ -1,8 +1,6 @@
-"""The terminal: a console that shows any text and never obeys it, tables fitted to a width, and the
-plain listings (a cluster's nodes, stored runs, this machine and its libraries for ``info``).
-
-``SafeConsole`` escapes control characters everywhere, drops hyperlinks and prints unreadable markup
-as written; callers still escape what they put into markup.
+"""The terminal: a console that shows any text and never obeys it (callers still escape what they put
+into markup), tables fitted to a width, and the plain listings (a cluster's nodes, stored runs, this
+machine and its libraries for ``info``).
 """
 
 from __future__ import annotations
@@ -249,7 +247,6 @@ def print_info(env: Mapping[str, Any], state: Mapping[str, Any], defaults: Mappi
     console.print(machine)
     console.print(backends_table(state))
     console.print(details_table(state))
-    # Each option default [tool.arraybench] changes, and the file, or that there are none.
     where = f" in {defaults['file']}" if defaults["file"] else ""
     said = ([f"project defaults from {defaults['file']} [tool.arraybench] (the command line wins):"]
             + [f"  {k} = {v!r}" for k, v in defaults["options"].items()] if defaults["options"]
