@@ -121,9 +121,8 @@ class FreshInputs:
         return slots
 
     def calibrated(self, per_call_s: float, batched: bool = False) -> None:
-        """Told the time of one call once warmed up: ``auto`` chooses the pool or per-call restoring
-        (``batched``, throughput on an asynchronous device, keeps the pool: one wait per call
-        would time latency instead)."""
+        """Told the time of one call once warmed up, ``auto`` chooses per-call restoring or the pool;
+        ``batched`` (throughput on an asynchronous device) keeps the pool: one wait a call times latency."""
         if self.restore == "auto":
             self.capacity = 1 if per_call_s >= PER_CALL_FROM_S and not batched else self.pool_size
 
