@@ -15,8 +15,7 @@ def forward_difference_grad(fn: Callable[..., Any]) -> Callable[..., Any]:
     after rounding, ``w`` perturbed in place and restored."""
 
     def grad(w: Any, *rest: Any) -> Any:
-        eps = float(np.finfo(np.dtype(str(w.dtype))).eps)
-        root_eps = math.sqrt(eps)
+        root_eps = math.sqrt(np.finfo(np.dtype(str(w.dtype))).eps)
         flat = w.reshape(-1)
         out = w.copy()
         flat_out = out.reshape(-1)

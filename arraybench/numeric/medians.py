@@ -195,8 +195,7 @@ def replicate_interval(per_process: Sequence[Sequence[float]]) -> Interval:
     medians = [median(g) for g in groups]
     k = len(medians)
     if min(medians) <= 0:  # never from a real timer; keep the arithmetic defined
-        mean = sum(medians) / k
-        sd = math.sqrt(sum((m - mean) ** 2 for m in medians) / (k - 1))
+        mean, sd = statistics.fmean(medians), statistics.stdev(medians)
         half = spread_factor(k) * sd / math.sqrt(k)
         return Interval(mean, max(mean - half, 0.0), mean + half, k, f"t over {k} processes' medians")
     logs = [math.log(m) for m in medians]

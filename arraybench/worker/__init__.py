@@ -11,9 +11,8 @@ WORKER_CPUS, WORKER_PARENT = "ARRAYBENCH_WORKER_CPUS", "ARRAYBENCH_WORKER_PARENT
 
 
 def pin() -> None:
-    """A worker's first act, before any library is imported (NumPy's BLAS starts its threads as it
-    loads): its CPU affinity, which threads created later inherit. Lives here, where importing it
-    loads no library."""
+    """A worker's first act, before any library starts its threads: its CPU affinity, which threads
+    created later inherit. Lives here, where importing it loads no library."""
     cpus = os.environ.pop(WORKER_CPUS, None)
     if cpus and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})

@@ -2,10 +2,9 @@
 hardware counts where allowed, and the load the rest of the machine put on it.
 
 Each sample window (``begin`` before a sample, ``end`` after it) is attributed to the cell being
-sampled; nothing here runs inside the timed loop. A read costs some 20 µs against samples of 5 ms
-or more. Hardware counters come from a small ctypes binding to ``perf_event_open``, per thread (a
-library's thread pool does the work), user space only (what ``perf_event_paranoid`` 2 allows);
-most cloud VMs expose no PMU, and ``Counters.reason`` then says so in one line.
+sampled, outside the timed loop: a read costs some 20 µs against samples of 5 ms or more. Hardware
+counters come from a small ctypes binding to ``perf_event_open``, per thread (a library's thread
+pool does the work), user space only (what ``perf_event_paranoid`` 2 allows; most VMs have no PMU).
 """
 
 from __future__ import annotations
@@ -51,11 +50,9 @@ class _Attr(ctypes.Structure):
 def paranoid_level() -> int | None:
     """``/proc/sys/kernel/perf_event_paranoid``: 2 (the usual default) allows user-space counting
     of one's own process; 3 or more (some distributions) forbids it."""
-    try:
-        with open("/proc/sys/kernel/perf_event_paranoid", encoding="ascii") as f:
-            return int(f.read().strip())
-    except (OSError, ValueError):
-        return None
+    with contextlib.suppress(OSError, ValueError), open("/proc/sys/kernel/perf_event_paranoid", "rb") as f:
+        return int(f.read())
+    return None
 
 
 def _open_event(kind: int, config: int, tid: int) -> int:
@@ -142,10 +139,9 @@ class Counters:
 
 
 def _open(path: str, flags: int = os.O_RDONLY) -> int | None:
-    try:
+    with contextlib.suppress(OSError):
         return os.open(path, flags)
-    except OSError:
-        return None
+    return None
 
 
 @dataclass

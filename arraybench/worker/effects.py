@@ -10,6 +10,7 @@ library's: during the first call ``Watch`` replaces NumPy in the function's glob
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import linecache
 import sys
@@ -182,10 +183,9 @@ def _is_array(x: Any) -> bool:
 
 
 def _shares(backend: "Backend", a: Any, b: Any) -> bool:
-    try:
+    with contextlib.suppress(Exception):  # an exotic array type: no claim either way
         return backend.shares_memory(a, b)
-    except Exception:  # an exotic array type: no claim either way
-        return False
+    return False
 
 
 def _changed(backend: "Backend", arg: Any, before: Any) -> bool:
@@ -205,12 +205,10 @@ def _changed(backend: "Backend", arg: Any, before: Any) -> bool:
 
 
 def dtype_of(backend: "Backend", x: Any) -> str | None:
-    if isinstance(x, (tuple, list)):
-        return None
-    try:
-        return backend.dtype_name(x)
-    except Exception:
-        return None
+    if not isinstance(x, (tuple, list)):
+        with contextlib.suppress(Exception):
+            return backend.dtype_name(x)
+    return None
 
 
 def output_bytes(result: Any) -> int:

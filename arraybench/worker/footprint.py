@@ -1,10 +1,7 @@
 """What one call costs besides time: its peak memory and, where the hardware tells, its energy;
 and an out-of-memory error in words.
 
-Both are measured after sampling, around calls of their own, never inside the timed loop. Peak
-memory on the host is the resident high-water mark (``clear_refs`` 5 resets ``VmHWM``), the C
-allocator's free memory handed back first; on a GPU the library's own accounting answers. Energy
-comes from RAPL or NVML's counter, judged (frozen, backwards, a jump) before it becomes a figure.
+Both are measured after sampling, around calls of their own, never inside the timed loop.
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 made once per run and shared by its workers; and what NumPy is asked about a result.
 
 Every worker of a cell needs the same reference, which costs more than a second per worker on a
-default run. Where the run shares them (``SharedReferences``: a folder the parent made), the first
-worker writes each one, named by what decides its content (workload, size, dtype, params, NumPy's
-version, a digest of the inputs), as .npy records read back without pickle; the others read it.
+default run: where the run shares them (``SharedReferences``: a folder the parent made), the first
+worker writes each one, named by what decides its content, and the others read it.
 """
 
 from __future__ import annotations
@@ -41,8 +40,7 @@ class ReferenceCache:
 
     def _name(self, key: tuple[Any, ...], inputs: tuple[np.ndarray, ...]) -> str:
         if key not in self._names:
-            self._names.clear()
-            self._names[key] = digest(key, inputs)
+            self._names = {key: digest(key, inputs)}
         return self._names[key]
 
     def _made(self, kind: str, key: tuple[Any, ...], inputs: tuple[Any, ...], make: Callable[[], Any]) -> Any:

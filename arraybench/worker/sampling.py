@@ -1,8 +1,5 @@
-"""Drawing samples and deciding when there are enough: one calibrated operation (``Sampling``).
-
-``Sampling`` never reads the clock around calls: it is handed a ``draw`` function (the timer's)
-that takes one sample, keeps the samples and applies the stopping rule (thresholds from
-``numeric/stopping``). It knows nothing of the timer, which imports it.
+"""Drawing samples of one calibrated operation and deciding when there are enough (``Sampling``, by
+``numeric/stopping``'s thresholds). It never reads the clock: the timer, which imports it, hands it ``draw``.
 """
 
 from __future__ import annotations
@@ -169,8 +166,7 @@ class Sampling:
         return True
 
     def _stop_reason(self) -> str:
-        """Why to stop now ("" : draw another): the most samples, a tight enough interval, or the
-        budget spent, once the fewest samples are taken."""
+        """Why to stop now ("": draw another)."""
         s = self.settings
         n = len(self.samples_s)
         if n >= s.max_samples:

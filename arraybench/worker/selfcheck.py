@@ -1,9 +1,7 @@
 """The checks behind ``arraybench doctor``, run in a worker whose job's task is ``selfcheck``.
 
 Each check measures with arraybench's own ``Timer`` and judges with its own ``accuracy``, then
-states what it found in numbers, so a failure says which assumption of a run does not hold here
-(the wait covers the work, events agree with the wall clock, float64 judging, the matmul precision
-recorded, memory, clocks, transfers, Numba). Also: which precision a float32 matmul really ran in.
+states what it found in numbers, so a failure says which assumption of a run does not hold here.
 """
 
 from __future__ import annotations

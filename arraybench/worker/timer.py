@@ -34,10 +34,9 @@ def _loop_source(arity: int, mode: str, has_sync: bool, has_device_timer: bool,
     each = ("(" + "".join(f"_a{i}, " for i in range(arity)) + ")") if pooled else "_"
     lines: list[str] = []
     if mode == "device":
-        # Latency mode's device pass (events around each call, then wait) reads no clock: the
-        # events' microseconds must not land in wall-clock samples, which JAX (no events) never
-        # pays. ``hold`` queues nvbench's blocking kernel, so the events time the call's kernels,
-        # not the host issuing them.
+        # The device pass reads no clock: the events' microseconds must not land in wall-clock samples
+        # (JAX, with no events, never pays them). ``hold`` queues nvbench's blocking kernel, so the
+        # events time the call's kernels, not the host issuing them.
         lines += [
             "    _dev = 0.0",
             f"    for {each} in _it:",
@@ -122,9 +121,8 @@ class FreshInputs:
         return slots
 
     def calibrated(self, per_call_s: float, batched: bool = False) -> None:
-        """Told the time of one call once warmed up: ``auto`` chooses the pool or per-call restoring
-        (``batched``, throughput on an asynchronous device, keeps the pool: one wait per call
-        would time latency instead)."""
+        """Told the time of one call once warmed up, ``auto`` chooses per-call restoring or the pool;
+        ``batched`` (throughput on an asynchronous device) keeps the pool: one wait a call times latency."""
         if self.restore == "auto":
             self.capacity = 1 if per_call_s >= PER_CALL_FROM_S and not batched else self.pool_size
 
@@ -236,8 +234,7 @@ class Timer:
 
     @functools.cached_property
     def span_overhead_s(self) -> float:
-        """What one timed span costs beyond its calls (two clock reads, the loop's set-up): the
-        median of 201 empty spans, measured once."""
+        """What one timed span costs beyond its calls (two clock reads, the loop's set-up)."""
         loop = self._loop("latency", pooled=True)
         settings = tuple(self.kwargs.values())
         return statistics.median(loop((), self.op, *settings, self.sync, self.clock, None)[0] for _ in range(201))
