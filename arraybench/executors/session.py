@@ -1,8 +1,6 @@
-"""One run in progress (its plan, journal, replicates so far, what is left), and the narrow interface
-an executor sees it through (``RunHandle``, ``Executor``): an executor asks what is left and says what
-came home, each replicate journalled at once; it never measures nor reaches past the interface.
-Ctrl-C or SIGTERM only set a flag, read by the executor between messages: a handler that raised
-could land between receiving a replicate and journalling it, and lose what this module keeps.
+"""One run in progress (its plan, journal, replicates so far), and the narrow interface an executor
+sees it through (``RunHandle``, ``Executor``). A stop signal only sets a flag, read by the executor
+between messages: a handler that raised could land between receiving a replicate and journalling it.
 """
 
 from __future__ import annotations
@@ -106,8 +104,7 @@ def stop_signals() -> list[int]:
 
 
 class Session:
-    """A run's state, journal and progress; create it with ``Session.start`` or
-    ``Session.resume``, then ``run(executor)``. Implements ``RunHandle``."""
+    """A run's state, journal and progress (a ``RunHandle``): ``start`` or ``resume``, then ``run``."""
 
     def __init__(self, state: RunState, out_dir: Path, sink: JournalSink, env: dict[str, Any],
                  reporter: Reporter | None = None) -> None:
@@ -297,9 +294,8 @@ class Session:
         self._complete_config(config)
 
     def start_failed(self, config: Config, reason: str) -> None:
-        """A worker died before it was ready (killed, or its library crashed on import): a failure
-        of this run, not of the library's availability. Nothing is journalled, so ``--resume``
-        tries again; the configuration is not tried again in this run."""
+        """A worker died before it was ready: a failure of this run, not the library's, so nothing is
+        journalled (``--resume`` tries again); the configuration is not tried again in this run."""
         self.state.start_failures[config] = reason
         self._complete_config(config)
 
