@@ -254,8 +254,7 @@ class Session:
 
     # -- what executors tell --------------------------------------------------------------------
     def begin(self) -> None:
-        """Measuring starts: the reporter learns the total, and the cells of configurations
-        known to be unavailable are final."""
+        """Measuring starts: the reporter learns the total; unavailable configurations' cells are final."""
         self.reporter.run_started(self.missing())
         for config in self.configs():
             if config in self.state.unavailable:
@@ -328,11 +327,7 @@ class Session:
             self.reporter.record_done(self.record(cell))
 
     def _settings(self) -> dict[str, Any]:
-        settings = self.options.to_dict()
-        settings["timer"] = asdict(timer_settings(self.options))
-        settings["threads_applied"] = (
-            "all cores (no limit)" if self.options.threads is None else
-            f"{self.options.threads}: CPU affinity, OMP/MKL/OpenBLAS variables, threadpoolctl, "
-            "torch.set_num_threads"
-        )
-        return settings
+        threads = self.options.threads
+        return {**self.options.to_dict(), "timer": asdict(timer_settings(self.options)),
+                "threads_applied": "all cores (no limit)" if threads is None else
+                f"{threads}: CPU affinity, OMP/MKL/OpenBLAS variables, threadpoolctl, torch.set_num_threads"}
