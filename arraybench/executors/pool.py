@@ -28,8 +28,7 @@ class EarlyWorkers(dict[Key, WorkerProcess]):
     """The workers started early, by ``Key``, each held until its index takes it."""
 
     def take(self, key: Key, remaining: dict[str, Cell]) -> WorkerProcess | None:
-        """The worker started as ``key`` says, resumed, where its job holds every cell of
-        ``remaining``; None where there is none (one whose job lacks a cell is closed)."""
+        """The worker started as ``key`` says, resumed, if its job holds every cell of ``remaining``."""
         worker = self.pop(key, None)
         if worker is None:
             return None
