@@ -1,16 +1,12 @@
-"""A run across a cluster, without Ray itself: nodes, shards, where a shard may run, the shard log,
-and what the head and a node's agent say to each other.
+"""A run across a cluster, without Ray (so that its round trip is tested without one): nodes, shards,
+the shard log, and what the head and a node's agent say to each other (``executors/ray.py`` talks to Ray).
 
 A **shard** is one (workload, size) with all its libraries and devices, measured on one node, so that
 every ratio between libraries comes from one machine; it reserves all of its node's CPUs and GPUs, so at
 most one shard runs on a node at a time. ``every-node`` measures the plan on each node; ``any-node``
-splits it across nodes that must be one machine (``identity``). ``executors/ray.py`` talks to Ray.
-
-The head sends a node's agent one ``ShardJob``; typed messages come back (the cluster's counterpart of
-``worker/protocol.py``), carried by Ray as plain dicts. Each side checks what it gets against these
-declarations (``model.schema``): a job without its shape fails the shard, a message without it is not
-acted on, a malformed replicate is a failed one. Nothing here imports Ray: the round trip is tested
-without a cluster.
+splits it across nodes that must be one machine (``identity``). The head sends one ``ShardJob``; typed
+messages come back as plain dicts, each checked against its declaration (``model.schema``): a job
+without its shape fails the shard, a message without it is not acted on, a malformed replicate fails.
 """
 
 from __future__ import annotations
@@ -104,8 +100,7 @@ def select(nodes: Iterable[Node], gpu_type: str | None) -> list[Node]:
 
 
 def is_free(total: dict[str, float], available: dict[str, float]) -> bool:
-    """Whether a node whose Ray resources are ``total`` has all of its CPUs and GPUs
-    ``available``: no shard, and no other Ray work, holds any of them."""
+    """Whether a node whose Ray resources are ``total`` has all of its CPUs and GPUs ``available``."""
     return all(available.get(r, 0) >= total.get(r, 0) for r in ("CPU", "GPU"))
 
 
@@ -118,10 +113,7 @@ def identity(env: dict[str, Any]) -> dict[str, Any]:
 
 def differences(nodes: list[Node]) -> str | None:
     """None where every node has one identity; else which nodes differ from the first, and in what."""
-    if not nodes:
-        return None
-    first = nodes[0]
-    base = identity(first.environment)
+    base = identity(nodes[0].environment) if nodes else {}
     parts = []
     for n in nodes[1:]:
         other = identity(n.environment)
@@ -131,7 +123,7 @@ def differences(nodes: list[Node]) -> str | None:
             parts.append(f"{n.label}: {', '.join(diff)}")
     if not parts:
         return None
-    return (f"--on any-node needs identical nodes, and these differ from {first.label}: "
+    return (f"--on any-node needs identical nodes, and these differ from {nodes[0].label}: "
             + "; ".join(parts) + ". Compare them with --on every-node, or choose nodes with --gpu-type")
 
 
@@ -193,8 +185,7 @@ def read_shard_log(out_dir: Path) -> list[dict[str, Any]]:
 
 
 def merge_worker(env: dict[str, Any], entry: dict[str, Any], on: str) -> None:
-    """A shard log's ``worker`` entry into a run's environment: under its node's machine, and at
-    the top too for an any-node run."""
+    """A shard log's ``worker`` entry into a run's environment: under its node, and at the top for any-node."""
     from ..host.machine import merge_worker_info
 
     node = env.setdefault("machines", {}).setdefault(str(entry.get("node")), {})
@@ -241,10 +232,9 @@ class _PlainJob:
 
 @dataclass(frozen=True)
 class ShardJob(_PlainJob):
-    """What a node needs to measure a shard's cells: the run's options, the workload files' text
-    (the node has its own disk), the shipped workloads, the replicates already journalled (by cell
-    key, then index), the node's label, what its earlier shards found of the ``--python``
-    interpreters there, and whether messages spell an option as the command line does."""
+    """What a node needs to measure a shard's cells: the workload files' text (the node has its own
+    disk), the replicates journalled (by cell key, then index), what its earlier shards found of the
+    ``--python`` interpreters, and whether messages spell an option as the command line does."""
 
     cells: tuple[Cell, ...]  # type: ignore[assignment]
     shipped: bytes | None = None
@@ -359,8 +349,7 @@ def encode(message: Message) -> dict[str, Any]:
 
 
 def parse(data: Any, sender: str = "the node") -> Message | None:
-    """The message in ``data`` from a node's agent (``sender``: how a malformed replicate names
-    it), or None for one that is not a message."""
+    """The message in ``data`` from a node's agent (``sender``, as a malformed replicate names it), or None."""
     if not isinstance(data, dict):
         return None
     cls = _TYPES.get(data.get("event"))  # type: ignore[arg-type]

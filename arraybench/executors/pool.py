@@ -28,8 +28,7 @@ class EarlyWorkers(dict[Key, WorkerProcess]):
     """The workers started early, by ``Key``, each held until its index takes it."""
 
     def take(self, key: Key, remaining: dict[str, Cell]) -> WorkerProcess | None:
-        """The worker started as ``key`` says, resumed, where its job holds every cell of
-        ``remaining``; None where there is none (one whose job lacks a cell is closed)."""
+        """The worker started as ``key`` says, resumed, if its job holds every cell of ``remaining``."""
         worker = self.pop(key, None)
         if worker is None:
             return None
@@ -107,9 +106,8 @@ class WorkerPool:
         return False
 
     def close(self) -> None:
-        """End every idle worker and remove the folder. An idle worker has sent everything it
-        measured and holds nothing to write: it is killed, not left a library's seconds of
-        teardown at the end of the session."""
+        """End every idle worker and remove the folder: an idle worker has sent all it measured, so
+        it is killed, not left a library's seconds of teardown at the end of the session."""
         idle, self._idle = list(self._idle.values()), {}
         for worker in idle:  # all signalled first: their exits overlap (0.3 s less for 7 workers)
             worker.kill(wait=False)

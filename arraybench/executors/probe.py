@@ -53,8 +53,7 @@ def probe(backend: str, device: str, timeout: float = 120.0, *,
 
 @contextmanager
 def _asking(job: Job, environment: Environment | None = None) -> Iterator[WorkerProcess]:
-    """A worker given ``job`` with a benchmark worker's variables, its log in a folder that goes
-    with it."""
+    """A worker given ``job`` with a benchmark worker's variables, its log in a folder that goes with it."""
     env = worker_env(os.environ, threads=None, backend=job.backend, device=job.device, allow_tf32=job.allow_tf32)
     python = None
     if environment is not None:

@@ -23,14 +23,16 @@ import ray
 from ..errors import command_line
 from ..files import write_atomic, write_bytes_atomic
 from ..host import machine
-from ..host.environments import remove_stale_folders
+from ..host.environments import find, remove_stale_folders
 from ..model.replicate import Replicate
 from ..model.options import RunOptions
 from ..model.journal import Reporter
 from ..analysis.policy import RunState
 from .session import Session
 from ..workloads.trust import SHIPPED_NAME
+from ..workloads.userfile import describe_exception
 from .local import LocalExecutor
+from .probe import interpreter_problems, python_label
 from .cluster import (Ended, Interpreters, ReplicateSent, ShardJob, Started, Unavailable, WorkerInfo,
                       WorkerStarted, encode)
 
@@ -147,8 +149,6 @@ class ShardRunner:
             if session.stop_requested() and session.missing():
                 outcome = "stopped"
         except Exception as exc:  # a bug or a broken node: said, never a silent loss
-            from ..workloads.userfile import describe_exception
-
             outcome, reason = "error", describe_exception(exc)
         finally:
             logs = _log_tails(folder / "logs")
@@ -162,9 +162,6 @@ class ShardRunner:
         options = session.options
         if not options.pythons:
             return
-        from ..host.environments import find
-        from .probe import interpreter_problems, python_label
-
         node = job.node or "this node"
         answers = interpreter_problems(options, known=job.interpreters)
         self._events.put(encode(Interpreters(answers)))

@@ -1,8 +1,6 @@
-"""One run in progress (its plan, journal, replicates so far, what is left), and the narrow interface
-an executor sees it through (``RunHandle``, ``Executor``): an executor asks what is left and says what
-came home, each replicate journalled at once; it never measures nor reaches past the interface.
-Ctrl-C or SIGTERM only set a flag, read by the executor between messages: a handler that raised
-could land between receiving a replicate and journalling it, and lose what this module keeps.
+"""One run in progress (its plan, journal, replicates so far), and the narrow interface an executor
+sees it through (``RunHandle``, ``Executor``). A stop signal only sets a flag, read by the executor
+between messages: a handler that raised could land between receiving a replicate and journalling it.
 """
 
 from __future__ import annotations
@@ -106,8 +104,7 @@ def stop_signals() -> list[int]:
 
 
 class Session:
-    """A run's state, journal and progress; create it with ``Session.start`` or
-    ``Session.resume``, then ``run(executor)``. Implements ``RunHandle``."""
+    """A run's state, journal and progress (a ``RunHandle``): ``start`` or ``resume``, then ``run``."""
 
     def __init__(self, state: RunState, out_dir: Path, sink: JournalSink, env: dict[str, Any],
                  reporter: Reporter | None = None) -> None:
@@ -257,8 +254,7 @@ class Session:
 
     # -- what executors tell --------------------------------------------------------------------
     def begin(self) -> None:
-        """Measuring starts: the reporter learns the total, and the cells of configurations
-        known to be unavailable are final."""
+        """Measuring starts: the reporter learns the total; unavailable configurations' cells are final."""
         self.reporter.run_started(self.missing())
         for config in self.configs():
             if config in self.state.unavailable:
@@ -297,9 +293,8 @@ class Session:
         self._complete_config(config)
 
     def start_failed(self, config: Config, reason: str) -> None:
-        """A worker died before it was ready (killed, or its library crashed on import): a failure
-        of this run, not of the library's availability. Nothing is journalled, so ``--resume``
-        tries again; the configuration is not tried again in this run."""
+        """A worker died before it was ready: a failure of this run, not the library's, so nothing is
+        journalled (``--resume`` tries again); the configuration is not tried again in this run."""
         self.state.start_failures[config] = reason
         self._complete_config(config)
 
@@ -332,11 +327,7 @@ class Session:
             self.reporter.record_done(self.record(cell))
 
     def _settings(self) -> dict[str, Any]:
-        settings = self.options.to_dict()
-        settings["timer"] = asdict(timer_settings(self.options))
-        settings["threads_applied"] = (
-            "all cores (no limit)" if self.options.threads is None else
-            f"{self.options.threads}: CPU affinity, OMP/MKL/OpenBLAS variables, threadpoolctl, "
-            "torch.set_num_threads"
-        )
-        return settings
+        threads = self.options.threads
+        return {**self.options.to_dict(), "timer": asdict(timer_settings(self.options)),
+                "threads_applied": "all cores (no limit)" if threads is None else
+                f"{threads}: CPU affinity, OMP/MKL/OpenBLAS variables, threadpoolctl, torch.set_num_threads"}

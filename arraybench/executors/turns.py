@@ -131,13 +131,12 @@ def _until(session: RunHandle, side: _Side, kind: type, left: dict[Config, list[
         for msg in side.messages:
             if isinstance(msg, Ready):
                 side.ends_alone = msg.ends_alone
-                side.listener.handle(msg)
-            if isinstance(msg, kind):
-                return True
-            if not isinstance(msg, Ready) and side.listener.handle(msg):
+            if side.listener.handle(msg):
                 side.alive = False
                 side.remaining.clear()  # unavailable: the listener said so to the run
                 return False
+            if isinstance(msg, kind):
+                return True
         _hand_back(side, left)  # done without preparing: whatever is left is measured alone
     except (WorkerTimeout, WorkerExited) as exc:
         _failed(session, side, exc, cell=None, left=left)

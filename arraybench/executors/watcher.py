@@ -63,8 +63,7 @@ def unwatch(group: int) -> None:
 
 
 def _tell(line: str) -> None:
-    """Write ``line`` to the watcher; one that is gone (killed by someone) is replaced, and told
-    every group named."""
+    """Write ``line`` to the watcher; one that is gone (killed by someone) is replaced, told every group."""
     global _process, _fd
     for _ in range(2):
         if _fd is None:

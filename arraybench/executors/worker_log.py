@@ -1,8 +1,7 @@
 """A worker's log (``logs/<backend>-<device>-p<i>.log``) and what its end says of how the worker ended.
 
 The parent copies the worker's output into the log, keeping its first ``HEAD_BYTES`` and last
-``TAIL_BYTES`` (one workload wrote 150 MB in 2 s); the end, where a crash is, is kept whole. The log
-is opened by ``files.open_append``: never through a planted link, nor a pipe that would block the run.
+``TAIL_BYTES`` (one workload wrote 150 MB in 2 s); the end, where a crash is, is kept whole.
 """
 
 from __future__ import annotations
@@ -65,8 +64,7 @@ class CappedLog:
             self._file.close()
 
     def finish(self) -> None:
-        """The worker's output has ended: write the kept tail, after a line saying what was
-        dropped, if anything was."""
+        """The output has ended: write the kept tail, after a line saying what was dropped, if any."""
         with self._lock:
             if self._file.closed:
                 return

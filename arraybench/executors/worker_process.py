@@ -165,9 +165,8 @@ class WorkerProcess:
         fd, err = self.proc.stdout.fileno(), self.proc.stderr.fileno()
         pending = b""
         with selectors.DefaultSelector() as selector:
-            selector.register(fd, selectors.EVENT_READ)
-            selector.register(err, selectors.EVENT_READ)
-            selector.register(self._wake_r, selectors.EVENT_READ)
+            for each in (fd, err, self._wake_r):
+                selector.register(each, selectors.EVENT_READ)
             while len(selector.get_map()) > 1:
                 ready = {key.fd for key, _ in selector.select()}
                 if self._wake_r in ready:
@@ -279,8 +278,7 @@ class WorkerProcess:
                 return
 
     def assign(self, job: Job) -> None:
-        """Give a worker that finished its last job (``Job.reuse``) its next one; it says
-        ``Ready`` again and goes on as a fresh one would."""
+        """Give a worker done with its last job (``Job.reuse``) its next; it goes on as a fresh one would."""
         Board.create(self.board_path)  # the last job's progress is not this one's
         self.cells = job.cells
         self.resume()

@@ -1,9 +1,7 @@
 """The pytest plugin (entry point ``pytest11``): the ``arraybench_run`` fixture, the ``arraybench``
-marker, the ``--arraybench-*`` options and the session's summary (docs/pytest.md shows them).
-
-pytest loads this module in every session of an environment where arraybench is installed, so
-until a session gives an option or a test measures, it imports only its own small modules (no
-NumPy, no rich, no array library).
+marker, the ``--arraybench-*`` options and the session's summary (docs/pytest.md). pytest loads it in
+every session where arraybench is installed: until an option is given or a test measures, it imports
+only its own small modules (no NumPy, no rich, no array library).
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""A pytest session: its options, checked once, each test's run, the session's run made of them,
-and its verdict against a baseline.
-
-Every option is checked in ``pytest_configure``, before any test runs: a bad one is a ``UsageError``
-that pytest prints as one line and exits 4, instead of a failure after minutes of measuring. Each
-call of the ``arraybench_run`` fixture is one ``arraybench.run`` (the API: the same plan, worker
-processes, checks and analysis as the command line), kept in memory. At the end of the session its
-records become one run, the session's, which is compared with the baseline (``store.refs``), judged
-by the gate ``arraybench compare --fail-above`` uses, and stored when asked: one run per session,
-as pytest-benchmark saves one file per session.
+"""A pytest session: its options, checked in ``pytest_configure`` (a bad one is one line and exit 4,
+not a failure after minutes of measuring); each ``arraybench_run`` call, one ``arraybench.run`` kept in
+memory; and at the end the session's one run made of them, compared with the baseline, judged by the
+gate of ``arraybench compare --fail-above`` and stored when asked (as pytest-benchmark saves a file).
 """
 
 from __future__ import annotations
@@ -110,7 +104,7 @@ def read(get: Callable[[str], Any]) -> Settings:
             check_choices("backend", backends, SPECS)
         except UsageError as exc:
             raise UsageError(f"--arraybench-backends: {exc}") from None
-    counts = parsed("processes")
+    processes, max_processes = parsed("processes") or (None, None)
     compare = get("arraybench_compare")
     if compare is not None:
         compare = compare.strip()
@@ -123,8 +117,7 @@ def read(get: Callable[[str], Any]) -> Settings:
             check_choice(compare)
     flags = {o.name: bool(get("arraybench_" + o.name)) for o in on(PYTEST) if o.action == "store_true"}
     settings = Settings(
-        backends=backends, processes=None if counts is None else counts[0],
-        max_processes=None if counts is None else counts[1], max_time=parsed("max_time"),
+        backends=backends, processes=processes, max_processes=max_processes, max_time=parsed("max_time"),
         rel_ci=parsed("rel_ci") or SESSION_REL_CI, allocator=parsed("allocator") or SESSION_ALLOCATOR, compare=compare,
         fail_above=parsed("fail_above"), store=_store(get("arraybench_store")),
         json=_json_path(get("arraybench_json")), **flags)
@@ -294,7 +287,9 @@ class Suite:
         if results is None:
             return outcome
         try:
-            if self.settings.compare is not None:
+            if self.settings.against is not None:
+                self._compare_against(results, outcome)
+            elif self.settings.compare is not None:
                 self._compare(results, outcome)
             if self.settings.save:
                 outcome.stored = self._store(results)
@@ -318,9 +313,6 @@ class Suite:
         from ..store.refs import find as find_baseline
 
         choice, limit = self.settings.compare, self.settings.fail_above
-        if self.settings.against is not None:
-            self._compare_against(results, outcome)
-            return
         try:
             with open_store(self.settings.store, create=False) as store:
                 base, outcome.compared = find_baseline(store, choice, results)
