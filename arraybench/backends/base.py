@@ -26,13 +26,11 @@ def tf32_in_effect(allowed: bool, dtype: str, compute_capability: tuple[int, int
             and os.environ.get("NVIDIA_TF32_OVERRIDE", "").strip() != "0" and compute_capability >= (8, 0))
 
 
-#: The GPU variables every CUDA library reads (the whole list is ``host.threads.GPU``).
-GPU_ENV_VARS = ("NVIDIA_TF32_OVERRIDE", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
-
-
 def gpu_env(*extra: str) -> dict[str, str]:
-    """Those of ``GPU_ENV_VARS`` and the library's own ``extra`` that are set here, for ``info()``."""
-    return {k: os.environ[k] for k in (*GPU_ENV_VARS, *extra) if k in os.environ}
+    """The GPU variables every CUDA library reads (the whole list is ``host.threads.GPU``) and the
+    library's own ``extra`` that are set here, for ``info()``."""
+    gpu = ("NVIDIA_TF32_OVERRIDE", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
+    return {k: os.environ[k] for k in (*gpu, *extra) if k in os.environ}
 
 
 def module_copy(module: Any, name: str | None = None) -> types.ModuleType:

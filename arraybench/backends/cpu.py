@@ -100,7 +100,7 @@ def host_memory() -> tuple[int, int] | None:
             parts = rest.split()
             if parts and parts[0].isdigit():
                 info[key] = int(parts[0]) * 1024
-    total, available = info.get("MemTotal"), info.get("MemAvailable")
+    total, available = info.get("MemTotal"), info.get("MemAvailable", info.get("MemTotal"))
     if total is None:
         try:
             page = os.sysconf("SC_PAGE_SIZE")
@@ -108,8 +108,6 @@ def host_memory() -> tuple[int, int] | None:
             available = os.sysconf("SC_AVPHYS_PAGES") * page
         except (ValueError, OSError, AttributeError):
             return None
-    if available is None:
-        available = total
     with suppress(OSError):  # a cgroup v2 memory limit, where one is set ("max": none)
         limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
         usage = Path("/sys/fs/cgroup/memory.current").read_text().strip()

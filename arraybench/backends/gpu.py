@@ -115,9 +115,6 @@ THROTTLE_REASONS: dict[int, tuple[str, str]] = {
     0x400: ("reliability", "Reliability"),
 }
 
-INSTALL_HINT = "pip install 'arraybench[nvml]'"
-
-
 def throttle_reasons(nvml: Any = None) -> dict[int, str]:
     """Bit -> reason: the bindings' own constants where ``nvml`` (pynvml) defines them, else ours."""
     def bit(ours: int, name: str) -> int:
@@ -187,7 +184,7 @@ def open_monitor(pci_bus_id: str | None, nvml: Any = None) -> tuple[GpuMonitor |
         try:
             import pynvml as nvml
         except ImportError:
-            return None, f"nvidia-ml-py is not installed ({INSTALL_HINT})"
+            return None, "nvidia-ml-py is not installed (pip install 'arraybench[nvml]')"
     try:
         nvml.nvmlInit()
     except Exception as exc:

@@ -218,7 +218,8 @@ def _axis(axis: Any) -> Any:
 
 
 def _host_versions() -> dict[str, Callable[..., np.ndarray]]:
-    """Each suspect's float64-accurate host version, with MLX's signature (less ``stream``)."""
+    """The functions MLX 0.32.4 computes float64 with float32 accuracy on the CPU, in the reason's
+    order, each with its float64-accurate host version, with MLX's signature (less ``stream``)."""
     from scipy import special  # only on a wrong verdict, not at every MLX worker's start
 
     return {
@@ -230,24 +231,19 @@ def _host_versions() -> dict[str, Callable[..., np.ndarray]]:
     }
 
 
-#: The functions MLX 0.32.4 computes float64 with float32 accuracy on the CPU, in the reason's order.
-SUSPECTS = ("sin", "cos", "exp", "erf", "erfinv", "sigmoid", "logaddexp", "softmax", "logsumexp")
-
-
 @functools.cache
 def float32_accurate() -> tuple[str, ...]:
-    """Those of ``SUSPECTS`` that this MLX computes with float32 accuracy for float64 on the CPU,
-    each compared once with its host version on 39 points in (-0.95, 0.95)."""
-    host = _host_versions()
+    """Those of ``_host_versions`` that this MLX computes with float32 accuracy for float64 on the
+    CPU, each compared once with its host version on 39 points in (-0.95, 0.95)."""
     x = np.linspace(-0.95, 0.95, 39)
     found = []
-    for name in SUSPECTS:
+    for name, exact in _host_versions().items():
         own = getattr(mx, name, None)
         if own is None:
             continue
         args = (x, x[::-1].copy()) if name == "logaddexp" else (x,)
         got = np.array(own(*(mx.array(a, dtype=mx.float64) for a in args), stream=mx.cpu))
-        want = host[name](*args)
+        want = exact(*args)
         if np.max(np.abs(got - want) / np.maximum(np.abs(want), 1e-300)) > _NOT_FLOAT64:
             found.append(name)
     return tuple(found)

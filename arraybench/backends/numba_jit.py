@@ -102,10 +102,8 @@ def info() -> dict[str, Any]:
 
     out: dict[str, Any] = {"numba": numba.__version__, "llvmlite": llvmlite.__version__}
     with suppress(Exception):
-        from numba.core.config import CPU_NAME
-
         import llvmlite.binding as ll
 
-        out["numba_target_cpu"] = CPU_NAME or ll.get_host_cpu_name()
+        out["numba_target_cpu"] = numba.config.CPU_NAME or ll.get_host_cpu_name()
     out["numba_threading_layer"] = numba.config.THREADING_LAYER
     return out

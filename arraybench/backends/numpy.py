@@ -91,8 +91,6 @@ def _import_compat_namespace() -> None:
 def numba_info() -> dict[str, Any]:
     """Numba's version, and its target once it compiled something here (importing Numba costs a
     second, so a worker that compiled nothing reads the version from the package metadata)."""
-    import sys
-
     if "arraybench.backends.numba_jit" in sys.modules:
         return sys.modules["arraybench.backends.numba_jit"].info()
     import importlib.metadata

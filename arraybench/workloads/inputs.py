@@ -140,10 +140,8 @@ def bind(wl: Workload, backend: "Backend", mode: str, arrays: tuple[Any, ...],
         method = "analytic gradient" if bound.method == "eager" else f"{bound.method} of analytic gradient"
         return replace(bound, method=method, gradient="analytic")
     fn = wl.function_for(backend.name)
-    if wl.namespace == "backend":
-        xp: Any = Context(backend, dtype, backend.namespace("native"))
-    else:
-        xp = backend.namespace(wl.namespace_for(backend.name))
+    xp = (Context(backend, dtype, backend.namespace("native")) if wl.namespace == "backend"
+          else backend.namespace(wl.namespace_for(backend.name)))
     settings = dict(params or {})
     gradient = backend.gradient if wl.grad else None
 
