@@ -208,10 +208,8 @@ def default_label(results: Results, index: int, taken: Sequence[str]) -> str:
 
 
 def merge(runs: Sequence[Results], labels: Sequence[str]) -> Results:
-    """One ``Results`` from several runs, each labelled as its machine (labels in the runs' order).
-
-    A run that holds several machines already keeps them, as ``LABEL/ITS_LABEL``.
-    """
+    """One ``Results`` from several runs, each labelled as its machine (labels in the runs' order);
+    a run that holds several machines already keeps them, as ``LABEL/ITS_LABEL``."""
     if len(runs) < 2:
         raise UsageError("merge needs at least two runs")
     if len(labels) != len(runs) or len(set(labels)) != len(labels):
