@@ -1,13 +1,7 @@
-"""From the replicates of a cell (one per worker process) to its record: its status and honest
-warnings; and a cell's samples as a distribution, in bins per process, and what tells its modes apart.
-
-The record derives its figures itself; what it cannot derive is said here. Where the processes
-disagree or the times fall into two modes, the warning names the measured quantity that differs; a
-cell measured while other processes loaded the machine says so. Every process is counted in the
-same bins, so one that ran slow for its whole life shows as its own hump. When the times fall into
-two clusters (``stats.two_clusters``), the counters read around the samples (``replicate.Usage``)
-name the quantity that moved with the time, between processes first, then between samples, where
-the groups differ by more than its noise and by an amount that matters.
+"""From the replicates of a cell (one per worker process) to its record's status and warnings, and
+its samples as a histogram. Where the processes disagree or the times fall into two modes, a warning
+names the counter (``replicate.Usage``) that moved with the time; every process is counted in the
+same bins, so one that ran slow for its whole life shows as its own hump.
 """
 
 from __future__ import annotations

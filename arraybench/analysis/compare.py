@@ -1,11 +1,9 @@
 """Two runs side by side: per cell, the ratio of medians and whether the change is real.
 
-A change is called where it is significant and beyond ``threshold``. The one test, here and in
-``history``: Welch's t on the log of a cell's time, the process being the unit that repeats, the
-log making a change a ratio, Welch's form letting the runs differ in spread and in processes;
-Benjamini–Hochberg keeps the share of false discoveries among many cells at ``alpha``. A version 1 file without processes' medians is judged on its intervals. A side
-measured in one process cannot show the variation between processes: its change is "cannot tell".
-Cells in one run only are listed, never dropped.
+A change is called where it is significant and beyond ``threshold``: Welch's t (here and in
+``history``) on the log of the processes' medians, so that a change is a ratio and the runs may
+differ in spread, then Benjamini–Hochberg across cells at ``alpha``. A version 1 file without
+processes' medians is judged on its intervals; a side measured in one process "cannot tell".
 
 >>> round(welch([1.0, 1.02, 0.98], [1.5, 1.53, 1.47]).p_value, 6) < 0.001
 True
@@ -64,8 +62,7 @@ class LogEstimate:
 
     @classmethod
     def from_interval(cls, center: float, low: float | None, high: float | None, processes: int) -> LogEstimate | None:
-        """The estimate an interval over ``processes`` processes was built from, read back off its
-        width; None for no interval, a degenerate one or one process."""
+        """The estimate an interval over ``processes`` processes was built from, read off its width."""
         if processes < 2 or low is None or high is None or min(center, low, high) <= 0:
             return None
         half = (math.log(high) - math.log(low)) / 2
@@ -195,8 +192,7 @@ class Comparison:
     def method(self) -> str:
         """How significance was judged, in one line for the summary and compare.md."""
         tested = [c for c in self.changes if c.p_value is not None]
-        by_ci = [c for c in self.changes if c.ratio is not None and c.p_value is None
-                 and not c.one_process]
+        by_ci = [c for c in self.comparable if c.p_value is None and not c.one_process]
         text = (f"significance: {TEST}, {CORRECTION} over {len(tested)} "
                 f"cell{'s' if len(tested) != 1 else ''} (false discovery rate {self.alpha:g})")
         if by_ci:
@@ -207,7 +203,7 @@ class Comparison:
     @property
     def one_process(self) -> list[CellChange]:
         """Comparable cells that a single process measured on a side."""
-        return [c for c in self.changes if c.ratio is not None and c.one_process]
+        return [c for c in self.comparable if c.one_process]
 
     @property
     def comparable(self) -> list[CellChange]:

@@ -73,23 +73,18 @@ def find(workload: str, a_label: str, a: Sequence[Point], b_label: str, b: Seque
     return Crossover(kind="from", size=size, lower=s0, upper=s1, level_from=level_from, **base)
 
 
-def _series(records: Iterable[Record]) -> dict[tuple, tuple[str, list[Point]]]:
-    out: dict[tuple, tuple[str, list[Point]]] = {}
-    for r in records:
-        if r.status != "ok" or not r.median_s:
-            continue
-        key = (r.machine, r.backend, r.device, r.mode, r.transfer)  # one machine's series each
-        out.setdefault(key, (r.config_label, []))[1].append(Point(r.size, r.median_s, r.ci_low_s, r.ci_high_s))
-    return out
-
-
 def crossovers(records: Iterable[Record]) -> list[Crossover]:
     """Each configuration against NumPy on the CPU, a GPU against its CPU, compiled against eager,
     for every workload measured at several sizes."""
     records = list(records)
+    by_workload: dict[str, dict[tuple, tuple[str, list[Point]]]] = {r.workload: {} for r in records}
+    for r in records:
+        if r.status == "ok" and r.median_s:
+            key = (r.machine, r.backend, r.device, r.mode, r.transfer)  # one machine's series each
+            points = by_workload[r.workload].setdefault(key, (r.config_label, []))[1]
+            points.append(Point(r.size, r.median_s, r.ci_low_s, r.ci_high_s))
     found: list[Crossover] = []
-    for workload in dict.fromkeys(r.workload for r in records):
-        series = _series(r for r in records if r.workload == workload)
+    for workload, series in by_workload.items():
         for key in series:
             machine, backend, device, mode, transfer = key  # pairs within one machine
             # NumPy on the CPU; the same library on the CPU; the same configuration eager.

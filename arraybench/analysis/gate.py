@@ -81,10 +81,9 @@ def _moved(comparison: "Comparison", limit: float) -> tuple[list["CellChange"], 
 
 
 def judge_gate(comparison: "Comparison", limit: float, *, memory: bool = False) -> GateVerdict:
-    """Whether the new run passes a gate of ``limit``: it fails on a significant slowdown above it,
-    a cell broken, unmeasured, missing or incomparable, an interrupted run, a slowdown no test could
-    judge, or nothing compared; with ``memory``, on peak memory grown above it. A slowdown the
-    machine's drift may explain is ``undecided``: said, not failed."""
+    """Whether the new run passes a gate of ``limit`` (with ``memory``, peak memory grown above it fails
+    too): each way it fails is a field of ``GateVerdict``; a slowdown the machine's drift may explain
+    is ``undecided``: said, not failed."""
     grown = memory_growth_above(comparison, limit) if memory else []
     slower, undecided = _moved(comparison, limit)
     return GateVerdict(slower=slower, undecided=undecided, broken=comparison.broken(),

@@ -1,10 +1,8 @@
-"""History: each cell's results over the stored runs of one machine, the steps in them, and why.
-
-A **series** is one cell on one machine across runs, oldest first. A **step** between two valid
-points is called only where both runs had two or more processes (one process's interval holds its
-own noise only; such pairs are counted in ``History.one_process``), their 95% intervals separate,
-``compare``'s test survives Benjamini–Hochberg across every pair of every series, and the ratio
-passes ``threshold``. A step is attributed to what both runs recorded, and recorded differently.
+"""Each cell's results over the stored runs of one machine (a **series**, oldest first), the steps
+in them, and why. A step is called where both runs had two or more processes (one process's
+interval holds its own noise only), their 95% intervals separate, ``compare``'s test survives
+Benjamini–Hochberg across every pair of every series, and the ratio passes ``threshold``; it is
+attributed to what both runs recorded, and recorded differently.
 """
 
 from __future__ import annotations

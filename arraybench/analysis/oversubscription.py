@@ -1,9 +1,7 @@
-"""Thread pools that outnumbered the cores they got, and what that was measured to cost.
-
-A pool has the threads its worker reported (``environment["backends"]``); its cores are those the
-other processes left it (``Usage.others_cores``). Outnumbered, a call waits for its slowest thread
-and times grow by orders of magnitude. The cost comes from the results: processes that had their
-cores against those that did not, a cell's two modes, or the cell measured with fewer threads.
+"""Thread pools that outnumbered the cores other processes left them, and what that was measured to
+cost: outnumbered, a call waits for its slowest thread and times grow by orders of magnitude. The
+cost comes from the results: processes that had their cores against those that did not, a cell's
+two modes, or the cell measured with fewer threads.
 """
 
 from __future__ import annotations

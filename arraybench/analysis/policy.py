@@ -93,13 +93,10 @@ def rested(replicates: Sequence[Replicate]) -> bool:
 
 def decide(replicates: Sequence[Replicate], policy: Policy, open_pairs: bool | None = None,
            reachable: bool = True) -> Decision:
-    """The number of processes the cell wants, given the replicates it has.
-
-    ``open_pairs``: whether a pair it is part of still lacks its answer (None: it has no pair);
-    processes go where a verdict is open, so one whose pairs are answered stops, however wide its
-    own interval, as does one none of whose open pairs the most processes could answer
-    (``reachable``).
-    """
+    """The number of processes the cell wants, given its replicates. ``open_pairs``: whether a pair
+    of its still lacks its answer (None: it has none); processes go where a verdict is open, so one
+    whose pairs are answered, or out of the most processes' reach (``reachable``), stops, however
+    wide its own interval."""
     n = len(replicates)
     if n < policy.least:
         return Decision(policy.least)

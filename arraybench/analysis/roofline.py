@@ -1,10 +1,7 @@
-"""Achieved rates and the roofline: every result set against the machine's own measured ceilings.
-
-A record's achieved rate is its workload's work (FLOPs, bytes) over its median time. The ceilings
-are the best matmul rate and memory bandwidth any library reached on that machine, device and dtype
-in the run's own ``ceiling_*`` records (``--roofline``); a result's share is achieved over
-attainable, min(peak, intensity x bandwidth). Four libraries within 15% on a large matmul all call
-a BLAS at the ceiling.
+"""Achieved rates and the roofline: every result set against its machine's own ceilings, the best
+matmul rate and memory bandwidth any library reached on that machine, device and dtype in the run's
+``ceiling_*`` records (``--roofline``). Four libraries within 15% on a large matmul all call a BLAS
+at the ceiling.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The cell: one measurement to make, and its names.
-
-A **cell** is one (workload, size, params, backend, device, dtype, mode[, transfer][, environment]
-[, machine]); its ``key`` is its identity everywhere. A configuration (``Config``) is what one worker
-measures: a (backend, device, environment); ``config_label`` names it wherever it is shown.
+"""The cell, one measurement to make, whose ``key`` is its identity everywhere; the configuration
+(``Config``) that one worker measures; and their names.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
-"""What a run tells as it goes: the journal, every measurement appended to disk the moment it
-exists, so none is ever lost; and the ``Reporter`` a user interface subclasses.
+"""What a run tells as it goes: the journal ``--resume`` reads back, every measurement appended the
+moment it exists, so none is ever lost; and the ``Reporter`` a user interface subclasses.
 
-``journal.jsonl`` is a header (options, plan, environment), then a line per replicate, worker
-report or unavailable backend; ``--resume`` reads it back. Each line is written whole and fsynced,
-so a kill leaves at most a torn last line, which the reader ignores and ``reopen`` cuts off; a
-failed write is cut off too. Never opened through a link. Anything else that does not read back is
-damage, refused with its line number rather than resumed from a guess.
+Each line is written whole and fsynced, so a kill leaves at most a torn last line, which the reader
+ignores and ``reopen`` cuts off; a failed write is cut off too. Never opened through a link. Anything
+else that does not read back is damage, refused with its line number rather than resumed from a guess.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Run options: everything that decides what a run measures and how, checked before anything starts;
-and a run's context, which describes it without changing what it measures.
-
-One ``RunOptions`` for every entry point: the API's keywords, the commands' options (with
-``[tool.arraybench]`` defaults), ``--resume`` from the journal, where it is saved. Context labels
-(``--context commit=abc``) are saved in the run's environment, never here, so giving them does not
-change what ``--resume`` continues; history attributes a step to a label that changed.
+"""Run options: what a run measures and how, one ``RunOptions`` for every entry point (the API, the
+commands, ``--resume``); and a run's context labels (``--context commit=abc``), saved in its
+environment, never here, so giving them does not change what ``--resume`` continues.
 """
 
 from __future__ import annotations

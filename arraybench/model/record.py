@@ -1,9 +1,6 @@
-"""A record: one cell, the replicates that measured it, and the figures derived from them.
-
-A ``Record`` keeps its processes' replicates and derives every statistic when first read (as
-torch's ``Measurement`` does); it stores only the cell, the status, reason and warnings the
-aggregation gave it, and why it got no more processes. A file whose records kept no replicates
-reads as a ``Summary``, the figures as stored; both write the same keys (``Figures``).
+"""A record: one cell, the replicates that measured it, and every figure derived from them when
+first read (as torch's ``Measurement`` does). A file whose records kept no replicates reads as a
+``Summary``, the figures as stored; both write the same keys (``Figures``).
 """
 
 from __future__ import annotations

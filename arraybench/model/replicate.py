@@ -1,7 +1,5 @@
-"""One worker process's measurement of one cell: the ``Replicate``, the unit that repeats (a process
-can run slow for its whole life), how it samples (``TimerSettings``), what the process used while it
-sampled (``Usage``), and the C allocator's state it was measured in. One shape from the timer to
-results.json, validated in one place (``schema``).
+"""One worker process's measurement of one cell (the ``Replicate``, the unit that repeats: a process
+can run slow for its whole life), one shape from the timer to results.json, and its allocator state.
 
 glibc serves a request of 128 KiB or more with ``mmap`` unless an earlier free raised its dynamic
 threshold, so a call gets **fresh pages** (zeroed, a fault per 4 KiB: NumPy's FFT at n = 10⁶ took

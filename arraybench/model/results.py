@@ -1,11 +1,5 @@
-"""A run's results: where, how, every record and the pairs' verdicts; saved as ``results.json`` and
-read back validated.
-
-A **pair** is two configurations of one case with the one verdict every report reads (computed in
-``analysis/pairs``, kept in results.json by its sides' keys, found by ``Pairs`` either way round).
-
-``Results`` is what ``arraybench.run`` returns and ``arraybench.load_results`` reads: it prints as
-the results table and offers ``compare``, ``findings``, ``to_dataframe`` and ``plot``, each
+"""A run's results: where, how, every record and the pairs' verdicts (``analysis/pairs``, kept by
+their sides' keys); saved as ``results.json`` and read back validated. What ``Results`` shows is
 delegated at call time to the rendering facade, which the model never imports.
 """
 

@@ -1,12 +1,6 @@
-"""Runs as wholes and the machines that measured them: a machine's identity and what changed on
-one, what differs between two runs' environments and settings, a run's identity in the results
-store, several runs merged into one, and what the store gives back to be read as history
-(``RunInfo``, ``Entry``).
-
-Results of several machines label each record with its machine, ``environment["machines"][label]``
-being that machine's environment; records of different machines are never compared silently.
-``run_id`` is given when a run starts; results without one are named by a hash of what they were
-from their first moment, so storing after the run and ``store import`` later agree.
+"""Runs as wholes and the machines that measured them: machine identities, what differs between two
+runs, a run's identity in the results store, runs merged into one (each record labelled with its
+machine, ``environment["machines"][label]`` its environment), and the store's rows for history.
 """
 
 from __future__ import annotations
@@ -182,7 +176,8 @@ def _sha(data: Any) -> str:
 
 
 def run_id(results: Results) -> str:
-    """The run's stable identity: 16 hex digits."""
+    """The run's stable identity (16 hex digits): given when it started, else a hash of what it was
+    from its first moment, so storing after the run and ``store import`` later agree."""
     env = results.environment
     given = env.get("run_id")
     if isinstance(given, str) and given:
@@ -213,10 +208,8 @@ def default_label(results: Results, index: int, taken: Sequence[str]) -> str:
 
 
 def merge(runs: Sequence[Results], labels: Sequence[str]) -> Results:
-    """One ``Results`` from several runs, each labelled as its machine (labels in the runs' order).
-
-    A run that holds several machines already keeps them, as ``LABEL/ITS_LABEL``.
-    """
+    """One ``Results`` from several runs, each labelled as its machine (labels in the runs' order);
+    a run that holds several machines already keeps them, as ``LABEL/ITS_LABEL``."""
     if len(runs) < 2:
         raise UsageError("merge needs at least two runs")
     if len(labels) != len(runs) or len(set(labels)) != len(labels):

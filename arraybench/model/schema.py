@@ -136,9 +136,7 @@ def _check(tp: Any, value: Any, name: str) -> Any:
         if value is None and type(None) in options:
             return None
         errors = []
-        for option in options:
-            if option is type(None):
-                continue
+        for option in [o for o in options if o is not type(None)]:
             try:
                 return _check(option, value, name)
             except SchemaError as exc:
