@@ -133,19 +133,15 @@ def _with_against(options: RunOptions) -> RunOptions:
 def _check_saveable(options: RunOptions, cells: list[Cell]) -> None:
     """``UsageError`` for a setting results.json could not read back (a seed of 2**63, nan): refused
     before the output folder is touched, rather than measured and then unreadable."""
-    for name, value in options.to_dict().items():
-        if name == "params":
-            why = next(filter(None, (problem(v, f"--params {k}") for k, v in value.items())), None)
-        else:
-            why = problem(value, f"--{name.replace('_', '-')}")
-        if why:
-            raise UsageError(f"{why}; a run saves only what it can read back")
+    checks = [check for name, value in options.to_dict().items()
+              for check in ([(v, f"--params {k}") for k, v in value.items()] if name == "params"
+                            else [(value, f"--{name.replace('_', '-')}")])]
     for cell in cells:
-        why = next(filter(None, (problem(v, f"workload {cell.workload}'s setting {k}")
-                                 for k, v in cell.params.items())), None) \
-            or problem(cell.to_dict(), f"cell {cell.key}")
-        if why:
-            raise UsageError(f"{why}; a run saves only what it can read back")
+        checks += [(v, f"workload {cell.workload}'s setting {k}") for k, v in cell.params.items()]
+        checks.append((cell.to_dict(), f"cell {cell.key}"))
+    why = next(filter(None, (problem(value, where) for value, where in checks)), None)
+    if why:
+        raise UsageError(f"{why}; a run saves only what it can read back")
 
 
 def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,

@@ -35,12 +35,6 @@ def kind(mode: int) -> str:
     return _KINDS.get(stat.S_IFMT(mode), "a file")
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def _mode_of(path: Path) -> int | None:
     with contextlib.suppress(FileNotFoundError):
         return os.lstat(path).st_mode
@@ -82,7 +76,9 @@ def new_beside(path: str | os.PathLike[str], data: bytes, *, durable: bool = Tru
         raise _naming(exc, path) from None
     try:
         # mkstemp makes the file private (0600); a report is meant to be read like any file.
-        os.fchmod(fd, 0o666 & ~_umask())
+        mask = os.umask(0)
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)
         _write_all(fd, data)
         if durable:
             os.fsync(fd)
