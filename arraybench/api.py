@@ -7,6 +7,7 @@ A run's life (its folder, executor, journal, store and report) is ``lifecycle``'
 
 from __future__ import annotations
 
+import inspect
 import os
 import warnings
 from dataclasses import replace
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from .executors.cluster import check_options as check_cluster_options
 from .errors import UsageError, option_name, unknown_name
+from .host import git
 from .model.options import DTYPES, RunOptions, parse_context
 from .options import KEYWORDS, csv_list
 from .lifecycle import ContextLabels, execute, reporter_for, resume
@@ -57,8 +59,7 @@ def options_from(workloads: Any = None, *, options: RunOptions | None = None,
     settings = legacy_names(settings)
     unknown = [k for k in settings if k not in KEYWORDS]
     if unknown:
-        import inspect  # run's own keywords are named too: output_dri= gets a did-you-mean
-
+        # run's own keywords are named too: output_dri= gets a did-you-mean
         valid = [*KEYWORDS, *(k for k in inspect.signature(run).parameters if k != "settings")]
         raise TypeError(unknown_name("option", unknown[0], valid, more="see help(arraybench.run)"))
     changes = {k: v for k, v in settings.items() if v is not None}
@@ -121,8 +122,6 @@ def plan(options: RunOptions) -> Plan:
 
 
 def _with_against(options: RunOptions) -> RunOptions:
-    from .host import git
-
     if options.variants or options.pythons:
         raise UsageError(f"{option_name('against')} compares two versions of the code in this interpreter; "
                          f"it cannot be combined with {option_name('variants')} or {option_name('pythons')}")

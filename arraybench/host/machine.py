@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from ..backends import SPECS
+from ..model.cell import worker_key
 from ..model.runs import machine_id
 from ..model.results import arraybench_version
 from .threads import GPU, available_cpus, recorded
@@ -138,8 +139,6 @@ def merge_worker_info(env: dict[str, Any], backend: str, device: str, info: dict
                       environment: str = "") -> None:
     """Fold a worker's self-report into the environment; an ``environment``'s under ``numpy/cpu[np126]``,
     its BLAS only where the run has no other."""
-    from ..model.cell import worker_key
-
     # Update, not replace: what only one worker of the configuration reports (its kernels) stays.
     env.setdefault("backends", {}).setdefault(worker_key(backend, device, environment), {}).update(info)
     if environment and env.get("blas"):

@@ -17,6 +17,7 @@ import contextlib
 import os
 from typing import Mapping
 
+from ..errors import spell
 from ..model.replicate import USER_VARIABLES, State, environment
 
 #: Variables recorded by name.
@@ -158,8 +159,6 @@ def with_state(env: Mapping[str, str], state: State) -> dict[str, str]:
 
 def choice_ignored(chosen: str, env: Mapping[str, str]) -> str:
     """Why a state the user asked for (``--allocator fresh``) is not what workers get, in one line; "" where applied."""
-    from ..errors import spell
-
     reason = uncontrolled_reason(env) if chosen != "both" else ""
     return (f"{spell('allocator', chosen)} is not applied ({reason}): the allocator runs as that "
             "sets it") if reason else ""

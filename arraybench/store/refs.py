@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import ResultsError, StoreError, UsageError
 from ..model.results import Results, load, resolve
-from ..model.runs import machine_id_of, run_id
+from ..model.runs import machine_id, machine_id_of, run_id
 from .store import Store, open_store
 
 #: ``last``, ``last~N``, and the same after ``machine:`` (every project's runs on this machine).
@@ -61,7 +61,6 @@ def stored_results(store: Store, ref: str, machine: str | None = None,
 def this_machine() -> str:
     """This machine's id, as its runs are stored under."""
     from ..host import machine
-    from ..model.runs import machine_id
 
     return machine_id(machine.fingerprint(machine.gpus()))
 
