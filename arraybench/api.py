@@ -77,17 +77,14 @@ def options_from(workloads: Any = None, *, options: RunOptions | None = None,
 
 
 def _workload_names(workloads: Any) -> list[str]:
-    if isinstance(workloads, (str, Workload)):
-        workloads = [workloads]
     names = []
-    for w in workloads:
+    for w in [workloads] if isinstance(workloads, (str, Workload)) else workloads:
         if isinstance(w, Workload):
             register(w)
-            names.append(w.name)
-        elif isinstance(w, str):
-            names.append(w)
-        else:
+            w = w.name
+        elif not isinstance(w, str):
             raise TypeError(f"workloads: expected names or @arraybench.workload functions, not {w!r}")
+        names.append(w)
     if not names:
         # An empty list is no selection, not "everything": leave workloads out for the suite.
         raise UsageError("workloads: none given (an empty list); name at least one, or leave "

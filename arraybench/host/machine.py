@@ -9,7 +9,6 @@ import hashlib
 import importlib.metadata
 import os
 import platform
-import shutil
 import socket
 import subprocess
 import sys
@@ -55,12 +54,9 @@ def memory_gib() -> float | None:
 
 def gpus() -> list[dict[str, str]]:
     """NVIDIA GPUs as nvidia-smi lists them; empty without a driver."""
-    exe = shutil.which("nvidia-smi")
-    if not exe:
-        return []
-    try:
+    try:  # no nvidia-smi on the PATH is an OSError too
         out = subprocess.run(
-            [exe, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
             capture_output=True, text=True, timeout=10, check=True,
         ).stdout
     except (OSError, subprocess.SubprocessError):
