@@ -62,8 +62,7 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *, through: bo
         if not through:
             raise _refuse(path, mode)
         return _write_through(path, data, durable)
-    fd = new_beside(path, data, durable=durable)
-    os.close(fd)
+    os.close(new_beside(path, data, durable=durable))
     return path
 
 
@@ -124,8 +123,7 @@ def _write_through(path: Path, data: bytes, durable: bool) -> Path:
         if stat.S_ISREG(mode):  # a link to a regular file: replace that file, keep the link
             os.close(fd)
             fd = -1
-            target = Path(os.path.realpath(path))
-            os.close(new_beside(target, data, durable=durable))
+            os.close(new_beside(os.path.realpath(path), data, durable=durable))
             return path
         if stat.S_ISBLK(mode) or stat.S_ISDIR(mode):
             raise _refuse(path, mode)
