@@ -7,6 +7,7 @@ A run's life (its folder, executor, journal, store and report) is ``lifecycle``'
 
 from __future__ import annotations
 
+import inspect
 import os
 import warnings
 from dataclasses import replace
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from .executors.cluster import check_options as check_cluster_options
 from .errors import UsageError, option_name, unknown_name
+from .host import git
 from .model.options import DTYPES, RunOptions, parse_context
 from .options import KEYWORDS, csv_list
 from .lifecycle import ContextLabels, execute, reporter_for, resume
@@ -57,8 +59,7 @@ def options_from(workloads: Any = None, *, options: RunOptions | None = None,
     settings = legacy_names(settings)
     unknown = [k for k in settings if k not in KEYWORDS]
     if unknown:
-        import inspect  # run's own keywords are named too: output_dri= gets a did-you-mean
-
+        # run's own keywords are named too: output_dri= gets a did-you-mean
         valid = [*KEYWORDS, *(k for k in inspect.signature(run).parameters if k != "settings")]
         raise TypeError(unknown_name("option", unknown[0], valid, more="see help(arraybench.run)"))
     changes = {k: v for k, v in settings.items() if v is not None}
@@ -76,17 +77,14 @@ def options_from(workloads: Any = None, *, options: RunOptions | None = None,
 
 
 def _workload_names(workloads: Any) -> list[str]:
-    if isinstance(workloads, (str, Workload)):
-        workloads = [workloads]
     names = []
-    for w in workloads:
+    for w in [workloads] if isinstance(workloads, (str, Workload)) else workloads:
         if isinstance(w, Workload):
             register(w)
-            names.append(w.name)
-        elif isinstance(w, str):
-            names.append(w)
-        else:
+            w = w.name
+        elif not isinstance(w, str):
             raise TypeError(f"workloads: expected names or @arraybench.workload functions, not {w!r}")
+        names.append(w)
     if not names:
         # An empty list is no selection, not "everything": leave workloads out for the suite.
         raise UsageError("workloads: none given (an empty list); name at least one, or leave "
@@ -121,8 +119,6 @@ def plan(options: RunOptions) -> Plan:
 
 
 def _with_against(options: RunOptions) -> RunOptions:
-    from .host import git
-
     if options.variants or options.pythons:
         raise UsageError(f"{option_name('against')} compares two versions of the code in this interpreter; "
                          f"it cannot be combined with {option_name('variants')} or {option_name('pythons')}")
@@ -133,19 +129,15 @@ def _with_against(options: RunOptions) -> RunOptions:
 def _check_saveable(options: RunOptions, cells: list[Cell]) -> None:
     """``UsageError`` for a setting results.json could not read back (a seed of 2**63, nan): refused
     before the output folder is touched, rather than measured and then unreadable."""
-    for name, value in options.to_dict().items():
-        if name == "params":
-            why = next(filter(None, (problem(v, f"--params {k}") for k, v in value.items())), None)
-        else:
-            why = problem(value, f"--{name.replace('_', '-')}")
-        if why:
-            raise UsageError(f"{why}; a run saves only what it can read back")
+    checks = [check for name, value in options.to_dict().items()
+              for check in ([(v, f"--params {k}") for k, v in value.items()] if name == "params"
+                            else [(value, f"--{name.replace('_', '-')}")])]
     for cell in cells:
-        why = next(filter(None, (problem(v, f"workload {cell.workload}'s setting {k}")
-                                 for k, v in cell.params.items())), None) \
-            or problem(cell.to_dict(), f"cell {cell.key}")
-        if why:
-            raise UsageError(f"{why}; a run saves only what it can read back")
+        checks += [(v, f"workload {cell.workload}'s setting {k}") for k, v in cell.params.items()]
+        checks.append((cell.to_dict(), f"cell {cell.key}"))
+    why = next(filter(None, (problem(value, where) for value, where in checks)), None)
+    if why:
+        raise UsageError(f"{why}; a run saves only what it can read back")
 
 
 def run(workloads: Any = None, *, backends: Sequence[str] | str | None = None,

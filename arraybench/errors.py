@@ -6,29 +6,25 @@ from __future__ import annotations
 import difflib
 import unicodedata
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 #: Names a message lists when none is close to what was typed; past this, it says where to look.
 MAX_LISTED = 12
 
 
+def _escaped(text: str, escape: Callable[[str], bool]) -> str:
+    return "".join(ch.encode("unicode_escape").decode("ascii") if escape(ch) else ch for ch in str(text))
+
+
 def one_line(text: str) -> str:
     """``text`` with line breaks and control characters escaped: a message quoting input stays one line."""
-    return "".join(
-        ch.encode("unicode_escape").decode("ascii")
-        if unicodedata.category(ch) in ("Cc", "Zl", "Zp") else ch
-        for ch in str(text)
-    )
+    return _escaped(text, lambda ch: unicodedata.category(ch) in ("Cc", "Zl", "Zp"))
 
 
 def printable(text: str) -> str:
     """``text`` with control characters escaped (line breaks and tabs kept): a library's message must not
     rewrite the user's terminal."""
-    return "".join(
-        ch if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf") or ch == "\u200d"
-        else ch.encode("unicode_escape").decode("ascii")
-        for ch in str(text)
-    )
+    return _escaped(text, lambda ch: ch not in "\n\t\u200d" and unicodedata.category(ch) in ("Cc", "Cf"))
 
 
 def unknown_name(kind: str, name: str, valid: Sequence[str], *, listed: Sequence[str] | None = None,

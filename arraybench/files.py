@@ -35,12 +35,6 @@ def kind(mode: int) -> str:
     return _KINDS.get(stat.S_IFMT(mode), "a file")
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def _mode_of(path: Path) -> int | None:
     with contextlib.suppress(FileNotFoundError):
         return os.lstat(path).st_mode
@@ -68,8 +62,7 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *, through: bo
         if not through:
             raise _refuse(path, mode)
         return _write_through(path, data, durable)
-    fd = new_beside(path, data, durable=durable)
-    os.close(fd)
+    os.close(new_beside(path, data, durable=durable))
     return path
 
 
@@ -82,7 +75,9 @@ def new_beside(path: str | os.PathLike[str], data: bytes, *, durable: bool = Tru
         raise _naming(exc, path) from None
     try:
         # mkstemp makes the file private (0600); a report is meant to be read like any file.
-        os.fchmod(fd, 0o666 & ~_umask())
+        mask = os.umask(0)
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)
         _write_all(fd, data)
         if durable:
             os.fsync(fd)
@@ -128,8 +123,7 @@ def _write_through(path: Path, data: bytes, durable: bool) -> Path:
         if stat.S_ISREG(mode):  # a link to a regular file: replace that file, keep the link
             os.close(fd)
             fd = -1
-            target = Path(os.path.realpath(path))
-            os.close(new_beside(target, data, durable=durable))
+            os.close(new_beside(os.path.realpath(path), data, durable=durable))
             return path
         if stat.S_ISBLK(mode) or stat.S_ISDIR(mode):
             raise _refuse(path, mode)

@@ -27,6 +27,8 @@ from .model.journal import JOURNAL_NAME, JournalState
 from .model.journal import Reporter
 from .model.results import Results
 from .analysis.policy import RunState
+from .executors import cluster_executor
+from .executors.cluster import read_shard_log, restore_shard_log
 from .executors.session import Interrupted, Session, stop_signals
 from .store.store import StoreChoice, store_run
 from .workloads import trust
@@ -150,8 +152,6 @@ def resume(output_dir: str | os.PathLike[str], *, reporter: Reporter | None = No
         try:
             session = Session.resume(state, out, reporter_for(reporter, progress, len(state.cells)))
             if state.options.cluster is not None and not left:
-                from .executors.cluster import read_shard_log, restore_shard_log
-
                 restore_shard_log(session.environment, read_shard_log(out), state.options.on)
             if labels:
                 session.environment["context"] = {**(session.environment.get("context") or {}), **labels}
@@ -181,8 +181,6 @@ def _refuse_other_commit(state: JournalState) -> None:
 def _executor(options: RunOptions, *, measure: bool, node_wait: float | None = None) -> Executor:
     """The cluster's nodes (checked now) or worker processes on this machine."""
     if options.cluster is not None and measure:
-        from .executors import cluster_executor
-
         return cluster_executor(options, node_wait=node_wait)
     from .executors.local import LocalExecutor
 

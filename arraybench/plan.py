@@ -189,13 +189,10 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
         check_choices("workload", options.workloads, names, more="see `arraybench list`",
                        listed=[n for n in names if n not in CEILING_WORKLOADS])
         changes["workloads"] = expand(options.workloads)
-    for name, value, lo in (
-        (option_name("processes"), options.processes, 1),
-        (option_name("min_samples"), options.min_samples, 1),
-        (option_name("seed"), options.seed, 0),
-    ):
+    for name, lo in (("processes", 1), ("min_samples", 1), ("seed", 0)):
+        value = getattr(options, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < lo:
-            raise UsageError(f"{name} must be a whole number >= {lo}, not {_short(value)}")
+            raise UsageError(f"{option_name(name)} must be a whole number >= {lo}, not {_short(value)}")
     if options.processes > MAX_PROCESSES:
         raise UsageError(f"{option_name('processes')} must be at most {MAX_PROCESSES}, not {_short(options.processes)}")
     if options.max_processes is not None:
@@ -207,13 +204,10 @@ def validate(options: RunOptions, known_workloads: Iterable[str]) -> RunOptions:
         if most > options.processes and options.processes < 2:
             raise UsageError(f"{_range_name()} needs MIN >= 2: one process cannot show the "
                              "variation between processes")
-    for name, value in (
-        (option_name("max_time"), options.max_time),
-        (option_name("timeout"), options.timeout),
-        (option_name("target_sample"), options.target_sample),
-    ):
+    for name in ("max_time", "timeout", "target_sample"):
+        value = getattr(options, name)
         if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-            raise UsageError(f"{name} must be a positive number of seconds, not {value!r}")
+            raise UsageError(f"{option_name(name)} must be a positive number of seconds, not {value!r}")
     if not (isinstance(options.rel_ci, (int, float)) and 0 < options.rel_ci < 1):
         raise UsageError(f"{option_name('rel_ci')} must be a fraction between 0 and 1 (0.02 is 2%), not {options.rel_ci!r}")
     if not (isinstance(options.warmup, (int, float)) and options.warmup >= 0):

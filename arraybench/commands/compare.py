@@ -130,9 +130,7 @@ def main(args: argparse.Namespace) -> int:
     write_tables(args, {"--csv": lambda: rows_text(ROW_COLUMNS, comparison.rows()),  # times in seconds
                         "--markdown": lambda: comparison_markdown(comparison)})
     across = cross_machine_pairs(base, new)
-    out = None
-    if args.output_dir:
-        out = prepare(args.output_dir, overwrite=True)
+    out = prepare(args.output_dir, overwrite=True) if args.output_dir else None
     failures = None if args.fail_above is None else gate_failures(comparison, args.fail_above,
                                                                     memory=args.memory)
     notes = [] if args.fail_above is None else gate_notes(comparison, args.fail_above)

@@ -1,10 +1,7 @@
 """The source a run measured, as git knows it (commit, branch, dirty), recorded as asv does so that
 history can name a step's commit; and the same-session baseline (``--against REF``): a git ref's code
 measured beside the work tree's, as ``asv continuous`` does, not a stored run from another state of
-the machine. REF's commit is exported to a temporary folder and the run gets two environments side
-by side: REF's, whose workers find the user's package and workload files there first, and the work
-tree's (``here``). Files are read as git stores them (``cat-file``), never through filters; the
-commit is recorded for ``--resume``. A work tree may come from anyone, and git runs what a
+the machine (``export``, ``variants``). A work tree may come from anyone, and git runs what a
 repository's configuration names (fsmonitor, filters, hooks): every call here (``command``) turns
 those off, so reading a repository runs nothing of its choosing."""
 

@@ -9,13 +9,13 @@ import hashlib
 import importlib.metadata
 import os
 import platform
-import shutil
 import socket
 import subprocess
 import sys
 from typing import Any
 
 from ..backends import SPECS
+from ..model.cell import worker_key
 from ..model.runs import machine_id
 from ..model.results import arraybench_version
 from .threads import GPU, available_cpus, recorded
@@ -54,12 +54,9 @@ def memory_gib() -> float | None:
 
 def gpus() -> list[dict[str, str]]:
     """NVIDIA GPUs as nvidia-smi lists them; empty without a driver."""
-    exe = shutil.which("nvidia-smi")
-    if not exe:
-        return []
-    try:
+    try:  # no nvidia-smi on the PATH is an OSError too
         out = subprocess.run(
-            [exe, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
             capture_output=True, text=True, timeout=10, check=True,
         ).stdout
     except (OSError, subprocess.SubprocessError):
@@ -138,8 +135,6 @@ def merge_worker_info(env: dict[str, Any], backend: str, device: str, info: dict
                       environment: str = "") -> None:
     """Fold a worker's self-report into the environment; an ``environment``'s under ``numpy/cpu[np126]``,
     its BLAS only where the run has no other."""
-    from ..model.cell import worker_key
-
     # Update, not replace: what only one worker of the configuration reports (its kernels) stays.
     env.setdefault("backends", {}).setdefault(worker_key(backend, device, environment), {}).update(info)
     if environment and env.get("blas"):

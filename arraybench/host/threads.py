@@ -1,15 +1,9 @@
-"""One thread setting, applied the same way to every library's worker: variables must be set before a
-library loads its pools, and the CPU affinity is the one limit XLA respects, so both are decided
-here and handed to the worker at its start (which applies them again and records what it sees).
-
-So is the C allocator's state: glibc reads ``MALLOC_*`` once, at start-up, and ``mallopt`` in a
-running process does not switch it reliably (measured: 0 faults a call instead of ~2,600). Left
-alone where libc is not glibc or the user chose the allocator; records then say "" (not controlled).
-
-Here too the one list of the variables that change which kernels a library runs, on how many
-threads, in what precision (``OPENBLAS_CORETYPE=Haswell``: a 2.2x slower matmul, measured). None
-shows in a time unless recorded beside it: the parent records its own, each worker the one it ran with.
-"""
+"""One thread setting for every library's worker, decided here and handed to it at its start: variables
+must be set before a library loads its pools, and the CPU affinity is the one limit XLA respects. So is
+the C allocator's state: glibc reads ``MALLOC_*`` only at start-up (``mallopt`` later: 0 faults a call
+instead of ~2,600, measured); left alone where ``uncontrolled_reason`` says why. And the one list of the
+variables that change a library's kernels, threads or precision (``OPENBLAS_CORETYPE=Haswell``: a 2.2x
+slower matmul, measured), recorded by the parent and by each worker."""
 
 from __future__ import annotations
 
@@ -17,6 +11,7 @@ import contextlib
 import os
 from typing import Mapping
 
+from ..errors import spell
 from ..model.replicate import USER_VARIABLES, State, environment
 
 #: Variables recorded by name.
@@ -158,8 +153,6 @@ def with_state(env: Mapping[str, str], state: State) -> dict[str, str]:
 
 def choice_ignored(chosen: str, env: Mapping[str, str]) -> str:
     """Why a state the user asked for (``--allocator fresh``) is not what workers get, in one line; "" where applied."""
-    from ..errors import spell
-
     reason = uncontrolled_reason(env) if chosen != "both" else ""
     return (f"{spell('allocator', chosen)} is not applied ({reason}): the allocator runs as that "
             "sets it") if reason else ""

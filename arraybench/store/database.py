@@ -1,12 +1,7 @@
-"""Where a store is and one connection to it, SQLite or PostgreSQL, behind the same few calls, and the
-versioned schema (``MIGRATIONS``: append a version, never edit a shipped one).
-
-A store is a file path, a PostgreSQL URL, or by default ``results.sqlite`` in the user's data folder
-as ``platformdirs`` knows it (``~/.local/share/arraybench`` on Linux). SQL is written once (``?``
-placeholders, types both read alike). Every write is one transaction (SQLite's ``BEGIN IMMEDIATE``:
-writers queue instead of failing half-way); a lock is given up after ``BUSY_TIMEOUT``, SQLite's
-waited on in short steps so a signal acts at once. Driver errors become one ``StoreError`` line,
-passwords redacted."""
+"""Where a store is (a file path, a PostgreSQL URL, or ``results.sqlite`` in the user's data folder) and
+one connection to it, SQLite or PostgreSQL, behind the same few calls and the same SQL, and the
+versioned schema (``MIGRATIONS``: append a version, never edit a shipped one). Every write is one
+transaction (SQLite's ``BEGIN IMMEDIATE``: writers queue instead of failing half-way)."""
 
 from __future__ import annotations
 

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import os
 import re
+import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from ..errors import StoreError, UsageError
-
-if TYPE_CHECKING:
-    from ..model.results import Results
-    from .store import Store
+from ..errors import ResultsError, StoreError, UsageError
+from ..model.results import Results, load, resolve
+from ..model.runs import machine_id, machine_id_of, run_id
+from .store import Store, open_store
 
 #: ``last``, ``last~N``, and the same after ``machine:`` (every project's runs on this machine).
 LAST = re.compile(r"(machine:)?last(?:~(\d{1,6}))?")
@@ -26,7 +25,7 @@ _ID = re.compile(r"[0-9a-f]{4,64}")
 FORMS = "a stored run's id or its first characters, last or last~N (this project's), or machine:last"
 
 
-def run_id_of(store: "Store", ref: str, machine: str | None = None, project: str | None = None) -> str:
+def run_id_of(store: Store, ref: str, machine: str | None = None, project: str | None = None) -> str:
     """The id of the run ``ref`` names; ``last`` counts ``machine``'s runs of ``project`` (None: all); ``StoreError`` if none."""
     last = LAST.fullmatch(ref)
     if last:
@@ -53,8 +52,8 @@ def run_id_of(store: "Store", ref: str, machine: str | None = None, project: str
     return matches[0]
 
 
-def stored_results(store: "Store", ref: str, machine: str | None = None,
-                   project: str | None = None) -> "Results":
+def stored_results(store: Store, ref: str, machine: str | None = None,
+                   project: str | None = None) -> Results:
     """The run ``ref`` names, whole (see ``run_id_of``)."""
     return store.results(run_id_of(store, ref, machine, project))
 
@@ -62,15 +61,12 @@ def stored_results(store: "Store", ref: str, machine: str | None = None,
 def this_machine() -> str:
     """This machine's id, as its runs are stored under."""
     from ..host import machine
-    from ..model.runs import machine_id
 
     return machine_id(machine.fingerprint(machine.gpus()))
 
 
-def run_fields(results: "Results") -> dict[str, str | None]:
+def run_fields(results: Results) -> dict[str, str | None]:
     """Which run ``results`` is: ``id``, ``date``, ``folder`` and ``commit`` (``+dirty``); None where unrecorded."""
-    from ..model.runs import run_id
-
     env = results.environment
     context = env.get("context") if isinstance(env.get("context"), dict) else {}
     commit = context.get("commit")
@@ -80,7 +76,7 @@ def run_fields(results: "Results") -> dict[str, str | None]:
             "folder": _text(env.get("project")), "commit": _text(commit)}
 
 
-def run_line(role: str, results: "Results", width: int) -> str:
+def run_line(role: str, results: Results, width: int) -> str:
     """``base: run 1a2b…, 2026-12-06 07:29:41 UTC, /src/proj, commit abc123``, wrapped to ``width``."""
     fields = run_fields(results)
     date = fields["date"]
@@ -89,8 +85,6 @@ def run_line(role: str, results: "Results", width: int) -> str:
     line = (f"{role + ':':<5} run {fields['id']}, {date or 'date not recorded'}, "
             f"{fields['folder'] or 'folder not recorded'}, "
             + (f"commit {fields['commit']}" if fields["commit"] else "no commit recorded"))
-    import textwrap
-
     return textwrap.fill(line, width=max(width, 40), subsequent_indent=" " * 6, break_long_words=False,
                          break_on_hyphens=False)
 
@@ -99,13 +93,10 @@ def _text(value: object) -> str | None:
     return str(value) if value not in (None, "") else None
 
 
-def load_run(given: "str | os.PathLike[str]", location: "str | os.PathLike[str] | None" = None) -> "Results":
+def load_run(given: "str | os.PathLike[str]", location: "str | os.PathLike[str] | None" = None) -> Results:
     """A run a user named: a results.json or its folder (a path that exists is always read as one), else a
     stored run named by ``FORMS``; ``ResultsError`` or ``StoreError`` in one line."""
-    from ..errors import ResultsError
     from ..host import git
-    from ..model.results import load, resolve
-    from .store import open_store
 
     text = os.fspath(given)
     path = Path(text)
@@ -133,7 +124,7 @@ def check_choice(text: str) -> None:
                          "(arraybench store list shows them)")
 
 
-def check_named(store: "Store", text: str) -> None:
+def check_named(store: Store, text: str) -> None:
     """A named run must be in the store before anything is measured (``UsageError`` if not)."""
     if not LAST.fullmatch(text):
         try:
@@ -142,10 +133,8 @@ def check_named(store: "Store", text: str) -> None:
             raise UsageError(f"--arraybench-compare={text}: {exc} (arraybench store list shows them)") from None
 
 
-def find(store: "Store", text: str, new: "Results") -> tuple["Results | None", str]:
+def find(store: Store, text: str, new: Results) -> tuple[Results | None, str]:
     """The baseline for ``new`` and a line saying which run it is (or why there is none)."""
-    from ..model.runs import machine_id_of, run_id
-
     last = LAST.fullmatch(text)
     if not last:
         base = stored_results(store, text)

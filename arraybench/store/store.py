@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence, TypeVar, Union
 from ..errors import StoreWarning, UsageError, one_line
 from ..model import schema
 from ..model.schema import check_environment
+from ..model.results import Results, from_dict
 from ..model.runs import Entry, RunInfo, content_sha, machine_environment, machine_id_of, run_id
 from .database import (Database, StoreError, connect, default_location, describe_location, is_postgres,
                        migrate, redact, resolve_location)
 
 if TYPE_CHECKING:
     from ..analysis.history import History
-    from ..model.results import Results
 
 T = TypeVar("T")
 
@@ -89,7 +89,7 @@ class Store(contextlib.AbstractContextManager):
         return describe_location(self.location)
 
     # -- writing --------------------------------------------------------------------------------
-    def add(self, results: "Results", source: str = "") -> Added:
+    def add(self, results: Results, source: str = "") -> Added:
         """Append one run (see the module's docstring)."""
         rid = run_id(results)
         if "merged_from" in results.settings:
@@ -185,10 +185,8 @@ class Store(contextlib.AbstractContextManager):
                 self.notes.append(note)
             return None
 
-    def results(self, run: str) -> "Results":
+    def results(self, run: str) -> Results:
         """A stored run back whole, by its id (``refs.run_id_of`` finds one from a prefix)."""
-        from ..model.results import from_dict
-
         rows = self.db.execute("SELECT results FROM runs WHERE run_id = ?", (run,))
         if not rows:
             raise StoreError(f"store {self.describe()}: no run {run!r}")
@@ -250,7 +248,7 @@ def _replicates(data: Any) -> dict[tuple[str, str], list[str]]:
     return out
 
 
-def _continues(stored: Any, results: "Results") -> bool:
+def _continues(stored: Any, results: Results) -> bool:
     """Whether ``results`` holds every replicate the stored copy holds (it went on), so replacing loses none."""
     new = _replicates(json.loads(_json(results.to_dict())))
     return all(not Counter(reps) - Counter(new.get(key, [])) for key, reps in _replicates(stored).items())
@@ -300,13 +298,12 @@ def _warn(text: str) -> None:
 
 def history_of_run(results: Results, store: StoreChoice = True) -> "History | None":
     """The history of ``results``' cells on its machine from a store, or None (a failure is a ``StoreWarning``)."""
-    if store is False or store is None:
-        return None
+    location = None if store is True else store
     try:
-        with open_store(None if store is True else store) as opened:
+        with open_store(location) as opened:
             return _history_of_run(opened, results)
     except Exception as exc:  # a report is still written without it
-        _warn(f"no history in the report: {_text(exc, None if store is True else store)}")
+        _warn(f"no history in the report: {_text(exc, location)}")
         return None
 
 
