@@ -1,6 +1,6 @@
 """Executors decide where replicates run and bring them home; they never measure.
 
-``local``: worker processes on this machine, one library at a time. ``ray``: shards on a Ray
+``local``: worker processes on this machine, a case's libraries taking turns. ``ray``: shards on a Ray
 cluster, one per node at a time (``ray_agent`` is its side on the nodes); Ray is an optional extra,
 imported only when a run names a cluster.
 """
