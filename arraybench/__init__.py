@@ -37,6 +37,10 @@ __all__ = sorted(_HOMES)  # type checkers read __init__.pyi
 
 
 def __getattr__(name: str) -> object:
+    if name == "__version__":  # read when asked: the metadata lookup costs a few milliseconds
+        from .model import version
+
+        return version()
     home = _HOMES.get(name)
     if home is None:
         try:  # a submodule not imported yet: ``arraybench.backends``

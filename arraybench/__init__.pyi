@@ -9,7 +9,7 @@ from .model.record import Record as Record
 from .model.replicate import Replicate as Replicate
 from .model.results import Results as Results
 from .model.options import RunOptions as RunOptions
-from .model.reporter import Reporter as Reporter
+from .model.journal import Reporter as Reporter
 from .executors.session import Interrupted as Interrupted
 from .workloads.check import Check as Check
 from .workloads.definition import Work as Work, Workload as Workload
@@ -17,5 +17,6 @@ from .workloads.inputs import fixed as fixed
 from .workloads.registry import workload as workload
 
 __all__: list[str]
+__version__: str
 
 def load_results(path: str | os.PathLike[str]) -> Results: ...

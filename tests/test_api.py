@@ -196,3 +196,38 @@ def test_results_carry_each_workloads_code_fingerprint(in_memory):
     code = results.environment["workload_code"]
     assert set(code) == {"api_double", "sort", "api_broken"}
     assert code["api_double"] == fingerprint(api_double) and code["sort"] != code["api_double"]
+
+
+def test_the_type_stub_names_each_public_name_from_its_home():
+    # Type checkers read the stub, never ``_HOMES``: a stub importing from a module that moved
+    # (``model.reporter``, since folded into ``model.journal``) leaves its name unresolved for them.
+    import ast
+
+    stub = ast.parse((Path(arraybench.__file__).parent / "__init__.pyi").read_text())
+    imported = {a.asname or a.name: node.module for node in stub.body if isinstance(node, ast.ImportFrom)
+                and node.level == 1 for a in node.names}
+    defined = {node.name for node in stub.body if isinstance(node, ast.FunctionDef)}
+    assert {name: home for name, home in imported.items() if home != arraybench._HOMES.get(name)} == {}
+    assert set(arraybench._HOMES) - set(imported) - defined == set()
+
+
+def test_the_version_is_the_one_a_run_records_even_from_a_checkout_never_installed(monkeypatch, capsys):
+    # On PYTHONPATH, without distribution metadata, ``--version`` said "unknown" while results.json
+    # and the doctor said "0.1.0+checkout".
+    import importlib.metadata
+    import tomllib
+
+    from arraybench.commands.main import main
+    from arraybench.host.machine import collect
+
+    assert arraybench.__version__ == importlib.metadata.version("arraybench")
+
+    def not_installed(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    project = tomllib.loads((Path(arraybench.__file__).parents[1] / "pyproject.toml").read_text())["project"]
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out.split() == ["arraybench", f"{project['version']}+checkout"]
+    assert arraybench.__version__ == collect()["arraybench"] == f"{project['version']}+checkout"

@@ -14,6 +14,7 @@ import sys
 import warnings
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ..model import version
 from . import SUMMARY
 from ..errors import SaveError, StoreWarning, UsageError, command_line, one_line, unknown_name
 from ..files import discard as _discard
@@ -134,16 +135,6 @@ def build_parser(defaults: ProjectDefaults | None = None) -> argparse.ArgumentPa
             dests = {a.dest for a in subparser._actions}
             subparser.set_defaults(**{k: v for k, v in defaults.values.items() if k in dests})
     return parser
-
-
-def version() -> str:
-    """arraybench's installed version (``unknown`` from a source tree that was never installed)."""
-    from importlib.metadata import PackageNotFoundError, version as installed
-
-    try:
-        return installed(PROG)
-    except PackageNotFoundError:
-        return "unknown"
 
 
 class _Unset(list):

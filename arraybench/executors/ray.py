@@ -27,7 +27,7 @@ from .cluster import (Ended, Interpreters, Message, Node, ReplicateSent, Shard, 
                       merge_worker, parse, read_shard_log, restore_shard_log, select, shards)
 from ..errors import UsageError, from_command_line
 from ..model.replicate import Replicate
-from ..model.results import arraybench_version
+from ..model import version as arraybench_version
 from ..model.options import RunOptions
 from ..model.cell import Cell
 from ..workloads.trust import SHIPPED_NAME

@@ -17,7 +17,7 @@ from typing import Any
 from ..backends import SPECS
 from ..model.cell import worker_key
 from ..model.runs import machine_id
-from ..model.results import arraybench_version
+from ..model import version as arraybench_version
 from .threads import GPU, available_cpus, recorded
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS")

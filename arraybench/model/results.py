@@ -5,12 +5,9 @@ delegated at call time to the rendering facade, which the model never imports.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-import importlib.metadata
 import json
 import os
-import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import ModuleType
@@ -101,17 +98,6 @@ class Pairs:
 SCHEMA_VERSION = 2
 TOOL = "arraybench"
 RESULTS_NAME = "results.json"
-
-
-def arraybench_version() -> str:
-    """The installed version, or a checkout's own (marked so) where it was never installed."""
-    with contextlib.suppress(importlib.metadata.PackageNotFoundError):
-        return importlib.metadata.version("arraybench")
-    try:
-        project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
-        return f"{project['version']}+checkout" if project.get("name") == "arraybench" else "unknown"
-    except (OSError, KeyError, tomllib.TOMLDecodeError):
-        return "unknown"
 
 
 #: The rendering facade, named and never imported here: were the model to import it (even lazily

@@ -14,7 +14,8 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import UsageError
 from . import schema
-from .results import Results, arraybench_version
+from . import version as arraybench_version
+from .results import Results
 
 
 class CrossMachineError(UsageError):
