@@ -360,7 +360,7 @@ def test_no_module_is_longer_than_a_reader_takes_in_at_one_sitting():
 
 #: The package's size. The goal is 25,000 lines; the line ceiling stands where the package is, so
 #: that a feature that needs lines either deletes others or raises it in a commit that says why.
-MAX_PACKAGE_LINES = 25_897
+MAX_PACKAGE_LINES = 25_901
 MAX_PACKAGE_MODULES = 160
 MAX_FOLDER_MODULES = 15
 

@@ -18,7 +18,7 @@ from .comparison import HTML_TEMPLATES, history_section
 from .terminal import machine_rows
 from .files import plot_file_name, run_plot_name
 from .findings import self_check_lines
-from .notes import (RANGES_LEGEND, ci_legend, achieved_text, ci_text, error_text, everywhere_mark, library_kernels,
+from .notes import (RANGES_LEGEND, ci_legend, interval_target, achieved_text, ci_text, error_text, everywhere_mark, library_kernels,
                     note_texts, notebook, speedup, speedup_text, unavailable)
 from .tables import (energy_absent, energy_measured, energy_why, format_energy, histogram_cell, peak_sub,
                      peak_text)
@@ -224,7 +224,7 @@ def _records_table(anchor: str, sizes: list[tuple[str, list[Record]]], ceilings:
     return {"anchor": anchor, "head": head, "text_columns": ("size", "library / device", "machine", "status"),
             **columns, "device_time": device_time, "groups": groups, "notes": note_texts(book),
             "energy_absent": [] if columns["energy"] else energy_absent(r for _, g in sizes for r in g),
-            "legend": ci_legend(results.settings.get("rel_ci")) + (f". {RANGES_LEGEND}" if book.ranged else ""),
+            "legend": ci_legend(interval_target(results)) + (f". {RANGES_LEGEND}" if book.ranged else ""),
             "everywhere": everywhere_mark(book).capitalize()}
 
 

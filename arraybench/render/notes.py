@@ -16,7 +16,7 @@ from typing import Any, Hashable, Iterable, Mapping, Sequence
 from ..analysis.grouping import comparison, is_valid, size_detail, size_text
 from ..analysis.roofline import achieved
 from ..model.cell import config_label
-from ..model.results import Pairs
+from ..model.results import Pairs, Results
 from ..model.record import Record
 from ..numeric.stopping import LEVEL_WITHIN
 from ..units import format_interval, format_rate, format_speedup
@@ -218,9 +218,14 @@ def knobs_text(knobs: Any) -> str:
     return "none set"
 
 
+def interval_target(results: Results) -> float | None:
+    """The interval target the run's cells were measured to (``rel_ci``), which the legends name."""
+    return results.settings.get("rel_ci")
+
+
 def ci_legend(target: float | None) -> str:
     """What the interval column holds, said under every table that has one; ``target``: the run's
-    ``rel_ci``, its ``settings["rel_ci"]`` (None: records without their run)."""
+    ``rel_ci`` (``interval_target``; None: records without their run)."""
     measure = "the run's interval target" if target is None else f"the ±{target:.0%} target"
     return ("95% CI: ± half the width of the median's 95% confidence interval, as a share of the median "
             f"(the same measure as {measure})")

@@ -21,7 +21,7 @@ from .files import CSV_NAME, csv_text, remember
 from .findings import findings as compute_findings, self_check_lines
 from .terminal import widened
 from .html import REPORT_NAME, render_html, results_table_html as table_html  # noqa: F401  (Results.table_html)
-from .notes import (RANGES_LEGEND, ci_legend, ci_text, error_text, everywhere_mark, note_texts, notebook,
+from .notes import (RANGES_LEGEND, ci_legend, interval_target, ci_text, error_text, everywhere_mark, note_texts, notebook,
                     speedup_text, unavailable)
 from .tables import (FINDINGS_LINES, energy_absent, energy_measured, energy_why, format_energy, peak_sub, peak_text,
                      print_findings, results_table, table_text)
@@ -80,7 +80,7 @@ def findings(results: Results) -> Findings:
 
 def table(results: Results, width: int = 120) -> str:
     """The results table as plain text, as ``arraybench run`` prints it."""
-    return table_text(results.records, width=width, pairs=Pairs(results.pairs), target=results.settings.get("rel_ci"))
+    return table_text(results.records, width=width, pairs=Pairs(results.pairs), target=interval_target(results))
 
 
 def show(results: Results, console: Console, *, errors: bool = False, with_findings: bool = True,
@@ -89,7 +89,7 @@ def show(results: Results, console: Console, *, errors: bool = False, with_findi
     for line in self_check_lines(results):
         console.print(escape(line), style="bold red" if "unreliable" in line else None, soft_wrap=True)
     wide = widened(console)  # the table fitted to the console's width
-    wide.print(results_table(results.records, wide.width, Pairs(results.pairs), results.settings.get("rel_ci")))
+    wide.print(results_table(results.records, wide.width, Pairs(results.pairs), interval_target(results)))
     if errors:
         for e in results.errors:
             console.print(f"[red]not run:[/] {escape(e['error'])}", soft_wrap=True)
@@ -172,8 +172,7 @@ def markdown_report(results: Results, findings: Sequence[str] | None = None) -> 
     """A heading, the environment line, findings, the table and its notes, as GitHub Markdown."""
     return _markdown("results.md", title="arraybench results", findings=findings or [], complete=results.complete,
                      environment=environment_line(results),
-                     table="\n".join(markdown_table(results.records, Pairs(results.pairs),
-                                                     results.settings.get("rel_ci"))))
+                     table="\n".join(markdown_table(results.records, Pairs(results.pairs), interval_target(results))))
 
 
 def markdown_table(records: Iterable[Record], pairs: Pairs = Pairs(), target: float | None = None) -> list[str]:
